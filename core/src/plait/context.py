@@ -1,0 +1,91 @@
+"""``WorkflowContext``: what a handler can do during a run.
+
+One context exists per executor per run, so ``ctx.state`` is that executor's state in
+that run, and two concurrent runs of one workflow never see each other's state.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Generic
+
+import typing_extensions
+
+if TYPE_CHECKING:
+    from .runner import RunState
+
+__all__ = ["WorkflowContext"]
+
+OutT = typing_extensions.TypeVar("OutT", default=Any)
+WorkflowOutT = typing_extensions.TypeVar("WorkflowOutT", default=typing_extensions.Never)
+
+
+class WorkflowContext(Generic[OutT, WorkflowOutT]):
+    """The handle a handler gets: ``WorkflowContext[Out, WorkflowOut]``.
+
+    ``Out`` is the type of messages it sends, ``WorkflowOut`` the type of workflow
+    outputs it yields (``Never`` when it yields none). The builder reads both to check
+    the edges at build time.
+    """
+
+    __slots__ = ("_run", "executor_id", "state")
+
+    def __init__(self, run: RunState, executor_id: str, state: dict[str, Any]) -> None:
+        self._run = run
+        self.executor_id = executor_id
+        #: This executor's state in this run (JSON-ready values, checkpointed).
+        self.state = state
+
+    @property
+    def run_id(self) -> str:
+        """The id of the run this handler is part of."""
+        return self._run.run_id
+
+    @property
+    def superstep(self) -> int:
+        """The current superstep (1-based)."""
+        return self._run.superstep
+
+    @property
+    def shared(self) -> dict[str, Any]:
+        """State shared by every executor of this run (read it; write with
+        :meth:`set_shared_state` when handlers of one superstep may race)."""
+        return self._run.shared
+
+    async def send_message(self, message: OutT, target: str | None = None) -> None:
+        """Send ``message`` along this executor's outgoing edges (routed next superstep).
+
+        :param target: deliver only to this executor id, which must be a target of one of
+            this executor's edge groups.
+        """
+        self._run.outbox.append((self.executor_id, message, target))
+
+    async def yield_output(self, output: WorkflowOutT) -> None:
+        """Yield ``output`` as an output of the whole workflow."""
+        self._run.emit_output(self.executor_id, output)
+
+    async def add_event(self, data: Any) -> None:
+        """Emit a :class:`~plait.events.CustomEvent` carrying ``data``."""
+        self._run.emit_custom(self.executor_id, data)
+
+    async def get_shared_state(self, key: str, default: Any = None) -> Any:
+        """Read a shared-state key."""
+        return self._run.shared.get(key, default)
+
+    async def set_shared_state(self, key: str, value: Any) -> None:
+        """Write a shared-state key (runs within one superstep see writes in call order)."""
+        self._run.shared[key] = value
+
+    async def request_info(self, request: Any, response_type: Any) -> str:
+        """Ask the outside world for input; the run ends ``idle_with_pending_requests``.
+
+        The answer arrives later (``Workflow.resume(..., responses={request_id: value})``)
+        as a message of ``response_type`` to this executor's handler for that type.
+
+        :return: the request id.
+        """
+        return self._run.request_info(self.executor_id, request, response_type)
+
+    def __repr__(self) -> str:
+        return f"<WorkflowContext {self.executor_id!r} run={self._run.run_id}>"

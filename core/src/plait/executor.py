@@ -1,0 +1,301 @@
+"""Executors: units of work with typed handlers.
+
+Subclass :class:`Executor` and mark async methods with :func:`handler`, or turn a plain
+async function into an executor with :func:`executor`. Input types come from the message
+parameter's annotation; output types from ``WorkflowContext[Out, WorkflowOut]`` or, when
+the function takes no context, from its return annotation (a returned value is sent on).
+
+Handler dispatch by message type is resolved once per concrete type and cached.
+
+Executors are shared by every run of a workflow, so keep run state out of ``self``: use
+``ctx.state`` (per executor, per run) and ``ctx.shared`` (per run).
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar, overload
+
+import typing_extensions
+
+from .context import WorkflowContext
+from .types import is_class_decidable, is_instance, type_name
+
+__all__ = ["Executor", "FunctionExecutor", "Handler", "handler", "executor"]
+
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+_MARK = "__plait_handler__"
+_UNKNOWN: tuple[Any, ...] = (Any,)
+_NOTHING = (typing.NoReturn, typing_extensions.Never, None, type(None))
+
+
+class Handler:
+    """One resolved handler: what it accepts, what it may send and yield, how to call it."""
+
+    __slots__ = ("name", "input_type", "output_types", "workflow_output_types", "call", "decidable")
+
+    def __init__(
+        self,
+        name: str,
+        input_type: Any,
+        output_types: tuple[Any, ...],
+        workflow_output_types: tuple[Any, ...],
+        call: Callable[[Any, WorkflowContext[Any, Any]], Awaitable[Any]],
+    ) -> None:
+        self.name = name
+        self.input_type = input_type
+        self.output_types = output_types
+        self.workflow_output_types = workflow_output_types
+        self.call = call
+        self.decidable = is_class_decidable(input_type)
+
+    def __repr__(self) -> str:
+        return f"<Handler {self.name}({type_name(self.input_type)})>"
+
+
+def handler(fn: F) -> F:
+    """Mark an ``async def`` method of an :class:`Executor` subclass as a message handler.
+
+    The method takes ``(self, message: T, ctx: WorkflowContext[Out, WorkflowOut])``; its
+    message annotation decides which messages it receives.
+
+    .. versionadded:: 0.1
+    """
+    if not inspect.iscoroutinefunction(fn):
+        raise TypeError(f"@handler needs an async def, got {_qualname(fn)}")
+    setattr(fn, _MARK, True)
+    return fn
+
+
+class Executor:
+    """Base class of every executor.
+
+    :param id: unique id within a workflow.
+    :param max_concurrency: how many of this executor's messages of one superstep may be
+        handled at once (default 1: in order).
+    :param max_visits: how many supersteps this executor may run in (``None``: no limit).
+    """
+
+    def __init__(
+        self, id: str, *, max_concurrency: int | None = None, max_visits: int | None = None
+    ) -> None:
+        if not isinstance(id, str) or not id:
+            raise ValueError(f"executor id must be a non-empty string, got {id!r}")
+        self.id = id
+        self.max_concurrency = max_concurrency
+        self.max_visits = max_visits
+        self.handlers: tuple[Handler, ...] = self._collect_handlers()
+        self._dispatch: dict[type, Handler] = {}
+
+    def _collect_handlers(self) -> tuple[Handler, ...]:
+        found: list[Handler] = []
+        seen: set[str] = set()
+        for klass in type(self).__mro__:
+            for name, fn in vars(klass).items():
+                if name in seen or not getattr(fn, _MARK, False):
+                    continue
+                seen.add(name)
+                found.append(_resolve_handler(getattr(self, name), skip_self=False))
+        return tuple(found)
+
+    # -- declared types ----------------------------------------------------------------
+
+    @property
+    def input_types(self) -> tuple[Any, ...]:
+        """Types this executor's handlers accept, in handler order."""
+        return tuple(h.input_type for h in self.handlers)
+
+    @property
+    def output_types(self) -> tuple[Any, ...]:
+        """Message types it may send (``(Any,)`` when unknown)."""
+        return _union_of(h.output_types for h in self.handlers)
+
+    @property
+    def workflow_output_types(self) -> tuple[Any, ...]:
+        """Types it may yield as workflow outputs."""
+        return _union_of(h.workflow_output_types for h in self.handlers)
+
+    # -- dispatch ----------------------------------------------------------------------
+
+    def find_handler(self, message: Any) -> Handler | None:
+        """The handler for ``message``: an exact type match first, then declaration order."""
+        cls = type(message)
+        found = self._dispatch.get(cls)
+        if found is not None:
+            return found
+        cacheable = True
+        match: Handler | None = None
+        for h in self.handlers:
+            if h.input_type is cls:
+                match = h
+                break
+        if match is None:
+            for h in self.handlers:
+                if is_instance(message, h.input_type):
+                    match = h
+                    break
+                cacheable = cacheable and h.decidable
+        if match is not None and cacheable and match.decidable:
+            self._dispatch[cls] = match
+        return match
+
+    # -- checkpointing -----------------------------------------------------------------
+
+    def snapshot_state(self, state: dict[str, Any]) -> Any:
+        """Return a JSON-ready snapshot of this executor's per-run ``state`` (override)."""
+        return state
+
+    def restore_state(self, snapshot: Any) -> dict[str, Any]:
+        """Inverse of :meth:`snapshot_state` (override together)."""
+        return dict(snapshot or {})
+
+    def __repr__(self) -> str:
+        accepts = ", ".join(type_name(t) for t in self.input_types)
+        return f"<{type(self).__name__} {self.id!r} accepts {accepts}>"
+
+
+class FunctionExecutor(Executor):
+    """An executor around one async function (what :func:`executor` builds)."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Awaitable[Any]],
+        *,
+        id: str | None = None,
+        max_concurrency: int | None = None,
+        max_visits: int | None = None,
+    ) -> None:
+        if not inspect.iscoroutinefunction(fn):
+            raise TypeError(f"@executor needs an async def, got {_qualname(fn)}")
+        self.fn = fn
+        super().__init__(
+            id or fn.__name__, max_concurrency=max_concurrency, max_visits=max_visits
+        )
+
+    def _collect_handlers(self) -> tuple[Handler, ...]:
+        return (_resolve_handler(self.fn, skip_self=False),)
+
+    @property
+    def ref(self) -> str:
+        """``module:qualname`` of the wrapped function."""
+        return f"{self.fn.__module__}:{self.fn.__qualname__}"
+
+
+@overload
+def executor(fn: Callable[..., Awaitable[Any]], /) -> FunctionExecutor: ...
+
+
+@overload
+def executor(
+    *, id: str | None = None, max_concurrency: int | None = None, max_visits: int | None = None
+) -> Callable[[Callable[..., Awaitable[Any]]], FunctionExecutor]: ...
+
+
+def executor(
+    fn: Callable[..., Awaitable[Any]] | None = None,
+    /,
+    *,
+    id: str | None = None,
+    max_concurrency: int | None = None,
+    max_visits: int | None = None,
+) -> FunctionExecutor | Callable[[Callable[..., Awaitable[Any]]], FunctionExecutor]:
+    """Turn an ``async def f(message: T, ctx: WorkflowContext[Out, WOut])`` into an executor.
+
+    The context parameter is optional; a function that returns a value (not ``None``)
+    sends it on, as if it had called ``ctx.send_message``.
+
+    .. versionadded:: 0.1
+    """
+
+    def wrap(f: Callable[..., Awaitable[Any]]) -> FunctionExecutor:
+        return FunctionExecutor(f, id=id, max_concurrency=max_concurrency, max_visits=max_visits)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+# -- introspection -------------------------------------------------------------------------
+
+
+def _qualname(fn: Any) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def _resolve_handler(fn: Callable[..., Awaitable[Any]], *, skip_self: bool) -> Handler:
+    name = _qualname(fn)
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception as exc:  # unresolvable forward reference
+        raise TypeError(f"cannot read the annotations of {name}: {exc}") from exc
+    params = list(inspect.signature(fn).parameters.values())
+    if skip_self:
+        params = params[1:]
+    if not params:
+        raise TypeError(f"handler {name} must take the message as its first parameter")
+    message_param, rest = params[0], params[1:]
+    input_type = hints.get(message_param.name, Any)
+    ctx_param = next((p for p in rest if _is_context(hints.get(p.name))), None)
+    if ctx_param is None and len(rest) == 1 and rest[0].name not in hints:
+        ctx_param = rest[0]  # an unannotated second parameter is the context
+    if len(rest) > (1 if ctx_param is not None else 0):
+        raise TypeError(f"handler {name} takes too many parameters (message, ctx at most)")
+    returns = hints.get("return", Any)
+    returns_value = returns not in (None, type(None))
+    if ctx_param is not None:
+        outputs, workflow_outputs = _context_types(hints.get(ctx_param.name))
+    else:
+        outputs, workflow_outputs = (), ()
+    if returns_value and returns is not typing.NoReturn:
+        outputs = _union_of((outputs, _UNKNOWN if returns is Any else (returns,)))
+    call = _make_call(fn, with_ctx=ctx_param is not None, forward=returns_value)
+    return Handler(name, input_type, outputs, workflow_outputs, call)
+
+
+def _make_call(
+    fn: Callable[..., Awaitable[Any]], *, with_ctx: bool, forward: bool
+) -> Callable[[Any, WorkflowContext[Any, Any]], Awaitable[Any]]:
+    if with_ctx and not forward:
+        return fn
+
+    async def call(message: Any, ctx: WorkflowContext[Any, Any]) -> None:
+        result = await (fn(message, ctx) if with_ctx else fn(message))
+        if result is not None:
+            await ctx.send_message(result)
+
+    return call
+
+
+def _is_context(annotation: Any) -> bool:
+    origin = typing.get_origin(annotation) or annotation
+    return isinstance(origin, type) and issubclass(origin, WorkflowContext)
+
+
+def _context_types(annotation: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    args = typing.get_args(annotation)
+    if not args:
+        return _UNKNOWN, _UNKNOWN
+    out = args[0]
+    workflow_out = args[1] if len(args) > 1 else typing.NoReturn
+    return _split(out), _split(workflow_out)
+
+
+def _split(tp: Any) -> tuple[Any, ...]:
+    if tp in _NOTHING:
+        return ()
+    if typing.get_origin(tp) is typing.Union or type(tp).__name__ == "UnionType":
+        return tuple(typing.get_args(tp))
+    return (tp,)
+
+
+def _union_of(groups: typing.Iterable[tuple[Any, ...]]) -> tuple[Any, ...]:
+    out: list[Any] = []
+    for group in groups:
+        for tp in group:
+            if tp is Any:
+                return _UNKNOWN
+            if tp not in out:
+                out.append(tp)
+    return tuple(out)

@@ -1,0 +1,194 @@
+"""Every hook Plait calls, with the contract each implementation must keep.
+
+Hooks are synchronous: they register or observe. What they register (executors,
+stores) may be async. A coroutine hook implementation is rejected at registration.
+
+Registry hooks receive a ``register`` callback with the signature
+``register(name: str, obj: object, *, replaces: str | None = None)``. The kernel checks
+``obj`` against the protocol of its kind at once, stamps it with the distribution that
+registered it, and refuses a name another plugin already registered unless ``replaces``
+names that plugin's distribution.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import pluggy
+
+__all__ = ["hookspec", "hookimpl", "Register"]
+
+#: Marks a hook specification of Plait (project name ``plait``).
+hookspec = pluggy.HookspecMarker("plait")
+#: Marks a hook implementation of a Plait plugin: ``@plait.hookimpl``.
+hookimpl = pluggy.HookimplMarker("plait")
+
+
+class Register(Protocol):
+    """The callback every registry hook receives."""
+
+    def __call__(self, name: str, obj: Any, *, replaces: str | None = None) -> None:
+        """Register ``obj`` under ``name``; ``replaces`` names a distribution to override."""
+
+
+# ---------------------------------------------------------------------------
+# Registries: called once per plugin when the plugin manager builds its registries.
+# ---------------------------------------------------------------------------
+
+
+@hookspec
+def plait_register_executor_kinds(register: Register) -> None:
+    """Register named executor factories.
+
+    A factory is a callable ``factory(id: str, config: Mapping[str, Any]) -> Executor``;
+    declarative front-ends and resumed runs use it to build executors from data
+    (``python`` by import path, ``shell``, ``http``, ``agent`` …).
+
+    :param register: ``register(kind_name, factory, replaces=None)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_register_routers(register: Register) -> None:
+    """Register edge routers: how messages cross an edge group.
+
+    A router is an object with ``name: str``, ``stateful: bool`` and
+    ``create(group: EdgeGroupSpec, params: Mapping[str, Any], env: RouterEnv) -> EdgeRunner``
+    (see :mod:`plait.routing`). Routers with state (fan-in buffers) snapshot and restore it.
+
+    :param register: ``register(router_name, router, replaces=None)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_register_merge_strategies(register: Register) -> None:
+    """Register merge strategies for fan-in (see :mod:`plait.merge`).
+
+    A merge strategy has ``name: str``, ``merge(values, sources) -> Any`` and
+    ``output_type(input_type) -> type``.
+
+    :param register: ``register(strategy_name, strategy, replaces=None)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_register_converters(register: Register) -> None:
+    """Register message converters (see :mod:`plait.convert`).
+
+    A converter is a ``Converter(source, target, fn, lossless, name, cost)`` record; the
+    builder chains converters to connect edges whose types differ.
+
+    :param register: ``register(converter_name, converter, replaces=None)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_register_checkpoint_stores(register: Register) -> None:
+    """Register checkpoint stores by URL scheme (see :mod:`plait.checkpoint`).
+
+    The registered object is a factory ``factory(url: str) -> CheckpointStore``.
+
+    :param register: ``register(scheme, factory, replaces=None)`` — for example
+        ``register("sqlite", SqliteStore.from_url)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_register_loaders(register: Register) -> None:
+    """Register front-ends that turn text into a workflow (flow DSL, JSON DAG, YAML steps).
+
+    A loader has ``name``, ``suffixes`` and ``load(text: str, *, source: str) -> WorkflowSpec``.
+
+    :param register: ``register(loader_name, loader, replaces=None)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_register_fragments(register: Register) -> None:
+    """Register named, reusable workflow fragments a distribution publishes.
+
+    A fragment has a ``name`` (``"textkit.summarize"``), a ``version``, a contract (input
+    and output types) and a factory returning a builder; ``add_workflow("textkit.summarize")``
+    composes it.
+
+    :param register: ``register(fragment_name, fragment, replaces=None)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_register_commands(cli: Any) -> None:
+    """Add sub-commands to the ``plait`` command-line interface.
+
+    :param cli: the CLI's command group; the CLI plugin documents its type.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+# ---------------------------------------------------------------------------
+# Observers: tracing and metrics. The runner calls these only when at least one
+# plugin implements them, so they cost nothing otherwise.
+# ---------------------------------------------------------------------------
+
+
+@hookspec
+def plait_run_started(run_id: str, workflow: Any) -> None:
+    """A run of ``workflow`` (a :class:`plait.Workflow`) started.
+
+    :param run_id: the run's id.
+    :param workflow: the workflow being run.
+    :return: nothing; every implementation is called, in the event loop's thread, so it
+        must not block.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_superstep_finished(run_id: str, superstep: int, executor_ids: list[str]) -> None:
+    """Superstep ``superstep`` of run ``run_id`` finished.
+
+    :param run_id: the run's id.
+    :param superstep: the superstep number (1-based).
+    :param executor_ids: the executors that ran in it, in delivery order.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_run_finished(run_id: str, status: str, error: BaseException | None) -> None:
+    """Run ``run_id`` ended with ``status`` (``idle``, ``idle_with_pending_requests``, ``failed``).
+
+    :param run_id: the run's id.
+    :param status: the final status.
+    :param error: the error that failed the run, else ``None``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """

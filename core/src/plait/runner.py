@@ -1,0 +1,433 @@
+"""The superstep engine.
+
+A run is a loop of supersteps. Each superstep takes the pending deliveries (target
+executor -> messages), runs every target's handlers — concurrently in one anyio task
+group when there is more than one delivery, inline when there is exactly one — then routes
+what the handlers sent through the edge groups into the next superstep's deliveries.
+
+The barrier is real: a superstep ends when its slowest executor ends, so a slow branch
+delays the next superstep of a fast one. Wrap a branch as a nested workflow to let it run
+at its own pace.
+
+Hot path: dispatch by message type is cached per executor; a superstep with one delivery
+spawns no task; no event object is built unless someone consumes it; messages are never
+copied.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.lowlevel
+import attrs
+
+from .context import WorkflowContext
+from .errors import (
+    ExecutorFailedError,
+    RoutingError,
+    RunOptionError,
+    SuperstepLimitError,
+    UnhandledMessageError,
+    VisitLimitError,
+    WorkflowRunError,
+)
+from .events import (
+    CustomEvent,
+    ExecutorCompleted,
+    ExecutorFailed,
+    ExecutorInvoked,
+    OutputEvent,
+    RequestInfoEvent,
+    RunStatus,
+    SuperstepFinished,
+    SuperstepStarted,
+    WorkflowEvent,
+)
+from .types import type_name
+
+if TYPE_CHECKING:
+    from .workflow import CompiledGraph
+
+__all__ = ["RunOptions", "RunState", "PendingRequest", "Runner"]
+
+Inbox = dict[str, list[Any]]
+# yield to the event loop at least this often on inline supersteps, so other runs and
+# stream consumers make progress even when every handler completes without awaiting
+_YIELD_EVERY = 32
+
+
+def _positive(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and (not isinstance(value, int) or value < 1):
+        raise RunOptionError(f"run option {attribute.name} must be a positive int, got {value!r}")
+
+
+def _positive_map(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    for key, limit in value.items():
+        if not isinstance(limit, int) or limit < 1:
+            raise RunOptionError(
+                f"run option {attribute.name}[{key!r}] must be a positive int, got {limit!r}"
+            )
+
+
+def _one_of(*choices: str) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
+    def check(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if value is not None and value not in choices:
+            raise RunOptionError(
+                f"run option {attribute.name} must be one of {', '.join(choices)}, got {value!r}"
+            )
+
+    return check
+
+
+@attrs.frozen(kw_only=True)
+class RunOptions:
+    """Options of one run. ``Workflow.run(msg, **options)`` rejects unknown names.
+
+    :param max_supersteps: fail the run past this many supersteps (default 100).
+    :param max_concurrency: at most this many handlers at once in the whole run.
+    :param max_visits: at most this many supersteps per executor (a cycle bound).
+    :param executor_concurrency: per-executor handler concurrency within a superstep.
+    :param executor_max_visits: per-executor visit limits (override ``max_visits``).
+    :param events: ``"lifecycle"`` (run started/finished, outputs, requests) or ``"all"``;
+        ``run()`` defaults to lifecycle, ``stream()`` to all.
+    :param run_id: the run's id (default: a new UUID).
+    :param raise_on_failure: raise the run's error (default) or return a failed result.
+    :param checkpoint: a checkpoint store or store URL; a checkpoint per superstep.
+    :param durability: ``sync``, ``async`` or ``exit`` (see the durable-runs guide).
+    """
+
+    max_supersteps: int = attrs.field(default=100, validator=_positive)
+    max_concurrency: int | None = attrs.field(default=None, validator=_positive)
+    max_visits: int | None = attrs.field(default=None, validator=_positive)
+    executor_concurrency: Mapping[str, int] = attrs.field(factory=dict, validator=_positive_map)
+    executor_max_visits: Mapping[str, int] = attrs.field(factory=dict, validator=_positive_map)
+    events: str | None = attrs.field(default=None, validator=_one_of("lifecycle", "all"))
+    run_id: str | None = None
+    raise_on_failure: bool = True
+    checkpoint: Any = None
+    durability: str = attrs.field(default="sync", validator=_one_of("sync", "async", "exit"))
+
+    @classmethod
+    def from_kwargs(cls, defaults: Mapping[str, Any], options: Mapping[str, Any]) -> RunOptions:
+        """Merge workflow defaults and call options; unknown names are a RunOptionError."""
+        known = {a.name for a in attrs.fields(cls)}
+        unknown = sorted((set(defaults) | set(options)) - known)
+        if unknown:
+            raise RunOptionError(
+                f"unknown run option(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+            )
+        return cls(**{**defaults, **options})
+
+
+@attrs.define
+class PendingRequest:
+    """A request for outside input that the run is waiting on."""
+
+    request_id: str
+    executor_id: str
+    request: Any
+    response_type: Any
+    superstep: int
+
+
+class RunState:
+    """Everything one run changes. Workflows and executors stay untouched."""
+
+    __slots__ = (
+        "run_id",
+        "superstep",
+        "outbox",
+        "outputs",
+        "shared",
+        "executor_state",
+        "contexts",
+        "router_state",
+        "visits",
+        "pending_requests",
+        "emit",
+    )
+
+    def __init__(self, run_id: str, emit: Callable[[WorkflowEvent], None] | None) -> None:
+        self.run_id = run_id
+        self.superstep = 0
+        self.outbox: list[tuple[str, Any, str | None]] = []
+        self.outputs: list[Any] = []
+        self.shared: dict[str, Any] = {}
+        self.executor_state: dict[str, dict[str, Any]] = {}
+        self.contexts: dict[str, WorkflowContext[Any, Any]] = {}
+        self.router_state: dict[str, Any] = {}
+        self.visits: dict[str, int] = {}
+        self.pending_requests: dict[str, PendingRequest] = {}
+        self.emit = emit
+
+    def context(self, executor_id: str) -> WorkflowContext[Any, Any]:
+        """The context of ``executor_id`` in this run (created on first use)."""
+        ctx = self.contexts.get(executor_id)
+        if ctx is None:
+            state = self.executor_state.setdefault(executor_id, {})
+            ctx = self.contexts[executor_id] = WorkflowContext(self, executor_id, state)
+        return ctx
+
+    def emit_output(self, executor_id: str, data: Any) -> None:
+        """Record a workflow output (and emit its event when someone listens)."""
+        self.outputs.append(data)
+        if self.emit is not None:
+            self.emit(OutputEvent(executor_id, data, self.superstep))
+
+    def emit_custom(self, executor_id: str, data: Any) -> None:
+        """Emit a custom event, if someone listens."""
+        if self.emit is not None:
+            self.emit(CustomEvent(executor_id, data, self.superstep))
+
+    def request_info(self, executor_id: str, request: Any, response_type: Any) -> str:
+        """Record a pending request for outside input and announce it."""
+        request_id = uuid.uuid4().hex
+        self.pending_requests[request_id] = PendingRequest(
+            request_id, executor_id, request, response_type, self.superstep
+        )
+        if self.emit is not None:
+            self.emit(
+                RequestInfoEvent(
+                    request_id, executor_id, request, type_name(response_type), self.superstep
+                )
+            )
+        return request_id
+
+
+class Runner:
+    """Runs one run of a compiled graph to the end (or the first failure)."""
+
+    def __init__(
+        self,
+        graph: CompiledGraph,
+        options: RunOptions,
+        state: RunState,
+        *,
+        detail: bool,
+        live: bool,
+        on_superstep: Callable[[Runner, Inbox], Any] | None = None,
+    ) -> None:
+        self.graph = graph
+        self.options = options
+        self.state = state
+        self.detail = detail  # build superstep/executor events
+        self.live = live  # yield to the consumer every superstep
+        self.on_superstep = on_superstep
+        self.failure: BaseException | None = None
+        self.global_limiter = (
+            anyio.CapacityLimiter(options.max_concurrency) if options.max_concurrency else None
+        )
+        self.concurrency = {
+            eid: n
+            for eid, ex in graph.executors.items()
+            if (n := options.executor_concurrency.get(eid, ex.max_concurrency or 1)) > 1
+        }
+        self.visit_limits = {
+            eid: n
+            for eid, ex in graph.executors.items()
+            if (n := options.executor_max_visits.get(eid, ex.max_visits or options.max_visits))
+        }
+        for eid in (*options.executor_concurrency, *options.executor_max_visits):
+            if eid not in graph.executors:
+                raise RunOptionError(f"run option names unknown executor {eid!r}")
+        for gid, runner in graph.edge_runners.items():
+            if runner.stateful and gid not in state.router_state:
+                state.router_state[gid] = runner.initial_state()
+
+    # -- the loop --------------------------------------------------------------------
+
+    async def run(self, inbox: Inbox) -> RunStatus:
+        """Run supersteps until nothing is pending; return the final status."""
+        state, emit, limit = self.state, self.state.emit, self.options.max_supersteps
+        while inbox:
+            if state.superstep >= limit:
+                raise SuperstepLimitError(
+                    f"run exceeded max_supersteps={limit}; still pending for "
+                    f"executor(s) {', '.join(inbox)} (raise max_supersteps or fix the cycle)",
+                    executor_id=next(iter(inbox)),
+                    superstep=state.superstep + 1,
+                )
+            state.superstep += 1
+            step = state.superstep
+            if self.detail and emit is not None:
+                emit(SuperstepStarted(step, tuple(inbox)))
+            if self.visit_limits:
+                self._count_visits(inbox)
+            if len(inbox) == 1:
+                (eid, messages), = inbox.items()
+                if len(messages) == 1 or eid not in self.concurrency:
+                    for message in messages:
+                        await self._invoke(eid, message)
+                    if self.live or step % _YIELD_EVERY == 0:
+                        await anyio.lowlevel.checkpoint()
+                    else:
+                        await anyio.lowlevel.checkpoint_if_cancelled()
+                else:
+                    await self._parallel(inbox)
+            else:
+                await self._parallel(inbox)
+            ran = inbox
+            inbox = self._route() if state.outbox else {}
+            if self.graph.flushers:
+                self._flush(inbox)
+            if self.detail and emit is not None:
+                emit(SuperstepFinished(step, tuple(ran)))
+            if self.graph.observe_supersteps:
+                self.graph.plugin_manager.notify_superstep_finished(state.run_id, step, list(ran))
+            if self.on_superstep is not None:
+                await self.on_superstep(self, inbox)
+        if state.pending_requests:
+            return RunStatus.IDLE_WITH_PENDING_REQUESTS
+        return RunStatus.IDLE
+
+    def _count_visits(self, inbox: Inbox) -> None:
+        visits, limits = self.state.visits, self.visit_limits
+        for eid in inbox:
+            count = visits[eid] = visits.get(eid, 0) + 1
+            limit = limits.get(eid)
+            if limit is not None and count > limit:
+                raise VisitLimitError(
+                    f"executor {eid!r} exceeded its visit limit max_visits={limit} "
+                    f"in superstep {self.state.superstep}",
+                    executor_id=eid,
+                    superstep=self.state.superstep,
+                )
+
+    async def _invoke(self, eid: str, message: Any) -> None:
+        executor = self.graph.executors[eid]
+        found = executor.find_handler(message)
+        step = self.state.superstep
+        if found is None:
+            accepts = ", ".join(type_name(t) for t in executor.input_types) or "nothing"
+            raise UnhandledMessageError(
+                f"executor {eid!r} has no handler for a message of type "
+                f"{type_name(type(message))} in superstep {step} (it accepts: {accepts})",
+                executor_id=eid,
+                superstep=step,
+            )
+        ctx = self.state.contexts.get(eid) or self.state.context(eid)
+        emit = self.state.emit if self.detail else None
+        if emit is not None:
+            emit(ExecutorInvoked(eid, step))
+        try:
+            await found.call(message, ctx)
+        except WorkflowRunError:
+            raise
+        except Exception as exc:
+            if emit is not None:
+                emit(ExecutorFailed(eid, step, exc))
+            raise ExecutorFailedError(
+                f"executor {eid!r} failed in superstep {step}: {type(exc).__name__}: {exc}",
+                executor_id=eid,
+                superstep=step,
+            ) from exc
+        if emit is not None:
+            emit(ExecutorCompleted(eid, step))
+
+    async def _parallel(self, inbox: Inbox) -> None:
+        self.failure = None
+        async with anyio.create_task_group() as tg:
+            for eid, messages in inbox.items():
+                if eid in self.concurrency and len(messages) > 1:
+                    limiter = anyio.CapacityLimiter(self.concurrency[eid])
+                    for message in messages:
+                        tg.start_soon(self._guarded, tg, eid, [message], limiter)
+                else:
+                    tg.start_soon(self._guarded, tg, eid, messages, None)
+        if self.failure is not None:
+            raise self.failure
+
+    async def _guarded(
+        self,
+        tg: anyio.abc.TaskGroup,
+        eid: str,
+        messages: list[Any],
+        limiter: anyio.CapacityLimiter | None,
+    ) -> None:
+        try:
+            for message in messages:
+                if limiter is not None:
+                    async with limiter:
+                        await self._limited(eid, message)
+                else:
+                    await self._limited(eid, message)
+        except Exception as exc:
+            # the first failure wins; cancelling the group stops the siblings
+            if self.failure is None:
+                self.failure = exc
+            tg.cancel_scope.cancel()
+
+    async def _limited(self, eid: str, message: Any) -> None:
+        if self.global_limiter is None:
+            await self._invoke(eid, message)
+        else:
+            async with self.global_limiter:
+                await self._invoke(eid, message)
+
+    # -- routing ---------------------------------------------------------------------
+
+    def _route(self) -> Inbox:
+        state = self.state
+        outbox, state.outbox = state.outbox, []
+        routes = self.graph.routes_from
+        router_state = state.router_state
+        inbox: Inbox = {}
+        for source, message, target in outbox:
+            runners = routes.get(source)
+            if not runners:
+                raise UnhandledMessageError(
+                    f"executor {source!r} sent a message of type {type_name(type(message))} "
+                    f"in superstep {state.superstep} but has no outgoing edges",
+                    executor_id=source,
+                    superstep=state.superstep,
+                )
+            delivered = False
+            for gid, runner in runners:
+                try:
+                    deliveries = runner.route(source, message, target, router_state.get(gid))
+                except WorkflowRunError:
+                    raise
+                except Exception as exc:
+                    raise RoutingError(
+                        f"edge group {gid!r} failed to route a {type_name(type(message))} "
+                        f"from {source!r} in superstep {state.superstep}: "
+                        f"{type(exc).__name__}: {exc}",
+                        executor_id=source,
+                        superstep=state.superstep,
+                    ) from exc
+                for tgt, data in deliveries:
+                    delivered = True
+                    box = inbox.get(tgt)
+                    if box is None:
+                        inbox[tgt] = [data]
+                    else:
+                        box.append(data)
+            if target is not None and not delivered:
+                self._check_target(source, target, runners)
+        return inbox
+
+    def _check_target(self, source: str, target: str, runners: Any) -> None:
+        if not any(target in runner.group.targets for _, runner in runners):
+            raise UnhandledMessageError(
+                f"executor {source!r} sent a message to {target!r}, which none of its edge "
+                f"groups reaches",
+                executor_id=source,
+                superstep=self.state.superstep,
+            )
+
+    def _flush(self, inbox: Inbox) -> None:
+        reach = self.graph.reach
+        active = set(inbox) | {p.executor_id for p in self.state.pending_requests.values()}
+
+        def can_still_send(executor_id: str) -> bool:
+            return any(executor_id in reach[a] for a in active)
+
+        for gid, runner in self.graph.flushers:
+            for tgt, data in runner.flush(self.state.router_state.get(gid), can_still_send):
+                inbox.setdefault(tgt, []).append(data)
+

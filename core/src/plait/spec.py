@@ -1,0 +1,254 @@
+"""The workflow IR: frozen, serialisable records every front-end and builder produces.
+
+A :class:`WorkflowSpec` is pure data — executor ids and kinds, edge groups with their
+router names and JSON-ready options, the start executor and run defaults. It converts to
+canonical JSON and back through a cattrs converter Plait owns, and has a topology
+signature (a SHA-256 of its structure) that checkpoints record so a changed graph is
+refused on resume.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import deque
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+import cattrs
+
+__all__ = [
+    "SPEC_VERSION",
+    "NodeSpec",
+    "EdgeGroupSpec",
+    "WorkflowSpec",
+    "spec_converter",
+]
+
+SPEC_VERSION = 1
+
+
+def _frozen_dict(value: Mapping[str, Any] | None) -> dict[str, Any]:
+    return dict(value or {})
+
+
+@attrs.frozen
+class NodeSpec:
+    """One executor in the graph.
+
+    :param id: unique id within the workflow (composed fragments use ``prefix/id``).
+    :param kind: executor kind name (``python`` for in-process objects).
+    :param ref: an import path (``pkg.mod:attr``) when the executor can be rebuilt from data.
+    :param input_types: readable names of the types its handlers accept.
+    :param output_types: readable names of the message types it sends.
+    :param workflow_output_types: readable names of what it yields as workflow output.
+    :param config: JSON-ready configuration for its kind.
+    """
+
+    id: str
+    kind: str = "python"
+    ref: str | None = None
+    input_types: tuple[str, ...] = ()
+    output_types: tuple[str, ...] = ()
+    workflow_output_types: tuple[str, ...] = ()
+    config: dict[str, Any] = attrs.field(factory=dict, converter=_frozen_dict, hash=False)
+
+
+@attrs.frozen
+class EdgeGroupSpec:
+    """A group of edges that one router drives.
+
+    :param id: unique, deterministic id (``direct:a->b``, ``fan_in:a,b->c``).
+    :param router: the router's registered name (``direct``, ``fan_out``, ``fan_in`` …).
+    :param sources: executor ids whose messages enter the group, in declaration order.
+    :param targets: executor ids the group may deliver to, in declaration order.
+    :param options: JSON-ready router options (merge strategy, ``when``, callable names).
+    """
+
+    id: str
+    router: str
+    sources: tuple[str, ...]
+    targets: tuple[str, ...]
+    options: dict[str, Any] = attrs.field(factory=dict, converter=_frozen_dict, hash=False)
+
+
+@attrs.frozen
+class WorkflowSpec:
+    """A whole workflow graph as data.
+
+    :param name: the workflow's name, if any.
+    :param start: id of the executor that receives the run's input.
+    :param nodes: executors, in the order they were added.
+    :param edge_groups: edge groups, in the order they were added.
+    :param options: default run options (``max_supersteps`` …), JSON-ready.
+    """
+
+    name: str | None
+    start: str
+    nodes: tuple[NodeSpec, ...]
+    edge_groups: tuple[EdgeGroupSpec, ...]
+    options: dict[str, Any] = attrs.field(factory=dict, converter=_frozen_dict, hash=False)
+    version: int = SPEC_VERSION
+
+    # -- lookups ---------------------------------------------------------------
+
+    @property
+    def node_ids(self) -> tuple[str, ...]:
+        """Executor ids in declaration order."""
+        return tuple(n.id for n in self.nodes)
+
+    def node(self, node_id: str) -> NodeSpec:
+        """The node with ``node_id`` (``KeyError`` naming it if absent)."""
+        for n in self.nodes:
+            if n.id == node_id:
+                return n
+        raise KeyError(f"no executor {node_id!r} in workflow {self.name or '(unnamed)'}")
+
+    def successors(self) -> dict[str, set[str]]:
+        """Executor id -> ids it can send to, through any edge group."""
+        out: dict[str, set[str]] = {n.id: set() for n in self.nodes}
+        for group in self.edge_groups:
+            for source in group.sources:
+                out.setdefault(source, set()).update(group.targets)
+        return out
+
+    def reachable_from(self, node_id: str) -> set[str]:
+        """Every executor reachable from ``node_id`` (itself included)."""
+        succ = self.successors()
+        seen, queue = {node_id}, deque([node_id])
+        while queue:
+            for nxt in succ.get(queue.popleft(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    queue.append(nxt)
+        return seen
+
+    # -- validation ------------------------------------------------------------
+
+    def problems(self, *, routers: Iterable[str] | None = None) -> list[str]:
+        """Every structural problem at once (empty when the graph is sound).
+
+        :param routers: installed router names; unknown router names are reported with them.
+        """
+        problems: list[str] = []
+        ids = [n.id for n in self.nodes]
+        known = set(ids)
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            problems.append(f"duplicate executor id(s): {', '.join(dupes)}")
+        if not self.start:
+            problems.append("no start executor (call set_start)")
+        elif self.start not in known:
+            problems.append(f"start executor {self.start!r} is not in the workflow")
+        installed = sorted(routers) if routers is not None else None
+        group_ids = [g.id for g in self.edge_groups]
+        for gid in sorted({g for g in group_ids if group_ids.count(g) > 1}):
+            problems.append(f"duplicate edge group id {gid!r}")
+        for group in self.edge_groups:
+            for end, names in (("source", group.sources), ("target", group.targets)):
+                if not names:
+                    problems.append(f"edge group {group.id!r} has no {end}s")
+                for name in names:
+                    if name not in known:
+                        problems.append(
+                            f"edge group {group.id!r} has unknown {end} executor {name!r}"
+                        )
+            if installed is not None and group.router not in installed:
+                problems.append(
+                    f"edge group {group.id!r} uses unknown router {group.router!r}; "
+                    f"installed: {', '.join(installed) or 'none'}"
+                )
+        if self.start in known:
+            reached = self.reachable_from(self.start)
+            unreachable = [i for i in ids if i not in reached]
+            if unreachable:
+                problems.append(
+                    f"unreachable executor(s) from start {self.start!r}: {', '.join(unreachable)}"
+                )
+        return problems
+
+    # -- serialisation -----------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (cattrs unstructure)."""
+        data: dict[str, Any] = spec_converter.unstructure(self)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WorkflowSpec:
+        """Rebuild from :meth:`to_dict` output; cattrs errors carry the path of a bad field."""
+        return spec_converter.structure(dict(data), cls)
+
+    def to_json(self, *, indent: int | None = None) -> str:
+        """Canonical JSON (sorted keys)."""
+        return json.dumps(self.to_dict(), sort_keys=True, indent=indent, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> WorkflowSpec:
+        """Inverse of :meth:`to_json`."""
+        return cls.from_dict(json.loads(text))
+
+    def topology(self) -> dict[str, Any]:
+        """The parts of the spec that checkpoints depend on (no names, no run options)."""
+        return {
+            "start": self.start,
+            "nodes": sorted([n.id, n.kind] for n in self.nodes),
+            "edge_groups": sorted(
+                [g.id, g.router, list(g.sources), list(g.targets), _canonical(g.options)]
+                for g in self.edge_groups
+            ),
+        }
+
+    def signature(self) -> str:
+        """SHA-256 (hex) of :meth:`topology`: equal for equal graphs, built in any order."""
+        text = json.dumps(self.topology(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def diff(self, other: WorkflowSpec) -> list[str]:
+        """Human-readable differences in topology between ``self`` (old) and ``other`` (new)."""
+        changes: list[str] = []
+        old_nodes, new_nodes = set(self.node_ids), set(other.node_ids)
+        if added := sorted(new_nodes - old_nodes):
+            changes.append(f"executors added: {', '.join(added)}")
+        if removed := sorted(old_nodes - new_nodes):
+            changes.append(f"executors removed: {', '.join(removed)}")
+        old_kinds = {n.id: n.kind for n in self.nodes}
+        for n in other.nodes:
+            if n.id in old_kinds and old_kinds[n.id] != n.kind:
+                changes.append(f"executor {n.id!r} kind changed: {old_kinds[n.id]} -> {n.kind}")
+        old_groups = {g.id: g for g in self.edge_groups}
+        new_groups = {g.id: g for g in other.edge_groups}
+        if added := sorted(set(new_groups) - set(old_groups)):
+            changes.append(f"edges added: {', '.join(added)}")
+        if removed := sorted(set(old_groups) - set(new_groups)):
+            changes.append(f"edges removed: {', '.join(removed)}")
+        for gid in sorted(set(old_groups) & set(new_groups)):
+            a, b = old_groups[gid], new_groups[gid]
+            if (a.router, a.sources, a.targets, _canonical(a.options)) != (
+                b.router,
+                b.sources,
+                b.targets,
+                _canonical(b.options),
+            ):
+                changes.append(f"edge group {gid!r} changed")
+        if self.start != other.start:
+            changes.append(f"start changed: {self.start} -> {other.start}")
+        return changes
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _make_converter() -> cattrs.Converter:
+    converter = cattrs.Converter(forbid_extra_keys=True)
+    # tuples travel as JSON lists and come back as tuples
+    converter.register_unstructure_hook(tuple, list)
+    return converter
+
+
+#: The cattrs converter for the IR. Plait owns it; never ``cattrs.global_converter``.
+spec_converter = _make_converter()

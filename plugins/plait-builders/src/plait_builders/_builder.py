@@ -1,0 +1,262 @@
+"""``WorkflowBuilder``: the mutable authoring surface that produces a :class:`plait.Workflow`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Union
+
+import attrs
+from plait import Executor, Workflow
+from plait.errors import WorkflowValidationError
+from plait.plugins import PluginManager, get_plugin_manager
+from plait.runner import RunOptions
+from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
+from plait.types import is_assignable, type_name
+from typing_extensions import Self
+
+__all__ = ["Case", "WorkflowBuilder", "ExecutorRef"]
+
+#: An executor object, or the id of one added to the builder.
+ExecutorRef = Union[Executor, str]
+
+
+@attrs.frozen
+class Case:
+    """One case of a switch: when ``predicate(message)`` is true, route to ``target``."""
+
+    predicate: Callable[[Any], bool]
+    target: ExecutorRef
+
+
+class WorkflowBuilder:
+    """Wire executors into a workflow, then :meth:`build` it.
+
+    Every ``add_*`` method returns the builder, so calls chain. Problems are collected and
+    reported together by :meth:`build`.
+
+    :param name: the workflow's name (and its default prefix when composed).
+    :param plugin_manager: where routers and merge strategies come from.
+    :param run_defaults: default run options (``max_supersteps=…``), checked at once.
+
+    .. versionadded:: 0.1
+    """
+
+    def __init__(
+        self,
+        name: str | None = None,
+        *,
+        plugin_manager: PluginManager | None = None,
+        **run_defaults: Any,
+    ) -> None:
+        RunOptions.from_kwargs({}, run_defaults)  # unknown or bad options fail here
+        self.name = name
+        self.run_defaults = dict(run_defaults)
+        self._manager = plugin_manager
+        self._executors: dict[str, Executor] = {}
+        self._groups: list[EdgeGroupSpec] = []
+        self._params: dict[str, dict[str, Any]] = {}
+        self._start: str | None = None
+        self._problems: list[str] = []
+
+    # -- executors ---------------------------------------------------------------------
+
+    def add_executor(self, executor: Executor) -> Self:
+        """Add ``executor`` (adding the same object twice is harmless)."""
+        if not isinstance(executor, Executor):
+            raise TypeError(
+                f"add_executor needs an Executor (use @executor on an async function), "
+                f"got {executor!r}"
+            )
+        known = self._executors.get(executor.id)
+        if known is None:
+            self._executors[executor.id] = executor
+        elif known is not executor:
+            self._problems.append(f"two different executors share the id {executor.id!r}")
+        return self
+
+    def _ref(self, ref: ExecutorRef) -> str:
+        if isinstance(ref, Executor):
+            self.add_executor(ref)
+            return ref.id
+        if isinstance(ref, str):
+            return ref
+        raise TypeError(f"expected an Executor or an executor id, got {ref!r}")
+
+    def set_start(self, executor: ExecutorRef) -> Self:
+        """Make ``executor`` the one that receives the run's input."""
+        self._start = self._ref(executor)
+        return self
+
+    # -- edges ---------------------------------------------------------------------------
+
+    def _add_group(
+        self,
+        router: str,
+        sources: Sequence[str],
+        targets: Sequence[str],
+        options: dict[str, Any] | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> str:
+        base = f"{router}:{','.join(sources)}->{','.join(targets)}"
+        taken = {g.id for g in self._groups}
+        gid, n = base, 2
+        while gid in taken:
+            gid, n = f"{base}#{n}", n + 1
+        self._groups.append(EdgeGroupSpec(gid, router, tuple(sources), tuple(targets), options))
+        if params:
+            self._params[gid] = params
+        return gid
+
+    def add_edge(
+        self,
+        source: ExecutorRef,
+        target: ExecutorRef,
+        condition: Callable[[Any], bool] | None = None,
+    ) -> Self:
+        """Connect ``source`` to ``target``; with ``condition``, only messages it accepts."""
+        src, tgt = self._ref(source), self._ref(target)
+        if condition is None:
+            self._add_group("direct", [src], [tgt])
+        else:
+            self._add_group(
+                "conditional",
+                [src],
+                [tgt],
+                {"condition": _callable_name(condition)},
+                {"condition": condition},
+            )
+        return self
+
+    def add_fan_out(
+        self,
+        source: ExecutorRef,
+        targets: Sequence[ExecutorRef],
+        selection: Callable[[Any, list[str]], Iterable[str]] | None = None,
+    ) -> Self:
+        """Send every message of ``source`` to all ``targets`` (same superstep), or to those
+        ``selection(message, target_ids)`` returns."""
+        src = self._ref(source)
+        tgts = [self._ref(t) for t in targets]
+        options = {"selection": _callable_name(selection)} if selection else {}
+        params = {"selection": selection} if selection else {}
+        self._add_group("fan_out", [src], tgts, options, params)
+        return self
+
+    def add_fan_in(
+        self,
+        sources: Sequence[ExecutorRef],
+        target: ExecutorRef,
+        merge: str = "list",
+        *,
+        when: str = "all",
+    ) -> Self:
+        """Wait for a message from every source, then deliver one merged message.
+
+        :param merge: a merge strategy name (``list``, ``concat``, ``keyed`` …).
+        :param when: ``"all"`` waits for every source; ``"available"`` fires with what
+            arrived once no pending message can still reach the silent sources.
+        """
+        srcs = [self._ref(s) for s in sources]
+        self._add_group("fan_in", srcs, [self._ref(target)], {"merge": merge, "when": when})
+        return self
+
+    def add_switch(
+        self,
+        source: ExecutorRef,
+        cases: Sequence[Case | tuple[Callable[[Any], bool], ExecutorRef]],
+        default: ExecutorRef | None = None,
+    ) -> Self:
+        """Route each message of ``source`` to the first case whose predicate holds, else to
+        ``default``; with no match and no default the run fails naming the switch."""
+        src = self._ref(source)
+        resolved = [c if isinstance(c, Case) else Case(c[0], c[1]) for c in cases]
+        case_targets = [self._ref(c.target) for c in resolved]
+        default_id = self._ref(default) if default is not None else None
+        targets = list(dict.fromkeys([*case_targets, *([default_id] if default_id else [])]))
+        options = {
+            "case_targets": case_targets,
+            "default": default_id,
+            "cases": [_callable_name(c.predicate) for c in resolved],
+        }
+        self._add_group("switch", [src], targets, options, {"cases": [c.predicate for c in resolved]})
+        return self
+
+    # -- building ------------------------------------------------------------------------
+
+    def to_spec(self) -> WorkflowSpec:
+        """The graph as data, without validating it."""
+        nodes = tuple(_node_spec(ex) for ex in self._executors.values())
+        return WorkflowSpec(
+            name=self.name,
+            start=self._start or "",
+            nodes=nodes,
+            edge_groups=tuple(self._groups),
+            options=self.run_defaults,
+        )
+
+    def build(self) -> Workflow:
+        """Validate everything at once and return an immutable :class:`plait.Workflow`.
+
+        :raises WorkflowValidationError: listing every structural and type problem.
+        """
+        manager = self._manager or get_plugin_manager()
+        spec = self.to_spec()
+        problems = list(self._problems)
+        problems.extend(self._type_problems(manager))
+        try:
+            workflow = Workflow(
+                spec, self._executors, edge_params=self._params, plugin_manager=manager
+            )
+        except WorkflowValidationError as exc:
+            raise WorkflowValidationError([*problems, *exc.problems], workflow=self.name) from None
+        if problems:
+            raise WorkflowValidationError(problems, workflow=self.name)
+        return workflow
+
+    def _type_problems(self, manager: PluginManager) -> list[str]:
+        problems: list[str] = []
+        merges = manager.registry("merge_strategy")
+        for group in self._groups:
+            sources = [self._executors[s] for s in group.sources if s in self._executors]
+            sent: list[Any] = []
+            for ex in sources:
+                sent.extend(t for t in ex.output_types if t not in sent)
+            if not sent or Any in sent or len(sources) != len(group.sources):
+                continue  # unknown types are checked at run time
+            if group.router == "fan_in":
+                merge_name = group.options.get("merge", "list")
+                if merge_name not in merges:
+                    continue  # reported when the router is created
+                union = sent[0] if len(sent) == 1 else Union[tuple(sent)]  # noqa: UP007
+                incoming = [merges.get(merge_name).output_type(union)]
+            else:
+                incoming = sent
+            for target_id in group.targets:
+                target = self._executors.get(target_id)
+                if target is None:
+                    continue
+                for tp in incoming:
+                    if not any(is_assignable(tp, accepted) for accepted in target.input_types):
+                        accepts = ", ".join(type_name(t) for t in target.input_types)
+                        problems.append(
+                            f"edge group {group.id!r}: {target_id!r} cannot handle "
+                            f"{type_name(tp)} (it accepts: {accepts or 'nothing'})"
+                        )
+        return problems
+
+
+def _node_spec(ex: Executor) -> NodeSpec:
+    ref = getattr(ex, "ref", None) or f"{type(ex).__module__}:{type(ex).__qualname__}"
+    return NodeSpec(
+        id=ex.id,
+        kind="python",
+        ref=ref,
+        input_types=tuple(type_name(t) for t in ex.input_types),
+        output_types=tuple(type_name(t) for t in ex.output_types),
+        workflow_output_types=tuple(type_name(t) for t in ex.workflow_output_types),
+    )
+
+
+def _callable_name(fn: Any) -> str:
+    return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
+

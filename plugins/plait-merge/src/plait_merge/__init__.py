@@ -1,0 +1,99 @@
+"""Merge strategies for fan-in, registered through ``plait_register_merge_strategies``.
+
+Each strategy receives one value per source, in source-declaration order.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import plait
+from plait.hookspecs import Register
+
+__all__ = [
+    "ListMerge",
+    "ConcatMerge",
+    "FirstMerge",
+    "LastMerge",
+    "KeyedMerge",
+    "plait_register_merge_strategies",
+]
+
+
+class ListMerge:
+    """``list``: the values as a list (the fan-in default)."""
+
+    def merge(self, values: Sequence[Any], sources: Sequence[str]) -> list[Any]:
+        return list(values)
+
+    def output_type(self, input_type: Any) -> Any:
+        return list[input_type]  # type: ignore[valid-type]
+
+
+class ConcatMerge:
+    """``concat`` / ``concat_newline``: strings joined (by ``separator``), or lists chained."""
+
+    def __init__(self, separator: str = "") -> None:
+        self.separator = separator
+
+    def merge(self, values: Sequence[Any], sources: Sequence[str]) -> Any:
+        if all(isinstance(v, str) for v in values):
+            return self.separator.join(values)
+        if all(isinstance(v, (list, tuple)) for v in values):
+            out: list[Any] = []
+            for v in values:
+                out.extend(v)
+            return out
+        kinds = ", ".join(f"{s}: {type(v).__name__}" for s, v in zip(sources, values))
+        raise TypeError(f"concat merges strings or lists, got {kinds}")
+
+    def output_type(self, input_type: Any) -> Any:
+        return input_type
+
+
+class FirstMerge:
+    """``first``: the first source's value (in declaration order)."""
+
+    def merge(self, values: Sequence[Any], sources: Sequence[str]) -> Any:
+        return values[0]
+
+    def output_type(self, input_type: Any) -> Any:
+        return input_type
+
+
+class LastMerge:
+    """``last``: the last source's value (in declaration order)."""
+
+    def merge(self, values: Sequence[Any], sources: Sequence[str]) -> Any:
+        return values[-1]
+
+    def output_type(self, input_type: Any) -> Any:
+        return input_type
+
+
+class KeyedMerge:
+    """``keyed``: ``{"outputs": {source_id: value}, "order": [source_id, ...]}``.
+
+    The shape of seed 002's parallel outputs: access by executor id, or by position
+    through ``order``.
+    """
+
+    def merge(self, values: Sequence[Any], sources: Sequence[str]) -> dict[str, Any]:
+        return {"outputs": dict(zip(sources, values)), "order": list(sources)}
+
+    def output_type(self, input_type: Any) -> Any:
+        return dict[str, Any]
+
+
+@plait.hookimpl
+def plait_register_merge_strategies(register: Register) -> None:
+    """Register the standard merge strategies."""
+    register("list", ListMerge())
+    register("concat", ConcatMerge())
+    register("concat_newline", ConcatMerge("\n"))
+    register("first", FirstMerge())
+    register("last", LastMerge())
+    register("keyed", KeyedMerge())

@@ -1,0 +1,296 @@
+"""Edge routers for Plait, registered through ``plait_register_routers``.
+
+========== ======================================================================
+name        behaviour
+========== ======================================================================
+direct      one source to one target (params: optional ``condition``)
+conditional one source to one target when ``condition(message)`` is true
+fan_out     one source to every target, or to those ``selection(message, targets)``
+            picks
+fan_in      a barrier: waits for a message from every source, then delivers one
+            message merged by the ``merge`` strategy (default ``list``) in
+            source-declaration order; ``when="available"`` fires with what arrived
+            once no pending message can still reach the silent sources
+switch      ordered ``cases`` (predicate, target), first match wins, else ``default``
+========== ======================================================================
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Union
+
+import plait
+from plait.errors import RoutingError
+from plait.hookspecs import Register
+from plait.routing import Delivery, RouterEnv
+from plait.spec import EdgeGroupSpec
+
+__all__ = [
+    "DirectRouter",
+    "FanOutRouter",
+    "FanInRouter",
+    "SwitchRouter",
+    "SingleEdgeRunner",
+    "FanOutEdgeRunner",
+    "FanInEdgeRunner",
+    "SwitchEdgeRunner",
+    "plait_register_routers",
+]
+
+Predicate = Callable[[Any], bool]
+
+
+def _one(group: EdgeGroupSpec, end: str, names: Sequence[str]) -> str:
+    if len(names) != 1:
+        raise ValueError(f"router {group.router!r} needs exactly one {end}, got {len(names)}")
+    return names[0]
+
+
+def _callable(group: EdgeGroupSpec, params: Mapping[str, Any], key: str) -> Any:
+    fn = params.get(key)
+    if fn is not None and not callable(fn):
+        raise ValueError(f"{key} of router {group.router!r} must be callable, got {fn!r}")
+    return fn
+
+
+class _Stateless:
+    """Shared behaviour of routers that keep no per-run state."""
+
+    group: EdgeGroupSpec
+    stateful = False
+    needs_flush = False
+
+    def initial_state(self) -> None:
+        return None
+
+    def flush(self, state: Any, can_still_send: Callable[[str], bool]) -> list[Delivery]:
+        return []
+
+    def snapshot(self, state: Any, encode: Callable[[Any], Any]) -> Any:
+        return None
+
+    def restore(self, data: Any, decode: Callable[[Any], Any]) -> Any:
+        return None
+
+    def message_types(self, source_types: Sequence[Any]) -> Mapping[str, Sequence[Any]]:
+        return {target: source_types for target in self.group.targets}
+
+
+# -- direct / conditional ------------------------------------------------------------------
+
+
+class SingleEdgeRunner(_Stateless):
+    """One source, one target, an optional condition."""
+
+    def __init__(self, group: EdgeGroupSpec, condition: Predicate | None) -> None:
+        self.group = group
+        self.source = _one(group, "source", group.sources)
+        self.target = _one(group, "target", group.targets)
+        self.condition = condition
+
+    def route(self, source: str, message: Any, target: str | None, state: Any) -> list[Delivery]:
+        if target is not None and target != self.target:
+            return []
+        if self.condition is not None and not self.condition(message):
+            return []
+        return [(self.target, message)]
+
+
+class DirectRouter:
+    """``direct`` and ``conditional``: a single edge (``condition`` required for the latter)."""
+
+    stateful = False
+
+    def __init__(self, *, require_condition: bool = False) -> None:
+        self.require_condition = require_condition
+
+    def create(
+        self, group: EdgeGroupSpec, params: Mapping[str, Any], env: RouterEnv
+    ) -> SingleEdgeRunner:
+        condition = _callable(group, params, "condition")
+        if self.require_condition and condition is None:
+            raise ValueError("router 'conditional' needs a condition")
+        return SingleEdgeRunner(group, condition)
+
+
+# -- fan-out ---------------------------------------------------------------------------------
+
+
+class FanOutEdgeRunner(_Stateless):
+    """One source to many targets, all or a selection."""
+
+    def __init__(self, group: EdgeGroupSpec, selection: Any) -> None:
+        self.group = group
+        self.targets = group.targets
+        self.target_set = frozenset(group.targets)
+        self.selection = selection
+
+    def route(self, source: str, message: Any, target: str | None, state: Any) -> list[Delivery]:
+        if target is not None:
+            return [(target, message)] if target in self.target_set else []
+        if self.selection is None:
+            return [(t, message) for t in self.targets]
+        chosen = list(self.selection(message, list(self.targets)))
+        unknown = [t for t in chosen if t not in self.target_set]
+        if unknown:
+            raise RoutingError(
+                f"selection of fan-out {self.group.id!r} chose {', '.join(map(repr, unknown))}, "
+                f"not among its targets {', '.join(self.targets)}"
+            )
+        return [(t, message) for t in chosen]
+
+
+class FanOutRouter:
+    """``fan_out``: broadcast, or ``selection(message, targets) -> targets``."""
+
+    stateful = False
+
+    def create(
+        self, group: EdgeGroupSpec, params: Mapping[str, Any], env: RouterEnv
+    ) -> FanOutEdgeRunner:
+        _one(group, "source", group.sources)
+        return FanOutEdgeRunner(group, _callable(group, params, "selection"))
+
+
+# -- switch ----------------------------------------------------------------------------------
+
+
+class SwitchEdgeRunner(_Stateless):
+    """Ordered predicates; the first that matches picks the target, else the default."""
+
+    def __init__(
+        self, group: EdgeGroupSpec, cases: Sequence[tuple[Predicate, str]], default: str | None
+    ) -> None:
+        self.group = group
+        self.cases = tuple(cases)
+        self.default = default
+
+    def route(self, source: str, message: Any, target: str | None, state: Any) -> list[Delivery]:
+        for predicate, case_target in self.cases:
+            if predicate(message):
+                return [(case_target, message)]
+        if self.default is not None:
+            return [(self.default, message)]
+        raise RoutingError(
+            f"switch {self.group.id!r} has no case matching a {type(message).__name__} "
+            f"message from {source!r} and no default (add a default target)",
+            executor_id=source,
+        )
+
+
+class SwitchRouter:
+    """``switch``: options ``case_targets`` and ``default``; params ``cases`` (predicates)."""
+
+    stateful = False
+
+    def create(
+        self, group: EdgeGroupSpec, params: Mapping[str, Any], env: RouterEnv
+    ) -> SwitchEdgeRunner:
+        _one(group, "source", group.sources)
+        targets = list(group.options.get("case_targets", ()))
+        predicates = list(params.get("cases", ()))
+        if len(targets) != len(predicates):
+            raise ValueError(
+                f"switch has {len(targets)} case target(s) but {len(predicates)} predicate(s)"
+            )
+        for i, predicate in enumerate(predicates):
+            if not callable(predicate):
+                raise ValueError(f"switch case {i} predicate is not callable: {predicate!r}")
+        default = group.options.get("default")
+        known = set(group.targets)
+        for name in [*targets, *([default] if default else [])]:
+            if name not in known:
+                raise ValueError(f"switch target {name!r} is not among the group's targets")
+        return SwitchEdgeRunner(group, list(zip(predicates, targets)), default)
+
+
+# -- fan-in ----------------------------------------------------------------------------------
+
+
+class FanInEdgeRunner:
+    """A barrier over many sources, delivering one merged message to one target.
+
+    Per run, the state is ``{source_id: [messages waiting]}``. When every source has a
+    message waiting, the first of each is merged (in source-declaration order) and
+    delivered; later messages wait for the next round.
+    """
+
+    stateful = True
+
+    def __init__(self, group: EdgeGroupSpec, merge: Any, merge_name: str, when: str) -> None:
+        self.group = group
+        self.sources = group.sources
+        self.target = _one(group, "target", group.targets)
+        self.merge = merge
+        self.merge_name = merge_name
+        self.when = when
+        self.needs_flush = when == "available"
+
+    def initial_state(self) -> dict[str, list[Any]]:
+        return {source: [] for source in self.sources}
+
+    def route(
+        self, source: str, message: Any, target: str | None, state: dict[str, list[Any]]
+    ) -> list[Delivery]:
+        if target is not None and target != self.target:
+            return []
+        state[source].append(message)
+        if all(state[s] for s in self.sources):
+            values = [state[s].pop(0) for s in self.sources]
+            return [(self.target, self.merge.merge(values, self.sources))]
+        return []
+
+    def flush(
+        self, state: dict[str, list[Any]], can_still_send: Callable[[str], bool]
+    ) -> list[Delivery]:
+        arrived = [s for s in self.sources if state[s]]
+        if not arrived:
+            return []
+        if any(can_still_send(s) for s in self.sources if not state[s]):
+            return []
+        values = [state[s].pop(0) for s in arrived]
+        return [(self.target, self.merge.merge(values, arrived))]
+
+    def snapshot(self, state: dict[str, list[Any]], encode: Callable[[Any], Any]) -> Any:
+        return {source: [encode(m) for m in messages] for source, messages in state.items()}
+
+    def restore(self, data: Any, decode: Callable[[Any], Any]) -> dict[str, list[Any]]:
+        state = self.initial_state()
+        for source, messages in (data or {}).items():
+            state[source] = [decode(m) for m in messages]
+        return state
+
+    def message_types(self, source_types: Sequence[Any]) -> Mapping[str, Sequence[Any]]:
+        if not source_types:
+            return {self.target: ()}
+        union = source_types[0] if len(source_types) == 1 else Union[tuple(source_types)]  # noqa: UP007
+        return {self.target: (self.merge.output_type(union),)}
+
+
+class FanInRouter:
+    """``fan_in``: options ``merge`` (strategy name, default ``list``), ``when``."""
+
+    stateful = True
+
+    def create(
+        self, group: EdgeGroupSpec, params: Mapping[str, Any], env: RouterEnv
+    ) -> FanInEdgeRunner:
+        merge_name = group.options.get("merge", "list")
+        when = group.options.get("when", "all")
+        if when not in ("all", "available"):
+            raise ValueError(f"fan-in option when must be 'all' or 'available', got {when!r}")
+        merge = env.lookup("merge_strategy", merge_name, what=f"fan-in {group.id!r}")
+        return FanInEdgeRunner(group, merge, merge_name, when)
+
+
+@plait.hookimpl
+def plait_register_routers(register: Register) -> None:
+    """Register the standard routers."""
+    register("direct", DirectRouter())
+    register("conditional", DirectRouter(require_condition=True))
+    register("fan_out", FanOutRouter())
+    register("fan_in", FanInRouter())
+    register("switch", SwitchRouter())
