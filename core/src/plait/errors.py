@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 if sys.version_info < (3, 11):  # pragma: no cover - exercised on 3.10 only
-    from exceptiongroup import ExceptionGroup
+    from exceptiongroup import ExceptionGroup  # type: ignore[import-not-found,unused-ignore]
 
 __all__ = [
     "PlaitError",
@@ -94,7 +94,7 @@ class PluginLoadErrors(ExceptionGroup, PluginError):  # type: ignore[misc]
     def __new__(cls, message: str, errors: Sequence[Exception]) -> PluginLoadErrors:
         return super().__new__(cls, message, list(errors))
 
-    def derive(self, excs: Sequence[Exception]) -> PluginLoadErrors:  # noqa: D102
+    def derive(self, excs: Sequence[Exception]) -> PluginLoadErrors:
         return PluginLoadErrors(self.message, excs)
 
 

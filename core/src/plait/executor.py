@@ -36,7 +36,7 @@ _NOTHING = (typing.NoReturn, typing_extensions.Never, None, type(None))
 class Handler:
     """One resolved handler: what it accepts, what it may send and yield, how to call it."""
 
-    __slots__ = ("name", "input_type", "output_types", "workflow_output_types", "call", "decidable")
+    __slots__ = ("call", "decidable", "input_type", "name", "output_types", "workflow_output_types")
 
     def __init__(
         self,
@@ -65,7 +65,8 @@ def handler(fn: F) -> F:
 
     .. versionadded:: 0.1
     """
-    if not inspect.iscoroutinefunction(fn):
+    target: Any = fn  # keep F: iscoroutinefunction's TypeGuard would narrow it
+    if not inspect.iscoroutinefunction(target):
         raise TypeError(f"@handler needs an async def, got {_qualname(fn)}")
     setattr(fn, _MARK, True)
     return fn
@@ -172,12 +173,11 @@ class FunctionExecutor(Executor):
         if not inspect.iscoroutinefunction(fn):
             raise TypeError(f"@executor needs an async def, got {_qualname(fn)}")
         self.fn = fn
-        super().__init__(
-            id or fn.__name__, max_concurrency=max_concurrency, max_visits=max_visits
-        )
+        super().__init__(id or fn.__name__, max_concurrency=max_concurrency, max_visits=max_visits)
 
     def _collect_handlers(self) -> tuple[Handler, ...]:
         return (_resolve_handler(self.fn, skip_self=False),)
+
 
     @property
     def ref(self) -> str:
@@ -221,7 +221,8 @@ def executor(
 
 
 def _qualname(fn: Any) -> str:
-    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+    qualname = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    return f"{getattr(fn, '__module__', '?')}.{qualname}"
 
 
 def _resolve_handler(fn: Callable[..., Awaitable[Any]], *, skip_self: bool) -> Handler:

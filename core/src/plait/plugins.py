@@ -100,7 +100,7 @@ class EntryPointLike(Protocol):
     name: str
     value: str
 
-    def load(self) -> Any: ...  # noqa: D102
+    def load(self) -> Any: ...
 
 
 @attrs.frozen
@@ -326,7 +326,9 @@ class PluginManager:
 
     # -- in-process plugins ------------------------------------------------------
 
-    def register(self, obj: Any, name: str | None = None, *, distribution: str | None = None) -> str:
+    def register(
+        self, obj: Any, name: str | None = None, *, distribution: str | None = None
+    ) -> str:
         """Register an in-process plugin (a module or an object with hook implementations).
 
         Its registrations are validated at once; on failure nothing stays registered and the

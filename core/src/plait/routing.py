@@ -78,9 +78,7 @@ class Router(Protocol):
 
     stateful: bool
 
-    def create(
-        self, group: EdgeGroupSpec, params: Mapping[str, Any], env: RouterEnv
-    ) -> EdgeRunner:
+    def create(self, group: EdgeGroupSpec, params: Mapping[str, Any], env: RouterEnv) -> EdgeRunner:
         """Build the edge runner for ``group``; ``params`` holds callables (predicates,
         selection functions) that cannot live in the JSON spec.
 

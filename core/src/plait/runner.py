@@ -139,17 +139,17 @@ class RunState:
     """Everything one run changes. Workflows and executors stay untouched."""
 
     __slots__ = (
-        "run_id",
-        "superstep",
+        "contexts",
+        "emit",
+        "executor_state",
         "outbox",
         "outputs",
-        "shared",
-        "executor_state",
-        "contexts",
-        "router_state",
-        "visits",
         "pending_requests",
-        "emit",
+        "router_state",
+        "run_id",
+        "shared",
+        "superstep",
+        "visits",
     )
 
     def __init__(self, run_id: str, emit: Callable[[WorkflowEvent], None] | None) -> None:
@@ -227,11 +227,11 @@ class Runner:
             for eid, ex in graph.executors.items()
             if (n := options.executor_concurrency.get(eid, ex.max_concurrency or 1)) > 1
         }
-        self.visit_limits = {
-            eid: n
-            for eid, ex in graph.executors.items()
-            if (n := options.executor_max_visits.get(eid, ex.max_visits or options.max_visits))
-        }
+        self.visit_limits: dict[str, int] = {}
+        for eid, ex in graph.executors.items():
+            limit = options.executor_max_visits.get(eid) or ex.max_visits or options.max_visits
+            if limit:
+                self.visit_limits[eid] = limit
         for eid in (*options.executor_concurrency, *options.executor_max_visits):
             if eid not in graph.executors:
                 raise RunOptionError(f"run option names unknown executor {eid!r}")
@@ -259,7 +259,7 @@ class Runner:
             if self.visit_limits:
                 self._count_visits(inbox)
             if len(inbox) == 1:
-                (eid, messages), = inbox.items()
+                ((eid, messages),) = inbox.items()
                 if len(messages) == 1 or eid not in self.concurrency:
                     for message in messages:
                         await self._invoke(eid, message)
@@ -430,4 +430,3 @@ class Runner:
         for gid, runner in self.graph.flushers:
             for tgt, data in runner.flush(self.state.router_state.get(gid), can_still_send):
                 inbox.setdefault(tgt, []).append(data)
-

@@ -216,7 +216,9 @@ class Workflow:
                     yield event
         self._finish(results[0], opts)
 
-    def run_sync(self, message: Any, *, backend: str = "asyncio", **options: Any) -> WorkflowRunResult:
+    def run_sync(
+        self, message: Any, *, backend: str = "asyncio", **options: Any
+    ) -> WorkflowRunResult:
         """Run from synchronous code (a script): ``anyio.run`` around :meth:`run`."""
         return anyio.run(functools.partial(self.run, message, **options), backend=backend)
 

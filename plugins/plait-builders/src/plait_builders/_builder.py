@@ -17,7 +17,7 @@ from typing_extensions import Self
 __all__ = ["Case", "WorkflowBuilder", "ExecutorRef"]
 
 #: An executor object, or the id of one added to the builder.
-ExecutorRef = Union[Executor, str]
+ExecutorRef = Executor | str
 
 
 @attrs.frozen
@@ -178,7 +178,9 @@ class WorkflowBuilder:
             "default": default_id,
             "cases": [_callable_name(c.predicate) for c in resolved],
         }
-        self._add_group("switch", [src], targets, options, {"cases": [c.predicate for c in resolved]})
+        self._add_group(
+            "switch", [src], targets, options, {"cases": [c.predicate for c in resolved]}
+        )
         return self
 
     # -- building ------------------------------------------------------------------------
@@ -259,4 +261,3 @@ def _node_spec(ex: Executor) -> NodeSpec:
 
 def _callable_name(fn: Any) -> str:
     return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
-

@@ -1,0 +1,486 @@
+"""Type compatibility for messages: may a value of type A go where type B is declared?
+
+The workflow builder calls :func:`is_assignable` for every edge to check that what an
+executor sends can be received by the executor at the other end; the runner calls
+:func:`is_instance` to dispatch a message to the handler whose declared type it fits, and
+uses :func:`is_class_decidable` to know when that decision may be cached by ``type(value)``.
+
+The rules follow what users of static type checkers expect, with these deliberate choices:
+
+* ``Any`` is gradual: an ``Any`` source is assignable anywhere ("unknown, check at run
+  time") and anything is assignable to ``Any``. Bare generics (``list``) mean ``list[Any]``.
+* No numeric tower: ``int`` is *not* assignable to ``float`` (nor ``float`` to
+  ``complex``). Widening a number is a conversion, and conversions are the converters' job.
+* Forms we cannot reason about (forward references given as strings, parameters of user
+  generics whose bases we cannot map) are treated as ``Any``: the build passes and the
+  run-time check decides.
+* Protocols are checked structurally by member *names*, not member signatures.
+* ``Literal`` values match by type and value, so ``True`` does not fit ``Literal[1]``.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import functools
+import sys
+import types
+import typing
+from typing import Any, TypeVar
+
+import typing_extensions as tx
+
+if sys.version_info >= (3, 11):
+    from typing import Never
+else:
+    from typing_extensions import Never
+
+__all__ = ["Never", "is_assignable", "is_class_decidable", "is_instance", "normalize", "type_name"]
+
+_NONE_TYPE = type(None)
+# Tuples, not sets: membership then compares by identity and equality without hashing,
+# and some hints (Annotated with list metadata) are unhashable.
+_ANY_FORMS = (typing.Any, tx.Any)
+_NEVER_FORMS = (typing.NoReturn, tx.NoReturn, tx.Never, getattr(typing, "Never", tx.Never))
+_UNION_ORIGINS = (typing.Union, types.UnionType)
+_LITERAL_ORIGINS = (typing.Literal, tx.Literal)
+_ANNOTATED_ORIGINS = (typing.Annotated, tx.Annotated)
+_CALLABLE: Any = cabc.Callable  # typed Any: mypy sees a special form, not a class
+_SHORT_MODULES = frozenset({"builtins", "typing", "typing_extensions", "collections.abc"})
+
+# Variance of the parameters of standard generics: "+" covariant, "-" contravariant,
+# "=" invariant. Anything not listed (list, dict, set, MutableSequence, ...) is invariant,
+# except user generics, whose TypeVars carry their own variance.
+_COVARIANT_ABCS = """Iterable Iterator Reversible Collection Container Sequence Set KeysView
+    ValuesView MappingView AsyncIterable AsyncIterator Awaitable"""
+_VARIANCE: dict[Any, str] = {getattr(cabc, name): "+" for name in _COVARIANT_ABCS.split()}
+_VARIANCE.update({frozenset: "+", type: "+", cabc.Mapping: "=+", cabc.ItemsView: "++"})
+_VARIANCE.update({cabc.Generator: "+-+", cabc.Coroutine: "+-+", cabc.AsyncGenerator: "+-"})
+
+
+# --------------------------------------------------------------------------- normalising
+
+
+def normalize(tp: Any) -> Any:
+    """Return the canonical top-level form of the type hint *tp*.
+
+    ``None`` becomes ``NoneType``; ``Annotated[X, ...]`` becomes ``X``; ``NoReturn`` becomes
+    ``Never``; a ``TypeVar`` becomes its bound, the union of its constraints, or ``Any``;
+    a string or ``ForwardRef`` becomes ``Any`` (an unresolved forward reference);
+    ``Optional``/``Union``/``X | Y`` become a ``typing.Union`` of normalised members, with
+    ``Never`` members dropped. Parameters of generics are left as written.
+
+    .. versionadded:: 0.1
+    """
+    while True:
+        if tp is None:
+            return _NONE_TYPE
+        if tp in _ANY_FORMS:
+            return Any
+        if tp in _NEVER_FORMS:
+            return Never
+        if isinstance(tp, (str, typing.ForwardRef)):
+            return Any
+        if isinstance(tp, TypeVar):
+            if tp.__bound__ is not None:
+                tp = tp.__bound__
+            elif tp.__constraints__:
+                tp = _union_of(tp.__constraints__)
+            else:
+                return Any
+            continue
+        origin = tx.get_origin(tp)
+        if origin in _ANNOTATED_ORIGINS:
+            tp = tx.get_args(tp)[0]
+            continue
+        if origin in _UNION_ORIGINS:
+            members = tuple(m for m in map(normalize, tx.get_args(tp)) if m is not Never)
+            return _union_of(members)
+        return tp
+
+
+def _split(tp: Any) -> tuple[Any, tuple[Any, ...] | None]:
+    """Return ``(origin class, args)``; args is None for an unparametrised class."""
+    origin = tx.get_origin(tp)
+    if origin is None:
+        return tp, None
+    args = tx.get_args(tp)
+    if origin is tuple and args == ((),):  # typing.Tuple[()] on Python 3.10
+        args = ()
+    return origin, args
+
+
+def _union_members(tp: Any) -> tuple[Any, ...] | None:
+    return tx.get_args(tp) if tx.get_origin(tp) in _UNION_ORIGINS else None
+
+
+def _is_literal(tp: Any) -> bool:
+    return tx.get_origin(tp) in _LITERAL_ORIGINS
+
+
+def _is_newtype(tp: Any) -> bool:
+    return callable(tp) and hasattr(tp, "__supertype__") and not isinstance(tp, type)
+
+
+def _is_protocol(tp: Any) -> bool:
+    return isinstance(tp, type) and tx.is_protocol(tp)
+
+
+@functools.lru_cache(maxsize=256)
+def _typeddict_fields(td: Any) -> tuple[dict[str, Any], frozenset[str]]:
+    """Value types and required keys of a TypedDict (unresolvable annotations are Any)."""
+    try:
+        hints = tx.get_type_hints(td)
+    except Exception:  # a forward reference we cannot resolve: fall back to Any
+        hints = dict.fromkeys(getattr(td, "__annotations__", {}), Any)
+    return hints, frozenset(td.__required_keys__)
+
+
+def _tuple_shape(args: tuple[Any, ...] | None) -> tuple[tuple[Any, ...], bool]:
+    """Return ``(element types, variadic)`` for tuple args (None: bare ``tuple``)."""
+    if args is None:
+        return (Any,), True
+    if len(args) == 2 and args[1] is Ellipsis:
+        return (args[0],), True
+    return args, False
+
+
+def _union_of(members: tuple[Any, ...]) -> Any:
+    # Built at run time from a tuple, which the ``X | Y`` spelling cannot do.
+    return typing.Union[members] if members else Never  # noqa: UP007
+
+
+# --------------------------------------------------------------------------- assignability
+
+
+def is_assignable(source: Any, target: Any) -> bool:
+    """Return True when a value statically typed *source* may be passed where *target* is declared.
+
+    Handles classes (nominally, including attrs classes and dataclasses), ``Any``,
+    ``Never``, unions, ``Literal``, ``Annotated``, ``NewType``, ``TypeVar``, parametrised
+    generics with the variance of their parameters (``list`` invariant, ``Sequence``
+    covariant, ...), tuples, ``Protocol`` (structurally) and ``TypedDict``. ``int`` is not
+    assignable to ``float``: see the module docstring. Results are cached.
+
+    .. versionadded:: 0.1
+    """
+    try:
+        hash((source, target))
+    except TypeError:  # e.g. Annotated with list metadata: compute without the cache
+        return _assignable(normalize(source), normalize(target))
+    return _assignable_cached(source, target)
+
+
+@functools.lru_cache(maxsize=16384)
+def _assignable_cached(source: Any, target: Any) -> bool:
+    return _assignable(normalize(source), normalize(target))
+
+
+def _assignable(source: Any, target: Any) -> bool:
+    if source is Any or source is Never or target is Any or target is object:
+        return True
+    if source is target or source == target:
+        return True
+    if target is Never:
+        return False
+    members = _union_members(source)
+    if members is not None:
+        return all(is_assignable(m, target) for m in members)
+    if _is_literal(source):
+        return all(_literal_value_assignable(v, target) for v in tx.get_args(source))
+    members = _union_members(target)
+    if members is not None:
+        return any(is_assignable(source, m) for m in members)
+    if _is_literal(target):
+        return False
+    if _is_newtype(source):
+        return is_assignable(source.__supertype__, target)
+    if _is_newtype(target):
+        return False
+    if tx.is_typeddict(source):
+        return _typeddict_assignable(source, target)
+    if tx.is_typeddict(target):
+        return False
+    return _class_assignable(source, target)
+
+
+def _literal_value_assignable(value: Any, target: Any) -> bool:
+    members = _union_members(target)
+    if members is not None:
+        return any(_literal_value_assignable(value, normalize(m)) for m in members)
+    if _is_literal(target):
+        return any(type(value) is type(v) and value == v for v in tx.get_args(target))
+    return is_assignable(type(value), target)
+
+
+def _typeddict_assignable(source: Any, target: Any) -> bool:
+    source_hints, source_required = _typeddict_fields(source)
+    if tx.is_typeddict(target):
+        target_hints, target_required = _typeddict_fields(target)
+        return all(
+            key in source_hints
+            and (key not in target_required or key in source_required)
+            and is_assignable(source_hints[key], value_type)
+            for key, value_type in target_hints.items()
+        )
+    # Anywhere else a TypedDict behaves as a dict of its keys to the union of its values.
+    values = _union_of(tuple(map(normalize, source_hints.values())))
+    return is_assignable(dict[str, values], target)  # type: ignore[valid-type]
+
+
+def _structural(cls: Any, protocol: Any) -> bool:
+    """Whether class *cls* has every member of *protocol* (by name)."""
+    declared: set[str] = set()
+    for klass in getattr(cls, "__mro__", ()):
+        declared.update(getattr(klass, "__annotations__", {}))
+        declared.update(a.name for a in getattr(klass, "__attrs_attrs__", ()))
+    return all(hasattr(cls, name) or name in declared for name in tx.get_protocol_members(protocol))
+
+
+def _class_assignable(source: Any, target: Any) -> bool:
+    source_origin, source_args = _split(source)
+    target_origin, target_args = _split(target)
+    if not isinstance(source_origin, type) or not isinstance(target_origin, type):
+        return False
+    try:
+        nominal = issubclass(source_origin, target_origin)
+    except TypeError:  # e.g. protocols with data members refuse issubclass()
+        nominal = False
+    if not nominal:
+        return _is_protocol(target_origin) and _structural(source_origin, target_origin)
+    if target_origin is tuple and target_args is not None:
+        return _tuple_assignable(source_args, target_args)
+    if not target_args or source_args is None:
+        return True
+    projected = _project(source_origin, source_args, target_origin, len(target_args))
+    if projected is None:  # parameters we cannot map onto the target's: decide at run time
+        return True
+    if target_origin is _CALLABLE:
+        return _callable_assignable(projected, target_args)
+    return all(
+        _vary(kind, s, t)
+        for kind, s, t in zip(
+            _variance(target_origin, len(target_args)), projected, target_args, strict=False
+        )
+    )
+
+
+def _vary(kind: str, source: Any, target: Any) -> bool:
+    """Check one type argument: "+" covariant, "-" contravariant, "=" both ways."""
+    covariant_ok = kind == "-" or is_assignable(source, target)
+    return covariant_ok and (kind == "+" or is_assignable(target, source))
+
+
+def _variance(origin: Any, count: int) -> str:
+    known = _VARIANCE.get(origin)
+    if known is not None and len(known) == count:
+        return known
+    params = getattr(origin, "__parameters__", ())
+    if len(params) == count:
+        return "".join(
+            "+" if p.__covariant__ else "-" if p.__contravariant__ else "=" for p in params
+        )
+    return "=" * count
+
+
+def _tuple_assignable(source_args: tuple[Any, ...] | None, target_args: tuple[Any, ...]) -> bool:
+    source_elems, source_variadic = _tuple_shape(source_args)
+    target_elems, target_variadic = _tuple_shape(target_args)
+    if target_variadic:
+        return all(is_assignable(s, target_elems[0]) for s in source_elems)
+    if source_variadic:
+        return source_elems[0] is Any or normalize(source_elems[0]) is Any
+    return len(source_elems) == len(target_elems) and all(
+        map(is_assignable, source_elems, target_elems)
+    )
+
+
+def _callable_assignable(source_args: tuple[Any, ...], target_args: tuple[Any, ...]) -> bool:
+    source_params, source_return = source_args
+    target_params, target_return = target_args
+    if not is_assignable(source_return, target_return):
+        return False
+    if source_params is Ellipsis or target_params is Ellipsis:
+        return True
+    return len(source_params) == len(target_params) and all(
+        map(is_assignable, target_params, source_params)
+    )
+
+
+def _project(
+    origin: Any, args: tuple[Any, ...] | None, target: Any, count: int
+) -> tuple[Any, ...] | None:
+    """Express *origin[args]* as arguments of its base *target*; None when unknown."""
+    if args is None:
+        return (Any,) * count
+    if origin is tuple:
+        elems, _ = _tuple_shape(args)
+        return (_union_of(elems),) if count == 1 else None
+    if origin is target:
+        return args if len(args) == count else None
+    params = getattr(origin, "__parameters__", ())
+    if params and len(params) == len(args):  # a user generic: follow its declared bases
+        substitution = dict(zip(params, args, strict=True))
+        for base in getattr(origin, "__orig_bases__", ()):
+            base_origin = tx.get_origin(base) or base
+            if isinstance(base_origin, type) and issubclass(base_origin, target):
+                base_args = tuple(_substitute(a, substitution) for a in tx.get_args(base))
+                return _project(base_origin, base_args, target, count)
+    if len(args) == count:
+        return args
+    if count == 1 and len(args) == 2 and issubclass(origin, cabc.Mapping):
+        return (args[0],)  # iterating a mapping yields its keys
+    return None
+
+
+def _substitute(arg: Any, substitution: dict[Any, Any]) -> Any:
+    if isinstance(arg, TypeVar):
+        return substitution.get(arg, Any)
+    params = getattr(arg, "__parameters__", ())
+    if not params:
+        return arg
+    try:
+        return arg[tuple(substitution.get(p, Any) for p in params)]
+    except TypeError:
+        return Any
+
+
+# --------------------------------------------------------------------------- run time
+
+
+def is_instance(value: Any, tp: Any) -> bool:
+    """Return True when the run-time *value* fits the type hint *tp*.
+
+    Containers are checked element by element (keys and values for mappings) in a single
+    pass; iterators and generators are never consumed. ``Literal`` compares by type and
+    value; a ``TypedDict`` needs a mapping with its required keys and fitting values; a
+    ``Protocol`` uses ``isinstance`` when runtime-checkable and a structural check
+    otherwise.
+
+    .. versionadded:: 0.1
+    """
+    return _fits(value, normalize(tp))
+
+
+def _fits(value: Any, tp: Any) -> bool:
+    if tp is Any or tp is object:
+        return True
+    if tp is Never:
+        return False
+    members = _union_members(tp)
+    if members is not None:
+        return any(_fits(value, normalize(m)) for m in members)
+    if _is_literal(tp):
+        return any(type(value) is type(v) and value == v for v in tx.get_args(tp))
+    if _is_newtype(tp):
+        return is_instance(value, tp.__supertype__)
+    if tx.is_typeddict(tp):
+        return _fits_typeddict(value, tp)
+    origin, args = _split(tp)
+    if _is_protocol(origin):
+        if getattr(origin, "_is_runtime_protocol", False):
+            return isinstance(value, origin)
+        return all(hasattr(value, name) for name in tx.get_protocol_members(origin))
+    if not isinstance(origin, type) or not isinstance(value, origin):
+        return False
+    return args is None or _fits_args(value, origin, args)
+
+
+def _fits_typeddict(value: Any, tp: Any) -> bool:
+    if not isinstance(value, cabc.Mapping):
+        return False
+    hints, required = _typeddict_fields(tp)
+    return required.issubset(value.keys()) and all(
+        key not in value or is_instance(value[key], hint) for key, hint in hints.items()
+    )
+
+
+def _fits_args(value: Any, origin: Any, args: tuple[Any, ...]) -> bool:
+    if origin is tuple:
+        elems, variadic = _tuple_shape(args)
+        if variadic:
+            elem = normalize(elems[0])
+            return all(_fits(item, elem) for item in value)
+        return len(value) == len(elems) and all(map(is_instance, value, elems))
+    if origin is type:
+        return isinstance(value, type) and is_assignable(value, args[0])
+    if origin.__module__ not in ("builtins", "collections", "collections.abc"):
+        return True  # a user generic: its parameters say nothing checkable about the value
+    if len(args) == 2 and isinstance(value, cabc.Mapping):
+        key_type, value_type = normalize(args[0]), normalize(args[1])
+        return all(_fits(k, key_type) and _fits(v, value_type) for k, v in value.items())
+    if len(args) == 1 and isinstance(value, cabc.Collection):
+        elem = normalize(args[0])
+        return elem is Any or all(_fits(item, elem) for item in value)
+    return True  # iterators, awaitables, callables: checking would consume or call them
+
+
+def is_class_decidable(tp: Any) -> bool:
+    """Return True when ``is_instance(v, tp)`` depends only on ``type(v)``.
+
+    True for plain classes, ``Any``, ``object``, ``None``, ``Never``, ``NewType`` of such a
+    class, and unions of these; False for parametrised generics, ``Literal``,
+    ``TypedDict`` and ``Protocol``. The runner may cache dispatch by ``type(value)`` when
+    this is True.
+
+    .. versionadded:: 0.1
+    """
+    tp = normalize(tp)
+    if tp is Any or tp is Never:
+        return True
+    members = _union_members(tp)
+    if members is not None:
+        return all(map(is_class_decidable, members))
+    if _is_newtype(tp):
+        return is_class_decidable(tp.__supertype__)
+    if tx.get_origin(tp) is not None:  # parametrised (list[int] passes as a class on 3.10)
+        return False
+    return isinstance(tp, type) and not _is_protocol(tp) and not tx.is_typeddict(tp)
+
+
+# --------------------------------------------------------------------------- naming
+
+
+def type_name(tp: Any) -> str:
+    """Return a short readable name of *tp* for error messages.
+
+    Builtins and standard generics are named bare (``int``, ``list[str]``,
+    ``Sequence[int]``, ``str | None``, ``Literal['a']``); other classes by module and
+    qualified name (``mypkg.Msg``).
+
+    .. versionadded:: 0.1
+    """
+    if tp is None or tp is _NONE_TYPE:
+        return "None"
+    if tp is Ellipsis:
+        return "..."
+    if tp in _ANY_FORMS:
+        return "Any"
+    if tp in _NEVER_FORMS:
+        return "Never"
+    if isinstance(tp, typing.ForwardRef):
+        tp = tp.__forward_arg__
+    if isinstance(tp, str):
+        return tp
+    if isinstance(tp, (list, tuple)):
+        return "[" + ", ".join(map(type_name, tp)) + "]"
+    if isinstance(tp, TypeVar) or _is_newtype(tp):
+        return str(tp.__name__)
+    origin = tx.get_origin(tp)
+    args = tx.get_args(tp)
+    if origin in _ANNOTATED_ORIGINS:
+        return type_name(args[0])
+    if origin in _UNION_ORIGINS:
+        return " | ".join(map(type_name, args))
+    if origin in _LITERAL_ORIGINS:
+        return "Literal[" + ", ".join(map(repr, args)) + "]"
+    if origin is not None:
+        if origin is tuple and args in ((), ((),)):
+            return "tuple[()]"
+        return f"{type_name(origin)}[{', '.join(map(type_name, args))}]"
+    if isinstance(tp, type):
+        if tp.__module__ in _SHORT_MODULES:
+            return tp.__qualname__
+        return f"{tp.__module__}.{tp.__qualname__}"
+    return repr(tp).replace("typing_extensions.", "").replace("typing.", "")

@@ -1,0 +1,129 @@
+"""WorkflowBuilder: structure, validation (every problem at once) and type checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from plait import Executor, Never, WorkflowContext, executor
+from plait.errors import WorkflowValidationError
+from plait.spec import WorkflowSpec
+from plait_builders import WorkflowBuilder, python_executor
+
+
+@executor(id="a")
+async def a(x: str, ctx: WorkflowContext[str]) -> None:
+    await ctx.send_message(x)
+
+
+@executor(id="b")
+async def b(x: str, ctx: WorkflowContext[Never, str]) -> None:
+    await ctx.yield_output(x)
+
+
+@executor(id="island")
+async def island(x: str, ctx: WorkflowContext[Never, str]) -> None:
+    await ctx.yield_output(x)
+
+
+def test_build_reports_every_structural_problem_at_once() -> None:
+    builder = (
+        WorkflowBuilder("broken")
+        .add_edge(a, b)
+        .add_executor(island)
+        .add_edge(a, "ghost")
+        .add_fan_in([a, b], "b", merge="median")
+    )
+    builder._add_group("teleport", ["a"], ["b"])  # a router nobody installed
+    with pytest.raises(WorkflowValidationError) as info:
+        builder.build()
+    problems = "\n".join(info.value.problems)
+    assert "no start executor" in problems
+    assert "unknown target executor 'ghost'" in problems
+    assert (
+        "unknown router 'teleport'; installed: conditional, direct, fan_in, fan_out, switch"
+        in problems
+    )
+    assert "unknown merge strategy 'median'" in problems and "keyed" in problems
+    assert len(info.value.problems) >= 4
+    assert "workflow 'broken' is invalid" in str(info.value)
+
+
+def test_unreachable_executors_are_reported() -> None:
+    builder = WorkflowBuilder().add_edge(a, b).add_executor(island).set_start(a)
+    with pytest.raises(WorkflowValidationError, match="unreachable executor.*island"):
+        builder.build()
+
+
+def test_two_executors_with_one_id_are_a_problem() -> None:
+    @executor(id="a")
+    async def other(x: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(x)
+
+    with pytest.raises(WorkflowValidationError, match="two different executors share the id 'a'"):
+        WorkflowBuilder().add_edge(a, b).add_executor(other).set_start(a).build()
+
+
+def test_bad_switch_and_condition_configuration() -> None:
+    with pytest.raises(WorkflowValidationError, match="condition .* must be callable"):
+        WorkflowBuilder().add_edge(a, b, condition="yes").set_start(a).build()  # type: ignore[arg-type]
+
+
+def test_type_mismatch_on_an_edge_is_a_build_error() -> None:
+    @executor(id="num")
+    async def num(x: int, ctx: WorkflowContext[Never, int]) -> None:
+        await ctx.yield_output(x)
+
+    with pytest.raises(
+        WorkflowValidationError, match=r"'num' cannot handle str \(it accepts: int\)"
+    ):
+        WorkflowBuilder().add_edge(a, num).set_start(a).build()
+
+
+def test_fan_in_target_receives_the_merged_type() -> None:
+    @executor(id="join")
+    async def join(xs: list[str], ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(",".join(xs))
+
+    @executor(id="c")
+    async def c(x: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(x)
+
+    ok = WorkflowBuilder().add_fan_out(a, [c, b]).add_fan_in([c], join).set_start(a).build()
+    assert ok.run_sync("z").outputs == ["z", "z"]
+
+    @executor(id="single")
+    async def single(x: str, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(x)
+
+    with pytest.raises(WorkflowValidationError, match=r"'single' cannot handle list\[str\]"):
+        WorkflowBuilder().add_fan_out(a, [c]).add_fan_in([c], single).set_start(a).build()
+    concat = WorkflowBuilder().add_fan_out(a, [c]).add_fan_in([c], single, merge="concat")
+    assert concat.set_start(a).build().run_sync("y").outputs == ["y"]
+
+
+def test_spec_is_json_round_trippable_and_signed() -> None:
+    def build() -> Any:
+        return WorkflowBuilder("sig").add_edge(a, b, condition=bool).set_start(a).build()
+
+    wf = build()
+    spec = wf.spec
+    again = WorkflowSpec.from_json(spec.to_json())
+    assert again == spec
+    assert again.signature() == spec.signature() == build().signature()
+    assert spec.node("a").input_types == ("str",)
+    assert spec.node("a").output_types == ("str",)
+    assert spec.node("b").workflow_output_types == ("str",)
+    changed = WorkflowBuilder("sig").add_edge(a, b).set_start(a).build()
+    assert changed.signature() != spec.signature()
+    assert spec.diff(changed.spec) == [
+        "edges added: direct:a->b",
+        "edges removed: conditional:a->b",
+    ]
+
+
+def test_python_executor_kind_rebuilds_from_an_import_path() -> None:
+    rebuilt = python_executor("b2", {"ref": f"{__name__}:b"})
+    assert isinstance(rebuilt, Executor) and rebuilt.id == "b2"
+    with pytest.raises(ValueError, match="must be 'module:attr'"):
+        python_executor("x", {"ref": "nope"})
