@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Union
+from typing import Any
 
 import attrs
 from plait import Executor, Workflow
@@ -11,8 +11,10 @@ from plait.errors import WorkflowValidationError
 from plait.plugins import PluginManager, get_plugin_manager
 from plait.runner import RunOptions
 from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
-from plait.types import is_assignable, type_name
+from plait.types import type_name
 from typing_extensions import Self
+
+from ._typecheck import wire_types
 
 __all__ = ["Case", "WorkflowBuilder", "ExecutorRef"]
 
@@ -36,6 +38,11 @@ class WorkflowBuilder:
 
     :param name: the workflow's name (and its default prefix when composed).
     :param plugin_manager: where routers and merge strategies come from.
+    :param type_check: check at build time that every edge's target can handle what its
+        source sends.
+    :param auto_convert: insert converter chains where types differ (lossless only).
+    :param allow_lossy: let inserted chains use lossy converters on every edge (an edge
+        group can allow it alone with the option ``allow_lossy=True``).
     :param run_defaults: default run options (``max_supersteps=…``), checked at once.
 
     .. versionadded:: 0.1
@@ -46,10 +53,16 @@ class WorkflowBuilder:
         name: str | None = None,
         *,
         plugin_manager: PluginManager | None = None,
+        type_check: bool = True,
+        auto_convert: bool = True,
+        allow_lossy: bool = False,
         **run_defaults: Any,
     ) -> None:
         RunOptions.from_kwargs({}, run_defaults)  # unknown or bad options fail here
         self.name = name
+        self.type_check = type_check
+        self.auto_convert = auto_convert
+        self.allow_lossy = allow_lossy
         self.run_defaults = dict(run_defaults)
         self._manager = plugin_manager
         self._executors: dict[str, Executor] = {}
@@ -204,47 +217,30 @@ class WorkflowBuilder:
         manager = self._manager or get_plugin_manager()
         spec = self.to_spec()
         problems = list(self._problems)
-        problems.extend(self._type_problems(manager))
-        try:
-            workflow = Workflow(
-                spec, self._executors, edge_params=self._params, plugin_manager=manager
+        executors, groups, params = dict(self._executors), list(self._groups), dict(self._params)
+        if self.type_check:
+            problems.extend(
+                wire_types(
+                    executors,
+                    groups,
+                    params,
+                    manager,
+                    auto_convert=self.auto_convert,
+                    allow_lossy=self.allow_lossy,
+                )
             )
+        spec = attrs.evolve(
+            spec,
+            nodes=tuple(_node_spec(ex) for ex in executors.values()),
+            edge_groups=tuple(groups),
+        )
+        try:
+            workflow = Workflow(spec, executors, edge_params=params, plugin_manager=manager)
         except WorkflowValidationError as exc:
             raise WorkflowValidationError([*problems, *exc.problems], workflow=self.name) from None
         if problems:
             raise WorkflowValidationError(problems, workflow=self.name)
         return workflow
-
-    def _type_problems(self, manager: PluginManager) -> list[str]:
-        problems: list[str] = []
-        merges = manager.registry("merge_strategy")
-        for group in self._groups:
-            sources = [self._executors[s] for s in group.sources if s in self._executors]
-            sent: list[Any] = []
-            for ex in sources:
-                sent.extend(t for t in ex.output_types if t not in sent)
-            if not sent or Any in sent or len(sources) != len(group.sources):
-                continue  # unknown types are checked at run time
-            if group.router == "fan_in":
-                merge_name = group.options.get("merge", "list")
-                if merge_name not in merges:
-                    continue  # reported when the router is created
-                union = sent[0] if len(sent) == 1 else Union[tuple(sent)]  # noqa: UP007
-                incoming = [merges.get(merge_name).output_type(union)]
-            else:
-                incoming = sent
-            for target_id in group.targets:
-                target = self._executors.get(target_id)
-                if target is None:
-                    continue
-                for tp in incoming:
-                    if not any(is_assignable(tp, accepted) for accepted in target.input_types):
-                        accepts = ", ".join(type_name(t) for t in target.input_types)
-                        problems.append(
-                            f"edge group {group.id!r}: {target_id!r} cannot handle "
-                            f"{type_name(tp)} (it accepts: {accepts or 'nothing'})"
-                        )
-        return problems
 
 
 def _node_spec(ex: Executor) -> NodeSpec:
