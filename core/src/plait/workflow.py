@@ -177,6 +177,57 @@ class Workflow:
             f"{len(self._spec.edge_groups)} edge groups>"
         )
 
+    # -- composition and export ------------------------------------------------------------
+
+    def as_connection(self, prefix: str | None = None) -> Any:
+        """This workflow as a fragment another builder can compose (``add_workflow``).
+
+        The topology is cloned; this workflow is never changed.
+
+        :raises PlaitError: when no installed plugin (``plait-builders``) provides it.
+        """
+        manager = self._graph.plugin_manager
+        manager.load_entrypoints()
+        connection = manager.pm.hook.plait_workflow_as_connection(workflow=self, prefix=prefix)
+        if connection is None:
+            raise PlaitError(
+                "no installed plugin turns workflows into connections; "
+                "install it with: pip install plait-builders"
+            )
+        return connection
+
+    def as_executor(
+        self,
+        id: str | None = None,
+        *,
+        adapter: Callable[[Any], Any] | None = None,
+        allow_direct_output: bool = False,
+    ) -> Executor:
+        """Wrap this whole workflow as one executor of another workflow.
+
+        The inner workflow keeps its own supersteps (it runs at its own pace inside one
+        superstep of the outer one); its outputs become messages of the wrapping executor
+        (passed through ``adapter`` first), or outer workflow outputs when
+        ``allow_direct_output`` is set.
+        """
+        from .nested import WorkflowExecutor
+
+        return WorkflowExecutor(
+            self, id=id, adapter=adapter, allow_direct_output=allow_direct_output
+        )
+
+    def to_mermaid(self) -> str:
+        """The graph as a Mermaid flowchart (prefixes become subgraphs)."""
+        from .export import to_mermaid
+
+        return to_mermaid(self._spec)
+
+    def to_dot(self) -> str:
+        """The graph in Graphviz DOT (prefixes become clusters)."""
+        from .export import to_dot
+
+        return to_dot(self._spec)
+
     # -- running -----------------------------------------------------------------------
 
     async def run(self, message: Any, **options: Any) -> WorkflowRunResult:
