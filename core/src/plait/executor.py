@@ -178,7 +178,6 @@ class FunctionExecutor(Executor):
     def _collect_handlers(self) -> tuple[Handler, ...]:
         return (_resolve_handler(self.fn, skip_self=False),)
 
-
     @property
     def ref(self) -> str:
         """``module:qualname`` of the wrapped function."""

@@ -23,6 +23,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import attrs
 import pluggy
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from . import hookspecs
@@ -222,18 +223,34 @@ class PluginManager:
             if false, keep going and record failed plugins (``describe()`` shows them).
         """
         if self._loaded:
+            # a failure is never skipped in silence: strict callers see it every time
+            failed = [p.error for p in self._plugins.values() if p.status == "failed"]
+            errors = [e for e in failed if isinstance(e, PluginLoadError)]
+            if errors and strict:
+                raise PluginLoadErrors(f"{len(errors)} plugin(s) failed to load", errors)
             return
         self._loaded = True
         failures: list[PluginLoadError] = []
         for ep, dist_name, version, requires in self._iter_entry_points():
             spec = f"{ep.name} = {ep.value}"
             plugin = _Plugin(ep.name, dist_name, version, spec)
-            self._plugins[ep.name] = plugin
+            first = self._plugins.get(ep.name)
+            # two distributions may declare the same entry-point name; keep both listed
+            key = ep.name if first is None else f"{ep.name} ({dist_name})"
+            self._plugins[key] = plugin
             if ep.name in self.disabled or dist_name in self.disabled:
                 plugin.status = "blocked"
                 continue
             phase = "compatibility"
             try:
+                if first is not None:
+                    phase = "register"
+                    raise PluginConflictError(
+                        f"the plugin name {ep.name!r} is taken by distribution "
+                        f"{first.distribution} {first.version} ({first.entry_point}) and "
+                        f"{dist_name} {version} ({spec}); uninstall one or disable one "
+                        f"by distribution name ({DISABLE_ENV}={dist_name})"
+                    )
                 self._check_compatible(requires, plugin)
                 phase = "import"
                 obj = ep.load()
@@ -258,7 +275,7 @@ class PluginManager:
             dist_name = dist.metadata["Name"] if dist is not None else "(unknown)"
             version = dist.version if dist is not None else "?"
             requires = list(dist.requires or []) if dist is not None else []
-            key = (dist_name.lower().replace("_", "-"), ep.name)
+            key = (canonicalize_name(dist_name), ep.name)
             if key in seen:  # the same distribution twice on sys.path
                 continue
             seen.add(key)
@@ -273,7 +290,7 @@ class PluginManager:
                 req = Requirement(text)
             except InvalidRequirement:
                 continue
-            if req.name.lower().replace("_", "-") != "plait-core":
+            if canonicalize_name(req.name) != "plait-core":
                 continue
             if req.marker is not None and not req.marker.evaluate({"extra": ""}):
                 continue
@@ -320,7 +337,12 @@ class PluginManager:
                 )
             if attr not in KINDS and not hasattr(self.pm.hook, attr):
                 raise RegistrationError(f"plugin {name!r} implements unknown hook {attr!r}")
-        self.pm.register(obj, name=name)
+        try:
+            self.pm.register(obj, name=name)
+        except pluggy.PluginValidationError as exc:
+            raise RegistrationError(f"plugin {name!r}: {exc}") from exc
+        except ValueError as exc:  # pluggy: this object or name is registered already
+            raise PluginConflictError(f"plugin {name!r} cannot be registered: {exc}") from exc
         self._registries = None
         self._observers = None
 

@@ -219,6 +219,8 @@ class Runner:
         self.live = live  # yield to the consumer every superstep
         self.on_superstep = on_superstep
         self.failure: BaseException | None = None
+        self.current: Inbox = {}  # the deliveries of the running superstep
+        self.last_ran: Inbox = {}  # the deliveries of the superstep that just finished
         self.global_limiter = (
             anyio.CapacityLimiter(options.max_concurrency) if options.max_concurrency else None
         )
@@ -254,6 +256,7 @@ class Runner:
                 )
             state.superstep += 1
             step = state.superstep
+            self.current = inbox
             if self.detail and emit is not None:
                 emit(SuperstepStarted(step, tuple(inbox)))
             if self.visit_limits:
@@ -280,6 +283,7 @@ class Runner:
             if self.graph.observe_supersteps:
                 self.graph.plugin_manager.notify_superstep_finished(state.run_id, step, list(ran))
             if self.on_superstep is not None:
+                self.last_ran = ran
                 await self.on_superstep(self, inbox)
         if state.pending_requests:
             return RunStatus.IDLE_WITH_PENDING_REQUESTS

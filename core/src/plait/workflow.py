@@ -20,13 +20,22 @@ from typing import Any
 import anyio
 import attrs
 
-from .errors import PlaitError, WorkflowRunError, WorkflowValidationError
+from .checkpoint import Checkpoint, CheckpointStore
+from .durable import Checkpointer, load_run, resolve_store, restore_state
+from .errors import (
+    CheckpointError,
+    PlaitError,
+    ResponseTypeError,
+    WorkflowRunError,
+    WorkflowValidationError,
+)
 from .events import RunFinished, RunStarted, RunStatus, WorkflowEvent
 from .executor import Executor
 from .plugins import PluginManager, get_plugin_manager
 from .routing import EdgeRunner
 from .runner import Runner, RunOptions, RunState
 from .spec import WorkflowSpec
+from .types import is_instance, type_name
 
 __all__ = ["Workflow", "WorkflowRunResult", "CompiledGraph"]
 
@@ -91,6 +100,11 @@ class CompiledGraph:
         )
         self.plugin_manager = plugin_manager
         self.observe_supersteps = plugin_manager.observers()[1]
+
+    @functools.cached_property
+    def signature(self) -> str:
+        """The spec's topology signature, computed once."""
+        return self.spec.signature()
 
     @functools.cached_property
     def reach(self) -> dict[str, frozenset[str]]:
@@ -169,7 +183,7 @@ class Workflow:
 
     def signature(self) -> str:
         """The topology signature (see :meth:`WorkflowSpec.signature`)."""
-        return self._spec.signature()
+        return self._graph.signature
 
     def __repr__(self) -> str:
         return (
@@ -236,10 +250,59 @@ class Workflow:
         Options are those of :class:`~plait.runner.RunOptions`; an unknown one is an error.
         By default a failed run raises its :class:`~plait.errors.WorkflowRunError`, whose
         ``result`` attribute holds the failed result; ``raise_on_failure=False`` returns it.
+        With ``checkpoint=`` (a store or a store URL such as ``"sqlite:///runs.db"``) a
+        checkpoint is written per superstep, as ``durability`` says.
         """
         opts = RunOptions.from_kwargs(self._spec.options, options)
         events: list[WorkflowEvent] = []
-        result = await self._execute(message, opts, events.append, detail=opts.events == "all")
+        state = RunState(opts.run_id or uuid.uuid4().hex, events.append)
+        inbox = {self._spec.start: [message]}
+        result = await self._execute(state, inbox, opts, detail=opts.events == "all")
+        result.events = events
+        return self._finish(result, opts)
+
+    async def resume(
+        self,
+        id: str,
+        store: str | CheckpointStore,
+        *,
+        responses: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> WorkflowRunResult:
+        """Continue a run from a checkpoint — in this process or another, days later.
+
+        :param id: a run id (resume from its latest checkpoint) or a checkpoint id.
+        :param store: the checkpoint store (or its URL) the run wrote to; new checkpoints of
+            the resumed run go there too unless ``checkpoint=`` says otherwise.
+        :param responses: answers to pending requests, by request id. A response of the
+            wrong type raises :class:`~plait.errors.ResponseTypeError` and changes nothing.
+        :raises TopologyMismatchError: the checkpoint was taken on a different graph.
+        :raises CheckpointNotFoundError: no such run or checkpoint.
+        """
+        checkpoint_store, opened = await resolve_store(store)
+        try:
+            checkpoint, data = await load_run(
+                checkpoint_store, id, self._spec, self._graph.signature
+            )
+            opts = RunOptions.from_kwargs(
+                self._spec.options,
+                {"checkpoint": checkpoint_store, **options, "run_id": checkpoint.run_id},
+            )
+            events: list[WorkflowEvent] = []
+            state = RunState(checkpoint.run_id, events.append)
+            state.superstep = checkpoint.superstep
+            inbox = restore_state(self._graph, state, data)
+            _answer(state, inbox, responses or {}, self._graph)
+            result = await self._execute(
+                state,
+                inbox,
+                opts,
+                detail=opts.events == "all",
+                parent_id=checkpoint.checkpoint_id,
+            )
+        finally:
+            if opened:
+                await checkpoint_store.aclose()
         result.events = events
         return self._finish(result, opts)
 
@@ -255,10 +318,10 @@ class Workflow:
 
         async def produce() -> None:
             async with send:
+                state = RunState(opts.run_id or uuid.uuid4().hex, send.send_nowait)
+                inbox = {self._spec.start: [message]}
                 detail = opts.events != "lifecycle"
-                results.append(
-                    await self._execute(message, opts, send.send_nowait, detail=detail, live=True)
-                )
+                results.append(await self._execute(state, inbox, opts, detail=detail, live=True))
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(produce)
@@ -275,33 +338,37 @@ class Workflow:
 
     async def _execute(
         self,
-        message: Any,
+        state: RunState,
+        inbox: dict[str, list[Any]],
         opts: RunOptions,
-        emit: Callable[[WorkflowEvent], None] | None,
         *,
         detail: bool,
         live: bool = False,
+        parent_id: str | None = None,
     ) -> WorkflowRunResult:
-        run_id = opts.run_id or uuid.uuid4().hex
-        state = RunState(run_id, emit)
+        emit = state.emit
         manager = self._graph.plugin_manager
         started, _, finished = manager.observers()
         if emit is not None:
-            emit(RunStarted(run_id, self.name))
+            emit(RunStarted(state.run_id, self.name))
         if started:
-            manager.notify_run_started(run_id, self)
-        runner = Runner(self._graph, opts, state, detail=detail, live=live)
-        error: WorkflowRunError | None = None
+            manager.notify_run_started(state.run_id, self)
+        error: PlaitError | None = None
+        status = RunStatus.FAILED
         try:
-            status = await runner.run({self._spec.start: [message]})
-        except WorkflowRunError as exc:
-            status, error = RunStatus.FAILED, exc
+            if opts.checkpoint is None:
+                runner = Runner(self._graph, opts, state, detail=detail, live=live)
+                status = await runner.run(inbox)
+            else:
+                status = await self._durable(state, inbox, opts, detail, live, parent_id)
+        except (WorkflowRunError, CheckpointError) as exc:
+            error = exc
         if emit is not None:
-            emit(RunFinished(run_id, status, state.superstep, error))
+            emit(RunFinished(state.run_id, status, state.superstep, error))
         if finished:
-            manager.notify_run_finished(run_id, status.value, error)
+            manager.notify_run_finished(state.run_id, status.value, error)
         return WorkflowRunResult(
-            run_id=run_id,
+            run_id=state.run_id,
             status=status,
             outputs=state.outputs,
             events=[],
@@ -310,9 +377,86 @@ class Workflow:
             pending_requests=list(state.pending_requests.values()),
         )
 
+    async def _durable(
+        self,
+        state: RunState,
+        inbox: dict[str, list[Any]],
+        opts: RunOptions,
+        detail: bool,
+        live: bool,
+        parent_id: str | None,
+    ) -> RunStatus:
+        store, opened = await resolve_store(opts.checkpoint)
+        mode = opts.durability
+        checkpointer = Checkpointer(store, self._graph, mode=mode, parent_id=parent_id)
+        hook = checkpointer.after_superstep if mode != "exit" else None
+        runner = Runner(self._graph, opts, state, detail=detail, live=live, on_superstep=hook)
+        try:
+            if mode != "async":
+                return await self._checkpointed(runner, checkpointer, inbox)
+            send, receive = anyio.create_memory_object_stream[Checkpoint](math.inf)
+            checkpointer.attach(send)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(checkpointer.writer, receive)
+                async with send:
+                    status = await self._checkpointed(runner, checkpointer, inbox)
+            if checkpointer.error is not None:
+                raise checkpointer.error
+            return status
+        finally:
+            if opened:
+                await store.aclose()
+
+    @staticmethod
+    async def _checkpointed(runner: Runner, checkpointer: Checkpointer, inbox: Any) -> RunStatus:
+        state = runner.state
+        if checkpointer.mode != "exit" and checkpointer.parent_id is None:
+            await checkpointer.write(checkpointer.take(state, inbox, (), "running"))
+        try:
+            status = await runner.run(inbox)
+        except WorkflowRunError:
+            if checkpointer.mode == "exit":
+                # resume re-runs the failed superstep: at least once per superstep
+                state.superstep -= 1
+                checkpoint = checkpointer.take(
+                    state, runner.current, list(state.executor_state), "failed"
+                )
+                await checkpointer.write(checkpoint)
+            raise
+        if checkpointer.mode == "exit":
+            final = checkpointer.take(state, {}, list(state.executor_state), status.value)
+            await checkpointer.write(final)
+        return status
+
     @staticmethod
     def _finish(result: WorkflowRunResult, opts: RunOptions) -> WorkflowRunResult:
         if result.error is not None and opts.raise_on_failure:
             setattr(result.error, "result", result)
             raise result.error
         return result
+
+
+def _answer(
+    state: RunState,
+    inbox: dict[str, list[Any]],
+    responses: Mapping[str, Any],
+    graph: CompiledGraph,
+) -> None:
+    """Check every response first, then deliver them all (so a bad one changes nothing)."""
+    pending = state.pending_requests
+    for request_id, value in responses.items():
+        request = pending.get(request_id)
+        if request is None:
+            known = ", ".join(pending) or "none"
+            raise ResponseTypeError(
+                f"no pending request {request_id!r} in run {state.run_id}; pending: {known}"
+            )
+        if not is_instance(value, request.response_type):
+            raise ResponseTypeError(
+                f"response to request {request_id!r} of executor {request.executor_id!r} "
+                f"must be {type_name(request.response_type)}, got {type_name(type(value))}; "
+                "the request stays pending"
+            )
+    for request_id, value in responses.items():
+        request = pending.pop(request_id)
+        inbox.setdefault(request.executor_id, []).append(value)

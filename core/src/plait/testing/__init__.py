@@ -11,18 +11,66 @@ its fixtures available in every test session:
     A fresh :class:`~plait.plugins.PluginManager` that loads no installed plugin, installed
     as the process-wide manager for the duration of the test.
 
+``register_plugin``
+    ``register_plugin(obj, name=None, *, distribution=None) -> name`` registers an
+    in-process plugin on the current process-wide manager (the fresh one when the test also
+    asks for ``plait_plugin_manager``) and unregisters it at teardown.
+
+``plait_hook_recorder``
+    A registered :class:`HookRecorder` that records every observer-hook call.
+
+Beside the fixtures, the package holds fake entry points (:func:`fake_entry_point`,
+:func:`broken_entry_point`, :func:`make_plugin_manager`), a :class:`StaticRouterEnv` for
+testing routers alone, and contract suites (:class:`RouterContract`,
+:class:`MergeStrategyContract`; ``plait.testing.stores`` has the checkpoint-store one).
+
 .. versionadded:: 0.1
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
-from plait.plugins import PluginManager, set_plugin_manager
+# contract suites are plain ``assert`` code: let pytest explain their failures
+pytest.register_assert_rewrite("plait.testing.contracts", "plait.testing.stores")
 
-__all__ = ["anyio_backend", "plait_plugin_manager"]
+from plait.plugins import PluginManager, get_plugin_manager, set_plugin_manager  # noqa: E402
+
+from .contracts import MergeStrategyContract, PluginManagerEnv, RouterContract  # noqa: E402
+from .fakes import (  # noqa: E402
+    FakeDistribution,
+    FakeEntryPoint,
+    StaticRouterEnv,
+    broken_entry_point,
+    fake_entry_point,
+    make_plugin_manager,
+)
+from .recorder import HookCall, HookRecorder  # noqa: E402
+
+__all__ = [
+    "FakeDistribution",
+    "FakeEntryPoint",
+    "HookCall",
+    "HookRecorder",
+    "MergeStrategyContract",
+    "PluginManagerEnv",
+    "RegisterPlugin",
+    "RouterContract",
+    "StaticRouterEnv",
+    "anyio_backend",
+    "broken_entry_point",
+    "fake_entry_point",
+    "make_plugin_manager",
+    "plait_hook_recorder",
+    "plait_plugin_manager",
+    "register_plugin",
+]
+
+#: The type of the ``register_plugin`` fixture's value.
+RegisterPlugin = Callable[..., str]
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -41,3 +89,34 @@ def plait_plugin_manager() -> Iterator[PluginManager]:
         yield manager
     finally:
         set_plugin_manager(previous)
+
+
+@pytest.fixture
+def register_plugin(request: pytest.FixtureRequest) -> Iterator[RegisterPlugin]:
+    """``register_plugin(obj, name=None, *, distribution=None)``: register for this test.
+
+    The plugin goes on the process-wide manager current at the call; every plugin
+    registered this way is unregistered at teardown, last first.
+    """
+    if "plait_plugin_manager" in request.fixturenames:
+        # set the fresh manager up first, so registrations land on it
+        request.getfixturevalue("plait_plugin_manager")
+    registered: list[tuple[PluginManager, str]] = []
+
+    def register(obj: Any, name: str | None = None, *, distribution: str | None = None) -> str:
+        manager = get_plugin_manager()
+        plugin_name = manager.register(obj, name, distribution=distribution)
+        registered.append((manager, plugin_name))
+        return plugin_name
+
+    yield register
+    for manager, plugin_name in reversed(registered):
+        manager.unregister(plugin_name)
+
+
+@pytest.fixture
+def plait_hook_recorder(register_plugin: RegisterPlugin) -> HookRecorder:
+    """A :class:`HookRecorder` registered for this test (build workflows after it)."""
+    recorder = HookRecorder()
+    register_plugin(recorder, "plait-hook-recorder")
+    return recorder

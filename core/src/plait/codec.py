@@ -1,0 +1,165 @@
+"""Messages and state to JSON-ready data and back, for checkpoints.
+
+JSON natives (``str``, ``int``, ``float``, ``bool``, ``None``) and lists of encodable
+values travel as themselves. Everything else is tagged with its type so the exact type
+comes back: ``{"__plait__": "tuple" | "dict" | "set" | "module:QualName", "v": ...}``.
+attrs classes, dataclasses and any type with registered cattrs hooks are unstructured
+through Plait's message converter; plugins add hooks for their own types with
+:func:`register_type_hooks`.
+
+A value that cannot be encoded raises :class:`EncodeError` with the path inside the
+value; the runner turns it into a :class:`~plait.errors.CheckpointEncodeError` naming the
+executor or state key and the superstep.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import math
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import cattrs
+
+__all__ = [
+    "EncodeError",
+    "DecodeError",
+    "encode_value",
+    "decode_value",
+    "message_converter",
+    "register_type_hooks",
+]
+
+TAG = "__plait__"
+_NATIVE = (str, int, bool, type(None))
+_converter = cattrs.Converter()
+_hooked: set[type] = set()
+
+
+class EncodeError(ValueError):
+    """A value has no JSON encoding; ``path`` says where inside it."""
+
+    def __init__(self, message: str, path: str) -> None:
+        self.path = path
+        super().__init__(f"{message} (at {path})" if path else message)
+
+
+class DecodeError(ValueError):
+    """Encoded data does not decode (unknown type, bad shape)."""
+
+
+def message_converter() -> cattrs.Converter:
+    """The cattrs converter Plait uses for message and state values (never the global one)."""
+    return _converter
+
+
+def register_type_hooks(
+    cls: type,
+    unstructure: Callable[[Any], Any],
+    structure: Callable[[Any, type], Any],
+) -> None:
+    """Teach checkpoints to encode ``cls``: ``unstructure(obj) -> JSON-ready`` and
+    ``structure(data, cls) -> obj``."""
+    _converter.register_unstructure_hook(cls, unstructure)
+    _converter.register_structure_hook(cls, structure)
+    _hooked.add(cls)
+
+
+def _ref(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def encode_value(value: Any, path: str = "") -> Any:
+    """JSON-ready form of ``value`` that :func:`decode_value` turns back into it."""
+    cls = type(value)
+    if cls in _NATIVE:
+        return value
+    if cls is float:
+        if math.isfinite(value):
+            return value
+        return {TAG: "float", "v": repr(value)}
+    if cls is list:
+        return [encode_value(item, f"{path}[{i}]") for i, item in enumerate(value)]
+    if cls is dict:
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise EncodeError(f"dict key {key!r} is not a string", path)
+            out[key] = encode_value(item, f"{path}.{key}" if path else key)
+        return {TAG: "dict", "v": out}
+    if cls is tuple:
+        return {TAG: "tuple", "v": [encode_value(x, f"{path}[{i}]") for i, x in enumerate(value)]}
+    if cls in (set, frozenset):
+        items = [encode_value(x, f"{path}[*]") for x in value]
+        return {TAG: cls.__name__, "v": sorted(items, key=repr)}
+    if cls is bytes:
+        return {TAG: "bytes", "v": value.hex()}
+    if cls in _hooked or attrs.has(cls) or dataclasses.is_dataclass(cls):
+        try:
+            data = _converter.unstructure(value)
+            return {TAG: _ref(cls), "v": encode_value(data, path)}
+        except EncodeError:
+            raise
+        except Exception as exc:
+            raise EncodeError(f"cannot encode {cls.__qualname__}: {exc}", path) from exc
+    raise EncodeError(
+        f"cannot encode a value of type {cls.__module__}.{cls.__qualname__}; use JSON types, "
+        "attrs classes or dataclasses, or register hooks with plait.codec.register_type_hooks",
+        path,
+    )
+
+
+def decode_value(data: Any) -> Any:
+    """Inverse of :func:`encode_value`."""
+    if isinstance(data, list):
+        return [decode_value(item) for item in data]
+    if not isinstance(data, dict):
+        return data
+    tag = data.get(TAG)
+    raw: Any = data.get("v")
+    if tag == "dict":
+        return {key: decode_value(item) for key, item in raw.items()}
+    if tag == "tuple":
+        return tuple(decode_value(x) for x in raw)
+    if tag == "set":
+        return {decode_value(x) for x in raw}
+    if tag == "frozenset":
+        return frozenset(decode_value(x) for x in raw)
+    if tag == "bytes":
+        return bytes.fromhex(raw)
+    if tag == "float":
+        return float(raw)
+    if not isinstance(tag, str) or ":" not in tag:
+        raise DecodeError(f"unknown encoded value {data!r:.200}")
+    cls = _import(tag)
+    try:
+        return _converter.structure(decode_value(raw), cls)
+    except Exception as exc:
+        raise DecodeError(f"cannot rebuild {tag}: {exc}") from exc
+
+
+def _import(ref: str) -> type:
+    module_name, _, qualname = ref.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise DecodeError(f"type {ref} named in a checkpoint cannot be imported: {exc}") from exc
+    if not isinstance(obj, type):
+        raise DecodeError(f"{ref} named in a checkpoint is not a class")
+    return obj
+
+
+def type_ref(tp: Any) -> str | None:
+    """``module:qualname`` of a plain class (to re-import it in another process), else None."""
+    return _ref(tp) if isinstance(tp, type) else None
+
+
+def import_type(ref: str) -> type:
+    """Import the class named by :func:`type_ref`."""
+    return _import(ref)

@@ -1,0 +1,186 @@
+"""Durable runs: checkpoints per superstep, resume, human in the loop, durability modes."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import attrs
+import pytest
+from plait import Never, Workflow, WorkflowContext, executor
+from plait.checkpoint import encode_checkpoint, open_store
+from plait.errors import (
+    CheckpointEncodeError,
+    CheckpointNotFoundError,
+    ExecutorFailedError,
+    ResponseTypeError,
+    TopologyMismatchError,
+)
+from plait.events import RequestInfoEvent, RunStatus
+from plait_builders import WorkflowBuilder
+
+pytestmark = pytest.mark.anyio
+
+
+def store_url() -> str:
+    return f"memory://{uuid.uuid4().hex}"
+
+
+def counting_chain(
+    n: int, *, fail_at: int | None = None, flaky: dict[str, int] | None = None
+) -> Workflow:
+    """n executors; each keeps a per-run counter in ctx.state and adds 1."""
+
+    def node(i: int) -> Any:
+        @executor(id=f"n{i}")
+        async def add(x: int, ctx: WorkflowContext[int, int]) -> None:
+            ctx.state["seen"] = ctx.state.get("seen", 0) + 1
+            if flaky is not None and i == fail_at and flaky["left"] > 0:
+                flaky["left"] -= 1
+                raise RuntimeError("transient")
+            if i == n - 1:
+                await ctx.yield_output(x + 1)
+            else:
+                await ctx.send_message(x + 1)
+
+        return add
+
+    nodes = [node(i) for i in range(n)]
+    builder = WorkflowBuilder("chain", max_supersteps=n + 5).add_executor(nodes[0])
+    for a, b in zip(nodes, nodes[1:]):
+        builder.add_edge(a, b)
+    return builder.set_start(nodes[0]).build()
+
+
+async def test_a_checkpoint_per_superstep_and_the_run_id_on_the_result() -> None:
+    url = store_url()
+    result = await counting_chain(5).run(0, checkpoint=url)
+    assert result.outputs == [5]
+    store = open_store(url)
+    infos = await store.list(result.run_id)
+    assert [i.superstep for i in infos] == [0, 1, 2, 3, 4, 5]
+    assert infos[-1].status == "idle"
+    latest = await store.latest(result.run_id)
+    assert latest is not None and latest.signature == counting_chain(5).signature()
+
+
+async def test_resume_after_a_failure_gives_the_uninterrupted_outputs() -> None:
+    url = store_url()
+    flaky = {"left": 1}
+    wf = counting_chain(6, fail_at=3, flaky=flaky)
+    with pytest.raises(ExecutorFailedError, match="'n3' failed in superstep 4") as info:
+        await wf.run(10, checkpoint=url)
+    run_id = info.value.result.run_id  # type: ignore[attr-defined]
+    resumed = await wf.resume(run_id, url)
+    assert resumed.outputs == [16]
+    assert resumed.run_id == run_id
+    assert resumed.status is RunStatus.IDLE
+    # n3's state was restored from the checkpoint before the failed superstep: one visit
+    store = open_store(url)
+    latest = await store.latest(run_id)
+    assert latest is not None and latest.status == "idle"
+
+
+async def test_resume_unknown_run_is_an_error() -> None:
+    with pytest.raises(CheckpointNotFoundError, match="no run and no checkpoint with id 'nope'"):
+        await counting_chain(2).resume("nope", store_url())
+
+
+async def test_resuming_a_changed_graph_is_refused_saying_what_changed() -> None:
+    url = store_url()
+    flaky = {"left": 1}
+    with pytest.raises(ExecutorFailedError) as info:
+        await counting_chain(4, fail_at=2, flaky=flaky).run(0, checkpoint=url)
+    run_id = info.value.result.run_id  # type: ignore[attr-defined]
+    with pytest.raises(TopologyMismatchError, match=r"executors added: n4.*edges added"):
+        await counting_chain(5).resume(run_id, url)
+
+
+@attrs.frozen
+class Question:
+    text: str
+
+
+async def test_human_in_the_loop_survives_and_checks_the_response_type() -> None:
+    @executor(id="publish")
+    async def publish(verdict: str, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(verdict)
+
+    def build() -> Workflow:
+        from plait import Executor, handler
+
+        class Reviewer(Executor):
+            @handler
+            async def start(self, topic: str, ctx: WorkflowContext[Never, str]) -> None:
+                await ctx.request_info(Question(f"approve {topic}?"), bool)
+
+            @handler
+            async def answered(self, answer: bool, ctx: WorkflowContext[str]) -> None:
+                await ctx.send_message("approved" if answer else "rejected")
+
+        return WorkflowBuilder().add_edge(Reviewer("review"), publish).set_start("review").build()
+
+    url = store_url()
+    first = await build().run("release", checkpoint=url)
+    assert first.status is RunStatus.IDLE_WITH_PENDING_REQUESTS
+    (request,) = first.pending_requests
+    assert request.request == Question("approve release?")
+    assert any(isinstance(e, RequestInfoEvent) for e in first.events)
+    # a fresh Workflow object, as in a new process days later
+    with pytest.raises(ResponseTypeError, match=r"must be bool, got str; the request stays"):
+        await build().resume(first.run_id, url, responses={request.request_id: "yes"})
+    done = await build().resume(first.run_id, url, responses={request.request_id: True})
+    assert done.outputs == ["approved"]
+    assert done.status is RunStatus.IDLE
+    with pytest.raises(ResponseTypeError, match="no pending request"):
+        await build().resume(first.run_id, url, responses={request.request_id: True})
+
+
+@pytest.mark.parametrize("mode", ["sync", "async", "exit"])
+async def test_durability_modes(mode: str) -> None:
+    url = store_url()
+    result = await counting_chain(5).run(0, checkpoint=url, durability=mode)
+    infos = await open_store(url).list(result.run_id)
+    if mode == "exit":
+        assert [(i.superstep, i.status) for i in infos] == [(5, "idle")]
+    else:
+        assert [i.superstep for i in infos] == [0, 1, 2, 3, 4, 5]
+    # every checkpoint's parent is the one before it: written in order
+    assert [i.parent_id for i in infos[1:]] == [i.checkpoint_id for i in infos[:-1]]
+
+
+async def test_exit_mode_failure_checkpoint_resumes_the_failed_superstep() -> None:
+    url = store_url()
+    flaky = {"left": 1}
+    wf = counting_chain(4, fail_at=2, flaky=flaky)
+    with pytest.raises(ExecutorFailedError) as info:
+        await wf.run(0, checkpoint=url, durability="exit")
+    run_id = info.value.result.run_id  # type: ignore[attr-defined]
+    infos = await open_store(url).list(run_id)
+    assert [(i.superstep, i.status) for i in infos] == [(2, "failed")]
+    assert (await wf.resume(run_id, url)).outputs == [4]
+
+
+async def test_a_value_that_cannot_be_encoded_names_the_state_key_and_superstep() -> None:
+    @executor(id="holder")
+    async def holder(x: int, ctx: WorkflowContext[Never, int]) -> None:
+        ctx.state["conn"] = object()
+        await ctx.yield_output(x)
+
+    wf = WorkflowBuilder().add_executor(holder).set_start(holder).build()
+    with pytest.raises(CheckpointEncodeError, match=r"executor 'holder' state.*superstep 1.*conn"):
+        await wf.run(1, checkpoint=store_url())
+
+
+async def test_checkpoint_size_does_not_grow_with_the_number_of_executors() -> None:
+    sizes = {}
+    for n in (10, 1000):
+        url = store_url()
+        result = await counting_chain(n).run(0, checkpoint=url)
+        store = open_store(url)
+        infos = await store.list(result.run_id)
+        middle = [await store.load(i.checkpoint_id) for i in infos[len(infos) // 2 : -1]]
+        deltas = [c for c in middle if c.state["kind"] == "delta"]
+        sizes[n] = max(len(encode_checkpoint(c)) for c in deltas)
+    # deltas hold what changed since their base (at most 31 supersteps of one-int states)
+    assert sizes[1000] < 4 * sizes[10] + 2000, sizes
