@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
 import anyio
 from plait import Never, Workflow, WorkflowContext, executor
@@ -44,7 +43,7 @@ def build() -> Workflow:
         async def step(x: int, ctx: WorkflowContext[int]) -> None:
             _log(ctx)
             ctx.state["visits"] = ctx.state.get("visits", 0) + 1
-            time.sleep(0.03)  # real work between checkpoints
+            await anyio.sleep(0.03)  # work between checkpoints
             await ctx.send_message(x + i)
 
         return step
