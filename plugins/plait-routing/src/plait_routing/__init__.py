@@ -35,6 +35,7 @@ __all__ = [
     "SwitchRouter",
     "SingleEdgeRunner",
     "FanOutEdgeRunner",
+    "FanInBuffers",
     "FanInEdgeRunner",
     "SwitchEdgeRunner",
     "plait_register_routers",
@@ -210,12 +211,35 @@ class SwitchRouter:
 # -- fan-in ----------------------------------------------------------------------------------
 
 
+class FanInBuffers:
+    """A fan-in's per-run state: waiting messages per source, and how many sources have one."""
+
+    __slots__ = ("queues", "ready")
+
+    def __init__(self, sources: Sequence[str]) -> None:
+        self.queues: dict[str, list[Any]] = {source: [] for source in sources}
+        self.ready = 0
+
+    def push(self, source: str, message: Any) -> None:
+        queue = self.queues[source]
+        if not queue:
+            self.ready += 1
+        queue.append(message)
+
+    def pop(self, source: str) -> Any:
+        queue = self.queues[source]
+        message = queue.pop(0)
+        if not queue:
+            self.ready -= 1
+        return message
+
+
 class FanInEdgeRunner:
     """A barrier over many sources, delivering one merged message to one target.
 
-    Per run, the state is ``{source_id: [messages waiting]}``. When every source has a
-    message waiting, the first of each is merged (in source-declaration order) and
-    delivered; later messages wait for the next round.
+    Per run, the state is a :class:`FanInBuffers`. When every source has a message
+    waiting, the first of each is merged (in source-declaration order) and delivered;
+    later messages wait for the next round.
     """
 
     stateful = True
@@ -229,38 +253,38 @@ class FanInEdgeRunner:
         self.when = when
         self.needs_flush = when == "available"
 
-    def initial_state(self) -> dict[str, list[Any]]:
-        return {source: [] for source in self.sources}
+    def initial_state(self) -> FanInBuffers:
+        return FanInBuffers(self.sources)
 
     def route(
-        self, source: str, message: Any, target: str | None, state: dict[str, list[Any]]
+        self, source: str, message: Any, target: str | None, state: FanInBuffers
     ) -> list[Delivery]:
         if target is not None and target != self.target:
             return []
-        state[source].append(message)
-        if all(state[s] for s in self.sources):
-            values = [state[s].pop(0) for s in self.sources]
-            return [(self.target, self.merge.merge(values, self.sources))]
-        return []
+        state.push(source, message)
+        if state.ready < len(self.sources):
+            return []
+        values = [state.pop(s) for s in self.sources]
+        return [(self.target, self.merge.merge(values, self.sources))]
 
-    def flush(
-        self, state: dict[str, list[Any]], can_still_send: Callable[[str], bool]
-    ) -> list[Delivery]:
-        arrived = [s for s in self.sources if state[s]]
-        if not arrived:
+    def flush(self, state: FanInBuffers, can_still_send: Callable[[str], bool]) -> list[Delivery]:
+        if not state.ready:
             return []
-        if any(can_still_send(s) for s in self.sources if not state[s]):
+        queues = state.queues
+        if any(can_still_send(s) for s in self.sources if not queues[s]):
             return []
-        values = [state[s].pop(0) for s in arrived]
+        arrived = [s for s in self.sources if queues[s]]
+        values = [state.pop(s) for s in arrived]
         return [(self.target, self.merge.merge(values, arrived))]
 
-    def snapshot(self, state: dict[str, list[Any]], encode: Callable[[Any], Any]) -> Any:
-        return {source: [encode(m) for m in messages] for source, messages in state.items()}
+    def snapshot(self, state: FanInBuffers, encode: Callable[[Any], Any]) -> Any:
+        return {source: [encode(m) for m in queue] for source, queue in state.queues.items()}
 
-    def restore(self, data: Any, decode: Callable[[Any], Any]) -> dict[str, list[Any]]:
+    def restore(self, data: Any, decode: Callable[[Any], Any]) -> FanInBuffers:
         state = self.initial_state()
         for source, messages in (data or {}).items():
-            state[source] = [decode(m) for m in messages]
+            for message in messages:
+                state.push(source, decode(message))
         return state
 
     def message_types(self, source_types: Sequence[Any]) -> Mapping[str, Sequence[Any]]:
