@@ -130,7 +130,8 @@ class CheckpointStore(Protocol):
     """Where checkpoints live. Every method is async and safe to call concurrently.
 
     Stores must make ``save`` atomic: after a crash a checkpoint is either wholly
-    present or absent. ``list`` and ``latest`` order by superstep, then creation.
+    present or absent. ``list`` and ``latest`` order by insertion (superstep numbers can
+    repeat across resumes).
     """
 
     async def save(self, checkpoint: Checkpoint) -> None:

@@ -170,6 +170,8 @@ class SwitchEdgeRunner(_Stateless):
         self.default = default
 
     def route(self, source: str, message: Any, target: str | None, state: Any) -> list[Delivery]:
+        if target is not None:  # the sender chose: honour it when the switch can reach it
+            return [(target, message)] if target in self.group.targets else []
         for predicate, case_target in self.cases:
             if predicate(message):
                 return [(case_target, message)]

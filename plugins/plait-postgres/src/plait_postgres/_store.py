@@ -1,0 +1,345 @@
+"""``postgresql://`` and ``postgres://``: checkpoints in PostgreSQL, through psycopg 3 async.
+
+One table, ``plait_checkpoints`` (in the connection's ``search_path``), with the listing
+fields as columns and the bytes of :func:`~plait.checkpoint.encode_checkpoint` as
+``BYTEA``. ``seq`` is an identity column: it grows with every insert, so a run is ordered
+by insertion even when superstep numbers repeat after a resume, and ``(run_id, seq)`` is
+indexed for "latest of a run". A save is one ``INSERT`` in autocommit mode: atomic, and
+durable when it returns under the server's default ``synchronous_commit = on``.
+
+The schema is created on first use. Migrations are SQL strings applied in order inside
+one transaction that first takes a transaction-scoped advisory lock, so processes
+starting together do not race; each applied migration is a row of
+``plait_schema_version``.
+
+Connections come from a :class:`psycopg_pool.AsyncConnectionPool`: concurrent runs in one
+process write in parallel instead of queueing on one connection, and a connection the
+server dropped (restart, failover, idle timeout) is checked and replaced on checkout
+instead of failing the next save. The first use connects once directly, so an
+unreachable server fails at once with libpq's own message rather than after the pool's
+wait.
+
+psycopg's async API and its pool run on asyncio only; these stores do not run on trio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from types import TracebackType
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from plait.checkpoint import Checkpoint, CheckpointInfo, decode_checkpoint, encode_checkpoint
+from plait.errors import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+__all__ = ["MIGRATIONS", "PostgresCheckpointStore", "SCHEMA_VERSION", "redact_url"]
+
+_S = TypeVar("_S", bound="PostgresCheckpointStore")
+
+#: Migrations in order; applying migration ``n`` (1-based) brings the schema to version n.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE plait_checkpoints (
+        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        checkpoint_id text NOT NULL UNIQUE,
+        run_id text NOT NULL,
+        superstep bigint NOT NULL,
+        parent_id text,
+        status text NOT NULL,
+        created_at double precision NOT NULL,
+        data bytea NOT NULL
+    );
+    CREATE INDEX plait_checkpoints_run_seq ON plait_checkpoints (run_id, seq);
+    """,
+)
+
+#: The schema version this release writes.
+SCHEMA_VERSION = len(MIGRATIONS)
+
+#: The advisory lock that serialises migrations ("plait_cp" as a 64-bit integer).
+_MIGRATION_LOCK = int.from_bytes(b"plait_cp", "big")
+#: Seconds libpq waits for a connection unless the URL sets ``connect_timeout``.
+DEFAULT_CONNECT_TIMEOUT = 5
+_OWN_OPTIONS = {"pool_max_size": 4, "pool_timeout": 10}
+_INFO = "checkpoint_id, run_id, superstep, parent_id, status, created_at"
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password replaced by ``***``, for error messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+
+
+def _where(run_id: str, checkpoint_id: str) -> str:
+    return f"run {run_id!r}, checkpoint {checkpoint_id!r}"
+
+
+class PostgresCheckpointStore:
+    """Checkpoints in PostgreSQL (``postgresql://user:password@host:port/db``).
+
+    :param url: a libpq URL. Its query may set any libpq parameter (``connect_timeout``,
+        ``sslmode``, ``options``, …) and two of the store's own: ``pool_max_size``
+        (connections at most, default 4) and ``pool_timeout`` (seconds to wait for a
+        connection from the pool, default 10).
+
+    Connection failures are :class:`~plait.errors.StoreUnavailableError` naming the URL
+    without its password.
+
+    .. versionadded:: 0.1
+    """
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.scheme.lower() not in ("postgresql", "postgres"):
+            raise ValueError(f"not a PostgreSQL store url: {redact_url(url)!r}")
+        options = dict(parse_qsl(parts.query, keep_blank_values=True))
+        own: dict[str, float] = {}
+        for name, default in _OWN_OPTIONS.items():
+            try:
+                own[name] = float(options.pop(name, default))
+            except ValueError:
+                raise ValueError(f"{name} in {redact_url(url)!r} must be a number") from None
+        options.setdefault("connect_timeout", str(DEFAULT_CONNECT_TIMEOUT))
+        self.url = redact_url(url)
+        self.pool_max_size = max(1, int(own["pool_max_size"]))
+        self.pool_timeout = own["pool_timeout"]
+        self._conninfo = urlunsplit(parts._replace(query=urlencode(options)))
+        self._pool: AsyncConnectionPool[Any] | None = None
+        self._opening: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
+
+    @classmethod
+    def from_url(cls, url: str) -> PostgresCheckpointStore:
+        """Open a ``postgresql://`` or ``postgres://`` URL."""
+        return cls(url)
+
+    def __repr__(self) -> str:
+        return f"<PostgresCheckpointStore {self.url!r}>"
+
+    async def __aenter__(self: _S) -> _S:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- connections -------------------------------------------------------------------
+
+    def _unavailable(self, exc: BaseException) -> StoreUnavailableError:
+        text = str(exc).strip() or type(exc).__name__
+        error = StoreUnavailableError(
+            f"PostgreSQL checkpoint store {self.url} is unreachable or failed: {text}"
+        )
+        error.__cause__ = exc
+        return error
+
+    async def _get_pool(self) -> AsyncConnectionPool[Any]:
+        if self._closed:
+            raise StoreUnavailableError(f"checkpoint store {self.url} is closed")
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise RuntimeError(
+                "plait-postgres needs asyncio: psycopg's async API does not run on trio"
+            ) from None
+        if self._loop is not None and self._loop is not loop:
+            raise RuntimeError(
+                f"{self!r} was first used in another event loop; open one store per loop"
+            )
+        self._loop = loop
+        if self._pool is not None:
+            return self._pool
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if self._pool is None:
+                try:
+                    conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
+                    async with conn:
+                        await self._migrate(conn)
+                except psycopg.Error as exc:
+                    raise self._unavailable(exc) from exc
+                pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+                    self._conninfo,
+                    min_size=1,
+                    max_size=self.pool_max_size,
+                    timeout=self.pool_timeout,
+                    kwargs={"autocommit": True},
+                    check=AsyncConnectionPool.check_connection,
+                    open=False,
+                    name="plait-checkpoints",
+                )
+                try:
+                    await pool.open(wait=True, timeout=self.pool_timeout)
+                except PoolTimeout as exc:
+                    await pool.close()
+                    raise self._unavailable(exc) from exc
+                self._pool = pool
+        return self._pool
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        pool = await self._get_pool()
+        try:
+            async with pool.connection() as conn:
+                yield conn
+        except PoolTimeout as exc:  # before psycopg.Error: it is a subclass
+            raise self._unavailable(await self._why_no_connection(exc)) from exc
+        except psycopg.Error as exc:
+            raise self._unavailable(exc) from exc
+
+    async def _why_no_connection(self, timeout: PoolTimeout) -> BaseException:
+        """libpq's reason when the pool had no connection to give (it only says it waited)."""
+        try:
+            conn = await psycopg.AsyncConnection.connect(self._conninfo)
+        except psycopg.Error as exc:
+            return exc
+        await conn.close()
+        return PoolTimeout(
+            f"all {self.pool_max_size} pooled connections stayed busy for {self.pool_timeout} s"
+            " (raise pool_max_size or pool_timeout in the URL)"
+        )
+
+    async def _migrate(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS plait_schema_version ("
+                " version integer PRIMARY KEY,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            cursor = await conn.execute(
+                "SELECT coalesce(max(version), 0) FROM plait_schema_version"
+            )
+            row = await cursor.fetchone()
+            current = int(row[0]) if row else 0
+            if current > SCHEMA_VERSION:
+                raise CheckpointError(
+                    f"PostgreSQL checkpoint store {self.url} has schema version {current}, "
+                    f"newer than this plait-postgres knows ({SCHEMA_VERSION}); "
+                    "upgrade plait-postgres"
+                )
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                await conn.execute(MIGRATIONS[version - 1])
+                await conn.execute(
+                    "INSERT INTO plait_schema_version (version) VALUES (%s)", (version,)
+                )
+
+    # -- the protocol ------------------------------------------------------------------
+
+    async def save(self, checkpoint: Checkpoint) -> None:
+        """Insert ``checkpoint`` (saving the same checkpoint again does nothing)."""
+        data = encode_checkpoint(checkpoint)
+        async with self._connection() as conn:
+            cursor = await conn.execute(
+                f"INSERT INTO plait_checkpoints ({_INFO}, data)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (checkpoint_id) DO NOTHING",
+                (
+                    checkpoint.checkpoint_id,
+                    checkpoint.run_id,
+                    checkpoint.superstep,
+                    checkpoint.parent_id,
+                    checkpoint.status,
+                    checkpoint.created_at,
+                    data,
+                ),
+            )
+            if cursor.rowcount == 1:
+                return
+            cursor = await conn.execute(
+                "SELECT data FROM plait_checkpoints WHERE checkpoint_id = %s",
+                (checkpoint.checkpoint_id,),
+            )
+            row = await cursor.fetchone()
+        if row is None or bytes(row[0]) != data:
+            raise CheckpointError(
+                f"{_where(checkpoint.run_id, checkpoint.checkpoint_id)} is already stored in "
+                f"{self.url} with different contents; checkpoint ids must be unique (saving "
+                "the same checkpoint again is allowed and does nothing)"
+            )
+
+    async def load(self, checkpoint_id: str) -> Checkpoint:
+        """Read, verify and decode the checkpoint ``checkpoint_id``."""
+        async with self._connection() as conn:
+            cursor = await conn.execute(
+                "SELECT run_id, data FROM plait_checkpoints WHERE checkpoint_id = %s",
+                (checkpoint_id,),
+            )
+            row = await cursor.fetchone()
+        if row is None:
+            raise CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r} in {self.url}")
+        where = f"{_where(row[0], checkpoint_id)} in {self.url}"
+        return decode_checkpoint(bytes(row[1]), where=where)
+
+    async def list(self, run_id: str) -> Sequence[CheckpointInfo]:
+        """The checkpoints of ``run_id`` in the order they were saved."""
+        async with self._connection() as conn:
+            cursor = await conn.execute(
+                f"SELECT {_INFO} FROM plait_checkpoints WHERE run_id = %s ORDER BY seq",
+                (run_id,),
+            )
+            rows = await cursor.fetchall()
+        return [CheckpointInfo(*row) for row in rows]
+
+    async def latest(self, run_id: str) -> Checkpoint | None:
+        """The checkpoint of ``run_id`` saved last, or ``None``."""
+        async with self._connection() as conn:
+            cursor = await conn.execute(
+                "SELECT checkpoint_id, data FROM plait_checkpoints WHERE run_id = %s"
+                " ORDER BY seq DESC LIMIT 1",
+                (run_id,),
+            )
+            row = await cursor.fetchone()
+        if row is None:
+            return None
+        where = f"{_where(run_id, row[0])} in {self.url}"
+        return decode_checkpoint(bytes(row[1]), where=where)
+
+    async def delete(self, checkpoint_id: str) -> None:
+        """Remove one checkpoint; nothing happens if it is not there."""
+        async with self._connection() as conn:
+            await conn.execute(
+                "DELETE FROM plait_checkpoints WHERE checkpoint_id = %s", (checkpoint_id,)
+            )
+
+    async def prune(self, run_id: str, *, keep_last: int) -> int:
+        """Keep the newest ``keep_last`` checkpoints of ``run_id``; return how many went."""
+        if not isinstance(keep_last, int) or isinstance(keep_last, bool) or keep_last < 0:
+            raise ValueError(f"prune(keep_last=...) needs an integer >= 0, got {keep_last!r}")
+        async with self._connection() as conn:
+            cursor = await conn.execute(
+                "DELETE FROM plait_checkpoints WHERE run_id = %s AND seq NOT IN ("
+                " SELECT seq FROM plait_checkpoints WHERE run_id = %s"
+                " ORDER BY seq DESC LIMIT %s)",
+                (run_id, run_id, keep_last),
+            )
+            return cursor.rowcount
+
+    async def delete_run(self, run_id: str) -> int:
+        """Remove every checkpoint of ``run_id``; return how many went."""
+        async with self._connection() as conn:
+            cursor = await conn.execute(
+                "DELETE FROM plait_checkpoints WHERE run_id = %s", (run_id,)
+            )
+            return cursor.rowcount
+
+    async def aclose(self) -> None:
+        """Close the pool's connections."""
+        self._closed = True
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()

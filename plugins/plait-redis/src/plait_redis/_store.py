@@ -1,0 +1,293 @@
+"""``redis://`` and ``rediss://``: checkpoints in Redis, through redis-py's asyncio client.
+
+Keys (``PREFIX`` is ``plait:`` unless the URL says ``?prefix=``)::
+
+    PREFIX cp:<checkpoint>   hash: run_id, seq, info (listing fields, JSON), data (bytes)
+    PREFIX run:<run>         sorted set: checkpoint ids scored by seq
+    PREFIX seq               counter: the last seq handed out
+
+``seq`` comes from ``INCR`` on one counter, so it grows with every save even when
+superstep numbers repeat after a resume; a run's sorted set orders it by ``seq``. (One
+counter for all runs rather than one per run: nothing to clean up when a run goes, and
+no way for a deleted counter to restart below a racing save.) A save writes
+the hash and the sorted-set entry in one ``MULTI``/``EXEC`` transaction (after ``WATCH``
+on the hash, so two saves of one id cannot both write): a checkpoint is wholly there or
+absent. How durable an ``EXEC`` is depends on the server's persistence settings
+(``appendonly yes`` with ``appendfsync always`` for "durable before the next superstep").
+
+redis-py's asyncio client needs asyncio; these stores do not run on trio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from types import TracebackType
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import redis.asyncio
+import redis.exceptions
+from plait.checkpoint import Checkpoint, CheckpointInfo, decode_checkpoint, encode_checkpoint
+from plait.errors import (
+    CheckpointError,
+    CheckpointNotFoundError,
+    StoreUnavailableError,
+)
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+
+__all__ = ["RedisCheckpointStore", "redact_url"]
+
+_S = TypeVar("_S", bound="RedisCheckpointStore")
+#: Seconds to wait for a TCP connection unless the URL sets ``socket_connect_timeout``.
+DEFAULT_CONNECT_TIMEOUT = 5.0
+_UNAVAILABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password replaced by ``***``, for error messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+
+
+def _where(run_id: str, checkpoint_id: str) -> str:
+    return f"run {run_id!r}, checkpoint {checkpoint_id!r}"
+
+
+class RedisCheckpointStore:
+    """Checkpoints in Redis (``redis://[:password@]host:port/db?prefix=plait:``).
+
+    :param url: a redis-py URL; its query may set ``prefix`` (the key prefix, default
+        ``plait:``) and any redis-py connection option (``socket_connect_timeout``,
+        ``socket_timeout``, …). ``rediss://`` connects over TLS.
+
+    The client connects on first use. Connection failures (after a few quick retries)
+    are :class:`~plait.errors.StoreUnavailableError` naming the URL without its password.
+
+    .. versionadded:: 0.1
+    """
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.scheme.lower() not in ("redis", "rediss", "unix"):
+            raise ValueError(f"not a Redis store url: {redact_url(url)!r}")
+        options = dict(parse_qsl(parts.query, keep_blank_values=True))
+        self.prefix = options.pop("prefix", "plait:")
+        if "decode_responses" in options:
+            raise ValueError(
+                f"{redact_url(url)!r}: decode_responses cannot be set; checkpoints are bytes"
+            )
+        options.setdefault("socket_connect_timeout", str(DEFAULT_CONNECT_TIMEOUT))
+        self.url = redact_url(url)
+        self._client_url = urlunsplit(parts._replace(query=urlencode(options)))
+        self._client: redis.asyncio.Redis | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
+
+    @classmethod
+    def from_url(cls, url: str) -> RedisCheckpointStore:
+        """Open a ``redis://`` or ``rediss://`` URL."""
+        return cls(url)
+
+    def __repr__(self) -> str:
+        return f"<RedisCheckpointStore {self.url!r} prefix={self.prefix!r}>"
+
+    async def __aenter__(self: _S) -> _S:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- keys and the client -----------------------------------------------------------
+
+    def _cp_key(self, checkpoint_id: str) -> str:
+        return f"{self.prefix}cp:{checkpoint_id}"
+
+    def _run_key(self, run_id: str) -> str:
+        return f"{self.prefix}run:{run_id}"
+
+    def _seq_key(self) -> str:
+        return f"{self.prefix}seq"
+
+    @asynccontextmanager
+    async def _redis(self) -> AsyncIterator[redis.asyncio.Redis]:
+        """The client, with connection failures turned into StoreUnavailableError."""
+        if self._closed:
+            raise StoreUnavailableError(f"checkpoint store {self.url} is closed")
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise RuntimeError(
+                "plait-redis needs asyncio: redis-py's asyncio client does not run on trio"
+            ) from None
+        if self._client is None:
+            self._client = redis.asyncio.Redis.from_url(
+                self._client_url,
+                retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), retries=3),
+            )
+            self._loop = loop
+        elif self._loop is not loop:
+            raise RuntimeError(
+                f"{self!r} was first used in another event loop; open one store per loop"
+            )
+        try:
+            yield self._client
+        except _UNAVAILABLE as exc:
+            raise StoreUnavailableError(
+                f"Redis checkpoint store {self.url} is unreachable: {exc}"
+            ) from exc
+
+    # -- the protocol ------------------------------------------------------------------
+
+    async def save(self, checkpoint: Checkpoint) -> None:
+        """Write ``checkpoint`` in one transaction (saving it again does nothing)."""
+        data = encode_checkpoint(checkpoint)
+        key = self._cp_key(checkpoint.checkpoint_id)
+        info = json.dumps(_info_fields(checkpoint.info), ensure_ascii=False)
+        async with self._redis() as client, client.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    await pipe.watch(key)
+                    existing = await pipe.hget(key, "data")
+                    if existing is not None:
+                        await pipe.unwatch()  # type: ignore[no-untyped-call]
+                        if existing != data:
+                            raise _duplicate_error(checkpoint, self.url)
+                        return
+                    seq = await client.incr(self._seq_key())
+                    pipe.multi()  # type: ignore[no-untyped-call]
+                    pipe.hset(
+                        key,
+                        mapping={
+                            "run_id": checkpoint.run_id,
+                            "seq": seq,
+                            "info": info,
+                            "data": data,
+                        },
+                    )
+                    pipe.zadd(self._run_key(checkpoint.run_id), {checkpoint.checkpoint_id: seq})
+                    await pipe.execute()
+                    return
+                except redis.exceptions.WatchError:
+                    continue  # someone saved this id meanwhile: look again
+
+    async def load(self, checkpoint_id: str) -> Checkpoint:
+        """Read, verify and decode the checkpoint ``checkpoint_id``."""
+        async with self._redis() as client:
+            run_id, data = await client.hmget(self._cp_key(checkpoint_id), ["run_id", "data"])
+        if data is None:
+            raise CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r} in {self.url}")
+        where = f"{_where(_text(run_id), checkpoint_id)} in {self.url}"
+        return decode_checkpoint(_bytes(data), where=where)
+
+    async def list(self, run_id: str) -> Sequence[CheckpointInfo]:
+        """The checkpoints of ``run_id`` in the order they were saved."""
+        async with self._redis() as client:
+            ids = await client.zrange(self._run_key(run_id), 0, -1)
+            if not ids:
+                return []
+            async with client.pipeline(transaction=False) as pipe:
+                for checkpoint_id in ids:
+                    pipe.hget(self._cp_key(_text(checkpoint_id)), "info")
+                infos = await pipe.execute()
+        # An id whose hash is gone was deleted while we listed.
+        return [CheckpointInfo(**json.loads(info)) for info in infos if info is not None]
+
+    async def latest(self, run_id: str) -> Checkpoint | None:
+        """The checkpoint of ``run_id`` saved last, or ``None``."""
+        async with self._redis() as client:
+            while True:
+                newest = await client.zrange(self._run_key(run_id), -1, -1)
+                if not newest:
+                    return None
+                checkpoint_id = _text(newest[0])
+                data = await client.hget(self._cp_key(checkpoint_id), "data")
+                if data is not None:
+                    break
+                # Deleted between the two reads; drop the stray index entry and look again.
+                await client.zrem(self._run_key(run_id), checkpoint_id)
+        where = f"{_where(run_id, checkpoint_id)} in {self.url}"
+        return decode_checkpoint(_bytes(data), where=where)
+
+    async def delete(self, checkpoint_id: str) -> None:
+        """Remove one checkpoint; nothing happens if it is not there."""
+        key = self._cp_key(checkpoint_id)
+        async with self._redis() as client:
+            run_id = await client.hget(key, "run_id")
+            if run_id is None:
+                return
+            async with client.pipeline(transaction=True) as pipe:
+                pipe.delete(key)
+                pipe.zrem(self._run_key(_text(run_id)), checkpoint_id)
+                await pipe.execute()
+
+    async def prune(self, run_id: str, *, keep_last: int) -> int:
+        """Keep the newest ``keep_last`` checkpoints of ``run_id``; return how many went."""
+        if not isinstance(keep_last, int) or isinstance(keep_last, bool) or keep_last < 0:
+            raise ValueError(f"prune(keep_last=...) needs an integer >= 0, got {keep_last!r}")
+        return await self._remove(run_id, keep_last)
+
+    async def delete_run(self, run_id: str) -> int:
+        """Remove every checkpoint of ``run_id``; return how many went."""
+        return await self._remove(run_id, 0)
+
+    async def _remove(self, run_id: str, keep_last: int) -> int:
+        run_key = self._run_key(run_id)
+        async with self._redis() as client:
+            doomed = [_text(i) for i in await client.zrange(run_key, 0, -(keep_last + 1))]
+            if not doomed:
+                return 0
+            async with client.pipeline(transaction=True) as pipe:
+                pipe.delete(*(self._cp_key(i) for i in doomed))
+                pipe.zrem(run_key, *doomed)
+                deleted, _ = await pipe.execute()
+        return int(deleted)
+
+    async def aclose(self) -> None:
+        """Close the client's connections."""
+        self._closed = True
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _bytes(value: object) -> bytes:
+    if not isinstance(value, bytes):  # only if decode_responses got past __init__
+        raise TypeError(f"expected bytes from Redis, got {type(value).__name__}")
+    return value
+
+
+def _info_fields(info: CheckpointInfo) -> dict[str, Any]:
+    return {
+        "checkpoint_id": info.checkpoint_id,
+        "run_id": info.run_id,
+        "superstep": info.superstep,
+        "parent_id": info.parent_id,
+        "status": info.status,
+        "created_at": info.created_at,
+    }
+
+
+def _duplicate_error(checkpoint: Checkpoint, url: str) -> CheckpointError:
+    return CheckpointError(
+        f"{_where(checkpoint.run_id, checkpoint.checkpoint_id)} is already stored in {url} "
+        "with different contents; checkpoint ids must be unique (saving the same "
+        "checkpoint again is allowed and does nothing)"
+    )

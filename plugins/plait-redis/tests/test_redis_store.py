@@ -1,0 +1,134 @@
+"""The Redis store against a real server: the contract, prefixes, an unreachable server."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import plait_redis
+import pytest
+import redis.asyncio
+from plait.checkpoint import CheckpointStore
+from plait.errors import StoreUnavailableError
+from plait.testing.stores import CheckpointStoreContract, flip_byte, make_checkpoint, new_run_id
+from plait_redis import RedisCheckpointStore, redact_url
+
+# redis-py's asyncio client runs on asyncio only, so these tests do too.
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """asyncio only: redis-py's asyncio client does not run on trio."""
+    return "asyncio"
+
+
+def _with_option(url: str, option: str) -> str:
+    return f"{url}{'&' if '?' in url else '?'}{option}"
+
+
+async def _drop_prefix(url: str, prefix: str) -> None:
+    client = redis.asyncio.Redis.from_url(url)
+    try:
+        keys = [key async for key in client.scan_iter(match=f"{prefix}*")]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
+class TestRedisStore(CheckpointStoreContract):
+    @pytest.fixture
+    def anyio_backend(self) -> str:
+        """asyncio only: redis-py's asyncio client does not run on trio."""
+        return "asyncio"
+
+    @pytest.fixture
+    async def store(self, redis_url: str) -> AsyncIterator[RedisCheckpointStore]:
+        self.server_url = redis_url
+        self.prefix = f"plait-test-{uuid.uuid4().hex}:"
+        self.url = _with_option(redis_url, f"prefix={self.prefix}")
+        store = RedisCheckpointStore.from_url(self.url)
+        yield store
+        await store.aclose()
+        await _drop_prefix(redis_url, self.prefix)
+
+    async def corrupt(self, store: CheckpointStore, checkpoint_id: str) -> None:
+        client = redis.asyncio.Redis.from_url(self.server_url)
+        try:
+            key = f"{self.prefix}cp:{checkpoint_id}"
+            data = await client.hget(key, "data")
+            assert isinstance(data, bytes)
+            await client.hset(key, "data", flip_byte(data))
+        finally:
+            await client.aclose()
+
+    def reopen(self, store: CheckpointStore) -> CheckpointStore:
+        return RedisCheckpointStore(self.url)
+
+
+async def test_keys_carry_the_prefix(redis_url: str) -> None:
+    prefix = f"plait-test-{uuid.uuid4().hex}:"
+    checkpoint = make_checkpoint(new_run_id())
+    async with RedisCheckpointStore(_with_option(redis_url, f"prefix={prefix}")) as store:
+        await store.save(checkpoint)
+    async with RedisCheckpointStore(redis_url) as unprefixed:
+        assert await unprefixed.latest(checkpoint.run_id) is None
+    client = redis.asyncio.Redis.from_url(redis_url)
+    try:
+        keys = sorted([key.decode() async for key in client.scan_iter(match=f"{prefix}*")])
+    finally:
+        await client.aclose()
+    assert keys == [
+        f"{prefix}cp:{checkpoint.checkpoint_id}",
+        f"{prefix}run:{checkpoint.run_id}",
+        f"{prefix}seq",
+    ]
+    await _drop_prefix(redis_url, prefix)
+
+
+@pytest.mark.parametrize("scheme", ["redis", "rediss"])
+async def test_unreachable_server_is_store_unavailable(scheme: str, closed_port: int) -> None:
+    port = closed_port
+    url = f"{scheme}://:s3cret@127.0.0.1:{port}/0?socket_connect_timeout=1"
+    store = RedisCheckpointStore.from_url(url)
+    started = time.monotonic()
+    with anyio.fail_after(10), pytest.raises(StoreUnavailableError) as caught:
+        await store.save(make_checkpoint(new_run_id()))
+    assert time.monotonic() - started < 5
+    message = str(caught.value)
+    assert f"127.0.0.1:{port}" in message and "s3cret" not in message, message
+    await store.aclose()
+
+
+async def test_server_stopped_mid_run_is_store_unavailable(redis_server: Any) -> None:
+    store = RedisCheckpointStore(_with_option(redis_server.url, "socket_connect_timeout=1"))
+    run_id = new_run_id()
+    first = make_checkpoint(run_id, 0)
+    await store.save(first)
+    redis_server.stop()
+    with anyio.fail_after(10), pytest.raises(StoreUnavailableError, match=str(redis_server.port)):
+        await store.save(make_checkpoint(run_id, 1, parent_id=first.checkpoint_id))
+    with pytest.raises(StoreUnavailableError):
+        await store.latest(run_id)
+    await store.aclose()
+
+
+def test_redact_url() -> None:
+    assert redact_url("redis://u:pw@h:1/0?x=1") == "redis://u:***@h:1/0?x=1"
+    assert redact_url("redis://h:1/0") == "redis://h:1/0"
+    assert "pw" not in repr(RedisCheckpointStore("rediss://:pw@h:1/0"))
+
+
+def test_hook_registers_redis_and_rediss() -> None:
+    registered: dict[str, Any] = {}
+
+    def register(name: str, obj: Any, *, replaces: str | None = None) -> None:
+        registered[name] = obj
+
+    plait_redis.plait_register_checkpoint_stores(register=register)
+    assert sorted(registered) == ["redis", "rediss"]
+    assert isinstance(registered["rediss"]("rediss://h:1/0"), RedisCheckpointStore)

@@ -1,0 +1,173 @@
+"""``memory://NAME``: checkpoints in this process's memory, shared by name.
+
+The store keeps the bytes :func:`~plait.checkpoint.encode_checkpoint` makes, not the
+objects, so every load decodes and checks integrity exactly as a durable store does:
+a test that passes on ``memory://`` exercises the same encoding a real run uses.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+from collections.abc import Sequence
+from urllib.parse import unquote, urlsplit
+
+import anyio.lowlevel
+from plait.checkpoint import (
+    Checkpoint,
+    CheckpointInfo,
+    decode_checkpoint,
+    encode_checkpoint,
+)
+from plait.errors import CheckpointNotFoundError
+
+from ._common import StoreBase, check_keep_last, duplicate_error, where
+
+__all__ = ["MemoryCheckpointStore"]
+
+
+class _Entry:
+    __slots__ = ("data", "info")
+
+    def __init__(self, info: CheckpointInfo, data: bytes) -> None:
+        self.info = info
+        self.data = data
+
+
+class _Space:
+    """One named set of checkpoints. The lock is a thread lock because a space is
+    process-wide: stores in different threads (each with its own event loop) share it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.entries: dict[str, _Entry] = {}
+        # run id -> checkpoint ids in insertion order (dicts keep insertion order)
+        self.runs: dict[str, dict[str, None]] = {}
+
+
+_spaces: dict[str, _Space] = {}
+_spaces_lock = threading.Lock()
+
+
+def _space_named(name: str) -> _Space:
+    with _spaces_lock:
+        space = _spaces.get(name)
+        if space is None:
+            space = _spaces[name] = _Space()
+        return space
+
+
+class MemoryCheckpointStore(StoreBase):
+    """Checkpoints held in this process's memory.
+
+    Stores opened with the same name (``memory://NAME``, or
+    ``MemoryCheckpointStore("NAME")``) share their checkpoints within the process, so a run
+    and a later ``resume`` in the same process find each other; ``memory://`` is the
+    shared space named ``""``. ``MemoryCheckpointStore()`` with no name is private.
+    Nothing survives the process: use ``file://`` or ``sqlite://`` for that.
+
+    .. versionadded:: 0.1
+    """
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name
+        self.url = "memory://(private)" if name is None else f"memory://{name}"
+        self._space = _Space() if name is None else _space_named(name)
+
+    @classmethod
+    def from_url(cls, url: str) -> MemoryCheckpointStore:
+        """Open ``memory://NAME`` (``memory://`` is the default shared space)."""
+        parts = urlsplit(url)
+        if parts.scheme.lower() != "memory" or parts.query or parts.fragment:
+            raise ValueError(f"not a memory store url: {url!r} (expected memory://NAME)")
+        return cls(unquote(parts.netloc + parts.path))
+
+    @classmethod
+    def discard(cls, name: str) -> None:
+        """Forget the shared space ``name`` and every checkpoint in it."""
+        with _spaces_lock:
+            _spaces.pop(name, None)
+
+    async def save(self, checkpoint: Checkpoint) -> None:
+        """Store ``checkpoint`` (saving the same checkpoint again does nothing)."""
+        await anyio.lowlevel.checkpoint()
+        self._check_open()
+        data = encode_checkpoint(checkpoint)
+        space = self._space
+        with space.lock:
+            existing = space.entries.get(checkpoint.checkpoint_id)
+            if existing is not None:
+                if existing.data != data:
+                    raise duplicate_error(checkpoint, self.url)
+                return
+            space.entries[checkpoint.checkpoint_id] = _Entry(checkpoint.info, data)
+            space.runs.setdefault(checkpoint.run_id, {})[checkpoint.checkpoint_id] = None
+
+    async def load(self, checkpoint_id: str) -> Checkpoint:
+        """Decode and return the checkpoint ``checkpoint_id``."""
+        await anyio.lowlevel.checkpoint()
+        self._check_open()
+        with self._space.lock:
+            entry = self._space.entries.get(checkpoint_id)
+        if entry is None:
+            raise CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r} in {self.url}")
+        return decode_checkpoint(entry.data, where=where(entry.info.run_id, checkpoint_id))
+
+    async def list(self, run_id: str) -> Sequence[CheckpointInfo]:
+        """The checkpoints of ``run_id`` in the order they were saved."""
+        await anyio.lowlevel.checkpoint()
+        self._check_open()
+        space = self._space
+        with space.lock:
+            ids = space.runs.get(run_id, {})
+            return [space.entries[i].info for i in ids]
+
+    async def latest(self, run_id: str) -> Checkpoint | None:
+        """The checkpoint of ``run_id`` saved last, or ``None``."""
+        await anyio.lowlevel.checkpoint()
+        self._check_open()
+        space = self._space
+        with space.lock:
+            ids = space.runs.get(run_id)
+            if not ids:
+                return None
+            last = next(reversed(ids))
+            entry = space.entries[last]
+        return decode_checkpoint(entry.data, where=where(run_id, last))
+
+    async def delete(self, checkpoint_id: str) -> None:
+        """Remove one checkpoint; nothing happens if it is not there."""
+        await anyio.lowlevel.checkpoint()
+        self._check_open()
+        space = self._space
+        with space.lock:
+            entry = space.entries.pop(checkpoint_id, None)
+            if entry is not None:
+                self._unindex(entry.info.run_id, [checkpoint_id])
+
+    async def prune(self, run_id: str, *, keep_last: int) -> int:
+        """Keep the newest ``keep_last`` checkpoints of ``run_id``; return how many went."""
+        check_keep_last(keep_last)
+        await anyio.lowlevel.checkpoint()
+        self._check_open()
+        space = self._space
+        with space.lock:
+            ids = builtins.list(space.runs.get(run_id, {}))
+            doomed = ids[: len(ids) - keep_last] if keep_last else ids
+            for checkpoint_id in doomed:
+                del space.entries[checkpoint_id]
+            self._unindex(run_id, doomed)
+            return len(doomed)
+
+    async def delete_run(self, run_id: str) -> int:
+        """Remove every checkpoint of ``run_id``; return how many went."""
+        return await self.prune(run_id, keep_last=0)
+
+    def _unindex(self, run_id: str, checkpoint_ids: Sequence[str]) -> None:
+        ids = self._space.runs.get(run_id)
+        if ids is None:
+            return
+        for checkpoint_id in checkpoint_ids:
+            ids.pop(checkpoint_id, None)
+        if not ids:
+            del self._space.runs[run_id]

@@ -1,0 +1,313 @@
+"""``sqlite:///PATH``: the embedded default for durable runs.
+
+One connection per store, guarded by a thread lock, used only from worker threads
+(:func:`anyio.to_thread.run_sync`), so the event loop never waits on the disk. The
+database is in WAL mode, so readers do not block the writer and several processes can
+share one file (writers queue on SQLite's lock for up to ``timeout`` seconds).
+
+Durability: ``synchronous=FULL`` (the default here) makes SQLite fsync the WAL at every
+commit, so once ``save`` returns the checkpoint survives a power cut as well as a
+crash: that is the "durable before the next superstep starts" guarantee. WAL with
+``synchronous=NORMAL`` only fsyncs at WAL checkpoints; a commit survives the process
+being killed but the last commits can roll back if the machine loses power. Choose
+``?synchronous=normal`` when only process crashes matter and speed does.
+
+The schema is versioned in ``plait_schema_version``; migrations run in order inside one
+``BEGIN IMMEDIATE`` transaction, which holds SQLite's write lock, so two processes
+opening a new file at once cannot both create the tables.
+"""
+
+from __future__ import annotations
+
+import builtins
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio.to_thread
+from plait.checkpoint import Checkpoint, CheckpointInfo, decode_checkpoint, encode_checkpoint
+from plait.errors import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
+
+from ._common import StoreBase, check_keep_last, duplicate_error, split_query, where
+
+__all__ = ["SqliteCheckpointStore", "SCHEMA_VERSION"]
+
+_T = TypeVar("_T")
+
+#: Migrations in order; migration ``n`` (1-based) brings the schema to version ``n``.
+_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        # seq is AUTOINCREMENT so it never goes back, even after the newest row is
+        # deleted: insertion order within a run survives prunes and resumes.
+        """CREATE TABLE plait_checkpoints (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            checkpoint_id TEXT NOT NULL UNIQUE,
+            run_id TEXT NOT NULL,
+            superstep INTEGER NOT NULL,
+            parent_id TEXT,
+            status TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            data BLOB NOT NULL
+        )""",
+        "CREATE INDEX plait_checkpoints_run_seq ON plait_checkpoints (run_id, seq)",
+    ),
+)
+
+#: The schema version this release writes.
+SCHEMA_VERSION = len(_MIGRATIONS)
+
+_INFO = "checkpoint_id, run_id, superstep, parent_id, status, created_at"
+_SYNCHRONOUS = ("full", "extra", "normal")
+
+
+class SqliteCheckpointStore(StoreBase):
+    """Checkpoints in a SQLite database file (``sqlite:///PATH``).
+
+    :param path: the database file, created on first use (``":memory:"`` for a private
+        in-memory database).
+    :param synchronous: ``"full"`` (default), ``"extra"`` or ``"normal"``; see the module
+        docstring for what each promises.
+    :param timeout: seconds to wait for another writer's lock before failing.
+
+    URLs: ``sqlite:///runs.db`` is ``runs.db`` relative to the working directory,
+    ``sqlite:////var/lib/plait/runs.db`` is absolute; options go in the query
+    (``?synchronous=normal&timeout=10``).
+
+    .. versionadded:: 0.1
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: str = "full",
+        timeout: float = 30.0,
+        url: str | None = None,
+    ) -> None:
+        if synchronous.lower() not in _SYNCHRONOUS:
+            raise ValueError(f"synchronous={synchronous!r} is not one of {', '.join(_SYNCHRONOUS)}")
+        self.path = str(path)
+        self.url = url or f"sqlite:///{self.path}"
+        self.synchronous = synchronous.lower()
+        self.timeout = float(timeout)
+        self.journal_mode: str | None = None
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+
+    @classmethod
+    def from_url(cls, url: str) -> SqliteCheckpointStore:
+        """Open ``sqlite:///PATH`` with options ``synchronous`` and ``timeout``."""
+        head, options = split_query(url, allowed=frozenset({"synchronous", "timeout"}))
+        rest = head[len("sqlite://") :] if head.lower().startswith("sqlite://") else ""
+        if not rest.startswith("/") or len(rest) < 2:
+            raise ValueError(
+                f"not a SQLite store url: {url!r} (expected sqlite:///relative/path.db or "
+                "sqlite:////absolute/path.db)"
+            )
+        try:
+            timeout = float(options.get("timeout", 30.0))
+        except ValueError:
+            raise ValueError(f"timeout in {url!r} must be a number of seconds") from None
+        return cls(
+            rest[1:], synchronous=options.get("synchronous", "full"), timeout=timeout, url=url
+        )
+
+    # -- the protocol ------------------------------------------------------------
+
+    async def save(self, checkpoint: Checkpoint) -> None:
+        """Commit ``checkpoint`` (saving the same checkpoint again does nothing)."""
+        data = encode_checkpoint(checkpoint)
+        await self._run(self._save_sync, checkpoint, data)
+
+    async def load(self, checkpoint_id: str) -> Checkpoint:
+        """Read, verify and decode the checkpoint ``checkpoint_id``."""
+        row = await self._run(
+            self._fetch_one,
+            "SELECT run_id, data FROM plait_checkpoints WHERE checkpoint_id = ?",
+            (checkpoint_id,),
+        )
+        if row is None:
+            raise CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r} in {self.url}")
+        return decode_checkpoint(row[1], where=f"{where(row[0], checkpoint_id)} in {self.url}")
+
+    async def list(self, run_id: str) -> Sequence[CheckpointInfo]:
+        """The checkpoints of ``run_id`` in the order they were saved."""
+        rows = await self._run(
+            self._fetch_all,
+            f"SELECT {_INFO} FROM plait_checkpoints WHERE run_id = ? ORDER BY seq",
+            (run_id,),
+        )
+        return [CheckpointInfo(*row) for row in rows]
+
+    async def latest(self, run_id: str) -> Checkpoint | None:
+        """The checkpoint of ``run_id`` saved last, or ``None``."""
+        row = await self._run(
+            self._fetch_one,
+            "SELECT checkpoint_id, data FROM plait_checkpoints WHERE run_id = ? "
+            "ORDER BY seq DESC LIMIT 1",
+            (run_id,),
+        )
+        if row is None:
+            return None
+        return decode_checkpoint(row[1], where=f"{where(run_id, row[0])} in {self.url}")
+
+    async def delete(self, checkpoint_id: str) -> None:
+        """Remove one checkpoint; nothing happens if it is not there."""
+        await self._run(
+            self._execute,
+            "DELETE FROM plait_checkpoints WHERE checkpoint_id = ?",
+            (checkpoint_id,),
+        )
+
+    async def prune(self, run_id: str, *, keep_last: int) -> int:
+        """Keep the newest ``keep_last`` checkpoints of ``run_id``; return how many went."""
+        check_keep_last(keep_last)
+        return await self._run(
+            self._execute,
+            "DELETE FROM plait_checkpoints WHERE run_id = ? AND seq NOT IN ("
+            " SELECT seq FROM plait_checkpoints WHERE run_id = ? ORDER BY seq DESC LIMIT ?)",
+            (run_id, run_id, keep_last),
+        )
+
+    async def delete_run(self, run_id: str) -> int:
+        """Remove every checkpoint of ``run_id``; return how many went."""
+        return await self._run(
+            self._execute, "DELETE FROM plait_checkpoints WHERE run_id = ?", (run_id,)
+        )
+
+    async def aclose(self) -> None:
+        """Close the connection (in a worker thread: closing may checkpoint the WAL)."""
+        self._closed = True
+        await anyio.to_thread.run_sync(self._close_sync)
+
+    # -- worker-thread side --------------------------------------------------------
+
+    async def _run(self, func: Callable[..., _T], *args: Any) -> _T:
+        self._check_open()
+        return await anyio.to_thread.run_sync(self._locked, func, args)
+
+    def _locked(self, func: Callable[..., _T], args: tuple[Any, ...]) -> _T:
+        with self._lock:
+            self._check_open()
+            try:
+                conn = self._conn if self._conn is not None else self._connect()
+                return func(conn, *args)
+            except (sqlite3.OperationalError, OSError) as exc:
+                raise StoreUnavailableError(
+                    f"SQLite checkpoint store {self.url} ({self.path}) cannot be used: {exc}"
+                ) from exc
+            except (sqlite3.IntegrityError, sqlite3.ProgrammingError) as exc:
+                raise CheckpointError(
+                    f"SQLite checkpoint store {self.url} refused the checkpoint: {exc}"
+                ) from exc
+            except sqlite3.DatabaseError as exc:
+                raise StoreUnavailableError(
+                    f"SQLite checkpoint store {self.url}: {self.path} is damaged or is not a "
+                    f"SQLite database: {exc}"
+                ) from exc
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            self.journal_mode = self._enable_wal(conn)
+            conn.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
+            self._migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        return conn
+
+    def _enable_wal(self, conn: sqlite3.Connection) -> str:
+        mode: str = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        if mode.lower() in ("wal", "memory"):
+            return mode.lower()
+        # Switching to WAL takes an exclusive lock, and SQLite answers "database is
+        # locked" at once instead of calling the busy handler when another process is
+        # opening the same new file: wait for it ourselves, up to ``timeout``.
+        deadline = time.monotonic() + self.timeout
+        delay = 0.005
+        while True:
+            try:
+                mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+                return mode.lower()
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS plait_schema_version ("
+                " version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)"
+            )
+            current = conn.execute("SELECT MAX(version) FROM plait_schema_version").fetchone()[0]
+            current = current or 0
+            if current > SCHEMA_VERSION:
+                raise CheckpointError(
+                    f"SQLite checkpoint store {self.url} has schema version {current}, newer "
+                    f"than this plait-stores knows ({SCHEMA_VERSION}); upgrade plait-stores"
+                )
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                for statement in _MIGRATIONS[version - 1]:
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO plait_schema_version (version, applied_at) VALUES (?, ?)",
+                    (version, time.time()),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _close_sync(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def _save_sync(self, conn: sqlite3.Connection, checkpoint: Checkpoint, data: bytes) -> None:
+        cursor = conn.execute(
+            f"INSERT INTO plait_checkpoints ({_INFO}, data) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (checkpoint_id) DO NOTHING",
+            (
+                checkpoint.checkpoint_id,
+                checkpoint.run_id,
+                checkpoint.superstep,
+                checkpoint.parent_id,
+                checkpoint.status,
+                checkpoint.created_at,
+                data,
+            ),
+        )
+        if cursor.rowcount == 0:
+            row = conn.execute(
+                "SELECT data FROM plait_checkpoints WHERE checkpoint_id = ?",
+                (checkpoint.checkpoint_id,),
+            ).fetchone()
+            if row is None or bytes(row[0]) != data:
+                raise duplicate_error(checkpoint, self.url)
+
+    @staticmethod
+    def _fetch_one(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> Any:
+        return conn.execute(sql, params).fetchone()
+
+    @staticmethod
+    def _fetch_all(
+        conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]
+    ) -> builtins.list[Any]:
+        return conn.execute(sql, params).fetchall()
+
+    @staticmethod
+    def _execute(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> int:
+        return conn.execute(sql, params).rowcount

@@ -1,0 +1,37 @@
+"""plait-stores as a plugin: its hook registers three schemes, ``open_store`` finds them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import plait_stores
+import pytest
+from plait.checkpoint import open_store
+from plait.plugins import PluginManager
+from plait.testing.stores import make_checkpoint, new_run_id
+from plait_stores import FileCheckpointStore, MemoryCheckpointStore, SqliteCheckpointStore
+
+
+def test_hook_registers_memory_file_and_sqlite() -> None:
+    registered: dict[str, Any] = {}
+
+    def register(name: str, obj: Any, *, replaces: str | None = None) -> None:
+        registered[name] = obj
+
+    plait_stores.plait_register_checkpoint_stores(register=register)
+    assert sorted(registered) == ["file", "memory", "sqlite"]
+    assert isinstance(registered["memory"]("memory://x"), MemoryCheckpointStore)
+    assert isinstance(registered["file"]("file:///tmp/x"), FileCheckpointStore)
+    assert isinstance(registered["sqlite"]("sqlite:///x.db"), SqliteCheckpointStore)
+
+
+@pytest.mark.anyio
+async def test_open_store_by_url(plait_plugin_manager: PluginManager, tmp_path: Path) -> None:
+    plait_plugin_manager.register(plait_stores, name="stores")
+    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    assert isinstance(store, SqliteCheckpointStore)
+    checkpoint = make_checkpoint(new_run_id())
+    await store.save(checkpoint)
+    assert await store.latest(checkpoint.run_id) == checkpoint
+    await store.aclose()

@@ -1,0 +1,184 @@
+"""The SQLite store: the contract, WAL and durability settings, concurrent writers."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+import textwrap
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+from plait.checkpoint import Checkpoint, CheckpointStore
+from plait.errors import CheckpointError, StoreUnavailableError
+from plait.testing.stores import CheckpointStoreContract, flip_byte, make_checkpoint, new_run_id
+from plait_stores import SqliteCheckpointStore
+from plait_stores._sqlite import SCHEMA_VERSION
+
+
+class TestSqliteStore(CheckpointStoreContract):
+    @pytest.fixture
+    async def store(self, tmp_path: Path) -> AsyncIterator[SqliteCheckpointStore]:
+        store = SqliteCheckpointStore.from_url(f"sqlite:///{tmp_path / 'runs.db'}")
+        yield store
+        await store.aclose()
+
+    async def corrupt(self, store: CheckpointStore, checkpoint_id: str) -> None:
+        # Another connection, as a damaged disk or a stray writer would be.
+        assert isinstance(store, SqliteCheckpointStore)
+        with sqlite3.connect(store.path) as conn:
+            (data,) = conn.execute(
+                "SELECT data FROM plait_checkpoints WHERE checkpoint_id = ?", (checkpoint_id,)
+            ).fetchone()
+            conn.execute(
+                "UPDATE plait_checkpoints SET data = ? WHERE checkpoint_id = ?",
+                (flip_byte(data), checkpoint_id),
+            )
+        conn.close()
+
+    def reopen(self, store: CheckpointStore) -> CheckpointStore:
+        assert isinstance(store, SqliteCheckpointStore)
+        return SqliteCheckpointStore(store.path)
+
+
+pytestmark = pytest.mark.anyio
+
+
+async def _write_run(path: Path, run_id: str, count: int) -> list[Checkpoint]:
+    saved: list[Checkpoint] = []
+    async with SqliteCheckpointStore(path) as store:
+        for superstep in range(count):
+            parent = saved[-1].checkpoint_id if saved else None
+            checkpoint = make_checkpoint(run_id, superstep, parent_id=parent)
+            await store.save(checkpoint)
+            saved.append(checkpoint)
+    return saved
+
+
+async def _check_runs(path: Path, runs: dict[str, list[str]]) -> None:
+    async with SqliteCheckpointStore(path) as store:
+        for run_id, ids in runs.items():
+            assert [i.checkpoint_id for i in await store.list(run_id)] == ids
+            for checkpoint_id in ids:
+                assert (await store.load(checkpoint_id)).run_id == run_id
+
+
+async def test_ten_writers_on_one_file(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    runs = {new_run_id(): [] for _ in range(10)}  # type: dict[str, list[str]]
+
+    async def writer(run_id: str) -> None:
+        runs[run_id] = [c.checkpoint_id for c in await _write_run(path, run_id, 20)]
+
+    async with anyio.create_task_group() as tg:
+        for run_id in runs:
+            tg.start_soon(writer, run_id)
+    await _check_runs(path, runs)
+
+
+_WRITER = textwrap.dedent(
+    """
+    import json, sys
+    import anyio
+    from plait.testing.stores import make_checkpoint
+    from plait_stores import SqliteCheckpointStore
+
+    async def main(path, run_ids):
+        store = SqliteCheckpointStore(path, timeout=60)
+        written = {run_id: [] for run_id in run_ids}
+
+        async def one_run(run_id):
+            for superstep in range(20):
+                checkpoint = make_checkpoint(run_id, superstep)
+                await store.save(checkpoint)
+                written[run_id].append(checkpoint.checkpoint_id)
+
+        async with anyio.create_task_group() as tg:
+            for run_id in run_ids:
+                tg.start_soon(one_run, run_id)
+        await store.aclose()
+        print(json.dumps(written))
+
+    anyio.run(main, sys.argv[1], sys.argv[2:])
+    """
+)
+
+
+async def test_two_processes_write_one_file(tmp_path: Path) -> None:
+    import json
+
+    path = tmp_path / "shared.db"
+    batches = [[new_run_id() for _ in range(5)] for _ in range(2)]
+    results: list[dict[str, list[str]]] = []
+
+    async def process(run_ids: list[str]) -> None:
+        done = await anyio.run_process(
+            [sys.executable, "-c", _WRITER, str(path), *run_ids], check=False
+        )
+        assert done.returncode == 0, done.stderr.decode(errors="replace")
+        results.append(json.loads(done.stdout))
+
+    with anyio.fail_after(120):
+        async with anyio.create_task_group() as tg:
+            for run_ids in batches:
+                tg.start_soon(process, run_ids)
+    runs = {run_id: ids for result in results for run_id, ids in result.items()}
+    assert len(runs) == 10 and all(len(ids) == 20 for ids in runs.values())
+    await _check_runs(path, runs)
+
+
+async def test_wal_mode_and_full_sync_by_default(tmp_path: Path) -> None:
+    store = SqliteCheckpointStore(tmp_path / "runs.db")
+    await store.save(make_checkpoint(new_run_id()))
+    assert store.journal_mode == "wal"
+    assert store._conn is not None
+    assert store._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    await store.aclose()
+    fast = SqliteCheckpointStore.from_url(f"sqlite:///{tmp_path / 'runs.db'}?synchronous=normal")
+    await fast.latest("r")
+    assert fast._conn is not None
+    assert fast._conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    await fast.aclose()
+
+
+async def test_schema_is_versioned(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    async with SqliteCheckpointStore(path) as store:
+        await store.latest("r")
+    with sqlite3.connect(path) as conn:
+        versions = [v for (v,) in conn.execute("SELECT version FROM plait_schema_version")]
+        assert versions == list(range(1, SCHEMA_VERSION + 1))
+        conn.execute("INSERT INTO plait_schema_version VALUES (?, 0)", (SCHEMA_VERSION + 1,))
+    conn.close()
+    async with SqliteCheckpointStore(path) as newer:
+        with pytest.raises(CheckpointError, match="upgrade plait-stores"):
+            await newer.latest("r")
+
+
+async def test_unopenable_path_is_store_unavailable(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    store = SqliteCheckpointStore(tmp_path / "a-file" / "runs.db")
+    with pytest.raises(StoreUnavailableError, match="a-file"):
+        await store.save(make_checkpoint(new_run_id()))
+
+
+async def test_not_a_database_is_store_unavailable(tmp_path: Path) -> None:
+    (tmp_path / "runs.db").write_bytes(b"this is not a database" * 100)
+    async with SqliteCheckpointStore(tmp_path / "runs.db") as store:
+        with pytest.raises(StoreUnavailableError, match="not a SQLite database"):
+            await store.latest("r")
+
+
+def test_urls() -> None:
+    assert SqliteCheckpointStore.from_url("sqlite:///runs.db").path == "runs.db"
+    assert SqliteCheckpointStore.from_url("sqlite:////var/x.db").path == "/var/x.db"
+    store = SqliteCheckpointStore.from_url("sqlite:///x.db?synchronous=NORMAL&timeout=2.5")
+    assert (store.synchronous, store.timeout) == ("normal", 2.5)
+    for bad in ("sqlite://", "sqlite:///", "sqlite://x.db"):
+        with pytest.raises(ValueError, match="not a SQLite store url"):
+            SqliteCheckpointStore.from_url(bad)
+    with pytest.raises(ValueError, match="synchronous"):
+        SqliteCheckpointStore.from_url("sqlite:///x.db?synchronous=off")
+    with pytest.raises(ValueError, match="known options: synchronous, timeout"):
+        SqliteCheckpointStore.from_url("sqlite:///x.db?journal=delete")
