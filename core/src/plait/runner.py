@@ -18,6 +18,7 @@ copied.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -219,6 +220,7 @@ class Runner:
         self.live = live  # yield to the consumer every superstep
         self.on_superstep = on_superstep
         self.failure: BaseException | None = None
+        self.native_asyncio = _on_asyncio()
         self.current: Inbox = {}  # the deliveries of the running superstep
         self.last_ran: Inbox = {}  # the deliveries of the superstep that just finished
         self.global_limiter = (
@@ -334,17 +336,51 @@ class Runner:
             emit(ExecutorCompleted(eid, step))
 
     async def _parallel(self, inbox: Inbox) -> None:
+        jobs: list[tuple[str, list[Any], anyio.CapacityLimiter | None]] = []
+        for eid, messages in inbox.items():
+            if eid in self.concurrency and len(messages) > 1:
+                limiter = anyio.CapacityLimiter(self.concurrency[eid])
+                jobs.extend((eid, [message], limiter) for message in messages)
+            else:
+                jobs.append((eid, messages, None))
+        if self.native_asyncio:
+            await self._parallel_asyncio(jobs)
+            return
         self.failure = None
         async with anyio.create_task_group() as tg:
-            for eid, messages in inbox.items():
-                if eid in self.concurrency and len(messages) > 1:
-                    limiter = anyio.CapacityLimiter(self.concurrency[eid])
-                    for message in messages:
-                        tg.start_soon(self._guarded, tg, eid, [message], limiter)
-                else:
-                    tg.start_soon(self._guarded, tg, eid, messages, None)
+            for job in jobs:
+                tg.start_soon(self._guarded, tg, *job)
         if self.failure is not None:
             raise self.failure
+
+    async def _parallel_asyncio(
+        self, jobs: list[tuple[str, list[Any], anyio.CapacityLimiter | None]]
+    ) -> None:
+        """The same structured fan-out on plain asyncio tasks: a fifth of anyio's cost per
+        task, which is what a 1,000-way fan-out pays. Siblings are cancelled and awaited on
+        the first failure and when the run itself is cancelled."""
+        loop = asyncio.get_running_loop()
+        tasks = [loop.create_task(self._job(*job)) for job in jobs]
+        try:
+            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        except BaseException:
+            await _cancel_and_wait(tasks)
+            raise
+        if pending:
+            await _cancel_and_wait(pending)
+        for task in tasks:
+            if task in done and not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+
+    async def _job(
+        self, eid: str, messages: list[Any], limiter: anyio.CapacityLimiter | None
+    ) -> None:
+        for message in messages:
+            if limiter is not None:
+                async with limiter:
+                    await self._limited(eid, message)
+            else:
+                await self._limited(eid, message)
 
     async def _guarded(
         self,
@@ -354,12 +390,7 @@ class Runner:
         limiter: anyio.CapacityLimiter | None,
     ) -> None:
         try:
-            for message in messages:
-                if limiter is not None:
-                    async with limiter:
-                        await self._limited(eid, message)
-                else:
-                    await self._limited(eid, message)
+            await self._job(eid, messages, limiter)
         except Exception as exc:
             # the first failure wins; cancelling the group stops the siblings
             if self.failure is None:
@@ -434,3 +465,18 @@ class Runner:
         for gid, runner in self.graph.flushers:
             for tgt, data in runner.flush(self.state.router_state.get(gid), can_still_send):
                 inbox.setdefault(tgt, []).append(data)
+
+
+async def _cancel_and_wait(tasks: Any) -> None:
+    for task in tasks:
+        task.cancel()
+    with anyio.CancelScope(shield=True):
+        await asyncio.wait(tasks)
+
+
+def _on_asyncio() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
