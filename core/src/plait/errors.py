@@ -78,8 +78,9 @@ class PluginLoadError(PluginError):
         self.version = version
         self.entry_point = entry_point
         self.phase = phase
+        dist = f"{distribution} {version}" if version else distribution
         super().__init__(
-            f"plugin {entry_point!r} from distribution {distribution} {version} "
+            f"plugin {entry_point!r} from distribution {dist} "
             f"failed in phase {phase!r}: {message}"
         )
 

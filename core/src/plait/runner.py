@@ -221,6 +221,8 @@ class Runner:
         self.on_superstep = on_superstep
         self.failure: BaseException | None = None
         self.native_asyncio = _on_asyncio()
+        # asked per run, so an observer registered after build() still sees supersteps
+        self.observe_supersteps = graph.plugin_manager.observers()[1]
         self.current: Inbox = {}  # the deliveries of the running superstep
         self.last_ran: Inbox = {}  # the deliveries of the superstep that just finished
         self.global_limiter = (
@@ -282,7 +284,7 @@ class Runner:
                 self._flush(inbox)
             if self.detail and emit is not None:
                 emit(SuperstepFinished(step, tuple(ran)))
-            if self.graph.observe_supersteps:
+            if self.observe_supersteps:
                 self.graph.plugin_manager.notify_superstep_finished(state.run_id, step, list(ran))
             if self.on_superstep is not None:
                 self.last_ran = ran

@@ -99,7 +99,6 @@ class CompiledGraph:
             (gid, runner) for gid, runner in self.edge_runners.items() if runner.needs_flush
         )
         self.plugin_manager = plugin_manager
-        self.observe_supersteps = plugin_manager.observers()[1]
 
     @functools.cached_property
     def signature(self) -> str:

@@ -40,18 +40,27 @@ other suites and with itself.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import anyio
+import attrs
 import pytest
 
 from plait.checkpoint import Checkpoint, CheckpointStore
 from plait.errors import CheckpointError, CheckpointNotFoundError, CorruptCheckpointError
 
-__all__ = ["CheckpointStoreContract", "flip_byte", "make_checkpoint", "new_run_id"]
+__all__ = [
+    "CheckpointStoreContract",
+    "encode_without_base_id",
+    "flip_byte",
+    "make_checkpoint",
+    "new_run_id",
+]
 
 
 def new_run_id(label: str = "run") -> str:
@@ -70,6 +79,19 @@ def flip_byte(data: bytes, position: int = -1) -> bytes:
     return bytes(damaged)
 
 
+def encode_without_base_id(checkpoint: Checkpoint) -> bytes:
+    """``checkpoint`` encoded as :func:`~plait.checkpoint.encode_checkpoint` did before
+    checkpoints had ``base_id`` (a delta named its base only in ``state["base"]``).
+
+    For testing that a store reads, or a schema migration upgrades, what older releases
+    wrote.
+    """
+    fields = attrs.asdict(checkpoint, recurse=False)
+    del fields["base_id"]
+    body = json.dumps(fields, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return b"PLAITCP1\n" + hashlib.sha256(body).hexdigest().encode("ascii") + b"\n" + body
+
+
 def make_checkpoint(
     run_id: str,
     superstep: int = 0,
@@ -78,8 +100,17 @@ def make_checkpoint(
     status: str = "running",
     state: dict[str, Any] | None = None,
     checkpoint_id: str | None = None,
+    base_id: str | None = None,
 ) -> Checkpoint:
-    """A checkpoint of ``run_id`` with a fresh id and a small, JSON-ready state."""
+    """A checkpoint of ``run_id`` with a fresh id and a small, JSON-ready state.
+
+    With ``base_id`` it is a delta building on that full checkpoint, and its default state
+    names the base as the runner's deltas do (``state["base"]``).
+    """
+    if state is None:
+        state = {"superstep": superstep, "pending": []}
+        if base_id is not None:
+            state.update(kind="delta", base=base_id)
     return Checkpoint(
         checkpoint_id=checkpoint_id or uuid.uuid4().hex,
         run_id=run_id,
@@ -88,8 +119,9 @@ def make_checkpoint(
         signature="sig-" + "0" * 60,
         status=status,
         created_at=time.time(),
-        state=state if state is not None else {"superstep": superstep, "pending": []},
+        state=state,
         metadata={"workflow": "contract"},
+        base_id=base_id,
     )
 
 
@@ -260,6 +292,62 @@ class CheckpointStoreContract:
         assert await store.prune(run_id, keep_last=0) == 2
         assert await store.latest(run_id) is None
         assert await store.prune(new_run_id(), keep_last=1) == 0
+        with pytest.raises(ValueError, match="keep_last"):
+            await store.prune(run_id, keep_last=-1)
+
+    async def test_list_and_load_carry_the_base_of_a_delta(self, store: CheckpointStore) -> None:
+        run_id = new_run_id()
+        full = make_checkpoint(run_id, 0)
+        delta = make_checkpoint(run_id, 1, parent_id=full.checkpoint_id, base_id=full.checkpoint_id)
+        await _save_all(store, [full, delta])
+        infos = list(await store.list(run_id))
+        assert [i.base_id for i in infos] == [None, full.checkpoint_id]
+        assert infos == [full.info, delta.info]
+        assert (await store.load(delta.checkpoint_id)).base_id == full.checkpoint_id
+        assert await store.latest(run_id) == delta
+
+    async def test_prune_keeps_the_bases_of_kept_deltas(self, store: CheckpointStore) -> None:
+        run_id = new_run_id()
+        c1 = make_checkpoint(run_id, 0)
+        c2 = make_checkpoint(run_id, 1, parent_id=c1.checkpoint_id, base_id=c1.checkpoint_id)
+        c3 = make_checkpoint(run_id, 2, parent_id=c2.checkpoint_id, base_id=c1.checkpoint_id)
+        await _save_all(store, [c1, c2, c3])
+        assert await store.prune(run_id, keep_last=2) == 0  # c1 is the base of c2 and c3
+        assert await store.prune(run_id, keep_last=1) == 1
+        assert await _ids(store, run_id) == [c1.checkpoint_id, c3.checkpoint_id]
+        with pytest.raises(CheckpointNotFoundError):
+            await store.load(c2.checkpoint_id)
+        assert await store.load(c1.checkpoint_id) == c1
+        assert await store.latest(run_id) == c3
+        assert await store.prune(run_id, keep_last=1) == 0  # idempotent
+        # A new full snapshot needs no base: the old base and its delta can go.
+        c4 = make_checkpoint(run_id, 3, parent_id=c3.checkpoint_id)
+        await store.save(c4)
+        assert await store.prune(run_id, keep_last=1) == 2
+        assert await _ids(store, run_id) == [c4.checkpoint_id]
+        for gone in (c1, c3):
+            with pytest.raises(CheckpointNotFoundError):
+                await store.load(gone.checkpoint_id)
+
+    async def test_prune_keeps_only_bases_that_kept_checkpoints_name(
+        self, store: CheckpointStore
+    ) -> None:
+        run_id = new_run_id()
+        f1 = make_checkpoint(run_id, 0)
+        d1 = make_checkpoint(run_id, 1, parent_id=f1.checkpoint_id, base_id=f1.checkpoint_id)
+        f2 = make_checkpoint(run_id, 2, parent_id=d1.checkpoint_id)
+        d2 = make_checkpoint(run_id, 3, parent_id=f2.checkpoint_id, base_id=f2.checkpoint_id)
+        d3 = make_checkpoint(run_id, 4, parent_id=d2.checkpoint_id, base_id=f2.checkpoint_id)
+        other_run = new_run_id()
+        elsewhere = make_checkpoint(other_run, 0)
+        await _save_all(store, [f1, d1, f2, d2, elsewhere, d3])
+        # d3 is kept and names f2; f1 is named only by d1, which goes.
+        assert await store.prune(run_id, keep_last=1) == 3
+        assert await _ids(store, run_id) == [f2.checkpoint_id, d3.checkpoint_id]
+        assert await _ids(store, other_run) == [elsewhere.checkpoint_id]
+        # keep_last=0 keeps nothing, bases included.
+        assert await store.prune(run_id, keep_last=0) == 2
+        assert list(await store.list(run_id)) == []
         with pytest.raises(ValueError, match="keep_last"):
             await store.prune(run_id, keep_last=-1)
 
