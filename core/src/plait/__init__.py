@@ -30,8 +30,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import errors, events, plugins
+from . import convert, errors, events, plugins
 from .context import WorkflowContext
+from .convert import converter
 from .errors import PlaitError, WorkflowRunError, WorkflowValidationError
 from .events import RunStatus
 from .executor import Executor, FunctionExecutor, executor, handler
@@ -56,6 +57,8 @@ __all__ = [
     "WorkflowSpec",
     "WorkflowValidationError",
     "__version__",
+    "convert",
+    "converter",
     "describe",
     "errors",
     "events",

@@ -2,10 +2,14 @@
 
 A :class:`Checkpoint` holds what a run needs to go on and nothing of the topology:
 pending messages, router state, executor state, shared state, pending requests, the
-superstep number, the run id, the parent checkpoint id, the topology signature and a
-format version. Stores persist the bytes :func:`encode_checkpoint` produces; the bytes
-carry a SHA-256 of their body, so a flipped byte or a truncated row is a
-:class:`~plait.errors.CorruptCheckpointError`, never a silently wrong resume.
+superstep number, the run id, the parent checkpoint id, the base a delta builds on, the
+topology signature and a format version. Stores persist the bytes
+:func:`encode_checkpoint` produces; the bytes carry a SHA-256 of their body, so a flipped
+byte or a truncated row is a :class:`~plait.errors.CorruptCheckpointError`, never a
+silently wrong resume.
+
+``prune`` keeps the newest checkpoints of a run and the full checkpoints those name as
+their base (:func:`prune_plan`), so whatever it keeps can still be resumed.
 
 Stores are chosen by URL scheme (``memory://``, ``file://DIR``, ``sqlite:///PATH``,
 ``redis://…``, ``postgresql://…``) through the ``plait_register_checkpoint_stores`` hook.
@@ -32,6 +36,8 @@ __all__ = [
     "CheckpointStoreFactory",
     "encode_checkpoint",
     "decode_checkpoint",
+    "check_keep_last",
+    "prune_plan",
     "open_store",
 ]
 
@@ -43,7 +49,12 @@ _MAGIC = b"PLAITCP1"
 
 @attrs.frozen
 class CheckpointInfo:
-    """What a store lists about a checkpoint without decoding its state."""
+    """What a store lists about a checkpoint without decoding its state.
+
+    ``base_id`` is :attr:`Checkpoint.base_id`: the full checkpoint a delta builds on
+    (``None`` for a full snapshot). :func:`prune_plan` keeps it while a kept checkpoint
+    names it.
+    """
 
     checkpoint_id: str
     run_id: str
@@ -51,6 +62,7 @@ class CheckpointInfo:
     parent_id: str | None
     status: str
     created_at: float
+    base_id: str | None = None
 
 
 @attrs.frozen
@@ -68,6 +80,10 @@ class Checkpoint:
     :param state: the run state, already JSON-ready (the runner encodes it).
     :param format_version: :data:`FORMAT_VERSION` of the writer.
     :param metadata: free-form, JSON-ready annotations (workflow name, …).
+    :param base_id: for a delta, the full checkpoint this delta builds on (resuming the
+        delta loads it); ``None`` for a full snapshot. Stores must keep it while a kept
+        checkpoint names it (see :func:`prune_plan`). Checkpoints encoded before this
+        field existed decode with it taken from ``state["base"]``, where the runner puts it.
     """
 
     checkpoint_id: str
@@ -80,6 +96,7 @@ class Checkpoint:
     state: dict[str, Any] = attrs.field(factory=dict)
     format_version: int = FORMAT_VERSION
     metadata: dict[str, Any] = attrs.field(factory=dict)
+    base_id: str | None = None
 
     @property
     def info(self) -> CheckpointInfo:
@@ -91,6 +108,7 @@ class Checkpoint:
             parent_id=self.parent_id,
             status=self.status,
             created_at=self.created_at,
+            base_id=self.base_id,
         )
 
 
@@ -120,9 +138,40 @@ def decode_checkpoint(data: bytes, *, where: str = "checkpoint") -> Checkpoint:
         )
     try:
         raw = json.loads(body)
+        if isinstance(raw, dict) and "base_id" not in raw:
+            # Encoded before Checkpoint had base_id: a delta names its base in its state.
+            state = raw.get("state")
+            base = state.get("base") if isinstance(state, dict) else None
+            raw["base_id"] = base if isinstance(base, str) else None
         return Checkpoint(**raw)
     except (ValueError, TypeError) as exc:
         raise CorruptCheckpointError(f"{where} does not decode: {exc}") from exc
+
+
+def check_keep_last(keep_last: int) -> int:
+    """Return ``keep_last`` if it is a valid ``prune(keep_last=...)`` argument.
+
+    :raises ValueError: ``keep_last`` is negative or not an integer (``bool`` included).
+    """
+    if not isinstance(keep_last, int) or isinstance(keep_last, bool) or keep_last < 0:
+        raise ValueError(f"prune(keep_last=...) needs an integer >= 0, got {keep_last!r}")
+    return keep_last
+
+
+def prune_plan(infos: Sequence[CheckpointInfo], keep_last: int) -> list[str]:
+    """The ids :meth:`CheckpointStore.prune` deletes to keep the newest ``keep_last``.
+
+    ``infos`` are one run's checkpoints, oldest first (as ``list`` returns them). Every
+    checkpoint but the newest ``keep_last`` goes, except the bases those kept checkpoints
+    name (:attr:`CheckpointInfo.base_id`): a kept delta stays resumable. The ids come
+    oldest first.
+
+    :raises ValueError: ``keep_last`` is negative or not an integer.
+    """
+    check_keep_last(keep_last)
+    cut = max(len(infos) - keep_last, 0)
+    needed = {info.base_id for info in infos[cut:] if info.base_id is not None}
+    return [info.checkpoint_id for info in infos[:cut] if info.checkpoint_id not in needed]
 
 
 @runtime_checkable
@@ -155,7 +204,11 @@ class CheckpointStore(Protocol):
         ...
 
     async def prune(self, run_id: str, *, keep_last: int) -> int:
-        """Keep the newest ``keep_last`` checkpoints of ``run_id``; return how many went."""
+        """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they name;
+        return how many went (what :func:`prune_plan` says goes).
+
+        Raise ``ValueError`` for a negative ``keep_last`` (:func:`check_keep_last`).
+        """
         ...
 
     async def delete_run(self, run_id: str) -> int:

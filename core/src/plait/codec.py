@@ -4,8 +4,9 @@ JSON natives (``str``, ``int``, ``float``, ``bool``, ``None``) and lists of enco
 values travel as themselves. Everything else is tagged with its type so the exact type
 comes back: ``{"__plait__": "tuple" | "dict" | "set" | "module:QualName", "v": ...}``.
 attrs classes, dataclasses and any type with registered cattrs hooks are unstructured
-through Plait's message converter; plugins add hooks for their own types with
-:func:`register_type_hooks`.
+through the kernel's message converter (:func:`plait.convert.message_converter`); plugins
+add hooks for their own types by registering :class:`plait.convert.CattrsHooks` through
+``plait_register_converters``, scripts with :func:`register_type_hooks`.
 
 A value that cannot be encoded raises :class:`EncodeError` with the path inside the
 value; the runner turns it into a :class:`~plait.errors.CheckpointEncodeError` naming the
@@ -36,8 +37,7 @@ __all__ = [
 
 TAG = "__plait__"
 _NATIVE = (str, int, bool, type(None))
-_converter = cattrs.Converter()
-_hooked: set[type] = set()
+_hooked_cache: dict[int, tuple[Any, frozenset[Any]]] = {}
 
 
 class EncodeError(ValueError):
@@ -53,8 +53,24 @@ class DecodeError(ValueError):
 
 
 def message_converter() -> cattrs.Converter:
-    """The cattrs converter Plait uses for message and state values (never the global one)."""
-    return _converter
+    """The cattrs converter for message and state values, with every registered hook."""
+    from .convert import message_converter as current
+
+    return current()
+
+
+def _hooked() -> frozenset[Any]:
+    """Types some plugin registered :class:`~plait.convert.CattrsHooks` for (cached per
+    registry: a registration builds a new one)."""
+    from .convert import CattrsHooks
+    from .plugins import get_plugin_manager
+
+    registry = get_plugin_manager().registry("converter")
+    cached = _hooked_cache.get(id(registry))
+    if cached is None or cached[0] is not registry:
+        types = frozenset(r.obj.type for r in registry.values() if isinstance(r.obj, CattrsHooks))
+        cached = _hooked_cache[id(registry)] = (registry, types)
+    return cached[1]
 
 
 def register_type_hooks(
@@ -62,11 +78,29 @@ def register_type_hooks(
     unstructure: Callable[[Any], Any],
     structure: Callable[[Any, type], Any],
 ) -> None:
-    """Teach checkpoints to encode ``cls``: ``unstructure(obj) -> JSON-ready`` and
-    ``structure(data, cls) -> obj``."""
-    _converter.register_unstructure_hook(cls, unstructure)
-    _converter.register_structure_hook(cls, structure)
-    _hooked.add(cls)
+    """Teach checkpoints (and record converters) to handle ``cls`` from a script:
+    ``unstructure(obj) -> JSON-ready`` and ``structure(data, cls) -> obj``.
+
+    Registers an in-process plugin named ``cattrs:<module>:<qualname>``; in a plugin
+    distribution register :class:`~plait.convert.CattrsHooks` through
+    ``plait_register_converters`` instead.
+    """
+    from .convert import CattrsHooks
+    from .hookspecs import hookimpl
+    from .plugins import get_plugin_manager
+
+    hooks = CattrsHooks(cls, structure=structure, unstructure=unstructure)
+    name = f"cattrs:{_ref(cls)}"
+
+    class _Plugin:
+        @staticmethod
+        @hookimpl
+        def plait_register_converters(register: Any) -> None:
+            register(name, hooks)
+
+    manager = get_plugin_manager()
+    manager.unregister(name)  # registering again replaces the hooks
+    manager.register(_Plugin(), name)
 
 
 def _ref(cls: type) -> str:
@@ -98,9 +132,9 @@ def encode_value(value: Any, path: str = "") -> Any:
         return {TAG: cls.__name__, "v": sorted(items, key=repr)}
     if cls is bytes:
         return {TAG: "bytes", "v": value.hex()}
-    if cls in _hooked or attrs.has(cls) or dataclasses.is_dataclass(cls):
+    if attrs.has(cls) or dataclasses.is_dataclass(cls) or cls in _hooked():
         try:
-            data = _converter.unstructure(value)
+            data = message_converter().unstructure(value)
             return {TAG: _ref(cls), "v": encode_value(data, path)}
         except EncodeError:
             raise
@@ -137,7 +171,7 @@ def decode_value(data: Any) -> Any:
         raise DecodeError(f"unknown encoded value {data!r:.200}")
     cls = _import(tag)
     try:
-        return _converter.structure(decode_value(raw), cls)
+        return message_converter().structure(decode_value(raw), cls)
     except Exception as exc:
         raise DecodeError(f"cannot rebuild {tag}: {exc}") from exc
 

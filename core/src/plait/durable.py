@@ -162,6 +162,7 @@ class Checkpointer:
             created_at=time.time(),
             state=body,
             metadata=metadata,
+            base_id=None if full else self.base_id,
         )
         self.parent_id = checkpoint_id
         if full:

@@ -80,8 +80,7 @@ class PluginLoadError(PluginError):
         self.phase = phase
         dist = f"{distribution} {version}" if version else distribution
         super().__init__(
-            f"plugin {entry_point!r} from distribution {dist} "
-            f"failed in phase {phase!r}: {message}"
+            f"plugin {entry_point!r} from distribution {dist} failed in phase {phase!r}: {message}"
         )
 
 

@@ -324,7 +324,9 @@ class Runner:
             emit(ExecutorInvoked(eid, step))
         try:
             await found.call(message, ctx)
-        except WorkflowRunError:
+        except WorkflowRunError as exc:
+            if emit is not None and exc.executor_id == eid:
+                emit(ExecutorFailed(eid, step, exc))
             raise
         except Exception as exc:
             if emit is not None:

@@ -11,8 +11,14 @@ import plait_postgres
 import psycopg
 import pytest
 from plait.checkpoint import Checkpoint, CheckpointStore
-from plait.errors import CheckpointError, StoreUnavailableError
-from plait.testing.stores import CheckpointStoreContract, flip_byte, make_checkpoint, new_run_id
+from plait.errors import CheckpointError, CorruptCheckpointError, StoreUnavailableError
+from plait.testing.stores import (
+    CheckpointStoreContract,
+    encode_without_base_id,
+    flip_byte,
+    make_checkpoint,
+    new_run_id,
+)
 from plait_postgres import SCHEMA_VERSION, PostgresCheckpointStore
 
 # psycopg's async API (and psycopg-pool) run on asyncio only, so these tests do too.
@@ -77,7 +83,7 @@ async def test_schema_is_created_once_on_first_use(fresh_database: str) -> None:
     )
     assert [c for c, _ in columns] == [
         "seq", "checkpoint_id", "run_id", "superstep", "parent_id", "status", "created_at",
-        "data",
+        "data", "base_id",
     ]  # fmt: skip
     assert dict(columns)["data"] == "bytea"
 
@@ -92,6 +98,72 @@ async def test_a_newer_schema_is_refused(fresh_database: str) -> None:
     async with PostgresCheckpointStore(fresh_database) as newer:
         with pytest.raises(CheckpointError, match="upgrade plait-postgres"):
             await newer.latest("r")
+
+
+# The schema as plait-postgres 0.1 created it (migration 1), before base_id.
+_V1_SCHEMA = """
+CREATE TABLE plait_schema_version (
+    version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+INSERT INTO plait_schema_version (version) VALUES (1);
+CREATE TABLE plait_checkpoints (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    checkpoint_id text NOT NULL UNIQUE,
+    run_id text NOT NULL,
+    superstep bigint NOT NULL,
+    parent_id text,
+    status text NOT NULL,
+    created_at double precision NOT NULL,
+    data bytea NOT NULL
+);
+CREATE INDEX plait_checkpoints_run_seq ON plait_checkpoints (run_id, seq);
+"""
+
+
+async def test_a_version_1_database_upgrades_in_place(fresh_database: str) -> None:
+    run_id, other_run = new_run_id(), new_run_id()
+    c1 = make_checkpoint(run_id, 0)
+    c2 = make_checkpoint(run_id, 1, parent_id=c1.checkpoint_id, base_id=c1.checkpoint_id)
+    c3 = make_checkpoint(
+        run_id,
+        2,
+        parent_id=c2.checkpoint_id,
+        state={"kind": "delta", "base": c1.checkpoint_id, "text": "nul \x00 ✓"},
+        base_id=c1.checkpoint_id,
+    )
+    async with await psycopg.AsyncConnection.connect(fresh_database, autocommit=True) as conn:
+        await conn.execute(_V1_SCHEMA)
+        rows = [
+            (c.checkpoint_id, c.run_id, c.superstep, c.parent_id, c.status, c.created_at,
+             encode_without_base_id(c))
+            for c in (c1, c2, c3)
+        ]  # fmt: skip
+        # damaged rows: not UTF-8, and not JSON, though both mention a base
+        rows.append(("bad-utf8", other_run, 0, None, "running", 0.0, b'\xff"base":"x"'))
+        rows.append(("bad-json", other_run, 1, None, "running", 0.0, b"x" * 74 + b'{"base":"x'))
+        async with conn.cursor() as cursor:
+            await cursor.executemany(
+                "INSERT INTO plait_checkpoints (checkpoint_id, run_id, superstep, parent_id,"
+                " status, created_at, data) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                rows,
+            )
+
+    async with PostgresCheckpointStore(fresh_database) as store:
+        assert list(await store.list(run_id)) == [c1.info, c2.info, c3.info]
+        assert (await store.load(c2.checkpoint_id)).base_id == c1.checkpoint_id
+        assert [i.base_id for i in await store.list(other_run)] == [None, None]
+        with pytest.raises(CorruptCheckpointError, match="bad-json"):
+            await store.load("bad-json")
+        # the upgraded rows prune like new ones: the base of the kept delta stays
+        assert await store.prune(run_id, keep_last=1) == 1
+        assert [i.checkpoint_id for i in await store.list(run_id)] == [
+            c1.checkpoint_id,
+            c3.checkpoint_id,
+        ]
+        c4 = make_checkpoint(run_id, 3, parent_id=c3.checkpoint_id, base_id=c1.checkpoint_id)
+        await store.save(c4)
+        assert await store.latest(run_id) == c4
+    versions = await _fetch(fresh_database, "SELECT version FROM plait_schema_version")
+    assert versions == [(1,), (2,)] == [(v,) for v in range(1, SCHEMA_VERSION + 1)]
 
 
 async def _write_run(store: PostgresCheckpointStore, run_id: str) -> list[str]:

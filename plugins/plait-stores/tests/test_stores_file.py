@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from plait.checkpoint import CheckpointStore
+from plait.checkpoint import Checkpoint, CheckpointStore
 from plait.errors import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
-from plait.testing.stores import CheckpointStoreContract, flip_byte, make_checkpoint, new_run_id
+from plait.testing.stores import (
+    CheckpointStoreContract,
+    encode_without_base_id,
+    flip_byte,
+    make_checkpoint,
+    new_run_id,
+)
 from plait_stores import FileCheckpointStore
 
 
@@ -99,6 +106,39 @@ async def test_leftovers_of_a_crashed_save_are_ignored(tmp_path: Path) -> None:
     assert await store.load("lost") == retried
     assert await store.delete_run(run_id) == 2
     assert not (tmp_path / "runs" / run_dir.name).exists()
+
+
+def _rewrite_as_before_base_id(store: FileCheckpointStore, checkpoint: Checkpoint) -> None:
+    """Rewrite a saved checkpoint's file as plait-stores wrote it before base_id existed."""
+    path = _file_of(store, checkpoint.checkpoint_id)
+    header_line = path.read_bytes().split(b"\n", 1)[0]
+    header = json.loads(header_line[len(b"PLAITFILE1 ") :])
+    del header["base_id"]
+    body = encode_without_base_id(checkpoint)
+    path.write_bytes(b"PLAITFILE1 " + json.dumps(header).encode() + b"\n" + body)
+
+
+async def test_files_written_before_base_id_list_and_prune_by_their_base(tmp_path: Path) -> None:
+    store = FileCheckpointStore(tmp_path)
+    run_id = new_run_id()
+    c1 = make_checkpoint(run_id, 0)
+    c2 = make_checkpoint(run_id, 1, parent_id=c1.checkpoint_id, base_id=c1.checkpoint_id)
+    c3 = make_checkpoint(run_id, 2, parent_id=c2.checkpoint_id, base_id=c1.checkpoint_id)
+    for checkpoint in (c1, c2, c3):
+        await store.save(checkpoint)
+        _rewrite_as_before_base_id(store, checkpoint)
+        assert b"base_id" not in _file_of(store, checkpoint.checkpoint_id).read_bytes()
+    assert list(await store.list(run_id)) == [c1.info, c2.info, c3.info]
+    assert await store.prune(run_id, keep_last=1) == 1
+    assert [i.checkpoint_id for i in await store.list(run_id)] == [
+        c1.checkpoint_id,
+        c3.checkpoint_id,
+    ]
+    assert await store.latest(run_id) == c3
+    # an old file whose body is damaged lists without a base rather than failing
+    path = _file_of(store, c3.checkpoint_id)
+    path.write_bytes(flip_byte(path.read_bytes()))
+    assert [i.base_id for i in await store.list(run_id)] == [None, None]
 
 
 async def test_unusable_directory_is_store_unavailable(tmp_path: Path) -> None:

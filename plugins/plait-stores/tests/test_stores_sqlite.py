@@ -11,8 +11,14 @@ from pathlib import Path
 import anyio
 import pytest
 from plait.checkpoint import Checkpoint, CheckpointStore
-from plait.errors import CheckpointError, StoreUnavailableError
-from plait.testing.stores import CheckpointStoreContract, flip_byte, make_checkpoint, new_run_id
+from plait.errors import CheckpointError, CorruptCheckpointError, StoreUnavailableError
+from plait.testing.stores import (
+    CheckpointStoreContract,
+    encode_without_base_id,
+    flip_byte,
+    make_checkpoint,
+    new_run_id,
+)
 from plait_stores import SqliteCheckpointStore
 from plait_stores._sqlite import SCHEMA_VERSION
 
@@ -154,6 +160,70 @@ async def test_schema_is_versioned(tmp_path: Path) -> None:
     async with SqliteCheckpointStore(path) as newer:
         with pytest.raises(CheckpointError, match="upgrade plait-stores"):
             await newer.latest("r")
+
+
+# The schema as plait-stores 0.1 created it (migration 1), before base_id.
+_V1_SCHEMA = """
+CREATE TABLE plait_schema_version (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL);
+INSERT INTO plait_schema_version VALUES (1, 0);
+CREATE TABLE plait_checkpoints (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    checkpoint_id TEXT NOT NULL UNIQUE,
+    run_id TEXT NOT NULL,
+    superstep INTEGER NOT NULL,
+    parent_id TEXT,
+    status TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    data BLOB NOT NULL
+);
+CREATE INDEX plait_checkpoints_run_seq ON plait_checkpoints (run_id, seq);
+"""
+
+
+async def test_a_version_1_database_upgrades_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    run_id, other_run = new_run_id(), new_run_id()
+    c1 = make_checkpoint(run_id, 0)
+    c2 = make_checkpoint(run_id, 1, parent_id=c1.checkpoint_id, base_id=c1.checkpoint_id)
+    c3 = make_checkpoint(
+        run_id,
+        2,
+        parent_id=c2.checkpoint_id,
+        state={"kind": "delta", "base": c1.checkpoint_id, "text": "nul \x00 ✓"},
+        base_id=c1.checkpoint_id,
+    )
+    with sqlite3.connect(path) as conn:
+        conn.executescript(_V1_SCHEMA)
+        rows = [
+            (c.checkpoint_id, c.run_id, c.superstep, c.parent_id, c.status, c.created_at,
+             encode_without_base_id(c))
+            for c in (c1, c2, c3)
+        ]  # fmt: skip
+        rows.append(("damaged", other_run, 0, None, "running", 0.0, b"not a checkpoint"))
+        conn.executemany("INSERT INTO plait_checkpoints VALUES (NULL, ?, ?, ?, ?, ?, ?, ?)", rows)
+    conn.close()
+
+    async with SqliteCheckpointStore(path) as store:
+        assert list(await store.list(run_id)) == [c1.info, c2.info, c3.info]
+        assert (await store.load(c2.checkpoint_id)).base_id == c1.checkpoint_id
+        assert [i.base_id for i in await store.list(other_run)] == [None]
+        with pytest.raises(CorruptCheckpointError, match="damaged"):
+            await store.load("damaged")
+        # the upgraded rows prune like new ones: the base of the kept delta stays
+        assert await store.prune(run_id, keep_last=1) == 1
+        assert [i.checkpoint_id for i in await store.list(run_id)] == [
+            c1.checkpoint_id,
+            c3.checkpoint_id,
+        ]
+        c4 = make_checkpoint(run_id, 3, parent_id=c3.checkpoint_id, base_id=c1.checkpoint_id)
+        await store.save(c4)
+        assert await store.latest(run_id) == c4
+    with sqlite3.connect(path) as conn:
+        versions = [v for (v,) in conn.execute("SELECT version FROM plait_schema_version")]
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(plait_checkpoints)")]
+    conn.close()
+    assert versions == [1, 2] == list(range(1, SCHEMA_VERSION + 1))
+    assert columns[-1] == "base_id"
 
 
 async def test_unopenable_path_is_store_unavailable(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -14,12 +15,14 @@ from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
 from plait.types import type_name
 from typing_extensions import Self
 
+from . import _compose
+from ._connection import ConnectionHandle, ConnectionMixin, ConnectionPoint
 from ._typecheck import wire_types
 
 __all__ = ["Case", "WorkflowBuilder", "ExecutorRef"]
 
-#: An executor object, or the id of one added to the builder.
-ExecutorRef = Executor | str
+#: An executor object, the id of one added to the builder, or a composed fragment's point.
+ExecutorRef = Executor | str | ConnectionPoint
 
 
 @attrs.frozen
@@ -30,11 +33,13 @@ class Case:
     target: ExecutorRef
 
 
-class WorkflowBuilder:
+class WorkflowBuilder(ConnectionMixin):
     """Wire executors into a workflow, then :meth:`build` it.
 
     Every ``add_*`` method returns the builder, so calls chain. Problems are collected and
-    reported together by :meth:`build`.
+    reported together by :meth:`build`. Other workflows compose into it as fragments
+    (:meth:`add_workflow`, :meth:`connect`), and it composes into others
+    (:meth:`as_connection`).
 
     :param name: the workflow's name (and its default prefix when composed).
     :param plugin_manager: where routers and merge strategies come from.
@@ -67,9 +72,11 @@ class WorkflowBuilder:
         self._manager = plugin_manager
         self._executors: dict[str, Executor] = {}
         self._groups: list[EdgeGroupSpec] = []
+        self._group_ids: set[str] = set()
         self._params: dict[str, dict[str, Any]] = {}
         self._start: str | None = None
         self._problems: list[str] = []
+        self._prefixes: set[str] = set()
 
     # -- executors ---------------------------------------------------------------------
 
@@ -93,6 +100,13 @@ class WorkflowBuilder:
             return ref.id
         if isinstance(ref, str):
             return ref
+        if isinstance(ref, ConnectionPoint):
+            return ref.executor_id
+        if isinstance(ref, ConnectionHandle):
+            raise TypeError(
+                f"got the handle of fragment {ref.prefix!r}; pass handle.start or one of "
+                "handle.outputs (or use connect, which picks them)"
+            )
         raise TypeError(f"expected an Executor or an executor id, got {ref!r}")
 
     def set_start(self, executor: ExecutorRef) -> Self:
@@ -111,11 +125,14 @@ class WorkflowBuilder:
         params: dict[str, Any] | None = None,
     ) -> str:
         base = f"{router}:{','.join(sources)}->{','.join(targets)}"
-        taken = {g.id for g in self._groups}
+        taken = self._group_ids
+        if len(taken) != len(self._groups):  # someone appended to _groups directly
+            taken.update(g.id for g in self._groups)
         gid, n = base, 2
         while gid in taken:
             gid, n = f"{base}#{n}", n + 1
         self._groups.append(EdgeGroupSpec(gid, router, tuple(sources), tuple(targets), options))
+        taken.add(gid)
         if params:
             self._params[gid] = params
         return gid
@@ -196,6 +213,65 @@ class WorkflowBuilder:
         )
         return self
 
+    # -- composition ---------------------------------------------------------------------
+
+    def add_workflow(self, fragment: Any, prefix: str | None = None) -> ConnectionHandle:
+        """Merge ``fragment`` into this builder under ``prefix`` and return its handle.
+
+        :param fragment: a :class:`WorkflowBuilder` or high-level builder, a built
+            :class:`plait.Workflow`, a :class:`WorkflowConnection`, a :class:`Fragment`, or
+            the name of a published fragment (``"textkit.summarize"``).
+        :param prefix: its executors become ``prefix/original_id`` (default: the fragment's
+            name, else ``fragment-{n}``). Nested compositions give ``outer/inner/id``.
+        :return: a :class:`ConnectionHandle` with ``.start`` and ``.outputs``.
+        :raises CompositionError: when the prefix is taken or overlaps another one.
+
+        The fragment is cloned, never changed: adding it twice gives two independent
+        copies. Connect it with :meth:`connect`.
+
+        .. versionadded:: 0.1
+        """
+        return _compose.add_workflow(self, fragment, prefix)
+
+    def connect(
+        self,
+        source: ExecutorRef | ConnectionHandle,
+        target: ExecutorRef | ConnectionHandle,
+        *,
+        adapter: Any = None,
+        allow_lossy: bool = False,
+    ) -> Self:
+        """Wire ``source`` to ``target`` with a type-checked edge.
+
+        :param source: an executor, an id, a :class:`ConnectionPoint`, or a handle with
+            exactly one output (a handle with several is an error listing them).
+        :param target: an executor, an id, a point, or a handle (its ``start``).
+        :param adapter: a converter record or a function reshaping the messages; it
+            becomes a visible node ``adapt:<source>-><target>``.
+        :param allow_lossy: let converter insertion use lossy converters on this edge.
+
+        .. versionadded:: 0.1
+        """
+        _compose.connect(self, source, target, adapter=adapter, allow_lossy=allow_lossy)
+        return self
+
+    def to_builder(self) -> WorkflowBuilder:
+        """A snapshot of this builder: later changes to either do not reach the other.
+
+        Executor objects are shared (composition clones them when it merges).
+        """
+        snapshot = copy.copy(self)
+        snapshot._executors = dict(self._executors)
+        snapshot._groups = list(self._groups)
+        snapshot._group_ids = set(self._group_ids)
+        snapshot._params = {k: dict(v) for k, v in self._params.items()}
+        snapshot._problems = list(self._problems)
+        snapshot._prefixes = set(self._prefixes)
+        snapshot.run_defaults = {
+            k: dict(v) if isinstance(v, dict) else v for k, v in self.run_defaults.items()
+        }
+        return snapshot
+
     # -- building ------------------------------------------------------------------------
 
     def to_spec(self) -> WorkflowSpec:
@@ -252,6 +328,7 @@ def _node_spec(ex: Executor) -> NodeSpec:
         input_types=tuple(type_name(t) for t in ex.input_types),
         output_types=tuple(type_name(t) for t in ex.output_types),
         workflow_output_types=tuple(type_name(t) for t in ex.workflow_output_types),
+        config=getattr(ex, "config", None) or {},
     )
 
 

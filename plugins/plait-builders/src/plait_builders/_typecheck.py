@@ -1,15 +1,171 @@
-"""Build-time wiring checks: can every edge's target handle what its source sends?"""
+"""Build-time wiring checks: can every edge's target handle what its source sends?
+
+Where it cannot and ``auto_convert`` is on, the cheapest converter chain (see
+:mod:`plait.convert`) is inserted as real executor nodes, one per step, with ids
+``convert:<from>-><to>:<name>``. The edge group keeps its id, router, options and
+callables — its conditions, switch predicates and fan-in barrier still see what the
+sources send — and now delivers to the first converter node; new ``direct`` groups carry
+the value from node to node and on to the original target.
+
+A source that sends ``Any`` is left alone: its values are checked when the target's
+handler is chosen at run time. Edges proven at build time get no run-time check at all.
+"""
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Sequence
 from typing import Any, Union
 
-from plait import Executor
-from plait.plugins import PluginManager
+import attrs
+from plait import Executor, WorkflowContext
+from plait.convert import ConverterGraph, LossyConversion, Step, converter_graph
+from plait.errors import ConverterError
+from plait.executor import Handler
+from plait.plugins import PluginManager, Registry
 from plait.spec import EdgeGroupSpec
 from plait.types import is_assignable, type_name
 
-__all__ = ["wire_types"]
+__all__ = ["ConverterExecutor", "wire_types"]
+
+_MAX_ROUNDS = 8  # chains planned for one edge (one per source type still unhandled)
+_Plan = list[tuple[Step, tuple[Any, ...]]]  # (step, passthrough types) per node
+
+
+class _Wiring:
+    """One pass over the builder's copies of executors, groups and callables."""
+
+    def __init__(
+        self,
+        executors: dict[str, Executor],
+        groups: list[EdgeGroupSpec],
+        manager: PluginManager,
+        *,
+        auto_convert: bool,
+        allow_lossy: bool,
+    ) -> None:
+        self.executors = executors
+        self.groups = groups
+        self.manager = manager
+        self.auto_convert = auto_convert
+        self.allow_lossy = allow_lossy
+        self.group_ids = {g.id for g in groups}
+        self._graph: ConverterGraph | None = None
+
+    @property
+    def graph(self) -> ConverterGraph:
+        if self._graph is None:  # only edges that need a converter pay for the lookup
+            self._graph = converter_graph(self.manager)
+        return self._graph
+
+    def check(self, index: int, merges: Registry[Any]) -> list[str]:
+        group = self.groups[index]
+        incoming = _incoming(group, self.executors, merges)
+        if incoming is None:
+            return []
+        problems: list[str] = []
+        retarget: dict[str, str] = {}
+        for target_id in group.targets:
+            target = self.executors.get(target_id)
+            if target is None:
+                continue  # reported by the structural checks
+            accepted = target.input_types
+            if all(_accepts(accepted, tp) for tp in incoming):
+                continue
+            lossy = self.allow_lossy or bool(group.options.get("allow_lossy"))
+            plan, problem = self._plan(incoming, accepted, lossy)
+            if plan is None or not self.auto_convert:
+                missing = next(tp for tp in incoming if not _accepts(accepted, tp))
+                problems.append(self._explain(group, target_id, accepted, missing, problem, plan))
+                continue
+            retarget[target_id] = self._insert(plan, target_id)
+        if retarget:
+            self.groups[index] = _retarget(group, retarget)
+        return problems
+
+    def _plan(
+        self, incoming: Sequence[Any], accepted: tuple[Any, ...], allow_lossy: bool
+    ) -> tuple[_Plan | None, str | None]:
+        """Chain converters until every incoming type is accepted (usually one round)."""
+        flowing: list[Any] = list(incoming)
+        plan: _Plan = []
+        for _ in range(_MAX_ROUNDS):
+            missing = [tp for tp in flowing if not _accepts(accepted, tp)]
+            if not missing:
+                return plan, None
+            chain = self.graph.find_chain(missing[0], accepted, allow_lossy=allow_lossy)
+            if chain is None:
+                return None, self._no_chain(missing[0], accepted, allow_lossy)
+            for step in chain.steps:
+                # accepted types, and those this step does not take, go through unchanged
+                passthrough = tuple(
+                    tp
+                    for tp in flowing
+                    if _accepts(accepted, tp) or not is_assignable(tp, step.source)
+                )
+                plan.append((step, passthrough))
+                flowing = list(dict.fromkeys([*passthrough, step.target]))
+        return None, "the source's types need more converter chains than Plait will insert"
+
+    def _no_chain(self, source: Any, accepted: tuple[Any, ...], allow_lossy: bool) -> str:
+        wanted = " | ".join(type_name(t) for t in accepted) or "nothing"
+        if not allow_lossy:
+            lossy = self.graph.find_chain(source, accepted, allow_lossy=True)
+            if lossy is not None:
+                names = ", ".join(str(s) for s in lossy.lossy_steps)
+                return (
+                    f"the only converter chain from {type_name(source)} to {wanted} "
+                    f"({lossy}) needs the lossy converter(s) {names}; allow it with "
+                    f"WorkflowBuilder(allow_lossy=True), or on this edge with "
+                    f"connect(..., allow_lossy=True)"
+                )
+        near = self.graph.nearest(source, accepted)
+        listed = (
+            "; ".join(map(str, near)) if near else "none installed (pip install plait-converters)"
+        )
+        return (
+            f"no converter chain from {type_name(source)} to {wanted}; nearest converters: {listed}"
+        )
+
+    def _explain(
+        self,
+        group: EdgeGroupSpec,
+        target_id: str,
+        accepted: tuple[Any, ...],
+        missing: Any,
+        problem: str | None,
+        plan: _Plan | None,
+    ) -> str:
+        accepts = ", ".join(type_name(t) for t in accepted) or "nothing"
+        head = f"edge group {group.id!r}: {target_id!r} cannot handle {type_name(missing)} "
+        head += f"(it accepts: {accepts})"
+        if plan is not None:  # auto_convert is off
+            chain = " -> ".join(step.name for step, _ in plan)
+            return f"{head}; converters could bridge it ({chain}) with auto_convert=True"
+        return f"{head}; {problem}"
+
+    def _insert(self, plan: _Plan, target_id: str) -> str:
+        ids: list[str] = []
+        for step, passthrough in plan:
+            node_id = self._unique_node_id(step.node_id, target_id)
+            self.executors[node_id] = ConverterExecutor(node_id, step, passthrough=passthrough)
+            ids.append(node_id)
+        for source, target in zip(ids, [*ids[1:], target_id]):
+            gid = base = f"direct:{source}->{target}"
+            n = 2
+            while gid in self.group_ids:
+                gid, n = f"{base}#{n}", n + 1
+            self.group_ids.add(gid)
+            self.groups.append(EdgeGroupSpec(gid, "direct", (source,), (target,)))
+        return ids[0]
+
+    def _unique_node_id(self, base: str, target_id: str) -> str:
+        if base not in self.executors:
+            return base
+        node_id, n = f"{base}@{target_id}", 2
+        while node_id in self.executors:
+            node_id, n = f"{base}@{target_id}#{n}", n + 1
+        return node_id
 
 
 def wire_types(
@@ -21,37 +177,141 @@ def wire_types(
     auto_convert: bool,
     allow_lossy: bool,
 ) -> list[str]:
-    """Check every edge group; return the problems found.
+    """Check every edge group; insert converter chains; return the problems found.
 
-    ``executors``, ``groups`` and ``params`` are the builder's copies: a pass that inserts
-    converter nodes edits them in place.
+    ``executors``, ``groups`` and ``params`` are the builder's copies, edited in place:
+    converter nodes are added to ``executors``, their ``direct`` groups appended to
+    ``groups``, and a rewired group replaced at its index (same id, so ``params`` — keyed
+    by group id — still holds its callables).
+
+    :param auto_convert: insert chains; when off, a mismatch is a problem that names the
+        chain that would have bridged it.
+    :param allow_lossy: lossy converters may join chains on every edge; a group allows
+        them alone with ``options["allow_lossy"] = True``.
     """
-    problems: list[str] = []
+    wiring = _Wiring(executors, groups, manager, auto_convert=auto_convert, allow_lossy=allow_lossy)
     merges = manager.registry("merge_strategy")
-    for group in groups:
-        sources = [executors[s] for s in group.sources if s in executors]
-        sent: list[Any] = []
-        for ex in sources:
-            sent.extend(t for t in ex.output_types if t not in sent)
-        if not sent or Any in sent or len(sources) != len(group.sources):
-            continue  # unknown types are checked at run time
-        if group.router == "fan_in":
-            merge_name = group.options.get("merge", "list")
-            if merge_name not in merges:
-                continue  # reported when the router is created
-            union = sent[0] if len(sent) == 1 else Union[tuple(sent)]  # noqa: UP007
-            incoming = [merges.get(merge_name).output_type(union)]
-        else:
-            incoming = sent
-        for target_id in group.targets:
-            target = executors.get(target_id)
-            if target is None:
-                continue
-            for tp in incoming:
-                if not any(is_assignable(tp, accepted) for accepted in target.input_types):
-                    accepts = ", ".join(type_name(t) for t in target.input_types)
-                    problems.append(
-                        f"edge group {group.id!r}: {target_id!r} cannot handle "
-                        f"{type_name(tp)} (it accepts: {accepts or 'nothing'})"
-                    )
+    problems: list[str] = []
+    for index in range(len(groups)):  # the groups appended on the way need no check
+        problems.extend(wiring.check(index, merges))
     return problems
+
+
+def _accepts(accepted: tuple[Any, ...], tp: Any) -> bool:
+    return any(is_assignable(tp, a) for a in accepted)
+
+
+def _incoming(
+    group: EdgeGroupSpec, executors: dict[str, Executor], merges: Registry[Any]
+) -> list[Any] | None:
+    """What each target of ``group`` may receive; None when it cannot be known statically."""
+    sent: list[Any] = []
+    for source_id in group.sources:
+        source = executors.get(source_id)
+        if source is None:
+            return None  # reported by the structural checks
+        sent.extend(t for t in source.output_types if t not in sent)
+    if not sent or Any in sent:
+        return None  # unknown types are checked at run time
+    if group.router != "fan_in":
+        return sent
+    merge_name = group.options.get("merge", "list")
+    if merge_name not in merges:
+        return None  # reported when the router is created
+    union = sent[0] if len(sent) == 1 else Union[tuple(sent)]  # noqa: UP007
+    return [merges.get(merge_name).output_type(union)]
+
+
+def _retarget(group: EdgeGroupSpec, retarget: dict[str, str]) -> EdgeGroupSpec:
+    """``group`` delivering to the first converter node instead of each rewired target."""
+    options = dict(group.options)
+    if "case_targets" in options:  # a switch names its targets in its options too
+        options["case_targets"] = [retarget.get(t, t) for t in options["case_targets"]]
+    if options.get("default") in retarget:
+        options["default"] = retarget[options["default"]]
+    targets = tuple(retarget.get(t, t) for t in group.targets)
+    return attrs.evolve(group, targets=targets, options=options)
+
+
+class ConverterExecutor(Executor):
+    """The node that runs one :class:`Step` of an inserted chain.
+
+    Values of a ``passthrough`` type (what the edge's target accepts already, or what this
+    step does not convert) go on unchanged: that dispatch is the only run-time type check,
+    and it exists only where the source's declared types mix the two. Without passthrough
+    types every value goes straight to the converter, unchecked: the build proved it fits.
+
+    A failing converter fails the run with :class:`~plait.errors.ConverterError` naming the
+    node and the value's type; a lossy converter adds a :class:`LossyConversion` event.
+
+    .. versionadded:: 0.1
+    """
+
+    kind = "converter"
+
+    def __init__(self, id: str, step: Step, *, passthrough: Sequence[Any] = ()) -> None:
+        self.step = step
+        self.passthrough = tuple(passthrough)
+        self._fn = step.function()
+        fn = step.converter.fn
+        self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+            getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
+        )
+        self._single: Handler | None = None
+        super().__init__(id)
+        if not self.passthrough:
+            self._single = self.handlers[0]
+
+    def _collect_handlers(self) -> tuple[Handler, ...]:
+        step = self.step
+        convert = Handler(step.name, step.source, (step.target,), (), self._convert)
+        if not self.passthrough:
+            return (convert,)
+        members = self.passthrough
+        accepted = members[0] if len(members) == 1 else Union[members]  # noqa: UP007
+        return (Handler(f"{step.name}:passthrough", accepted, members, (), self._pass), convert)
+
+    def __copy__(self) -> ConverterExecutor:
+        # composition clones nodes under new ids: handlers must bind to the clone
+        return ConverterExecutor(self.id, self.step, passthrough=self.passthrough)
+
+    def find_handler(self, message: Any) -> Handler | None:
+        """The converter's handler, unchecked, unless passthrough types need a look."""
+        return self._single or super().find_handler(message)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """What this node converts, JSON-ready (for graph dumps)."""
+        step = self.step
+        return {
+            "converter": step.name,
+            "source": type_name(step.source),
+            "target": type_name(step.target),
+            "lossless": step.lossless,
+            "distribution": step.distribution,
+        }
+
+    async def _pass(self, value: Any, ctx: WorkflowContext[Any, Any]) -> None:
+        await ctx.send_message(value)
+
+    async def _convert(self, value: Any, ctx: WorkflowContext[Any, Any]) -> None:
+        try:
+            result = self._fn(value)
+            if self._is_async:
+                result = await result
+        except Exception as exc:
+            step = self.step
+            raise ConverterError(
+                f"converter node {self.id!r} ({step.name}: {type_name(step.source)} -> "
+                f"{type_name(step.target)}) failed on a value of type "
+                f"{type_name(type(value))} in superstep {ctx.superstep}: "
+                f"{type(exc).__name__}: {exc}",
+                executor_id=self.id,
+                superstep=ctx.superstep,
+            ) from exc
+        if not self.step.lossless:
+            step = self.step
+            await ctx.add_event(
+                LossyConversion(self.id, step.name, type_name(step.source), type_name(step.target))
+            )
+        await ctx.send_message(result)

@@ -32,7 +32,13 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
-from plait.checkpoint import Checkpoint, CheckpointInfo, decode_checkpoint, encode_checkpoint
+from plait.checkpoint import (
+    Checkpoint,
+    CheckpointInfo,
+    check_keep_last,
+    decode_checkpoint,
+    encode_checkpoint,
+)
 from plait.errors import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
@@ -55,6 +61,34 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX plait_checkpoints_run_seq ON plait_checkpoints (run_id, seq);
     """,
+    # The full checkpoint a delta builds on, which prune keeps while a kept row names it.
+    # Rows written before this column get it from their encoded state: the JSON body after
+    # the 74-byte header of encode_checkpoint ("PLAITCP1\n" + SHA-256 hex + "\n"). Only rows
+    # that name a base are parsed, each in its own block, so a damaged row stays NULL
+    # instead of failing the upgrade. PostgreSQL's JSON functions refuse a document with a
+    # \u0000 escape anywhere in it, so those become \u0020 first: only the base id is read.
+    r"""
+    ALTER TABLE plait_checkpoints ADD COLUMN base_id text;
+    DO $$
+    DECLARE
+        row_seq bigint;
+    BEGIN
+        FOR row_seq IN
+            SELECT seq FROM plait_checkpoints WHERE position('"base":"'::bytea IN data) > 0
+        LOOP
+            BEGIN
+                UPDATE plait_checkpoints
+                    SET base_id = replace(
+                        convert_from(substring(data FROM 75), 'UTF8'), E'\\u0000', E'\\u0020'
+                    )::json #>> '{state,base}'
+                    WHERE seq = row_seq;
+            EXCEPTION WHEN others THEN
+                NULL;
+            END;
+        END LOOP;
+    END
+    $$;
+    """,
 )
 
 #: The schema version this release writes.
@@ -65,7 +99,7 @@ _MIGRATION_LOCK = int.from_bytes(b"plait_cp", "big")
 #: Seconds libpq waits for a connection unless the URL sets ``connect_timeout``.
 DEFAULT_CONNECT_TIMEOUT = 5
 _OWN_OPTIONS = {"pool_max_size": 4, "pool_timeout": 10}
-_INFO = "checkpoint_id, run_id, superstep, parent_id, status, created_at"
+_INFO = "checkpoint_id, run_id, superstep, parent_id, status, created_at, base_id"
 
 
 def redact_url(url: str) -> str:
@@ -247,7 +281,7 @@ class PostgresCheckpointStore:
         async with self._connection() as conn:
             cursor = await conn.execute(
                 f"INSERT INTO plait_checkpoints ({_INFO}, data)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (checkpoint_id) DO NOTHING",
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (checkpoint_id) DO NOTHING",
                 (
                     checkpoint.checkpoint_id,
                     checkpoint.run_id,
@@ -255,6 +289,7 @@ class PostgresCheckpointStore:
                     checkpoint.parent_id,
                     checkpoint.status,
                     checkpoint.created_at,
+                    checkpoint.base_id,
                     data,
                 ),
             )
@@ -317,15 +352,17 @@ class PostgresCheckpointStore:
             )
 
     async def prune(self, run_id: str, *, keep_last: int) -> int:
-        """Keep the newest ``keep_last`` checkpoints of ``run_id``; return how many went."""
-        if not isinstance(keep_last, int) or isinstance(keep_last, bool) or keep_last < 0:
-            raise ValueError(f"prune(keep_last=...) needs an integer >= 0, got {keep_last!r}")
+        """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they
+        name; return how many went."""
+        check_keep_last(keep_last)
         async with self._connection() as conn:
             cursor = await conn.execute(
-                "DELETE FROM plait_checkpoints WHERE run_id = %s AND seq NOT IN ("
-                " SELECT seq FROM plait_checkpoints WHERE run_id = %s"
-                " ORDER BY seq DESC LIMIT %s)",
-                (run_id, run_id, keep_last),
+                "WITH kept AS (SELECT seq, base_id FROM plait_checkpoints WHERE run_id = %s"
+                " ORDER BY seq DESC LIMIT %s)"
+                " DELETE FROM plait_checkpoints WHERE run_id = %s"
+                " AND seq NOT IN (SELECT seq FROM kept)"
+                " AND checkpoint_id NOT IN (SELECT base_id FROM kept WHERE base_id IS NOT NULL)",
+                (run_id, keep_last, run_id),
             )
             return cursor.rowcount
 

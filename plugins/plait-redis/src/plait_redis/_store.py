@@ -21,6 +21,7 @@ redis-py's asyncio client needs asyncio; these stores do not run on trio.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -30,10 +31,17 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis.asyncio
 import redis.exceptions
-from plait.checkpoint import Checkpoint, CheckpointInfo, decode_checkpoint, encode_checkpoint
+from plait.checkpoint import (
+    Checkpoint,
+    CheckpointInfo,
+    check_keep_last,
+    decode_checkpoint,
+    encode_checkpoint,
+)
 from plait.errors import (
     CheckpointError,
     CheckpointNotFoundError,
+    CorruptCheckpointError,
     StoreUnavailableError,
 )
 from redis.asyncio.retry import Retry
@@ -197,14 +205,30 @@ class RedisCheckpointStore:
         """The checkpoints of ``run_id`` in the order they were saved."""
         async with self._redis() as client:
             ids = await client.zrange(self._run_key(run_id), 0, -1)
-            if not ids:
-                return []
-            async with client.pipeline(transaction=False) as pipe:
-                for checkpoint_id in ids:
-                    pipe.hget(self._cp_key(_text(checkpoint_id)), "info")
-                infos = await pipe.execute()
+            return await self._infos(client, [_text(i) for i in ids])
+
+    async def _infos(
+        self, client: redis.asyncio.Redis, checkpoint_ids: Sequence[str]
+    ) -> builtins.list[CheckpointInfo]:
+        """The listing fields of ``checkpoint_ids``; ids whose hash is gone are left out."""
+        if not checkpoint_ids:
+            return []
+        async with client.pipeline(transaction=False) as pipe:
+            for checkpoint_id in checkpoint_ids:
+                pipe.hget(self._cp_key(checkpoint_id), "info")
+            raw = await pipe.execute()
         # An id whose hash is gone was deleted while we listed.
-        return [CheckpointInfo(**json.loads(info)) for info in infos if info is not None]
+        fields = [json.loads(info) for info in raw if info is not None]
+        old = [f for f in fields if "base_id" not in f]
+        if old:
+            # Saved before the info had base_id: a delta names its base in its state.
+            async with client.pipeline(transaction=False) as pipe:
+                for f in old:
+                    pipe.hget(self._cp_key(f["checkpoint_id"]), "data")
+                datas = await pipe.execute()
+            for f, data in zip(old, datas, strict=True):
+                f["base_id"] = _base_of(data)
+        return [CheckpointInfo(**f) for f in fields]
 
     async def latest(self, run_id: str) -> Checkpoint | None:
         """The checkpoint of ``run_id`` saved last, or ``None``."""
@@ -235,10 +259,9 @@ class RedisCheckpointStore:
                 await pipe.execute()
 
     async def prune(self, run_id: str, *, keep_last: int) -> int:
-        """Keep the newest ``keep_last`` checkpoints of ``run_id``; return how many went."""
-        if not isinstance(keep_last, int) or isinstance(keep_last, bool) or keep_last < 0:
-            raise ValueError(f"prune(keep_last=...) needs an integer >= 0, got {keep_last!r}")
-        return await self._remove(run_id, keep_last)
+        """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they
+        name; return how many went (reads the kept checkpoints' listing fields only)."""
+        return await self._remove(run_id, check_keep_last(keep_last))
 
     async def delete_run(self, run_id: str) -> int:
         """Remove every checkpoint of ``run_id``; return how many went."""
@@ -247,7 +270,11 @@ class RedisCheckpointStore:
     async def _remove(self, run_id: str, keep_last: int) -> int:
         run_key = self._run_key(run_id)
         async with self._redis() as client:
-            doomed = [_text(i) for i in await client.zrange(run_key, 0, -(keep_last + 1))]
+            ids = [_text(i) for i in await client.zrange(run_key, 0, -1)]
+            cut = max(len(ids) - keep_last, 0)
+            # prune_plan's rule: older checkpoints go unless a kept one names them as base.
+            needed = {i.base_id for i in await self._infos(client, ids[cut:]) if i.base_id}
+            doomed = [i for i in ids[:cut] if i not in needed]
             if not doomed:
                 return 0
             async with client.pipeline(transaction=True) as pipe:
@@ -282,7 +309,18 @@ def _info_fields(info: CheckpointInfo) -> dict[str, Any]:
         "parent_id": info.parent_id,
         "status": info.status,
         "created_at": info.created_at,
+        "base_id": info.base_id,
     }
+
+
+def _base_of(data: object) -> str | None:
+    """The base a stored checkpoint names (``None`` if it names none or is damaged)."""
+    if not isinstance(data, bytes):
+        return None
+    try:
+        return decode_checkpoint(data).base_id
+    except CorruptCheckpointError:
+        return None
 
 
 def _duplicate_error(checkpoint: Checkpoint, url: str) -> CheckpointError:

@@ -6,7 +6,7 @@ from types import TracebackType
 from typing import TypeVar
 from urllib.parse import parse_qsl
 
-from plait.checkpoint import Checkpoint
+from plait.checkpoint import Checkpoint, check_keep_last
 from plait.errors import CheckpointError, StoreUnavailableError
 
 __all__ = [
@@ -23,12 +23,6 @@ _S = TypeVar("_S", bound="StoreBase")
 def where(run_id: str, checkpoint_id: str) -> str:
     """How errors name one stored checkpoint: ``run 'r1', checkpoint 'c7'``."""
     return f"run {run_id!r}, checkpoint {checkpoint_id!r}"
-
-
-def check_keep_last(keep_last: int) -> None:
-    """Refuse a negative or non-integer ``keep_last`` for ``prune``."""
-    if not isinstance(keep_last, int) or isinstance(keep_last, bool) or keep_last < 0:
-        raise ValueError(f"prune(keep_last=...) needs an integer >= 0, got {keep_last!r}")
 
 
 def duplicate_error(checkpoint: Checkpoint, url: str) -> CheckpointError:

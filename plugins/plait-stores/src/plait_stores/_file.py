@@ -166,6 +166,7 @@ class FileCheckpointStore(StoreBase):
                 "parent_id": info.parent_id,
                 "status": info.status,
                 "created_at": info.created_at,
+                "base_id": info.base_id,
             },
             ensure_ascii=True,
         ).encode("ascii")
@@ -189,7 +190,8 @@ class FileCheckpointStore(StoreBase):
         await self._run(self._delete_sync, checkpoint_id)
 
     async def prune(self, run_id: str, *, keep_last: int) -> int:
-        """Keep the newest ``keep_last`` checkpoints of ``run_id``; return how many went."""
+        """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they
+        name; return how many went (reads the kept checkpoints' headers only)."""
         check_keep_last(keep_last)
         return await self._run(self._prune_sync, run_id, keep_last, False)
 
@@ -274,21 +276,39 @@ class FileCheckpointStore(StoreBase):
         run_dir = self._run_dir(run_id)
         infos = []
         for name in self._names(run_dir):
-            try:
-                with open(run_dir / name, "rb") as file:
-                    header = file.readline(64 * 1024)
-            except FileNotFoundError:
-                continue  # deleted while we listed
-            try:
-                if not header.startswith(_HEADER):
-                    raise ValueError("no checkpoint header")
-                infos.append(CheckpointInfo(**json.loads(header[len(_HEADER) :])))
-            except (ValueError, TypeError) as exc:
-                raise CorruptCheckpointError(
-                    f"{where(run_id, _id_of(name))} in {self.url} is corrupt: the header of "
-                    f"{run_dir / name} does not decode ({exc})"
-                ) from exc
+            info = self._info_sync(run_id, run_dir / name)
+            if info is not None:
+                infos.append(info)
         return infos
+
+    def _info_sync(self, run_id: str, path: Path) -> CheckpointInfo | None:
+        """The listing fields from the header of ``path`` (``None`` if it is gone)."""
+        try:
+            with open(path, "rb") as file:
+                header = file.readline(64 * 1024)
+                fields = json.loads(header[len(_HEADER) :]) if header.startswith(_HEADER) else None
+                if isinstance(fields, dict) and "base_id" not in fields:
+                    # Written before headers had base_id: a delta names its base inside.
+                    try:
+                        fields["base_id"] = decode_checkpoint(file.read()).base_id
+                    except CorruptCheckpointError:
+                        fields["base_id"] = None
+        except FileNotFoundError:
+            return None  # deleted while we looked
+        except ValueError as exc:
+            raise self._bad_header(run_id, path, exc) from exc
+        try:
+            if fields is None:
+                raise ValueError("no checkpoint header")
+            return CheckpointInfo(**fields)
+        except (ValueError, TypeError) as exc:
+            raise self._bad_header(run_id, path, exc) from exc
+
+    def _bad_header(self, run_id: str, path: Path, exc: Exception) -> CorruptCheckpointError:
+        return CorruptCheckpointError(
+            f"{where(run_id, _id_of(path.name))} in {self.url} is corrupt: the header of "
+            f"{path} does not decode ({exc})"
+        )
 
     def _latest_sync(self, run_id: str) -> Checkpoint | None:
         run_dir = self._run_dir(run_id)
@@ -318,7 +338,15 @@ class FileCheckpointStore(StoreBase):
         run_dir = self._run_dir(run_id)
         with self._lock:
             names = self._names(run_dir)
-            doomed = names[: len(names) - keep_last] if keep_last else names
+            cut = max(len(names) - keep_last, 0)
+            # prune_plan's rule, reading only the kept checkpoints' headers: older
+            # checkpoints go unless a kept one names them as its base.
+            needed = set()
+            for name in names[cut:]:
+                info = self._info_sync(run_id, run_dir / name)
+                if info is not None and info.base_id is not None:
+                    needed.add(info.base_id)
+            doomed = [name for name in names[:cut] if _id_of(name) not in needed]
             removed = 0
             for name in doomed:
                 removed += _unlink(run_dir / name)

@@ -7,7 +7,6 @@ a test that passes on ``memory://`` exercises the same encoding a real run uses.
 
 from __future__ import annotations
 
-import builtins
 import threading
 from collections.abc import Sequence
 from urllib.parse import unquote, urlsplit
@@ -18,6 +17,7 @@ from plait.checkpoint import (
     CheckpointInfo,
     decode_checkpoint,
     encode_checkpoint,
+    prune_plan,
 )
 from plait.errors import CheckpointNotFoundError
 
@@ -146,14 +146,15 @@ class MemoryCheckpointStore(StoreBase):
                 self._unindex(entry.info.run_id, [checkpoint_id])
 
     async def prune(self, run_id: str, *, keep_last: int) -> int:
-        """Keep the newest ``keep_last`` checkpoints of ``run_id``; return how many went."""
+        """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they
+        name; return how many went."""
         check_keep_last(keep_last)
         await anyio.lowlevel.checkpoint()
         self._check_open()
         space = self._space
         with space.lock:
-            ids = builtins.list(space.runs.get(run_id, {}))
-            doomed = ids[: len(ids) - keep_last] if keep_last else ids
+            infos = [space.entries[i].info for i in space.runs.get(run_id, {})]
+            doomed = prune_plan(infos, keep_last)
             for checkpoint_id in doomed:
                 del space.entries[checkpoint_id]
             self._unindex(run_id, doomed)

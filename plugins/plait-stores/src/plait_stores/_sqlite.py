@@ -54,12 +54,22 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX plait_checkpoints_run_seq ON plait_checkpoints (run_id, seq)",
     ),
+    (
+        # The full checkpoint a delta builds on, which prune keeps while a kept row names
+        # it. Rows written before this column get it from their encoded state: the body
+        # after the 74-byte header of encode_checkpoint ("PLAITCP1\n" + SHA-256 hex + "\n").
+        "ALTER TABLE plait_checkpoints ADD COLUMN base_id TEXT",
+        """UPDATE plait_checkpoints
+            SET base_id = json_extract(CAST(substr(data, 75) AS TEXT), '$.state.base')
+            WHERE json_valid(CAST(substr(data, 75) AS TEXT))
+              AND json_type(CAST(substr(data, 75) AS TEXT), '$.state.base') = 'text'""",
+    ),
 )
 
 #: The schema version this release writes.
 SCHEMA_VERSION = len(_MIGRATIONS)
 
-_INFO = "checkpoint_id, run_id, superstep, parent_id, status, created_at"
+_INFO = "checkpoint_id, run_id, superstep, parent_id, status, created_at, base_id"
 _SYNCHRONOUS = ("full", "extra", "normal")
 
 
@@ -163,13 +173,19 @@ class SqliteCheckpointStore(StoreBase):
         )
 
     async def prune(self, run_id: str, *, keep_last: int) -> int:
-        """Keep the newest ``keep_last`` checkpoints of ``run_id``; return how many went."""
+        """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they
+        name; return how many went."""
         check_keep_last(keep_last)
+        # No WITH clause: sqlite3 reports no rowcount for a statement that starts with one.
+        kept = (
+            "SELECT seq, base_id FROM plait_checkpoints WHERE run_id = ? ORDER BY seq DESC LIMIT ?"
+        )
         return await self._run(
             self._execute,
-            "DELETE FROM plait_checkpoints WHERE run_id = ? AND seq NOT IN ("
-            " SELECT seq FROM plait_checkpoints WHERE run_id = ? ORDER BY seq DESC LIMIT ?)",
-            (run_id, run_id, keep_last),
+            "DELETE FROM plait_checkpoints WHERE run_id = ?"
+            f" AND seq NOT IN (SELECT seq FROM ({kept}))"
+            f" AND checkpoint_id NOT IN (SELECT base_id FROM ({kept}) WHERE base_id IS NOT NULL)",
+            (run_id, run_id, keep_last, run_id, keep_last),
         )
 
     async def delete_run(self, run_id: str) -> int:
@@ -278,7 +294,7 @@ class SqliteCheckpointStore(StoreBase):
 
     def _save_sync(self, conn: sqlite3.Connection, checkpoint: Checkpoint, data: bytes) -> None:
         cursor = conn.execute(
-            f"INSERT INTO plait_checkpoints ({_INFO}, data) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            f"INSERT INTO plait_checkpoints ({_INFO}, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (checkpoint_id) DO NOTHING",
             (
                 checkpoint.checkpoint_id,
@@ -287,6 +303,7 @@ class SqliteCheckpointStore(StoreBase):
                 checkpoint.parent_id,
                 checkpoint.status,
                 checkpoint.created_at,
+                checkpoint.base_id,
                 data,
             ),
         )

@@ -1,0 +1,122 @@
+"""The checkpoint kernel: ``base_id`` in records and encodings, and ``prune_plan``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import pytest
+from plait.checkpoint import (
+    Checkpoint,
+    CheckpointInfo,
+    check_keep_last,
+    decode_checkpoint,
+    encode_checkpoint,
+    prune_plan,
+)
+from plait.errors import CorruptCheckpointError
+from plait.testing.stores import encode_without_base_id
+
+
+def info(checkpoint_id: str, base_id: str | None = None) -> CheckpointInfo:
+    return CheckpointInfo(checkpoint_id, "run", 0, None, "running", 0.0, base_id)
+
+
+def checkpoint(**changes: Any) -> Checkpoint:
+    fields: dict[str, Any] = {
+        "checkpoint_id": "c2",
+        "run_id": "run",
+        "superstep": 2,
+        "parent_id": "c1",
+        "signature": "sig",
+        "status": "running",
+        "created_at": 1.5,
+        "state": {"kind": "delta", "base": "c1", "pending": {}},
+        "metadata": {"workflow": "w"},
+        "base_id": "c1",
+    }
+    return Checkpoint(**{**fields, **changes})
+
+
+# -- base_id ---------------------------------------------------------------------------
+
+
+def test_base_id_defaults_to_none_and_is_keyword_compatible() -> None:
+    full = Checkpoint("c1", "run", 0, None, "sig", "running", 0.0)
+    assert full.base_id is None and full.info.base_id is None
+    assert CheckpointInfo("c1", "run", 0, None, "running", 0.0).base_id is None
+
+
+def test_info_carries_base_id() -> None:
+    delta = checkpoint()
+    assert delta.info == CheckpointInfo("c2", "run", 2, "c1", "running", 1.5, "c1")
+
+
+def test_base_id_round_trips_through_the_encoding() -> None:
+    for value in (checkpoint(), checkpoint(base_id=None, state={"kind": "full"})):
+        assert decode_checkpoint(encode_checkpoint(value)) == value
+
+
+def test_old_encodings_decode_with_the_base_their_state_names() -> None:
+    delta = checkpoint()
+    assert b"base_id" not in encode_without_base_id(delta)
+    assert decode_checkpoint(encode_without_base_id(delta)) == delta
+    full = checkpoint(base_id=None, state={"kind": "full", "pending": {}})
+    assert decode_checkpoint(encode_without_base_id(full)) == full
+    odd = checkpoint(base_id=None, state={"base": 7})  # not an id: no base
+    assert decode_checkpoint(encode_without_base_id(odd)).base_id is None
+
+
+def test_an_explicit_base_id_is_not_overridden_by_the_state() -> None:
+    value = checkpoint(base_id=None)  # inconsistent, but the field is what was written
+    assert decode_checkpoint(encode_checkpoint(value)).base_id is None
+
+
+def test_unknown_fields_are_still_corrupt() -> None:
+    body = json.dumps({"checkpoint_id": "c", "bogus": 1}).encode()
+    data = b"PLAITCP1\n" + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+    with pytest.raises(CorruptCheckpointError, match="does not decode"):
+        decode_checkpoint(data)
+
+
+# -- prune_plan ------------------------------------------------------------------------
+
+
+def test_prune_plan_deletes_all_but_the_newest() -> None:
+    infos = [info(f"c{i}") for i in range(5)]
+    assert prune_plan(infos, 2) == ["c0", "c1", "c2"]
+    assert prune_plan(infos, 5) == []
+    assert prune_plan(infos, 50) == []
+    assert prune_plan(infos, 0) == ["c0", "c1", "c2", "c3", "c4"]
+    assert prune_plan([], 0) == [] and prune_plan([], 3) == []
+
+
+def test_prune_plan_keeps_the_bases_of_kept_deltas() -> None:
+    c1, c2, c3 = info("c1"), info("c2", "c1"), info("c3", "c1")
+    assert prune_plan([c1, c2, c3], 1) == ["c2"]
+    assert prune_plan([c1, c2, c3], 2) == []
+    c4 = info("c4")
+    assert prune_plan([c1, c3, c4], 1) == ["c1", "c3"]
+    assert prune_plan([c1, c2, c3], 0) == ["c1", "c2", "c3"]
+
+
+def test_prune_plan_keeps_only_bases_kept_checkpoints_name() -> None:
+    infos = [info("f1"), info("d1", "f1"), info("f2"), info("d2", "f2"), info("d3", "f2")]
+    assert prune_plan(infos, 1) == ["f1", "d1", "d2"]
+    assert prune_plan(infos, 3) == ["f1", "d1"]
+    assert prune_plan(infos, 4) == []  # d1 is kept, so is its base f1
+    # a base that is not in the list (pruned earlier, another run) changes nothing
+    assert prune_plan([info("x"), info("d", "elsewhere")], 1) == ["x"]
+
+
+@pytest.mark.parametrize("bad", [-1, -10, True, False, 1.0, "2", None])
+def test_keep_last_must_be_a_non_negative_integer(bad: Any) -> None:
+    with pytest.raises(ValueError, match=r"prune\(keep_last=\.\.\.\) needs an integer >= 0"):
+        prune_plan([info("c1")], bad)
+    with pytest.raises(ValueError, match="keep_last"):
+        check_keep_last(bad)
+
+
+def test_check_keep_last_returns_a_valid_value() -> None:
+    assert check_keep_last(0) == 0 and check_keep_last(3) == 3

@@ -1,0 +1,137 @@
+"""Published fragments: named, versioned, reusable pieces of workflow.
+
+A distribution publishes fragments through the ``plait_register_fragments`` hook::
+
+    import plait
+    from plait_builders import Fragment, WorkflowBuilder
+
+    def summarize() -> WorkflowBuilder:
+        return WorkflowBuilder("summarize").add_edge(split, digest).set_start(split)
+
+    SUMMARIZE = Fragment("textkit.summarize", summarize, version="1.0.0",
+                         input_types=(str,), output_types=(Summary,))
+
+    @plait.hookimpl
+    def plait_register_fragments(register):
+        register(SUMMARIZE.name, SUMMARIZE)
+
+and users compose it by name: ``builder.add_workflow("textkit.summarize")``.
+:func:`list_fragments` gives what a ``plait fragments`` command prints.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+from plait.plugins import PluginManager, get_plugin_manager
+from plait.types import type_name
+
+from ._builder import WorkflowBuilder
+from ._connection import CompositionError, ConnectionMixin, Contract
+
+__all__ = ["Fragment", "FragmentInfo", "list_fragments"]
+
+
+def _types(value: Any) -> tuple[Any, ...] | None:
+    return None if value is None else tuple(value)
+
+
+@attrs.frozen
+class Fragment:
+    """A named, versioned workflow fragment a distribution publishes.
+
+    :param name: its published name, dotted by distribution (``"textkit.summarize"``); also
+        its default prefix when composed.
+    :param factory: a function returning a fresh :class:`WorkflowBuilder` (or high-level
+        builder) holding the fragment's wiring, with its start set.
+    :param version: the fragment's version (its contract's, not the distribution's).
+    :param input_types: what it accepts (default: read from the built fragment).
+    :param output_types: what its exits send on (default: read from the built fragment).
+    :param description: one line for listings.
+
+    .. versionadded:: 0.1
+    """
+
+    name: str
+    factory: Callable[[], Any]
+    version: str = attrs.field(kw_only=True)
+    input_types: tuple[Any, ...] | None = attrs.field(default=None, kw_only=True, converter=_types)
+    output_types: tuple[Any, ...] | None = attrs.field(default=None, kw_only=True, converter=_types)
+    description: str = attrs.field(default="", kw_only=True)
+
+    def build(self) -> WorkflowBuilder:
+        """A fresh builder holding this fragment's wiring (the factory, called again).
+
+        :raises CompositionError: when the factory returns something else than a builder.
+        """
+        made = self.factory()
+        if isinstance(made, WorkflowBuilder):
+            return made
+        if isinstance(made, ConnectionMixin):
+            return made.to_builder()
+        raise CompositionError(
+            f"fragment {self.name!r}: its factory must return a WorkflowBuilder, got "
+            f"{type(made).__name__}"
+        )
+
+    @property
+    def contract(self) -> Contract:
+        """The declared types; what is not declared is read from a freshly built fragment."""
+        if self.input_types is not None and self.output_types is not None:
+            return Contract(self.input_types, self.output_types)
+        derived = self.build().as_connection().contract
+        return Contract(
+            self.input_types if self.input_types is not None else derived.input_types,
+            self.output_types if self.output_types is not None else derived.output_types,
+            derived.workflow_output_types,
+        )
+
+
+@attrs.frozen
+class FragmentInfo:
+    """One published fragment, as listings show it (JSON-ready through :meth:`to_dict`)."""
+
+    name: str
+    version: str
+    distribution: str
+    plugin: str
+    input_types: tuple[str, ...]
+    output_types: tuple[str, ...]
+    description: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        data = attrs.asdict(self)
+        data["input_types"] = list(self.input_types)
+        data["output_types"] = list(self.output_types)
+        return data
+
+
+def list_fragments(plugin_manager: PluginManager | None = None) -> list[FragmentInfo]:
+    """Every published fragment, sorted by name: what ``plait fragments`` prints.
+
+    :param plugin_manager: where to look (default: the process-wide manager).
+    """
+    manager = plugin_manager or get_plugin_manager()
+    infos: list[FragmentInfo] = []
+    for entry in manager.registry("fragment").values():
+        fragment = entry.obj
+        contract = getattr(fragment, "contract", None)
+        if not isinstance(contract, Contract):
+            contract = Contract()
+        infos.append(
+            FragmentInfo(
+                name=entry.name,
+                version=str(getattr(fragment, "version", "") or "?"),
+                distribution=entry.distribution,
+                plugin=entry.plugin,
+                input_types=tuple(type_name(t) for t in contract.input_types),
+                output_types=tuple(type_name(t) for t in contract.output_types),
+                description=str(getattr(fragment, "description", "") or ""),
+            )
+        )
+    return infos

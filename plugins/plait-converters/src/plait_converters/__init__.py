@@ -1,0 +1,106 @@
+"""Plait's standard message converters.
+
+Installing ``plait-converters`` registers these through ``plait_register_converters``; the
+workflow builder chains them where an edge's types differ (lossless ones freely, lossy ones
+where ``allow_lossy`` permits):
+
+======================== ================================ ==========================
+name                     from → to                        kind
+======================== ================================ ==========================
+``int_to_float``         ``int`` → ``float``              lossless (exact ints only)
+``float_to_int``         ``float`` → ``int``              lossy (truncates)
+``str_to_bytes``         ``str`` → ``bytes``              lossless (UTF-8)
+``bytes_to_str``         ``bytes`` → ``str``              lossy (invalid bytes → U+FFFD)
+``dict_to_json``         ``dict[str, Any]`` → ``JsonText`` lossless
+``list_to_json``         ``list[Any]`` → ``JsonText``     lossless
+``json_to_dict``         ``JsonText`` → ``dict[str, Any]`` lossless
+``json_to_list``         ``JsonText`` → ``list[Any]``     lossless
+``record_to_dict``       attrs class / dataclass → dict   lossless (cattrs)
+``dict_to_record``       dict → attrs class / dataclass   lossless (cattrs, strict keys)
+``join_lines``           ``list[str]`` → ``str``          lossy
+``str_to_chat_message``  ``str`` → ``ChatMessage``        lossless (role ``user``)
+``chat_message_to_str``  ``ChatMessage`` → ``str``        lossy (drops the role)
+======================== ================================ ==========================
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import plait
+from plait.convert import Converter
+from plait.hookspecs import Register
+
+from ._records import (
+    RECORDS,
+    ChatMessage,
+    chat_message_to_str,
+    dict_to_record,
+    record_to_dict,
+    str_to_chat_message,
+)
+from ._standard import (
+    JsonText,
+    bytes_to_str,
+    dict_to_json,
+    float_to_int,
+    int_to_float,
+    join_lines,
+    json_to_dict,
+    json_to_list,
+    list_to_json,
+    str_to_bytes,
+)
+
+__all__ = [
+    "CONVERTERS",
+    "RECORDS",
+    "ChatMessage",
+    "JsonText",
+    "bytes_to_str",
+    "chat_message_to_str",
+    "dict_to_json",
+    "dict_to_record",
+    "float_to_int",
+    "int_to_float",
+    "join_lines",
+    "json_to_dict",
+    "json_to_list",
+    "list_to_json",
+    "plait_register_converters",
+    "record_to_dict",
+    "str_to_bytes",
+    "str_to_chat_message",
+]
+
+# node ids and messages name types by module: show the public one, not ``._records``
+ChatMessage.__module__ = __name__
+
+#: Every standard converter, in name order.
+CONVERTERS: tuple[Converter, ...] = tuple(
+    sorted(
+        (
+            bytes_to_str,
+            chat_message_to_str,
+            dict_to_json,
+            dict_to_record,
+            float_to_int,
+            int_to_float,
+            join_lines,
+            json_to_dict,
+            json_to_list,
+            list_to_json,
+            record_to_dict,
+            str_to_bytes,
+            str_to_chat_message,
+        ),
+        key=lambda c: c.name,
+    )
+)
+
+
+@plait.hookimpl
+def plait_register_converters(register: Register) -> None:
+    """Register the standard converters."""
+    for conv in CONVERTERS:
+        register(conv.name, conv)
