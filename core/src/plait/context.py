@@ -10,12 +10,28 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Generic
 
+import attrs
 import typing_extensions
 
 if TYPE_CHECKING:
     from .runner import RunState
 
-__all__ = ["WorkflowContext"]
+__all__ = ["RequestResponse", "WorkflowContext"]
+
+
+@attrs.frozen
+class RequestResponse:
+    """An answer to ``ctx.request_info``, for executors that want to know which request
+    it answers: an executor with a handler for ``RequestResponse`` gets this record;
+    any other gets the bare value at its handler for the response type.
+
+    .. versionadded:: 0.1
+    """
+
+    request_id: str
+    request: Any
+    value: Any
+
 
 OutT = typing_extensions.TypeVar("OutT", default=Any)
 WorkflowOutT = typing_extensions.TypeVar("WorkflowOutT", default=typing_extensions.Never)
@@ -81,7 +97,8 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         """Ask the outside world for input; the run ends ``idle_with_pending_requests``.
 
         The answer arrives later (``Workflow.resume(..., responses={request_id: value})``)
-        as a message of ``response_type`` to this executor's handler for that type.
+        as a message of ``response_type`` to this executor's handler for that type — or as
+        a :class:`RequestResponse` when the executor has a handler for that.
 
         :return: the request id.
         """

@@ -72,7 +72,7 @@ class Checkpointer:
 
     def __init__(
         self,
-        store: CheckpointStore,
+        store: CheckpointStore | None,
         graph: CompiledGraph,
         *,
         mode: str,
@@ -202,14 +202,14 @@ class Checkpointer:
             raise self.error
         if self._send is not None:
             await self._send.send(checkpoint)
-        else:
+        elif self.store is not None:
             await self.store.save(checkpoint)
 
     async def writer(self, receive: anyio.abc.ObjectReceiveStream[Checkpoint]) -> None:
         """The ``async`` mode writer: saves queued checkpoints one at a time, in order."""
         async with receive:
             async for checkpoint in receive:
-                if self.error is None:
+                if self.error is None and self.store is not None:
                     try:
                         await self.store.save(checkpoint)
                     except Exception as exc:

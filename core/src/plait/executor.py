@@ -22,7 +22,7 @@ from typing import Any, TypeVar, overload
 
 import typing_extensions
 
-from .context import WorkflowContext
+from .context import RequestResponse, WorkflowContext
 from .types import is_class_decidable, is_instance, type_name
 
 __all__ = ["Executor", "FunctionExecutor", "Handler", "handler", "executor"]
@@ -107,8 +107,9 @@ class Executor:
 
     @property
     def input_types(self) -> tuple[Any, ...]:
-        """Types this executor's handlers accept, in handler order."""
-        return tuple(h.input_type for h in self.handlers)
+        """Types this executor's handlers accept from edges, in handler order (a handler for
+        :class:`~plait.context.RequestResponse` takes answers to requests, not messages)."""
+        return tuple(h.input_type for h in self.handlers if h.input_type is not RequestResponse)
 
     @property
     def output_types(self) -> tuple[Any, ...]:

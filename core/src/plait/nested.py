@@ -6,6 +6,11 @@ the outer superstep waits for that run to end. The inner run's outputs are then 
 as messages of the wrapping executor (through ``adapter`` first), or yielded as outputs
 of the outer workflow with ``allow_direct_output=True``.
 
+When an inner run stops to wait for outside input (``ctx.request_info``), its state is
+kept in this executor's per-run state — so it is checkpointed with the outer run — and
+its requests are asked again of the outer caller. Answering them
+(``outer.resume(run_id, store, responses=...)``) resumes the inner run where it stopped.
+
 Use it when a boundary is wanted (isolation, a separately tested workflow, a branch that
 runs at its own pace); compose a fragment inline with ``WorkflowBuilder.add_workflow``
 when one workflow boundary is enough.
@@ -20,7 +25,7 @@ import typing
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .context import WorkflowContext
+from .context import RequestResponse, WorkflowContext
 from .errors import ExecutorFailedError
 from .events import RunStatus
 from .executor import Executor, Handler
@@ -125,15 +130,35 @@ class WorkflowExecutor(Executor):
             produced = self.inner_output_types
         sends = () if self.allow_direct_output else produced
         yields = produced if self.allow_direct_output else ()
-        return tuple(
+        handlers = [
             Handler(f"{type(self).__name__}[{type_name(tp)}]", tp, sends, yields, self._run)
             for tp in self.inner_input_types
+        ]
+        handlers.append(
+            Handler(f"{type(self).__name__}.answer", RequestResponse, sends, yields, self._answer)
         )
+        return tuple(handlers)
 
     # -- running -----------------------------------------------------------------------
 
     async def _run(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
-        result = await self.workflow.run(message, raise_on_failure=False)
+        result, saved = await self.workflow._nested_run(message)
+        await self._settle(result, saved, ctx)
+
+    async def _answer(self, response: RequestResponse, ctx: WorkflowContext[Any, Any]) -> None:
+        """An answer to a request an inner run made: resume that run with it."""
+        waiting: dict[str, list[str]] = ctx.state.setdefault("requests", {})
+        runs: dict[str, Any] = ctx.state.setdefault("runs", {})
+        inner_run, inner_request = waiting.pop(response.request_id)
+        saved = runs.pop(inner_run)
+        result, saved = await self.workflow._nested_run(
+            saved=saved, responses={inner_request: response.value}
+        )
+        await self._settle(result, saved, ctx)
+
+    async def _settle(
+        self, result: WorkflowRunResult, saved: Any, ctx: WorkflowContext[Any, Any]
+    ) -> None:
         if result.status is RunStatus.FAILED:
             raise ExecutorFailedError(
                 f"nested workflow executor {self.id!r} failed in superstep {ctx.superstep}: "
@@ -141,8 +166,8 @@ class WorkflowExecutor(Executor):
                 executor_id=self.id,
                 superstep=ctx.superstep,
             ) from result.error
-        if result.status is RunStatus.IDLE_WITH_PENDING_REQUESTS:
-            self._pending_requests(result, ctx)
+        if saved is not None:
+            await self._pass_requests_out(result, saved, ctx)
         for output in result.outputs:
             value = self._adapt(output) if self._adapt is not None else output
             if inspect.isawaitable(value):
@@ -154,16 +179,22 @@ class WorkflowExecutor(Executor):
             else:
                 await ctx.send_message(value)
 
-    def _pending_requests(self, result: WorkflowRunResult, ctx: WorkflowContext[Any, Any]) -> None:
-        """The inner run waits for outside input: not propagated yet, so fail clearly."""
-        ids = ", ".join(getattr(r, "request_id", "?") for r in result.pending_requests)
-        raise ExecutorFailedError(
-            f"nested workflow executor {self.id!r}: its inner run is waiting for outside "
-            f"input (request(s) {ids}), and requests of nested workflows do not reach the "
-            "outer run yet; compose the workflow inline with add_workflow instead",
-            executor_id=self.id,
-            superstep=ctx.superstep,
-        )
+    async def _pass_requests_out(
+        self, result: WorkflowRunResult, saved: Any, ctx: WorkflowContext[Any, Any]
+    ) -> None:
+        """The inner run waits for outside input: keep its state in this executor's state
+        (so it is checkpointed with the outer run) and ask the outer caller; answers come
+        back to :meth:`_answer`."""
+        waiting: dict[str, list[str]] = ctx.state.setdefault("requests", {})
+        runs: dict[str, Any] = ctx.state.setdefault("runs", {})
+        runs[result.run_id] = saved
+        asked = {inner for _, inner in waiting.values()}
+        for request in result.pending_requests:
+            if request.request_id in asked:
+                continue
+            outer = await ctx.request_info(request.request, request.response_type)
+            waiting[outer] = [result.run_id, request.request_id]
+        # outputs yielded before the inner run stopped to wait are still passed on
 
     def __repr__(self) -> str:
         return f"<WorkflowExecutor {self.id!r} wraps {self.workflow.name or '(unnamed)'}>"

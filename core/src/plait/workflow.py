@@ -21,6 +21,7 @@ import anyio
 import attrs
 
 from .checkpoint import Checkpoint, CheckpointStore
+from .context import RequestResponse
 from .durable import Checkpointer, load_run, resolve_store, restore_state
 from .errors import (
     CheckpointError,
@@ -305,6 +306,34 @@ class Workflow:
         result.events = events
         return self._finish(result, opts)
 
+    async def _nested_run(
+        self,
+        message: Any = None,
+        *,
+        saved: Mapping[str, Any] | None = None,
+        responses: Mapping[str, Any] | None = None,
+    ) -> tuple[WorkflowRunResult, dict[str, Any] | None]:
+        """One run for a :class:`~plait.nested.WorkflowExecutor`: start on ``message``, or
+        continue ``saved`` with ``responses``. When the run ends waiting for outside input,
+        also return its state as JSON-ready data (a full checkpoint body) to keep in the
+        outer executor's state, so it is checkpointed with the outer run."""
+        opts = RunOptions.from_kwargs(self._spec.options, {"raise_on_failure": False})
+        if saved is None:
+            state = RunState(uuid.uuid4().hex, None)
+            inbox = {self._spec.start: [message]}
+        else:
+            state = RunState(saved["run_id"], None)
+            state.superstep = saved["superstep"]
+            inbox = restore_state(self._graph, state, saved["state"])
+            _answer(state, inbox, responses or {}, self._graph)
+        result = await self._execute(state, inbox, opts, detail=False)
+        if result.status is not RunStatus.IDLE_WITH_PENDING_REQUESTS:
+            return result, None
+        body = Checkpointer(None, self._graph, mode="exit").take(
+            state, {}, list(state.executor_state), result.status.value
+        )
+        return result, {"run_id": state.run_id, "superstep": state.superstep, "state": body.state}
+
     async def stream(self, message: Any, **options: Any) -> AsyncIterator[WorkflowEvent]:
         """Run the workflow, yielding every event as it happens.
 
@@ -458,4 +487,7 @@ def _answer(
             )
     for request_id, value in responses.items():
         request = pending.pop(request_id)
+        executor = graph.executors[request.executor_id]
+        if any(h.input_type is RequestResponse for h in executor.handlers):
+            value = RequestResponse(request_id, request.request, value)
         inbox.setdefault(request.executor_id, []).append(value)

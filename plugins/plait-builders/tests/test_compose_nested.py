@@ -111,3 +111,60 @@ async def test_a_nested_executor_inside_a_fragment_is_cloned_per_use() -> None:
     assert fragment._executors["words"].id == "words"
     assert (await workflow.run("hi yo")).outputs == ["HI", "YO"]
     assert "WorkflowExecutor 'one/words' wraps words" in repr(clone)
+
+
+async def test_a_nested_request_reaches_the_outer_caller_and_answers_resume_both() -> None:
+    """The inner workflow asks for approval; the outer run waits, survives in a store, and
+    the answer given to the outer run resumes the inner one where it stopped."""
+    import uuid
+
+    from plait import Executor, handler
+    from plait.events import RunStatus
+
+    class Approver(Executor):
+        @handler
+        async def ask(self, draft: str, ctx: WorkflowContext[str]) -> None:
+            ctx.state["draft"] = draft
+            await ctx.request_info(f"publish {draft!r}?", bool)
+
+        @handler
+        async def answered(self, ok: bool, ctx: WorkflowContext[str]) -> None:
+            await ctx.send_message(ctx.state["draft"] if ok else "withheld")
+
+    @executor(id="stamp")
+    async def stamp(text: str, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(f"[{text}]")
+
+    @executor(id="shout")
+    async def shout(text: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(text.upper())
+
+    @executor(id="publish")
+    async def publish(text: str, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(f"published {text}")
+
+    def outer() -> Any:
+        inner_wf = (
+            WorkflowBuilder("review")
+            .add_edge(Approver("approve"), stamp)
+            .set_start("approve")
+            .build()
+        )
+        review = inner_wf.as_executor("review")
+        return (
+            WorkflowBuilder("outer")
+            .add_edge(shout, review)
+            .add_edge(review, publish)
+            .set_start(shout)
+            .build()
+        )
+
+    store = f"memory://{uuid.uuid4().hex}"
+    waiting = await outer().run("draft", checkpoint=store)
+    assert waiting.status is RunStatus.IDLE_WITH_PENDING_REQUESTS
+    (request,) = waiting.pending_requests
+    assert request.request == "publish 'DRAFT'?"
+    assert request.executor_id == "review"
+    done = await outer().resume(waiting.run_id, store, responses={request.request_id: True})
+    assert done.outputs == ["published [DRAFT]"]
+    assert done.status is RunStatus.IDLE
