@@ -184,3 +184,18 @@ async def test_checkpoint_size_does_not_grow_with_the_number_of_executors() -> N
         sizes[n] = max(len(encode_checkpoint(c)) for c in deltas)
     # deltas hold what changed since their base (at most 31 supersteps of one-int states)
     assert sizes[1000] < 4 * sizes[10] + 2000, sizes
+
+
+async def test_async_mode_batches_queued_checkpoints_in_order(tmp_path: Any) -> None:
+    """The background writer commits what queued up in one transaction (``save_many``)."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    result = await counting_chain(60).run(0, checkpoint=url, durability="async")
+    assert result.outputs == [60]
+    store = open_store(url)
+    try:
+        infos = await store.list(result.run_id)
+        assert [i.superstep for i in infos] == list(range(61))
+        assert [i.parent_id for i in infos[1:]] == [i.checkpoint_id for i in infos[:-1]]
+        assert (await counting_chain(60).resume(result.run_id, store)).outputs == [60]
+    finally:
+        await store.aclose()

@@ -179,7 +179,8 @@ class CheckpointStore(Protocol):
     """Where checkpoints live. Every method is async and safe to call concurrently.
 
     Stores must make ``save`` atomic: after a crash a checkpoint is either wholly
-    present or absent. ``list`` and ``latest`` order by insertion (superstep numbers can
+    present or absent. A store may also offer ``async save_many(checkpoints)``, committing
+    several in order, all or none; the ``async`` durability mode batches through it. ``list`` and ``latest`` order by insertion (superstep numbers can
     repeat across resumes).
     """
 

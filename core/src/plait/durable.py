@@ -207,13 +207,25 @@ class Checkpointer:
 
     async def writer(self, receive: anyio.abc.ObjectReceiveStream[Checkpoint]) -> None:
         """The ``async`` mode writer: saves queued checkpoints one at a time, in order."""
+        save_many = getattr(self.store, "save_many", None)
         async with receive:
             async for checkpoint in receive:
-                if self.error is None and self.store is not None:
+                batch = [checkpoint]
+                while True:  # what queued up while the last write ran goes in one batch
                     try:
-                        await self.store.save(checkpoint)
-                    except Exception as exc:
-                        self.error = exc
+                        batch.append(receive.receive_nowait())
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                if self.error is not None or self.store is None:
+                    continue
+                try:
+                    if save_many is not None and len(batch) > 1:
+                        await save_many(batch)
+                    else:
+                        for item in batch:
+                            await self.store.save(item)
+                except Exception as exc:
+                    self.error = exc
 
     def attach(self, send: anyio.abc.ObjectSendStream[Checkpoint]) -> None:
         """Route writes to the background writer."""
