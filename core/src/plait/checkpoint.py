@@ -180,8 +180,8 @@ class CheckpointStore(Protocol):
 
     Stores must make ``save`` atomic: after a crash a checkpoint is either wholly
     present or absent. A store may also offer ``async save_many(checkpoints)``, committing
-    several in order, all or none; the ``async`` durability mode batches through it. ``list`` and ``latest`` order by insertion (superstep numbers can
-    repeat across resumes).
+    several in order, all or none; the ``async`` durability mode batches through it.
+    ``list`` and ``latest`` order by insertion (superstep numbers can repeat across resumes).
     """
 
     async def save(self, checkpoint: Checkpoint) -> None:
