@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from .checkpoint import Checkpoint, CheckpointStore, open_store
 from .codec import EncodeError, decode_value, encode_value, import_type, type_ref
@@ -205,7 +206,7 @@ class Checkpointer:
         elif self.store is not None:
             await self.store.save(checkpoint)
 
-    async def writer(self, receive: anyio.abc.ObjectReceiveStream[Checkpoint]) -> None:
+    async def writer(self, receive: MemoryObjectReceiveStream[Checkpoint]) -> None:
         """The ``async`` mode writer: saves queued checkpoints one at a time, in order."""
         save_many = getattr(self.store, "save_many", None)
         async with receive:
