@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -136,7 +136,7 @@ class WorkflowSpec:
         problems: list[str] = []
         ids = [n.id for n in self.nodes]
         known = set(ids)
-        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        dupes = sorted(i for i, n in Counter(ids).items() if n > 1)
         if dupes:
             problems.append(f"duplicate executor id(s): {', '.join(dupes)}")
         if not self.start:
@@ -145,7 +145,7 @@ class WorkflowSpec:
             problems.append(f"start executor {self.start!r} is not in the workflow")
         installed = sorted(routers) if routers is not None else None
         group_ids = [g.id for g in self.edge_groups]
-        for gid in sorted({g for g in group_ids if group_ids.count(g) > 1}):
+        for gid in sorted(g for g, n in Counter(group_ids).items() if n > 1):
             problems.append(f"duplicate edge group id {gid!r}")
         for group in self.edge_groups:
             for end, names in (("source", group.sources), ("target", group.targets)):

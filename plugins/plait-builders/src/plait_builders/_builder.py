@@ -291,7 +291,6 @@ class WorkflowBuilder(ConnectionMixin):
         :raises WorkflowValidationError: listing every structural and type problem.
         """
         manager = self._manager or get_plugin_manager()
-        spec = self.to_spec()
         problems = list(self._problems)
         executors, groups, params = dict(self._executors), list(self._groups), dict(self._params)
         if self.type_check:
@@ -305,10 +304,12 @@ class WorkflowBuilder(ConnectionMixin):
                     allow_lossy=self.allow_lossy,
                 )
             )
-        spec = attrs.evolve(
-            spec,
+        spec = WorkflowSpec(
+            name=self.name,
+            start=self._start or "",
             nodes=tuple(_node_spec(ex) for ex in executors.values()),
             edge_groups=tuple(groups),
+            options=self.run_defaults,
         )
         try:
             workflow = Workflow(spec, executors, edge_params=params, plugin_manager=manager)
