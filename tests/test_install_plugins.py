@@ -39,12 +39,7 @@ BROKEN = """\
     """
 
 FUTURE = """\
-    import plait
-
-
-    @plait.hookimpl
-    def plait_register_merge_strategies(register):
-        raise AssertionError("a plugin for a newer kernel must never be imported")
+    raise RuntimeError("plait_futureplug was imported although it requires plait-core>=99")
     """
 
 SCRIPT = """\

@@ -44,6 +44,7 @@ makes that status 0).
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import importlib
 import json
@@ -210,7 +211,7 @@ class Bench:
         try:
             for p in participants:
                 gc.collect()
-                p.run = self._call(p, workload, lambda p=p: p.factory(n))
+                p.run = self._call(p, workload, functools.partial(p.factory, n))
             if self.warmup:
                 for p in participants:
                     self._timed(p, workload, expected, record=False)
