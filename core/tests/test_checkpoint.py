@@ -120,3 +120,25 @@ def test_keep_last_must_be_a_non_negative_integer(bad: Any) -> None:
 
 def test_check_keep_last_returns_a_valid_value() -> None:
     assert check_keep_last(0) == 0 and check_keep_last(3) == 3
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_encoding_works_with_and_without_orjson(
+    fast: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import plait.checkpoint as module
+
+    if not fast:
+        monkeypatch.setattr(module, "_orjson", None)
+    checkpoint = Checkpoint(
+        checkpoint_id="c1",
+        run_id="r1",
+        superstep=3,
+        parent_id=None,
+        signature="s",
+        status="running",
+        created_at=1.5,
+        state={"big": 2**80, "text": "žluťoučký", "nested": [1, {"a": None}]},
+    )
+    data = module.encode_checkpoint(checkpoint)
+    assert module.decode_checkpoint(data) == checkpoint

@@ -59,10 +59,14 @@ async def resolve_store(store: str | CheckpointStore) -> tuple[CheckpointStore, 
     return store, False
 
 
-def _encode(value: Any, where: str, superstep: int) -> Any:
+def _encode(value: Any, what: str, name: str | None, superstep: int) -> Any:
+    """Encode ``value``; on failure name ``what`` (and ``name``) and the superstep."""
     try:
         return encode_value(value)
     except EncodeError as exc:
+        where = f"{what} {name!r}" if name is not None else what
+        if what == "executor":
+            where += " state"
         raise CheckpointEncodeError(
             f"{where} holds a value that cannot be checkpointed in superstep {superstep}: {exc}"
         ) from exc
@@ -87,12 +91,12 @@ class Checkpointer:
         self.base_id: str | None = None
         self.snapshot_every = snapshot_every
         self.since_base = 0
-        self.written: dict[str, str] = {}  # executor id -> last encoded state (JSON text)
         self.snapshots: dict[str, Any] = {}  # executor id -> last encoded state
+        self.stateful = [(gid, r) for gid, r in graph.edge_runners.items() if r.stateful]
         self.changed: dict[str, Any] = {}
         self.outputs_at_base = 0
         self.visits_changed: set[str] = set()
-        self.shared_at_base: str | None = None
+        self.shared_at_base: Any = None
         self.first = parent_id is None
         self.error: BaseException | None = None
         self._send: anyio.abc.ObjectSendStream[Checkpoint] | None = None
@@ -109,24 +113,19 @@ class Checkpointer:
             raw = state.executor_state.get(eid)
             if raw is None:
                 continue
-            snapshot = _encode(
-                self.graph.executors[eid].snapshot_state(raw), f"executor {eid!r} state", step
-            )
-            text = json.dumps(snapshot, sort_keys=True)
-            if self.written.get(eid, "{}" if not raw else None) != text:
-                self.written[eid] = text
+            snapshot = _encode(self.graph.executors[eid].snapshot_state(raw), "executor", eid, step)
+            if self.snapshots.get(eid, {}) != snapshot:
                 self.snapshots[eid] = self.changed[eid] = snapshot
         full = (
             self.base_id is None
             or self.since_base + 1 >= self.snapshot_every
             or status != "running"
         )
-        shared = _encode(state.shared, "shared state", step)
-        shared_text = json.dumps(shared, sort_keys=True)
+        shared = _encode(state.shared, "shared state", None, step)
         body: dict[str, Any] = {
             "kind": "full" if full else "delta",
             "pending": {
-                eid: [_encode(m, f"message pending for executor {eid!r}", step) for m in msgs]
+                eid: [_encode(m, "message pending for executor", eid, step) for m in msgs]
                 for eid, msgs in inbox.items()
             },
             "router_state": self._router_state(state),
@@ -137,15 +136,15 @@ class Checkpointer:
                 eid: snapshot for eid, snapshot in self.snapshots.items() if snapshot != {}
             }
             body["shared"] = shared
-            body["outputs"] = _encode(state.outputs, "workflow outputs", step)
+            body["outputs"] = _encode(state.outputs, "workflow outputs", None, step)
             body["visits"] = dict(state.visits)
         else:
             body["base"] = self.base_id
             body["executor_state"] = dict(self.changed)
-            if shared_text != self.shared_at_base:
+            if shared != self.shared_at_base:
                 body["shared"] = shared
             body["outputs"] = _encode(
-                state.outputs[self.outputs_at_base :], "workflow outputs", step
+                state.outputs[self.outputs_at_base :], "workflow outputs", None, step
             )
             body["visits"] = {eid: state.visits.get(eid, 0) for eid in self.visits_changed}
         checkpoint_id = uuid.uuid4().hex
@@ -172,15 +171,15 @@ class Checkpointer:
             self.changed = {}
             self.visits_changed = set()
             self.outputs_at_base = len(state.outputs)
-            self.shared_at_base = shared_text
+            self.shared_at_base = shared
         else:
             self.since_base += 1
         return checkpoint
 
     def _router_state(self, state: RunState) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for gid, runner in self.graph.edge_runners.items():
-            if runner.stateful and gid in state.router_state:
+        for gid, runner in self.stateful:
+            if gid in state.router_state:
                 out[gid] = runner.snapshot(state.router_state[gid], _Encoder(gid, state.superstep))
         return out
 
@@ -189,7 +188,7 @@ class Checkpointer:
         return {
             "request_id": request.request_id,
             "executor_id": request.executor_id,
-            "request": _encode(request.request, f"request {request.request_id}", step),
+            "request": _encode(request.request, "request", request.request_id, step),
             "response_type": type_ref(request.response_type),
             "response_type_name": type_name(request.response_type),
             "superstep": request.superstep,
@@ -242,10 +241,10 @@ class _Encoder:
     """Encodes messages buffered in one edge group, naming it in errors."""
 
     def __init__(self, gid: str, superstep: int) -> None:
-        self.where, self.superstep = f"edge group {gid!r} state", superstep
+        self.gid, self.superstep = gid, superstep
 
     def __call__(self, message: Any) -> Any:
-        return _encode(message, self.where, self.superstep)
+        return _encode(message, "message buffered in edge group", self.gid, self.superstep)
 
 
 def _final_status(state: RunState) -> str:

@@ -11,7 +11,7 @@ here, since MAF runs them in a thread (``asyncio.to_thread``) and they cannot aw
 A handler's return value is not routed anywhere in MAF: executors pass values on with
 ``ctx.send_message`` and the final executor hands the result out with ``ctx.yield_output``,
 which the run collects (``WorkflowRunResult.get_outputs()``). So a chain of ``n`` executors
-is ``n - 1`` forwarding steps plus one that adds its 1 and yields: ``n`` executors, ``n``
+is ``n - 1`` that add 1 and send, then one that adds 1 and yields: ``n`` executors, ``n``
 additions, as in Plait.
 
 MAF's workflow API is async only; runs reuse one event loop per workload instance (see
