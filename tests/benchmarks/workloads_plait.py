@@ -176,22 +176,23 @@ def build(n: int) -> Callable[[], Any]:
     return once
 
 
-def _ckpt_chain(n: int, url: str) -> Callable[[], Any]:
+def _ckpt_chain(n: int, url: str, durability: str = "sync") -> Callable[[], Any]:
     wf = chain_workflow(n)
 
     async def once() -> Any:
-        return (await wf.run(0, checkpoint=url)).outputs[0]
+        return (await wf.run(0, checkpoint=url, durability=durability)).outputs[0]
 
     return _runner(once)
 
 
-def chain_ckpt_memory(n: int) -> Callable[[], Any]:
-    return _ckpt_chain(n, "memory://bench")
+def chain_ckpt_memory(n: int, durability: str = "sync") -> Callable[[], Any]:
+    return _ckpt_chain(n, "memory://bench", durability)
 
 
-def chain_ckpt_sqlite(n: int) -> Callable[[], Any]:
+def chain_ckpt_sqlite(n: int, durability: str = "sync") -> Callable[[], Any]:
+    """SQLite in WAL mode with ``synchronous=FULL``: every checkpoint fsynced."""
     path = Path(tempfile.mkdtemp(prefix="plait-bench-")) / "runs.db"
-    return _ckpt_chain(n, f"sqlite:///{path}")
+    return _ckpt_chain(n, f"sqlite:///{path}", durability)
 
 
 #: name -> (factory, default size)
@@ -204,4 +205,11 @@ WORKLOADS: dict[str, Callable[[int], Callable[[], Any]]] = {
     "fanout_async": fanout_async,
     "chain100_ckpt_memory": chain_ckpt_memory,
     "chain100_ckpt_sqlite": chain_ckpt_sqlite,
+}
+
+#: Other durability modes, as ``compare.py --alternatives`` runs them (``NAME[variant]``);
+#: compare ``[durability_async]`` with LangGraph's ``[durability_async]``.
+ALTERNATIVES: dict[str, dict[str, Callable[[int], Callable[[], Any]]]] = {
+    "chain100_ckpt_memory": {"durability_async": lambda n: chain_ckpt_memory(n, "async")},
+    "chain100_ckpt_sqlite": {"durability_async": lambda n: chain_ckpt_sqlite(n, "async")},
 }

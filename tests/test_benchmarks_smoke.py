@@ -1,0 +1,48 @@
+"""The benchmarks still work: every Plait workload once, at a tiny size (no timing asserted)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).parent / "benchmarks"
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_every_plait_workload_runs_and_is_correct() -> None:
+    workloads = (
+        "chain1000,fanout1000,loop10000,wide_loop,build1000,fanout_async,"
+        "chain100_ckpt_memory,chain100_ckpt_sqlite"
+    )
+    done = _run(str(BENCH / "run.py"), "--quick", "--workloads", workloads)
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["workload"] for r in records] == workloads.split(",")
+    assert all(r["result"] == r["n"] == 10 for r in records)
+
+
+def test_the_peer_harness_runs_plait_alone() -> None:
+    done = _run(str(BENCH / "peers" / "compare.py"), "--quick", "--frameworks", "plait", "--no-mem")
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert {r["framework"] for r in records} == {"plait"}
+    assert len(records) >= 7
+
+
+def test_the_type_check_and_composition_benchmarks_run() -> None:
+    # their exit codes compare timings, which a test must not; the output must be there
+    for script, args in (
+        ("bench_typecheck.py", ["--quick"]),
+        ("bench_compose.py", ["--fragments", "3", "--size", "3", "--repeat", "1"]),
+    ):
+        done = _run(str(BENCH / script), *args)
+        assert "Traceback" not in done.stderr, (script, done.stderr)
+        records = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        assert records, (script, done.stdout)
