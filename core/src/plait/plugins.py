@@ -17,8 +17,8 @@ from __future__ import annotations
 import inspect
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import Iterable, Iterator
+from typing import Any, Protocol
 
 import attrs
 import pluggy
@@ -34,6 +34,15 @@ from .errors import (
     PluginLoadErrors,
     RegistrationError,
     UnknownNameError,
+)
+from .registry import (
+    DISABLE_ENV,
+    KIND_NAMES,
+    KINDS,
+    Collector,
+    Registration,
+    Registry,
+    resolve,
 )
 
 if sys.version_info >= (3, 12):
@@ -57,34 +66,7 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "plait"
-DISABLE_ENV = "PLAIT_DISABLE_PLUGINS"
 IN_PROCESS = "(in-process)"
-T = TypeVar("T")
-
-
-def _has(*attributes: str) -> Callable[[Any], str | None]:
-    def check(obj: Any) -> str | None:
-        missing = [a for a in attributes if not hasattr(obj, a)]
-        return f"lacks {', '.join(missing)}" if missing else None
-
-    return check
-
-
-def _is_callable(obj: Any) -> str | None:
-    return None if callable(obj) else f"is not callable (got {type(obj).__name__})"
-
-
-#: Registry hook name -> (kind name, protocol check returning a problem or None).
-KINDS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
-    "plait_register_executor_kinds": ("executor_kind", _is_callable),
-    "plait_register_routers": ("router", _has("create", "stateful")),
-    "plait_register_merge_strategies": ("merge_strategy", _has("merge", "output_type")),
-    "plait_register_converters": ("converter", _has("source", "target", "fn", "lossless")),
-    "plait_register_checkpoint_stores": ("checkpoint_store", _is_callable),
-    "plait_register_loaders": ("loader", _has("load")),
-    "plait_register_fragments": ("fragment", _has("build")),
-}
-_KIND_NAMES = [kind for kind, _ in KINDS.values()]
 
 
 def core_version() -> str:
@@ -104,18 +86,6 @@ class EntryPointLike(Protocol):
     def load(self) -> Any: ...
 
 
-@attrs.frozen
-class Registration(Generic[T]):
-    """One object registered under a name by one plugin."""
-
-    kind: str
-    name: str
-    obj: T
-    plugin: str
-    distribution: str
-    replaces: str | None = None
-
-
 @attrs.define
 class PluginInfo:
     """What ``plait plugins`` shows about one plugin.
@@ -131,49 +101,6 @@ class PluginInfo:
     status: str
     error: str | None = None
     registered: dict[str, list[str]] = attrs.field(factory=dict)
-
-
-class Registry(Generic[T]):
-    """Every object of one kind, by name. Lookups of unknown names list what exists."""
-
-    def __init__(self, kind: str, entries: dict[str, Registration[T]]) -> None:
-        self.kind = kind
-        self._entries = entries
-
-    def get(self, name: str, *, what: str | None = None) -> T:
-        """Return the object registered as ``name``.
-
-        :raises UnknownNameError: naming ``what`` asked for it and listing installed names.
-        """
-        try:
-            return self._entries[name].obj
-        except KeyError:
-            known = ", ".join(sorted(self._entries)) or "none"
-            asker = f" (for {what})" if what else ""
-            raise UnknownNameError(
-                f"unknown {self.kind.replace('_', ' ')} {name!r}{asker}; installed: {known}"
-            ) from None
-
-    def entry(self, name: str) -> Registration[T]:
-        """The full registration record for ``name`` (``KeyError`` if absent)."""
-        return self._entries[name]
-
-    def names(self) -> list[str]:
-        """Registered names, sorted."""
-        return sorted(self._entries)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._entries
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.names())
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def values(self) -> list[Registration[T]]:
-        """Registrations sorted by name."""
-        return [self._entries[n] for n in self.names()]
 
 
 @attrs.define
@@ -393,7 +320,7 @@ class PluginManager:
             return self._registries[kind]
         except KeyError:
             raise UnknownNameError(
-                f"unknown registry kind {kind!r}; kinds: {', '.join(_KIND_NAMES)}"
+                f"unknown registry kind {kind!r}; kinds: {', '.join(KIND_NAMES)}"
             ) from None
 
     def _build_registries(self) -> list[PluginLoadError]:
@@ -405,7 +332,7 @@ class PluginManager:
             for kind, by_name in collected.items():
                 entries: dict[str, Registration[Any]] = {}
                 for name, regs in by_name.items():
-                    winner, error = _resolve(kind, name, regs)
+                    winner, error = resolve(kind, name, regs)
                     if error is not None:
                         loser = self._plugins[regs[-1].plugin]
                         failed.append(self._fail(loser, "validate", PluginConflictError(error)))
@@ -420,7 +347,7 @@ class PluginManager:
     def _collect(
         self,
     ) -> tuple[dict[str, dict[str, list[Registration[Any]]]], list[PluginLoadError]]:
-        collected: dict[str, dict[str, list[Registration[Any]]]] = {k: {} for k in _KIND_NAMES}
+        collected: dict[str, dict[str, list[Registration[Any]]]] = {k: {} for k in KIND_NAMES}
         failed: list[PluginLoadError] = []
         for plugin in list(self._plugins.values()):
             if plugin.status != "loaded" or plugin.obj is None:
@@ -431,7 +358,7 @@ class PluginManager:
                     impl = getattr(plugin.obj, hook_name, None)
                     if impl is None or getattr(impl, "plait_impl", None) is None:
                         continue
-                    impl(register=_Collector(kind, check, plugin, mine))
+                    impl(register=Collector(kind, check, plugin, mine))
             except Exception as exc:
                 failed.append(self._fail(plugin, "validate", exc))
                 continue
@@ -499,53 +426,6 @@ class PluginManager:
         """Call ``plait_register_commands`` so plugins add CLI sub-commands."""
         self.load_entrypoints()
         self.pm.hook.plait_register_commands(cli=cli)
-
-
-class _Collector:
-    """The ``register`` callback handed to one plugin's registry hook."""
-
-    def __init__(
-        self,
-        kind: str,
-        check: Callable[[Any], str | None],
-        plugin: _Plugin,
-        out: list[Registration[Any]],
-    ) -> None:
-        self.kind, self.check, self.plugin, self.out = kind, check, plugin, out
-
-    def __call__(self, name: str, obj: Any, *, replaces: str | None = None) -> None:
-        if not isinstance(name, str) or not name:
-            raise RegistrationError(f"{self.kind} names must be non-empty strings, got {name!r}")
-        problem = self.check(obj)
-        if problem is not None:
-            raise RegistrationError(
-                f"{self.kind} {name!r} does not fit the {self.kind} protocol: {problem}"
-            )
-        try:
-            setattr(obj, "__plait_distribution__", self.plugin.distribution)
-        except (AttributeError, TypeError):
-            pass  # frozen or slotted objects keep their registration record only
-        self.out.append(
-            Registration(self.kind, name, obj, self.plugin.name, self.plugin.distribution, replaces)
-        )
-
-
-def _resolve(
-    kind: str, name: str, regs: list[Registration[Any]]
-) -> tuple[Registration[Any] | None, str | None]:
-    if len(regs) == 1:
-        return regs[0], None
-    replacing = [r for r in regs if r.replaces is not None]
-    others = [r for r in regs if r.replaces is None]
-    if len(replacing) == 1 and all(
-        replacing[0].replaces in (o.distribution, o.plugin) for o in others
-    ):
-        return replacing[0], None
-    who = " and ".join(f"{r.distribution} (plugin {r.plugin!r})" for r in regs)
-    return None, (
-        f"{kind} {name!r} is registered by both {who}; uninstall or disable one "
-        f"({DISABLE_ENV}=name), or pass replaces='<distribution>' in the one that should win"
-    )
 
 
 # -- the process-wide manager --------------------------------------------------------
