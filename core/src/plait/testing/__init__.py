@@ -22,7 +22,8 @@ its fixtures available in every test session:
 Beside the fixtures, the package holds fake entry points (:func:`fake_entry_point`,
 :func:`broken_entry_point`, :func:`make_plugin_manager`), a :class:`StaticRouterEnv` for
 testing routers alone, and contract suites (:class:`RouterContract`,
-:class:`MergeStrategyContract`; ``plait.testing.stores`` has the checkpoint-store one).
+:class:`MergeStrategyContract`; ``plait.testing.stores`` has the checkpoint-store one), and
+``plait.testing.servers`` gives store tests a Redis or PostgreSQL server.
 
 .. versionadded:: 0.1
 """
@@ -39,7 +40,12 @@ pytest.register_assert_rewrite("plait.testing.contracts", "plait.testing.stores"
 
 from plait.plugins import PluginManager, get_plugin_manager, set_plugin_manager  # noqa: E402
 
-from .contracts import MergeStrategyContract, PluginManagerEnv, RouterContract  # noqa: E402
+from .contracts import (  # noqa: E402
+    ConverterContract,
+    MergeStrategyContract,
+    PluginManagerEnv,
+    RouterContract,
+)
 from .fakes import (  # noqa: E402
     FakeDistribution,
     FakeEntryPoint,
@@ -55,6 +61,7 @@ __all__ = [
     "FakeEntryPoint",
     "HookCall",
     "HookRecorder",
+    "ConverterContract",
     "MergeStrategyContract",
     "PluginManagerEnv",
     "RegisterPlugin",

@@ -48,7 +48,7 @@ from plait.routing import Delivery, EdgeRunner, Router, RouterEnv
 from plait.spec import EdgeGroupSpec
 from plait.types import is_instance
 
-__all__ = ["MergeStrategyContract", "PluginManagerEnv", "RouterContract"]
+__all__ = ["ConverterContract", "MergeStrategyContract", "PluginManagerEnv", "RouterContract"]
 
 #: A target id no edge group declares.
 NOWHERE = "__plait_contract_nowhere__"
@@ -387,3 +387,97 @@ class MergeStrategyContract:
         merged = merge_strategy.merge(values, sources)
         out = merge_strategy.output_type(merge_input_type)
         assert is_instance(merged, out), f"{merged!r} does not fit output_type {out!r}"
+
+
+def _apply(conv: Any, value: Any) -> Any:
+    """Run a converter on ``value``, awaiting it (on a fresh loop) when it is async."""
+    import inspect
+
+    import anyio
+
+    result = conv(value)
+    if inspect.isawaitable(result):
+        awaitable = result
+
+        async def wait() -> Any:
+            return await awaitable
+
+        result = anyio.run(wait)
+    return result
+
+
+class ConverterContract:
+    """The contract of a :class:`~plait.convert.Converter`; subclass it and provide fixtures:
+
+    ``converter``
+        The converter under test.
+    ``converter_samples``
+        Values of its source type (include edge cases).
+    ``inverse``
+        Optional: the converter back. A lossless converter must round-trip every sample
+        through it; a converter that loses something on some sample must say ``lossless=False``.
+
+    .. versionadded:: 0.1
+    """
+
+    @pytest.fixture
+    def converter(self) -> Any:
+        """The converter under test (override)."""
+        pytest.fail(f"{type(self).__name__} must provide a 'converter' fixture")
+
+    @pytest.fixture
+    def converter_samples(self) -> list[Any]:
+        """Sample values of the converter's source type (override)."""
+        pytest.fail(f"{type(self).__name__} must provide a 'converter_samples' fixture")
+
+    @pytest.fixture
+    def inverse(self) -> Any:
+        """The converter back, when there is one (override)."""
+        return None
+
+    def test_converter_fits_the_protocol(self, converter: Any) -> None:
+        for attribute in ("source", "target", "fn", "lossless", "name", "cost"):
+            assert hasattr(converter, attribute), f"converter lacks {attribute}"
+        assert isinstance(converter.lossless, bool)
+        assert isinstance(converter.name, str) and converter.name
+        assert converter.cost > 0
+
+    def test_samples_fit_the_source_type(
+        self, converter: Any, converter_samples: list[Any]
+    ) -> None:
+        assert converter_samples, "give at least one sample"
+        if isinstance(converter.source, type) or typing.get_origin(converter.source):
+            for sample in converter_samples:
+                assert is_instance(sample, converter.source), sample
+
+    def test_results_fit_the_target_type(
+        self, converter: Any, converter_samples: list[Any]
+    ) -> None:
+        target = converter.target
+        for sample in converter_samples:
+            result = _apply(converter, sample)
+            if isinstance(target, type) or typing.get_origin(target):
+                assert is_instance(result, target), (sample, result)
+
+    def test_conversion_is_deterministic(
+        self, converter: Any, converter_samples: list[Any]
+    ) -> None:
+        for sample in converter_samples:
+            assert _apply(converter, sample) == _apply(converter, sample)
+
+    def test_conversion_leaves_its_input_alone(
+        self, converter: Any, converter_samples: list[Any]
+    ) -> None:
+        for sample in converter_samples:
+            before = copy.deepcopy(sample)
+            _apply(converter, sample)
+            assert sample == before
+
+    def test_lossless_means_round_trip(
+        self, converter: Any, converter_samples: list[Any], inverse: Any
+    ) -> None:
+        if inverse is None:
+            return
+        lost = [s for s in converter_samples if _apply(inverse, _apply(converter, s)) != s]
+        if converter.lossless:
+            assert not lost, f"{converter.name} is marked lossless but loses {lost!r}"
