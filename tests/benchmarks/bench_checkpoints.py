@@ -1,0 +1,141 @@
+"""Checkpoint size and overhead: prints JSON lines.
+
+    python tests/benchmarks/bench_checkpoints.py [--sizes 10,100,1000] [--repeat 5]
+
+For chains of n executors that each keep a one-int state (``ctx.state``), with a
+checkpoint after every superstep:
+
+* bytes per checkpoint (median, and the largest full snapshot and delta) — a checkpoint
+  holds what changed since its full snapshot plus what is pending, so it must not grow
+  with n;
+* checkpoint overhead per superstep: run time with ``checkpoint="memory://"`` and
+  ``"sqlite:///"`` (sync and async durability) minus the same run without checkpoints;
+* peak memory (tracemalloc) of a 10,000-executor fan-out with a fan-in, no checkpoints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import workloads_plait
+from plait import Workflow, WorkflowContext, executor
+from plait.checkpoint import encode_checkpoint, open_store
+from plait_builders import WorkflowBuilder
+
+
+def stateful_chain(n: int) -> Workflow:
+    def node(i: int) -> Any:
+        @executor(id=f"n{i}")
+        async def add(x: int, ctx: WorkflowContext[int, int]) -> None:
+            ctx.state["value"] = x
+            if i == n - 1:
+                await ctx.yield_output(x + 1)
+            else:
+                await ctx.send_message(x + 1)
+
+        return add
+
+    nodes = [node(i) for i in range(n)]
+    builder = WorkflowBuilder("chain", max_supersteps=n + 1).add_executor(nodes[0])
+    for a, b in zip(nodes, nodes[1:]):
+        builder.add_edge(a, b)
+    return builder.set_start(nodes[0]).build()
+
+
+async def sizes(n: int) -> dict[str, Any]:
+    url = f"memory://{uuid.uuid4().hex}"
+    result = await stateful_chain(n).run(0, checkpoint=url)
+    store = open_store(url)
+    encoded = [
+        (cp.state["kind"], len(encode_checkpoint(cp)))
+        for cp in [await store.load(i.checkpoint_id) for i in await store.list(result.run_id)]
+    ]
+    return {
+        "bench": "checkpoint_bytes",
+        "n": n,
+        "checkpoints": len(encoded),
+        "median_bytes": statistics.median(size for _, size in encoded),
+        "max_delta_bytes": max((s for k, s in encoded if k == "delta"), default=0),
+        "max_full_bytes": max(s for k, s in encoded if k == "full"),
+        "last_full_bytes": encoded[-1][1],
+    }
+
+
+def overhead(n: int, repeat: int) -> list[dict[str, Any]]:
+    wf = stateful_chain(n)
+    loop = asyncio.new_event_loop()
+    tmp = Path(tempfile.mkdtemp(prefix="plait-ckpt-"))
+
+    def timed(**options: Any) -> float:
+        times = []
+        for k in range(repeat + 1):
+            opts = dict(options)
+            if opts.get("checkpoint") == "sqlite":
+                opts["checkpoint"] = f"sqlite:///{tmp / f'{uuid.uuid4().hex}.db'}"
+            start = time.perf_counter()
+            loop.run_until_complete(wf.run(0, **opts))
+            if k:
+                times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    bare = timed()
+    rows = []
+    for label, options in (
+        ("memory/sync", {"checkpoint": "memory://bench"}),
+        ("memory/async", {"checkpoint": "memory://bench", "durability": "async"}),
+        ("sqlite/sync", {"checkpoint": "sqlite"}),
+        ("sqlite/async", {"checkpoint": "sqlite", "durability": "async"}),
+    ):
+        total = timed(**options)
+        rows.append(
+            {
+                "bench": "checkpoint_overhead",
+                "store": label,
+                "n": n,
+                "run_s": round(total, 6),
+                "bare_run_s": round(bare, 6),
+                "overhead_per_superstep_us": round((total - bare) / (n + 1) * 1e6, 2),
+            }
+        )
+    loop.close()
+    return rows
+
+
+def fanout_memory(n: int) -> dict[str, Any]:
+    tracemalloc.start()
+    call = workloads_plait.fanout(n)
+    result = call()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert result == n
+    return {"bench": "fanout_peak_memory", "n": n, "peak_mb": round(peak / 2**20, 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="10,100,1000")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--fanout", type=int, default=10_000)
+    args = parser.parse_args(argv)
+    for n in [int(x) for x in args.sizes.split(",")]:
+        print(json.dumps(asyncio.run(sizes(n))), flush=True)
+    for row in overhead(100, args.repeat):
+        print(json.dumps(row), flush=True)
+    print(json.dumps(fanout_memory(args.fanout)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
