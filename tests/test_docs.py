@@ -31,6 +31,8 @@ from plait.plugins import PluginManager, set_plugin_manager
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.glob("*.md"))
+#: pages whose code blocks must run: the docs and the README's tour
+RUNNABLE = [*PAGES, ROOT / "README.md"]
 LANGUAGES = {"python", "toml", "bash", "text", "console"}
 FENCE = re.compile(r"^```(?P<info>[^\n`]*)\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
 
@@ -77,7 +79,7 @@ def fresh_plugins() -> Iterator[None]:
         set_plugin_manager(previous)
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+@pytest.mark.parametrize("page", RUNNABLE, ids=[p.name for p in RUNNABLE])
 def test_every_python_block_runs(
     page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_plugins: None
 ) -> None:
@@ -102,7 +104,7 @@ def test_every_python_block_runs(
                 del sys.modules[imported]
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+@pytest.mark.parametrize("page", RUNNABLE, ids=[p.name for p in RUNNABLE])
 def test_every_block_names_a_known_language(page: Path) -> None:
     for block in code_blocks(page):
         assert block.language in LANGUAGES, f"{page.name}:{block.line}: {block.language!r}"
