@@ -7,6 +7,7 @@ from typing import Any
 
 import attrs
 import pytest
+from durable_helpers import counting_chain
 from plait import Never, Workflow, WorkflowContext, executor
 from plait.checkpoint import encode_checkpoint, open_store
 from plait.errors import (
@@ -24,32 +25,6 @@ pytestmark = pytest.mark.anyio
 
 def store_url() -> str:
     return f"memory://{uuid.uuid4().hex}"
-
-
-def counting_chain(
-    n: int, *, fail_at: int | None = None, flaky: dict[str, int] | None = None
-) -> Workflow:
-    """n executors; each keeps a per-run counter in ctx.state and adds 1."""
-
-    def node(i: int) -> Any:
-        @executor(id=f"n{i}")
-        async def add(x: int, ctx: WorkflowContext[int, int]) -> None:
-            ctx.state["seen"] = ctx.state.get("seen", 0) + 1
-            if flaky is not None and i == fail_at and flaky["left"] > 0:
-                flaky["left"] -= 1
-                raise RuntimeError("transient")
-            if i == n - 1:
-                await ctx.yield_output(x + 1)
-            else:
-                await ctx.send_message(x + 1)
-
-        return add
-
-    nodes = [node(i) for i in range(n)]
-    builder = WorkflowBuilder("chain", max_supersteps=n + 5).add_executor(nodes[0])
-    for a, b in zip(nodes, nodes[1:]):
-        builder.add_edge(a, b)
-    return builder.set_start(nodes[0]).build()
 
 
 async def test_a_checkpoint_per_superstep_and_the_run_id_on_the_result() -> None:

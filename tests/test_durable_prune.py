@@ -3,45 +3,17 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import pytest
-from plait import Workflow, WorkflowContext, executor
+from durable_helpers import counting_chain
 from plait.checkpoint import open_store
 from plait.durable import SNAPSHOT_EVERY
 from plait.errors import ExecutorFailedError
-from plait_builders import WorkflowBuilder
 
 pytestmark = pytest.mark.anyio
 
 STEPS = 40  # one executor per superstep: a full snapshot at 0 and 32, deltas between
 FAIL_AT = 37  # executor n37 runs in superstep 38, so the latest checkpoint is a delta
-
-
-def counting_chain(
-    n: int, *, fail_at: int | None = None, flaky: dict[str, int] | None = None
-) -> Workflow:
-    """n executors in a chain; each keeps a per-run counter in ctx.state and adds 1."""
-
-    def node(i: int) -> Any:
-        @executor(id=f"n{i}")
-        async def add(x: int, ctx: WorkflowContext[int, int]) -> None:
-            ctx.state["seen"] = ctx.state.get("seen", 0) + 1
-            if flaky is not None and i == fail_at and flaky["left"] > 0:
-                flaky["left"] -= 1
-                raise RuntimeError("transient")
-            if i == n - 1:
-                await ctx.yield_output(x + 1)
-            else:
-                await ctx.send_message(x + 1)
-
-        return add
-
-    nodes = [node(i) for i in range(n)]
-    builder = WorkflowBuilder("chain", max_supersteps=n + 5).add_executor(nodes[0])
-    for a, b in zip(nodes, nodes[1:]):
-        builder.add_edge(a, b)
-    return builder.set_start(nodes[0]).build()
 
 
 async def test_prune_to_one_checkpoint_then_resume_gives_the_uninterrupted_outputs() -> None:

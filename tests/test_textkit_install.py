@@ -8,16 +8,12 @@ name only — discovery goes through the installed entry points.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-import shutil
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from venvtools import ROOT, install, make_venv, run
+
 PACKAGES = [
     "core",
     "plugins/plait-routing",
@@ -56,41 +52,14 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def _uv() -> list[str]:
-    """uv as this machine has it: on PATH, as a module of python3, or through .ci/uv."""
-    found = shutil.which("uv")
-    if found:
-        return [found]
-    if importlib.util.find_spec("uv") is not None:
-        return [sys.executable, "-m", "uv"]
-    return ["bash", str(ROOT / ".ci" / "uv")]
-
-
-def _env() -> dict[str, str]:
-    drop = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PLAIT_", "PYTEST_", "UV_PROJECT")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
-    env["UV_PYTHON_DOWNLOADS"] = "never"
-    return env
-
-
-def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        command, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=180
-    )
-    assert result.returncode == 0, f"{command}\n{result.stdout}\n{result.stderr}"
-    return result
-
-
 def test_pip_install_textkit_and_compose_its_fragments(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
-    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    _run([*_uv(), "venv", "--quiet", "--python", sys.executable, str(venv)], tmp_path)
-    install = [*_uv(), "pip", "install", "--quiet", "--python", str(python)]
-    _run([*install, *(str(ROOT / p) for p in PACKAGES)], tmp_path)
+    python = make_venv(venv)
+    install(python, [ROOT / p for p in PACKAGES])
     script = tmp_path / "compose.py"
     script.write_text(SCRIPT, encoding="utf-8")
 
-    report = json.loads(_run([str(python), "-I", str(script)], tmp_path).stdout)
+    report = json.loads(run([str(python), "-I", str(script)], tmp_path).stdout)
 
     assert report["outputs"] == ["HELLO COMPOSITION."]
     assert report["nodes"][:4] == [
@@ -106,7 +75,7 @@ def test_pip_install_textkit_and_compose_its_fragments(tmp_path: Path) -> None:
     assert listed["textkit.summarize"]["version"] == "1.0.0"
     assert report["plugins"]["textkit"] == ["plait-textkit", "loaded"]
     # installed as wheels, not from the workspace sources
-    where = _run(
+    where = run(
         [str(python), "-I", "-c", "import plait_textkit; print(plait_textkit.__file__)"], tmp_path
     ).stdout
     assert str(venv) in where and str(ROOT) not in where

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import socket
 import uuid
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -14,6 +11,7 @@ from plait import Never, Workflow, WorkflowContext, executor
 from plait.checkpoint import open_store
 from plait.errors import StoreUnavailableError
 from plait.events import RunStatus
+from plait.testing import servers
 from plait_builders import WorkflowBuilder
 
 pytestmark = pytest.mark.anyio
@@ -23,24 +21,6 @@ pytestmark = pytest.mark.anyio
 def anyio_backend() -> str:
     # redis-py and psycopg are asyncio libraries
     return "asyncio"
-
-
-def _server_url(var: str) -> str:
-    value = os.environ.get(var)
-    if not value:
-        pytest.fail(
-            f"{var} is not set: start the servers with `source .ci/services.sh` "
-            "(needs Debian's redis-server and postgresql), or run `bash .ci/test`"
-        )
-    return value
-
-
-@pytest.fixture(params=["sqlite", "postgresql", "redis"])
-def shared_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'runs.db'}"
-    var = "PLAIT_TEST_REDIS_URL" if request.param == "redis" else "PLAIT_TEST_POSTGRES_URL"
-    return _server_url(var)
 
 
 def adder_chain(n: int) -> Workflow:
@@ -63,19 +43,19 @@ def adder_chain(n: int) -> Workflow:
     return builder.set_start(nodes[0]).build()
 
 
-async def test_ten_concurrent_runs_on_one_store_do_not_interfere(shared_url: str) -> None:
+async def test_ten_concurrent_runs_on_one_store_do_not_interfere(store_url: str) -> None:
     wf = adder_chain(8)
     results: dict[int, Any] = {}
     prefix = uuid.uuid4().hex[:8]
 
     async def one(k: int) -> None:
-        results[k] = await wf.run(k * 100, checkpoint=shared_url, run_id=f"{prefix}-{k}")
+        results[k] = await wf.run(k * 100, checkpoint=store_url, run_id=f"{prefix}-{k}")
 
     async with anyio.create_task_group() as tg:
         for k in range(10):
             tg.start_soon(one, k)
     assert {k: r.outputs for k, r in results.items()} == {k: [k * 100 + 8] for k in range(10)}
-    store = open_store(shared_url)
+    store = open_store(store_url)
     try:
         for k in range(10):
             infos = await store.list(f"{prefix}-{k}")
@@ -87,15 +67,9 @@ async def test_ten_concurrent_runs_on_one_store_do_not_interfere(shared_url: str
         await store.aclose()
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.parametrize("scheme", ["redis", "postgresql"])
 async def test_an_unreachable_store_fails_the_run_clearly(scheme: str) -> None:
-    port = _closed_port()
+    port = servers.closed_port()
     url = (
         f"redis://127.0.0.1:{port}/0"
         if scheme == "redis"

@@ -13,6 +13,8 @@ their base (:func:`prune_plan`), so whatever it keeps can still be resumed.
 
 Stores are chosen by URL scheme (``memory://``, ``file://DIR``, ``sqlite:///PATH``,
 ``redis://…``, ``postgresql://…``) through the ``plait_register_checkpoint_stores`` hook.
+What every store shares (a base class, URL redaction, error wording) is in
+:mod:`plait.stores`.
 
 .. versionadded:: 0.1
 """

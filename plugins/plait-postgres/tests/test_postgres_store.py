@@ -12,6 +12,7 @@ import psycopg
 import pytest
 from plait.checkpoint import Checkpoint, CheckpointStore
 from plait.errors import CheckpointError, CorruptCheckpointError, StoreUnavailableError
+from plait.testing import servers
 from plait.testing.stores import (
     CheckpointStoreContract,
     encode_without_base_id,
@@ -212,15 +213,16 @@ async def test_ten_concurrent_runs_through_ten_stores(fresh_database: str) -> No
 
 
 @pytest.mark.parametrize("scheme", ["postgresql", "postgres"])
-async def test_unreachable_server_is_store_unavailable(scheme: str, closed_port: int) -> None:
-    url = f"{scheme}://plait:s3cret@127.0.0.1:{closed_port}/plait?connect_timeout=2"
+async def test_unreachable_server_is_store_unavailable(scheme: str) -> None:
+    port = servers.closed_port()
+    url = f"{scheme}://plait:s3cret@127.0.0.1:{port}/plait?connect_timeout=2"
     store = PostgresCheckpointStore.from_url(url)
     started = time.monotonic()
     with anyio.fail_after(10), pytest.raises(StoreUnavailableError) as caught:
         await store.save(make_checkpoint(new_run_id()))
     assert time.monotonic() - started < 5
     message = str(caught.value)
-    assert str(closed_port) in message and "s3cret" not in message, message
+    assert str(port) in message and "s3cret" not in message, message
     await store.aclose()
 
 

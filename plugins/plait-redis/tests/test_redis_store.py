@@ -14,6 +14,7 @@ import pytest
 import redis.asyncio
 from plait.checkpoint import CheckpointStore
 from plait.errors import StoreUnavailableError
+from plait.testing import servers
 from plait.testing.stores import (
     CheckpointStoreContract,
     encode_without_base_id,
@@ -127,8 +128,8 @@ async def test_entries_saved_before_base_id_list_and_prune_by_their_base(redis_u
 
 
 @pytest.mark.parametrize("scheme", ["redis", "rediss"])
-async def test_unreachable_server_is_store_unavailable(scheme: str, closed_port: int) -> None:
-    port = closed_port
+async def test_unreachable_server_is_store_unavailable(scheme: str) -> None:
+    port = servers.closed_port()
     url = f"{scheme}://:s3cret@127.0.0.1:{port}/0?socket_connect_timeout=1"
     store = RedisCheckpointStore.from_url(url)
     started = time.monotonic()

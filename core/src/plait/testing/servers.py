@@ -37,7 +37,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from types import TracebackType
 
@@ -234,25 +234,23 @@ class PostgresServer(_Server):
 
 
 @contextmanager
-def redis_url() -> Iterator[str]:
-    """The URL of a Redis server the tests may write to, for the ``with`` block:
-    ``PLAIT_TEST_REDIS_URL``, or a :class:`RedisServer` stopped at the end."""
-    url = os.environ.get(REDIS_URL_VAR)
+def _env_url_or_server(variable: str, server: type[_Server]) -> Iterator[str]:
+    url = os.environ.get(variable)
     if url:
         yield url
         return
-    with RedisServer() as server:
-        yield server.url
+    with server() as started:
+        yield started.url
 
 
-@contextmanager
-def postgres_url() -> Iterator[str]:
-    """The URL of a PostgreSQL server where the tests may create databases, for the
+def redis_url() -> AbstractContextManager[str]:
+    """The URL of a Redis server the tests may write to, for a ``with`` block:
+    ``PLAIT_TEST_REDIS_URL``, or a :class:`RedisServer` stopped at the end."""
+    return _env_url_or_server(REDIS_URL_VAR, RedisServer)
+
+
+def postgres_url() -> AbstractContextManager[str]:
+    """The URL of a PostgreSQL server where the tests may create databases, for a
     ``with`` block: ``PLAIT_TEST_POSTGRES_URL``, or a :class:`PostgresServer` stopped at
     the end."""
-    url = os.environ.get(POSTGRES_URL_VAR)
-    if url:
-        yield url
-        return
-    with PostgresServer() as server:
-        yield server.url
+    return _env_url_or_server(POSTGRES_URL_VAR, PostgresServer)

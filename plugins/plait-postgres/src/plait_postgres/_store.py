@@ -27,8 +27,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -40,11 +39,17 @@ from plait.checkpoint import (
     encode_checkpoint,
 )
 from plait.errors import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
+from plait.stores import (
+    INFO_FIELDS,
+    CheckpointStoreBase,
+    duplicate_error,
+    info_row,
+    redact_url,
+    where,
+)
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 __all__ = ["MIGRATIONS", "PostgresCheckpointStore", "SCHEMA_VERSION", "redact_url"]
-
-_S = TypeVar("_S", bound="PostgresCheckpointStore")
 
 #: Migrations in order; applying migration ``n`` (1-based) brings the schema to version n.
 MIGRATIONS: tuple[str, ...] = (
@@ -99,25 +104,10 @@ _MIGRATION_LOCK = int.from_bytes(b"plait_cp", "big")
 #: Seconds libpq waits for a connection unless the URL sets ``connect_timeout``.
 DEFAULT_CONNECT_TIMEOUT = 5
 _OWN_OPTIONS = {"pool_max_size": 4, "pool_timeout": 10}
-_INFO = "checkpoint_id, run_id, superstep, parent_id, status, created_at, base_id"
+_INFO = ", ".join(INFO_FIELDS)
 
 
-def redact_url(url: str) -> str:
-    """``url`` with its password replaced by ``***``, for error messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
-
-
-def _where(run_id: str, checkpoint_id: str) -> str:
-    return f"run {run_id!r}, checkpoint {checkpoint_id!r}"
-
-
-class PostgresCheckpointStore:
+class PostgresCheckpointStore(CheckpointStoreBase):
     """Checkpoints in PostgreSQL (``postgresql://user:password@host:port/db``).
 
     :param url: a libpq URL. Its query may set any libpq parameter (``connect_timeout``,
@@ -150,26 +140,11 @@ class PostgresCheckpointStore:
         self._pool: AsyncConnectionPool[Any] | None = None
         self._opening: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._closed = False
 
     @classmethod
     def from_url(cls, url: str) -> PostgresCheckpointStore:
         """Open a ``postgresql://`` or ``postgres://`` URL."""
         return cls(url)
-
-    def __repr__(self) -> str:
-        return f"<PostgresCheckpointStore {self.url!r}>"
-
-    async def __aenter__(self: _S) -> _S:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # -- connections -------------------------------------------------------------------
 
@@ -182,8 +157,7 @@ class PostgresCheckpointStore:
         return error
 
     async def _get_pool(self) -> AsyncConnectionPool[Any]:
-        if self._closed:
-            raise StoreUnavailableError(f"checkpoint store {self.url} is closed")
+        self._check_open()
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -282,16 +256,7 @@ class PostgresCheckpointStore:
             cursor = await conn.execute(
                 f"INSERT INTO plait_checkpoints ({_INFO}, data)"
                 " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (checkpoint_id) DO NOTHING",
-                (
-                    checkpoint.checkpoint_id,
-                    checkpoint.run_id,
-                    checkpoint.superstep,
-                    checkpoint.parent_id,
-                    checkpoint.status,
-                    checkpoint.created_at,
-                    checkpoint.base_id,
-                    data,
-                ),
+                (*info_row(checkpoint), data),
             )
             if cursor.rowcount == 1:
                 return
@@ -301,11 +266,7 @@ class PostgresCheckpointStore:
             )
             row = await cursor.fetchone()
         if row is None or bytes(row[0]) != data:
-            raise CheckpointError(
-                f"{_where(checkpoint.run_id, checkpoint.checkpoint_id)} is already stored in "
-                f"{self.url} with different contents; checkpoint ids must be unique (saving "
-                "the same checkpoint again is allowed and does nothing)"
-            )
+            raise duplicate_error(checkpoint, self.url)
 
     async def load(self, checkpoint_id: str) -> Checkpoint:
         """Read, verify and decode the checkpoint ``checkpoint_id``."""
@@ -317,8 +278,8 @@ class PostgresCheckpointStore:
             row = await cursor.fetchone()
         if row is None:
             raise CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r} in {self.url}")
-        where = f"{_where(row[0], checkpoint_id)} in {self.url}"
-        return decode_checkpoint(bytes(row[1]), where=where)
+        named = f"{where(row[0], checkpoint_id)} in {self.url}"
+        return decode_checkpoint(bytes(row[1]), where=named)
 
     async def list(self, run_id: str) -> Sequence[CheckpointInfo]:
         """The checkpoints of ``run_id`` in the order they were saved."""
@@ -341,8 +302,8 @@ class PostgresCheckpointStore:
             row = await cursor.fetchone()
         if row is None:
             return None
-        where = f"{_where(run_id, row[0])} in {self.url}"
-        return decode_checkpoint(bytes(row[1]), where=where)
+        named = f"{where(run_id, row[0])} in {self.url}"
+        return decode_checkpoint(bytes(row[1]), where=named)
 
     async def delete(self, checkpoint_id: str) -> None:
         """Remove one checkpoint; nothing happens if it is not there."""
@@ -376,7 +337,7 @@ class PostgresCheckpointStore:
 
     async def aclose(self) -> None:
         """Close the pool's connections."""
-        self._closed = True
+        await super().aclose()
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close()

@@ -25,8 +25,6 @@ import builtins
 import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from types import TracebackType
-from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis.asyncio
@@ -38,39 +36,19 @@ from plait.checkpoint import (
     decode_checkpoint,
     encode_checkpoint,
 )
-from plait.errors import (
-    CheckpointError,
-    CheckpointNotFoundError,
-    CorruptCheckpointError,
-    StoreUnavailableError,
-)
+from plait.errors import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
+from plait.stores import CheckpointStoreBase, duplicate_error, info_fields, redact_url, where
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
 __all__ = ["RedisCheckpointStore", "redact_url"]
 
-_S = TypeVar("_S", bound="RedisCheckpointStore")
 #: Seconds to wait for a TCP connection unless the URL sets ``socket_connect_timeout``.
 DEFAULT_CONNECT_TIMEOUT = 5.0
 _UNAVAILABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
 
 
-def redact_url(url: str) -> str:
-    """``url`` with its password replaced by ``***``, for error messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
-
-
-def _where(run_id: str, checkpoint_id: str) -> str:
-    return f"run {run_id!r}, checkpoint {checkpoint_id!r}"
-
-
-class RedisCheckpointStore:
+class RedisCheckpointStore(CheckpointStoreBase):
     """Checkpoints in Redis (``redis://[:password@]host:port/db?prefix=plait:``).
 
     :param url: a redis-py URL; its query may set ``prefix`` (the key prefix, default
@@ -98,7 +76,6 @@ class RedisCheckpointStore:
         self._client_url = urlunsplit(parts._replace(query=urlencode(options)))
         self._client: redis.asyncio.Redis | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._closed = False
 
     @classmethod
     def from_url(cls, url: str) -> RedisCheckpointStore:
@@ -107,17 +84,6 @@ class RedisCheckpointStore:
 
     def __repr__(self) -> str:
         return f"<RedisCheckpointStore {self.url!r} prefix={self.prefix!r}>"
-
-    async def __aenter__(self: _S) -> _S:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # -- keys and the client -----------------------------------------------------------
 
@@ -133,8 +99,7 @@ class RedisCheckpointStore:
     @asynccontextmanager
     async def _redis(self) -> AsyncIterator[redis.asyncio.Redis]:
         """The client, with connection failures turned into StoreUnavailableError."""
-        if self._closed:
-            raise StoreUnavailableError(f"checkpoint store {self.url} is closed")
+        self._check_open()
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -164,7 +129,7 @@ class RedisCheckpointStore:
         """Write ``checkpoint`` in one transaction (saving it again does nothing)."""
         data = encode_checkpoint(checkpoint)
         key = self._cp_key(checkpoint.checkpoint_id)
-        info = json.dumps(_info_fields(checkpoint.info), ensure_ascii=False)
+        info = json.dumps(info_fields(checkpoint), ensure_ascii=False)
         async with self._redis() as client, client.pipeline(transaction=True) as pipe:
             while True:
                 try:
@@ -173,7 +138,7 @@ class RedisCheckpointStore:
                     if existing is not None:
                         await pipe.unwatch()  # type: ignore[no-untyped-call]
                         if existing != data:
-                            raise _duplicate_error(checkpoint, self.url)
+                            raise duplicate_error(checkpoint, self.url)
                         return
                     seq = await client.incr(self._seq_key())
                     pipe.multi()  # type: ignore[no-untyped-call]
@@ -198,8 +163,8 @@ class RedisCheckpointStore:
             run_id, data = await client.hmget(self._cp_key(checkpoint_id), ["run_id", "data"])
         if data is None:
             raise CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r} in {self.url}")
-        where = f"{_where(_text(run_id), checkpoint_id)} in {self.url}"
-        return decode_checkpoint(_bytes(data), where=where)
+        named = f"{where(_text(run_id), checkpoint_id)} in {self.url}"
+        return decode_checkpoint(_bytes(data), where=named)
 
     async def list(self, run_id: str) -> Sequence[CheckpointInfo]:
         """The checkpoints of ``run_id`` in the order they were saved."""
@@ -243,8 +208,8 @@ class RedisCheckpointStore:
                     break
                 # Deleted between the two reads; drop the stray index entry and look again.
                 await client.zrem(self._run_key(run_id), checkpoint_id)
-        where = f"{_where(run_id, checkpoint_id)} in {self.url}"
-        return decode_checkpoint(_bytes(data), where=where)
+        named = f"{where(run_id, checkpoint_id)} in {self.url}"
+        return decode_checkpoint(_bytes(data), where=named)
 
     async def delete(self, checkpoint_id: str) -> None:
         """Remove one checkpoint; nothing happens if it is not there."""
@@ -285,7 +250,7 @@ class RedisCheckpointStore:
 
     async def aclose(self) -> None:
         """Close the client's connections."""
-        self._closed = True
+        await super().aclose()
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
@@ -301,18 +266,6 @@ def _bytes(value: object) -> bytes:
     return value
 
 
-def _info_fields(info: CheckpointInfo) -> dict[str, Any]:
-    return {
-        "checkpoint_id": info.checkpoint_id,
-        "run_id": info.run_id,
-        "superstep": info.superstep,
-        "parent_id": info.parent_id,
-        "status": info.status,
-        "created_at": info.created_at,
-        "base_id": info.base_id,
-    }
-
-
 def _base_of(data: object) -> str | None:
     """The base a stored checkpoint names (``None`` if it names none or is damaged)."""
     if not isinstance(data, bytes):
@@ -321,11 +274,3 @@ def _base_of(data: object) -> str | None:
         return decode_checkpoint(data).base_id
     except CorruptCheckpointError:
         return None
-
-
-def _duplicate_error(checkpoint: Checkpoint, url: str) -> CheckpointError:
-    return CheckpointError(
-        f"{_where(checkpoint.run_id, checkpoint.checkpoint_id)} is already stored in {url} "
-        "with different contents; checkpoint ids must be unique (saving the same "
-        "checkpoint again is allowed and does nothing)"
-    )

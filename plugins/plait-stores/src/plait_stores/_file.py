@@ -36,10 +36,17 @@ from typing import TypeVar
 from urllib.parse import quote, unquote
 
 import anyio.to_thread
-from plait.checkpoint import Checkpoint, CheckpointInfo, decode_checkpoint, encode_checkpoint
+from plait.checkpoint import (
+    Checkpoint,
+    CheckpointInfo,
+    check_keep_last,
+    decode_checkpoint,
+    encode_checkpoint,
+)
 from plait.errors import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
+from plait.stores import CheckpointStoreBase, duplicate_error, info_fields, where
 
-from ._common import StoreBase, check_keep_last, duplicate_error, split_query, where
+from ._common import split_query
 
 __all__ = ["FileCheckpointStore"]
 
@@ -130,7 +137,7 @@ def _id_of(file_name: str) -> str:
     return unquote(file_name.split("-", 2)[2][: -len(_SUFFIX)])
 
 
-class FileCheckpointStore(StoreBase):
+class FileCheckpointStore(CheckpointStoreBase):
     """Checkpoints as files under one directory (``file://DIR``).
 
     :param directory: created on the first save if it does not exist.
@@ -157,19 +164,7 @@ class FileCheckpointStore(StoreBase):
 
     async def save(self, checkpoint: Checkpoint) -> None:
         """Write ``checkpoint`` durably (saving the same checkpoint again does nothing)."""
-        info = checkpoint.info
-        header = json.dumps(
-            {
-                "checkpoint_id": info.checkpoint_id,
-                "run_id": info.run_id,
-                "superstep": info.superstep,
-                "parent_id": info.parent_id,
-                "status": info.status,
-                "created_at": info.created_at,
-                "base_id": info.base_id,
-            },
-            ensure_ascii=True,
-        ).encode("ascii")
+        header = json.dumps(info_fields(checkpoint), ensure_ascii=True).encode("ascii")
         content = _HEADER + header + b"\n" + encode_checkpoint(checkpoint)
         await self._run(self._save_sync, checkpoint, content)
 

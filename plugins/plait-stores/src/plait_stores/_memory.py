@@ -15,13 +15,13 @@ import anyio.lowlevel
 from plait.checkpoint import (
     Checkpoint,
     CheckpointInfo,
+    check_keep_last,
     decode_checkpoint,
     encode_checkpoint,
     prune_plan,
 )
 from plait.errors import CheckpointNotFoundError
-
-from ._common import StoreBase, check_keep_last, duplicate_error, where
+from plait.stores import CheckpointStoreBase, duplicate_error, where
 
 __all__ = ["MemoryCheckpointStore"]
 
@@ -57,7 +57,7 @@ def _space_named(name: str) -> _Space:
         return space
 
 
-class MemoryCheckpointStore(StoreBase):
+class MemoryCheckpointStore(CheckpointStoreBase):
     """Checkpoints held in this process's memory.
 
     Stores opened with the same name (``memory://NAME``, or

@@ -28,10 +28,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio.to_thread
-from plait.checkpoint import Checkpoint, CheckpointInfo, decode_checkpoint, encode_checkpoint
+from plait.checkpoint import (
+    Checkpoint,
+    CheckpointInfo,
+    check_keep_last,
+    decode_checkpoint,
+    encode_checkpoint,
+)
 from plait.errors import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
+from plait.stores import INFO_FIELDS, CheckpointStoreBase, duplicate_error, info_row, where
 
-from ._common import StoreBase, check_keep_last, duplicate_error, split_query, where
+from ._common import split_query
 
 __all__ = ["SqliteCheckpointStore", "SCHEMA_VERSION"]
 
@@ -69,11 +76,11 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
 #: The schema version this release writes.
 SCHEMA_VERSION = len(_MIGRATIONS)
 
-_INFO = "checkpoint_id, run_id, superstep, parent_id, status, created_at, base_id"
+_INFO = ", ".join(INFO_FIELDS)
 _SYNCHRONOUS = ("full", "extra", "normal")
 
 
-class SqliteCheckpointStore(StoreBase):
+class SqliteCheckpointStore(CheckpointStoreBase):
     """Checkpoints in a SQLite database file (``sqlite:///PATH``).
 
     :param path: the database file, created on first use (``":memory:"`` for a private
@@ -202,7 +209,7 @@ class SqliteCheckpointStore(StoreBase):
 
     async def aclose(self) -> None:
         """Close the connection (in a worker thread: closing may checkpoint the WAL)."""
-        self._closed = True
+        await super().aclose()
         await anyio.to_thread.run_sync(self._close_sync)
 
     # -- worker-thread side --------------------------------------------------------
@@ -302,16 +309,7 @@ class SqliteCheckpointStore(StoreBase):
         cursor = conn.execute(
             f"INSERT INTO plait_checkpoints ({_INFO}, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (checkpoint_id) DO NOTHING",
-            (
-                checkpoint.checkpoint_id,
-                checkpoint.run_id,
-                checkpoint.superstep,
-                checkpoint.parent_id,
-                checkpoint.status,
-                checkpoint.created_at,
-                checkpoint.base_id,
-                data,
-            ),
+            (*info_row(checkpoint), data),
         )
         if cursor.rowcount == 0:
             row = conn.execute(
