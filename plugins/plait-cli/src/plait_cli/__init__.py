@@ -1,0 +1,69 @@
+"""``plait-cli``: the ``plait`` command.
+
+``plait plugins`` lists every plugin and its status (it works while a plugin is broken),
+``plait fragments`` the published workflow fragments, ``plait run TARGET MESSAGE`` runs a
+workflow and ``plait resume TARGET RUN_ID`` continues a checkpointed one.
+
+Plugins add sub-commands through the ``plait_register_commands(cli)`` hook. ``cli`` is a
+:class:`PlaitGroup`, a :class:`click.Group`::
+
+    import click
+    import plait
+
+
+    @click.command()
+    @click.argument("name")
+    def greet(name: str) -> None:
+        \"\"\"Say hello.\"\"\"
+        click.echo(f"hello {name}")
+
+
+    @plait.hookimpl
+    def plait_register_commands(cli: click.Group) -> None:
+        cli.add_command(greet)
+
+A name that is taken is a :class:`CommandConflictError`. Commands that run a workflow can
+resolve a ``TARGET`` argument the way ``plait run`` does with :func:`load_target`. Test a
+command with ``click.testing.CliRunner().invoke(make_cli(), ["greet", "Ada"])``.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._target import TargetError, load_target
+
+if TYPE_CHECKING:
+    from ._app import CommandConflictError, PlaitGroup, main, make_cli
+
+__all__ = [
+    "CommandConflictError",
+    "PlaitGroup",
+    "TargetError",
+    "__version__",
+    "load_target",
+    "main",
+    "make_cli",
+]
+
+
+# Every process that loads Plait's plugins imports this module (entry point ``cli``); click
+# and the commands are imported only when the command line is used.
+_APP = frozenset({"CommandConflictError", "PlaitGroup", "main", "make_cli"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _APP:
+        from . import _app
+
+        return getattr(_app, name)
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("plait-cli")
+        except PackageNotFoundError:  # pragma: no cover - a source checkout
+            return "0.0.0"
+    raise AttributeError(f"module 'plait_cli' has no attribute {name!r}")

@@ -1,0 +1,168 @@
+"""The ``plait`` command group: built-in commands, plus the ones plugins add.
+
+Plugin commands come from ``plait_register_commands(cli)``, called with the group the
+first time a command that is not built in is looked up (or the help lists commands). That
+loads the plugins strictly; if it fails, the built-in commands still work — ``plait
+plugins`` above all, the command that shows what is broken — and the failure is reported
+where a plugin command was wanted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import click
+from plait.errors import PlaitError
+from plait.plugins import core_version, get_plugin_manager
+
+from ._listing import fragments_command, plugins_command
+from ._output import DISABLE_ENV, describe_error
+from ._run import resume_command, run_command
+
+__all__ = ["CommandConflictError", "PlaitGroup", "main", "make_cli"]
+
+
+class CommandConflictError(PlaitError):
+    """A plugin added a command under a name another command already has.
+
+    .. versionadded:: 0.1
+    """
+
+
+def _origin(command: click.Command) -> str:
+    module = getattr(command.callback, "__module__", None) or "an unknown module"
+    return "built-in" if module.startswith("plait_cli") else f"from {module}"
+
+
+class PlaitGroup(click.Group):
+    """The ``plait`` command group; plugins receive it in ``plait_register_commands(cli)``.
+
+    Add a command with ``cli.add_command(command)`` or the ``@cli.command()`` decorator.
+    A name that is taken (by a built-in command or another plugin's) raises
+    :class:`CommandConflictError`; then no plugin command is added, and the error is shown
+    when a plugin command is asked for.
+
+    .. versionadded:: 0.1
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._plugins_loaded = False
+        self._warned = False
+        #: Why plugin commands could not be added, once that was tried and failed.
+        self.plugin_error: BaseException | None = None
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        """Add ``cmd`` as ``name`` (default: its own name); a taken name is an error."""
+        key = name or cmd.name
+        existing = self.commands.get(key) if key else None
+        if existing is not None and existing is not cmd:
+            raise CommandConflictError(
+                f"command {key!r} ({_origin(cmd)}) clashes with the {_origin(existing)} "
+                f"command {key!r}; rename one, or disable the plugin ({DISABLE_ENV}=name)"
+            )
+        super().add_command(cmd, name)
+
+    def load_plugin_commands(self) -> BaseException | None:
+        """Let plugins add their commands (once); return the error if that failed.
+
+        All or nothing: when a plugin fails to load or its hook raises, the commands other
+        plugins added in the same call are removed again.
+        """
+        if not self._plugins_loaded:
+            self._plugins_loaded = True
+            before = dict(self.commands)
+            try:
+                get_plugin_manager().register_commands(self)
+            except Exception as exc:
+                self.commands = before
+                self.plugin_error = exc
+        return self.plugin_error
+
+    def plugin_error_note(self) -> str:
+        """Why plugin commands are missing, with what to do (empty when they are not)."""
+        if self.plugin_error is None:
+            return ""
+        return (
+            f"plugin commands are not available: {describe_error(self.plugin_error)}\n"
+            f"(`plait plugins` lists every plugin and its status; {DISABLE_ENV}=name "
+            "disables one)"
+        )
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """A built-in command, else (loading plugin commands first) a plugin's."""
+        command = super().get_command(ctx, cmd_name)
+        if command is None and not self._plugins_loaded:
+            self.load_plugin_commands()
+            command = super().get_command(ctx, cmd_name)
+        return command
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command name, plugin commands included (a failure is a warning here)."""
+        if self.load_plugin_commands() is not None and not self._warned:
+            self._warned = True
+            click.echo(f"warning: {self.plugin_error_note()}", err=True)
+        return super().list_commands(ctx)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """As click does; an unknown command also says why plugin commands are missing."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            if self.plugin_error is None:
+                raise
+            note = self.plugin_error_note()
+            raise click.UsageError(f"{exc.message}\n{note}", exc.ctx) from exc
+
+
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from . import __version__
+
+    click.echo(f"plait-cli {__version__} (plait-core {core_version()})")
+    ctx.exit()
+
+
+def make_cli() -> PlaitGroup:
+    """A new ``plait`` command group with the built-in commands.
+
+    Plugin commands are added to it when first needed. Test a plugin's command with
+    ``click.testing.CliRunner().invoke(make_cli(), [...])``.
+
+    .. versionadded:: 0.1
+    """
+    cli = PlaitGroup(
+        name="plait",
+        help=(
+            "Plait: list plugins and fragments, run and resume workflows. "
+            "Plugins add more commands."
+        ),
+        context_settings={"help_option_names": ["-h", "--help"]},
+        params=[
+            click.Option(
+                ["--version"],
+                is_flag=True,
+                expose_value=False,
+                is_eager=True,
+                callback=_print_version,
+                help="Show the versions of plait-cli and plait-core.",
+            )
+        ],
+    )
+    for command in (plugins_command, fragments_command, run_command, resume_command):
+        cli.add_command(command)
+    return cli
+
+
+def main(args: Sequence[str] | None = None) -> None:
+    """Run the ``plait`` command (the console script's entry point).
+
+    :param args: the arguments (default: ``sys.argv[1:]``).
+
+    .. versionadded:: 0.1
+    """
+    make_cli().main(args=list(args) if args is not None else None, prog_name="plait")

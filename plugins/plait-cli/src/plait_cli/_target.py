@@ -1,0 +1,204 @@
+"""Find the workflow a ``TARGET`` names: ``module:attr`` or ``path/to/file.py:attr``.
+
+A file is imported under the module name Python would give it from the top of its package
+(flask's ``--app`` does the same): ``flows/essay.py`` in a folder without ``__init__.py`` is
+module ``essay``, with that folder put on ``sys.path``. So a class defined there has the
+same ``module:qualname`` in every process, and a checkpoint naming it decodes when another
+process resumes the run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from plait import Workflow
+from plait.errors import PlaitError
+
+from ._output import describe_error
+
+__all__ = ["TargetError", "load_target"]
+
+_FORMS = "module:attr or path/to/file.py:attr (e.g. my_flows:workflow)"
+
+
+class TargetError(PlaitError):
+    """A ``TARGET`` does not name a :class:`plait.Workflow` (or a function returning one).
+
+    The message names the module or file, the attribute, and what was found instead.
+
+    .. versionadded:: 0.1
+    """
+
+
+def load_target(target: str) -> Workflow:
+    """Import what ``target`` names and return the workflow.
+
+    :param target: ``module:attr`` (the module imported as ``python -m`` would, with the
+        current directory on ``sys.path``) or ``path/to/file.py:attr``; ``attr`` may be
+        dotted (``flows:registry.essay``) and names a :class:`plait.Workflow` or a
+        callable taking no arguments that returns one.
+    :raises TargetError: naming the module or file, the attribute and what was found.
+
+    .. versionadded:: 0.1
+    """
+    module_part, sep, attr = target.rpartition(":")
+    if not sep or not module_part or not attr:
+        raise TargetError(f"TARGET {target!r} must be {_FORMS}")
+    if module_part.endswith(".py") or "/" in module_part or os.sep in module_part:
+        module = _import_file(module_part, target)
+    else:
+        cwd = os.getcwd()
+        if "" not in sys.path and cwd not in sys.path:
+            sys.path.insert(0, cwd)
+        module = _import_module(module_part, target)
+    obj = _attribute(module, attr, target)
+    return _as_workflow(obj, target)
+
+
+def _import_file(text: str, target: str) -> ModuleType:
+    path = Path(text).resolve()
+    if not path.is_file():
+        what = "is a directory" if path.is_dir() else "does not exist"
+        raise TargetError(f"TARGET {target!r}: the file {text} ({path}) {what}")
+    if path.suffix != ".py":
+        raise TargetError(f"TARGET {target!r}: {text} is not a .py file; TARGET must be {_FORMS}")
+    parts = [] if path.stem == "__init__" else [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    if not parts:
+        raise TargetError(f"TARGET {target!r}: {text} is a package's __init__.py above no package")
+    name = ".".join(parts)
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    module = _import_module(name, target)
+    found = getattr(module, "__file__", None)
+    if found is None or Path(found).resolve() != path:
+        raise TargetError(
+            f"TARGET {target!r}: {text} would be imported as module {name!r}, but that name "
+            f"is module {found or '(built in)'}; rename the file"
+        )
+    return module
+
+
+def _import_module(name: str, target: str) -> ModuleType:
+    importlib.invalidate_caches()  # the file may be newer than the import system's listing
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
+            raise TargetError(
+                f"TARGET {target!r}: no module named {exc.name!r} (is it installed, or "
+                f"in the current directory {os.getcwd()}?)"
+            ) from exc
+        raise TargetError(
+            f"TARGET {target!r}: importing module {name!r} failed: {describe_error(exc)}"
+        ) from exc
+    except Exception as exc:
+        raise TargetError(
+            f"TARGET {target!r}: importing module {name!r} failed: {describe_error(exc)}"
+        ) from exc
+
+
+def _attribute(module: ModuleType, attr: str, target: str) -> Any:
+    obj: Any = module
+    parts = attr.split(".")
+    for index, part in enumerate(parts):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            where = f"module {module.__name__!r} ({getattr(module, '__file__', 'built in')})"
+            if index:
+                where = f"{'.'.join(parts[:index])} of {where}"
+            found = _candidates(module) if index == 0 else f"it is {_kind(obj)}"
+            raise TargetError(
+                f"TARGET {target!r}: {where} has no attribute {part!r}; {found}"
+            ) from None
+    return obj
+
+
+def _candidates(module: ModuleType) -> str:
+    """What the module offers that a TARGET could name."""
+    workflows, functions = [], []
+    for name, value in sorted(vars(module).items()):
+        if name.startswith("_"):
+            continue
+        if isinstance(value, Workflow):
+            workflows.append(name)
+        elif (
+            inspect.isfunction(value)
+            and value.__module__ == module.__name__
+            and _takes_no_arguments(value)
+        ):
+            functions.append(name)
+    found = []
+    if workflows:
+        found.append(f"workflows: {', '.join(workflows)}")
+    if functions:
+        found.append(f"functions taking no arguments: {', '.join(functions)}")
+    return "found " + "; ".join(found) if found else "it defines no plait.Workflow"
+
+
+def _takes_no_arguments(fn: Any) -> bool:
+    try:
+        inspect.signature(fn).bind()
+    except TypeError:
+        return False
+    except ValueError:  # no signature (some builtins): let the call decide
+        return True
+    return True
+
+
+def _kind(obj: Any) -> str:
+    """``a module.Class`` and, when it says more than that, the object's repr."""
+    cls = type(obj)
+    name = (
+        cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    )
+    article = "an" if name[0].lower() in "aeiou" else "a"
+    text = repr(obj)
+    if " object at 0x" in text:
+        return f"{article} {name}"
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{article} {name} ({text})"
+
+
+def _as_workflow(obj: Any, target: str) -> Workflow:
+    if isinstance(obj, Workflow):
+        return obj
+    hint = ""
+    if callable(getattr(obj, "build", None)):
+        hint = "; it has a build() method: name the built workflow (workflow = builder.build())"
+    if not callable(obj):
+        raise TargetError(
+            f"TARGET {target!r} is {_kind(obj)}, not a plait.Workflow or a function "
+            f"returning one{hint}"
+        )
+    if not _takes_no_arguments(obj):
+        raise TargetError(
+            f"TARGET {target!r} is a callable taking arguments {inspect.signature(obj)}; "
+            "it must be a plait.Workflow or a callable taking no arguments that returns one"
+        )
+    try:
+        made = obj()
+    except Exception as exc:
+        raise TargetError(f"TARGET {target!r}: calling it failed: {describe_error(exc)}") from exc
+    if isinstance(made, Workflow):
+        return made
+    if inspect.iscoroutine(made):
+        made.close()
+        raise TargetError(
+            f"TARGET {target!r} is an async function; name a plain function (or the workflow)"
+        )
+    hint = ""
+    if callable(getattr(made, "build", None)):
+        hint = "; it has a build() method: return builder.build()"
+    raise TargetError(f"TARGET {target!r} returned {_kind(made)}, not a plait.Workflow{hint}")

@@ -1,0 +1,271 @@
+"""``plait run`` and ``plait resume`` in-process, through click's CliRunner.
+
+The workflows live in ``cli_workflows.py`` beside this file and are named by path
+(``…/cli_workflows.py:echo``), as a user names theirs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from plait_cli import make_cli
+
+WORKFLOWS = Path(__file__).with_name("cli_workflows.py")
+
+
+def target(attr: str) -> str:
+    """``path/to/cli_workflows.py:attr``."""
+    return f"{WORKFLOWS}:{attr}"
+
+
+def plait(*args: str, input: str | None = None) -> Result:
+    """Run ``plait ARGS`` in-process; an exception other than an exit is a test failure."""
+    result = CliRunner().invoke(make_cli(), list(args), input=input)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result
+
+
+def store(tmp_path: Path) -> str:
+    """A sqlite checkpoint store URL in the test's folder."""
+    return f"sqlite:///{tmp_path / 'runs.db'}"
+
+
+# -- running -----------------------------------------------------------------------------------
+
+
+def test_run_prints_the_outputs_and_exits_0() -> None:
+    result = plait("run", target("echo"), "hello")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "OLLEH\n", "")
+
+
+def test_a_target_may_be_a_function_returning_the_workflow() -> None:
+    result = plait("run", target("make_echo"), "abc")
+    assert (result.exit_code, result.stdout) == (0, "CBA\n")
+
+
+def test_json_input_and_outputs_one_per_line_json_unless_a_string() -> None:
+    result = plait("run", target("records"), '{"items": ["b", "a", "b"]}', "--json-input")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        '["b", "a", "b"]',
+        '{"word": "a", "count": 1}',
+        '{"word": "b", "count": 2}',
+        "3 items",
+    ]
+
+
+def test_a_dash_reads_the_message_from_stdin() -> None:
+    assert plait("run", target("echo"), "-", input="from stdin\n").stdout == "NIDTS MORF\n"
+    result = plait("run", target("records"), "-", "--json-input", input='{"items": ["x"]}')
+    assert result.stdout.splitlines()[0] == '["x"]'
+
+
+def test_bad_json_input_is_a_usage_error_naming_message() -> None:
+    result = plait("run", target("records"), "{not json", "--json-input")
+    assert result.exit_code == 2
+    assert "MESSAGE" in result.stderr and "not valid JSON" in result.stderr
+
+
+def test_events_stream_to_stderr_as_json_lines_and_outputs_to_stdout() -> None:
+    result = plait("run", target("echo"), "hi", "--events")
+    assert (result.exit_code, result.stdout) == (0, "IH\n")
+    events = [json.loads(line) for line in result.stderr.splitlines()]
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "RunStarted" and kinds[-1] == "RunFinished"
+    assert {"SuperstepStarted", "ExecutorInvoked", "OutputEvent"} <= set(kinds)
+    output = next(e for e in events if e["event"] == "OutputEvent")
+    assert output == {
+        "event": "OutputEvent",
+        "executor_id": "reverse",
+        "data": "IH",
+        "superstep": 2,
+    }
+    assert events[-1]["status"] == "idle" and events[-1]["error"] is None
+
+
+def test_a_failed_run_exits_1_naming_the_executor_the_superstep_and_the_cause() -> None:
+    result = plait("run", target("failing"), "boom")
+    assert result.exit_code == 1 and result.stdout == ""
+    first = result.stderr.splitlines()[0]
+    assert re.fullmatch(
+        r"Error: run [0-9a-f]{32} failed in executor 'explode' at superstep 2", first
+    )
+    assert "ConnectionError: the model endpoint hung up on 'BOOM'" in result.stderr
+    assert f"raised at {WORKFLOWS}:" in result.stderr and "in explode" in result.stderr
+    assert "not checkpointed" not in result.stderr
+
+
+def test_max_supersteps_bounds_a_loop_and_streams_its_custom_events() -> None:
+    result = plait(
+        "run", target("looping"), "1", "--json-input", "--max-supersteps", "3", "--events"
+    )
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines()
+    custom = [json.loads(x)["data"] for x in lines if x.startswith('{"event": "CustomEvent"')]
+    assert custom == [{"n": 1}, {"n": 2}, {"n": 3}]
+    assert "SuperstepLimitError: run exceeded max_supersteps=3" in result.stderr
+    assert "in executor 'again' at superstep 4" in result.stderr
+
+
+def test_a_message_the_start_executor_cannot_handle_fails_the_run() -> None:
+    result = plait("run", target("echo"), "42", "--json-input")
+    assert result.exit_code == 1
+    assert "executor 'upper' has no handler for a message of type int" in result.stderr
+
+
+def test_durability_needs_a_checkpoint() -> None:
+    result = plait("run", target("echo"), "x", "--durability", "exit")
+    assert result.exit_code == 2 and "--durability needs --checkpoint" in result.stderr
+
+
+def test_an_unknown_store_scheme_is_an_error_listing_the_installed_ones() -> None:
+    result = plait("run", target("echo"), "x", "--checkpoint", "nosuchstore://here")
+    assert result.exit_code == 1
+    assert "unknown checkpoint store 'nosuchstore'" in result.stderr
+    assert "sqlite" in result.stderr
+
+
+def test_a_bad_target_exits_1_naming_what_was_found() -> None:
+    result = plait("run", target("nope"), "x")
+    assert result.exit_code == 1
+    assert "module 'cli_workflows'" in result.stderr and "no attribute 'nope'" in result.stderr
+    assert "workflows: echo, failing, gate, looping, records" in result.stderr
+
+
+# -- durable runs: checkpoint, human in the loop, resume -----------------------------------------
+
+
+def _pending(result: Result) -> tuple[str, str]:
+    """The run id and the one pending request id a waiting run printed."""
+    (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", result.stderr, re.M)
+    (request_id,) = re.findall(
+        r"^  request ([0-9a-f]+) from executor 'approval'", result.stderr, re.M
+    )
+    return run_id, request_id
+
+
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+def test_a_request_exits_2_and_resume_with_respond_gives_the_output(
+    tmp_path: Path, durability: str
+) -> None:
+    url = store(tmp_path)
+    waiting = plait(
+        "run", target("gate"), "the essay", "--checkpoint", url, "--durability", durability
+    )
+    assert waiting.exit_code == 2 and waiting.stdout == ""
+    run_id, request_id = _pending(waiting)
+    assert (
+        f"run {run_id} is waiting for 1 request(s):\n"
+        f"  request {request_id} from executor 'approval' (answer with bool): "
+        '{"question": "publish?", "text": "the essay"}\n'
+    ) in waiting.stderr
+    assert (
+        f"resume with: plait resume {target('gate')} {run_id} --checkpoint {url} "
+        f"--respond {request_id}=JSON"
+    ) in waiting.stderr
+
+    done = plait(
+        "resume", target("gate"), run_id, "--checkpoint", url, "--respond", f"{request_id}=true"
+    )
+    assert (done.exit_code, done.stdout, done.stderr) == (0, "published: the essay\n", "")
+
+
+def test_events_with_a_checkpoint_report_the_request_too(tmp_path: Path) -> None:
+    url = store(tmp_path)
+    waiting = plait("run", target("gate"), "draft", "--checkpoint", url, "--events")
+    assert waiting.exit_code == 2
+    run_id, request_id = _pending(waiting)
+    info = [json.loads(x) for x in waiting.stderr.splitlines() if '"RequestInfoEvent"' in x]
+    assert [(e["request_id"], e["response_type"]) for e in info] == [(request_id, "bool")]
+    refused = plait(
+        "resume", target("gate"), run_id, "--checkpoint", url, "--respond", f"{request_id}=false"
+    )
+    assert (refused.exit_code, refused.stdout) == (0, "withheld\n")
+
+
+def test_a_wrong_response_is_an_error_and_the_request_stays_pending(tmp_path: Path) -> None:
+    url = store(tmp_path)
+    run_id, request_id = _pending(plait("run", target("gate"), "t", "--checkpoint", url))
+
+    wrong = plait(
+        "resume", target("gate"), run_id, "--checkpoint", url, "--respond", f'{request_id}="yes"'
+    )
+    assert wrong.exit_code == 1
+    assert "must be bool, got str; the request stays pending" in wrong.stderr
+
+    unknown = plait("resume", target("gate"), run_id, "--checkpoint", url, "--respond", "nope=true")
+    assert unknown.exit_code == 1
+    assert f"no pending request 'nope' in run {run_id}; pending: {request_id}" in unknown.stderr
+
+    still = plait("resume", target("gate"), run_id, "--checkpoint", url)
+    assert still.exit_code == 2 and f"request {request_id}" in still.stderr
+
+    done = plait(
+        "resume", target("gate"), run_id, "--checkpoint", url, "--respond", f"{request_id}=true"
+    )
+    assert (done.exit_code, done.stdout) == (0, "published: t\n")
+
+
+@pytest.mark.parametrize(
+    ("respond", "message"),
+    [
+        ("no-equals-sign", "'no-equals-sign' is not REQUEST_ID=JSON"),
+        ("=true", "'=true' is not REQUEST_ID=JSON"),
+        ("r1=yes", "the answer to request 'r1' is not valid JSON"),
+    ],
+)
+def test_respond_must_be_request_id_equals_json(tmp_path: Path, respond: str, message: str) -> None:
+    result = plait(
+        "resume", target("gate"), "run", "--checkpoint", store(tmp_path), "--respond", respond
+    )
+    assert result.exit_code == 2 and message in result.stderr
+
+
+def test_answering_one_request_twice_is_a_usage_error(tmp_path: Path) -> None:
+    args = ["--respond", "r1=true", "--respond", "r1=false"]
+    result = plait("resume", target("gate"), "run", "--checkpoint", store(tmp_path), *args)
+    assert result.exit_code == 2 and "request 'r1' is answered twice" in result.stderr
+
+
+def test_resume_needs_a_checkpoint() -> None:
+    result = plait("resume", target("gate"), "some-run")
+    assert result.exit_code == 2 and "--checkpoint" in result.stderr
+
+
+def test_resume_of_an_unknown_run_is_an_error(tmp_path: Path) -> None:
+    plait("run", target("echo"), "x", "--checkpoint", store(tmp_path))
+    result = plait("resume", target("echo"), "no-such-run", "--checkpoint", store(tmp_path))
+    assert result.exit_code == 1
+    assert "CheckpointNotFoundError" in result.stderr and "'no-such-run'" in result.stderr
+
+
+def test_resume_with_another_workflow_is_refused(tmp_path: Path) -> None:
+    url = store(tmp_path)
+    run_id, _ = _pending(plait("run", target("gate"), "t", "--checkpoint", url))
+    result = plait("resume", target("echo"), run_id, "--checkpoint", url)
+    assert result.exit_code == 1
+    assert "TopologyMismatchError" in result.stderr and "different graph" in result.stderr
+
+
+def test_a_failed_checkpointed_run_can_be_resumed_and_says_how(tmp_path: Path) -> None:
+    url = store(tmp_path)
+    result = plait("run", target("failing"), "x", "--checkpoint", url)
+    assert result.exit_code == 1
+    (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", result.stderr, re.M)
+    assert f"resume with: plait resume {target('failing')} {run_id} --checkpoint {url}\n" in (
+        result.stderr
+    )
+    again = plait("resume", target("failing"), run_id, "--checkpoint", url)
+    assert again.exit_code == 1 and "in executor 'explode'" in again.stderr
+
+
+def test_a_request_without_a_checkpoint_says_it_cannot_be_resumed() -> None:
+    result = plait("run", target("gate"), "t")
+    assert result.exit_code == 2
+    assert "the run was not checkpointed, so it cannot be resumed" in result.stderr
+    assert "run id:" not in result.stderr

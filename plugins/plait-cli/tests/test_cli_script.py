@@ -1,0 +1,62 @@
+"""The installed ``plait`` console script, run as a user runs it: one process per command.
+
+A human-in-the-loop run is started by one process, which exits 2, and answered by another,
+which resumes it from the sqlite checkpoint the first wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+WORKFLOWS = Path(__file__).with_name("cli_workflows.py")
+SCRIPT = Path(sys.executable).with_name("plait")
+
+
+def plait(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``plait`` script in a clean environment."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PLAIT_"))}
+    return subprocess.run(
+        [str(SCRIPT), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_the_console_script_lists_plugins_and_runs_and_resumes_a_workflow(tmp_path: Path) -> None:
+    assert SCRIPT.is_file(), f"no console script at {SCRIPT}: is plait-cli installed?"
+
+    listed = plait("plugins", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    plugins = {p["name"]: p for p in json.loads(listed.stdout)}
+    assert plugins["cli"]["distribution"] == "plait-cli"
+    assert plugins["cli"]["status"] == "loaded"
+
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    gate = f"{WORKFLOWS}:gate"
+    waiting = plait("run", gate, "the essay", "--checkpoint", url, cwd=tmp_path)
+    assert waiting.returncode == 2, waiting.stderr
+    assert waiting.stdout == ""
+    (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", waiting.stderr, re.M)
+    (request_id,) = re.findall(r"^  request ([0-9a-f]+) from executor", waiting.stderr, re.M)
+
+    done = plait(
+        "resume", gate, run_id, "--checkpoint", url, "--respond", f"{request_id}=true", cwd=tmp_path
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "published: the essay\n", "")
+
+    echoed = plait("run", f"{WORKFLOWS}:echo", "piped", cwd=tmp_path)
+    assert (echoed.returncode, echoed.stdout) == (0, "DEPIP\n")
+
+
+def test_python_dash_m_plait_cli_is_the_same_command(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "plait_cli", "--version"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0 and result.stdout.startswith("plait-cli ")
