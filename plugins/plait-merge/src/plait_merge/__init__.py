@@ -30,7 +30,7 @@ class ListMerge:
         return list(values)
 
     def output_type(self, input_type: Any) -> Any:
-        return list[input_type]  # type: ignore[valid-type]
+        return list[input_type]
 
 
 class ConcatMerge:
