@@ -28,6 +28,7 @@ refused, for testing an unreachable store.
 
 from __future__ import annotations
 
+import abc
 import os
 import re
 import shutil
@@ -77,7 +78,7 @@ def closed_port() -> int:
     return port
 
 
-class _Server:
+class _Server(abc.ABC):
     """A server on 127.0.0.1 with a working directory of its own; ``with`` stops it."""
 
     workdir: Path
@@ -85,9 +86,9 @@ class _Server:
     #: The URL the tests connect to.
     url: str
 
+    @abc.abstractmethod
     def stop(self) -> None:
         """Stop the server and remove its directory (safe to call twice)."""
-        raise NotImplementedError
 
     def __enter__(self) -> Self:
         return self

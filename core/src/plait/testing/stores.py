@@ -161,16 +161,16 @@ class CheckpointStoreContract:
     @pytest.fixture
     async def store(self) -> AsyncIterator[CheckpointStore]:
         """Override: yield an open store, close it afterwards."""
-        raise NotImplementedError(f"{type(self).__name__} must provide a 'store' fixture")
+        pytest.fail(f"{type(self).__name__} must provide a 'store' fixture")
         yield  # pragma: no cover - makes this an async generator like the overrides
 
     async def corrupt(self, store: CheckpointStore, checkpoint_id: str) -> None:
         """Override: flip one byte of the stored bytes of ``checkpoint_id``."""
-        raise NotImplementedError(f"{type(self).__name__} must implement corrupt()")
+        pytest.fail(f"{type(self).__name__} must implement corrupt()")
 
     def reopen(self, store: CheckpointStore) -> CheckpointStore:
         """Override: a new, independent store object on the same backing as ``store``."""
-        raise NotImplementedError(f"{type(self).__name__} must implement reopen()")
+        pytest.fail(f"{type(self).__name__} must implement reopen()")
 
     # -- round trips -----------------------------------------------------------------
 

@@ -11,6 +11,7 @@ and carry their types, so callers wire fragments without knowing their inner ids
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -193,7 +194,7 @@ class WorkflowConnection:
         )
 
 
-class ConnectionMixin:
+class ConnectionMixin(abc.ABC):
     """What every builder shares so that it composes as a fragment.
 
     Subclasses implement :meth:`to_builder` (a fresh :class:`WorkflowBuilder` holding
@@ -204,9 +205,9 @@ class ConnectionMixin:
 
     name: str | None
 
+    @abc.abstractmethod
     def to_builder(self) -> WorkflowBuilder:
         """A new :class:`WorkflowBuilder` with this builder's wiring (fragment form)."""
-        raise NotImplementedError
 
     def as_connection(
         self, prefix: str | None = None, *, outputs: Sequence[ExecutorRef] | None = None
