@@ -14,7 +14,9 @@ a fragment, it sends the result on, to whatever it is connected to.
 
 from __future__ import annotations
 
+import abc
 import inspect
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -80,7 +82,7 @@ class HighLevelBuilder(ConnectionMixin):
         if not executors:
             raise ValueError(f"{type(self).__name__} needs at least one participant")
         ids = [e.id for e in executors]
-        if dupes := sorted({i for i in ids if ids.count(i) > 1}):
+        if dupes := sorted(i for i, n in Counter(ids).items() if n > 1):
             raise ValueError(f"participants share the id(s) {', '.join(dupes)}")
         self._participants = executors
         return self
@@ -90,8 +92,9 @@ class HighLevelBuilder(ConnectionMixin):
             raise ValueError(f"{type(self).__name__}: call participants([...]) first")
         return WorkflowBuilder(self.name, plugin_manager=self._manager, **self._options)
 
+    @abc.abstractmethod
     def _wire(self, builder: WorkflowBuilder, emit: Emit) -> WorkflowBuilder:
-        raise NotImplementedError
+        """Wire the participants into ``builder``; ``emit`` says how the end hands on."""
 
     def to_builder(self) -> WorkflowBuilder:
         """The fragment form: a :class:`WorkflowBuilder` whose end sends its result on."""
