@@ -228,21 +228,27 @@ class Runner:
         self.global_limiter = (
             anyio.CapacityLimiter(options.max_concurrency) if options.max_concurrency else None
         )
-        self.concurrency = {
-            eid: n
-            for eid, ex in graph.executors.items()
-            if (n := options.executor_concurrency.get(eid, ex.max_concurrency or 1)) > 1
-        }
-        self.visit_limits: dict[str, int] = {}
-        for eid, ex in graph.executors.items():
-            limit = options.executor_max_visits.get(eid) or ex.max_visits or options.max_visits
-            if limit:
-                self.visit_limits[eid] = limit
+        self.concurrency = graph.default_concurrency
+        if options.executor_concurrency:
+            self.concurrency = {
+                eid: n
+                for eid, ex in graph.executors.items()
+                if (n := options.executor_concurrency.get(eid, ex.max_concurrency or 1)) > 1
+            }
+        self.visit_limits = graph.default_visit_limits
+        if options.executor_max_visits or options.max_visits:
+            self.visit_limits = {}
+            for eid, ex in graph.executors.items():
+                limit = (
+                    options.executor_max_visits.get(eid) or ex.max_visits or options.max_visits
+                )
+                if limit:
+                    self.visit_limits[eid] = limit
         for eid in (*options.executor_concurrency, *options.executor_max_visits):
             if eid not in graph.executors:
                 raise RunOptionError(f"run option names unknown executor {eid!r}")
-        for gid, runner in graph.edge_runners.items():
-            if runner.stateful and gid not in state.router_state:
+        for gid, runner in graph.stateful:
+            if gid not in state.router_state:
                 state.router_state[gid] = runner.initial_state()
 
     # -- the loop --------------------------------------------------------------------

@@ -99,6 +99,18 @@ class CompiledGraph:
         self.flushers = tuple(
             (gid, runner) for gid, runner in self.edge_runners.items() if runner.needs_flush
         )
+        self.stateful = tuple(
+            (gid, runner) for gid, runner in self.edge_runners.items() if runner.stateful
+        )
+        # per-executor limits the executors themselves declare (run options may override)
+        self.default_concurrency = {
+            eid: ex.max_concurrency
+            for eid, ex in self.executors.items()
+            if ex.max_concurrency and ex.max_concurrency > 1
+        }
+        self.default_visit_limits = {
+            eid: ex.max_visits for eid, ex in self.executors.items() if ex.max_visits
+        }
         self.plugin_manager = plugin_manager
 
     @functools.cached_property
