@@ -504,3 +504,15 @@ def test_run_sync_for_scripts() -> None:
     wf = WorkflowBuilder().add_edge(relay("a"), sink("b")).set_start("a").build()
     assert wf.run_sync("s").outputs == ["s"]
     assert wf.run_sync("t", backend="trio").outputs == ["t"]
+
+
+async def test_a_run_of_handlers_that_never_await_can_still_be_cancelled() -> None:
+    @executor(id="spin")
+    async def spin(n: int, ctx: WorkflowContext[int]) -> None:
+        await ctx.send_message(n + 1)  # completes without ever suspending
+
+    wf = WorkflowBuilder().add_edge(spin, spin).set_start(spin).build()
+    with anyio.fail_after(20):  # a guard for the test itself, not a timing assertion
+        with anyio.move_on_after(0.05) as scope:
+            await wf.run(0, max_supersteps=10**9)
+    assert scope.cancelled_caught

@@ -57,8 +57,9 @@ if TYPE_CHECKING:
 __all__ = ["RunOptions", "RunState", "PendingRequest", "Runner"]
 
 Inbox = dict[str, list[Any]]
-# yield to the event loop at least this often on inline supersteps, so other runs and
-# stream consumers make progress even when every handler completes without awaiting
+# yield to the event loop (a cancellation point too) at least this often on inline
+# supersteps, so other runs, stream consumers and cancel scopes get their turn even when
+# every handler completes without awaiting anything
 _YIELD_EVERY = 32
 
 
@@ -278,8 +279,6 @@ class Runner:
                         await self._invoke(eid, message)
                     if self.live or step % _YIELD_EVERY == 0:
                         await anyio.lowlevel.checkpoint()
-                    else:
-                        await anyio.lowlevel.checkpoint_if_cancelled()
                 else:
                     await self._parallel(inbox)
             else:
