@@ -142,3 +142,26 @@ def test_encoding_works_with_and_without_orjson(
     )
     data = module.encode_checkpoint(checkpoint)
     assert module.decode_checkpoint(data) == checkpoint
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": 1, "b": [1, (2, 3)], "c": {"d": {1, 2}}},
+        {"__plait__": "dict", "v": {"looks": "like a tag"}},
+        [{"__plait__": "tuple"}, b"\x00bytes", float("inf")],
+        {},
+    ],
+)
+def test_codec_round_trips_values_that_look_like_its_own_tags(value: Any) -> None:
+    from plait.codec import decode_value, encode_value
+
+    encoded = encode_value(value)
+    assert json.loads(json.dumps(encoded)) == encoded
+    assert decode_value(encoded) == value
+
+
+def test_plain_dicts_are_not_wrapped() -> None:
+    from plait.codec import encode_value
+
+    assert encode_value({"n": 1, "m": [2]}) == {"n": 1, "m": [2]}

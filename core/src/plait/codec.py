@@ -1,7 +1,7 @@
 """Messages and state to JSON-ready data and back, for checkpoints.
 
-JSON natives (``str``, ``int``, ``float``, ``bool``, ``None``) and lists of encodable
-values travel as themselves. Everything else is tagged with its type so the exact type
+JSON natives (``str``, ``int``, ``float``, ``bool``, ``None``), lists and string-keyed
+dicts of encodable values travel as themselves. Everything else is tagged with its type so the exact type
 comes back: ``{"__plait__": "tuple" | "dict" | "set" | "module:QualName", "v": ...}``.
 attrs classes, dataclasses and any type with registered cattrs hooks are unstructured
 through the kernel's message converter (:func:`plait.convert.message_converter`); plugins
@@ -124,7 +124,8 @@ def encode_value(value: Any, path: str = "") -> Any:
             if not isinstance(key, str):
                 raise EncodeError(f"dict key {key!r} is not a string", path)
             out[key] = encode_value(item, f"{path}.{key}" if path else key)
-        return {TAG: "dict", "v": out}
+        # a plain dict travels as itself; only one with a key named like the tag is wrapped
+        return {TAG: "dict", "v": out} if TAG in out else out
     if cls is tuple:
         return {TAG: "tuple", "v": [encode_value(x, f"{path}[{i}]") for i, x in enumerate(value)]}
     if cls in (set, frozenset):
@@ -153,6 +154,8 @@ def decode_value(data: Any) -> Any:
         return [decode_value(item) for item in data]
     if not isinstance(data, dict):
         return data
+    if TAG not in data:
+        return {key: decode_value(item) for key, item in data.items()}
     tag = data.get(TAG)
     raw: Any = data.get("v")
     if tag == "dict":
