@@ -1,8 +1,9 @@
 """Messages and state to JSON-ready data and back, for checkpoints.
 
 JSON natives (``str``, ``int``, ``float``, ``bool``, ``None``), lists and string-keyed
-dicts of encodable values travel as themselves. Everything else is tagged with its type so the exact type
-comes back: ``{"__plait__": "tuple" | "dict" | "set" | "module:QualName", "v": ...}``.
+dicts of encodable values travel as themselves. Everything else is tagged with its type so
+the exact type comes back:
+``{"__plait__": "tuple" | "dict" | "set" | "module:QualName", "v": ...}``.
 attrs classes, dataclasses and any type with registered cattrs hooks are unstructured
 through the kernel's message converter (:func:`plait.convert.message_converter`); plugins
 add hooks for their own types by registering :class:`plait.convert.CattrsHooks` through

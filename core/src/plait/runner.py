@@ -240,9 +240,7 @@ class Runner:
         if options.executor_max_visits or options.max_visits:
             self.visit_limits = {}
             for eid, ex in graph.executors.items():
-                limit = (
-                    options.executor_max_visits.get(eid) or ex.max_visits or options.max_visits
-                )
+                limit = options.executor_max_visits.get(eid) or ex.max_visits or options.max_visits
                 if limit:
                     self.visit_limits[eid] = limit
         for eid in (*options.executor_concurrency, *options.executor_max_visits):
