@@ -27,6 +27,7 @@ checkpoint ever points at missing data.
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
 from collections.abc import Mapping
@@ -38,16 +39,30 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from .checkpoint import Checkpoint, CheckpointStore, open_store
 from .codec import EncodeError, decode_value, encode_value, import_type, type_ref
-from .errors import CheckpointEncodeError, CheckpointNotFoundError, TopologyMismatchError
-from .runner import PendingRequest, RunState
+from .context import RequestResponse
+from .errors import (
+    CheckpointEncodeError,
+    CheckpointNotFoundError,
+    ResponseTypeError,
+    TopologyMismatchError,
+    WorkflowRunError,
+)
+from .events import RunStatus
+from .runner import PendingRequest, Runner, RunOptions, RunState
 from .spec import WorkflowSpec
-from .types import type_name
+from .types import is_instance, type_name
 
 if TYPE_CHECKING:
-    from .runner import Runner
     from .workflow import CompiledGraph
 
-__all__ = ["Checkpointer", "resolve_store", "load_run"]
+__all__ = [
+    "Checkpointer",
+    "answer_requests",
+    "load_run",
+    "resolve_store",
+    "restore_state",
+    "run_checkpointed",
+]
 
 SNAPSHOT_EVERY = 32
 
@@ -342,3 +357,90 @@ def restore_state(
             raw["superstep"],
         )
     return {eid: [decode_value(m) for m in msgs] for eid, msgs in data["pending"].items()}
+
+
+# -- running with checkpoints -----------------------------------------------------------------
+
+
+async def run_checkpointed(
+    graph: CompiledGraph,
+    state: RunState,
+    inbox: dict[str, list[Any]],
+    opts: RunOptions,
+    *,
+    detail: bool,
+    live: bool,
+    parent_id: str | None,
+) -> RunStatus:
+    """Run to the end, writing checkpoints to ``opts.checkpoint`` as ``opts.durability`` says."""
+    store, opened = await resolve_store(opts.checkpoint)
+    mode = opts.durability
+    checkpointer = Checkpointer(store, graph, mode=mode, parent_id=parent_id)
+    hook = checkpointer.after_superstep if mode != "exit" else None
+    runner = Runner(graph, opts, state, detail=detail, live=live, on_superstep=hook)
+    try:
+        if mode != "async":
+            return await _checkpointed(runner, checkpointer, inbox)
+        send, receive = anyio.create_memory_object_stream[Checkpoint](math.inf)
+        checkpointer.attach(send)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(checkpointer.writer, receive)
+            async with send:
+                status = await _checkpointed(runner, checkpointer, inbox)
+        if checkpointer.error is not None:
+            raise checkpointer.error
+        return status
+    finally:
+        if opened:
+            await store.aclose()
+
+
+async def _checkpointed(runner: Runner, checkpointer: Checkpointer, inbox: Any) -> RunStatus:
+    state = runner.state
+    if checkpointer.mode != "exit" and checkpointer.parent_id is None:
+        await checkpointer.write(checkpointer.take(state, inbox, (), "running"))
+    try:
+        status = await runner.run(inbox)
+    except WorkflowRunError:
+        if checkpointer.mode == "exit":
+            # resume re-runs the failed superstep: at least once per superstep
+            state.superstep -= 1
+            checkpoint = checkpointer.take(
+                state, runner.current, list(state.executor_state), "failed"
+            )
+            await checkpointer.write(checkpoint)
+        raise
+    if checkpointer.mode == "exit":
+        final = checkpointer.take(state, {}, list(state.executor_state), status.value)
+        await checkpointer.write(final)
+    return status
+
+
+def answer_requests(
+    state: RunState,
+    inbox: dict[str, list[Any]],
+    responses: Mapping[str, Any],
+    graph: CompiledGraph,
+) -> None:
+    """Deliver ``responses`` to the executors that asked: every response is checked first,
+    so a bad one changes nothing and its request stays pending."""
+    pending = state.pending_requests
+    for request_id, value in responses.items():
+        request = pending.get(request_id)
+        if request is None:
+            known = ", ".join(pending) or "none"
+            raise ResponseTypeError(
+                f"no pending request {request_id!r} in run {state.run_id}; pending: {known}"
+            )
+        if not is_instance(value, request.response_type):
+            raise ResponseTypeError(
+                f"response to request {request_id!r} of executor {request.executor_id!r} "
+                f"must be {type_name(request.response_type)}, got {type_name(type(value))}; "
+                "the request stays pending"
+            )
+    for request_id, value in responses.items():
+        request = pending.pop(request_id)
+        executor = graph.executors[request.executor_id]
+        if any(h.input_type is RequestResponse for h in executor.handlers):
+            value = RequestResponse(request_id, request.request, value)
+        inbox.setdefault(request.executor_id, []).append(value)

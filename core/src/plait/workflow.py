@@ -20,13 +20,18 @@ from typing import Any
 import anyio
 import attrs
 
-from .checkpoint import Checkpoint, CheckpointStore
-from .context import RequestResponse
-from .durable import Checkpointer, load_run, resolve_store, restore_state
+from .checkpoint import CheckpointStore
+from .durable import (
+    Checkpointer,
+    answer_requests,
+    load_run,
+    resolve_store,
+    restore_state,
+    run_checkpointed,
+)
 from .errors import (
     CheckpointError,
     PlaitError,
-    ResponseTypeError,
     WorkflowRunError,
     WorkflowValidationError,
 )
@@ -36,7 +41,6 @@ from .plugins import PluginManager, get_plugin_manager
 from .routing import EdgeRunner
 from .runner import Runner, RunOptions, RunState
 from .spec import WorkflowSpec
-from .types import is_instance, type_name
 
 __all__ = ["Workflow", "WorkflowRunResult", "CompiledGraph"]
 
@@ -304,7 +308,7 @@ class Workflow:
             state = RunState(checkpoint.run_id, events.append)
             state.superstep = checkpoint.superstep
             inbox = restore_state(self._graph, state, data)
-            _answer(state, inbox, responses or {}, self._graph)
+            answer_requests(state, inbox, responses or {}, self._graph)
             result = await self._execute(
                 state,
                 inbox,
@@ -337,7 +341,7 @@ class Workflow:
             state = RunState(saved["run_id"], None)
             state.superstep = saved["superstep"]
             inbox = restore_state(self._graph, state, saved["state"])
-            _answer(state, inbox, responses or {}, self._graph)
+            answer_requests(state, inbox, responses or {}, self._graph)
         result = await self._execute(state, inbox, opts, detail=False)
         if result.status is not RunStatus.IDLE_WITH_PENDING_REQUESTS:
             return result, None
@@ -400,7 +404,9 @@ class Workflow:
                 runner = Runner(self._graph, opts, state, detail=detail, live=live)
                 status = await runner.run(inbox)
             else:
-                status = await self._durable(state, inbox, opts, detail, live, parent_id)
+                status = await run_checkpointed(
+                    self._graph, state, inbox, opts, detail=detail, live=live, parent_id=parent_id
+                )
         except (WorkflowRunError, CheckpointError) as exc:
             error = exc
         if emit is not None:
@@ -417,89 +423,9 @@ class Workflow:
             pending_requests=list(state.pending_requests.values()),
         )
 
-    async def _durable(
-        self,
-        state: RunState,
-        inbox: dict[str, list[Any]],
-        opts: RunOptions,
-        detail: bool,
-        live: bool,
-        parent_id: str | None,
-    ) -> RunStatus:
-        store, opened = await resolve_store(opts.checkpoint)
-        mode = opts.durability
-        checkpointer = Checkpointer(store, self._graph, mode=mode, parent_id=parent_id)
-        hook = checkpointer.after_superstep if mode != "exit" else None
-        runner = Runner(self._graph, opts, state, detail=detail, live=live, on_superstep=hook)
-        try:
-            if mode != "async":
-                return await self._checkpointed(runner, checkpointer, inbox)
-            send, receive = anyio.create_memory_object_stream[Checkpoint](math.inf)
-            checkpointer.attach(send)
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(checkpointer.writer, receive)
-                async with send:
-                    status = await self._checkpointed(runner, checkpointer, inbox)
-            if checkpointer.error is not None:
-                raise checkpointer.error
-            return status
-        finally:
-            if opened:
-                await store.aclose()
-
-    @staticmethod
-    async def _checkpointed(runner: Runner, checkpointer: Checkpointer, inbox: Any) -> RunStatus:
-        state = runner.state
-        if checkpointer.mode != "exit" and checkpointer.parent_id is None:
-            await checkpointer.write(checkpointer.take(state, inbox, (), "running"))
-        try:
-            status = await runner.run(inbox)
-        except WorkflowRunError:
-            if checkpointer.mode == "exit":
-                # resume re-runs the failed superstep: at least once per superstep
-                state.superstep -= 1
-                checkpoint = checkpointer.take(
-                    state, runner.current, list(state.executor_state), "failed"
-                )
-                await checkpointer.write(checkpoint)
-            raise
-        if checkpointer.mode == "exit":
-            final = checkpointer.take(state, {}, list(state.executor_state), status.value)
-            await checkpointer.write(final)
-        return status
-
     @staticmethod
     def _finish(result: WorkflowRunResult, opts: RunOptions) -> WorkflowRunResult:
         if result.error is not None and opts.raise_on_failure:
             setattr(result.error, "result", result)
             raise result.error
         return result
-
-
-def _answer(
-    state: RunState,
-    inbox: dict[str, list[Any]],
-    responses: Mapping[str, Any],
-    graph: CompiledGraph,
-) -> None:
-    """Check every response first, then deliver them all (so a bad one changes nothing)."""
-    pending = state.pending_requests
-    for request_id, value in responses.items():
-        request = pending.get(request_id)
-        if request is None:
-            known = ", ".join(pending) or "none"
-            raise ResponseTypeError(
-                f"no pending request {request_id!r} in run {state.run_id}; pending: {known}"
-            )
-        if not is_instance(value, request.response_type):
-            raise ResponseTypeError(
-                f"response to request {request_id!r} of executor {request.executor_id!r} "
-                f"must be {type_name(request.response_type)}, got {type_name(type(value))}; "
-                "the request stays pending"
-            )
-    for request_id, value in responses.items():
-        request = pending.pop(request_id)
-        executor = graph.executors[request.executor_id]
-        if any(h.input_type is RequestResponse for h in executor.handlers):
-            value = RequestResponse(request_id, request.request, value)
-        inbox.setdefault(request.executor_id, []).append(value)
