@@ -1,0 +1,78 @@
+"""Run options: what ``Workflow.run(message, **options)`` accepts, checked at once.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from .errors import RunOptionError
+
+__all__ = ["RunOptions"]
+
+
+def _positive(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and (not isinstance(value, int) or value < 1):
+        raise RunOptionError(f"run option {attribute.name} must be a positive int, got {value!r}")
+
+
+def _positive_map(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    for key, limit in value.items():
+        if not isinstance(limit, int) or limit < 1:
+            raise RunOptionError(
+                f"run option {attribute.name}[{key!r}] must be a positive int, got {limit!r}"
+            )
+
+
+def _one_of(*choices: str) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
+    def check(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if value is not None and value not in choices:
+            raise RunOptionError(
+                f"run option {attribute.name} must be one of {', '.join(choices)}, got {value!r}"
+            )
+
+    return check
+
+
+@attrs.frozen(kw_only=True)
+class RunOptions:
+    """Options of one run. ``Workflow.run(msg, **options)`` rejects unknown names.
+
+    :param max_supersteps: fail the run past this many supersteps (default 100).
+    :param max_concurrency: at most this many handlers at once in the whole run.
+    :param max_visits: at most this many supersteps per executor (a cycle bound).
+    :param executor_concurrency: per-executor handler concurrency within a superstep.
+    :param executor_max_visits: per-executor visit limits (override ``max_visits``).
+    :param events: ``"lifecycle"`` (run started/finished, outputs, requests) or ``"all"``;
+        ``run()`` defaults to lifecycle, ``stream()`` to all.
+    :param run_id: the run's id (default: a new UUID).
+    :param raise_on_failure: raise the run's error (default) or return a failed result.
+    :param checkpoint: a checkpoint store or store URL; a checkpoint per superstep.
+    :param durability: ``sync``, ``async`` or ``exit`` (see the durable-runs guide).
+    """
+
+    max_supersteps: int = attrs.field(default=100, validator=_positive)
+    max_concurrency: int | None = attrs.field(default=None, validator=_positive)
+    max_visits: int | None = attrs.field(default=None, validator=_positive)
+    executor_concurrency: Mapping[str, int] = attrs.field(factory=dict, validator=_positive_map)
+    executor_max_visits: Mapping[str, int] = attrs.field(factory=dict, validator=_positive_map)
+    events: str | None = attrs.field(default=None, validator=_one_of("lifecycle", "all"))
+    run_id: str | None = None
+    raise_on_failure: bool = True
+    checkpoint: Any = None
+    durability: str = attrs.field(default="sync", validator=_one_of("sync", "async", "exit"))
+
+    @classmethod
+    def from_kwargs(cls, defaults: Mapping[str, Any], options: Mapping[str, Any]) -> RunOptions:
+        """Merge workflow defaults and call options; unknown names are a RunOptionError."""
+        known = {a.name for a in attrs.fields(cls)}
+        unknown = sorted((set(defaults) | set(options)) - known)
+        if unknown:
+            raise RunOptionError(
+                f"unknown run option(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+            )
+        return cls(**{**defaults, **options})
