@@ -516,3 +516,43 @@ async def test_a_run_of_handlers_that_never_await_can_still_be_cancelled() -> No
         with anyio.move_on_after(0.05) as scope:
             await wf.run(0, max_supersteps=10**9)
     assert scope.cancelled_caught
+
+
+async def test_stopping_a_stream_early_cancels_the_run_and_leaves_the_caller_alone() -> None:
+    cancelled = anyio.Event()
+
+    @executor(id="ticker")
+    async def ticker(n: int, ctx: WorkflowContext[int, int]) -> None:
+        await ctx.yield_output(n)
+        try:
+            await anyio.sleep(0.01)
+        except anyio.get_cancelled_exc_class():
+            cancelled.set()
+            raise
+        await ctx.send_message(n + 1)
+
+    wf = WorkflowBuilder().add_edge(ticker, ticker).set_start(ticker).build()
+    seen = []
+    with anyio.fail_after(10):
+        async for event in wf.stream(0, max_supersteps=10_000):
+            if isinstance(event, OutputEvent):
+                seen.append(event.data)
+                if len(seen) == 3:
+                    break
+        # the abandoned iterator is finalised; the run stops, and this task is not cancelled
+        await cancelled.wait()
+        await anyio.sleep(0.02)
+    assert seen == [0, 1, 2]
+
+
+async def test_stream_with_aclosing_also_stops_the_run() -> None:
+    from contextlib import aclosing
+
+    loop = relay("a")
+    wf = WorkflowBuilder().add_edge(loop, loop).set_start(loop).build()
+    with anyio.fail_after(10):
+        async with aclosing(wf.stream(0, max_supersteps=10_000)) as events:
+            async for event in events:
+                if isinstance(event, SuperstepFinished) and event.superstep == 5:
+                    break
+    await anyio.sleep(0.01)  # this task was not cancelled by the closed stream

@@ -11,10 +11,12 @@ its own state.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import functools
 import math
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -353,25 +355,48 @@ class Workflow:
     async def stream(self, message: Any, **options: Any) -> AsyncIterator[WorkflowEvent]:
         """Run the workflow, yielding every event as it happens.
 
-        Iterate to the end, or wrap in ``contextlib.aclosing`` when you may stop early.
-        A failed run yields its ``RunFinished(status=failed)`` event, then raises.
+        Stopping early (``break``) is safe: the run is cancelled and awaited when the
+        iterator closes. A failed run yields its ``RunFinished(status=failed)`` event, then
+        raises (unless ``raise_on_failure=False``).
         """
         opts = RunOptions.from_kwargs(self._spec.options, options)
         send, receive = anyio.create_memory_object_stream[WorkflowEvent](math.inf)
         results: list[WorkflowRunResult] = []
+        crashed: list[BaseException] = []
+        scope = anyio.CancelScope()
+        finished = anyio.Event()
 
         async def produce() -> None:
-            async with send:
-                state = RunState(opts.run_id or uuid.uuid4().hex, send.send_nowait)
-                inbox = {self._spec.start: [message]}
-                detail = opts.events != "lifecycle"
-                results.append(await self._execute(state, inbox, opts, detail=detail, live=True))
+            # runs in a task of its own, never across this generator's yields: a task group
+            # here would be exited from whatever task finalises an abandoned iterator
+            try:
+                with scope:
+                    async with send:
+                        state = RunState(opts.run_id or uuid.uuid4().hex, send.send_nowait)
+                        inbox = {self._spec.start: [message]}
+                        detail = opts.events != "lifecycle"
+                        results.append(
+                            await self._execute(state, inbox, opts, detail=detail, live=True)
+                        )
+            except Exception as exc:  # an unexpected error reaches the consumer
+                crashed.append(exc)
+            finally:
+                send.close()
+                finished.set()
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(produce)
+        task = _spawn(produce)  # noqa: F841 - held, so the task is not collected early
+        try:
             async with receive:
                 async for event in receive:
                     yield event
+        finally:
+            scope.cancel()
+            with anyio.CancelScope(shield=True):
+                await finished.wait()
+        if crashed:
+            raise crashed[0]
+        if not results:  # the run task was interrupted by something other than an error
+            raise RuntimeError("the streamed run ended without a result")
         self._finish(results[0], opts)
 
     def run_sync(
@@ -429,3 +454,17 @@ class Workflow:
             setattr(result.error, "result", result)
             raise result.error
         return result
+
+
+def _spawn(func: Callable[[], Awaitable[None]]) -> Any:
+    """Start ``func`` in a task of its own on the running event loop (asyncio or trio), with
+    a copy of the current context; return a handle the caller must keep (asyncio holds only
+    weak references to its tasks)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        import trio
+
+        trio.lowlevel.spawn_system_task(func, context=contextvars.copy_context())
+        return None
+    return loop.create_task(func())  # type: ignore[arg-type]
