@@ -28,35 +28,16 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: durable_helpers
 
 import workloads_plait
-from plait import Workflow, WorkflowContext, executor
+from durable_helpers import counting_chain
 from plait.checkpoint import encode_checkpoint, open_store
-from plait_builders import WorkflowBuilder
-
-
-def stateful_chain(n: int) -> Workflow:
-    def node(i: int) -> Any:
-        @executor(id=f"n{i}")
-        async def add(x: int, ctx: WorkflowContext[int, int]) -> None:
-            ctx.state["value"] = x
-            if i == n - 1:
-                await ctx.yield_output(x + 1)
-            else:
-                await ctx.send_message(x + 1)
-
-        return add
-
-    nodes = [node(i) for i in range(n)]
-    builder = WorkflowBuilder("chain", max_supersteps=n + 1).add_executor(nodes[0])
-    for a, b in zip(nodes, nodes[1:]):
-        builder.add_edge(a, b)
-    return builder.set_start(nodes[0]).build()
 
 
 async def sizes(n: int) -> dict[str, Any]:
     url = f"memory://{uuid.uuid4().hex}"
-    result = await stateful_chain(n).run(0, checkpoint=url)
+    result = await counting_chain(n).run(0, checkpoint=url)
     store = open_store(url)
     encoded = [
         (cp.state["kind"], len(encode_checkpoint(cp)))
@@ -74,7 +55,7 @@ async def sizes(n: int) -> dict[str, Any]:
 
 
 def overhead(n: int, repeat: int) -> list[dict[str, Any]]:
-    wf = stateful_chain(n)
+    wf = counting_chain(n)
     loop = asyncio.new_event_loop()
     tmp = Path(tempfile.mkdtemp(prefix="plait-ckpt-"))
 
