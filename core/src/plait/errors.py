@@ -40,6 +40,10 @@ __all__ = [
     "TopologyMismatchError",
     "StoreUnavailableError",
     "ResponseTypeError",
+    "SourcePosition",
+    "LoadError",
+    "ExpressionError",
+    "ConfigError",
 ]
 
 
@@ -128,6 +132,97 @@ class WorkflowValidationError(PlaitError):
 
 class TypeCheckError(WorkflowValidationError):
     """An edge connects a source whose messages the target cannot handle."""
+
+
+# ---------------------------------------------------------------------------
+# text and data: workflow files, expressions, executor configs
+# ---------------------------------------------------------------------------
+
+
+class SourcePosition:
+    """Where a problem is in a document: ``line``/``column`` (1-based) for text, or a JSON
+    ``path`` (``/nodes/0/is_entry``) for data, plus the ``source`` (file name or
+    ``<string>``) and the offending line of text, when known.
+
+    .. versionadded:: 0.1
+    """
+
+    __slots__ = ("column", "line", "path", "source", "text")
+
+    def __init__(
+        self,
+        *,
+        source: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        path: str | None = None,
+        text: str | None = None,
+    ) -> None:
+        self.source = source
+        self.line = line
+        self.column = column
+        self.path = path
+        self.text = text
+
+    def __str__(self) -> str:
+        where = self.source or "<string>"
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        if self.path is not None:
+            where += f" at {self.path}"
+        return where
+
+    def caret(self) -> str:
+        """The offending line and a caret under the column (``SyntaxError``'s layout), or
+        an empty string when the text is not known."""
+        if self.text is None or self.column is None:
+            return ""
+        line = self.text.rstrip("\n")
+        return f"    {line}\n    {' ' * max(self.column - 1, 0)}^"
+
+    def __repr__(self) -> str:
+        return f"SourcePosition({self!s})"
+
+
+class _Positioned(PlaitError):
+    """An error at a :class:`SourcePosition`; the message starts with the position and
+    ends with the caret line."""
+
+    def __init__(self, message: str, position: SourcePosition | None = None) -> None:
+        self.reason = message
+        self.position = position or SourcePosition()
+        self.line = self.position.line
+        self.column = self.position.column
+        self.path = self.position.path
+        caret = self.position.caret()
+        head = f"{self.position}: {message}" if position is not None else message
+        super().__init__(f"{head}\n{caret}" if caret else head)
+
+
+class ExpressionError(_Positioned):
+    """An expression or template that does not parse, or that failed to evaluate safely
+    (a bound exceeded, a missing name where one is required)."""
+
+
+class ConfigError(_Positioned):
+    """An executor kind's ``config`` does not fit its JSON Schema (``path`` says where)."""
+
+
+class LoadError(PlaitError):
+    """A workflow document (flow, JSON DAG, YAML steps …) is wrong; ``problems`` holds
+    every problem found, each a positioned error, sorted by position.
+
+    .. versionadded:: 0.1
+    """
+
+    def __init__(self, problems: Sequence[PlaitError], *, source: str | None = None) -> None:
+        self.problems = list(problems)
+        self.source = source
+        where = source or "<string>"
+        body = "\n".join(f"  - {p}".replace("\n", "\n    ") for p in self.problems)
+        super().__init__(f"{where}: {len(self.problems)} problem(s):\n{body}")
 
 
 # ---------------------------------------------------------------------------

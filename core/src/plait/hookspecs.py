@@ -40,13 +40,15 @@ class Register(Protocol):
 
 @hookspec
 def plait_register_executor_kinds(register: Register) -> None:
-    """Register named executor factories.
+    """Register named executor kinds (see :mod:`plait.kinds`).
 
-    A factory is a callable ``factory(id: str, config: Mapping[str, Any]) -> Executor``;
-    declarative front-ends and resumed runs use it to build executors from data
-    (``python`` by import path, ``shell``, ``http``, ``agent`` …).
+    A kind is an :class:`~plait.kinds.ExecutorKind`: a JSON Schema ``config_schema``,
+    ``check(config, ctx)`` returning every config problem with its JSON path, and
+    ``create(config, ctx)`` building the executor. Declarative front-ends and
+    :meth:`plait.Workflow.from_spec` build executors from data through them (``python`` by
+    import path, ``shell``, ``http``, ``workflow``, ``agent`` …).
 
-    :param register: ``register(kind_name, factory, replaces=None)``.
+    :param register: ``register(kind_name, kind, replaces=None)``.
     :return: nothing; every implementation is called.
 
     .. versionadded:: 0.1
@@ -132,6 +134,35 @@ def plait_register_fragments(register: Register) -> None:
     composes it.
 
     :param register: ``register(fragment_name, fragment, replaces=None)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_register_expression_languages(register: Register) -> None:
+    """Register safe expression languages for conditions and ``{{ }}`` templates.
+
+    A language is an :class:`~plait.expressions.ExpressionLanguage`: ``compile(text, *,
+    source, line, column)`` and ``compile_template(...)`` return compiled objects that
+    evaluate over JSON-like data only. The first-party language is named ``"plait"``.
+
+    :param register: ``register(language_name, language, replaces=None)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_register_exporters(register: Register) -> None:
+    """Register graph exporters (``mermaid``, ``dot`` …).
+
+    An exporter has ``export(spec: WorkflowSpec) -> str``;
+    :meth:`plait.Workflow.export` (and ``to_mermaid``/``to_dot``) look them up by name.
+
+    :param register: ``register(format_name, exporter, replaces=None)``.
     :return: nothing; every implementation is called.
 
     .. versionadded:: 0.1

@@ -37,13 +37,15 @@ def _is_callable(obj: Any) -> str | None:
 
 #: Registry hook name -> (kind name, protocol check returning a problem or None).
 KINDS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
-    "plait_register_executor_kinds": ("executor_kind", _is_callable),
+    "plait_register_executor_kinds": ("executor_kind", _has("check", "create", "config_schema")),
     "plait_register_routers": ("router", _has("create", "stateful")),
     "plait_register_merge_strategies": ("merge_strategy", _has("merge", "output_type")),
     "plait_register_converters": ("converter", _has("source", "target", "fn", "lossless")),
     "plait_register_checkpoint_stores": ("checkpoint_store", _is_callable),
     "plait_register_loaders": ("loader", _has("load")),
     "plait_register_fragments": ("fragment", _has("build")),
+    "plait_register_expression_languages": ("expression_language", _has("compile")),
+    "plait_register_exporters": ("exporter", _has("export")),
 }
 KIND_NAMES = [kind for kind, _ in KINDS.values()]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from plait import Executor, Never, WorkflowContext, executor
+from plait import Never, WorkflowContext, executor
 from plait.errors import WorkflowValidationError
 from plait.spec import WorkflowSpec
-from plait_builders import WorkflowBuilder, python_executor
+from plait_builders import WorkflowBuilder
 
 
 @executor(id="a")
@@ -120,10 +120,3 @@ def test_spec_is_json_round_trippable_and_signed() -> None:
         "edges added: direct:a->b",
         "edges removed: conditional:a->b",
     ]
-
-
-def test_python_executor_kind_rebuilds_from_an_import_path() -> None:
-    rebuilt = python_executor("b2", {"ref": f"{__name__}:b"})
-    assert isinstance(rebuilt, Executor) and rebuilt.id == "b2"
-    with pytest.raises(ValueError, match="must be 'module:attr'"):
-        python_executor("x", {"ref": "nope"})
