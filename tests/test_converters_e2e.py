@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import plait_converters
+import plait_export
 import plait_merge
 import plait_routing
 import pytest
@@ -35,6 +36,7 @@ STANDARD = (
     fake_entry_point("routing", plait_routing, distribution="plait-routing"),
     fake_entry_point("merge", plait_merge, distribution="plait-merge"),
     fake_entry_point("converters", plait_converters, distribution="plait-converters"),
+    fake_entry_point("export", plait_export, distribution="plait-export"),
 )
 
 

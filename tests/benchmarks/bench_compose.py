@@ -7,7 +7,7 @@ Prints one JSON line per variant: the median seconds to compose (``add_workflow`
 
 - ``function``: fragments of ``@executor`` functions (handlers reused by the clones);
 - ``class``: fragments of ``Executor`` subclasses (handlers collected again per clone);
-- ``workflow``: a built workflow composed as the fragment (``Workflow.as_connection``).
+- ``workflow``: a built workflow composed as the fragment (cloned by ``add_workflow``).
 
 The target (issue 5): under one second for 100 x 10. Each variant's composed workflow is
 also run once, as a correctness check (the message passes 1,000 increments).

@@ -181,27 +181,6 @@ def plait_register_commands(cli: Any) -> None:
 
 
 # ---------------------------------------------------------------------------
-# Decisions: the first plugin that returns something wins.
-# ---------------------------------------------------------------------------
-
-
-@hookspec(firstresult=True)
-def plait_workflow_as_connection(workflow: Any, prefix: str | None) -> Any:
-    """Turn a built ``workflow`` into a connection (a fragment another builder can compose).
-
-    Called by :meth:`plait.Workflow.as_connection`; the builders plugin implements it by
-    cloning the workflow's topology into a new builder.
-
-    :param workflow: the :class:`plait.Workflow` to clone.
-    :param prefix: the prefix its executors get when composed, or ``None`` for the default.
-    :return: a connection object, or ``None`` to let another plugin decide. Stops at the
-        first non-``None`` result.
-
-    .. versionadded:: 0.1
-    """
-
-
-# ---------------------------------------------------------------------------
 # Observers: tracing and metrics. The runner calls these only when at least one
 # plugin implements them, so they cost nothing otherwise.
 # ---------------------------------------------------------------------------

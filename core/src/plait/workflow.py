@@ -211,23 +211,6 @@ class Workflow:
 
     # -- composition and export ------------------------------------------------------------
 
-    def as_connection(self, prefix: str | None = None) -> Any:
-        """This workflow as a fragment another builder can compose (``add_workflow``).
-
-        The topology is cloned; this workflow is never changed.
-
-        :raises PlaitError: when no installed plugin (``plait-builders``) provides it.
-        """
-        manager = self._graph.plugin_manager
-        manager.load_entrypoints()
-        connection = manager.pm.hook.plait_workflow_as_connection(workflow=self, prefix=prefix)
-        if connection is None:
-            raise PlaitError(
-                "no installed plugin turns workflows into connections; "
-                "install it with: pip install plait-builders"
-            )
-        return connection
-
     def as_executor(
         self,
         id: str | None = None,
@@ -248,17 +231,25 @@ class Workflow:
             self, id=id, adapter=adapter, allow_direct_output=allow_direct_output
         )
 
-    def to_mermaid(self) -> str:
-        """The graph as a Mermaid flowchart (prefixes become subgraphs)."""
-        from .export import to_mermaid
+    def export(self, format: str) -> str:
+        """The graph as text in ``format`` (``mermaid``, ``dot`` …), by the exporter a
+        plugin registered under that name (``plait-export`` ships both).
 
-        return to_mermaid(self._spec)
+        :raises UnknownNameError: no installed exporter has that name.
+        """
+        exporter = self._graph.plugin_manager.registry("exporter").get(
+            format, what=f"exporting workflow {self.name or '(unnamed)'}"
+        )
+        text: str = exporter.export(self._spec)
+        return text
+
+    def to_mermaid(self) -> str:
+        """The graph as a Mermaid flowchart: ``export("mermaid")``."""
+        return self.export("mermaid")
 
     def to_dot(self) -> str:
-        """The graph in Graphviz DOT (prefixes become clusters)."""
-        from .export import to_dot
-
-        return to_dot(self._spec)
+        """The graph in Graphviz DOT: ``export("dot")``."""
+        return self.export("dot")
 
     # -- running -----------------------------------------------------------------------
 

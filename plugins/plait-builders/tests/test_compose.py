@@ -13,6 +13,7 @@ from plait_builders import (
     ConnectionPoint,
     WorkflowBuilder,
     WorkflowConnection,
+    connection_from_workflow,
 )
 
 pytestmark = pytest.mark.anyio
@@ -80,7 +81,7 @@ async def test_built_workflows_and_connections_compose_the_same_way() -> None:
     from_builders = compose(prep_fragment(), summary_fragment())
     prep_workflow = prep_fragment().set_start(normalize)
     built = summary_fragment().build()
-    via_hook = built.as_connection()  # the kernel's hook, implemented by this plugin
+    via_hook = connection_from_workflow(built)  # what add_workflow does with a Workflow
     assert isinstance(via_hook, WorkflowConnection)
     assert via_hook.start == "summarize" and via_hook.outputs == ("publish",)
     for summary in (built, via_hook):

@@ -6,8 +6,8 @@ immutable :class:`plait.Workflow`.
 Composition (seed 004, option 2): ``handle = builder.add_workflow(fragment, prefix=...)``
 merges a builder, a built workflow, a connection or a published :class:`Fragment` under
 ``prefix/``; ``builder.connect(a, b, adapter=None, allow_lossy=False)`` wires points.
-:class:`SequentialBuilder` and :class:`ConcurrentBuilder` compose the same way, and the
-plugin implements ``plait_workflow_as_connection`` so ``Workflow.as_connection()`` works.
+:class:`SequentialBuilder` and :class:`ConcurrentBuilder` compose the same way; a built
+:class:`plait.Workflow` is composed by cloning its topology (:func:`connection_from_workflow`).
 
 .. versionadded:: 0.1
 """
@@ -49,12 +49,6 @@ __all__ = [
     "SequentialBuilder",
     "WorkflowBuilder",
     "WorkflowConnection",
+    "connection_from_workflow",
     "list_fragments",
-    "plait_workflow_as_connection",
 ]
-
-
-@plait.hookimpl
-def plait_workflow_as_connection(workflow: Workflow, prefix: str | None) -> WorkflowConnection:
-    """Clone a built workflow's topology into a new builder (``Workflow.as_connection``)."""
-    return connection_from_workflow(workflow, prefix)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .spec import EdgeGroupSpec, WorkflowSpec
+from plait.spec import EdgeGroupSpec, WorkflowSpec
 
 __all__ = ["to_dot", "to_mermaid", "node_role", "split_id"]
 

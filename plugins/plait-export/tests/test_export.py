@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from plait.export import node_role, split_id, to_dot, to_mermaid
 from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
+from plait_export import node_role, split_id, to_dot, to_mermaid
 
 
 def composed_spec() -> WorkflowSpec:
