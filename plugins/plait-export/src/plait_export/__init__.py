@@ -1,0 +1,50 @@
+"""Graph exporters for Plait: a workflow as a Mermaid flowchart or Graphviz DOT.
+
+Registers the exporters ``mermaid`` and ``dot`` through ``plait_register_exporters``;
+``Workflow.to_mermaid()``, ``Workflow.to_dot()`` and ``Workflow.export(format)`` look them
+up. Composed fragments show as nested boxes, inserted converters and adapters apart from
+executors, and the output is deterministic.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import plait
+from plait.hookspecs import Register
+from plait.spec import WorkflowSpec
+
+from ._graph import node_role, split_id, to_dot, to_mermaid
+
+__all__ = [
+    "DotExporter",
+    "MermaidExporter",
+    "node_role",
+    "plait_register_exporters",
+    "split_id",
+    "to_dot",
+    "to_mermaid",
+]
+
+
+class MermaidExporter:
+    """The ``mermaid`` exporter: :func:`to_mermaid`."""
+
+    def export(self, spec: WorkflowSpec) -> str:
+        """A Mermaid flowchart of ``spec``."""
+        return to_mermaid(spec)
+
+
+class DotExporter:
+    """The ``dot`` exporter: :func:`to_dot`."""
+
+    def export(self, spec: WorkflowSpec) -> str:
+        """Graphviz DOT of ``spec``."""
+        return to_dot(spec)
+
+
+@plait.hookimpl
+def plait_register_exporters(register: Register) -> None:
+    """Register ``mermaid`` and ``dot``."""
+    register("mermaid", MermaidExporter())
+    register("dot", DotExporter())
