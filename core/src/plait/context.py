@@ -14,7 +14,7 @@ import attrs
 import typing_extensions
 
 if TYPE_CHECKING:
-    from .runner import RunState
+    from .state import RunState
 
 __all__ = ["RequestResponse", "WorkflowContext"]
 

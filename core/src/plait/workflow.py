@@ -23,14 +23,7 @@ import anyio
 import attrs
 
 from .checkpoint import CheckpointStore
-from .durable import (
-    Checkpointer,
-    answer_requests,
-    load_run,
-    resolve_store,
-    restore_state,
-    run_checkpointed,
-)
+from .durable import Checkpointer, resolve_store, run_checkpointed
 from .errors import (
     CheckpointError,
     PlaitError,
@@ -39,12 +32,14 @@ from .errors import (
 )
 from .events import RunFinished, RunStarted, RunStatus, WorkflowEvent
 from .executor import Executor
+from .graph import CompiledGraph, PluginEnv
 from .plugins import PluginManager, get_plugin_manager
+from .resume import answer_requests, load_run, restore_state
 from .routing import EdgeRunner
 from .runner import Runner, RunOptions, RunState
 from .spec import WorkflowSpec
 
-__all__ = ["Workflow", "WorkflowRunResult", "CompiledGraph"]
+__all__ = ["Workflow", "WorkflowRunResult"]
 
 
 @attrs.define
@@ -72,62 +67,6 @@ class WorkflowRunResult:
     def ok(self) -> bool:
         """True unless the run failed."""
         return self.status is not RunStatus.FAILED
-
-
-class _Env:
-    """The :class:`~plait.routing.RouterEnv` routers see while a workflow compiles."""
-
-    def __init__(self, manager: PluginManager) -> None:
-        self.manager = manager
-
-    def lookup(self, kind: str, name: str, *, what: str) -> Any:
-        return self.manager.registry(kind).get(name, what=what)
-
-
-class CompiledGraph:
-    """Routing tables derived once from a workflow, shared by its runs."""
-
-    def __init__(
-        self,
-        spec: WorkflowSpec,
-        executors: Mapping[str, Executor],
-        edge_runners: Mapping[str, EdgeRunner],
-        plugin_manager: PluginManager,
-    ) -> None:
-        self.spec = spec
-        self.executors = dict(executors)
-        self.edge_runners = dict(edge_runners)
-        routes: dict[str, list[tuple[str, EdgeRunner]]] = {}
-        for group in spec.edge_groups:
-            for source in group.sources:
-                routes.setdefault(source, []).append((group.id, self.edge_runners[group.id]))
-        self.routes_from = {k: tuple(v) for k, v in routes.items()}
-        self.flushers = tuple(
-            (gid, runner) for gid, runner in self.edge_runners.items() if runner.needs_flush
-        )
-        self.stateful = tuple(
-            (gid, runner) for gid, runner in self.edge_runners.items() if runner.stateful
-        )
-        # per-executor limits the executors themselves declare (run options may override)
-        self.default_concurrency = {
-            eid: ex.max_concurrency
-            for eid, ex in self.executors.items()
-            if ex.max_concurrency and ex.max_concurrency > 1
-        }
-        self.default_visit_limits = {
-            eid: ex.max_visits for eid, ex in self.executors.items() if ex.max_visits
-        }
-        self.plugin_manager = plugin_manager
-
-    @functools.cached_property
-    def signature(self) -> str:
-        """The spec's topology signature, computed once."""
-        return self.spec.signature()
-
-    @functools.cached_property
-    def reach(self) -> dict[str, frozenset[str]]:
-        """Executor id -> every executor reachable from it (itself included)."""
-        return {nid: frozenset(self.spec.reachable_from(nid)) for nid in self.spec.node_ids}
 
 
 class Workflow:
@@ -162,7 +101,7 @@ class Workflow:
             problems.append(f"executor {extra!r} is not a node of the spec")
         params = dict(edge_params or {})
         edge_runners: dict[str, EdgeRunner] = {}
-        env = _Env(manager)
+        env = PluginEnv(manager)
         for group in spec.edge_groups:
             if group.router not in routers:
                 continue  # reported by spec.problems
