@@ -1,0 +1,72 @@
+"""Plait's first-party executor kinds, registered through ``plait_register_executor_kinds``.
+
+- ``python`` (:class:`PythonKind`): an executor or async function by import path;
+- ``shell`` (:class:`ShellKind`): a program from an argument list, never a shell string,
+  with bounded output and a timeout;
+- ``http`` (:class:`HttpKind`): JSON in and out with httpx, a timeout on every request;
+- ``workflow`` (:class:`WorkflowKind`): a nested workflow, by fragment name or by spec.
+
+Each kind declares a JSON Schema for its config and reports every problem of a config at
+once, each at its JSON path (:func:`plait_executors.schema.check_config`, reusable by other
+plugins). Importing this package imports neither jsonschema nor httpx: they load when a
+config is first checked or a request first made.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import plait
+from plait.hookspecs import Register
+
+from .errors import (
+    ExecutorKindError,
+    HttpError,
+    HttpRequestError,
+    HttpResponseError,
+    HttpStatusError,
+    HttpTimeoutError,
+    ShellCommandError,
+    ShellError,
+    ShellOutputError,
+    ShellOutputLimitError,
+    ShellTimeoutError,
+)
+from .http import HttpExecutor, HttpKind
+from .python import PythonKind, executor_from_object, resolve_ref
+from .schema import check_config
+from .shell import ShellExecutor, ShellKind
+from .workflow import WorkflowKind
+
+__all__ = [
+    "ExecutorKindError",
+    "HttpError",
+    "HttpExecutor",
+    "HttpKind",
+    "HttpRequestError",
+    "HttpResponseError",
+    "HttpStatusError",
+    "HttpTimeoutError",
+    "PythonKind",
+    "ShellCommandError",
+    "ShellError",
+    "ShellExecutor",
+    "ShellKind",
+    "ShellOutputError",
+    "ShellOutputLimitError",
+    "ShellTimeoutError",
+    "WorkflowKind",
+    "check_config",
+    "executor_from_object",
+    "plait_register_executor_kinds",
+    "resolve_ref",
+]
+
+
+@plait.hookimpl
+def plait_register_executor_kinds(register: Register) -> None:
+    """Register ``python``, ``shell``, ``http`` and ``workflow``."""
+    register("python", PythonKind())
+    register("shell", ShellKind())
+    register("http", HttpKind())
+    register("workflow", WorkflowKind())

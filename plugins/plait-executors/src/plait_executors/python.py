@@ -1,0 +1,164 @@
+"""The ``python`` executor kind: an executor or async function named by import path.
+
+Config: ``{"ref": "package.module:qualname"}``. The object found there may be
+
+- a :class:`~plait.FunctionExecutor` (what ``@executor`` builds): re-made for the node's id;
+- an :class:`~plait.Executor` instance: used as is when its id is the node's, else copied
+  under the node's id;
+- an :class:`~plait.Executor` subclass: instantiated with the node's id;
+- an ``async def`` function: wrapped in a :class:`~plait.FunctionExecutor`.
+
+Importing runs code, so a document from an untrusted source (``KindContext.allow_imports``
+false) may not use this kind: :meth:`PythonKind.check` refuses it.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+from plait import Executor, FunctionExecutor
+from plait.errors import ConfigError
+from plait.kinds import KindContext
+
+from .schema import check_config, config_error
+
+__all__ = ["PythonKind", "executor_from_object", "resolve_ref"]
+
+_DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
+#: ``package.module:qualname``
+REF_PATTERN = f"^{_DOTTED}:{_DOTTED}$"
+
+
+def resolve_ref(ref: str) -> Any:
+    """Import ``package.module:qualname`` and return the object.
+
+    :raises ImportError: the module does not import.
+    :raises AttributeError: the module has no such attribute.
+    """
+    module_name, _, qualname = ref.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _what_it_is(obj: Any) -> str | None:
+    """Why ``obj`` cannot become an executor, or None when it can."""
+    if isinstance(obj, Executor):
+        return None
+    if isinstance(obj, type) and issubclass(obj, Executor):
+        return None
+    if inspect.iscoroutinefunction(obj):
+        return None
+    return f"is a {type(obj).__name__}, not an Executor, an Executor subclass or an async function"
+
+
+def executor_from_object(obj: Any, node_id: str) -> Executor:
+    """An executor with id ``node_id`` made from ``obj`` (see the module docstring).
+
+    :raises TypeError: ``obj`` is none of the accepted things.
+    """
+    if isinstance(obj, FunctionExecutor):
+        if obj.id == node_id:
+            return obj
+        return FunctionExecutor(
+            obj.fn, id=node_id, max_concurrency=obj.max_concurrency, max_visits=obj.max_visits
+        )
+    if isinstance(obj, Executor):
+        if obj.id == node_id:
+            return obj
+        # a copy under the new id; handlers are bound methods, so bind them to the copy
+        clone = copy.copy(obj)
+        clone.id = node_id
+        clone.handlers = clone._collect_handlers()
+        clone._dispatch = {}
+        return clone
+    if isinstance(obj, type) and issubclass(obj, Executor):
+        return obj(node_id)
+    if inspect.iscoroutinefunction(obj):
+        return FunctionExecutor(obj, id=node_id)
+    raise TypeError(f"{obj!r} {_what_it_is(obj)}")
+
+
+class PythonKind:
+    """``python``: ``{"ref": "package.module:qualname"}``, imported when the workflow is built.
+
+    .. versionadded:: 0.1
+    """
+
+    config_schema: Mapping[str, Any] = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "python executor",
+        "type": "object",
+        "properties": {
+            "ref": {
+                "type": "string",
+                "pattern": REF_PATTERN,
+                "description": "import path of an Executor, Executor subclass or async "
+                "function: package.module:qualname",
+            },
+        },
+        "required": ["ref"],
+        "additionalProperties": False,
+    }
+
+    def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
+        """Schema problems; else a refusal when imports are not allowed; else import
+        problems (the import runs here, so a bad ref is found when the workflow is built)."""
+        errors = check_config(self.config_schema, config, ctx.node_id, source=ctx.source)
+        if errors:
+            return errors
+        ref = config["ref"]
+        if not ctx.allow_imports:
+            return [
+                config_error(
+                    ctx.node_id,
+                    f"the python kind would import {ref!r}, but imports are not allowed for "
+                    "this document (it comes from an untrusted source); pass "
+                    "allow_imports=True when loading it if you trust it, or pass the "
+                    "executor itself with executors=",
+                    "/config/ref",
+                    source=ctx.source,
+                )
+            ]
+        try:
+            obj = resolve_ref(ref)
+        except Exception as exc:  # an import runs arbitrary module code: report anything
+            return [self._import_error(ref, exc, ctx)]
+        problem = _what_it_is(obj)
+        if problem is not None:
+            return [config_error(ctx.node_id, f"{ref} {problem}", "/config/ref", source=ctx.source)]
+        return []
+
+    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+        """The executor named by ``config["ref"]``, with id ``ctx.node_id``.
+
+        :raises ConfigError: imports are not allowed, or the ref does not resolve to an
+            executor.
+        """
+        errors = self.check(config, ctx)
+        if errors:
+            raise errors[0]
+        ref = config["ref"]
+        try:
+            return executor_from_object(resolve_ref(ref), ctx.node_id)
+        except Exception as exc:
+            raise config_error(
+                ctx.node_id, f"cannot build an executor from {ref}: {exc}", "/config/ref"
+            ) from exc
+
+    def _import_error(self, ref: str, exc: Exception, ctx: KindContext) -> ConfigError:
+        error = config_error(
+            ctx.node_id,
+            f"cannot import {ref!r}: {type(exc).__name__}: {exc}",
+            "/config/ref",
+            source=ctx.source,
+        )
+        error.__cause__ = exc
+        return error
