@@ -11,14 +11,20 @@ refused on resume.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import cattrs
+
+if TYPE_CHECKING:
+    import cattrs
+
+    #: The cattrs converter for the IR, made on first use (see ``__getattr__`` below).
+    spec_converter: cattrs.Converter
 
 __all__ = [
     "SPEC_VERSION",
@@ -174,13 +180,13 @@ class WorkflowSpec:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (cattrs unstructure)."""
-        data: dict[str, Any] = spec_converter.unstructure(self)
+        data: dict[str, Any] = _spec_converter().unstructure(self)
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> WorkflowSpec:
         """Rebuild from :meth:`to_dict` output; cattrs errors carry the path of a bad field."""
-        return spec_converter.structure(dict(data), cls)
+        return _spec_converter().structure(dict(data), cls)
 
     def to_json(self, *, indent: int | None = None) -> str:
         """Canonical JSON (sorted keys)."""
@@ -243,12 +249,20 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def _make_converter() -> cattrs.Converter:
+@functools.cache
+def _spec_converter() -> cattrs.Converter:
+    # Made on first use: importing cattrs costs a cold start more than the kernel does.
+    import cattrs
+
     converter = cattrs.Converter(forbid_extra_keys=True)
     # tuples travel as JSON lists and come back as tuples
     converter.register_unstructure_hook(tuple, list)
     return converter
 
 
-#: The cattrs converter for the IR. Plait owns it; never ``cattrs.global_converter``.
-spec_converter = _make_converter()
+def __getattr__(name: str) -> Any:
+    # ``spec_converter``: the cattrs converter for the IR (Plait owns it; never
+    # ``cattrs.global_converter``), built when first asked for.
+    if name == "spec_converter":
+        return _spec_converter()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
