@@ -24,30 +24,27 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import functools
-import sys
-import types
-import typing
 from typing import Any, TypeVar
 
 import typing_extensions as tx
 
-if sys.version_info >= (3, 11):
-    from typing import Never
-else:
-    from typing_extensions import Never
+from ._hints import (
+    Never,
+    is_literal,
+    is_newtype,
+    is_protocol,
+    normalize,
+    split,
+    tuple_shape,
+    type_name,
+    typeddict_fields,
+    union_members,
+    union_of,
+)
 
 __all__ = ["Never", "is_assignable", "is_class_decidable", "is_instance", "normalize", "type_name"]
 
-_NONE_TYPE = type(None)
-# Tuples, not sets: membership then compares by identity and equality without hashing,
-# and some hints (Annotated with list metadata) are unhashable.
-_ANY_FORMS = (typing.Any, tx.Any)
-_NEVER_FORMS = (typing.NoReturn, tx.NoReturn, tx.Never, getattr(typing, "Never", tx.Never))
-_UNION_ORIGINS = (typing.Union, types.UnionType)
-_LITERAL_ORIGINS = (typing.Literal, tx.Literal)
-_ANNOTATED_ORIGINS = (typing.Annotated, tx.Annotated)
 _CALLABLE: Any = cabc.Callable  # typed Any: mypy sees a special form, not a class
-_SHORT_MODULES = frozenset({"builtins", "typing", "typing_extensions", "collections.abc"})
 
 # Variance of the parameters of standard generics: "+" covariant, "-" contravariant,
 # "=" invariant. Anything not listed (list, dict, set, MutableSequence, ...) is invariant,
@@ -57,98 +54,6 @@ _COVARIANT_ABCS = """Iterable Iterator Reversible Collection Container Sequence 
 _VARIANCE: dict[Any, str] = {getattr(cabc, name): "+" for name in _COVARIANT_ABCS.split()}
 _VARIANCE.update({frozenset: "+", type: "+", cabc.Mapping: "=+", cabc.ItemsView: "++"})
 _VARIANCE.update({cabc.Generator: "+-+", cabc.Coroutine: "+-+", cabc.AsyncGenerator: "+-"})
-
-
-# --------------------------------------------------------------------------- normalising
-
-
-def normalize(tp: Any) -> Any:
-    """Return the canonical top-level form of the type hint *tp*.
-
-    ``None`` becomes ``NoneType``; ``Annotated[X, ...]`` becomes ``X``; ``NoReturn`` becomes
-    ``Never``; a ``TypeVar`` becomes its bound, the union of its constraints, or ``Any``;
-    a string or ``ForwardRef`` becomes ``Any`` (an unresolved forward reference);
-    ``Optional``/``Union``/``X | Y`` become a ``typing.Union`` of normalised members, with
-    ``Never`` members dropped. Parameters of generics are left as written.
-
-    .. versionadded:: 0.1
-    """
-    while True:
-        if tp is None:
-            return _NONE_TYPE
-        if tp in _ANY_FORMS:
-            return Any
-        if tp in _NEVER_FORMS:
-            return Never
-        if isinstance(tp, (str, typing.ForwardRef)):
-            return Any
-        if isinstance(tp, TypeVar):
-            if tp.__bound__ is not None:
-                tp = tp.__bound__
-            elif tp.__constraints__:
-                tp = _union_of(tp.__constraints__)
-            else:
-                return Any
-            continue
-        origin = tx.get_origin(tp)
-        if origin in _ANNOTATED_ORIGINS:
-            tp = tx.get_args(tp)[0]
-            continue
-        if origin in _UNION_ORIGINS:
-            members = tuple(m for m in map(normalize, tx.get_args(tp)) if m is not Never)
-            return _union_of(members)
-        return tp
-
-
-def _split(tp: Any) -> tuple[Any, tuple[Any, ...] | None]:
-    """Return ``(origin class, args)``; args is None for an unparametrised class."""
-    origin = tx.get_origin(tp)
-    if origin is None:
-        return tp, None
-    args = tx.get_args(tp)
-    if origin is tuple and args == ((),):  # typing.Tuple[()] on Python 3.10
-        args = ()
-    return origin, args
-
-
-def _union_members(tp: Any) -> tuple[Any, ...] | None:
-    return tx.get_args(tp) if tx.get_origin(tp) in _UNION_ORIGINS else None
-
-
-def _is_literal(tp: Any) -> bool:
-    return tx.get_origin(tp) in _LITERAL_ORIGINS
-
-
-def _is_newtype(tp: Any) -> bool:
-    return callable(tp) and hasattr(tp, "__supertype__") and not isinstance(tp, type)
-
-
-def _is_protocol(tp: Any) -> bool:
-    return isinstance(tp, type) and tx.is_protocol(tp)
-
-
-@functools.lru_cache(maxsize=256)
-def _typeddict_fields(td: Any) -> tuple[dict[str, Any], frozenset[str]]:
-    """Value types and required keys of a TypedDict (unresolvable annotations are Any)."""
-    try:
-        hints = tx.get_type_hints(td)
-    except Exception:  # a forward reference we cannot resolve: fall back to Any
-        hints = dict.fromkeys(getattr(td, "__annotations__", {}), Any)
-    return hints, frozenset(td.__required_keys__)
-
-
-def _tuple_shape(args: tuple[Any, ...] | None) -> tuple[tuple[Any, ...], bool]:
-    """Return ``(element types, variadic)`` for tuple args (None: bare ``tuple``)."""
-    if args is None:
-        return (Any,), True
-    if len(args) == 2 and args[1] is Ellipsis:
-        return (args[0],), True
-    return args, False
-
-
-def _union_of(members: tuple[Any, ...]) -> Any:
-    # Built at run time from a tuple, which the ``X | Y`` spelling cannot do.
-    return typing.Union[members] if members else Never  # noqa: UP007
 
 
 # --------------------------------------------------------------------------- assignability
@@ -184,19 +89,19 @@ def _assignable(source: Any, target: Any) -> bool:
         return True
     if target is Never:
         return False
-    members = _union_members(source)
+    members = union_members(source)
     if members is not None:
         return all(is_assignable(m, target) for m in members)
-    if _is_literal(source):
+    if is_literal(source):
         return all(_literal_value_assignable(v, target) for v in tx.get_args(source))
-    members = _union_members(target)
+    members = union_members(target)
     if members is not None:
         return any(is_assignable(source, m) for m in members)
-    if _is_literal(target):
+    if is_literal(target):
         return False
-    if _is_newtype(source):
+    if is_newtype(source):
         return is_assignable(source.__supertype__, target)
-    if _is_newtype(target):
+    if is_newtype(target):
         return False
     if tx.is_typeddict(source):
         return _typeddict_assignable(source, target)
@@ -206,18 +111,18 @@ def _assignable(source: Any, target: Any) -> bool:
 
 
 def _literal_value_assignable(value: Any, target: Any) -> bool:
-    members = _union_members(target)
+    members = union_members(target)
     if members is not None:
         return any(_literal_value_assignable(value, normalize(m)) for m in members)
-    if _is_literal(target):
+    if is_literal(target):
         return any(type(value) is type(v) and value == v for v in tx.get_args(target))
     return is_assignable(type(value), target)
 
 
 def _typeddict_assignable(source: Any, target: Any) -> bool:
-    source_hints, source_required = _typeddict_fields(source)
+    source_hints, source_required = typeddict_fields(source)
     if tx.is_typeddict(target):
-        target_hints, target_required = _typeddict_fields(target)
+        target_hints, target_required = typeddict_fields(target)
         return all(
             key in source_hints
             and (key not in target_required or key in source_required)
@@ -225,7 +130,7 @@ def _typeddict_assignable(source: Any, target: Any) -> bool:
             for key, value_type in target_hints.items()
         )
     # Anywhere else a TypedDict behaves as a dict of its keys to the union of its values.
-    values = _union_of(tuple(map(normalize, source_hints.values())))
+    values = union_of(tuple(map(normalize, source_hints.values())))
     return is_assignable(dict[str, values], target)  # type: ignore[valid-type]
 
 
@@ -239,8 +144,8 @@ def _structural(cls: Any, protocol: Any) -> bool:
 
 
 def _class_assignable(source: Any, target: Any) -> bool:
-    source_origin, source_args = _split(source)
-    target_origin, target_args = _split(target)
+    source_origin, source_args = split(source)
+    target_origin, target_args = split(target)
     if not isinstance(source_origin, type) or not isinstance(target_origin, type):
         return False
     try:
@@ -248,7 +153,7 @@ def _class_assignable(source: Any, target: Any) -> bool:
     except TypeError:  # e.g. protocols with data members refuse issubclass()
         nominal = False
     if not nominal:
-        return _is_protocol(target_origin) and _structural(source_origin, target_origin)
+        return is_protocol(target_origin) and _structural(source_origin, target_origin)
     if target_origin is tuple and target_args is not None:
         return _tuple_assignable(source_args, target_args)
     if not target_args or source_args is None:
@@ -285,8 +190,8 @@ def _variance(origin: Any, count: int) -> str:
 
 
 def _tuple_assignable(source_args: tuple[Any, ...] | None, target_args: tuple[Any, ...]) -> bool:
-    source_elems, source_variadic = _tuple_shape(source_args)
-    target_elems, target_variadic = _tuple_shape(target_args)
+    source_elems, source_variadic = tuple_shape(source_args)
+    target_elems, target_variadic = tuple_shape(target_args)
     if target_variadic:
         return all(is_assignable(s, target_elems[0]) for s in source_elems)
     if source_variadic:
@@ -315,8 +220,8 @@ def _project(
     if args is None:
         return (Any,) * count
     if origin is tuple:
-        elems, _ = _tuple_shape(args)
-        return (_union_of(elems),) if count == 1 else None
+        elems, _ = tuple_shape(args)
+        return (union_of(elems),) if count == 1 else None
     if origin is target:
         return args if len(args) == count else None
     params = getattr(origin, "__parameters__", ())
@@ -368,17 +273,17 @@ def _fits(value: Any, tp: Any) -> bool:
         return True
     if tp is Never:
         return False
-    members = _union_members(tp)
+    members = union_members(tp)
     if members is not None:
         return any(_fits(value, normalize(m)) for m in members)
-    if _is_literal(tp):
+    if is_literal(tp):
         return any(type(value) is type(v) and value == v for v in tx.get_args(tp))
-    if _is_newtype(tp):
+    if is_newtype(tp):
         return is_instance(value, tp.__supertype__)
     if tx.is_typeddict(tp):
         return _fits_typeddict(value, tp)
-    origin, args = _split(tp)
-    if _is_protocol(origin):
+    origin, args = split(tp)
+    if is_protocol(origin):
         if getattr(origin, "_is_runtime_protocol", False):
             return isinstance(value, origin)
         return all(hasattr(value, name) for name in tx.get_protocol_members(origin))
@@ -390,7 +295,7 @@ def _fits(value: Any, tp: Any) -> bool:
 def _fits_typeddict(value: Any, tp: Any) -> bool:
     if not isinstance(value, cabc.Mapping):
         return False
-    hints, required = _typeddict_fields(tp)
+    hints, required = typeddict_fields(tp)
     return required.issubset(value.keys()) and all(
         key not in value or is_instance(value[key], hint) for key, hint in hints.items()
     )
@@ -398,7 +303,7 @@ def _fits_typeddict(value: Any, tp: Any) -> bool:
 
 def _fits_args(value: Any, origin: Any, args: tuple[Any, ...]) -> bool:
     if origin is tuple:
-        elems, variadic = _tuple_shape(args)
+        elems, variadic = tuple_shape(args)
         if variadic:
             elem = normalize(elems[0])
             return all(_fits(item, elem) for item in value)
@@ -429,58 +334,11 @@ def is_class_decidable(tp: Any) -> bool:
     tp = normalize(tp)
     if tp is Any or tp is Never:
         return True
-    members = _union_members(tp)
+    members = union_members(tp)
     if members is not None:
         return all(map(is_class_decidable, members))
-    if _is_newtype(tp):
+    if is_newtype(tp):
         return is_class_decidable(tp.__supertype__)
     if tx.get_origin(tp) is not None:  # parametrised (list[int] passes as a class on 3.10)
         return False
-    return isinstance(tp, type) and not _is_protocol(tp) and not tx.is_typeddict(tp)
-
-
-# --------------------------------------------------------------------------- naming
-
-
-def type_name(tp: Any) -> str:
-    """Return a short readable name of *tp* for error messages.
-
-    Builtins and standard generics are named bare (``int``, ``list[str]``,
-    ``Sequence[int]``, ``str | None``, ``Literal['a']``); other classes by module and
-    qualified name (``mypkg.Msg``).
-
-    .. versionadded:: 0.1
-    """
-    if tp is None or tp is _NONE_TYPE:
-        return "None"
-    if tp is Ellipsis:
-        return "..."
-    if tp in _ANY_FORMS:
-        return "Any"
-    if tp in _NEVER_FORMS:
-        return "Never"
-    if isinstance(tp, typing.ForwardRef):
-        tp = tp.__forward_arg__
-    if isinstance(tp, str):
-        return tp
-    if isinstance(tp, (list, tuple)):
-        return "[" + ", ".join(map(type_name, tp)) + "]"
-    if isinstance(tp, TypeVar) or _is_newtype(tp):
-        return str(tp.__name__)
-    origin = tx.get_origin(tp)
-    args = tx.get_args(tp)
-    if origin in _ANNOTATED_ORIGINS:
-        return type_name(args[0])
-    if origin in _UNION_ORIGINS:
-        return " | ".join(map(type_name, args))
-    if origin in _LITERAL_ORIGINS:
-        return "Literal[" + ", ".join(map(repr, args)) + "]"
-    if origin is not None:
-        if origin is tuple and args in ((), ((),)):
-            return "tuple[()]"
-        return f"{type_name(origin)}[{', '.join(map(type_name, args))}]"
-    if isinstance(tp, type):
-        if tp.__module__ in _SHORT_MODULES:
-            return tp.__qualname__
-        return f"{tp.__module__}.{tp.__qualname__}"
-    return repr(tp).replace("typing_extensions.", "").replace("typing.", "")
+    return isinstance(tp, type) and not is_protocol(tp) and not tx.is_typeddict(tp)
