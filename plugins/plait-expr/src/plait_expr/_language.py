@@ -1,0 +1,313 @@
+"""The ``"plait"`` language: compiling, positioned errors, compiled expressions and templates.
+
+Importing this module does not import lark: the parser is built on the first ``compile``
+and kept for the life of the process, so loading plugins stays cheap.
+"""
+
+from __future__ import annotations
+
+import threading
+import unicodedata
+from collections.abc import Mapping
+from importlib import resources
+from typing import Any
+
+from plait.errors import ExpressionError, SourcePosition
+
+from . import _runtime as rt
+
+__all__ = ["CompiledExpression", "CompiledTemplate", "PlaitLanguage"]
+
+_parser: Any = None
+_parser_lock = threading.Lock()
+
+#: how the grammar's terminals read in "expected ..." lists
+_TERMINALS = {
+    "OR": "'||'",
+    "AND": "'&&'",
+    "EQ_OP": "'=='",
+    "REL_OP": "'<'",
+    "ADD_OP": "'+'",
+    "MINUS": "'-'",
+    "MUL_OP": "'*'",
+    "NOT": "'!'",
+    "QMARK": "'?'",
+    "COLON": "':'",
+    "COMMA": "','",
+    "DOT": "'.'",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "LSQB": "'['",
+    "RSQB": "']'",
+    "LBRACE": "'{'",
+    "RBRACE": "'}'",
+    "IN": "'in'",
+    "TRUE": "true",
+    "FALSE": "false",
+    "NULL": "null",
+    "NAME": "a name",
+    "INT": "a number",
+    "FLOAT": "a number",
+    "STRING": "a string",
+    "$END": "the end",
+}
+
+
+def _get_parser() -> Any:
+    """The LALR parser with the compiler inlined, built once (lark imported here)."""
+    global _parser
+    if _parser is None:
+        with _parser_lock:
+            if _parser is None:
+                import lark
+
+                from ._compiler import Compiler
+
+                grammar = resources.files(__package__).joinpath("grammar.lark").read_text("utf-8")
+                _parser = lark.Lark(
+                    grammar, parser="lalr", transformer=Compiler(), maybe_placeholders=True
+                )
+    return _parser
+
+
+class _Where:
+    """Maps positions in an expression's text to positions in its document."""
+
+    __slots__ = ("column", "line", "lines", "source")
+
+    def __init__(self, text: str, source: str | None, line: int, column: int) -> None:
+        self.lines = text.split("\n")
+        self.source = source
+        self.line = line
+        self.column = column
+
+    def at(self, pos: tuple[int, int]) -> SourcePosition:
+        line, column = pos
+        line = min(max(line, 1), len(self.lines))
+        shown = self.lines[line - 1]
+        if line == 1:
+            # the document's own text before the expression is not known: blanks keep the
+            # caret under the right column
+            shown = " " * (self.column - 1) + shown
+            column += self.column - 1
+        shown = "".join(c if c.isprintable() else "?" for c in shown)
+        return SourcePosition(
+            source=self.source, line=self.line + line - 1, column=column, text=shown
+        )
+
+    def end(self) -> tuple[int, int]:
+        return (len(self.lines), len(self.lines[-1]) + 1)
+
+    def error(self, message: str, pos: tuple[int, int]) -> ExpressionError:
+        return ExpressionError(message, self.at(pos))
+
+
+class CompiledExpression:
+    """An expression compiled to closures; :meth:`evaluate` runs it over JSON-like data.
+
+    .. versionadded:: 0.1
+    """
+
+    __slots__ = ("_fn", "_where", "names", "text")
+
+    def __init__(self, text: str, fn: Any, names: frozenset[str], where: _Where) -> None:
+        self.text = text
+        self.names = names
+        self._fn = fn
+        self._where = where
+
+    def evaluate(self, data: Mapping[str, Any]) -> Any:
+        """The value over ``data``. Raises :class:`~plait.errors.ExpressionError` only."""
+        try:
+            return self._fn(data)
+        except rt.EvalError as exc:
+            raise self._where.error(exc.message, exc.pos) from None
+        except ExpressionError:
+            raise
+        except RecursionError:
+            raise self._where.error("the data is nested too deeply", (1, 1)) from None
+        except Exception as exc:
+            raise self._where.error(
+                f"evaluation failed: {type(exc).__name__}: {exc}", (1, 1)
+            ) from exc
+
+    def __repr__(self) -> str:
+        return f"CompiledExpression({self.text!r})"
+
+
+class CompiledTemplate:
+    """A template: literal text and compiled ``{{ expr }}`` parts.
+
+    .. versionadded:: 0.1
+    """
+
+    __slots__ = ("_parts", "_single", "names", "text")
+
+    def __init__(self, text: str, parts: list[str | CompiledExpression]) -> None:
+        self.text = text
+        self._parts = tuple(parts)
+        self._single = parts[0] if len(parts) == 1 and not isinstance(parts[0], str) else None
+        self.names = frozenset(
+            n for p in parts if isinstance(p, CompiledExpression) for n in p.names
+        )
+
+    def render(self, data: Mapping[str, Any]) -> str:
+        """The text with each ``{{ expr }}`` replaced: strings as they are, any other value
+        as compact JSON."""
+        out: list[str] = []
+        for part in self._parts:
+            if isinstance(part, str):
+                out.append(part)
+                continue
+            value = part.evaluate(data)
+            try:
+                out.append(rt.to_json(value))
+            except (TypeError, ValueError, RecursionError) as exc:
+                raise part._where.error(f"cannot render the value: {exc}", (1, 1)) from None
+        return "".join(out)
+
+    def value(self, data: Mapping[str, Any]) -> Any:
+        """The raw value when the template is exactly one ``{{ expr }}``; else :meth:`render`."""
+        if self._single is not None:
+            return self._single.evaluate(data)
+        return self.render(data)
+
+    def __repr__(self) -> str:
+        return f"CompiledTemplate({self.text!r})"
+
+
+class PlaitLanguage:
+    """The ``"plait"`` expression language (see ``docs/expressions.md``).
+
+    .. versionadded:: 0.1
+    """
+
+    name = "plait"
+
+    def compile(
+        self, text: str, *, source: str | None = None, line: int = 1, column: int = 1
+    ) -> CompiledExpression:
+        """Compile ``text``; errors are :class:`~plait.errors.ExpressionError` positioned in
+        the document where the text starts at ``line``:``column``."""
+        if not isinstance(text, str):
+            raise ExpressionError(
+                f"an expression is a string, not {type(text).__name__}",
+                SourcePosition(source=source, line=line, column=column),
+            )
+        where = _Where(text, source, line, column)
+        if len(text) > rt.MAX_TEXT:
+            raise where.error(
+                f"expression longer than {rt.MAX_TEXT:,} characters ({len(text):,})",
+                _offset_pos(text, rt.MAX_TEXT),
+            )
+        if not text.strip():
+            raise where.error("empty expression", (1, 1))
+        fn, names = _parse(text, where)
+        return CompiledExpression(text, fn, names, where)
+
+    def compile_template(
+        self, text: str, *, source: str | None = None, line: int = 1, column: int = 1
+    ) -> CompiledTemplate:
+        """Compile a template with ``{{ expr }}`` parts (``\\{{`` is a literal ``{{``)."""
+        from ._template import split_template
+
+        if not isinstance(text, str):
+            raise ExpressionError(
+                f"a template is a string, not {type(text).__name__}",
+                SourcePosition(source=source, line=line, column=column),
+            )
+        where = _Where(text, source, line, column)
+        if len(text) > rt.MAX_TEMPLATE:
+            raise where.error(
+                f"template longer than {rt.MAX_TEMPLATE:,} characters ({len(text):,})",
+                _offset_pos(text, rt.MAX_TEMPLATE),
+            )
+        parts: list[str | CompiledExpression] = []
+        for piece in split_template(text, where):
+            if isinstance(piece, str):
+                parts.append(piece)
+            else:
+                expr_text, (expr_line, expr_column) = piece
+                doc = where.at((expr_line, expr_column))
+                parts.append(
+                    self.compile(
+                        expr_text,
+                        source=source,
+                        line=doc.line or line,
+                        column=doc.column or column,
+                    )
+                )
+        return CompiledTemplate(text, parts)
+
+
+def _offset_pos(text: str, offset: int) -> tuple[int, int]:
+    """``(line, column)``, 1-based, of character ``offset`` of ``text``."""
+    line = text.count("\n", 0, offset) + 1
+    start = text.rfind("\n", 0, offset) + 1
+    return (line, offset - start + 1)
+
+
+def _parse(text: str, where: _Where) -> tuple[Any, frozenset[str]]:
+    import lark
+
+    from ._nodes import CompileError
+
+    try:
+        node = _get_parser().parse(text)
+    except CompileError as exc:
+        raise where.error(exc.message, exc.pos) from None
+    except lark.exceptions.UnexpectedCharacters as exc:
+        raise where.error(_unexpected_character(text, exc), (exc.line, exc.column)) from None
+    except lark.exceptions.UnexpectedToken as exc:
+        token = exc.token
+        if token.type == "$END":
+            found, pos = "end of the expression", where.end()
+        else:
+            found, pos = repr(str(token.value)), (token.line, token.column)
+        raise where.error(
+            f"unexpected {found}; expected {_expected(exc.expected)}{_hint(text, token)}", pos
+        ) from None
+    except lark.exceptions.UnexpectedEOF as exc:  # pragma: no cover - LALR reports $END
+        raise where.error(
+            f"unexpected end of the expression; expected {_expected(exc.expected)}", where.end()
+        ) from None
+    except lark.exceptions.VisitError as exc:  # pragma: no cover - the transformer is inline
+        raise where.error(f"cannot compile: {exc.orig_exc}", (1, 1)) from None
+    return node.fn, node.names
+
+
+def _expected(terminals: Any) -> str:
+    shown = sorted({_TERMINALS.get(str(t), str(t)) for t in terminals})
+    if len(shown) == 1:
+        return shown[0]
+    return "one of " + ", ".join(shown)
+
+
+def _unexpected_character(text: str, exc: Any) -> str:
+    char = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else ""
+    try:
+        name = unicodedata.name(char)
+    except ValueError:
+        name = "a control character" if char else "end"
+    message = (
+        f"unexpected character {char!r} (U+{ord(char):04X} {name})" if char else ("unexpected end")
+    )
+    if char in "'\"":
+        return f"{message}: a string is not closed on its line"
+    if char == "=":
+        return f"{message}; did you mean '=='?"
+    if char in "&|":
+        return f"{message}; did you mean '{char * 2}'?"
+    if char.isidentifier() or char.isdigit():
+        return f"{message}: names are ASCII letters, digits and '_', numbers ASCII digits"
+    return message
+
+
+def _hint(text: str, token: Any) -> str:
+    value = str(token.value)
+    start = getattr(token, "start_pos", None)
+    if value == "*" and start and text[start - 1] == "*":
+        return " (there is no '**' operator)"
+    if "{{" in text or "}}" in text:
+        return " ('{{' and '}}' do not nest: an expression cannot hold a template)"
+    return ""

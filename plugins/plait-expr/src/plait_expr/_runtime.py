@@ -1,0 +1,178 @@
+"""What evaluation may do to a value: the bounds, and the operations over JSON-like data.
+
+Nothing here reaches a Python attribute: values are looked into only as mappings (by string
+key) and sequences (by integer index); anything else is opaque and behaves as ``null`` when
+looked into.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+#: the longest expression text compiled, in characters
+MAX_TEXT = 10_000
+#: the longest template text compiled, in characters
+MAX_TEMPLATE = 100_000
+#: the deepest nesting of operations (brackets, operators, calls)
+MAX_DEPTH = 100
+#: the longest name or key
+MAX_NAME = 256
+#: integer literals and results stay within 64-bit signed integers, as in CEL and JSON tools
+MIN_INT = -(2**63)
+MAX_INT = 2**63 - 1
+#: the longest float literal, in characters
+MAX_FLOAT_TEXT = 40
+#: the longest string ``+`` may build, in characters
+MAX_STRING = 1_000_000
+#: the longest list ``+`` may build
+MAX_LIST = 100_000
+
+_NUMBERS = (int, float)
+
+
+class EvalError(Exception):
+    """An evaluation failure at ``(line, column)`` of the expression's own text; the
+    compiled expression turns it into a document-positioned ``ExpressionError``."""
+
+    def __init__(self, message: str, pos: tuple[int, int]) -> None:
+        super().__init__(message)
+        self.message = message
+        self.pos = pos
+
+
+def type_name(value: Any) -> str:
+    """The JSON name of ``value``'s type (``opaque <class>`` for anything else)."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "map"
+    if is_list(value):
+        return "list"
+    return f"opaque {type(value).__name__}"
+
+
+def is_list(value: Any) -> bool:
+    """A sequence that is not a string or bytes."""
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray))
+
+
+def is_number(value: Any) -> bool:
+    """An int or a float, but not a bool."""
+    return isinstance(value, _NUMBERS) and value is not True and value is not False
+
+
+def lookup(value: Any, key: Any) -> Any:
+    """``value[key]`` for a mapping and a string key, or a sequence (string included) and
+    an integer index (negative counts from the end); ``None`` for anything else or absent."""
+    if type(key) is str:
+        if isinstance(value, Mapping):
+            try:
+                return value[key]
+            except KeyError:
+                return None
+        return None
+    if type(key) is int and (isinstance(value, str) or is_list(value)):
+        try:
+            return value[key]
+        except IndexError:
+            return None
+    return None
+
+
+def present(value: Any, key: Any) -> bool:
+    """Whether :func:`lookup` would find ``key`` (rather than default to ``None``)."""
+    if type(key) is str:
+        return isinstance(value, Mapping) and key in value
+    if type(key) is int and (isinstance(value, str) or is_list(value)):
+        return -len(value) <= key < len(value)
+    return False
+
+
+def truth(value: Any) -> bool:
+    """Truthiness: ``false``, ``null``, ``0``, ``""``, ``[]`` and ``{}`` are false."""
+    if value is True or value is False:
+        return value
+    if value is None:
+        return False
+    if isinstance(value, _NUMBERS):
+        return value != 0
+    if isinstance(value, (str, Mapping)) or is_list(value):
+        return len(value) > 0
+    return True
+
+
+def equal(a: Any, b: Any) -> bool:
+    """JSON equality: a bool equals only a bool (``true != 1``), numbers compare by value,
+    lists and maps element by element; opaque values only equal themselves."""
+    ta = type(a)
+    if ta is type(b) and (ta is str or ta is int or ta is float or ta is bool or a is None):
+        return bool(a == b)
+    if ta is bool or type(b) is bool:
+        return False
+    if is_number(a) and is_number(b):
+        return bool(a == b)
+    if isinstance(a, str) and isinstance(b, str):
+        return str(a) == str(b)
+    if is_list(a) and is_list(b):
+        return len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        if len(a) != len(b):
+            return False
+        return all(k in b and equal(v, b[k]) for k, v in a.items())
+    return a is b
+
+
+def contains(container: Any, item: Any, pos: tuple[int, int]) -> bool:
+    """``item in container``: a substring of a string, an element of a list (by
+    :func:`equal`), or a key of a map."""
+    if isinstance(container, str):
+        if not isinstance(item, str):
+            raise EvalError(f"'in' a string needs a string, not {type_name(item)}", pos)
+        return item in container
+    if isinstance(container, Mapping):
+        return isinstance(item, str) and item in container
+    if is_list(container):
+        return any(equal(x, item) for x in container)
+    raise EvalError(f"'in' needs a string, list or map, not {type_name(container)}", pos)
+
+
+def check_int(value: int, pos: tuple[int, int]) -> int:
+    """``value`` if it fits a 64-bit signed integer."""
+    if MIN_INT <= value <= MAX_INT:
+        return value
+    raise EvalError("integer overflow: results stay within -2**63 .. 2**63-1", pos)
+
+
+def check_float(value: float, pos: tuple[int, int]) -> float:
+    """``value`` if it is finite (JSON has no infinity or NaN)."""
+    if math.isfinite(value):
+        return value
+    raise EvalError("float overflow: the result is not a finite number", pos)
+
+
+def to_json(value: Any) -> str:
+    """Compact JSON of a JSON-like value; a string is returned as it is."""
+    if isinstance(value, str):
+        return str(value)
+    return json.dumps(
+        value, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_refuse
+    )
+
+
+def _refuse(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if is_list(value):
+        return list(value)
+    raise TypeError(f"a {type_name(value)} value has no JSON form")
