@@ -1,0 +1,93 @@
+"""The workflow kind: a published fragment (or an inline spec) running as one executor."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import plait
+import plait_routing
+import pytest
+from executors_helpers import build, chain, paths
+from plait import Never, WorkflowContext, executor
+from plait.kinds import KindContext
+from plait.plugins import PluginManager, set_plugin_manager
+from plait_builders import Fragment, WorkflowBuilder
+from plait_executors import WorkflowKind
+
+pytestmark = pytest.mark.anyio
+KIND = WorkflowKind()
+
+
+@executor(id="words")
+async def words(text: str, ctx: WorkflowContext[str]) -> None:
+    for word in text.split():
+        await ctx.send_message(word)
+
+
+@executor(id="shout")
+async def shout(word: str, ctx: WorkflowContext[Never, str]) -> None:
+    await ctx.yield_output(word.upper())
+
+
+def shouting() -> WorkflowBuilder:
+    return WorkflowBuilder("shouting").add_edge(words, shout).set_start(words)
+
+
+@plait.hookimpl
+def plait_register_fragments(register: Any) -> None:
+    register("demo.shout", Fragment("demo.shout", shouting, version="1.0"))
+
+
+@pytest.fixture
+def manager() -> Iterator[PluginManager]:
+    """A fresh process-wide manager publishing ``demo.shout`` (and the routers it needs)."""
+    fresh = PluginManager(entry_points=[], disabled=[])
+    fresh.register(plait_routing, "routing")
+    fresh.register(SimpleNamespace(plait_register_fragments=plait_register_fragments), "demo")
+    previous = set_plugin_manager(fresh)
+    try:
+        yield fresh
+    finally:
+        set_plugin_manager(previous)
+
+
+async def test_a_published_fragment_runs_as_one_executor(manager: PluginManager) -> None:
+    node = build(KIND, {"fragment": "demo.shout"}, "loud", manager=manager)
+    result = await chain(node).run("a b c")
+    assert result.outputs == ["A", "B", "C"]
+    assert result.supersteps == 2  # the inner supersteps run inside one outer superstep
+
+
+async def test_without_a_manager_the_process_wide_one_is_used(manager: PluginManager) -> None:
+    node = build(KIND, {"fragment": "demo.shout", "allow_direct_output": True}, "loud")
+    result = await WorkflowBuilder().set_start(node).add_executor(node).build().run("x y")
+    assert result.outputs == ["X", "Y"]  # yielded as the outer workflow's outputs
+
+
+def test_an_unknown_fragment_lists_the_installed_ones(manager: PluginManager) -> None:
+    (error,) = KIND.check({"fragment": "demo.shuot"}, KindContext(node_id="n", manager=manager))
+    assert error.path == "/config/fragment"
+    assert "did you mean 'demo.shout'?" in str(error) and "installed: demo.shout" in str(error)
+
+
+def test_exactly_one_of_fragment_and_spec(manager: PluginManager) -> None:
+    ctx = KindContext(node_id="n", manager=manager)
+    for config in ({}, {"fragment": "demo.shout", "spec": {}}):
+        (error,) = KIND.check(config, ctx)
+        assert error.path == "/config" and "exactly one of 'fragment'" in str(error)
+
+
+def test_config_errors_carry_json_paths_all_at_once() -> None:
+    errors = KIND.check(
+        {"fragment": "", "spec": [], "allow_direct_output": "yes", "fragmnet": "x"},
+        KindContext(node_id="nest"),
+    )
+    assert paths(errors) == [
+        "/config/allow_direct_output",
+        "/config/fragment",
+        "/config/fragmnet",
+        "/config/spec",
+    ]
+    assert "did you mean 'fragment'?" in str(errors[2])
