@@ -14,10 +14,13 @@ psycopg's async API runs on asyncio only, so this store does too.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import plait
 from plait.hookspecs import Register
 
-from ._store import MIGRATIONS, SCHEMA_VERSION, PostgresCheckpointStore, redact_url
+if TYPE_CHECKING:
+    from ._store import MIGRATIONS, SCHEMA_VERSION, PostgresCheckpointStore, redact_url
 
 __all__ = [
     "MIGRATIONS",
@@ -28,8 +31,28 @@ __all__ = [
 ]
 
 
+# Every process that loads Plait's plugins imports this module (entry point ``postgres``),
+# so it must stay cheap: psycopg and psycopg_pool are imported when a store is opened.
+_STORE = frozenset({"MIGRATIONS", "SCHEMA_VERSION", "PostgresCheckpointStore", "redact_url"})
+
+
+def _open_postgres(url: str) -> PostgresCheckpointStore:
+    """Open a ``postgresql://`` or ``postgres://`` URL (imports psycopg on first use)."""
+    from ._store import PostgresCheckpointStore
+
+    return PostgresCheckpointStore.from_url(url)
+
+
 @plait.hookimpl
 def plait_register_checkpoint_stores(register: Register) -> None:
     """Register ``postgresql`` and ``postgres``."""
-    register("postgresql", PostgresCheckpointStore.from_url)
-    register("postgres", PostgresCheckpointStore.from_url)
+    register("postgresql", _open_postgres)
+    register("postgres", _open_postgres)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _STORE:
+        from . import _store
+
+        return getattr(_store, name)
+    raise AttributeError(f"module 'plait_postgres' has no attribute {name!r}")

@@ -18,12 +18,15 @@ and passes :class:`plait.testing.stores.CheckpointStoreContract`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import plait
 from plait.hookspecs import Register
 
-from ._file import FileCheckpointStore
-from ._memory import MemoryCheckpointStore
-from ._sqlite import SqliteCheckpointStore
+if TYPE_CHECKING:
+    from ._file import FileCheckpointStore
+    from ._memory import MemoryCheckpointStore
+    from ._sqlite import SqliteCheckpointStore
 
 __all__ = [
     "FileCheckpointStore",
@@ -33,9 +36,47 @@ __all__ = [
 ]
 
 
+# Every process that loads Plait's plugins imports this module (entry point ``stores``):
+# a store's module (``sqlite3`` for one) is imported when a store of its kind is opened.
+_MODULES = {
+    "FileCheckpointStore": "_file",
+    "MemoryCheckpointStore": "_memory",
+    "SqliteCheckpointStore": "_sqlite",
+}
+
+
+def _open_memory(url: str) -> MemoryCheckpointStore:
+    """Open a ``memory://`` URL."""
+    from ._memory import MemoryCheckpointStore
+
+    return MemoryCheckpointStore.from_url(url)
+
+
+def _open_file(url: str) -> FileCheckpointStore:
+    """Open a ``file://`` URL."""
+    from ._file import FileCheckpointStore
+
+    return FileCheckpointStore.from_url(url)
+
+
+def _open_sqlite(url: str) -> SqliteCheckpointStore:
+    """Open a ``sqlite://`` URL (imports :mod:`sqlite3` on first use)."""
+    from ._sqlite import SqliteCheckpointStore
+
+    return SqliteCheckpointStore.from_url(url)
+
+
 @plait.hookimpl
 def plait_register_checkpoint_stores(register: Register) -> None:
     """Register ``memory``, ``file`` and ``sqlite``."""
-    register("memory", MemoryCheckpointStore.from_url)
-    register("file", FileCheckpointStore.from_url)
-    register("sqlite", SqliteCheckpointStore.from_url)
+    register("memory", _open_memory)
+    register("file", _open_file)
+    register("sqlite", _open_sqlite)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODULES:
+        from importlib import import_module
+
+        return getattr(import_module(f".{_MODULES[name]}", __name__), name)
+    raise AttributeError(f"module 'plait_stores' has no attribute {name!r}")
