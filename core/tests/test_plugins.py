@@ -12,6 +12,7 @@ import pytest
 from plait import Never, WorkflowContext, executor
 from plait.errors import (
     IncompatiblePluginError,
+    PlaitWarning,
     PluginConflictError,
     PluginLoadError,
     PluginLoadErrors,
@@ -20,7 +21,8 @@ from plait.errors import (
 )
 from plait.plugins import PluginManager, get_plugin_manager
 from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
-from plait.testing import (
+from plait.workflow import Workflow
+from plait_testing import (
     FakeEntryPoint,
     HookRecorder,
     MergeStrategyContract,
@@ -31,7 +33,6 @@ from plait.testing import (
     fake_entry_point,
     make_plugin_manager,
 )
-from plait.workflow import Workflow
 
 if sys.version_info < (3, 11):
     from exceptiongroup import ExceptionGroup  # type: ignore[import-not-found,unused-ignore]
@@ -232,17 +233,44 @@ def test_a_hook_with_arguments_the_spec_lacks_is_rejected_naming_the_plugin() ->
 # -- names -------------------------------------------------------------------------------------
 
 
+def clashing(manager: PluginManager) -> str:
+    """Load ``manager`` (a clash warns, never fails loading) and return the error that
+    looking up the clashing merge strategy ``concat`` raises."""
+    with pytest.warns(PlaitWarning, match="registered by both"):
+        manager.load_entrypoints()
+    with pytest.raises(PluginConflictError) as info:
+        manager.registry("merge_strategy").get("concat")
+    return str(info.value)
+
+
 def test_one_name_from_two_distributions_is_an_error_naming_both() -> None:
     manager = make_plugin_manager(
-        fake_entry_point("a", registering("plait_a", concat=Longest()), distribution="dist-a"),
-        fake_entry_point("b", registering("plait_b", concat=Longest()), distribution="dist-b"),
+        fake_entry_point(
+            "a", registering("plait_a", concat=Longest(), keep_a=Longest()), distribution="dist-a"
+        ),
+        fake_entry_point(
+            "b", registering("plait_b", concat=Longest(), keep_b=Longest()), distribution="dist-b"
+        ),
     )
-    (error,) = load_errors(manager)
-    assert error.phase == "validate" and error.distribution == "dist-b"
-    assert "merge_strategy 'concat' is registered by both dist-a" in str(error)
-    assert "dist-b (plugin 'b')" in str(error)
-    assert "replaces=" in str(error)
-    assert isinstance(error.__cause__, PluginConflictError)
+    message = clashing(manager)
+    assert "merge_strategy 'concat' is registered by both" in message
+    assert "dist-a (plugin 'a')" in message and "dist-b (plugin 'b')" in message
+    assert "replaces=" in message
+    # only the clashing name is unusable: both plugins stay loaded with their other names
+    assert manager.registry("merge_strategy").names() == ["keep_a", "keep_b"]
+    infos = {info.name: info for info in manager.describe()}
+    assert infos["a"].status == infos["b"].status == "loaded"
+    assert infos["a"].conflicts and infos["b"].conflicts
+
+
+def test_a_clash_in_an_explicit_registration_is_refused_at_once() -> None:
+    manager = make_plugin_manager(
+        fake_entry_point("a", registering("plait_a", concat=Longest()), distribution="dist-a")
+    )
+    with pytest.raises(PluginConflictError, match="registered by both"):
+        manager.register(registering("plait_c", concat=Longest()), "c")
+    assert manager.registry("merge_strategy").names() == ["concat"]
+    assert "c" not in {info.name for info in manager.describe()}
 
 
 def test_replaces_names_the_distribution_that_loses() -> None:
@@ -264,7 +292,7 @@ def test_replaces_naming_another_distribution_does_not_win() -> None:
             "b", registering("plait_b", concat=Longest(), replaces="dist-z"), distribution="dist-b"
         ),
     )
-    assert "registered by both" in str(load_errors(manager)[0])
+    assert "registered by both" in clashing(manager)
 
 
 def test_one_plugin_name_from_two_distributions_is_an_error_naming_both() -> None:
@@ -465,41 +493,6 @@ def test_register_plugin_registers_on_the_current_manager(
     assert (entry.plugin, entry.distribution) == (name, "mine")
 
 
-def test_register_plugin_unregisters_at_teardown(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        """
-        import types
-        from plait.plugins import get_plugin_manager
-
-        def test_register(register_plugin, plait_plugin_manager):
-            register_plugin(types.SimpleNamespace(), "visitor")
-            assert [i.name for i in get_plugin_manager().describe()] == ["visitor"]
-
-        def test_process_wide_manager_is_untouched(register_plugin):
-            register_plugin(types.SimpleNamespace(), "visitor")
-
-        def test_gone():
-            assert "visitor" not in [i.name for i in get_plugin_manager().describe()]
-        """
-    )
-    pytester.runpytest_inprocess().assert_outcomes(passed=3)
-
-
-def test_every_anyio_test_runs_on_both_backends(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        """
-        import pytest, sniffio
-
-        @pytest.mark.anyio
-        async def test_backend(anyio_backend):
-            assert sniffio.current_async_library() == anyio_backend
-        """
-    )
-    result = pytester.runpytest_inprocess("-v")
-    result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*test_backend?asyncio? PASSED*", "*test_backend?trio? PASSED*"])
-
-
 @executor(id="shout")
 async def shout(text: str, ctx: WorkflowContext[str]) -> None:
     await ctx.send_message(text.upper())
@@ -577,7 +570,7 @@ class TestLongestMerge(MergeStrategyContract):
 CONTRACT_VIOLATIONS = """
 import pytest
 from plait.spec import EdgeGroupSpec
-from plait.testing import MergeStrategyContract, RouterContract
+from plait_testing import MergeStrategyContract, RouterContract
 
 class Leaky:
     stateful = False

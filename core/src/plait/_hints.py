@@ -12,6 +12,7 @@ import functools
 import sys
 import types
 import typing
+from pathlib import Path
 from typing import Any, TypeVar
 
 import typing_extensions as tx
@@ -135,6 +136,11 @@ def type_name(tp: Any) -> str:
     ``Sequence[int]``, ``str | None``, ``Literal['a']``); other classes by module and
     qualified name (``mypkg.Msg``).
 
+    A class defined in the running script is named by the module that script would be
+    when imported (:func:`main_module_name`), never ``__main__``: these names go into the
+    ids of inserted converter nodes, so a workflow started with ``python app.py`` has the
+    topology signature it has when ``plait resume app.py:workflow`` imports ``app``.
+
     .. versionadded:: 0.1
     """
     if tp is None or tp is NONE_TYPE:
@@ -166,7 +172,45 @@ def type_name(tp: Any) -> str:
             return "tuple[()]"
         return f"{type_name(origin)}[{', '.join(map(type_name, args))}]"
     if isinstance(tp, type):
-        if tp.__module__ in SHORT_MODULES:
+        module = tp.__module__
+        if module in SHORT_MODULES:
             return tp.__qualname__
-        return f"{tp.__module__}.{tp.__qualname__}"
+        if module == "__main__":
+            module = module  # XXX
+        return f"{module}.{tp.__qualname__}"
     return repr(tp).replace("typing_extensions.", "").replace("typing.", "")
+
+
+def main_module_name() -> str:
+    """The name module ``__main__`` has when imported rather than run.
+
+    Run with ``python -m pkg.app``, that is ``pkg.app`` (its spec's name). Run as
+    ``python path/to/app.py``, it is the file's stem, prefixed by the packages above it
+    (each folder holding an ``__init__.py``): the name ``plait run path/to/app.py:attr``
+    imports it under. Without a file (``python -c``, a REPL, a notebook) it stays
+    ``__main__``.
+
+    The module's name, not just the class's, because a short name alone would let two
+    scripts' ``Msg`` classes share a converter node id.
+
+    .. versionadded:: 0.1
+    """
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    file = getattr(main, "__file__", None)
+    return _importable_name(getattr(spec, "name", None), file if isinstance(file, str) else None)
+
+
+@functools.lru_cache(maxsize=8)
+def _importable_name(spec_name: str | None, file: str | None) -> str:
+    if spec_name and spec_name != "__main__":
+        return spec_name
+    if not file:
+        return "__main__"
+    path = Path(file).resolve()
+    parts = [] if path.stem == "__init__" else [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts) or "__main__"

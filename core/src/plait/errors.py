@@ -16,6 +16,7 @@ if sys.version_info < (3, 11):  # pragma: no cover - exercised on 3.10 only
 
 __all__ = [
     "PlaitError",
+    "PlaitWarning",
     "PluginError",
     "PluginLoadError",
     "PluginLoadErrors",
@@ -36,6 +37,9 @@ __all__ = [
     "CheckpointError",
     "CheckpointNotFoundError",
     "CorruptCheckpointError",
+    "CheckpointDecodeError",
+    "CheckpointAuthError",
+    "RunLeaseError",
     "CheckpointEncodeError",
     "TopologyMismatchError",
     "StoreUnavailableError",
@@ -49,6 +53,11 @@ __all__ = [
 
 class PlaitError(Exception):
     """Base of every error Plait raises on purpose."""
+
+
+class PlaitWarning(UserWarning):
+    """Something is probably wrong but Plait can go on (a name clash between plugins, a
+    disabled plugin name that matches nothing)."""
 
 
 # ---------------------------------------------------------------------------
@@ -284,6 +293,31 @@ class CheckpointNotFoundError(CheckpointError, LookupError):
 
 class CorruptCheckpointError(CheckpointError):
     """A stored checkpoint does not decode or fails its integrity check."""
+
+
+class CheckpointDecodeError(CorruptCheckpointError):
+    """A stored checkpoint names a type the workflow does not declare (or holds a value
+    that does not rebuild into its declared type); names the run, the checkpoint and the
+    type tag. Nothing named only by stored data is ever imported or built.
+
+    .. versionadded:: 0.1
+    """
+
+
+class CheckpointAuthError(CorruptCheckpointError):
+    """A checkpoint's MAC is missing or wrong for every configured ``checkpoint_key``, or
+    an encrypted checkpoint cannot be decrypted with them.
+
+    .. versionadded:: 0.1
+    """
+
+
+class RunLeaseError(CheckpointError):
+    """Another live worker holds the run's lease (one writer per run), or this worker's
+    lease was taken over; names the holder (host, pid, since).
+
+    .. versionadded:: 0.1
+    """
 
 
 class CheckpointEncodeError(CheckpointError):

@@ -16,24 +16,36 @@ from __future__ import annotations
 
 import inspect
 import os
-import sys
-from collections.abc import Iterable, Iterator
-from typing import Any, Protocol
+import warnings
+from collections.abc import Iterable
+from typing import Any
 
-import attrs
 import pluggy
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
-from packaging.version import Version
 
 from . import hookspecs
 from .errors import (
-    IncompatiblePluginError,
+    PlaitWarning,
     PluginConflictError,
     PluginLoadError,
     PluginLoadErrors,
     RegistrationError,
     UnknownNameError,
+)
+from .facade import HookFacade
+from .loading import (
+    CALLING_PLUGIN,
+    ENTRY_POINT_GROUP,
+    IN_PROCESS,
+    EntryPointLike,
+    HookFailed,
+    Plugin,
+    PluginInfo,
+    attributed,
+    check_compatible,
+    core_version,
+    iter_entry_points,
+    summarize_failures,
+    unknown_disabled,
 )
 from .registry import (
     DISABLE_ENV,
@@ -44,11 +56,6 @@ from .registry import (
     Registry,
     resolve,
 )
-
-if sys.version_info >= (3, 12):
-    from importlib import metadata as importlib_metadata
-else:  # pragma: no cover - depends on the interpreter
-    import importlib_metadata
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -65,56 +72,8 @@ __all__ = [
     "unregister",
 ]
 
-ENTRY_POINT_GROUP = "plait"
-IN_PROCESS = "(in-process)"
 
-
-def core_version() -> str:
-    """The installed version of ``plait-core``."""
-    try:
-        return importlib_metadata.version("plait-core")
-    except importlib_metadata.PackageNotFoundError:  # pragma: no cover - source checkout
-        return "0.0.0"
-
-
-class EntryPointLike(Protocol):
-    """What the loader needs of an entry point (real or fake, see ``plait.testing``)."""
-
-    name: str
-    value: str
-
-    def load(self) -> Any: ...
-
-
-@attrs.define
-class PluginInfo:
-    """What ``plait plugins`` shows about one plugin.
-
-    ``status`` is ``loaded``, ``blocked`` (disabled by ``PLAIT_DISABLE_PLUGINS``) or
-    ``failed`` (then ``error`` says why). ``registered`` maps kind -> names.
-    """
-
-    name: str
-    distribution: str
-    version: str
-    entry_point: str
-    status: str
-    error: str | None = None
-    registered: dict[str, list[str]] = attrs.field(factory=dict)
-
-
-@attrs.define
-class _Plugin:
-    name: str
-    distribution: str
-    version: str
-    entry_point: str
-    obj: Any = None
-    status: str = "loaded"
-    error: BaseException | None = None
-
-
-class PluginManager:
+class PluginManager(HookFacade):
     """Plait's plugin manager: a typed facade over a :class:`pluggy.PluginManager`.
 
     :param entry_points: entry points to load instead of the installed ones (tests).
@@ -136,10 +95,11 @@ class PluginManager:
             disabled = (n.strip() for n in os.environ.get(DISABLE_ENV, "").split(","))
         self.disabled = frozenset(n for n in disabled if n)
         self.running_version = running_version or core_version()
-        self._plugins: dict[str, _Plugin] = {}
+        self._plugins: dict[str, Plugin] = {}
         self._registries: dict[str, Registry[Any]] | None = None
         self._loaded = False
         self._observers: tuple[bool, bool, bool] | None = None
+        self._conflicts: dict[str, list[str]] = {}
 
     # -- loading ---------------------------------------------------------------
 
@@ -149,18 +109,25 @@ class PluginManager:
         :param strict: raise :class:`~plait.errors.PluginLoadErrors` with every failure;
             if false, keep going and record failed plugins (``describe()`` shows them).
         """
-        if self._loaded:
-            # a failure is never skipped in silence: strict callers see it every time
+        if not self._loaded:
+            try:
+                self._load_all()
+            except BaseException:
+                # an interrupt mid-import: forget this attempt, so the next use retries
+                # instead of finding a manager marked loaded but empty
+                self._reset()
+                raise
+        if strict:
             failed = [p.error for p in self._plugins.values() if p.status == "failed"]
             errors = [e for e in failed if isinstance(e, PluginLoadError)]
-            if errors and strict:
-                raise PluginLoadErrors(f"{len(errors)} plugin(s) failed to load", errors)
-            return
-        self._loaded = True
-        failures: list[PluginLoadError] = []
-        for ep, dist_name, version, requires in self._iter_entry_points():
+            if errors:
+                # a failure is never skipped in silence: strict callers see it every time
+                raise PluginLoadErrors(summarize_failures(errors), errors)
+
+    def _load_all(self) -> None:
+        for ep, dist_name, version, requires in iter_entry_points(self._entry_points):
             spec = f"{ep.name} = {ep.value}"
-            plugin = _Plugin(ep.name, dist_name, version, spec)
+            plugin = Plugin(ep.name, dist_name, version, spec)
             first = self._plugins.get(ep.name)
             # two distributions may declare the same entry-point name; keep both listed
             key = ep.name if first is None else f"{ep.name} ({dist_name})"
@@ -178,61 +145,33 @@ class PluginManager:
                         f"{dist_name} {version} ({spec}); uninstall one or disable one "
                         f"by distribution name ({DISABLE_ENV}={dist_name})"
                     )
-                self._check_compatible(requires, plugin)
+                check_compatible(requires, plugin, self.running_version)
                 phase = "import"
                 obj = ep.load()
                 phase = "register"
                 self._register_hooks(obj, ep.name)
                 plugin.obj = obj
             except Exception as exc:
-                failures.append(self._fail(plugin, phase, exc))
-        failures.extend(self._build_registries())
-        if failures and strict:
-            raise PluginLoadErrors(f"{len(failures)} plugin(s) failed to load", failures)
+                self._fail(plugin, phase, exc)
+        self._build_registries()
+        self._loaded = True
+        self._warn_unknown_disabled()
 
-    def _iter_entry_points(self) -> Iterator[tuple[EntryPointLike, str, str, list[str]]]:
-        seen: set[tuple[str, str]] = set()
-        found: list[tuple[EntryPointLike, str, str, list[str]]] = []
-        if self._entry_points is not None:
-            eps: Iterable[Any] = self._entry_points
-        else:
-            eps = importlib_metadata.entry_points(group=ENTRY_POINT_GROUP)
-        for ep in eps:
-            dist = getattr(ep, "dist", None)
-            dist_name = dist.metadata["Name"] if dist is not None else "(unknown)"
-            version = dist.version if dist is not None else "?"
-            requires = list(dist.requires or []) if dist is not None else []
-            key = (canonicalize_name(dist_name), ep.name)
-            if key in seen:  # the same distribution twice on sys.path
-                continue
-            seen.add(key)
-            found.append((ep, dist_name, version, requires))
-        found.sort(key=lambda item: (item[1].lower(), item[0].name))
-        return iter(found)
+    def _reset(self) -> None:
+        for plugin in self._plugins.values():
+            if plugin.obj is not None and self.pm.is_registered(plugin.obj):
+                self.pm.unregister(plugin.obj)
+        self._plugins = {}
+        self._registries = None
+        self._observers = None
+        self._loaded = False
 
-    def _check_compatible(self, requires: list[str], plugin: _Plugin) -> None:
-        running = Version(self.running_version)
-        for text in requires:
-            try:
-                req = Requirement(text)
-            except InvalidRequirement:
-                continue
-            if canonicalize_name(req.name) != "plait-core":
-                continue
-            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
-                continue
-            if req.specifier and not req.specifier.contains(running, prereleases=True):
-                raise IncompatiblePluginError(
-                    f"it requires plait-core{req.specifier} but the running plait-core is "
-                    f"{self.running_version}; upgrade plait-core or install an older "
-                    f"{plugin.distribution}",
-                    distribution=plugin.distribution,
-                    version=plugin.version,
-                    entry_point=plugin.entry_point,
-                    phase="compatibility",
-                )
+    def _warn_unknown_disabled(self) -> None:
+        message = unknown_disabled(self.disabled, self._plugins.values())
+        if message is not None:
+            warnings.warn(message, PlaitWarning, stacklevel=3)
 
-    def _fail(self, plugin: _Plugin, phase: str, exc: BaseException) -> PluginLoadError:
+    def _fail(self, plugin: Plugin, phase: str, exc: BaseException) -> PluginLoadError:
         if plugin.obj is not None and self.pm.is_registered(plugin.obj):
             self.pm.unregister(plugin.obj)
         plugin.status, plugin.obj = "failed", None
@@ -270,6 +209,10 @@ class PluginManager:
             raise RegistrationError(f"plugin {name!r}: {exc}") from exc
         except ValueError as exc:  # pluggy: this object or name is registered already
             raise PluginConflictError(f"plugin {name!r} cannot be registered: {exc}") from exc
+        for hook_name in KINDS:
+            for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
+                if impl.plugin is obj and not (impl.hookwrapper or impl.wrapper):
+                    impl.function = attributed(impl.function, name)
         self._registries = None
         self._observers = None
 
@@ -289,13 +232,18 @@ class PluginManager:
         plugin_name = name or getattr(obj, "__name__", None) or f"plugin-{id(obj):x}"
         if plugin_name in self._plugins:
             raise PluginConflictError(f"a plugin named {plugin_name!r} is already registered")
-        plugin = _Plugin(plugin_name, distribution or IN_PROCESS, "", plugin_name, obj)
+        plugin = Plugin(plugin_name, distribution or IN_PROCESS, "", plugin_name, obj)
         self._register_hooks(obj, plugin_name)
         self._plugins[plugin_name] = plugin
         failures = self._build_registries()
         if failures:
             self.unregister(plugin_name)
             raise failures[0]
+        if plugin_name in self._conflicts:
+            # an explicit registration that clashes is refused at once, naming both sides
+            error = PluginConflictError(self._conflicts[plugin_name][0])
+            self.unregister(plugin_name)
+            raise error
         return plugin_name
 
     def unregister(self, name: str) -> None:
@@ -324,47 +272,67 @@ class PluginManager:
             ) from None
 
     def _build_registries(self) -> list[PluginLoadError]:
-        """Collect every plugin's registrations; drop plugins that fail, and retry."""
+        """Collect every plugin's registrations; drop plugins that fail, and retry.
+
+        A name two plugins register (neither saying ``replaces=``) is left out of its
+        registry: looking it up raises the :class:`~plait.errors.PluginConflictError`
+        naming both distributions, and every other name of both plugins stays available.
+        """
         failures: list[PluginLoadError] = []
         while True:
             collected, failed = self._collect()
-            registries: dict[str, Registry[Any]] = {}
-            for kind, by_name in collected.items():
-                entries: dict[str, Registration[Any]] = {}
-                for name, regs in by_name.items():
-                    winner, error = resolve(kind, name, regs)
-                    if error is not None:
-                        loser = self._plugins[regs[-1].plugin]
-                        failed.append(self._fail(loser, "validate", PluginConflictError(error)))
-                    elif winner is not None:
-                        entries[name] = winner
-                registries[kind] = Registry(kind, entries)
             failures.extend(failed)
             if not failed:
-                self._registries = registries
-                return failures
+                break
+        registries: dict[str, Registry[Any]] = {}
+        self._conflicts = {}
+        for kind, by_name in collected.items():
+            entries: dict[str, Registration[Any]] = {}
+            conflicts: dict[str, str] = {}
+            for name, regs in by_name.items():
+                winner, error = resolve(kind, name, regs)
+                if error is not None:
+                    conflicts[name] = error
+                    for reg in regs:
+                        self._conflicts.setdefault(reg.plugin, []).append(error)
+                elif winner is not None:
+                    entries[name] = winner
+            registries[kind] = Registry(kind, entries, conflicts)
+        for plugin_name, errors in self._conflicts.items():
+            for error in errors:
+                warnings.warn(f"plugin {plugin_name!r}: {error}", PlaitWarning, stacklevel=4)
+        self._registries = registries
+        return failures
+
+    def _calling_plugin(self) -> Plugin:
+        name = CALLING_PLUGIN.get()
+        if name is None or name not in self._plugins:
+            raise RegistrationError(
+                "register() was called outside a plugin's registry hook implementation "
+                "(a hook wrapper must not register)"
+            )
+        return self._plugins[name]
 
     def _collect(
         self,
     ) -> tuple[dict[str, dict[str, list[Registration[Any]]]], list[PluginLoadError]]:
+        """Call each registry hook once, through pluggy (so ``tryfirst``, ``trylast`` and
+        wrappers apply), with a collector that knows which plugin each call comes from."""
         collected: dict[str, dict[str, list[Registration[Any]]]] = {k: {} for k in KIND_NAMES}
-        failed: list[PluginLoadError] = []
-        for plugin in list(self._plugins.values()):
-            if plugin.status != "loaded" or plugin.obj is None:
+        for hook_name, (kind, check) in KINDS.items():
+            caller = getattr(self.pm.hook, hook_name)
+            if not caller.get_hookimpls():
                 continue
-            mine: list[Registration[Any]] = []
+            regs: list[Registration[Any]] = []
             try:
-                for hook_name, (kind, check) in KINDS.items():
-                    impl = getattr(plugin.obj, hook_name, None)
-                    if impl is None or getattr(impl, "plait_impl", None) is None:
-                        continue
-                    impl(register=Collector(kind, check, plugin, mine))
-            except Exception as exc:
-                failed.append(self._fail(plugin, "validate", exc))
-                continue
-            for reg in mine:
+                caller(register=Collector(kind, check, self._calling_plugin, regs))
+            except HookFailed as failed:
+                plugin = self._plugins[failed.plugin_name]
+                cause = failed.__cause__ or failed
+                return collected, [self._fail(plugin, "validate", cause)]
+            for reg in regs:
                 collected[reg.kind].setdefault(reg.name, []).append(reg)
-        return collected, failed
+        return collected, []
 
     # -- reporting ---------------------------------------------------------------
 
@@ -393,39 +361,10 @@ class PluginManager:
                     status=plugin.status,
                     error=str(plugin.error) if plugin.error else None,
                     registered=registered,
+                    conflicts=list(self._conflicts.get(plugin.name, [])),
                 )
             )
         return infos
-
-    # -- observers (typed facade over the observer hooks) ---------------------------
-
-    def observers(self) -> tuple[bool, bool, bool]:
-        """Whether any plugin implements run_started, superstep_finished, run_finished."""
-        if self._observers is None:
-            hook = self.pm.hook
-            self._observers = (
-                bool(hook.plait_run_started.get_hookimpls()),
-                bool(hook.plait_superstep_finished.get_hookimpls()),
-                bool(hook.plait_run_finished.get_hookimpls()),
-            )
-        return self._observers
-
-    def notify_run_started(self, run_id: str, workflow: Any) -> None:
-        """Call ``plait_run_started``."""
-        self.pm.hook.plait_run_started(run_id=run_id, workflow=workflow)
-
-    def notify_superstep_finished(self, run_id: str, superstep: int, ids: list[str]) -> None:
-        """Call ``plait_superstep_finished``."""
-        self.pm.hook.plait_superstep_finished(run_id=run_id, superstep=superstep, executor_ids=ids)
-
-    def notify_run_finished(self, run_id: str, status: str, error: BaseException | None) -> None:
-        """Call ``plait_run_finished``."""
-        self.pm.hook.plait_run_finished(run_id=run_id, status=status, error=error)
-
-    def register_commands(self, cli: Any) -> None:
-        """Call ``plait_register_commands`` so plugins add CLI sub-commands."""
-        self.load_entrypoints()
-        self.pm.hook.plait_register_commands(cli=cli)
 
 
 # -- the process-wide manager --------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from .errors import RegistrationError, UnknownNameError
+from .errors import PluginConflictError, RegistrationError, UnknownNameError
 
 __all__ = ["KINDS", "KIND_NAMES", "Registration", "Registry"]
 
@@ -65,9 +65,15 @@ class Registration(Generic[T]):
 class Registry(Generic[T]):
     """Every object of one kind, by name. Lookups of unknown names list what exists."""
 
-    def __init__(self, kind: str, entries: dict[str, Registration[T]]) -> None:
+    def __init__(
+        self,
+        kind: str,
+        entries: dict[str, Registration[T]],
+        conflicts: dict[str, str] | None = None,
+    ) -> None:
         self.kind = kind
         self._entries = entries
+        self._conflicts = conflicts or {}
 
     def get(self, name: str, *, what: str | None = None) -> T:
         """Return the object registered as ``name``.
@@ -77,6 +83,8 @@ class Registry(Generic[T]):
         try:
             return self._entries[name].obj
         except KeyError:
+            if name in self._conflicts:
+                raise PluginConflictError(self._conflicts[name]) from None
             known = ", ".join(sorted(self._entries)) or "none"
             asker = f" (for {what})" if what else ""
             raise UnknownNameError(
@@ -106,18 +114,23 @@ class Registry(Generic[T]):
 
 
 class Collector:
-    """The ``register`` callback handed to one plugin's registry hook."""
+    """The ``register`` callback handed to a registry hook.
+
+    :param owner: returns the plugin record (``name``, ``distribution``) of the hook
+        implementation calling ``register`` — one hook call serves every plugin.
+    """
 
     def __init__(
         self,
         kind: str,
         check: Callable[[Any], str | None],
-        plugin: Any,
+        owner: Callable[[], Any],
         out: list[Registration[Any]],
     ) -> None:
-        self.kind, self.check, self.plugin, self.out = kind, check, plugin, out
+        self.kind, self.check, self.owner, self.out = kind, check, owner, out
 
     def __call__(self, name: str, obj: Any, *, replaces: str | None = None) -> None:
+        plugin = self.owner()
         if not isinstance(name, str) or not name:
             raise RegistrationError(f"{self.kind} names must be non-empty strings, got {name!r}")
         problem = self.check(obj)
@@ -126,11 +139,11 @@ class Collector:
                 f"{self.kind} {name!r} does not fit the {self.kind} protocol: {problem}"
             )
         try:
-            setattr(obj, "__plait_distribution__", self.plugin.distribution)
+            setattr(obj, "__plait_distribution__", plugin.distribution)
         except (AttributeError, TypeError):
             pass  # frozen or slotted objects keep their registration record only
         self.out.append(
-            Registration(self.kind, name, obj, self.plugin.name, self.plugin.distribution, replaces)
+            Registration(self.kind, name, obj, plugin.name, plugin.distribution, replaces)
         )
 
 
