@@ -176,7 +176,7 @@ def type_name(tp: Any) -> str:
         if module in SHORT_MODULES:
             return tp.__qualname__
         if module == "__main__":
-            module = module  # XXX
+            module = main_module_name()
         return f"{module}.{tp.__qualname__}"
     return repr(tp).replace("typing_extensions.", "").replace("typing.", "")
 
