@@ -26,9 +26,9 @@ from plait.errors import (
 from plait.events import CustomEvent, ExecutorInvoked
 from plait.hookspecs import hookimpl
 from plait.plugins import PluginManager
-from plait.testing import RegisterPlugin, fake_entry_point, make_plugin_manager
 from plait_builders import WorkflowBuilder
 from plait_converters import JsonText
+from plait_testing import RegisterPlugin, fake_entry_point, make_plugin_manager
 
 pytestmark = pytest.mark.anyio
 

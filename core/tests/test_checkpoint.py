@@ -16,7 +16,7 @@ from plait.checkpoint import (
     prune_plan,
 )
 from plait.errors import CorruptCheckpointError
-from plait.testing.stores import encode_without_base_id
+from plait_testing.stores import encode_without_base_id
 
 
 def info(checkpoint_id: str, base_id: str | None = None) -> CheckpointInfo:

@@ -15,7 +15,7 @@ from plait.stores import (
     redact_url,
     where,
 )
-from plait.testing.stores import make_checkpoint
+from plait_testing.stores import make_checkpoint
 
 
 class NamedStore(CheckpointStoreBase):

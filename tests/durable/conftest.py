@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from plait.testing import servers
+from plait_testing import servers
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,8 @@ from plait import Never, Workflow, WorkflowContext, executor
 from plait.checkpoint import open_store
 from plait.errors import StoreUnavailableError
 from plait.events import RunStatus
-from plait.testing import servers
 from plait_builders import WorkflowBuilder
+from plait_testing import servers
 
 pytestmark = pytest.mark.anyio
 

@@ -14,8 +14,8 @@ import plait_plugin_template
 import pytest
 from plait.convert import converter_graph
 from plait.plugins import ENTRY_POINT_GROUP, PluginManager
-from plait.testing import MergeStrategyContract, RegisterPlugin
 from plait_plugin_template import NOTE_TO_TEXT, LongestMerge, Note
+from plait_testing import MergeStrategyContract, RegisterPlugin
 
 #: The plugin's user-visible name: its entry point, what PLAIT_DISABLE_PLUGINS accepts.
 PLUGIN = "template"

@@ -14,9 +14,9 @@ from plait.convert import Converter
 from plait.errors import ConverterError, WorkflowValidationError
 from plait.hookspecs import hookimpl
 from plait.plugins import PluginManager
-from plait.testing import RegisterPlugin
 from plait_builders import WorkflowBuilder
 from plait_builders._typecheck import ConverterExecutor
+from plait_testing import RegisterPlugin
 
 pytestmark = pytest.mark.anyio
 

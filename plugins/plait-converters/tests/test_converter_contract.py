@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from plait.testing import ConverterContract
 from plait_converters import (
     ChatMessage,
     JsonText,
@@ -21,6 +20,7 @@ from plait_converters import (
     str_to_bytes,
     str_to_chat_message,
 )
+from plait_testing import ConverterContract
 
 TEXTS = ["", "plain", "žluťoučký kůň", "emoji 🧵", "line\nbreak"]
 

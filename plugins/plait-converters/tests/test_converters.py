@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from plait.convert import converter_graph
-from plait.testing import fake_entry_point, make_plugin_manager
 from plait_converters import ChatMessage, JsonText
+from plait_testing import fake_entry_point, make_plugin_manager
 
 LOSSLESS = {
     "dict_to_json",

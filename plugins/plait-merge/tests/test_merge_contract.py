@@ -7,7 +7,7 @@ from typing import Any
 
 import plait_merge
 import pytest
-from plait.testing import MergeStrategyContract
+from plait_testing import MergeStrategyContract
 
 Oracle = Callable[[Sequence[Any], Sequence[str]], Any]
 

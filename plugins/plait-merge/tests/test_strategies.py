@@ -8,9 +8,9 @@ import plait
 import plait_merge
 import pytest
 from plait.plugins import PluginManager
-from plait.testing import RegisterPlugin
 from plait.types import is_assignable
 from plait_merge import ConcatMerge, FirstMerge, KeyedMerge, LastMerge, ListMerge
+from plait_testing import RegisterPlugin
 
 SOURCES = ("researcher", "critic", "editor")
 

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
-from plait.testing import servers
+from plait_testing import servers
 
 
 def database_url(server_url: str, name: str) -> str:

@@ -12,15 +12,15 @@ import psycopg
 import pytest
 from plait.checkpoint import Checkpoint, CheckpointStore
 from plait.errors import CheckpointError, CorruptCheckpointError, StoreUnavailableError
-from plait.testing import servers
-from plait.testing.stores import (
+from plait_postgres import SCHEMA_VERSION, PostgresCheckpointStore
+from plait_testing import servers
+from plait_testing.stores import (
     CheckpointStoreContract,
     encode_without_base_id,
     flip_byte,
     make_checkpoint,
     new_run_id,
 )
-from plait_postgres import SCHEMA_VERSION, PostgresCheckpointStore
 
 # psycopg's async API (and psycopg-pool) run on asyncio only, so these tests do too.
 pytestmark = pytest.mark.anyio

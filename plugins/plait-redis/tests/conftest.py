@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from plait.testing import servers
+from plait_testing import servers
 
 
 @pytest.fixture(scope="session")

@@ -14,15 +14,15 @@ import pytest
 import redis.asyncio
 from plait.checkpoint import CheckpointStore
 from plait.errors import StoreUnavailableError
-from plait.testing import servers
-from plait.testing.stores import (
+from plait_redis import RedisCheckpointStore, redact_url
+from plait_testing import servers
+from plait_testing.stores import (
     CheckpointStoreContract,
     encode_without_base_id,
     flip_byte,
     make_checkpoint,
     new_run_id,
 )
-from plait_redis import RedisCheckpointStore, redact_url
 
 # redis-py's asyncio client runs on asyncio only, so these tests do too.
 pytestmark = pytest.mark.anyio

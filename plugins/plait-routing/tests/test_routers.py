@@ -12,9 +12,9 @@ from plait import Executor, Never, WorkflowContext, executor
 from plait.errors import RoutingError, UnknownNameError, WorkflowValidationError
 from plait.plugins import PluginManager
 from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
-from plait.testing import RegisterPlugin, StaticRouterEnv
 from plait.workflow import Workflow
 from plait_routing import DirectRouter, FanInRouter, FanOutRouter, SwitchRouter
+from plait_testing import RegisterPlugin, StaticRouterEnv
 
 
 class ListOf:

@@ -9,7 +9,7 @@ import plait_routing
 import pytest
 from plait.routing import RouterEnv
 from plait.spec import EdgeGroupSpec
-from plait.testing import RouterContract, StaticRouterEnv
+from plait_testing import RouterContract, StaticRouterEnv
 
 
 class ListOf:

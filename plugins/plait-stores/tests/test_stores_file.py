@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from plait.checkpoint import Checkpoint, CheckpointStore
 from plait.errors import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
-from plait.testing.stores import (
+from plait_stores import FileCheckpointStore
+from plait_testing.stores import (
     CheckpointStoreContract,
     encode_without_base_id,
     flip_byte,
     make_checkpoint,
     new_run_id,
 )
-from plait_stores import FileCheckpointStore
 
 
 def _file_of(store: FileCheckpointStore, checkpoint_id: str) -> Path:

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 import pytest
 from plait.checkpoint import CheckpointStore
 from plait.errors import StoreUnavailableError
-from plait.testing.stores import CheckpointStoreContract, flip_byte, make_checkpoint, new_run_id
 from plait_stores import MemoryCheckpointStore
+from plait_testing.stores import CheckpointStoreContract, flip_byte, make_checkpoint, new_run_id
 
 
 class TestMemoryStore(CheckpointStoreContract):

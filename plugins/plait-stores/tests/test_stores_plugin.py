@@ -9,8 +9,8 @@ import plait_stores
 import pytest
 from plait.checkpoint import open_store
 from plait.plugins import PluginManager
-from plait.testing.stores import make_checkpoint, new_run_id
 from plait_stores import FileCheckpointStore, MemoryCheckpointStore, SqliteCheckpointStore
+from plait_testing.stores import make_checkpoint, new_run_id
 
 
 def test_hook_registers_memory_file_and_sqlite() -> None:

@@ -12,15 +12,15 @@ import anyio
 import pytest
 from plait.checkpoint import Checkpoint, CheckpointStore
 from plait.errors import CheckpointError, CorruptCheckpointError, StoreUnavailableError
-from plait.testing.stores import (
+from plait_stores import SqliteCheckpointStore
+from plait_stores._sqlite import SCHEMA_VERSION
+from plait_testing.stores import (
     CheckpointStoreContract,
     encode_without_base_id,
     flip_byte,
     make_checkpoint,
     new_run_id,
 )
-from plait_stores import SqliteCheckpointStore
-from plait_stores._sqlite import SCHEMA_VERSION
 
 
 class TestSqliteStore(CheckpointStoreContract):
@@ -87,7 +87,7 @@ _WRITER = textwrap.dedent(
     """
     import json, sys
     import anyio
-    from plait.testing.stores import make_checkpoint
+    from plait_testing.stores import make_checkpoint
     from plait_stores import SqliteCheckpointStore
 
     async def main(path, run_ids):

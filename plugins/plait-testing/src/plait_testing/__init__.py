@@ -1,0 +1,106 @@
+"""``plait_testing``: pytest helpers for people who write Plait plugins.
+
+Installed with the ``plait-testing`` distribution, which registers the pytest plugin
+:mod:`plait_testing.plugin` through the ``pytest11`` entry point. Its fixtures are all
+prefixed ``plait_`` and used only by tests that ask for them, so installing it changes no
+other project's test suite:
+
+``plait_plugin_manager``
+    A fresh :class:`~plait.plugins.PluginManager` that loads no installed plugin, installed
+    as the process-wide manager for the duration of the test.
+
+``plait_register_plugin``
+    ``plait_register_plugin(obj, name=None, *, distribution=None) -> name`` registers an
+    in-process plugin on the current process-wide manager (the fresh one when the test also
+    asks for ``plait_plugin_manager``) and unregisters it at teardown.
+
+``plait_hook_recorder``
+    A registered :class:`HookRecorder` that records every observer-hook call.
+
+Running every ``@pytest.mark.anyio`` test on asyncio *and* trio is opt-in: put
+``pytest_plugins = ["plait_testing.backends"]`` in your top-level ``conftest.py`` (or
+``from plait_testing.backends import anyio_backend`` in any ``conftest.py``).
+
+Beside the fixtures, the package holds fake entry points (:func:`fake_entry_point`,
+:func:`broken_entry_point`, :func:`make_plugin_manager`), a :class:`StaticRouterEnv` for
+testing routers alone, and contract suites (:class:`RouterContract`,
+:class:`MergeStrategyContract`, :class:`ConverterContract`; ``plait_testing.stores`` has the
+checkpoint-store one), and ``plait_testing.servers`` gives store tests a Redis or PostgreSQL
+server.
+
+The contract suites are imported on first use, not when pytest loads the plugin, so pytest
+can still rewrite their ``assert`` statements (it does so for an installed ``plait-testing``
+by itself; an editable checkout calls ``pytest.register_assert_rewrite("plait_testing")`` in
+its root ``conftest.py``).
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .recorder import HookCall, HookRecorder
+
+if TYPE_CHECKING:
+    from .contracts import (
+        ConverterContract,
+        MergeStrategyContract,
+        PluginManagerEnv,
+        RouterContract,
+    )
+    from .fakes import (
+        FakeDistribution,
+        FakeEntryPoint,
+        StaticRouterEnv,
+        broken_entry_point,
+        fake_entry_point,
+        make_plugin_manager,
+    )
+    from .plugin import RegisterPlugin
+
+__all__ = [
+    "FakeDistribution",
+    "FakeEntryPoint",
+    "HookCall",
+    "HookRecorder",
+    "ConverterContract",
+    "MergeStrategyContract",
+    "PluginManagerEnv",
+    "RegisterPlugin",
+    "RouterContract",
+    "StaticRouterEnv",
+    "broken_entry_point",
+    "fake_entry_point",
+    "make_plugin_manager",
+]
+
+# name -> submodule; imported when first asked for (see the module docstring for why)
+_LAZY = {
+    "ConverterContract": "contracts",
+    "MergeStrategyContract": "contracts",
+    "PluginManagerEnv": "contracts",
+    "RouterContract": "contracts",
+    "FakeDistribution": "fakes",
+    "FakeEntryPoint": "fakes",
+    "StaticRouterEnv": "fakes",
+    "broken_entry_point": "fakes",
+    "fake_entry_point": "fakes",
+    "make_plugin_manager": "fakes",
+    "RegisterPlugin": "plugin",
+}
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,415 @@
+"""The contract every checkpoint store keeps, as a pytest test class.
+
+Subclass :class:`CheckpointStoreContract` in a test module under a ``Test…`` name and
+provide:
+
+- a ``store`` fixture: an async generator fixture that yields an open store and closes it
+  afterwards;
+- ``async def corrupt(self, store, checkpoint_id)``: flip one byte of that checkpoint's
+  stored bytes where the store really keeps them (the file, the row, the key), so the
+  test sees what a damaged disk or a bad write leaves behind;
+- ``def reopen(self, store)``: a second, independent store object on the same backing
+  (same directory, file, database or server) — what a resume in a new process gets.
+
+For example::
+
+    from plait_testing.stores import CheckpointStoreContract
+    from plait_stores import SqliteCheckpointStore
+
+    class TestSqliteStore(CheckpointStoreContract):
+        @pytest.fixture
+        async def store(self, tmp_path):
+            store = SqliteCheckpointStore(tmp_path / "runs.db")
+            yield store
+            await store.aclose()
+
+        async def corrupt(self, store, checkpoint_id): ...
+
+        def reopen(self, store):
+            return SqliteCheckpointStore(store.path)
+
+Every test runs on asyncio and on trio through the anyio pytest plugin (the
+``anyio_backend`` fixture of the class). A store whose client library runs only on
+asyncio overrides ``anyio_backend`` to return ``"asyncio"`` and says why.
+
+Run ids are fresh UUIDs in every test, so a suite can share one database or server with
+other suites and with itself.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import anyio
+import attrs
+import pytest
+from plait.checkpoint import Checkpoint, CheckpointStore
+from plait.errors import CheckpointError, CheckpointNotFoundError, CorruptCheckpointError
+
+__all__ = [
+    "CheckpointStoreContract",
+    "encode_without_base_id",
+    "flip_byte",
+    "make_checkpoint",
+    "new_run_id",
+]
+
+
+def new_run_id(label: str = "run") -> str:
+    """A run id no other test uses: ``label`` plus a UUID."""
+    return f"{label}-{uuid.uuid4().hex}"
+
+
+def flip_byte(data: bytes, position: int = -1) -> bytes:
+    """``data`` with the byte at ``position`` XOR-ed with 1.
+
+    The default, the last byte, lies in the checksummed JSON body of
+    :func:`~plait.checkpoint.encode_checkpoint`'s bytes: what ``corrupt`` hooks flip.
+    """
+    damaged = bytearray(data)
+    damaged[position] ^= 0x01
+    return bytes(damaged)
+
+
+def encode_without_base_id(checkpoint: Checkpoint) -> bytes:
+    """``checkpoint`` encoded as :func:`~plait.checkpoint.encode_checkpoint` did before
+    checkpoints had ``base_id`` (a delta named its base only in ``state["base"]``).
+
+    For testing that a store reads, or a schema migration upgrades, what older releases
+    wrote.
+    """
+    fields = attrs.asdict(checkpoint, recurse=False)
+    del fields["base_id"]
+    body = json.dumps(fields, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return b"PLAITCP1\n" + hashlib.sha256(body).hexdigest().encode("ascii") + b"\n" + body
+
+
+def make_checkpoint(
+    run_id: str,
+    superstep: int = 0,
+    *,
+    parent_id: str | None = None,
+    status: str = "running",
+    state: dict[str, Any] | None = None,
+    checkpoint_id: str | None = None,
+    base_id: str | None = None,
+) -> Checkpoint:
+    """A checkpoint of ``run_id`` with a fresh id and a small, JSON-ready state.
+
+    With ``base_id`` it is a delta building on that full checkpoint, and its default state
+    names the base as the runner's deltas do (``state["base"]``).
+    """
+    if state is None:
+        state = {"superstep": superstep, "pending": []}
+        if base_id is not None:
+            state.update(kind="delta", base=base_id)
+    return Checkpoint(
+        checkpoint_id=checkpoint_id or uuid.uuid4().hex,
+        run_id=run_id,
+        superstep=superstep,
+        parent_id=parent_id,
+        signature="sig-" + "0" * 60,
+        status=status,
+        created_at=time.time(),
+        state=state,
+        metadata={"workflow": "contract"},
+        base_id=base_id,
+    )
+
+
+def _chain(run_id: str, supersteps: Sequence[int]) -> list[Checkpoint]:
+    """Checkpoints of one run, each the parent of the next."""
+    out: list[Checkpoint] = []
+    for superstep in supersteps:
+        parent = out[-1].checkpoint_id if out else None
+        out.append(make_checkpoint(run_id, superstep, parent_id=parent))
+    return out
+
+
+async def _save_all(store: CheckpointStore, checkpoints: Sequence[Checkpoint]) -> None:
+    for checkpoint in checkpoints:
+        await store.save(checkpoint)
+
+
+async def _ids(store: CheckpointStore, run_id: str) -> list[str]:
+    return [info.checkpoint_id for info in await store.list(run_id)]
+
+
+class CheckpointStoreContract:
+    """The tests every :class:`~plait.checkpoint.CheckpointStore` must pass.
+
+    See the module docstring for what a subclass provides.
+
+    .. versionadded:: 0.1
+    """
+
+    pytestmark = [pytest.mark.anyio]
+
+    @pytest.fixture(params=["asyncio", "trio"])
+    def anyio_backend(self, request: pytest.FixtureRequest) -> str:
+        """Run every test on asyncio and on trio."""
+        return str(request.param)
+
+    @pytest.fixture
+    async def store(self) -> AsyncIterator[CheckpointStore]:
+        """Override: yield an open store, close it afterwards."""
+        pytest.fail(f"{type(self).__name__} must provide a 'store' fixture")
+        yield  # pragma: no cover - makes this an async generator like the overrides
+
+    async def corrupt(self, store: CheckpointStore, checkpoint_id: str) -> None:
+        """Override: flip one byte of the stored bytes of ``checkpoint_id``."""
+        pytest.fail(f"{type(self).__name__} must implement corrupt()")
+
+    def reopen(self, store: CheckpointStore) -> CheckpointStore:
+        """Override: a new, independent store object on the same backing as ``store``."""
+        pytest.fail(f"{type(self).__name__} must implement reopen()")
+
+    # -- round trips -----------------------------------------------------------------
+
+    async def test_is_a_checkpoint_store(self, store: CheckpointStore) -> None:
+        assert isinstance(store, CheckpointStore), f"{store!r} misses protocol methods"
+
+    async def test_save_load_round_trip(self, store: CheckpointStore) -> None:
+        run_id = new_run_id()
+        state = {
+            "pending": [{"target": "writer", "message": {"text": "héllo ✓ \x00", "n": 3}}],
+            "float": 0.1,
+            "none": None,
+            "nested": {"a": [1, [2, [3]]], "b": True},
+            "large": "x" * 200_000,
+        }
+        checkpoint = make_checkpoint(run_id, 4, parent_id="p" * 32, status="idle", state=state)
+        await store.save(checkpoint)
+        loaded = await store.load(checkpoint.checkpoint_id)
+        assert loaded == checkpoint, "a loaded checkpoint differs from the one saved"
+        assert list(await store.list(run_id)) == [checkpoint.info]
+
+    async def test_saved_checkpoints_are_visible_to_another_store(
+        self, store: CheckpointStore
+    ) -> None:
+        run_id = new_run_id()
+        checkpoints = _chain(run_id, [0, 1])
+        await _save_all(store, checkpoints)
+        other = self.reopen(store)
+        try:
+            assert await other.latest(run_id) == checkpoints[-1]
+            assert await other.load(checkpoints[0].checkpoint_id) == checkpoints[0]
+        finally:
+            await other.aclose()
+
+    async def test_saving_the_same_checkpoint_again_does_nothing(
+        self, store: CheckpointStore
+    ) -> None:
+        run_id = new_run_id()
+        checkpoint = make_checkpoint(run_id)
+        await store.save(checkpoint)
+        await store.save(checkpoint)
+        assert await _ids(store, run_id) == [checkpoint.checkpoint_id]
+
+    async def test_reusing_an_id_for_other_contents_is_an_error(
+        self, store: CheckpointStore
+    ) -> None:
+        run_id = new_run_id()
+        checkpoint = make_checkpoint(run_id, 1)
+        await store.save(checkpoint)
+        clash = make_checkpoint(run_id, 2, checkpoint_id=checkpoint.checkpoint_id)
+        with pytest.raises(CheckpointError, match=checkpoint.checkpoint_id):
+            await store.save(clash)
+        assert await store.load(checkpoint.checkpoint_id) == checkpoint
+
+    async def test_unusual_ids_round_trip(self, store: CheckpointStore) -> None:
+        run_id = new_run_id("run/../ é:*?\\")
+        checkpoint = make_checkpoint(run_id, checkpoint_id=new_run_id("../cp ✓/"))
+        await store.save(checkpoint)
+        assert await store.load(checkpoint.checkpoint_id) == checkpoint
+        assert await _ids(store, run_id) == [checkpoint.checkpoint_id]
+        assert await store.delete_run(run_id) == 1
+
+    async def test_load_unknown_id_raises_not_found(self, store: CheckpointStore) -> None:
+        missing = uuid.uuid4().hex
+        with pytest.raises(CheckpointNotFoundError, match=missing):
+            await store.load(missing)
+
+    # -- listing and ordering ------------------------------------------------------------
+
+    async def test_list_is_oldest_first_in_insertion_order(self, store: CheckpointStore) -> None:
+        # Superstep numbers repeat after a resume from an earlier checkpoint; the order
+        # is the order of saving, not of superstep.
+        run_id = new_run_id()
+        checkpoints = _chain(run_id, [0, 1, 2, 1, 2, 3, 0])
+        await _save_all(store, checkpoints)
+        assert list(await store.list(run_id)) == [c.info for c in checkpoints]
+
+    async def test_list_of_unknown_run_is_empty(self, store: CheckpointStore) -> None:
+        assert list(await store.list(new_run_id())) == []
+
+    async def test_latest_is_the_last_saved(self, store: CheckpointStore) -> None:
+        run_id = new_run_id()
+        checkpoints = _chain(run_id, [0, 5, 3])
+        for checkpoint in checkpoints:
+            await store.save(checkpoint)
+            assert await store.latest(run_id) == checkpoint
+
+    async def test_latest_of_unknown_run_is_none(self, store: CheckpointStore) -> None:
+        assert await store.latest(new_run_id()) is None
+
+    # -- removal ---------------------------------------------------------------------
+
+    async def test_delete(self, store: CheckpointStore) -> None:
+        run_id = new_run_id()
+        checkpoints = _chain(run_id, [0, 1, 2])
+        await _save_all(store, checkpoints)
+        await store.delete(checkpoints[2].checkpoint_id)
+        with pytest.raises(CheckpointNotFoundError):
+            await store.load(checkpoints[2].checkpoint_id)
+        assert await _ids(store, run_id) == [c.checkpoint_id for c in checkpoints[:2]]
+        assert await store.latest(run_id) == checkpoints[1]
+        await store.delete(checkpoints[2].checkpoint_id)  # already gone: no error
+        await store.delete(uuid.uuid4().hex)
+        following = make_checkpoint(run_id, 3, parent_id=checkpoints[1].checkpoint_id)
+        await store.save(following)
+        assert await store.latest(run_id) == following
+
+    async def test_prune_keeps_the_newest(self, store: CheckpointStore) -> None:
+        run_id = new_run_id()
+        checkpoints = _chain(run_id, [0, 1, 2, 3, 4])
+        await _save_all(store, checkpoints)
+        assert await store.prune(run_id, keep_last=2) == 3
+        assert await _ids(store, run_id) == [c.checkpoint_id for c in checkpoints[3:]]
+        for gone in checkpoints[:3]:
+            with pytest.raises(CheckpointNotFoundError):
+                await store.load(gone.checkpoint_id)
+        assert await store.prune(run_id, keep_last=2) == 0
+        assert await store.prune(run_id, keep_last=10) == 0
+        assert await store.prune(run_id, keep_last=0) == 2
+        assert await store.latest(run_id) is None
+        assert await store.prune(new_run_id(), keep_last=1) == 0
+        with pytest.raises(ValueError, match="keep_last"):
+            await store.prune(run_id, keep_last=-1)
+
+    async def test_list_and_load_carry_the_base_of_a_delta(self, store: CheckpointStore) -> None:
+        run_id = new_run_id()
+        full = make_checkpoint(run_id, 0)
+        delta = make_checkpoint(run_id, 1, parent_id=full.checkpoint_id, base_id=full.checkpoint_id)
+        await _save_all(store, [full, delta])
+        infos = list(await store.list(run_id))
+        assert [i.base_id for i in infos] == [None, full.checkpoint_id]
+        assert infos == [full.info, delta.info]
+        assert (await store.load(delta.checkpoint_id)).base_id == full.checkpoint_id
+        assert await store.latest(run_id) == delta
+
+    async def test_prune_keeps_the_bases_of_kept_deltas(self, store: CheckpointStore) -> None:
+        run_id = new_run_id()
+        c1 = make_checkpoint(run_id, 0)
+        c2 = make_checkpoint(run_id, 1, parent_id=c1.checkpoint_id, base_id=c1.checkpoint_id)
+        c3 = make_checkpoint(run_id, 2, parent_id=c2.checkpoint_id, base_id=c1.checkpoint_id)
+        await _save_all(store, [c1, c2, c3])
+        assert await store.prune(run_id, keep_last=2) == 0  # c1 is the base of c2 and c3
+        assert await store.prune(run_id, keep_last=1) == 1
+        assert await _ids(store, run_id) == [c1.checkpoint_id, c3.checkpoint_id]
+        with pytest.raises(CheckpointNotFoundError):
+            await store.load(c2.checkpoint_id)
+        assert await store.load(c1.checkpoint_id) == c1
+        assert await store.latest(run_id) == c3
+        assert await store.prune(run_id, keep_last=1) == 0  # idempotent
+        # A new full snapshot needs no base: the old base and its delta can go.
+        c4 = make_checkpoint(run_id, 3, parent_id=c3.checkpoint_id)
+        await store.save(c4)
+        assert await store.prune(run_id, keep_last=1) == 2
+        assert await _ids(store, run_id) == [c4.checkpoint_id]
+        for gone in (c1, c3):
+            with pytest.raises(CheckpointNotFoundError):
+                await store.load(gone.checkpoint_id)
+
+    async def test_prune_keeps_only_bases_that_kept_checkpoints_name(
+        self, store: CheckpointStore
+    ) -> None:
+        run_id = new_run_id()
+        f1 = make_checkpoint(run_id, 0)
+        d1 = make_checkpoint(run_id, 1, parent_id=f1.checkpoint_id, base_id=f1.checkpoint_id)
+        f2 = make_checkpoint(run_id, 2, parent_id=d1.checkpoint_id)
+        d2 = make_checkpoint(run_id, 3, parent_id=f2.checkpoint_id, base_id=f2.checkpoint_id)
+        d3 = make_checkpoint(run_id, 4, parent_id=d2.checkpoint_id, base_id=f2.checkpoint_id)
+        other_run = new_run_id()
+        elsewhere = make_checkpoint(other_run, 0)
+        await _save_all(store, [f1, d1, f2, d2, elsewhere, d3])
+        # d3 is kept and names f2; f1 is named only by d1, which goes.
+        assert await store.prune(run_id, keep_last=1) == 3
+        assert await _ids(store, run_id) == [f2.checkpoint_id, d3.checkpoint_id]
+        assert await _ids(store, other_run) == [elsewhere.checkpoint_id]
+        # keep_last=0 keeps nothing, bases included.
+        assert await store.prune(run_id, keep_last=0) == 2
+        assert list(await store.list(run_id)) == []
+        with pytest.raises(ValueError, match="keep_last"):
+            await store.prune(run_id, keep_last=-1)
+
+    async def test_delete_run(self, store: CheckpointStore) -> None:
+        run_id, other_run = new_run_id(), new_run_id()
+        checkpoints = _chain(run_id, [0, 1, 2])
+        others = _chain(other_run, [0])
+        await _save_all(store, [*checkpoints, *others])
+        assert await store.delete_run(run_id) == 3
+        assert list(await store.list(run_id)) == []
+        assert await store.latest(run_id) is None
+        with pytest.raises(CheckpointNotFoundError):
+            await store.load(checkpoints[0].checkpoint_id)
+        assert await store.latest(other_run) == others[0]
+        assert await store.delete_run(run_id) == 0
+        again = make_checkpoint(run_id)
+        await store.save(again)
+        assert await _ids(store, run_id) == [again.checkpoint_id]
+
+    async def test_runs_are_isolated(self, store: CheckpointStore) -> None:
+        first, second = new_run_id(), new_run_id()
+        a, b = _chain(first, [0, 1, 2]), _chain(second, [0, 1, 2])
+        for x, y in zip(a, b, strict=True):
+            await store.save(x)
+            await store.save(y)
+        assert await _ids(store, first) == [c.checkpoint_id for c in a]
+        assert await _ids(store, second) == [c.checkpoint_id for c in b]
+        assert await store.prune(first, keep_last=1) == 2
+        assert await _ids(store, second) == [c.checkpoint_id for c in b]
+        assert await store.latest(second) == b[-1]
+
+    # -- concurrency and damage ---------------------------------------------------------
+
+    async def test_concurrent_saves_are_all_readable(self, store: CheckpointStore) -> None:
+        run_id = new_run_id()
+        checkpoints = [make_checkpoint(run_id, i) for i in range(50)]
+        async with anyio.create_task_group() as tg:
+            for checkpoint in checkpoints:
+                tg.start_soon(store.save, checkpoint)
+        listed = await _ids(store, run_id)
+        assert sorted(listed) == sorted(c.checkpoint_id for c in checkpoints)
+        for checkpoint in checkpoints:
+            assert await store.load(checkpoint.checkpoint_id) == checkpoint
+        latest = await store.latest(run_id)
+        assert latest is not None and latest.checkpoint_id == listed[-1]
+
+    async def test_corrupt_checkpoint_is_an_error_naming_run_and_checkpoint(
+        self, store: CheckpointStore
+    ) -> None:
+        run_id = new_run_id()
+        checkpoints = _chain(run_id, [0, 1, 2])
+        await _save_all(store, checkpoints)
+        damaged = checkpoints[1].checkpoint_id
+        await self.corrupt(store, damaged)
+        with pytest.raises(CorruptCheckpointError) as caught:
+            await store.load(damaged)
+        message = str(caught.value)
+        assert run_id in message and damaged in message, f"error does not name it: {message}"
+        assert await store.load(checkpoints[0].checkpoint_id) == checkpoints[0]
+        assert await store.load(checkpoints[2].checkpoint_id) == checkpoints[2]
+        assert await store.latest(run_id) == checkpoints[2]
+        assert await _ids(store, run_id) == [c.checkpoint_id for c in checkpoints]
+        # A corrupt newest checkpoint is an error too, never a silent step back.
+        await self.corrupt(store, checkpoints[2].checkpoint_id)
+        with pytest.raises(CorruptCheckpointError, match=checkpoints[2].checkpoint_id):
+            await store.latest(run_id)
