@@ -33,10 +33,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._target import TargetError, load_target
-
 if TYPE_CHECKING:
     from ._app import CommandConflictError, PlaitGroup, main, make_cli
+    from ._target import TargetError, load_target
 
 __all__ = [
     "CommandConflictError",
@@ -50,8 +49,10 @@ __all__ = [
 
 
 # Every process that loads Plait's plugins imports this module (entry point ``cli``); click
-# and the commands are imported only when the command line is used.
+# and the commands are imported only when the command line is used, and ``load_target``
+# (which imports the whole kernel) only when called for.
 _APP = frozenset({"CommandConflictError", "PlaitGroup", "main", "make_cli"})
+_TARGET = frozenset({"TargetError", "load_target"})
 
 
 def __getattr__(name: str) -> Any:
@@ -59,6 +60,10 @@ def __getattr__(name: str) -> Any:
         from . import _app
 
         return getattr(_app, name)
+    if name in _TARGET:
+        from . import _target
+
+        return getattr(_target, name)
     if name == "__version__":
         from importlib.metadata import PackageNotFoundError, version
 

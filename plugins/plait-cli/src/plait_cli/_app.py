@@ -5,10 +5,16 @@ first time a command that is not built in is looked up (or the help lists comman
 loads the plugins strictly; if it fails, the built-in commands still work — ``plait
 plugins`` above all, the command that shows what is broken — and the failure is reported
 where a plugin command was wanted.
+
+A built-in command's module is imported only when that command is looked up to run (or
+for its own ``--help``): ``plait --help`` lists them from :data:`BUILT_IN`, so it imports
+neither the runner side of the kernel nor any store (click's "lazily loading subcommands"
+pattern, with the short help kept beside the import path).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,11 +22,37 @@ import click
 from plait.errors import PlaitError
 from plait.plugins import core_version, get_plugin_manager
 
-from ._listing import fragments_command, plugins_command
-from ._output import DISABLE_ENV, describe_error
-from ._run import resume_command, run_command
+__all__ = ["BUILT_IN", "CommandConflictError", "PlaitGroup", "main", "make_cli"]
 
-__all__ = ["CommandConflictError", "PlaitGroup", "main", "make_cli"]
+#: The built-in commands: name -> (``module:attribute`` of the command, its short help).
+#: The short help must be the command's own (a test compares them).
+BUILT_IN: dict[str, tuple[str, str]] = {
+    "plugins": (
+        "plait_cli._listing:plugins_command",
+        "List plugins, their status and what they registered.",
+    ),
+    "fragments": ("plait_cli._listing:fragments_command", "List published workflow fragments."),
+    "run": ("plait_cli._run:run_command", "Run a workflow on a message; print its outputs."),
+    "resume": (
+        "plait_cli._run:resume_command",
+        "Continue a checkpointed run, answering its requests.",
+    ),
+}
+
+
+class _LazyCommand(click.Command):
+    """A built-in command not imported yet: a name and a short help, for listings."""
+
+    def __init__(self, name: str, import_path: str, short_help: str) -> None:
+        super().__init__(name, short_help=short_help)
+        self.import_path = import_path
+
+    def load(self) -> click.Command:
+        """Import the real command."""
+        module, _, attribute = self.import_path.partition(":")
+        command = getattr(importlib.import_module(module), attribute)
+        assert isinstance(command, click.Command), self.import_path
+        return command
 
 
 class CommandConflictError(PlaitError):
@@ -31,6 +63,8 @@ class CommandConflictError(PlaitError):
 
 
 def _origin(command: click.Command) -> str:
+    if isinstance(command, _LazyCommand):
+        return "built-in"
     module = getattr(command.callback, "__module__", None) or "an unknown module"
     return "built-in" if module.startswith("plait_cli") else f"from {module}"
 
@@ -48,6 +82,7 @@ class PlaitGroup(click.Group):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._resolve_lazy = True
         self._plugins_loaded = False
         self._warned = False
         #: Why plugin commands could not be added, once that was tried and failed.
@@ -57,7 +92,11 @@ class PlaitGroup(click.Group):
         """Add ``cmd`` as ``name`` (default: its own name); a taken name is an error."""
         key = name or cmd.name
         existing = self.commands.get(key) if key else None
+        if isinstance(existing, _LazyCommand) and existing.import_path == _import_path(cmd):
+            existing = cmd  # the built-in command itself, imported by its caller
         if existing is not None and existing is not cmd:
+            from ._output import DISABLE_ENV
+
             raise CommandConflictError(
                 f"command {key!r} ({_origin(cmd)}) clashes with the {_origin(existing)} "
                 f"command {key!r}; rename one, or disable the plugin ({DISABLE_ENV}=name)"
@@ -84,6 +123,8 @@ class PlaitGroup(click.Group):
         """Why plugin commands are missing, with what to do (empty when they are not)."""
         if self.plugin_error is None:
             return ""
+        from ._output import DISABLE_ENV, describe_error
+
         return (
             f"plugin commands are not available: {describe_error(self.plugin_error)}\n"
             f"(`plait plugins` lists every plugin and its status; {DISABLE_ENV}=name "
@@ -91,12 +132,22 @@ class PlaitGroup(click.Group):
         )
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        """A built-in command, else (loading plugin commands first) a plugin's."""
+        """A built-in command (imported now), else (loading plugin commands first) a plugin's."""
         command = super().get_command(ctx, cmd_name)
         if command is None and not self._plugins_loaded:
             self.load_plugin_commands()
             command = super().get_command(ctx, cmd_name)
+        if isinstance(command, _LazyCommand) and self._resolve_lazy:
+            command = self.commands[cmd_name] = command.load()
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """As click does, but a built-in command is listed without importing it."""
+        self._resolve_lazy = False
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            self._resolve_lazy = True
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         """Every command name, plugin commands included (a failure is a warning here)."""
@@ -116,6 +167,16 @@ class PlaitGroup(click.Group):
                 raise
             note = self.plugin_error_note()
             raise click.UsageError(f"{exc.message}\n{note}", exc.ctx) from exc
+
+
+def _import_path(command: click.Command) -> str:
+    callback = command.callback
+    module = getattr(callback, "__module__", "")
+    for import_path, _ in BUILT_IN.values():
+        name, _, attribute = import_path.partition(":")
+        if module == name and getattr(importlib.import_module(name), attribute, None) is command:
+            return import_path
+    return ""
 
 
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
@@ -153,8 +214,8 @@ def make_cli() -> PlaitGroup:
             )
         ],
     )
-    for command in (plugins_command, fragments_command, run_command, resume_command):
-        cli.add_command(command)
+    for name, (import_path, short_help) in BUILT_IN.items():
+        cli.add_command(_LazyCommand(name, import_path, short_help))
     return cli
 
 
