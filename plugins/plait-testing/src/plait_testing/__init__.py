@@ -28,10 +28,11 @@ testing routers alone, and contract suites (:class:`RouterContract`,
 checkpoint-store one), and ``plait_testing.servers`` gives store tests a Redis or PostgreSQL
 server.
 
-The contract suites are imported on first use, not when pytest loads the plugin, so pytest
-can still rewrite their ``assert`` statements (it does so for an installed ``plait-testing``
-by itself; an editable checkout calls ``pytest.register_assert_rewrite("plait_testing")`` in
-its root ``conftest.py``).
+Every name is imported on first use, not when pytest loads the plugin: loading it imports
+neither the kernel nor the contract suites, so pytest can still rewrite the contracts'
+``assert`` statements (it does so for an installed ``plait-testing`` by itself; an editable
+checkout calls ``pytest.register_assert_rewrite("plait_testing.contracts",
+"plait_testing.stores")`` in its root ``conftest.py``).
 
 .. versionadded:: 0.1
 """
@@ -40,8 +41,6 @@ from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any
-
-from .recorder import HookCall, HookRecorder
 
 if TYPE_CHECKING:
     from .contracts import (
@@ -59,6 +58,7 @@ if TYPE_CHECKING:
         make_plugin_manager,
     )
     from .plugin import RegisterPlugin
+    from .recorder import HookCall, HookRecorder
 
 __all__ = [
     "FakeDistribution",
@@ -89,6 +89,8 @@ _LAZY = {
     "fake_entry_point": "fakes",
     "make_plugin_manager": "fakes",
     "RegisterPlugin": "plugin",
+    "HookCall": "recorder",
+    "HookRecorder": "recorder",
 }
 
 

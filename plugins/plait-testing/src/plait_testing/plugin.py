@@ -10,12 +10,16 @@ reporting: a project that never asks for these fixtures runs exactly as without
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from plait.plugins import PluginManager, get_plugin_manager, set_plugin_manager
 
-from .recorder import HookRecorder
+# pytest loads this module in every session of an environment that has plait-testing:
+# the kernel is imported only when a test asks for a fixture, so nobody else pays for it
+if TYPE_CHECKING:
+    from plait.plugins import PluginManager
+
+    from .recorder import HookRecorder
 
 __all__ = ["RegisterPlugin", "plait_hook_recorder", "plait_plugin_manager", "plait_register_plugin"]
 
@@ -26,6 +30,8 @@ RegisterPlugin = Callable[..., str]
 @pytest.fixture
 def plait_plugin_manager() -> Iterator[PluginManager]:
     """A plugin manager with no installed plugins, process-wide for this test."""
+    from plait.plugins import PluginManager, set_plugin_manager
+
     manager = PluginManager(entry_points=[], disabled=[])
     previous = set_plugin_manager(manager)
     try:
@@ -41,6 +47,8 @@ def plait_register_plugin(request: pytest.FixtureRequest) -> Iterator[RegisterPl
     The plugin goes on the process-wide manager current at the call; every plugin
     registered this way is unregistered at teardown, last first.
     """
+    from plait.plugins import get_plugin_manager
+
     if "plait_plugin_manager" in request.fixturenames:
         # set the fresh manager up first, so registrations land on it
         request.getfixturevalue("plait_plugin_manager")
@@ -60,6 +68,8 @@ def plait_register_plugin(request: pytest.FixtureRequest) -> Iterator[RegisterPl
 @pytest.fixture
 def plait_hook_recorder(plait_register_plugin: RegisterPlugin) -> HookRecorder:
     """A :class:`HookRecorder` registered for this test (build workflows after it)."""
+    from .recorder import HookRecorder
+
     recorder = HookRecorder()
     plait_register_plugin(recorder, "plait-hook-recorder")
     return recorder
