@@ -58,8 +58,9 @@ def test_a_generated_plugin_installs_passes_its_own_tests_and_loads(tmp_path: Pa
     for path in [plugin / "pyproject.toml", *plugin.rglob("*.py")]:
         assert "template" not in path.read_text(encoding="utf-8").lower(), path
 
-    install(python, [ROOT / "core", ROOT / "plugins" / "plait-merge", plugin])
-    install(python, ["pytest", "anyio", "trio"])
+    testing = ROOT / "plugins" / "plait-testing"
+    install(python, [ROOT / "core", ROOT / "plugins" / "plait-merge", testing, plugin])
+    install(python, ["trio"])
     tests = run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], plugin)
     summary = tests.stdout.strip().splitlines()[-1]
     assert re.fullmatch(r"\d+ passed in [\d.]+s", summary), tests.stdout

@@ -59,12 +59,13 @@ They are examples from plait-plugin-template: replace them with your own, keepin
 ## Develop
 
 ```bash
-pip install -e . pytest trio   # anyio and the plait.testing pytest plugin come with plait-core
+pip install -e . 'plait-testing[trio]'   # pytest, the fixtures, the contract suites, trio
 pytest tests
 ```
 
-The tests use the contract suites of `plait.testing` (`MergeStrategyContract`); see the
-Plait docs, "Testing plugins".
+The tests use the fixtures and contract suites of `plait-testing` (`MergeStrategyContract`);
+`tests/conftest.py` runs every async test on asyncio and trio. See the Plait docs, "Testing
+plugins".
 """
 
 
@@ -185,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {target}")
     if root is not None:
         print(f"it is a member of the uv workspace at {root}: run `uv lock` there")
-    print(f"next: cd {target} && pip install -e . pytest trio && pytest tests")
+    print(f"next: cd {target} && pip install -e . 'plait-testing[trio]' && pytest tests")
     return 0
 
 

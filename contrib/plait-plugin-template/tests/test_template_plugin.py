@@ -1,7 +1,7 @@
-"""plait-plugin-template's own tests: plait.testing's contract suites, then the plugin's.
+"""plait-plugin-template's own tests: plait-testing's contract suites, then the plugin's.
 
-The fixtures ``plait_plugin_manager`` and ``register_plugin`` come from the ``plait.testing``
-pytest plugin, which installing ``plait-core`` enables. The last two tests need the
+The fixtures ``plait_plugin_manager`` and ``plait_register_plugin`` come from the pytest
+plugin of ``plait-testing`` (a test dependency). The last two tests need the
 distribution installed (``pip install -e .``), since they look at its entry point.
 """
 
@@ -74,9 +74,9 @@ def test_note_to_text_is_lossless(text: str) -> None:
 
 
 def test_builders_find_the_converter_between_notes_and_text(
-    plait_plugin_manager: PluginManager, register_plugin: RegisterPlugin
+    plait_plugin_manager: PluginManager, plait_register_plugin: RegisterPlugin
 ) -> None:
-    register_plugin(plait_plugin_template, PLUGIN)
+    plait_register_plugin(plait_plugin_template, PLUGIN)
     chain = converter_graph(plait_plugin_manager).find_chain(Note, str)
     assert chain is not None and chain.lossless
     assert [step.name for step in chain.steps] == ["template.note_to_text"]
@@ -86,9 +86,9 @@ def test_builders_find_the_converter_between_notes_and_text(
 
 
 def test_the_plugin_registers_through_the_kernel(
-    plait_plugin_manager: PluginManager, register_plugin: RegisterPlugin
+    plait_plugin_manager: PluginManager, plait_register_plugin: RegisterPlugin
 ) -> None:
-    register_plugin(plait_plugin_template, PLUGIN, distribution=DISTRIBUTION)
+    plait_register_plugin(plait_plugin_template, PLUGIN, distribution=DISTRIBUTION)
     for kind, names in REGISTERED.items():
         assert plait_plugin_manager.registry(kind).names() == names
     merge = plait_plugin_manager.registry("merge_strategy").entry("template.longest")
