@@ -5,8 +5,12 @@ from __future__ import annotations
 import collections
 import collections.abc as cabc
 import dataclasses
+import importlib.machinery
+import sys
+import types
 import typing
 from collections.abc import Callable
+from pathlib import Path
 from typing import (
     Annotated,
     Any,
@@ -513,6 +517,26 @@ def test_type_name(tp: Any, name: str) -> None:
     assert type_name(tp) == name
 
 
+def test_a_script_class_is_named_by_the_module_the_script_is_when_imported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "flows").mkdir()
+    (tmp_path / "flows" / "__init__.py").write_text("", encoding="utf-8")
+    script = tmp_path / "flows" / "app.py"
+    script.write_text("", encoding="utf-8")
+    main = types.ModuleType("__main__")
+    main.__file__ = str(script)
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    script_class = type("Msg", (), {"__module__": "__main__"})
+    assert type_name(script_class) == "flows.app.Msg"
+    assert type_name(list[script_class]) == "list[flows.app.Msg]"  # type: ignore[valid-type]
+    main.__spec__ = importlib.machinery.ModuleSpec("flows.run", None)  # python -m flows.run
+    assert type_name(script_class) == "flows.run.Msg"
+    main.__spec__ = None
+    del main.__file__  # python -c, a REPL: nothing better to say
+    assert type_name(script_class) == "__main__.Msg"
+
+
 def test_normalize() -> None:
     assert normalize(None) is type(None)
     assert normalize(Optional[int]) == Union[int, None]  # noqa: UP007, UP045
@@ -548,7 +572,7 @@ _keys = st.one_of(st.sampled_from([int, str, bytes]), _literals)
 def _compound(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     return st.one_of(
         children.map(lambda t: list[t]),  # type: ignore[valid-type]
-        st.tuples(_keys, children).map(lambda kv: dict[kv[0], kv[1]]),  # type: ignore[name-defined]
+        st.tuples(_keys, children).map(lambda kv: dict[kv[0], kv[1]]),  # type: ignore[valid-type]
         children.map(lambda t: tuple[t, ...]),  # type: ignore[valid-type]
         st.lists(children, min_size=1, max_size=3).map(lambda ts: tuple[tuple(ts)]),  # type: ignore[misc]
         st.tuples(children, children).map(lambda ab: Union[ab]),  # noqa: UP007

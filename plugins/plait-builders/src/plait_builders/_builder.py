@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 from plait import Executor, Workflow
-from plait.errors import WorkflowValidationError
+from plait.errors import TypeCheckError, WorkflowValidationError
 from plait.plugins import PluginManager, get_plugin_manager
 from plait.runner import RunOptions
 from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
@@ -288,22 +288,26 @@ class WorkflowBuilder(ConnectionMixin):
     def build(self) -> Workflow:
         """Validate everything at once and return an immutable :class:`plait.Workflow`.
 
-        :raises WorkflowValidationError: listing every structural and type problem.
+        :raises WorkflowValidationError: listing every structural and type problem; a
+            :class:`~plait.errors.TypeCheckError` (a subclass) when an edge's target
+            cannot handle what its source sends.
         """
         manager = self._manager or get_plugin_manager()
         problems = list(self._problems)
         executors, groups, params = dict(self._executors), list(self._groups), dict(self._params)
+        type_problems: list[str] = []
         if self.type_check:
-            problems.extend(
-                wire_types(
-                    executors,
-                    groups,
-                    params,
-                    manager,
-                    auto_convert=self.auto_convert,
-                    allow_lossy=self.allow_lossy,
-                )
+            type_problems = wire_types(
+                executors,
+                groups,
+                params,
+                manager,
+                auto_convert=self.auto_convert,
+                allow_lossy=self.allow_lossy,
             )
+            problems.extend(type_problems)
+        # every problem in one report; TypeCheckError when an edge does not type-check
+        error = TypeCheckError if type_problems else WorkflowValidationError
         spec = WorkflowSpec(
             name=self.name,
             start=self._start or "",
@@ -314,9 +318,9 @@ class WorkflowBuilder(ConnectionMixin):
         try:
             workflow = Workflow(spec, executors, edge_params=params, plugin_manager=manager)
         except WorkflowValidationError as exc:
-            raise WorkflowValidationError([*problems, *exc.problems], workflow=self.name) from None
+            raise error([*problems, *exc.problems], workflow=self.name) from None
         if problems:
-            raise WorkflowValidationError(problems, workflow=self.name)
+            raise error(problems, workflow=self.name)
         return workflow
 
 

@@ -179,6 +179,9 @@ def wire_types(
 ) -> list[str]:
     """Check every edge group; insert converter chains; return the problems found.
 
+    Every problem is returned, not raised, so the builder reports them together with the
+    structural ones; it raises :class:`~plait.errors.TypeCheckError` when any is found.
+
     ``executors``, ``groups`` and ``params`` are the builder's copies, edited in place:
     converter nodes are added to ``executors``, their ``direct`` groups appended to
     ``groups``, and a rewired group replaced at its index (same id, so ``params`` — keyed
