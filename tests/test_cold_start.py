@@ -1,0 +1,152 @@
+"""Cold start: loading plugins, and ``plait --help``, import no heavy library (issue 9).
+
+Each check runs in a fresh interpreter (``sys.executable``), since this process has
+imported everything already. A plugin imports its client library when one of its things
+is first used — a store when it is opened, click when the command line runs — never when
+it registers. The times are in ``tests/benchmarks/bench_cold_start.py``; nothing here is
+timed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+#: Libraries a first-party plugin may import only when one of its things is used.
+HEAVY = (
+    "redis",
+    "psycopg",
+    "psycopg_pool",
+    "click",
+    "ray",
+    "opentelemetry",
+    "httpx",
+    "jsonschema",
+    "lark",
+    "ruamel",
+    "sqlite3",
+)
+#: Store client libraries; ``plait --help`` imports none.
+STORE_CLIENTS = ("redis", "psycopg", "psycopg_pool", "sqlite3")
+
+LOAD_EVERY_PLUGIN = textwrap.dedent(
+    """
+    import json, sys
+    import plait
+
+    manager = plait.get_plugin_manager()
+    plugins = manager.describe()
+    for kind in sorted({kind for info in plugins for kind in info.registered}):
+        manager.registry(kind)  # every registry that holds something, built
+    heavy = sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[1:]))
+
+    from importlib.metadata import entry_points
+
+    first_party = {
+        ep.name: ep.dist.name for ep in entry_points(group="plait")
+        if ep.dist is not None and ep.dist.name.startswith("plait-")
+    }
+    loaded = {info.name: info.status for info in plugins}
+    # a store is opened (not connected): now its client library is imported
+    from plait.checkpoint import open_store
+
+    open_store("redis://127.0.0.1:1/0")
+    print(json.dumps({
+        "heavy": heavy,
+        "first_party": first_party,
+        "status": loaded,
+        "redis_after_open": "redis" in sys.modules,
+    }))
+    """
+)
+
+
+def _python(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def loaded() -> dict[str, object]:
+    done = _python("-c", LOAD_EVERY_PLUGIN, *HEAVY)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
+    return result
+
+
+def test_loading_every_first_party_plugin_imports_no_heavy_library(
+    loaded: dict[str, object],
+) -> None:
+    assert loaded["heavy"] == [], (
+        f"loading plugins imported {loaded['heavy']}; a plugin must import its client "
+        "library when one of its things is first used (`-X importtime` does not show the "
+        "plugin modules themselves: entry points are loaded through importlib)"
+    )
+
+
+def test_every_first_party_plugin_was_loaded(loaded: dict[str, object]) -> None:
+    first_party = loaded["first_party"]
+    status = loaded["status"]
+    assert isinstance(first_party, dict) and isinstance(status, dict)
+    assert {"redis", "postgres", "stores", "cli", "builders"} <= set(first_party)
+    not_loaded = {name: status.get(name) for name in first_party if status.get(name) != "loaded"}
+    assert not_loaded == {}
+
+
+def test_a_store_imports_its_client_library_when_it_is_opened(loaded: dict[str, object]) -> None:
+    assert loaded["redis_after_open"] is True
+
+
+# ``python -m plait_cli ARGS``, then the modules it imported, as JSON on stderr's last line.
+# (``-X importtime`` would miss modules imported through ``importlib.import_module``.)
+RUN_PLAIT = textwrap.dedent(
+    """
+    import json, runpy, sys
+
+    try:
+        runpy.run_module("plait_cli", run_name="__main__", alter_sys=True)
+    except SystemExit as exit:
+        code = exit.code
+    print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
+    """
+)
+
+
+def _imported_by(*args: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
+    """The modules ``python -m plait_cli ARGS`` imported, and the finished process."""
+    done = _python("-c", RUN_PLAIT, *args)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stderr.splitlines()[-1])
+    assert report["code"] in (0, None), done.stderr
+    return set(report["modules"]), done
+
+
+def test_plait_help_imports_no_store_client_and_no_command_module() -> None:
+    modules, done = _imported_by("--help")
+    for command in ("plugins", "fragments", "run", "resume"):
+        assert f"\n  {command} " in done.stdout
+    assert "click" in modules  # the command line ran
+    assert sorted({m.split(".")[0] for m in modules} & set(STORE_CLIENTS)) == []
+    assert not {"plait_cli._run", "plait_cli._listing"} & modules
+
+
+def test_a_command_s_module_is_imported_when_that_command_runs() -> None:
+    modules, done = _imported_by("run", "--help")
+    assert "plait_cli._run" in modules and "plait_cli._listing" not in modules
+    assert "TARGET" in done.stdout
+
+
+def test_the_listed_short_help_is_each_built_in_command_s_own() -> None:
+    from plait_cli import _app
+
+    cli = _app.make_cli()
+    for name, (_, short_help) in _app.BUILT_IN.items():
+        command = cli.get_command(None, name)  # type: ignore[arg-type]
+        assert command is not None and command.name == name
+        assert not isinstance(command, _app._LazyCommand)
+        assert command.short_help == short_help, name
