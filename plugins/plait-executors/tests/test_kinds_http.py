@@ -91,6 +91,12 @@ async def test_a_refused_connection_fails_naming_the_url() -> None:
     assert isinstance(error, HttpRequestError) and url in str(error)
 
 
+async def test_a_message_that_is_not_json_fails_before_any_request(http_server: str) -> None:
+    node = build(KIND, {"url": f"{http_server}/echo"}, "poster")
+    error = await failure(node, {1, 2})
+    assert isinstance(error, HttpRequestError) and "not JSON-serialisable" in str(error)
+
+
 def test_config_errors_carry_json_paths_all_at_once() -> None:
     config = {
         "url": "ftp://example.org",

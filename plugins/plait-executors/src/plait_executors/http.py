@@ -92,7 +92,7 @@ class HttpExecutor(Executor):
         """
         import httpx
 
-        content = json.dumps(message).encode("utf-8") if self.body == "message" else None
+        content = self._encode(message) if self.body == "message" else None
         headers = dict(self.headers)
         if content is not None:
             headers.setdefault("content-type", "application/json")
@@ -135,6 +135,17 @@ class HttpExecutor(Executor):
             raise HttpResponseError(
                 f"{self.method} {self.url} answered {answer.status_code} with a body that "
                 f"is not JSON ({exc}); use response: text to receive it as text",
+                executor_id=self.id,
+                url=self.url,
+            ) from exc
+
+    def _encode(self, message: Any) -> bytes:
+        try:
+            return json.dumps(message).encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            raise HttpRequestError(
+                f"the message for {self.method} {self.url} is not JSON-serialisable "
+                f"({type(message).__name__}: {exc}); convert it first or use body: none",
                 executor_id=self.id,
                 url=self.url,
             ) from exc
