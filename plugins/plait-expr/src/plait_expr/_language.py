@@ -101,6 +101,27 @@ class _Where:
     def error(self, message: str, pos: tuple[int, int]) -> ExpressionError:
         return ExpressionError(message, self.at(pos))
 
+    def inner(self, text: str, start: tuple[int, int]) -> _Where:
+        """The positions of ``text``, an expression found at ``start`` in this text (a
+        template), so that its errors show the template's line."""
+        return _Inner(text, self, start)
+
+
+class _Inner(_Where):
+    __slots__ = ("outer", "start")
+
+    def __init__(self, text: str, outer: _Where, start: tuple[int, int]) -> None:
+        super().__init__(text, outer.source, outer.line, outer.column)
+        self.outer = outer
+        self.start = start
+
+    def at(self, pos: tuple[int, int]) -> SourcePosition:
+        line, column = pos
+        line = min(max(line, 1), len(self.lines))
+        if line == 1:
+            column += self.start[1] - 1
+        return self.outer.at((self.start[0] + line - 1, column))
+
 
 class CompiledExpression:
     """An expression compiled to closures; :meth:`evaluate` runs it over JSON-like data.
@@ -227,16 +248,10 @@ class PlaitLanguage:
             if isinstance(piece, str):
                 parts.append(piece)
             else:
-                expr_text, (expr_line, expr_column) = piece
-                doc = where.at((expr_line, expr_column))
-                parts.append(
-                    self.compile(
-                        expr_text,
-                        source=source,
-                        line=doc.line or line,
-                        column=doc.column or column,
-                    )
-                )
+                expr_text, start = piece
+                inner = where.inner(expr_text, start)
+                fn, names = _parse(expr_text, inner)
+                parts.append(CompiledExpression(expr_text, fn, names, inner))
         return CompiledTemplate(text, parts)
 
 
