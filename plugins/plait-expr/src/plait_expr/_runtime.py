@@ -163,6 +163,15 @@ def check_float(value: float, pos: tuple[int, int]) -> float:
 
 def to_json(value: Any) -> str:
     """Compact JSON of a JSON-like value; a string is returned as it is."""
+    kind = type(value)
+    if kind is str:
+        return value  # type: ignore[no-any-return]
+    if kind is int:
+        return str(value)
+    if value is True or value is False or value is None:
+        return "true" if value else ("false" if value is False else "null")
+    if kind is float and math.isfinite(value):
+        return repr(value)  # what json.dumps writes
     if isinstance(value, str):
         return str(value)
     return json.dumps(
