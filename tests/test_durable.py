@@ -85,6 +85,8 @@ async def test_human_in_the_loop_survives_and_checks_the_response_type() -> None
         from plait import Executor, handler
 
         class Reviewer(Executor):
+            request_types = (Question,)  # checkpoints rebuild declared types only
+
             @handler
             async def start(self, topic: str, ctx: WorkflowContext[Never, str]) -> None:
                 await ctx.request_info(Question(f"approve {topic}?"), bool)

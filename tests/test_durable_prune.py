@@ -38,9 +38,11 @@ async def test_prune_to_one_checkpoint_then_resume_gives_the_uninterrupted_outpu
         (base_info,) = [i for i in before if i.checkpoint_id == base]
         assert (base_info.superstep, base_info.base_id) == (SNAPSHOT_EVERY, None)
 
-        assert await store.prune(run_id, keep_last=1) == len(before) - 2
+        # kept: the first checkpoint (it holds the topology), the base, the latest
+        assert await store.prune(run_id, keep_last=1) == len(before) - 3
         after = list(await store.list(run_id))
-        assert [i.checkpoint_id for i in after] == [base, latest.checkpoint_id]
+        first = before[0].checkpoint_id
+        assert [i.checkpoint_id for i in after] == [first, base, latest.checkpoint_id]
     finally:
         await store.aclose()
 

@@ -8,8 +8,19 @@ topology signature and a format version. Stores persist the bytes
 byte or a truncated row is a :class:`~plait.errors.CorruptCheckpointError`, never a
 silently wrong resume.
 
-``prune`` keeps the newest checkpoints of a run and the full checkpoints those name as
-their base (:func:`prune_plan`), so whatever it keeps can still be resumed.
+Every field of the record (run id, base id, superstep, format version …) is inside the
+checksummed body; a store's listing columns are only an index, and a store checks the
+body it reads against the row that led to it (``expect_run``/``expect_id`` of
+:func:`decode_checkpoint`). A body of the wrong shape is a
+:class:`~plait.errors.CorruptCheckpointError`; a body written by a newer format is refused.
+
+``prune`` keeps the newest checkpoints of a run, the full checkpoints those name as
+their base, and the run's first checkpoint (it holds the topology, so a refused resume can
+say what changed) (:func:`prune_plan`), so whatever it keeps can still be resumed.
+
+One writer per run: every store keeps a lease per run with a fencing token
+(:mod:`plait.leases`); ``save(checkpoint, lease=...)`` is refused once the lease was
+taken over.
 
 Stores are chosen by URL scheme (``memory://``, ``file://DIR``, ``sqlite:///PATH``,
 ``redis://…``, ``postgresql://…``) through the ``plait_register_checkpoint_stores`` hook.
@@ -28,7 +39,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from .errors import CorruptCheckpointError
+from .errors import CheckpointError, CorruptCheckpointError
+from .leases import Lease, LeaseHolder
 
 __all__ = [
     "FORMAT_VERSION",
@@ -41,6 +53,8 @@ __all__ = [
     "check_keep_last",
     "prune_plan",
     "open_store",
+    "Lease",
+    "LeaseHolder",
 ]
 
 #: Version of the checkpoint byte format and of the ``state`` layout inside it.
@@ -132,13 +146,52 @@ def _dumps(data: Any) -> bytes:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (non-finite floats are encoded as tagged text)")
+
+
 def _loads(body: bytes) -> Any:
     if _orjson is not None:
         try:
             return _orjson.loads(body)
         except ValueError:
             pass  # the standard library decides, and words the error
-    return json.loads(body)
+    return json.loads(body, parse_constant=_no_constant)
+
+
+#: The body's fields and the types each may hold (``None`` allowed where listed).
+_FIELDS: dict[str, tuple[type, ...]] = {
+    "checkpoint_id": (str,),
+    "run_id": (str,),
+    "superstep": (int,),
+    "parent_id": (str, type(None)),
+    "signature": (str,),
+    "status": (str,),
+    "created_at": (int, float),
+    "state": (dict,),
+    "format_version": (int,),
+    "metadata": (dict,),
+    "base_id": (str, type(None)),
+}
+
+
+def _check_shape(raw: Any, where: str) -> None:
+    if not isinstance(raw, dict):
+        raise CorruptCheckpointError(f"{where} is corrupt: its body is not a JSON object")
+    missing = sorted(set(_FIELDS) - set(raw) - {"base_id"})
+    extra = sorted(set(raw) - set(_FIELDS))
+    if missing or extra:
+        raise CorruptCheckpointError(
+            f"{where} is corrupt: its body lacks {', '.join(missing) or 'nothing'} and has "
+            f"unknown fields {', '.join(extra) or 'none'}"
+        )
+    for name, types in _FIELDS.items():
+        value = raw.get(name)
+        if name in raw and (not isinstance(value, types) or isinstance(value, bool)):
+            raise CorruptCheckpointError(
+                f"{where} is corrupt: field {name!r} holds {type(value).__name__} "
+                f"{value!r:.60}, expected {' or '.join(t.__name__ for t in types)}"
+            )
 
 
 def encode_checkpoint(checkpoint: Checkpoint) -> bytes:
@@ -148,11 +201,21 @@ def encode_checkpoint(checkpoint: Checkpoint) -> bytes:
     return _MAGIC + b"\n" + digest + b"\n" + body
 
 
-def decode_checkpoint(data: bytes, *, where: str = "checkpoint") -> Checkpoint:
-    """Decode bytes made by :func:`encode_checkpoint`, verifying their checksum.
+def decode_checkpoint(
+    data: bytes,
+    *,
+    where: str = "checkpoint",
+    expect_run: str | None = None,
+    expect_id: str | None = None,
+) -> Checkpoint:
+    """Decode bytes made by :func:`encode_checkpoint`, verifying their checksum and shape.
 
     :param where: names the checkpoint in errors (``"run r1, checkpoint c7"``).
-    :raises CorruptCheckpointError: the bytes are truncated, altered or not a checkpoint.
+    :param expect_run: the run id the store's row or key says the bytes belong to.
+    :param expect_id: the checkpoint id the store's row or key says they are.
+    :raises CorruptCheckpointError: the bytes are truncated, altered, mis-shaped, not a
+        checkpoint, or their body disagrees with ``expect_run``/``expect_id``.
+    :raises CheckpointError: the bytes were written by a newer format (a newer Plait).
     """
     magic, sep1, rest = bytes(data).partition(b"\n")
     digest, sep2, body = rest.partition(b"\n")
@@ -165,14 +228,29 @@ def decode_checkpoint(data: bytes, *, where: str = "checkpoint") -> Checkpoint:
         )
     try:
         raw = _loads(body)
-        if isinstance(raw, dict) and "base_id" not in raw:
-            # Encoded before Checkpoint had base_id: a delta names its base in its state.
-            state = raw.get("state")
-            base = state.get("base") if isinstance(state, dict) else None
-            raw["base_id"] = base if isinstance(base, str) else None
-        return Checkpoint(**raw)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, RecursionError) as exc:
         raise CorruptCheckpointError(f"{where} does not decode: {exc}") from exc
+    version = raw.get("format_version") if isinstance(raw, dict) else None
+    if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
+        raise CheckpointError(
+            f"{where} was written by a newer Plait (format {version}); this Plait reads "
+            f"format {FORMAT_VERSION} and older: upgrade plait-core to resume it"
+        )
+    _check_shape(raw, where)
+    if "base_id" not in raw:
+        # Encoded before Checkpoint had base_id: a delta names its base in its state.
+        base = raw["state"].get("base")
+        raw["base_id"] = base if isinstance(base, str) else None
+    checkpoint = Checkpoint(**raw)
+    if (expect_run is not None and checkpoint.run_id != expect_run) or (
+        expect_id is not None and checkpoint.checkpoint_id != expect_id
+    ):
+        raise CorruptCheckpointError(
+            f"{where} is corrupt: the store lists it as run {expect_run!r}, checkpoint "
+            f"{expect_id!r}, but its verified body is run {checkpoint.run_id!r}, checkpoint "
+            f"{checkpoint.checkpoint_id!r}"
+        )
+    return checkpoint
 
 
 def check_keep_last(keep_last: int) -> int:
@@ -188,9 +266,11 @@ def check_keep_last(keep_last: int) -> int:
 def prune_plan(infos: Sequence[CheckpointInfo], keep_last: int) -> list[str]:
     """The ids :meth:`CheckpointStore.prune` deletes to keep the newest ``keep_last``.
 
-    ``infos`` are one run's checkpoints, oldest first (as ``list`` returns them). Every
-    checkpoint but the newest ``keep_last`` goes, except the bases those kept checkpoints
-    name (:attr:`CheckpointInfo.base_id`): a kept delta stays resumable. The ids come
+    ``infos`` are one run's checkpoints, oldest first (as ``list`` returns them), with
+    ``base_id`` read from verified bodies. Every checkpoint but the newest ``keep_last``
+    goes, except the bases those kept checkpoints name (:attr:`CheckpointInfo.base_id`),
+    so a kept delta stays resumable, and except the run's first checkpoint while anything
+    is kept (it holds the topology that a refused resume compares against). The ids come
     oldest first.
 
     :raises ValueError: ``keep_last`` is negative or not an integer.
@@ -198,6 +278,8 @@ def prune_plan(infos: Sequence[CheckpointInfo], keep_last: int) -> list[str]:
     check_keep_last(keep_last)
     cut = max(len(infos) - keep_last, 0)
     needed = {info.base_id for info in infos[cut:] if info.base_id is not None}
+    if keep_last and infos:
+        needed.add(infos[0].checkpoint_id)
     return [info.checkpoint_id for info in infos[:cut] if info.checkpoint_id not in needed]
 
 
@@ -209,10 +291,44 @@ class CheckpointStore(Protocol):
     present or absent. A store may also offer ``async save_many(checkpoints)``, committing
     several in order, all or none; the ``async`` durability mode batches through it.
     ``list`` and ``latest`` order by insertion (superstep numbers can repeat across resumes).
+    Every call is bounded in time (each store documents its bound): a stalled server is
+    a :class:`~plait.errors.StoreUnavailableError`, never a hang.
+
+    One writer per run (:mod:`plait.leases`): ``acquire_lease`` grants the run's lease with
+    a new fencing token, and ``save(checkpoint, lease=lease)`` is refused with
+    :class:`~plait.errors.RunLeaseError` once another worker took the lease over.
     """
 
-    async def save(self, checkpoint: Checkpoint) -> None:
-        """Persist ``checkpoint`` durably before returning."""
+    async def save(self, checkpoint: Checkpoint, *, lease: Lease | None = None) -> None:
+        """Persist ``checkpoint`` durably before returning.
+
+        With ``lease``, atomically refuse (:class:`~plait.errors.RunLeaseError`) unless
+        ``lease.token`` is still the current token of the checkpoint's run.
+        """
+        ...
+
+    async def acquire_lease(
+        self, run_id: str, *, ttl: float, holder: LeaseHolder | None = None
+    ) -> Lease:
+        """Take the lease of ``run_id`` for ``ttl`` seconds with a fresh fencing token
+        (greater than every earlier token of the run); ``holder`` defaults to
+        :meth:`LeaseHolder.here`.
+
+        :raises RunLeaseError: a live worker holds it (:func:`plait.leases.is_free`),
+            naming the holder.
+        """
+        ...
+
+    async def renew_lease(self, lease: Lease, *, ttl: float) -> Lease:
+        """Extend ``lease`` by ``ttl`` seconds from now.
+
+        :raises RunLeaseError: the lease was taken over (its token is no longer current).
+        """
+        ...
+
+    async def release_lease(self, lease: Lease) -> None:
+        """Give ``lease`` up (nothing happens if it was taken over); the token stays
+        used, so no later lease of the run reuses it."""
         ...
 
     async def load(self, checkpoint_id: str) -> Checkpoint:

@@ -21,6 +21,12 @@ Write order: a delta is only written after its base is durable (``sync`` awaits 
 before the next superstep; ``async`` saves in order from one background writer), so no
 checkpoint ever points at missing data.
 
+One writer per run: a durable run takes its run's lease (:mod:`plait.leases`) before it
+writes anything, renews it every third of ``lease_ttl`` while it lives, saves every
+checkpoint with the lease's fencing token, and releases it at the end. A second worker
+running or resuming the same live run fails at once with
+:class:`~plait.errors.RunLeaseError`.
+
 .. versionadded:: 0.1
 """
 
@@ -40,9 +46,13 @@ from .checkpoint import Checkpoint, CheckpointStore, open_store
 from .codec import EncodeError, encode_value, type_ref
 from .errors import (
     CheckpointEncodeError,
+    CheckpointError,
+    RunLeaseError,
     WorkflowRunError,
 )
 from .events import RunStatus
+from .leases import DEFAULT_LEASE_TTL, Lease
+from .resume import resumed_from
 from .runner import PendingRequest, Runner, RunOptions, RunState
 from .types import type_name
 
@@ -105,6 +115,7 @@ class Checkpointer:
         self.shared_at_base: Any = None
         self.first = parent_id is None
         self.error: BaseException | None = None
+        self.lease: Lease | None = None
         self._send: anyio.abc.ObjectSendStream[Checkpoint] | None = None
 
     # -- building checkpoints ------------------------------------------------------------
@@ -209,7 +220,14 @@ class Checkpointer:
         if self._send is not None:
             await self._send.send(checkpoint)
         elif self.store is not None:
+            await self._save(checkpoint)
+
+    async def _save(self, checkpoint: Checkpoint) -> None:
+        assert self.store is not None
+        if self.lease is None:
             await self.store.save(checkpoint)
+        else:
+            await self.store.save(checkpoint, lease=self.lease)
 
     async def writer(self, receive: MemoryObjectReceiveStream[Checkpoint]) -> None:
         """The ``async`` mode writer: saves queued checkpoints one at a time, in order."""
@@ -226,12 +244,29 @@ class Checkpointer:
                     continue
                 try:
                     if save_many is not None and len(batch) > 1:
-                        await save_many(batch)
+                        if self.lease is None:
+                            await save_many(batch)
+                        else:
+                            await save_many(batch, lease=self.lease)
                     else:
                         for item in batch:
-                            await self.store.save(item)
+                            await self._save(item)
                 except Exception as exc:
                     self.error = exc
+
+    async def renew(self, ttl: float) -> None:
+        """Renew the lease every third of ``ttl`` while the run lives. A lease taken over
+        fails the run at its next write; a store that is briefly unreachable is retried."""
+        assert self.store is not None
+        while self.lease is not None:
+            await anyio.sleep(ttl / 3)
+            try:
+                self.lease = await self.store.renew_lease(self.lease, ttl=ttl)
+            except RunLeaseError as exc:
+                self.error = exc
+                return
+            except CheckpointError:
+                continue
 
     def attach(self, send: anyio.abc.ObjectSendStream[Checkpoint]) -> None:
         """Route writes to the background writer."""
@@ -270,27 +305,97 @@ async def run_checkpointed(
     live: bool,
     parent_id: str | None,
 ) -> RunStatus:
-    """Run to the end, writing checkpoints to ``opts.checkpoint`` as ``opts.durability`` says."""
+    """Run to the end, writing checkpoints to ``opts.checkpoint`` as ``opts.durability`` says,
+    holding the run's lease throughout."""
     store, opened = await resolve_store(opts.checkpoint)
-    mode = opts.durability
-    checkpointer = Checkpointer(store, graph, mode=mode, parent_id=parent_id)
-    hook = checkpointer.after_superstep if mode != "exit" else None
-    runner = Runner(graph, opts, state, detail=detail, live=live, on_superstep=hook)
+    expected = resumed_from.get()
+    resumed_from.set(None)
     try:
-        if mode != "async":
-            return await _checkpointed(runner, checkpointer, inbox)
-        send, receive = anyio.create_memory_object_stream[Checkpoint](math.inf)
-        checkpointer.attach(send)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(checkpointer.writer, receive)
-            async with send:
-                status = await _checkpointed(runner, checkpointer, inbox)
-        if checkpointer.error is not None:
-            raise checkpointer.error
-        return status
+        ttl = float(getattr(opts, "lease_ttl", None) or DEFAULT_LEASE_TTL)
+        lease = await _acquire(store, state.run_id, ttl)
+        try:
+            if expected is not None and expected == (state.run_id, parent_id):
+                await _check_still_latest(store, state.run_id, parent_id)
+            return await _run_leased(
+                graph, state, inbox, opts, store, lease, ttl, detail, live, parent_id
+            )
+        finally:
+            if lease is not None:
+                with anyio.CancelScope(shield=True):
+                    try:
+                        await store.release_lease(lease)
+                    except CheckpointError:
+                        pass  # it expires on its own
     finally:
         if opened:
-            await store.aclose()
+            with anyio.CancelScope(shield=True):
+                await store.aclose()
+
+
+async def _acquire(store: CheckpointStore, run_id: str, ttl: float) -> Lease | None:
+    acquire = getattr(store, "acquire_lease", None)
+    if acquire is None:  # a store written before leases: one writer is not enforced
+        return None
+    lease: Lease = await acquire(run_id, ttl=ttl)
+    return lease
+
+
+async def _check_still_latest(store: CheckpointStore, run_id: str, parent_id: str | None) -> None:
+    latest = await store.latest(run_id)
+    if latest is not None and latest.checkpoint_id != parent_id:
+        raise RunLeaseError(
+            f"run {run_id!r} was written by another worker while this one was resuming it "
+            f"(its latest checkpoint is now {latest.checkpoint_id!r}, not {parent_id!r}); "
+            "resume it again"
+        )
+
+
+async def _run_leased(
+    graph: CompiledGraph,
+    state: RunState,
+    inbox: dict[str, list[Any]],
+    opts: RunOptions,
+    store: CheckpointStore,
+    lease: Lease | None,
+    ttl: float,
+    detail: bool,
+    live: bool,
+    parent_id: str | None,
+) -> RunStatus:
+    mode = opts.durability
+    checkpointer = Checkpointer(store, graph, mode=mode, parent_id=parent_id)
+    checkpointer.lease = lease
+    hook = checkpointer.after_superstep if mode != "exit" else None
+    runner = Runner(graph, opts, state, detail=detail, live=live, on_superstep=hook)
+    failure: Exception | None = None
+    status = RunStatus.FAILED
+    async with anyio.create_task_group() as tg:
+        renewing = anyio.CancelScope()
+
+        async def renew() -> None:
+            with renewing:
+                await checkpointer.renew(ttl)
+
+        if lease is not None:
+            tg.start_soon(renew)
+        try:
+            if mode != "async":
+                status = await _checkpointed(runner, checkpointer, inbox)
+            else:
+                send, receive = anyio.create_memory_object_stream[Checkpoint](math.inf)
+                checkpointer.attach(send)
+                tg.start_soon(checkpointer.writer, receive)
+                async with send:
+                    status = await _checkpointed(runner, checkpointer, inbox)
+        except Exception as exc:  # raised below, outside the task group, unwrapped
+            failure = exc
+        finally:
+            renewing.cancel()
+    if failure is not None:
+        raise failure
+    if checkpointer.error is not None:
+        raise checkpointer.error
+    return status
 
 
 async def _checkpointed(runner: Runner, checkpointer: Checkpointer, inbox: Any) -> RunStatus:

@@ -20,6 +20,13 @@ def _positive(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         raise RunOptionError(f"run option {attribute.name} must be a positive int, got {value!r}")
 
 
+def _positive_seconds(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise RunOptionError(
+            f"run option {attribute.name} must be a positive number of seconds, got {value!r}"
+        )
+
+
 def _positive_map(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     for key, limit in value.items():
         if not isinstance(limit, int) or limit < 1:
@@ -53,6 +60,11 @@ class RunOptions:
     :param raise_on_failure: raise the run's error (default) or return a failed result.
     :param checkpoint: a checkpoint store or store URL; a checkpoint per superstep.
     :param durability: ``sync``, ``async`` or ``exit`` (see the durable-runs guide).
+    :param lease_ttl: seconds the run's lease (one writer per run) lives without renewal;
+        a worker that died on another host loses it after this long (default 30).
+    :param checkpoint_key: key(s) that sign (HMAC-SHA256) and may encrypt checkpoints:
+        bytes/text, or a sequence whose first key signs and all verify (rotation); default
+        from ``PLAIT_CHECKPOINT_KEY`` (see the security guide).
     """
 
     max_supersteps: int = attrs.field(default=100, validator=_positive)
@@ -65,6 +77,8 @@ class RunOptions:
     raise_on_failure: bool = True
     checkpoint: Any = None
     durability: str = attrs.field(default="sync", validator=_one_of("sync", "async", "exit"))
+    lease_ttl: float = attrs.field(default=30.0, validator=_positive_seconds)
+    checkpoint_key: Any = None
 
     @classmethod
     def from_kwargs(cls, defaults: Mapping[str, Any], options: Mapping[str, Any]) -> RunOptions:

@@ -10,6 +10,8 @@ worded the same way whichever store they chose:
 - :func:`redact_url` keeps a password out of ``url``, and so out of every message;
 - :func:`where` names a checkpoint in errors, and :func:`duplicate_error` refuses an id
   that is stored already with other contents;
+- :func:`take_lease` decides whether a run's stored lease may be taken and with which
+  fencing token, the same way in every store (:mod:`plait.leases`);
 - :data:`INFO_FIELDS`, :func:`info_row` and :func:`info_fields` lay out the listing
   fields (:class:`~plait.checkpoint.CheckpointInfo`) as a row or a JSON object, and
   ``CheckpointInfo(*row)`` / ``CheckpointInfo(**fields)`` read them back.
@@ -40,6 +42,7 @@ How a store starts::
 
 from __future__ import annotations
 
+import time
 from types import TracebackType
 from typing import Any, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
@@ -48,6 +51,7 @@ from typing_extensions import Self
 
 from .checkpoint import Checkpoint, CheckpointInfo
 from .errors import CheckpointError, StoreUnavailableError
+from .leases import Lease, LeaseHolder, granted, held_error, is_free
 
 __all__ = [
     "INFO_FIELDS",
@@ -57,6 +61,7 @@ __all__ = [
     "info_fields",
     "info_row",
     "redact_url",
+    "take_lease",
     "where",
 ]
 
@@ -111,6 +116,31 @@ def duplicate_error(checkpoint: Checkpoint, url: str) -> CheckpointError:
         "with different contents; checkpoint ids must be unique (saving the same "
         "checkpoint again is allowed and does nothing)"
     )
+
+
+def take_lease(
+    run_id: str,
+    current: tuple[int, LeaseHolder | None, float] | None,
+    holder: LeaseHolder | None,
+    ttl: float,
+    url: str,
+) -> Lease:
+    """The lease to store for ``run_id``, given the stored ``(token, holder, expires_at)``
+    (``None`` if the run never had one): the next token, ``holder`` (default: this
+    process), expiring ``ttl`` seconds from now. Call it inside the store's transaction or
+    lock, then write the returned lease's token, holder and expiry.
+
+    :raises RunLeaseError: the stored lease is held by a live worker.
+    :raises ValueError: ``ttl`` is not a positive number.
+    """
+    if not ttl > 0:
+        raise ValueError(f"lease ttl must be a positive number of seconds, got {ttl!r}")
+    now = time.time()
+    if current is not None and not is_free(current[1], current[2], now):
+        assert current[1] is not None
+        raise held_error(run_id, current[1], url)
+    token = (current[0] if current is not None else 0) + 1
+    return granted(Lease(run_id, token, holder or LeaseHolder.here(), now + ttl))
 
 
 def info_row(checkpoint: Checkpoint | CheckpointInfo) -> InfoRow:

@@ -96,7 +96,9 @@ async def test_leftovers_of_a_crashed_save_are_ignored(tmp_path: Path) -> None:
     # A crash before the rename leaves a temp file; one after the id entry but before the
     # checkpoint's rename leaves an id entry pointing at nothing.
     (run_dir / ".plait-crashed.tmp").write_bytes(b"half a checkpoint")
-    (tmp_path / "ids" / "lost").write_bytes(f"{run_dir.name}/000000000002-x-lost.ckpt".encode())
+    (tmp_path / "ids" / "lost").write_bytes(
+        f"{run_dir.name}/000000000002-0000000000-lost.ckpt".encode()
+    )
     assert [i.checkpoint_id for i in await store.list(run_id)] == [kept.checkpoint_id]
     assert await store.latest(run_id) == kept
     with pytest.raises(CheckpointNotFoundError):

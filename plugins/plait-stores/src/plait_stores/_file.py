@@ -4,6 +4,7 @@ Layout under ``DIR``::
 
     runs/<run>/<seq:012d>-<superstep:010d>-<checkpoint>.ckpt   the checkpoints
     ids/<checkpoint>                                           "<run>/<file name>"
+    leases/<run>                                               the run's lease (JSON)
 
 File names start with a zero-padded sequence number, so a sorted directory listing is the
 run's insertion order (superstep numbers repeat across resumes; the sequence does not)
@@ -18,21 +19,37 @@ wholly there or absent. The id entry is written before the checkpoint file, so t
 checkpoint file's rename is the single commit point; an id entry whose file is missing is
 treated as absent. All file I/O runs in worker threads.
 
-One process writes one run at a time (the runner does); different runs, and readers,
-may share the directory freely.
+An ``ids/`` entry is data, not a path to follow: one that does not have exactly the
+shape above (``..``, an absolute path, another checkpoint's file) is a
+:class:`~plait.errors.CorruptCheckpointError`, and ``delete`` never unlinks anything
+outside ``runs/``. What a killed save leaves (temporary files, an id entry without its
+file) is removed the first time a process uses the directory, and by ``prune``, once
+it is older than ``stale_after`` seconds (default 600), so a save in flight is never
+disturbed.
+
+One writer per run: ``leases/<run>`` holds the run's lease; taking it holds an exclusive
+``flock`` on that file, and a save with a lease holds a shared one while it checks the
+token and writes, so a lease cannot change hands in the middle of a save.
+
+Time bound: local file I/O is not bounded by the store (a hung network file system hangs
+it); waiting for another process's lease-file lock is bounded by ``timeout`` seconds
+(default 30), then :class:`~plait.errors.StoreUnavailableError`.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import errno
 import json
 import os
+import re
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote, unquote
 
 import anyio.to_thread
@@ -44,7 +61,13 @@ from plait.checkpoint import (
     encode_checkpoint,
 )
 from plait.errors import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
-from plait.stores import CheckpointStoreBase, duplicate_error, info_fields, where
+from plait.leases import Lease, LeaseHolder, lost_error, released
+from plait.stores import CheckpointStoreBase, duplicate_error, info_fields, take_lease, where
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: leases are kept without a file lock
+    fcntl = None  # type: ignore[assignment]
 
 from ._common import split_query
 
@@ -55,6 +78,14 @@ _HEADER = b"PLAITFILE1 "
 _SUFFIX = ".ckpt"
 _TEMP_PREFIX = ".plait-"
 _MAX_NAME = 200  # bytes; leaves room for the sequence prefix under the usual 255
+# What an ids/ entry may say: "<run>/<seq>-<superstep>-<checkpoint>.ckpt", names as _fs_name
+# makes them (percent-encoded, so no "/" and no ".").
+_ENTRY = re.compile(
+    r"([A-Za-z0-9_~%-]{1,200})/([0-9]{12,}-[0-9]{10,}-([A-Za-z0-9_~%-]{1,200})\.ckpt)"
+)
+#: Seconds after which a killed save's leftovers are removed.
+STALE_AFTER = 600.0
+_cleaned: set[str] = set()  # directories this process has cleaned up already
 
 # One lock per directory for the whole process: two stores on one directory must not
 # hand out the same sequence number.
@@ -129,6 +160,13 @@ def _unlink(path: Path) -> bool:
     return True
 
 
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except FileNotFoundError:
+        return float("inf")
+
+
 def _seq_of(file_name: str) -> int:
     return int(file_name.split("-", 1)[0])
 
@@ -145,28 +183,79 @@ class FileCheckpointStore(CheckpointStoreBase):
     .. versionadded:: 0.1
     """
 
-    def __init__(self, directory: str | os.PathLike[str], *, url: str | None = None) -> None:
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        url: str | None = None,
+        stale_after: float = STALE_AFTER,
+        timeout: float = 30.0,
+    ) -> None:
         self.directory = Path(directory)
         self.url = url or f"file://{os.fspath(directory)}"
+        self.stale_after = stale_after
+        self.timeout = timeout
         self._runs = self.directory / "runs"
         self._ids = self.directory / "ids"
+        self._leases = self.directory / "leases"
         self._lock = _lock_for(self.directory)
+        self._key = os.path.realpath(self.directory)
 
     @classmethod
     def from_url(cls, url: str) -> FileCheckpointStore:
-        """Open ``file://DIR`` (``file:///abs/dir`` or ``file://relative/dir``)."""
-        head, _ = split_query(url, allowed=frozenset())
+        """Open ``file://DIR`` (``file:///abs/dir`` or ``file://relative/dir``), with
+        options ``timeout`` and ``stale_after`` (seconds)."""
+        head, options = split_query(url, allowed=frozenset({"timeout", "stale_after"}))
         if not head.lower().startswith("file://") or len(head) == len("file://"):
             raise ValueError(f"not a file store url: {url!r} (expected file://DIR)")
-        return cls(unquote(head[len("file://") :]), url=url)
+        try:
+            numbers = {name: float(value) for name, value in options.items()}
+        except ValueError:
+            raise ValueError(f"timeout and stale_after in {url!r} must be seconds") from None
+        return cls(unquote(head[len("file://") :]), url=url, **numbers)
 
     # -- the protocol ------------------------------------------------------------
 
-    async def save(self, checkpoint: Checkpoint) -> None:
-        """Write ``checkpoint`` durably (saving the same checkpoint again does nothing)."""
+    async def save(self, checkpoint: Checkpoint, *, lease: Lease | None = None) -> None:
+        """Write ``checkpoint`` durably (saving the same checkpoint again does nothing);
+        with ``lease``, only while it is the run's current lease."""
         header = json.dumps(info_fields(checkpoint), ensure_ascii=True).encode("ascii")
         content = _HEADER + header + b"\n" + encode_checkpoint(checkpoint)
-        await self._run(self._save_sync, checkpoint, content)
+        await self._run(self._save_sync, checkpoint, content, lease)
+
+    async def acquire_lease(
+        self, run_id: str, *, ttl: float, holder: LeaseHolder | None = None
+    ) -> Lease:
+        """Take the lease of ``run_id`` (see :mod:`plait.leases`)."""
+        return await self._run(self._lease_sync, run_id, None, ttl, holder)
+
+    async def renew_lease(self, lease: Lease, *, ttl: float) -> Lease:
+        """Extend ``lease`` by ``ttl`` seconds from now, unless it was taken over."""
+        return await self._run(self._lease_sync, lease.run_id, lease, ttl, None)
+
+    async def release_lease(self, lease: Lease) -> None:
+        """Give ``lease`` up; its token stays used."""
+        released(lease)
+        await self._run(self._lease_sync, lease.run_id, lease, 0.0, None)
+
+    def cleanup(self) -> int:
+        """Remove what killed saves left behind (temporary files, id entries without a
+        checkpoint file) older than ``stale_after`` seconds; return how many went."""
+        removed = 0
+        cutoff = time.time() - self.stale_after
+        for folder in (self._ids, *self._run_dirs()):
+            try:
+                names = os.listdir(folder)
+            except FileNotFoundError:
+                continue
+            for name in names:
+                path = folder / name
+                stale = name.startswith(_TEMP_PREFIX) or (
+                    folder == self._ids and self._read_stored(path, check=False) is None
+                )
+                if stale and _mtime(path) < cutoff:
+                    removed += _unlink(path)
+        return removed
 
     async def load(self, checkpoint_id: str) -> Checkpoint:
         """Read, verify and decode the checkpoint ``checkpoint_id``."""
@@ -199,6 +288,9 @@ class FileCheckpointStore(CheckpointStoreBase):
     async def _run(self, func: Callable[..., _T], *args: object) -> _T:
         self._check_open()
         try:
+            if self._key not in _cleaned:
+                _cleaned.add(self._key)
+                await anyio.to_thread.run_sync(self.cleanup)
             return await anyio.to_thread.run_sync(func, *args)
         except OSError as exc:
             raise StoreUnavailableError(
@@ -215,7 +307,82 @@ class FileCheckpointStore(CheckpointStoreBase):
             return []
         return sorted(n for n in names if n.endswith(_SUFFIX) and not n.startswith("."))
 
-    def _save_sync(self, checkpoint: Checkpoint, content: bytes) -> None:
+    def _run_dirs(self) -> builtins.list[Path]:
+        try:
+            return [self._runs / name for name in os.listdir(self._runs)]
+        except FileNotFoundError:
+            return []
+
+    @contextlib.contextmanager
+    def _lease_file(self, run_id: str, exclusive: bool) -> Iterator[int]:
+        """The run's lease file, open and locked (``flock``), waiting up to ``timeout``."""
+        _make_dir(self._leases)
+        fd = os.open(self._leases / _fs_name(run_id, "run id"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if fcntl is not None:
+                mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
+                deadline = time.monotonic() + self.timeout
+                while True:
+                    try:
+                        fcntl.flock(fd, mode)
+                        break
+                    except BlockingIOError:
+                        if time.monotonic() > deadline:
+                            raise StoreUnavailableError(
+                                f"file checkpoint store {self.url}: the lease file of run "
+                                f"{run_id!r} stayed locked for {self.timeout} s"
+                            ) from None
+                        time.sleep(0.01)
+            yield fd
+        finally:
+            os.close(fd)  # closing releases the flock
+
+    @staticmethod
+    def _read_lease(fd: int) -> tuple[int, LeaseHolder | None, float] | None:
+        raw = os.pread(fd, 64 * 1024, 0)
+        if not raw:
+            return None
+        try:
+            data: Any = json.loads(raw)
+            return int(data["token"]), LeaseHolder.from_json(data["holder"]), float(data["expires"])
+        except (ValueError, TypeError, KeyError):
+            return None  # a damaged lease file: the lease is free, tokens restart above 0
+
+    def _lease_sync(
+        self, run_id: str, lease: Lease | None, ttl: float, holder: LeaseHolder | None
+    ) -> Lease:
+        with self._lease_file(run_id, exclusive=True) as fd:
+            current = self._read_lease(fd)
+            if lease is None:  # acquire
+                new = take_lease(run_id, current, holder, ttl, self.url)
+            elif current is None or current[0] != lease.token:
+                raise lost_error(lease, self.url, current[1] if current else None)
+            elif ttl > 0:  # renew
+                new = Lease(run_id, lease.token, lease.holder, time.time() + ttl)
+            else:  # release
+                new = lease
+            record = {
+                "token": new.token,
+                "holder": new.holder.to_json() if ttl > 0 else None,
+                "expires": new.expires_at if ttl > 0 else 0.0,
+            }
+            data = json.dumps(record).encode("ascii")
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, data, 0)
+            os.fsync(fd)
+            return new
+
+    def _save_sync(self, checkpoint: Checkpoint, content: bytes, lease: Lease | None) -> None:
+        if lease is None:
+            self._save_unfenced(checkpoint, content)
+            return
+        with self._lease_file(checkpoint.run_id, exclusive=False) as fd:
+            current = self._read_lease(fd)
+            if current is None or current[0] != lease.token:
+                raise lost_error(lease, self.url, current[1] if current else None)
+            self._save_unfenced(checkpoint, content)
+
+    def _save_unfenced(self, checkpoint: Checkpoint, content: bytes) -> None:
         id_path = self._ids / _fs_name(checkpoint.checkpoint_id, "checkpoint id")
         run_dir = self._run_dir(checkpoint.run_id)
         with self._lock:
@@ -235,11 +402,36 @@ class FileCheckpointStore(CheckpointStoreBase):
             _write_atomic(id_path, f"{run_dir.name}/{file_name}".encode("ascii"))
             _write_atomic(run_dir / file_name, content)  # the commit point
 
-    def _read_stored(self, id_path: Path) -> tuple[Path, bytes] | None:
-        """The file an id entry names and its content, or ``None`` if either is gone."""
+    def _entry_path(self, id_path: Path) -> Path | None:
+        """The checkpoint file an id entry names (``None`` if the entry is gone).
+
+        :raises CorruptCheckpointError: the entry is not ``<run>/<file name>`` for this
+            very checkpoint: it is never followed outside ``runs/``.
+        """
         try:
-            relative = id_path.read_bytes().decode("ascii")
-            path = self._runs / relative
+            raw = id_path.read_bytes()
+        except FileNotFoundError:
+            return None
+        match = _ENTRY.fullmatch(raw.decode("ascii", errors="replace"))
+        if match is None or match.group(3) != id_path.name:
+            raise CorruptCheckpointError(
+                f"checkpoint {unquote(id_path.name)!r} in {self.url} is corrupt: its id entry "
+                f"{id_path} names {raw[:120]!r}, not a checkpoint file of this store"
+            )
+        return self._runs / match.group(1) / match.group(2)
+
+    def _read_stored(self, id_path: Path, *, check: bool = True) -> tuple[Path, bytes] | None:
+        """The file an id entry names and its content, or ``None`` if either is gone (or,
+        with ``check=False``, if the entry is damaged)."""
+        try:
+            path = self._entry_path(id_path)
+        except CorruptCheckpointError:
+            if check:
+                raise
+            return None
+        if path is None:
+            return None
+        try:
             return path, path.read_bytes()
         except FileNotFoundError:
             return None
@@ -318,11 +510,9 @@ class FileCheckpointStore(CheckpointStoreBase):
     def _delete_sync(self, checkpoint_id: str) -> None:
         id_path = self._ids / _fs_name(checkpoint_id, "checkpoint id")
         with self._lock:
-            try:
-                relative = id_path.read_bytes().decode("ascii")
-            except FileNotFoundError:
+            path = self._entry_path(id_path)
+            if path is None:
                 return
-            path = self._runs / relative
             # The checkpoint file goes first: a crash in between leaves an id entry
             # without a file, which reads as absent.
             if _unlink(path):
@@ -334,13 +524,18 @@ class FileCheckpointStore(CheckpointStoreBase):
         with self._lock:
             names = self._names(run_dir)
             cut = max(len(names) - keep_last, 0)
-            # prune_plan's rule, reading only the kept checkpoints' headers: older
-            # checkpoints go unless a kept one names them as its base.
-            needed = set()
+            # prune_plan's rule, reading the kept checkpoints' verified bodies: older
+            # checkpoints go unless a kept one names them as its base, and the first stays
+            # while anything is kept (it holds the topology).
+            needed = {_id_of(names[0])} if keep_last and names else set()
             for name in names[cut:]:
-                info = self._info_sync(run_id, run_dir / name)
-                if info is not None and info.base_id is not None:
-                    needed.add(info.base_id)
+                try:
+                    content = (run_dir / name).read_bytes()
+                except FileNotFoundError:
+                    continue
+                base_id = self._decode(run_dir / name, content).base_id
+                if base_id is not None:
+                    needed.add(base_id)
             doomed = [name for name in names[:cut] if _id_of(name) not in needed]
             removed = 0
             for name in doomed:
@@ -351,7 +546,19 @@ class FileCheckpointStore(CheckpointStoreBase):
                 _unlink(self._ids / name.split("-", 2)[2][: -len(_SUFFIX)])
             if remove_dir:
                 self._remove_run_dir(run_dir)
+            else:
+                self._remove_stale_temps(run_dir)
             return removed
+
+    def _remove_stale_temps(self, run_dir: Path) -> None:
+        cutoff = time.time() - self.stale_after
+        try:
+            names = os.listdir(run_dir)
+        except FileNotFoundError:
+            return
+        for name in names:
+            if name.startswith(_TEMP_PREFIX) and _mtime(run_dir / name) < cutoff:
+                _unlink(run_dir / name)
 
     def _remove_run_dir(self, run_dir: Path) -> None:
         try:

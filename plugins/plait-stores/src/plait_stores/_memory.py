@@ -8,6 +8,7 @@ a test that passes on ``memory://`` exercises the same encoding a real run uses.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from urllib.parse import unquote, urlsplit
 
@@ -21,7 +22,8 @@ from plait.checkpoint import (
     prune_plan,
 )
 from plait.errors import CheckpointNotFoundError
-from plait.stores import CheckpointStoreBase, duplicate_error, where
+from plait.leases import Lease, LeaseHolder, lost_error, released
+from plait.stores import CheckpointStoreBase, duplicate_error, take_lease, where
 
 __all__ = ["MemoryCheckpointStore"]
 
@@ -43,6 +45,8 @@ class _Space:
         self.entries: dict[str, _Entry] = {}
         # run id -> checkpoint ids in insertion order (dicts keep insertion order)
         self.runs: dict[str, dict[str, None]] = {}
+        # run id -> (fencing token, holder or None once released, expires at)
+        self.leases: dict[str, tuple[int, LeaseHolder | None, float]] = {}
 
 
 _spaces: dict[str, _Space] = {}
@@ -88,13 +92,18 @@ class MemoryCheckpointStore(CheckpointStoreBase):
         with _spaces_lock:
             _spaces.pop(name, None)
 
-    async def save(self, checkpoint: Checkpoint) -> None:
-        """Store ``checkpoint`` (saving the same checkpoint again does nothing)."""
+    async def save(self, checkpoint: Checkpoint, *, lease: Lease | None = None) -> None:
+        """Store ``checkpoint`` (saving the same checkpoint again does nothing); with
+        ``lease``, only while it is the run's current lease."""
         await anyio.lowlevel.checkpoint()
         self._check_open()
         data = encode_checkpoint(checkpoint)
         space = self._space
         with space.lock:
+            if lease is not None:
+                current = space.leases.get(checkpoint.run_id)
+                if current is None or current[0] != lease.token:
+                    raise lost_error(lease, self.url, current[1] if current else None)
             existing = space.entries.get(checkpoint.checkpoint_id)
             if existing is not None:
                 if existing.data != data:
@@ -111,7 +120,12 @@ class MemoryCheckpointStore(CheckpointStoreBase):
             entry = self._space.entries.get(checkpoint_id)
         if entry is None:
             raise CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r} in {self.url}")
-        return decode_checkpoint(entry.data, where=where(entry.info.run_id, checkpoint_id))
+        return decode_checkpoint(
+            entry.data,
+            where=where(entry.info.run_id, checkpoint_id),
+            expect_run=entry.info.run_id,
+            expect_id=checkpoint_id,
+        )
 
     async def list(self, run_id: str) -> Sequence[CheckpointInfo]:
         """The checkpoints of ``run_id`` in the order they were saved."""
@@ -133,7 +147,9 @@ class MemoryCheckpointStore(CheckpointStoreBase):
                 return None
             last = next(reversed(ids))
             entry = space.entries[last]
-        return decode_checkpoint(entry.data, where=where(run_id, last))
+        return decode_checkpoint(
+            entry.data, where=where(run_id, last), expect_run=run_id, expect_id=last
+        )
 
     async def delete(self, checkpoint_id: str) -> None:
         """Remove one checkpoint; nothing happens if it is not there."""
@@ -163,6 +179,41 @@ class MemoryCheckpointStore(CheckpointStoreBase):
     async def delete_run(self, run_id: str) -> int:
         """Remove every checkpoint of ``run_id``; return how many went."""
         return await self.prune(run_id, keep_last=0)
+
+    async def acquire_lease(
+        self, run_id: str, *, ttl: float, holder: LeaseHolder | None = None
+    ) -> Lease:
+        """Take the lease of ``run_id`` (see :mod:`plait.leases`)."""
+        await anyio.lowlevel.checkpoint()
+        self._check_open()
+        space = self._space
+        with space.lock:
+            lease = take_lease(run_id, space.leases.get(run_id), holder, ttl, self.url)
+            space.leases[run_id] = (lease.token, lease.holder, lease.expires_at)
+            return lease
+
+    async def renew_lease(self, lease: Lease, *, ttl: float) -> Lease:
+        """Extend ``lease`` by ``ttl`` seconds from now, unless it was taken over."""
+        await anyio.lowlevel.checkpoint()
+        self._check_open()
+        space = self._space
+        with space.lock:
+            current = space.leases.get(lease.run_id)
+            if current is None or current[0] != lease.token:
+                raise lost_error(lease, self.url, current[1] if current else None)
+            renewed = Lease(lease.run_id, lease.token, lease.holder, time.time() + ttl)
+            space.leases[lease.run_id] = (lease.token, lease.holder, renewed.expires_at)
+            return renewed
+
+    async def release_lease(self, lease: Lease) -> None:
+        """Give ``lease`` up; its token stays used."""
+        released(lease)
+        self._check_open()
+        space = self._space
+        with space.lock:
+            current = space.leases.get(lease.run_id)
+            if current is not None and current[0] == lease.token:
+                space.leases[lease.run_id] = (lease.token, None, 0.0)
 
     def _unindex(self, run_id: str, checkpoint_ids: Sequence[str]) -> None:
         ids = self._space.runs.get(run_id)

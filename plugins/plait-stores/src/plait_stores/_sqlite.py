@@ -12,6 +12,14 @@ crash: that is the "durable before the next superstep starts" guarantee. WAL wit
 being killed but the last commits can roll back if the machine loses power. Choose
 ``?synchronous=normal`` when only process crashes matter and speed does.
 
+Time bound: every call waits at most ``timeout`` seconds (default 30, ``?timeout=`` in the
+URL) for another connection's lock, then fails with
+:class:`~plait.errors.StoreUnavailableError`; the disk itself is not bounded.
+
+One writer per run: ``plait_leases`` holds each run's lease (fencing token, holder,
+expiry); a save with a lease inserts only while that token is current, in the same
+statement.
+
 The schema is versioned in ``plait_schema_version``; migrations run in order inside one
 ``BEGIN IMMEDIATE`` transaction, which holds SQLite's write lock, so two processes
 opening a new file at once cannot both create the tables.
@@ -36,7 +44,15 @@ from plait.checkpoint import (
     encode_checkpoint,
 )
 from plait.errors import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
-from plait.stores import INFO_FIELDS, CheckpointStoreBase, duplicate_error, info_row, where
+from plait.leases import Lease, LeaseHolder, lost_error, released
+from plait.stores import (
+    INFO_FIELDS,
+    CheckpointStoreBase,
+    duplicate_error,
+    info_row,
+    take_lease,
+    where,
+)
 
 from ._common import split_query
 
@@ -70,6 +86,15 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
             SET base_id = json_extract(CAST(substr(data, 75) AS TEXT), '$.state.base')
             WHERE json_valid(CAST(substr(data, 75) AS TEXT))
               AND json_type(CAST(substr(data, 75) AS TEXT), '$.state.base') = 'text'""",
+    ),
+    (
+        # One writer per run. Rows stay after release (holder NULL) so tokens never repeat.
+        """CREATE TABLE plait_leases (
+            run_id TEXT PRIMARY KEY,
+            token INTEGER NOT NULL,
+            holder TEXT,
+            expires_at REAL NOT NULL
+        )""",
     ),
 )
 
@@ -134,16 +159,52 @@ class SqliteCheckpointStore(CheckpointStoreBase):
 
     # -- the protocol ------------------------------------------------------------
 
-    async def save(self, checkpoint: Checkpoint) -> None:
-        """Commit ``checkpoint`` (saving the same checkpoint again does nothing)."""
+    async def save(self, checkpoint: Checkpoint, *, lease: Lease | None = None) -> None:
+        """Commit ``checkpoint`` (saving the same checkpoint again does nothing); with
+        ``lease``, only while it is the run's current lease."""
         data = encode_checkpoint(checkpoint)
-        await self._run(self._save_sync, checkpoint, data)
+        await self._run(self._save_sync, checkpoint, data, lease)
 
-    async def save_many(self, checkpoints: Sequence[Checkpoint]) -> None:
+    async def save_many(
+        self, checkpoints: Sequence[Checkpoint], *, lease: Lease | None = None
+    ) -> None:
         """Commit several checkpoints in one transaction, in order (one fsync for all):
         what the ``async`` durability mode's writer uses when checkpoints queue up."""
         encoded = [(checkpoint, encode_checkpoint(checkpoint)) for checkpoint in checkpoints]
-        await self._run(self._save_many_sync, encoded)
+        await self._run(self._save_many_sync, encoded, lease)
+
+    async def acquire_lease(
+        self, run_id: str, *, ttl: float, holder: LeaseHolder | None = None
+    ) -> Lease:
+        """Take the lease of ``run_id`` (see :mod:`plait.leases`)."""
+        return await self._run(self._acquire_sync, run_id, ttl, holder)
+
+    async def renew_lease(self, lease: Lease, *, ttl: float) -> Lease:
+        """Extend ``lease`` by ``ttl`` seconds from now, unless it was taken over."""
+        renewed = Lease(lease.run_id, lease.token, lease.holder, time.time() + ttl)
+        changed = await self._run(
+            self._execute,
+            "UPDATE plait_leases SET expires_at = ? WHERE run_id = ? AND token = ?",
+            (renewed.expires_at, lease.run_id, lease.token),
+        )
+        if not changed:
+            raise await self._lost(lease)
+        return renewed
+
+    async def release_lease(self, lease: Lease) -> None:
+        """Give ``lease`` up; its token stays used."""
+        released(lease)
+        await self._run(
+            self._execute,
+            "UPDATE plait_leases SET holder = NULL, expires_at = 0 WHERE run_id = ? AND token = ?",
+            (lease.run_id, lease.token),
+        )
+
+    async def _lost(self, lease: Lease) -> CheckpointError:
+        row = await self._run(
+            self._fetch_one, "SELECT holder FROM plait_leases WHERE run_id = ?", (lease.run_id,)
+        )
+        return lost_error(lease, self.url, LeaseHolder.from_json(row[0]) if row else None)
 
     async def load(self, checkpoint_id: str) -> Checkpoint:
         """Read, verify and decode the checkpoint ``checkpoint_id``."""
@@ -154,7 +215,12 @@ class SqliteCheckpointStore(CheckpointStoreBase):
         )
         if row is None:
             raise CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r} in {self.url}")
-        return decode_checkpoint(row[1], where=f"{where(row[0], checkpoint_id)} in {self.url}")
+        return decode_checkpoint(
+            row[1],
+            where=f"{where(row[0], checkpoint_id)} in {self.url}",
+            expect_run=row[0],
+            expect_id=checkpoint_id,
+        )
 
     async def list(self, run_id: str) -> Sequence[CheckpointInfo]:
         """The checkpoints of ``run_id`` in the order they were saved."""
@@ -175,7 +241,12 @@ class SqliteCheckpointStore(CheckpointStoreBase):
         )
         if row is None:
             return None
-        return decode_checkpoint(row[1], where=f"{where(run_id, row[0])} in {self.url}")
+        return decode_checkpoint(
+            row[1],
+            where=f"{where(run_id, row[0])} in {self.url}",
+            expect_run=run_id,
+            expect_id=row[0],
+        )
 
     async def delete(self, checkpoint_id: str) -> None:
         """Remove one checkpoint; nothing happens if it is not there."""
@@ -189,17 +260,7 @@ class SqliteCheckpointStore(CheckpointStoreBase):
         """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they
         name; return how many went."""
         check_keep_last(keep_last)
-        # No WITH clause: sqlite3 reports no rowcount for a statement that starts with one.
-        kept = (
-            "SELECT seq, base_id FROM plait_checkpoints WHERE run_id = ? ORDER BY seq DESC LIMIT ?"
-        )
-        return await self._run(
-            self._execute,
-            "DELETE FROM plait_checkpoints WHERE run_id = ?"
-            f" AND seq NOT IN (SELECT seq FROM ({kept}))"
-            f" AND checkpoint_id NOT IN (SELECT base_id FROM ({kept}) WHERE base_id IS NOT NULL)",
-            (run_id, run_id, keep_last, run_id, keep_last),
-        )
+        return await self._run(self._prune_sync, run_id, keep_last)
 
     async def delete_run(self, run_id: str) -> int:
         """Remove every checkpoint of ``run_id``; return how many went."""
@@ -305,27 +366,114 @@ class SqliteCheckpointStore(CheckpointStoreBase):
                 self._conn.close()
                 self._conn = None
 
-    def _save_sync(self, conn: sqlite3.Connection, checkpoint: Checkpoint, data: bytes) -> None:
-        cursor = conn.execute(
-            f"INSERT INTO plait_checkpoints ({_INFO}, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT (checkpoint_id) DO NOTHING",
-            (*info_row(checkpoint), data),
-        )
+    def _save_sync(
+        self,
+        conn: sqlite3.Connection,
+        checkpoint: Checkpoint,
+        data: bytes,
+        lease: Lease | None = None,
+    ) -> None:
+        if lease is None:
+            cursor = conn.execute(
+                f"INSERT INTO plait_checkpoints ({_INFO}, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (checkpoint_id) DO NOTHING",
+                (*info_row(checkpoint), data),
+            )
+        else:  # the fencing check and the insert are one statement
+            cursor = conn.execute(
+                f"INSERT INTO plait_checkpoints ({_INFO}, data) SELECT ?, ?, ?, ?, ?, ?, ?, ?"
+                " WHERE EXISTS (SELECT 1 FROM plait_leases WHERE run_id = ? AND token = ?)"
+                " ON CONFLICT (checkpoint_id) DO NOTHING",
+                (*info_row(checkpoint), data, checkpoint.run_id, lease.token),
+            )
         if cursor.rowcount == 0:
             row = conn.execute(
                 "SELECT data FROM plait_checkpoints WHERE checkpoint_id = ?",
                 (checkpoint.checkpoint_id,),
             ).fetchone()
+            if row is None and lease is not None:
+                holder = conn.execute(
+                    "SELECT holder FROM plait_leases WHERE run_id = ?", (checkpoint.run_id,)
+                ).fetchone()
+                raise lost_error(
+                    lease, self.url, LeaseHolder.from_json(holder[0]) if holder else None
+                )
             if row is None or bytes(row[0]) != data:
                 raise duplicate_error(checkpoint, self.url)
 
+    def _acquire_sync(
+        self, conn: sqlite3.Connection, run_id: str, ttl: float, holder: LeaseHolder | None
+    ) -> Lease:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute(
+                "SELECT token, holder, expires_at FROM plait_leases WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            current = (row[0], LeaseHolder.from_json(row[1]), row[2]) if row else None
+            lease = take_lease(run_id, current, holder, ttl, self.url)
+            conn.execute(
+                "INSERT INTO plait_leases (run_id, token, holder, expires_at) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (run_id) DO UPDATE SET token = excluded.token,"
+                " holder = excluded.holder, expires_at = excluded.expires_at",
+                (run_id, lease.token, lease.holder.to_json(), lease.expires_at),
+            )
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return lease
+
+    def _prune_sync(self, conn: sqlite3.Connection, run_id: str, keep_last: int) -> int:
+        """prune_plan's rule, with the bases read from the kept checkpoints' verified bodies."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            kept = conn.execute(
+                "SELECT seq, checkpoint_id, data FROM plait_checkpoints WHERE run_id = ?"
+                " ORDER BY seq DESC LIMIT ?",
+                (run_id, keep_last),
+            ).fetchall()
+            needed = set()
+            for _seq, checkpoint_id, data in kept:
+                named = f"{where(run_id, checkpoint_id)} in {self.url}"
+                body = decode_checkpoint(
+                    data, where=named, expect_run=run_id, expect_id=checkpoint_id
+                )
+                if body.base_id is not None:
+                    needed.add(body.base_id)
+            if kept:
+                first = conn.execute(
+                    "SELECT checkpoint_id FROM plait_checkpoints WHERE run_id = ?"
+                    " ORDER BY seq LIMIT 1",
+                    (run_id,),
+                ).fetchone()
+                needed.add(first[0])
+            below = min((row[0] for row in kept), default=None)
+            marks = ", ".join("?" * len(needed))
+            sql = "DELETE FROM plait_checkpoints WHERE run_id = ?"
+            params: builtins.list[Any] = [run_id]
+            if below is not None:
+                sql += " AND seq < ?"
+                params.append(below)
+            if needed:
+                sql += f" AND checkpoint_id NOT IN ({marks})"
+                params.extend(sorted(needed))
+            removed = conn.execute(sql, params).rowcount
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return removed
+
     def _save_many_sync(
-        self, conn: sqlite3.Connection, encoded: builtins.list[tuple[Checkpoint, bytes]]
+        self,
+        conn: sqlite3.Connection,
+        encoded: builtins.list[tuple[Checkpoint, bytes]],
+        lease: Lease | None = None,
     ) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
             for checkpoint, data in encoded:
-                self._save_sync(conn, checkpoint, data)
+                self._save_sync(conn, checkpoint, data, lease)
         except BaseException:
             conn.execute("ROLLBACK")
             raise

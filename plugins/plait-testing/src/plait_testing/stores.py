@@ -281,14 +281,16 @@ class CheckpointStoreContract:
         run_id = new_run_id()
         checkpoints = _chain(run_id, [0, 1, 2, 3, 4])
         await _save_all(store, checkpoints)
-        assert await store.prune(run_id, keep_last=2) == 3
-        assert await _ids(store, run_id) == [c.checkpoint_id for c in checkpoints[3:]]
-        for gone in checkpoints[:3]:
+        # the first checkpoint stays while anything is kept: it holds the topology
+        assert await store.prune(run_id, keep_last=2) == 2
+        kept = [checkpoints[0], *checkpoints[3:]]
+        assert await _ids(store, run_id) == [c.checkpoint_id for c in kept]
+        for gone in checkpoints[1:3]:
             with pytest.raises(CheckpointNotFoundError):
                 await store.load(gone.checkpoint_id)
         assert await store.prune(run_id, keep_last=2) == 0
         assert await store.prune(run_id, keep_last=10) == 0
-        assert await store.prune(run_id, keep_last=0) == 2
+        assert await store.prune(run_id, keep_last=0) == 3
         assert await store.latest(run_id) is None
         assert await store.prune(new_run_id(), keep_last=1) == 0
         with pytest.raises(ValueError, match="keep_last"):
@@ -322,11 +324,10 @@ class CheckpointStoreContract:
         # A new full snapshot needs no base: the old base and its delta can go.
         c4 = make_checkpoint(run_id, 3, parent_id=c3.checkpoint_id)
         await store.save(c4)
-        assert await store.prune(run_id, keep_last=1) == 2
-        assert await _ids(store, run_id) == [c4.checkpoint_id]
-        for gone in (c1, c3):
-            with pytest.raises(CheckpointNotFoundError):
-                await store.load(gone.checkpoint_id)
+        assert await store.prune(run_id, keep_last=1) == 1  # c1 stays: it is the first
+        assert await _ids(store, run_id) == [c1.checkpoint_id, c4.checkpoint_id]
+        with pytest.raises(CheckpointNotFoundError):
+            await store.load(c3.checkpoint_id)
 
     async def test_prune_keeps_only_bases_that_kept_checkpoints_name(
         self, store: CheckpointStore
@@ -340,12 +341,12 @@ class CheckpointStoreContract:
         other_run = new_run_id()
         elsewhere = make_checkpoint(other_run, 0)
         await _save_all(store, [f1, d1, f2, d2, elsewhere, d3])
-        # d3 is kept and names f2; f1 is named only by d1, which goes.
-        assert await store.prune(run_id, keep_last=1) == 3
-        assert await _ids(store, run_id) == [f2.checkpoint_id, d3.checkpoint_id]
+        # d3 is kept and names f2; f1 stays as the run's first; d1 and d2 go.
+        assert await store.prune(run_id, keep_last=1) == 2
+        assert await _ids(store, run_id) == [f1.checkpoint_id, f2.checkpoint_id, d3.checkpoint_id]
         assert await _ids(store, other_run) == [elsewhere.checkpoint_id]
-        # keep_last=0 keeps nothing, bases included.
-        assert await store.prune(run_id, keep_last=0) == 2
+        # keep_last=0 keeps nothing, bases and the first included.
+        assert await store.prune(run_id, keep_last=0) == 3
         assert list(await store.list(run_id)) == []
         with pytest.raises(ValueError, match="keep_last"):
             await store.prune(run_id, keep_last=-1)
@@ -374,7 +375,8 @@ class CheckpointStoreContract:
             await store.save(y)
         assert await _ids(store, first) == [c.checkpoint_id for c in a]
         assert await _ids(store, second) == [c.checkpoint_id for c in b]
-        assert await store.prune(first, keep_last=1) == 2
+        assert await store.prune(first, keep_last=1) == 1
+        assert await _ids(store, first) == [a[0].checkpoint_id, a[2].checkpoint_id]
         assert await _ids(store, second) == [c.checkpoint_id for c in b]
         assert await store.latest(second) == b[-1]
 
