@@ -97,6 +97,11 @@ async def test_a_message_that_is_not_json_fails_before_any_request(http_server: 
     assert isinstance(error, HttpRequestError) and "not JSON-serialisable" in str(error)
 
 
+def test_the_request_limit_is_not_the_kernel_timeout_policy() -> None:
+    node = KIND.create({"url": "http://127.0.0.1/", "timeout": 5}, KindContext(node_id="n"))
+    assert node.request_timeout == 5.0 and node.timeout is None
+
+
 def test_config_errors_carry_json_paths_all_at_once() -> None:
     config = {
         "url": "ftp://example.org",

@@ -20,7 +20,7 @@ async def double(value: int) -> int:
     return value * 2
 
 
-@executor(id="tripler")
+@executor(id="tripler", max_visits=7)
 async def triple(value: int) -> int:
     return value * 3
 
@@ -52,6 +52,7 @@ async def test_an_async_function_runs_in_a_workflow() -> None:
 async def test_a_function_executor_is_remade_under_the_node_id() -> None:
     node = build(KIND, ref("triple"), "times3")
     assert node is not triple and node.id == "times3" and triple.id == "tripler"
+    assert isinstance(node, FunctionExecutor) and node.max_visits == 7  # limits kept
     assert (await chain(node).run(2)).outputs == [6]
     assert build(KIND, ref("triple"), "tripler") is triple
 

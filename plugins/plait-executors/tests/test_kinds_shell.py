@@ -131,6 +131,11 @@ async def test_a_program_that_ignores_its_input_still_runs() -> None:
     assert (await chain(node).run("x" * 1_000_000)).outputs == ["ok"]
 
 
+def test_the_process_limit_is_not_the_kernel_timeout_policy() -> None:
+    node = KIND.create({"argv": ["x"], "timeout": 5}, KindContext(node_id="n"))
+    assert node.process_timeout == 5.0 and node.timeout is None
+
+
 def test_the_declared_output_type_follows_the_config() -> None:
     ctx = KindContext(node_id="n")
     assert KIND.create({"argv": ["x"]}, ctx).output_types == (str,)

@@ -48,6 +48,9 @@ class HttpExecutor(Executor):
         and PATCH); ``"none"`` sends no body (the default for GET and DELETE).
     :param response: ``"json"`` sends the parsed JSON answer on; ``"text"`` its text.
 
+    The request limit is kept as ``request_timeout``; ``timeout`` stays the kernel's
+    per-invocation policy.
+
     .. versionadded:: 0.1
     """
 
@@ -70,7 +73,7 @@ class HttpExecutor(Executor):
         self.url = url
         self.method = method
         self.headers = dict(headers or {})
-        self.timeout = timeout
+        self.request_timeout = timeout
         self.body = body or ("message" if method in _WITH_BODY else "none")
         self.response = response
         super().__init__(id)
@@ -99,17 +102,17 @@ class HttpExecutor(Executor):
         if self.response == "json":
             headers.setdefault("accept", "application/json")
         try:
-            async with httpx.AsyncClient(timeout=self.timeout) as client:
+            async with httpx.AsyncClient(timeout=self.request_timeout) as client:
                 answer = await client.request(
                     self.method, self.url, content=content, headers=headers
                 )
         except httpx.TimeoutException as exc:
             raise HttpTimeoutError(
                 f"{self.method} {self.url} got no answer within its timeout of "
-                f"{self.timeout:g} s ({type(exc).__name__})",
+                f"{self.request_timeout:g} s ({type(exc).__name__})",
                 executor_id=self.id,
                 url=self.url,
-                timeout=self.timeout,
+                timeout=self.request_timeout,
             ) from exc
         except httpx.HTTPError as exc:
             raise HttpRequestError(

@@ -2,9 +2,9 @@
 
 Config: ``{"ref": "package.module:qualname"}``. The object found there may be
 
-- a :class:`~plait.FunctionExecutor` (what ``@executor`` builds): re-made for the node's id;
-- an :class:`~plait.Executor` instance: used as is when its id is the node's, else copied
-  under the node's id;
+- an :class:`~plait.Executor` instance, ``@executor``-built functions included: used as is
+  when its id is the node's, else copied under the node's id (keeping its limits and
+  policies);
 - an :class:`~plait.Executor` subclass: instantiated with the node's id;
 - an ``async def`` function: wrapped in a :class:`~plait.FunctionExecutor`.
 
@@ -64,16 +64,11 @@ def executor_from_object(obj: Any, node_id: str) -> Executor:
 
     :raises TypeError: ``obj`` is none of the accepted things.
     """
-    if isinstance(obj, FunctionExecutor):
+    if isinstance(obj, Executor):  # a FunctionExecutor too
         if obj.id == node_id:
             return obj
-        return FunctionExecutor(
-            obj.fn, id=node_id, max_concurrency=obj.max_concurrency, max_visits=obj.max_visits
-        )
-    if isinstance(obj, Executor):
-        if obj.id == node_id:
-            return obj
-        # a copy under the new id; handlers are bound methods, so bind them to the copy
+        # a copy under the new id, keeping its limits and policies; handlers may be bound
+        # methods, so collect them again for the copy
         clone = copy.copy(obj)
         clone.id = node_id
         clone.handlers = clone._collect_handlers()

@@ -9,7 +9,6 @@ plugin is registered, so a ``plait`` command that only loads plugins does not pa
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -111,6 +110,8 @@ def _unknown_keys(instance: Mapping[str, Any], schema: Any) -> list[str]:
 def _unknown_key(
     node_id: str, key: str, schema: Mapping[str, Any], path: str, source: str | None
 ) -> ConfigError:
+    import difflib  # only when a config is wrong: keep plugin loading cheap
+
     allowed = sorted(schema.get("properties", {}))
     message = f"unknown config key {key!r}"
     close = difflib.get_close_matches(str(key), allowed, n=1)

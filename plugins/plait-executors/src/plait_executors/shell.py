@@ -52,6 +52,10 @@ class ShellExecutor(Executor):
     :param output: ``"text"`` sends standard output as a string (one trailing newline
         removed), ``"lines"`` as a list of lines, ``"json"`` parsed as JSON.
 
+    They are kept as ``argv``, ``cwd``, ``env``, ``process_timeout``, ``max_output``,
+    ``input_mode`` and ``output_format``. ``timeout`` stays the kernel's per-invocation
+    policy (``None`` unless set by the builder or the spec), which this limit does not touch.
+
     .. versionadded:: 0.1
     """
 
@@ -76,17 +80,16 @@ class ShellExecutor(Executor):
         self.argv = tuple(argv)
         self.cwd = cwd
         self.env = dict(env) if env is not None else None
-        self.timeout = timeout
+        self.process_timeout = timeout
         self.max_output = max_output
-        self.input = input
-        self.output = output
+        self.input_mode = input
+        self.output_format = output
         super().__init__(id)
 
     def _collect_handlers(self) -> tuple[Handler, ...]:
         # one handler taking anything and sending what ``output`` promises
-        return (
-            Handler(f"shell:{self.argv[0]}", Any, (_OUTPUT_TYPES[self.output],), (), self._handle),
-        )
+        sends = (_OUTPUT_TYPES[self.output_format],)
+        return (Handler(f"shell:{self.argv[0]}", Any, sends, (), self._handle),)
 
     async def _handle(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
         await ctx.send_message(await self.run(message))
@@ -99,7 +102,7 @@ class ShellExecutor(Executor):
         :raises ShellOutputLimitError: it wrote more than ``max_output`` bytes.
         :raises ShellOutputError: its output does not decode as ``output`` says.
         """
-        stdin = _encode_input(message) if self.input == "message" else None
+        stdin = _encode_input(message) if self.input_mode == "message" else None
         env = {**os.environ, **self.env} if self.env is not None else None
         process = await anyio.open_process(
             list(self.argv),
@@ -151,7 +154,7 @@ class ShellExecutor(Executor):
                 del err[:-STDERR_TAIL]
 
         try:
-            with anyio.fail_after(self.timeout):
+            with anyio.fail_after(self.process_timeout):
                 async with anyio.create_task_group() as tasks:
                     if stdin is not None:
                         tasks.start_soon(feed)
@@ -162,10 +165,10 @@ class ShellExecutor(Executor):
                     await process.wait()
         except TimeoutError:
             raise ShellTimeoutError(
-                f"{self.argv[0]!r} ran longer than its timeout of {self.timeout:g} s and was "
-                "killed",
+                f"{self.argv[0]!r} ran longer than its timeout of {self.process_timeout:g} s "
+                "and was killed",
                 executor_id=self.id,
-                timeout=self.timeout,
+                timeout=self.process_timeout,
             ) from None
         if over_limit:
             raise ShellOutputLimitError(
@@ -186,15 +189,16 @@ class ShellExecutor(Executor):
     def _decode(self, stdout: bytes) -> Any:
         try:
             text = stdout.decode("utf-8")
-            if self.output == "json":
+            if self.output_format == "json":
                 return json.loads(text)
         except (UnicodeDecodeError, ValueError) as exc:
+            expected = "UTF-8" if self.output_format == "text" else self.output_format.upper()
             raise ShellOutputError(
-                f"the standard output of {self.argv[0]!r} is not {self.output} "
-                f"({'UTF-8' if self.output == 'text' else self.output.upper()}): {exc}",
+                f"the standard output of {self.argv[0]!r} is not {self.output_format} "
+                f"({expected}): {exc}",
                 executor_id=self.id,
             ) from exc
-        if self.output == "lines":
+        if self.output_format == "lines":
             return text.splitlines()
         return text[:-2] if text.endswith("\r\n") else text.removesuffix("\n")
 

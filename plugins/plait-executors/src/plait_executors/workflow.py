@@ -12,7 +12,6 @@ one inner run, and the inner outputs are sent on (or yielded as outer outputs wi
 
 from __future__ import annotations
 
-import difflib
 import inspect
 from collections.abc import Mapping
 from typing import Any
@@ -97,6 +96,8 @@ def _from_fragment(name: str, ctx: KindContext) -> Workflow:
     try:
         fragment = registry.get(name, what=f"executor {ctx.node_id!r}")
     except UnknownNameError:
+        import difflib
+
         names = registry.names()
         close = difflib.get_close_matches(name, names, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
