@@ -17,7 +17,7 @@ import attrs
 
 from .errors import PluginConflictError, RegistrationError, UnknownNameError
 
-__all__ = ["KINDS", "KIND_NAMES", "Registration", "Registry"]
+__all__ = ["FIRST_PARTY", "KINDS", "KIND_NAMES", "Registration", "Registry", "provider"]
 
 DISABLE_ENV = "PLAIT_DISABLE_PLUGINS"
 T = TypeVar("T")
@@ -48,6 +48,30 @@ KINDS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "plait_register_exporters": ("exporter", _has("export")),
 }
 KIND_NAMES = [kind for kind, _ in KINDS.values()]
+
+#: Which first-party distribution provides a name, so an unknown name can say what to install.
+#: The one place this is written down; a test checks it against what those plugins register.
+FIRST_PARTY: dict[str, dict[str, str]] = {
+    "plait-routing": {"router": "conditional direct fan_in fan_out switch"},
+    "plait-merge": {"merge_strategy": "concat concat_newline first keyed last list"},
+    "plait-stores": {"checkpoint_store": "file memory sqlite"},
+    "plait-redis": {"checkpoint_store": "redis rediss"},
+    "plait-postgres": {"checkpoint_store": "postgres postgresql"},
+    "plait-executors": {"executor_kind": "http python shell workflow"},
+    "plait-export": {"exporter": "dot mermaid"},
+    "plait-expr": {"expression_language": "plait"},
+}
+_PROVIDER = {
+    (kind, name): distribution
+    for distribution, kinds in FIRST_PARTY.items()
+    for kind, names in kinds.items()
+    for name in names.split()
+}
+
+
+def provider(kind: str, name: str) -> str | None:
+    """The first-party distribution that registers ``name`` of ``kind``, if one does."""
+    return _PROVIDER.get((kind, name))
 
 
 @attrs.frozen
@@ -87,8 +111,11 @@ class Registry(Generic[T]):
                 raise PluginConflictError(self._conflicts[name]) from None
             known = ", ".join(sorted(self._entries)) or "none"
             asker = f" (for {what})" if what else ""
+            distribution = provider(self.kind, name)
+            hint = f" — it comes with {distribution} (pip install {distribution})"
             raise UnknownNameError(
                 f"unknown {self.kind.replace('_', ' ')} {name!r}{asker}; installed: {known}"
+                + (hint if distribution else "")
             ) from None
 
     def entry(self, name: str) -> Registration[T]:
