@@ -548,11 +548,29 @@ async def test_stopping_a_stream_early_cancels_the_run_and_leaves_the_caller_alo
 async def test_stream_with_aclosing_also_stops_the_run() -> None:
     from contextlib import aclosing
 
-    loop = relay("a")
-    wf = WorkflowBuilder().add_edge(loop, loop).set_start(loop).build()
-    with anyio.fail_after(10):
+    cancelled = anyio.Event()
+    handled: list[int] = []
+
+    @executor(id="ticker")
+    async def ticker(n: int, ctx: WorkflowContext[int]) -> None:
+        handled.append(n)
+        try:
+            await anyio.sleep(0.01)
+        except anyio.get_cancelled_exc_class():
+            cancelled.set()
+            raise
+        await ctx.send_message(n + 1)
+
+    wf = WorkflowBuilder().add_edge(ticker, ticker).set_start(ticker).build()
+    with anyio.fail_after(10):  # a guard for the test itself, not a timing assertion
         async with aclosing(wf.stream(0, max_supersteps=10_000)) as events:
             async for event in events:
                 if isinstance(event, SuperstepFinished) and event.superstep == 5:
                     break
-    await anyio.sleep(0.01)  # this task was not cancelled by the closed stream
+        # closing the stream cancelled the handler that was running when we left
+        await cancelled.wait()
+    stopped_at = list(handled)
+    for _ in range(20):
+        await anyio.sleep(0.01)  # this task was not cancelled by the closed stream
+    assert handled == stopped_at  # and no superstep ran after the close
+    assert 5 <= len(handled) < 10_000
