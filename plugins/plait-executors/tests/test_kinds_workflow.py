@@ -7,6 +7,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import plait
+import plait_executors
 import plait_routing
 import pytest
 from executors_helpers import build, chain, paths
@@ -91,3 +92,32 @@ def test_config_errors_carry_json_paths_all_at_once() -> None:
         "/config/spec",
     ]
     assert "did you mean 'fragment'?" in str(errors[2])
+
+
+# -- the spec form (Workflow.from_spec) ------------------------------------------------------
+
+
+def shouting_spec() -> dict[str, Any]:
+    """The ``shouting`` workflow as data: its nodes are python-kind refs to this module."""
+    return shouting().build().spec.to_dict()
+
+
+async def test_an_inline_spec_is_rebuilt_and_runs_as_one_executor(manager: PluginManager) -> None:
+    manager.register(plait_executors, "executors")
+    config = {"spec": shouting_spec()}
+    node = build(KIND, config, "inline", manager=manager)
+    result = await chain(node).run("d e")
+    assert result.outputs == ["D", "E"]
+
+
+def test_an_inline_spec_keeps_the_outer_documents_trust(manager: PluginManager) -> None:
+    manager.register(plait_executors, "executors")
+    untrusted = KindContext(node_id="inline", manager=manager, allow_imports=False)
+    errors = KIND.check({"spec": shouting_spec()}, untrusted)
+    assert paths(errors) == ["/config/spec/nodes/0/config/ref", "/config/spec/nodes/1/config/ref"]
+    assert all("imports are not allowed" in str(e) for e in errors)
+
+
+def test_an_inline_spec_of_the_wrong_shape_is_an_error_at_its_path() -> None:
+    (error,) = KIND.check({"spec": {"nodes": "none"}}, KindContext(node_id="inline"))
+    assert error.path == "/config/spec" and "not a workflow spec" in str(error)

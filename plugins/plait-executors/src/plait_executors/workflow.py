@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import plait
-from plait import Executor, Workflow
+from plait import Executor, Workflow, WorkflowSpec
 from plait.errors import ConfigError, PlaitError, UnknownNameError
 from plait.kinds import KindContext
 
@@ -55,7 +55,7 @@ class WorkflowKind:
     def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
         """Schema problems, exactly one of ``fragment`` and ``spec``, and that the fragment
         exists or the spec builds (so a nested problem is found when the outer workflow
-        is built)."""
+        is built, each at its path under ``/config/spec``)."""
         errors = check_config(self.config_schema, config, ctx.node_id, source=ctx.source)
         if errors:
             return errors
@@ -70,16 +70,20 @@ class WorkflowKind:
             ]
         try:
             self._workflow(config, ctx)
-        except ConfigError as exc:
-            return [exc]
+        except _Problems as exc:
+            return exc.errors
         return []
 
     def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
         """The nested workflow as an executor with id ``ctx.node_id``.
 
-        :raises ConfigError: the fragment does not exist or the spec does not build.
+        :raises ConfigError: the fragment does not exist or the spec does not build (the
+            first problem; :meth:`check` gives them all).
         """
-        workflow = self._workflow(config, ctx)
+        try:
+            workflow = self._workflow(config, ctx)
+        except _Problems as exc:
+            raise exc.errors[0] from exc.__cause__
         return workflow.as_executor(
             id=ctx.node_id, allow_direct_output=bool(config.get("allow_direct_output", False))
         )
@@ -88,6 +92,14 @@ class WorkflowKind:
         if "fragment" in config:
             return _from_fragment(config["fragment"], ctx)
         return _from_spec(config["spec"], ctx)
+
+
+class _Problems(Exception):
+    """Every problem of a nested workflow, as positioned config errors."""
+
+    def __init__(self, errors: list[ConfigError]) -> None:
+        super().__init__(errors)
+        self.errors = errors
 
 
 def _from_fragment(name: str, ctx: KindContext) -> Workflow:
@@ -102,76 +114,92 @@ def _from_fragment(name: str, ctx: KindContext) -> Workflow:
         close = difflib.get_close_matches(name, names, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         known = ", ".join(names) or "none (install a plugin that publishes fragments)"
-        raise config_error(
+        error = config_error(
             ctx.node_id,
             f"no published fragment {name!r}{hint} (installed: {known})",
             "/config/fragment",
             source=ctx.source,
-        ) from None
+        )
+        raise _Problems([error]) from None
     try:
         made = fragment.build()
         # a fragment builds a builder (plait-builders' Fragment) or a workflow
         workflow = made if isinstance(made, Workflow) else made.build()
     except PlaitError as exc:
-        raise config_error(
+        error = config_error(
             ctx.node_id,
             f"fragment {name!r} does not build: {exc}",
             "/config/fragment",
             source=ctx.source,
-        ) from exc
+        )
+        raise _Problems([error]) from exc
     if not isinstance(workflow, Workflow):
-        raise config_error(
+        error = config_error(
             ctx.node_id,
             f"fragment {name!r} built a {type(workflow).__name__}, not a workflow",
             "/config/fragment",
             source=ctx.source,
         )
+        raise _Problems([error])
     return workflow
 
 
-def _from_spec(spec: Mapping[str, Any], ctx: KindContext) -> Workflow:
+def _from_spec(data: Mapping[str, Any], ctx: KindContext) -> Workflow:
     from_spec = getattr(Workflow, "from_spec", None)
     if from_spec is None:
-        raise config_error(
-            ctx.node_id,
-            "an inline 'spec' needs plait-core with Workflow.from_spec; upgrade plait-core "
-            "or name a published fragment instead",
-            "/config/spec",
-            source=ctx.source,
+        raise _Problems(
+            [
+                config_error(
+                    ctx.node_id,
+                    "an inline 'spec' needs plait-core with Workflow.from_spec; upgrade "
+                    "plait-core or name a published fragment instead",
+                    "/config/spec",
+                    source=ctx.source,
+                )
+            ]
         )
-    # pass on what the outer build was allowed, as far as this kernel's from_spec takes it
+    try:
+        spec = WorkflowSpec.from_dict(data)
+    except Exception as exc:  # cattrs reports a bad shape as a group of errors
+        from cattrs import transform_error
+
+        reasons = "; ".join(transform_error(exc, path="spec")) or str(exc)
+        error = config_error(
+            ctx.node_id, f"not a workflow spec: {reasons}", "/config/spec", source=ctx.source
+        )
+        raise _Problems([error]) from exc
+    # the nested workflow is built under the outer document's trust and plugins
     offered = {
         "executors": ctx.executors,
         "allow_imports": ctx.allow_imports,
-        "manager": ctx.manager,
         "plugin_manager": ctx.manager,
+        "source": ctx.source,
     }
     accepted = inspect.signature(from_spec).parameters
     options = {k: v for k, v in offered.items() if k in accepted and v is not None}
     try:
         workflow = from_spec(spec, **options)
     except PlaitError as exc:
-        raise _nested_error(exc, ctx) from exc
+        raise _Problems(_nested_errors(exc, ctx)) from exc
     if not isinstance(workflow, Workflow):  # pragma: no cover - a kernel contract
         raise TypeError(f"Workflow.from_spec returned {type(workflow).__name__}")
     return workflow
 
 
-def _nested_error(exc: PlaitError, ctx: KindContext) -> ConfigError:
-    """One error for a nested spec's problems, each positioned under ``/config/spec``."""
+def _nested_errors(exc: PlaitError, ctx: KindContext) -> list[ConfigError]:
+    """One error per problem of a nested spec, at its path under ``/config/spec``."""
     problems = getattr(exc, "problems", None) or [exc]
-    lines = []
-    first_path = None
+    errors = []
     for problem in problems:
         inner = getattr(problem, "path", None)
-        where = f"/config/spec{inner}" if isinstance(inner, str) and inner.startswith("/") else None
-        first_path = first_path or where
+        path = f"/config/spec{inner}" if isinstance(inner, str) and inner.startswith("/") else None
         reason = getattr(problem, "reason", None) or str(problem)
-        lines.append(f"{where}: {reason}" if where else str(reason))
-    body = "; ".join(lines)
-    return config_error(
-        ctx.node_id,
-        f"the nested spec does not build: {body}",
-        first_path or "/config/spec",
-        source=ctx.source,
-    )
+        errors.append(
+            config_error(
+                ctx.node_id,
+                f"in the nested spec: {reason}",
+                path or "/config/spec",
+                source=ctx.source,
+            )
+        )
+    return errors
