@@ -120,7 +120,12 @@ class TestJsonToDict(ConverterContract):
 
     @pytest.fixture
     def converter_samples(self) -> list[Any]:
-        return [JsonText('{"a": [1, 2]}'), JsonText("{}")]
+        # in dict_to_json's own layout, so the round trip compares text with text
+        return [JsonText('{"a": [1, 2], "b": {"c": "é"}}'), JsonText("{}")]
+
+    @pytest.fixture
+    def inverse(self) -> Any:
+        return dict_to_json
 
 
 class TestJoinLines(ConverterContract):
@@ -141,6 +146,10 @@ class TestStrToChatMessage(ConverterContract):
     @pytest.fixture
     def converter_samples(self) -> list[Any]:
         return TEXTS
+
+    @pytest.fixture
+    def inverse(self) -> Any:
+        return chat_message_to_str
 
 
 class TestChatMessageToStr(ConverterContract):

@@ -41,8 +41,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
+from plait.graph import PluginEnv
 from plait.merge import MergeStrategy
-from plait.plugins import KINDS, PluginManager, get_plugin_manager
+from plait.plugins import KINDS, get_plugin_manager
 from plait.routing import Delivery, EdgeRunner, Router, RouterEnv
 from plait.spec import EdgeGroupSpec
 from plait.types import is_instance
@@ -61,18 +62,12 @@ def _json_round_trip(data: Any) -> Any:
     return json.loads(json.dumps(data))
 
 
-class PluginManagerEnv:
-    """The :class:`~plait.routing.RouterEnv` a workflow gives routers: registry lookups.
+class PluginManagerEnv(PluginEnv):
+    """The :class:`~plait.routing.RouterEnv` a workflow gives routers: registry lookups and
+    the callables a spec records (the kernel's own :class:`~plait.graph.PluginEnv`).
 
     .. versionadded:: 0.1
     """
-
-    def __init__(self, manager: PluginManager) -> None:
-        self.manager = manager
-
-    def lookup(self, kind: str, name: str, *, what: str) -> Any:
-        """The ``kind`` registered as ``name`` in the manager's registries."""
-        return self.manager.registry(kind).get(name, what=what)
 
 
 class RouterContract:
@@ -182,12 +177,13 @@ class RouterContract:
             assert not edge_runner.stateful, "a stateless router created a stateful runner"
 
     def test_stateless_runners_start_with_no_state(self, edge_runner: Any) -> None:
-        """A stateless runner's state is ``None``; a stateful one's is fresh per run."""
+        """A stateless runner's state is ``None``; a stateful one's is real and fresh per run."""
         first, second = edge_runner.initial_state(), edge_runner.initial_state()
         if not edge_runner.stateful:
             assert first is None and second is None
         else:
-            assert first is not second or first is None, "two runs must not share state"
+            assert first is not None, "a stateful runner's initial_state() must not be None"
+            assert first is not second, "two runs must not share state"
 
     def test_routes_only_to_group_targets(self, edge_runner: Any, messages: list[Any]) -> None:
         """Every delivery is a ``(target, message)`` tuple whose target is in the group."""
@@ -258,6 +254,10 @@ class RouterContract:
             assert set(types) <= set(edge_runner.group.targets)
             for value in types.values():
                 assert isinstance(value, Sequence)
+            if source_types:
+                # an empty answer would leave every edge of the group unchecked at build time
+                assert types, f"message_types({source_types!r}) names no target"
+                assert all(types.values()), f"message_types({source_types!r}) gave {types!r}"
 
 
 class MergeStrategyContract:
@@ -413,8 +413,9 @@ class ConverterContract:
     ``converter_samples``
         Values of its source type (include edge cases).
     ``inverse``
-        Optional: the converter back. A lossless converter must round-trip every sample
-        through it; a converter that loses something on some sample must say ``lossless=False``.
+        The converter back; required when the converter says ``lossless=True``, which means
+        every sample round-trips through it. A converter that loses something on some sample
+        must say ``lossless=False`` (it may then leave ``inverse`` out).
 
     .. versionadded:: 0.1
     """
@@ -476,6 +477,10 @@ class ConverterContract:
         self, converter: Any, converter_samples: list[Any], inverse: Any
     ) -> None:
         if inverse is None:
+            assert not converter.lossless, (
+                f"{converter.name} is marked lossless: give {type(self).__name__} an "
+                "'inverse' fixture (the converter back) so the contract can check the round trip"
+            )
             return
         lost = [s for s in converter_samples if _apply(inverse, _apply(converter, s)) != s]
         if converter.lossless:

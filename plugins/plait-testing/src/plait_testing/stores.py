@@ -42,6 +42,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import socket
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -51,15 +55,35 @@ import anyio
 import attrs
 import pytest
 from plait.checkpoint import Checkpoint, CheckpointStore
-from plait.errors import CheckpointError, CheckpointNotFoundError, CorruptCheckpointError
+from plait.errors import (
+    CheckpointError,
+    CheckpointNotFoundError,
+    CorruptCheckpointError,
+    RunLeaseError,
+)
+from plait.leases import LeaseHolder
 
 __all__ = [
     "CheckpointStoreContract",
     "encode_without_base_id",
     "flip_byte",
+    "dead_pid",
     "make_checkpoint",
     "new_run_id",
 ]
+
+
+def dead_pid() -> int:
+    """The pid of a process of this host that has exited (for a lease left by a dead
+    worker)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def _elsewhere(label: str) -> LeaseHolder:
+    """A holder on another host: only its lease's expiry frees it."""
+    return LeaseHolder(f"elsewhere-{label}.invalid", 1, time.time(), uuid.uuid4().hex)
 
 
 def new_run_id(label: str = "run") -> str:
@@ -415,3 +439,67 @@ class CheckpointStoreContract:
         await self.corrupt(store, checkpoints[2].checkpoint_id)
         with pytest.raises(CorruptCheckpointError, match=checkpoints[2].checkpoint_id):
             await store.latest(run_id)
+
+    # -- one writer per run ------------------------------------------------------------
+
+    async def test_a_live_run_has_one_lease_and_its_holder_is_named(
+        self, store: CheckpointStore
+    ) -> None:
+        run_id = new_run_id()
+        lease = await store.acquire_lease(run_id, ttl=30)
+        with pytest.raises(RunLeaseError, match=rf"pid {os.getpid()}, since"):
+            await store.acquire_lease(run_id, ttl=30)
+        renewed = await store.renew_lease(lease, ttl=60)
+        assert renewed.token == lease.token and renewed.expires_at >= lease.expires_at
+        checkpoint = make_checkpoint(run_id)
+        await store.save(checkpoint, lease=renewed)
+        await store.release_lease(renewed)
+        again = await store.acquire_lease(run_id, ttl=30)
+        assert again.token > lease.token  # a token is never handed out twice
+        await store.release_lease(again)
+        assert await store.latest(run_id) == checkpoint
+
+    async def test_a_holder_on_another_host_keeps_its_lease_until_it_expires(
+        self, store: CheckpointStore
+    ) -> None:
+        run_id = new_run_id()
+        far = await store.acquire_lease(run_id, ttl=30, holder=_elsewhere("a"))
+        with pytest.raises(RunLeaseError, match="elsewhere-a.invalid"):
+            await store.acquire_lease(run_id, ttl=30)
+        short = await store.acquire_lease(new_run_id(), ttl=0.001, holder=_elsewhere("b"))
+        await anyio.sleep(0.05)  # let it expire: never renewed
+        taken = await store.acquire_lease(short.run_id, ttl=30)
+        assert taken.token > short.token
+        await store.release_lease(taken)
+        await store.release_lease(far)
+
+    async def test_a_dead_holder_on_this_host_loses_its_lease_at_once(
+        self, store: CheckpointStore
+    ) -> None:
+        run_id = new_run_id()
+        dead = LeaseHolder(socket.gethostname(), dead_pid(), time.time(), uuid.uuid4().hex)
+        old = await store.acquire_lease(run_id, ttl=3600, holder=dead)
+        lease = await store.acquire_lease(run_id, ttl=30)
+        assert lease.token > old.token
+        await store.release_lease(lease)
+
+    async def test_a_stale_holder_can_no_longer_write(self, store: CheckpointStore) -> None:
+        run_id = new_run_id()
+        stale = await store.acquire_lease(run_id, ttl=0.001, holder=_elsewhere("c"))
+        await anyio.sleep(0.05)
+        current = await store.acquire_lease(run_id, ttl=30)
+        with pytest.raises(RunLeaseError, match="taken over"):
+            await store.save(make_checkpoint(run_id), lease=stale)
+        with pytest.raises(RunLeaseError, match="taken over"):
+            await store.renew_lease(stale, ttl=30)
+        save_many = getattr(store, "save_many", None)
+        if save_many is not None:
+            with pytest.raises(RunLeaseError):
+                await save_many([make_checkpoint(run_id), make_checkpoint(run_id)], lease=stale)
+        await store.release_lease(stale)  # a stale release changes nothing
+        with pytest.raises(RunLeaseError):
+            await store.acquire_lease(run_id, ttl=30)
+        written = make_checkpoint(run_id)
+        await store.save(written, lease=current)
+        assert await _ids(store, run_id) == [written.checkpoint_id]
+        await store.release_lease(current)
