@@ -23,7 +23,7 @@ Writing a plugin takes three steps:
 3. ``pip install`` the distribution; ``plait.plugins.describe()`` lists it. In a script,
    ``plait.register(module_or_object)`` does the same without packaging.
 
-Test it with the ``plait.testing`` pytest plugin (installed with the kernel).
+Test it with the ``plait_testing`` pytest plugin (the ``plait-testing`` distribution).
 """
 
 from __future__ import annotations
@@ -37,7 +37,9 @@ from .errors import PlaitError, WorkflowRunError, WorkflowValidationError
 from .events import RunStatus
 from .executor import Executor, FunctionExecutor, executor, handler
 from .hookspecs import hookimpl
+from .load import load
 from .plugins import describe, get_plugin_manager, register, unregister
+from .policies import RetryPolicy
 from .spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
 from .types import Never
 from .workflow import Workflow, WorkflowRunResult
@@ -49,6 +51,7 @@ __all__ = [
     "Never",
     "NodeSpec",
     "PlaitError",
+    "RetryPolicy",
     "RunStatus",
     "Workflow",
     "WorkflowContext",
@@ -66,6 +69,7 @@ __all__ = [
     "get_plugin_manager",
     "handler",
     "hookimpl",
+    "load",
     "plugins",
     "register",
     "unregister",

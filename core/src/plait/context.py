@@ -45,13 +45,36 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
     the edges at build time.
     """
 
-    __slots__ = ("_run", "executor_id", "state")
+    __slots__ = ("_attempt", "_index", "_run", "executor_id", "state")
 
     def __init__(self, run: RunState, executor_id: str, state: dict[str, Any]) -> None:
         self._run = run
         self.executor_id = executor_id
         #: This executor's state in this run (JSON-ready values, checkpointed).
         self.state = state
+        self._attempt = 1
+        self._index = 0
+
+    @property
+    def attempt(self) -> int:
+        """Which attempt of this invocation is running (1-based; above 1 under a retry
+        policy).
+
+        .. versionadded:: 0.1
+        """
+        return self._attempt
+
+    @property
+    def idempotency_key(self) -> str:
+        """A key naming this invocation — run, superstep, executor and the index of the
+        message among the executor's deliveries of the superstep. It is the same on every
+        attempt and after a crash and resume (the superstep is re-run from its checkpoint),
+        so an executor with side effects can use it to de-duplicate them.
+
+        .. versionadded:: 0.1
+        """
+        run = self._run
+        return f"{run.run_id}:{run.superstep}:{self.executor_id}:{self._index}"
 
     @property
     def run_id(self) -> str:

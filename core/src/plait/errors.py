@@ -29,6 +29,7 @@ __all__ = [
     "RunOptionError",
     "WorkflowRunError",
     "ExecutorFailedError",
+    "ExecutorTimeoutError",
     "SuperstepLimitError",
     "VisitLimitError",
     "UnhandledMessageError",
@@ -256,6 +257,14 @@ class WorkflowRunError(PlaitError):
 
 class ExecutorFailedError(WorkflowRunError):
     """An executor's handler raised; the original exception is the ``__cause__``."""
+
+
+class ExecutorTimeoutError(WorkflowRunError):
+    """An invocation ran past its ``timeout`` (``limit`` seconds). A retry policy may retry it."""
+
+    def __init__(self, message: str, *, executor_id: str, superstep: int, limit: float) -> None:
+        super().__init__(message, executor_id=executor_id, superstep=superstep)
+        self.limit = limit
 
 
 class SuperstepLimitError(WorkflowRunError):

@@ -23,6 +23,7 @@ __all__ = [
     "ExecutorInvoked",
     "ExecutorCompleted",
     "ExecutorFailed",
+    "ExecutorRetrying",
     "OutputEvent",
     "RequestInfoEvent",
     "CustomEvent",
@@ -93,6 +94,18 @@ class ExecutorFailed(WorkflowEvent):
 
     executor_id: str
     superstep: int
+    error: BaseException
+
+
+@attrs.frozen
+class ExecutorRetrying(WorkflowEvent):
+    """An attempt of an executor failed and its retry policy tries again after ``delay``
+    seconds; ``attempt`` is the attempt that failed (1-based)."""
+
+    executor_id: str
+    superstep: int
+    attempt: int
+    delay: float
     error: BaseException
 
 

@@ -15,6 +15,7 @@ Executors are shared by every run of a workflow, so keep run state out of ``self
 
 from __future__ import annotations
 
+import copy
 import inspect
 import typing
 from collections.abc import Awaitable, Callable
@@ -23,6 +24,7 @@ from typing import Any, TypeVar, overload
 import typing_extensions
 
 from .context import RequestResponse, WorkflowContext
+from .policies import RetryPolicy
 from .types import is_class_decidable, is_instance, type_name
 
 __all__ = ["Executor", "FunctionExecutor", "Handler", "handler", "executor"]
@@ -79,16 +81,26 @@ class Executor:
     :param max_concurrency: how many of this executor's messages of one superstep may be
         handled at once (default 1: in order).
     :param max_visits: how many supersteps this executor may run in (``None``: no limit).
+    :param retry: a :class:`~plait.policies.RetryPolicy` for failed invocations.
+    :param timeout: seconds per invocation (an ``ExecutorTimeoutError`` past it).
     """
 
     def __init__(
-        self, id: str, *, max_concurrency: int | None = None, max_visits: int | None = None
+        self,
+        id: str,
+        *,
+        max_concurrency: int | None = None,
+        max_visits: int | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = None,
     ) -> None:
         if not isinstance(id, str) or not id:
             raise ValueError(f"executor id must be a non-empty string, got {id!r}")
         self.id = id
         self.max_concurrency = max_concurrency
         self.max_visits = max_visits
+        self.retry = retry
+        self.timeout = timeout
         self.handlers: tuple[Handler, ...] = self._collect_handlers()
         self._dispatch: dict[type, Handler] = {}
 
@@ -145,6 +157,19 @@ class Executor:
             self._dispatch[cls] = match
         return match
 
+    def with_id(self, id: str) -> Executor:
+        """A copy of this executor under another id (its handlers bound to the copy), so
+        one object can serve several nodes: a fragment used twice, a flow naming the same
+        agent at two places.
+
+        .. versionadded:: 0.1
+        """
+        clone = copy.copy(self)
+        clone.id = id
+        clone.handlers = clone._collect_handlers()
+        clone._dispatch = {}
+        return clone
+
     # -- checkpointing -----------------------------------------------------------------
 
     def snapshot_state(self, state: dict[str, Any]) -> Any:
@@ -170,11 +195,19 @@ class FunctionExecutor(Executor):
         id: str | None = None,
         max_concurrency: int | None = None,
         max_visits: int | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = None,
     ) -> None:
         if not inspect.iscoroutinefunction(fn):
             raise TypeError(f"@executor needs an async def, got {_qualname(fn)}")
         self.fn = fn
-        super().__init__(id or fn.__name__, max_concurrency=max_concurrency, max_visits=max_visits)
+        super().__init__(
+            id or fn.__name__,
+            max_concurrency=max_concurrency,
+            max_visits=max_visits,
+            retry=retry,
+            timeout=timeout,
+        )
 
     def _collect_handlers(self) -> tuple[Handler, ...]:
         return (_resolve_handler(self.fn, skip_self=False),)
@@ -191,7 +224,12 @@ def executor(fn: Callable[..., Awaitable[Any]], /) -> FunctionExecutor: ...
 
 @overload
 def executor(
-    *, id: str | None = None, max_concurrency: int | None = None, max_visits: int | None = None
+    *,
+    id: str | None = None,
+    max_concurrency: int | None = None,
+    max_visits: int | None = None,
+    retry: RetryPolicy | None = None,
+    timeout: float | None = None,
 ) -> Callable[[Callable[..., Awaitable[Any]]], FunctionExecutor]: ...
 
 
@@ -202,6 +240,8 @@ def executor(
     id: str | None = None,
     max_concurrency: int | None = None,
     max_visits: int | None = None,
+    retry: RetryPolicy | None = None,
+    timeout: float | None = None,
 ) -> FunctionExecutor | Callable[[Callable[..., Awaitable[Any]]], FunctionExecutor]:
     """Turn an ``async def f(message: T, ctx: WorkflowContext[Out, WOut])`` into an executor.
 
@@ -212,7 +252,14 @@ def executor(
     """
 
     def wrap(f: Callable[..., Awaitable[Any]]) -> FunctionExecutor:
-        return FunctionExecutor(f, id=id, max_concurrency=max_concurrency, max_visits=max_visits)
+        return FunctionExecutor(
+            f,
+            id=id,
+            max_concurrency=max_concurrency,
+            max_visits=max_visits,
+            retry=retry,
+            timeout=timeout,
+        )
 
     return wrap(fn) if fn is not None else wrap
 

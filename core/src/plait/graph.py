@@ -8,10 +8,14 @@ The runner and the checkpointer depend on this module, never on :mod:`plait.work
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .attempts import Policy
+from .errors import ConfigError, ExpressionError
 from .executor import Executor
+from .policies import RetryPolicy
+from .refs import NotPortableError, resolve_ref
 from .routing import EdgeRunner
 from .spec import WorkflowSpec
 
@@ -22,13 +26,95 @@ __all__ = ["CompiledGraph", "PluginEnv"]
 
 
 class PluginEnv:
-    """The :class:`~plait.routing.RouterEnv` routers see while a workflow compiles."""
+    """The :class:`~plait.routing.RouterEnv` routers see while a workflow compiles.
 
-    def __init__(self, manager: PluginManager) -> None:
+    :param allow_imports: whether code named by the spec (``{"ref": ...}``) may be
+        imported; false for documents from untrusted sources.
+    """
+
+    def __init__(self, manager: PluginManager, *, allow_imports: bool = True) -> None:
         self.manager = manager
+        self.allow_imports = allow_imports
 
     def lookup(self, kind: str, name: str, *, what: str) -> Any:
         return self.manager.registry(kind).get(name, what=what)
+
+    def callable(self, value: Any, *, what: str, role: str = "predicate") -> Callable[..., Any]:
+        """A Python callable for code a spec records (see :mod:`plait.refs`).
+
+        ``{"expr": ...}`` compiles an expression once: as a ``predicate`` it is called with
+        the message and must give a boolean (``null`` counts as false); as a ``selection``
+        it is called with ``(message, targets)`` and gives a target id or a list of them.
+        The expression sees the message as ``message`` and, when the message is a mapping,
+        its keys at the top level (plus ``targets`` for a selection). ``{"ref": ...}``
+        imports the function (when imports are allowed).
+
+        :raises NotPortableError: the spec records in-process code that is not here.
+        :raises ConfigError: the reference cannot be imported or is not allowed to be.
+        :raises ExpressionError: the expression does not compile.
+        """
+        if isinstance(value, Mapping) and "expr" in value:
+            from .expressions import compile_expression
+
+            compiled = compile_expression(
+                str(value["expr"]), language=value.get("language"), manager=self.manager
+            )
+            if role == "selection":
+                return _expression_selection(compiled, what)
+            return _expression_predicate(compiled, what)
+        if isinstance(value, Mapping) and "ref" in value:
+            if value.get("nonportable"):
+                raise NotPortableError(
+                    f"{what}: {value['ref']} cannot be rebuilt from data because "
+                    f"{value['nonportable']}; pass the callable in Python, or use an "
+                    "expression or a module-level function"
+                )
+            fn = resolve_ref(str(value["ref"]), allow_imports=self.allow_imports, what=what)
+            if not callable(fn):
+                raise ConfigError(f"{what}: {value['ref']} is not callable")
+            return fn  # type: ignore[no-any-return]
+        raise ConfigError(
+            f"{what}: expected {{'expr': ...}} or {{'ref': 'module:function'}}, got {value!r}"
+        )
+
+
+def _scope(message: Any) -> dict[str, Any]:
+    scope = dict(message) if isinstance(message, Mapping) else {}
+    scope["message"] = message
+    return scope
+
+
+def _expression_predicate(compiled: Any, what: str) -> Callable[[Any], bool]:
+    def predicate(message: Any) -> bool:
+        value = compiled.evaluate(_scope(message))
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            raise ExpressionError(
+                f"{what}: {compiled.text!r} gave {type(value).__name__} {value!r}, not a boolean"
+            )
+        return value
+
+    return predicate
+
+
+def _expression_selection(compiled: Any, what: str) -> Callable[[Any, list[str]], list[str]]:
+    def selection(message: Any, targets: list[str]) -> list[str]:
+        scope = _scope(message)
+        scope["targets"] = list(targets)
+        value = compiled.evaluate(scope)
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return value
+        raise ExpressionError(
+            f"{what}: {compiled.text!r} gave {value!r}; a selection gives a target id or a "
+            "list of target ids"
+        )
+
+    return selection
 
 
 class CompiledGraph:
@@ -56,15 +142,16 @@ class CompiledGraph:
             (gid, runner) for gid, runner in self.edge_runners.items() if runner.stateful
         )
         # per-executor limits the executors themselves declare (run options may override)
-        self.default_concurrency = {
-            eid: ex.max_concurrency
+        nodes = {node.id: node for node in spec.nodes}
+        concurrency = {
+            eid: nodes[eid].max_concurrency or ex.max_concurrency
             for eid, ex in self.executors.items()
-            if ex.max_concurrency and ex.max_concurrency > 1
         }
-        self.default_visit_limits = {
-            eid: ex.max_visits for eid, ex in self.executors.items() if ex.max_visits
-        }
+        self.default_concurrency = {eid: n for eid, n in concurrency.items() if n and n > 1}
+        visits = {eid: nodes[eid].max_visits or ex.max_visits for eid, ex in self.executors.items()}
+        self.default_visit_limits = {eid: n for eid, n in visits.items() if n}
         self.plugin_manager = plugin_manager
+        self.policies = policies_of(spec, self.executors)
 
     @functools.cached_property
     def signature(self) -> str:
@@ -75,3 +162,24 @@ class CompiledGraph:
     def reach(self) -> dict[str, frozenset[str]]:
         """Executor id -> every executor reachable from it (itself included)."""
         return {nid: frozenset(self.spec.reachable_from(nid)) for nid in self.spec.node_ids}
+
+
+def policies_of(spec: WorkflowSpec, executors: Mapping[str, Executor]) -> dict[str, Policy]:
+    """Executor id -> (retry policy, timeout), for executors that have either, from the
+    nodes' own fields or the workflow's defaults (``WorkflowSpec.retry``/``.timeout``)."""
+    default_retry = spec.retry
+    default_timeout = spec.timeout
+    out: dict[str, Policy] = {}
+    for node in spec.nodes:
+        ex = executors.get(node.id)
+        retry: Any = node.retry if node.retry is not None else getattr(ex, "retry", None)
+        timeout = node.timeout if node.timeout is not None else getattr(ex, "timeout", None)
+        retry = retry if retry is not None else default_retry
+        timeout = timeout if timeout is not None else default_timeout
+        if retry is None and timeout is None:
+            continue
+        policy = retry if isinstance(retry, RetryPolicy) or retry is None else None
+        if retry is not None and policy is None:
+            policy = RetryPolicy.from_dict(retry)
+        out[node.id] = (policy, float(timeout) if timeout is not None else None)
+    return out

@@ -116,7 +116,10 @@ def plait_register_checkpoint_stores(register: Register) -> None:
 def plait_register_loaders(register: Register) -> None:
     """Register front-ends that turn text into a workflow (flow DSL, JSON DAG, YAML steps).
 
-    A loader has ``name``, ``suffixes`` and ``load(text: str, *, source: str) -> WorkflowSpec``.
+    A loader (:class:`plait.load.Loader`) has ``suffixes``, ``load(text, ctx:
+    LoadContext) -> WorkflowSpec`` raising :class:`~plait.errors.LoadError` with every
+    problem and its position, and optionally ``detect(text) -> bool``.
+    :func:`plait.load` picks one by ``format=``, by suffix or by detection.
 
     :param register: ``register(loader_name, loader, replaces=None)``.
     :return: nothing; every implementation is called.

@@ -31,6 +31,16 @@ class RouterEnv(Protocol):
         """The ``kind`` registered as ``name`` (``UnknownNameError`` naming ``what``)."""
         ...
 
+    def callable(self, value: Any, *, what: str, role: str = "predicate") -> Callable[..., Any]:
+        """The Python callable for code the spec records in an option (an expression
+        ``{"expr": ...}`` or an import path ``{"ref": ...}``, see :mod:`plait.refs`);
+        ``role`` is ``predicate`` (``fn(message) -> bool``) or ``selection``
+        (``fn(message, targets) -> list[str]``). Errors name ``what``.
+
+        .. versionadded:: 0.1
+        """
+        ...
+
 
 @runtime_checkable
 class EdgeRunner(Protocol):

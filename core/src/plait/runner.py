@@ -19,14 +19,15 @@ copied.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
 
+from .attempts import cancelled_from_inside, invoke_with_policy, wrap_failure
+from .context import WorkflowContext
 from .errors import (
-    ExecutorFailedError,
     RoutingError,
     RunOptionError,
     SuperstepLimitError,
@@ -53,6 +54,8 @@ __all__ = ["RunOptions", "RunState", "PendingRequest", "Runner"]
 
 
 Inbox = dict[str, list[Any]]
+#: (executor id, its messages, a limiter for concurrent messages, index of the first)
+Job = tuple[str, list[Any], "anyio.CapacityLimiter | None", int]
 # yield to the event loop (a cancellation point too) at least this often on inline
 # supersteps, so other runs, stream consumers and cancel scopes get their turn even when
 # every handler completes without awaiting anything
@@ -78,7 +81,10 @@ class Runner:
         self.detail = detail  # build superstep/executor events
         self.live = live  # yield to the consumer every superstep
         self.on_superstep = on_superstep
-        self.failure: BaseException | None = None
+        self.failures: list[BaseException] = []
+        self.policies = graph.policies
+        #: called before a retry's backoff (durable runs record the attempt count)
+        self.on_retry: Callable[[str, int], Awaitable[None]] | None = None
         self.native_asyncio = _on_asyncio()
         # asked per run, so an observer registered after build() still sees supersteps
         self.observe_supersteps = graph.plugin_manager.observers()[1]
@@ -131,8 +137,8 @@ class Runner:
             if len(inbox) == 1:
                 ((eid, messages),) = inbox.items()
                 if len(messages) == 1 or eid not in self.concurrency:
-                    for message in messages:
-                        await self._invoke(eid, message)
+                    for index, message in enumerate(messages):
+                        await self._invoke(eid, message, index)
                     if self.live or step % _YIELD_EVERY == 0:
                         await anyio.lowlevel.checkpoint()
                 else:
@@ -167,7 +173,7 @@ class Runner:
                     superstep=self.state.superstep,
                 )
 
-    async def _invoke(self, eid: str, message: Any) -> None:
+    async def _invoke(self, eid: str, message: Any, index: int = 0) -> None:
         executor = self.graph.executors[eid]
         found = executor.find_handler(message)
         step = self.state.superstep
@@ -179,95 +185,112 @@ class Runner:
                 executor_id=eid,
                 superstep=step,
             )
-        ctx = self.state.contexts.get(eid) or self.state.context(eid)
         emit = self.state.emit if self.detail else None
         if emit is not None:
             emit(ExecutorInvoked(eid, step))
-        try:
-            await found.call(message, ctx)
-        except WorkflowRunError as exc:
-            if emit is not None and exc.executor_id == eid:
-                emit(ExecutorFailed(eid, step, exc))
-            raise
-        except Exception as exc:
-            if emit is not None:
-                emit(ExecutorFailed(eid, step, exc))
-            raise ExecutorFailedError(
-                f"executor {eid!r} failed in superstep {step}: {type(exc).__name__}: {exc}",
-                executor_id=eid,
-                superstep=step,
-            ) from exc
+        if self.policies and (policy := self.policies.get(eid)) is not None:
+            await invoke_with_policy(
+                self.state,
+                eid,
+                found.call,
+                message,
+                index,
+                policy,
+                emit=emit,
+                native_asyncio=self.native_asyncio,
+                on_retry=self.on_retry,
+            )
+        else:
+            if self.concurrency and eid in self.concurrency:
+                # concurrent messages of one executor each get a context of their own
+                ctx = WorkflowContext(
+                    self.state, eid, self.state.executor_state.setdefault(eid, {})
+                )
+            else:
+                ctx = self.state.contexts.get(eid) or self.state.context(eid)
+            ctx._index = index
+            try:
+                await found.call(message, ctx)
+            except asyncio.CancelledError as exc:
+                if not cancelled_from_inside(self.native_asyncio):
+                    raise
+                if emit is not None:
+                    emit(ExecutorFailed(eid, step, exc))
+                raise wrap_failure(eid, step, exc) from exc
+            except WorkflowRunError as exc:
+                if emit is not None and exc.executor_id == eid:
+                    emit(ExecutorFailed(eid, step, exc))
+                raise
+            except Exception as exc:
+                if emit is not None:
+                    emit(ExecutorFailed(eid, step, exc))
+                raise wrap_failure(eid, step, exc) from exc
         if emit is not None:
             emit(ExecutorCompleted(eid, step))
 
     async def _parallel(self, inbox: Inbox) -> None:
-        jobs: list[tuple[str, list[Any], anyio.CapacityLimiter | None]] = []
+        jobs: list[Job] = []
         for eid, messages in inbox.items():
             if eid in self.concurrency and len(messages) > 1:
                 limiter = anyio.CapacityLimiter(self.concurrency[eid])
-                jobs.extend((eid, [message], limiter) for message in messages)
+                jobs.extend((eid, [message], limiter, i) for i, message in enumerate(messages))
             else:
-                jobs.append((eid, messages, None))
+                jobs.append((eid, messages, None, 0))
         if self.native_asyncio:
             await self._parallel_asyncio(jobs)
             return
-        self.failure = None
+        self.failures = []
         async with anyio.create_task_group() as tg:
             for job in jobs:
-                tg.start_soon(self._guarded, tg, *job)
-        if self.failure is not None:
-            raise self.failure
+                tg.start_soon(self._guarded, tg, job)
+        if self.failures:
+            raise _with_siblings(self.failures)
 
-    async def _parallel_asyncio(
-        self, jobs: list[tuple[str, list[Any], anyio.CapacityLimiter | None]]
-    ) -> None:
+    async def _parallel_asyncio(self, jobs: list[Job]) -> None:
         """The same structured fan-out on plain asyncio tasks: a fifth of anyio's cost per
         task, which is what a 1,000-way fan-out pays. Siblings are cancelled and awaited on
-        the first failure and when the run itself is cancelled."""
+        the first failure and when the run itself is cancelled; every sibling that failed
+        on its own is reported with the first failure."""
         loop = asyncio.get_running_loop()
-        tasks = [loop.create_task(self._job(*job)) for job in jobs]
+        tasks = [loop.create_task(self._job(job)) for job in jobs]
         try:
-            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
         except BaseException:
             await _cancel_and_wait(tasks)
             raise
         if pending:
             await _cancel_and_wait(pending)
-        for task in tasks:
-            if task in done and not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
+        failures = [
+            error
+            for task in tasks
+            if not task.cancelled() and (error := task.exception()) is not None
+        ]
+        if failures:
+            raise _with_siblings(failures)
 
-    async def _job(
-        self, eid: str, messages: list[Any], limiter: anyio.CapacityLimiter | None
-    ) -> None:
-        for message in messages:
+    async def _job(self, job: Job) -> None:
+        eid, messages, limiter, first = job
+        for offset, message in enumerate(messages):
             if limiter is not None:
                 async with limiter:
-                    await self._limited(eid, message)
+                    await self._limited(eid, message, first + offset)
             else:
-                await self._limited(eid, message)
+                await self._limited(eid, message, first + offset)
 
-    async def _guarded(
-        self,
-        tg: anyio.abc.TaskGroup,
-        eid: str,
-        messages: list[Any],
-        limiter: anyio.CapacityLimiter | None,
-    ) -> None:
+    async def _guarded(self, tg: anyio.abc.TaskGroup, job: Job) -> None:
         try:
-            await self._job(eid, messages, limiter)
+            await self._job(job)
         except Exception as exc:
-            # the first failure wins; cancelling the group stops the siblings
-            if self.failure is None:
-                self.failure = exc
+            # the first failure cancels the siblings; later ones are kept as its siblings
+            self.failures.append(exc)
             tg.cancel_scope.cancel()
 
-    async def _limited(self, eid: str, message: Any) -> None:
+    async def _limited(self, eid: str, message: Any, index: int) -> None:
         if self.global_limiter is None:
-            await self._invoke(eid, message)
+            await self._invoke(eid, message, index)
         else:
             async with self.global_limiter:
-                await self._invoke(eid, message)
+                await self._invoke(eid, message, index)
 
     # -- routing ---------------------------------------------------------------------
 
@@ -330,6 +353,18 @@ class Runner:
         for gid, runner in self.graph.flushers:
             for tgt, data in runner.flush(self.state.router_state.get(gid), can_still_send):
                 inbox.setdefault(tgt, []).append(data)
+
+
+def _with_siblings(failures: list[BaseException]) -> BaseException:
+    """The first failure of a parallel superstep, carrying every other branch's failure
+    (``sibling_errors``, and a note each on Python 3.11+)."""
+    first, others = failures[0], failures[1:]
+    setattr(first, "sibling_errors", list(others))
+    add_note = getattr(first, "add_note", None)
+    if add_note is not None:
+        for other in others:
+            add_note(f"another branch of this superstep failed too: {other}")
+    return first
 
 
 async def _cancel_and_wait(tasks: Any) -> None:

@@ -52,6 +52,17 @@ class NodeSpec:
     :param output_types: readable names of the message types it sends.
     :param workflow_output_types: readable names of what it yields as workflow output.
     :param config: JSON-ready configuration for its kind.
+    :param uses: the name a document used for this node's executor (``researcher`` for the
+        nodes ``researcher`` and ``researcher#2``); ``Workflow.from_spec(spec, executors=)``
+        binds a Python executor given under that name.
+    :param retry: the executor's retry policy (``RetryPolicy.to_dict()``), if any.
+    :param timeout: seconds per invocation, if bounded.
+    :param max_visits: how many supersteps it may run in.
+    :param max_concurrency: how many of its messages of one superstep may run at once.
+    :param nonportable: why this node cannot be rebuilt from data (a lambda, a closure, a
+        function defined in ``__main__``), or ``None`` when it can.
+
+    .. versionchanged:: 0.1 ``uses``, policies and ``nonportable`` (workflows as data).
     """
 
     id: str
@@ -61,6 +72,12 @@ class NodeSpec:
     output_types: tuple[str, ...] = ()
     workflow_output_types: tuple[str, ...] = ()
     config: dict[str, Any] = attrs.field(factory=dict, converter=_frozen_dict, hash=False)
+    uses: str | None = None
+    retry: dict[str, Any] | None = attrs.field(default=None, hash=False)
+    timeout: float | None = None
+    max_visits: int | None = None
+    max_concurrency: int | None = None
+    nonportable: str | None = None
 
 
 @attrs.frozen
@@ -90,6 +107,8 @@ class WorkflowSpec:
     :param nodes: executors, in the order they were added.
     :param edge_groups: edge groups, in the order they were added.
     :param options: default run options (``max_supersteps`` …), JSON-ready.
+    :param retry: the default retry policy of every executor without one of its own.
+    :param timeout: the default per-invocation timeout, in seconds.
     """
 
     name: str | None
@@ -98,6 +117,8 @@ class WorkflowSpec:
     edge_groups: tuple[EdgeGroupSpec, ...]
     options: dict[str, Any] = attrs.field(factory=dict, converter=_frozen_dict, hash=False)
     version: int = SPEC_VERSION
+    retry: dict[str, Any] | None = attrs.field(default=None, hash=False)
+    timeout: float | None = None
 
     # -- lookups ---------------------------------------------------------------
 
@@ -178,8 +199,42 @@ class WorkflowSpec:
 
     # -- serialisation -----------------------------------------------------------
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (cattrs unstructure)."""
+    def nonportable(self) -> list[str]:
+        """Every node and edge that holds code only this process has (a lambda, a
+        closure …), each named with the reason; empty when the spec is fully data."""
+        found = [
+            f"node {node.id!r}: {node.nonportable}"
+            for node in self.nodes
+            if node.nonportable is not None
+        ]
+        for group in self.edge_groups:
+            for key, value in _code_values(group.options):
+                found.append(
+                    f"edge group {group.id!r} {key} {value['ref']}: {value['nonportable']}"
+                )
+        return found
+
+    def check_portable(self) -> None:
+        """Raise :class:`~plait.refs.NotPortableError` naming every node and edge that
+        cannot leave this process."""
+        found = self.nonportable()
+        if found:
+            from .refs import NotPortableError
+
+            raise NotPortableError(
+                f"workflow {self.name or '(unnamed)'} cannot be serialised as data: "
+                + "; ".join(found)
+                + " (use module-level functions, executor kinds or expressions)"
+            )
+
+    def to_dict(self, *, portable: bool = True) -> dict[str, Any]:
+        """JSON-ready dict (cattrs unstructure).
+
+        :param portable: refuse (:class:`~plait.refs.NotPortableError`) a spec holding code
+            only this process has; ``False`` dumps it anyway (for display).
+        """
+        if portable:
+            self.check_portable()
         data: dict[str, Any] = _spec_converter().unstructure(self)
         return data
 
@@ -188,9 +243,11 @@ class WorkflowSpec:
         """Rebuild from :meth:`to_dict` output; cattrs errors carry the path of a bad field."""
         return _spec_converter().structure(dict(data), cls)
 
-    def to_json(self, *, indent: int | None = None) -> str:
-        """Canonical JSON (sorted keys)."""
-        return json.dumps(self.to_dict(), sort_keys=True, indent=indent, ensure_ascii=False)
+    def to_json(self, *, indent: int | None = None, portable: bool = True) -> str:
+        """Canonical JSON (sorted keys); see :meth:`to_dict` for ``portable``."""
+        return json.dumps(
+            self.to_dict(portable=portable), sort_keys=True, indent=indent, ensure_ascii=False
+        )
 
     @classmethod
     def from_json(cls, text: str) -> WorkflowSpec:
@@ -245,10 +302,28 @@ class WorkflowSpec:
         return changes
 
 
+def _code_values(options: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """``(option path, value)`` of every recorded non-portable callable in ``options``."""
+    found: list[tuple[str, Any]] = []
+    for key, value in options.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            if "ref" in value and value.get("nonportable"):
+                found.append((name, value))
+            else:
+                found.extend(_code_values(value, f"{name}."))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, Mapping):
+                    found.extend(_code_values({f"{key}[{i}]": item}, prefix))
+    return found
+
+
 def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
+@functools.cache
 @functools.cache
 def _spec_converter() -> cattrs.Converter:
     # Made on first use: importing cattrs costs a cold start more than the kernel does.

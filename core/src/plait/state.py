@@ -35,6 +35,7 @@ class RunState:
     """Everything one run changes. Workflows and executors stay untouched."""
 
     __slots__ = (
+        "attempts",
         "contexts",
         "emit",
         "executor_state",
@@ -59,6 +60,8 @@ class RunState:
         self.router_state: dict[str, Any] = {}
         self.visits: dict[str, int] = {}
         self.pending_requests: dict[str, PendingRequest] = {}
+        #: failed attempts so far of invocations being retried ("superstep:executor:index")
+        self.attempts: dict[str, int] = {}
         self.emit = emit
 
     def context(self, executor_id: str) -> WorkflowContext[Any, Any]:
@@ -80,9 +83,16 @@ class RunState:
         if self.emit is not None:
             self.emit(CustomEvent(executor_id, data, self.superstep))
 
-    def request_info(self, executor_id: str, request: Any, response_type: Any) -> str:
+    def request_info(
+        self,
+        executor_id: str,
+        request: Any,
+        response_type: Any,
+        *,
+        request_id: str | None = None,
+    ) -> str:
         """Record a pending request for outside input and announce it."""
-        request_id = uuid.uuid4().hex
+        request_id = request_id or uuid.uuid4().hex
         self.pending_requests[request_id] = PendingRequest(
             request_id, executor_id, request, response_type, self.superstep
         )

@@ -11,12 +11,9 @@ its own state.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import functools
-import math
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -38,6 +35,7 @@ from .resume import answer_requests, load_run, restore_state
 from .routing import EdgeRunner
 from .runner import Runner, RunOptions, RunState
 from .spec import WorkflowSpec
+from .streaming import EventStream
 
 __all__ = ["Workflow", "WorkflowRunResult"]
 
@@ -87,6 +85,7 @@ class Workflow:
         *,
         edge_params: Mapping[str, Mapping[str, Any]] | None = None,
         plugin_manager: PluginManager | None = None,
+        allow_imports: bool = True,
     ) -> None:
         manager = plugin_manager or get_plugin_manager()
         routers = manager.registry("router")
@@ -101,20 +100,59 @@ class Workflow:
             problems.append(f"executor {extra!r} is not a node of the spec")
         params = dict(edge_params or {})
         edge_runners: dict[str, EdgeRunner] = {}
-        env = PluginEnv(manager)
+        env = PluginEnv(manager, allow_imports=allow_imports)
         for group in spec.edge_groups:
             if group.router not in routers:
                 continue  # reported by spec.problems
             try:
                 router = routers.get(group.router)
                 edge_runners[group.id] = router.create(group, params.get(group.id, {}), env)
-            except (PlaitError, ValueError, TypeError) as exc:
+            except (PlaitError, ValueError, TypeError) as exc:  # names the group's problem
                 problems.append(f"edge group {group.id!r}: {exc}")
         if problems:
             raise WorkflowValidationError(problems, workflow=spec.name)
         self._spec = spec
         self._edge_params = params
         self._graph = CompiledGraph(spec, executors, edge_runners, manager)
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: WorkflowSpec,
+        executors: Mapping[str, Any] | None = None,
+        *,
+        allow_imports: bool = True,
+        plugin_manager: PluginManager | None = None,
+        source: str | None = None,
+    ) -> Workflow:
+        """Rebuild a runnable workflow from data — in this process or a fresh one.
+
+        Each node gets the Python object passed in ``executors`` under its id or under the
+        name its document used (``NodeSpec.uses``); any other node is built by its executor
+        kind from its JSON config. Conditions and selections recorded as expressions are
+        compiled, those recorded as import paths imported. The result's signature equals
+        the spec's.
+
+        :param executors: Python executors, executor classes or ``async def`` functions by
+            node id or by name.
+        :param allow_imports: whether code the spec names may be imported (``python`` kind
+            refs, condition refs). Pass ``False`` for a spec from an untrusted source.
+        :raises LoadError: every node that cannot be built, with its JSON path.
+        :raises WorkflowValidationError: every structural problem.
+
+        .. versionadded:: 0.1
+        """
+        from .rebuild import build_executors
+
+        manager = plugin_manager or get_plugin_manager()
+        built = build_executors(
+            spec,
+            executors or {},
+            manager=manager,
+            allow_imports=allow_imports,
+            source=source,
+        )
+        return cls(spec, built, plugin_manager=manager, allow_imports=allow_imports)
 
     # -- inspection --------------------------------------------------------------------
 
@@ -282,52 +320,26 @@ class Workflow:
         )
         return result, {"run_id": state.run_id, "superstep": state.superstep, "state": body.state}
 
-    async def stream(self, message: Any, **options: Any) -> AsyncIterator[WorkflowEvent]:
+    def stream(self, message: Any, **options: Any) -> EventStream:
         """Run the workflow, yielding every event as it happens.
 
-        Stopping early (``break``) is safe: the run is cancelled and awaited when the
-        iterator closes. A failed run yields its ``RunFinished(status=failed)`` event, then
-        raises (unless ``raise_on_failure=False``).
+        Preferred form — the run lives in a task group the caller's block owns, and
+        leaving the block (``break``, an error) cancels the run and waits for it::
+
+            async with workflow.stream(message) as events:
+                async for event in events:
+                    ...
+
+        The plain form ``async for event in workflow.stream(message)`` still works: the
+        run then lives in a task of its own, and breaking out cancels it when the iterator
+        is closed (at once with ``contextlib.aclosing``, else when it is collected).
+
+        A failed run yields its ``RunFinished(status=failed)`` event, then raises (unless
+        ``raise_on_failure=False``).
+
+        .. versionchanged:: 0.1 ``async with`` form.
         """
-        opts = RunOptions.from_kwargs(self._spec.options, options)
-        send, receive = anyio.create_memory_object_stream[WorkflowEvent](math.inf)
-        results: list[WorkflowRunResult] = []
-        crashed: list[BaseException] = []
-        scope = anyio.CancelScope()
-        finished = anyio.Event()
-
-        async def produce() -> None:
-            # runs in a task of its own, never across this generator's yields: a task group
-            # here would be exited from whatever task finalises an abandoned iterator
-            try:
-                with scope:
-                    async with send:
-                        state = RunState(opts.run_id or uuid.uuid4().hex, send.send_nowait)
-                        inbox = {self._spec.start: [message]}
-                        detail = opts.events != "lifecycle"
-                        results.append(
-                            await self._execute(state, inbox, opts, detail=detail, live=True)
-                        )
-            except Exception as exc:  # an unexpected error reaches the consumer
-                crashed.append(exc)
-            finally:
-                send.close()
-                finished.set()
-
-        task = _spawn(produce)  # noqa: F841 - held, so the task is not collected early
-        try:
-            async with receive:
-                async for event in receive:
-                    yield event
-        finally:
-            scope.cancel()
-            with anyio.CancelScope(shield=True):
-                await finished.wait()
-        if crashed:
-            raise crashed[0]
-        if not results:  # the run task was interrupted by something other than an error
-            raise RuntimeError("the streamed run ended without a result")
-        self._finish(results[0], opts)
+        return EventStream(self, message, RunOptions.from_kwargs(self._spec.options, options))
 
     def run_sync(
         self, message: Any, *, backend: str = "asyncio", **options: Any
@@ -384,17 +396,3 @@ class Workflow:
             setattr(result.error, "result", result)
             raise result.error
         return result
-
-
-def _spawn(func: Callable[[], Awaitable[None]]) -> Any:
-    """Start ``func`` in a task of its own on the running event loop (asyncio or trio), with
-    a copy of the current context; return a handle the caller must keep (asyncio holds only
-    weak references to its tasks)."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        import trio
-
-        trio.lowlevel.spawn_system_task(func, context=contextvars.copy_context())
-        return None
-    return loop.create_task(func())  # type: ignore[arg-type]

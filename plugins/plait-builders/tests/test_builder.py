@@ -65,8 +65,25 @@ def test_two_executors_with_one_id_are_a_problem() -> None:
 
 
 def test_bad_switch_and_condition_configuration() -> None:
-    with pytest.raises(WorkflowValidationError, match="condition .* must be callable"):
-        WorkflowBuilder().add_edge(a, b, condition="yes").set_start(a).build()  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="a function or an expression string, got 42"):
+        WorkflowBuilder().add_edge(a, b, condition=42)  # type: ignore[arg-type]
+    with pytest.raises(WorkflowValidationError, match=r"conditional:a->b.*1:10"):
+        WorkflowBuilder().add_edge(a, b, condition="size(x) >").set_start(a).build()
+
+
+def test_an_expression_condition_is_data_and_routes() -> None:
+    @executor(id="src")
+    async def src(x: dict[str, int], ctx: WorkflowContext[dict[str, int]]) -> None:
+        await ctx.send_message(x)
+
+    @executor(id="sink")
+    async def sink(x: dict[str, int], ctx: WorkflowContext[Never, int]) -> None:
+        await ctx.yield_output(x["score"])
+
+    wf = WorkflowBuilder().add_edge(src, sink, condition="score > 5").set_start(src).build()
+    assert wf.spec.edge_groups[0].options["condition"] == {"expr": "score > 5"}
+    assert wf.run_sync({"score": 9}).outputs == [9]
+    assert wf.run_sync({"score": 1}).outputs == []
 
 
 def test_type_mismatch_on_an_edge_is_a_build_error() -> None:

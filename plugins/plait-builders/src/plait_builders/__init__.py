@@ -14,9 +14,6 @@ merges a builder, a built workflow, a connection or a published :class:`Fragment
 
 from __future__ import annotations
 
-import plait
-from plait import Workflow
-
 from ._builder import Case, ExecutorRef, WorkflowBuilder
 from ._compose import connection_from_workflow
 from ._connection import (

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import copy
+import inspect
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
-from plait import Executor, Workflow
+from plait import Executor, FunctionExecutor, RetryPolicy, Workflow
 from plait.errors import TypeCheckError, WorkflowValidationError
 from plait.plugins import PluginManager, get_plugin_manager
+from plait.refs import callable_spec, code_ref, expression_spec, nonportable_reason
 from plait.runner import RunOptions
 from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
 from plait.types import type_name
@@ -48,6 +50,8 @@ class WorkflowBuilder(ConnectionMixin):
     :param auto_convert: insert converter chains where types differ (lossless only).
     :param allow_lossy: let inserted chains use lossy converters on every edge (an edge
         group can allow it alone with the option ``allow_lossy=True``).
+    :param retry: the default :class:`plait.RetryPolicy` of every executor without one.
+    :param timeout: the default per-invocation timeout (seconds) of every executor.
     :param run_defaults: default run options (``max_supersteps=…``), checked at once.
 
     .. versionadded:: 0.1
@@ -61,9 +65,13 @@ class WorkflowBuilder(ConnectionMixin):
         type_check: bool = True,
         auto_convert: bool = True,
         allow_lossy: bool = False,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = None,
         **run_defaults: Any,
     ) -> None:
         RunOptions.from_kwargs({}, run_defaults)  # unknown or bad options fail here
+        self.retry = retry
+        self.timeout = _timeout(timeout, "the builder")
         self.name = name
         self.type_check = type_check
         self.auto_convert = auto_convert
@@ -77,16 +85,34 @@ class WorkflowBuilder(ConnectionMixin):
         self._start: str | None = None
         self._problems: list[str] = []
         self._prefixes: set[str] = set()
+        #: per executor id: {"retry": RetryPolicy.to_dict(), "timeout": seconds}
+        self._policies: dict[str, dict[str, Any]] = {}
 
     # -- executors ---------------------------------------------------------------------
 
-    def add_executor(self, executor: Executor) -> Self:
-        """Add ``executor`` (adding the same object twice is harmless)."""
+    def add_executor(
+        self,
+        executor: Executor,
+        *,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = None,
+    ) -> Self:
+        """Add ``executor`` (adding the same object twice is harmless).
+
+        :param retry: a :class:`plait.RetryPolicy` for this executor in this workflow.
+        :param timeout: seconds per invocation in this workflow.
+        """
         if not isinstance(executor, Executor):
             raise TypeError(
                 f"add_executor needs an Executor (use @executor on an async function), "
                 f"got {executor!r}"
             )
+        if retry is not None or timeout is not None:
+            policy = self._policies.setdefault(executor.id, {})
+            if retry is not None:
+                policy["retry"] = retry.to_dict()
+            if timeout is not None:
+                policy["timeout"] = _timeout(timeout, f"executor {executor.id!r}")
         known = self._executors.get(executor.id)
         if known is None:
             self._executors[executor.id] = executor
@@ -141,34 +167,39 @@ class WorkflowBuilder(ConnectionMixin):
         self,
         source: ExecutorRef,
         target: ExecutorRef,
-        condition: Callable[[Any], bool] | None = None,
+        condition: Callable[[Any], bool] | str | None = None,
     ) -> Self:
-        """Connect ``source`` to ``target``; with ``condition``, only messages it accepts."""
+        """Connect ``source`` to ``target``; with ``condition``, only messages it accepts.
+
+        ``condition`` is a function of the message, or an expression in the default
+        expression language (``"score > 0.5"``, see docs/expressions.md), which the spec
+        keeps as data.
+        """
         src, tgt = self._ref(source), self._ref(target)
         if condition is None:
             self._add_group("direct", [src], [tgt])
         else:
-            self._add_group(
-                "conditional",
-                [src],
-                [tgt],
-                {"condition": _callable_name(condition)},
-                {"condition": condition},
-            )
+            recorded, fn = _code(condition)
+            params = {"condition": fn} if fn is not None else None
+            self._add_group("conditional", [src], [tgt], {"condition": recorded}, params)
         return self
 
     def add_fan_out(
         self,
         source: ExecutorRef,
         targets: Sequence[ExecutorRef],
-        selection: Callable[[Any, list[str]], Iterable[str]] | None = None,
+        selection: Callable[[Any, list[str]], Iterable[str]] | str | None = None,
     ) -> Self:
         """Send every message of ``source`` to all ``targets`` (same superstep), or to those
         ``selection(message, target_ids)`` returns."""
         src = self._ref(source)
         tgts = [self._ref(t) for t in targets]
-        options = {"selection": _callable_name(selection)} if selection else {}
-        params = {"selection": selection} if selection else {}
+        options: dict[str, Any] = {}
+        params: dict[str, Any] = {}
+        if selection is not None:
+            options["selection"], fn = _code(selection)
+            if fn is not None:
+                params["selection"] = fn
         self._add_group("fan_out", [src], tgts, options, params)
         return self
 
@@ -203,14 +234,17 @@ class WorkflowBuilder(ConnectionMixin):
         case_targets = [self._ref(c.target) for c in resolved]
         default_id = self._ref(default) if default is not None else None
         targets = list(dict.fromkeys([*case_targets, *([default_id] if default_id else [])]))
+        recorded = [_code(c.predicate) for c in resolved]
         options = {
             "case_targets": case_targets,
             "default": default_id,
-            "cases": [_callable_name(c.predicate) for c in resolved],
+            "cases": [data for data, _ in recorded],
         }
-        self._add_group(
-            "switch", [src], targets, options, {"cases": [c.predicate for c in resolved]}
-        )
+        params = None
+        if any(fn is not None for _, fn in recorded):
+            # predicates given as expressions are compiled by the router from the options
+            params = {"cases": [fn for _, fn in recorded]}
+        self._add_group("switch", [src], targets, options, params)
         return self
 
     # -- composition ---------------------------------------------------------------------
@@ -267,6 +301,7 @@ class WorkflowBuilder(ConnectionMixin):
         snapshot._params = {k: dict(v) for k, v in self._params.items()}
         snapshot._problems = list(self._problems)
         snapshot._prefixes = set(self._prefixes)
+        snapshot._policies = {k: dict(v) for k, v in self._policies.items()}
         snapshot.run_defaults = {
             k: dict(v) if isinstance(v, dict) else v for k, v in self.run_defaults.items()
         }
@@ -276,13 +311,15 @@ class WorkflowBuilder(ConnectionMixin):
 
     def to_spec(self) -> WorkflowSpec:
         """The graph as data, without validating it."""
-        nodes = tuple(_node_spec(ex) for ex in self._executors.values())
+        nodes = tuple(_node_spec(ex, self._policies.get(i)) for i, ex in self._executors.items())
         return WorkflowSpec(
             name=self.name,
             start=self._start or "",
             nodes=nodes,
             edge_groups=tuple(self._groups),
             options=self.run_defaults,
+            retry=self.retry.to_dict() if self.retry is not None else None,
+            timeout=self.timeout,
         )
 
     def build(self) -> Workflow:
@@ -311,9 +348,11 @@ class WorkflowBuilder(ConnectionMixin):
         spec = WorkflowSpec(
             name=self.name,
             start=self._start or "",
-            nodes=tuple(_node_spec(ex) for ex in executors.values()),
+            nodes=tuple(_node_spec(ex, self._policies.get(i)) for i, ex in executors.items()),
             edge_groups=tuple(groups),
             options=self.run_defaults,
+            retry=self.retry.to_dict() if self.retry is not None else None,
+            timeout=self.timeout,
         )
         try:
             workflow = Workflow(spec, executors, edge_params=params, plugin_manager=manager)
@@ -324,18 +363,74 @@ class WorkflowBuilder(ConnectionMixin):
         return workflow
 
 
-def _node_spec(ex: Executor) -> NodeSpec:
-    ref = getattr(ex, "ref", None) or f"{type(ex).__module__}:{type(ex).__qualname__}"
+def _node_spec(ex: Executor, policy: dict[str, Any] | None = None) -> NodeSpec:
+    """The node for ``ex``: its executor kind and config when it was built from one
+    (``plait_kind``/``config`` attributes), else the ``python`` kind with an import path
+    that says whether it can be found again from another process."""
+    policy = policy or {}
+    kind = getattr(ex, "plait_kind", None)
+    nonportable: str | None = None
+    if isinstance(kind, str):
+        config = dict(getattr(ex, "config", None) or {})
+        ref = None
+    else:
+        kind = "python"
+        target: Any = ex.fn if isinstance(ex, FunctionExecutor) else type(ex)
+        ref = getattr(ex, "ref", None) or code_ref(target)
+        nonportable = getattr(ex, "nonportable", None) or nonportable_reason(target)
+        nonportable = nonportable or _needs_arguments(ex)
+        config = {"ref": ref}
+    retry = policy.get("retry") or (ex.retry.to_dict() if ex.retry is not None else None)
     return NodeSpec(
         id=ex.id,
-        kind="python",
+        kind=kind,
         ref=ref,
         input_types=tuple(type_name(t) for t in ex.input_types),
         output_types=tuple(type_name(t) for t in ex.output_types),
         workflow_output_types=tuple(type_name(t) for t in ex.workflow_output_types),
-        config=getattr(ex, "config", None) or {},
+        config=config,
+        retry=retry,
+        timeout=policy.get("timeout", ex.timeout),
+        max_visits=ex.max_visits,
+        max_concurrency=ex.max_concurrency,
+        nonportable=nonportable,
     )
 
 
-def _callable_name(fn: Any) -> str:
-    return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
+def _needs_arguments(ex: Executor) -> str | None:
+    """Why the ``python`` kind cannot re-create ``ex`` from its class alone, or None."""
+    if isinstance(ex, FunctionExecutor):
+        return None
+    try:
+        params = list(inspect.signature(type(ex)).parameters.values())
+    except (TypeError, ValueError):
+        return "its class's constructor cannot be inspected"
+    required = [
+        p.name
+        for p in params[1:]
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    if required:
+        return (
+            f"its class {type(ex).__qualname__} needs constructor arguments "
+            f"({', '.join(required)}) that the spec cannot hold"
+        )
+    return None
+
+
+def _code(value: Any) -> tuple[dict[str, Any], Any]:
+    """``(what the spec records, the in-process callable or None)`` for a condition,
+    selection or switch predicate: a string is an expression, anything else a callable."""
+    if isinstance(value, str):
+        return expression_spec(value), None
+    if not callable(value):
+        raise TypeError(f"expected a function or an expression string, got {value!r}")
+    return callable_spec(value), value
+
+
+def _timeout(value: float | None, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ValueError(f"{what}: timeout must be a positive number of seconds, got {value!r}")
+    return float(value)

@@ -111,6 +111,10 @@ def connection_from_workflow(workflow: Workflow, prefix: str | None = None) -> W
         if params := workflow.edge_params.get(group.id):
             builder._params[group.id] = dict(params)
     builder._start = spec.start
+    for node in spec.nodes:
+        policy = {k: v for k, v in (("retry", node.retry), ("timeout", node.timeout)) if v}
+        if policy:
+            builder._policies[node.id] = policy
     builder.run_defaults = {
         k: dict(v) for k, v in spec.options.items() if k in PER_EXECUTOR_OPTIONS
     }
@@ -231,6 +235,8 @@ def add_workflow(builder: WorkflowBuilder, fragment: Any, prefix: str | None) ->
             dict(params) if params else None,
         )
     builder._problems.extend(f"fragment {chosen!r}: {p}" for p in source._problems)
+    for old, policy in source._policies.items():
+        builder._policies[head + old] = dict(policy)
     for key in PER_EXECUTOR_OPTIONS:
         if limits := source.run_defaults.get(key):
             merged = {head + k: v for k, v in limits.items()}

@@ -56,6 +56,9 @@ class FunctionNode(Executor):
         self.emit = emit
         super().__init__(id)
 
+    #: why a spec cannot rebuild this node from data (see ``NodeSpec.nonportable``)
+    nonportable = "it is an adapter the builder made around a function; rebuild with the builder"
+
     def _collect_handlers(self) -> tuple[Handler, ...]:
         # built from self, so a copy that re-collects gets handlers bound to itself
         result = () if self.result_type in _NO_RESULT else (self.result_type,)

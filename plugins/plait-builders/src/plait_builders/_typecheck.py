@@ -251,6 +251,8 @@ class ConverterExecutor(Executor):
     """
 
     kind = "converter"
+    #: why a spec cannot rebuild this node from data (see ``NodeSpec.nonportable``)
+    nonportable = "it is a converter the builder inserted; rebuild with the builder"
 
     def __init__(self, id: str, step: Step, *, passthrough: Sequence[Any] = ()) -> None:
         self.step = step

@@ -50,8 +50,18 @@ def _one(group: EdgeGroupSpec, end: str, names: Sequence[str]) -> str:
     return names[0]
 
 
-def _callable(group: EdgeGroupSpec, params: Mapping[str, Any], key: str) -> Any:
+def _callable(
+    group: EdgeGroupSpec,
+    params: Mapping[str, Any],
+    key: str,
+    env: RouterEnv,
+    role: str = "predicate",
+) -> Any:
+    """The callable for option ``key``: the in-process one the builder passed, else the
+    one the spec records (an expression or an import path), made by ``env``."""
     fn = params.get(key)
+    if fn is None and key in group.options:
+        return env.callable(group.options[key], what=f"edge group {group.id!r} {key}", role=role)
     if fn is not None and not callable(fn):
         raise ValueError(f"{key} of router {group.router!r} must be callable, got {fn!r}")
     return fn
@@ -111,7 +121,7 @@ class DirectRouter:
     def create(
         self, group: EdgeGroupSpec, params: Mapping[str, Any], env: RouterEnv
     ) -> SingleEdgeRunner:
-        condition = _callable(group, params, "condition")
+        condition = _callable(group, params, "condition", env)
         if self.require_condition and condition is None:
             raise ValueError("router 'conditional' needs a condition")
         return SingleEdgeRunner(group, condition)
@@ -153,7 +163,7 @@ class FanOutRouter:
         self, group: EdgeGroupSpec, params: Mapping[str, Any], env: RouterEnv
     ) -> FanOutEdgeRunner:
         _one(group, "source", group.sources)
-        return FanOutEdgeRunner(group, _callable(group, params, "selection"))
+        return FanOutEdgeRunner(group, _callable(group, params, "selection", env, "selection"))
 
 
 # -- switch ----------------------------------------------------------------------------------
@@ -194,7 +204,14 @@ class SwitchRouter:
     ) -> SwitchEdgeRunner:
         _one(group, "source", group.sources)
         targets = list(group.options.get("case_targets", ()))
-        predicates = list(params.get("cases", ()))
+        given = list(params.get("cases", ()))
+        recorded = list(group.options.get("cases", ()))
+        predicates = [
+            given[i]
+            if i < len(given) and given[i] is not None
+            else env.callable(recorded[i], what=f"switch {group.id!r} case {i}")
+            for i in range(max(len(given), len(recorded)))
+        ]
         if len(targets) != len(predicates):
             raise ValueError(
                 f"switch has {len(targets)} case target(s) but {len(predicates)} predicate(s)"

@@ -1,0 +1,123 @@
+"""Rebuilding executors from a spec: what :meth:`plait.Workflow.from_spec` does per node.
+
+For each node, in order: a Python object the caller passed (by node id, or by the name the
+document used, ``NodeSpec.uses``) is bound to the node; else the node's executor kind
+checks its config (every problem at once, each with its JSON path under ``/nodes/<i>``)
+and builds the executor. A node recorded as not portable (a lambda …) must be passed in.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import ConfigError, LoadError, PlaitError, SourcePosition
+from .executor import Executor
+from .kinds import KindContext
+from .refs import as_executor
+from .spec import NodeSpec, WorkflowSpec
+
+__all__ = ["build_executors"]
+
+
+def build_executors(
+    spec: WorkflowSpec,
+    executors: Mapping[str, Any],
+    *,
+    manager: Any,
+    allow_imports: bool,
+    source: str | None = None,
+) -> dict[str, Executor]:
+    """One executor per node of ``spec``.
+
+    :raises LoadError: listing every node that cannot be built, with its JSON path.
+    """
+    built: dict[str, Executor] = {}
+    problems: list[PlaitError] = []
+    kinds = manager.registry("executor_kind")
+    for index, node in enumerate(spec.nodes):
+        where = f"/nodes/{index}"
+        try:
+            executor = _bound(node, executors, where)
+            if executor is None:
+                executor = _from_kind(node, index, kinds, executors, manager, allow_imports, source)
+        except _NodeProblems as exc:
+            problems.extend(exc.problems)
+            continue
+        except PlaitError as exc:
+            problems.append(_positioned(exc, where, source))
+            continue
+        built[node.id] = executor
+    if problems:
+        raise LoadError(problems, source=source or spec.name)
+    return built
+
+
+class _NodeProblems(Exception):
+    def __init__(self, problems: list[PlaitError]) -> None:
+        super().__init__(problems)
+        self.problems = problems
+
+
+def _bound(node: NodeSpec, executors: Mapping[str, Any], where: str) -> Executor | None:
+    for key in (node.id, node.uses):
+        if key is not None and key in executors:
+            return as_executor(executors[key], node.id, what=f"node {node.id!r} ({where})")
+    if node.nonportable is not None:
+        name = node.uses or node.id
+        raise ConfigError(
+            f"node {node.id!r} cannot be rebuilt from data: {node.nonportable} "
+            f"(pass it as executors={{{name!r}: ...}})",
+            SourcePosition(path=where),
+        )
+    return None
+
+
+def _from_kind(
+    node: NodeSpec,
+    index: int,
+    kinds: Any,
+    executors: Mapping[str, Any],
+    manager: Any,
+    allow_imports: bool,
+    source: str | None,
+) -> Executor:
+    where = f"/nodes/{index}"
+    if node.kind not in kinds:
+        hint = ""
+        if node.uses is not None:
+            hint = f"; or pass the executor it uses as executors={{{node.uses!r}: ...}}"
+        raise ConfigError(
+            f"node {node.id!r} has executor kind {node.kind!r}, which no installed plugin "
+            f"registers; installed kinds: {', '.join(kinds.names()) or 'none'}{hint}",
+            SourcePosition(path=f"{where}/kind", source=source),
+        )
+    kind = kinds.get(node.kind)
+    ctx = KindContext(
+        node_id=node.id,
+        allow_imports=allow_imports,
+        executors=executors,
+        manager=manager,
+        source=source,
+    )
+    problems = kind.check(node.config, ctx)
+    if problems:
+        raise _NodeProblems([_positioned(p, where, source) for p in problems])
+    executor: Executor = kind.create(node.config, ctx)
+    return executor
+
+
+def _positioned(error: PlaitError, where: str, source: str | None) -> PlaitError:
+    """``error`` with its JSON path prefixed by the node's (``/nodes/3/config/argv``)."""
+    position = getattr(error, "position", None)
+    if isinstance(error, ConfigError) and position is not None:
+        path = position.path or ""
+        if not path.startswith(where):
+            path = f"{where}{path}"
+        return ConfigError(
+            error.reason,
+            SourcePosition(source=position.source or source, path=path),
+        )
+    return ConfigError(f"{error}", SourcePosition(source=source, path=where))
