@@ -19,17 +19,31 @@ instead of failing the next save. The first use connects once directly, so an
 unreachable server fails at once with libpq's own message rather than after the pool's
 wait.
 
+One writer per run: ``plait_leases`` holds each run's lease (fencing token, holder,
+expiry; rows stay after release, so tokens never repeat). A save with a lease inserts
+only while that token is current, reading the lease row ``FOR SHARE`` in the same
+statement, so a takeover (``FOR UPDATE``) cannot slip in between.
+
+Time bound: every call finishes within ``timeout`` seconds (default 30, ``?timeout=`` in
+the URL) or fails with :class:`~plait.errors.StoreUnavailableError`. The store sets
+``statement_timeout`` and ``lock_timeout`` to that bound on its sessions, turns on TCP
+keepalives and ``tcp_user_timeout``, waits at most that long for a pooled connection,
+and bounds every call as a whole too, so a stalled server, a blackholed connection or a
+lock held by another session never hangs a run.
+
 psycopg's async API and its pool run on asyncio only; these stores do not run on trio.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
+import anyio
 import psycopg
 from plait.checkpoint import (
     Checkpoint,
@@ -39,12 +53,14 @@ from plait.checkpoint import (
     encode_checkpoint,
 )
 from plait.errors import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
+from plait.leases import Lease, LeaseHolder, lost_error, released
 from plait.stores import (
     INFO_FIELDS,
     CheckpointStoreBase,
     duplicate_error,
     info_row,
     redact_url,
+    take_lease,
     where,
 )
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
@@ -94,6 +110,14 @@ MIGRATIONS: tuple[str, ...] = (
     END
     $$;
     """,
+    """
+    CREATE TABLE plait_leases (
+        run_id text PRIMARY KEY,
+        token bigint NOT NULL,
+        holder text,
+        expires_at double precision NOT NULL
+    );
+    """,
 )
 
 #: The schema version this release writes.
@@ -103,7 +127,9 @@ SCHEMA_VERSION = len(MIGRATIONS)
 _MIGRATION_LOCK = int.from_bytes(b"plait_cp", "big")
 #: Seconds libpq waits for a connection unless the URL sets ``connect_timeout``.
 DEFAULT_CONNECT_TIMEOUT = 5
-_OWN_OPTIONS = {"pool_max_size": 4, "pool_timeout": 10}
+#: Seconds any one call may take unless the URL sets ``timeout``.
+DEFAULT_TIMEOUT = 30.0
+_OWN_OPTIONS = {"pool_max_size": 4, "pool_timeout": -1.0, "timeout": DEFAULT_TIMEOUT}
 _INFO = ", ".join(INFO_FIELDS)
 
 
@@ -111,9 +137,10 @@ class PostgresCheckpointStore(CheckpointStoreBase):
     """Checkpoints in PostgreSQL (``postgresql://user:password@host:port/db``).
 
     :param url: a libpq URL. Its query may set any libpq parameter (``connect_timeout``,
-        ``sslmode``, ``options``, …) and two of the store's own: ``pool_max_size``
-        (connections at most, default 4) and ``pool_timeout`` (seconds to wait for a
-        connection from the pool, default 10).
+        ``sslmode``, ``options``, …) and three of the store's own: ``timeout`` (the
+        bound on every call, seconds, default 30), ``pool_max_size`` (connections at
+        most, default 4) and ``pool_timeout`` (seconds to wait for a connection from the
+        pool, default: ``timeout``).
 
     Connection failures are :class:`~plait.errors.StoreUnavailableError` naming the URL
     without its password.
@@ -132,11 +159,27 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                 own[name] = float(options.pop(name, default))
             except ValueError:
                 raise ValueError(f"{name} in {redact_url(url)!r} must be a number") from None
-        options.setdefault("connect_timeout", str(DEFAULT_CONNECT_TIMEOUT))
+        self.timeout = own["timeout"]
+        if not self.timeout > 0:
+            raise ValueError(f"timeout in {redact_url(url)!r} must be a positive number")
+        bound_ms = str(max(1, int(self.timeout * 1000)))
+        options.setdefault(
+            "connect_timeout", str(max(2, min(DEFAULT_CONNECT_TIMEOUT, int(self.timeout))))
+        )
+        # server-side bounds for statements and locks, and dead-peer detection on the socket
+        session = f"-c statement_timeout={bound_ms} -c lock_timeout={bound_ms}"
+        options["options"] = (
+            f"{options['options']} {session}" if options.get("options") else session
+        )
+        options.setdefault("keepalives", "1")
+        options.setdefault("keepalives_idle", "5")
+        options.setdefault("keepalives_interval", "2")
+        options.setdefault("keepalives_count", "3")
+        options.setdefault("tcp_user_timeout", bound_ms)
         self.url = redact_url(url)
         self.pool_max_size = max(1, int(own["pool_max_size"]))
-        self.pool_timeout = own["pool_timeout"]
-        self._conninfo = urlunsplit(parts._replace(query=urlencode(options)))
+        self.pool_timeout = own["pool_timeout"] if own["pool_timeout"] > 0 else self.timeout
+        self._conninfo = urlunsplit(parts._replace(query=urlencode(options, quote_via=quote)))
         self._pool: AsyncConnectionPool[Any] | None = None
         self._opening: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -201,16 +244,21 @@ class PostgresCheckpointStore(CheckpointStoreBase):
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        pool = await self._get_pool()
         try:
-            async with pool.connection() as conn:
-                yield conn
+            with anyio.fail_after(self.timeout):
+                pool = await self._get_pool()
+                async with pool.connection() as conn:
+                    yield conn
+        except TimeoutError as exc:
+            raise self._unavailable(
+                TimeoutError(f"no answer within {self.timeout} s (the URL's timeout)")
+            ) from exc
         except PoolTimeout as exc:  # before psycopg.Error: it is a subclass
             raise self._unavailable(await self._why_no_connection(exc)) from exc
         except psycopg.Error as exc:
             raise self._unavailable(exc) from exc
 
-    async def _why_no_connection(self, timeout: PoolTimeout) -> BaseException:
+    async def _why_no_connection(self, waited: PoolTimeout) -> BaseException:
         """libpq's reason when the pool had no connection to give (it only says it waited)."""
         try:
             conn = await psycopg.AsyncConnection.connect(self._conninfo)
@@ -249,15 +297,26 @@ class PostgresCheckpointStore(CheckpointStoreBase):
 
     # -- the protocol ------------------------------------------------------------------
 
-    async def save(self, checkpoint: Checkpoint) -> None:
-        """Insert ``checkpoint`` (saving the same checkpoint again does nothing)."""
+    async def save(self, checkpoint: Checkpoint, *, lease: Lease | None = None) -> None:
+        """Insert ``checkpoint`` (saving the same checkpoint again does nothing); with
+        ``lease``, only while it is the run's current lease."""
         data = encode_checkpoint(checkpoint)
         async with self._connection() as conn:
-            cursor = await conn.execute(
-                f"INSERT INTO plait_checkpoints ({_INFO}, data)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (checkpoint_id) DO NOTHING",
-                (*info_row(checkpoint), data),
-            )
+            if lease is None:
+                cursor = await conn.execute(
+                    f"INSERT INTO plait_checkpoints ({_INFO}, data)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+                    " ON CONFLICT (checkpoint_id) DO NOTHING",
+                    (*info_row(checkpoint), data),
+                )
+            else:
+                cursor = await conn.execute(
+                    f"INSERT INTO plait_checkpoints ({_INFO}, data)"
+                    " SELECT %s, %s, %s, %s, %s, %s, %s, %s WHERE EXISTS (SELECT 1 FROM"
+                    " plait_leases WHERE run_id = %s AND token = %s FOR SHARE)"
+                    " ON CONFLICT (checkpoint_id) DO NOTHING",
+                    (*info_row(checkpoint), data, checkpoint.run_id, lease.token),
+                )
             if cursor.rowcount == 1:
                 return
             cursor = await conn.execute(
@@ -265,8 +324,63 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                 (checkpoint.checkpoint_id,),
             )
             row = await cursor.fetchone()
+            if row is None and lease is not None:
+                raise lost_error(lease, self.url, await self._holder(conn, checkpoint.run_id))
         if row is None or bytes(row[0]) != data:
             raise duplicate_error(checkpoint, self.url)
+
+    @staticmethod
+    async def _holder(conn: psycopg.AsyncConnection[Any], run_id: str) -> LeaseHolder | None:
+        cursor = await conn.execute("SELECT holder FROM plait_leases WHERE run_id = %s", (run_id,))
+        row = await cursor.fetchone()
+        return LeaseHolder.from_json(row[0]) if row else None
+
+    async def acquire_lease(
+        self, run_id: str, *, ttl: float, holder: LeaseHolder | None = None
+    ) -> Lease:
+        """Take the lease of ``run_id`` (see :mod:`plait.leases`)."""
+        async with self._connection() as conn, conn.transaction():
+            await conn.execute(
+                "INSERT INTO plait_leases (run_id, token, holder, expires_at)"
+                " VALUES (%s, 0, NULL, 0) ON CONFLICT (run_id) DO NOTHING",
+                (run_id,),
+            )
+            cursor = await conn.execute(
+                "SELECT token, holder, expires_at FROM plait_leases WHERE run_id = %s FOR UPDATE",
+                (run_id,),
+            )
+            row = await cursor.fetchone()
+            assert row is not None
+            current = (int(row[0]), LeaseHolder.from_json(row[1]), float(row[2]))
+            lease = take_lease(run_id, current, holder, ttl, self.url)
+            await conn.execute(
+                "UPDATE plait_leases SET token = %s, holder = %s, expires_at = %s"
+                " WHERE run_id = %s",
+                (lease.token, lease.holder.to_json(), lease.expires_at, run_id),
+            )
+        return lease
+
+    async def renew_lease(self, lease: Lease, *, ttl: float) -> Lease:
+        """Extend ``lease`` by ``ttl`` seconds from now, unless it was taken over."""
+        renewed = Lease(lease.run_id, lease.token, lease.holder, time.time() + ttl)
+        async with self._connection() as conn:
+            cursor = await conn.execute(
+                "UPDATE plait_leases SET expires_at = %s WHERE run_id = %s AND token = %s",
+                (renewed.expires_at, lease.run_id, lease.token),
+            )
+            if cursor.rowcount != 1:
+                raise lost_error(lease, self.url, await self._holder(conn, lease.run_id))
+        return renewed
+
+    async def release_lease(self, lease: Lease) -> None:
+        """Give ``lease`` up; its token stays used."""
+        released(lease)
+        async with self._connection() as conn:
+            await conn.execute(
+                "UPDATE plait_leases SET holder = NULL, expires_at = 0"
+                " WHERE run_id = %s AND token = %s",
+                (lease.run_id, lease.token),
+            )
 
     async def load(self, checkpoint_id: str) -> Checkpoint:
         """Read, verify and decode the checkpoint ``checkpoint_id``."""
@@ -279,7 +393,9 @@ class PostgresCheckpointStore(CheckpointStoreBase):
         if row is None:
             raise CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r} in {self.url}")
         named = f"{where(row[0], checkpoint_id)} in {self.url}"
-        return decode_checkpoint(bytes(row[1]), where=named)
+        return decode_checkpoint(
+            bytes(row[1]), where=named, expect_run=row[0], expect_id=checkpoint_id
+        )
 
     async def list(self, run_id: str) -> Sequence[CheckpointInfo]:
         """The checkpoints of ``run_id`` in the order they were saved."""
@@ -303,7 +419,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
         if row is None:
             return None
         named = f"{where(run_id, row[0])} in {self.url}"
-        return decode_checkpoint(bytes(row[1]), where=named)
+        return decode_checkpoint(bytes(row[1]), where=named, expect_run=run_id, expect_id=row[0])
 
     async def delete(self, checkpoint_id: str) -> None:
         """Remove one checkpoint; nothing happens if it is not there."""
@@ -316,14 +432,38 @@ class PostgresCheckpointStore(CheckpointStoreBase):
         """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they
         name; return how many went."""
         check_keep_last(keep_last)
-        async with self._connection() as conn:
+        async with self._connection() as conn, conn.transaction():
+            # prune_plan's rule, with the bases read from the kept checkpoints' verified
+            # bodies; the first checkpoint stays while anything is kept (the topology).
             cursor = await conn.execute(
-                "WITH kept AS (SELECT seq, base_id FROM plait_checkpoints WHERE run_id = %s"
-                " ORDER BY seq DESC LIMIT %s)"
-                " DELETE FROM plait_checkpoints WHERE run_id = %s"
-                " AND seq NOT IN (SELECT seq FROM kept)"
-                " AND checkpoint_id NOT IN (SELECT base_id FROM kept WHERE base_id IS NOT NULL)",
-                (run_id, keep_last, run_id),
+                "SELECT seq, checkpoint_id, data FROM plait_checkpoints WHERE run_id = %s"
+                " ORDER BY seq DESC LIMIT %s FOR UPDATE",
+                (run_id, keep_last),
+            )
+            kept = await cursor.fetchall()
+            needed: set[str] = set()
+            for _seq, checkpoint_id, data in kept:
+                named = f"{where(run_id, checkpoint_id)} in {self.url}"
+                body = decode_checkpoint(
+                    bytes(data), where=named, expect_run=run_id, expect_id=checkpoint_id
+                )
+                if body.base_id is not None:
+                    needed.add(body.base_id)
+            if kept:
+                cursor = await conn.execute(
+                    "SELECT checkpoint_id FROM plait_checkpoints WHERE run_id = %s"
+                    " ORDER BY seq LIMIT 1",
+                    (run_id,),
+                )
+                first = await cursor.fetchone()
+                if first is not None:
+                    needed.add(first[0])
+            below = min((row[0] for row in kept), default=None)
+            cursor = await conn.execute(
+                "DELETE FROM plait_checkpoints WHERE run_id = %s"
+                " AND (%s::bigint IS NULL OR seq < %s::bigint)"
+                " AND NOT (checkpoint_id = ANY(%s::text[]))",
+                (run_id, below, below, sorted(needed)),
             )
             return cursor.rowcount
 

@@ -5,6 +5,7 @@ Keys (``PREFIX`` is ``plait:`` unless the URL says ``?prefix=``)::
     PREFIX cp:<checkpoint>   hash: run_id, seq, info (listing fields, JSON), data (bytes)
     PREFIX run:<run>         sorted set: checkpoint ids scored by seq
     PREFIX seq               counter: the last seq handed out
+    PREFIX lease:<run>       hash: token, holder (JSON), expires — the run's lease
 
 ``seq`` comes from ``INCR`` on one counter, so it grows with every save even when
 superstep numbers repeat after a resume; a run's sorted set orders it by ``seq``. (One
@@ -15,6 +16,15 @@ on the hash, so two saves of one id cannot both write): a checkpoint is wholly t
 absent. How durable an ``EXEC`` is depends on the server's persistence settings
 (``appendonly yes`` with ``appendfsync always`` for "durable before the next superstep").
 
+One writer per run: a save with a lease ``WATCH``es the run's lease hash and writes only
+while its token is the lease's, in the same ``MULTI``/``EXEC``; taking a lease over
+changes the hash, so a stale writer's ``EXEC`` fails and it sees the new token. Lease
+hashes stay after release (tokens never repeat for a run).
+
+Time bound: every call finishes within ``timeout`` seconds (default 30, ``?timeout=`` in
+the URL; it is also the socket timeout unless ``socket_timeout`` is set) or fails with
+:class:`~plait.errors.StoreUnavailableError`.
+
 redis-py's asyncio client needs asyncio; these stores do not run on trio.
 """
 
@@ -23,10 +33,12 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import anyio
 import redis.asyncio
 import redis.exceptions
 from plait.checkpoint import (
@@ -37,7 +49,15 @@ from plait.checkpoint import (
     encode_checkpoint,
 )
 from plait.errors import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
-from plait.stores import CheckpointStoreBase, duplicate_error, info_fields, redact_url, where
+from plait.leases import Lease, LeaseHolder, lost_error, released
+from plait.stores import (
+    CheckpointStoreBase,
+    duplicate_error,
+    info_fields,
+    redact_url,
+    take_lease,
+    where,
+)
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
@@ -45,6 +65,8 @@ __all__ = ["RedisCheckpointStore", "redact_url"]
 
 #: Seconds to wait for a TCP connection unless the URL sets ``socket_connect_timeout``.
 DEFAULT_CONNECT_TIMEOUT = 5.0
+#: Seconds any one call may take unless the URL sets ``timeout``.
+DEFAULT_TIMEOUT = 30.0
 _UNAVAILABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
 
 
@@ -67,6 +89,11 @@ class RedisCheckpointStore(CheckpointStoreBase):
             raise ValueError(f"not a Redis store url: {redact_url(url)!r}")
         options = dict(parse_qsl(parts.query, keep_blank_values=True))
         self.prefix = options.pop("prefix", "plait:")
+        try:
+            self.timeout = float(options.pop("timeout", DEFAULT_TIMEOUT))
+        except ValueError:
+            raise ValueError(f"timeout in {redact_url(url)!r} must be seconds") from None
+        options.setdefault("socket_timeout", str(self.timeout))
         if "decode_responses" in options:
             raise ValueError(
                 f"{redact_url(url)!r}: decode_responses cannot be set; checkpoints are bytes"
@@ -117,23 +144,40 @@ class RedisCheckpointStore(CheckpointStoreBase):
                 f"{self!r} was first used in another event loop; open one store per loop"
             )
         try:
-            yield self._client
+            with anyio.fail_after(self.timeout):
+                yield self._client
+        except TimeoutError as exc:
+            raise StoreUnavailableError(
+                f"Redis checkpoint store {self.url} did not answer within {self.timeout} s"
+            ) from exc
         except _UNAVAILABLE as exc:
             raise StoreUnavailableError(
                 f"Redis checkpoint store {self.url} is unreachable: {exc}"
             ) from exc
 
+    def _lease_key(self, run_id: str) -> str:
+        return f"{self.prefix}lease:{run_id}"
+
     # -- the protocol ------------------------------------------------------------------
 
-    async def save(self, checkpoint: Checkpoint) -> None:
-        """Write ``checkpoint`` in one transaction (saving it again does nothing)."""
+    async def save(self, checkpoint: Checkpoint, *, lease: Lease | None = None) -> None:
+        """Write ``checkpoint`` in one transaction (saving it again does nothing); with
+        ``lease``, only while it is the run's current lease."""
         data = encode_checkpoint(checkpoint)
         key = self._cp_key(checkpoint.checkpoint_id)
+        lease_key = self._lease_key(checkpoint.run_id)
         info = json.dumps(info_fields(checkpoint), ensure_ascii=False)
         async with self._redis() as client, client.pipeline(transaction=True) as pipe:
             while True:
                 try:
-                    await pipe.watch(key)
+                    if lease is not None:
+                        await pipe.watch(key, lease_key)
+                        token, holder = await pipe.hmget(lease_key, ["token", "holder"])
+                        if token is None or int(token) != lease.token:
+                            await pipe.unwatch()  # type: ignore[no-untyped-call]
+                            raise lost_error(lease, self.url, LeaseHolder.from_json(holder))
+                    else:
+                        await pipe.watch(key)
                     existing = await pipe.hget(key, "data")
                     if existing is not None:
                         await pipe.unwatch()  # type: ignore[no-untyped-call]
@@ -164,7 +208,59 @@ class RedisCheckpointStore(CheckpointStoreBase):
         if data is None:
             raise CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r} in {self.url}")
         named = f"{where(_text(run_id), checkpoint_id)} in {self.url}"
-        return decode_checkpoint(_bytes(data), where=named)
+        return decode_checkpoint(
+            _bytes(data), where=named, expect_run=_text(run_id), expect_id=checkpoint_id
+        )
+
+    async def acquire_lease(
+        self, run_id: str, *, ttl: float, holder: LeaseHolder | None = None
+    ) -> Lease:
+        """Take the lease of ``run_id`` (see :mod:`plait.leases`)."""
+        return await self._lease(run_id, None, ttl, holder)
+
+    async def renew_lease(self, lease: Lease, *, ttl: float) -> Lease:
+        """Extend ``lease`` by ``ttl`` seconds from now, unless it was taken over."""
+        return await self._lease(lease.run_id, lease, ttl, None)
+
+    async def release_lease(self, lease: Lease) -> None:
+        """Give ``lease`` up; its token stays used."""
+        released(lease)
+        await self._lease(lease.run_id, lease, 0.0, None)
+
+    async def _lease(
+        self, run_id: str, lease: Lease | None, ttl: float, holder: LeaseHolder | None
+    ) -> Lease:
+        key = self._lease_key(run_id)
+        async with self._redis() as client, client.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    await pipe.watch(key)
+                    token, raw, expires = await pipe.hmget(key, ["token", "holder", "expires"])
+                    current = None
+                    if token is not None:
+                        current = (int(token), LeaseHolder.from_json(raw), float(expires or 0))
+                    if lease is None:
+                        new = take_lease(run_id, current, holder, ttl, self.url)
+                    elif current is None or current[0] != lease.token:
+                        await pipe.unwatch()  # type: ignore[no-untyped-call]
+                        if ttl <= 0:  # releasing a lease that was taken over: nothing to do
+                            return lease
+                        raise lost_error(lease, self.url, current[1] if current else None)
+                    else:
+                        new = Lease(run_id, lease.token, lease.holder, time.time() + ttl)
+                    pipe.multi()  # type: ignore[no-untyped-call]
+                    pipe.hset(
+                        key,
+                        mapping={
+                            "token": new.token,
+                            "holder": new.holder.to_json() if ttl > 0 else "",
+                            "expires": new.expires_at if ttl > 0 else 0.0,
+                        },
+                    )
+                    await pipe.execute()
+                    return new
+                except redis.exceptions.WatchError:
+                    continue  # the lease changed meanwhile: decide again
 
     async def list(self, run_id: str) -> Sequence[CheckpointInfo]:
         """The checkpoints of ``run_id`` in the order they were saved."""
@@ -209,7 +305,9 @@ class RedisCheckpointStore(CheckpointStoreBase):
                 # Deleted between the two reads; drop the stray index entry and look again.
                 await client.zrem(self._run_key(run_id), checkpoint_id)
         named = f"{where(run_id, checkpoint_id)} in {self.url}"
-        return decode_checkpoint(_bytes(data), where=named)
+        return decode_checkpoint(
+            _bytes(data), where=named, expect_run=run_id, expect_id=checkpoint_id
+        )
 
     async def delete(self, checkpoint_id: str) -> None:
         """Remove one checkpoint; nothing happens if it is not there."""
@@ -237,8 +335,20 @@ class RedisCheckpointStore(CheckpointStoreBase):
         async with self._redis() as client:
             ids = [_text(i) for i in await client.zrange(run_key, 0, -1)]
             cut = max(len(ids) - keep_last, 0)
-            # prune_plan's rule: older checkpoints go unless a kept one names them as base.
-            needed = {i.base_id for i in await self._infos(client, ids[cut:]) if i.base_id}
+            # prune_plan's rule, with bases read from the kept checkpoints' verified
+            # bodies: older checkpoints go unless a kept one names them as base, and the
+            # first stays while anything is kept (it holds the topology).
+            needed = {ids[0]} if keep_last and ids else set()
+            for checkpoint_id in ids[cut:]:
+                data = await client.hget(self._cp_key(checkpoint_id), "data")
+                if data is None:
+                    continue
+                named = f"{where(run_id, checkpoint_id)} in {self.url}"
+                body = decode_checkpoint(
+                    _bytes(data), where=named, expect_run=run_id, expect_id=checkpoint_id
+                )
+                if body.base_id is not None:
+                    needed.add(body.base_id)
             doomed = [i for i in ids[:cut] if i not in needed]
             if not doomed:
                 return 0

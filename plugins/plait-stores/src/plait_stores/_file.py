@@ -356,6 +356,8 @@ class FileCheckpointStore(CheckpointStoreBase):
             if lease is None:  # acquire
                 new = take_lease(run_id, current, holder, ttl, self.url)
             elif current is None or current[0] != lease.token:
+                if ttl <= 0:  # releasing a lease that was taken over: nothing to do
+                    return lease
                 raise lost_error(lease, self.url, current[1] if current else None)
             elif ttl > 0:  # renew
                 new = Lease(run_id, lease.token, lease.holder, time.time() + ttl)
