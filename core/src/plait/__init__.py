@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import convert, errors, events, plugins
-from .context import WorkflowContext
+from .context import InvocationFailure, RequestResponse, WorkflowContext
 from .convert import converter
 from .errors import PlaitError, WorkflowRunError, WorkflowValidationError
 from .events import RunStatus
@@ -48,9 +48,11 @@ __all__ = [
     "EdgeGroupSpec",
     "Executor",
     "FunctionExecutor",
+    "InvocationFailure",
     "Never",
     "NodeSpec",
     "PlaitError",
+    "RequestResponse",
     "RetryPolicy",
     "RunStatus",
     "Workflow",

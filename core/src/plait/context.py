@@ -16,7 +16,7 @@ import typing_extensions
 if TYPE_CHECKING:
     from .state import RunState
 
-__all__ = ["RequestResponse", "WorkflowContext"]
+__all__ = ["InvocationFailure", "RequestResponse", "WorkflowContext"]
 
 
 @attrs.frozen
@@ -31,6 +31,22 @@ class RequestResponse:
     request_id: str
     request: Any
     value: Any
+
+
+@attrs.frozen
+class InvocationFailure:
+    """What an error edge delivers: executor ``executor_id`` failed (after its retries) on
+    ``message`` in ``superstep``, and the run goes on. ``error_type`` is the failure's class
+    name (the cause's, for a handler that raised), ``error`` its message.
+
+    .. versionadded:: 0.1
+    """
+
+    executor_id: str
+    superstep: int
+    error_type: str
+    error: str
+    message: Any = None
 
 
 OutT = typing_extensions.TypeVar("OutT", default=Any)

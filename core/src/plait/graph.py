@@ -22,7 +22,11 @@ from .spec import WorkflowSpec
 if TYPE_CHECKING:
     from .plugins import PluginManager
 
-__all__ = ["CompiledGraph", "PluginEnv"]
+__all__ = ["ERROR_ROUTER", "CompiledGraph", "PluginEnv"]
+
+#: The router name of error edges: ``A -error-> fallback``. The runner delivers an
+#: :class:`~plait.context.InvocationFailure` along them when A fails after its retries.
+ERROR_ROUTER = "error"
 
 
 class PluginEnv:
@@ -131,9 +135,17 @@ class CompiledGraph:
         self.executors = dict(executors)
         self.edge_runners = dict(edge_runners)
         routes: dict[str, list[tuple[str, EdgeRunner]]] = {}
+        errors: dict[str, list[str]] = {}
         for group in spec.edge_groups:
+            if group.router == ERROR_ROUTER:
+                # not a route for messages: where a source's failures go instead of failing
+                for source in group.sources:
+                    errors.setdefault(source, []).extend(group.targets)
+                continue
             for source in group.sources:
                 routes.setdefault(source, []).append((group.id, self.edge_runners[group.id]))
+        #: executor id -> the executors its failures are delivered to (error edges)
+        self.error_targets = {k: tuple(v) for k, v in errors.items()}
         self.routes_from = {k: tuple(v) for k, v in routes.items()}
         self.flushers = tuple(
             (gid, runner) for gid, runner in self.edge_runners.items() if runner.needs_flush
@@ -152,6 +164,10 @@ class CompiledGraph:
         self.default_visit_limits = {eid: n for eid, n in visits.items() if n}
         self.plugin_manager = plugin_manager
         self.policies = policies_of(spec, self.executors)
+        for source in self.error_targets:
+            # an invocation whose failure an error edge takes is transactional too: what
+            # it sent or yielded before failing is dropped
+            self.policies.setdefault(source, (None, None))
 
     @functools.cached_property
     def signature(self) -> str:

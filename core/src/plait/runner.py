@@ -26,8 +26,9 @@ import anyio
 import anyio.lowlevel
 
 from .attempts import cancelled_from_inside, invoke_with_policy, wrap_failure
-from .context import WorkflowContext
+from .context import InvocationFailure, WorkflowContext
 from .errors import (
+    ExecutorFailedError,
     RoutingError,
     RunOptionError,
     SuperstepLimitError,
@@ -82,6 +83,7 @@ class Runner:
         self.live = live  # yield to the consumer every superstep
         self.on_superstep = on_superstep
         self.failures: list[BaseException] = []
+        self.diverted: list[tuple[str, Any]] = []  # failures taken by error edges
         self.policies = graph.policies
         #: called before a retry's backoff (durable runs record the attempt count)
         self.on_retry: Callable[[str, int], Awaitable[None]] | None = None
@@ -147,6 +149,10 @@ class Runner:
                 await self._parallel(inbox)
             ran = inbox
             inbox = self._route() if state.outbox else {}
+            if self.diverted:
+                for target, failure in self.diverted:
+                    inbox.setdefault(target, []).append(failure)
+                self.diverted = []
             if self.graph.flushers:
                 self._flush(inbox)
             if self.detail and emit is not None:
@@ -174,6 +180,20 @@ class Runner:
                 )
 
     async def _invoke(self, eid: str, message: Any, index: int = 0) -> None:
+        try:
+            await self._call(eid, message, index)
+        except WorkflowRunError as exc:
+            targets = self.graph.error_targets.get(eid) if self.graph.error_targets else None
+            if not targets or exc.executor_id != eid:
+                raise
+            # an error edge takes the failure: the run goes on
+            cause = exc.__cause__ if isinstance(exc, ExecutorFailedError) else None
+            failure = InvocationFailure(
+                eid, self.state.superstep, type(cause or exc).__name__, str(cause or exc), message
+            )
+            self.diverted.extend((target, failure) for target in targets)
+
+    async def _call(self, eid: str, message: Any, index: int) -> None:
         executor = self.graph.executors[eid]
         found = executor.find_handler(message)
         step = self.state.superstep

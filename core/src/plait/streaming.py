@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import math
+import sys
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -16,6 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
+
+if sys.version_info < (3, 11):  # pragma: no cover - exercised on 3.10 only
+    from exceptiongroup import BaseExceptionGroup  # type: ignore[import-not-found,unused-ignore]
 
 from .events import WorkflowEvent
 from .options import RunOptions
@@ -67,6 +71,12 @@ class EventStream:
         self._group.cancel_scope.cancel()  # a no-op when the run already ended
         try:
             return await self._group.__aexit__(exc_type, exc, tb)
+        except BaseExceptionGroup as group:
+            # the block's own error (the run's failure, raised at the end of the events)
+            # comes back wrapped by the task group: give it back as it was raised
+            if exc is not None and group.exceptions == (exc,):
+                raise exc from exc.__cause__
+            raise
         finally:
             self._receive.close()
 

@@ -221,6 +221,13 @@ class WorkflowBuilder(ConnectionMixin):
         self._add_group("fan_in", srcs, [self._ref(target)], {"merge": merge, "when": when})
         return self
 
+    def add_error_edge(self, source: ExecutorRef, target: ExecutorRef) -> Self:
+        """When ``source`` fails (after its retries), deliver a
+        :class:`plait.InvocationFailure` to ``target`` and go on, instead of failing the
+        run. ``target`` needs a handler for ``InvocationFailure``."""
+        self._add_group("error", [self._ref(source)], [self._ref(target)])
+        return self
+
     def add_switch(
         self,
         source: ExecutorRef,

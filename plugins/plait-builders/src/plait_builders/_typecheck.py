@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any, Union
 
 import attrs
-from plait import Executor, WorkflowContext
+from plait import Executor, InvocationFailure, WorkflowContext
 from plait.convert import ConverterGraph, LossyConversion, Step, converter_graph
 from plait.errors import ConverterError
 from plait.executor import Handler
@@ -208,6 +208,8 @@ def _incoming(
     group: EdgeGroupSpec, executors: dict[str, Executor], merges: Registry[Any]
 ) -> list[Any] | None:
     """What each target of ``group`` may receive; None when it cannot be known statically."""
+    if group.router == "error":
+        return [InvocationFailure]  # an error edge carries failures, not messages
     sent: list[Any] = []
     for source_id in group.sources:
         source = executors.get(source_id)

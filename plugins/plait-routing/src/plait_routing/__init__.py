@@ -12,6 +12,9 @@ fan_in      a barrier: waits for a message from every source, then delivers one
             source-declaration order; ``when="available"`` fires with what arrived
             once no pending message can still reach the silent sources
 switch      ordered ``cases`` (predicate, target), first match wins, else ``default``
+error       an error edge: when a source fails (after its retries), each target gets an
+            :class:`plait.InvocationFailure` and the run goes on (the runner delivers
+            it; the edge carries no ordinary message)
 ========== ======================================================================
 
 .. versionadded:: 0.1
@@ -23,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Union
 
 import plait
+from plait import InvocationFailure
 from plait.errors import RoutingError
 from plait.hookspecs import Register
 from plait.routing import Delivery, RouterEnv
@@ -33,6 +37,8 @@ __all__ = [
     "FanOutRouter",
     "FanInRouter",
     "SwitchRouter",
+    "ErrorRouter",
+    "ErrorEdgeRunner",
     "SingleEdgeRunner",
     "FanOutEdgeRunner",
     "FanInBuffers",
@@ -227,6 +233,33 @@ class SwitchRouter:
         return SwitchEdgeRunner(group, list(zip(predicates, targets)), default)
 
 
+# -- error edges -----------------------------------------------------------------------------
+
+
+class ErrorEdgeRunner(_Stateless):
+    """An error edge: ordinary messages never cross it (the runner delivers failures)."""
+
+    def __init__(self, group: EdgeGroupSpec) -> None:
+        self.group = group
+
+    def route(self, source: str, message: Any, target: str | None, state: Any) -> list[Delivery]:
+        return []
+
+    def message_types(self, source_types: Sequence[Any]) -> Mapping[str, Sequence[Any]]:
+        return {target: (InvocationFailure,) for target in self.group.targets}
+
+
+class ErrorRouter:
+    """``error``: where failures of the sources go instead of failing the run."""
+
+    stateful = False
+
+    def create(
+        self, group: EdgeGroupSpec, params: Mapping[str, Any], env: RouterEnv
+    ) -> ErrorEdgeRunner:
+        return ErrorEdgeRunner(group)
+
+
 # -- fan-in ----------------------------------------------------------------------------------
 
 
@@ -337,3 +370,4 @@ def plait_register_routers(register: Register) -> None:
     register("fan_out", FanOutRouter())
     register("fan_in", FanInRouter())
     register("switch", SwitchRouter())
+    register("error", ErrorRouter())
