@@ -12,6 +12,7 @@ fan-in holds ``quick``'s message for most of the run (its state is in every chec
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import anyio
@@ -19,6 +20,7 @@ from plait import Never, Workflow, WorkflowContext, executor
 from plait_builders import WorkflowBuilder
 
 CHAIN = 28
+SLEEP = float(os.environ.get("PLAIT_CRASHY_SLEEP", "0.03"))
 LOG_PATH = ""
 
 
@@ -43,7 +45,7 @@ def build() -> Workflow:
         async def step(x: int, ctx: WorkflowContext[int]) -> None:
             _log(ctx)
             ctx.state["visits"] = ctx.state.get("visits", 0) + 1
-            await anyio.sleep(0.03)  # work between checkpoints
+            await anyio.sleep(SLEEP)  # work between checkpoints
             await ctx.send_message(x + i)
 
         return step

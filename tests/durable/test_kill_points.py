@@ -1,0 +1,91 @@
+"""Seeded kill -9 at random points, per store, each resumed and compared with the
+uninterrupted outputs (issue 14, fault injection).
+
+``PLAIT_KILL_POINTS`` kill points per store (default 20; ``PLAIT_KILL_SEED`` picks them).
+The victims run concurrently, a few at a time, each its own run of ``crashy.py``. A longer
+soak: ``PLAIT_KILL_POINTS=200 pytest tests/durable/test_kill_points.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from test_crash_resume import CRASHY, _latest_superstep, _ran
+
+KILL_POINTS = int(os.environ.get("PLAIT_KILL_POINTS", "20"))
+SEED = int(os.environ.get("PLAIT_KILL_SEED", "14"))
+AT_ONCE = 4
+
+
+@pytest.fixture(params=["file", "sqlite", "redis", "postgresql"])
+def any_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "file":
+        return f"file://{tmp_path / 'checkpoints'}"
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'runs.db'}"
+    url: str = request.getfixturevalue("redis_url" if request.param == "redis" else "postgres_url")
+    return url
+
+
+def _start(mode: str, url: str, run_id: str, log: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "PLAIT_CRASHY_SLEEP": "0.005"}
+    return subprocess.Popen(
+        [sys.executable, str(CRASHY), mode, url, run_id, str(log)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def test_seeded_kill_points_all_resume_to_the_uninterrupted_outputs(
+    any_store_url: str, tmp_path: Path
+) -> None:
+    url = any_store_url
+    clean = _start("run", url, f"clean-{uuid.uuid4().hex}", tmp_path / "clean.log")
+    out, err = clean.communicate(timeout=60)
+    assert clean.returncode == 0, err
+    expected = json.loads(out)
+    rng = random.Random(f"{SEED}:{url.split(':')[0]}")
+    points = [rng.randrange(0, expected["supersteps"]) for _ in range(KILL_POINTS)]
+    survived = 0
+    for batch_start in range(0, len(points), AT_ONCE):
+        batch = points[batch_start : batch_start + AT_ONCE]
+        victims = []
+        for i, point in enumerate(batch):
+            run_id = f"kill-{batch_start + i}-{uuid.uuid4().hex}"
+            log = tmp_path / f"{run_id}.log"
+            victims.append((point, run_id, log, _start("run", url, run_id, log)))
+        pending = list(victims)
+        deadline = time.monotonic() + 60
+        while pending:
+            assert time.monotonic() < deadline, "a run never reached its kill point"
+            for victim in list(pending):
+                point, run_id, _log, proc = victim
+                if proc.poll() is not None or _latest_superstep(url, run_id) >= point:
+                    proc.send_signal(signal.SIGKILL)
+                    proc.wait(timeout=10)
+                    pending.remove(victim)
+            time.sleep(0.005)
+        resumers = [
+            (run_id, log, _start("resume", url, run_id, log)) for _, run_id, log, _ in victims
+        ]
+        for run_id, log, proc in resumers:
+            out, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, (run_id, err)
+            got = json.loads(out)
+            assert got == expected, (run_id, got)
+            runs: Counter[tuple[int, str]] = _ran(log)
+            assert runs[(expected["supersteps"], "join")] == 1  # the fan-in fired once
+            survived += 1
+    assert survived == KILL_POINTS
