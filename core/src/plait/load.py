@@ -70,7 +70,7 @@ def _read(source: str | os.PathLike[str], suffixes: set[str]) -> tuple[str, str,
         isinstance(source, str)
         and "\n" not in source
         and len(source) < 4096
-        and Path(source).suffix.lower() in suffixes
+        and source.lower().endswith(tuple(suffixes))
         and Path(source).is_file()
     ):
         path = Path(source)
@@ -84,7 +84,8 @@ def _read(source: str | os.PathLike[str], suffixes: set[str]) -> tuple[str, str,
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise LoadError([PlaitError(f"cannot read it: {exc}")], source=str(path)) from exc
-        return text, str(path), path.suffix.lower()
+        suffix = next((s for s in suffixes if path.name.lower().endswith(s)), path.suffix.lower())
+        return text, str(path), suffix
     if not isinstance(source, str):
         raise TypeError(f"plait.load needs text or a path, got {type(source).__name__}")
     if len(source) > _MAX_BYTES:
@@ -131,6 +132,16 @@ def load_spec(
 ) -> WorkflowSpec:
     """The spec a document describes, without building it (what ``plait validate`` and
     ``plait graph`` use). Arguments as for :func:`load`."""
+    return _load_spec(source, format, executors, plugin_manager, options)[0]
+
+
+def _load_spec(
+    source: str | os.PathLike[str],
+    format: str | None,
+    executors: Mapping[str, Any] | None,
+    plugin_manager: Any,
+    options: Mapping[str, Any],
+) -> tuple[WorkflowSpec, str]:
     if plugin_manager is None:
         from .plugins import get_plugin_manager
 
@@ -156,7 +167,7 @@ def load_spec(
         options=options,
         manager=plugin_manager,
     )
-    return loader.load(text, ctx)
+    return loader.load(text, ctx), name
 
 
 def load(
@@ -190,13 +201,7 @@ def load(
         from .plugins import get_plugin_manager
 
         plugin_manager = get_plugin_manager()
-    spec = load_spec(
-        source, format=format, executors=executors, plugin_manager=plugin_manager, **options
-    )
+    spec, name = _load_spec(source, format, executors, plugin_manager, options)
     return Workflow.from_spec(
-        spec,
-        executors,
-        allow_imports=allow_imports,
-        plugin_manager=plugin_manager,
-        source=None if isinstance(source, str) and "\n" in source else str(source)[:200],
+        spec, executors, allow_imports=allow_imports, plugin_manager=plugin_manager, source=name
     )
