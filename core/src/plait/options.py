@@ -62,9 +62,6 @@ class RunOptions:
     :param durability: ``sync``, ``async`` or ``exit`` (see the durable-runs guide).
     :param lease_ttl: seconds the run's lease (one writer per run) lives without renewal;
         a worker that died on another host loses it after this long (default 30).
-    :param checkpoint_key: key(s) that sign (HMAC-SHA256) and may encrypt checkpoints:
-        bytes/text, or a sequence whose first key signs and all verify (rotation); default
-        from ``PLAIT_CHECKPOINT_KEY`` (see the security guide).
     """
 
     max_supersteps: int = attrs.field(default=100, validator=_positive)
@@ -78,7 +75,6 @@ class RunOptions:
     checkpoint: Any = None
     durability: str = attrs.field(default="sync", validator=_one_of("sync", "async", "exit"))
     lease_ttl: float = attrs.field(default=30.0, validator=_positive_seconds)
-    checkpoint_key: Any = None
 
     @classmethod
     def from_kwargs(cls, defaults: Mapping[str, Any], options: Mapping[str, Any]) -> RunOptions:
