@@ -119,6 +119,37 @@ def test_fan_in_target_receives_the_merged_type() -> None:
     assert concat.set_start(a).build().run_sync("y").outputs == ["y"]
 
 
+def test_fan_in_separator_is_kept_in_the_group_options_and_honoured() -> None:
+    @executor(id="c")
+    async def c(x: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(x + "!")
+
+    @executor(id="d")
+    async def d(x: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(x + "?")
+
+    @executor(id="single")
+    async def single(x: str, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(x)
+
+    built = (
+        WorkflowBuilder()
+        .add_fan_out(a, [d, c])
+        .add_fan_in([d, c], single, merge="concat", separator=" | ")
+        .set_start(a)
+        .build()
+    )
+    group = next(g for g in built.spec.edge_groups if g.router == "fan_in")
+    assert group.options["merge_options"] == {"separator": " | "}
+    assert built.run_sync("y").outputs == ["y? | y!"]
+    plain = WorkflowBuilder().add_fan_out(a, [d, c]).add_fan_in([d, c], single, merge="concat")
+    assert "merge_options" not in plain.to_spec().edge_groups[-1].options
+    with pytest.raises(WorkflowValidationError, match="'first' takes no options"):
+        WorkflowBuilder().add_fan_out(a, [d, c]).add_fan_in(
+            [d, c], single, merge="first", separator="-"
+        ).set_start(a).build()
+
+
 def test_spec_is_json_round_trippable_and_signed() -> None:
     def build() -> Any:
         return WorkflowBuilder("sig").add_edge(a, b, condition=bool).set_start(a).build()

@@ -62,7 +62,7 @@ class TestListOfNumbers(TestList):
 
 class TestConcat(StrategyContract):
     strategy_name = "concat"
-    oracle = staticmethod(lambda values, sources: "".join(values))
+    oracle = staticmethod(lambda values, sources: " ".join(values))
 
 
 class TestConcatLists(StrategyContract):
@@ -80,7 +80,7 @@ class TestConcatLists(StrategyContract):
 
 class TestConcatNewline(StrategyContract):
     strategy_name = "concat_newline"
-    oracle = staticmethod(lambda values, sources: "\n".join(values))
+    oracle = staticmethod(lambda values, sources: "\n\n".join(values))
 
 
 class TestFirst(StrategyContract):

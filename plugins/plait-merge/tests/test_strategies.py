@@ -15,6 +15,19 @@ from plait_testing import RegisterPlugin
 SOURCES = ("researcher", "critic", "editor")
 
 
+def _registered() -> dict[str, Any]:
+    found: dict[str, Any] = {}
+
+    def register(name: str, obj: Any, *, replaces: str | None = None) -> None:
+        found[name] = obj
+
+    plait_merge.plait_register_merge_strategies(register)
+    return found
+
+
+STRATEGIES = _registered()
+
+
 # -- list ------------------------------------------------------------------------------------
 
 
@@ -36,8 +49,9 @@ def test_list_output_type_is_a_list_of_the_input() -> None:
 # -- concat ----------------------------------------------------------------------------------
 
 
-def test_concat_joins_strings() -> None:
-    assert ConcatMerge().merge(["ab", "cd", "e"], SOURCES) == "abcde"
+def test_concat_joins_strings_with_one_space_as_seed_000_says() -> None:
+    assert ConcatMerge().merge(["resultA", "resultB"], SOURCES[:2]) == "resultA resultB"
+    assert STRATEGIES["concat"].merge(["ab", "cd", "e"], SOURCES) == "ab cd e"
 
 
 def test_concat_chains_lists_and_tuples() -> None:
@@ -58,13 +72,35 @@ def test_concat_output_type_is_the_input_type() -> None:
     assert ConcatMerge().output_type(str) is str
 
 
-def test_concat_newline_puts_one_newline_between_values() -> None:
-    assert ConcatMerge("\n").merge(["one", "two", "three"], SOURCES) == "one\ntwo\nthree"
-    assert ConcatMerge("\n").merge(["alone"], SOURCES[:1]) == "alone"
+def test_concat_newline_puts_a_blank_line_between_values() -> None:
+    newline = STRATEGIES["concat_newline"]
+    assert newline.merge(["resultA", "resultB"], SOURCES[:2]) == "resultA\n\nresultB"
+    assert newline.merge(["one", "two", "three"], SOURCES) == "one\n\ntwo\n\nthree"
+    assert newline.merge(["alone"], SOURCES[:1]) == "alone"
 
 
 def test_concat_newline_chains_lists_without_a_separator() -> None:
-    assert ConcatMerge("\n").merge([["a"], ["b"]], SOURCES[:2]) == ["a", "b"]
+    assert STRATEGIES["concat_newline"].merge([["a"], ["b"]], SOURCES[:2]) == ["a", "b"]
+
+
+def test_concat_with_options_takes_a_separator_and_leaves_the_original_alone() -> None:
+    concat = STRATEGIES["concat"]
+    piped = concat.with_options({"separator": " | "})
+    assert piped.merge(["a", "b", "c"], SOURCES) == "a | b | c"
+    assert concat.merge(["a", "b"], SOURCES[:2]) == "a b"
+    assert STRATEGIES["concat_newline"].with_options({}).separator == "\n\n"
+
+
+def test_concat_with_options_rejects_unknown_options_and_non_strings() -> None:
+    with pytest.raises(ValueError, match="'separator' only, got 'sep'"):
+        ConcatMerge().with_options({"sep": "-"})
+    with pytest.raises(ValueError, match="must be a string, got 3"):
+        ConcatMerge().with_options({"separator": 3})
+
+
+def test_strategies_without_options_have_no_with_options() -> None:
+    for name in ("list", "first", "last", "keyed"):
+        assert not hasattr(STRATEGIES[name], "with_options"), name
 
 
 # -- first / last --------------------------------------------------------------------------

@@ -228,6 +228,34 @@ def test_fan_in_with_an_unknown_merge_lists_the_installed_ones() -> None:
         FanInRouter().create(spec, {}, env())
 
 
+def test_fan_in_hands_merge_options_to_the_strategy() -> None:
+    class Joined(ListOf):
+        def __init__(self, separator: str = ",") -> None:
+            super().__init__()
+            self.separator = separator
+
+        def with_options(self, options: Any) -> Joined:
+            return Joined(options["separator"])
+
+        def merge(self, values: Any, sources: Any) -> Any:
+            return self.separator.join(values)
+
+    spec = group("fan_in", ["a", "b"], ["t"], merge="list", merge_options={"separator": " | "})
+    runner = FanInRouter().create(spec, {}, env(Joined()))
+    state = runner.initial_state()
+    assert runner.route("b", "y", None, state) == []
+    assert runner.route("a", "x", None, state) == [("t", "x | y")]
+
+
+def test_fan_in_merge_options_need_a_strategy_that_takes_them() -> None:
+    spec = group("fan_in", ["a", "b"], ["t"], merge="list", merge_options={"separator": "-"})
+    with pytest.raises(ValueError, match="'list' takes no options, got 'separator'"):
+        FanInRouter().create(spec, {}, env())
+    bad = group("fan_in", ["a", "b"], ["t"], merge="list", merge_options=["-"])
+    with pytest.raises(ValueError, match="merge_options must be a mapping"):
+        FanInRouter().create(bad, {}, env())
+
+
 # -- switch ----------------------------------------------------------------------------------
 
 

@@ -210,15 +210,23 @@ class WorkflowBuilder(ConnectionMixin):
         merge: str = "list",
         *,
         when: str = "all",
+        **merge_options: Any,
     ) -> Self:
         """Wait for a message from every source, then deliver one merged message.
 
         :param merge: a merge strategy name (``list``, ``concat``, ``keyed`` …).
         :param when: ``"all"`` waits for every source; ``"available"`` fires with what
             arrived once no pending message can still reach the silent sources.
+        :param merge_options: options for the strategy, kept in the group's options as
+            ``merge_options`` (``separator=" | "`` for ``concat``).
+
+        .. versionchanged:: 0.1 ``merge_options``.
         """
         srcs = [self._ref(s) for s in sources]
-        self._add_group("fan_in", srcs, [self._ref(target)], {"merge": merge, "when": when})
+        options: dict[str, Any] = {"merge": merge, "when": when}
+        if merge_options:
+            options["merge_options"] = merge_options
+        self._add_group("fan_in", srcs, [self._ref(target)], options)
         return self
 
     def add_error_edge(self, source: ExecutorRef, target: ExecutorRef) -> Self:

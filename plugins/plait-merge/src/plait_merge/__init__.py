@@ -2,12 +2,20 @@
 
 Each strategy receives one value per source, in source-declaration order.
 
+A strategy may take options: it defines ``with_options(options) -> strategy``, which
+returns a configured copy (or raises ``ValueError`` naming the bad option). The
+``fan_in`` router calls it with the edge group's ``merge_options``
+(``WorkflowBuilder.add_fan_in(..., merge="concat", separator=" | ")``). ``concat`` and
+``concat_newline`` take ``separator``; the others take none.
+
 .. versionadded:: 0.1
+.. versionchanged:: 0.1 ``concat`` joins strings with one space and ``concat_newline``
+   with a blank line (seed 000); options through ``with_options``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import plait
@@ -34,10 +42,34 @@ class ListMerge:
 
 
 class ConcatMerge:
-    """``concat`` / ``concat_newline``: strings joined (by ``separator``), or lists chained."""
+    """``concat`` / ``concat_newline``: strings joined by ``separator``, or lists chained.
 
-    def __init__(self, separator: str = "") -> None:
+    ``concat`` joins with one space (``"resultA resultB"``), ``concat_newline`` with a
+    blank line (``"resultA\n\nresultB"``); option ``separator`` sets another.
+    """
+
+    def __init__(self, separator: str = " ") -> None:
+        if not isinstance(separator, str):
+            raise TypeError(f"separator must be a string, got {separator!r}")
         self.separator = separator
+
+    def with_options(self, options: Mapping[str, Any]) -> ConcatMerge:
+        """A copy configured by ``options``: only ``separator`` (a string).
+
+        :raises ValueError: an unknown option or a separator that is not a string.
+        """
+        unknown = sorted(set(options) - {"separator"})
+        if unknown:
+            raise ValueError(
+                f"concat takes the option 'separator' only, got {', '.join(map(repr, unknown))}"
+            )
+        separator = options.get("separator", self.separator)
+        if not isinstance(separator, str):
+            raise ValueError(f"concat option 'separator' must be a string, got {separator!r}")
+        return ConcatMerge(separator)
+
+    def __repr__(self) -> str:
+        return f"ConcatMerge(separator={self.separator!r})"
 
     def merge(self, values: Sequence[Any], sources: Sequence[str]) -> Any:
         if all(isinstance(v, str) for v in values):
@@ -92,8 +124,8 @@ class KeyedMerge:
 def plait_register_merge_strategies(register: Register) -> None:
     """Register the standard merge strategies."""
     register("list", ListMerge())
-    register("concat", ConcatMerge())
-    register("concat_newline", ConcatMerge("\n"))
+    register("concat", ConcatMerge(" "))
+    register("concat_newline", ConcatMerge("\n\n"))
     register("first", FirstMerge())
     register("last", LastMerge())
     register("keyed", KeyedMerge())

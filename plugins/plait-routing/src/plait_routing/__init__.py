@@ -8,8 +8,9 @@ conditional one source to one target when ``condition(message)`` is true
 fan_out     one source to every target, or to those ``selection(message, targets)``
             picks
 fan_in      a barrier: waits for a message from every source, then delivers one
-            message merged by the ``merge`` strategy (default ``list``) in
-            source-declaration order; ``when="available"`` fires with what arrived
+            message merged by the ``merge`` strategy (default ``list``, configured
+            by ``merge_options``) in source-declaration order;
+            ``when="available"`` fires with what arrived
             once no pending message can still reach the silent sources
 switch      ordered ``cases`` (predicate, target), first match wins, else ``default``
 error       an error edge: when a source fails (after its retries), each target gets an
@@ -347,7 +348,9 @@ class FanInEdgeRunner:
 
 
 class FanInRouter:
-    """``fan_in``: options ``merge`` (strategy name, default ``list``), ``when``."""
+    """``fan_in``: options ``merge`` (strategy name, default ``list``), ``when``, and
+    ``merge_options`` (a mapping handed to the strategy's ``with_options``, e.g.
+    ``{"separator": " | "}`` for ``concat``)."""
 
     stateful = True
 
@@ -359,7 +362,22 @@ class FanInRouter:
         if when not in ("all", "available"):
             raise ValueError(f"fan-in option when must be 'all' or 'available', got {when!r}")
         merge = env.lookup("merge_strategy", merge_name, what=f"fan-in {group.id!r}")
+        merge_options = group.options.get("merge_options")
+        if merge_options:
+            merge = _configured(merge, merge_name, merge_options)
         return FanInEdgeRunner(group, merge, merge_name, when)
+
+
+def _configured(merge: Any, merge_name: str, options: Any) -> Any:
+    """``merge`` configured by ``options`` through its ``with_options``."""
+    if not isinstance(options, Mapping):
+        raise ValueError(f"fan-in option merge_options must be a mapping, got {options!r}")
+    with_options = getattr(merge, "with_options", None)
+    if with_options is None:
+        raise ValueError(
+            f"merge strategy {merge_name!r} takes no options, got {', '.join(map(repr, options))}"
+        )
+    return with_options(dict(options))
 
 
 @plait.hookimpl
