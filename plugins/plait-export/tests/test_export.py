@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
@@ -104,9 +109,104 @@ def test_dot_uses_clusters_and_distinct_shapes() -> None:
     assert text.count("{") == text.count("}")
 
 
-def test_export_is_deterministic_and_handles_a_bare_spec() -> None:
-    assert to_mermaid(composed_spec()) == to_mermaid(composed_spec())
-    assert to_dot(composed_spec()) == to_dot(composed_spec())
+def wide_spec() -> WorkflowSpec:
+    """A larger composition: 4 fragments, each nesting 2 more, each holding 5 executors,
+    fanned out to and in from, with converters and adapters between them. Enough string
+    ids that any set or hash-keyed structure on the way iterates in a seed-dependent order.
+    """
+    ids: list[str] = []
+    groups: list[EdgeGroupSpec] = []
+    for f in range(4):
+        heads: list[str] = []
+        for g in range(2):
+            names = [f"frag{f}/part{g}/step{n}" for n in range(5)]
+            ids.extend(names)
+            heads.append(names[0])
+            for a, b in zip(names, names[1:]):
+                groups.append(EdgeGroupSpec(f"direct:{a}->{b}", "direct", (a,), (b,)))
+        converter = f"frag{f}/convert:int->str:to_text@frag{f}/part1/step0"
+        adapter = f"adapt:frag{f}/part0/step4->frag{f}/part1/step0"
+        ids.extend((converter, adapter))
+        groups.append(
+            EdgeGroupSpec(
+                f"fan_out:{f}", "fan_out", (f"frag{f}/part0/step4",), (adapter, converter)
+            )
+        )
+        groups.append(
+            EdgeGroupSpec(
+                f"fan_in:{f}", "fan_in", (converter, adapter), (heads[1],), {"merge": "concat"}
+            )
+        )
+    groups.append(
+        EdgeGroupSpec(
+            "switch:frags",
+            "switch",
+            ("frag0/part1/step4",),
+            tuple(f"frag{f}/part0/step0" for f in range(1, 4)),
+            {
+                "case_targets": ["frag2/part0/step0", "frag1/part0/step0"],
+                "default": "frag3/part0/step0",
+            },
+        )
+    )
+    return WorkflowSpec("wide", ids[0], tuple(NodeSpec(i) for i in ids), tuple(groups))
+
+
+# Run in a fresh interpreter: every export of both specs, straight and through the kernel's
+# exporter registry, after a JSON round trip of the spec; and, to show the seed took effect,
+# the order in which a set of the node ids iterates.
+_EXPORT_SCRIPT = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import plait_export
+from plait.spec import WorkflowSpec
+from plait_testing import fake_entry_point, make_plugin_manager
+from test_export import composed_spec, wide_spec
+
+manager = make_plugin_manager(
+    fake_entry_point("export", plait_export, distribution="plait-export")
+)
+exporters = manager.registry("exporter")
+out = {"set_order": list({node_id for node_id in wide_spec().node_ids})}
+for spec in (composed_spec(), wide_spec()):
+    spec = WorkflowSpec.from_json(spec.to_json())
+    for fmt in ("mermaid", "dot"):
+        out[f"{spec.name}.{fmt}"] = exporters.get(fmt).export(spec)
+    out[f"{spec.name}.direct"] = [plait_export.to_mermaid(spec), plait_export.to_dot(spec)]
+print(json.dumps(out))
+"""
+
+HASH_SEEDS = ("0", "1", "2", "3", "1234", "4294967295")
+
+
+def _export_with_hash_seed(seed: str) -> dict[str, object]:
+    env = {**os.environ, "PYTHONHASHSEED": seed}
+    done = subprocess.run(
+        [sys.executable, "-c", _EXPORT_SCRIPT, str(Path(__file__).parent)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+def test_export_is_the_same_under_every_hash_seed() -> None:
+    runs = {seed: _export_with_hash_seed(seed) for seed in HASH_SEEDS}
+    # the seeds did change hashing: a set of the same node ids iterated differently
+    assert len({tuple(run.pop("set_order")) for run in runs.values()}) > 1  # type: ignore[arg-type]
+    first = runs[HASH_SEEDS[0]]
+    for seed, run in runs.items():
+        assert run == first, f"PYTHONHASHSEED={seed} exported differently from {HASH_SEEDS[0]}"
+    # and the same as this process, through the registry as through the functions
+    assert first["composed.mermaid"] == to_mermaid(composed_spec())
+    assert first["wide.dot"] == to_dot(wide_spec())
+    assert first["wide.direct"] == [first["wide.mermaid"], first["wide.dot"]]
+
+
+def test_export_handles_a_bare_spec() -> None:
     bare = WorkflowSpec(
         None, "a", (NodeSpec("a"),), (EdgeGroupSpec("x", "teleport", ("a",), ("ghost",)),)
     )
