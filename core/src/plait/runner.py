@@ -84,6 +84,8 @@ class Runner:
         self.on_superstep = on_superstep
         self.failures: list[BaseException] = []
         self.diverted: list[tuple[str, Any]] = []  # failures taken by error edges
+        if graph.error_targets:
+            self._invoke = self._invoke_diverting  # type: ignore[method-assign]
         self.policies = graph.policies
         #: called before a retry's backoff (durable runs record the attempt count)
         self.on_retry: Callable[[str, int], Awaitable[None]] | None = None
@@ -138,7 +140,9 @@ class Runner:
                 self._count_visits(inbox)
             if len(inbox) == 1:
                 ((eid, messages),) = inbox.items()
-                if len(messages) == 1 or eid not in self.concurrency:
+                if len(messages) == 1:
+                    await self._invoke(eid, messages[0])
+                elif eid not in self.concurrency:
                     for index, message in enumerate(messages):
                         await self._invoke(eid, message, index)
                     if self.live or step % _YIELD_EVERY == 0:
@@ -179,11 +183,13 @@ class Runner:
                     superstep=self.state.superstep,
                 )
 
-    async def _invoke(self, eid: str, message: Any, index: int = 0) -> None:
+    async def _invoke_diverting(self, eid: str, message: Any, index: int = 0) -> None:
+        """:meth:`_invoke` for graphs with error edges (installed per run, so graphs
+        without them pay nothing)."""
         try:
-            await self._call(eid, message, index)
+            await Runner._invoke(self, eid, message, index)
         except WorkflowRunError as exc:
-            targets = self.graph.error_targets.get(eid) if self.graph.error_targets else None
+            targets = self.graph.error_targets.get(eid)
             if not targets or exc.executor_id != eid:
                 raise
             # an error edge takes the failure: the run goes on
@@ -193,7 +199,7 @@ class Runner:
             )
             self.diverted.extend((target, failure) for target in targets)
 
-    async def _call(self, eid: str, message: Any, index: int) -> None:
+    async def _invoke(self, eid: str, message: Any, index: int = 0) -> None:
         executor = self.graph.executors[eid]
         found = executor.find_handler(message)
         step = self.state.superstep
