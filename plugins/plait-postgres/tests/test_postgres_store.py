@@ -12,7 +12,7 @@ import pytest
 from plait.checkpoint import Checkpoint, CheckpointStore
 from plait.errors import CheckpointError, CorruptCheckpointError, StoreUnavailableError
 from plait_postgres import SCHEMA_VERSION, PostgresCheckpointStore
-from plait_testing import servers
+from plait_testing import fake_entry_point, make_plugin_manager, servers
 from plait_testing.stores import (
     CheckpointStoreContract,
     encode_without_base_id,
@@ -266,11 +266,11 @@ def test_urls() -> None:
 
 
 def test_hook_registers_postgresql_and_postgres() -> None:
-    registered: dict[str, Any] = {}
-
-    def register(name: str, obj: Any, *, replaces: str | None = None) -> None:
-        registered[name] = obj
-
-    plait_postgres.plait_register_checkpoint_stores(register=register)
-    assert sorted(registered) == ["postgres", "postgresql"]
-    assert isinstance(registered["postgres"]("postgres://h/db"), PostgresCheckpointStore)
+    # the kernel's own path: entry point, plugin manager, hook, collector, registry
+    manager = make_plugin_manager(
+        fake_entry_point("postgres", plait_postgres, distribution="plait-postgres")
+    )
+    registered = manager.registry("checkpoint_store")
+    assert registered.names() == ["postgres", "postgresql"]
+    assert {registered.entry(name).distribution for name in registered} == {"plait-postgres"}
+    assert isinstance(registered.get("postgres")("postgres://h/db"), PostgresCheckpointStore)

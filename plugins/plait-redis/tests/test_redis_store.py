@@ -14,7 +14,7 @@ import redis.asyncio
 from plait.checkpoint import CheckpointStore
 from plait.errors import StoreUnavailableError
 from plait_redis import RedisCheckpointStore, redact_url
-from plait_testing import servers
+from plait_testing import fake_entry_point, make_plugin_manager, servers
 from plait_testing.stores import (
     CheckpointStoreContract,
     encode_without_base_id,
@@ -159,11 +159,11 @@ def test_redact_url() -> None:
 
 
 def test_hook_registers_redis_and_rediss() -> None:
-    registered: dict[str, Any] = {}
-
-    def register(name: str, obj: Any, *, replaces: str | None = None) -> None:
-        registered[name] = obj
-
-    plait_redis.plait_register_checkpoint_stores(register=register)
-    assert sorted(registered) == ["redis", "rediss"]
-    assert isinstance(registered["rediss"]("rediss://h:1/0"), RedisCheckpointStore)
+    # the kernel's own path: entry point, plugin manager, hook, collector, registry
+    manager = make_plugin_manager(
+        fake_entry_point("redis", plait_redis, distribution="plait-redis")
+    )
+    registered = manager.registry("checkpoint_store")
+    assert registered.names() == ["redis", "rediss"]
+    assert {registered.entry(name).distribution for name in registered} == {"plait-redis"}
+    assert isinstance(registered.get("rediss")("rediss://h:1/0"), RedisCheckpointStore)

@@ -3,27 +3,27 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import plait_stores
 import pytest
 from plait.checkpoint import open_store
 from plait.plugins import PluginManager
 from plait_stores import FileCheckpointStore, MemoryCheckpointStore, SqliteCheckpointStore
+from plait_testing import fake_entry_point, make_plugin_manager
 from plait_testing.stores import make_checkpoint, new_run_id
 
 
 def test_hook_registers_memory_file_and_sqlite() -> None:
-    registered: dict[str, Any] = {}
-
-    def register(name: str, obj: Any, *, replaces: str | None = None) -> None:
-        registered[name] = obj
-
-    plait_stores.plait_register_checkpoint_stores(register=register)
-    assert sorted(registered) == ["file", "memory", "sqlite"]
-    assert isinstance(registered["memory"]("memory://x"), MemoryCheckpointStore)
-    assert isinstance(registered["file"]("file:///tmp/x"), FileCheckpointStore)
-    assert isinstance(registered["sqlite"]("sqlite:///x.db"), SqliteCheckpointStore)
+    # the kernel's own path: entry point, plugin manager, hook, collector, registry
+    manager = make_plugin_manager(
+        fake_entry_point("stores", plait_stores, distribution="plait-stores")
+    )
+    registered = manager.registry("checkpoint_store")
+    assert registered.names() == ["file", "memory", "sqlite"]
+    assert {registered.entry(name).distribution for name in registered} == {"plait-stores"}
+    assert isinstance(registered.get("memory")("memory://x"), MemoryCheckpointStore)
+    assert isinstance(registered.get("file")("file:///tmp/x"), FileCheckpointStore)
+    assert isinstance(registered.get("sqlite")("sqlite:///x.db"), SqliteCheckpointStore)
 
 
 @pytest.mark.anyio
