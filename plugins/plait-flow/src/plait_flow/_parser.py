@@ -1,0 +1,180 @@
+"""Parsing a flow text with lark, and turning lark's errors into positioned flow errors.
+
+lark is imported, and the LALR parser built, on the first parse (never at plugin
+registration); the parser is kept for the life of the process. Its inline transformer
+(:class:`plait_flow._elements.Elements`) reduces every rule straight into a flow element,
+so no parse tree is built.
+"""
+
+from __future__ import annotations
+
+import threading
+from importlib import resources
+from typing import Any
+
+from plait.errors import ConfigError, SourcePosition
+
+from ._elements import Document, Elements
+
+__all__ = ["FlowError", "parse", "position"]
+
+_parser: Any = None
+_lock = threading.Lock()
+
+#: how the grammar's terminals read in "expected ..." lists
+_READABLE = {
+    "ERROR_ARROW": "'-error->'",
+    "ARROW": "'->'",
+    "LSQB": "'['",
+    "RSQB": "']'",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "COMMA": "','",
+    "QMARK": "'?'",
+    "COLON": "':'",
+    "EQUAL": "'='",
+    "SEMI": "';'",
+    "AT": "'@'",
+    "BY": "'by'",
+    "NAME": "a name",
+    "STRING": "a string",
+    "EXPR": "a condition",
+    "$END": "the end of the flow",
+}
+_ORDER = list(_READABLE)
+
+
+class FlowError(ConfigError):
+    """A problem in a flow text, at its line and column (with the line and a caret).
+
+    .. versionadded:: 0.1
+    """
+
+
+def _get_parser() -> Any:
+    global _parser
+    if _parser is None:
+        with _lock:
+            if _parser is None:
+                import lark
+
+                grammar = resources.files(__package__).joinpath("flow.lark").read_text("utf-8")
+                _parser = lark.Lark(
+                    grammar,
+                    parser="lalr",
+                    lexer="contextual",
+                    transformer=Elements(),
+                    propagate_positions=True,
+                    maybe_placeholders=False,
+                )
+    return _parser
+
+
+def position(text: str, source: str, line: int, column: int) -> SourcePosition:
+    """The position ``line:column`` of ``text``, with the line shown (unprintable
+    characters as ``?``)."""
+    lines = text.split("\n")
+    shown = lines[line - 1] if 0 < line <= len(lines) else ""
+    shown = "".join(c if c.isprintable() else "?" for c in shown)
+    return SourcePosition(source=source, line=line, column=column, text=shown)
+
+
+def _expected(names: Any) -> str:
+    keys = sorted({str(n) for n in names if str(n) in _READABLE}, key=_ORDER.index)
+    known = [_READABLE[k] for k in keys]
+    if not known:
+        return "nothing more"
+    if len(known) == 1:
+        return known[0]
+    return f"{', '.join(known[:-1])} or {known[-1]}"
+
+
+def _end(text: str) -> tuple[int, int]:
+    lines = text.split("\n")
+    return len(lines), len(lines[-1]) + 1
+
+
+def _describe(token: Any) -> str:
+    if token.type == "NAME":
+        return f"name {token.value!r}"
+    if token.type == "EXPR":
+        return f"condition {token.value.strip()!r}"
+    return _READABLE.get(token.type, repr(token.value))
+
+
+def _stack(exc: Any) -> list[Any]:
+    """What the parser had shifted when it failed (tokens still unreduced, like an
+    unclosed ``[``), or ``[]`` when lark does not say."""
+    state = getattr(getattr(exc, "interactive_parser", None), "parser_state", None)
+    stack = getattr(state, "value_stack", None)
+    return list(stack) if stack is not None else []
+
+
+def parse(text: str, source: str) -> Document:
+    """The flow's elements.
+
+    :raises FlowError: the first syntax error, with its position and what was expected.
+    """
+    import lark
+
+    parser = _get_parser()
+    try:
+        document: Document = parser.parse(text)
+    except lark.UnexpectedCharacters as exc:
+        char = text[exc.pos_in_stream] if 0 <= exc.pos_in_stream < len(text) else ""
+        raise FlowError(
+            f"unexpected character {char!r}; expected {_expected(exc.allowed or ())}",
+            position(text, source, exc.line, exc.column),
+        ) from None
+    except lark.UnexpectedToken as exc:
+        raise _token_error(text, source, exc) from None
+    except lark.UnexpectedInput as exc:  # pragma: no cover - LALR raises the two above
+        line, column = getattr(exc, "line", 1), getattr(exc, "column", 1)
+        raise FlowError(f"syntax error: {exc}", position(text, source, line, column)) from None
+    return document
+
+
+def _token_error(text: str, source: str, exc: Any) -> FlowError:
+    token = exc.token
+    expected = _expected(exc.expected)
+    stack = _stack(exc)
+    tokens = [v for v in stack if isinstance(v, _token_type())]
+    if token.type == "$END":
+        line, column = _end(text)
+        unclosed = [t for t in tokens if t.type in ("LSQB", "LPAR")]
+        if unclosed:
+            bracket = unclosed[-1]
+            closing = "]" if bracket.type == "LSQB" else ")"
+            return FlowError(
+                f"unclosed {bracket.value!r}: the flow ends at {line}:{column} before its "
+                f"{closing!r}; expected {expected}",
+                position(text, source, bracket.line, bracket.column),
+            )
+        last = stack[-1] if stack else None
+        if isinstance(last, _token_type()) and last.type in ("ARROW", "ERROR_ARROW"):
+            return FlowError(
+                f"dangling {last.value!r}: nothing follows it; expected a step (a name, "
+                "'[', '(' or '@name')",
+                position(text, source, last.line, last.column),
+            )
+        return FlowError(
+            f"the flow ends too early; expected {expected}", position(text, source, line, column)
+        )
+    message = f"unexpected {_describe(token)}; expected {expected}"
+    last = stack[-1] if stack else None
+    if (
+        isinstance(last, _token_type())
+        and last.type in ("ARROW", "ERROR_ARROW")
+        and token.type in ("ARROW", "ERROR_ARROW", "RSQB", "RPAR", "COMMA", "COLON", "SEMI")
+    ):
+        message = f"dangling {last.value!r}: {_describe(token)} follows it; expected a step"
+    elif token.type == "RSQB" and isinstance(last, _token_type()) and last.type == "COMMA":
+        message = "a ',' in a parallel block must be followed by a branch; expected a step"
+    return FlowError(message, position(text, source, token.line, token.column))
+
+
+def _token_type() -> type:
+    import lark
+
+    token: type = lark.Token
+    return token
