@@ -1,0 +1,48 @@
+"""Plait's JSON DAG front-end (seed 001): format ``dag``.
+
+A document has ``nodes`` (``id``, ``agent_name``, ``is_entry``, ``is_exit``,
+``skip_condition``; plus ``join`` and ``workflow``) and ``connections`` (``source_id``,
+``target_id``, ``context_passed``, ``condition``; plus ``parallel`` and
+``max_iterations``). ``plait.load("flow.json", executors={...})`` gives a runnable
+workflow whose input and output are the run context, a JSON object.
+
+This package registers the ``dag`` loader and the ``dag.node`` executor kind. Importing it
+imports neither jsonschema nor the expression language: they load with the first document.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import plait
+from plait.hookspecs import Register
+
+from ._loader import DagLoader
+from ._node import DagMessage, DagNode, DagNodeKind
+from ._schema import document_schema
+from .errors import DagDocumentError, DagLoopError, DagRunError
+
+__all__ = [
+    "DagDocumentError",
+    "DagLoader",
+    "DagLoopError",
+    "DagMessage",
+    "DagNode",
+    "DagNodeKind",
+    "DagRunError",
+    "document_schema",
+    "plait_register_executor_kinds",
+    "plait_register_loaders",
+]
+
+
+@plait.hookimpl
+def plait_register_loaders(register: Register) -> None:
+    """Register the ``dag`` loader (JSON, suffix ``.json``)."""
+    register("dag", DagLoader())
+
+
+@plait.hookimpl
+def plait_register_executor_kinds(register: Register) -> None:
+    """Register ``dag.node``, the kind every node of a DAG document is built by."""
+    register("dag.node", DagNodeKind())

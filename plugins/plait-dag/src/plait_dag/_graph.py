@@ -1,0 +1,320 @@
+"""Seed 001's validation rules, and those of its extensions, over a document's graph.
+
+Each rule reports every offending node or connection at its JSON path, with the names
+that exist; the checks run on whatever part of the document is well-formed, so a schema
+problem elsewhere does not hide them.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import deque
+from collections.abc import Iterable, Sequence
+
+import attrs
+from plait.errors import SourcePosition
+from plait.load import LoadContext
+
+from .errors import DagDocumentError
+
+__all__ = ["Connection", "Node", "check_graph"]
+
+
+@attrs.frozen
+class Node:
+    """A node as the document gives it (``index``: its place in ``nodes``)."""
+
+    index: int
+    id: str
+    agent_name: str | None = None
+    is_entry: bool = False
+    is_exit: bool = False
+    skip_condition: str | None = None
+    join: str | None = None
+    workflow: str | None = None
+
+    @property
+    def where(self) -> str:
+        return f"/nodes/{self.index}"
+
+
+@attrs.frozen
+class Connection:
+    """A connection as the document gives it (``index``: its place in ``connections``)."""
+
+    index: int
+    source_id: str
+    target_id: str
+    context_passed: tuple[str, ...] | None = None
+    condition: str | None = None
+    parallel: bool = False
+    max_iterations: int | None = None
+
+    @property
+    def where(self) -> str:
+        return f"/connections/{self.index}"
+
+    @property
+    def is_loop(self) -> bool:
+        return self.max_iterations is not None
+
+
+class _Problems:
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.found: list[DagDocumentError] = []
+
+    def add(self, path: str, message: str) -> None:
+        self.found.append(DagDocumentError(message, SourcePosition(source=self.source, path=path)))
+
+
+def check_graph(
+    nodes: Sequence[Node], connections: Sequence[Connection], ctx: LoadContext
+) -> list[DagDocumentError]:
+    """Every rule-breaking node and connection, at its JSON path."""
+    problems = _Problems(ctx.source)
+    by_id: dict[str, Node] = {}
+    for node in nodes:
+        if node.id in by_id:
+            problems.add(
+                f"{node.where}/id",
+                f"duplicate node id {node.id!r} (first at {by_id[node.id].where})",
+            )
+        else:
+            by_id[node.id] = node
+    _entries_and_exits(nodes, problems)
+    _agents(nodes, ctx, problems)
+    valid = _known_ends(connections, by_id, problems)
+    _connection_rules(valid, by_id, problems)
+    forward = [c for c in valid if not c.is_loop]
+    _cycles(by_id, forward, problems)
+    _loops(valid, forward, problems)
+    _reachable(nodes, valid, problems)
+    _forks_meet_joins(valid, forward, by_id, problems)
+    return problems.found
+
+
+def _entries_and_exits(nodes: Sequence[Node], problems: _Problems) -> None:
+    entries = [n for n in nodes if n.is_entry]
+    if not entries and nodes:
+        problems.add(
+            "/nodes",
+            'no entry node: mark exactly one node with "is_entry": true '
+            f"(nodes: {_names(n.id for n in nodes)})",
+        )
+    for extra in entries[1:]:
+        problems.add(
+            f"{extra.where}/is_entry",
+            f'a second entry node {extra.id!r}: exactly one node may have "is_entry": true '
+            f"(the first is {entries[0].id!r} at {entries[0].where})",
+        )
+    if not any(n.is_exit for n in nodes) and nodes:
+        problems.add("/nodes", 'no exit node: mark at least one node with "is_exit": true')
+    if not nodes:
+        problems.add("/nodes", "the workflow has no nodes")
+    for node in nodes:
+        if node.join is not None and node.is_entry:
+            problems.add(
+                f"{node.where}/join",
+                f"entry node {node.id!r} cannot be a join: the run's input is not a set of "
+                "parallel branches",
+            )
+
+
+def _agents(nodes: Sequence[Node], ctx: LoadContext, problems: _Problems) -> None:
+    names = sorted(ctx.names - {"dag.node"})
+    strategies: list[str] = []
+    if ctx.manager is not None:
+        strategies = list(ctx.manager.registry("merge_strategy").names())
+    for node in nodes:
+        if node.id in ctx.executors:
+            problems.add(
+                f"{node.where}/id",
+                f"node id {node.id!r} is also the name of an executor passed in executors=, "
+                "which Plait would bind to the node directly, bypassing its agent_name, skip "
+                "condition and connections; give the node another id (such as "
+                f"'node-{node.id}')",
+            )
+        if node.agent_name is not None and node.workflow is not None:
+            problems.add(
+                f"{node.where}/workflow",
+                f"node {node.id!r} has both agent_name and workflow; give one of them",
+            )
+        elif node.agent_name is not None and node.agent_name not in ctx.names:
+            close = difflib.get_close_matches(node.agent_name, names, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            problems.add(
+                f"{node.where}/agent_name",
+                f"unknown agent {node.agent_name!r}{hint} (pass it as "
+                f"executors={{{node.agent_name!r}: ...}}; known: {_names(names)})",
+            )
+        elif node.agent_name is None and node.workflow is None and node.join is None:
+            problems.add(
+                node.where,
+                f"node {node.id!r} has no agent_name (or workflow): say which agent runs it",
+            )
+        if node.join is not None and strategies and node.join not in strategies:
+            close = difflib.get_close_matches(node.join, strategies, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            problems.add(
+                f"{node.where}/join",
+                f"unknown merge strategy {node.join!r}{hint} (installed: {_names(strategies)})",
+            )
+
+
+def _known_ends(
+    connections: Sequence[Connection], by_id: dict[str, Node], problems: _Problems
+) -> list[Connection]:
+    valid = []
+    ids = list(by_id)
+    for conn in connections:
+        ok = True
+        for end, name in (("source_id", conn.source_id), ("target_id", conn.target_id)):
+            if name not in by_id:
+                close = difflib.get_close_matches(name, ids, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                problems.add(
+                    f"{conn.where}/{end}",
+                    f"no node {name!r}{hint} (nodes: {_names(ids)})",
+                )
+                ok = False
+        if ok:
+            valid.append(conn)
+    return valid
+
+
+def _connection_rules(
+    connections: Sequence[Connection], by_id: dict[str, Node], problems: _Problems
+) -> None:
+    first_kind: dict[str, Connection] = {}
+    for conn in connections:
+        first = first_kind.setdefault(conn.source_id, conn)
+        if conn.parallel != first.parallel:
+            problems.add(
+                f"{conn.where}/parallel",
+                f"node {conn.source_id!r} mixes parallel and sequential connections "
+                f"({first.where} is {'' if first.parallel else 'not '}parallel): a node "
+                "either forks into parallel branches or takes one route",
+            )
+        target = by_id[conn.target_id]
+        if target.join is not None and conn.context_passed is not None:
+            problems.add(
+                f"{conn.where}/context_passed",
+                f"connection into join {target.id!r} has context_passed: a join's agent "
+                "receives the whole context with the merged branches",
+            )
+        if conn.parallel and conn.is_loop:
+            problems.add(
+                f"{conn.where}/max_iterations",
+                "a parallel connection cannot be a loop",
+            )
+
+
+def _successors(connections: Iterable[Connection]) -> dict[str, list[Connection]]:
+    out: dict[str, list[Connection]] = {}
+    for conn in connections:
+        out.setdefault(conn.source_id, []).append(conn)
+    return out
+
+
+def _cycles(by_id: dict[str, Node], forward: Sequence[Connection], problems: _Problems) -> None:
+    """Each connection closing a cycle that is not a declared loop (iterative DFS)."""
+    succ = _successors(forward)
+    state: dict[str, int] = {}  # 1: on the stack, 2: done
+    for start in by_id:
+        if start in state:
+            continue
+        state[start] = 1
+        path = [start]
+        stack = [iter(succ.get(start, ()))]
+        while stack:
+            conn = next(stack[-1], None)
+            if conn is None:
+                state[path.pop()] = 2
+                stack.pop()
+                continue
+            seen = state.get(conn.target_id)
+            if seen == 1:
+                cycle = [*path[path.index(conn.target_id) :], conn.target_id]
+                problems.add(
+                    conn.where,
+                    f"connections form a cycle {' -> '.join(cycle)}; a cycle is allowed only "
+                    'as a declared loop: give the connection back "max_iterations"',
+                )
+            elif seen is None:
+                state[conn.target_id] = 1
+                path.append(conn.target_id)
+                stack.append(iter(succ.get(conn.target_id, ())))
+
+
+def _reach(start: Iterable[str], succ: dict[str, list[Connection]]) -> set[str]:
+    seen = set(start)
+    queue = deque(seen)
+    while queue:
+        for conn in succ.get(queue.popleft(), ()):
+            if conn.target_id not in seen:
+                seen.add(conn.target_id)
+                queue.append(conn.target_id)
+    return seen
+
+
+def _loops(
+    connections: Sequence[Connection], forward: Sequence[Connection], problems: _Problems
+) -> None:
+    succ = _successors(forward)
+    for conn in connections:
+        if conn.is_loop and conn.source_id not in _reach([conn.target_id], succ):
+            problems.add(
+                f"{conn.where}/max_iterations",
+                f"{conn.source_id!r} -> {conn.target_id!r} is not a loop: {conn.target_id!r} "
+                f'does not lead to {conn.source_id!r}; "max_iterations" is only for a '
+                "connection back to an earlier node",
+            )
+
+
+def _reachable(
+    nodes: Sequence[Node], connections: Sequence[Connection], problems: _Problems
+) -> None:
+    entries = [n.id for n in nodes if n.is_entry]
+    if not entries:
+        return
+    reached = _reach(entries, _successors(connections))
+    for node in nodes:
+        if node.id not in reached:
+            problems.add(
+                node.where,
+                f"node {node.id!r} cannot be reached from the entry node "
+                f"{entries[0]!r}; connect it or remove it",
+            )
+
+
+def _forks_meet_joins(
+    connections: Sequence[Connection],
+    forward: Sequence[Connection],
+    by_id: dict[str, Node],
+    problems: _Problems,
+) -> None:
+    succ = _successors(forward)
+    reported: set[str] = set()
+    for conn in connections:
+        if not conn.parallel or conn.source_id in reported:
+            continue
+        reached = _reach([conn.target_id], succ)
+        if not any(by_id[n].join is not None for n in reached):
+            reported.add(conn.source_id)
+            problems.add(
+                f"{conn.where}/parallel",
+                f"the parallel branch {conn.source_id!r} -> {conn.target_id!r} never reaches "
+                'a join node; add a node with "join": "keyed" (or another merge strategy) '
+                "where the branches meet",
+            )
+
+
+def _names(names: Iterable[str], limit: int = 20) -> str:
+    shown = list(names)
+    if not shown:
+        return "none"
+    more = f" and {len(shown) - limit} more" if len(shown) > limit else ""
+    return ", ".join(shown[:limit]) + more

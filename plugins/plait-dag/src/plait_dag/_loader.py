@@ -1,0 +1,375 @@
+"""The ``dag`` loader: a JSON DAG document to a :class:`~plait.spec.WorkflowSpec`.
+
+Every problem of a document is reported at once, each at its JSON path: schema problems
+(unknown fields with the field they probably meant, wrong types), then seed 001's rules —
+exactly one entry, at least one exit, every node reachable from the entry, no cycle that
+is not a declared loop, every agent known, every condition parsing — and the rules of the
+extensions (parallel forks meet a join, loops go back to an earlier node, sub-workflow
+files load).
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+from plait.errors import ExpressionError, LoadError, PlaitError, SourcePosition
+from plait.load import LoadContext
+from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
+
+from ._graph import Connection, Node, check_graph
+from ._node import compiled
+from ._schema import schema_problems
+from .errors import DagDocumentError
+
+__all__ = ["DagLoader"]
+
+_MAX_DEPTH = 16  # sub-workflow files naming sub-workflow files
+_MAX_BYTES = 16 * 1024 * 1024
+_SUPERSTEP_CAP = 10_000_000
+_SECTIONS = {"nodes": 1, "connections": 2}  # problems in document order
+
+
+class DagLoader:
+    """Format ``dag``: JSON with ``nodes`` and ``connections`` (suffix ``.json``).
+
+    Options (``plait.load(..., format="dag", **options)``): none.
+
+    .. versionadded:: 0.1
+    """
+
+    suffixes: tuple[str, ...] = (".json",)
+
+    def detect(self, text: str) -> bool:
+        """Whether ``text`` is a JSON object with ``nodes`` or ``connections``."""
+        head = text.lstrip()[:1]
+        if head != "{" or ('"nodes"' not in text and '"connections"' not in text):
+            return False
+        try:
+            document = json.loads(text)
+        except (ValueError, RecursionError):
+            return False
+        return (
+            isinstance(document, dict)
+            and ("nodes" in document or "connections" in document)
+            and "edge_groups" not in document
+        )
+
+    def load(self, text: str, ctx: LoadContext) -> WorkflowSpec:
+        """The spec of the document ``text``.
+
+        :raises LoadError: every problem, each a :class:`~plait_dag.DagDocumentError` at
+            its JSON path.
+        """
+        root = _directory(ctx.source)
+        return _load(text, ctx, _Stack(root=root, files=()))
+
+
+@attrs.frozen
+class _Stack:
+    root: Path
+    files: tuple[Path, ...]
+
+
+def _directory(source: str) -> Path:
+    if source and not source.startswith("<"):
+        return Path(source).resolve().parent
+    return Path.cwd().resolve()
+
+
+def _load(text: str, ctx: LoadContext, stack: _Stack) -> WorkflowSpec:
+    source = ctx.source
+    document = _parse(text, source)
+    problems: list[PlaitError] = list(schema_problems(document, source))
+    if not isinstance(document, dict):
+        raise LoadError(problems, source=source)
+    nodes = _nodes(document.get("nodes"))
+    connections = _connections(document.get("connections"))
+    problems.extend(check_graph(nodes, connections, ctx))
+    workflows = {}
+    for node in nodes:
+        if node.workflow is not None:
+            config, found = _sub_workflow(node, ctx, stack)
+            problems.extend(found)
+            workflows[node.index] = config
+    for node in nodes:
+        if node.skip_condition is not None:
+            problems.extend(_parses(node.skip_condition, f"{node.where}/skip_condition", ctx))
+    for conn in connections:
+        if conn.condition is not None:
+            problems.extend(_parses(conn.condition, f"{conn.where}/condition", ctx))
+    if problems:
+        raise LoadError(_sorted(_unique(problems)), source=source)
+    return _spec(nodes, connections, workflows, ctx)
+
+
+# -- parsing -------------------------------------------------------------------------------
+
+
+def _parse(text: str, source: str) -> Any:
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        lines = text.splitlines()
+        line_text = lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else None
+        position = SourcePosition(
+            source=source, line=exc.lineno, column=exc.colno, path="", text=line_text
+        )
+        raise LoadError(
+            [DagDocumentError(f"not JSON: {exc.msg}", position)], source=source
+        ) from None
+    except _Constant as exc:
+        raise LoadError(
+            [DagDocumentError(f"not JSON: {exc} is not a JSON number", _at("", source))],
+            source=source,
+        ) from None
+    except RecursionError:
+        raise LoadError(
+            [DagDocumentError("the document nests too deeply", _at("", source))], source=source
+        ) from None
+
+
+class _Constant(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _Constant(name)
+
+
+def _at(path: str, source: str) -> SourcePosition:
+    return SourcePosition(source=source, path=path)
+
+
+def _nodes(value: Any) -> list[Node]:
+    """The nodes well-formed enough to check the graph (the schema reports the rest)."""
+    if not isinstance(value, list):
+        return []
+    found = []
+    for index, item in enumerate(value):
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            continue
+        found.append(
+            Node(
+                index=index,
+                id=item["id"],
+                agent_name=_typed(item, "agent_name", str),
+                is_entry=_typed(item, "is_entry", bool) is True,
+                is_exit=_typed(item, "is_exit", bool) is True,
+                skip_condition=_typed(item, "skip_condition", str),
+                join=_typed(item, "join", str),
+                workflow=_typed(item, "workflow", str),
+            )
+        )
+    return found
+
+
+def _connections(value: Any) -> list[Connection]:
+    if not isinstance(value, list):
+        return []
+    found = []
+    for index, item in enumerate(value):
+        if not isinstance(item, dict):
+            continue
+        source, target = item.get("source_id"), item.get("target_id")
+        if not isinstance(source, str) or not isinstance(target, str):
+            continue
+        passed = item.get("context_passed")
+        if not isinstance(passed, list) or not all(isinstance(k, str) for k in passed):
+            passed = None
+        iterations = item.get("max_iterations")
+        if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+            iterations = None
+        found.append(
+            Connection(
+                index=index,
+                source_id=source,
+                target_id=target,
+                context_passed=tuple(dict.fromkeys(passed)) if passed is not None else None,
+                condition=_typed(item, "condition", str),
+                parallel=_typed(item, "parallel", bool) is True,
+                max_iterations=iterations,
+            )
+        )
+    return found
+
+
+def _typed(item: Mapping[str, Any], key: str, kind: type) -> Any:
+    value = item.get(key)
+    return value if isinstance(value, kind) and value != "" else None
+
+
+def _parses(text: str, path: str, ctx: LoadContext) -> list[DagDocumentError]:
+    try:
+        compiled(text, ctx.manager)
+    except ExpressionError as exc:
+        position = SourcePosition(source=ctx.source, path=path, text=text, column=exc.column)
+        return [DagDocumentError(f"the expression does not parse: {exc.reason}", position)]
+    return []
+
+
+# -- sub-workflows -------------------------------------------------------------------------
+
+
+def _sub_workflow(
+    node: Node, ctx: LoadContext, stack: _Stack
+) -> tuple[dict[str, Any], list[PlaitError]]:
+    """The ``workflow`` kind's config for a node's ``workflow``: a published fragment, or
+    the spec of another DAG file (loaded now, so the outer spec is complete data)."""
+    name = str(node.workflow)
+    path = f"{node.where}/workflow"
+    fragments = ctx.manager.registry("fragment") if ctx.manager is not None else None
+    if fragments is not None and name in fragments:
+        return {"fragment": name}, []
+
+    def problem(message: str) -> tuple[dict[str, Any], list[PlaitError]]:
+        return {}, [DagDocumentError(message, _at(path, ctx.source))]
+
+    if not name.endswith(".json"):
+        known = fragments.names() if fragments is not None else []
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return problem(
+            f"no published fragment {name!r}{hint}, nor a path to a .json DAG file "
+            f"(fragments: {', '.join(known) or 'none'})"
+        )
+    base = stack.files[-1].parent if stack.files else stack.root
+    file = (base / name).resolve()
+    if not file.is_relative_to(stack.root):
+        return problem(
+            f"sub-workflow file {name!r} is outside {str(stack.root)!r}, the directory of "
+            "the document that names it (a document may only name files beside or below it)"
+        )
+    if file in stack.files:
+        return problem(f"sub-workflow file {name!r} includes itself")
+    if len(stack.files) >= _MAX_DEPTH:
+        return problem(f"sub-workflow files nest deeper than {_MAX_DEPTH}")
+    try:
+        if file.stat().st_size > _MAX_BYTES:
+            return problem(f"sub-workflow file {name!r} is larger than {_MAX_BYTES} bytes")
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return problem(f"cannot read sub-workflow file {name!r}: {exc}")
+    inner_ctx = attrs.evolve(ctx, source=str(file))
+    try:
+        spec = _load(text, inner_ctx, _Stack(root=stack.root, files=(*stack.files, file)))
+    except LoadError as exc:
+        return {}, [
+            DagDocumentError(f"in sub-workflow {name!r}: {p}", _at(path, ctx.source))
+            for p in exc.problems
+        ]
+    return {"spec": spec.to_dict()}, []
+
+
+# -- the spec ------------------------------------------------------------------------------
+
+
+def _spec(
+    nodes: list[Node],
+    connections: list[Connection],
+    workflows: Mapping[int, dict[str, Any]],
+    ctx: LoadContext,
+) -> WorkflowSpec:
+    joins = {n.id for n in nodes if n.join is not None}
+    resets: dict[str, list[int]] = {}
+    for conn in connections:
+        if conn.max_iterations is not None:
+            resets.setdefault(conn.target_id, []).append(conn.index)
+    routes: dict[str, list[dict[str, Any]]] = {n.id: [] for n in nodes}
+    for conn in connections:
+        route: dict[str, Any] = {"target": conn.target_id, "connection": conn.index}
+        if conn.condition is not None:
+            route["condition"] = conn.condition
+        if conn.context_passed is not None:
+            route["context_passed"] = list(conn.context_passed)
+        if conn.parallel:
+            route["parallel"] = True
+        if conn.max_iterations is not None:
+            route["max_iterations"] = conn.max_iterations
+        elif conn.target_id in resets:
+            route["resets"] = resets[conn.target_id]
+        routes[conn.source_id].append(route)
+    specs = []
+    for node in nodes:
+        config: dict[str, Any] = {}
+        if node.agent_name is not None:
+            config["agent"] = node.agent_name
+        if node.index in workflows:
+            config["workflow"] = workflows[node.index]
+        if node.skip_condition is not None:
+            config["skip_condition"] = node.skip_condition
+        if node.join is not None:
+            config["join"] = node.join
+        if routes[node.id]:
+            config["routes"] = routes[node.id]
+        specs.append(NodeSpec(node.id, kind="dag.node", config=config))
+    groups = []
+    for node in nodes:
+        targets = list(dict.fromkeys(r["target"] for r in routes[node.id]))
+        targets = [t for t in targets if t not in joins]
+        if len(targets) == 1:
+            groups.append(
+                EdgeGroupSpec(
+                    f"direct:{node.id}->{targets[0]}", "direct", (node.id,), (targets[0],)
+                )
+            )
+        elif targets:
+            gid = f"fan_out:{node.id}->{','.join(targets)}"
+            groups.append(EdgeGroupSpec(gid, "fan_out", (node.id,), tuple(targets)))
+    for node in nodes:
+        if node.join is None:
+            continue
+        sources = list(dict.fromkeys(c.source_id for c in connections if c.target_id == node.id))
+        if sources:
+            gid = f"fan_in:{','.join(sources)}->{node.id}"
+            options = {"merge": "keyed", "when": "available"}
+            groups.append(EdgeGroupSpec(gid, "fan_in", tuple(sources), (node.id,), options))
+    entry = next(n.id for n in nodes if n.is_entry)
+    return WorkflowSpec(
+        name=Path(ctx.source).stem if not ctx.source.startswith("<") else None,
+        start=entry,
+        nodes=tuple(specs),
+        edge_groups=tuple(groups),
+        options={"max_supersteps": _superstep_bound(nodes, connections)},
+    )
+
+
+def _superstep_bound(nodes: list[Node], connections: list[Connection]) -> int:
+    """Enough supersteps for any route: every node once per turn of every loop (the loops'
+    own counters stop a runaway loop first, with an error naming it)."""
+    turns = 1
+    for conn in connections:
+        if conn.max_iterations is not None:
+            turns = min(turns * (conn.max_iterations + 1), _SUPERSTEP_CAP)
+    return max(100, min(_SUPERSTEP_CAP, 2 * (len(nodes) + 2) * turns))
+
+
+# -- problems ------------------------------------------------------------------------------
+
+
+def _unique(problems: list[PlaitError]) -> list[PlaitError]:
+    seen: set[str] = set()
+    out = []
+    for p in problems:
+        if str(p) not in seen:
+            seen.add(str(p))
+            out.append(p)
+    return out
+
+
+def _sorted(problems: list[PlaitError]) -> list[PlaitError]:
+    def key(problem: PlaitError) -> tuple[Any, ...]:
+        path = getattr(problem, "path", None) or ""
+        parts = path.split("/")
+        section = _SECTIONS.get(parts[1] if len(parts) > 1 else "", 0)
+        steps = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
+        line = getattr(problem, "line", None) or 0
+        return (line, section, steps)
+
+    return sorted(problems, key=key)

@@ -1,0 +1,123 @@
+"""The document's JSON Schema (``schema.json``) and its errors as positioned problems.
+
+``jsonschema`` is imported when a document is first checked, never when the plugin is
+registered.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from typing import Any
+
+from plait.errors import SourcePosition
+
+from .errors import DagDocumentError
+
+__all__ = ["document_schema", "pointer", "schema_problems"]
+
+_REPR_LIMIT = 80
+
+
+@functools.cache
+def document_schema() -> dict[str, Any]:
+    """The JSON Schema of a DAG document (draft 2020-12), as shipped in ``schema.json``."""
+    text = resources.files("plait_dag").joinpath("schema.json").read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+@functools.cache
+def _validator() -> Any:
+    from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
+
+    return Draft202012Validator(document_schema())
+
+
+def pointer(parts: Iterable[str | int]) -> str:
+    """The JSON pointer (RFC 6901) of ``parts``: ``/nodes/0/is_entry``; ``""`` is the
+    whole document."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def schema_problems(document: Any, source: str) -> list[DagDocumentError]:
+    """Every way ``document`` breaks the schema, each at its JSON path; an unknown field
+    names the field it probably meant."""
+    problems: list[DagDocumentError] = []
+    for error in _validator().iter_errors(document):
+        problems.extend(_convert(error, source))
+    return problems
+
+
+def _convert(error: Any, source: str) -> list[DagDocumentError]:
+    path = pointer(error.absolute_path)
+    instance = error.instance
+    if error.validator == "additionalProperties" and isinstance(instance, Mapping):
+        allowed = sorted(error.schema.get("properties", {}))
+        return [
+            _unknown_field(key, allowed, pointer([*error.absolute_path, key]), source)
+            for key in instance
+            if key not in allowed
+        ]
+    if error.validator == "required" and isinstance(instance, Mapping):
+        return [
+            _problem(f"{_what(path)} lacks the required field {key!r}", path, source)
+            for key in error.validator_value
+            if key not in instance
+        ]
+    if error.validator == "type":
+        expected = error.validator_value
+        expected = " or ".join(expected) if isinstance(expected, list) else expected
+        message = f"{_what(path)} must be {_article(expected)}, not {_json_type(instance)}"
+        return [_problem(message, path, source)]
+    shown = _short(instance)
+    message = error.message if len(error.message) < 200 else f"{shown}: fails {error.validator}"
+    return [_problem(f"{_what(path)}: {message}", path, source)]
+
+
+def _unknown_field(key: str, allowed: list[str], path: str, source: str) -> DagDocumentError:
+    import difflib
+
+    message = f"unknown field {_short(key)}"
+    close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+    if close:
+        message += f"; did you mean {close[0]!r}?"
+    message += f" (fields: {', '.join(allowed)})"
+    return _problem(message, path, source)
+
+
+def _problem(message: str, path: str, source: str) -> DagDocumentError:
+    return DagDocumentError(message, SourcePosition(source=source, path=path))
+
+
+def _what(path: str) -> str:
+    return f"{path!r}" if path else "the document"
+
+
+def _article(name: str) -> str:
+    return f"an {name}" if name[:1] in "aeiou" else f"a {name}"
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _REPR_LIMIT else text[: _REPR_LIMIT - 3] + "..."
