@@ -1,0 +1,397 @@
+"""Steps to a :class:`~plait.spec.WorkflowSpec`.
+
+Each agent/executor step is one node (its id is the step id); a condition is a node and a
+``switch`` edge group on its result; a parallel block is a fork node, a ``fan_out`` to its
+children, a ``fan_in`` (merge ``list``, when ``all``) and a join node ``<id>/join``. A
+``goto`` is an edge back to the step it names. Edge group ids are the builder's
+(``direct:a->b``, ``fan_out:p->a,b``, ``fan_in:a,b->p/join``, ``switch:c->x,y``).
+
+Two rules come from seed 002's own example, whose YAML has no ``goto``:
+
+- a condition that reads ``$steps.<id>`` of a step written *after* it in the same list is
+  evaluated after that step ("conditions are evaluated after the step(s) that produce the
+  referenced output");
+- the last step of a branch that runs the same agent as an earlier step, with nothing of
+  its own (no instruction, config, retry or timeout), routes back to that earlier step:
+  ``{id: back_to_trans, type: agent, name: translator}`` means ``{goto: trans}``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import plait
+from plait.errors import ConfigError, PlaitError
+from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
+
+from ._document import STEP_REF, Document, Step
+from ._executors import unknown_agent
+from ._yaml import Y, position
+
+__all__ = ["compile_document", "rewrite"]
+
+_TEMPLATE = re.compile(r"\{\{.*?\}\}", re.S)
+Cont = tuple[str, str]  # ("node", id) | ("end", "") | ("open", "")
+END: Cont = ("end", "")
+OPEN: Cont = ("open", "")
+
+
+def rewrite(text: str) -> str:
+    """``$steps`` as the expression language's ``steps`` (same length, so columns hold)."""
+    if "{{" in text:
+        return _TEMPLATE.sub(lambda m: m.group(0).replace("$steps", " steps"), text)
+    return text.replace("$steps", " steps")
+
+
+def _retry(policy: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A step's ``retry`` as the kernel's policy. ``on`` patterns are case-insensitive
+    regular expressions searched in ``"<ErrorClass>: <message>"``; a loop-limit failure is
+    never retried."""
+    if not policy or not policy.get("max_attempts"):
+        return None
+    guard = "(?s)^(?!LoopLimitError: )"
+    patterns = policy.get("on") or []
+    on = [f"re:{guard}.*?(?i:{p})" for p in patterns] if patterns else [f"re:{guard}"]
+    return plait.RetryPolicy(
+        max_attempts=policy["max_attempts"],
+        backoff=policy.get("backoff", "fixed"),
+        delay=policy.get("delay", 1.0),
+        max_delay=policy.get("max_delay", 30.0),
+        on=on,
+    ).to_dict()
+
+
+class _Scope:
+    __slots__ = ("in_branch", "prefix", "retry", "visible")
+
+    def __init__(self, visible: dict[str, Step], prefix: str, retry: Any, in_branch: bool) -> None:
+        self.visible = visible
+        self.prefix = prefix
+        self.retry = retry
+        self.in_branch = in_branch
+
+
+class _Compiler:
+    def __init__(self, doc: Document, source: str, ctx: Any, kinds: list[str]) -> None:
+        self.doc = doc
+        self.source = source
+        self.ctx = ctx
+        self.kinds = kinds
+        self.problems: list[PlaitError] = []
+        self.nodes: list[NodeSpec] = []
+        self.groups: list[EdgeGroupSpec] = []
+        self.group_ids: set[str] = set()
+        self.all_steps = [s for top in doc.steps for s in top.walk() if s.type != "goto"]
+        self.ids = {s.id for s in self.all_steps}
+
+    def at(self, y: Y, message: str, column_offset: int = 0) -> None:
+        self.problems.append(
+            ConfigError(
+                message, position(self.source, self.doc.lines, y.line, y.column + column_offset)
+            )
+        )
+
+    # -- names -----------------------------------------------------------------------------
+
+    def check_names(self) -> None:
+        seen: dict[str, Step] = {}
+        executors = self.ctx.executors
+        agents = [*executors, *self.kinds]
+        for step in self.all_steps:
+            first = seen.get(step.id)
+            if first is not None:
+                self.at(
+                    step.y,
+                    f"step id {step.id!r} is used twice (first at line {first.y.line}); ids "
+                    "must be unique in the document",
+                )
+            seen.setdefault(step.id, step)
+            if step.type in ("agent", "executor", "parallel", "condition") and step.id in executors:
+                self.at(
+                    step.y,
+                    f"step id {step.id!r} is also a name passed in executors=; the kernel binds "
+                    "executors by node id, so rename the step",
+                )
+            if step.type == "agent" and step.name is not None and step.name not in agents:
+                where = step.y.value.get("name", step.y)
+                self.at(where, f"step {step.id!r}: " + unknown_agent(step.name, agents))
+            for y in (step.instruction, step.condition):
+                if y is not None and isinstance(y.value, str):
+                    self.check_template(step, y)
+
+    def check_template(self, step: Step, y: Y) -> None:
+        text: str = y.value
+        offset = 1 if y.quoted else 0
+        single_line = "\n" not in text and y.quoted in (False, True)
+        for match in STEP_REF.finditer(text):
+            ref = match.group(1) or match.group(3)
+            if ref not in self.ids:
+                hint = difflib.get_close_matches(ref, sorted(self.ids), n=1)
+                did = f"; did you mean {hint[0]!r}?" if hint else ""
+                col = offset + match.start() if single_line else 0
+                self.at(
+                    y,
+                    f"step {step.id!r} reads $steps.{ref}, but no step has id {ref!r}; "
+                    f"step ids: {', '.join(sorted(self.ids))}{did}",
+                    col,
+                )
+        is_condition = y is step.condition
+        code = rewrite(text)
+        compile_: Any = plait.expressions.compile_template
+        if is_condition and "{{" not in text:
+            compile_ = plait.expressions.compile_expression
+        elif is_condition and not (
+            text.strip().startswith("{{") and text.strip().endswith("}}") and text.count("{{") == 1
+        ):
+            self.at(
+                y,
+                f"the condition of step {step.id!r} must be one {{{{ expression }}}} (or an "
+                "expression without braces) that gives a boolean",
+            )
+            return
+        try:
+            compile_(
+                code,
+                source=self.source,
+                line=y.line,
+                column=y.column + offset,
+                manager=self.ctx.manager,
+            )
+        except PlaitError as exc:
+            self.problems.append(exc)
+
+    # -- graph ------------------------------------------------------------------------------
+
+    def group(
+        self, router: str, sources: list[str], targets: list[str], options: Any = None
+    ) -> None:
+        base = f"{router}:{','.join(sources)}->{','.join(targets)}"
+        gid, n = base, 2
+        while gid in self.group_ids:
+            gid, n = f"{base}#{n}", n + 1
+        self.group_ids.add(gid)
+        self.groups.append(
+            EdgeGroupSpec(gid, router, tuple(sources), tuple(targets), options or {})
+        )
+
+    def connect(self, source: str, cont: Cont) -> None:
+        if cont[0] == "node":
+            self.group("direct", [source], [cont[1]])
+
+    def sequence(self, steps: list[Step], cont: Cont, scope: _Scope) -> Cont:
+        steps = _defer_conditions(steps)
+        visibles: list[dict[str, Step]] = []
+        visible = dict(scope.visible)
+        for step in steps:
+            visibles.append(dict(visible))
+            if step.type != "goto":
+                visible[step.id] = step
+        for index in range(len(steps) - 1, -1, -1):
+            step = steps[index]
+            last = index == len(steps) - 1
+            target = self.loop_back(step, visibles[index], scope) if last else None
+            if step.type == "goto" or target is not None:
+                if not last:
+                    self.at(step.y, "a goto ends its branch: the steps after it never run")
+                if not scope.in_branch:
+                    self.at(step.y, "a goto belongs in a condition's true/false branch")
+                cont = ("node", target or self.goto_target(step, visibles[index]))
+                continue
+            inner = _Scope(visibles[index], scope.prefix, scope.retry, scope.in_branch)
+            cont = ("node", self.step(step, cont, inner))
+        return cont
+
+    def loop_back(self, step: Step, visible: dict[str, Step], scope: _Scope) -> str | None:
+        """Seed 002's loop form: a branch's last agent step that only names an earlier
+        step's agent goes back to that step."""
+        if not scope.in_branch or step.type != "agent" or step.name is None:
+            return None
+        if any(k in step.y.value for k in ("instruction", "config", "retry", "timeout")):
+            return None
+        found = [s.id for s in visible.values() if s.type == "agent" and s.name == step.name]
+        return found[-1] if found else None
+
+    def goto_target(self, step: Step, visible: dict[str, Step]) -> str:
+        target = step.goto
+        if isinstance(target, int):
+            tops = [s for s in self.doc.steps if s.type != "goto"]
+            if 0 <= target < len(tops) and tops[target].id in visible:
+                return tops[target].id
+            self.at(
+                step.y, f"goto {target}: no earlier top-level step has index {target} (0-based)"
+            )
+            return ""
+        if target in visible:
+            return str(target)
+        earlier = list(visible)
+        hint = difflib.get_close_matches(str(target), earlier, n=1)
+        did = f"; did you mean {hint[0]!r}?" if hint else ""
+        self.at(
+            step.y,
+            f"goto {target!r}: a goto goes back to an earlier step of an enclosing list (not "
+            "into or out of a parallel block); earlier steps here: "
+            f"{', '.join(earlier) or 'none'}{did}",
+        )
+        return ""
+
+    def step(self, step: Step, cont: Cont, scope: _Scope) -> str:
+        limit = self.doc.loop_limit
+        final = cont[0] == "end"
+        base: dict[str, Any] = {"step": step.id, "limit": limit}
+        if step.type in ("agent", "executor"):
+            config = {**base, "label": scope.prefix + step.id, "final": final}
+            if step.type == "agent":
+                config["agent"] = step.name or ""
+                if step.instruction is not None:
+                    config["instruction"] = rewrite(step.instruction.value)
+                    col = step.instruction.column + (1 if step.instruction.quoted else 0)
+                    config["at"] = [step.instruction.line, col]
+                if step.config:
+                    config["config"] = step.config
+            else:
+                config.update(kind=step.kind or "", config=step.config or {})
+            self.nodes.append(
+                NodeSpec(
+                    step.id,
+                    kind=f"steps.{step.type}",
+                    config=config,
+                    retry=_retry(step.retry or scope.retry),
+                    timeout=step.timeout,
+                )
+            )
+            self.connect(step.id, cont)
+            return step.id
+        if step.type == "condition":
+            return self.condition(step, cont, scope)
+        return self.parallel(step, cont, scope)
+
+    def condition(self, step: Step, cont: Cont, scope: _Scope) -> str:
+        inner = _Scope({**scope.visible, step.id: step}, scope.prefix, scope.retry, True)
+        entries: dict[bool, str | None] = {}
+        for branch in (True, False):
+            steps = step.true if branch else step.false
+            found = self.sequence(steps, cont, inner) if steps else cont
+            entries[branch] = found[1] if found[0] == "node" else None
+        y = step.condition
+        text = (
+            "true"
+            if y is None
+            else (str(y.value).lower() if isinstance(y.value, bool) else y.value)
+        )
+        config: dict[str, Any] = {
+            "step": step.id,
+            "limit": self.doc.loop_limit,
+            "condition": rewrite(text),
+            "template": "{{" in text,
+            "ends": {"true": entries[True] is None, "false": entries[False] is None},
+        }
+        if y is not None:
+            config["at"] = [y.line, y.column + (1 if y.quoted else 0)]
+        self.nodes.append(NodeSpec(step.id, kind="steps.condition", config=config))
+        yes, no = entries[True], entries[False]
+        if yes is not None and yes == no:
+            self.group("direct", [step.id], [yes])
+        elif yes is not None:
+            options = {"case_targets": [yes], "default": no, "cases": [{"expr": "branch"}]}
+            self.group(
+                "switch", [step.id], list(dict.fromkeys([yes, *([no] if no else [])])), options
+            )
+        elif no is not None:
+            options = {
+                "case_targets": [no],
+                "default": None,
+                "cases": [{"expr": "branch == false"}],
+            }
+            self.group("switch", [step.id], [no], options)
+        return step.id
+
+    def parallel(self, step: Step, cont: Cont, scope: _Scope) -> str:
+        join = f"{step.id}/join"
+        self.nodes.append(
+            NodeSpec(
+                step.id, kind="steps.fork", config={"step": step.id, "limit": self.doc.loop_limit}
+            )
+        )
+        child_scope = _Scope({}, f"{scope.prefix}{step.id}/", step.retry or scope.retry, False)
+        entries, sources = [], []
+        members: dict[str, list[str]] = {}
+        for child in step.steps:
+            if child.type == "goto":
+                self.at(child.y, "a goto cannot be a parallel block's step")
+                continue
+            members[child.id] = [s.id for s in child.walk() if s.type != "goto"]
+            if child.type == "condition":
+                end = f"{child.id}/end"
+                entries.append(self.step(child, ("node", end), child_scope))
+                self.nodes.append(NodeSpec(end, kind="steps.pass"))
+                sources.append(end)
+            else:
+                entries.append(self.step(child, OPEN, child_scope))
+                sources.append(f"{child.id}/join" if child.type == "parallel" else child.id)
+        if not entries:
+            return step.id
+        if len(entries) == 1:
+            self.group("direct", [step.id], entries)
+        else:
+            self.group("fan_out", [step.id], entries)
+        self.group("fan_in", sources, [join], {"merge": "list", "when": "all"})
+        config = {
+            "step": step.id,
+            "children": [c.id for c in step.steps if c.type != "goto"],
+            "members": members,
+            "final": cont[0] == "end",
+        }
+        self.nodes.append(NodeSpec(join, kind="steps.join", config=config))
+        self.connect(join, cont)
+        return step.id
+
+
+def _defer_conditions(steps: list[Step]) -> list[Step]:
+    """Move each condition after the last later step of the same list whose output it
+    reads (seed 002: conditions are evaluated after the steps that produce their input)."""
+    anchors: dict[int, list[Step]] = {}
+    deferred: set[int] = set()
+    for index, step in enumerate(steps):
+        if step.type != "condition" or step.condition is None:
+            continue
+        refs = {m.group(1) or m.group(3) for m in STEP_REF.finditer(str(step.condition.value))}
+        later = [j for j in range(index + 1, len(steps)) if refs & {s.id for s in steps[j].walk()}]
+        if later:
+            deferred.add(index)
+            anchors.setdefault(max(later), []).append(step)
+    if not deferred:
+        return steps
+    ordered: list[Step] = []
+
+    def place(index: int) -> None:
+        ordered.append(steps[index])
+        for moved in anchors.get(index, ()):
+            place(steps.index(moved))
+
+    for index in range(len(steps)):
+        if index not in deferred:
+            place(index)
+    return ordered
+
+
+def compile_document(
+    doc: Document, source: str, ctx: Any, kinds: list[str]
+) -> tuple[WorkflowSpec | None, list[PlaitError]]:
+    """The spec of ``doc`` and every name or graph problem found."""
+    compiler = _Compiler(doc, source, ctx, kinds)
+    compiler.check_names()
+    cont = compiler.sequence(doc.steps, END, _Scope({}, "", None, False))
+    if compiler.problems or cont[0] != "node":
+        return None, compiler.problems
+    limit = doc.loop_limit
+    spec = WorkflowSpec(
+        name=doc.name,
+        start=cont[1],
+        nodes=tuple(compiler.nodes),
+        edge_groups=tuple(compiler.groups),
+        options={"max_supersteps": (len(compiler.nodes) + 1) * (limit + 1) + 10},
+    )
+    return spec, []

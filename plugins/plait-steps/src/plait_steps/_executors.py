@@ -1,0 +1,536 @@
+"""The executors a steps workflow is made of, and the kinds that build them from data.
+
+Every node of a loaded steps workflow has one of these kinds, so its spec is plain data
+(``WorkflowSpec.to_json`` / ``Workflow.from_spec`` round-trip it); the user's agents are
+bound by name when the workflow is built (``executors=``), or built by their own kind.
+
+- ``steps.agent``: runs one agent step: builds the user message (prior step outputs, then
+  the prompt), calls the agent, records its output.
+- ``steps.executor``: runs any executor kind as a step, the same way.
+- ``steps.condition``: evaluates the step's condition; a ``switch`` edge group after it
+  routes on the result (``branch``).
+- ``steps.fork`` / ``steps.join``: a parallel block's start (a ``fan_out`` follows) and end
+  (after a ``fan_in`` with merge ``list``): the join builds the block's keyed map.
+- ``steps.pass``: forwards the context (the single exit of a parallel child that branches).
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import plait
+from plait import Executor, WorkflowContext, handler
+from plait.errors import (
+    ConfigError,
+    ExecutorFailedError,
+    PlaitError,
+    SourcePosition,
+    WorkflowRunError,
+)
+from plait.kinds import KindContext
+
+from . import _context as sc
+
+__all__ = [
+    "KINDS",
+    "LoopLimitError",
+    "StepConditionError",
+    "StepOutputError",
+]
+
+
+class LoopLimitError(WorkflowRunError):
+    """A step ran more often than ``max_loop_iterations`` allows. The message is seed
+    002's: ``workflow: max loop iterations exceeded (step: trans, limit: 100)``.
+
+    .. versionadded:: 0.1
+    """
+
+    def __init__(self, step: str, limit: int, *, superstep: int | None = None) -> None:
+        super().__init__(
+            f"workflow: max loop iterations exceeded (step: {step}, limit: {limit})",
+            executor_id=step,
+            superstep=superstep,
+        )
+        self.step = step
+        self.limit = limit
+
+
+class StepConditionError(WorkflowRunError):
+    """A condition gave something other than a boolean, or failed to evaluate.
+
+    .. versionadded:: 0.1
+    """
+
+
+class StepOutputError(WorkflowRunError):
+    """An agent or executor step finished without an output.
+
+    .. versionadded:: 0.1
+    """
+
+
+AgentCall = Callable[[str, "str | None"], Awaitable[Any]]
+
+
+def _bump(
+    state: dict[str, Any], step: str, limit: int, ctx: WorkflowContext[Any, Any]
+) -> dict[str, Any]:
+    runs = state["runs"].get(step, 0) + 1
+    if runs > limit:
+        raise LoopLimitError(step, limit, superstep=ctx.superstep)
+    new = dict(state)
+    new["runs"] = {**state["runs"], step: runs}
+    return new
+
+
+async def _finish(
+    ctx: WorkflowContext[Any, Any], state: dict[str, Any], output: Any, final: bool
+) -> None:
+    if final:
+        await ctx.yield_output(output)
+        await ctx.add_event({sc.STEP_CONTEXT_EVENT: sc.summary(state, output)})
+    else:
+        await ctx.send_message(state)
+
+
+def _template(text: str | None, at: Any, source: str | None, manager: Any) -> Any:
+    if not text:
+        return None
+    line, column = at if isinstance(at, list) and len(at) == 2 else (1, 1)
+    return plait.expressions.compile_template(
+        text, source=source, line=line, column=column, manager=manager
+    )
+
+
+# -- steps ----------------------------------------------------------------------------------
+
+
+class StepExecutor(Executor):
+    """One agent (or executor-kind) step."""
+
+    def __init__(
+        self,
+        id: str,
+        *,
+        config: Mapping[str, Any],
+        call: AgentCall,
+        who: str,
+        instruction: Any = None,
+    ) -> None:
+        super().__init__(id)
+        self.step: str = config["step"]
+        self.label: str = config.get("label") or self.step
+        self.agent: str | None = config.get("agent")
+        self.limit: int = config["limit"]
+        self.final: bool = bool(config.get("final"))
+        self.who = who
+        self.call = call
+        self.instruction = instruction
+
+    @handler
+    async def run_step(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
+        state = _bump(sc.start(message), self.step, self.limit, ctx)
+        rendered = None
+        if self.instruction is not None:
+            rendered = self.instruction.render(sc.template_data(state))
+        output = await self.call(sc.prior_block(state), rendered)
+        entry = {"output": output, "agent": self.agent}
+        new = sc.record(
+            state, self.step, entry, label=self.label, who=self.who, attempt=ctx.attempt
+        )
+        await _finish(ctx, new, output, self.final)
+
+
+class ConditionExecutor(Executor):
+    """A condition step: ``branch`` is the condition's boolean; a switch routes on it."""
+
+    def __init__(self, id: str, *, config: Mapping[str, Any], condition: Any) -> None:
+        super().__init__(id)
+        self.step: str = config["step"]
+        self.limit: int = config["limit"]
+        self.text: str = config["condition"]
+        self.ends: Mapping[str, bool] = config.get("ends") or {}
+        self.condition = condition
+        self.is_template = bool(config.get("template"))
+
+    @handler
+    async def decide(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
+        state = _bump(sc.start(message), self.step, self.limit, ctx)
+        data = sc.template_data(state)
+        try:
+            if self.is_template:
+                value = self.condition.value(data)
+            else:
+                value = self.condition.evaluate(data)
+        except PlaitError as exc:
+            raise StepConditionError(
+                f"condition of step {self.step!r} failed: {exc}",
+                executor_id=self.step,
+                superstep=ctx.superstep,
+            ) from exc
+        if value is not True and value is not False:
+            shown = "null" if value is None else repr(value)
+            raise StepConditionError(
+                f"condition of step {self.step!r} must give a boolean, got {shown} "
+                f"({self.text.strip()})",
+                executor_id=self.step,
+                superstep=ctx.superstep,
+            )
+        new = sc.record(
+            state, self.step, {"output": value}, label=None, who=None, attempt=None, last=False
+        )
+        if self.ends.get("true" if value else "false"):
+            last = new["last"]
+            output = new["steps"][last]["output"] if last is not None else None
+            await ctx.yield_output(output)
+            await ctx.add_event({sc.STEP_CONTEXT_EVENT: sc.summary(new, output)})
+            return
+        new["branch"] = value
+        await ctx.send_message(new)
+
+
+class ForkExecutor(Executor):
+    """A parallel block's start: counts the block's runs and sends the context on to
+    every child (a ``fan_out`` edge group)."""
+
+    def __init__(self, id: str, *, config: Mapping[str, Any]) -> None:
+        super().__init__(id)
+        self.step: str = config["step"]
+        self.limit: int = config["limit"]
+
+    @handler
+    async def fork(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
+        await ctx.send_message(_bump(sc.start(message), self.step, self.limit, ctx))
+
+
+class JoinExecutor(Executor):
+    """A parallel block's end: merges its children's contexts (in declaration order) and
+    records the block's output, seed 002's keyed map ``{steps: {id: {output, agent}},
+    order: [...]}``."""
+
+    def __init__(self, id: str, *, config: Mapping[str, Any]) -> None:
+        super().__init__(id)
+        self.step: str = config["step"]
+        self.children: list[str] = list(config["children"])
+        self.members: Mapping[str, list[str]] = config.get("members") or {}
+        self.final: bool = bool(config.get("final"))
+
+    @handler
+    async def join(self, message: list[Any], ctx: WorkflowContext[Any, Any]) -> None:
+        states = [sc.start(m) for m in message]
+        merged = dict(states[0])
+        steps: dict[str, Any] = {}
+        prior: dict[str, Any] = {}
+        runs: dict[str, int] = {}
+        attempts: dict[str, int] = {}
+        for state in states:
+            steps.update(state["steps"])
+            prior.update(state["prior"])
+            attempts.update(state["attempts"])
+            for key, count in state["runs"].items():
+                runs[key] = max(count, runs.get(key, 0))
+        outputs: dict[str, Any] = {}
+        for child, state in zip(self.children, states):
+            last = state.get("last")
+            inside = self.members.get(child, [child])
+            outputs[child] = state["steps"].get(last) if last in inside else {"output": None}
+        keyed = {
+            "steps": {
+                c: {k: e[k] for k in ("output", "agent") if k in e} for c, e in outputs.items()
+            },
+            "order": list(self.children),
+        }
+        merged.update(steps=steps, prior=prior, runs=runs, attempts=attempts)
+        entry = {"output": keyed, "agent": None, "outputs": outputs, "order": list(self.children)}
+        new = sc.record(merged, self.step, entry, label=None, who=None, attempt=None)
+        await _finish(ctx, new, keyed, self.final)
+
+
+class PassExecutor(Executor):
+    """Forwards the step context unchanged."""
+
+    @handler
+    async def forward(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
+        await ctx.send_message(message)
+
+
+class _Collect(Executor):
+    """The second node of an agent's inner workflow: what the agent sent is the output."""
+
+    @handler
+    async def collect(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
+        await ctx.yield_output(message)
+
+
+# -- calling agents ---------------------------------------------------------------------------
+
+
+def _is_async_function(obj: Any) -> bool:
+    if isinstance(obj, (Executor, type)):
+        return False
+    call = type(obj).__dict__.get("__call__")
+    return inspect.iscoroutinefunction(obj) or (
+        call is not None and inspect.iscoroutinefunction(call)
+    )
+
+
+def _function_call(fn: Callable[..., Awaitable[Any]]) -> AgentCall:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        params = ()  # type: ignore[assignment]
+    takes_instruction = any(
+        p.name == "instruction" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params
+    )
+
+    async def call(user_message: str, instruction: str | None) -> Any:
+        if takes_instruction:
+            return await fn(user_message, instruction=instruction)
+        if instruction:
+            user_message = f"{instruction}\n\n{user_message}"
+        return await fn(user_message)
+
+    return call
+
+
+def _inner_call(node: plait.NodeSpec, executors: Mapping[str, Any], ctx: KindContext) -> AgentCall:
+    """An agent that is an executor (or an executor kind): a two-node workflow, the agent
+    then a collector; the agent's message is the step's output."""
+    spec = plait.WorkflowSpec(
+        name=f"{ctx.node_id} (agent)",
+        start=node.id,
+        nodes=(node, plait.NodeSpec("steps.collect")),
+        edge_groups=(
+            plait.EdgeGroupSpec(
+                f"direct:{node.id}->steps.collect", "direct", (node.id,), ("steps.collect",)
+            ),
+        ),
+    )
+    workflow = plait.Workflow.from_spec(
+        spec,
+        {**executors, "steps.collect": _Collect("steps.collect")},
+        allow_imports=ctx.allow_imports,
+        plugin_manager=ctx.manager,
+        source=ctx.source,
+    )
+
+    async def call(user_message: str, instruction: str | None) -> Any:
+        if instruction:
+            user_message = f"{instruction}\n\n{user_message}"
+        try:
+            result = await workflow.run(user_message)
+        except ExecutorFailedError as exc:
+            if exc.__cause__ is not None:
+                raise exc.__cause__ from None
+            raise
+        if not result.outputs:
+            raise StepOutputError(
+                f"step {ctx.node_id!r}: its agent finished without sending an output",
+                executor_id=ctx.node_id,
+            )
+        return result.outputs[-1]
+
+    return call
+
+
+def _kind_names(ctx: KindContext) -> list[str]:
+    manager = ctx.manager if ctx.manager is not None else plait.get_plugin_manager()
+    return [n for n in manager.registry("executor_kind").names() if not n.startswith("steps.")]
+
+
+def _error(ctx: KindContext, message: str, path: str = "") -> ConfigError:
+    return ConfigError(message, SourcePosition(source=ctx.source, path=f"/config{path}"))
+
+
+def unknown_agent(name: str, available: list[str]) -> str:
+    """The message for an agent name nobody gave."""
+    hint = difflib.get_close_matches(name, available, n=1)
+    did = f"; did you mean {hint[0]!r}?" if hint else ""
+    return (
+        f"no agent {name!r}: pass it as executors={{{name!r}: ...}} (an async function "
+        f"or an executor) or install an executor kind of that name; available: "
+        f"{', '.join(sorted(available)) or 'none'}{did}"
+    )
+
+
+def _resolve_agent(config: Mapping[str, Any], ctx: KindContext) -> AgentCall:
+    name = config["agent"]
+    if name in ctx.executors:
+        obj = ctx.executors[name]
+        if _is_async_function(obj):
+            return _function_call(obj)
+        if not (isinstance(obj, Executor) or (isinstance(obj, type) and issubclass(obj, Executor))):
+            raise _error(
+                ctx,
+                f"agent {name!r} is {obj!r}: give an async function "
+                "(async def agent(prompt: str) -> str | dict) or a plait Executor",
+                "/agent",
+            )
+        node = plait.NodeSpec("agent", uses=name)
+        return _inner_call(node, {name: obj}, ctx)
+    if name in _kind_names(ctx):
+        node = plait.NodeSpec("agent", kind=name, config=dict(config.get("config") or {}))
+        return _inner_call(node, {}, ctx)
+    raise _error(ctx, unknown_agent(name, [*ctx.executors, *_kind_names(ctx)]), "/agent")
+
+
+# -- kinds ---------------------------------------------------------------------------------------
+
+
+class _Kind:
+    """Shared checking for the steps kinds: required keys and their JSON types."""
+
+    required: Mapping[str, type | tuple[type, ...]] = {"step": str}
+    optional: Mapping[str, type | tuple[type, ...]] = {}
+
+    @property
+    def config_schema(self) -> Mapping[str, Any]:
+        names = {str: "string", int: "integer", bool: "boolean", dict: "object", list: "array"}
+
+        def schema(tp: Any) -> dict[str, Any]:
+            tps = tp if isinstance(tp, tuple) else (tp,)
+            return {"type": [names.get(t, "null") for t in tps]}
+
+        props = {k: schema(t) for k, t in {**self.required, **self.optional}.items()}
+        return {"type": "object", "properties": props, "required": sorted(self.required)}
+
+    def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
+        problems = []
+        for key, tp in self.required.items():
+            if key not in config:
+                problems.append(_error(ctx, f"missing {key!r}", f"/{key}"))
+            elif not isinstance(config[key], tp) or (isinstance(config[key], bool) and tp is int):
+                problems.append(_error(ctx, f"{key!r} has the wrong type", f"/{key}"))
+        for key, tp in self.optional.items():
+            if config.get(key) is not None and not isinstance(config[key], tp):
+                problems.append(_error(ctx, f"{key!r} has the wrong type", f"/{key}"))
+        for key in sorted(set(config) - set(self.required) - set(self.optional)):
+            problems.append(_error(ctx, f"unknown key {key!r}", f"/{key}"))
+        if problems:
+            return problems
+        try:
+            self.create(config, ctx)
+        except ConfigError as exc:
+            return [exc]
+        except PlaitError as exc:
+            return [_error(ctx, str(exc))]
+        return []
+
+    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+        raise NotImplementedError
+
+
+_STEP = {"step": str, "limit": int}
+_OUT = {"label": str, "final": bool}
+
+
+class AgentKind(_Kind):
+    """``steps.agent``: ``{step, agent, limit, label?, final?, instruction?, at?, config?}``."""
+
+    required = {**_STEP, "agent": str}
+    optional = {**_OUT, "instruction": str, "at": list, "config": dict}
+
+    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+        call = _resolve_agent(config, ctx)
+        try:
+            instruction = _template(
+                config.get("instruction"), config.get("at"), ctx.source, ctx.manager
+            )
+        except PlaitError as exc:
+            raise _error(ctx, str(exc), "/instruction") from None
+        who = f"agent: {config['agent']}"
+        return StepExecutor(ctx.node_id, config=config, call=call, who=who, instruction=instruction)
+
+
+class ExecutorStepKind(_Kind):
+    """``steps.executor``: ``{step, kind, config, limit, label?, final?}``."""
+
+    required = {**_STEP, "kind": str}
+    optional = {**_OUT, "config": dict}
+
+    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+        kinds = _kind_names(ctx)
+        if config["kind"] not in kinds:
+            hint = difflib.get_close_matches(config["kind"], kinds, n=1)
+            did = f"; did you mean {hint[0]!r}?" if hint else ""
+            raise _error(
+                ctx,
+                f"no executor kind {config['kind']!r}; installed: {', '.join(kinds)}{did}",
+                "/kind",
+            )
+        node = plait.NodeSpec(
+            "executor", kind=config["kind"], config=dict(config.get("config") or {})
+        )
+        call = _inner_call(node, {}, ctx)
+        who = f"executor: {config['kind']}"
+        return StepExecutor(ctx.node_id, config=config, call=call, who=who)
+
+
+class ConditionKind(_Kind):
+    """``steps.condition``: ``{step, condition, limit, template?, at?, ends?}``."""
+
+    required = {**_STEP, "condition": str}
+    optional = {"template": bool, "at": list, "ends": dict}
+
+    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+        at = config.get("at")
+        line, column = at if isinstance(at, list) and len(at) == 2 else (1, 1)
+        compile_ = (
+            plait.expressions.compile_template
+            if config.get("template")
+            else plait.expressions.compile_expression
+        )
+        try:
+            condition = compile_(
+                config["condition"],
+                source=ctx.source,
+                line=line,
+                column=column,
+                manager=ctx.manager,
+            )
+        except PlaitError as exc:
+            raise _error(ctx, str(exc), "/condition") from None
+        return ConditionExecutor(ctx.node_id, config=config, condition=condition)
+
+
+class ForkKind(_Kind):
+    """``steps.fork``: ``{step, limit}``."""
+
+    required = _STEP
+
+    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+        return ForkExecutor(ctx.node_id, config=config)
+
+
+class JoinKind(_Kind):
+    """``steps.join``: ``{step, children, members?, final?}``."""
+
+    required = {"step": str, "children": list}
+    optional = {"members": dict, "final": bool}
+
+    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+        return JoinExecutor(ctx.node_id, config=config)
+
+
+class PassKind(_Kind):
+    """``steps.pass``: no config."""
+
+    required = {}
+
+    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+        return PassExecutor(ctx.node_id)
+
+
+#: the executor kinds this plugin registers, by name
+KINDS: Mapping[str, _Kind] = {
+    "steps.agent": AgentKind(),
+    "steps.executor": ExecutorStepKind(),
+    "steps.condition": ConditionKind(),
+    "steps.fork": ForkKind(),
+    "steps.join": JoinKind(),
+    "steps.pass": PassKind(),
+}
