@@ -387,11 +387,19 @@ def compile_document(
     if compiler.problems or cont[0] != "node":
         return None, compiler.problems
     limit = doc.loop_limit
+    order = {s.id: i for i, s in enumerate(compiler.all_steps)}
+
+    def rank(node_id: str) -> tuple[int, int]:
+        step, _, part = node_id.partition("/")
+        return (order.get(step, len(order)), {"": 0, "end": 1, "join": 2}.get(part, 3))
+
+    nodes = sorted(compiler.nodes, key=lambda n: rank(n.id))
+    groups = sorted(compiler.groups, key=lambda g: rank(g.sources[0]))
     spec = WorkflowSpec(
         name=doc.name,
         start=cont[1],
-        nodes=tuple(compiler.nodes),
-        edge_groups=tuple(compiler.groups),
+        nodes=tuple(nodes),
+        edge_groups=tuple(groups),
         options={"max_supersteps": (len(compiler.nodes) + 1) * (limit + 1) + 10},
     )
     return spec, []

@@ -197,7 +197,7 @@ class _Reader:
             return Step(id=auto, type="goto", y=y, goto=target)
         type_y = y.value.get("type")
         kind = type_y.value if type_y is not None else None
-        if kind not in STEP_KEYS:
+        if not isinstance(kind, str) or kind not in STEP_KEYS:
             where = type_y if type_y is not None else y
             allowed = ", ".join(STEP_KEYS)
             hint = difflib.get_close_matches(str(kind), list(STEP_KEYS), n=1)

@@ -79,9 +79,9 @@ class StepsLoader:
                 )
             else:
                 doc.loop_limit = override
-        spec = None
-        if not problems:
-            spec, problems = compile_document(doc, source, ctx, kinds)
+        spec, more = compile_document(doc, source, ctx, kinds)
+        seen = {str(p) for p in problems}
+        problems += [p for p in more if str(p) not in seen]
         if problems or spec is None:
             problems = problems or [
                 ConfigError(

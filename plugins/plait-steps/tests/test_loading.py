@@ -1,0 +1,255 @@
+"""Loading: positioned errors, hostile YAML, fuzzing, the spec as data, lazy imports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import plait
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from plait.errors import LoadError, PlaitError
+from plait.load import load_spec
+
+VALID = """
+workflow:
+  - id: gen
+    type: agent
+    name: generator
+  - id: check
+    type: condition
+    condition: "{{ $steps.gen.output == 'ok' }}"
+    true:
+      - {id: pub, type: agent, name: publisher}
+    false:
+      - goto: gen
+"""
+
+
+async def _echo(prompt: str) -> str:
+    return "ok"
+
+
+AGENTS: dict[str, Any] = {"generator": _echo, "publisher": _echo}
+
+
+def _problems(text: str, **kwargs: Any) -> list[Any]:
+    with pytest.raises(LoadError) as caught:
+        load_spec(text, format="steps", executors=kwargs.pop("executors", AGENTS), **kwargs)
+    return caught.value.problems
+
+
+def test_unknown_keys_name_the_position_and_the_keys_allowed_there() -> None:
+    text = "workflow:\n  - id: a\n    type: agent\n    name: generator\n    retyr: 3\n"
+    (problem,) = _problems(text)
+    assert (problem.line, problem.column) == (5, 5)
+    assert "unknown key 'retyr'" in str(problem)
+    assert "allowed here: id, type, name, instruction, config, retry, timeout" in str(problem)
+    assert "did you mean 'retry'?" in str(problem)
+    assert "    retyr: 3\n        ^" in str(problem)
+
+
+def test_every_problem_is_reported_at_once_sorted_by_position() -> None:
+    text = (
+        "workflow:\n"
+        "  - {type: agent, name: genertor}\n"
+        "  - {type: agnt, name: x}\n"
+        "  - {type: condition, condition: '{{ $steps.nope.output }}', true: [{goto: missing}]}\n"
+    )
+    problems = _problems(text)
+    assert [p.line for p in problems] == sorted(p.line for p in problems)
+    text_all = "\n".join(str(p) for p in problems)
+    assert "no agent 'genertor'" in text_all and "did you mean 'generator'?" in text_all
+    assert "available: " in text_all and "generator, " in text_all and "publisher" in text_all
+    assert "type 'agnt'" in text_all and "did you mean 'agent'?" in text_all
+    assert "no step has id 'nope'" in text_all
+    assert all(p.line is not None and p.column is not None for p in problems)
+
+
+def test_generated_ids_are_deterministic_and_shown_in_errors() -> None:
+    text = "workflow:\n  - {type: agent, name: generator}\n  - {type: agent, name: generator}\n"
+    spec = load_spec(text, format="steps", executors=AGENTS)
+    assert spec.node_ids == ("step-1", "step-2")
+    assert load_spec(text, format="steps", executors=AGENTS) == spec
+    bad = "workflow:\n  - {type: agent, name: generator}\n  - {type: agent}\n"
+    (problem,) = _problems(bad)
+    assert "agent step 'step-2' needs 'name'" in str(problem)
+
+
+def test_yaml_1_2_booleans_are_branch_keys_and_on_stays_a_string() -> None:
+    text = VALID.replace("name: publisher}", "name: publisher, config: {mode: on}}")
+    spec = load_spec(text, format="steps", executors=AGENTS)
+    assert spec.node("pub").config["config"] == {"mode": "on"}
+    switch = next(g for g in spec.edge_groups if g.router == "switch")
+    assert switch.options["case_targets"] == ["pub"] and switch.options["default"] == "gen"
+    quoted = VALID.replace("    true:", '    "true":').replace("    false:", "    'false':")
+    assert load_spec(quoted, format="steps", executors=AGENTS).signature() == spec.signature()
+
+
+def test_a_goto_must_name_an_earlier_step() -> None:
+    text = VALID.replace("goto: gen", "goto: pub")
+    (problem,) = _problems(text)
+    assert "goto 'pub'" in str(problem) and "earlier steps here: gen, check" in str(problem)
+
+
+def test_an_agent_nobody_gave_is_a_load_error_naming_the_available_names() -> None:
+    text = "workflow:\n  - {type: agent, name: writer}\n"
+    (problem,) = _problems(text, executors={"researcher": _echo})
+    assert (problem.line, problem.column) == (2, 25)
+    assert "no agent 'writer'" in str(problem)
+    assert "researcher" in str(problem) and "python" in str(problem)
+
+
+def test_the_spec_is_data_and_rebuilds_in_a_fresh_workflow() -> None:
+    spec = load_spec(VALID, format="steps", executors=AGENTS)
+    again = plait.WorkflowSpec.from_json(spec.to_json())
+    assert again == spec and again.signature() == spec.signature()
+    workflow = plait.Workflow.from_spec(again, AGENTS, allow_imports=False)
+    assert workflow.run_sync("x").outputs == ["ok"]
+    assert "steps.condition" in {n.kind for n in spec.nodes}
+
+
+def test_a_step_id_equal_to_an_executor_name_is_refused() -> None:
+    text = "workflow:\n  - {id: generator, type: agent, name: generator}\n"
+    (problem,) = _problems(text)
+    assert "also a name passed in executors=" in str(problem)
+
+
+def test_bad_template_syntax_points_into_the_document() -> None:
+    text = 'workflow:\n  - {id: a, type: agent, name: generator, instruction: "x {{ 1 + }}"}\n'
+    (problem,) = _problems(text)
+    assert problem.line == 2 and problem.column is not None and problem.column > 40
+
+
+def test_executor_steps_run_any_executor_kind(register_plugin: Any) -> None:
+    class Upper:
+        config_schema: dict[str, Any] = {"type": "object"}
+
+        def check(self, config: Any, ctx: Any) -> list[Any]:
+            return []
+
+        def create(self, config: Any, ctx: Any) -> Any:
+            @plait.executor(id=ctx.node_id)
+            async def upper(message: str, ctx: plait.WorkflowContext[str, Any]) -> None:
+                await ctx.send_message(config["prefix"] + message.upper())
+
+            return upper
+
+    class Plugin:
+        @plait.hookimpl
+        def plait_register_executor_kinds(self, register: Any) -> None:
+            register("test.upper", Upper())
+
+    register_plugin(Plugin(), "test-upper")
+    text = "workflow:\n  - {id: up, type: executor, kind: test.upper, config: {prefix: '> '}}\n"
+    workflow = plait.load(text, format="steps")
+    assert workflow.run_sync("hi").outputs == ["> HI"]
+    (problem,) = _problems(text.replace("test.upper", "test.uper"))
+    assert "did you mean 'test.upper'?" in str(problem)
+
+
+# -- hostile input ----------------------------------------------------------------------------
+
+LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{n}: &{n} [{', '.join(['*' + p] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi")
+)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (LAUGHS + "workflow: *i\n", "alias bomb"),
+        ("workflow: " + "[" * 5000 + "]" * 5000 + "\n", "nesting deeper"),
+        ("workflow:\n  - x: " + "a" * (10 * 1024 * 1024) + "\n", "characters long"),
+        ("workflow:\n  - x: " + "a" * 300_000 + "\n", "a scalar of"),
+        ("workflow: !!python/object:os.system {}\n", "tag"),
+        ("workflow:\n  - !!python/object/apply:os.system ['echo hi']\n", "tag"),
+        ("workflow: &r [*r]\n", "deeper"),
+        ("workflow: []\nworkflow: []\n", "duplicate key"),
+        ("a: 1\n---\nb: 2\n", "several YAML documents"),
+        ("workflow:\n  - <<: {type: agent}\n", "merge keys"),
+        ("workflow: [\n", "not valid YAML"),
+    ],
+)
+def test_hostile_yaml_is_refused_cleanly(text: str, message: str) -> None:
+    problems = _problems(text)
+    assert message in str(problems[0])
+    assert problems[0].line is not None and problems[0].column is not None
+
+
+# -- fuzzing ------------------------------------------------------------------------------------
+
+_scalars = st.one_of(
+    st.sampled_from(["agent", "parallel", "condition", "executor", "goto", "gen", "true", "on"]),
+    st.text(max_size=8),
+    st.integers(-3, 3),
+    st.booleans(),
+    st.none(),
+)
+_keys = st.sampled_from(
+    [
+        "id",
+        "type",
+        "name",
+        "steps",
+        "true",
+        "false",
+        "condition",
+        "goto",
+        "retry",
+        "workflow",
+        "max_attempts",
+        "on",
+        "delay",
+        "instruction",
+        "kind",
+        "config",
+    ]
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_keys, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def _check(text: str) -> None:
+    from plait.load import LoadContext
+    from plait_steps import StepsLoader
+
+    ctx = LoadContext(source="<fuzz>", executors=AGENTS, manager=plait.get_plugin_manager())
+    try:
+        StepsLoader().load(text, ctx)
+    except LoadError as exc:
+        assert exc.problems
+        for problem in exc.problems:
+            assert isinstance(problem, PlaitError)
+            assert getattr(problem, "line", None) is not None, str(problem)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.just("workflow"), _values, min_size=1))
+def test_fuzz_random_documents_load_or_fail_with_a_position(doc: dict[str, Any]) -> None:
+    _check(json.dumps(doc))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, len(VALID) - 1), st.integers(0, 8), st.text(max_size=6))
+def test_fuzz_mutated_valid_documents_load_or_fail_with_a_position(
+    at: int, cut: int, insert: str
+) -> None:
+    _check(VALID[:at] + insert + VALID[at + cut :])
+
+
+def test_registering_the_plugin_does_not_import_ruamel() -> None:
+    code = (
+        "import sys, plait\n"
+        "m = plait.get_plugin_manager(); m.registry('loader'); m.registry('executor_kind')\n"
+        "assert 'steps' in m.registry('loader').names()\n"
+        "print(sorted(x for x in sys.modules if x.startswith('ruamel')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
