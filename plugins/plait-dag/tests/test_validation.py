@@ -1,0 +1,265 @@
+"""Every problem of a document at once, each at its JSON path."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import plait
+import pytest
+from dag_helpers import SEED, Recorder, seed, text
+from plait.errors import LoadError, PlaitError
+from plait_dag import DagDocumentError, document_schema
+
+AGENTS = Recorder().agents("greeter-agent", "meal-agent", "glucose-agent", "feedback-agent")
+
+
+def problems(document: Any, **kwargs: Any) -> list[PlaitError]:
+    with pytest.raises(LoadError) as caught:
+        plait.load(
+            document if isinstance(document, str) else text(document), format="dag", **kwargs
+        )
+    assert all(isinstance(p, DagDocumentError) for p in caught.value.problems)
+    return caught.value.problems
+
+
+def paths(document: Any, **kwargs: Any) -> list[str | None]:
+    return [p.path for p in problems(document, executors=AGENTS, **kwargs)]  # type: ignore[attr-defined]
+
+
+def test_one_error_lists_two_entries_no_exit_a_cycle_an_unreachable_node_and_an_unknown_agent() -> (
+    None
+):
+    document = {
+        "nodes": [
+            {"id": "a", "agent_name": "greeter-agent", "is_entry": True},
+            {"id": "b", "agent_name": "meal-agent", "is_entry": True},
+            {"id": "c", "agent_name": "glucose-agnet"},
+            {"id": "d", "agent_name": "feedback-agent"},
+            {"id": "lonely", "agent_name": "feedback-agent"},
+        ],
+        "connections": [
+            {"source_id": "a", "target_id": "c"},
+            {"source_id": "c", "target_id": "d"},
+            {"source_id": "d", "target_id": "c"},
+            {"source_id": "b", "target_id": "d"},
+        ],
+    }
+    with pytest.raises(LoadError) as caught:
+        plait.load(text(document), executors=AGENTS)
+    found = {p.path: str(p) for p in caught.value.problems}  # type: ignore[attr-defined]
+    assert sorted(found) == [
+        "/connections/2",
+        "/nodes",
+        "/nodes/1/is_entry",
+        "/nodes/2/agent_name",
+        "/nodes/4",
+    ]
+    assert "second entry node 'b'" in found["/nodes/1/is_entry"]
+    assert "no exit node" in found["/nodes"]
+    assert "cycle c -> d -> c" in found["/connections/2"]
+    assert "'lonely' cannot be reached" in found["/nodes/4"]
+    assert "did you mean 'glucose-agent'?" in found["/nodes/2/agent_name"]
+    message = str(caught.value)
+    assert message.startswith("<string>: 5 problem(s):")
+
+
+def test_a_misspelt_field_is_an_error_at_its_path_suggesting_the_field() -> None:
+    document = seed()
+    document["nodes"][0]["is_entyr"] = True
+    document["connections"][1]["contxt_passed"] = ["user_name"]
+    found = problems(document, executors=AGENTS)
+    by_path = {p.path: str(p) for p in found}  # type: ignore[attr-defined]
+    assert "did you mean 'is_entry'?" in by_path["/nodes/0/is_entyr"]
+    assert "did you mean 'context_passed'?" in by_path["/connections/1/contxt_passed"]
+
+
+def test_schema_problems_and_graph_problems_come_together() -> None:
+    document = seed()
+    document["nodes"][1]["is_exit"] = "yes"
+    document["nodes"][3]["agent_name"] = "feedbak-agent"
+    document["connections"].append({"source_id": "node-feedback"})
+    assert paths(document) == [
+        "/nodes/1/is_exit",
+        "/nodes/3/agent_name",
+        "/connections/3",
+    ]
+
+
+def test_a_condition_that_does_not_parse_is_an_error_with_a_caret() -> None:
+    document = seed()
+    document["nodes"][1]["skip_condition"] = "flags.skip_meal &&"
+    document["connections"][0]["condition"] = "user_name == = 'x'"
+    found = problems(document, executors=AGENTS)
+    assert [p.path for p in found] == [  # type: ignore[attr-defined]
+        "/nodes/1/skip_condition",
+        "/connections/0/condition",
+    ]
+    assert "flags.skip_meal &&\n" in str(found[0]) and "^" in str(found[0])
+
+
+def test_unknown_connection_ends_name_the_nodes_that_exist() -> None:
+    document = seed()
+    document["connections"][2]["target_id"] = "node-feedbak"
+    found = problems(document, executors=AGENTS)
+    assert [p.path for p in found] == [  # type: ignore[attr-defined]
+        "/nodes/3",  # unreachable now
+        "/connections/2/target_id",
+    ]
+    assert "did you mean 'node-feedback'?" in str(found[1])
+
+
+def test_a_cycle_is_fine_when_declared_as_a_loop_and_a_loop_must_go_back() -> None:
+    document = seed()
+    document["connections"].append(
+        {
+            "source_id": "node-glucose",
+            "target_id": "node-meal",
+            "condition": "again",
+            "max_iterations": 2,
+        }
+    )
+    assert plait.load(text(document), executors=AGENTS).spec.start == "node-greeter"
+    document["connections"][-1] = {
+        "source_id": "node-greeter",
+        "target_id": "node-feedback",
+        "max_iterations": 2,
+    }
+    assert paths(document) == ["/connections/3/max_iterations"]
+
+
+def test_extension_rules_are_checked_too() -> None:
+    document = {
+        "nodes": [
+            {"id": "a", "agent_name": "greeter-agent", "is_entry": True, "join": "keyed"},
+            {"id": "b", "agent_name": "meal-agent"},
+            {"id": "c", "agent_name": "meal-agent", "is_exit": True, "join": "keyd"},
+            {"id": "d", "workflow": "nowhere"},
+            {"id": "e", "is_exit": True},
+        ],
+        "connections": [
+            {"source_id": "a", "target_id": "b", "parallel": True},
+            {"source_id": "a", "target_id": "d"},
+            {"source_id": "b", "target_id": "c", "context_passed": ["x"]},
+            {"source_id": "d", "target_id": "e"},
+        ],
+    }
+    found = {p.path: str(p) for p in problems(document, executors=AGENTS)}  # type: ignore[attr-defined]
+    assert sorted(found) == [
+        "/connections/1/parallel",
+        "/connections/2/context_passed",
+        "/nodes/0/join",
+        "/nodes/2/join",
+        "/nodes/3/workflow",
+        "/nodes/4",
+    ]
+    assert "did you mean 'keyed'?" in found["/nodes/2/join"]
+
+
+def test_a_fork_without_a_join_is_an_error() -> None:
+    document = seed()
+    for conn in document["connections"][:1]:
+        conn["parallel"] = True
+    assert paths(document) == ["/connections/0/parallel"]
+
+
+def test_a_node_id_that_is_also_an_executor_name_is_an_error() -> None:
+    document = seed()
+    document["nodes"][0]["id"] = "greeter-agent"
+    for conn in document["connections"]:
+        if conn["source_id"] == "node-greeter":
+            conn["source_id"] = "greeter-agent"
+    found = problems(document, executors=AGENTS)
+    assert [p.path for p in found] == ["/nodes/0/id"]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("document", "path"),
+    [
+        ("[]", ""),
+        ("5", ""),
+        ('{"nodes": {}, "connections": []}', "/nodes"),
+        ('{"nodes": [], "connections": []}', "/nodes"),
+        ('{"nodes": [7], "connections": []}', "/nodes/0"),
+        ('{"nodes": [{"id": ""}], "connections": []}', "/nodes/0/id"),
+        ('{"nodes": [], "connections": [], "name": "x"}', "/name"),
+    ],
+)
+def test_malformed_documents_point_at_the_part(document: str, path: str) -> None:
+    found = problems(document, executors=AGENTS)
+    assert path in [p.path for p in found]  # type: ignore[attr-defined]
+
+
+def test_text_that_is_not_json_is_an_error_with_line_and_column() -> None:
+    (problem,) = problems('{"nodes": [\n  {"id": "a",}\n]}')
+    assert (problem.line, problem.column) == (2, 14)  # type: ignore[attr-defined]
+    assert "not JSON" in str(problem)
+    (nan,) = problems('{"nodes": [NaN], "connections": []}')
+    assert "NaN" in str(nan)
+
+
+def test_a_sub_workflow_file_outside_the_document_directory_is_refused(tmp_path: Any) -> None:
+    (tmp_path / "inner").mkdir()
+    outer = tmp_path / "inner" / "outer.json"
+    (tmp_path / "secret.json").write_text(text(SEED))
+    document = {
+        "nodes": [{"id": "n", "workflow": "../secret.json", "is_entry": True, "is_exit": True}],
+        "connections": [],
+    }
+    outer.write_text(text(document))
+    with pytest.raises(LoadError, match="is outside"):
+        plait.load(outer, executors=AGENTS)
+
+
+def test_a_broken_sub_workflow_file_reports_its_problems(tmp_path: Any) -> None:
+    broken = seed()
+    broken["nodes"][0]["is_entyr"] = True
+    (tmp_path / "broken.json").write_text(text(broken))
+    document = {
+        "nodes": [{"id": "n", "workflow": "broken.json", "is_entry": True, "is_exit": True}],
+        "connections": [],
+    }
+    (tmp_path / "outer.json").write_text(text(document))
+    with pytest.raises(LoadError) as caught:
+        plait.load(tmp_path / "outer.json", executors=AGENTS)
+    (problem,) = caught.value.problems
+    assert problem.path == "/nodes/0/workflow"  # type: ignore[attr-defined]
+    assert "/nodes/0/is_entyr" in str(problem)
+
+
+def test_the_schema_ships_as_a_json_file_with_exactly_the_seed_fields() -> None:
+    schema = document_schema()
+    node = schema["$defs"]["node"]["properties"]
+    connection = schema["$defs"]["connection"]["properties"]
+    assert {"id", "agent_name", "is_entry", "is_exit", "skip_condition"} <= set(node)
+    assert set(node) - {"id", "agent_name", "is_entry", "is_exit", "skip_condition"} == {
+        "join",
+        "workflow",
+    }
+    assert set(connection) == {
+        "source_id",
+        "target_id",
+        "context_passed",
+        "condition",
+        "parallel",
+        "max_iterations",
+    }
+    from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
+
+    Draft202012Validator.check_schema(schema)
+    assert not list(Draft202012Validator(schema).iter_errors(json.loads(text(SEED))))
+
+
+def test_loading_the_plugins_imports_neither_jsonschema_nor_the_expression_parser() -> None:
+    code = (
+        "import sys, plait\n"
+        "manager = plait.get_plugin_manager()\n"
+        "assert 'dag' in manager.registry('loader').names()\n"
+        "assert 'dag.node' in manager.registry('executor_kind').names()\n"
+        "heavy = [m for m in ('jsonschema', 'lark') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
