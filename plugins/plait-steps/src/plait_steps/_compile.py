@@ -28,7 +28,7 @@ from plait.errors import ConfigError, PlaitError
 from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
 
 from ._document import STEP_REF, Document, Step
-from ._executors import unknown_agent
+from ._executors import compiled, unknown_agent
 from ._yaml import Y, position
 
 __all__ = ["compile_document", "rewrite"]
@@ -140,11 +140,15 @@ class _Compiler:
                 )
         is_condition = y is step.condition
         code = rewrite(text)
-        compile_: Any = plait.expressions.compile_template
-        if is_condition and "{{" not in text:
-            compile_ = plait.expressions.compile_expression
-        elif is_condition and not (
-            text.strip().startswith("{{") and text.strip().endswith("}}") and text.count("{{") == 1
+        template = not (is_condition and "{{" not in text)
+        if (
+            is_condition
+            and template
+            and not (
+                text.strip().startswith("{{")
+                and text.strip().endswith("}}")
+                and text.count("{{") == 1
+            )
         ):
             self.at(
                 y,
@@ -153,8 +157,9 @@ class _Compiler:
             )
             return
         try:
-            compile_(
+            compiled(
                 code,
+                template=template,
                 source=self.source,
                 line=y.line,
                 column=y.column + offset,

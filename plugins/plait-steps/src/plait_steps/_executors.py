@@ -30,6 +30,7 @@ from plait.errors import (
     SourcePosition,
     WorkflowRunError,
 )
+from plait.executor import Handler
 from plait.kinds import KindContext
 
 from . import _context as sc
@@ -97,19 +98,57 @@ async def _finish(
         await ctx.send_message(state)
 
 
+_COMPILED: dict[tuple[Any, ...], Any] = {}
+
+
+def compiled(
+    text: str, *, template: bool, line: int, column: int, source: str | None, manager: Any
+) -> Any:
+    """``text`` compiled as a template or an expression, cached (a 1,000-step file holds
+    1,000 templates, each checked at load and built again by ``Workflow.from_spec``)."""
+    key = (text, template, line, column, source, id(manager))
+    found = _COMPILED.get(key)
+    if found is None:
+        compile_ = (
+            plait.expressions.compile_template if template else plait.expressions.compile_expression
+        )
+        found = compile_(text, source=source, line=line, column=column, manager=manager)
+        if len(_COMPILED) > 8192:
+            _COMPILED.clear()
+        _COMPILED[key] = found
+    return found
+
+
 def _template(text: str | None, at: Any, source: str | None, manager: Any) -> Any:
     if not text:
         return None
     line, column = at if isinstance(at, list) and len(at) == 2 else (1, 1)
-    return plait.expressions.compile_template(
-        text, source=source, line=line, column=column, manager=manager
-    )
+    return compiled(text, template=True, line=line, column=column, source=source, manager=manager)
+
+
+_HANDLERS: dict[type, list[tuple[Handler, str]]] = {}
+
+
+class _StepNode(Executor):
+    """Resolves its handlers' types once per class, not per node (``Executor`` reads
+    annotations per instance; a 1,000-step file builds a thousand of these)."""
+
+    def _collect_handlers(self) -> tuple[Handler, ...]:
+        cached = _HANDLERS.get(type(self))
+        if cached is None:
+            found = super()._collect_handlers()
+            _HANDLERS[type(self)] = [(h, h.name.rsplit(".", 1)[-1]) for h in found]
+            return found
+        return tuple(
+            Handler(h.name, h.input_type, h.output_types, h.workflow_output_types, getattr(self, a))
+            for h, a in cached
+        )
 
 
 # -- steps ----------------------------------------------------------------------------------
 
 
-class StepExecutor(Executor):
+class StepExecutor(_StepNode):
     """One agent (or executor-kind) step."""
 
     def __init__(
@@ -145,7 +184,7 @@ class StepExecutor(Executor):
         await _finish(ctx, new, output, self.final)
 
 
-class ConditionExecutor(Executor):
+class ConditionExecutor(_StepNode):
     """A condition step: ``branch`` is the condition's boolean; a switch routes on it."""
 
     def __init__(self, id: str, *, config: Mapping[str, Any], condition: Any) -> None:
@@ -193,7 +232,7 @@ class ConditionExecutor(Executor):
         await ctx.send_message(new)
 
 
-class ForkExecutor(Executor):
+class ForkExecutor(_StepNode):
     """A parallel block's start: counts the block's runs and sends the context on to
     every child (a ``fan_out`` edge group)."""
 
@@ -207,7 +246,7 @@ class ForkExecutor(Executor):
         await ctx.send_message(_bump(sc.start(message), self.step, self.limit, ctx))
 
 
-class JoinExecutor(Executor):
+class JoinExecutor(_StepNode):
     """A parallel block's end: merges its children's contexts (in declaration order) and
     records the block's output, seed 002's keyed map ``{steps: {id: {output, agent}},
     order: [...]}``."""
@@ -250,7 +289,7 @@ class JoinExecutor(Executor):
         await _finish(ctx, new, keyed, self.final)
 
 
-class PassExecutor(Executor):
+class PassExecutor(_StepNode):
     """Forwards the step context unchanged."""
 
     @handler
@@ -413,12 +452,16 @@ class _Kind:
         if problems:
             return problems
         try:
-            self.create(config, ctx)
+            self.validate(config, ctx)
         except ConfigError as exc:
             return [exc]
         except PlaitError as exc:
             return [_error(ctx, str(exc))]
         return []
+
+    def validate(self, config: Mapping[str, Any], ctx: KindContext) -> None:
+        """Raise :class:`ConfigError` for a config that cannot build (default: build it)."""
+        self.create(config, ctx)
 
     def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
         raise NotImplementedError
@@ -433,6 +476,13 @@ class AgentKind(_Kind):
 
     required = {**_STEP, "agent": str}
     optional = {**_OUT, "instruction": str, "at": list, "config": dict}
+
+    def validate(self, config: Mapping[str, Any], ctx: KindContext) -> None:
+        name = config["agent"]
+        if name in ctx.executors and _is_async_function(ctx.executors[name]):
+            _template(config.get("instruction"), config.get("at"), ctx.source, ctx.manager)
+            return
+        self.create(config, ctx)
 
     def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
         call = _resolve_agent(config, ctx)
@@ -479,14 +529,10 @@ class ConditionKind(_Kind):
     def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
         at = config.get("at")
         line, column = at if isinstance(at, list) and len(at) == 2 else (1, 1)
-        compile_ = (
-            plait.expressions.compile_template
-            if config.get("template")
-            else plait.expressions.compile_expression
-        )
         try:
-            condition = compile_(
+            condition = compiled(
                 config["condition"],
+                template=bool(config.get("template")),
                 source=ctx.source,
                 line=line,
                 column=column,
@@ -497,7 +543,12 @@ class ConditionKind(_Kind):
         return ConditionExecutor(ctx.node_id, config=config, condition=condition)
 
 
-class ForkKind(_Kind):
+class _NoConfigCheck(_Kind):
+    def validate(self, config: Mapping[str, Any], ctx: KindContext) -> None:
+        return None
+
+
+class ForkKind(_NoConfigCheck):
     """``steps.fork``: ``{step, limit}``."""
 
     required = _STEP
@@ -506,7 +557,7 @@ class ForkKind(_Kind):
         return ForkExecutor(ctx.node_id, config=config)
 
 
-class JoinKind(_Kind):
+class JoinKind(_NoConfigCheck):
     """``steps.join``: ``{step, children, members?, final?}``."""
 
     required = {"step": str, "children": list}
@@ -516,7 +567,7 @@ class JoinKind(_Kind):
         return JoinExecutor(ctx.node_id, config=config)
 
 
-class PassKind(_Kind):
+class PassKind(_NoConfigCheck):
     """``steps.pass``: no config."""
 
     required = {}

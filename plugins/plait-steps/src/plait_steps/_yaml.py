@@ -83,6 +83,7 @@ def parse(text: str, source: str) -> tuple[Y | None, list[str]]:
     except Exception:  # pragma: no cover - no C extension on this interpreter
         yaml = YAML(typ="safe", pure=True)
     yaml.version = (1, 2)
+    yaml.Resolver = _resolver()
     try:
         nodes = list(yaml.compose_all(text))
     except MarkedYAMLError as exc:
@@ -100,6 +101,23 @@ def parse(text: str, source: str) -> tuple[Y | None, list[str]]:
         raise fail("the file holds several YAML documents; write one", mark.line + 1, 1)
     builder = _Builder(source, lines)
     return builder.build(nodes[0], 0), lines
+
+
+_RESOLVER: list[Any] = []
+
+
+def _resolver() -> Any:
+    """ruamel's YAML 1.2 resolver, with the version fixed: its own lookup of the version
+    raises and catches an AttributeError per scalar under the C parser (a third of the
+    load time of a large file)."""
+    if not _RESOLVER:
+        from ruamel.yaml.resolver import VersionedResolver
+
+        class Yaml12Resolver(VersionedResolver):
+            processing_version = (1, 2)
+
+        _RESOLVER.append(Yaml12Resolver)
+    return _RESOLVER[0]
 
 
 class _Builder:
