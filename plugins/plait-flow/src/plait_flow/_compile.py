@@ -97,7 +97,10 @@ def compile_flow(text: str, ctx: LoadContext) -> WorkflowSpec:
     compiler = _Compiler(text, ctx)
     spec = compiler.run(document.definitions, document.chain)
     if compiler.problems:
-        problems = sorted(compiler.problems, key=lambda p: (p.line or 0, p.column or 0))
+        problems = sorted(
+            compiler.problems,
+            key=lambda p: (getattr(p, "line", 0) or 0, getattr(p, "column", 0) or 0),
+        )
         raise LoadError(problems, source=source)
     return spec
 

@@ -54,6 +54,7 @@ class Parallel:
     """``[a, b -> c] by merge(option="value")``."""
 
     __slots__ = ("branches", "depth", "merge", "options", "token", "too_deep")
+    depth: int
 
     def __init__(
         self,
@@ -74,6 +75,7 @@ class Conditional:
     """``(condition ? yes : no)``."""
 
     __slots__ = ("depth", "expr", "no", "token", "too_deep", "yes")
+    depth: int
 
     def __init__(self, token: Any, expr: Any, yes: Chain, no: Chain) -> None:
         self.token = token
@@ -92,6 +94,7 @@ class Guarded:
     before it."""
 
     __slots__ = ("depth", "steps", "too_deep")
+    depth: int
 
     def __init__(self, steps: list[Step]) -> None:
         self.steps = steps
@@ -103,6 +106,7 @@ class Chain:
     """``a -> b -> c``."""
 
     __slots__ = ("depth", "items", "too_deep")
+    depth: int
 
     def __init__(self, items: list[Guarded]) -> None:
         self.items = items

@@ -121,7 +121,8 @@ def parse(text: str, source: str) -> Document:
     try:
         document: Document = parser.parse(text)
     except lark.UnexpectedCharacters as exc:
-        char = text[exc.pos_in_stream] if 0 <= exc.pos_in_stream < len(text) else ""
+        pos = exc.pos_in_stream or 0
+        char = text[pos] if 0 <= pos < len(text) else ""
         raise FlowError(
             f"unexpected character {char!r}; expected {_expected(exc.allowed or ())}",
             position(text, source, exc.line, exc.column),
@@ -138,20 +139,20 @@ def _token_error(text: str, source: str, exc: Any) -> FlowError:
     token = exc.token
     expected = _expected(exc.expected)
     stack = _stack(exc)
-    tokens = [v for v in stack if isinstance(v, _token_type())]
+    tokens: list[Any] = [v for v in stack if _is_token(v)]
     if token.type == "$END":
         line, column = _end(text)
         unclosed = [t for t in tokens if t.type in ("LSQB", "LPAR")]
         if unclosed:
-            bracket = unclosed[-1]
+            bracket: Any = unclosed[-1]
             closing = "]" if bracket.type == "LSQB" else ")"
             return FlowError(
                 f"unclosed {bracket.value!r}: the flow ends at {line}:{column} before its "
                 f"{closing!r}; expected {expected}",
                 position(text, source, bracket.line, bracket.column),
             )
-        last = stack[-1] if stack else None
-        if isinstance(last, _token_type()) and last.type in ("ARROW", "ERROR_ARROW"):
+        last: Any = stack[-1] if stack else None
+        if _is_token(last) and last.type in ("ARROW", "ERROR_ARROW"):
             return FlowError(
                 f"dangling {last.value!r}: nothing follows it; expected a step (a name, "
                 "'[', '(' or '@name')",
@@ -163,18 +164,22 @@ def _token_error(text: str, source: str, exc: Any) -> FlowError:
     message = f"unexpected {_describe(token)}; expected {expected}"
     last = stack[-1] if stack else None
     if (
-        isinstance(last, _token_type())
+        _is_token(last)
         and last.type in ("ARROW", "ERROR_ARROW")
         and token.type in ("ARROW", "ERROR_ARROW", "RSQB", "RPAR", "COMMA", "COLON", "SEMI")
     ):
-        message = f"dangling {last.value!r}: {_describe(token)} follows it; expected a step"
-    elif token.type == "RSQB" and isinstance(last, _token_type()) and last.type == "COMMA":
+        return FlowError(
+            f"dangling {last.value!r}: {_describe(token)} follows it; expected a step",
+            position(text, source, last.line, last.column),
+        )
+    elif token.type == "EXPR":  # the lexer's fallback matched a condition's text out of place
+        message = f"unexpected character {token.value[0]!r}; expected {expected}"
+    elif token.type == "RSQB" and _is_token(last) and last.type == "COMMA":
         message = "a ',' in a parallel block must be followed by a branch; expected a step"
     return FlowError(message, position(text, source, token.line, token.column))
 
 
-def _token_type() -> type:
+def _is_token(value: Any) -> bool:
     import lark
 
-    token: type = lark.Token
-    return token
+    return isinstance(value, lark.Token)
