@@ -392,3 +392,12 @@ workflow:
     result = await workflow.run("x")
     assert result.outputs == ["publisher 1"]
     assert agents.calls["flaky"] == 2 and agents.calls["publisher"] == 1
+
+
+async def test_the_step_context_survives_checkpoints() -> None:
+    agents = Agents("generator", "translator", "publisher")
+    executors = {**agents.executors, "qa_agent": _qa(2, agents)}
+    workflow = plait.load(LOOP, format="steps", executors=executors)
+    result = await workflow.run("draft", checkpoint="memory://")
+    assert result.outputs == ["publisher 1"]
+    assert agents.calls["translator"] == 2
