@@ -91,7 +91,7 @@ async def test_concurrent_with_an_executor_aggregator_and_another_merge() -> Non
         .aggregator(Join("join"), merge="concat")
         .build()
     )
-    assert (await workflow.run("ab")).outputs == ["[ABba]"]
+    assert (await workflow.run("ab")).outputs == ["[AB ba]"]  # concat joins with a space
 
 
 async def test_concurrent_as_a_fragment_sends_its_result_on() -> None:
