@@ -107,3 +107,13 @@ def test_mutated_valid_dags_load_or_raise_a_positioned_error(document: dict[str,
 @given(st.text(st.characters(blacklist_characters="\x00"), max_size=60))
 def test_arbitrary_text_loads_or_raises_a_positioned_error(text: str) -> None:
     _check(text)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated())
+def test_the_fast_acceptor_never_accepts_what_the_json_schema_refuses(document: Any) -> None:
+    from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
+    from plait_dag._schema import conforms, document_schema
+
+    if conforms(document):
+        assert not list(Draft202012Validator(document_schema()).iter_errors(document))

@@ -249,7 +249,7 @@ async def test_a_keyed_join_merges_the_branches_updates_by_branch() -> None:
 
 
 async def test_a_list_join_merges_in_connection_order() -> None:
-    recorder, agents = _branch_agents()
+    _, agents = _branch_agents()
     workflow = plait.load(text(_diamond("list")), executors=_suffixed(agents))
     result = await workflow.run({})
     assert result.outputs[0]["branches"] == [

@@ -14,13 +14,17 @@ workflow never share anything.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import inspect
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import attrs
 from plait import Executor, WorkflowContext, handler
 from plait.errors import ConfigError, ExpressionError, PlaitError, SourcePosition
+from plait.executor import FunctionExecutor, Handler
 from plait.expressions import CompiledExpression, compile_expression
 from plait.kinds import KindContext
 from plait.refs import as_executor
@@ -336,8 +340,29 @@ class DagNode(Executor):
             forks = [*forks[:-1], {"base": top["base"], "updates": {**top["updates"], **joined}}]
         await self._visit({**base, **joined}, None, forks, first.loops, ctx)
 
+    def _collect_handlers(self) -> tuple[Handler, ...]:
+        # the kernel resolves annotations per instance; a DAG of 1,000 nodes has 1,000
+        # instances of one class, so resolve once per class and bind
+        cls = type(self)
+        resolved = _HANDLERS.get(cls)
+        if resolved is None:
+            resolved = _HANDLERS[cls] = super()._collect_handlers()
+        return tuple(
+            Handler(
+                h.name,
+                h.input_type,
+                h.output_types,
+                h.workflow_output_types,
+                getattr(self, h.name.rsplit(".", 1)[-1]),
+            )
+            for h in resolved
+        )
+
     def __repr__(self) -> str:
         return f"<DagNode {self.id!r} agent={self.agent_name!r}>"
+
+
+_HANDLERS: dict[type, tuple[Handler, ...]] = {}
 
 
 # -- the kind ------------------------------------------------------------------------------
@@ -386,11 +411,13 @@ class DagNodeKind:
     def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
         """Schema problems, conditions that do not compile, an agent, a sub-workflow or a
         merge strategy that does not exist — every one, at its path under ``/config``."""
-        from plait_executors.schema import check_config
+        if not _config_conforms(config):  # jsonschema explains what the fast check refused
+            from plait_executors.schema import check_config
 
-        errors = check_config(self.config_schema, config, ctx.node_id, source=ctx.source)
-        if errors:
-            return errors
+            errors = check_config(self.config_schema, config, ctx.node_id, source=ctx.source)
+            if errors:
+                return errors
+        errors = []
         manager = _manager(ctx)
         for path, text in _expressions(config):
             try:
@@ -429,6 +456,57 @@ class DagNodeKind:
             join=manager.registry("merge_strategy").get(join) if join is not None else None,
             join_name=join,
         )
+
+
+_ROUTE_TYPES: dict[str, Any] = {
+    "target": str,
+    "connection": int,
+    "condition": str,
+    "context_passed": list,
+    "parallel": bool,
+    "max_iterations": int,
+    "resets": list,
+}
+
+
+def _config_conforms(config: Any) -> bool:
+    """Whether ``config`` certainly fits :attr:`DagNodeKind.config_schema` (checked in
+    plain Python: a build of 1,000 nodes must not pay jsonschema 1,000 times)."""
+    if type(config) is not dict:
+        return False
+    for key, value in config.items():
+        if key in ("agent", "join"):
+            if type(value) is not str or not value:
+                return False
+        elif key == "skip_condition":
+            if type(value) is not str:
+                return False
+        elif key == "workflow":
+            if type(value) is not dict:
+                return False
+        elif key != "routes" or not _routes_conform(value):
+            return False
+    return True
+
+
+def _routes_conform(routes: Any) -> bool:
+    return type(routes) is list and all(_route_conforms(r) for r in routes)
+
+
+def _route_conforms(route: Any) -> bool:
+    if type(route) is not dict or "target" not in route or "connection" not in route:
+        return False
+    for key, value in route.items():
+        if type(value) is not _ROUTE_TYPES.get(key):
+            return False
+    if not route["target"] or route["connection"] < 0:
+        return False
+    if "max_iterations" in route and route["max_iterations"] < 1:
+        return False
+    lists = (route.get("context_passed", ()), route.get("resets", ()))
+    return all(type(k) is str for k in lists[0]) and all(
+        type(i) is int and i >= 0 for i in lists[1]
+    )
 
 
 class _Problems(Exception):
@@ -485,7 +563,7 @@ def _build_agent(config: Mapping[str, Any], ctx: KindContext, *, check: bool) ->
         if check:
             return None
         try:
-            return as_executor(ctx.executors[name], ctx.node_id, what=f"agent {name!r}")
+            return _shared_agent(ctx.executors[name], ctx.node_id, name)
         except ConfigError as exc:
             raise _Problems([_error(ctx, exc.reason, "/config/agent")]) from exc
     if name in manager.registry("fragment"):
@@ -507,6 +585,29 @@ def _build_agent(config: Mapping[str, Any], ctx: KindContext, *, check: bool) ->
             )
         ]
     )
+
+
+_AGENTS: weakref.WeakKeyDictionary[Any, Executor] = weakref.WeakKeyDictionary()
+
+
+def _shared_agent(obj: Any, node_id: str, name: str) -> Executor:
+    """The executor for a user's agent. The node calls its handler with a context of its
+    own, so the agent's id does not matter: an executor is used as it is, and a function
+    becomes one executor shared by every node naming it (resolving a handler's annotations
+    is most of what building a node costs)."""
+    if isinstance(obj, Executor):
+        return obj
+    if inspect.iscoroutinefunction(obj):
+        try:
+            found = _AGENTS.get(obj)
+        except TypeError:  # not weak-referenceable
+            found = None
+        if found is None:
+            found = FunctionExecutor(obj, id=name)
+            with contextlib.suppress(TypeError):
+                _AGENTS[obj] = found
+        return found
+    return as_executor(obj, node_id, what=f"agent {name!r}")
 
 
 def _from_kind(
