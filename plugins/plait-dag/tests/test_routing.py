@@ -360,7 +360,7 @@ async def test_a_run_resumes_from_a_checkpoint_with_its_context(tmp_path: Path) 
     store = f"sqlite:///{tmp_path / 'runs.db'}"
     failed = await workflow.run({"user": "ada"}, checkpoint=store, raise_on_failure=False)
     assert not failed.ok
-    assert recorder.visited == ["start", "research", "analyze"]
+    assert sorted(recorder.visited) == ["analyze", "research", "start"]
     again = plait.load(text(_diamond("keyed")), executors=_suffixed(agents))
     resumed = await again.resume(failed.run_id, store)
     assert recorder.visited[3:] == ["check", "summarize"]

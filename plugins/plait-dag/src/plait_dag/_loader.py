@@ -368,7 +368,7 @@ def _sorted(problems: list[PlaitError]) -> list[PlaitError]:
         path = getattr(problem, "path", None) or ""
         parts = path.split("/")
         section = _SECTIONS.get(parts[1] if len(parts) > 1 else "", 0)
-        steps = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
+        steps = tuple((0, int(p), "") if p.isascii() and p.isdigit() else (1, 0, p) for p in parts)
         line = getattr(problem, "line", None) or 0
         return (line, section, steps)
 
