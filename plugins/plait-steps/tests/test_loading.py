@@ -100,7 +100,7 @@ def test_an_agent_nobody_gave_is_a_load_error_naming_the_available_names() -> No
     (problem,) = _problems(text, executors={"researcher": _echo})
     assert (problem.line, problem.column) == (2, 25)
     assert "no agent 'writer'" in str(problem)
-    assert "researcher" in str(problem) and "python" in str(problem)
+    assert "available: " in str(problem) and "researcher" in str(problem)
 
 
 def test_the_spec_is_data_and_rebuilds_in_a_fresh_workflow() -> None:

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import plait
+import plait.expressions
 from plait import Executor, WorkflowContext, handler
 from plait.errors import (
     ConfigError,
