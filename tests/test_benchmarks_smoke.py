@@ -43,6 +43,7 @@ def test_the_type_check_and_composition_benchmarks_run() -> None:
         ("bench_compose.py", ["--fragments", "3", "--size", "3", "--repeat", "1"]),
         ("bench_checkpoints.py", ["--sizes", "5", "--repeat", "1", "--fanout", "20"]),
         ("bench_expressions.py", ["--quick", "--frameworks", "plait"]),
+        ("bench_dag.py", ["--quick"]),
         ("bench_flow.py", ["--quick"]),
         ("bench_cold_start.py", ["--repeat", "1", "--no-peers", "--n", "10"]),
         ("bench_steps.py", ["--quick"]),
