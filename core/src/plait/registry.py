@@ -52,7 +52,7 @@ KIND_NAMES = [kind for kind, _ in KINDS.values()]
 #: Which first-party distribution provides a name, so an unknown name can say what to install.
 #: The one place this is written down; a test checks it against what those plugins register.
 FIRST_PARTY: dict[str, dict[str, str]] = {
-    "plait-routing": {"router": "conditional direct fan_in fan_out switch"},
+    "plait-routing": {"router": "conditional direct error fan_in fan_out switch"},
     "plait-merge": {"merge_strategy": "concat concat_newline first keyed last list"},
     "plait-stores": {"checkpoint_store": "file memory sqlite"},
     "plait-redis": {"checkpoint_store": "redis rediss"},

@@ -41,7 +41,7 @@ def test_build_reports_every_structural_problem_at_once() -> None:
     assert "no start executor" in problems
     assert "unknown target executor 'ghost'" in problems
     assert (
-        "unknown router 'teleport'; installed: conditional, direct, fan_in, fan_out, switch"
+        "unknown router 'teleport'; installed: conditional, direct, error, fan_in, fan_out, switch"
         in problems
     )
     assert "unknown merge strategy 'median'" in problems and "keyed" in problems

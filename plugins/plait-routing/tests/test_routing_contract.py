@@ -36,8 +36,8 @@ def registered_routers() -> dict[str, Any]:
 ROUTERS = registered_routers()
 
 
-def test_the_plugin_registers_the_five_routers() -> None:
-    assert sorted(ROUTERS) == ["conditional", "direct", "fan_in", "fan_out", "switch"]
+def test_the_plugin_registers_the_six_routers() -> None:
+    assert sorted(ROUTERS) == ["conditional", "direct", "error", "fan_in", "fan_out", "switch"]
 
 
 class RoutingContract(RouterContract):
