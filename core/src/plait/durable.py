@@ -54,25 +54,25 @@ from .events import RunStatus
 from .leases import DEFAULT_LEASE_TTL, Lease
 from .resume import resumed_from
 from .runner import PendingRequest, Runner, RunOptions, RunState
+from .sealing import open_sealed, seal_store
 from .types import type_name
 
 if TYPE_CHECKING:
     from .graph import CompiledGraph
 
-__all__ = [
-    "Checkpointer",
-    "resolve_store",
-    "run_checkpointed",
-]
+__all__ = ["Checkpointer", "resolve_store", "run_checkpointed"]
 
 SNAPSHOT_EVERY = 32
 
 
-async def resolve_store(store: str | CheckpointStore) -> tuple[CheckpointStore, bool]:
-    """``(store, opened_here)`` for a store object or a store URL."""
-    if isinstance(store, str):
-        return open_store(store), True
-    return store, False
+async def resolve_store(
+    store: str | CheckpointStore, options: Mapping[str, Any] | None = None
+) -> tuple[CheckpointStore, bool]:
+    """``(store, opened_here)`` for a store object or a store URL; with a resume's
+    ``options``, sealing as its ``checkpoint_key`` (or ``PLAIT_CHECKPOINT_KEY``) says."""
+    if options is not None:
+        return open_sealed(store, options), isinstance(store, str)
+    return (open_store(store), True) if isinstance(store, str) else (store, False)
 
 
 def _encode(value: Any, what: str, name: str | None, superstep: int) -> Any:
@@ -307,12 +307,13 @@ async def run_checkpointed(
 ) -> RunStatus:
     """Run to the end, writing checkpoints to ``opts.checkpoint`` as ``opts.durability`` says,
     holding the run's lease throughout."""
-    store, opened = await resolve_store(opts.checkpoint)
+    raw_store, opened = await resolve_store(opts.checkpoint)
+    store = seal_store(raw_store, opts.checkpoint_key)  # the lease below needs no sealing
     expected = resumed_from.get()
     resumed_from.set(None)
     try:
         ttl = float(getattr(opts, "lease_ttl", None) or DEFAULT_LEASE_TTL)
-        lease = await _acquire(store, state.run_id, ttl)
+        lease = await _acquire(raw_store, state.run_id, ttl)
         try:
             if expected is not None and expected == (state.run_id, parent_id):
                 await _check_still_latest(store, state.run_id, parent_id)

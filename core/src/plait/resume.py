@@ -21,6 +21,7 @@ from .checkpoint import Checkpoint, CheckpointStore
 from .codec import DecodeError, declared_types, decode_value
 from .context import RequestResponse
 from .errors import (
+    CheckpointAuthError,
     CheckpointDecodeError,
     CheckpointError,
     CheckpointNotFoundError,
@@ -105,6 +106,12 @@ def _check_layout(state: Mapping[str, Any], where: str, *, delta_ok: bool) -> No
         return CorruptCheckpointError(f"{where} is corrupt: its state {what}")
 
     kind = state.get("kind")
+    if kind == "sealed":  # read without a key (with one, SealedStore unsealed it)
+        raise CheckpointAuthError(
+            f"{where} is signed with checkpoint key {str(state.get('key'))!r:.70}"
+            f"{' and encrypted' if state.get('nonce') else ''}; pass checkpoint_key= (or "
+            "set PLAIT_CHECKPOINT_KEY) with that key to resume it"
+        )
     if kind not in (("full", "delta") if delta_ok else ("full",)):
         raise bad(f"has kind {kind!r}, expected 'full'" + (" or 'delta'" if delta_ok else ""))
     shapes: dict[str, type] = {
@@ -144,7 +151,10 @@ async def _mismatch(store: CheckpointStore, checkpoint: Checkpoint, spec: Workfl
     head = f"run {checkpoint.run_id} (checkpoint {checkpoint.checkpoint_id}) was taken on a "
     topology: Any = None
     for info in await store.list(checkpoint.run_id):
-        first = await store.load(info.checkpoint_id)
+        try:
+            first = await store.load(info.checkpoint_id)
+        except CheckpointError:  # damaged, or sealed by another key: no diff to show
+            break
         topology = first.metadata.get("topology")
         if topology is not None:
             break

@@ -265,7 +265,7 @@ class Workflow:
         :raises TopologyMismatchError: the checkpoint was taken on a different graph.
         :raises CheckpointNotFoundError: no such run or checkpoint.
         """
-        checkpoint_store, opened = await resolve_store(store)
+        checkpoint_store, opened = await resolve_store(store, {**self._spec.options, **options})
         try:
             checkpoint, data = await load_run(
                 checkpoint_store, id, self._spec, self._graph.signature
