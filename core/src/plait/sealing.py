@@ -118,7 +118,7 @@ class CheckpointKey:
         """``id:base64key`` or ``base64key`` (standard or URL-safe base64)."""
         key_id, _, encoded = text.strip().rpartition(":")
         try:
-            secret = base64.b64decode(encoded + "=" * (-len(encoded) % 4), altchars=b"-_")
+            secret = base64.b64decode(encoded + "=" * (-len(encoded) % 4), b"-_", validate=True)
         except (binascii.Error, ValueError) as exc:
             raise RunOptionError(
                 f"checkpoint key {key_id or '(unnamed)'!r} is not base64: {exc}"
