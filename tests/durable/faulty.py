@@ -19,6 +19,7 @@ import resource
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 from plait import Workflow, WorkflowContext, executor
@@ -42,7 +43,7 @@ def fill_disk(url: str) -> None:
 
 
 def build(url: str, full_at: int | None) -> Workflow:
-    def step(i: int) -> object:
+    def step(i: int) -> Any:
         @executor(id=f"s{i}")
         async def add(n: int, ctx: WorkflowContext[int, int]) -> None:
             if ctx.superstep == full_at:

@@ -18,6 +18,7 @@ import os
 import sys
 import time
 import uuid
+from typing import Any
 
 import anyio
 from plait import Workflow, WorkflowContext, executor
@@ -34,7 +35,7 @@ def expected(n: int, blocks: int) -> int:
 
 
 def build(blocks: int) -> Workflow:
-    def block(i: int) -> tuple[object, object, object, object]:
+    def block(i: int) -> tuple[Any, Any, Any, Any]:
         @executor(id=f"head{i}")
         async def head(n: int, ctx: WorkflowContext[int]) -> None:
             ctx.state["seen"] = ctx.state.get("seen", 0) + 1
