@@ -74,7 +74,7 @@ async def main() -> None:
             result = await wf.resume(run_id, url)
     except Exception as exc:
         record = {"error": type(exc).__name__, "message": str(exc)}
-        record["plait"] = isinstance(exc, PlaitError)
+        record["plait"] = "yes" if isinstance(exc, PlaitError) else "no"
         print(json.dumps(record))
         return
     print(json.dumps({"outputs": result.outputs, "supersteps": result.supersteps}))
