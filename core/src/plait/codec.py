@@ -31,11 +31,12 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
-import cattrs
 
 from .errors import PlaitError
 
 if TYPE_CHECKING:
+    import cattrs  # annotation only; importing it costs ~8 ms
+
     from .graph import CompiledGraph
 
 __all__ = [

@@ -11,16 +11,17 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .attempts import Policy
 from .errors import ConfigError, ExpressionError
 from .executor import Executor
 from .policies import RetryPolicy
 from .refs import NotPortableError, resolve_ref
-from .routing import EdgeRunner
 from .spec import WorkflowSpec
 
 if TYPE_CHECKING:
+    # annotations only: plait.attempts imports asyncio, which building a graph never needs
+    from .attempts import Policy
     from .plugins import PluginManager
+    from .routing import EdgeRunner
 
 __all__ = ["ERROR_ROUTER", "CompiledGraph", "PluginEnv"]
 
@@ -83,8 +84,10 @@ class PluginEnv:
 
 
 def _scope(message: Any) -> dict[str, Any]:
-    scope = dict(message) if isinstance(message, Mapping) else {}
-    scope["message"] = message
+    # the message's own keys win: a context with a key "message" keeps it
+    scope: dict[str, Any] = {"message": message}
+    if isinstance(message, Mapping):
+        scope.update(message)
     return scope
 
 

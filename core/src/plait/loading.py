@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from ._version import __version__
 from .errors import IncompatiblePluginError, PluginLoadError
 from .registry import DISABLE_ENV
 
@@ -24,6 +25,7 @@ __all__ = [
     "PluginInfo",
     "check_compatible",
     "core_version",
+    "describe_distribution",
     "iter_entry_points",
 ]
 
@@ -42,13 +44,8 @@ def _metadata() -> Any:
 
 
 def core_version() -> str:
-    """The installed version of ``plait-core``."""
-    metadata = _metadata()
-    try:
-        version: str = metadata.version("plait-core")
-    except metadata.PackageNotFoundError:  # pragma: no cover - source checkout
-        return "0.0.0"
-    return version
+    """The running version of ``plait-core`` (a constant: no metadata is read)."""
+    return __version__
 
 
 def _canonical(name: str) -> str:
@@ -164,18 +161,76 @@ def iter_entry_points(
         eps: Iterable[Any] = entry_points
     else:
         eps = _metadata().entry_points(group=ENTRY_POINT_GROUP)
+    described: dict[int, tuple[str, str, list[str]]] = {}  # by id(dist); eps keep them alive
     for ep in eps:
         dist = getattr(ep, "dist", None)
-        dist_name = dist.metadata["Name"] if dist is not None else "(unknown)"
-        version = dist.version if dist is not None else "?"
-        requires = list(dist.requires or []) if dist is not None else []
+        requires: list[str] = []
+        if dist is None:
+            dist_name, version = "(unknown)", "?"
+        else:
+            if id(dist) not in described:
+                described[id(dist)] = describe_distribution(dist)
+            dist_name, version, requires = described[id(dist)]
         key = (_canonical(dist_name), ep.name)
         if key in seen:  # the same distribution twice on sys.path
             continue
         seen.add(key)
-        found.append((ep, dist_name, version, requires))
+        found.append((ep, dist_name, version, list(requires)))
     found.sort(key=lambda item: (item[1].lower(), item[0].name))
     return iter(found)
+
+
+#: The METADATA headers the loader needs, lower-cased (header names are case-insensitive).
+_WANTED = ("name", "version", "requires-dist")
+
+
+def describe_distribution(dist: Any) -> tuple[str, str, list[str]]:
+    """A distribution's name, version and ``Requires-Dist`` requirements.
+
+    Read with one pass over the header lines of its ``METADATA`` file: the email parser
+    that ``dist.metadata`` uses costs a fresh process more than loading every plugin, and
+    it is paid again for each of ``metadata``, ``version`` and ``requires``. Anything the
+    scan cannot read with certainty (no ``METADATA`` file, a folded header, a missing
+    field) is left to the distribution's own API.
+    """
+    scanned = _scan_metadata(dist)
+    if scanned is not None:
+        return scanned
+    requires = dist.requires
+    return dist.metadata["Name"], dist.version, list(requires or [])
+
+
+def _scan_metadata(dist: Any) -> tuple[str, str, list[str]] | None:
+    read_text = getattr(dist, "read_text", None)
+    if not callable(read_text):
+        return None
+    try:
+        text = read_text("METADATA")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not isinstance(text, str):
+        return None
+    fields: dict[str, list[str]] = {name: [] for name in _WANTED}
+    current: list[str] | None = None
+    for line in text.split("\n"):
+        line = line.rstrip("\r")
+        if not line:
+            break  # the headers end at the first empty line; the description follows
+        if line[0] in " \t":
+            if current is not None:
+                return None  # a folded Name, Version or Requires-Dist: let the parser decide
+            continue
+        name, colon, value = line.partition(":")
+        if not colon:
+            return None
+        current = fields.get(name.strip().lower())
+        if current is not None:
+            current.append(value.lstrip(" \t"))
+    names, versions, requires = fields["name"], fields["version"], fields["requires-dist"]
+    if len(names) != 1 or len(versions) != 1 or not requires:
+        # no Requires-Dist: the distribution's API also looks at egg-info's requires.txt
+        return None
+    return names[0], versions[0], requires
 
 
 def check_compatible(requires: list[str], plugin: Plugin, running_version: str) -> None:

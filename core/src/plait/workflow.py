@@ -14,13 +14,10 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
 import attrs
 
-from .checkpoint import CheckpointStore
-from .durable import Checkpointer, resolve_store, run_checkpointed
 from .errors import (
     CheckpointError,
     PlaitError,
@@ -30,12 +27,17 @@ from .errors import (
 from .events import RunFinished, RunStarted, RunStatus, WorkflowEvent
 from .executor import Executor
 from .graph import CompiledGraph, PluginEnv
+from .options import RunOptions
 from .plugins import PluginManager, get_plugin_manager
-from .resume import answer_requests, load_run, restore_state
-from .routing import EdgeRunner
-from .runner import Runner, RunOptions, RunState
 from .spec import WorkflowSpec
-from .streaming import EventStream
+from .state import RunState
+
+# Running, checkpointing and resuming (asyncio, cattrs …) are imported by the methods
+# that need them: building a workflow in a fresh process pays for none of it.
+if TYPE_CHECKING:
+    from .checkpoint import CheckpointStore
+    from .routing import EdgeRunner
+    from .streaming import EventStream
 
 __all__ = ["Workflow", "WorkflowRunResult"]
 
@@ -265,6 +267,9 @@ class Workflow:
         :raises TopologyMismatchError: the checkpoint was taken on a different graph.
         :raises CheckpointNotFoundError: no such run or checkpoint.
         """
+        from .durable import resolve_store
+        from .resume import answer_requests, load_run, restore_state
+
         checkpoint_store, opened = await resolve_store(store, {**self._spec.options, **options})
         try:
             checkpoint, data = await load_run(
@@ -303,6 +308,9 @@ class Workflow:
         continue ``saved`` with ``responses``. When the run ends waiting for outside input,
         also return its state as JSON-ready data (a full checkpoint body) to keep in the
         outer executor's state, so it is checkpointed with the outer run."""
+        from .durable import Checkpointer
+        from .resume import answer_requests, restore_state
+
         opts = RunOptions.from_kwargs(self._spec.options, {"raise_on_failure": False})
         if saved is None:
             state = RunState(uuid.uuid4().hex, None)
@@ -339,12 +347,16 @@ class Workflow:
 
         .. versionchanged:: 0.1 ``async with`` form.
         """
+        from .streaming import EventStream
+
         return EventStream(self, message, RunOptions.from_kwargs(self._spec.options, options))
 
     def run_sync(
         self, message: Any, *, backend: str = "asyncio", **options: Any
     ) -> WorkflowRunResult:
         """Run from synchronous code (a script): ``anyio.run`` around :meth:`run`."""
+        import anyio
+
         return anyio.run(functools.partial(self.run, message, **options), backend=backend)
 
     async def _execute(
@@ -368,14 +380,33 @@ class Workflow:
         status = RunStatus.FAILED
         try:
             if opts.checkpoint is None:
+                from .runner import Runner
+
                 runner = Runner(self._graph, opts, state, detail=detail, live=live)
                 status = await runner.run(inbox)
             else:
+                from .durable import run_checkpointed
+
                 status = await run_checkpointed(
                     self._graph, state, inbox, opts, detail=detail, live=live, parent_id=parent_id
                 )
         except (WorkflowRunError, CheckpointError) as exc:
             error = exc
+        except PlaitError as exc:  # a store's, a codec's, a plugin's own error
+            error = exc
+        except Exception as exc:
+            # never a raw error out of run(): name the run and the superstep, keep the cause
+            error = WorkflowRunError(
+                f"run {state.run_id} failed in superstep {state.superstep}: "
+                f"{type(exc).__name__}: {exc}",
+                superstep=state.superstep,
+            )
+            error.__cause__ = exc
+        except BaseException:
+            # cancelled or interrupted: observers still hear that the run ended
+            if finished:
+                manager.notify_run_finished(state.run_id, RunStatus.FAILED.value, None)
+            raise
         if emit is not None:
             emit(RunFinished(state.run_id, status, state.superstep, error))
         if finished:

@@ -10,9 +10,9 @@ from typing import Any
 import attrs
 from plait import Executor, FunctionExecutor, RetryPolicy, Workflow
 from plait.errors import TypeCheckError, WorkflowValidationError
+from plait.options import RunOptions
 from plait.plugins import PluginManager, get_plugin_manager
 from plait.refs import callable_spec, code_ref, expression_spec, nonportable_reason
-from plait.runner import RunOptions
 from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
 from plait.types import type_name
 from typing_extensions import Self
