@@ -28,21 +28,29 @@ Test it with the ``plait_testing`` pytest plugin (the ``plait-testing`` distribu
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from . import convert, errors, events, plugins
-from .context import InvocationFailure, RequestResponse, WorkflowContext
-from .convert import converter
-from .errors import PlaitError, WorkflowRunError, WorkflowValidationError
-from .events import RunStatus
-from .executor import Executor, FunctionExecutor, executor, handler
-from .hookspecs import hookimpl
+from ._version import __version__
+
+# ``executor`` and ``load`` share their names with the submodules that define them: bound
+# here, before anything imports those submodules lazily, they stay the functions.
+from .executor import executor
 from .load import load
-from .plugins import describe, get_plugin_manager, register, unregister
-from .policies import RetryPolicy
-from .spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
-from .types import Never
-from .workflow import Workflow, WorkflowRunResult
+
+if TYPE_CHECKING:
+    from . import convert, errors, events, plugins
+    from .context import InvocationFailure, RequestResponse, WorkflowContext
+    from .convert import converter
+    from .errors import PlaitError, WorkflowRunError, WorkflowValidationError
+    from .events import RunStatus
+    from .executor import Executor, FunctionExecutor, handler
+    from .hookspecs import hookimpl
+    from .plugins import describe, get_plugin_manager, register, unregister
+    from .policies import RetryPolicy
+    from .spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
+    from .types import Never
+    from .workflow import Workflow, WorkflowRunResult
 
 __all__ = [
     "EdgeGroupSpec",
@@ -78,7 +86,51 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "__version__":
-        return plugins.core_version()
-    raise AttributeError(f"module 'plait' has no attribute {name!r}")
+#: Where each public name lives; imported on first use (PEP 562), so ``import plait`` and
+#: ``plait --help`` do not pay for the runner, the converter graph or the workflow IR.
+_LAZY = {
+    "EdgeGroupSpec": "spec",
+    "Executor": "executor",
+    "FunctionExecutor": "executor",
+    "InvocationFailure": "context",
+    "Never": "types",
+    "NodeSpec": "spec",
+    "PlaitError": "errors",
+    "RequestResponse": "context",
+    "RetryPolicy": "policies",
+    "RunStatus": "events",
+    "Workflow": "workflow",
+    "WorkflowContext": "context",
+    "WorkflowRunError": "errors",
+    "WorkflowRunResult": "workflow",
+    "WorkflowSpec": "spec",
+    "WorkflowValidationError": "errors",
+    "converter": "convert",
+    "describe": "plugins",
+    "get_plugin_manager": "plugins",
+    "handler": "executor",
+    "hookimpl": "hookspecs",
+    "register": "plugins",
+    "unregister": "plugins",
+}
+_SUBMODULES = frozenset({"convert", "errors", "events", "plugins"})
+
+
+def _import_lazily(name: str) -> Any:
+    if name in _SUBMODULES:
+        value: Any = importlib.import_module(f"{__name__}.{name}")
+    elif name in _LAZY:
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # the next lookup is an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if not TYPE_CHECKING:
+    # hidden from type checkers, which see the imports above: a misspelt name stays an error
+    __getattr__ = _import_lazily

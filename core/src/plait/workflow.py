@@ -24,19 +24,18 @@ from .errors import (
     WorkflowRunError,
     WorkflowValidationError,
 )
-from .events import RunFinished, RunStarted, RunStatus, WorkflowEvent
 from .executor import Executor
 from .graph import CompiledGraph, PluginEnv
 from .options import RunOptions
 from .plugins import PluginManager, get_plugin_manager
 from .spec import WorkflowSpec
-from .state import RunState
 
-# Running, checkpointing and resuming (asyncio, cattrs …) are imported by the methods
-# that need them: building a workflow in a fresh process pays for none of it.
+# what running needs (asyncio, cattrs, events …) is imported by the methods that run
 if TYPE_CHECKING:
     from .checkpoint import CheckpointStore
+    from .events import RunStatus, WorkflowEvent
     from .routing import EdgeRunner
+    from .state import RunState
     from .streaming import EventStream
 
 __all__ = ["Workflow", "WorkflowRunResult"]
@@ -66,6 +65,8 @@ class WorkflowRunResult:
     @property
     def ok(self) -> bool:
         """True unless the run failed."""
+        from .events import RunStatus
+
         return self.status is not RunStatus.FAILED
 
 
@@ -241,6 +242,8 @@ class Workflow:
         With ``checkpoint=`` (a store or a store URL such as ``"sqlite:///runs.db"``) a
         checkpoint is written per superstep, as ``durability`` says.
         """
+        from .state import RunState
+
         opts = RunOptions.from_kwargs(self._spec.options, options)
         events: list[WorkflowEvent] = []
         state = RunState(opts.run_id or uuid.uuid4().hex, events.append)
@@ -269,6 +272,7 @@ class Workflow:
         """
         from .durable import resolve_store
         from .resume import answer_requests, load_run, restore_state
+        from .state import RunState
 
         checkpoint_store, opened = await resolve_store(store, {**self._spec.options, **options})
         try:
@@ -309,7 +313,9 @@ class Workflow:
         also return its state as JSON-ready data (a full checkpoint body) to keep in the
         outer executor's state, so it is checkpointed with the outer run."""
         from .durable import Checkpointer
+        from .events import RunStatus
         from .resume import answer_requests, restore_state
+        from .state import RunState
 
         opts = RunOptions.from_kwargs(self._spec.options, {"raise_on_failure": False})
         if saved is None:
@@ -369,6 +375,9 @@ class Workflow:
         live: bool = False,
         parent_id: str | None = None,
     ) -> WorkflowRunResult:
+        from .events import RunFinished, RunStarted, RunStatus
+        from .runner import Runner
+
         emit = state.emit
         manager = self._graph.plugin_manager
         started, _, finished = manager.observers()
@@ -380,8 +389,6 @@ class Workflow:
         status = RunStatus.FAILED
         try:
             if opts.checkpoint is None:
-                from .runner import Runner
-
                 runner = Runner(self._graph, opts, state, detail=detail, live=live)
                 status = await runner.run(inbox)
             else:
