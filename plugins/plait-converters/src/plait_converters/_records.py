@@ -7,7 +7,6 @@ import typing
 from typing import Any
 
 import attrs
-import cattrs
 from plait.convert import Converter, TypeFamily, message_converter
 
 __all__ = [
@@ -35,6 +34,8 @@ def _record_to_dict(value: Any) -> dict[str, Any]:
 
 
 def _dict_to_record(value: dict[str, Any], target: Any) -> Any:
+    import cattrs  # imported by message_converter() already; not when the plugin loads
+
     try:
         return message_converter().structure(value, target)
     except cattrs.BaseValidationError as exc:
