@@ -49,6 +49,7 @@ __all__ = [
     "LoadError",
     "ExpressionError",
     "ConfigError",
+    "DocumentError",
 ]
 
 
@@ -214,6 +215,11 @@ class _Positioned(PlaitError):
 class ExpressionError(_Positioned):
     """An expression or template that does not parse, or that failed to evaluate safely
     (a bound exceeded, a missing name where one is required)."""
+
+
+class DocumentError(_Positioned):
+    """A problem in a workflow document at a position (a syntax error, an unknown name, a
+    byte the format does not allow); loaders collect them into a :class:`LoadError`."""
 
 
 class ConfigError(_Positioned):

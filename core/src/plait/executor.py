@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import inspect
 import typing
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, overload
 
@@ -272,7 +273,30 @@ def _qualname(fn: Any) -> str:
     return f"{getattr(fn, '__module__', '?')}.{qualname}"
 
 
+#: What reading a handler function's signature found, per function (a bound method's is
+#: its underlying function): reading type hints costs far more than building an executor,
+#: and a flow or a spec with 1,000 nodes binds the same few functions again and again.
+_SHAPES: weakref.WeakKeyDictionary[Any, tuple[Any, ...]] = weakref.WeakKeyDictionary()
+
+
 def _resolve_handler(fn: Callable[..., Awaitable[Any]], *, skip_self: bool) -> Handler:
+    key = getattr(fn, "__func__", fn)
+    try:
+        shape = _SHAPES.get(key)
+    except TypeError:  # not weak-referenceable (a builtin): no cache
+        shape = None
+    if shape is None:
+        shape = _read_shape(fn, skip_self=skip_self)
+        try:
+            _SHAPES[key] = shape
+        except TypeError:
+            pass
+    name, input_type, outputs, workflow_outputs, with_ctx, forward = shape
+    call = _make_call(fn, with_ctx=with_ctx, forward=forward)
+    return Handler(name, input_type, outputs, workflow_outputs, call)
+
+
+def _read_shape(fn: Callable[..., Awaitable[Any]], *, skip_self: bool) -> tuple[Any, ...]:
     name = _qualname(fn)
     try:
         hints = typing.get_type_hints(fn)
@@ -298,8 +322,7 @@ def _resolve_handler(fn: Callable[..., Awaitable[Any]], *, skip_self: bool) -> H
         outputs, workflow_outputs = (), ()
     if returns_value and returns is not typing.NoReturn:
         outputs = _union_of((outputs, _UNKNOWN if returns is Any else (returns,)))
-    call = _make_call(fn, with_ctx=ctx_param is not None, forward=returns_value)
-    return Handler(name, input_type, outputs, workflow_outputs, call)
+    return (name, input_type, outputs, workflow_outputs, ctx_param is not None, returns_value)
 
 
 def _make_call(

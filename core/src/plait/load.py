@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
-from .errors import LoadError, PlaitError, SourcePosition, UnknownNameError
+from .errors import DocumentError, LoadError, PlaitError, SourcePosition, UnknownNameError
 
 if TYPE_CHECKING:
     from .spec import WorkflowSpec
@@ -150,11 +150,13 @@ def _load_spec(
     suffixes = {s for n in loaders.names() for s in getattr(loaders.get(n), "suffixes", ())}
     text, name, suffix = _read(source, suffixes)
     if "\x00" in text:
-        line = text[: text.index("\x00")].count("\n") + 1
-        raise LoadError(
-            [PlaitError(f"{SourcePosition(source=name, line=line)}: the text holds a NUL byte")],
-            source=name,
-        )
+        offset = text.index("\x00")
+        line = text.count("\n", 0, offset) + 1
+        start = text.rfind("\n", 0, offset) + 1
+        end = text.find("\n", offset)
+        row = text[start : end if end != -1 else len(text)].replace("\x00", " ")
+        where = SourcePosition(source=name, line=line, column=offset - start + 1, text=row)
+        raise LoadError([DocumentError("the text holds a NUL byte", where)], source=name)
     _, loader = _choose(loaders, format, suffix, text, name)
     executors = dict(executors or {})
     names = set(executors)

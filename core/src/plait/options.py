@@ -16,7 +16,7 @@ __all__ = ["RunOptions"]
 
 
 def _positive(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and (not isinstance(value, int) or value < 1):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise RunOptionError(f"run option {attribute.name} must be a positive int, got {value!r}")
 
 
@@ -29,10 +29,26 @@ def _positive_seconds(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -
 
 def _positive_map(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     for key, limit in value.items():
-        if not isinstance(limit, int) or limit < 1:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise RunOptionError(
                 f"run option {attribute.name}[{key!r}] must be a positive int, got {limit!r}"
             )
+
+
+def _run_id(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise RunOptionError(f"run option run_id must be a non-empty string, got {value!r}")
+
+
+def _store(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is None or isinstance(value, str):
+        return
+    missing = [m for m in ("save", "load", "latest") if not callable(getattr(value, m, None))]
+    if missing:
+        raise RunOptionError(
+            f"run option checkpoint must be a store URL ('sqlite:///runs.db') or a checkpoint "
+            f"store, got {type(value).__name__} {value!r} (it has no {', '.join(missing)})"
+        )
 
 
 def _optional_bool(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -84,9 +100,9 @@ class RunOptions:
     executor_concurrency: Mapping[str, int] = attrs.field(factory=dict, validator=_positive_map)
     executor_max_visits: Mapping[str, int] = attrs.field(factory=dict, validator=_positive_map)
     events: str | None = attrs.field(default=None, validator=_one_of("lifecycle", "all"))
-    run_id: str | None = None
+    run_id: str | None = attrs.field(default=None, validator=_run_id)
     raise_on_failure: bool = True
-    checkpoint: Any = None
+    checkpoint: Any = attrs.field(default=None, validator=_store)
     durability: str = attrs.field(default="sync", validator=_one_of("sync", "async", "exit"))
     lease_ttl: float = attrs.field(default=30.0, validator=_positive_seconds)
     checkpoint_key: Any = attrs.field(default=None, repr=False)

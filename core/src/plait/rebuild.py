@@ -40,7 +40,10 @@ def build_executors(
     for index, node in enumerate(spec.nodes):
         where = f"/nodes/{index}"
         try:
-            executor = _bound(node, executors, where)
+            # a node of a registered kind other than python builds itself (a front-end's
+            # kind may wrap the caller's executor of the same name); others are bound
+            own_kind = node.kind != "python" and node.kind in kinds
+            executor = None if own_kind else _bound(node, executors, where)
             if executor is None:
                 executor = _from_kind(node, index, kinds, executors, manager, allow_imports, source)
         except _NodeProblems as exc:

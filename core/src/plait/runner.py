@@ -140,11 +140,12 @@ class Runner:
                 self._count_visits(inbox)
             if len(inbox) == 1:
                 ((eid, messages),) = inbox.items()
-                if len(messages) == 1:
-                    await self._invoke(eid, messages[0])
-                elif eid not in self.concurrency:
-                    for index, message in enumerate(messages):
-                        await self._invoke(eid, message, index)
+                if len(messages) == 1 or eid not in self.concurrency:
+                    if len(messages) == 1:
+                        await self._invoke(eid, messages[0])
+                    else:
+                        for index, message in enumerate(messages):
+                            await self._invoke(eid, message, index)
                     if self.live or step % _YIELD_EVERY == 0:
                         await anyio.lowlevel.checkpoint()
                 else:
