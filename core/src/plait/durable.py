@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
+import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from .checkpoint import Checkpoint, CheckpointStore, open_store
@@ -117,6 +118,7 @@ class Checkpointer:
         self.error: BaseException | None = None
         self.lease: Lease | None = None
         self._send: anyio.abc.ObjectSendStream[Checkpoint] | None = None
+        self.last: Checkpoint | None = None
 
     # -- building checkpoints ------------------------------------------------------------
 
@@ -164,6 +166,8 @@ class Checkpointer:
                 state.outputs[self.outputs_at_base :], "workflow outputs", None, step
             )
             body["visits"] = {eid: state.visits.get(eid, 0) for eid in self.visits_changed}
+        if state.attempts:
+            body["attempts"] = dict(state.attempts)
         checkpoint_id = uuid.uuid4().hex
         metadata: dict[str, Any] = {"workflow": self.graph.spec.name}
         if self.first:
@@ -182,6 +186,7 @@ class Checkpointer:
             base_id=None if full else self.base_id,
         )
         self.parent_id = checkpoint_id
+        self.last = checkpoint
         if full:
             self.base_id = checkpoint_id
             self.since_base = 0
@@ -271,6 +276,30 @@ class Checkpointer:
     def attach(self, send: anyio.abc.ObjectSendStream[Checkpoint]) -> None:
         """Route writes to the background writer."""
         self._send = send
+
+    async def record_attempt(self, state: RunState) -> None:
+        """Before a retry's backoff: save the last checkpoint again with the attempt counts,
+        so a crash during the backoff resumes the superstep with the count intact (the
+        superstep itself is re-run from its start, as any resumed superstep is)."""
+        last = self.last
+        if last is None:
+            return
+        body = dict(last.state)
+        body["attempts"] = dict(state.attempts)
+        checkpoint_id = uuid.uuid4().hex
+        again = attrs.evolve(
+            last,
+            checkpoint_id=checkpoint_id,
+            parent_id=last.checkpoint_id,
+            created_at=time.time(),
+            state=body,
+            metadata={k: v for k, v in last.metadata.items() if k != "topology"},
+        )
+        self.parent_id = checkpoint_id
+        self.last = again
+        if last.base_id is None and self.base_id == last.checkpoint_id:
+            self.base_id = checkpoint_id  # a full one: later deltas build on the copy
+        await self.write(again)
 
     async def after_superstep(self, runner: Runner, inbox: Mapping[str, list[Any]]) -> None:
         """The runner's per-superstep hook (``sync`` and ``async`` modes)."""
@@ -368,6 +397,12 @@ async def _run_leased(
     checkpointer.lease = lease
     hook = checkpointer.after_superstep if mode != "exit" else None
     runner = Runner(graph, opts, state, detail=detail, live=live, on_superstep=hook)
+    if mode != "exit":
+
+        async def on_retry(key: str, attempt: int) -> None:
+            await checkpointer.record_attempt(state)
+
+        runner.on_retry = on_retry
     failure: Exception | None = None
     status = RunStatus.FAILED
     async with anyio.create_task_group() as tg:

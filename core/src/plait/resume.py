@@ -93,6 +93,9 @@ async def load_run(
         merged["shared"] = state.get("shared", base.state["shared"])
         for key in ("pending", "router_state", "requests"):
             merged[key] = state[key]
+        merged.pop("attempts", None)
+        if "attempts" in state:
+            merged["attempts"] = state["attempts"]
         state = merged
     state[_KEY] = checkpoint.checkpoint_id
     resumed_from.set((checkpoint.run_id, checkpoint.checkpoint_id) if by_run else None)
@@ -132,6 +135,12 @@ def _check_layout(state: Mapping[str, Any], where: str, *, delta_ok: bool) -> No
     for eid, messages in state["pending"].items():
         if not isinstance(messages, list):
             raise bad(f"holds pending messages for {eid!r} that are not a list")
+    attempts = state.get("attempts", {})
+    if not isinstance(attempts, dict) or not all(
+        isinstance(k, str) and isinstance(n, int) and not isinstance(n, bool)
+        for k, n in attempts.items()
+    ):
+        raise bad("has attempt counts that are not a map of invocation keys to ints")
     for eid, count in state["visits"].items():
         if not isinstance(count, int) or isinstance(count, bool):
             raise bad(f"counts visits of {eid!r} as {count!r:.40}")
@@ -233,6 +242,7 @@ def _restore(
     run_state.shared.update(shared)
     run_state.outputs.extend(decode(data["outputs"]))
     run_state.visits.update(data["visits"])
+    run_state.attempts.update(data.get("attempts") or {})
     for gid, snapshot in data["router_state"].items():
         runner = graph.edge_runners.get(gid)
         if runner is not None:
