@@ -286,7 +286,14 @@ def _resolve_handler(fn: Callable[..., Awaitable[Any]], *, skip_self: bool) -> H
     except TypeError:  # not weak-referenceable (a builtin): no cache
         shape = None
     if shape is None:
-        shape = _read_shape(fn, skip_self=skip_self)
+        # closures made by one ``def`` (1,000 ``@executor`` nodes from a loop) share their
+        # code and annotations, hence their shape
+        code_key = _code_key(key, skip_self)
+        shape = _BY_CODE.get(code_key) if code_key is not None else None
+        if shape is None:
+            shape = _read_shape(fn, skip_self=skip_self)
+            if code_key is not None and len(_BY_CODE) < 4096:
+                _BY_CODE[code_key] = shape
         try:
             _SHAPES[key] = shape
         except TypeError:
@@ -294,6 +301,24 @@ def _resolve_handler(fn: Callable[..., Awaitable[Any]], *, skip_self: bool) -> H
     name, input_type, outputs, workflow_outputs, with_ctx, forward = shape
     call = _make_call(fn, with_ctx=with_ctx, forward=forward)
     return Handler(name, input_type, outputs, workflow_outputs, call)
+
+
+_BY_CODE: dict[Any, tuple[Any, ...]] = {}
+
+
+def _code_key(function: Any, skip_self: bool) -> Any:
+    """What decides a function's shape: its code, its globals (where string annotations
+    resolve) and its annotations' values; ``None`` when those are not hashable."""
+    code = getattr(function, "__code__", None)
+    annotations = getattr(function, "__annotations__", None)
+    if code is None or not isinstance(annotations, dict):
+        return None
+    key = (code, id(getattr(function, "__globals__", None)), skip_self, *annotations.items())
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _read_shape(fn: Callable[..., Awaitable[Any]], *, skip_self: bool) -> tuple[Any, ...]:

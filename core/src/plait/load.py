@@ -84,7 +84,9 @@ def _read(source: str | os.PathLike[str], suffixes: set[str]) -> tuple[str, str,
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise LoadError([PlaitError(f"cannot read it: {exc}")], source=str(path)) from exc
-        suffix = next((s for s in suffixes if path.name.lower().endswith(s)), path.suffix.lower())
+        # the longest suffix a loader claims wins: ".spec.json" over ".json"
+        claimed = [s for s in suffixes if path.name.lower().endswith(s)]
+        suffix = max(claimed, key=len) if claimed else path.suffix.lower()
         return text, str(path), suffix
     if not isinstance(source, str):
         raise TypeError(f"plait.load needs text or a path, got {type(source).__name__}")

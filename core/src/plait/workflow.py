@@ -16,8 +16,6 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from .errors import (
     CheckpointError,
     PlaitError,
@@ -28,46 +26,18 @@ from .executor import Executor
 from .graph import CompiledGraph, PluginEnv
 from .options import RunOptions
 from .plugins import PluginManager, get_plugin_manager
+from .results import WorkflowRunResult
 from .spec import WorkflowSpec
 
 # what running needs (asyncio, cattrs, events …) is imported by the methods that run
 if TYPE_CHECKING:
     from .checkpoint import CheckpointStore
-    from .events import RunStatus, WorkflowEvent
+    from .events import WorkflowEvent
     from .routing import EdgeRunner
     from .state import RunState
     from .streaming import EventStream
 
 __all__ = ["Workflow", "WorkflowRunResult"]
-
-
-@attrs.define
-class WorkflowRunResult:
-    """What a run produced.
-
-    :param run_id: the run's id.
-    :param status: ``idle``, ``idle_with_pending_requests`` or ``failed``.
-    :param outputs: workflow outputs in the order they were yielded.
-    :param events: the events collected (lifecycle events unless ``events="all"``).
-    :param error: the error that failed the run, else ``None``.
-    :param supersteps: how many supersteps ran.
-    :param pending_requests: requests for outside input the run is waiting on.
-    """
-
-    run_id: str
-    status: RunStatus
-    outputs: list[Any]
-    events: list[WorkflowEvent]
-    error: BaseException | None = None
-    supersteps: int = 0
-    pending_requests: list[Any] = attrs.field(factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """True unless the run failed."""
-        from .events import RunStatus
-
-        return self.status is not RunStatus.FAILED
 
 
 class Workflow:
@@ -255,7 +225,7 @@ class Workflow:
     async def resume(
         self,
         id: str,
-        store: str | CheckpointStore,
+        checkpoint: str | CheckpointStore,
         *,
         responses: Mapping[str, Any] | None = None,
         **options: Any,
@@ -263,8 +233,8 @@ class Workflow:
         """Continue a run from a checkpoint — in this process or another, days later.
 
         :param id: a run id (resume from its latest checkpoint) or a checkpoint id.
-        :param store: the checkpoint store (or its URL) the run wrote to; new checkpoints of
-            the resumed run go there too unless ``checkpoint=`` says otherwise.
+        :param checkpoint: the checkpoint store (or its URL) the run wrote to — the same
+            word as ``run(..., checkpoint=)``; the resumed run's checkpoints go there too.
         :param responses: answers to pending requests, by request id. A response of the
             wrong type raises :class:`~plait.errors.ResponseTypeError` and changes nothing.
         :raises TopologyMismatchError: the checkpoint was taken on a different graph.
@@ -274,18 +244,18 @@ class Workflow:
         from .resume import answer_requests, load_run, restore_state
         from .state import RunState
 
-        checkpoint_store, opened = await resolve_store(store, {**self._spec.options, **options})
+        checkpoint_store, opened = await resolve_store(
+            checkpoint, {**self._spec.options, **options}
+        )
         try:
-            checkpoint, data = await load_run(
-                checkpoint_store, id, self._spec, self._graph.signature
-            )
+            found, data = await load_run(checkpoint_store, id, self._spec, self._graph.signature)
             opts = RunOptions.from_kwargs(
                 self._spec.options,
-                {"checkpoint": checkpoint_store, **options, "run_id": checkpoint.run_id},
+                {**options, "checkpoint": checkpoint_store, "run_id": found.run_id},
             )
             events: list[WorkflowEvent] = []
-            state = RunState(checkpoint.run_id, events.append)
-            state.superstep = checkpoint.superstep
+            state = RunState(found.run_id, events.append)
+            state.superstep = found.superstep
             inbox = restore_state(self._graph, state, data)
             answer_requests(state, inbox, responses or {}, self._graph)
             result = await self._execute(
@@ -293,7 +263,7 @@ class Workflow:
                 inbox,
                 opts,
                 detail=opts.events == "all",
-                parent_id=checkpoint.checkpoint_id,
+                parent_id=found.checkpoint_id,
             )
         finally:
             if opened:
@@ -312,7 +282,7 @@ class Workflow:
         continue ``saved`` with ``responses``. When the run ends waiting for outside input,
         also return its state as JSON-ready data (a full checkpoint body) to keep in the
         outer executor's state, so it is checkpointed with the outer run."""
-        from .durable import Checkpointer
+        from .checkpointer import Checkpointer
         from .events import RunStatus
         from .resume import answer_requests, restore_state
         from .state import RunState
