@@ -17,7 +17,16 @@ import attrs
 
 from .errors import PluginConflictError, RegistrationError, UnknownNameError
 
-__all__ = ["FIRST_PARTY", "KINDS", "KIND_NAMES", "Registration", "Registry", "provider"]
+__all__ = [
+    "FIRST_PARTY",
+    "KINDS",
+    "KIND_NAMES",
+    "Lazy",
+    "Registration",
+    "Registry",
+    "lazy",
+    "provider",
+]
 
 DISABLE_ENV = "PLAIT_DISABLE_PLUGINS"
 T = TypeVar("T")
@@ -25,10 +34,61 @@ T = TypeVar("T")
 
 def _has(*attributes: str) -> Callable[[Any], str | None]:
     def check(obj: Any) -> str | None:
-        missing = [a for a in attributes if not hasattr(obj, a)]
+        if isinstance(obj, Lazy):  # checked against what it declares, without importing
+            missing = [a for a in attributes if a not in obj.provides]
+        else:
+            missing = [a for a in attributes if not hasattr(obj, a)]
         return f"lacks {', '.join(missing)}" if missing else None
 
     return check
+
+
+class Lazy:
+    """A registered object that lives in a module imported on first use (see :func:`lazy`).
+
+    Attribute reads go to the real object, made once: ``module:attr`` names a class
+    (instantiated without arguments) or an instance. ``static`` attributes (a loader's
+    ``suffixes``) answer without importing.
+    """
+
+    def __init__(self, ref: str, provides: frozenset[str], static: dict[str, Any]) -> None:
+        self.ref = ref
+        self.provides = provides | frozenset(static)
+        self._target: Any = None
+        self.__dict__.update(static)
+
+    def resolve(self) -> Any:
+        """The real object (imported and made on first use)."""
+        if self._target is None:
+            import importlib
+
+            module_name, _, attr = self.ref.partition(":")
+            obj: Any = importlib.import_module(module_name)
+            for part in attr.split("."):
+                obj = getattr(obj, part)
+            self._target = obj() if isinstance(obj, type) else obj
+        return self._target
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_target", "ref", "provides"):
+            raise AttributeError(name)
+        return getattr(self.resolve(), name)
+
+    def __repr__(self) -> str:
+        state = "loaded" if self._target is not None else "not loaded yet"
+        return f"<lazy {self.ref} ({state})>"
+
+
+def lazy(ref: str, *, provides: tuple[str, ...] = (), **static: Any) -> Lazy:
+    """Register ``module:attr`` without importing it: a plugin's registry hook stays cheap
+    (a ``plait`` command pays plugin loading on every start), and the module is imported
+    when the object is first used. ``provides`` names the protocol attributes it has (the
+    registry checks those names instead of importing); ``static`` attributes are answered
+    at once (``suffixes=(".flow",)``).
+
+    .. versionadded:: 0.1
+    """
+    return Lazy(ref, frozenset(provides), dict(static))
 
 
 def _is_callable(obj: Any) -> str | None:

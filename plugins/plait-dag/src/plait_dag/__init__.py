@@ -14,13 +14,29 @@ imports neither jsonschema nor the expression language: they load with the first
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import plait
 from plait.hookspecs import Register
+from plait.registry import lazy
 
-from ._loader import DagLoader
-from ._node import DagMessage, DagNode, DagNodeKind
-from ._schema import document_schema
-from .errors import DagDocumentError, DagLoopError, DagRunError
+if TYPE_CHECKING:
+    from ._loader import DagLoader
+    from ._node import DagMessage, DagNode, DagNodeKind
+    from ._schema import document_schema
+    from .errors import DagDocumentError, DagLoopError, DagRunError
+
+# where each public name lives, imported on first use (plugin loading stays cheap)
+_HOMES = {
+    "DagLoader": "_loader",
+    "DagMessage": "_node",
+    "DagNode": "_node",
+    "DagNodeKind": "_node",
+    "document_schema": "_schema",
+    "DagDocumentError": "errors",
+    "DagLoopError": "errors",
+    "DagRunError": "errors",
+}
 
 __all__ = [
     "DagDocumentError",
@@ -39,10 +55,22 @@ __all__ = [
 @plait.hookimpl
 def plait_register_loaders(register: Register) -> None:
     """Register the ``dag`` loader (JSON, suffix ``.json``)."""
-    register("dag", DagLoader())
+    register("dag", lazy("plait_dag._loader:DagLoader", provides=("load",), suffixes=(".json",)))
 
 
 @plait.hookimpl
 def plait_register_executor_kinds(register: Register) -> None:
     """Register ``dag.node``, the kind every node of a DAG document is built by."""
-    register("dag.node", DagNodeKind())
+    kind = "plait_dag._node:DagNodeKind"
+    register("dag.node", lazy(kind, provides=("check", "create", "config_schema")))
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

@@ -16,27 +16,61 @@ config is first checked or a request first made.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import plait
 from plait.hookspecs import Register
+from plait.registry import lazy
 
-from .errors import (
-    ExecutorKindError,
-    HttpError,
-    HttpRequestError,
-    HttpResponseError,
-    HttpStatusError,
-    HttpTimeoutError,
-    ShellCommandError,
-    ShellError,
-    ShellOutputError,
-    ShellOutputLimitError,
-    ShellTimeoutError,
-)
-from .http import HttpExecutor, HttpKind
-from .python import PythonKind, executor_from_object, resolve_ref
-from .schema import check_config
-from .shell import ShellExecutor, ShellKind
-from .workflow import WorkflowKind
+if TYPE_CHECKING:
+    from .errors import (
+        ExecutorKindError,
+        HttpError,
+        HttpRequestError,
+        HttpResponseError,
+        HttpStatusError,
+        HttpTimeoutError,
+        ShellCommandError,
+        ShellError,
+        ShellOutputError,
+        ShellOutputLimitError,
+        ShellTimeoutError,
+    )
+    from .http import HttpExecutor, HttpKind
+    from .python import PythonKind, executor_from_object, resolve_ref
+    from .schema import check_config
+    from .shell import ShellExecutor, ShellKind
+    from .workflow import WorkflowKind
+
+# where each public name lives: importing this package (which every plait command does, to
+# load plugins) imports none of them until one is used
+_HOMES = {
+    **dict.fromkeys(
+        [
+            "ExecutorKindError",
+            "HttpError",
+            "HttpRequestError",
+            "HttpResponseError",
+            "HttpStatusError",
+            "HttpTimeoutError",
+            "ShellCommandError",
+            "ShellError",
+            "ShellOutputError",
+            "ShellOutputLimitError",
+            "ShellTimeoutError",
+        ],
+        "errors",
+    ),
+    "HttpExecutor": "http",
+    "HttpKind": "http",
+    "PythonKind": "python",
+    "executor_from_object": "python",
+    "resolve_ref": "python",
+    "check_config": "schema",
+    "ShellExecutor": "shell",
+    "ShellKind": "shell",
+    "WorkflowKind": "workflow",
+}
 
 __all__ = [
     "ExecutorKindError",
@@ -66,7 +100,19 @@ __all__ = [
 @plait.hookimpl
 def plait_register_executor_kinds(register: Register) -> None:
     """Register ``python``, ``shell``, ``http`` and ``workflow``."""
-    register("python", PythonKind())
-    register("shell", ShellKind())
-    register("http", HttpKind())
-    register("workflow", WorkflowKind())
+    provides = ("check", "create", "config_schema")
+    register("python", lazy("plait_executors.python:PythonKind", provides=provides))
+    register("shell", lazy("plait_executors.shell:ShellKind", provides=provides))
+    register("http", lazy("plait_executors.http:HttpKind", provides=provides))
+    register("workflow", lazy("plait_executors.workflow:WorkflowKind", provides=provides))
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

@@ -14,10 +14,14 @@ the first ``compile``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import plait
 from plait.hookspecs import Register
+from plait.registry import lazy
 
-from ._language import CompiledExpression, CompiledTemplate, PlaitLanguage
+if TYPE_CHECKING:
+    from ._language import CompiledExpression, CompiledTemplate, PlaitLanguage
 
 __all__ = [
     "CompiledExpression",
@@ -30,4 +34,14 @@ __all__ = [
 @plait.hookimpl
 def plait_register_expression_languages(register: Register) -> None:
     """Register the ``"plait"`` language."""
-    register("plait", PlaitLanguage())
+    language = "plait_expr._language:PlaitLanguage"
+    register("plait", lazy(language, provides=("compile", "compile_template")))
+
+
+def __getattr__(name: str) -> Any:
+    # the language's modules load when first used, not when plugins load
+    if name in ("CompiledExpression", "CompiledTemplate", "PlaitLanguage"):
+        from . import _language
+
+        return getattr(_language, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
