@@ -127,7 +127,7 @@ class Checkpointer:
         checkpoint_id = uuid.uuid4().hex
         metadata: dict[str, Any] = {"workflow": self.graph.spec.name}
         if self.first:
-            metadata["topology"] = self.graph.spec.topology()
+            metadata["topology"] = self.graph.topology
             self.first = False
         checkpoint = Checkpoint(
             checkpoint_id=checkpoint_id,

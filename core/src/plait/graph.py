@@ -173,6 +173,11 @@ class CompiledGraph:
             self.policies.setdefault(source, (None, None))
 
     @functools.cached_property
+    def topology(self) -> dict[str, Any]:
+        """The spec's topology (what a run's first checkpoint records), computed once."""
+        return self.spec.topology()
+
+    @functools.cached_property
     def signature(self) -> str:
         """The spec's topology signature, computed once."""
         return self.spec.signature()
