@@ -26,6 +26,7 @@ class WorkflowRunResult:
     :param error: the error that failed the run, else ``None``.
     :param supersteps: how many supersteps ran.
     :param pending_requests: requests for outside input the run is waiting on.
+    :param shared: the run's shared state when it ended (``ctx.set_shared_state``).
     """
 
     run_id: str
@@ -35,6 +36,16 @@ class WorkflowRunResult:
     error: BaseException | None = None
     supersteps: int = 0
     pending_requests: list[Any] = attrs.field(factory=list)
+    shared: dict[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def step_context(self) -> Any:
+        """The step context a front-end recorded as shared state ``"step_context"`` (YAML
+        steps record every step's output, loop counters and attempts), or ``None``.
+
+        .. versionadded:: 0.1
+        """
+        return self.shared.get("step_context")
 
     @property
     def ok(self) -> bool:

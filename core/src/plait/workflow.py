@@ -396,6 +396,7 @@ class Workflow:
             error=error,
             supersteps=state.superstep,
             pending_requests=list(state.pending_requests.values()),
+            shared=state.shared,
         )
 
     @staticmethod

@@ -54,6 +54,7 @@ class _Outcome:
     error: BaseException | None = None
     supersteps: int = 0
     pending: list[_Pending] = attrs.field(factory=list)
+    step_context: Any = None
 
     @classmethod
     def of(cls, result: WorkflowRunResult) -> _Outcome:
@@ -62,13 +63,19 @@ class _Outcome:
             for r in result.pending_requests
         ]
         return cls(
-            result.run_id, result.status, result.outputs, result.error, result.supersteps, pending
+            result.run_id,
+            result.status,
+            result.outputs,
+            result.error,
+            result.supersteps,
+            pending,
+            result.step_context,
         )
 
 
-def _workflow(target: str) -> Workflow:
+def _workflow(target: str, allow_imports: bool = False) -> Workflow:
     try:
-        return load_target(target)
+        return load_target(target, allow_imports=allow_imports)
     except TargetError as exc:
         raise click.ClickException(str(exc)) from exc
 
@@ -205,6 +212,16 @@ def _resume_hint(outcome: _Outcome, target: str, checkpoint: str | None, extra: 
 @click.option(
     "--max-supersteps", type=click.IntRange(min=1), metavar="N", help="Fail past N supersteps."
 )
+@click.option(
+    "--step-context",
+    is_flag=True,
+    help="Print the run's step context (YAML steps) to stderr as JSON.",
+)
+@click.option(
+    "--allow-imports",
+    is_flag=True,
+    help="Let a workflow file import the Python code it names (untrusted by default).",
+)
 @click.pass_context
 def run_command(
     ctx: click.Context,
@@ -215,10 +232,13 @@ def run_command(
     durability: str | None,
     events: bool,
     max_supersteps: int | None,
+    step_context: bool,
+    allow_imports: bool,
 ) -> None:
     """Run the workflow TARGET on MESSAGE and print its outputs, one per line.
 
-    TARGET is module:attr or path/to/file.py:attr, naming a plait.Workflow or a function
+    TARGET is a workflow file in any installed format (workflow.yaml, pipeline.flow,
+    dag.json), or module:attr or path/to/file.py:attr naming a plait.Workflow or a function
     that takes no arguments and returns one. MESSAGE is a string (JSON with --json-input;
     - reads stdin; without MESSAGE the workflow gets "" or, with --json-input, null).
 
@@ -228,7 +248,7 @@ def run_command(
     if durability is not None and checkpoint is None:
         raise click.UsageError("--durability needs --checkpoint URL")
     value = _message(message, json_input)
-    workflow = _workflow(target)
+    workflow = _workflow(target, allow_imports)
     options: dict[str, Any] = {}
     if max_supersteps is not None:
         options["max_supersteps"] = max_supersteps
@@ -242,6 +262,8 @@ def run_command(
     else:
         run = functools.partial(workflow.run, value, raise_on_failure=False, **options)
         outcome = _Outcome.of(_execute(run))
+    if step_context:
+        click.echo(to_json(outcome.step_context), err=True)
     _report(ctx, outcome, target, checkpoint, printed=events)
 
 

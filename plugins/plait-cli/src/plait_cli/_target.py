@@ -24,7 +24,10 @@ from ._output import describe_error
 
 __all__ = ["TargetError", "load_target"]
 
-_FORMS = "module:attr or path/to/file.py:attr (e.g. my_flows:workflow)"
+_FORMS = (
+    "a workflow file (workflow.yaml, pipeline.flow, dag.json …), module:attr or "
+    "path/to/file.py:attr (e.g. my_flows:workflow)"
+)
 
 
 class TargetError(PlaitError):
@@ -36,8 +39,12 @@ class TargetError(PlaitError):
     """
 
 
-def load_target(target: str) -> Workflow:
+def load_target(target: str, *, allow_imports: bool = False) -> Workflow:
     """Import what ``target`` names and return the workflow.
+
+    A workflow *file* in any installed format (``workflow.yaml``, ``pipeline.flow``,
+    ``dag.json`` …) is loaded with :func:`plait.load`; it may import code it names only with
+    ``allow_imports`` (a workflow file is untrusted input).
 
     :param target: ``module:attr`` (the module imported as ``python -m`` would, with the
         current directory on ``sys.path``) or ``path/to/file.py:attr``; ``attr`` may be
@@ -47,6 +54,14 @@ def load_target(target: str) -> Workflow:
 
     .. versionadded:: 0.1
     """
+    document = Path(target)
+    if document.suffix.lower() != ".py" and document.is_file():
+        import plait
+
+        try:
+            return plait.load(document, allow_imports=allow_imports)
+        except PlaitError as exc:
+            raise TargetError(f"TARGET {target!r}: {exc}") from exc
     module_part, sep, attr = target.rpartition(":")
     if not sep or not module_part or not attr:
         raise TargetError(f"TARGET {target!r} must be {_FORMS}")

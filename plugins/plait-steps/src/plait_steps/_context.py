@@ -108,6 +108,9 @@ def step_context(result: Any) -> dict[str, Any] | None:
 
     .. versionadded:: 0.1
     """
+    recorded = getattr(result, "step_context", None)
+    if isinstance(recorded, dict):
+        return recorded
     for event in reversed(getattr(result, "events", ()) or ()):
         data = getattr(event, "data", None)
         if isinstance(data, dict) and STEP_CONTEXT_EVENT in data:

@@ -94,7 +94,9 @@ async def _finish(
 ) -> None:
     if final:
         await ctx.yield_output(output)
-        await ctx.add_event({sc.STEP_CONTEXT_EVENT: sc.summary(state, output)})
+        summary = sc.summary(state, output)
+        await ctx.set_shared_state("step_context", summary)  # result.step_context
+        await ctx.add_event({sc.STEP_CONTEXT_EVENT: summary})
     else:
         await ctx.send_message(state)
 
@@ -227,7 +229,9 @@ class ConditionExecutor(_StepNode):
             last = new["last"]
             output = new["steps"][last]["output"] if last is not None else None
             await ctx.yield_output(output)
-            await ctx.add_event({sc.STEP_CONTEXT_EVENT: sc.summary(new, output)})
+            summary = sc.summary(new, output)
+            await ctx.set_shared_state("step_context", summary)  # result.step_context
+            await ctx.add_event({sc.STEP_CONTEXT_EVENT: summary})
             return
         new["branch"] = value
         await ctx.send_message(new)

@@ -1,0 +1,52 @@
+"""``plait run FILE``: a workflow file in any installed format runs from the shell."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner, Result
+from plait_cli import make_cli
+
+STEPS = f"""\
+workflow:
+  - id: shout
+    type: executor
+    kind: shell
+    config:
+      argv: ["{sys.executable}", "-c", "import sys; print(sys.stdin.read().upper())"]
+      input: message
+"""
+
+
+def plait(*args: str, input: str | None = None) -> Result:
+    return CliRunner().invoke(make_cli(), list(args), input=input)
+
+
+def test_a_yaml_file_runs_with_a_message_and_from_stdin(tmp_path: Path) -> None:
+    path = tmp_path / "workflow.yaml"
+    path.write_text(STEPS)
+    done = plait("run", str(path), "translate and publish this draft")
+    assert done.exit_code == 0, done.output
+    assert "TRANSLATE AND PUBLISH THIS DRAFT" in done.stdout
+    piped = plait("run", str(path), "-", input="from stdin\n")
+    assert piped.exit_code == 0, piped.output
+    assert "FROM STDIN" in piped.stdout
+
+
+def test_step_context_goes_to_stderr(tmp_path: Path) -> None:
+    path = tmp_path / "workflow.yaml"
+    path.write_text(STEPS)
+    done = plait("run", str(path), "hi", "--step-context")
+    assert done.exit_code == 0, done.output
+    context = json.loads(done.stderr.strip().splitlines()[-1])
+    assert context["order"] == ["shout"] and context["output"].strip() == "HI"
+
+
+def test_a_broken_file_is_reported_with_its_position(tmp_path: Path) -> None:
+    path = tmp_path / "broken.flow"
+    path.write_text("researcher -> [writer\n")
+    done = plait("run", str(path), "x")
+    assert done.exit_code != 0
+    assert "broken.flow:1:" in done.output
