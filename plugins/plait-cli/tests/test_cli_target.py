@@ -91,7 +91,7 @@ def test_a_dotted_attribute(project: Path) -> None:
 
 
 def test_a_target_without_an_attribute() -> None:
-    assert "must be module:attr or path/to/file.py:attr" in error(str(WORKFLOWS))
+    assert "module:attr or path/to/file.py:attr" in error(str(WORKFLOWS))
 
 
 def test_a_missing_attribute_lists_the_workflows_and_functions_there() -> None:
