@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 
 from click.testing import CliRunner, Result
+from plait.plugins import set_plugin_manager
 from plait_cli import make_cli
+from plait_testing import broken_entry_point, make_plugin_manager
 
 STEPS = f"""\
 workflow:
@@ -50,3 +52,22 @@ def test_a_broken_file_is_reported_with_its_position(tmp_path: Path) -> None:
     done = plait("run", str(path), "x")
     assert done.exit_code != 0
     assert "broken.flow:1:" in done.output
+
+
+def test_a_broken_plugin_is_one_line_with_the_fix_and_debug_shows_more(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "workflow.yaml"
+    path.write_text(STEPS)
+    broken = make_plugin_manager(broken_entry_point("broken", distribution="plait-broken"))
+    previous = set_plugin_manager(broken)
+    try:
+        done = plait("run", str(path), "x")
+        assert done.exit_code == 1
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1, lines
+        assert "plait-broken" in lines[0] and "PLAIT_DISABLE_PLUGINS=broken" in lines[0]
+        debug = plait("--debug", "run", str(path), "x")
+        assert debug.exit_code == 1 and debug.exception is not None  # the traceback
+    finally:
+        set_plugin_manager(previous)

@@ -15,6 +15,7 @@ pattern, with the short help kept beside the import path).
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -156,6 +157,19 @@ class PlaitGroup(click.Group):
             click.echo(f"warning: {self.plugin_error_note()}", err=True)
         return super().list_commands(ctx)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; a Plait error (a broken plugin, a bad workflow file …) is one
+        line on stderr and exit status 1, the full traceback only with ``--debug``."""
+        try:
+            return super().invoke(ctx)
+        except PlaitError as exc:
+            if ctx.meta.get("plait.debug") or os.environ.get("PLAIT_DEBUG"):
+                raise
+            message = getattr(exc, "message", None) or str(exc)
+            raise click.ClickException(
+                f"{message.splitlines()[0]} (run with --debug for the traceback)"
+            ) from exc
+
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
@@ -177,6 +191,11 @@ def _import_path(command: click.Command) -> str:
         if module == name and getattr(importlib.import_module(name), attribute, None) is command:
             return import_path
     return ""
+
+
+def _set_debug(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        ctx.meta["plait.debug"] = True
 
 
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
@@ -211,7 +230,15 @@ def make_cli() -> PlaitGroup:
                 is_eager=True,
                 callback=_print_version,
                 help="Show the versions of plait-cli and plait-core.",
-            )
+            ),
+            click.Option(
+                ["--debug"],
+                is_flag=True,
+                expose_value=False,
+                is_eager=True,
+                callback=_set_debug,
+                help="Show full tracebacks (also PLAIT_DEBUG=1).",
+            ),
         ],
     )
     for name, (import_path, short_help) in BUILT_IN.items():

@@ -77,6 +77,9 @@ def _workflow(target: str, allow_imports: bool = False) -> Workflow:
     try:
         return load_target(target, allow_imports=allow_imports)
     except TargetError as exc:
+        context = click.get_current_context(silent=True)
+        if context is not None and context.meta.get("plait.debug"):
+            raise
         raise click.ClickException(str(exc)) from exc
 
 
