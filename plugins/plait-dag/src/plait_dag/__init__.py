@@ -14,11 +14,11 @@ imports neither jsonschema nor the expression language: they load with the first
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import plait
 from plait.hookspecs import Register
-from plait.registry import lazy
+from plait.registry import lazy, lazy_exports
 
 if TYPE_CHECKING:
     from ._loader import DagLoader
@@ -65,12 +65,4 @@ def plait_register_executor_kinds(register: Register) -> None:
     register("dag.node", lazy(kind, provides=("check", "create", "config_schema")))
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _HOMES)

@@ -16,11 +16,11 @@ config is first checked or a request first made.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import plait
 from plait.hookspecs import Register
-from plait.registry import lazy
+from plait.registry import lazy, lazy_exports
 
 if TYPE_CHECKING:
     from .errors import (
@@ -107,12 +107,4 @@ def plait_register_executor_kinds(register: Register) -> None:
     register("workflow", lazy("plait_executors.workflow:WorkflowKind", provides=provides))
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _HOMES)

@@ -1,0 +1,75 @@
+"""plait.registry.lazy: a plugin registers things whose modules load on first use."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import plait
+import pytest
+from plait.errors import RegistrationError
+from plait.registry import Lazy, lazy, lazy_exports
+from plait_testing import fake_entry_point, make_plugin_manager
+
+
+@pytest.fixture
+def slow_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The name of a module on ``sys.path`` that nobody imported yet."""
+    (tmp_path / "plait_slow_impl.py").write_text(
+        "class Longest:\n"
+        "    def merge(self, values, sources):\n"
+        "        return max(values, key=len)\n"
+        "\n"
+        "    def output_type(self, input_type):\n"
+        "        return input_type\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "plait_slow_impl", raising=False)
+    return "plait_slow_impl"
+
+
+def test_registering_imports_nothing_until_first_use(slow_module: str) -> None:
+    plugin = types.ModuleType("plait_slow")
+
+    @plait.hookimpl
+    def plait_register_merge_strategies(register: Any) -> None:
+        register("longest", lazy("plait_slow_impl:Longest", provides=("merge", "output_type")))
+
+    plugin.plait_register_merge_strategies = plait_register_merge_strategies  # type: ignore[attr-defined]
+    manager = make_plugin_manager(fake_entry_point("slow", plugin))
+    strategy = manager.registry("merge_strategy").get("longest")
+    assert isinstance(strategy, Lazy)
+    assert slow_module not in sys.modules
+    assert strategy.merge(["a", "abc", "ab"], ["x", "y", "z"]) == "abc"
+    assert slow_module in sys.modules
+    assert "loaded" in repr(strategy)
+
+
+def test_a_lazy_object_is_checked_against_what_it_declares() -> None:
+    plugin = types.ModuleType("plait_half")
+
+    @plait.hookimpl
+    def plait_register_merge_strategies(register: Any) -> None:
+        register("half", lazy("nowhere:Half", provides=("merge",)))
+
+    plugin.plait_register_merge_strategies = plait_register_merge_strategies  # type: ignore[attr-defined]
+    manager = make_plugin_manager(fake_entry_point("half", plugin))
+    (info,) = manager.describe()
+    assert info.status == "failed" and "lacks output_type" in str(info.error)
+    assert RegistrationError.__name__ in str(info.error)
+
+
+def test_static_attributes_answer_without_importing() -> None:
+    loader = lazy("nowhere_at_all:Loader", provides=("load",), suffixes=(".x",))
+    assert loader.suffixes == (".x",)
+    with pytest.raises(ModuleNotFoundError):
+        loader.load  # noqa: B018 - the first real use imports
+
+
+def test_lazy_exports_import_a_name_on_first_use() -> None:
+    getter = lazy_exports("plait", {"WorkflowSpec": "spec"})
+    assert getter("WorkflowSpec") is plait.WorkflowSpec
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        getter("nope")
