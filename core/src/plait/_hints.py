@@ -132,6 +132,25 @@ def union_of(members: tuple[Any, ...]) -> Any:
 def type_name(tp: Any) -> str:
     """Return a short readable name of *tp* for error messages.
 
+    Names of hashable types are computed once (a 1,000-node spec names the same few).
+    See :func:`_type_name` for the rules.
+    """
+    if getattr(tp, "__module__", None) == "__main__" or typing.get_args(tp):
+        return _type_name(tp)  # named by the running script: not cached
+    try:
+        return _cached_type_name(tp)
+    except TypeError:  # unhashable
+        return _type_name(tp)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_type_name(tp: Any) -> str:
+    return _type_name(tp)
+
+
+def _type_name(tp: Any) -> str:
+    """Return a short readable name of *tp* for error messages.
+
     Builtins and standard generics are named bare (``int``, ``list[str]``,
     ``Sequence[int]``, ``str | None``, ``Literal['a']``); other classes by module and
     qualified name (``mypkg.Msg``).
