@@ -12,7 +12,6 @@ refused on resume.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping
@@ -268,6 +267,8 @@ class WorkflowSpec:
     def signature(self) -> str:
         """SHA-256 (hex) of :meth:`topology`: equal for equal graphs, built in any order."""
         text = json.dumps(self.topology(), sort_keys=True, separators=(",", ":"))
+        import hashlib  # on first use: OpenSSL costs a cold start more than a signature
+
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def diff(self, other: WorkflowSpec) -> list[str]:

@@ -15,21 +15,25 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import attrs
 from plait import Executor, InvocationFailure, WorkflowContext
-from plait.convert import ConverterGraph, LossyConversion, Step, converter_graph
 from plait.errors import ConverterError
 from plait.executor import Handler
 from plait.plugins import PluginManager, Registry
 from plait.spec import EdgeGroupSpec
 from plait.types import is_assignable, type_name
 
+# the converter graph (plait.convert, plait.chains) is imported only when an edge needs a
+# conversion: most builds never do, and every process pays its imports
+if TYPE_CHECKING:
+    from plait.convert import ConverterGraph, Step
+
 __all__ = ["ConverterExecutor", "wire_types"]
 
 _MAX_ROUNDS = 8  # chains planned for one edge (one per source type still unhandled)
-_Plan = list[tuple[Step, tuple[Any, ...]]]  # (step, passthrough types) per node
+_Plan = list[tuple["Step", tuple[Any, ...]]]  # (step, passthrough types) per node
 
 
 class _Wiring:
@@ -55,6 +59,8 @@ class _Wiring:
     @property
     def graph(self) -> ConverterGraph:
         if self._graph is None:  # only edges that need a converter pay for the lookup
+            from plait.convert import converter_graph
+
             self._graph = converter_graph(self.manager)
         return self._graph
 
@@ -319,6 +325,12 @@ class ConverterExecutor(Executor):
         if not self.step.lossless:
             step = self.step
             await ctx.add_event(
-                LossyConversion(self.id, step.name, type_name(step.source), type_name(step.target))
+                _lossy(self.id, step.name, type_name(step.source), type_name(step.target))
             )
         await ctx.send_message(result)
+
+
+def _lossy(node: str, name: str, source: str, target: str) -> Any:
+    from plait.convert import LossyConversion
+
+    return LossyConversion(node, name, source, target)
