@@ -128,11 +128,12 @@ def _imported_by(*args: str) -> tuple[set[str], subprocess.CompletedProcess[str]
 
 def test_plait_help_imports_no_store_client_and_no_command_module() -> None:
     modules, done = _imported_by("--help")
-    for command in ("plugins", "fragments", "run", "resume"):
+    for command in ("plugins", "fragments", "run", "resume", "validate", "graph"):
         assert f"\n  {command} " in done.stdout
     assert "click" in modules  # the command line ran
     assert sorted({m.split(".")[0] for m in modules} & set(STORE_CLIENTS)) == []
     assert not {"plait_cli._run", "plait_cli._listing"} & modules
+    assert not {"plait_cli._validate", "plait_cli._graph"} & modules
 
 
 def test_a_command_s_module_is_imported_when_that_command_runs() -> None:

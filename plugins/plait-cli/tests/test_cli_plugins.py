@@ -227,7 +227,14 @@ def test_building_the_group_loads_no_plugin() -> None:
     try:
         cli = make_cli()
         assert isinstance(cli, PlaitGroup) and cli.plugin_error is None
-        assert sorted(cli.commands) == ["fragments", "plugins", "resume", "run"]
+        assert sorted(cli.commands) == [
+            "fragments",
+            "graph",
+            "plugins",
+            "resume",
+            "run",
+            "validate",
+        ]
         assert isinstance(cli.load_plugin_commands(), plait.errors.PluginLoadErrors)
     finally:
         set_plugin_manager(previous)
@@ -247,7 +254,7 @@ def test_a_command_name_that_is_taken_is_an_error_and_adds_nothing(
     assert "command 'run' (from test_cli_plugins) clashes with the built-in command 'run'" in str(
         error
     )
-    assert sorted(cli.commands) == ["fragments", "plugins", "resume", "run"]
+    assert sorted(cli.commands) == ["fragments", "graph", "plugins", "resume", "run", "validate"]
     result = plait_cli_run("greet", "Ada")
     assert result.exit_code == 2 and "CommandConflictError" in result.stderr
 

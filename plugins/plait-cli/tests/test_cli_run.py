@@ -150,14 +150,14 @@ def _pending(result: Result) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("durability", ["sync", "async", "exit"])
-def test_a_request_exits_2_and_resume_with_respond_gives_the_output(
+def test_a_request_exits_3_and_resume_with_respond_gives_the_output(
     tmp_path: Path, durability: str
 ) -> None:
     url = store(tmp_path)
     waiting = plait(
         "run", target("gate"), "the essay", "--checkpoint", url, "--durability", durability
     )
-    assert waiting.exit_code == 2 and waiting.stdout == ""
+    assert waiting.exit_code == 3 and waiting.stdout == ""
     run_id, request_id = _pending(waiting)
     assert (
         f"run {run_id} is waiting for 1 request(s):\n"
@@ -178,7 +178,7 @@ def test_a_request_exits_2_and_resume_with_respond_gives_the_output(
 def test_events_with_a_checkpoint_report_the_request_too(tmp_path: Path) -> None:
     url = store(tmp_path)
     waiting = plait("run", target("gate"), "draft", "--checkpoint", url, "--events")
-    assert waiting.exit_code == 2
+    assert waiting.exit_code == 3
     run_id, request_id = _pending(waiting)
     info = [json.loads(x) for x in waiting.stderr.splitlines() if '"RequestInfoEvent"' in x]
     assert [(e["request_id"], e["response_type"]) for e in info] == [(request_id, "bool")]
@@ -203,7 +203,7 @@ def test_a_wrong_response_is_an_error_and_the_request_stays_pending(tmp_path: Pa
     assert f"no pending request 'nope' in run {run_id}; pending: {request_id}" in unknown.stderr
 
     still = plait("resume", target("gate"), run_id, "--checkpoint", url)
-    assert still.exit_code == 2 and f"request {request_id}" in still.stderr
+    assert still.exit_code == 3 and f"request {request_id}" in still.stderr
 
     done = plait(
         "resume", target("gate"), run_id, "--checkpoint", url, "--respond", f"{request_id}=true"
@@ -266,6 +266,6 @@ def test_a_failed_checkpointed_run_can_be_resumed_and_says_how(tmp_path: Path) -
 
 def test_a_request_without_a_checkpoint_says_it_cannot_be_resumed() -> None:
     result = plait("run", target("gate"), "t")
-    assert result.exit_code == 2
+    assert result.exit_code == 3
     assert "the run was not checkpointed, so it cannot be resumed" in result.stderr
     assert "run id:" not in result.stderr

@@ -37,7 +37,7 @@ def test_the_console_script_lists_plugins_and_runs_and_resumes_a_workflow(tmp_pa
     url = f"sqlite:///{tmp_path / 'runs.db'}"
     gate = f"{WORKFLOWS}:gate"
     waiting = plait("run", gate, "the essay", "--checkpoint", url, cwd=tmp_path)
-    assert waiting.returncode == 2, waiting.stderr
+    assert waiting.returncode == 3, waiting.stderr
     assert waiting.stdout == ""
     (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", waiting.stderr, re.M)
     (request_id,) = re.findall(r"^  request ([0-9a-f]+) from executor", waiting.stderr, re.M)

@@ -38,6 +38,14 @@ BUILT_IN: dict[str, tuple[str, str]] = {
         "plait_cli._run:resume_command",
         "Continue a checkpointed run, answering its requests.",
     ),
+    "validate": (
+        "plait_cli._validate:validate_command",
+        "Check workflow files; print every problem and where.",
+    ),
+    "graph": (
+        "plait_cli._graph:graph_command",
+        "Print a workflow's graph as Mermaid, DOT or SVG.",
+    ),
 }
 
 
@@ -218,7 +226,8 @@ def make_cli() -> PlaitGroup:
     cli = PlaitGroup(
         name="plait",
         help=(
-            "Plait: list plugins and fragments, run and resume workflows. "
+            "Plait: list plugins and fragments, run and resume workflows, validate and graph "
+            "workflow files. "
             "Plugins add more commands."
         ),
         context_settings={"help_option_names": ["-h", "--help"]},

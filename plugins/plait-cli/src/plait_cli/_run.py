@@ -2,7 +2,7 @@
 
 stdout carries the workflow's outputs only (one per line; JSON unless a string), so it can be
 piped; the run id, streamed events, pending requests and errors go to stderr. The exit status
-says how the run ended: 0 idle, 2 waiting for input, 1 failed.
+says how the run ended: 0 idle, 3 waiting for input, 1 failed (2 is click's usage error).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ __all__ = ["EXIT_STATUS", "resume_command", "run_command"]
 #: Exit status of ``plait run`` / ``plait resume`` per final run status.
 EXIT_STATUS: Mapping[RunStatus, int] = {
     RunStatus.IDLE: 0,
-    RunStatus.IDLE_WITH_PENDING_REQUESTS: 2,
+    RunStatus.IDLE_WITH_PENDING_REQUESTS: 3,
     RunStatus.FAILED: 1,
 }
 
@@ -245,8 +245,8 @@ def run_command(
     that takes no arguments and returns one. MESSAGE is a string (JSON with --json-input;
     - reads stdin; without MESSAGE the workflow gets "" or, with --json-input, null).
 
-    Exit status: 0 the run finished, 2 it waits for answers to requests (they are printed;
-    answer them with plait resume), 1 it failed.
+    Exit status: 0 the run finished, 1 it failed, 2 a usage error, 3 it waits for answers
+    to requests (they are printed; answer them with plait resume).
     """
     if durability is not None and checkpoint is None:
         raise click.UsageError("--durability needs --checkpoint URL")

@@ -1,0 +1,125 @@
+"""``plait validate FILE...``: every problem in every file, with its position; exit 1."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from plait_cli import make_cli
+
+HERE = Path(__file__).parent
+
+SHELL_STEP = """\
+workflow:
+  - id: shout
+    type: executor
+    kind: {kind}
+    config:
+      argv: ["cat"]
+"""
+
+PYTHON_STEP = """\
+workflow:
+  - id: up
+    type: executor
+    kind: python
+    config:
+      ref: "cli_workflows:upper"
+"""
+
+
+def plait(*args: str) -> Result:
+    result = CliRunner().invoke(make_cli(), list(args))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result
+
+
+def write(folder: Path, name: str, text: str) -> str:
+    path = folder / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_valid_file_prints_ok_and_exits_0(tmp_path: Path) -> None:
+    path = write(tmp_path, "workflow.yaml", SHELL_STEP.format(kind="shell"))
+    result = plait("validate", path)
+    assert (result.exit_code, result.stdout) == (0, f"{path}: ok\n")
+
+
+def test_a_yaml_error_has_line_column_and_a_caret(tmp_path: Path) -> None:
+    path = write(tmp_path, "workflow.yaml", SHELL_STEP.format(kind="shel"))
+    result = plait("validate", path)
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"{path}: 1 problem(s):"
+    assert lines[1].startswith(f"  - {path}:4:11: no executor kind 'shel'")
+    assert "did you mean 'shell'?" in lines[1]
+    assert lines[2:] == ["            kind: shel", "                  ^"]
+
+
+def test_a_flow_syntax_error_has_its_position(tmp_path: Path) -> None:
+    path = write(tmp_path, "pipeline.flow", "shell -> [writer\n")
+    result = plait("validate", path)
+    assert result.exit_code == 1
+    assert f"  - {path}:1:10: unclosed '['" in result.stdout
+    assert result.stdout.endswith("        shell -> [writer\n                 ^\n")
+
+
+def test_every_problem_of_a_json_dag_is_listed_with_its_json_path(tmp_path: Path) -> None:
+    document = {
+        "nodes": [{"id": "a", "agent_name": "shell", "is_entry": True, "is_exit": "yes"}],
+        "connections": [{"source_id": "a", "target_id": "b"}],
+    }
+    path = write(tmp_path, "dag.json", json.dumps(document))
+    result = plait("validate", path)
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"{path}: 3 problem(s):"
+    assert [line.split(":")[0] for line in lines[1:]] == [
+        f"  - {path} at /nodes",
+        f"  - {path} at /nodes/0/is_exit",
+        f"  - {path} at /connections/0/target_id",
+    ]
+
+
+def test_an_executor_kind_config_error_is_found_by_building(tmp_path: Path) -> None:
+    path = write(tmp_path, "workflow.yaml", SHELL_STEP.format(kind="shell").replace('["cat"]', "3"))
+    result = plait("validate", path)
+    assert result.exit_code == 1
+    assert "/nodes/0/config/argv" in result.stdout and "is not of type 'array'" in result.stdout
+
+
+def test_imports_need_allow_imports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(HERE))  # where module cli_workflows is
+    path = write(tmp_path, "workflow.yaml", PYTHON_STEP)
+    refused = plait("validate", path)
+    assert refused.exit_code == 1 and "imports are not allowed" in refused.stdout
+    allowed = plait("validate", "--allow-imports", path)
+    assert (allowed.exit_code, allowed.stdout) == (0, f"{path}: ok\n")
+
+
+def test_several_files_report_each_and_exit_1_when_any_is_wrong(tmp_path: Path) -> None:
+    good = write(tmp_path, "good.yaml", SHELL_STEP.format(kind="shell"))
+    bad = write(tmp_path, "bad.flow", "shell -> [writer\n")
+    result = plait("validate", good, bad, good)
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"{good}: ok" and lines[-1] == f"{good}: ok"
+    assert lines[1] == f"{bad}: 1 problem(s):"
+    assert plait("validate", good, good).exit_code == 0
+
+
+def test_a_file_of_no_known_format_is_a_problem(tmp_path: Path) -> None:
+    path = write(tmp_path, "notes.txt", "just some words\n")
+    result = plait("validate", path)
+    assert result.exit_code == 1
+    assert "cannot tell the format of this document" in result.stdout
+
+
+def test_a_missing_file_or_none_is_a_usage_error(tmp_path: Path) -> None:
+    missing = plait("validate", str(tmp_path / "nope.flow"))
+    assert missing.exit_code == 2 and "does not exist" in missing.stderr
+    assert plait("validate").exit_code == 2
