@@ -29,6 +29,7 @@ HEAVY = (
     "lark",
     "ruamel",
     "sqlite3",
+    "llm",
 )
 #: Store client libraries; ``plait --help`` imports none.
 STORE_CLIENTS = ("redis", "psycopg", "psycopg_pool", "sqlite3")

@@ -121,6 +121,7 @@ FIRST_PARTY: dict[str, dict[str, str]] = {
     "plait-executors": {"executor_kind": "http python shell workflow"},
     "plait-export": {"exporter": "dot mermaid"},
     "plait-expr": {"expression_language": "plait"},
+    "plait-llm": {"executor_kind": "agent"},
 }
 _PROVIDER = {
     (kind, name): distribution

@@ -95,6 +95,10 @@ def test_a_goto_must_name_an_earlier_step() -> None:
     assert "goto 'pub'" in str(problem) and "earlier steps here: gen, check" in str(problem)
 
 
+@pytest.mark.skipif(
+    "agent" in plait.get_plugin_manager().registry("executor_kind").names(),
+    reason="an installed `agent` kind (plait-llm) runs the agents nobody gave",
+)
 def test_an_agent_nobody_gave_is_a_load_error_naming_the_available_names() -> None:
     text = "workflow:\n  - {type: agent, name: writer}\n"
     (problem,) = _problems(text, executors={"researcher": _echo})

@@ -115,7 +115,13 @@ class _Compiler:
                     f"step id {step.id!r} is also a name passed in executors=; the kernel binds "
                     "executors by node id, so rename the step",
                 )
-            if step.type == "agent" and step.name is not None and step.name not in agents:
+            # a name nobody gave runs on an installed `agent` kind (plait-llm), if any,
+            # unless it looks like a typo of a name that was given
+            known = step.name in agents or (
+                "agent" in self.kinds
+                and not difflib.get_close_matches(step.name or "", list(executors), n=1)
+            )
+            if step.type == "agent" and step.name is not None and not known:
                 where = step.y.value.get("name", step.y)
                 self.at(where, f"step {step.id!r}: " + unknown_agent(step.name, agents))
             for y in (step.instruction, step.condition):

@@ -416,8 +416,10 @@ def _resolve_agent(config: Mapping[str, Any], ctx: KindContext) -> AgentCall:
             )
         node = plait.NodeSpec("agent", uses=name)
         return _inner_call(node, {name: obj}, ctx)
-    if name in _kind_names(ctx):
-        node = plait.NodeSpec("agent", kind=name, config=dict(config.get("config") or {}))
+    kinds = _kind_names(ctx)
+    if name in kinds or "agent" in kinds:  # else the generic `agent` kind (plait-llm)
+        kind = name if name in kinds else "agent"
+        node = plait.NodeSpec("agent", kind=kind, config=dict(config.get("config") or {}))
         return _inner_call(node, {}, ctx)
     raise _error(ctx, unknown_agent(name, [*ctx.executors, *_kind_names(ctx)]), "/agent")
 

@@ -1,0 +1,44 @@
+"""Plait's ``agent`` executor kind, backed by the ``llm`` library.
+
+``llm``'s own plugins provide the models (llm-anthropic, llm-ollama, llm-gguf, …); this
+plugin adds no model client. The kind is registered lazily: importing this package (which
+every ``plait`` command does, to load plugins) imports neither ``llm`` nor the kind's
+module; ``llm`` is imported when an agent config is first checked.
+
+- :class:`AgentKind`: the ``agent`` kind (config ``model``, ``system``, ``instruction``,
+  ``options``, ``schema``);
+- :class:`AgentExecutor`: the executor it builds;
+- :class:`AgentError`: a model call that failed or answered something unusable.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import plait
+from plait.hookspecs import Register
+from plait.registry import lazy, lazy_exports
+
+if TYPE_CHECKING:
+    from ._agent import MODEL_ENV, AgentError, AgentExecutor, AgentKind
+
+__all__ = [
+    "MODEL_ENV",
+    "AgentError",
+    "AgentExecutor",
+    "AgentKind",
+    "plait_register_executor_kinds",
+]
+
+
+@plait.hookimpl
+def plait_register_executor_kinds(register: Register) -> None:
+    """Register ``agent``."""
+    register(
+        "agent", lazy("plait_llm._agent:AgentKind", provides=("check", "create", "config_schema"))
+    )
+
+
+__getattr__ = lazy_exports(__name__, dict.fromkeys(__all__[:-1], "_agent"))

@@ -1,0 +1,297 @@
+"""The ``agent`` executor kind: one model call per message, through the ``llm`` library.
+
+``llm`` is imported here, and this module is imported only when an ``agent`` config is
+first checked (the kind is registered with :func:`plait.registry.lazy`).
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+from plait import Executor, WorkflowContext
+from plait.errors import ConfigError, PlaitError
+from plait.executor import Handler
+from plait.expressions import CompiledTemplate, compile_template
+from plait.kinds import KindContext
+from plait_executors.schema import check_config, config_error, json_pointer
+
+__all__ = ["MODEL_ENV", "AgentError", "AgentExecutor", "AgentKind"]
+
+#: the environment variable naming the model when a config gives none
+MODEL_ENV = "PLAIT_LLM_MODEL"
+
+
+class AgentError(PlaitError):
+    """A model call failed, or answered something the config does not allow (text that is
+    not a JSON object when ``schema`` asks for structured output).
+
+    :param executor_id: the agent that failed.
+    :param model_id: the model it called.
+
+    .. versionadded:: 0.1
+    """
+
+    def __init__(self, message: str, *, executor_id: str, model_id: str) -> None:
+        self.executor_id = executor_id
+        self.model_id = model_id
+        super().__init__(f"agent {executor_id!r} (model {model_id!r}): {message}")
+
+
+class AgentExecutor(Executor):
+    """Prompts an ``llm`` model with each message it receives and sends the answer on.
+
+    A ``str`` message is the prompt; any other value is rendered as JSON. With an
+    ``instruction`` template, the prompt is the template rendered over ``{"input": message}``.
+    The executor sends the model's text, or with a ``schema`` the parsed JSON object (a
+    ``dict``). When the model streams, each chunk is reported as a custom event
+    ``{"token": chunk}`` while the answer arrives.
+
+    The model is an ``llm`` sync model, called in a worker thread so the event loop (asyncio
+    or trio) never blocks.
+
+    :param id: the executor id.
+    :param model: an ``llm.Model`` (from ``llm.get_model``).
+    :param system: the system prompt.
+    :param instruction: a compiled ``{{ }}`` template for the prompt.
+    :param options: the model's options (``temperature`` …).
+    :param schema: a JSON Schema for structured output.
+
+    .. versionadded:: 0.1
+    """
+
+    def __init__(
+        self,
+        id: str,
+        model: Any,
+        *,
+        system: str | None = None,
+        instruction: CompiledTemplate | None = None,
+        options: Mapping[str, Any] | None = None,
+        schema: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.model = model
+        self.system = system
+        self.instruction = instruction
+        self.options = dict(options or {})
+        self.schema = dict(schema) if schema is not None else None
+        super().__init__(id)
+
+    @property
+    def model_id(self) -> str:
+        """The id of the model this agent calls."""
+        return str(self.model.model_id)
+
+    def _collect_handlers(self) -> tuple[Handler, ...]:
+        sends = dict if self.schema is not None else str
+        return (Handler(f"agent:{self.model_id}", Any, (sends,), (), self._handle),)
+
+    async def _handle(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
+        await ctx.send_message(await self.ask(message, ctx))
+
+    def prompt_for(self, message: Any) -> str:
+        """The prompt text sent for ``message``."""
+        if self.instruction is not None:
+            return self.instruction.render({"input": message})
+        if isinstance(message, str):
+            return message
+        return json.dumps(message, ensure_ascii=False, default=str)
+
+    async def ask(self, message: Any, ctx: WorkflowContext[Any, Any] | None = None) -> Any:
+        """Prompt the model with ``message``; the answer (text, or a dict with a schema).
+        Streamed chunks go to ``ctx.add_event`` when a context is given.
+
+        :raises AgentError: the model call failed, or its answer is not a JSON object when
+            a schema asks for one.
+        """
+        prompt = self.prompt_for(message)
+        stream = bool(getattr(self.model, "can_stream", False)) and ctx is not None
+
+        def call() -> str:
+            kwargs: dict[str, Any] = dict(self.options)
+            if self.system is not None:
+                kwargs["system"] = self.system
+            if self.schema is not None:
+                kwargs["schema"] = self.schema
+            response = self.model.prompt(prompt, stream=stream, **kwargs)
+            if stream and ctx is not None:
+                for chunk in response:
+                    if chunk:
+                        anyio.from_thread.run(ctx.add_event, {"token": chunk})
+            return str(response.text())
+
+        try:
+            text = await anyio.to_thread.run_sync(call)
+        except Exception as exc:  # a model plugin may raise anything: name the agent
+            raise AgentError(
+                f"{type(exc).__name__}: {exc}", executor_id=self.id, model_id=self.model_id
+            ) from exc
+        if self.schema is None:
+            return text
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise AgentError(
+                f"the answer is not JSON, but a schema asks for a JSON object: {text[:200]!r}",
+                executor_id=self.id,
+                model_id=self.model_id,
+            ) from exc
+        if not isinstance(value, dict):
+            raise AgentError(
+                f"the answer is a JSON {type(value).__name__}, not an object: {text[:200]!r}",
+                executor_id=self.id,
+                model_id=self.model_id,
+            )
+        return value
+
+
+class AgentKind:
+    """``agent``: ``{"model"?, "system"?, "instruction"?, "options"?, "schema"?}``.
+
+    ``model`` defaults to the ``PLAIT_LLM_MODEL`` environment variable. The model is looked
+    up, the instruction compiled, the options and the schema checked when the workflow is
+    built, each problem at its JSON path.
+
+    .. versionadded:: 0.1
+    """
+
+    config_schema: Mapping[str, Any] = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "agent executor (llm)",
+        "type": "object",
+        "properties": {
+            "model": {
+                "type": "string",
+                "minLength": 1,
+                "description": f"an llm model id or alias (default: ${MODEL_ENV})",
+            },
+            "system": {"type": "string", "description": "the system prompt"},
+            "instruction": {
+                "type": "string",
+                "description": "a {{ }} template for the prompt, over {input: message}",
+            },
+            "options": {"type": "object", "description": "the model's options"},
+            "schema": {
+                "type": "object",
+                "description": "a JSON Schema: the agent sends the parsed JSON object",
+            },
+        },
+        "additionalProperties": False,
+    }
+
+    def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
+        """Every problem of ``config``, each with its JSON path (``/config/options/x``)."""
+        errors = check_config(self.config_schema, config, ctx.node_id, source=ctx.source)
+        if errors:
+            return errors
+        model, errors = self._model(config, ctx)
+        instruction = config.get("instruction")
+        if instruction is not None:
+            try:
+                compile_template(instruction, source=ctx.source, manager=ctx.manager)
+            except PlaitError as exc:
+                errors.append(
+                    config_error(
+                        ctx.node_id,
+                        f"instruction: {exc}",
+                        "/config/instruction",
+                        source=ctx.source,
+                    )
+                )
+        schema = config.get("schema")
+        if schema is not None:
+            errors.extend(self._check_schema(schema, model, ctx))
+        if model is not None and config.get("options"):
+            errors.extend(self._check_options(config["options"], model, ctx))
+        return errors
+
+    def create(self, config: Mapping[str, Any], ctx: KindContext) -> AgentExecutor:
+        """The agent for ``config``.
+
+        :raises ConfigError: the config is invalid (the first problem).
+        """
+        errors = self.check(config, ctx)
+        if errors:
+            raise errors[0]
+        model, _ = self._model(config, ctx)
+        instruction = config.get("instruction")
+        return AgentExecutor(
+            ctx.node_id,
+            model,
+            system=config.get("system"),
+            instruction=(
+                compile_template(instruction, source=ctx.source, manager=ctx.manager)
+                if instruction is not None
+                else None
+            ),
+            options=config.get("options"),
+            schema=config.get("schema"),
+        )
+
+    def _model(self, config: Mapping[str, Any], ctx: KindContext) -> tuple[Any, list[ConfigError]]:
+        model_id = config.get("model") or os.environ.get(MODEL_ENV)
+        if not model_id:
+            message = f"'model' is required (or set the {MODEL_ENV} environment variable)"
+            return None, [config_error(ctx.node_id, message, "/config/model", source=ctx.source)]
+        import llm
+
+        try:
+            return llm.get_model(model_id), []
+        except llm.UnknownModelError as exc:
+            import difflib
+
+            known = sorted({m.model_id for m in llm.get_models()} | set(llm.get_model_aliases()))
+            close = difflib.get_close_matches(model_id, known, n=1)
+            did = f"; did you mean {close[0]!r}?" if close else ""
+            reason = exc.args[0] if exc.args else "unknown model"
+            message = (
+                f"{reason} (no installed llm plugin provides {model_id!r}: install one, e.g. "
+                f"llm-anthropic or llm-ollama, and see `llm models`){did}"
+            )
+            return None, [config_error(ctx.node_id, message, "/config/model", source=ctx.source)]
+
+    def _check_schema(
+        self, schema: Mapping[str, Any], model: Any, ctx: KindContext
+    ) -> list[ConfigError]:
+        from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
+        from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped,unused-ignore]
+
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            path = json_pointer(exc.absolute_path, root="/config/schema")
+            return [
+                config_error(
+                    ctx.node_id, f"not a JSON Schema: {exc.message}", path, source=ctx.source
+                )
+            ]
+        if model is not None and not getattr(model, "supports_schema", False):
+            message = f"model {model.model_id!r} does not support structured output (schema)"
+            return [config_error(ctx.node_id, message, "/config/schema", source=ctx.source)]
+        return []
+
+    def _check_options(
+        self, options: Mapping[str, Any], model: Any, ctx: KindContext
+    ) -> list[ConfigError]:
+        from pydantic import ValidationError
+
+        try:
+            model.Options(**options)
+        except ValidationError as exc:
+            return [
+                config_error(
+                    ctx.node_id,
+                    f"option {'.'.join(map(str, err['loc'])) or '(all)'}: {err['msg']}",
+                    json_pointer(err["loc"], root="/config/options"),
+                    source=ctx.source,
+                )
+                for err in exc.errors()
+            ]
+        return []
