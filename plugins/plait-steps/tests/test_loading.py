@@ -95,13 +95,18 @@ def test_a_goto_must_name_an_earlier_step() -> None:
     assert "goto 'pub'" in str(problem) and "earlier steps here: gen, check" in str(problem)
 
 
-@pytest.mark.skipif(
-    "agent" in plait.get_plugin_manager().registry("executor_kind").names(),
-    reason="an installed `agent` kind (plait-llm) runs the agents nobody gave",
-)
 def test_an_agent_nobody_gave_is_a_load_error_naming_the_available_names() -> None:
+    # without an `agent` kind installed (plait-llm), whatever else this environment has
+    import plait_expr
+    import plait_steps
+    from plait_testing import fake_entry_point, make_plugin_manager
+
+    manager = make_plugin_manager(
+        fake_entry_point("steps", plait_steps, distribution="plait-steps"),
+        fake_entry_point("expr", plait_expr, distribution="plait-expr"),
+    )
     text = "workflow:\n  - {type: agent, name: writer}\n"
-    (problem,) = _problems(text, executors={"researcher": _echo})
+    (problem,) = _problems(text, executors={"researcher": _echo}, plugin_manager=manager)
     assert (problem.line, problem.column) == (2, 25)
     assert "no agent 'writer'" in str(problem)
     assert "available: " in str(problem) and "researcher" in str(problem)
