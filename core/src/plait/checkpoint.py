@@ -18,6 +18,10 @@ body it reads against the row that led to it (``expect_run``/``expect_id`` of
 their base, and the run's first checkpoint (it holds the topology, so a refused resume can
 say what changed) (:func:`prune_plan`), so whatever it keeps can still be resumed.
 
+``runs`` lists the runs a store holds, newest first, each described by its latest
+checkpoint (:class:`RunInfo`): workflow, status, superstep, pending requests and, for a
+failed run, the error its last checkpoint records.
+
 One writer per run: every store keeps a lease per run with a fencing token
 (:mod:`plait.leases`); ``save(checkpoint, lease=...)`` is refused once the lease was
 taken over.
@@ -41,12 +45,16 @@ import attrs
 
 from .errors import CheckpointError, CorruptCheckpointError
 from .leases import Lease, LeaseHolder
+from .runinfo import RunInfo, check_runs_limit, error_summary
 
 __all__ = [
     "FORMAT_VERSION",
     "Checkpoint",
     "CheckpointInfo",
     "CheckpointStore",
+    "RunInfo",
+    "check_runs_limit",
+    "error_summary",
     "CheckpointStoreFactory",
     "encode_checkpoint",
     "decode_checkpoint",
@@ -341,6 +349,16 @@ class CheckpointStore(Protocol):
 
     async def latest(self, run_id: str) -> Checkpoint | None:
         """The newest checkpoint of ``run_id``, or ``None``."""
+        ...
+
+    async def runs(self, *, limit: int | None = None) -> Sequence[RunInfo]:
+        """Every run with a checkpoint, newest first (by its latest checkpoint), at most
+        ``limit`` of them: each as :meth:`RunInfo.from_latest` describes it.
+
+        Raise ``ValueError`` for a negative ``limit`` (:func:`check_runs_limit`).
+
+        .. versionadded:: 0.1
+        """
         ...
 
     async def delete(self, checkpoint_id: str) -> None:

@@ -257,6 +257,34 @@ class Checkpointer:
             self.base_id = checkpoint_id  # a full one: later deltas build on the copy
         await self.write(again)
 
+    async def record_failure(self, error: dict[str, Any]) -> None:
+        """After a failed superstep (``sync``/``async`` modes): save the last checkpoint
+        again with status ``failed`` and ``metadata["error"] = error``, so the store shows
+        the failure while a resume still re-runs the superstep that failed. A resumed run
+        that failed before writing anything copies the checkpoint it resumed from."""
+        last = self.last
+        if last is None:
+            if self.parent_id is None or self.store is None:
+                return
+            last = await self.store.load(self.parent_id)
+        checkpoint_id = uuid.uuid4().hex
+        failed = attrs.evolve(
+            last,
+            checkpoint_id=checkpoint_id,
+            parent_id=last.checkpoint_id,
+            status="failed",
+            created_at=time.time(),
+            metadata={
+                **{k: v for k, v in last.metadata.items() if k != "topology"},
+                "error": error,
+            },
+        )
+        self.parent_id = checkpoint_id
+        self.last = failed
+        if last.base_id is None and self.base_id == last.checkpoint_id:
+            self.base_id = checkpoint_id
+        await self.write(failed)
+
     async def after_superstep(self, runner: Runner, inbox: Mapping[str, list[Any]]) -> None:
         """The runner's per-superstep hook (``sync`` and ``async`` modes)."""
         status = "running" if inbox else _final_status(runner.state)

@@ -21,6 +21,13 @@ Write order: a delta is only written after its base is durable (``sync`` awaits 
 before the next superstep; ``async`` saves in order from one background writer), so no
 checkpoint ever points at missing data.
 
+A failed run (:class:`~plait.errors.WorkflowRunError`) ends with a checkpoint of status
+``failed`` in every durability mode, whose ``metadata["error"]`` records
+``{"executor", "type", "message", "superstep"}`` (:func:`failure_record`). Its pending
+state is that of the last good superstep, so resuming it re-runs the superstep that
+failed: in ``sync`` and ``async`` modes it is a copy of the last checkpoint written, in
+``exit`` mode the only checkpoint of the run.
+
 One writer per run: a durable run takes its run's lease (:mod:`plait.leases`) before it
 writes anything, renews it every third of ``lease_ttl`` while it lives, saves every
 checkpoint with the lease's fencing token, and releases it at the end. A second worker
@@ -38,11 +45,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
+import attrs
 
 from .checkpoint import Checkpoint, CheckpointStore, open_store
 from .checkpointer import SNAPSHOT_EVERY, Checkpointer
 from .errors import (
     CheckpointError,
+    ExecutorFailedError,
     RunLeaseError,
     WorkflowRunError,
 )
@@ -55,7 +64,16 @@ from .sealing import open_sealed, seal_store
 if TYPE_CHECKING:
     from .graph import CompiledGraph
 
-__all__ = ["SNAPSHOT_EVERY", "Checkpointer", "resolve_store", "run_checkpointed"]
+__all__ = [
+    "SNAPSHOT_EVERY",
+    "Checkpointer",
+    "failure_record",
+    "resolve_store",
+    "run_checkpointed",
+]
+
+#: The longest error message a failed checkpoint records (characters).
+_MAX_ERROR_MESSAGE = 2000
 
 
 async def resolve_store(
@@ -181,20 +199,45 @@ async def _run_leased(
     return status
 
 
+def failure_record(exc: WorkflowRunError, superstep: int) -> dict[str, Any]:
+    """What a failed run's last checkpoint records as ``metadata["error"]``: the executor,
+    the error's type and message (an executor's own exception when it raised one) and the
+    superstep that failed."""
+    cause = exc.__cause__ if isinstance(exc, ExecutorFailedError) else None
+    failure = cause or exc
+    message = str(failure)
+    if len(message) > _MAX_ERROR_MESSAGE:
+        message = message[: _MAX_ERROR_MESSAGE - 1] + "…"
+    return {
+        "executor": exc.executor_id,
+        "type": type(failure).__name__,
+        "message": message,
+        "superstep": exc.superstep if exc.superstep is not None else superstep,
+    }
+
+
 async def _checkpointed(runner: Runner, checkpointer: Checkpointer, inbox: Any) -> RunStatus:
     state = runner.state
     if checkpointer.mode != "exit" and checkpointer.parent_id is None:
         await checkpointer.write(checkpointer.take(state, inbox, (), "running"))
     try:
         status = await runner.run(inbox)
-    except WorkflowRunError:
+    except WorkflowRunError as exc:
+        error = failure_record(exc, state.superstep)
         if checkpointer.mode == "exit":
             # resume re-runs the failed superstep: at least once per superstep
             state.superstep -= 1
             checkpoint = checkpointer.take(
                 state, runner.current, list(state.executor_state), "failed"
             )
+            checkpoint = attrs.evolve(checkpoint, metadata={**checkpoint.metadata, "error": error})
+            checkpointer.last = checkpoint
             await checkpointer.write(checkpoint)
+        else:
+            try:
+                await checkpointer.record_failure(error)
+            except CheckpointError:
+                pass  # the run's error matters more; its last good checkpoint still resumes
         raise
     if checkpointer.mode == "exit":
         final = checkpointer.take(state, {}, list(state.executor_state), status.value)

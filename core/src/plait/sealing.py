@@ -371,6 +371,10 @@ class SealedStore:
         """The store's listing (listing fields are verified when a checkpoint is loaded)."""
         return await self.store.list(run_id)
 
+    async def runs(self, *, limit: int | None = None) -> Sequence[Any]:
+        """The store's :class:`~plait.checkpoint.RunInfo` listing (sealed: no workflow)."""
+        return await self.store.runs(limit=limit)
+
     async def acquire_lease(
         self, run_id: str, *, ttl: float, holder: LeaseHolder | None = None
     ) -> Lease:

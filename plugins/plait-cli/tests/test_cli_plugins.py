@@ -233,6 +233,7 @@ def test_building_the_group_loads_no_plugin() -> None:
             "plugins",
             "resume",
             "run",
+            "runs",
             "validate",
         ]
         assert isinstance(cli.load_plugin_commands(), plait.errors.PluginLoadErrors)
@@ -254,7 +255,15 @@ def test_a_command_name_that_is_taken_is_an_error_and_adds_nothing(
     assert "command 'run' (from test_cli_plugins) clashes with the built-in command 'run'" in str(
         error
     )
-    assert sorted(cli.commands) == ["fragments", "graph", "plugins", "resume", "run", "validate"]
+    assert sorted(cli.commands) == [
+        "fragments",
+        "graph",
+        "plugins",
+        "resume",
+        "run",
+        "runs",
+        "validate",
+    ]
     result = plait_cli_run("greet", "Ada")
     assert result.exit_code == 2 and "CommandConflictError" in result.stderr
 

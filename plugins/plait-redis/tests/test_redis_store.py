@@ -92,9 +92,34 @@ async def test_keys_carry_the_prefix(redis_url: str) -> None:
     assert keys == [
         f"{prefix}cp:{checkpoint.checkpoint_id}",
         f"{prefix}run:{checkpoint.run_id}",
+        f"{prefix}runs",
         f"{prefix}seq",
     ]
     await _drop_prefix(redis_url, prefix)
+
+
+async def test_runs_saved_before_the_run_index_are_listed(redis_url: str) -> None:
+    prefix = f"plait-test-{uuid.uuid4().hex}*?:"  # glob characters, matched literally
+    older, newer = new_run_id("older"), new_run_id("newer")
+    url = _with_option(redis_url, f"prefix={prefix}")
+    client = redis.asyncio.Redis.from_url(redis_url)
+    try:
+        async with RedisCheckpointStore(url) as store:
+            await store.save(make_checkpoint(older))
+            await store.save(make_checkpoint(newer, status="failed"))
+            # what a release without the run index left behind
+            await client.delete(f"{prefix}runs", f"{prefix}runs:indexed")
+            assert await client.exists(f"{prefix}runs") == 0
+        async with RedisCheckpointStore(url) as store:
+            listed = await store.runs()
+            assert [(r.run_id, r.status) for r in listed] == [
+                (newer, "failed"),
+                (older, "running"),
+            ]
+            assert await client.exists(f"{prefix}runs:indexed") == 1
+    finally:
+        await client.aclose()
+        await _drop_prefix(redis_url, prefix)
 
 
 async def test_entries_saved_before_base_id_list_and_prune_by_their_base(redis_url: str) -> None:

@@ -87,3 +87,36 @@ def test_the_contracts_refuse_none_state_empty_types_and_unchecked_lossless(
     result.stdout.fnmatch_lines(["*initial_state() must not be None*"])
     result.stdout.fnmatch_lines(["*names no target*"])
     result.stdout.fnmatch_lines(["*int_to_str is marked lossless*'inverse' fixture*"])
+
+
+NO_RUNS = """
+import pytest
+from plait_testing.stores import CheckpointStoreContract
+
+class Unlisted:
+    # a store written before run listings: it has no runs() (nor much else)
+    async def aclose(self):
+        pass
+
+class TestUnlisted(CheckpointStoreContract):
+    @pytest.fixture
+    def anyio_backend(self):
+        return "asyncio"
+    @pytest.fixture
+    async def store(self):
+        yield Unlisted()
+    async def corrupt(self, store, checkpoint_id): ...
+    def reopen(self, store):
+        return Unlisted()
+"""
+
+
+def test_the_store_contract_refuses_a_store_without_runs(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(NO_RUNS)
+    selected = "test_runs_is_offered or test_is_a_checkpoint_store"
+    result = pytester.runpytest_inprocess("-q", "-rf", "-p", "no:randomly", "-k", selected)
+    assert failed(result) == {
+        "TestUnlisted::test_runs_is_offered",
+        "TestUnlisted::test_is_a_checkpoint_store",
+    }
+    result.stdout.fnmatch_lines(["*Unlisted has no runs(*, limit=None) method*"])

@@ -46,6 +46,10 @@ BUILT_IN: dict[str, tuple[str, str]] = {
         "plait_cli._graph:graph_command",
         "Print a workflow's graph as Mermaid, DOT or SVG.",
     ),
+    "runs": (
+        "plait_cli._runs:runs_command",
+        "List the runs a checkpoint store holds, newest first.",
+    ),
 }
 
 
@@ -226,7 +230,7 @@ def make_cli() -> PlaitGroup:
     cli = PlaitGroup(
         name="plait",
         help=(
-            "Plait: list plugins and fragments, run and resume workflows, validate and graph "
+            "Plait: list plugins and fragments, run, resume and list runs, validate and graph "
             "workflow files. "
             "Plugins add more commands."
         ),

@@ -48,7 +48,9 @@ import psycopg
 from plait.checkpoint import (
     Checkpoint,
     CheckpointInfo,
+    RunInfo,
     check_keep_last,
+    check_runs_limit,
     decode_checkpoint,
     encode_checkpoint,
 )
@@ -131,6 +133,15 @@ DEFAULT_CONNECT_TIMEOUT = 5
 DEFAULT_TIMEOUT = 30.0
 _OWN_OPTIONS = {"pool_max_size": 4, "pool_timeout": -1.0, "timeout": DEFAULT_TIMEOUT}
 _INFO = ", ".join(INFO_FIELDS)
+#: Each run's latest row (the highest seq: an identity never goes back) and its first
+#: time; ``LIMIT NULL`` is no limit.
+_RUNS_SQL = """
+    SELECT c.checkpoint_id, c.run_id, c.data, g.first_at
+    FROM (SELECT run_id, MAX(seq) AS last_seq, MIN(created_at) AS first_at
+          FROM plait_checkpoints GROUP BY run_id) AS g
+    JOIN plait_checkpoints AS c ON c.seq = g.last_seq
+    ORDER BY g.last_seq DESC
+    LIMIT %s::bigint"""
 
 
 class PostgresCheckpointStore(CheckpointStoreBase):
@@ -420,6 +431,22 @@ class PostgresCheckpointStore(CheckpointStoreBase):
             return None
         named = f"{where(run_id, row[0])} in {self.url}"
         return decode_checkpoint(bytes(row[1]), where=named, expect_run=run_id, expect_id=row[0])
+
+    async def runs(self, *, limit: int | None = None) -> Sequence[RunInfo]:
+        """Every run, newest first (by its latest checkpoint), at most ``limit``: one
+        query grouping by run, decoding only each run's latest checkpoint."""
+        check_runs_limit(limit)
+        async with self._connection() as conn:
+            cursor = await conn.execute(_RUNS_SQL, (limit,))
+            rows = await cursor.fetchall()
+        out = []
+        for checkpoint_id, run_id, data, first in rows:
+            named = f"{where(run_id, checkpoint_id)} in {self.url}"
+            latest = decode_checkpoint(
+                bytes(data), where=named, expect_run=run_id, expect_id=checkpoint_id
+            )
+            out.append(RunInfo.from_latest(latest, created_at=first))
+        return out
 
     async def delete(self, checkpoint_id: str) -> None:
         """Remove one checkpoint; nothing happens if it is not there."""

@@ -5,10 +5,15 @@ Keys (``PREFIX`` is ``plait:`` unless the URL says ``?prefix=``)::
     PREFIX cp:<checkpoint>   hash: run_id, seq, info (listing fields, JSON), data (bytes)
     PREFIX run:<run>         sorted set: checkpoint ids scored by seq
     PREFIX seq               counter: the last seq handed out
+    PREFIX runs              sorted set: run ids scored by the seq of their latest save
+    PREFIX runs:indexed      set once ``runs`` holds the runs saved before it existed
     PREFIX lease:<run>       hash: token, holder (JSON), expires — the run's lease
 
 ``seq`` comes from ``INCR`` on one counter, so it grows with every save even when
-superstep numbers repeat after a resume; a run's sorted set orders it by ``seq``. (One
+superstep numbers repeat after a resume; a run's sorted set orders it by ``seq``, and
+``runs`` orders the runs by their latest save (``ZADD GT`` in the save's transaction; a
+run's entry goes when its last checkpoint does). Runs saved by a release without ``runs``
+are indexed once, by ``SCAN``, the first time ``runs()`` is asked. (One
 counter for all runs rather than one per run: nothing to clean up when a run goes, and
 no way for a deleted counter to restart below a racing save.) A save writes
 the hash and the sorted-set entry in one ``MULTI``/``EXEC`` transaction (after ``WATCH``
@@ -44,7 +49,9 @@ import redis.exceptions
 from plait.checkpoint import (
     Checkpoint,
     CheckpointInfo,
+    RunInfo,
     check_keep_last,
+    check_runs_limit,
     decode_checkpoint,
     encode_checkpoint,
 )
@@ -123,6 +130,9 @@ class RedisCheckpointStore(CheckpointStoreBase):
     def _seq_key(self) -> str:
         return f"{self.prefix}seq"
 
+    def _runs_key(self) -> str:
+        return f"{self.prefix}runs"
+
     @asynccontextmanager
     async def _redis(self) -> AsyncIterator[redis.asyncio.Redis]:
         """The client, with connection failures turned into StoreUnavailableError."""
@@ -196,6 +206,7 @@ class RedisCheckpointStore(CheckpointStoreBase):
                         },
                     )
                     pipe.zadd(self._run_key(checkpoint.run_id), {checkpoint.checkpoint_id: seq})
+                    pipe.zadd(self._runs_key(), {checkpoint.run_id: seq}, gt=True)
                     await pipe.execute()
                     return
                 except redis.exceptions.WatchError:
@@ -320,6 +331,7 @@ class RedisCheckpointStore(CheckpointStoreBase):
                 pipe.delete(key)
                 pipe.zrem(self._run_key(_text(run_id)), checkpoint_id)
                 await pipe.execute()
+            await self._forget_if_empty(client, _text(run_id))
 
     async def prune(self, run_id: str, *, keep_last: int) -> int:
         """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they
@@ -356,7 +368,67 @@ class RedisCheckpointStore(CheckpointStoreBase):
                 pipe.delete(*(self._cp_key(i) for i in doomed))
                 pipe.zrem(run_key, *doomed)
                 deleted, _ = await pipe.execute()
+            await self._forget_if_empty(client, run_id)
         return int(deleted)
+
+    async def _forget_if_empty(self, client: redis.asyncio.Redis, run_id: str) -> None:
+        """Drop ``run_id`` from ``runs`` once it has no checkpoint (one script: a save
+        racing in keeps it listed)."""
+        await client.eval(_FORGET_IF_EMPTY, 2, self._run_key(run_id), self._runs_key(), run_id)
+
+    async def runs(self, *, limit: int | None = None) -> Sequence[RunInfo]:
+        """Every run, newest first (by its latest save), at most ``limit``: read from the
+        ``runs`` sorted set, decoding only each listed run's latest checkpoint."""
+        check_runs_limit(limit)
+        out: builtins.list[RunInfo] = []
+        async with self._redis() as client:
+            if not await client.exists(self._runs_key() + ":indexed"):
+                await self._index_runs(client)
+            start = 0
+            while limit is None or len(out) < limit:
+                size = _RUNS_PAGE if limit is None else limit - len(out)
+                page = [
+                    _text(r)
+                    for r in await client.zrevrange(self._runs_key(), start, start + size - 1)
+                ]
+                start += len(page)
+                async with client.pipeline(transaction=False) as pipe:
+                    for run_id in page:
+                        pipe.zrange(self._run_key(run_id), 0, 0)
+                        pipe.zrange(self._run_key(run_id), -1, -1)
+                    ends = await pipe.execute()
+                async with client.pipeline(transaction=False) as pipe:
+                    for first, last in zip(ends[::2], ends[1::2], strict=True):
+                        pipe.hget(self._cp_key(_text(first[0]) if first else ""), "info")
+                        pipe.hget(self._cp_key(_text(last[0]) if last else ""), "data")
+                    stored = await pipe.execute()
+                for index, run_id in enumerate(page):
+                    info, data, last = stored[2 * index], stored[2 * index + 1], ends[2 * index + 1]
+                    if data is None:
+                        continue  # no checkpoint left (deleted while we looked)
+                    checkpoint_id = _text(last[0])
+                    latest = decode_checkpoint(
+                        _bytes(data),
+                        where=f"{where(run_id, checkpoint_id)} in {self.url}",
+                        expect_run=run_id,
+                        expect_id=checkpoint_id,
+                    )
+                    created = json.loads(info)["created_at"] if info is not None else None
+                    out.append(RunInfo.from_latest(latest, created_at=created))
+                if len(page) < size:
+                    break
+        return out[:limit]
+
+    async def _index_runs(self, client: redis.asyncio.Redis) -> None:
+        """Add the runs saved before ``runs`` existed (found with ``SCAN``), then mark the
+        index complete."""
+        pattern = _glob_escape(self._run_key("")) + "*"
+        async for key in client.scan_iter(match=pattern, count=500):
+            newest = await client.zrange(key, -1, -1, withscores=True)
+            if newest:
+                run_id = _text(key)[len(self._run_key("")) :]
+                await client.zadd(self._runs_key(), {run_id: newest[0][1]}, gt=True)
+        await client.set(self._runs_key() + ":indexed", 1)
 
     async def aclose(self) -> None:
         """Close the client's connections."""
@@ -364,6 +436,19 @@ class RedisCheckpointStore(CheckpointStoreBase):
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
+
+
+#: Runs read per round trip when ``runs()`` has no limit.
+_RUNS_PAGE = 200
+_FORGET_IF_EMPTY = """
+if redis.call('ZCARD', KEYS[1]) == 0 then redis.call('ZREM', KEYS[2], ARGV[1]) end
+return 0
+"""
+
+
+def _glob_escape(text: str) -> str:
+    """``text`` matched literally in a ``SCAN MATCH`` pattern."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
 def _text(value: object) -> str:

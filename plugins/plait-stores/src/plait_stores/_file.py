@@ -56,7 +56,9 @@ import anyio.to_thread
 from plait.checkpoint import (
     Checkpoint,
     CheckpointInfo,
+    RunInfo,
     check_keep_last,
+    check_runs_limit,
     decode_checkpoint,
     encode_checkpoint,
 )
@@ -268,6 +270,13 @@ class FileCheckpointStore(CheckpointStoreBase):
     async def latest(self, run_id: str) -> Checkpoint | None:
         """The checkpoint of ``run_id`` saved last, or ``None``."""
         return await self._run(self._latest_sync, run_id)
+
+    async def runs(self, *, limit: int | None = None) -> Sequence[RunInfo]:
+        """Every run under ``runs/``, newest first (by its latest checkpoint's time), at
+        most ``limit``: reads two headers per run and decodes only the listed runs'
+        latest checkpoints."""
+        check_runs_limit(limit)
+        return await self._run(self._runs_sync, limit)
 
     async def delete(self, checkpoint_id: str) -> None:
         """Remove one checkpoint; nothing happens if it is not there."""
@@ -498,6 +507,34 @@ class FileCheckpointStore(CheckpointStoreBase):
             f"{where(run_id, _id_of(path.name))} in {self.url} is corrupt: the header of "
             f"{path} does not decode ({exc})"
         )
+
+    def _runs_sync(self, limit: int | None) -> builtins.list[RunInfo]:
+        found: builtins.list[tuple[float, str, float]] = []
+        for run_dir in self._run_dirs():
+            run_id = unquote(run_dir.name)
+            names = self._names(run_dir)
+            last = None
+            for name in reversed(names):  # the newest whose file is still there
+                last = self._info_sync(run_id, run_dir / name)
+                if last is not None:
+                    break
+            if last is None:
+                continue  # no checkpoint (left empty, or deleted while we looked)
+            first = self._info_sync(run_id, run_dir / names[0])
+            found.append(
+                (last.created_at, run_id, last.created_at if first is None else first.created_at)
+            )
+        found.sort(reverse=True)
+        out: builtins.list[RunInfo] = []
+        for _updated, run_id, created_at in found:
+            if limit is not None and len(out) >= limit:
+                break
+            latest = self._latest_sync(run_id)
+            if latest is not None:
+                out.append(
+                    RunInfo.from_latest(latest, created_at=min(created_at, latest.created_at))
+                )
+        return out
 
     def _latest_sync(self, run_id: str) -> Checkpoint | None:
         run_dir = self._run_dir(run_id)

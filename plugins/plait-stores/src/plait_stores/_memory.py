@@ -16,7 +16,9 @@ import anyio.lowlevel
 from plait.checkpoint import (
     Checkpoint,
     CheckpointInfo,
+    RunInfo,
     check_keep_last,
+    check_runs_limit,
     decode_checkpoint,
     encode_checkpoint,
     prune_plan,
@@ -29,11 +31,12 @@ __all__ = ["MemoryCheckpointStore"]
 
 
 class _Entry:
-    __slots__ = ("data", "info")
+    __slots__ = ("data", "info", "seq")
 
-    def __init__(self, info: CheckpointInfo, data: bytes) -> None:
+    def __init__(self, info: CheckpointInfo, data: bytes, seq: int) -> None:
         self.info = info
         self.data = data
+        self.seq = seq  # the space's save counter: newest first across runs
 
 
 class _Space:
@@ -47,6 +50,7 @@ class _Space:
         self.runs: dict[str, dict[str, None]] = {}
         # run id -> (fencing token, holder or None once released, expires at)
         self.leases: dict[str, tuple[int, LeaseHolder | None, float]] = {}
+        self.saved = 0
 
 
 _spaces: dict[str, _Space] = {}
@@ -109,7 +113,8 @@ class MemoryCheckpointStore(CheckpointStoreBase):
                 if existing.data != data:
                     raise duplicate_error(checkpoint, self.url)
                 return
-            space.entries[checkpoint.checkpoint_id] = _Entry(checkpoint.info, data)
+            space.saved += 1
+            space.entries[checkpoint.checkpoint_id] = _Entry(checkpoint.info, data, space.saved)
             space.runs.setdefault(checkpoint.run_id, {})[checkpoint.checkpoint_id] = None
 
     async def load(self, checkpoint_id: str) -> Checkpoint:
@@ -150,6 +155,31 @@ class MemoryCheckpointStore(CheckpointStoreBase):
         return decode_checkpoint(
             entry.data, where=where(run_id, last), expect_run=run_id, expect_id=last
         )
+
+    async def runs(self, *, limit: int | None = None) -> Sequence[RunInfo]:
+        """Every run, newest first (by its latest checkpoint), at most ``limit``."""
+        check_runs_limit(limit)
+        await anyio.lowlevel.checkpoint()
+        self._check_open()
+        space = self._space
+        with space.lock:
+            found = [
+                (space.entries[next(reversed(ids))], space.entries[next(iter(ids))].info)
+                for ids in space.runs.values()
+                if ids
+            ]
+        found.sort(key=lambda pair: pair[0].seq, reverse=True)
+        out = []
+        for entry, first in found[:limit]:
+            info = entry.info
+            latest = decode_checkpoint(
+                entry.data,
+                where=where(info.run_id, info.checkpoint_id),
+                expect_run=info.run_id,
+                expect_id=info.checkpoint_id,
+            )
+            out.append(RunInfo.from_latest(latest, created_at=first.created_at))
+        return out
 
     async def delete(self, checkpoint_id: str) -> None:
         """Remove one checkpoint; nothing happens if it is not there."""

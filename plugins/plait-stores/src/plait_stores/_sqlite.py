@@ -39,7 +39,9 @@ import anyio.to_thread
 from plait.checkpoint import (
     Checkpoint,
     CheckpointInfo,
+    RunInfo,
     check_keep_last,
+    check_runs_limit,
     decode_checkpoint,
     encode_checkpoint,
 )
@@ -103,6 +105,14 @@ SCHEMA_VERSION = len(_MIGRATIONS)
 
 _INFO = ", ".join(INFO_FIELDS)
 _SYNCHRONOUS = ("full", "extra", "normal")
+#: Each run's latest row (the highest seq: seq never goes back) and its first time.
+_RUNS_SQL = """
+    SELECT c.checkpoint_id, c.run_id, c.data, g.first_at
+    FROM (SELECT run_id, MAX(seq) AS last_seq, MIN(created_at) AS first_at
+          FROM plait_checkpoints GROUP BY run_id) AS g
+    JOIN plait_checkpoints AS c ON c.seq = g.last_seq
+    ORDER BY g.last_seq DESC
+    LIMIT ?"""
 
 
 class SqliteCheckpointStore(CheckpointStoreBase):
@@ -247,6 +257,22 @@ class SqliteCheckpointStore(CheckpointStoreBase):
             expect_run=run_id,
             expect_id=row[0],
         )
+
+    async def runs(self, *, limit: int | None = None) -> Sequence[RunInfo]:
+        """Every run, newest first (by its latest checkpoint), at most ``limit``: one
+        query grouping by run, decoding only each run's latest checkpoint."""
+        check_runs_limit(limit)
+        rows = await self._run(self._fetch_all, _RUNS_SQL, (-1 if limit is None else limit,))
+        return [self._run_info(*row) for row in rows]
+
+    def _run_info(self, checkpoint_id: str, run_id: str, data: bytes, first: float) -> RunInfo:
+        latest = decode_checkpoint(
+            data,
+            where=f"{where(run_id, checkpoint_id)} in {self.url}",
+            expect_run=run_id,
+            expect_id=checkpoint_id,
+        )
+        return RunInfo.from_latest(latest, created_at=first)
 
     async def delete(self, checkpoint_id: str) -> None:
         """Remove one checkpoint; nothing happens if it is not there."""

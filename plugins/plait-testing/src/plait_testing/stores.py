@@ -54,7 +54,7 @@ from typing import Any
 import anyio
 import attrs
 import pytest
-from plait.checkpoint import Checkpoint, CheckpointStore
+from plait.checkpoint import Checkpoint, CheckpointStore, RunInfo
 from plait.errors import (
     CheckpointError,
     CheckpointNotFoundError,
@@ -403,6 +403,83 @@ class CheckpointStoreContract:
         assert await _ids(store, first) == [a[0].checkpoint_id, a[2].checkpoint_id]
         assert await _ids(store, second) == [c.checkpoint_id for c in b]
         assert await store.latest(second) == b[-1]
+
+    # -- the run listing ----------------------------------------------------------------
+
+    async def test_runs_is_offered(self, store: CheckpointStore) -> None:
+        runs = getattr(store, "runs", None)
+        if not callable(runs):
+            pytest.fail(
+                f"{type(store).__name__} has no runs(*, limit=None) method: every checkpoint "
+                "store lists its runs, newest first (see plait.checkpoint.CheckpointStore.runs)"
+            )
+
+    async def test_runs_lists_each_run_from_its_latest_checkpoint(
+        self, store: CheckpointStore
+    ) -> None:
+        waiting, failed = new_run_id("waiting"), new_run_id("failed")
+        now = time.time()
+        error = {"executor": "parse", "type": "ValueError", "message": "bad", "superstep": 2}
+        saved = [
+            *_chain(waiting, [0, 1]),
+            make_checkpoint(failed, 0),
+            make_checkpoint(
+                waiting,
+                2,
+                status="idle_with_pending_requests",
+                state={"pending": {}, "requests": [{"request_id": "a"}, {"request_id": "b"}]},
+            ),
+            attrs.evolve(
+                make_checkpoint(failed, 1, status="failed"),
+                metadata={"workflow": "other", "error": error},
+            ),
+        ]
+        saved = [attrs.evolve(c, created_at=now + i) for i, c in enumerate(saved)]
+        await _save_all(store, saved)
+        listed = [r for r in await store.runs() if r.run_id in (waiting, failed)]
+        assert [r.run_id for r in listed] == [failed, waiting], "runs() is not newest first"
+        assert listed[0] == RunInfo(
+            run_id=failed,
+            workflow="other",
+            status="failed",
+            superstep=1,
+            pending_requests=0,
+            error="ValueError in 'parse' (superstep 2): bad",
+            created_at=now + 2,
+            updated_at=now + 4,
+        )
+        assert listed[1] == RunInfo(
+            run_id=waiting,
+            workflow="contract",
+            status="idle_with_pending_requests",
+            superstep=2,
+            pending_requests=2,
+            error=None,
+            created_at=now,
+            updated_at=now + 3,
+        )
+
+    async def test_runs_limit_keeps_the_newest(self, store: CheckpointStore) -> None:
+        ids = [new_run_id(f"limit{i}") for i in range(3)]
+        now = time.time() + 100  # newer than anything another test saved
+        await _save_all(
+            store, [attrs.evolve(make_checkpoint(r), created_at=now + i) for i, r in enumerate(ids)]
+        )
+        assert [r.run_id for r in await store.runs(limit=2)] == [ids[2], ids[1]]
+        assert list(await store.runs(limit=0)) == []
+        with pytest.raises(ValueError, match="limit"):
+            await store.runs(limit=-1)
+
+    async def test_runs_leaves_out_deleted_runs(self, store: CheckpointStore) -> None:
+        gone, kept = new_run_id("gone"), new_run_id("kept")
+        await _save_all(store, [*_chain(gone, [0, 1]), make_checkpoint(kept)])
+        await store.delete_run(gone)
+        listed = {r.run_id for r in await store.runs()}
+        assert kept in listed and gone not in listed
+        single = make_checkpoint(new_run_id("single"))
+        await store.save(single)
+        await store.delete(single.checkpoint_id)
+        assert single.run_id not in {r.run_id for r in await store.runs()}
 
     # -- concurrency and damage ---------------------------------------------------------
 

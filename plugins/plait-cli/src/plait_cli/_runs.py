@@ -1,0 +1,131 @@
+"""``plait runs``: the runs a checkpoint store holds, newest first, as a table or as JSON.
+
+The store's run listing (:meth:`plait.checkpoint.CheckpointStore.runs`) describes each run
+by its latest checkpoint: workflow, status, superstep, pending requests and, for a failed
+run, the error that checkpoint records.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import attrs
+import click
+from plait.checkpoint import RunInfo, open_store
+
+from ._output import format_table, to_json
+
+__all__ = ["DEFAULT_STORE", "STATUSES", "run_record", "runs_command"]
+
+#: Where ``plait runs`` looks unless ``--checkpoint`` says otherwise: the SQLite store
+#: under ``.plait/`` in the working directory, where CLI runs are kept.
+DEFAULT_STORE = "sqlite:///.plait/runs.db"
+#: The statuses a checkpoint records, for ``--status``.
+STATUSES = ("running", "idle", "idle_with_pending_requests", "failed")
+#: The widest error shown in the table (``--json`` has it whole).
+_ERROR_WIDTH = 72
+
+
+def run_record(info: RunInfo) -> dict[str, Any]:
+    """One run as ``plait runs --json`` prints it: the fields of :class:`RunInfo`."""
+    return attrs.asdict(info)
+
+
+def _age(seconds: float) -> str:
+    """``42s``, ``5m``, ``3h``, ``2d``: how long ago, roughly."""
+    seconds = max(seconds, 0.0)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _ERROR_WIDTH else text[: _ERROR_WIDTH - 1] + "…"
+
+
+def _missing_sqlite_file(url: str) -> Path | None:
+    """The database file of a ``sqlite:///PATH`` URL when it does not exist (listing it
+    must not create it), else ``None``."""
+    if not url.lower().startswith("sqlite:///"):
+        return None
+    path = Path(url[len("sqlite:///") :].split("?", 1)[0])
+    return None if str(path) == ":memory:" or path.exists() else path
+
+
+async def _list(url: str, limit: int | None) -> Sequence[RunInfo]:
+    store = open_store(url)
+    try:
+        return await store.runs(limit=limit)
+    finally:
+        await store.aclose()
+
+
+@click.command("runs", short_help="List the runs a checkpoint store holds, newest first.")
+@click.option(
+    "--checkpoint",
+    "--store",
+    "url",
+    metavar="URL",
+    default=DEFAULT_STORE,
+    show_default=True,
+    help="The checkpoint store to list (sqlite:///runs.db, file://DIR, redis://…).",
+)
+@click.option(
+    "--status",
+    type=click.Choice(STATUSES, case_sensitive=False),
+    help="Only runs whose latest checkpoint has this status.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="At most N runs (the newest).",
+)
+def runs_command(url: str, status: str | None, as_json: bool, limit: int | None) -> None:
+    """List the runs in a checkpoint store, newest first: id, workflow, status, supersteps,
+    pending requests, age and, for a failed run, its error.
+
+    Each run is described by its latest checkpoint, so a failed run shows its error after
+    the process that ran it is gone. Resume one with `plait resume TARGET RUN_ID
+    --checkpoint URL`.
+    """
+    missing = _missing_sqlite_file(url)
+    if missing is not None:
+        infos: Sequence[RunInfo] = []
+        click.echo(f"no runs in {url}: {missing} does not exist", err=True)
+    else:
+        wanted = status.lower() if status is not None else None
+        infos = anyio.run(_list, url, None if wanted is not None else limit)
+        if wanted is not None:
+            infos = [info for info in infos if info.status == wanted][:limit]
+    if as_json:
+        click.echo(to_json([run_record(info) for info in infos], indent=2))
+        return
+    if not infos:
+        if missing is None:
+            click.echo(f"no runs in {url}" + (f" with status {status}" if status else ""), err=True)
+        return
+    now = time.time()
+    headers = ["ID", "WORKFLOW", "STATUS", "SUPERSTEPS", "PENDING", "AGE", "ERROR"]
+    rows: list[tuple[list[str], list[str]]] = [
+        (
+            [
+                info.run_id,
+                info.workflow or "-",
+                info.status,
+                str(info.superstep),
+                str(info.pending_requests),
+                _age(now - info.created_at),
+                _short(info.error) if info.error else "-",
+            ],
+            [],
+        )
+        for info in infos
+    ]
+    click.echo(format_table(headers, rows))

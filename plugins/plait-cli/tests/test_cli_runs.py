@@ -1,0 +1,107 @@
+"""``plait runs``: the runs a store holds, newest first, with failed runs' errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import attrs
+import pytest
+from click.testing import CliRunner, Result
+from plait.checkpoint import open_store
+from plait_cli import make_cli
+from plait_testing.stores import make_checkpoint, new_run_id
+
+WORKFLOWS = Path(__file__).with_name("cli_workflows.py")
+
+
+def plait(*args: str) -> Result:
+    """Run ``plait ARGS`` in-process; an exception other than an exit fails the test."""
+    result = CliRunner().invoke(make_cli(), list(args))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result
+
+
+def run_ids(result: Result) -> list[str]:
+    return [record["run_id"] for record in json.loads(result.stdout)]
+
+
+@pytest.fixture
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_a_failed_cli_run_is_listed_with_its_error_from_the_default_store(in_tmp: Path) -> None:
+    url = "sqlite:///.plait/runs.db"
+    failed = plait("run", f"{WORKFLOWS}:failing", "boom", "--checkpoint", url)
+    assert failed.exit_code == 1
+    done = plait("run", f"{WORKFLOWS}:echo", "abc", "--checkpoint", url)
+    assert done.exit_code == 0
+    result = plait("runs")
+    assert result.exit_code == 0, result.output
+    header, newest, oldest = result.stdout.splitlines()
+    assert header.split() == ["ID", "WORKFLOW", "STATUS", "SUPERSTEPS", "PENDING", "AGE", "ERROR"]
+    assert newest.split()[1:6] == ["echo", "idle", "2", "0", "0s"]
+    assert newest.split()[6:] == ["-"]
+    assert oldest.split()[1:5] == ["failing", "failed", "1", "0"]
+    assert "ConnectionError in 'explode' (superstep 2): the model endpoint hung up" in oldest
+    records = json.loads(plait("runs", "--json", "--status", "failed").stdout)
+    assert len(records) == 1
+    assert records[0]["workflow"] == "failing"
+    assert records[0]["error"] == (
+        "ConnectionError in 'explode' (superstep 2): the model endpoint hung up on 'BOOM'"
+    )
+    assert set(records[0]) == {
+        "run_id",
+        "workflow",
+        "status",
+        "superstep",
+        "pending_requests",
+        "error",
+        "created_at",
+        "updated_at",
+    }
+
+
+def test_status_and_limit_filter_newest_first(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    ids = [new_run_id(f"r{i}") for i in range(4)]
+
+    async def save() -> None:
+        store = open_store(url)
+        try:
+            for i, run_id in enumerate(ids):
+                status = "failed" if i % 2 else "idle"
+                await store.save(
+                    attrs.evolve(make_checkpoint(run_id, status=status), created_at=1000.0 + i)
+                )
+        finally:
+            await store.aclose()
+
+    anyio.run(save)
+    assert run_ids(plait("runs", "--checkpoint", url, "--json")) == ids[::-1]
+    assert run_ids(plait("runs", "--checkpoint", url, "--json", "--limit", "3")) == ids[:0:-1]
+    failed = plait("runs", "--store", url, "--json", "--status", "FAILED", "--limit", "1")
+    assert run_ids(failed) == [ids[3]]
+    none = plait("runs", "--checkpoint", url, "--status", "running")
+    assert (none.exit_code, none.stdout) == (0, "")
+    assert f"no runs in {url} with status running" in none.stderr
+
+
+def test_listing_a_missing_default_store_creates_nothing(in_tmp: Path) -> None:
+    result = plait("runs")
+    assert result.exit_code == 0
+    assert "no runs in sqlite:///.plait/runs.db: .plait/runs.db does not exist" in result.stderr
+    assert not (in_tmp / ".plait").exists()
+    assert json.loads(plait("runs", "--json").stdout) == []
+
+
+def test_bad_arguments_are_usage_errors(tmp_path: Path) -> None:
+    assert plait("runs", "--limit", "-1").exit_code == 2
+    assert plait("runs", "--status", "sleeping").exit_code == 2
+    unknown = plait("runs", "--checkpoint", "nosuch://x")
+    assert unknown.exit_code == 1
+    assert "nosuch" in unknown.stderr
