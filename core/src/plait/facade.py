@@ -14,13 +14,11 @@ __all__ = ["HookFacade"]
 
 
 class HookFacade:
-    """One typed method per observer hook, plus the CLI's command hook."""
+    """One typed method per observer hook (the command hook is on the manager, which loads
+    plugins first)."""
 
     pm: pluggy.PluginManager
     _observers: tuple[bool, bool, bool] | None
-
-    def load_entrypoints(self, *, strict: bool = True) -> None:
-        raise NotImplementedError  # pragma: no cover - PluginManager implements it
 
     def observers(self) -> tuple[bool, bool, bool]:
         """Whether any plugin implements run_started, superstep_finished, run_finished."""
@@ -44,8 +42,3 @@ class HookFacade:
     def notify_run_finished(self, run_id: str, status: str, error: BaseException | None) -> None:
         """Call ``plait_run_finished``."""
         self.pm.hook.plait_run_finished(run_id=run_id, status=status, error=error)
-
-    def register_commands(self, cli: Any) -> None:
-        """Call ``plait_register_commands`` so plugins add CLI sub-commands."""
-        self.load_entrypoints()
-        self.pm.hook.plait_register_commands(cli=cli)

@@ -334,6 +334,11 @@ class PluginManager(HookFacade):
                 collected[reg.kind].setdefault(reg.name, []).append(reg)
         return collected, []
 
+    def register_commands(self, cli: Any) -> None:
+        """Call ``plait_register_commands`` (after loading plugins) so they add CLI commands."""
+        self.load_entrypoints()
+        self.pm.hook.plait_register_commands(cli=cli)
+
     # -- reporting ---------------------------------------------------------------
 
     def describe(self) -> list[PluginInfo]:

@@ -16,6 +16,7 @@ bound by name when the workflow is built (``executors=``), or built by their own
 
 from __future__ import annotations
 
+import abc
 import difflib
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
@@ -427,7 +428,7 @@ def _resolve_agent(config: Mapping[str, Any], ctx: KindContext) -> AgentCall:
 # -- kinds ---------------------------------------------------------------------------------------
 
 
-class _Kind:
+class _Kind(abc.ABC):
     """Shared checking for the steps kinds: required keys and their JSON types."""
 
     required: Mapping[str, type | tuple[type, ...]] = {"step": str}
@@ -470,8 +471,9 @@ class _Kind:
         """Raise :class:`ConfigError` for a config that cannot build (default: build it)."""
         self.create(config, ctx)
 
+    @abc.abstractmethod
     def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
-        raise NotImplementedError
+        """Build the step's executor from a config :meth:`check` accepted."""
 
 
 _STEP = {"step": str, "limit": int}
