@@ -165,10 +165,15 @@ class Executor:
 
         .. versionadded:: 0.1
         """
-        clone = copy.copy(self)
+        clone = copy.copy(self)  # shallow: a class's own ``__copy__`` decides
         clone.id = id
-        clone.handlers = clone._collect_handlers()
-        clone._dispatch = {}
+        # class executors' handlers are methods bound to ``self``: collect them again on
+        # the copy, unless its class copies itself or its handlers are the function's
+        own_copy = getattr(type(self), "__copy__", None) is not None
+        reusable = type(self)._collect_handlers is FunctionExecutor._collect_handlers
+        if not own_copy and not reusable:
+            clone.handlers = clone._collect_handlers()
+        clone._dispatch = {}  # dispatch is cached per executor object
         return clone
 
     # -- checkpointing -----------------------------------------------------------------

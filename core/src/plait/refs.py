@@ -33,6 +33,7 @@ __all__ = [
     "callable_spec",
     "code_ref",
     "expression_spec",
+    "import_ref",
     "nonportable_reason",
     "resolve_ref",
 ]
@@ -86,6 +87,20 @@ def expression_spec(text: str, language: str | None = None) -> dict[str, Any]:
     return data
 
 
+def import_ref(ref: str) -> Any:
+    """Import ``package.module:qualname`` and return the object, with no checks: callers
+    decide whether importing is allowed (:func:`resolve_ref` does).
+
+    :raises ImportError: the module does not import.
+    :raises AttributeError: it has no such attribute.
+    """
+    module_name, _, qualname = ref.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
 def resolve_ref(ref: str, *, allow_imports: bool, what: str) -> Any:
     """Import ``package.module:qualname`` and return the object.
 
@@ -101,14 +116,10 @@ def resolve_ref(ref: str, *, allow_imports: bool, what: str) -> Any:
             "trusted to import code (pass allow_imports=True, or executors=/callables in "
             "Python instead)"
         )
-    module_name, _, qualname = ref.partition(":")
     try:
-        obj: Any = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
+        return import_ref(ref)
     except (ImportError, AttributeError) as exc:
         raise ConfigError(f"{what}: cannot import {ref!r}: {type(exc).__name__}: {exc}") from exc
-    return obj
 
 
 def as_executor(obj: Any, node_id: str, *, what: str | None = None) -> Executor:

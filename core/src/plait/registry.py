@@ -61,12 +61,9 @@ class Lazy:
     def resolve(self) -> Any:
         """The real object (imported and made on first use)."""
         if self._target is None:
-            import importlib
+            from .refs import import_ref
 
-            module_name, _, attr = self.ref.partition(":")
-            obj: Any = importlib.import_module(module_name)
-            for part in attr.split("."):
-                obj = getattr(obj, part)
+            obj = import_ref(self.ref)
             self._target = obj() if isinstance(obj, type) else obj
         return self._target
 

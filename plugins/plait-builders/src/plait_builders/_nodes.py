@@ -9,13 +9,12 @@ what explicit adapters, the concurrent dispatcher and default aggregators are ma
 
 from __future__ import annotations
 
-import copy
 import inspect
 import typing
 from collections.abc import Callable
 from typing import Any, Literal
 
-from plait import Executor, FunctionExecutor, WorkflowContext
+from plait import Executor, WorkflowContext
 from plait.executor import Handler
 
 __all__ = ["FunctionNode", "adapter_node", "clone_executor", "function_types"]
@@ -119,18 +118,6 @@ def adapter_node(adapter: Any, node_id: str) -> FunctionNode:
 
 
 def clone_executor(executor: Executor, new_id: str) -> Executor:
-    """A copy of ``executor`` with id ``new_id``, sharing nothing that dispatch mutates.
-
-    The copy is shallow (``copy.copy``, so a class's ``__copy__`` decides). Handlers of
-    class executors are bound methods captured at ``__init__``; without ``__copy__`` they
-    are collected again on the copy so they run with the copy as ``self``. The dispatch
-    cache starts empty.
-    """
-    clone = copy.copy(executor)
-    clone.id = new_id
-    own_copy = getattr(type(executor), "__copy__", None) is not None
-    reusable = type(executor)._collect_handlers is FunctionExecutor._collect_handlers
-    if not own_copy and not reusable:
-        clone.handlers = clone._collect_handlers()
-    clone._dispatch = {}
-    return clone
+    """A copy of ``executor`` with id ``new_id``, sharing nothing that dispatch mutates
+    (:meth:`plait.Executor.with_id`)."""
+    return executor.with_id(new_id)

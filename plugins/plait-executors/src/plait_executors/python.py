@@ -16,15 +16,14 @@ false) may not use this kind: :meth:`PythonKind.check` refuses it.
 
 from __future__ import annotations
 
-import copy
-import importlib
 import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from plait import Executor, FunctionExecutor
+from plait import Executor
 from plait.errors import ConfigError
 from plait.kinds import KindContext
+from plait.refs import as_executor, import_ref
 
 from .schema import check_config, config_error
 
@@ -35,17 +34,9 @@ _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
 REF_PATTERN = f"^{_DOTTED}:{_DOTTED}$"
 
 
-def resolve_ref(ref: str) -> Any:
-    """Import ``package.module:qualname`` and return the object.
-
-    :raises ImportError: the module does not import.
-    :raises AttributeError: the module has no such attribute.
-    """
-    module_name, _, qualname = ref.partition(":")
-    obj: Any = importlib.import_module(module_name)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    return obj
+#: Import ``package.module:qualname`` and return the object (any import error propagates:
+#: an import runs module code). The kernel's :func:`plait.refs.import_ref`.
+resolve_ref = import_ref
 
 
 def _what_it_is(obj: Any) -> str | None:
@@ -60,25 +51,15 @@ def _what_it_is(obj: Any) -> str | None:
 
 
 def executor_from_object(obj: Any, node_id: str) -> Executor:
-    """An executor with id ``node_id`` made from ``obj`` (see the module docstring).
+    """An executor with id ``node_id`` made from ``obj`` (see the module docstring;
+    :func:`plait.refs.as_executor` does the making).
 
     :raises TypeError: ``obj`` is none of the accepted things.
     """
-    if isinstance(obj, Executor):  # a FunctionExecutor too
-        if obj.id == node_id:
-            return obj
-        # a copy under the new id, keeping its limits and policies; handlers may be bound
-        # methods, so collect them again for the copy
-        clone = copy.copy(obj)
-        clone.id = node_id
-        clone.handlers = clone._collect_handlers()
-        clone._dispatch = {}
-        return clone
-    if isinstance(obj, type) and issubclass(obj, Executor):
-        return obj(node_id)
-    if inspect.iscoroutinefunction(obj):
-        return FunctionExecutor(obj, id=node_id)
-    raise TypeError(f"{obj!r} {_what_it_is(obj)}")
+    problem = _what_it_is(obj)
+    if problem is not None:
+        raise TypeError(f"{obj!r} {problem}")
+    return as_executor(obj, node_id)
 
 
 class PythonKind:
