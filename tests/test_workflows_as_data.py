@@ -195,6 +195,7 @@ class SpecLoader:
     """A loader for this test: a document is a WorkflowSpec as JSON."""
 
     suffixes = (".spec.json",)
+    options = ("name",)
 
     def detect(self, text: str) -> bool:
         return text.lstrip().startswith("{") and '"edge_groups"' in text
@@ -234,3 +235,12 @@ def test_plait_load_reads_paths(register_plugin: Any, tmp_path: Path) -> None:
     assert plait.load(str(path), executors={"a": a, "b": b}).run_sync("s").outputs == ["s"]
     with pytest.raises(LoadError, match="cannot tell the format"):
         plait.load("?? not any format ??")
+
+
+def test_a_loader_s_declared_options_are_the_only_ones_accepted(register_plugin: Any) -> None:
+    register_plugin(SpecLoaderPlugin(), "spec-loader")
+    text = WorkflowBuilder().add_edge(a, b).set_start(a).build().spec.to_json()
+    with pytest.raises(
+        LoadError, match=r"unknown option\(s\) for the spec loader: nmae; accepted: name"
+    ):
+        plait.load(text, executors={"a": a, "b": b}, nmae="x")

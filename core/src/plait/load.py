@@ -7,7 +7,8 @@ workflow with :meth:`plait.Workflow.from_spec`.
 
 A loader is an object with ``suffixes`` (``(".flow",)``), ``load(text, ctx) ->
 WorkflowSpec`` and, optionally, ``detect(text) -> bool`` for text given without a format
-or a file name.
+or a file name, and ``options``: the loader options it accepts (``plait.load`` refuses
+any other, naming the accepted ones).
 
 .. versionadded:: 0.1
 """
@@ -21,7 +22,14 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
-from .errors import DocumentError, LoadError, PlaitError, SourcePosition, UnknownNameError
+from .errors import (
+    ConfigError,
+    DocumentError,
+    LoadError,
+    PlaitError,
+    SourcePosition,
+    UnknownNameError,
+)
 
 if TYPE_CHECKING:
     from .spec import WorkflowSpec
@@ -159,7 +167,19 @@ def _load_spec(
         row = text[start : end if end != -1 else len(text)].replace("\x00", " ")
         where = SourcePosition(source=name, line=line, column=offset - start + 1, text=row)
         raise LoadError([DocumentError("the text holds a NUL byte", where)], source=name)
-    _, loader = _choose(loaders, format, suffix, text, name)
+    format_name, loader = _choose(loaders, format, suffix, text, name)
+    accepted = getattr(loader, "options", None)
+    if accepted is not None and (unknown := sorted(set(options) - set(accepted))):
+        raise LoadError(
+            [
+                ConfigError(
+                    f"unknown option(s) for the {format_name} loader: {', '.join(unknown)}; "
+                    f"accepted: {', '.join(accepted) or 'none'}",
+                    SourcePosition(source=name),
+                )
+            ],
+            source=name,
+        )
     executors = dict(executors or {})
     names = set(executors)
     names |= set(plugin_manager.registry("executor_kind").names())

@@ -55,6 +55,8 @@ class FlowLoader:
     """
 
     suffixes: tuple[str, ...] = (".flow",)
+    #: the loader options ``plait.load`` accepts for this format (it refuses others)
+    options: tuple[str, ...] = ("merge", "merge_options", "name")
 
     def load(self, text: str, ctx: LoadContext) -> WorkflowSpec:
         """The spec of ``text``.

@@ -38,12 +38,11 @@ from ._elements import (
 )
 from ._parser import FlowError, parse, position
 
-__all__ = ["DEFAULT_MERGE", "LOADER_OPTIONS", "compile_flow"]
+__all__ = ["DEFAULT_MERGE", "compile_flow"]
 
 #: the merge strategy of a parallel block that names none, unless ``merge=`` says otherwise
 DEFAULT_MERGE = "concat_newline"
 #: the options ``plait.load(..., format="flow", **options)`` accepts
-LOADER_OPTIONS = ("merge", "merge_options", "name")
 #: the most nodes a flow may expand to (named flows used inside named flows multiply)
 MAX_NODES = 100_000
 #: how deeply named flows may use one another
@@ -69,18 +68,6 @@ def compile_flow(text: str, ctx: LoadContext) -> WorkflowSpec:
     :raises LoadError: every problem, each a :class:`FlowError` with its position.
     """
     source = ctx.source
-    unknown = sorted(set(ctx.options) - set(LOADER_OPTIONS))
-    if unknown:
-        raise LoadError(
-            [
-                ConfigError(
-                    f"unknown option(s) for the flow loader: {', '.join(unknown)}; "
-                    f"accepted: {', '.join(LOADER_OPTIONS)}",
-                    SourcePosition(source=source),
-                )
-            ],
-            source=source,
-        )
     if all(not line.strip() or line.lstrip().startswith("#") for line in text.split("\n")):
         raise LoadError(
             [

@@ -27,6 +27,8 @@ class StepsLoader:
     """
 
     suffixes = (".yaml", ".yml")
+    #: the loader options ``plait.load`` accepts for this format (it refuses others)
+    options = OPTIONS
 
     def detect(self, text: str) -> bool:
         """A YAML document with a top-level ``workflow:`` key."""
@@ -38,18 +40,6 @@ class StepsLoader:
         from ._yaml import YamlProblem, parse
 
         source = ctx.source
-        unknown = sorted(set(ctx.options) - set(OPTIONS))
-        if unknown:
-            raise LoadError(
-                [
-                    ConfigError(
-                        f"unknown option(s) for the steps format: {', '.join(unknown)}; "
-                        f"known: {', '.join(OPTIONS)}",
-                        SourcePosition(source=source),
-                    )
-                ],
-                source=source,
-            )
         try:
             root, lines = parse(text, source)
         except YamlProblem as exc:
