@@ -75,6 +75,8 @@ class Checkpointer:
         self.lease: Lease | None = None
         self._send: anyio.abc.ObjectSendStream[Checkpoint] | None = None
         self.last: Checkpoint | None = None
+        #: the run's ``checkpoint_metadata``, added to every checkpoint's metadata
+        self.metadata: Mapping[str, Any] = {}
 
     # -- building checkpoints ------------------------------------------------------------
 
@@ -125,7 +127,7 @@ class Checkpointer:
         if state.attempts:
             body["attempts"] = dict(state.attempts)
         checkpoint_id = uuid.uuid4().hex
-        metadata: dict[str, Any] = {"workflow": self.graph.spec.name}
+        metadata: dict[str, Any] = {**self.metadata, "workflow": self.graph.spec.name}
         if self.first:
             metadata["topology"] = self.graph.topology
             self.first = False

@@ -160,6 +160,7 @@ async def _run_leased(
     mode = opts.durability
     checkpointer = Checkpointer(store, graph, mode=mode, parent_id=parent_id)
     checkpointer.lease = lease
+    checkpointer.metadata = opts.checkpoint_metadata
     hook = checkpointer.after_superstep if mode != "exit" else None
     runner = Runner(graph, opts, state, detail=detail, live=live, on_superstep=hook)
     if mode != "exit":
@@ -240,6 +241,7 @@ async def _checkpointed(runner: Runner, checkpointer: Checkpointer, inbox: Any) 
                 pass  # the run's error matters more; its last good checkpoint still resumes
         raise
     if checkpointer.mode == "exit":
-        final = checkpointer.take(state, {}, list(state.executor_state), status.value)
+        # a stopped run (RunOptions.stop) keeps what is still pending, to resume it
+        final = checkpointer.take(state, runner.remaining, list(state.executor_state), status.value)
         await checkpointer.write(final)
     return status

@@ -56,6 +56,60 @@ def _optional_bool(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> N
         raise RunOptionError(f"run option {attribute.name} must be True or False, got {value!r}")
 
 
+def _stop_flag(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not callable(getattr(value, "is_set", None)):
+        raise RunOptionError(
+            f"run option stop must have an is_set() method (an anyio.Event, a "
+            f"threading.Event), got {type(value).__name__} {value!r}"
+        )
+
+
+def _callable(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not callable(value):
+        raise RunOptionError(
+            f"run option {attribute.name} must be callable, got {type(value).__name__} {value!r}"
+        )
+
+
+#: Keys of a checkpoint's metadata that the kernel writes itself.
+_RESERVED_METADATA = frozenset({"workflow", "topology", "error"})
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def _metadata(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    def json_ready(item: Any, where: str) -> None:
+        if isinstance(item, _JSON_SCALARS):
+            return
+        if isinstance(item, (list, tuple)):
+            for index, element in enumerate(item):
+                json_ready(element, f"{where}[{index}]")
+            return
+        if isinstance(item, Mapping):
+            for key, element in item.items():
+                if not isinstance(key, str):
+                    raise RunOptionError(
+                        f"run option checkpoint_metadata{where} has a non-string key {key!r}"
+                    )
+                json_ready(element, f"{where}[{key!r}]")
+            return
+        raise RunOptionError(
+            f"run option checkpoint_metadata{where} must be JSON-ready (str, int, float, "
+            f"bool, None, lists and string-keyed dicts), got {type(item).__name__}"
+        )
+
+    if not isinstance(value, Mapping):
+        raise RunOptionError(
+            f"run option checkpoint_metadata must be a dict, got {type(value).__name__}"
+        )
+    json_ready(value, "")
+    taken = sorted(_RESERVED_METADATA & set(value))
+    if taken:
+        raise RunOptionError(
+            f"run option checkpoint_metadata may not set {', '.join(taken)}: the kernel "
+            "writes those keys itself"
+        )
+
+
 def _one_of(*choices: str) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
     def check(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if value is not None and value not in choices:
@@ -90,8 +144,19 @@ class RunOptions:
     :param checkpoint_encrypt: also encrypt checkpoints (AES-256-GCM; needs
         ``plait-core[crypto]``); default ``PLAIT_CHECKPOINT_ENCRYPT``, or the signing key's
         own ``encrypt`` mark.
+    :param checkpoint_metadata: JSON-ready annotations added to the metadata of every
+        checkpoint the run writes (the CLI records how to load the workflow again).
+    :param on_event: called with every event as it happens (with ``events="all"``, every
+        superstep and invocation event too) instead of collecting them in the result's
+        ``events``: a progress display's feed. It must not block.
+    :param stop: an object with ``is_set()`` (an :class:`anyio.Event`, a
+        :class:`threading.Event`) asked at each superstep boundary; once set, the run
+        ends there, after that superstep's checkpoint, with status ``running`` and what
+        is still pending kept for :meth:`~plait.Workflow.resume`. How ``plait run`` stops
+        on Ctrl-C.
 
-    .. versionchanged:: 0.1 ``checkpoint_key`` and ``checkpoint_encrypt``.
+    .. versionchanged:: 0.1 ``checkpoint_key`` and ``checkpoint_encrypt``;
+       ``checkpoint_metadata``, ``on_event`` and ``stop``.
     """
 
     max_supersteps: int = attrs.field(default=100, validator=_positive)
@@ -107,6 +172,9 @@ class RunOptions:
     lease_ttl: float = attrs.field(default=30.0, validator=_positive_seconds)
     checkpoint_key: Any = attrs.field(default=None, repr=False)
     checkpoint_encrypt: bool | None = attrs.field(default=None, validator=_optional_bool)
+    checkpoint_metadata: Mapping[str, Any] = attrs.field(factory=dict, validator=_metadata)
+    on_event: Callable[[Any], None] | None = attrs.field(default=None, validator=_callable)
+    stop: Any = attrs.field(default=None, validator=_stop_flag)
 
     def __attrs_post_init__(self) -> None:
         # Keys resolve (and PLAIT_CHECKPOINT_KEY is read) only for a durable run, once,

@@ -82,6 +82,8 @@ class Runner:
         self.detail = detail  # build superstep/executor events
         self.live = live  # yield to the consumer every superstep
         self.on_superstep = on_superstep
+        self.stop = options.stop  # asked at each superstep boundary (see RunOptions.stop)
+        self.remaining: Inbox = {}  # the deliveries left when a stop was asked for
         self.failures: list[BaseException] = []
         self.diverted: list[tuple[str, Any]] = []  # failures taken by error edges
         if graph.error_targets:
@@ -167,6 +169,9 @@ class Runner:
             if self.on_superstep is not None:
                 self.last_ran = ran
                 await self.on_superstep(self, inbox)
+            if self.stop is not None and inbox and self.stop.is_set():
+                self.remaining = inbox
+                return RunStatus.RUNNING
         if state.pending_requests:
             return RunStatus.IDLE_WITH_PENDING_REQUESTS
         return RunStatus.IDLE

@@ -111,6 +111,15 @@ class EventStream:
 
     async def _run(self, emit: Callable[[WorkflowEvent], None]) -> WorkflowRunResult:
         workflow, opts = self._workflow, self._opts
+        listener = opts.on_event
+        if listener is not None:
+            send = emit
+
+            def both(event: WorkflowEvent) -> None:
+                send(event)
+                listener(event)
+
+            emit = both
         state = RunState(opts.run_id or uuid.uuid4().hex, emit)
         inbox = {workflow.spec.start: [self._message]}
         detail = opts.events != "lifecycle"

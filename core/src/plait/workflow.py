@@ -216,7 +216,7 @@ class Workflow:
 
         opts = RunOptions.from_kwargs(self._spec.options, options)
         events: list[WorkflowEvent] = []
-        state = RunState(opts.run_id or uuid.uuid4().hex, events.append)
+        state = RunState(opts.run_id or uuid.uuid4().hex, opts.on_event or events.append)
         inbox = {self._spec.start: [message]}
         result = await self._execute(state, inbox, opts, detail=opts.events == "all")
         result.events = events
@@ -254,7 +254,7 @@ class Workflow:
                 {**options, "checkpoint": checkpoint_store, "run_id": found.run_id},
             )
             events: list[WorkflowEvent] = []
-            state = RunState(found.run_id, events.append)
+            state = RunState(found.run_id, opts.on_event or events.append)
             state.superstep = found.superstep
             inbox = restore_state(self._graph, state, data)
             answer_requests(state, inbox, responses or {}, self._graph)

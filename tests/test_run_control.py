@@ -1,0 +1,155 @@
+"""Run options an operator's tool needs: ``stop`` at a superstep boundary (what Ctrl-C in
+``plait run`` does), ``on_event`` (a progress display's feed) and ``checkpoint_metadata``."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Any
+
+import anyio
+import pytest
+from durable_helpers import counting_chain
+from plait import WorkflowContext, executor
+from plait.checkpoint import open_store
+from plait.errors import RunOptionError
+from plait.events import (
+    ExecutorCompleted,
+    ExecutorInvoked,
+    RunFinished,
+    RunStatus,
+    SuperstepFinished,
+    WorkflowEvent,
+)
+from plait_builders import WorkflowBuilder
+
+pytestmark = pytest.mark.anyio
+
+
+def store_url() -> str:
+    return f"memory://{uuid.uuid4().hex}"
+
+
+def stopping_chain(n: int, stop_after: int, flag: Any) -> Any:
+    """A chain of n executors; the one at index ``stop_after`` sets ``flag`` as it runs."""
+
+    def node(i: int) -> Any:
+        @executor(id=f"s{i}")
+        async def add(x: int, ctx: WorkflowContext[int, int]) -> None:
+            if i == stop_after:
+                flag.set()
+            if i == n - 1:
+                await ctx.yield_output(x + 1)
+            else:
+                await ctx.send_message(x + 1)
+
+        return add
+
+    nodes = [node(i) for i in range(n)]
+    builder = WorkflowBuilder("stoppable", max_supersteps=n + 5).add_executor(nodes[0])
+    for a, b in zip(nodes, nodes[1:]):
+        builder.add_edge(a, b)
+    return builder.set_start(nodes[0]).build()
+
+
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+async def test_stop_ends_the_run_at_the_boundary_and_resume_completes_it(
+    durability: str,
+) -> None:
+    url = store_url()
+    flag = threading.Event()
+    wf = stopping_chain(6, stop_after=2, flag=flag)
+    result = await wf.run(10, checkpoint=url, durability=durability, stop=flag)
+    # the superstep that asked to stop finished; nothing after it ran
+    assert result.status is RunStatus.RUNNING
+    assert result.supersteps == 3
+    assert result.outputs == []
+    store = open_store(url)
+    latest = await store.latest(result.run_id)
+    assert latest is not None and latest.status == "running"
+    assert latest.superstep == 3
+    resumed = await wf.resume(result.run_id, url)
+    assert resumed.status is RunStatus.IDLE
+    assert resumed.outputs == [16]
+    assert resumed.supersteps == 6
+
+
+async def test_stop_set_before_the_run_still_runs_one_superstep() -> None:
+    flag = anyio.Event()
+    flag.set()
+    result = await counting_chain(4).run(0, checkpoint=store_url(), stop=flag)
+    assert (result.status, result.supersteps) == (RunStatus.RUNNING, 1)
+
+
+async def test_stop_is_ignored_once_nothing_is_pending() -> None:
+    flag = threading.Event()
+    wf = stopping_chain(3, stop_after=2, flag=flag)
+    result = await wf.run(0, stop=flag)
+    assert flag.is_set()
+    assert (result.status, result.outputs) == (RunStatus.IDLE, [3])
+
+
+async def test_stop_must_be_a_flag() -> None:
+    with pytest.raises(RunOptionError, match="run option stop must have an is_set"):
+        await counting_chain(2).run(0, stop=True)
+
+
+async def test_on_event_sees_every_event_as_it_happens() -> None:
+    seen: list[WorkflowEvent] = []
+    result = await counting_chain(3).run(0, events="all", on_event=seen.append)
+    assert result.events == []  # they went to on_event instead
+    invoked = [e.executor_id for e in seen if isinstance(e, ExecutorInvoked)]
+    completed = [e.executor_id for e in seen if isinstance(e, ExecutorCompleted)]
+    assert invoked == completed == ["n0", "n1", "n2"]
+    assert [e.superstep for e in seen if isinstance(e, SuperstepFinished)] == [1, 2, 3]
+    assert isinstance(seen[-1], RunFinished) and seen[-1].status is RunStatus.IDLE
+
+
+async def test_on_event_also_feeds_resume_and_stream() -> None:
+    url = store_url()
+    flag = threading.Event()
+    wf = stopping_chain(4, stop_after=0, flag=flag)
+    first = await wf.run(1, checkpoint=url, stop=flag)
+    seen: list[WorkflowEvent] = []
+    resumed = await wf.resume(first.run_id, url, events="all", on_event=seen.append)
+    assert resumed.outputs == [5]
+    assert [e.executor_id for e in seen if isinstance(e, ExecutorInvoked)] == ["s1", "s2", "s3"]
+    streamed: list[WorkflowEvent] = []
+    async with wf.stream(1, on_event=streamed.append) as events:
+        yielded = [event async for event in events]
+    assert [type(e) for e in streamed] == [type(e) for e in yielded]
+
+
+async def test_on_event_must_be_callable() -> None:
+    with pytest.raises(RunOptionError, match="run option on_event must be callable"):
+        await counting_chain(2).run(0, on_event="print")
+
+
+async def test_checkpoint_metadata_is_on_every_checkpoint() -> None:
+    url = store_url()
+    meta = {"cli": {"target": "/srv/flows/app.yaml", "allow_imports": False, "args": [1, None]}}
+    result = await counting_chain(3).run(0, checkpoint=url, checkpoint_metadata=meta)
+    store = open_store(url)
+    infos = await store.list(result.run_id)
+    assert len(infos) == 4
+    for info in infos:
+        checkpoint = await store.load(info.checkpoint_id)
+        assert checkpoint.metadata["cli"] == meta["cli"]
+        assert checkpoint.metadata["workflow"] == "chain"
+
+
+@pytest.mark.parametrize(
+    ("meta", "message"),
+    [
+        ({"workflow": "x"}, "may not set workflow"),
+        ({"a": object()}, r"checkpoint_metadata\['a'\] must be JSON-ready"),
+        ({"a": {1: "x"}}, r"checkpoint_metadata\['a'\] has a non-string key 1"),
+        ({"a": [1, {2, 3}]}, r"checkpoint_metadata\['a'\]\[1\] must be JSON-ready"),
+        ([("a", 1)], "must be a dict"),
+    ],
+)
+async def test_checkpoint_metadata_must_be_json_ready_and_not_the_kernels(
+    meta: Any, message: str
+) -> None:
+    with pytest.raises(RunOptionError, match=message):
+        await counting_chain(2).run(0, checkpoint=store_url(), checkpoint_metadata=meta)
