@@ -1,0 +1,119 @@
+"""Kill the docs review midway with SIGKILL, then resume it from its last checkpoint.
+
+Run it from the folder whose ``.plait/`` should hold the store and the report (the
+repository root in the README)::
+
+    python docs/examples/demo/kill_and_resume.py
+
+1. ``plait run docs_review.py:workflow --checkpoint sqlite:///.plait/runs.db`` starts, with
+   ``PLAIT_DEMO_SLOW`` set so each page's step takes a moment;
+2. ``plait runs --json`` is polled until the run has checkpointed a few supersteps, and
+   the process is killed with SIGKILL: no clean-up, no final checkpoint;
+3. ``plait runs`` still lists the run as ``running``; ``plait resume`` continues it in a
+   new process from its last checkpoint, and it finishes;
+4. an uninterrupted run of the same workflow writes the same report, byte for byte.
+
+Exit status 0 when all of that held.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+TARGET = f"{HERE / 'docs_review.py'}:workflow"
+STORE = "sqlite:///.plait/runs.db"
+REPORT = Path(".plait") / "demo" / "report.md"
+#: Kill once this many supersteps are checkpointed (scan, profile, summarise, gate).
+KILL_AFTER = 4
+SLOW = os.environ.get("PLAIT_DEMO_SLOW") or "0.6"
+PLAIT = [sys.executable, "-m", "plait_cli"]
+
+
+def plait(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run ``plait ARGS`` to completion, echoing the command."""
+    print("$", "plait", *args, flush=True)
+    return subprocess.run(
+        [*PLAIT, *args], env={**os.environ, **env}, capture_output=True, text=True, timeout=120
+    )
+
+
+def runs() -> list[dict[str, Any]]:
+    """What ``plait runs --json`` says about the store (quietly: it is polled)."""
+    listed = subprocess.run(
+        [*PLAIT, "runs", "--checkpoint", STORE, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    found: list[dict[str, Any]] = json.loads(listed.stdout)
+    return found
+
+
+def start_and_kill() -> str:
+    """Start a slow run, kill it with SIGKILL after ``KILL_AFTER`` supersteps; its id."""
+    before = {r["run_id"] for r in runs()}
+    log = Path(".plait") / "demo" / "killed-run.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    print(f"$ PLAIT_DEMO_SLOW={SLOW} plait run {TARGET} --checkpoint {STORE} &", flush=True)
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            [*PLAIT, "run", TARGET, "--checkpoint", STORE],
+            env={**os.environ, "PLAIT_DEMO_SLOW": SLOW},
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 60
+    run: dict[str, Any] | None = None
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"the run ended (status {process.returncode}) before it was killed")
+        run = next((r for r in runs() if r["run_id"] not in before), None)
+        if run is not None and run["superstep"] >= KILL_AFTER:
+            break
+        time.sleep(0.1)
+    else:
+        process.kill()
+        raise SystemExit(f"the run did not reach superstep {KILL_AFTER} within 60 s")
+    assert run is not None
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()  # reaped: its lease is free at once (a dead pid on this host)
+    print(f"killed pid {process.pid} (SIGKILL) after superstep {run['superstep']}", flush=True)
+    return str(run["run_id"])
+
+
+def main() -> int:
+    """Kill, resume, compare; 0 when the resumed run finished with the same report."""
+    REPORT.unlink(missing_ok=True)
+    run_id = start_and_kill()
+    (killed,) = [r for r in runs() if r["run_id"] == run_id]
+    print(f"  run {run_id}: {killed['status']}, superstep {killed['superstep']}")
+    if REPORT.exists():
+        raise SystemExit("the killed run wrote a report: it was killed too late")
+    resumed = plait("resume", TARGET, run_id, "--checkpoint", STORE)
+    print(resumed.stdout, end="")
+    if resumed.returncode != 0:
+        print(resumed.stderr, end="", file=sys.stderr)
+        return 1
+    (done,) = [r for r in runs() if r["run_id"] == run_id]
+    print(f"  run {run_id}: {done['status']}, {done['superstep']} supersteps")
+    after_resume = REPORT.read_bytes()
+    fresh = plait("run", TARGET, "--checkpoint", STORE)
+    if fresh.returncode != 0:
+        print(fresh.stderr, end="", file=sys.stderr)
+        return 1
+    same = REPORT.read_bytes() == after_resume
+    print(f"report {REPORT}: {'identical to' if same else 'DIFFERENT from'} an uninterrupted run")
+    return 0 if same and done["status"] == "idle" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
