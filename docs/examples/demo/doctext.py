@@ -110,13 +110,13 @@ def parse_markdown(text: str, folder: Path | None = None) -> dict[str, Any]:
             fence = opened.group(1)
             code_blocks.append(opened.group(2))
             continue
+        for match in LINK.finditer(INLINE_CODE.sub(" ", line)):
+            links.append(_link(match.group(2), number, folder))
         heading = HEADING.match(line)
         if heading:
             close()
             headings.append([len(heading.group(1)), _strip_inline(heading.group(2)), number])
             continue
-        for match in LINK.finditer(INLINE_CODE.sub(" ", line)):
-            links.append(_link(match.group(2), number, folder))
         stripped = line.strip()
         if not stripped or stripped.startswith(("|", "<")):
             close()

@@ -1,0 +1,280 @@
+"""The README's demo: ``plait run docs/examples/demo/docs_review.py:workflow`` reviews a folder
+of Markdown, durably, and writes ``.plait/demo/report.md``; ``kill_and_resume.py`` kills it
+with SIGKILL and resumes it to the same report; ``PLAIT_DEMO_MODEL`` puts a model behind the
+summaries.
+
+The structural numbers of the report are recomputed here from the pages, by code of this
+test's own (not the demo's ``doctext``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "docs" / "examples" / "demo"
+TARGET = f"{DEMO / 'docs_review.py'}:workflow"
+STORE = "sqlite:///.plait/runs.db"
+
+
+def plait(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``plait ARGS`` in ``cwd``, with no PLAIT_ or PYTEST_ setting of ours leaking in."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PLAIT_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "plait_cli", *args],
+        cwd=cwd,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def structure(text: str, folder: Path) -> dict[str, Any]:
+    """Headings, fenced code blocks, links and broken relative links of a Markdown page,
+    as the demo's docstring defines them, computed independently."""
+    fence = ""
+    headings = blocks = links = 0
+    broken: list[list[Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        bare = line.lstrip()
+        if fence:
+            if bare.startswith(fence):
+                fence = ""
+            continue
+        if bare.startswith(("```", "~~~")):
+            marker = bare[0]
+            fence = bare[: len(bare) - len(bare.lstrip(marker))]
+            blocks += 1
+            continue
+        if re.match(r"#{1,6} +\S", line):
+            headings += 1
+        without_code = re.sub(r"`+[^`\n]*`+", " ", line)
+        for target in re.findall(r"(?<!!)\[[^\]\n]+\]\(([^)\s]+)", without_code):
+            links += 1
+            if ":" in target.split("/")[0] or target.startswith("#"):
+                continue
+            if not (folder / target.split("#")[0]).exists():
+                broken.append([target, number])
+    return {"headings": headings, "code_blocks": blocks, "links": links, "broken_links": broken}
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of this repository's docs (so pages other sessions edit cannot race the
+    test), plus a page with a broken link and an example to link to."""
+    folder = tmp_path_factory.mktemp("pages")
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        shutil.copy(page, folder / page.name)
+    (folder / "examples").mkdir()
+    (folder / "examples" / "hello.py").write_text("print('hello')\n")
+    (folder / "zz-small.md").write_text(
+        "# A small page\n\n"
+        "Plait runs workflow graphs. See [the example](examples/hello.py), "
+        "[a missing page](missing.md#top), [the site](https://example.com) and "
+        "[this section](#a-small-page); `[not a link](nowhere.md)`.\n\n"
+        "```python\nprint('[no link](here.md)')\n```\n\n"
+        "## Graphs\n\nA graph has executors and edges. Supersteps run the graph.\n"
+    )
+    return folder
+
+
+@pytest.fixture(scope="module")
+def review(pages: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One run of the demo over ``pages``, from a fresh working directory."""
+    cwd = tmp_path_factory.mktemp("cwd")
+    result = plait(cwd, "run", TARGET, str(pages), "--checkpoint", STORE)
+    assert result.returncode == 0, result.stderr
+    listed = plait(cwd, "runs", "--json")
+    assert listed.returncode == 0, listed.stderr
+    report = json.loads((cwd / ".plait" / "demo" / "report.json").read_text())
+    return {"cwd": cwd, "stdout": result.stdout, "runs": json.loads(listed.stdout), **report}
+
+
+def test_every_page_is_reviewed_with_its_real_numbers(
+    pages: Path, review: dict[str, Any]
+) -> None:
+    names = sorted(p.name for p in pages.glob("*.md"))
+    assert [p["name"] for p in review["pages"]] == names
+    for page in review["pages"]:
+        expected = structure((pages / page["name"]).read_text(), pages)
+        got = {key: page["stats"][key] for key in expected}
+        assert got == expected, page["name"]
+        assert page["stats"]["words"] > 0 and page["stats"]["sentences"] > 0
+        assert len(page["keywords"]) == 5
+
+
+def test_the_small_page_in_detail(review: dict[str, Any]) -> None:
+    (small,) = [p for p in review["pages"] if p["name"] == "zz-small.md"]
+    assert small["title"] == "A small page"
+    stats = small["stats"]
+    assert (stats["headings"], stats["code_blocks"], stats["links"]) == (2, 1, 4)
+    assert stats["external_links"] == 1
+    assert stats["broken_links"] == [["missing.md#top", 3]]
+    assert stats["code_languages"] == ["python"]
+    assert stats["sentences"] == 4
+    # the summariser is extractive: its summary is sentences of the page, in page order
+    prose = [
+        "Plait runs workflow graphs.",
+        "See the example, a missing page, the site and this section; not a link.",
+        "A graph has executors and edges.",
+        "Supersteps run the graph.",
+    ]
+    chosen = [s for s in prose if s in small["summary"]]
+    assert " ".join(chosen) == small["summary"]
+    assert len(chosen) == small["history"][-1]["budget"]
+
+
+def test_the_quality_gate_loops_and_its_rounds_follow_the_rule(review: dict[str, Any]) -> None:
+    revised = [p for p in review["pages"] if len(p["history"]) > 1]
+    assert revised, "no summary went round the loop"
+    for page in review["pages"]:
+        history = page["history"]
+        assert [h["round"] for h in history] == list(range(1, len(history) + 1))
+        assert [h["budget"] for h in history] == [1 + 2 * i for i in range(len(history))]
+        assert all(len(h["covered"]) < 3 for h in history[:-1]), page["name"]
+        assert page["passed"] == (len(history[-1]["covered"]) >= 3)
+        assert page["passed"] or len(history) == 3
+        mentioned = page["summary"].lower()
+        assert all(k.rstrip("s") in mentioned for k in history[-1]["covered"])
+        if len(history) > 1:  # a later round focuses on what the one before missed
+            assert page["focus"] == history[-2]["missed"]
+
+
+def test_the_report_is_written_and_the_run_is_checkpointed(review: dict[str, Any]) -> None:
+    cwd = review["cwd"]
+    report = (cwd / ".plait" / "demo" / "report.md").read_text()
+    assert review["stdout"].strip().endswith("report: .plait/demo/report.md")
+    assert f"reviewed {len(review['pages'])} pages" in review["stdout"]
+    assert report.startswith(f"# Docs review: {len(review['pages'])} pages")
+    assert "- `zz-small.md` line 3: `missing.md#top`" in report
+    for page in review["pages"]:
+        assert f"| {page['name']} | {page['stats']['words']} |" in report
+        assert f"### {page['name']}: " in report
+    assert (cwd / ".plait" / "runs.db").is_file()
+    (run,) = review["runs"]
+    assert (run["workflow"], run["status"], run["error"]) == ("docs-review", "idle", None)
+    assert run["superstep"] >= 8  # scan, profile, summarise, gate, ..., collect, report
+
+
+def test_an_empty_folder_fails_the_run_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    result = plait(tmp_path, "run", TARGET, str(tmp_path / "empty"))
+    assert result.returncode == 1
+    assert "no *.md pages to review in" in result.stderr
+    assert "scan" in result.stderr
+
+
+def test_kill_and_resume_finishes_with_the_same_report(tmp_path: Path) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PLAIT_"))}
+    result = subprocess.run(
+        [sys.executable, str(DEMO / "kill_and_resume.py")],
+        cwd=tmp_path,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "(SIGKILL) after superstep" in result.stdout
+    assert ": running, superstep" in result.stdout  # what the killed run left behind
+    assert "identical to an uninterrupted run" in result.stdout
+    listed = plait(tmp_path, "runs", "--json")
+    runs = json.loads(listed.stdout)
+    assert len(runs) == 2 and {r["status"] for r in runs} == {"idle"}
+    (killed,) = [r for r in runs if r["run_id"] in result.stdout]
+    assert killed["superstep"] == runs[0]["superstep"]  # resumed to the end
+
+
+# -- PLAIT_DEMO_MODEL: the summaries from an llm model (a fake one, registered with llm) --
+
+
+@pytest.fixture
+def demo_module(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The demo's workflow module, imported as ``plait run`` imports it."""
+    monkeypatch.syspath_prepend(str(DEMO))
+    import docs_review
+
+    return docs_review
+
+
+@pytest.fixture
+def terse_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """An llm model that answers a one-sentence request with nothing useful and a longer
+    one by naming the terms it was asked to mention (streamed word by word)."""
+    llm = pytest.importorskip("llm")
+
+    class Terse(llm.Model):  # type: ignore[misc,name-defined]
+        model_id = "demo-terse"
+        can_stream = True
+
+        def execute(self, prompt: Any, stream: bool, response: Any, conversation: Any) -> Any:
+            text = prompt.prompt
+            if "at most 1 sentences" in text:
+                yield "A page."
+                return
+            terms = re.search(r"Mention these terms: (.*)\.", text)
+            assert terms is not None
+            yield "This page covers "
+            yield terms.group(1) + "."
+
+    class Plugin:
+        @llm.hookimpl  # type: ignore[misc]
+        def register_models(self, register: Any) -> None:
+            register(Terse())
+
+    monkeypatch.setenv("LLM_USER_PATH", str(tmp_path / "llm"))
+    plugin = Plugin()
+    llm.plugins.pm.register(plugin, name="demo-terse-model")
+    try:
+        yield "demo-terse"
+    finally:
+        llm.plugins.pm.unregister(plugin)
+
+
+@pytest.mark.anyio
+async def test_plait_demo_model_writes_the_summaries(
+    demo_module: Any,
+    terse_model: str,
+    pages: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from plait.events import CustomEvent
+
+    monkeypatch.setenv("PLAIT_DEMO_MODEL", terse_model)
+    monkeypatch.chdir(tmp_path)
+    small = tmp_path / "pages"
+    small.mkdir()
+    shutil.copy(pages / "zz-small.md", small / "zz-small.md")
+    result = await demo_module.workflow().run(str(small), events="all")
+    assert result.error is None
+    report = json.loads((tmp_path / ".plait" / "demo" / "report.json").read_text())
+    assert report["model"] == terse_model
+    (page,) = report["pages"]
+    # round 1 (one sentence) misses every keyword; round 2 names the ones it missed
+    assert [len(h["covered"]) for h in page["history"]] == [0, 5]
+    assert page["summary"] == f"This page covers {', '.join(page['keywords'])}."
+    tokens = [e.data["token"] for e in result.events if isinstance(e, CustomEvent)]
+    assert "This page covers " in tokens and "A page." in tokens
+    assert "Summaries by a model (demo-terse)" in (tmp_path / ".plait/demo/report.md").read_text()
+
+
+def test_an_unknown_demo_model_is_refused_when_the_workflow_is_built(
+    demo_module: Any, terse_model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from plait.errors import PlaitError
+
+    monkeypatch.setenv("PLAIT_DEMO_MODEL", "demo-tersee")
+    with pytest.raises(PlaitError, match="demo-tersee"):
+        demo_module.workflow()
