@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 from durable_helpers import counting_chain
-from plait import WorkflowContext, executor
+from plait import Executor, Never, WorkflowContext, executor, handler
 from plait.checkpoint import open_store
 from plait.errors import RunOptionError
 from plait.events import (
@@ -153,3 +153,32 @@ async def test_checkpoint_metadata_must_be_json_ready_and_not_the_kernels(
 ) -> None:
     with pytest.raises(RunOptionError, match=message):
         await counting_chain(2).run(0, checkpoint=store_url(), checkpoint_metadata=meta)
+
+
+async def test_pending_requests_reads_a_stored_run_without_resuming_it() -> None:
+    class Approval(Executor):
+        @handler
+        async def ask(self, text: str, ctx: WorkflowContext[Never, str]) -> None:
+            ctx.state["text"] = text
+            await ctx.request_info({"question": "publish?", "text": text}, bool)
+
+        @handler
+        async def answer(self, approved: bool, ctx: WorkflowContext[Never, str]) -> None:
+            await ctx.yield_output(f"published: {ctx.state['text']}" if approved else "no")
+
+    url = store_url()
+    wf = WorkflowBuilder("gate").add_executor(Approval("approval")).set_start("approval").build()
+    waiting = await wf.run("draft", checkpoint=url)
+    assert waiting.status is RunStatus.IDLE_WITH_PENDING_REQUESTS
+    store = open_store(url)
+    before = await store.list(waiting.run_id)
+    (request,) = await wf.pending_requests(waiting.run_id, url)
+    assert (request.executor_id, request.response_type, request.request) == (
+        "approval",
+        bool,
+        {"question": "publish?", "text": "draft"},
+    )
+    assert await store.list(waiting.run_id) == before  # nothing written, no lease kept
+    done = await wf.resume(waiting.run_id, url, responses={request.request_id: True})
+    assert done.outputs == ["published: draft"]
+    assert await wf.pending_requests(waiting.run_id, url) == []

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .checkpoint import CheckpointStore
     from .events import WorkflowEvent
     from .routing import EdgeRunner
-    from .state import RunState
+    from .state import PendingRequest, RunState
     from .streaming import EventStream
 
 __all__ = ["Workflow", "WorkflowRunResult"]
@@ -270,6 +270,16 @@ class Workflow:
                 await checkpoint_store.aclose()
         result.events = events
         return self._finish(result, opts)
+
+    async def pending_requests(
+        self, id: str, checkpoint: str | CheckpointStore, **options: Any
+    ) -> list[PendingRequest]:
+        """The requests a stored run waits for (from its latest checkpoint, or checkpoint
+        ``id``), without resuming it; raises as :meth:`resume` does. ``options``: those of
+        :meth:`resume` that open the store (``checkpoint_key``, ``checkpoint_encrypt``)."""
+        from .resume import stored_requests
+
+        return await stored_requests(self._graph, id, checkpoint, options)
 
     async def _nested_run(
         self,

@@ -39,8 +39,41 @@ def store(tmp_path: Path) -> str:
 
 
 def test_run_prints_the_outputs_and_exits_0() -> None:
-    result = plait("run", target("echo"), "hello")
+    result = plait("run", target("echo"), "hello", "--quiet", "--no-checkpoint")
     assert (result.exit_code, result.stdout, result.stderr) == (0, "OLLEH\n", "")
+
+
+def test_off_a_terminal_progress_is_a_line_per_superstep_and_a_summary() -> None:
+    result = plait("run", target("echo"), "hello")
+    assert (result.exit_code, result.stdout) == (0, "OLLEH\n")
+    lines = result.stderr.splitlines()
+    (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", lines[0])
+    assert re.fullmatch(r"superstep 1: upper \(\d+ ms\)", lines[1])
+    assert re.fullmatch(r"superstep 2: reverse \(\d+ ms\)", lines[2])
+    assert re.fullmatch(
+        rf"run {run_id}: idle, 2 superstep\(s\), 2 invocation\(s\), 1 output\(s\) in \d+ ms",
+        lines[3],
+    )
+    assert len(lines) == 4
+
+
+def test_every_run_is_checkpointed_under_dot_plait_by_default(tmp_path: Path) -> None:
+    result = plait("run", target("echo"), "hello", "-q")
+    assert result.exit_code == 0
+    (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", result.stderr, re.M)
+    assert (tmp_path / ".plait" / "runs.db").is_file()
+    assert (tmp_path / ".plait" / ".gitignore").read_text().splitlines()[-1] == "*"
+    listed = plait("runs", "--json")
+    (run,) = json.loads(listed.stdout)
+    assert (run["run_id"], run["status"], run["superstep"]) == (run_id, "idle", 2)
+
+
+def test_no_checkpoint_writes_nothing_and_prints_no_run_id(tmp_path: Path) -> None:
+    result = plait("run", target("echo"), "hello", "--no-checkpoint", "-q")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "OLLEH\n", "")
+    assert not (tmp_path / ".plait").exists()
+    both = plait("run", target("echo"), "x", "--no-checkpoint", "--checkpoint", "memory://a")
+    assert both.exit_code == 2 and "exclude each other" in both.stderr
 
 
 def test_a_target_may_be_a_function_returning_the_workflow() -> None:
@@ -91,13 +124,17 @@ def test_events_stream_to_stderr_as_json_lines_and_outputs_to_stdout() -> None:
 def test_a_failed_run_exits_1_naming_the_executor_the_superstep_and_the_cause() -> None:
     result = plait("run", target("failing"), "boom")
     assert result.exit_code == 1 and result.stdout == ""
-    first = result.stderr.splitlines()[0]
-    assert re.fullmatch(
-        r"Error: run [0-9a-f]{32} failed in executor 'explode' at superstep 2", first
+    assert re.search(
+        r"^Error: run [0-9a-f]{32} failed in executor 'explode' at superstep 2$",
+        result.stderr,
+        re.M,
+    )
+    assert re.search(
+        r"^failed: executor 'explode' in superstep 2: ConnectionError", result.stderr, re.M
     )
     assert "ConnectionError: the model endpoint hung up on 'BOOM'" in result.stderr
     assert f"raised at {WORKFLOWS}:" in result.stderr and "in explode" in result.stderr
-    assert "not checkpointed" not in result.stderr
+    assert "not checkpointed" not in result.stderr and "resume with:" in result.stderr
 
 
 def test_max_supersteps_bounds_a_loop_and_streams_its_custom_events() -> None:
@@ -119,8 +156,8 @@ def test_a_message_the_start_executor_cannot_handle_fails_the_run() -> None:
 
 
 def test_durability_needs_a_checkpoint() -> None:
-    result = plait("run", target("echo"), "x", "--durability", "exit")
-    assert result.exit_code == 2 and "--durability needs --checkpoint" in result.stderr
+    result = plait("run", target("echo"), "x", "--durability", "exit", "--no-checkpoint")
+    assert result.exit_code == 2 and "--durability needs a checkpoint" in result.stderr
 
 
 def test_an_unknown_store_scheme_is_an_error_listing_the_installed_ones() -> None:
@@ -142,7 +179,7 @@ def test_a_bad_target_exits_1_naming_what_was_found() -> None:
 
 def _pending(result: Result) -> tuple[str, str]:
     """The run id and the one pending request id a waiting run printed."""
-    (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", result.stderr, re.M)
+    (run_id,) = re.findall(r"^run ([0-9a-f]{32}) is waiting for", result.stderr, re.M)
     (request_id,) = re.findall(
         r"^  request ([0-9a-f]+) from executor 'approval'", result.stderr, re.M
     )
@@ -170,7 +207,14 @@ def test_a_request_exits_3_and_resume_with_respond_gives_the_output(
     ) in waiting.stderr
 
     done = plait(
-        "resume", target("gate"), run_id, "--checkpoint", url, "--respond", f"{request_id}=true"
+        "resume",
+        target("gate"),
+        run_id,
+        "--checkpoint",
+        url,
+        "--respond",
+        f"{request_id}=true",
+        "-q",
     )
     assert (done.exit_code, done.stdout, done.stderr) == (0, "published: the essay\n", "")
 
@@ -232,9 +276,23 @@ def test_answering_one_request_twice_is_a_usage_error(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "request 'r1' is answered twice" in result.stderr
 
 
-def test_resume_needs_a_checkpoint() -> None:
-    result = plait("resume", target("gate"), "some-run")
-    assert result.exit_code == 2 and "--checkpoint" in result.stderr
+def test_resume_uses_the_default_store_and_a_python_target_must_be_named() -> None:
+    waiting = plait("run", target("gate"), "t", "-q")
+    run_id, request_id = _pending(waiting)
+    assert f"resume with: plait resume {target('gate')} {run_id} --respond" in waiting.stderr
+    unnamed = plait("resume", run_id, "--respond", f"{request_id}=true")
+    assert unnamed.exit_code == 2
+    assert "a target read from a checkpoint is never imported" in unnamed.stderr
+    assert f"plait resume {target('gate')} {run_id}" in unnamed.stderr
+    done = plait("resume", target("gate"), run_id, "--respond", f"{request_id}=true", "-q")
+    assert (done.exit_code, done.stdout) == (0, "published: t\n")
+
+
+def test_resume_takes_one_or_two_arguments() -> None:
+    result = plait("resume", "a", "b", "c")
+    assert result.exit_code == 2 and "expected [TARGET] RUN_ID" in result.stderr
+    unknown = plait("resume", "nope")
+    assert unknown.exit_code == 1 and "no run and no checkpoint with id 'nope'" in unknown.stderr
 
 
 def test_resume_of_an_unknown_run_is_an_error(tmp_path: Path) -> None:
@@ -265,7 +323,7 @@ def test_a_failed_checkpointed_run_can_be_resumed_and_says_how(tmp_path: Path) -
 
 
 def test_a_request_without_a_checkpoint_says_it_cannot_be_resumed() -> None:
-    result = plait("run", target("gate"), "t")
+    result = plait("run", target("gate"), "t", "--no-checkpoint")
     assert result.exit_code == 3
     assert "the run was not checkpointed, so it cannot be resumed" in result.stderr
     assert "run id:" not in result.stderr

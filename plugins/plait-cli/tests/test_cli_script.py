@@ -43,7 +43,15 @@ def test_the_console_script_lists_plugins_and_runs_and_resumes_a_workflow(tmp_pa
     (request_id,) = re.findall(r"^  request ([0-9a-f]+) from executor", waiting.stderr, re.M)
 
     done = plait(
-        "resume", gate, run_id, "--checkpoint", url, "--respond", f"{request_id}=true", cwd=tmp_path
+        "resume",
+        gate,
+        run_id,
+        "--checkpoint",
+        url,
+        "--respond",
+        f"{request_id}=true",
+        "-q",
+        cwd=tmp_path,
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, "published: the essay\n", "")
 

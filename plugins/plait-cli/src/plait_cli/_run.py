@@ -1,76 +1,52 @@
-"""``plait run`` and ``plait resume``: run a workflow from the shell, durably if asked.
+"""``plait run`` and ``plait resume``: run a workflow from the shell, durably by default.
 
 stdout carries the workflow's outputs only (one per line; JSON unless a string), so it can be
-piped; the run id, streamed events, pending requests and errors go to stderr. The exit status
-says how the run ended: 0 idle, 3 waiting for input, 1 failed (2 is click's usage error).
+piped; the run id, progress, events, pending requests and errors go to stderr.
+
+Every run is checkpointed, by default to a SQLite store under ``.plait/`` in the working
+directory, so it can be resumed (``--no-checkpoint`` opts out). The first Ctrl-C stops the
+run at the next superstep boundary, once that superstep is checkpointed, and prints the
+resume command; a second aborts at once (the last checkpoint still resumes).
+
+The exit status says how the run ended: 0 done, 1 failed, 2 usage error, 3 waiting for
+input, 130 stopped by Ctrl-C.
 """
 
 from __future__ import annotations
 
-import functools
 import json
+import os
 import shlex
 import sys
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-import anyio
-import attrs
 import click
-from plait import Workflow, WorkflowRunResult
-from plait.errors import PlaitError, WorkflowRunError
-from plait.events import OutputEvent, RequestInfoEvent, RunFinished, RunStarted, RunStatus
+from plait import Workflow
+from plait.events import RunStatus
 from plait.types import type_name
 
-from ._output import describe_error, event_record, format_output, to_json
+from ._follow import Display, Outcome, follow
+from ._output import describe_error, to_json
 from ._target import TargetError, load_target
 
-__all__ = ["EXIT_STATUS", "resume_command", "run_command"]
+__all__ = ["DEFAULT_STORE", "EXIT_STATUS", "resume_command", "run_command"]
 
-#: Exit status of ``plait run`` / ``plait resume`` per final run status.
+#: Where ``plait run`` keeps checkpoints unless told otherwise (relative to the working
+#: directory); ``plait runs`` and ``plait resume`` look there too.
+DEFAULT_STORE = "sqlite:///.plait/runs.db"
+#: Exit status of ``plait run`` / ``plait resume`` per final run status (``running``: the
+#: run was stopped by Ctrl-C and can be resumed).
 EXIT_STATUS: Mapping[RunStatus, int] = {
     RunStatus.IDLE: 0,
-    RunStatus.IDLE_WITH_PENDING_REQUESTS: 3,
     RunStatus.FAILED: 1,
+    RunStatus.IDLE_WITH_PENDING_REQUESTS: 3,
+    RunStatus.RUNNING: 130,
 }
-
-
-@attrs.define
-class _Pending:
-    request_id: str
-    executor_id: str
-    request: Any
-    response_type: str
-
-
-@attrs.define
-class _Outcome:
-    """How a run ended, whether it was collected by ``run()`` or followed by ``stream()``."""
-
-    run_id: str
-    status: RunStatus = RunStatus.FAILED
-    outputs: list[Any] = attrs.field(factory=list)
-    error: BaseException | None = None
-    supersteps: int = 0
-    pending: list[_Pending] = attrs.field(factory=list)
-    step_context: Any = None
-
-    @classmethod
-    def of(cls, result: WorkflowRunResult) -> _Outcome:
-        pending = [
-            _Pending(r.request_id, r.executor_id, r.request, type_name(r.response_type))
-            for r in result.pending_requests
-        ]
-        return cls(
-            result.run_id,
-            result.status,
-            result.outputs,
-            result.error,
-            result.supersteps,
-            pending,
-            result.step_context,
-        )
+#: The checkpoint metadata key under which ``plait run`` records how to load the workflow.
+METADATA_KEY = "cli"
 
 
 def _workflow(target: str, allow_imports: bool = False) -> Workflow:
@@ -121,61 +97,56 @@ def _responses(
     return responses
 
 
-def _execute(run: Callable[[], Any]) -> Any:
-    """``anyio.run`` on asyncio; errors raised before the run ends become CLI errors."""
-    try:
-        return anyio.run(run, backend="asyncio")
-    except PlaitError as exc:
-        raise click.ClickException(describe_error(exc)) from exc
+def _default_store() -> str:
+    """The default store URL, its folder created (with a ``.gitignore`` keeping it out of
+    version control)."""
+    folder = Path(".plait")
+    if not folder.is_dir():
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            (folder / ".gitignore").write_text("# plait run's checkpoints\n*\n")
+        except OSError:
+            pass  # a read-only or odd folder: the store will say what is wrong
+    return DEFAULT_STORE
 
 
-async def _stream(workflow: Workflow, message: Any, options: dict[str, Any]) -> _Outcome:
-    """Follow the run event by event: events to stderr, outputs to stdout as they come."""
-    outcome = _Outcome(run_id=str(options.get("run_id", "")))
-    async for event in workflow.stream(message, raise_on_failure=False, **options):
-        click.echo(to_json(event_record(event)), err=True)
-        if isinstance(event, RunStarted):
-            outcome.run_id = event.run_id
-        elif isinstance(event, OutputEvent):
-            outcome.outputs.append(event.data)
-            click.echo(format_output(event.data))
-        elif isinstance(event, RequestInfoEvent):
-            outcome.pending.append(
-                _Pending(event.request_id, event.executor_id, event.request, event.response_type)
-            )
-        elif isinstance(event, RunFinished):
-            outcome.status, outcome.error = event.status, event.error
-            outcome.supersteps = event.supersteps
-    return outcome
+def _recorded_target(target: str) -> str:
+    """``target`` as a later ``plait resume`` in another directory can load it: a file
+    made absolute (``file.py:attr`` too); ``module:attr`` as given."""
+    document = Path(target)
+    if document.suffix.lower() != ".py" and document.is_file():
+        return str(document.resolve())
+    module_part, sep, attr = target.rpartition(":")
+    if sep and (module_part.endswith(".py") or "/" in module_part or os.sep in module_part):
+        return f"{Path(module_part).resolve()}:{attr}"
+    return target
 
 
-def _report(
-    ctx: click.Context, outcome: _Outcome, target: str, checkpoint: str | None, printed: bool
-) -> None:
-    """Print what the run left (outputs unless ``printed``, requests, error); exit."""
-    if not printed:
-        for output in outcome.outputs:
-            click.echo(format_output(output))
-    if outcome.status is RunStatus.IDLE_WITH_PENDING_REQUESTS:
-        click.echo(
-            f"run {outcome.run_id} is waiting for {len(outcome.pending)} request(s):", err=True
+def _is_document(target: str) -> bool:
+    """Whether ``target`` is a workflow file (loaded as data), not Python to import."""
+    document = Path(target)
+    return document.suffix.lower() != ".py" and document.is_file()
+
+
+def _resume_hint(outcome: Outcome, target: str | None, checkpoint: str | None, extra: str) -> str:
+    """The command that resumes the run (``target`` None: the checkpoint names it)."""
+    if checkpoint is None:
+        return (
+            "the run was not checkpointed, so it cannot be resumed; run it without --no-checkpoint"
         )
-        for request in outcome.pending:
-            click.echo(
-                f"  request {request.request_id} from executor {request.executor_id!r} "
-                f"(answer with {request.response_type}): {to_json(request.request)}",
-                err=True,
-            )
-        answers = " ".join(f"--respond {r.request_id}=JSON" for r in outcome.pending)
-        click.echo(_resume_hint(outcome, target, checkpoint, answers), err=True)
-    elif outcome.status is RunStatus.FAILED:
-        click.echo(_failure(outcome), err=True)
-        if checkpoint is not None:
-            click.echo(_resume_hint(outcome, target, checkpoint, ""), err=True)
-    ctx.exit(EXIT_STATUS[outcome.status])
+    words = ["plait", "resume"]
+    if target is not None:
+        words.append(target)
+    words.append(outcome.run_id)
+    if checkpoint != DEFAULT_STORE:
+        words += ["--checkpoint", checkpoint]
+    command = " ".join(shlex.quote(w) for w in words)
+    return f"resume with: {command} {extra}".rstrip()
 
 
-def _failure(outcome: _Outcome) -> str:
+def _failure(outcome: Outcome) -> str:
+    from plait.errors import WorkflowRunError
+
     error = outcome.error
     where = ""
     if isinstance(error, WorkflowRunError):
@@ -189,12 +160,102 @@ def _failure(outcome: _Outcome) -> str:
     return f"Error: run {outcome.run_id} failed{where}\n  {detail}"
 
 
-def _resume_hint(outcome: _Outcome, target: str, checkpoint: str | None, extra: str) -> str:
-    if checkpoint is None:
-        return "the run was not checkpointed, so it cannot be resumed; run it with --checkpoint URL"
-    words = ["plait", "resume", target, outcome.run_id, "--checkpoint", checkpoint]
-    command = " ".join(shlex.quote(w) for w in words)
-    return f"resume with: {command} {extra}".rstrip()
+def _report(
+    ctx: click.Context, outcome: Outcome, target: str | None, checkpoint: str | None
+) -> None:
+    """Print what the run left (requests, error, how to resume); exit with its status."""
+    if outcome.interrupted and outcome.status is RunStatus.RUNNING:
+        if outcome.aborted:
+            what = "aborted; its last checkpoint resumes it"
+        else:
+            what = f"stopped after superstep {outcome.supersteps}, checkpointed"
+        click.echo(f"run {outcome.run_id} {what}", err=True)
+        click.echo(_resume_hint(outcome, target, checkpoint, ""), err=True)
+    elif outcome.status is RunStatus.IDLE_WITH_PENDING_REQUESTS:
+        click.echo(
+            f"run {outcome.run_id} is waiting for {len(outcome.requests)} request(s):", err=True
+        )
+        for request in outcome.requests:
+            click.echo(
+                f"  request {request.request_id} from executor {request.executor_id!r} "
+                f"(answer with {type_name(request.response_type)}): {to_json(request.request)}",
+                err=True,
+            )
+        answers = " ".join(f"--respond {r.request_id}=JSON" for r in outcome.requests)
+        click.echo(_resume_hint(outcome, target, checkpoint, answers), err=True)
+    elif outcome.status is RunStatus.FAILED:
+        click.echo(_failure(outcome), err=True)
+        if checkpoint is not None:
+            click.echo(_resume_hint(outcome, target, checkpoint, ""), err=True)
+    ctx.exit(EXIT_STATUS[outcome.status])
+
+
+def _answer_on_terminal(
+    workflow: Workflow,
+    outcome: Outcome,
+    checkpoint: str | None,
+    display: Display,
+    prompt: bool,
+    options: dict[str, Any],
+) -> Outcome:
+    """While the run waits for answers and a person is at the terminal, ask and resume."""
+    from ._prompt import ask_for_answers, can_prompt
+
+    while (
+        prompt
+        and checkpoint is not None
+        and outcome.status is RunStatus.IDLE_WITH_PENDING_REQUESTS
+        and not display.json_events
+        and can_prompt()
+    ):
+        answers = ask_for_answers(outcome.requests)
+        outcome = _resume(workflow, outcome.run_id, checkpoint, answers, display, options)
+    return outcome
+
+
+def _resume(
+    workflow: Workflow,
+    run_id: str,
+    checkpoint: str,
+    responses: dict[str, Any],
+    display: Display,
+    options: dict[str, Any],
+) -> Outcome:
+    async def start(extra: dict[str, Any]) -> Any:
+        return await workflow.resume(run_id, checkpoint, responses=responses, **options, **extra)
+
+    return follow(start, run_id, display)
+
+
+_DISPLAY_OPTIONS = [
+    click.option(
+        "--json",
+        "--events",
+        "json_events",
+        is_flag=True,
+        help="Print every event to stderr as a JSON line (no progress display).",
+    ),
+    click.option("-q", "--quiet", is_flag=True, help="No progress display."),
+    click.option(
+        "--no-input",
+        is_flag=True,
+        help="Never prompt for answers to requests, even on a terminal.",
+    ),
+    click.option(
+        "--max-supersteps", type=click.IntRange(min=1), metavar="N", help="Fail past N supersteps."
+    ),
+    click.option(
+        "--durability",
+        type=click.Choice(["sync", "async", "exit"]),
+        help="When checkpoints are written (default sync: every superstep).",
+    ),
+]
+
+
+def _display_options(command: Any) -> Any:
+    for option in reversed(_DISPLAY_OPTIONS):
+        command = option(command)
+    return command
 
 
 @click.command("run", short_help="Run a workflow on a message; print its outputs.")
@@ -204,17 +265,10 @@ def _resume_hint(outcome: _Outcome, target: str, checkpoint: str | None, extra: 
 @click.option(
     "--checkpoint",
     metavar="URL",
-    help="Write checkpoints to this store (sqlite:///runs.db, file://DIR, redis://…).",
+    help=f"Write checkpoints to this store (default {DEFAULT_STORE}; file://DIR, redis://…).",
 )
-@click.option(
-    "--durability",
-    type=click.Choice(["sync", "async", "exit"]),
-    help="When checkpoints are written (default sync: every superstep).",
-)
-@click.option("--events", is_flag=True, help="Stream every event to stderr as JSON lines.")
-@click.option(
-    "--max-supersteps", type=click.IntRange(min=1), metavar="N", help="Fail past N supersteps."
-)
+@click.option("--no-checkpoint", is_flag=True, help="Do not checkpoint: the run cannot resume.")
+@_display_options
 @click.option(
     "--step-context",
     is_flag=True,
@@ -232,9 +286,12 @@ def run_command(
     message: str | None,
     json_input: bool,
     checkpoint: str | None,
-    durability: str | None,
-    events: bool,
+    no_checkpoint: bool,
+    json_events: bool,
+    quiet: bool,
+    no_input: bool,
     max_supersteps: int | None,
+    durability: str | None,
     step_context: bool,
     allow_imports: bool,
 ) -> None:
@@ -245,35 +302,104 @@ def run_command(
     that takes no arguments and returns one. MESSAGE is a string (JSON with --json-input;
     - reads stdin; without MESSAGE the workflow gets "" or, with --json-input, null).
 
+    The run is checkpointed (to .plait/runs.db unless --checkpoint URL says otherwise), so
+    `plait resume` can continue it. Progress shows on stderr: live on a terminal, plain
+    lines elsewhere. Ctrl-C stops at the next superstep boundary, after its checkpoint;
+    Ctrl-C again aborts. On a terminal, requests for input are asked for and answered.
+
     Exit status: 0 the run finished, 1 it failed, 2 a usage error, 3 it waits for answers
-    to requests (they are printed; answer them with plait resume).
+    to requests (they are printed; answer them with plait resume), 130 stopped by Ctrl-C.
     """
-    if durability is not None and checkpoint is None:
-        raise click.UsageError("--durability needs --checkpoint URL")
+    if no_checkpoint and checkpoint is not None:
+        raise click.UsageError("--checkpoint and --no-checkpoint exclude each other")
+    if durability is not None and no_checkpoint:
+        raise click.UsageError("--durability needs a checkpoint (drop --no-checkpoint)")
     value = _message(message, json_input)
     workflow = _workflow(target, allow_imports)
+    run_id = uuid.uuid4().hex
     options: dict[str, Any] = {}
     if max_supersteps is not None:
         options["max_supersteps"] = max_supersteps
-    if checkpoint is not None:
-        options.update(checkpoint=checkpoint, run_id=uuid.uuid4().hex)
+    store: str | None = None
+    if not no_checkpoint:
+        store = checkpoint if checkpoint is not None else _default_store()
+        options["checkpoint"] = store
         if durability is not None:
             options["durability"] = durability
-        click.echo(f"run id: {options['run_id']}", err=True)
-    if events:
-        outcome = _execute(functools.partial(_stream, workflow, value, options))
-    else:
-        run = functools.partial(workflow.run, value, raise_on_failure=False, **options)
-        outcome = _Outcome.of(_execute(run))
+        record = {"target": _recorded_target(target), "allow_imports": allow_imports}
+        options["checkpoint_metadata"] = {METADATA_KEY: record}
+        if not json_events:  # stderr stays JSON lines only; RunStarted has the id
+            click.echo(f"run id: {run_id}", err=True)
+    display = Display(json_events=json_events, quiet=quiet)
+
+    async def start(extra: dict[str, Any]) -> Any:
+        return await workflow.run(value, run_id=run_id, **options, **extra)
+
+    outcome = follow(start, run_id, display)
+    resume_options = {k: v for k, v in options.items() if k != "checkpoint"}
+    outcome = _answer_on_terminal(workflow, outcome, store, display, not no_input, resume_options)
     if step_context:
         click.echo(to_json(outcome.step_context), err=True)
-    _report(ctx, outcome, target, checkpoint, printed=events)
+    named = target if allow_imports or not _is_document(target) else None
+    _report(ctx, outcome, named, store)
+
+
+def _stored_target(run_id: str, checkpoint: str) -> tuple[str, bool]:
+    """The target ``plait run`` recorded for ``run_id`` and whether it may be loaded
+    without the user naming it: only a workflow file loaded without imports (nothing read
+    from a store may make Plait import code)."""
+    import anyio
+    from plait.durable import resolve_store
+
+    async def read() -> Any:
+        store, opened = await resolve_store(checkpoint, {})
+        try:
+            latest = await store.latest(run_id)
+            if latest is None:
+                from plait.errors import CheckpointNotFoundError
+
+                try:
+                    latest = await store.load(run_id)
+                except CheckpointNotFoundError:
+                    return None
+            return latest
+        finally:
+            if opened:
+                await store.aclose()
+
+    from plait.errors import PlaitError
+
+    try:
+        latest = anyio.run(read, backend="asyncio")
+    except PlaitError as exc:
+        raise click.ClickException(describe_error(exc)) from exc
+    if latest is None:
+        raise click.ClickException(f"no run and no checkpoint with id {run_id!r} in {checkpoint}")
+    record = latest.metadata.get(METADATA_KEY)
+    target = record.get("target") if isinstance(record, dict) else None
+    if not isinstance(target, str) or not target:
+        raise click.UsageError(
+            f"run {latest.run_id} was not started by plait run, so its checkpoints do not "
+            "say which workflow it is; name it: plait resume TARGET RUN_ID"
+        )
+    if record.get("allow_imports") is not False or not _is_document(target):
+        raise click.UsageError(
+            f"run {latest.run_id} runs {target}, which imports Python code; a target read "
+            f"from a checkpoint is never imported, so name it: plait resume {shlex.quote(target)} "
+            f"{latest.run_id}" + (" --allow-imports" if record.get("allow_imports") else "")
+        )
+    return target, False
 
 
 @click.command("resume", short_help="Continue a checkpointed run, answering its requests.")
-@click.argument("target")
-@click.argument("run_id")
-@click.option("--checkpoint", metavar="URL", required=True, help="The store the run wrote to.")
+@click.argument("args", nargs=-1, required=True, metavar="[TARGET] RUN_ID")
+@click.option(
+    "--checkpoint",
+    metavar="URL",
+    default=DEFAULT_STORE,
+    show_default=True,
+    help="The store the run wrote to.",
+)
 @click.option(
     "--respond",
     "responses",
@@ -282,35 +408,68 @@ def run_command(
     callback=_responses,
     help="Answer a pending request (repeat for several).",
 )
+@_display_options
 @click.option(
-    "--durability",
-    type=click.Choice(["sync", "async", "exit"]),
-    help="When the resumed run writes checkpoints (default sync).",
-)
-@click.option(
-    "--max-supersteps", type=click.IntRange(min=1), metavar="N", help="Fail past N supersteps."
+    "--allow-imports",
+    is_flag=True,
+    help="Let the workflow file import the Python code it names (as plait run did).",
 )
 @click.pass_context
 def resume_command(
     ctx: click.Context,
-    target: str,
-    run_id: str,
+    args: tuple[str, ...],
     checkpoint: str,
     responses: dict[str, Any],
-    durability: str | None,
+    json_events: bool,
+    quiet: bool,
+    no_input: bool,
     max_supersteps: int | None,
+    durability: str | None,
+    allow_imports: bool,
 ) -> None:
-    """Continue run RUN_ID of workflow TARGET from its latest checkpoint.
+    """Continue run RUN_ID from its latest checkpoint, with the same progress as plait run.
 
-    RUN_ID may also be a checkpoint id. Answer pending requests with --respond
-    REQUEST_ID=JSON (true, 42, '"text"', '{"a": 1}'). Output and exit status as plait run.
+    TARGET may be left out for a run plait run started from a workflow file (without
+    --allow-imports): the checkpoint says which file. RUN_ID may also be a checkpoint id.
+    Answer pending requests with --respond REQUEST_ID=JSON (true, 42, '"text"',
+    '{"a": 1}'); on a terminal, without --respond, each request is asked for instead.
+    Output and exit status as plait run.
     """
-    workflow = _workflow(target)
-    options: dict[str, Any] = {"raise_on_failure": False}
+    if len(args) == 1:
+        (run_id,) = args
+        target, allow_imports = _stored_target(run_id, checkpoint)
+    elif len(args) == 2:
+        target, run_id = args
+    else:
+        raise click.UsageError("expected [TARGET] RUN_ID")
+    workflow = _workflow(target, allow_imports)
+    display = Display(json_events=json_events, quiet=quiet)
+    options: dict[str, Any] = {}
     if durability is not None:
         options["durability"] = durability
     if max_supersteps is not None:
         options["max_supersteps"] = max_supersteps
-    resume = functools.partial(workflow.resume, run_id, checkpoint, responses=responses, **options)
-    outcome = _Outcome.of(_execute(resume))
-    _report(ctx, outcome, target, checkpoint, printed=False)
+    options["checkpoint_metadata"] = {
+        METADATA_KEY: {"target": _recorded_target(target), "allow_imports": allow_imports}
+    }
+    from ._prompt import ask_for_answers, can_prompt
+
+    prompt = not no_input and not json_events
+    if not responses and prompt and can_prompt():
+        requests = _pending(workflow, run_id, checkpoint)
+        if requests:
+            responses = ask_for_answers(requests)
+    outcome = _resume(workflow, run_id, checkpoint, responses, display, options)
+    outcome = _answer_on_terminal(workflow, outcome, checkpoint, display, prompt, options)
+    named = target if allow_imports or not _is_document(target) else None
+    _report(ctx, outcome, named, checkpoint)
+
+
+def _pending(workflow: Workflow, run_id: str, checkpoint: str) -> list[Any]:
+    import anyio
+    from plait.errors import PlaitError
+
+    try:
+        return anyio.run(workflow.pending_requests, run_id, checkpoint, backend="asyncio")
+    except PlaitError as exc:
+        raise click.ClickException(describe_error(exc)) from exc

@@ -1,0 +1,196 @@
+"""Following one run from the shell: progress, events as JSON, outputs as they come, and
+Ctrl-C (the first stops at the next superstep boundary, after its checkpoint; the second
+aborts at once).
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import attrs
+import click
+from plait import WorkflowRunResult
+from plait.errors import PlaitError
+from plait.events import OutputEvent, RunStatus, WorkflowEvent
+from plait.state import PendingRequest
+
+from ._output import describe_error, event_record, format_output, to_json
+from ._progress import LiveProgress, Progress, make_progress
+
+__all__ = ["Display", "Outcome", "follow"]
+
+#: What ``follow`` starts: a run or a resume, given the extra run options it needs.
+Start = Callable[[dict[str, Any]], Awaitable[WorkflowRunResult]]
+
+
+@attrs.define
+class Outcome:
+    """How a run ended as the shell sees it (``aborted``: a second Ctrl-C cancelled it)."""
+
+    run_id: str
+    status: RunStatus = RunStatus.FAILED
+    outputs: list[Any] = attrs.field(factory=list)
+    error: BaseException | None = None
+    supersteps: int = 0
+    requests: list[PendingRequest] = attrs.field(factory=list)
+    step_context: Any = None
+    aborted: bool = False
+    interrupted: bool = False
+
+    @classmethod
+    def of(cls, result: WorkflowRunResult, interrupted: bool) -> Outcome:
+        return cls(
+            result.run_id,
+            result.status,
+            result.outputs,
+            result.error,
+            result.supersteps,
+            list(result.pending_requests),
+            result.step_context,
+            interrupted=interrupted,
+        )
+
+
+@attrs.define
+class Display:
+    """What to show while a run goes: JSON events, progress (live or lines), or nothing."""
+
+    json_events: bool = False
+    quiet: bool = False
+
+    def progress(self) -> Progress | None:
+        if self.json_events or self.quiet:
+            return None
+        return make_progress(sys.stderr)
+
+
+def _execute(start: Callable[[], Awaitable[Any]]) -> Any:
+    """``anyio.run`` on asyncio; errors raised before the run ends become CLI errors."""
+    try:
+        return anyio.run(start, backend="asyncio")
+    except PlaitError as exc:
+        raise click.ClickException(describe_error(exc)) from exc
+
+
+def follow(start: Start, run_id: str, display: Display) -> Outcome:
+    """Run ``start`` with the display's event feed and Ctrl-C handling; how it ended."""
+    return _execute(lambda: _follow(start, run_id, display))  # type: ignore[no-any-return]
+
+
+async def _follow(start: Start, run_id: str, display: Display) -> Outcome:
+    progress = display.progress()
+    # on a terminal, outputs wait until the live display is gone; elsewhere they stream
+    defer = isinstance(progress, LiveProgress) and sys.stdout.isatty()
+    feed = _feed(progress, display.json_events, print_outputs=not defer)
+    stop = anyio.Event()
+    options: dict[str, Any] = {"stop": stop, "raise_on_failure": False}
+    if feed is not None:
+        options.update(events="all", on_event=feed)
+    results: list[WorkflowRunResult] = []
+    errors: list[Exception] = []
+    run_scope = anyio.CancelScope()
+    presses = 0
+
+    def interrupted() -> None:
+        nonlocal presses
+        presses += 1
+        if presses == 1:
+            stop.set()
+            _tell(
+                progress,
+                "Ctrl-C: stopping after this superstep, once it is checkpointed "
+                "(Ctrl-C again aborts at once)",
+            )
+        else:
+            _tell(progress, "Ctrl-C again: aborting now")
+            run_scope.cancel()
+
+    if progress is not None:
+        progress.run_id = run_id
+        progress.start()
+    try:
+        async with anyio.create_task_group() as tg:
+            watching = await _watch_signals(tg, interrupted)
+
+            async def run() -> None:
+                try:
+                    with run_scope:
+                        results.append(await start(options))
+                except Exception as exc:  # raised below, outside the task group, unwrapped
+                    errors.append(exc)
+                finally:
+                    watching.cancel()
+
+            tg.start_soon(run)
+    finally:
+        if progress is not None:
+            progress.stop()
+    if errors:
+        raise errors[0]
+    if not results:  # a second Ctrl-C cancelled the run
+        return Outcome(run_id, RunStatus.RUNNING, aborted=True, interrupted=True)
+    outcome = Outcome.of(results[0], interrupted=presses > 0)
+    if defer or feed is None:
+        for output in outcome.outputs:
+            click.echo(format_output(output))
+    return outcome
+
+
+async def _watch_signals(tg: Any, on_signal: Callable[[], None]) -> anyio.CancelScope:
+    """Watch for SIGINT in a task of ``tg`` until the returned scope is cancelled (nothing
+    to watch where signals cannot be received: off the main thread, on Windows)."""
+    scope = anyio.CancelScope()
+    try:
+        receiver = anyio.open_signal_receiver(signal.SIGINT)
+        signals = receiver.__enter__()
+    except (ValueError, NotImplementedError, RuntimeError):
+        return scope
+
+    async def watch() -> None:
+        try:
+            with scope:
+                async for _ in signals:
+                    on_signal()
+        finally:
+            receiver.__exit__(None, None, None)
+
+    tg.start_soon(watch)
+    return scope
+
+
+def _tell(progress: Progress | None, text: str) -> None:
+    if progress is not None:
+        progress.note(text)
+    else:
+        click.echo(text, err=True)
+
+
+def _feed(
+    progress: Progress | None, json_events: bool, *, print_outputs: bool
+) -> Callable[[WorkflowEvent], None] | None:
+    """The ``on_event`` callback: JSON lines, progress, outputs to stdout as they come."""
+    if json_events:
+
+        def as_json(event: WorkflowEvent) -> None:
+            click.echo(to_json(event_record(event)), err=True)
+            if type(event) is OutputEvent:
+                click.echo(format_output(event.data))
+
+        return as_json
+    if progress is None:
+        return None
+    if not print_outputs:
+        return progress
+
+    def show(event: WorkflowEvent) -> None:
+        progress(event)
+        if type(event) is OutputEvent:
+            click.echo(format_output(event.data))
+
+    return show
