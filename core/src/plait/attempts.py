@@ -98,8 +98,10 @@ class AttemptRun:
     def emit_custom(self, executor_id: str, data: Any) -> None:
         self._custom.append((executor_id, data))
 
-    def request_info(self, executor_id: str, request: Any, response_type: Any) -> str:
-        request_id = uuid.uuid4().hex
+    def request_info(
+        self, executor_id: str, request: Any, response_type: Any, *, request_id: str | None = None
+    ) -> str:
+        request_id = request_id or uuid.uuid4().hex
         self._requests.append((request_id, executor_id, request, response_type))
         return request_id
 

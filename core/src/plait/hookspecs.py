@@ -173,6 +173,23 @@ def plait_register_exporters(register: Register) -> None:
 
 
 @hookspec
+def plait_register_placements(register: Register) -> None:
+    """Register placements: where executor invocations run.
+
+    See :mod:`plait.placement`. A placement has ``async invoke(graph, executor_id, handler, message, ctx)``, which
+    runs one invocation somewhere and applies what it did to ``ctx`` as a local
+    invocation would. ``local`` (anyio tasks on the driver) is built in and is the
+    default; ``ray`` comes with ``plait-ray``. A node or workflow chooses one by name
+    (``placement="ray"``).
+
+    :param register: ``register(placement_name, placement, replaces=None)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
 def plait_register_commands(cli: Any) -> None:
     """Add sub-commands to the ``plait`` command-line interface.
 

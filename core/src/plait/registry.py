@@ -104,6 +104,7 @@ KINDS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "plait_register_fragments": ("fragment", _has("build")),
     "plait_register_expression_languages": ("expression_language", _has("compile")),
     "plait_register_exporters": ("exporter", _has("export")),
+    "plait_register_placements": ("placement", _has("invoke")),
 }
 KIND_NAMES = [kind for kind, _ in KINDS.values()]
 
@@ -119,6 +120,7 @@ FIRST_PARTY: dict[str, dict[str, str]] = {
     "plait-export": {"exporter": "dot mermaid"},
     "plait-expr": {"expression_language": "plait"},
     "plait-llm": {"executor_kind": "agent"},
+    "plait-ray": {"placement": "ray"},
 }
 _PROVIDER = {
     (kind, name): distribution

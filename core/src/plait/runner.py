@@ -45,6 +45,7 @@ from .events import (
     SuperstepStarted,
 )
 from .options import RunOptions
+from .placement import placed_executors
 from .state import PendingRequest, RunState
 from .types import type_name
 
@@ -89,6 +90,7 @@ class Runner:
         if graph.error_targets:
             self._invoke = self._invoke_diverting  # type: ignore[method-assign]
         self.policies = graph.policies
+        self.executors = placed_executors(graph) or graph.executors  # see plait.placement
         #: called before a retry's backoff (durable runs record the attempt count)
         self.on_retry: Callable[[str, int], Awaitable[None]] | None = None
         self.native_asyncio = _on_asyncio()
@@ -206,7 +208,7 @@ class Runner:
             self.diverted.extend((target, failure) for target in targets)
 
     async def _invoke(self, eid: str, message: Any, index: int = 0) -> None:
-        executor = self.graph.executors[eid]
+        executor = self.executors[eid]
         found = executor.find_handler(message)
         step = self.state.superstep
         if found is None:

@@ -60,8 +60,11 @@ class NodeSpec:
     :param max_concurrency: how many of its messages of one superstep may run at once.
     :param nonportable: why this node cannot be rebuilt from data (a lambda, a closure, a
         function defined in ``__main__``), or ``None`` when it can.
+    :param placement: where its invocations run (a registered placement name such as
+        ``ray``); ``None`` follows the workflow's :attr:`WorkflowSpec.placement`.
 
-    .. versionchanged:: 0.1 ``uses``, policies and ``nonportable`` (workflows as data).
+    .. versionchanged:: 0.1 ``uses``, policies and ``nonportable`` (workflows as data);
+       ``placement`` (scale-out).
     """
 
     id: str
@@ -77,6 +80,7 @@ class NodeSpec:
     max_visits: int | None = None
     max_concurrency: int | None = None
     nonportable: str | None = None
+    placement: str | None = None
 
 
 @attrs.frozen
@@ -108,6 +112,8 @@ class WorkflowSpec:
     :param options: default run options (``max_supersteps`` …), JSON-ready.
     :param retry: the default retry policy of every executor without one of its own.
     :param timeout: the default per-invocation timeout, in seconds.
+    :param placement: where invocations run unless a node says otherwise (``None`` and
+        ``"local"``: anyio tasks in this process; see :mod:`plait.placement`).
     """
 
     name: str | None
@@ -118,6 +124,7 @@ class WorkflowSpec:
     version: int = SPEC_VERSION
     retry: dict[str, Any] | None = attrs.field(default=None, hash=False)
     timeout: float | None = None
+    placement: str | None = None
 
     # -- lookups ---------------------------------------------------------------
 

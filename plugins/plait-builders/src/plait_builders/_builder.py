@@ -52,6 +52,8 @@ class WorkflowBuilder(ConnectionMixin):
         group can allow it alone with the option ``allow_lossy=True``).
     :param retry: the default :class:`plait.RetryPolicy` of every executor without one.
     :param timeout: the default per-invocation timeout (seconds) of every executor.
+    :param placement: where invocations run by default (``"ray"`` with ``plait-ray``;
+        ``None``: on this machine). See :mod:`plait.placement`.
     :param run_defaults: default run options (``max_supersteps=…``), checked at once.
 
     .. versionadded:: 0.1
@@ -67,11 +69,13 @@ class WorkflowBuilder(ConnectionMixin):
         allow_lossy: bool = False,
         retry: RetryPolicy | None = None,
         timeout: float | None = None,
+        placement: str | None = None,
         **run_defaults: Any,
     ) -> None:
         RunOptions.from_kwargs({}, run_defaults)  # unknown or bad options fail here
         self.retry = retry
         self.timeout = _timeout(timeout, "the builder")
+        self.placement = placement
         self.name = name
         self.type_check = type_check
         self.auto_convert = auto_convert
@@ -96,11 +100,14 @@ class WorkflowBuilder(ConnectionMixin):
         *,
         retry: RetryPolicy | None = None,
         timeout: float | None = None,
+        placement: str | None = None,
     ) -> Self:
         """Add ``executor`` (adding the same object twice is harmless).
 
         :param retry: a :class:`plait.RetryPolicy` for this executor in this workflow.
         :param timeout: seconds per invocation in this workflow.
+        :param placement: where its invocations run in this workflow (``"ray"``,
+            ``"local"``), overriding the builder's.
         """
         if not isinstance(executor, Executor):
             raise TypeError(
@@ -113,6 +120,8 @@ class WorkflowBuilder(ConnectionMixin):
                 policy["retry"] = retry.to_dict()
             if timeout is not None:
                 policy["timeout"] = _timeout(timeout, f"executor {executor.id!r}")
+        if placement is not None:
+            self._policies.setdefault(executor.id, {})["placement"] = placement
         known = self._executors.get(executor.id)
         if known is None:
             self._executors[executor.id] = executor
@@ -368,6 +377,7 @@ class WorkflowBuilder(ConnectionMixin):
             options=self.run_defaults,
             retry=self.retry.to_dict() if self.retry is not None else None,
             timeout=self.timeout,
+            placement=self.placement,
         )
         try:
             workflow = Workflow(spec, executors, edge_params=params, plugin_manager=manager)
@@ -409,6 +419,7 @@ def _node_spec(ex: Executor, policy: dict[str, Any] | None = None) -> NodeSpec:
         max_visits=ex.max_visits,
         max_concurrency=ex.max_concurrency,
         nonportable=nonportable,
+        placement=policy.get("placement"),
     )
 
 

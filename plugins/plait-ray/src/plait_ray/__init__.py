@@ -1,0 +1,39 @@
+"""Plait placement ``ray``: executor invocations run on a Ray cluster.
+
+A node or workflow with ``placement="ray"`` sends each invocation — the executor's spec,
+the message, its state and the shared state, all encoded with the checkpoint codec — to a
+Ray actor that rebuilt the executor from its spec; what the invocation did comes back and
+the driver applies it as it applies a local invocation. The runner stays on the driver.
+
+Connecting: a Ray already initialised in this process (``ray.init(address=...)``) is used
+as it is; else ``RAY_ADDRESS`` (or :func:`configure`'s ``address``) names a cluster to
+join; else a local cluster is started for the process. Importing this package (which every
+``plait`` command does, to load plugins) does not import Ray.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from plait import hookimpl
+from plait.hookspecs import Register
+from plait.registry import lazy, lazy_exports
+
+from .errors import WorkerLostError
+
+if TYPE_CHECKING:
+    from ._placement import RayPlacement, configure, placement
+
+__all__ = ["RayPlacement", "WorkerLostError", "configure", "placement"]
+
+__getattr__ = lazy_exports(
+    __name__, {"RayPlacement": "_placement", "configure": "_placement", "placement": "_placement"}
+)
+
+
+@hookimpl
+def plait_register_placements(register: Register) -> None:
+    """Register the ``ray`` placement (imported, with Ray, when a workflow first uses it)."""
+    register("ray", lazy("plait_ray._placement:placement", provides=("invoke",)))

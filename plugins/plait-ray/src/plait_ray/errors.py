@@ -1,0 +1,33 @@
+"""Errors of the ``ray`` placement (importable without Ray).
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from plait.errors import PlaitError
+
+__all__ = ["RayConnectError", "WorkerLostError"]
+
+
+class WorkerLostError(PlaitError):
+    """The Ray worker (actor process) running an invocation died before answering.
+
+    Under a retry policy the runner retries the invocation on a fresh actor; without one
+    the run fails with this error, which names the executor, the Ray node and the pid.
+
+    .. versionadded:: 0.1
+    """
+
+    def __init__(self, message: str, *, executor_id: str, node: str | None, pid: int | None):
+        self.executor_id = executor_id
+        self.node = node
+        self.pid = pid
+        super().__init__(message)
+
+
+class RayConnectError(PlaitError):
+    """Ray could not be started or joined (the address is named).
+
+    .. versionadded:: 0.1
+    """

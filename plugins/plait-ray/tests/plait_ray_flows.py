@@ -1,0 +1,178 @@
+"""Workflows the Ray tests run with local and Ray placement (importable by Ray workers:
+every executor is a module-level class or function, so a worker rebuilds it from its
+spec)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+import anyio
+import attrs
+from plait import Executor, Never, RetryPolicy, Workflow, WorkflowContext, executor, handler
+from plait_builders import WorkflowBuilder
+
+# -- messages -------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Job:
+    """A fan-out task: ``n`` to square, and where a branch may leave its pid."""
+
+    n: int
+    marker_dir: str | None = None
+    slow: str | None = None  # the branch that waits to be killed
+
+
+@attrs.frozen
+class Question:
+    text: str
+
+
+@attrs.frozen
+class Answer:
+    text: str
+
+
+# -- chain ----------------------------------------------------------------------------
+
+
+@executor(id="upper")
+async def upper(text: str, ctx: WorkflowContext[str]) -> None:
+    ctx.state["seen"] = ctx.state.get("seen", 0) + 1
+    await ctx.add_event({"upper": text})
+    await ctx.send_message(text.upper())
+
+
+@executor(id="exclaim")
+async def exclaim(text: str, ctx: WorkflowContext[str]) -> None:
+    await ctx.set_shared_state("exclaimed", text)
+    await ctx.send_message(text + "!")
+
+
+@executor(id="report")
+async def report(text: str, ctx: WorkflowContext[Never, str]) -> None:
+    shared = await ctx.get_shared_state("exclaimed")
+    await ctx.yield_output(f"{text} (from {shared}, superstep {ctx.superstep})")
+
+
+def chain(placement: str | None) -> Workflow:
+    return (
+        WorkflowBuilder("chain", placement=placement)
+        .add_edge(upper, exclaim)
+        .add_edge(exclaim, report)
+        .set_start(upper)
+        .build()
+    )
+
+
+# -- fan-out / fan-in -----------------------------------------------------------------
+
+
+@executor(id="split")
+async def split(job: Job, ctx: WorkflowContext[Job]) -> None:
+    await ctx.send_message(job)
+
+
+class Square(Executor):
+    """Squares ``n`` plus its branch number; the ``slow`` branch, on its first attempt,
+    leaves its pid in ``marker_dir`` and waits to be killed."""
+
+    @handler
+    async def square(self, job: Job, ctx: WorkflowContext[int]) -> None:
+        branch = int(self.id.removeprefix("sq"))
+        if job.slow == self.id and ctx.attempt == 1 and job.marker_dir:
+            await anyio.Path(job.marker_dir, f"{self.id}.pid").write_text(str(os.getpid()))
+            await anyio.sleep(60)
+        ctx.state["calls"] = ctx.state.get("calls", 0) + 1
+        await ctx.send_message((job.n + branch) ** 2)
+
+
+@executor(id="total")
+async def total(values: list[int], ctx: WorkflowContext[Never, dict[str, Any]]) -> None:
+    await ctx.yield_output({"sum": sum(values), "values": sorted(values)})
+
+
+def fan(placement: str | None, branches: int = 4, retry: RetryPolicy | None = None) -> Workflow:
+    squares = [Square(f"sq{i}") for i in range(branches)]
+    builder = WorkflowBuilder("fan", placement=placement)
+    for square in squares:
+        builder.add_executor(square, retry=retry)
+    return builder.add_fan_out(split, squares).add_fan_in(squares, total).set_start(split).build()
+
+
+# -- loop -----------------------------------------------------------------------------
+
+
+@executor(id="count")
+async def count(n: int, ctx: WorkflowContext[int, list[int]]) -> None:
+    history = ctx.state.setdefault("history", [])
+    history.append(n)
+    if n >= 5:
+        await ctx.yield_output(list(history))
+    else:
+        await ctx.send_message(n + 1)
+
+
+def loop(placement: str | None) -> Workflow:
+    return (
+        WorkflowBuilder("loop", placement=placement).add_edge(count, count).set_start(count).build()
+    )
+
+
+# -- nested ---------------------------------------------------------------------------
+
+
+@executor(id="double")
+async def double(n: int, ctx: WorkflowContext[int]) -> None:
+    await ctx.send_message(n * 2)
+
+
+@executor(id="emit")
+async def emit(n: int, ctx: WorkflowContext[Never, int]) -> None:
+    await ctx.yield_output(n + 1)
+
+
+@executor(id="finish")
+async def finish(n: int, ctx: WorkflowContext[Never, str]) -> None:
+    await ctx.yield_output(f"nested gave {n}")
+
+
+def nested(placement: str | None) -> Workflow:
+    inner = WorkflowBuilder("inner").add_edge(double, emit).set_start(double).build()
+    wrapped = inner.as_executor("inner")
+    # recorded as the ``workflow`` executor kind, so a worker rebuilds it from data
+    wrapped.plait_kind = "workflow"  # type: ignore[attr-defined]
+    wrapped.config = {"spec": inner.spec.to_dict()}  # type: ignore[attr-defined]
+    return (
+        WorkflowBuilder("outer", placement=placement)
+        .add_edge(double.with_id("prep"), wrapped)
+        .add_edge(wrapped, finish)
+        .set_start("prep")
+        .build()
+    )
+
+
+# -- human in the loop ------------------------------------------------------------------
+
+
+class Ask(Executor):
+    request_types = (Question,)
+
+    @handler
+    async def start(self, text: str, ctx: WorkflowContext[Never, str]) -> None:
+        ctx.state["asked"] = text
+        ctx.state["request"] = await ctx.request_info(Question(f"{text}?"), Answer)
+
+    @handler
+    async def answered(self, answer: Answer, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(f"{ctx.state['asked']} -> {answer.text} ({ctx.state['request']})")
+
+
+def human(placement: str | None) -> Workflow:
+    return WorkflowBuilder("human", placement=placement).set_start(Ask("ask")).build()
+
+
+def kill(pid: int) -> None:
+    os.kill(pid, signal.SIGKILL)

@@ -1,0 +1,108 @@
+"""The same workflows give the same outputs with local placement, a loopback placement
+(the kernel's round trip through the checkpoint codec, in this process) and Ray."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import plait_ray_flows as flows
+import pytest
+from plait import Workflow, hookimpl
+from plait.events import CustomEvent, RunStatus
+from plait.placement import RemoteExecutor, apply_result, encode_invocation, node_payload
+
+pytestmark = pytest.mark.anyio
+
+
+class Loopback:
+    """A placement that sends every invocation through JSON text to a
+    :class:`~plait.placement.RemoteExecutor` in this process."""
+
+    def __init__(self) -> None:
+        self.hosts: dict[tuple[int, str], RemoteExecutor] = {}
+        self.calls = 0
+
+    async def invoke(
+        self, graph: Any, executor_id: str, handler: Any, message: Any, ctx: Any
+    ) -> None:
+        key = (id(graph), executor_id)
+        host = self.hosts.get(key)
+        if host is None:
+            host = self.hosts[key] = RemoteExecutor(_wire(node_payload(graph, executor_id)))
+        self.calls += 1
+        result = await host.invoke(_wire(encode_invocation(executor_id, message, ctx)))
+        await apply_result(graph, executor_id, _wire(result), ctx)
+
+
+def _wire(data: Any) -> Any:
+    return json.loads(json.dumps(data))
+
+
+class LoopbackPlugin:
+    def __init__(self) -> None:
+        self.placement = Loopback()
+
+    @hookimpl
+    def plait_register_placements(self, register: Any) -> None:
+        register("loopback", self.placement)
+
+
+@pytest.fixture
+def loopback(plait_register_plugin: Any) -> Loopback:
+    plugin = LoopbackPlugin()
+    plait_register_plugin(plugin, "plait-ray-loopback")
+    return plugin.placement
+
+
+@pytest.fixture(params=["loopback", "ray"])
+def placement(request: pytest.FixtureRequest, loopback: Loopback) -> str:
+    if request.param == "ray":
+        request.getfixturevalue("ray_cluster")
+    return str(request.param)
+
+
+async def _outputs(wf: Workflow, message: Any, **options: Any) -> tuple[Any, ...]:
+    result = await wf.run(message, events="all", **options)
+    assert result.status is RunStatus.IDLE, result.error
+    events = [e.data for e in result.events if isinstance(e, CustomEvent)]
+    return result.outputs, events, result.shared
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [("chain", "hi"), ("fan", flows.Job(3)), ("loop", 1), ("nested", 5)],
+)
+async def test_same_outputs_as_local(name: str, message: Any, placement: str) -> None:
+    build = getattr(flows, name)
+    expected = await _outputs(build(None), message)
+    assert await _outputs(build(placement), message) == expected
+    assert expected[0]  # every workflow yields something
+
+
+async def test_state_survives_between_supersteps(placement: str) -> None:
+    result = await flows.loop(placement).run(2)
+    assert result.outputs == [[2, 3, 4, 5]]
+
+
+async def test_human_in_the_loop(placement: str, tmp_path: Path) -> None:
+    async def converse(wf: Workflow, store: str) -> list[Any]:
+        first = await wf.run("name", checkpoint=store)
+        assert first.status is RunStatus.IDLE_WITH_PENDING_REQUESTS
+        (request,) = first.pending_requests
+        assert request.request == flows.Question("name?")
+        done = await wf.resume(
+            first.run_id, store, responses={request.request_id: flows.Answer("plait")}
+        )
+        assert done.status is RunStatus.IDLE
+        return [o.replace(request.request_id, "<id>") for o in done.outputs]
+
+    expected = await converse(flows.human(None), f"sqlite:///{tmp_path}/local.db")
+    assert expected == ["name -> plait (<id>)"]
+    assert await converse(flows.human(placement), f"sqlite:///{tmp_path}/placed.db") == expected
+
+
+async def test_invocations_went_through_the_placement(loopback: Loopback) -> None:
+    await flows.chain("loopback").run("x")
+    assert loopback.calls == 3
