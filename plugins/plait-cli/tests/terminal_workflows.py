@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 
 import anyio
-from plait import Workflow, WorkflowContext, executor
+from plait import Executor, Workflow, WorkflowContext, executor
 from plait_builders import WorkflowBuilder
 
 #: How long each step of ``slow`` takes (seconds).
 STEP_SECONDS = float(os.environ.get("PLAIT_TEST_STEP_SECONDS", "0.4"))
 
 
-def _step(i: int, last: int) -> object:
+def _step(i: int, last: int) -> Executor:
     @executor(id=f"s{i}")
     async def step(n: int, ctx: WorkflowContext[int, int]) -> None:
         await anyio.sleep(STEP_SECONDS)
