@@ -21,6 +21,7 @@ import anyio
 from .context import WorkflowContext
 from .errors import ExecutorFailedError, ExecutorTimeoutError, WorkflowRunError
 from .events import ExecutorFailed, ExecutorRetrying, WorkflowEvent
+from .observe import note_attempt, note_retry
 from .policies import RetryPolicy
 
 if TYPE_CHECKING:
@@ -143,6 +144,8 @@ async def invoke_with_policy(
     step = state.superstep
     key = f"{step}:{eid}:{index}"
     attempt = state.attempts.get(key, 0) + 1  # a resumed run keeps its count
+    if attempt > 1:
+        note_attempt(state, attempt)
     while True:
         run = AttemptRun(state)
         attempt_state = copy.deepcopy(state.executor_state.get(eid, {}))
@@ -181,6 +184,7 @@ async def invoke_with_policy(
         delay = retry.delay_before(attempt)
         if emit is not None:
             emit(ExecutorRetrying(eid, step, attempt, delay, cause or error))
+        note_retry(state, attempt, delay, cause or error)
         state.attempts[key] = attempt
         if on_retry is not None:
             await on_retry(key, attempt)  # a crash during the backoff keeps the count

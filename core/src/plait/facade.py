@@ -6,9 +6,12 @@ untyped (tox's pattern). :class:`~plait.plugins.PluginManager` inherits it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
+
+if TYPE_CHECKING:
+    from .observe import RunObserver
 
 __all__ = ["HookFacade"]
 
@@ -39,6 +42,27 @@ class HookFacade:
         """Call ``plait_superstep_finished``."""
         self.pm.hook.plait_superstep_finished(run_id=run_id, superstep=superstep, executor_ids=ids)
 
-    def notify_run_finished(self, run_id: str, status: str, error: BaseException | None) -> None:
-        """Call ``plait_run_finished``."""
-        self.pm.hook.plait_run_finished(run_id=run_id, status=status, error=error)
+    def notify_run_finished(
+        self,
+        run_id: str,
+        status: str,
+        error: BaseException | None,
+        observer: RunObserver | None = None,
+    ) -> None:
+        """Call ``plait_run_finished`` (if a plugin implements it) and tell the run's
+        observer, if it has one."""
+        if self.observers()[2]:
+            self.pm.hook.plait_run_finished(run_id=run_id, status=status, error=error)
+        if observer is not None:
+            observer.run_finished(status, error)
+
+    def observe_run(self, run_id: str, workflow: Any, superstep: int) -> RunObserver | None:
+        """Call ``plait_observe_run``: the observer of this run, or ``None`` (at once, and
+        without calling any hook, when no plugin implements it)."""
+        hook = self.pm.hook.plait_observe_run
+        if not hook.get_hookimpls():
+            return None
+        from .observe import combine
+
+        found = hook(run_id=run_id, workflow=workflow, superstep=superstep)
+        return combine([observer for observer in found if observer is not None])

@@ -14,9 +14,12 @@ names that plugin's distribution.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
+
+if TYPE_CHECKING:
+    from .observe import RunObserver
 
 __all__ = ["hookspec", "hookimpl", "Register"]
 
@@ -240,6 +243,26 @@ def plait_run_finished(run_id: str, status: str, error: BaseException | None) ->
     :param status: the final status.
     :param error: the error that failed the run, else ``None``.
     :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_observe_run(run_id: str, workflow: Any, superstep: int) -> RunObserver | None:
+    """A run starts: return a :class:`~plait.observe.RunObserver` to be told about its
+    supersteps and executor invocations, or ``None`` to leave it alone.
+
+    Called for every run — fresh, resumed (``superstep`` > 0) and nested (a workflow run
+    as an executor of another) — in the task that runs it, so the caller's context
+    variables are visible (the current OpenTelemetry span, for one). When no plugin
+    implements this hook, runs are not observed at all and pay nothing for it.
+
+    :param run_id: the run's id.
+    :param workflow: the :class:`plait.Workflow` being run.
+    :param superstep: the superstep the run continues after (0 for a new run).
+    :return: an observer or ``None``; every implementation is called and the observers
+        returned are all told (each gets back only its own handles).
 
     .. versionadded:: 0.1
     """

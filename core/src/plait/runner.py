@@ -44,6 +44,7 @@ from .events import (
     SuperstepFinished,
     SuperstepStarted,
 )
+from .observe import observe_runner
 from .options import RunOptions
 from .placement import placed_executors
 from .state import PendingRequest, RunState
@@ -87,6 +88,7 @@ class Runner:
         self.remaining: Inbox = {}  # the deliveries left when a stop was asked for
         self.failures: list[BaseException] = []
         self.diverted: list[tuple[str, Any]] = []  # failures taken by error edges
+        self._undiverted = observe_runner(self)  # observing methods if a plugin observes the run
         if graph.error_targets:
             self._invoke = self._invoke_diverting  # type: ignore[method-assign]
         self.policies = graph.policies
@@ -195,7 +197,7 @@ class Runner:
         """:meth:`_invoke` for graphs with error edges (installed per run, so graphs
         without them pay nothing)."""
         try:
-            await Runner._invoke(self, eid, message, index)
+            await self._undiverted(eid, message, index)
         except WorkflowRunError as exc:
             targets = self.graph.error_targets.get(eid)
             if not targets or exc.executor_id != eid:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from .context import WorkflowContext
 from .events import CustomEvent, OutputEvent, RequestInfoEvent, WorkflowEvent
 from .types import type_name
+
+if TYPE_CHECKING:
+    from .observe import RunObserver
 
 __all__ = ["PendingRequest", "RunState"]
 
@@ -39,6 +42,7 @@ class RunState:
         "contexts",
         "emit",
         "executor_state",
+        "observer",
         "outbox",
         "outputs",
         "pending_requests",
@@ -63,6 +67,8 @@ class RunState:
         #: failed attempts so far of invocations being retried ("superstep:executor:index")
         self.attempts: dict[str, int] = {}
         self.emit = emit
+        #: what a plugin observes this run with (:mod:`plait.observe`), if any
+        self.observer: RunObserver | None = None
 
     def context(self, executor_id: str) -> WorkflowContext[Any, Any]:
         """The context of ``executor_id`` in this run (created on first use)."""

@@ -365,6 +365,7 @@ class Workflow:
             emit(RunStarted(state.run_id, self.name))
         if started:
             manager.notify_run_started(state.run_id, self)
+        observer = state.observer = manager.observe_run(state.run_id, self, state.superstep)
         error: PlaitError | None = None
         status = RunStatus.FAILED
         try:
@@ -391,13 +392,13 @@ class Workflow:
             error.__cause__ = exc
         except BaseException:
             # cancelled or interrupted: observers still hear that the run ended
-            if finished:
-                manager.notify_run_finished(state.run_id, RunStatus.FAILED.value, None)
+            if finished or observer is not None:
+                manager.notify_run_finished(state.run_id, RunStatus.FAILED.value, None, observer)
             raise
         if emit is not None:
             emit(RunFinished(state.run_id, status, state.superstep, error))
-        if finished:
-            manager.notify_run_finished(state.run_id, status.value, error)
+        if finished or observer is not None:
+            manager.notify_run_finished(state.run_id, status.value, error, observer)
         return WorkflowRunResult(
             run_id=state.run_id,
             status=status,
