@@ -101,9 +101,7 @@ def review(pages: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, A
     return {"cwd": cwd, "stdout": result.stdout, "runs": json.loads(listed.stdout), **report}
 
 
-def test_every_page_is_reviewed_with_its_real_numbers(
-    pages: Path, review: dict[str, Any]
-) -> None:
+def test_every_page_is_reviewed_with_its_real_numbers(pages: Path, review: dict[str, Any]) -> None:
     names = sorted(p.name for p in pages.glob("*.md"))
     assert [p["name"] for p in review["pages"]] == names
     for page in review["pages"]:
@@ -186,9 +184,13 @@ def test_kill_and_resume_finishes_with_the_same_report(tmp_path: Path) -> None:
         timeout=180,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "(SIGKILL) after superstep" in result.stdout
-    assert ": running, superstep" in result.stdout  # what the killed run left behind
-    assert "identical to an uninterrupted run" in result.stdout
+    out = result.stdout
+    assert "killed pid" in out and "(SIGKILL) after superstep 3" in out
+    assert re.search(r"docs-review +running +3 ", out)  # what the killed run left behind
+    # the resumed process goes on from the last checkpoint: superstep 4 onwards
+    resumed = out[out.index("$ plait resume") :]
+    assert "superstep 4: gate" in resumed and "superstep 3:" not in resumed
+    assert "identical to an uninterrupted run" in out
     listed = plait(tmp_path, "runs", "--json")
     runs = json.loads(listed.stdout)
     assert len(runs) == 2 and {r["status"] for r in runs} == {"idle"}

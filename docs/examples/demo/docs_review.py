@@ -21,13 +21,13 @@ repository's own ``docs/``), written to ``.plait/demo/report.md``.
 - ``collect`` waits until every page has passed the gate or run out of rounds (the
   fan-in), and ``report`` writes ``report.md`` and ``report.json``.
 
-Run it (durably, into ``.plait/runs.db``), from the repository root::
+Run it from the repository root (durably: ``plait run`` checkpoints into ``.plait/runs.db``)::
 
-    plait run docs/examples/demo/docs_review.py:workflow --checkpoint sqlite:///.plait/runs.db
+    plait run docs/examples/demo/docs_review.py:workflow
 
-A MESSAGE names another folder of Markdown to review. ``PLAIT_DEMO_SLOW=0.5`` makes every
-page's step take half a second more (to watch it, or to kill it midway and resume it:
-``kill_and_resume.py``).
+A MESSAGE names another folder of Markdown to review. ``PLAIT_DEMO_SLOW=0.5`` makes each
+page's ``profile``, ``summarise`` and ``gate`` take half a second more (to watch it, or to
+kill it midway and resume it: ``kill_and_resume.py``).
 """
 
 from __future__ import annotations
@@ -202,6 +202,7 @@ async def gate(page: Page, ctx: WorkflowContext[Page]) -> None:
     """Which of the page's keywords its summary mentions; ``passed`` when at least three
     do. The edges decide what happens next: back to ``summarise`` while
     ``!passed && round < 3`` (the loop), else on to ``collect``."""
+    await _slow()
     mentioned = set(doctext.terms(page["summary"]))
     covered = [k for k in page["keywords"] if k in mentioned]
     missed = [k for k in page["keywords"] if k not in mentioned]
