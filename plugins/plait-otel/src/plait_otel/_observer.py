@@ -1,0 +1,182 @@
+"""The run observer that turns what the runner tells it into spans (imported on the first
+traced run, with OpenTelemetry)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+import anyio
+from opentelemetry import context, trace
+from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode, Tracer
+from plait.observe import Invocation, RunObserver
+
+__all__ = ["SpanObserver", "start_run"]
+
+logger = logging.getLogger("plait_otel")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _quiet(method: F) -> F:
+    """Tracing never fails a run: an error of this observer is logged and dropped."""
+
+    @wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except Exception:
+            logger.exception("plait-otel: %s failed; the run goes on", method.__name__)
+            return None
+
+    return call  # type: ignore[return-value]
+
+
+class _Invocation:
+    """The handle of one invocation: its span and the context token to detach."""
+
+    __slots__ = ("executor_id", "span", "token")
+
+    def __init__(self, executor_id: str, span: Span, token: object) -> None:
+        self.executor_id = executor_id
+        self.span = span
+        self.token = token
+
+
+def _fail(span: Span, error: BaseException) -> None:
+    # the handler's own exception, not the run error wrapping it
+    cause = error.__cause__ if error.__cause__ is not None else error
+    span.record_exception(cause, escaped=True)
+    span.set_status(Status(StatusCode.ERROR, f"{type(cause).__name__}: {cause}"))
+
+
+def start_run(tracer: Tracer, run_id: str, workflow: Any, superstep: int) -> RunObserver | None:
+    """Start the run's span (a child of the current context); ``None`` when it is not
+    recorded (sampled out), so an unsampled run is not observed at all."""
+    name = getattr(workflow, "name", None)
+    attributes: dict[str, Any] = {"plait.run_id": run_id}
+    if name:
+        attributes["plait.workflow"] = name
+    run_attributes = dict(attributes)
+    if superstep:
+        run_attributes["plait.resumed_after"] = superstep
+    span_name = f"workflow {name}" if name else "workflow"
+    span = tracer.start_span(span_name, kind=SpanKind.INTERNAL, attributes=run_attributes)
+    if not span.is_recording():
+        span.end()
+        return None
+    return SpanObserver(tracer, span, attributes)
+
+
+class SpanObserver(RunObserver):
+    """Spans for one run: the run's, a superstep's, each invocation's.
+
+    :param tracer: where spans come from.
+    :param run_span: the run's span, started.
+    :param attributes: what every span of the run carries (run id, workflow name).
+    """
+
+    def __init__(self, tracer: Tracer, run_span: Span, attributes: dict[str, Any]) -> None:
+        self.tracer = tracer
+        self.run_span = run_span
+        self.run_context = trace.set_span_in_context(run_span)
+        self.attributes = attributes
+        self.step_span: Span | None = None
+        self.step_context = self.run_context
+        self.last_step = 0
+
+    @_quiet
+    def superstep_started(self, superstep: int, executor_ids: tuple[str, ...]) -> None:
+        self.last_step = superstep
+        span = self.tracer.start_span(
+            "superstep",
+            context=self.run_context,
+            kind=SpanKind.INTERNAL,
+            attributes={
+                **self.attributes,
+                "plait.superstep": superstep,
+                "plait.executor_ids": list(executor_ids),
+            },
+        )
+        self.step_span = span
+        self.step_context = trace.set_span_in_context(span)
+
+    @_quiet
+    def superstep_finished(self, superstep: int, error: BaseException | None) -> None:
+        span, self.step_span = self.step_span, None
+        if span is None:
+            return
+        if error is not None and not _cancelled(error):
+            _fail(span, error)
+        span.end()
+
+    @_quiet
+    def invocation_started(self, invocation: Invocation) -> Any:
+        links = [
+            Link(sender.span.get_span_context(), {"plait.executor_id": sender.executor_id})
+            for sender in invocation.senders
+            if isinstance(sender, _Invocation)
+        ]
+        message_type = type(invocation.message)
+        span = self.tracer.start_span(
+            f"invoke {invocation.executor_id}",
+            context=self.step_context,
+            kind=SpanKind.INTERNAL,
+            links=links,
+            attributes={
+                **self.attributes,
+                "plait.executor_id": invocation.executor_id,
+                "plait.superstep": invocation.superstep,
+                "plait.index": invocation.index,
+                "plait.message_type": f"{message_type.__module__}.{message_type.__qualname__}",
+            },
+        )
+        # current while the handler runs: its own spans (and a nested run's) are children
+        token = context.attach(trace.set_span_in_context(span))
+        return _Invocation(invocation.executor_id, span, token)
+
+    @_quiet
+    def invocation_retrying(
+        self, handle: Any, attempt: int, delay: float, error: BaseException
+    ) -> None:
+        if handle is None:
+            return
+        handle.span.add_event(
+            "plait.retry",
+            {
+                "plait.attempt": attempt,
+                "plait.retry_delay_s": delay,
+                "exception.type": type(error).__name__,
+                "exception.message": str(error),
+            },
+        )
+
+    @_quiet
+    def invocation_finished(
+        self, handle: Any, attempt: int, status: str, error: BaseException | None
+    ) -> None:
+        if handle is None:
+            return
+        context.detach(handle.token)
+        span: Span = handle.span
+        span.set_attribute("plait.attempt", attempt)
+        span.set_attribute("plait.status", status)
+        if status == "failed" and error is not None:
+            _fail(span, error)
+        span.end()
+
+    @_quiet
+    def run_finished(self, status: str, error: BaseException | None) -> None:
+        span = self.run_span
+        span.set_attribute("plait.status", status)
+        span.set_attribute("plait.supersteps", self.last_step)
+        if error is not None:
+            _fail(span, error)
+        elif status == "failed":
+            span.set_status(Status(StatusCode.ERROR, "the run was cancelled or interrupted"))
+        span.end()
+
+
+def _cancelled(error: BaseException) -> bool:
+    return isinstance(error, anyio.get_cancelled_exc_class())
