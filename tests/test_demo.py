@@ -130,7 +130,7 @@ def test_the_small_page_in_detail(review: dict[str, Any]) -> None:
     ]
     chosen = [s for s in prose if s in small["summary"]]
     assert " ".join(chosen) == small["summary"]
-    assert len(chosen) == small["history"][-1]["budget"]
+    assert len(chosen) == min(small["history"][-1]["budget"], 3)  # one has 4 words
 
 
 def test_the_quality_gate_loops_and_its_rounds_follow_the_rule(review: dict[str, Any]) -> None:
@@ -139,9 +139,9 @@ def test_the_quality_gate_loops_and_its_rounds_follow_the_rule(review: dict[str,
     for page in review["pages"]:
         history = page["history"]
         assert [h["round"] for h in history] == list(range(1, len(history) + 1))
-        assert [h["budget"] for h in history] == [1 + 2 * i for i in range(len(history))]
-        assert all(len(h["covered"]) < 3 for h in history[:-1]), page["name"]
-        assert page["passed"] == (len(history[-1]["covered"]) >= 3)
+        assert [h["budget"] for h in history] == [2 + 2 * i for i in range(len(history))]
+        assert all(len(h["covered"]) < 4 for h in history[:-1]), page["name"]
+        assert page["passed"] == (len(history[-1]["covered"]) >= 4)
         assert page["passed"] or len(history) == 3
         mentioned = page["summary"].lower()
         assert all(k.rstrip("s") in mentioned for k in history[-1]["covered"])
@@ -189,7 +189,8 @@ def test_kill_and_resume_finishes_with_the_same_report(tmp_path: Path) -> None:
     assert re.search(r"docs-review +running +3 ", out)  # what the killed run left behind
     # the resumed process goes on from the last checkpoint: superstep 4 onwards
     resumed = out[out.index("$ plait resume") :]
-    assert "superstep 4: gate" in resumed and "superstep 3:" not in resumed
+    supersteps = re.findall(r"^  superstep (\d+): ", resumed, re.M)
+    assert supersteps[0] == "4" and supersteps == [str(n) for n in range(4, len(supersteps) + 4)]
     assert "identical to an uninterrupted run" in out
     listed = plait(tmp_path, "runs", "--json")
     runs = json.loads(listed.stdout)
@@ -212,7 +213,7 @@ def demo_module(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 @pytest.fixture
 def terse_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """An llm model that answers a one-sentence request with nothing useful and a longer
+    """An llm model that answers a two-sentence request with nothing useful and a longer
     one by naming the terms it was asked to mention (streamed word by word)."""
     llm = pytest.importorskip("llm")
 
@@ -222,7 +223,7 @@ def terse_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str
 
         def execute(self, prompt: Any, stream: bool, response: Any, conversation: Any) -> Any:
             text = prompt.prompt
-            if "at most 1 sentences" in text:
+            if "at most 2 sentences" in text:
                 yield "A page."
                 return
             terms = re.search(r"Mention these terms: (.*)\.", text)
@@ -264,7 +265,7 @@ async def test_plait_demo_model_writes_the_summaries(
     report = json.loads((tmp_path / ".plait" / "demo" / "report.json").read_text())
     assert report["model"] == terse_model
     (page,) = report["pages"]
-    # round 1 (one sentence) misses every keyword; round 2 names the ones it missed
+    # round 1 (two sentences) misses every keyword; round 2 names the ones it missed
     assert [len(h["covered"]) for h in page["history"]] == [0, 5]
     assert page["summary"] == f"This page covers {', '.join(page['keywords'])}."
     tokens = [e.data["token"] for e in result.events if isinstance(e, CustomEvent)]

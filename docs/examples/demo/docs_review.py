@@ -60,11 +60,17 @@ __all__ = [
 
 #: Keywords a page is judged by, how many a summary must mention, and rounds per page.
 KEYWORDS = 5
-REQUIRED = 3
+REQUIRED = 4
 MAX_ROUNDS = 3
 #: Summary budget (sentences) in the first round, and how much each round adds.
-FIRST_BUDGET = 1
+FIRST_BUDGET = 2
 BUDGET_STEP = 2
+#: The rule, as the report states it.
+RULE = (
+    f"a summary must mention {REQUIRED} of its page's {KEYWORDS} keywords (TF-IDF across "
+    f"the folder) or it is rewritten with {BUDGET_STEP} more sentences, focusing on the "
+    f"keywords it missed, at most {MAX_ROUNDS} rounds"
+)
 
 #: The folder reviewed when the run's message is empty: this repository's docs.
 DEFAULT_FOLDER = Path(__file__).resolve().parents[2]
@@ -180,9 +186,9 @@ def _prompt(page: Page) -> str:
 
 @executor(id="summarise", max_concurrency=16, max_visits=MAX_ROUNDS)
 async def summarise(page: Page, ctx: WorkflowContext[Page]) -> None:
-    """Write the page's next summary: round ``n`` has a budget of ``1 + 2 (n - 1)``
-    sentences and focuses on the keywords the previous round missed. Offline the summary is
-    extractive; with ``PLAIT_DEMO_MODEL`` a model writes it."""
+    """Write the page's next summary: round ``n`` has a budget of ``2n`` sentences and
+    focuses on the keywords the previous round missed. Offline the summary is extractive;
+    with ``PLAIT_DEMO_MODEL`` a model writes it."""
     await _slow()
     round_ = page["round"] + 1
     budget = FIRST_BUDGET + BUDGET_STEP * (round_ - 1)
@@ -199,7 +205,7 @@ async def summarise(page: Page, ctx: WorkflowContext[Page]) -> None:
 
 @executor(id="gate", max_visits=MAX_ROUNDS)
 async def gate(page: Page, ctx: WorkflowContext[Page]) -> None:
-    """Which of the page's keywords its summary mentions; ``passed`` when at least three
+    """Which of the page's keywords its summary mentions; ``passed`` when at least four
     do. The edges decide what happens next: back to ``summarise`` while
     ``!passed && round < 3`` (the loop), else on to ``collect``."""
     await _slow()
@@ -234,7 +240,7 @@ async def report(pages: list[Page], ctx: WorkflowContext[Never, str]) -> None:
     folder = await ctx.get_shared_state("folder")
     model = os.environ.get("PLAIT_DEMO_MODEL") or None
     path = await anyio.to_thread.run_sync(
-        functools.partial(write_report, pages, OUTPUT_FOLDER, folder=folder, model=model)
+        functools.partial(write_report, pages, OUTPUT_FOLDER, folder=folder, model=model, rule=RULE)
     )
     revised = sum(1 for p in pages if len(p["history"]) > 1)
     broken = sum(len(p["stats"]["broken_links"]) for p in pages)

@@ -241,14 +241,15 @@ def summarise(
     """An extractive summary: the ``budget`` sentences whose terms weigh most, in document
     order. A sentence scores the sum of its distinct terms' weights over the square root of
     its length, so dense sentences beat long ones; terms in ``focus`` (keywords an earlier
-    summary missed) count three times. Sentences under five or over sixty words are skipped
-    unless nothing else is left."""
+    summary missed) count three times. Sentences under five or over sixty words, and those
+    that end with a colon (they introduce a code block or a list), are skipped unless
+    nothing else is left."""
     focused = set(focus)
     scored: list[tuple[float, int]] = []
     for index, sentence in enumerate(text_sentences):
         found = set(terms(sentence))
         length = len(words(sentence))
-        if not found or not 5 <= length <= 60:
+        if not found or not 5 <= length <= 60 or sentence.endswith(":"):
             continue
         score = sum(weights.get(t, 0.0) * (3.0 if t in focused else 1.0) for t in found)
         scored.append((score / math.sqrt(length), index))

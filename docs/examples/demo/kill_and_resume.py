@@ -19,6 +19,7 @@ Exit status 0 when all of that held.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -111,11 +112,16 @@ def main() -> int:
         raise SystemExit(f"the killed run is {killed['status']}: it was killed too late")
     if REPORT.exists():
         raise SystemExit("the killed run wrote a report: it was killed too late")
-    resumed = plait("resume", TARGET, run_id, "--checkpoint", STORE)
-    print(resumed.stderr, end="")  # its progress: it goes on after the last checkpoint
+    resumed = plait("resume", TARGET, run_id, "--checkpoint", STORE, "--events")
     print(resumed.stdout, end="")
     if resumed.returncode != 0:
+        print(resumed.stderr, end="", file=sys.stderr)
         return 1
+    # the events (JSON lines on stderr) show where it went on: after the last checkpoint
+    for line in resumed.stderr.splitlines():
+        event = json.loads(line) if line.startswith("{") else {}
+        if event.get("event") == "SuperstepStarted":
+            print(f"  superstep {event['superstep']}: {', '.join(event['executor_ids'])}")
     (done,) = [r for r in runs() if r["run_id"] == run_id]
     print(f"  run {run_id}: {done['status']}, {done['superstep']} supersteps")
     after_resume = REPORT.read_bytes()

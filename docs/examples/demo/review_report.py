@@ -17,14 +17,18 @@ Page = dict[str, Any]
 
 
 def write_report(
-    pages: Sequence[Page], out: Path, *, folder: str, model: str | None = None
+    pages: Sequence[Page], out: Path, *, folder: str, model: str | None = None, rule: str = ""
 ) -> Path:
-    """Write ``out/report.md`` and ``out/report.json``; return the Markdown file's path."""
+    """Write ``out/report.md`` and ``out/report.json``; return the Markdown file's path.
+
+    :param rule: the quality gate's rule, in words, for the report's introduction.
+    """
     out.mkdir(parents=True, exist_ok=True)
-    data = {"folder": folder, "model": model, "pages": list(pages)}
+    data = {"folder": folder, "model": model, "rule": rule, "pages": list(pages)}
     (out / "report.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     path = out / "report.md"
-    path.write_text(render_markdown(pages, folder=folder, model=model), encoding="utf-8")
+    text = render_markdown(pages, folder=folder, model=model, rule=rule)
+    path.write_text(text, encoding="utf-8")
     return path
 
 
@@ -36,7 +40,9 @@ def _rounds(page: Page) -> str:
     return " → ".join(f"{len(h['covered'])}/{len(page['keywords'])}" for h in page["history"])
 
 
-def render_markdown(pages: Sequence[Page], *, folder: str, model: str | None = None) -> str:
+def render_markdown(
+    pages: Sequence[Page], *, folder: str, model: str | None = None, rule: str = ""
+) -> str:
     """The report as Markdown: an overview table, what needs attention, then every page."""
     by = "a model (" + model + ")" if model else "the offline extractive summariser"
     words = sum(p["stats"]["words"] for p in pages)
@@ -45,9 +51,7 @@ def render_markdown(pages: Sequence[Page], *, folder: str, model: str | None = N
     lines = [
         f"# Docs review: {len(pages)} pages, {words:,} words",
         "",
-        f"Folder `{folder}`. Summaries by {by}; a summary must mention 3 of its page's "
-        "5 keywords (TF-IDF across the folder) or it is rewritten with a larger budget, "
-        "at most 3 rounds.",
+        f"Folder `{folder}`. Summaries by {by}" + (f"; {rule}." if rule else "."),
         "",
         "| page | words | sentences | reading ease | grade | headings | code blocks "
         "| links | broken | keywords | keywords covered per round |",
@@ -81,7 +85,11 @@ def render_markdown(pages: Sequence[Page], *, folder: str, model: str | None = N
     lines += [
         "",
         f"**Summaries revised by the quality gate**: {len(revised)} of {len(pages)}"
-        + (f"; still missing keywords after 3 rounds: {', '.join(failed)}." if failed else "."),
+        + (
+            f"; still missing keywords after the last round: {', '.join(failed)}."
+            if failed
+            else "."
+        ),
         "",
         "## Pages",
     ]
