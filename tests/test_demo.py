@@ -60,7 +60,7 @@ def structure(text: str, folder: Path) -> dict[str, Any]:
         if re.match(r"#{1,6} +\S", line):
             headings += 1
         without_code = re.sub(r"`+[^`\n]*`+", " ", line)
-        for target in re.findall(r"(?<!!)\[[^\]\n]+\]\(([^)\s]+)", without_code):
+        for target in re.findall(r'(?<!!)\[[^\]\n]+\]\(([^)\s]+)(?: +"[^"]*")?\)', without_code):
             links += 1
             if ":" in target.split("/")[0] or target.startswith("#"):
                 continue
