@@ -203,7 +203,7 @@ async def summarise(page: Page, ctx: WorkflowContext[Page]) -> None:
     await ctx.send_message({**page, "summary": summary})
 
 
-@executor(id="gate", max_visits=MAX_ROUNDS)
+@executor(id="gate", max_concurrency=16, max_visits=MAX_ROUNDS)
 async def gate(page: Page, ctx: WorkflowContext[Page]) -> None:
     """Which of the page's keywords its summary mentions; ``passed`` when at least four
     do. The edges decide what happens next: back to ``summarise`` while
