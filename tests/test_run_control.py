@@ -182,3 +182,56 @@ async def test_pending_requests_reads_a_stored_run_without_resuming_it() -> None
     done = await wf.resume(waiting.run_id, url, responses={request.request_id: True})
     assert done.outputs == ["published: draft"]
     assert await wf.pending_requests(waiting.run_id, url) == []
+
+
+async def test_watch_is_a_live_view_of_the_run() -> None:
+    from plait.watch import RunWatch
+
+    views: list[RunWatch] = []
+    seen: list[tuple[int, tuple[str, ...], int]] = []
+
+    def node(i: int) -> Any:
+        @executor(id=f"w{i}")
+        async def step(x: int, ctx: WorkflowContext[int, int]) -> None:
+            (view,) = views
+            seen.append((view.superstep, view.running, view.outputs))
+            await ctx.yield_output(x)
+            if i < 2:
+                await ctx.send_message(x + 1)
+
+        return step
+
+    a, b, c = node(0), node(1), node(2)
+    wf = WorkflowBuilder("watched").add_edge(a, b).add_edge(b, c).set_start(a).build()
+    result = await wf.run(0, watch=views.append)
+    assert result.outputs == [0, 1, 2]
+    assert seen == [(1, ("w0",), 0), (2, ("w1",), 1), (3, ("w2",), 2)]
+    (view,) = views
+    assert (view.run_id, view.workflow, view.superstep, view.outputs) == (
+        result.run_id,
+        "watched",
+        3,
+        3,
+    )
+    assert view.pending_requests == 0 and view.retrying == {}
+
+
+async def test_watch_shows_an_invocation_being_retried() -> None:
+    from plait import RetryPolicy
+    from plait.watch import RunWatch
+
+    views: list[RunWatch] = []
+    during: list[dict[str, int]] = []
+
+    @executor(id="flaky", retry=RetryPolicy(max_attempts=3, backoff="fixed", delay=0.0))
+    async def flaky(x: int, ctx: WorkflowContext[Never, int]) -> None:
+        during.append(views[0].retrying)
+        if len(during) < 3:
+            raise RuntimeError("not yet")
+        await ctx.yield_output(x)
+
+    wf = WorkflowBuilder("retried").add_executor(flaky).set_start(flaky).build()
+    result = await wf.run(7, watch=views.append)
+    assert result.outputs == [7]
+    assert during == [{}, {"flaky": 1}, {"flaky": 2}]
+    assert views[0].retrying == {}

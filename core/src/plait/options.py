@@ -154,9 +154,12 @@ class RunOptions:
         ends there, after that superstep's checkpoint, with status ``running`` and what
         is still pending kept for :meth:`~plait.Workflow.resume`. How ``plait run`` stops
         on Ctrl-C.
+    :param watch: called once as the run starts with a :class:`plait.watch.RunWatch`, a
+        live read-only view (superstep, executors running, outputs, retries) that a
+        progress display polls at its own pace: it costs the run nothing per superstep.
 
     .. versionchanged:: 0.1 ``checkpoint_key`` and ``checkpoint_encrypt``;
-       ``checkpoint_metadata``, ``on_event`` and ``stop``.
+       ``checkpoint_metadata``, ``on_event``, ``stop`` and ``watch``.
     """
 
     max_supersteps: int = attrs.field(default=100, validator=_positive)
@@ -175,6 +178,7 @@ class RunOptions:
     checkpoint_metadata: Mapping[str, Any] = attrs.field(factory=dict, validator=_metadata)
     on_event: Callable[[Any], None] | None = attrs.field(default=None, validator=_callable)
     stop: Any = attrs.field(default=None, validator=_stop_flag)
+    watch: Callable[[Any], None] | None = attrs.field(default=None, validator=_callable)
 
     def __attrs_post_init__(self) -> None:
         # Keys resolve (and PLAIT_CHECKPOINT_KEY is read) only for a durable run, once,

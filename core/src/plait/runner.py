@@ -86,6 +86,10 @@ class Runner:
         self.on_superstep = on_superstep
         self.stop = options.stop  # asked at each superstep boundary (see RunOptions.stop)
         self.remaining: Inbox = {}  # the deliveries left when a stop was asked for
+        if options.watch is not None:  # a display that looks at the run at its own pace
+            from .watch import RunWatch
+
+            options.watch(RunWatch(self))
         self.failures: list[BaseException] = []
         self.diverted: list[tuple[str, Any]] = []  # failures taken by error edges
         self._undiverted = observe_runner(self)  # observing methods if a plugin observes the run

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import anyio
-from plait import Executor, Workflow, WorkflowContext, executor
+from plait import Executor, Never, RetryPolicy, Workflow, WorkflowContext, executor
 from plait_builders import WorkflowBuilder
 
 #: How long each step of ``slow`` takes (seconds).
@@ -34,3 +34,18 @@ def make_slow(n: int = 5) -> Workflow:
 
 
 slow = make_slow()
+
+
+_failures = {"left": 0}
+
+
+@executor(id="flaky", retry=RetryPolicy(max_attempts=3, backoff="fixed", delay=0.6))
+async def flaky(n: int, ctx: WorkflowContext[Never, int]) -> None:
+    """Fails the first two times it runs in a process, then yields ``n``."""
+    if _failures["left"] < 2:
+        _failures["left"] += 1
+        raise ConnectionError("the model endpoint hung up")
+    await ctx.yield_output(n)
+
+
+retrying = WorkflowBuilder("retrying").add_executor(flaky).set_start(flaky).build()

@@ -43,18 +43,29 @@ def test_run_prints_the_outputs_and_exits_0() -> None:
     assert (result.exit_code, result.stdout, result.stderr) == (0, "OLLEH\n", "")
 
 
-def test_off_a_terminal_progress_is_a_line_per_superstep_and_a_summary() -> None:
+def test_off_a_terminal_a_quick_run_prints_its_summary_line() -> None:
     result = plait("run", target("echo"), "hello")
     assert (result.exit_code, result.stdout) == (0, "OLLEH\n")
     lines = result.stderr.splitlines()
     (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", lines[0])
-    assert re.fullmatch(r"superstep 1: upper \(\d+ ms\)", lines[1])
-    assert re.fullmatch(r"superstep 2: reverse \(\d+ ms\)", lines[2])
     assert re.fullmatch(
-        rf"run {run_id}: idle, 2 superstep\(s\), 2 invocation\(s\), 1 output\(s\) in \d+ ms",
-        lines[3],
+        rf"run {run_id}: idle, 2 superstep\(s\), 1 output\(s\) in \d+ ms", lines[-1]
     )
-    assert len(lines) == 4
+
+
+def test_off_a_terminal_progress_is_a_line_whenever_the_superstep_moved_on() -> None:
+    slow = f"{Path(__file__).with_name('terminal_workflows.py')}:slow"
+    result = plait("run", slow, "1", "--json-input", "--no-checkpoint")
+    assert (result.exit_code, result.stdout) == (0, "6\n")
+    lines = result.stderr.splitlines()
+    moved = [re.fullmatch(r"\[[\d.]+ m?s\] superstep (\d): (s\d)", line) for line in lines[:-1]]
+    assert all(moved), lines
+    seen = [(int(m.group(1)), m.group(2)) for m in moved if m]
+    # each step takes 0.4 s and the run is looked at every 0.25 s: every superstep is seen
+    assert seen == [(n, f"s{n - 1}") for n in range(1, 6)]
+    assert re.fullmatch(
+        r"run [0-9a-f]{32}: idle, 5 superstep\(s\), 1 output\(s\) in [\d.]+ s", lines[-1]
+    )
 
 
 def test_every_run_is_checkpointed_under_dot_plait_by_default(tmp_path: Path) -> None:
@@ -128,9 +139,6 @@ def test_a_failed_run_exits_1_naming_the_executor_the_superstep_and_the_cause() 
         r"^Error: run [0-9a-f]{32} failed in executor 'explode' at superstep 2$",
         result.stderr,
         re.M,
-    )
-    assert re.search(
-        r"^failed: executor 'explode' in superstep 2: ConnectionError", result.stderr, re.M
     )
     assert "ConnectionError: the model endpoint hung up on 'BOOM'" in result.stderr
     assert f"raised at {WORKFLOWS}:" in result.stderr and "in explode" in result.stderr
@@ -327,3 +335,13 @@ def test_a_request_without_a_checkpoint_says_it_cannot_be_resumed() -> None:
     assert result.exit_code == 3
     assert "the run was not checkpointed, so it cannot be resumed" in result.stderr
     assert "run id:" not in result.stderr
+
+
+def test_off_a_terminal_each_retry_is_a_line_and_counted_in_the_summary() -> None:
+    flaky = f"{Path(__file__).with_name('terminal_workflows.py')}:retrying"
+    result = plait("run", flaky, "7", "--json-input")
+    assert (result.exit_code, result.stdout) == (0, "7\n")
+    lines = result.stderr.splitlines()
+    retries = [line for line in lines if line.startswith("retry:")]
+    assert retries == ["retry: executor 'flaky', attempt 2", "retry: executor 'flaky', attempt 3"]
+    assert ", 1 output(s), 2 retries in " in lines[-1]

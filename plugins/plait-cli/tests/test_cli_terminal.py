@@ -64,7 +64,7 @@ def test_the_live_display_shows_the_superstep_and_running_executors(tmp_path: Pa
     child.expect("▸ s2")  # an executor running, with its elapsed time
     status, rest = finish(child)
     assert status == 0
-    assert re.search(rf"run {run_id}: idle, 5 superstep\(s\), 5 invocation\(s\)", rest)
+    assert re.search(rf"run {run_id}: idle, 5 superstep\(s\), 1 output\(s\)", rest)
     assert rest.rstrip().endswith("6")  # the output, printed once the display is gone
 
 

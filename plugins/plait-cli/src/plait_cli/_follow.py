@@ -10,7 +10,7 @@ from __future__ import annotations
 import signal
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import IO, Any
 
 import anyio
 import attrs
@@ -21,10 +21,12 @@ from plait.events import OutputEvent, RunStatus, WorkflowEvent
 from plait.state import PendingRequest
 
 from ._output import describe_error, event_record, format_output, to_json
-from ._progress import LiveProgress, Progress, make_progress
+from ._progress import LineProgress, LiveProgress, Progress, make_progress
 
 __all__ = ["Display", "Outcome", "follow"]
 
+#: Seconds a run goes before the live display appears (a quicker run shows its summary).
+SHOW_AFTER = 0.2
 #: What ``follow`` starts: a run or a resume, given the extra run options it needs.
 Start = Callable[[dict[str, Any]], Awaitable[WorkflowRunResult]]
 
@@ -63,11 +65,13 @@ class Display:
 
     json_events: bool = False
     quiet: bool = False
+    #: where progress goes (default: standard error)
+    stream: IO[str] | None = None
 
     def progress(self) -> Progress | None:
         if self.json_events or self.quiet:
             return None
-        return make_progress(sys.stderr)
+        return make_progress(self.stream if self.stream is not None else sys.stderr)
 
 
 def _execute(start: Callable[[], Awaitable[Any]]) -> Any:
@@ -91,7 +95,11 @@ async def _follow(start: Start, run_id: str, display: Display) -> Outcome:
     stop = anyio.Event()
     options: dict[str, Any] = {"stop": stop, "raise_on_failure": False}
     if feed is not None:
-        options.update(events="all", on_event=feed)
+        options["on_event"] = feed
+    if display.json_events:
+        options["events"] = "all"
+    if progress is not None:
+        options["watch"] = progress.watch
     results: list[WorkflowRunResult] = []
     errors: list[Exception] = []
     run_scope = anyio.CancelScope()
@@ -113,10 +121,13 @@ async def _follow(start: Start, run_id: str, display: Display) -> Outcome:
 
     if progress is not None:
         progress.run_id = run_id
-        progress.start()
+        if not isinstance(progress, LiveProgress):
+            progress.start()
     try:
         async with anyio.create_task_group() as tg:
             watching = await _watch_signals(tg, interrupted)
+
+            polling = anyio.CancelScope()
 
             async def run() -> None:
                 try:
@@ -126,7 +137,24 @@ async def _follow(start: Start, run_id: str, display: Display) -> Outcome:
                     errors.append(exc)
                 finally:
                     watching.cancel()
+                    polling.cancel()
 
+            async def poll(progress: Progress) -> None:
+                with polling:
+                    while True:
+                        await anyio.sleep(progress.interval)
+                        progress.tick()
+
+            async def show_later(progress: LiveProgress) -> None:
+                # a run over before the display would show anything never pays for it
+                with polling:
+                    await anyio.sleep(SHOW_AFTER)
+                    progress.start()
+
+            if isinstance(progress, LineProgress):  # a live display looks from its thread
+                tg.start_soon(poll, progress)
+            elif isinstance(progress, LiveProgress):
+                tg.start_soon(show_later, progress)
             tg.start_soon(run)
     finally:
         if progress is not None:

@@ -1,10 +1,14 @@
-"""Live progress of a run, fed by its events (the ``on_event`` run option).
+"""Live progress of a run, at no cost to the run.
 
-On a terminal, a rich live display: the superstep, the executors running with their
-elapsed time, retries, failures and the latest outputs, redrawn a few times a second by
-rich's own thread (the event handler only updates counters, so a fast run pays little).
-Elsewhere (a pipe, a log file, CI), plain lines: one per superstep, one per retry or
-failure.
+A display gets the run's :class:`plait.watch.RunWatch` (the ``watch`` run option) and its
+lifecycle events (``on_event``: outputs, requests, the end), and looks at the watch a few
+times a second: nothing is built or called per superstep for it, so a run of a thousand
+fast supersteps runs as fast with the display as without.
+
+On a terminal, a rich live display, redrawn by rich's own thread: the superstep, the
+executors running with their elapsed time, retries, and the latest outputs. Elsewhere (a
+pipe, a log file, CI), plain lines: one whenever the superstep has moved on since the last
+look, one per retry, and a summary.
 
 .. versionadded:: 0.1
 """
@@ -15,19 +19,8 @@ import time
 from collections import deque
 from typing import IO, Any
 
-from plait.events import (
-    ExecutorCompleted,
-    ExecutorFailed,
-    ExecutorInvoked,
-    ExecutorRetrying,
-    OutputEvent,
-    RequestInfoEvent,
-    RunFinished,
-    RunStarted,
-    SuperstepFinished,
-    SuperstepStarted,
-    WorkflowEvent,
-)
+from plait.events import OutputEvent, RunFinished, RunStarted, WorkflowEvent
+from plait.watch import RunWatch
 
 from ._output import format_output
 
@@ -37,6 +30,8 @@ __all__ = ["LineProgress", "LiveProgress", "Progress", "make_progress"]
 _RECENT = 3
 #: The widest output shown in the live display.
 _OUTPUT_WIDTH = 100
+#: How many running executors the live display lists.
+_LISTED = 10
 
 
 def _short(text: str, width: int = _OUTPUT_WIDTH) -> str:
@@ -51,59 +46,65 @@ def _seconds(value: float) -> str:
 class Progress:
     """What every progress display tracks; subclasses say how it is shown.
 
-    Call the object with each event; :meth:`note` adds a message (Ctrl-C's "stopping…").
+    Give :meth:`watch` to the run as its ``watch`` option and the object itself as its
+    ``on_event``; call :meth:`tick` now and then (the live display's thread does);
+    :meth:`note` adds a message (Ctrl-C's "stopping…").
     """
+
+    #: seconds between two looks at the run (what ``plait run`` polls at)
+    interval = 0.25
 
     def __init__(self) -> None:
         self.run_id = ""
-        self.superstep = 0
         self.started = time.monotonic()
-        self.step_started = self.started
-        self.running: dict[str, float] = {}  # executor id -> when it was invoked
-        self.invocations = 0
-        self.retries = 0
-        self.failures = 0
+        self.view: RunWatch | None = None
+        self.superstep = 0
+        self.step_seen = self.started  # when this superstep was first seen
         self.outputs = 0
         self.recent: deque[str] = deque(maxlen=_RECENT)
+        self.retried: dict[str, int] = {}  # executor id -> the last failed attempt seen
+        self.retries = 0
         self.notes: list[str] = []
         self.finished: RunFinished | None = None
 
-    def __call__(self, event: WorkflowEvent) -> None:
-        kind = type(event)
-        if kind is ExecutorInvoked:
-            self.running[event.executor_id] = time.monotonic()  # type: ignore[attr-defined]
-            self.invocations += 1
-        elif kind is ExecutorCompleted:
-            self.running.pop(event.executor_id, None)  # type: ignore[attr-defined]
-        elif kind is SuperstepStarted:
-            self.superstep = event.superstep  # type: ignore[attr-defined]
-            self.step_started = time.monotonic()
-        elif kind is SuperstepFinished:
-            self.superstep_finished(event)  # type: ignore[arg-type]
-        elif kind is OutputEvent:
-            self.outputs += 1
-            self.recent.append(_short(format_output(event.data)))  # type: ignore[attr-defined]
-            self.output(event)  # type: ignore[arg-type]
-        elif kind is ExecutorRetrying:
-            self.retries += 1
-            self.retrying(event)  # type: ignore[arg-type]
-        elif kind is ExecutorFailed:
-            self.running.pop(event.executor_id, None)  # type: ignore[attr-defined]
-            self.failures += 1
-            self.failed(event)  # type: ignore[arg-type]
-        elif kind is RunStarted:
-            self.run_id = event.run_id  # type: ignore[attr-defined]
-        elif kind is RunFinished:
-            self.finished = event  # type: ignore[assignment]
-        elif kind is RequestInfoEvent:
-            self.requested(event)  # type: ignore[arg-type]
+    def watch(self, view: RunWatch) -> None:
+        """Keep the run's live view (the ``watch`` run option)."""
+        self.view = view
+        self.run_id = view.run_id
+        self.superstep = self.last_superstep = view.superstep
 
-    # what a display adds; the plain counters above are shared
-    def superstep_finished(self, event: SuperstepFinished) -> None: ...
-    def output(self, event: OutputEvent) -> None: ...
-    def retrying(self, event: ExecutorRetrying) -> None: ...
-    def failed(self, event: ExecutorFailed) -> None: ...
-    def requested(self, event: RequestInfoEvent) -> None: ...
+    def __call__(self, event: WorkflowEvent) -> None:
+        """Take a lifecycle event (the ``on_event`` run option)."""
+        if type(event) is OutputEvent:
+            self.outputs += 1
+            self.recent.append(_short(format_output(event.data)))
+        elif type(event) is RunFinished:
+            self.finished = event
+        elif type(event) is RunStarted:
+            self.run_id = event.run_id
+
+    def tick(self) -> None:
+        """Look at the run: note a new superstep and new retries."""
+        view = self.view
+        if view is None:
+            return
+        step = view.superstep
+        if step != self.superstep:
+            self.superstep = step
+            self.step_seen = time.monotonic()
+            self.moved_on(step, view.running)
+        retrying = view.retrying
+        for eid, failed in retrying.items():
+            if self.retried.get(eid, 0) < failed:
+                self.retries += failed - self.retried.get(eid, 0)
+                self.retrying(eid, failed + 1)
+        self.retried = retrying
+
+    def moved_on(self, superstep: int, running: tuple[str, ...]) -> None:
+        """The run is in a new superstep (what a display adds)."""
+
+    def retrying(self, executor_id: str, attempt: int) -> None:
+        """An invocation of ``executor_id`` is retried, as ``attempt``."""
 
     def note(self, text: str) -> None:
         """Show a message about the run (Ctrl-C was pressed …)."""
@@ -118,13 +119,12 @@ class Progress:
     def summary(self) -> str:
         """One line: how the run ended, after how many supersteps and how long."""
         elapsed = _seconds(time.monotonic() - self.started)
-        status = self.finished.status.value if self.finished is not None else "interrupted"
-        parts = [
-            f"run {self.run_id}: {status}",
-            f"{self.superstep} superstep(s)",
-            f"{self.invocations} invocation(s)",
-            f"{self.outputs} output(s)",
-        ]
+        status = "interrupted"
+        supersteps = self.view.superstep if self.view is not None else self.superstep
+        if self.finished is not None:
+            status, supersteps = self.finished.status.value, self.finished.supersteps
+        parts = [f"run {self.run_id}: {status}", f"{supersteps} superstep(s)"]
+        parts.append(f"{self.outputs} output(s)")
         if self.retries:
             parts.append(f"{self.retries} retr{'y' if self.retries == 1 else 'ies'}")
         return ", ".join(parts) + f" in {elapsed}"
@@ -141,27 +141,22 @@ class LineProgress(Progress):
         self.stream.write(text + "\n")
         self.stream.flush()
 
-    def superstep_finished(self, event: SuperstepFinished) -> None:
-        took = _seconds(time.monotonic() - self.step_started)
-        self._line(f"superstep {event.superstep}: {', '.join(event.executor_ids)} ({took})")
+    def moved_on(self, superstep: int, running: tuple[str, ...]) -> None:
+        at = _seconds(time.monotonic() - self.started)
+        shown = ", ".join(running[:_LISTED])
+        if len(running) > _LISTED:
+            shown += f" and {len(running) - _LISTED} more"
+        self._line(f"[{at}] superstep {superstep}: {shown}")
 
-    def retrying(self, event: ExecutorRetrying) -> None:
-        self._line(
-            f"retry: executor {event.executor_id!r} attempt {event.attempt + 1} in "
-            f"{event.delay:g} s after {type(event.error).__name__}: {event.error}"
-        )
-
-    def failed(self, event: ExecutorFailed) -> None:
-        self._line(
-            f"failed: executor {event.executor_id!r} in superstep {event.superstep}: "
-            f"{type(event.error).__name__}: {event.error}"
-        )
+    def retrying(self, executor_id: str, attempt: int) -> None:
+        self._line(f"retry: executor {executor_id!r}, attempt {attempt}")
 
     def note(self, text: str) -> None:
         super().note(text)
         self._line(text)
 
     def stop(self) -> None:
+        self.tick()
         if self.finished is not None or self.notes:
             self._line(self.summary())
 
@@ -176,13 +171,20 @@ class LiveProgress(Progress):
         self.console = Console(file=stream, stderr=True)
         self.live: Any = None
 
+    def note(self, text: str) -> None:
+        super().note(text)
+        if self.live is None:  # not showing yet: say it now
+            self.console.print(f"[yellow]{text}[/]", highlight=False)
+
     def render(self) -> Any:
         """The display as it is now (called by rich's refresh thread)."""
         from rich.console import Group
         from rich.table import Table
         from rich.text import Text
 
+        self.tick()
         now = time.monotonic()
+        view = self.view
         head = Text.assemble(
             ("run ", "dim"),
             (self.run_id[:12], "bold"),
@@ -190,26 +192,24 @@ class LiveProgress(Progress):
             (str(self.superstep), "bold cyan"),
             ("  elapsed ", "dim"),
             (_seconds(now - self.started), "bold"),
-            ("  invocations ", "dim"),
-            (str(self.invocations), "bold"),
             ("  outputs ", "dim"),
             (str(self.outputs), "bold green"),
         )
         if self.retries:
             head.append(f"  retries {self.retries}", "yellow")
-        if self.failures:
-            head.append(f"  failures {self.failures}", "bold red")
         parts: list[Any] = [head]
-        running = self.running.copy()  # one C-level copy: the event loop keeps writing
+        running = view.running if view is not None and self.finished is None else ()
         if running:
             table = Table.grid(padding=(0, 2))
             table.add_column(style="cyan")
             table.add_column(justify="right")
-            by_age = sorted(running.items(), key=lambda item: item[1])
-            for eid, since in by_age[:10]:
-                table.add_row(f"▸ {eid}", _seconds(now - since))
-            if len(by_age) > 10:
-                table.add_row(f"  … and {len(by_age) - 10} more", "")
+            took = _seconds(now - self.step_seen)
+            retrying = self.retried
+            for eid in running[:_LISTED]:
+                again = f"  retry {retrying[eid] + 1}" if eid in retrying else ""
+                table.add_row(f"▸ {eid}", took + again)
+            if len(running) > _LISTED:
+                table.add_row(f"  … and {len(running) - _LISTED} more", "")
             parts.append(table)
         for text in list(self.recent):
             parts.append(Text.assemble(("→ ", "green"), text))
@@ -217,30 +217,13 @@ class LiveProgress(Progress):
             parts.append(Text(text, style="yellow"))
         return Group(*parts)
 
-    def retrying(self, event: ExecutorRetrying) -> None:
-        self.console.print(
-            f"[yellow]retry[/] executor [cyan]{event.executor_id}[/] attempt "
-            f"{event.attempt + 1} in {event.delay:g} s after "
-            f"{type(event.error).__name__}: {event.error}",
-            markup=True,
-            highlight=False,
-        )
-
-    def failed(self, event: ExecutorFailed) -> None:
-        self.console.print(
-            f"[bold red]failed[/] executor [cyan]{event.executor_id}[/] in superstep "
-            f"{event.superstep}: {type(event.error).__name__}: {event.error}",
-            markup=True,
-            highlight=False,
-        )
-
     def start(self) -> None:
         from rich.live import Live
 
         self.live = Live(
             get_renderable=self.render,
             console=self.console,
-            refresh_per_second=8,
+            refresh_per_second=1 / self.interval,
             transient=True,
             redirect_stdout=False,
             redirect_stderr=False,
@@ -253,18 +236,17 @@ class LiveProgress(Progress):
             self.live = None
         if self.finished is None and not self.notes:
             return  # the run never started: its error says why
-        style = "green" if self.finished is not None and not self.finished.error else "yellow"
+        style = "green"
+        if self.finished is None or self.finished.status.value != "idle":
+            style = "yellow"
         if self.finished is not None and self.finished.status.value == "failed":
             style = "red"
         self.console.print(f"[{style}]{self.summary()}[/]", highlight=False)
 
 
 def make_progress(stream: IO[str]) -> Progress:
-    """A live display when ``stream`` is a terminal (and rich is installed), else lines."""
+    """A live display when ``stream`` is a terminal, else plain lines."""
     isatty = getattr(stream, "isatty", None)
     if isatty is not None and isatty():
-        try:
-            return LiveProgress(stream)
-        except ImportError:  # pragma: no cover - rich is a dependency of plait-cli
-            pass
+        return LiveProgress(stream)
     return LineProgress(stream)

@@ -1,0 +1,215 @@
+"""The ``plait`` command as a user pays for it (issue 15).
+
+    python tests/benchmarks/bench_cli.py [--repeat 7] [--supersteps 1000] [--table]
+
+Two measures, one JSON line each:
+
+- ``run_yaml3``: ``plait run steps.yaml MESSAGE`` of a three-step YAML file (shell steps:
+  ``tr``, ``rev``, ``tr``), from the command to exit, in a new process each time, with the
+  default durable store (SQLite under ``.plait/`` of a scratch folder), progress lines on a
+  pipe. The median and the fastest of ``--repeat`` runs; target: median <= 0.5 s.
+- ``progress_overhead``: one run of ``--supersteps`` supersteps (an executor that sends
+  itself a counter) in this process: ``Workflow.run`` alone (``none``), and through what
+  ``plait run`` does (``_follow``: Ctrl-C handling, the event feed) with no display
+  (``quiet``), plain lines (to a pipe) and the rich live display (to a terminal-like
+  file). Twice: supersteps that return at once, and supersteps that await ``--step-ms``
+  (default 1 ms; the live display shows after 0.2 s, so only this run draws it). Rounds
+  are interleaved; the median per variant. ``*_display_overhead`` is what the display adds
+  to the same CLI run without it. Target: <= 10 %.
+
+``--table`` also prints a table on stderr. The targets are reported (``met``), never
+asserted: numbers depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from plait import WorkflowContext, executor
+from plait_builders import WorkflowBuilder
+from plait_cli._follow import Display, _follow
+
+STEPS = """\
+workflow:
+  - id: shout
+    type: executor
+    kind: shell
+    config:
+      argv: ["tr", "a-z", "A-Z"]
+      input: message
+  - id: mirror
+    type: executor
+    kind: shell
+    config:
+      argv: ["rev"]
+      input: message
+  - id: quiet
+    type: executor
+    kind: shell
+    config:
+      argv: ["tr", "A-Z", "a-z"]
+      input: message
+"""
+
+
+def _plait_command() -> list[str]:
+    script = Path(sys.executable).with_name("plait")
+    if script.is_file():
+        return [str(script)]
+    found = shutil.which("plait")
+    return [found] if found else [sys.executable, "-m", "plait_cli"]
+
+
+def bench_run_yaml(repeat: int) -> dict[str, Any]:
+    command = _plait_command()
+    samples: list[float] = []
+    with tempfile.TemporaryDirectory() as scratch:
+        workflow = Path(scratch) / "steps.yaml"
+        workflow.write_text(STEPS)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        for round_ in range(repeat + 1):
+            started = time.perf_counter()
+            done = subprocess.run(
+                [*command, "run", str(workflow), "hello plait"],
+                cwd=scratch,
+                capture_output=True,
+                text=True,
+                env=env,
+                check=False,
+            )
+            took = time.perf_counter() - started
+            if done.returncode != 0 or "tialp olleh" not in done.stdout:
+                raise SystemExit(f"plait run failed ({done.returncode}): {done.stderr}")
+            if round_:  # the first round writes bytecode caches, as an install would
+                samples.append(took)
+    median = statistics.median(samples)
+    return {
+        "bench": "run_yaml3",
+        "median_s": round(median, 4),
+        "min_s": round(min(samples), 4),
+        "repeat": repeat,
+        "target_s": 0.5,
+        "met": median <= 0.5,
+    }
+
+
+class _TerminalSink(io.StringIO):
+    """A file that says it is a terminal, so rich draws its live display into it."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def bench_progress(supersteps: int, repeat: int, step_s: float = 0.0) -> dict[str, Any]:
+    @executor(id="tick")
+    async def tick(n: int, ctx: WorkflowContext[int, int]) -> None:
+        if step_s:
+            await anyio.sleep(step_s)
+        if n < supersteps:
+            await ctx.send_message(n + 1)
+        else:
+            await ctx.yield_output(n)
+
+    workflow = (
+        WorkflowBuilder("ticks", max_supersteps=supersteps + 1)
+        .add_edge(tick, tick)
+        .set_start(tick)
+        .build()
+    )
+
+    async def plain() -> None:
+        await workflow.run(1)
+
+    def through_cli(display: Display) -> Any:
+        async def start(extra: dict[str, Any]) -> Any:
+            return await workflow.run(1, **extra)
+
+        async def go() -> None:
+            outcome = await _follow(start, "bench", display)
+            assert outcome.outputs == [supersteps], outcome
+
+        return go
+
+    sink = open(os.devnull, "w")  # noqa: SIM115 - open for the whole benchmark
+    quiet = through_cli(Display(quiet=True))
+    lines = through_cli(Display(stream=sink))
+    live = through_cli(Display(stream=_TerminalSink()))
+
+    variants = {"none": plain, "quiet": quiet, "lines": lines, "live": live}
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for round_ in range(repeat + 1):
+        for name, variant in variants.items():
+            started = time.perf_counter()
+            anyio.run(variant)
+            if round_:
+                times[name].append(time.perf_counter() - started)
+    medians = {name: statistics.median(samples) for name, samples in times.items()}
+    base, quiet_s = medians["none"], medians["quiet"]
+    overhead = {name: medians[name] / base - 1 for name in ("quiet", "lines", "live")}
+    # what the display itself adds: the same CLI run, with it and without it (--quiet)
+    display = {name: medians[name] / quiet_s - 1 for name in ("lines", "live")}
+    return {
+        "bench": "progress_overhead",
+        "supersteps": supersteps,
+        "step_s": step_s,
+        "none_s": round(base, 4),
+        "quiet_s": round(medians["quiet"], 4),
+        "lines_s": round(medians["lines"], 4),
+        "live_s": round(medians["live"], 4),
+        "quiet_overhead": round(overhead["quiet"], 3),
+        "lines_overhead": round(overhead["lines"], 3),
+        "live_overhead": round(overhead["live"], 3),
+        "lines_display_overhead": round(display["lines"], 3),
+        "live_display_overhead": round(display["live"], 3),
+        "target_overhead": 0.10,
+        "met": max(display.values()) <= 0.10,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--supersteps", type=int, default=1000)
+    parser.add_argument("--step-ms", type=float, default=1.0)
+    parser.add_argument("--table", action="store_true")
+    args = parser.parse_args(argv)
+    records = [
+        bench_run_yaml(args.repeat),
+        bench_progress(args.supersteps, args.repeat),
+        bench_progress(args.supersteps, max(3, args.repeat // 2), step_s=args.step_ms / 1000),
+    ]
+    for record in records:
+        print(json.dumps(record))
+    if args.table:
+        yaml3 = records[0]
+        lines = [
+            f"plait run, 3-step YAML: median {yaml3['median_s'] * 1000:.0f} ms, "
+            f"fastest {yaml3['min_s'] * 1000:.0f} ms (target 500 ms)"
+        ]
+        for record in records[1:]:
+            lines.append(
+                f"{record['supersteps']} supersteps of {record['step_s'] * 1000:g} ms: "
+                f"run() {record['none_s'] * 1000:.1f} ms, plait run --quiet "
+                f"{record['quiet_s'] * 1000:.1f} ms, lines {record['lines_s'] * 1000:.1f} ms "
+                f"({record['lines_display_overhead']:+.1%}), live "
+                f"{record['live_s'] * 1000:.1f} ms ({record['live_display_overhead']:+.1%}); "
+                "target +10%"
+            )
+        print("\n".join(lines), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
