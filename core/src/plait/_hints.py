@@ -9,10 +9,10 @@ The machinery under :mod:`plait.types` (which re-exports :func:`normalize` and
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import types
 import typing
-from pathlib import Path
 from typing import Any, TypeVar
 
 import typing_extensions as tx
@@ -226,10 +226,15 @@ def _importable_name(spec_name: str | None, file: str | None) -> str:
         return spec_name
     if not file:
         return "__main__"
-    path = Path(file).resolve()
-    parts = [] if path.stem == "__init__" else [path.stem]
-    folder = path.parent
-    while (folder / "__init__.py").is_file():
-        parts.insert(0, folder.name)
-        folder = folder.parent
+    # os.path, not pathlib: a cold start that names its script's classes skips pathlib
+    path = os.path.realpath(file)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    parts = [] if stem == "__init__" else [stem]
+    folder = os.path.dirname(path)
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        parts.insert(0, os.path.basename(folder))
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
     return ".".join(parts) or "__main__"

@@ -48,13 +48,14 @@ class Handler:
         output_types: tuple[Any, ...],
         workflow_output_types: tuple[Any, ...],
         call: Callable[[Any, WorkflowContext[Any, Any]], Awaitable[Any]],
+        decidable: bool | None = None,
     ) -> None:
         self.name = name
         self.input_type = input_type
         self.output_types = output_types
         self.workflow_output_types = workflow_output_types
         self.call = call
-        self.decidable = is_class_decidable(input_type)
+        self.decidable = is_class_decidable(input_type) if decidable is None else decidable
 
     def __repr__(self) -> str:
         return f"<Handler {self.name}({type_name(self.input_type)})>"
@@ -286,26 +287,29 @@ _SHAPES: weakref.WeakKeyDictionary[Any, tuple[Any, ...]] = weakref.WeakKeyDictio
 
 def _resolve_handler(fn: Callable[..., Awaitable[Any]], *, skip_self: bool) -> Handler:
     key = getattr(fn, "__func__", fn)
-    try:
-        shape = _SHAPES.get(key)
-    except TypeError:  # not weak-referenceable (a builtin): no cache
-        shape = None
-    if shape is None:
-        # closures made by one ``def`` (1,000 ``@executor`` nodes from a loop) share their
-        # code and annotations, hence their shape
-        code_key = _code_key(key, skip_self)
-        shape = _BY_CODE.get(code_key) if code_key is not None else None
+    # closures made by one ``def`` (1,000 ``@executor`` nodes from a loop) share their code
+    # and annotations, hence their shape: found by code, no per-function entry is needed
+    code_key = _code_key(key, skip_self)
+    if code_key is not None:
+        shape = _BY_CODE.get(code_key)
         if shape is None:
             shape = _read_shape(fn, skip_self=skip_self)
-            if code_key is not None and len(_BY_CODE) < 4096:
+            if len(_BY_CODE) < 4096:
                 _BY_CODE[code_key] = shape
+    else:
         try:
-            _SHAPES[key] = shape
-        except TypeError:
-            pass
-    name, input_type, outputs, workflow_outputs, with_ctx, forward = shape
+            shape = _SHAPES.get(key)
+        except TypeError:  # not weak-referenceable (a builtin): no cache
+            shape = None
+        if shape is None:
+            shape = _read_shape(fn, skip_self=skip_self)
+            try:
+                _SHAPES[key] = shape
+            except TypeError:
+                pass
+    name, input_type, outputs, workflow_outputs, with_ctx, forward, decidable = shape
     call = _make_call(fn, with_ctx=with_ctx, forward=forward)
-    return Handler(name, input_type, outputs, workflow_outputs, call)
+    return Handler(name, input_type, outputs, workflow_outputs, call, decidable)
 
 
 _BY_CODE: dict[Any, tuple[Any, ...]] = {}
@@ -352,7 +356,9 @@ def _read_shape(fn: Callable[..., Awaitable[Any]], *, skip_self: bool) -> tuple[
         outputs, workflow_outputs = (), ()
     if returns_value and returns is not typing.NoReturn:
         outputs = _union_of((outputs, _UNKNOWN if returns is Any else (returns,)))
-    return (name, input_type, outputs, workflow_outputs, ctx_param is not None, returns_value)
+    with_ctx = ctx_param is not None
+    decidable = is_class_decidable(input_type)
+    return (name, input_type, outputs, workflow_outputs, with_ctx, returns_value, decidable)
 
 
 def _make_call(

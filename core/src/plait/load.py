@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
@@ -74,6 +73,8 @@ class Loader(Protocol):
 def _read(source: str | os.PathLike[str], suffixes: set[str]) -> tuple[str, str, str | None]:
     """``(text, source name, suffix)``: a path is read; a string is text unless it names
     an existing file with a known suffix."""
+    from pathlib import Path  # here: `import plait` does not pay for pathlib
+
     if isinstance(source, os.PathLike) or (
         isinstance(source, str)
         and "\n" not in source

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import contextvars
 import re
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 import attrs
+import pluggy
 
 from ._version import __version__
+from .discovery import describe_distribution, installed_entry_points
 from .errors import IncompatiblePluginError, PluginLoadError
 from .registry import DISABLE_ENV
 
@@ -31,16 +32,6 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "plait"
 IN_PROCESS = "(in-process)"
-
-
-def _metadata() -> Any:
-    # importlib.metadata on 3.12+, the backport (with the same entry-point API) before;
-    # imported on first use: `import plait` alone never scans distributions
-    if sys.version_info >= (3, 12):
-        from importlib import metadata
-    else:  # pragma: no cover - depends on the interpreter
-        import importlib_metadata as metadata
-    return metadata
 
 
 def core_version() -> str:
@@ -157,20 +148,12 @@ def iter_entry_points(
     distribution then name, each distribution once even when it is twice on ``sys.path``."""
     seen: set[tuple[str, str]] = set()
     found: list[tuple[EntryPointLike, str, str, list[str]]] = []
-    if entry_points is not None:
-        eps: Iterable[Any] = entry_points
+    if entry_points is None:
+        described: Iterable[tuple[EntryPointLike, str, str, list[str]]]
+        described = installed_entry_points(ENTRY_POINT_GROUP)
     else:
-        eps = _metadata().entry_points(group=ENTRY_POINT_GROUP)
-    described: dict[int, tuple[str, str, list[str]]] = {}  # by id(dist); eps keep them alive
-    for ep in eps:
-        dist = getattr(ep, "dist", None)
-        requires: list[str] = []
-        if dist is None:
-            dist_name, version = "(unknown)", "?"
-        else:
-            if id(dist) not in described:
-                described[id(dist)] = describe_distribution(dist)
-            dist_name, version, requires = described[id(dist)]
+        described = (_describe(ep) for ep in entry_points)
+    for ep, dist_name, version, requires in described:
         key = (_canonical(dist_name), ep.name)
         if key in seen:  # the same distribution twice on sys.path
             continue
@@ -180,57 +163,11 @@ def iter_entry_points(
     return iter(found)
 
 
-#: The METADATA headers the loader needs, lower-cased (header names are case-insensitive).
-_WANTED = ("name", "version", "requires-dist")
-
-
-def describe_distribution(dist: Any) -> tuple[str, str, list[str]]:
-    """A distribution's name, version and ``Requires-Dist`` requirements.
-
-    Read with one pass over the header lines of its ``METADATA`` file: the email parser
-    that ``dist.metadata`` uses costs a fresh process more than loading every plugin, and
-    it is paid again for each of ``metadata``, ``version`` and ``requires``. Anything the
-    scan cannot read with certainty (no ``METADATA`` file, a folded header, a missing
-    field) is left to the distribution's own API.
-    """
-    scanned = _scan_metadata(dist)
-    if scanned is not None:
-        return scanned
-    requires = dist.requires
-    return dist.metadata["Name"], dist.version, list(requires or [])
-
-
-def _scan_metadata(dist: Any) -> tuple[str, str, list[str]] | None:
-    read_text = getattr(dist, "read_text", None)
-    if not callable(read_text):
-        return None
-    try:
-        text = read_text("METADATA")
-    except (OSError, UnicodeDecodeError):
-        return None
-    if not isinstance(text, str):
-        return None
-    fields: dict[str, list[str]] = {name: [] for name in _WANTED}
-    current: list[str] | None = None
-    for line in text.split("\n"):
-        line = line.rstrip("\r")
-        if not line:
-            break  # the headers end at the first empty line; the description follows
-        if line[0] in " \t":
-            if current is not None:
-                return None  # a folded Name, Version or Requires-Dist: let the parser decide
-            continue
-        name, colon, value = line.partition(":")
-        if not colon:
-            return None
-        current = fields.get(name.strip().lower())
-        if current is not None:
-            current.append(value.lstrip(" \t"))
-    names, versions, requires = fields["name"], fields["version"], fields["requires-dist"]
-    if len(names) != 1 or len(versions) != 1 or not requires:
-        # no Requires-Dist: the distribution's API also looks at egg-info's requires.txt
-        return None
-    return names[0], versions[0], requires
+def _describe(ep: EntryPointLike) -> tuple[EntryPointLike, str, str, list[str]]:
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return ep, "(unknown)", "?", []
+    return (ep, *describe_distribution(dist))
 
 
 def check_compatible(requires: list[str], plugin: Plugin, running_version: str) -> None:
@@ -252,6 +189,20 @@ def check_compatible(requires: list[str], plugin: Plugin, running_version: str) 
                 entry_point=plugin.entry_point,
                 phase="compatibility",
             )
+
+
+class PluggyManager(pluggy.PluginManager):
+    """pluggy's manager, looking only at ``plait_*`` names for hook implementations.
+
+    pluggy inspects every attribute of a plugin module; a hook implementation named
+    otherwise is refused (as an unknown hook) before pluggy sees the plugin, so only
+    ``plait_*`` names can hold one, and skipping the rest halves the cost of loading plugins.
+    """
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        if not name.startswith("plait_"):
+            return None
+        return super().parse_hookimpl_opts(plugin, name)
 
 
 #: The plugin whose registry hook implementation is running (set by :func:`attributed`).

@@ -38,6 +38,7 @@ from .loading import (
     IN_PROCESS,
     EntryPointLike,
     HookFailed,
+    PluggyManager,
     Plugin,
     PluginInfo,
     attributed,
@@ -88,7 +89,7 @@ class PluginManager(HookFacade):
         disabled: Iterable[str] | None = None,
         running_version: str | None = None,
     ) -> None:
-        self.pm = pluggy.PluginManager("plait")
+        self.pm = PluggyManager("plait")
         self.pm.add_hookspecs(hookspecs)
         self._entry_points = entry_points
         if disabled is None:

@@ -17,7 +17,6 @@ commit atomically; executors run at least once.
 
 from __future__ import annotations
 
-import random
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -103,6 +102,8 @@ class RetryPolicy:
         else:
             base = min(self.delay * (2 ** (retry - 1)), self.max_delay)
         if self.jitter:
+            import random  # imported on the first jittered retry: a cold start never pays
+
             base *= random.uniform(max(0.0, 1 - self.jitter), 1 + self.jitter)
         return max(base, 0.0)
 

@@ -1,0 +1,358 @@
+"""Finding the installed entry points of group ``plait``, with a cache across processes.
+
+Asking :mod:`importlib.metadata` costs a fresh process more than everything else plugin
+loading does (the backport's import alone, then a parse of every distribution's
+``entry_points.txt``). What it reads changes only when something is installed or removed,
+so this module lists the ``*.dist-info`` and ``*.egg-info`` directories on ``sys.path``
+itself — the same directories, in the same order, with the same rule for a distribution
+found twice (the first one wins) — and keeps, per distribution directory, what it found:
+the ``plait`` entry points, and the name, version and requirements of a distribution that
+has any. A record is used only while the directory and its ``entry_points.txt`` still have
+the modification time (and inode, and size) they had when it was read; an install, an
+upgrade, an uninstall or an editable re-install all change them. The cache never names a
+distribution that is not on ``sys.path`` now: it only saves reading the files.
+
+The cache is one JSON file, ``$XDG_CACHE_HOME/plait/entry-points.json`` (``~/.cache``
+when the variable is unset; ``%LOCALAPPDATA%`` on Windows), written atomically. A missing,
+unreadable or corrupt file is read again from the distributions; a cache directory that
+cannot be written is left alone. ``PLAIT_NO_CACHE=1`` turns it off, and anything it
+cannot mirror exactly (a zip file or an ``.egg`` on ``sys.path``, a finder on
+``sys.meta_path`` that reports distributions of its own) makes it ask
+:mod:`importlib.metadata` as before.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Iterable
+from typing import Any, TypeGuard
+
+__all__ = [
+    "CACHE_FORMAT",
+    "NO_CACHE_ENV",
+    "InstalledEntryPoint",
+    "cache_path",
+    "describe_distribution",
+    "installed_entry_points",
+]
+
+NO_CACHE_ENV = "PLAIT_NO_CACHE"
+#: Changes when the file's layout does; a file of another format is ignored.
+CACHE_FORMAT = 1
+#: A directory changed this recently may change again within the clock's resolution
+#: without its modification time moving (git's "racy" timestamps): not cached yet.
+_RACY_SECONDS = 2.0
+_SUFFIXES = (".dist-info", ".egg-info")
+#: The entry-point value grammar of the packaging specification: ``module[:attr.attr] [extras]``.
+_VALUE = re.compile(r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$")
+
+#: ``(entry point, distribution, version, requirements)``
+Found = tuple["InstalledEntryPoint", str, str, list[str]]
+
+
+def metadata_module() -> Any:
+    """:mod:`importlib.metadata` on 3.12+, the backport (same entry-point API) before;
+    imported on first use: ``import plait`` alone never scans distributions."""
+    if sys.version_info >= (3, 12):
+        from importlib import metadata
+    else:  # pragma: no cover - depends on the interpreter
+        import importlib_metadata as metadata
+    return metadata
+
+
+class InstalledEntryPoint:
+    """An entry point of an installed distribution: ``name = value`` of ``group``.
+
+    :meth:`load` imports it as :meth:`importlib.metadata.EntryPoint.load` does.
+    """
+
+    __slots__ = ("group", "name", "value")
+
+    def __init__(self, name: str, value: str, group: str) -> None:
+        self.name = name
+        self.value = value
+        self.group = group
+
+    def load(self) -> Any:
+        """The module, or the object ``module:attr.attr`` names (importing the module)."""
+        match = _VALUE.match(self.value)
+        if match is None:
+            raise ValueError(f"entry point {self.name!r} has an invalid value {self.value!r}")
+        obj: Any = importlib.import_module(match.group("module"))
+        for attr in filter(None, (match.group("attr") or "").split(".")):
+            obj = getattr(obj, attr)
+        return obj
+
+    def __repr__(self) -> str:
+        return f"<InstalledEntryPoint {self.name} = {self.value} ({self.group})>"
+
+
+def cache_path() -> str | None:
+    """Where the cache lives, or ``None`` when it is turned off (``PLAIT_NO_CACHE``)."""
+    if os.environ.get(NO_CACHE_ENV, "") not in ("", "0"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or ""
+    if not base and sys.platform == "win32":  # pragma: no cover - platform
+        base = os.environ.get("LOCALAPPDATA") or ""
+    if not os.path.isabs(base):  # the XDG spec: a relative path is ignored
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "plait", "entry-points.json")
+
+
+def installed_entry_points(group: str) -> list[Found]:
+    """Every entry point of ``group`` on ``sys.path``, with its distribution's name, version
+    and requirements, in ``sys.path`` order; a distribution found again further along
+    ``sys.path`` is skipped, as :func:`importlib.metadata.entry_points` skips it."""
+    path = cache_path()
+    if path is None or not _mirrorable():
+        return _from_metadata(group)
+    cache = _Cache(path, group)
+    found = cache.scan(sys.path)
+    if found is None:  # something on sys.path only importlib.metadata can read
+        return _from_metadata(group)
+    cache.save()
+    return found
+
+
+def _mirrorable() -> bool:
+    """Does ``importlib.metadata`` find distributions only through ``sys.path`` directories?"""
+    for finder in sys.meta_path:
+        if getattr(finder, "find_distributions", None) is None:
+            continue
+        module = getattr(finder, "__module__", "") or ""
+        if getattr(finder, "__name__", "") == "PathFinder" and module in (
+            "importlib._bootstrap_external",
+            "_frozen_importlib_external",
+        ):
+            continue
+        if module.startswith("importlib_metadata"):  # the backport's own path finder
+            continue
+        return False
+    return True
+
+
+def _from_metadata(group: str) -> list[Found]:
+    found: list[Found] = []
+    described: dict[int, tuple[str, str, list[str]]] = {}  # by id(dist); eps keep them alive
+    for ep in metadata_module().entry_points(group=group):
+        dist = getattr(ep, "dist", None)
+        about: tuple[str, str, list[str]] = ("(unknown)", "?", [])
+        if dist is not None:
+            if id(dist) not in described:
+                described[id(dist)] = describe_distribution(dist)
+            about = described[id(dist)]
+        found.append((InstalledEntryPoint(ep.name, ep.value, group), *about))
+    return found
+
+
+def _normalize(stem_name: str) -> str:
+    return re.sub(r"[-_.]+", "_", stem_name).lower()
+
+
+class _Cache:
+    """The records of one cache file, checked against the directories on ``sys.path``."""
+
+    def __init__(self, path: str, group: str) -> None:
+        self.path = path
+        self.group = group
+        self.records = self._read()
+        self.changed = False
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            with open(self.path, encoding="utf-8") as file:
+                data = json.load(file)
+        except (OSError, ValueError):  # missing, unreadable or not JSON: read it all again
+            return {}
+        if (
+            not isinstance(data, dict)
+            or data.get("format") != CACHE_FORMAT
+            or data.get("group") != self.group
+            or not isinstance(data.get("dists"), dict)
+        ):
+            return {}
+        dists: dict[str, Any] = data["dists"]
+        return dists
+
+    def scan(self, entries: Iterable[Any]) -> list[Found] | None:
+        """What every distribution on ``entries`` provides, or ``None`` when one entry is not
+        a plain directory (a zip file, an ``.egg``)."""
+        seen: set[str] = set()
+        found: list[Found] = []
+        for entry in entries:
+            if not isinstance(entry, str) or entry.lower().endswith(".egg"):
+                return None
+            try:
+                with os.scandir(entry or ".") as children:
+                    names = [c.name for c in children if c.name.lower().endswith(_SUFFIXES)]
+            except (FileNotFoundError, PermissionError):
+                continue  # importlib.metadata finds nothing there either
+            except OSError:  # a zip file, or something stranger
+                return None
+            for name in names:
+                if not name.endswith(_SUFFIXES):  # ".DIST-INFO": named from its metadata
+                    return None
+                key = _normalize(name.rpartition(".")[0].partition("-")[0])
+                if key in seen:  # the first distribution of a name on sys.path wins
+                    continue
+                seen.add(key)
+                record = self._record(os.path.abspath(os.path.join(entry or ".", name)))
+                if record is None:
+                    continue
+                dist, version, requires = record["name"], record["version"], record["requires"]
+                for ep_name, value in record["eps"]:
+                    ep = InstalledEntryPoint(ep_name, value, self.group)
+                    found.append((ep, dist, version, list(requires)))
+        return found
+
+    def _record(self, dist_path: str) -> dict[str, Any] | None:
+        """The cached record of a distribution directory, read again when it changed;
+        ``None`` when the directory is gone."""
+        try:
+            st = os.stat(dist_path)
+        except OSError:
+            return None
+        stamp = [st.st_mtime_ns, st.st_ino]
+        cached = self.records.get(dist_path)
+        if _valid(cached) and cached["stamp"] == stamp:
+            known = cached["entry_points_txt"]
+            # no entry_points.txt then: creating one changes the directory's stamp
+            if known is None or known == _file_stamp(dist_path):
+                return cached
+        self.changed = True
+        record = self._describe(dist_path)
+        if record is None:
+            self.records.pop(dist_path, None)
+            return None
+        record["stamp"] = stamp
+        newest = max(stamp[0], (record["entry_points_txt"] or [0])[0]) / 1e9
+        if time.time() - newest > _RACY_SECONDS:
+            self.records[dist_path] = record
+        else:  # may change again unseen within the clock's resolution: read it next time
+            self.records.pop(dist_path, None)
+        return record
+
+    def _describe(self, dist_path: str) -> dict[str, Any] | None:
+        import pathlib
+
+        dist = metadata_module().PathDistribution(pathlib.Path(dist_path))
+        try:
+            eps = [(ep.name, ep.value) for ep in dist.entry_points.select(group=self.group)]
+        except (OSError, ValueError, UnicodeDecodeError):
+            return None  # importlib.metadata would fail on it too; a fresh read next time
+        record: dict[str, Any] = {
+            "eps": [list(ep) for ep in eps],
+            "entry_points_txt": _file_stamp(dist_path),
+            "name": "",
+            "version": "",
+            "requires": [],
+        }
+        if eps:
+            record["name"], record["version"], record["requires"] = describe_distribution(dist)
+        return record
+
+    def save(self) -> None:
+        """Write the records back, when they changed; never fails the caller."""
+        if not self.changed:
+            return
+        kept = {p: r for p, r in self.records.items() if os.path.exists(p)}
+        data = {"format": CACHE_FORMAT, "group": self.group, "dists": kept}
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            with open(tmp, "w", encoding="utf-8") as file:
+                json.dump(data, file, separators=(",", ":"))
+            os.replace(tmp, self.path)
+        except OSError:  # a read-only or full cache directory: no cache, same answer
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _file_stamp(dist_path: str) -> list[int] | None:
+    try:
+        st = os.stat(os.path.join(dist_path, "entry_points.txt"))
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_ino, st.st_size]
+
+
+def _valid(record: Any) -> TypeGuard[dict[str, Any]]:
+    """Is a record read from the cache file well-formed (a corrupt one is read again)?"""
+    if not isinstance(record, dict):
+        return False
+    try:
+        return (
+            isinstance(record["stamp"], list)
+            and (record["entry_points_txt"] is None or isinstance(record["entry_points_txt"], list))
+            and isinstance(record["name"], str)
+            and isinstance(record["version"], str)
+            and all(isinstance(r, str) for r in record["requires"])
+            and all(
+                isinstance(n, str) and isinstance(v, str) and _VALUE.match(v) is not None
+                for n, v in record["eps"]
+            )
+        )
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+#: The METADATA headers the loader needs, lower-cased (header names are case-insensitive).
+_WANTED = ("name", "version", "requires-dist")
+
+
+def describe_distribution(dist: Any) -> tuple[str, str, list[str]]:
+    """A distribution's name, version and ``Requires-Dist`` requirements.
+
+    Read with one pass over the header lines of its ``METADATA`` file: the email parser
+    that ``dist.metadata`` uses costs a fresh process more than loading every plugin, and
+    it is paid again for each of ``metadata``, ``version`` and ``requires``. Anything the
+    scan cannot read with certainty (no ``METADATA`` file, a folded header, a missing
+    field) is left to the distribution's own API.
+    """
+    scanned = _scan_metadata(dist)
+    if scanned is not None:
+        return scanned
+    requires = dist.requires
+    return dist.metadata["Name"], dist.version, list(requires or [])
+
+
+def _scan_metadata(dist: Any) -> tuple[str, str, list[str]] | None:
+    read_text = getattr(dist, "read_text", None)
+    if not callable(read_text):
+        return None
+    try:
+        text = read_text("METADATA")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not isinstance(text, str):
+        return None
+    fields: dict[str, list[str]] = {name: [] for name in _WANTED}
+    current: list[str] | None = None
+    for line in text.split("\n"):
+        line = line.rstrip("\r")
+        if not line:
+            break  # the headers end at the first empty line; the description follows
+        if line[0] in " \t":
+            if current is not None:
+                return None  # a folded Name, Version or Requires-Dist: let the parser decide
+            continue
+        name, colon, value = line.partition(":")
+        if not colon:
+            return None
+        current = fields.get(name.strip().lower())
+        if current is not None:
+            current.append(value.lstrip(" \t"))
+    names, versions, requires = fields["name"], fields["version"], fields["requires-dist"]
+    if len(names) != 1 or len(versions) != 1 or not requires:
+        # no Requires-Dist: the distribution's API also looks at egg-info's requires.txt
+        return None
+    return names[0], versions[0], requires
