@@ -66,7 +66,7 @@ class _Batch:
         self.slot = slot
         self.actor: Any = None
         self.items: list[tuple[str, str]] = []
-        self.nodes: dict[str, str] = {}
+        self.nodes: dict[str, str] = {}  # the spec of every executor in the batch
         self.ref: Any = None
         self.results: list[str] | None = None
         self.submitted = anyio.Event()
@@ -174,8 +174,7 @@ class RayPlacement:
             batch = self._open[slot.index] = _Batch(slot)
         index = len(batch.items)
         batch.items.append((key, invocation))
-        if key not in slot.known:
-            batch.nodes[key] = node
+        batch.nodes[key] = node
         if opened:
             try:
                 await anyio.lowlevel.checkpoint()  # the superstep's siblings join the batch
@@ -192,9 +191,11 @@ class RayPlacement:
             del self._open[slot.index]
         if slot.actor is None:
             self._start(slot)
-        slot.known.update(batch.nodes)
+        # only the specs this actor has not rebuilt yet travel (all of them to a fresh one)
+        nodes = {key: node for key, node in batch.nodes.items() if key not in slot.known}
+        slot.known.update(nodes)
         batch.actor = slot.actor
-        batch.ref = slot.actor.invoke_batch.remote(batch.nodes, batch.items)
+        batch.ref = slot.actor.invoke_batch.remote(nodes, batch.items)
         batch.submitted.set()
 
     async def _results(self, batch: _Batch, executor_id: str) -> list[str]:
