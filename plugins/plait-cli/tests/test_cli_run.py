@@ -345,3 +345,31 @@ def test_off_a_terminal_each_retry_is_a_line_and_counted_in_the_summary() -> Non
     retries = [line for line in lines if line.startswith("retry:")]
     assert retries == ["retry: executor 'flaky', attempt 2", "retry: executor 'flaky', attempt 3"]
     assert ", 1 output(s), 2 retries in " in lines[-1]
+
+
+def test_placement_is_checked_before_the_run_and_recorded_with_its_checkpoints(
+    tmp_path: Path,
+) -> None:
+    unknown = plait("run", target("echo"), "x", "--placement", "nowhere")
+    assert unknown.exit_code == 1
+    assert "unknown placement 'nowhere'" in unknown.stderr
+    assert "run id:" not in unknown.stderr  # nothing started, nothing written
+    url = store(tmp_path)
+    local = plait("run", target("echo"), "x", "--placement", "local", "--checkpoint", url, "-q")
+    assert (local.exit_code, local.stdout) == (0, "X\n")
+    (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", local.stderr, re.M)
+
+    import anyio
+    from plait.checkpoint import open_store
+
+    async def latest_metadata() -> dict[str, object]:
+        checkpoints = open_store(url)
+        try:
+            latest = await checkpoints.latest(run_id)
+            assert latest is not None
+            return dict(latest.metadata["cli"])
+        finally:
+            await checkpoints.aclose()
+
+    recorded = anyio.run(latest_metadata)
+    assert recorded == {"target": target("echo"), "allow_imports": False, "placement": "local"}

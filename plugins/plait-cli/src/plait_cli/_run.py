@@ -97,6 +97,29 @@ def _responses(
     return responses
 
 
+def _placed(workflow: Workflow, placement: str | None) -> Workflow:
+    """``workflow`` with ``placement`` as its default placement (``--placement``)."""
+    if placement is None:
+        return workflow
+    from plait.errors import PlaitError
+    from plait.placement import with_placement
+
+    try:
+        if placement != "local":  # a name nothing provides fails here, before any checkpoint
+            workflow._graph.plugin_manager.registry("placement").get(placement)
+        return with_placement(workflow, placement)
+    except PlaitError as exc:
+        raise click.ClickException(describe_error(exc)) from exc
+
+
+def _record(target: str, allow_imports: bool, placement: str | None) -> dict[str, Any]:
+    """What the checkpoints record of how to load the workflow again."""
+    record: dict[str, Any] = {"target": _recorded_target(target), "allow_imports": allow_imports}
+    if placement is not None:
+        record["placement"] = placement
+    return record
+
+
 def _default_store() -> str:
     """The default store URL, its folder created (with a ``.gitignore`` keeping it out of
     version control)."""
@@ -249,6 +272,11 @@ _DISPLAY_OPTIONS = [
         type=click.Choice(["sync", "async", "exit"]),
         help="When checkpoints are written (default sync: every superstep).",
     ),
+    click.option(
+        "--placement",
+        metavar="NAME",
+        help="Where invocations run, unless a node says otherwise (ray with plait-ray).",
+    ),
 ]
 
 
@@ -292,6 +320,7 @@ def run_command(
     no_input: bool,
     max_supersteps: int | None,
     durability: str | None,
+    placement: str | None,
     step_context: bool,
     allow_imports: bool,
 ) -> None:
@@ -315,7 +344,7 @@ def run_command(
     if durability is not None and no_checkpoint:
         raise click.UsageError("--durability needs a checkpoint (drop --no-checkpoint)")
     value = _message(message, json_input)
-    workflow = _workflow(target, allow_imports)
+    workflow = _placed(_workflow(target, allow_imports), placement)
     run_id = uuid.uuid4().hex
     options: dict[str, Any] = {}
     if max_supersteps is not None:
@@ -326,7 +355,7 @@ def run_command(
         options["checkpoint"] = store
         if durability is not None:
             options["durability"] = durability
-        record = {"target": _recorded_target(target), "allow_imports": allow_imports}
+        record = _record(target, allow_imports, placement)
         options["checkpoint_metadata"] = {METADATA_KEY: record}
         if not json_events:  # stderr stays JSON lines only; RunStarted has the id
             click.echo(f"run id: {run_id}", err=True)
@@ -344,7 +373,7 @@ def run_command(
     _report(ctx, outcome, named, store)
 
 
-def _stored_target(run_id: str, checkpoint: str) -> tuple[str, bool]:
+def _stored_target(run_id: str, checkpoint: str) -> tuple[str, bool, str | None]:
     """The target ``plait run`` recorded for ``run_id`` and whether it may be loaded
     without the user naming it: only a workflow file loaded without imports (nothing read
     from a store may make Plait import code)."""
@@ -388,7 +417,8 @@ def _stored_target(run_id: str, checkpoint: str) -> tuple[str, bool]:
             f"from a checkpoint is never imported, so name it: plait resume {shlex.quote(target)} "
             f"{latest.run_id}" + (" --allow-imports" if record.get("allow_imports") else "")
         )
-    return target, False
+    placement = record.get("placement")
+    return target, False, placement if isinstance(placement, str) else None
 
 
 @click.command("resume", short_help="Continue a checkpointed run, answering its requests.")
@@ -425,6 +455,7 @@ def resume_command(
     no_input: bool,
     max_supersteps: int | None,
     durability: str | None,
+    placement: str | None,
     allow_imports: bool,
 ) -> None:
     """Continue run RUN_ID from its latest checkpoint, with the same progress as plait run.
@@ -437,21 +468,20 @@ def resume_command(
     """
     if len(args) == 1:
         (run_id,) = args
-        target, allow_imports = _stored_target(run_id, checkpoint)
+        target, allow_imports, stored_placement = _stored_target(run_id, checkpoint)
+        placement = placement or stored_placement
     elif len(args) == 2:
         target, run_id = args
     else:
         raise click.UsageError("expected [TARGET] RUN_ID")
-    workflow = _workflow(target, allow_imports)
+    workflow = _placed(_workflow(target, allow_imports), placement)
     display = Display(json_events=json_events, quiet=quiet)
     options: dict[str, Any] = {}
     if durability is not None:
         options["durability"] = durability
     if max_supersteps is not None:
         options["max_supersteps"] = max_supersteps
-    options["checkpoint_metadata"] = {
-        METADATA_KEY: {"target": _recorded_target(target), "allow_imports": allow_imports}
-    }
+    options["checkpoint_metadata"] = {METADATA_KEY: _record(target, allow_imports, placement)}
     from ._prompt import ask_for_answers, can_prompt
 
     prompt = not no_input and not json_events
