@@ -39,8 +39,11 @@ class Handle:
 class Recorder(RunObserver):
     """Records every call as a tuple; handles are named ``executor@superstep.index``."""
 
-    def __init__(self, log: list[tuple[Any, ...]], run_id: str, superstep: int) -> None:
+    def __init__(
+        self, log: list[tuple[Any, ...]], handles: list[Handle], run_id: str, superstep: int
+    ) -> None:
         self.log = log
+        self.handles = handles
         log.append(("run", run_id, superstep))
 
     def superstep_started(self, superstep: int, executor_ids: tuple[str, ...]) -> None:
@@ -53,6 +56,7 @@ class Recorder(RunObserver):
         handle = Handle(invocation, ACTIVE.set(f"{invocation.executor_id}"))
         senders = tuple(sorted(h.name for h in invocation.senders))
         self.log.append(("invoke", handle.name, senders))
+        self.handles.append(handle)
         return handle
 
     def invocation_retrying(
@@ -75,13 +79,14 @@ class ObservingPlugin:
 
     def __init__(self, observe: bool = True) -> None:
         self.log: list[tuple[Any, ...]] = []
+        self.handles: list[Handle] = []
         self.observe = observe
 
     @plait.hookimpl
     def plait_observe_run(self, run_id: str, workflow: Any, superstep: int) -> Any:
         if not self.observe:
             return None
-        return Recorder(self.log, run_id, superstep)
+        return Recorder(self.log, self.handles, run_id, superstep)
 
 
 def relay(id: str) -> plait.Executor:
@@ -152,21 +157,28 @@ def test_an_observed_run_swaps_in_the_observing_methods(recorder: ObservingPlugi
     assert type(runner.state.outbox) is not list
 
 
-def test_no_hook_implementation_means_no_hook_call(plait_plugin_manager: PluginManager) -> None:
+def test_no_hook_implementation_means_no_hook_call(
+    plait_plugin_manager: PluginManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls: list[str] = []
-    real = plait_plugin_manager.pm.hook.plait_observe_run
+    real: Any = plait_plugin_manager.pm.hook.plait_observe_run
 
     class Spy:
-        def get_hookimpls(self) -> list[Any]:
+        def get_hookimpls(self) -> Any:
             return real.get_hookimpls()
 
-        def __call__(self, **kwargs: Any) -> list[Any]:
+        def __call__(self, **kwargs: Any) -> Any:
             calls.append("called")
             return real(**kwargs)
 
-    plait_plugin_manager.pm.hook.plait_observe_run = Spy()
+    monkeypatch.setattr(plait_plugin_manager.pm.hook, "plait_observe_run", Spy())
     assert plait_plugin_manager.observe_run("r", None, 0) is None
     assert calls == []
+    monkeypatch.undo()
+    plait_plugin_manager.register(ObservingPlugin(), "recorder")  # the control: now it is
+    monkeypatch.setattr(plait_plugin_manager.pm.hook, "plait_observe_run", Spy())
+    assert plait_plugin_manager.observe_run("r", None, 0) is not None
+    assert calls == ["called"]
 
 
 # -- what an observer is told ---------------------------------------------------------------
@@ -213,13 +225,13 @@ async def test_a_fan_in_links_to_every_branch_and_a_fan_out_to_its_source(
     )
     result = await workflow.run(1)
     assert result.outputs == [[1, 1, 1]]
-    invokes = names(recorder.log, "invoke")
-    assert invokes == [
+    invokes = names(recorder.log, "invoke")  # the branches start in any order (trio)
+    assert sorted(invokes) == [
+        ("invoke", "join@3.0", ("x@2.0", "y@2.0", "z@2.0")),
         ("invoke", "src@1.0", ()),
         ("invoke", "x@2.0", ("src@1.0",)),
         ("invoke", "y@2.0", ("src@1.0",)),
         ("invoke", "z@2.0", ("src@1.0",)),
-        ("invoke", "join@3.0", ("x@2.0", "y@2.0", "z@2.0")),
     ]
 
 
@@ -241,18 +253,30 @@ async def test_a_fan_in_across_supersteps_keeps_the_early_senders(
 
 
 async def test_messages_of_one_executor_link_by_index(recorder: ObservingPlugin) -> None:
-    seen: list[Any] = []
+    def tag(id: str) -> plait.Executor:
+        @executor(id=id)
+        async def step(message: Any, ctx: WorkflowContext[str]) -> None:
+            await ctx.send_message(f"from {id}")
+
+        return step
+
     workflow = (
         WorkflowBuilder()
-        .add_fan_out(relay("src"), [relay("p"), relay("q")])
-        .add_edge("p", sink("out", seen))
+        .add_fan_out(relay("src"), [tag("p"), tag("q")])
+        .add_edge("p", sink("out"))
         .add_edge("q", "out")
         .set_start("src")
         .build()
     )
     await workflow.run(1)
-    outs = [e for e in names(recorder.log, "invoke") if e[1].startswith("out")]
-    assert outs == [("invoke", "out@3.0", ("p@2.0",)), ("invoke", "out@3.1", ("q@2.0",))]
+    # p and q run concurrently: whichever sent first is message 0 of "out"
+    outs = {
+        handle.name: (handle.invocation.message, [s.name for s in handle.invocation.senders])
+        for handle in recorder.handles
+        if handle.invocation.executor_id == "out"
+    }
+    assert sorted(outs.values()) == [("from p", ["p@2.0"]), ("from q", ["q@2.0"])]
+    assert sorted(outs) == ["out@3.0", "out@3.1"]
 
 
 async def test_retries_are_told_with_their_attempts(recorder: ObservingPlugin) -> None:
