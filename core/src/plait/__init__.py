@@ -29,14 +29,27 @@ Test it with the ``plait_testing`` pytest plugin (the ``plait-testing`` distribu
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 
-# ``executor`` and ``load`` share their names with the submodules that define them: bound
-# here, before anything imports those submodules lazily, they stay the functions.
-from .executor import executor
-from .load import load
+
+class _Package(types.ModuleType):
+    """``plait`` itself. ``plait.executor`` and ``plait.load`` are functions named like the
+    submodules that define them; the import system binds a submodule on its package when it
+    is first imported, which would hide the function — this keeps the function."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ("executor", "load") and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+from .executor import executor  # noqa: E402  (the decorator every workflow uses)
 
 if TYPE_CHECKING:
     from . import convert, errors, events, plugins
@@ -46,6 +59,7 @@ if TYPE_CHECKING:
     from .events import RunStatus
     from .executor import Executor, FunctionExecutor, handler
     from .hookspecs import hookimpl
+    from .load import load
     from .plugins import describe, get_plugin_manager, register, unregister
     from .policies import RetryPolicy
     from .spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
@@ -110,6 +124,7 @@ _LAZY = {
     "get_plugin_manager": "plugins",
     "handler": "executor",
     "hookimpl": "hookspecs",
+    "load": "load",
     "register": "plugins",
     "unregister": "plugins",
 }

@@ -28,7 +28,6 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import re
 import sys
 import time
 from collections.abc import Iterable
@@ -50,8 +49,6 @@ CACHE_FORMAT = 1
 #: without its modification time moving (git's "racy" timestamps): not cached yet.
 _RACY_SECONDS = 2.0
 _SUFFIXES = (".dist-info", ".egg-info")
-#: The entry-point value grammar of the packaging specification: ``module[:attr.attr] [extras]``.
-_VALUE = re.compile(r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$")
 
 #: ``(entry point, distribution, version, requirements)``
 Found = tuple["InstalledEntryPoint", str, str, list[str]]
@@ -82,11 +79,11 @@ class InstalledEntryPoint:
 
     def load(self) -> Any:
         """The module, or the object ``module:attr.attr`` names (importing the module)."""
-        match = _VALUE.match(self.value)
-        if match is None:
+        parsed = _parse_value(self.value)
+        if parsed is None:
             raise ValueError(f"entry point {self.name!r} has an invalid value {self.value!r}")
-        obj: Any = importlib.import_module(match.group("module"))
-        for attr in filter(None, (match.group("attr") or "").split(".")):
+        obj: Any = importlib.import_module(parsed[0])
+        for attr in parsed[1]:
             obj = getattr(obj, attr)
         return obj
 
@@ -152,8 +149,24 @@ def _from_metadata(group: str) -> list[Found]:
     return found
 
 
+def _parse_value(value: str) -> tuple[str, list[str]] | None:
+    """``module[:attr.attr] [extras]`` (the packaging specification's entry-point value) as
+    ``(module, [attr, attr])``, or ``None`` when it is not one; string operations, not a
+    regular expression, whose compiling would cost a cold start more than the parse."""
+    text = value.split("[", 1)[0] if value.rstrip().endswith("]") else value
+    module, colon, attrs = (part.strip() for part in text.partition(":"))
+    names = attrs.split(".") if colon else []
+    if not all(p.isidentifier() for p in [*module.split("."), *names]):
+        return None
+    return module, names
+
+
 def _normalize(stem_name: str) -> str:
-    return re.sub(r"[-_.]+", "_", stem_name).lower()
+    """The name importlib.metadata tells distributions apart by (runs of ``-_.`` as ``_``)."""
+    key = stem_name.lower().replace("-", "_").replace(".", "_")
+    while "__" in key:
+        key = key.replace("__", "_")
+    return key
 
 
 class _Cache:
@@ -189,9 +202,9 @@ class _Cache:
         for entry in entries:
             if not isinstance(entry, str) or entry.lower().endswith(".egg"):
                 return None
+            root = os.path.abspath(entry or ".")
             try:
-                with os.scandir(entry or ".") as children:
-                    names = [c.name for c in children if c.name.lower().endswith(_SUFFIXES)]
+                names = [n for n in os.listdir(root) if n.lower().endswith(_SUFFIXES)]
             except (FileNotFoundError, PermissionError):
                 continue  # importlib.metadata finds nothing there either
             except OSError:  # a zip file, or something stranger
@@ -203,7 +216,7 @@ class _Cache:
                 if key in seen:  # the first distribution of a name on sys.path wins
                     continue
                 seen.add(key)
-                record = self._record(os.path.abspath(os.path.join(entry or ".", name)))
+                record = self._record(os.path.join(root, name))
                 if record is None:
                     continue
                 dist, version, requires = record["name"], record["version"], record["requires"]
@@ -297,7 +310,7 @@ def _valid(record: Any) -> TypeGuard[dict[str, Any]]:
             and isinstance(record["version"], str)
             and all(isinstance(r, str) for r in record["requires"])
             and all(
-                isinstance(n, str) and isinstance(v, str) and _VALUE.match(v) is not None
+                isinstance(n, str) and isinstance(v, str) and _parse_value(v) is not None
                 for n, v in record["eps"]
             )
         )
