@@ -54,6 +54,7 @@ print(json.dumps({
     "imported_on_load": loaded,
     "imported_after_run": sorted(m for m in sys.modules if m.startswith("opentelemetry")),
     "instrumented": plait_otel.is_instrumented(),
+    "observer": repr(plait.get_plugin_manager().observe_run("r", workflow, 0)),
 }))
 """
     )
@@ -63,6 +64,7 @@ print(json.dumps({
         "imported_on_load": False,
         "imported_after_run": [],
         "instrumented": False,
+        "observer": "None",  # so runs keep the runner's plain methods
     }
 
 
