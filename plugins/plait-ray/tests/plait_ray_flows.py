@@ -176,3 +176,30 @@ def human(placement: str | None) -> Workflow:
 
 def kill(pid: int) -> None:
     os.kill(pid, signal.SIGKILL)
+
+
+# -- a slow loop, for killing its driver mid-run ------------------------------------------
+
+
+@executor(id="tick")
+async def tick(step: dict[str, Any], ctx: WorkflowContext[dict[str, Any], list[Any]]) -> None:
+    """Counts to ``step["until"]``, one superstep per count, leaving a marker file per
+    superstep (when given a directory) and taking ``step["pause"]`` seconds each."""
+    history = ctx.state.setdefault("history", [])
+    history.append([step["n"], ctx.attempt])
+    if step.get("dir"):
+        await anyio.Path(step["dir"], f"superstep-{ctx.superstep}").write_text(str(os.getpid()))
+    await anyio.sleep(step.get("pause", 0))
+    if step["n"] >= step["until"]:
+        await ctx.yield_output([n for n, _ in history])
+    else:
+        await ctx.send_message({**step, "n": step["n"] + 1})
+
+
+def ticking(placement: str | None) -> Workflow:
+    return (
+        WorkflowBuilder("ticking", placement=placement, max_supersteps=100)
+        .add_edge(tick, tick)
+        .set_start(tick)
+        .build()
+    )
