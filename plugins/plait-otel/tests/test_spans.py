@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from plait import Executor, Never, RetryPolicy, Workflow, WorkflowContext, executor
-from plait.errors import ExecutorFailedError
+from plait.errors import ExecutorFailedError, ExecutorTimeoutError
 from plait_builders import WorkflowBuilder
 
 pytestmark = pytest.mark.anyio
@@ -200,11 +200,31 @@ async def test_a_failure_is_an_error_status_with_the_exception_recorded(
     assert event.attributes is not None
     assert event.attributes["exception.type"] == "ValueError"
     assert event.attributes["exception.message"] == "bad input"
-    assert spans.supersteps()[2].status.status_code is StatusCode.ERROR
+    step = spans.supersteps()[2]
+    assert step.status.status_code is StatusCode.ERROR
     assert spans.supersteps()[1].status.status_code is StatusCode.UNSET
     run = spans.one("workflow failing")
     assert run.status.status_code is StatusCode.ERROR
+    # the run and its superstep carry the run's error, which names executor and superstep
+    failed_in = "ExecutorFailedError: executor 'boom' failed in superstep 2: ValueError: bad input"
+    assert run.status.description == step.status.description == failed_in
     assert run.attributes is not None and run.attributes["plait.status"] == "failed"
+
+
+async def test_a_timeout_says_what_timed_out(exporter: InMemorySpanExporter) -> None:
+    @executor(id="slow")
+    async def slow(text: str, ctx: WorkflowContext[Never]) -> None:
+        await anyio.sleep(30)
+
+    workflow = WorkflowBuilder().add_executor(slow, timeout=0.01).set_start(slow).build()
+    with pytest.raises(ExecutorTimeoutError):
+        await workflow.run("t")
+    span = Spans(exporter).one("invoke slow")
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.status.description is not None
+    assert span.status.description.startswith(
+        "ExecutorTimeoutError: executor 'slow' timed out after 0.01 s in superstep 1"
+    )
 
 
 async def test_a_cancelled_sibling_is_cancelled_not_an_error(

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import anyio
 from opentelemetry import context, trace
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode, Tracer
+from plait.errors import ExecutorFailedError
 from plait.observe import Invocation, RunObserver
 
 __all__ = ["SpanObserver", "start_run"]
@@ -44,11 +45,14 @@ class _Invocation:
         self.token = token
 
 
-def _fail(span: Span, error: BaseException) -> None:
-    # the handler's own exception, not the run error wrapping it
-    cause = error.__cause__ if error.__cause__ is not None else error
-    span.record_exception(cause, escaped=True)
-    span.set_status(Status(StatusCode.ERROR, f"{type(cause).__name__}: {cause}"))
+def _fail(span: Span, error: BaseException, *, unwrap: bool = False) -> None:
+    """Mark ``span`` failed with ``error`` recorded; with ``unwrap``, the handler's own
+    exception rather than the :class:`ExecutorFailedError` wrapping it (a timeout or a
+    routing error stays itself: its message says more than its cause's)."""
+    if unwrap and isinstance(error, ExecutorFailedError) and error.__cause__ is not None:
+        error = error.__cause__
+    span.record_exception(error, escaped=True)
+    span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
 
 
 def start_run(tracer: Tracer, run_id: str, workflow: Any, superstep: int) -> RunObserver | None:
@@ -163,7 +167,7 @@ class SpanObserver(RunObserver):
         span.set_attribute("plait.attempt", attempt)
         span.set_attribute("plait.status", status)
         if status == "failed" and error is not None:
-            _fail(span, error)
+            _fail(span, error, unwrap=True)
         span.end()
 
     @_quiet
