@@ -27,7 +27,8 @@ from .errors import RunOptionError
 
 __all__ = ["RetryPolicy", "error_matches"]
 
-_NAME = re.compile(r"^[A-Za-z_][\w.]*(:[A-Za-z_][\w.]*)?$")
+# a pattern, compiled (and cached by re) on first use: a cold start never pays
+_NAME = r"^[A-Za-z_][\w.]*(:[A-Za-z_][\w.]*)?$"
 
 
 def _on(value: Iterable[Any] | Any) -> tuple[Any, ...]:
@@ -37,7 +38,7 @@ def _on(value: Iterable[Any] | Any) -> tuple[Any, ...]:
     for item in items:
         if isinstance(item, type) and issubclass(item, BaseException):
             continue
-        if isinstance(item, str) and (item.startswith("re:") or _NAME.match(item)):
+        if isinstance(item, str) and (item.startswith("re:") or re.match(_NAME, item)):
             if item.startswith("re:"):
                 try:
                     re.compile(item[3:])

@@ -38,7 +38,8 @@ __all__ = [
     "resolve_ref",
 ]
 
-_REF = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+# a pattern, compiled (and cached by re) on first use: a cold start never pays
+_REF = r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$"
 
 
 class NotPortableError(PlaitError):
@@ -108,7 +109,7 @@ def resolve_ref(ref: str, *, allow_imports: bool, what: str) -> Any:
     :raises ConfigError: imports are not allowed, the ref is malformed, or it does not
         import (the cause chained).
     """
-    if not isinstance(ref, str) or not _REF.match(ref):
+    if not isinstance(ref, str) or not re.match(_REF, ref):
         raise ConfigError(f"{what}: {ref!r} is not an import path 'package.module:qualname'")
     if not allow_imports:
         raise ConfigError(
