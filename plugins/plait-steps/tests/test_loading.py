@@ -47,7 +47,8 @@ def test_unknown_keys_name_the_position_and_the_keys_allowed_there() -> None:
     (problem,) = _problems(text)
     assert (problem.line, problem.column) == (5, 5)
     assert "unknown key 'retyr'" in str(problem)
-    assert "allowed here: id, type, name, instruction, config, retry, timeout" in str(problem)
+    allowed = "allowed here: id, type, name, instruction, input, config, retry, timeout"
+    assert allowed in str(problem)
     assert "did you mean 'retry'?" in str(problem)
     assert "    retyr: 3\n        ^" in str(problem)
 

@@ -9,8 +9,9 @@
         name: translator
 
 Each step sees every prior step's output in its user message; conditions branch and loop
-(bounded by ``max_loop_iterations``); ``parallel`` blocks nest; ``retry`` uses the kernel's
-retry policy; ``{{ $steps.<id>.output }}`` templates read prior outputs. See
+(bounded by ``max_loop_iterations``); ``parallel`` blocks nest; ``foreach`` runs its steps
+once per item of a list, concurrently, and gives the list of their outputs; ``retry`` uses
+the kernel's retry policy; ``{{ $steps.<id>.output }}`` templates read prior outputs. See
 ``docs/steps.md``.
 
 Registering the plugin imports nothing heavy: ruamel.yaml is imported when a document is
@@ -30,9 +31,15 @@ from ._context import step_context
 from ._loader import StepsLoader
 
 if TYPE_CHECKING:
-    from ._executors import LoopLimitError, StepConditionError, StepOutputError
+    from ._executors import (
+        ForeachItemsError,
+        LoopLimitError,
+        StepConditionError,
+        StepOutputError,
+    )
 
 __all__ = [
+    "ForeachItemsError",
     "LoopLimitError",
     "StepConditionError",
     "StepOutputError",
@@ -44,7 +51,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("LoopLimitError", "StepConditionError", "StepOutputError"):
+    if name in ("ForeachItemsError", "LoopLimitError", "StepConditionError", "StepOutputError"):
         from . import _executors
 
         return getattr(_executors, name)

@@ -6,6 +6,11 @@ children, a ``fan_in`` (merge ``list``, when ``all``) and a join node ``<id>/joi
 ``goto`` is an edge back to the step it names. Edge group ids are the builder's
 (``direct:a->b``, ``fan_out:p->a,b``, ``fan_in:a,b->p/join``, ``switch:c->x,y``).
 
+A foreach block is a ``steps.foreach`` node that sends one message per item, a ``switch``
+on ``branch`` into its body (an empty list goes straight on), the body's nodes (each with
+the block's ``max_concurrency``), and a ``steps.gather`` node ``<id>/gather`` that every
+way out of the body reaches: it keeps the items' outputs in its state until all are in.
+
 Two rules come from seed 002's own example, whose YAML has no ``goto``:
 
 - a condition that reads ``$steps.<id>`` of a step written *after* it in the same list is
@@ -23,27 +28,30 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 import plait
 from plait.errors import ConfigError, PlaitError
 from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
 
-from ._document import STEP_REF, Document, Step
+from ._document import ITEM_REF, STEP_REF, Document, Step
 from ._executors import compiled, unknown_agent
 from ._yaml import Y, position
 
 __all__ = ["compile_document", "rewrite"]
 
 _TEMPLATE = re.compile(r"\{\{.*?\}\}", re.S)
+_DOLLAR = re.compile(r"\$(steps|item|index)\b")
 Cont = tuple[str, str]  # ("node", id) | ("end", "") | ("open", "")
 END: Cont = ("end", "")
 OPEN: Cont = ("open", "")
 
 
 def rewrite(text: str) -> str:
-    """``$steps`` as the expression language's ``steps`` (same length, so columns hold)."""
+    """``$steps``, ``$item`` and ``$index`` as the expression language's ``steps``,
+    ``item`` and ``index`` (same length, so columns hold)."""
     if "{{" in text:
-        return _TEMPLATE.sub(lambda m: m.group(0).replace("$steps", " steps"), text)
-    return text.replace("$steps", " steps")
+        return _TEMPLATE.sub(lambda m: _DOLLAR.sub(r" \1", m.group(0)), text)
+    return _DOLLAR.sub(r" \1", text)
 
 
 def _retry(policy: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -86,6 +94,18 @@ class _Compiler:
         self.group_ids: set[str] = set()
         self.all_steps = [s for top in doc.steps for s in top.walk() if s.type != "goto"]
         self.ids = {s.id for s in self.all_steps}
+        #: the foreach blocks each step is inside, outermost first
+        self.inside: dict[str, list[str]] = {}
+        for top in doc.steps:
+            self._enclose(top, [])
+
+    def _enclose(self, step: Step, blocks: list[str]) -> None:
+        self.inside.setdefault(step.id, blocks)
+        body = [*blocks, step.id] if step.type == "foreach" else blocks
+        for child in step.true + step.false:
+            self._enclose(child, blocks)
+        for child in step.steps:
+            self._enclose(child, body)
 
     def at(self, y: Y, message: str, column_offset: int = 0) -> None:
         self.problems.append(
@@ -109,7 +129,8 @@ class _Compiler:
                     "must be unique in the document",
                 )
             seen.setdefault(step.id, step)
-            if step.type in ("agent", "executor", "parallel", "condition") and step.id in executors:
+            kinds = ("agent", "executor", "parallel", "condition", "foreach")
+            if step.type in kinds and step.id in executors:
                 self.at(
                     step.y,
                     f"step id {step.id!r} is also a name passed in executors=; the kernel binds "
@@ -124,7 +145,7 @@ class _Compiler:
             if step.type == "agent" and step.name is not None and not known:
                 where = step.y.value.get("name", step.y)
                 self.at(where, f"step {step.id!r}: " + unknown_agent(step.name, agents))
-            for y in (step.instruction, step.condition):
+            for y in (step.instruction, step.condition, step.input, step.items):
                 if y is not None and isinstance(y.value, str):
                     self.check_template(step, y)
 
@@ -132,8 +153,28 @@ class _Compiler:
         text: str = y.value
         offset = 1 if y.quoted else 0
         single_line = "\n" not in text and y.quoted in (False, True)
+        blocks = self.inside.get(step.id, [])
+        for match in ITEM_REF.finditer(text):
+            if not blocks:
+                col = offset + match.start() if single_line else 0
+                self.at(
+                    y,
+                    f"step {step.id!r} reads ${match.group(1)}, but it is not inside a foreach "
+                    "step's body",
+                    col,
+                )
         for match in STEP_REF.finditer(text):
             ref = match.group(1) or match.group(3)
+            block = next((b for b in self.inside.get(ref, []) if b not in blocks), None)
+            if ref in self.ids and block is not None:
+                col = offset + match.start() if single_line else 0
+                self.at(
+                    y,
+                    f"step {step.id!r} reads $steps.{ref}, which runs once per item inside "
+                    f"foreach step {block!r}; read $steps.{block}.output (the list of the "
+                    "items' outputs) instead",
+                    col,
+                )
             if ref not in self.ids:
                 hint = difflib.get_close_matches(ref, sorted(self.ids), n=1)
                 did = f"; did you mean {hint[0]!r}?" if hint else ""
@@ -146,7 +187,7 @@ class _Compiler:
                 )
         is_condition = y is step.condition
         code = rewrite(text)
-        template = not (is_condition and "{{" not in text)
+        template = not ((is_condition or y is step.items) and "{{" not in text)
         if (
             is_condition
             and template
@@ -243,7 +284,7 @@ class _Compiler:
         self.at(
             step.y,
             f"goto {target!r}: a goto goes back to an earlier step of an enclosing list (not "
-            "into or out of a parallel block); earlier steps here: "
+            "into or out of a parallel or foreach block); earlier steps here: "
             f"{', '.join(earlier) or 'none'}{did}",
         )
         return ""
@@ -258,12 +299,14 @@ class _Compiler:
                 config["agent"] = step.name or ""
                 if step.instruction is not None:
                     config["instruction"] = rewrite(step.instruction.value)
-                    col = step.instruction.column + (1 if step.instruction.quoted else 0)
-                    config["at"] = [step.instruction.line, col]
+                    config["at"] = _at(step.instruction)
                 if step.config:
                     config["config"] = step.config
             else:
                 config.update(kind=step.kind or "", config=step.config or {})
+            if step.input is not None:
+                config["input"] = rewrite(step.input.value)
+                config["input_at"] = _at(step.input)
             self.nodes.append(
                 NodeSpec(
                     step.id,
@@ -277,7 +320,44 @@ class _Compiler:
             return step.id
         if step.type == "condition":
             return self.condition(step, cont, scope)
+        if step.type == "foreach":
+            return self.foreach(step, cont, scope)
         return self.parallel(step, cont, scope)
+
+    def foreach(self, step: Step, cont: Cont, scope: _Scope) -> str:
+        gather = f"{step.id}/gather"
+        members = [s.id for child in step.steps for s in child.walk() if s.type != "goto"]
+        first = len(self.nodes)
+        body = _Scope({}, f"{scope.prefix}{step.id}/", step.retry or scope.retry, False)
+        entry = self.sequence(step.steps, ("node", gather), body)
+        # every body node runs up to max_concurrency items at once (an inner foreach has
+        # set its own); a gather stays one at a time, as its buffer is read and written
+        for index in range(first, len(self.nodes)):
+            node = self.nodes[index]
+            if node.max_concurrency is None and node.kind != "steps.gather":
+                self.nodes[index] = attrs.evolve(node, max_concurrency=step.max_concurrency)
+        config: dict[str, Any] = {"step": step.id, "limit": self.doc.loop_limit}
+        config["members"] = members
+        items = step.items
+        if items is not None and isinstance(items.value, list):
+            config["items_value"] = _plain(items)
+        elif items is not None:
+            config.update(items=rewrite(items.value), template="{{" in items.value, at=_at(items))
+        self.nodes.append(
+            NodeSpec(step.id, kind="steps.foreach", config=config, max_concurrency=None)
+        )
+        if entry[0] == "node":
+            options = {"case_targets": [entry[1]], "default": gather, "cases": [{"expr": "branch"}]}
+            self.group("switch", [step.id], [entry[1], gather], options)
+        gather_config = {
+            "step": step.id,
+            "label": scope.prefix + step.id,
+            "members": members,
+            "final": cont[0] == "end",
+        }
+        self.nodes.append(NodeSpec(gather, kind="steps.gather", config=gather_config))
+        self.connect(gather, cont)
+        return step.id
 
     def condition(self, step: Step, cont: Cont, scope: _Scope) -> str:
         inner = _Scope({**scope.visible, step.id: step}, scope.prefix, scope.retry, True)
@@ -341,7 +421,8 @@ class _Compiler:
                 sources.append(end)
             else:
                 entries.append(self.step(child, OPEN, child_scope))
-                sources.append(f"{child.id}/join" if child.type == "parallel" else child.id)
+                exits = {"parallel": f"{child.id}/join", "foreach": f"{child.id}/gather"}
+                sources.append(exits.get(child.type, child.id))
         if not entries:
             return step.id
         if len(entries) == 1:
@@ -358,6 +439,17 @@ class _Compiler:
         self.nodes.append(NodeSpec(join, kind="steps.join", config=config))
         self.connect(join, cont)
         return step.id
+
+
+def _at(y: Y) -> list[int]:
+    """Where a string value's text starts: past its opening quote when quoted."""
+    return [y.line, y.column + (1 if y.quoted else 0)]
+
+
+def _plain(y: Y) -> Any:
+    from ._document import plain
+
+    return plain(y)
 
 
 def _defer_conditions(steps: list[Step]) -> list[Step]:
@@ -402,7 +494,7 @@ def compile_document(
 
     def rank(node_id: str) -> tuple[int, int]:
         step, _, part = node_id.partition("/")
-        return (order.get(step, len(order)), {"": 0, "end": 1, "join": 2}.get(part, 3))
+        return (order.get(step, len(order)), {"": 0, "end": 1, "join": 2, "gather": 2}.get(part, 3))
 
     nodes = sorted(compiler.nodes, key=lambda n: rank(n.id))
     groups = sorted(compiler.groups, key=lambda g: rank(g.sources[0]))

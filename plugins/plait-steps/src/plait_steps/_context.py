@@ -22,6 +22,7 @@ __all__ = [
     "start",
     "step_context",
     "template_data",
+    "text",
 ]
 
 #: the key that marks a step-context message (and its format version)
@@ -178,5 +179,16 @@ class StepsView(Mapping[str, Any]):
 
 def template_data(state: Mapping[str, Any]) -> dict[str, Any]:
     """The data a condition or an instruction template is evaluated over: ``steps`` (what
-    ``$steps`` names) and ``prompt``."""
-    return {"steps": StepsView(state["steps"]), "prompt": state["prompt"]}
+    ``$steps`` names) and ``prompt``; inside a foreach body also ``item`` and ``index``
+    (what ``$item`` and ``$index`` name: the innermost foreach's item and its position)."""
+    data = {"steps": StepsView(state["steps"]), "prompt": state["prompt"]}
+    frame = state.get("foreach")
+    if frame is not None and frame["count"]:
+        data["item"] = frame["value"]
+        data["index"] = frame["index"]
+    return data
+
+
+def text(value: Any) -> str:
+    """``value`` as a step's prompt: a string as it is, anything else as JSON."""
+    return _text(value)

@@ -25,11 +25,14 @@ TOP_KEYS = ("workflow", "name")
 WORKFLOW_KEYS = ("steps", "max_loop_iterations", "overrides")
 OVERRIDE_KEYS = ("max_loop_iterations",)
 STEP_KEYS: dict[str, tuple[Any, ...]] = {
-    "agent": ("id", "type", "name", "instruction", "config", "retry", "timeout"),
-    "executor": ("id", "type", "kind", "config", "retry", "timeout"),
+    "agent": ("id", "type", "name", "instruction", "input", "config", "retry", "timeout"),
+    "executor": ("id", "type", "kind", "input", "config", "retry", "timeout"),
     "condition": ("id", "type", "name", "condition", True, False),
     "parallel": ("id", "type", "steps", "retry"),
+    "foreach": ("id", "type", "items", "max_concurrency", "steps", "retry"),
 }
+#: how many items of a foreach run each body step at once, unless it says
+DEFAULT_CONCURRENCY = 16
 GOTO_KEYS = ("goto",)
 RETRY_KEYS = ("max_attempts", "backoff", "delay", "max_delay", "on")
 
@@ -38,6 +41,8 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNITS = {None: 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 #: ``$steps.<id>`` or ``$steps["<id>"]`` inside a template or a condition
 STEP_REF = re.compile(r"\$steps\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*([\"'])(.*?)\2\s*\])")
+#: ``$item`` or ``$index``: the current item of the innermost foreach, and its position
+ITEM_REF = re.compile(r"\$(item|index)\b")
 
 
 @attrs.define(eq=False)
@@ -50,6 +55,9 @@ class Step:
     explicit_id: bool = False
     name: str | None = None
     instruction: Y | None = None
+    input: Y | None = None
+    items: Y | None = None
+    max_concurrency: int | None = None
     kind: str | None = None
     config: dict[str, Any] | None = None
     condition: Y | None = None
@@ -223,11 +231,13 @@ class _Reader:
     def step_agent(self, step: Step, y: Y) -> None:
         step.name = self.string(y, "name", f"agent step {step.id!r}", required=True)
         step.instruction = self.template(y, "instruction", step)
+        step.input = self.template(y, "input", step)
         step.config = self.json_map(y, "config")
         self.policies(step, y)
 
     def step_executor(self, step: Step, y: Y) -> None:
         step.kind = self.string(y, "kind", f"executor step {step.id!r}", required=True)
+        step.input = self.template(y, "input", step)
         step.config = self.json_map(y, "config") or {}
         if step.kind is not None and step.kind not in self.kinds:
             hint = difflib.get_close_matches(step.kind, self.kinds, n=1)
@@ -260,6 +270,31 @@ class _Reader:
             step.steps = self.sequence(y.value["steps"], f"parallel step {step.id!r}")
             if not step.steps and isinstance(y.value["steps"].value, list):
                 self.at(y.value["steps"], f"parallel step {step.id!r} has no steps")
+        self.policies(step, y)
+
+    def step_foreach(self, step: Step, y: Y) -> None:
+        if "items" not in y.value:
+            self.at(y, f"foreach step {step.id!r} needs 'items' (an expression giving a list)")
+        else:
+            items = y.value["items"]
+            if isinstance(items.value, list):
+                step.items = items  # a literal list
+            else:
+                step.items = self.template(y, "items", step)
+        limit = y.value.get("max_concurrency")
+        step.max_concurrency = DEFAULT_CONCURRENCY
+        if limit is not None:
+            n = limit.value
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                self.at(limit, f"max_concurrency must be an integer >= 1, got {n!r}")
+            else:
+                step.max_concurrency = n
+        if "steps" not in y.value:
+            self.at(y, f"foreach step {step.id!r} needs 'steps' (the steps run per item)")
+        else:
+            step.steps = self.sequence(y.value["steps"], f"foreach step {step.id!r}")
+            if not step.steps and isinstance(y.value["steps"].value, list):
+                self.at(y.value["steps"], f"foreach step {step.id!r} has no steps")
         self.policies(step, y)
 
     def template(self, y: Y, key: str, step: Step) -> Y | None:

@@ -12,6 +12,10 @@ bound by name when the workflow is built (``executors=``), or built by their own
 - ``steps.fork`` / ``steps.join``: a parallel block's start (a ``fan_out`` follows) and end
   (after a ``fan_in`` with merge ``list``): the join builds the block's keyed map.
 - ``steps.pass``: forwards the context (the single exit of a parallel child that branches).
+- ``steps.foreach`` / ``steps.gather``: a foreach block's start, which sends one message
+  per item (a ``switch`` edge group after it routes them into the body, or an empty list
+  straight to the gather), and its end, which keeps each item's output in its executor
+  state (checkpointed) until every item of that block's run is in, then sends the list on.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from plait.errors import (
     SourcePosition,
     WorkflowRunError,
 )
+from plait.events import CustomEvent
 from plait.executor import Handler
 from plait.kinds import KindContext
 
@@ -39,6 +44,7 @@ from . import _context as sc
 
 __all__ = [
     "KINDS",
+    "ForeachItemsError",
     "LoopLimitError",
     "StepConditionError",
     "StepOutputError",
@@ -76,7 +82,15 @@ class StepOutputError(WorkflowRunError):
     """
 
 
-AgentCall = Callable[[str, "str | None"], Awaitable[Any]]
+class ForeachItemsError(WorkflowRunError):
+    """A foreach step's ``items`` gave something other than a list, or failed to evaluate.
+
+    .. versionadded:: 0.1
+    """
+
+
+#: calls a step's agent: (user message or ``input`` value, rendered instruction, context)
+AgentCall = Callable[[Any, "str | None", "WorkflowContext[Any, Any]"], Awaitable[Any]]
 
 
 def _bump(
@@ -163,6 +177,7 @@ class StepExecutor(_StepNode):
         call: AgentCall,
         who: str,
         instruction: Any = None,
+        input: Any = None,
     ) -> None:
         super().__init__(id)
         self.step: str = config["step"]
@@ -173,14 +188,27 @@ class StepExecutor(_StepNode):
         self.who = who
         self.call = call
         self.instruction = instruction
+        self.input = input
 
     @handler
     async def run_step(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
         state = _bump(sc.start(message), self.step, self.limit, ctx)
         rendered = None
+        data = sc.template_data(state) if self.instruction or self.input else None
         if self.instruction is not None:
-            rendered = self.instruction.render(sc.template_data(state))
-        output = await self.call(sc.prior_block(state), rendered)
+            rendered = self.instruction.render(data)
+        if self.input is not None:
+            try:
+                given = self.input.value(data)
+            except PlaitError as exc:
+                raise StepOutputError(
+                    f"the input of step {self.step!r} failed: {exc}",
+                    executor_id=self.step,
+                    superstep=ctx.superstep,
+                ) from exc
+        else:
+            given = sc.prior_block(state)
+        output = await self.call(given, rendered, ctx)
         entry = {"output": output, "agent": self.agent}
         new = sc.record(
             state, self.step, entry, label=self.label, who=self.who, attempt=ctx.attempt
@@ -295,6 +323,135 @@ class JoinExecutor(_StepNode):
         await _finish(ctx, new, keyed, self.final)
 
 
+class ForeachExecutor(_StepNode):
+    """A foreach block's start: evaluates ``items`` and sends one step context per item,
+    each with a frame (``foreach``: the block, its run's key, the item, its index, the
+    count, and what the gather restores). An empty list sends one frame with count 0,
+    which the switch after this node routes straight to the gather."""
+
+    def __init__(
+        self, id: str, *, config: Mapping[str, Any], items: Any, members: list[str]
+    ) -> None:
+        super().__init__(id)
+        self.step: str = config["step"]
+        self.limit: int = config["limit"]
+        self.text: str = str(config.get("items", ""))
+        self.literal: list[Any] | None = config.get("items_value")
+        self.is_template = bool(config.get("template"))
+        self.items = items
+        self.members = set(members)
+
+    def _evaluate(self, state: dict[str, Any], ctx: WorkflowContext[Any, Any]) -> list[Any]:
+        if self.literal is not None:
+            return self.literal
+        data = sc.template_data(state)
+        try:
+            value = self.items.value(data) if self.is_template else self.items.evaluate(data)
+        except PlaitError as exc:
+            raise ForeachItemsError(
+                f"items of foreach step {self.step!r} failed: {exc}",
+                executor_id=self.step,
+                superstep=ctx.superstep,
+            ) from exc
+        if not isinstance(value, (list, tuple)):
+            shown = "null" if value is None else f"{type(value).__name__} {value!r}"[:80]
+            raise ForeachItemsError(
+                f"items of foreach step {self.step!r} must give a list, got {shown} "
+                f"({self.text.strip()})",
+                executor_id=self.step,
+                superstep=ctx.superstep,
+            )
+        return list(value)
+
+    @handler
+    async def fork(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
+        state = _bump(sc.start(message), self.step, self.limit, ctx)
+        items = self._evaluate(state, ctx)
+        parent = state.get("foreach")
+        # unique per run of this block: a loop runs it again, an outer foreach per item
+        key = f"{self.step}#{state['runs'][self.step]}"
+        if parent is not None:
+            key = f"{parent['key']}[{parent['index']}]/{key}"
+        outer = {k: state[k] for k in ("prompt", "prior", "last", "runs", "attempts")}
+        frame = {"id": self.step, "key": key, "count": len(items), "outer": outer}
+        frame["parent"] = parent
+        if not items:
+            await ctx.send_message({**state, "foreach": {**frame, "index": -1}, "branch": False})
+            return
+        # each item runs the body afresh: its own prompt (the item), prior outputs and
+        # loop counters; the outer ones come back at the gather
+        runs = {k: v for k, v in state["runs"].items() if k not in self.members}
+        attempts = {k: v for k, v in state["attempts"].items() if k not in self.members}
+        for index, item in enumerate(items):
+            await ctx.send_message(
+                {
+                    **state,
+                    "prompt": sc.text(item),
+                    "prior": {},
+                    "last": None,
+                    "runs": runs,
+                    "attempts": attempts,
+                    "foreach": {**frame, "index": index, "value": item},
+                    "branch": True,
+                }
+            )
+
+
+class GatherExecutor(_StepNode):
+    """A foreach block's end: keeps each item's output (the last step the item ran in the
+    body) under its run's key in this executor's state — checkpointed with the run — and,
+    once every item of that run is in, records the list, in item order, as the block's
+    output and sends the outer step context on."""
+
+    def __init__(self, id: str, *, config: Mapping[str, Any]) -> None:
+        super().__init__(id)
+        self.step: str = config["step"]
+        self.label: str = config.get("label") or self.step
+        self.members: list[str] = list(config.get("members") or [])
+        self.final: bool = bool(config.get("final"))
+
+    @handler
+    async def gather(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
+        state = sc.start(message)
+        frame = state["foreach"]
+        key, count = frame["key"], frame["count"]
+        buffer = ctx.state.get(key) or {"outputs": {}, "runs": {}}
+        if count:
+            last = state.get("last")
+            found = state["steps"].get(last) if last in self.members else None
+            buffer["outputs"][str(frame["index"])] = (found or {}).get("output")
+            runs = buffer["runs"]
+            for member in self.members:
+                if member in state["runs"]:
+                    runs[member] = runs.get(member, 0) + state["runs"][member]
+            if len(buffer["outputs"]) < count:
+                ctx.state[key] = buffer
+                return
+        ctx.state.pop(key, None)
+        outputs = [buffer["outputs"][str(i)] for i in range(count)]
+        outer = frame["outer"]
+        runs = dict(outer["runs"])
+        for member, n in buffer["runs"].items():
+            runs[member] = runs.get(member, 0) + n
+        members = set(self.members)
+        new = {
+            **state,
+            "prompt": outer["prompt"],
+            "prior": outer["prior"],
+            "last": outer["last"],
+            "steps": {k: v for k, v in state["steps"].items() if k not in members},
+            "runs": runs,
+            "attempts": outer["attempts"],
+        }
+        if frame["parent"] is None:
+            new.pop("foreach")
+        else:
+            new["foreach"] = frame["parent"]
+        entry = {"output": outputs, "agent": None}
+        new = sc.record(new, self.step, entry, label=self.label, who="foreach", attempt=None)
+        await _finish(ctx, new, outputs, self.final)
+
+
 class PassExecutor(_StepNode):
     """Forwards the step context unchanged."""
 
@@ -332,10 +489,12 @@ def _function_call(fn: Callable[..., Awaitable[Any]]) -> AgentCall:
         p.name == "instruction" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params
     )
 
-    async def call(user_message: str, instruction: str | None) -> Any:
+    async def call(
+        user_message: Any, instruction: str | None, ctx: WorkflowContext[Any, Any]
+    ) -> Any:
         if takes_instruction:
             return await fn(user_message, instruction=instruction)
-        if instruction:
+        if instruction and isinstance(user_message, str):
             user_message = f"{instruction}\n\n{user_message}"
         return await fn(user_message)
 
@@ -363,15 +522,25 @@ def _inner_call(node: plait.NodeSpec, executors: Mapping[str, Any], ctx: KindCon
         source=ctx.source,
     )
 
-    async def call(user_message: str, instruction: str | None) -> Any:
-        if instruction:
+    async def call(
+        user_message: Any, instruction: str | None, step_ctx: WorkflowContext[Any, Any]
+    ) -> Any:
+        if instruction and isinstance(user_message, str):
             user_message = f"{instruction}\n\n{user_message}"
+        custom: list[Any] = []
+
+        def keep(event: Any) -> None:
+            if isinstance(event, CustomEvent):
+                custom.append(event.data)
+
         try:
-            result = await workflow.run(user_message)
+            result = await workflow.run(user_message, on_event=keep)
         except ExecutorFailedError as exc:
             if exc.__cause__ is not None:
                 raise exc.__cause__ from None
             raise
+        for data in custom:  # the agent's own events (a model's tokens) are the step's
+            await step_ctx.add_event(data)
         if not result.outputs:
             raise StepOutputError(
                 f"step {ctx.node_id!r}: its agent finished without sending an output",
@@ -484,12 +653,14 @@ class AgentKind(_Kind):
     """``steps.agent``: ``{step, agent, limit, label?, final?, instruction?, at?, config?}``."""
 
     required = {**_STEP, "agent": str}
-    optional = {**_OUT, "instruction": str, "at": list, "config": dict}
+    optional = {**_OUT, "instruction": str, "at": list, "input": str, "input_at": list}
+    optional = {**optional, "config": dict}
 
     def validate(self, config: Mapping[str, Any], ctx: KindContext) -> None:
         name = config["agent"]
         if name in ctx.executors and _is_async_function(ctx.executors[name]):
             _template(config.get("instruction"), config.get("at"), ctx.source, ctx.manager)
+            _template(config.get("input"), config.get("input_at"), ctx.source, ctx.manager)
             return
         self.create(config, ctx)
 
@@ -502,14 +673,17 @@ class AgentKind(_Kind):
         except PlaitError as exc:
             raise _error(ctx, str(exc), "/instruction") from None
         who = f"agent: {config['agent']}"
-        return StepExecutor(ctx.node_id, config=config, call=call, who=who, instruction=instruction)
+        given = _input(config, ctx)
+        return StepExecutor(
+            ctx.node_id, config=config, call=call, who=who, instruction=instruction, input=given
+        )
 
 
 class ExecutorStepKind(_Kind):
     """``steps.executor``: ``{step, kind, config, limit, label?, final?}``."""
 
     required = {**_STEP, "kind": str}
-    optional = {**_OUT, "config": dict}
+    optional = {**_OUT, "config": dict, "input": str, "input_at": list}
 
     def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
         kinds = _kind_names(ctx)
@@ -526,7 +700,8 @@ class ExecutorStepKind(_Kind):
         )
         call = _inner_call(node, {}, ctx)
         who = f"executor: {config['kind']}"
-        return StepExecutor(ctx.node_id, config=config, call=call, who=who)
+        given = _input(config, ctx)
+        return StepExecutor(ctx.node_id, config=config, call=call, who=who, input=given)
 
 
 class ConditionKind(_Kind):
@@ -550,6 +725,40 @@ class ConditionKind(_Kind):
         except PlaitError as exc:
             raise _error(ctx, str(exc), "/condition") from None
         return ConditionExecutor(ctx.node_id, config=config, condition=condition)
+
+
+def _input(config: Mapping[str, Any], ctx: KindContext) -> Any:
+    try:
+        return _template(config.get("input"), config.get("input_at"), ctx.source, ctx.manager)
+    except PlaitError as exc:
+        raise _error(ctx, str(exc), "/input") from None
+
+
+class ForeachKind(_Kind):
+    """``steps.foreach``: ``{step, limit, members, items? | items_value?, template?, at?}``."""
+
+    required = {**_STEP, "members": list}
+    optional = {"items": str, "items_value": list, "template": bool, "at": list}
+
+    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+        items = None
+        if config.get("items_value") is None:
+            at = config.get("at")
+            line, column = at if isinstance(at, list) and len(at) == 2 else (1, 1)
+            try:
+                items = compiled(
+                    str(config.get("items", "")),
+                    template=bool(config.get("template")),
+                    source=ctx.source,
+                    line=line,
+                    column=column,
+                    manager=ctx.manager,
+                )
+            except PlaitError as exc:
+                raise _error(ctx, str(exc), "/items") from None
+        return ForeachExecutor(
+            ctx.node_id, config=config, items=items, members=list(config["members"])
+        )
 
 
 class _NoConfigCheck(_Kind):
@@ -576,6 +785,16 @@ class JoinKind(_NoConfigCheck):
         return JoinExecutor(ctx.node_id, config=config)
 
 
+class GatherKind(_NoConfigCheck):
+    """``steps.gather``: ``{step, members, label?, final?}``."""
+
+    required = {"step": str, "members": list}
+    optional = {"label": str, "final": bool}
+
+    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+        return GatherExecutor(ctx.node_id, config=config)
+
+
 class PassKind(_NoConfigCheck):
     """``steps.pass``: no config."""
 
@@ -593,4 +812,6 @@ KINDS: Mapping[str, _Kind] = {
     "steps.fork": ForkKind(),
     "steps.join": JoinKind(),
     "steps.pass": PassKind(),
+    "steps.foreach": ForeachKind(),
+    "steps.gather": GatherKind(),
 }
