@@ -62,7 +62,9 @@ class HookFacade:
         hook = self.pm.hook.plait_observe_run
         if not hook.get_hookimpls():
             return None
+        found = hook(run_id=run_id, workflow=workflow, superstep=superstep)
+        if not found:  # every implementation returned None (pluggy leaves those out)
+            return None
         from .observe import combine
 
-        found = hook(run_id=run_id, workflow=workflow, superstep=superstep)
-        return combine([observer for observer in found if observer is not None])
+        return combine(found)
