@@ -33,6 +33,7 @@ def make_dist(
         "Requires-Dist: plait-core<1,>=0.1\n\nbody\n",
         encoding="utf-8",
     )
+    os.utime(dist / "METADATA", (mtime, mtime))
     if entry_points is not None:
         (dist / "entry_points.txt").write_text(f"[plait]\n{entry_points}\n", encoding="utf-8")
         os.utime(dist / "entry_points.txt", (mtime, mtime))
@@ -115,6 +116,16 @@ def test_entry_points_txt_edited_in_place_is_read_again(cache_home: Path, site: 
     os.utime(text, (OLD + 5, OLD + 5))
     os.utime(dist, (OLD, OLD))  # an edit in place leaves the directory's time alone
     assert [f[1] for f in found()] == ["plait_fake_mod:other"]
+
+
+def test_a_version_edited_in_place_is_read_again(cache_home: Path, site: Path) -> None:
+    dist = make_dist(site)
+    assert [f[3] for f in found()] == ["1.0"]
+    metadata = dist / "METADATA"
+    metadata.write_text(metadata.read_text("utf-8").replace("1.0", "1.0.1"), "utf-8")
+    os.utime(metadata, (OLD + 5, OLD + 5))
+    os.utime(dist, (OLD, OLD))
+    assert [f[3] for f in found()] == ["1.0.1"]
 
 
 def test_a_just_changed_distribution_is_not_cached_yet(cache_home: Path, site: Path) -> None:

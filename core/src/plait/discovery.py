@@ -7,10 +7,11 @@ so this module lists the ``*.dist-info`` and ``*.egg-info`` directories on ``sys
 itself — the same directories, in the same order, with the same rule for a distribution
 found twice (the first one wins) — and keeps, per distribution directory, what it found:
 the ``plait`` entry points, and the name, version and requirements of a distribution that
-has any. A record is used only while the directory and its ``entry_points.txt`` still have
-the modification time (and inode, and size) they had when it was read; an install, an
-upgrade, an uninstall or an editable re-install all change them. The cache never names a
-distribution that is not on ``sys.path`` now: it only saves reading the files.
+has any. A record is used only while the directory and the files it was read from
+(``entry_points.txt``, and ``METADATA`` for a distribution with plugins) still have the
+modification time, inode and size they had; an install, an upgrade, an uninstall or an
+editable re-install all change them. The cache never names a distribution that is not on
+``sys.path`` now: it only saves reading the files.
 
 The cache is one JSON file, ``$XDG_CACHE_HOME/plait/entry-points.json`` (``~/.cache``
 when the variable is unset; ``%LOCALAPPDATA%`` on Windows), written atomically. A missing,
@@ -44,11 +45,13 @@ __all__ = [
 
 NO_CACHE_ENV = "PLAIT_NO_CACHE"
 #: Changes when the file's layout does; a file of another format is ignored.
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 #: A directory changed this recently may change again within the clock's resolution
 #: without its modification time moving (git's "racy" timestamps): not cached yet.
 _RACY_SECONDS = 2.0
 _SUFFIXES = (".dist-info", ".egg-info")
+#: The files of a distribution directory whose changes a record follows.
+_WATCHED = frozenset({"entry_points.txt", "METADATA", "PKG-INFO"})
 
 #: ``(entry point, distribution, version, requirements)``
 Found = tuple["InstalledEntryPoint", str, str, list[str]]
@@ -235,9 +238,10 @@ class _Cache:
         stamp = [st.st_mtime_ns, st.st_ino]
         cached = self.records.get(dist_path)
         if _valid(cached) and cached["stamp"] == stamp:
-            known = cached["entry_points_txt"]
-            # no entry_points.txt then: creating one changes the directory's stamp
-            if known is None or known == _file_stamp(dist_path):
+            # a file that was missing and is created changes the directory's stamp; one
+            # rewritten in place changes its own
+            files = cached["files"].items()
+            if all(known is None or known == _file_stamp(dist_path, f) for f, known in files):
                 return cached
         self.changed = True
         record = self._describe(dist_path)
@@ -245,7 +249,7 @@ class _Cache:
             self.records.pop(dist_path, None)
             return None
         record["stamp"] = stamp
-        newest = max(stamp[0], (record["entry_points_txt"] or [0])[0]) / 1e9
+        newest = max([stamp[0]] + [k[0] for k in record["files"].values() if k]) / 1e9
         if time.time() - newest > _RACY_SECONDS:
             self.records[dist_path] = record
         else:  # may change again unseen within the clock's resolution: read it next time
@@ -260,9 +264,11 @@ class _Cache:
             eps = [(ep.name, ep.value) for ep in dist.entry_points.select(group=self.group)]
         except (OSError, ValueError, UnicodeDecodeError):
             return None  # importlib.metadata would fail on it too; a fresh read next time
+        # the version and requirements matter only for a distribution with plugins
+        watched = ("entry_points.txt", "METADATA", "PKG-INFO") if eps else ("entry_points.txt",)
         record: dict[str, Any] = {
             "eps": [list(ep) for ep in eps],
-            "entry_points_txt": _file_stamp(dist_path),
+            "files": {name: _file_stamp(dist_path, name) for name in watched},
             "name": "",
             "version": "",
             "requires": [],
@@ -290,9 +296,9 @@ class _Cache:
                 pass
 
 
-def _file_stamp(dist_path: str) -> list[int] | None:
+def _file_stamp(dist_path: str, name: str) -> list[int] | None:
     try:
-        st = os.stat(os.path.join(dist_path, "entry_points.txt"))
+        st = os.stat(os.path.join(dist_path, name))
     except OSError:
         return None
     return [st.st_mtime_ns, st.st_ino, st.st_size]
@@ -305,7 +311,9 @@ def _valid(record: Any) -> TypeGuard[dict[str, Any]]:
     try:
         return (
             isinstance(record["stamp"], list)
-            and (record["entry_points_txt"] is None or isinstance(record["entry_points_txt"], list))
+            and isinstance(record["files"], dict)
+            and set(record["files"]) <= _WATCHED
+            and all(k is None or isinstance(k, list) for k in record["files"].values())
             and isinstance(record["name"], str)
             and isinstance(record["version"], str)
             and all(isinstance(r, str) for r in record["requires"])
