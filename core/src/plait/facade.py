@@ -21,16 +21,18 @@ class HookFacade:
     plugins first)."""
 
     pm: pluggy.PluginManager
-    _observers: tuple[bool, bool, bool] | None
+    _observers: tuple[bool, bool, bool, bool] | None
 
-    def observers(self) -> tuple[bool, bool, bool]:
-        """Whether any plugin implements run_started, superstep_finished, run_finished."""
+    def observers(self) -> tuple[bool, bool, bool, bool]:
+        """Whether any plugin implements run_started, superstep_finished, run_finished,
+        observe_run."""
         if self._observers is None:
             hook = self.pm.hook
             self._observers = (
                 bool(hook.plait_run_started.get_hookimpls()),
                 bool(hook.plait_superstep_finished.get_hookimpls()),
                 bool(hook.plait_run_finished.get_hookimpls()),
+                bool(hook.plait_observe_run.get_hookimpls()),
             )
         return self._observers
 
@@ -59,10 +61,11 @@ class HookFacade:
     def observe_run(self, run_id: str, workflow: Any, superstep: int) -> RunObserver | None:
         """Call ``plait_observe_run``: the observer of this run, or ``None`` (at once, and
         without calling any hook, when no plugin implements it)."""
-        hook = self.pm.hook.plait_observe_run
-        if not hook.get_hookimpls():
+        if not self.observers()[3]:
             return None
-        found = hook(run_id=run_id, workflow=workflow, superstep=superstep)
+        found = self.pm.hook.plait_observe_run(
+            run_id=run_id, workflow=workflow, superstep=superstep
+        )
         if not found:  # every implementation returned None (pluggy leaves those out)
             return None
         from .observe import combine

@@ -99,7 +99,7 @@ class PluginManager(HookFacade):
         self._plugins: dict[str, Plugin] = {}
         self._registries: dict[str, Registry[Any]] | None = None
         self._loaded = False
-        self._observers: tuple[bool, bool, bool] | None = None
+        self._observers: tuple[bool, bool, bool, bool] | None = None
         self._conflicts: dict[str, list[str]] = {}
 
     # -- loading ---------------------------------------------------------------

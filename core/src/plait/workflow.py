@@ -360,7 +360,7 @@ class Workflow:
 
         emit = state.emit
         manager = self._graph.plugin_manager
-        started, _, finished = manager.observers()
+        started, _, finished, _ = manager.observers()
         if emit is not None:
             emit(RunStarted(state.run_id, self.name))
         if started:
