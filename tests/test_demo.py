@@ -1,7 +1,7 @@
-"""The README's demo: ``plait run docs/examples/demo/docs_review.py:workflow`` reviews a folder
-of Markdown, durably, and writes ``.plait/demo/report.md``; ``kill_and_resume.py`` kills it
-with SIGKILL and resumes it to the same report; ``PLAIT_DEMO_MODEL`` puts a model behind the
-summaries.
+"""The README's demo: ``plait run docs/examples/demo/docs_review.yaml --allow-imports``
+reviews a folder of Markdown, durably, and writes ``.plait/demo/report.md``;
+``kill_and_resume.py`` kills it with SIGKILL mid-foreach and resumes it to the same report;
+``PLAIT_DEMO_MODEL`` puts a model behind the summaries.
 
 The structural numbers of the report are recomputed here from the pages, by code of this
 test's own (not the demo's ``doctext``).
@@ -23,7 +23,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "docs" / "examples" / "demo"
-TARGET = f"{DEMO / 'docs_review.py'}:workflow"
+WORKFLOW = DEMO / "docs_review.yaml"
+TARGET = str(WORKFLOW)
 STORE = "sqlite:///.plait/runs.db"
 
 
@@ -93,7 +94,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def review(pages: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One run of the demo over ``pages``, from a fresh working directory."""
     cwd = tmp_path_factory.mktemp("cwd")
-    result = plait(cwd, "run", TARGET, str(pages), "--checkpoint", STORE)
+    result = plait(cwd, "run", TARGET, str(pages), "--allow-imports", "--checkpoint", STORE)
     assert result.returncode == 0, result.stderr
     listed = plait(cwd, "runs", "--json")
     assert listed.returncode == 0, listed.stderr
@@ -162,12 +163,13 @@ def test_the_report_is_written_and_the_run_is_checkpointed(review: dict[str, Any
     assert (cwd / ".plait" / "runs.db").is_file()
     (run,) = review["runs"]
     assert (run["workflow"], run["status"], run["error"]) == ("docs-review", "idle", None)
-    assert run["superstep"] >= 8  # scan, profile, summarise, gate, ..., collect, report
+    # scan, pages, profile, summarise, gate, again, [summarise, gate, again] ..., gather, report
+    assert run["superstep"] >= 8
 
 
 def test_an_empty_folder_fails_the_run_naming_it(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
-    result = plait(tmp_path, "run", TARGET, str(tmp_path / "empty"))
+    result = plait(tmp_path, "run", TARGET, str(tmp_path / "empty"), "--allow-imports")
     assert result.returncode == 1
     assert "no *.md pages to review in" in result.stderr
     assert "scan" in result.stderr
@@ -185,12 +187,15 @@ def test_kill_and_resume_finishes_with_the_same_report(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
-    assert "killed pid" in out and "(SIGKILL) after superstep 3" in out
-    assert re.search(r"docs-review +running +3 ", out)  # what the killed run left behind
-    # the resumed process goes on from the last checkpoint: superstep 4 onwards
+    assert "killed pid" in out and "(SIGKILL) after superstep 7" in out
+    assert re.search(r"docs-review +running +7 ", out)  # what the killed run left behind
+    # the resumed process goes on from the last checkpoint: superstep 8 onwards, and the
+    # foreach's gather, which held the pages done before the kill, completes
     resumed = out[out.index("$ plait resume") :]
-    supersteps = re.findall(r"^  superstep (\d+): ", resumed, re.M)
-    assert supersteps[0] == "4" and supersteps == [str(n) for n in range(4, len(supersteps) + 4)]
+    found = re.findall(r"^  superstep (\d+): (.*)$", resumed, re.M)
+    supersteps = [n for n, _ in found]
+    assert supersteps[0] == "8" and supersteps == [str(n) for n in range(8, len(supersteps) + 8)]
+    assert "pages/gather" in found[-2][1] and found[-1][1] == "report"
     assert "identical to an uninterrupted run" in out
     listed = plait(tmp_path, "runs", "--json")
     runs = json.loads(listed.stdout)
@@ -204,7 +209,8 @@ def test_kill_and_resume_finishes_with_the_same_report(tmp_path: Path) -> None:
 
 @pytest.fixture
 def demo_module(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The demo's workflow module, imported as ``plait run`` imports it."""
+    """The demo's module of steps, importable as ``plait run --allow-imports`` makes it
+    (the workflow file's folder on ``sys.path``)."""
     monkeypatch.syspath_prepend(str(DEMO))
     import docs_review
 
@@ -268,7 +274,9 @@ async def test_plait_demo_model_writes_the_summaries(
     # round 1 (two sentences) misses every keyword; round 2 names the ones it missed
     assert [len(h["covered"]) for h in page["history"]] == [0, 5]
     assert page["summary"] == f"This page covers {', '.join(page['keywords'])}."
-    tokens = [e.data["token"] for e in result.events if isinstance(e, CustomEvent)]
+    custom = [e for e in result.events if isinstance(e, CustomEvent)]
+    tokens = [e.data["token"] for e in custom if "token" in e.data]
+    assert {e.executor_id for e in custom if "token" in e.data} == {"summarise"}
     assert "This page covers " in tokens and "A page." in tokens
     assert "Summaries by a model (demo-terse)" in (tmp_path / ".plait/demo/report.md").read_text()
 

@@ -1,29 +1,32 @@
-"""The Plait demo: a review of a folder of Markdown documentation (by default this
+"""The Plait demo's steps: a review of a folder of Markdown documentation (by default this
 repository's own ``docs/``), written to ``.plait/demo/report.md``.
 
-::
+The workflow is ``docs_review.yaml``, beside this module: a YAML steps file whose steps
+call the functions here through the ``python`` executor kind::
 
-    scan ──(one message per page)──> profile ──> summarise ──> gate ──(passed)──> collect ──> report
-                                                    ^            │
-                                                    └─(missed keywords, round < 3)─┘
+    scan ──> pages: foreach page (16 at once) ───────────────────────────────> report
+               profile ──> summarise ──> gate ──> again ─(passed or round 3)─┘
+                               ^                    │
+                               └─(missed keywords)──┘
 
-- ``scan`` reads every ``*.md`` page of the folder, weighs each term across the corpus
-  (inverse document frequency, kept in shared state) and sends one message per page: the
-  fan-out.
-- ``profile`` (up to 16 pages at once) computes each page's numbers: words, sentences,
-  Flesch reading ease and grade, headings, code blocks, links, and which relative links
-  point at no file; its top keywords by TF-IDF.
-- ``summarise`` writes a summary within a sentence budget: an extractive summariser
-  offline, or the ``plait-llm`` ``agent`` kind on the model ``PLAIT_DEMO_MODEL`` names.
-- ``gate`` checks the summary mentions the page's keywords. A page that misses too many
-  goes back to ``summarise`` with a larger budget and the missed keywords to focus on:
-  a loop edge, at most three rounds.
-- ``collect`` waits until every page has passed the gate or run out of rounds (the
-  fan-in), and ``report`` writes ``report.md`` and ``report.json``.
+- ``scan`` (:func:`scan_step`) reads every ``*.md`` page of the folder and weighs each
+  term across the corpus (inverse document frequency).
+- ``pages`` is a ``foreach`` over the page names: one message per page, the fan-out. Its
+  output is the list of every page's last output, in page order: the fan-in.
+- ``profile`` computes a page's numbers: words, sentences, Flesch reading ease and grade,
+  headings, code blocks, links, which relative links point at no file, and its top
+  keywords by TF-IDF.
+- ``summarise`` (:class:`Summarise`) writes a summary within a sentence budget: an
+  extractive summariser offline, or the ``plait-llm`` ``agent`` kind on the model
+  ``PLAIT_DEMO_MODEL`` names.
+- ``gate`` checks the summary mentions the page's keywords; ``again`` sends a page that
+  misses too many back to ``summarise``, with a larger budget and the missed keywords to
+  focus on: at most three rounds.
+- ``report`` writes ``report.md`` and ``report.json``.
 
 Run it from the repository root (durably: ``plait run`` checkpoints into ``.plait/runs.db``)::
 
-    plait run docs/examples/demo/docs_review.py:workflow
+    plait run docs/examples/demo/docs_review.yaml --allow-imports
 
 A MESSAGE names another folder of Markdown to review. ``PLAIT_DEMO_SLOW=0.5`` makes each
 page's ``profile``, ``summarise`` and ``gate`` take half a second more (to watch it, or to
@@ -40,20 +43,19 @@ from typing import Any
 
 import anyio
 import doctext
-from plait import Never, Workflow, WorkflowContext, executor
-from plait_builders import WorkflowBuilder
+from plait import Executor, Workflow, WorkflowContext, handler
 from review_report import write_report
 
 __all__ = [
     "KEYWORDS",
     "MAX_ROUNDS",
-    "collect",
+    "Summarise",
     "gate",
     "profile",
     "read_pages",
     "report",
     "scan",
-    "summarise",
+    "scan_step",
     "summary_agent",
     "workflow",
 ]
@@ -95,31 +97,34 @@ def read_pages(folder: str) -> tuple[Path, dict[str, str]]:
     return root, {page.name: page.read_text(encoding="utf-8") for page in pages}
 
 
-@executor(id="scan")
-async def scan(folder: str, ctx: WorkflowContext[Page]) -> None:
-    """Read the pages, weigh terms across them, and send one message per page."""
-    root, texts = await anyio.to_thread.run_sync(read_pages, folder)
+def scan(folder: str) -> dict[str, Any]:
+    """Read the pages and weigh each term across them (inverse document frequency).
+
+    The ``scan`` step: its ``pages`` are the items the ``pages`` foreach fans out over.
+    """
+    root, texts = read_pages(folder)
     parsed = {name: doctext.parse_markdown(text) for name, text in texts.items()}
     frequencies = doctext.document_frequencies(
         doctext.terms(" ".join(p["paragraphs"])) for p in parsed.values()
     )
-    await ctx.set_shared_state("idf", doctext.idf_weights(frequencies, len(texts)))
-    await ctx.set_shared_state("pages", sorted(texts))
-    await ctx.set_shared_state("folder", str(root))
-    for name, text in texts.items():
-        await ctx.send_message({"name": name, "folder": str(root), "text": text})
+    idf = doctext.idf_weights(frequencies, len(texts))
+    return {"folder": str(root), "pages": sorted(texts), "idf": idf}
 
 
-@executor(id="profile", max_concurrency=16)
-async def profile(page: Page, ctx: WorkflowContext[Page]) -> None:
-    """One page's numbers and keywords."""
+async def scan_step(folder: str) -> dict[str, Any]:
+    """:func:`scan` off the event loop (it reads every page)."""
+    return await anyio.to_thread.run_sync(scan, folder)
+
+
+async def profile(job: dict[str, Any]) -> Page:
+    """One page's numbers and keywords: ``job`` is ``{name, folder, idf}``."""
     await _slow()
+    folder = Path(job["folder"])
+    text = await anyio.to_thread.run_sync((folder / job["name"]).read_text, "utf-8")
     # a relative link is checked against the file system: off the event loop
-    parsed = await anyio.to_thread.run_sync(
-        doctext.parse_markdown, page["text"], Path(page["folder"])
-    )
+    parsed = await anyio.to_thread.run_sync(doctext.parse_markdown, text, folder)
     prose = doctext.sentences(parsed["paragraphs"])
-    weights = doctext.tfidf(doctext.terms(" ".join(prose)), await ctx.get_shared_state("idf"))
+    weights = doctext.tfidf(doctext.terms(" ".join(prose)), job["idf"])
     links = parsed["links"]
     stats = {
         "words": sum(len(doctext.words(s)) for s in prose),
@@ -133,18 +138,16 @@ async def profile(page: Page, ctx: WorkflowContext[Page]) -> None:
         "broken_links": [[link["target"], link["line"]] for link in links if link["broken"]],
     }
     top = doctext.keywords(weights, 40)
-    await ctx.send_message(
-        {
-            "name": page["name"],
-            "title": parsed["headings"][0][1] if parsed["headings"] else page["name"],
-            "stats": stats,
-            "keywords": top[:KEYWORDS],
-            "weights": {t: round(weights[t], 6) for t in top},
-            "sentences": prose,
-            "round": 0,
-            "history": [],
-        }
-    )
+    return {
+        "name": job["name"],
+        "title": parsed["headings"][0][1] if parsed["headings"] else job["name"],
+        "stats": stats,
+        "keywords": top[:KEYWORDS],
+        "weights": {t: round(weights[t], 6) for t in top},
+        "sentences": prose,
+        "round": 0,
+        "history": [],
+    }
 
 
 @functools.cache
@@ -184,89 +187,77 @@ def _prompt(page: Page) -> str:
     )
 
 
-@executor(id="summarise", max_concurrency=16, max_visits=MAX_ROUNDS)
-async def summarise(page: Page, ctx: WorkflowContext[Page]) -> None:
-    """Write the page's next summary: round ``n`` has a budget of ``2n`` sentences and
-    focuses on the keywords the previous round missed. Offline the summary is extractive;
-    with ``PLAIT_DEMO_MODEL`` a model writes it."""
-    await _slow()
-    round_ = page["round"] + 1
-    budget = FIRST_BUDGET + BUDGET_STEP * (round_ - 1)
-    focus = page["history"][-1]["missed"] if page["history"] else []
-    page = {**page, "round": round_, "budget": budget, "focus": focus}
-    model_id = os.environ.get("PLAIT_DEMO_MODEL")
-    if model_id:
-        summary = str(await summary_agent(model_id).ask(_prompt(page), ctx)).strip()
-    else:
-        chosen = doctext.summarise(page["sentences"], page["weights"], budget, focus)
-        summary = " ".join(chosen)
-    await ctx.send_message({**page, "summary": summary})
+class Summarise(Executor):
+    """The ``summarise`` step: the page's next summary. Round ``n`` has a budget of ``2n``
+    sentences and focuses on the keywords the previous round missed. Offline the summary is
+    extractive; with ``PLAIT_DEMO_MODEL`` a model writes it (an executor, not a function,
+    so the model is looked up when the workflow is built: an unknown one fails at once)."""
+
+    def __init__(self, id: str = "summarise") -> None:
+        super().__init__(id)
+        self.model_id = os.environ.get("PLAIT_DEMO_MODEL") or None
+        self.agent = summary_agent(self.model_id) if self.model_id else None
+
+    @handler
+    async def summarise(self, page: Page, ctx: WorkflowContext[Page]) -> None:
+        await _slow()
+        round_ = page["round"] + 1
+        budget = FIRST_BUDGET + BUDGET_STEP * (round_ - 1)
+        focus = page["history"][-1]["missed"] if page["history"] else []
+        page = {**page, "round": round_, "budget": budget, "focus": focus}
+        if self.agent is not None:
+            summary = str(await self.agent.ask(_prompt(page), ctx)).strip()
+        else:
+            chosen = doctext.summarise(page["sentences"], page["weights"], budget, focus)
+            summary = " ".join(chosen)
+        await ctx.send_message({**page, "summary": summary})
 
 
-@executor(id="gate", max_concurrency=16, max_visits=MAX_ROUNDS)
-async def gate(page: Page, ctx: WorkflowContext[Page]) -> None:
-    """Which of the page's keywords its summary mentions; ``passed`` when at least four
-    do. The edges decide what happens next: back to ``summarise`` while
-    ``!passed && round < 3`` (the loop), else on to ``collect``."""
+async def gate(page: Page) -> Page:
+    """The quality gate: which of the page's keywords its summary mentions; ``passed``
+    when at least four do. The workflow's ``again`` condition sends a page that did not
+    pass back to ``summarise`` while ``round < 3``."""
     await _slow()
     mentioned = set(doctext.terms(page["summary"]))
     covered = [k for k in page["keywords"] if k in mentioned]
     missed = [k for k in page["keywords"] if k not in mentioned]
     attempt = {"round": page["round"], "budget": page["budget"], "covered": covered}
     attempt["missed"] = missed
-    await ctx.send_message(
-        {
-            **page,
-            "passed": len(covered) >= min(REQUIRED, len(page["keywords"])),
-            "history": [*page["history"], attempt],
-        }
-    )
+    return {
+        **page,
+        "passed": len(covered) >= min(REQUIRED, len(page["keywords"])),
+        "history": [*page["history"], attempt],
+    }
 
 
-@executor(id="collect")
-async def collect(page: Page, ctx: WorkflowContext[list[Page]]) -> None:
-    """The fan-in: keep each finished page (in this executor's checkpointed state) and send
-    them all on once every page the scan found is in."""
-    done = ctx.state.setdefault("done", {})
-    done[page["name"]] = {k: v for k, v in page.items() if k not in ("sentences", "weights")}
-    expected = await ctx.get_shared_state("pages")
-    if len(done) == len(expected):
-        await ctx.send_message([done[name] for name in expected])
-
-
-@executor(id="report")
-async def report(pages: list[Page], ctx: WorkflowContext[Never, str]) -> None:
-    """Write ``.plait/demo/report.md`` and ``report.json``; yield a line saying where."""
-    folder = await ctx.get_shared_state("folder")
+def _report(folder: str, pages: list[Page]) -> str:
     model = os.environ.get("PLAIT_DEMO_MODEL") or None
-    path = await anyio.to_thread.run_sync(
-        functools.partial(write_report, pages, OUTPUT_FOLDER, folder=folder, model=model, rule=RULE)
-    )
+    kept = [{k: v for k, v in p.items() if k not in ("sentences", "weights")} for p in pages]
+    path = write_report(kept, OUTPUT_FOLDER, folder=folder, model=model, rule=RULE)
     revised = sum(1 for p in pages if len(p["history"]) > 1)
     broken = sum(len(p["stats"]["broken_links"]) for p in pages)
-    await ctx.yield_output(
+    return (
         f"reviewed {len(pages)} pages of {folder}: {broken} broken link(s), "
         f"{revised} summary(ies) revised by the quality gate; report: {path}"
     )
 
 
+async def report(review: dict[str, Any]) -> str:
+    """Write ``.plait/demo/report.md`` and ``report.json`` from ``{folder, pages}`` (the
+    ``pages`` foreach's output: every page, in order); give a line saying where."""
+    return await anyio.to_thread.run_sync(_report, review["folder"], review["pages"])
+
+
+#: The workflow file, beside this module.
+WORKFLOW_FILE = Path(__file__).resolve().with_name("docs_review.yaml")
+
+
 def workflow() -> Workflow:
-    """The docs-review workflow (a function, so ``PLAIT_DEMO_MODEL`` is read, and the model
-    checked, when the workflow is built)."""
-    model_id = os.environ.get("PLAIT_DEMO_MODEL")
-    if model_id:
-        summary_agent(model_id)
-    return (
-        WorkflowBuilder("docs-review")
-        .set_start(scan)
-        .add_edge(scan, profile)
-        .add_edge(profile, summarise)
-        .add_edge(summarise, gate)
-        .add_edge(gate, summarise, condition=f"!passed && round < {MAX_ROUNDS}")
-        .add_edge(gate, collect, condition=f"passed || round >= {MAX_ROUNDS}")
-        .add_edge(collect, report)
-        .build()
-    )
+    """The docs-review workflow, loaded from ``docs_review.yaml`` (which names this
+    module's functions, so it is loaded with ``allow_imports=True``)."""
+    import plait
+
+    return plait.load(WORKFLOW_FILE, allow_imports=True)
 
 
 if __name__ == "__main__":  # python docs_review.py [FOLDER]: the same run, without the CLI

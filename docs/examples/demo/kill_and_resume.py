@@ -5,11 +5,13 @@ repository root in the README)::
 
     python docs/examples/demo/kill_and_resume.py
 
-1. ``plait run docs/examples/demo/docs_review.py:workflow --checkpoint
+1. ``plait run docs/examples/demo/docs_review.yaml --allow-imports --checkpoint
    sqlite:///.plait/runs.db`` starts (the store ``plait run`` uses by default), with
    ``PLAIT_DEMO_SLOW`` set so each page's step takes a moment;
-2. ``plait runs --json`` is polled until the run has checkpointed a few supersteps, and
-   the process is killed with SIGKILL: no clean-up, no final checkpoint;
+2. the store is polled until the run has checkpointed superstep 7 — the pages that
+   passed the quality gate in the first round are in the ``pages`` foreach's gather, the
+   others are being summarised again — and the process is killed with SIGKILL: no
+   clean-up, no final checkpoint;
 3. ``plait runs`` still lists the run as ``running``; ``plait resume`` continues it in a
    new process from its last checkpoint, and it finishes;
 4. an uninterrupted run of the same workflow writes the same report, byte for byte.
@@ -33,14 +35,15 @@ import attrs
 from plait.checkpoint import open_store
 
 HERE = Path(__file__).resolve().parent
-_WORKFLOW = os.path.relpath(HERE / "docs_review.py")
-#: The workflow, named relative to the working directory when it is below it.
-TARGET = f"{_WORKFLOW if not _WORKFLOW.startswith('..') else HERE / 'docs_review.py'}:workflow"
+_WORKFLOW = os.path.relpath(HERE / "docs_review.yaml")
+#: The workflow file, named relative to the working directory when it is below it.
+TARGET = _WORKFLOW if not _WORKFLOW.startswith("..") else str(HERE / "docs_review.yaml")
 STORE = "sqlite:///.plait/runs.db"
 REPORT = Path(".plait") / "demo" / "report.md"
-#: Kill once this many supersteps are checkpointed (scan, profile, summarise): the
-#: slow steps of the supersteps after it (gate, summarise, gate) leave time to do it.
-KILL_AFTER = 3
+#: Kill once this many supersteps are checkpointed: scan, pages, profile, summarise,
+#: gate, again, then the gather (the pages that passed) with summarise (the others); the
+#: slow gate of superstep 8 leaves time to do it.
+KILL_AFTER = 7
 SLOW = os.environ.get("PLAIT_DEMO_SLOW") or "0.6"
 PLAIT = [sys.executable, "-m", "plait_cli"]
 
@@ -74,10 +77,13 @@ def start_and_kill() -> str:
     before = {r["run_id"] for r in runs()}
     log = Path(".plait") / "demo" / "killed-run.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    print(f"$ PLAIT_DEMO_SLOW={SLOW} plait run {TARGET} --checkpoint {STORE} &", flush=True)
+    print(
+        f"$ PLAIT_DEMO_SLOW={SLOW} plait run {TARGET} --allow-imports --checkpoint {STORE} &",
+        flush=True,
+    )
     with log.open("w") as output:
         process = subprocess.Popen(
-            [*PLAIT, "run", TARGET, "--checkpoint", STORE],
+            [*PLAIT, "run", TARGET, "--allow-imports", "--checkpoint", STORE],
             env={**os.environ, "PLAIT_DEMO_SLOW": SLOW},
             stdout=output,
             stderr=subprocess.STDOUT,
@@ -112,7 +118,7 @@ def main() -> int:
         raise SystemExit(f"the killed run is {killed['status']}: it was killed too late")
     if REPORT.exists():
         raise SystemExit("the killed run wrote a report: it was killed too late")
-    resumed = plait("resume", TARGET, run_id, "--checkpoint", STORE, "--events")
+    resumed = plait("resume", TARGET, run_id, "--allow-imports", "--checkpoint", STORE, "--events")
     print(resumed.stdout, end="")
     if resumed.returncode != 0:
         print(resumed.stderr, end="", file=sys.stderr)
@@ -125,7 +131,7 @@ def main() -> int:
     (done,) = [r for r in runs() if r["run_id"] == run_id]
     print(f"  run {run_id}: {done['status']}, {done['superstep']} supersteps")
     after_resume = REPORT.read_bytes()
-    fresh = plait("run", TARGET, "--checkpoint", STORE)
+    fresh = plait("run", TARGET, "--allow-imports", "--checkpoint", STORE)
     if fresh.returncode != 0:
         print(fresh.stderr, end="", file=sys.stderr)
         return 1

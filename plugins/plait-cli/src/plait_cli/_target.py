@@ -58,6 +58,9 @@ def load_target(target: str, *, allow_imports: bool = False) -> Workflow:
     if document.suffix.lower() != ".py" and document.is_file():
         import plait
 
+        folder = str(document.resolve().parent)
+        if allow_imports and folder not in sys.path:  # its code, beside it (as for file.py:attr)
+            sys.path.insert(0, folder)
         try:
             return plait.load(document, allow_imports=allow_imports)
         except PlaitError as exc:
