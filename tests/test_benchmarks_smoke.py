@@ -49,6 +49,7 @@ def test_the_type_check_and_composition_benchmarks_run() -> None:
         ("bench_steps.py", ["--quick"]),
         ("bench_from_spec.py", ["--quick"]),
         ("bench_otel.py", ["--quick"]),
+        ("bench_ray.py", ["--quick"]),
     ):
         done = _run(str(BENCH / script), *args)
         assert "Traceback" not in done.stderr, (script, done.stderr)

@@ -150,16 +150,19 @@ def placed_executors(graph: CompiledGraph) -> Mapping[str, Executor | PlacedExec
 
 
 def with_placement(workflow: Workflow, placement: str | None) -> Workflow:
-    """A copy of ``workflow`` whose invocations run with ``placement`` by default (nodes
-    that name their own keep it). ``plait run --placement ray`` uses this.
+    """A copy of ``workflow`` whose invocations all run with ``placement`` — the nodes'
+    own placements are dropped; executors marked ``local = True`` stay local.
+    ``plait run --placement ray`` is this.
 
     .. versionadded:: 0.1
     """
     import attrs
 
+    spec = workflow.spec
+    nodes = tuple(attrs.evolve(node, placement=None) for node in spec.nodes)
     # built through its own class: the runner imports this module, never plait.workflow
     return type(workflow)(
-        attrs.evolve(workflow.spec, placement=placement),
+        attrs.evolve(spec, placement=placement, nodes=nodes),
         dict(workflow.executors),
         edge_params=workflow.edge_params,
         plugin_manager=workflow._graph.plugin_manager,
