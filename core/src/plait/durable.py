@@ -57,12 +57,13 @@ from .errors import (
 )
 from .events import RunStatus
 from .leases import DEFAULT_LEASE_TTL, Lease
-from .resume import resumed_from
+from .resume import load_run, restore_state, resumed_from
 from .runner import Runner, RunOptions, RunState
 from .sealing import open_sealed, seal_store
 
 if TYPE_CHECKING:
     from .graph import CompiledGraph
+    from .state import PendingRequest
 
 __all__ = [
     "SNAPSHOT_EVERY",
@@ -245,3 +246,20 @@ async def _checkpointed(runner: Runner, checkpointer: Checkpointer, inbox: Any) 
         final = checkpointer.take(state, runner.remaining, list(state.executor_state), status.value)
         await checkpointer.write(final)
     return status
+
+
+async def stored_requests(
+    graph: CompiledGraph, id: str, checkpoint: Any, options: Mapping[str, Any]
+) -> list[PendingRequest]:
+    """:meth:`plait.Workflow.pending_requests`: the pending requests of a stored run."""
+    store, opened = await resolve_store(checkpoint, {**graph.spec.options, **options})
+    token = resumed_from.set(None)
+    try:
+        found, data = await load_run(store, id, graph.spec, graph.signature)
+        state = RunState(found.run_id, None)
+        restore_state(graph, state, data)
+        return list(state.pending_requests.values())
+    finally:
+        resumed_from.reset(token)
+        if opened:
+            await store.aclose()

@@ -308,22 +308,3 @@ def answer_requests(
         if any(h.input_type is RequestResponse for h in executor.handlers):
             value = RequestResponse(request_id, request.request, value)
         inbox.setdefault(request.executor_id, []).append(value)
-
-
-async def stored_requests(
-    graph: CompiledGraph, id: str, checkpoint: Any, options: Mapping[str, Any]
-) -> list[PendingRequest]:
-    """:meth:`plait.Workflow.pending_requests`: the pending requests of a stored run."""
-    from .durable import resolve_store
-
-    store, opened = await resolve_store(checkpoint, {**graph.spec.options, **options})
-    token = resumed_from.set(None)
-    try:
-        found, data = await load_run(store, id, graph.spec, graph.signature)
-        state = RunState(found.run_id, None)
-        restore_state(graph, state, data)
-        return list(state.pending_requests.values())
-    finally:
-        resumed_from.reset(token)
-        if opened:
-            await store.aclose()

@@ -10,8 +10,7 @@ delays the next superstep of a fast one. Wrap a branch as a nested workflow to l
 at its own pace.
 
 Hot path: dispatch by message type is cached per executor; a superstep with one delivery
-spawns no task; no event object is built unless someone consumes it; messages are never
-copied.
+spawns no task; no event is built unless someone consumes it; messages are never copied.
 
 .. versionadded:: 0.1
 """
@@ -49,6 +48,7 @@ from .options import RunOptions
 from .placement import placed_executors
 from .state import PendingRequest, RunState
 from .types import type_name
+from .watch import RunWatch
 
 if TYPE_CHECKING:
     from .graph import CompiledGraph
@@ -87,8 +87,6 @@ class Runner:
         self.stop = options.stop  # asked at each superstep boundary (see RunOptions.stop)
         self.remaining: Inbox = {}  # the deliveries left when a stop was asked for
         if options.watch is not None:  # a display that looks at the run at its own pace
-            from .watch import RunWatch
-
             options.watch(RunWatch(self))
         self.failures: list[BaseException] = []
         self.diverted: list[tuple[str, Any]] = []  # failures taken by error edges

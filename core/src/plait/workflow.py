@@ -277,7 +277,7 @@ class Workflow:
         """The requests a stored run waits for (from its latest checkpoint, or checkpoint
         ``id``), without resuming it; raises as :meth:`resume` does. ``options``: those of
         :meth:`resume` that open the store (``checkpoint_key``, ``checkpoint_encrypt``)."""
-        from .resume import stored_requests
+        from .durable import stored_requests
 
         return await stored_requests(self._graph, id, checkpoint, options)
 
