@@ -36,7 +36,6 @@ from plait.errors import (
     SourcePosition,
     WorkflowRunError,
 )
-from plait.events import CustomEvent
 from plait.executor import Handler
 from plait.kinds import KindContext
 
@@ -527,6 +526,8 @@ def _inner_call(node: plait.NodeSpec, executors: Mapping[str, Any], ctx: KindCon
     ) -> Any:
         if instruction and isinstance(user_message, str):
             user_message = f"{instruction}\n\n{user_message}"
+        from plait.events import CustomEvent  # running needs it, building does not
+
         custom: list[Any] = []
 
         def keep(event: Any) -> None:
