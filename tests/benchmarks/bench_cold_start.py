@@ -6,7 +6,9 @@ Every sample is a new process (``sys.executable``), and the measures are interle
 round-robin, so a busy machine slows them alike. "Cold" is a new process, not a new
 install: the children may write bytecode caches (``PYTHONDONTWRITEBYTECODE`` is dropped from
 their environment, as ``pip install`` compiles them anyway) and one unrecorded round goes
-first. One JSON line per measure, the median of ``--repeat`` samples:
+first; that round also fills Plait's entry-point cache (``~/.cache/plait``), as the first
+process after an install does (``PLAIT_NO_CACHE=1`` in the environment measures without it).
+One JSON line per measure, the median of ``--repeat`` samples:
 
 - ``startup``: ``python -c pass``, the interpreter alone (the floor under the next two);
 - ``import``: ``python -c "import plait"``, the whole process;
