@@ -81,7 +81,7 @@ def test_a_distribution_is_read_once_then_answered_from_the_cache(
     make_dist(site)
     expected = [("fake", "plait_fake_mod", "plait-fake", "1.0", ["plait-core<1,>=0.1"])]
     assert found() == expected
-    cache = json.loads((cache_home / "plait" / "entry-points.json").read_text(encoding="utf-8"))
+    cache = json.loads(Path(str(discovery.cache_path())).read_text(encoding="utf-8"))
     assert cache["format"] == discovery.CACHE_FORMAT
     no_metadata(monkeypatch)
     assert found() == expected
@@ -131,7 +131,7 @@ def test_a_version_edited_in_place_is_read_again(cache_home: Path, site: Path) -
 def test_a_just_changed_distribution_is_not_cached_yet(cache_home: Path, site: Path) -> None:
     make_dist(site, mtime=time.time())  # could change again within the clock's resolution
     assert len(found()) == 1
-    cache = json.loads((cache_home / "plait" / "entry-points.json").read_text(encoding="utf-8"))
+    cache = json.loads(Path(str(discovery.cache_path())).read_text(encoding="utf-8"))
     assert not [p for p in cache["dists"] if p.startswith(str(site))]
 
 
@@ -158,7 +158,7 @@ def test_the_first_distribution_of_a_name_on_sys_path_wins(
 )
 def test_a_corrupt_cache_file_is_read_again(cache_home: Path, site: Path, content: bytes) -> None:
     make_dist(site)
-    path = cache_home / "plait" / "entry-points.json"
+    path = Path(str(discovery.cache_path()))
     path.parent.mkdir(parents=True)
     path.write_bytes(content)
     assert [f[2] for f in found()] == ["plait-fake"]
@@ -168,7 +168,7 @@ def test_a_corrupt_cache_file_is_read_again(cache_home: Path, site: Path, conten
 def test_a_forged_record_is_read_again(cache_home: Path, site: Path) -> None:
     dist = make_dist(site)
     found()
-    path = cache_home / "plait" / "entry-points.json"
+    path = Path(str(discovery.cache_path()))
     data = json.loads(path.read_text(encoding="utf-8"))
     record = data["dists"][str(dist)]
     record["eps"] = [["fake", "os:system; rm -rf"]]  # not an entry-point value

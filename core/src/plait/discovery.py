@@ -13,8 +13,10 @@ modification time, inode and size they had; an install, an upgrade, an uninstall
 editable re-install all change them. The cache never names a distribution that is not on
 ``sys.path`` now: it only saves reading the files.
 
-The cache is one JSON file, ``$XDG_CACHE_HOME/plait/entry-points.json`` (``~/.cache``
-when the variable is unset; ``%LOCALAPPDATA%`` on Windows), written atomically. A missing,
+The cache is one JSON file per Python environment (``sys.prefix``, so processes of two
+virtual environments never write over each other's records),
+``$XDG_CACHE_HOME/plait/entry-points-<hash>.json`` (``~/.cache`` when the variable is
+unset; ``%LOCALAPPDATA%`` on Windows), written atomically. A missing,
 unreadable or corrupt file is read again from the distributions; a cache directory that
 cannot be written is left alone. ``PLAIT_NO_CACHE=1`` turns it off, and anything it
 cannot mirror exactly (a zip file or an ``.egg`` on ``sys.path``, a finder on
@@ -103,7 +105,15 @@ def cache_path() -> str | None:
         base = os.environ.get("LOCALAPPDATA") or ""
     if not os.path.isabs(base):  # the XDG spec: a relative path is ignored
         base = os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "plait", "entry-points.json")
+    return os.path.join(base, "plait", f"entry-points-{_fnv1a(sys.prefix)}.json")
+
+
+def _fnv1a(text: str) -> str:
+    """A stable 32-bit digest of ``text`` (FNV-1a): names a file, guards nothing."""
+    digest = 0x811C9DC5
+    for byte in text.encode("utf-8", "surrogateescape"):
+        digest = ((digest ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return f"{digest:08x}"
 
 
 def installed_entry_points(group: str) -> list[Found]:
