@@ -167,6 +167,17 @@ def test_the_report_is_written_and_the_run_is_checkpointed(review: dict[str, Any
     assert run["superstep"] >= 8
 
 
+def test_the_readme_and_the_demo_page_show_the_workflow_that_runs() -> None:
+    from ruamel.yaml import YAML
+
+    readme = (ROOT / "README.md").read_text()
+    assert "plait run docs/examples/demo/docs_review.yaml --allow-imports\n" in readme
+    page = (ROOT / "docs" / "demo.md").read_text()
+    (shown,) = re.findall(r"```text\n(name: docs-review\n.*?)```", page, re.S)
+    yaml = YAML(typ="safe", pure=True)
+    assert yaml.load(shown) == yaml.load(WORKFLOW.read_text())
+
+
 def test_an_empty_folder_fails_the_run_naming_it(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     result = plait(tmp_path, "run", TARGET, str(tmp_path / "empty"), "--allow-imports")
@@ -175,10 +186,10 @@ def test_an_empty_folder_fails_the_run_naming_it(tmp_path: Path) -> None:
     assert "scan" in result.stderr
 
 
-def test_kill_and_resume_finishes_with_the_same_report(tmp_path: Path) -> None:
+def test_kill_and_resume_finishes_with_the_same_report(pages: Path, tmp_path: Path) -> None:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PLAIT_"))}
     result = subprocess.run(
-        [sys.executable, str(DEMO / "kill_and_resume.py")],
+        [sys.executable, str(DEMO / "kill_and_resume.py"), str(pages)],
         cwd=tmp_path,
         env=clean,
         capture_output=True,

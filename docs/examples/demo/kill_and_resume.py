@@ -3,7 +3,9 @@
 Run it from the folder whose ``.plait/`` should hold the store and the report (the
 repository root in the README)::
 
-    python docs/examples/demo/kill_and_resume.py
+    python docs/examples/demo/kill_and_resume.py [FOLDER]
+
+FOLDER (default: this repository's docs) is the folder of Markdown the runs review.
 
 1. ``plait run docs/examples/demo/docs_review.yaml --allow-imports --checkpoint
    sqlite:///.plait/runs.db`` starts (the store ``plait run`` uses by default), with
@@ -45,6 +47,8 @@ REPORT = Path(".plait") / "demo" / "report.md"
 #: slow gate of superstep 8 leaves time to do it.
 KILL_AFTER = 7
 SLOW = os.environ.get("PLAIT_DEMO_SLOW") or "0.6"
+#: The run's MESSAGE: the folder to review (none: the default, this repository's docs).
+FOLDER = sys.argv[1:2]
 PLAIT = [sys.executable, "-m", "plait_cli"]
 
 
@@ -78,12 +82,13 @@ def start_and_kill() -> str:
     log = Path(".plait") / "demo" / "killed-run.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     print(
-        f"$ PLAIT_DEMO_SLOW={SLOW} plait run {TARGET} --allow-imports --checkpoint {STORE} &",
+        f"$ PLAIT_DEMO_SLOW={SLOW} plait run {' '.join([TARGET, *FOLDER])} --allow-imports "
+        f"--checkpoint {STORE} &",
         flush=True,
     )
     with log.open("w") as output:
         process = subprocess.Popen(
-            [*PLAIT, "run", TARGET, "--allow-imports", "--checkpoint", STORE],
+            [*PLAIT, "run", TARGET, *FOLDER, "--allow-imports", "--checkpoint", STORE],
             env={**os.environ, "PLAIT_DEMO_SLOW": SLOW},
             stdout=output,
             stderr=subprocess.STDOUT,
@@ -131,7 +136,7 @@ def main() -> int:
     (done,) = [r for r in runs() if r["run_id"] == run_id]
     print(f"  run {run_id}: {done['status']}, {done['superstep']} supersteps")
     after_resume = REPORT.read_bytes()
-    fresh = plait("run", TARGET, "--allow-imports", "--checkpoint", STORE)
+    fresh = plait("run", TARGET, *FOLDER, "--allow-imports", "--checkpoint", STORE)
     if fresh.returncode != 0:
         print(fresh.stderr, end="", file=sys.stderr)
         return 1
