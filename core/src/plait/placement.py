@@ -56,6 +56,7 @@ __all__ = [
 
 #: The built-in placement: anyio tasks on the driver.
 LOCAL = "local"
+_UNPLACED = ("unplaced",)
 
 
 @runtime_checkable
@@ -118,13 +119,18 @@ def placed_executors(graph: CompiledGraph) -> Mapping[str, Executor | PlacedExec
         (naming the distribution that provides it, when a first-party one does).
     :raises NotPortableError: a placed node cannot be rebuilt from data elsewhere.
     """
+    cached = graph.__dict__.get("_plait_placed")
+    if cached is _UNPLACED:  # the common case, one dict lookup per run
+        return None
     spec = graph.spec
-    if spec.placement in (None, LOCAL) and all(
-        node.placement in (None, LOCAL) for node in spec.nodes
+    if (
+        cached is None
+        and spec.placement in (None, LOCAL)
+        and all(node.placement in (None, LOCAL) for node in spec.nodes)
     ):
+        graph.__dict__["_plait_placed"] = _UNPLACED  # a spec never changes
         return None
     registry = graph.plugin_manager.registry("placement")
-    cached = graph.__dict__.get("_plait_placed")
     if cached is not None and cached[0] is registry:
         placed: Mapping[str, Executor | PlacedExecutor] | None = cached[1]
         return placed
