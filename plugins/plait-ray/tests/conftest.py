@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from plait_ray_testing import Loopback, LoopbackPlugin
 
 HERE = Path(__file__).parent
 # the workers import the test workflows (plait_ray_flows) from here
@@ -84,3 +85,19 @@ def _leave(lock: Any, record: Path, owner: bool) -> None:
                 record.unlink()
                 return
         time.sleep(0.5)
+
+
+@pytest.fixture
+def loopback(plait_register_plugin: Any) -> Loopback:
+    """The ``loopback`` placement, registered for this test."""
+    plugin = LoopbackPlugin()
+    plait_register_plugin(plugin, "plait-ray-loopback")
+    return plugin.placement
+
+
+@pytest.fixture(params=["loopback", "ray"])
+def placement(request: pytest.FixtureRequest, loopback: Loopback) -> str:
+    """Each placement a test should hold for: the loopback one, then Ray."""
+    if request.param == "ray":
+        request.getfixturevalue("ray_cluster")
+    return str(request.param)

@@ -203,3 +203,42 @@ def ticking(placement: str | None) -> Workflow:
         .set_start(tick)
         .build()
     )
+
+
+# -- policies on placed executors -------------------------------------------------------
+
+
+class Flaky(Executor):
+    """Fails with ValueError on the first attempt of every invocation."""
+
+    @handler
+    async def flake(self, n: int, ctx: WorkflowContext[Never, int]) -> None:
+        if ctx.attempt == 1:
+            raise ValueError(f"flaky on {n}")
+        await ctx.yield_output(n * 10)
+
+
+class Sleepy(Executor):
+    """Sleeps ``n`` seconds (a timeout policy cuts it short)."""
+
+    @handler
+    async def nap(self, n: float, ctx: WorkflowContext[Never, float]) -> None:
+        await anyio.sleep(n)
+        await ctx.yield_output(n)
+
+
+class Custom(Exception):
+    pass
+
+
+class Odd(Executor):
+    """Raises an exception class the driver cannot rebuild."""
+
+    @handler
+    async def odd(self, n: int, ctx: WorkflowContext[Never, int]) -> None:
+        raise Custom(f"odd {n}")
+
+
+def one(executor: Executor, placement: str | None, **options: Any) -> Workflow:
+    builder = WorkflowBuilder(f"one-{executor.id}", placement=placement)
+    return builder.add_executor(executor, **options).set_start(executor).build()

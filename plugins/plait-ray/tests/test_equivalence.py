@@ -3,64 +3,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import plait_ray_flows as flows
 import pytest
-from plait import Workflow, hookimpl
+from plait import Workflow
 from plait.events import CustomEvent, RunStatus
-from plait.placement import RemoteExecutor, apply_result, encode_invocation, node_payload
+from plait_ray_testing import Loopback
 
 pytestmark = pytest.mark.anyio
-
-
-class Loopback:
-    """A placement that sends every invocation through JSON text to a
-    :class:`~plait.placement.RemoteExecutor` in this process."""
-
-    def __init__(self) -> None:
-        self.hosts: dict[tuple[int, str], RemoteExecutor] = {}
-        self.calls = 0
-
-    async def invoke(
-        self, graph: Any, executor_id: str, handler: Any, message: Any, ctx: Any
-    ) -> None:
-        key = (id(graph), executor_id)
-        host = self.hosts.get(key)
-        if host is None:
-            host = self.hosts[key] = RemoteExecutor(_wire(node_payload(graph, executor_id)))
-        self.calls += 1
-        result = await host.invoke(_wire(encode_invocation(executor_id, message, ctx)))
-        await apply_result(graph, executor_id, _wire(result), ctx)
-
-
-def _wire(data: Any) -> Any:
-    return json.loads(json.dumps(data))
-
-
-class LoopbackPlugin:
-    def __init__(self) -> None:
-        self.placement = Loopback()
-
-    @hookimpl
-    def plait_register_placements(self, register: Any) -> None:
-        register("loopback", self.placement)
-
-
-@pytest.fixture
-def loopback(plait_register_plugin: Any) -> Loopback:
-    plugin = LoopbackPlugin()
-    plait_register_plugin(plugin, "plait-ray-loopback")
-    return plugin.placement
-
-
-@pytest.fixture(params=["loopback", "ray"])
-def placement(request: pytest.FixtureRequest, loopback: Loopback) -> str:
-    if request.param == "ray":
-        request.getfixturevalue("ray_cluster")
-    return str(request.param)
 
 
 async def _outputs(wf: Workflow, message: Any, **options: Any) -> tuple[Any, ...]:

@@ -1,0 +1,114 @@
+"""How a placement is chosen, what is refused before a run starts, and policies on placed
+executors (retries matching a remote exception's class, timeouts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plait_ray_flows as flows
+import pytest
+from plait import Executor, Never, RetryPolicy, WorkflowContext, executor, handler
+from plait.errors import ExecutorFailedError, ExecutorTimeoutError, UnknownNameError
+from plait.events import RunStatus
+from plait.placement import (
+    LOCAL,
+    PlacedExecutor,
+    RemoteInvocationError,
+    placed_executors,
+    placement_of,
+    with_placement,
+)
+from plait.refs import NotPortableError
+from plait_builders import WorkflowBuilder
+
+pytestmark = pytest.mark.anyio
+
+
+def test_a_graph_that_places_nothing_keeps_its_executors() -> None:
+    wf = flows.chain(None)
+    assert placed_executors(wf._graph) is None
+    assert placed_executors(with_placement(wf, LOCAL)._graph) is None
+
+
+def test_node_then_workflow_then_local(loopback: Any) -> None:
+    wf = (
+        WorkflowBuilder("mixed", placement="loopback")
+        .add_executor(flows.upper, placement=LOCAL)
+        .add_edge(flows.upper, flows.exclaim)
+        .add_edge(flows.exclaim, flows.report)
+        .set_start(flows.upper)
+        .build()
+    )
+    graph = wf._graph
+    assert [placement_of(graph, eid) for eid in ("upper", "exclaim", "report")] == [
+        LOCAL,
+        "loopback",
+        "loopback",
+    ]
+    placed = placed_executors(graph)
+    assert placed is not None
+    assert placed["upper"] is graph.executors["upper"]
+    assert isinstance(placed["exclaim"], PlacedExecutor)
+    # every node follows with_placement
+    everything = with_placement(wf, "loopback")._graph
+    assert placement_of(everything, "upper") == "loopback"
+
+
+class Socketed(Executor):
+    local = True  # it would hold something only the driver has
+
+    @handler
+    async def keep(self, text: str, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(text)
+
+
+async def test_a_local_executor_stays_on_the_driver(loopback: Any) -> None:
+    wf = WorkflowBuilder("sock", placement="loopback").set_start(Socketed("sock")).build()
+    assert placement_of(wf._graph, "sock") == LOCAL
+    assert (await wf.run("x")).outputs == ["x"]
+    assert loopback.calls == 0
+
+
+async def test_an_unknown_placement_names_its_distribution(plait_plugin_manager: Any) -> None:
+    wf = WorkflowBuilder("alone", placement="ray").set_start(flows.upper).build()
+    with pytest.raises(UnknownNameError) as info:
+        await wf.run("x")
+    message = str(info.value)
+    assert "unknown placement 'ray' (for executor 'upper')" in message
+    assert "pip install plait-ray" in message
+
+
+async def test_an_executor_that_cannot_leave_the_process_is_refused(loopback: Any) -> None:
+    @executor(id="closure")
+    async def closure(text: str, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(text)
+
+    wf = WorkflowBuilder("closure", placement="loopback").set_start(closure).build()
+    with pytest.raises(NotPortableError, match="executor 'closure' cannot run with placement"):
+        await wf.run("x")
+    assert loopback.calls == 0
+
+
+async def test_a_built_in_exception_is_retried_by_its_class(placement: str) -> None:
+    retry = RetryPolicy(max_attempts=1, delay=0.0, on=[ValueError])
+    wf = flows.one(flows.Flaky("flaky"), placement, retry=retry)
+    result = await wf.run(4)
+    assert result.outputs == [40]
+
+
+async def test_any_other_exception_comes_back_named(placement: str) -> None:
+    result = await flows.one(flows.Odd("odd"), placement).run(3, raise_on_failure=False)
+    assert isinstance(result.error, ExecutorFailedError)
+    cause = result.error.__cause__
+    assert isinstance(cause, RemoteInvocationError)
+    assert cause.remote_type == "plait_ray_flows.Custom"
+    assert "odd 3" in str(result.error)
+    assert "raise Custom" in cause.remote_traceback
+
+
+async def test_a_timeout_cuts_a_placed_invocation_short(placement: str) -> None:
+    wf = flows.one(flows.Sleepy("sleepy"), placement, timeout=0.5)
+    result = await wf.run(30.0, raise_on_failure=False)
+    assert result.status is RunStatus.FAILED
+    assert isinstance(result.error, ExecutorTimeoutError)
+    assert (await wf.run(0.0)).outputs == [0.0]  # the actor is free again
