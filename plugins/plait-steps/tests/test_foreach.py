@@ -198,6 +198,38 @@ workflow:
     assert context["runs"]["outer"] == 2 and context["runs"]["twice"] == 6
 
 
+async def test_an_inner_body_reads_the_steps_of_every_enclosing_context() -> None:
+    async def base(prompt: str) -> dict[str, str]:
+        return {"unit": "cm"}
+
+    async def label(size: int) -> str:
+        return f"n={size}"
+
+    async def fmt(parts: list[Any]) -> str:
+        value, count, unit = parts
+        return f"{value} {unit} ({count})"
+
+    text = """
+workflow:
+  - {id: units, type: agent, name: base}
+  - id: outer
+    type: foreach
+    items: [[1, 2], [3]]
+    steps:
+      - {id: counted, type: agent, name: label, input: "{{ size($item) }}"}
+      - id: inner
+        type: foreach
+        items: "$item"
+        steps:
+          - id: shown
+            type: agent
+            name: fmt
+            input: "{{ [$item, $steps.counted.output, $steps.units.output.unit] }}"
+"""
+    result = await _load(text, {"base": base, "label": label, "fmt": fmt}).run("x")
+    assert result.outputs == [[["1 cm (n=2)", "2 cm (n=2)"], ["3 cm (n=1)"]]]
+
+
 async def test_retry_and_timeout_work_inside_the_body() -> None:
     attempts: Counter[str] = Counter()
 

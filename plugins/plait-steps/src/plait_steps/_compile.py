@@ -326,7 +326,6 @@ class _Compiler:
 
     def foreach(self, step: Step, cont: Cont, scope: _Scope) -> str:
         gather = f"{step.id}/gather"
-        members = [s.id for child in step.steps for s in child.walk() if s.type != "goto"]
         first = len(self.nodes)
         body = _Scope({}, f"{scope.prefix}{step.id}/", step.retry or scope.retry, False)
         entry = self.sequence(step.steps, ("node", gather), body)
@@ -337,7 +336,6 @@ class _Compiler:
             if node.max_concurrency is None and node.kind != "steps.gather":
                 self.nodes[index] = attrs.evolve(node, max_concurrency=step.max_concurrency)
         config: dict[str, Any] = {"step": step.id, "limit": self.doc.loop_limit}
-        config["members"] = members
         items = step.items
         if items is not None and isinstance(items.value, list):
             config["items_value"] = _plain(items)
@@ -352,7 +350,6 @@ class _Compiler:
         gather_config = {
             "step": step.id,
             "label": scope.prefix + step.id,
-            "members": members,
             "final": cont[0] == "end",
         }
         self.nodes.append(NodeSpec(gather, kind="steps.gather", config=gather_config))

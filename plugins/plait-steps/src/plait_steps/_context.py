@@ -5,6 +5,11 @@ JSON-ready dict), adds its own output and sends a new dict on. So the context is
 checkpointed with the pending messages, is private to its run (concurrent runs share
 nothing), and each branch of a parallel block carries its own copy until the block's join
 merges them. Nothing is mutated in place: fan-out delivers one dict to several branches.
+
+A foreach block is the exception that keeps N items from carrying N copies: the context
+it started in is put once in the run's shared state (checkpointed too, under
+:func:`foreach_key`), and each item's message carries only the item, a frame naming that
+key, and the outputs of the body steps the item ran.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ __all__ = [
     "MARK",
     "STEP_CONTEXT_EVENT",
     "StepsView",
+    "foreach_key",
     "prior_block",
     "record",
     "start",
@@ -177,16 +183,25 @@ class StepsView(Mapping[str, Any]):
         return len(self._steps)
 
 
-def template_data(state: Mapping[str, Any]) -> dict[str, Any]:
+def template_data(
+    state: Mapping[str, Any], steps: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The data a condition or an instruction template is evaluated over: ``steps`` (what
-    ``$steps`` names) and ``prompt``; inside a foreach body also ``item`` and ``index``
-    (what ``$item`` and ``$index`` name: the innermost foreach's item and its position)."""
-    data = {"steps": StepsView(state["steps"]), "prompt": state["prompt"]}
+    ``$steps`` names: ``state``'s, or ``steps`` when given) and ``prompt``; inside a
+    foreach body also ``item`` and ``index`` (what ``$item`` and ``$index`` name: the
+    innermost foreach's item and its position)."""
+    seen = state["steps"] if steps is None else steps
+    data = {"steps": StepsView(seen), "prompt": state["prompt"]}
     frame = state.get("foreach")
     if frame is not None and frame["count"]:
         data["item"] = frame["value"]
         data["index"] = frame["index"]
     return data
+
+
+def foreach_key(key: str) -> str:
+    """The shared-state key of the context a foreach block's run started in."""
+    return f"plait_steps.foreach/{key}"
 
 
 def text(value: Any) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import abc
 import difflib
 import inspect
+from collections import ChainMap
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -115,6 +116,20 @@ async def _finish(
         await ctx.send_message(state)
 
 
+async def _template_data(state: dict[str, Any], ctx: WorkflowContext[Any, Any]) -> dict[str, Any]:
+    """What templates see: inside foreach bodies, the steps of every enclosing context
+    (each kept once in shared state) under the item's own."""
+    frame = state.get("foreach")
+    if frame is None:
+        return sc.template_data(state)
+    layers = [state["steps"]]
+    while frame is not None:
+        outer = await ctx.get_shared_state(sc.foreach_key(frame["key"]))
+        layers.append(outer["steps"] if outer else {})
+        frame = frame["parent"]
+    return sc.template_data(state, ChainMap(*layers))
+
+
 _COMPILED: dict[tuple[Any, ...], Any] = {}
 
 
@@ -193,7 +208,9 @@ class StepExecutor(_StepNode):
     async def run_step(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
         state = _bump(sc.start(message), self.step, self.limit, ctx)
         rendered = None
-        data = sc.template_data(state) if self.instruction or self.input else None
+        data: Any = None
+        if self.instruction is not None or self.input is not None:
+            data = await _template_data(state, ctx)
         if self.instruction is not None:
             rendered = self.instruction.render(data)
         if self.input is not None:
@@ -230,7 +247,7 @@ class ConditionExecutor(_StepNode):
     @handler
     async def decide(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
         state = _bump(sc.start(message), self.step, self.limit, ctx)
-        data = sc.template_data(state)
+        data = await _template_data(state, ctx)
         try:
             if self.is_template:
                 value = self.condition.value(data)
@@ -323,14 +340,13 @@ class JoinExecutor(_StepNode):
 
 
 class ForeachExecutor(_StepNode):
-    """A foreach block's start: evaluates ``items`` and sends one step context per item,
-    each with a frame (``foreach``: the block, its run's key, the item, its index, the
-    count, and what the gather restores). An empty list sends one frame with count 0,
-    which the switch after this node routes straight to the gather."""
+    """A foreach block's start: evaluates ``items``, keeps the context it started in in
+    shared state, and sends one step context per item, each with a frame (``foreach``: the
+    block, its run's key, the item, its index, the count, the enclosing frame). An empty
+    list sends one frame with count 0, which the switch after this node routes straight
+    to the gather."""
 
-    def __init__(
-        self, id: str, *, config: Mapping[str, Any], items: Any, members: list[str]
-    ) -> None:
+    def __init__(self, id: str, *, config: Mapping[str, Any], items: Any) -> None:
         super().__init__(id)
         self.step: str = config["step"]
         self.limit: int = config["limit"]
@@ -338,12 +354,11 @@ class ForeachExecutor(_StepNode):
         self.literal: list[Any] | None = config.get("items_value")
         self.is_template = bool(config.get("template"))
         self.items = items
-        self.members = set(members)
 
-    def _evaluate(self, state: dict[str, Any], ctx: WorkflowContext[Any, Any]) -> list[Any]:
+    async def _evaluate(self, state: dict[str, Any], ctx: WorkflowContext[Any, Any]) -> list[Any]:
         if self.literal is not None:
             return self.literal
-        data = sc.template_data(state)
+        data = await _template_data(state, ctx)
         try:
             value = self.items.value(data) if self.is_template else self.items.evaluate(data)
         except PlaitError as exc:
@@ -365,31 +380,30 @@ class ForeachExecutor(_StepNode):
     @handler
     async def fork(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
         state = _bump(sc.start(message), self.step, self.limit, ctx)
-        items = self._evaluate(state, ctx)
+        items = await self._evaluate(state, ctx)
         parent = state.get("foreach")
         # unique per run of this block: a loop runs it again, an outer foreach per item
         key = f"{self.step}#{state['runs'][self.step]}"
         if parent is not None:
             key = f"{parent['key']}[{parent['index']}]/{key}"
-        outer = {k: state[k] for k in ("prompt", "prior", "last", "runs", "attempts")}
-        frame = {"id": self.step, "key": key, "count": len(items), "outer": outer}
-        frame["parent"] = parent
+        # the context this run started in, once, for the body's templates and the gather
+        await ctx.set_shared_state(sc.foreach_key(key), {**state, "foreach": None})
+        frame = {"id": self.step, "key": key, "count": len(items), "parent": parent}
         if not items:
             await ctx.send_message({**state, "foreach": {**frame, "index": -1}, "branch": False})
             return
-        # each item runs the body afresh: its own prompt (the item), prior outputs and
-        # loop counters; the outer ones come back at the gather
-        runs = {k: v for k, v in state["runs"].items() if k not in self.members}
-        attempts = {k: v for k, v in state["attempts"].items() if k not in self.members}
+        # each item runs the body afresh: its own prompt (the item), prior outputs, steps
+        # and loop counters; the enclosing ones come back at the gather
         for index, item in enumerate(items):
             await ctx.send_message(
                 {
-                    **state,
+                    sc.MARK: 1,
                     "prompt": sc.text(item),
+                    "steps": {},
                     "prior": {},
+                    "runs": {},
+                    "attempts": {},
                     "last": None,
-                    "runs": runs,
-                    "attempts": attempts,
                     "foreach": {**frame, "index": index, "value": item},
                     "branch": True,
                 }
@@ -400,13 +414,12 @@ class GatherExecutor(_StepNode):
     """A foreach block's end: keeps each item's output (the last step the item ran in the
     body) under its run's key in this executor's state — checkpointed with the run — and,
     once every item of that run is in, records the list, in item order, as the block's
-    output and sends the outer step context on."""
+    output in the context the block started in (from shared state) and sends that on."""
 
     def __init__(self, id: str, *, config: Mapping[str, Any]) -> None:
         super().__init__(id)
         self.step: str = config["step"]
         self.label: str = config.get("label") or self.step
-        self.members: list[str] = list(config.get("members") or [])
         self.final: bool = bool(config.get("final"))
 
     @handler
@@ -417,37 +430,29 @@ class GatherExecutor(_StepNode):
         buffer = ctx.state.get(key) or {"outputs": {}, "runs": {}}
         if count:
             last = state.get("last")
-            found = state["steps"].get(last) if last in self.members else None
+            found = state["steps"].get(last) if last is not None else None
             buffer["outputs"][str(frame["index"])] = (found or {}).get("output")
             runs = buffer["runs"]
-            for member in self.members:
-                if member in state["runs"]:
-                    runs[member] = runs.get(member, 0) + state["runs"][member]
+            for member, n in state["runs"].items():
+                runs[member] = runs.get(member, 0) + n
             if len(buffer["outputs"]) < count:
                 ctx.state[key] = buffer
                 return
         ctx.state.pop(key, None)
         outputs = [buffer["outputs"][str(i)] for i in range(count)]
-        outer = frame["outer"]
+        shared = sc.foreach_key(key)
+        outer = dict(await ctx.get_shared_state(shared))
+        ctx.shared.pop(shared, None)
         runs = dict(outer["runs"])
         for member, n in buffer["runs"].items():
             runs[member] = runs.get(member, 0) + n
-        members = set(self.members)
-        new = {
-            **state,
-            "prompt": outer["prompt"],
-            "prior": outer["prior"],
-            "last": outer["last"],
-            "steps": {k: v for k, v in state["steps"].items() if k not in members},
-            "runs": runs,
-            "attempts": outer["attempts"],
-        }
+        outer["runs"] = runs
         if frame["parent"] is None:
-            new.pop("foreach")
+            outer.pop("foreach", None)
         else:
-            new["foreach"] = frame["parent"]
+            outer["foreach"] = frame["parent"]
         entry = {"output": outputs, "agent": None}
-        new = sc.record(new, self.step, entry, label=self.label, who="foreach", attempt=None)
+        new = sc.record(outer, self.step, entry, label=self.label, who="foreach", attempt=None)
         await _finish(ctx, new, outputs, self.final)
 
 
@@ -736,9 +741,9 @@ def _input(config: Mapping[str, Any], ctx: KindContext) -> Any:
 
 
 class ForeachKind(_Kind):
-    """``steps.foreach``: ``{step, limit, members, items? | items_value?, template?, at?}``."""
+    """``steps.foreach``: ``{step, limit, items? | items_value?, template?, at?}``."""
 
-    required = {**_STEP, "members": list}
+    required = _STEP
     optional = {"items": str, "items_value": list, "template": bool, "at": list}
 
     def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
@@ -757,9 +762,7 @@ class ForeachKind(_Kind):
                 )
             except PlaitError as exc:
                 raise _error(ctx, str(exc), "/items") from None
-        return ForeachExecutor(
-            ctx.node_id, config=config, items=items, members=list(config["members"])
-        )
+        return ForeachExecutor(ctx.node_id, config=config, items=items)
 
 
 class _NoConfigCheck(_Kind):
@@ -787,9 +790,9 @@ class JoinKind(_NoConfigCheck):
 
 
 class GatherKind(_NoConfigCheck):
-    """``steps.gather``: ``{step, members, label?, final?}``."""
+    """``steps.gather``: ``{step, label?, final?}``."""
 
-    required = {"step": str, "members": list}
+    required = {"step": str}
     optional = {"label": str, "final": bool}
 
     def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
