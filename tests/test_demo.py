@@ -178,6 +178,16 @@ def test_the_readme_and_the_demo_page_show_the_workflow_that_runs() -> None:
     assert yaml.load(shown) == yaml.load(WORKFLOW.read_text())
 
 
+def test_the_workflow_file_validates_and_draws_from_any_directory(tmp_path: Path) -> None:
+    checked = plait(tmp_path, "validate", TARGET, "--allow-imports")
+    assert checked.returncode == 0 and checked.stdout == f"{TARGET}: ok\n", checked.stdout
+    drawn = plait(tmp_path, "graph", TARGET, "--allow-imports")
+    assert drawn.returncode == 0, drawn.stderr
+    assert '["gather"]' in drawn.stdout and "-->|" in drawn.stdout
+    refused = plait(tmp_path, "validate", TARGET)  # a file imports code only when allowed
+    assert refused.returncode == 1 and "allow_imports" in refused.stdout
+
+
 def test_an_empty_folder_fails_the_run_naming_it(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     result = plait(tmp_path, "run", TARGET, str(tmp_path / "empty"), "--allow-imports")

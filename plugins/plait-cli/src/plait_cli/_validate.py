@@ -9,6 +9,7 @@ goes to stdout, as a linter's does; the exit status is 1 when any file has a pro
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -30,6 +31,9 @@ def validate_file(path: Path, *, allow_imports: bool = False) -> list[str]:
     import plait
 
     name = str(path)
+    folder = str(path.resolve().parent)
+    if allow_imports and folder not in sys.path:  # its code, beside it, as plait run does
+        sys.path.insert(0, folder)
     try:  # plait.load parses with plait.load.load_spec, then builds the workflow
         plait.load(path, allow_imports=allow_imports)
     except (LoadError, WorkflowValidationError) as exc:
