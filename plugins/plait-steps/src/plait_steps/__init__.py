@@ -31,12 +31,8 @@ from ._context import step_context
 from ._loader import StepsLoader
 
 if TYPE_CHECKING:
-    from ._executors import (
-        ForeachItemsError,
-        LoopLimitError,
-        StepConditionError,
-        StepOutputError,
-    )
+    from ._executors import LoopLimitError, StepConditionError, StepOutputError
+    from ._foreach import ForeachItemsError
 
 __all__ = [
     "ForeachItemsError",
@@ -51,10 +47,14 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("ForeachItemsError", "LoopLimitError", "StepConditionError", "StepOutputError"):
+    if name in ("LoopLimitError", "StepConditionError", "StepOutputError"):
         from . import _executors
 
         return getattr(_executors, name)
+    if name == "ForeachItemsError":
+        from . import _foreach
+
+        return _foreach.ForeachItemsError
     raise AttributeError(f"module 'plait_steps' has no attribute {name!r}")
 
 
@@ -68,6 +68,7 @@ def plait_register_loaders(register: Register) -> None:
 def plait_register_executor_kinds(register: Register) -> None:
     """Register the kinds a steps workflow's nodes are built by (``steps.agent`` …)."""
     from ._executors import KINDS
+    from ._foreach import KINDS as FOREACH_KINDS
 
-    for name, kind in KINDS.items():
+    for name, kind in {**KINDS, **FOREACH_KINDS}.items():
         register(name, kind)

@@ -12,10 +12,7 @@ bound by name when the workflow is built (``executors=``), or built by their own
 - ``steps.fork`` / ``steps.join``: a parallel block's start (a ``fan_out`` follows) and end
   (after a ``fan_in`` with merge ``list``): the join builds the block's keyed map.
 - ``steps.pass``: forwards the context (the single exit of a parallel child that branches).
-- ``steps.foreach`` / ``steps.gather``: a foreach block's start, which sends one message
-  per item (a ``switch`` edge group after it routes them into the body, or an empty list
-  straight to the gather), and its end, which keeps each item's output in its executor
-  state (checkpointed) until every item of that block's run is in, then sends the list on.
+- ``steps.foreach`` / ``steps.gather``: a foreach block's start and end (``_foreach``).
 """
 
 from __future__ import annotations
@@ -44,7 +41,6 @@ from . import _context as sc
 
 __all__ = [
     "KINDS",
-    "ForeachItemsError",
     "LoopLimitError",
     "StepConditionError",
     "StepOutputError",
@@ -77,13 +73,6 @@ class StepConditionError(WorkflowRunError):
 
 class StepOutputError(WorkflowRunError):
     """An agent or executor step finished without an output.
-
-    .. versionadded:: 0.1
-    """
-
-
-class ForeachItemsError(WorkflowRunError):
-    """A foreach step's ``items`` gave something other than a list, or failed to evaluate.
 
     .. versionadded:: 0.1
     """
@@ -337,123 +326,6 @@ class JoinExecutor(_StepNode):
         entry = {"output": keyed, "agent": None, "outputs": outputs, "order": list(self.children)}
         new = sc.record(merged, self.step, entry, label=None, who=None, attempt=None)
         await _finish(ctx, new, keyed, self.final)
-
-
-class ForeachExecutor(_StepNode):
-    """A foreach block's start: evaluates ``items``, keeps the context it started in in
-    shared state, and sends one step context per item, each with a frame (``foreach``: the
-    block, its run's key, the item, its index, the count, the enclosing frame). An empty
-    list sends one frame with count 0, which the switch after this node routes straight
-    to the gather."""
-
-    def __init__(self, id: str, *, config: Mapping[str, Any], items: Any) -> None:
-        super().__init__(id)
-        self.step: str = config["step"]
-        self.limit: int = config["limit"]
-        self.text: str = str(config.get("items", ""))
-        self.literal: list[Any] | None = config.get("items_value")
-        self.is_template = bool(config.get("template"))
-        self.items = items
-
-    async def _evaluate(self, state: dict[str, Any], ctx: WorkflowContext[Any, Any]) -> list[Any]:
-        if self.literal is not None:
-            return self.literal
-        data = await _template_data(state, ctx)
-        try:
-            value = self.items.value(data) if self.is_template else self.items.evaluate(data)
-        except PlaitError as exc:
-            raise ForeachItemsError(
-                f"items of foreach step {self.step!r} failed: {exc}",
-                executor_id=self.step,
-                superstep=ctx.superstep,
-            ) from exc
-        if not isinstance(value, (list, tuple)):
-            shown = "null" if value is None else f"{type(value).__name__} {value!r}"[:80]
-            raise ForeachItemsError(
-                f"items of foreach step {self.step!r} must give a list, got {shown} "
-                f"({self.text.strip()})",
-                executor_id=self.step,
-                superstep=ctx.superstep,
-            )
-        return list(value)
-
-    @handler
-    async def fork(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
-        state = _bump(sc.start(message), self.step, self.limit, ctx)
-        items = await self._evaluate(state, ctx)
-        parent = state.get("foreach")
-        # unique per run of this block: a loop runs it again, an outer foreach per item
-        key = f"{self.step}#{state['runs'][self.step]}"
-        if parent is not None:
-            key = f"{parent['key']}[{parent['index']}]/{key}"
-        # the context this run started in, once, for the body's templates and the gather
-        await ctx.set_shared_state(sc.foreach_key(key), {**state, "foreach": None})
-        frame = {"id": self.step, "key": key, "count": len(items), "parent": parent}
-        if not items:
-            await ctx.send_message({**state, "foreach": {**frame, "index": -1}, "branch": False})
-            return
-        # each item runs the body afresh: its own prompt (the item), prior outputs, steps
-        # and loop counters; the enclosing ones come back at the gather
-        for index, item in enumerate(items):
-            await ctx.send_message(
-                {
-                    sc.MARK: 1,
-                    "prompt": sc.text(item),
-                    "steps": {},
-                    "prior": {},
-                    "runs": {},
-                    "attempts": {},
-                    "last": None,
-                    "foreach": {**frame, "index": index, "value": item},
-                    "branch": True,
-                }
-            )
-
-
-class GatherExecutor(_StepNode):
-    """A foreach block's end: keeps each item's output (the last step the item ran in the
-    body) under its run's key in this executor's state — checkpointed with the run — and,
-    once every item of that run is in, records the list, in item order, as the block's
-    output in the context the block started in (from shared state) and sends that on."""
-
-    def __init__(self, id: str, *, config: Mapping[str, Any]) -> None:
-        super().__init__(id)
-        self.step: str = config["step"]
-        self.label: str = config.get("label") or self.step
-        self.final: bool = bool(config.get("final"))
-
-    @handler
-    async def gather(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
-        state = sc.start(message)
-        frame = state["foreach"]
-        key, count = frame["key"], frame["count"]
-        buffer = ctx.state.get(key) or {"outputs": {}, "runs": {}}
-        if count:
-            last = state.get("last")
-            found = state["steps"].get(last) if last is not None else None
-            buffer["outputs"][str(frame["index"])] = (found or {}).get("output")
-            runs = buffer["runs"]
-            for member, n in state["runs"].items():
-                runs[member] = runs.get(member, 0) + n
-            if len(buffer["outputs"]) < count:
-                ctx.state[key] = buffer
-                return
-        ctx.state.pop(key, None)
-        outputs = [buffer["outputs"][str(i)] for i in range(count)]
-        shared = sc.foreach_key(key)
-        outer = dict(await ctx.get_shared_state(shared))
-        ctx.shared.pop(shared, None)
-        runs = dict(outer["runs"])
-        for member, n in buffer["runs"].items():
-            runs[member] = runs.get(member, 0) + n
-        outer["runs"] = runs
-        if frame["parent"] is None:
-            outer.pop("foreach", None)
-        else:
-            outer["foreach"] = frame["parent"]
-        entry = {"output": outputs, "agent": None}
-        new = sc.record(outer, self.step, entry, label=self.label, who="foreach", attempt=None)
-        await _finish(ctx, new, outputs, self.final)
 
 
 class PassExecutor(_StepNode):
@@ -740,31 +612,6 @@ def _input(config: Mapping[str, Any], ctx: KindContext) -> Any:
         raise _error(ctx, str(exc), "/input") from None
 
 
-class ForeachKind(_Kind):
-    """``steps.foreach``: ``{step, limit, items? | items_value?, template?, at?}``."""
-
-    required = _STEP
-    optional = {"items": str, "items_value": list, "template": bool, "at": list}
-
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
-        items = None
-        if config.get("items_value") is None:
-            at = config.get("at")
-            line, column = at if isinstance(at, list) and len(at) == 2 else (1, 1)
-            try:
-                items = compiled(
-                    str(config.get("items", "")),
-                    template=bool(config.get("template")),
-                    source=ctx.source,
-                    line=line,
-                    column=column,
-                    manager=ctx.manager,
-                )
-            except PlaitError as exc:
-                raise _error(ctx, str(exc), "/items") from None
-        return ForeachExecutor(ctx.node_id, config=config, items=items)
-
-
 class _NoConfigCheck(_Kind):
     def validate(self, config: Mapping[str, Any], ctx: KindContext) -> None:
         return None
@@ -789,16 +636,6 @@ class JoinKind(_NoConfigCheck):
         return JoinExecutor(ctx.node_id, config=config)
 
 
-class GatherKind(_NoConfigCheck):
-    """``steps.gather``: ``{step, label?, final?}``."""
-
-    required = {"step": str}
-    optional = {"label": str, "final": bool}
-
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
-        return GatherExecutor(ctx.node_id, config=config)
-
-
 class PassKind(_NoConfigCheck):
     """``steps.pass``: no config."""
 
@@ -816,6 +653,4 @@ KINDS: Mapping[str, _Kind] = {
     "steps.fork": ForkKind(),
     "steps.join": JoinKind(),
     "steps.pass": PassKind(),
-    "steps.foreach": ForeachKind(),
-    "steps.gather": GatherKind(),
 }
