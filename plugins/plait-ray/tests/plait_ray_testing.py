@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from plait import hookimpl
-from plait.placement import RemoteExecutor, apply_result, encode_invocation, node_payload
+from plait.remote import RemoteExecutor, apply_result, encode_invocation, node_payload
 
 
 class Loopback:

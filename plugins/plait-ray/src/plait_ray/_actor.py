@@ -15,7 +15,7 @@ import json
 import os
 from typing import Any
 
-from plait.placement import RemoteExecutor
+from plait.remote import RemoteExecutor
 
 __all__ = ["ExecutorHost"]
 

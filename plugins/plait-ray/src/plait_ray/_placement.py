@@ -28,7 +28,7 @@ import anyio.lowlevel
 import anyio.to_thread
 import ray
 import ray.exceptions
-from plait.placement import apply_result, encode_invocation, node_payload
+from plait.remote import apply_result, encode_invocation, node_payload
 
 from ._actor import ExecutorHost
 from .errors import RayConnectError, WorkerLostError

@@ -1,0 +1,246 @@
+"""The round trip of a placed invocation, for placements to build on: the driver encodes it
+(:func:`encode_invocation`), a worker rebuilds the executor from its node spec and runs it
+against a recording context (:class:`RemoteExecutor`), and the driver replays what it did
+into the real context (:func:`apply_result`). Everything travels through the checkpoint
+codec, as JSON-ready data: the workflow's type allowlist applies on both sides.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import builtins
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .codec import declared_types, decode_value, encode_value, type_ref
+from .context import WorkflowContext
+from .errors import PlaitError
+from .executor import Executor
+
+if TYPE_CHECKING:
+    from .graph import CompiledGraph
+
+__all__ = [
+    "RemoteExecutor",
+    "RemoteInvocationError",
+    "apply_result",
+    "encode_invocation",
+    "node_payload",
+]
+
+
+class RemoteInvocationError(PlaitError):
+    """A placed handler raised an exception whose class cannot be rebuilt on the driver
+    (only built-in exception classes are); ``remote_type`` names it, ``remote_traceback``
+    is the worker's traceback.
+
+    .. versionadded:: 0.1
+    """
+
+    def __init__(self, remote_type: str, message: str, remote_traceback: str = "") -> None:
+        self.remote_type = remote_type
+        self.remote_traceback = remote_traceback
+        super().__init__(f"{remote_type}: {message}")
+
+
+def node_payload(graph: CompiledGraph, executor_id: str) -> dict[str, Any]:
+    """The JSON-ready node spec a worker rebuilds ``executor_id`` from."""
+    from .spec import spec_converter
+
+    data: dict[str, Any] = spec_converter.unstructure(graph.spec.node(executor_id))
+    return data
+
+
+def encode_invocation(
+    executor_id: str, message: Any, ctx: WorkflowContext[Any, Any]
+) -> dict[str, Any]:
+    """The JSON-ready invocation of ``executor_id`` on ``message`` in ``ctx``: the message,
+    the executor's state, the shared state and what ``ctx`` tells a handler.
+
+    :raises EncodeError: something the checkpoint codec cannot encode (with its path).
+    """
+    return {
+        "executor": executor_id,
+        "message": encode_value(message, "message"),
+        "state": encode_value(ctx.state, "state"),
+        "shared": encode_value(ctx.shared, "shared"),
+        "run_id": ctx.run_id,
+        "superstep": ctx.superstep,
+        "attempt": ctx.attempt,
+        "index": ctx._index,
+    }
+
+
+async def apply_result(
+    graph: CompiledGraph,
+    executor_id: str,
+    result: Mapping[str, Any],
+    ctx: WorkflowContext[Any, Any],
+) -> None:
+    """Replay what a remote invocation did into ``ctx``, in the order it did it: sent
+    messages, outputs, custom events and requests; then its state and shared-state
+    changes. Everything is decoded (against the workflow's declared types) before anything
+    is applied, so a result that does not decode changes nothing.
+
+    :raises: the handler's exception (a built-in class as itself, any other as
+        :class:`RemoteInvocationError`) when the invocation failed.
+    """
+    error = result.get("error")
+    if error is not None:
+        raise _remote_error(error)
+    types = declared_types(graph)
+    effects = [
+        (kind, [decode_value(v, types) for v in values]) for kind, *values in result["effects"]
+    ]
+    state = decode_value(result["state"], types)
+    shared = {key: decode_value(value, types) for key, value in result["shared_set"].items()}
+    for kind, values in effects:
+        if kind == "send":
+            await ctx.send_message(values[0], values[1])
+        elif kind == "output":
+            await ctx.yield_output(values[0])
+        elif kind == "event":
+            await ctx.add_event(values[0])
+        elif kind == "request":
+            request_id, request, response = values
+            response_type = types.get(response, response)
+            ctx._run.request_info(executor_id, request, response_type, request_id=request_id)
+    for key in result["shared_deleted"]:
+        ctx.shared.pop(key, None)
+    ctx.shared.update(shared)
+    ctx.state.clear()
+    ctx.state.update(state)
+
+
+def _remote_error(error: Mapping[str, Any]) -> Exception:
+    name, module, text = error["type"], error["module"], error["message"]
+    remote_tb = error.get("traceback", "")
+    cls = getattr(builtins, name, None) if module == "builtins" else None
+    exc: Exception
+    if isinstance(cls, type) and issubclass(cls, Exception):
+        try:
+            exc = cls(text)
+        except Exception:  # a built-in with a constructor of its own (UnicodeError …)
+            exc = RemoteInvocationError(name, text, remote_tb)
+    else:
+        exc = RemoteInvocationError(f"{module}.{name}", text, remote_tb)
+    add_note = getattr(exc, "add_note", None)
+    if add_note is not None and remote_tb:
+        add_note(f"remote traceback:\n{remote_tb}")
+    return exc
+
+
+class _Outbox:
+    __slots__ = ("effects",)
+
+    def __init__(self, effects: list[list[Any]]) -> None:
+        self.effects = effects
+
+    def append(self, item: tuple[str, Any, str | None]) -> None:
+        self.effects.append(["send", item[1], item[2]])
+
+
+class _Recorder:
+    """The run a worker-side context writes to: it records, in order, what the handler
+    did."""
+
+    def __init__(self, run_id: str, superstep: int, shared: dict[str, Any]) -> None:
+        self.run_id = run_id
+        self.superstep = superstep
+        self.shared = shared
+        self.effects: list[list[Any]] = []
+        self.outbox = _Outbox(self.effects)
+
+    def emit_output(self, executor_id: str, data: Any) -> None:
+        self.effects.append(["output", data])
+
+    def emit_custom(self, executor_id: str, data: Any) -> None:
+        self.effects.append(["event", data])
+
+    def request_info(self, executor_id: str, request: Any, response_type: Any) -> str:
+        request_id = uuid.uuid4().hex
+        self.effects.append(["request", request_id, request, _type_tag(response_type)])
+        return request_id
+
+
+def _type_tag(tp: Any) -> Any:
+    return type_ref(tp) or repr(tp)
+
+
+class _Types:
+    """What :func:`~plait.codec.declared_types` reads of a graph, for one executor."""
+
+    def __init__(self, executor: Executor, manager: Any) -> None:
+        self.executors = {executor.id: executor}
+        self.plugin_manager = manager
+
+
+class RemoteExecutor:
+    """The worker's side: one executor rebuilt from its node spec, running invocations
+    encoded by :func:`encode_invocation` and returning what :func:`apply_result` replays.
+
+    :param node: the node spec (:func:`node_payload`).
+    :param manager: the plugin manager whose executor kinds build it (default: this
+        process's).
+
+    .. versionadded:: 0.1
+    """
+
+    def __init__(self, node: Mapping[str, Any], manager: Any = None) -> None:
+        from .plugins import get_plugin_manager
+        from .rebuild import build_executors
+        from .spec import NodeSpec, WorkflowSpec, spec_converter
+
+        spec_node: NodeSpec = spec_converter.structure(dict(node), NodeSpec)
+        manager = manager or get_plugin_manager()
+        one = WorkflowSpec(name=None, start=spec_node.id, nodes=(spec_node,), edge_groups=())
+        self.executor = build_executors(one, {}, manager=manager, allow_imports=True)[spec_node.id]
+        self.types = declared_types(_Types(self.executor, manager))  # type: ignore[arg-type]
+
+    async def invoke(self, invocation: Mapping[str, Any]) -> dict[str, Any]:
+        """Run one invocation; the result is JSON-ready (an ``error`` record when the
+        handler raised)."""
+        types, eid = self.types, self.executor.id
+        try:
+            message = decode_value(invocation["message"], types)
+            state = decode_value(invocation["state"], types)
+            shared = decode_value(invocation["shared"], types)
+        except PlaitError as exc:
+            return _error_record(exc)
+        found = self.executor.find_handler(message)
+        if found is None:
+            return _error_record(TypeError(f"executor {eid!r} has no handler for {message!r}"))
+        recorder = _Recorder(invocation["run_id"], invocation["superstep"], shared)
+        before = {key: encode_value(value) for key, value in shared.items()}
+        ctx: WorkflowContext[Any, Any] = WorkflowContext(recorder, eid, state)  # type: ignore[arg-type]
+        ctx._attempt, ctx._index = invocation["attempt"], invocation["index"]
+        try:
+            await found.call(message, ctx)
+            after = {key: encode_value(value, f"shared.{key}") for key, value in shared.items()}
+            return {
+                "effects": [
+                    [kind, *(encode_value(v, kind) for v in values)]
+                    for kind, *values in recorder.effects
+                ],
+                "state": encode_value(ctx.state, "state"),
+                "shared_set": {k: v for k, v in after.items() if before.get(k) != v},
+                "shared_deleted": [k for k in before if k not in after],
+            }
+        except Exception as exc:  # the handler's failure (or an unencodable effect)
+            return _error_record(exc)
+
+
+def _error_record(exc: BaseException) -> dict[str, Any]:
+    import traceback
+
+    cls = type(exc)
+    return {
+        "error": {
+            "type": cls.__qualname__,
+            "module": cls.__module__,
+            "message": str(exc),
+            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+        }
+    }
