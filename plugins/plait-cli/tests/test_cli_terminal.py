@@ -23,12 +23,14 @@ def _env() -> dict[str, str]:
     return env
 
 
-def spawn(cwd: Path, *args: str) -> pexpect.spawn:
+def spawn(cwd: Path, *args: str, step_seconds: float = 0.4) -> pexpect.spawn:
+    env = _env()
+    env["PLAIT_TEST_STEP_SECONDS"] = str(step_seconds)
     child = pexpect.spawn(
         sys.executable,
         ["-m", "plait_cli", *args],
         cwd=str(cwd),
-        env=_env(),
+        env=env,
         dimensions=(40, 120),
         encoding="utf-8",
         timeout=60,
@@ -93,10 +95,12 @@ def test_ctrl_c_stops_at_the_boundary_and_resume_completes_the_run(tmp_path: Pat
 
 
 def test_ctrl_c_twice_aborts_and_the_last_checkpoint_still_resumes(tmp_path: Path) -> None:
-    child = spawn(tmp_path, "run", SLOW, "0", "--json-input")
+    # steps long enough that the second Ctrl-C lands inside the superstep, however busy
+    # the machine is
+    child = spawn(tmp_path, "run", SLOW, "0", "--json-input", step_seconds=5)
     child.expect("run id: ([0-9a-f]{32})")
     run_id = child.match.group(1)
-    child.expect("▸ s1")
+    child.expect("▸ s0")
     child.sendintr()
     child.expect("stopping after this superstep")
     child.sendintr()

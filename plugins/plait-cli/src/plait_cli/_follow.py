@@ -7,8 +7,10 @@ aborts at once).
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from typing import IO, Any
 
@@ -84,7 +86,13 @@ def _execute(start: Callable[[], Awaitable[Any]]) -> Any:
 
 def follow(start: Start, run_id: str, display: Display) -> Outcome:
     """Run ``start`` with the display's event feed and Ctrl-C handling; how it ended."""
-    return _execute(lambda: _follow(start, run_id, display))  # type: ignore[no-any-return]
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if main else None
+    try:
+        return _execute(lambda: _follow(start, run_id, display))  # type: ignore[no-any-return]
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
 
 
 async def _follow(start: Start, run_id: str, display: Display) -> Outcome:
@@ -125,7 +133,7 @@ async def _follow(start: Start, run_id: str, display: Display) -> Outcome:
             progress.start()
     try:
         async with anyio.create_task_group() as tg:
-            watching = await _watch_signals(tg, interrupted)
+            _catch_interrupts(interrupted)
 
             polling = anyio.CancelScope()
 
@@ -136,7 +144,6 @@ async def _follow(start: Start, run_id: str, display: Display) -> Outcome:
                 except Exception as exc:  # raised below, outside the task group, unwrapped
                     errors.append(exc)
                 finally:
-                    watching.cancel()
                     polling.cancel()
 
             async def poll(progress: Progress) -> None:
@@ -170,26 +177,23 @@ async def _follow(start: Start, run_id: str, display: Display) -> Outcome:
     return outcome
 
 
-async def _watch_signals(tg: Any, on_signal: Callable[[], None]) -> anyio.CancelScope:
-    """Watch for SIGINT in a task of ``tg`` until the returned scope is cancelled (nothing
-    to watch where signals cannot be received: off the main thread, on Windows)."""
-    scope = anyio.CancelScope()
-    try:
-        receiver = anyio.open_signal_receiver(signal.SIGINT)
-        signals = receiver.__enter__()
-    except (ValueError, NotImplementedError, RuntimeError):
-        return scope
+def _catch_interrupts(on_signal: Callable[[], None]) -> None:
+    """Route SIGINT to ``on_signal``, run on the event loop, until :func:`follow` puts the
+    previous handler back. The handler is Python's, not the loop's, so it stays in place
+    after the run ends: a Ctrl-C while the run is being wrapped up is absorbed (the loop
+    is closed by then) rather than raised as KeyboardInterrupt in the middle of it. Off
+    the main thread nothing is caught."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    loop = asyncio.get_running_loop()
 
-    async def watch() -> None:
+    def handle(signum: int, frame: Any) -> None:
         try:
-            with scope:
-                async for _ in signals:
-                    on_signal()
-        finally:
-            receiver.__exit__(None, None, None)
+            loop.call_soon_threadsafe(on_signal)
+        except RuntimeError:  # the loop is closed: the run is over, its report follows
+            pass
 
-    tg.start_soon(watch)
-    return scope
+    signal.signal(signal.SIGINT, handle)
 
 
 def _tell(progress: Progress | None, text: str) -> None:
