@@ -263,3 +263,20 @@ def test_registering_the_plugin_does_not_import_ruamel() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_an_executor_step_that_does_not_build_is_one_problem_naming_the_step() -> None:
+    text = """
+workflow:
+  - id: fetch
+    type: executor
+    kind: python
+    config: {ref: "no_such_module_here:run"}
+"""
+    with pytest.raises(PlaitError) as caught:
+        plait.load(text, format="steps")
+    message = str(caught.value)
+    assert message.count("problem(s)") == 1, message
+    assert "at /nodes/0/config/config/ref: executor 'fetch': the python kind would import" in (
+        message
+    )

@@ -434,6 +434,11 @@ def _kind_names(ctx: KindContext) -> list[str]:
     return [n for n in manager.registry("executor_kind").names() if not n.startswith("steps.")]
 
 
+def _inner_path(problem: Any) -> str:
+    path = str(getattr(getattr(problem, "position", None), "path", None) or "")
+    return path.removeprefix("/nodes/0")
+
+
 def _error(ctx: KindContext, message: str, path: str = "") -> ConfigError:
     return ConfigError(message, SourcePosition(source=ctx.source, path=f"/config{path}"))
 
@@ -511,7 +516,12 @@ class _Kind(abc.ABC):
         except ConfigError as exc:
             return [exc]
         except PlaitError as exc:
-            return [_error(ctx, str(exc))]
+            inner = getattr(exc, "problems", None)
+            if not inner:
+                return [_error(ctx, str(exc))]
+            # the step's own one-node workflow did not build: its problems, at this
+            # step's config (``/nodes/0/config/ref`` there is ``/config/config/ref`` here)
+            return [_error(ctx, getattr(p, "reason", str(p)), _inner_path(p)) for p in inner]
         return []
 
     def validate(self, config: Mapping[str, Any], ctx: KindContext) -> None:
@@ -573,8 +583,9 @@ class ExecutorStepKind(_Kind):
                 f"no executor kind {config['kind']!r}; installed: {', '.join(kinds)}{did}",
                 "/kind",
             )
+        # named as the step, so what the kind reports names the step
         node = plait.NodeSpec(
-            "executor", kind=config["kind"], config=dict(config.get("config") or {})
+            ctx.node_id, kind=config["kind"], config=dict(config.get("config") or {})
         )
         call = _inner_call(node, {}, ctx)
         who = f"executor: {config['kind']}"
