@@ -11,6 +11,8 @@ from typing import Any
 import anyio
 import plait
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from plait.errors import LoadError, WorkflowRunError
 from plait.events import RunStatus, SuperstepFinished
 from plait.load import load_spec
@@ -82,6 +84,17 @@ async def test_the_body_runs_per_item_and_loops_per_item_and_the_output_keeps_it
     assert context["steps"]["each"]["output"] == [3, 1, 2]
     assert "step_up" not in context["steps"]  # a body step's outputs are the block's list
     assert context["runs"]["step_up"] == 6 and context["runs"]["each"] == 1
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=5), max_size=12), st.integers(1, 4))
+def test_any_list_gives_one_output_per_item_in_order(numbers: list[int], limit: int) -> None:
+    agents = Agents(numbers)
+    text = COUNT_UP.replace("    steps:\n", f"    max_concurrency: {limit}\n    steps:\n", 1)
+    result = _load(text, agents.executors()).run_sync("go")
+    expected = [max(n, 1) for n in numbers]  # one round at least, then up to the item
+    assert result.outputs == [{"outputs": expected, "sum": sum(expected)}]
+    assert Counter(i for i, _ in agents.calls) == {i: n for i, n in enumerate(expected)}
 
 
 async def test_an_empty_list_gives_an_empty_output_and_runs_no_body() -> None:
