@@ -7,7 +7,15 @@ from typing import Any
 
 import plait_ray_flows as flows
 import pytest
-from plait import Executor, Never, RetryPolicy, WorkflowContext, executor, handler
+from plait import (
+    Executor,
+    Never,
+    RetryPolicy,
+    WorkflowContext,
+    WorkflowSpec,
+    executor,
+    handler,
+)
 from plait.errors import ExecutorFailedError, ExecutorTimeoutError, UnknownNameError
 from plait.events import RunStatus
 from plait.placement import (
@@ -28,6 +36,16 @@ def test_a_graph_that_places_nothing_keeps_its_executors() -> None:
     wf = flows.chain(None)
     assert placed_executors(wf._graph) is None
     assert placed_executors(with_placement(wf, LOCAL)._graph) is None
+
+
+def test_the_spec_carries_placements() -> None:
+    wf = WorkflowBuilder("carried", placement="ray").add_executor(flows.upper, placement=LOCAL)
+    spec = wf.set_start(flows.upper).build().spec
+    again = WorkflowSpec.from_json(spec.to_json())
+    assert (again.placement, again.node("upper").placement) == ("ray", LOCAL)
+    # placement is not topology: a run started on Ray resumes on one machine
+    plain = WorkflowBuilder("carried").set_start(flows.upper).build().spec
+    assert spec.signature() == plain.signature()
 
 
 def test_node_then_workflow_then_local(loopback: Any) -> None:

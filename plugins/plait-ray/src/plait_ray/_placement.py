@@ -160,8 +160,12 @@ class RayPlacement:
         self, graph: Any, executor_id: str, handler: Any, message: Any, ctx: Any
     ) -> None:
         """Run one invocation in its executor's actor and apply what it did to ``ctx``."""
-        if self._session is None or not ray.is_initialized():
-            self.connect()  # once: ray.init wants the main thread
+        if (
+            self._session is None
+            or not ray.is_initialized()
+            or ray.get_runtime_context().get_job_id() != self._session
+        ):
+            self.connect()  # once per Ray session (ray.init wants the main thread)
         key, node = _node(graph, executor_id)
         invocation = json.dumps(encode_invocation(executor_id, message, ctx))
         slot = self._assigned.get(key)
