@@ -275,7 +275,7 @@ _DISPLAY_OPTIONS = [
     click.option(
         "--placement",
         metavar="NAME",
-        help="Where invocations run, unless a node says otherwise (ray with plait-ray).",
+        help="Where every invocation runs (ray with plait-ray); local executors stay here.",
     ),
 ]
 
