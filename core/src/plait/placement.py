@@ -88,10 +88,11 @@ class Placement(Protocol):
 # -- choosing placements ------------------------------------------------------------
 
 
-def placement_of(graph: CompiledGraph, executor_id: str) -> str:
-    """The placement name of ``executor_id``: :data:`LOCAL` for an executor marked
-    ``local = True`` (it holds sockets, files …), else its node's ``placement``, else the
-    workflow's, else :data:`LOCAL`."""
+def placement_of(graph: CompiledGraph | Workflow, executor_id: str) -> str:
+    """The placement name of ``executor_id`` in a workflow (or its compiled graph):
+    :data:`LOCAL` for an executor marked ``local = True`` (it holds sockets, files …), else
+    its node's ``placement``, else the workflow's, else :data:`LOCAL`."""
+    graph = getattr(graph, "_graph", graph)
     executor = graph.executors[executor_id]
     if getattr(executor, "local", False) is True:
         return LOCAL
