@@ -44,6 +44,8 @@ LOAD_EVERY_PLUGIN = textwrap.dedent(
     for kind in sorted({kind for info in plugins for kind in info.registered}):
         manager.registry(kind)  # every registry that holds something, built
     heavy = sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[1:]))
+    # the converter search is imported when an edge first needs a conversion
+    search = sorted({"plait.chains"} & set(sys.modules))
 
     from importlib.metadata import entry_points
 
@@ -58,6 +60,7 @@ LOAD_EVERY_PLUGIN = textwrap.dedent(
     open_store("redis://127.0.0.1:1/0")
     print(json.dumps({
         "heavy": heavy,
+        "search": search,
         "first_party": first_party,
         "status": loaded,
         "redis_after_open": "redis" in sys.modules,
@@ -88,6 +91,11 @@ def test_loading_every_first_party_plugin_imports_no_heavy_library(
         "library when one of its things is first used (`-X importtime` does not show the "
         "plugin modules themselves: entry points are loaded through importlib)"
     )
+
+
+def test_loading_plugins_does_not_import_the_converter_search(loaded: dict[str, object]) -> None:
+    # plugins define converters (plait.convert) but build no converter graph
+    assert loaded["search"] == []
 
 
 def test_every_first_party_plugin_was_loaded(loaded: dict[str, object]) -> None:

@@ -8,8 +8,8 @@ registered under the same hook teaches :func:`message_converter` a plugin's own 
 
 Where an edge's types differ, the builder asks the :class:`ConverterGraph` of
 :func:`converter_graph` for the cheapest chain of converters; that search, with
-:class:`TypeFamily`, :class:`Step` and :class:`Chain`, lives in :mod:`plait.chains` and is
-re-exported here.
+:class:`Step` and :class:`Chain`, lives in :mod:`plait.chains` and is re-exported here,
+imported when first asked for; :class:`TypeFamily` lives in :mod:`plait.families`.
 
 cattrs is imported when :func:`message_converter` first builds a converter, not when this
 module is imported: a process that never encodes a message never pays for it.
@@ -27,14 +27,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
-from .chains import Chain, ConverterGraph, Step, TypeFamily, _is_cost, _name, converter_graph
 from .errors import PluginConflictError
+from .families import TypeFamily, _is_cost, _name
 from .hookspecs import Register, hookimpl
 from .plugins import PluginManager, Registry, get_plugin_manager
 from .types import type_name
 
 if TYPE_CHECKING:
     import cattrs
+
+    from .chains import Chain, ConverterGraph, Step, converter_graph
 
 __all__ = [
     "CattrsHooks",
@@ -221,3 +223,18 @@ def converter(
         return conv
 
     return wrap
+
+
+#: The converter graph's names, re-exported from :mod:`plait.chains` on first use: loading a
+#: converter plugin defines converters without importing the search (PEP 562).
+_FROM_CHAINS = frozenset({"Chain", "ConverterGraph", "Step", "converter_graph"})
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _FROM_CHAINS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import chains
+
+    value = getattr(chains, name)
+    globals()[name] = value
+    return value
