@@ -20,7 +20,12 @@ from .types import type_name
 if TYPE_CHECKING:
     from .observe import RunObserver
 
-__all__ = ["PendingRequest", "RunState"]
+__all__ = ["PendingRequest", "RunState", "new_run_id"]
+
+
+def new_run_id() -> str:
+    """A fresh run id (here, with the run's state: building a workflow never imports uuid)."""
+    return uuid.uuid4().hex
 
 
 @attrs.define

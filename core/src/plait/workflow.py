@@ -12,7 +12,6 @@ its own state.
 from __future__ import annotations
 
 import functools
-import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -212,11 +211,11 @@ class Workflow:
         With ``checkpoint=`` (a store or a store URL such as ``"sqlite:///runs.db"``) a
         checkpoint is written per superstep, as ``durability`` says.
         """
-        from .state import RunState
+        from .state import RunState, new_run_id
 
         opts = RunOptions.from_kwargs(self._spec.options, options)
         events: list[WorkflowEvent] = []
-        state = RunState(opts.run_id or uuid.uuid4().hex, opts.on_event or events.append)
+        state = RunState(opts.run_id or new_run_id(), opts.on_event or events.append)
         inbox = {self._spec.start: [message]}
         result = await self._execute(state, inbox, opts, detail=opts.events == "all")
         result.events = events
@@ -295,11 +294,11 @@ class Workflow:
         from .checkpointer import Checkpointer
         from .events import RunStatus
         from .resume import answer_requests, restore_state
-        from .state import RunState
+        from .state import RunState, new_run_id
 
         opts = RunOptions.from_kwargs(self._spec.options, {"raise_on_failure": False})
         if saved is None:
-            state = RunState(uuid.uuid4().hex, None)
+            state = RunState(new_run_id(), None)
             inbox = {self._spec.start: [message]}
         else:
             state = RunState(saved["run_id"], None)
