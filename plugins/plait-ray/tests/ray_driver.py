@@ -16,7 +16,7 @@ import plait_ray_flows as flows
 from plait.errors import RunLeaseError
 
 HERE = str(Path(__file__).parent)
-LEASE_TTL = 5.0
+LEASE_TTL = 30.0
 
 
 async def main(mode: str, run_id: str, store: str, marker_dir: str) -> None:

@@ -125,6 +125,7 @@ async def test_any_other_exception_comes_back_named(placement: str) -> None:
 
 
 async def test_a_timeout_cuts_a_placed_invocation_short(placement: str) -> None:
+    await flows.chain(placement).run("warm")  # the actor pool is up
     wf = flows.one(flows.Sleepy("sleepy"), placement, timeout=0.5)
     result = await wf.run(30.0, raise_on_failure=False)
     assert result.status is RunStatus.FAILED

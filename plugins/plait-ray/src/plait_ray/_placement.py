@@ -21,6 +21,7 @@ import hashlib
 import json
 import logging
 import os
+import threading
 from typing import Any
 
 import anyio
@@ -100,11 +101,18 @@ class RayPlacement:
         self._assigned: dict[str, _Slot] = {}
         self._open: dict[int, _Batch] = {}
         self._session: str | None = None
+        self._connecting = threading.Lock()
 
     # -- connecting ----------------------------------------------------------------
 
     def connect(self) -> None:
-        """Join (or start) Ray and make the actor pool, once per Ray session."""
+        """Join (or start) Ray and make the actor pool, once per Ray session (blocking:
+        :meth:`invoke` calls it in a worker thread, so the event loop — lease renewals,
+        other runs — goes on meanwhile)."""
+        with self._connecting:
+            self._connect()
+
+    def _connect(self) -> None:
         if not ray.is_initialized():
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
             address = self.address or os.environ.get("RAY_ADDRESS") or None
@@ -133,6 +141,12 @@ class RayPlacement:
         self._slots = [_Slot(i) for i in range(count)]
         self._assigned = {}
         self._open = {}
+        # the pool starts here, once, so that no invocation's timeout pays for it
+        for slot in self._slots:
+            self._start(slot)
+        places = ray.get([slot.where_ref for slot in self._slots], timeout=300)
+        for slot, where in zip(self._slots, places):
+            slot.where = where
         self._session = session
 
     def _start(self, slot: _Slot) -> None:
@@ -165,7 +179,7 @@ class RayPlacement:
             or not ray.is_initialized()
             or ray.get_runtime_context().get_job_id() != self._session
         ):
-            self.connect()  # once per Ray session (ray.init wants the main thread)
+            await anyio.to_thread.run_sync(self.connect)  # once per Ray session
         key, node = _node(graph, executor_id)
         invocation = json.dumps(encode_invocation(executor_id, message, ctx))
         slot = self._assigned.get(key)
