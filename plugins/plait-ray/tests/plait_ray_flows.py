@@ -242,3 +242,18 @@ class Odd(Executor):
 def one(executor: Executor, placement: str | None, **options: Any) -> Workflow:
     builder = WorkflowBuilder(f"one-{executor.id}", placement=placement)
     return builder.add_executor(executor, **options).set_start(executor).build()
+
+
+@attrs.frozen
+class Secret:
+    """A class no handler of its workflow declares."""
+
+    value: str
+
+
+class Leaky(Executor):
+    """Yields a :class:`Secret` while declaring only ``Any``."""
+
+    @handler
+    async def leak(self, text: str, ctx: WorkflowContext[Never, Any]) -> None:
+        await ctx.yield_output(Secret(text))

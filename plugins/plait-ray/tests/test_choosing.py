@@ -16,6 +16,7 @@ from plait import (
     executor,
     handler,
 )
+from plait.codec import DecodeError
 from plait.errors import ExecutorFailedError, ExecutorTimeoutError, UnknownNameError
 from plait.events import RunStatus
 from plait.placement import (
@@ -131,3 +132,15 @@ async def test_a_timeout_cuts_a_placed_invocation_short(placement: str) -> None:
     assert result.status is RunStatus.FAILED
     assert isinstance(result.error, ExecutorTimeoutError)
     assert (await wf.run(0.0)).outputs == [0.0]  # the actor is free again
+
+
+async def test_the_type_allowlist_applies_to_what_comes_back(placement: str) -> None:
+    # locally the object is handed over as it is
+    local = await flows.one(flows.Leaky("leaky"), None).run("x")
+    assert local.outputs == [flows.Secret("x")]
+    # placed, it is data from another process: only declared types are rebuilt
+    result = await flows.one(flows.Leaky("leaky"), placement).run("x", raise_on_failure=False)
+    assert isinstance(result.error, ExecutorFailedError)
+    assert isinstance(result.error.__cause__, DecodeError)
+    assert "plait_ray_flows:Secret" in str(result.error)
+    assert result.outputs == []
