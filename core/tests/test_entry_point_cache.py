@@ -191,6 +191,28 @@ def test_a_cache_directory_that_cannot_be_written_is_left_alone(
     assert [f[2] for f in found()] == ["plait-fake"]
 
 
+def test_a_write_removes_the_files_of_environments_that_are_gone(
+    cache_home: Path, site: Path, tmp_path: Path
+) -> None:
+    folder = cache_home / "plait"
+    folder.mkdir(parents=True)
+    alive, gone = tmp_path / "alive-venv", tmp_path / "gone-venv"
+    alive.mkdir()
+    for name, prefix in (("alive", alive), ("gone", gone)):
+        data = {"format": discovery.CACHE_FORMAT, "prefix": str(prefix), "dists": {}}
+        (folder / f"entry-points-{name}.json").write_text(json.dumps(data), "utf-8")
+    (folder / "entry-points-damaged.json").write_text("{", "utf-8")
+    stale = folder / "entry-points-x.json.123.tmp"
+    stale.write_text("", "utf-8")
+    os.utime(stale, (OLD, OLD))
+    (folder / "unrelated.txt").write_text("", "utf-8")
+    make_dist(site)  # a new distribution: this run writes
+    found()
+    left = sorted(p.name for p in folder.iterdir())
+    ours = Path(str(discovery.cache_path())).name
+    assert left == sorted([ours, "entry-points-alive.json", "unrelated.txt"])
+
+
 def test_plait_no_cache_turns_it_off(
     cache_home: Path, site: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -36,12 +36,13 @@ import time
 from collections.abc import Iterable
 from typing import Any, TypeGuard
 
+from .distributions import describe_distribution, metadata_module
+
 __all__ = [
     "CACHE_FORMAT",
     "NO_CACHE_ENV",
     "InstalledEntryPoint",
     "cache_path",
-    "describe_distribution",
     "installed_entry_points",
 ]
 
@@ -57,16 +58,6 @@ _WATCHED = frozenset({"entry_points.txt", "METADATA", "PKG-INFO"})
 
 #: ``(entry point, distribution, version, requirements)``
 Found = tuple["InstalledEntryPoint", str, str, list[str]]
-
-
-def metadata_module() -> Any:
-    """:mod:`importlib.metadata` on 3.12+, the backport (same entry-point API) before;
-    imported on first use: ``import plait`` alone never scans distributions."""
-    if sys.version_info >= (3, 12):
-        from importlib import metadata
-    else:  # pragma: no cover - depends on the interpreter
-        import importlib_metadata as metadata
-    return metadata
 
 
 class InstalledEntryPoint:
@@ -292,7 +283,7 @@ class _Cache:
         if not self.changed:
             return
         kept = {p: r for p, r in self.records.items() if os.path.exists(p)}
-        data = {"format": CACHE_FORMAT, "group": self.group, "dists": kept}
+        data = {"format": CACHE_FORMAT, "group": self.group, "prefix": sys.prefix, "dists": kept}
         tmp = f"{self.path}.{os.getpid()}.tmp"
         try:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
@@ -304,6 +295,38 @@ class _Cache:
                 os.unlink(tmp)
             except OSError:
                 pass
+            return
+        _prune(os.path.dirname(self.path), keep=self.path)
+
+
+def _prune(folder: str, keep: str) -> None:
+    """Remove the cache files of environments that are gone (a deleted virtual environment
+    leaves its file behind), damaged ones, and temporary files a killed writer left. Run
+    only after a write, which is rare: when something was installed or removed."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(folder, name)
+        if path == keep or not name.startswith("entry-points"):
+            continue
+        try:
+            if name.endswith(".tmp"):
+                if time.time() - os.stat(path).st_mtime > 3600:
+                    os.unlink(path)
+                continue
+            with open(path, encoding="utf-8") as file:
+                prefix = json.load(file).get("prefix")
+            if not (isinstance(prefix, str) and os.path.isdir(prefix)):
+                os.unlink(path)
+        except (ValueError, AttributeError):  # not a cache file of ours any more
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        except OSError:
+            continue
 
 
 def _file_stamp(dist_path: str, name: str) -> list[int] | None:
@@ -334,56 +357,3 @@ def _valid(record: Any) -> TypeGuard[dict[str, Any]]:
         )
     except (KeyError, TypeError, ValueError):
         return False
-
-
-#: The METADATA headers the loader needs, lower-cased (header names are case-insensitive).
-_WANTED = ("name", "version", "requires-dist")
-
-
-def describe_distribution(dist: Any) -> tuple[str, str, list[str]]:
-    """A distribution's name, version and ``Requires-Dist`` requirements.
-
-    Read with one pass over the header lines of its ``METADATA`` file: the email parser
-    that ``dist.metadata`` uses costs a fresh process more than loading every plugin, and
-    it is paid again for each of ``metadata``, ``version`` and ``requires``. Anything the
-    scan cannot read with certainty (no ``METADATA`` file, a folded header, a missing
-    field) is left to the distribution's own API.
-    """
-    scanned = _scan_metadata(dist)
-    if scanned is not None:
-        return scanned
-    requires = dist.requires
-    return dist.metadata["Name"], dist.version, list(requires or [])
-
-
-def _scan_metadata(dist: Any) -> tuple[str, str, list[str]] | None:
-    read_text = getattr(dist, "read_text", None)
-    if not callable(read_text):
-        return None
-    try:
-        text = read_text("METADATA")
-    except (OSError, UnicodeDecodeError):
-        return None
-    if not isinstance(text, str):
-        return None
-    fields: dict[str, list[str]] = {name: [] for name in _WANTED}
-    current: list[str] | None = None
-    for line in text.split("\n"):
-        line = line.rstrip("\r")
-        if not line:
-            break  # the headers end at the first empty line; the description follows
-        if line[0] in " \t":
-            if current is not None:
-                return None  # a folded Name, Version or Requires-Dist: let the parser decide
-            continue
-        name, colon, value = line.partition(":")
-        if not colon:
-            return None
-        current = fields.get(name.strip().lower())
-        if current is not None:
-            current.append(value.lstrip(" \t"))
-    names, versions, requires = fields["name"], fields["version"], fields["requires-dist"]
-    if len(names) != 1 or len(versions) != 1 or not requires:
-        # no Requires-Dist: the distribution's API also looks at egg-info's requires.txt
-        return None
-    return names[0], versions[0], requires
