@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plait import discovery, loading
+from plait import discovery, distributions, loading
 from plait.plugins import PluginManager
 
 OLD = time.time() - 3600  # older than the racy window: a record of it is cached
@@ -225,8 +225,8 @@ def test_plait_no_cache_turns_it_off(
 
 def _metadata_answer() -> list[tuple[str, str, str, str, list[str]]]:
     answer = []
-    for ep in discovery.metadata_module().entry_points(group="plait"):
-        name, version, requires = discovery.describe_distribution(ep.dist)
+    for ep in distributions.metadata_module().entry_points(group="plait"):
+        name, version, requires = distributions.describe_distribution(ep.dist)
         answer.append((ep.name, ep.value, name, version, requires))
     return sorted(answer)
 

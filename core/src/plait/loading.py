@@ -15,7 +15,8 @@ import attrs
 import pluggy
 
 from ._version import __version__
-from .discovery import describe_distribution, installed_entry_points
+from .discovery import installed_entry_points
+from .distributions import describe_distribution
 from .errors import IncompatiblePluginError, PluginLoadError
 from .registry import DISABLE_ENV
 
