@@ -257,3 +257,36 @@ class Leaky(Executor):
     @handler
     async def leak(self, text: str, ctx: WorkflowContext[Never, Any]) -> None:
         await ctx.yield_output(Secret(text))
+
+
+@executor(id="spray")
+async def spray(n: int, ctx: WorkflowContext[int]) -> None:
+    for i in range(n):
+        await ctx.send_message(i)
+
+
+class Overlap(Executor):
+    """Yields how many of its invocations were in flight at once (its instance lives in
+    the process that runs it: the driver, or the actor hosting it)."""
+
+    def __init__(self, id: str) -> None:
+        super().__init__(id, max_concurrency=4)
+        self.inflight = 0
+        self.most = 0
+
+    @handler
+    async def overlap(self, n: int, ctx: WorkflowContext[Never, int]) -> None:
+        self.inflight += 1
+        self.most = max(self.most, self.inflight)
+        await anyio.sleep(0.2)
+        self.inflight -= 1
+        await ctx.yield_output(self.most)
+
+
+def overlapping(placement: str | None) -> Workflow:
+    return (
+        WorkflowBuilder("overlapping", placement=placement)
+        .add_edge(spray, Overlap("overlap"))
+        .set_start(spray)
+        .build()
+    )

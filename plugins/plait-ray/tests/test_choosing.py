@@ -144,3 +144,9 @@ async def test_the_type_allowlist_applies_to_what_comes_back(placement: str) -> 
     assert isinstance(result.error.__cause__, DecodeError)
     assert "plait_ray_flows:Secret" in str(result.error)
     assert result.outputs == []
+
+
+async def test_concurrent_messages_of_one_executor_overlap_in_its_actor(placement: str) -> None:
+    local = await flows.overlapping(None).run(4)
+    placed = await flows.overlapping(placement).run(4)
+    assert max(local.outputs) == max(placed.outputs) == 4

@@ -2,8 +2,9 @@
 :mod:`plait_ray._placement`; this module imports Ray only inside its methods).
 
 An actor hosts the executors assigned to it, each rebuilt once from its node spec and kept
-for every later superstep and run. One call runs a batch — a superstep's invocations for
-this actor: an executor's invocations in order, different executors concurrently.
+for every later superstep and run. One call runs a batch — the invocations of a superstep
+that the runner had in flight at once for this actor — concurrently, as the runner's own
+tasks would have run them.
 
 .. versionadded:: 0.1
 """
@@ -48,21 +49,11 @@ class ExecutorHost:
                     self.broken.pop(key, None)
                 except Exception as exc:  # an import on the worker runs module code
                     self.broken[key] = f"{type(exc).__name__}: {exc}"
-        results: list[str] = [""] * len(items)
-        by_key: dict[str, list[int]] = {}
-        for index, (key, _) in enumerate(items):
-            by_key.setdefault(key, []).append(index)
-
-        async def run(key: str, indexes: list[int]) -> None:
-            for index in indexes:
-                results[index] = json.dumps(await self._one(key, items[index][1]))
-
-        if len(by_key) == 1:
-            ((key, indexes),) = by_key.items()
-            await run(key, indexes)
-        else:
-            await asyncio.gather(*(run(key, indexes) for key, indexes in by_key.items()))
-        return results
+        if len(items) == 1:
+            ((key, invocation),) = items
+            return [json.dumps(await self._one(key, invocation))]
+        done = await asyncio.gather(*(self._one(key, invocation) for key, invocation in items))
+        return [json.dumps(result) for result in done]
 
     async def _one(self, key: str, invocation: str) -> dict[str, Any]:
         host = self.hosts.get(key)
