@@ -89,7 +89,9 @@ def test_an_executor_kind_config_error_is_found_by_building(tmp_path: Path) -> N
     path = write(tmp_path, "workflow.yaml", SHELL_STEP.format(kind="shell").replace('["cat"]', "3"))
     result = plait("validate", path)
     assert result.exit_code == 1
-    assert "/nodes/0/config/argv" in result.stdout and "is not of type 'array'" in result.stdout
+    # the steps node wraps the kind's own config: /nodes/0/config/config is the shell config
+    assert "/nodes/0/config/config/argv" in result.stdout
+    assert "executor 'shout'" in result.stdout and "is not of type 'array'" in result.stdout
 
 
 def test_imports_need_allow_imports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
