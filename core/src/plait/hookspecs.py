@@ -179,8 +179,9 @@ def plait_register_exporters(register: Register) -> None:
 def plait_register_placements(register: Register) -> None:
     """Register placements: where executor invocations run.
 
-    See :mod:`plait.placement`. A placement has ``async invoke(graph, executor_id, handler, message, ctx)``, which
-    runs one invocation somewhere and applies what it did to ``ctx`` as a local
+    See :mod:`plait.placement`. A placement has
+    ``async invoke(graph, executor_id, handler, message, ctx)``, which runs one invocation
+    somewhere and applies what it did to ``ctx`` as a local
     invocation would. ``local`` (anyio tasks on the driver) is built in and is the
     default; ``ray`` comes with ``plait-ray``. A node or workflow chooses one by name
     (``placement="ray"``).
