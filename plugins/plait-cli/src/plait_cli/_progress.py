@@ -166,15 +166,19 @@ class LiveProgress(Progress):
 
     def __init__(self, stream: IO[str]) -> None:
         super().__init__()
-        from rich.console import Console
+        self.stream = stream
+        self.live: Any = None  # rich is imported when the display first shows
 
-        self.console = Console(file=stream, stderr=True)
-        self.live: Any = None
+    def _plain(self, text: str, colour: str) -> None:
+        """A line without rich (the display never showed: a quick run pays nothing)."""
+        import click
+
+        click.secho(text, file=self.stream, fg=colour, color=True)
 
     def note(self, text: str) -> None:
         super().note(text)
         if self.live is None:  # not showing yet: say it now
-            self.console.print(f"[yellow]{text}[/]", highlight=False)
+            self._plain(text, "yellow")
 
     def render(self) -> Any:
         """The display as it is now (called by rich's refresh thread)."""
@@ -218,11 +222,12 @@ class LiveProgress(Progress):
         return Group(*parts)
 
     def start(self) -> None:
+        from rich.console import Console
         from rich.live import Live
 
         self.live = Live(
             get_renderable=self.render,
-            console=self.console,
+            console=Console(file=self.stream, stderr=True),
             refresh_per_second=1 / self.interval,
             transient=True,
             redirect_stdout=False,
@@ -236,12 +241,12 @@ class LiveProgress(Progress):
             self.live = None
         if self.finished is None and not self.notes:
             return  # the run never started: its error says why
-        style = "green"
+        colour = "green"
         if self.finished is None or self.finished.status.value != "idle":
-            style = "yellow"
+            colour = "yellow"
         if self.finished is not None and self.finished.status.value == "failed":
-            style = "red"
-        self.console.print(f"[{style}]{self.summary()}[/]", highlight=False)
+            colour = "red"
+        self._plain(self.summary(), colour)
 
 
 def make_progress(stream: IO[str]) -> Progress:
