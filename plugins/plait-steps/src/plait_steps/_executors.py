@@ -140,6 +140,24 @@ def compiled(
     return found
 
 
+def compiled_config(config: Mapping[str, Any], key: str, ctx: KindContext) -> Any:
+    """The expression (or, with ``template``, the template) at ``config[key]``, compiled
+    at the step's position (``at``); a problem is a ConfigError at ``/config/<key>``."""
+    at = config.get("at")
+    line, column = at if isinstance(at, list) and len(at) == 2 else (1, 1)
+    try:
+        return compiled(
+            str(config.get(key, "")),
+            template=bool(config.get("template")),
+            source=ctx.source,
+            line=line,
+            column=column,
+            manager=ctx.manager,
+        )
+    except PlaitError as exc:
+        raise _error(ctx, str(exc), f"/{key}") from None
+
+
 def _template(text: str | None, at: Any, source: str | None, manager: Any) -> Any:
     if not text:
         return None
@@ -600,19 +618,7 @@ class ConditionKind(_Kind):
     optional = {"template": bool, "at": list, "ends": dict}
 
     def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
-        at = config.get("at")
-        line, column = at if isinstance(at, list) and len(at) == 2 else (1, 1)
-        try:
-            condition = compiled(
-                config["condition"],
-                template=bool(config.get("template")),
-                source=ctx.source,
-                line=line,
-                column=column,
-                manager=ctx.manager,
-            )
-        except PlaitError as exc:
-            raise _error(ctx, str(exc), "/condition") from None
+        condition = compiled_config(config, "condition", ctx)
         return ConditionExecutor(ctx.node_id, config=config, condition=condition)
 
 

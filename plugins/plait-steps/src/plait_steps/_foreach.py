@@ -21,13 +21,12 @@ from . import _context as sc
 from ._executors import (
     _STEP,
     _bump,
-    _error,
     _finish,
     _Kind,
     _NoConfigCheck,
     _StepNode,
     _template_data,
-    compiled,
+    compiled_config,
 )
 
 __all__ = ["KINDS", "ForeachItemsError"]
@@ -166,19 +165,7 @@ class ForeachKind(_Kind):
     def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
         items = None
         if config.get("items_value") is None:
-            at = config.get("at")
-            line, column = at if isinstance(at, list) and len(at) == 2 else (1, 1)
-            try:
-                items = compiled(
-                    str(config.get("items", "")),
-                    template=bool(config.get("template")),
-                    source=ctx.source,
-                    line=line,
-                    column=column,
-                    manager=ctx.manager,
-                )
-            except PlaitError as exc:
-                raise _error(ctx, str(exc), "/items") from None
+            items = compiled_config(config, "items", ctx)
         return ForeachExecutor(ctx.node_id, config=config, items=items)
 
 
