@@ -113,7 +113,8 @@ def _from_kind(
 
 
 def _positioned(error: PlaitError, where: str, source: str | None) -> PlaitError:
-    """``error`` with its JSON path prefixed by the node's (``/nodes/3/config/argv``)."""
+    """``error`` with its JSON path prefixed by the node's (``/nodes/3/config/argv``), and
+    the line and column the node's kind gave it kept (a YAML step's position)."""
     position = getattr(error, "position", None)
     if isinstance(error, ConfigError) and position is not None:
         path = position.path or ""
@@ -121,6 +122,12 @@ def _positioned(error: PlaitError, where: str, source: str | None) -> PlaitError
             path = f"{where}{path}"
         return ConfigError(
             error.reason,
-            SourcePosition(source=position.source or source, path=path),
+            SourcePosition(
+                source=position.source or source,
+                line=position.line,
+                column=position.column,
+                path=path,
+                text=position.text,
+            ),
         )
     return ConfigError(f"{error}", SourcePosition(source=source, path=where))

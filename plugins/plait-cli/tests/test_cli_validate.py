@@ -90,7 +90,7 @@ def test_an_executor_kind_config_error_is_found_by_building(tmp_path: Path) -> N
     result = plait("validate", path)
     assert result.exit_code == 1
     # the steps node wraps the kind's own config: /nodes/0/config/config is the shell config
-    assert "/nodes/0/config/config/argv" in result.stdout
+    assert f"{path}:2:5 at /nodes/0/config/config/argv" in result.stdout
     assert "executor 'shout'" in result.stdout and "is not of type 'array'" in result.stdout
 
 

@@ -277,6 +277,7 @@ workflow:
         plait.load(text, format="steps")
     message = str(caught.value)
     assert message.count("problem(s)") == 1, message
-    assert "at /nodes/0/config/config/ref: executor 'fetch': the python kind would import" in (
+    # the step's line and column (``- id: fetch``), as well as the path in the spec
+    assert "<string>:3:5 at /nodes/0/config/config/ref: executor 'fetch': the python kind" in (
         message
     )

@@ -303,7 +303,8 @@ class _Compiler:
                 if step.config:
                     config["config"] = step.config
             else:
-                config.update(kind=step.kind or "", config=step.config or {})
+                # where the step is, for problems its kind's config raises when it builds
+                config.update(kind=step.kind or "", config=step.config or {}, at=_at(step.y))
             if step.input is not None:
                 config["input"] = rewrite(step.input.value)
                 config["input_at"] = _at(step.input)

@@ -155,7 +155,7 @@ def compiled_config(config: Mapping[str, Any], key: str, ctx: KindContext) -> An
             manager=ctx.manager,
         )
     except PlaitError as exc:
-        raise _error(ctx, str(exc), f"/{key}") from None
+        raise _error(ctx, str(exc), f"/{key}", at=config.get("at")) from None
 
 
 def _template(text: str | None, at: Any, source: str | None, manager: Any) -> Any:
@@ -457,8 +457,14 @@ def _inner_path(problem: Any) -> str:
     return path.removeprefix("/nodes/0")
 
 
-def _error(ctx: KindContext, message: str, path: str = "") -> ConfigError:
-    return ConfigError(message, SourcePosition(source=ctx.source, path=f"/config{path}"))
+def _error(ctx: KindContext, message: str, path: str = "", at: Any = None) -> ConfigError:
+    """A problem at ``/config<path>`` of the step's node and, when the step's YAML position
+    (``at``) is known, at its line and column too."""
+    line, column = at if isinstance(at, list) and len(at) == 2 else (None, None)
+    return ConfigError(
+        message,
+        SourcePosition(source=ctx.source, line=line, column=column, path=f"/config{path}"),
+    )
 
 
 def unknown_agent(name: str, available: list[str]) -> str:
@@ -492,7 +498,9 @@ def _resolve_agent(config: Mapping[str, Any], ctx: KindContext) -> AgentCall:
         kind = name if name in kinds else "agent"
         node = plait.NodeSpec("agent", kind=kind, config=dict(config.get("config") or {}))
         return _inner_call(node, {}, ctx)
-    raise _error(ctx, unknown_agent(name, [*ctx.executors, *_kind_names(ctx)]), "/agent")
+    raise _error(
+        ctx, unknown_agent(name, [*ctx.executors, *_kind_names(ctx)]), "/agent", at=config.get("at")
+    )
 
 
 # -- kinds ---------------------------------------------------------------------------------------
@@ -519,14 +527,18 @@ class _Kind(abc.ABC):
         problems = []
         for key, tp in self.required.items():
             if key not in config:
-                problems.append(_error(ctx, f"missing {key!r}", f"/{key}"))
+                problems.append(_error(ctx, f"missing {key!r}", f"/{key}", at=config.get("at")))
             elif not isinstance(config[key], tp) or (isinstance(config[key], bool) and tp is int):
-                problems.append(_error(ctx, f"{key!r} has the wrong type", f"/{key}"))
+                problems.append(
+                    _error(ctx, f"{key!r} has the wrong type", f"/{key}", at=config.get("at"))
+                )
         for key, tp in self.optional.items():
             if config.get(key) is not None and not isinstance(config[key], tp):
-                problems.append(_error(ctx, f"{key!r} has the wrong type", f"/{key}"))
+                problems.append(
+                    _error(ctx, f"{key!r} has the wrong type", f"/{key}", at=config.get("at"))
+                )
         for key in sorted(set(config) - set(self.required) - set(self.optional)):
-            problems.append(_error(ctx, f"unknown key {key!r}", f"/{key}"))
+            problems.append(_error(ctx, f"unknown key {key!r}", f"/{key}", at=config.get("at")))
         if problems:
             return problems
         try:
@@ -536,10 +548,13 @@ class _Kind(abc.ABC):
         except PlaitError as exc:
             inner = getattr(exc, "problems", None)
             if not inner:
-                return [_error(ctx, str(exc))]
+                return [_error(ctx, str(exc), at=config.get("at"))]
             # the step's own one-node workflow did not build: its problems, at this
             # step's config (``/nodes/0/config/ref`` there is ``/config/config/ref`` here)
-            return [_error(ctx, getattr(p, "reason", str(p)), _inner_path(p)) for p in inner]
+            return [
+                _error(ctx, getattr(p, "reason", str(p)), _inner_path(p), at=config.get("at"))
+                for p in inner
+            ]
         return []
 
     def validate(self, config: Mapping[str, Any], ctx: KindContext) -> None:
@@ -577,7 +592,7 @@ class AgentKind(_Kind):
                 config.get("instruction"), config.get("at"), ctx.source, ctx.manager
             )
         except PlaitError as exc:
-            raise _error(ctx, str(exc), "/instruction") from None
+            raise _error(ctx, str(exc), "/instruction", at=config.get("at")) from None
         who = f"agent: {config['agent']}"
         given = _input(config, ctx)
         return StepExecutor(
@@ -586,10 +601,10 @@ class AgentKind(_Kind):
 
 
 class ExecutorStepKind(_Kind):
-    """``steps.executor``: ``{step, kind, config, limit, label?, final?}``."""
+    """``steps.executor``: ``{step, kind, config, limit, label?, final?, at?}``."""
 
     required = {**_STEP, "kind": str}
-    optional = {**_OUT, "config": dict, "input": str, "input_at": list}
+    optional = {**_OUT, "config": dict, "input": str, "input_at": list, "at": list}
 
     def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
         kinds = _kind_names(ctx)
@@ -626,7 +641,7 @@ def _input(config: Mapping[str, Any], ctx: KindContext) -> Any:
     try:
         return _template(config.get("input"), config.get("input_at"), ctx.source, ctx.manager)
     except PlaitError as exc:
-        raise _error(ctx, str(exc), "/input") from None
+        raise _error(ctx, str(exc), "/input", at=config.get("at")) from None
 
 
 class _NoConfigCheck(_Kind):
