@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -373,3 +374,38 @@ def test_placement_is_checked_before_the_run_and_recorded_with_its_checkpoints(
 
     recorded = anyio.run(latest_metadata)
     assert recorded == {"target": target("echo"), "allow_imports": False, "placement": "local"}
+
+
+SHOUT = f"""\
+workflow:
+  - id: shout
+    type: executor
+    kind: shell
+    config:
+      argv: ["{sys.executable}", "-c", "import sys; print(sys.stdin.read().upper())"]
+      input: message
+"""
+
+
+def test_resume_of_a_workflow_file_needs_only_the_run_id(tmp_path: Path) -> None:
+    flow = tmp_path / "flows" / "shout.yaml"
+    flow.parent.mkdir()
+    flow.write_text(SHOUT)
+    first = plait("run", str(flow), "hi", "-q", "--max-supersteps", "5")
+    assert first.exit_code == 0 and "HI" in first.stdout
+    (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", first.stderr, re.M)
+    again = plait("resume", run_id, "-q")
+    assert again.exit_code == 0, again.stderr
+    flow.rename(flow.with_name("moved.yaml"))
+    gone = plait("resume", run_id)
+    assert gone.exit_code == 2
+    assert f"was started from {flow}, which is not there any more" in gone.stderr
+    assert f"plait resume TARGET {run_id}" in gone.stderr
+
+
+def test_a_folder_that_cannot_hold_dot_plait_is_one_clear_error(tmp_path: Path) -> None:
+    (tmp_path / ".plait").write_text("a file where the folder should be")
+    result = plait("run", target("echo"), "x")
+    assert result.exit_code == 1
+    assert f"cannot keep checkpoints in {tmp_path / '.plait'}" in result.stderr
+    assert "--no-checkpoint" in result.stderr and "Traceback" not in result.output

@@ -125,7 +125,14 @@ def _default_store() -> str:
     version control)."""
     folder = Path(".plait")
     if not folder.is_dir():
-        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise click.ClickException(
+                f"cannot keep checkpoints in {folder.resolve()}: {exc.strerror or exc}; "
+                "run from a folder you can write to, or pass --checkpoint URL or "
+                "--no-checkpoint"
+            ) from exc
         try:
             (folder / ".gitignore").write_text("# plait run's checkpoints\n*\n")
         except OSError:
@@ -143,6 +150,17 @@ def _recorded_target(target: str) -> str:
     if sep and (module_part.endswith(".py") or "/" in module_part or os.sep in module_part):
         return f"{Path(module_part).resolve()}:{attr}"
     return target
+
+
+def _is_python(target: str) -> bool:
+    """Whether ``target`` names Python code (``module:attr``, ``file.py:attr``), going by
+    its form alone (the file need not exist)."""
+    if Path(target).suffix.lower() == ".py":
+        return True
+    module_part, sep, attr = target.rpartition(":")
+    if not sep or not module_part or not attr or "/" in attr or os.sep in attr:
+        return False
+    return module_part.endswith(".py") or ("/" not in module_part and os.sep not in module_part)
 
 
 def _is_document(target: str) -> bool:
@@ -411,7 +429,13 @@ def _stored_target(run_id: str, checkpoint: str) -> tuple[str, bool, str | None]
             f"run {latest.run_id} was not started by plait run, so its checkpoints do not "
             "say which workflow it is; name it: plait resume TARGET RUN_ID"
         )
-    if record.get("allow_imports") is not False or not _is_document(target):
+    imports = record.get("allow_imports") is not False or _is_python(target)
+    if not imports and not _is_document(target):
+        raise click.UsageError(
+            f"run {latest.run_id} was started from {target}, which is not there any more; "
+            f"name the workflow file: plait resume TARGET {latest.run_id}"
+        )
+    if imports:
         raise click.UsageError(
             f"run {latest.run_id} runs {target}, which imports Python code; a target read "
             f"from a checkpoint is never imported, so name it: plait resume {shlex.quote(target)} "
