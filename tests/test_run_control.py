@@ -235,3 +235,25 @@ async def test_watch_shows_an_invocation_being_retried() -> None:
     assert result.outputs == [7]
     assert during == [{}, {"flaky": 1}, {"flaky": 2}]
     assert views[0].retrying == {}
+
+
+async def test_watch_counts_the_messages_each_executor_handles_in_a_superstep() -> None:
+    from plait.watch import RunWatch
+
+    views: list[RunWatch] = []
+    during: list[dict[str, int]] = []
+
+    @executor(id="split")
+    async def split(n: int, ctx: WorkflowContext[int]) -> None:
+        for i in range(n):
+            await ctx.send_message(i)
+
+    @executor(id="each")
+    async def each(i: int, ctx: WorkflowContext[Never, int]) -> None:
+        during.append(views[0].deliveries)
+        await ctx.yield_output(i)
+
+    wf = WorkflowBuilder("split").add_edge(split, each).set_start(split).build()
+    result = await wf.run(3, watch=views.append)
+    assert sorted(result.outputs) == [0, 1, 2]
+    assert during == [{"each": 3}] * 3

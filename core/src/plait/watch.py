@@ -50,6 +50,12 @@ class RunWatch:
         return tuple(self._runner.current)
 
     @property
+    def deliveries(self) -> dict[str, int]:
+        """How many messages each executor of the running superstep handles in it (a
+        fan-out's executor handles many)."""
+        return {eid: len(messages) for eid, messages in self._runner.current.copy().items()}
+
+    @property
     def outputs(self) -> int:
         """How many outputs the run has yielded."""
         return len(self._runner.state.outputs)

@@ -49,3 +49,20 @@ async def flaky(n: int, ctx: WorkflowContext[Never, int]) -> None:
 
 
 retrying = WorkflowBuilder("retrying").add_executor(flaky).set_start(flaky).build()
+
+
+@executor(id="split")
+async def split(n: int, ctx: WorkflowContext[int]) -> None:
+    """Send 0 … n-1, one message each."""
+    for i in range(n):
+        await ctx.send_message(i)
+
+
+@executor(id="each", max_concurrency=8)
+async def each(i: int, ctx: WorkflowContext[Never, int]) -> None:
+    """Take STEP_SECONDS over each message."""
+    await anyio.sleep(STEP_SECONDS)
+    await ctx.yield_output(i)
+
+
+spread = WorkflowBuilder("spread").add_edge(split, each).set_start(split).build()

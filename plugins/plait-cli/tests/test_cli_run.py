@@ -409,3 +409,11 @@ def test_a_folder_that_cannot_hold_dot_plait_is_one_clear_error(tmp_path: Path) 
     assert result.exit_code == 1
     assert f"cannot keep checkpoints in {tmp_path / '.plait'}" in result.stderr
     assert "--no-checkpoint" in result.stderr and "Traceback" not in result.output
+
+
+def test_off_a_terminal_a_fan_out_line_says_how_many_messages_each_executor_handles() -> None:
+    spread = f"{Path(__file__).with_name('terminal_workflows.py')}:spread"
+    result = plait("run", spread, "3", "--json-input", "--no-checkpoint")
+    assert result.exit_code == 0, result.stderr
+    assert sorted(result.stdout.split()) == ["0", "1", "2"]
+    assert re.search(r"^\[[\d.]+ m?s\] superstep 2: each \(3 messages\)$", result.stderr, re.M)

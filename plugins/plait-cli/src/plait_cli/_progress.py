@@ -92,7 +92,7 @@ class Progress:
         if step != self.superstep:
             self.superstep = step
             self.step_seen = time.monotonic()
-            self.moved_on(step, view.running)
+            self.moved_on(step, view.deliveries)
         retrying = view.retrying
         for eid, failed in retrying.items():
             if self.retried.get(eid, 0) < failed:
@@ -100,8 +100,9 @@ class Progress:
                 self.retrying(eid, failed + 1)
         self.retried = retrying
 
-    def moved_on(self, superstep: int, running: tuple[str, ...]) -> None:
-        """The run is in a new superstep (what a display adds)."""
+    def moved_on(self, superstep: int, deliveries: dict[str, int]) -> None:
+        """The run is in a new superstep, delivering to these executors (how many messages
+        each): what a display adds."""
 
     def retrying(self, executor_id: str, attempt: int) -> None:
         """An invocation of ``executor_id`` is retried, as ``attempt``."""
@@ -141,8 +142,9 @@ class LineProgress(Progress):
         self.stream.write(text + "\n")
         self.stream.flush()
 
-    def moved_on(self, superstep: int, running: tuple[str, ...]) -> None:
+    def moved_on(self, superstep: int, deliveries: dict[str, int]) -> None:
         at = _seconds(time.monotonic() - self.started)
+        running = [f"{eid} ({n} messages)" if n > 1 else eid for eid, n in deliveries.items()]
         shown = ", ".join(running[:_LISTED])
         if len(running) > _LISTED:
             shown += f" and {len(running) - _LISTED} more"
@@ -202,7 +204,8 @@ class LiveProgress(Progress):
         if self.retries:
             head.append(f"  retries {self.retries}", "yellow")
         parts: list[Any] = [head]
-        running = view.running if view is not None and self.finished is None else ()
+        counts = view.deliveries if view is not None and self.finished is None else {}
+        running = tuple(counts)
         if running:
             table = Table.grid(padding=(0, 2))
             table.add_column(style="cyan")
@@ -211,7 +214,8 @@ class LiveProgress(Progress):
             retrying = self.retried
             for eid in running[:_LISTED]:
                 again = f"  retry {retrying[eid] + 1}" if eid in retrying else ""
-                table.add_row(f"▸ {eid}", took + again)
+                many = f" ({counts[eid]})" if counts[eid] > 1 else ""
+                table.add_row(f"▸ {eid}{many}", took + again)
             if len(running) > _LISTED:
                 table.add_row(f"  … and {len(running) - _LISTED} more", "")
             parts.append(table)
