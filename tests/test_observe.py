@@ -407,3 +407,59 @@ async def test_two_observers_each_get_their_own_handles(
     await chain().run("x")
     assert names(recorder.log, "invoke") == names(second.log, "invoke")
     assert ("invoke", "c@3.0", ("b@2.0",)) in second.log
+
+
+class Keeper(RunObserver):
+    """Keeps ``{"run": id, "after": superstep}`` with the run's checkpoints."""
+
+    def __init__(self, run_id: str, superstep: int) -> None:
+        self.kept = {"run": run_id, "after": superstep}
+
+    def checkpoint_metadata(self) -> Any:
+        return self.kept
+
+
+class KeepingPlugin:
+    """An observer plugin that takes ``resumed`` (the other plugins here leave it out)."""
+
+    def __init__(self) -> None:
+        self.resumed: list[Any] = []
+
+    @plait.hookimpl
+    def plait_observe_run(self, run_id: str, workflow: Any, superstep: int, resumed: Any) -> Any:
+        self.resumed.append(resumed)
+        return Keeper(run_id, superstep)
+
+
+async def test_what_an_observer_keeps_with_checkpoints_comes_back_when_the_run_resumes(
+    register_plugin: RegisterPlugin, recorder: ObservingPlugin
+) -> None:
+    import threading
+
+    from plait.checkpoint import open_store
+
+    keeping = KeepingPlugin()
+    register_plugin(keeping, name="keeping")
+    url = "memory://observe-keep"
+    stop = threading.Event()
+    stop.set()  # each run goes one superstep, then stops (resumable)
+    first = await chain().run("x", checkpoint=url, stop=stop)
+    latest = await open_store(url).latest(first.run_id)
+    assert latest is not None
+    assert latest.metadata["observers"] == {"run": first.run_id, "after": 0}
+    await chain().resume(first.run_id, url, stop=stop)
+    await chain().resume(first.run_id, url)
+    assert keeping.resumed == [
+        None,  # a fresh run
+        {"run": first.run_id, "after": 0},  # what the first process kept
+        {"run": first.run_id, "after": 1},  # what the second kept
+    ]
+    # the plugin that leaves ``resumed`` out is still called, with what it takes
+    assert [entry[2] for entry in names(recorder.log, "run")] == [0, 1, 2]
+
+
+async def test_a_run_may_not_set_the_observers_checkpoint_metadata() -> None:
+    from plait.errors import RunOptionError
+
+    with pytest.raises(RunOptionError, match="may not set observers"):
+        await chain().run("x", checkpoint="memory://x", checkpoint_metadata={"observers": {}})

@@ -162,6 +162,8 @@ async def _run_leased(
     checkpointer = Checkpointer(store, graph, mode=mode, parent_id=parent_id)
     checkpointer.lease = lease
     checkpointer.metadata = opts.checkpoint_metadata
+    if state.observer is not None and (observed := state.observer.checkpoint_metadata()):
+        checkpointer.metadata = {**opts.checkpoint_metadata, "observers": dict(observed)}
     hook = checkpointer.after_superstep if mode != "exit" else None
     runner = Runner(graph, opts, state, detail=detail, live=live, on_superstep=hook)
     if mode != "exit":

@@ -58,13 +58,15 @@ class HookFacade:
         if observer is not None:
             observer.run_finished(status, error)
 
-    def observe_run(self, run_id: str, workflow: Any, superstep: int) -> RunObserver | None:
+    def observe_run(
+        self, run_id: str, workflow: Any, superstep: int, resumed: Any = None
+    ) -> RunObserver | None:
         """Call ``plait_observe_run``: the observer of this run, or ``None`` (at once, and
         without calling any hook, when no plugin implements it)."""
         if not self.observers()[3]:
             return None
         found = self.pm.hook.plait_observe_run(
-            run_id=run_id, workflow=workflow, superstep=superstep
+            run_id=run_id, workflow=workflow, superstep=superstep, resumed=resumed
         )
         if not found:  # every implementation returned None (pluggy leaves those out)
             return None

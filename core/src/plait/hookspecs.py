@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pluggy
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from .observe import RunObserver
 
 __all__ = ["hookspec", "hookimpl", "Register"]
@@ -250,7 +252,9 @@ def plait_run_finished(run_id: str, status: str, error: BaseException | None) ->
 
 
 @hookspec
-def plait_observe_run(run_id: str, workflow: Any, superstep: int) -> RunObserver | None:
+def plait_observe_run(
+    run_id: str, workflow: Any, superstep: int, resumed: Mapping[str, Any] | None
+) -> RunObserver | None:
     """A run starts: return a :class:`~plait.observe.RunObserver` to be told about its
     supersteps and executor invocations, or ``None`` to leave it alone.
 
@@ -262,6 +266,10 @@ def plait_observe_run(run_id: str, workflow: Any, superstep: int) -> RunObserver
     :param run_id: the run's id.
     :param workflow: the :class:`plait.Workflow` being run.
     :param superstep: the superstep the run continues after (0 for a new run).
+    :param resumed: for a resumed run, what its observers kept with the checkpoint it
+        resumes from (:meth:`~plait.observe.RunObserver.checkpoint_metadata`, all of
+        them merged), else ``None``. It was read from a store: check it before use.
+        An implementation may leave this parameter out.
     :return: an observer or ``None``; every implementation is called and the observers
         returned are all told (each gets back only its own handles).
 

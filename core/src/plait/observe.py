@@ -27,7 +27,7 @@ When no plugin implements the hook, none of this exists: the runner runs its pla
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -120,6 +120,13 @@ class RunObserver(Protocol):
         """The run ended with ``status``; ``error`` is its error (``None`` when it was
         cancelled or interrupted: its status is then ``failed``)."""
 
+    def checkpoint_metadata(self) -> Mapping[str, Any] | None:
+        """JSON-ready data to keep with a durable run's checkpoints (under their
+        ``metadata["observers"]``), asked once as the run starts: a tracer's trace context,
+        say. A run resumed from those checkpoints gets it back as ``resumed`` in
+        ``plait_observe_run`` — read back from a store, so untrusted: check it."""
+        return None
+
 
 def combine(observers: Sequence[RunObserver]) -> RunObserver | None:
     """One observer for what the ``plait_observe_run`` implementations returned."""
@@ -175,6 +182,12 @@ class _ObserverGroup(RunObserver):
     def run_finished(self, status: str, error: BaseException | None) -> None:
         for observer in self.observers:
             observer.run_finished(status, error)
+
+    def checkpoint_metadata(self) -> Mapping[str, Any] | None:
+        merged: dict[str, Any] = {}
+        for observer in self.observers:
+            merged.update(observer.checkpoint_metadata() or {})
+        return merged or None
 
 
 # -- inside the kernel: what an observed run runs instead -----------------------------------

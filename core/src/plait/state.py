@@ -8,7 +8,7 @@ untouched by runs.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -47,6 +47,7 @@ class RunState:
         "contexts",
         "emit",
         "executor_state",
+        "observed",
         "observer",
         "outbox",
         "outputs",
@@ -74,6 +75,8 @@ class RunState:
         self.emit = emit
         #: what a plugin observes this run with (:mod:`plait.observe`), if any
         self.observer: RunObserver | None = None
+        #: what the observers of the run this one resumes left with its checkpoint
+        self.observed: Mapping[str, Any] | None = None
 
     def context(self, executor_id: str) -> WorkflowContext[Any, Any]:
         """The context of ``executor_id`` in this run (created on first use)."""

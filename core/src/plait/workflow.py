@@ -255,6 +255,7 @@ class Workflow:
             events: list[WorkflowEvent] = []
             state = RunState(found.run_id, opts.on_event or events.append)
             state.superstep = found.superstep
+            state.observed = found.metadata.get("observers")
             inbox = restore_state(self._graph, state, data)
             answer_requests(state, inbox, responses or {}, self._graph)
             result = await self._execute(
@@ -364,7 +365,9 @@ class Workflow:
             emit(RunStarted(state.run_id, self.name))
         if started:
             manager.notify_run_started(state.run_id, self)
-        observer = state.observer = manager.observe_run(state.run_id, self, state.superstep)
+        observer = state.observer = manager.observe_run(
+            state.run_id, self, state.superstep, state.observed
+        )
         error: PlaitError | None = None
         status = RunStatus.FAILED
         try:

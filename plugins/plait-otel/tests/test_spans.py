@@ -347,6 +347,65 @@ async def test_a_resumed_run_says_where_it_resumed(exporter: InMemorySpanExporte
     assert run.attributes["plait.run_id"] == result.run_id == waiting.run_id
 
 
+async def test_a_resumed_run_links_to_the_run_it_continues_across_processes(
+    exporter: InMemorySpanExporter,
+) -> None:
+    from plait.checkpoint import open_store
+
+    @executor(id="ask")
+    async def ask(text: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.request_info(f"approve {text}?", str)
+
+    workflow = WorkflowBuilder("approval").add_executor(ask).set_start(ask).build()
+    url = "memory://otel-resume-link"
+    waiting = await workflow.run("x", checkpoint=url)
+    first = Spans(exporter).one("workflow approval").get_span_context()
+    # what another process finds in the store: the first run's trace context
+    latest = await open_store(url).latest(waiting.run_id)
+    assert latest is not None
+    expected = f"00-{first.trace_id:032x}-{first.span_id:016x}-{int(first.trace_flags):02x}"
+    assert latest.metadata["observers"] == {"otel": {"traceparent": expected}}
+    (request,) = waiting.pending_requests
+    exporter.clear()
+    await workflow.resume(waiting.run_id, url, responses={request.request_id: "yes"})
+    resumed = Spans(exporter).one("workflow approval")
+    (link,) = resumed.links
+    assert (link.context.trace_id, link.context.span_id) == (first.trace_id, first.span_id)
+    assert link.context.is_remote and dict(link.attributes or {}) == {"plait.link": "resumed"}
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        None,
+        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        {"otel": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
+        {"otel": {"traceparent": 42}},
+        {"otel": {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331"}},
+        {"otel": {"traceparent": "01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}},
+        {"otel": {"traceparent": "00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01"}},
+        {"otel": {"traceparent": "00-00000000000000000000000000000000-b7ad6b7169203331-01"}},
+        {"otel": {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01"}},
+        {"otel": {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\n"}},
+    ],
+)
+def test_a_checkpoint_s_trace_context_that_is_not_well_formed_gives_no_link(kept: object) -> None:
+    from plait_otel._observer import resumed_link
+
+    assert resumed_link(kept) is None
+
+
+def test_a_well_formed_trace_context_gives_a_remote_link() -> None:
+    from plait_otel._observer import resumed_link
+
+    link = resumed_link(
+        {"otel": {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}
+    )
+    assert link is not None and link.context.is_remote
+    assert link.context.trace_id == 0x0AF7651916CD43DD8448EB211C80319C
+    assert link.context.span_id == 0xB7AD6B7169203331 and int(link.context.trace_flags) == 1
+
+
 async def test_uninstrument_stops_tracing(exporter: InMemorySpanExporter) -> None:
     assert plait_otel.is_instrumented()
     plait_otel.uninstrument()
@@ -357,7 +416,7 @@ async def test_uninstrument_stops_tracing(exporter: InMemorySpanExporter) -> Non
 
 async def test_an_unsampled_run_is_not_observed(restore_instrumentation: None) -> None:
     plait_otel.instrument(tracer_provider=TracerProvider(sampler=ALWAYS_OFF))
-    assert plait_otel.plait_observe_run("r", chain(), 0) is None
+    assert plait_otel.plait_observe_run("r", chain(), 0, None) is None
     assert (await chain().run("x")).outputs == ["x"]
 
 

@@ -99,11 +99,14 @@ def _tracer() -> Tracer | None:
 
 
 @hookimpl
-def plait_observe_run(run_id: str, workflow: Any, superstep: int) -> RunObserver | None:
-    """A span observer for the run, when tracing is on (see the module docstring)."""
+def plait_observe_run(
+    run_id: str, workflow: Any, superstep: int, resumed: Any
+) -> RunObserver | None:
+    """A span observer for the run, when tracing is on (see the module docstring); a
+    resumed run's span links to the span of the run it continues."""
     tracer = _tracer()
     if tracer is None:
         return None
     from ._observer import start_run
 
-    return start_run(tracer, run_id, workflow, superstep)
+    return start_run(tracer, run_id, workflow, superstep, resumed)

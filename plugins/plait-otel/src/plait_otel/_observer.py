@@ -4,13 +4,23 @@ traced run, with OpenTelemetry)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from functools import wraps
 from typing import Any, TypeVar
 
 import anyio
 from opentelemetry import context, trace
-from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.trace import (
+    Link,
+    Span,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+    Tracer,
+)
 from plait.errors import ExecutorFailedError
 from plait.observe import Invocation, RunObserver
 
@@ -55,9 +65,40 @@ def _fail(span: Span, error: BaseException, *, unwrap: bool = False) -> None:
     span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
 
 
-def start_run(tracer: Tracer, run_id: str, workflow: Any, superstep: int) -> RunObserver | None:
-    """Start the run's span (a child of the current context); ``None`` when it is not
-    recorded (sampled out), so an unsampled run is not observed at all."""
+#: W3C trace context (version 00): trace id, parent (span) id, flags, in lower-case hex
+_TRACEPARENT = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
+
+
+def traceparent(span_context: SpanContext) -> str:
+    """``span_context`` as a W3C ``traceparent`` header value."""
+    return (
+        f"00-{span_context.trace_id:032x}-{span_context.span_id:016x}-"
+        f"{int(span_context.trace_flags):02x}"
+    )
+
+
+def resumed_link(resumed: Any) -> Link | None:
+    """A link to the run span a resumed run continues, from what its checkpoint kept
+    (``{"otel": {"traceparent": "00-…"}}``). That was read from a store, so anything but
+    a well-formed W3C trace context with non-zero ids gives no link (and no error)."""
+    otel = resumed.get("otel") if isinstance(resumed, Mapping) else None
+    text = otel.get("traceparent") if isinstance(otel, Mapping) else None
+    found = _TRACEPARENT.fullmatch(text) if isinstance(text, str) else None
+    if found is None:
+        return None
+    trace_id, span_id, flags = (int(part, 16) for part in found.groups())
+    if not trace_id or not span_id:
+        return None
+    remote = SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(flags))
+    return Link(remote, {"plait.link": "resumed"})
+
+
+def start_run(
+    tracer: Tracer, run_id: str, workflow: Any, superstep: int, resumed: Any = None
+) -> RunObserver | None:
+    """Start the run's span (a child of the current context, linked to the span of the run
+    it resumes when its checkpoint kept one); ``None`` when it is not recorded (sampled
+    out), so an unsampled run is not observed at all."""
     name = getattr(workflow, "name", None)
     attributes: dict[str, Any] = {"plait.run_id": run_id}
     if name:
@@ -66,7 +107,13 @@ def start_run(tracer: Tracer, run_id: str, workflow: Any, superstep: int) -> Run
     if superstep:
         run_attributes["plait.resumed_after"] = superstep
     span_name = f"workflow {name}" if name else "workflow"
-    span = tracer.start_span(span_name, kind=SpanKind.INTERNAL, attributes=run_attributes)
+    link = resumed_link(resumed) if resumed is not None else None
+    span = tracer.start_span(
+        span_name,
+        kind=SpanKind.INTERNAL,
+        attributes=run_attributes,
+        links=[link] if link is not None else None,
+    )
     if not span.is_recording():
         span.end()
         return None
@@ -169,6 +216,12 @@ class SpanObserver(RunObserver):
         if status == "failed" and error is not None:
             _fail(span, error, unwrap=True)
         span.end()
+
+    @_quiet
+    def checkpoint_metadata(self) -> Mapping[str, Any] | None:
+        """The run span's trace context, kept with the run's checkpoints: the run that
+        resumes it links to this span, in whichever process it runs."""
+        return {"otel": {"traceparent": traceparent(self.run_span.get_span_context())}}
 
     @_quiet
     def run_finished(self, status: str, error: BaseException | None) -> None:
