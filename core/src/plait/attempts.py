@@ -61,7 +61,8 @@ def cancelled_from_inside(native_asyncio: bool) -> bool:
 
     On trio, asyncio's ``CancelledError`` can only come from the handler. On asyncio,
     ``Task.cancelling()`` (3.11+) counts real cancellation requests; on 3.10, which lacks
-    it, a ``CancelledError`` is taken as a real cancellation.
+    it, a ``CancelledError`` is taken as a real cancellation here — the runner still fails
+    the run when a branch of a parallel superstep ends cancelled before it cancelled any.
     """
     if not native_asyncio:
         return True

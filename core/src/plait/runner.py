@@ -196,8 +196,7 @@ class Runner:
                 )
 
     async def _invoke_diverting(self, eid: str, message: Any, index: int = 0) -> None:
-        """:meth:`_invoke` for graphs with error edges (installed per run, so graphs
-        without them pay nothing)."""
+        """:meth:`_invoke` for graphs with error edges (installed per run only for them)."""
         try:
             await self._undiverted(eid, message, index)
         except WorkflowRunError as exc:
@@ -285,24 +284,25 @@ class Runner:
             raise _with_siblings(self.failures)
 
     async def _parallel_asyncio(self, jobs: list[Job]) -> None:
-        """The same structured fan-out on plain asyncio tasks: a fifth of anyio's cost per
-        task, which is what a 1,000-way fan-out pays. Siblings are cancelled and awaited on
-        the first failure and when the run itself is cancelled; every sibling that failed
-        on its own is reported with the first failure."""
+        """The same structured fan-out on plain asyncio tasks (a fifth of anyio's cost per
+        task). Siblings are cancelled and awaited on the first failure and when the run is
+        cancelled; every sibling that failed on its own is reported with the first."""
         loop = asyncio.get_running_loop()
         tasks = [loop.create_task(self._job(job)) for job in jobs]
         try:
-            _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
         except BaseException:
             await _cancel_and_wait(tasks)
             raise
         if pending:
             await _cancel_and_wait(pending)
-        failures = [
-            error
-            for task in tasks
-            if not task.cancelled() and (error := task.exception()) is not None
-        ]
+        failures: list[BaseException] = []
+        for (eid, *_), task in zip(jobs, tasks):
+            if not task.cancelled():
+                if (error := task.exception()) is not None:
+                    failures.append(error)
+            elif task in done:  # cancelled before we cancelled anything: by its handler (3.10)
+                failures.append(wrap_failure(eid, self.state.superstep, asyncio.CancelledError()))
         if failures:
             raise _with_siblings(failures)
 
