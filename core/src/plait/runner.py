@@ -18,6 +18,7 @@ spawns no task; no event is built unless someone consumes it; messages are never
 from __future__ import annotations
 
 import asyncio
+from asyncio import CancelledError
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -297,12 +298,12 @@ class Runner:
         if pending:
             await _cancel_and_wait(pending)
         failures: list[BaseException] = []
-        for (eid, *_), task in zip(jobs, tasks):
+        for job, task in zip(jobs, tasks):
             if not task.cancelled():
                 if (error := task.exception()) is not None:
                     failures.append(error)
-            elif task in done:  # cancelled before we cancelled anything: by its handler (3.10)
-                failures.append(wrap_failure(eid, self.state.superstep, asyncio.CancelledError()))
+            elif task in done:  # cancelled before we cancelled any: by its handler (3.10)
+                failures.append(wrap_failure(job[0], self.state.superstep, CancelledError()))
         if failures:
             raise _with_siblings(failures)
 
@@ -394,8 +395,7 @@ class Runner:
 
 
 def _with_siblings(failures: list[BaseException]) -> BaseException:
-    """The first failure of a parallel superstep, carrying every other branch's failure
-    (``sibling_errors``, and a note each on Python 3.11+)."""
+    """A parallel superstep's first failure, with the others (``sibling_errors``; notes)."""
     first, others = failures[0], failures[1:]
     setattr(first, "sibling_errors", list(others))
     add_note = getattr(first, "add_note", None)
