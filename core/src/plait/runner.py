@@ -5,9 +5,8 @@ executor -> messages), runs every target's handlers — concurrently in one anyi
 group when there is more than one delivery, inline when there is exactly one — then routes
 what the handlers sent through the edge groups into the next superstep's deliveries.
 
-The barrier is real: a superstep ends when its slowest executor ends, so a slow branch
-delays the next superstep of a fast one. Wrap a branch as a nested workflow to let it run
-at its own pace.
+The barrier is real: a superstep ends when its slowest executor ends; wrap a slow branch
+as a nested workflow to let it run at its own pace.
 
 Hot path: dispatch by message type is cached per executor; a superstep with one delivery
 spawns no task; no event is built unless someone consumes it; messages are never copied.
@@ -131,7 +130,8 @@ class Runner:
 
     async def run(self, inbox: Inbox) -> RunStatus:
         """Run supersteps until nothing is pending; return the final status."""
-        state, emit, limit = self.state, self.state.emit, self.options.max_supersteps
+        state, emit, stop = self.state, self.state.emit, self.stop
+        limit = self.options.max_supersteps
         while inbox:
             if state.superstep >= limit:
                 raise SuperstepLimitError(
@@ -176,7 +176,7 @@ class Runner:
             if self.on_superstep is not None:
                 self.last_ran = ran
                 await self.on_superstep(self, inbox)
-            if self.stop is not None and inbox and self.stop.is_set():
+            if stop is not None and inbox and stop.is_set():
                 self.remaining = inbox
                 return RunStatus.RUNNING
         if state.pending_requests:
