@@ -25,7 +25,7 @@ from plait.state import PendingRequest
 from ._output import describe_error, event_record, format_output, to_json
 from ._progress import LineProgress, LiveProgress, Progress, make_progress
 
-__all__ = ["Display", "Outcome", "follow"]
+__all__ = ["Display", "Outcome", "execute", "follow"]
 
 #: Seconds a run goes before the live display appears (a quicker run shows its summary).
 SHOW_AFTER = 0.2
@@ -76,10 +76,11 @@ class Display:
         return make_progress(self.stream if self.stream is not None else sys.stderr)
 
 
-def _execute(start: Callable[[], Awaitable[Any]]) -> Any:
-    """``anyio.run`` on asyncio; errors raised before the run ends become CLI errors."""
+def execute(start: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+    """``anyio.run(start, *args)`` on asyncio; a Plait error (before a run ends, or from a
+    store) becomes a CLI error."""
     try:
-        return anyio.run(start, backend="asyncio")
+        return anyio.run(start, *args, backend="asyncio")
     except PlaitError as exc:
         raise click.ClickException(describe_error(exc)) from exc
 
@@ -89,7 +90,7 @@ def follow(start: Start, run_id: str, display: Display) -> Outcome:
     main = threading.current_thread() is threading.main_thread()
     previous = signal.getsignal(signal.SIGINT) if main else None
     try:
-        return _execute(lambda: _follow(start, run_id, display))  # type: ignore[no-any-return]
+        return execute(_follow, start, run_id, display)  # type: ignore[no-any-return]
     finally:
         if main:
             signal.signal(signal.SIGINT, previous)

@@ -15,7 +15,6 @@ input, 130 stopped by Ctrl-C.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import sys
 import uuid
@@ -28,9 +27,9 @@ from plait import Workflow
 from plait.events import RunStatus
 from plait.types import type_name
 
-from ._follow import Display, Outcome, follow
+from ._follow import Display, Outcome, execute, follow
 from ._output import describe_error, to_json
-from ._target import TargetError, load_target
+from ._target import TargetError, load_target, target_form
 
 __all__ = ["DEFAULT_STORE", "EXIT_STATUS", "resume_command", "run_command"]
 
@@ -143,30 +142,23 @@ def _default_store() -> str:
 def _recorded_target(target: str) -> str:
     """``target`` as a later ``plait resume`` in another directory can load it: a file
     made absolute (``file.py:attr`` too); ``module:attr`` as given."""
-    document = Path(target)
-    if document.suffix.lower() != ".py" and document.is_file():
-        return str(document.resolve())
-    module_part, sep, attr = target.rpartition(":")
-    if sep and (module_part.endswith(".py") or "/" in module_part or os.sep in module_part):
-        return f"{Path(module_part).resolve()}:{attr}"
+    form, where, attr = target_form(target)
+    if form == "document":
+        return str(Path(where).resolve())
+    if form == "file":
+        return f"{Path(where).resolve()}:{attr}"
     return target
 
 
 def _is_python(target: str) -> bool:
     """Whether ``target`` names Python code (``module:attr``, ``file.py:attr``), going by
     its form alone (the file need not exist)."""
-    if Path(target).suffix.lower() == ".py":
-        return True
-    module_part, sep, attr = target.rpartition(":")
-    if not sep or not module_part or not attr or "/" in attr or os.sep in attr:
-        return False
-    return module_part.endswith(".py") or ("/" not in module_part and os.sep not in module_part)
+    return Path(target).suffix.lower() == ".py" or target_form(target)[0] in ("file", "module")
 
 
 def _is_document(target: str) -> bool:
     """Whether ``target`` is a workflow file (loaded as data), not Python to import."""
-    document = Path(target)
-    return document.suffix.lower() != ".py" and document.is_file()
+    return target_form(target)[0] == "document"
 
 
 def _resume_hint(outcome: Outcome, target: str | None, checkpoint: str | None, extra: str) -> str:
@@ -395,7 +387,6 @@ def _stored_target(run_id: str, checkpoint: str) -> tuple[str, bool, str | None]
     """The target ``plait run`` recorded for ``run_id`` and whether it may be loaded
     without the user naming it: only a workflow file loaded without imports (nothing read
     from a store may make Plait import code)."""
-    import anyio
     from plait.durable import resolve_store
 
     async def read() -> Any:
@@ -414,12 +405,7 @@ def _stored_target(run_id: str, checkpoint: str) -> tuple[str, bool, str | None]
             if opened:
                 await store.aclose()
 
-    from plait.errors import PlaitError
-
-    try:
-        latest = anyio.run(read, backend="asyncio")
-    except PlaitError as exc:
-        raise click.ClickException(describe_error(exc)) from exc
+    latest = execute(read)
     if latest is None:
         raise click.ClickException(f"no run and no checkpoint with id {run_id!r} in {checkpoint}")
     record = latest.metadata.get(METADATA_KEY)
@@ -520,10 +506,4 @@ def resume_command(
 
 
 def _pending(workflow: Workflow, run_id: str, checkpoint: str) -> list[Any]:
-    import anyio
-    from plait.errors import PlaitError
-
-    try:
-        return anyio.run(workflow.pending_requests, run_id, checkpoint, backend="asyncio")
-    except PlaitError as exc:
-        raise click.ClickException(describe_error(exc)) from exc
+    return execute(workflow.pending_requests, run_id, checkpoint)  # type: ignore[no-any-return]

@@ -22,7 +22,7 @@ from plait.errors import PlaitError
 
 from ._output import describe_error
 
-__all__ = ["TargetError", "load_target"]
+__all__ = ["TargetError", "load_target", "target_form"]
 
 _FORMS = (
     "a workflow file (workflow.yaml, pipeline.flow, dag.json …), module:attr or "
@@ -37,6 +37,21 @@ class TargetError(PlaitError):
 
     .. versionadded:: 0.1
     """
+
+
+def target_form(target: str) -> tuple[str, str, str]:
+    """How ``target`` names a workflow, going by its form: ``("document", path, "")`` for
+    an existing workflow file, ``("file", path, attr)`` for ``path/to/file.py:attr``,
+    ``("module", module, attr)`` for ``module:attr``, else ``("invalid", target, "")``."""
+    document = Path(target)
+    if document.suffix.lower() != ".py" and document.is_file():
+        return "document", target, ""
+    module_part, sep, attr = target.rpartition(":")
+    if not sep or not module_part or not attr or "/" in attr or os.sep in attr:
+        return "invalid", target, ""
+    if module_part.endswith(".py") or "/" in module_part or os.sep in module_part:
+        return "file", module_part, attr
+    return "module", module_part, attr
 
 
 def load_target(target: str, *, allow_imports: bool = False) -> Workflow:
@@ -54,10 +69,11 @@ def load_target(target: str, *, allow_imports: bool = False) -> Workflow:
 
     .. versionadded:: 0.1
     """
-    document = Path(target)
-    if document.suffix.lower() != ".py" and document.is_file():
+    form, where, attr = target_form(target)
+    if form == "document":
         import plait
 
+        document = Path(where)
         folder = str(document.resolve().parent)
         if allow_imports and folder not in sys.path:  # its code, beside it (as for file.py:attr)
             sys.path.insert(0, folder)
@@ -65,16 +81,15 @@ def load_target(target: str, *, allow_imports: bool = False) -> Workflow:
             return plait.load(document, allow_imports=allow_imports)
         except PlaitError as exc:
             raise TargetError(f"TARGET {target!r}: {exc}") from exc
-    module_part, sep, attr = target.rpartition(":")
-    if not sep or not module_part or not attr:
+    if form == "invalid":
         raise TargetError(f"TARGET {target!r} must be {_FORMS}")
-    if module_part.endswith(".py") or "/" in module_part or os.sep in module_part:
-        module = _import_file(module_part, target)
+    if form == "file":
+        module = _import_file(where, target)
     else:
         cwd = os.getcwd()
         if "" not in sys.path and cwd not in sys.path:
             sys.path.insert(0, cwd)
-        module = _import_module(module_part, target)
+        module = _import_module(where, target)
     obj = _attribute(module, attr, target)
     return _as_workflow(obj, target)
 
