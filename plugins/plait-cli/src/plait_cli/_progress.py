@@ -19,7 +19,7 @@ import time
 from collections import deque
 from typing import IO, Any
 
-from plait.events import OutputEvent, RunFinished, RunStarted, WorkflowEvent
+from plait.events import OutputEvent, RunFinished, WorkflowEvent
 from plait.watch import RunWatch
 
 from ._output import format_output
@@ -80,8 +80,6 @@ class Progress:
             self.recent.append(_short(format_output(event.data)))
         elif type(event) is RunFinished:
             self.finished = event
-        elif type(event) is RunStarted:
-            self.run_id = event.run_id
 
     def tick(self) -> None:
         """Look at the run: note a new superstep and new retries."""
