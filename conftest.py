@@ -9,6 +9,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
 pytest.register_assert_rewrite("plait_testing.contracts", "plait_testing.stores")
@@ -22,3 +25,26 @@ pytest_plugins = ["plait_testing.backends"]
 def register_plugin(plait_register_plugin: RegisterPlugin) -> RegisterPlugin:
     """The ``plait_register_plugin`` fixture of plait-testing, under a shorter name."""
     return plait_register_plugin
+
+
+_REPO_RUNS = Path(__file__).parent / ".plait"
+
+
+def _runs_folder_state() -> list[tuple[str, int, int]]:
+    if not _REPO_RUNS.is_dir():
+        return []
+    return sorted(
+        (str(p.relative_to(_REPO_RUNS)), p.stat().st_size, p.stat().st_mtime_ns)
+        for p in _REPO_RUNS.rglob("*")
+        if p.is_file()
+    )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _the_repository_keeps_its_own_runs() -> Iterator[None]:
+    """No test writes into the repository's own ``.plait/`` (the CLI's default store is
+    ``.plait/runs.db`` of the working folder): tests run the CLI from a scratch folder."""
+    before = _runs_folder_state()
+    yield
+    after = _runs_folder_state()
+    assert after == before, f"a test wrote into {_REPO_RUNS}: {sorted(set(after) - set(before))}"

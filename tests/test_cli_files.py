@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 from plait.plugins import set_plugin_manager
 from plait_cli import make_cli
@@ -20,6 +21,13 @@ workflow:
       argv: ["{sys.executable}", "-c", "import sys; print(sys.stdin.read().upper())"]
       input: message
 """
+
+
+@pytest.fixture(autouse=True)
+def _in_a_scratch_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``plait run`` is durable by default, into ``.plait/runs.db`` of the working folder:
+    run each test from its own folder, never from the repository's."""
+    monkeypatch.chdir(tmp_path)
 
 
 def plait(*args: str, input: str | None = None) -> Result:
