@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import anyio
@@ -105,3 +106,95 @@ def test_bad_arguments_are_usage_errors(tmp_path: Path) -> None:
     unknown = plait("runs", "--checkpoint", "nosuch://x")
     assert unknown.exit_code == 1
     assert "nosuch" in unknown.stderr
+
+
+def _save_runs(url: str, runs: list[tuple[str, str, float]]) -> None:
+    """Save one checkpoint per (run id, status, age in seconds) into the store at ``url``."""
+
+    async def save() -> None:
+        store = open_store(url)
+        try:
+            for run_id, status, age in runs:
+                checkpoint = make_checkpoint(run_id, status=status)
+                await store.save(attrs.evolve(checkpoint, created_at=time.time() - age))
+        finally:
+            await store.aclose()
+
+    anyio.run(save)
+
+
+def test_prune_by_age_status_and_count_keeps_the_rest(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    day = 86400.0
+    old_idle, old_failed, new_idle = new_run_id("a"), new_run_id("b"), new_run_id("c")
+    old_idle2 = new_run_id("d")
+    _save_runs(
+        url,
+        [
+            (old_idle, "idle", 9 * day),
+            (old_idle2, "idle", 8 * day),
+            (old_failed, "failed", 10 * day),
+            (new_idle, "idle", 60.0),
+        ],
+    )
+    dry = plait("runs", "--checkpoint", url, "prune", "--older-than", "7d", "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    would = [line.split()[2] for line in dry.stdout.splitlines()]
+    assert would == [old_idle2, old_idle, old_failed]
+    assert len(run_ids(plait("runs", "--checkpoint", url, "--json"))) == 4
+
+    prune = ("runs", "--checkpoint", url, "prune")
+    by_status = plait(*prune, "--older-than", "1w", "--status", "failed")
+    assert by_status.exit_code == 0, by_status.output
+    assert by_status.stdout.splitlines() == [f"removed {old_failed} failed (1 checkpoint(s))"]
+    by_count = plait(*prune, "--status", "idle", "--keep", "2")
+    assert by_count.exit_code == 0, by_count.output
+    assert [line.split()[1] for line in by_count.stdout.splitlines()] == [old_idle]
+    assert run_ids(plait("runs", "--checkpoint", url, "--json")) == [new_idle, old_idle2]
+
+
+def test_prune_never_removes_a_run_a_live_worker_holds(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    held, free = new_run_id("held"), new_run_id("free")
+    _save_runs(url, [(held, "running", 3600.0), (free, "running", 3600.0)])
+
+    async def hold_and_prune() -> tuple[Result, int]:
+        store = open_store(url)
+        try:
+            lease = await store.acquire_lease(held, ttl=300.0)
+            result = await anyio.to_thread.run_sync(
+                lambda: plait("runs", "--checkpoint", url, "prune", "--older-than", "30m")
+            )
+            left = len(await store.list(held))
+            await store.release_lease(lease)
+            return result, left
+        finally:
+            await store.aclose()
+
+    result, left = anyio.run(hold_and_prune)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [f"removed {free} running (1 checkpoint(s))"]
+    assert f"kept {held}:" in result.stderr
+    assert left == 1
+
+
+def test_prune_needs_a_filter_and_a_real_age(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    bare = plait("runs", "--checkpoint", url, "prune")
+    assert bare.exit_code == 2
+    assert "--older-than AGE, --status STATUS or --keep N" in bare.output
+    bad = plait("runs", "--checkpoint", url, "prune", "--older-than", "7 days")
+    assert bad.exit_code == 2
+    assert "'7 days' is not an age" in bad.output
+
+
+def test_the_listing_says_how_much_a_local_store_takes_on_disk(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    _save_runs(url, [(new_run_id("x"), "idle", 1.0)])
+    listed = plait("runs", "--checkpoint", url)
+    size = (tmp_path / "runs.db").stat().st_size
+    wal = tmp_path / "runs.db-wal"
+    size += wal.stat().st_size if wal.exists() else 0
+    assert listed.exit_code == 0
+    assert "1 run(s); " in listed.stderr and f"on disk in {url}" in listed.stderr
+    assert size > 0

@@ -18,6 +18,7 @@ import click
 from plait.checkpoint import RunInfo, open_store
 
 from ._output import format_table, to_json
+from ._prune import prune_command
 
 __all__ = ["DEFAULT_STORE", "STATUSES", "run_record", "runs_command"]
 
@@ -65,7 +66,11 @@ async def _list(url: str, limit: int | None) -> Sequence[RunInfo]:
         await store.aclose()
 
 
-@click.command("runs", short_help="List the runs a checkpoint store holds, newest first.")
+@click.group(
+    "runs",
+    invoke_without_command=True,
+    short_help="List the runs a checkpoint store holds, newest first.",
+)
 @click.option(
     "--checkpoint",
     "--store",
@@ -87,14 +92,20 @@ async def _list(url: str, limit: int | None) -> Sequence[RunInfo]:
     metavar="N",
     help="At most N runs (the newest).",
 )
-def runs_command(url: str, status: str | None, as_json: bool, limit: int | None) -> None:
+@click.pass_context
+def runs_command(
+    ctx: click.Context, url: str, status: str | None, as_json: bool, limit: int | None
+) -> None:
     """List the runs in a checkpoint store, newest first: id, workflow, status, supersteps,
     pending requests, age and, for a failed run, its error.
 
     Each run is described by its latest checkpoint, so a failed run shows its error after
     the process that ran it is gone. Resume one with `plait resume TARGET RUN_ID
-    --checkpoint URL`.
+    --checkpoint URL`; remove old ones with `plait runs prune`.
     """
+    ctx.ensure_object(dict)["store_url"] = url
+    if ctx.invoked_subcommand is not None:
+        return
     missing = _missing_sqlite_file(url)
     if missing is not None:
         infos: Sequence[RunInfo] = []
@@ -129,3 +140,33 @@ def runs_command(url: str, status: str | None, as_json: bool, limit: int | None)
         for info in infos
     ]
     click.echo(format_table(headers, rows))
+    size = _disk_usage(url)
+    if size is not None:
+        click.echo(f"{len(infos)} run(s); {_human_bytes(size)} on disk in {url}", err=True)
+
+
+def _disk_usage(url: str) -> int | None:
+    """Bytes a local store takes on disk (a SQLite file with its WAL, or a file store's
+    folder), like ``du``; ``None`` for a store behind a server."""
+    lowered = url.lower()
+    if lowered.startswith("sqlite:///"):
+        path = Path(url[len("sqlite:///") :].split("?", 1)[0])
+        files = [path, path.with_name(path.name + "-wal")]
+    elif lowered.startswith("file://"):
+        root = Path(url[len("file://") :].split("?", 1)[0])
+        files = [p for p in root.rglob("*") if p.is_file() and not p.is_symlink()]
+    else:
+        return None
+    return sum(p.stat().st_size for p in files if p.is_file())
+
+
+def _human_bytes(size: int) -> str:
+    amount = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if amount < 1024 or unit == "GB":
+            return f"{amount:.0f} {unit}" if unit == "B" else f"{amount:.1f} {unit}"
+        amount /= 1024
+    return f"{amount:.1f} GB"
+
+
+runs_command.add_command(prune_command)
