@@ -42,6 +42,7 @@ How a store starts::
 
 from __future__ import annotations
 
+import re
 import time
 from types import TracebackType
 from typing import Any, TypeAlias
@@ -60,6 +61,7 @@ __all__ = [
     "duplicate_error",
     "info_fields",
     "info_row",
+    "parse_age",
     "redact_url",
     "take_lease",
     "where",
@@ -79,6 +81,30 @@ INFO_FIELDS: tuple[str, ...] = (
 
 #: The values of :data:`INFO_FIELDS`, as :func:`info_row` returns them.
 InfoRow: TypeAlias = tuple[str, str, int, str | None, str, float, str | None]
+
+
+_AGE = re.compile(r"(\d+)([smhdw])")
+_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_age(text: str) -> float:
+    """An age or a retention period in seconds: a plain number of seconds, or ``30m``,
+    ``12h``, ``7d``, ``2w`` (or several: ``1d12h``).
+
+    :raises ValueError: the text is not such a duration; the message shows the forms.
+
+    .. versionadded:: 0.1
+    """
+    compact = text.strip().lower()
+    if compact.isdigit():
+        return float(compact)
+    parts = _AGE.findall(compact)
+    if not compact or "".join(n + u for n, u in parts) != compact:
+        raise ValueError(
+            f"{text!r} is not an age: write a number and a unit, s, m, h, d or w "
+            "(30m, 12h, 7d, 1d12h)"
+        )
+    return float(sum(int(n) * _AGE_UNITS[u] for n, u in parts))
 
 
 def redact_url(url: str) -> str:

@@ -192,3 +192,36 @@ def test_hook_registers_redis_and_rediss() -> None:
     assert registered.names() == ["redis", "rediss"]
     assert {registered.entry(name).distribution for name in registered} == {"plait-redis"}
     assert isinstance(registered.get("rediss")("rediss://h:1/0"), RedisCheckpointStore)
+
+
+async def test_retention_expires_a_whole_run_after_its_last_save(redis_url: str) -> None:
+    prefix = f"plait-test-{uuid.uuid4().hex}:"
+    url = _with_option(redis_url, f"prefix={prefix}&retention=2")
+    store = RedisCheckpointStore(url)
+    client = redis.asyncio.Redis.from_url(redis_url)
+    run_id = new_run_id("kept-for-a-while")
+    try:
+        first = make_checkpoint(run_id)
+        await store.save(first)
+        lease = await store.acquire_lease(run_id, ttl=60)
+        await client.expire(f"{prefix}cp:{first.checkpoint_id}", 60)  # as if saved long ago
+        second = make_checkpoint(run_id, 1, base_id=first.checkpoint_id)
+        await store.save(second, lease=lease)
+        # the second save renewed every key of the run, the base of its delta included
+        for key in (f"cp:{first.checkpoint_id}", f"cp:{second.checkpoint_id}", f"run:{run_id}"):
+            assert 0 < await client.ttl(prefix + key) <= 2, key
+        assert 0 < await client.ttl(f"{prefix}lease:{run_id}") <= 2
+        assert [info.run_id for info in await store.runs()] == [run_id]
+        await anyio.sleep(2.2)
+        assert await store.list(run_id) == []
+        assert await store.runs() == []
+        assert await client.zscore(f"{prefix}runs", run_id) is None  # the index forgot it
+    finally:
+        await store.aclose()
+        await _drop_prefix(redis_url, prefix)
+        await client.aclose()
+
+
+async def test_a_bad_retention_names_the_forms() -> None:
+    with pytest.raises(ValueError, match=r"retention in .*'a week' is not an age"):
+        RedisCheckpointStore("redis://127.0.0.1:1/0?retention=a week")

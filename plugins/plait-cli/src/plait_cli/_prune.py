@@ -9,7 +9,6 @@ running, or being resumed, right now is skipped and named. ``--dry-run`` says wh
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 
@@ -19,28 +18,12 @@ import click
 from plait.checkpoint import RunInfo, open_store
 from plait.errors import RunLeaseError
 from plait.leases import LeaseHolder
+from plait.stores import parse_age
 
-__all__ = ["PruneReport", "parse_age", "prune_command", "prune_runs"]
+__all__ = ["PruneReport", "prune_command", "prune_runs"]
 
-_AGE = re.compile(r"(\d+)([smhdw])")
-_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 #: How long pruning holds a run's lease: long enough to delete its checkpoints.
 _LEASE_TTL = 60.0
-
-
-def parse_age(text: str) -> float:
-    """``30m``, ``12h``, ``7d``, ``2w`` (or several: ``1d12h``) in seconds.
-
-    :raises ValueError: the text is not such a duration; the message shows the forms.
-    """
-    compact = text.strip().lower()
-    parts = _AGE.findall(compact)
-    if not compact or "".join(n + u for n, u in parts) != compact:
-        raise ValueError(
-            f"{text!r} is not an age: write a number and a unit, s, m, h, d or w "
-            "(30m, 12h, 7d, 1d12h)"
-        )
-    return float(sum(int(n) * _UNIT[u] for n, u in parts))
 
 
 @attrs.frozen

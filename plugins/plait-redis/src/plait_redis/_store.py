@@ -26,6 +26,11 @@ while its token is the lease's, in the same ``MULTI``/``EXEC``; taking a lease o
 changes the hash, so a stale writer's ``EXEC`` fails and it sees the new token. Lease
 hashes stay after release (tokens never repeat for a run).
 
+Retention: with ``?retention=SECONDS`` (or ``30m``, ``12h``, ``7d``, ``2w``) in the URL,
+every key of a run (its checkpoints, its sorted set, its lease) expires that long after the
+run's last save: each save renews them all in its transaction (one script, server-side),
+so a delta never outlives its base, and ``runs()`` drops a run whose keys are gone.
+
 Time bound: every call finishes within ``timeout`` seconds (default 30, ``?timeout=`` in
 the URL; it is also the socket timeout unless ``socket_timeout`` is set) or fails with
 :class:`~plait.errors.StoreUnavailableError`.
@@ -61,6 +66,7 @@ from plait.stores import (
     CheckpointStoreBase,
     duplicate_error,
     info_fields,
+    parse_age,
     redact_url,
     take_lease,
     where,
@@ -101,6 +107,13 @@ class RedisCheckpointStore(CheckpointStoreBase):
         except ValueError:
             raise ValueError(f"timeout in {redact_url(url)!r} must be seconds") from None
         options.setdefault("socket_timeout", str(self.timeout))
+        retention = options.pop("retention", None)
+        self.retention: int | None = None
+        if retention is not None:
+            try:
+                self.retention = max(int(parse_age(retention)), 1)
+            except ValueError as exc:
+                raise ValueError(f"retention in {redact_url(url)!r}: {exc}") from None
         if "decode_responses" in options:
             raise ValueError(
                 f"{redact_url(url)!r}: decode_responses cannot be set; checkpoints are bytes"
@@ -207,6 +220,15 @@ class RedisCheckpointStore(CheckpointStoreBase):
                     )
                     pipe.zadd(self._run_key(checkpoint.run_id), {checkpoint.checkpoint_id: seq})
                     pipe.zadd(self._runs_key(), {checkpoint.run_id: seq}, gt=True)
+                    if self.retention is not None:
+                        pipe.eval(
+                            _RENEW_RUN,
+                            2,
+                            self._run_key(checkpoint.run_id),
+                            lease_key,
+                            self.retention,
+                            self._cp_key(""),
+                        )
                     await pipe.execute()
                     return
                 except redis.exceptions.WatchError:
@@ -405,7 +427,9 @@ class RedisCheckpointStore(CheckpointStoreBase):
                 for index, run_id in enumerate(page):
                     info, data, last = stored[2 * index], stored[2 * index + 1], ends[2 * index + 1]
                     if data is None:
-                        continue  # no checkpoint left (deleted while we looked)
+                        # no checkpoint left: deleted while we looked, or expired
+                        await self._forget_if_empty(client, run_id)
+                        continue
                     checkpoint_id = _text(last[0])
                     latest = decode_checkpoint(
                         _bytes(data),
@@ -440,6 +464,17 @@ class RedisCheckpointStore(CheckpointStoreBase):
 
 #: Runs read per round trip when ``runs()`` has no limit.
 _RUNS_PAGE = 200
+#: Renew the retention of a run's keys: its sorted set, every checkpoint it lists, its
+#: lease (KEYS: the run's sorted set, its lease; ARGV: seconds, the checkpoint key prefix).
+_RENEW_RUN = """
+for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  redis.call('EXPIRE', ARGV[2] .. id, ARGV[1])
+end
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+redis.call('EXPIRE', KEYS[2], ARGV[1])
+return 0
+"""
+
 _FORGET_IF_EMPTY = """
 if redis.call('ZCARD', KEYS[1]) == 0 then redis.call('ZREM', KEYS[2], ARGV[1]) end
 return 0
