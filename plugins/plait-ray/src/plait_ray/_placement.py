@@ -17,6 +17,7 @@ executor's retry policy, exactly as it does a local failure.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import json
 import logging
@@ -27,6 +28,14 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
+
+# Ray's `uv run` integration (on by default) would start each worker of a cluster this
+# process starts through `uv run` in a new environment of its own: it packages the working
+# directory, builds every workspace member, and the worker then lacks Ray. Workers of a
+# local cluster run on this interpreter instead; Ray reads the setting once, when first
+# imported. RAY_ENABLE_UV_RUN_RUNTIME_ENV=1 in the environment keeps Ray's behaviour.
+os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+
 import ray
 import ray.exceptions
 from plait.remote import apply_result, encode_invocation, node_payload
@@ -37,6 +46,14 @@ from .errors import RayConnectError, WorkerLostError
 __all__ = ["RayPlacement", "configure", "placement"]
 
 _ActorClass: Any = None
+
+#: The thread that joins or starts Ray, the same for the life of the process. Ray starts a
+#: local cluster's processes (GCS, raylet) with a parent-death signal, which Linux sends
+#: when the *thread* that started them ends: started from a worker thread of the event
+#: loop, the cluster died with that thread once the run was over, and the next call into
+#: Ray hung for a minute on a GCS that was gone. The event loop does not block meanwhile:
+#: a worker thread waits for this one.
+_CONNECTOR = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="plait-ray")
 
 
 def _actor_class() -> Any:
@@ -179,7 +196,8 @@ class RayPlacement:
             or not ray.is_initialized()
             or ray.get_runtime_context().get_job_id() != self._session
         ):
-            await anyio.to_thread.run_sync(self.connect)  # once per Ray session
+            # once per Ray session, on the connecting thread (see _CONNECTOR)
+            await anyio.to_thread.run_sync(lambda: _CONNECTOR.submit(self.connect).result())
         key, node = _node(graph, executor_id)
         invocation = json.dumps(encode_invocation(executor_id, message, ctx))
         slot = self._assigned.get(key)
