@@ -292,6 +292,39 @@ workflow:
     ]
 
 
+async def test_nested_parallel_branches_all_start_in_the_same_superstep() -> None:
+    """Seed 002: ``generator`` runs in parallel with the inner block. Three branches, one
+    of them in the nested block, each wait until all three have started: with a superstep
+    per nesting level they would wait forever."""
+    started = {name: anyio.Event() for name in ("generator", "researcher", "summarizer")}
+
+    def agent(name: str) -> Any:
+        async def run(prompt: str) -> str:
+            started[name].set()
+            for event in started.values():
+                await event.wait()
+            return name
+
+        return run
+
+    executors = {name: agent(name) for name in started}
+    executors["publisher"] = Agents("publisher").executors["publisher"]
+    workflow = plait.load(NESTED, format="steps", executors=executors)
+    steps: list[tuple[int, list[str]]] = []
+    with anyio.fail_after(10):
+        async for event in workflow.stream("topic"):
+            if isinstance(event, plait.events.SuperstepStarted):
+                steps.append((event.superstep, sorted(event.executor_ids)))
+    # the fork, then every branch's first step at once, then the inner and outer joins
+    assert steps == [
+        (1, ["outer"]),
+        (2, ["step-2", "step-4", "step-5"]),
+        (3, ["inner/join"]),
+        (4, ["outer/join"]),
+        (5, ["step-6"]),
+    ]
+
+
 async def test_a_failing_parallel_branch_fails_the_workflow_and_nothing_after_runs() -> None:
     agents = Agents("generator", "publisher")
 

@@ -2,7 +2,9 @@
 
 Each agent/executor step is one node (its id is the step id); a condition is a node and a
 ``switch`` edge group on its result; a parallel block is a fork node, a ``fan_out`` to its
-children, a ``fan_in`` (merge ``list``, when ``all``) and a join node ``<id>/join``. A
+children, a ``fan_in`` (merge ``list``, when ``all``) and a join node ``<id>/join``; a
+parallel block inside another has no fork of its own: the outer fork's ``fan_out`` reaches
+its branches too, so every branch starts in the same superstep. A
 ``goto`` is an edge back to the step it names. Edge group ids are the builder's
 (``direct:a->b``, ``fan_out:p->a,b``, ``fan_in:a,b->p/join``, ``switch:c->x,y``).
 
@@ -398,14 +400,29 @@ class _Compiler:
         return step.id
 
     def parallel(self, step: Step, cont: Cont, scope: _Scope) -> str:
+        """A parallel block: one fork node whose fan-out reaches the first step of every
+        branch, nested parallel blocks included, so every branch at any depth starts in
+        the superstep after the fork (seed 002: "generator runs in parallel with the inner
+        block"); each block still ends in its own join."""
+        nested = [s.id for s in _nested_parallels(step)]
+        config: dict[str, Any] = {"step": step.id, "limit": self.doc.loop_limit}
+        if nested:
+            config["nested"] = nested
+        self.nodes.append(NodeSpec(step.id, kind="steps.fork", config=config))
+        entries = self._block(step, cont, scope)
+        if len(entries) == 1:
+            self.group("direct", [step.id], entries)
+        elif entries:
+            self.group("fan_out", [step.id], entries)
+        return step.id
+
+    def _block(self, step: Step, cont: Cont, scope: _Scope) -> list[str]:
+        """The branches and the join of parallel block ``step``; the first steps of its
+        branches (of a nested block's branches, for a branch that is a parallel block)."""
         join = f"{step.id}/join"
-        self.nodes.append(
-            NodeSpec(
-                step.id, kind="steps.fork", config={"step": step.id, "limit": self.doc.loop_limit}
-            )
-        )
         child_scope = _Scope({}, f"{scope.prefix}{step.id}/", step.retry or scope.retry, False)
-        entries, sources = [], []
+        entries: list[str] = []
+        sources: list[str] = []
         members: dict[str, list[str]] = {}
         for child in step.steps:
             if child.type == "goto":
@@ -417,16 +434,16 @@ class _Compiler:
                 entries.append(self.step(child, ("node", end), child_scope))
                 self.nodes.append(NodeSpec(end, kind="steps.pass"))
                 sources.append(end)
+            elif child.type == "parallel":
+                inner = self._block(child, OPEN, child_scope)
+                if inner:
+                    entries.extend(inner)
+                    sources.append(f"{child.id}/join")
             else:
                 entries.append(self.step(child, OPEN, child_scope))
-                exits = {"parallel": f"{child.id}/join", "foreach": f"{child.id}/gather"}
-                sources.append(exits.get(child.type, child.id))
+                sources.append(f"{child.id}/gather" if child.type == "foreach" else child.id)
         if not entries:
-            return step.id
-        if len(entries) == 1:
-            self.group("direct", [step.id], entries)
-        else:
-            self.group("fan_out", [step.id], entries)
+            return []
         self.group("fan_in", sources, [join], {"merge": "list", "when": "all"})
         config = {
             "step": step.id,
@@ -436,7 +453,18 @@ class _Compiler:
         }
         self.nodes.append(NodeSpec(join, kind="steps.join", config=config))
         self.connect(join, cont)
-        return step.id
+        return entries
+
+
+def _nested_parallels(step: Step) -> list[Step]:
+    """The parallel blocks that are branches of ``step`` (a parallel block), at any depth
+    of parallel-in-parallel: their forks are ``step``'s own."""
+    found: list[Step] = []
+    for child in step.steps:
+        if child.type == "parallel":
+            found.append(child)
+            found.extend(_nested_parallels(child))
+    return found
 
 
 def _at(y: Y) -> list[int]:

@@ -297,10 +297,14 @@ class ForkExecutor(_StepNode):
         super().__init__(id)
         self.step: str = config["step"]
         self.limit: int = config["limit"]
+        self.nested: list[str] = list(config.get("nested") or ())
 
     @handler
     async def fork(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
-        await ctx.send_message(_bump(sc.start(message), self.step, self.limit, ctx))
+        state = _bump(sc.start(message), self.step, self.limit, ctx)
+        for step in self.nested:  # the nested blocks this fork starts too
+            state = _bump(state, step, self.limit, ctx)
+        await ctx.send_message(state)
 
 
 class JoinExecutor(_StepNode):
@@ -650,9 +654,10 @@ class _NoConfigCheck(_Kind):
 
 
 class ForkKind(_NoConfigCheck):
-    """``steps.fork``: ``{step, limit}``."""
+    """``steps.fork``: ``{step, limit, nested?}``."""
 
     required = _STEP
+    optional = {"nested": list}
 
     def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
         return ForkExecutor(ctx.node_id, config=config)
