@@ -310,3 +310,51 @@ def test_an_unknown_demo_model_is_refused_when_the_workflow_is_built(
     monkeypatch.setenv("PLAIT_DEMO_MODEL", "demo-tersee")
     with pytest.raises(PlaitError, match="demo-tersee"):
         demo_module.workflow()
+
+
+def test_the_demo_page_shows_what_the_demo_prints_today(tmp_path: Path) -> None:
+    """docs/demo.md's sample output is this repository's docs as the demo reviews them now:
+    the pages, broken links and revised summaries it reports, and the supersteps it takes.
+    Timings, run ids and which supersteps the progress lines catch vary; the rest may not
+    drift (update the page's console block when this fails)."""
+    result = plait(tmp_path, "run", TARGET, str(ROOT / "docs"), "--allow-imports")
+    assert result.returncode == 0, result.stderr
+    page = (ROOT / "docs" / "demo.md").read_text()
+    (shown,) = re.findall(r"```console\n\$ plait run docs/examples/demo/.*?\n(.*?)```", page, re.S)
+    reviewed = re.compile(r"^reviewed (\d+) pages of \S+: (.*)$", re.M)
+    summary = re.compile(r"^run \w+: (idle, \d+ superstep\(s\), \d+ output\(s\)) in \d+ ms$", re.M)
+    actual = (reviewed.findall(result.stdout), summary.findall(result.stderr))
+    documented = (reviewed.findall(shown), summary.findall(shown))
+    assert actual[0] and actual[1], (result.stdout, result.stderr)
+    assert documented == actual, f"docs/demo.md shows {documented}; the demo prints {actual}"
+
+
+def test_the_demo_page_shows_what_kill_and_resume_prints_today(tmp_path: Path) -> None:
+    """docs/demo.md's kill-and-resume sample, as it runs today over this repository's docs:
+    what the resumed run reports and the supersteps it goes through after the kill."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PLAIT_"))}
+    result = subprocess.run(
+        [sys.executable, str(DEMO / "kill_and_resume.py"), str(ROOT / "docs")],
+        cwd=tmp_path,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    page = (ROOT / "docs" / "demo.md").read_text()
+    (shown,) = re.findall(
+        r"```console\n\$ python docs/examples/demo/kill_and_resume.py\n(.*?)```", page, re.S
+    )
+    lines = re.compile(
+        r"^(?:reviewed \d+ pages of \S+: .*|  superstep \d+: .*|  run \w+: (idle, \d+ supersteps))$",
+        re.M,
+    )
+
+    def deterministic(text: str) -> list[str]:
+        return [
+            re.sub(r"^  run \w+", "  run", re.sub(r"pages of \S+:", "pages of DOCS:", m.group(0)))
+            for m in lines.finditer(text)
+        ]
+
+    assert deterministic(shown) == deterministic(result.stdout), result.stdout
