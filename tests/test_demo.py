@@ -347,7 +347,7 @@ def test_the_demo_page_shows_what_kill_and_resume_prints_today(tmp_path: Path) -
         r"```console\n\$ python docs/examples/demo/kill_and_resume.py\n(.*?)```", page, re.S
     )
     lines = re.compile(
-        r"^(?:reviewed \d+ pages of \S+: .*|  superstep \d+: .*|  run \w+: (idle, \d+ supersteps))$",
+        r"^(?:reviewed \d+ pages of \S+: .*|  superstep \d+: .*|  run \w+: idle, \d+ supersteps)$",
         re.M,
     )
 
@@ -357,4 +357,13 @@ def test_the_demo_page_shows_what_kill_and_resume_prints_today(tmp_path: Path) -
             for m in lines.finditer(text)
         ]
 
-    assert deterministic(shown) == deterministic(result.stdout), result.stdout
+    documented, actual = deterministic(shown), deterministic(result.stdout)
+    steps = [line for line in actual if line.startswith("  superstep")]
+    assert steps, result.stdout
+    # the kill lands after superstep 7 is checkpointed; on a busy machine the run may have
+    # checkpointed one more first, and then resumes a superstep later: a suffix of the page's
+    doc_steps = [line for line in documented if line.startswith("  superstep")]
+    assert doc_steps[len(doc_steps) - len(steps) :] == steps, result.stdout
+    assert [x for x in documented if x not in doc_steps] == [x for x in actual if x not in steps], (
+        result.stdout
+    )
