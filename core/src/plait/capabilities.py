@@ -1,0 +1,439 @@
+"""Capabilities: what a workflow document may make Plait do, and what its caller grants.
+
+A workflow file is untrusted input, and a file that can run a program is code. So every
+executor kind declares the capabilities a node of its kind needs, as data on the kind
+(``capabilities``): a collection of :class:`Capability`, or a function of the node's config
+(and its :class:`~plait.kinds.KindContext`) giving them — the ``http`` kind needs
+``network=<the URL's host>``, a nested workflow needs what its nodes need. Kinds that do
+nothing but compute (a router's join, a pass-through step) declare none.
+
+======================  ======================================================
+capability              what it lets a document do
+======================  ======================================================
+``imports``             import Python code it names (``python`` kind, ``ref``)
+``subprocess``          start programs (``shell`` kind)
+``network[=HOST]``      send requests (to HOST; no HOST: to any host)
+``filesystem[=PATH]``   read or write files (below PATH; no PATH: anywhere)
+``documents[=PATH]``    read further workflow documents it names
+``kind=NAME``           use kind NAME, which declares no capabilities
+======================  ======================================================
+
+A document needs the union of its nodes' capabilities (nested workflows included), and a
+:func:`plait.load` of it is refused before anything runs — before any code is imported or
+any node built — unless the caller grants each one (``allow=`` in Python; ``--allow``,
+``--allow-imports`` and ``--trust`` on the command line). Nothing is granted by default:
+a document may then use only the executors its caller passes and the pure kinds.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, Union
+
+import attrs
+
+from .errors import ConfigError, DocumentError, LoadError, PlaitError, SourcePosition
+from .kinds import KindContext
+
+__all__ = [
+    "CAPABILITY_NAMES",
+    "IMPORTS",
+    "SUBPROCESS",
+    "AllowSpec",
+    "Capability",
+    "CapabilityError",
+    "Grants",
+    "Need",
+    "check_granted",
+    "documents",
+    "filesystem",
+    "kind_capabilities",
+    "needs",
+    "network",
+]
+
+#: Every capability name, in the order they are listed.
+CAPABILITY_NAMES = ("imports", "subprocess", "network", "filesystem", "documents", "kind")
+_SCOPED = {"network": "HOST", "filesystem": "PATH", "documents": "PATH", "kind": "NAME"}
+_UNSCOPED = frozenset({"imports", "subprocess"})
+
+
+def _check_name(instance: Any, attribute: Any, value: str) -> None:
+    if value not in CAPABILITY_NAMES:
+        raise ValueError(
+            f"unknown capability {value!r}; capabilities are: {', '.join(CAPABILITY_NAMES)}"
+        )
+
+
+@attrs.frozen
+class Capability:
+    """One thing a document may make Plait do: a ``name`` and, for ``network``,
+    ``filesystem``, ``documents`` and ``kind``, a ``scope`` (a host, a path, a kind name;
+    ``None``: any). Hashable and ordered; ``str()`` is its flag form
+    (``network=api.example.com``), which :meth:`parse` reads back.
+
+    .. versionadded:: 0.1
+    """
+
+    name: str = attrs.field(validator=_check_name)
+    scope: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.scope is not None and self.name in _UNSCOPED:
+            raise ValueError(f"capability {self.name!r} takes no scope (got {self.scope!r})")
+        if self.name == "kind" and not self.scope:
+            raise ValueError("capability 'kind' needs a kind name: kind=NAME")
+        if self.scope == "":
+            raise ValueError(f"capability {self.name!r} has an empty scope; leave out '='")
+
+    def __str__(self) -> str:
+        return self.name if self.scope is None else f"{self.name}={self.scope}"
+
+    def __lt__(self, other: Capability) -> bool:
+        """Ordered as :data:`CAPABILITY_NAMES` lists them, then by scope (any first)."""
+        if not isinstance(other, Capability):
+            return NotImplemented
+        return self._key() < other._key()
+
+    def _key(self) -> tuple[int, str, str]:
+        return (
+            CAPABILITY_NAMES.index(self.name),
+            "" if self.scope is None else "=",
+            self.scope or "",
+        )
+
+    @classmethod
+    def parse(cls, text: str) -> Capability:
+        """The capability written ``name`` or ``name=scope`` (``network=127.0.0.1``).
+
+        :raises ValueError: an unknown name, a scope where none is taken, an empty scope.
+        """
+        name, sep, scope = text.strip().partition("=")
+        name = name.strip()
+        if name == "network" and sep:
+            scope = scope.strip().lower()
+        return cls(name, scope.strip() if sep else None)
+
+    def covers(self, needed: Capability) -> bool:
+        """Whether granting this capability grants ``needed``: the same name, and no scope
+        (any), the same host (ignoring case), or a path at or below this one."""
+        if self.name != needed.name:
+            return False
+        if self.scope is None:
+            return True
+        if needed.scope is None:
+            return False
+        if self.name == "network":
+            return self.scope.lower() == needed.scope.lower()
+        if self.name in ("filesystem", "documents"):
+            return _within(needed.scope, self.scope)
+        return self.scope == needed.scope
+
+
+def _within(path: str, root: str) -> bool:
+    import posixpath
+
+    path, root = posixpath.normpath(path), posixpath.normpath(root)
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+#: ``imports``: import Python code the document names.
+IMPORTS = Capability("imports")
+#: ``subprocess``: start programs.
+SUBPROCESS = Capability("subprocess")
+
+
+def network(host: str | None = None) -> Capability:
+    """``network=host`` (``None``: any host); the host is compared without case."""
+    return Capability("network", host.lower() if host else None)
+
+
+def filesystem(path: str | None = None) -> Capability:
+    """``filesystem=path`` (``None``: anywhere)."""
+    return Capability("filesystem", path or None)
+
+
+def documents(path: str | None = None) -> Capability:
+    """``documents=path``: read the workflow document at ``path`` (``None``: any)."""
+    return Capability("documents", path or None)
+
+
+#: What ``allow=`` accepts: ``None`` (nothing), ``"all"`` or ``True`` (everything), a
+#: comma-separated string (``"subprocess,network=api.example.com"``), capabilities or their
+#: strings, or :class:`Grants`.
+AllowSpec = Union[None, bool, str, Iterable[str | Capability], "Grants"]
+
+
+@attrs.frozen
+class Grants:
+    """What the caller grants a document: some capabilities, or ``everything`` but the
+    capabilities named in ``withheld``.
+
+    .. versionadded:: 0.1
+    """
+
+    capabilities: frozenset[Capability] = frozenset()
+    everything: bool = False
+    withheld: frozenset[str] = frozenset()
+
+    @classmethod
+    def to_build(cls, *, allow_imports: bool = False) -> Grants:
+        """What building a workflow without running it needs (``plait validate``, ``plait
+        graph``): every capability but ``imports`` (an import runs code), unless
+        ``allow_imports``."""
+        return cls(
+            everything=True, withheld=frozenset() if allow_imports else frozenset({"imports"})
+        )
+
+    @classmethod
+    def of(cls, allow: AllowSpec, *, allow_imports: bool = False) -> Grants:
+        """The grants ``allow`` (see :data:`AllowSpec`) names, plus ``imports`` when
+        ``allow_imports``.
+
+        :raises ValueError: naming a capability that does not exist.
+        """
+        if isinstance(allow, Grants):
+            grants = allow
+        elif allow is None or allow is False:
+            grants = cls()
+        elif allow is True or (isinstance(allow, str) and allow.strip() == "all"):
+            grants = cls(everything=True)
+        else:
+            items = allow.split(",") if isinstance(allow, str) else list(allow)
+            found = set()
+            for item in items:
+                if isinstance(item, Capability):
+                    found.add(item)
+                elif isinstance(item, str):
+                    if item.strip():
+                        found.add(Capability.parse(item))
+                else:
+                    raise TypeError(
+                        f"allow= takes capability names or Capability objects, got {item!r}"
+                    )
+            grants = cls(frozenset(found))
+        if allow_imports and not grants.covers(IMPORTS):
+            grants = attrs.evolve(grants, capabilities=grants.capabilities | {IMPORTS})
+        return grants
+
+    def covers(self, needed: Capability) -> bool:
+        """Whether ``needed`` is granted."""
+        if self.everything and needed.name not in self.withheld:
+            return True
+        return any(g.covers(needed) for g in self.capabilities)
+
+    def __str__(self) -> str:
+        if self.everything:
+            return "all" + "".join(f" but {name}" for name in sorted(self.withheld))
+        return ",".join(str(c) for c in sorted(self.capabilities)) or "none"
+
+
+@attrs.frozen
+class Need:
+    """One capability one node needs: the ``node_id`` and its ``kind`` (``edge group`` for
+    an edge group's code), and where the node is in its document.
+
+    .. versionadded:: 0.1
+    """
+
+    capability: Capability
+    node_id: str
+    kind: str
+    position: SourcePosition = attrs.field(eq=False)
+
+
+_UNDECLARED = object()
+_Declared = Callable[[Mapping[str, Any], KindContext], Iterable[Capability]]
+
+
+def kind_capabilities(
+    kind_name: str, config: Mapping[str, Any], ctx: KindContext
+) -> frozenset[Capability]:
+    """What a node of ``kind_name`` with ``config`` needs, by the kind's declaration (its
+    ``capabilities``: a collection, or a function of ``(config, ctx)``). A kind that
+    declares nothing needs ``kind=<its name>``; a kind nobody registered needs nothing
+    here (building the node fails with its own error). For kinds that nest workflows."""
+    manager = ctx.manager
+    if manager is None:
+        from .plugins import get_plugin_manager
+
+        manager = get_plugin_manager()
+    kinds = manager.registry("executor_kind")
+    if kind_name not in kinds:
+        return frozenset()
+    declared: Any = getattr(kinds.get(kind_name), "capabilities", _UNDECLARED)
+    if declared is _UNDECLARED:
+        return frozenset({Capability("kind", kind_name)})
+    found = declared(config, ctx) if callable(declared) else declared
+    result = frozenset(found)
+    for capability in result:
+        if not isinstance(capability, Capability):
+            raise TypeError(
+                f"executor kind {kind_name!r} declares {capability!r} as a capability; "
+                "declare plait.capabilities.Capability objects"
+            )
+    return result
+
+
+def _bound(node: Any, executors: Mapping[str, Any], kinds: Any) -> bool:
+    """Whether the node is the caller's own executor (as :mod:`plait.rebuild` binds it)."""
+    if node.kind != "python" and node.kind in kinds:
+        return False
+    return node.id in executors or (node.uses is not None and node.uses in executors)
+
+
+def _position(config: Mapping[str, Any], path: str, source: str | None) -> SourcePosition:
+    # front-ends record where a node came from as ``at: [line, column]`` in its config
+    at = config.get("at")
+    if (
+        isinstance(at, Sequence)
+        and len(at) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in at)
+    ):
+        return SourcePosition(source=source, line=at[0], column=at[1], path=path)
+    return SourcePosition(source=source, path=path)
+
+
+def _names_code(value: Any, depth: int = 0) -> bool:
+    """Whether router options hold ``{"ref": ...}`` (code to import)."""
+    if depth > 16:
+        return False
+    if isinstance(value, Mapping):
+        if "ref" in value:
+            return True
+        return any(_names_code(v, depth + 1) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_names_code(v, depth + 1) for v in value)
+    return False
+
+
+def needs(
+    spec: Any,
+    *,
+    executors: Mapping[str, Any] | None = None,
+    manager: Any = None,
+    source: str | None = None,
+) -> list[Need]:
+    """Every capability each node of ``spec`` (a :class:`~plait.spec.WorkflowSpec`) needs,
+    in node order, then the edge groups that name code. Nodes bound to the caller's
+    ``executors`` need nothing.
+
+    .. versionadded:: 0.1
+    """
+    if manager is None:
+        from .plugins import get_plugin_manager
+
+        manager = get_plugin_manager()
+    executors = executors or {}
+    kinds = manager.registry("executor_kind")
+    found: list[Need] = []
+    for index, node in enumerate(spec.nodes):
+        if _bound(node, executors, kinds):
+            continue
+        ctx = KindContext(
+            node_id=node.id,
+            allow_imports=False,
+            executors=executors,
+            manager=manager,
+            source=source,
+        )
+        path = f"/nodes/{index}"
+        try:
+            capabilities = kind_capabilities(node.kind, node.config, ctx)
+        except (TypeError, ValueError, KeyError) as exc:  # a kind's declaration failed
+            reason = f"node {node.id!r}: cannot tell what its kind {node.kind!r} needs: {exc}"
+            where = SourcePosition(source=source, path=path)
+            raise LoadError([ConfigError(reason, where)], source=source) from exc
+        position = _position(node.config, path, source)
+        for capability in sorted(capabilities):
+            found.append(Need(capability, node.id, node.kind, position))
+    for index, group in enumerate(spec.edge_groups):
+        if _names_code(group.options):
+            where = SourcePosition(source=source, path=f"/edge_groups/{index}")
+            found.append(Need(IMPORTS, group.id, "edge group", where))
+    return found
+
+
+Flags = Literal["python", "cli"]
+
+
+def grant_text(capabilities: Iterable[Capability], flags: Flags) -> str:
+    """How to grant ``capabilities``: ``--allow-imports --allow subprocess`` on the command
+    line, ``allow=['imports', 'subprocess']`` in Python."""
+    wanted = sorted(set(capabilities))
+    if flags == "python":
+        return f"allow={[str(c) for c in wanted]!r}"
+    words = ["--allow-imports"] if IMPORTS in wanted else []
+    rest = [str(c) for c in wanted if c != IMPORTS]
+    if rest:
+        words.append(f"--allow {','.join(rest)}")
+    return " ".join(words)
+
+
+class CapabilityError(LoadError):
+    """A document needs capabilities its caller did not grant. ``missing`` holds each
+    :class:`Need` not granted; each problem names the node, its kind, its position, the
+    capability and the flag (or ``allow=``) that grants it.
+
+    .. versionadded:: 0.1
+    """
+
+    def __init__(
+        self,
+        missing: Sequence[Need],
+        *,
+        source: str | None = None,
+        flags: Flags = "python",
+        granted: Grants | None = None,
+    ) -> None:
+        self.missing = list(missing)
+        self.flags: Flags = flags
+        self.granted = granted if granted is not None else Grants()
+        problems: list[PlaitError] = []
+        for need in self.missing:
+            if need.kind == "edge group":
+                what = f"edge group {need.node_id!r} names code to import and"
+            else:
+                what = f"node {need.node_id!r} (kind {need.kind})"
+            problems.append(
+                DocumentError(
+                    f"{what} needs {need.capability}, which is not granted; "
+                    f"grant it with {grant_text([need.capability], flags)}",
+                    need.position,
+                )
+            )
+        super().__init__(problems, source=source)
+        everything = "--trust" if flags == "cli" else "allow='all'"
+        hint = (
+            f"\nGranted: {self.granted}. If you trust this document, grant what it needs: "
+            f"{grant_text([n.capability for n in self.missing], flags)} "
+            f"(or {everything} for every capability)"
+        )
+        PlaitError.__init__(self, f"{self.args[0]}{hint}")
+
+    def for_cli(self) -> CapabilityError:
+        """The same error, naming the command line's flags."""
+        return CapabilityError(self.missing, source=self.source, flags="cli", granted=self.granted)
+
+
+def check_granted(
+    spec: Any,
+    grants: Grants,
+    *,
+    executors: Mapping[str, Any] | None = None,
+    manager: Any = None,
+    source: str | None = None,
+) -> list[Need]:
+    """Every :class:`Need` of ``spec`` (see :func:`needs`), once all are granted.
+
+    :raises CapabilityError: listing each one ``grants`` does not cover.
+
+    .. versionadded:: 0.1
+    """
+    found = needs(spec, executors=executors, manager=manager, source=source)
+    missing = [n for n in found if not grants.covers(n.capability)]
+    if missing:
+        raise CapabilityError(missing, source=source, granted=grants)
+    return found
