@@ -29,7 +29,7 @@ a document may then use only the executors its caller passes and the pure kinds.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, Union
 
 import attrs
@@ -201,18 +201,12 @@ class Grants:
         elif allow is True or (isinstance(allow, str) and allow.strip() == "all"):
             grants = cls(everything=True)
         else:
-            items = allow.split(",") if isinstance(allow, str) else list(allow)
-            found = set()
+            given = allow.split(",") if isinstance(allow, str) else allow
+            items = [i for i in given if not (isinstance(i, str) and not i.strip())]
             for item in items:
-                if isinstance(item, Capability):
-                    found.add(item)
-                elif isinstance(item, str):
-                    if item.strip():
-                        found.add(Capability.parse(item))
-                else:
-                    raise TypeError(
-                        f"allow= takes capability names or Capability objects, got {item!r}"
-                    )
+                if not isinstance(item, (str, Capability)):
+                    raise TypeError(f"allow= takes capability names or Capabilities: {item!r}")
+            found = {c if isinstance(c, Capability) else Capability.parse(c) for c in items}
             grants = cls(frozenset(found))
         if allow_imports and not grants.covers(IMPORTS):
             grants = attrs.evolve(grants, capabilities=grants.capabilities | {IMPORTS})
@@ -245,7 +239,6 @@ class Need:
 
 
 _UNDECLARED = object()
-_Declared = Callable[[Mapping[str, Any], KindContext], Iterable[Capability]]
 
 
 def kind_capabilities(
@@ -287,26 +280,19 @@ def _bound(node: Any, executors: Mapping[str, Any], kinds: Any) -> bool:
 def _position(config: Mapping[str, Any], path: str, source: str | None) -> SourcePosition:
     # front-ends record where a node came from as ``at: [line, column]`` in its config
     at = config.get("at")
-    if (
-        isinstance(at, Sequence)
-        and len(at) == 2
-        and all(isinstance(v, int) and not isinstance(v, bool) for v in at)
-    ):
+    if isinstance(at, Sequence) and len(at) == 2 and all(type(v) is int for v in at):
         return SourcePosition(source=source, line=at[0], column=at[1], path=path)
     return SourcePosition(source=source, path=path)
 
 
 def _names_code(value: Any, depth: int = 0) -> bool:
     """Whether router options hold ``{"ref": ...}`` (code to import)."""
-    if depth > 16:
+    if isinstance(value, Mapping) and "ref" in value:
+        return True
+    items = value.values() if isinstance(value, Mapping) else value
+    if depth > 16 or not isinstance(value, (Mapping, list, tuple)):
         return False
-    if isinstance(value, Mapping):
-        if "ref" in value:
-            return True
-        return any(_names_code(v, depth + 1) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_names_code(v, depth + 1) for v in value)
-    return False
+    return any(_names_code(v, depth + 1) for v in items)
 
 
 def needs(
@@ -332,13 +318,7 @@ def needs(
     for index, node in enumerate(spec.nodes):
         if _bound(node, executors, kinds):
             continue
-        ctx = KindContext(
-            node_id=node.id,
-            allow_imports=False,
-            executors=executors,
-            manager=manager,
-            source=source,
-        )
+        ctx = KindContext(node_id=node.id, executors=executors, manager=manager, source=source)
         path = f"/nodes/{index}"
         try:
             capabilities = kind_capabilities(node.kind, node.config, ctx)
