@@ -82,6 +82,12 @@ def server() -> Iterator[tuple[int, list[str]]]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             seen.append(self.path)
+            if self.path == "/redirect":  # to a path the file did not name
+                self.send_response(302)
+                self.send_header("Location", "/admin/delete-everything")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             body = b"deleted"
             self.send_response(200)
             self.send_header("Content-Type", "text/plain")
@@ -178,6 +184,13 @@ def test_an_http_step_reaches_only_a_granted_host(
     assert granted.exit_code == 0, granted.stderr
     assert granted.stdout.strip() == "deleted"
     assert seen == ["/admin/delete-everything"]
+    # a granted host's redirect is not followed: the request goes nowhere else
+    (tmp_path / "call.yaml").write_text(
+        HTTP.format(port=port).replace("/admin/delete-everything", "/redirect")
+    )
+    redirected = plait_cli("run", "call.yaml", "--allow", "network=127.0.0.1")
+    assert redirected.exit_code == 1 and "answered 302" in redirected.stderr
+    assert seen == ["/admin/delete-everything", "/redirect"]
 
 
 def test_validate_prints_what_a_file_needs_and_runs_nothing(
