@@ -20,7 +20,8 @@ from typing import Any
 import plait
 import pytest
 from click.testing import CliRunner, Result
-from plait.capabilities import CapabilityError, Grants, check_granted, needs
+from plait.capabilities import needs
+from plait.grants import CapabilityError, Grants, check_granted
 from plait_cli import make_cli
 
 SHELL = """\

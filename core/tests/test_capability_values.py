@@ -10,11 +10,11 @@ from plait.capabilities import (
     IMPORTS,
     SUBPROCESS,
     Capability,
-    Grants,
     filesystem,
     needs,
     network,
 )
+from plait.grants import Grants
 
 
 def test_a_capability_reads_back_from_its_flag_form_and_is_hashable() -> None:

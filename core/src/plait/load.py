@@ -31,7 +31,7 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from .capabilities import AllowSpec
+    from .grants import AllowSpec
     from .spec import WorkflowSpec
     from .workflow import Workflow
 
@@ -217,7 +217,8 @@ def load(
     :param allow_imports: whether the document may name Python code to import (``python``
         executor kind, ``{"ref": ...}`` conditions): the ``imports`` capability. Off by
         default: a workflow file is untrusted input.
-    :param allow: the capabilities the document may use (:mod:`plait.capabilities`):
+    :param allow: the capabilities the document may use (:mod:`plait.capabilities`,
+        :mod:`plait.grants`):
         ``"subprocess,network=api.example.com"``, a list of them, or ``"all"``. Nothing by
         default, so a document may use only the ``executors`` passed and the pure kinds.
     :param options: options for the loader (``merge="concat_newline"`` for a flow …).
@@ -228,7 +229,8 @@ def load(
     .. versionadded:: 0.1
     .. versionchanged:: 0.1 ``allow`` (capabilities).
     """
-    from .capabilities import IMPORTS, Grants, check_granted
+    from .capabilities import IMPORTS
+    from .grants import Grants, check_granted
     from .workflow import Workflow
 
     if plugin_manager is None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import plait
 import pytest
-from plait.capabilities import CapabilityError
 from plait.errors import LoadError
+from plait.grants import CapabilityError
 
 pytestmark = pytest.mark.anyio
 

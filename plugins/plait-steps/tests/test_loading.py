@@ -11,8 +11,8 @@ import plait
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from plait.capabilities import CapabilityError
 from plait.errors import LoadError, PlaitError
+from plait.grants import CapabilityError
 from plait.load import load_spec
 
 VALID = """

@@ -62,7 +62,7 @@ def grant_options(imports_help: str) -> Callable[[F], F]:
 
 def grants_from(allow: Sequence[str], trust: bool, allow_imports: bool) -> Any:
     """The :class:`plait.capabilities.Grants` the options name."""
-    from plait.capabilities import Grants
+    from plait.grants import Grants
 
     return Grants.of(True if trust else list(allow), allow_imports=allow_imports)
 

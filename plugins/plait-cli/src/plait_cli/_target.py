@@ -78,7 +78,7 @@ def load_target(target: str, *, allow_imports: bool = False, allow: Any = None) 
         folder = str(document.resolve().parent)
         if allow_imports and folder not in sys.path:  # its code, beside it (as for file.py:attr)
             sys.path.insert(0, folder)
-        from plait.capabilities import CapabilityError
+        from plait.grants import CapabilityError
 
         try:
             return plait.load(document, allow_imports=allow_imports, allow=allow)

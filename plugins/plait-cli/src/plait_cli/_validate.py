@@ -35,7 +35,8 @@ def validate_file(path: Path, *, allow_imports: bool = False) -> tuple[bool, lis
     to run, or a header line and one block per problem (its position first, then the
     offending line and a caret)."""
     import plait
-    from plait.capabilities import CapabilityError, Grants, grant_text, needs
+    from plait.capabilities import needs
+    from plait.grants import CapabilityError, Grants, grant_text
 
     name = str(path)
     folder = str(path.resolve().parent)
