@@ -123,8 +123,8 @@ def test_a_shell_step_without_a_grant_is_refused_and_runs_nothing(
     assert not (tmp_path / "PWNED").exists()
     # the node, its line:column in the file, the capability and the exact flag
     assert (
-        "pwn.yaml:4:7 at /nodes/0: node 'pwn' (kind steps.executor) needs subprocess, which "
-        "is not granted; grant it with --allow subprocess"
+        "pwn.yaml:4:7 at /nodes/0: node 'pwn' (kind shell, in steps.executor) needs subprocess, "
+        "which is not granted; grant it with --allow subprocess"
     ) in refused.stderr
     assert "(or --trust for every capability)" in refused.stderr
     granted = plait_cli("run", "pwn.yaml", "--allow", "subprocess")
@@ -154,7 +154,7 @@ def test_nothing_is_imported_before_every_capability_is_granted(
     monkeypatch.syspath_prepend(str(tmp_path))
     refused = plait_cli("run", "both.yaml", "--allow-imports")
     assert refused.exit_code == 1
-    assert "node 'pwn' (kind steps.executor) needs subprocess" in refused.stderr
+    assert "node 'pwn' (kind shell, in steps.executor) needs subprocess" in refused.stderr
     assert "needs imports" not in refused.stderr  # --allow-imports granted that one
     assert not (tmp_path / "IMPORTED").exists() and not (tmp_path / "PWNED").exists()
     done = plait_cli("run", "both.yaml", "--allow-imports", "--allow", "subprocess")
@@ -174,7 +174,7 @@ def test_an_http_step_reaches_only_a_granted_host(
     refused = plait_cli("run", "call.yaml")
     assert refused.exit_code == 1
     assert (
-        "node 'call' (kind steps.executor) needs network=127.0.0.1, which is not granted; "
+        "node 'call' (kind http, in steps.executor) needs network=127.0.0.1, which is not granted; "
         "grant it with --allow network=127.0.0.1"
     ) in refused.stderr
     elsewhere = plait_cli("run", "call.yaml", "--allow", "network=api.example.com,subprocess")
@@ -207,7 +207,8 @@ def test_validate_prints_what_a_file_needs_and_runs_nothing(
     assert lines[:3] == [
         f"{path}: ok",
         "  needs network=127.0.0.1; to run it, grant: --allow network=127.0.0.1",
-        f"    network=127.0.0.1: node 'call' (kind steps.executor) at {path}:4:7 at /nodes/0",
+        f"    network=127.0.0.1: node 'call' (kind http, in steps.executor) at {path}:4:7 "
+        "at /nodes/0",
     ]
     assert lines[4] == "  needs subprocess; to run it, grant: --allow subprocess"
     assert seen == [] and not (tmp_path / "PWNED").exists()
@@ -260,7 +261,7 @@ def test_a_nested_workflow_needs_what_its_nodes_need(tmp_path: Path) -> None:
     path = tmp_path / "nested.yaml"
     path.write_text(text)
     with pytest.raises(
-        CapabilityError, match=r"node 'outer' \(kind steps.executor\) needs subprocess"
+        CapabilityError, match=r"node 'outer' \(kind shell, in steps.executor\) needs subprocess"
     ):
         plait.load(path)
     assert not (tmp_path / "PWNED").exists()
@@ -313,3 +314,31 @@ def test_a_spec_needs_what_its_kinds_declare_and_not_what_the_caller_passes() ->
     assert "node 'run' (kind shell) needs subprocess, which is not granted; grant it with " in cli
     assert "--allow subprocess,network (or --trust for every capability)" in cli
     assert "Granted: imports,network=api.example.com." in cli
+
+
+def test_a_placement_a_document_names_needs_programs_and_the_network() -> None:
+    spec = _spec(plait.NodeSpec("far", kind="flow.output", placement="ray"))
+    found = needs(spec)
+    assert [(str(n.capability), str(n)) for n in found] == [
+        ("subprocess", "node 'far' (kind flow.output, placement ray)"),
+        ("network", "node 'far' (kind flow.output, placement ray)"),
+    ]
+
+
+def test_a_dag_node_needs_what_the_kind_it_names_needs(tmp_path: Path) -> None:
+    document = {
+        "nodes": [
+            {"id": "a", "agent_name": "shell", "is_entry": True},
+            {"id": "b", "agent_name": "mine", "is_exit": True},
+        ],
+        "connections": [{"source_id": "a", "target_id": "b"}],
+    }
+    path = tmp_path / "dag.json"
+    path.write_text(json.dumps(document))
+
+    async def mine(message: str) -> str:
+        return message
+
+    with pytest.raises(CapabilityError) as caught:
+        plait.load(path, executors={"mine": mine})
+    assert [str(n) for n in caught.value.missing] == ["node 'a' (kind shell, in dag.node)"]

@@ -31,6 +31,7 @@ executors its caller passes and the pure kinds.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import attrs
@@ -160,7 +161,9 @@ def documents(path: str | None = None) -> Capability:
 @attrs.frozen
 class Need:
     """One capability one node needs: the ``node_id`` and its ``kind`` (``edge group`` for
-    an edge group's code), and where the node is in its document.
+    an edge group's code), where the node is in its document, and ``via``: the kind inside
+    it that needs the capability (a ``steps.executor`` step's ``shell``, a nested
+    workflow's ``http`` node) or the placement that does, when it is not the node's own.
 
     .. versionadded:: 0.1
     """
@@ -169,9 +172,23 @@ class Need:
     node_id: str
     kind: str
     position: SourcePosition = attrs.field(eq=False)
+    via: str | None = None
+
+    def __str__(self) -> str:
+        """``node 'pwn' (kind shell, in steps.executor)``: what needs it."""
+        if self.kind == "edge group":
+            return f"edge group {self.node_id!r} (its code)"
+        if self.via is None:
+            return f"node {self.node_id!r} (kind {self.kind})"
+        if self.via.startswith("placement "):
+            return f"node {self.node_id!r} (kind {self.kind}, {self.via})"
+        return f"node {self.node_id!r} (kind {self.via}, in {self.kind})"
 
 
 _UNDECLARED = object()
+#: while :func:`needs` asks one node: which kind declared each capability first (the
+#: ``shell`` inside a ``steps.executor`` step, a nested workflow's ``http`` node)
+_ORIGINS: ContextVar[dict[Capability, str] | None] = ContextVar("plait_origins", default=None)
 
 
 def kind_capabilities(
@@ -191,15 +208,19 @@ def kind_capabilities(
         return frozenset()
     declared: Any = getattr(kinds.get(kind_name), "capabilities", _UNDECLARED)
     if declared is _UNDECLARED:
-        return frozenset({Capability("kind", kind_name)})
-    found = declared(config, ctx) if callable(declared) else declared
-    result = frozenset(found)
+        result = frozenset({Capability("kind", kind_name)})
+    else:
+        result = frozenset(declared(config, ctx) if callable(declared) else declared)
     for capability in result:
         if not isinstance(capability, Capability):
             raise TypeError(
                 f"executor kind {kind_name!r} declares {capability!r} as a capability; "
                 "declare plait.capabilities.Capability objects"
             )
+    origins = _ORIGINS.get()
+    if origins is not None:  # the innermost kind says it first: a wrapper's kind does not
+        for capability in result:
+            origins.setdefault(capability, kind_name)
     return result
 
 
@@ -248,20 +269,34 @@ def needs(
     executors = executors or {}
     kinds = manager.registry("executor_kind")
     found: list[Need] = []
+    outer = _ORIGINS.get()  # a nested spec's kinds are named to the outer node's need
     for index, node in enumerate(spec.nodes):
+        path = f"/nodes/{index}"
+        position = _position(node.config, path, source)
+        placement = node.placement or spec.placement
+        if placement not in (None, "local"):  # it starts or reaches workers elsewhere
+            via = f"placement {placement}"
+            for capability in (SUBPROCESS, network()):
+                found.append(Need(capability, node.id, node.kind, position, via=via))
+                if outer is not None:
+                    outer.setdefault(capability, via)
         if _bound(node, executors, kinds):
             continue
         ctx = KindContext(node_id=node.id, executors=executors, manager=manager, source=source)
-        path = f"/nodes/{index}"
+        origins = outer if outer is not None else {}
+        token = _ORIGINS.set(origins)
         try:
             capabilities = kind_capabilities(node.kind, node.config, ctx)
         except (TypeError, ValueError, KeyError) as exc:  # a kind's declaration failed
             reason = f"node {node.id!r}: cannot tell what its kind {node.kind!r} needs: {exc}"
             where = SourcePosition(source=source, path=path)
             raise LoadError([ConfigError(reason, where)], source=source) from exc
-        position = _position(node.config, path, source)
+        finally:
+            _ORIGINS.reset(token)
         for capability in sorted(capabilities):
-            found.append(Need(capability, node.id, node.kind, position))
+            origin = origins.get(capability)
+            inner = None if origin == node.kind else origin
+            found.append(Need(capability, node.id, node.kind, position, via=inner))
     for index, group in enumerate(spec.edge_groups):
         if _names_code(group.options):
             where = SourcePosition(source=source, path=f"/edge_groups/{index}")

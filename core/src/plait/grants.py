@@ -123,13 +123,9 @@ class CapabilityError(LoadError):
         self.granted = granted if granted is not None else Grants()
         problems: list[PlaitError] = []
         for need in self.missing:
-            if need.kind == "edge group":
-                what = f"edge group {need.node_id!r} names code to import and"
-            else:
-                what = f"node {need.node_id!r} (kind {need.kind})"
             problems.append(
                 DocumentError(
-                    f"{what} needs {need.capability}, which is not granted; "
+                    f"{need} needs {need.capability}, which is not granted; "
                     f"grant it with {grant_text([need.capability], flags)}",
                     need.position,
                 )

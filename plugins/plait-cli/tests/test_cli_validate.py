@@ -78,8 +78,8 @@ def test_a_valid_file_prints_the_capabilities_it_needs(tmp_path: Path) -> None:
         f"{path}: ok",
         "  needs subprocess, network=api.example.com; to run it, grant: "
         "--allow subprocess,network=api.example.com",
-        f"    subprocess: node 'shout' (kind steps.executor) at {path}:6:5 at /nodes/1",
-        f"    network=api.example.com: node 'fetch' (kind steps.executor) at {path}:2:5 "
+        f"    subprocess: node 'shout' (kind shell, in steps.executor) at {path}:6:5 at /nodes/1",
+        f"    network=api.example.com: node 'fetch' (kind http, in steps.executor) at {path}:2:5 "
         "at /nodes/0",
     ]
 
@@ -135,8 +135,8 @@ def test_imports_need_allow_imports(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     refused = plait("validate", path)
     assert refused.exit_code == 1
     assert (
-        f"  - {path}:2:5 at /nodes/0: node 'up' (kind steps.executor) needs imports, which is "
-        "not granted; grant it with --allow-imports\n"
+        f"  - {path}:2:5 at /nodes/0: node 'up' (kind python, in steps.executor) needs imports, "
+        "which is not granted; grant it with --allow-imports\n"
     ) in refused.stdout
     allowed = plait("validate", "--allow-imports", path)
     assert allowed.exit_code == 0

@@ -37,7 +37,9 @@ async def test_an_agent_nobody_gave_runs_on_the_model_from_the_environment(
 ) -> None:
     monkeypatch.setenv("PLAIT_LLM_MODEL", "plait-test-plain")
     # a model agent the document names calls a model (any host): it needs network
-    with pytest.raises(CapabilityError, match=r"node 'step-2' \(kind steps.agent\) needs network"):
+    with pytest.raises(
+        CapabilityError, match=r"node 'step-2' \(kind agent, in steps.agent\) needs network"
+    ):
         plait.load(STEPS, format="steps", executors={"generator": generator})
     workflow = plait.load(
         STEPS, format="steps", executors={"generator": generator}, allow="network"

@@ -63,10 +63,7 @@ def validate_file(path: Path, *, allow_imports: bool = False) -> tuple[bool, lis
         for capability in capabilities:
             for need in found:
                 if need.capability == capability:
-                    lines.append(
-                        f"    {capability}: node {need.node_id!r} (kind {need.kind}) at "
-                        f"{need.position}"
-                    )
+                    lines.append(f"    {capability}: {need} at {need.position}")
     return True, lines
 
 
