@@ -342,3 +342,18 @@ def test_a_dag_node_needs_what_the_kind_it_names_needs(tmp_path: Path) -> None:
     with pytest.raises(CapabilityError) as caught:
         plait.load(path, executors={"mine": mine})
     assert [str(n) for n in caught.value.missing] == ["node 'a' (kind shell, in dag.node)"]
+
+
+def test_the_printed_resume_command_grants_what_the_run_was_granted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "fails.yaml").write_text(SHELL.replace('"id > PWNED"', '"id > PWNED; exit 3"'))
+    failed = CliRunner().invoke(make_cli(), ["run", "fails.yaml", "-q", "--allow", "subprocess"])
+    assert failed.exit_code == 1
+    (hint,) = [line for line in failed.stderr.splitlines() if line.startswith("resume with: ")]
+    words = hint.removeprefix("resume with: ").split()
+    assert words[:2] == ["plait", "resume"] and words[-2:] == ["--allow", "subprocess"]
+    again = CliRunner().invoke(make_cli(), [*words[1:], "-q"])
+    assert "not granted" not in again.stderr
+    assert again.exit_code == 1 and "exited with code 3" in again.stderr  # it ran the step again
