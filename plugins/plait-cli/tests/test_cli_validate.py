@@ -168,3 +168,12 @@ def test_a_missing_file_or_none_is_a_usage_error(tmp_path: Path) -> None:
     missing = plait("validate", str(tmp_path / "nope.flow"))
     assert missing.exit_code == 2 and "does not exist" in missing.stderr
     assert plait("validate").exit_code == 2
+
+
+def test_run_names_the_capabilities_that_exist_and_the_flag_for_all(tmp_path: Path) -> None:
+    path = write(tmp_path, "workflow.yaml", PURE_STEP)
+    unknown = plait("run", path, "--no-checkpoint", "--allow", "subprocess,netwrk")
+    assert unknown.exit_code == 2
+    assert "unknown capability 'netwrk'; capabilities are: imports, subprocess" in unknown.stderr
+    everything = plait("run", path, "--no-checkpoint", "--allow", "all")
+    assert everything.exit_code == 2 and "pass --trust" in everything.stderr

@@ -28,6 +28,8 @@ def _parse_allow(ctx: click.Context, param: click.Parameter, values: Sequence[st
         for item in value.split(","):
             if not item.strip():
                 continue
+            if item.strip() in ("all", "*"):
+                raise click.BadParameter("to grant every capability, pass --trust", ctx, param)
             try:
                 found.append(str(Capability.parse(item)))
             except ValueError as exc:
