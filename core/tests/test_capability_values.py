@@ -6,7 +6,10 @@ from typing import Any
 
 import plait
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from plait.capabilities import (
+    CAPABILITY_NAMES,
     IMPORTS,
     SUBPROCESS,
     Capability,
@@ -94,3 +97,31 @@ def test_a_kind_declaring_something_else_than_capabilities_is_named(
     register_plugin(Plugin(), "test-sloppy")
     with pytest.raises(plait.errors.LoadError, match="executor kind 'test.sloppy' declares"):
         needs(_spec(plait.NodeSpec("s", kind="test.sloppy")))
+
+
+_SCOPES = st.text(
+    alphabet=st.characters(
+        blacklist_categories=("Cs", "Cc", "Zs", "Zl", "Zp"), blacklist_characters=","
+    ),
+    min_size=1,
+    max_size=20,
+)
+
+
+@st.composite
+def _capabilities(draw: st.DrawFn) -> Capability:
+    name = draw(st.sampled_from(CAPABILITY_NAMES))
+    if name in ("imports", "subprocess"):
+        return Capability(name)
+    scope = draw(_SCOPES if name == "kind" else st.none() | _SCOPES)
+    return Capability(name, scope.lower() if name == "network" and scope else scope)
+
+
+@given(st.lists(_capabilities(), max_size=6))
+def test_capabilities_and_grants_read_back_from_their_text(found: list[Capability]) -> None:
+    for capability in found:
+        assert Capability.parse(str(capability)) == capability
+        assert capability.covers(capability)
+    grants = Grants.of(found)
+    assert Grants.of(str(grants)) == grants if found else str(grants) == "none"
+    assert all(grants.covers(c) for c in found)
