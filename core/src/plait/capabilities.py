@@ -1,11 +1,11 @@
-"""Capabilities: what a workflow document may make Plait do, and what its caller grants.
+"""Capabilities: what a workflow document may make Plait do, and what a document needs.
 
 A workflow file is untrusted input, and a file that can run a program is code. So every
 executor kind declares the capabilities a node of its kind needs, as data on the kind
 (``capabilities``): a collection of :class:`Capability`, or a function of the node's config
 (and its :class:`~plait.kinds.KindContext`) giving them — the ``http`` kind needs
 ``network=<the URL's host>``, a nested workflow needs what its nodes need. Kinds that do
-nothing but compute (a router's join, a pass-through step) declare none.
+nothing but compute (a flow's join, a pass-through step) declare none.
 
 ======================  ======================================================
 capability              what it lets a document do
@@ -54,7 +54,6 @@ __all__ = [
 
 #: Every capability name, in the order they are listed.
 CAPABILITY_NAMES = ("imports", "subprocess", "network", "filesystem", "documents", "kind")
-_SCOPED = {"network": "HOST", "filesystem": "PATH", "documents": "PATH", "kind": "NAME"}
 _UNSCOPED = frozenset({"imports", "subprocess"})
 
 
