@@ -357,3 +357,22 @@ def test_the_printed_resume_command_grants_what_the_run_was_granted(
     again = CliRunner().invoke(make_cli(), [*words[1:], "-q"])
     assert "not granted" not in again.stderr
     assert again.exit_code == 1 and "exited with code 3" in again.stderr  # it ran the step again
+
+
+def test_the_printed_resume_command_keeps_allow_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "marker_module.py").write_text(MARKER_MODULE)
+    both = IMPORT_AND_SHELL.replace('"id > PWNED"', '"exit 3"')
+    (tmp_path / "both.yaml").write_text(both)
+    failed = CliRunner().invoke(
+        make_cli(), ["run", "both.yaml", "-q", "--allow-imports", "--allow", "subprocess"]
+    )
+    assert failed.exit_code == 1
+    (hint,) = [line for line in failed.stderr.splitlines() if line.startswith("resume with: ")]
+    words = hint.removeprefix("resume with: ").split()
+    assert words[-3:] == ["--allow-imports", "--allow", "subprocess"]
+    again = CliRunner().invoke(make_cli(), [*words[1:], "-q"])
+    assert again.exit_code == 1 and "exited with code 3" in again.stderr, again.stderr

@@ -69,8 +69,9 @@ def grants_from(allow: Sequence[str], trust: bool, allow_imports: bool) -> Any:
     return Grants.of(True if trust else list(allow), allow_imports=allow_imports)
 
 
-def resume_flags(allow: Sequence[str], trust: bool) -> list[str]:
+def resume_flags(allow: Sequence[str], trust: bool, allow_imports: bool) -> list[str]:
     """The options that grant the same again (for a printed ``plait resume`` command)."""
     if trust:
         return ["--trust"]
-    return ["--allow", ",".join(allow)] if allow else []
+    imports = ["--allow-imports"] if allow_imports and "imports" not in allow else []
+    return imports + (["--allow", ",".join(allow)] if allow else [])

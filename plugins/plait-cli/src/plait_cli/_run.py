@@ -393,7 +393,7 @@ def run_command(
     if step_context:
         click.echo(to_json(outcome.step_context), err=True)
     named = target if allow_imports or not _is_document(target) else None
-    _report(ctx, outcome, named, store, resume_flags(allow, trust))
+    _report(ctx, outcome, named, store, resume_flags(allow, trust, allow_imports))
 
 
 def _stored_target(run_id: str, checkpoint: str) -> tuple[str, bool, str | None]:
@@ -516,7 +516,7 @@ def resume_command(
     outcome = _resume(workflow, run_id, checkpoint, responses, display, options)
     outcome = _answer_on_terminal(workflow, outcome, checkpoint, display, prompt, options)
     named = target if allow_imports or not _is_document(target) else None
-    _report(ctx, outcome, named, checkpoint, resume_flags(allow, trust))
+    _report(ctx, outcome, named, checkpoint, resume_flags(allow, trust, allow_imports))
 
 
 def _pending(workflow: Workflow, run_id: str, checkpoint: str) -> list[Any]:
