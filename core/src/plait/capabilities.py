@@ -281,7 +281,14 @@ def needs(
                     outer.setdefault(capability, via)
         if _bound(node, executors, kinds):
             continue
-        ctx = KindContext(node_id=node.id, executors=executors, manager=manager, source=source)
+        # nothing may be imported while we ask what the document needs
+        ctx = KindContext(
+            node_id=node.id,
+            allow_imports=False,
+            executors=executors,
+            manager=manager,
+            source=source,
+        )
         origins = outer if outer is not None else {}
         token = _ORIGINS.set(origins)
         try:
