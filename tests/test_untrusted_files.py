@@ -376,3 +376,52 @@ def test_the_printed_resume_command_keeps_allow_imports(
     assert words[-3:] == ["--allow-imports", "--allow", "subprocess"]
     again = CliRunner().invoke(make_cli(), [*words[1:], "-q"])
     assert again.exit_code == 1 and "exited with code 3" in again.stderr, again.stderr
+
+
+def test_a_checkpoint_store_a_nested_spec_names_needs_its_files(tmp_path: Path) -> None:
+    store = tmp_path / "evil.db"
+    inner = plait.WorkflowSpec(
+        name="inner",
+        start="out",
+        nodes=(plait.NodeSpec("out", kind="flow.output"),),
+        edge_groups=(),
+        options={"checkpoint": f"sqlite:///{store}"},  # the inner run's default store
+    )
+    text = (
+        "workflow:\n  - id: outer\n    type: executor\n    kind: workflow\n"
+        f"    config: {{spec: {json.dumps(inner.to_dict())}}}\n"
+    )
+    path = tmp_path / "nested.yaml"
+    path.write_text(text)
+    with pytest.raises(CapabilityError) as caught:
+        plait.load(path)
+    assert [str(n) for n in caught.value.missing] == [
+        "node 'outer' (kind steps.executor, run option checkpoint)"
+    ]
+    assert str(caught.value.missing[0].capability) == f"filesystem={store}"
+    assert not store.exists()
+    workflow = plait.load(path, allow=f"filesystem={tmp_path}")
+    assert workflow.run_sync("hi").outputs == ["hi"] and store.exists()
+
+
+@pytest.mark.parametrize(
+    ("store", "capabilities"),
+    [
+        ("memory://x", []),
+        ("redis://Cache.example.com:6379/0", ["network=cache.example.com"]),
+        ("postgresql://u@db.example.com/plait", ["network=db.example.com"]),
+        ("file:///srv/runs", ["filesystem=/srv/runs"]),
+        ("s3://bucket/runs", ["network", "filesystem"]),
+    ],
+)
+def test_a_spec_naming_a_store_needs_its_host_or_its_files(
+    store: str, capabilities: list[str]
+) -> None:
+    spec = plait.WorkflowSpec(
+        name="t",
+        start="out",
+        nodes=(plait.NodeSpec("out", kind="flow.output"),),
+        edge_groups=(),
+        options={"checkpoint": store},
+    )
+    assert [str(n.capability) for n in needs(spec)] == capabilities

@@ -177,9 +177,11 @@ class Need:
         """``node 'pwn' (kind shell, in steps.executor)``: what needs it."""
         if self.kind == "edge group":
             return f"edge group {self.node_id!r} (its code)"
+        if self.kind == "run options":
+            return f"workflow {self.node_id!r} (its run option checkpoint)"
         if self.via is None:
             return f"node {self.node_id!r} (kind {self.kind})"
-        if self.via.startswith("placement "):
+        if " " in self.via:  # not a kind: "placement ray", "run option checkpoint"
             return f"node {self.node_id!r} (kind {self.kind}, {self.via})"
         return f"node {self.node_id!r} (kind {self.via}, in {self.kind})"
 
@@ -307,4 +309,35 @@ def needs(
         if _names_code(group.options):
             where = SourcePosition(source=source, path=f"/edge_groups/{index}")
             found.append(Need(IMPORTS, group.id, "edge group", where))
+    store = (spec.options or {}).get("checkpoint")
+    if store is not None:  # a store the document names: its files or its host
+        where = SourcePosition(source=source, path="/options/checkpoint")
+        for capability in _store_capabilities(store):
+            found.append(Need(capability, spec.name or "workflow", "run options", where))
+            if outer is not None:
+                outer.setdefault(capability, "run option checkpoint")
     return found
+
+
+def _store_capabilities(url: Any) -> list[Capability]:
+    """What writing checkpoints to the store at ``url`` does: files at its path
+    (``file://``, ``sqlite:///``), requests to its host (Redis, PostgreSQL); nothing in
+    memory; files and requests anywhere for a scheme this does not know."""
+    import os
+    from urllib.parse import urlsplit
+
+    if not isinstance(url, str):
+        return [network(), filesystem()]
+    try:
+        parts = urlsplit(url)
+        scheme, host, path = parts.scheme.lower(), parts.hostname, parts.path
+    except ValueError:
+        return [network(), filesystem()]
+    if scheme == "memory":
+        return []
+    if scheme in ("file", "sqlite"):
+        folder = (parts.netloc + path) if scheme == "file" else path.removeprefix("/")
+        return [filesystem(os.path.abspath(folder or "."))]
+    if scheme in ("redis", "rediss", "postgres", "postgresql"):
+        return [network(host)]
+    return [network(), filesystem()]
