@@ -14,6 +14,7 @@ from plait.capabilities import (
     SUBPROCESS,
     Capability,
     filesystem,
+    kind_capabilities,
     needs,
     network,
 )
@@ -125,3 +126,21 @@ def test_capabilities_and_grants_read_back_from_their_text(found: list[Capabilit
     grants = Grants.of(found)
     assert Grants.of(str(grants)) == grants if found else str(grants) == "none"
     assert all(grants.covers(c) for c in found)
+
+
+def test_a_lazily_registered_kind_declares_without_being_imported(register_plugin: Any) -> None:
+    from plait.kinds import KindContext
+    from plait.registry import lazy
+
+    class Plugin:
+        @plait.hookimpl
+        def plait_register_executor_kinds(self, register: Any) -> None:
+            provides = ("check", "create", "config_schema")
+            kind = lazy(
+                "no_such_module_anywhere:Kind", provides=provides, capabilities=(SUBPROCESS,)
+            )
+            register("test.lazy", kind)
+
+    register_plugin(Plugin(), "test-lazy")
+    found = kind_capabilities("test.lazy", {}, KindContext(node_id="n"))
+    assert found == {SUBPROCESS}  # importing the module would have failed

@@ -218,9 +218,9 @@ def load(
         executor kind, ``{"ref": ...}`` conditions): the ``imports`` capability. Off by
         default: a workflow file is untrusted input.
     :param allow: the capabilities the document may use (:mod:`plait.capabilities`,
-        :mod:`plait.grants`):
-        ``"subprocess,network=api.example.com"``, a list of them, or ``"all"``. Nothing by
-        default, so a document may use only the ``executors`` passed and the pure kinds.
+        :mod:`plait.grants`): ``"subprocess,network=api.example.com"``, a list of them, or
+        ``"all"``. Nothing by default, so a document may use only the ``executors`` passed
+        and the pure kinds.
     :param options: options for the loader (``merge="concat_newline"`` for a flow …).
     :raises CapabilityError: the document needs a capability not granted (checked before
         any node is built or any code imported), each with its node and position.
