@@ -44,7 +44,7 @@ def validate_file(path: Path, *, allow_imports: bool = False) -> tuple[bool, lis
         sys.path.insert(0, folder)
     try:  # plait.load parses with plait.load.load_spec, then builds the workflow
         workflow = plait.load(path, allow=Grants.to_build(allow_imports=allow_imports))
-        found = needs(workflow.spec, manager=workflow._graph.plugin_manager, source=name)
+        found = needs(workflow.spec, source=name)  # what running it will need granted
     except CapabilityError as exc:
         named = exc.for_cli().problems
         return False, [f"{name}: {len(named)} problem(s):", *(_item(p) for p in named)]
