@@ -37,10 +37,10 @@ def plait(*args: str, input: str | None = None) -> Result:
 def test_a_yaml_file_runs_with_a_message_and_from_stdin(tmp_path: Path) -> None:
     path = tmp_path / "workflow.yaml"
     path.write_text(STEPS)
-    done = plait("run", str(path), "translate and publish this draft")
+    done = plait("run", str(path), "translate and publish this draft", "--allow", "subprocess")
     assert done.exit_code == 0, done.output
     assert "TRANSLATE AND PUBLISH THIS DRAFT" in done.stdout
-    piped = plait("run", str(path), "-", input="from stdin\n")
+    piped = plait("run", str(path), "-", "--allow=subprocess", input="from stdin\n")
     assert piped.exit_code == 0, piped.output
     assert "FROM STDIN" in piped.stdout
 
@@ -48,7 +48,7 @@ def test_a_yaml_file_runs_with_a_message_and_from_stdin(tmp_path: Path) -> None:
 def test_step_context_goes_to_stderr(tmp_path: Path) -> None:
     path = tmp_path / "workflow.yaml"
     path.write_text(STEPS)
-    done = plait("run", str(path), "hi", "--step-context")
+    done = plait("run", str(path), "hi", "--step-context", "--allow", "subprocess")
     assert done.exit_code == 0, done.output
     context = json.loads(done.stderr.strip().splitlines()[-1])
     assert context["order"] == ["shout"] and context["output"].strip() == "HI"

@@ -51,7 +51,9 @@ def plait_register_executor_kinds(register: Register) -> None:
     ``check(config, ctx)`` returning every config problem with its JSON path, and
     ``create(config, ctx)`` building the executor. Declarative front-ends and
     :meth:`plait.Workflow.from_spec` build executors from data through them (``python`` by
-    import path, ``shell``, ``http``, ``workflow``, ``agent`` …).
+    import path, ``shell``, ``http``, ``workflow``, ``agent`` …). A kind also declares its
+    ``capabilities`` (see :mod:`plait.capabilities`): what a node of it may make Plait do,
+    which a loaded document must be granted.
 
     :param register: ``register(kind_name, kind, replaces=None)``.
     :return: nothing; every implementation is called.

@@ -7,6 +7,14 @@ the config (every problem at once, each with its JSON path) and then to
 :meth:`~ExecutorKind.create` the executor. Config errors are found when the workflow is
 loaded, never when it runs.
 
+A kind also declares what a node of it may make Plait do, as ``capabilities`` (see
+:mod:`plait.capabilities`): a collection of :class:`~plait.capabilities.Capability`
+(``(SUBPROCESS,)``; ``()`` for a pure kind), or a function of ``(config, ctx)`` giving them
+(the ``http`` kind's ``network=<host of its URL>``). It is read before any node of a
+loaded document is built; registered lazily, pass it as a static attribute
+(``lazy("pkg.mod:Kind", provides=..., capabilities=(SUBPROCESS,))``) so that reading it
+imports nothing. A kind that declares nothing needs the grant ``kind=<its name>``.
+
 .. versionadded:: 0.1
 """
 
@@ -48,7 +56,9 @@ class ExecutorKind(Protocol):
     """A named way of building executors from a JSON config.
 
     ``config_schema`` is a JSON Schema (draft 2020-12) for the config, shown by
-    ``plait plugins`` and used by :meth:`check`.
+    ``plait plugins`` and used by :meth:`check`. Optionally (not part of the structural
+    check, so kinds written before it still register), ``capabilities``: what a node of the
+    kind needs (see the module docstring and :mod:`plait.capabilities`).
     """
 
     config_schema: Mapping[str, Any]

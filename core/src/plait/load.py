@@ -31,6 +31,7 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
+    from .grants import AllowSpec
     from .spec import WorkflowSpec
     from .workflow import Workflow
 
@@ -201,6 +202,7 @@ def load(
     format: str | None = None,
     executors: Mapping[str, Any] | None = None,
     allow_imports: bool = False,
+    allow: AllowSpec = None,
     plugin_manager: Any = None,
     **options: Any,
 ) -> Workflow:
@@ -213,20 +215,35 @@ def load(
     :param executors: Python executors or ``async def`` functions, by the names the text
         uses — for people who load a file but write their agents in Python.
     :param allow_imports: whether the document may name Python code to import (``python``
-        executor kind, ``{"ref": ...}`` conditions). Off by default: a workflow file is
-        untrusted input.
+        executor kind, ``{"ref": ...}`` conditions): the ``imports`` capability. Off by
+        default: a workflow file is untrusted input.
+    :param allow: the capabilities the document may use (:mod:`plait.capabilities`,
+        :mod:`plait.grants`): ``"subprocess,network=api.example.com"``, a list of them, or
+        ``"all"``. Nothing by default, so a document may use only the ``executors`` passed
+        and the pure kinds.
     :param options: options for the loader (``merge="concat_newline"`` for a flow …).
+    :raises CapabilityError: the document needs a capability not granted (checked before
+        any node is built or any code imported), each with its node and position.
     :raises LoadError: every problem in the document, each with its position.
 
     .. versionadded:: 0.1
+    .. versionchanged:: 0.1 ``allow`` (capabilities).
     """
+    from .capabilities import IMPORTS
+    from .grants import Grants, check_granted
     from .workflow import Workflow
 
     if plugin_manager is None:
         from .plugins import get_plugin_manager
 
         plugin_manager = get_plugin_manager()
+    grants = Grants.of(allow, allow_imports=allow_imports)
     spec, name = _load_spec(source, format, executors, plugin_manager, options)
+    check_granted(spec, grants, executors=executors, manager=plugin_manager, source=name)
     return Workflow.from_spec(
-        spec, executors, allow_imports=allow_imports, plugin_manager=plugin_manager, source=name
+        spec,
+        executors,
+        allow_imports=grants.covers(IMPORTS),
+        plugin_manager=plugin_manager,
+        source=name,
     )

@@ -391,10 +391,13 @@ def test_resume_of_a_workflow_file_needs_only_the_run_id(tmp_path: Path) -> None
     flow = tmp_path / "flows" / "shout.yaml"
     flow.parent.mkdir()
     flow.write_text(SHOUT)
-    first = plait("run", str(flow), "hi", "-q", "--max-supersteps", "5")
+    first = plait("run", str(flow), "hi", "-q", "--max-supersteps", "5", "--allow", "subprocess")
     assert first.exit_code == 0 and "HI" in first.stdout
     (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", first.stderr, re.M)
-    again = plait("resume", run_id, "-q")
+    # the checkpoint names the file but grants nothing: its shell step needs the flag again
+    refused = plait("resume", run_id, "-q")
+    assert refused.exit_code == 1 and "needs subprocess" in refused.stderr
+    again = plait("resume", run_id, "-q", "--allow", "subprocess")
     assert again.exit_code == 0, again.stderr
     flow.rename(flow.with_name("moved.yaml"))
     gone = plait("resume", run_id)

@@ -20,6 +20,27 @@ workflow:
       argv: ["cat"]
 """
 
+PURE_STEP = """\
+workflow:
+  - id: check
+    type: condition
+    condition: "{{ true }}"
+    true:
+      - goto: check
+"""
+
+HTTP_STEP = """\
+workflow:
+  - id: fetch
+    type: executor
+    kind: http
+    config: {url: "https://api.example.com/v1/items", method: GET}
+  - id: shout
+    type: executor
+    kind: shell
+    config: {argv: [cat]}
+"""
+
 PYTHON_STEP = """\
 workflow:
   - id: up
@@ -43,10 +64,24 @@ def write(folder: Path, name: str, text: str) -> str:
     return str(path)
 
 
-def test_a_valid_file_prints_ok_and_exits_0(tmp_path: Path) -> None:
-    path = write(tmp_path, "workflow.yaml", SHELL_STEP.format(kind="shell"))
+def test_a_valid_file_of_pure_steps_prints_ok_and_exits_0(tmp_path: Path) -> None:
+    path = write(tmp_path, "workflow.yaml", PURE_STEP)
     result = plait("validate", path)
     assert (result.exit_code, result.stdout) == (0, f"{path}: ok\n")
+
+
+def test_a_valid_file_prints_the_capabilities_it_needs(tmp_path: Path) -> None:
+    path = write(tmp_path, "workflow.yaml", HTTP_STEP)
+    result = plait("validate", path)
+    assert result.exit_code == 0
+    assert result.stdout.splitlines() == [
+        f"{path}: ok",
+        "  needs subprocess, network=api.example.com; to run it, grant: "
+        "--allow subprocess,network=api.example.com",
+        f"    subprocess: node 'shout' (kind shell, in steps.executor) at {path}:6:5 at /nodes/1",
+        f"    network=api.example.com: node 'fetch' (kind http, in steps.executor) at {path}:2:5 "
+        "at /nodes/0",
+    ]
 
 
 def test_a_yaml_error_has_line_column_and_a_caret(tmp_path: Path) -> None:
@@ -98,13 +133,21 @@ def test_imports_need_allow_imports(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.syspath_prepend(str(HERE))  # where module cli_workflows is
     path = write(tmp_path, "workflow.yaml", PYTHON_STEP)
     refused = plait("validate", path)
-    assert refused.exit_code == 1 and "imports are not allowed" in refused.stdout
+    assert refused.exit_code == 1
+    assert (
+        f"  - {path}:2:5 at /nodes/0: node 'up' (kind python, in steps.executor) needs imports, "
+        "which is not granted; grant it with --allow-imports\n"
+    ) in refused.stdout
     allowed = plait("validate", "--allow-imports", path)
-    assert (allowed.exit_code, allowed.stdout) == (0, f"{path}: ok\n")
+    assert allowed.exit_code == 0
+    assert allowed.stdout.splitlines()[:2] == [
+        f"{path}: ok",
+        "  needs imports; to run it, grant: --allow-imports",
+    ]
 
 
 def test_several_files_report_each_and_exit_1_when_any_is_wrong(tmp_path: Path) -> None:
-    good = write(tmp_path, "good.yaml", SHELL_STEP.format(kind="shell"))
+    good = write(tmp_path, "good.yaml", PURE_STEP)
     bad = write(tmp_path, "bad.flow", "shell -> [writer\n")
     result = plait("validate", good, bad, good)
     assert result.exit_code == 1
@@ -125,3 +168,12 @@ def test_a_missing_file_or_none_is_a_usage_error(tmp_path: Path) -> None:
     missing = plait("validate", str(tmp_path / "nope.flow"))
     assert missing.exit_code == 2 and "does not exist" in missing.stderr
     assert plait("validate").exit_code == 2
+
+
+def test_run_names_the_capabilities_that_exist_and_the_flag_for_all(tmp_path: Path) -> None:
+    path = write(tmp_path, "workflow.yaml", PURE_STEP)
+    unknown = plait("run", path, "--no-checkpoint", "--allow", "subprocess,netwrk")
+    assert unknown.exit_code == 2
+    assert "unknown capability 'netwrk'; capabilities are: imports, subprocess" in unknown.stderr
+    everything = plait("run", path, "--no-checkpoint", "--allow", "all")
+    assert everything.exit_code == 2 and "pass --trust" in everything.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 import plait
 import pytest
 from plait.errors import LoadError
+from plait.grants import CapabilityError
 
 pytestmark = pytest.mark.anyio
 
@@ -35,7 +36,14 @@ async def test_an_agent_nobody_gave_runs_on_the_model_from_the_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("PLAIT_LLM_MODEL", "plait-test-plain")
-    workflow = plait.load(STEPS, format="steps", executors={"generator": generator})
+    # a model agent the document names calls a model (any host): it needs network
+    with pytest.raises(
+        CapabilityError, match=r"node 'step-2' \(kind agent, in steps.agent\) needs network"
+    ):
+        plait.load(STEPS, format="steps", executors={"generator": generator})
+    workflow = plait.load(
+        STEPS, format="steps", executors={"generator": generator}, allow="network"
+    )
     result = await workflow.run("cats")
     (output,) = result.outputs
     assert output.startswith("plain: --- Prior Step Outputs ---")
@@ -43,7 +51,7 @@ async def test_an_agent_nobody_gave_runs_on_the_model_from_the_environment(
 
 
 async def test_the_steps_config_names_the_model_and_system_prompt() -> None:
-    result = await plait.load(WITH_CONFIG, format="steps").run("chat")
+    result = await plait.load(WITH_CONFIG, format="steps", allow="network").run("chat")
     assert result.outputs == ["system: You translate. | Translate:\n\nchat"]
 
 
@@ -60,5 +68,5 @@ async def test_a_python_executor_of_that_name_still_wins(monkeypatch: pytest.Mon
 
 def test_without_a_model_the_load_error_says_how_to_name_one() -> None:
     with pytest.raises(LoadError) as info:
-        plait.load(STEPS, format="steps", executors={"generator": generator})
+        plait.load(STEPS, format="steps", executors={"generator": generator}, allow="network")
     assert "PLAIT_LLM_MODEL" in str(info.value)

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from plait.errors import LoadError, PlaitError
+from plait.grants import CapabilityError
 from plait.load import load_spec
 
 VALID = """
@@ -155,7 +156,10 @@ def test_executor_steps_run_any_executor_kind(register_plugin: Any) -> None:
 
     register_plugin(Plugin(), "test-upper")
     text = "workflow:\n  - {id: up, type: executor, kind: test.upper, config: {prefix: '> '}}\n"
-    workflow = plait.load(text, format="steps")
+    # a kind that declares no capabilities runs only where it is granted by name
+    with pytest.raises(CapabilityError, match=r"node 'up' .*needs kind=test.upper"):
+        plait.load(text, format="steps")
+    workflow = plait.load(text, format="steps", allow="kind=test.upper")
     assert workflow.run_sync("hi").outputs == ["> HI"]
     (problem,) = _problems(text.replace("test.upper", "test.uper"))
     assert "did you mean 'test.upper'?" in str(problem)
@@ -274,10 +278,11 @@ workflow:
     config: {ref: "no_such_module_here:run"}
 """
     with pytest.raises(PlaitError) as caught:
-        plait.load(text, format="steps")
+        plait.load(text, format="steps", allow_imports=True)
     message = str(caught.value)
     assert message.count("problem(s)") == 1, message
     # the step's line and column (``- id: fetch``), as well as the path in the spec
-    assert "<string>:3:5 at /nodes/0/config/config/ref: executor 'fetch': the python kind" in (
-        message
-    )
+    assert (
+        "<string>:3:5 at /nodes/0/config/config/ref: executor 'fetch': cannot import "
+        "'no_such_module_here:run'"
+    ) in message

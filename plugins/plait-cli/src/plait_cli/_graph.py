@@ -56,18 +56,27 @@ def render_svg(dot: str) -> str:
     is_flag=True,
     help="Let a workflow file import the Python code it names (untrusted by default).",
 )
+@click.option("--trust", is_flag=True, help="As --allow-imports (drawing runs nothing else).")
 @click.pass_context
-def graph_command(ctx: click.Context, target: str, format_: str, allow_imports: bool) -> None:
+def graph_command(
+    ctx: click.Context, target: str, format_: str, allow_imports: bool, trust: bool
+) -> None:
     """Print the graph of workflow TARGET to stdout.
 
     TARGET is a workflow file in any installed format (workflow.yaml, pipeline.flow,
     dag.json), or module:attr or path/to/file.py:attr, as for plait run. --format svg
     needs Graphviz's dot program (apt-get install graphviz, brew install graphviz).
+    The workflow is built, never run: a file needs no grant but --allow-imports (or
+    --trust) for the Python code it names.
     """
     if format_ == "svg" and shutil.which("dot") is None:
         raise click.ClickException(INSTALL_GRAPHVIZ)  # before loading anything
-    try:
-        workflow = load_target(target, allow_imports=allow_imports)
+    from plait.grants import Grants
+
+    try:  # building runs no node: only an import runs the file's code
+        allow_imports = allow_imports or trust
+        grants = Grants.to_build(allow_imports=allow_imports)
+        workflow = load_target(target, allow_imports=allow_imports, allow=grants)
     except TargetError as exc:
         if ctx.meta.get("plait.debug"):
             raise

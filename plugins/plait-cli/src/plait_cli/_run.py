@@ -28,6 +28,7 @@ from plait.events import RunStatus
 from plait.types import type_name
 
 from ._follow import Display, Outcome, execute, follow
+from ._grants import grant_options, grants_from, resume_flags
 from ._output import describe_error, to_json
 from ._target import TargetError, load_target, target_form
 
@@ -48,9 +49,9 @@ EXIT_STATUS: Mapping[RunStatus, int] = {
 METADATA_KEY = "cli"
 
 
-def _workflow(target: str, allow_imports: bool = False) -> Workflow:
+def _workflow(target: str, allow_imports: bool = False, grants: Any = None) -> Workflow:
     try:
-        return load_target(target, allow_imports=allow_imports)
+        return load_target(target, allow_imports=allow_imports, allow=grants)
     except TargetError as exc:
         context = click.get_current_context(silent=True)
         if context is not None and context.meta.get("plait.debug"):
@@ -161,8 +162,15 @@ def _is_document(target: str) -> bool:
     return target_form(target)[0] == "document"
 
 
-def _resume_hint(outcome: Outcome, target: str | None, checkpoint: str | None, extra: str) -> str:
-    """The command that resumes the run (``target`` None: the checkpoint names it)."""
+def _resume_hint(
+    outcome: Outcome,
+    target: str | None,
+    checkpoint: str | None,
+    grant_flags: list[str] | None,
+    extra: str,
+) -> str:
+    """The command that resumes the run (``target`` None: the checkpoint names it), with
+    the ``--allow``/``--trust`` it was granted (a checkpoint never grants anything)."""
     if checkpoint is None:
         return (
             "the run was not checkpointed, so it cannot be resumed; run it without --no-checkpoint"
@@ -173,6 +181,7 @@ def _resume_hint(outcome: Outcome, target: str | None, checkpoint: str | None, e
     words.append(outcome.run_id)
     if checkpoint != DEFAULT_STORE:
         words += ["--checkpoint", checkpoint]
+    words += grant_flags or []
     command = " ".join(shlex.quote(w) for w in words)
     return f"resume with: {command} {extra}".rstrip()
 
@@ -194,7 +203,11 @@ def _failure(outcome: Outcome) -> str:
 
 
 def _report(
-    ctx: click.Context, outcome: Outcome, target: str | None, checkpoint: str | None
+    ctx: click.Context,
+    outcome: Outcome,
+    target: str | None,
+    checkpoint: str | None,
+    grant_flags: list[str] | None = None,
 ) -> None:
     """Print what the run left (requests, error, how to resume); exit with its status."""
     if outcome.interrupted and outcome.status is RunStatus.RUNNING:
@@ -203,7 +216,7 @@ def _report(
         else:
             what = f"stopped after superstep {outcome.supersteps}, checkpointed"
         click.echo(f"run {outcome.run_id} {what}", err=True)
-        click.echo(_resume_hint(outcome, target, checkpoint, ""), err=True)
+        click.echo(_resume_hint(outcome, target, checkpoint, grant_flags, ""), err=True)
     elif outcome.status is RunStatus.IDLE_WITH_PENDING_REQUESTS:
         click.echo(
             f"run {outcome.run_id} is waiting for {len(outcome.requests)} request(s):", err=True
@@ -215,11 +228,11 @@ def _report(
                 err=True,
             )
         answers = " ".join(f"--respond {r.request_id}=JSON" for r in outcome.requests)
-        click.echo(_resume_hint(outcome, target, checkpoint, answers), err=True)
+        click.echo(_resume_hint(outcome, target, checkpoint, grant_flags, answers), err=True)
     elif outcome.status is RunStatus.FAILED:
         click.echo(_failure(outcome), err=True)
         if checkpoint is not None:
-            click.echo(_resume_hint(outcome, target, checkpoint, ""), err=True)
+            click.echo(_resume_hint(outcome, target, checkpoint, grant_flags, ""), err=True)
     ctx.exit(EXIT_STATUS[outcome.status])
 
 
@@ -312,11 +325,7 @@ def _display_options(command: Any) -> Any:
     is_flag=True,
     help="Print the run's step context (YAML steps) to stderr as JSON.",
 )
-@click.option(
-    "--allow-imports",
-    is_flag=True,
-    help="Let a workflow file import the Python code it names (untrusted by default).",
-)
+@grant_options("Let a workflow file import the Python code it names (untrusted by default).")
 @click.pass_context
 def run_command(
     ctx: click.Context,
@@ -333,6 +342,8 @@ def run_command(
     placement: str | None,
     step_context: bool,
     allow_imports: bool,
+    allow: tuple[str, ...],
+    trust: bool,
 ) -> None:
     """Run the workflow TARGET on MESSAGE and print its outputs, one per line.
 
@@ -354,7 +365,9 @@ def run_command(
     if durability is not None and no_checkpoint:
         raise click.UsageError("--durability needs a checkpoint (drop --no-checkpoint)")
     value = _message(message, json_input)
-    workflow = _placed(_workflow(target, allow_imports), placement)
+    allow_imports = allow_imports or trust or "imports" in allow  # as --allow-imports
+    grants = grants_from(allow, trust, allow_imports)
+    workflow = _placed(_workflow(target, allow_imports, grants), placement)
     run_id = uuid.uuid4().hex
     options: dict[str, Any] = {}
     if max_supersteps is not None:
@@ -380,7 +393,7 @@ def run_command(
     if step_context:
         click.echo(to_json(outcome.step_context), err=True)
     named = target if allow_imports or not _is_document(target) else None
-    _report(ctx, outcome, named, store)
+    _report(ctx, outcome, named, store, resume_flags(allow, trust, allow_imports))
 
 
 def _stored_target(run_id: str, checkpoint: str) -> tuple[str, bool, str | None]:
@@ -449,11 +462,7 @@ def _stored_target(run_id: str, checkpoint: str) -> tuple[str, bool, str | None]
     help="Answer a pending request (repeat for several).",
 )
 @_display_options
-@click.option(
-    "--allow-imports",
-    is_flag=True,
-    help="Let the workflow file import the Python code it names (as plait run did).",
-)
+@grant_options("Let the workflow file import the Python code it names (as plait run did).")
 @click.pass_context
 def resume_command(
     ctx: click.Context,
@@ -467,6 +476,8 @@ def resume_command(
     durability: str | None,
     placement: str | None,
     allow_imports: bool,
+    allow: tuple[str, ...],
+    trust: bool,
 ) -> None:
     """Continue run RUN_ID from its latest checkpoint, with the same progress as plait run.
 
@@ -474,7 +485,8 @@ def resume_command(
     --allow-imports): the checkpoint says which file. RUN_ID may also be a checkpoint id.
     Answer pending requests with --respond REQUEST_ID=JSON (true, 42, '"text"',
     '{"a": 1}'); on a terminal, without --respond, each request is asked for instead.
-    Output and exit status as plait run.
+    The workflow file gets only the capabilities granted here (--allow, --trust), never
+    any a checkpoint records. Output and exit status as plait run.
     """
     if len(args) == 1:
         (run_id,) = args
@@ -484,7 +496,9 @@ def resume_command(
         target, run_id = args
     else:
         raise click.UsageError("expected [TARGET] RUN_ID")
-    workflow = _placed(_workflow(target, allow_imports), placement)
+    allow_imports = allow_imports or trust or "imports" in allow  # as --allow-imports
+    grants = grants_from(allow, trust, allow_imports)
+    workflow = _placed(_workflow(target, allow_imports, grants), placement)
     display = Display(json_events=json_events, quiet=quiet)
     options: dict[str, Any] = {}
     if durability is not None:
@@ -502,7 +516,7 @@ def resume_command(
     outcome = _resume(workflow, run_id, checkpoint, responses, display, options)
     outcome = _answer_on_terminal(workflow, outcome, checkpoint, display, prompt, options)
     named = target if allow_imports or not _is_document(target) else None
-    _report(ctx, outcome, named, checkpoint)
+    _report(ctx, outcome, named, checkpoint, resume_flags(allow, trust, allow_imports))
 
 
 def _pending(workflow: Workflow, run_id: str, checkpoint: str) -> list[Any]:

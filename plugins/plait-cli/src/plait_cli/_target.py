@@ -54,12 +54,13 @@ def target_form(target: str) -> tuple[str, str, str]:
     return "module", module_part, attr
 
 
-def load_target(target: str, *, allow_imports: bool = False) -> Workflow:
+def load_target(target: str, *, allow_imports: bool = False, allow: Any = None) -> Workflow:
     """Import what ``target`` names and return the workflow.
 
     A workflow *file* in any installed format (``workflow.yaml``, ``pipeline.flow``,
     ``dag.json`` …) is loaded with :func:`plait.load`; it may import code it names only with
-    ``allow_imports`` (a workflow file is untrusted input).
+    ``allow_imports``, and use other capabilities only as ``allow`` grants them (a workflow
+    file is untrusted input; :mod:`plait.capabilities`).
 
     :param target: ``module:attr`` (the module imported as ``python -m`` would, with the
         current directory on ``sys.path``) or ``path/to/file.py:attr``; ``attr`` may be
@@ -77,8 +78,12 @@ def load_target(target: str, *, allow_imports: bool = False) -> Workflow:
         folder = str(document.resolve().parent)
         if allow_imports and folder not in sys.path:  # its code, beside it (as for file.py:attr)
             sys.path.insert(0, folder)
+        from plait.grants import CapabilityError
+
         try:
-            return plait.load(document, allow_imports=allow_imports)
+            return plait.load(document, allow_imports=allow_imports, allow=allow)
+        except CapabilityError as exc:  # named as the command line grants them
+            raise TargetError(f"TARGET {target!r}: {exc.for_cli()}") from exc
         except PlaitError as exc:
             raise TargetError(f"TARGET {target!r}: {exc}") from exc
     if form == "invalid":

@@ -3,8 +3,13 @@
 Each file is loaded as ``plait run`` would load it — parsed by the loader its format names,
 then built with :func:`plait.load`, so an executor kind's config that does not fit its
 schema is found too. Every problem is printed with its position (``file:line:column`` and a
-caret under the column, or the JSON path); a valid file prints ``FILE: ok``. The report
-goes to stdout, as a linter's does; the exit status is 1 when any file has a problem.
+caret under the column, or the JSON path); a valid file prints ``FILE: ok``, then the
+capabilities it needs to run (:mod:`plait.capabilities`), each with the nodes that need it
+and the flags that grant them. The report goes to stdout, as a linter's does; the exit
+status is 1 when any file has a problem.
+
+Validating builds the workflow without running it, so it needs no grant but
+``--allow-imports`` (or ``--trust``) for a file that names Python code: importing runs it.
 """
 
 from __future__ import annotations
@@ -25,23 +30,41 @@ def _item(problem: object) -> str:
     return f"  - {problem}".replace("\n", "\n    ")
 
 
-def validate_file(path: Path, *, allow_imports: bool = False) -> list[str]:
-    """The report for one workflow file: ``["FILE: ok"]``, or a header line and one
-    block per problem (its position first, then the offending line and a caret)."""
+def validate_file(path: Path, *, allow_imports: bool = False) -> tuple[bool, list[str]]:
+    """Whether one workflow file is valid, and its report: ``FILE: ok`` and what it needs
+    to run, or a header line and one block per problem (its position first, then the
+    offending line and a caret)."""
     import plait
+    from plait.capabilities import needs
+    from plait.grants import CapabilityError, Grants, grant_text
 
     name = str(path)
     folder = str(path.resolve().parent)
     if allow_imports and folder not in sys.path:  # its code, beside it, as plait run does
         sys.path.insert(0, folder)
     try:  # plait.load parses with plait.load.load_spec, then builds the workflow
-        plait.load(path, allow_imports=allow_imports)
+        workflow = plait.load(path, allow=Grants.to_build(allow_imports=allow_imports))
+        found = needs(workflow.spec, source=name)  # what running it will need granted
+    except CapabilityError as exc:
+        named = exc.for_cli().problems
+        return False, [f"{name}: {len(named)} problem(s):", *(_item(p) for p in named)]
     except (LoadError, WorkflowValidationError) as exc:
         problems = exc.problems or [exc]
-        return [f"{name}: {len(problems)} problem(s):", *(_item(p) for p in problems)]
+        return False, [f"{name}: {len(problems)} problem(s):", *(_item(p) for p in problems)]
     except PlaitError as exc:
-        return [f"{name}: 1 problem(s):", _item(describe_error(exc))]
-    return [f"{name}: ok"]
+        return False, [f"{name}: 1 problem(s):", _item(describe_error(exc))]
+    lines = [f"{name}: ok"]
+    if found:
+        capabilities = sorted({n.capability for n in found})
+        lines.append(
+            f"  needs {', '.join(map(str, capabilities))}; to run it, grant: "
+            f"{grant_text(capabilities, 'cli')}"
+        )
+        for capability in capabilities:
+            for need in found:
+                if need.capability == capability:
+                    lines.append(f"    {capability}: {need} at {need.position}")
+    return True, lines
 
 
 @click.command("validate", short_help="Check workflow files; print every problem and where.")
@@ -56,21 +79,26 @@ def validate_file(path: Path, *, allow_imports: bool = False) -> list[str]:
     is_flag=True,
     help="Let a workflow file import the Python code it names (untrusted by default).",
 )
+@click.option("--trust", is_flag=True, help="As --allow-imports (validating runs nothing else).")
 @click.pass_context
-def validate_command(ctx: click.Context, files: tuple[Path, ...], allow_imports: bool) -> None:
+def validate_command(
+    ctx: click.Context, files: tuple[Path, ...], allow_imports: bool, trust: bool
+) -> None:
     """Load each workflow FILE (workflow.yaml, pipeline.flow, dag.json … any installed
     format) and build it, without running it.
 
-    Prints FILE: ok for a valid file; otherwise every problem with its position
-    (file:line:column and a caret, or a JSON path).
+    Prints FILE: ok for a valid file, then the capabilities it needs to run (programs,
+    requests, files, imports), each with its nodes and the --allow flags that grant them;
+    otherwise every problem with its position (file:line:column and a caret, or a JSON
+    path).
 
     Exit status: 0 every file is valid, 1 a file has problems, 2 a usage error (a FILE that
     does not exist).
     """
     failed = False
     for path in files:
-        lines = validate_file(path, allow_imports=allow_imports)
-        failed = failed or len(lines) > 1
+        ok, lines = validate_file(path, allow_imports=allow_imports or trust)
+        failed = failed or not ok
         for line in lines:
             click.echo(line)
     ctx.exit(1 if failed else 0)

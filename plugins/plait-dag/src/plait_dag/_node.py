@@ -23,6 +23,7 @@ from typing import Any, cast
 
 import attrs
 from plait import Executor, WorkflowContext, handler
+from plait.capabilities import Capability, kind_capabilities
 from plait.errors import ConfigError, ExpressionError, PlaitError, SourcePosition
 from plait.executor import FunctionExecutor, Handler
 from plait.expressions import CompiledExpression, compile_expression
@@ -407,6 +408,20 @@ class DagNodeKind:
             "routes": {"type": "array", "items": _ROUTE_SCHEMA},
         },
     }
+
+    def capabilities(self, config: Mapping[str, Any], ctx: KindContext) -> set[Capability]:
+        """What the node's agent needs, as :func:`_build_agent` picks it: nothing for an
+        executor the caller passed or a published fragment; else what its executor kind (or
+        the ``workflow`` kind, for a sub-workflow) needs."""
+        workflow, name = config.get("workflow"), config.get("agent")
+        if isinstance(workflow, Mapping):
+            return set(kind_capabilities("workflow", workflow, ctx))
+        if not isinstance(name, str) or name in ctx.executors:
+            return set()
+        manager = _manager(ctx)
+        if name in manager.registry("fragment") or name == "dag.node":
+            return set()
+        return set(kind_capabilities(name, {}, ctx))
 
     def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
         """Schema problems, conditions that do not compile, an agent, a sub-workflow or a

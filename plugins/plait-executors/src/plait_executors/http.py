@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from plait import Executor, WorkflowContext
+from plait.capabilities import Capability, network
 from plait.errors import ConfigError
 from plait.executor import Handler
 from plait.kinds import KindContext
@@ -176,6 +177,18 @@ class HttpKind:
         "required": ["url"],
         "additionalProperties": False,
     }
+
+    def capabilities(self, config: Mapping[str, Any], ctx: KindContext) -> list[Capability]:
+        """``network=<host of the URL>``; any host when the URL has none that can be read
+        (a malformed one fails :meth:`check` too)."""
+        from urllib.parse import urlsplit
+
+        url = config.get("url")
+        try:
+            host = urlsplit(url).hostname if isinstance(url, str) else None
+        except ValueError:  # a malformed port or address
+            host = None
+        return [network(host)]
 
     def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
         """Every way ``config`` breaks :attr:`config_schema`."""

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from plait import Executor
+from plait.capabilities import IMPORTS
 from plait.errors import ConfigError
 from plait.kinds import KindContext
 from plait.refs import as_executor, import_ref
@@ -83,6 +84,8 @@ class PythonKind:
         "required": ["ref"],
         "additionalProperties": False,
     }
+    #: it imports the code its config names
+    capabilities = (IMPORTS,)
 
     def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
         """Schema problems; else a refusal when imports are not allowed; else import

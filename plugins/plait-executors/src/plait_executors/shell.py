@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 from plait import Executor, WorkflowContext
+from plait.capabilities import SUBPROCESS
 from plait.errors import ConfigError
 from plait.executor import Handler
 from plait.kinds import KindContext
@@ -257,6 +258,8 @@ class ShellKind:
         "required": ["argv"],
         "additionalProperties": False,
     }
+    #: it starts a program: whatever its user may do, a node of it may
+    capabilities = (SUBPROCESS,)
 
     def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
         """Every way ``config`` breaks :attr:`config_schema`."""

@@ -18,6 +18,7 @@ from typing import Any
 
 import plait
 from plait import Executor, Workflow, WorkflowSpec
+from plait.capabilities import Capability, needs
 from plait.errors import ConfigError, PlaitError, UnknownNameError
 from plait.kinds import KindContext
 
@@ -51,6 +52,20 @@ class WorkflowKind:
         },
         "additionalProperties": False,
     }
+
+    def capabilities(self, config: Mapping[str, Any], ctx: KindContext) -> set[Capability]:
+        """What the nested workflow's nodes need, for an inline ``spec`` (a published
+        fragment is code its distribution installed: it needs nothing of the document's).
+        A spec that does not read as one needs nothing here; :meth:`check` refuses it."""
+        data = config.get("spec")
+        if not isinstance(data, Mapping):
+            return set()
+        try:
+            spec = WorkflowSpec.from_dict(data)
+        except Exception:  # cattrs reports a bad shape as a group of errors; check says it
+            return set()
+        found = needs(spec, executors=ctx.executors, manager=ctx.manager, source=ctx.source)
+        return {need.capability for need in found}
 
     def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
         """Schema problems, exactly one of ``fragment`` and ``spec``, and that the fragment

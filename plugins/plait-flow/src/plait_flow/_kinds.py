@@ -59,6 +59,8 @@ class FlowJoin(Executor):
 class _NoConfigKind:
     config_schema = _EMPTY_SCHEMA
     executor_class: type[Executor]
+    #: pure: it passes messages on
+    capabilities: tuple[()] = ()
 
     def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
         """A problem per config key: these kinds take none."""

@@ -17,6 +17,7 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 from plait import Executor, WorkflowContext
+from plait.capabilities import network
 from plait.errors import ConfigError, PlaitError
 from plait.executor import Handler
 from plait.expressions import CompiledTemplate, compile_template
@@ -185,6 +186,8 @@ class AgentKind:
         },
         "additionalProperties": False,
     }
+    #: a model is called over the network, at a host its llm plugin chooses: any host
+    capabilities = (network(),)
 
     def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
         """Every problem of ``config``, each with its JSON path (``/config/options/x``)."""

@@ -27,6 +27,7 @@ from typing import Any
 import plait
 import plait.expressions
 from plait import Executor, WorkflowContext, handler
+from plait.capabilities import Capability, kind_capabilities
 from plait.errors import (
     ConfigError,
     ExecutorFailedError,
@@ -516,6 +517,11 @@ class _Kind(abc.ABC):
     required: Mapping[str, type | tuple[type, ...]] = {"step": str}
     optional: Mapping[str, type | tuple[type, ...]] = {}
 
+    def capabilities(self, config: Mapping[str, Any], ctx: KindContext) -> set[Capability]:
+        """What the step may make Plait do: nothing of its own (conditions and templates
+        are expressions); the agent or executor kind it wraps may need more."""
+        return set()
+
     @property
     def config_schema(self) -> Mapping[str, Any]:
         names = {str: "string", int: "integer", bool: "boolean", dict: "object", list: "array"}
@@ -581,6 +587,19 @@ class AgentKind(_Kind):
     optional = {**_OUT, "instruction": str, "at": list, "input": str, "input_at": list}
     optional = {**optional, "config": dict}
 
+    def capabilities(self, config: Mapping[str, Any], ctx: KindContext) -> set[Capability]:
+        """Nothing for an agent the caller passed; else what its kind needs (the kind
+        named, or plait-llm's ``agent``), as :func:`_resolve_agent` picks it."""
+        name = config.get("agent")
+        if not isinstance(name, str) or name in ctx.executors:
+            return set()
+        kinds = _kind_names(ctx)
+        if name not in kinds and "agent" not in kinds:
+            return set()  # an unknown agent: check() refuses it
+        kind = name if name in kinds else "agent"
+        inner = config.get("config")
+        return set(kind_capabilities(kind, inner if isinstance(inner, Mapping) else {}, ctx))
+
     def validate(self, config: Mapping[str, Any], ctx: KindContext) -> None:
         name = config["agent"]
         if name in ctx.executors and _is_async_function(ctx.executors[name]):
@@ -609,6 +628,13 @@ class ExecutorStepKind(_Kind):
 
     required = {**_STEP, "kind": str}
     optional = {**_OUT, "config": dict, "input": str, "input_at": list, "at": list}
+
+    def capabilities(self, config: Mapping[str, Any], ctx: KindContext) -> set[Capability]:
+        """What the executor kind it wraps needs for its config."""
+        kind, inner = config.get("kind"), config.get("config")
+        if not isinstance(kind, str) or kind.startswith("steps."):
+            return set()
+        return set(kind_capabilities(kind, inner if isinstance(inner, Mapping) else {}, ctx))
 
     def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
         kinds = _kind_names(ctx)
