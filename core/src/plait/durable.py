@@ -40,7 +40,6 @@ running or resuming the same live run fails at once with
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -59,7 +58,6 @@ from .events import RunStatus
 from .leases import DEFAULT_LEASE_TTL, Lease
 from .resume import load_run, restore_state, resumed_from
 from .runner import Runner, RunOptions, RunState
-from .sealing import open_sealed, seal_store
 
 if TYPE_CHECKING:
     from .graph import CompiledGraph
@@ -77,13 +75,8 @@ __all__ = [
 _MAX_ERROR_MESSAGE = 2000
 
 
-async def resolve_store(
-    store: str | CheckpointStore, options: Mapping[str, Any] | None = None
-) -> tuple[CheckpointStore, bool]:
-    """``(store, opened_here)`` for a store object or a store URL; with a resume's
-    ``options``, sealing as its ``checkpoint_key`` (or ``PLAIT_CHECKPOINT_KEY``) says."""
-    if options is not None:
-        return open_sealed(store, options), isinstance(store, str)
+async def resolve_store(store: str | CheckpointStore) -> tuple[CheckpointStore, bool]:
+    """``(store, opened_here)`` for a store object or a store URL."""
     return (open_store(store), True) if isinstance(store, str) else (store, False)
 
 
@@ -102,13 +95,12 @@ async def run_checkpointed(
 ) -> RunStatus:
     """Run to the end, writing checkpoints to ``opts.checkpoint`` as ``opts.durability`` says,
     holding the run's lease throughout."""
-    raw_store, opened = await resolve_store(opts.checkpoint)
-    store = seal_store(raw_store, opts.checkpoint_key)  # the lease below needs no sealing
+    store, opened = await resolve_store(opts.checkpoint)
     expected = resumed_from.get()
     resumed_from.set(None)
     try:
         ttl = float(getattr(opts, "lease_ttl", None) or DEFAULT_LEASE_TTL)
-        lease = await _acquire(raw_store, state.run_id, ttl)
+        lease = await _acquire(store, state.run_id, ttl)
         try:
             if expected is not None and expected == (state.run_id, parent_id):
                 await _check_still_latest(store, state.run_id, parent_id)
@@ -251,10 +243,10 @@ async def _checkpointed(runner: Runner, checkpointer: Checkpointer, inbox: Any) 
 
 
 async def stored_requests(
-    graph: CompiledGraph, id: str, checkpoint: Any, options: Mapping[str, Any]
+    graph: CompiledGraph, id: str, checkpoint: str | CheckpointStore
 ) -> list[PendingRequest]:
     """:meth:`plait.Workflow.pending_requests`: the pending requests of a stored run."""
-    store, opened = await resolve_store(checkpoint, {**graph.spec.options, **options})
+    store, opened = await resolve_store(checkpoint)
     token = resumed_from.set(None)
     try:
         found, data = await load_run(store, id, graph.spec, graph.signature)

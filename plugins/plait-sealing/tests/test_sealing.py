@@ -1,4 +1,4 @@
-"""Signed and encrypted checkpoints (issue 14, authenticity and confidentiality).
+"""Signed and encrypted checkpoints through :class:`plait_sealing.SealedStore`.
 
 With a key, every checkpoint carries an HMAC-SHA256 over its state, its metadata and its
 listing fields; a forger who can write the store (and recompute the SHA-256) is refused.
@@ -17,12 +17,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plait import Never, Workflow, WorkflowContext, executor
-from plait.errors import CheckpointAuthError, CorruptCheckpointError, RunOptionError
-from plait.sealing import CheckpointKey, CheckpointKeys, generate_key, resolve_keys
-from plait_builders import WorkflowBuilder
-from test_trust_boundary import Payload, chain, checkpoint_rows, write_row
-from test_trust_boundary import seal as with_checksum
+from plait import Workflow
+from plait.errors import CheckpointAuthError, CorruptCheckpointError, PlaitError
+from plait_sealing import (
+    CheckpointKey,
+    CheckpointKeyError,
+    CheckpointKeys,
+    SealedStore,
+    generate_key,
+    resolve_keys,
+)
+from sealing_workflows import (
+    Payload,
+    body_of,
+    chain,
+    checkpoint_rows,
+    secret_keeper,
+    with_checksum,
+    write_row,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -31,44 +44,36 @@ KEY_B = generate_key("b")
 SECRET = "hunter2-" + uuid.uuid4().hex  # a value no store could hold by chance
 
 
-def secret_keeper() -> Workflow:
-    """keep (str: holds it in its state, sends it on) -> tell (yields it)."""
-
-    @executor(id="keep")
-    async def keep(text: str, ctx: WorkflowContext[str]) -> None:
-        ctx.state["kept"] = text
-        await ctx.send_message(text)
-
-    @executor(id="tell")
-    async def tell(text: str, ctx: WorkflowContext[Never, str]) -> None:
-        await ctx.yield_output(text.upper())
-
-    return WorkflowBuilder("secrets").add_edge(keep, tell).set_start(keep).build()
+async def resume(wf: Workflow, run_id: str, url: str, keys: Any, **options: Any) -> Any:
+    """Resume ``run_id`` from ``url`` sealed with ``keys`` (unsealed with ``None``)."""
+    if keys is None:
+        return await wf.resume(run_id, url, **options)
+    async with SealedStore(url, keys) as store:
+        return await wf.resume(run_id, store, **options)
 
 
-async def paused(db: Path, **options: Any) -> tuple[Workflow, str, str]:
+async def paused(db: Path, keys: Any = None) -> tuple[Workflow, str, str]:
     """chain() stopped after superstep 1 in SQLite file ``db``: (workflow, url, run id)."""
     url = f"sqlite:///{db}"
     wf = chain()
-    result = await wf.run(
-        Payload(1), checkpoint=url, max_supersteps=1, raise_on_failure=False, **options
-    )
+    if keys is None:
+        result = await wf.run(Payload(1), checkpoint=url, max_supersteps=1, raise_on_failure=False)
+    else:
+        async with SealedStore(url, keys) as store:
+            result = await wf.run(
+                Payload(1), checkpoint=store, max_supersteps=1, raise_on_failure=False
+            )
     return wf, url, result.run_id
-
-
-def body_of(data: bytes) -> dict[str, Any]:
-    body: dict[str, Any] = json.loads(data.split(b"\n", 2)[2])
-    return body
 
 
 async def test_a_signed_run_round_trips_and_carries_a_mac(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
-    wf, url, run_id = await paused(db, checkpoint_key=KEY_A)
+    wf, url, run_id = await paused(db, KEY_A)
     rows = checkpoint_rows(db, run_id)
     for _, data in rows:
         state = body_of(data)["state"]
         assert state["kind"] == "sealed" and state["key"] == "a" and len(state["mac"]) == 64
-    resumed = await wf.resume(run_id, url, checkpoint_key=KEY_A, max_supersteps=10)
+    resumed = await resume(wf, run_id, url, KEY_A, max_supersteps=10)
     assert resumed.outputs == [20]
     assert all(body_of(d)["state"]["key"] == "a" for _, d in checkpoint_rows(db, run_id))
 
@@ -118,28 +123,28 @@ async def test_a_tampered_checkpoint_is_refused_naming_run_and_checkpoint(
     how: str, tmp_path: Path
 ) -> None:
     db = tmp_path / "runs.db"
-    wf, url, run_id = await paused(db, checkpoint_key=KEY_A)
+    wf, url, run_id = await paused(db, KEY_A)
     checkpoint_id, data = checkpoint_rows(db, run_id)[-1]
     body = body_of(data)
     TAMPERING[how](body)
     write_row(db, checkpoint_id, with_checksum(body))  # the SHA-256 is recomputed
     with pytest.raises(CheckpointAuthError) as caught:
-        await wf.resume(run_id, url, checkpoint_key=KEY_A, max_supersteps=10)
+        await resume(wf, run_id, url, KEY_A, max_supersteps=10)
     assert run_id in str(caught.value) and checkpoint_id in str(caught.value)
     assert isinstance(caught.value, CorruptCheckpointError)
 
 
 async def test_a_wrong_key_is_refused(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
-    wf, url, run_id = await paused(db, checkpoint_key=KEY_A)
+    wf, url, run_id = await paused(db, KEY_A)
     impostor = generate_key("a")  # same id, other secret
     with pytest.raises(CheckpointAuthError, match="fails its MAC check with checkpoint key 'a'"):
-        await wf.resume(run_id, url, checkpoint_key=impostor)
+        await resume(wf, run_id, url, impostor)
     with pytest.raises(CheckpointAuthError, match=r"key 'a', which is not among .*\(b\)"):
-        await wf.resume(run_id, url, checkpoint_key=KEY_B)
-    with pytest.raises(CheckpointAuthError, match="signed with checkpoint key 'a'; pass"):
-        await wf.resume(run_id, url)  # no key at all
-    resumed = await wf.resume(run_id, url, checkpoint_key=KEY_A, max_supersteps=10)
+        await resume(wf, run_id, url, KEY_B)
+    with pytest.raises(CorruptCheckpointError, match="has kind 'sealed'.* through that wrapper"):
+        await resume(wf, run_id, url, None)  # no key at all: the kernel reads the envelope
+    resumed = await resume(wf, run_id, url, KEY_A, max_supersteps=10)
     assert resumed.outputs == [20]
 
 
@@ -147,35 +152,47 @@ async def test_with_a_key_an_unsigned_checkpoint_is_refused(tmp_path: Path) -> N
     db = tmp_path / "runs.db"
     wf, url, run_id = await paused(db)  # written without a key
     with pytest.raises(CheckpointAuthError, match="carries no MAC"):
-        await wf.resume(run_id, url, checkpoint_key=KEY_A)
+        await resume(wf, run_id, url, KEY_A)
 
 
 async def test_rotation_the_old_key_verifies_and_the_new_key_signs(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
-    wf, url, run_id = await paused(db, checkpoint_key=KEY_A)
+    wf, url, run_id = await paused(db, KEY_A)
     old = {cid for cid, _ in checkpoint_rows(db, run_id)}
-    resumed = await wf.resume(run_id, url, checkpoint_key=[KEY_B, KEY_A], max_supersteps=10)
+    resumed = await resume(wf, run_id, url, [KEY_B, KEY_A], max_supersteps=10)
     assert resumed.outputs == [20]
     signers = {cid: body_of(d)["state"]["key"] for cid, d in checkpoint_rows(db, run_id)}
     assert {signers[cid] for cid in old} == {"a"}
     assert {k for cid, k in signers.items() if cid not in old} == {"b"}
     # the retired key alone no longer verifies the new checkpoints
     with pytest.raises(CheckpointAuthError, match="key 'b', which is not among"):
-        await wf.resume(run_id, url, checkpoint_key=KEY_A)
+        await resume(wf, run_id, url, KEY_A)
 
 
-async def test_keys_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_keys_from_the_environment_and_the_sealed_scheme(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     db = tmp_path / "runs.db"
+    url = f"sqlite:///{db}"
     monkeypatch.setenv("PLAIT_CHECKPOINT_KEY", KEY_A)
-    wf, url, run_id = await paused(db)
-    assert body_of(checkpoint_rows(db, run_id)[-1][1])["state"]["key"] == "a"
+    wf = chain()
+    paused = await wf.run(
+        Payload(1), checkpoint=f"sealed:{url}", max_supersteps=1, raise_on_failure=False
+    )
+    assert body_of(checkpoint_rows(db, paused.run_id)[-1][1])["state"]["key"] == "a"
     monkeypatch.setenv("PLAIT_CHECKPOINT_KEY", f"{KEY_B}, {KEY_A}")
-    resumed = await wf.resume(run_id, url, max_supersteps=10)
+    resumed = await wf.resume(paused.run_id, f"sealed:{url}", max_supersteps=10)
     assert resumed.outputs == [20]
-    assert body_of(checkpoint_rows(db, run_id)[-1][1])["state"]["key"] == "b"
+    assert body_of(checkpoint_rows(db, paused.run_id)[-1][1])["state"]["key"] == "b"
+    async with SealedStore(url) as store:  # keys= left out: the environment's
+        assert (await store.latest(paused.run_id)) is not None
     monkeypatch.delenv("PLAIT_CHECKPOINT_KEY")
-    with pytest.raises(CheckpointAuthError, match="pass checkpoint_key="):
-        await wf.resume(run_id, url)
+    with pytest.raises(CheckpointKeyError, match="PLAIT_CHECKPOINT_KEY, which is not set"):
+        await wf.resume(paused.run_id, f"sealed:{url}")
+    with pytest.raises(CheckpointKeyError, match="SealedStore needs a key: pass keys="):
+        SealedStore(url)
+    with pytest.raises(ValueError, match=r"sealed:URL.*got 'sealed:'"):
+        await wf.resume(paused.run_id, "sealed:")
 
 
 def _store_bytes(root: Path) -> bytes:
@@ -186,31 +203,28 @@ def _store_bytes(root: Path) -> bytes:
 @pytest.mark.parametrize("kind", ["sqlite", "file"])
 async def test_encrypted_checkpoints_hold_no_plaintext(kind: str, tmp_path: Path) -> None:
     wf = secret_keeper()
-    urls = {
-        "plain": (tmp_path / "plain", KEY_A, False),
-        "sealed": (tmp_path / "sealed", KEY_A, True),
-    }
-    run_ids = {}
-    for name, (root, key, encrypt) in urls.items():
+    runs = {}
+    for name, encrypt in {"plain": False, "sealed": True}.items():
+        root = tmp_path / name
         root.mkdir()
         url = f"sqlite:///{root / 'runs.db'}" if kind == "sqlite" else f"file://{root}"
-        result = await wf.run(
-            SECRET, checkpoint=url, checkpoint_key=key, checkpoint_encrypt=encrypt,
-            max_supersteps=1, raise_on_failure=False,
-        )  # fmt: skip
-        run_ids[name] = (url, result.run_id)
+        async with SealedStore(url, KEY_A, encrypt=encrypt) as store:
+            result = await wf.run(
+                SECRET, checkpoint=store, max_supersteps=1, raise_on_failure=False
+            )
+        runs[name] = (url, result.run_id)
     # signed only: the secret is there in the clear (so the check below can fail)
     assert SECRET.encode() in _store_bytes(tmp_path / "plain")
     sealed_bytes = _store_bytes(tmp_path / "sealed")
     assert SECRET.encode() not in sealed_bytes
     assert base64.b64encode(SECRET.encode()) not in sealed_bytes
     assert b'"executor_state"' not in sealed_bytes and b'"topology"' not in sealed_bytes
-    url, run_id = run_ids["sealed"]
-    with pytest.raises(CheckpointAuthError, match="and encrypted; pass checkpoint_key="):
-        await wf.resume(run_id, url)
+    url, run_id = runs["sealed"]
+    with pytest.raises(CorruptCheckpointError, match="has kind 'sealed'"):
+        await resume(wf, run_id, url, None)
     with pytest.raises(CheckpointAuthError, match="not among the configured keys"):
-        await wf.resume(run_id, url, checkpoint_key=KEY_B)
-    resumed = await wf.resume(run_id, url, checkpoint_key=KEY_A, max_supersteps=10)
+        await resume(wf, run_id, url, KEY_B)
+    resumed = await resume(wf, run_id, url, KEY_A, max_supersteps=10)
     assert resumed.outputs == [SECRET.upper()]
     assert SECRET.encode() not in _store_bytes(tmp_path / "sealed")
 
@@ -218,7 +232,7 @@ async def test_encrypted_checkpoints_hold_no_plaintext(kind: str, tmp_path: Path
 async def test_a_tampered_ciphertext_does_not_decrypt(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     key = CheckpointKey(os.urandom(32), "enc", encrypt=True)  # a key marked for encryption
-    wf, url, run_id = await paused(db, checkpoint_key=key)
+    wf, url, run_id = await paused(db, key)
     checkpoint_id, data = checkpoint_rows(db, run_id)[-1]
     body = body_of(data)
     assert body["state"]["alg"] == "A256GCM+HS256"
@@ -226,26 +240,40 @@ async def test_a_tampered_ciphertext_does_not_decrypt(tmp_path: Path) -> None:
     raw[5] ^= 1
     body["state"]["payload"] = base64.b64encode(bytes(raw)).decode()
     write_row(db, checkpoint_id, with_checksum(body))
-    with pytest.raises(CheckpointAuthError, match=checkpoint_id):
-        await wf.resume(run_id, url, checkpoint_key=key)
+    with pytest.raises(CheckpointAuthError, match=checkpoint_id):  # the MAC covers it too
+        await resume(wf, run_id, url, key)
 
 
-def test_bad_keys_are_run_option_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    wf = chain()
-    with pytest.raises(RunOptionError, match="at least 16 random bytes"):
-        wf.run_sync(Payload(1), checkpoint="memory://", checkpoint_key=b"short")
-    with pytest.raises(RunOptionError, match="'k' is not base64"):
-        wf.run_sync(Payload(1), checkpoint="memory://", checkpoint_key="k:not base64!")
-    with pytest.raises(RunOptionError, match="key ids repeat"):
-        wf.run_sync(Payload(1), checkpoint="memory://", checkpoint_key=[KEY_A, KEY_A])
-    with pytest.raises(RunOptionError, match="checkpoint_encrypt needs a key"):
-        wf.run_sync(Payload(1), checkpoint="memory://", checkpoint_encrypt=True)
-    with pytest.raises(RunOptionError, match="must be True or False"):
-        wf.run_sync(Payload(1), checkpoint="memory://", checkpoint_encrypt="yes")
+def test_bad_keys_are_errors_before_anything_is_written(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    url = f"file://{tmp_path}"
+    with pytest.raises(CheckpointKeyError, match="at least 16 random bytes"):
+        SealedStore(url, b"short")
+    with pytest.raises(CheckpointKeyError, match="'k' is not base64"):
+        SealedStore(url, "k:not base64!")
+    with pytest.raises(CheckpointKeyError, match="key ids repeat"):
+        SealedStore(url, [KEY_A, KEY_A])
+    with pytest.raises(CheckpointKeyError, match="may hold only letters"):
+        SealedStore(url, CheckpointKey(b"x" * 16, "no spaces"))
+    with pytest.raises(CheckpointKeyError, match="encrypting checkpoints needs a key"):
+        SealedStore(url, encrypt=True)
+    with pytest.raises(CheckpointKeyError, match="encrypt must be True or False"):
+        SealedStore(url, KEY_A, encrypt="yes")  # type: ignore[arg-type]
+    with pytest.raises(CheckpointKeyError, match="must be a key .* got int"):
+        SealedStore(url, 42)
     monkeypatch.setenv("PLAIT_CHECKPOINT_KEY", "x:@@@")
-    with pytest.raises(RunOptionError, match="PLAIT_CHECKPOINT_KEY: .*'x' is not base64"):
-        wf.run_sync(Payload(1), checkpoint="memory://")
-    assert wf.run_sync(Payload(1)).outputs == [20]  # no checkpoint: the key is not read
+    with pytest.raises(CheckpointKeyError, match="PLAIT_CHECKPOINT_KEY: .*'x' is not base64"):
+        SealedStore(url)
+    assert isinstance(CheckpointKeyError("x"), PlaitError)
+    assert list(tmp_path.iterdir()) == []  # nothing was written
+
+
+async def test_a_store_is_sealed_once(tmp_path: Path) -> None:
+    async with SealedStore(f"file://{tmp_path}", KEY_A) as store:
+        with pytest.raises(CheckpointKeyError, match="already seals"):
+            SealedStore(store, KEY_B)
+        assert store.url == f"sealed:file://{tmp_path}"
 
 
 def test_keys_never_show_their_secret() -> None:
@@ -255,6 +283,8 @@ def test_keys_never_show_their_secret() -> None:
     assert secret not in repr(keys) and "\\x01" not in repr(keys)
     assert keys.keys[0].key_id == "a" and len(keys.keys[1].key_id) == 12
     assert keys.signing.key_id == "a"
+    store = SealedStore("memory://", keys)
+    assert secret not in repr(store) and "key_id='a'" in repr(store)
 
 
 def test_signing_imports_no_cryptography(tmp_path: Path) -> None:
@@ -262,15 +292,20 @@ def test_signing_imports_no_cryptography(tmp_path: Path) -> None:
     code = f"""
 import sys
 sys.path[:0] = {[str(Path(__file__).parent)]!r}
-import plait
-from test_trust_boundary import Payload, chain
+import anyio
+from plait_sealing import SealedStore
+from sealing_workflows import Payload, chain
 assert "cryptography" not in sys.modules
 wf = chain()
 url = "sqlite:///{tmp_path / "runs.db"}"
-r = wf.run_sync(Payload(1), checkpoint=url, checkpoint_key={KEY_A!r})
-assert r.outputs == [20], r.outputs
+
+async def run(encrypt):
+    async with SealedStore(url, {KEY_A!r}, encrypt=encrypt) as store:
+        return await wf.run(Payload(1), checkpoint=store)
+
+assert anyio.run(run, False).outputs == [20]
 assert "cryptography" not in sys.modules, "signing imported cryptography"
-wf.run_sync(Payload(1), checkpoint=url, checkpoint_key={KEY_A!r}, checkpoint_encrypt=True)
+assert anyio.run(run, True).outputs == [20]
 assert "cryptography" in sys.modules
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
