@@ -55,7 +55,7 @@ from .errors import (
     WorkflowRunError,
 )
 from .events import RunStatus
-from .leases import DEFAULT_LEASE_TTL, Lease
+from .leases import Lease
 from .resume import load_run, restore_state, resumed_from
 from .runner import Runner, RunOptions, RunState
 
@@ -99,8 +99,8 @@ async def run_checkpointed(
     expected = resumed_from.get()
     resumed_from.set(None)
     try:
-        ttl = float(getattr(opts, "lease_ttl", None) or DEFAULT_LEASE_TTL)
-        lease = await _acquire(store, state.run_id, ttl)
+        ttl = opts.lease_ttl
+        lease = await store.acquire_lease(state.run_id, ttl=ttl)
         try:
             if expected is not None and expected == (state.run_id, parent_id):
                 await _check_still_latest(store, state.run_id, parent_id)
@@ -108,24 +108,15 @@ async def run_checkpointed(
                 graph, state, inbox, opts, store, lease, ttl, detail, live, parent_id
             )
         finally:
-            if lease is not None:
-                with anyio.CancelScope(shield=True):
-                    try:
-                        await store.release_lease(lease)
-                    except CheckpointError:
-                        pass  # it expires on its own
+            with anyio.CancelScope(shield=True):
+                try:
+                    await store.release_lease(lease)
+                except CheckpointError:
+                    pass  # it expires on its own
     finally:
         if opened:
             with anyio.CancelScope(shield=True):
                 await store.aclose()
-
-
-async def _acquire(store: CheckpointStore, run_id: str, ttl: float) -> Lease | None:
-    acquire = getattr(store, "acquire_lease", None)
-    if acquire is None:  # a store written before leases: one writer is not enforced
-        return None
-    lease: Lease = await acquire(run_id, ttl=ttl)
-    return lease
 
 
 async def _check_still_latest(store: CheckpointStore, run_id: str, parent_id: str | None) -> None:
@@ -144,7 +135,7 @@ async def _run_leased(
     inbox: dict[str, list[Any]],
     opts: RunOptions,
     store: CheckpointStore,
-    lease: Lease | None,
+    lease: Lease,
     ttl: float,
     detail: bool,
     live: bool,
@@ -173,8 +164,7 @@ async def _run_leased(
             with renewing:
                 await checkpointer.renew(ttl)
 
-        if lease is not None:
-            tg.start_soon(renew)
+        tg.start_soon(renew)
         try:
             if mode != "async":
                 status = await _checkpointed(runner, checkpointer, inbox)

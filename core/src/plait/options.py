@@ -40,10 +40,15 @@ def _run_id(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         raise RunOptionError(f"run option run_id must be a non-empty string, got {value!r}")
 
 
+#: What a run needs of a checkpoint store object (see :class:`plait.checkpoint.CheckpointStore`).
+_STORE_METHODS = ("save", "load", "latest", "list", "acquire_lease", "renew_lease",
+                  "release_lease")  # fmt: skip
+
+
 def _store(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is None or isinstance(value, str):
         return
-    missing = [m for m in ("save", "load", "latest") if not callable(getattr(value, m, None))]
+    missing = [m for m in _STORE_METHODS if not callable(getattr(value, m, None))]
     if missing:
         raise RunOptionError(
             f"run option checkpoint must be a store URL ('sqlite:///runs.db') or a checkpoint "

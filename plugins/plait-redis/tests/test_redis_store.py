@@ -11,13 +11,12 @@ import anyio
 import plait_redis
 import pytest
 import redis.asyncio
-from plait.checkpoint import CheckpointStore
+from plait.checkpoint import CheckpointStore, encode_checkpoint
 from plait.errors import StoreUnavailableError
 from plait_redis import RedisCheckpointStore, redact_url
 from plait_testing import fake_entry_point, make_plugin_manager, servers
 from plait_testing.stores import (
     CheckpointStoreContract,
-    encode_without_base_id,
     flip_byte,
     make_checkpoint,
     new_run_id,
@@ -133,11 +132,11 @@ async def test_entries_saved_before_base_id_list_and_prune_by_their_base(redis_u
         async with RedisCheckpointStore(_with_option(redis_url, f"prefix={prefix}")) as store:
             for checkpoint in (c1, c2, c3):
                 await store.save(checkpoint)
-                # rewrite it as plait-redis 0.1 saved it: no base_id in the info or the data
+                # rewrite it as plait-redis 0.1 saved it: no base_id in the info
                 key = f"{prefix}cp:{checkpoint.checkpoint_id}"
                 info = json.loads(await client.hget(key, "info"))
                 del info["base_id"]
-                data = encode_without_base_id(checkpoint)
+                data = encode_checkpoint(checkpoint)
                 await client.hset(key, mapping={"info": json.dumps(info), "data": data})
             assert list(await store.list(run_id)) == [c1.info, c2.info, c3.info]
             assert await store.prune(run_id, keep_last=1) == 1
