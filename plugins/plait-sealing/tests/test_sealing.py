@@ -8,6 +8,8 @@ With encryption, the store's bytes hold no plaintext of the run's values.
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 import os
 import subprocess
@@ -16,6 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from plait import Workflow
 from plait.errors import CheckpointAuthError, CorruptCheckpointError, PlaitError
@@ -26,7 +29,11 @@ from plait_sealing import (
     SealedStore,
     generate_key,
     resolve_keys,
+    seal,
+    unseal,
 )
+from plait_sealing._store import _header
+from plait_testing.stores import make_checkpoint, new_run_id
 from sealing_workflows import (
     Payload,
     body_of,
@@ -310,3 +317,75 @@ assert "cryptography" in sys.modules
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+# -- one checkpoint, sealed and unsealed ------------------------------------------------------
+
+
+def _resigned(checkpoint: Any, key: CheckpointKey, **envelope: str) -> Any:
+    """``checkpoint`` with ``envelope`` fields changed and a valid MAC over them: what a
+    writer holding the key (or a bug) could produce."""
+
+    state = {**checkpoint.state, **envelope}
+    header = _header(checkpoint, state["alg"], state["key"], state.get("nonce", ""))
+    mac = hmac.new(key.mac_key, header + state["payload"].encode(), hashlib.sha256)
+    return attrs.evolve(checkpoint, state={**state, "mac": mac.hexdigest()})
+
+
+def test_seal_and_unseal_round_trip_a_checkpoint() -> None:
+
+    for encrypt in (False, True):
+        keys = resolve_keys(KEY_A, encrypt)
+        assert keys is not None
+        checkpoint = make_checkpoint(new_run_id(), 3, state={"kind": "full", "n": 1.5})
+        sealed = seal(checkpoint, keys)
+        assert sealed.metadata == {} and sealed.state["kind"] == "sealed"
+        assert ('"n":1.5' in sealed.state["payload"]) is not encrypt
+        assert unseal(sealed, keys) == checkpoint
+
+
+def test_a_validly_signed_ciphertext_that_does_not_decrypt_is_refused() -> None:
+
+    key = CheckpointKey(os.urandom(32), "enc", encrypt=True)
+    keys = CheckpointKeys((key,), encrypt=True)
+    sealed = seal(make_checkpoint(new_run_id()), keys)
+    raw = bytearray(base64.b64decode(sealed.state["payload"]))
+    raw[0] ^= 1
+    forged = _resigned(sealed, key, payload=base64.b64encode(bytes(raw)).decode())
+    with pytest.raises(CheckpointAuthError, match="does not decrypt with checkpoint key 'enc'"):
+        unseal(forged, keys)
+
+
+@pytest.mark.parametrize(
+    ("envelope", "message"),
+    [
+        ({"payload": "not json"}, "signed payload that does not decode"),
+        ({"payload": "[1, 2]"}, "signed payload of the wrong shape"),
+        ({"payload": '{"state": {}, "metadata": []}'}, "signed payload of the wrong shape"),
+    ],
+)
+def test_a_signed_payload_that_is_not_a_checkpoint_is_refused(
+    envelope: dict[str, str], message: str
+) -> None:
+
+    keys = resolve_keys(KEY_A)
+    assert keys is not None
+    forged = _resigned(seal(make_checkpoint(new_run_id()), keys), keys.signing, **envelope)
+    with pytest.raises(CheckpointAuthError, match=message):
+        unseal(forged, keys)
+
+
+@pytest.mark.parametrize(
+    "envelope",
+    [{"alg": "none"}, {"extra": "x"}, {"nonce": "AAAA"}, {"key": ""}, {"mac": 7}],
+    ids=["unknown alg", "unknown field", "nonce when signed", "no key id", "mac not text"],
+)
+def test_a_mis_shaped_seal_is_refused(envelope: dict[str, Any]) -> None:
+
+    keys = resolve_keys(KEY_A)
+    assert keys is not None
+    sealed = seal(make_checkpoint(new_run_id()), keys)
+    damaged = attrs.evolve(sealed, state={**sealed.state, **envelope})
+    with pytest.raises(CheckpointAuthError, match="mis-shaped seal") as caught:
+        unseal(damaged, keys)
+    assert sealed.checkpoint_id in str(caught.value)
