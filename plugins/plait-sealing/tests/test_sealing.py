@@ -342,6 +342,8 @@ def test_seal_and_unseal_round_trip_a_checkpoint() -> None:
         assert sealed.metadata == {} and sealed.state["kind"] == "sealed"
         assert ('"n":1.5' in sealed.state["payload"]) is not encrypt
         assert unseal(sealed, keys) == checkpoint
+    huge = make_checkpoint(new_run_id(), state={"kind": "full", "n": 2**70, "t": "é\u2028"})
+    assert unseal(seal(huge, keys), keys) == huge  # beyond orjson's ints: the standard library
 
 
 def test_a_validly_signed_ciphertext_that_does_not_decrypt_is_refused() -> None:
