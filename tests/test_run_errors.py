@@ -40,6 +40,25 @@ async def test_bad_options_are_refused_naming_them(options: dict[str, Any], name
         await workflow().run("x", **options)
 
 
+class LeaselessStore:
+    """A store of a design before leases: every run takes its run's lease, so it cannot
+    hold a run's checkpoints."""
+
+    async def save(self, checkpoint: Any) -> None: ...
+
+    async def load(self, checkpoint_id: str) -> Any: ...
+
+    async def latest(self, run_id: str) -> Any: ...
+
+    async def list(self, run_id: str) -> Any: ...
+
+
+async def test_a_store_without_leases_is_refused_before_the_run() -> None:
+    missing = "it has no acquire_lease, renew_lease, release_lease"
+    with pytest.raises(RunOptionError, match=f"run option checkpoint .*LeaselessStore.*{missing}"):
+        await workflow().run("x", checkpoint=LeaselessStore())
+
+
 async def test_a_message_too_deep_to_checkpoint_is_a_plait_error() -> None:
     deep: Any = "leaf"
     for _ in range(5000):

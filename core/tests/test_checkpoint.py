@@ -15,8 +15,7 @@ from plait.checkpoint import (
     encode_checkpoint,
     prune_plan,
 )
-from plait.errors import CorruptCheckpointError
-from plait_testing.stores import encode_without_base_id
+from plait.errors import CheckpointError, CorruptCheckpointError
 
 
 def info(checkpoint_id: str, base_id: str | None = None) -> CheckpointInfo:
@@ -58,14 +57,28 @@ def test_base_id_round_trips_through_the_encoding() -> None:
         assert decode_checkpoint(encode_checkpoint(value)) == value
 
 
-def test_old_encodings_decode_with_the_base_their_state_names() -> None:
-    delta = checkpoint()
-    assert b"base_id" not in encode_without_base_id(delta)
-    assert decode_checkpoint(encode_without_base_id(delta)) == delta
-    full = checkpoint(base_id=None, state={"kind": "full", "pending": {}})
-    assert decode_checkpoint(encode_without_base_id(full)) == full
-    odd = checkpoint(base_id=None, state={"base": 7})  # not an id: no base
-    assert decode_checkpoint(encode_without_base_id(odd)).base_id is None
+def _encoded(fields: dict[str, Any]) -> bytes:
+    body = json.dumps(fields).encode()
+    return b"PLAITCP1\n" + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+
+
+def test_a_body_without_base_id_is_corrupt() -> None:
+    """Only the current format is read: no release wrote a body without ``base_id``."""
+    fields = json.loads(encode_checkpoint(checkpoint()).split(b"\n", 2)[2])
+    del fields["base_id"]
+    with pytest.raises(CorruptCheckpointError, match="its body lacks base_id"):
+        decode_checkpoint(_encoded(fields))
+
+
+@pytest.mark.parametrize("version", [0, -1])
+def test_a_format_older_than_the_current_one_is_corrupt(version: int) -> None:
+    fields = json.loads(encode_checkpoint(checkpoint()).split(b"\n", 2)[2])
+    fields["format_version"] = version
+    with pytest.raises(CorruptCheckpointError, match=f"claims format {version}, which no Plait"):
+        decode_checkpoint(_encoded(fields), where="run r, checkpoint c")
+    fields["format_version"] = 2
+    with pytest.raises(CheckpointError, match=r"newer Plait \(format 2\); this Plait reads"):
+        decode_checkpoint(_encoded(fields))
 
 
 def test_an_explicit_base_id_is_not_overridden_by_the_state() -> None:

@@ -112,8 +112,7 @@ class Checkpoint:
     :param metadata: free-form, JSON-ready annotations (workflow name, …).
     :param base_id: for a delta, the full checkpoint this delta builds on (resuming the
         delta loads it); ``None`` for a full snapshot. Stores must keep it while a kept
-        checkpoint names it (see :func:`prune_plan`). Checkpoints encoded before this
-        field existed decode with it taken from ``state["base"]``, where the runner puts it.
+        checkpoint names it (see :func:`prune_plan`).
     """
 
     checkpoint_id: str
@@ -186,7 +185,7 @@ _FIELDS: dict[str, tuple[type, ...]] = {
 def _check_shape(raw: Any, where: str) -> None:
     if not isinstance(raw, dict):
         raise CorruptCheckpointError(f"{where} is corrupt: its body is not a JSON object")
-    missing = sorted(set(_FIELDS) - set(raw) - {"base_id"})
+    missing = sorted(set(_FIELDS) - set(raw))
     extra = sorted(set(raw) - set(_FIELDS))
     if missing or extra:
         raise CorruptCheckpointError(
@@ -223,7 +222,8 @@ def decode_checkpoint(
     :param expect_id: the checkpoint id the store's row or key says they are.
     :raises CorruptCheckpointError: the bytes are truncated, altered, mis-shaped, not a
         checkpoint, or their body disagrees with ``expect_run``/``expect_id``.
-    :raises CheckpointError: the bytes were written by a newer format (a newer Plait).
+    :raises CheckpointError: the bytes were written by a newer format (a newer Plait);
+        a format older than :data:`FORMAT_VERSION` is corrupt (no release wrote one).
     """
     magic, sep1, rest = bytes(data).partition(b"\n")
     digest, sep2, body = rest.partition(b"\n")
@@ -242,13 +242,14 @@ def decode_checkpoint(
     if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
         raise CheckpointError(
             f"{where} was written by a newer Plait (format {version}); this Plait reads "
-            f"format {FORMAT_VERSION} and older: upgrade plait-core to resume it"
+            f"format {FORMAT_VERSION}: upgrade plait-core to resume it"
         )
     _check_shape(raw, where)
-    if "base_id" not in raw:
-        # Encoded before Checkpoint had base_id: a delta names its base in its state.
-        base = raw["state"].get("base")
-        raw["base_id"] = base if isinstance(base, str) else None
+    if raw["format_version"] != FORMAT_VERSION:
+        raise CorruptCheckpointError(
+            f"{where} is corrupt: it claims format {raw['format_version']}, which no Plait "
+            f"wrote; this Plait reads format {FORMAT_VERSION}"
+        )
     checkpoint = Checkpoint(**raw)
     if (expect_run is not None and checkpoint.run_id != expect_run) or (
         expect_id is not None and checkpoint.checkpoint_id != expect_id

@@ -40,7 +40,6 @@ running or resuming the same live run fails at once with
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -56,10 +55,9 @@ from .errors import (
     WorkflowRunError,
 )
 from .events import RunStatus
-from .leases import DEFAULT_LEASE_TTL, Lease
+from .leases import Lease
 from .resume import load_run, restore_state, resumed_from
 from .runner import Runner, RunOptions, RunState
-from .sealing import open_sealed, seal_store
 
 if TYPE_CHECKING:
     from .graph import CompiledGraph
@@ -77,13 +75,8 @@ __all__ = [
 _MAX_ERROR_MESSAGE = 2000
 
 
-async def resolve_store(
-    store: str | CheckpointStore, options: Mapping[str, Any] | None = None
-) -> tuple[CheckpointStore, bool]:
-    """``(store, opened_here)`` for a store object or a store URL; with a resume's
-    ``options``, sealing as its ``checkpoint_key`` (or ``PLAIT_CHECKPOINT_KEY``) says."""
-    if options is not None:
-        return open_sealed(store, options), isinstance(store, str)
+async def resolve_store(store: str | CheckpointStore) -> tuple[CheckpointStore, bool]:
+    """``(store, opened_here)`` for a store object or a store URL."""
     return (open_store(store), True) if isinstance(store, str) else (store, False)
 
 
@@ -102,13 +95,12 @@ async def run_checkpointed(
 ) -> RunStatus:
     """Run to the end, writing checkpoints to ``opts.checkpoint`` as ``opts.durability`` says,
     holding the run's lease throughout."""
-    raw_store, opened = await resolve_store(opts.checkpoint)
-    store = seal_store(raw_store, opts.checkpoint_key)  # the lease below needs no sealing
+    store, opened = await resolve_store(opts.checkpoint)
     expected = resumed_from.get()
     resumed_from.set(None)
     try:
-        ttl = float(getattr(opts, "lease_ttl", None) or DEFAULT_LEASE_TTL)
-        lease = await _acquire(raw_store, state.run_id, ttl)
+        ttl = opts.lease_ttl
+        lease = await store.acquire_lease(state.run_id, ttl=ttl)
         try:
             if expected is not None and expected == (state.run_id, parent_id):
                 await _check_still_latest(store, state.run_id, parent_id)
@@ -116,24 +108,15 @@ async def run_checkpointed(
                 graph, state, inbox, opts, store, lease, ttl, detail, live, parent_id
             )
         finally:
-            if lease is not None:
-                with anyio.CancelScope(shield=True):
-                    try:
-                        await store.release_lease(lease)
-                    except CheckpointError:
-                        pass  # it expires on its own
+            with anyio.CancelScope(shield=True):
+                try:
+                    await store.release_lease(lease)
+                except CheckpointError:
+                    pass  # it expires on its own
     finally:
         if opened:
             with anyio.CancelScope(shield=True):
                 await store.aclose()
-
-
-async def _acquire(store: CheckpointStore, run_id: str, ttl: float) -> Lease | None:
-    acquire = getattr(store, "acquire_lease", None)
-    if acquire is None:  # a store written before leases: one writer is not enforced
-        return None
-    lease: Lease = await acquire(run_id, ttl=ttl)
-    return lease
 
 
 async def _check_still_latest(store: CheckpointStore, run_id: str, parent_id: str | None) -> None:
@@ -152,7 +135,7 @@ async def _run_leased(
     inbox: dict[str, list[Any]],
     opts: RunOptions,
     store: CheckpointStore,
-    lease: Lease | None,
+    lease: Lease,
     ttl: float,
     detail: bool,
     live: bool,
@@ -181,8 +164,7 @@ async def _run_leased(
             with renewing:
                 await checkpointer.renew(ttl)
 
-        if lease is not None:
-            tg.start_soon(renew)
+        tg.start_soon(renew)
         try:
             if mode != "async":
                 status = await _checkpointed(runner, checkpointer, inbox)
@@ -251,10 +233,10 @@ async def _checkpointed(runner: Runner, checkpointer: Checkpointer, inbox: Any) 
 
 
 async def stored_requests(
-    graph: CompiledGraph, id: str, checkpoint: Any, options: Mapping[str, Any]
+    graph: CompiledGraph, id: str, checkpoint: str | CheckpointStore
 ) -> list[PendingRequest]:
     """:meth:`plait.Workflow.pending_requests`: the pending requests of a stored run."""
-    store, opened = await resolve_store(checkpoint, {**graph.spec.options, **options})
+    store, opened = await resolve_store(checkpoint)
     token = resumed_from.set(None)
     try:
         found, data = await load_run(store, id, graph.spec, graph.signature)

@@ -320,8 +320,9 @@ class CheckpointDecodeError(CorruptCheckpointError):
 
 
 class CheckpointAuthError(CorruptCheckpointError):
-    """A checkpoint's MAC is missing or wrong for every configured ``checkpoint_key``, or
-    an encrypted checkpoint cannot be decrypted with them.
+    """A checkpoint fails the authenticity check of the store wrapper that reads it: its
+    MAC is missing or wrong for every configured key, or an encrypted checkpoint cannot
+    be decrypted with them (the ``plait-sealing`` plugin raises it).
 
     .. versionadded:: 0.1
     """

@@ -40,20 +40,20 @@ def _run_id(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         raise RunOptionError(f"run option run_id must be a non-empty string, got {value!r}")
 
 
+#: What a run needs of a checkpoint store object (see :class:`plait.checkpoint.CheckpointStore`).
+_STORE_METHODS = ("save", "load", "latest", "list", "acquire_lease", "renew_lease",
+                  "release_lease")  # fmt: skip
+
+
 def _store(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is None or isinstance(value, str):
         return
-    missing = [m for m in ("save", "load", "latest") if not callable(getattr(value, m, None))]
+    missing = [m for m in _STORE_METHODS if not callable(getattr(value, m, None))]
     if missing:
         raise RunOptionError(
             f"run option checkpoint must be a store URL ('sqlite:///runs.db') or a checkpoint "
             f"store, got {type(value).__name__} {value!r} (it has no {', '.join(missing)})"
         )
-
-
-def _optional_bool(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and not isinstance(value, bool):
-        raise RunOptionError(f"run option {attribute.name} must be True or False, got {value!r}")
 
 
 def _stop_flag(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -137,13 +137,6 @@ class RunOptions:
     :param durability: ``sync``, ``async`` or ``exit`` (see the durable-runs guide).
     :param lease_ttl: seconds the run's lease (one writer per run) lives without renewal;
         a worker that died on another host loses it after this long (default 30).
-    :param checkpoint_key: sign checkpoints with HMAC-SHA256 and refuse unsigned or altered
-        ones: a key (bytes, ``"id:base64key"``, :class:`plait.sealing.CheckpointKey`) or a
-        list of keys (the first signs, all verify); default ``PLAIT_CHECKPOINT_KEY``. Held
-        resolved, as a :class:`plait.sealing.CheckpointKeys`. See the security guide.
-    :param checkpoint_encrypt: also encrypt checkpoints (AES-256-GCM; needs
-        ``plait-core[crypto]``); default ``PLAIT_CHECKPOINT_ENCRYPT``, or the signing key's
-        own ``encrypt`` mark.
     :param checkpoint_metadata: JSON-ready annotations added to the metadata of every
         checkpoint the run writes (the CLI records how to load the workflow again).
     :param on_event: called with every event as it happens (with ``events="all"``, every
@@ -158,8 +151,7 @@ class RunOptions:
         live read-only view (superstep, executors running, outputs, retries) that a
         progress display polls at its own pace: it costs the run nothing per superstep.
 
-    .. versionchanged:: 0.1 ``checkpoint_key`` and ``checkpoint_encrypt``;
-       ``checkpoint_metadata``, ``on_event``, ``stop`` and ``watch``.
+    .. versionchanged:: 0.1 ``checkpoint_metadata``, ``on_event``, ``stop`` and ``watch``.
     """
 
     max_supersteps: int = attrs.field(default=100, validator=_positive)
@@ -173,21 +165,10 @@ class RunOptions:
     checkpoint: Any = attrs.field(default=None, validator=_store)
     durability: str = attrs.field(default="sync", validator=_one_of("sync", "async", "exit"))
     lease_ttl: float = attrs.field(default=30.0, validator=_positive_seconds)
-    checkpoint_key: Any = attrs.field(default=None, repr=False)
-    checkpoint_encrypt: bool | None = attrs.field(default=None, validator=_optional_bool)
     checkpoint_metadata: Mapping[str, Any] = attrs.field(factory=dict, validator=_metadata)
     on_event: Callable[[Any], None] | None = attrs.field(default=None, validator=_callable)
     stop: Any = attrs.field(default=None, validator=_stop_flag)
     watch: Callable[[Any], None] | None = attrs.field(default=None, validator=_callable)
-
-    def __attrs_post_init__(self) -> None:
-        # Keys resolve (and PLAIT_CHECKPOINT_KEY is read) only for a durable run, once,
-        # before it starts: a bad key is a RunOptionError here, not a failure mid-run.
-        if self.checkpoint is not None or self.checkpoint_key is not None:
-            from .sealing import resolve_keys
-
-            keys = resolve_keys(self.checkpoint_key, self.checkpoint_encrypt)
-            object.__setattr__(self, "checkpoint_key", keys)
 
     @classmethod
     def from_kwargs(cls, defaults: Mapping[str, Any], options: Mapping[str, Any]) -> RunOptions:

@@ -116,6 +116,7 @@ FIRST_PARTY: dict[str, dict[str, str]] = {
     "plait-stores": {"checkpoint_store": "file memory sqlite"},
     "plait-redis": {"checkpoint_store": "redis rediss"},
     "plait-postgres": {"checkpoint_store": "postgres postgresql"},
+    "plait-sealing": {"checkpoint_store": "sealed"},
     "plait-executors": {"executor_kind": "http python shell workflow"},
     "plait-export": {"exporter": "dot mermaid"},
     "plait-expr": {"expression_language": "plait"},

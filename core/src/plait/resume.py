@@ -21,7 +21,6 @@ from .checkpoint import Checkpoint, CheckpointStore
 from .codec import DecodeError, declared_types, decode_value
 from .context import RequestResponse
 from .errors import (
-    CheckpointAuthError,
     CheckpointDecodeError,
     CheckpointError,
     CheckpointNotFoundError,
@@ -109,11 +108,12 @@ def _check_layout(state: Mapping[str, Any], where: str, *, delta_ok: bool) -> No
         return CorruptCheckpointError(f"{where} is corrupt: its state {what}")
 
     kind = state.get("kind")
-    if kind == "sealed":  # read without a key (with one, SealedStore unsealed it)
-        raise CheckpointAuthError(
-            f"{where} is signed with checkpoint key {str(state.get('key'))!r:.70}"
-            f"{' and encrypted' if state.get('nonce') else ''}; pass checkpoint_key= (or "
-            "set PLAIT_CHECKPOINT_KEY) with that key to resume it"
+    if isinstance(kind, str) and kind not in ("full", "delta"):
+        # a store wrapper's envelope (a signed or encrypted checkpoint) read without it
+        raise bad(
+            f"has kind {kind!r:.40}, expected 'full' or 'delta'; if a store wrapper wrote "
+            "it (a signed or encrypted checkpoint), read the store through that wrapper, "
+            "with its key"
         )
     if kind not in (("full", "delta") if delta_ok else ("full",)):
         raise bad(f"has kind {kind!r}, expected 'full'" + (" or 'delta'" if delta_ok else ""))

@@ -243,9 +243,7 @@ class Workflow:
         from .resume import answer_requests, load_run, restore_state
         from .state import RunState
 
-        checkpoint_store, opened = await resolve_store(
-            checkpoint, {**self._spec.options, **options}
-        )
+        checkpoint_store, opened = await resolve_store(checkpoint)
         try:
             found, data = await load_run(checkpoint_store, id, self._spec, self._graph.signature)
             opts = RunOptions.from_kwargs(
@@ -272,14 +270,13 @@ class Workflow:
         return self._finish(result, opts)
 
     async def pending_requests(
-        self, id: str, checkpoint: str | CheckpointStore, **options: Any
+        self, id: str, checkpoint: str | CheckpointStore
     ) -> list[PendingRequest]:
         """The requests a stored run waits for (from its latest checkpoint, or checkpoint
-        ``id``), without resuming it; raises as :meth:`resume` does. ``options``: those of
-        :meth:`resume` that open the store (``checkpoint_key``, ``checkpoint_encrypt``)."""
+        ``id``), without resuming it; raises as :meth:`resume` does."""
         from .durable import stored_requests
 
-        return await stored_requests(self._graph, id, checkpoint, options)
+        return await stored_requests(self._graph, id, checkpoint)
 
     async def _nested_run(
         self,

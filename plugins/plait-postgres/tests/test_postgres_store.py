@@ -9,13 +9,12 @@ import anyio
 import plait_postgres
 import psycopg
 import pytest
-from plait.checkpoint import Checkpoint, CheckpointStore
+from plait.checkpoint import Checkpoint, CheckpointStore, encode_checkpoint
 from plait.errors import CheckpointError, CorruptCheckpointError, StoreUnavailableError
 from plait_postgres import SCHEMA_VERSION, PostgresCheckpointStore
 from plait_testing import fake_entry_point, make_plugin_manager, servers
 from plait_testing.stores import (
     CheckpointStoreContract,
-    encode_without_base_id,
     flip_byte,
     make_checkpoint,
     new_run_id,
@@ -134,7 +133,7 @@ async def test_a_version_1_database_upgrades_in_place(fresh_database: str) -> No
         await conn.execute(_V1_SCHEMA)
         rows = [
             (c.checkpoint_id, c.run_id, c.superstep, c.parent_id, c.status, c.created_at,
-             encode_without_base_id(c))
+             encode_checkpoint(c))
             for c in (c1, c2, c3)
         ]  # fmt: skip
         # damaged rows: not UTF-8, and not JSON, though both mention a base

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -17,7 +16,6 @@ from plait_redis import RedisCheckpointStore, redact_url
 from plait_testing import fake_entry_point, make_plugin_manager, servers
 from plait_testing.stores import (
     CheckpointStoreContract,
-    encode_without_base_id,
     flip_byte,
     make_checkpoint,
     new_run_id,
@@ -96,59 +94,6 @@ async def test_keys_carry_the_prefix(redis_url: str) -> None:
         f"{prefix}seq",
     ]
     await _drop_prefix(redis_url, prefix)
-
-
-async def test_runs_saved_before_the_run_index_are_listed(redis_url: str) -> None:
-    prefix = f"plait-test-{uuid.uuid4().hex}*?:"  # glob characters, matched literally
-    older, newer = new_run_id("older"), new_run_id("newer")
-    url = _with_option(redis_url, f"prefix={prefix}")
-    client = redis.asyncio.Redis.from_url(redis_url)
-    try:
-        async with RedisCheckpointStore(url) as store:
-            await store.save(make_checkpoint(older))
-            await store.save(make_checkpoint(newer, status="failed"))
-            # what a release without the run index left behind
-            await client.delete(f"{prefix}runs", f"{prefix}runs:indexed")
-            assert await client.exists(f"{prefix}runs") == 0
-        async with RedisCheckpointStore(url) as store:
-            listed = await store.runs()
-            assert [(r.run_id, r.status) for r in listed] == [
-                (newer, "failed"),
-                (older, "running"),
-            ]
-            assert await client.exists(f"{prefix}runs:indexed") == 1
-    finally:
-        await client.aclose()
-        await _drop_prefix(redis_url, prefix)
-
-
-async def test_entries_saved_before_base_id_list_and_prune_by_their_base(redis_url: str) -> None:
-    prefix = f"plait-test-{uuid.uuid4().hex}:"
-    run_id = new_run_id()
-    c1 = make_checkpoint(run_id, 0)
-    c2 = make_checkpoint(run_id, 1, parent_id=c1.checkpoint_id, base_id=c1.checkpoint_id)
-    c3 = make_checkpoint(run_id, 2, parent_id=c2.checkpoint_id, base_id=c1.checkpoint_id)
-    client = redis.asyncio.Redis.from_url(redis_url)
-    try:
-        async with RedisCheckpointStore(_with_option(redis_url, f"prefix={prefix}")) as store:
-            for checkpoint in (c1, c2, c3):
-                await store.save(checkpoint)
-                # rewrite it as plait-redis 0.1 saved it: no base_id in the info or the data
-                key = f"{prefix}cp:{checkpoint.checkpoint_id}"
-                info = json.loads(await client.hget(key, "info"))
-                del info["base_id"]
-                data = encode_without_base_id(checkpoint)
-                await client.hset(key, mapping={"info": json.dumps(info), "data": data})
-            assert list(await store.list(run_id)) == [c1.info, c2.info, c3.info]
-            assert await store.prune(run_id, keep_last=1) == 1
-            assert [i.checkpoint_id for i in await store.list(run_id)] == [
-                c1.checkpoint_id,
-                c3.checkpoint_id,
-            ]
-            assert await store.latest(run_id) == c3
-    finally:
-        await client.aclose()
-        await _drop_prefix(redis_url, prefix)
 
 
 @pytest.mark.parametrize("scheme", ["redis", "rediss"])

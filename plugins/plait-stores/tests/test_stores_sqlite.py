@@ -10,13 +10,12 @@ from pathlib import Path
 
 import anyio
 import pytest
-from plait.checkpoint import Checkpoint, CheckpointStore
+from plait.checkpoint import Checkpoint, CheckpointStore, encode_checkpoint
 from plait.errors import CheckpointError, CorruptCheckpointError, StoreUnavailableError
 from plait_stores import SqliteCheckpointStore
 from plait_stores._sqlite import SCHEMA_VERSION
 from plait_testing.stores import (
     CheckpointStoreContract,
-    encode_without_base_id,
     flip_byte,
     make_checkpoint,
     new_run_id,
@@ -196,7 +195,7 @@ async def test_a_version_1_database_upgrades_in_place(tmp_path: Path) -> None:
         conn.executescript(_V1_SCHEMA)
         rows = [
             (c.checkpoint_id, c.run_id, c.superstep, c.parent_id, c.status, c.created_at,
-             encode_without_base_id(c))
+             encode_checkpoint(c))
             for c in (c1, c2, c3)
         ]  # fmt: skip
         rows.append(("damaged", other_run, 0, None, "running", 0.0, b"not a checkpoint"))

@@ -14,7 +14,9 @@ input, 130 stopped by Ctrl-C.
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import shlex
 import sys
 import uuid
@@ -47,6 +49,9 @@ EXIT_STATUS: Mapping[RunStatus, int] = {
 }
 #: The checkpoint metadata key under which ``plait run`` records how to load the workflow.
 METADATA_KEY = "cli"
+#: Set, they make ``plait run`` and ``plait resume`` sign (and encrypt) their checkpoints
+#: through plait-sealing's ``sealed:`` store.
+KEY_VARIABLES = ("PLAIT_CHECKPOINT_KEY", "PLAIT_CHECKPOINT_ENCRYPT")
 
 
 def _workflow(target: str, allow_imports: bool = False, grants: Any = None) -> Workflow:
@@ -138,6 +143,18 @@ def _default_store() -> str:
         except OSError:
             pass  # a read-only or odd folder: the store will say what is wrong
     return DEFAULT_STORE
+
+
+def _keyed(url: str) -> str:
+    """``url`` sealed (``sealed:URL``) when a checkpoint key is set in the environment."""
+    if not any(os.environ.get(name) for name in KEY_VARIABLES) or url.startswith("sealed:"):
+        return url
+    if importlib.util.find_spec("plait_sealing") is None:
+        raise click.ClickException(
+            f"{' or '.join(KEY_VARIABLES)} is set, but signing checkpoints needs the "
+            "plait-sealing plugin: pip install plait-sealing (or unset the variable)"
+        )
+    return f"sealed:{url}"
 
 
 def _recorded_target(target: str) -> str:
@@ -268,7 +285,8 @@ def _resume(
     options: dict[str, Any],
 ) -> Outcome:
     async def start(extra: dict[str, Any]) -> Any:
-        return await workflow.resume(run_id, checkpoint, responses=responses, **options, **extra)
+        store = _keyed(checkpoint)
+        return await workflow.resume(run_id, store, responses=responses, **options, **extra)
 
     return follow(start, run_id, display)
 
@@ -375,7 +393,7 @@ def run_command(
     store: str | None = None
     if not no_checkpoint:
         store = checkpoint if checkpoint is not None else _default_store()
-        options["checkpoint"] = store
+        options["checkpoint"] = _keyed(store)
         if durability is not None:
             options["durability"] = durability
         record = _record(target, allow_imports, placement)
@@ -403,7 +421,7 @@ def _stored_target(run_id: str, checkpoint: str) -> tuple[str, bool, str | None]
     from plait.durable import resolve_store
 
     async def read() -> Any:
-        store, opened = await resolve_store(checkpoint, {})
+        store, opened = await resolve_store(_keyed(checkpoint))
         try:
             latest = await store.latest(run_id)
             if latest is None:
@@ -520,4 +538,4 @@ def resume_command(
 
 
 def _pending(workflow: Workflow, run_id: str, checkpoint: str) -> list[Any]:
-    return execute(workflow.pending_requests, run_id, checkpoint)  # type: ignore[no-any-return]
+    return execute(workflow.pending_requests, run_id, _keyed(checkpoint))  # type: ignore[no-any-return]

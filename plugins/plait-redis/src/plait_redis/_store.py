@@ -6,14 +6,12 @@ Keys (``PREFIX`` is ``plait:`` unless the URL says ``?prefix=``)::
     PREFIX run:<run>         sorted set: checkpoint ids scored by seq
     PREFIX seq               counter: the last seq handed out
     PREFIX runs              sorted set: run ids scored by the seq of their latest save
-    PREFIX runs:indexed      set once ``runs`` holds the runs saved before it existed
     PREFIX lease:<run>       hash: token, holder (JSON), expires — the run's lease
 
 ``seq`` comes from ``INCR`` on one counter, so it grows with every save even when
 superstep numbers repeat after a resume; a run's sorted set orders it by ``seq``, and
 ``runs`` orders the runs by their latest save (``ZADD GT`` in the save's transaction; a
-run's entry goes when its last checkpoint does). Runs saved by a release without ``runs``
-are indexed once, by ``SCAN``, the first time ``runs()`` is asked. (One
+run's entry goes when its last checkpoint does). (One
 counter for all runs rather than one per run: nothing to clean up when a run goes, and
 no way for a deleted counter to restart below a racing save.) A save writes
 the hash and the sorted-set entry in one ``MULTI``/``EXEC`` transaction (after ``WATCH``
@@ -60,7 +58,7 @@ from plait.checkpoint import (
     decode_checkpoint,
     encode_checkpoint,
 )
-from plait.errors import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
+from plait.errors import CheckpointNotFoundError, StoreUnavailableError
 from plait.leases import Lease, LeaseHolder, lost_error, released
 from plait.stores import (
     CheckpointStoreBase,
@@ -312,17 +310,7 @@ class RedisCheckpointStore(CheckpointStoreBase):
                 pipe.hget(self._cp_key(checkpoint_id), "info")
             raw = await pipe.execute()
         # An id whose hash is gone was deleted while we listed.
-        fields = [json.loads(info) for info in raw if info is not None]
-        old = [f for f in fields if "base_id" not in f]
-        if old:
-            # Saved before the info had base_id: a delta names its base in its state.
-            async with client.pipeline(transaction=False) as pipe:
-                for f in old:
-                    pipe.hget(self._cp_key(f["checkpoint_id"]), "data")
-                datas = await pipe.execute()
-            for f, data in zip(old, datas, strict=True):
-                f["base_id"] = _base_of(data)
-        return [CheckpointInfo(**f) for f in fields]
+        return [CheckpointInfo(**json.loads(info)) for info in raw if info is not None]
 
     async def latest(self, run_id: str) -> Checkpoint | None:
         """The checkpoint of ``run_id`` saved last, or ``None``."""
@@ -404,8 +392,6 @@ class RedisCheckpointStore(CheckpointStoreBase):
         check_runs_limit(limit)
         out: builtins.list[RunInfo] = []
         async with self._redis() as client:
-            if not await client.exists(self._runs_key() + ":indexed"):
-                await self._index_runs(client)
             start = 0
             while limit is None or len(out) < limit:
                 size = _RUNS_PAGE if limit is None else limit - len(out)
@@ -443,17 +429,6 @@ class RedisCheckpointStore(CheckpointStoreBase):
                     break
         return out[:limit]
 
-    async def _index_runs(self, client: redis.asyncio.Redis) -> None:
-        """Add the runs saved before ``runs`` existed (found with ``SCAN``), then mark the
-        index complete."""
-        pattern = _glob_escape(self._run_key("")) + "*"
-        async for key in client.scan_iter(match=pattern, count=500):
-            newest = await client.zrange(key, -1, -1, withscores=True)
-            if newest:
-                run_id = _text(key)[len(self._run_key("")) :]
-                await client.zadd(self._runs_key(), {run_id: newest[0][1]}, gt=True)
-        await client.set(self._runs_key() + ":indexed", 1)
-
     async def aclose(self) -> None:
         """Close the client's connections."""
         await super().aclose()
@@ -481,11 +456,6 @@ return 0
 """
 
 
-def _glob_escape(text: str) -> str:
-    """``text`` matched literally in a ``SCAN MATCH`` pattern."""
-    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
-
-
 def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -494,13 +464,3 @@ def _bytes(value: object) -> bytes:
     if not isinstance(value, bytes):  # only if decode_responses got past __init__
         raise TypeError(f"expected bytes from Redis, got {type(value).__name__}")
     return value
-
-
-def _base_of(data: object) -> str | None:
-    """The base a stored checkpoint names (``None`` if it names none or is damaged)."""
-    if not isinstance(data, bytes):
-        return None
-    try:
-        return decode_checkpoint(data).base_id
-    except CorruptCheckpointError:
-        return None

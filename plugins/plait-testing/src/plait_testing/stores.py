@@ -40,8 +40,6 @@ other suites and with itself.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import socket
 import subprocess
@@ -65,7 +63,6 @@ from plait.leases import LeaseHolder
 
 __all__ = [
     "CheckpointStoreContract",
-    "encode_without_base_id",
     "flip_byte",
     "dead_pid",
     "make_checkpoint",
@@ -100,19 +97,6 @@ def flip_byte(data: bytes, position: int = -1) -> bytes:
     damaged = bytearray(data)
     damaged[position] ^= 0x01
     return bytes(damaged)
-
-
-def encode_without_base_id(checkpoint: Checkpoint) -> bytes:
-    """``checkpoint`` encoded as :func:`~plait.checkpoint.encode_checkpoint` did before
-    checkpoints had ``base_id`` (a delta named its base only in ``state["base"]``).
-
-    For testing that a store reads, or a schema migration upgrades, what older releases
-    wrote.
-    """
-    fields = attrs.asdict(checkpoint, recurse=False)
-    del fields["base_id"]
-    body = json.dumps(fields, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    return b"PLAITCP1\n" + hashlib.sha256(body).hexdigest().encode("ascii") + b"\n" + body
 
 
 def make_checkpoint(

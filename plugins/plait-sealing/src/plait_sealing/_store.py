@@ -1,0 +1,354 @@
+"""Sealing one checkpoint, and a store that seals what it saves and verifies what it loads.
+
+A sealed checkpoint keeps its listing fields (run id, checkpoint id, superstep, parent,
+base, status, signature, created at, format version) in the clear, because stores index
+and prune by them, and moves ``state`` and ``metadata`` into a *payload*::
+
+    state = {"kind": "sealed", "alg": "HS256" | "A256GCM+HS256", "key": KEY_ID,
+             "nonce": BASE64 (encrypted only), "payload": TEXT | BASE64, "mac": HEX}
+    metadata = {}
+
+``mac`` is HMAC-SHA256 over the listing fields, the algorithm, the key id, the nonce and
+the payload's exact bytes, so changing any of them (or dropping the MAC, or the seal) is
+refused with :class:`~plait.errors.CheckpointAuthError` naming the run and checkpoint.
+Encrypted payloads are AES-256-GCM ciphertexts with the same header as associated data.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import os
+from collections.abc import Iterable, Sequence
+from types import TracebackType
+from typing import Any
+
+import attrs
+from plait.checkpoint import Checkpoint, CheckpointInfo, CheckpointStore, RunInfo, open_store
+from plait.errors import CheckpointAuthError, CheckpointError
+from plait.leases import Lease, LeaseHolder
+
+from ._keys import (
+    CONTEXT,
+    CRYPTO_HINT,
+    KEY_VARIABLE,
+    CheckpointKey,
+    CheckpointKeyError,
+    CheckpointKeys,
+    resolve_keys,
+)
+
+__all__ = ["SCHEME", "SealedStore", "open_sealed", "seal", "unseal"]
+
+#: The URL scheme of a sealed store: ``sealed:`` before any other store's URL.
+SCHEME = "sealed"
+
+_SIGNED = "HS256"
+_ENCRYPTED = "A256GCM+HS256"
+_ENVELOPE = frozenset({"kind", "alg", "key", "nonce", "payload", "mac"})
+
+
+_orjson: Any
+try:  # an optional speed-up for payloads (plait-stores installs it), never required
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - depends on what is installed
+    _orjson = None
+
+
+#: One encoder for every header (``json.dumps`` with options builds one per call).
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _dumps(data: Any) -> bytes:
+    """Compact UTF-8 JSON from the standard library: the same header bytes on every
+    machine, whatever is installed (the MAC covers them)."""
+    return _ENCODER.encode(data).encode("utf-8")
+
+
+def _payload(data: Any) -> bytes:
+    """A payload's JSON: orjson when installed (the MAC covers the exact bytes written, so
+    the reader need not make the same ones)."""
+    if _orjson is not None:
+        try:
+            encoded: bytes = _orjson.dumps(data)
+            return encoded
+        except TypeError:  # e.g. an int beyond 64 bits: the standard library handles it
+            pass
+    return _dumps(data)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _loads(body: bytes) -> Any:
+    if _orjson is not None:
+        try:
+            return _orjson.loads(body)
+        except ValueError:
+            pass  # the standard library decides, and words the error
+    return json.loads(body, parse_constant=_no_constant)
+
+
+def _header(checkpoint: Checkpoint, alg: str, key_id: str, nonce: str) -> bytes:
+    fields = [alg, key_id, nonce, checkpoint.checkpoint_id, checkpoint.run_id,
+              checkpoint.superstep, checkpoint.parent_id, checkpoint.signature,
+              checkpoint.status, checkpoint.created_at, checkpoint.format_version,
+              checkpoint.base_id]  # fmt: skip
+    return CONTEXT + b"\n" + _dumps(fields) + b"\n"
+
+
+def _aesgcm(key: CheckpointKey) -> Any:
+    try:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    except ImportError:
+        raise CheckpointError(
+            f"encrypted checkpoints need the cryptography package; {CRYPTO_HINT}"
+        ) from None
+    return AESGCM(key.aes_key)
+
+
+def seal(checkpoint: Checkpoint, keys: CheckpointKeys) -> Checkpoint:
+    """``checkpoint`` with its state and metadata sealed by ``keys.signing``.
+
+    .. versionadded:: 0.1
+    """
+    key = keys.signing
+    payload = _payload({"state": checkpoint.state, "metadata": checkpoint.metadata})
+    envelope: dict[str, Any] = {"kind": "sealed", "key": key.key_id}
+    if keys.encrypt:
+        nonce = os.urandom(12)
+        envelope["alg"] = alg = _ENCRYPTED
+        envelope["nonce"] = nonce_text = base64.b64encode(nonce).decode("ascii")
+        header = _header(checkpoint, alg, key.key_id, nonce_text)
+        payload = base64.b64encode(_aesgcm(key).encrypt(nonce, payload, header))
+    else:
+        envelope["alg"] = alg = _SIGNED
+        header = _header(checkpoint, alg, key.key_id, "")
+    envelope["payload"] = payload.decode("utf-8")
+    envelope["mac"] = hmac.new(key.mac_key, header + payload, hashlib.sha256).hexdigest()
+    return attrs.evolve(checkpoint, state=envelope, metadata={})
+
+
+def unseal(checkpoint: Checkpoint, keys: CheckpointKeys) -> Checkpoint:
+    """Verify ``checkpoint``'s MAC with ``keys`` (decrypting it if it is encrypted) and
+    return it with its state and metadata restored.
+
+    :raises CheckpointAuthError: it carries no MAC, names a key not in ``keys``, its MAC
+        does not verify (a field, the payload or the MAC was changed), or it does not
+        decrypt; the message names the run and the checkpoint.
+
+    .. versionadded:: 0.1
+    """
+    where = f"run {checkpoint.run_id!r}, checkpoint {checkpoint.checkpoint_id!r}"
+    envelope = checkpoint.state
+    if envelope.get("kind") != "sealed":
+        raise CheckpointAuthError(
+            f"{where} carries no MAC; with a checkpoint key set, unsigned checkpoints are "
+            "refused (it was written without a key, or by someone who has none)"
+        )
+    alg, key_id, nonce, payload, mac = _seal_fields(envelope, where)
+    key = keys.get(key_id)
+    if key is None:
+        known = ", ".join(k.key_id for k in keys.keys)
+        raise CheckpointAuthError(
+            f"{where} is signed with checkpoint key {key_id!r:.70}, which is not among the "
+            f"configured keys ({known})"
+        )
+    header = _header(checkpoint, alg, key_id, nonce)
+    body = payload.encode("utf-8", "surrogatepass")
+    expected = hmac.new(key.mac_key, header + body, hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(expected.encode("ascii"), mac.encode("utf-8", "surrogatepass")):
+        raise CheckpointAuthError(
+            f"{where} fails its MAC check with checkpoint key {key_id!r}: it was altered "
+            "(its state, a listing field or the MAC itself) or forged"
+        )
+    if alg == _ENCRYPTED:
+        body = _decrypt(key, nonce, body, header, where)
+    try:
+        inner = _loads(body)
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise CheckpointAuthError(
+            f"{where} has a signed payload that does not decode: {exc}"
+        ) from None
+    if not (
+        isinstance(inner, dict)
+        and isinstance(inner.get("state"), dict)
+        and isinstance(inner.get("metadata"), dict)
+    ):
+        raise CheckpointAuthError(f"{where} has a signed payload of the wrong shape")
+    return attrs.evolve(checkpoint, state=inner["state"], metadata=inner["metadata"])
+
+
+def _seal_fields(envelope: dict[str, Any], where: str) -> tuple[str, str, str, str, str]:
+    """``(alg, key id, nonce, payload, mac)`` of a sealed state, its shape checked."""
+    fields = tuple(envelope.get(name, "") for name in ("alg", "key", "nonce", "payload", "mac"))
+    alg, key_id, nonce, payload, mac = fields
+    if (
+        alg not in (_SIGNED, _ENCRYPTED)
+        or set(envelope) - _ENVELOPE
+        or not all(isinstance(value, str) for value in fields)
+        or not (key_id and mac)
+        or (alg == _ENCRYPTED) != bool(nonce)
+    ):
+        raise CheckpointAuthError(f"{where} has a mis-shaped seal (its MAC cannot be checked)")
+    return alg, key_id, nonce, payload, mac
+
+
+def _decrypt(key: CheckpointKey, nonce: str, body: bytes, header: bytes, where: str) -> bytes:
+    aesgcm = _aesgcm(key)  # checks that cryptography is installed
+    from cryptography.exceptions import InvalidTag
+
+    try:
+        plain: bytes = aesgcm.decrypt(base64.b64decode(nonce), base64.b64decode(body), header)
+    except (InvalidTag, binascii.Error, ValueError) as exc:
+        raise CheckpointAuthError(
+            f"{where} does not decrypt with checkpoint key {key.key_id!r} ({type(exc).__name__})"
+        ) from None
+    return plain
+
+
+class SealedStore:
+    """A checkpoint store that seals what it saves and verifies what it loads, around any
+    other store (which never sees the key): the way Temporal's payload codecs sit between
+    a worker and its server.
+
+    :param store: the store to wrap, or its URL (opened here, and closed by :meth:`aclose`).
+    :param keys: a key (``bytes``, ``"id:base64key"``, :class:`CheckpointKey`), a list of
+        keys (the first signs, all verify) or a :class:`CheckpointKeys`; default
+        ``PLAIT_CHECKPOINT_KEY``.
+    :param encrypt: also encrypt (AES-256-GCM; needs ``plait-sealing[crypto]``); default
+        ``PLAIT_CHECKPOINT_ENCRYPT``, or the signing key's own ``encrypt`` mark.
+    :raises CheckpointKeyError: no key anywhere, or a key is malformed; ``store`` already
+        seals.
+
+    Leases, listings, deletes and prunes go to the wrapped store as they are (they read
+    only listing fields, which the MAC covers and :meth:`load` verifies).
+
+    .. versionadded:: 0.1
+    """
+
+    def __init__(
+        self, store: str | CheckpointStore, keys: Any = None, *, encrypt: bool | None = None
+    ) -> None:
+        resolved = resolve_keys(keys, encrypt)
+        if resolved is None:
+            raise CheckpointKeyError(
+                f"SealedStore needs a key: pass keys= or set {KEY_VARIABLE} "
+                "(plait_sealing.generate_key() makes one)"
+            )
+        inner = open_store(store) if isinstance(store, str) else store
+        if isinstance(inner, SealedStore):
+            raise CheckpointKeyError(f"{inner!r} already seals; wrap the store only once")
+        self.store: CheckpointStore = inner
+        self.keys = resolved
+
+    @property
+    def url(self) -> str:
+        """``sealed:`` and the wrapped store's URL (when it has one)."""
+        return f"{SCHEME}:{getattr(self.store, 'url', type(self.store).__name__)}"
+
+    def __repr__(self) -> str:
+        return f"SealedStore({self.store!r}, {self.keys!r})"
+
+    async def __aenter__(self) -> SealedStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def save(self, checkpoint: Checkpoint, *, lease: Lease | None = None) -> None:
+        """Seal ``checkpoint`` and save it."""
+        await self.store.save(seal(checkpoint, self.keys), lease=lease)
+
+    async def save_many(
+        self, checkpoints: Iterable[Checkpoint], *, lease: Lease | None = None
+    ) -> None:
+        """Seal and save ``checkpoints`` in order (in one batch where the store can)."""
+        sealed = [seal(checkpoint, self.keys) for checkpoint in checkpoints]
+        save_many = getattr(self.store, "save_many", None)
+        if save_many is not None:
+            await save_many(sealed, lease=lease)
+        else:
+            for checkpoint in sealed:
+                await self.store.save(checkpoint, lease=lease)
+
+    async def load(self, checkpoint_id: str) -> Checkpoint:
+        """Load and verify one checkpoint."""
+        return unseal(await self.store.load(checkpoint_id), self.keys)
+
+    async def latest(self, run_id: str) -> Checkpoint | None:
+        """Load and verify the newest checkpoint of ``run_id``."""
+        checkpoint = await self.store.latest(run_id)
+        return None if checkpoint is None else unseal(checkpoint, self.keys)
+
+    async def list(self, run_id: str) -> Sequence[CheckpointInfo]:
+        """The store's listing (listing fields are verified when a checkpoint is loaded)."""
+        return await self.store.list(run_id)
+
+    async def runs(self, *, limit: int | None = None) -> Sequence[RunInfo]:
+        """The store's run listing (sealed: without workflow, requests or error)."""
+        return await self.store.runs(limit=limit)
+
+    async def acquire_lease(
+        self, run_id: str, *, ttl: float, holder: LeaseHolder | None = None
+    ) -> Lease:
+        """The store's lease."""
+        return await self.store.acquire_lease(run_id, ttl=ttl, holder=holder)
+
+    async def renew_lease(self, lease: Lease, *, ttl: float) -> Lease:
+        """The store's lease."""
+        return await self.store.renew_lease(lease, ttl=ttl)
+
+    async def release_lease(self, lease: Lease) -> None:
+        """The store's lease."""
+        await self.store.release_lease(lease)
+
+    async def delete(self, checkpoint_id: str) -> None:
+        """Delete in the store."""
+        await self.store.delete(checkpoint_id)
+
+    async def prune(self, run_id: str, *, keep_last: int) -> int:
+        """Prune in the store."""
+        return await self.store.prune(run_id, keep_last=keep_last)
+
+    async def delete_run(self, run_id: str) -> int:
+        """Delete a run in the store."""
+        return await self.store.delete_run(run_id)
+
+    async def aclose(self) -> None:
+        """Close the wrapped store."""
+        await self.store.aclose()
+
+
+def open_sealed(url: str) -> SealedStore:
+    """The store for ``sealed:URL``: the store ``URL`` names, sealed with the keys of
+    ``PLAIT_CHECKPOINT_KEY`` (and ``PLAIT_CHECKPOINT_ENCRYPT``).
+
+    :raises ValueError: nothing follows ``sealed:``.
+    :raises CheckpointKeyError: ``PLAIT_CHECKPOINT_KEY`` is not set or malformed.
+
+    .. versionadded:: 0.1
+    """
+    scheme, _, inner = url.partition(":")
+    if scheme.lower() != SCHEME or not inner:
+        raise ValueError(
+            f"a sealed store's URL is sealed:URL, the URL of the store to seal "
+            f"('sealed:sqlite:///runs.db'), got {url!r}"
+        )
+    if not os.environ.get(KEY_VARIABLE):
+        raise CheckpointKeyError(
+            f"the store {url!r} seals checkpoints with the keys of {KEY_VARIABLE}, which is "
+            "not set (plait_sealing.generate_key() makes a key)"
+        )
+    return SealedStore(inner)
