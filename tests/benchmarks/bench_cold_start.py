@@ -1,13 +1,16 @@
 """Cold start: what a new process pays before Plait does anything (issue 9).
 
     python tests/benchmarks/bench_cold_start.py [--repeat 7] [--n 1000] [--no-peers] [--table]
+        [--dont-write-bytecode]
 
 Every sample is a new process (``sys.executable``), and the measures are interleaved
 round-robin, so a busy machine slows them alike. "Cold" is a new process, not a new
 install: the children may write bytecode caches (``PYTHONDONTWRITEBYTECODE`` is dropped from
 their environment, as ``pip install`` compiles them anyway) and one unrecorded round goes
-first; that round also fills Plait's entry-point cache (``~/.cache/plait``), as the first
-process after an install does (``PLAIT_NO_CACHE=1`` in the environment measures without it).
+first, so the samples find them warm. ``--dont-write-bytecode`` keeps
+``PYTHONDONTWRITEBYTECODE=1`` in the children instead: on an environment where no
+``__pycache__`` was ever written (an install that did not compile, on a machine that sets
+the variable), every sample then compiles every module it imports from source.
 One JSON line per measure, the median of ``--repeat`` samples:
 
 - ``startup``: ``python -c pass``, the interpreter alone (the floor under the next two);
@@ -24,8 +27,9 @@ One JSON line per measure, the median of ``--repeat`` samples:
 Every record also has ``cpu_s``, the whole child process's CPU time (user + system): on a
 busy machine it moves less than the wall times.
 
-Targets (issue 9): ``import`` <= 150 ms, ``help`` <= 250 ms, Plait's ``build1000`` <= 100 ms
-and below both peers'. Each record says ``target_s`` and ``met``. ``--table`` also prints
+Targets: ``import`` <= 150 ms, ``help`` <= 250 ms (issue 9), Plait's ``build1000`` <= 150 ms
+and at least twice as fast as both peers' (issue 20). Each record says ``target_s`` and
+``met``. ``--table`` also prints
 a table on stderr. Exit 1 when a child fails or builds the wrong number of executors;
 missed targets do not change the exit code (the numbers depend on the machine).
 """
@@ -48,9 +52,9 @@ from typing import Any
 
 COLD_BUILD = Path(__file__).resolve().parent / "peers" / "cold_build.py"
 PEERS = {"langgraph": "langgraph", "maf": "agent_framework"}
-# bytecode caches are written, as after any ordinary install
+# bytecode caches are written, as after any ordinary install (--dont-write-bytecode: never)
 CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-TARGETS = {("plait", "import"): 0.150, ("plait", "help"): 0.250, ("plait", "build1000"): 0.100}
+TARGETS = {("plait", "import"): 0.150, ("plait", "help"): 0.250, ("plait", "build1000"): 0.150}
 
 
 @dataclass
@@ -175,7 +179,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=1000, help="executors in the chain")
     parser.add_argument("--no-peers", action="store_true", help="Plait only")
     parser.add_argument("--table", action="store_true", help="also a table on stderr")
+    parser.add_argument(
+        "--dont-write-bytecode",
+        action="store_true",
+        help="the children run with PYTHONDONTWRITEBYTECODE=1 (no bytecode cache is written)",
+    )
     args = parser.parse_args(argv)
+    if args.dont_write_bytecode:
+        CHILD_ENV["PYTHONDONTWRITEBYTECODE"] = "1"
     chosen = measures(args.n, peers=not args.no_peers)
     for round_ in range(args.repeat + 1):
         for measure in chosen:
