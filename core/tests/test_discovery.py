@@ -4,6 +4,7 @@ that matches the installed distribution."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from importlib import metadata
@@ -124,3 +125,32 @@ def test_loading_plugins_writes_no_cache_and_reads_none(
         path.rmdir() if path.is_dir() else os.unlink(path)
     names = {info.name for info in PluginManager(disabled=()).describe()}
     assert "twice" not in names and "routing" in names
+
+
+def test_a_forged_cache_file_where_the_old_cache_lived_is_never_read(
+    sites: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24, F9: a cache that names a module made every command import it."""
+    cache_home = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache_home))
+    monkeypatch.delitem(sys.modules, "plait_forged", raising=False)
+    (sites[0] / "plait_forged.py").write_text("IMPORTED = True\n", encoding="utf-8")
+    forged = {
+        "format": 2,
+        "group": "plait",
+        "prefix": sys.prefix,
+        "dists": {
+            str(sites[0] / "plait_forged-1.0.dist-info"): {
+                "eps": [["forged", "plait_forged"]],
+                "name": "plait-forged",
+                "version": "1.0",
+                "requires": [],
+            }
+        },
+    }
+    (cache_home / "plait").mkdir(parents=True)
+    for name in ("entry-points.json", "entry-points-00000000.json"):
+        (cache_home / "plait" / name).write_text(json.dumps(forged), encoding="utf-8")
+    names = {info.name for info in PluginManager(disabled=()).describe()}
+    assert "forged" not in names and "routing" in names
+    assert "plait_forged" not in sys.modules
