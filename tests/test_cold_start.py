@@ -30,6 +30,7 @@ HEAVY = (
     "ruamel",
     "sqlite3",
     "llm",
+    "rich",
 )
 #: Store client libraries; ``plait --help`` imports none.
 STORE_CLIENTS = ("redis", "psycopg", "psycopg_pool", "sqlite3")

@@ -1,20 +1,20 @@
-"""Plugin discovery reads what it needs without the email parser, and the kernel's version
-is a constant that matches the installed distribution (issue 9, cold start)."""
+"""Finding installed plugins: real ``*.dist-info`` directories on ``sys.path``, read through
+importlib.metadata, nothing kept between processes; and the kernel's version is a constant
+that matches the installed distribution."""
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 import plait
 import pytest
 from plait import _version, loading
-
-if sys.version_info >= (3, 12):
-    from importlib import metadata
-else:
-    import importlib_metadata as metadata
+from plait.errors import PluginLoadErrors
+from plait.plugins import PluginManager
 
 
 def test_the_version_constant_is_the_installed_distribution_s() -> None:
@@ -27,71 +27,130 @@ def test_the_version_constant_is_the_one_in_pyproject() -> None:
     assert f'version = "{_version.__version__}"' in pyproject.read_text(encoding="utf-8")
 
 
-def _installed() -> list[Any]:
-    found = [d for d in metadata.distributions() if d.read_text("METADATA") is not None]
-    assert len(found) > 10  # the whole workspace is installed
-    return found
+def test_the_installed_plugins_are_what_importlib_metadata_says() -> None:
+    expected = sorted(
+        (ep.dist.name, ep.name, ep.value)
+        for ep in metadata.entry_points(group="plait")
+        if ep.dist is not None
+    )
+    found = [(dist, ep.name, ep.value) for ep, dist, _, _ in loading.iter_entry_points(None)]
+    assert found == sorted(found, key=lambda item: (item[0].lower(), item[1]))
+    assert sorted(found) == expected
+    assert {"routing", "stores", "cli"} <= {name for _, name, _ in found}
 
 
-@pytest.mark.parametrize("dist", _installed(), ids=lambda d: d.metadata["Name"])
-def test_the_metadata_scan_agrees_with_the_email_parser(dist: Any) -> None:
-    assert loading.describe_distribution(dist) == (
-        dist.metadata["Name"],
-        dist.version,
-        list(dist.requires or []),
+PLUGIN_MODULE = """
+import plait
+
+@plait.hookimpl
+def plait_register_merge_strategies(register):
+    register("{strategy}", Strategy())
+
+class Strategy:
+    def merge(self, values, sources):
+        return values
+
+    def output_type(self, input_type):
+        return input_type
+"""
+
+
+def install(
+    site: Path, name: str, *, requires: str = "plait-core>=0.1,<1", strategy: str = "shortest"
+) -> None:
+    """A distribution ``name`` with one plugin module, as an installer lays it out in ``site``."""
+    module = name.replace("-", "_")
+    (site / f"{module}.py").write_text(PLUGIN_MODULE.format(strategy=strategy), encoding="utf-8")
+    info = site / f"{module}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.3\nName: {name}\nVersion: 1.0\nRequires-Dist: {requires}\n\n",
+        encoding="utf-8",
+    )
+    (info / "entry_points.txt").write_text(
+        f"[plait]\n{module.removeprefix('plait_')} = {module}\n", encoding="utf-8"
     )
 
 
-class _Dist:
-    """A distribution whose METADATA text is given; its API answers differently, so a
-    test can tell which path answered."""
-
-    def __init__(self, text: str | None) -> None:
-        self.text = text
-        self.metadata = {"Name": "from-api"}
-        self.version = "9.9"
-        self.requires = ["plait-core>=9"]
-
-    def read_text(self, filename: str) -> str | None:
-        assert filename == "METADATA"
-        return self.text
+@pytest.fixture
+def sites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """Two directories at the front of ``sys.path``, like two site-packages."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    monkeypatch.syspath_prepend(str(second))
+    monkeypatch.syspath_prepend(str(first))
+    for module in ("plait_twice", "plait_future"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    return first, second
 
 
-HEADERS = "Metadata-Version: 2.3\nName: plait-mine\nVersion: 1.2\n"
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        # the scan answers: headers only, a body that looks like headers is ignored
-        (
-            HEADERS + "Requires-Dist: plait-core<1,>=0.1\nrequires-dist: attrs\n\n"
-            "Requires-Dist: not-a-header\n",
-            ("plait-mine", "1.2", ["plait-core<1,>=0.1", "attrs"]),
-        ),
-        (
-            "Name:\tplait-mine\r\nVersion: 1.2\r\nRequires-Dist: plait-core\r\n",
-            ("plait-mine", "1.2", ["plait-core"]),
-        ),
-        # the distribution's own API answers
-        (None, ("from-api", "9.9", ["plait-core>=9"])),  # no METADATA (egg-info)
-        (HEADERS, ("from-api", "9.9", ["plait-core>=9"])),  # requires.txt may hold them
-        (
-            HEADERS + "Requires-Dist: plait-core\n  >=0.1\n",  # a folded header
-            ("from-api", "9.9", ["plait-core>=9"]),
-        ),
-        ("Version: 1\nRequires-Dist: x\n", ("from-api", "9.9", ["plait-core>=9"])),
-        (HEADERS + "not a header\nRequires-Dist: x\n", ("from-api", "9.9", ["plait-core>=9"])),
-    ],
-)
-def test_the_metadata_scan_leaves_what_it_cannot_read_to_the_api(
-    text: str | None, expected: tuple[str, str, list[str]]
+def test_a_distribution_installed_twice_on_sys_path_is_loaded_once_from_the_first(
+    sites: tuple[Path, Path],
 ) -> None:
-    assert loading.describe_distribution(_Dist(text)) == expected
+    first, second = sites
+    install(first, "plait-twice", strategy="from_first")
+    install(second, "plait-twice", strategy="from_second")
+    manager = PluginManager(disabled=())
+    infos = [i for i in manager.describe() if i.distribution == "plait-twice"]
+    assert [(i.name, i.status, i.version) for i in infos] == [("twice", "loaded", "1.0")]
+    assert infos[0].registered == {"merge_strategy": ["from_first"]}
 
 
-def test_a_distribution_without_read_text_is_described_by_its_api() -> None:
-    dist = _Dist(None)
-    del dist.text
-    dist.read_text = None  # type: ignore[assignment,method-assign]
-    assert loading.describe_distribution(dist) == ("from-api", "9.9", ["plait-core>=9"])
+def test_a_real_distribution_s_kernel_requirement_is_checked_before_import(
+    sites: tuple[Path, Path],
+) -> None:
+    install(sites[0], "plait-future", requires="plait-core>=99")
+    manager = PluginManager(disabled=())
+    with pytest.raises(PluginLoadErrors) as info:
+        manager.load_entrypoints()
+    (error,) = info.value.exceptions
+    assert (error.distribution, error.version) == ("plait-future", "1.0")
+    assert error.phase == "compatibility"
+    assert error.entry_point == "future = plait_future"
+    assert "plait_future" not in sys.modules
+
+
+def test_loading_plugins_writes_no_cache_and_reads_none(
+    sites: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache_home = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache_home))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    install(sites[0], "plait-twice")
+    PluginManager(disabled=()).load_entrypoints()
+    assert not cache_home.exists() and not (tmp_path / "home").exists()
+    # what is installed now is what loads: a distribution removed is gone at once
+    for path in sorted(sites[0].rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else os.unlink(path)
+    names = {info.name for info in PluginManager(disabled=()).describe()}
+    assert "twice" not in names and "routing" in names
+
+
+def test_a_forged_cache_file_where_the_old_cache_lived_is_never_read(
+    sites: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24, F9: a cache that names a module made every command import it."""
+    cache_home = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache_home))
+    monkeypatch.delitem(sys.modules, "plait_forged", raising=False)
+    (sites[0] / "plait_forged.py").write_text("IMPORTED = True\n", encoding="utf-8")
+    forged = {
+        "format": 2,
+        "group": "plait",
+        "prefix": sys.prefix,
+        "dists": {
+            str(sites[0] / "plait_forged-1.0.dist-info"): {
+                "eps": [["forged", "plait_forged"]],
+                "name": "plait-forged",
+                "version": "1.0",
+                "requires": [],
+            }
+        },
+    }
+    (cache_home / "plait").mkdir(parents=True)
+    for name in ("entry-points.json", "entry-points-00000000.json"):
+        (cache_home / "plait" / name).write_text(json.dumps(forged), encoding="utf-8")
+    names = {info.name for info in PluginManager(disabled=()).describe()}
+    assert "forged" not in names and "routing" in names
+    assert "plait_forged" not in sys.modules

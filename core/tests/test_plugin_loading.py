@@ -1,4 +1,5 @@
-"""Loading details: registry hooks go through pluggy, version checks, disabling, interrupts."""
+"""Loading details: registry hooks go through pluggy, version checks (packaging), disabling
+(pluggy's blocking), interrupts."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from typing import Any
 import plait
 import pytest
 from plait.errors import PlaitWarning, PluginLoadErrors
-from plait.loading import _fast_contains, _packaging_contains
 from plait_testing import broken_entry_point, fake_entry_point, make_plugin_manager
 
 
@@ -132,34 +132,107 @@ def test_an_interrupt_while_loading_leaves_the_manager_unloaded() -> None:
     assert manager.registry("merge_strategy").names() == ["first", "second"]
 
 
-@pytest.mark.parametrize(
-    ("requirement", "running"),
-    [
-        ("plait-core>=0.1,<1", "0.1.0"),
-        ("plait-core>=0.1,<1", "1.0"),
-        ("plait-core>=0.2", "0.1.9"),
-        ("plait-core (>=0.1, <2)", "1.5"),
-        ("plait_core==1.0", "1"),
-        ("plait-core!=0.1.0", "0.1"),
-        ("plait-core<=0.1", "0.1.0"),
-        ("plait-core>0.1", "0.1.0"),
-        ("plait-core", "0.1.0"),
-    ],
-)
-def test_the_fast_version_check_agrees_with_packaging(requirement: str, running: str) -> None:
-    assert _fast_contains(requirement, running) == _packaging_contains(requirement, running)
+def _loads_with(requirement: str, running: str) -> bool:
+    """Does a plugin declaring ``requirement`` load on a kernel of version ``running``?"""
+    ep = fake_entry_point("p", registering("plait_p"), requires=[requirement])
+    manager = make_plugin_manager(ep, running_version=running)
+    manager.load_entrypoints(strict=False)
+    (info,) = manager.describe()
+    if info.status == "failed":
+        assert "phase 'compatibility'" in (info.error or "")
+        assert ep.loads == 0  # refused before import
+    return info.status == "loaded"
 
 
 @pytest.mark.parametrize(
-    ("requirement", "running"),
+    ("requirement", "running", "loads"),
     [
-        ("plait-core>=0.1; python_version >= '3'", "0.1.0"),
-        ("plait-core~=0.1", "0.1.0"),
-        ("plait-core==0.*", "0.1.0"),
-        ("plait-core>=0.1", "0.2.0rc1"),
+        ("plait-core>=0.1,<1", "0.1.0", True),
+        ("plait-core>=0.1,<1", "1.0", False),
+        ("plait-core>=0.2", "0.1.9", False),
+        ("plait-core (>=0.1, <2)", "1.5", True),
+        ("plait_core==1.0", "1", True),
+        ("plait-core!=0.1.0", "0.1", False),
+        ("plait-core", "0.1.0", True),
+        # PEP 440 beyond plain release numbers: packaging decides
+        ("plait-core~=0.1", "0.9", True),
+        ("plait-core~=0.1.0", "0.2.0", False),
+        ("plait-core==0.*", "0.1.0", True),
+        ("plait-core>=0.1", "0.2.0rc1", True),
+        ("plait-core>=0.2", "0.2.0rc1", False),  # a pre-release comes before its release
+        ("plait-core>=0.1.post1", "0.1.0", False),
+        # a marker that holds applies; one that does not (another Python, an extra) does not
+        ("plait-core>=99; python_version >= '3'", "0.1.0", False),
+        ("plait-core>=99; python_version < '3'", "0.1.0", True),
+        ("plait-core>=99; extra == 'future'", "0.1.0", True),
     ],
 )
-def test_the_fast_check_defers_to_packaging_beyond_plain_releases(
-    requirement: str, running: str
+def test_the_kernel_requirement_is_read_as_pep_440_says(
+    requirement: str, running: str, loads: bool
 ) -> None:
-    assert _fast_contains(requirement, running) is None
+    assert _loads_with(requirement, running) is loads
+
+
+def test_a_refused_plugin_names_the_requirement_and_the_running_version() -> None:
+    ep = fake_entry_point(
+        "future", registering("plait_future"), requires=["plait-core>=99"], version="2.0"
+    )
+    manager = make_plugin_manager(ep, running_version="0.1.0")
+    with pytest.raises(PluginLoadErrors) as info:
+        manager.load_entrypoints()
+    (error,) = info.value.exceptions
+    assert (error.distribution, error.version, error.phase) == (
+        "plait-future",
+        "2.0",
+        "compatibility",
+    )
+    assert error.entry_point.startswith("future = ")
+    assert "requires plait-core>=99 but the running plait-core is 0.1.0" in str(error)
+    assert "install an older plait-future" in str(error)
+
+
+def test_disabling_blocks_through_pluggy_so_no_hook_of_the_name_registers() -> None:
+    manager = make_plugin_manager(
+        fake_entry_point("one", registering("plait_one", first=Strategy())),
+        disabled=["one", "two"],
+    )
+    assert manager.pm.is_blocked("one") and manager.pm.is_blocked("two")
+    with pytest.warns(PlaitWarning, match="'two'"):  # no installed plugin has that name
+        manager.load_entrypoints()
+    # an in-process plugin under a disabled name is blocked too, not registered
+    assert manager.register(registering("plait_two", second=Strategy()), "two") == "two"
+    assert {i.name: i.status for i in manager.describe()} == {"one": "blocked", "two": "blocked"}
+    assert manager.registry("merge_strategy").names() == []
+
+
+def test_an_unknown_hook_leaves_nothing_registered_for_the_next_plugin() -> None:
+    typo = types.ModuleType("plait_typo")
+    typo.plait_register_merge_strategy = plait.hookimpl(lambda register: None)  # type: ignore[attr-defined]
+    manager = make_plugin_manager(
+        fake_entry_point("typo", typo),
+        fake_entry_point("zeta", registering("plait_zeta", kept=Strategy())),
+    )
+    with pytest.raises(PluginLoadErrors) as info:
+        manager.load_entrypoints()
+    (error,) = info.value.exceptions
+    assert error.phase == "register" and "'plait_register_merge_strategy'" in str(error)
+    # pluggy's check_pending saw only the broken plugin; the next one loaded
+    assert manager.pm.get_plugin("typo") is None
+    infos = {i.name: i for i in manager.describe()}
+    assert (infos["typo"].status, infos["zeta"].status) == ("failed", "loaded")
+    assert infos["zeta"].registered == {"merge_strategy": ["kept"]}
+
+
+class ClassPlugin:
+    """A plugin that is a class, its hook implementation a classmethod."""
+
+    @plait.hookimpl
+    @classmethod
+    def plait_register_merge_strategies(cls, register: Any) -> None:
+        register("from_class", Strategy())
+
+
+def test_a_class_plugin_registers_and_is_its_own_plugin_object() -> None:
+    manager = make_plugin_manager(fake_entry_point("klass", ClassPlugin))
+    assert manager.registry("merge_strategy").entry("from_class").plugin == "klass"
+    assert manager.get_plugin("klass") is ClassPlugin

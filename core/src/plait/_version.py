@@ -1,5 +1,5 @@
-"""The kernel's version, as a constant: reading it from the installed distribution's
-metadata costs a fresh process more than everything else plugin loading does.
+"""The kernel's version, as a constant: ``import plait`` reads no distribution metadata
+(:mod:`importlib.metadata` is imported only when plugins are first loaded).
 
 A test checks that it equals the version ``pip`` installed (``core/pyproject.toml``).
 """

@@ -211,7 +211,7 @@ def converter(
         conv = Converter(hints[first], hints["return"], fn, lossless, name or fn.__name__, cost)
         manager = get_plugin_manager()
         plugin_name = f"converter:{conv.name}"
-        existing = manager.pm.get_plugin(plugin_name)
+        existing = manager.get_plugin(plugin_name)
         if isinstance(existing, _InProcessConverter):
             if _qualname(existing.converter.fn) != _qualname(fn):
                 raise PluginConflictError(

@@ -1,5 +1,9 @@
-"""Loading plugins: entry points of group ``plait``, the ``plait-core`` requirement each
-declares, and which plugin a registry hook call comes from.
+"""Loading plugins: entry points of group ``plait`` (from :mod:`importlib.metadata`), the
+``plait-core`` requirement each declares (checked with :mod:`packaging`), and which plugin
+a registry hook call comes from.
+
+Nothing here reads distribution files itself or keeps anything between processes: what is
+installed is what :func:`importlib.metadata.entry_points` says now.
 
 .. versionadded:: 0.1
 """
@@ -7,7 +11,8 @@ declares, and which plugin a registry hook call comes from.
 from __future__ import annotations
 
 import contextvars
-import re
+import functools
+import inspect
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
@@ -15,10 +20,13 @@ import attrs
 import pluggy
 
 from ._version import __version__
-from .discovery import installed_entry_points
-from .distributions import describe_distribution
-from .errors import IncompatiblePluginError, PluginLoadError
-from .registry import DISABLE_ENV
+from .errors import (
+    IncompatiblePluginError,
+    PluginConflictError,
+    PluginLoadError,
+    RegistrationError,
+)
+from .registry import DISABLE_ENV, KINDS
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -27,12 +35,13 @@ __all__ = [
     "PluginInfo",
     "check_compatible",
     "core_version",
-    "describe_distribution",
     "iter_entry_points",
 ]
 
 ENTRY_POINT_GROUP = "plait"
 IN_PROCESS = "(in-process)"
+#: The distribution whose version plugins declare a requirement on (PEP 503 normalised).
+CORE_DISTRIBUTION = "plait-core"
 
 
 def core_version() -> str:
@@ -40,75 +49,23 @@ def core_version() -> str:
     return __version__
 
 
-def _canonical(name: str) -> str:
-    """PEP 503 normalised distribution name (what ``packaging.utils.canonicalize_name``
-    gives), without importing packaging for every plugin."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-_RELEASE = re.compile(r"^\d+(\.\d+)*$")
-_CLAUSE = re.compile(r"^(>=|<=|==|!=|<|>)\s*(\d+(?:\.\d+)*)$")
-
-
-def _release(text: str) -> tuple[int, ...]:
-    parts = [int(p) for p in text.split(".")]
-    while len(parts) > 1 and parts[-1] == 0:
-        parts.pop()  # 1.0 == 1 in PEP 440
-    return tuple(parts)
-
-
-def _fast_contains(requirement: str, running: str) -> bool | None:
-    """Does ``running`` satisfy a plain ``plait-core>=X,<Y`` requirement? ``None`` when
-    the requirement or the version uses anything beyond plain release numbers and the six
-    comparison operators — then :func:`_packaging_contains` decides. Plugins nearly always
-    declare the plain form, and importing packaging costs more than loading a plugin."""
-    if ";" in requirement or not _RELEASE.match(running):
-        return None
-    spec = _CORE_REQUIREMENT.sub("", requirement, count=1).strip()
-    if spec.startswith("(") and spec.endswith(")"):
-        spec = spec[1:-1]
-    version = _release(running)
-    for clause in filter(None, (c.strip() for c in spec.split(","))):
-        match = _CLAUSE.match(clause)
-        if match is None:
-            return None
-        op, bound = match.group(1), _release(match.group(2))
-        ok = {
-            ">=": version >= bound,
-            "<=": version <= bound,
-            ">": version > bound,
-            "<": version < bound,
-            "==": version == bound,
-            "!=": version != bound,
-        }[op]
-        if not ok:
-            return False
-    return True
-
-
-def _packaging_contains(requirement: str, running: str) -> bool | None:
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.version import Version
-
-    try:
-        req = Requirement(requirement)
-    except InvalidRequirement:
-        return None
-    if req.marker is not None and not req.marker.evaluate({"extra": ""}):
-        return None
-    return bool(req.specifier.contains(Version(running), prereleases=True))
-
-
-_CORE_REQUIREMENT = re.compile(r"^\s*plait[-_.]core\b(?![-_.\w])", re.IGNORECASE)
-
-
 class EntryPointLike(Protocol):
-    """What the loader needs of an entry point (real or fake, see ``plait.testing``)."""
+    """What the loader needs of an entry point (real or fake, see ``plait.testing``).
 
-    name: str
-    value: str
+    A real one is an :class:`importlib.metadata.EntryPoint`; its ``dist`` (when it has one)
+    answers ``name``, ``version`` and ``requires``.
+    """
 
-    def load(self) -> Any: ...
+    @property
+    def name(self) -> str:
+        """The entry point's name: the plugin's user-visible name."""
+
+    @property
+    def value(self) -> str:
+        """What it names, ``module`` or ``module:attr``."""
+
+    def load(self) -> Any:
+        """Import and return the plugin object."""
 
 
 @attrs.define
@@ -133,6 +90,8 @@ class PluginInfo:
 
 @attrs.define
 class Plugin:
+    """One plugin the manager knows: where it comes from, and how loading it went."""
+
     name: str
     distribution: str
     version: str
@@ -142,47 +101,82 @@ class Plugin:
     error: BaseException | None = None
 
 
-def iter_entry_points(
-    entry_points: Iterable[EntryPointLike] | None,
-) -> Iterator[tuple[EntryPointLike, str, str, list[str]]]:
+#: ``(entry point, distribution, version, requirements)``
+Found = tuple[EntryPointLike, str, str, list[str]]
+
+
+def iter_entry_points(entry_points: Iterable[EntryPointLike] | None) -> Iterator[Found]:
     """``(entry point, distribution, version, requirements)`` of group ``plait``, sorted by
-    distribution then name, each distribution once even when it is twice on ``sys.path``."""
-    seen: set[tuple[str, str]] = set()
-    found: list[tuple[EntryPointLike, str, str, list[str]]] = []
+    distribution then name, each distribution once even when it is twice on ``sys.path``.
+
+    :param entry_points: the entry points to describe; ``None`` reads the installed ones
+        (:func:`importlib.metadata.entry_points`, which keeps the first distribution of a
+        name on ``sys.path``, as the import system does).
+    """
+    from packaging.utils import canonicalize_name
+
     if entry_points is None:
-        described: Iterable[tuple[EntryPointLike, str, str, list[str]]]
-        described = installed_entry_points(ENTRY_POINT_GROUP)
+        # the standard library's, on every Python we support (3.10+ has ``group=`` and
+        # ``EntryPoint.dist``): on 3.11 it lists and describes the installed plugins in
+        # about a third of the time the importlib-metadata backport takes
+        from importlib.metadata import entry_points as installed
+
+        listed: Iterable[EntryPointLike] = installed(group=ENTRY_POINT_GROUP)
     else:
-        described = (_describe(ep) for ep in entry_points)
-    for ep, dist_name, version, requires in described:
-        key = (_canonical(dist_name), ep.name)
-        if key in seen:  # the same distribution twice on sys.path
+        listed = entry_points
+    seen: set[tuple[str, str]] = set()
+    found: list[Found] = []
+    for ep in listed:
+        dist_name, version, requires = _describe(ep)
+        key = (canonicalize_name(dist_name), ep.name)
+        if key in seen:  # the same distribution twice on sys.path (or passed twice)
             continue
         seen.add(key)
-        found.append((ep, dist_name, version, list(requires)))
+        found.append((ep, dist_name, version, requires))
     found.sort(key=lambda item: (item[1].lower(), item[0].name))
     return iter(found)
 
 
-def _describe(ep: EntryPointLike) -> tuple[EntryPointLike, str, str, list[str]]:
+def _describe(ep: EntryPointLike) -> tuple[str, str, list[str]]:
+    """The name, version and requirements of the distribution that declares ``ep``."""
     dist = getattr(ep, "dist", None)
     if dist is None:
-        return ep, "(unknown)", "?", []
-    return (ep, *describe_distribution(dist))
+        return "(unknown)", "?", []
+    return str(dist.name), str(dist.version), list(dist.requires or [])
 
 
-def check_compatible(requires: list[str], plugin: Plugin, running_version: str) -> None:
-    """Raise :class:`IncompatiblePluginError` when ``requires`` excludes the running kernel."""
+def check_compatible(requires: Iterable[str], plugin: Plugin, running_version: str) -> None:
+    """Raise :class:`IncompatiblePluginError` when one of ``requires`` (a distribution's
+    ``Requires-Dist`` lines) names ``plait-core`` with a specifier that excludes
+    ``running_version``. A requirement behind a marker that does not hold here (an extra,
+    another Python) does not apply; a line :mod:`packaging` cannot read is not ours to judge
+    (the installer accepted it)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+    from packaging.version import InvalidVersion, Version
+
     for text in requires:
-        if not _CORE_REQUIREMENT.match(text):
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
             continue
-        verdict = _fast_contains(text, running_version)
-        if verdict is None:  # markers, pre-releases, wildcards: ask packaging
-            verdict = _packaging_contains(text, running_version)
-        if verdict is False:
-            spec = text.split(";")[0].strip()[len("plait-core") :].strip()
+        if canonicalize_name(requirement.name) != CORE_DISTRIBUTION:
+            continue
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+            continue
+        try:
+            running = Version(running_version)
+        except InvalidVersion as exc:
             raise IncompatiblePluginError(
-                f"it requires plait-core{spec} but the running plait-core is "
+                f"the running plait-core version {running_version!r} is not a PEP 440 version",
+                distribution=plugin.distribution,
+                version=plugin.version,
+                entry_point=plugin.entry_point,
+                phase="compatibility",
+            ) from exc
+        if not requirement.specifier.contains(running, prereleases=True):
+            raise IncompatiblePluginError(
+                f"it requires plait-core{requirement.specifier} but the running plait-core is "
                 f"{running_version}; upgrade plait-core or install an older "
                 f"{plugin.distribution}",
                 distribution=plugin.distribution,
@@ -192,21 +186,9 @@ def check_compatible(requires: list[str], plugin: Plugin, running_version: str) 
             )
 
 
-class PluggyManager(pluggy.PluginManager):
-    """pluggy's manager, looking only at ``plait_*`` names for hook implementations.
+# -- which plugin is calling ``register`` ------------------------------------------------------
 
-    pluggy inspects every attribute of a plugin module; a hook implementation named
-    otherwise is refused (as an unknown hook) before pluggy sees the plugin, so only
-    ``plait_*`` names can hold one, and skipping the rest halves the cost of loading plugins.
-    """
-
-    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
-        if not name.startswith("plait_"):
-            return None
-        return super().parse_hookimpl_opts(plugin, name)
-
-
-#: The plugin whose registry hook implementation is running (set by :func:`attributed`).
+#: The plugin whose registry hook implementation is running (set by :class:`HookAdapter`).
 CALLING_PLUGIN: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "plait_calling", default=None
 )
@@ -220,10 +202,43 @@ class HookFailed(Exception):
         self.plugin_name = plugin_name
 
 
-def attributed(function: Callable[..., Any], plugin_name: str) -> Callable[..., Any]:
+class HookAdapter:
+    """What pluggy registers for one plugin: the plugin's hook implementations, those of
+    registry hooks wrapped so that ``register`` knows which plugin calls it and a failure
+    names the plugin. pluggy calls them as it calls any plugin's (``tryfirst``, ``trylast``
+    and wrappers apply); the plugin object itself is never changed.
+
+    :param obj: the plugin (a module, a class or an object with hook implementations).
+    :param name: the plugin's name.
+    :param implementations: hook name -> (function, pluggy's hookimpl options), as
+        :func:`hook_implementations` finds them.
+    """
+
+    def __init__(
+        self,
+        obj: Any,
+        name: str,
+        implementations: dict[str, tuple[Callable[..., Any], dict[str, Any]]],
+    ) -> None:
+        self.plugin = obj
+        self.name = name
+        self.options: dict[str, dict[str, Any]] = {}
+        for hook_name, (function, options) in implementations.items():
+            self.options[hook_name] = options
+            wraps_calls = options.get("wrapper") or options.get("hookwrapper")
+            if hook_name in KINDS and not wraps_calls:
+                function = _attributed(function, name)
+            setattr(self, hook_name, function)
+
+    def __repr__(self) -> str:
+        return f"<plugin {self.name!r}: {self.plugin!r}>"
+
+
+def _attributed(function: Callable[..., Any], plugin_name: str) -> Callable[..., Any]:
     """``function`` (a registry hook implementation) marking which plugin is calling
     ``register`` while it runs, and which plugin failed when it raises."""
 
+    @functools.wraps(function)  # pluggy reads the argument names through __wrapped__
     def call(*args: Any, **kwargs: Any) -> Any:
         token = CALLING_PLUGIN.set(plugin_name)
         try:
@@ -235,8 +250,64 @@ def attributed(function: Callable[..., Any], plugin_name: str) -> Callable[..., 
         finally:
             CALLING_PLUGIN.reset(token)
 
-    call.__wrapped__ = function  # type: ignore[attr-defined]
     return call
+
+
+class HookManager(pluggy.PluginManager):
+    """pluggy's manager, taking a :class:`HookAdapter`'s implementations as they were found
+    on the plugin (so a marker on a ``classmethod`` or ``staticmethod`` counts)."""
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        if isinstance(plugin, HookAdapter):
+            return plugin.options.get(name)
+        return super().parse_hookimpl_opts(plugin, name)
+
+
+def hook_implementations(
+    pm: pluggy.PluginManager, obj: Any
+) -> dict[str, tuple[Callable[..., Any], dict[str, Any]]]:
+    """The hook implementations of ``obj``: every ``plait_*`` attribute pluggy's marker
+    (``plait.hookimpl``) is on. Other names are not looked at: reading every attribute of a
+    plugin module costs a cold start, and a hook implementation is named for its hook."""
+    found: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
+    for name in dir(obj):
+        if not name.startswith("plait_"):
+            continue
+        options = pm.parse_hookimpl_opts(obj, name)
+        if options is not None:
+            found[name] = (getattr(obj, name), dict(options))
+    return found
+
+
+def register_hooks(pm: pluggy.PluginManager, obj: Any, name: str) -> None:
+    """Register ``obj``'s hook implementations with ``pm`` under ``name`` (through a
+    :class:`HookAdapter`), or raise :class:`~plait.errors.RegistrationError` leaving nothing
+    registered: no coroutines, only hooks Plait specifies (pluggy's ``check_pending``), with
+    arguments their specification has."""
+    implementations = hook_implementations(pm, obj)
+    for hook_name, (function, _) in implementations.items():
+        if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
+            raise RegistrationError(
+                f"hook implementation {hook_name!r} of plugin {name!r} is a coroutine; "
+                "Plait hooks are synchronous (register async objects instead)"
+            )
+    try:
+        pm.register(HookAdapter(obj, name, implementations), name=name)
+    except pluggy.PluginValidationError as exc:
+        raise RegistrationError(f"plugin {name!r}: {exc}") from exc
+    except ValueError as exc:  # pluggy: this name is registered already
+        raise PluginConflictError(f"plugin {name!r} cannot be registered: {exc}") from exc
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        unknown = [h for h in implementations if not getattr(pm.hook, h).has_spec()]
+        pm.unregister(name=name)
+        raise RegistrationError(
+            f"plugin {name!r} implements unknown hook {', '.join(map(repr, unknown))}"
+        ) from exc
+
+
+# -- messages ------------------------------------------------------------------------------------
 
 
 def summarize_failures(errors: list[PluginLoadError]) -> str:

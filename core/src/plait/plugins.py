@@ -9,12 +9,15 @@ plugin's user-visible name (what ``plait plugins`` prints and what
 clash). A failure in any phase becomes a :class:`~plait.errors.PluginLoadError` naming the
 distribution, its version, the entry point and the phase; all failures are raised together.
 
+The entry points come from :func:`importlib.metadata.entry_points`, the requirement check
+from :mod:`packaging`, and disabling and the unknown-hook check from pluggy
+(``set_blocked``/``is_blocked``, ``check_pending``); nothing is cached between processes.
+
 .. versionadded:: 0.1
 """
 
 from __future__ import annotations
 
-import inspect
 import os
 import warnings
 from collections.abc import Iterable
@@ -38,13 +41,13 @@ from .loading import (
     IN_PROCESS,
     EntryPointLike,
     HookFailed,
-    PluggyManager,
+    HookManager,
     Plugin,
     PluginInfo,
-    attributed,
     check_compatible,
     core_version,
     iter_entry_points,
+    register_hooks,
     summarize_failures,
     unknown_disabled,
 )
@@ -89,12 +92,14 @@ class PluginManager(HookFacade):
         disabled: Iterable[str] | None = None,
         running_version: str | None = None,
     ) -> None:
-        self.pm = PluggyManager("plait")
+        self.pm: pluggy.PluginManager = HookManager("plait")
         self.pm.add_hookspecs(hookspecs)
         self._entry_points = entry_points
         if disabled is None:
             disabled = (n.strip() for n in os.environ.get(DISABLE_ENV, "").split(","))
         self.disabled = frozenset(n for n in disabled if n)
+        for blocked in self.disabled:  # a plugin name or a distribution name
+            self.pm.set_blocked(blocked)
         self.running_version = running_version or core_version()
         self._plugins: dict[str, Plugin] = {}
         self._registries: dict[str, Registry[Any]] | None = None
@@ -133,8 +138,8 @@ class PluginManager(HookFacade):
             # two distributions may declare the same entry-point name; keep both listed
             key = ep.name if first is None else f"{ep.name} ({dist_name})"
             self._plugins[key] = plugin
-            if ep.name in self.disabled or dist_name in self.disabled:
-                plugin.status = "blocked"
+            if self.pm.is_blocked(ep.name) or self.pm.is_blocked(dist_name):
+                plugin.status = "blocked"  # never imported
                 continue
             phase = "compatibility"
             try:
@@ -160,8 +165,8 @@ class PluginManager(HookFacade):
 
     def _reset(self) -> None:
         for plugin in self._plugins.values():
-            if plugin.obj is not None and self.pm.is_registered(plugin.obj):
-                self.pm.unregister(plugin.obj)
+            if plugin.obj is not None:
+                self._unregister_hooks(plugin.name)
         self._plugins = {}
         self._registries = None
         self._observers = None
@@ -173,8 +178,8 @@ class PluginManager(HookFacade):
             warnings.warn(message, PlaitWarning, stacklevel=3)
 
     def _fail(self, plugin: Plugin, phase: str, exc: BaseException) -> PluginLoadError:
-        if plugin.obj is not None and self.pm.is_registered(plugin.obj):
-            self.pm.unregister(plugin.obj)
+        if plugin.obj is not None:
+            self._unregister_hooks(plugin.name)
         plugin.status, plugin.obj = "failed", None
         if isinstance(exc, PluginLoadError):
             err = exc
@@ -193,29 +198,25 @@ class PluginManager(HookFacade):
         return err
 
     def _register_hooks(self, obj: Any, name: str) -> None:
-        for attr in dir(obj):
-            fn = getattr(obj, attr, None)
-            if getattr(fn, "plait_impl", None) is None:
-                continue
-            if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
-                raise RegistrationError(
-                    f"hook implementation {attr!r} of plugin {name!r} is a coroutine; "
-                    "Plait hooks are synchronous (register async objects instead)"
-                )
-            if attr not in KINDS and not hasattr(self.pm.hook, attr):
-                raise RegistrationError(f"plugin {name!r} implements unknown hook {attr!r}")
-        try:
-            self.pm.register(obj, name=name)
-        except pluggy.PluginValidationError as exc:
-            raise RegistrationError(f"plugin {name!r}: {exc}") from exc
-        except ValueError as exc:  # pluggy: this object or name is registered already
-            raise PluginConflictError(f"plugin {name!r} cannot be registered: {exc}") from exc
-        for hook_name in KINDS:
-            for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
-                if impl.plugin is obj and not (impl.hookwrapper or impl.wrapper):
-                    impl.function = attributed(impl.function, name)
+        register_hooks(self.pm, obj, name)
         self._registries = None
         self._observers = None
+
+    def _unregister_hooks(self, name: str) -> None:
+        """Remove the hook implementations registered under ``name``, if any."""
+        if self.pm.get_plugin(name) is not None:
+            self.pm.unregister(name=name)
+        self._registries = None
+        self._observers = None
+
+    def get_plugin(self, name: str) -> Any:
+        """The plugin object registered under ``name`` (a module, a class or an object with
+        hook implementations), or ``None``.
+
+        .. versionadded:: 0.1
+        """
+        plugin = self._plugins.get(name)
+        return None if plugin is None else plugin.obj
 
     # -- in-process plugins ------------------------------------------------------
 
@@ -234,6 +235,10 @@ class PluginManager(HookFacade):
         if plugin_name in self._plugins:
             raise PluginConflictError(f"a plugin named {plugin_name!r} is already registered")
         plugin = Plugin(plugin_name, distribution or IN_PROCESS, "", plugin_name, obj)
+        if self.pm.is_blocked(plugin_name):  # PLAIT_DISABLE_PLUGINS names it
+            plugin.status, plugin.obj = "blocked", None
+            self._plugins[plugin_name] = plugin
+            return plugin_name
         self._register_hooks(obj, plugin_name)
         self._plugins[plugin_name] = plugin
         failures = self._build_registries()
@@ -250,10 +255,8 @@ class PluginManager(HookFacade):
     def unregister(self, name: str) -> None:
         """Remove a plugin and everything it registered."""
         plugin = self._plugins.pop(name, None)
-        if plugin is not None and plugin.obj is not None and self.pm.is_registered(plugin.obj):
-            self.pm.unregister(plugin.obj)
-        self._registries = None
-        self._observers = None
+        if plugin is not None and plugin.obj is not None:
+            self._unregister_hooks(plugin.name)
 
     # -- registries --------------------------------------------------------------
 

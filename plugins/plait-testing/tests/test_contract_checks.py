@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-
 import pytest
-
-# see test_plait_testing.py: keep the backport's finder across pytester's snapshots
-if sys.version_info < (3, 12):
-    import importlib_metadata  # noqa: F401
 
 pytest_plugins = ["pytester"]
 

@@ -5,17 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from importlib import metadata
 
 import plait_testing.plugin
 import pytest
 from packaging.requirements import Requirement
-
-# the kernel reads entry points with the importlib_metadata backport before 3.12; importing it
-# here, before pytester snapshots sys.meta_path, keeps its finder (it disables the stdlib's)
-if sys.version_info < (3, 12):
-    import importlib_metadata as metadata
-else:
-    import importlib.metadata as metadata
 
 pytest_plugins = ["pytester"]
 
