@@ -1,9 +1,12 @@
 """Rebuilding executors from a spec: what :meth:`plait.Workflow.from_spec` does per node.
 
-For each node, in order: a Python object the caller passed (by node id, or by the name the
-document used, ``NodeSpec.uses``) is bound to the node; else the node's executor kind
-checks its config (every problem at once, each with its JSON path under ``/nodes/<i>``)
-and builds the executor. A node recorded as not portable (a lambda …) must be passed in.
+For each node, in order: the node's executor kind checks its config (every problem at once,
+each with its JSON path under ``/nodes/<i>``) and builds the executor — a front-end's kind
+may wrap the caller's executor of the same name. A Python object the caller passed (by node
+id, or by the name the document used, ``NodeSpec.uses``) is bound to the node instead when
+the node's kind is not installed, or when the kind says so with a true attribute
+``binds_passed_executors`` (the ``python`` kind: the object passed *is* the code its config
+names). A node recorded as not portable (a lambda …) must be passed in.
 
 .. versionadded:: 0.1
 """
@@ -40,9 +43,11 @@ def build_executors(
     for index, node in enumerate(spec.nodes):
         where = f"/nodes/{index}"
         try:
-            # a node of a registered kind other than python builds itself (a front-end's
-            # kind may wrap the caller's executor of the same name); others are bound
-            own_kind = node.kind != "python" and node.kind in kinds
+            # a node of a registered kind builds itself (a front-end's kind may wrap the
+            # caller's executor of the same name) unless its kind says a passed executor
+            # stands for the node; a node of no registered kind is bound
+            kind = kinds.get(node.kind) if node.kind in kinds else None
+            own_kind = kind is not None and not getattr(kind, "binds_passed_executors", False)
             executor = None if own_kind else _bound(node, executors, where)
             if executor is None:
                 executor = _from_kind(node, index, kinds, executors, manager, allow_imports, source)

@@ -101,7 +101,11 @@ __all__ = [
 def plait_register_executor_kinds(register: Register) -> None:
     """Register ``python``, ``shell``, ``http`` and ``workflow``."""
     provides = ("check", "create", "config_schema")
-    register("python", lazy("plait_executors.python:PythonKind", provides=provides))
+    # answered without importing the kind: a node bound to the caller's object stays cheap
+    python = lazy(
+        "plait_executors.python:PythonKind", provides=provides, binds_passed_executors=True
+    )
+    register("python", python)
     register("shell", lazy("plait_executors.shell:ShellKind", provides=provides))
     register("http", lazy("plait_executors.http:HttpKind", provides=provides))
     register("workflow", lazy("plait_executors.workflow:WorkflowKind", provides=provides))
