@@ -226,7 +226,11 @@ def load(
         from .plugins import get_plugin_manager
 
         plugin_manager = get_plugin_manager()
-    spec, name = _load_spec(source, format, executors, plugin_manager, options)
-    return Workflow.from_spec(
-        spec, executors, allow_imports=allow_imports, plugin_manager=plugin_manager, source=name
-    )
+    from .rebuild import load_scope
+
+    # one load: what the loader's checks build, the build reuses (see LoadScope)
+    with load_scope():
+        spec, name = _load_spec(source, format, executors, plugin_manager, options)
+        return Workflow.from_spec(
+            spec, executors, allow_imports=allow_imports, plugin_manager=plugin_manager, source=name
+        )

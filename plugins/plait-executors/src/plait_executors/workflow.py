@@ -3,9 +3,14 @@
 Config: ``{"fragment": "textkit.summarize"}`` names a fragment a distribution publishes
 (``plait_register_fragments``); ``{"spec": {...}}`` holds a whole workflow as data (what
 ``WorkflowSpec.to_dict()`` gives), rebuilt with :meth:`plait.Workflow.from_spec`. Either
-way the workflow is wrapped with :meth:`plait.Workflow.as_executor`: each message starts
-one inner run, and the inner outputs are sent on (or yielded as outer outputs with
-``"allow_direct_output": true``).
+way the workflow is wrapped in a :class:`~plait_executors.WorkflowExecutor`: each message
+starts one inner run, and the inner outputs are sent on (or yielded as outer outputs with
+``"allow_direct_output": true``). :meth:`plait.Workflow.as_executor` wraps through this
+kind too (:meth:`WorkflowKind.wrap`).
+
+A nested workflow is built once per load (:func:`plait.rebuild.load_scope`), however many
+times ``check`` and ``create`` — this kind's and a front-end kind's wrapping it — ask for
+it; a load's nesting and the nodes it builds are bounded there.
 
 .. versionadded:: 0.1
 """
@@ -13,14 +18,16 @@ one inner run, and the inner outputs are sent on (or yielded as outer outputs wi
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import plait
 from plait import Executor, Workflow, WorkflowSpec
 from plait.errors import ConfigError, PlaitError, UnknownNameError
 from plait.kinds import KindContext
+from plait.rebuild import load_scope
 
+from .nested import WorkflowExecutor
 from .schema import check_config, config_error
 
 __all__ = ["WorkflowKind"]
@@ -84,14 +91,45 @@ class WorkflowKind:
             workflow = self._workflow(config, ctx)
         except _Problems as exc:
             raise exc.errors[0] from exc.__cause__
-        return workflow.as_executor(
-            id=ctx.node_id, allow_direct_output=bool(config.get("allow_direct_output", False))
+        return self.wrap(
+            workflow,
+            id=ctx.node_id,
+            allow_direct_output=bool(config.get("allow_direct_output", False)),
+        )
+
+    def wrap(
+        self,
+        workflow: Workflow,
+        *,
+        id: str | None = None,
+        adapter: Callable[[Any], Any] | Any | None = None,
+        allow_direct_output: bool = False,
+    ) -> WorkflowExecutor:
+        """``workflow`` as one executor (what :meth:`plait.Workflow.as_executor` returns;
+        arguments as for :class:`~plait_executors.WorkflowExecutor`).
+
+        .. versionadded:: 0.1
+        """
+        return WorkflowExecutor(
+            workflow, id=id, adapter=adapter, allow_direct_output=allow_direct_output
         )
 
     def _workflow(self, config: Mapping[str, Any], ctx: KindContext) -> Workflow:
+        """The nested workflow, built once per load: the same config in the same load
+        (this kind's ``check``, then its ``create``) gives the same workflow."""
         if "fragment" in config:
-            return _from_fragment(config["fragment"], ctx)
-        return _from_spec(config["spec"], ctx)
+            name = config["fragment"]
+            key: tuple[Any, ...] = ("fragment", name, id(ctx.manager))
+            alive: tuple[Any, ...] = (ctx.manager,)
+            make: Callable[[], Workflow] = lambda: _from_fragment(name, ctx)  # noqa: E731
+        else:
+            data = config["spec"]
+            key = ("spec", id(data), id(ctx.executors), ctx.allow_imports, id(ctx.manager))
+            key += (ctx.source,)
+            alive = (data, ctx.executors, ctx.manager)
+            make = lambda: _from_spec(data, ctx)  # noqa: E731
+        with load_scope() as scope:
+            return scope.once(key, make, alive=alive)
 
 
 class _Problems(Exception):

@@ -29,10 +29,10 @@ import anyio.lowlevel
 import anyio.to_thread
 import ray
 import ray.exceptions
-from plait.remote import apply_result, encode_invocation, node_payload
 
 from ._actor import ExecutorHost
 from .errors import RayConnectError, WorkerLostError
+from .remote import apply_result, encode_invocation, node_payload
 
 __all__ = ["RayPlacement", "configure", "placement"]
 
