@@ -124,8 +124,9 @@ class WorkflowKind:
             make: Callable[[], Workflow] = lambda: _from_fragment(name, ctx)  # noqa: E731
         else:
             data = config["spec"]
-            key = ("spec", id(data), id(ctx.executors), ctx.allow_imports, id(ctx.manager))
-            key += (ctx.source,)
+            # every empty mapping of executors is the same (callers pass fresh ones)
+            passed = id(ctx.executors) if ctx.executors else None
+            key = ("spec", id(data), passed, ctx.allow_imports, id(ctx.manager), ctx.source)
             alive = (data, ctx.executors, ctx.manager)
             make = lambda: _from_spec(data, ctx)  # noqa: E731
         with load_scope() as scope:
