@@ -166,6 +166,7 @@ def test_nesting_is_bounded_with_an_error_at_its_path() -> None:
     (problem,) = info.value.problems
     assert f"workflows nest more than {MAX_NESTING} deep" in str(problem)
     assert getattr(problem, "path", "").count("/config/spec") == MAX_NESTING
+    assert str(problem).count("in the nested spec") == 1  # the path says how deep
 
 
 def test_the_nodes_a_load_builds_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:

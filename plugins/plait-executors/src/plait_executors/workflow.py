@@ -225,6 +225,9 @@ def _from_spec(data: Mapping[str, Any], ctx: KindContext) -> Workflow:
     return workflow
 
 
+_NESTED = "in the nested spec: "
+
+
 def _nested_errors(exc: PlaitError, ctx: KindContext) -> list[ConfigError]:
     """One error per problem of a nested spec, at its path under ``/config/spec``."""
     problems = getattr(exc, "problems", None) or [exc]
@@ -233,10 +236,13 @@ def _nested_errors(exc: PlaitError, ctx: KindContext) -> list[ConfigError]:
         inner = getattr(problem, "path", None)
         path = f"/config/spec{inner}" if isinstance(inner, str) and inner.startswith("/") else None
         reason = getattr(problem, "reason", None) or str(problem)
+        # a deeper level's problem is said once, by its own executor: the path names every
+        # level (a message does not grow with the nesting)
+        reason = reason.rsplit(_NESTED, 1)[-1]
         errors.append(
             config_error(
                 ctx.node_id,
-                f"in the nested spec: {reason}",
+                f"{_NESTED}{reason}",
                 path or "/config/spec",
                 source=ctx.source,
             )
