@@ -286,3 +286,34 @@ workflow:
         "<string>:3:5 at /nodes/0/config/config/ref: executor 'fetch': cannot import "
         "'no_such_module_here:run'"
     ) in message
+
+
+@plait.executor(id="shout")
+async def shout(text: str, ctx: plait.WorkflowContext[plait.Never, str]) -> None:
+    await ctx.yield_output(text.upper())
+
+
+def test_nested_workflows_load_in_linear_time() -> None:
+    # 1.7 KB: an executor step holding ten nested workflow specs. Each level used to be
+    # built twice per level above it (2**10 builds, seconds); now each is built once by the
+    # loader's checks and once by the build
+    from plait.rebuild import load_scope
+
+    depth = 10
+    spec: dict[str, Any] = {
+        "name": "leaf",
+        "start": "shout",
+        "nodes": [{"id": "shout", "kind": "python", "config": {"ref": "test_loading:shout"}}],
+        "edge_groups": [],
+    }
+    for level in range(depth):
+        config = {"spec": spec, "allow_direct_output": True}
+        node = {"id": "nest", "kind": "workflow", "config": config}
+        spec = {"name": f"level{level}", "start": "nest", "nodes": [node], "edge_groups": []}
+    step = {"id": "deep", "type": "executor", "kind": "workflow", "config": {"spec": spec}}
+    text = "workflow:\n  - " + json.dumps(step) + "\n"
+    assert 1500 < len(text) < 2000
+    with load_scope() as scope:
+        workflow = plait.load(text, format="steps", allow_imports=True)
+    assert scope.builds <= 2 * depth + 5
+    assert workflow.run_sync("hi").outputs == ["HI"]

@@ -20,7 +20,7 @@ import os
 import shlex
 import sys
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +115,20 @@ def _placed(workflow: Workflow, placement: str | None) -> Workflow:
         return with_placement(workflow, placement)
     except PlaitError as exc:
         raise click.ClickException(describe_error(exc)) from exc
+
+
+def _step_context_reader() -> Callable[[Any], Any]:
+    """What ``--step-context`` prints a run's step context with: plait-steps' reader (the
+    step context is that plugin's, kept in the run's shared state)."""
+    try:
+        from plait_steps import step_context
+    except ImportError as exc:
+        raise click.UsageError(
+            "--step-context shows the step context of a YAML steps workflow, which needs "
+            "plait-steps (pip install plait-steps)"
+        ) from exc
+    reader: Callable[[Any], Any] = step_context
+    return reader
 
 
 def _record(target: str, allow_imports: bool, placement: str | None) -> dict[str, Any]:
@@ -385,6 +399,7 @@ def run_command(
     value = _message(message, json_input)
     allow_imports = allow_imports or trust or "imports" in allow  # as --allow-imports
     grants = grants_from(allow, trust, allow_imports)
+    read_step_context = _step_context_reader() if step_context else None
     workflow = _placed(_workflow(target, allow_imports, grants), placement)
     run_id = uuid.uuid4().hex
     options: dict[str, Any] = {}
@@ -408,8 +423,8 @@ def run_command(
     outcome = follow(start, run_id, display)
     resume_options = {k: v for k, v in options.items() if k != "checkpoint"}
     outcome = _answer_on_terminal(workflow, outcome, store, display, not no_input, resume_options)
-    if step_context:
-        click.echo(to_json(outcome.step_context), err=True)
+    if read_step_context is not None:
+        click.echo(to_json(read_step_context(outcome)), err=True)
     named = target if allow_imports or not _is_document(target) else None
     _report(ctx, outcome, named, store, resume_flags(allow, trust, allow_imports))
 
