@@ -227,6 +227,7 @@ class Workflow:
         checkpoint: str | CheckpointStore,
         *,
         responses: Mapping[str, Any] | None = None,
+        accept_changes: bool = False,
         **options: Any,
     ) -> WorkflowRunResult:
         """Continue a run from a checkpoint — in this process or another, days later.
@@ -236,10 +237,20 @@ class Workflow:
             word as ``run(..., checkpoint=)``; the resumed run's checkpoints go there too.
         :param responses: answers to pending requests, by request id. A response of the
             wrong type raises :class:`~plait.errors.ResponseTypeError` and changes nothing.
+        :param accept_changes: resume even though the workflow's fingerprint (a node's
+            kind, config, code or policies, an edge's options, the declared types; see
+            :mod:`plait.fingerprint`) differs from the one the checkpoint records; the
+            resumed run's checkpoints record the new one. The graph's topology must
+            still match.
         :raises TopologyMismatchError: the checkpoint was taken on a different graph.
+        :raises WorkflowChangedError: it was taken on a different workflow (naming each
+            change), and ``accept_changes`` is false.
         :raises CheckpointNotFoundError: no such run or checkpoint.
+
+        .. versionchanged:: 0.1 ``accept_changes``.
         """
         from .durable import resolve_store
+        from .fingerprint import check_fingerprint
         from .resume import answer_requests, load_run, restore_state
         from .state import RunState
 
@@ -248,6 +259,9 @@ class Workflow:
         )
         try:
             found, data = await load_run(checkpoint_store, id, self._spec, self._graph.signature)
+            await check_fingerprint(
+                checkpoint_store, found, self._graph, accept_changes=accept_changes
+            )
             opts = RunOptions.from_kwargs(
                 self._spec.options,
                 {**options, "checkpoint": checkpoint_store, "run_id": found.run_id},
@@ -272,14 +286,36 @@ class Workflow:
         return self._finish(result, opts)
 
     async def pending_requests(
-        self, id: str, checkpoint: str | CheckpointStore, **options: Any
+        self,
+        id: str,
+        checkpoint: str | CheckpointStore,
+        *,
+        accept_changes: bool = False,
+        **options: Any,
     ) -> list[PendingRequest]:
         """The requests a stored run waits for (from its latest checkpoint, or checkpoint
-        ``id``), without resuming it; raises as :meth:`resume` does. ``options``: those of
-        :meth:`resume` that open the store (``checkpoint_key``, ``checkpoint_encrypt``)."""
+        ``id``), without resuming it; raises as :meth:`resume` does (``accept_changes``
+        too). ``options``: those of :meth:`resume` that open the store (``checkpoint_key``,
+        ``checkpoint_encrypt``).
+
+        .. versionchanged:: 0.1 ``accept_changes``.
+        """
         from .durable import stored_requests
 
-        return await stored_requests(self._graph, id, checkpoint, options)
+        return await stored_requests(
+            self._graph, id, checkpoint, options, accept_changes=accept_changes
+        )
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        """The workflow's fingerprint, as its checkpoints record it (JSON-ready; see
+        :mod:`plait.fingerprint`): a copy, computed once per workflow.
+
+        .. versionadded:: 0.1
+        """
+        import copy
+
+        return copy.deepcopy(self._graph.fingerprint)
 
     async def _nested_run(
         self,
