@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import sys
 from pathlib import Path
 
+import attrs
 import pytest
 from click.testing import CliRunner, Result
 from plait_cli import make_cli
@@ -29,6 +31,21 @@ def plait(*args: str, input: str | None = None) -> Result:
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result
+
+
+def printed(stderr: str) -> list[str]:
+    """The ``plait resume`` command a run or a refusal printed, as the words a shell gives
+    (``resume with: plait resume …`` or an indented ``plait resume …`` line), without
+    ``plait``."""
+    lines = [
+        line.removeprefix("resume with: ").strip()
+        for line in stderr.splitlines()
+        if line.startswith(("resume with: plait ", "  plait resume "))
+    ]
+    assert len(lines) == 1, stderr
+    words = shlex.split(lines[0])
+    assert words[:2] == ["plait", "resume"], words
+    return words[1:]
 
 
 def store(tmp_path: Path) -> str:
@@ -285,16 +302,52 @@ def test_answering_one_request_twice_is_a_usage_error(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "request 'r1' is answered twice" in result.stderr
 
 
-def test_resume_uses_the_default_store_and_a_python_target_must_be_named() -> None:
+def test_resume_uses_the_default_store_and_a_run_id_alone_prints_the_command_naming_it() -> None:
     waiting = plait("run", target("gate"), "t", "-q")
     run_id, request_id = _pending(waiting)
     assert f"resume with: plait resume {target('gate')} {run_id} --respond" in waiting.stderr
-    unnamed = plait("resume", run_id, "--respond", f"{request_id}=true")
-    assert unnamed.exit_code == 2
-    assert "a target read from a checkpoint is never imported" in unnamed.stderr
-    assert f"plait resume {target('gate')} {run_id}" in unnamed.stderr
-    done = plait("resume", target("gate"), run_id, "--respond", f"{request_id}=true", "-q")
+    unnamed = plait("resume", run_id, "--respond", f"{request_id}=true", "-q")
+    assert (unnamed.exit_code, unnamed.stdout) == (2, "")
+    assert f"run {run_id} was started from {target('gate')}; a checkpoint never chooses" in (
+        unnamed.stderr
+    )
+    command = printed(unnamed.stderr)
+    assert command == ["resume", target("gate"), run_id, f"--respond={request_id}=true", "-q"]
+    done = plait(*command)
     assert (done.exit_code, done.stdout) == (0, "published: t\n")
+
+
+def test_a_run_id_alone_never_prints_a_recorded_target_holding_control_characters(
+    tmp_path: Path,
+) -> None:
+    import anyio
+    from plait.checkpoint import open_store
+
+    url = store(tmp_path)
+    run_id, _ = _pending(plait("run", target("gate"), "t", "--checkpoint", url))
+
+    async def forge() -> None:
+        checkpoints = open_store(url)
+        try:
+            latest = await checkpoints.latest(run_id)
+            assert latest is not None
+            record = {"target": "flow.yaml\x1b]0;owned\x07", "allow_imports": True}
+            await checkpoints.save(
+                attrs.evolve(
+                    latest,
+                    checkpoint_id="f" * 32,
+                    parent_id=latest.checkpoint_id,
+                    created_at=latest.created_at + 1,
+                    metadata={**latest.metadata, "cli": record},
+                )
+            )
+        finally:
+            await checkpoints.aclose()
+
+    anyio.run(forge)
+    result = plait("resume", run_id, "--checkpoint", url)
+    assert result.exit_code == 2 and "\x1b" not in result.stderr and "owned" not in result.stderr
+    assert printed(result.stderr) == ["resume", "TARGET", run_id]
 
 
 def test_resume_takes_one_or_two_arguments() -> None:
@@ -387,20 +440,20 @@ workflow:
 """
 
 
-def test_resume_of_a_workflow_file_needs_only_the_run_id(tmp_path: Path) -> None:
+def test_resume_of_a_workflow_file_by_run_id_alone_prints_the_command_to_type(
+    tmp_path: Path,
+) -> None:
     flow = tmp_path / "flows" / "shout.yaml"
     flow.parent.mkdir()
     flow.write_text(SHOUT)
     first = plait("run", str(flow), "hi", "-q", "--max-supersteps", "5")
     assert first.exit_code == 0 and "HI" in first.stdout
     (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", first.stderr, re.M)
-    again = plait("resume", run_id, "-q")
+    unnamed = plait("resume", run_id, "-q")
+    assert unnamed.exit_code == 2
+    assert printed(unnamed.stderr) == ["resume", str(flow), run_id, "-q"]
+    again = plait(*printed(unnamed.stderr))
     assert again.exit_code == 0, again.stderr
-    flow.rename(flow.with_name("moved.yaml"))
-    gone = plait("resume", run_id)
-    assert gone.exit_code == 2
-    assert f"was started from {flow}, which is not there any more" in gone.stderr
-    assert f"plait resume TARGET {run_id}" in gone.stderr
 
 
 def test_a_folder_that_cannot_hold_dot_plait_is_one_clear_error(tmp_path: Path) -> None:
