@@ -10,6 +10,7 @@ import json
 import re
 import shlex
 import sys
+import uuid
 from pathlib import Path
 
 import attrs
@@ -470,3 +471,76 @@ def test_off_a_terminal_a_fan_out_line_says_how_many_messages_each_executor_hand
     assert result.exit_code == 0, result.stderr
     assert sorted(result.stdout.split()) == ["0", "1", "2"]
     assert re.search(r"^\[[\d.]+ m?s\] superstep 2: each \(3 messages\)$", result.stderr, re.M)
+
+
+TWO_STEPS = """\
+workflow:
+  - id: first
+    type: executor
+    kind: python
+    config: {{ref: "{module}:shout"}}
+  - id: second
+    type: executor
+    kind: python
+    config: {{ref: "{module}:{second}"}}
+"""
+
+STEP_CODE = """\
+async def shout(text: str) -> str:
+    return text.upper()
+
+
+async def whisper(text: str) -> str:
+    return text.lower()
+"""
+
+
+def test_a_changed_workflow_is_refused_naming_the_change_unless_accepted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import anyio
+    from plait import load
+    from plait.checkpoint import open_store
+
+    module = f"steps_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(STEP_CODE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    flow = tmp_path / "flow.yaml"
+    flow.write_text(TWO_STEPS.format(module=module, second="shout"))
+    url = store(tmp_path)
+    failed = plait(
+        "run", str(flow), "Hi", "--allow-imports", "--checkpoint", url, "--max-supersteps", "1"
+    )
+    assert failed.exit_code == 1
+    (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", failed.stderr, re.M)
+    flow.write_text(TWO_STEPS.format(module=module, second="whisper"))
+
+    refused = plait(*printed(failed.stderr))
+    assert refused.exit_code == 1 and "WorkflowChangedError" in refused.stderr
+    assert (
+        f'node \'second\' config.config.ref: "{module}:shout" → "{module}:whisper"'
+        in refused.stderr
+    )
+    assert f"'second' no longer refers to {module}:shout" in refused.stderr
+    assert "--accept-changes" in refused.stderr
+
+    # accepted, and stopped again: the printed command does not accept changes for you
+    accepted = plait(*printed(failed.stderr), "--accept-changes", "--max-supersteps", "1")
+    assert accepted.exit_code == 1
+    again = printed(accepted.stderr)
+    assert "--accept-changes" not in again and "--allow-imports" in again
+
+    async def recorded() -> str:
+        checkpoints = open_store(url)
+        try:
+            latest = await checkpoints.latest(run_id)
+            assert latest is not None
+            return str(latest.metadata["fingerprint"]["digest"])
+        finally:
+            await checkpoints.aclose()
+
+    changed = load(flow, allow_imports=True)
+    assert anyio.run(recorded) == changed.fingerprint["digest"]
+    done = plait(*again, "-q")  # the changed workflow is now the run's own
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout.endswith("\n\nhi\n")  # whispered: the second step is the new one
