@@ -197,3 +197,23 @@ def test_run_options_may_not_set_the_fingerprint() -> None:
 
     with pytest.raises(RunOptionError, match="may not set fingerprint"):
         RunOptions(checkpoint_metadata={"fingerprint": {"digest": "x"}})
+
+
+def test_code_whose_source_cannot_be_read_has_no_source_hash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import types
+
+    from plait.fingerprint import source_digest
+
+    page = tmp_path / "page.md"
+    page.write_text("# a page, not Python: it's `code`\n\nclass Thing:\n    '\n")
+    name = f"page_{uuid.uuid4().hex[:8]}"
+    module = types.ModuleType(name)
+    module.__file__ = str(page)
+    module.Thing = type("Thing", (), {"__module__": name})  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, name, module)
+    assert source_digest(f"{name}:Thing") is None
+    assert source_digest(f"{name}:missing") is None
+    assert source_digest("not_imported_anywhere_xyz:thing") is None
+    assert "not_imported_anywhere_xyz" not in sys.modules  # nothing imported to read it

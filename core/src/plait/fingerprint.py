@@ -93,7 +93,7 @@ def source_digest(ref: str) -> str | None:
         obj = wrapped if inspect.isfunction(wrapped) else type(obj)
     try:
         source = inspect.getsource(obj)
-    except (OSError, TypeError):
+    except Exception:  # no file, not Python (a notebook, a page), unparsable: unread
         return None
     return "sha256:" + hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
 
