@@ -16,7 +16,7 @@ import plait
 import pytest
 from plait.checkpoint import open_store
 from plait.errors import RunOptionError, TopologyMismatchError, WorkflowChangedError
-from plait.fingerprint import FINGERPRINT_FORMAT, fingerprint_changes
+from plait.fingerprint import FINGERPRINT_FORMAT, fingerprint_changes, fingerprint_of
 
 pytestmark = pytest.mark.anyio
 
@@ -109,14 +109,14 @@ async def test_accept_changes_resumes_and_the_next_checkpoint_records_the_new_fi
     store = open_store(url)
     before = await store.latest(run_id)
     assert before is not None
-    assert before.metadata["fingerprint"]["digest"] == flow(module).fingerprint["digest"]
-    assert changed.fingerprint["digest"] != flow(module).fingerprint["digest"]
+    assert before.metadata["fingerprint"]["digest"] == fingerprint_of(flow(module))["digest"]
+    assert fingerprint_of(changed)["digest"] != fingerprint_of(flow(module))["digest"]
     assert (await changed.pending_requests(run_id, url, accept_changes=True)) == []
     done = await changed.resume(run_id, url, accept_changes=True)
     assert done.outputs == ["done"]
     after = await store.latest(run_id)
     assert after is not None and after.checkpoint_id != before.checkpoint_id
-    assert after.metadata["fingerprint"]["digest"] == changed.fingerprint["digest"]
+    assert after.metadata["fingerprint"]["digest"] == fingerprint_of(changed)["digest"]
     # and from then on the changed workflow is the one that resumes without a flag
     assert (await changed.pending_requests(run_id, url)) == []
 
@@ -136,14 +136,14 @@ async def test_the_fingerprint_names_code_and_its_source_hash_and_excludes_place
     module: str,
 ) -> None:
     workflow = flow(module)
-    node = workflow.fingerprint["nodes"]["ask"]
+    node = fingerprint_of(workflow)["nodes"]["ask"]
     assert node["code"][f"{module}:mark"].startswith("sha256:")
-    assert workflow.fingerprint["format"] == FINGERPRINT_FORMAT
+    assert fingerprint_of(workflow)["format"] == FINGERPRINT_FORMAT
     from plait.placement import with_placement
 
-    assert with_placement(workflow, "local").fingerprint == workflow.fingerprint
-    workflow.fingerprint["digest"] = "changed"  # a copy: the workflow's own stays
-    assert workflow.fingerprint["digest"] != "changed"
+    assert fingerprint_of(with_placement(workflow, "local")) == fingerprint_of(workflow)
+    fingerprint_of(workflow)["digest"] = "changed"  # a copy: the workflow's own stays
+    assert fingerprint_of(workflow)["digest"] != "changed"
 
 
 async def test_a_checkpoint_without_a_fingerprint_is_refused_unless_accepted(module: str) -> None:

@@ -251,21 +251,16 @@ async def _checkpointed(runner: Runner, checkpointer: Checkpointer, inbox: Any) 
 
 
 async def stored_requests(
-    graph: CompiledGraph,
-    id: str,
-    checkpoint: Any,
-    options: Mapping[str, Any],
-    *,
-    accept_changes: bool = False,
+    graph: CompiledGraph, id: str, checkpoint: Any, options: Mapping[str, Any]
 ) -> list[PendingRequest]:
-    """:meth:`plait.Workflow.pending_requests`: the pending requests of a stored run."""
-    from .fingerprint import check_fingerprint
-
+    """:meth:`plait.Workflow.pending_requests`: the pending requests of a stored run
+    (``options``: ``accept_changes``, and those that open the store)."""
+    accept_changes = bool(options.get("accept_changes", False))
+    options = {k: v for k, v in options.items() if k != "accept_changes"}
     store, opened = await resolve_store(checkpoint, {**graph.spec.options, **options})
     token = resumed_from.set(None)
     try:
-        found, data = await load_run(store, id, graph.spec, graph.signature)
-        await check_fingerprint(store, found, graph, accept_changes=accept_changes)
+        found, data = await load_run(store, id, graph, accept_changes)
         state = RunState(found.run_id, None)
         restore_state(graph, state, data)
         return list(state.pending_requests.values())

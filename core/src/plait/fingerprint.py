@@ -37,10 +37,12 @@ from .errors import WorkflowChangedError
 if TYPE_CHECKING:
     from .checkpoint import Checkpoint, CheckpointStore
     from .graph import CompiledGraph
+    from .workflow import Workflow
 
 __all__ = [
     "FINGERPRINT_FORMAT",
     "check_fingerprint",
+    "fingerprint_of",
     "fingerprint_changes",
     "fingerprint_summary",
     "source_digest",
@@ -216,6 +218,16 @@ def workflow_fingerprint(graph: CompiledGraph) -> dict[str, Any]:
         "edges": edges,
         "types": declared,
     }
+
+
+def fingerprint_of(workflow: Workflow) -> dict[str, Any]:
+    """The fingerprint of ``workflow``, as its checkpoints record it: a copy (JSON-ready),
+    computed once per workflow.
+
+    .. versionadded:: 0.1
+    """
+    copied: dict[str, Any] = json.loads(json.dumps(workflow._graph.fingerprint))
+    return copied
 
 
 def fingerprint_summary(fingerprint: Mapping[str, Any]) -> dict[str, Any]:

@@ -237,20 +237,12 @@ class Workflow:
             word as ``run(..., checkpoint=)``; the resumed run's checkpoints go there too.
         :param responses: answers to pending requests, by request id. A response of the
             wrong type raises :class:`~plait.errors.ResponseTypeError` and changes nothing.
-        :param accept_changes: resume even though the workflow's fingerprint (a node's
-            kind, config, code or policies, an edge's options, the declared types; see
-            :mod:`plait.fingerprint`) differs from the one the checkpoint records; the
-            resumed run's checkpoints record the new one. The graph's topology must
-            still match.
+        :param accept_changes: resume though the workflow changed since the checkpoint (else
+            :class:`~plait.errors.WorkflowChangedError`; see :mod:`plait.fingerprint`).
         :raises TopologyMismatchError: the checkpoint was taken on a different graph.
-        :raises WorkflowChangedError: it was taken on a different workflow (naming each
-            change), and ``accept_changes`` is false.
         :raises CheckpointNotFoundError: no such run or checkpoint.
-
-        .. versionchanged:: 0.1 ``accept_changes``.
         """
         from .durable import resolve_store
-        from .fingerprint import check_fingerprint
         from .resume import answer_requests, load_run, restore_state
         from .state import RunState
 
@@ -258,10 +250,7 @@ class Workflow:
             checkpoint, {**self._spec.options, **options}
         )
         try:
-            found, data = await load_run(checkpoint_store, id, self._spec, self._graph.signature)
-            await check_fingerprint(
-                checkpoint_store, found, self._graph, accept_changes=accept_changes
-            )
+            found, data = await load_run(checkpoint_store, id, self._graph, accept_changes)
             opts = RunOptions.from_kwargs(
                 self._spec.options,
                 {**options, "checkpoint": checkpoint_store, "run_id": found.run_id},
@@ -273,11 +262,7 @@ class Workflow:
             inbox = restore_state(self._graph, state, data)
             answer_requests(state, inbox, responses or {}, self._graph)
             result = await self._execute(
-                state,
-                inbox,
-                opts,
-                detail=opts.events == "all",
-                parent_id=found.checkpoint_id,
+                state, inbox, opts, detail=opts.events == "all", parent_id=found.checkpoint_id
             )
         finally:
             if opened:
@@ -286,36 +271,14 @@ class Workflow:
         return self._finish(result, opts)
 
     async def pending_requests(
-        self,
-        id: str,
-        checkpoint: str | CheckpointStore,
-        *,
-        accept_changes: bool = False,
-        **options: Any,
+        self, id: str, checkpoint: str | CheckpointStore, **options: Any
     ) -> list[PendingRequest]:
         """The requests a stored run waits for (from its latest checkpoint, or checkpoint
-        ``id``), without resuming it; raises as :meth:`resume` does (``accept_changes``
-        too). ``options``: those of :meth:`resume` that open the store (``checkpoint_key``,
-        ``checkpoint_encrypt``).
-
-        .. versionchanged:: 0.1 ``accept_changes``.
-        """
+        ``id``), without resuming it; raises as :meth:`resume` does. ``options``:
+        ``accept_changes`` and those of :meth:`resume` that open the store."""
         from .durable import stored_requests
 
-        return await stored_requests(
-            self._graph, id, checkpoint, options, accept_changes=accept_changes
-        )
-
-    @property
-    def fingerprint(self) -> dict[str, Any]:
-        """The workflow's fingerprint, as its checkpoints record it (JSON-ready; see
-        :mod:`plait.fingerprint`): a copy, computed once per workflow.
-
-        .. versionadded:: 0.1
-        """
-        import copy
-
-        return copy.deepcopy(self._graph.fingerprint)
+        return await stored_requests(self._graph, id, checkpoint, options)
 
     async def _nested_run(
         self,

@@ -501,6 +501,7 @@ def test_a_changed_workflow_is_refused_naming_the_change_unless_accepted(
     import anyio
     from plait import load
     from plait.checkpoint import open_store
+    from plait.fingerprint import fingerprint_of
 
     module = f"steps_{uuid.uuid4().hex[:8]}"
     (tmp_path / f"{module}.py").write_text(STEP_CODE)
@@ -540,7 +541,7 @@ def test_a_changed_workflow_is_refused_naming_the_change_unless_accepted(
             await checkpoints.aclose()
 
     changed = load(flow, allow_imports=True)
-    assert anyio.run(recorded) == changed.fingerprint["digest"]
+    assert anyio.run(recorded) == fingerprint_of(changed)["digest"]
     done = plait(*again, "-q")  # the changed workflow is now the run's own
     assert done.exit_code == 0, done.stderr
     assert done.stdout.endswith("\n\nhi\n")  # whispered: the second step is the new one
