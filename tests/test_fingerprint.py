@@ -217,3 +217,26 @@ def test_code_whose_source_cannot_be_read_has_no_source_hash(
     assert source_digest(f"{name}:missing") is None
     assert source_digest("not_imported_anywhere_xyz:thing") is None
     assert "not_imported_anywhere_xyz" not in sys.modules  # nothing imported to read it
+
+
+def test_config_values_under_secret_looking_keys_are_recorded_as_digests_only() -> None:
+    import json
+
+    document = """\
+workflow:
+  - id: score
+    type: executor
+    kind: http
+    config:
+      url: "https://api.example.org/v1/score"
+      headers: {authorization: "Bearer sk-live-0123456789"}
+"""
+    workflow = plait.load(document, format="steps")
+    recorded = fingerprint_of(workflow)
+    assert "sk-live-0123456789" not in json.dumps(recorded)
+    config = recorded["nodes"]["score"]["config"]
+    assert config["config.url"] == "https://api.example.org/v1/score"
+    assert set(config["config.headers.authorization"]) == {"sha256"}
+    rotated = plait.load(document.replace("0123456789", "9876543210"), format="steps")
+    (change,) = fingerprint_changes(recorded, fingerprint_of(rotated))
+    assert change.startswith("node 'score' config.config.headers.authorization: (sha256 ")

@@ -13,7 +13,8 @@ Placement is left out: where an invocation runs is not what it runs.
 
 It is JSON, versioned by ``format`` (:data:`FINGERPRINT_FORMAT`), and made to be
 diffed: one overall ``digest``; per node and per edge group a ``digest`` and its fields
-(a config value up to :data:`_SHORT` characters of JSON as is, a longer one as its
+(a config value up to 120 characters of JSON as is; a longer one, or one under a key
+that may name a secret — ``api_key``, ``headers``, ``token``, ``password`` … — as its
 SHA-256); a ``types`` digest and names. Every checkpoint's ``metadata["fingerprint"]``
 holds ``{"format", "digest"}``; the first checkpoint each process writes for a run holds
 the details too, so a refused resume can say ``node 'a' config.kind: "python" →
@@ -27,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -56,6 +58,8 @@ FINGERPRINT_FORMAT = 1
 _SHORT = 120  # characters of JSON a config value may have and still be recorded as is
 _SHOWN = 80  # characters of a value an error quotes
 _SCAN = 200  # checkpoints a refused resume reads, newest first, for the details to name
+#: config keys whose values (and everything under them) are recorded as digests only
+_SECRET = re.compile(r"secret|token|passw|key|auth|credential|cookie|header|private|sign", re.I)
 
 
 def _canonical(value: Any) -> str:
@@ -113,16 +117,21 @@ def _refs(value: Any, found: set[str]) -> None:
             _refs(item, found)
 
 
-def _flat(value: Mapping[str, Any], prefix: str, out: dict[str, Any]) -> dict[str, Any]:
-    """``{"config.argv": [...], ...}``: leaves by their dotted path; a long leaf as its
-    digest, so the record stays small and still says which field changed."""
-    for key in sorted(value):
+def _flat(
+    value: Mapping[str, Any], prefix: str, out: dict[str, Any], secret: bool = False
+) -> dict[str, Any]:
+    """``{"config.argv": [...], ...}``: leaves by their dotted path, so a change names its
+    field. A long leaf is recorded as its digest (the record stays small), and so is any
+    leaf under a key that may hold a secret (``api_key``, ``headers``, ``token`` …): the
+    store is not trusted with it."""
+    for key in sorted(value, key=str):
         item, name = value[key], f"{prefix}{key}"
+        hidden = secret or _SECRET.search(str(key)) is not None
         if isinstance(item, Mapping) and item:
-            _flat(item, f"{name}.", out)
+            _flat(item, f"{name}.", out, hidden)
             continue
-        text = _canonical(item)
-        out[name] = item if len(text) <= _SHORT else {"sha256": _sha256(item)}
+        shown = not hidden and len(_canonical(item)) <= _SHORT
+        out[name] = item if shown else {"sha256": _sha256(item)}
     return out
 
 
