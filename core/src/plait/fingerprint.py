@@ -130,8 +130,9 @@ def _flat(
         if isinstance(item, Mapping) and item:
             _flat(item, f"{name}.", out, hidden)
             continue
-        shown = not hidden and len(_canonical(item)) <= _SHORT
-        out[name] = item if shown else {"sha256": _sha256(item)}
+        text = _canonical(item)  # JSON whatever the value (a checkpoint holds it)
+        shown = not hidden and len(text) <= _SHORT
+        out[name] = json.loads(text) if shown else {"sha256": _sha256(item)}
     return out
 
 
