@@ -216,14 +216,9 @@ def resume_words(
     return words
 
 
-def _resume_hint(
-    outcome: Outcome,
-    loaded: Loaded | None,
-    checkpoint: str | None,
-    extra: str,
-) -> str:
+def _resume_hint(outcome: Outcome, loaded: Loaded, checkpoint: str | None, extra: str) -> str:
     """The command that resumes the run (``loaded``: how the workflow was loaded)."""
-    if checkpoint is None or loaded is None:
+    if checkpoint is None:
         return (
             "the run was not checkpointed, so it cannot be resumed; run it without --no-checkpoint"
         )
@@ -468,8 +463,9 @@ def _name_the_target(ctx: click.Context, run_id: str, checkpoint: str, typed: li
     latest = execute(read)
     if latest is None:
         raise click.ClickException(f"no run and no checkpoint with id {run_id!r} in {checkpoint}")
-    record = latest.metadata.get(METADATA_KEY)
-    target = record.get("target") if isinstance(record, dict) else None
+    found = latest.metadata.get(METADATA_KEY)
+    record: dict[str, Any] = found if isinstance(found, dict) else {}
+    target = record.get("target")
     why = "a checkpoint never chooses the workflow that resumes it; name it"
     if not isinstance(target, str) or not target.isprintable() or not target.strip():
         click.echo(
@@ -479,7 +475,6 @@ def _name_the_target(ctx: click.Context, run_id: str, checkpoint: str, typed: li
             err=True,
         )
         ctx.exit(2)
-    assert isinstance(record, dict)
     placement = record.get("placement")
     words = resume_words(
         target,
@@ -591,9 +586,6 @@ def resume_command(
 
 
 def _pending(workflow: Workflow, run_id: str, checkpoint: str, accept_changes: bool) -> list[Any]:
-    requests: list[Any] = execute(
-        functools.partial(workflow.pending_requests, accept_changes=accept_changes),
-        run_id,
-        checkpoint,
-    )
+    pending = functools.partial(workflow.pending_requests, accept_changes=accept_changes)
+    requests: list[Any] = execute(pending, run_id, checkpoint)
     return requests
