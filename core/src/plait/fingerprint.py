@@ -33,7 +33,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._hints import main_module_name
+from ._hints import main_module_name, type_name
 from .errors import WorkflowChangedError
 
 if TYPE_CHECKING:
@@ -146,12 +146,10 @@ def _code(refs: Iterable[str], cache: dict[str, str | None]) -> dict[str, str | 
 
 
 def _executor_types(executor: Any) -> list[str]:
-    from .codec import type_ref
-
-    names = set()
-    for tp in (*getattr(executor, "request_types", ()), *getattr(executor, "state_types", ())):
-        names.add(type_ref(tp) or str(tp))
-    return sorted(names)
+    """The types an executor declares beyond its handlers' (request payloads, state), by
+    the names :func:`~plait.types.type_name` gives (a script's classes by their module)."""
+    kept = (*getattr(executor, "request_types", ()), *getattr(executor, "state_types", ()))
+    return sorted({type_name(tp) for tp in kept})
 
 
 def workflow_fingerprint(graph: CompiledGraph) -> dict[str, Any]:
