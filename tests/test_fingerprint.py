@@ -240,3 +240,61 @@ workflow:
     rotated = plait.load(document.replace("0123456789", "9876543210"), format="steps")
     (change,) = fingerprint_changes(recorded, fingerprint_of(rotated))
     assert change.startswith("node 'score' config.config.headers.authorization: (sha256 ")
+
+
+SCRIPT = """\
+import json
+import sys
+
+import attrs
+from plait import Executor, Never, WorkflowContext, executor, handler
+from plait.fingerprint import fingerprint_of
+from plait_builders import WorkflowBuilder
+
+
+@attrs.define
+class Question:
+    text: str
+
+
+@executor(id="ask")
+async def ask(text: str, ctx: WorkflowContext[str]) -> None:
+    await ctx.send_message(text)
+
+
+class Review(Executor):
+    request_types = (Question,)
+
+    @handler
+    async def review(self, text: str, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.request_info(Question(text), bool)
+
+
+workflow = WorkflowBuilder("review").add_edge(ask, Review("review")).set_start(ask).build()
+
+if __name__ == "__main__":
+    json.dump(fingerprint_of(workflow), sys.stdout)
+"""
+
+
+def test_a_script_and_the_same_module_imported_have_one_fingerprint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``python app.py`` starts the run, ``plait resume app.py:workflow`` imports ``app``:
+    code, source hashes and types are named by the module either way."""
+    import json
+    import subprocess
+
+    name = f"app_{uuid.uuid4().hex[:8]}"
+    script = tmp_path / f"{name}.py"
+    script.write_text(SCRIPT)
+    ran = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True
+    )
+    as_script = json.loads(ran.stdout)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    imported = fingerprint_of(importlib.import_module(name).workflow)
+    sys.modules.pop(name, None)
+    assert as_script == imported
+    assert imported["nodes"]["ask"]["code"][f"{name}:ask"].startswith("sha256:")
+    assert imported["nodes"]["review"]["types"]["declared"] == [f"{name}.Question"]
