@@ -13,15 +13,16 @@ SQLite, the file store and Redis:
 
 In every case the forged steps' marker file is never written. And a target's form is
 decided once: renaming the file between two readings never turns a document into a
-Python import (F2).
+Python import (F2; before the fix, 60 resumes with a process renaming the file imported
+it within a few attempts).
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+import subprocess
 import sys
-import threading
 import uuid
 from pathlib import Path
 
@@ -195,6 +196,20 @@ def test_a_target_is_read_once_so_a_rename_never_makes_it_an_import(
     assert not marker.exists() and name not in sys.modules
 
 
+RENAMER = """\
+import os
+import sys
+
+a, b = sys.argv[1], sys.argv[2]
+while True:
+    for source, destination in ((a, b), (b, a)):
+        try:
+            os.rename(source, destination)
+        except FileNotFoundError:
+            pass
+"""
+
+
 def test_sixty_resumes_while_the_recorded_document_is_renamed_never_import(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -216,23 +231,19 @@ def test_sixty_resumes_while_the_recorded_document_is_renamed_never_import(
     (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", first.stderr, re.M)
     forge(url, run_id, str(document))
 
-    stop = threading.Event()
-
-    def rename() -> None:
-        while not stop.is_set():
-            for source, destination in ((hidden, document), (document, hidden)):
-                try:
-                    source.rename(destination)
-                except FileNotFoundError:
-                    pass
-
-    renamer = threading.Thread(target=rename, daemon=True)
-    renamer.start()
+    # a local process renames the document back and forth, as fast as it can (a thread
+    # of this process, holding the GIL in turns, would hardly ever land in the window)
+    renamer = subprocess.Popen(
+        [sys.executable, "-c", RENAMER, str(hidden), str(document)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         for _ in range(60):
             unnamed = plait("resume", run_id, "--checkpoint", url, "-q")
             assert unnamed.exit_code == 2, unnamed.stderr
+            assert not marker.exists()
     finally:
-        stop.set()
-        renamer.join()
+        renamer.kill()
+        renamer.wait(timeout=30)
     assert not marker.exists() and name not in sys.modules
