@@ -14,9 +14,11 @@ from typing import Any
 import attrs
 import plait
 import pytest
+from plait import Never, WorkflowContext, executor
 from plait.checkpoint import open_store
 from plait.errors import RunOptionError, TopologyMismatchError, WorkflowChangedError
 from plait.fingerprint import FINGERPRINT_FORMAT, fingerprint_changes, fingerprint_of
+from plait_builders import WorkflowBuilder
 
 pytestmark = pytest.mark.anyio
 
@@ -298,3 +300,29 @@ def test_a_script_and_the_same_module_imported_have_one_fingerprint(
     assert as_script == imported
     assert imported["nodes"]["ask"]["code"][f"{name}:ask"].startswith("sha256:")
     assert imported["nodes"]["review"]["types"]["declared"] == [f"{name}.Question"]
+
+
+def test_a_wrapped_workflow_is_part_of_its_nodes_fingerprint() -> None:
+    @executor(id="inner")
+    async def polite(text: str, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(f"please, {text}")
+
+    @executor(id="inner")
+    async def curt(text: str, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(text)
+
+    def outer(inside: Any) -> plait.Workflow:
+        inner = WorkflowBuilder("inner").add_executor(inside).set_start(inside).build()
+        wrapped = inner.as_executor("wrapped", allow_direct_output=True)
+        return WorkflowBuilder("outer").add_executor(wrapped).set_start(wrapped).build()
+
+    before, after = fingerprint_of(outer(polite)), fingerprint_of(outer(curt))
+    assert (
+        before["nodes"]["wrapped"]["nested"]
+        == fingerprint_of(WorkflowBuilder("inner").add_executor(polite).set_start(polite).build())[
+            "digest"
+        ]
+    )
+    assert before["digest"] != after["digest"]
+    changes = fingerprint_changes(before, after)
+    assert any(change.startswith("node 'wrapped' nested: ") for change in changes), changes

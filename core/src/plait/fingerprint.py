@@ -6,8 +6,9 @@ kinds and edges: enough to rebuild a run's state, not enough to know the same co
 The fingerprint covers, per node, its kind, its whole ``config``, the code it refers to
 (each import path ``module:qualname`` in its ``ref`` or config, with a SHA-256 of that
 object's source when the module is already imported and the source can be read —
-nothing is imported to compute it), its policies (retry, timeout, visits, concurrency)
-and its declared types; per edge group its router, ends and options (and their code);
+nothing is imported to compute it), its policies (retry, timeout, visits, concurrency),
+its declared types and, for an executor that wraps a workflow, that workflow's digest;
+per edge group its router, ends and options (and their code);
 the workflow's start and default policies; and the declared types of the whole graph.
 Placement is left out: where an invocation runs is not what it runs.
 
@@ -152,6 +153,15 @@ def _executor_types(executor: Any) -> list[str]:
     return sorted({type_name(tp) for tp in kept})
 
 
+def _nested(executor: Any) -> str | None:
+    """The digest of the workflow an executor wraps (``workflow.as_executor()``, the
+    ``workflow`` kind by fragment name): what runs inside it is part of what runs."""
+    from .graph import CompiledGraph
+
+    inner = getattr(getattr(executor, "workflow", None), "_graph", None)
+    return str(inner.fingerprint["digest"]) if isinstance(inner, CompiledGraph) else None
+
+
 def workflow_fingerprint(graph: CompiledGraph) -> dict[str, Any]:
     """The fingerprint of ``graph`` (JSON-ready; see the module docstring). Kept on the
     graph as :attr:`~plait.graph.CompiledGraph.fingerprint`: computed once."""
@@ -184,6 +194,7 @@ def workflow_fingerprint(graph: CompiledGraph) -> dict[str, Any]:
                 "max_concurrency": node.max_concurrency,
             },
             "types": types,
+            "nested": _nested(graph.executors.get(node.id)),
         }
         nodes[node.id] = {
             **whole,
@@ -327,7 +338,7 @@ def fingerprint_changes(old: Any, new: Mapping[str, Any]) -> list[str]:
         ]
     changes = _fields("workflow", _mapping(old.get("workflow")), new["workflow"])
     for section, noun, plain, flat in (
-        ("nodes", "node", ("kind", "ref", "policies", "types"), "config"),
+        ("nodes", "node", ("kind", "ref", "policies", "types", "nested"), "config"),
         ("edges", "edge group", ("router", "sources", "targets"), "options"),
     ):
         before, after = _mapping(old.get(section)), new[section]
