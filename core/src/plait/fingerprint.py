@@ -240,13 +240,11 @@ def workflow_fingerprint(graph: CompiledGraph) -> dict[str, Any]:
 
 
 def fingerprint_of(workflow: Workflow) -> dict[str, Any]:
-    """The fingerprint of ``workflow``, as its checkpoints record it: a copy (JSON-ready),
-    computed once per workflow.
+    """The fingerprint of ``workflow`` as its checkpoints record it (a JSON-ready copy).
 
     .. versionadded:: 0.1
     """
-    copied: dict[str, Any] = json.loads(json.dumps(workflow._graph.fingerprint))
-    return copied
+    return dict(json.loads(json.dumps(workflow._graph.fingerprint)))
 
 
 def fingerprint_summary(fingerprint: Mapping[str, Any]) -> dict[str, Any]:
@@ -296,12 +294,8 @@ def _code_changes(what: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> 
         elif ref not in old:
             changes.append(f"{what} now refers to {_path(ref)}")
         elif old[ref] != new[ref]:
-            if new[ref] is None:
-                changes.append(f"{what}: the source of {_path(ref)} cannot be read now")
-            elif old[ref] is None:
-                changes.append(f"{what}: the source of {_path(ref)} was not read before")
-            else:
-                changes.append(f"{what}: source of {_path(ref)} changed")
+            how = "changed" if old[ref] and new[ref] else "could be read then or now, not both"
+            changes.append(f"{what}: source of {_path(ref)} {how}")
     return changes
 
 
@@ -323,7 +317,7 @@ def _mapping(value: Any) -> Mapping[str, Any]:
 
 def fingerprint_changes(old: Any, new: Mapping[str, Any]) -> list[str]:
     """What changed from fingerprint ``old`` (as a checkpoint recorded it: untrusted, any
-    shape) to ``new``, one phrase per change (``node 'a' config kind: "python" →
+    shape) to ``new``, one phrase per change (``node 'a' config.kind: "python" →
     "shell"``); empty when the digests are equal."""
     if not isinstance(old, Mapping):
         return ["the checkpoint records no workflow fingerprint"]
