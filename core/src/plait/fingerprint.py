@@ -156,10 +156,10 @@ def _executor_types(executor: Any) -> list[str]:
 def _nested(executor: Any) -> str | None:
     """The digest of the workflow an executor wraps (``workflow.as_executor()``, the
     ``workflow`` kind by fragment name): what runs inside it is part of what runs."""
-    from .graph import CompiledGraph
-
     inner = getattr(getattr(executor, "workflow", None), "_graph", None)
-    return str(inner.fingerprint["digest"]) if isinstance(inner, CompiledGraph) else None
+    found = getattr(inner, "fingerprint", None)  # a CompiledGraph's, computed once
+    digest = found.get("digest") if isinstance(found, Mapping) else None
+    return digest if isinstance(digest, str) else None
 
 
 def workflow_fingerprint(graph: CompiledGraph) -> dict[str, Any]:
