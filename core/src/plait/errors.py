@@ -43,6 +43,7 @@ __all__ = [
     "RunLeaseError",
     "CheckpointEncodeError",
     "TopologyMismatchError",
+    "WorkflowChangedError",
     "StoreUnavailableError",
     "ResponseTypeError",
     "SourcePosition",
@@ -342,6 +343,20 @@ class CheckpointEncodeError(CheckpointError):
 
 class TopologyMismatchError(CheckpointError):
     """A checkpoint was taken on a different graph than the one resuming it."""
+
+
+class WorkflowChangedError(TopologyMismatchError):
+    """A checkpoint was taken on the same graph but a different workflow: a node's kind,
+    config, code (its source), policies or types, an edge's options, or the declared
+    types changed (see :mod:`plait.fingerprint`). ``changes`` lists each, as the message
+    does. ``accept_changes=True`` (``plait resume --accept-changes``) resumes anyway.
+
+    .. versionadded:: 0.1
+    """
+
+    def __init__(self, message: str, changes: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.changes: list[str] = list(changes or [])
 
 
 class StoreUnavailableError(CheckpointError):

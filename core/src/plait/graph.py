@@ -199,6 +199,14 @@ class CompiledGraph:
         return self.spec.signature()
 
     @functools.cached_property
+    def fingerprint(self) -> dict[str, Any]:
+        """The workflow's fingerprint (:func:`plait.fingerprint.workflow_fingerprint`),
+        computed once: what checkpoints record and a resume compares."""
+        from .fingerprint import workflow_fingerprint
+
+        return workflow_fingerprint(self)
+
+    @functools.cached_property
     def reach(self) -> dict[str, frozenset[str]]:
         """Executor id -> every executor reachable from it (itself included)."""
         return {nid: frozenset(self.spec.reachable_from(nid)) for nid in self.spec.node_ids}

@@ -228,6 +228,7 @@ class Workflow:
         checkpoint: str | CheckpointStore,
         *,
         responses: Mapping[str, Any] | None = None,
+        accept_changes: bool = False,
         **options: Any,
     ) -> WorkflowRunResult:
         """Continue a run from a checkpoint — in this process or another, days later.
@@ -237,6 +238,8 @@ class Workflow:
             word as ``run(..., checkpoint=)``; the resumed run's checkpoints go there too.
         :param responses: answers to pending requests, by request id. A response of the
             wrong type raises :class:`~plait.errors.ResponseTypeError` and changes nothing.
+        :param accept_changes: resume though the workflow changed since the checkpoint (else
+            :class:`~plait.errors.WorkflowChangedError`; see :mod:`plait.fingerprint`).
         :raises TopologyMismatchError: the checkpoint was taken on a different graph.
         :raises CheckpointNotFoundError: no such run or checkpoint.
         """
@@ -246,7 +249,7 @@ class Workflow:
 
         checkpoint_store, opened = await resolve_store(checkpoint)
         try:
-            found, data = await load_run(checkpoint_store, id, self._spec, self._graph.signature)
+            found, data = await load_run(checkpoint_store, id, self._graph, accept_changes)
             opts = RunOptions.from_kwargs(
                 self._spec.options,
                 {**options, "checkpoint": checkpoint_store, "run_id": found.run_id},
@@ -258,11 +261,7 @@ class Workflow:
             inbox = restore_state(self._graph, state, data)
             answer_requests(state, inbox, responses or {}, self._graph)
             result = await self._execute(
-                state,
-                inbox,
-                opts,
-                detail=opts.events == "all",
-                parent_id=found.checkpoint_id,
+                state, inbox, opts, detail=opts.events == "all", parent_id=found.checkpoint_id
             )
         finally:
             if opened:
@@ -271,13 +270,14 @@ class Workflow:
         return self._finish(result, opts)
 
     async def pending_requests(
-        self, id: str, checkpoint: str | CheckpointStore
+        self, id: str, checkpoint: str | CheckpointStore, *, accept_changes: bool = False
     ) -> list[PendingRequest]:
         """The requests a stored run waits for (from its latest checkpoint, or checkpoint
-        ``id``), without resuming it; raises as :meth:`resume` does."""
+        ``id``), without resuming it; raises as :meth:`resume` does (``accept_changes``:
+        as :meth:`resume`'s)."""
         from .durable import stored_requests
 
-        return await stored_requests(self._graph, id, checkpoint)
+        return await stored_requests(self._graph, id, checkpoint, accept_changes)
 
     async def _nested_run(
         self,
