@@ -38,7 +38,10 @@ def validate_file(path: Path, *, allow_imports: bool = False) -> list[str]:
         plait.load(path, allow_imports=allow_imports)
     except (LoadError, WorkflowValidationError) as exc:
         problems = exc.problems or [exc]
-        return [f"{name}: {len(problems)} problem(s):", *(_item(p) for p in problems)]
+        shown = [_item(p) for p in problems[: LoadError.SHOWN]]
+        if len(problems) > LoadError.SHOWN:  # as LoadError's own message does
+            shown.append(f"  … and {len(problems) - LoadError.SHOWN:,} more")
+        return [f"{name}: {len(problems)} problem(s):", *shown]
     except PlaitError as exc:
         return [f"{name}: 1 problem(s):", _item(describe_error(exc))]
     return [f"{name}: ok"]

@@ -8,6 +8,7 @@ so no parse tree is built.
 
 from __future__ import annotations
 
+import functools
 import threading
 from importlib import resources
 from typing import Any
@@ -70,13 +71,33 @@ def _get_parser() -> Any:
     return _parser
 
 
+@functools.lru_cache(maxsize=4)
+def _line_starts(text: str) -> list[int]:
+    """Where each line of ``text`` starts (computed once per text, however many problems)."""
+    starts = [0]
+    at = text.find("\n")
+    while at != -1:
+        starts.append(at + 1)
+        at = text.find("\n", at + 1)
+    return starts
+
+
 def position(text: str, source: str, line: int, column: int) -> SourcePosition:
-    """The position ``line:column`` of ``text``, with the line shown (unprintable
-    characters as ``?``)."""
-    lines = text.split("\n")
-    shown = lines[line - 1] if 0 < line <= len(lines) else ""
-    shown = "".join(c if c.isprintable() else "?" for c in shown)
-    return SourcePosition(source=source, line=line, column=column, text=shown)
+    """The position ``line:column`` of ``text``, with the part of the line around it shown
+    (unprintable characters as ``?``); costs the same on a long line as on a short one."""
+    starts = _line_starts(text)
+    if not 0 < line <= len(starts):
+        return SourcePosition(source=source, line=line, column=column, text="")
+    begin = starts[line - 1]
+    end = starts[line] - 1 if line < len(starts) else len(text)
+    width = SourcePosition.WINDOW
+    first = max(begin, min(begin + column - 1 - width, end - 2 * width))
+    shown = text[first : min(end, first + 2 * width)]
+    if not shown.isprintable():
+        shown = "".join(c if c.isprintable() else "?" for c in shown)
+    return SourcePosition(
+        source=source, line=line, column=column, text=shown, text_column=first - begin + 1
+    )
 
 
 def _expected(names: Any) -> str:

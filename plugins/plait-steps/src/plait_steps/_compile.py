@@ -30,10 +30,10 @@ from typing import Any
 
 import attrs
 import plait
-from plait.errors import ConfigError, PlaitError
+from plait.errors import ConfigError, LoadError, PlaitError
 from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
 
-from ._document import ITEM_REF, STEP_REF, Document, Step
+from ._document import ITEM_REF, STEP_REF, Document, Step, step_ref
 from ._executors import compiled, unknown_agent
 from ._yaml import Y, position
 
@@ -72,6 +72,10 @@ def _retry(policy: Mapping[str, Any] | None) -> dict[str, Any] | None:
     ).to_dict()
 
 
+#: how many step ids an unknown-reference problem lists
+SHOWN_IDS = 20
+
+
 class _Scope:
     __slots__ = ("in_branch", "prefix", "retry", "visible")
 
@@ -94,6 +98,9 @@ class _Compiler:
         self.group_ids: set[str] = set()
         self.all_steps = [s for top in doc.steps for s in top.walk() if s.type != "goto"]
         self.ids = {s.id for s in self.all_steps}
+        self._ids_listing: str | None = None
+        self._sorted_ids: list[str] = []
+        self._hints: dict[str, str] = {}
         #: the foreach blocks each step is inside, outermost first
         self.inside: dict[str, list[str]] = {}
         for top in doc.steps:
@@ -149,6 +156,28 @@ class _Compiler:
                 if y is not None and isinstance(y.value, str):
                     self.check_template(step, y)
 
+    def unknown_ref_hint(self, ref: str) -> str:
+        """The step ids (the first :data:`SHOWN_IDS`) and a did-you-mean for ``ref``.
+
+        Linear in the document, however many unknown references it makes: the listing
+        is built once, and a did-you-mean (a comparison with every id) is offered for
+        the first :attr:`~plait.errors.LoadError.SHOWN` distinct unknown ids only, as
+        many as a :class:`~plait.errors.LoadError` shows.
+        """
+        if self._ids_listing is None:
+            ids = sorted(self.ids)
+            self._ids_listing = ", ".join(ids[:SHOWN_IDS])
+            if len(ids) > SHOWN_IDS:
+                self._ids_listing += f" … and {len(ids) - SHOWN_IDS:,} more"
+            self._sorted_ids = ids
+        if ref not in self._hints:
+            did = ""
+            if len(self._hints) < LoadError.SHOWN:
+                hint = difflib.get_close_matches(ref, self._sorted_ids, n=1)
+                did = f"; did you mean {hint[0]!r}?" if hint else ""
+            self._hints[ref] = did
+        return self._ids_listing + self._hints[ref]
+
     def check_template(self, step: Step, y: Y) -> None:
         text: str = y.value
         offset = 1 if y.quoted else 0
@@ -164,7 +193,7 @@ class _Compiler:
                     col,
                 )
         for match in STEP_REF.finditer(text):
-            ref = match.group(1) or match.group(3)
+            ref = step_ref(match)
             block = next((b for b in self.inside.get(ref, []) if b not in blocks), None)
             if ref in self.ids and block is not None:
                 col = offset + match.start() if single_line else 0
@@ -176,13 +205,11 @@ class _Compiler:
                     col,
                 )
             if ref not in self.ids:
-                hint = difflib.get_close_matches(ref, sorted(self.ids), n=1)
-                did = f"; did you mean {hint[0]!r}?" if hint else ""
                 col = offset + match.start() if single_line else 0
                 self.at(
                     y,
                     f"step {step.id!r} reads $steps.{ref}, but no step has id {ref!r}; "
-                    f"step ids: {', '.join(sorted(self.ids))}{did}",
+                    f"step ids: {self.unknown_ref_hint(ref)}",
                     col,
                 )
         is_condition = y is step.condition
@@ -458,7 +485,7 @@ def _defer_conditions(steps: list[Step]) -> list[Step]:
     for index, step in enumerate(steps):
         if step.type != "condition" or step.condition is None:
             continue
-        refs = {m.group(1) or m.group(3) for m in STEP_REF.finditer(str(step.condition.value))}
+        refs = {step_ref(m) for m in STEP_REF.finditer(str(step.condition.value))}
         later = [j for j in range(index + 1, len(steps)) if refs & {s.id for s in steps[j].walk()}]
         if later:
             deferred.add(index)
