@@ -85,7 +85,13 @@ def parse(text: str, source: str) -> tuple[Y | None, list[str]]:
     yaml.version = (1, 2)
     yaml.Resolver = _resolver()
     try:
+        # ruamel's C composer recurses once per level and overflows the C stack (a
+        # segfault) on some 50,000 levels, long before _Builder's depth check: bound the
+        # depth on the parser's events first (the parser keeps its own stack; linear).
+        _check_depth(yaml, text, fail)
         nodes = list(yaml.compose_all(text))
+    except YamlProblem:
+        raise
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         reason = " ".join(str(p) for p in (exc.context, exc.problem) if p) or "invalid YAML"
@@ -101,6 +107,22 @@ def parse(text: str, source: str) -> tuple[Y | None, list[str]]:
         raise fail("the file holds several YAML documents; write one", mark.line + 1, 1)
     builder = _Builder(source, lines)
     return builder.build(nodes[0], 0), lines
+
+
+def _check_depth(yaml: Any, text: str, fail: Any) -> None:
+    """Refuse collections nested deeper than :data:`MAX_DEPTH`, at the first one too deep."""
+    depth = 0
+    for event in yaml.parse(text):
+        name = type(event).__name__
+        if name in ("MappingStartEvent", "SequenceStartEvent"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                mark = event.start_mark
+                raise fail(
+                    f"nesting deeper than {MAX_DEPTH} levels", mark.line + 1, mark.column + 1
+                )
+        elif name in ("MappingEndEvent", "SequenceEndEvent"):
+            depth -= 1
 
 
 _RESOLVER: list[Any] = []
