@@ -151,3 +151,13 @@ def test_thousands_of_problems_on_one_long_line_stay_small() -> None:
         plait.load(f"a -> [{names}] -> b\n", format="flow", executors=AGENTS)
     assert len(str(caught.value)) < 200_000
     assert f"… and {len(found) - LoadError.SHOWN:,} more" in str(caught.value)
+
+
+def test_a_flow_longer_than_the_limit_is_refused_before_parsing() -> None:
+    from plait_flow._compile import MAX_TEXT
+
+    text = "a -> " + "[" * 1_000_000
+    problem = only(text)
+    assert f"the flow is {len(text):,} characters long; the limit is {MAX_TEXT:,}" in str(problem)
+    assert (problem.line, problem.column) == (1, 1)
+    assert len(str(problem)) < 2 * SourcePosition.WINDOW + 200
