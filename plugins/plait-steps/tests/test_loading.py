@@ -324,3 +324,36 @@ def test_a_quoted_step_reference_that_never_closes_is_read_in_linear_time() -> N
         check=True,
     )
     assert done.stdout.strip().isdigit(), done.stdout + done.stderr
+
+
+HUGE_HEX = "0x" + "f" * 5000
+
+
+@pytest.mark.parametrize(
+    "text, line, column",
+    [
+        (f"workflow:\n  - {{id: a, type: agent, name: generator, timeout: {HUGE_HEX}}}\n", 2, 52),
+        (
+            "workflow:\n  - id: a\n    type: agent\n    name: generator\n"
+            f"    retry: {{max_attempts: {HUGE_HEX}}}\n",
+            5,
+            27,
+        ),
+        (
+            "workflow:\n  - {id: a, type: agent, name: generator}\n  - id: c\n"
+            "    type: condition\n    condition: '{{ true }}'\n    true:\n"
+            f"      - goto: {HUGE_HEX}\n",
+            7,
+            15,
+        ),
+        (f"workflow:\n  - {{id: a, type: agent, name: generator, timeout: {'9' * 5000}}}\n", 2, 52),
+    ],
+)
+def test_a_huge_number_is_a_positioned_error(text: str, line: int, column: int) -> None:
+    # Issue 24, finding 8: these escaped as a bare OverflowError (float() of a 20,000-bit
+    # integer) or ValueError (Python's 4,300-digit limit on printing an integer).
+    (problem,) = _problems(text)
+    assert isinstance(problem, PlaitError)
+    assert (problem.line, problem.column) == (line, column)
+    assert "a number of 5,00" in problem.reason and "the limit is 100" in problem.reason
+    assert len(str(problem)) < 1000

@@ -16,7 +16,16 @@ from typing import Any
 
 from plait.errors import ConfigError, SourcePosition
 
-__all__ = ["MAX_DEPTH", "MAX_NODES", "MAX_SCALAR", "MAX_TEXT", "Y", "YamlProblem", "parse"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_NODES",
+    "MAX_NUMBER",
+    "MAX_SCALAR",
+    "MAX_TEXT",
+    "Y",
+    "YamlProblem",
+    "parse",
+]
 
 #: the largest document the steps format reads, in characters
 MAX_TEXT = 2 * 1024 * 1024
@@ -26,6 +35,9 @@ MAX_DEPTH = 64
 MAX_NODES = 200_000
 #: the longest scalar, in characters
 MAX_SCALAR = 256 * 1024
+#: the longest number, in characters (a 64-bit integer needs 20; 0x and 100 hex digits
+#: still fit a float)
+MAX_NUMBER = 100
 
 _STD = "tag:yaml.org,2002:"
 
@@ -200,6 +212,12 @@ class _Builder:
             return None
         if name == "bool":
             return text.lower() == "true"
+        if name in ("int", "float") and len(text) > MAX_NUMBER:
+            # Python refuses to convert (or print) an integer of more than 4,300 digits,
+            # and a hex one that long overflows float(): bound the text first
+            raise self.fail(
+                f"a number of {len(text):,} characters; the limit is {MAX_NUMBER}", node
+            )
         if name == "int":
             digits = text.replace("_", "")
             try:
