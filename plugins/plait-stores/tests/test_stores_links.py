@@ -121,13 +121,14 @@ async def test_a_run_directory_that_is_a_link_is_refused_and_never_emptied(
         store.delete(decoy.checkpoint_id),
         store.prune(run_id, keep_last=0),
         store.delete_run(run_id),
-        store.runs(),
         store.save(make_checkpoint(run_id)),
     ]
     for attempt in attempts:
         with pytest.raises(CorruptCheckpointError) as caught:
             await attempt
         _names(caught, f"runs/{run_id}")
+    (listed,) = await store.runs()  # listed as corrupt, never followed
+    assert listed.status == "corrupt" and repr(f"runs/{run_id}") in (listed.error or "")
     assert sorted(os.listdir(outside)) == sorted([ckpt_name, "secret"])
     assert (outside / "secret").read_bytes() == SECRET
     FileCheckpointStore(tmp_path / "store", stale_after=0).cleanup()  # never descends
@@ -152,13 +153,15 @@ async def test_a_checkpoint_file_that_is_a_link_is_refused_and_left_outside(
         store.load(checkpoint.checkpoint_id),
         store.list(run_id),
         store.latest(run_id),
-        store.runs(),
         store.prune(run_id, keep_last=1),
     ]
     for attempt in attempts:
         with pytest.raises(CorruptCheckpointError) as caught:
             await attempt
         _names(caught, inside)
+    (listed,) = await store.runs()
+    assert listed.status == "corrupt" and repr(inside) in (listed.error or "")
+    assert "SECRET" not in (listed.error or "")
     # deleting removes the link itself, never what it points at
     assert await store.delete_run(run_id) == 1
     assert not run_dir.exists()

@@ -62,6 +62,7 @@ from plait.stores import (
     duplicate_error,
     info_fields,
     redact_url,
+    run_info,
     take_lease,
     where,
 )
@@ -406,15 +407,15 @@ class RedisCheckpointStore(CheckpointStoreBase):
                     info, data, last = stored[2 * index], stored[2 * index + 1], ends[2 * index + 1]
                     if data is None:
                         continue  # no checkpoint left (deleted while we looked)
-                    checkpoint_id = _text(last[0])
-                    latest = decode_checkpoint(
-                        _bytes(data),
-                        where=f"{where(run_id, checkpoint_id)} in {self.url}",
-                        expect_run=run_id,
-                        expect_id=checkpoint_id,
-                    )
                     created = json.loads(info)["created_at"] if info is not None else None
-                    out.append(RunInfo.from_latest(latest, created_at=created))
+                    listed = run_info(
+                        _bytes(data),
+                        run_id=run_id,
+                        checkpoint_id=_text(last[0]),
+                        url=self.url,
+                        created_at=created,
+                    )
+                    out.append(listed)
                 if len(page) < size:
                     break
         return out[:limit]

@@ -644,37 +644,48 @@ class FileCheckpointStore(CheckpointStoreBase):
 
     def _runs_sync(self, limit: int | None) -> builtins.list[RunInfo]:
         found: builtins.list[tuple[float, str, float]] = []
+        damaged: builtins.list[RunInfo] = []  # one damaged run never fails the listing
         for run_name in self._list_dir("runs"):
-            with self._dir("runs", run_name) as run_dir:
-                if run_dir is None:
-                    continue  # deleted while we looked
-                names = _checkpoint_files(os.listdir(run_dir))
-                last = None
-                for name in reversed(names):  # the newest whose file is still there
-                    last = self._info_sync(run_dir, run_name, name)
-                    if last is not None:
-                        break
-                if last is None:
-                    continue  # no checkpoint (left empty, or deleted while we looked)
-                first = self._info_sync(run_dir, run_name, names[0])
-            found.append(
-                (
-                    last.created_at,
-                    unquote(run_name),
-                    last.created_at if first is None else first.created_at,
-                )
-            )
+            try:
+                listed = self._run_times(run_name)
+            except CorruptCheckpointError as exc:
+                damaged.append(RunInfo.corrupt(unquote(run_name), exc))
+                continue
+            if listed is not None:
+                found.append(listed)
         found.sort(reverse=True)
         out: builtins.list[RunInfo] = []
         for _updated, run_id, created_at in found:
             if limit is not None and len(out) >= limit:
                 break
-            latest = self._latest_sync(run_id)
+            try:
+                latest = self._latest_sync(run_id)
+            except CorruptCheckpointError as exc:
+                out.append(RunInfo.corrupt(run_id, exc, created_at=created_at))
+                continue
             if latest is not None:
                 out.append(
                     RunInfo.from_latest(latest, created_at=min(created_at, latest.created_at))
                 )
-        return out
+        return (out + damaged)[:limit]
+
+    def _run_times(self, run_name: str) -> tuple[float, str, float] | None:
+        """When a run's latest and first checkpoints were taken, from their headers
+        (``None`` if it has none)."""
+        with self._dir("runs", run_name) as run_dir:
+            if run_dir is None:
+                return None  # deleted while we looked
+            names = _checkpoint_files(os.listdir(run_dir))
+            last = None
+            for name in reversed(names):  # the newest whose file is still there
+                last = self._info_sync(run_dir, run_name, name)
+                if last is not None:
+                    break
+            if last is None:
+                return None  # no checkpoint (left empty, or deleted while we looked)
+            first = self._info_sync(run_dir, run_name, names[0])
+        created_at = last.created_at if first is None else first.created_at
+        return last.created_at, unquote(run_name), created_at
 
     def _latest_sync(self, run_id: str) -> Checkpoint | None:
         run_name = _fs_name(run_id, "run id")

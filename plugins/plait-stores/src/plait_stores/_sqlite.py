@@ -53,6 +53,7 @@ from plait.stores import (
     CheckpointStoreBase,
     duplicate_error,
     info_row,
+    run_info,
     take_lease,
     where,
 )
@@ -278,13 +279,9 @@ class SqliteCheckpointStore(CheckpointStoreBase):
         return [self._run_info(*row) for row in rows]
 
     def _run_info(self, checkpoint_id: str, run_id: str, data: bytes, first: float) -> RunInfo:
-        latest = decode_checkpoint(
-            data,
-            where=f"{where(run_id, checkpoint_id)} in {self.url}",
-            expect_run=run_id,
-            expect_id=checkpoint_id,
+        return run_info(
+            data, run_id=run_id, checkpoint_id=checkpoint_id, url=self.url, created_at=first
         )
-        return RunInfo.from_latest(latest, created_at=first)
 
     async def delete(self, checkpoint_id: str) -> None:
         """Remove one checkpoint; nothing happens if it is not there."""
