@@ -65,7 +65,7 @@ def validate_command(ctx: click.Context, files: tuple[Path, ...], allow_imports:
     format) and build it, without running it.
 
     Prints FILE: ok for a valid file; otherwise every problem with its position
-    (file:line:column and a caret, or a JSON path).
+    (file:line:column and a caret, or a JSON path); past 50, how many more there are.
 
     Exit status: 0 every file is valid, 1 a file has problems, 2 a usage error (a FILE that
     does not exist).
