@@ -205,3 +205,22 @@ async def test_the_store_creates_its_directories_and_files_private(tmp_path: Pat
         mode = path.stat().st_mode & 0o777
         assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
     await store.aclose()
+
+
+@pytest.mark.parametrize("folder", ["runs", "ids", "leases"])
+async def test_a_top_level_folder_that_is_a_link_is_refused(
+    tmp_path: Path, outside: Path, folder: str
+) -> None:
+    root = tmp_path / "store"
+    root.mkdir()
+    (root / folder).symlink_to(outside, target_is_directory=True)
+    store = FileCheckpointStore(root)
+    run_id = new_run_id()
+    with pytest.raises(CorruptCheckpointError) as caught:
+        if folder == "leases":
+            await store.acquire_lease(run_id, ttl=30)
+        else:
+            await store.save(make_checkpoint(run_id))
+    _names(caught, folder)
+    _untouched(outside)
+    await store.aclose()
