@@ -3,9 +3,9 @@
     python tests/benchmarks/bench_hostile.py [--size 1000000] [--quick]
 
 Issue 24 (findings 5 and 7): each hostile document is a positioned error, in time and
-memory linear in its size. The budget is 1 s per 1 MB document (``load_spec``, from text
-to the LoadError and its message), after one small load per format (imports, lark's
-parser build). Cases:
+memory linear in its size. The budget: each document of up to 1 MB loads in 1 s
+(``load_spec``, from text to the LoadError and its message), after one small load per
+format (imports, lark's parser build); ``seconds_per_mb`` shows the rate. Cases:
 
 ``yaml_nested``        ``workflow: [[[[…`` (crashed ruamel's C composer)
 ``yaml_block_nested``  ``- - - - …`` block sequences on one line
@@ -18,7 +18,7 @@ parser build). Cases:
 ``flow_nested``        ``a -> [[[[…``
 ``flow_wide``          one line of unknown names (each problem copied the line)
 
-A flow is refused past ``MAX_TEXT`` (128 KB) before parsing, so the two flow cases also
+A flow is refused past ``MAX_TEXT`` (64 KB) before parsing, so the two flow cases also
 run at just under that size (``*_at_limit``), where lark's parser does the work.
 
 Exit status 1 when a case is over budget (a benchmark's verdict; tests never time).
@@ -75,7 +75,7 @@ CASES: dict[str, tuple[str, Callable[[int], str]]] = {
     "flow_nested": ("flow", lambda n: "a -> " + "[" * n + "\n"),
     "flow_wide": ("flow", _wide_flow),
 }
-FLOW_LIMIT = 128 * 1024
+FLOW_LIMIT = 64 * 1024
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             message, problems = "", 0
         seconds = time.perf_counter() - start
         scaled = seconds * 1_000_000 / len(text)
-        over = over or scaled > BUDGET_S
+        over = over or seconds > BUDGET_S
         record = {
             "case": name,
             "chars": len(text),
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             "seconds_per_mb": round(scaled, 3),
             "problems": problems,
             "message_chars": len(message),
-            "budget_s_per_mb": BUDGET_S,
+            "budget_s": BUDGET_S,
         }
         print(json.dumps(record), flush=True)
     return 1 if over and not args.quick else 0

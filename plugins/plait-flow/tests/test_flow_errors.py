@@ -161,3 +161,15 @@ def test_a_flow_longer_than_the_limit_is_refused_before_parsing() -> None:
     assert f"the flow is {len(text):,} characters long; the limit is {MAX_TEXT:,}" in str(problem)
     assert (problem.line, problem.column) == (1, 1)
     assert len(str(problem)) < 2 * SourcePosition.WINDOW + 200
+
+
+def test_deep_brackets_stop_the_parse_at_the_first_one_past_the_bound() -> None:
+    # 64 KB of "[" took lark a second of reductions before the element-wise depth check;
+    # the lexer now stops at the first bracket past MAX_BRACKETS (issue 24, finding 7).
+    from plait_flow._parser import MAX_BRACKETS
+
+    problem = only("a -> " + "[" * 60_000)
+    assert "nest more than 40 deep here" in str(problem)
+    assert (problem.line, problem.column) == (1, len("a -> ") + MAX_BRACKETS + 1)
+    fine = "writer -> " + "[" * 30 + "editor" + "]" * 30  # within the bound: loads
+    plait.load(fine, format="flow", executors=AGENTS)

@@ -45,10 +45,10 @@ DEFAULT_MERGE = "concat_newline"
 #: the options ``plait.load(..., format="flow", **options)`` accepts
 #: the most nodes a flow may expand to (named flows used inside named flows multiply)
 MAX_NODES = 100_000
-#: the longest flow text, in characters: some 15,000 agent uses, where lark's pure-Python
-#: LALR parser takes about a second (a flow is written by hand; a longer one is refused
-#: before parsing, so a 1 MB document costs nothing)
-MAX_TEXT = 128 * 1024
+#: the longest flow text, in characters: some 11,000 agent uses (1,000 take 5.6 KB), which
+#: lark's pure-Python LALR parser reads in well under a second; a flow is written by hand,
+#: and a longer text is refused before parsing, so a 1 MB document costs nothing
+MAX_TEXT = 64 * 1024
 #: how deeply named flows may use one another
 MAX_INLINE_DEPTH = 16
 

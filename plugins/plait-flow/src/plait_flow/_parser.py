@@ -15,7 +15,7 @@ from typing import Any
 
 from plait.errors import ConfigError, SourcePosition
 
-from ._elements import Document, Elements
+from ._elements import MAX_DEPTH, Document, Elements
 
 __all__ = ["FlowError", "parse", "position"]
 
@@ -67,8 +67,39 @@ def _get_parser() -> Any:
                     transformer=Elements(),
                     propagate_positions=True,
                     maybe_placeholders=False,
+                    lexer_callbacks={
+                        "LSQB": _open_bracket,
+                        "LPAR": _open_bracket,
+                        "RSQB": _close_bracket,
+                        "RPAR": _close_bracket,
+                    },
                 )
     return _parser
+
+
+class _TooDeep(Exception):
+    def __init__(self, token: Any) -> None:
+        super().__init__(token)
+        self.token = token
+
+
+# Brackets open in the text this thread is parsing: past MAX_BRACKETS the parse stops at
+# once (the compiler's own, element-wise check says the same for anything past MAX_DEPTH),
+# so 64 KB of "[" costs as much as 64 KB of names, not lark's reductions of all of them.
+_open_now = threading.local()
+MAX_BRACKETS = 2 * MAX_DEPTH + 2  # a merge's "(…)" inside each block, and some room
+
+
+def _open_bracket(token: Any) -> Any:
+    _open_now.count = getattr(_open_now, "count", 0) + 1
+    if _open_now.count > MAX_BRACKETS:
+        raise _TooDeep(token)
+    return token
+
+
+def _close_bracket(token: Any) -> Any:
+    _open_now.count = getattr(_open_now, "count", 0) - 1
+    return token
 
 
 @functools.lru_cache(maxsize=4)
@@ -139,8 +170,14 @@ def parse(text: str, source: str) -> Document:
     import lark
 
     parser = _get_parser()
+    _open_now.count = 0
     try:
         document: Document = parser.parse(text)
+    except _TooDeep as exc:
+        raise FlowError(
+            f"parallel blocks and conditions nest more than {MAX_DEPTH} deep here",
+            position(text, source, exc.token.line, exc.token.column),
+        ) from None
     except lark.UnexpectedCharacters as exc:
         pos = exc.pos_in_stream or 0
         char = text[pos] if 0 <= pos < len(text) else ""
