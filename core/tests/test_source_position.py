@@ -3,6 +3,8 @@ problems shows a bounded number of them (issue 24, finding 7)."""
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from plait.errors import DocumentError, LoadError, SourcePosition
 
 
@@ -42,3 +44,23 @@ def test_a_load_error_shows_the_first_problems_and_counts_the_rest() -> None:
     assert message.count("\n  - ") == LoadError.SHOWN
     assert message.endswith(f"… and {4000 - LoadError.SHOWN:,} more")
     assert "big.flow: 4000 problem(s):" in message
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet="abcdefgh ->,[]", min_size=1, max_size=600),
+    st.integers(1, 601),
+    st.integers(0, 300),
+)
+def test_the_caret_is_under_the_same_character_of_any_excerpt(
+    line: str, column: int, cut: int
+) -> None:
+    column = min(column, len(line))
+    cut = min(cut, column - 1)  # a caller passing the piece from column cut + 1 on
+    whole = SourcePosition(line=1, column=column, text=line)
+    piece = SourcePosition(line=1, column=column, text=line[cut:], text_column=cut + 1)
+    for position in (whole, piece):
+        assert position.text is not None
+        assert len(position.text) <= SourcePosition.WINDOW + 1  # "…" marks within it
+        shown, caret = position.caret().split("\n")
+        assert shown[caret.index("^")] == line[column - 1]

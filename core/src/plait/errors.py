@@ -218,14 +218,18 @@ def _excerpt(
     text: str, column: int | None, width: int, *, cut_before: bool = False
 ) -> tuple[str, int | None]:
     """At most ``width`` characters of ``text`` around ``column`` (1-based), ends that were
-    cut marked ``…`` (the start too when ``cut_before``), and the column's place in it."""
+    cut marked ``…`` (the start too when ``cut_before``: ``text`` is itself a piece of a
+    line), and the column's place in it."""
     at = min(max((column or 1) - 1, 0), len(text))
     start = max(0, min(at - width // 2, len(text) - width))
     end = start + width
+    # A cut end's "…" takes the place of the character there (never the column's: it is
+    # at least width // 2 from a cut); a piece that starts at 0 gets one in front.
     head = "…" if start > 0 or cut_before else ""
     tail = "…" if end < len(text) else ""
-    excerpt = head + text[start + len(head) : end - len(tail)] + tail
-    return excerpt, None if column is None else at - start + 1
+    body = text[start + (1 if start > 0 else 0) : end - len(tail)]
+    shift = 1 if cut_before and start == 0 else 0
+    return head + body + tail, None if column is None else at - start + 1 + shift
 
 
 class _Positioned(PlaitError):
