@@ -3,8 +3,8 @@
 
 100 KB of nested ``[`` made ruamel's C composer overflow the C stack (a segfault, exit
 139) in ``plait run`` and ``plait validate`` before the YAML loader's depth check ran. Each
-document here is validated by ``plait validate`` in a child process, so a crash fails the
-test instead of taking the test process down with it.
+document here goes through both commands in a child process, so a crash fails the test
+instead of taking the test process down with it.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ DOCUMENTS = {
 }
 
 
-def _validate(path: Path) -> subprocess.CompletedProcess[str]:
-    code = "import sys; from plait_cli import make_cli; make_cli()(['validate', sys.argv[1]])"
+def _plait(*args: str) -> subprocess.CompletedProcess[str]:
+    code = "import sys; from plait_cli import make_cli; make_cli()(sys.argv[1:])"
     return subprocess.run(
-        [sys.executable, "-c", code, str(path)],
+        [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
         timeout=120,  # a hang guard: each takes well under a second
@@ -36,11 +36,15 @@ def _validate(path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.parametrize("command", ["validate", "run"])
 @pytest.mark.parametrize("name", sorted(DOCUMENTS))
-def test_100_kb_of_nesting_is_a_positioned_error_not_a_crash(tmp_path: Path, name: str) -> None:
+def test_100_kb_of_nesting_is_a_positioned_error_not_a_crash(
+    tmp_path: Path, name: str, command: str
+) -> None:
     path = tmp_path / name
     path.write_text(DOCUMENTS[name])
-    done = _validate(path)
+    options = ["--no-checkpoint", "hello"] if command == "run" else []
+    done = _plait(command, str(path), *options)
     assert done.returncode == 1, (done.returncode, done.stderr[-2000:])
     output = done.stdout + done.stderr
     assert f"{path}:1:" in output or f"{path}:2:" in output, output[:2000]
