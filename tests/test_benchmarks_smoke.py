@@ -55,6 +55,7 @@ def test_the_type_check_and_composition_benchmarks_run() -> None:
         ("bench_nested.py", ["--quick"]),
         ("bench_otel.py", ["--quick"]),
         ("bench_ray.py", ["--quick"]),
+        ("bench_hostile.py", ["--quick"]),
     ):
         done = _run(str(BENCH / script), *args)
         assert "Traceback" not in done.stderr, (script, done.stderr)

@@ -93,6 +93,10 @@ def test_every_run_is_checkpointed_under_dot_plait_by_default(tmp_path: Path) ->
     (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", result.stderr, re.M)
     assert (tmp_path / ".plait" / "runs.db").is_file()
     assert (tmp_path / ".plait" / ".gitignore").read_text().splitlines()[-1] == "*"
+    # checkpoints hold a run's messages and state: private to their user (issue 24, F11)
+    assert (tmp_path / ".plait").stat().st_mode & 0o777 == 0o700
+    private = [p for p in (tmp_path / ".plait").iterdir() if p.name.startswith("runs.db")]
+    assert private and all(p.stat().st_mode & 0o777 == 0o600 for p in private), private
     listed = plait("runs", "--json")
     (run,) = json.loads(listed.stdout)
     assert (run["run_id"], run["status"], run["superstep"]) == (run_id, "idle", 2)

@@ -162,7 +162,7 @@ def _default_store() -> str:
     folder = Path(".plait")
     if not folder.is_dir():
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # checkpoints are private
         except OSError as exc:
             raise click.ClickException(
                 f"cannot keep checkpoints in {folder.resolve()}: {exc.strerror or exc}; "
