@@ -29,7 +29,6 @@ from .context import InvocationFailure, WorkflowContext
 from .errors import (
     ExecutorFailedError,
     RoutingError,
-    RunOptionError,
     SuperstepLimitError,
     UnhandledMessageError,
     VisitLimitError,
@@ -43,6 +42,7 @@ from .events import (
     SuperstepFinished,
     SuperstepStarted,
 )
+from .graph import resolve_limits
 from .observe import observe_runner
 from .options import RunOptions
 from .placement import placed_executors
@@ -93,7 +93,6 @@ class Runner:
         self._undiverted = observe_runner(self)  # observing methods if a plugin observes the run
         if graph.error_targets:
             self._invoke = self._invoke_diverting  # type: ignore[method-assign]
-        self.policies = graph.policies
         self.executors = placed_executors(graph) or graph.executors  # see plait.placement
         #: called before a retry's backoff (durable runs record the attempt count)
         self.on_retry: Callable[[str, int], Awaitable[None]] | None = None
@@ -105,23 +104,12 @@ class Runner:
         self.global_limiter = (
             anyio.CapacityLimiter(options.max_concurrency) if options.max_concurrency else None
         )
-        self.concurrency = graph.default_concurrency
-        if options.executor_concurrency:
-            self.concurrency = {
-                eid: n
-                for eid, ex in graph.executors.items()
-                if (n := options.executor_concurrency.get(eid, ex.max_concurrency or 1)) > 1
-            }
-        self.visit_limits = graph.default_visit_limits
-        if options.executor_max_visits or options.max_visits:
-            self.visit_limits = {}
-            for eid, ex in graph.executors.items():
-                limit = options.executor_max_visits.get(eid) or ex.max_visits or options.max_visits
-                if limit:
-                    self.visit_limits[eid] = limit
-        for eid in (*options.executor_concurrency, *options.executor_max_visits):
-            if eid not in graph.executors:
-                raise RunOptionError(f"run option names unknown executor {eid!r}")
+        limits = graph.limits
+        if options.executor_concurrency or options.executor_max_visits or options.max_visits:
+            limits = resolve_limits(graph, options)
+        self.concurrency = limits.concurrency
+        self.visit_limits = limits.visits
+        self.policies = limits.policies
         for gid, runner in graph.stateful:
             if gid not in state.router_state:
                 state.router_state[gid] = runner.initial_state()
