@@ -245,6 +245,10 @@ class _TaggedOutbox(list[tuple[str, Any, "str | None"]]):
         self.senders.append(self._sender())
 
     def extend(self, entries: Any) -> None:
+        if isinstance(entries, _TaggedOutbox):  # a buffered invocation's, committed
+            super().extend(entries)
+            self.senders.extend(entries.senders)
+            return
         entries = list(entries)
         super().extend(entries)
         self.senders.extend([self._sender()] * len(entries))
@@ -281,6 +285,10 @@ class _Observation:
         runner._flush = self.flush  # type: ignore[method-assign]
         runner.run = self.run  # type: ignore[method-assign]
         self.state.outbox = _TaggedOutbox(self.state)
+        self.state.outbox_factory = self._outbox
+
+    def _outbox(self) -> list[tuple[str, Any, str | None]]:
+        return _TaggedOutbox(self.state)
 
     def _begin(self, step: int) -> None:
         if self.step:
@@ -303,7 +311,7 @@ class _Observation:
             self.observer.superstep_finished(self.step, None)
         return status
 
-    async def invoke(self, eid: str, message: Any, index: int = 0) -> None:
+    async def invoke(self, eid: str, message: Any, index: int, run: Any) -> None:
         state = self.state
         step = state.superstep
         if step != self.step:
@@ -315,7 +323,7 @@ class _Observation:
         current = _Current(state, observer, handle)
         token = _CURRENT.set(current)
         try:
-            await self.plain_invoke(eid, message, index)
+            await self.plain_invoke(eid, message, index, run)
         except BaseException as exc:
             _CURRENT.reset(token)
             cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
@@ -364,7 +372,7 @@ class _Observation:
                 links.extend([handles] * (len(messages) - had))
 
 
-def observe_runner(runner: Runner) -> Callable[[str, Any, int], Awaitable[None]]:
+def observe_runner(runner: Runner) -> Callable[[str, Any, int, Any], Awaitable[None]]:
     """Called once per run by the runner: when a plugin observes the run, install the
     observing methods; return the invoke that error-edge diversion wraps."""
     observer = runner.state.observer

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 
-from .attempts import cancelled_from_inside, invoke_with_policy, wrap_failure
-from .context import InvocationFailure, WorkflowContext
+from .attempts import invoke, wrap_failure
+from .context import InvocationFailure
 from .errors import (
     ExecutorFailedError,
     RoutingError,
@@ -36,7 +36,6 @@ from .errors import (
 )
 from .events import (
     ExecutorCompleted,
-    ExecutorFailed,
     ExecutorInvoked,
     RunStatus,
     SuperstepFinished,
@@ -46,7 +45,7 @@ from .graph import resolve_limits
 from .observe import observe_runner
 from .options import RunOptions
 from .placement import placed_executors
-from .state import PendingRequest, RunState
+from .state import Effects, PendingRequest, RunState
 from .types import type_name
 from .watch import RunWatch
 
@@ -57,8 +56,9 @@ __all__ = ["RunOptions", "RunState", "PendingRequest", "Runner"]
 
 
 Inbox = dict[str, list[Any]]
-#: (executor id, its messages, a limiter for concurrent messages, index of the first)
-Job = tuple[str, list[Any], "anyio.CapacityLimiter | None", int]
+#: (executor id, its messages, a limiter for concurrent messages, index of the first,
+#: where its effects wait for the barrier)
+Job = tuple[str, list[Any], "anyio.CapacityLimiter | None", int, Effects]
 # yield to the event loop (a cancellation point too) at least this often on inline
 # supersteps, so other runs, stream consumers and cancel scopes get their turn even when
 # every handler completes without awaiting anything
@@ -89,7 +89,8 @@ class Runner:
         if options.watch is not None:  # a display that looks at the run at its own pace
             options.watch(RunWatch(self))
         self.failures: list[BaseException] = []
-        self.diverted: list[tuple[str, Any]] = []  # failures taken by error edges
+        #: failures taken by error edges: (sender's rank, message index, target, failure)
+        self.diverted: list[tuple[int, int, str, Any]] = []
         self._undiverted = observe_runner(self)  # observing methods if a plugin observes the run
         if graph.error_targets:
             self._invoke = self._invoke_diverting  # type: ignore[method-assign]
@@ -110,6 +111,8 @@ class Runner:
         self.concurrency = limits.concurrency
         self.visit_limits = limits.visits
         self.policies = limits.policies
+        self.rank = graph.rank
+        state.reducers = options.shared_reducers
         for gid, runner in graph.stateful:
             if gid not in state.router_state:
                 state.router_state[gid] = runner.initial_state()
@@ -139,20 +142,23 @@ class Runner:
                 ((eid, messages),) = inbox.items()
                 if len(messages) == 1 or eid not in self.concurrency:
                     if len(messages) == 1:
-                        await self._invoke(eid, messages[0])
+                        await self._invoke(eid, messages[0], 0, state)
                     else:
                         for index, message in enumerate(messages):
-                            await self._invoke(eid, message, index)
+                            await self._invoke(eid, message, index, state)
                     if self.live or step % _YIELD_EVERY == 0:
                         await anyio.lowlevel.checkpoint()
                 else:
                     await self._parallel(inbox)
             else:
                 await self._parallel(inbox)
+            if state.staged:
+                state.commit_shared()
             ran = inbox
             inbox = self._route() if state.outbox else {}
             if self.diverted:
-                for target, failure in self.diverted:
+                self.diverted.sort(key=_first_two)  # the canonical order, as messages
+                for _, _, target, failure in self.diverted:
                     inbox.setdefault(target, []).append(failure)
                 self.diverted = []
             if self.graph.flushers:
@@ -184,10 +190,12 @@ class Runner:
                     superstep=self.state.superstep,
                 )
 
-    async def _invoke_diverting(self, eid: str, message: Any, index: int = 0) -> None:
+    async def _invoke_diverting(
+        self, eid: str, message: Any, index: int, run: RunState | Effects
+    ) -> None:
         """:meth:`_invoke` for graphs with error edges (installed per run only for them)."""
         try:
-            await self._undiverted(eid, message, index)
+            await self._undiverted(eid, message, index, run)
         except WorkflowRunError as exc:
             targets = self.graph.error_targets.get(eid)
             if not targets or exc.executor_id != eid:
@@ -197,13 +205,17 @@ class Runner:
             failure = InvocationFailure(
                 eid, self.state.superstep, type(cause or exc).__name__, str(cause or exc), message
             )
-            self.diverted.extend((target, failure) for target in targets)
+            rank = self.rank[eid]
+            self.diverted.extend((rank, index, target, failure) for target in targets)
 
-    async def _invoke(self, eid: str, message: Any, index: int = 0) -> None:
+    async def _invoke(self, eid: str, message: Any, index: int, run: RunState | Effects) -> None:
+        """Invoke ``eid`` on ``message``, its ``index``-th delivery of this superstep, with
+        its effects going to ``run`` (the run itself, or the effects of its job in a
+        superstep with several deliveries)."""
         executor = self.executors[eid]
         found = executor.find_handler(message)
-        step = self.state.superstep
         if found is None:
+            step = self.state.superstep
             accepts = ", ".join(type_name(t) for t in executor.input_types) or "nothing"
             raise UnhandledMessageError(
                 f"executor {eid!r} has no handler for a message of type "
@@ -213,64 +225,46 @@ class Runner:
             )
         emit = self.state.emit if self.detail else None
         if emit is not None:
-            emit(ExecutorInvoked(eid, step))
-        if self.policies and (policy := self.policies.get(eid)) is not None:
-            await invoke_with_policy(
-                self.state,
-                eid,
-                found.call,
-                message,
-                index,
-                policy,
-                emit=emit,
-                native_asyncio=self.native_asyncio,
-                on_retry=self.on_retry,
-            )
-        else:
-            if self.concurrency and eid in self.concurrency:
-                # concurrent messages of one executor each get a context of their own
-                ctx = WorkflowContext(
-                    self.state, eid, self.state.executor_state.setdefault(eid, {})
-                )
-            else:
-                ctx = self.state.contexts.get(eid) or self.state.context(eid)
-            ctx._index = index
-            try:
-                await found.call(message, ctx)
-            except asyncio.CancelledError as exc:
-                if not cancelled_from_inside(self.native_asyncio):
-                    raise
-                if emit is not None:
-                    emit(ExecutorFailed(eid, step, exc))
-                raise wrap_failure(eid, step, exc) from exc
-            except WorkflowRunError as exc:
-                if emit is not None and exc.executor_id == eid:
-                    emit(ExecutorFailed(eid, step, exc))
-                raise
-            except Exception as exc:
-                if emit is not None:
-                    emit(ExecutorFailed(eid, step, exc))
-                raise wrap_failure(eid, step, exc) from exc
+            emit(ExecutorInvoked(eid, self.state.superstep))
+        await invoke(
+            run,
+            eid,
+            found.call,
+            message,
+            index,
+            self.policies.get(eid) if self.policies else None,
+            emit=emit,
+            native_asyncio=self.native_asyncio,
+            on_retry=self.on_retry,
+        )
         if emit is not None:
-            emit(ExecutorCompleted(eid, step))
+            emit(ExecutorCompleted(eid, self.state.superstep))
 
     async def _parallel(self, inbox: Inbox) -> None:
+        """Run a superstep with several deliveries concurrently; each job's effects wait,
+        and are committed at the barrier in the canonical order — the executor's rank in
+        the graph, then the index of its message — never in the order jobs finished."""
         jobs: list[Job] = []
-        for eid, messages in inbox.items():
+        state, rank = self.state, self.rank
+        for eid in sorted(inbox, key=rank.__getitem__):
+            messages = inbox[eid]
             if eid in self.concurrency and len(messages) > 1:
                 limiter = anyio.CapacityLimiter(self.concurrency[eid])
-                jobs.extend((eid, [message], limiter, i) for i, message in enumerate(messages))
+                for i, message in enumerate(messages):
+                    jobs.append((eid, [message], limiter, i, Effects(state)))
             else:
-                jobs.append((eid, messages, None, 0))
+                jobs.append((eid, messages, None, 0, Effects(state)))
         if self.native_asyncio:
             await self._parallel_asyncio(jobs)
-            return
-        self.failures = []
-        async with anyio.create_task_group() as tg:
-            for job in jobs:
-                tg.start_soon(self._guarded, tg, job)
-        if self.failures:
-            raise _with_siblings(self.failures)
+        else:
+            self.failures = []
+            async with anyio.create_task_group() as tg:
+                for job in jobs:
+                    tg.start_soon(self._guarded, tg, job)
+            if self.failures:
+                raise _with_siblings(self.failures)
+        for job in jobs:
+            job[4].commit()
 
     async def _parallel_asyncio(self, jobs: list[Job]) -> None:
         """The same structured fan-out on plain asyncio tasks (a fifth of anyio's cost per
@@ -296,13 +290,13 @@ class Runner:
             raise _with_siblings(failures)
 
     async def _job(self, job: Job) -> None:
-        eid, messages, limiter, first = job
+        eid, messages, limiter, first, effects = job
         for offset, message in enumerate(messages):
             if limiter is not None:
                 async with limiter:
-                    await self._limited(eid, message, first + offset)
+                    await self._limited(eid, message, first + offset, effects)
             else:
-                await self._limited(eid, message, first + offset)
+                await self._limited(eid, message, first + offset, effects)
 
     async def _guarded(self, tg: anyio.abc.TaskGroup, job: Job) -> None:
         try:
@@ -312,12 +306,12 @@ class Runner:
             self.failures.append(exc)
             tg.cancel_scope.cancel()
 
-    async def _limited(self, eid: str, message: Any, index: int) -> None:
+    async def _limited(self, eid: str, message: Any, index: int, effects: Effects) -> None:
         if self.global_limiter is None:
-            await self._invoke(eid, message, index)
+            await self._invoke(eid, message, index, effects)
         else:
             async with self.global_limiter:
-                await self._invoke(eid, message, index)
+                await self._invoke(eid, message, index, effects)
 
     # -- routing ---------------------------------------------------------------------
 
@@ -380,6 +374,10 @@ class Runner:
         for gid, runner in self.graph.flushers:
             for tgt, data in runner.flush(self.state.router_state.get(gid), can_still_send):
                 inbox.setdefault(tgt, []).append(data)
+
+
+def _first_two(item: tuple[int, int, str, Any]) -> tuple[int, int]:
+    return item[0], item[1]
 
 
 def _with_siblings(failures: list[BaseException]) -> BaseException:
