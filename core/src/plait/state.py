@@ -94,11 +94,14 @@ class RunState:
         self.observed: Mapping[str, Any] | None = None
 
     def context(self, executor_id: str) -> WorkflowContext[Any, Any]:
-        """The context of ``executor_id`` in this run (created on first use)."""
+        """The context of ``executor_id`` in this run (created on first use), writing
+        straight to the run."""
         ctx = self.contexts.get(executor_id)
         if ctx is None:
             state = self.executor_state.setdefault(executor_id, {})
             ctx = self.contexts[executor_id] = WorkflowContext(self, executor_id, state)
+        elif ctx._run is not self:  # lent to a job's effects in an earlier superstep
+            ctx._run = self
         return ctx
 
     def emit_output(self, executor_id: str, data: Any) -> None:
@@ -189,15 +192,30 @@ class Effects:
     or the effects of the superstep an attempt belongs to).
     """
 
-    __slots__ = ("_events", "_parent", "_root", "outbox", "writes")
+    __slots__ = ("_parent", "_root", "context_lent", "events", "outbox", "writes")
 
-    def __init__(self, parent: RunState | Effects) -> None:
+    def __init__(
+        self,
+        parent: RunState | Effects,
+        root: RunState,
+        context: WorkflowContext[Any, Any] | None = None,
+    ) -> None:
+        """:param parent: where :meth:`commit` replays these effects.
+        :param root: the run's state.
+        :param context: the executor's context in the run, lent to these effects (they
+            are its only ones in the superstep), so a wide superstep does not make a new
+            context per invocation; :meth:`RunState.context` takes it back.
+        """
         self._parent = parent
-        self._root: RunState = parent if isinstance(parent, RunState) else parent._root
-        self.outbox: list[tuple[str, Any, str | None]] = self._root.outbox_factory()
+        self._root = root
+        self.outbox: list[tuple[str, Any, str | None]] = root.outbox_factory()
         #: ("output" | "custom" | "request", executor id, data...) in the order made
-        self._events: list[tuple[Any, ...]] = []
-        self.writes: list[Write] = []
+        self.events: list[tuple[Any, ...]] | None = None
+        #: shared-state writes in the order made
+        self.writes: list[Write] | None = None
+        if context is not None:
+            context._run = self  # type: ignore[assignment]
+        self.context_lent = context
 
     @property
     def run_id(self) -> str:
@@ -213,24 +231,37 @@ class Effects:
         return self._root.shared
 
     def context(self, executor_id: str) -> WorkflowContext[Any, Any]:
-        """A context of ``executor_id`` writing to these effects."""
-        state = self._root.executor_state.setdefault(executor_id, {})
-        return WorkflowContext(self, executor_id, state)  # type: ignore[arg-type]
+        """The context of ``executor_id`` writing to these effects: the one lent, else a
+        new one."""
+        ctx = self.context_lent
+        if ctx is None or ctx.executor_id != executor_id:
+            state = self._root.executor_state.setdefault(executor_id, {})
+            ctx = WorkflowContext(self, executor_id, state)  # type: ignore[arg-type]
+        return ctx
+
+    def _event(self, event: tuple[Any, ...]) -> None:
+        if self.events is None:
+            self.events = [event]
+        else:
+            self.events.append(event)
 
     def emit_output(self, executor_id: str, data: Any) -> None:
-        self._events.append(("output", executor_id, data))
+        self._event(("output", executor_id, data))
 
     def emit_custom(self, executor_id: str, data: Any) -> None:
-        self._events.append(("custom", executor_id, data))
+        self._event(("custom", executor_id, data))
 
     def write_shared(self, executor_id: str, key: str, value: Any) -> None:
-        self.writes.append((executor_id, key, value))
+        if self.writes is None:
+            self.writes = [(executor_id, key, value)]
+        else:
+            self.writes.append((executor_id, key, value))
 
     def request_info(
         self, executor_id: str, request: Any, response_type: Any, *, request_id: str | None = None
     ) -> str:
         request_id = request_id or uuid.uuid4().hex
-        self._events.append(("request", executor_id, request, response_type, request_id))
+        self._event(("request", executor_id, request, response_type, request_id))
         return request_id
 
     def commit(self) -> None:
@@ -238,7 +269,15 @@ class Effects:
         parent = self._parent
         if self.outbox:
             parent.outbox.extend(self.outbox)
-        for event in self._events:
+        if self.events is not None:
+            self._replay(parent, self.events)
+        if self.writes is not None:
+            for eid, key, value in self.writes:
+                parent.write_shared(eid, key, value)
+
+    @staticmethod
+    def _replay(parent: RunState | Effects, events: list[tuple[Any, ...]]) -> None:
+        for event in events:
             kind, eid = event[0], event[1]
             if kind == "output":
                 parent.emit_output(eid, event[2])
@@ -246,5 +285,3 @@ class Effects:
                 parent.emit_custom(eid, event[2])
             else:
                 parent.request_info(eid, event[2], event[3], request_id=event[4])
-        for eid, key, value in self.writes:
-            parent.write_shared(eid, key, value)
