@@ -30,6 +30,8 @@ from .spec import WorkflowSpec
 
 # what running needs (asyncio, cattrs, events …) is imported by the methods that run
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from .checkpoint import CheckpointStore
     from .events import WorkflowEvent
     from .routing import EdgeRunner
@@ -314,28 +316,24 @@ class Workflow:
         )
         return result, {"run_id": state.run_id, "superstep": state.superstep, "state": body.state}
 
-    def stream(self, message: Any, **options: Any) -> EventStream:
-        """Run the workflow, yielding every event as it happens.
-
-        Preferred form — the run lives in a task group the caller's block owns, and
-        leaving the block (``break``, an error) cancels the run and waits for it::
-
-            async with workflow.stream(message) as events:
-                async for event in events:
-                    ...
-
-        The plain form ``async for event in workflow.stream(message)`` still works: the
-        run then lives in a task of its own, and breaking out cancels it when the iterator
-        is closed (at once with ``contextlib.aclosing``, else when it is collected).
+    def stream(
+        self, message: Any, *, task_group: TaskGroup | None = None, **options: Any
+    ) -> EventStream:
+        """Run the workflow, yielding every event as it happens, in a task group: the
+        stream's own (``async with workflow.stream(message) as events: async for event in
+        events``; leaving the block cancels the run and waits for it) or the caller's
+        (``async for event in workflow.stream(message, task_group=tg)``; leaving the loop
+        or closing the iterator cancels the run). See :class:`~plait.streaming.EventStream`.
 
         A failed run yields its ``RunFinished(status=failed)`` event, then raises (unless
         ``raise_on_failure=False``).
 
-        .. versionchanged:: 0.1 ``async with`` form.
+        .. versionchanged:: 0.1 ``async with`` form; ``task_group``.
         """
         from .streaming import EventStream
 
-        return EventStream(self, message, RunOptions.from_kwargs(self._spec.options, options))
+        opts = RunOptions.from_kwargs(self._spec.options, options)
+        return EventStream(self, message, opts, task_group)
 
     def run_sync(
         self, message: Any, *, backend: str = "asyncio", **options: Any
