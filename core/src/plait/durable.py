@@ -162,6 +162,7 @@ async def _run_leased(
     checkpointer = Checkpointer(store, graph, mode=mode, parent_id=parent_id)
     checkpointer.lease = lease
     checkpointer.metadata = opts.checkpoint_metadata
+    checkpointer.observer = state.observer
     if state.observer is not None and (observed := state.observer.checkpoint_metadata()):
         checkpointer.metadata = {**opts.checkpoint_metadata, "observers": dict(observed)}
     hook = checkpointer.after_superstep if mode != "exit" else None

@@ -32,7 +32,6 @@ from .attempts import failure, invoke_with_policy, with_siblings
 from .context import InvocationFailure
 from .errors import (
     ExecutorFailedError,
-    RoutingError,
     SuperstepLimitError,
     UnhandledMessageError,
     VisitLimitError,
@@ -47,9 +46,10 @@ from .events import (
     SuperstepStarted,
 )
 from .graph import resolve_limits
-from .observe import observe_runner
+from .observe import Observation
 from .options import RunOptions
 from .placement import placed_executors
+from .routing import flush_buffers, route_outbox
 from .state import Effects, PendingRequest, RunState
 from .types import type_name
 from .watch import RunWatch
@@ -96,15 +96,20 @@ class Runner:
         self.failures: list[BaseException] = []
         #: failures taken by error edges: (sender's rank, message index, target, failure)
         self.diverted: list[tuple[int, int, str, Any]] = []
-        self._undiverted = observe_runner(self)  # observing methods if a plugin observes the run
+        #: the seam to the run's observer; ``None`` when nobody observes the run
+        self.observation: Observation | None = None
+        # the invocation, as this run needs it: plain, observed, diverting failures
+        self._undiverted = self._invoke
+        if state.observer is not None:
+            self.observation = Observation(graph, state, state.observer, self._invoke)
+            self._undiverted = self.observation.invoke
+            self._invoke = self._undiverted  # type: ignore[method-assign]
         if graph.error_targets:
             self._invoke = self._invoke_diverting  # type: ignore[method-assign]
         self.executors = placed_executors(graph) or graph.executors  # see plait.placement
         #: called before a retry's backoff (durable runs record the attempt count)
         self.on_retry: Callable[[str, int], Awaitable[None]] | None = None
         self.native_asyncio = _on_asyncio()
-        # asked per run, so an observer registered after build() still sees supersteps
-        self.observe_supersteps = graph.plugin_manager.observers()[1]
         self.current: Inbox = {}  # the deliveries of the running superstep
         self.last_ran: Inbox = {}  # the deliveries of the superstep that just finished
         self.global_limiter = (
@@ -126,6 +131,18 @@ class Runner:
 
     async def run(self, inbox: Inbox) -> RunStatus:
         """Run supersteps until nothing is pending; return the final status."""
+        observation = self.observation
+        if observation is None:
+            return await self._supersteps(inbox, None)
+        try:
+            status = await self._supersteps(inbox, observation)
+        except BaseException as exc:
+            observation.finish(exc)
+            raise
+        observation.finish(None)
+        return status
+
+    async def _supersteps(self, inbox: Inbox, observation: Observation | None) -> RunStatus:
         state, emit, stop = self.state, self.state.emit, self.stop
         limit = self.options.max_supersteps
         while inbox:
@@ -143,6 +160,8 @@ class Runner:
                 emit(SuperstepStarted(step, tuple(inbox)))
             if self.visit_limits:
                 self._count_visits(inbox)
+            if observation is not None:
+                observation.begin(step, tuple(inbox))
             if len(inbox) == 1:
                 ((eid, messages),) = inbox.items()
                 if len(messages) == 1 or eid not in self.concurrency:
@@ -160,18 +179,24 @@ class Runner:
             if state.staged:
                 state.commit_shared()
             ran = inbox
-            inbox = self._route() if state.outbox else {}
+            if not state.outbox:
+                inbox = {}
+            elif observation is None:
+                inbox = self._route()
+            else:
+                inbox = observation.route(self._route)
             if self.diverted:
                 self.diverted.sort(key=itemgetter(0, 1))  # the canonical order, as messages
                 for _, _, target, diverted in self.diverted:
                     inbox.setdefault(target, []).append(diverted)
                 self.diverted = []
             if self.graph.flushers:
-                self._flush(inbox)
+                if observation is None:
+                    self._flush(inbox)
+                else:
+                    observation.flush(self._flush, inbox)
             if self.detail and emit is not None:
                 emit(SuperstepFinished(step, tuple(ran)))
-            if self.observe_supersteps:
-                self.graph.plugin_manager.notify_superstep_finished(state.run_id, step, list(ran))
             if self.on_superstep is not None:
                 self.last_ran = ran
                 await self.on_superstep(self, inbox)
@@ -342,62 +367,12 @@ class Runner:
     def _route(self) -> Inbox:
         state = self.state
         outbox, state.outbox = state.outbox, []
-        routes = self.graph.routes_from
-        router_state = state.router_state
-        inbox: Inbox = {}
-        for source, message, target in outbox:
-            runners = routes.get(source)
-            if not runners:
-                raise UnhandledMessageError(
-                    f"executor {source!r} sent a message of type {type_name(type(message))} "
-                    f"in superstep {state.superstep} but has no outgoing edges",
-                    executor_id=source,
-                    superstep=state.superstep,
-                )
-            delivered = False
-            for gid, runner in runners:
-                try:
-                    deliveries = runner.route(source, message, target, router_state.get(gid))
-                except WorkflowRunError:
-                    raise
-                except Exception as exc:
-                    raise RoutingError(
-                        f"edge group {gid!r} failed to route a {type_name(type(message))} "
-                        f"from {source!r} in superstep {state.superstep}: "
-                        f"{type(exc).__name__}: {exc}",
-                        executor_id=source,
-                        superstep=state.superstep,
-                    ) from exc
-                for tgt, data in deliveries:
-                    delivered = True
-                    box = inbox.get(tgt)
-                    if box is None:
-                        inbox[tgt] = [data]
-                    else:
-                        box.append(data)
-            if target is not None and not delivered:
-                self._check_target(source, target, runners)
-        return inbox
-
-    def _check_target(self, source: str, target: str, runners: Any) -> None:
-        if not any(target in runner.group.targets for _, runner in runners):
-            raise UnhandledMessageError(
-                f"executor {source!r} sent a message to {target!r}, which none of its edge "
-                f"groups reaches",
-                executor_id=source,
-                superstep=self.state.superstep,
-            )
+        return route_outbox(outbox, self.graph.routes_from, state.router_state, state.superstep)
 
     def _flush(self, inbox: Inbox) -> None:
-        reach = self.graph.reach
-        active = set(inbox) | {p.executor_id for p in self.state.pending_requests.values()}
-
-        def can_still_send(executor_id: str) -> bool:
-            return any(executor_id in reach[a] for a in active)
-
-        for gid, runner in self.graph.flushers:
-            for tgt, data in runner.flush(self.state.router_state.get(gid), can_still_send):
-                inbox.setdefault(tgt, []).append(data)
+        pending = self.state.pending_requests.values()
+        active = set(inbox) | {request.executor_id for request in pending}
+        flush_buffers(self.graph.flushers, self.state.router_state, self.graph.reach, active, inbox)
 
 
 #: asyncio's own structured task group (Python 3.11+); on 3.10 an anyio task group is used

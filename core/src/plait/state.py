@@ -177,6 +177,8 @@ class RunState:
                     request_id, executor_id, request, type_name(response_type), self.superstep
                 )
             )
+        if self.observer is not None:
+            self.observer.request(executor_id, request_id, self.superstep)
         return request_id
 
 

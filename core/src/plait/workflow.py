@@ -358,11 +358,8 @@ class Workflow:
 
         emit = state.emit
         manager = self._graph.plugin_manager
-        started, _, finished, _ = manager.observers()
         if emit is not None:
             emit(RunStarted(state.run_id, self.name))
-        if started:
-            manager.notify_run_started(state.run_id, self)
         observer = state.observer = manager.observe_run(
             state.run_id, self, state.superstep, state.observed
         )
@@ -392,13 +389,13 @@ class Workflow:
             error.__cause__ = exc
         except BaseException:
             # cancelled or interrupted: observers still hear that the run ended
-            if finished or observer is not None:
-                manager.notify_run_finished(state.run_id, RunStatus.FAILED.value, None, observer)
+            if observer is not None:
+                observer.run_finished(RunStatus.FAILED.value, None)
             raise
         if emit is not None:
             emit(RunFinished(state.run_id, status, state.superstep, error))
-        if finished or observer is not None:
-            manager.notify_run_finished(state.run_id, status.value, error, observer)
+        if observer is not None:
+            observer.run_finished(status.value, error)
         return WorkflowRunResult(
             run_id=state.run_id,
             status=status,
