@@ -228,3 +228,26 @@ def test_shared_reducers_must_be_callables_by_key() -> None:
 
     with pytest.raises(RunOptionError, match=r"shared_reducers\['k'\]"):
         RunOptions(shared_reducers={"k": "add"})
+
+
+async def test_a_stopped_and_resumed_run_gives_the_same_outputs_and_keys() -> None:
+    """The idempotency keys of a resumed run are those of an uninterrupted one: the pending
+    deliveries come back from the checkpoint in the canonical order."""
+    whole, _ = await _run_once([0.003, 0.001, 0.002])
+    stop = anyio.Event()
+    store = MemoryCheckpointStore()
+    stopping = many_to_one([0.001, 0.003, 0.002])
+    first = await stopping.run(
+        "go",
+        run_id="det",
+        checkpoint=store,
+        stop=stop,
+        shared_reducers={"log": operator.add},
+        on_event=lambda event: stop.set(),  # asks to stop as soon as the run starts
+    )
+    assert first.status.value == "running" and first.supersteps == 1
+    resumed = await stopping.resume("det", store, shared_reducers={"log": operator.add})
+    assert resumed.supersteps == 3
+    outputs, _, shared = whole
+    assert resumed.outputs == outputs
+    assert resumed.shared == shared
