@@ -279,6 +279,13 @@ class _TaggedOutbox(list[tuple[str, Any, "str | None"]]):
         super().append(entry)
         self.senders.append(self._sender())
 
+    def sort(self, *, key: Any = None, reverse: bool = False) -> None:
+        """Sort the messages (stably) and their senders with them."""
+        order = sorted(range(len(self)), key=lambda i: key(self[i]), reverse=reverse)
+        entries, senders = list(self), self.senders
+        self[:] = [entries[i] for i in order]
+        self.senders = [senders[i] for i in order]
+
     def extend(self, entries: Any) -> None:
         if isinstance(entries, _TaggedOutbox):  # a buffered invocation's, committed
             super().extend(entries)

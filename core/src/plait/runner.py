@@ -62,8 +62,8 @@ __all__ = ["RunOptions", "RunState", "PendingRequest", "Runner"]
 
 Inbox = dict[str, list[Any]]
 #: (executor id, its messages, a limiter for concurrent messages, index of the first,
-#: where its effects wait for the barrier)
-Job = tuple[str, list[Any], "anyio.CapacityLimiter | None", int, Effects]
+#: where its effects go: the run, or effects of its own for a concurrent message)
+Job = tuple[str, list[Any], "anyio.CapacityLimiter | None", int, "RunState | Effects"]
 # yield to the event loop (a cancellation point too) at least this often on inline
 # supersteps, so other runs, stream consumers and cancel scopes get their turn even when
 # every handler completes without awaiting anything
@@ -121,7 +121,12 @@ class Runner:
         self.concurrency = limits.concurrency
         self.visit_limits = limits.visits
         self.policies = limits.policies
-        self.rank = graph.rank
+        self.rank = rank = graph.rank
+
+        def by_rank(entry: tuple[Any, ...]) -> int:
+            return rank[entry[0]]  # what a superstep's effects are sorted by: the sender's
+
+        self.by_rank = by_rank
         state.reducers = options.shared_reducers
         for gid, runner in graph.stateful:
             if gid not in state.router_state:
@@ -145,6 +150,7 @@ class Runner:
     async def _supersteps(self, inbox: Inbox, observation: Observation | None) -> RunStatus:
         state, emit, stop = self.state, self.state.emit, self.stop
         limit = self.options.max_supersteps
+        routes, router_state = self.graph.routes_from, state.router_state
         while inbox:
             if state.superstep >= limit:
                 raise SuperstepLimitError(
@@ -182,7 +188,8 @@ class Runner:
             if not state.outbox:
                 inbox = {}
             elif observation is None:
-                inbox = self._route()
+                outbox, state.outbox = state.outbox, []
+                inbox = route_outbox(outbox, routes, router_state, step)
             else:
                 inbox = observation.route(self._route)
             if self.diverted:
@@ -260,11 +267,9 @@ class Runner:
         if policy is None:
             # the hot path: one attempt, straight to ``run``; failures read as under a policy
             if type(run) is RunState:
-                ctx = run.contexts.get(eid)
-                if ctx is None or ctx._run is not run:  # new, or lent to a job's effects
-                    ctx = run.context(eid)
+                ctx = run.contexts.get(eid) or run.context(eid)
             else:
-                ctx = run.context_lent or run.context(eid)  # type: ignore[union-attr]
+                ctx = run.context(eid)
             ctx._index = index
             try:
                 await found.call(message, ctx)
@@ -292,36 +297,49 @@ class Runner:
             emit(ExecutorCompleted(eid, self.state.superstep))
 
     async def _parallel(self, inbox: Inbox) -> None:
-        """Run a superstep with several deliveries concurrently; each job's effects wait,
-        and are committed at the barrier in the canonical order — the executor's rank in
-        the graph, then the index of its message — never in the order jobs finished."""
+        """Run a superstep with several deliveries concurrently, then put what the jobs did
+        in the canonical order — the sender's rank in the graph, then the index of its
+        message, then the order of its calls — never the order jobs finished in.
+
+        Jobs write to the run as they go; the run defers outputs, events and requests
+        until the barrier, and the outbox and the staged shared-state writes are sorted
+        there, stably, by the sender's rank (one job handles an executor's messages in
+        order). Only the messages of an executor handled concurrently need effects of
+        their own, committed in the order of their index.
+        """
         jobs: list[Job] = []
-        state, rank = self.state, self.rank
-        for eid in sorted(inbox, key=rank.__getitem__):
-            messages = inbox[eid]
+        state = self.state
+        for eid, messages in inbox.items():
             if eid in self.concurrency and len(messages) > 1:
                 limiter = anyio.CapacityLimiter(self.concurrency[eid])
                 for i, message in enumerate(messages):
                     jobs.append((eid, [message], limiter, i, Effects(state, state)))
             else:
-                lent = state.contexts.get(eid) or state.context(eid)
-                jobs.append((eid, messages, None, 0, Effects(state, state, lent)))
-        if self.native_asyncio and _AsyncioTaskGroup is not None:
-            await self._run_jobs_asyncio(jobs)
-        else:
-            self.failures = []
-            async with anyio.create_task_group() as tg:
-                for job in jobs:
-                    tg.start_soon(self._guarded, tg, job)
-            if self.failures:
-                raise with_siblings(self.failures)
-        outbox = state.outbox
-        for job in jobs:
-            effects = job[4]
-            if effects.events is not None or effects.writes is not None:
-                effects.commit()
-            elif effects.outbox:  # only messages: the common case, committed here
-                outbox.extend(effects.outbox)
+                jobs.append((eid, messages, None, 0, state))
+        state.deferred = []
+        try:
+            if self.native_asyncio and _AsyncioTaskGroup is not None:
+                await self._run_jobs_asyncio(jobs)
+            else:
+                self.failures = []
+                async with anyio.create_task_group() as tg:
+                    for job in jobs:
+                        tg.start_soon(self._guarded, tg, job)
+                if self.failures:
+                    raise with_siblings(self.failures)
+            for job in jobs:
+                if job[2] is not None:  # an executor's concurrent messages, by index
+                    job[4].commit()  # type: ignore[union-attr]
+        finally:
+            deferred, state.deferred = state.deferred, None
+        by_rank = self.by_rank
+        if len(state.outbox) > 1:
+            state.outbox.sort(key=by_rank)
+        if len(state.staged) > 1:
+            state.staged.sort(key=by_rank)
+        if deferred:
+            deferred.sort(key=by_rank)
+            state.replay(deferred)
 
     async def _run_jobs_asyncio(self, jobs: list[Job]) -> None:
         """The jobs in an :class:`asyncio.TaskGroup` (Python 3.11+): the same structure as
@@ -355,7 +373,9 @@ class Runner:
             self.failures.append(exc)
             tg.cancel_scope.cancel()
 
-    async def _limited(self, eid: str, message: Any, index: int, effects: Effects) -> None:
+    async def _limited(
+        self, eid: str, message: Any, index: int, effects: RunState | Effects
+    ) -> None:
         if self.global_limiter is None:
             await self._invoke(eid, message, index, effects)
         else:

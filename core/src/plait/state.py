@@ -49,6 +49,7 @@ class RunState:
     __slots__ = (
         "attempts",
         "contexts",
+        "deferred",
         "emit",
         "executor_state",
         "observed",
@@ -77,6 +78,9 @@ class RunState:
         self.staged: list[Write] = []
         #: shared-state key -> ``reducer(current, update)`` (the ``shared_reducers`` option)
         self.reducers: Mapping[str, Callable[[Any, Any], Any]] = {}
+        #: during a superstep with several deliveries: (executor id, kind, data...) of the
+        #: outputs, custom events and requests made, replayed at the barrier in order
+        self.deferred: list[tuple[Any, ...]] | None = None
         #: makes the outbox of a superstep's buffered invocation (an observed run's tags
         #: each message with the invocation that sent it)
         self.outbox_factory: Callable[[], list[tuple[str, Any, str | None]]] = list
@@ -94,26 +98,40 @@ class RunState:
         self.observed: Mapping[str, Any] | None = None
 
     def context(self, executor_id: str) -> WorkflowContext[Any, Any]:
-        """The context of ``executor_id`` in this run (created on first use), writing
-        straight to the run."""
+        """The context of ``executor_id`` in this run (created on first use)."""
         ctx = self.contexts.get(executor_id)
         if ctx is None:
             state = self.executor_state.setdefault(executor_id, {})
             ctx = self.contexts[executor_id] = WorkflowContext(self, executor_id, state)
-        elif ctx._run is not self:  # lent to a job's effects in an earlier superstep
-            ctx._run = self
         return ctx
 
     def emit_output(self, executor_id: str, data: Any) -> None:
         """Record a workflow output (and emit its event when someone listens)."""
+        if self.deferred is not None:
+            self.deferred.append((executor_id, "output", data))
+            return
         self.outputs.append(data)
         if self.emit is not None:
             self.emit(OutputEvent(executor_id, data, self.superstep))
 
     def emit_custom(self, executor_id: str, data: Any) -> None:
         """Emit a custom event, if someone listens."""
+        if self.deferred is not None:
+            self.deferred.append((executor_id, "custom", data))
+            return
         if self.emit is not None:
             self.emit(CustomEvent(executor_id, data, self.superstep))
+
+    def replay(self, deferred: list[tuple[Any, ...]]) -> None:
+        """Make the outputs, custom events and requests :attr:`deferred` held, in order."""
+        for entry in deferred:
+            eid, kind = entry[0], entry[1]
+            if kind == "output":
+                self.emit_output(eid, entry[2])
+            elif kind == "custom":
+                self.emit_custom(eid, entry[2])
+            else:
+                self.request_info(eid, entry[2], entry[3], request_id=entry[4])
 
     def write_shared(self, executor_id: str, key: str, value: Any) -> None:
         """Stage a shared-state write; :meth:`commit_shared` applies it at the barrier."""
@@ -168,6 +186,9 @@ class RunState:
     ) -> str:
         """Record a pending request for outside input and announce it."""
         request_id = request_id or uuid.uuid4().hex
+        if self.deferred is not None:
+            self.deferred.append((executor_id, "request", request, response_type, request_id))
+            return request_id
         self.pending_requests[request_id] = PendingRequest(
             request_id, executor_id, request, response_type, self.superstep
         )
@@ -184,29 +205,21 @@ class RunState:
 
 class Effects:
     """What invocations did, held back until it is committed: the stand-in for
-    :class:`RunState` a handler writes to when its effects must wait — in a superstep
-    with several deliveries (committed at the barrier, in the canonical order: the
-    executor's rank in the graph, then the index of its message) and in an attempt under
-    a retry policy (committed only when the attempt succeeds).
+    :class:`RunState` a handler writes to when its effects must wait — in an attempt under
+    a retry policy (committed only when the attempt succeeds) and for the messages of an
+    executor handled concurrently in one superstep (committed at the barrier in the order
+    of their index).
 
     Messages sent, outputs, custom events, requests and shared-state writes are kept in
     the order the handler made them; :meth:`commit` replays them into ``parent`` (the run,
     or the effects of the superstep an attempt belongs to).
     """
 
-    __slots__ = ("_parent", "_root", "context_lent", "events", "outbox", "writes")
+    __slots__ = ("_parent", "_root", "events", "outbox", "writes")
 
-    def __init__(
-        self,
-        parent: RunState | Effects,
-        root: RunState,
-        context: WorkflowContext[Any, Any] | None = None,
-    ) -> None:
+    def __init__(self, parent: RunState | Effects, root: RunState) -> None:
         """:param parent: where :meth:`commit` replays these effects.
         :param root: the run's state.
-        :param context: the executor's context in the run, lent to these effects (they
-            are its only ones in the superstep), so a wide superstep does not make a new
-            context per invocation; :meth:`RunState.context` takes it back.
         """
         self._parent = parent
         self._root = root
@@ -215,9 +228,6 @@ class Effects:
         self.events: list[tuple[Any, ...]] | None = None
         #: shared-state writes in the order made
         self.writes: list[Write] | None = None
-        if context is not None:
-            context._run = self  # type: ignore[assignment]
-        self.context_lent = context
 
     @property
     def run_id(self) -> str:
@@ -233,13 +243,9 @@ class Effects:
         return self._root.shared
 
     def context(self, executor_id: str) -> WorkflowContext[Any, Any]:
-        """The context of ``executor_id`` writing to these effects: the one lent, else a
-        new one."""
-        ctx = self.context_lent
-        if ctx is None or ctx.executor_id != executor_id:
-            state = self._root.executor_state.setdefault(executor_id, {})
-            ctx = WorkflowContext(self, executor_id, state)  # type: ignore[arg-type]
-        return ctx
+        """A context of ``executor_id`` writing to these effects."""
+        state = self._root.executor_state.setdefault(executor_id, {})
+        return WorkflowContext(self, executor_id, state)  # type: ignore[arg-type]
 
     def _event(self, event: tuple[Any, ...]) -> None:
         if self.events is None:
