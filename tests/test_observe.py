@@ -12,6 +12,7 @@ import plait
 import pytest
 from plait import InvocationFailure, Never, RetryPolicy, Workflow, WorkflowContext, executor
 from plait.errors import ExecutorFailedError
+from plait.events import RunStatus
 from plait.observe import Invocation, RunObserver
 from plait.plugins import PluginManager
 from plait.runner import Runner, RunOptions, RunState
@@ -140,7 +141,7 @@ def recorder(register_plugin: RegisterPlugin) -> ObservingPlugin:
 def plain_runner(workflow: Workflow, manager: PluginManager) -> Runner:
     state = RunState("r", None)
     state.observer = manager.observe_run("r", workflow, 0)
-    return Runner(workflow._graph, RunOptions(), state, detail=False, live=False)
+    return Runner(workflow._graph, RunOptions(), state, live=False)
 
 
 def test_a_run_nobody_observes_runs_the_plain_methods(register_plugin: RegisterPlugin) -> None:
@@ -492,3 +493,20 @@ async def test_a_run_may_not_set_the_observers_checkpoint_metadata() -> None:
 
     with pytest.raises(RunOptionError, match="may not set observers"):
         await chain().run("x", checkpoint="memory://x", checkpoint_metadata={"observers": {}})
+
+
+async def test_the_event_stream_is_told_through_the_same_seam() -> None:
+    from plait.events import EventObserver, ExecutorInvoked, SuperstepStarted
+
+    seen: list[Any] = []
+    state = RunState("r", seen.append)
+    state.observer = EventObserver(seen.append)
+    runner = Runner(chain()._graph, RunOptions(), state, live=False)
+    assert runner.observation is not None
+    assert await runner.run({"a": ["x"]}) is RunStatus.IDLE
+    assert [type(e).__name__ for e in seen[:3]] == [
+        SuperstepStarted.__name__,
+        ExecutorInvoked.__name__,
+        "ExecutorCompleted",
+    ]
+    assert [e.superstep for e in seen if isinstance(e, SuperstepStarted)] == [1, 2, 3]

@@ -21,7 +21,6 @@ import anyio
 
 from .context import WorkflowContext
 from .errors import ExecutorFailedError, ExecutorTimeoutError, WorkflowRunError
-from .events import ExecutorFailed, ExecutorRetrying, WorkflowEvent
 from .observe import note_attempt, note_retry
 from .policies import RetryPolicy
 from .state import Effects, RunState
@@ -126,7 +125,6 @@ async def invoke_with_policy(
     index: int,
     policy: Policy,
     *,
-    emit: Callable[[WorkflowEvent], None] | None,
     native_asyncio: bool,
     on_retry: Callable[[str, int], Awaitable[None]] | None,
 ) -> None:
@@ -167,12 +165,8 @@ async def invoke_with_policy(
             return
         cause = error.__cause__ if isinstance(error, ExecutorFailedError) else error
         if retry is None or attempt > retry.max_attempts or not retry.retries(cause or error):
-            if emit is not None:
-                emit(ExecutorFailed(eid, step, cause or error))
             raise error
         delay = retry.delay_before(attempt)
-        if emit is not None:
-            emit(ExecutorRetrying(eid, step, attempt, delay, cause or error))
         note_retry(root, attempt, delay, cause or error)
         root.attempts[key] = attempt
         if on_retry is not None:

@@ -38,12 +38,7 @@ from .errors import (
     WorkflowRunError,
 )
 from .events import (
-    ExecutorCompleted,
-    ExecutorFailed,
-    ExecutorInvoked,
     RunStatus,
-    SuperstepFinished,
-    SuperstepStarted,
 )
 from .graph import resolve_limits
 from .observe import Observation
@@ -79,14 +74,12 @@ class Runner:
         options: RunOptions,
         state: RunState,
         *,
-        detail: bool,
         live: bool,
         on_superstep: Callable[[Runner, Inbox], Any] | None = None,
     ) -> None:
         self.graph = graph
         self.options = options
         self.state = state
-        self.detail = detail  # build superstep/executor events
         self.live = live  # yield to the consumer every superstep
         self.on_superstep = on_superstep
         self.stop = options.stop  # asked at each superstep boundary (see RunOptions.stop)
@@ -148,7 +141,7 @@ class Runner:
         return status
 
     async def _supersteps(self, inbox: Inbox, observation: Observation | None) -> RunStatus:
-        state, emit, stop = self.state, self.state.emit, self.stop
+        state, stop = self.state, self.stop
         limit = self.options.max_supersteps
         routes, router_state = self.graph.routes_from, state.router_state
         while inbox:
@@ -162,8 +155,6 @@ class Runner:
             state.superstep += 1
             step = state.superstep
             self.current = inbox
-            if self.detail and emit is not None:
-                emit(SuperstepStarted(step, tuple(inbox)))
             if self.visit_limits:
                 self._count_visits(inbox)
             if observation is not None:
@@ -202,8 +193,6 @@ class Runner:
                     self._flush(inbox)
                 else:
                     observation.flush(self._flush, inbox)
-            if self.detail and emit is not None:
-                emit(SuperstepFinished(step, tuple(ran)))
             if self.on_superstep is not None:
                 self.last_ran = ran
                 await self.on_superstep(self, inbox)
@@ -260,9 +249,6 @@ class Runner:
                 executor_id=eid,
                 superstep=step,
             )
-        emit = self.state.emit if self.detail else None
-        if emit is not None:
-            emit(ExecutorInvoked(eid, self.state.superstep))
         policy = self.policies.get(eid) if self.policies else None
         if policy is None:
             # the hot path: one attempt, straight to ``run``; failures read as under a policy
@@ -274,12 +260,7 @@ class Runner:
             try:
                 await found.call(message, ctx)
             except BaseException as exc:
-                step = self.state.superstep
-                error = failure(eid, step, exc, self.native_asyncio)
-                # an error of another executor (a nested run's) is announced by that one
-                if emit is not None and error.executor_id == eid:
-                    cause = error.__cause__ if isinstance(error, ExecutorFailedError) else None
-                    emit(ExecutorFailed(eid, step, cause or error))
+                error = failure(eid, self.state.superstep, exc, self.native_asyncio)
                 raise error from error.__cause__
         else:
             await invoke_with_policy(
@@ -289,12 +270,9 @@ class Runner:
                 message,
                 index,
                 policy,
-                emit=emit,
                 native_asyncio=self.native_asyncio,
                 on_retry=self.on_retry,
             )
-        if emit is not None:
-            emit(ExecutorCompleted(eid, self.state.superstep))
 
     async def _parallel(self, inbox: Inbox) -> None:
         """Run a superstep with several deliveries concurrently, then put what the jobs did

@@ -360,20 +360,24 @@ class Workflow:
         manager = self._graph.plugin_manager
         if emit is not None:
             emit(RunStarted(state.run_id, self.name))
-        observer = state.observer = manager.observe_run(
-            state.run_id, self, state.superstep, state.observed
-        )
+        observer = manager.observe_run(state.run_id, self, state.superstep, state.observed)
+        if detail and emit is not None:  # the event stream is told through the same seam
+            from .events import EventObserver
+            from .observe import combine
+
+            observer = combine([EventObserver(emit), *([observer] if observer else [])])
+        state.observer = observer
         error: PlaitError | None = None
         status = RunStatus.FAILED
         try:
             if opts.checkpoint is None:
-                runner = Runner(self._graph, opts, state, detail=detail, live=live)
+                runner = Runner(self._graph, opts, state, live=live)
                 status = await runner.run(inbox)
             else:
                 from .durable import run_checkpointed
 
                 status = await run_checkpointed(
-                    self._graph, state, inbox, opts, detail=detail, live=live, parent_id=parent_id
+                    self._graph, state, inbox, opts, live=live, parent_id=parent_id
                 )
         except (WorkflowRunError, CheckpointError) as exc:
             error = exc
