@@ -12,6 +12,7 @@ import plait
 import pytest
 from plait import InvocationFailure, Never, RetryPolicy, Workflow, WorkflowContext, executor
 from plait.errors import ExecutorFailedError
+from plait.events import RunStatus
 from plait.observe import Invocation, RunObserver
 from plait.plugins import PluginManager
 from plait.runner import Runner, RunOptions, RunState
@@ -72,6 +73,12 @@ class Recorder(RunObserver):
 
     def run_finished(self, status: str, error: BaseException | None) -> None:
         self.log.append(("/run", status, type(error).__name__ if error else None))
+
+    def request(self, executor_id: str, request_id: str, superstep: int) -> None:
+        self.log.append(("request", executor_id, superstep))
+
+    def checkpoint_written(self, checkpoint_id: str, superstep: int, status: str) -> None:
+        self.log.append(("checkpoint", superstep, status))
 
 
 class ObservingPlugin:
@@ -134,7 +141,7 @@ def recorder(register_plugin: RegisterPlugin) -> ObservingPlugin:
 def plain_runner(workflow: Workflow, manager: PluginManager) -> Runner:
     state = RunState("r", None)
     state.observer = manager.observe_run("r", workflow, 0)
-    return Runner(workflow._graph, RunOptions(), state, detail=False, live=False)
+    return Runner(workflow._graph, RunOptions(), state, live=False)
 
 
 def test_a_run_nobody_observes_runs_the_plain_methods(register_plugin: RegisterPlugin) -> None:
@@ -143,17 +150,20 @@ def test_a_run_nobody_observes_runs_the_plain_methods(register_plugin: RegisterP
     register_plugin(ObservingPlugin(observe=False), "declines")
     runner = plain_runner(workflow, manager)
     assert runner.state.observer is None
+    assert runner.observation is None
     for name in ("_invoke", "_route", "_flush", "run"):
         assert name not in vars(runner), name
         assert getattr(runner, name).__func__ is getattr(Runner, name)
     assert type(runner.state.outbox) is list
 
 
-def test_an_observed_run_swaps_in_the_observing_methods(recorder: ObservingPlugin) -> None:
+def test_an_observed_run_is_told_through_the_seam_not_patched(recorder: ObservingPlugin) -> None:
     runner = plain_runner(chain(), plait.get_plugin_manager())
     assert runner.state.observer is not None
-    for name in ("_invoke", "_route", "_flush", "run"):
-        assert name in vars(runner), name  # the control for the test above
+    assert runner.observation is not None  # the control for the test above
+    assert runner._invoke == runner.observation.invoke
+    for name in ("_route", "_flush", "run"):  # nothing else of the runner is replaced
+        assert name not in vars(runner), name
     assert type(runner.state.outbox) is not list
 
 
@@ -375,6 +385,26 @@ async def test_a_durable_run_is_observed(recorder: ObservingPlugin) -> None:
         ("/invoke", "c@3.0", 1, "ok"),
     ]
     assert recorder.log[-1] == ("/run", "idle", None)
+    # the checkpoints are told through the same seam, each after its superstep's work
+    assert names(recorder.log, "checkpoint") == [
+        ("checkpoint", 0, "running"),
+        ("checkpoint", 1, "running"),
+        ("checkpoint", 2, "running"),
+        ("checkpoint", 3, "idle"),
+    ]
+    third = recorder.log.index(("checkpoint", 3, "idle"))
+    assert recorder.log.index(("/invoke", "c@3.0", 1, "ok")) < third
+
+
+async def test_a_request_for_outside_input_is_observed(recorder: ObservingPlugin) -> None:
+    @executor(id="ask")
+    async def ask(message: str, ctx: WorkflowContext[Never]) -> None:
+        await ctx.request_info("approve?", bool)
+
+    workflow = WorkflowBuilder("asking").add_executor(ask).set_start(ask).build()
+    result = await workflow.run("x")
+    assert result.status.value == "idle_with_pending_requests"
+    assert names(recorder.log, "request") == [("request", "ask", 1)]
 
 
 async def test_a_nested_run_is_observed_inside_the_invoking_executor(
@@ -463,3 +493,20 @@ async def test_a_run_may_not_set_the_observers_checkpoint_metadata() -> None:
 
     with pytest.raises(RunOptionError, match="may not set observers"):
         await chain().run("x", checkpoint="memory://x", checkpoint_metadata={"observers": {}})
+
+
+async def test_the_event_stream_is_told_through_the_same_seam() -> None:
+    from plait.events import EventObserver, ExecutorInvoked, SuperstepStarted
+
+    seen: list[Any] = []
+    state = RunState("r", seen.append)
+    state.observer = EventObserver(seen.append)
+    runner = Runner(chain()._graph, RunOptions(), state, live=False)
+    assert runner.observation is not None
+    assert await runner.run({"a": ["x"]}) is RunStatus.IDLE
+    assert [type(e).__name__ for e in seen[:3]] == [
+        SuperstepStarted.__name__,
+        ExecutorInvoked.__name__,
+        "ExecutorCompleted",
+    ]
+    assert [e.superstep for e in seen if isinstance(e, SuperstepStarted)] == [1, 2, 3]

@@ -264,8 +264,9 @@ async def test_a_failure_cancels_siblings_and_names_executor_and_superstep() -> 
 
     events = []
     with pytest.raises(ExecutorFailedError):
-        async for event in wf.stream(1):
-            events.append(event)
+        async with wf.stream(1) as stream:
+            async for event in stream:
+                events.append(event)
     assert isinstance(events[-1], RunFinished) and events[-1].status is RunStatus.FAILED
 
 
@@ -449,7 +450,8 @@ async def test_unknown_or_bad_run_options_are_errors() -> None:
 
 async def test_stream_yields_every_event_in_order() -> None:
     wf = WorkflowBuilder().add_edge(relay("a"), sink("b")).set_start("a").build()
-    events = [event async for event in wf.stream("x")]
+    async with wf.stream("x") as stream:
+        events = [event async for event in stream]
     kinds = [type(e) for e in events]
     assert kinds == [
         RunStarted,
@@ -493,10 +495,11 @@ async def test_streaming_is_live() -> None:
     wf = WorkflowBuilder().add_edge(first, second).set_start(first).build()
     seen = []
     with anyio.fail_after(5):
-        async for event in wf.stream("x", events="lifecycle"):
-            if isinstance(event, OutputEvent):
-                seen.append(event.data)
-                gate.set()
+        async with wf.stream("x", events="lifecycle") as stream:
+            async for event in stream:
+                if isinstance(event, OutputEvent):
+                    seen.append(event.data)
+                    gate.set()
     assert seen == ["early", "late"]
 
 
@@ -534,14 +537,16 @@ async def test_stopping_a_stream_early_cancels_the_run_and_leaves_the_caller_alo
     wf = WorkflowBuilder().add_edge(ticker, ticker).set_start(ticker).build()
     seen = []
     with anyio.fail_after(10):
-        async for event in wf.stream(0, max_supersteps=10_000):
-            if isinstance(event, OutputEvent):
-                seen.append(event.data)
-                if len(seen) == 3:
-                    break
-        # the abandoned iterator is finalised; the run stops, and this task is not cancelled
-        await cancelled.wait()
-        await anyio.sleep(0.02)
+        async with anyio.create_task_group() as tg:
+            async for event in wf.stream(0, task_group=tg, max_supersteps=10_000):
+                if isinstance(event, OutputEvent):
+                    seen.append(event.data)
+                    if len(seen) == 3:
+                        break
+            # the abandoned iterator is finalised; the run stops, and this task is not
+            # cancelled; the caller's group waits for the run to end
+            await cancelled.wait()
+            await anyio.sleep(0.02)
     assert seen == [0, 1, 2]
 
 
@@ -563,14 +568,33 @@ async def test_stream_with_aclosing_also_stops_the_run() -> None:
 
     wf = WorkflowBuilder().add_edge(ticker, ticker).set_start(ticker).build()
     with anyio.fail_after(10):  # a guard for the test itself, not a timing assertion
-        async with aclosing(wf.stream(0, max_supersteps=10_000)) as events:
-            async for event in events:
-                if isinstance(event, SuperstepFinished) and event.superstep == 5:
-                    break
-        # closing the stream cancelled the handler that was running when we left
-        await cancelled.wait()
+        async with anyio.create_task_group() as tg:
+            async with aclosing(wf.stream(0, task_group=tg, max_supersteps=10_000)) as events:
+                async for event in events:
+                    if isinstance(event, SuperstepFinished) and event.superstep == 5:
+                        break
+            # closing the stream cancelled the handler that was running when we left
+            await cancelled.wait()
     stopped_at = list(handled)
     for _ in range(20):
         await anyio.sleep(0.01)  # this task was not cancelled by the closed stream
     assert handled == stopped_at  # and no superstep ran after the close
     assert 5 <= len(handled) < 10_000
+
+
+async def test_a_stream_outside_any_task_group_says_how_to_run_it() -> None:
+    wf = WorkflowBuilder().add_edge(relay("a"), sink("b")).set_start("a").build()
+    with pytest.raises(RuntimeError, match=r"async with .*task_group=tg"):
+        async for _ in wf.stream("x"):
+            pass
+
+
+async def test_a_stream_in_the_callers_task_group_yields_every_event() -> None:
+    wf = WorkflowBuilder().add_edge(relay("a"), sink("b")).set_start("a").build()
+    async with anyio.create_task_group() as tg:
+        stream = wf.stream("x", task_group=tg)
+        events = [event async for event in stream]
+        with pytest.raises(RuntimeError, match="iterated once"):
+            stream.__aiter__()
+    assert [e.data for e in events if isinstance(e, OutputEvent)] == ["x"]
+    assert isinstance(events[-1], RunFinished) and events[-1].status is RunStatus.IDLE

@@ -163,12 +163,13 @@ async def main() -> None:
     outputs: list[str] = []
     for text in ["the   build was late and broken", "plugins make plait small"]:
         print(f"== {text!r}")
-        async for event in workflow.stream(text):
-            line = describe(event)
-            if line is not None:
-                print(line)
-            if isinstance(event, OutputEvent):
-                outputs.append(event.data)
+        async with workflow.stream(text) as events:
+            async for event in events:
+                line = describe(event)
+                if line is not None:
+                    print(line)
+                if isinstance(event, OutputEvent):
+                    outputs.append(event.data)
     print("== outputs")
     for output in outputs:
         print(output)

@@ -1,9 +1,11 @@
-"""Transactional attempts: running one invocation under a retry policy and a timeout.
+"""Invocations: what one executor invocation's failure means (:func:`failure`, for every
+invocation) and running one under a retry policy and a timeout (:func:`invoke_with_policy`).
 
-Used by the runner only for executors that have a policy, so executors without one pay
-nothing. An attempt runs against an :class:`AttemptRun` — a stand-in for the run's state
-that buffers what the handler sends, yields, emits, asks and shares — and a deep copy of
-the executor's state; only a successful attempt's effects are committed.
+Executors without a policy pay nothing for it: the runner calls their handler, which
+writes straight to the run. Under a policy an attempt runs against
+:class:`~plait.state.Effects` — a stand-in for the run's state that buffers what the
+handler sends, yields, emits, asks and shares — and a deep copy of the executor's state;
+only a successful attempt's effects are committed.
 
 .. versionadded:: 0.1
 """
@@ -12,22 +14,25 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import uuid
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
 from .context import WorkflowContext
 from .errors import ExecutorFailedError, ExecutorTimeoutError, WorkflowRunError
-from .events import ExecutorFailed, ExecutorRetrying, WorkflowEvent
 from .observe import note_attempt, note_retry
 from .policies import RetryPolicy
+from .state import Effects, RunState
 
-if TYPE_CHECKING:
-    from .state import RunState
-
-__all__ = ["AttemptRun", "Policy", "cancelled_from_inside", "invoke_with_policy", "wrap_failure"]
+__all__ = [
+    "Policy",
+    "cancelled_from_inside",
+    "failure",
+    "invoke_with_policy",
+    "with_siblings",
+    "wrap_failure",
+]
 
 #: ``(retry policy or None, timeout in seconds or None)`` of one executor
 Policy = tuple[RetryPolicy | None, float | None]
@@ -55,6 +60,17 @@ def wrap_failure(eid: str, step: int, exc: BaseException) -> WorkflowRunError:
     return error
 
 
+def with_siblings(failures: list[BaseException]) -> BaseException:
+    """A parallel superstep's first failure, with the others (``sibling_errors``; notes)."""
+    first, others = failures[0], failures[1:]
+    setattr(first, "sibling_errors", list(others))
+    add_note = getattr(first, "add_note", None)
+    if add_note is not None:
+        for other in others:
+            add_note(f"another branch of this superstep failed too: {other}")
+    return first
+
+
 def cancelled_from_inside(native_asyncio: bool) -> bool:
     """A ``CancelledError`` reached a handler's caller: was it raised by the handler itself
     (True) rather than by a cancellation of the run or of its task (False)?
@@ -71,86 +87,66 @@ def cancelled_from_inside(native_asyncio: bool) -> bool:
     return cancelling is not None and cancelling() == 0
 
 
-class AttemptRun:
-    """Stands in for :class:`~plait.state.RunState` during one attempt and buffers its
-    effects until :meth:`commit`."""
-
-    __slots__ = ("_custom", "_outputs", "_requests", "_shared_before", "_state", "outbox", "shared")
-
-    def __init__(self, state: RunState) -> None:
-        self._state = state
-        self.outbox: list[tuple[str, Any, str | None]] = []
-        self.shared = dict(state.shared)
-        self._shared_before = dict(state.shared)
-        self._outputs: list[tuple[str, Any]] = []
-        self._custom: list[tuple[str, Any]] = []
-        self._requests: list[tuple[str, str, Any, Any]] = []
-
-    @property
-    def run_id(self) -> str:
-        return self._state.run_id
-
-    @property
-    def superstep(self) -> int:
-        return self._state.superstep
-
-    def emit_output(self, executor_id: str, data: Any) -> None:
-        self._outputs.append((executor_id, data))
-
-    def emit_custom(self, executor_id: str, data: Any) -> None:
-        self._custom.append((executor_id, data))
-
-    def request_info(
-        self, executor_id: str, request: Any, response_type: Any, *, request_id: str | None = None
-    ) -> str:
-        request_id = request_id or uuid.uuid4().hex
-        self._requests.append((request_id, executor_id, request, response_type))
-        return request_id
-
-    def commit(self, executor_id: str, attempt_state: dict[str, Any]) -> None:
-        """Apply this attempt's effects to the run, in the order a direct run gives."""
-        state = self._state
-        state.outbox.extend(self.outbox)
-        for eid, data in self._outputs:
-            state.emit_output(eid, data)
-        for eid, data in self._custom:
-            state.emit_custom(eid, data)
-        for request_id, eid, request, response_type in self._requests:
-            state.request_info(eid, request, response_type, request_id=request_id)
-        for key in set(self._shared_before) - set(self.shared):
-            state.shared.pop(key, None)
-        for key, value in self.shared.items():
-            if key not in self._shared_before or self._shared_before[key] is not value:
-                state.shared[key] = value
-        live = state.executor_state.setdefault(executor_id, {})
-        live.clear()
-        live.update(attempt_state)
+def failure(
+    eid: str,
+    step: int,
+    exc: BaseException,
+    native_asyncio: bool,
+    timeout: float | None = None,
+    attempt: int = 1,
+) -> WorkflowRunError:
+    """The run error for what an invocation of ``eid`` raised — for every invocation, with
+    or without a policy. A real cancellation (of the run, of its superstep) and what is
+    not an ``Exception`` (``KeyboardInterrupt``) are raised again as they are."""
+    if isinstance(exc, TimeoutError) and timeout is not None:
+        error: WorkflowRunError = ExecutorTimeoutError(
+            f"executor {eid!r} timed out after {timeout:g} s in superstep {step} "
+            f"(attempt {attempt})",
+            executor_id=eid,
+            superstep=step,
+            limit=timeout,
+        )
+        error.__cause__ = exc
+        return error
+    if isinstance(exc, asyncio.CancelledError):
+        if not cancelled_from_inside(native_asyncio):
+            raise exc
+        return wrap_failure(eid, step, exc)
+    if not isinstance(exc, Exception):
+        raise exc
+    return wrap_failure(eid, step, exc)
 
 
 async def invoke_with_policy(
-    state: RunState,
+    run: RunState | Effects,
     eid: str,
     call: Callable[[Any, WorkflowContext[Any, Any]], Awaitable[Any]],
     message: Any,
     index: int,
     policy: Policy,
     *,
-    emit: Callable[[WorkflowEvent], None] | None,
     native_asyncio: bool,
     on_retry: Callable[[str, int], Awaitable[None]] | None,
 ) -> None:
-    """Run one invocation under ``policy`` (retries, timeout); commit the first attempt
-    that succeeds, raise the last failure otherwise."""
+    """Run one invocation of ``eid``'s handler ``call`` on ``message`` (the ``index``-th of
+    its deliveries this superstep) under ``policy`` (retries, a timeout, or an error edge
+    that takes its failures): every attempt runs against :class:`~plait.state.Effects` of
+    its own and a deep copy of the executor's state, and only the attempt that succeeds is
+    committed to ``run``. Failures are read by :func:`failure`, as every invocation's are.
+
+    :raises WorkflowRunError: the last attempt's failure, naming ``eid`` and the superstep.
+    """
+    root = run if isinstance(run, RunState) else run._root
+    step = root.superstep
     retry, timeout = policy
-    step = state.superstep
     key = f"{step}:{eid}:{index}"
-    attempt = state.attempts.get(key, 0) + 1  # a resumed run keeps its count
+    attempt = root.attempts.get(key, 0) + 1  # a resumed run keeps its count
     if attempt > 1:
-        note_attempt(state, attempt)
+        note_attempt(root, attempt)
     while True:
-        run = AttemptRun(state)
-        attempt_state = copy.deepcopy(state.executor_state.get(eid, {}))
-        ctx: WorkflowContext[Any, Any] = WorkflowContext(run, eid, attempt_state)  # type: ignore[arg-type]
+        staged = Effects(run, root)
+        attempt_state = copy.deepcopy(root.executor_state.get(eid, {}))
+        ctx: WorkflowContext[Any, Any] = WorkflowContext(staged, eid, attempt_state)  # type: ignore[arg-type]
         ctx._attempt, ctx._index = attempt, index
         try:
             if timeout is None:
@@ -158,35 +154,21 @@ async def invoke_with_policy(
             else:
                 with anyio.fail_after(timeout):
                     await call(message, ctx)
-        except TimeoutError as exc:
-            error: WorkflowRunError = ExecutorTimeoutError(
-                f"executor {eid!r} timed out after {timeout:g} s in superstep {step} "
-                f"(attempt {attempt})",
-                executor_id=eid,
-                superstep=step,
-                limit=timeout or 0.0,
-            )
-            error.__cause__ = exc
-        except asyncio.CancelledError as exc:
-            if not cancelled_from_inside(native_asyncio):
-                raise
-            error = wrap_failure(eid, step, exc)
-        except Exception as exc:
-            error = wrap_failure(eid, step, exc)
+        except BaseException as exc:
+            error = failure(eid, step, exc, native_asyncio, timeout, attempt)
         else:
-            run.commit(eid, attempt_state)
-            state.attempts.pop(key, None)
+            staged.commit()
+            live = root.executor_state.setdefault(eid, {})
+            live.clear()
+            live.update(attempt_state)
+            root.attempts.pop(key, None)
             return
         cause = error.__cause__ if isinstance(error, ExecutorFailedError) else error
         if retry is None or attempt > retry.max_attempts or not retry.retries(cause or error):
-            if emit is not None:
-                emit(ExecutorFailed(eid, step, cause or error))
             raise error
         delay = retry.delay_before(attempt)
-        if emit is not None:
-            emit(ExecutorRetrying(eid, step, attempt, delay, cause or error))
-        note_retry(state, attempt, delay, cause or error)
-        state.attempts[key] = attempt
+        note_retry(root, attempt, delay, cause or error)
+        root.attempts[key] = attempt
         if on_retry is not None:
             await on_retry(key, attempt)  # a crash during the backoff keeps the count
         await anyio.sleep(delay)

@@ -26,6 +26,7 @@ from .types import type_name
 
 if TYPE_CHECKING:
     from .graph import CompiledGraph
+    from .observe import RunObserver
     from .runner import Runner
 
 __all__ = ["SNAPSHOT_EVERY", "Checkpointer"]
@@ -79,6 +80,8 @@ class Checkpointer:
         self.last: Checkpoint | None = None
         #: the run's ``checkpoint_metadata``, added to every checkpoint's metadata
         self.metadata: Mapping[str, Any] = {}
+        #: the run's observer, told of every checkpoint written (the runner's seam)
+        self.observer: RunObserver | None = None
 
     # -- building checkpoints ------------------------------------------------------------
 
@@ -198,6 +201,12 @@ class Checkpointer:
             await self._send.send(checkpoint)
         elif self.store is not None:
             await self._save(checkpoint)
+        else:
+            return
+        if self.observer is not None:
+            self.observer.checkpoint_written(
+                checkpoint.checkpoint_id, checkpoint.superstep, checkpoint.status
+            )
 
     async def _save(self, checkpoint: Checkpoint) -> None:
         assert self.store is not None

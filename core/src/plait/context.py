@@ -104,8 +104,10 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
 
     @property
     def shared(self) -> dict[str, Any]:
-        """State shared by every executor of this run (read it; write with
-        :meth:`set_shared_state` when handlers of one superstep may race)."""
+        """State shared by every executor of this run, as committed at the end of the last
+        superstep. Read it here; write with :meth:`set_shared_state`, whose writes are
+        staged and visible from the next superstep.
+        """
         return self._run.shared
 
     async def send_message(self, message: OutT, target: str | None = None) -> None:
@@ -125,12 +127,20 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         self._run.emit_custom(self.executor_id, data)
 
     async def get_shared_state(self, key: str, default: Any = None) -> Any:
-        """Read a shared-state key."""
+        """Read a shared-state key, as committed at the end of the last superstep."""
         return self._run.shared.get(key, default)
 
     async def set_shared_state(self, key: str, value: Any) -> None:
-        """Write a shared-state key (runs within one superstep see writes in call order)."""
-        self._run.shared[key] = value
+        """Write a shared-state key. The write is staged: every executor (this one too)
+        sees it from the next superstep, whatever order this superstep's handlers finish
+        in. Two executors writing one key in one superstep fail the run with a
+        :class:`~plait.errors.SharedStateConflictError`, unless the run declares a reducer
+        for the key (``shared_reducers={key: reducer}``), which folds every write in, in
+        the canonical order.
+
+        .. versionchanged:: 0.1 writes are staged until the end of the superstep.
+        """
+        self._run.write_shared(self.executor_id, key, value)
 
     async def request_info(self, request: Any, response_type: Any) -> str:
         """Ask the outside world for input; the run ends ``idle_with_pending_requests``.

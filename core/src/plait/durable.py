@@ -89,7 +89,6 @@ async def run_checkpointed(
     inbox: dict[str, list[Any]],
     opts: RunOptions,
     *,
-    detail: bool,
     live: bool,
     parent_id: str | None,
 ) -> RunStatus:
@@ -104,9 +103,7 @@ async def run_checkpointed(
         try:
             if expected is not None and expected == (state.run_id, parent_id):
                 await _check_still_latest(store, state.run_id, parent_id)
-            return await _run_leased(
-                graph, state, inbox, opts, store, lease, ttl, detail, live, parent_id
-            )
+            return await _run_leased(graph, state, inbox, opts, store, lease, ttl, live, parent_id)
         finally:
             with anyio.CancelScope(shield=True):
                 try:
@@ -137,7 +134,6 @@ async def _run_leased(
     store: CheckpointStore,
     lease: Lease,
     ttl: float,
-    detail: bool,
     live: bool,
     parent_id: str | None,
 ) -> RunStatus:
@@ -145,10 +141,11 @@ async def _run_leased(
     checkpointer = Checkpointer(store, graph, mode=mode, parent_id=parent_id)
     checkpointer.lease = lease
     checkpointer.metadata = opts.checkpoint_metadata
+    checkpointer.observer = state.observer
     if state.observer is not None and (observed := state.observer.checkpoint_metadata()):
         checkpointer.metadata = {**opts.checkpoint_metadata, "observers": dict(observed)}
     hook = checkpointer.after_superstep if mode != "exit" else None
-    runner = Runner(graph, opts, state, detail=detail, live=live, on_superstep=hook)
+    runner = Runner(graph, opts, state, live=live, on_superstep=hook)
     if mode != "exit":
 
         async def on_retry(key: str, attempt: int) -> None:

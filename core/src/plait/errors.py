@@ -32,6 +32,7 @@ __all__ = [
     "ExecutorTimeoutError",
     "SuperstepLimitError",
     "VisitLimitError",
+    "SharedStateConflictError",
     "UnhandledMessageError",
     "RoutingError",
     "ConverterError",
@@ -323,6 +324,14 @@ class SuperstepLimitError(WorkflowRunError):
 
 class VisitLimitError(WorkflowRunError):
     """An executor ran more often than its visit limit allows."""
+
+
+class SharedStateConflictError(WorkflowRunError):
+    """Two executors wrote one shared-state key in one superstep, and no reducer is
+    declared for that key (the ``shared_reducers`` run option).
+
+    .. versionadded:: 0.1
+    """
 
 
 class UnhandledMessageError(WorkflowRunError):

@@ -14,6 +14,8 @@ from typing import Any
 
 import attrs
 
+from .errors import ExecutorFailedError
+
 __all__ = [
     "RunStatus",
     "WorkflowEvent",
@@ -28,6 +30,7 @@ __all__ = [
     "RequestInfoEvent",
     "CustomEvent",
     "RunFinished",
+    "EventObserver",
 ]
 
 
@@ -146,3 +149,64 @@ class RunFinished(WorkflowEvent):
     status: RunStatus
     supersteps: int
     error: BaseException | None = None
+
+
+class EventObserver:
+    """The event stream as an observer of one run (a
+    :class:`~plait.observe.RunObserver`): the runner's seams become
+    :class:`SuperstepStarted`, :class:`ExecutorInvoked`, :class:`ExecutorRetrying`,
+    :class:`ExecutorCompleted` or :class:`ExecutorFailed` and :class:`SuperstepFinished`,
+    handed to ``emit``. A run gets one only when someone consumes those events
+    (``events="all"``, a stream), so the others build none.
+
+    .. versionadded:: 0.1
+    """
+
+    __slots__ = ("emit", "executor_ids")
+
+    def __init__(self, emit: Any) -> None:
+        self.emit = emit
+        self.executor_ids: tuple[str, ...] = ()
+
+    def superstep_started(self, superstep: int, executor_ids: tuple[str, ...]) -> None:
+        self.executor_ids = executor_ids
+        self.emit(SuperstepStarted(superstep, executor_ids))
+
+    def superstep_finished(self, superstep: int, error: BaseException | None) -> None:
+        if error is None:  # a superstep that failed does not finish
+            self.emit(SuperstepFinished(superstep, self.executor_ids))
+
+    def invocation_started(self, invocation: Any) -> tuple[str, int]:
+        handle = (invocation.executor_id, invocation.superstep)
+        self.emit(ExecutorInvoked(*handle))
+        return handle
+
+    def invocation_retrying(
+        self, handle: tuple[str, int], attempt: int, delay: float, error: BaseException
+    ) -> None:
+        self.emit(ExecutorRetrying(handle[0], handle[1], attempt, delay, error))
+
+    def invocation_finished(
+        self, handle: tuple[str, int], attempt: int, status: str, error: BaseException | None
+    ) -> None:
+        eid, step = handle
+        if status == "ok":
+            self.emit(ExecutorCompleted(eid, step))
+        # failed: the handler's own exception; an error of another executor (a nested
+        # run's) is announced by that one
+        elif status == "failed" and getattr(error, "executor_id", eid) == eid:
+            assert error is not None
+            cause = error.__cause__ if isinstance(error, ExecutorFailedError) else None
+            self.emit(ExecutorFailed(eid, step, cause or error))
+
+    def run_finished(self, status: str, error: BaseException | None) -> None:
+        return None
+
+    def request(self, executor_id: str, request_id: str, superstep: int) -> None:
+        return None
+
+    def checkpoint_written(self, checkpoint_id: str, superstep: int, status: str) -> None:
+        return None
+
+    def checkpoint_metadata(self) -> None:
+        return None

@@ -13,7 +13,7 @@ import pluggy
 if TYPE_CHECKING:
     from .observe import RunObserver
 
-__all__ = ["HookFacade"]
+__all__ = ["HookFacade", "HookObserver"]
 
 
 class HookFacade:
@@ -36,40 +36,76 @@ class HookFacade:
             )
         return self._observers
 
-    def notify_run_started(self, run_id: str, workflow: Any) -> None:
-        """Call ``plait_run_started``."""
-        self.pm.hook.plait_run_started(run_id=run_id, workflow=workflow)
-
     def notify_superstep_finished(self, run_id: str, superstep: int, ids: list[str]) -> None:
         """Call ``plait_superstep_finished``."""
         self.pm.hook.plait_superstep_finished(run_id=run_id, superstep=superstep, executor_ids=ids)
 
-    def notify_run_finished(
-        self,
-        run_id: str,
-        status: str,
-        error: BaseException | None,
-        observer: RunObserver | None = None,
-    ) -> None:
-        """Call ``plait_run_finished`` (if a plugin implements it) and tell the run's
-        observer, if it has one."""
-        if self.observers()[2]:
-            self.pm.hook.plait_run_finished(run_id=run_id, status=status, error=error)
-        if observer is not None:
-            observer.run_finished(status, error)
+    def notify_run_finished(self, run_id: str, status: str, error: BaseException | None) -> None:
+        """Call ``plait_run_finished``."""
+        self.pm.hook.plait_run_finished(run_id=run_id, status=status, error=error)
 
     def observe_run(
         self, run_id: str, workflow: Any, superstep: int, resumed: Any = None
     ) -> RunObserver | None:
-        """Call ``plait_observe_run``: the observer of this run, or ``None`` (at once, and
-        without calling any hook, when no plugin implements it)."""
-        if not self.observers()[3]:
+        """The one observer of this run, or ``None`` — at once, and without calling any
+        hook, when no plugin observes runs: what ``plait_observe_run`` returns, plus the
+        ``plait_superstep_finished`` and ``plait_run_finished`` hooks as an observer
+        (:class:`HookObserver`). Calls ``plait_run_started`` first."""
+        started, superstep_hook, finished, observe = self.observers()
+        if not (started or superstep_hook or finished or observe):
             return None
-        found = self.pm.hook.plait_observe_run(
-            run_id=run_id, workflow=workflow, superstep=superstep, resumed=resumed
-        )
-        if not found:  # every implementation returned None (pluggy leaves those out)
-            return None
+        if started:
+            self.pm.hook.plait_run_started(run_id=run_id, workflow=workflow)
+        found = []
+        if observe:
+            found = self.pm.hook.plait_observe_run(
+                run_id=run_id, workflow=workflow, superstep=superstep, resumed=resumed
+            )  # implementations that return None are left out by pluggy
         from .observe import combine
 
+        if superstep_hook or finished:
+            found = [HookObserver(self, run_id), *found]
         return combine(found)
+
+
+class HookObserver:
+    """The ``plait_superstep_finished`` and ``plait_run_finished`` hooks, as a
+    :class:`~plait.observe.RunObserver` of one run: the runner has one seam, and these
+    hooks are told through it (what they are not told of, it ignores)."""
+
+    def __init__(self, manager: Any, run_id: str) -> None:
+        self.manager = manager
+        self.run_id = run_id
+        self.executor_ids: tuple[str, ...] = ()
+
+    def superstep_started(self, superstep: int, executor_ids: tuple[str, ...]) -> None:
+        self.executor_ids = executor_ids
+
+    def superstep_finished(self, superstep: int, error: BaseException | None) -> None:
+        if error is None:
+            self.manager.notify_superstep_finished(self.run_id, superstep, list(self.executor_ids))
+
+    def run_finished(self, status: str, error: BaseException | None) -> None:
+        self.manager.notify_run_finished(self.run_id, status, error)
+
+    def invocation_started(self, invocation: Any) -> None:
+        return None
+
+    def invocation_retrying(
+        self, handle: Any, attempt: int, delay: float, error: BaseException
+    ) -> None:
+        return None
+
+    def invocation_finished(
+        self, handle: Any, attempt: int, status: str, error: BaseException | None
+    ) -> None:
+        return None
+
+    def request(self, executor_id: str, request_id: str, superstep: int) -> None:
+        return None
+
+    def checkpoint_written(self, checkpoint_id: str, superstep: int, status: str) -> None:
+        return None
+
+    def checkpoint_metadata(self) -> None:
+        return None

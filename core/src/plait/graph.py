@@ -11,7 +11,7 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import ConfigError, ExpressionError
+from .errors import ConfigError, ExpressionError, RunOptionError
 from .executor import Executor, Handler
 from .policies import RetryPolicy
 from .refs import NotPortableError, resolve_ref
@@ -20,10 +20,11 @@ from .spec import WorkflowSpec
 if TYPE_CHECKING:
     # annotations only: plait.attempts imports asyncio, which building a graph never needs
     from .attempts import Policy
+    from .options import RunOptions
     from .plugins import PluginManager
     from .routing import EdgeRunner
 
-__all__ = ["ERROR_ROUTER", "CompiledGraph", "Invocable", "PluginEnv"]
+__all__ = ["ERROR_ROUTER", "CompiledGraph", "Invocable", "Limits", "PluginEnv", "resolve_limits"]
 
 #: The router name of error edges: ``A -error-> fallback``. The runner delivers an
 #: :class:`~plait.context.InvocationFailure` along them when A fails after its retries.
@@ -172,21 +173,12 @@ class CompiledGraph:
         self.stateful = tuple(
             (gid, runner) for gid, runner in self.edge_runners.items() if runner.stateful
         )
-        # per-executor limits the executors themselves declare (run options may override)
-        nodes = {node.id: node for node in spec.nodes}
-        concurrency = {
-            eid: nodes[eid].max_concurrency or ex.max_concurrency
-            for eid, ex in self.executors.items()
-        }
-        self.default_concurrency = {eid: n for eid, n in concurrency.items() if n and n > 1}
-        visits = {eid: nodes[eid].max_visits or ex.max_visits for eid, ex in self.executors.items()}
-        self.default_visit_limits = {eid: n for eid, n in visits.items() if n}
         self.plugin_manager = plugin_manager
-        self.policies = policies_of(spec, self.executors)
-        for source in self.error_targets:
-            # an invocation whose failure an error edge takes is transactional too: what
-            # it sent or yielded before failing is dropped
-            self.policies.setdefault(source, (None, None))
+        #: executor id -> its rank: the declaration order of the spec's nodes, the order
+        #: a superstep's effects are committed in (never the order handlers finish in)
+        self.rank = {node.id: i for i, node in enumerate(spec.nodes)}
+        #: the limits of a run that sets no per-executor run option (see resolve_limits)
+        self.limits = resolve_limits(self)
 
     @functools.cached_property
     def topology(self) -> dict[str, Any]:
@@ -212,22 +204,87 @@ class CompiledGraph:
         return {nid: frozenset(self.spec.reachable_from(nid)) for nid in self.spec.node_ids}
 
 
-def policies_of(spec: WorkflowSpec, executors: Mapping[str, Executor]) -> dict[str, Policy]:
-    """Executor id -> (retry policy, timeout), for executors that have either, from the
-    nodes' own fields or the workflow's defaults (``WorkflowSpec.retry``/``.timeout``)."""
-    default_retry = spec.retry
-    default_timeout = spec.timeout
-    out: dict[str, Policy] = {}
+class Limits:
+    """The limits of one run, resolved once by :func:`resolve_limits`.
+
+    :param concurrency: executor id -> how many of its messages of one superstep may run
+        at once (only executors allowing more than one).
+    :param visits: executor id -> how many supersteps it may run in (only bounded ones).
+    :param policies: executor id -> ``(retry policy, timeout)`` (only executors with
+        either, or whose failures an error edge takes: their attempts are transactional).
+    """
+
+    __slots__ = ("concurrency", "policies", "visits")
+
+    def __init__(
+        self,
+        concurrency: dict[str, int],
+        visits: dict[str, int],
+        policies: dict[str, Policy],
+    ) -> None:
+        self.concurrency = concurrency
+        self.visits = visits
+        self.policies = policies
+
+    def __repr__(self) -> str:
+        return (
+            f"Limits(concurrency={self.concurrency!r}, visits={self.visits!r}, "
+            f"policies={sorted(self.policies)!r})"
+        )
+
+
+def resolve_limits(graph: CompiledGraph, options: RunOptions | None = None) -> Limits:
+    """Every per-executor limit of a run — concurrency, visits, timeout, retries — in one
+    place, with one precedence: **run option, then node, then workflow**.
+
+    - the run option for that executor (``executor_concurrency[id]``,
+      ``executor_max_visits[id]``);
+    - the node's own setting (``NodeSpec`` field, else the executor object's attribute:
+      ``max_concurrency``, ``max_visits``, ``retry``, ``timeout``);
+    - the workflow-wide default (the ``max_visits`` run option or workflow default,
+      ``WorkflowSpec.retry``, ``WorkflowSpec.timeout``); concurrency defaults to 1.
+
+    :raises RunOptionError: a per-executor run option names an executor the graph lacks.
+    """
+    spec, executors = graph.spec, graph.executors
+    run_concurrency: Mapping[str, int] = {}
+    run_visits: Mapping[str, int] = {}
+    default_visits: int | None = None
+    if options is not None:
+        run_concurrency = options.executor_concurrency
+        run_visits = options.executor_max_visits
+        default_visits = options.max_visits
+        for eid in (*run_concurrency, *run_visits):
+            if eid not in executors:
+                raise RunOptionError(f"run option names unknown executor {eid!r}")
+    concurrency: dict[str, int] = {}
+    visits: dict[str, int] = {}
+    policies: dict[str, Policy] = {}
     for node in spec.nodes:
-        ex = executors.get(node.id)
-        retry: Any = node.retry if node.retry is not None else getattr(ex, "retry", None)
-        timeout = node.timeout if node.timeout is not None else getattr(ex, "timeout", None)
-        retry = retry if retry is not None else default_retry
-        timeout = timeout if timeout is not None else default_timeout
-        if retry is None and timeout is None:
-            continue
-        policy = retry if isinstance(retry, RetryPolicy) or retry is None else None
-        if retry is not None and policy is None:
-            policy = RetryPolicy.from_dict(retry)
-        out[node.id] = (policy, float(timeout) if timeout is not None else None)
-    return out
+        eid = node.id
+        ex = executors[eid]
+        n = _first(run_concurrency.get(eid), node.max_concurrency, ex.max_concurrency)
+        if n is not None and n > 1:
+            concurrency[eid] = n
+        limit = _first(run_visits.get(eid), node.max_visits, ex.max_visits, default_visits)
+        if limit is not None:
+            visits[eid] = limit
+        retry: Any = _first(node.retry, getattr(ex, "retry", None), spec.retry)
+        timeout = _first(node.timeout, getattr(ex, "timeout", None), spec.timeout)
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            retry = RetryPolicy.from_dict(retry)
+        if retry is not None or timeout is not None:
+            policies[eid] = (retry, float(timeout) if timeout is not None else None)
+        elif eid in graph.error_targets:
+            # an invocation whose failure an error edge takes is transactional too: what
+            # it sent or yielded before failing is dropped
+            policies[eid] = (None, None)
+    return Limits(concurrency, visits, policies)
+
+
+def _first(*values: Any) -> Any:
+    """The first value that is set (not ``None``)."""
+    for value in values:
+        if value is not None:
+            return value
+    return None

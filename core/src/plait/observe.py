@@ -18,8 +18,13 @@ beside the messages, through routing, so :attr:`Invocation.senders` holds the ha
 observer returned for the invocations whose messages make up this delivery (several for a
 fan-in). A tracing plugin turns them into span links.
 
-When no plugin implements the hook, none of this exists: the runner runs its plain code
-(``Runner._invoke`` itself, a plain ``list`` outbox), at no cost.
+- when a handler asks for outside input (:meth:`RunObserver.request`) and when a durable
+  run writes a checkpoint (:meth:`RunObserver.checkpoint_written`).
+
+This is the one observation API: the ``plait_superstep_finished`` and
+``plait_run_finished`` hooks are told through it too (:class:`plait.facade.HookObserver`).
+The runner calls the observer at its seams through an :class:`Observation`; when nobody
+observes a run, none of this exists and the run pays nothing for it.
 
 .. versionadded:: 0.1
 """
@@ -33,10 +38,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 
 if TYPE_CHECKING:
-    from .runner import Inbox, Runner
+    from .graph import CompiledGraph
+    from .runner import Inbox
     from .state import RunState
 
-__all__ = ["Invocation", "RunObserver"]
+__all__ = ["Invocation", "Observation", "RunObserver"]
 
 
 class Invocation:
@@ -95,10 +101,12 @@ class RunObserver(Protocol):
 
     def superstep_started(self, superstep: int, executor_ids: tuple[str, ...]) -> None:
         """Superstep ``superstep`` starts, with deliveries for ``executor_ids``."""
+        return None
 
     def superstep_finished(self, superstep: int, error: BaseException | None) -> None:
         """Superstep ``superstep`` ended: the next one starts, or the run ends (``error``
         is what ended the run in this superstep, if anything did)."""
+        return None
 
     def invocation_started(self, invocation: Invocation) -> Any:
         """An invocation starts; return a handle (anything) for the calls below and for
@@ -109,16 +117,35 @@ class RunObserver(Protocol):
         self, handle: Any, attempt: int, delay: float, error: BaseException
     ) -> None:
         """Attempt ``attempt`` failed with ``error``; the next starts in ``delay`` seconds."""
+        return None
 
     def invocation_finished(
         self, handle: Any, attempt: int, status: str, error: BaseException | None
     ) -> None:
         """The invocation ended after ``attempt`` attempts with ``status``; ``error`` is
         the run error it raised (its ``__cause__`` is the handler's own exception)."""
+        return None
 
     def run_finished(self, status: str, error: BaseException | None) -> None:
         """The run ended with ``status``; ``error`` is its error (``None`` when it was
         cancelled or interrupted: its status is then ``failed``)."""
+        return None
+
+    def request(self, executor_id: str, request_id: str, superstep: int) -> None:
+        """Executor ``executor_id`` asked for outside input (``ctx.request_info``): the
+        request ``request_id`` is pending from ``superstep`` on.
+
+        .. versionadded:: 0.1
+        """
+        return None
+
+    def checkpoint_written(self, checkpoint_id: str, superstep: int, status: str) -> None:
+        """A durable run handed checkpoint ``checkpoint_id`` of ``superstep`` (run status
+        ``status``) to its store (in ``async`` durability, queued for the writer).
+
+        .. versionadded:: 0.1
+        """
+        return None
 
     def checkpoint_metadata(self) -> Mapping[str, Any] | None:
         """JSON-ready data to keep with a durable run's checkpoints (under their
@@ -183,6 +210,14 @@ class _ObserverGroup(RunObserver):
         for observer in self.observers:
             observer.run_finished(status, error)
 
+    def request(self, executor_id: str, request_id: str, superstep: int) -> None:
+        for observer in self.observers:
+            observer.request(executor_id, request_id, superstep)
+
+    def checkpoint_written(self, checkpoint_id: str, superstep: int, status: str) -> None:
+        for observer in self.observers:
+            observer.checkpoint_written(checkpoint_id, superstep, status)
+
     def checkpoint_metadata(self) -> Mapping[str, Any] | None:
         merged: dict[str, Any] = {}
         for observer in self.observers:
@@ -190,7 +225,7 @@ class _ObserverGroup(RunObserver):
         return merged or None
 
 
-# -- inside the kernel: what an observed run runs instead -----------------------------------
+# -- inside the kernel: the runner's seam -------------------------------------------------
 
 
 class _Current:
@@ -244,7 +279,18 @@ class _TaggedOutbox(list[tuple[str, Any, "str | None"]]):
         super().append(entry)
         self.senders.append(self._sender())
 
+    def sort(self, *, key: Any = None, reverse: bool = False) -> None:
+        """Sort the messages (stably) and their senders with them."""
+        order = sorted(range(len(self)), key=lambda i: key(self[i]), reverse=reverse)
+        entries, senders = list(self), self.senders
+        self[:] = [entries[i] for i in order]
+        self.senders = [senders[i] for i in order]
+
     def extend(self, entries: Any) -> None:
+        if isinstance(entries, _TaggedOutbox):  # a buffered invocation's, committed
+            super().extend(entries)
+            self.senders.extend(entries.senders)
+            return
         entries = list(entries)
         super().extend(entries)
         self.senders.extend([self._sender()] * len(entries))
@@ -255,59 +301,62 @@ def _handles(earlier: list[Any] | None, sender: Any) -> tuple[Any, ...]:
     return tuple(h for h in found if h is not None)
 
 
-class _Observation:
-    """Installed on a :class:`~plait.runner.Runner` whose run has an observer: wraps its
-    invoke, route, flush and run methods, which stay untouched for every other run."""
+class Observation:
+    """The runner's seam to the observer of one run (made only for an observed run: an
+    unobserved one has none, and pays nothing). The runner calls it as the run goes —
+    :meth:`begin` and :meth:`finish` a superstep, :meth:`invoke` each invocation,
+    :meth:`route` and :meth:`flush` the messages — and it tells the observer, keeping
+    which invocation sent what each delivery carries.
 
-    def __init__(self, runner: Runner, observer: RunObserver) -> None:
-        self.runner = runner
-        self.state = runner.state
+    :param invoke: the runner's plain invocation, which :meth:`invoke` wraps.
+    """
+
+    def __init__(
+        self,
+        graph: CompiledGraph,
+        state: RunState,
+        observer: RunObserver,
+        invoke: Callable[[str, Any, int, Any], Awaitable[None]],
+    ) -> None:
+        self.state = state
         self.observer = observer
+        self.plain_invoke = invoke
         self.step = 0  # the superstep whose span is open (0: none)
         self.links: dict[str, list[tuple[Any, ...]]] = {}  # senders per delivery, this step
         self.next_links: dict[str, list[tuple[Any, ...]]] = {}  # ... of the next step
         # senders whose messages a stateful router (a fan-in) buffers, by its targets
         self.pending: dict[str, list[Any]] = {}
         self.buffering: dict[str, list[str]] = {}
-        for _gid, edge_runner in runner.graph.stateful:
+        for _gid, edge_runner in graph.stateful:
             for source in edge_runner.group.sources:
                 self.buffering.setdefault(source, []).extend(edge_runner.group.targets)
-        self.plain_invoke: Callable[..., Any] = runner._invoke
-        self.plain_route: Callable[[], Inbox] = runner._route
-        self.plain_flush: Callable[[Inbox], None] = runner._flush
-        self.plain_run: Callable[[Inbox], Any] = runner.run
-        runner._invoke = self.invoke  # type: ignore[method-assign]
-        runner._route = self.route  # type: ignore[method-assign]
-        runner._flush = self.flush  # type: ignore[method-assign]
-        runner.run = self.run  # type: ignore[method-assign]
-        self.state.outbox = _TaggedOutbox(self.state)
+        state.outbox = _TaggedOutbox(state)
+        state.outbox_factory = self._outbox
 
-    def _begin(self, step: int) -> None:
+    def _outbox(self) -> list[tuple[str, Any, str | None]]:
+        return _TaggedOutbox(self.state)
+
+    def begin(self, step: int, executor_ids: tuple[str, ...]) -> None:
+        """Superstep ``step`` starts (the last one, if any, ended well)."""
         if self.step:
             self.observer.superstep_finished(self.step, None)
         self.step = step
         self.links, self.next_links = self.next_links, {}
-        self.observer.superstep_started(step, tuple(self.runner.current))
+        self.observer.superstep_started(step, executor_ids)
 
-    async def run(self, inbox: Inbox) -> Any:
-        try:
-            status = await self.plain_run(inbox)
-        except BaseException as exc:
-            if self.step:
-                # an error before the next superstep's first invocation (a visit limit)
-                # belongs to the run, not to the superstep that ended well
-                failed = self.state.superstep == self.step
-                self.observer.superstep_finished(self.step, exc if failed else None)
-            raise
+    def finish(self, error: BaseException | None) -> None:
+        """The run's supersteps are over (``error``: what ended them, if anything)."""
         if self.step:
-            self.observer.superstep_finished(self.step, None)
-        return status
+            # an error before the next superstep began (a visit limit) belongs to the
+            # run, not to the superstep that ended well
+            failed = error is not None and self.state.superstep == self.step
+            self.observer.superstep_finished(self.step, error if failed else None)
+            self.step = 0
 
-    async def invoke(self, eid: str, message: Any, index: int = 0) -> None:
+    async def invoke(self, eid: str, message: Any, index: int, run: Any) -> None:
+        """The runner's invocation, with its seams: started, retried, finished."""
         state = self.state
         step = state.superstep
-        if step != self.step:
-            self._begin(step)
         links = self.links.get(eid)
         senders = links[index] if links is not None and index < len(links) else ()
         observer = self.observer
@@ -315,7 +364,7 @@ class _Observation:
         current = _Current(state, observer, handle)
         token = _CURRENT.set(current)
         try:
-            await self.plain_invoke(eid, message, index)
+            await self.plain_invoke(eid, message, index, run)
         except BaseException as exc:
             _CURRENT.reset(token)
             cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
@@ -325,7 +374,7 @@ class _Observation:
         _CURRENT.reset(token)
         observer.invocation_finished(handle, current.attempt, "ok", None)
 
-    def route(self) -> Inbox:
+    def route(self, plain_route: Callable[[], Inbox]) -> Inbox:
         """Route message by message (the plain routing, one entry at a time), keeping
         which invocation sent what each delivery carries."""
         state = self.state
@@ -338,7 +387,7 @@ class _Observation:
             for position, entry in enumerate(outbox):
                 sender = senders[position] if position < len(senders) else None
                 state.outbox = [entry]
-                part = self.plain_route()
+                part = plain_route()
                 for target, messages in part.items():
                     inbox.setdefault(target, []).extend(messages)
                     handles = _handles(pending.pop(target, None), sender)
@@ -351,10 +400,10 @@ class _Observation:
         self.next_links = links
         return inbox
 
-    def flush(self, inbox: Inbox) -> None:
+    def flush(self, plain_flush: Callable[[Inbox], None], inbox: Inbox) -> None:
         """The plain flush; what it delivers links to the senders the routers buffered."""
         before = {target: len(messages) for target, messages in inbox.items()}
-        self.plain_flush(inbox)
+        plain_flush(inbox)
         for target, messages in inbox.items():
             had = before.get(target, 0)
             if len(messages) > had:
@@ -362,12 +411,3 @@ class _Observation:
                 links.extend([()] * (had - len(links)))
                 handles = _handles(self.pending.pop(target, None), None)
                 links.extend([handles] * (len(messages) - had))
-
-
-def observe_runner(runner: Runner) -> Callable[[str, Any, int], Awaitable[None]]:
-    """Called once per run by the runner: when a plugin observes the run, install the
-    observing methods; return the invoke that error-edge diversion wraps."""
-    observer = runner.state.observer
-    if observer is None:
-        return runner._invoke
-    return _Observation(runner, observer).invoke

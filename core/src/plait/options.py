@@ -71,6 +71,20 @@ def _callable(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         )
 
 
+def _reducers(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, Mapping):
+        raise RunOptionError(
+            f"run option shared_reducers must be a dict of key -> reducer(current, update), "
+            f"got {type(value).__name__}"
+        )
+    for key, reducer in value.items():
+        if not isinstance(key, str) or not callable(reducer):
+            raise RunOptionError(
+                f"run option shared_reducers[{key!r}] must map a string key to a callable "
+                f"reducer(current, update), got {type(reducer).__name__} {reducer!r}"
+            )
+
+
 #: Keys of a checkpoint's metadata that the kernel writes itself.
 _RESERVED_METADATA = frozenset({"workflow", "topology", "error", "observers", "fingerprint"})
 _JSON_SCALARS = (str, int, float, bool, type(None))
@@ -147,11 +161,17 @@ class RunOptions:
         ends there, after that superstep's checkpoint, with status ``running`` and what
         is still pending kept for :meth:`~plait.Workflow.resume`. How ``plait run`` stops
         on Ctrl-C.
+    :param shared_reducers: shared-state key -> ``reducer(current, update)``: how the
+        writes of several executors to that key in one superstep combine (folded in the
+        canonical order: the executors' rank in the graph, then the order of their
+        writes). Without one, two executors writing one key in one superstep is a
+        :class:`~plait.errors.SharedStateConflictError`.
     :param watch: called once as the run starts with a :class:`plait.watch.RunWatch`, a
         live read-only view (superstep, executors running, outputs, retries) that a
         progress display polls at its own pace: it costs the run nothing per superstep.
 
-    .. versionchanged:: 0.1 ``checkpoint_metadata``, ``on_event``, ``stop`` and ``watch``.
+    .. versionchanged:: 0.1 ``checkpoint_metadata``, ``on_event``, ``stop``, ``watch`` and
+       ``shared_reducers``.
     """
 
     max_supersteps: int = attrs.field(default=100, validator=_positive)
@@ -169,6 +189,9 @@ class RunOptions:
     on_event: Callable[[Any], None] | None = attrs.field(default=None, validator=_callable)
     stop: Any = attrs.field(default=None, validator=_stop_flag)
     watch: Callable[[Any], None] | None = attrs.field(default=None, validator=_callable)
+    shared_reducers: Mapping[str, Callable[[Any, Any], Any]] = attrs.field(
+        factory=dict, validator=_reducers
+    )
 
     @classmethod
     def from_kwargs(cls, defaults: Mapping[str, Any], options: Mapping[str, Any]) -> RunOptions:

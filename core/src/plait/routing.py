@@ -13,12 +13,14 @@ A delivery is a ``(target_id, message)`` tuple; ``route`` returns a list of them
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from .errors import RoutingError, UnhandledMessageError, WorkflowRunError
 from .spec import EdgeGroupSpec
+from .types import type_name
 
-__all__ = ["Delivery", "EdgeRunner", "Router", "RouterEnv"]
+__all__ = ["Delivery", "EdgeRunner", "Router", "RouterEnv", "flush_buffers", "route_outbox"]
 
 #: ``(target_executor_id, message)``
 Delivery = tuple[str, Any]
@@ -95,3 +97,83 @@ class Router(Protocol):
         Raise ``ValueError`` naming the group and the bad option for a misconfiguration.
         """
         ...
+
+
+# -- what the runner does with them at a superstep's barrier --------------------------------
+
+#: ``(source executor id, message, explicit target or None)``: one message sent
+Sent = tuple[str, Any, "str | None"]
+
+
+def route_outbox(
+    outbox: Iterable[Sent],
+    routes_from: Mapping[str, Sequence[tuple[str, EdgeRunner]]],
+    router_state: Mapping[str, Any],
+    superstep: int,
+) -> dict[str, list[Any]]:
+    """The next superstep's deliveries (target -> messages) for a superstep's messages,
+    routed in the order given (the runner gives the canonical order) through each
+    sender's edge groups.
+
+    :raises UnhandledMessageError: a sender has no outgoing edges, or no edge group of it
+        reaches the target it named.
+    :raises RoutingError: a router failed, naming its edge group.
+    """
+    inbox: dict[str, list[Any]] = {}
+    for source, message, target in outbox:
+        runners = routes_from.get(source)
+        if not runners:
+            raise UnhandledMessageError(
+                f"executor {source!r} sent a message of type {type_name(type(message))} "
+                f"in superstep {superstep} but has no outgoing edges",
+                executor_id=source,
+                superstep=superstep,
+            )
+        delivered = False
+        for gid, runner in runners:
+            try:
+                deliveries = runner.route(source, message, target, router_state.get(gid))
+            except WorkflowRunError:
+                raise
+            except Exception as exc:
+                raise RoutingError(
+                    f"edge group {gid!r} failed to route a {type_name(type(message))} "
+                    f"from {source!r} in superstep {superstep}: "
+                    f"{type(exc).__name__}: {exc}",
+                    executor_id=source,
+                    superstep=superstep,
+                ) from exc
+            for tgt, data in deliveries:
+                delivered = True
+                box = inbox.get(tgt)
+                if box is None:
+                    inbox[tgt] = [data]
+                else:
+                    box.append(data)
+        reached = delivered or target is None
+        if not reached and not any(target in runner.group.targets for _, runner in runners):
+            raise UnhandledMessageError(
+                f"executor {source!r} sent a message to {target!r}, which none of its "
+                f"edge groups reaches",
+                executor_id=source,
+                superstep=superstep,
+            )
+    return inbox
+
+
+def flush_buffers(
+    flushers: Iterable[tuple[str, EdgeRunner]],
+    router_state: Mapping[str, Any],
+    reach: Mapping[str, Collection[str]],
+    active: Collection[str],
+    inbox: dict[str, list[Any]],
+) -> None:
+    """Add to ``inbox`` what the buffering edge groups (``flushers``) deliver now that
+    only the ``active`` executors (and what they reach) can still send."""
+
+    def can_still_send(executor_id: str) -> bool:
+        return any(executor_id in reach[a] for a in active)
+
+    for gid, runner in flushers:
+        for tgt, data in runner.flush(router_state.get(gid), can_still_send):
+            inbox.setdefault(tgt, []).append(data)

@@ -17,35 +17,34 @@ spawns no task; no event is built unless someone consumes it; messages are never
 from __future__ import annotations
 
 import asyncio
-from asyncio import CancelledError
+import sys
 from collections.abc import Awaitable, Callable
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
 
-from .attempts import cancelled_from_inside, invoke_with_policy, wrap_failure
-from .context import InvocationFailure, WorkflowContext
+if sys.version_info < (3, 11):  # pragma: no cover - exercised on 3.10 only
+    from exceptiongroup import BaseExceptionGroup  # type: ignore[import-not-found,unused-ignore]
+
+from .attempts import failure, invoke_with_policy, with_siblings
+from .context import InvocationFailure
 from .errors import (
     ExecutorFailedError,
-    RoutingError,
-    RunOptionError,
     SuperstepLimitError,
     UnhandledMessageError,
     VisitLimitError,
     WorkflowRunError,
 )
 from .events import (
-    ExecutorCompleted,
-    ExecutorFailed,
-    ExecutorInvoked,
     RunStatus,
-    SuperstepFinished,
-    SuperstepStarted,
 )
-from .observe import observe_runner
+from .graph import resolve_limits
+from .observe import Observation
 from .options import RunOptions
-from .state import PendingRequest, RunState
+from .routing import flush_buffers, route_outbox
+from .state import Effects, PendingRequest, RunState
 from .types import type_name
 from .watch import RunWatch
 
@@ -56,8 +55,9 @@ __all__ = ["RunOptions", "RunState", "PendingRequest", "Runner"]
 
 
 Inbox = dict[str, list[Any]]
-#: (executor id, its messages, a limiter for concurrent messages, index of the first)
-Job = tuple[str, list[Any], "anyio.CapacityLimiter | None", int]
+#: (executor id, its messages, a limiter for concurrent messages, index of the first,
+#: where its effects go: the run, or effects of its own for a concurrent message)
+Job = tuple[str, list[Any], "anyio.CapacityLimiter | None", int, "RunState | Effects"]
 # yield to the event loop (a cancellation point too) at least this often on inline
 # supersteps, so other runs, stream consumers and cancel scopes get their turn even when
 # every handler completes without awaiting anything
@@ -73,14 +73,12 @@ class Runner:
         options: RunOptions,
         state: RunState,
         *,
-        detail: bool,
         live: bool,
         on_superstep: Callable[[Runner, Inbox], Any] | None = None,
     ) -> None:
         self.graph = graph
         self.options = options
         self.state = state
-        self.detail = detail  # build superstep/executor events
         self.live = live  # yield to the consumer every superstep
         self.on_superstep = on_superstep
         self.stop = options.stop  # asked at each superstep boundary (see RunOptions.stop)
@@ -88,39 +86,40 @@ class Runner:
         if options.watch is not None:  # a display that looks at the run at its own pace
             options.watch(RunWatch(self))
         self.failures: list[BaseException] = []
-        self.diverted: list[tuple[str, Any]] = []  # failures taken by error edges
-        self._undiverted = observe_runner(self)  # observing methods if a plugin observes the run
+        #: failures taken by error edges: (sender's rank, message index, target, failure)
+        self.diverted: list[tuple[int, int, str, Any]] = []
+        #: the seam to the run's observer; ``None`` when nobody observes the run
+        self.observation: Observation | None = None
+        # the invocation, as this run needs it: plain, observed, diverting failures
+        self._undiverted = self._invoke
+        if state.observer is not None:
+            self.observation = Observation(graph, state, state.observer, self._invoke)
+            self._undiverted = self.observation.invoke
+            self._invoke = self._undiverted  # type: ignore[method-assign]
         if graph.error_targets:
             self._invoke = self._invoke_diverting  # type: ignore[method-assign]
-        self.policies = graph.policies
         self.executors = graph.run_executors  # placed ones resolved when it compiled
         #: called before a retry's backoff (durable runs record the attempt count)
         self.on_retry: Callable[[str, int], Awaitable[None]] | None = None
         self.native_asyncio = _on_asyncio()
-        # asked per run, so an observer registered after build() still sees supersteps
-        self.observe_supersteps = graph.plugin_manager.observers()[1]
         self.current: Inbox = {}  # the deliveries of the running superstep
         self.last_ran: Inbox = {}  # the deliveries of the superstep that just finished
         self.global_limiter = (
             anyio.CapacityLimiter(options.max_concurrency) if options.max_concurrency else None
         )
-        self.concurrency = graph.default_concurrency
-        if options.executor_concurrency:
-            self.concurrency = {
-                eid: n
-                for eid, ex in graph.executors.items()
-                if (n := options.executor_concurrency.get(eid, ex.max_concurrency or 1)) > 1
-            }
-        self.visit_limits = graph.default_visit_limits
-        if options.executor_max_visits or options.max_visits:
-            self.visit_limits = {}
-            for eid, ex in graph.executors.items():
-                limit = options.executor_max_visits.get(eid) or ex.max_visits or options.max_visits
-                if limit:
-                    self.visit_limits[eid] = limit
-        for eid in (*options.executor_concurrency, *options.executor_max_visits):
-            if eid not in graph.executors:
-                raise RunOptionError(f"run option names unknown executor {eid!r}")
+        limits = graph.limits
+        if options.executor_concurrency or options.executor_max_visits or options.max_visits:
+            limits = resolve_limits(graph, options)
+        self.concurrency = limits.concurrency
+        self.visit_limits = limits.visits
+        self.policies = limits.policies
+        self.rank = rank = graph.rank
+
+        def by_rank(entry: tuple[Any, ...]) -> int:
+            return rank[entry[0]]  # what a superstep's effects are sorted by: the sender's
+
+        self.by_rank = by_rank
+        state.reducers = options.shared_reducers
         for gid, runner in graph.stateful:
             if gid not in state.router_state:
                 state.router_state[gid] = runner.initial_state()
@@ -129,8 +128,21 @@ class Runner:
 
     async def run(self, inbox: Inbox) -> RunStatus:
         """Run supersteps until nothing is pending; return the final status."""
-        state, emit, stop = self.state, self.state.emit, self.stop
+        observation = self.observation
+        if observation is None:
+            return await self._supersteps(inbox, None)
+        try:
+            status = await self._supersteps(inbox, observation)
+        except BaseException as exc:
+            observation.finish(exc)
+            raise
+        observation.finish(None)
+        return status
+
+    async def _supersteps(self, inbox: Inbox, observation: Observation | None) -> RunStatus:
+        state, stop = self.state, self.stop
         limit = self.options.max_supersteps
+        routes, router_state = self.graph.routes_from, state.router_state
         while inbox:
             if state.superstep >= limit:
                 raise SuperstepLimitError(
@@ -142,36 +154,44 @@ class Runner:
             state.superstep += 1
             step = state.superstep
             self.current = inbox
-            if self.detail and emit is not None:
-                emit(SuperstepStarted(step, tuple(inbox)))
             if self.visit_limits:
                 self._count_visits(inbox)
+            if observation is not None:
+                observation.begin(step, tuple(inbox))
             if len(inbox) == 1:
                 ((eid, messages),) = inbox.items()
                 if len(messages) == 1 or eid not in self.concurrency:
                     if len(messages) == 1:
-                        await self._invoke(eid, messages[0])
+                        await self._invoke(eid, messages[0], 0, state)
                     else:
                         for index, message in enumerate(messages):
-                            await self._invoke(eid, message, index)
+                            await self._invoke(eid, message, index, state)
                     if self.live or step % _YIELD_EVERY == 0:
                         await anyio.lowlevel.checkpoint()
                 else:
                     await self._parallel(inbox)
             else:
                 await self._parallel(inbox)
+            if state.staged:
+                state.commit_shared()
             ran = inbox
-            inbox = self._route() if state.outbox else {}
+            if not state.outbox:
+                inbox = {}
+            elif observation is None:
+                outbox, state.outbox = state.outbox, []
+                inbox = route_outbox(outbox, routes, router_state, step)
+            else:
+                inbox = observation.route(self._route)
             if self.diverted:
-                for target, failure in self.diverted:
-                    inbox.setdefault(target, []).append(failure)
+                self.diverted.sort(key=itemgetter(0, 1))  # the canonical order, as messages
+                for _, _, target, diverted in self.diverted:
+                    inbox.setdefault(target, []).append(diverted)
                 self.diverted = []
             if self.graph.flushers:
-                self._flush(inbox)
-            if self.detail and emit is not None:
-                emit(SuperstepFinished(step, tuple(ran)))
-            if self.observe_supersteps:
-                self.graph.plugin_manager.notify_superstep_finished(state.run_id, step, list(ran))
+                if observation is None:
+                    self._flush(inbox)
+                else:
+                    observation.flush(self._flush, inbox)
             if self.on_superstep is not None:
                 self.last_ran = ran
                 await self.on_superstep(self, inbox)
@@ -195,10 +215,12 @@ class Runner:
                     superstep=self.state.superstep,
                 )
 
-    async def _invoke_diverting(self, eid: str, message: Any, index: int = 0) -> None:
+    async def _invoke_diverting(
+        self, eid: str, message: Any, index: int, run: RunState | Effects
+    ) -> None:
         """:meth:`_invoke` for graphs with error edges (installed per run only for them)."""
         try:
-            await self._undiverted(eid, message, index)
+            await self._undiverted(eid, message, index, run)
         except WorkflowRunError as exc:
             targets = self.graph.error_targets.get(eid)
             if not targets or exc.executor_id != eid:
@@ -208,13 +230,17 @@ class Runner:
             failure = InvocationFailure(
                 eid, self.state.superstep, type(cause or exc).__name__, str(cause or exc), message
             )
-            self.diverted.extend((target, failure) for target in targets)
+            rank = self.rank[eid]
+            self.diverted.extend((rank, index, target, failure) for target in targets)
 
-    async def _invoke(self, eid: str, message: Any, index: int = 0) -> None:
+    async def _invoke(self, eid: str, message: Any, index: int, run: RunState | Effects) -> None:
+        """Invoke ``eid`` on ``message``, its ``index``-th delivery of this superstep, with
+        its effects going to ``run`` (the run itself, or the effects of its job in a
+        superstep with several deliveries)."""
         executor = self.executors[eid]
         found = executor.find_handler(message)
-        step = self.state.superstep
         if found is None:
+            step = self.state.superstep
             accepts = ", ".join(type_name(t) for t in executor.input_types) or "nothing"
             raise UnhandledMessageError(
                 f"executor {eid!r} has no handler for a message of type "
@@ -222,98 +248,99 @@ class Runner:
                 executor_id=eid,
                 superstep=step,
             )
-        emit = self.state.emit if self.detail else None
-        if emit is not None:
-            emit(ExecutorInvoked(eid, step))
-        if self.policies and (policy := self.policies.get(eid)) is not None:
+        policy = self.policies.get(eid) if self.policies else None
+        if policy is None:
+            # the hot path: one attempt, straight to ``run``; failures read as under a policy
+            if type(run) is RunState:
+                ctx = run.contexts.get(eid) or run.context(eid)
+            else:
+                ctx = run.context(eid)
+            ctx._index = index
+            try:
+                await found.call(message, ctx)
+            except BaseException as exc:
+                error = failure(eid, self.state.superstep, exc, self.native_asyncio)
+                raise error from error.__cause__
+        else:
             await invoke_with_policy(
-                self.state,
+                run,
                 eid,
                 found.call,
                 message,
                 index,
                 policy,
-                emit=emit,
                 native_asyncio=self.native_asyncio,
                 on_retry=self.on_retry,
             )
-        else:
-            if self.concurrency and eid in self.concurrency:
-                # concurrent messages of one executor each get a context of their own
-                ctx = WorkflowContext(
-                    self.state, eid, self.state.executor_state.setdefault(eid, {})
-                )
-            else:
-                ctx = self.state.contexts.get(eid) or self.state.context(eid)
-            ctx._index = index
-            try:
-                await found.call(message, ctx)
-            except asyncio.CancelledError as exc:
-                if not cancelled_from_inside(self.native_asyncio):
-                    raise
-                if emit is not None:
-                    emit(ExecutorFailed(eid, step, exc))
-                raise wrap_failure(eid, step, exc) from exc
-            except WorkflowRunError as exc:
-                if emit is not None and exc.executor_id == eid:
-                    emit(ExecutorFailed(eid, step, exc))
-                raise
-            except Exception as exc:
-                if emit is not None:
-                    emit(ExecutorFailed(eid, step, exc))
-                raise wrap_failure(eid, step, exc) from exc
-        if emit is not None:
-            emit(ExecutorCompleted(eid, step))
 
     async def _parallel(self, inbox: Inbox) -> None:
+        """Run a superstep with several deliveries concurrently, then put what the jobs did
+        in the canonical order — the sender's rank in the graph, then the index of its
+        message, then the order of its calls — never the order jobs finished in.
+
+        Jobs write to the run as they go; the run defers outputs, events and requests
+        until the barrier, and the outbox and the staged shared-state writes are sorted
+        there, stably, by the sender's rank (one job handles an executor's messages in
+        order). Only the messages of an executor handled concurrently need effects of
+        their own, committed in the order of their index.
+        """
         jobs: list[Job] = []
+        state = self.state
         for eid, messages in inbox.items():
             if eid in self.concurrency and len(messages) > 1:
                 limiter = anyio.CapacityLimiter(self.concurrency[eid])
-                jobs.extend((eid, [message], limiter, i) for i, message in enumerate(messages))
+                for i, message in enumerate(messages):
+                    jobs.append((eid, [message], limiter, i, Effects(state, state)))
             else:
-                jobs.append((eid, messages, None, 0))
-        if self.native_asyncio:
-            await self._parallel_asyncio(jobs)
-            return
-        self.failures = []
-        async with anyio.create_task_group() as tg:
-            for job in jobs:
-                tg.start_soon(self._guarded, tg, job)
-        if self.failures:
-            raise _with_siblings(self.failures)
-
-    async def _parallel_asyncio(self, jobs: list[Job]) -> None:
-        """The same structured fan-out on plain asyncio tasks (a fifth of anyio's cost per
-        task). Siblings are cancelled and awaited on the first failure and when the run is
-        cancelled; every sibling that failed on its own is reported with the first."""
-        loop = asyncio.get_running_loop()
-        tasks = [loop.create_task(self._job(job)) for job in jobs]
+                jobs.append((eid, messages, None, 0, state))
+        state.deferred = []
         try:
-            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-        except BaseException:
-            await _cancel_and_wait(tasks)
-            raise
-        if pending:
-            await _cancel_and_wait(pending)
+            if self.native_asyncio and _AsyncioTaskGroup is not None:
+                await self._run_jobs_asyncio(jobs)
+            else:
+                self.failures = []
+                async with anyio.create_task_group() as tg:
+                    for job in jobs:
+                        tg.start_soon(self._guarded, tg, job)
+                if self.failures:
+                    raise with_siblings(self.failures)
+            for job in jobs:
+                if job[2] is not None:  # an executor's concurrent messages, by index
+                    job[4].commit()  # type: ignore[union-attr]
+        finally:
+            deferred, state.deferred = state.deferred, None
+        by_rank = self.by_rank
+        if len(state.outbox) > 1:
+            state.outbox.sort(key=by_rank)
+        if len(state.staged) > 1:
+            state.staged.sort(key=by_rank)
+        if deferred:
+            deferred.sort(key=by_rank)
+            state.replay(deferred)
+
+    async def _run_jobs_asyncio(self, jobs: list[Job]) -> None:
+        """The jobs in an :class:`asyncio.TaskGroup` (Python 3.11+): the same structure as
+        an anyio task group — no job outlives the block, the first failure cancels its
+        siblings, a cancellation of the run cancels them all and waits for them — at a
+        fifth of anyio's cost per task on asyncio, which a wide superstep pays per job."""
         failures: list[BaseException] = []
-        for job, task in zip(jobs, tasks):
-            if not task.cancelled():
-                if (error := task.exception()) is not None:
-                    failures.append(error)
-            elif task in done:  # cancelled before we cancelled any: by its handler (3.10)
-                failures.append(wrap_failure(job[0], self.state.superstep, CancelledError()))
-        if failures:
-            raise _with_siblings(failures)
+        try:
+            async with _AsyncioTaskGroup() as tg:  # type: ignore[misc]
+                for job in jobs:
+                    tg.create_task(self._job(job))
+        except BaseExceptionGroup as group:
+            failures.extend(group.exceptions)
+        if failures:  # raised here, not in the handler above: the errors keep their causes
+            raise with_siblings(failures)
 
     async def _job(self, job: Job) -> None:
-        eid, messages, limiter, first = job
+        eid, messages, limiter, first, effects = job
         for offset, message in enumerate(messages):
             if limiter is not None:
                 async with limiter:
-                    await self._limited(eid, message, first + offset)
+                    await self._limited(eid, message, first + offset, effects)
             else:
-                await self._limited(eid, message, first + offset)
+                await self._limited(eid, message, first + offset, effects)
 
     async def _guarded(self, tg: anyio.abc.TaskGroup, job: Job) -> None:
         try:
@@ -323,92 +350,30 @@ class Runner:
             self.failures.append(exc)
             tg.cancel_scope.cancel()
 
-    async def _limited(self, eid: str, message: Any, index: int) -> None:
+    async def _limited(
+        self, eid: str, message: Any, index: int, effects: RunState | Effects
+    ) -> None:
         if self.global_limiter is None:
-            await self._invoke(eid, message, index)
+            await self._invoke(eid, message, index, effects)
         else:
             async with self.global_limiter:
-                await self._invoke(eid, message, index)
+                await self._invoke(eid, message, index, effects)
 
     # -- routing ---------------------------------------------------------------------
 
     def _route(self) -> Inbox:
         state = self.state
         outbox, state.outbox = state.outbox, []
-        routes = self.graph.routes_from
-        router_state = state.router_state
-        inbox: Inbox = {}
-        for source, message, target in outbox:
-            runners = routes.get(source)
-            if not runners:
-                raise UnhandledMessageError(
-                    f"executor {source!r} sent a message of type {type_name(type(message))} "
-                    f"in superstep {state.superstep} but has no outgoing edges",
-                    executor_id=source,
-                    superstep=state.superstep,
-                )
-            delivered = False
-            for gid, runner in runners:
-                try:
-                    deliveries = runner.route(source, message, target, router_state.get(gid))
-                except WorkflowRunError:
-                    raise
-                except Exception as exc:
-                    raise RoutingError(
-                        f"edge group {gid!r} failed to route a {type_name(type(message))} "
-                        f"from {source!r} in superstep {state.superstep}: "
-                        f"{type(exc).__name__}: {exc}",
-                        executor_id=source,
-                        superstep=state.superstep,
-                    ) from exc
-                for tgt, data in deliveries:
-                    delivered = True
-                    box = inbox.get(tgt)
-                    if box is None:
-                        inbox[tgt] = [data]
-                    else:
-                        box.append(data)
-            if target is not None and not delivered:
-                self._check_target(source, target, runners)
-        return inbox
-
-    def _check_target(self, source: str, target: str, runners: Any) -> None:
-        if not any(target in runner.group.targets for _, runner in runners):
-            raise UnhandledMessageError(
-                f"executor {source!r} sent a message to {target!r}, which none of its edge "
-                f"groups reaches",
-                executor_id=source,
-                superstep=self.state.superstep,
-            )
+        return route_outbox(outbox, self.graph.routes_from, state.router_state, state.superstep)
 
     def _flush(self, inbox: Inbox) -> None:
-        reach = self.graph.reach
-        active = set(inbox) | {p.executor_id for p in self.state.pending_requests.values()}
-
-        def can_still_send(executor_id: str) -> bool:
-            return any(executor_id in reach[a] for a in active)
-
-        for gid, runner in self.graph.flushers:
-            for tgt, data in runner.flush(self.state.router_state.get(gid), can_still_send):
-                inbox.setdefault(tgt, []).append(data)
+        pending = self.state.pending_requests.values()
+        active = set(inbox) | {request.executor_id for request in pending}
+        flush_buffers(self.graph.flushers, self.state.router_state, self.graph.reach, active, inbox)
 
 
-def _with_siblings(failures: list[BaseException]) -> BaseException:
-    """A parallel superstep's first failure, with the others (``sibling_errors``; notes)."""
-    first, others = failures[0], failures[1:]
-    setattr(first, "sibling_errors", list(others))
-    add_note = getattr(first, "add_note", None)
-    if add_note is not None:
-        for other in others:
-            add_note(f"another branch of this superstep failed too: {other}")
-    return first
-
-
-async def _cancel_and_wait(tasks: Any) -> None:
-    for task in tasks:
-        task.cancel()
-    with anyio.CancelScope(shield=True):
-        await asyncio.wait(tasks)
+#: asyncio's own structured task group (Python 3.11+); on 3.10 an anyio task group is used
+_AsyncioTaskGroup = getattr(asyncio, "TaskGroup", None)
 
 
 def _on_asyncio() -> bool:

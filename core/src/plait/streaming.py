@@ -5,13 +5,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import math
 import sys
 import uuid
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -34,20 +32,30 @@ __all__ = ["EventStream"]
 class EventStream:
     """The events of one run, as they happen (what :meth:`Workflow.stream` returns).
 
-    Use it as ``async with workflow.stream(msg) as events: async for event in events``
-    (structured: the run is a task of the block's task group), or iterate it directly.
+    The run always lives in a task group: the one the stream owns as an async context
+    manager (``async with workflow.stream(msg) as events: async for event in events``),
+    or the caller's (``async for event in workflow.stream(msg, task_group=tg)``).
     """
 
-    def __init__(self, workflow: Workflow, message: Any, opts: RunOptions) -> None:
+    def __init__(
+        self,
+        workflow: Workflow,
+        message: Any,
+        opts: RunOptions,
+        task_group: anyio.abc.TaskGroup | None = None,
+    ) -> None:
         self._workflow = workflow
         self._message = message
         self._opts = opts
+        self._caller_group = task_group
         self._group: anyio.abc.TaskGroup | None = None
         self._receive: Any = None
         self._results: list[WorkflowRunResult] = []
         self._crashed: list[BaseException] = []
         self._entered = False
-        self._plain: Any = None
+        # held weakly: the loop owns the iterator, so an abandoned one is finalised (and
+        # its run cancelled) as soon as the loop drops it
+        self._iterator: weakref.ref[AsyncGenerator[WorkflowEvent, None]] | None = None
 
     # -- structured form -------------------------------------------------------------------
 
@@ -81,21 +89,26 @@ class EventStream:
             self._receive.close()
 
     def __aiter__(self) -> AsyncIterator[WorkflowEvent]:
-        if not self._entered:
-            plain = self._plain() if self._plain is not None else None
-            if plain is None:
-                plain = self._detached()
-                # held weakly: the loop owns the generator, so an abandoned one is finalised
-                # (and its run cancelled) as soon as the loop drops it
-                self._plain = weakref.ref(plain)
-            return plain
-        return self._events()
+        if self._entered:
+            return self._events()
+        if self._caller_group is None:
+            raise RuntimeError(
+                "a workflow stream runs in a task group: use `async with "
+                "workflow.stream(message) as events: async for event in events`, or pass "
+                "the caller's group, `workflow.stream(message, task_group=tg)`"
+            )
+        if self._iterator is not None:
+            raise RuntimeError("a workflow stream can be iterated once")
+        iterator = self._in_caller_group(self._caller_group)
+        self._iterator = weakref.ref(iterator)
+        return iterator
 
     async def aclose(self) -> None:
-        """Stop the plain form's run now (what ``contextlib.aclosing`` calls)."""
-        plain = self._plain() if self._plain is not None else None
-        if plain is not None:
-            await plain.aclose()
+        """Stop the run now, in the caller's task group (what ``contextlib.aclosing``
+        calls)."""
+        iterator = self._iterator() if self._iterator is not None else None
+        if iterator is not None:
+            await iterator.aclose()
 
     async def _events(self) -> AsyncIterator[WorkflowEvent]:
         async for event in self._receive:
@@ -132,47 +145,29 @@ class EventStream:
             raise RuntimeError("the streamed run ended without a result")
         self._workflow._finish(self._results[0], self._opts)
 
-    # -- the plain form ----------------------------------------------------------------------
+    # -- in the caller's task group ----------------------------------------------------------
 
-    async def _detached(self) -> AsyncIterator[WorkflowEvent]:
+    async def _in_caller_group(
+        self, group: anyio.abc.TaskGroup
+    ) -> AsyncGenerator[WorkflowEvent, None]:
         send, receive = anyio.create_memory_object_stream[WorkflowEvent](math.inf)
         scope = anyio.CancelScope()
-        finished = anyio.Event()
 
         async def produce() -> None:
-            # runs in a task of its own, never across this generator's yields: a task group
-            # here would be exited from whatever task finalises an abandoned iterator
-            try:
-                with scope:
-                    async with send:
+            with scope:
+                async with send:
+                    try:
                         self._results.append(await self._run(send.send_nowait))
-            except Exception as exc:  # an unexpected error reaches the consumer
-                self._crashed.append(exc)
-            finally:
-                send.close()
-                finished.set()
+                    except Exception as exc:  # an unexpected error reaches the consumer
+                        self._crashed.append(exc)
 
-        task = _spawn(produce)  # noqa: F841 - held, so the task is not collected early
+        group.start_soon(produce)
         try:
             async with receive:
                 async for event in receive:
                     yield event
         finally:
+            # leaving early (break, an error, a closed or collected iterator) stops the
+            # run; cancel() needs no await, so it works from whatever task closes us
             scope.cancel()
-            with anyio.CancelScope(shield=True):
-                await finished.wait()
         self._settle()
-
-
-def _spawn(func: Callable[[], Awaitable[None]]) -> Any:
-    """Start ``func`` in a task of its own on the running event loop (asyncio or trio), with
-    a copy of the current context; return a handle the caller must keep (asyncio holds only
-    weak references to its tasks)."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        import trio
-
-        trio.lowlevel.spawn_system_task(func, context=contextvars.copy_context())
-        return None
-    return loop.create_task(func())  # type: ignore[arg-type]

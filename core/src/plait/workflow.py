@@ -26,6 +26,8 @@ from .spec import WorkflowSpec
 
 # what running needs (asyncio, cattrs, events …) is imported by the methods that run
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from .checkpoint import CheckpointStore
     from .events import WorkflowEvent
     from .routing import EdgeRunner
@@ -311,28 +313,24 @@ class Workflow:
         )
         return result, {"run_id": state.run_id, "superstep": state.superstep, "state": body.state}
 
-    def stream(self, message: Any, **options: Any) -> EventStream:
-        """Run the workflow, yielding every event as it happens.
-
-        Preferred form — the run lives in a task group the caller's block owns, and
-        leaving the block (``break``, an error) cancels the run and waits for it::
-
-            async with workflow.stream(message) as events:
-                async for event in events:
-                    ...
-
-        The plain form ``async for event in workflow.stream(message)`` still works: the
-        run then lives in a task of its own, and breaking out cancels it when the iterator
-        is closed (at once with ``contextlib.aclosing``, else when it is collected).
+    def stream(
+        self, message: Any, *, task_group: TaskGroup | None = None, **options: Any
+    ) -> EventStream:
+        """Run the workflow, yielding every event as it happens, in a task group: the
+        stream's own (``async with workflow.stream(message) as events: async for event in
+        events``; leaving the block cancels the run and waits for it) or the caller's
+        (``async for event in workflow.stream(message, task_group=tg)``; leaving the loop
+        or closing the iterator cancels the run). See :class:`~plait.streaming.EventStream`.
 
         A failed run yields its ``RunFinished(status=failed)`` event, then raises (unless
         ``raise_on_failure=False``).
 
-        .. versionchanged:: 0.1 ``async with`` form.
+        .. versionchanged:: 0.1 ``async with`` form; ``task_group``.
         """
         from .streaming import EventStream
 
-        return EventStream(self, message, RunOptions.from_kwargs(self._spec.options, options))
+        opts = RunOptions.from_kwargs(self._spec.options, options)
+        return EventStream(self, message, opts, task_group)
 
     def run_sync(
         self, message: Any, *, backend: str = "asyncio", **options: Any
@@ -357,25 +355,26 @@ class Workflow:
 
         emit = state.emit
         manager = self._graph.plugin_manager
-        started, _, finished, _ = manager.observers()
         if emit is not None:
             emit(RunStarted(state.run_id, self.name))
-        if started:
-            manager.notify_run_started(state.run_id, self)
-        observer = state.observer = manager.observe_run(
-            state.run_id, self, state.superstep, state.observed
-        )
+        observer = manager.observe_run(state.run_id, self, state.superstep, state.observed)
+        if detail and emit is not None:  # the event stream is told through the same seam
+            from .events import EventObserver
+            from .observe import combine
+
+            observer = combine([EventObserver(emit), *([observer] if observer else [])])
+        state.observer = observer
         error: PlaitError | None = None
         status = RunStatus.FAILED
         try:
             if opts.checkpoint is None:
-                runner = Runner(self._graph, opts, state, detail=detail, live=live)
+                runner = Runner(self._graph, opts, state, live=live)
                 status = await runner.run(inbox)
             else:
                 from .durable import run_checkpointed
 
                 status = await run_checkpointed(
-                    self._graph, state, inbox, opts, detail=detail, live=live, parent_id=parent_id
+                    self._graph, state, inbox, opts, live=live, parent_id=parent_id
                 )
         except (WorkflowRunError, CheckpointError) as exc:
             error = exc
@@ -391,13 +390,13 @@ class Workflow:
             error.__cause__ = exc
         except BaseException:
             # cancelled or interrupted: observers still hear that the run ended
-            if finished or observer is not None:
-                manager.notify_run_finished(state.run_id, RunStatus.FAILED.value, None, observer)
+            if observer is not None:
+                observer.run_finished(RunStatus.FAILED.value, None)
             raise
         if emit is not None:
             emit(RunFinished(state.run_id, status, state.superstep, error))
-        if finished or observer is not None:
-            manager.notify_run_finished(state.run_id, status.value, error, observer)
+        if observer is not None:
+            observer.run_finished(status.value, error)
         return WorkflowRunResult(
             run_id=state.run_id,
             status=status,

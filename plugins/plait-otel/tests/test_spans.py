@@ -327,6 +327,30 @@ async def test_a_durable_run_is_traced(exporter: InMemorySpanExporter) -> None:
     ]
     run = spans.one("workflow chain")
     assert run.attributes is not None and run.attributes["plait.run_id"] == result.run_id
+    # each checkpoint is an event on the span of the superstep that wrote it (the first,
+    # written before any superstep, on the run's)
+    steps = sorted(spans.named("superstep"), key=lambda s: s.attributes["plait.superstep"])
+    for number, step in enumerate(steps, start=1):
+        (event,) = [e for e in step.events if e.name == "plait.checkpoint"]
+        assert event.attributes is not None and event.attributes["plait.superstep"] == number
+    assert [e.name for e in run.events] == ["plait.checkpoint"]
+
+
+async def test_a_request_for_outside_input_is_a_span_event(
+    exporter: InMemorySpanExporter,
+) -> None:
+    @executor(id="ask")
+    async def ask(text: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.request_info(f"approve {text}?", str)
+
+    workflow = WorkflowBuilder("asking").add_executor(ask).set_start(ask).build()
+    waiting = await workflow.run("x")
+    (request,) = waiting.pending_requests
+    (step,) = Spans(exporter).named("superstep")
+    (event,) = [e for e in step.events if e.name == "plait.request"]
+    assert event.attributes is not None
+    assert event.attributes["plait.executor_id"] == "ask"
+    assert event.attributes["plait.request_id"] == request.request_id
 
 
 async def test_a_resumed_run_says_where_it_resumed(exporter: InMemorySpanExporter) -> None:

@@ -312,9 +312,10 @@ async def test_nested_parallel_branches_all_start_in_the_same_superstep() -> Non
     workflow = plait.load(NESTED, format="steps", executors=executors)
     steps: list[tuple[int, list[str]]] = []
     with anyio.fail_after(10):
-        async for event in workflow.stream("topic"):
-            if isinstance(event, plait.events.SuperstepStarted):
-                steps.append((event.superstep, sorted(event.executor_ids)))
+        async with workflow.stream("topic") as events:
+            async for event in events:
+                if isinstance(event, plait.events.SuperstepStarted):
+                    steps.append((event.superstep, sorted(event.executor_ids)))
     # the fork, then every branch's first step at once, then the inner and outer joins
     assert steps == [
         (1, ["outer"]),

@@ -218,6 +218,28 @@ class SpanObserver(RunObserver):
         span.end()
 
     @_quiet
+    def request(self, executor_id: str, request_id: str, superstep: int) -> None:
+        """A ``plait.request`` event on the superstep's span (or the run's)."""
+        span = self.step_span or self.run_span
+        span.add_event(
+            "plait.request",
+            {"plait.executor_id": executor_id, "plait.request_id": request_id},
+        )
+
+    @_quiet
+    def checkpoint_written(self, checkpoint_id: str, superstep: int, status: str) -> None:
+        """A ``plait.checkpoint`` event on the superstep's span (or the run's)."""
+        span = self.step_span or self.run_span
+        span.add_event(
+            "plait.checkpoint",
+            {
+                "plait.checkpoint_id": checkpoint_id,
+                "plait.superstep": superstep,
+                "plait.status": status,
+            },
+        )
+
+    @_quiet
     def checkpoint_metadata(self) -> Mapping[str, Any] | None:
         """The run span's trace context, kept with the run's checkpoints: the run that
         resumes it links to this span, in whichever process it runs."""

@@ -101,7 +101,8 @@ async def apply_result(
             ctx._run.request_info(executor_id, request, response_type, request_id=request_id)
     for key in result["shared_deleted"]:
         ctx.shared.pop(key, None)
-    ctx.shared.update(shared)
+    for key, value in shared.items():
+        await ctx.set_shared_state(key, value)
     ctx.state.clear()
     ctx.state.update(state)
 
@@ -150,6 +151,10 @@ class _Recorder:
 
     def emit_custom(self, executor_id: str, data: Any) -> None:
         self.effects.append(["event", data])
+
+    def write_shared(self, executor_id: str, key: str, value: Any) -> None:
+        # the worker's copy of the shared state: the driver stages what changed in it
+        self.shared[key] = value
 
     def request_info(self, executor_id: str, request: Any, response_type: Any) -> str:
         request_id = uuid.uuid4().hex
