@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from urllib.parse import unquote, urlsplit
 
 import anyio.lowlevel
+import attrs
 from plait.checkpoint import (
     Checkpoint,
     CheckpointInfo,
@@ -25,6 +26,7 @@ from plait.checkpoint import (
 )
 from plait.errors import CheckpointNotFoundError
 from plait.leases import Lease, LeaseHolder, lost_error, released
+from plait.runindex import RunPage, RunQuery, RunSummary, parse_int_cursor
 from plait.stores import CheckpointStoreBase, duplicate_error, take_lease, where
 
 __all__ = ["MemoryCheckpointStore"]
@@ -51,6 +53,8 @@ class _Space:
         # run id -> (fencing token, holder or None once released, expires at)
         self.leases: dict[str, tuple[int, LeaseHolder | None, float]] = {}
         self.saved = 0
+        # the run index: run id -> (seq of its latest checkpoint, its summary)
+        self.summaries: dict[str, tuple[int, RunSummary]] = {}
 
 
 _spaces: dict[str, _Space] = {}
@@ -116,6 +120,7 @@ class MemoryCheckpointStore(CheckpointStoreBase):
             space.saved += 1
             space.entries[checkpoint.checkpoint_id] = _Entry(checkpoint.info, data, space.saved)
             space.runs.setdefault(checkpoint.run_id, {})[checkpoint.checkpoint_id] = None
+            _index_saved(space, checkpoint)
 
     async def load(self, checkpoint_id: str) -> Checkpoint:
         """Decode and return the checkpoint ``checkpoint_id``."""
@@ -180,6 +185,23 @@ class MemoryCheckpointStore(CheckpointStoreBase):
             )
             out.append(RunInfo.from_latest(latest, created_at=first.created_at))
         return out
+
+    async def list_runs(self, query: RunQuery) -> RunPage:
+        """A page of the run index (:class:`plait.runindex.RunIndex`), newest first, from
+        the summaries kept as checkpoints are saved (nothing is decoded)."""
+        after = parse_int_cursor(query.cursor)
+        await anyio.lowlevel.checkpoint()
+        self._check_open()
+        with self._space.lock:
+            indexed = sorted(self._space.summaries.values(), key=lambda pair: -pair[0])
+        picked: list[tuple[int, RunSummary]] = []
+        for seq, summary in indexed:
+            if (after is not None and seq >= after) or not query.matches(summary):
+                continue
+            if len(picked) == query.limit:
+                return RunPage([s for _, s in picked], str(picked[-1][0]))
+            picked.append((seq, summary))
+        return RunPage([s for _, s in picked], None)
 
     async def delete(self, checkpoint_id: str) -> None:
         """Remove one checkpoint; nothing happens if it is not there."""
@@ -253,3 +275,41 @@ class MemoryCheckpointStore(CheckpointStoreBase):
             ids.pop(checkpoint_id, None)
         if not ids:
             del self._space.runs[run_id]
+        _reindex_run(self._space, run_id)
+
+
+def _index_saved(space: _Space, checkpoint: Checkpoint) -> None:
+    """Index the run of ``checkpoint``, just saved (under the space's lock)."""
+    known = space.summaries.get(checkpoint.run_id)
+    if known is None:
+        summary = RunSummary.from_checkpoints(
+            checkpoint, created_at=checkpoint.created_at, first_metadata=checkpoint.metadata
+        )
+    else:
+        first = known[1]
+        latest = RunSummary.from_checkpoints(
+            checkpoint, created_at=first.created_at, first_metadata={}
+        )
+        summary = attrs.evolve(
+            latest,
+            forked_from=first.forked_from,
+            forked_from_checkpoint=first.forked_from_checkpoint,
+        )
+    space.summaries[checkpoint.run_id] = (space.saved, summary)
+
+
+def _reindex_run(space: _Space, run_id: str) -> None:
+    """Rebuild the index entry of ``run_id`` after checkpoints of it went (under the lock)."""
+    space.summaries.pop(run_id, None)
+    ids = space.runs.get(run_id)
+    if not ids:
+        return
+    first = space.entries[next(iter(ids))]
+    last = space.entries[next(reversed(ids))]
+    decoded = [
+        decode_checkpoint(e.data, where=where(run_id, e.info.checkpoint_id)) for e in (first, last)
+    ]
+    summary = RunSummary.from_checkpoints(
+        decoded[1], created_at=first.info.created_at, first_metadata=decoded[0].metadata
+    )
+    space.summaries[run_id] = (last.seq, summary)

@@ -1,0 +1,450 @@
+"""Inspecting stored runs: a run index, a read-only view of a checkpoint, diffs and forks.
+
+What a run inspector (``plait ui``) needs from a store, on top of
+:class:`~plait.checkpoint.CheckpointStore`:
+
+- :func:`list_runs` pages through the runs a store holds, newest first, filtered by status,
+  workflow, time, run id and fork origin. A store that keeps an index offers the optional
+  :class:`RunIndex` protocol (``list_runs`` as a method: the SQLite store answers with one
+  indexed query, the memory store from summaries it keeps as it saves); for any other store
+  the function falls back to :meth:`~plait.checkpoint.CheckpointStore.runs`, which reads every
+  run's latest checkpoint on each page.
+- :func:`checkpoint_view` is a checkpoint as stored JSON: a delta merged with its base, never
+  decoded into the workflow's types (the store is a trust boundary: nothing named by stored
+  data is imported or built).
+- :func:`diff_views` says what changed between two views, path by path.
+- :func:`fork_run` copies one checkpoint (merged with its base) into a new run whose
+  summary names where it came from (``forked_from``); ``list_runs(forked_from=run_id)``
+  lists a run's forks, so the link goes both ways.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
+
+from .checkpoint import Checkpoint, CheckpointStore
+from .errors import CheckpointError, CheckpointNotFoundError
+from .runinfo import RunInfo, error_summary
+
+__all__ = [
+    "DEFAULT_PAGE",
+    "CheckpointView",
+    "Change",
+    "RunIndex",
+    "RunPage",
+    "RunQuery",
+    "RunSummary",
+    "checkpoint_view",
+    "diff_views",
+    "fork_run",
+    "forked_from",
+    "list_runs",
+    "merge_state",
+]
+
+#: How many runs a page holds unless ``limit`` says otherwise.
+DEFAULT_PAGE = 50
+#: The most runs one page may hold.
+MAX_PAGE = 500
+
+
+@attrs.frozen
+class RunSummary:
+    """One run as the run index lists it.
+
+    The fields of :class:`~plait.checkpoint.RunInfo` (from the run's latest checkpoint),
+    plus where the run was forked from (``forked_from``, ``forked_from_checkpoint``: the
+    run and checkpoint :func:`fork_run` copied; ``None`` for a run that was not forked).
+
+    .. versionadded:: 0.1
+    """
+
+    run_id: str
+    workflow: str | None
+    status: str
+    superstep: int
+    pending_requests: int
+    error: str | None
+    created_at: float
+    updated_at: float
+    forked_from: str | None = None
+    forked_from_checkpoint: str | None = None
+
+    @classmethod
+    def from_checkpoints(
+        cls, latest: Checkpoint, *, created_at: float, first_metadata: Mapping[str, Any]
+    ) -> RunSummary:
+        """The summary of the run whose latest checkpoint is ``latest``, whose first
+        checkpoint was taken at ``created_at`` with metadata ``first_metadata``."""
+        info = RunInfo.from_latest(latest, created_at=created_at)
+        origin = forked_from(first_metadata)
+        return cls(
+            **attrs.asdict(info),
+            forked_from=origin[0] if origin else None,
+            forked_from_checkpoint=origin[1] if origin else None,
+        )
+
+
+def forked_from(metadata: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(run id, checkpoint id)`` a checkpoint's metadata says its run was forked from."""
+    origin = metadata.get("forked_from")
+    if isinstance(origin, dict):
+        run, checkpoint = origin.get("run_id"), origin.get("checkpoint_id")
+        if isinstance(run, str) and isinstance(checkpoint, str):
+            return run, checkpoint
+    return None
+
+
+@attrs.frozen
+class RunQuery:
+    """What :func:`list_runs` asks for; ``None`` means any.
+
+    :param status: the latest checkpoint's status.
+    :param workflow: the workflow's name.
+    :param since: updated at or after (seconds since the epoch).
+    :param until: updated at or before.
+    :param search: the run id starts with this.
+    :param forked_from: the run was forked from this run.
+    :param limit: at most this many runs (1 to :data:`MAX_PAGE`).
+    :param cursor: the ``next_cursor`` of the previous page.
+
+    .. versionadded:: 0.1
+    """
+
+    status: str | None = None
+    workflow: str | None = None
+    since: float | None = None
+    until: float | None = None
+    search: str | None = None
+    forked_from: str | None = None
+    limit: int = DEFAULT_PAGE
+    cursor: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.limit, int) or isinstance(self.limit, bool):
+            raise ValueError(f"list_runs(limit=...) needs an integer, got {self.limit!r}")
+        if not 1 <= self.limit <= MAX_PAGE:
+            raise ValueError(f"list_runs(limit=...) must be 1 to {MAX_PAGE}, got {self.limit}")
+
+    def matches(self, summary: RunSummary) -> bool:
+        """Whether ``summary`` passes every filter (the cursor aside)."""
+        return (
+            (self.status is None or summary.status == self.status)
+            and (self.workflow is None or summary.workflow == self.workflow)
+            and (self.since is None or summary.updated_at >= self.since)
+            and (self.until is None or summary.updated_at <= self.until)
+            and (self.search is None or summary.run_id.startswith(self.search))
+            and (self.forked_from is None or summary.forked_from == self.forked_from)
+        )
+
+
+@attrs.frozen
+class RunPage:
+    """One page of :func:`list_runs`: the runs, newest first, and the cursor of the next
+    page (``None`` on the last one).
+
+    .. versionadded:: 0.1
+    """
+
+    runs: Sequence[RunSummary]
+    next_cursor: str | None
+
+
+@runtime_checkable
+class RunIndex(Protocol):
+    """The optional store protocol of a store that indexes its runs.
+
+    ``list_runs`` returns a page without reading every run: a SQL store runs one query on
+    an indexed table it keeps in the same transaction as each save. A cursor is opaque to
+    callers; a malformed one is a ``ValueError``.
+
+    .. versionadded:: 0.1
+    """
+
+    async def list_runs(self, query: RunQuery) -> RunPage:
+        """The runs ``query`` asks for, newest first (by their latest checkpoint)."""
+        ...
+
+
+def parse_int_cursor(cursor: str | None) -> int | None:
+    """The position a store's integer cursor holds (``None`` for the first page).
+
+    :raises ValueError: ``cursor`` is not one this index made.
+    """
+    if cursor is None:
+        return None
+    if not cursor.isdigit() or len(cursor) > 19:
+        raise ValueError(f"not a run index cursor: {cursor[:40]!r}")
+    return int(cursor)
+
+
+async def list_runs(
+    store: CheckpointStore,
+    *,
+    status: str | None = None,
+    workflow: str | None = None,
+    since: float | None = None,
+    until: float | None = None,
+    search: str | None = None,
+    forked_from: str | None = None,
+    limit: int = DEFAULT_PAGE,
+    cursor: str | None = None,
+) -> RunPage:
+    """A page of the runs ``store`` holds, newest first, as :class:`RunQuery` filters them.
+
+    Through the store's own index when it offers :class:`RunIndex`; otherwise from
+    :meth:`~plait.checkpoint.CheckpointStore.runs` (every run's latest checkpoint is read
+    for each page, and each listed run's first checkpoint for ``forked_from``).
+
+    :raises ValueError: a bad ``limit`` or ``cursor``.
+
+    .. versionadded:: 0.1
+    """
+    query = RunQuery(status, workflow, since, until, search, forked_from, limit, cursor)
+    if isinstance(store, RunIndex):
+        return await store.list_runs(query)
+    return await _scan_runs(store, query)
+
+
+async def _scan_runs(store: CheckpointStore, query: RunQuery) -> RunPage:
+    after = parse_int_cursor(query.cursor)
+    infos = list(await store.runs())
+    picked: list[RunSummary] = []
+    position = after or 0
+    for index, info in enumerate(infos[position:], start=position):
+        summary = await _summary_of(store, info)
+        if summary is None or not query.matches(summary):
+            continue
+        if len(picked) == query.limit:
+            return RunPage(picked, str(index))
+        picked.append(summary)
+    return RunPage(picked, None)
+
+
+async def _summary_of(store: CheckpointStore, info: RunInfo) -> RunSummary | None:
+    listing = await store.list(info.run_id)
+    if not listing:
+        return None  # deleted between the two reads
+    try:
+        first = await store.load(listing[0].checkpoint_id)
+    except CheckpointNotFoundError:
+        return None
+    origin = forked_from(first.metadata)
+    return RunSummary(
+        **attrs.asdict(info),
+        forked_from=origin[0] if origin else None,
+        forked_from_checkpoint=origin[1] if origin else None,
+    )
+
+
+# -- a read-only view of a checkpoint ---------------------------------------------------------
+
+
+@attrs.frozen
+class CheckpointView:
+    """A checkpoint as stored JSON, a delta merged with its base.
+
+    :param checkpoint: the checkpoint as stored (its ``state`` is JSON values only).
+    :param state: the state with a delta's base merged in (``kind`` is the stored kind).
+    :param base_id: the full checkpoint a delta built on, ``None`` for a full one.
+
+    .. versionadded:: 0.1
+    """
+
+    checkpoint: Checkpoint
+    state: Mapping[str, Any]
+    base_id: str | None
+
+    @property
+    def error(self) -> Mapping[str, Any] | None:
+        """A failed checkpoint's ``metadata["error"]`` (type, message, traceback …)."""
+        error = self.checkpoint.metadata.get("error")
+        return error if isinstance(error, dict) else None
+
+    @property
+    def error_line(self) -> str | None:
+        """:attr:`error` as one line (:func:`~plait.checkpoint.error_summary`)."""
+        return error_summary(self.error)
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _items(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
+
+
+def merge_state(state: Mapping[str, Any], base: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A delta's ``state`` merged onto its base's, as resuming merges them (stored JSON
+    in, stored JSON out; a section of the wrong shape counts as empty)."""
+    if base is None or state.get("kind") != "delta":
+        return dict(state)
+    merged = dict(base)
+    merged["kind"] = "delta"
+    merged["base"] = state.get("base")
+    merged["executor_state"] = {
+        **_mapping(base.get("executor_state")),
+        **_mapping(state.get("executor_state")),
+    }
+    merged["visits"] = {**_mapping(base.get("visits")), **_mapping(state.get("visits"))}
+    merged["outputs"] = _items(base.get("outputs")) + _items(state.get("outputs"))
+    merged["shared"] = state.get("shared", base.get("shared"))
+    for key in ("pending", "router_state", "requests"):
+        merged[key] = state.get(key)
+    merged.pop("attempts", None)
+    if "attempts" in state:
+        merged["attempts"] = state["attempts"]
+    return merged
+
+
+async def checkpoint_view(store: CheckpointStore, checkpoint_id: str) -> CheckpointView:
+    """Checkpoint ``checkpoint_id`` as stored JSON, a delta merged with its base.
+
+    :raises CheckpointNotFoundError: no such checkpoint (or its base is gone).
+    :raises CheckpointError: the delta's base belongs to another run.
+
+    .. versionadded:: 0.1
+    """
+    checkpoint = await store.load(checkpoint_id)
+    state = checkpoint.state
+    base_id = checkpoint.base_id
+    if base_id is None and state.get("kind") == "delta" and isinstance(state.get("base"), str):
+        base_id = state["base"]
+    if base_id is None:
+        return CheckpointView(checkpoint, dict(state), None)
+    base = await store.load(base_id)
+    if base.run_id != checkpoint.run_id:
+        raise CheckpointError(
+            f"checkpoint {checkpoint_id!r} of run {checkpoint.run_id!r} names as its base "
+            f"{base_id!r}, a checkpoint of run {base.run_id!r}"
+        )
+    return CheckpointView(checkpoint, merge_state(state, base.state), base_id)
+
+
+@attrs.frozen
+class Change:
+    """One difference between two views: the path to it (keys and list indexes), what
+    happened (``added``, ``removed``, ``changed``) and the values before and after.
+
+    .. versionadded:: 0.1
+    """
+
+    path: tuple[str | int, ...]
+    op: str
+    before: Any = None
+    after: Any = None
+
+    @property
+    def where(self) -> str:
+        """The path as text: ``executor_state.writer.count``."""
+        return ".".join(str(part) for part in self.path) or "(root)"
+
+
+#: Sections of a state compared by :func:`diff_views`, in this order.
+_SECTIONS = ("pending", "executor_state", "shared", "outputs", "requests", "router_state")
+
+
+def diff_views(
+    before: Mapping[str, Any] | CheckpointView, after: Mapping[str, Any] | CheckpointView
+) -> list[Change]:
+    """What changed from ``before`` to ``after`` (views or merged states), section by
+    section: dicts are compared key by key, anything else as a whole value.
+
+    .. versionadded:: 0.1
+    """
+    old = before.state if isinstance(before, CheckpointView) else before
+    new = after.state if isinstance(after, CheckpointView) else after
+    changes: list[Change] = []
+    for section in _SECTIONS:
+        _diff(old.get(section), new.get(section), (section,), changes, section in old)
+    return changes
+
+
+def _diff(
+    old: Any, new: Any, path: tuple[str | int, ...], out: list[Change], present: bool = True
+) -> None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new), key=str):
+            if key not in new:
+                out.append(Change((*path, key), "removed", before=old[key]))
+            elif key not in old:
+                out.append(Change((*path, key), "added", after=new[key]))
+            else:
+                _diff(old[key], new[key], (*path, key), out)
+    elif old != new:
+        if not present and new is not None:
+            out.append(Change(path, "added", after=new))
+        else:
+            out.append(Change(path, "changed", before=old, after=new))
+
+
+# -- forks ------------------------------------------------------------------------------------
+
+
+async def fork_run(
+    store: CheckpointStore, run_id: str, checkpoint_id: str, *, new_run_id: str | None = None
+) -> str:
+    """Copy checkpoint ``checkpoint_id`` of run ``run_id`` (merged with its base) into a new
+    run and return the new run's id.
+
+    The new run's only checkpoint is a full one with the same superstep, state and topology
+    signature, so resuming the new run (with the same workflow) goes on from there; its
+    metadata records ``forked_from`` (the run and the checkpoint), and keeps the topology of
+    the origin run's first checkpoint. A failed checkpoint forks into a run that is
+    ``running`` again (its pending state is the last good superstep's) and leaves its error
+    behind.
+
+    :raises CheckpointNotFoundError: no such checkpoint.
+    :raises CheckpointError: the checkpoint belongs to another run.
+
+    .. versionadded:: 0.1
+    """
+    view = await checkpoint_view(store, checkpoint_id)
+    origin = view.checkpoint
+    if origin.run_id != run_id:
+        raise CheckpointError(
+            f"checkpoint {checkpoint_id!r} belongs to run {origin.run_id!r}, not {run_id!r}"
+        )
+    metadata = {k: v for k, v in origin.metadata.items() if k != "error"}
+    if "topology" not in metadata:
+        listing = await store.list(run_id)
+        if listing:
+            first = await store.load(listing[0].checkpoint_id)
+            if "topology" in first.metadata:
+                metadata["topology"] = first.metadata["topology"]
+    metadata["forked_from"] = {"run_id": run_id, "checkpoint_id": checkpoint_id}
+    state = dict(view.state)
+    state["kind"] = "full"
+    state.pop("base", None)
+    requests = state.get("requests")
+    if isinstance(requests, list) and requests:
+        status = "idle_with_pending_requests"
+    elif state.get("pending"):
+        status = "running"
+    else:
+        status = "idle"
+    forked = Checkpoint(
+        checkpoint_id=uuid.uuid4().hex,
+        run_id=new_run_id or uuid.uuid4().hex,
+        superstep=origin.superstep,
+        parent_id=None,
+        signature=origin.signature,
+        status=status,
+        created_at=time.time(),
+        state=state,
+        format_version=origin.format_version,
+        metadata=metadata,
+        base_id=None,
+    )
+    if await store.list(forked.run_id):
+        raise CheckpointError(f"run {forked.run_id!r} exists already; fork into a new run id")
+    await store.save(forked)
+    return forked.run_id
