@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import functools
+import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -90,9 +91,29 @@ def wide(n: int, *, name: str | None = None) -> Workflow:
     return builder.set_start(start).build()
 
 
+def in_thread(call: Callable[[], Awaitable[Any]]) -> Any:
+    """``anyio.run(call)`` in a thread of its own: the test's thread may have an event loop
+    running already (Playwright's sync API keeps one)."""
+    outcome: list[Any] = []
+
+    def target() -> None:
+        try:
+            outcome.append((True, anyio.run(call)))
+        except BaseException as exc:
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
 def run(workflow: Workflow, message: Any, url: str, **options: Any) -> Any:
-    """Run ``workflow`` on ``message`` into the store ``url`` (in this thread)."""
-    return anyio.run(functools.partial(workflow.run, message, checkpoint=url, **options))
+    """Run ``workflow`` on ``message`` into the store ``url``."""
+    return in_thread(functools.partial(workflow.run, message, checkpoint=url, **options))
 
 
 def run_failing(workflow: Workflow, message: Any, url: str) -> str:

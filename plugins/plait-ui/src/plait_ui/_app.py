@@ -47,9 +47,11 @@ from starlette.staticfiles import StaticFiles
 
 from ._security import Guard
 from ._views import (
+    DAGRE_LIMIT,
     VALUE_LIMIT,
     graph_elements,
     json_text,
+    layered_positions,
     node_states,
     parse_answer,
     schema_for_name,
@@ -299,8 +301,13 @@ class _Ui:
             topology = view.checkpoint.metadata.get("topology")
         if not isinstance(topology, dict):
             return JSONResponse({"elements": [], "missing": True})
-        states = node_states(view, parent)
-        return JSONResponse({"elements": graph_elements(topology, states), "missing": False})
+        elements = graph_elements(topology, node_states(view, parent))
+        executors = sum(1 for e in elements if "source" not in e["data"])
+        layout = "dagre"
+        if executors > DAGRE_LIMIT:
+            layered_positions(elements, topology.get("start"))
+            layout = "preset"
+        return JSONResponse({"elements": elements, "layout": layout, "missing": False})
 
     async def requests(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
