@@ -23,7 +23,17 @@ from plait_testing.servers import free_port
 from plait_ui import UiSettings, make_app
 from plait_ui._security import allowed_hosts_for
 from playwright.sync_api import Browser, Page, expect, sync_playwright
-from ui_helpers import TOKEN, chain, gate, run, run_failing, sqlite, unique, wide
+from ui_helpers import (
+    TOKEN,
+    chain,
+    gate,
+    run,
+    run_failing,
+    slow_chain,
+    sqlite,
+    unique,
+    wide,
+)
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = [
@@ -234,3 +244,36 @@ def test_a_nested_node_collapses_and_expands(browser: Browser, tmp_path: Path) -
         page.evaluate("void window.plaitGraph.getElementById('part0/').emit('dbltap')")
         assert page.evaluate(inside) == 39
         assert page.evaluate("window.plaitGraph.edges().length") == 39
+
+
+def test_the_graph_advances_while_a_run_steps_in_another_thread(
+    browser: Browser, tmp_path: Path
+) -> None:
+    url = sqlite(tmp_path)
+    run_id = unique("live")
+    stepping = threading.Thread(
+        target=run, args=(slow_chain(4, 1.0), 0, url), kwargs={"run_id": run_id}
+    )
+    stepping.start()
+    try:
+        with served(url) as address, page_of(browser, "live") as page:
+            runs = address.replace("/?", f"/runs/{run_id}?")
+            deadline = time.monotonic() + 20
+            while page.goto(runs).status != 200:  # until the run's first checkpoint exists
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            heading = page.locator("#scrubber h2")
+            first = heading.inner_text()
+            assert "Superstep 0" in first or "Superstep 1" in first
+            # not following: the page stays, and says what is new since it was opened
+            note = page.locator("#new-supersteps a")
+            expect(note).to_contain_text("new checkpoint(s) since you looked", timeout=15_000)
+            expect(heading).to_have_text(first)
+            # following: it moves to each new checkpoint, to the end of the run
+            page.click("#follow")
+            expect(heading).to_contain_text("Superstep 4", timeout=20_000)
+            expect(page.locator("#run-status")).to_have_text("idle", timeout=20_000)
+            graph_drawn(page)
+            assert "ran" in classes_of(page, "s3")
+    finally:
+        stepping.join(timeout=30)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
+import httpx2 as httpx
 import pytest
 from plait_ui import make_app
 from plait_ui._security import CSP, BindError, allowed_hosts_for, check_bind, is_loopback

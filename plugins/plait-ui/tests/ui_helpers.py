@@ -154,3 +154,26 @@ def post(client: TestClient, path: str, data: dict[str, str]) -> Any:
 
 def sqlite(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'runs.db'}"
+
+
+def slow_chain(n: int, seconds: float, *, name: str | None = None) -> Workflow:
+    """``n`` executors in a chain, each waiting ``seconds`` before it passes the message on:
+    a run another process can watch as it steps."""
+
+    def node(i: int) -> Any:
+        @executor(id=f"s{i}")
+        async def step(x: int, ctx: WorkflowContext[int, int]) -> None:
+            await anyio.sleep(seconds)
+            if i == n - 1:
+                await ctx.yield_output(x + 1)
+            else:
+                await ctx.send_message(x + 1)
+
+        return step
+
+    nodes = [node(i) for i in range(n)]
+    builder = WorkflowBuilder(name or unique("slow"), max_supersteps=n + 5)
+    builder.add_executor(nodes[0])
+    for a, b in zip(nodes, nodes[1:]):
+        builder.add_edge(a, b)
+    return builder.set_start(nodes[0]).build()
