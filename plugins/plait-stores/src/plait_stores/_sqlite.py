@@ -60,7 +60,7 @@ from plait.stores import (
 
 from ._common import split_query
 
-__all__ = ["SqliteCheckpointStore", "SCHEMA_VERSION"]
+__all__ = ["SCHEMA_VERSION", "SqliteCheckpointStore", "list_runs_sql"]
 
 _T = TypeVar("_T")
 
@@ -316,36 +316,10 @@ class SqliteCheckpointStore(CheckpointStoreBase):
 
     async def list_runs(self, query: RunQuery) -> RunPage:
         """A page of the run index (:class:`plait.runindex.RunIndex`), newest first: one
-        query on ``plait_runs``, by an index on the column filtered and ``last_seq``."""
-        after = parse_int_cursor(query.cursor)
-        where_sql: builtins.list[str] = []
-        params: builtins.list[Any] = []
-        for column, value in (
-            ("status", query.status),
-            ("workflow", query.workflow),
-            ("forked_from", query.forked_from),
-        ):
-            if value is not None:
-                where_sql.append(f"{column} = ?")
-                params.append(value)
-        if query.since is not None:
-            where_sql.append("updated_at >= ?")
-            params.append(query.since)
-        if query.until is not None:
-            where_sql.append("updated_at <= ?")
-            params.append(query.until)
-        if query.search:
-            where_sql.append("substr(run_id, 1, ?) = ?")
-            params.extend([len(query.search), query.search])
-        if after is not None:
-            where_sql.append("last_seq < ?")
-            params.append(after)
-        sql = f"SELECT {_RUN_COLUMNS}, last_seq FROM plait_runs"
-        if where_sql:
-            sql += " WHERE " + " AND ".join(where_sql)
-        sql += " ORDER BY last_seq DESC LIMIT ?"
-        params.append(query.limit + 1)
-        rows = await self._run(self._fetch_all, sql, tuple(params))
+        query on ``plait_runs``, by an index on the column filtered and ``last_seq``
+        (:func:`list_runs_sql`)."""
+        sql, params = list_runs_sql(query)
+        rows = await self._run(self._fetch_all, sql, params)
         more = len(rows) > query.limit
         rows = rows[: query.limit]
         runs = [RunSummary(*row[:-1]) for row in rows]
@@ -715,3 +689,41 @@ def _index_every_run(conn: sqlite3.Connection) -> None:
     """The run index's back-fill: one row per run already stored."""
     for (run_id,) in conn.execute("SELECT DISTINCT run_id FROM plait_checkpoints").fetchall():
         _reindex_run(conn, run_id)
+
+
+def list_runs_sql(query: RunQuery) -> tuple[str, tuple[Any, ...]]:
+    """The one query of :meth:`SqliteCheckpointStore.list_runs` and its parameters: the
+    page after the cursor (a ``last_seq``), newest first, one row more than the page to
+    know whether another follows.
+
+    :raises ValueError: a malformed cursor.
+    """
+    after = parse_int_cursor(query.cursor)
+    where_sql: builtins.list[str] = []
+    params: builtins.list[Any] = []
+    for column, value in (
+        ("status", query.status),
+        ("workflow", query.workflow),
+        ("forked_from", query.forked_from),
+    ):
+        if value is not None:
+            where_sql.append(f"{column} = ?")
+            params.append(value)
+    if query.since is not None:
+        where_sql.append("updated_at >= ?")
+        params.append(query.since)
+    if query.until is not None:
+        where_sql.append("updated_at <= ?")
+        params.append(query.until)
+    if query.search:
+        where_sql.append("substr(run_id, 1, ?) = ?")
+        params.extend([len(query.search), query.search])
+    if after is not None:
+        where_sql.append("last_seq < ?")
+        params.append(after)
+    sql = f"SELECT {_RUN_COLUMNS}, last_seq FROM plait_runs"
+    if where_sql:
+        sql += " WHERE " + " AND ".join(where_sql)
+    sql += " ORDER BY last_seq DESC LIMIT ?"
+    params.append(query.limit + 1)
+    return sql, tuple(params)
