@@ -5,6 +5,7 @@ answers (valid, wrong type, unknown id), forks, and read-only mode."""
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -275,3 +276,35 @@ def test_the_event_stream_announces_the_latest_checkpoint(tmp_path: Path) -> Non
                 if line.startswith("data:"):
                     break
         assert "event: checkpoint" in seen and ids[-1] in seen
+
+
+# -- scale ---------------------------------------------------------------------------------------
+
+
+def test_the_runs_page_over_10000_runs(tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+
+    async def fill() -> None:
+        from plait_testing.stores import make_checkpoint
+
+        store = open_store(url)
+        try:
+            for start in range(0, 10_000, 1000):
+                await store.save_many(  # type: ignore[attr-defined]
+                    [make_checkpoint(f"run-{i:05d}", 1) for i in range(start, start + 1000)]
+                )
+        finally:
+            await store.aclose()
+
+    anyio.run(fill)
+    with signed_in(url) as client:
+        for params in ({}, {"status": "running", "cursor": "5000"}, {"q": "run-0420"}):
+            started = time.perf_counter()
+            page = client.get("/", params=params)
+            took = time.perf_counter() - started
+            assert page.status_code == 200
+            store_ms = float(re.search(r"([\d.]+) ms in the store", page.text).group(1))  # type: ignore[union-attr]
+            print(f"runs page {params}: {took * 1000:.0f} ms in all, {store_ms} ms in the store")
+            assert store_ms < 300 and took < 1.0
+        assert len(run_ids(client.get("/").text)) == 50
+        assert run_ids(client.get("/", params={"q": "run-0420"}).text)[0] == "run-04209"

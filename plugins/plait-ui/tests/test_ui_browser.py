@@ -27,6 +27,7 @@ from ui_helpers import (
     TOKEN,
     chain,
     gate,
+    long_run,
     run,
     run_failing,
     slow_chain,
@@ -277,3 +278,29 @@ def test_the_graph_advances_while_a_run_steps_in_another_thread(
             assert "ran" in classes_of(page, "s3")
     finally:
         stepping.join(timeout=30)
+
+
+def test_a_run_with_10000_checkpoints_lists_and_scrubs(browser: Browser, tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    run_id = long_run(url, 10_000)
+    with served(url) as address, page_of(browser, "checkpoints-10000") as page:
+        started = time.monotonic()
+        page.goto(address.replace("/?", f"/runs/{run_id}?"))
+        heading = page.locator("#scrubber h2")
+        expect(heading).to_contain_text("checkpoint 10000 of 10000")
+        graph_drawn(page)
+        elapsed = time.monotonic() - started
+        print(f"10,000 checkpoints: painted {elapsed:.2f} s after navigation")
+        assert "pending" in classes_of(page, "a")  # superstep 9999 sends to a
+        page.keyboard.press("ArrowLeft")
+        expect(heading).to_contain_text("checkpoint 9999 of 10000")
+        expect(page.locator("#section-pending")).to_contain_text('"b"')
+        page.focus("#scrub-range")
+        page.keyboard.press("Home")  # the range's start: the first checkpoint
+        expect(heading).to_contain_text("checkpoint 1 of 10000")
+        expect(page.locator(".points li.chosen .mark").first).to_have_text("full")
+        page.keyboard.press("ArrowRight")
+        expect(heading).to_contain_text("checkpoint 2 of 10000")
+        expect(page.locator(".points li.chosen .mark").first).to_have_text("delta")
+        # a delta shown merged with its base: the base's shared state is there
+        expect(page.locator("#section-shared")).to_contain_text("{}")

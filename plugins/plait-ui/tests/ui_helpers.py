@@ -177,3 +177,69 @@ def slow_chain(n: int, seconds: float, *, name: str | None = None) -> Workflow:
     for a, b in zip(nodes, nodes[1:]):
         builder.add_edge(a, b)
     return builder.set_start(nodes[0]).build()
+
+
+TWO_STEP_TOPOLOGY = {
+    "start": "a",
+    "nodes": [["a", "python"], ["b", "python"]],
+    "edge_groups": [["a->b", "direct", ["a"], ["b"], {}], ["b->a", "direct", ["b"], ["a"], {}]],
+}
+
+
+def long_run(url: str, checkpoints: int, *, every: int = 32) -> str:
+    """A run of ``checkpoints`` checkpoints in the layout the runner writes (a full one
+    every ``every``, deltas on it between), of a two-executor loop: a long run written
+    in seconds. Returns its id."""
+    run_id = unique("long")
+
+    async def write() -> None:
+        from plait.checkpoint import Checkpoint, open_store
+
+        store = open_store(url)
+        batch: list[Checkpoint] = []
+        parent: str | None = None
+        base: str | None = None
+        try:
+            for step in range(checkpoints):
+                node, other = ("a", "b") if step % 2 else ("b", "a")
+                state: dict[str, Any] = {
+                    "pending": {node: [step]},
+                    "router_state": {},
+                    "requests": [],
+                    "executor_state": {other: {"count": step}},
+                    "outputs": [],
+                    "visits": {},
+                }
+                full = step % every == 0
+                state["kind"] = "full" if full else "delta"
+                if full:
+                    state["shared"] = {}
+                else:
+                    state["base"] = base
+                checkpoint = Checkpoint(
+                    checkpoint_id=uuid.uuid4().hex,
+                    run_id=run_id,
+                    superstep=step,
+                    parent_id=parent,
+                    signature="0" * 64,
+                    status="running",
+                    created_at=1_700_000_000.0 + step,
+                    state=state,
+                    metadata={"workflow": "loop"}
+                    | ({"topology": TWO_STEP_TOPOLOGY} if step == 0 else {}),
+                    base_id=None if full else base,
+                )
+                if full:
+                    base = checkpoint.checkpoint_id
+                parent = checkpoint.checkpoint_id
+                batch.append(checkpoint)
+                if len(batch) == 500:
+                    await store.save_many(batch)  # type: ignore[attr-defined]
+                    batch = []
+            if batch:
+                await store.save_many(batch)  # type: ignore[attr-defined]
+        finally:
+            await store.aclose()
+
+    in_thread(write)
+    return run_id
