@@ -34,6 +34,7 @@ from .runview import Change, CheckpointView, checkpoint_view, diff_views, fork_r
 
 __all__ = [
     "DEFAULT_PAGE",
+    "RUN_COLUMNS",
     "CheckpointView",
     "Change",
     "RunIndex",
@@ -46,6 +47,9 @@ __all__ = [
     "forked_from",
     "list_runs",
     "merge_state",
+    "page_of_rows",
+    "page_sql",
+    "parse_int_cursor",
 ]
 
 #: How many runs a page holds unless ``limit`` says otherwise.
@@ -75,6 +79,10 @@ class RunSummary:
     updated_at: float
     forked_from: str | None = None
     forked_from_checkpoint: str | None = None
+
+    def as_row(self) -> tuple[Any, ...]:
+        """The fields in the order of :data:`RUN_COLUMNS`: a SQL store's index row."""
+        return attrs.astuple(self)
 
     @classmethod
     def from_checkpoints(
@@ -241,3 +249,60 @@ async def _summary_of(store: CheckpointStore, info: RunInfo) -> RunSummary | Non
         forked_from=origin[0] if origin else None,
         forked_from_checkpoint=origin[1] if origin else None,
     )
+
+
+#: The columns of a SQL store's run index, in the order of :class:`RunSummary`'s fields
+#: (``RunSummary(*row)`` rebuilds one); the table also has ``last_seq``, the insertion
+#: sequence number of the run's latest checkpoint, which orders and pages it.
+RUN_COLUMNS: tuple[str, ...] = tuple(field.name for field in attrs.fields(RunSummary))
+
+
+def page_sql(
+    query: RunQuery, *, table: str = "plait_runs", placeholder: str = "?"
+) -> tuple[str, tuple[Any, ...]]:
+    """For SQL stores: the one query of a :class:`RunIndex` page over ``table`` (the
+    :data:`RUN_COLUMNS` and ``last_seq``) and its parameters, newest first, one row more
+    than the page (so the store knows whether another follows; the last row's
+    ``last_seq`` is the next cursor). Each filter is an equality or range on a column
+    that an index on ``(column, last_seq)`` serves; the run id is matched by prefix.
+
+    :raises ValueError: a malformed cursor.
+    """
+    after = parse_int_cursor(query.cursor)
+    mark = placeholder
+    where_sql: list[str] = []
+    params: list[Any] = []
+    for column, value in (
+        ("status", query.status),
+        ("workflow", query.workflow),
+        ("forked_from", query.forked_from),
+    ):
+        if value is not None:
+            where_sql.append(f"{column} = {mark}")
+            params.append(value)
+    if query.since is not None:
+        where_sql.append(f"updated_at >= {mark}")
+        params.append(query.since)
+    if query.until is not None:
+        where_sql.append(f"updated_at <= {mark}")
+        params.append(query.until)
+    if query.search:
+        where_sql.append(f"substr(run_id, 1, {mark}) = {mark}")
+        params.extend([len(query.search), query.search])
+    if after is not None:
+        where_sql.append(f"last_seq < {mark}")
+        params.append(after)
+    sql = f"SELECT {', '.join(RUN_COLUMNS)}, last_seq FROM {table}"
+    if where_sql:
+        sql += " WHERE " + " AND ".join(where_sql)
+    sql += f" ORDER BY last_seq DESC LIMIT {mark}"
+    params.append(query.limit + 1)
+    return sql, tuple(params)
+
+
+def page_of_rows(query: RunQuery, rows: Sequence[Sequence[Any]]) -> RunPage:
+    """The :class:`RunPage` of the rows :func:`page_sql`'s query returned."""
+    more = len(rows) > query.limit
+    kept = rows[: query.limit]
+    runs = [RunSummary(*row[:-1]) for row in kept]
+    return RunPage(runs, str(kept[-1][-1]) if more else None)

@@ -10,10 +10,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import anyio.lowlevel
-import attrs
 from plait.checkpoint import (
     Checkpoint,
     CheckpointInfo,
@@ -281,21 +281,19 @@ class MemoryCheckpointStore(CheckpointStoreBase):
 def _index_saved(space: _Space, checkpoint: Checkpoint) -> None:
     """Index the run of ``checkpoint``, just saved (under the space's lock)."""
     known = space.summaries.get(checkpoint.run_id)
-    if known is None:
-        summary = RunSummary.from_checkpoints(
-            checkpoint, created_at=checkpoint.created_at, first_metadata=checkpoint.metadata
-        )
-    else:
-        first = known[1]
-        latest = RunSummary.from_checkpoints(
-            checkpoint, created_at=first.created_at, first_metadata={}
-        )
-        summary = attrs.evolve(
-            latest,
-            forked_from=first.forked_from,
-            forked_from_checkpoint=first.forked_from_checkpoint,
-        )
+    # the first checkpoint says when the run started and where it was forked from
+    first = checkpoint.metadata if known is None else _origin_metadata(known[1])
+    created_at = checkpoint.created_at if known is None else known[1].created_at
+    summary = RunSummary.from_checkpoints(checkpoint, created_at=created_at, first_metadata=first)
     space.summaries[checkpoint.run_id] = (space.saved, summary)
+
+
+def _origin_metadata(summary: RunSummary) -> dict[str, Any]:
+    """The part of a first checkpoint's metadata a summary keeps: where it was forked from."""
+    if summary.forked_from is None:
+        return {}
+    origin = {"run_id": summary.forked_from, "checkpoint_id": summary.forked_from_checkpoint}
+    return {"forked_from": origin}
 
 
 def _reindex_run(space: _Space, run_id: str) -> None:

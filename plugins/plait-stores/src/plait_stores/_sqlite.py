@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio.to_thread
-import attrs
 from plait.checkpoint import (
     Checkpoint,
     CheckpointInfo,
@@ -48,7 +47,14 @@ from plait.checkpoint import (
 )
 from plait.errors import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
 from plait.leases import Lease, LeaseHolder, lost_error, released
-from plait.runindex import RunPage, RunQuery, RunSummary, parse_int_cursor
+from plait.runindex import (
+    RUN_COLUMNS,
+    RunPage,
+    RunQuery,
+    RunSummary,
+    page_of_rows,
+    page_sql,
+)
 from plait.stores import (
     INFO_FIELDS,
     CheckpointStoreBase,
@@ -139,11 +145,7 @@ _RUNS_SQL = """
     JOIN plait_checkpoints AS c ON c.seq = g.last_seq
     ORDER BY g.last_seq DESC
     LIMIT ?"""
-#: The run index's columns, in the order of RunSummary's fields, then last_seq.
-_RUN_COLUMNS = (
-    "run_id, workflow, status, superstep, pending_requests, error, created_at, updated_at,"
-    " forked_from, forked_from_checkpoint"
-)
+_RUN_COLUMNS = ", ".join(RUN_COLUMNS)
 #: A run's row after a save of its newest checkpoint: the first save sets what the run's
 #: first checkpoint says (created_at, forked_from), later ones the rest.
 _UPSERT_RUN = f"""
@@ -319,11 +321,7 @@ class SqliteCheckpointStore(CheckpointStoreBase):
         query on ``plait_runs``, by an index on the column filtered and ``last_seq``
         (:func:`list_runs_sql`)."""
         sql, params = list_runs_sql(query)
-        rows = await self._run(self._fetch_all, sql, params)
-        more = len(rows) > query.limit
-        rows = rows[: query.limit]
-        runs = [RunSummary(*row[:-1]) for row in rows]
-        return RunPage(runs, str(rows[-1][-1]) if more else None)
+        return page_of_rows(query, await self._run(self._fetch_all, sql, params))
 
     async def delete(self, checkpoint_id: str) -> None:
         """Remove one checkpoint; nothing happens if it is not there."""
@@ -644,7 +642,7 @@ def _run_row(
     summary = RunSummary.from_checkpoints(
         checkpoint, created_at=created_at, first_metadata=first_metadata
     )
-    return (*attrs.astuple(summary), seq)
+    return (*summary.as_row(), seq)
 
 
 def _index_saved(conn: sqlite3.Connection, checkpoint: Checkpoint, seq: int | None) -> None:
@@ -692,38 +690,9 @@ def _index_every_run(conn: sqlite3.Connection) -> None:
 
 
 def list_runs_sql(query: RunQuery) -> tuple[str, tuple[Any, ...]]:
-    """The one query of :meth:`SqliteCheckpointStore.list_runs` and its parameters: the
-    page after the cursor (a ``last_seq``), newest first, one row more than the page to
-    know whether another follows.
+    """The one query of :meth:`SqliteCheckpointStore.list_runs` and its parameters
+    (:func:`plait.runindex.page_sql`).
 
     :raises ValueError: a malformed cursor.
     """
-    after = parse_int_cursor(query.cursor)
-    where_sql: builtins.list[str] = []
-    params: builtins.list[Any] = []
-    for column, value in (
-        ("status", query.status),
-        ("workflow", query.workflow),
-        ("forked_from", query.forked_from),
-    ):
-        if value is not None:
-            where_sql.append(f"{column} = ?")
-            params.append(value)
-    if query.since is not None:
-        where_sql.append("updated_at >= ?")
-        params.append(query.since)
-    if query.until is not None:
-        where_sql.append("updated_at <= ?")
-        params.append(query.until)
-    if query.search:
-        where_sql.append("substr(run_id, 1, ?) = ?")
-        params.extend([len(query.search), query.search])
-    if after is not None:
-        where_sql.append("last_seq < ?")
-        params.append(after)
-    sql = f"SELECT {_RUN_COLUMNS}, last_seq FROM plait_runs"
-    if where_sql:
-        sql += " WHERE " + " AND ".join(where_sql)
-    sql += " ORDER BY last_seq DESC LIMIT ?"
-    params.append(query.limit + 1)
-    return sql, tuple(params)
+    return page_sql(query)
