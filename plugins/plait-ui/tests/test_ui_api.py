@@ -15,7 +15,17 @@ import anyio
 import pytest
 from plait.checkpoint import open_store
 from plait_testing import servers
-from ui_helpers import chain, gate, post, run, run_failing, signed_in, sqlite, unique
+from ui_helpers import (
+    chain,
+    gate,
+    post,
+    review_gate,
+    run,
+    run_failing,
+    signed_in,
+    sqlite,
+    unique,
+)
 
 
 @pytest.fixture(scope="session")
@@ -308,3 +318,24 @@ def test_the_runs_page_over_10000_runs(tmp_path: Path) -> None:
             assert store_ms < 300 and took < 1.0
         assert len(run_ids(client.get("/").text)) == 50
         assert run_ids(client.get("/", params={"q": "run-0420"}).text)[0] == "run-04209"
+
+
+def test_a_structured_answer_is_built_as_the_declared_type(tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    workflow = review_gate()
+    waiting = run(workflow, "draft", url)
+    with signed_in(url, workflow=workflow) as client:
+        page = client.get(f"/runs/{waiting.run_id}/requests")
+        (request_id,) = re.findall(r'data-request-id="([^"]+)"', page.text)
+        # the form shows the declared type's JSON Schema: an object with its fields
+        assert "&#34;approved&#34;" in page.text and "&#34;required&#34;" in page.text
+        path = f"/runs/{waiting.run_id}/requests/{request_id}"
+        missing = post(client, path, {"answer": '{"note": "fine"}'})
+        assert missing.status_code == 422 and "answer: approved is missing" in missing.text
+        wrong = post(client, path, {"answer": '{"approved": "perhaps"}'})
+        assert wrong.status_code == 422, "a converter's bool('perhaps') must not decide"
+        assert "answer.approved: expected boolean" in wrong.text
+        assert anyio.run(count_checkpoints, url, waiting.run_id) == 2  # nothing written
+        done = post(client, path, {"answer": '{"approved": true, "note": "fine"}'})
+        assert done.status_code == 303
+        assert "approved: fine" in client.get(f"/runs/{waiting.run_id}").text

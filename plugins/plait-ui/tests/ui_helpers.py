@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 import uuid
@@ -243,3 +244,29 @@ def long_run(url: str, checkpoints: int, *, every: int = 32) -> str:
 
     in_thread(write)
     return run_id
+
+
+@dataclasses.dataclass
+class Review:
+    """A structured answer: approved or not, and why."""
+
+    approved: bool
+    note: str = ""
+
+
+class Reviewer(Executor):
+    """Asks for a :class:`Review` of a text."""
+
+    @handler
+    async def ask(self, text: str, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.request_info({"review": text}, Review)
+
+    @handler
+    async def answer(self, review: Review, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(f"{'approved' if review.approved else 'rejected'}: {review.note}")
+
+
+def review_gate(name: str | None = None) -> Workflow:
+    """One executor that asks for a structured review."""
+    builder = WorkflowBuilder(name or unique("review"))
+    return builder.add_executor(Reviewer("reviewer")).set_start("reviewer").build()

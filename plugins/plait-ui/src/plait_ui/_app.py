@@ -56,6 +56,7 @@ from ._views import (
     parse_answer,
     schema_for_name,
     schema_for_type,
+    schema_problem,
     scrub_points,
     value_at,
 )
@@ -369,13 +370,14 @@ class _Ui:
                     value = parse_answer(text, form["schema"])
                 except ValueError as exc:
                     error = str(exc)
+                else:
+                    error = schema_problem(value, form["schema"])
                 if error is None:
                     declared = {
                         p.request_id: p for p in await workflow.pending_requests(run_id, store)
                     }
                     wanted = declared[request_id].response_type
-                    if not is_instance(value, wanted):
-                        error = f"the answer must be {form['type_name']}, got {json_text(value)}"
+                    value, error = _as_declared(value, wanted, form["type_name"])
             if error is not None:
                 return self.page(
                     "requests.html",
@@ -467,6 +469,33 @@ class _Ui:
             Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
         ]
         return routes
+
+
+def _as_declared(value: Any, wanted: Any, name: str) -> tuple[Any, str | None]:
+    """``value`` (JSON from the form) as the declared response type, or why it is not one:
+    a JSON object becomes the declared attrs class or dataclass (the workflow's own type,
+    never one the data names)."""
+    if is_instance(value, wanted):
+        return value, None
+    if isinstance(value, dict) and isinstance(wanted, type):
+        from plait.codec import message_converter
+
+        try:
+            built: Any = message_converter().structure(value, wanted)
+        except Exception as exc:  # cattrs says what is missing or of the wrong type
+            return None, f"the answer must be {name}: {_one_line(exc)}"
+        if is_instance(built, wanted):
+            return built, None
+    return None, f"the answer must be {name}, got {json_text(value)}"
+
+
+def _one_line(exc: BaseException) -> str:
+    notes = [
+        f"{note} ({type(sub).__name__}: {sub})"
+        for sub in getattr(exc, "exceptions", ())
+        for note in getattr(sub, "__notes__", ())
+    ]
+    return "; ".join(notes) or " ".join(str(exc).split())
 
 
 def _quote(run_id: str) -> str:

@@ -7,6 +7,7 @@ nothing a value names is imported or called.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import types
 import typing
@@ -28,6 +29,7 @@ __all__ = [
     "parse_answer",
     "schema_for_name",
     "schema_for_type",
+    "schema_problem",
     "scrub_points",
     "value_at",
 ]
@@ -246,7 +248,30 @@ def schema_for_type(tp: Any) -> dict[str, Any]:
         return {"type": "array", "items": schema_for_type(args[0]), "title": _title(tp)}
     if origin is dict and len(args) == 2:
         return {"type": "object", "additionalProperties": schema_for_type(args[1])}
+    if isinstance(tp, type) and (attrs.has(tp) or dataclasses.is_dataclass(tp)):
+        return _record_schema(tp)
     return {"title": _title(tp)}
+
+
+def _record_schema(cls: type) -> dict[str, Any]:
+    """An attrs class or dataclass as a JSON object: one property per field."""
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # an annotation that does not resolve: its fields as any JSON
+        hints = {}
+    if attrs.has(cls):
+        fields = [(f.name, f.default is attrs.NOTHING) for f in attrs.fields(cls)]
+    else:
+        fields = [
+            (f.name, f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+            for f in dataclasses.fields(cls)
+        ]
+    return {
+        "type": "object",
+        "title": cls.__name__,
+        "properties": {name: schema_for_type(hints.get(name, Any)) for name, _ in fields},
+        "required": [name for name, required in fields if required],
+    }
 
 
 def _title(tp: Any) -> str:
@@ -280,3 +305,52 @@ def parse_answer(text: str, schema: Mapping[str, Any]) -> Any:
     ):
         raise ValueError(f"expected {schema.get('title') or kind}, got {json_text(value)}")
     return value
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+    "null": (type(None),),
+}
+
+
+def schema_problem(value: Any, schema: Mapping[str, Any], where: str = "answer") -> str | None:
+    """Why ``value`` does not fit ``schema`` (the subset :func:`schema_for_type` writes:
+    ``type``, ``enum``, ``anyOf``, ``properties``, ``required``, ``items``,
+    ``additionalProperties``), or ``None``. Checked before a value is built into the
+    declared type, so a converter's lenience (``bool("perhaps")``) never decides."""
+    if "anyOf" in schema:
+        options = schema["anyOf"]
+        if any(schema_problem(value, option, where) is None for option in options):
+            return None
+        return f"{where}: expected {schema.get('title') or 'one of the options'}"
+    if "enum" in schema and value not in schema["enum"]:
+        return f"{where}: expected one of {json.dumps(schema['enum'])}"
+    kind = schema.get("type")
+    if isinstance(kind, str) and kind in _JSON_TYPES:
+        fits = isinstance(value, _JSON_TYPES[kind])
+        if kind in ("integer", "number") and isinstance(value, bool):
+            fits = False
+        if not fits:
+            return f"{where}: expected {kind}, got {json_text(value)[:80]}"
+    if isinstance(value, dict):
+        properties = schema.get("properties", {})
+        for name in schema.get("required", ()):
+            if name not in value:
+                return f"{where}: {name} is missing"
+        for name, item in value.items():
+            sub = properties.get(name) or schema.get("additionalProperties")
+            if isinstance(sub, dict):
+                problem = schema_problem(item, sub, f"{where}.{name}")
+                if problem is not None:
+                    return problem
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for index, item in enumerate(value):
+            problem = schema_problem(item, schema["items"], f"{where}[{index}]")
+            if problem is not None:
+                return problem
+    return None
