@@ -22,6 +22,7 @@ from .errors import CheckpointError
 from .runinfo import error_summary
 
 __all__ = [
+    "EDITABLE",
     "Change",
     "CheckpointView",
     "checkpoint_view",
@@ -176,8 +177,17 @@ def _diff(
 # -- forks ------------------------------------------------------------------------------------
 
 
+#: The sections of a checkpoint's state a fork may replace (``fork_run(edits=...)``).
+EDITABLE = ("pending", "executor_state", "shared")
+
+
 async def fork_run(
-    store: CheckpointStore, run_id: str, checkpoint_id: str, *, new_run_id: str | None = None
+    store: CheckpointStore,
+    run_id: str,
+    checkpoint_id: str,
+    *,
+    new_run_id: str | None = None,
+    edits: Mapping[str, Any] | None = None,
 ) -> str:
     """Copy checkpoint ``checkpoint_id`` of run ``run_id`` (merged with its base) into a new
     run and return the new run's id.
@@ -189,8 +199,14 @@ async def fork_run(
     ``running`` again (its pending state is the last good superstep's) and leaves its error
     behind.
 
+    ``edits`` replaces whole sections of the copied state (:data:`EDITABLE`: the next
+    inputs, executor state, shared state) with the JSON values given, as stored (encoded)
+    JSON; the new run's metadata lists them as ``edited``. Resuming decodes them as any
+    stored value: only into the types the workflow declares.
+
     :raises CheckpointNotFoundError: no such checkpoint.
     :raises CheckpointError: the checkpoint belongs to another run.
+    :raises ValueError: an edit of a section that is not :data:`EDITABLE`.
 
     .. versionadded:: 0.1
     """
@@ -211,6 +227,12 @@ async def fork_run(
     state = dict(view.state)
     state["kind"] = "full"
     state.pop("base", None)
+    if edits:
+        unknown = sorted(set(edits) - set(EDITABLE))
+        if unknown:
+            raise ValueError(f"cannot edit {', '.join(unknown)}; editable: {', '.join(EDITABLE)}")
+        state.update(edits)
+        metadata["edited"] = sorted(edits)
     requests = state.get("requests")
     if isinstance(requests, list) and requests:
         status = "idle_with_pending_requests"

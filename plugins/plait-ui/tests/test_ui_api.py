@@ -339,3 +339,25 @@ def test_a_structured_answer_is_built_as_the_declared_type(tmp_path: Path) -> No
         done = post(client, path, {"answer": '{"approved": true, "note": "fine"}'})
         assert done.status_code == 303
         assert "approved: fine" in client.get(f"/runs/{waiting.run_id}").text
+
+
+def test_a_fork_with_edits_needs_allow_edits(tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    result = run(chain(3), 0, url)
+    edit = {"edit_pending": '{"n1": [100]}'}
+    with signed_in(url) as client:
+        ids = checkpoint_ids(client.get(f"/runs/{result.run_id}").text)
+        refused = post(client, f"/runs/{result.run_id}/fork", {"checkpoint": ids[1], **edit})
+        assert refused.status_code == 403 and "--allow-edits" in refused.text
+        assert "edit_pending" not in client.get(f"/runs/{result.run_id}").text
+    with signed_in(url, allow_edits=True) as client:
+        assert 'name="edit_pending"' in client.get(f"/runs/{result.run_id}").text
+        bad = post(
+            client, f"/runs/{result.run_id}/fork", {"checkpoint": ids[1], "edit_shared": "{"}
+        )
+        assert bad.status_code == 400 and "not JSON" in bad.text
+        done = post(client, f"/runs/{result.run_id}/fork", {"checkpoint": ids[1], **edit})
+        assert done.status_code == 303
+        new_run = done.headers["location"].rsplit("/", 1)[1]
+    # the fork goes on from the edited next input: n1 gets 100, n2 101, the output is 102
+    assert anyio.run(chain_resume, result, new_run, url) == [102]

@@ -748,6 +748,12 @@ class CheckpointStoreContract:
         assert [r.run_id for r in forks.runs] == [forked]
         with pytest.raises(CheckpointError, match="belongs to run"):
             await fork_run(store, forked, chain[1].checkpoint_id)
+        edited = await fork_run(store, run_id, chain[2].checkpoint_id, edits={"shared": {"k": 1}})
+        (copy,) = await store.list(edited)
+        loaded = await store.load(copy.checkpoint_id)
+        assert loaded.state["shared"] == {"k": 1} and loaded.metadata["edited"] == ["shared"]
+        with pytest.raises(ValueError, match="cannot edit outputs"):
+            await fork_run(store, run_id, chain[2].checkpoint_id, edits={"outputs": []})
 
 
 def _of(checkpoint: Checkpoint, workflow: str, created_at: float | None = None) -> Checkpoint:

@@ -31,6 +31,7 @@ from plait.runindex import (
     fork_run,
     list_runs,
 )
+from plait.runview import EDITABLE
 from plait.types import is_instance
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -85,6 +86,8 @@ class UiSettings:
     :param read_only: no route that changes anything (fork, answers) exists.
     :param workflow: the workflow whose runs are answered and resumed (``--workflow``).
     :param poll: seconds between the live stream's looks at the store.
+    :param allow_edits: a fork may replace the next inputs, executor state or shared
+        state with JSON values the user typed (``--allow-edits``).
 
     .. versionadded:: 0.1
     """
@@ -95,6 +98,7 @@ class UiSettings:
     read_only: bool = False
     workflow: Workflow | None = None
     poll: float = _POLL
+    allow_edits: bool = False
 
 
 def _template_env() -> jinja2.Environment:
@@ -161,6 +165,8 @@ class _Ui:
             csrf=self.guard.csrf_token(),
             store_url=self.settings.store,
             has_workflow=self.settings.workflow is not None,
+            allow_edits=self.settings.allow_edits,
+            editable=EDITABLE,
             **context,
         )
         return HTMLResponse(html, status_code=status_code, headers={"cache-control": "no-store"})
@@ -407,14 +413,31 @@ class _Ui:
         run_id = request.path_params["run_id"]
         fields = await self.form(request)
         checkpoint_id = fields.get("checkpoint", "")
+        edits = self.edits(fields)
         async with self.store() as store:
             try:
-                new_run = await fork_run(store, run_id, checkpoint_id)
+                new_run = await fork_run(store, run_id, checkpoint_id, edits=edits)
             except CheckpointNotFoundError:
                 raise HTTPException(404, f"no checkpoint {checkpoint_id!r}") from None
             except CheckpointError as exc:
                 raise HTTPException(400, str(exc)) from None
         return RedirectResponse(f"/runs/{_quote(new_run)}", status_code=303)
+
+    def edits(self, fields: dict[str, str]) -> dict[str, Any]:
+        """The sections a fork form replaces (``edit_<section>`` fields that are not
+        empty), as JSON; refused unless ``--allow-edits``."""
+        edits: dict[str, Any] = {}
+        for section in EDITABLE:
+            text = fields.get(f"edit_{section}", "").strip()
+            if not text:
+                continue
+            if not self.settings.allow_edits:
+                raise HTTPException(403, "editing values before a fork needs --allow-edits")
+            try:
+                edits[section] = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise HTTPException(400, f"the new {section} is not JSON: {exc}") from None
+        return edits
 
     async def events(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]

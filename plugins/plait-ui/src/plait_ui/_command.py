@@ -28,6 +28,11 @@ DEFAULT_STORE = "sqlite:///.plait/runs.db"
     "printed).",
 )
 @click.option("--read-only", is_flag=True, help="Serve no route that changes anything.")
+@click.option(
+    "--allow-edits",
+    is_flag=True,
+    help="Let a fork replace the next inputs, executor state or shared state with JSON.",
+)
 @click.option("--open", "open_browser", is_flag=True, help="Open the URL in a browser.")
 def ui_command(
     store_url: str,
@@ -36,6 +41,7 @@ def ui_command(
     port: int,
     host: str | None,
     read_only: bool,
+    allow_edits: bool,
     open_browser: bool,
 ) -> None:
     """Serve an offline run inspector for the checkpoint store STORE_URL (default: the
@@ -53,6 +59,8 @@ def ui_command(
     from ._app import UiSettings, make_app
     from ._security import allowed_hosts_for, check_bind, new_token
 
+    if read_only and allow_edits:
+        raise click.UsageError("--allow-edits makes no sense with --read-only")
     bind = host or "127.0.0.1"
     warning = check_bind(bind, explicit=host is not None)
     if warning:
@@ -75,6 +83,7 @@ def ui_command(
         allowed_hosts=allowed_hosts_for(bind, port),
         read_only=read_only,
         workflow=workflow,
+        allow_edits=allow_edits,
     )
     shown = "127.0.0.1" if bind in ("0.0.0.0", "::") else bind
     shown = f"[{shown}]" if ":" in shown else shown
