@@ -167,7 +167,9 @@ def test_plait_ui_prints_a_token_url_that_signs_in(tmp_path: Path) -> None:
 
 
 def test_plait_ui_on_another_address_warns(tmp_path: Path) -> None:
-    with served(sqlite(tmp_path), "--host", "0.0.0.0", cwd=tmp_path) as (printed, lines):
+    url = sqlite(tmp_path)
+    run(chain(1), 0, url)
+    with served(url, "--host", "0.0.0.0", cwd=tmp_path) as (printed, lines):
         assert any("warning" in line and "0.0.0.0" in line for line in lines)
         assert printed.startswith("http://127.0.0.1:")
 
@@ -182,3 +184,15 @@ def test_plait_ui_is_a_plait_command(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "--read-only" in done.stdout and "--workflow" in done.stdout
+
+
+def test_plait_ui_does_not_create_a_missing_sqlite_store(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+    from plait_cli import make_cli
+
+    result = CliRunner().invoke(make_cli(), ["ui", f"sqlite:///{tmp_path / 'none.db'}"])
+    assert result.exit_code == 1
+    assert "does not exist" in result.output
+    assert not (tmp_path / "none.db").exists()
+    both = CliRunner().invoke(make_cli(), ["ui", "--read-only", "--allow-edits"])
+    assert both.exit_code == 2 and "--allow-edits" in both.output

@@ -61,6 +61,14 @@ def ui_command(
 
     if read_only and allow_edits:
         raise click.UsageError("--allow-edits makes no sense with --read-only")
+    from plait_cli._runs import _missing_sqlite_file
+
+    missing = _missing_sqlite_file(store_url)
+    if missing is not None:  # opening it would create an empty database here
+        raise click.ClickException(
+            f"no runs in {store_url}: {missing} does not exist (run a workflow with "
+            "`plait run` first, or name the store: plait ui STORE_URL)"
+        )
     bind = host or "127.0.0.1"
     warning = check_bind(bind, explicit=host is not None)
     if warning:
