@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 __all__ = ["DEFAULT_STORE", "ui_command"]
 
 #: The store ``plait ui`` opens unless told otherwise: the one ``plait run`` writes to.
 DEFAULT_STORE = "sqlite:///.plait/runs.db"
+
+
+def _missing_sqlite_file(url: str) -> Path | None:
+    """The database file of a ``sqlite:///PATH`` URL when it does not exist, else ``None``."""
+    if not url.lower().startswith("sqlite:///"):
+        return None
+    path = Path(url[len("sqlite:///") :].split("?", 1)[0])
+    return None if str(path) == ":memory:" or path.exists() else path
 
 
 @click.command("ui", short_help="Inspect runs in the browser: graph, checkpoints, forks, answers.")
@@ -61,8 +71,6 @@ def ui_command(
 
     if read_only and allow_edits:
         raise click.UsageError("--allow-edits makes no sense with --read-only")
-    from plait_cli._runs import _missing_sqlite_file
-
     missing = _missing_sqlite_file(store_url)
     if missing is not None:  # opening it would create an empty database here
         raise click.ClickException(
