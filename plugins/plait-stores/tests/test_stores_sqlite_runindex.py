@@ -43,7 +43,7 @@ QUERIES = [
     RunQuery(workflow="wf1"),
     RunQuery(forked_from="run-00001"),
     RunQuery(status="idle", cursor="5000"),
-    RunQuery(workflow="wf2", since=0.0, until=time.time() + 60),
+    RunQuery(workflow="wf2", since=0.0, until=4_102_444_800.0),  # 2100: every run
     RunQuery(search="run-09"),
 ]
 
