@@ -92,8 +92,10 @@ def served(url: str, **options: Any) -> Iterator[str]:
 
 
 @contextmanager
-def page_of(browser: Browser, name: str) -> Iterator[Page]:
-    """A fresh page; its console errors fail the test; a screenshot is saved at the end."""
+def page_of(browser: Browser, name: str, *, full_page: bool = True) -> Iterator[Page]:
+    """A fresh page; its console errors fail the test; a screenshot is saved at the end
+    (of the whole page, or for a big graph only the window: a taller viewport re-renders it).
+    """
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     errors: list[str] = []
@@ -102,7 +104,7 @@ def page_of(browser: Browser, name: str) -> Iterator[Page]:
     try:
         yield page
         SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / f"{name}.png"))
+        page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=full_page)
         assert errors == [], f"console errors: {errors}"
     finally:
         context.close()
@@ -218,7 +220,7 @@ def test_fork_and_the_new_run_links_back(browser: Browser, tmp_path: Path) -> No
 def test_a_1000_node_graph_renders(browser: Browser, tmp_path: Path) -> None:
     url = sqlite(tmp_path)
     run_id = run(wide(1000), 0, url).run_id
-    with served(url) as address, page_of(browser, "graph-1000") as page:
+    with served(url) as address, page_of(browser, "graph-1000", full_page=False) as page:
         started = time.monotonic()
         page.goto(address.replace("/?", f"/runs/{run_id}?"))
         graph_drawn(page, timeout=60_000)
@@ -283,7 +285,7 @@ def test_the_graph_advances_while_a_run_steps_in_another_thread(
 def test_a_run_with_10000_checkpoints_lists_and_scrubs(browser: Browser, tmp_path: Path) -> None:
     url = sqlite(tmp_path)
     run_id = long_run(url, 10_000)
-    with served(url) as address, page_of(browser, "checkpoints-10000") as page:
+    with served(url) as address, page_of(browser, "checkpoints-10000", full_page=False) as page:
         started = time.monotonic()
         page.goto(address.replace("/?", f"/runs/{run_id}?"))
         heading = page.locator("#scrubber h2")
