@@ -35,7 +35,9 @@ async def test_a_failed_run_is_listed_failed_with_its_error_and_resumes(
         latest = await store.latest(run_id)
         assert latest is not None
         assert latest.status == "failed"
-        assert latest.metadata["error"] == ERROR
+        error = dict(latest.metadata["error"])
+        assert "RuntimeError: transient" in error.pop("traceback")
+        assert error == ERROR
         assert latest.superstep == 2, "the pending state is the last good superstep's"
         (listed,) = await store.runs()
         assert (listed.run_id, listed.workflow, listed.status) == (run_id, "chain", "failed")

@@ -73,6 +73,8 @@ __all__ = [
 
 #: The longest error message a failed checkpoint records (characters).
 _MAX_ERROR_MESSAGE = 2000
+#: The most of a traceback a failed checkpoint records (characters, its end kept).
+_MAX_TRACEBACK = 8000
 
 
 async def resolve_store(store: str | CheckpointStore) -> tuple[CheckpointStore, bool]:
@@ -185,7 +187,8 @@ async def _run_leased(
 def failure_record(exc: WorkflowRunError, superstep: int) -> dict[str, Any]:
     """What a failed run's last checkpoint records as ``metadata["error"]``: the executor,
     the error's type and message (an executor's own exception when it raised one) and the
-    superstep that failed."""
+    superstep that failed, and the traceback (text, its end kept) a run inspector
+    shows."""
     cause = exc.__cause__ if isinstance(exc, ExecutorFailedError) else None
     failure = cause or exc
     message = str(failure)
@@ -196,7 +199,15 @@ def failure_record(exc: WorkflowRunError, superstep: int) -> dict[str, Any]:
         "type": type(failure).__name__,
         "message": message,
         "superstep": exc.superstep if exc.superstep is not None else superstep,
+        "traceback": _traceback_text(failure),
     }
+
+
+def _traceback_text(failure: BaseException) -> str:
+    import traceback  # only when a run fails
+
+    text = "".join(traceback.format_exception(type(failure), failure, failure.__traceback__))
+    return text if len(text) <= _MAX_TRACEBACK else "…" + text[-(_MAX_TRACEBACK - 1) :]
 
 
 async def _checkpointed(runner: Runner, checkpointer: Checkpointer, inbox: Any) -> RunStatus:

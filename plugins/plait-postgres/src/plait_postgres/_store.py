@@ -56,6 +56,7 @@ from plait.checkpoint import (
 )
 from plait.errors import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
 from plait.leases import Lease, LeaseHolder, lost_error, released
+from plait.runindex import RUN_COLUMNS, RunPage, RunQuery, RunSummary, page_of_rows, page_sql
 from plait.stores import (
     INFO_FIELDS,
     CheckpointStoreBase,
@@ -121,7 +122,31 @@ MIGRATIONS: tuple[str, ...] = (
         expires_at double precision NOT NULL
     );
     """,
+    # The run index (plait.runindex.RunIndex): one row per run, from its latest checkpoint,
+    # written in the save's transaction. Existing runs are indexed right after (in Python:
+    # their bodies are decoded), in the migration's transaction.
+    """
+    CREATE TABLE plait_runs (
+        run_id text PRIMARY KEY,
+        workflow text,
+        status text NOT NULL,
+        superstep bigint NOT NULL,
+        pending_requests bigint NOT NULL,
+        error text,
+        created_at double precision NOT NULL,
+        updated_at double precision NOT NULL,
+        forked_from text,
+        forked_from_checkpoint text,
+        last_seq bigint NOT NULL
+    );
+    CREATE INDEX plait_runs_seq ON plait_runs (last_seq);
+    CREATE INDEX plait_runs_status ON plait_runs (status, last_seq);
+    CREATE INDEX plait_runs_workflow ON plait_runs (workflow, last_seq);
+    CREATE INDEX plait_runs_forked ON plait_runs (forked_from, last_seq);
+    """,
 )
+#: The migration that created the run index (runs stored before it are indexed then).
+_RUN_INDEX_VERSION = 4
 
 #: The schema version this release writes.
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -143,6 +168,16 @@ _RUNS_SQL = """
     JOIN plait_checkpoints AS c ON c.seq = g.last_seq
     ORDER BY g.last_seq DESC
     LIMIT %s::bigint"""
+#: A run's index row after a save of its newest checkpoint (the first save sets
+#: created_at and forked_from, later ones the rest).
+_UPSERT_RUN = f"""
+    INSERT INTO plait_runs ({", ".join(RUN_COLUMNS)}, last_seq)
+    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+    ON CONFLICT (run_id) DO UPDATE SET workflow = excluded.workflow,
+        status = excluded.status, superstep = excluded.superstep,
+        pending_requests = excluded.pending_requests, error = excluded.error,
+        updated_at = excluded.updated_at, last_seq = excluded.last_seq
+    WHERE excluded.last_seq > plait_runs.last_seq"""
 
 
 class PostgresCheckpointStore(CheckpointStoreBase):
@@ -306,6 +341,10 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                 await conn.execute(
                     "INSERT INTO plait_schema_version (version) VALUES (%s)", (version,)
                 )
+            if current < _RUN_INDEX_VERSION <= SCHEMA_VERSION:
+                cursor = await conn.execute("SELECT DISTINCT run_id FROM plait_checkpoints")
+                for (run_id,) in await cursor.fetchall():
+                    await self._reindex_run(conn, run_id)
 
     # -- the protocol ------------------------------------------------------------------
 
@@ -313,12 +352,12 @@ class PostgresCheckpointStore(CheckpointStoreBase):
         """Insert ``checkpoint`` (saving the same checkpoint again does nothing); with
         ``lease``, only while it is the run's current lease."""
         data = encode_checkpoint(checkpoint)
-        async with self._connection() as conn:
+        async with self._connection() as conn, conn.transaction():
             if lease is None:
                 cursor = await conn.execute(
                     f"INSERT INTO plait_checkpoints ({_INFO}, data)"
                     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
-                    " ON CONFLICT (checkpoint_id) DO NOTHING",
+                    " ON CONFLICT (checkpoint_id) DO NOTHING RETURNING seq",
                     (*info_row(checkpoint), data),
                 )
             else:
@@ -326,10 +365,17 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                     f"INSERT INTO plait_checkpoints ({_INFO}, data)"
                     " SELECT %s, %s, %s, %s, %s, %s, %s, %s WHERE EXISTS (SELECT 1 FROM"
                     " plait_leases WHERE run_id = %s AND token = %s FOR SHARE)"
-                    " ON CONFLICT (checkpoint_id) DO NOTHING",
+                    " ON CONFLICT (checkpoint_id) DO NOTHING RETURNING seq",
                     (*info_row(checkpoint), data, checkpoint.run_id, lease.token),
                 )
-            if cursor.rowcount == 1:
+            inserted = await cursor.fetchone()
+            if inserted is not None:  # the run's index row, in the same transaction
+                summary = RunSummary.from_checkpoints(
+                    checkpoint,
+                    created_at=checkpoint.created_at,
+                    first_metadata=checkpoint.metadata,
+                )
+                await conn.execute(_UPSERT_RUN, (*summary.as_row(), inserted[0]))
                 return
             cursor = await conn.execute(
                 "SELECT data FROM plait_checkpoints WHERE checkpoint_id = %s",
@@ -453,12 +499,67 @@ class PostgresCheckpointStore(CheckpointStoreBase):
             )
         return out
 
+    async def list_runs(self, query: RunQuery) -> RunPage:
+        """A page of the run index (:class:`plait.runindex.RunIndex`), newest first: one
+        query on ``plait_runs``, by an index on the column filtered and ``last_seq``."""
+        sql, params = page_sql(query, placeholder="%s")
+        async with self._connection() as conn:
+            cursor = await conn.execute(sql, params)
+            rows = await cursor.fetchall()
+        return page_of_rows(query, rows)
+
+    async def _reindex_run(self, conn: psycopg.AsyncConnection[Any], run_id: str) -> None:
+        """Rebuild the index row of ``run_id`` from its stored checkpoints (inside the
+        caller's transaction): after a delete its latest or first checkpoint may be gone."""
+        await conn.execute("DELETE FROM plait_runs WHERE run_id = %s", (run_id,))
+        cursor = await conn.execute(
+            "SELECT seq, checkpoint_id, data, status, superstep, created_at"
+            " FROM plait_checkpoints WHERE run_id = %s ORDER BY seq DESC LIMIT 1",
+            (run_id,),
+        )
+        latest = await cursor.fetchone()
+        if latest is None:
+            return
+        cursor = await conn.execute(
+            "SELECT checkpoint_id, created_at, data FROM plait_checkpoints WHERE run_id = %s"
+            " ORDER BY seq LIMIT 1",
+            (run_id,),
+        )
+        first = await cursor.fetchone()
+        assert first is not None
+        try:
+            checkpoint = decode_checkpoint(
+                bytes(latest[2]),
+                where=where(run_id, latest[1]),
+                expect_run=run_id,
+                expect_id=latest[1],
+            )
+            first_body = decode_checkpoint(
+                bytes(first[2]),
+                where=where(run_id, first[0]),
+                expect_run=run_id,
+                expect_id=first[0],
+            )
+        except CheckpointError as exc:
+            # listed from its columns, saying why the rest is missing (loading it says it too)
+            row = (run_id, None, latest[3], latest[4], 0, str(exc), first[1], latest[5], None, None)
+            await conn.execute(_UPSERT_RUN, (*row, latest[0]))
+            return
+        summary = RunSummary.from_checkpoints(
+            checkpoint, created_at=first[1], first_metadata=first_body.metadata
+        )
+        await conn.execute(_UPSERT_RUN, (*summary.as_row(), latest[0]))
+
     async def delete(self, checkpoint_id: str) -> None:
         """Remove one checkpoint; nothing happens if it is not there."""
-        async with self._connection() as conn:
-            await conn.execute(
-                "DELETE FROM plait_checkpoints WHERE checkpoint_id = %s", (checkpoint_id,)
+        async with self._connection() as conn, conn.transaction():
+            cursor = await conn.execute(
+                "DELETE FROM plait_checkpoints WHERE checkpoint_id = %s RETURNING run_id",
+                (checkpoint_id,),
             )
+            gone = await cursor.fetchone()
+            if gone is not None:
+                await self._reindex_run(conn, gone[0])
 
     async def prune(self, run_id: str, *, keep_last: int) -> int:
         """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they
@@ -497,14 +598,17 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                 " AND NOT (checkpoint_id = ANY(%s::text[]))",
                 (run_id, below, below, sorted(needed)),
             )
-            return cursor.rowcount
+            removed = cursor.rowcount
+            await self._reindex_run(conn, run_id)
+            return removed
 
     async def delete_run(self, run_id: str) -> int:
         """Remove every checkpoint of ``run_id``; return how many went."""
-        async with self._connection() as conn:
+        async with self._connection() as conn, conn.transaction():
             cursor = await conn.execute(
                 "DELETE FROM plait_checkpoints WHERE run_id = %s", (run_id,)
             )
+            await conn.execute("DELETE FROM plait_runs WHERE run_id = %s", (run_id,))
             return cursor.rowcount
 
     async def aclose(self) -> None:

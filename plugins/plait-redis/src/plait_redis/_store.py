@@ -44,6 +44,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import anyio
@@ -60,6 +61,7 @@ from plait.checkpoint import (
 )
 from plait.errors import CheckpointNotFoundError, StoreUnavailableError
 from plait.leases import Lease, LeaseHolder, lost_error, released
+from plait.runindex import RunPage, RunQuery, RunSummary, parse_int_cursor
 from plait.stores import (
     CheckpointStoreBase,
     duplicate_error,
@@ -429,6 +431,75 @@ class RedisCheckpointStore(CheckpointStoreBase):
                 if len(page) < size:
                     break
         return out[:limit]
+
+    async def list_runs(self, query: RunQuery) -> RunPage:
+        """A page of runs (:class:`plait.runindex.RunIndex`), newest first, walking the
+        ``runs`` sorted set from the cursor (a save's ``seq``): a page without filters reads
+        only its own runs (their first and latest checkpoints); with filters, runs are read
+        until one more than the page matched."""
+        after = parse_int_cursor(query.cursor)
+        picked: builtins.list[tuple[RunSummary, float]] = []
+        async with self._redis() as client:
+            top: str = "+inf" if after is None else f"({after}"
+            while len(picked) <= query.limit:
+                found: builtins.list[Any] = await client.zrevrangebyscore(
+                    self._runs_key(),
+                    top,
+                    "-inf",
+                    start=0,
+                    num=max(query.limit + 1, _RUNS_PAGE // 4),
+                    withscores=True,
+                )
+                chunk = [(_text(member), float(score)) for member, score in found]
+                if not chunk:
+                    break
+                for summary, score in zip(await self._summaries(client, chunk), chunk):
+                    if summary is not None and query.matches(summary):
+                        picked.append((summary, score[1]))
+                top = f"({int(chunk[-1][1])}"
+        more = len(picked) > query.limit
+        page = picked[: query.limit]
+        return RunPage([s for s, _ in page], str(int(page[-1][1])) if more else None)
+
+    async def _summaries(
+        self, client: redis.asyncio.Redis, chunk: Sequence[tuple[str, float]]
+    ) -> builtins.list[RunSummary | None]:
+        """The summary of each run in ``chunk`` (``None`` for one deleted meanwhile), from
+        its first and latest checkpoints, read in two round trips."""
+        async with client.pipeline(transaction=False) as pipe:
+            for run_id, _ in chunk:
+                pipe.zrange(self._run_key(run_id), 0, 0)
+                pipe.zrange(self._run_key(run_id), -1, -1)
+            ends = await pipe.execute()
+        async with client.pipeline(transaction=False) as pipe:
+            for first, last in zip(ends[::2], ends[1::2], strict=True):
+                pipe.hget(self._cp_key(_text(first[0]) if first else ""), "data")
+                pipe.hget(self._cp_key(_text(last[0]) if last else ""), "data")
+            stored = await pipe.execute()
+        out: builtins.list[RunSummary | None] = []
+        for index, (run_id, _) in enumerate(chunk):
+            first_data, last_data = stored[2 * index], stored[2 * index + 1]
+            if first_data is None or last_data is None:
+                out.append(None)
+                continue
+            bodies = []
+            for data, ids in ((first_data, ends[2 * index]), (last_data, ends[2 * index + 1])):
+                checkpoint_id = _text(ids[0])
+                bodies.append(
+                    decode_checkpoint(
+                        _bytes(data),
+                        where=f"{where(run_id, checkpoint_id)} in {self.url}",
+                        expect_run=run_id,
+                        expect_id=checkpoint_id,
+                    )
+                )
+            first, latest = bodies
+            out.append(
+                RunSummary.from_checkpoints(
+                    latest, created_at=first.created_at, first_metadata=first.metadata
+                )
+            )
+        return out
 
     async def aclose(self) -> None:
         """Close the client's connections."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import anyio.lowlevel
@@ -25,6 +26,7 @@ from plait.checkpoint import (
 )
 from plait.errors import CheckpointNotFoundError
 from plait.leases import Lease, LeaseHolder, lost_error, released
+from plait.runindex import RunPage, RunQuery, RunSummary, parse_int_cursor
 from plait.stores import CheckpointStoreBase, duplicate_error, run_info, take_lease, where
 
 __all__ = ["MemoryCheckpointStore"]
@@ -51,6 +53,8 @@ class _Space:
         # run id -> (fencing token, holder or None once released, expires at)
         self.leases: dict[str, tuple[int, LeaseHolder | None, float]] = {}
         self.saved = 0
+        # the run index: run id -> (seq of its latest checkpoint, its summary)
+        self.summaries: dict[str, tuple[int, RunSummary]] = {}
 
 
 _spaces: dict[str, _Space] = {}
@@ -116,6 +120,7 @@ class MemoryCheckpointStore(CheckpointStoreBase):
             space.saved += 1
             space.entries[checkpoint.checkpoint_id] = _Entry(checkpoint.info, data, space.saved)
             space.runs.setdefault(checkpoint.run_id, {})[checkpoint.checkpoint_id] = None
+            _index_saved(space, checkpoint)
 
     async def load(self, checkpoint_id: str) -> Checkpoint:
         """Decode and return the checkpoint ``checkpoint_id``."""
@@ -181,6 +186,23 @@ class MemoryCheckpointStore(CheckpointStoreBase):
             )
             out.append(listed)
         return out
+
+    async def list_runs(self, query: RunQuery) -> RunPage:
+        """A page of the run index (:class:`plait.runindex.RunIndex`), newest first, from
+        the summaries kept as checkpoints are saved (nothing is decoded)."""
+        after = parse_int_cursor(query.cursor)
+        await anyio.lowlevel.checkpoint()
+        self._check_open()
+        with self._space.lock:
+            indexed = sorted(self._space.summaries.values(), key=lambda pair: -pair[0])
+        picked: list[tuple[int, RunSummary]] = []
+        for seq, summary in indexed:
+            if (after is not None and seq >= after) or not query.matches(summary):
+                continue
+            if len(picked) == query.limit:
+                return RunPage([s for _, s in picked], str(picked[-1][0]))
+            picked.append((seq, summary))
+        return RunPage([s for _, s in picked], None)
 
     async def delete(self, checkpoint_id: str) -> None:
         """Remove one checkpoint; nothing happens if it is not there."""
@@ -254,3 +276,39 @@ class MemoryCheckpointStore(CheckpointStoreBase):
             ids.pop(checkpoint_id, None)
         if not ids:
             del self._space.runs[run_id]
+        _reindex_run(self._space, run_id)
+
+
+def _index_saved(space: _Space, checkpoint: Checkpoint) -> None:
+    """Index the run of ``checkpoint``, just saved (under the space's lock)."""
+    known = space.summaries.get(checkpoint.run_id)
+    # the first checkpoint says when the run started and where it was forked from
+    first = checkpoint.metadata if known is None else _origin_metadata(known[1])
+    created_at = checkpoint.created_at if known is None else known[1].created_at
+    summary = RunSummary.from_checkpoints(checkpoint, created_at=created_at, first_metadata=first)
+    space.summaries[checkpoint.run_id] = (space.saved, summary)
+
+
+def _origin_metadata(summary: RunSummary) -> dict[str, Any]:
+    """The part of a first checkpoint's metadata a summary keeps: where it was forked from."""
+    if summary.forked_from is None:
+        return {}
+    origin = {"run_id": summary.forked_from, "checkpoint_id": summary.forked_from_checkpoint}
+    return {"forked_from": origin}
+
+
+def _reindex_run(space: _Space, run_id: str) -> None:
+    """Rebuild the index entry of ``run_id`` after checkpoints of it went (under the lock)."""
+    space.summaries.pop(run_id, None)
+    ids = space.runs.get(run_id)
+    if not ids:
+        return
+    first = space.entries[next(iter(ids))]
+    last = space.entries[next(reversed(ids))]
+    decoded = [
+        decode_checkpoint(e.data, where=where(run_id, e.info.checkpoint_id)) for e in (first, last)
+    ]
+    summary = RunSummary.from_checkpoints(
+        decoded[1], created_at=first.info.created_at, first_metadata=decoded[0].metadata
+    )
+    space.summaries[run_id] = (last.seq, summary)

@@ -48,6 +48,14 @@ from plait.checkpoint import (
 )
 from plait.errors import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
 from plait.leases import Lease, LeaseHolder, lost_error, released
+from plait.runindex import (
+    RUN_COLUMNS,
+    RunPage,
+    RunQuery,
+    RunSummary,
+    page_of_rows,
+    page_sql,
+)
 from plait.stores import (
     INFO_FIELDS,
     CheckpointStoreBase,
@@ -60,12 +68,14 @@ from plait.stores import (
 
 from ._common import split_query
 
-__all__ = ["SqliteCheckpointStore", "SCHEMA_VERSION"]
+__all__ = ["SCHEMA_VERSION", "SqliteCheckpointStore", "list_runs_sql"]
 
 _T = TypeVar("_T")
 
 #: Migrations in order; migration ``n`` (1-based) brings the schema to version ``n``.
-_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+#: A step is a SQL statement, or a function of the connection (for a back-fill that
+#: decodes stored checkpoints).
+_MIGRATIONS: tuple[tuple[str | Callable[[sqlite3.Connection], None], ...], ...] = (
     (
         # seq is AUTOINCREMENT so it never goes back, even after the newest row is
         # deleted: insertion order within a run survives prunes and resumes.
@@ -100,6 +110,28 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
             expires_at REAL NOT NULL
         )""",
     ),
+    (
+        # The run index (plait.runindex.RunIndex): one row per run, from its latest
+        # checkpoint, written in the save's transaction; list_runs reads one page of it.
+        """CREATE TABLE plait_runs (
+            run_id TEXT PRIMARY KEY,
+            workflow TEXT,
+            status TEXT NOT NULL,
+            superstep INTEGER NOT NULL,
+            pending_requests INTEGER NOT NULL,
+            error TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            forked_from TEXT,
+            forked_from_checkpoint TEXT,
+            last_seq INTEGER NOT NULL
+        )""",
+        "CREATE INDEX plait_runs_seq ON plait_runs (last_seq)",
+        "CREATE INDEX plait_runs_status ON plait_runs (status, last_seq)",
+        "CREATE INDEX plait_runs_workflow ON plait_runs (workflow, last_seq)",
+        "CREATE INDEX plait_runs_forked ON plait_runs (forked_from, last_seq)",
+        lambda conn: _index_every_run(conn),
+    ),
 )
 
 #: The schema version this release writes.
@@ -115,6 +147,16 @@ _RUNS_SQL = """
     JOIN plait_checkpoints AS c ON c.seq = g.last_seq
     ORDER BY g.last_seq DESC
     LIMIT ?"""
+_RUN_COLUMNS = ", ".join(RUN_COLUMNS)
+#: A run's row after a save of its newest checkpoint: the first save sets what the run's
+#: first checkpoint says (created_at, forked_from), later ones the rest.
+_UPSERT_RUN = f"""
+    INSERT INTO plait_runs ({_RUN_COLUMNS}, last_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (run_id) DO UPDATE SET workflow = excluded.workflow,
+        status = excluded.status, superstep = excluded.superstep,
+        pending_requests = excluded.pending_requests, error = excluded.error,
+        updated_at = excluded.updated_at, last_seq = excluded.last_seq
+    WHERE excluded.last_seq > plait_runs.last_seq"""
 
 
 def _create_private(path: str) -> None:
@@ -186,7 +228,7 @@ class SqliteCheckpointStore(CheckpointStoreBase):
         """Commit ``checkpoint`` (saving the same checkpoint again does nothing); with
         ``lease``, only while it is the run's current lease."""
         data = encode_checkpoint(checkpoint)
-        await self._run(self._save_sync, checkpoint, data, lease)
+        await self._run(self._save_one_sync, checkpoint, data, lease)
 
     async def save_many(
         self, checkpoints: Sequence[Checkpoint], *, lease: Lease | None = None
@@ -283,13 +325,16 @@ class SqliteCheckpointStore(CheckpointStoreBase):
             data, run_id=run_id, checkpoint_id=checkpoint_id, url=self.url, created_at=first
         )
 
+    async def list_runs(self, query: RunQuery) -> RunPage:
+        """A page of the run index (:class:`plait.runindex.RunIndex`), newest first: one
+        query on ``plait_runs``, by an index on the column filtered and ``last_seq``
+        (:func:`list_runs_sql`)."""
+        sql, params = list_runs_sql(query)
+        return page_of_rows(query, await self._run(self._fetch_all, sql, params))
+
     async def delete(self, checkpoint_id: str) -> None:
         """Remove one checkpoint; nothing happens if it is not there."""
-        await self._run(
-            self._execute,
-            "DELETE FROM plait_checkpoints WHERE checkpoint_id = ?",
-            (checkpoint_id,),
-        )
+        await self._run(self._delete_sync, checkpoint_id)
 
     async def prune(self, run_id: str, *, keep_last: int) -> int:
         """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they
@@ -299,9 +344,7 @@ class SqliteCheckpointStore(CheckpointStoreBase):
 
     async def delete_run(self, run_id: str) -> int:
         """Remove every checkpoint of ``run_id``; return how many went."""
-        return await self._run(
-            self._execute, "DELETE FROM plait_checkpoints WHERE run_id = ?", (run_id,)
-        )
+        return await self._run(self._delete_run_sync, run_id)
 
     async def aclose(self) -> None:
         """Close the connection (in a worker thread: closing may checkpoint the WAL)."""
@@ -386,7 +429,10 @@ class SqliteCheckpointStore(CheckpointStoreBase):
                 )
             for version in range(current + 1, SCHEMA_VERSION + 1):
                 for statement in _MIGRATIONS[version - 1]:
-                    conn.execute(statement)
+                    if callable(statement):
+                        statement(conn)
+                    else:
+                        conn.execute(statement)
                 conn.execute(
                     "INSERT INTO plait_schema_version (version, applied_at) VALUES (?, ?)",
                     (version, time.time()),
@@ -436,6 +482,8 @@ class SqliteCheckpointStore(CheckpointStoreBase):
                 )
             if row is None or bytes(row[0]) != data:
                 raise duplicate_error(checkpoint, self.url)
+            return
+        _index_saved(conn, checkpoint, cursor.lastrowid)
 
     def _unsynced(self, conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> int:
         """Run a lease statement without an fsync of its own: a lease need not survive a
@@ -513,6 +561,52 @@ class SqliteCheckpointStore(CheckpointStoreBase):
                 sql += f" AND checkpoint_id NOT IN ({marks})"
                 params.extend(sorted(needed))
             removed = conn.execute(sql, params).rowcount
+            _reindex_run(conn, run_id)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return removed
+
+    def _save_one_sync(
+        self,
+        conn: sqlite3.Connection,
+        checkpoint: Checkpoint,
+        data: bytes,
+        lease: Lease | None = None,
+    ) -> None:
+        """One save: the checkpoint and its run's index row in one transaction."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._save_sync(conn, checkpoint, data, lease)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _delete_sync(self, conn: sqlite3.Connection, checkpoint_id: str) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute(
+                "SELECT run_id FROM plait_checkpoints WHERE checkpoint_id = ?", (checkpoint_id,)
+            ).fetchone()
+            if row is not None:
+                conn.execute(
+                    "DELETE FROM plait_checkpoints WHERE checkpoint_id = ?", (checkpoint_id,)
+                )
+                _reindex_run(conn, row[0])
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _delete_run_sync(self, conn: sqlite3.Connection, run_id: str) -> int:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            removed = conn.execute(
+                "DELETE FROM plait_checkpoints WHERE run_id = ?", (run_id,)
+            ).rowcount
+            conn.execute("DELETE FROM plait_runs WHERE run_id = ?", (run_id,))
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -547,3 +641,68 @@ class SqliteCheckpointStore(CheckpointStoreBase):
     @staticmethod
     def _execute(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> int:
         return conn.execute(sql, params).rowcount
+
+
+# -- the run index ----------------------------------------------------------------------
+
+
+def _run_row(
+    checkpoint: Checkpoint, created_at: float, first_metadata: Any, seq: int
+) -> tuple[Any, ...]:
+    summary = RunSummary.from_checkpoints(
+        checkpoint, created_at=created_at, first_metadata=first_metadata
+    )
+    return (*summary.as_row(), seq)
+
+
+def _index_saved(conn: sqlite3.Connection, checkpoint: Checkpoint, seq: int | None) -> None:
+    """Index the run of ``checkpoint``, just inserted as row ``seq`` (inside the save's
+    transaction)."""
+    assert seq is not None
+    conn.execute(_UPSERT_RUN, _run_row(checkpoint, checkpoint.created_at, checkpoint.metadata, seq))
+
+
+def _reindex_run(conn: sqlite3.Connection, run_id: str) -> None:
+    """Rebuild the index row of ``run_id`` from its stored checkpoints (after a delete:
+    its latest or first checkpoint may be gone)."""
+    conn.execute("DELETE FROM plait_runs WHERE run_id = ?", (run_id,))
+    latest = conn.execute(
+        "SELECT seq, checkpoint_id, data, status, superstep, created_at FROM plait_checkpoints"
+        " WHERE run_id = ? ORDER BY seq DESC LIMIT 1",
+        (run_id,),
+    ).fetchone()
+    if latest is None:
+        return
+    first = conn.execute(
+        "SELECT checkpoint_id, created_at, data FROM plait_checkpoints WHERE run_id = ?"
+        " ORDER BY seq LIMIT 1",
+        (run_id,),
+    ).fetchone()
+    try:
+        checkpoint = decode_checkpoint(
+            latest[2], where=where(run_id, latest[1]), expect_run=run_id, expect_id=latest[1]
+        )
+        first_body = decode_checkpoint(
+            first[2], where=where(run_id, first[0]), expect_run=run_id, expect_id=first[0]
+        )
+    except CheckpointError as exc:
+        # listed from its columns, saying why the rest is missing (loading it says it too)
+        row = (run_id, None, latest[3], latest[4], 0, str(exc), first[1], latest[5], None, None)
+        conn.execute(_UPSERT_RUN, (*row, latest[0]))
+        return
+    conn.execute(_UPSERT_RUN, _run_row(checkpoint, first[1], first_body.metadata, latest[0]))
+
+
+def _index_every_run(conn: sqlite3.Connection) -> None:
+    """The run index's back-fill: one row per run already stored."""
+    for (run_id,) in conn.execute("SELECT DISTINCT run_id FROM plait_checkpoints").fetchall():
+        _reindex_run(conn, run_id)
+
+
+def list_runs_sql(query: RunQuery) -> tuple[str, tuple[Any, ...]]:
+    """The one query of :meth:`SqliteCheckpointStore.list_runs` and its parameters
+    (:func:`plait.runindex.page_sql`).
+
+    :raises ValueError: a malformed cursor.
+    """
+    return page_sql(query)

@@ -60,6 +60,7 @@ from plait.errors import (
     RunLeaseError,
 )
 from plait.leases import LeaseHolder
+from plait.runindex import checkpoint_view, diff_views, fork_run, list_runs
 
 __all__ = [
     "CheckpointStoreContract",
@@ -579,3 +580,184 @@ class CheckpointStoreContract:
         await store.save(written, lease=current)
         assert await _ids(store, run_id) == [written.checkpoint_id]
         await store.release_lease(current)
+
+    # -- inspecting runs: the run index, checkpoint views, diffs, forks ---------------------
+    # Through plait.runindex's functions, so a store that offers RunIndex is checked through
+    # its own index and any other through the fallback on runs(). Each test filters on a
+    # workflow name of its own: stores are shared between tests.
+
+    async def test_list_runs_filters_by_status_workflow_id_and_time(
+        self, store: CheckpointStore
+    ) -> None:
+        workflow = new_run_id("wf")
+        a, b, c = new_run_id("a"), new_run_id("b"), new_run_id("c")
+        now = time.time()
+        saved = [
+            _of(make_checkpoint(a, 0), workflow, now),
+            _of(make_checkpoint(b, 0, status="failed"), workflow, now + 10),
+            _of(make_checkpoint(c, 0, status="idle"), workflow, now + 20),
+            _of(make_checkpoint(a, 1, status="idle"), workflow, now + 30),
+        ]
+        await _save_all(store, saved)
+        everything = await list_runs(store, workflow=workflow)
+        assert [r.run_id for r in everything.runs] == [a, c, b], "not newest first"
+        assert everything.next_cursor is None
+        idle = await list_runs(store, workflow=workflow, status="idle")
+        assert [r.run_id for r in idle.runs] == [a, c]
+        assert [r.run_id for r in (await list_runs(store, workflow=workflow, search=b)).runs] == [b]
+        window = await list_runs(store, workflow=workflow, since=now + 5, until=now + 25)
+        assert [r.run_id for r in window.runs] == [c, b]
+        assert (await list_runs(store, workflow=new_run_id("none"))).runs == []
+
+    async def test_list_runs_pages_with_a_cursor(self, store: CheckpointStore) -> None:
+        workflow = new_run_id("wf")
+        ids = [new_run_id(f"page{i}") for i in range(5)]
+        await _save_all(store, [_of(make_checkpoint(r), workflow) for r in ids])
+        seen: list[str] = []
+        cursor: str | None = None
+        sizes = []
+        while True:
+            page = await list_runs(store, workflow=workflow, limit=2, cursor=cursor)
+            sizes.append(len(page.runs))
+            seen.extend(r.run_id for r in page.runs)
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        assert sizes == [2, 2, 1]
+        assert seen == ids[::-1], "pages overlap, skip runs or are not newest first"
+        with pytest.raises(ValueError, match="cursor"):
+            await list_runs(store, cursor="not a cursor")
+        with pytest.raises(ValueError, match="limit"):
+            await list_runs(store, limit=0)
+
+    async def test_list_runs_summarises_each_run(self, store: CheckpointStore) -> None:
+        workflow = new_run_id("wf")
+        run_id = new_run_id("summary")
+        now = time.time()
+        error = {"executor": "parse", "type": "ValueError", "message": "bad", "superstep": 2}
+        first = _of(make_checkpoint(run_id, 0), workflow, now)
+        waiting = _of(
+            make_checkpoint(
+                run_id,
+                1,
+                status="idle_with_pending_requests",
+                state={"pending": {}, "requests": [{"request_id": "q"}]},
+            ),
+            workflow,
+            now + 1,
+        )
+        failed = attrs.evolve(
+            _of(make_checkpoint(run_id, 2, status="failed"), workflow, now + 2),
+            metadata={"workflow": workflow, "error": error},
+        )
+        await store.save(first)
+        await store.save(waiting)
+        (summary,) = (await list_runs(store, workflow=workflow)).runs
+        assert (summary.status, summary.superstep, summary.pending_requests) == (
+            "idle_with_pending_requests",
+            1,
+            1,
+        )
+        assert (summary.created_at, summary.updated_at) == (now, now + 1)
+        assert summary.forked_from is None
+        await store.save(failed)
+        (summary,) = (await list_runs(store, workflow=workflow)).runs
+        assert summary.status == "failed"
+        assert summary.error == "ValueError in 'parse' (superstep 2): bad"
+        await store.delete(failed.checkpoint_id)
+        (summary,) = (await list_runs(store, workflow=workflow)).runs
+        assert summary.status == "idle_with_pending_requests", "the index kept a deleted one"
+        await store.delete_run(run_id)
+        assert (await list_runs(store, workflow=workflow)).runs == []
+
+    async def test_a_checkpoint_view_merges_a_delta_with_its_base(
+        self, store: CheckpointStore
+    ) -> None:
+        run_id = new_run_id("view")
+        full = make_checkpoint(
+            run_id,
+            0,
+            state={
+                "kind": "full",
+                "pending": {"b": [1]},
+                "executor_state": {"a": {"n": 1}, "b": {"n": 5}},
+                "shared": {"k": "v"},
+                "outputs": ["x"],
+                "visits": {"a": 1},
+                "router_state": {},
+                "requests": [],
+            },
+        )
+        delta = make_checkpoint(
+            run_id,
+            1,
+            parent_id=full.checkpoint_id,
+            base_id=full.checkpoint_id,
+            state={
+                "kind": "delta",
+                "base": full.checkpoint_id,
+                "pending": {"c": [2]},
+                "executor_state": {"a": {"n": 2}},
+                "outputs": ["y"],
+                "visits": {"b": 1},
+                "router_state": {},
+                "requests": [],
+            },
+        )
+        await _save_all(store, [full, delta])
+        view = await checkpoint_view(store, delta.checkpoint_id)
+        assert view.base_id == full.checkpoint_id
+        assert view.state["executor_state"] == {"a": {"n": 2}, "b": {"n": 5}}
+        assert view.state["shared"] == {"k": "v"}
+        assert view.state["outputs"] == ["x", "y"]
+        assert view.state["visits"] == {"a": 1, "b": 1}
+        assert view.state["pending"] == {"c": [2]}
+        before = await checkpoint_view(store, full.checkpoint_id)
+        changes = {(c.where, c.op) for c in diff_views(before, view)}
+        assert changes == {
+            ("pending.b", "removed"),
+            ("pending.c", "added"),
+            ("executor_state.a.n", "changed"),
+            ("outputs", "changed"),
+        }
+
+    async def test_a_fork_is_a_new_run_linked_both_ways(self, store: CheckpointStore) -> None:
+        workflow = new_run_id("wf")
+        run_id = new_run_id("origin")
+        chain = [_of(c, workflow) for c in _chain(run_id, [0, 1, 2])]
+        chain[0] = attrs.evolve(
+            chain[0], metadata={"workflow": workflow, "topology": {"start": "a"}}
+        )
+        await _save_all(store, chain)
+        forked = await fork_run(store, run_id, chain[1].checkpoint_id)
+        assert forked != run_id
+        (copy,) = await store.list(forked)
+        loaded = await store.load(copy.checkpoint_id)
+        assert loaded.superstep == 1 and loaded.parent_id is None
+        assert loaded.state["kind"] == "full"
+        assert loaded.metadata["topology"] == {"start": "a"}
+        assert loaded.metadata["forked_from"] == {
+            "run_id": run_id,
+            "checkpoint_id": chain[1].checkpoint_id,
+        }
+        summaries = {r.run_id: r for r in (await list_runs(store, workflow=workflow)).runs}
+        assert summaries[forked].forked_from == run_id
+        assert summaries[forked].forked_from_checkpoint == chain[1].checkpoint_id
+        forks = await list_runs(store, forked_from=run_id)
+        assert [r.run_id for r in forks.runs] == [forked]
+        with pytest.raises(CheckpointError, match="belongs to run"):
+            await fork_run(store, forked, chain[1].checkpoint_id)
+        edited = await fork_run(store, run_id, chain[2].checkpoint_id, edits={"shared": {"k": 1}})
+        (copy,) = await store.list(edited)
+        loaded = await store.load(copy.checkpoint_id)
+        assert loaded.state["shared"] == {"k": 1} and loaded.metadata["edited"] == ["shared"]
+        with pytest.raises(ValueError, match="cannot edit outputs"):
+            await fork_run(store, run_id, chain[2].checkpoint_id, edits={"outputs": []})
+
+
+def _of(checkpoint: Checkpoint, workflow: str, created_at: float | None = None) -> Checkpoint:
+    """``checkpoint`` of workflow ``workflow`` (taken at ``created_at``, if given)."""
+    metadata = {**checkpoint.metadata, "workflow": workflow}
+    if created_at is None:
+        return attrs.evolve(checkpoint, metadata=metadata)
+    return attrs.evolve(checkpoint, metadata=metadata, created_at=created_at)

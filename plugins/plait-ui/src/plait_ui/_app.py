@@ -1,0 +1,568 @@
+"""The Starlette app of ``plait ui``: routes as data, server-rendered pages, JSON for the
+graph, server-sent events for live runs.
+
+Every page opens the store for the request and closes it after (a client library bound
+to one event loop never outlives it). Stored checkpoints are read as stored JSON
+(:func:`plait.runindex.checkpoint_view`); the workflow (``--workflow``) is only used to
+answer requests, which resumes the run in this process under its lease.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import attrs
+import jinja2
+from plait.checkpoint import CheckpointStore, open_store
+from plait.errors import CheckpointError, CheckpointNotFoundError, PlaitError, RunLeaseError
+from plait.runindex import (
+    DEFAULT_PAGE,
+    CheckpointView,
+    checkpoint_view,
+    diff_views,
+    fork_run,
+    list_runs,
+)
+from plait.runview import EDITABLE
+from plait.types import is_instance
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ._security import Guard
+from ._views import (
+    DAGRE_LIMIT,
+    VALUE_LIMIT,
+    graph_elements,
+    json_text,
+    layered_positions,
+    node_states,
+    parse_answer,
+    schema_for_name,
+    schema_for_type,
+    schema_problem,
+    scrub_points,
+    value_at,
+)
+
+if TYPE_CHECKING:
+    from plait import Workflow
+
+__all__ = ["STATUSES", "UiSettings", "make_app"]
+
+_HERE = Path(__file__).parent
+#: The statuses a run can have, for the runs page's filter.
+STATUSES = ("running", "idle", "idle_with_pending_requests", "failed")
+#: How many checkpoints around the chosen one the scrubber lists.
+_SCRUB_WINDOW = 12
+#: How often the event stream looks for new checkpoints (seconds).
+_POLL = 0.5
+
+
+@attrs.frozen
+class UiSettings:
+    """What ``plait ui`` serves.
+
+    :param store: the checkpoint store's URL.
+    :param token: the token of the printed URL (exchanged for a session cookie).
+    :param allowed_hosts: the ``Host`` header values accepted (``host:port``).
+    :param read_only: no route that changes anything (fork, answers) exists.
+    :param workflow: the workflow whose runs are answered and resumed (``--workflow``).
+    :param poll: seconds between the live stream's looks at the store.
+    :param allow_edits: a fork may replace the next inputs, executor state or shared
+        state with JSON values the user typed (``--allow-edits``).
+
+    .. versionadded:: 0.1
+    """
+
+    store: str
+    token: str
+    allowed_hosts: frozenset[str]
+    read_only: bool = False
+    workflow: Workflow | None = None
+    poll: float = _POLL
+    allow_edits: bool = False
+
+
+def _template_env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_HERE / "templates"),
+        autoescape=True,  # every page: a store's contents are untrusted
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["when"] = _when
+    env.filters["json"] = json_text
+    env.filters["short"] = lambda text, width=80: (
+        text if len(text) <= width else text[: width - 1] + "…"
+    )
+    return env
+
+
+def _when(seconds: Any) -> str:
+    if not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+        return "-"
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _parse_time(text: str | None, name: str) -> float | None:
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise HTTPException(400, f"{name} must be a date and time (ISO 8601)") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+class _Ui:
+    """The routes, over one :class:`UiSettings`."""
+
+    def __init__(self, settings: UiSettings) -> None:
+        self.settings = settings
+        self.env = _template_env()
+        self._guard: Guard | None = None
+
+    @property
+    def guard(self) -> Guard:
+        """The guard in front of the app (set once the app it wraps exists)."""
+        assert self._guard is not None
+        return self._guard
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def store(self) -> AsyncIterator[CheckpointStore]:
+        store = open_store(self.settings.store)
+        try:
+            yield store
+        finally:
+            with anyio.CancelScope(shield=True):
+                await store.aclose()
+
+    def page(self, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+        template = self.env.get_template(name)
+        html = template.render(
+            read_only=self.settings.read_only,
+            csrf=self.guard.csrf_token(),
+            store_url=self.settings.store,
+            has_workflow=self.settings.workflow is not None,
+            allow_edits=self.settings.allow_edits,
+            editable=EDITABLE,
+            **context,
+        )
+        return HTMLResponse(html, status_code=status_code, headers={"cache-control": "no-store"})
+
+    async def form(self, request: Request) -> dict[str, str]:
+        form = await request.form()
+        fields = {k: v for k, v in form.items() if isinstance(v, str)}
+        if not self.guard.csrf_ok(fields.get("csrf")):
+            raise HTTPException(403, "missing or wrong CSRF token")
+        return fields
+
+    # -- pages ------------------------------------------------------------------------------
+
+    async def runs(self, request: Request) -> Response:
+        params = request.query_params
+        status = params.get("status") or None
+        if status is not None and status not in STATUSES:
+            raise HTTPException(400, f"status must be one of {', '.join(STATUSES)}")
+        limit = params.get("limit") or str(DEFAULT_PAGE)
+        if not limit.isdigit():
+            raise HTTPException(400, "limit must be a number")
+        started = time.perf_counter()
+        try:
+            async with self.store() as store:
+                page = await list_runs(
+                    store,
+                    status=status,
+                    workflow=params.get("workflow") or None,
+                    since=_parse_time(params.get("since"), "since"),
+                    until=_parse_time(params.get("until"), "until"),
+                    search=params.get("q") or None,
+                    limit=int(limit),
+                    cursor=params.get("cursor") or None,
+                )
+        except ValueError as exc:
+            raise HTTPException(400, str(exc)) from None
+        elapsed = time.perf_counter() - started
+        keep = {k: v for k, v in params.items() if k != "cursor" and v}
+        next_query = None
+        if page.next_cursor is not None:
+            next_query = {**keep, "cursor": page.next_cursor}
+        return self.page(
+            "runs.html",
+            runs=page.runs,
+            query=dict(params.items()),
+            statuses=STATUSES,
+            next_query=next_query,
+            elapsed_ms=round(elapsed * 1000, 1),
+        )
+
+    async def run(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        chosen = request.query_params.get("checkpoint")
+        async with self.store() as store:
+            infos = list(await store.list(run_id))
+            if not infos:
+                raise HTTPException(404, f"no run {run_id!r} in {self.settings.store}")
+            points = scrub_points(infos)
+            index = len(points) - 1
+            if chosen:
+                found = [p.index for p in points if p.info.checkpoint_id == chosen]
+                if not found:
+                    raise HTTPException(404, f"no checkpoint {chosen!r} in run {run_id!r}")
+                index = found[0]
+            point = points[index]
+            view = await checkpoint_view(store, point.info.checkpoint_id)
+            parent = await _parent_view(store, view)
+            first = await store.load(infos[0].checkpoint_id) if index else view.checkpoint
+            forks = (await list_runs(store, forked_from=run_id, limit=100)).runs
+        origin = first.metadata.get("forked_from")
+        changes = diff_views(parent.state if parent is not None else {}, view)
+        low = max(0, index - _SCRUB_WINDOW)
+        sections = [
+            ("Next inputs", "pending"),
+            ("Executor state", "executor_state"),
+            ("Shared state", "shared"),
+            ("Outputs", "outputs"),
+            ("Pending requests", "requests"),
+            ("Router state", "router_state"),
+        ]
+        return self.page(
+            "run.html",
+            run_id=run_id,
+            point=point,
+            points=points[low : index + _SCRUB_WINDOW + 1],
+            count=len(points),
+            previous=points[index - 1] if index else None,
+            following=points[index + 1] if index + 1 < len(points) else None,
+            view=view,
+            error=view.error,
+            changes=changes,
+            sections=[(title, key, self.value(view, [key])) for title, key in sections],
+            forks=forks,
+            origin=origin if isinstance(origin, dict) else None,
+            ids=[p.info.checkpoint_id for p in points],
+            workflow=view.checkpoint.metadata.get("workflow"),
+            change_value=lambda value: _cut(json_text(value)),
+        )
+
+    def value(self, view: CheckpointView, path: list[Any]) -> dict[str, Any]:
+        """A value of ``view`` at ``path``, cut to :data:`VALUE_LIMIT` characters."""
+        try:
+            text = json_text(value_at(view.state, path))
+        except KeyError:
+            text = "null"
+        cut = _cut(text)
+        cut["path"] = json.dumps(path)
+        return cut
+
+    async def value_page(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        checkpoint_id = request.query_params.get("checkpoint", "")
+        try:
+            path = json.loads(request.query_params.get("path", "[]"))
+        except json.JSONDecodeError:
+            raise HTTPException(400, "path must be a JSON list") from None
+        if not isinstance(path, list):
+            raise HTTPException(400, "path must be a JSON list")
+        async with self.store() as store:
+            view = await _view_of_run(store, run_id, checkpoint_id)
+        try:
+            text = json_text(value_at(view.state, path))
+        except KeyError:
+            raise HTTPException(404, "no value at that path") from None
+        return self.page("value.html", text=text)
+
+    async def graph(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        checkpoint_id = request.query_params.get("checkpoint", "")
+        async with self.store() as store:
+            infos = await store.list(run_id)
+            if not infos:
+                raise HTTPException(404, f"no run {run_id!r}")
+            view = await _view_of_run(store, run_id, checkpoint_id or infos[-1].checkpoint_id)
+            parent = await _parent_view(store, view)
+            first = await store.load(infos[0].checkpoint_id)
+        topology = first.metadata.get("topology")
+        if not isinstance(topology, dict):
+            topology = view.checkpoint.metadata.get("topology")
+        if not isinstance(topology, dict):
+            return JSONResponse({"elements": [], "missing": True})
+        elements = graph_elements(topology, node_states(view, parent))
+        executors = sum(1 for e in elements if "source" not in e["data"])
+        layout = "dagre"
+        if executors > DAGRE_LIMIT:
+            layered_positions(elements, topology.get("start"))
+            layout = "preset"
+        return JSONResponse({"elements": elements, "layout": layout, "missing": False})
+
+    async def requests(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        async with self.store() as store:
+            forms = await self._request_forms(store, run_id)
+        return self.page("requests.html", run_id=run_id, forms=forms, errors={}, answers={})
+
+    async def _request_forms(self, store: CheckpointStore, run_id: str) -> list[dict[str, Any]]:
+        latest = await store.latest(run_id)
+        if latest is None:
+            raise HTTPException(404, f"no run {run_id!r}")
+        view = await checkpoint_view(store, latest.checkpoint_id)
+        declared = {}
+        workflow = self.settings.workflow
+        if workflow is not None:
+            try:
+                pending = await workflow.pending_requests(run_id, store)
+            except PlaitError as exc:
+                raise HTTPException(409, f"--workflow does not fit this run: {exc}") from None
+            declared = {p.request_id: p.response_type for p in pending}
+        requests = view.state.get("requests")
+        forms = []
+        for stored in requests if isinstance(requests, list) else []:
+            if not isinstance(stored, dict) or not isinstance(stored.get("request_id"), str):
+                continue
+            rid = stored["request_id"]
+            if rid in declared:
+                schema = schema_for_type(declared[rid])
+            else:
+                schema = schema_for_name(stored.get("response_type_name"))
+            forms.append(
+                {
+                    "request_id": rid,
+                    "executor_id": str(stored.get("executor_id")),
+                    "request": _cut(json_text(stored.get("request"))),
+                    "type_name": str(stored.get("response_type_name")),
+                    "schema": schema,
+                }
+            )
+        return forms
+
+    async def answer(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        request_id = request.path_params["request_id"]
+        fields = await self.form(request)
+        workflow = self.settings.workflow
+        async with self.store() as store:
+            forms = await self._request_forms(store, run_id)
+            form = next((f for f in forms if f["request_id"] == request_id), None)
+            if form is None:
+                raise HTTPException(404, f"no pending request {request_id!r} in run {run_id!r}")
+            text = fields.get("answer", "")
+            error = None
+            value: Any = None
+            if workflow is None:
+                error = "start plait ui with --workflow TARGET to answer requests"
+            else:
+                try:
+                    value = parse_answer(text, form["schema"])
+                except ValueError as exc:
+                    error = str(exc)
+                else:
+                    error = schema_problem(value, form["schema"])
+                if error is None:
+                    declared = {
+                        p.request_id: p for p in await workflow.pending_requests(run_id, store)
+                    }
+                    wanted = declared[request_id].response_type
+                    value, error = _as_declared(value, wanted, form["type_name"])
+            if error is not None:
+                return self.page(
+                    "requests.html",
+                    status_code=422,
+                    run_id=run_id,
+                    forms=forms,
+                    errors={request_id: error},
+                    answers={request_id: text},
+                )
+            assert workflow is not None
+            try:
+                await workflow.resume(run_id, store, responses={request_id: value})
+            except RunLeaseError as exc:  # another worker holds the run: nothing was written
+                return self.page(
+                    "requests.html",
+                    status_code=409,
+                    run_id=run_id,
+                    forms=forms,
+                    errors={request_id: str(exc)},
+                    answers={request_id: text},
+                )
+            except PlaitError:
+                pass  # the run went on and failed: its page shows the failure
+        return RedirectResponse(f"/runs/{_quote(run_id)}", status_code=303)
+
+    async def fork(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        fields = await self.form(request)
+        checkpoint_id = fields.get("checkpoint", "")
+        edits = self.edits(fields)
+        async with self.store() as store:
+            try:
+                new_run = await fork_run(store, run_id, checkpoint_id, edits=edits)
+            except CheckpointNotFoundError:
+                raise HTTPException(404, f"no checkpoint {checkpoint_id!r}") from None
+            except CheckpointError as exc:
+                raise HTTPException(400, str(exc)) from None
+        return RedirectResponse(f"/runs/{_quote(new_run)}", status_code=303)
+
+    def edits(self, fields: dict[str, str]) -> dict[str, Any]:
+        """The sections a fork form replaces (``edit_<section>`` fields that are not
+        empty), as JSON; refused unless ``--allow-edits``."""
+        edits: dict[str, Any] = {}
+        for section in EDITABLE:
+            text = fields.get(f"edit_{section}", "").strip()
+            if not text:
+                continue
+            if not self.settings.allow_edits:
+                raise HTTPException(403, "editing values before a fork needs --allow-edits")
+            try:
+                edits[section] = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise HTTPException(400, f"the new {section} is not JSON: {exc}") from None
+        return edits
+
+    async def events(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        poll = self.settings.poll
+
+        async def stream() -> AsyncIterator[str]:
+            last: str | None = None
+            yield "retry: 2000\n\n"
+            async with self.store() as store:
+                while not await request.is_disconnected():
+                    latest = await store.latest(run_id)
+                    if latest is not None and latest.checkpoint_id != last:
+                        last = latest.checkpoint_id
+                        data = {
+                            "checkpoint_id": latest.checkpoint_id,
+                            "superstep": latest.superstep,
+                            "status": latest.status,
+                        }
+                        yield f"event: checkpoint\ndata: {json.dumps(data)}\n\n"
+                    await anyio.sleep(poll)
+
+        return StreamingResponse(
+            stream(), media_type="text/event-stream", headers={"cache-control": "no-store"}
+        )
+
+    async def error_page(self, request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        return self.page("error.html", status_code=exc.status_code, detail=exc.detail)
+
+    # -- routes -----------------------------------------------------------------------------
+
+    def routes(self) -> list[BaseRoute]:
+        routes: list[BaseRoute] = [
+            Route("/", self.runs, name="runs"),
+            Route("/runs/{run_id:path}/graph.json", self.graph, name="graph"),
+            Route("/runs/{run_id:path}/value", self.value_page, name="value"),
+            Route("/runs/{run_id:path}/requests", self.requests, name="requests"),
+            Route("/runs/{run_id:path}/events", self.events, name="events"),
+        ]
+        if not self.settings.read_only:  # read-only: the change routes do not exist
+            routes += [
+                Route(
+                    "/runs/{run_id:path}/requests/{request_id}",
+                    self.answer,
+                    methods=["POST"],
+                    name="answer",
+                ),
+                Route("/runs/{run_id:path}/fork", self.fork, methods=["POST"], name="fork"),
+            ]
+        routes += [
+            Route("/runs/{run_id:path}", self.run, name="run"),
+            Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
+        ]
+        return routes
+
+
+def _as_declared(value: Any, wanted: Any, name: str) -> tuple[Any, str | None]:
+    """``value`` (JSON from the form) as the declared response type, or why it is not one:
+    a JSON object becomes the declared attrs class or dataclass (the workflow's own type,
+    never one the data names)."""
+    if is_instance(value, wanted):
+        return value, None
+    if isinstance(value, dict) and isinstance(wanted, type):
+        from plait.codec import message_converter
+
+        try:
+            built: Any = message_converter().structure(value, wanted)
+        except Exception as exc:  # cattrs says what is missing or of the wrong type
+            return None, f"the answer must be {name}: {_one_line(exc)}"
+        if is_instance(built, wanted):
+            return built, None
+    return None, f"the answer must be {name}, got {json_text(value)}"
+
+
+def _one_line(exc: BaseException) -> str:
+    notes = [
+        f"{note} ({type(sub).__name__}: {sub})"
+        for sub in getattr(exc, "exceptions", ())
+        for note in getattr(sub, "__notes__", ())
+    ]
+    return "; ".join(notes) or " ".join(str(exc).split())
+
+
+def _quote(run_id: str) -> str:
+    from urllib.parse import quote
+
+    return quote(run_id, safe="")
+
+
+def _cut(text: str) -> dict[str, Any]:
+    if len(text) <= VALUE_LIMIT:
+        return {"text": text, "more": 0}
+    return {"text": text[:VALUE_LIMIT], "more": len(text) - VALUE_LIMIT}
+
+
+async def _view_of_run(store: CheckpointStore, run_id: str, checkpoint_id: str) -> CheckpointView:
+    try:
+        view = await checkpoint_view(store, checkpoint_id)
+    except CheckpointNotFoundError:
+        raise HTTPException(404, f"no checkpoint {checkpoint_id!r}") from None
+    if view.checkpoint.run_id != run_id:
+        raise HTTPException(404, f"no checkpoint {checkpoint_id!r} in run {run_id!r}")
+    return view
+
+
+async def _parent_view(store: CheckpointStore, view: CheckpointView) -> CheckpointView | None:
+    parent_id = view.checkpoint.parent_id
+    if parent_id is None:
+        return None
+    try:
+        return await checkpoint_view(store, parent_id)
+    except CheckpointNotFoundError:
+        return None  # pruned
+
+
+def make_app(settings: UiSettings) -> Guard:
+    """The ASGI app of ``plait ui`` for ``settings``: the Starlette app behind its
+    :class:`~plait_ui._security.Guard`.
+
+    .. versionadded:: 0.1
+    """
+    ui = _Ui(settings)
+    handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
+        HTTPException: ui.error_page
+    }
+    app = Starlette(routes=ui.routes(), exception_handlers=handlers)
+    ui._guard = Guard(app, token=settings.token, allowed_hosts=settings.allowed_hosts)
+    return ui.guard

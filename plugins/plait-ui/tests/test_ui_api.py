@@ -1,0 +1,363 @@
+"""The app, driven through Starlette's TestClient, on real runs in every kind of store:
+the runs page's filters and paging, the run page (checkpoint tree, diff, failures, graph),
+answers (valid, wrong type, unknown id), forks, and read-only mode."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from plait.checkpoint import open_store
+from plait_testing import servers
+from ui_helpers import (
+    chain,
+    gate,
+    post,
+    review_gate,
+    run,
+    run_failing,
+    signed_in,
+    sqlite,
+    unique,
+)
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[str]:
+    with servers.redis_url() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    with servers.postgres_url() as url:
+        yield url
+
+
+@pytest.fixture(params=["memory", "file", "sqlite", "redis", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    kind = request.param
+    if kind == "memory":
+        return f"memory://ui-{uuid.uuid4().hex}"
+    if kind == "file":
+        return f"file://{tmp_path / 'store'}"
+    if kind == "sqlite":
+        return sqlite(tmp_path)
+    if kind == "redis":
+        return str(request.getfixturevalue("redis_server"))
+    return str(request.getfixturevalue("postgres_server"))
+
+
+def run_ids(html: str) -> list[str]:
+    return re.findall(r'data-run-id="([^"]+)"', html)
+
+
+def checkpoint_ids(html: str) -> list[str]:
+    found = re.search(r'<script type="application/json" id="checkpoint-ids">(.*?)</script>', html)
+    assert found is not None
+    return re.findall(r'"([0-9a-f]{32})"', found.group(1))
+
+
+# -- the runs page ------------------------------------------------------------------------------
+
+
+def test_runs_are_filtered_by_status_workflow_and_id(store_url: str) -> None:
+    name = unique("wf")
+    done = run(chain(2, name=name), 0, store_url).run_id
+    failed = run_failing(chain(3, name=name, fail_at=1), 0, store_url)
+    waiting = run(gate(name), "draft", store_url).run_id
+    with signed_in(store_url) as client:
+        page = client.get("/", params={"workflow": name})
+        assert page.status_code == 200
+        assert run_ids(page.text) == [waiting, failed, done]
+        assert run_ids(client.get("/", params={"workflow": name, "status": "failed"}).text) == [
+            failed
+        ]
+        idle = client.get("/", params={"workflow": name, "status": "idle"})
+        assert run_ids(idle.text) == [done]
+        by_id = client.get("/", params={"workflow": name, "q": waiting[:10]})
+        assert run_ids(by_id.text) == [waiting]
+        assert "ValueError in &#39;n1&#39; (superstep 2)" in page.text
+        assert client.get("/", params={"workflow": unique("none")}).text.count("No runs match") == 1
+        assert client.get("/", params={"status": "bogus"}).status_code == 400
+        assert client.get("/", params={"since": "yesterday"}).status_code == 400
+
+
+def test_runs_are_paged_through_the_index(store_url: str) -> None:
+    name = unique("wf")
+    ids = [run(chain(1, name=name), i, store_url).run_id for i in range(5)]
+    seen: list[str] = []
+    with signed_in(store_url) as client:
+        url: str | None = f"/?workflow={name}&limit=2"
+        pages = 0
+        while url is not None:
+            page = client.get(url.replace("&amp;", "&"))
+            seen += run_ids(page.text)
+            found = re.search(r'id="next-page" href="([^"]+)"', page.text)
+            url = found.group(1) if found else None
+            pages += 1
+            assert pages < 10
+        assert pages == 3, "5 runs, 2 a page"
+        assert seen == ids[::-1]
+        assert client.get("/", params={"cursor": "nonsense"}).status_code == 400
+
+
+def test_runs_filtered_by_time(tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    name = unique("wf")
+    run_id = run(chain(1, name=name), 0, url).run_id
+    with signed_in(url) as client:
+        assert run_ids(client.get("/", params={"since": "2000-01-01T00:00"}).text) == [run_id]
+        assert run_ids(client.get("/", params={"until": "2000-01-01T00:00"}).text) == []
+
+
+# -- the run page -------------------------------------------------------------------------------
+
+
+def test_the_checkpoint_tree_and_the_diff_of_each_superstep(store_url: str) -> None:
+    result = run(chain(3), 0, store_url)
+    with signed_in(store_url) as client:
+        latest = client.get(f"/runs/{result.run_id}")
+        assert latest.status_code == 200
+        ids = checkpoint_ids(latest.text)
+        assert len(ids) == 4  # the start, then one per superstep
+        assert "Superstep 3" in latest.text
+        second = client.get(f"/runs/{result.run_id}", params={"checkpoint": ids[1]})
+        assert "Superstep 1" in second.text
+        # n0 ran in superstep 1: its state and visits changed, and n1 has its next input
+        assert "<code>executor_state.n0</code>" in second.text
+        assert "<code>pending.n1</code>" in second.text
+        graph = client.get(f"/runs/{result.run_id}/graph.json", params={"checkpoint": ids[1]})
+        classes = {
+            e["data"]["id"]: e["classes"] for e in graph.json()["elements"] if "classes" in e
+        }
+        assert "ran" in classes["n0"] and "pending" in classes["n1"]
+        assert "ran" not in classes["n2"]
+        edges = [e["data"] for e in graph.json()["elements"] if "source" in e["data"]]
+        assert {(e["source"], e["target"]) for e in edges} == {("n0", "n1"), ("n1", "n2")}
+        unknown = client.get(f"/runs/{result.run_id}", params={"checkpoint": "0" * 32})
+        assert unknown.status_code == 404
+        assert client.get("/runs/no-such-run").status_code == 404
+
+
+def test_a_failed_run_shows_type_message_and_traceback_escaped(tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    run_id = run_failing(chain(3, fail_at=1), 0, url)
+    with signed_in(url) as client:
+        page = client.get(f"/runs/{run_id}")
+        assert 'id="failure-type">ValueError<' in page.text
+        assert "Traceback (most recent call last)" in page.text
+        # the stored message holds a <script> tag: it is shown as text, never as markup
+        assert "<script>alert(1)</script>" not in page.text
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+        graph = client.get(f"/runs/{run_id}/graph.json").json()
+        assert any(e["data"]["id"] == "n1" and "failed" in e["classes"] for e in graph["elements"])
+
+
+def test_large_values_are_cut_and_expand_on_demand(tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    result = run(gate(), "x" * 5000, url)  # the start checkpoint's next input: 5000 x
+    with signed_in(url) as client:
+        ids = checkpoint_ids(client.get(f"/runs/{result.run_id}").text)
+        page = client.get(f"/runs/{result.run_id}", params={"checkpoint": ids[0]})
+        assert "x" * 5000 not in page.text and "more characters" in page.text
+        expand = re.search(r'hx-get="([^"]+)"', page.text)
+        assert expand is not None
+        full = client.get(expand.group(1).replace("&amp;", "&"))
+        assert full.status_code == 200 and "x" * 5000 in full.text
+
+
+# -- forks ---------------------------------------------------------------------------------------
+
+
+def test_a_fork_is_linked_both_ways(store_url: str) -> None:
+    result = run(chain(3), 0, store_url)
+    with signed_in(store_url) as client:
+        ids = checkpoint_ids(client.get(f"/runs/{result.run_id}").text)
+        response = post(client, f"/runs/{result.run_id}/fork", {"checkpoint": ids[1]})
+        assert response.status_code == 303
+        new_page = client.get(response.headers["location"])
+        new_run = response.headers["location"].rsplit("/", 1)[1]
+        assert 'id="forked-from"' in new_page.text and result.run_id in new_page.text
+        origin = client.get(f"/runs/{result.run_id}")
+        assert f'class="fork-link" href="/runs/{new_run}"' in origin.text
+        bad = post(client, f"/runs/{result.run_id}/fork", {"checkpoint": "0" * 32})
+        assert bad.status_code == 404
+    # the fork resumes where its checkpoint left off: two more supersteps, output 3
+    resumed = anyio.run(chain_resume, result, new_run, store_url)
+    assert resumed == [3]
+
+
+async def chain_resume(result: Any, new_run: str, url: str) -> Any:
+    workflow = chain(3)
+    store = open_store(url)
+    try:
+        done = await workflow.resume(new_run, store)
+    finally:
+        await store.aclose()
+    return done.outputs
+
+
+# -- answers -------------------------------------------------------------------------------------
+
+
+def test_answers_valid_wrong_type_and_unknown(store_url: str) -> None:
+    workflow = gate()
+    waiting = run(workflow, "draft", store_url)
+    with signed_in(store_url, workflow=workflow) as client:
+        page = client.get(f"/runs/{waiting.run_id}/requests")
+        (request_id,) = re.findall(r'data-request-id="([^"]+)"', page.text)
+        assert "publish?" in page.text and "(bool)" in page.text
+        before = anyio.run(count_checkpoints, store_url, waiting.run_id)
+        wrong = post(client, f"/runs/{waiting.run_id}/requests/{request_id}", {"answer": "42"})
+        assert wrong.status_code == 422
+        assert 'class="error answer-error"' in wrong.text and "bool" in wrong.text
+        assert anyio.run(count_checkpoints, store_url, waiting.run_id) == before, "wrote"
+        unknown = post(client, f"/runs/{waiting.run_id}/requests/nope", {"answer": "true"})
+        assert unknown.status_code == 404
+        done = post(client, f"/runs/{waiting.run_id}/requests/{request_id}", {"answer": "true"})
+        assert done.status_code == 303
+        after = client.get(f"/runs/{waiting.run_id}")
+        assert 'id="run-status">idle<' in after.text
+        assert "published: draft" in after.text
+        assert "No pending requests" in client.get(f"/runs/{waiting.run_id}/requests").text
+
+
+def test_answers_need_the_workflow(tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    waiting = run(gate(), "draft", url)
+    with signed_in(url) as client:
+        page = client.get(f"/runs/{waiting.run_id}/requests")
+        assert "--workflow TARGET" in page.text
+        (request_id,) = re.findall(r'data-request-id="([^"]+)"', page.text)
+        refused = post(client, f"/runs/{waiting.run_id}/requests/{request_id}", {"answer": "true"})
+        assert refused.status_code == 422 and "--workflow" in refused.text
+
+
+async def count_checkpoints(url: str, run_id: str) -> int:
+    store = open_store(url)
+    try:
+        return len(await store.list(run_id))
+    finally:
+        await store.aclose()
+
+
+# -- read-only mode ------------------------------------------------------------------------------
+
+
+def test_read_only_mode_has_no_change_routes(tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    workflow = gate()
+    waiting = run(workflow, "draft", url)
+    with signed_in(url, read_only=True, workflow=workflow) as client:
+        page = client.get(f"/runs/{waiting.run_id}")
+        assert 'id="read-only"' in page.text and "fork-form" not in page.text
+        ids = checkpoint_ids(page.text)
+        fork = post(client, f"/runs/{waiting.run_id}/fork", {"checkpoint": ids[-1]})
+        assert fork.status_code == 405
+        requests = client.get(f"/runs/{waiting.run_id}/requests")
+        assert "answer-form" not in requests.text
+        (request_id,) = re.findall(r'data-request-id="([^"]+)"', requests.text)
+        answer = post(client, f"/runs/{waiting.run_id}/requests/{request_id}", {"answer": "true"})
+        assert answer.status_code == 405
+        assert anyio.run(count_checkpoints, url, waiting.run_id) == len(ids)
+
+
+# -- live updates --------------------------------------------------------------------------------
+
+
+def test_the_event_stream_announces_the_latest_checkpoint(tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    result = run(chain(2), 0, url)
+    with signed_in(url) as client:
+        ids = checkpoint_ids(client.get(f"/runs/{result.run_id}").text)
+        with client.stream("GET", f"/runs/{result.run_id}/events") as stream:
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            lines = stream.iter_lines()
+            seen = ""
+            for line in lines:
+                seen += line + "\n"
+                if line.startswith("data:"):
+                    break
+        assert "event: checkpoint" in seen and ids[-1] in seen
+
+
+# -- scale ---------------------------------------------------------------------------------------
+
+
+def test_the_runs_page_over_10000_runs(tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+
+    async def fill() -> None:
+        from plait_testing.stores import make_checkpoint
+
+        store = open_store(url)
+        try:
+            for start in range(0, 10_000, 1000):
+                await store.save_many(  # type: ignore[attr-defined]
+                    [make_checkpoint(f"run-{i:05d}", 1) for i in range(start, start + 1000)]
+                )
+        finally:
+            await store.aclose()
+
+    anyio.run(fill)
+    with signed_in(url) as client:
+        for params in ({}, {"status": "running", "cursor": "5000"}, {"q": "run-0420"}):
+            started = time.perf_counter()
+            page = client.get("/", params=params)
+            took = time.perf_counter() - started
+            assert page.status_code == 200
+            store_ms = float(re.search(r"([\d.]+) ms in the store", page.text).group(1))  # type: ignore[union-attr]
+            print(f"runs page {params}: {took * 1000:.0f} ms in all, {store_ms} ms in the store")
+            assert store_ms < 300 and took < 1.0
+        assert len(run_ids(client.get("/").text)) == 50
+        assert run_ids(client.get("/", params={"q": "run-0420"}).text)[0] == "run-04209"
+
+
+def test_a_structured_answer_is_built_as_the_declared_type(tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    workflow = review_gate()
+    waiting = run(workflow, "draft", url)
+    with signed_in(url, workflow=workflow) as client:
+        page = client.get(f"/runs/{waiting.run_id}/requests")
+        (request_id,) = re.findall(r'data-request-id="([^"]+)"', page.text)
+        # the form shows the declared type's JSON Schema: an object with its fields
+        assert "&#34;approved&#34;" in page.text and "&#34;required&#34;" in page.text
+        path = f"/runs/{waiting.run_id}/requests/{request_id}"
+        missing = post(client, path, {"answer": '{"note": "fine"}'})
+        assert missing.status_code == 422 and "answer: approved is missing" in missing.text
+        wrong = post(client, path, {"answer": '{"approved": "perhaps"}'})
+        assert wrong.status_code == 422, "a converter's bool('perhaps') must not decide"
+        assert "answer.approved: expected boolean" in wrong.text
+        assert anyio.run(count_checkpoints, url, waiting.run_id) == 2  # nothing written
+        done = post(client, path, {"answer": '{"approved": true, "note": "fine"}'})
+        assert done.status_code == 303
+        assert "approved: fine" in client.get(f"/runs/{waiting.run_id}").text
+
+
+def test_a_fork_with_edits_needs_allow_edits(tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    result = run(chain(3), 0, url)
+    edit = {"edit_pending": '{"n1": [100]}'}
+    with signed_in(url) as client:
+        ids = checkpoint_ids(client.get(f"/runs/{result.run_id}").text)
+        refused = post(client, f"/runs/{result.run_id}/fork", {"checkpoint": ids[1], **edit})
+        assert refused.status_code == 403 and "--allow-edits" in refused.text
+        assert "edit_pending" not in client.get(f"/runs/{result.run_id}").text
+    with signed_in(url, allow_edits=True) as client:
+        assert 'name="edit_pending"' in client.get(f"/runs/{result.run_id}").text
+        bad = post(
+            client, f"/runs/{result.run_id}/fork", {"checkpoint": ids[1], "edit_shared": "{"}
+        )
+        assert bad.status_code == 400 and "not JSON" in bad.text
+        done = post(client, f"/runs/{result.run_id}/fork", {"checkpoint": ids[1], **edit})
+        assert done.status_code == 303
+        new_run = done.headers["location"].rsplit("/", 1)[1]
+    # the fork goes on from the edited next input: n1 gets 100, n2 101, the output is 102
+    assert anyio.run(chain_resume, result, new_run, url) == [102]

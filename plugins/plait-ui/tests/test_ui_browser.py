@@ -1,0 +1,308 @@
+"""`plait ui` in a real browser: Playwright's Python package driving Debian's chromium
+(/usr/bin/chromium; `.ci/test` installs it; never `playwright install`), against the real
+server (uvicorn in a thread) on real runs in a SQLite store.
+
+Each scenario saves a screenshot under test-results/ui/, and fails on any console error
+(a content-security-policy violation is one).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from plait_testing.servers import free_port
+from plait_ui import UiSettings, make_app
+from plait_ui._security import allowed_hosts_for
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+from ui_helpers import (
+    TOKEN,
+    chain,
+    gate,
+    long_run,
+    run,
+    run_failing,
+    slow_chain,
+    sqlite,
+    unique,
+    wide,
+)
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SHOTS = Path(__file__).resolve().parents[3] / "test-results" / "ui"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    assert Path(CHROMIUM).exists(), "install Debian's chromium (apt-get install chromium)"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+
+
+@contextmanager
+def served(url: str, **options: Any) -> Iterator[str]:
+    """`plait ui` for store ``url`` on a free port; yields the URL with its token."""
+    port = free_port()
+    settings = UiSettings(
+        store=url,
+        token=TOKEN,
+        allowed_hosts=allowed_hosts_for("127.0.0.1", port),
+        poll=0.1,
+        **options,
+    )
+    config = uvicorn.Config(
+        make_app(settings),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        timeout_graceful_shutdown=1,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}/?token={TOKEN}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@contextmanager
+def page_of(browser: Browser, name: str, *, full_page: bool = True) -> Iterator[Page]:
+    """A fresh page; its console errors fail the test; a screenshot is saved at the end
+    (of the whole page, or for a big graph only the window: a taller viewport re-renders it).
+    """
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        yield page
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=full_page)
+        assert errors == [], f"console errors: {errors}"
+    finally:
+        context.close()
+
+
+def graph_drawn(page: Page, timeout: float = 30_000) -> None:
+    expect(page.locator("#graph")).to_have_attribute("data-rendered", "true", timeout=timeout)
+
+
+def classes_of(page: Page, node: str) -> list[str]:
+    found: list[str] = page.evaluate("(id) => window.plaitGraph.getElementById(id).classes()", node)
+    return found
+
+
+def test_filter_runs(browser: Browser, tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    name = unique("wf")
+    done = run(chain(2, name=name), 0, url).run_id
+    failed = run_failing(chain(3, name=name, fail_at=1), 0, url)
+    waiting = run(gate(name), "draft", url).run_id
+    with served(url) as address, page_of(browser, "filter-runs") as page:
+        page.goto(address)
+        rows = page.locator("tr.run")
+        expect(rows).to_have_count(3)
+        page.select_option("#filter-status", "failed")
+        page.click("#filter-apply")
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_have_attribute("data-run-id", failed)
+        expect(rows.first.locator(".failure")).to_contain_text("ValueError in 'n1'")
+        page.select_option("#filter-status", "")
+        page.fill("#filter-q", waiting[:12])
+        page.click("#filter-apply")
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_have_attribute("data-run-id", waiting)
+        page.fill("#filter-q", "")
+        page.select_option("#filter-status", "idle")
+        page.click("#filter-apply")
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_have_attribute("data-run-id", done)
+
+
+def test_scrub_back_and_forth(browser: Browser, tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    run_id = run(chain(4), 0, url).run_id
+    with served(url) as address, page_of(browser, "scrub") as page:
+        page.goto(address.replace("/?", f"/runs/{run_id}?"))
+        heading = page.locator("#scrubber h2")
+        expect(heading).to_contain_text("Superstep 4")
+        graph_drawn(page)
+        assert "ran" in classes_of(page, "n3")
+        page.keyboard.press("ArrowLeft")
+        expect(heading).to_contain_text("Superstep 3")
+        graph_drawn(page)
+        assert "ran" in classes_of(page, "n2") and "pending" in classes_of(page, "n3")
+        page.click("#scrub-prev")
+        expect(heading).to_contain_text("Superstep 2")
+        expect(page.locator("#diff")).to_contain_text("executor_state.n1")
+        page.click("#scrub-next")
+        expect(heading).to_contain_text("Superstep 3")
+        page.keyboard.press("ArrowRight")
+        expect(heading).to_contain_text("Superstep 4")
+        expect(page.locator("#section-outputs")).to_contain_text("4")
+
+
+def test_a_failed_run_shows_its_traceback(browser: Browser, tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    run_id = run_failing(chain(3, fail_at=1), 0, url)
+    with served(url) as address, page_of(browser, "failed-run") as page:
+        page.goto(address.replace("/?", f"/runs/{run_id}?"))
+        expect(page.locator("#failure-type")).to_have_text("ValueError")
+        expect(page.locator("#failure-message")).to_contain_text("<script>alert(1)</script>")
+        expect(page.locator("#traceback")).to_contain_text("Traceback (most recent call last)")
+        graph_drawn(page)
+        assert "failed" in classes_of(page, "n1")
+
+
+def test_answer_a_request_and_the_run_completes(browser: Browser, tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    workflow = gate()
+    run_id = run(workflow, "draft", url).run_id
+    with served(url, workflow=workflow) as address, page_of(browser, "answer") as page:
+        page.goto(address.replace("/?", f"/runs/{run_id}?"))
+        expect(page.locator("#run-status")).to_have_text("idle_with_pending_requests")
+        graph_drawn(page)
+        assert "waiting" in classes_of(page, "approval")
+        page.click("#requests-link")
+        form = page.locator("form.answer-form")
+        expect(form).to_have_count(1)
+        form.locator("select[name=answer]").select_option("true")
+        form.locator("button[type=submit]").click()
+        expect(page).to_have_url(re.compile(f"/runs/{run_id}$"))
+        expect(page.locator("#run-status")).to_have_text("idle")
+        expect(page.locator("#section-outputs")).to_contain_text("published: draft")
+
+
+def test_fork_and_the_new_run_links_back(browser: Browser, tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    run_id = run(chain(3), 0, url).run_id
+    with served(url) as address, page_of(browser, "fork") as page:
+        page.goto(address.replace("/?", f"/runs/{run_id}?"))
+        page.click("#scrub-prev")
+        expect(page.locator("#scrubber h2")).to_contain_text("Superstep 2")
+        page.click("#fork-button")
+        expect(page.locator("#forked-from")).to_contain_text(run_id)
+        forked = page.locator("#run-id").inner_text()
+        assert forked != run_id
+        expect(page.locator("#scrubber h2")).to_contain_text("Superstep 2")
+        page.click("#forked-from a")
+        expect(page.locator("#run-id")).to_have_text(run_id)
+        expect(page.locator("a.fork-link")).to_have_text(forked)
+
+
+def test_a_1000_node_graph_renders(browser: Browser, tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    run_id = run(wide(1000), 0, url).run_id
+    with served(url) as address, page_of(browser, "graph-1000", full_page=False) as page:
+        started = time.monotonic()
+        page.goto(address.replace("/?", f"/runs/{run_id}?"))
+        graph_drawn(page, timeout=60_000)
+        elapsed = time.monotonic() - started
+        graph = page.locator("#graph")
+        expect(graph).to_have_attribute("data-nodes", "1000")
+        expect(graph).to_have_attribute("data-edges", "999")
+        assert "ran" in classes_of(page, "part0/leaf0")
+        paint = graph.get_attribute("data-paint-ms")
+        print(f"1,000-node graph: painted {elapsed:.2f} s after navigation ({paint} ms in page)")
+
+
+def test_a_nested_node_collapses_and_expands(browser: Browser, tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    run_id = run(wide(40), 0, url).run_id  # start -> part0/leaf0 … part0/leaf38
+    with served(url) as address, page_of(browser, "nested") as page:
+        page.goto(address.replace("/?", f"/runs/{run_id}?"))
+        graph_drawn(page)
+        inside = "window.plaitGraph.getElementById('part0/').descendants().length"
+        assert page.evaluate(inside) == 39
+        page.evaluate("void window.plaitGraph.getElementById('part0/').emit('dbltap')")
+        assert page.evaluate(inside) == 0
+        assert "collapsed" in classes_of(page, "part0/")
+        page.evaluate("void window.plaitGraph.getElementById('part0/').emit('dbltap')")
+        assert page.evaluate(inside) == 39
+        assert page.evaluate("window.plaitGraph.edges().length") == 39
+
+
+def test_the_graph_advances_while_a_run_steps_in_another_thread(
+    browser: Browser, tmp_path: Path
+) -> None:
+    url = sqlite(tmp_path)
+    run_id = unique("live")
+    stepping = threading.Thread(
+        target=run, args=(slow_chain(4, 1.0), 0, url), kwargs={"run_id": run_id}
+    )
+    stepping.start()
+    try:
+        with served(url) as address, page_of(browser, "live") as page:
+            runs = address.replace("/?", f"/runs/{run_id}?")
+            deadline = time.monotonic() + 20
+            while page.goto(runs).status != 200:  # until the run's first checkpoint exists
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            heading = page.locator("#scrubber h2")
+            first = heading.inner_text()
+            assert "Superstep 0" in first or "Superstep 1" in first
+            # not following: the page stays, and says what is new since it was opened
+            note = page.locator("#new-supersteps a")
+            expect(note).to_contain_text("new checkpoint(s) since you looked", timeout=15_000)
+            expect(heading).to_have_text(first)
+            # following: it moves to each new checkpoint, to the end of the run
+            page.click("#follow")
+            expect(heading).to_contain_text("Superstep 4", timeout=20_000)
+            expect(page.locator("#run-status")).to_have_text("idle", timeout=20_000)
+            graph_drawn(page)
+            assert "ran" in classes_of(page, "s3")
+    finally:
+        stepping.join(timeout=30)
+
+
+def test_a_run_with_10000_checkpoints_lists_and_scrubs(browser: Browser, tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    run_id = long_run(url, 10_000)
+    with served(url) as address, page_of(browser, "checkpoints-10000", full_page=False) as page:
+        started = time.monotonic()
+        page.goto(address.replace("/?", f"/runs/{run_id}?"))
+        heading = page.locator("#scrubber h2")
+        expect(heading).to_contain_text("checkpoint 10000 of 10000")
+        graph_drawn(page)
+        elapsed = time.monotonic() - started
+        print(f"10,000 checkpoints: painted {elapsed:.2f} s after navigation")
+        assert "pending" in classes_of(page, "a")  # superstep 9999 sends to a
+        page.keyboard.press("ArrowLeft")
+        expect(heading).to_contain_text("checkpoint 9999 of 10000")
+        expect(page.locator("#section-pending")).to_contain_text('"b"')
+        page.focus("#scrub-range")
+        page.keyboard.press("Home")  # the range's start: the first checkpoint
+        expect(heading).to_contain_text("checkpoint 1 of 10000")
+        expect(page.locator(".points li.chosen .mark").first).to_have_text("full")
+        page.keyboard.press("ArrowRight")
+        expect(heading).to_contain_text("checkpoint 2 of 10000")
+        expect(page.locator(".points li.chosen .mark").first).to_have_text("delta")
+        # a delta shown merged with its base: the base's shared state is there
+        expect(page.locator("#section-shared")).to_contain_text("{}")

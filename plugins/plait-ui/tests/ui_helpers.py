@@ -1,0 +1,272 @@
+"""Workflows, stores and clients the plait-ui tests share (real runs into real stores)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import threading
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+from plait import Executor, WorkflowContext, executor, handler
+from plait.workflow import Workflow
+from plait_builders import WorkflowBuilder
+from plait_ui import UiSettings, make_app
+from starlette.testclient import TestClient
+from typing_extensions import Never
+
+TOKEN = "test-token"
+
+
+def unique(label: str) -> str:
+    return f"{label}-{uuid.uuid4().hex[:12]}"
+
+
+def chain(n: int, *, name: str | None = None, fail_at: int | None = None) -> Workflow:
+    """``n`` executors in a chain, each adding 1 (keeping a count in its state); with
+    ``fail_at``, executor ``n<fail_at>`` raises ``ValueError``."""
+
+    def node(i: int) -> Any:
+        @executor(id=f"n{i}")
+        async def add(x: int, ctx: WorkflowContext[int, int]) -> None:
+            ctx.state["seen"] = ctx.state.get("seen", 0) + 1
+            if i == fail_at:
+                raise ValueError(f"boom at n{i}: <script>alert(1)</script>")
+            if i == n - 1:
+                await ctx.yield_output(x + 1)
+            else:
+                await ctx.send_message(x + 1)
+
+        return add
+
+    nodes = [node(i) for i in range(n)]
+    builder = WorkflowBuilder(name or unique("chain"), max_supersteps=n + 5)
+    builder.add_executor(nodes[0])
+    for a, b in zip(nodes, nodes[1:]):
+        builder.add_edge(a, b)
+    return builder.set_start(nodes[0]).build()
+
+
+class Approval(Executor):
+    """Asks whether to publish (a ``bool``), then publishes or not."""
+
+    @handler
+    async def ask(self, text: str, ctx: WorkflowContext[Never, str]) -> None:
+        ctx.state["text"] = text
+        await ctx.request_info({"question": "publish?", "text": text}, bool)
+
+    @handler
+    async def answer(self, approved: bool, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(f"published: {ctx.state['text']}" if approved else "no")
+
+
+def gate(name: str | None = None) -> Workflow:
+    """One executor that asks a yes/no question."""
+    builder = WorkflowBuilder(name or unique("gate"))
+    return builder.add_executor(Approval("approval")).set_start("approval").build()
+
+
+def wide(n: int, *, name: str | None = None) -> Workflow:
+    """A start executor fanned out to ``n - 1`` others (``n`` nodes): a big graph whose
+    run is two supersteps."""
+
+    @executor(id="start")
+    async def start(x: int, ctx: WorkflowContext[int, int]) -> None:
+        await ctx.send_message(x)
+
+    def leaf(i: int) -> Any:
+        @executor(id=f"part{i // 100}/leaf{i}")
+        async def step(x: int, ctx: WorkflowContext[Never, int]) -> None:
+            if i == 0:
+                await ctx.yield_output(x)
+
+        return step
+
+    leaves = [leaf(i) for i in range(n - 1)]
+    builder = WorkflowBuilder(name or unique("wide"), max_supersteps=5).add_executor(start)
+    builder.add_fan_out(start, leaves)
+    return builder.set_start(start).build()
+
+
+def in_thread(call: Callable[[], Awaitable[Any]]) -> Any:
+    """``anyio.run(call)`` in a thread of its own: the test's thread may have an event loop
+    running already (Playwright's sync API keeps one)."""
+    outcome: list[Any] = []
+
+    def target() -> None:
+        try:
+            outcome.append((True, anyio.run(call)))
+        except BaseException as exc:
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
+def run(workflow: Workflow, message: Any, url: str, **options: Any) -> Any:
+    """Run ``workflow`` on ``message`` into the store ``url``."""
+    return in_thread(functools.partial(workflow.run, message, checkpoint=url, **options))
+
+
+def run_failing(workflow: Workflow, message: Any, url: str) -> str:
+    """Run a workflow that fails; return its run id."""
+    try:
+        run(workflow, message, url)
+    except Exception as exc:  # the run's error carries its result
+        return str(exc.result.run_id)  # type: ignore[attr-defined]
+    raise AssertionError("the run did not fail")
+
+
+def settings(url: str, **options: Any) -> UiSettings:
+    return UiSettings(
+        store=url, token=TOKEN, allowed_hosts=frozenset({"testserver"}), poll=0.05, **options
+    )
+
+
+@contextmanager
+def signed_in(url: str, **options: Any) -> Iterator[TestClient]:
+    """A client of the app for store ``url``, signed in with the token."""
+    with TestClient(make_app(settings(url, **options)), base_url="http://testserver") as client:
+        response = client.get(f"/?token={TOKEN}", follow_redirects=False)
+        assert response.status_code == 303
+        yield client
+
+
+def post(client: TestClient, path: str, data: dict[str, str]) -> Any:
+    """A same-origin form POST with this session's CSRF token."""
+    page = client.get("/")
+    csrf = page.text.split('name="csrf-token" content="', 1)[1].split('"', 1)[0]
+    return client.post(
+        path,
+        data={"csrf": csrf, **data},
+        headers={"origin": "http://testserver"},
+        follow_redirects=False,
+    )
+
+
+def sqlite(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'runs.db'}"
+
+
+def slow_chain(n: int, seconds: float, *, name: str | None = None) -> Workflow:
+    """``n`` executors in a chain, each waiting ``seconds`` before it passes the message on:
+    a run another process can watch as it steps."""
+
+    def node(i: int) -> Any:
+        @executor(id=f"s{i}")
+        async def step(x: int, ctx: WorkflowContext[int, int]) -> None:
+            await anyio.sleep(seconds)
+            if i == n - 1:
+                await ctx.yield_output(x + 1)
+            else:
+                await ctx.send_message(x + 1)
+
+        return step
+
+    nodes = [node(i) for i in range(n)]
+    builder = WorkflowBuilder(name or unique("slow"), max_supersteps=n + 5)
+    builder.add_executor(nodes[0])
+    for a, b in zip(nodes, nodes[1:]):
+        builder.add_edge(a, b)
+    return builder.set_start(nodes[0]).build()
+
+
+TWO_STEP_TOPOLOGY = {
+    "start": "a",
+    "nodes": [["a", "python"], ["b", "python"]],
+    "edge_groups": [["a->b", "direct", ["a"], ["b"], {}], ["b->a", "direct", ["b"], ["a"], {}]],
+}
+
+
+def long_run(url: str, checkpoints: int, *, every: int = 32) -> str:
+    """A run of ``checkpoints`` checkpoints in the layout the runner writes (a full one
+    every ``every``, deltas on it between), of a two-executor loop: a long run written
+    in seconds. Returns its id."""
+    run_id = unique("long")
+
+    async def write() -> None:
+        from plait.checkpoint import Checkpoint, open_store
+
+        store = open_store(url)
+        batch: list[Checkpoint] = []
+        parent: str | None = None
+        base: str | None = None
+        try:
+            for step in range(checkpoints):
+                node, other = ("a", "b") if step % 2 else ("b", "a")
+                state: dict[str, Any] = {
+                    "pending": {node: [step]},
+                    "router_state": {},
+                    "requests": [],
+                    "executor_state": {other: {"count": step}},
+                    "outputs": [],
+                    "visits": {},
+                }
+                full = step % every == 0
+                state["kind"] = "full" if full else "delta"
+                if full:
+                    state["shared"] = {}
+                else:
+                    state["base"] = base
+                checkpoint = Checkpoint(
+                    checkpoint_id=uuid.uuid4().hex,
+                    run_id=run_id,
+                    superstep=step,
+                    parent_id=parent,
+                    signature="0" * 64,
+                    status="running",
+                    created_at=1_700_000_000.0 + step,
+                    state=state,
+                    metadata={"workflow": "loop"}
+                    | ({"topology": TWO_STEP_TOPOLOGY} if step == 0 else {}),
+                    base_id=None if full else base,
+                )
+                if full:
+                    base = checkpoint.checkpoint_id
+                parent = checkpoint.checkpoint_id
+                batch.append(checkpoint)
+                if len(batch) == 500:
+                    await store.save_many(batch)  # type: ignore[attr-defined]
+                    batch = []
+            if batch:
+                await store.save_many(batch)  # type: ignore[attr-defined]
+        finally:
+            await store.aclose()
+
+    in_thread(write)
+    return run_id
+
+
+@dataclasses.dataclass
+class Review:
+    """A structured answer: approved or not, and why."""
+
+    approved: bool
+    note: str = ""
+
+
+class Reviewer(Executor):
+    """Asks for a :class:`Review` of a text."""
+
+    @handler
+    async def ask(self, text: str, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.request_info({"review": text}, Review)
+
+    @handler
+    async def answer(self, review: Review, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(f"{'approved' if review.approved else 'rejected'}: {review.note}")
+
+
+def review_gate(name: str | None = None) -> Workflow:
+    """One executor that asks for a structured review."""
+    builder = WorkflowBuilder(name or unique("review"))
+    return builder.add_executor(Reviewer("reviewer")).set_start("reviewer").build()
