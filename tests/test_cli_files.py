@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from plait.plugins import set_plugin_manager
+from plait.spi import set_plugin_manager
 from plait_cli import make_cli
 from plait_testing import broken_entry_point, make_plugin_manager
 

@@ -46,7 +46,7 @@ LOAD_EVERY_PLUGIN = textwrap.dedent(
         manager.registry(kind)  # every registry that holds something, built
     heavy = sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[1:]))
     # the converter search is imported when an edge first needs a conversion
-    search = sorted({"plait.chains"} & set(sys.modules))
+    search = sorted({"plait._chains"} & set(sys.modules))
 
     from importlib.metadata import entry_points
 
@@ -56,7 +56,7 @@ LOAD_EVERY_PLUGIN = textwrap.dedent(
     }
     loaded = {info.name: info.status for info in plugins}
     # a store is opened (not connected): now its client library is imported
-    from plait.checkpoint import open_store
+    from plait.spi import open_store
 
     open_store("redis://127.0.0.1:1/0")
     print(json.dumps({

@@ -4,9 +4,7 @@ local fragments, high-level builders, converters, nested workflows and graph exp
 from __future__ import annotations
 
 import pytest
-from plait import Never, WorkflowContext, executor
-from plait.errors import WorkflowValidationError
-from plait.plugins import get_plugin_manager
+from plait import Never, WorkflowContext, WorkflowValidationError, executor, get_plugin_manager
 from plait_builders import ConcurrentBuilder, WorkflowBuilder, list_fragments
 from plait_textkit import SUMMARY_TO_TEXT, Summary
 

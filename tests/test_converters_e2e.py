@@ -15,18 +15,21 @@ import plait_routing
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from plait import Never, WorkflowContext, executor
-from plait.convert import Converter, LossyConversion, converter
-from plait.errors import (
+from plait import (
     ConverterError,
+    CustomEvent,
+    ExecutorInvoked,
+    Never,
     PlaitWarning,
     PluginConflictError,
     UnhandledMessageError,
+    WorkflowContext,
     WorkflowValidationError,
+    converter,
+    executor,
+    hookimpl,
 )
-from plait.events import CustomEvent, ExecutorInvoked
-from plait.hookspecs import hookimpl
-from plait.plugins import PluginManager
+from plait.spi import Converter, LossyConversion, PluginManager
 from plait_builders import WorkflowBuilder
 from plait_converters import JsonText
 from plait_testing import RegisterPlugin, fake_entry_point, make_plugin_manager

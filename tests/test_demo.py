@@ -285,7 +285,7 @@ async def test_plait_demo_model_writes_the_summaries(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from plait.events import CustomEvent
+    from plait import CustomEvent
 
     monkeypatch.setenv("PLAIT_DEMO_MODEL", terse_model)
     monkeypatch.chdir(tmp_path)
@@ -310,7 +310,7 @@ async def test_plait_demo_model_writes_the_summaries(
 def test_an_unknown_demo_model_is_refused_when_the_workflow_is_built(
     demo_module: Any, terse_model: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from plait.errors import PlaitError
+    from plait import PlaitError
 
     monkeypatch.setenv("PLAIT_DEMO_MODEL", "demo-tersee")
     with pytest.raises(PlaitError, match="demo-tersee"):

@@ -17,10 +17,17 @@ from typing import Any
 import anyio
 import attrs
 import pytest
-from plait import Never, Workflow, WorkflowContext, executor
-from plait.checkpoint import encode_checkpoint
-from plait.errors import SharedStateConflictError, WorkflowRunError
-from plait.events import CustomEvent, OutputEvent
+from plait import (
+    CustomEvent,
+    Never,
+    OutputEvent,
+    SharedStateConflictError,
+    Workflow,
+    WorkflowContext,
+    WorkflowRunError,
+    executor,
+)
+from plait.spi import encode_checkpoint
 from plait_builders import WorkflowBuilder
 from plait_stores import MemoryCheckpointStore
 
@@ -223,8 +230,8 @@ async def test_one_executor_writing_a_key_twice_keeps_its_last_write() -> None:
 
 
 def test_shared_reducers_must_be_callables_by_key() -> None:
-    from plait.errors import RunOptionError
-    from plait.options import RunOptions
+    from plait import RunOptionError
+    from plait.spi import RunOptions
 
     with pytest.raises(RunOptionError, match=r"shared_reducers\['k'\]"):
         RunOptions(shared_reducers={"k": "add"})

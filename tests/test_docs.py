@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from plait import hookspecs
-from plait.plugins import PluginManager, set_plugin_manager
+from plait import _hookspecs as hookspecs
+from plait.spi import PluginManager, set_plugin_manager
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -156,7 +156,7 @@ def test_the_test_files_a_page_shows_pass(page: Path, tmp_path: Path) -> None:
 
 
 def hook_specs() -> dict[str, Any]:
-    """Every hook specification in :mod:`plait.hookspecs`, by name."""
+    """Every hook specification in :mod:`plait._hookspecs`, by name."""
     return {
         name: fn
         for name, fn in vars(hookspecs).items()

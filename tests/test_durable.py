@@ -8,16 +8,20 @@ from typing import Any
 import attrs
 import pytest
 from durable_helpers import counting_chain
-from plait import Never, Workflow, WorkflowContext, executor
-from plait.checkpoint import encode_checkpoint, open_store
-from plait.errors import (
+from plait import (
     CheckpointEncodeError,
     CheckpointNotFoundError,
     ExecutorFailedError,
+    Never,
+    RequestInfoEvent,
     ResponseTypeError,
+    RunStatus,
     TopologyMismatchError,
+    Workflow,
+    WorkflowContext,
+    executor,
 )
-from plait.events import RequestInfoEvent, RunStatus
+from plait.spi import encode_checkpoint, open_store
 from plait_builders import WorkflowBuilder
 
 pytestmark = pytest.mark.anyio

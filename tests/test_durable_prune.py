@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 from durable_helpers import counting_chain
-from plait.checkpoint import open_store
-from plait.durable import SNAPSHOT_EVERY
-from plait.errors import ExecutorFailedError
+from plait import ExecutorFailedError
+from plait._durable import SNAPSHOT_EVERY
+from plait.spi import open_store
 
 pytestmark = pytest.mark.anyio
 

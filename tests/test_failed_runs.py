@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 from durable_helpers import counting_chain
-from plait.checkpoint import open_store
-from plait.errors import ExecutorFailedError
-from plait.events import RunStatus
+from plait import ExecutorFailedError, RunStatus
+from plait.spi import open_store
 
 pytestmark = pytest.mark.anyio
 

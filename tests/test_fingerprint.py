@@ -14,10 +14,16 @@ from typing import Any
 import attrs
 import plait
 import pytest
-from plait import Never, WorkflowContext, executor
-from plait.checkpoint import open_store
-from plait.errors import RunOptionError, TopologyMismatchError, WorkflowChangedError
-from plait.fingerprint import FINGERPRINT_FORMAT, fingerprint_changes, fingerprint_of
+from plait import (
+    Never,
+    RunOptionError,
+    TopologyMismatchError,
+    WorkflowChangedError,
+    WorkflowContext,
+    executor,
+)
+from plait._fingerprint import FINGERPRINT_FORMAT, fingerprint_changes, fingerprint_of
+from plait.spi import open_store
 from plait_builders import WorkflowBuilder
 
 pytestmark = pytest.mark.anyio
@@ -141,7 +147,7 @@ async def test_the_fingerprint_names_code_and_its_source_hash_and_excludes_place
     node = fingerprint_of(workflow)["nodes"]["ask"]
     assert node["code"][f"{module}:mark"].startswith("sha256:")
     assert fingerprint_of(workflow)["format"] == FINGERPRINT_FORMAT
-    from plait.placement import with_placement
+    from plait.spi import with_placement
 
     assert fingerprint_of(with_placement(workflow, "local")) == fingerprint_of(workflow)
     fingerprint_of(workflow)["digest"] = "changed"  # a copy: the workflow's own stays
@@ -195,7 +201,7 @@ def test_a_forged_fingerprint_is_quoted_safely_and_never_breaks_the_diff() -> No
 
 
 def test_run_options_may_not_set_the_fingerprint() -> None:
-    from plait.options import RunOptions
+    from plait.spi import RunOptions
 
     with pytest.raises(RunOptionError, match="may not set fingerprint"):
         RunOptions(checkpoint_metadata={"fingerprint": {"digest": "x"}})
@@ -206,7 +212,7 @@ def test_code_whose_source_cannot_be_read_has_no_source_hash(
 ) -> None:
     import types
 
-    from plait.fingerprint import source_digest
+    from plait._fingerprint import source_digest
 
     page = tmp_path / "page.md"
     page.write_text("# a page, not Python: it's `code`\n\nclass Thing:\n    '\n")
@@ -252,7 +258,7 @@ import sys
 
 import attrs
 from plait import Executor, Never, WorkflowContext, executor, handler
-from plait.fingerprint import fingerprint_of
+from plait._fingerprint import fingerprint_of
 from plait_builders import WorkflowBuilder
 
 

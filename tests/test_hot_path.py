@@ -17,16 +17,21 @@ from contextlib import contextmanager
 from typing import Any
 
 import anyio
-import plait.events
+import plait._events
 import pytest
-from plait import Executor, Never, Workflow, WorkflowContext, executor, handler
-from plait.events import (
+from plait import (
+    Executor,
     ExecutorCompleted,
     ExecutorInvoked,
+    Never,
     RunStatus,
     SuperstepFinished,
     SuperstepStarted,
+    Workflow,
+    WorkflowContext,
     WorkflowEvent,
+    executor,
+    handler,
 )
 from plait_builders import WorkflowBuilder
 
@@ -34,7 +39,7 @@ pytestmark = pytest.mark.anyio
 
 HOPS = 50
 # ``plait.executor`` the attribute is the decorator; the module is the one that dispatches
-executor_module = importlib.import_module("plait.executor")
+executor_module = importlib.import_module("plait._executor")
 
 
 def relay(id: str) -> Executor:
@@ -272,10 +277,10 @@ DETAIL_EVENTS = (ExecutorInvoked, ExecutorCompleted, SuperstepStarted, Superstep
 
 
 def event_classes() -> list[type[WorkflowEvent]]:
-    """Every event class :mod:`plait.events` exports."""
+    """Every event class :mod:`plait._events` exports."""
     found = [
         cls
-        for name in plait.events.__all__
+        for name in plait._events.__all__
         if isinstance(cls := getattr(plait.events, name), type) and issubclass(cls, WorkflowEvent)
     ]
     assert set(DETAIL_EVENTS) <= set(found)

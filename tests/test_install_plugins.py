@@ -47,7 +47,7 @@ import json
 
 import attrs
 import plait
-import plait.plugins
+import plait
 
 report = {
     "core": plait.__version__,

@@ -8,10 +8,19 @@ from typing import Any
 import anyio
 import attrs
 import pytest
-from plait import Executor, Never, RetryPolicy, Workflow, WorkflowContext, executor
-from plait.errors import ExecutorTimeoutError, RunOptionError, VisitLimitError
-from plait.graph import resolve_limits
-from plait.options import RunOptions
+from plait import (
+    Executor,
+    ExecutorTimeoutError,
+    Never,
+    RetryPolicy,
+    RunOptionError,
+    VisitLimitError,
+    Workflow,
+    WorkflowContext,
+    executor,
+)
+from plait._graph import resolve_limits
+from plait.spi import RunOptions
 from plait_builders import WorkflowBuilder
 
 pytestmark = pytest.mark.anyio

@@ -10,12 +10,18 @@ from typing import Any
 import anyio
 import plait
 import pytest
-from plait import InvocationFailure, Never, RetryPolicy, Workflow, WorkflowContext, executor
-from plait.errors import ExecutorFailedError
-from plait.events import RunStatus
-from plait.observe import Invocation, RunObserver
-from plait.plugins import PluginManager
-from plait.runner import Runner, RunOptions, RunState
+from plait import (
+    ExecutorFailedError,
+    InvocationFailure,
+    Never,
+    RetryPolicy,
+    RunStatus,
+    Workflow,
+    WorkflowContext,
+    executor,
+)
+from plait._runner import Runner, RunState
+from plait.spi import Invocation, PluginManager, RunObserver, RunOptions
 from plait_builders import WorkflowBuilder
 from plait_testing import RegisterPlugin
 
@@ -466,7 +472,7 @@ async def test_what_an_observer_keeps_with_checkpoints_comes_back_when_the_run_r
 ) -> None:
     import threading
 
-    from plait.checkpoint import open_store
+    from plait.spi import open_store
 
     keeping = KeepingPlugin()
     register_plugin(keeping, name="keeping")
@@ -489,14 +495,14 @@ async def test_what_an_observer_keeps_with_checkpoints_comes_back_when_the_run_r
 
 
 async def test_a_run_may_not_set_the_observers_checkpoint_metadata() -> None:
-    from plait.errors import RunOptionError
+    from plait import RunOptionError
 
     with pytest.raises(RunOptionError, match="may not set observers"):
         await chain().run("x", checkpoint="memory://x", checkpoint_metadata={"observers": {}})
 
 
 async def test_the_event_stream_is_told_through_the_same_seam() -> None:
-    from plait.events import EventObserver, ExecutorInvoked, SuperstepStarted
+    from plait import EventObserver, ExecutorInvoked, SuperstepStarted
 
     seen: list[Any] = []
     state = RunState("r", seen.append)

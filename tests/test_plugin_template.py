@@ -24,7 +24,7 @@ DESCRIBE = """\
 import json
 
 import attrs
-import plait.plugins
+import plait
 
 print(json.dumps([attrs.asdict(p) for p in plait.plugins.describe()]))
 """

@@ -9,14 +9,16 @@ from typing import Any
 import anyio
 import pytest
 from plait import (
+    ExecutorFailedError,
+    ExecutorRetrying,
+    ExecutorTimeoutError,
     InvocationFailure,
     Never,
     RetryPolicy,
+    RunOptionError,
     WorkflowContext,
     executor,
 )
-from plait.errors import ExecutorFailedError, ExecutorTimeoutError, RunOptionError
-from plait.events import ExecutorRetrying
 from plait_builders import WorkflowBuilder
 
 pytestmark = pytest.mark.anyio

@@ -10,17 +10,21 @@ from typing import Any
 import anyio
 import pytest
 from durable_helpers import counting_chain
-from plait import Executor, Never, WorkflowContext, executor, handler
-from plait.checkpoint import open_store
-from plait.errors import RunOptionError
-from plait.events import (
+from plait import (
+    Executor,
     ExecutorCompleted,
     ExecutorInvoked,
+    Never,
     RunFinished,
+    RunOptionError,
     RunStatus,
     SuperstepFinished,
+    WorkflowContext,
     WorkflowEvent,
+    executor,
+    handler,
 )
+from plait.spi import open_store
 from plait_builders import WorkflowBuilder
 
 pytestmark = pytest.mark.anyio
@@ -185,7 +189,7 @@ async def test_pending_requests_reads_a_stored_run_without_resuming_it() -> None
 
 
 async def test_watch_is_a_live_view_of_the_run() -> None:
-    from plait.watch import RunWatch
+    from plait.spi import RunWatch
 
     views: list[RunWatch] = []
     seen: list[tuple[int, tuple[str, ...], int]] = []
@@ -218,7 +222,7 @@ async def test_watch_is_a_live_view_of_the_run() -> None:
 
 async def test_watch_shows_an_invocation_being_retried() -> None:
     from plait import RetryPolicy
-    from plait.watch import RunWatch
+    from plait.spi import RunWatch
 
     views: list[RunWatch] = []
     during: list[dict[str, int]] = []
@@ -238,7 +242,7 @@ async def test_watch_shows_an_invocation_being_retried() -> None:
 
 
 async def test_watch_counts_the_messages_each_executor_handles_in_a_superstep() -> None:
-    from plait.watch import RunWatch
+    from plait.spi import RunWatch
 
     views: list[RunWatch] = []
     during: list[dict[str, int]] = []

@@ -8,8 +8,7 @@ from typing import Any
 import anyio
 import plait
 import pytest
-from plait import Never, WorkflowContext, executor
-from plait.errors import PlaitError, RunOptionError, WorkflowRunError
+from plait import Never, PlaitError, RunOptionError, WorkflowContext, WorkflowRunError, executor
 from plait_builders import WorkflowBuilder
 from plait_testing import HookRecorder
 

@@ -7,24 +7,26 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
-from plait import Executor, Never, WorkflowContext, executor, handler
-from plait.errors import (
-    ExecutorFailedError,
-    RoutingError,
-    RunOptionError,
-    SuperstepLimitError,
-    UnhandledMessageError,
-    VisitLimitError,
-)
-from plait.events import (
+from plait import (
+    Executor,
     ExecutorCompleted,
+    ExecutorFailedError,
     ExecutorInvoked,
+    Never,
     OutputEvent,
+    RoutingError,
     RunFinished,
+    RunOptionError,
     RunStarted,
     RunStatus,
     SuperstepFinished,
+    SuperstepLimitError,
     SuperstepStarted,
+    UnhandledMessageError,
+    VisitLimitError,
+    WorkflowContext,
+    executor,
+    handler,
 )
 from plait_builders import Case, WorkflowBuilder
 

@@ -27,7 +27,7 @@ SCRIPT = textwrap.dedent(
     import json
 
     from plait import Never, WorkflowContext, executor
-    from plait.plugins import describe
+    from plait import describe
     from plait_builders import WorkflowBuilder, list_fragments
 
 

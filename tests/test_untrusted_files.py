@@ -20,8 +20,8 @@ from typing import Any
 import plait
 import pytest
 from click.testing import CliRunner, Result
-from plait.capabilities import needs
-from plait.grants import CapabilityError, Grants, check_granted
+from plait._grants import check_granted
+from plait.spi import CapabilityError, Grants, needs
 from plait_cli import make_cli
 
 SHELL = """\

@@ -12,10 +12,17 @@ from typing import Any
 import data_workflows
 import plait
 import pytest
-from plait import Never, Workflow, WorkflowContext, WorkflowSpec, executor
-from plait.errors import LoadError, WorkflowValidationError
-from plait.load import LoadContext
-from plait.refs import NotPortableError
+from plait import (
+    LoadError,
+    Never,
+    Workflow,
+    WorkflowContext,
+    WorkflowSpec,
+    WorkflowValidationError,
+    executor,
+)
+from plait._refs import NotPortableError
+from plait.spi import LoadContext
 from plait_builders import WorkflowBuilder
 
 HERE = Path(__file__).parent

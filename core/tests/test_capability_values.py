@@ -8,17 +8,8 @@ import plait
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from plait.capabilities import (
-    CAPABILITY_NAMES,
-    IMPORTS,
-    SUBPROCESS,
-    Capability,
-    filesystem,
-    kind_capabilities,
-    needs,
-    network,
-)
-from plait.grants import Grants
+from plait._capabilities import CAPABILITY_NAMES, filesystem
+from plait.spi import IMPORTS, SUBPROCESS, Capability, Grants, kind_capabilities, needs, network
 
 
 def test_a_capability_reads_back_from_its_flag_form_and_is_hashable() -> None:
@@ -129,8 +120,7 @@ def test_capabilities_and_grants_read_back_from_their_text(found: list[Capabilit
 
 
 def test_a_lazily_registered_kind_declares_without_being_imported(register_plugin: Any) -> None:
-    from plait.kinds import KindContext
-    from plait.registry import lazy
+    from plait.spi import KindContext, lazy
 
     class Plugin:
         @plait.hookimpl

@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 import pytest
-from plait.checkpoint import (
+from plait import CheckpointError, CorruptCheckpointError
+from plait.spi import (
     Checkpoint,
     CheckpointInfo,
     check_keep_last,
@@ -15,7 +16,6 @@ from plait.checkpoint import (
     encode_checkpoint,
     prune_plan,
 )
-from plait.errors import CheckpointError, CorruptCheckpointError
 
 
 def info(checkpoint_id: str, base_id: str | None = None) -> CheckpointInfo:
@@ -139,7 +139,7 @@ def test_check_keep_last_returns_a_valid_value() -> None:
 def test_encoding_works_with_and_without_orjson(
     fast: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import plait.checkpoint as module
+    import plait._checkpoint as module
 
     if not fast:
         monkeypatch.setattr(module, "_orjson", None)
@@ -167,7 +167,7 @@ def test_encoding_works_with_and_without_orjson(
     ],
 )
 def test_codec_round_trips_values_that_look_like_its_own_tags(value: Any) -> None:
-    from plait.codec import decode_value, encode_value
+    from plait.spi import decode_value, encode_value
 
     encoded = encode_value(value)
     assert json.loads(json.dumps(encoded)) == encoded
@@ -175,6 +175,6 @@ def test_codec_round_trips_values_that_look_like_its_own_tags(value: Any) -> Non
 
 
 def test_plain_dicts_are_not_wrapped() -> None:
-    from plait.codec import encode_value
+    from plait.spi import encode_value
 
     assert encode_value({"n": 1, "m": [2]}) == {"n": 1, "m": [2]}

@@ -1,4 +1,4 @@
-"""plait.convert: converter records, the chain search, in-process registration, cattrs hooks."""
+"""plait._convert: converter records, the chain search, in-process registration, cattrs hooks."""
 
 from __future__ import annotations
 
@@ -10,19 +10,17 @@ import cattrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from plait.convert import (
-    CattrsHooks,
+from plait import PlaitWarning, PluginConflictError, converter, hookimpl
+from plait._convert import CattrsHooks
+from plait.spi import (
     Converter,
     ConverterGraph,
+    PluginManager,
     TypeFamily,
-    converter,
     converter_graph,
+    is_assignable,
     message_converter,
 )
-from plait.errors import PlaitWarning, PluginConflictError
-from plait.hookspecs import hookimpl
-from plait.plugins import PluginManager
-from plait.types import is_assignable
 from plait_testing import RegisterPlugin, fake_entry_point, make_plugin_manager
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import plait
 import pytest
-from plait import _version, loading
-from plait.errors import PluginLoadErrors
-from plait.plugins import PluginManager
+from plait import PluginLoadErrors, _version
+from plait import _loading as loading
+from plait.spi import PluginManager
 
 
 def test_the_version_constant_is_the_installed_distribution_s() -> None:

@@ -1,4 +1,4 @@
-"""plait.registry.lazy: a plugin registers things whose modules load on first use."""
+"""plait._registry.lazy: a plugin registers things whose modules load on first use."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from typing import Any
 
 import plait
 import pytest
-from plait.errors import RegistrationError
-from plait.registry import Lazy, lazy, lazy_exports
+from plait import RegistrationError
+from plait._registry import Lazy
+from plait.spi import lazy, lazy_exports
 from plait_testing import fake_entry_point, make_plugin_manager
 
 
@@ -69,7 +70,7 @@ def test_static_attributes_answer_without_importing() -> None:
 
 
 def test_lazy_exports_import_a_name_on_first_use() -> None:
-    getter = lazy_exports("plait", {"WorkflowSpec": "spec"})
+    getter = lazy_exports("plait", {"WorkflowSpec": "_spec"})
     assert getter("WorkflowSpec") is plait.WorkflowSpec
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         getter("nope")

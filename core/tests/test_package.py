@@ -35,9 +35,9 @@ def test_every_public_name_is_the_object_its_module_defines(name: str) -> None:
     if name == "__version__":
         assert value == plait.plugins.core_version()
     elif isinstance(value, types.ModuleType):
-        assert value is importlib.import_module(f"plait.{name}")
+        assert value is importlib.import_module(f"plait._{name}")
     elif name in ("executor", "load"):
-        assert value is getattr(importlib.import_module(f"plait.{name}"), name)
+        assert value is getattr(importlib.import_module(f"plait._{name}"), name)
     else:
         assert value is getattr(importlib.import_module(f"plait.{plait._LAZY[name]}"), name)
     assert name in dir(plait)
@@ -49,9 +49,9 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 
 def test_import_plait_imports_neither_the_runner_nor_the_converter_graph() -> None:
-    heavy = ["plait.workflow", "plait.convert", "plait.runner", "plait.events", "asyncio"]
+    heavy = ["plait._workflow", "plait._convert", "plait._runner", "plait._events", "asyncio"]
     # nor what plugin loading needs: importlib.metadata and packaging wait for first use
-    heavy += ["importlib.metadata", "packaging", "plait.loading"]
+    heavy += ["importlib.metadata", "packaging", "plait._loading"]
     report = _fresh(
         f"""
         import json, sys
@@ -78,12 +78,12 @@ def test_building_a_workflow_imports_nothing_that_only_running_needs() -> None:
             await ctx.yield_output(x)
 
         workflow = WorkflowBuilder().add_edge(a, b).set_start(a).build()
-        running = ["plait.runner", "plait.durable", "plait.codec", "plait.streaming",
-                   "plait.resume", "plait.checkpoint", "plait.events", "asyncio"]
+        running = ["plait._runner", "plait._durable", "plait._codec", "plait._streaming",
+                   "plait._resume", "plait._checkpoint", "plait._events", "asyncio"]
         before = sorted(set(running) & set(sys.modules))
         result = workflow.run_sync(1)
         print(json.dumps({"before": before, "outputs": result.outputs,
-                          "after": "plait.runner" in sys.modules}))
+                          "after": "plait._runner" in sys.modules}))
         """
     )
     assert report == {"before": [], "outputs": [1], "after": True}
@@ -94,7 +94,7 @@ def test_executor_and_load_stay_functions_after_their_modules_are_imported() -> 
         """
         import json
         import plait
-        import plait.executor, plait.load  # the import system binds submodules on plait
+        import plait._executor, plait._load  # the import system binds submodules on plait
         from plait import executor, load
         print(json.dumps({"callable": [callable(executor), callable(load)],
                           "modules": [type(plait.executor).__name__, type(plait.load).__name__]}))

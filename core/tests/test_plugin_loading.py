@@ -9,7 +9,7 @@ from typing import Any
 
 import plait
 import pytest
-from plait.errors import PlaitWarning, PluginLoadErrors
+from plait import PlaitWarning, PluginLoadErrors
 from plait_testing import broken_entry_point, fake_entry_point, make_plugin_manager
 
 

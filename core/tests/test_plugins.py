@@ -9,19 +9,24 @@ from typing import Any
 
 import plait
 import pytest
-from plait import Never, WorkflowContext, executor
-from plait.errors import (
+from plait import (
+    EdgeGroupSpec,
     IncompatiblePluginError,
+    Never,
+    NodeSpec,
     PlaitWarning,
     PluginConflictError,
     PluginLoadError,
     PluginLoadErrors,
     RegistrationError,
     UnknownNameError,
+    Workflow,
+    WorkflowContext,
+    WorkflowSpec,
+    executor,
+    get_plugin_manager,
 )
-from plait.plugins import PluginManager, get_plugin_manager
-from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
-from plait.workflow import Workflow
+from plait.spi import PluginManager
 from plait_testing import (
     FakeEntryPoint,
     HookRecorder,
@@ -569,7 +574,7 @@ class TestLongestMerge(MergeStrategyContract):
 
 CONTRACT_VIOLATIONS = """
 import pytest
-from plait.spec import EdgeGroupSpec
+from plait import EdgeGroupSpec
 from plait_testing import MergeStrategyContract, RouterContract
 
 class Leaky:

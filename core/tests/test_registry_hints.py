@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from plait.errors import UnknownNameError
-from plait.plugins import PluginManager
-from plait.registry import FIRST_PARTY, Registry, provider
+from plait import UnknownNameError
+from plait._registry import FIRST_PARTY, provider
+from plait.spi import PluginManager, Registry
 
 
 def test_an_unknown_first_party_name_names_its_distribution() -> None:

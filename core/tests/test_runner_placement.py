@@ -15,15 +15,15 @@ PACKAGE = Path(plait.__file__).parent
 
 def test_importing_the_runner_imports_no_placement_code() -> None:
     code = (
-        "import sys, plait.runner, plait.durable; "
+        "import sys, plait._runner, plait._durable; "
         "print(sorted(m for m in sys.modules if m.startswith('plait')))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     loaded = set(ast.literal_eval(done.stdout.strip()))
-    assert "plait.runner" in loaded  # the check itself ran
-    assert "plait.placement" not in loaded
+    assert "plait._runner" in loaded  # the check itself ran
+    assert "plait._placement" not in loaded
     assert not {m for m in loaded if m.startswith("plait_ray")}
 
 
@@ -44,8 +44,8 @@ def _imported(path: Path) -> set[str]:
 
 def test_the_run_path_imports_no_placement_and_the_kernel_no_remote_encoding() -> None:
     # the round trip (encode, rebuild on a worker, replay) is plait_ray.remote's
-    assert not (PACKAGE / "remote.py").exists()
-    for name in ("runner.py", "durable.py", "attempts.py", "graph.py", "checkpointer.py"):
+    assert not (PACKAGE / "_remote.py").exists() and not (PACKAGE / "remote.py").exists()
+    for name in ("_runner.py", "_durable.py", "_attempts.py", "_graph.py", "_checkpointer.py"):
         imported = _imported(PACKAGE / name)
-        assert "plait.placement" not in imported, name
+        assert "plait._placement" not in imported, name
         assert not {m for m in imported if "remote" in m}, name

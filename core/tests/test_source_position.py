@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from plait.errors import DocumentError, LoadError, SourcePosition
+from plait import DocumentError, LoadError, SourcePosition
 
 
 def test_a_position_on_a_100_kb_line_keeps_a_window_with_the_caret_in_place() -> None:

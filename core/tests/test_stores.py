@@ -1,13 +1,13 @@
-"""The helpers for store authors in ``plait.stores``: lifecycle, URLs, wording, listing rows."""
+"""The helpers for store authors in ``plait._stores``: lifecycle, URLs, wording, listing rows."""
 
 from __future__ import annotations
 
 import attrs
 import pytest
-from plait.checkpoint import CheckpointInfo
-from plait.errors import CheckpointError, StoreUnavailableError
-from plait.stores import (
+from plait import CheckpointError, StoreUnavailableError
+from plait.spi import (
     INFO_FIELDS,
+    CheckpointInfo,
     CheckpointStoreBase,
     duplicate_error,
     info_fields,

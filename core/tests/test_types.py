@@ -1,4 +1,4 @@
-"""Tests for plait.types: static assignability, run-time fit, dispatch decidability, names."""
+"""Tests for plait._types: static assignability, run-time fit, dispatch decidability, names."""
 
 from __future__ import annotations
 
@@ -30,7 +30,9 @@ import pytest
 import typing_extensions as tx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from plait.types import Never, is_assignable, is_class_decidable, is_instance, normalize, type_name
+from plait import Never
+from plait._types import is_class_decidable, normalize
+from plait.spi import is_assignable, is_instance, type_name
 
 # --------------------------------------------------------------------------- fixtures
 

@@ -22,14 +22,16 @@ from typing import Any
 
 import anyio
 import attrs
-from plait import Never, WorkflowContext, executor
-from plait.events import (
+from plait import (
     CustomEvent,
+    Never,
     OutputEvent,
     RunFinished,
     RunStarted,
     SuperstepStarted,
+    WorkflowContext,
     WorkflowEvent,
+    executor,
 )
 from plait_builders import Case, WorkflowBuilder
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import anyio
 import plait
-from plait.errors import LoadError
+from plait import LoadError
 
 
 async def step(ctx: dict[str, Any]) -> dict[str, Any]:

@@ -85,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     size = 10_000 if args.quick else args.size
 
-    from plait.errors import LoadError
-    from plait.load import load_spec
+    from plait import LoadError
+    from plait._load import load_spec
 
     async def generator(text: str) -> str:
         return text

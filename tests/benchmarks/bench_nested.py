@@ -27,7 +27,7 @@ from typing import Any
 
 import plait
 from plait import Never, Workflow, WorkflowContext, WorkflowSpec, executor
-from plait.rebuild import load_scope
+from plait.spi import load_scope
 
 BUDGET_MS = 100.0  # for --depth 16 (the deepest chain of DAG files plait-dag allows)
 

@@ -27,7 +27,7 @@ import plait_converters
 import plait_merge
 import plait_routing
 from plait import Never, WorkflowContext, executor
-from plait.plugins import PluginManager
+from plait.spi import PluginManager
 from plait_builders import WorkflowBuilder
 from plait_builders._typecheck import wire_types
 from plait_testing import fake_entry_point, make_plugin_manager

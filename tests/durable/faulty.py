@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from plait import Workflow, WorkflowContext, executor
-from plait.errors import PlaitError
+from plait import PlaitError, Workflow, WorkflowContext, executor
 from plait_builders import WorkflowBuilder
 
 STEPS = 30

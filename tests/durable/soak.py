@@ -22,7 +22,7 @@ from typing import Any
 
 import anyio
 from plait import Workflow, WorkflowContext, executor
-from plait.checkpoint import open_store
+from plait.spi import open_store
 from plait_builders import WorkflowBuilder
 
 BLOCKS = 17  # 51 supersteps

@@ -7,10 +7,8 @@ from typing import Any
 
 import anyio
 import pytest
-from plait import Never, Workflow, WorkflowContext, executor
-from plait.checkpoint import open_store
-from plait.errors import StoreUnavailableError
-from plait.events import RunStatus
+from plait import Never, RunStatus, StoreUnavailableError, Workflow, WorkflowContext, executor
+from plait.spi import open_store
 from plait_builders import WorkflowBuilder
 from plait_testing import servers
 

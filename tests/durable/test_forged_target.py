@@ -30,7 +30,7 @@ import anyio
 import attrs
 import pytest
 from click.testing import CliRunner, Result
-from plait.checkpoint import open_store
+from plait.spi import open_store
 from plait_cli import Target, TargetError, load_target, make_cli, parse_target
 
 CODE = """\

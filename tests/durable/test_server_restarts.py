@@ -19,9 +19,15 @@ from typing import Any
 
 import anyio
 import pytest
-from plait import Workflow, WorkflowContext, executor
-from plait.checkpoint import open_store
-from plait.errors import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
+from plait import (
+    CheckpointError,
+    CheckpointNotFoundError,
+    StoreUnavailableError,
+    Workflow,
+    WorkflowContext,
+    executor,
+)
+from plait.spi import open_store
 from plait_builders import WorkflowBuilder
 from plait_testing import servers
 

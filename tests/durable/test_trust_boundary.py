@@ -19,15 +19,20 @@ from typing import Any
 import anyio
 import attrs
 import pytest
-from plait import Executor, Never, Workflow, WorkflowContext, executor, handler
-from plait.checkpoint import open_store
-from plait.errors import (
+from plait import (
     CheckpointDecodeError,
     CheckpointError,
     CorruptCheckpointError,
+    Executor,
+    Never,
     PlaitError,
     RunLeaseError,
+    Workflow,
+    WorkflowContext,
+    executor,
+    handler,
 )
+from plait.spi import open_store
 from plait_builders import WorkflowBuilder
 
 pytestmark = pytest.mark.anyio

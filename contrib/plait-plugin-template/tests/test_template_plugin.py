@@ -12,8 +12,7 @@ from typing import Any
 
 import plait_plugin_template
 import pytest
-from plait.convert import converter_graph
-from plait.plugins import ENTRY_POINT_GROUP, PluginManager
+from plait.spi import ENTRY_POINT_GROUP, PluginManager, converter_graph
 from plait_plugin_template import NOTE_TO_TEXT, LongestMerge, Note
 from plait_testing import MergeStrategyContract, RegisterPlugin
 

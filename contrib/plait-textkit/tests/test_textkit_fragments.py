@@ -5,7 +5,7 @@ from __future__ import annotations
 import plait_textkit
 import pytest
 from plait import Never, WorkflowContext, executor
-from plait.plugins import PluginManager
+from plait.spi import PluginManager
 from plait_builders import Fragment, WorkflowBuilder
 from plait_textkit import NORMALIZE, SUMMARIZE, SUMMARY_TO_TEXT, Summary, summary_to_text
 

@@ -20,7 +20,7 @@ Writing a plugin takes three steps:
        [project.entry-points.plait]
        longest = "plait_longest"
 
-3. ``pip install`` the distribution; ``plait.plugins.describe()`` lists it. In a script,
+3. ``pip install`` the distribution; ``plait.describe()`` lists it. In a script,
    ``plait.register(module_or_object)`` does the same without packaging.
 
 Test it with the ``plait_testing`` pytest plugin (the ``plait-testing`` distribution).
@@ -49,36 +49,139 @@ class _Package(types.ModuleType):
 
 sys.modules[__name__].__class__ = _Package
 
-from .executor import executor  # noqa: E402  (the decorator every workflow uses)
+from ._executor import executor  # noqa: E402  (the decorator every workflow uses)
 
 if TYPE_CHECKING:
-    from . import convert, errors, events, plugins
-    from .context import InvocationFailure, RequestResponse, WorkflowContext
-    from .convert import converter
-    from .errors import PlaitError, WorkflowRunError, WorkflowValidationError
-    from .events import RunStatus
-    from .executor import Executor, FunctionExecutor, handler
-    from .hookspecs import hookimpl
-    from .load import load
-    from .plugins import describe, get_plugin_manager, register, unregister
-    from .policies import RetryPolicy
-    from .spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
-    from .types import Never
-    from .workflow import Workflow, WorkflowRunResult
+    from . import _convert as convert
+    from . import _errors as errors
+    from . import _events as events
+    from . import _plugins as plugins
+    from ._context import InvocationFailure, RequestResponse, WorkflowContext
+    from ._convert import converter
+    from ._errors import (
+        CheckpointAuthError,
+        CheckpointDecodeError,
+        CheckpointEncodeError,
+        CheckpointError,
+        CheckpointNotFoundError,
+        ConfigError,
+        ConverterError,
+        CorruptCheckpointError,
+        DocumentError,
+        ExecutorFailedError,
+        ExecutorTimeoutError,
+        ExpressionError,
+        IncompatiblePluginError,
+        LoadError,
+        PlaitError,
+        PlaitWarning,
+        PluginConflictError,
+        PluginError,
+        PluginLoadError,
+        PluginLoadErrors,
+        RegistrationError,
+        ResponseTypeError,
+        RoutingError,
+        RunLeaseError,
+        RunOptionError,
+        SharedStateConflictError,
+        SourcePosition,
+        StoreUnavailableError,
+        SuperstepLimitError,
+        TopologyMismatchError,
+        TypeCheckError,
+        UnhandledMessageError,
+        UnknownNameError,
+        VisitLimitError,
+        WorkflowChangedError,
+        WorkflowRunError,
+        WorkflowValidationError,
+    )
+    from ._events import (
+        CustomEvent,
+        EventObserver,
+        ExecutorCompleted,
+        ExecutorFailed,
+        ExecutorInvoked,
+        ExecutorRetrying,
+        OutputEvent,
+        RequestInfoEvent,
+        RunFinished,
+        RunStarted,
+        RunStatus,
+        SuperstepFinished,
+        SuperstepStarted,
+        WorkflowEvent,
+    )
+    from ._executor import Executor, FunctionExecutor, handler
+    from ._hookspecs import hookimpl
+    from ._load import load
+    from ._plugins import describe, get_plugin_manager, register, unregister
+    from ._policies import RetryPolicy
+    from ._spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
+    from ._types import Never
+    from ._workflow import Workflow, WorkflowRunResult
 
 __all__ = [
+    "CheckpointAuthError",
+    "CheckpointDecodeError",
+    "CheckpointEncodeError",
+    "CheckpointError",
+    "CheckpointNotFoundError",
+    "ConfigError",
+    "ConverterError",
+    "CorruptCheckpointError",
+    "CustomEvent",
+    "DocumentError",
     "EdgeGroupSpec",
+    "EventObserver",
     "Executor",
+    "ExecutorCompleted",
+    "ExecutorFailed",
+    "ExecutorFailedError",
+    "ExecutorInvoked",
+    "ExecutorRetrying",
+    "ExecutorTimeoutError",
+    "ExpressionError",
     "FunctionExecutor",
+    "IncompatiblePluginError",
     "InvocationFailure",
+    "LoadError",
     "Never",
     "NodeSpec",
+    "OutputEvent",
     "PlaitError",
+    "PlaitWarning",
+    "PluginConflictError",
+    "PluginError",
+    "PluginLoadError",
+    "PluginLoadErrors",
+    "RegistrationError",
+    "RequestInfoEvent",
     "RequestResponse",
+    "ResponseTypeError",
     "RetryPolicy",
+    "RoutingError",
+    "RunFinished",
+    "RunLeaseError",
+    "RunOptionError",
+    "RunStarted",
     "RunStatus",
+    "SharedStateConflictError",
+    "SourcePosition",
+    "StoreUnavailableError",
+    "SuperstepFinished",
+    "SuperstepLimitError",
+    "SuperstepStarted",
+    "TopologyMismatchError",
+    "TypeCheckError",
+    "UnhandledMessageError",
+    "UnknownNameError",
+    "VisitLimitError",
     "Workflow",
+    "WorkflowChangedError",
     "WorkflowContext",
+    "WorkflowEvent",
     "WorkflowRunError",
     "WorkflowRunResult",
     "WorkflowSpec",
@@ -103,37 +206,84 @@ __all__ = [
 #: Where each public name lives; imported on first use (PEP 562), so ``import plait`` and
 #: ``plait --help`` do not pay for the runner, the converter graph or the workflow IR.
 _LAZY = {
-    "EdgeGroupSpec": "spec",
-    "Executor": "executor",
-    "FunctionExecutor": "executor",
-    "InvocationFailure": "context",
-    "Never": "types",
-    "NodeSpec": "spec",
-    "PlaitError": "errors",
-    "RequestResponse": "context",
-    "RetryPolicy": "policies",
-    "RunStatus": "events",
-    "Workflow": "workflow",
-    "WorkflowContext": "context",
-    "WorkflowRunError": "errors",
-    "WorkflowRunResult": "workflow",
-    "WorkflowSpec": "spec",
-    "WorkflowValidationError": "errors",
-    "converter": "convert",
-    "describe": "plugins",
-    "get_plugin_manager": "plugins",
-    "handler": "executor",
-    "hookimpl": "hookspecs",
-    "load": "load",
-    "register": "plugins",
-    "unregister": "plugins",
+    "CheckpointAuthError": "_errors",
+    "CheckpointDecodeError": "_errors",
+    "CheckpointEncodeError": "_errors",
+    "CheckpointError": "_errors",
+    "CheckpointNotFoundError": "_errors",
+    "ConfigError": "_errors",
+    "ConverterError": "_errors",
+    "CorruptCheckpointError": "_errors",
+    "CustomEvent": "_events",
+    "DocumentError": "_errors",
+    "EdgeGroupSpec": "_spec",
+    "EventObserver": "_events",
+    "Executor": "_executor",
+    "ExecutorCompleted": "_events",
+    "ExecutorFailed": "_events",
+    "ExecutorFailedError": "_errors",
+    "ExecutorInvoked": "_events",
+    "ExecutorRetrying": "_events",
+    "ExecutorTimeoutError": "_errors",
+    "ExpressionError": "_errors",
+    "FunctionExecutor": "_executor",
+    "IncompatiblePluginError": "_errors",
+    "InvocationFailure": "_context",
+    "LoadError": "_errors",
+    "Never": "_types",
+    "NodeSpec": "_spec",
+    "OutputEvent": "_events",
+    "PlaitError": "_errors",
+    "PlaitWarning": "_errors",
+    "PluginConflictError": "_errors",
+    "PluginError": "_errors",
+    "PluginLoadError": "_errors",
+    "PluginLoadErrors": "_errors",
+    "RegistrationError": "_errors",
+    "RequestInfoEvent": "_events",
+    "RequestResponse": "_context",
+    "ResponseTypeError": "_errors",
+    "RetryPolicy": "_policies",
+    "RoutingError": "_errors",
+    "RunFinished": "_events",
+    "RunLeaseError": "_errors",
+    "RunOptionError": "_errors",
+    "RunStarted": "_events",
+    "RunStatus": "_events",
+    "SharedStateConflictError": "_errors",
+    "SourcePosition": "_errors",
+    "StoreUnavailableError": "_errors",
+    "SuperstepFinished": "_events",
+    "SuperstepLimitError": "_errors",
+    "SuperstepStarted": "_events",
+    "TopologyMismatchError": "_errors",
+    "TypeCheckError": "_errors",
+    "UnhandledMessageError": "_errors",
+    "UnknownNameError": "_errors",
+    "VisitLimitError": "_errors",
+    "Workflow": "_workflow",
+    "WorkflowChangedError": "_errors",
+    "WorkflowContext": "_context",
+    "WorkflowEvent": "_events",
+    "WorkflowRunError": "_errors",
+    "WorkflowRunResult": "_workflow",
+    "WorkflowSpec": "_spec",
+    "WorkflowValidationError": "_errors",
+    "converter": "_convert",
+    "describe": "_plugins",
+    "get_plugin_manager": "_plugins",
+    "handler": "_executor",
+    "hookimpl": "_hookspecs",
+    "load": "_load",
+    "register": "_plugins",
+    "unregister": "_plugins",
 }
 _SUBMODULES = frozenset({"convert", "errors", "events", "plugins"})
 
 
 def _import_lazily(name: str) -> Any:
     if name in _SUBMODULES:
-        value: Any = importlib.import_module(f"{__name__}.{name}")
+        value: Any = importlib.import_module(f"{__name__}._{name}")
     elif name in _LAZY:
         value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
     else:
@@ -149,3 +299,37 @@ def __dir__() -> list[str]:
 if not TYPE_CHECKING:
     # hidden from type checkers, which see the imports above: a misspelt name stays an error
     __getattr__ = _import_lazily
+
+
+class _SubmoduleAliases:
+    """``import plait.errors`` (and ``plait.events``, ``plait.convert``, ``plait.plugins``):
+    the namespaces ``plait`` offers as attributes import as the private modules that hold
+    them, only when asked for, so ``import plait`` stays lazy."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        package, _, name = fullname.partition(".")
+        if package != __name__ or name not in _SUBMODULES:
+            return None
+        import importlib.util
+
+        module = importlib.import_module(f"{__name__}._{name}")
+        return importlib.util.spec_from_loader(fullname, _Existing(module))
+
+
+class _Existing:
+    """A loader that hands over a module already imported."""
+
+    def __init__(self, module: types.ModuleType) -> None:
+        self.module = module
+
+    def create_module(self, spec: Any) -> types.ModuleType:
+        return self.module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
+
+    def load_module(self, fullname: str, /) -> types.ModuleType:
+        return self.module
+
+
+sys.meta_path.append(_SubmoduleAliases())

@@ -154,8 +154,8 @@ async def profile(job: dict[str, Any]) -> Page:
 def summary_agent(model_id: str) -> Any:
     """The ``agent`` executor (plugin ``plait-llm``) for ``model_id``, built by its kind, so
     an unknown model or a missing plugin is found when the workflow is built."""
-    from plait.kinds import KindContext
-    from plait.plugins import get_plugin_manager
+    from plait import get_plugin_manager
+    from plait.spi import KindContext
 
     manager = get_plugin_manager()
     kinds = manager.registry("executor_kind")

@@ -5,9 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from plait import Never, WorkflowContext, executor
-from plait.errors import WorkflowValidationError
-from plait.spec import WorkflowSpec
+from plait import Never, WorkflowContext, WorkflowSpec, WorkflowValidationError, executor
 from plait_builders import WorkflowBuilder
 
 

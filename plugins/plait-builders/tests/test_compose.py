@@ -5,8 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from plait import Executor, Never, Workflow, WorkflowContext, executor, handler
-from plait.errors import WorkflowValidationError
+from plait import (
+    Executor,
+    Never,
+    Workflow,
+    WorkflowContext,
+    WorkflowValidationError,
+    executor,
+    handler,
+)
 from plait_builders import (
     CompositionError,
     ConnectionHandle,
@@ -301,7 +308,7 @@ async def test_adapters_are_visible_nodes_with_deterministic_ids() -> None:
 
 
 async def test_a_converter_record_and_an_async_function_are_adapters() -> None:
-    from plait.convert import Converter
+    from plait.spi import Converter
 
     @executor(id="count")
     async def count(n: int, ctx: WorkflowContext[Never, int]) -> None:

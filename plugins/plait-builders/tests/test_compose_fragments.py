@@ -6,10 +6,16 @@ from collections.abc import Iterator
 
 import plait
 import pytest
-from plait import Never, WorkflowContext, executor
-from plait.errors import PluginLoadError, RegistrationError, UnknownNameError
-from plait.hookspecs import Register
-from plait.plugins import PluginManager, get_plugin_manager
+from plait import (
+    Never,
+    PluginLoadError,
+    RegistrationError,
+    UnknownNameError,
+    WorkflowContext,
+    executor,
+    get_plugin_manager,
+)
+from plait.spi import PluginManager, Register
 from plait_builders import (
     CompositionError,
     Contract,

@@ -7,11 +7,8 @@ from collections.abc import Iterator
 
 import plait
 import pytest
-from plait import Never, WorkflowContext, executor
-from plait.convert import Converter
-from plait.errors import WorkflowValidationError
-from plait.hookspecs import Register
-from plait.plugins import PluginManager
+from plait import Never, WorkflowContext, WorkflowValidationError, executor
+from plait.spi import Converter, PluginManager, Register
 from plait_builders import WorkflowBuilder
 
 pytestmark = pytest.mark.anyio

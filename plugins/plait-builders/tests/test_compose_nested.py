@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from plait import Never, Workflow, WorkflowContext, executor
-from plait.convert import Converter
-from plait.errors import ExecutorFailedError
+from plait import ExecutorFailedError, Never, Workflow, WorkflowContext, executor
+from plait.spi import Converter
 from plait_builders import WorkflowBuilder
 from plait_executors import WorkflowExecutor
 
@@ -118,8 +117,7 @@ async def test_a_nested_request_reaches_the_outer_caller_and_answers_resume_both
     the answer given to the outer run resumes the inner one where it stopped."""
     import uuid
 
-    from plait import Executor, handler
-    from plait.events import RunStatus
+    from plait import Executor, RunStatus, handler
 
     class Approver(Executor):
         @handler

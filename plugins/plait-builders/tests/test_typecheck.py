@@ -9,11 +9,15 @@ from typing import Any
 import plait_merge
 import plait_routing
 import pytest
-from plait import Never, WorkflowContext, executor
-from plait.convert import Converter
-from plait.errors import ConverterError, WorkflowValidationError
-from plait.hookspecs import hookimpl
-from plait.plugins import PluginManager
+from plait import (
+    ConverterError,
+    Never,
+    WorkflowContext,
+    WorkflowValidationError,
+    executor,
+    hookimpl,
+)
+from plait.spi import Converter, PluginManager
 from plait_builders import WorkflowBuilder
 from plait_builders._typecheck import ConverterExecutor
 from plait_testing import RegisterPlugin
@@ -277,7 +281,7 @@ async def test_proven_edges_cost_no_run_time_type_check(
 ) -> None:
     register(JOIN)
     calls: list[Any] = []
-    module = importlib.import_module("plait.executor")  # plait.executor is the decorator
+    module = importlib.import_module("plait._executor")  # plait.executor is the decorator
     original = module.is_instance
 
     def counting(value: Any, tp: Any) -> bool:

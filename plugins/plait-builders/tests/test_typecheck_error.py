@@ -7,9 +7,8 @@ from typing import Any
 import plait_merge
 import plait_routing
 import pytest
-from plait import Never, WorkflowContext, executor
-from plait.errors import TypeCheckError, WorkflowValidationError
-from plait.plugins import PluginManager
+from plait import Never, TypeCheckError, WorkflowContext, WorkflowValidationError, executor
+from plait.spi import PluginManager
 from plait_builders import WorkflowBuilder
 from plait_testing import RegisterPlugin
 

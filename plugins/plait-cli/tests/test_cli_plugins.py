@@ -18,7 +18,7 @@ import plait_cli
 import plait_merge
 import pytest
 from click.testing import CliRunner, Result
-from plait.plugins import PluginManager, set_plugin_manager
+from plait.spi import PluginManager, set_plugin_manager
 from plait_builders import Fragment, WorkflowBuilder
 from plait_cli import CommandConflictError, PlaitGroup, make_cli
 from plait_testing import RegisterPlugin, broken_entry_point, fake_entry_point, make_plugin_manager

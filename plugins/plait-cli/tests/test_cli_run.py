@@ -326,7 +326,7 @@ def test_a_run_id_alone_never_prints_a_recorded_target_holding_control_character
     tmp_path: Path,
 ) -> None:
     import anyio
-    from plait.checkpoint import open_store
+    from plait.spi import open_store
 
     url = store(tmp_path)
     run_id, _ = _pending(plait("run", target("gate"), "t", "--checkpoint", url))
@@ -419,7 +419,7 @@ def test_placement_is_checked_before_the_run_and_recorded_with_its_checkpoints(
     (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", local.stderr, re.M)
 
     import anyio
-    from plait.checkpoint import open_store
+    from plait.spi import open_store
 
     async def latest_metadata() -> dict[str, object]:
         checkpoints = open_store(url)
@@ -507,8 +507,8 @@ def test_a_changed_workflow_is_refused_naming_the_change_unless_accepted(
 ) -> None:
     import anyio
     from plait import load
-    from plait.checkpoint import open_store
-    from plait.fingerprint import fingerprint_of
+    from plait._fingerprint import fingerprint_of
+    from plait.spi import open_store
 
     module = f"steps_{uuid.uuid4().hex[:8]}"
     (tmp_path / f"{module}.py").write_text(STEP_CODE)

@@ -11,7 +11,7 @@ import anyio
 import attrs
 import pytest
 from click.testing import CliRunner, Result
-from plait.checkpoint import open_store
+from plait.spi import open_store
 from plait_cli import make_cli
 from plait_testing.stores import make_checkpoint, new_run_id
 

@@ -104,7 +104,7 @@ def test_a_missing_attribute_lists_the_workflows_and_functions_there() -> None:
 def test_a_missing_nested_attribute_says_what_its_parent_is() -> None:
     message = error(f"{WORKFLOWS}:echo.nested")
     assert "echo of module 'cli_workflows'" in message and "has no attribute 'nested'" in message
-    assert "it is a plait.workflow.Workflow (<Workflow echo" in message
+    assert "it is a plait._workflow.Workflow (<Workflow echo" in message
 
 
 def test_a_module_without_workflows_says_so() -> None:

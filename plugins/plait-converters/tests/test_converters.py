@@ -15,7 +15,7 @@ import plait_converters as std
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from plait.convert import converter_graph
+from plait.spi import converter_graph
 from plait_converters import ChatMessage, JsonText
 from plait_testing import fake_entry_point, make_plugin_manager
 

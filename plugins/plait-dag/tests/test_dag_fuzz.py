@@ -11,7 +11,7 @@ import plait
 from dag_helpers import SEED, Recorder
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from plait.errors import LoadError, PlaitError
+from plait import LoadError, PlaitError
 
 AGENTS = Recorder().agents("greeter-agent", "meal-agent", "glucose-agent", "feedback-agent")
 

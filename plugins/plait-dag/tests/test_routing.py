@@ -375,7 +375,7 @@ async def test_a_run_resumes_from_a_checkpoint_with_its_context(tmp_path: Path) 
 async def test_a_chain_of_dag_files_builds_each_file_once(tmp_path: Path) -> None:
     # each level used to be built three times per level above it (the dag.node and
     # workflow kinds' check and create each rebuilt it): 13 files took more than a minute
-    from plait.rebuild import load_scope
+    from plait.spi import load_scope
 
     files = 13
     (tmp_path / "f12.json").write_text(

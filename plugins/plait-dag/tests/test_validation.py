@@ -10,7 +10,7 @@ from typing import Any
 import plait
 import pytest
 from dag_helpers import SEED, Recorder, seed, text
-from plait.errors import LoadError, PlaitError
+from plait import LoadError, PlaitError
 from plait_dag import DagDocumentError, document_schema
 
 AGENTS = Recorder().agents("greeter-agent", "meal-agent", "glucose-agent", "feedback-agent")

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from plait import Executor, Never, Workflow, WorkflowContext, executor
-from plait.kinds import KindContext
+from plait.spi import KindContext
 from plait_builders import WorkflowBuilder
 
 

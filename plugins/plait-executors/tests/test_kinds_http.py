@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 from executors_helpers import build, chain, paths
-from plait.errors import ExecutorFailedError
-from plait.kinds import KindContext
+from plait import ExecutorFailedError
+from plait.spi import KindContext
 from plait_executors import (
     HttpExecutor,
     HttpKind,

@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 from executors_helpers import build, chain, paths
-from plait import Executor, FunctionExecutor, WorkflowContext, executor, handler
-from plait.errors import ConfigError
-from plait.kinds import KindContext
+from plait import ConfigError, Executor, FunctionExecutor, WorkflowContext, executor, handler
+from plait.spi import KindContext
 from plait_executors import PythonKind
 
 pytestmark = pytest.mark.anyio

@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 import plait_executors
-from plait.errors import ConfigError, PlaitError
-from plait.kinds import ExecutorKind
-from plait.plugins import PluginManager
+from plait import ConfigError, PlaitError
+from plait._kinds import ExecutorKind
+from plait.spi import PluginManager
 from plait_executors.schema import check_config, json_pointer
 
 SCHEMA = {

@@ -7,13 +7,13 @@ from types import SimpleNamespace
 from typing import Any
 
 import plait
+import plait._rebuild
 import plait_executors
 import plait_routing
 import pytest
 from executors_helpers import build, chain, paths
 from plait import Never, WorkflowContext, executor
-from plait.kinds import KindContext
-from plait.plugins import PluginManager, set_plugin_manager
+from plait.spi import KindContext, PluginManager, set_plugin_manager
 from plait_builders import Fragment, WorkflowBuilder
 from plait_executors import WorkflowKind
 
@@ -145,7 +145,7 @@ def nested_spec(depth: int) -> dict[str, Any]:
 async def test_a_nested_spec_is_built_once_per_load() -> None:
     # check and create each built the nested workflow, so each level was built twice per
     # level above it (2**depth builds in all)
-    from plait.rebuild import load_scope
+    from plait.spi import load_scope
 
     depth = 12
     with load_scope() as scope:
@@ -157,8 +157,8 @@ async def test_a_nested_spec_is_built_once_per_load() -> None:
 
 
 def test_nesting_is_bounded_with_an_error_at_its_path() -> None:
-    from plait.errors import LoadError
-    from plait.rebuild import MAX_NESTING
+    from plait import LoadError
+    from plait._rebuild import MAX_NESTING
 
     spec = plait.WorkflowSpec.from_dict(nested_spec(MAX_NESTING + 3))
     with pytest.raises(LoadError) as info:
@@ -170,10 +170,10 @@ def test_nesting_is_bounded_with_an_error_at_its_path() -> None:
 
 
 def test_the_nodes_a_load_builds_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    import plait.rebuild
-    from plait.errors import LoadError
+    import plait._rebuild
+    from plait import LoadError
 
-    monkeypatch.setattr(plait.rebuild, "MAX_LOAD_NODES", 5)
+    monkeypatch.setattr(plait._rebuild, "MAX_LOAD_NODES", 5)
     spec = plait.WorkflowSpec.from_dict(nested_spec(4))  # 5 nodes: within the bound
     assert plait.Workflow.from_spec(spec, {"shout": shout}).spec == spec
     spec = plait.WorkflowSpec.from_dict(nested_spec(5))  # 6 nodes
@@ -190,7 +190,7 @@ def test_as_executor_wraps_through_the_workflow_kind() -> None:
 
 
 def test_as_executor_names_the_distribution_to_install(plait_plugin_manager: Any) -> None:
-    from plait.errors import UnknownNameError
+    from plait import UnknownNameError
 
     workflow = plait.Workflow(
         plait.WorkflowSpec.from_dict(

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
+from plait import EdgeGroupSpec, NodeSpec, WorkflowSpec
 from plait_export import node_role, split_id, to_dot, to_mermaid
 
 
@@ -159,7 +159,7 @@ _EXPORT_SCRIPT = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import plait_export
-from plait.spec import WorkflowSpec
+from plait import WorkflowSpec
 from plait_testing import fake_entry_point, make_plugin_manager
 from test_export import composed_spec, wide_spec
 

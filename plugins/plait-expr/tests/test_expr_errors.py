@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from plait.errors import ExpressionError, PlaitError
+from plait import ExpressionError, PlaitError
 from plait_expr import PlaitLanguage
 
 LANGUAGE = PlaitLanguage()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from plait.errors import ExpressionError
+from plait import ExpressionError
 from plait_expr import PlaitLanguage
 
 LANGUAGE = PlaitLanguage()

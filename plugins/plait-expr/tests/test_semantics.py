@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from plait.errors import ExpressionError
+from plait import ExpressionError
 from plait_expr import PlaitLanguage
 
 LANGUAGE = PlaitLanguage()

@@ -7,7 +7,7 @@ from typing import Any
 import plait
 import pytest
 from flow_agents import AGENTS
-from plait.errors import LoadError, PlaitError, SourcePosition
+from plait import LoadError, PlaitError, SourcePosition
 from plait_flow import Flow
 
 

@@ -9,7 +9,7 @@ import plait
 from flow_agents import AGENTS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from plait.errors import LoadError, PlaitError
+from plait import LoadError, PlaitError
 
 TOKENS = [
     "researcher", "writer", "critic", "analyzer", "writr", "shell", "@review", "@x",

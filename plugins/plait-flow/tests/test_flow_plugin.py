@@ -7,8 +7,8 @@ import sys
 
 import plait
 import plait_flow
-from plait.errors import ConfigError
-from plait.kinds import KindContext
+from plait import ConfigError
+from plait.spi import KindContext
 from plait_flow import FlowJoin, FlowLoader, FlowOutput
 from plait_flow._kinds import FlowJoinKind, FlowOutputKind
 

@@ -7,10 +7,17 @@ from typing import Any
 
 import plait
 import pytest
-from plait import Executor, Never, Workflow, WorkflowContext, executor
-from plait.errors import ConfigError, ExecutorFailedError
-from plait.events import CustomEvent
-from plait.kinds import KindContext
+from plait import (
+    ConfigError,
+    CustomEvent,
+    Executor,
+    ExecutorFailedError,
+    Never,
+    Workflow,
+    WorkflowContext,
+    executor,
+)
+from plait.spi import KindContext
 from plait_builders import WorkflowBuilder
 from plait_llm import AgentError, AgentExecutor, AgentKind
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import plait
 import pytest
-from plait.errors import LoadError
-from plait.grants import CapabilityError
+from plait import LoadError
+from plait.spi import CapabilityError
 
 pytestmark = pytest.mark.anyio
 

@@ -7,8 +7,7 @@ from typing import Any
 import plait
 import plait_merge
 import pytest
-from plait.plugins import PluginManager
-from plait.types import is_assignable
+from plait.spi import PluginManager, is_assignable
 from plait_merge import ConcatMerge, FirstMerge, KeyedMerge, LastMerge, ListMerge
 from plait_testing import RegisterPlugin
 

@@ -15,8 +15,16 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-from plait import Executor, Never, RetryPolicy, Workflow, WorkflowContext, executor
-from plait.errors import ExecutorFailedError, ExecutorTimeoutError
+from plait import (
+    Executor,
+    ExecutorFailedError,
+    ExecutorTimeoutError,
+    Never,
+    RetryPolicy,
+    Workflow,
+    WorkflowContext,
+    executor,
+)
 from plait_builders import WorkflowBuilder
 
 pytestmark = pytest.mark.anyio
@@ -374,7 +382,7 @@ async def test_a_resumed_run_says_where_it_resumed(exporter: InMemorySpanExporte
 async def test_a_resumed_run_links_to_the_run_it_continues_across_processes(
     exporter: InMemorySpanExporter,
 ) -> None:
-    from plait.checkpoint import open_store
+    from plait.spi import open_store
 
     @executor(id="ask")
     async def ask(text: str, ctx: WorkflowContext[str]) -> None:

@@ -9,18 +9,21 @@ import plait_ray_flows as flows
 import pytest
 from plait import (
     Executor,
+    ExecutorFailedError,
+    ExecutorTimeoutError,
     Never,
     RetryPolicy,
+    RunStatus,
+    UnknownNameError,
     WorkflowContext,
     WorkflowSpec,
     executor,
     handler,
 )
-from plait.codec import DecodeError
-from plait.errors import ExecutorFailedError, ExecutorTimeoutError, UnknownNameError
-from plait.events import RunStatus
-from plait.placement import LOCAL, PlacedExecutor, placement_of, with_placement
-from plait.refs import NotPortableError
+from plait._codec import DecodeError
+from plait._placement import LOCAL, PlacedExecutor, placement_of
+from plait._refs import NotPortableError
+from plait.spi import with_placement
 from plait_builders import WorkflowBuilder
 from plait_ray.errors import RemoteInvocationError
 

@@ -8,8 +8,7 @@ from typing import Any
 
 import plait_ray_flows as flows
 import pytest
-from plait import Workflow
-from plait.events import CustomEvent, RunStatus
+from plait import CustomEvent, RunStatus, Workflow
 from plait_ray_testing import Loopback
 
 pytestmark = pytest.mark.anyio

@@ -18,8 +18,7 @@ from pathlib import Path
 import anyio
 import plait_ray_flows as flows
 import pytest
-from plait.errors import RunLeaseError
-from plait.events import RunStatus
+from plait import RunLeaseError, RunStatus
 from plait_testing import servers
 
 HERE = Path(__file__).parent

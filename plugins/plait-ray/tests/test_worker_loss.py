@@ -9,9 +9,7 @@ from pathlib import Path
 import anyio
 import plait_ray_flows as flows
 import pytest
-from plait import RetryPolicy
-from plait.errors import ExecutorFailedError
-from plait.events import RunStatus
+from plait import ExecutorFailedError, RetryPolicy, RunStatus
 from plait_ray import WorkerLostError
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("ray_cluster")]

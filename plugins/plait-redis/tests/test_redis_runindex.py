@@ -8,7 +8,8 @@ import uuid
 import attrs
 import pytest
 import redis.asyncio
-from plait.runindex import RunIndex, list_runs
+from plait._runindex import RunIndex
+from plait.spi import list_runs
 from plait_redis import RedisCheckpointStore
 from plait_testing.stores import make_checkpoint
 

@@ -10,8 +10,8 @@ import anyio
 import plait_redis
 import pytest
 import redis.asyncio
-from plait.checkpoint import CheckpointStore
-from plait.errors import StoreUnavailableError
+from plait import StoreUnavailableError
+from plait.spi import CheckpointStore
 from plait_redis import RedisCheckpointStore, redact_url
 from plait_testing import fake_entry_point, make_plugin_manager, servers
 from plait_testing.stores import (

@@ -8,11 +8,20 @@ from typing import Any
 import plait
 import plait_routing
 import pytest
-from plait import Executor, Never, WorkflowContext, executor
-from plait.errors import RoutingError, UnknownNameError, WorkflowValidationError
-from plait.plugins import PluginManager
-from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
-from plait.workflow import Workflow
+from plait import (
+    EdgeGroupSpec,
+    Executor,
+    Never,
+    NodeSpec,
+    RoutingError,
+    UnknownNameError,
+    Workflow,
+    WorkflowContext,
+    WorkflowSpec,
+    WorkflowValidationError,
+    executor,
+)
+from plait.spi import PluginManager
 from plait_routing import DirectRouter, FanInRouter, FanOutRouter, SwitchRouter
 from plait_testing import RegisterPlugin, StaticRouterEnv
 

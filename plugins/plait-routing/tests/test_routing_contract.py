@@ -7,8 +7,8 @@ from typing import Any
 
 import plait_routing
 import pytest
-from plait.routing import RouterEnv
-from plait.spec import EdgeGroupSpec
+from plait import EdgeGroupSpec
+from plait.spi import RouterEnv
 from plait_testing import RouterContract, StaticRouterEnv
 
 

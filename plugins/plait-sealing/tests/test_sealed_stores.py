@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plait.checkpoint import CheckpointStore, encode_checkpoint, open_store
-from plait.errors import CheckpointAuthError, CorruptCheckpointError, RunLeaseError
+from plait import CheckpointAuthError, CorruptCheckpointError, RunLeaseError
+from plait.spi import CheckpointStore, encode_checkpoint, open_store
 from plait_sealing import SealedStore, generate_key
 from sealing_workflows import secret_keeper
 

@@ -20,8 +20,7 @@ from typing import Any
 
 import attrs
 import pytest
-from plait import Workflow
-from plait.errors import CheckpointAuthError, CorruptCheckpointError, PlaitError
+from plait import CheckpointAuthError, CorruptCheckpointError, PlaitError, Workflow
 from plait_sealing import (
     CheckpointKey,
     CheckpointKeyError,

@@ -13,9 +13,8 @@ import plait
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from plait.errors import LoadError, WorkflowRunError
-from plait.events import RunStatus, SuperstepFinished
-from plait.load import load_spec
+from plait import LoadError, RunStatus, SuperstepFinished, WorkflowRunError
+from plait._load import load_spec
 from plait_steps import ForeachItemsError, LoopLimitError, step_context
 
 pytestmark = pytest.mark.anyio

@@ -11,9 +11,9 @@ import plait
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from plait.errors import LoadError, PlaitError
-from plait.grants import CapabilityError
-from plait.load import load_spec
+from plait import LoadError, PlaitError
+from plait._load import load_spec
+from plait.spi import CapabilityError
 
 VALID = """
 workflow:
@@ -231,7 +231,7 @@ _values = st.recursive(
 
 
 def _check(text: str) -> None:
-    from plait.load import LoadContext
+    from plait.spi import LoadContext
     from plait_steps import StepsLoader
 
     ctx = LoadContext(source="<fuzz>", executors=AGENTS, manager=plait.get_plugin_manager())
@@ -297,7 +297,7 @@ def test_nested_workflows_load_in_linear_time() -> None:
     # 1.7 KB: an executor step holding ten nested workflow specs. Each level used to be
     # built twice per level above it (2**10 builds, seconds); now each is built once by the
     # loader's checks and once by the build
-    from plait.rebuild import load_scope
+    from plait.spi import load_scope
 
     depth = 10
     spec: dict[str, Any] = {
@@ -345,7 +345,7 @@ def test_a_quoted_step_reference_that_never_closes_is_read_in_linear_time() -> N
     text = "workflow:\n  - {id: a, type: agent, name: generator, input: '" + '$steps["x' * 33_000
     code = (
         "import sys, plait\n"
-        "from plait.errors import LoadError\n"
+        "from plait._errors import LoadError\n"
         "try:\n"
         "    plait.load(sys.stdin.read(), format='steps', executors={'generator': print})\n"
         "except LoadError as exc:\n"

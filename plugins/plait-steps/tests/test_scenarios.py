@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import plait
 import pytest
-from plait.errors import WorkflowRunError
+from plait import WorkflowRunError
 from plait_steps import LoopLimitError, step_context
 
 pytestmark = pytest.mark.anyio

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from plait.errors import CorruptCheckpointError, StoreUnavailableError
+from plait import CorruptCheckpointError, StoreUnavailableError
 from plait_stores import FileCheckpointStore, SqliteCheckpointStore
 from plait_testing.stores import make_checkpoint, new_run_id
 

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from plait.checkpoint import Checkpoint, CheckpointStore, encode_checkpoint
-from plait.errors import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
+from plait import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
+from plait.spi import Checkpoint, CheckpointStore, encode_checkpoint
 from plait_stores import FileCheckpointStore
 from plait_testing.stores import (
     CheckpointStoreContract,

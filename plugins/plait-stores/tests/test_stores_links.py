@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from plait.errors import CorruptCheckpointError
+from plait import CorruptCheckpointError
 from plait_stores import FileCheckpointStore
 from plait_testing.stores import make_checkpoint, new_run_id
 

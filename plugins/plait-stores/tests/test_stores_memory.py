@@ -6,8 +6,8 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
-from plait.checkpoint import CheckpointStore
-from plait.errors import StoreUnavailableError
+from plait import StoreUnavailableError
+from plait.spi import CheckpointStore
 from plait_stores import MemoryCheckpointStore
 from plait_testing.stores import CheckpointStoreContract, flip_byte, make_checkpoint, new_run_id
 

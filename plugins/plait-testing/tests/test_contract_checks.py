@@ -8,8 +8,8 @@ pytest_plugins = ["pytester"]
 
 VIOLATIONS = """
 import pytest
-from plait.convert import Converter
-from plait.spec import EdgeGroupSpec
+from plait.spi import Converter
+from plait import EdgeGroupSpec
 from plait_testing import ConverterContract, RouterContract
 
 class Forgetful:

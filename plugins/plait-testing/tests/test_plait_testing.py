@@ -18,7 +18,7 @@ def test_register_plugin_unregisters_at_teardown(pytester: pytest.Pytester) -> N
     pytester.makepyfile(
         """
         import types
-        from plait.plugins import get_plugin_manager
+        from plait import get_plugin_manager
 
         def test_register(plait_register_plugin, plait_plugin_manager):
             plait_register_plugin(types.SimpleNamespace(), "visitor")

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from plait import Executor, WorkflowContext, executor, handler
-from plait.workflow import Workflow
+from plait import Executor, Workflow, WorkflowContext, executor, handler
 from plait_builders import WorkflowBuilder
 from plait_ui import UiSettings, make_app
 from starlette.testclient import TestClient
@@ -194,7 +193,7 @@ def long_run(url: str, checkpoints: int, *, every: int = 32) -> str:
     run_id = unique("long")
 
     async def write() -> None:
-        from plait.checkpoint import Checkpoint, open_store
+        from plait.spi import Checkpoint, open_store
 
         store = open_store(url)
         batch: list[Checkpoint] = []

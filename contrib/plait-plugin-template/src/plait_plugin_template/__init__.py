@@ -23,8 +23,7 @@ from collections.abc import Sequence, Sized
 from typing import Any
 
 import plait
-from plait.convert import Converter
-from plait.hookspecs import Register
+from plait.spi import Converter, Register
 
 __all__ = [
     "NOTE_TO_TEXT",

@@ -20,8 +20,7 @@ import re
 
 import plait
 from plait import executor
-from plait.convert import Converter
-from plait.hookspecs import Register
+from plait.spi import Converter, Register
 from plait_builders import Fragment, WorkflowBuilder
 
 __all__ = [

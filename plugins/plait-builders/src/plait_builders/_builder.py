@@ -8,13 +8,27 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
-from plait import Executor, FunctionExecutor, RetryPolicy, Workflow
-from plait.errors import TypeCheckError, WorkflowValidationError
-from plait.options import RunOptions
-from plait.plugins import PluginManager, get_plugin_manager
-from plait.refs import callable_spec, code_ref, expression_spec, nonportable_reason
-from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
-from plait.types import type_name
+from plait import (
+    EdgeGroupSpec,
+    Executor,
+    FunctionExecutor,
+    NodeSpec,
+    RetryPolicy,
+    TypeCheckError,
+    Workflow,
+    WorkflowSpec,
+    WorkflowValidationError,
+    get_plugin_manager,
+)
+from plait.spi import (
+    PluginManager,
+    RunOptions,
+    callable_spec,
+    code_ref,
+    expression_spec,
+    nonportable_reason,
+    type_name,
+)
 from typing_extensions import Self
 
 from . import _compose
@@ -350,7 +364,7 @@ class WorkflowBuilder(ConnectionMixin):
         """Validate everything at once and return an immutable :class:`plait.Workflow`.
 
         :raises WorkflowValidationError: listing every structural and type problem; a
-            :class:`~plait.errors.TypeCheckError` (a subclass) when an edge's target
+            :class:`~plait.TypeCheckError` (a subclass) when an edge's target
             cannot handle what its source sends.
         """
         manager = self._manager or get_plugin_manager()

@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from plait import Executor, Workflow
-from plait.plugins import get_plugin_manager
-from plait.types import type_name
+from plait import Executor, Workflow, get_plugin_manager
+from plait.spi import type_name
 
 from ._connection import (
     SEPARATOR,

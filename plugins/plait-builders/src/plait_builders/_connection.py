@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from plait.errors import PlaitError
-from plait.types import type_name
+from plait import PlaitError
+from plait.spi import type_name
 
 if TYPE_CHECKING:
     from ._builder import ExecutorRef, WorkflowBuilder

@@ -27,8 +27,8 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
-from plait.plugins import PluginManager, get_plugin_manager
-from plait.types import type_name
+from plait import get_plugin_manager
+from plait.spi import PluginManager, type_name
 
 from ._builder import WorkflowBuilder
 from ._connection import CompositionError, ConnectionMixin, Contract

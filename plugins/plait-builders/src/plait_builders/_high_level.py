@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from plait import Executor, FunctionExecutor, Workflow
-from plait.plugins import PluginManager
+from plait.spi import PluginManager
 from typing_extensions import Self
 
 from ._builder import WorkflowBuilder

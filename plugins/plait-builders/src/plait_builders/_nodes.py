@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from plait import Executor, WorkflowContext
-from plait.executor import Handler
+from plait.spi import Handler
 
 __all__ = ["FunctionNode", "adapter_node", "clone_executor", "function_types"]
 

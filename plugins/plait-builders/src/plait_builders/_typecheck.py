@@ -18,17 +18,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Union
 
 import attrs
-from plait import Executor, InvocationFailure, WorkflowContext
-from plait.errors import ConverterError
-from plait.executor import Handler
-from plait.plugins import PluginManager, Registry
-from plait.spec import EdgeGroupSpec
-from plait.types import is_assignable, type_name
+from plait import ConverterError, EdgeGroupSpec, Executor, InvocationFailure, WorkflowContext
+from plait.spi import Handler, PluginManager, Registry, is_assignable, type_name
 
 # the converter graph (plait.convert, plait.chains) is imported only when an edge needs a
 # conversion: most builds never do, and every process pays its imports
 if TYPE_CHECKING:
-    from plait.convert import ConverterGraph, Step
+    from plait.spi import ConverterGraph, Step
 
 __all__ = ["ConverterExecutor", "wire_types"]
 
@@ -59,7 +55,7 @@ class _Wiring:
     @property
     def graph(self) -> ConverterGraph:
         if self._graph is None:  # only edges that need a converter pay for the lookup
-            from plait.convert import converter_graph
+            from plait.spi import converter_graph
 
             self._graph = converter_graph(self.manager)
         return self._graph
@@ -186,7 +182,7 @@ def wire_types(
     """Check every edge group; insert converter chains; return the problems found.
 
     Every problem is returned, not raised, so the builder reports them together with the
-    structural ones; it raises :class:`~plait.errors.TypeCheckError` when any is found.
+    structural ones; it raises :class:`~plait.TypeCheckError` when any is found.
 
     ``executors``, ``groups`` and ``params`` are the builder's copies, edited in place:
     converter nodes are added to ``executors``, their ``direct`` groups appended to
@@ -252,7 +248,7 @@ class ConverterExecutor(Executor):
     and it exists only where the source's declared types mix the two. Without passthrough
     types every value goes straight to the converter, unchecked: the build proved it fits.
 
-    A failing converter fails the run with :class:`~plait.errors.ConverterError` naming the
+    A failing converter fails the run with :class:`~plait.ConverterError` naming the
     node and the value's type; a lossy converter adds a :class:`LossyConversion` event.
 
     .. versionadded:: 0.1
@@ -331,6 +327,6 @@ class ConverterExecutor(Executor):
 
 
 def _lossy(node: str, name: str, source: str, target: str) -> Any:
-    from plait.convert import LossyConversion
+    from plait.spi import LossyConversion
 
     return LossyConversion(node, name, source, target)

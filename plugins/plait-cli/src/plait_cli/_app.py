@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import click
-from plait.errors import PlaitError
-from plait.plugins import core_version, get_plugin_manager
+from plait import PlaitError, get_plugin_manager
+from plait.spi import core_version
 
 __all__ = ["BUILT_IN", "CommandConflictError", "PlaitGroup", "main", "make_cli"]
 

@@ -17,10 +17,8 @@ from typing import IO, Any
 import anyio
 import attrs
 import click
-from plait import WorkflowRunResult
-from plait.errors import PlaitError
-from plait.events import OutputEvent, RunStatus, WorkflowEvent
-from plait.state import PendingRequest
+from plait import OutputEvent, PlaitError, RunStatus, WorkflowEvent, WorkflowRunResult
+from plait.spi import PendingRequest
 
 from ._output import describe_error, event_record, format_output, to_json
 from ._progress import LineProgress, LiveProgress, Progress, make_progress

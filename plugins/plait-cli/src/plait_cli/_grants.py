@@ -21,7 +21,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 def _parse_allow(ctx: click.Context, param: click.Parameter, values: Sequence[str]) -> list[str]:
     """Every ``--allow`` value, split at commas and checked (an unknown capability is a
     usage error naming the ones that exist)."""
-    from plait.capabilities import Capability
+    from plait.spi import Capability
 
     found: list[str] = []
     for value in values:
@@ -63,8 +63,8 @@ def grant_options(imports_help: str) -> Callable[[F], F]:
 
 
 def grants_from(allow: Sequence[str], trust: bool, allow_imports: bool) -> Any:
-    """The :class:`plait.capabilities.Grants` the options name."""
-    from plait.grants import Grants
+    """The :class:`plait.spi.Grants` the options name."""
+    from plait.spi import Grants
 
     return Grants.of(True if trust else list(allow), allow_imports=allow_imports)
 

@@ -71,7 +71,7 @@ def graph_command(
     """
     if format_ == "svg" and shutil.which("dot") is None:
         raise click.ClickException(INSTALL_GRAPHVIZ)  # before loading anything
-    from plait.grants import Grants
+    from plait.spi import Grants
 
     try:  # building runs no node: only an import runs the file's code
         allow_imports = allow_imports or trust

@@ -6,8 +6,8 @@ import importlib
 from typing import Any
 
 import click
-from plait.errors import PlaitError
-from plait.plugins import PluginInfo, describe
+from plait import PlaitError, describe
+from plait.spi import PluginInfo
 
 from ._output import DISABLE_ENV, describe_error, format_table, to_json
 

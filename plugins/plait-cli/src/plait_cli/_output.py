@@ -13,8 +13,7 @@ from pathlib import PurePath
 from typing import Any
 
 import attrs
-from plait.errors import PlaitError
-from plait.events import WorkflowEvent
+from plait import PlaitError, WorkflowEvent
 
 if sys.version_info < (3, 11):  # pragma: no cover - exercised on 3.10 only
     from exceptiongroup import BaseExceptionGroup  # type: ignore[import-not-found,unused-ignore]

@@ -1,6 +1,6 @@
 """Live progress of a run, at no cost to the run.
 
-A display gets the run's :class:`plait.watch.RunWatch` (the ``watch`` run option) and its
+A display gets the run's :class:`plait.spi.RunWatch` (the ``watch`` run option) and its
 lifecycle events (``on_event``: outputs, requests, the end), and looks at the watch a few
 times a second: nothing is built or called per superstep for it, so a run of a thousand
 fast supersteps runs as fast with the display as without.
@@ -19,8 +19,8 @@ import time
 from collections import deque
 from typing import IO, Any
 
-from plait.events import OutputEvent, RunFinished, WorkflowEvent
-from plait.watch import RunWatch
+from plait import OutputEvent, RunFinished, WorkflowEvent
+from plait.spi import RunWatch
 
 from ._output import format_output
 

@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import click
-from plait.state import PendingRequest
-from plait.types import is_instance, type_name
+from plait.spi import PendingRequest, is_instance, type_name
 
 from ._output import to_json
 

@@ -3,7 +3,7 @@
 A run is chosen by its latest checkpoint (what ``plait runs`` lists): older than
 ``--older-than``, with one of the ``--status`` values, beyond the newest ``--keep`` runs
 that match. A run whose lease a live worker holds is never removed: pruning takes the run's
-lease first (:meth:`plait.checkpoint.CheckpointStore.acquire_lease`), so a run that is
+lease first (:meth:`plait.spi.CheckpointStore.acquire_lease`), so a run that is
 running, or being resumed, right now is skipped and named. ``--dry-run`` says what would go.
 """
 
@@ -15,10 +15,8 @@ from collections.abc import Sequence
 import anyio
 import attrs
 import click
-from plait.checkpoint import RunInfo, open_store
-from plait.errors import RunLeaseError
-from plait.leases import LeaseHolder
-from plait.stores import parse_age
+from plait import RunLeaseError
+from plait.spi import LeaseHolder, RunInfo, open_store, parse_age
 
 __all__ = ["PruneReport", "prune_command", "prune_runs"]
 

@@ -29,9 +29,8 @@ from typing import Any
 
 import attrs
 import click
-from plait import Workflow
-from plait.events import RunStatus
-from plait.types import type_name
+from plait import RunStatus, Workflow
+from plait.spi import type_name
 
 from ._follow import Display, Outcome, execute, follow
 from ._grants import grant_options, grants_from, resume_flags
@@ -122,8 +121,8 @@ def _placed(workflow: Workflow, placement: str | None) -> Workflow:
     """``workflow`` with ``placement`` as its default placement (``--placement``)."""
     if placement is None:
         return workflow
-    from plait.errors import PlaitError
-    from plait.placement import with_placement
+    from plait import PlaitError
+    from plait.spi import with_placement
 
     try:
         if placement != "local":  # a name nothing provides fails here, before any checkpoint
@@ -271,7 +270,7 @@ def _resume_hint(outcome: Outcome, loaded: Loaded, checkpoint: str | None, extra
 
 
 def _failure(outcome: Outcome) -> str:
-    from plait.errors import WorkflowRunError
+    from plait import WorkflowRunError
 
     error = outcome.error
     where = ""
@@ -482,14 +481,14 @@ def _name_the_target(ctx: click.Context, run_id: str, checkpoint: str, typed: li
     command that names it (with the options ``typed`` on this one), and exit 2. Checkpoint
     metadata never chooses what runs: anyone who can write to the store could have
     changed it."""
-    from plait.durable import resolve_store
+    from plait.spi import resolve_store
 
     async def read() -> Any:
         store, opened = await resolve_store(_keyed(checkpoint))
         try:
             latest = await store.latest(run_id)
             if latest is None:
-                from plait.errors import CheckpointNotFoundError
+                from plait import CheckpointNotFoundError
 
                 try:
                     latest = await store.load(run_id)

@@ -18,8 +18,7 @@ from types import ModuleType
 from typing import Any, Literal
 
 import attrs
-from plait import Workflow
-from plait.errors import PlaitError
+from plait import PlaitError, Workflow
 
 from ._output import describe_error
 
@@ -124,7 +123,7 @@ def load_target(
         folder = str(document.resolve().parent)
         if allow_imports and folder not in sys.path:  # its code, beside it (as for file.py:attr)
             sys.path.insert(0, folder)
-        from plait.grants import CapabilityError
+        from plait.spi import CapabilityError
 
         try:
             return plait.load(document, allow_imports=allow_imports, allow=allow)

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import click
-from plait.errors import LoadError, PlaitError, WorkflowValidationError
+from plait import LoadError, PlaitError, WorkflowValidationError
 
 from ._output import describe_error
 
@@ -35,8 +35,7 @@ def validate_file(path: Path, *, allow_imports: bool = False) -> tuple[bool, lis
     to run, or a header line and one block per problem (its position first, then the
     offending line and a caret)."""
     import plait
-    from plait.capabilities import needs
-    from plait.grants import CapabilityError, Grants, grant_text
+    from plait.spi import CapabilityError, Grants, grant_text, needs
 
     name = str(path)
     folder = str(path.resolve().parent)

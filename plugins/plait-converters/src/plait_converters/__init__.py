@@ -28,8 +28,7 @@ name                     from → to                        kind
 from __future__ import annotations
 
 import plait
-from plait.convert import Converter
-from plait.hookspecs import Register
+from plait.spi import Converter, Register
 
 from ._records import (
     RECORDS,

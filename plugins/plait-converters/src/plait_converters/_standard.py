@@ -6,7 +6,7 @@ import json
 import math
 from typing import Any, NewType
 
-from plait.convert import Converter
+from plait.spi import Converter
 
 __all__ = [
     "JsonText",

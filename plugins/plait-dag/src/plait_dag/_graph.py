@@ -14,8 +14,8 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 
 import attrs
-from plait.errors import SourcePosition
-from plait.load import LoadContext
+from plait import SourcePosition
+from plait.spi import LoadContext
 
 from .errors import DagDocumentError
 

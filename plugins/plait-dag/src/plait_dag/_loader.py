@@ -1,4 +1,4 @@
-"""The ``dag`` loader: a JSON DAG document to a :class:`~plait.spec.WorkflowSpec`.
+"""The ``dag`` loader: a JSON DAG document to a :class:`~plait.WorkflowSpec`.
 
 Every problem of a document is reported at once, each at its JSON path: schema problems
 (unknown fields with the field they probably meant, wrong types), then seed 001's rules —
@@ -19,9 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from plait.errors import ExpressionError, LoadError, PlaitError, SourcePosition
-from plait.load import LoadContext
-from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
+from plait import (
+    EdgeGroupSpec,
+    ExpressionError,
+    LoadError,
+    NodeSpec,
+    PlaitError,
+    SourcePosition,
+    WorkflowSpec,
+)
+from plait.spi import LoadContext
 
 from ._graph import Connection, Node, check_graph
 from ._node import compiled

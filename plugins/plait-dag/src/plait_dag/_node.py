@@ -22,13 +22,25 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import attrs
-from plait import Executor, WorkflowContext, handler
-from plait.capabilities import Capability, kind_capabilities
-from plait.errors import ConfigError, ExpressionError, PlaitError, SourcePosition
-from plait.executor import FunctionExecutor, Handler
-from plait.expressions import CompiledExpression, compile_expression
-from plait.kinds import KindContext
-from plait.refs import as_executor
+from plait import (
+    ConfigError,
+    Executor,
+    ExpressionError,
+    FunctionExecutor,
+    PlaitError,
+    SourcePosition,
+    WorkflowContext,
+    handler,
+)
+from plait.spi import (
+    Capability,
+    CompiledExpression,
+    Handler,
+    KindContext,
+    as_executor,
+    compile_expression,
+    kind_capabilities,
+)
 
 from .errors import DagLoopError, DagRunError
 

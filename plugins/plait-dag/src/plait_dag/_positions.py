@@ -16,7 +16,7 @@ import json
 import re
 
 import attrs
-from plait.errors import SourcePosition
+from plait import SourcePosition
 
 from ._schema import pointer
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from importlib import resources
 from typing import Any
 
-from plait.errors import SourcePosition
+from plait import SourcePosition
 
 from .errors import DagDocumentError
 

@@ -1,18 +1,18 @@
-"""The errors of the JSON DAG front-end, all :class:`plait.errors.PlaitError` subclasses.
+"""The errors of the JSON DAG front-end, all :class:`plait.PlaitError` subclasses.
 
 .. versionadded:: 0.1
 """
 
 from __future__ import annotations
 
-from plait.errors import ConfigError, WorkflowRunError
+from plait import ConfigError, WorkflowRunError
 
 __all__ = ["DagDocumentError", "DagLoopError", "DagRunError"]
 
 
 class DagDocumentError(ConfigError):
     """One problem of a JSON DAG document, at its JSON path (``/nodes/0/is_entyr``), or at
-    a line and column when the text is not JSON. :class:`plait.errors.LoadError` carries
+    a line and column when the text is not JSON. :class:`plait.LoadError` carries
     every one of a document at once, in ``problems``.
 
     .. versionadded:: 0.1

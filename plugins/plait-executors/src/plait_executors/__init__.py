@@ -21,8 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import plait
-from plait.hookspecs import Register
-from plait.registry import lazy, lazy_exports
+from plait.spi import Register, lazy, lazy_exports
 
 if TYPE_CHECKING:
     from .errors import (

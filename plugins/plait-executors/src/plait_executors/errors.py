@@ -1,8 +1,8 @@
 """Errors raised by this plugin's executors when they run.
 
-Each is a :class:`plait.errors.PlaitError`; the runner wraps it in an
-:class:`~plait.errors.ExecutorFailedError` naming the executor and the superstep, with this
-error as the ``__cause__``. Config problems are :class:`plait.errors.ConfigError`\\ s, found
+Each is a :class:`plait.PlaitError`; the runner wraps it in an
+:class:`~plait.ExecutorFailedError` naming the executor and the superstep, with this
+error as the ``__cause__``. Config problems are :class:`plait.ConfigError`\\ s, found
 when the workflow is built, not these.
 
 .. versionadded:: 0.1
@@ -10,7 +10,7 @@ when the workflow is built, not these.
 
 from __future__ import annotations
 
-from plait.errors import PlaitError
+from plait import PlaitError
 
 __all__ = [
     "ExecutorKindError",

@@ -13,11 +13,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from plait import Executor, WorkflowContext
-from plait.capabilities import Capability, network
-from plait.errors import ConfigError
-from plait.executor import Handler
-from plait.kinds import KindContext
+from plait import ConfigError, Executor, WorkflowContext
+from plait.spi import Capability, Handler, KindContext, network
 
 from .errors import (
     HttpRequestError,

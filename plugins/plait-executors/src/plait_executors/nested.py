@@ -27,12 +27,8 @@ import typing
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from plait import Executor, WorkflowContext
-from plait.context import RequestResponse
-from plait.errors import ExecutorFailedError
-from plait.events import RunStatus
-from plait.executor import Handler
-from plait.types import type_name
+from plait import Executor, ExecutorFailedError, RequestResponse, RunStatus, WorkflowContext
+from plait.spi import Handler, type_name
 
 if TYPE_CHECKING:
     from plait import Workflow, WorkflowRunResult
@@ -84,7 +80,7 @@ class WorkflowExecutor(Executor):
     the inner executors yield, or the adapter's result type.
 
     A failed inner run fails the outer run with an
-    :class:`~plait.errors.ExecutorFailedError` naming this executor, the inner error as
+    :class:`~plait.ExecutorFailedError` naming this executor, the inner error as
     its cause.
 
     .. versionadded:: 0.1

@@ -20,11 +20,8 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from plait import Executor
-from plait.capabilities import IMPORTS
-from plait.errors import ConfigError
-from plait.kinds import KindContext
-from plait.refs import as_executor, import_ref
+from plait import ConfigError, Executor
+from plait.spi import IMPORTS, KindContext, as_executor, import_ref
 
 from .schema import check_config, config_error
 
@@ -36,7 +33,7 @@ REF_PATTERN = f"^{_DOTTED}:{_DOTTED}$"
 
 
 #: Import ``package.module:qualname`` and return the object (any import error propagates:
-#: an import runs module code). The kernel's :func:`plait.refs.import_ref`.
+#: an import runs module code). The kernel's :func:`plait.spi.import_ref`.
 resolve_ref = import_ref
 
 
@@ -53,7 +50,7 @@ def _what_it_is(obj: Any) -> str | None:
 
 def executor_from_object(obj: Any, node_id: str) -> Executor:
     """An executor with id ``node_id`` made from ``obj`` (see the module docstring;
-    :func:`plait.refs.as_executor` does the making).
+    :func:`plait.spi.as_executor` does the making).
 
     :raises TypeError: ``obj`` is none of the accepted things.
     """

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from plait.errors import ConfigError, SourcePosition
+from plait import ConfigError, SourcePosition
 
 __all__ = ["check_config", "config_error", "json_pointer"]
 
@@ -30,7 +30,7 @@ def json_pointer(parts: Iterable[str | int], *, root: str = "/config") -> str:
 def config_error(
     node_id: str, message: str, path: str = "/config", *, source: str | None = None
 ) -> ConfigError:
-    """A :class:`~plait.errors.ConfigError` for executor ``node_id`` at JSON ``path``."""
+    """A :class:`~plait.ConfigError` for executor ``node_id`` at JSON ``path``."""
     return ConfigError(f"executor {node_id!r}: {message}", SourcePosition(source=source, path=path))
 
 

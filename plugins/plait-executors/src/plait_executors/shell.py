@@ -20,11 +20,8 @@ from typing import Any
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
-from plait import Executor, WorkflowContext
-from plait.capabilities import SUBPROCESS
-from plait.errors import ConfigError
-from plait.executor import Handler
-from plait.kinds import KindContext
+from plait import ConfigError, Executor, WorkflowContext
+from plait.spi import SUBPROCESS, Handler, KindContext
 
 from .errors import ShellCommandError, ShellOutputError, ShellOutputLimitError, ShellTimeoutError
 from .schema import check_config

@@ -8,7 +8,7 @@ starts one inner run, and the inner outputs are sent on (or yielded as outer out
 ``"allow_direct_output": true``). :meth:`plait.Workflow.as_executor` wraps through this
 kind too (:meth:`WorkflowKind.wrap`).
 
-A nested workflow is built once per load (:func:`plait.rebuild.load_scope`), however many
+A nested workflow is built once per load (:func:`plait.spi.load_scope`), however many
 times ``check`` and ``create`` — this kind's and a front-end kind's wrapping it — ask for
 it; a load's nesting and the nodes it builds are bounded there.
 
@@ -22,11 +22,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import plait
-from plait import Executor, Workflow, WorkflowSpec
-from plait.capabilities import Capability, needs
-from plait.errors import ConfigError, PlaitError, UnknownNameError
-from plait.kinds import KindContext
-from plait.rebuild import load_scope
+from plait import ConfigError, Executor, PlaitError, UnknownNameError, Workflow, WorkflowSpec
+from plait.spi import Capability, KindContext, load_scope, needs
 
 from .nested import WorkflowExecutor
 from .schema import check_config, config_error

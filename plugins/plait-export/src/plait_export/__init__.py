@@ -11,8 +11,8 @@ executors, and the output is deterministic.
 from __future__ import annotations
 
 import plait
-from plait.hookspecs import Register
-from plait.spec import WorkflowSpec
+from plait import WorkflowSpec
+from plait.spi import Register
 
 from ._graph import node_role, split_id, to_dot, to_mermaid
 

@@ -1,4 +1,4 @@
-"""Graph export: a :class:`~plait.spec.WorkflowSpec` as a Mermaid flowchart or Graphviz DOT.
+"""Graph export: a :class:`~plait.WorkflowSpec` as a Mermaid flowchart or Graphviz DOT.
 
 Composed fragments show as nested boxes: an id ``prep/normalize`` is drawn as
 ``normalize`` inside a subgraph (Mermaid) or cluster (DOT) labelled ``prep``, and
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from plait.spec import EdgeGroupSpec, WorkflowSpec
+from plait import EdgeGroupSpec, WorkflowSpec
 
 __all__ = ["to_dot", "to_mermaid", "node_role", "split_id"]
 

@@ -17,8 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import plait
-from plait.hookspecs import Register
-from plait.registry import lazy
+from plait.spi import Register, lazy
 
 if TYPE_CHECKING:
     from ._language import CompiledExpression, CompiledTemplate, PlaitLanguage

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
-from plait.errors import ExpressionError, SourcePosition
+from plait import ExpressionError, SourcePosition
 
 from . import _runtime as rt
 
@@ -138,7 +138,7 @@ class CompiledExpression:
         self._where = where
 
     def evaluate(self, data: Mapping[str, Any]) -> Any:
-        """The value over ``data``. Raises :class:`~plait.errors.ExpressionError` only."""
+        """The value over ``data``. Raises :class:`~plait.ExpressionError` only."""
         try:
             return self._fn(data)
         except rt.EvalError as exc:
@@ -175,7 +175,7 @@ class CompiledTemplate:
     def render(self, data: Mapping[str, Any]) -> str:
         """The text with each ``{{ expr }}`` replaced: strings as they are, any other value
         as compact JSON; at most :data:`~plait_expr._runtime.MAX_RENDERED` characters
-        (past that, an :class:`~plait.errors.ExpressionError` at the part that crossed it)."""
+        (past that, an :class:`~plait.ExpressionError` at the part that crossed it)."""
         out: list[str] = []
         size = 0
         last: _Where | None = None  # where the last expression is, to place an error
@@ -223,7 +223,7 @@ class PlaitLanguage:
     def compile(
         self, text: str, *, source: str | None = None, line: int = 1, column: int = 1
     ) -> CompiledExpression:
-        """Compile ``text``; errors are :class:`~plait.errors.ExpressionError` positioned in
+        """Compile ``text``; errors are :class:`~plait.ExpressionError` positioned in
         the document where the text starts at ``line``:``column``."""
         if not isinstance(text, str):
             raise ExpressionError(

@@ -2,7 +2,7 @@
 
 Registers the loader ``flow`` (suffix ``.flow``) and the executor kinds ``flow.output``
 and ``flow.join`` it compiles to. The grammar (``flow.lark``) and its transformer build the
-:class:`plait.spec.WorkflowSpec` directly; lark is imported on the first load, never when
+:class:`plait.WorkflowSpec` directly; lark is imported on the first load, never when
 the plugin registers. The reference is ``docs/flow.md``.
 
 .. code-block:: python
@@ -23,16 +23,14 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import plait
-from plait.errors import ConfigError
-from plait.hookspecs import Register
+from plait import ConfigError
+from plait.spi import Register
 
 from ._kinds import FlowJoin, FlowJoinKind, FlowOutput, FlowOutputKind
 
 if TYPE_CHECKING:
-    from plait import Workflow
-    from plait.load import LoadContext
-    from plait.plugins import PluginManager
-    from plait.spec import WorkflowSpec
+    from plait import Workflow, WorkflowSpec
+    from plait.spi import LoadContext, PluginManager
 
 __all__ = [
     "Flow",
@@ -45,7 +43,7 @@ __all__ = [
 
 
 class FlowLoader:
-    """The ``flow`` loader: flow text to a :class:`~plait.spec.WorkflowSpec`.
+    """The ``flow`` loader: flow text to a :class:`~plait.WorkflowSpec`.
 
     Options (``plait.load(text, format="flow", **options)``): ``merge`` (the merge strategy
     of parallel blocks that name none; default ``concat_newline``), ``merge_options`` (its
@@ -61,7 +59,7 @@ class FlowLoader:
     def load(self, text: str, ctx: LoadContext) -> WorkflowSpec:
         """The spec of ``text``.
 
-        :raises plait.errors.LoadError: every problem, each with its line, column and the
+        :raises plait.LoadError: every problem, each with its line, column and the
             line with a caret under it.
         """
         from ._compile import compile_flow
@@ -99,8 +97,8 @@ def Flow(
     :param merge: the merge strategy of parallel blocks that name none.
     :param merge_options: options for that strategy (``{"separator": " | "}``).
     :param name: the workflow's name.
-    :raises plait.errors.LoadError: every problem of the flow, with positions.
-    :raises plait.errors.ConfigError: two agents with the same name, or an agent that is
+    :raises plait.LoadError: every problem of the flow, with positions.
+    :raises plait.ConfigError: two agents with the same name, or an agent that is
         neither an executor nor an async function.
 
     .. versionadded:: 0.1

@@ -22,9 +22,16 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
-from plait.errors import ConfigError, LoadError, PlaitError, SourcePosition
-from plait.load import LoadContext
-from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
+from plait import (
+    ConfigError,
+    EdgeGroupSpec,
+    LoadError,
+    NodeSpec,
+    PlaitError,
+    SourcePosition,
+    WorkflowSpec,
+)
+from plait.spi import LoadContext
 
 from ._elements import (
     Agent,
@@ -143,7 +150,7 @@ class _Compiler:
         self.problems.append(FlowError(message, self.at(token)))
 
     def did_you_mean(self, name: str, names: list[str]) -> str:
-        """A did-you-mean for the first :attr:`~plait.errors.LoadError.SHOWN` distinct
+        """A did-you-mean for the first :attr:`~plait.LoadError.SHOWN` distinct
         unknown names (as many as an error shows), so thousands of unknown names cost
         linear time; ``""`` for the rest."""
         if name not in self._hints:
@@ -446,8 +453,7 @@ class _Compiler:
         if name in self.templates:
             return self.templates[name]
         from plait import FunctionExecutor
-        from plait.refs import as_executor, code_ref, nonportable_reason
-        from plait.types import type_name
+        from plait.spi import as_executor, code_ref, nonportable_reason, type_name
 
         template: dict[str, Any] | None
         try:
@@ -485,7 +491,7 @@ class _Compiler:
     def _check_kind(
         self, kind: str, node_id: str, token: Any, config: Mapping[str, Any] | None = None
     ) -> None:
-        from plait.kinds import KindContext
+        from plait.spi import KindContext
 
         kind_ctx = KindContext(
             node_id=node_id,
@@ -588,7 +594,7 @@ class _Compiler:
             self.problems.append(FlowError(f"merge strategy {merge!r}{where}: {exc}", pos))
 
     def _check_expression(self, expr: str, token: Any) -> None:
-        from plait.expressions import compile_expression
+        from plait.spi import compile_expression
 
         try:
             compile_expression(

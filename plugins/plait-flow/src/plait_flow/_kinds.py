@@ -19,9 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from plait import Executor, WorkflowContext, handler
-from plait.errors import ConfigError, SourcePosition
-from plait.kinds import KindContext
+from plait import ConfigError, Executor, SourcePosition, WorkflowContext, handler
+from plait.spi import KindContext
 
 __all__ = ["FlowJoin", "FlowJoinKind", "FlowOutput", "FlowOutputKind"]
 

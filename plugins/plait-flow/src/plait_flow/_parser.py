@@ -13,7 +13,7 @@ import threading
 from importlib import resources
 from typing import Any
 
-from plait.errors import ConfigError, SourcePosition
+from plait import ConfigError, SourcePosition
 
 from ._elements import MAX_DEPTH, Document, Elements
 

@@ -1,7 +1,7 @@
 """The ``agent`` executor kind: one model call per message, through the ``llm`` library.
 
 ``llm`` is imported here, and this module is imported only when an ``agent`` config is
-first checked (the kind is registered with :func:`plait.registry.lazy`).
+first checked (the kind is registered with :func:`plait.spi.lazy`).
 
 .. versionadded:: 0.1
 """
@@ -16,12 +16,8 @@ from typing import Any
 import anyio
 import anyio.from_thread
 import anyio.to_thread
-from plait import Executor, WorkflowContext
-from plait.capabilities import network
-from plait.errors import ConfigError, PlaitError
-from plait.executor import Handler
-from plait.expressions import CompiledTemplate, compile_template
-from plait.kinds import KindContext
+from plait import ConfigError, Executor, PlaitError, WorkflowContext
+from plait.spi import CompiledTemplate, Handler, KindContext, compile_template, network
 from plait_executors.schema import check_config, config_error, json_pointer
 
 __all__ = ["MODEL_ENV", "AgentError", "AgentExecutor", "AgentKind"]

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import plait
-from plait.hookspecs import Register
+from plait.spi import Register
 
 __all__ = [
     "ListMerge",

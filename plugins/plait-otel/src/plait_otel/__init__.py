@@ -38,7 +38,7 @@ from plait import hookimpl
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer, TracerProvider
-    from plait.observe import RunObserver
+    from plait.spi import RunObserver
 
 __all__ = ["instrument", "is_instrumented", "uninstrument"]
 

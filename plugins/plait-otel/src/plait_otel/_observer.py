@@ -21,8 +21,8 @@ from opentelemetry.trace import (
     TraceFlags,
     Tracer,
 )
-from plait.errors import ExecutorFailedError
-from plait.observe import Invocation, RunObserver
+from plait import ExecutorFailedError
+from plait.spi import Invocation, RunObserver
 
 __all__ = ["SpanObserver", "start_run"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import plait
-from plait.hookspecs import Register
+from plait.spi import Register
 
 if TYPE_CHECKING:
     from ._store import MIGRATIONS, SCHEMA_VERSION, PostgresCheckpointStore, redact_url

@@ -1,7 +1,7 @@
 """``postgresql://`` and ``postgres://``: checkpoints in PostgreSQL, through psycopg 3 async.
 
 One table, ``plait_checkpoints`` (in the connection's ``search_path``), with the listing
-fields as columns and the bytes of :func:`~plait.checkpoint.encode_checkpoint` as
+fields as columns and the bytes of :func:`~plait.spi.encode_checkpoint` as
 ``BYTEA``. ``seq`` is an identity column: it grows with every insert, so a run is ordered
 by insertion even when superstep numbers repeat after a resume, and ``(run_id, seq)`` is
 indexed for "latest of a run". A save is one ``INSERT`` in autocommit mode: atomic, and
@@ -25,7 +25,7 @@ only while that token is current, reading the lease row ``FOR SHARE`` in the sam
 statement, so a takeover (``FOR UPDATE``) cannot slip in between.
 
 Time bound: every call finishes within ``timeout`` seconds (default 30, ``?timeout=`` in
-the URL) or fails with :class:`~plait.errors.StoreUnavailableError`. The store sets
+the URL) or fails with :class:`~plait.StoreUnavailableError`. The store sets
 ``statement_timeout`` and ``lock_timeout`` to that bound on its sessions, turns on TCP
 keepalives and ``tcp_user_timeout``, waits at most that long for a pooled connection,
 and bounds every call as a whole too, so a stalled server, a blackholed connection or a
@@ -45,24 +45,30 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import anyio
 import psycopg
-from plait.checkpoint import (
+from plait import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
+from plait.spi import (
+    INFO_FIELDS,
+    RUN_COLUMNS,
     Checkpoint,
     CheckpointInfo,
+    CheckpointStoreBase,
+    Lease,
+    LeaseHolder,
     RunInfo,
+    RunPage,
+    RunQuery,
+    RunSummary,
     check_keep_last,
     check_runs_limit,
     decode_checkpoint,
-    encode_checkpoint,
-)
-from plait.errors import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
-from plait.leases import Lease, LeaseHolder, lost_error, released
-from plait.runindex import RUN_COLUMNS, RunPage, RunQuery, RunSummary, page_of_rows, page_sql
-from plait.stores import (
-    INFO_FIELDS,
-    CheckpointStoreBase,
     duplicate_error,
+    encode_checkpoint,
     info_row,
+    lost_error,
+    page_of_rows,
+    page_sql,
     redact_url,
+    released,
     run_info,
     take_lease,
     where,
@@ -189,7 +195,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
         most, default 4) and ``pool_timeout`` (seconds to wait for a connection from the
         pool, default: ``timeout``).
 
-    Connection failures are :class:`~plait.errors.StoreUnavailableError` naming the URL
+    Connection failures are :class:`~plait.StoreUnavailableError` naming the URL
     without its password.
 
     .. versionadded:: 0.1

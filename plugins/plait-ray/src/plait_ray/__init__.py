@@ -18,8 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from plait import hookimpl
-from plait.hookspecs import Register
-from plait.registry import lazy, lazy_exports
+from plait.spi import Register, lazy, lazy_exports
 
 from .errors import RemoteInvocationError, WorkerLostError
 

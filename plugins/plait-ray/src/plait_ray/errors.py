@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from plait.errors import PlaitError
+from plait import PlaitError
 
 __all__ = ["RayConnectError", "RemoteInvocationError", "WorkerLostError"]
 

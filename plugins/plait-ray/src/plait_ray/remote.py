@@ -19,14 +19,13 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from plait import Executor, WorkflowContext
-from plait.codec import declared_types, decode_value, encode_value, type_ref
-from plait.errors import PlaitError
+from plait import Executor, PlaitError, WorkflowContext
+from plait.spi import declared_types, decode_value, encode_value, type_ref
 
 from .errors import RemoteInvocationError
 
 if TYPE_CHECKING:
-    from plait.graph import CompiledGraph
+    from plait.spi import CompiledGraph
 
 __all__ = [
     "RemoteExecutor",
@@ -39,7 +38,7 @@ __all__ = [
 
 def node_payload(graph: CompiledGraph, executor_id: str) -> dict[str, Any]:
     """The JSON-ready node spec a worker rebuilds ``executor_id`` from."""
-    from plait.spec import spec_converter
+    from plait.spi import spec_converter
 
     data: dict[str, Any] = spec_converter.unstructure(graph.spec.node(executor_id))
     return data
@@ -167,7 +166,7 @@ def _type_tag(tp: Any) -> Any:
 
 
 class _Types:
-    """What :func:`plait.codec.declared_types` reads of a graph, for one executor."""
+    """What :func:`plait.spi.declared_types` reads of a graph, for one executor."""
 
     def __init__(self, executor: Executor, manager: Any) -> None:
         self.executors = {executor.id: executor}
@@ -186,9 +185,8 @@ class RemoteExecutor:
     """
 
     def __init__(self, node: Mapping[str, Any], manager: Any = None) -> None:
-        from plait.plugins import get_plugin_manager
-        from plait.rebuild import build_executors
-        from plait.spec import NodeSpec, WorkflowSpec, spec_converter
+        from plait import NodeSpec, WorkflowSpec, get_plugin_manager
+        from plait.spi import build_executors, spec_converter
 
         spec_node: NodeSpec = spec_converter.structure(dict(node), NodeSpec)
         manager = manager or get_plugin_manager()

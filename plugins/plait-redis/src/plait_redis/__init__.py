@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import plait
-from plait.hookspecs import Register
+from plait.spi import Register
 
 if TYPE_CHECKING:
     from ._store import RedisCheckpointStore, redact_url

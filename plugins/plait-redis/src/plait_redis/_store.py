@@ -31,7 +31,7 @@ so a delta never outlives its base, and ``runs()`` drops a run whose keys are go
 
 Time bound: every call finishes within ``timeout`` seconds (default 30, ``?timeout=`` in
 the URL; it is also the socket timeout unless ``socket_timeout`` is set) or fails with
-:class:`~plait.errors.StoreUnavailableError`.
+:class:`~plait.StoreUnavailableError`.
 
 redis-py's asyncio client needs asyncio; these stores do not run on trio.
 """
@@ -50,24 +50,28 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import anyio
 import redis.asyncio
 import redis.exceptions
-from plait.checkpoint import (
+from plait import CheckpointNotFoundError, StoreUnavailableError
+from plait.spi import (
     Checkpoint,
     CheckpointInfo,
+    CheckpointStoreBase,
+    Lease,
+    LeaseHolder,
     RunInfo,
+    RunPage,
+    RunQuery,
+    RunSummary,
     check_keep_last,
     check_runs_limit,
     decode_checkpoint,
-    encode_checkpoint,
-)
-from plait.errors import CheckpointNotFoundError, StoreUnavailableError
-from plait.leases import Lease, LeaseHolder, lost_error, released
-from plait.runindex import RunPage, RunQuery, RunSummary, parse_int_cursor
-from plait.stores import (
-    CheckpointStoreBase,
     duplicate_error,
+    encode_checkpoint,
     info_fields,
+    lost_error,
     parse_age,
+    parse_int_cursor,
     redact_url,
+    released,
     run_info,
     take_lease,
     where,
@@ -92,7 +96,7 @@ class RedisCheckpointStore(CheckpointStoreBase):
         ``socket_timeout``, …). ``rediss://`` connects over TLS.
 
     The client connects on first use. Connection failures (after a few quick retries)
-    are :class:`~plait.errors.StoreUnavailableError` naming the URL without its password.
+    are :class:`~plait.StoreUnavailableError` naming the URL without its password.
 
     .. versionadded:: 0.1
     """

@@ -27,11 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Union
 
 import plait
-from plait import InvocationFailure
-from plait.errors import RoutingError
-from plait.hookspecs import Register
-from plait.routing import Delivery, RouterEnv
-from plait.spec import EdgeGroupSpec
+from plait import EdgeGroupSpec, InvocationFailure, RoutingError
+from plait.spi import Delivery, Register, RouterEnv
 
 __all__ = [
     "DirectRouter",

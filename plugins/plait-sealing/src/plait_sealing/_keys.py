@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import attrs
-from plait.errors import PlaitError
+from plait import PlaitError
 
 __all__ = [
     "CRYPTO_HINT",

@@ -10,7 +10,7 @@ and prune by them, and moves ``state`` and ``metadata`` into a *payload*::
 
 ``mac`` is HMAC-SHA256 over the listing fields, the algorithm, the key id, the nonce and
 the payload's exact bytes, so changing any of them (or dropping the MAC, or the seal) is
-refused with :class:`~plait.errors.CheckpointAuthError` naming the run and checkpoint.
+refused with :class:`~plait.CheckpointAuthError` naming the run and checkpoint.
 Encrypted payloads are AES-256-GCM ciphertexts with the same header as associated data.
 
 .. versionadded:: 0.1
@@ -29,9 +29,16 @@ from types import TracebackType
 from typing import Any
 
 import attrs
-from plait.checkpoint import Checkpoint, CheckpointInfo, CheckpointStore, RunInfo, open_store
-from plait.errors import CheckpointAuthError, CheckpointError
-from plait.leases import Lease, LeaseHolder
+from plait import CheckpointAuthError, CheckpointError
+from plait.spi import (
+    Checkpoint,
+    CheckpointInfo,
+    CheckpointStore,
+    Lease,
+    LeaseHolder,
+    RunInfo,
+    open_store,
+)
 
 from ._keys import (
     CONTEXT,

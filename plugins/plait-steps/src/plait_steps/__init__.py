@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import plait
-from plait.hookspecs import Register
+from plait.spi import Register
 
 from ._context import step_context
 from ._loader import StepsLoader

@@ -1,4 +1,4 @@
-"""Steps to a :class:`~plait.spec.WorkflowSpec`.
+"""Steps to a :class:`~plait.WorkflowSpec`.
 
 Each agent/executor step is one node (its id is the step id); a condition is a node and a
 ``switch`` edge group on its result; a parallel block is a fork node, a ``fan_out`` to its
@@ -33,8 +33,7 @@ from typing import Any, cast
 
 import attrs
 import plait
-from plait.errors import ConfigError, LoadError, PlaitError
-from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
+from plait import ConfigError, EdgeGroupSpec, LoadError, NodeSpec, PlaitError, WorkflowSpec
 
 from ._document import ITEM_REF, STEP_REF, Document, Step, step_ref
 from ._executors import compiled, unknown_agent
@@ -170,7 +169,7 @@ class _Compiler:
         Linear in the document, however many unknown references it makes: the listing
         is built once, and a did-you-mean (a comparison with every id) is offered for
         the first distinct unknown ids only: at most as many as a
-        :class:`~plait.errors.LoadError` shows, and at most :data:`HINT_WORK`
+        :class:`~plait.LoadError` shows, and at most :data:`HINT_WORK`
         comparisons in all.
         """
         if self._ids_listing is None:

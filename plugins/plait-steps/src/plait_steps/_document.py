@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import attrs
-from plait.errors import ConfigError, PlaitError
+from plait import ConfigError, PlaitError
 
 from ._yaml import Y, position
 

@@ -25,18 +25,18 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import plait
-import plait.expressions
-from plait import Executor, WorkflowContext, handler
-from plait.capabilities import Capability, kind_capabilities
-from plait.errors import (
+import plait.spi
+from plait import (
     ConfigError,
+    Executor,
     ExecutorFailedError,
     PlaitError,
     SourcePosition,
+    WorkflowContext,
     WorkflowRunError,
+    handler,
 )
-from plait.executor import Handler
-from plait.kinds import KindContext
+from plait.spi import Capability, Handler, KindContext, kind_capabilities
 
 from . import _context as sc
 
@@ -131,9 +131,7 @@ def compiled(
     key = (text, template, line, column, source, id(manager))
     found = _COMPILED.get(key)
     if found is None:
-        compile_ = (
-            plait.expressions.compile_template if template else plait.expressions.compile_expression
-        )
+        compile_ = plait.spi.compile_template if template else plait.spi.compile_expression
         found = compile_(text, source=source, line=line, column=column, manager=manager)
         if len(_COMPILED) > 8192:
             _COMPILED.clear()
@@ -426,7 +424,7 @@ def _inner_call(node: plait.NodeSpec, executors: Mapping[str, Any], ctx: KindCon
     ) -> Any:
         if instruction and isinstance(user_message, str):
             user_message = f"{instruction}\n\n{user_message}"
-        from plait.events import CustomEvent  # running needs it, building does not
+        from plait import CustomEvent
 
         custom: list[Any] = []
 

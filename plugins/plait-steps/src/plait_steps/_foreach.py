@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from plait import Executor, WorkflowContext, handler
-from plait.errors import PlaitError, WorkflowRunError
-from plait.kinds import KindContext
+from plait import Executor, PlaitError, WorkflowContext, WorkflowRunError, handler
+from plait.spi import KindContext
 
 from . import _context as sc
 from ._executors import (

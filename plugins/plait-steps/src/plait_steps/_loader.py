@@ -1,10 +1,9 @@
-"""The ``steps`` loader: a YAML steps document to a :class:`~plait.spec.WorkflowSpec`."""
+"""The ``steps`` loader: a YAML steps document to a :class:`~plait.WorkflowSpec`."""
 
 from __future__ import annotations
 
-from plait.errors import ConfigError, LoadError, PlaitError, SourcePosition
-from plait.load import LoadContext
-from plait.spec import WorkflowSpec
+from plait import ConfigError, LoadError, PlaitError, SourcePosition, WorkflowSpec
+from plait.spi import LoadContext
 
 __all__ = ["StepsLoader"]
 
@@ -20,7 +19,7 @@ def _sort_key(problem: PlaitError) -> tuple[int, int]:
 class StepsLoader:
     """Format ``steps``: ``.yaml``/``.yml`` files with a top-level ``workflow:``.
 
-    Every problem of a document is reported at once (a :class:`~plait.errors.LoadError`
+    Every problem of a document is reported at once (a :class:`~plait.LoadError`
     whose problems carry line:column), sorted by position.
 
     .. versionadded:: 0.1

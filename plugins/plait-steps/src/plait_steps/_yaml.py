@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from plait.errors import ConfigError, SourcePosition
+from plait import ConfigError, SourcePosition
 
 __all__ = [
     "MAX_DEPTH",

@@ -8,9 +8,9 @@ Installing ``plait-stores`` registers three URL schemes with Plait's
 - ``sqlite:///PATH`` — :class:`SqliteCheckpointStore`, the embedded default for durable runs.
 
 Use them by URL (``wf.run(msg, checkpoint="sqlite:///runs.db")``,
-``plait.checkpoint.open_store(url)``) or construct them directly. Every store orders a
+``plait.spi.open_store(url)``) or construct them directly. Every store orders a
 run's checkpoints by insertion, keeps the bytes of
-:func:`plait.checkpoint.encode_checkpoint` and so detects a corrupted checkpoint on load,
+:func:`plait.spi.encode_checkpoint` and so detects a corrupted checkpoint on load,
 and passes :class:`plait.testing.stores.CheckpointStoreContract`.
 
 .. versionadded:: 0.1
@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import plait
-from plait.hookspecs import Register
+from plait.spi import Register
 
 if TYPE_CHECKING:
     from ._file import FileCheckpointStore

@@ -10,7 +10,7 @@ File names start with a zero-padded sequence number, so a sorted directory listi
 run's insertion order (superstep numbers repeat across resumes; the sequence does not)
 and ``latest``, ``prune`` and ``delete_run`` never open a file they do not need. Each
 ``.ckpt`` file is one header line (the listing fields as JSON) followed by the bytes of
-:func:`~plait.checkpoint.encode_checkpoint`. ``ids/`` lets ``load(checkpoint_id)`` find a
+:func:`~plait.spi.encode_checkpoint`. ``ids/`` lets ``load(checkpoint_id)`` find a
 file without scanning every run. Names are percent-encoded, so any run id is a safe name.
 
 A save writes a temporary file in the target directory, fsyncs it, renames it over the
@@ -22,7 +22,7 @@ treated as absent. All file I/O runs in worker threads.
 The store never follows a link. Every path under ``DIR`` is opened relative to the
 directory above it (``openat``) with ``O_NOFOLLOW``: a symbolic link, a hard-linked file,
 a FIFO or a device where the store expects its own directory or file is refused with a
-:class:`~plait.errors.CorruptCheckpointError` naming the path inside the store, and
+:class:`~plait.CorruptCheckpointError` naming the path inside the store, and
 nothing outside ``DIR`` is read, written, listed or removed (``DIR`` itself is the
 caller's choice and may be a link). An ``ids/`` entry is data, not a path to follow: one
 that does not have exactly the shape above (``..``, an absolute path, another
@@ -40,7 +40,7 @@ token and writes, so a lease cannot change hands in the middle of a save.
 
 Time bound: local file I/O is not bounded by the store (a hung network file system hangs
 it); waiting for another process's lease-file lock is bounded by ``timeout`` seconds
-(default 30), then :class:`~plait.errors.StoreUnavailableError`.
+(default 30), then :class:`~plait.StoreUnavailableError`.
 """
 
 from __future__ import annotations
@@ -61,18 +61,25 @@ from typing import Any, TypeVar
 from urllib.parse import quote, unquote
 
 import anyio.to_thread
-from plait.checkpoint import (
+from plait import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
+from plait.spi import (
     Checkpoint,
     CheckpointInfo,
+    CheckpointStoreBase,
+    Lease,
+    LeaseHolder,
     RunInfo,
     check_keep_last,
     check_runs_limit,
     decode_checkpoint,
+    duplicate_error,
     encode_checkpoint,
+    info_fields,
+    lost_error,
+    released,
+    take_lease,
+    where,
 )
-from plait.errors import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
-from plait.leases import Lease, LeaseHolder, lost_error, released
-from plait.stores import CheckpointStoreBase, duplicate_error, info_fields, take_lease, where
 
 try:
     import fcntl

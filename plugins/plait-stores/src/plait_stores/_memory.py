@@ -1,6 +1,6 @@
 """``memory://NAME``: checkpoints in this process's memory, shared by name.
 
-The store keeps the bytes :func:`~plait.checkpoint.encode_checkpoint` makes, not the
+The store keeps the bytes :func:`~plait.spi.encode_checkpoint` makes, not the
 objects, so every load decodes and checks integrity exactly as a durable store does:
 a test that passes on ``memory://`` exercises the same encoding a real run uses.
 """
@@ -14,20 +14,30 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import anyio.lowlevel
-from plait.checkpoint import (
+from plait import CheckpointNotFoundError
+from plait.spi import (
     Checkpoint,
     CheckpointInfo,
+    CheckpointStoreBase,
+    Lease,
+    LeaseHolder,
     RunInfo,
+    RunPage,
+    RunQuery,
+    RunSummary,
     check_keep_last,
     check_runs_limit,
     decode_checkpoint,
+    duplicate_error,
     encode_checkpoint,
+    lost_error,
+    parse_int_cursor,
     prune_plan,
+    released,
+    run_info,
+    take_lease,
+    where,
 )
-from plait.errors import CheckpointNotFoundError
-from plait.leases import Lease, LeaseHolder, lost_error, released
-from plait.runindex import RunPage, RunQuery, RunSummary, parse_int_cursor
-from plait.stores import CheckpointStoreBase, duplicate_error, run_info, take_lease, where
 
 __all__ = ["MemoryCheckpointStore"]
 

@@ -14,7 +14,7 @@ being killed but the last commits can roll back if the machine loses power. Choo
 
 Time bound: every call waits at most ``timeout`` seconds (default 30, ``?timeout=`` in the
 URL) for another connection's lock, then fails with
-:class:`~plait.errors.StoreUnavailableError`; the disk itself is not bounded.
+:class:`~plait.StoreUnavailableError`; the disk itself is not bounded.
 
 One writer per run: ``plait_leases`` holds each run's lease (fencing token, holder,
 expiry); a save with a lease inserts only while that token is current, in the same
@@ -37,30 +37,29 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio.to_thread
-from plait.checkpoint import (
+from plait import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
+from plait.spi import (
+    INFO_FIELDS,
+    RUN_COLUMNS,
     Checkpoint,
     CheckpointInfo,
+    CheckpointStoreBase,
+    Lease,
+    LeaseHolder,
     RunInfo,
-    check_keep_last,
-    check_runs_limit,
-    decode_checkpoint,
-    encode_checkpoint,
-)
-from plait.errors import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
-from plait.leases import Lease, LeaseHolder, lost_error, released
-from plait.runindex import (
-    RUN_COLUMNS,
     RunPage,
     RunQuery,
     RunSummary,
+    check_keep_last,
+    check_runs_limit,
+    decode_checkpoint,
+    duplicate_error,
+    encode_checkpoint,
+    info_row,
+    lost_error,
     page_of_rows,
     page_sql,
-)
-from plait.stores import (
-    INFO_FIELDS,
-    CheckpointStoreBase,
-    duplicate_error,
-    info_row,
+    released,
     run_info,
     take_lease,
     where,
@@ -701,7 +700,7 @@ def _index_every_run(conn: sqlite3.Connection) -> None:
 
 def list_runs_sql(query: RunQuery) -> tuple[str, tuple[Any, ...]]:
     """The one query of :meth:`SqliteCheckpointStore.list_runs` and its parameters
-    (:func:`plait.runindex.page_sql`).
+    (:func:`plait.spi.page_sql`).
 
     :raises ValueError: a malformed cursor.
     """

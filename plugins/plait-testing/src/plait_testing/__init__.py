@@ -6,7 +6,7 @@ prefixed ``plait_`` and used only by tests that ask for them, so installing it c
 other project's test suite:
 
 ``plait_plugin_manager``
-    A fresh :class:`~plait.plugins.PluginManager` that loads no installed plugin, installed
+    A fresh :class:`~plait.spi.PluginManager` that loads no installed plugin, installed
     as the process-wide manager for the duration of the test.
 
 ``plait_register_plugin``

@@ -41,12 +41,17 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
-from plait.graph import PluginEnv
-from plait.merge import MergeStrategy
-from plait.plugins import KINDS, get_plugin_manager
-from plait.routing import Delivery, EdgeRunner, Router, RouterEnv
-from plait.spec import EdgeGroupSpec
-from plait.types import is_instance
+from plait import EdgeGroupSpec, get_plugin_manager
+from plait.spi import (
+    KINDS,
+    Delivery,
+    EdgeRunner,
+    MergeStrategy,
+    PluginEnv,
+    Router,
+    RouterEnv,
+    is_instance,
+)
 
 __all__ = ["ConverterContract", "MergeStrategyContract", "PluginManagerEnv", "RouterContract"]
 
@@ -63,22 +68,22 @@ def _json_round_trip(data: Any) -> Any:
 
 
 class PluginManagerEnv(PluginEnv):
-    """The :class:`~plait.routing.RouterEnv` a workflow gives routers: registry lookups and
-    the callables a spec records (the kernel's own :class:`~plait.graph.PluginEnv`).
+    """The :class:`~plait.spi.RouterEnv` a workflow gives routers: registry lookups and
+    the callables a spec records (the kernel's own :class:`~plait.spi.PluginEnv`).
 
     .. versionadded:: 0.1
     """
 
 
 class RouterContract:
-    """The contract of a :class:`~plait.routing.Router` and the edge runners it creates.
+    """The contract of a :class:`~plait.spi.Router` and the edge runners it creates.
 
     Provide:
 
     ``router``
         the router object, as your plugin registers it.
     ``edge_group``
-        an :class:`~plait.spec.EdgeGroupSpec` suited to it (right number of sources and
+        an :class:`~plait.EdgeGroupSpec` suited to it (right number of sources and
         targets, the options it needs).
 
     Optionally override:
@@ -261,7 +266,7 @@ class RouterContract:
 
 
 class MergeStrategyContract:
-    """The contract of a :class:`~plait.merge.MergeStrategy`.
+    """The contract of a :class:`~plait.spi.MergeStrategy`.
 
     Provide:
 
@@ -406,7 +411,7 @@ def _apply(conv: Any, value: Any) -> Any:
 
 
 class ConverterContract:
-    """The contract of a :class:`~plait.convert.Converter`; subclass it and provide fixtures:
+    """The contract of a :class:`~plait.spi.Converter`; subclass it and provide fixtures:
 
     ``converter``
         The converter under test.

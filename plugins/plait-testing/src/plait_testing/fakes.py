@@ -1,7 +1,7 @@
 """Test doubles for the plugin manager: fake distributions and entry points, a router env.
 
 A :class:`FakeEntryPoint` behaves like an :class:`importlib.metadata.EntryPoint` of group
-``plait`` as far as :class:`~plait.plugins.PluginManager` is concerned — it has a ``name``,
+``plait`` as far as :class:`~plait.spi.PluginManager` is concerned — it has a ``name``,
 a ``value``, a ``dist`` with metadata, version and requirements, and ``load()`` — but
 ``load()`` returns an object you hand it (or calls a loader you hand it) instead of
 importing a module. Pass fake entry points to :func:`make_plugin_manager` to test how a
@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from plait.errors import UnknownNameError
-from plait.plugins import ENTRY_POINT_GROUP, PluginManager
+from plait import UnknownNameError
+from plait.spi import ENTRY_POINT_GROUP, PluginManager
 
 __all__ = [
     "FakeDistribution",
@@ -168,7 +168,7 @@ def make_plugin_manager(
     disabled: Iterable[str] = (),
     running_version: str | None = None,
 ) -> PluginManager:
-    """A :class:`~plait.plugins.PluginManager` that sees only ``entry_points``.
+    """A :class:`~plait.spi.PluginManager` that sees only ``entry_points``.
 
     Nothing is loaded until the manager is first used (``load_entrypoints()``,
     ``describe()``, ``registry()`` …), so a test can choose ``strict``.
@@ -186,12 +186,12 @@ def make_plugin_manager(
 
 
 class StaticRouterEnv:
-    """A :class:`~plait.routing.RouterEnv` over fixed objects, for testing routers alone.
+    """A :class:`~plait.spi.RouterEnv` over fixed objects, for testing routers alone.
 
     :param objects: ``{kind: {name: object}}``, e.g.
         ``{"merge_strategy": {"list": ListMerge()}}``.
 
-    A name it does not hold raises :class:`~plait.errors.UnknownNameError` listing the
+    A name it does not hold raises :class:`~plait.UnknownNameError` listing the
     names it does, as the real registry does.
 
     .. versionadded:: 0.1

@@ -17,7 +17,7 @@ import pytest
 # pytest loads this module in every session of an environment that has plait-testing:
 # the kernel is imported only when a test asks for a fixture, so nobody else pays for it
 if TYPE_CHECKING:
-    from plait.plugins import PluginManager
+    from plait.spi import PluginManager
 
     from .recorder import HookRecorder
 
@@ -30,7 +30,7 @@ RegisterPlugin = Callable[..., str]
 @pytest.fixture
 def plait_plugin_manager() -> Iterator[PluginManager]:
     """A plugin manager with no installed plugins, process-wide for this test."""
-    from plait.plugins import PluginManager, set_plugin_manager
+    from plait.spi import PluginManager, set_plugin_manager
 
     manager = PluginManager(entry_points=[], disabled=[])
     previous = set_plugin_manager(manager)
@@ -47,7 +47,7 @@ def plait_register_plugin(request: pytest.FixtureRequest) -> Iterator[RegisterPl
     The plugin goes on the process-wide manager current at the call; every plugin
     registered this way is unregistered at teardown, last first.
     """
-    from plait.plugins import get_plugin_manager
+    from plait import get_plugin_manager
 
     if "plait_plugin_manager" in request.fixturenames:
         # set the fresh manager up first, so registrations land on it

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from plait.hookspecs import hookimpl
+from plait import hookimpl
 
 __all__ = ["HookCall", "HookRecorder"]
 

@@ -52,15 +52,17 @@ from typing import Any
 import anyio
 import attrs
 import pytest
-from plait.checkpoint import Checkpoint, CheckpointStore, RunInfo
-from plait.errors import (
-    CheckpointError,
-    CheckpointNotFoundError,
-    CorruptCheckpointError,
-    RunLeaseError,
+from plait import CheckpointError, CheckpointNotFoundError, CorruptCheckpointError, RunLeaseError
+from plait.spi import (
+    Checkpoint,
+    CheckpointStore,
+    LeaseHolder,
+    RunInfo,
+    checkpoint_view,
+    diff_views,
+    fork_run,
+    list_runs,
 )
-from plait.leases import LeaseHolder
-from plait.runindex import checkpoint_view, diff_views, fork_run, list_runs
 
 __all__ = [
     "CheckpointStoreContract",
@@ -93,7 +95,7 @@ def flip_byte(data: bytes, position: int = -1) -> bytes:
     """``data`` with the byte at ``position`` XOR-ed with 1.
 
     The default, the last byte, lies in the checksummed JSON body of
-    :func:`~plait.checkpoint.encode_checkpoint`'s bytes: what ``corrupt`` hooks flip.
+    :func:`~plait.spi.encode_checkpoint`'s bytes: what ``corrupt`` hooks flip.
     """
     damaged = bytearray(data)
     damaged[position] ^= 0x01
@@ -152,7 +154,7 @@ async def _ids(store: CheckpointStore, run_id: str) -> list[str]:
 
 
 class CheckpointStoreContract:
-    """The tests every :class:`~plait.checkpoint.CheckpointStore` must pass.
+    """The tests every :class:`~plait.spi.CheckpointStore` must pass.
 
     See the module docstring for what a subclass provides.
 
@@ -396,7 +398,7 @@ class CheckpointStoreContract:
         if not callable(runs):
             pytest.fail(
                 f"{type(store).__name__} has no runs(*, limit=None) method: every checkpoint "
-                "store lists its runs, newest first (see plait.checkpoint.CheckpointStore.runs)"
+                "store lists its runs, newest first (see plait.spi.CheckpointStore.runs)"
             )
 
     async def test_runs_lists_each_run_from_its_latest_checkpoint(

@@ -3,7 +3,7 @@ graph, server-sent events for live runs.
 
 Every page opens the store for the request and closes it after (a client library bound
 to one event loop never outlives it). Stored checkpoints are read as stored JSON
-(:func:`plait.runindex.checkpoint_view`); the workflow (``--workflow``) is only used to
+(:func:`plait.spi.checkpoint_view`); the workflow (``--workflow``) is only used to
 answer requests, which resumes the run in this process under its lease.
 """
 
@@ -21,18 +21,19 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import attrs
 import jinja2
-from plait.checkpoint import CheckpointStore, open_store
-from plait.errors import CheckpointError, CheckpointNotFoundError, PlaitError, RunLeaseError
-from plait.runindex import (
+from plait import CheckpointError, CheckpointNotFoundError, PlaitError, RunLeaseError
+from plait.spi import (
     DEFAULT_PAGE,
+    EDITABLE,
+    CheckpointStore,
     CheckpointView,
     checkpoint_view,
     diff_views,
     fork_run,
+    is_instance,
     list_runs,
+    open_store,
 )
-from plait.runview import EDITABLE
-from plait.types import is_instance
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -501,7 +502,7 @@ def _as_declared(value: Any, wanted: Any, name: str) -> tuple[Any, str | None]:
     if is_instance(value, wanted):
         return value, None
     if isinstance(value, dict) and isinstance(wanted, type):
-        from plait.codec import message_converter
+        from plait.spi import message_converter
 
         try:
             built: Any = message_converter().structure(value, wanted)

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlencode
 
-from plait.errors import PlaitError
+from plait import PlaitError
 from starlette.datastructures import URL, MutableHeaders
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response

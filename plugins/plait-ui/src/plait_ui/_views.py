@@ -15,8 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
-from plait.checkpoint import CheckpointInfo
-from plait.runindex import CheckpointView
+from plait.spi import CheckpointInfo, CheckpointView
 
 __all__ = [
     "DAGRE_LIMIT",

@@ -1,0 +1,343 @@
+"""Capabilities: what a workflow document may make Plait do, and what a document needs.
+
+A workflow file is untrusted input, and a file that can run a program is code. So every
+executor kind declares the capabilities a node of its kind needs, as data on the kind
+(``capabilities``): a collection of :class:`Capability`, or a function of the node's config
+(and its :class:`~plait.spi.KindContext`) giving them — the ``http`` kind needs
+``network=<the URL's host>``, a nested workflow needs what its nodes need. Kinds that do
+nothing but compute (a flow's join, a pass-through step) declare none.
+
+======================  ======================================================
+capability              what it lets a document do
+======================  ======================================================
+``imports``             import Python code it names (``python`` kind, ``ref``)
+``subprocess``          start programs (``shell`` kind)
+``network[=HOST]``      send requests (to HOST; no HOST: to any host)
+``filesystem[=PATH]``   read or write files (below PATH; no PATH: anywhere)
+``documents[=PATH]``    read further workflow documents it names
+``kind=NAME``           use kind NAME, which declares no capabilities
+======================  ======================================================
+
+A document needs the union of its nodes' capabilities (nested workflows included:
+:func:`needs`), and a :func:`plait.load` of it is refused before anything runs — before
+any code is imported or any node built — unless the caller grants each one (``allow=`` in
+Python; ``--allow``, ``--allow-imports`` and ``--trust`` on the command line; see
+:mod:`plait.grants`). Nothing is granted by default: a document may then use only the
+executors its caller passes and the pure kinds.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
+from typing import Any
+
+import attrs
+
+from ._errors import ConfigError, LoadError, SourcePosition
+from ._kinds import KindContext
+
+__all__ = [
+    "CAPABILITY_NAMES",
+    "IMPORTS",
+    "SUBPROCESS",
+    "Capability",
+    "Need",
+    "documents",
+    "filesystem",
+    "kind_capabilities",
+    "needs",
+    "network",
+]
+
+#: Every capability name, in the order they are listed.
+CAPABILITY_NAMES = ("imports", "subprocess", "network", "filesystem", "documents", "kind")
+_UNSCOPED = frozenset({"imports", "subprocess"})
+
+
+def _check_name(instance: Any, attribute: Any, value: str) -> None:
+    if value not in CAPABILITY_NAMES:
+        raise ValueError(
+            f"unknown capability {value!r}; capabilities are: {', '.join(CAPABILITY_NAMES)}"
+        )
+
+
+@attrs.frozen
+class Capability:
+    """One thing a document may make Plait do: a ``name`` and, for ``network``,
+    ``filesystem``, ``documents`` and ``kind``, a ``scope`` (a host, a path, a kind name;
+    ``None``: any). Hashable and ordered; ``str()`` is its flag form
+    (``network=api.example.com``), which :meth:`parse` reads back.
+
+    .. versionadded:: 0.1
+    """
+
+    name: str = attrs.field(validator=_check_name)
+    scope: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.scope is not None and self.name in _UNSCOPED:
+            raise ValueError(f"capability {self.name!r} takes no scope (got {self.scope!r})")
+        if self.name == "kind" and not self.scope:
+            raise ValueError("capability 'kind' needs a kind name: kind=NAME")
+        if self.scope == "":
+            raise ValueError(f"capability {self.name!r} has an empty scope; leave out '='")
+
+    def __str__(self) -> str:
+        return self.name if self.scope is None else f"{self.name}={self.scope}"
+
+    def __lt__(self, other: Capability) -> bool:
+        """Ordered as :data:`CAPABILITY_NAMES` lists them, then by scope (any first)."""
+        if not isinstance(other, Capability):
+            return NotImplemented
+        return self._key() < other._key()
+
+    def _key(self) -> tuple[int, str, str]:
+        return (
+            CAPABILITY_NAMES.index(self.name),
+            "" if self.scope is None else "=",
+            self.scope or "",
+        )
+
+    @classmethod
+    def parse(cls, text: str) -> Capability:
+        """The capability written ``name`` or ``name=scope`` (``network=127.0.0.1``).
+
+        :raises ValueError: an unknown name, a scope where none is taken, an empty scope.
+        """
+        name, sep, scope = text.strip().partition("=")
+        name = name.strip()
+        if name == "network" and sep:
+            scope = scope.strip().lower()
+        return cls(name, scope.strip() if sep else None)
+
+    def covers(self, needed: Capability) -> bool:
+        """Whether granting this capability grants ``needed``: the same name, and no scope
+        (any), the same host (ignoring case), or a path at or below this one."""
+        if self.name != needed.name:
+            return False
+        if self.scope is None:
+            return True
+        if needed.scope is None:
+            return False
+        if self.name == "network":
+            return self.scope.lower() == needed.scope.lower()
+        if self.name in ("filesystem", "documents"):
+            return _within(needed.scope, self.scope)
+        return self.scope == needed.scope
+
+
+def _within(path: str, root: str) -> bool:
+    import posixpath
+
+    path, root = posixpath.normpath(path), posixpath.normpath(root)
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+#: ``imports``: import Python code the document names.
+IMPORTS = Capability("imports")
+#: ``subprocess``: start programs.
+SUBPROCESS = Capability("subprocess")
+
+
+def network(host: str | None = None) -> Capability:
+    """``network=host`` (``None``: any host); the host is compared without case."""
+    return Capability("network", host.lower() if host else None)
+
+
+def filesystem(path: str | None = None) -> Capability:
+    """``filesystem=path`` (``None``: anywhere)."""
+    return Capability("filesystem", path or None)
+
+
+def documents(path: str | None = None) -> Capability:
+    """``documents=path``: read the workflow document at ``path`` (``None``: any)."""
+    return Capability("documents", path or None)
+
+
+@attrs.frozen
+class Need:
+    """One capability one node needs: the ``node_id`` and its ``kind`` (``edge group`` for
+    an edge group's code), where the node is in its document, and ``via``: the kind inside
+    it that needs the capability (a ``steps.executor`` step's ``shell``, a nested
+    workflow's ``http`` node) or the placement that does, when it is not the node's own.
+
+    .. versionadded:: 0.1
+    """
+
+    capability: Capability
+    node_id: str
+    kind: str
+    position: SourcePosition = attrs.field(eq=False)
+    via: str | None = None
+
+    def __str__(self) -> str:
+        """``node 'pwn' (kind shell, in steps.executor)``: what needs it."""
+        if self.kind == "edge group":
+            return f"edge group {self.node_id!r} (its code)"
+        if self.kind == "run options":
+            return f"workflow {self.node_id!r} (its run option checkpoint)"
+        if self.via is None:
+            return f"node {self.node_id!r} (kind {self.kind})"
+        if " " in self.via:  # not a kind: "placement ray", "run option checkpoint"
+            return f"node {self.node_id!r} (kind {self.kind}, {self.via})"
+        return f"node {self.node_id!r} (kind {self.via}, in {self.kind})"
+
+
+_UNDECLARED = object()
+#: while :func:`needs` asks one node: which kind declared each capability first (the
+#: ``shell`` inside a ``steps.executor`` step, a nested workflow's ``http`` node)
+_ORIGINS: ContextVar[dict[Capability, str] | None] = ContextVar("plait_origins", default=None)
+
+
+def kind_capabilities(
+    kind_name: str, config: Mapping[str, Any], ctx: KindContext
+) -> frozenset[Capability]:
+    """What a node of ``kind_name`` with ``config`` needs, by the kind's declaration (its
+    ``capabilities``: a collection, or a function of ``(config, ctx)``). A kind that
+    declares nothing needs ``kind=<its name>``; a kind nobody registered needs nothing
+    here (building the node fails with its own error). For kinds that nest workflows."""
+    manager = ctx.manager
+    if manager is None:
+        from ._plugins import get_plugin_manager
+
+        manager = get_plugin_manager()
+    kinds = manager.registry("executor_kind")
+    if kind_name not in kinds:
+        return frozenset()
+    declared: Any = getattr(kinds.get(kind_name), "capabilities", _UNDECLARED)
+    if declared is _UNDECLARED:
+        result = frozenset({Capability("kind", kind_name)})
+    else:
+        result = frozenset(declared(config, ctx) if callable(declared) else declared)
+    for capability in result:
+        if not isinstance(capability, Capability):
+            raise TypeError(
+                f"executor kind {kind_name!r} declares {capability!r} as a capability; "
+                "declare plait.spi.Capability objects"
+            )
+    origins = _ORIGINS.get()
+    if origins is not None:  # the innermost kind says it first: a wrapper's kind does not
+        for capability in result:
+            origins.setdefault(capability, kind_name)
+    return result
+
+
+def _bound(node: Any, executors: Mapping[str, Any], kinds: Any) -> bool:
+    """Whether the node is the caller's own executor (as :mod:`plait.rebuild` binds it)."""
+    if node.kind != "python" and node.kind in kinds:
+        return False
+    return node.id in executors or (node.uses is not None and node.uses in executors)
+
+
+def _position(config: Mapping[str, Any], path: str, source: str | None) -> SourcePosition:
+    # front-ends record where a node came from as ``at: [line, column]`` in its config
+    at = config.get("at")
+    if isinstance(at, Sequence) and len(at) == 2 and all(type(v) is int for v in at):
+        return SourcePosition(source=source, line=at[0], column=at[1], path=path)
+    return SourcePosition(source=source, path=path)
+
+
+def _names_code(value: Any, depth: int = 0) -> bool:
+    """Whether router options hold ``{"ref": ...}`` (code to import)."""
+    if isinstance(value, Mapping) and "ref" in value:
+        return True
+    items = value.values() if isinstance(value, Mapping) else value
+    if depth > 16 or not isinstance(value, (Mapping, list, tuple)):
+        return False
+    return any(_names_code(v, depth + 1) for v in items)
+
+
+def needs(
+    spec: Any,
+    *,
+    executors: Mapping[str, Any] | None = None,
+    manager: Any = None,
+    source: str | None = None,
+) -> list[Need]:
+    """Every capability each node of ``spec`` (a :class:`~plait.WorkflowSpec`) needs,
+    in node order, then the edge groups that name code. Nodes bound to the caller's
+    ``executors`` need nothing.
+
+    .. versionadded:: 0.1
+    """
+    if manager is None:
+        from ._plugins import get_plugin_manager
+
+        manager = get_plugin_manager()
+    executors = executors or {}
+    kinds = manager.registry("executor_kind")
+    found: list[Need] = []
+    outer = _ORIGINS.get()  # a nested spec's kinds are named to the outer node's need
+    for index, node in enumerate(spec.nodes):
+        path = f"/nodes/{index}"
+        position = _position(node.config, path, source)
+        placement = node.placement or spec.placement
+        if placement not in (None, "local"):  # it starts or reaches workers elsewhere
+            via = f"placement {placement}"
+            for capability in (SUBPROCESS, network()):
+                found.append(Need(capability, node.id, node.kind, position, via=via))
+                if outer is not None:
+                    outer.setdefault(capability, via)
+        if _bound(node, executors, kinds):
+            continue
+        # nothing may be imported while we ask what the document needs
+        ctx = KindContext(
+            node_id=node.id,
+            allow_imports=False,
+            executors=executors,
+            manager=manager,
+            source=source,
+        )
+        origins = outer if outer is not None else {}
+        token = _ORIGINS.set(origins)
+        try:
+            capabilities = kind_capabilities(node.kind, node.config, ctx)
+        except (TypeError, ValueError, KeyError) as exc:  # a kind's declaration failed
+            reason = f"node {node.id!r}: cannot tell what its kind {node.kind!r} needs: {exc}"
+            where = SourcePosition(source=source, path=path)
+            raise LoadError([ConfigError(reason, where)], source=source) from exc
+        finally:
+            _ORIGINS.reset(token)
+        for capability in sorted(capabilities):
+            origin = origins.get(capability)
+            inner = None if origin == node.kind else origin
+            found.append(Need(capability, node.id, node.kind, position, via=inner))
+    for index, group in enumerate(spec.edge_groups):
+        if _names_code(group.options):
+            where = SourcePosition(source=source, path=f"/edge_groups/{index}")
+            found.append(Need(IMPORTS, group.id, "edge group", where))
+    store = (spec.options or {}).get("checkpoint")
+    if store is not None:  # a store the document names: its files or its host
+        where = SourcePosition(source=source, path="/options/checkpoint")
+        for capability in _store_capabilities(store):
+            found.append(Need(capability, spec.name or "workflow", "run options", where))
+            if outer is not None:
+                outer.setdefault(capability, "run option checkpoint")
+    return found
+
+
+def _store_capabilities(url: Any) -> list[Capability]:
+    """What writing checkpoints to the store at ``url`` does: files at its path
+    (``file://``, ``sqlite:///``), requests to its host (Redis, PostgreSQL); nothing in
+    memory; files and requests anywhere for a scheme this does not know."""
+    import os
+    from urllib.parse import urlsplit
+
+    if not isinstance(url, str):
+        return [network(), filesystem()]
+    try:
+        parts = urlsplit(url)
+        scheme, host, path = parts.scheme.lower(), parts.hostname, parts.path
+    except ValueError:
+        return [network(), filesystem()]
+    if scheme == "memory":
+        return []
+    if scheme in ("file", "sqlite"):
+        folder = (parts.netloc + path) if scheme == "file" else path.removeprefix("/")
+        return [filesystem(os.path.abspath(folder or "."))]
+    if scheme in ("redis", "rediss", "postgres", "postgresql"):
+        return [network(host)]
+    return [network(), filesystem()]

@@ -1,0 +1,332 @@
+"""The checkpointer: turns a run's state into checkpoints (full snapshots and deltas, see
+:mod:`plait.durable` for the layout) and hands them to the store in order.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+import attrs
+from anyio.streams.memory import MemoryObjectReceiveStream
+
+from ._checkpoint import Checkpoint, CheckpointStore
+from ._codec import EncodeError, encode_value, type_ref
+from ._errors import CheckpointEncodeError, CheckpointError, RunLeaseError
+from ._fingerprint import fingerprint_summary
+from ._leases import Lease
+from ._state import PendingRequest, RunState
+from ._types import type_name
+
+if TYPE_CHECKING:
+    from ._graph import CompiledGraph
+    from ._observe import RunObserver
+    from ._runner import Runner
+
+__all__ = ["SNAPSHOT_EVERY", "Checkpointer"]
+
+SNAPSHOT_EVERY = 32
+
+
+def _encode(value: Any, what: str, name: str | None, superstep: int) -> Any:
+    """Encode ``value``; on failure name ``what`` (and ``name``) and the superstep."""
+    try:
+        return encode_value(value)
+    except EncodeError as exc:
+        where = f"{what} {name!r}" if name is not None else what
+        if what == "executor":
+            where += " state"
+        raise CheckpointEncodeError(
+            f"{where} holds a value that cannot be checkpointed in superstep {superstep}: {exc}"
+        ) from exc
+
+
+class Checkpointer:
+    """Turns the run's state into checkpoints and hands them to the store in order."""
+
+    def __init__(
+        self,
+        store: CheckpointStore | None,
+        graph: CompiledGraph,
+        *,
+        mode: str,
+        parent_id: str | None = None,
+        snapshot_every: int = SNAPSHOT_EVERY,
+    ) -> None:
+        self.store = store
+        self.graph = graph
+        self.mode = mode
+        self.parent_id = parent_id
+        self.base_id: str | None = None
+        self.snapshot_every = snapshot_every
+        self.since_base = 0
+        self.snapshots: dict[str, Any] = {}  # executor id -> last encoded state
+        self.stateful = [(gid, r) for gid, r in graph.edge_runners.items() if r.stateful]
+        self.changed: dict[str, Any] = {}
+        self.outputs_at_base = 0
+        self.visits_changed: set[str] = set()
+        self.shared_at_base: Any = None
+        self.first = parent_id is None
+        self.fingerprinted = False  # the first checkpoint this process writes has the details
+        self.error: BaseException | None = None
+        self.lease: Lease | None = None
+        self._send: anyio.abc.ObjectSendStream[Checkpoint] | None = None
+        self.last: Checkpoint | None = None
+        #: the run's ``checkpoint_metadata``, added to every checkpoint's metadata
+        self.metadata: Mapping[str, Any] = {}
+        #: the run's observer, told of every checkpoint written (the runner's seam)
+        self.observer: RunObserver | None = None
+
+    # -- building checkpoints ------------------------------------------------------------
+
+    def take(
+        self, state: RunState, inbox: Mapping[str, list[Any]], ran: Any, status: str
+    ) -> Checkpoint:
+        """A checkpoint of ``state`` after the executors in ``ran`` ran."""
+        step = state.superstep
+        for eid in ran:
+            self.visits_changed.add(eid)
+            raw = state.executor_state.get(eid)
+            if raw is None:
+                continue
+            snapshot = _encode(self.graph.executors[eid].snapshot_state(raw), "executor", eid, step)
+            if self.snapshots.get(eid, {}) != snapshot:
+                self.snapshots[eid] = self.changed[eid] = snapshot
+        full = (
+            self.base_id is None
+            or self.since_base + 1 >= self.snapshot_every
+            or status != "running"
+        )
+        shared = _encode(state.shared, "shared state", None, step)
+        body: dict[str, Any] = {
+            "kind": "full" if full else "delta",
+            "pending": {
+                eid: [_encode(m, "message pending for executor", eid, step) for m in msgs]
+                for eid, msgs in inbox.items()
+            },
+            "router_state": self._router_state(state),
+            "requests": [self._request(r, step) for r in state.pending_requests.values()],
+        }
+        if full:
+            body["executor_state"] = {
+                eid: snapshot for eid, snapshot in self.snapshots.items() if snapshot != {}
+            }
+            body["shared"] = shared
+            body["outputs"] = _encode(state.outputs, "workflow outputs", None, step)
+            body["visits"] = dict(state.visits)
+        else:
+            body["base"] = self.base_id
+            body["executor_state"] = dict(self.changed)
+            if shared != self.shared_at_base:
+                body["shared"] = shared
+            body["outputs"] = _encode(
+                state.outputs[self.outputs_at_base :], "workflow outputs", None, step
+            )
+            body["visits"] = {eid: state.visits.get(eid, 0) for eid in self.visits_changed}
+        if state.attempts:
+            body["attempts"] = dict(state.attempts)
+        checkpoint_id = uuid.uuid4().hex
+        metadata: dict[str, Any] = {
+            **self.metadata,
+            "workflow": self.graph.spec.name,
+            "fingerprint": self._fingerprint(),
+        }
+        if self.first:
+            metadata["topology"] = self.graph.topology
+            self.first = False
+        checkpoint = Checkpoint(
+            checkpoint_id=checkpoint_id,
+            run_id=state.run_id,
+            superstep=step,
+            parent_id=self.parent_id,
+            signature=self.graph.signature,
+            status=status,
+            created_at=time.time(),
+            state=body,
+            metadata=metadata,
+            base_id=None if full else self.base_id,
+        )
+        self.parent_id = checkpoint_id
+        self.last = checkpoint
+        if full:
+            self.base_id = checkpoint_id
+            self.since_base = 0
+            self.changed = {}
+            self.visits_changed = set()
+            self.outputs_at_base = len(state.outputs)
+            self.shared_at_base = shared
+        else:
+            self.since_base += 1
+        return checkpoint
+
+    def _fingerprint(self) -> dict[str, Any]:
+        """What a checkpoint records of the workflow's fingerprint: the details in the
+        first one this process writes, the format and digest in the others."""
+        if self.fingerprinted:
+            return fingerprint_summary(self.graph.fingerprint)
+        self.fingerprinted = True
+        return self.graph.fingerprint
+
+    def _router_state(self, state: RunState) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for gid, runner in self.stateful:
+            if gid in state.router_state:
+                out[gid] = runner.snapshot(state.router_state[gid], _Encoder(gid, state.superstep))
+        return out
+
+    @staticmethod
+    def _request(request: PendingRequest, step: int) -> dict[str, Any]:
+        return {
+            "request_id": request.request_id,
+            "executor_id": request.executor_id,
+            "request": _encode(request.request, "request", request.request_id, step),
+            "response_type": type_ref(request.response_type),
+            "response_type_name": type_name(request.response_type),
+            "superstep": request.superstep,
+        }
+
+    # -- writing -------------------------------------------------------------------------
+
+    async def write(self, checkpoint: Checkpoint) -> None:
+        """Save now (``sync``/``exit``) or queue for the background writer (``async``)."""
+        if self.error is not None:
+            raise self.error
+        if self._send is not None:
+            await self._send.send(checkpoint)
+        elif self.store is not None:
+            await self._save(checkpoint)
+        else:
+            return
+        if self.observer is not None:
+            self.observer.checkpoint_written(
+                checkpoint.checkpoint_id, checkpoint.superstep, checkpoint.status
+            )
+
+    async def _save(self, checkpoint: Checkpoint) -> None:
+        assert self.store is not None
+        if self.lease is None:
+            await self.store.save(checkpoint)
+        else:
+            await self.store.save(checkpoint, lease=self.lease)
+
+    async def writer(self, receive: MemoryObjectReceiveStream[Checkpoint]) -> None:
+        """The ``async`` mode writer: saves queued checkpoints one at a time, in order."""
+        save_many = getattr(self.store, "save_many", None)
+        async with receive:
+            async for checkpoint in receive:
+                batch = [checkpoint]
+                while True:  # what queued up while the last write ran goes in one batch
+                    try:
+                        batch.append(receive.receive_nowait())
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                if self.error is not None or self.store is None:
+                    continue
+                try:
+                    if save_many is not None and len(batch) > 1:
+                        if self.lease is None:
+                            await save_many(batch)
+                        else:
+                            await save_many(batch, lease=self.lease)
+                    else:
+                        for item in batch:
+                            await self._save(item)
+                except Exception as exc:
+                    self.error = exc
+
+    async def renew(self, ttl: float) -> None:
+        """Renew the lease every third of ``ttl`` while the run lives. A lease taken over
+        fails the run at its next write; a store that is briefly unreachable is retried."""
+        assert self.store is not None
+        while self.lease is not None:
+            await anyio.sleep(ttl / 3)
+            try:
+                self.lease = await self.store.renew_lease(self.lease, ttl=ttl)
+            except RunLeaseError as exc:
+                self.error = exc
+                return
+            except CheckpointError:
+                continue
+
+    def attach(self, send: anyio.abc.ObjectSendStream[Checkpoint]) -> None:
+        """Route writes to the background writer."""
+        self._send = send
+
+    async def record_attempt(self, state: RunState) -> None:
+        """Before a retry's backoff: save the last checkpoint again with the attempt counts,
+        so a crash during the backoff resumes the superstep with the count intact (the
+        superstep itself is re-run from its start, as any resumed superstep is)."""
+        last = self.last
+        if last is None:
+            return
+        body = dict(last.state)
+        body["attempts"] = dict(state.attempts)
+        checkpoint_id = uuid.uuid4().hex
+        again = attrs.evolve(
+            last,
+            checkpoint_id=checkpoint_id,
+            parent_id=last.checkpoint_id,
+            created_at=time.time(),
+            state=body,
+            metadata={k: v for k, v in last.metadata.items() if k != "topology"},
+        )
+        self.parent_id = checkpoint_id
+        self.last = again
+        if last.base_id is None and self.base_id == last.checkpoint_id:
+            self.base_id = checkpoint_id  # a full one: later deltas build on the copy
+        await self.write(again)
+
+    async def record_failure(self, error: dict[str, Any]) -> None:
+        """After a failed superstep (``sync``/``async`` modes): save the last checkpoint
+        again with status ``failed`` and ``metadata["error"] = error``, so the store shows
+        the failure while a resume still re-runs the superstep that failed. A resumed run
+        that failed before writing anything copies the checkpoint it resumed from."""
+        last = self.last
+        if last is None:
+            if self.parent_id is None or self.store is None:
+                return
+            last = await self.store.load(self.parent_id)
+        checkpoint_id = uuid.uuid4().hex
+        failed = attrs.evolve(
+            last,
+            checkpoint_id=checkpoint_id,
+            parent_id=last.checkpoint_id,
+            status="failed",
+            created_at=time.time(),
+            metadata={
+                **{k: v for k, v in last.metadata.items() if k != "topology"},
+                **self.metadata,
+                "fingerprint": self._fingerprint(),  # the workflow that failed, not the one before
+                "error": error,
+            },
+        )
+        self.parent_id = checkpoint_id
+        self.last = failed
+        if last.base_id is None and self.base_id == last.checkpoint_id:
+            self.base_id = checkpoint_id
+        await self.write(failed)
+
+    async def after_superstep(self, runner: Runner, inbox: Mapping[str, list[Any]]) -> None:
+        """The runner's per-superstep hook (``sync`` and ``async`` modes)."""
+        status = "running" if inbox else _final_status(runner.state)
+        await self.write(self.take(runner.state, inbox, runner.last_ran, status))
+
+
+class _Encoder:
+    """Encodes messages buffered in one edge group, naming it in errors."""
+
+    def __init__(self, gid: str, superstep: int) -> None:
+        self.gid, self.superstep = gid, superstep
+
+    def __call__(self, message: Any) -> Any:
+        return _encode(message, "message buffered in edge group", self.gid, self.superstep)
+
+
+def _final_status(state: RunState) -> str:
+    return "idle_with_pending_requests" if state.pending_requests else "idle"

@@ -1,0 +1,157 @@
+"""``WorkflowContext``: what a handler can do during a run.
+
+One context exists per executor per run, so ``ctx.state`` is that executor's state in
+that run, and two concurrent runs of one workflow never see each other's state.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Generic
+
+import attrs
+import typing_extensions
+
+if TYPE_CHECKING:
+    from ._state import RunState
+
+__all__ = ["InvocationFailure", "RequestResponse", "WorkflowContext"]
+
+
+@attrs.frozen
+class RequestResponse:
+    """An answer to ``ctx.request_info``, for executors that want to know which request
+    it answers: an executor with a handler for ``RequestResponse`` gets this record;
+    any other gets the bare value at its handler for the response type.
+
+    .. versionadded:: 0.1
+    """
+
+    request_id: str
+    request: Any
+    value: Any
+
+
+@attrs.frozen
+class InvocationFailure:
+    """What an error edge delivers: executor ``executor_id`` failed (after its retries) on
+    ``message`` in ``superstep``, and the run goes on. ``error_type`` is the failure's class
+    name (the cause's, for a handler that raised), ``error`` its message.
+
+    .. versionadded:: 0.1
+    """
+
+    executor_id: str
+    superstep: int
+    error_type: str
+    error: str
+    message: Any = None
+
+
+OutT = typing_extensions.TypeVar("OutT", default=Any)
+WorkflowOutT = typing_extensions.TypeVar("WorkflowOutT", default=typing_extensions.Never)
+
+
+class WorkflowContext(Generic[OutT, WorkflowOutT]):
+    """The handle a handler gets: ``WorkflowContext[Out, WorkflowOut]``.
+
+    ``Out`` is the type of messages it sends, ``WorkflowOut`` the type of workflow
+    outputs it yields (``Never`` when it yields none). The builder reads both to check
+    the edges at build time.
+    """
+
+    __slots__ = ("_attempt", "_index", "_run", "executor_id", "state")
+
+    def __init__(self, run: RunState, executor_id: str, state: dict[str, Any]) -> None:
+        self._run = run
+        self.executor_id = executor_id
+        #: This executor's state in this run (JSON-ready values, checkpointed).
+        self.state = state
+        self._attempt = 1
+        self._index = 0
+
+    @property
+    def attempt(self) -> int:
+        """Which attempt of this invocation is running (1-based; above 1 under a retry
+        policy).
+
+        .. versionadded:: 0.1
+        """
+        return self._attempt
+
+    @property
+    def idempotency_key(self) -> str:
+        """A key naming this invocation — run, superstep, executor and the index of the
+        message among the executor's deliveries of the superstep. It is the same on every
+        attempt and after a crash and resume (the superstep is re-run from its checkpoint),
+        so an executor with side effects can use it to de-duplicate them.
+
+        .. versionadded:: 0.1
+        """
+        run = self._run
+        return f"{run.run_id}:{run.superstep}:{self.executor_id}:{self._index}"
+
+    @property
+    def run_id(self) -> str:
+        """The id of the run this handler is part of."""
+        return self._run.run_id
+
+    @property
+    def superstep(self) -> int:
+        """The current superstep (1-based)."""
+        return self._run.superstep
+
+    @property
+    def shared(self) -> dict[str, Any]:
+        """State shared by every executor of this run, as committed at the end of the last
+        superstep. Read it here; write with :meth:`set_shared_state`, whose writes are
+        staged and visible from the next superstep.
+        """
+        return self._run.shared
+
+    async def send_message(self, message: OutT, target: str | None = None) -> None:
+        """Send ``message`` along this executor's outgoing edges (routed next superstep).
+
+        :param target: deliver only to this executor id, which must be a target of one of
+            this executor's edge groups.
+        """
+        self._run.outbox.append((self.executor_id, message, target))
+
+    async def yield_output(self, output: WorkflowOutT) -> None:
+        """Yield ``output`` as an output of the whole workflow."""
+        self._run.emit_output(self.executor_id, output)
+
+    async def add_event(self, data: Any) -> None:
+        """Emit a :class:`~plait.CustomEvent` carrying ``data``."""
+        self._run.emit_custom(self.executor_id, data)
+
+    async def get_shared_state(self, key: str, default: Any = None) -> Any:
+        """Read a shared-state key, as committed at the end of the last superstep."""
+        return self._run.shared.get(key, default)
+
+    async def set_shared_state(self, key: str, value: Any) -> None:
+        """Write a shared-state key. The write is staged: every executor (this one too)
+        sees it from the next superstep, whatever order this superstep's handlers finish
+        in. Two executors writing one key in one superstep fail the run with a
+        :class:`~plait.SharedStateConflictError`, unless the run declares a reducer
+        for the key (``shared_reducers={key: reducer}``), which folds every write in, in
+        the canonical order.
+
+        .. versionchanged:: 0.1 writes are staged until the end of the superstep.
+        """
+        self._run.write_shared(self.executor_id, key, value)
+
+    async def request_info(self, request: Any, response_type: Any) -> str:
+        """Ask the outside world for input; the run ends ``idle_with_pending_requests``.
+
+        The answer arrives later (``Workflow.resume(..., responses={request_id: value})``)
+        as a message of ``response_type`` to this executor's handler for that type — or as
+        a :class:`RequestResponse` when the executor has a handler for that.
+
+        :return: the request id.
+        """
+        return self._run.request_info(self.executor_id, request, response_type)
+
+    def __repr__(self) -> str:
+        return f"<WorkflowContext {self.executor_id!r} run={self._run.run_id}>"

@@ -1,0 +1,258 @@
+"""Durable runs: writing checkpoints during a run, and rebuilding a run from them.
+
+Layout of ``Checkpoint.state`` (format version 1)::
+
+    kind            "full" or "delta"
+    base            for a delta: the id of the full checkpoint it builds on
+    pending         {executor_id: [message, ...]} — the next superstep's deliveries
+    executor_state  {executor_id: snapshot}  full: every non-empty state; delta: changed since base
+    router_state    {edge_group_id: snapshot} — every stateful edge group (fan-in buffers)
+    shared          the shared state (full: always; delta: only when it changed since base)
+    requests        every pending request for outside input
+    outputs         workflow outputs (full: all so far; delta: since base)
+    visits          {executor_id: supersteps run} (full: all; delta: changed since base)
+
+A delta holds what changed since its base plus what is pending, so a checkpoint's size
+follows what the run changed, not the number of executors in the graph; a full snapshot
+is written first, last, and every ``snapshot_every`` checkpoints. Resuming needs the
+checkpoint and its base: two reads at most.
+
+Write order: a delta is only written after its base is durable (``sync`` awaits each save
+before the next superstep; ``async`` saves in order from one background writer), so no
+checkpoint ever points at missing data.
+
+A failed run (:class:`~plait.WorkflowRunError`) ends with a checkpoint of status
+``failed`` in every durability mode, whose ``metadata["error"]`` records
+``{"executor", "type", "message", "superstep"}`` (:func:`failure_record`). Its pending
+state is that of the last good superstep, so resuming it re-runs the superstep that
+failed: in ``sync`` and ``async`` modes it is a copy of the last checkpoint written, in
+``exit`` mode the only checkpoint of the run.
+
+One writer per run: a durable run takes its run's lease (:mod:`plait.leases`) before it
+writes anything, renews it every third of ``lease_ttl`` while it lives, saves every
+checkpoint with the lease's fencing token, and releases it at the end. A second worker
+running or resuming the same live run fails at once with
+:class:`~plait.RunLeaseError`.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+import attrs
+
+from ._checkpoint import Checkpoint, CheckpointStore, open_store
+from ._checkpointer import SNAPSHOT_EVERY, Checkpointer
+from ._errors import (
+    CheckpointError,
+    ExecutorFailedError,
+    RunLeaseError,
+    WorkflowRunError,
+)
+from ._events import RunStatus
+from ._leases import Lease
+from ._resume import load_run, restore_state, resumed_from
+from ._runner import Runner, RunOptions, RunState
+
+if TYPE_CHECKING:
+    from ._graph import CompiledGraph
+    from ._state import PendingRequest
+
+__all__ = [
+    "SNAPSHOT_EVERY",
+    "Checkpointer",
+    "failure_record",
+    "resolve_store",
+    "run_checkpointed",
+]
+
+#: The longest error message a failed checkpoint records (characters).
+_MAX_ERROR_MESSAGE = 2000
+#: The most of a traceback a failed checkpoint records (characters, its end kept).
+_MAX_TRACEBACK = 8000
+
+
+async def resolve_store(store: str | CheckpointStore) -> tuple[CheckpointStore, bool]:
+    """``(store, opened_here)`` for a store object or a store URL."""
+    return (open_store(store), True) if isinstance(store, str) else (store, False)
+
+
+# -- running with checkpoints -----------------------------------------------------------------
+
+
+async def run_checkpointed(
+    graph: CompiledGraph,
+    state: RunState,
+    inbox: dict[str, list[Any]],
+    opts: RunOptions,
+    *,
+    live: bool,
+    parent_id: str | None,
+) -> RunStatus:
+    """Run to the end, writing checkpoints to ``opts.checkpoint`` as ``opts.durability`` says,
+    holding the run's lease throughout."""
+    store, opened = await resolve_store(opts.checkpoint)
+    expected = resumed_from.get()
+    resumed_from.set(None)
+    try:
+        ttl = opts.lease_ttl
+        lease = await store.acquire_lease(state.run_id, ttl=ttl)
+        try:
+            if expected is not None and expected == (state.run_id, parent_id):
+                await _check_still_latest(store, state.run_id, parent_id)
+            return await _run_leased(graph, state, inbox, opts, store, lease, ttl, live, parent_id)
+        finally:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await store.release_lease(lease)
+                except CheckpointError:
+                    pass  # it expires on its own
+    finally:
+        if opened:
+            with anyio.CancelScope(shield=True):
+                await store.aclose()
+
+
+async def _check_still_latest(store: CheckpointStore, run_id: str, parent_id: str | None) -> None:
+    latest = await store.latest(run_id)
+    if latest is not None and latest.checkpoint_id != parent_id:
+        raise RunLeaseError(
+            f"run {run_id!r} was written by another worker while this one was resuming it "
+            f"(its latest checkpoint is now {latest.checkpoint_id!r}, not {parent_id!r}); "
+            "resume it again"
+        )
+
+
+async def _run_leased(
+    graph: CompiledGraph,
+    state: RunState,
+    inbox: dict[str, list[Any]],
+    opts: RunOptions,
+    store: CheckpointStore,
+    lease: Lease,
+    ttl: float,
+    live: bool,
+    parent_id: str | None,
+) -> RunStatus:
+    mode = opts.durability
+    checkpointer = Checkpointer(store, graph, mode=mode, parent_id=parent_id)
+    checkpointer.lease = lease
+    checkpointer.metadata = opts.checkpoint_metadata
+    checkpointer.observer = state.observer
+    if state.observer is not None and (observed := state.observer.checkpoint_metadata()):
+        checkpointer.metadata = {**opts.checkpoint_metadata, "observers": dict(observed)}
+    hook = checkpointer.after_superstep if mode != "exit" else None
+    runner = Runner(graph, opts, state, live=live, on_superstep=hook)
+    if mode != "exit":
+
+        async def on_retry(key: str, attempt: int) -> None:
+            await checkpointer.record_attempt(state)
+
+        runner.on_retry = on_retry
+    failure: Exception | None = None
+    status = RunStatus.FAILED
+    async with anyio.create_task_group() as tg:
+        renewing = anyio.CancelScope()
+
+        async def renew() -> None:
+            with renewing:
+                await checkpointer.renew(ttl)
+
+        tg.start_soon(renew)
+        try:
+            if mode != "async":
+                status = await _checkpointed(runner, checkpointer, inbox)
+            else:
+                send, receive = anyio.create_memory_object_stream[Checkpoint](math.inf)
+                checkpointer.attach(send)
+                tg.start_soon(checkpointer.writer, receive)
+                async with send:
+                    status = await _checkpointed(runner, checkpointer, inbox)
+        except Exception as exc:  # raised below, outside the task group, unwrapped
+            failure = exc
+        finally:
+            renewing.cancel()
+    if failure is not None:
+        raise failure
+    if checkpointer.error is not None:
+        raise checkpointer.error
+    return status
+
+
+def failure_record(exc: WorkflowRunError, superstep: int) -> dict[str, Any]:
+    """What a failed run's last checkpoint records as ``metadata["error"]``: the executor,
+    the error's type and message (an executor's own exception when it raised one) and the
+    superstep that failed, and the traceback (text, its end kept) a run inspector
+    shows."""
+    cause = exc.__cause__ if isinstance(exc, ExecutorFailedError) else None
+    failure = cause or exc
+    message = str(failure)
+    if len(message) > _MAX_ERROR_MESSAGE:
+        message = message[: _MAX_ERROR_MESSAGE - 1] + "…"
+    return {
+        "executor": exc.executor_id,
+        "type": type(failure).__name__,
+        "message": message,
+        "superstep": exc.superstep if exc.superstep is not None else superstep,
+        "traceback": _traceback_text(failure),
+    }
+
+
+def _traceback_text(failure: BaseException) -> str:
+    import traceback  # only when a run fails
+
+    text = "".join(traceback.format_exception(type(failure), failure, failure.__traceback__))
+    return text if len(text) <= _MAX_TRACEBACK else "…" + text[-(_MAX_TRACEBACK - 1) :]
+
+
+async def _checkpointed(runner: Runner, checkpointer: Checkpointer, inbox: Any) -> RunStatus:
+    state = runner.state
+    if checkpointer.mode != "exit" and checkpointer.parent_id is None:
+        await checkpointer.write(checkpointer.take(state, inbox, (), "running"))
+    try:
+        status = await runner.run(inbox)
+    except WorkflowRunError as exc:
+        error = failure_record(exc, state.superstep)
+        if checkpointer.mode == "exit":
+            # resume re-runs the failed superstep: at least once per superstep
+            state.superstep -= 1
+            checkpoint = checkpointer.take(
+                state, runner.current, list(state.executor_state), "failed"
+            )
+            checkpoint = attrs.evolve(checkpoint, metadata={**checkpoint.metadata, "error": error})
+            checkpointer.last = checkpoint
+            await checkpointer.write(checkpoint)
+        else:
+            try:
+                await checkpointer.record_failure(error)
+            except CheckpointError:
+                pass  # the run's error matters more; its last good checkpoint still resumes
+        raise
+    if checkpointer.mode == "exit":
+        # a stopped run (RunOptions.stop) keeps what is still pending, to resume it
+        final = checkpointer.take(state, runner.remaining, list(state.executor_state), status.value)
+        await checkpointer.write(final)
+    return status
+
+
+async def stored_requests(
+    graph: CompiledGraph, id: str, checkpoint: str | CheckpointStore, accept_changes: bool = False
+) -> list[PendingRequest]:
+    """:meth:`plait.Workflow.pending_requests`: the pending requests of a stored run
+    (``accept_changes``: as :meth:`plait.Workflow.resume`'s)."""
+    store, opened = await resolve_store(checkpoint)
+    token = resumed_from.set(None)
+    try:
+        found, data = await load_run(store, id, graph, accept_changes)
+        state = RunState(found.run_id, None)
+        restore_state(graph, state, data)
+        return list(state.pending_requests.values())
+    finally:
+        resumed_from.reset(token)
+        if opened:
+            await store.aclose()

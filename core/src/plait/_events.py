@@ -1,0 +1,212 @@
+"""Events a run emits, and the statuses it ends in.
+
+``Workflow.stream()`` yields every event as it happens. ``Workflow.run()`` collects the
+lifecycle events (run started, outputs, requests, run finished) unless asked for all;
+executor-level events are only built when someone consumes them.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import attrs
+
+from ._errors import ExecutorFailedError
+
+__all__ = [
+    "RunStatus",
+    "WorkflowEvent",
+    "RunStarted",
+    "SuperstepStarted",
+    "SuperstepFinished",
+    "ExecutorInvoked",
+    "ExecutorCompleted",
+    "ExecutorFailed",
+    "ExecutorRetrying",
+    "OutputEvent",
+    "RequestInfoEvent",
+    "CustomEvent",
+    "RunFinished",
+    "EventObserver",
+]
+
+
+class RunStatus(str, enum.Enum):
+    """Where a run stands."""
+
+    RUNNING = "running"
+    IDLE = "idle"
+    IDLE_WITH_PENDING_REQUESTS = "idle_with_pending_requests"
+    FAILED = "failed"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@attrs.frozen
+class WorkflowEvent:
+    """Base of every event."""
+
+
+@attrs.frozen
+class RunStarted(WorkflowEvent):
+    """A run began."""
+
+    run_id: str
+    workflow: str | None
+
+
+@attrs.frozen
+class SuperstepStarted(WorkflowEvent):
+    """A superstep began; ``executor_ids`` are about to run."""
+
+    superstep: int
+    executor_ids: tuple[str, ...]
+
+
+@attrs.frozen
+class SuperstepFinished(WorkflowEvent):
+    """A superstep ended; every executor in it has finished."""
+
+    superstep: int
+    executor_ids: tuple[str, ...]
+
+
+@attrs.frozen
+class ExecutorInvoked(WorkflowEvent):
+    """An executor's handler is about to run on one message."""
+
+    executor_id: str
+    superstep: int
+
+
+@attrs.frozen
+class ExecutorCompleted(WorkflowEvent):
+    """An executor's handler returned."""
+
+    executor_id: str
+    superstep: int
+
+
+@attrs.frozen
+class ExecutorFailed(WorkflowEvent):
+    """An executor's handler raised."""
+
+    executor_id: str
+    superstep: int
+    error: BaseException
+
+
+@attrs.frozen
+class ExecutorRetrying(WorkflowEvent):
+    """An attempt of an executor failed and its retry policy tries again after ``delay``
+    seconds; ``attempt`` is the attempt that failed (1-based)."""
+
+    executor_id: str
+    superstep: int
+    attempt: int
+    delay: float
+    error: BaseException
+
+
+@attrs.frozen
+class OutputEvent(WorkflowEvent):
+    """An executor yielded a workflow output."""
+
+    executor_id: str
+    data: Any
+    superstep: int
+
+
+@attrs.frozen
+class RequestInfoEvent(WorkflowEvent):
+    """An executor asked for outside input (human in the loop)."""
+
+    request_id: str
+    executor_id: str
+    request: Any
+    response_type: str
+    superstep: int
+
+
+@attrs.frozen
+class CustomEvent(WorkflowEvent):
+    """An event an executor added with ``ctx.add_event``."""
+
+    executor_id: str
+    data: Any
+    superstep: int
+
+
+@attrs.frozen
+class RunFinished(WorkflowEvent):
+    """The run ended with ``status``; ``error`` is set when it failed."""
+
+    run_id: str
+    status: RunStatus
+    supersteps: int
+    error: BaseException | None = None
+
+
+class EventObserver:
+    """The event stream as an observer of one run (a
+    :class:`~plait.spi.RunObserver`): the runner's seams become
+    :class:`SuperstepStarted`, :class:`ExecutorInvoked`, :class:`ExecutorRetrying`,
+    :class:`ExecutorCompleted` or :class:`ExecutorFailed` and :class:`SuperstepFinished`,
+    handed to ``emit``. A run gets one only when someone consumes those events
+    (``events="all"``, a stream), so the others build none.
+
+    .. versionadded:: 0.1
+    """
+
+    __slots__ = ("emit", "executor_ids")
+
+    def __init__(self, emit: Any) -> None:
+        self.emit = emit
+        self.executor_ids: tuple[str, ...] = ()
+
+    def superstep_started(self, superstep: int, executor_ids: tuple[str, ...]) -> None:
+        self.executor_ids = executor_ids
+        self.emit(SuperstepStarted(superstep, executor_ids))
+
+    def superstep_finished(self, superstep: int, error: BaseException | None) -> None:
+        if error is None:  # a superstep that failed does not finish
+            self.emit(SuperstepFinished(superstep, self.executor_ids))
+
+    def invocation_started(self, invocation: Any) -> tuple[str, int]:
+        handle = (invocation.executor_id, invocation.superstep)
+        self.emit(ExecutorInvoked(*handle))
+        return handle
+
+    def invocation_retrying(
+        self, handle: tuple[str, int], attempt: int, delay: float, error: BaseException
+    ) -> None:
+        self.emit(ExecutorRetrying(handle[0], handle[1], attempt, delay, error))
+
+    def invocation_finished(
+        self, handle: tuple[str, int], attempt: int, status: str, error: BaseException | None
+    ) -> None:
+        eid, step = handle
+        if status == "ok":
+            self.emit(ExecutorCompleted(eid, step))
+        # failed: the handler's own exception; an error of another executor (a nested
+        # run's) is announced by that one
+        elif status == "failed" and getattr(error, "executor_id", eid) == eid:
+            assert error is not None
+            cause = error.__cause__ if isinstance(error, ExecutorFailedError) else None
+            self.emit(ExecutorFailed(eid, step, cause or error))
+
+    def run_finished(self, status: str, error: BaseException | None) -> None:
+        return None
+
+    def request(self, executor_id: str, request_id: str, superstep: int) -> None:
+        return None
+
+    def checkpoint_written(self, checkpoint_id: str, superstep: int, status: str) -> None:
+        return None
+
+    def checkpoint_metadata(self) -> None:
+        return None

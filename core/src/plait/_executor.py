@@ -1,0 +1,415 @@
+"""Executors: units of work with typed handlers.
+
+Subclass :class:`Executor` and mark async methods with :func:`handler`, or turn a plain
+async function into an executor with :func:`executor`. Input types come from the message
+parameter's annotation; output types from ``WorkflowContext[Out, WorkflowOut]`` or, when
+the function takes no context, from its return annotation (a returned value is sent on).
+
+Handler dispatch by message type is resolved once per concrete type and cached.
+
+Executors are shared by every run of a workflow, so keep run state out of ``self``: use
+``ctx.state`` (per executor, per run) and ``ctx.shared`` (per run).
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import typing
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar, overload
+
+import typing_extensions
+
+from ._context import RequestResponse, WorkflowContext
+from ._policies import RetryPolicy
+from ._types import is_class_decidable, is_instance, type_name
+
+__all__ = ["Executor", "FunctionExecutor", "Handler", "handler", "executor"]
+
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+_MARK = "__plait_handler__"
+_UNKNOWN: tuple[Any, ...] = (Any,)
+_NOTHING = (typing.NoReturn, typing_extensions.Never, None, type(None))
+
+
+class Handler:
+    """One resolved handler: what it accepts, what it may send and yield, how to call it."""
+
+    __slots__ = ("call", "decidable", "input_type", "name", "output_types", "workflow_output_types")
+
+    def __init__(
+        self,
+        name: str,
+        input_type: Any,
+        output_types: tuple[Any, ...],
+        workflow_output_types: tuple[Any, ...],
+        call: Callable[[Any, WorkflowContext[Any, Any]], Awaitable[Any]],
+        decidable: bool | None = None,
+    ) -> None:
+        self.name = name
+        self.input_type = input_type
+        self.output_types = output_types
+        self.workflow_output_types = workflow_output_types
+        self.call = call
+        self.decidable = is_class_decidable(input_type) if decidable is None else decidable
+
+    def __repr__(self) -> str:
+        return f"<Handler {self.name}({type_name(self.input_type)})>"
+
+
+def handler(fn: F) -> F:
+    """Mark an ``async def`` method of an :class:`Executor` subclass as a message handler.
+
+    The method takes ``(self, message: T, ctx: WorkflowContext[Out, WorkflowOut])``; its
+    message annotation decides which messages it receives.
+
+    .. versionadded:: 0.1
+    """
+    target: Any = fn  # keep F: iscoroutinefunction's TypeGuard would narrow it
+    if not inspect.iscoroutinefunction(target):
+        raise TypeError(f"@handler needs an async def, got {_qualname(fn)}")
+    setattr(fn, _MARK, True)
+    return fn
+
+
+class Executor:
+    """Base class of every executor.
+
+    :param id: unique id within a workflow.
+    :param max_concurrency: how many of this executor's messages of one superstep may be
+        handled at once (default 1: in order).
+    :param max_visits: how many supersteps this executor may run in (``None``: no limit).
+    :param retry: a :class:`~plait.RetryPolicy` for failed invocations.
+    :param timeout: seconds per invocation (an ``ExecutorTimeoutError`` past it).
+    """
+
+    def __init__(
+        self,
+        id: str,
+        *,
+        max_concurrency: int | None = None,
+        max_visits: int | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        if not isinstance(id, str) or not id:
+            raise ValueError(f"executor id must be a non-empty string, got {id!r}")
+        self.id = id
+        self.max_concurrency = max_concurrency
+        self.max_visits = max_visits
+        self.retry = retry
+        self.timeout = timeout
+        self.handlers: tuple[Handler, ...] = self._collect_handlers()
+        self._dispatch: dict[type, Handler] = {}
+
+    def _collect_handlers(self) -> tuple[Handler, ...]:
+        found: list[Handler] = []
+        seen: set[str] = set()
+        for klass in type(self).__mro__:
+            for name, fn in vars(klass).items():
+                if name in seen or not getattr(fn, _MARK, False):
+                    continue
+                seen.add(name)
+                found.append(_resolve_handler(getattr(self, name), skip_self=False))
+        return tuple(found)
+
+    # -- declared types ----------------------------------------------------------------
+
+    @property
+    def input_types(self) -> tuple[Any, ...]:
+        """Types this executor's handlers accept from edges, in handler order (a handler for
+        :class:`~plait.RequestResponse` takes answers to requests, not messages)."""
+        return tuple(h.input_type for h in self.handlers if h.input_type is not RequestResponse)
+
+    @property
+    def output_types(self) -> tuple[Any, ...]:
+        """Message types it may send (``(Any,)`` when unknown)."""
+        return _union_of(h.output_types for h in self.handlers)
+
+    @property
+    def workflow_output_types(self) -> tuple[Any, ...]:
+        """Types it may yield as workflow outputs."""
+        return _union_of(h.workflow_output_types for h in self.handlers)
+
+    # -- dispatch ----------------------------------------------------------------------
+
+    def find_handler(self, message: Any) -> Handler | None:
+        """The handler for ``message``: an exact type match first, then declaration order."""
+        cls = type(message)
+        found = self._dispatch.get(cls)
+        if found is not None:
+            return found
+        cacheable = True
+        match: Handler | None = None
+        for h in self.handlers:
+            if h.input_type is cls:
+                match = h
+                break
+        if match is None:
+            for h in self.handlers:
+                if is_instance(message, h.input_type):
+                    match = h
+                    break
+                cacheable = cacheable and h.decidable
+        if match is not None and cacheable and match.decidable:
+            self._dispatch[cls] = match
+        return match
+
+    def with_id(self, id: str) -> Executor:
+        """A copy of this executor under another id (its handlers bound to the copy), so
+        one object can serve several nodes: a fragment used twice, a flow naming the same
+        agent at two places.
+
+        .. versionadded:: 0.1
+        """
+        clone = copy.copy(self)  # shallow: a class's own ``__copy__`` decides
+        clone.id = id
+        # class executors' handlers are methods bound to ``self``: collect them again on
+        # the copy, unless its class copies itself or its handlers are the function's
+        own_copy = getattr(type(self), "__copy__", None) is not None
+        reusable = type(self)._collect_handlers is FunctionExecutor._collect_handlers
+        if not own_copy and not reusable:
+            clone.handlers = clone._collect_handlers()
+        clone._dispatch = {}  # dispatch is cached per executor object
+        return clone
+
+    # -- checkpointing -----------------------------------------------------------------
+
+    def snapshot_state(self, state: dict[str, Any]) -> Any:
+        """Return a JSON-ready snapshot of this executor's per-run ``state`` (override)."""
+        return state
+
+    def restore_state(self, snapshot: Any) -> dict[str, Any]:
+        """Inverse of :meth:`snapshot_state` (override together)."""
+        return dict(snapshot or {})
+
+    def __repr__(self) -> str:
+        accepts = ", ".join(type_name(t) for t in self.input_types)
+        return f"<{type(self).__name__} {self.id!r} accepts {accepts}>"
+
+
+class FunctionExecutor(Executor):
+    """An executor around one async function (what :func:`executor` builds)."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Awaitable[Any]],
+        *,
+        id: str | None = None,
+        max_concurrency: int | None = None,
+        max_visits: int | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        if not inspect.iscoroutinefunction(fn):
+            raise TypeError(f"@executor needs an async def, got {_qualname(fn)}")
+        self.fn = fn
+        super().__init__(
+            id or fn.__name__,
+            max_concurrency=max_concurrency,
+            max_visits=max_visits,
+            retry=retry,
+            timeout=timeout,
+        )
+
+    def _collect_handlers(self) -> tuple[Handler, ...]:
+        return (_resolve_handler(self.fn, skip_self=False),)
+
+    @property
+    def ref(self) -> str:
+        """``module:qualname`` of the wrapped function; a script's ``__main__`` is named by
+        the module it would be when imported (as :func:`plait.spi.code_ref` does), so the
+        process that resumes the run names it the same."""
+        module = self.fn.__module__
+        if module == "__main__":
+            from ._hints import main_module_name
+
+            module = main_module_name()
+        return f"{module}:{self.fn.__qualname__}"
+
+
+@overload
+def executor(fn: Callable[..., Awaitable[Any]], /) -> FunctionExecutor: ...
+
+
+@overload
+def executor(
+    *,
+    id: str | None = None,
+    max_concurrency: int | None = None,
+    max_visits: int | None = None,
+    retry: RetryPolicy | None = None,
+    timeout: float | None = None,
+) -> Callable[[Callable[..., Awaitable[Any]]], FunctionExecutor]: ...
+
+
+def executor(
+    fn: Callable[..., Awaitable[Any]] | None = None,
+    /,
+    *,
+    id: str | None = None,
+    max_concurrency: int | None = None,
+    max_visits: int | None = None,
+    retry: RetryPolicy | None = None,
+    timeout: float | None = None,
+) -> FunctionExecutor | Callable[[Callable[..., Awaitable[Any]]], FunctionExecutor]:
+    """Turn an ``async def f(message: T, ctx: WorkflowContext[Out, WOut])`` into an executor.
+
+    The context parameter is optional; a function that returns a value (not ``None``)
+    sends it on, as if it had called ``ctx.send_message``.
+
+    .. versionadded:: 0.1
+    """
+
+    def wrap(f: Callable[..., Awaitable[Any]]) -> FunctionExecutor:
+        return FunctionExecutor(
+            f,
+            id=id,
+            max_concurrency=max_concurrency,
+            max_visits=max_visits,
+            retry=retry,
+            timeout=timeout,
+        )
+
+    return wrap(fn) if fn is not None else wrap
+
+
+# -- introspection -------------------------------------------------------------------------
+
+
+def _qualname(fn: Any) -> str:
+    qualname = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    return f"{getattr(fn, '__module__', '?')}.{qualname}"
+
+
+#: What reading a handler function's signature found, per function (a bound method's is
+#: its underlying function): reading type hints costs far more than building an executor,
+#: and a flow or a spec with 1,000 nodes binds the same few functions again and again.
+_SHAPES: weakref.WeakKeyDictionary[Any, tuple[Any, ...]] = weakref.WeakKeyDictionary()
+
+
+def _resolve_handler(fn: Callable[..., Awaitable[Any]], *, skip_self: bool) -> Handler:
+    key = getattr(fn, "__func__", fn)
+    # closures made by one ``def`` (1,000 ``@executor`` nodes from a loop) share their code
+    # and annotations, hence their shape: found by code, no per-function entry is needed
+    code_key = _code_key(key, skip_self)
+    if code_key is not None:
+        shape = _BY_CODE.get(code_key)
+        if shape is None:
+            shape = _read_shape(fn, skip_self=skip_self)
+            if len(_BY_CODE) < 4096:
+                _BY_CODE[code_key] = shape
+    else:
+        try:
+            shape = _SHAPES.get(key)
+        except TypeError:  # not weak-referenceable (a builtin): no cache
+            shape = None
+        if shape is None:
+            shape = _read_shape(fn, skip_self=skip_self)
+            try:
+                _SHAPES[key] = shape
+            except TypeError:
+                pass
+    name, input_type, outputs, workflow_outputs, with_ctx, forward, decidable = shape
+    call = _make_call(fn, with_ctx=with_ctx, forward=forward)
+    return Handler(name, input_type, outputs, workflow_outputs, call, decidable)
+
+
+_BY_CODE: dict[Any, tuple[Any, ...]] = {}
+
+
+def _code_key(function: Any, skip_self: bool) -> Any:
+    """What decides a function's shape: its code, its globals (where string annotations
+    resolve) and its annotations' values; ``None`` when those are not hashable."""
+    code = getattr(function, "__code__", None)
+    annotations = getattr(function, "__annotations__", None)
+    if code is None or not isinstance(annotations, dict):
+        return None
+    key = (code, id(getattr(function, "__globals__", None)), skip_self, *annotations.items())
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _read_shape(fn: Callable[..., Awaitable[Any]], *, skip_self: bool) -> tuple[Any, ...]:
+    name = _qualname(fn)
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception as exc:  # unresolvable forward reference
+        raise TypeError(f"cannot read the annotations of {name}: {exc}") from exc
+    params = list(inspect.signature(fn).parameters.values())
+    if skip_self:
+        params = params[1:]
+    if not params:
+        raise TypeError(f"handler {name} must take the message as its first parameter")
+    message_param, rest = params[0], params[1:]
+    input_type = hints.get(message_param.name, Any)
+    ctx_param = next((p for p in rest if _is_context(hints.get(p.name))), None)
+    if ctx_param is None and len(rest) == 1 and rest[0].name not in hints:
+        ctx_param = rest[0]  # an unannotated second parameter is the context
+    if len(rest) > (1 if ctx_param is not None else 0):
+        raise TypeError(f"handler {name} takes too many parameters (message, ctx at most)")
+    returns = hints.get("return", Any)
+    returns_value = returns not in (None, type(None))
+    if ctx_param is not None:
+        outputs, workflow_outputs = _context_types(hints.get(ctx_param.name))
+    else:
+        outputs, workflow_outputs = (), ()
+    if returns_value and returns is not typing.NoReturn:
+        outputs = _union_of((outputs, _UNKNOWN if returns is Any else (returns,)))
+    with_ctx = ctx_param is not None
+    decidable = is_class_decidable(input_type)
+    return (name, input_type, outputs, workflow_outputs, with_ctx, returns_value, decidable)
+
+
+def _make_call(
+    fn: Callable[..., Awaitable[Any]], *, with_ctx: bool, forward: bool
+) -> Callable[[Any, WorkflowContext[Any, Any]], Awaitable[Any]]:
+    if with_ctx and not forward:
+        return fn
+
+    async def call(message: Any, ctx: WorkflowContext[Any, Any]) -> None:
+        result = await (fn(message, ctx) if with_ctx else fn(message))
+        if result is not None:
+            await ctx.send_message(result)
+
+    return call
+
+
+def _is_context(annotation: Any) -> bool:
+    origin = typing.get_origin(annotation) or annotation
+    return isinstance(origin, type) and issubclass(origin, WorkflowContext)
+
+
+def _context_types(annotation: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    args = typing.get_args(annotation)
+    if not args:
+        return _UNKNOWN, _UNKNOWN
+    out = args[0]
+    workflow_out = args[1] if len(args) > 1 else typing.NoReturn
+    return _split(out), _split(workflow_out)
+
+
+def _split(tp: Any) -> tuple[Any, ...]:
+    if tp in _NOTHING:
+        return ()
+    if typing.get_origin(tp) is typing.Union or type(tp).__name__ == "UnionType":
+        return tuple(typing.get_args(tp))
+    return (tp,)
+
+
+def _union_of(groups: typing.Iterable[tuple[Any, ...]]) -> tuple[Any, ...]:
+    out: list[Any] = []
+    for group in groups:
+        for tp in group:
+            if tp is Any:
+                return _UNKNOWN
+            if tp not in out:
+                out.append(tp)
+    return tuple(out)

@@ -1,0 +1,290 @@
+"""The compiled graph: routing tables derived once from a workflow, shared by its runs.
+
+The runner and the checkpointer depend on this module, never on :mod:`plait.workflow`.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ._errors import ConfigError, ExpressionError, RunOptionError
+from ._executor import Executor, Handler
+from ._policies import RetryPolicy
+from ._refs import NotPortableError, resolve_ref
+from ._spec import WorkflowSpec
+
+if TYPE_CHECKING:
+    # annotations only: plait.attempts imports asyncio, which building a graph never needs
+    from ._attempts import Policy
+    from ._options import RunOptions
+    from ._plugins import PluginManager
+    from ._routing import EdgeRunner
+
+__all__ = ["ERROR_ROUTER", "CompiledGraph", "Invocable", "Limits", "PluginEnv", "resolve_limits"]
+
+#: The router name of error edges: ``A -error-> fallback``. The runner delivers an
+#: :class:`~plait.InvocationFailure` along them when A fails after its retries.
+ERROR_ROUTER = "error"
+
+
+class PluginEnv:
+    """The :class:`~plait.spi.RouterEnv` routers see while a workflow compiles.
+
+    :param allow_imports: whether code named by the spec (``{"ref": ...}``) may be
+        imported; false for documents from untrusted sources.
+    """
+
+    def __init__(self, manager: PluginManager, *, allow_imports: bool = True) -> None:
+        self.manager = manager
+        self.allow_imports = allow_imports
+
+    def lookup(self, kind: str, name: str, *, what: str) -> Any:
+        return self.manager.registry(kind).get(name, what=what)
+
+    def callable(self, value: Any, *, what: str, role: str = "predicate") -> Callable[..., Any]:
+        """A Python callable for code a spec records (see :mod:`plait.refs`).
+
+        ``{"expr": ...}`` compiles an expression once: as a ``predicate`` it is called with
+        the message and must give a boolean (``null`` counts as false); as a ``selection``
+        it is called with ``(message, targets)`` and gives a target id or a list of them.
+        The expression sees the message as ``message`` and, when the message is a mapping,
+        its keys at the top level (plus ``targets`` for a selection). ``{"ref": ...}``
+        imports the function (when imports are allowed).
+
+        :raises NotPortableError: the spec records in-process code that is not here.
+        :raises ConfigError: the reference cannot be imported or is not allowed to be.
+        :raises ExpressionError: the expression does not compile.
+        """
+        if isinstance(value, Mapping) and "expr" in value:
+            from ._expressions import compile_expression
+
+            compiled = compile_expression(
+                str(value["expr"]), language=value.get("language"), manager=self.manager
+            )
+            if role == "selection":
+                return _expression_selection(compiled, what)
+            return _expression_predicate(compiled, what)
+        if isinstance(value, Mapping) and "ref" in value:
+            if value.get("nonportable"):
+                raise NotPortableError(
+                    f"{what}: {value['ref']} cannot be rebuilt from data because "
+                    f"{value['nonportable']}; pass the callable in Python, or use an "
+                    "expression or a module-level function"
+                )
+            fn = resolve_ref(str(value["ref"]), allow_imports=self.allow_imports, what=what)
+            if not callable(fn):
+                raise ConfigError(f"{what}: {value['ref']} is not callable")
+            return fn  # type: ignore[no-any-return]
+        raise ConfigError(
+            f"{what}: expected {{'expr': ...}} or {{'ref': 'module:function'}}, got {value!r}"
+        )
+
+
+def _scope(message: Any) -> dict[str, Any]:
+    # the message's own keys win: a context with a key "message" keeps it
+    scope: dict[str, Any] = {"message": message}
+    if isinstance(message, Mapping):
+        scope.update(message)
+    return scope
+
+
+def _expression_predicate(compiled: Any, what: str) -> Callable[[Any], bool]:
+    def predicate(message: Any) -> bool:
+        value = compiled.evaluate(_scope(message))
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            raise ExpressionError(
+                f"{what}: {compiled.text!r} gave {type(value).__name__} {value!r}, not a boolean"
+            )
+        return value
+
+    return predicate
+
+
+def _expression_selection(compiled: Any, what: str) -> Callable[[Any, list[str]], list[str]]:
+    def selection(message: Any, targets: list[str]) -> list[str]:
+        scope = _scope(message)
+        scope["targets"] = list(targets)
+        value = compiled.evaluate(scope)
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return value
+        raise ExpressionError(
+            f"{what}: {compiled.text!r} gave {value!r}; a selection gives a target id or a "
+            "list of target ids"
+        )
+
+    return selection
+
+
+class Invocable(Protocol):
+    """What a run calls for an executor id: the executor, or what stands for it when its
+    invocations run elsewhere (:class:`plait.placement.PlacedExecutor`)."""
+
+    @property
+    def input_types(self) -> tuple[Any, ...]: ...
+
+    def find_handler(self, message: Any) -> Handler | None: ...
+
+
+class CompiledGraph:
+    """Routing tables derived once from a workflow, shared by its runs."""
+
+    def __init__(
+        self,
+        spec: WorkflowSpec,
+        executors: Mapping[str, Executor],
+        edge_runners: Mapping[str, EdgeRunner],
+        plugin_manager: PluginManager,
+    ) -> None:
+        self.spec = spec
+        self.executors = dict(executors)
+        #: executor id -> its placement, for executors whose invocations run elsewhere than
+        #: on the driver (resolved when the workflow compiles: :func:`plait.placement.place`)
+        self.placements: dict[str, Any] = {}
+        #: what runs call per executor id: the executors, a placed one standing behind
+        #: its placement (the same mapping as :attr:`executors` when nothing is placed)
+        self.run_executors: Mapping[str, Invocable] = self.executors
+        self.edge_runners = dict(edge_runners)
+        routes: dict[str, list[tuple[str, EdgeRunner]]] = {}
+        errors: dict[str, list[str]] = {}
+        for group in spec.edge_groups:
+            if group.router == ERROR_ROUTER:
+                # not a route for messages: where a source's failures go instead of failing
+                for source in group.sources:
+                    errors.setdefault(source, []).extend(group.targets)
+                continue
+            for source in group.sources:
+                routes.setdefault(source, []).append((group.id, self.edge_runners[group.id]))
+        #: executor id -> the executors its failures are delivered to (error edges)
+        self.error_targets = {k: tuple(v) for k, v in errors.items()}
+        self.routes_from = {k: tuple(v) for k, v in routes.items()}
+        self.flushers = tuple(
+            (gid, runner) for gid, runner in self.edge_runners.items() if runner.needs_flush
+        )
+        self.stateful = tuple(
+            (gid, runner) for gid, runner in self.edge_runners.items() if runner.stateful
+        )
+        self.plugin_manager = plugin_manager
+        #: executor id -> its rank: the declaration order of the spec's nodes, the order
+        #: a superstep's effects are committed in (never the order handlers finish in)
+        self.rank = {node.id: i for i, node in enumerate(spec.nodes)}
+        #: the limits of a run that sets no per-executor run option (see resolve_limits)
+        self.limits = resolve_limits(self)
+
+    @functools.cached_property
+    def topology(self) -> dict[str, Any]:
+        """The spec's topology (what a run's first checkpoint records), computed once."""
+        return self.spec.topology()
+
+    @functools.cached_property
+    def signature(self) -> str:
+        """The spec's topology signature, computed once."""
+        return self.spec.signature()
+
+    @functools.cached_property
+    def fingerprint(self) -> dict[str, Any]:
+        """The workflow's fingerprint (:func:`plait.fingerprint.workflow_fingerprint`),
+        computed once: what checkpoints record and a resume compares."""
+        from ._fingerprint import workflow_fingerprint
+
+        return workflow_fingerprint(self)
+
+    @functools.cached_property
+    def reach(self) -> dict[str, frozenset[str]]:
+        """Executor id -> every executor reachable from it (itself included)."""
+        return {nid: frozenset(self.spec.reachable_from(nid)) for nid in self.spec.node_ids}
+
+
+class Limits:
+    """The limits of one run, resolved once by :func:`resolve_limits`.
+
+    :param concurrency: executor id -> how many of its messages of one superstep may run
+        at once (only executors allowing more than one).
+    :param visits: executor id -> how many supersteps it may run in (only bounded ones).
+    :param policies: executor id -> ``(retry policy, timeout)`` (only executors with
+        either, or whose failures an error edge takes: their attempts are transactional).
+    """
+
+    __slots__ = ("concurrency", "policies", "visits")
+
+    def __init__(
+        self,
+        concurrency: dict[str, int],
+        visits: dict[str, int],
+        policies: dict[str, Policy],
+    ) -> None:
+        self.concurrency = concurrency
+        self.visits = visits
+        self.policies = policies
+
+    def __repr__(self) -> str:
+        return (
+            f"Limits(concurrency={self.concurrency!r}, visits={self.visits!r}, "
+            f"policies={sorted(self.policies)!r})"
+        )
+
+
+def resolve_limits(graph: CompiledGraph, options: RunOptions | None = None) -> Limits:
+    """Every per-executor limit of a run — concurrency, visits, timeout, retries — in one
+    place, with one precedence: **run option, then node, then workflow**.
+
+    - the run option for that executor (``executor_concurrency[id]``,
+      ``executor_max_visits[id]``);
+    - the node's own setting (``NodeSpec`` field, else the executor object's attribute:
+      ``max_concurrency``, ``max_visits``, ``retry``, ``timeout``);
+    - the workflow-wide default (the ``max_visits`` run option or workflow default,
+      ``WorkflowSpec.retry``, ``WorkflowSpec.timeout``); concurrency defaults to 1.
+
+    :raises RunOptionError: a per-executor run option names an executor the graph lacks.
+    """
+    spec, executors = graph.spec, graph.executors
+    run_concurrency: Mapping[str, int] = {}
+    run_visits: Mapping[str, int] = {}
+    default_visits: int | None = None
+    if options is not None:
+        run_concurrency = options.executor_concurrency
+        run_visits = options.executor_max_visits
+        default_visits = options.max_visits
+        for eid in (*run_concurrency, *run_visits):
+            if eid not in executors:
+                raise RunOptionError(f"run option names unknown executor {eid!r}")
+    concurrency: dict[str, int] = {}
+    visits: dict[str, int] = {}
+    policies: dict[str, Policy] = {}
+    for node in spec.nodes:
+        eid = node.id
+        ex = executors[eid]
+        n = _first(run_concurrency.get(eid), node.max_concurrency, ex.max_concurrency)
+        if n is not None and n > 1:
+            concurrency[eid] = n
+        limit = _first(run_visits.get(eid), node.max_visits, ex.max_visits, default_visits)
+        if limit is not None:
+            visits[eid] = limit
+        retry: Any = _first(node.retry, getattr(ex, "retry", None), spec.retry)
+        timeout = _first(node.timeout, getattr(ex, "timeout", None), spec.timeout)
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            retry = RetryPolicy.from_dict(retry)
+        if retry is not None or timeout is not None:
+            policies[eid] = (retry, float(timeout) if timeout is not None else None)
+        elif eid in graph.error_targets:
+            # an invocation whose failure an error edge takes is transactional too: what
+            # it sent or yielded before failing is dropped
+            policies[eid] = (None, None)
+    return Limits(concurrency, visits, policies)
+
+
+def _first(*values: Any) -> Any:
+    """The first value that is set (not ``None``)."""
+    for value in values:
+        if value is not None:
+            return value
+    return None

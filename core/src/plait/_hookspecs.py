@@ -1,0 +1,279 @@
+"""Every hook Plait calls, with the contract each implementation must keep.
+
+Hooks are synchronous: they register or observe. What they register (executors,
+stores) may be async. A coroutine hook implementation is rejected at registration.
+
+Registry hooks receive a ``register`` callback with the signature
+``register(name: str, obj: object, *, replaces: str | None = None)``. The kernel checks
+``obj`` against the protocol of its kind at once, stamps it with the distribution that
+registered it, and refuses a name another plugin already registered unless ``replaces``
+names that plugin's distribution.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+import pluggy
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ._observe import RunObserver
+
+__all__ = ["hookspec", "hookimpl", "Register"]
+
+#: Marks a hook specification of Plait (project name ``plait``).
+hookspec = pluggy.HookspecMarker("plait")
+#: Marks a hook implementation of a Plait plugin: ``@plait.hookimpl``.
+hookimpl = pluggy.HookimplMarker("plait")
+
+
+class Register(Protocol):
+    """The callback every registry hook receives."""
+
+    def __call__(self, name: str, obj: Any, *, replaces: str | None = None) -> None:
+        """Register ``obj`` under ``name``; ``replaces`` names a distribution to override."""
+
+
+# ---------------------------------------------------------------------------
+# Registries: called once per plugin when the plugin manager builds its registries.
+# ---------------------------------------------------------------------------
+
+
+@hookspec
+def plait_register_executor_kinds(register: Register) -> None:
+    """Register named executor kinds (see :class:`plait.spi.ExecutorKind`).
+
+    A kind is an :class:`~plait.spi.ExecutorKind`: a JSON Schema ``config_schema``,
+    ``check(config, ctx)`` returning every config problem with its JSON path, and
+    ``create(config, ctx)`` building the executor. Declarative front-ends and
+    :meth:`plait.Workflow.from_spec` build executors from data through them (``python`` by
+    import path, ``shell``, ``http``, ``workflow``, ``agent`` …). A kind also declares its
+    ``capabilities`` (see :mod:`plait.capabilities`): what a node of it may make Plait do,
+    which a loaded document must be granted.
+
+    :param register: ``register(kind_name, kind, replaces=None)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_register_routers(register: Register) -> None:
+    """Register edge routers: how messages cross an edge group.
+
+    A router is an object with ``name: str``, ``stateful: bool`` and
+    ``create(group: EdgeGroupSpec, params: Mapping[str, Any], env: RouterEnv) -> EdgeRunner``
+    (see :class:`plait.spi.Router`). Routers with state (fan-in buffers) snapshot and restore it.
+
+    :param register: ``register(router_name, router, replaces=None)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_register_merge_strategies(register: Register) -> None:
+    """Register merge strategies for fan-in (see :class:`plait.spi.MergeStrategy`).
+
+    A merge strategy has ``name: str``, ``merge(values, sources) -> Any`` and
+    ``output_type(input_type) -> type``.
+
+    :param register: ``register(strategy_name, strategy, replaces=None)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_register_converters(register: Register) -> None:
+    """Register message converters (see :class:`plait.spi.Converter`).
+
+    A converter is a ``Converter(source, target, fn, lossless, name, cost)`` record; the
+    builder chains converters to connect edges whose types differ.
+
+    :param register: ``register(converter_name, converter, replaces=None)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_register_checkpoint_stores(register: Register) -> None:
+    """Register checkpoint stores by URL scheme (see :class:`plait.spi.CheckpointStore`).
+
+    The registered object is a factory ``factory(url: str) -> CheckpointStore``.
+
+    :param register: ``register(scheme, factory, replaces=None)`` — for example
+        ``register("sqlite", SqliteStore.from_url)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_register_loaders(register: Register) -> None:
+    """Register front-ends that turn text into a workflow (flow DSL, JSON DAG, YAML steps).
+
+    A loader (:class:`plait.spi.Loader`) has ``suffixes``, ``load(text, ctx:
+    LoadContext) -> WorkflowSpec`` raising :class:`~plait.LoadError` with every
+    problem and its position, and optionally ``detect(text) -> bool``.
+    :func:`plait.load` picks one by ``format=``, by suffix or by detection.
+
+    :param register: ``register(loader_name, loader, replaces=None)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_register_fragments(register: Register) -> None:
+    """Register named, reusable workflow fragments a distribution publishes.
+
+    A fragment has a ``name`` (``"textkit.summarize"``), a ``version``, a contract (input
+    and output types) and a factory returning a builder; ``add_workflow("textkit.summarize")``
+    composes it.
+
+    :param register: ``register(fragment_name, fragment, replaces=None)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_register_expression_languages(register: Register) -> None:
+    """Register safe expression languages for conditions and ``{{ }}`` templates.
+
+    A language is an :class:`~plait.spi.ExpressionLanguage`: ``compile(text, *,
+    source, line, column)`` and ``compile_template(...)`` return compiled objects that
+    evaluate over JSON-like data only. The first-party language is named ``"plait"``.
+
+    :param register: ``register(language_name, language, replaces=None)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_register_exporters(register: Register) -> None:
+    """Register graph exporters (``mermaid``, ``dot`` …).
+
+    An exporter has ``export(spec: WorkflowSpec) -> str``;
+    :meth:`plait.Workflow.export` (and ``to_mermaid``/``to_dot``) look them up by name.
+
+    :param register: ``register(format_name, exporter, replaces=None)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_register_placements(register: Register) -> None:
+    """Register placements: where executor invocations run.
+
+    See :mod:`plait.placement`. A placement has
+    ``async invoke(graph, executor_id, handler, message, ctx)``, which runs one invocation
+    somewhere and applies what it did to ``ctx`` as a local
+    invocation would. ``local`` (anyio tasks on the driver) is built in and is the
+    default; ``ray`` comes with ``plait-ray``. A node or workflow chooses one by name
+    (``placement="ray"``); names are resolved when the workflow is built.
+
+    :param register: ``register(placement_name, placement, replaces=None)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_register_commands(cli: Any) -> None:
+    """Add sub-commands to the ``plait`` command-line interface.
+
+    :param cli: the CLI's command group; the CLI plugin documents its type.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+# ---------------------------------------------------------------------------
+# Observers: tracing and metrics. The runner calls these only when at least one
+# plugin implements them, so they cost nothing otherwise.
+# ---------------------------------------------------------------------------
+
+
+@hookspec
+def plait_run_started(run_id: str, workflow: Any) -> None:
+    """A run of ``workflow`` (a :class:`plait.Workflow`) started.
+
+    :param run_id: the run's id.
+    :param workflow: the workflow being run.
+    :return: nothing; every implementation is called, in the event loop's thread, so it
+        must not block.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_superstep_finished(run_id: str, superstep: int, executor_ids: list[str]) -> None:
+    """Superstep ``superstep`` of run ``run_id`` finished.
+
+    :param run_id: the run's id.
+    :param superstep: the superstep number (1-based).
+    :param executor_ids: the executors that ran in it, in delivery order.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_run_finished(run_id: str, status: str, error: BaseException | None) -> None:
+    """Run ``run_id`` ended with ``status`` (``idle``, ``idle_with_pending_requests``, ``failed``).
+
+    :param run_id: the run's id.
+    :param status: the final status.
+    :param error: the error that failed the run, else ``None``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_observe_run(
+    run_id: str, workflow: Any, superstep: int, resumed: Mapping[str, Any] | None
+) -> RunObserver | None:
+    """A run starts: return a :class:`~plait.spi.RunObserver` to be told about its
+    supersteps and executor invocations, or ``None`` to leave it alone.
+
+    Called for every run — fresh, resumed (``superstep`` > 0) and nested (a workflow run
+    as an executor of another) — in the task that runs it, so the caller's context
+    variables are visible (the current OpenTelemetry span, for one). When no plugin
+    implements this hook, runs are not observed at all and pay nothing for it.
+
+    :param run_id: the run's id.
+    :param workflow: the :class:`plait.Workflow` being run.
+    :param superstep: the superstep the run continues after (0 for a new run).
+    :param resumed: for a resumed run, what its observers kept with the checkpoint it
+        resumes from (:meth:`~plait.spi.RunObserver.checkpoint_metadata`, all of
+        them merged), else ``None``. It was read from a store: check it before use.
+        An implementation may leave this parameter out.
+    :return: an observer or ``None``; every implementation is called and the observers
+        returned are all told (each gets back only its own handles).
+
+    .. versionadded:: 0.1
+    """

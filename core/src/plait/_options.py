@@ -1,0 +1,205 @@
+"""Run options: what ``Workflow.run(message, **options)`` accepts, checked at once.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from ._errors import RunOptionError
+
+__all__ = ["RunOptions"]
+
+
+def _positive(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise RunOptionError(f"run option {attribute.name} must be a positive int, got {value!r}")
+
+
+def _positive_seconds(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise RunOptionError(
+            f"run option {attribute.name} must be a positive number of seconds, got {value!r}"
+        )
+
+
+def _positive_map(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    for key, limit in value.items():
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise RunOptionError(
+                f"run option {attribute.name}[{key!r}] must be a positive int, got {limit!r}"
+            )
+
+
+def _run_id(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise RunOptionError(f"run option run_id must be a non-empty string, got {value!r}")
+
+
+#: What a run needs of a checkpoint store object (see :class:`plait.spi.CheckpointStore`).
+_STORE_METHODS = ("save", "load", "latest", "list", "acquire_lease", "renew_lease",
+                  "release_lease")  # fmt: skip
+
+
+def _store(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is None or isinstance(value, str):
+        return
+    missing = [m for m in _STORE_METHODS if not callable(getattr(value, m, None))]
+    if missing:
+        raise RunOptionError(
+            f"run option checkpoint must be a store URL ('sqlite:///runs.db') or a checkpoint "
+            f"store, got {type(value).__name__} {value!r} (it has no {', '.join(missing)})"
+        )
+
+
+def _stop_flag(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not callable(getattr(value, "is_set", None)):
+        raise RunOptionError(
+            f"run option stop must have an is_set() method (an anyio.Event, a "
+            f"threading.Event), got {type(value).__name__} {value!r}"
+        )
+
+
+def _callable(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not callable(value):
+        raise RunOptionError(
+            f"run option {attribute.name} must be callable, got {type(value).__name__} {value!r}"
+        )
+
+
+def _reducers(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, Mapping):
+        raise RunOptionError(
+            f"run option shared_reducers must be a dict of key -> reducer(current, update), "
+            f"got {type(value).__name__}"
+        )
+    for key, reducer in value.items():
+        if not isinstance(key, str) or not callable(reducer):
+            raise RunOptionError(
+                f"run option shared_reducers[{key!r}] must map a string key to a callable "
+                f"reducer(current, update), got {type(reducer).__name__} {reducer!r}"
+            )
+
+
+#: Keys of a checkpoint's metadata that the kernel writes itself.
+_RESERVED_METADATA = frozenset({"workflow", "topology", "error", "observers", "fingerprint"})
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def _metadata(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    def json_ready(item: Any, where: str) -> None:
+        if isinstance(item, _JSON_SCALARS):
+            return
+        if isinstance(item, (list, tuple)):
+            for index, element in enumerate(item):
+                json_ready(element, f"{where}[{index}]")
+            return
+        if isinstance(item, Mapping):
+            for key, element in item.items():
+                if not isinstance(key, str):
+                    raise RunOptionError(
+                        f"run option checkpoint_metadata{where} has a non-string key {key!r}"
+                    )
+                json_ready(element, f"{where}[{key!r}]")
+            return
+        raise RunOptionError(
+            f"run option checkpoint_metadata{where} must be JSON-ready (str, int, float, "
+            f"bool, None, lists and string-keyed dicts), got {type(item).__name__}"
+        )
+
+    if not isinstance(value, Mapping):
+        raise RunOptionError(
+            f"run option checkpoint_metadata must be a dict, got {type(value).__name__}"
+        )
+    json_ready(value, "")
+    taken = sorted(_RESERVED_METADATA & set(value))
+    if taken:
+        raise RunOptionError(
+            f"run option checkpoint_metadata may not set {', '.join(taken)}: the kernel "
+            "writes those keys itself"
+        )
+
+
+def _one_of(*choices: str) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
+    def check(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if value is not None and value not in choices:
+            raise RunOptionError(
+                f"run option {attribute.name} must be one of {', '.join(choices)}, got {value!r}"
+            )
+
+    return check
+
+
+@attrs.frozen(kw_only=True)
+class RunOptions:
+    """Options of one run. ``Workflow.run(msg, **options)`` rejects unknown names.
+
+    :param max_supersteps: fail the run past this many supersteps (default 100).
+    :param max_concurrency: at most this many handlers at once in the whole run.
+    :param max_visits: at most this many supersteps per executor (a cycle bound).
+    :param executor_concurrency: per-executor handler concurrency within a superstep.
+    :param executor_max_visits: per-executor visit limits (override ``max_visits``).
+    :param events: ``"lifecycle"`` (run started/finished, outputs, requests) or ``"all"``;
+        ``run()`` defaults to lifecycle, ``stream()`` to all.
+    :param run_id: the run's id (default: a new UUID).
+    :param raise_on_failure: raise the run's error (default) or return a failed result.
+    :param checkpoint: a checkpoint store or store URL; a checkpoint per superstep.
+    :param durability: ``sync``, ``async`` or ``exit`` (see the durable-runs guide).
+    :param lease_ttl: seconds the run's lease (one writer per run) lives without renewal;
+        a worker that died on another host loses it after this long (default 30).
+    :param checkpoint_metadata: JSON-ready annotations added to the metadata of every
+        checkpoint the run writes (the CLI records how to load the workflow again).
+    :param on_event: called with every event as it happens (with ``events="all"``, every
+        superstep and invocation event too) instead of collecting them in the result's
+        ``events``: a progress display's feed. It must not block.
+    :param stop: an object with ``is_set()`` (an :class:`anyio.Event`, a
+        :class:`threading.Event`) asked at each superstep boundary; once set, the run
+        ends there, after that superstep's checkpoint, with status ``running`` and what
+        is still pending kept for :meth:`~plait.Workflow.resume`. How ``plait run`` stops
+        on Ctrl-C.
+    :param shared_reducers: shared-state key -> ``reducer(current, update)``: how the
+        writes of several executors to that key in one superstep combine (folded in the
+        canonical order: the executors' rank in the graph, then the order of their
+        writes). Without one, two executors writing one key in one superstep is a
+        :class:`~plait.SharedStateConflictError`.
+    :param watch: called once as the run starts with a :class:`plait.spi.RunWatch`, a
+        live read-only view (superstep, executors running, outputs, retries) that a
+        progress display polls at its own pace: it costs the run nothing per superstep.
+
+    .. versionchanged:: 0.1 ``checkpoint_metadata``, ``on_event``, ``stop``, ``watch`` and
+       ``shared_reducers``.
+    """
+
+    max_supersteps: int = attrs.field(default=100, validator=_positive)
+    max_concurrency: int | None = attrs.field(default=None, validator=_positive)
+    max_visits: int | None = attrs.field(default=None, validator=_positive)
+    executor_concurrency: Mapping[str, int] = attrs.field(factory=dict, validator=_positive_map)
+    executor_max_visits: Mapping[str, int] = attrs.field(factory=dict, validator=_positive_map)
+    events: str | None = attrs.field(default=None, validator=_one_of("lifecycle", "all"))
+    run_id: str | None = attrs.field(default=None, validator=_run_id)
+    raise_on_failure: bool = True
+    checkpoint: Any = attrs.field(default=None, validator=_store)
+    durability: str = attrs.field(default="sync", validator=_one_of("sync", "async", "exit"))
+    lease_ttl: float = attrs.field(default=30.0, validator=_positive_seconds)
+    checkpoint_metadata: Mapping[str, Any] = attrs.field(factory=dict, validator=_metadata)
+    on_event: Callable[[Any], None] | None = attrs.field(default=None, validator=_callable)
+    stop: Any = attrs.field(default=None, validator=_stop_flag)
+    watch: Callable[[Any], None] | None = attrs.field(default=None, validator=_callable)
+    shared_reducers: Mapping[str, Callable[[Any, Any], Any]] = attrs.field(
+        factory=dict, validator=_reducers
+    )
+
+    @classmethod
+    def from_kwargs(cls, defaults: Mapping[str, Any], options: Mapping[str, Any]) -> RunOptions:
+        """Merge workflow defaults and call options; unknown names are a RunOptionError."""
+        known = {a.name for a in attrs.fields(cls)}
+        unknown = sorted((set(defaults) | set(options)) - known)
+        if unknown:
+            raise RunOptionError(
+                f"unknown run option(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+            )
+        return cls(**{**defaults, **options})

@@ -1,0 +1,278 @@
+"""Registries: what plugins registered, by kind and name, and the rules for names.
+
+Each registry hook's ``register`` callback is a :class:`_Collector`: it checks the object
+against its kind's protocol at once and records which plugin and distribution gave it.
+Two registrations of one name are an error naming both distributions unless one says
+``replaces=`` (:func:`resolve`).
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
+
+import attrs
+
+from ._errors import PluginConflictError, RegistrationError, UnknownNameError
+
+__all__ = [
+    "FIRST_PARTY",
+    "KINDS",
+    "KIND_NAMES",
+    "Lazy",
+    "Registration",
+    "Registry",
+    "lazy",
+    "lazy_exports",
+    "provider",
+]
+
+DISABLE_ENV = "PLAIT_DISABLE_PLUGINS"
+T = TypeVar("T")
+
+
+def _has(*attributes: str) -> Callable[[Any], str | None]:
+    def check(obj: Any) -> str | None:
+        if isinstance(obj, Lazy):  # checked against what it declares, without importing
+            missing = [a for a in attributes if a not in obj.provides]
+        else:
+            missing = [a for a in attributes if not hasattr(obj, a)]
+        return f"lacks {', '.join(missing)}" if missing else None
+
+    return check
+
+
+class Lazy:
+    """A registered object that lives in a module imported on first use (see :func:`lazy`).
+
+    Attribute reads go to the real object, made once: ``module:attr`` names a class
+    (instantiated without arguments) or an instance. ``static`` attributes (a loader's
+    ``suffixes``) answer without importing.
+    """
+
+    def __init__(self, ref: str, provides: frozenset[str], static: dict[str, Any]) -> None:
+        self.ref = ref
+        self.provides = provides | frozenset(static)
+        self._target: Any = None
+        self.__dict__.update(static)
+
+    def resolve(self) -> Any:
+        """The real object (imported and made on first use)."""
+        if self._target is None:
+            from ._refs import import_ref
+
+            obj = import_ref(self.ref)
+            self._target = obj() if isinstance(obj, type) else obj
+        return self._target
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_target", "ref", "provides"):
+            raise AttributeError(name)
+        return getattr(self.resolve(), name)
+
+    def __repr__(self) -> str:
+        state = "loaded" if self._target is not None else "not loaded yet"
+        return f"<lazy {self.ref} ({state})>"
+
+
+def lazy(ref: str, *, provides: tuple[str, ...] = (), **static: Any) -> Lazy:
+    """Register ``module:attr`` without importing it: a plugin's registry hook stays cheap
+    (a ``plait`` command pays plugin loading on every start), and the module is imported
+    when the object is first used. ``provides`` names the protocol attributes it has (the
+    registry checks those names instead of importing); ``static`` attributes are answered
+    at once (``suffixes=(".flow",)``).
+
+    .. versionadded:: 0.1
+    """
+    return Lazy(ref, frozenset(provides), dict(static))
+
+
+def _is_callable(obj: Any) -> str | None:
+    return None if callable(obj) else f"is not callable (got {type(obj).__name__})"
+
+
+#: Registry hook name -> (kind name, protocol check returning a problem or None).
+KINDS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
+    "plait_register_executor_kinds": ("executor_kind", _has("check", "create", "config_schema")),
+    "plait_register_routers": ("router", _has("create", "stateful")),
+    "plait_register_merge_strategies": ("merge_strategy", _has("merge", "output_type")),
+    "plait_register_converters": ("converter", _has("source", "target", "fn", "lossless")),
+    "plait_register_checkpoint_stores": ("checkpoint_store", _is_callable),
+    "plait_register_loaders": ("loader", _has("load")),
+    "plait_register_fragments": ("fragment", _has("build")),
+    "plait_register_expression_languages": ("expression_language", _has("compile")),
+    "plait_register_exporters": ("exporter", _has("export")),
+    "plait_register_placements": ("placement", _has("invoke")),
+}
+KIND_NAMES = [kind for kind, _ in KINDS.values()]
+
+#: Which first-party distribution provides a name, so an unknown name can say what to install.
+#: The one place this is written down; a test checks it against what those plugins register.
+FIRST_PARTY: dict[str, dict[str, str]] = {
+    "plait-routing": {"router": "conditional direct error fan_in fan_out switch"},
+    "plait-merge": {"merge_strategy": "concat concat_newline first keyed last list"},
+    "plait-stores": {"checkpoint_store": "file memory sqlite"},
+    "plait-redis": {"checkpoint_store": "redis rediss"},
+    "plait-postgres": {"checkpoint_store": "postgres postgresql"},
+    "plait-sealing": {"checkpoint_store": "sealed"},
+    "plait-executors": {"executor_kind": "http python shell workflow"},
+    "plait-export": {"exporter": "dot mermaid"},
+    "plait-expr": {"expression_language": "plait"},
+    "plait-llm": {"executor_kind": "agent"},
+    "plait-ray": {"placement": "ray"},
+}
+_PROVIDER = {
+    (kind, name): distribution
+    for distribution, kinds in FIRST_PARTY.items()
+    for kind, names in kinds.items()
+    for name in names.split()
+}
+
+
+def provider(kind: str, name: str) -> str | None:
+    """The first-party distribution that registers ``name`` of ``kind``, if one does."""
+    return _PROVIDER.get((kind, name))
+
+
+@attrs.frozen
+class Registration(Generic[T]):
+    """One object registered under a name by one plugin."""
+
+    kind: str
+    name: str
+    obj: T
+    plugin: str
+    distribution: str
+    replaces: str | None = None
+
+
+class Registry(Generic[T]):
+    """Every object of one kind, by name. Lookups of unknown names list what exists."""
+
+    def __init__(
+        self,
+        kind: str,
+        entries: dict[str, Registration[T]],
+        conflicts: dict[str, str] | None = None,
+    ) -> None:
+        self.kind = kind
+        self._entries = entries
+        self._conflicts = conflicts or {}
+
+    def get(self, name: str, *, what: str | None = None) -> T:
+        """Return the object registered as ``name``.
+
+        :raises UnknownNameError: naming ``what`` asked for it and listing installed names.
+        """
+        try:
+            return self._entries[name].obj
+        except KeyError:
+            if name in self._conflicts:
+                raise PluginConflictError(self._conflicts[name]) from None
+            known = ", ".join(sorted(self._entries)) or "none"
+            asker = f" (for {what})" if what else ""
+            distribution = provider(self.kind, name)
+            hint = f" — it comes with {distribution} (pip install {distribution})"
+            raise UnknownNameError(
+                f"unknown {self.kind.replace('_', ' ')} {name!r}{asker}; installed: {known}"
+                + (hint if distribution else "")
+            ) from None
+
+    def entry(self, name: str) -> Registration[T]:
+        """The full registration record for ``name`` (``KeyError`` if absent)."""
+        return self._entries[name]
+
+    def names(self) -> list[str]:
+        """Registered names, sorted."""
+        return sorted(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def values(self) -> list[Registration[T]]:
+        """Registrations sorted by name."""
+        return [self._entries[n] for n in self.names()]
+
+
+class Collector:
+    """The ``register`` callback handed to a registry hook.
+
+    :param owner: returns the plugin record (``name``, ``distribution``) of the hook
+        implementation calling ``register`` — one hook call serves every plugin.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        check: Callable[[Any], str | None],
+        owner: Callable[[], Any],
+        out: list[Registration[Any]],
+    ) -> None:
+        self.kind, self.check, self.owner, self.out = kind, check, owner, out
+
+    def __call__(self, name: str, obj: Any, *, replaces: str | None = None) -> None:
+        plugin = self.owner()
+        if not isinstance(name, str) or not name:
+            raise RegistrationError(f"{self.kind} names must be non-empty strings, got {name!r}")
+        problem = self.check(obj)
+        if problem is not None:
+            raise RegistrationError(
+                f"{self.kind} {name!r} does not fit the {self.kind} protocol: {problem}"
+            )
+        try:
+            setattr(obj, "__plait_distribution__", plugin.distribution)
+        except (AttributeError, TypeError):
+            pass  # frozen or slotted objects keep their registration record only
+        self.out.append(
+            Registration(self.kind, name, obj, plugin.name, plugin.distribution, replaces)
+        )
+
+
+def resolve(
+    kind: str, name: str, regs: list[Registration[Any]]
+) -> tuple[Registration[Any] | None, str | None]:
+    if len(regs) == 1:
+        return regs[0], None
+    replacing = [r for r in regs if r.replaces is not None]
+    others = [r for r in regs if r.replaces is None]
+    if len(replacing) == 1 and all(
+        replacing[0].replaces in (o.distribution, o.plugin) for o in others
+    ):
+        return replacing[0], None
+    who = " and ".join(f"{r.distribution} (plugin {r.plugin!r})" for r in regs)
+    return None, (
+        f"{kind} {name!r} is registered by both {who}; uninstall or disable one "
+        f"({DISABLE_ENV}=name), or pass replaces='<distribution>' in the one that should win"
+    )
+
+
+def lazy_exports(package: str, homes: dict[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` (PEP 562) for a plugin package whose public names live in
+    submodules it should not import when plugins load: ``homes`` maps each name to its
+    submodule (``{"ShellKind": "shell"}``); a name is imported on first use and kept.
+
+    Use: ``__getattr__ = lazy_exports(__name__, {...})``.
+
+    .. versionadded:: 0.1
+    """
+    import sys
+
+    def __getattr__(name: str) -> Any:
+        home = homes.get(name)
+        if home is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(f"{package}.{home}"), name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    return __getattr__

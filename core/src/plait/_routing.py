@@ -1,0 +1,179 @@
+"""The router protocol: how messages cross an edge group.
+
+A :class:`Router` is registered by name through ``plait_register_routers``. When a
+workflow is built, the router turns each edge group using it into an
+:class:`EdgeRunner`. Edge runners are shared by every run of a workflow: anything that
+changes during a run (a fan-in's buffers) lives in the per-run ``state`` object the
+runner passes in, which the edge runner creates, snapshots and restores.
+
+A delivery is a ``(target_id, message)`` tuple; ``route`` returns a list of them.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from ._errors import RoutingError, UnhandledMessageError, WorkflowRunError
+from ._spec import EdgeGroupSpec
+from ._types import type_name
+
+__all__ = ["Delivery", "EdgeRunner", "Router", "RouterEnv", "flush_buffers", "route_outbox"]
+
+#: ``(target_executor_id, message)``
+Delivery = tuple[str, Any]
+
+
+class RouterEnv(Protocol):
+    """What a router may look up while creating an edge runner."""
+
+    def lookup(self, kind: str, name: str, *, what: str) -> Any:
+        """The ``kind`` registered as ``name`` (``UnknownNameError`` naming ``what``)."""
+        ...
+
+    def callable(self, value: Any, *, what: str, role: str = "predicate") -> Callable[..., Any]:
+        """The Python callable for code the spec records in an option (an expression
+        ``{"expr": ...}`` or an import path ``{"ref": ...}``, see :mod:`plait.refs`);
+        ``role`` is ``predicate`` (``fn(message) -> bool``) or ``selection``
+        (``fn(message, targets) -> list[str]``). Errors name ``what``.
+
+        .. versionadded:: 0.1
+        """
+        ...
+
+
+@runtime_checkable
+class EdgeRunner(Protocol):
+    """One edge group, ready to route.
+
+    ``stateful`` runners get a state from :meth:`initial_state` per run; stateless ones
+    get ``None``. ``needs_flush`` runners are asked to :meth:`flush` after each superstep.
+    """
+
+    group: EdgeGroupSpec
+    stateful: bool
+    needs_flush: bool
+
+    def route(self, source: str, message: Any, target: str | None, state: Any) -> list[Delivery]:
+        """Where ``message`` from ``source`` goes (``target`` is the sender's explicit choice).
+
+        Raise :class:`~plait.RoutingError` naming the group when it cannot decide.
+        """
+        ...
+
+    def initial_state(self) -> Any:
+        """A fresh per-run state (``None`` if stateless)."""
+        ...
+
+    def flush(self, state: Any, can_still_send: Callable[[str], bool]) -> list[Delivery]:
+        """Deliver what is buffered if sources that stay silent can no longer send."""
+        ...
+
+    def snapshot(self, state: Any, encode: Callable[[Any], Any]) -> Any:
+        """JSON-ready form of ``state``; ``encode`` turns a message into JSON-ready data."""
+        ...
+
+    def restore(self, data: Any, decode: Callable[[Any], Any]) -> Any:
+        """Inverse of :meth:`snapshot`."""
+        ...
+
+    def message_types(self, source_types: Sequence[Any]) -> Mapping[str, Sequence[Any]]:
+        """Per target, the message types it may receive given the sources' output types."""
+        ...
+
+
+@runtime_checkable
+class Router(Protocol):
+    """A named way of routing, registered through ``plait_register_routers``."""
+
+    stateful: bool
+
+    def create(self, group: EdgeGroupSpec, params: Mapping[str, Any], env: RouterEnv) -> EdgeRunner:
+        """Build the edge runner for ``group``; ``params`` holds callables (predicates,
+        selection functions) that cannot live in the JSON spec.
+
+        Raise ``ValueError`` naming the group and the bad option for a misconfiguration.
+        """
+        ...
+
+
+# -- what the runner does with them at a superstep's barrier --------------------------------
+
+#: ``(source executor id, message, explicit target or None)``: one message sent
+Sent = tuple[str, Any, "str | None"]
+
+
+def route_outbox(
+    outbox: Iterable[Sent],
+    routes_from: Mapping[str, Sequence[tuple[str, EdgeRunner]]],
+    router_state: Mapping[str, Any],
+    superstep: int,
+) -> dict[str, list[Any]]:
+    """The next superstep's deliveries (target -> messages) for a superstep's messages,
+    routed in the order given (the runner gives the canonical order) through each
+    sender's edge groups.
+
+    :raises UnhandledMessageError: a sender has no outgoing edges, or no edge group of it
+        reaches the target it named.
+    :raises RoutingError: a router failed, naming its edge group.
+    """
+    inbox: dict[str, list[Any]] = {}
+    for source, message, target in outbox:
+        runners = routes_from.get(source)
+        if not runners:
+            raise UnhandledMessageError(
+                f"executor {source!r} sent a message of type {type_name(type(message))} "
+                f"in superstep {superstep} but has no outgoing edges",
+                executor_id=source,
+                superstep=superstep,
+            )
+        delivered = False
+        for gid, runner in runners:
+            try:
+                deliveries = runner.route(source, message, target, router_state.get(gid))
+            except WorkflowRunError:
+                raise
+            except Exception as exc:
+                raise RoutingError(
+                    f"edge group {gid!r} failed to route a {type_name(type(message))} "
+                    f"from {source!r} in superstep {superstep}: "
+                    f"{type(exc).__name__}: {exc}",
+                    executor_id=source,
+                    superstep=superstep,
+                ) from exc
+            for tgt, data in deliveries:
+                delivered = True
+                box = inbox.get(tgt)
+                if box is None:
+                    inbox[tgt] = [data]
+                else:
+                    box.append(data)
+        reached = delivered or target is None
+        if not reached and not any(target in runner.group.targets for _, runner in runners):
+            raise UnhandledMessageError(
+                f"executor {source!r} sent a message to {target!r}, which none of its "
+                f"edge groups reaches",
+                executor_id=source,
+                superstep=superstep,
+            )
+    return inbox
+
+
+def flush_buffers(
+    flushers: Iterable[tuple[str, EdgeRunner]],
+    router_state: Mapping[str, Any],
+    reach: Mapping[str, Collection[str]],
+    active: Collection[str],
+    inbox: dict[str, list[Any]],
+) -> None:
+    """Add to ``inbox`` what the buffering edge groups (``flushers``) deliver now that
+    only the ``active`` executors (and what they reach) can still send."""
+
+    def can_still_send(executor_id: str) -> bool:
+        return any(executor_id in reach[a] for a in active)
+
+    for gid, runner in flushers:
+        for tgt, data in runner.flush(router_state.get(gid), can_still_send):
+            inbox.setdefault(tgt, []).append(data)

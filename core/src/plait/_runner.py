@@ -1,0 +1,384 @@
+"""The superstep engine.
+
+A run is a loop of supersteps. Each superstep takes the pending deliveries (target
+executor -> messages), runs every target's handlers — concurrently in one anyio task
+group when there is more than one delivery, inline when there is exactly one — then routes
+what the handlers sent through the edge groups into the next superstep's deliveries.
+
+The barrier is real: a superstep ends when its slowest executor ends; wrap a slow branch
+as a nested workflow to let it run at its own pace.
+
+Hot path: dispatch by message type is cached per executor; a superstep with one delivery
+spawns no task; no event is built unless someone consumes it; messages are never copied.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.lowlevel
+
+if sys.version_info < (3, 11):  # pragma: no cover - exercised on 3.10 only
+    from exceptiongroup import BaseExceptionGroup  # type: ignore[import-not-found,unused-ignore]
+
+from ._attempts import failure, invoke_with_policy, with_siblings
+from ._context import InvocationFailure
+from ._errors import (
+    ExecutorFailedError,
+    SuperstepLimitError,
+    UnhandledMessageError,
+    VisitLimitError,
+    WorkflowRunError,
+)
+from ._events import (
+    RunStatus,
+)
+from ._graph import resolve_limits
+from ._observe import Observation
+from ._options import RunOptions
+from ._routing import flush_buffers, route_outbox
+from ._state import Effects, PendingRequest, RunState
+from ._types import type_name
+from ._watch import RunWatch
+
+if TYPE_CHECKING:
+    from ._graph import CompiledGraph
+
+__all__ = ["RunOptions", "RunState", "PendingRequest", "Runner"]
+
+
+Inbox = dict[str, list[Any]]
+#: (executor id, its messages, a limiter for concurrent messages, index of the first,
+#: where its effects go: the run, or effects of its own for a concurrent message)
+Job = tuple[str, list[Any], "anyio.CapacityLimiter | None", int, "RunState | Effects"]
+# yield to the event loop (a cancellation point too) at least this often on inline
+# supersteps, so other runs, stream consumers and cancel scopes get their turn even when
+# every handler completes without awaiting anything
+_YIELD_EVERY = 32
+
+
+class Runner:
+    """Runs one run of a compiled graph to the end (or the first failure)."""
+
+    def __init__(
+        self,
+        graph: CompiledGraph,
+        options: RunOptions,
+        state: RunState,
+        *,
+        live: bool,
+        on_superstep: Callable[[Runner, Inbox], Any] | None = None,
+    ) -> None:
+        self.graph = graph
+        self.options = options
+        self.state = state
+        self.live = live  # yield to the consumer every superstep
+        self.on_superstep = on_superstep
+        self.stop = options.stop  # asked at each superstep boundary (see RunOptions.stop)
+        self.remaining: Inbox = {}  # the deliveries left when a stop was asked for
+        if options.watch is not None:  # a display that looks at the run at its own pace
+            options.watch(RunWatch(self))
+        self.failures: list[BaseException] = []
+        #: failures taken by error edges: (sender's rank, message index, target, failure)
+        self.diverted: list[tuple[int, int, str, Any]] = []
+        #: the seam to the run's observer; ``None`` when nobody observes the run
+        self.observation: Observation | None = None
+        # the invocation, as this run needs it: plain, observed, diverting failures
+        self._undiverted = self._invoke
+        if state.observer is not None:
+            self.observation = Observation(graph, state, state.observer, self._invoke)
+            self._undiverted = self.observation.invoke
+            self._invoke = self._undiverted  # type: ignore[method-assign]
+        if graph.error_targets:
+            self._invoke = self._invoke_diverting  # type: ignore[method-assign]
+        self.executors = graph.run_executors  # placed ones resolved when it compiled
+        #: called before a retry's backoff (durable runs record the attempt count)
+        self.on_retry: Callable[[str, int], Awaitable[None]] | None = None
+        self.native_asyncio = _on_asyncio()
+        self.current: Inbox = {}  # the deliveries of the running superstep
+        self.last_ran: Inbox = {}  # the deliveries of the superstep that just finished
+        self.global_limiter = (
+            anyio.CapacityLimiter(options.max_concurrency) if options.max_concurrency else None
+        )
+        limits = graph.limits
+        if options.executor_concurrency or options.executor_max_visits or options.max_visits:
+            limits = resolve_limits(graph, options)
+        self.concurrency = limits.concurrency
+        self.visit_limits = limits.visits
+        self.policies = limits.policies
+        self.rank = rank = graph.rank
+
+        def by_rank(entry: tuple[Any, ...]) -> int:
+            return rank[entry[0]]  # what a superstep's effects are sorted by: the sender's
+
+        self.by_rank = by_rank
+        state.reducers = options.shared_reducers
+        for gid, runner in graph.stateful:
+            if gid not in state.router_state:
+                state.router_state[gid] = runner.initial_state()
+
+    # -- the loop --------------------------------------------------------------------
+
+    async def run(self, inbox: Inbox) -> RunStatus:
+        """Run supersteps until nothing is pending; return the final status."""
+        observation = self.observation
+        if observation is None:
+            return await self._supersteps(inbox, None)
+        try:
+            status = await self._supersteps(inbox, observation)
+        except BaseException as exc:
+            observation.finish(exc)
+            raise
+        observation.finish(None)
+        return status
+
+    async def _supersteps(self, inbox: Inbox, observation: Observation | None) -> RunStatus:
+        state, stop = self.state, self.stop
+        limit = self.options.max_supersteps
+        routes, router_state = self.graph.routes_from, state.router_state
+        while inbox:
+            if state.superstep >= limit:
+                raise SuperstepLimitError(
+                    f"run exceeded max_supersteps={limit}; still pending for "
+                    f"executor(s) {', '.join(inbox)} (raise max_supersteps or fix the cycle)",
+                    executor_id=next(iter(inbox)),
+                    superstep=state.superstep + 1,
+                )
+            state.superstep += 1
+            step = state.superstep
+            self.current = inbox
+            if self.visit_limits:
+                self._count_visits(inbox)
+            if observation is not None:
+                observation.begin(step, tuple(inbox))
+            if len(inbox) == 1:
+                ((eid, messages),) = inbox.items()
+                if len(messages) == 1 or eid not in self.concurrency:
+                    if len(messages) == 1:
+                        await self._invoke(eid, messages[0], 0, state)
+                    else:
+                        for index, message in enumerate(messages):
+                            await self._invoke(eid, message, index, state)
+                    if self.live or step % _YIELD_EVERY == 0:
+                        await anyio.lowlevel.checkpoint()
+                else:
+                    await self._parallel(inbox)
+            else:
+                await self._parallel(inbox)
+            if state.staged:
+                state.commit_shared()
+            ran = inbox
+            if not state.outbox:
+                inbox = {}
+            elif observation is None:
+                outbox, state.outbox = state.outbox, []
+                inbox = route_outbox(outbox, routes, router_state, step)
+            else:
+                inbox = observation.route(self._route)
+            if self.diverted:
+                self.diverted.sort(key=itemgetter(0, 1))  # the canonical order, as messages
+                for _, _, target, diverted in self.diverted:
+                    inbox.setdefault(target, []).append(diverted)
+                self.diverted = []
+            if self.graph.flushers:
+                if observation is None:
+                    self._flush(inbox)
+                else:
+                    observation.flush(self._flush, inbox)
+            if self.on_superstep is not None:
+                self.last_ran = ran
+                await self.on_superstep(self, inbox)
+            if stop is not None and inbox and stop.is_set():
+                self.remaining = inbox
+                return RunStatus.RUNNING
+        if state.pending_requests:
+            return RunStatus.IDLE_WITH_PENDING_REQUESTS
+        return RunStatus.IDLE
+
+    def _count_visits(self, inbox: Inbox) -> None:
+        visits, limits = self.state.visits, self.visit_limits
+        for eid in inbox:
+            count = visits[eid] = visits.get(eid, 0) + 1
+            limit = limits.get(eid)
+            if limit is not None and count > limit:
+                raise VisitLimitError(
+                    f"executor {eid!r} exceeded its visit limit max_visits={limit} "
+                    f"in superstep {self.state.superstep}",
+                    executor_id=eid,
+                    superstep=self.state.superstep,
+                )
+
+    async def _invoke_diverting(
+        self, eid: str, message: Any, index: int, run: RunState | Effects
+    ) -> None:
+        """:meth:`_invoke` for graphs with error edges (installed per run only for them)."""
+        try:
+            await self._undiverted(eid, message, index, run)
+        except WorkflowRunError as exc:
+            targets = self.graph.error_targets.get(eid)
+            if not targets or exc.executor_id != eid:
+                raise
+            # an error edge takes the failure: the run goes on
+            cause = exc.__cause__ if isinstance(exc, ExecutorFailedError) else None
+            failure = InvocationFailure(
+                eid, self.state.superstep, type(cause or exc).__name__, str(cause or exc), message
+            )
+            rank = self.rank[eid]
+            self.diverted.extend((rank, index, target, failure) for target in targets)
+
+    async def _invoke(self, eid: str, message: Any, index: int, run: RunState | Effects) -> None:
+        """Invoke ``eid`` on ``message``, its ``index``-th delivery of this superstep, with
+        its effects going to ``run`` (the run itself, or the effects of its job in a
+        superstep with several deliveries)."""
+        executor = self.executors[eid]
+        found = executor.find_handler(message)
+        if found is None:
+            step = self.state.superstep
+            accepts = ", ".join(type_name(t) for t in executor.input_types) or "nothing"
+            raise UnhandledMessageError(
+                f"executor {eid!r} has no handler for a message of type "
+                f"{type_name(type(message))} in superstep {step} (it accepts: {accepts})",
+                executor_id=eid,
+                superstep=step,
+            )
+        policy = self.policies.get(eid) if self.policies else None
+        if policy is None:
+            # the hot path: one attempt, straight to ``run``; failures read as under a policy
+            if type(run) is RunState:
+                ctx = run.contexts.get(eid) or run.context(eid)
+            else:
+                ctx = run.context(eid)
+            ctx._index = index
+            try:
+                await found.call(message, ctx)
+            except BaseException as exc:
+                error = failure(eid, self.state.superstep, exc, self.native_asyncio)
+                raise error from error.__cause__
+        else:
+            await invoke_with_policy(
+                run,
+                eid,
+                found.call,
+                message,
+                index,
+                policy,
+                native_asyncio=self.native_asyncio,
+                on_retry=self.on_retry,
+            )
+
+    async def _parallel(self, inbox: Inbox) -> None:
+        """Run a superstep with several deliveries concurrently, then put what the jobs did
+        in the canonical order — the sender's rank in the graph, then the index of its
+        message, then the order of its calls — never the order jobs finished in.
+
+        Jobs write to the run as they go; the run defers outputs, events and requests
+        until the barrier, and the outbox and the staged shared-state writes are sorted
+        there, stably, by the sender's rank (one job handles an executor's messages in
+        order). Only the messages of an executor handled concurrently need effects of
+        their own, committed in the order of their index.
+        """
+        jobs: list[Job] = []
+        state = self.state
+        for eid, messages in inbox.items():
+            if eid in self.concurrency and len(messages) > 1:
+                limiter = anyio.CapacityLimiter(self.concurrency[eid])
+                for i, message in enumerate(messages):
+                    jobs.append((eid, [message], limiter, i, Effects(state, state)))
+            else:
+                jobs.append((eid, messages, None, 0, state))
+        state.deferred = []
+        try:
+            if self.native_asyncio and _AsyncioTaskGroup is not None:
+                await self._run_jobs_asyncio(jobs)
+            else:
+                self.failures = []
+                async with anyio.create_task_group() as tg:
+                    for job in jobs:
+                        tg.start_soon(self._guarded, tg, job)
+                if self.failures:
+                    raise with_siblings(self.failures)
+            for job in jobs:
+                if job[2] is not None:  # an executor's concurrent messages, by index
+                    job[4].commit()  # type: ignore[union-attr]
+        finally:
+            deferred, state.deferred = state.deferred, None
+        by_rank = self.by_rank
+        if len(state.outbox) > 1:
+            state.outbox.sort(key=by_rank)
+        if len(state.staged) > 1:
+            state.staged.sort(key=by_rank)
+        if deferred:
+            deferred.sort(key=by_rank)
+            state.replay(deferred)
+
+    async def _run_jobs_asyncio(self, jobs: list[Job]) -> None:
+        """The jobs in an :class:`asyncio.TaskGroup` (Python 3.11+): the same structure as
+        an anyio task group — no job outlives the block, the first failure cancels its
+        siblings, a cancellation of the run cancels them all and waits for them — at a
+        fifth of anyio's cost per task on asyncio, which a wide superstep pays per job."""
+        failures: list[BaseException] = []
+        try:
+            async with _AsyncioTaskGroup() as tg:  # type: ignore[misc]
+                for job in jobs:
+                    tg.create_task(self._job(job))
+        except BaseExceptionGroup as group:
+            failures.extend(group.exceptions)
+        if failures:  # raised here, not in the handler above: the errors keep their causes
+            raise with_siblings(failures)
+
+    async def _job(self, job: Job) -> None:
+        eid, messages, limiter, first, effects = job
+        for offset, message in enumerate(messages):
+            if limiter is not None:
+                async with limiter:
+                    await self._limited(eid, message, first + offset, effects)
+            else:
+                await self._limited(eid, message, first + offset, effects)
+
+    async def _guarded(self, tg: anyio.abc.TaskGroup, job: Job) -> None:
+        try:
+            await self._job(job)
+        except Exception as exc:
+            # the first failure cancels the siblings; later ones are kept as its siblings
+            self.failures.append(exc)
+            tg.cancel_scope.cancel()
+
+    async def _limited(
+        self, eid: str, message: Any, index: int, effects: RunState | Effects
+    ) -> None:
+        if self.global_limiter is None:
+            await self._invoke(eid, message, index, effects)
+        else:
+            async with self.global_limiter:
+                await self._invoke(eid, message, index, effects)
+
+    # -- routing ---------------------------------------------------------------------
+
+    def _route(self) -> Inbox:
+        state = self.state
+        outbox, state.outbox = state.outbox, []
+        return route_outbox(outbox, self.graph.routes_from, state.router_state, state.superstep)
+
+    def _flush(self, inbox: Inbox) -> None:
+        pending = self.state.pending_requests.values()
+        active = set(inbox) | {request.executor_id for request in pending}
+        flush_buffers(self.graph.flushers, self.state.router_state, self.graph.reach, active, inbox)
+
+
+#: asyncio's own structured task group (Python 3.11+); on 3.10 an anyio task group is used
+_AsyncioTaskGroup = getattr(asyncio, "TaskGroup", None)
+
+
+def _on_asyncio() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

@@ -1,0 +1,259 @@
+"""Reading stored checkpoints as they are: a read-only view (a delta merged with its base,
+as stored JSON), the diff of two views, and forks of a run from any checkpoint.
+
+Nothing here decodes a checkpoint into the workflow's types, nor imports anything stored
+data names: the store is a trust boundary. :mod:`plait.runindex` re-exports these, beside
+the run index a fork is found through (``list_runs(forked_from=...)``).
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from ._checkpoint import Checkpoint, CheckpointStore
+from ._errors import CheckpointError
+from ._runinfo import error_summary
+
+__all__ = [
+    "EDITABLE",
+    "Change",
+    "CheckpointView",
+    "checkpoint_view",
+    "diff_views",
+    "fork_run",
+    "merge_state",
+]
+
+
+# -- a read-only view of a checkpoint ---------------------------------------------------------
+
+
+@attrs.frozen
+class CheckpointView:
+    """A checkpoint as stored JSON, a delta merged with its base.
+
+    :param checkpoint: the checkpoint as stored (its ``state`` is JSON values only).
+    :param state: the state with a delta's base merged in (``kind`` is the stored kind).
+    :param base_id: the full checkpoint a delta built on, ``None`` for a full one.
+
+    .. versionadded:: 0.1
+    """
+
+    checkpoint: Checkpoint
+    state: Mapping[str, Any]
+    base_id: str | None
+
+    @property
+    def error(self) -> Mapping[str, Any] | None:
+        """A failed checkpoint's ``metadata["error"]`` (type, message, traceback …)."""
+        error = self.checkpoint.metadata.get("error")
+        return error if isinstance(error, dict) else None
+
+    @property
+    def error_line(self) -> str | None:
+        """:attr:`error` as one line (:func:`~plait.checkpoint.error_summary`)."""
+        return error_summary(self.error)
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _items(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
+
+
+def merge_state(state: Mapping[str, Any], base: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A delta's ``state`` merged onto its base's, as resuming merges them (stored JSON
+    in, stored JSON out; a section of the wrong shape counts as empty)."""
+    if base is None or state.get("kind") != "delta":
+        return dict(state)
+    merged = dict(base)
+    merged["kind"] = "delta"
+    merged["base"] = state.get("base")
+    merged["executor_state"] = {
+        **_mapping(base.get("executor_state")),
+        **_mapping(state.get("executor_state")),
+    }
+    merged["visits"] = {**_mapping(base.get("visits")), **_mapping(state.get("visits"))}
+    merged["outputs"] = _items(base.get("outputs")) + _items(state.get("outputs"))
+    merged["shared"] = state.get("shared", base.get("shared"))
+    for key in ("pending", "router_state", "requests"):
+        merged[key] = state.get(key)
+    merged.pop("attempts", None)
+    if "attempts" in state:
+        merged["attempts"] = state["attempts"]
+    return merged
+
+
+async def checkpoint_view(store: CheckpointStore, checkpoint_id: str) -> CheckpointView:
+    """Checkpoint ``checkpoint_id`` as stored JSON, a delta merged with its base.
+
+    :raises CheckpointNotFoundError: no such checkpoint (or its base is gone).
+    :raises CheckpointError: the delta's base belongs to another run.
+
+    .. versionadded:: 0.1
+    """
+    checkpoint = await store.load(checkpoint_id)
+    state = checkpoint.state
+    base_id = checkpoint.base_id
+    if base_id is None and state.get("kind") == "delta" and isinstance(state.get("base"), str):
+        base_id = state["base"]
+    if base_id is None:
+        return CheckpointView(checkpoint, dict(state), None)
+    base = await store.load(base_id)
+    if base.run_id != checkpoint.run_id:
+        raise CheckpointError(
+            f"checkpoint {checkpoint_id!r} of run {checkpoint.run_id!r} names as its base "
+            f"{base_id!r}, a checkpoint of run {base.run_id!r}"
+        )
+    return CheckpointView(checkpoint, merge_state(state, base.state), base_id)
+
+
+@attrs.frozen
+class Change:
+    """One difference between two views: the path to it (keys and list indexes), what
+    happened (``added``, ``removed``, ``changed``) and the values before and after.
+
+    .. versionadded:: 0.1
+    """
+
+    path: tuple[str | int, ...]
+    op: str
+    before: Any = None
+    after: Any = None
+
+    @property
+    def where(self) -> str:
+        """The path as text: ``executor_state.writer.count``."""
+        return ".".join(str(part) for part in self.path) or "(root)"
+
+
+#: Sections of a state compared by :func:`diff_views`, in this order.
+_SECTIONS = ("pending", "executor_state", "shared", "outputs", "requests", "router_state")
+
+
+def diff_views(
+    before: Mapping[str, Any] | CheckpointView, after: Mapping[str, Any] | CheckpointView
+) -> list[Change]:
+    """What changed from ``before`` to ``after`` (views or merged states), section by
+    section: dicts are compared key by key, anything else as a whole value.
+
+    .. versionadded:: 0.1
+    """
+    old = before.state if isinstance(before, CheckpointView) else before
+    new = after.state if isinstance(after, CheckpointView) else after
+    changes: list[Change] = []
+    for section in _SECTIONS:
+        _diff(old.get(section), new.get(section), (section,), changes, section in old)
+    return changes
+
+
+def _diff(
+    old: Any, new: Any, path: tuple[str | int, ...], out: list[Change], present: bool = True
+) -> None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new), key=str):
+            if key not in new:
+                out.append(Change((*path, key), "removed", before=old[key]))
+            elif key not in old:
+                out.append(Change((*path, key), "added", after=new[key]))
+            else:
+                _diff(old[key], new[key], (*path, key), out)
+    elif old != new:
+        if not present and new is not None:
+            out.append(Change(path, "added", after=new))
+        else:
+            out.append(Change(path, "changed", before=old, after=new))
+
+
+# -- forks ------------------------------------------------------------------------------------
+
+
+#: The sections of a checkpoint's state a fork may replace (``fork_run(edits=...)``).
+EDITABLE = ("pending", "executor_state", "shared")
+
+
+async def fork_run(
+    store: CheckpointStore,
+    run_id: str,
+    checkpoint_id: str,
+    *,
+    new_run_id: str | None = None,
+    edits: Mapping[str, Any] | None = None,
+) -> str:
+    """Copy checkpoint ``checkpoint_id`` of run ``run_id`` (merged with its base) into a new
+    run and return the new run's id.
+
+    The new run's only checkpoint is a full one with the same superstep, state and topology
+    signature, so resuming the new run (with the same workflow) goes on from there; its
+    metadata records ``forked_from`` (the run and the checkpoint), and keeps the topology of
+    the origin run's first checkpoint. A failed checkpoint forks into a run that is
+    ``running`` again (its pending state is the last good superstep's) and leaves its error
+    behind.
+
+    ``edits`` replaces whole sections of the copied state (:data:`EDITABLE`: the next
+    inputs, executor state, shared state) with the JSON values given, as stored (encoded)
+    JSON; the new run's metadata lists them as ``edited``. Resuming decodes them as any
+    stored value: only into the types the workflow declares.
+
+    :raises CheckpointNotFoundError: no such checkpoint.
+    :raises CheckpointError: the checkpoint belongs to another run.
+    :raises ValueError: an edit of a section that is not :data:`EDITABLE`.
+
+    .. versionadded:: 0.1
+    """
+    view = await checkpoint_view(store, checkpoint_id)
+    origin = view.checkpoint
+    if origin.run_id != run_id:
+        raise CheckpointError(
+            f"checkpoint {checkpoint_id!r} belongs to run {origin.run_id!r}, not {run_id!r}"
+        )
+    metadata = {k: v for k, v in origin.metadata.items() if k != "error"}
+    if "topology" not in metadata:
+        listing = await store.list(run_id)
+        if listing:
+            first = await store.load(listing[0].checkpoint_id)
+            if "topology" in first.metadata:
+                metadata["topology"] = first.metadata["topology"]
+    metadata["forked_from"] = {"run_id": run_id, "checkpoint_id": checkpoint_id}
+    state = dict(view.state)
+    state["kind"] = "full"
+    state.pop("base", None)
+    if edits:
+        unknown = sorted(set(edits) - set(EDITABLE))
+        if unknown:
+            raise ValueError(f"cannot edit {', '.join(unknown)}; editable: {', '.join(EDITABLE)}")
+        state.update(edits)
+        metadata["edited"] = sorted(edits)
+    requests = state.get("requests")
+    if isinstance(requests, list) and requests:
+        status = "idle_with_pending_requests"
+    elif state.get("pending"):
+        status = "running"
+    else:
+        status = "idle"
+    forked = Checkpoint(
+        checkpoint_id=uuid.uuid4().hex,
+        run_id=new_run_id or uuid.uuid4().hex,
+        superstep=origin.superstep,
+        parent_id=None,
+        signature=origin.signature,
+        status=status,
+        created_at=time.time(),
+        state=state,
+        format_version=origin.format_version,
+        metadata=metadata,
+        base_id=None,
+    )
+    if await store.list(forked.run_id):
+        raise CheckpointError(f"run {forked.run_id!r} exists already; fork into a new run id")
+    await store.save(forked)
+    return forked.run_id

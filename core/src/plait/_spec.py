@@ -1,0 +1,351 @@
+"""The workflow IR: frozen, serialisable records every front-end and builder produces.
+
+A :class:`WorkflowSpec` is pure data — executor ids and kinds, edge groups with their
+router names and JSON-ready options, the start executor and run defaults. It converts to
+canonical JSON and back through a cattrs converter Plait owns, and has a topology
+signature (a SHA-256 of its structure) that checkpoints record so a changed graph is
+refused on resume.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections import Counter, deque
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+if TYPE_CHECKING:
+    import cattrs
+
+    #: The cattrs converter for the IR, made on first use (see ``__getattr__`` below).
+    spec_converter: cattrs.Converter
+
+__all__ = [
+    "SPEC_VERSION",
+    "NodeSpec",
+    "EdgeGroupSpec",
+    "WorkflowSpec",
+    "spec_converter",
+]
+
+SPEC_VERSION = 1
+
+
+def _frozen_dict(value: Mapping[str, Any] | None) -> dict[str, Any]:
+    return dict(value or {})
+
+
+@attrs.frozen
+class NodeSpec:
+    """One executor in the graph.
+
+    :param id: unique id within the workflow (composed fragments use ``prefix/id``).
+    :param kind: executor kind name (``python`` for in-process objects).
+    :param ref: an import path (``pkg.mod:attr``) when the executor can be rebuilt from data.
+    :param input_types: readable names of the types its handlers accept.
+    :param output_types: readable names of the message types it sends.
+    :param workflow_output_types: readable names of what it yields as workflow output.
+    :param config: JSON-ready configuration for its kind.
+    :param uses: the name a document used for this node's executor (``researcher`` for the
+        nodes ``researcher`` and ``researcher#2``); ``Workflow.from_spec(spec, executors=)``
+        binds a Python executor given under that name.
+    :param retry: the executor's retry policy (``RetryPolicy.to_dict()``), if any.
+    :param timeout: seconds per invocation, if bounded.
+    :param max_visits: how many supersteps it may run in.
+    :param max_concurrency: how many of its messages of one superstep may run at once.
+    :param nonportable: why this node cannot be rebuilt from data (a lambda, a closure, a
+        function defined in ``__main__``), or ``None`` when it can.
+    :param placement: where its invocations run (a registered placement name such as
+        ``ray``); ``None`` follows the workflow's :attr:`WorkflowSpec.placement`.
+
+    .. versionchanged:: 0.1 ``uses``, policies and ``nonportable`` (workflows as data);
+       ``placement`` (scale-out).
+    """
+
+    id: str
+    kind: str = "python"
+    ref: str | None = None
+    input_types: tuple[str, ...] = ()
+    output_types: tuple[str, ...] = ()
+    workflow_output_types: tuple[str, ...] = ()
+    config: dict[str, Any] = attrs.field(factory=dict, converter=_frozen_dict, hash=False)
+    uses: str | None = None
+    retry: dict[str, Any] | None = attrs.field(default=None, hash=False)
+    timeout: float | None = None
+    max_visits: int | None = None
+    max_concurrency: int | None = None
+    nonportable: str | None = None
+    placement: str | None = None
+
+
+@attrs.frozen
+class EdgeGroupSpec:
+    """A group of edges that one router drives.
+
+    :param id: unique, deterministic id (``direct:a->b``, ``fan_in:a,b->c``).
+    :param router: the router's registered name (``direct``, ``fan_out``, ``fan_in`` …).
+    :param sources: executor ids whose messages enter the group, in declaration order.
+    :param targets: executor ids the group may deliver to, in declaration order.
+    :param options: JSON-ready router options (merge strategy, ``when``, callable names).
+    """
+
+    id: str
+    router: str
+    sources: tuple[str, ...]
+    targets: tuple[str, ...]
+    options: dict[str, Any] = attrs.field(factory=dict, converter=_frozen_dict, hash=False)
+
+
+@attrs.frozen
+class WorkflowSpec:
+    """A whole workflow graph as data.
+
+    :param name: the workflow's name, if any.
+    :param start: id of the executor that receives the run's input.
+    :param nodes: executors, in the order they were added.
+    :param edge_groups: edge groups, in the order they were added.
+    :param options: default run options (``max_supersteps`` …), JSON-ready.
+    :param retry: the default retry policy of every executor without one of its own.
+    :param timeout: the default per-invocation timeout, in seconds.
+    :param placement: where invocations run unless a node says otherwise (``None`` and
+        ``"local"``: anyio tasks in this process; see :mod:`plait.placement`).
+    """
+
+    name: str | None
+    start: str
+    nodes: tuple[NodeSpec, ...]
+    edge_groups: tuple[EdgeGroupSpec, ...]
+    options: dict[str, Any] = attrs.field(factory=dict, converter=_frozen_dict, hash=False)
+    version: int = SPEC_VERSION
+    retry: dict[str, Any] | None = attrs.field(default=None, hash=False)
+    timeout: float | None = None
+    placement: str | None = None
+
+    # -- lookups ---------------------------------------------------------------
+
+    @property
+    def node_ids(self) -> tuple[str, ...]:
+        """Executor ids in declaration order."""
+        return tuple(n.id for n in self.nodes)
+
+    def node(self, node_id: str) -> NodeSpec:
+        """The node with ``node_id`` (``KeyError`` naming it if absent)."""
+        for n in self.nodes:
+            if n.id == node_id:
+                return n
+        raise KeyError(f"no executor {node_id!r} in workflow {self.name or '(unnamed)'}")
+
+    def successors(self) -> dict[str, set[str]]:
+        """Executor id -> ids it can send to, through any edge group."""
+        out: dict[str, set[str]] = {n.id: set() for n in self.nodes}
+        for group in self.edge_groups:
+            for source in group.sources:
+                out.setdefault(source, set()).update(group.targets)
+        return out
+
+    def reachable_from(self, node_id: str) -> set[str]:
+        """Every executor reachable from ``node_id`` (itself included)."""
+        succ = self.successors()
+        seen, queue = {node_id}, deque([node_id])
+        while queue:
+            for nxt in succ.get(queue.popleft(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    queue.append(nxt)
+        return seen
+
+    # -- validation ------------------------------------------------------------
+
+    def problems(self, *, routers: Iterable[str] | None = None) -> list[str]:
+        """Every structural problem at once (empty when the graph is sound).
+
+        :param routers: installed router names; unknown router names are reported with them.
+        """
+        problems: list[str] = []
+        ids = [n.id for n in self.nodes]
+        known = set(ids)
+        dupes = sorted(i for i, n in Counter(ids).items() if n > 1)
+        if dupes:
+            problems.append(f"duplicate executor id(s): {', '.join(dupes)}")
+        if not self.start:
+            problems.append("no start executor (call set_start)")
+        elif self.start not in known:
+            problems.append(f"start executor {self.start!r} is not in the workflow")
+        installed = sorted(routers) if routers is not None else None
+        group_ids = [g.id for g in self.edge_groups]
+        for gid in sorted(g for g, n in Counter(group_ids).items() if n > 1):
+            problems.append(f"duplicate edge group id {gid!r}")
+        for group in self.edge_groups:
+            for end, names in (("source", group.sources), ("target", group.targets)):
+                if not names:
+                    problems.append(f"edge group {group.id!r} has no {end}s")
+                for name in names:
+                    if name not in known:
+                        problems.append(
+                            f"edge group {group.id!r} has unknown {end} executor {name!r}"
+                        )
+            if installed is not None and group.router not in installed:
+                problems.append(
+                    f"edge group {group.id!r} uses unknown router {group.router!r}; "
+                    f"installed: {', '.join(installed) or 'none'}"
+                )
+        if self.start in known:
+            reached = self.reachable_from(self.start)
+            unreachable = [i for i in ids if i not in reached]
+            if unreachable:
+                problems.append(
+                    f"unreachable executor(s) from start {self.start!r}: {', '.join(unreachable)}"
+                )
+        return problems
+
+    # -- serialisation -----------------------------------------------------------
+
+    def nonportable(self) -> list[str]:
+        """Every node and edge that holds code only this process has (a lambda, a
+        closure …), each named with the reason; empty when the spec is fully data."""
+        found = [
+            f"node {node.id!r}: {node.nonportable}"
+            for node in self.nodes
+            if node.nonportable is not None
+        ]
+        for group in self.edge_groups:
+            for key, value in _code_values(group.options):
+                found.append(
+                    f"edge group {group.id!r} {key} {value['ref']}: {value['nonportable']}"
+                )
+        return found
+
+    def check_portable(self) -> None:
+        """Raise :class:`~plait.refs.NotPortableError` naming every node and edge that
+        cannot leave this process."""
+        found = self.nonportable()
+        if found:
+            from ._refs import NotPortableError
+
+            raise NotPortableError(
+                f"workflow {self.name or '(unnamed)'} cannot be serialised as data: "
+                + "; ".join(found)
+                + " (use module-level functions, executor kinds or expressions)"
+            )
+
+    def to_dict(self, *, portable: bool = True) -> dict[str, Any]:
+        """JSON-ready dict (cattrs unstructure).
+
+        :param portable: refuse (:class:`~plait.refs.NotPortableError`) a spec holding code
+            only this process has; ``False`` dumps it anyway (for display).
+        """
+        if portable:
+            self.check_portable()
+        data: dict[str, Any] = _spec_converter().unstructure(self)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WorkflowSpec:
+        """Rebuild from :meth:`to_dict` output; cattrs errors carry the path of a bad field."""
+        return _spec_converter().structure(dict(data), cls)
+
+    def to_json(self, *, indent: int | None = None, portable: bool = True) -> str:
+        """Canonical JSON (sorted keys); see :meth:`to_dict` for ``portable``."""
+        return json.dumps(
+            self.to_dict(portable=portable), sort_keys=True, indent=indent, ensure_ascii=False
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> WorkflowSpec:
+        """Inverse of :meth:`to_json`."""
+        return cls.from_dict(json.loads(text))
+
+    def topology(self) -> dict[str, Any]:
+        """The parts of the spec that checkpoints depend on (no names, no run options)."""
+        return {
+            "start": self.start,
+            "nodes": sorted([n.id, n.kind] for n in self.nodes),
+            "edge_groups": sorted(
+                [g.id, g.router, list(g.sources), list(g.targets), _canonical(g.options)]
+                for g in self.edge_groups
+            ),
+        }
+
+    def signature(self) -> str:
+        """SHA-256 (hex) of :meth:`topology`: equal for equal graphs, built in any order."""
+        text = json.dumps(self.topology(), sort_keys=True, separators=(",", ":"))
+        import hashlib  # on first use: OpenSSL costs a cold start more than a signature
+
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def diff(self, other: WorkflowSpec) -> list[str]:
+        """Human-readable differences in topology between ``self`` (old) and ``other`` (new)."""
+        changes: list[str] = []
+        old_nodes, new_nodes = set(self.node_ids), set(other.node_ids)
+        if added := sorted(new_nodes - old_nodes):
+            changes.append(f"executors added: {', '.join(added)}")
+        if removed := sorted(old_nodes - new_nodes):
+            changes.append(f"executors removed: {', '.join(removed)}")
+        old_kinds = {n.id: n.kind for n in self.nodes}
+        for n in other.nodes:
+            if n.id in old_kinds and old_kinds[n.id] != n.kind:
+                changes.append(f"executor {n.id!r} kind changed: {old_kinds[n.id]} -> {n.kind}")
+        old_groups = {g.id: g for g in self.edge_groups}
+        new_groups = {g.id: g for g in other.edge_groups}
+        if added := sorted(set(new_groups) - set(old_groups)):
+            changes.append(f"edges added: {', '.join(added)}")
+        if removed := sorted(set(old_groups) - set(new_groups)):
+            changes.append(f"edges removed: {', '.join(removed)}")
+        for gid in sorted(set(old_groups) & set(new_groups)):
+            a, b = old_groups[gid], new_groups[gid]
+            if (a.router, a.sources, a.targets, _canonical(a.options)) != (
+                b.router,
+                b.sources,
+                b.targets,
+                _canonical(b.options),
+            ):
+                changes.append(f"edge group {gid!r} changed")
+        if self.start != other.start:
+            changes.append(f"start changed: {self.start} -> {other.start}")
+        return changes
+
+
+def _code_values(options: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """``(option path, value)`` of every recorded non-portable callable in ``options``."""
+    found: list[tuple[str, Any]] = []
+    for key, value in options.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            if "ref" in value and value.get("nonportable"):
+                found.append((name, value))
+            else:
+                found.extend(_code_values(value, f"{name}."))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, Mapping):
+                    found.extend(_code_values({f"{key}[{i}]": item}, prefix))
+    return found
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+@functools.cache
+@functools.cache
+def _spec_converter() -> cattrs.Converter:
+    # Made on first use: importing cattrs costs a cold start more than the kernel does.
+    import cattrs
+
+    converter = cattrs.Converter(forbid_extra_keys=True)
+    # tuples travel as JSON lists and come back as tuples
+    converter.register_unstructure_hook(tuple, list)
+    return converter
+
+
+def __getattr__(name: str) -> Any:
+    # ``spec_converter``: the cattrs converter for the IR (Plait owns it; never
+    # ``cattrs.global_converter``), built when first asked for.
+    if name == "spec_converter":
+        return _spec_converter()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,295 @@
+"""What one run changes: :class:`RunState` (messages in flight, outputs, per-executor and
+shared state, router state, visits, pending requests). Workflows and executors stay
+untouched by runs.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ._context import WorkflowContext
+from ._errors import SharedStateConflictError, WorkflowRunError
+from ._events import CustomEvent, OutputEvent, RequestInfoEvent, WorkflowEvent
+from ._types import type_name
+
+if TYPE_CHECKING:
+    from ._observe import RunObserver
+
+__all__ = ["Effects", "PendingRequest", "RunState", "new_run_id"]
+
+#: ``(executor id, key, value)``: one shared-state write, staged until the barrier
+Write = tuple[str, str, Any]
+
+
+def new_run_id() -> str:
+    """A fresh run id (here, with the run's state: building a workflow never imports uuid)."""
+    return uuid.uuid4().hex
+
+
+@attrs.define
+class PendingRequest:
+    """A request for outside input that the run is waiting on."""
+
+    request_id: str
+    executor_id: str
+    request: Any
+    response_type: Any
+    superstep: int
+
+
+class RunState:
+    """Everything one run changes. Workflows and executors stay untouched."""
+
+    __slots__ = (
+        "attempts",
+        "contexts",
+        "deferred",
+        "emit",
+        "executor_state",
+        "observed",
+        "observer",
+        "outbox",
+        "outbox_factory",
+        "outputs",
+        "pending_requests",
+        "reducers",
+        "router_state",
+        "run_id",
+        "shared",
+        "staged",
+        "superstep",
+        "visits",
+    )
+
+    def __init__(self, run_id: str, emit: Callable[[WorkflowEvent], None] | None) -> None:
+        self.run_id = run_id
+        self.superstep = 0
+        self.outbox: list[tuple[str, Any, str | None]] = []
+        self.outputs: list[Any] = []
+        #: the shared state as committed at the last barrier (what every handler reads)
+        self.shared: dict[str, Any] = {}
+        #: shared-state writes of the running superstep, committed at its barrier
+        self.staged: list[Write] = []
+        #: shared-state key -> ``reducer(current, update)`` (the ``shared_reducers`` option)
+        self.reducers: Mapping[str, Callable[[Any, Any], Any]] = {}
+        #: during a superstep with several deliveries: (executor id, kind, data...) of the
+        #: outputs, custom events and requests made, replayed at the barrier in order
+        self.deferred: list[tuple[Any, ...]] | None = None
+        #: makes the outbox of a superstep's buffered invocation (an observed run's tags
+        #: each message with the invocation that sent it)
+        self.outbox_factory: Callable[[], list[tuple[str, Any, str | None]]] = list
+        self.executor_state: dict[str, dict[str, Any]] = {}
+        self.contexts: dict[str, WorkflowContext[Any, Any]] = {}
+        self.router_state: dict[str, Any] = {}
+        self.visits: dict[str, int] = {}
+        self.pending_requests: dict[str, PendingRequest] = {}
+        #: failed attempts so far of invocations being retried ("superstep:executor:index")
+        self.attempts: dict[str, int] = {}
+        self.emit = emit
+        #: what a plugin observes this run with (:mod:`plait.observe`), if any
+        self.observer: RunObserver | None = None
+        #: what the observers of the run this one resumes left with its checkpoint
+        self.observed: Mapping[str, Any] | None = None
+
+    def context(self, executor_id: str) -> WorkflowContext[Any, Any]:
+        """The context of ``executor_id`` in this run (created on first use)."""
+        ctx = self.contexts.get(executor_id)
+        if ctx is None:
+            state = self.executor_state.setdefault(executor_id, {})
+            ctx = self.contexts[executor_id] = WorkflowContext(self, executor_id, state)
+        return ctx
+
+    def emit_output(self, executor_id: str, data: Any) -> None:
+        """Record a workflow output (and emit its event when someone listens)."""
+        if self.deferred is not None:
+            self.deferred.append((executor_id, "output", data))
+            return
+        self.outputs.append(data)
+        if self.emit is not None:
+            self.emit(OutputEvent(executor_id, data, self.superstep))
+
+    def emit_custom(self, executor_id: str, data: Any) -> None:
+        """Emit a custom event, if someone listens."""
+        if self.deferred is not None:
+            self.deferred.append((executor_id, "custom", data))
+            return
+        if self.emit is not None:
+            self.emit(CustomEvent(executor_id, data, self.superstep))
+
+    def replay(self, deferred: list[tuple[Any, ...]]) -> None:
+        """Make the outputs, custom events and requests :attr:`deferred` held, in order."""
+        for entry in deferred:
+            eid, kind = entry[0], entry[1]
+            if kind == "output":
+                self.emit_output(eid, entry[2])
+            elif kind == "custom":
+                self.emit_custom(eid, entry[2])
+            else:
+                self.request_info(eid, entry[2], entry[3], request_id=entry[4])
+
+    def write_shared(self, executor_id: str, key: str, value: Any) -> None:
+        """Stage a shared-state write; :meth:`commit_shared` applies it at the barrier."""
+        self.staged.append((executor_id, key, value))
+
+    def commit_shared(self) -> None:
+        """Apply the superstep's staged writes, in the order they were staged (the runner
+        stages them in the canonical order: sender's rank, then the order of its writes).
+
+        A key written by two executors is a :class:`SharedStateConflictError` naming both
+        and the key, unless a reducer is declared for it: then every write is folded in,
+        ``value = reducer(value, write)`` (a key not set yet takes the first write as is).
+        """
+        staged, self.staged = self.staged, []
+        shared, reducers = self.shared, self.reducers
+        writers: dict[str, str] = {}
+        for eid, key, value in staged:
+            reducer = reducers.get(key)
+            if reducer is None:
+                other = writers.setdefault(key, eid)
+                if other != eid:
+                    raise SharedStateConflictError(
+                        f"executors {other!r} and {eid!r} both wrote shared-state key "
+                        f"{key!r} in superstep {self.superstep}; write it from one executor "
+                        f"per superstep, or declare a reducer for it "
+                        f"(shared_reducers={{{key!r}: ...}})",
+                        executor_id=eid,
+                        superstep=self.superstep,
+                    )
+                shared[key] = value
+            elif key not in shared:
+                shared[key] = value
+            else:
+                try:
+                    shared[key] = reducer(shared[key], value)
+                except Exception as exc:
+                    raise WorkflowRunError(
+                        f"the reducer of shared-state key {key!r} failed on the write of "
+                        f"executor {eid!r} in superstep {self.superstep}: "
+                        f"{type(exc).__name__}: {exc}",
+                        executor_id=eid,
+                        superstep=self.superstep,
+                    ) from exc
+
+    def request_info(
+        self,
+        executor_id: str,
+        request: Any,
+        response_type: Any,
+        *,
+        request_id: str | None = None,
+    ) -> str:
+        """Record a pending request for outside input and announce it."""
+        request_id = request_id or uuid.uuid4().hex
+        if self.deferred is not None:
+            self.deferred.append((executor_id, "request", request, response_type, request_id))
+            return request_id
+        self.pending_requests[request_id] = PendingRequest(
+            request_id, executor_id, request, response_type, self.superstep
+        )
+        if self.emit is not None:
+            self.emit(
+                RequestInfoEvent(
+                    request_id, executor_id, request, type_name(response_type), self.superstep
+                )
+            )
+        if self.observer is not None:
+            self.observer.request(executor_id, request_id, self.superstep)
+        return request_id
+
+
+class Effects:
+    """What invocations did, held back until it is committed: the stand-in for
+    :class:`RunState` a handler writes to when its effects must wait — in an attempt under
+    a retry policy (committed only when the attempt succeeds) and for the messages of an
+    executor handled concurrently in one superstep (committed at the barrier in the order
+    of their index).
+
+    Messages sent, outputs, custom events, requests and shared-state writes are kept in
+    the order the handler made them; :meth:`commit` replays them into ``parent`` (the run,
+    or the effects of the superstep an attempt belongs to).
+    """
+
+    __slots__ = ("_parent", "_root", "events", "outbox", "writes")
+
+    def __init__(self, parent: RunState | Effects, root: RunState) -> None:
+        """:param parent: where :meth:`commit` replays these effects.
+        :param root: the run's state.
+        """
+        self._parent = parent
+        self._root = root
+        self.outbox: list[tuple[str, Any, str | None]] = root.outbox_factory()
+        #: ("output" | "custom" | "request", executor id, data...) in the order made
+        self.events: list[tuple[Any, ...]] | None = None
+        #: shared-state writes in the order made
+        self.writes: list[Write] | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self._root.run_id
+
+    @property
+    def superstep(self) -> int:
+        return self._root.superstep
+
+    @property
+    def shared(self) -> dict[str, Any]:
+        """The committed shared state (writes are staged: visible from the next superstep)."""
+        return self._root.shared
+
+    def context(self, executor_id: str) -> WorkflowContext[Any, Any]:
+        """A context of ``executor_id`` writing to these effects."""
+        state = self._root.executor_state.setdefault(executor_id, {})
+        return WorkflowContext(self, executor_id, state)  # type: ignore[arg-type]
+
+    def _event(self, event: tuple[Any, ...]) -> None:
+        if self.events is None:
+            self.events = [event]
+        else:
+            self.events.append(event)
+
+    def emit_output(self, executor_id: str, data: Any) -> None:
+        self._event(("output", executor_id, data))
+
+    def emit_custom(self, executor_id: str, data: Any) -> None:
+        self._event(("custom", executor_id, data))
+
+    def write_shared(self, executor_id: str, key: str, value: Any) -> None:
+        if self.writes is None:
+            self.writes = [(executor_id, key, value)]
+        else:
+            self.writes.append((executor_id, key, value))
+
+    def request_info(
+        self, executor_id: str, request: Any, response_type: Any, *, request_id: str | None = None
+    ) -> str:
+        request_id = request_id or uuid.uuid4().hex
+        self._event(("request", executor_id, request, response_type, request_id))
+        return request_id
+
+    def commit(self) -> None:
+        """Replay these effects into the parent, in the order they were made."""
+        parent = self._parent
+        if self.outbox:
+            parent.outbox.extend(self.outbox)
+        if self.events is not None:
+            self._replay(parent, self.events)
+        if self.writes is not None:
+            for eid, key, value in self.writes:
+                parent.write_shared(eid, key, value)
+
+    @staticmethod
+    def _replay(parent: RunState | Effects, events: list[tuple[Any, ...]]) -> None:
+        for event in events:
+            kind, eid = event[0], event[1]
+            if kind == "output":
+                parent.emit_output(eid, event[2])
+            elif kind == "custom":
+                parent.emit_custom(eid, event[2])
+            else:
+                parent.request_info(eid, event[2], event[3], request_id=event[4])

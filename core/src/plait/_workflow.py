@@ -1,0 +1,416 @@
+"""``Workflow``: an immutable, runnable graph.
+
+Builders (the ``plait-builders`` plugin) and front-ends produce a :class:`~plait.WorkflowSpec`
+plus the executor objects; :class:`Workflow` checks the two against each other and the
+installed routers, reports every problem at once, and compiles the routing tables the
+runner uses. A built workflow can be run any number of times, concurrently: each run has
+its own state.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ._errors import CheckpointError, PlaitError, WorkflowRunError, WorkflowValidationError
+from ._executor import Executor
+from ._graph import CompiledGraph, PluginEnv
+from ._options import RunOptions
+from ._placement import place
+from ._plugins import PluginManager, get_plugin_manager
+from ._results import WorkflowRunResult
+from ._spec import WorkflowSpec
+
+# what running needs (asyncio, cattrs, events …) is imported by the methods that run
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
+    from ._checkpoint import CheckpointStore
+    from ._events import WorkflowEvent
+    from ._routing import EdgeRunner
+    from ._state import PendingRequest, RunState
+    from ._streaming import EventStream
+
+__all__ = ["Workflow", "WorkflowRunResult"]
+
+
+class Workflow:
+    """An immutable, runnable workflow.
+
+    :param spec: the graph as data.
+    :param executors: the executor object for every node of ``spec``, by id.
+    :param edge_params: per edge group id, the callables its router needs (conditions,
+        selection functions, switch predicates) — what cannot live in JSON.
+    :param plugin_manager: where routers come from (default: the process-wide one).
+    :raises WorkflowValidationError: listing every problem found.
+    """
+
+    def __init__(
+        self,
+        spec: WorkflowSpec,
+        executors: Mapping[str, Executor],
+        *,
+        edge_params: Mapping[str, Mapping[str, Any]] | None = None,
+        plugin_manager: PluginManager | None = None,
+        allow_imports: bool = True,
+    ) -> None:
+        manager = plugin_manager or get_plugin_manager()
+        routers = manager.registry("router")
+        problems = spec.problems(routers=routers.names())
+        for node in spec.nodes:
+            ex = executors.get(node.id)
+            if ex is None:
+                problems.append(f"no executor object for node {node.id!r}")
+            elif ex.id != node.id:
+                problems.append(f"executor object {ex.id!r} is registered as node {node.id!r}")
+        for extra in sorted(set(executors) - set(spec.node_ids)):
+            problems.append(f"executor {extra!r} is not a node of the spec")
+        params = dict(edge_params or {})
+        edge_runners: dict[str, EdgeRunner] = {}
+        env = PluginEnv(manager, allow_imports=allow_imports)
+        for group in spec.edge_groups:
+            if group.router not in routers:
+                continue  # reported by spec.problems
+            try:
+                router = routers.get(group.router)
+                edge_runners[group.id] = router.create(group, params.get(group.id, {}), env)
+            except (PlaitError, ValueError, TypeError) as exc:  # names the group's problem
+                problems.append(f"edge group {group.id!r}: {exc}")
+        if problems:
+            raise WorkflowValidationError(problems, workflow=spec.name)
+        self._spec = spec
+        self._edge_params = params
+        self._graph = CompiledGraph(spec, executors, edge_runners, manager)
+        place(self._graph)  # resolved now: runs call what the graph carries
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: WorkflowSpec,
+        executors: Mapping[str, Any] | None = None,
+        *,
+        allow_imports: bool = True,
+        plugin_manager: PluginManager | None = None,
+        source: str | None = None,
+    ) -> Workflow:
+        """Rebuild a runnable workflow from data — in this process or a fresh one.
+
+        Each node gets the Python object passed in ``executors`` under its id or under the
+        name its document used (``NodeSpec.uses``); any other node is built by its executor
+        kind from its JSON config. Conditions and selections recorded as expressions are
+        compiled, those recorded as import paths imported. The result's signature equals
+        the spec's.
+
+        :param executors: Python executors, executor classes or ``async def`` functions by
+            node id or by name.
+        :param allow_imports: whether code the spec names may be imported (``python`` kind
+            refs, condition refs). Pass ``False`` for a spec from an untrusted source.
+        :raises LoadError: every node that cannot be built, with its JSON path.
+        :raises WorkflowValidationError: every structural problem.
+
+        .. versionadded:: 0.1
+        """
+        from ._rebuild import build_executors
+
+        manager = plugin_manager or get_plugin_manager()
+        built = build_executors(
+            spec,
+            executors or {},
+            manager=manager,
+            allow_imports=allow_imports,
+            source=source,
+        )
+        return cls(spec, built, plugin_manager=manager, allow_imports=allow_imports)
+
+    # -- inspection --------------------------------------------------------------------
+
+    @property
+    def spec(self) -> WorkflowSpec:
+        """The graph as data (JSON-serialisable)."""
+        return self._spec
+
+    @property
+    def name(self) -> str | None:
+        """The workflow's name."""
+        return self._spec.name
+
+    @property
+    def executors(self) -> Mapping[str, Executor]:
+        """Executor objects by id (shared by all runs; do not mutate)."""
+        return self._graph.executors
+
+    @property
+    def edge_params(self) -> Mapping[str, Mapping[str, Any]]:
+        """The callables each edge group's router was created with, by group id."""
+        return self._edge_params
+
+    def signature(self) -> str:
+        """The topology signature (see :meth:`WorkflowSpec.signature`)."""
+        return self._graph.signature
+
+    def __repr__(self) -> str:
+        return (
+            f"<Workflow {self.name or '(unnamed)'}: {len(self._spec.nodes)} executors, "
+            f"{len(self._spec.edge_groups)} edge groups>"
+        )
+
+    # -- composition and export ------------------------------------------------------------
+
+    def as_executor(
+        self,
+        id: str | None = None,
+        *,
+        adapter: Callable[[Any], Any] | None = None,
+        allow_direct_output: bool = False,
+    ) -> Executor:
+        """Wrap this whole workflow as one executor of another workflow.
+
+        The inner workflow keeps its own supersteps (it runs at its own pace inside one
+        superstep of the outer one); its outputs become messages of the wrapping executor
+        (passed through ``adapter`` first), or outer workflow outputs when
+        ``allow_direct_output`` is set. The ``workflow`` executor kind (``plait-executors``)
+        wraps it, as it wraps a document's nested workflow: ``kind.wrap(workflow, ...)``.
+
+        :raises UnknownNameError: no installed plugin registers the ``workflow`` kind.
+        """
+        kinds = self._graph.plugin_manager.registry("executor_kind")
+        kind = kinds.get("workflow", what="Workflow.as_executor()")
+        wrapped: Executor = kind.wrap(
+            self, id=id, adapter=adapter, allow_direct_output=allow_direct_output
+        )
+        return wrapped
+
+    def export(self, format: str) -> str:
+        """The graph as text in ``format`` (``mermaid``, ``dot`` …), by the exporter a
+        plugin registered under that name (``plait-export`` ships both).
+
+        :raises UnknownNameError: no installed exporter has that name.
+        """
+        exporter = self._graph.plugin_manager.registry("exporter").get(
+            format, what=f"exporting workflow {self.name or '(unnamed)'}"
+        )
+        text: str = exporter.export(self._spec)
+        return text
+
+    def to_mermaid(self) -> str:
+        """The graph as a Mermaid flowchart: ``export("mermaid")``."""
+        return self.export("mermaid")
+
+    def to_dot(self) -> str:
+        """The graph in Graphviz DOT: ``export("dot")``."""
+        return self.export("dot")
+
+    # -- running -----------------------------------------------------------------------
+
+    async def run(self, message: Any, **options: Any) -> WorkflowRunResult:
+        """Run the workflow on ``message`` and return its result.
+
+        Options are those of :class:`~plait.spi.RunOptions`; an unknown one is an error.
+        By default a failed run raises its :class:`~plait.WorkflowRunError`, whose
+        ``result`` attribute holds the failed result; ``raise_on_failure=False`` returns it.
+        With ``checkpoint=`` (a store or a store URL such as ``"sqlite:///runs.db"``) a
+        checkpoint is written per superstep, as ``durability`` says.
+        """
+        from ._state import RunState, new_run_id
+
+        opts = RunOptions.from_kwargs(self._spec.options, options)
+        events: list[WorkflowEvent] = []
+        state = RunState(opts.run_id or new_run_id(), opts.on_event or events.append)
+        inbox = {self._spec.start: [message]}
+        result = await self._execute(state, inbox, opts, detail=opts.events == "all")
+        result.events = events
+        return self._finish(result, opts)
+
+    async def resume(
+        self,
+        id: str,
+        checkpoint: str | CheckpointStore,
+        *,
+        responses: Mapping[str, Any] | None = None,
+        accept_changes: bool = False,
+        **options: Any,
+    ) -> WorkflowRunResult:
+        """Continue a run from a checkpoint — in this process or another, days later.
+
+        :param id: a run id (resume from its latest checkpoint) or a checkpoint id.
+        :param checkpoint: the checkpoint store (or its URL) the run wrote to — the same
+            word as ``run(..., checkpoint=)``; the resumed run's checkpoints go there too.
+        :param responses: answers to pending requests, by request id. A response of the
+            wrong type raises :class:`~plait.ResponseTypeError` and changes nothing.
+        :param accept_changes: resume though the workflow changed since the checkpoint (else
+            :class:`~plait.WorkflowChangedError`; see :mod:`plait.fingerprint`).
+        :raises TopologyMismatchError: the checkpoint was taken on a different graph.
+        :raises CheckpointNotFoundError: no such run or checkpoint.
+        """
+        from ._durable import resolve_store
+        from ._resume import answer_requests, load_run, restore_state
+        from ._state import RunState
+
+        checkpoint_store, opened = await resolve_store(checkpoint)
+        try:
+            found, data = await load_run(checkpoint_store, id, self._graph, accept_changes)
+            opts = RunOptions.from_kwargs(
+                self._spec.options,
+                {**options, "checkpoint": checkpoint_store, "run_id": found.run_id},
+            )
+            events: list[WorkflowEvent] = []
+            state = RunState(found.run_id, opts.on_event or events.append)
+            state.superstep = found.superstep
+            state.observed = found.metadata.get("observers")
+            inbox = restore_state(self._graph, state, data)
+            answer_requests(state, inbox, responses or {}, self._graph)
+            result = await self._execute(
+                state, inbox, opts, detail=opts.events == "all", parent_id=found.checkpoint_id
+            )
+        finally:
+            if opened:
+                await checkpoint_store.aclose()
+        result.events = events
+        return self._finish(result, opts)
+
+    async def pending_requests(
+        self, id: str, checkpoint: str | CheckpointStore, *, accept_changes: bool = False
+    ) -> list[PendingRequest]:
+        """The requests a stored run waits for (from its latest checkpoint, or checkpoint
+        ``id``), without resuming it; raises as :meth:`resume` does (``accept_changes``:
+        as :meth:`resume`'s)."""
+        from ._durable import stored_requests
+
+        return await stored_requests(self._graph, id, checkpoint, accept_changes)
+
+    async def _nested_run(
+        self,
+        message: Any = None,
+        *,
+        saved: Mapping[str, Any] | None = None,
+        responses: Mapping[str, Any] | None = None,
+    ) -> tuple[WorkflowRunResult, dict[str, Any] | None]:
+        """One run for a nested workflow's executor: start on ``message``, or continue
+        ``saved`` with ``responses``. A run that ends waiting for outside input also gives its
+        state as JSON-ready data (a checkpoint body) for the outer executor's state."""
+        from ._checkpointer import Checkpointer
+        from ._events import RunStatus
+        from ._resume import answer_requests, restore_state
+        from ._state import RunState, new_run_id
+
+        opts = RunOptions.from_kwargs(self._spec.options, {"raise_on_failure": False})
+        if saved is None:
+            state = RunState(new_run_id(), None)
+            inbox = {self._spec.start: [message]}
+        else:
+            state = RunState(saved["run_id"], None)
+            state.superstep = saved["superstep"]
+            inbox = restore_state(self._graph, state, saved["state"])
+            answer_requests(state, inbox, responses or {}, self._graph)
+        result = await self._execute(state, inbox, opts, detail=False)
+        if result.status is not RunStatus.IDLE_WITH_PENDING_REQUESTS:
+            return result, None
+        body = Checkpointer(None, self._graph, mode="exit").take(
+            state, {}, list(state.executor_state), result.status.value
+        )
+        return result, {"run_id": state.run_id, "superstep": state.superstep, "state": body.state}
+
+    def stream(
+        self, message: Any, *, task_group: TaskGroup | None = None, **options: Any
+    ) -> EventStream:
+        """Run the workflow, yielding every event as it happens, in a task group: the
+        stream's own (``async with workflow.stream(message) as events: async for event in
+        events``; leaving the block cancels the run and waits for it) or the caller's
+        (``async for event in workflow.stream(message, task_group=tg)``; leaving the loop
+        or closing the iterator cancels the run). See :class:`~plait.streaming.EventStream`.
+
+        A failed run yields its ``RunFinished(status=failed)`` event, then raises (unless
+        ``raise_on_failure=False``).
+
+        .. versionchanged:: 0.1 ``async with`` form; ``task_group``.
+        """
+        from ._streaming import EventStream
+
+        opts = RunOptions.from_kwargs(self._spec.options, options)
+        return EventStream(self, message, opts, task_group)
+
+    def run_sync(
+        self, message: Any, *, backend: str = "asyncio", **options: Any
+    ) -> WorkflowRunResult:
+        """Run from synchronous code (a script): ``anyio.run`` around :meth:`run`."""
+        import anyio
+
+        return anyio.run(functools.partial(self.run, message, **options), backend=backend)
+
+    async def _execute(
+        self,
+        state: RunState,
+        inbox: dict[str, list[Any]],
+        opts: RunOptions,
+        *,
+        detail: bool,
+        live: bool = False,
+        parent_id: str | None = None,
+    ) -> WorkflowRunResult:
+        from ._events import RunFinished, RunStarted, RunStatus
+        from ._runner import Runner
+
+        emit = state.emit
+        manager = self._graph.plugin_manager
+        if emit is not None:
+            emit(RunStarted(state.run_id, self.name))
+        observer = manager.observe_run(state.run_id, self, state.superstep, state.observed)
+        if detail and emit is not None:  # the event stream is told through the same seam
+            from ._events import EventObserver
+            from ._observe import combine
+
+            observer = combine([EventObserver(emit), *([observer] if observer else [])])
+        state.observer = observer
+        error: PlaitError | None = None
+        status = RunStatus.FAILED
+        try:
+            if opts.checkpoint is None:
+                runner = Runner(self._graph, opts, state, live=live)
+                status = await runner.run(inbox)
+            else:
+                from ._durable import run_checkpointed
+
+                status = await run_checkpointed(
+                    self._graph, state, inbox, opts, live=live, parent_id=parent_id
+                )
+        except (WorkflowRunError, CheckpointError) as exc:
+            error = exc
+        except PlaitError as exc:  # a store's, a codec's, a plugin's own error
+            error = exc
+        except Exception as exc:
+            # never a raw error out of run(): name the run and the superstep, keep the cause
+            error = WorkflowRunError(
+                f"run {state.run_id} failed in superstep {state.superstep}: "
+                f"{type(exc).__name__}: {exc}",
+                superstep=state.superstep,
+            )
+            error.__cause__ = exc
+        except BaseException:
+            # cancelled or interrupted: observers still hear that the run ended
+            if observer is not None:
+                observer.run_finished(RunStatus.FAILED.value, None)
+            raise
+        if emit is not None:
+            emit(RunFinished(state.run_id, status, state.superstep, error))
+        if observer is not None:
+            observer.run_finished(status.value, error)
+        return WorkflowRunResult(
+            run_id=state.run_id,
+            status=status,
+            outputs=state.outputs,
+            events=[],
+            error=error,
+            supersteps=state.superstep,
+            pending_requests=list(state.pending_requests.values()),
+            shared=state.shared,
+        )
+
+    @staticmethod
+    def _finish(result: WorkflowRunResult, opts: RunOptions) -> WorkflowRunResult:
+        if result.error is not None and opts.raise_on_failure:
+            setattr(result.error, "result", result)
+            raise result.error
+        return result

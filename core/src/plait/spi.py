@@ -1,0 +1,356 @@
+"""The plugin author's surface of Plait: what a plugin distribution imports.
+
+``plait`` is for people who write workflows; ``plait.spi`` is for people who extend Plait:
+the hook markers and ``Register`` callbacks, the protocol of each kind of thing a plugin
+registers (router, merge strategy, converter, checkpoint store, loader, executor kind,
+placement, observer), the spec types and the build context, and the helpers every plugin
+shares (stores' lease and naming rules, lazy registration, code references, expression
+compilers). Every other module of the kernel is private (``plait._*``) and may change.
+
+Names are imported on first use, so ``from plait.spi import hookimpl`` in a plugin's entry
+point module costs nothing more than the hook machinery itself.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._capabilities import IMPORTS, SUBPROCESS, Capability, kind_capabilities, needs, network
+    from ._checkpoint import (
+        CORRUPT,
+        Checkpoint,
+        CheckpointInfo,
+        CheckpointStore,
+        RunInfo,
+        check_keep_last,
+        check_runs_limit,
+        decode_checkpoint,
+        encode_checkpoint,
+        open_store,
+        prune_plan,
+    )
+    from ._codec import declared_types, decode_value, encode_value, type_ref
+    from ._convert import (
+        CattrsHooks,
+        Converter,
+        ConverterGraph,
+        LossyConversion,
+        Step,
+        TypeFamily,
+        converter_graph,
+        message_converter,
+    )
+    from ._durable import resolve_store
+    from ._executor import Handler
+    from ._expressions import (
+        CompiledExpression,
+        CompiledTemplate,
+        ExpressionLanguage,
+        compile_expression,
+        compile_template,
+    )
+    from ._grants import CapabilityError, Grants, grant_text
+    from ._graph import CompiledGraph, PluginEnv
+    from ._hookspecs import Register, hookimpl
+    from ._kinds import ExecutorKind, KindContext
+    from ._leases import Lease, LeaseHolder, lost_error, released
+    from ._load import LoadContext, Loader
+    from ._merge import MergeStrategy
+    from ._observe import Invocation, RunObserver
+    from ._options import RunOptions
+    from ._placement import Placement, with_placement
+    from ._plugins import (
+        ENTRY_POINT_GROUP,
+        KINDS,
+        PluginInfo,
+        PluginManager,
+        Registry,
+        core_version,
+        set_plugin_manager,
+    )
+    from ._rebuild import build_executors, load_scope
+    from ._refs import (
+        as_executor,
+        callable_spec,
+        code_ref,
+        expression_spec,
+        import_ref,
+        nonportable_reason,
+    )
+    from ._registry import lazy, lazy_exports
+    from ._routing import Delivery, EdgeRunner, Router, RouterEnv
+    from ._runindex import (
+        DEFAULT_PAGE,
+        RUN_COLUMNS,
+        CheckpointView,
+        RunIndex,
+        RunPage,
+        RunQuery,
+        RunSummary,
+        checkpoint_view,
+        diff_views,
+        fork_run,
+        list_runs,
+        page_of_rows,
+        page_sql,
+        parse_int_cursor,
+    )
+    from ._runview import EDITABLE
+    from ._spec import spec_converter
+    from ._state import PendingRequest
+    from ._stores import (
+        INFO_FIELDS,
+        CheckpointStoreBase,
+        duplicate_error,
+        info_fields,
+        info_row,
+        parse_age,
+        redact_url,
+        run_info,
+        take_lease,
+        where,
+    )
+    from ._types import is_assignable, is_instance, type_name
+    from ._watch import RunWatch
+
+__all__ = [
+    "CORRUPT",
+    "Capability",
+    "CapabilityError",
+    "CattrsHooks",
+    "Checkpoint",
+    "CheckpointInfo",
+    "CheckpointStore",
+    "CheckpointStoreBase",
+    "CheckpointView",
+    "CompiledExpression",
+    "CompiledGraph",
+    "CompiledTemplate",
+    "Converter",
+    "ConverterGraph",
+    "DEFAULT_PAGE",
+    "Delivery",
+    "EDITABLE",
+    "ENTRY_POINT_GROUP",
+    "EdgeRunner",
+    "ExecutorKind",
+    "ExpressionLanguage",
+    "Grants",
+    "Handler",
+    "IMPORTS",
+    "INFO_FIELDS",
+    "Invocation",
+    "KINDS",
+    "KindContext",
+    "Lease",
+    "LeaseHolder",
+    "LoadContext",
+    "Loader",
+    "LossyConversion",
+    "MergeStrategy",
+    "PendingRequest",
+    "Placement",
+    "PluginEnv",
+    "PluginInfo",
+    "PluginManager",
+    "RUN_COLUMNS",
+    "Register",
+    "Registry",
+    "Router",
+    "RouterEnv",
+    "RunIndex",
+    "RunInfo",
+    "RunObserver",
+    "RunOptions",
+    "RunPage",
+    "RunQuery",
+    "RunSummary",
+    "RunWatch",
+    "SUBPROCESS",
+    "Step",
+    "TypeFamily",
+    "as_executor",
+    "build_executors",
+    "callable_spec",
+    "check_keep_last",
+    "check_runs_limit",
+    "checkpoint_view",
+    "code_ref",
+    "compile_expression",
+    "compile_template",
+    "converter_graph",
+    "core_version",
+    "declared_types",
+    "decode_checkpoint",
+    "decode_value",
+    "diff_views",
+    "duplicate_error",
+    "encode_checkpoint",
+    "encode_value",
+    "expression_spec",
+    "fork_run",
+    "grant_text",
+    "hookimpl",
+    "import_ref",
+    "info_fields",
+    "info_row",
+    "is_assignable",
+    "is_instance",
+    "kind_capabilities",
+    "lazy",
+    "lazy_exports",
+    "list_runs",
+    "load_scope",
+    "lost_error",
+    "message_converter",
+    "needs",
+    "network",
+    "nonportable_reason",
+    "open_store",
+    "page_of_rows",
+    "page_sql",
+    "parse_age",
+    "parse_int_cursor",
+    "prune_plan",
+    "redact_url",
+    "released",
+    "resolve_store",
+    "run_info",
+    "set_plugin_manager",
+    "spec_converter",
+    "take_lease",
+    "type_name",
+    "type_ref",
+    "where",
+    "with_placement",
+]
+
+#: Where each name lives.
+_HOME = {
+    "CORRUPT": "_checkpoint",
+    "Capability": "_capabilities",
+    "CapabilityError": "_grants",
+    "CattrsHooks": "_convert",
+    "Checkpoint": "_checkpoint",
+    "CheckpointInfo": "_checkpoint",
+    "CheckpointStore": "_checkpoint",
+    "CheckpointStoreBase": "_stores",
+    "CheckpointView": "_runindex",
+    "CompiledExpression": "_expressions",
+    "CompiledGraph": "_graph",
+    "CompiledTemplate": "_expressions",
+    "Converter": "_convert",
+    "ConverterGraph": "_convert",
+    "DEFAULT_PAGE": "_runindex",
+    "Delivery": "_routing",
+    "EDITABLE": "_runview",
+    "ENTRY_POINT_GROUP": "_plugins",
+    "EdgeRunner": "_routing",
+    "ExecutorKind": "_kinds",
+    "ExpressionLanguage": "_expressions",
+    "Grants": "_grants",
+    "Handler": "_executor",
+    "IMPORTS": "_capabilities",
+    "INFO_FIELDS": "_stores",
+    "Invocation": "_observe",
+    "KINDS": "_plugins",
+    "KindContext": "_kinds",
+    "Lease": "_leases",
+    "LeaseHolder": "_leases",
+    "LoadContext": "_load",
+    "Loader": "_load",
+    "LossyConversion": "_convert",
+    "MergeStrategy": "_merge",
+    "PendingRequest": "_state",
+    "Placement": "_placement",
+    "PluginEnv": "_graph",
+    "PluginInfo": "_plugins",
+    "PluginManager": "_plugins",
+    "RUN_COLUMNS": "_runindex",
+    "Register": "_hookspecs",
+    "Registry": "_plugins",
+    "Router": "_routing",
+    "RouterEnv": "_routing",
+    "RunIndex": "_runindex",
+    "RunInfo": "_checkpoint",
+    "RunObserver": "_observe",
+    "RunOptions": "_options",
+    "RunPage": "_runindex",
+    "RunQuery": "_runindex",
+    "RunSummary": "_runindex",
+    "RunWatch": "_watch",
+    "SUBPROCESS": "_capabilities",
+    "Step": "_convert",
+    "TypeFamily": "_convert",
+    "as_executor": "_refs",
+    "build_executors": "_rebuild",
+    "callable_spec": "_refs",
+    "check_keep_last": "_checkpoint",
+    "check_runs_limit": "_checkpoint",
+    "checkpoint_view": "_runindex",
+    "code_ref": "_refs",
+    "compile_expression": "_expressions",
+    "compile_template": "_expressions",
+    "converter_graph": "_convert",
+    "core_version": "_plugins",
+    "declared_types": "_codec",
+    "decode_checkpoint": "_checkpoint",
+    "decode_value": "_codec",
+    "diff_views": "_runindex",
+    "duplicate_error": "_stores",
+    "encode_checkpoint": "_checkpoint",
+    "encode_value": "_codec",
+    "expression_spec": "_refs",
+    "fork_run": "_runindex",
+    "grant_text": "_grants",
+    "hookimpl": "_hookspecs",
+    "import_ref": "_refs",
+    "info_fields": "_stores",
+    "info_row": "_stores",
+    "is_assignable": "_types",
+    "is_instance": "_types",
+    "kind_capabilities": "_capabilities",
+    "lazy": "_registry",
+    "lazy_exports": "_registry",
+    "list_runs": "_runindex",
+    "load_scope": "_rebuild",
+    "lost_error": "_leases",
+    "message_converter": "_convert",
+    "needs": "_capabilities",
+    "network": "_capabilities",
+    "nonportable_reason": "_refs",
+    "open_store": "_checkpoint",
+    "page_of_rows": "_runindex",
+    "page_sql": "_runindex",
+    "parse_age": "_stores",
+    "parse_int_cursor": "_runindex",
+    "prune_plan": "_checkpoint",
+    "redact_url": "_stores",
+    "released": "_leases",
+    "resolve_store": "_durable",
+    "run_info": "_stores",
+    "set_plugin_manager": "_plugins",
+    "spec_converter": "_spec",
+    "take_lease": "_stores",
+    "type_name": "_types",
+    "type_ref": "_codec",
+    "where": "_stores",
+    "with_placement": "_placement",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"plait.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

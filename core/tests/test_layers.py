@@ -1,0 +1,115 @@
+"""The kernel's shape: its modules form layers, and no import goes up a layer.
+
+Every import counts — module-level, function-level and under ``if TYPE_CHECKING:`` (an
+annotation is a dependency of the design too). From the bottom:
+
+1. **base** — errors, type compatibility, events, policies, leases, run options, the
+   merge-strategy and executor-kind protocols: what everything else names.
+2. **authoring** — ``Executor``, ``handler``, ``WorkflowContext`` and the run state a
+   context writes to.
+3. **spec** — the workflow IR and references to code, routers' protocol.
+4. **plugins** — hook specifications, registries and plugin loading, converters, the
+   checkpoint store protocol and its helpers, capabilities and grants, rebuilding
+   executors from a spec.
+5. **engine** — the compiled graph, the runner, observation, the codec, checkpointing,
+   resuming, placement, streaming.
+6. **workflow** — ``Workflow``, ``plait.load``, and the two public surfaces
+   (``plait``, ``plait.spi``).
+
+``UPWARD`` lists the imports that still go up: each is a debt to pay (by moving the name
+it needs down, or a protocol beside it), never a place to add one. The test fails when a
+new one appears and when one listed is gone (then strike it from the list).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import plait
+
+PACKAGE = Path(plait.__file__).parent
+
+LAYERS: dict[str, tuple[str, ...]] = {
+    "base": (
+        "_version", "_errors", "_hints", "_types", "_families", "_events", "_results",
+        "_policies", "_leases", "_options", "_merge", "_kinds",
+    ),
+    "authoring": ("_state", "_context", "_executor"),
+    "spec": ("_refs", "_spec", "_routing"),
+    "plugins": (
+        "_hookspecs", "_registry", "_loading", "_facade", "_plugins", "_expressions",
+        "_chains", "_convert", "_checkpoint", "_runinfo", "_runview", "_runindex", "_stores",
+        "_capabilities", "_grants", "_rebuild",
+    ),
+    "engine": (
+        "_graph", "_attempts", "_observe", "_runner", "_watch", "_codec", "_fingerprint",
+        "_checkpointer", "_resume", "_durable", "_placement", "_streaming",
+    ),
+    "workflow": ("_workflow", "_load", "__init__", "spi"),
+}  # fmt: skip
+
+#: Imports that go up a layer today (importer, imported): the observer protocol is named
+#: by the run state and the hooks below the engine, and three engine modules annotate
+#: with ``Workflow``.
+UPWARD = {
+    ("_state", "_observe"),
+    ("_hookspecs", "_observe"),
+    ("_facade", "_observe"),
+    ("_fingerprint", "_workflow"),
+    ("_placement", "_workflow"),
+    ("_streaming", "_workflow"),
+}
+
+
+def imports(path: Path) -> set[str]:
+    """The kernel modules ``path`` imports, every import counted."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            if node.module:
+                found.add(node.module.split(".")[0])
+            else:
+                found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("plait."):
+            found.add(node.module.split(".")[1])  # type: ignore[union-attr]
+        elif isinstance(node, ast.Import):
+            found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("plait."))
+    return found
+
+
+def layer_of() -> dict[str, int]:
+    return {module: i for i, modules in enumerate(LAYERS.values()) for module in modules}
+
+
+def test_every_kernel_module_has_a_layer() -> None:
+    modules = {path.stem for path in PACKAGE.glob("*.py")}
+    placed = set(layer_of())
+    assert modules - placed == set(), "give these modules a layer"
+    assert placed - modules == set(), "these modules are gone: strike them"
+
+
+def test_no_import_goes_up_a_layer_but_the_listed_debts() -> None:
+    layers = layer_of()
+    upward = {
+        (path.stem, target)
+        for path in PACKAGE.glob("*.py")
+        for target in imports(path)
+        if target in layers and layers[target] > layers[path.stem]
+    }
+    assert upward - UPWARD == set(), "an import goes up a layer"
+    assert UPWARD - upward == set(), "a debt is paid: strike it from UPWARD"
+
+
+def test_plugins_import_only_plait_and_plait_spi() -> None:
+    root = PACKAGE.parents[2]
+    found: set[str] = set()
+    for source in [*root.glob("plugins/*/src/**/*.py"), *root.glob("contrib/*/src/**/*.py")]:
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                if node.module.startswith("plait.") and node.module != "plait.spi":
+                    found.add(f"{source.relative_to(root)}: {node.module}")
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names if a.name.startswith("plait.")]
+                found.update(f"{source.relative_to(root)}: {n}" for n in names if n != "plait.spi")
+    assert found == set()
