@@ -70,6 +70,10 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
+    with pytest.raises(OSError, match="run offline"):
+        socket.create_connection(("127.0.0.1", 9), timeout=1)
+    with pytest.raises(OSError, match="run offline"), socket.socket() as probe:
+        probe.connect(("127.0.0.1", 9))
 
 
 def test_the_model_is_the_file_inside_the_installed_wheel() -> None:
