@@ -13,6 +13,7 @@ import plait
 import pytest
 from plait import Never, Workflow, WorkflowContext, executor
 from plait.errors import ExecutorFailedError
+from plait.events import CustomEvent
 from plait.kinds import KindContext
 from plait_builders import WorkflowBuilder
 from plait_llm import AgentError, AgentExecutor, AgentKind
@@ -85,7 +86,10 @@ async def test_a_wrong_answer_gets_one_corrective_retry_in_the_same_conversation
 ) -> None:
     script.answers = ['{"title": "Tides", "score": -1}', '{"title": "Tides", "score": 1}']
     node = build("plait-test-scripted")
-    assert (await chain(node).run("tides")).outputs == [{"title": "Tides", "score": 1}]
+    result = await chain(node).run("tides", events="all")
+    assert result.outputs == [{"title": "Tides", "score": 1}]
+    retries = [e.data for e in result.events if isinstance(e, CustomEvent)]
+    assert retries == [{"structured_output_retry": "at $.score: -1 is less than the minimum of 0"}]
     first, retry = script.seen
     assert (first.history, retry.history) == (0, 1)  # the retry sees the first exchange
     assert retry.prompt.startswith(

@@ -61,8 +61,9 @@ class AgentExecutor(Executor):
     (``supports_schema``); otherwise the prompt asks for JSON matching the schema. Either
     way the answer is parsed (a fenced ```` ```json ```` block is fine) and validated; an
     unusable answer gets one corrective retry, in the same conversation, that tells the
-    model what was wrong. A second unusable answer is an :class:`AgentError` naming the
-    problem and its JSON path.
+    model what was wrong (the run gets a custom event ``{"structured_output_retry":
+    problem}``). A second unusable answer is an :class:`AgentError` naming the problem and
+    its JSON path.
 
     The model is an ``llm`` sync model, called in a worker thread so the event loop (asyncio
     or trio) never blocks.
@@ -142,6 +143,8 @@ class AgentExecutor(Executor):
         value, problem = self._check(await self._call(prompt, conversation, ctx), schema)
         if problem is None:
             return value
+        if ctx is not None:  # a live display shows why a second answer follows
+            await ctx.add_event({"structured_output_retry": problem})
         retry = correction(problem, schema)
         value, second = self._check(await self._call(retry, conversation, ctx), schema)
         if second is None:
