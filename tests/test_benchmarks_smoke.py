@@ -52,8 +52,10 @@ def test_the_type_check_and_composition_benchmarks_run() -> None:
         ("bench_cold_start.py", ["--repeat", "1", "--no-peers", "--n", "10"]),
         ("bench_steps.py", ["--quick"]),
         ("bench_from_spec.py", ["--quick"]),
+        ("bench_nested.py", ["--quick"]),
         ("bench_otel.py", ["--quick"]),
         ("bench_ray.py", ["--quick"]),
+        ("bench_hostile.py", ["--quick"]),
     ):
         done = _run(str(BENCH / script), *args)
         assert "Traceback" not in done.stderr, (script, done.stderr)

@@ -327,7 +327,9 @@ def test_the_demo_page_shows_what_the_demo_prints_today(tmp_path: Path) -> None:
     page = (ROOT / "docs" / "demo.md").read_text()
     (shown,) = re.findall(r"```console\n\$ plait run docs/examples/demo/.*?\n(.*?)```", page, re.S)
     reviewed = re.compile(r"^reviewed (\d+) pages of \S+: (.*)$", re.M)
-    summary = re.compile(r"^run \w+: (idle, \d+ superstep\(s\), \d+ output\(s\)) in \d+ ms$", re.M)
+    summary = re.compile(
+        r"^run \w+: (idle, \d+ superstep\(s\), \d+ output\(s\)) in [\d.]+ m?s$", re.M
+    )
     actual = (reviewed.findall(result.stdout), summary.findall(result.stderr))
     documented = (reviewed.findall(shown), summary.findall(shown))
     assert actual[0] and actual[1], (result.stdout, result.stderr)

@@ -244,3 +244,62 @@ def test_a_loader_s_declared_options_are_the_only_ones_accepted(register_plugin:
         LoadError, match=r"unknown option\(s\) for the spec loader: nmae; accepted: name"
     ):
         plait.load(text, executors={"a": a, "b": b}, nmae="x")
+
+
+class Shouting:
+    """A kind that builds its node itself, whatever the caller passes."""
+
+    config_schema: dict[str, Any] = {"type": "object"}
+
+    def check(self, config: Any, ctx: Any) -> list[Any]:
+        return []
+
+    def create(self, config: Any, ctx: Any) -> Any:
+        @executor(id=ctx.node_id)
+        async def shout(text: str, c: WorkflowContext[Never, str]) -> None:
+            await c.yield_output(text.upper())
+
+        return shout
+
+
+class Binding(Shouting):
+    """The same, but a passed executor stands for its node (as the ``python`` kind does)."""
+
+    binds_passed_executors = True
+
+
+class KindsPlugin:
+    @plait.hookimpl
+    def plait_register_executor_kinds(self, register: Any) -> None:
+        register("test.shouting", Shouting())
+        register("test.binding", Binding())
+
+
+@executor(id="echo")
+async def echo(text: str, ctx: WorkflowContext[Never, str]) -> None:
+    await ctx.yield_output(text)
+
+
+def test_a_kind_says_whether_a_passed_executor_stands_for_its_node(register_plugin: Any) -> None:
+    register_plugin(KindsPlugin(), "kinds")
+    for kind, expected in (("test.shouting", ["HI"]), ("test.binding", ["hi"])):
+        spec = WorkflowSpec.from_dict(
+            {
+                "name": None,
+                "start": "echo",
+                "nodes": [{"id": "echo", "kind": kind}],
+                "edge_groups": [],
+            }
+        )
+        workflow = Workflow.from_spec(spec, {"echo": echo})
+        assert workflow.run_sync("hi").outputs == expected, kind
+    # a kind nobody registers: the passed executor is bound
+    spec = WorkflowSpec.from_dict(
+        {
+            "name": None,
+            "start": "echo",
+            "nodes": [{"id": "echo", "kind": "test.absent"}],
+            "edge_groups": [],
+        }
+    )
+    assert Workflow.from_spec(spec, {"echo": echo}).run_sync("hi").outputs == ["hi"]

@@ -45,9 +45,10 @@ import attrs
 
 from .errors import CheckpointError, CorruptCheckpointError
 from .leases import Lease, LeaseHolder
-from .runinfo import RunInfo, check_runs_limit, error_summary
+from .runinfo import CORRUPT, RunInfo, check_runs_limit, error_summary
 
 __all__ = [
+    "CORRUPT",
     "FORMAT_VERSION",
     "Checkpoint",
     "CheckpointInfo",
@@ -354,7 +355,9 @@ class CheckpointStore(Protocol):
 
     async def runs(self, *, limit: int | None = None) -> Sequence[RunInfo]:
         """Every run with a checkpoint, newest first (by its latest checkpoint), at most
-        ``limit`` of them: each as :meth:`RunInfo.from_latest` describes it.
+        ``limit`` of them: each as :meth:`RunInfo.from_latest` describes it, or as
+        :meth:`RunInfo.corrupt` when its latest checkpoint does not decode (one damaged
+        run never fails the listing; :func:`plait.stores.run_info` does both).
 
         Raise ``ValueError`` for a negative ``limit`` (:func:`check_runs_limit`).
 

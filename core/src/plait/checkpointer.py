@@ -19,6 +19,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from .checkpoint import Checkpoint, CheckpointStore
 from .codec import EncodeError, encode_value, type_ref
 from .errors import CheckpointEncodeError, CheckpointError, RunLeaseError
+from .fingerprint import fingerprint_summary
 from .leases import Lease
 from .state import PendingRequest, RunState
 from .types import type_name
@@ -71,6 +72,7 @@ class Checkpointer:
         self.visits_changed: set[str] = set()
         self.shared_at_base: Any = None
         self.first = parent_id is None
+        self.fingerprinted = False  # the first checkpoint this process writes has the details
         self.error: BaseException | None = None
         self.lease: Lease | None = None
         self._send: anyio.abc.ObjectSendStream[Checkpoint] | None = None
@@ -127,7 +129,11 @@ class Checkpointer:
         if state.attempts:
             body["attempts"] = dict(state.attempts)
         checkpoint_id = uuid.uuid4().hex
-        metadata: dict[str, Any] = {**self.metadata, "workflow": self.graph.spec.name}
+        metadata: dict[str, Any] = {
+            **self.metadata,
+            "workflow": self.graph.spec.name,
+            "fingerprint": self._fingerprint(),
+        }
         if self.first:
             metadata["topology"] = self.graph.topology
             self.first = False
@@ -155,6 +161,14 @@ class Checkpointer:
         else:
             self.since_base += 1
         return checkpoint
+
+    def _fingerprint(self) -> dict[str, Any]:
+        """What a checkpoint records of the workflow's fingerprint: the details in the
+        first one this process writes, the format and digest in the others."""
+        if self.fingerprinted:
+            return fingerprint_summary(self.graph.fingerprint)
+        self.fingerprinted = True
+        return self.graph.fingerprint
 
     def _router_state(self, state: RunState) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -278,6 +292,8 @@ class Checkpointer:
             created_at=time.time(),
             metadata={
                 **{k: v for k, v in last.metadata.items() if k != "topology"},
+                **self.metadata,
+                "fingerprint": self._fingerprint(),  # the workflow that failed, not the one before
                 "error": error,
             },
         )

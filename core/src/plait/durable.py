@@ -233,13 +233,14 @@ async def _checkpointed(runner: Runner, checkpointer: Checkpointer, inbox: Any) 
 
 
 async def stored_requests(
-    graph: CompiledGraph, id: str, checkpoint: str | CheckpointStore
+    graph: CompiledGraph, id: str, checkpoint: str | CheckpointStore, accept_changes: bool = False
 ) -> list[PendingRequest]:
-    """:meth:`plait.Workflow.pending_requests`: the pending requests of a stored run."""
+    """:meth:`plait.Workflow.pending_requests`: the pending requests of a stored run
+    (``accept_changes``: as :meth:`plait.Workflow.resume`'s)."""
     store, opened = await resolve_store(checkpoint)
     token = resumed_from.set(None)
     try:
-        found, data = await load_run(store, id, graph.spec, graph.signature)
+        found, data = await load_run(store, id, graph, accept_changes)
         state = RunState(found.run_id, None)
         restore_state(graph, state, data)
         return list(state.pending_requests.values())

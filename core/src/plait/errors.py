@@ -43,6 +43,7 @@ __all__ = [
     "RunLeaseError",
     "CheckpointEncodeError",
     "TopologyMismatchError",
+    "WorkflowChangedError",
     "StoreUnavailableError",
     "ResponseTypeError",
     "SourcePosition",
@@ -155,10 +156,21 @@ class SourcePosition:
     ``path`` (``/nodes/0/is_entry``) for data, plus the ``source`` (file name or
     ``<string>``) and the offending line of text, when known.
 
+    ``text`` keeps at most :attr:`WINDOW` characters of a long line, around ``column``
+    (cut ends marked ``…``), so a problem on a 100 KB line costs a few hundred bytes. A
+    caller that has only a piece of the line passes it with ``text_column``, the column
+    where the piece starts.
+
+    .. versionchanged:: 0.1
+       ``text`` is cut to :attr:`WINDOW` characters; ``text_column``.
+
     .. versionadded:: 0.1
     """
 
-    __slots__ = ("column", "line", "path", "source", "text")
+    __slots__ = ("_caret_column", "column", "line", "path", "source", "text")
+
+    #: the most characters of the offending line a position keeps and shows
+    WINDOW = 120
 
     def __init__(
         self,
@@ -168,11 +180,17 @@ class SourcePosition:
         column: int | None = None,
         path: str | None = None,
         text: str | None = None,
+        text_column: int = 1,
     ) -> None:
         self.source = source
         self.line = line
         self.column = column
         self.path = path
+        self._caret_column = None if column is None else column - text_column + 1
+        if text is not None and (len(text) > self.WINDOW or text_column > 1):
+            text, self._caret_column = _excerpt(
+                text, self._caret_column, self.WINDOW, cut_before=text_column > 1
+            )
         self.text = text
 
     def __str__(self) -> str:
@@ -188,13 +206,31 @@ class SourcePosition:
     def caret(self) -> str:
         """The offending line and a caret under the column (``SyntaxError``'s layout), or
         an empty string when the text is not known."""
-        if self.text is None or self.column is None:
+        if self.text is None or self._caret_column is None:
             return ""
         line = self.text.rstrip("\n")
-        return f"    {line}\n    {' ' * max(self.column - 1, 0)}^"
+        return f"    {line}\n    {' ' * max(self._caret_column - 1, 0)}^"
 
     def __repr__(self) -> str:
         return f"SourcePosition({self!s})"
+
+
+def _excerpt(
+    text: str, column: int | None, width: int, *, cut_before: bool = False
+) -> tuple[str, int | None]:
+    """At most ``width`` characters of ``text`` around ``column`` (1-based), ends that were
+    cut marked ``…`` (the start too when ``cut_before``: ``text`` is itself a piece of a
+    line), and the column's place in it."""
+    at = min(max((column or 1) - 1, 0), len(text))
+    start = max(0, min(at - width // 2, len(text) - width))
+    end = start + width
+    # A cut end's "…" takes the place of the character there (never the column's: it is
+    # at least width // 2 from a cut); a piece that starts at 0 gets one in front.
+    head = "…" if start > 0 or cut_before else ""
+    tail = "…" if end < len(text) else ""
+    body = text[start + (1 if start > 0 else 0) : end - len(tail)]
+    shift = 1 if cut_before and start == 0 else 0
+    return head + body + tail, None if column is None else at - start + 1 + shift
 
 
 class _Positioned(PlaitError):
@@ -228,16 +264,24 @@ class ConfigError(_Positioned):
 
 class LoadError(PlaitError):
     """A workflow document (flow, JSON DAG, YAML steps …) is wrong; ``problems`` holds
-    every problem found, each a positioned error, sorted by position.
+    every problem found, each a positioned error, sorted by position. The message shows
+    the first :attr:`SHOWN` and says how many more there are.
 
     .. versionadded:: 0.1
     """
+
+    #: how many problems the message shows; ``problems`` holds them all
+    SHOWN = 50
 
     def __init__(self, problems: Sequence[PlaitError], *, source: str | None = None) -> None:
         self.problems = list(problems)
         self.source = source
         where = source or "<string>"
-        body = "\n".join(f"  - {p}".replace("\n", "\n    ") for p in self.problems)
+        shown = self.problems[: self.SHOWN]
+        body = "\n".join(f"  - {p}".replace("\n", "\n    ") for p in shown)
+        hidden = len(self.problems) - len(shown)
+        if hidden:
+            body += f"\n  … and {hidden:,} more"
         super().__init__(f"{where}: {len(self.problems)} problem(s):\n{body}")
 
 
@@ -342,6 +386,20 @@ class CheckpointEncodeError(CheckpointError):
 
 class TopologyMismatchError(CheckpointError):
     """A checkpoint was taken on a different graph than the one resuming it."""
+
+
+class WorkflowChangedError(TopologyMismatchError):
+    """A checkpoint was taken on the same graph but a different workflow: a node's kind,
+    config, code (its source), policies or types, an edge's options, or the declared
+    types changed (see :mod:`plait.fingerprint`). ``changes`` lists each, as the message
+    does. ``accept_changes=True`` (``plait resume --accept-changes``) resumes anyway.
+
+    .. versionadded:: 0.1
+    """
+
+    def __init__(self, message: str, changes: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.changes: list[str] = list(changes or [])
 
 
 class StoreUnavailableError(CheckpointError):

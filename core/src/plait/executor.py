@@ -221,8 +221,15 @@ class FunctionExecutor(Executor):
 
     @property
     def ref(self) -> str:
-        """``module:qualname`` of the wrapped function."""
-        return f"{self.fn.__module__}:{self.fn.__qualname__}"
+        """``module:qualname`` of the wrapped function; a script's ``__main__`` is named by
+        the module it would be when imported (as :func:`plait.refs.code_ref` does), so the
+        process that resumes the run names it the same."""
+        module = self.fn.__module__
+        if module == "__main__":
+            from ._hints import main_module_name
+
+            module = main_module_name()
+        return f"{module}:{self.fn.__qualname__}"
 
 
 @overload

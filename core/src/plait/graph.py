@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import ConfigError, ExpressionError
-from .executor import Executor
+from .executor import Executor, Handler
 from .policies import RetryPolicy
 from .refs import NotPortableError, resolve_ref
 from .spec import WorkflowSpec
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .plugins import PluginManager
     from .routing import EdgeRunner
 
-__all__ = ["ERROR_ROUTER", "CompiledGraph", "PluginEnv"]
+__all__ = ["ERROR_ROUTER", "CompiledGraph", "Invocable", "PluginEnv"]
 
 #: The router name of error edges: ``A -error-> fallback``. The runner delivers an
 #: :class:`~plait.context.InvocationFailure` along them when A fails after its retries.
@@ -124,6 +124,16 @@ def _expression_selection(compiled: Any, what: str) -> Callable[[Any, list[str]]
     return selection
 
 
+class Invocable(Protocol):
+    """What a run calls for an executor id: the executor, or what stands for it when its
+    invocations run elsewhere (:class:`plait.placement.PlacedExecutor`)."""
+
+    @property
+    def input_types(self) -> tuple[Any, ...]: ...
+
+    def find_handler(self, message: Any) -> Handler | None: ...
+
+
 class CompiledGraph:
     """Routing tables derived once from a workflow, shared by its runs."""
 
@@ -136,6 +146,12 @@ class CompiledGraph:
     ) -> None:
         self.spec = spec
         self.executors = dict(executors)
+        #: executor id -> its placement, for executors whose invocations run elsewhere than
+        #: on the driver (resolved when the workflow compiles: :func:`plait.placement.place`)
+        self.placements: dict[str, Any] = {}
+        #: what runs call per executor id: the executors, a placed one standing behind
+        #: its placement (the same mapping as :attr:`executors` when nothing is placed)
+        self.run_executors: Mapping[str, Invocable] = self.executors
         self.edge_runners = dict(edge_runners)
         routes: dict[str, list[tuple[str, EdgeRunner]]] = {}
         errors: dict[str, list[str]] = {}
@@ -181,6 +197,14 @@ class CompiledGraph:
     def signature(self) -> str:
         """The spec's topology signature, computed once."""
         return self.spec.signature()
+
+    @functools.cached_property
+    def fingerprint(self) -> dict[str, Any]:
+        """The workflow's fingerprint (:func:`plait.fingerprint.workflow_fingerprint`),
+        computed once: what checkpoints record and a resume compares."""
+        from .fingerprint import workflow_fingerprint
+
+        return workflow_fingerprint(self)
 
     @functools.cached_property
     def reach(self) -> dict[str, frozenset[str]]:

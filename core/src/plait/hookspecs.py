@@ -188,7 +188,7 @@ def plait_register_placements(register: Register) -> None:
     somewhere and applies what it did to ``ctx`` as a local
     invocation would. ``local`` (anyio tasks on the driver) is built in and is the
     default; ``ray`` comes with ``plait-ray``. A node or workflow chooses one by name
-    (``placement="ray"``).
+    (``placement="ray"``); names are resolved when the workflow is built.
 
     :param register: ``register(placement_name, placement, replaces=None)``.
     :return: nothing; every implementation is called.

@@ -237,13 +237,17 @@ def load(
         from .plugins import get_plugin_manager
 
         plugin_manager = get_plugin_manager()
+    from .rebuild import load_scope
+
     grants = Grants.of(allow, allow_imports=allow_imports)
-    spec, name = _load_spec(source, format, executors, plugin_manager, options)
-    check_granted(spec, grants, executors=executors, manager=plugin_manager, source=name)
-    return Workflow.from_spec(
-        spec,
-        executors,
-        allow_imports=grants.covers(IMPORTS),
-        plugin_manager=plugin_manager,
-        source=name,
-    )
+    # one load: what the loader's checks build, the build reuses (see LoadScope)
+    with load_scope():
+        spec, name = _load_spec(source, format, executors, plugin_manager, options)
+        check_granted(spec, grants, executors=executors, manager=plugin_manager, source=name)
+        return Workflow.from_spec(
+            spec,
+            executors,
+            allow_imports=grants.covers(IMPORTS),
+            plugin_manager=plugin_manager,
+            source=name,
+        )

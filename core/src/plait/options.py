@@ -72,7 +72,7 @@ def _callable(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
 
 
 #: Keys of a checkpoint's metadata that the kernel writes itself.
-_RESERVED_METADATA = frozenset({"workflow", "topology", "error", "observers"})
+_RESERVED_METADATA = frozenset({"workflow", "topology", "error", "observers", "fingerprint"})
 _JSON_SCALARS = (str, int, float, bool, type(None))
 
 

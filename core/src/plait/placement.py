@@ -8,36 +8,26 @@ driver: it routes, checkpoints and applies retry policies; only invocations move
 A placement is registered through ``plait_register_placements`` and has one method,
 ``async invoke(graph, executor_id, handler, message, ctx)``: run the invocation somewhere
 and apply what it did to ``ctx`` — the messages it sent, its outputs, custom events,
-requests, its state and shared-state changes — exactly as a local invocation does.
-:mod:`plait.remote` gives placements the two halves of that round trip, built on the
-checkpoint codec (so the same type allowlist applies on both sides; its names are
-re-exported here):
+requests, its state and shared-state changes — exactly as a local invocation does. How an
+invocation travels is the placement's own business (``plait_ray.remote`` encodes it with
+the checkpoint codec).
 
-- :func:`encode_invocation` (driver) → :class:`RemoteExecutor.invoke` (worker: rebuilds
-  the executor from its node spec, runs the handler against a recording context) →
-  :func:`apply_result` (driver: decodes and replays the records into ``ctx``).
-
-Costs nothing unused: :func:`placed_executors` is ``None`` for a graph whose executors all
-run locally, and the runner then uses the graph's executors as they are.
+Placements are resolved when a workflow compiles (:func:`place`): the compiled graph
+carries, per placed executor, its placement (:attr:`CompiledGraph.placements
+<plait.graph.CompiledGraph.placements>`) and what runs call instead of it (a
+:class:`PlacedExecutor`); the runner knows nothing of placements. A graph whose executors
+all run locally costs nothing: its runs call its executors as they are.
 
 .. versionadded:: 0.1
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .context import WorkflowContext
 from .executor import Executor, Handler
 from .refs import NotPortableError
-from .remote import (
-    RemoteExecutor,
-    RemoteInvocationError,
-    apply_result,
-    encode_invocation,
-    node_payload,
-)
 
 if TYPE_CHECKING:
     from .graph import CompiledGraph
@@ -47,19 +37,13 @@ __all__ = [
     "LOCAL",
     "Placement",
     "PlacedExecutor",
-    "RemoteExecutor",
-    "RemoteInvocationError",
-    "apply_result",
-    "encode_invocation",
-    "node_payload",
-    "placed_executors",
+    "place",
     "placement_of",
     "with_placement",
 ]
 
 #: The built-in placement: anyio tasks on the driver.
 LOCAL = "local"
-_UNPLACED = ("unplaced",)
 
 
 @runtime_checkable
@@ -79,7 +63,7 @@ class Placement(Protocol):
         ctx: WorkflowContext[Any, Any],
     ) -> None:
         """Run ``handler`` of ``executor_id`` on ``message`` somewhere, then apply its
-        effects to ``ctx`` (see :func:`apply_result`). Raise what the handler raised (or a
+        effects to ``ctx``. Raise what the handler raised (or a
         :class:`~plait.errors.PlaitError` saying where the invocation was lost); the runner
         retries it under the executor's policy like a local failure."""
         ...
@@ -100,32 +84,25 @@ def placement_of(graph: CompiledGraph | Workflow, executor_id: str) -> str:
     return node.placement or graph.spec.placement or LOCAL
 
 
-def placed_executors(graph: CompiledGraph) -> Mapping[str, Executor | PlacedExecutor] | None:
-    """``graph.executors`` with every executor placed elsewhere than :data:`LOCAL` replaced
-    by a :class:`PlacedExecutor`; ``None`` when every executor runs locally (the runner
-    then pays nothing). Computed once per graph and placement registry.
+def place(graph: CompiledGraph) -> None:
+    """Resolve the placements of ``graph`` (what compiling a workflow does): every executor
+    placed elsewhere than :data:`LOCAL` gets its placement in ``graph.placements`` and a
+    :class:`PlacedExecutor` in ``graph.run_executors``; a graph that places nothing is
+    left as it is (its runs call its executors directly).
 
     :raises UnknownNameError: a node names a placement no installed plugin registers
         (naming the distribution that provides it, when a first-party one does).
     :raises NotPortableError: a placed node cannot be rebuilt from data elsewhere.
+
+    .. versionadded:: 0.1
     """
-    cached = graph.__dict__.get("_plait_placed")
-    if cached is _UNPLACED:  # the common case, one dict lookup per run
-        return None
     spec = graph.spec
-    if (
-        cached is None
-        and spec.placement in (None, LOCAL)
-        and all(node.placement in (None, LOCAL) for node in spec.nodes)
+    if spec.placement in (None, LOCAL) and all(
+        node.placement in (None, LOCAL) for node in spec.nodes
     ):
-        graph.__dict__["_plait_placed"] = _UNPLACED  # a spec never changes
-        return None
+        return
     registry = graph.plugin_manager.registry("placement")
-    if cached is not None and cached[0] is registry:
-        placed: Mapping[str, Executor | PlacedExecutor] | None = cached[1]
-        return placed
-    executors: dict[str, Executor | PlacedExecutor] = dict(graph.executors)
-    moved = False
+    placements: dict[str, Any] = {}
     for eid in graph.executors:
         name = placement_of(graph, eid)
         if name == LOCAL:
@@ -138,11 +115,13 @@ def placed_executors(graph: CompiledGraph) -> Mapping[str, Executor | PlacedExec
                 "a placed executor is rebuilt from its spec elsewhere (use a module-level "
                 "class or function, or mark it local = True)"
             )
-        executors[eid] = PlacedExecutor(graph, graph.executors[eid], placement)
-        moved = True
-    result = executors if moved else None
-    graph.__dict__["_plait_placed"] = (registry, result)
-    return result
+        placements[eid] = placement
+    if placements:
+        graph.placements = placements
+        graph.run_executors = {
+            eid: PlacedExecutor(graph, ex, placements[eid]) if eid in placements else ex
+            for eid, ex in graph.executors.items()
+        }
 
 
 def with_placement(workflow: Workflow, placement: str | None) -> Workflow:
@@ -156,7 +135,7 @@ def with_placement(workflow: Workflow, placement: str | None) -> Workflow:
 
     spec = workflow.spec
     nodes = tuple(attrs.evolve(node, placement=None) for node in spec.nodes)
-    # built through its own class: the runner imports this module, never plait.workflow
+    # built through its own class: this module never imports plait.workflow
     return type(workflow)(
         attrs.evolve(spec, placement=placement, nodes=nodes),
         dict(workflow.executors),

@@ -1,17 +1,22 @@
 """Rebuilding executors from a spec: what :meth:`plait.Workflow.from_spec` does per node.
 
-For each node, in order: a Python object the caller passed (by node id, or by the name the
-document used, ``NodeSpec.uses``) is bound to the node; else the node's executor kind
-checks its config (every problem at once, each with its JSON path under ``/nodes/<i>``)
-and builds the executor. A node recorded as not portable (a lambda …) must be passed in.
+For each node, in order: the node's executor kind checks its config (every problem at once,
+each with its JSON path under ``/nodes/<i>``) and builds the executor — a front-end's kind
+may wrap the caller's executor of the same name. A Python object the caller passed (by node
+id, or by the name the document used, ``NodeSpec.uses``) is bound to the node instead when
+the node's kind is not installed, or when the kind says so with a true attribute
+``binds_passed_executors`` (the ``python`` kind: the object passed *is* the code its config
+names). A node recorded as not portable (a lambda …) must be passed in.
 
 .. versionadded:: 0.1
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 from .errors import ConfigError, LoadError, PlaitError, SourcePosition
 from .executor import Executor
@@ -19,7 +24,107 @@ from .kinds import KindContext
 from .refs import as_executor
 from .spec import NodeSpec, WorkflowSpec
 
-__all__ = ["build_executors"]
+__all__ = ["MAX_LOAD_NODES", "MAX_NESTING", "LoadScope", "build_executors", "load_scope"]
+
+T = TypeVar("T")
+
+#: How deep workflows may nest in one load (a workflow node holding a workflow … ).
+MAX_NESTING = 32
+#: How many nodes one load may build, nested workflows included.
+MAX_LOAD_NODES = 100_000
+
+
+class LoadScope:
+    """What one load shares: :func:`plait.load` or :meth:`plait.Workflow.from_spec`, with
+    every nested workflow they build. It bounds what a document may expand to
+    (:data:`MAX_NESTING` levels, :data:`MAX_LOAD_NODES` nodes built) and remembers what
+    kinds built (:meth:`once`), so a nested workflow is built once per load however many
+    times kinds ask for it (a kind's ``check`` and ``create``, and a front-end kind's that
+    wraps it, each ask).
+
+    .. versionadded:: 0.1
+    """
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.nodes = 0
+        self.builds = 0  # specs built (what the regression tests count)
+        # key -> (the objects the key names by identity, kept alive; the value)
+        self._made: dict[tuple[Any, ...], tuple[tuple[Any, ...], Any]] = {}
+
+    def once(self, key: tuple[Any, ...], make: Callable[[], T], *, alive: tuple[Any, ...]) -> T:
+        """``make()`` the first time ``key`` is asked for in this load, then the same value.
+
+        :param key: what the value depends on; an object that stands for itself (a config
+            mapping) goes in by ``id()``.
+        :param alive: the objects the key names by ``id()``: kept alive for the load, so
+            an id is never reused while the key stands for it.
+
+        A ``make()`` that raises is not remembered: the next ask tries again.
+        """
+        found = self._made.get(key)
+        if found is not None:
+            value: T = found[1]
+            return value
+        value = make()
+        self._made[key] = (alive, value)
+        return value
+
+
+_SCOPE: contextvars.ContextVar[LoadScope | None] = contextvars.ContextVar(
+    "plait_load_scope", default=None
+)
+
+
+@contextlib.contextmanager
+def load_scope() -> Iterator[LoadScope]:
+    """The load in progress, or a new one for the ``with`` block when none is (what
+    :func:`plait.load` and :meth:`plait.Workflow.from_spec` open; a kind that builds
+    something again in ``create`` that ``check`` built asks it for :meth:`LoadScope.once`).
+
+    .. versionadded:: 0.1
+    """
+    scope = _SCOPE.get()
+    if scope is not None:
+        yield scope
+        return
+    scope = LoadScope()
+    token = _SCOPE.set(scope)
+    try:
+        yield scope
+    finally:
+        _SCOPE.reset(token)
+
+
+@contextlib.contextmanager
+def _nested(spec: WorkflowSpec, source: str | None) -> Iterator[None]:
+    """One more level of a load, within its bounds."""
+    with load_scope() as scope:
+        if scope.depth >= MAX_NESTING:
+            raise _too_much(f"workflows nest more than {MAX_NESTING} deep here", spec, source)
+        scope.nodes += len(spec.nodes)
+        if scope.nodes > MAX_LOAD_NODES:
+            raise _too_much(
+                f"the document expands to more than {MAX_LOAD_NODES:,} nodes, nested "
+                "workflows included",
+                spec,
+                source,
+            )
+        scope.depth += 1
+        scope.builds += 1
+        try:
+            yield
+        finally:
+            scope.depth -= 1
+
+
+def _too_much(reason: str, spec: WorkflowSpec, source: str | None) -> LoadError:
+    fix = (
+        "; a workflow file is untrusted input and its expansion is bounded — flatten the "
+        "nesting, or build such a workflow in Python"
+    )
+    where = SourcePosition(source=source, path="/nodes")
+    return LoadError([ConfigError(reason + fix, where)], source=source or spec.name)
 
 
 def build_executors(
@@ -32,17 +137,31 @@ def build_executors(
 ) -> dict[str, Executor]:
     """One executor per node of ``spec``.
 
-    :raises LoadError: listing every node that cannot be built, with its JSON path.
+    :raises LoadError: listing every node that cannot be built, with its JSON path; or
+        saying the load went over its bounds (:class:`LoadScope`).
     """
+    with _nested(spec, source):
+        return _build(spec, executors, manager, allow_imports, source)
+
+
+def _build(
+    spec: WorkflowSpec,
+    executors: Mapping[str, Any],
+    manager: Any,
+    allow_imports: bool,
+    source: str | None,
+) -> dict[str, Executor]:
     built: dict[str, Executor] = {}
     problems: list[PlaitError] = []
     kinds = manager.registry("executor_kind")
     for index, node in enumerate(spec.nodes):
         where = f"/nodes/{index}"
         try:
-            # a node of a registered kind other than python builds itself (a front-end's
-            # kind may wrap the caller's executor of the same name); others are bound
-            own_kind = node.kind != "python" and node.kind in kinds
+            # a node of a registered kind builds itself (a front-end's kind may wrap the
+            # caller's executor of the same name) unless its kind says a passed executor
+            # stands for the node; a node of no registered kind is bound
+            kind = kinds.get(node.kind) if node.kind in kinds else None
+            own_kind = kind is not None and not getattr(kind, "binds_passed_executors", False)
             executor = None if own_kind else _bound(node, executors, where)
             if executor is None:
                 executor = _from_kind(node, index, kinds, executors, manager, allow_imports, source)

@@ -39,15 +39,6 @@ class WorkflowRunResult:
     shared: dict[str, Any] = attrs.field(factory=dict)
 
     @property
-    def step_context(self) -> Any:
-        """The step context a front-end recorded as shared state ``"step_context"`` (YAML
-        steps record every step's output, loop counters and attempts), or ``None``.
-
-        .. versionadded:: 0.1
-        """
-        return self.shared.get("step_context")
-
-    @property
     def ok(self) -> bool:
         """True unless the run failed."""
         from .events import RunStatus

@@ -48,13 +48,18 @@ _KEY = "checkpoint_id"  # where load_run leaves the checkpoint's id in the state
 
 
 async def load_run(
-    store: CheckpointStore, id: str, spec: WorkflowSpec, signature: str
+    store: CheckpointStore, id: str, graph: CompiledGraph, accept_changes: bool = False
 ) -> tuple[Checkpoint, dict[str, Any]]:
     """The checkpoint to resume (the latest of run ``id``, or checkpoint ``id``) and its
-    materialised state (a delta merged onto its base), its layout checked.
+    materialised state (a delta merged onto its base), its layout checked, taken on
+    ``graph``'s topology and (unless ``accept_changes``) its workflow fingerprint.
 
     :raises CheckpointError: ``id`` is both a run id and another run's checkpoint id.
+    :raises TopologyMismatchError: it was taken on another graph.
+    :raises WorkflowChangedError: it was taken on another workflow of the same graph.
     """
+    from .fingerprint import check_fingerprint
+
     by_run = await store.latest(id)
     try:
         by_id: Checkpoint | None = await store.load(id)
@@ -73,10 +78,11 @@ async def load_run(
         raise CorruptCheckpointError(
             f"{where} is corrupt: the store listed it as the latest of run {id!r}"
         )
-    if checkpoint.signature != signature:
-        raise TopologyMismatchError(await _mismatch(store, checkpoint, spec))
+    if checkpoint.signature != graph.signature:
+        raise TopologyMismatchError(await _mismatch(store, checkpoint, graph.spec))
     state = dict(checkpoint.state)
-    _check_layout(state, where, delta_ok=True)
+    _check_layout(state, where, delta_ok=True)  # a sealed one read without its key: refused
+    await check_fingerprint(store, checkpoint, graph, accept_changes=accept_changes)
     if state["kind"] == "delta":
         base = await store.load(state["base"])
         base_where = f"run {base.run_id!r}, checkpoint {base.checkpoint_id!r}"

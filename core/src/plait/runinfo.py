@@ -15,7 +15,10 @@ import attrs
 if TYPE_CHECKING:
     from .checkpoint import Checkpoint
 
-__all__ = ["RunInfo", "check_runs_limit", "error_summary"]
+__all__ = ["CORRUPT", "RunInfo", "check_runs_limit", "error_summary"]
+
+#: The status :meth:`RunInfo.corrupt` gives a run whose latest checkpoint does not decode.
+CORRUPT = "corrupt"
 
 
 @attrs.frozen
@@ -27,7 +30,8 @@ class RunInfo:
         ``None`` when the checkpoint does not say (a sealed checkpoint keeps its metadata
         in its sealed payload).
     :param status: the latest checkpoint's status (``running``, ``idle``,
-        ``idle_with_pending_requests``, ``failed``).
+        ``idle_with_pending_requests``, ``failed``), or ``corrupt`` when it does not
+        decode (:meth:`corrupt`).
     :param superstep: the latest checkpoint's superstep.
     :param pending_requests: how many requests for outside input the run waits on.
     :param error: for a failed run, one line naming the executor, the error's type and
@@ -62,6 +66,25 @@ class RunInfo:
             error=error_summary(latest.metadata.get("error")),
             created_at=latest.created_at if created_at is None else created_at,
             updated_at=latest.created_at,
+        )
+
+    @classmethod
+    def corrupt(cls, run_id: str, error: Exception, *, created_at: float = 0.0) -> RunInfo:
+        """The listing of a run whose latest checkpoint does not decode: status
+        ``corrupt``, ``error`` the decoding error's message on one line, so one damaged
+        run does not hide the others.
+
+        .. versionadded:: 0.1
+        """
+        return cls(
+            run_id=run_id,
+            workflow=None,
+            status=CORRUPT,
+            superstep=-1,
+            pending_requests=0,
+            error=" ".join(str(error).split()) or type(error).__name__,
+            created_at=created_at,
+            updated_at=created_at,
         )
 
 

@@ -45,7 +45,6 @@ from .events import (
 )
 from .observe import observe_runner
 from .options import RunOptions
-from .placement import placed_executors
 from .state import PendingRequest, RunState
 from .types import type_name
 from .watch import RunWatch
@@ -94,7 +93,7 @@ class Runner:
         if graph.error_targets:
             self._invoke = self._invoke_diverting  # type: ignore[method-assign]
         self.policies = graph.policies
-        self.executors = placed_executors(graph) or graph.executors  # see plait.placement
+        self.executors = graph.run_executors  # placed ones resolved when it compiled
         #: called before a retry's backoff (durable runs record the attempt count)
         self.on_retry: Callable[[str, int], Awaitable[None]] | None = None
         self.native_asyncio = _on_asyncio()

@@ -50,8 +50,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from typing_extensions import Self
 
-from .checkpoint import Checkpoint, CheckpointInfo
-from .errors import CheckpointError, StoreUnavailableError
+from .checkpoint import Checkpoint, CheckpointInfo, RunInfo, decode_checkpoint
+from .errors import CheckpointError, CorruptCheckpointError, StoreUnavailableError
 from .leases import Lease, LeaseHolder, granted, held_error, is_free
 
 __all__ = [
@@ -63,6 +63,7 @@ __all__ = [
     "info_row",
     "parse_age",
     "redact_url",
+    "run_info",
     "take_lease",
     "where",
 ]
@@ -129,6 +130,27 @@ def where(run_id: str, checkpoint_id: str) -> str:
     checkpoint is reported naming its run.
     """
     return f"run {run_id!r}, checkpoint {checkpoint_id!r}"
+
+
+def run_info(
+    data: bytes, *, run_id: str, checkpoint_id: str, url: str, created_at: float | None
+) -> RunInfo:
+    """The listing of a run from its latest checkpoint's stored bytes, as ``runs()``
+    returns it: :meth:`RunInfo.from_latest`, or :meth:`RunInfo.corrupt` when the bytes do
+    not decode, so one damaged run never fails the whole listing.
+
+    .. versionadded:: 0.1
+    """
+    try:
+        latest = decode_checkpoint(
+            data,
+            where=f"{where(run_id, checkpoint_id)} in {url}",
+            expect_run=run_id,
+            expect_id=checkpoint_id,
+        )
+    except CorruptCheckpointError as exc:
+        return RunInfo.corrupt(run_id, exc, created_at=created_at or 0.0)
+    return RunInfo.from_latest(latest, created_at=created_at)
 
 
 def duplicate_error(checkpoint: Checkpoint, url: str) -> CheckpointError:

@@ -15,15 +15,11 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .errors import (
-    CheckpointError,
-    PlaitError,
-    WorkflowRunError,
-    WorkflowValidationError,
-)
+from .errors import CheckpointError, PlaitError, WorkflowRunError, WorkflowValidationError
 from .executor import Executor
 from .graph import CompiledGraph, PluginEnv
 from .options import RunOptions
+from .placement import place
 from .plugins import PluginManager, get_plugin_manager
 from .results import WorkflowRunResult
 from .spec import WorkflowSpec
@@ -86,6 +82,7 @@ class Workflow:
         self._spec = spec
         self._edge_params = params
         self._graph = CompiledGraph(spec, executors, edge_runners, manager)
+        place(self._graph)  # resolved now: runs call what the graph carries
 
     @classmethod
     def from_spec(
@@ -172,13 +169,17 @@ class Workflow:
         The inner workflow keeps its own supersteps (it runs at its own pace inside one
         superstep of the outer one); its outputs become messages of the wrapping executor
         (passed through ``adapter`` first), or outer workflow outputs when
-        ``allow_direct_output`` is set.
-        """
-        from .nested import WorkflowExecutor
+        ``allow_direct_output`` is set. The ``workflow`` executor kind (``plait-executors``)
+        wraps it, as it wraps a document's nested workflow: ``kind.wrap(workflow, ...)``.
 
-        return WorkflowExecutor(
+        :raises UnknownNameError: no installed plugin registers the ``workflow`` kind.
+        """
+        kinds = self._graph.plugin_manager.registry("executor_kind")
+        kind = kinds.get("workflow", what="Workflow.as_executor()")
+        wrapped: Executor = kind.wrap(
             self, id=id, adapter=adapter, allow_direct_output=allow_direct_output
         )
+        return wrapped
 
     def export(self, format: str) -> str:
         """The graph as text in ``format`` (``mermaid``, ``dot`` …), by the exporter a
@@ -227,6 +228,7 @@ class Workflow:
         checkpoint: str | CheckpointStore,
         *,
         responses: Mapping[str, Any] | None = None,
+        accept_changes: bool = False,
         **options: Any,
     ) -> WorkflowRunResult:
         """Continue a run from a checkpoint — in this process or another, days later.
@@ -236,6 +238,8 @@ class Workflow:
             word as ``run(..., checkpoint=)``; the resumed run's checkpoints go there too.
         :param responses: answers to pending requests, by request id. A response of the
             wrong type raises :class:`~plait.errors.ResponseTypeError` and changes nothing.
+        :param accept_changes: resume though the workflow changed since the checkpoint (else
+            :class:`~plait.errors.WorkflowChangedError`; see :mod:`plait.fingerprint`).
         :raises TopologyMismatchError: the checkpoint was taken on a different graph.
         :raises CheckpointNotFoundError: no such run or checkpoint.
         """
@@ -245,7 +249,7 @@ class Workflow:
 
         checkpoint_store, opened = await resolve_store(checkpoint)
         try:
-            found, data = await load_run(checkpoint_store, id, self._spec, self._graph.signature)
+            found, data = await load_run(checkpoint_store, id, self._graph, accept_changes)
             opts = RunOptions.from_kwargs(
                 self._spec.options,
                 {**options, "checkpoint": checkpoint_store, "run_id": found.run_id},
@@ -257,11 +261,7 @@ class Workflow:
             inbox = restore_state(self._graph, state, data)
             answer_requests(state, inbox, responses or {}, self._graph)
             result = await self._execute(
-                state,
-                inbox,
-                opts,
-                detail=opts.events == "all",
-                parent_id=found.checkpoint_id,
+                state, inbox, opts, detail=opts.events == "all", parent_id=found.checkpoint_id
             )
         finally:
             if opened:
@@ -270,13 +270,14 @@ class Workflow:
         return self._finish(result, opts)
 
     async def pending_requests(
-        self, id: str, checkpoint: str | CheckpointStore
+        self, id: str, checkpoint: str | CheckpointStore, *, accept_changes: bool = False
     ) -> list[PendingRequest]:
         """The requests a stored run waits for (from its latest checkpoint, or checkpoint
-        ``id``), without resuming it; raises as :meth:`resume` does."""
+        ``id``), without resuming it; raises as :meth:`resume` does (``accept_changes``:
+        as :meth:`resume`'s)."""
         from .durable import stored_requests
 
-        return await stored_requests(self._graph, id, checkpoint)
+        return await stored_requests(self._graph, id, checkpoint, accept_changes)
 
     async def _nested_run(
         self,
@@ -285,10 +286,9 @@ class Workflow:
         saved: Mapping[str, Any] | None = None,
         responses: Mapping[str, Any] | None = None,
     ) -> tuple[WorkflowRunResult, dict[str, Any] | None]:
-        """One run for a :class:`~plait.nested.WorkflowExecutor`: start on ``message``, or
-        continue ``saved`` with ``responses``. When the run ends waiting for outside input,
-        also return its state as JSON-ready data (a full checkpoint body) to keep in the
-        outer executor's state, so it is checkpointed with the outer run."""
+        """One run for a nested workflow's executor: start on ``message``, or continue
+        ``saved`` with ``responses``. A run that ends waiting for outside input also gives its
+        state as JSON-ready data (a checkpoint body) for the outer executor's state."""
         from .checkpointer import Checkpointer
         from .events import RunStatus
         from .resume import answer_requests, restore_state

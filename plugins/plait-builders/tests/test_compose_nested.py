@@ -8,8 +8,8 @@ import pytest
 from plait import Never, Workflow, WorkflowContext, executor
 from plait.convert import Converter
 from plait.errors import ExecutorFailedError
-from plait.nested import WorkflowExecutor
 from plait_builders import WorkflowBuilder
+from plait_executors import WorkflowExecutor
 
 pytestmark = pytest.mark.anyio
 

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import sys
+import uuid
 from pathlib import Path
 
+import attrs
 import pytest
 from click.testing import CliRunner, Result
 from plait_cli import make_cli
@@ -29,6 +32,21 @@ def plait(*args: str, input: str | None = None) -> Result:
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result
+
+
+def printed(stderr: str) -> list[str]:
+    """The ``plait resume`` command a run or a refusal printed, as the words a shell gives
+    (``resume with: plait resume …`` or an indented ``plait resume …`` line), without
+    ``plait``."""
+    lines = [
+        line.removeprefix("resume with: ").strip()
+        for line in stderr.splitlines()
+        if line.startswith(("resume with: plait ", "  plait resume "))
+    ]
+    assert len(lines) == 1, stderr
+    words = shlex.split(lines[0])
+    assert words[:2] == ["plait", "resume"], words
+    return words[1:]
 
 
 def store(tmp_path: Path) -> str:
@@ -75,6 +93,10 @@ def test_every_run_is_checkpointed_under_dot_plait_by_default(tmp_path: Path) ->
     (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", result.stderr, re.M)
     assert (tmp_path / ".plait" / "runs.db").is_file()
     assert (tmp_path / ".plait" / ".gitignore").read_text().splitlines()[-1] == "*"
+    # checkpoints hold a run's messages and state: private to their user (issue 24, F11)
+    assert (tmp_path / ".plait").stat().st_mode & 0o777 == 0o700
+    private = [p for p in (tmp_path / ".plait").iterdir() if p.name.startswith("runs.db")]
+    assert private and all(p.stat().st_mode & 0o777 == 0o600 for p in private), private
     listed = plait("runs", "--json")
     (run,) = json.loads(listed.stdout)
     assert (run["run_id"], run["status"], run["superstep"]) == (run_id, "idle", 2)
@@ -285,16 +307,52 @@ def test_answering_one_request_twice_is_a_usage_error(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "request 'r1' is answered twice" in result.stderr
 
 
-def test_resume_uses_the_default_store_and_a_python_target_must_be_named() -> None:
+def test_resume_uses_the_default_store_and_a_run_id_alone_prints_the_command_naming_it() -> None:
     waiting = plait("run", target("gate"), "t", "-q")
     run_id, request_id = _pending(waiting)
     assert f"resume with: plait resume {target('gate')} {run_id} --respond" in waiting.stderr
-    unnamed = plait("resume", run_id, "--respond", f"{request_id}=true")
-    assert unnamed.exit_code == 2
-    assert "a target read from a checkpoint is never imported" in unnamed.stderr
-    assert f"plait resume {target('gate')} {run_id}" in unnamed.stderr
-    done = plait("resume", target("gate"), run_id, "--respond", f"{request_id}=true", "-q")
+    unnamed = plait("resume", run_id, "--respond", f"{request_id}=true", "-q")
+    assert (unnamed.exit_code, unnamed.stdout) == (2, "")
+    assert f"run {run_id} was started from {target('gate')}; a checkpoint never chooses" in (
+        unnamed.stderr
+    )
+    command = printed(unnamed.stderr)
+    assert command == ["resume", target("gate"), run_id, f"--respond={request_id}=true", "-q"]
+    done = plait(*command)
     assert (done.exit_code, done.stdout) == (0, "published: t\n")
+
+
+def test_a_run_id_alone_never_prints_a_recorded_target_holding_control_characters(
+    tmp_path: Path,
+) -> None:
+    import anyio
+    from plait.checkpoint import open_store
+
+    url = store(tmp_path)
+    run_id, _ = _pending(plait("run", target("gate"), "t", "--checkpoint", url))
+
+    async def forge() -> None:
+        checkpoints = open_store(url)
+        try:
+            latest = await checkpoints.latest(run_id)
+            assert latest is not None
+            record = {"target": "flow.yaml\x1b]0;owned\x07", "allow_imports": True}
+            await checkpoints.save(
+                attrs.evolve(
+                    latest,
+                    checkpoint_id="f" * 32,
+                    parent_id=latest.checkpoint_id,
+                    created_at=latest.created_at + 1,
+                    metadata={**latest.metadata, "cli": record},
+                )
+            )
+        finally:
+            await checkpoints.aclose()
+
+    anyio.run(forge)
+    result = plait("resume", run_id, "--checkpoint", url)
+    assert result.exit_code == 2 and "\x1b" not in result.stderr and "owned" not in result.stderr
+    assert printed(result.stderr) == ["resume", "TARGET", run_id]
 
 
 def test_resume_takes_one_or_two_arguments() -> None:
@@ -387,23 +445,23 @@ workflow:
 """
 
 
-def test_resume_of_a_workflow_file_needs_only_the_run_id(tmp_path: Path) -> None:
+def test_resume_of_a_workflow_file_by_run_id_alone_prints_the_command_to_type(
+    tmp_path: Path,
+) -> None:
     flow = tmp_path / "flows" / "shout.yaml"
     flow.parent.mkdir()
     flow.write_text(SHOUT)
     first = plait("run", str(flow), "hi", "-q", "--max-supersteps", "5", "--allow", "subprocess")
     assert first.exit_code == 0 and "HI" in first.stdout
     (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", first.stderr, re.M)
-    # the checkpoint names the file but grants nothing: its shell step needs the flag again
-    refused = plait("resume", run_id, "-q")
+    unnamed = plait("resume", run_id, "-q")
+    assert unnamed.exit_code == 2
+    assert printed(unnamed.stderr) == ["resume", str(flow), run_id, "-q"]
+    # a checkpoint grants nothing: the file's shell step needs the flag again
+    refused = plait(*printed(unnamed.stderr))
     assert refused.exit_code == 1 and "needs subprocess" in refused.stderr
-    again = plait("resume", run_id, "-q", "--allow", "subprocess")
+    again = plait(*printed(unnamed.stderr), "--allow", "subprocess")
     assert again.exit_code == 0, again.stderr
-    flow.rename(flow.with_name("moved.yaml"))
-    gone = plait("resume", run_id)
-    assert gone.exit_code == 2
-    assert f"was started from {flow}, which is not there any more" in gone.stderr
-    assert f"plait resume TARGET {run_id}" in gone.stderr
 
 
 def test_a_folder_that_cannot_hold_dot_plait_is_one_clear_error(tmp_path: Path) -> None:
@@ -420,3 +478,77 @@ def test_off_a_terminal_a_fan_out_line_says_how_many_messages_each_executor_hand
     assert result.exit_code == 0, result.stderr
     assert sorted(result.stdout.split()) == ["0", "1", "2"]
     assert re.search(r"^\[[\d.]+ m?s\] superstep 2: each \(3 messages\)$", result.stderr, re.M)
+
+
+TWO_STEPS = """\
+workflow:
+  - id: first
+    type: executor
+    kind: python
+    config: {{ref: "{module}:shout"}}
+  - id: second
+    type: executor
+    kind: python
+    config: {{ref: "{module}:{second}"}}
+"""
+
+STEP_CODE = """\
+async def shout(text: str) -> str:
+    return text.upper()
+
+
+async def whisper(text: str) -> str:
+    return text.lower()
+"""
+
+
+def test_a_changed_workflow_is_refused_naming_the_change_unless_accepted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import anyio
+    from plait import load
+    from plait.checkpoint import open_store
+    from plait.fingerprint import fingerprint_of
+
+    module = f"steps_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(STEP_CODE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    flow = tmp_path / "flow.yaml"
+    flow.write_text(TWO_STEPS.format(module=module, second="shout"))
+    url = store(tmp_path)
+    failed = plait(
+        "run", str(flow), "Hi", "--allow-imports", "--checkpoint", url, "--max-supersteps", "1"
+    )
+    assert failed.exit_code == 1
+    (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", failed.stderr, re.M)
+    flow.write_text(TWO_STEPS.format(module=module, second="whisper"))
+
+    refused = plait(*printed(failed.stderr))
+    assert refused.exit_code == 1 and "WorkflowChangedError" in refused.stderr
+    assert (
+        f'node \'second\' config.config.ref: "{module}:shout" → "{module}:whisper"'
+        in refused.stderr
+    )
+    assert f"'second' no longer refers to {module}:shout" in refused.stderr
+    assert "--accept-changes" in refused.stderr
+
+    # accepted, and stopped again: the printed command does not accept changes for you
+    accepted = plait(*printed(failed.stderr), "--accept-changes", "--max-supersteps", "1")
+    assert accepted.exit_code == 1
+    again = printed(accepted.stderr)
+    assert "--accept-changes" not in again and "--allow-imports" in again
+
+    async def recorded() -> str:
+        checkpoints = open_store(url)
+        try:
+            latest = await checkpoints.latest(run_id)
+            assert latest is not None
+            return str(latest.metadata["fingerprint"]["digest"])
+        finally:
+            await checkpoints.aclose()
+
+    changed = load(flow, allow_imports=True)
+    assert anyio.run(recorded) == fingerprint_of(changed)["digest"]
+    done = plait(*again, "-q")  # the changed workflow is now the run's own
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout.endswith("\n\nhi\n")  # whispered: the second step is the new one

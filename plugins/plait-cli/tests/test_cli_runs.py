@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from pathlib import Path
 
@@ -198,3 +199,52 @@ def test_the_listing_says_how_much_a_local_store_takes_on_disk(tmp_path: Path) -
     assert listed.exit_code == 0
     assert "1 run(s); " in listed.stderr and f"on disk in {url}" in listed.stderr
     assert size > 0
+
+
+def test_stored_text_cannot_drive_the_terminal_and_a_corrupt_run_is_listed(
+    in_tmp: Path,
+) -> None:
+    # Issue 24, finding 12: a stored error's escape sequences were printed raw, and one
+    # corrupt row failed the whole listing.
+    url = f"sqlite:///{in_tmp / 'runs.db'}"
+    hostile, damaged = new_run_id("hostile"), new_run_id("damaged")
+    error = {
+        "executor": "x",
+        "type": "ValueError",
+        "message": "\x1b]0;owned\x07\x1b[2J\u202eexe.txt\x9b31m",
+        "superstep": 1,
+    }
+    failed = attrs.evolve(
+        make_checkpoint(hostile, 1, status="failed"),
+        metadata={"workflow": "wf\x1b[31m", "error": error},
+    )
+    broken = make_checkpoint(damaged, 0)
+
+    async def save() -> None:
+        store = open_store(url)
+        await store.save(failed)
+        await store.save(broken)
+        await store.aclose()
+
+    anyio.run(save)
+    with sqlite3.connect(in_tmp / "runs.db") as db:
+        db.execute(
+            "UPDATE plait_checkpoints SET data = ? WHERE checkpoint_id = ?",
+            (b"garbage", broken.checkpoint_id),
+        )
+    table = plait("runs", "--checkpoint", url)
+    assert table.exit_code == 0, table.output
+    assert not any(c in table.stdout for c in "\x1b\x07\x9b\u202e")
+    assert "\\x1b]0;owned\\x07\\x1b[2J\\u202eexe.txt" in table.stdout
+    assert "wf\\x1b[31m" in table.stdout
+    (row,) = [line for line in table.stdout.splitlines() if line.startswith(damaged)]
+    assert row.split()[1:6] == ["-", "corrupt", "?", "?", "0s"]
+    assert f"run {damaged!r}, checkpoint" in row
+    records = json.loads(plait("runs", "--checkpoint", url, "--json").stdout)
+    assert {r["run_id"]: r["status"] for r in records} == {hostile: "failed", damaged: "corrupt"}
+    (corrupt,) = [r for r in records if r["status"] == "corrupt"]
+    assert broken.checkpoint_id in corrupt["error"]
+    raw = plait("runs", "--checkpoint", url, "--json").stdout
+    assert "\x9b" not in raw and "\\u009b" in raw
+    only = json.loads(plait("runs", "--checkpoint", url, "--json", "--status", "corrupt").stdout)
+    assert [r["run_id"] for r in only] == [damaged]

@@ -68,3 +68,59 @@ def test_python_dash_m_plait_cli_is_the_same_command(tmp_path: Path) -> None:
         timeout=120,
     )
     assert result.returncode == 0 and result.stdout.startswith("plait-cli ")
+
+
+REPOSITORY = Path(__file__).resolve().parents[3]
+README_PLAIT = ["bash", ".ci/uv", "run", "--locked", "plait"]
+
+
+def test_through_the_readmes_uv_run_the_printed_resume_command_works_when_typed(
+    tmp_path: Path,
+) -> None:
+    """``bash .ci/uv run --locked plait …`` (the README's form) puts ``plait`` on the path
+    only inside uv: the printed command is in the same form, and a shell runs it."""
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PLAIT_"))}
+    waiting = subprocess.run(
+        [*README_PLAIT, "run", f"{WORKFLOWS}:gate", "essay", "--checkpoint", url],
+        cwd=REPOSITORY,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert waiting.returncode == 3, waiting.stderr
+    (command,) = re.findall(r"^resume with: (.*)$", waiting.stderr, re.M)
+    assert command.startswith("bash .ci/uv run --locked plait resume "), command
+    answered = re.sub(r"=JSON$", "=true", command)
+    done = subprocess.run(
+        answered, shell=True, cwd=REPOSITORY, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert (done.returncode, done.stdout) == (0, "published: essay\n"), done.stderr
+
+
+def test_a_console_script_not_on_the_path_prints_its_full_path(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PLAIT_", "UV_"))}
+    env["PATH"] = "/usr/bin:/bin"  # this plait is not on it
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    waiting = subprocess.run(
+        [str(SCRIPT), "run", f"{WORKFLOWS}:gate", "essay", "--checkpoint", url],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert waiting.returncode == 3, waiting.stderr
+    (command,) = re.findall(r"^resume with: (.*)$", waiting.stderr, re.M)
+    assert command.startswith(f"{SCRIPT} resume "), command
+    done = subprocess.run(
+        re.sub(r"=JSON$", "=false", command),
+        shell=True,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (done.returncode, done.stdout) == (0, "withheld\n"), done.stderr

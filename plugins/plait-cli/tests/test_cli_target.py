@@ -166,3 +166,22 @@ def test_a_file_shadowed_by_a_module_of_the_same_name_is_refused(project: Path) 
     write(project / "json.py", MODULE)
     message = error("json.py:flow")
     assert "would be imported as module 'json'" in message and "rename the file" in message
+
+
+def test_a_targets_form_is_decided_once_by_parse_target(project: Path) -> None:
+    from plait_cli import Target, parse_target
+
+    (project / "flow.yaml").write_text("workflow: []\n")
+    (project / "flows").mkdir()
+    document = parse_target("flow.yaml")
+    assert document == Target("document", "flow.yaml") and not document.imports
+    assert str(document.absolute()) == str(project / "flow.yaml")
+    file = parse_target("flows/app.py:make")
+    assert file == Target("file", "flows/app.py", "make") and file.imports
+    assert str(file.absolute()) == f"{project / 'flows' / 'app.py'}:make"
+    module = parse_target("pkg.flows:registry.essay")
+    assert module == Target("module", "pkg.flows", "registry.essay") and module.imports
+    assert module.absolute() is module and str(module) == "pkg.flows:registry.essay"
+    # a missing .yaml is not a document: it has no ':attr' to be code either
+    with pytest.raises(TargetError, match="TARGET 'gone.yaml' must be a workflow file"):
+        parse_target("gone.yaml")

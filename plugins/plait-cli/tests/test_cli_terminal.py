@@ -70,8 +70,10 @@ def test_the_live_display_shows_the_superstep_and_running_executors(tmp_path: Pa
     assert rest.rstrip().endswith("6")  # the output, printed once the display is gone
 
 
-def test_ctrl_c_stops_at_the_boundary_and_resume_completes_the_run(tmp_path: Path) -> None:
-    child = spawn(tmp_path, "run", SLOW, "10", "--json-input")
+def test_ctrl_c_stops_at_the_boundary_and_the_printed_command_completes_the_run(
+    tmp_path: Path,
+) -> None:
+    child = spawn(tmp_path, "run", SLOW, "10", "--json-input", "--allow-imports")
     child.expect("run id: ([0-9a-f]{32})")
     run_id = child.match.group(1)
     child.expect("▸ s1")
@@ -82,16 +84,21 @@ def test_ctrl_c_stops_at_the_boundary_and_resume_completes_the_run(tmp_path: Pat
     stopped = re.search(rf"run {run_id} stopped after superstep (\d+), checkpointed", rest)
     assert stopped is not None, rest
     assert int(stopped.group(1)) in (2, 3)
-    assert f"resume with: plait resume {SLOW} {run_id}" in rest
+    printed = re.search(r"resume with: (.*?)\r?\n", rest)
+    assert printed is not None, rest
+    command = printed.group(1)
+    assert command.endswith(f" resume {SLOW} {run_id} --allow-imports"), command
 
     listed = plait(tmp_path, "runs", "--json")
     assert '"status": "running"' in listed.stdout
 
-    resumed = spawn(tmp_path, "resume", SLOW, run_id)
-    status, rest = finish(resumed)
-    assert status == 0, rest
-    assert re.search(rf"run {run_id}: idle, 5 superstep\(s\)", rest)
-    assert rest.rstrip().endswith("15")
+    # typed into a shell as printed: this process's own plait (or python -m plait_cli)
+    resumed = subprocess.run(
+        command, shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=120, env=_env()
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert re.search(rf"run {run_id}: idle, 5 superstep\(s\)", resumed.stderr)
+    assert resumed.stdout == "15\n"
 
 
 def test_ctrl_c_twice_aborts_and_the_last_checkpoint_still_resumes(tmp_path: Path) -> None:

@@ -177,3 +177,15 @@ def test_run_names_the_capabilities_that_exist_and_the_flag_for_all(tmp_path: Pa
     assert "unknown capability 'netwrk'; capabilities are: imports, subprocess" in unknown.stderr
     everything = plait("run", path, "--no-checkpoint", "--allow", "all")
     assert everything.exit_code == 2 and "pass --trust" in everything.stderr
+
+
+def test_thousands_of_problems_print_the_first_fifty_and_a_count(tmp_path: Path) -> None:
+    # Issue 24, finding 7: a 3,000-name line printed every problem with the whole line.
+    path = tmp_path / "wide.flow"
+    path.write_text("a -> [" + ",".join(f"unknown{n}" for n in range(3000)) + "] -> b\n")
+    result = CliRunner().invoke(make_cli(), ["validate", str(path)])
+    assert result.exit_code == 1
+    assert f"{path}: 3002 problem(s):" in result.output
+    assert result.output.count(f"  - {path}:") == 50
+    assert result.output.rstrip().endswith("… and 2,952 more")
+    assert len(result.output) < 50_000

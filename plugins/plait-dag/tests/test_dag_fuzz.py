@@ -9,7 +9,7 @@ from typing import Any
 
 import plait
 from dag_helpers import SEED, Recorder
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from plait.errors import LoadError, PlaitError
 
@@ -117,3 +117,35 @@ def test_the_fast_acceptor_never_accepts_what_the_json_schema_refuses(document: 
 
     if conforms(document):
         assert not list(Draft202012Validator(document_schema()).iter_errors(document))
+
+
+# -- the position scan (issue 24, findings 5, 8 and 13) -----------------------------------
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(json_values, st.booleans())
+def test_the_scan_finds_nothing_in_json_that_json_accepts(value: Any, ascii_only: bool) -> None:
+    from plait_dag._positions import scan
+
+    assert scan(json.dumps(value, ensure_ascii=ascii_only, indent=1 if ascii_only else None)) == []
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(json_values, st.text(max_size=8), st.integers(0, 3))
+def test_a_repeated_key_is_found_at_its_path_wherever_it_is(
+    value: Any, key: str, depth: int
+) -> None:
+    from plait_dag._positions import scan
+    from plait_dag._schema import pointer
+
+    assume(key != "v")
+    # {"a": [{"a": [ ... {"v": …, KEY: 1, KEY: 2} ... ]}]}: the repeat is the last member
+    text = json.dumps({"v": value, key: 1})[:-1] + ", " + json.dumps(key) + ": 2}"
+    for _ in range(depth):
+        text = '{"a": [' + text + "]}"
+    path: list[str | int] = ["a", 0] * depth + [key]
+    (finding,) = scan(text)
+    assert finding.message == f"duplicate key {key!r}"
+    assert finding.path == pointer(path)
+    offset = text.rindex(json.dumps(key))
+    assert (finding.line, finding.column) == (1, offset + 1)

@@ -370,3 +370,28 @@ async def test_a_run_resumes_from_a_checkpoint_with_its_context(tmp_path: Path) 
         "check": {"analysis": "periodic", "checked": True},
     }
     assert output["user"] == "ada" and output["summary"] == "done"
+
+
+async def test_a_chain_of_dag_files_builds_each_file_once(tmp_path: Path) -> None:
+    # each level used to be built three times per level above it (the dag.node and
+    # workflow kinds' check and create each rebuilt it): 13 files took more than a minute
+    from plait.rebuild import load_scope
+
+    files = 13
+    (tmp_path / "f12.json").write_text(
+        text({"nodes": [_node("x", "double", is_entry=True, is_exit=True)], "connections": []})
+    )
+    for i in range(files - 1):
+        level = {
+            "nodes": [_node("n", workflow=f"f{i + 1}.json", is_entry=True, is_exit=True)],
+            "connections": [],
+        }
+        (tmp_path / f"f{i}.json").write_text(text(level))
+
+    async def double(ctx: dict[str, Any]) -> dict[str, Any]:
+        return {"n": ctx["n"] * 2}
+
+    with load_scope() as scope:
+        workflow = plait.load(tmp_path / "f0.json", executors=_suffixed({"double": double}))
+    assert scope.builds == files  # one build per file, whatever its depth
+    assert (await workflow.run({"n": 4})).outputs == [{"n": 8}]

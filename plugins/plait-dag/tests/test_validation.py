@@ -263,3 +263,45 @@ def test_loading_the_plugins_imports_neither_jsonschema_nor_the_expression_parse
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+# -- what json.loads accepts or fails on without a position (issue 24, findings 5, 8, 13) --
+
+
+def test_a_repeated_key_is_refused_at_its_position_and_path() -> None:
+    # JSON keeps the last of a repeated key; YAML documents refuse them, and so do we.
+    document = (
+        '{"nodes": [{"id": "a", "is_entry": true, "id": "b", "is_exit": true}],\n'
+        ' "connections": [], "connections": [{"source_id": "a", "target_id": "a"}]}'
+    )
+    found = problems(document)
+    assert [(p.line, p.column, p.path) for p in found] == [  # type: ignore[attr-defined]
+        (1, 42, "/nodes/0/id"),
+        (2, 21, "/connections"),
+    ]
+    assert "duplicate key 'id'" in str(found[0])
+    assert '"id": "b"' in str(found[0]) and "^" in str(found[0])
+
+
+def test_a_repeated_key_spelled_with_an_escape_is_still_the_same_key() -> None:
+    (found,) = problems('{"nodes": [], "connections": [], "node\\u0073": []}')
+    assert "duplicate key 'nodes'" in str(found)
+    assert found.path == "/nodes"  # type: ignore[attr-defined]
+
+
+def test_a_5000_digit_integer_is_a_positioned_error() -> None:
+    head = '{"nodes": [{"id": "a", "is_entry": true, "is_exit": true,\n "x": -'
+    document = head + "9" * 5000 + "}]}"
+    (found,) = problems(document)
+    assert isinstance(found, DagDocumentError)
+    assert (found.line, found.column, found.path) == (2, 7, "/nodes/0/x")
+    assert "an integer of 5,000 digits" in str(found)
+    assert len(str(found)) < 1000
+
+
+def test_nesting_past_the_limit_is_a_positioned_error() -> None:
+    (found,) = problems('{"nodes": ' + "[" * 100_000 + "}")
+    assert isinstance(found, DagDocumentError)
+    assert (found.line, found.column) == (1, 11 + 63)
+    assert found.path == "/nodes" + "/0" * 63  # type: ignore[attr-defined]
+    assert "nests deeper than 64 levels" in str(found)

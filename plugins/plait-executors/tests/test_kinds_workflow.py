@@ -121,3 +121,84 @@ def test_an_inline_spec_keeps_the_outer_documents_trust(manager: PluginManager) 
 def test_an_inline_spec_of_the_wrong_shape_is_an_error_at_its_path() -> None:
     (error,) = KIND.check({"spec": {"nodes": "none"}}, KindContext(node_id="inline"))
     assert error.path == "/config/spec" and "not a workflow spec" in str(error)
+
+
+# -- nesting: built once per load, and bounded ------------------------------------------------
+
+
+def nested_spec(depth: int) -> dict[str, Any]:
+    """``depth`` workflow nodes, each holding the next level's spec; the last runs ``shout``
+    (passed by the caller, bound to the python node)."""
+    spec: dict[str, Any] = {
+        "name": "leaf",
+        "start": "shout",
+        "nodes": [{"id": "shout", "kind": "python", "config": {"ref": "nowhere:shout"}}],
+        "edge_groups": [],
+    }
+    for level in range(depth):
+        node = {"id": "nest", "kind": "workflow", "config": {"spec": spec}}
+        node["config"]["allow_direct_output"] = True
+        spec = {"name": f"level{level}", "start": "nest", "nodes": [node], "edge_groups": []}
+    return spec
+
+
+async def test_a_nested_spec_is_built_once_per_load() -> None:
+    # check and create each built the nested workflow, so each level was built twice per
+    # level above it (2**depth builds in all)
+    from plait.rebuild import load_scope
+
+    depth = 12
+    with load_scope() as scope:
+        workflow = plait.Workflow.from_spec(
+            plait.WorkflowSpec.from_dict(nested_spec(depth)), {"shout": shout}
+        )
+    assert scope.builds == depth + 1
+    assert (await workflow.run("deep")).outputs == ["DEEP"]
+
+
+def test_nesting_is_bounded_with_an_error_at_its_path() -> None:
+    from plait.errors import LoadError
+    from plait.rebuild import MAX_NESTING
+
+    spec = plait.WorkflowSpec.from_dict(nested_spec(MAX_NESTING + 3))
+    with pytest.raises(LoadError) as info:
+        plait.Workflow.from_spec(spec, {"shout": shout})
+    (problem,) = info.value.problems
+    assert f"workflows nest more than {MAX_NESTING} deep" in str(problem)
+    assert getattr(problem, "path", "").count("/config/spec") == MAX_NESTING
+    assert str(problem).count("in the nested spec") == 1  # the path says how deep
+
+
+def test_the_nodes_a_load_builds_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import plait.rebuild
+    from plait.errors import LoadError
+
+    monkeypatch.setattr(plait.rebuild, "MAX_LOAD_NODES", 5)
+    spec = plait.WorkflowSpec.from_dict(nested_spec(4))  # 5 nodes: within the bound
+    assert plait.Workflow.from_spec(spec, {"shout": shout}).spec == spec
+    spec = plait.WorkflowSpec.from_dict(nested_spec(5))  # 6 nodes
+    with pytest.raises(LoadError, match="expands to more than 5 nodes, nested workflows"):
+        plait.Workflow.from_spec(spec, {"shout": shout})
+
+
+def test_as_executor_wraps_through_the_workflow_kind() -> None:
+    from plait_executors import WorkflowExecutor
+
+    nested = shouting().build().as_executor("loud", allow_direct_output=True)
+    assert isinstance(nested, WorkflowExecutor) and nested.id == "loud"
+    assert nested.allow_direct_output is True
+
+
+def test_as_executor_names_the_distribution_to_install(plait_plugin_manager: Any) -> None:
+    from plait.errors import UnknownNameError
+
+    workflow = plait.Workflow(
+        plait.WorkflowSpec.from_dict(
+            {"name": "bare", "start": "shout", "nodes": [{"id": "shout"}], "edge_groups": []}
+        ),
+        {"shout": shout},
+    )
+    with pytest.raises(UnknownNameError) as info:
+        workflow.as_executor()
+    assert "unknown executor kind 'workflow' (for Workflow.as_executor())" in str(info.value)
+    assert "pip install plait-executors" in str(info.value)

@@ -244,3 +244,24 @@ JSON = st.recursive(
 def test_random_expressions_over_random_data(tokens: list[str], value: Any) -> None:
     data = dict(DATA, s=value, n=value, l=[value], m={"k": value})
     check(" ".join(tokens), data)
+
+
+def test_a_template_repeating_a_large_value_is_bounded_with_a_clear_error() -> None:
+    # Issue 24, finding 10: a 9.8 KB template over a 1 MB value rendered 1.4 billion
+    # characters and raised a bare MemoryError.
+    from plait_expr._runtime import MAX_RENDERED
+
+    template = LANGUAGE.compile_template(
+        "head {{ big }}" + " and {{ big }}" * 20, source="w.yaml", line=3, column=5
+    )
+    with pytest.raises(ExpressionError) as caught:
+        template.render({"big": "x" * 1_000_000})
+    message = str(caught.value)
+    assert f"longer than {MAX_RENDERED:,} characters" in message
+    assert "a value of 1,000,000 characters here, after 9,000,05" in message
+    assert caught.value.line == 3
+    assert len(message) < 1000
+    # the same template over small data renders, and one large value alone fits
+    assert len(template.render({"big": "y"})) == len("head y") + 20 * len(" and y")
+    single = LANGUAGE.compile_template("{{ big }}!")
+    assert len(single.render({"big": "x" * 1_000_000})) == 1_000_001

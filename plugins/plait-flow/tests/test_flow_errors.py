@@ -7,7 +7,7 @@ from typing import Any
 import plait
 import pytest
 from flow_agents import AGENTS
-from plait.errors import LoadError, PlaitError
+from plait.errors import LoadError, PlaitError, SourcePosition
 from plait_flow import Flow
 
 
@@ -135,3 +135,41 @@ def test_too_deep_nesting_is_an_error_not_a_crash() -> None:
 def test_flow_rejects_objects_that_are_not_agents() -> None:
     with pytest.raises(PlaitError, match="neither a plait.Executor nor an async function"):
         Flow(executors=[print], flow="print")
+
+
+def test_thousands_of_problems_on_one_long_line_stay_small() -> None:
+    # Issue 24, finding 7: each problem copied the whole line (a 3,000-name line gave a
+    # 116 MB error string). Each now keeps a window of the line around its column.
+    names = ",".join(f"unknown{n}" for n in range(3000))
+    found = problems(f"a -> [{names}] -> b\n")
+    assert len(found) >= 3000
+    assert all(len(str(p)) < 2 * SourcePosition.WINDOW + 2000 for p in found)
+    last = found[-2]  # unknown2999, near the end of a 35 KB line
+    shown, caret = str(last).split("\n")[1:]
+    assert shown[caret.index("^") :].startswith("unknown2999")
+    with pytest.raises(LoadError) as caught:
+        plait.load(f"a -> [{names}] -> b\n", format="flow", executors=AGENTS)
+    assert len(str(caught.value)) < 200_000
+    assert f"… and {len(found) - LoadError.SHOWN:,} more" in str(caught.value)
+
+
+def test_a_flow_longer_than_the_limit_is_refused_before_parsing() -> None:
+    from plait_flow._compile import MAX_TEXT
+
+    text = "a -> " + "[" * 1_000_000
+    problem = only(text)
+    assert f"the flow is {len(text):,} characters long; the limit is {MAX_TEXT:,}" in str(problem)
+    assert (problem.line, problem.column) == (1, 1)
+    assert len(str(problem)) < 2 * SourcePosition.WINDOW + 200
+
+
+def test_deep_brackets_stop_the_parse_at_the_first_one_past_the_bound() -> None:
+    # 64 KB of "[" took lark a second of reductions before the element-wise depth check;
+    # the lexer now stops at the first bracket past MAX_BRACKETS (issue 24, finding 7).
+    from plait_flow._parser import MAX_BRACKETS
+
+    problem = only("a -> " + "[" * 60_000)
+    assert "nest more than 40 deep here" in str(problem)
+    assert (problem.line, problem.column) == (1, len("a -> ") + MAX_BRACKETS + 1)
+    fine = "writer -> " + "[" * 30 + "editor" + "]" * 30  # within the bound: loads
+    plait.load(fine, format="flow", executors=AGENTS)

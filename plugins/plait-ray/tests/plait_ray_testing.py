@@ -1,5 +1,6 @@
-"""A loopback placement for the tests: the kernel's round trip (encode, rebuild, run,
-replay) through JSON text, in this process — what the ``ray`` placement does, minus Ray."""
+"""A loopback placement for the tests: :mod:`plait_ray.remote`'s round trip (encode,
+rebuild, run, replay) through JSON text, in this process — what the ``ray`` placement
+does, minus Ray."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ import json
 from typing import Any
 
 from plait import hookimpl
-from plait.remote import RemoteExecutor, apply_result, encode_invocation, node_payload
+from plait_ray.remote import RemoteExecutor, apply_result, encode_invocation, node_payload
 
 
 class Loopback:
     """A placement that sends every invocation through JSON text to a
-    :class:`~plait.placement.RemoteExecutor` in this process."""
+    :class:`~plait_ray.remote.RemoteExecutor` in this process."""
 
     def __init__(self) -> None:
         self.hosts: dict[tuple[int, str], RemoteExecutor] = {}

@@ -19,24 +19,18 @@ from plait import (
 from plait.codec import DecodeError
 from plait.errors import ExecutorFailedError, ExecutorTimeoutError, UnknownNameError
 from plait.events import RunStatus
-from plait.placement import (
-    LOCAL,
-    PlacedExecutor,
-    RemoteInvocationError,
-    placed_executors,
-    placement_of,
-    with_placement,
-)
+from plait.placement import LOCAL, PlacedExecutor, placement_of, with_placement
 from plait.refs import NotPortableError
 from plait_builders import WorkflowBuilder
+from plait_ray.errors import RemoteInvocationError
 
 pytestmark = pytest.mark.anyio
 
 
 def test_a_graph_that_places_nothing_keeps_its_executors() -> None:
-    wf = flows.chain(None)
-    assert placed_executors(wf._graph) is None
-    assert placed_executors(with_placement(wf, LOCAL)._graph) is None
+    for graph in (flows.chain(None)._graph, with_placement(flows.chain(None), LOCAL)._graph):
+        assert graph.placements == {}
+        assert graph.run_executors is graph.executors  # runs call them directly
 
 
 def test_the_spec_carries_placements() -> None:
@@ -64,8 +58,10 @@ def test_node_then_workflow_then_local(loopback: Any) -> None:
         "loopback",
         "loopback",
     ]
-    placed = placed_executors(graph)
-    assert placed is not None
+    # resolved when the workflow compiled: the graph carries them
+    assert sorted(graph.placements) == ["exclaim", "report"]
+    assert graph.placements["exclaim"] is loopback
+    placed = graph.run_executors
     assert placed["upper"] is graph.executors["upper"]
     assert isinstance(placed["exclaim"], PlacedExecutor)
     # every node follows with_placement
@@ -88,10 +84,10 @@ async def test_a_local_executor_stays_on_the_driver(loopback: Any) -> None:
     assert loopback.calls == 0
 
 
-async def test_an_unknown_placement_names_its_distribution(plait_plugin_manager: Any) -> None:
-    wf = WorkflowBuilder("alone", placement="ray").set_start(flows.upper).build()
+def test_an_unknown_placement_names_its_distribution(plait_plugin_manager: Any) -> None:
+    builder = WorkflowBuilder("alone", placement="ray").set_start(flows.upper)
     with pytest.raises(UnknownNameError) as info:
-        await wf.run("x")
+        builder.build()  # placements are resolved when the workflow compiles
     message = str(info.value)
     assert "unknown placement 'ray' (for executor 'upper')" in message
     assert "pip install plait-ray" in message
@@ -102,9 +98,9 @@ async def test_an_executor_that_cannot_leave_the_process_is_refused(loopback: An
     async def closure(text: str, ctx: WorkflowContext[Never, str]) -> None:
         await ctx.yield_output(text)
 
-    wf = WorkflowBuilder("closure", placement="loopback").set_start(closure).build()
+    builder = WorkflowBuilder("closure", placement="loopback").set_start(closure)
     with pytest.raises(NotPortableError, match="executor 'closure' cannot run with placement"):
-        await wf.run("x")
+        builder.build()
     assert loopback.calls == 0
 
 

@@ -286,3 +286,110 @@ workflow:
         "<string>:3:5 at /nodes/0/config/config/ref: executor 'fetch': cannot import "
         "'no_such_module_here:run'"
     ) in message
+
+
+@plait.executor(id="shout")
+async def shout(text: str, ctx: plait.WorkflowContext[plait.Never, str]) -> None:
+    await ctx.yield_output(text.upper())
+
+
+def test_nested_workflows_load_in_linear_time() -> None:
+    # 1.7 KB: an executor step holding ten nested workflow specs. Each level used to be
+    # built twice per level above it (2**10 builds, seconds); now each is built once by the
+    # loader's checks and once by the build
+    from plait.rebuild import load_scope
+
+    depth = 10
+    spec: dict[str, Any] = {
+        "name": "leaf",
+        "start": "shout",
+        "nodes": [{"id": "shout", "kind": "python", "config": {"ref": "test_loading:shout"}}],
+        "edge_groups": [],
+    }
+    for level in range(depth):
+        config = {"spec": spec, "allow_direct_output": True}
+        node = {"id": "nest", "kind": "workflow", "config": config}
+        spec = {"name": f"level{level}", "start": "nest", "nodes": [node], "edge_groups": []}
+    step = {"id": "deep", "type": "executor", "kind": "workflow", "config": {"spec": spec}}
+    text = "workflow:\n  - " + json.dumps(step) + "\n"
+    assert 1500 < len(text) < 2000
+    with load_scope() as scope:
+        workflow = plait.load(text, format="steps", allow_imports=True)
+    assert scope.builds <= 2 * depth + 5
+    assert workflow.run_sync("hi").outputs == ["HI"]
+
+
+# -- linear in the document (issue 24, finding 7) ----------------------------------------------
+
+
+def test_thousands_of_unknown_step_references_list_the_ids_once_and_briefly() -> None:
+    # Each problem used to list every step id and compare the reference with every id: a
+    # 60 KB document took 49 s and 1.4 GB. The listing is now built once and capped, and
+    # a did-you-mean is offered for as many references as a LoadError shows.
+    steps = "".join(f"  - {{id: s{n}, type: agent, name: generator}}\n" for n in range(1500))
+    refs = "".join(f"{{{{ $steps.x{n}.output }}}}" for n in range(1500))
+    text = f'workflow:\n{steps}  - {{id: last, type: agent, name: generator, input: "{refs}"}}\n'
+    found = _problems(text)
+    assert len(found) == 1500
+    assert all(len(p.reason) < 600 for p in found), max(len(p.reason) for p in found)
+    assert "step ids: last, s0, s1, s10, s100" in found[0].reason
+    assert f"… and {1501 - 20:,} more" in found[0].reason
+    with_hint = [p for p in found if "did you mean" in p.reason]
+    assert 0 < len(with_hint) <= LoadError.SHOWN
+
+
+def test_a_quoted_step_reference_that_never_closes_is_read_in_linear_time() -> None:
+    # STEP_REF's lazy ``(.*?)\2`` rescanned the rest of the text at every unclosed
+    # ``$steps["``: 72 KB took 11 s, this 300 KB text minutes. A child process with a
+    # hang guard runs it, so the quadratic version fails instead of stalling the suite.
+    text = "workflow:\n  - {id: a, type: agent, name: generator, input: '" + '$steps["x' * 33_000
+    code = (
+        "import sys, plait\n"
+        "from plait.errors import LoadError\n"
+        "try:\n"
+        "    plait.load(sys.stdin.read(), format='steps', executors={'generator': print})\n"
+        "except LoadError as exc:\n"
+        "    print(len(exc.problems))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        input=text + "'}\n",
+        capture_output=True,
+        text=True,
+        timeout=60,  # a hang guard; it takes about a second
+        check=True,
+    )
+    assert done.stdout.strip().isdigit(), done.stdout + done.stderr
+
+
+HUGE_HEX = "0x" + "f" * 5000
+
+
+@pytest.mark.parametrize(
+    "text, line, column",
+    [
+        (f"workflow:\n  - {{id: a, type: agent, name: generator, timeout: {HUGE_HEX}}}\n", 2, 52),
+        (
+            "workflow:\n  - id: a\n    type: agent\n    name: generator\n"
+            f"    retry: {{max_attempts: {HUGE_HEX}}}\n",
+            5,
+            27,
+        ),
+        (
+            "workflow:\n  - {id: a, type: agent, name: generator}\n  - id: c\n"
+            "    type: condition\n    condition: '{{ true }}'\n    true:\n"
+            f"      - goto: {HUGE_HEX}\n",
+            7,
+            15,
+        ),
+        (f"workflow:\n  - {{id: a, type: agent, name: generator, timeout: {'9' * 5000}}}\n", 2, 52),
+    ],
+)
+def test_a_huge_number_is_a_positioned_error(text: str, line: int, column: int) -> None:
+    # Issue 24, finding 8: these escaped as a bare OverflowError (float() of a 20,000-bit
+    # integer) or ValueError (Python's 4,300-digit limit on printing an integer).
+    (problem,) = _problems(text)
+    assert isinstance(problem, PlaitError)
+    assert (problem.line, problem.column) == (line, column)
+    assert "a number of 5,00" in problem.reason and "the limit is 100" in problem.reason
+    assert len(str(problem)) < 1000

@@ -129,7 +129,7 @@ async def test_sequential_steps_see_the_exact_prior_outputs_block() -> None:
         "Translate and publish this draft"
     ]
     context = step_context(result)
-    assert context is not None and result.step_context == context  # on the result itself
+    assert context is not None and result.shared["step_context"] == context  # shared state
     assert context["order"] == ["step-1", "step-2", "step-3"]
     assert context["steps"]["step-2"] == {"output": "translator 1", "agent": "translator"}
     assert context["output"] == "publisher 1"

@@ -251,3 +251,15 @@ def test_urls() -> None:
         SqliteCheckpointStore.from_url("sqlite:///x.db?synchronous=off")
     with pytest.raises(ValueError, match="known options: synchronous, timeout"):
         SqliteCheckpointStore.from_url("sqlite:///x.db?journal=delete")
+
+
+async def test_a_new_database_and_its_folder_are_private(tmp_path: Path) -> None:
+    # Issue 24, finding 11: the database was created 0644 in a 0755 folder.
+    store = SqliteCheckpointStore(tmp_path / "new" / "runs.db")
+    await store.save(make_checkpoint(new_run_id()))
+    assert (tmp_path / "new").stat().st_mode & 0o777 == 0o700
+    files = sorted(p.name for p in (tmp_path / "new").iterdir())
+    assert "runs.db" in files and "runs.db-wal" in files, files
+    for name in files:
+        assert (tmp_path / "new" / name).stat().st_mode & 0o777 == 0o600, name
+    await store.aclose()

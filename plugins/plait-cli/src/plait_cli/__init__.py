@@ -23,7 +23,8 @@ Plugins add sub-commands through the ``plait_register_commands(cli)`` hook. ``cl
         cli.add_command(greet)
 
 A name that is taken is a :class:`CommandConflictError`. Commands that run a workflow can
-resolve a ``TARGET`` argument the way ``plait run`` does with :func:`load_target`. Test a
+resolve a ``TARGET`` argument the way ``plait run`` does with :func:`load_target` (or decide
+its form once with :func:`parse_target` and carry the :class:`Target`). Test a
 command with ``click.testing.CliRunner().invoke(make_cli(), ["greet", "Ada"])``.
 
 .. versionadded:: 0.1
@@ -35,16 +36,18 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._app import CommandConflictError, PlaitGroup, main, make_cli
-    from ._target import TargetError, load_target
+    from ._target import Target, TargetError, load_target, parse_target
 
 __all__ = [
     "CommandConflictError",
     "PlaitGroup",
+    "Target",
     "TargetError",
     "__version__",
     "load_target",
     "main",
     "make_cli",
+    "parse_target",
 ]
 
 
@@ -52,7 +55,7 @@ __all__ = [
 # and the commands are imported only when the command line is used, and ``load_target``
 # (which imports the whole kernel) only when called for.
 _APP = frozenset({"CommandConflictError", "PlaitGroup", "main", "make_cli"})
-_TARGET = frozenset({"TargetError", "load_target"})
+_TARGET = frozenset({"Target", "TargetError", "load_target", "parse_target"})
 
 
 def __getattr__(name: str) -> Any:

@@ -43,7 +43,8 @@ class Outcome:
     error: BaseException | None = None
     supersteps: int = 0
     requests: list[PendingRequest] = attrs.field(factory=list)
-    step_context: Any = None
+    #: the run's shared state when it ended (``--step-context`` reads plait-steps' key)
+    shared: dict[str, Any] = attrs.field(factory=dict)
     aborted: bool = False
     interrupted: bool = False
 
@@ -56,7 +57,7 @@ class Outcome:
             result.error,
             result.supersteps,
             list(result.pending_requests),
-            result.step_context,
+            dict(result.shared),
             interrupted=interrupted,
         )
 

@@ -14,16 +14,20 @@ input, 130 stopped by Ctrl-C.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
+import re
 import shlex
+import shutil
 import sys
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 import click
 from plait import Workflow
 from plait.events import RunStatus
@@ -32,7 +36,7 @@ from plait.types import type_name
 from ._follow import Display, Outcome, execute, follow
 from ._grants import grant_options, grants_from, resume_flags
 from ._output import describe_error, to_json
-from ._target import TargetError, load_target, target_form
+from ._target import Target, TargetError, load_target, parse_target
 
 __all__ = ["DEFAULT_STORE", "EXIT_STATUS", "resume_command", "run_command"]
 
@@ -54,14 +58,26 @@ METADATA_KEY = "cli"
 KEY_VARIABLES = ("PLAIT_CHECKPOINT_KEY", "PLAIT_CHECKPOINT_ENCRYPT")
 
 
-def _workflow(target: str, allow_imports: bool = False, grants: Any = None) -> Workflow:
+def _target_error(exc: TargetError) -> click.ClickException:
+    context = click.get_current_context(silent=True)
+    if context is not None and context.meta.get("plait.debug"):
+        raise exc
+    return click.ClickException(str(exc))
+
+
+def _target(text: str) -> Target:
+    """``TARGET`` with its form decided, once."""
+    try:
+        return parse_target(text)
+    except TargetError as exc:
+        raise _target_error(exc) from exc
+
+
+def _workflow(target: Target, allow_imports: bool = False, grants: Any = None) -> Workflow:
     try:
         return load_target(target, allow_imports=allow_imports, allow=grants)
     except TargetError as exc:
-        context = click.get_current_context(silent=True)
-        if context is not None and context.meta.get("plait.debug"):
-            raise
-        raise click.ClickException(str(exc)) from exc
+        raise _target_error(exc) from exc
 
 
 def _message(text: str | None, json_input: bool) -> Any:
@@ -117,9 +133,24 @@ def _placed(workflow: Workflow, placement: str | None) -> Workflow:
         raise click.ClickException(describe_error(exc)) from exc
 
 
-def _record(target: str, allow_imports: bool, placement: str | None) -> dict[str, Any]:
-    """What the checkpoints record of how to load the workflow again."""
-    record: dict[str, Any] = {"target": _recorded_target(target), "allow_imports": allow_imports}
+def _step_context_reader() -> Callable[[Any], Any]:
+    """What ``--step-context`` prints a run's step context with: plait-steps' reader (the
+    step context is that plugin's, kept in the run's shared state)."""
+    try:
+        from plait_steps import step_context
+    except ImportError as exc:
+        raise click.UsageError(
+            "--step-context shows the step context of a YAML steps workflow, which needs "
+            "plait-steps (pip install plait-steps)"
+        ) from exc
+    reader: Callable[[Any], Any] = step_context
+    return reader
+
+
+def _record(target: Target, allow_imports: bool, placement: str | None) -> dict[str, Any]:
+    """What the checkpoints record of how the workflow was loaded: shown to whoever resumes
+    the run without naming it, never loaded from there."""
+    record: dict[str, Any] = {"target": str(target.absolute()), "allow_imports": allow_imports}
     if placement is not None:
         record["placement"] = placement
     return record
@@ -131,7 +162,7 @@ def _default_store() -> str:
     folder = Path(".plait")
     if not folder.is_dir():
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # checkpoints are private
         except OSError as exc:
             raise click.ClickException(
                 f"cannot keep checkpoints in {folder.resolve()}: {exc.strerror or exc}; "
@@ -157,48 +188,84 @@ def _keyed(url: str) -> str:
     return f"sealed:{url}"
 
 
-def _recorded_target(target: str) -> str:
-    """``target`` as a later ``plait resume`` in another directory can load it: a file
-    made absolute (``file.py:attr`` too); ``module:attr`` as given."""
-    form, where, attr = target_form(target)
-    if form == "document":
-        return str(Path(where).resolve())
-    if form == "file":
-        return f"{Path(where).resolve()}:{attr}"
-    return target
+@attrs.frozen
+class Loaded:
+    """How this command loaded the workflow: what a printed resume command repeats.
+
+    :param text: the ``TARGET`` as typed.
+    :param target: its form, decided once.
+    """
+
+    text: str
+    target: Target
+    allow_imports: bool
+    placement: str | None
+    #: the options that grant the same again (``--allow``, ``--trust``, ``--allow-imports``)
+    grant_flags: tuple[str, ...] = ()
 
 
-def _is_python(target: str) -> bool:
-    """Whether ``target`` names Python code (``module:attr``, ``file.py:attr``), going by
-    its form alone (the file need not exist)."""
-    return Path(target).suffix.lower() == ".py" or target_form(target)[0] in ("file", "module")
+def _program() -> list[str]:
+    """How to type ``plait`` so that a printed command works in the shell that started this
+    one: through ``uv run`` (``bash .ci/uv run --locked plait`` in a checkout), where
+    ``plait`` is on the path only inside it; by its full path when the shell's ``plait`` is
+    not this one; else ``plait``."""
+    script = Path(sys.argv[0])
+    if script.name == "__main__.py" and script.parent.name == "plait_cli":  # python -m
+        return ["plait"] if shutil.which("plait") else [sys.executable, "-m", "plait_cli"]
+    if script.name != "plait":  # called in-process (a test's CliRunner, a plugin)
+        return ["plait"]
+    if os.environ.get("UV_RUN_RECURSION_DEPTH"):
+        if Path(".ci", "uv").is_file():
+            return ["bash", ".ci/uv", "run", "--locked", "plait"]
+        return ["uv", "run", "plait"]
+    found = shutil.which("plait")
+    if found is not None and Path(found).resolve() == script.resolve():
+        return ["plait"]
+    return [str(script.absolute())]
 
 
-def _is_document(target: str) -> bool:
-    """Whether ``target`` is a workflow file (loaded as data), not Python to import."""
-    return target_form(target)[0] == "document"
+#: What a name recorded in a checkpoint may look like to be printed in a command.
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
-def _resume_hint(
-    outcome: Outcome,
-    target: str | None,
-    checkpoint: str | None,
-    grant_flags: list[str] | None,
-    extra: str,
-) -> str:
-    """The command that resumes the run (``target`` None: the checkpoint names it), with
-    the ``--allow``/``--trust`` it was granted (a checkpoint never grants anything)."""
+def resume_words(
+    target: str,
+    run_id: str,
+    checkpoint: str,
+    *,
+    allow_imports: bool,
+    placement: str | None,
+    grant_flags: Sequence[str] = (),
+) -> list[str]:
+    """The ``plait resume`` command line that continues ``run_id`` as it was run: the
+    target, the store, the grants (``--allow-imports``, ``grant_flags``: ``--allow``,
+    ``--trust``) and the placement. Never
+    ``--accept-changes``: accepting a changed workflow is a decision to type."""
+    words = [*_program(), "resume", target, run_id]
+    if checkpoint != DEFAULT_STORE:
+        words += ["--checkpoint", checkpoint]
+    if allow_imports and not {"--allow-imports", "--trust"} & set(grant_flags):
+        words.append("--allow-imports")
+    words += grant_flags
+    if placement is not None and _PLAIN_NAME.fullmatch(placement):
+        words += ["--placement", placement]
+    return words
+
+
+def _resume_hint(outcome: Outcome, loaded: Loaded, checkpoint: str | None, extra: str) -> str:
+    """The command that resumes the run (``loaded``: how the workflow was loaded)."""
     if checkpoint is None:
         return (
             "the run was not checkpointed, so it cannot be resumed; run it without --no-checkpoint"
         )
-    words = ["plait", "resume"]
-    if target is not None:
-        words.append(target)
-    words.append(outcome.run_id)
-    if checkpoint != DEFAULT_STORE:
-        words += ["--checkpoint", checkpoint]
-    words += grant_flags or []
+    words = resume_words(
+        loaded.text,
+        outcome.run_id,
+        checkpoint,
+        allow_imports=loaded.allow_imports,
+        placement=loaded.placement,
+        grant_flags=loaded.grant_flags,
+    )
     command = " ".join(shlex.quote(w) for w in words)
     return f"resume with: {command} {extra}".rstrip()
 
@@ -219,13 +286,7 @@ def _failure(outcome: Outcome) -> str:
     return f"Error: run {outcome.run_id} failed{where}\n  {detail}"
 
 
-def _report(
-    ctx: click.Context,
-    outcome: Outcome,
-    target: str | None,
-    checkpoint: str | None,
-    grant_flags: list[str] | None = None,
-) -> None:
+def _report(ctx: click.Context, outcome: Outcome, loaded: Loaded, checkpoint: str | None) -> None:
     """Print what the run left (requests, error, how to resume); exit with its status."""
     if outcome.interrupted and outcome.status is RunStatus.RUNNING:
         if outcome.aborted:
@@ -233,7 +294,7 @@ def _report(
         else:
             what = f"stopped after superstep {outcome.supersteps}, checkpointed"
         click.echo(f"run {outcome.run_id} {what}", err=True)
-        click.echo(_resume_hint(outcome, target, checkpoint, grant_flags, ""), err=True)
+        click.echo(_resume_hint(outcome, loaded, checkpoint, ""), err=True)
     elif outcome.status is RunStatus.IDLE_WITH_PENDING_REQUESTS:
         click.echo(
             f"run {outcome.run_id} is waiting for {len(outcome.requests)} request(s):", err=True
@@ -245,11 +306,11 @@ def _report(
                 err=True,
             )
         answers = " ".join(f"--respond {r.request_id}=JSON" for r in outcome.requests)
-        click.echo(_resume_hint(outcome, target, checkpoint, grant_flags, answers), err=True)
+        click.echo(_resume_hint(outcome, loaded, checkpoint, answers), err=True)
     elif outcome.status is RunStatus.FAILED:
         click.echo(_failure(outcome), err=True)
         if checkpoint is not None:
-            click.echo(_resume_hint(outcome, target, checkpoint, grant_flags, ""), err=True)
+            click.echo(_resume_hint(outcome, loaded, checkpoint, ""), err=True)
     ctx.exit(EXIT_STATUS[outcome.status])
 
 
@@ -385,7 +446,10 @@ def run_command(
     value = _message(message, json_input)
     allow_imports = allow_imports or trust or "imports" in allow  # as --allow-imports
     grants = grants_from(allow, trust, allow_imports)
-    workflow = _placed(_workflow(target, allow_imports, grants), placement)
+    read_step_context = _step_context_reader() if step_context else None
+    flags = tuple(resume_flags(allow, trust, allow_imports))
+    loaded = Loaded(target, _target(target), allow_imports, placement, flags)
+    workflow = _placed(_workflow(loaded.target, allow_imports, grants), placement)
     run_id = uuid.uuid4().hex
     options: dict[str, Any] = {}
     if max_supersteps is not None:
@@ -396,7 +460,7 @@ def run_command(
         options["checkpoint"] = _keyed(store)
         if durability is not None:
             options["durability"] = durability
-        record = _record(target, allow_imports, placement)
+        record = _record(loaded.target, allow_imports, placement)
         options["checkpoint_metadata"] = {METADATA_KEY: record}
         if not json_events:  # stderr stays JSON lines only; RunStarted has the id
             click.echo(f"run id: {run_id}", err=True)
@@ -408,16 +472,16 @@ def run_command(
     outcome = follow(start, run_id, display)
     resume_options = {k: v for k, v in options.items() if k != "checkpoint"}
     outcome = _answer_on_terminal(workflow, outcome, store, display, not no_input, resume_options)
-    if step_context:
-        click.echo(to_json(outcome.step_context), err=True)
-    named = target if allow_imports or not _is_document(target) else None
-    _report(ctx, outcome, named, store, resume_flags(allow, trust, allow_imports))
+    if read_step_context is not None:
+        click.echo(to_json(read_step_context(outcome)), err=True)
+    _report(ctx, outcome, loaded, store)
 
 
-def _stored_target(run_id: str, checkpoint: str) -> tuple[str, bool, str | None]:
-    """The target ``plait run`` recorded for ``run_id`` and whether it may be loaded
-    without the user naming it: only a workflow file loaded without imports (nothing read
-    from a store may make Plait import code)."""
+def _name_the_target(ctx: click.Context, run_id: str, checkpoint: str, typed: list[str]) -> None:
+    """``plait resume RUN_ID``: show the target ``plait run`` recorded for the run and the
+    command that names it (with the options ``typed`` on this one), and exit 2. Checkpoint
+    metadata never chooses what runs: anyone who can write to the store could have
+    changed it."""
     from plait.durable import resolve_store
 
     async def read() -> Any:
@@ -439,27 +503,33 @@ def _stored_target(run_id: str, checkpoint: str) -> tuple[str, bool, str | None]
     latest = execute(read)
     if latest is None:
         raise click.ClickException(f"no run and no checkpoint with id {run_id!r} in {checkpoint}")
-    record = latest.metadata.get(METADATA_KEY)
-    target = record.get("target") if isinstance(record, dict) else None
-    if not isinstance(target, str) or not target:
-        raise click.UsageError(
-            f"run {latest.run_id} was not started by plait run, so its checkpoints do not "
-            "say which workflow it is; name it: plait resume TARGET RUN_ID"
+    found = latest.metadata.get(METADATA_KEY)
+    record: dict[str, Any] = found if isinstance(found, dict) else {}
+    target = record.get("target")
+    why = "a checkpoint never chooses the workflow that resumes it; name it"
+    if not isinstance(target, str) or not target.isprintable() or not target.strip():
+        click.echo(
+            f"Error: run {run_id} does not record a workflow this command can show; {why}:\n"
+            f"  {' '.join(shlex.quote(w) for w in _program())} resume TARGET "
+            f"{' '.join(shlex.quote(w) for w in [run_id, *typed])}",
+            err=True,
         )
-    imports = record.get("allow_imports") is not False or _is_python(target)
-    if not imports and not _is_document(target):
-        raise click.UsageError(
-            f"run {latest.run_id} was started from {target}, which is not there any more; "
-            f"name the workflow file: plait resume TARGET {latest.run_id}"
-        )
-    if imports:
-        raise click.UsageError(
-            f"run {latest.run_id} runs {target}, which imports Python code; a target read "
-            f"from a checkpoint is never imported, so name it: plait resume {shlex.quote(target)} "
-            f"{latest.run_id}" + (" --allow-imports" if record.get("allow_imports") else "")
-        )
+        ctx.exit(2)
     placement = record.get("placement")
-    return target, False, placement if isinstance(placement, str) else None
+    words = resume_words(
+        target,
+        run_id,
+        checkpoint,
+        allow_imports=record.get("allow_imports") is True and "--allow-imports" not in typed,
+        placement=placement if isinstance(placement, str) and "--placement" not in typed else None,
+    )
+    words += typed
+    click.echo(
+        f"Error: run {run_id} was started from {shlex.quote(target)}; {why} (check it is the "
+        f"file you mean):\n  {' '.join(shlex.quote(w) for w in words)}",
+        err=True,
+    )
+    ctx.exit(2)
 
 
 @click.command("resume", short_help="Continue a checkpointed run, answering its requests.")
@@ -481,6 +551,12 @@ def _stored_target(run_id: str, checkpoint: str) -> tuple[str, bool, str | None]
 )
 @_display_options
 @grant_options("Let the workflow file import the Python code it names (as plait run did).")
+@click.option(
+    "--accept-changes",
+    is_flag=True,
+    help="Resume even though the workflow changed since the checkpoint (its kinds, "
+    "config, code or policies); its checkpoints then record the new workflow.",
+)
 @click.pass_context
 def resume_command(
     ctx: click.Context,
@@ -496,46 +572,62 @@ def resume_command(
     allow_imports: bool,
     allow: tuple[str, ...],
     trust: bool,
+    accept_changes: bool,
 ) -> None:
-    """Continue run RUN_ID from its latest checkpoint, with the same progress as plait run.
+    """Continue run RUN_ID of the workflow TARGET from its latest checkpoint, with the same
+    progress as plait run.
 
-    TARGET may be left out for a run plait run started from a workflow file (without
-    --allow-imports): the checkpoint says which file. RUN_ID may also be a checkpoint id.
-    Answer pending requests with --respond REQUEST_ID=JSON (true, 42, '"text"',
-    '{"a": 1}'); on a terminal, without --respond, each request is asked for instead.
-    The workflow file gets only the capabilities granted here (--allow, --trust), never
-    any a checkpoint records. Output and exit status as plait run.
+    TARGET is the workflow the run was started with (as for plait run); given RUN_ID
+    alone, the command shows the workflow the run's checkpoints name and the command
+    that resumes it, and exits 2: what a checkpoint says never chooses what runs. A
+    workflow that changed since the checkpoint (a node's kind, config, code or policies)
+    is refused, naming each change, unless --accept-changes. RUN_ID may also be a
+    checkpoint id. Answer pending requests with --respond REQUEST_ID=JSON (true, 42,
+    '"text"', '{"a": 1}'); on a terminal, without --respond, each request is asked for
+    instead. The workflow file gets only the capabilities granted here (--allow, --trust),
+    never any a checkpoint records. Output and exit status as plait run.
     """
     if len(args) == 1:
-        (run_id,) = args
-        target, allow_imports, stored_placement = _stored_target(run_id, checkpoint)
-        placement = placement or stored_placement
-    elif len(args) == 2:
-        target, run_id = args
-    else:
+        typed = [f"--respond={rid}={json.dumps(value)}" for rid, value in responses.items()]
+        typed += resume_flags(allow, trust, allow_imports or trust or "imports" in allow)
+        typed += ["--placement", placement] if placement is not None else []
+        typed += ["--max-supersteps", str(max_supersteps)] if max_supersteps else []
+        typed += ["--durability", durability] if durability is not None else []
+        flags = {"--json": json_events, "-q": quiet, "--no-input": no_input}
+        typed += [flag for flag, given in flags.items() if given]
+        _name_the_target(ctx, args[0], checkpoint, typed)
+        return
+    if len(args) != 2:
         raise click.UsageError("expected [TARGET] RUN_ID")
+    text, run_id = args
     allow_imports = allow_imports or trust or "imports" in allow  # as --allow-imports
     grants = grants_from(allow, trust, allow_imports)
-    workflow = _placed(_workflow(target, allow_imports, grants), placement)
+    granted = tuple(resume_flags(allow, trust, allow_imports))
+    loaded = Loaded(text, _target(text), allow_imports, placement, granted)
+    workflow = _placed(_workflow(loaded.target, allow_imports, grants), placement)
     display = Display(json_events=json_events, quiet=quiet)
     options: dict[str, Any] = {}
     if durability is not None:
         options["durability"] = durability
     if max_supersteps is not None:
         options["max_supersteps"] = max_supersteps
-    options["checkpoint_metadata"] = {METADATA_KEY: _record(target, allow_imports, placement)}
+    if accept_changes:
+        options["accept_changes"] = True
+    record = _record(loaded.target, allow_imports, placement)
+    options["checkpoint_metadata"] = {METADATA_KEY: record}
     from ._prompt import ask_for_answers, can_prompt
 
     prompt = not no_input and not json_events
     if not responses and prompt and can_prompt():
-        requests = _pending(workflow, run_id, checkpoint)
+        requests = _pending(workflow, run_id, checkpoint, accept_changes)
         if requests:
             responses = ask_for_answers(requests)
     outcome = _resume(workflow, run_id, checkpoint, responses, display, options)
     outcome = _answer_on_terminal(workflow, outcome, checkpoint, display, prompt, options)
-    named = target if allow_imports or not _is_document(target) else None
-    _report(ctx, outcome, named, checkpoint, resume_flags(allow, trust, allow_imports))
+    _report(ctx, outcome, loaded, checkpoint)
 
 
-def _pending(workflow: Workflow, run_id: str, checkpoint: str) -> list[Any]:
-    return execute(workflow.pending_requests, run_id, _keyed(checkpoint))  # type: ignore[no-any-return]
+def _pending(workflow: Workflow, run_id: str, checkpoint: str, accept_changes: bool) -> list[Any]:
+    pending = functools.partial(workflow.pending_requests, accept_changes=accept_changes)
+    requests: list[Any] = execute(pending, run_id, _keyed(checkpoint))
+    return requests

@@ -7,7 +7,9 @@ run, the error that checkpoint records.
 
 from __future__ import annotations
 
+import re
 import time
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,18 +17,19 @@ from typing import Any
 import anyio
 import attrs
 import click
-from plait.checkpoint import RunInfo, open_store
+from plait.checkpoint import CORRUPT, RunInfo, open_store
 
 from ._output import format_table, to_json
 from ._prune import prune_command
 
-__all__ = ["DEFAULT_STORE", "STATUSES", "run_record", "runs_command"]
+__all__ = ["DEFAULT_STORE", "STATUSES", "printable", "run_record", "runs_command"]
 
 #: Where ``plait runs`` looks unless ``--checkpoint`` says otherwise: the SQLite store
 #: under ``.plait/`` in the working directory, where CLI runs are kept.
 DEFAULT_STORE = "sqlite:///.plait/runs.db"
-#: The statuses a checkpoint records, for ``--status``.
-STATUSES = ("running", "idle", "idle_with_pending_requests", "failed")
+#: The statuses a checkpoint records, for ``--status`` (``corrupt``: the run's latest
+#: checkpoint does not decode; the listing shows it and goes on).
+STATUSES = ("running", "idle", "idle_with_pending_requests", "failed", "corrupt")
 #: The widest error shown in the table (``--json`` has it whole).
 _ERROR_WIDTH = 72
 
@@ -47,6 +50,25 @@ def _age(seconds: float) -> str:
 
 def _short(text: str) -> str:
     return text if len(text) <= _ERROR_WIDTH else text[: _ERROR_WIDTH - 1] + "…"
+
+
+# Control and format characters (escape sequences, bidi overrides, line separators):
+# stored text is untrusted, and printed raw they would drive the terminal.
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+_C1 = re.compile("[\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control or format character written as an escape (``\\x1b``,
+    ``\\u202e``), so what a store holds cannot drive the terminal it is printed on."""
+    if text.isprintable():
+        return text
+    return "".join(repr(c)[1:-1] if unicodedata.category(c) in _UNPRINTABLE else c for c in text)
+
+
+def _escape_c1(text: str) -> str:
+    """JSON text with DEL and the C1 controls (which JSON leaves as they are) escaped."""
+    return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _missing_sqlite_file(url: str) -> Path | None:
@@ -116,7 +138,7 @@ def runs_command(
         if wanted is not None:
             infos = [info for info in infos if info.status == wanted][:limit]
     if as_json:
-        click.echo(to_json([run_record(info) for info in infos], indent=2))
+        click.echo(_escape_c1(to_json([run_record(info) for info in infos], indent=2)))
         return
     if not infos:
         if missing is None:
@@ -127,13 +149,13 @@ def runs_command(
     rows: list[tuple[list[str], list[str]]] = [
         (
             [
-                info.run_id,
-                info.workflow or "-",
+                printable(info.run_id),
+                printable(info.workflow or "-"),
                 info.status,
-                str(info.superstep),
-                str(info.pending_requests),
-                _age(now - info.created_at),
-                _short(info.error) if info.error else "-",
+                str(info.superstep) if info.status != CORRUPT else "?",
+                str(info.pending_requests) if info.status != CORRUPT else "?",
+                _age(now - info.created_at) if info.created_at else "?",
+                _short(printable(info.error)) if info.error else "-",
             ],
             [],
         )

@@ -15,14 +15,15 @@ import os
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
+import attrs
 from plait import Workflow
 from plait.errors import PlaitError
 
 from ._output import describe_error
 
-__all__ = ["TargetError", "load_target", "target_form"]
+__all__ = ["Target", "TargetError", "load_target", "parse_target"]
 
 _FORMS = (
     "a workflow file (workflow.yaml, pipeline.flow, dag.json …), module:attr or "
@@ -39,22 +40,64 @@ class TargetError(PlaitError):
     """
 
 
-def target_form(target: str) -> tuple[str, str, str]:
-    """How ``target`` names a workflow, going by its form: ``("document", path, "")`` for
-    an existing workflow file, ``("file", path, attr)`` for ``path/to/file.py:attr``,
-    ``("module", module, attr)`` for ``module:attr``, else ``("invalid", target, "")``."""
-    document = Path(target)
+@attrs.frozen
+class Target:
+    """A ``TARGET``, its form decided once (:func:`parse_target`) and carried as is through
+    loading, recording and deciding whether it names code: the string is never read again,
+    so a file renamed between two readings cannot turn a document into a Python import.
+
+    :param form: ``document`` (a workflow file, loaded as data), ``file``
+        (``path/to/file.py:attr``) or ``module`` (``module:attr``).
+    :param where: the document's or the ``.py`` file's path, or the module's name.
+    :param attr: the attribute naming the workflow (``""`` for a document).
+
+    .. versionadded:: 0.1
+    """
+
+    form: Literal["document", "file", "module"]
+    where: str
+    attr: str = ""
+
+    @property
+    def imports(self) -> bool:
+        """Whether loading it imports Python code (a ``file`` or ``module`` target)."""
+        return self.form != "document"
+
+    def absolute(self) -> Target:
+        """The same target as a later ``plait resume`` in another folder names it: a path
+        made absolute; a module as given."""
+        if self.form == "module":
+            return self
+        return attrs.evolve(self, where=str(Path(self.where).resolve()))
+
+    def __str__(self) -> str:
+        """The target as it is typed: ``path``, ``path.py:attr`` or ``module:attr``."""
+        return self.where if self.form == "document" else f"{self.where}:{self.attr}"
+
+
+def parse_target(text: str) -> Target:
+    """Decide once how ``text`` names a workflow, going by its form: an existing file that
+    is not ``.py`` is a ``document``; ``path/to/file.py:attr`` a ``file``; ``module:attr``
+    a ``module``.
+
+    :raises TargetError: it is none of these.
+
+    .. versionadded:: 0.1
+    """
+    document = Path(text)
     if document.suffix.lower() != ".py" and document.is_file():
-        return "document", target, ""
-    module_part, sep, attr = target.rpartition(":")
+        return Target("document", text)
+    module_part, sep, attr = text.rpartition(":")
     if not sep or not module_part or not attr or "/" in attr or os.sep in attr:
-        return "invalid", target, ""
+        raise TargetError(f"TARGET {text!r} must be {_FORMS}")
     if module_part.endswith(".py") or "/" in module_part or os.sep in module_part:
-        return "file", module_part, attr
-    return "module", module_part, attr
+        return Target("file", module_part, attr)
+    return Target("module", module_part, attr)
 
 
-def load_target(target: str, *, allow_imports: bool = False, allow: Any = None) -> Workflow:
+def load_target(
+    target: str | Target, *, allow_imports: bool = False, allow: Any = None
+) -> Workflow:
     """Import what ``target`` names and return the workflow.
 
     A workflow *file* in any installed format (``workflow.yaml``, ``pipeline.flow``,
@@ -62,19 +105,22 @@ def load_target(target: str, *, allow_imports: bool = False, allow: Any = None) 
     ``allow_imports``, and use other capabilities only as ``allow`` grants them (a workflow
     file is untrusted input; :mod:`plait.capabilities`).
 
-    :param target: ``module:attr`` (the module imported as ``python -m`` would, with the
-        current directory on ``sys.path``) or ``path/to/file.py:attr``; ``attr`` may be
-        dotted (``flows:registry.essay``) and names a :class:`plait.Workflow` or a
-        callable taking no arguments that returns one.
+    :param target: a :class:`Target`, or a string :func:`parse_target` reads once:
+        ``module:attr`` (the module imported as ``python -m`` would, with the current
+        directory on ``sys.path``) or ``path/to/file.py:attr``; ``attr`` may be dotted
+        (``flows:registry.essay``) and names a :class:`plait.Workflow` or a callable taking
+        no arguments that returns one.
     :raises TargetError: naming the module or file, the attribute and what was found.
 
     .. versionadded:: 0.1
+    .. versionchanged:: 0.1 a :class:`Target` too.
     """
-    form, where, attr = target_form(target)
-    if form == "document":
+    parsed = parse_target(target) if isinstance(target, str) else target
+    text = str(target)
+    if parsed.form == "document":
         import plait
 
-        document = Path(where)
+        document = Path(parsed.where)
         folder = str(document.resolve().parent)
         if allow_imports and folder not in sys.path:  # its code, beside it (as for file.py:attr)
             sys.path.insert(0, folder)
@@ -83,20 +129,18 @@ def load_target(target: str, *, allow_imports: bool = False, allow: Any = None) 
         try:
             return plait.load(document, allow_imports=allow_imports, allow=allow)
         except CapabilityError as exc:  # named as the command line grants them
-            raise TargetError(f"TARGET {target!r}: {exc.for_cli()}") from exc
+            raise TargetError(f"TARGET {text!r}: {exc.for_cli()}") from exc
         except PlaitError as exc:
-            raise TargetError(f"TARGET {target!r}: {exc}") from exc
-    if form == "invalid":
-        raise TargetError(f"TARGET {target!r} must be {_FORMS}")
-    if form == "file":
-        module = _import_file(where, target)
+            raise TargetError(f"TARGET {text!r}: {exc}") from exc
+    if parsed.form == "file":
+        module = _import_file(parsed.where, text)
     else:
         cwd = os.getcwd()
         if "" not in sys.path and cwd not in sys.path:
             sys.path.insert(0, cwd)
-        module = _import_module(where, target)
-    obj = _attribute(module, attr, target)
-    return _as_workflow(obj, target)
+        module = _import_module(parsed.where, text)
+    obj = _attribute(module, parsed.attr, text)
+    return _as_workflow(obj, text)
 
 
 def _import_file(text: str, target: str) -> ModuleType:

@@ -50,7 +50,10 @@ def validate_file(path: Path, *, allow_imports: bool = False) -> tuple[bool, lis
         return False, [f"{name}: {len(named)} problem(s):", *(_item(p) for p in named)]
     except (LoadError, WorkflowValidationError) as exc:
         problems = exc.problems or [exc]
-        return False, [f"{name}: {len(problems)} problem(s):", *(_item(p) for p in problems)]
+        shown = [_item(p) for p in problems[: LoadError.SHOWN]]
+        if len(problems) > LoadError.SHOWN:  # as LoadError's own message does
+            shown.append(f"  … and {len(problems) - LoadError.SHOWN:,} more")
+        return False, [f"{name}: {len(problems)} problem(s):", *shown]
     except PlaitError as exc:
         return False, [f"{name}: 1 problem(s):", _item(describe_error(exc))]
     lines = [f"{name}: ok"]
@@ -90,7 +93,7 @@ def validate_command(
     Prints FILE: ok for a valid file, then the capabilities it needs to run (programs,
     requests, files, imports), each with its nodes and the --allow flags that grant them;
     otherwise every problem with its position (file:line:column and a caret, or a JSON
-    path).
+    path); past 50, how many more there are.
 
     Exit status: 0 every file is valid, 1 a file has problems, 2 a usage error (a FILE that
     does not exist).

@@ -25,6 +25,7 @@ from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
 
 from ._graph import Connection, Node, check_graph
 from ._node import compiled
+from ._positions import MAX_DIGITS, scan
 from ._schema import schema_problems
 from .errors import DagDocumentError
 
@@ -114,7 +115,12 @@ def _load(text: str, ctx: LoadContext, stack: _Stack) -> WorkflowSpec:
 
 def _parse(text: str, source: str) -> Any:
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        return json.loads(
+            text,
+            parse_constant=_no_constant,
+            parse_int=_checked_int,
+            object_pairs_hook=_unique_keys,
+        )
     except json.JSONDecodeError as exc:
         lines = text.splitlines()
         line_text = lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else None
@@ -129,14 +135,47 @@ def _parse(text: str, source: str) -> Any:
             [DagDocumentError(f"not JSON: {exc} is not a JSON number", _at("", source))],
             source=source,
         ) from None
-    except RecursionError:
+    except (_Refused, RecursionError):
+        # Too deep, a repeated key or a huge integer: json does not say where; scan says.
+        problems = [
+            DagDocumentError(
+                finding.message,
+                SourcePosition(
+                    source=source,
+                    line=finding.line,
+                    column=finding.column,
+                    path=finding.path,
+                    text=finding.text,
+                    text_column=finding.text_column,
+                ),
+            )
+            for finding in scan(text)
+        ]
         raise LoadError(
-            [DagDocumentError("the document nests too deeply", _at("", source))], source=source
+            problems or [DagDocumentError("the document nests too deeply", _at("", source))],
+            source=source,
         ) from None
 
 
 class _Constant(ValueError):
     pass
+
+
+class _Refused(Exception):
+    """A value :func:`scan` finds with its position: a repeated key, a huge integer."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):  # JSON allows it and keeps the last; we refuse, as YAML
+        raise _Refused
+    return result
+
+
+def _checked_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_DIGITS:
+        raise _Refused
+    return int(digits)
 
 
 def _no_constant(name: str) -> Any:

@@ -4,7 +4,9 @@
 - ``shell`` (:class:`ShellKind`): a program from an argument list, never a shell string,
   with bounded output and a timeout;
 - ``http`` (:class:`HttpKind`): JSON in and out with httpx, a timeout on every request;
-- ``workflow`` (:class:`WorkflowKind`): a nested workflow, by fragment name or by spec.
+- ``workflow`` (:class:`WorkflowKind`): a nested workflow, by fragment name or by spec —
+  a :class:`WorkflowExecutor`, which is also what :meth:`plait.Workflow.as_executor`
+  returns (the kernel asks this kind's :meth:`WorkflowKind.wrap` for it).
 
 Each kind declares a JSON Schema for its config and reports every problem of a config at
 once, each at its JSON path (:func:`plait_executors.schema.check_config`, reusable by other
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
         ShellTimeoutError,
     )
     from .http import HttpExecutor, HttpKind
+    from .nested import WorkflowExecutor
     from .python import PythonKind, executor_from_object, resolve_ref
     from .schema import check_config
     from .shell import ShellExecutor, ShellKind
@@ -69,6 +72,7 @@ _HOMES = {
     "check_config": "schema",
     "ShellExecutor": "shell",
     "ShellKind": "shell",
+    "WorkflowExecutor": "nested",
     "WorkflowKind": "workflow",
 }
 
@@ -89,6 +93,7 @@ __all__ = [
     "ShellOutputError",
     "ShellOutputLimitError",
     "ShellTimeoutError",
+    "WorkflowExecutor",
     "WorkflowKind",
     "check_config",
     "executor_from_object",
@@ -101,7 +106,11 @@ __all__ = [
 def plait_register_executor_kinds(register: Register) -> None:
     """Register ``python``, ``shell``, ``http`` and ``workflow``."""
     provides = ("check", "create", "config_schema")
-    register("python", lazy("plait_executors.python:PythonKind", provides=provides))
+    # answered without importing the kind: a node bound to the caller's object stays cheap
+    python = lazy(
+        "plait_executors.python:PythonKind", provides=provides, binds_passed_executors=True
+    )
+    register("python", python)
     register("shell", lazy("plait_executors.shell:ShellKind", provides=provides))
     register("http", lazy("plait_executors.http:HttpKind", provides=provides))
     register("workflow", lazy("plait_executors.workflow:WorkflowKind", provides=provides))

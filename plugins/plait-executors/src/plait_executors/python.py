@@ -69,6 +69,10 @@ class PythonKind:
     .. versionadded:: 0.1
     """
 
+    #: an executor the caller passes under a node's id or ``uses`` name is bound to the
+    #: node as it is: it is the code the config names (``Workflow.from_spec`` asks this)
+    binds_passed_executors = True
+
     config_schema: Mapping[str, Any] = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "python executor",

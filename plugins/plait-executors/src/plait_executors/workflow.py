@@ -3,9 +3,14 @@
 Config: ``{"fragment": "textkit.summarize"}`` names a fragment a distribution publishes
 (``plait_register_fragments``); ``{"spec": {...}}`` holds a whole workflow as data (what
 ``WorkflowSpec.to_dict()`` gives), rebuilt with :meth:`plait.Workflow.from_spec`. Either
-way the workflow is wrapped with :meth:`plait.Workflow.as_executor`: each message starts
-one inner run, and the inner outputs are sent on (or yielded as outer outputs with
-``"allow_direct_output": true``).
+way the workflow is wrapped in a :class:`~plait_executors.WorkflowExecutor`: each message
+starts one inner run, and the inner outputs are sent on (or yielded as outer outputs with
+``"allow_direct_output": true``). :meth:`plait.Workflow.as_executor` wraps through this
+kind too (:meth:`WorkflowKind.wrap`).
+
+A nested workflow is built once per load (:func:`plait.rebuild.load_scope`), however many
+times ``check`` and ``create`` — this kind's and a front-end kind's wrapping it — ask for
+it; a load's nesting and the nodes it builds are bounded there.
 
 .. versionadded:: 0.1
 """
@@ -13,7 +18,7 @@ one inner run, and the inner outputs are sent on (or yielded as outer outputs wi
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import plait
@@ -21,7 +26,9 @@ from plait import Executor, Workflow, WorkflowSpec
 from plait.capabilities import Capability, needs
 from plait.errors import ConfigError, PlaitError, UnknownNameError
 from plait.kinds import KindContext
+from plait.rebuild import load_scope
 
+from .nested import WorkflowExecutor
 from .schema import check_config, config_error
 
 __all__ = ["WorkflowKind"]
@@ -99,14 +106,46 @@ class WorkflowKind:
             workflow = self._workflow(config, ctx)
         except _Problems as exc:
             raise exc.errors[0] from exc.__cause__
-        return workflow.as_executor(
-            id=ctx.node_id, allow_direct_output=bool(config.get("allow_direct_output", False))
+        return self.wrap(
+            workflow,
+            id=ctx.node_id,
+            allow_direct_output=bool(config.get("allow_direct_output", False)),
+        )
+
+    def wrap(
+        self,
+        workflow: Workflow,
+        *,
+        id: str | None = None,
+        adapter: Callable[[Any], Any] | Any | None = None,
+        allow_direct_output: bool = False,
+    ) -> WorkflowExecutor:
+        """``workflow`` as one executor (what :meth:`plait.Workflow.as_executor` returns;
+        arguments as for :class:`~plait_executors.WorkflowExecutor`).
+
+        .. versionadded:: 0.1
+        """
+        return WorkflowExecutor(
+            workflow, id=id, adapter=adapter, allow_direct_output=allow_direct_output
         )
 
     def _workflow(self, config: Mapping[str, Any], ctx: KindContext) -> Workflow:
+        """The nested workflow, built once per load: the same config in the same load
+        (this kind's ``check``, then its ``create``) gives the same workflow."""
         if "fragment" in config:
-            return _from_fragment(config["fragment"], ctx)
-        return _from_spec(config["spec"], ctx)
+            name = config["fragment"]
+            key: tuple[Any, ...] = ("fragment", name, id(ctx.manager))
+            alive: tuple[Any, ...] = (ctx.manager,)
+            make: Callable[[], Workflow] = lambda: _from_fragment(name, ctx)  # noqa: E731
+        else:
+            data = config["spec"]
+            # every empty mapping of executors is the same (callers pass fresh ones)
+            passed = id(ctx.executors) if ctx.executors else None
+            key = ("spec", id(data), passed, ctx.allow_imports, id(ctx.manager), ctx.source)
+            alive = (data, ctx.executors, ctx.manager)
+            make = lambda: _from_spec(data, ctx)  # noqa: E731
+        with load_scope() as scope:
+            return scope.once(key, make, alive=alive)
 
 
 class _Problems(Exception):
@@ -201,6 +240,9 @@ def _from_spec(data: Mapping[str, Any], ctx: KindContext) -> Workflow:
     return workflow
 
 
+_NESTED = "in the nested spec: "
+
+
 def _nested_errors(exc: PlaitError, ctx: KindContext) -> list[ConfigError]:
     """One error per problem of a nested spec, at its path under ``/config/spec``."""
     problems = getattr(exc, "problems", None) or [exc]
@@ -209,10 +251,13 @@ def _nested_errors(exc: PlaitError, ctx: KindContext) -> list[ConfigError]:
         inner = getattr(problem, "path", None)
         path = f"/config/spec{inner}" if isinstance(inner, str) and inner.startswith("/") else None
         reason = getattr(problem, "reason", None) or str(problem)
+        # a deeper level's problem is said once, by its own executor: the path names every
+        # level (a message does not grow with the nesting)
+        reason = reason.rsplit(_NESTED, 1)[-1]
         errors.append(
             config_error(
                 ctx.node_id,
-                f"in the nested spec: {reason}",
+                f"{_NESTED}{reason}",
                 path or "/config/spec",
                 source=ctx.source,
             )

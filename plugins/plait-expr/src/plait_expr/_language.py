@@ -174,17 +174,32 @@ class CompiledTemplate:
 
     def render(self, data: Mapping[str, Any]) -> str:
         """The text with each ``{{ expr }}`` replaced: strings as they are, any other value
-        as compact JSON."""
+        as compact JSON; at most :data:`~plait_expr._runtime.MAX_RENDERED` characters
+        (past that, an :class:`~plait.errors.ExpressionError` at the part that crossed it)."""
         out: list[str] = []
+        size = 0
+        last: _Where | None = None  # where the last expression is, to place an error
         for part in self._parts:
             if isinstance(part, str):
-                out.append(part)
-                continue
-            value = part.evaluate(data)
-            try:
-                out.append(rt.to_json(value))
-            except (TypeError, ValueError, RecursionError) as exc:
-                raise part._where.error(f"cannot render the value: {exc}", (1, 1)) from None
+                piece = part
+            else:
+                last = part._where
+                value = part.evaluate(data)
+                try:
+                    piece = rt.to_json(value)
+                except (TypeError, ValueError, RecursionError) as exc:
+                    raise part._where.error(f"cannot render the value: {exc}", (1, 1)) from None
+            size += len(piece)
+            if size > rt.MAX_RENDERED:
+                message = (
+                    f"the rendered template would be longer than {rt.MAX_RENDERED:,} "
+                    f"characters (a value of {len(piece):,} characters here, after "
+                    f"{size - len(piece):,}); render a part of the data, not all of it"
+                )
+                if last is not None:  # literal text alone never reaches the bound
+                    raise last.error(message, (1, 1))
+                raise ExpressionError(message, SourcePosition())
+            out.append(piece)
         return "".join(out)
 
     def value(self, data: Mapping[str, Any]) -> Any:

@@ -29,6 +29,9 @@ MAX_FLOAT_TEXT = 40
 MAX_STRING = 1_000_000
 #: the longest list ``+`` may build
 MAX_LIST = 100_000
+#: the longest text a template may render, in characters: a template repeating a large
+#: value would otherwise grow as the template's size times the data's
+MAX_RENDERED = 10_000_000
 
 _NUMBERS = (int, float)
 

@@ -45,6 +45,10 @@ DEFAULT_MERGE = "concat_newline"
 #: the options ``plait.load(..., format="flow", **options)`` accepts
 #: the most nodes a flow may expand to (named flows used inside named flows multiply)
 MAX_NODES = 100_000
+#: the longest flow text, in characters: some 11,000 agent uses (1,000 take 5.6 KB), which
+#: lark's pure-Python LALR parser reads in well under a second; a flow is written by hand,
+#: and a longer text is refused before parsing, so a 1 MB document costs nothing
+MAX_TEXT = 64 * 1024
 #: how deeply named flows may use one another
 MAX_INLINE_DEPTH = 16
 
@@ -68,6 +72,16 @@ def compile_flow(text: str, ctx: LoadContext) -> WorkflowSpec:
     :raises LoadError: every problem, each a :class:`FlowError` with its position.
     """
     source = ctx.source
+    if len(text) > MAX_TEXT:
+        raise LoadError(
+            [
+                FlowError(
+                    f"the flow is {len(text):,} characters long; the limit is {MAX_TEXT:,}",
+                    position(text, source, 1, 1),
+                )
+            ],
+            source=source,
+        )
     if all(not line.strip() or line.lstrip().startswith("#") for line in text.split("\n")):
         raise LoadError(
             [
@@ -117,6 +131,8 @@ class _Compiler:
         self.default_merge = options.get("merge") or DEFAULT_MERGE
         self.default_options = options.get("merge_options") or None
         self.merge_checked = False
+        self._available: list[str] | None = None
+        self._hints: dict[str, str] = {}
 
     # -- problems ------------------------------------------------------------------------
 
@@ -125,6 +141,16 @@ class _Compiler:
 
     def problem(self, message: str, token: Any) -> None:
         self.problems.append(FlowError(message, self.at(token)))
+
+    def did_you_mean(self, name: str, names: list[str]) -> str:
+        """A did-you-mean for the first :attr:`~plait.errors.LoadError.SHOWN` distinct
+        unknown names (as many as an error shows), so thousands of unknown names cost
+        linear time; ``""`` for the rest."""
+        if name not in self._hints:
+            self._hints[name] = (
+                _did_you_mean(name, names) if len(self._hints) < LoadError.SHOWN else ""
+            )
+        return self._hints[name]
 
     # -- the whole flow ------------------------------------------------------------------
 
@@ -341,11 +367,10 @@ class _Compiler:
                 return ("node", node_id), ("node", node_id)
             known = sorted(self.definitions)
             fragments = self.fragments.names()
-            hint = _did_you_mean(name, [*known, *fragments])
+            hint = self.did_you_mean(name, [*known, *fragments])
             self.problem(
                 f"no named flow or published fragment '@{name}'{hint}"
-                f" (named flows: {', '.join(known) or 'none'}; "
-                f"fragments: {', '.join(fragments) or 'none'})",
+                f" (named flows: {_listing(known)}; fragments: {_listing(fragments)})",
                 sub.token,
             )
             return self._placeholder(sub.token)
@@ -390,11 +415,12 @@ class _Compiler:
         hint = ""
         if name in self.definitions:
             hint = f"; '{name}' is a named flow: write '@{name}'"
-        available = sorted({*executors, *self.kinds.names(), *self.fragments.names()})
-        available = [n for n in available if not n.startswith("flow.")]
+        if self._available is None:
+            available = sorted({*executors, *self.kinds.names(), *self.fragments.names()})
+            self._available = [n for n in available if not n.startswith("flow.")]
         self.problem(
-            f"unknown name {name!r}{hint}{_did_you_mean(name, available)} "
-            f"(available: {', '.join(available) or 'none'})",
+            f"unknown name {name!r}{hint}{self.did_you_mean(name, self._available)} "
+            f"(available: {_listing(self._available)})",
             token,
         )
         node_id = self.new_id(self.prefix + name)
@@ -628,6 +654,16 @@ def _first_block(chain: Chain) -> Parallel | None:
         elif isinstance(element, Conditional):
             stack.extend([element.no, element.yes])
     return None
+
+
+#: how many names a problem lists ("available: …")
+SHOWN_NAMES = 30
+
+
+def _listing(names: list[str]) -> str:
+    """At most :data:`SHOWN_NAMES` of ``names``, and how many more there are."""
+    shown = ", ".join(names[:SHOWN_NAMES]) or "none"
+    return shown + (f" … and {len(names) - SHOWN_NAMES:,} more" if len(names) > SHOWN_NAMES else "")
 
 
 def _did_you_mean(name: str, names: list[str]) -> str:

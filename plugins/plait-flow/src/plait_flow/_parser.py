@@ -8,13 +8,14 @@ so no parse tree is built.
 
 from __future__ import annotations
 
+import functools
 import threading
 from importlib import resources
 from typing import Any
 
 from plait.errors import ConfigError, SourcePosition
 
-from ._elements import Document, Elements
+from ._elements import MAX_DEPTH, Document, Elements
 
 __all__ = ["FlowError", "parse", "position"]
 
@@ -66,17 +67,68 @@ def _get_parser() -> Any:
                     transformer=Elements(),
                     propagate_positions=True,
                     maybe_placeholders=False,
+                    lexer_callbacks={
+                        "LSQB": _open_bracket,
+                        "LPAR": _open_bracket,
+                        "RSQB": _close_bracket,
+                        "RPAR": _close_bracket,
+                    },
                 )
     return _parser
 
 
+class _TooDeep(Exception):
+    def __init__(self, token: Any) -> None:
+        super().__init__(token)
+        self.token = token
+
+
+# Brackets open in the text this thread is parsing: past MAX_BRACKETS the parse stops at
+# once (the compiler's own, element-wise check says the same for anything past MAX_DEPTH),
+# so 64 KB of "[" costs as much as 64 KB of names, not lark's reductions of all of them.
+_open_now = threading.local()
+MAX_BRACKETS = 2 * MAX_DEPTH + 2  # a merge's "(…)" inside each block, and some room
+
+
+def _open_bracket(token: Any) -> Any:
+    _open_now.count = getattr(_open_now, "count", 0) + 1
+    if _open_now.count > MAX_BRACKETS:
+        raise _TooDeep(token)
+    return token
+
+
+def _close_bracket(token: Any) -> Any:
+    _open_now.count = getattr(_open_now, "count", 0) - 1
+    return token
+
+
+@functools.lru_cache(maxsize=4)
+def _line_starts(text: str) -> list[int]:
+    """Where each line of ``text`` starts (computed once per text, however many problems)."""
+    starts = [0]
+    at = text.find("\n")
+    while at != -1:
+        starts.append(at + 1)
+        at = text.find("\n", at + 1)
+    return starts
+
+
 def position(text: str, source: str, line: int, column: int) -> SourcePosition:
-    """The position ``line:column`` of ``text``, with the line shown (unprintable
-    characters as ``?``)."""
-    lines = text.split("\n")
-    shown = lines[line - 1] if 0 < line <= len(lines) else ""
-    shown = "".join(c if c.isprintable() else "?" for c in shown)
-    return SourcePosition(source=source, line=line, column=column, text=shown)
+    """The position ``line:column`` of ``text``, with the part of the line around it shown
+    (unprintable characters as ``?``); costs the same on a long line as on a short one."""
+    starts = _line_starts(text)
+    if not 0 < line <= len(starts):
+        return SourcePosition(source=source, line=line, column=column, text="")
+    begin = starts[line - 1]
+    end = starts[line] - 1 if line < len(starts) else len(text)
+    width = SourcePosition.WINDOW
+    first = max(begin, min(begin + column - 1 - width, end - 2 * width))
+    shown = text[first : min(end, first + 2 * width)]
+    if not shown.isprintable():
+        shown = "".join(c if c.isprintable() else "?" for c in shown)
+    return SourcePosition(
+        source=source, line=line, column=column, text=shown, text_column=first - begin + 1
+    )
 
 
 def _expected(names: Any) -> str:
@@ -118,8 +170,14 @@ def parse(text: str, source: str) -> Document:
     import lark
 
     parser = _get_parser()
+    _open_now.count = 0
     try:
         document: Document = parser.parse(text)
+    except _TooDeep as exc:
+        raise FlowError(
+            f"parallel blocks and conditions nest more than {MAX_DEPTH} deep here",
+            position(text, source, exc.token.line, exc.token.column),
+        ) from None
     except lark.UnexpectedCharacters as exc:
         pos = exc.pos_in_stream or 0
         char = text[pos] if 0 <= pos < len(text) else ""

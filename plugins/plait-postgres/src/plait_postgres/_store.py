@@ -62,6 +62,7 @@ from plait.stores import (
     duplicate_error,
     info_row,
     redact_url,
+    run_info,
     take_lease,
     where,
 )
@@ -441,11 +442,15 @@ class PostgresCheckpointStore(CheckpointStoreBase):
             rows = await cursor.fetchall()
         out = []
         for checkpoint_id, run_id, data, first in rows:
-            named = f"{where(run_id, checkpoint_id)} in {self.url}"
-            latest = decode_checkpoint(
-                bytes(data), where=named, expect_run=run_id, expect_id=checkpoint_id
+            out.append(
+                run_info(
+                    bytes(data),
+                    run_id=run_id,
+                    checkpoint_id=checkpoint_id,
+                    url=self.url,
+                    created_at=first,
+                )
             )
-            out.append(RunInfo.from_latest(latest, created_at=first))
         return out
 
     async def delete(self, checkpoint_id: str) -> None:

@@ -21,12 +21,18 @@ from plait import hookimpl
 from plait.hookspecs import Register
 from plait.registry import lazy, lazy_exports
 
-from .errors import WorkerLostError
+from .errors import RemoteInvocationError, WorkerLostError
 
 if TYPE_CHECKING:
     from ._placement import RayPlacement, configure, placement
 
-__all__ = ["RayPlacement", "WorkerLostError", "configure", "placement"]
+__all__ = [
+    "RayPlacement",
+    "RemoteInvocationError",
+    "WorkerLostError",
+    "configure",
+    "placement",
+]
 
 __getattr__ = lazy_exports(
     __name__, {"RayPlacement": "_placement", "configure": "_placement", "placement": "_placement"}

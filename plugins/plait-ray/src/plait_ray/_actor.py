@@ -16,7 +16,7 @@ import json
 import os
 from typing import Any
 
-from plait.remote import RemoteExecutor
+from .remote import RemoteExecutor
 
 __all__ = ["ExecutorHost"]
 

@@ -38,10 +38,10 @@ os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 
 import ray
 import ray.exceptions
-from plait.remote import apply_result, encode_invocation, node_payload
 
 from ._actor import ExecutorHost
 from .errors import RayConnectError, WorkerLostError
+from .remote import apply_result, encode_invocation, node_payload
 
 __all__ = ["RayPlacement", "configure", "placement"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from plait.errors import PlaitError
 
-__all__ = ["RayConnectError", "WorkerLostError"]
+__all__ = ["RayConnectError", "RemoteInvocationError", "WorkerLostError"]
 
 
 class WorkerLostError(PlaitError):
@@ -31,3 +31,18 @@ class RayConnectError(PlaitError):
 
     .. versionadded:: 0.1
     """
+
+
+class RemoteInvocationError(PlaitError):
+    """A placed handler raised an exception whose class cannot be rebuilt on the driver
+    (only built-in exception classes are); ``remote_type`` names it, ``remote_traceback``
+    is the worker's traceback.
+
+    .. versionadded:: 0.1
+       Moved here from the kernel (``plait.remote``).
+    """
+
+    def __init__(self, remote_type: str, message: str, remote_traceback: str = "") -> None:
+        self.remote_type = remote_type
+        self.remote_traceback = remote_traceback
+        super().__init__(f"{remote_type}: {message}")

@@ -66,6 +66,7 @@ from plait.stores import (
     info_fields,
     parse_age,
     redact_url,
+    run_info,
     take_lease,
     where,
 )
@@ -416,15 +417,15 @@ class RedisCheckpointStore(CheckpointStoreBase):
                         # no checkpoint left: deleted while we looked, or expired
                         await self._forget_if_empty(client, run_id)
                         continue
-                    checkpoint_id = _text(last[0])
-                    latest = decode_checkpoint(
-                        _bytes(data),
-                        where=f"{where(run_id, checkpoint_id)} in {self.url}",
-                        expect_run=run_id,
-                        expect_id=checkpoint_id,
-                    )
                     created = json.loads(info)["created_at"] if info is not None else None
-                    out.append(RunInfo.from_latest(latest, created_at=created))
+                    listed = run_info(
+                        _bytes(data),
+                        run_id=run_id,
+                        checkpoint_id=_text(last[0]),
+                        url=self.url,
+                        created_at=created,
+                    )
+                    out.append(listed)
                 if len(page) < size:
                     break
         return out[:limit]

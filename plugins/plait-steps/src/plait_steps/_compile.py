@@ -27,15 +27,16 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections import ChainMap
+from collections.abc import Mapping, MutableMapping
+from typing import Any, cast
 
 import attrs
 import plait
-from plait.errors import ConfigError, PlaitError
+from plait.errors import ConfigError, LoadError, PlaitError
 from plait.spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
 
-from ._document import ITEM_REF, STEP_REF, Document, Step
+from ._document import ITEM_REF, STEP_REF, Document, Step, step_ref
 from ._executors import compiled, unknown_agent
 from ._yaml import Y, position
 
@@ -74,10 +75,18 @@ def _retry(policy: Mapping[str, Any] | None) -> dict[str, Any] | None:
     ).to_dict()
 
 
+#: how many step ids an unknown-reference problem lists
+SHOWN_IDS = 20
+#: how many id comparisons the did-you-means of unknown references may make in all
+HINT_WORK = 100_000
+
+
 class _Scope:
     __slots__ = ("in_branch", "prefix", "retry", "visible")
 
-    def __init__(self, visible: dict[str, Step], prefix: str, retry: Any, in_branch: bool) -> None:
+    def __init__(
+        self, visible: Mapping[str, Step], prefix: str, retry: Any, in_branch: bool
+    ) -> None:
         self.visible = visible
         self.prefix = prefix
         self.retry = retry
@@ -96,6 +105,10 @@ class _Compiler:
         self.group_ids: set[str] = set()
         self.all_steps = [s for top in doc.steps for s in top.walk() if s.type != "goto"]
         self.ids = {s.id for s in self.all_steps}
+        self._ids_listing: str | None = None
+        self._sorted_ids: list[str] = []
+        self._hints: dict[str, str] = {}
+        self._bad_gotos = 0
         #: the foreach blocks each step is inside, outermost first
         self.inside: dict[str, list[str]] = {}
         for top in doc.steps:
@@ -151,6 +164,30 @@ class _Compiler:
                 if y is not None and isinstance(y.value, str):
                     self.check_template(step, y)
 
+    def unknown_ref_hint(self, ref: str) -> str:
+        """The step ids (the first :data:`SHOWN_IDS`) and a did-you-mean for ``ref``.
+
+        Linear in the document, however many unknown references it makes: the listing
+        is built once, and a did-you-mean (a comparison with every id) is offered for
+        the first distinct unknown ids only: at most as many as a
+        :class:`~plait.errors.LoadError` shows, and at most :data:`HINT_WORK`
+        comparisons in all.
+        """
+        if self._ids_listing is None:
+            ids = sorted(self.ids)
+            self._ids_listing = ", ".join(ids[:SHOWN_IDS])
+            if len(ids) > SHOWN_IDS:
+                self._ids_listing += f" … and {len(ids) - SHOWN_IDS:,} more"
+            self._sorted_ids = ids
+        if ref not in self._hints:
+            did = ""
+            hinted = len(self._hints) + 1
+            if hinted <= LoadError.SHOWN and hinted * len(self._sorted_ids) <= HINT_WORK:
+                hint = difflib.get_close_matches(ref, self._sorted_ids, n=1)
+                did = f"; did you mean {hint[0]!r}?" if hint else ""
+            self._hints[ref] = did
+        return self._ids_listing + self._hints[ref]
+
     def check_template(self, step: Step, y: Y) -> None:
         text: str = y.value
         offset = 1 if y.quoted else 0
@@ -166,7 +203,7 @@ class _Compiler:
                     col,
                 )
         for match in STEP_REF.finditer(text):
-            ref = match.group(1) or match.group(3)
+            ref = step_ref(match)
             block = next((b for b in self.inside.get(ref, []) if b not in blocks), None)
             if ref in self.ids and block is not None:
                 col = offset + match.start() if single_line else 0
@@ -178,13 +215,11 @@ class _Compiler:
                     col,
                 )
             if ref not in self.ids:
-                hint = difflib.get_close_matches(ref, sorted(self.ids), n=1)
-                did = f"; did you mean {hint[0]!r}?" if hint else ""
                 col = offset + match.start() if single_line else 0
                 self.at(
                     y,
                     f"step {step.id!r} reads $steps.{ref}, but no step has id {ref!r}; "
-                    f"step ids: {', '.join(sorted(self.ids))}{did}",
+                    f"step ids: {self.unknown_ref_hint(ref)}",
                     col,
                 )
         is_condition = y is step.condition
@@ -237,28 +272,39 @@ class _Compiler:
 
     def sequence(self, steps: list[Step], cont: Cont, scope: _Scope) -> Cont:
         steps = _defer_conditions(steps)
-        visibles: list[dict[str, Step]] = []
-        visible = dict(scope.visible)
+        # What each step sees is the enclosing scope plus the steps before it. Built
+        # backwards by taking steps away, over a view of the enclosing scope: copying it
+        # per step was quadratic in the document.
+        local: dict[str, Step] = {}
+        same_id: dict[str, list[Step]] = {}
         for step in steps:
-            visibles.append(dict(visible))
             if step.type != "goto":
-                visible[step.id] = step
+                same_id.setdefault(step.id, []).append(step)
+                local[step.id] = step
+        visible: ChainMap[str, Step] = ChainMap(local, _view(scope.visible))
         for index in range(len(steps) - 1, -1, -1):
             step = steps[index]
+            if step.type != "goto":  # from here on: only the steps before this one
+                stack = same_id[step.id]
+                stack.pop()
+                if stack:
+                    local[step.id] = stack[-1]
+                else:
+                    del local[step.id]
             last = index == len(steps) - 1
-            target = self.loop_back(step, visibles[index], scope) if last else None
+            target = self.loop_back(step, visible, scope) if last else None
             if step.type == "goto" or target is not None:
                 if not last:
                     self.at(step.y, "a goto ends its branch: the steps after it never run")
                 if not scope.in_branch:
                     self.at(step.y, "a goto belongs in a condition's true/false branch")
-                cont = ("node", target or self.goto_target(step, visibles[index]))
+                cont = ("node", target or self.goto_target(step, visible))
                 continue
-            inner = _Scope(visibles[index], scope.prefix, scope.retry, scope.in_branch)
+            inner = _Scope(visible, scope.prefix, scope.retry, scope.in_branch)
             cont = ("node", self.step(step, cont, inner))
         return cont
 
-    def loop_back(self, step: Step, visible: dict[str, Step], scope: _Scope) -> str | None:
+    def loop_back(self, step: Step, visible: Mapping[str, Step], scope: _Scope) -> str | None:
         """Seed 002's loop form: a branch's last agent step that only names an earlier
         step's agent goes back to that step."""
         if not scope.in_branch or step.type != "agent" or step.name is None:
@@ -268,7 +314,7 @@ class _Compiler:
         found = [s.id for s in visible.values() if s.type == "agent" and s.name == step.name]
         return found[-1] if found else None
 
-    def goto_target(self, step: Step, visible: dict[str, Step]) -> str:
+    def goto_target(self, step: Step, visible: Mapping[str, Step]) -> str:
         target = step.goto
         if isinstance(target, int):
             tops = [s for s in self.doc.steps if s.type != "goto"]
@@ -281,13 +327,18 @@ class _Compiler:
         if target in visible:
             return str(target)
         earlier = list(visible)
-        hint = difflib.get_close_matches(str(target), earlier, n=1)
-        did = f"; did you mean {hint[0]!r}?" if hint else ""
+        listing = ", ".join(earlier[:SHOWN_IDS]) or "none"
+        if len(earlier) > SHOWN_IDS:
+            listing += f" … and {len(earlier) - SHOWN_IDS:,} more"
+        did = ""
+        self._bad_gotos += 1
+        if self._bad_gotos <= LoadError.SHOWN:  # a did-you-mean compares with every id
+            hint = difflib.get_close_matches(str(target), earlier, n=1)
+            did = f"; did you mean {hint[0]!r}?" if hint else ""
         self.at(
             step.y,
             f"goto {target!r}: a goto goes back to an earlier step of an enclosing list (not "
-            "into or out of a parallel or foreach block); earlier steps here: "
-            f"{', '.join(earlier) or 'none'}{did}",
+            f"into or out of a parallel or foreach block); earlier steps here: {listing}{did}",
         )
         return ""
 
@@ -360,7 +411,9 @@ class _Compiler:
         return step.id
 
     def condition(self, step: Step, cont: Cont, scope: _Scope) -> str:
-        inner = _Scope({**scope.visible, step.id: step}, scope.prefix, scope.retry, True)
+        inner = _Scope(
+            ChainMap({step.id: step}, _view(scope.visible)), scope.prefix, scope.retry, True
+        )
         entries: dict[bool, str | None] = {}
         for branch in (True, False):
             steps = step.true if branch else step.false
@@ -478,19 +531,27 @@ def _plain(y: Y) -> Any:
     return plain(y)
 
 
+def _view(visible: Mapping[str, Step]) -> MutableMapping[str, Step]:
+    """``visible`` as the read-only base of a ChainMap (which only writes its first map)."""
+    return cast("MutableMapping[str, Step]", visible)
+
+
 def _defer_conditions(steps: list[Step]) -> list[Step]:
     """Move each condition after the last later step of the same list whose output it
     reads (seed 002: conditions are evaluated after the steps that produce their input)."""
-    anchors: dict[int, list[Step]] = {}
+    anchors: dict[int, list[int]] = {}
     deferred: set[int] = set()
+    # the last step of the list (by index) that holds each id: one walk of the list, not
+    # one per condition (which was quadratic)
+    last_holder = {inner.id: j for j, top in enumerate(steps) for inner in top.walk()}
     for index, step in enumerate(steps):
         if step.type != "condition" or step.condition is None:
             continue
-        refs = {m.group(1) or m.group(3) for m in STEP_REF.finditer(str(step.condition.value))}
-        later = [j for j in range(index + 1, len(steps)) if refs & {s.id for s in steps[j].walk()}]
+        refs = {step_ref(m) for m in STEP_REF.finditer(str(step.condition.value))}
+        later = [last_holder[r] for r in refs if last_holder.get(r, -1) > index]
         if later:
             deferred.add(index)
-            anchors.setdefault(max(later), []).append(step)
+            anchors.setdefault(max(later), []).append(index)
     if not deferred:
         return steps
     ordered: list[Step] = []
@@ -498,7 +559,7 @@ def _defer_conditions(steps: list[Step]) -> list[Step]:
     def place(index: int) -> None:
         ordered.append(steps[index])
         for moved in anchors.get(index, ()):
-            place(steps.index(moved))
+            place(moved)
 
     for index in range(len(steps)):
         if index not in deferred:

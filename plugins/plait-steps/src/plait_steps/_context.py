@@ -21,6 +21,7 @@ from typing import Any
 __all__ = [
     "MARK",
     "STEP_CONTEXT_EVENT",
+    "STEP_CONTEXT_KEY",
     "StepsView",
     "foreach_key",
     "prior_block",
@@ -35,6 +36,8 @@ __all__ = [
 MARK = "plait_steps"
 #: the key of the custom event the last step emits with the step context
 STEP_CONTEXT_EVENT = "plait_steps.step_context"
+#: the shared-state key the last step stores the step context under (``result.shared``)
+STEP_CONTEXT_KEY = "step_context"
 
 
 def start(message: Any) -> dict[str, Any]:
@@ -108,14 +111,18 @@ def record(
 
 
 def step_context(result: Any) -> dict[str, Any] | None:
-    """The step context of a finished run (``result`` from ``Workflow.run``): every step's
-    output (``steps``), how often each step ran (``runs``: the loop counters), the attempt
-    that succeeded (``attempts``), the prompt and the workflow's ``output``. ``None`` when
-    the run did not reach its last step.
+    """The step context of a finished run (``result`` from ``Workflow.run``, or anything
+    with its ``shared`` state or its ``events``): every step's output (``steps``), how often
+    each step ran (``runs``: the loop counters), the attempt that succeeded
+    (``attempts``), the prompt and the workflow's ``output``. ``None`` when the run did
+    not reach its last step.
+
+    The last step stores it as the run's shared state :data:`STEP_CONTEXT_KEY` (so it is
+    in ``result.shared`` and checkpointed with the run) and emits it as a custom event.
 
     .. versionadded:: 0.1
     """
-    recorded = getattr(result, "step_context", None)
+    recorded = (getattr(result, "shared", None) or {}).get(STEP_CONTEXT_KEY)
     if isinstance(recorded, dict):
         return recorded
     for event in reversed(getattr(result, "events", ()) or ()):

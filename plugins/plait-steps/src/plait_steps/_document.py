@@ -39,8 +39,20 @@ RETRY_KEYS = ("max_attempts", "backoff", "delay", "max_delay", "on")
 _ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,99}$")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNITS = {None: 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-#: ``$steps.<id>`` or ``$steps["<id>"]`` inside a template or a condition
-STEP_REF = re.compile(r"\$steps\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*([\"'])(.*?)\2\s*\])")
+#: ``$steps.<id>`` or ``$steps["<id>"]`` inside a template or a condition; the quoted id is
+#: bounded (ids are at most 100 characters), so an unclosed ``$steps["`` never makes the
+#: search scan the rest of the text again (which made it quadratic)
+STEP_REF = re.compile(
+    r"\$steps\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)"
+    r"|\[\s*(?:\"([^\"\n]{0,200})\"|'([^'\n]{0,200})')\s*\])"
+)
+
+
+def step_ref(match: re.Match[str]) -> str:
+    """The step id a :data:`STEP_REF` match names."""
+    return match.group(1) or match.group(2) or match.group(3) or ""
+
+
 #: ``$item`` or ``$index``: the current item of the innermost foreach, and its position
 ITEM_REF = re.compile(r"\$(item|index)\b")
 

@@ -100,7 +100,7 @@ async def _finish(
     if final:
         await ctx.yield_output(output)
         summary = sc.summary(state, output)
-        await ctx.set_shared_state("step_context", summary)  # result.step_context
+        await ctx.set_shared_state(sc.STEP_CONTEXT_KEY, summary)  # see sc.step_context
         await ctx.add_event({sc.STEP_CONTEXT_EVENT: summary})
     else:
         await ctx.send_message(state)
@@ -283,7 +283,7 @@ class ConditionExecutor(_StepNode):
             output = new["steps"][last]["output"] if last is not None else None
             await ctx.yield_output(output)
             summary = sc.summary(new, output)
-            await ctx.set_shared_state("step_context", summary)  # result.step_context
+            await ctx.set_shared_state(sc.STEP_CONTEXT_KEY, summary)  # see sc.step_context
             await ctx.add_event({sc.STEP_CONTEXT_EVENT: summary})
             return
         new["branch"] = value

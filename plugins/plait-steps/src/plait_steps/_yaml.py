@@ -16,7 +16,16 @@ from typing import Any
 
 from plait.errors import ConfigError, SourcePosition
 
-__all__ = ["MAX_DEPTH", "MAX_NODES", "MAX_SCALAR", "MAX_TEXT", "Y", "YamlProblem", "parse"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_NODES",
+    "MAX_NUMBER",
+    "MAX_SCALAR",
+    "MAX_TEXT",
+    "Y",
+    "YamlProblem",
+    "parse",
+]
 
 #: the largest document the steps format reads, in characters
 MAX_TEXT = 2 * 1024 * 1024
@@ -26,6 +35,9 @@ MAX_DEPTH = 64
 MAX_NODES = 200_000
 #: the longest scalar, in characters
 MAX_SCALAR = 256 * 1024
+#: the longest number, in characters (a 64-bit integer needs 20; 0x and 100 hex digits
+#: still fit a float)
+MAX_NUMBER = 100
 
 _STD = "tag:yaml.org,2002:"
 
@@ -85,7 +97,13 @@ def parse(text: str, source: str) -> tuple[Y | None, list[str]]:
     yaml.version = (1, 2)
     yaml.Resolver = _resolver()
     try:
+        # ruamel's C composer recurses once per level and overflows the C stack (a
+        # segfault) on some 50,000 levels, long before _Builder's depth check: bound the
+        # depth on the parser's events first (the parser keeps its own stack; linear).
+        _check_depth(yaml, text, fail)
         nodes = list(yaml.compose_all(text))
+    except YamlProblem:
+        raise
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         reason = " ".join(str(p) for p in (exc.context, exc.problem) if p) or "invalid YAML"
@@ -101,6 +119,22 @@ def parse(text: str, source: str) -> tuple[Y | None, list[str]]:
         raise fail("the file holds several YAML documents; write one", mark.line + 1, 1)
     builder = _Builder(source, lines)
     return builder.build(nodes[0], 0), lines
+
+
+def _check_depth(yaml: Any, text: str, fail: Any) -> None:
+    """Refuse collections nested deeper than :data:`MAX_DEPTH`, at the first one too deep."""
+    depth = 0
+    for event in yaml.parse(text):
+        name = type(event).__name__
+        if name in ("MappingStartEvent", "SequenceStartEvent"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                mark = event.start_mark
+                raise fail(
+                    f"nesting deeper than {MAX_DEPTH} levels", mark.line + 1, mark.column + 1
+                )
+        elif name in ("MappingEndEvent", "SequenceEndEvent"):
+            depth -= 1
 
 
 _RESOLVER: list[Any] = []
@@ -178,6 +212,12 @@ class _Builder:
             return None
         if name == "bool":
             return text.lower() == "true"
+        if name in ("int", "float") and len(text) > MAX_NUMBER:
+            # Python refuses to convert (or print) an integer of more than 4,300 digits,
+            # and a hex one that long overflows float(): bound the text first
+            raise self.fail(
+                f"a number of {len(text):,} characters; the limit is {MAX_NUMBER}", node
+            )
         if name == "int":
             digits = text.replace("_", "")
             try:

@@ -19,13 +19,20 @@ wholly there or absent. The id entry is written before the checkpoint file, so t
 checkpoint file's rename is the single commit point; an id entry whose file is missing is
 treated as absent. All file I/O runs in worker threads.
 
-An ``ids/`` entry is data, not a path to follow: one that does not have exactly the
-shape above (``..``, an absolute path, another checkpoint's file) is a
-:class:`~plait.errors.CorruptCheckpointError`, and ``delete`` never unlinks anything
-outside ``runs/``. What a killed save leaves (temporary files, an id entry without its
-file) is removed the first time a process uses the directory, and by ``prune``, once
-it is older than ``stale_after`` seconds (default 600), so a save in flight is never
-disturbed.
+The store never follows a link. Every path under ``DIR`` is opened relative to the
+directory above it (``openat``) with ``O_NOFOLLOW``: a symbolic link, a hard-linked file,
+a FIFO or a device where the store expects its own directory or file is refused with a
+:class:`~plait.errors.CorruptCheckpointError` naming the path inside the store, and
+nothing outside ``DIR`` is read, written, listed or removed (``DIR`` itself is the
+caller's choice and may be a link). An ``ids/`` entry is data, not a path to follow: one
+that does not have exactly the shape above (``..``, an absolute path, another
+checkpoint's file) is corrupt, and an error never quotes what a damaged file holds.
+Directories are created ``0700`` and files ``0600``. This needs a POSIX system
+(``dir_fd`` support); elsewhere the store is unavailable.
+
+What a killed save leaves (temporary files, an id entry without its file) is removed
+the first time a process uses the directory, and by ``prune``, once it is older than
+``stale_after`` seconds (default 600), so a save in flight is never disturbed.
 
 One writer per run: ``leases/<run>`` holds the run's lease; taking it holds an exclusive
 ``flock`` on that file, and a save with a lease holds a shared one while it checks the
@@ -44,7 +51,8 @@ import errno
 import json
 import os
 import re
-import tempfile
+import secrets
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -94,6 +102,17 @@ _cleaned: set[str] = set()  # directories this process has cleaned up already
 _dir_locks: dict[str, threading.Lock] = {}
 _dir_locks_guard = threading.Lock()
 
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_ROOT_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC
+_DIR_FLAGS = _ROOT_FLAGS | _NOFOLLOW
+# O_NONBLOCK: opening a planted FIFO must not hang; it is then refused as not a file.
+_FILE_FLAGS = _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC
+# What open(O_NOFOLLOW) says about a final symbolic link (EMLINK on the BSDs), and about a
+# path that is not what the flags ask for.
+_REFUSED_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK, errno.ENOTDIR, errno.EISDIR, errno.ENXIO})
+_SUPPORTED = os.open in os.supports_dir_fd and bool(_NOFOLLOW)
+
 
 def _lock_for(root: Path) -> threading.Lock:
     key = os.path.realpath(root)
@@ -112,61 +131,84 @@ def _fs_name(value: str, what: str) -> str:
     return name
 
 
-def _fsync_dir(path: Path) -> None:
-    if os.name == "nt":  # pragma: no cover - directories cannot be opened on Windows
-        return
-    fd = os.open(path, os.O_RDONLY)
+def _fsync(fd: int) -> None:
     try:
         os.fsync(fd)
     except OSError as exc:  # some file systems refuse to fsync a directory
         if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
             raise
+
+
+def _make_root(path: Path) -> None:
+    """Create the store's own directory (and parents) durably, private to its user."""
+    if path.is_dir():
+        return
+    _make_root(path.parent)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        return
+    fd = os.open(path.parent, _ROOT_FLAGS)
+    try:
+        _fsync(fd)
     finally:
         os.close(fd)
 
 
-def _make_dir(path: Path) -> None:
-    """Create ``path`` (and parents) durably: fsync each new directory's parent."""
-    if path.is_dir():
-        return
-    _make_dir(path.parent)
+def _what_is(dir_fd: int, name: str) -> str:
+    """What ``name`` in ``dir_fd`` is, for an error (never what it holds)."""
     try:
-        path.mkdir()
-    except FileExistsError:
-        return
-    _fsync_dir(path.parent)
+        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return "not something the store made"
+    if stat.S_ISLNK(info.st_mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(info.st_mode):
+        return "a directory"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    if info.st_nlink > 1:
+        return "a hard link"
+    return "not something the store made"
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=".tmp", dir=path.parent)
+def _unlink(dir_fd: int, name: str) -> bool:
+    """Remove ``name`` (a link itself, never what it points at)."""
     try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    _fsync_dir(path.parent)
-
-
-def _unlink(path: Path) -> bool:
-    try:
-        path.unlink()
+        os.unlink(name, dir_fd=dir_fd)
     except FileNotFoundError:
         return False
     return True
 
 
-def _mtime(path: Path) -> float:
+def _mtime(dir_fd: int, name: str) -> float:
     try:
-        return path.stat().st_mtime
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mtime
     except FileNotFoundError:
         return float("inf")
+
+
+def _is_file(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def _write_atomic(dir_fd: int, name: str, data: bytes) -> None:
+    """Write ``name`` in ``dir_fd``: a new private temporary file, fsynced, renamed over it."""
+    tmp = f"{_TEMP_PREFIX}{secrets.token_hex(8)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _FILE_FLAGS, 0o600, dir_fd=dir_fd)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        _unlink(dir_fd, tmp)
+        raise
+    _fsync(dir_fd)
 
 
 def _seq_of(file_name: str) -> int:
@@ -175,6 +217,10 @@ def _seq_of(file_name: str) -> int:
 
 def _id_of(file_name: str) -> str:
     return unquote(file_name.split("-", 2)[2][: -len(_SUFFIX)])
+
+
+def _checkpoint_files(names: builtins.list[str]) -> builtins.list[str]:
+    return sorted(n for n in names if n.endswith(_SUFFIX) and not n.startswith("."))
 
 
 class FileCheckpointStore(CheckpointStoreBase):
@@ -197,9 +243,6 @@ class FileCheckpointStore(CheckpointStoreBase):
         self.url = url or f"file://{os.fspath(directory)}"
         self.stale_after = stale_after
         self.timeout = timeout
-        self._runs = self.directory / "runs"
-        self._ids = self.directory / "ids"
-        self._leases = self.directory / "leases"
         self._lock = _lock_for(self.directory)
         self._key = os.path.realpath(self.directory)
 
@@ -242,21 +285,27 @@ class FileCheckpointStore(CheckpointStoreBase):
 
     def cleanup(self) -> int:
         """Remove what killed saves left behind (temporary files, id entries without a
-        checkpoint file) older than ``stale_after`` seconds; return how many went."""
+        checkpoint file) older than ``stale_after`` seconds; return how many went.
+
+        Only regular files are removed; a link or a run directory that is a link is left
+        alone (the operation that needs it refuses it)."""
         removed = 0
         cutoff = time.time() - self.stale_after
-        for folder in (self._ids, *self._run_dirs()):
+        for parts in (("ids",), *(("runs", name) for name in self._list_dir("runs"))):
             try:
-                names = os.listdir(folder)
-            except FileNotFoundError:
+                with self._dir(*parts) as folder:
+                    if folder is None:
+                        continue
+                    for name in os.listdir(folder):
+                        if not _is_file(folder, name):
+                            continue
+                        stale = name.startswith(_TEMP_PREFIX) or (
+                            parts == ("ids",) and self._read_stored(name, check=False) is None
+                        )
+                        if stale and _mtime(folder, name) < cutoff:
+                            removed += _unlink(folder, name)
+            except CorruptCheckpointError:
                 continue
-            for name in names:
-                path = folder / name
-                stale = name.startswith(_TEMP_PREFIX) or (
-                    folder == self._ids and self._read_stored(path, check=False) is None
-                )
-                if stale and _mtime(path) < cutoff:
-                    removed += _unlink(path)
         return removed
 
     async def load(self, checkpoint_id: str) -> Checkpoint:
@@ -296,6 +345,11 @@ class FileCheckpointStore(CheckpointStoreBase):
 
     async def _run(self, func: Callable[..., _T], *args: object) -> _T:
         self._check_open()
+        if not _SUPPORTED:  # pragma: no cover - Windows
+            raise StoreUnavailableError(
+                f"file checkpoint store {self.url} needs a POSIX system: it opens every "
+                "path relative to its directory without following links (dir_fd, O_NOFOLLOW)"
+            )
         try:
             if self._key not in _cleaned:
                 _cleaned.add(self._key)
@@ -306,27 +360,97 @@ class FileCheckpointStore(CheckpointStoreBase):
                 f"file checkpoint store {self.url} cannot be used: {exc}"
             ) from exc
 
-    def _run_dir(self, run_id: str) -> Path:
-        return self._runs / _fs_name(run_id, "run id")
+    def _refused(self, dir_fd: int, name: str, inside: str) -> CorruptCheckpointError:
+        return CorruptCheckpointError(
+            f"file checkpoint store {self.url} refuses {inside!r}: it is "
+            f"{_what_is(dir_fd, name)}, not a file or directory the store made; the store "
+            "never follows links or touches anything outside its directory"
+        )
 
-    def _names(self, run_dir: Path) -> builtins.list[str]:
-        try:
-            names = os.listdir(run_dir)
-        except FileNotFoundError:
-            return []
-        return sorted(n for n in names if n.endswith(_SUFFIX) and not n.startswith("."))
+    @contextlib.contextmanager
+    def _dir(self, *parts: str, create: bool = False) -> Iterator[int | None]:
+        """An open descriptor of ``DIR/parts…``, each level opened relative to the one
+        above without following links (``None`` if a level is missing and not ``create``).
 
-    def _run_dirs(self) -> builtins.list[Path]:
+        :raises CorruptCheckpointError: a level is a link or not a directory.
+        """
+        fds: builtins.list[int] = []
         try:
-            return [self._runs / name for name in os.listdir(self._runs)]
+            if create:
+                _make_root(self.directory)
+            try:
+                fds.append(os.open(self.directory, _ROOT_FLAGS))
+            except FileNotFoundError:
+                if create:
+                    raise
+                yield None
+                return
+            for depth, name in enumerate(parts):
+                made = False
+                if create:
+                    try:
+                        os.mkdir(name, 0o700, dir_fd=fds[-1])
+                        made = True
+                    except FileExistsError:
+                        pass
+                try:
+                    fd = os.open(name, _DIR_FLAGS, dir_fd=fds[-1])
+                except FileNotFoundError:
+                    yield None
+                    return
+                except OSError as exc:
+                    if exc.errno in _REFUSED_ERRNOS:
+                        raise self._refused(fds[-1], name, "/".join(parts[: depth + 1])) from None
+                    raise
+                if made:
+                    _fsync(fds[-1])
+                fds.append(fd)
+            yield fds[-1]
+        finally:
+            for fd in reversed(fds):
+                os.close(fd)
+
+    def _open_file(
+        self, dir_fd: int, name: str, inside: str, flags: int = os.O_RDONLY
+    ) -> int | None:
+        """Open the regular file ``name`` in ``dir_fd`` without following a link (``None``
+        if it is not there).
+
+        :raises CorruptCheckpointError: it is a link, a hard link, a FIFO, a directory …
+        """
+        try:
+            fd = os.open(name, flags | _FILE_FLAGS, 0o600, dir_fd=dir_fd)
         except FileNotFoundError:
-            return []
+            return None
+        except OSError as exc:
+            if exc.errno in _REFUSED_ERRNOS:
+                raise self._refused(dir_fd, name, inside) from None
+            raise
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+            os.close(fd)
+            raise self._refused(dir_fd, name, inside)
+        return fd
+
+    def _read_file(self, dir_fd: int, name: str, inside: str) -> bytes | None:
+        fd = self._open_file(dir_fd, name, inside)
+        if fd is None:
+            return None
+        with os.fdopen(fd, "rb") as file:
+            return file.read()
+
+    def _list_dir(self, *parts: str) -> builtins.list[str]:
+        with self._dir(*parts) as folder:
+            return [] if folder is None else os.listdir(folder)
 
     @contextlib.contextmanager
     def _lease_file(self, run_id: str, exclusive: bool) -> Iterator[int]:
         """The run's lease file, open and locked (``flock``), waiting up to ``timeout``."""
-        _make_dir(self._leases)
-        fd = os.open(self._leases / _fs_name(run_id, "run id"), os.O_RDWR | os.O_CREAT, 0o644)
+        name = _fs_name(run_id, "run id")
+        with self._dir("leases", create=True) as leases:
+            assert leases is not None  # created
+            fd = self._open_file(leases, name, f"leases/{name}", os.O_RDWR | os.O_CREAT)
+            assert fd is not None  # created
         try:
             if fcntl is not None:
                 mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
@@ -394,95 +518,107 @@ class FileCheckpointStore(CheckpointStoreBase):
             self._save_unfenced(checkpoint, content)
 
     def _save_unfenced(self, checkpoint: Checkpoint, content: bytes) -> None:
-        id_path = self._ids / _fs_name(checkpoint.checkpoint_id, "checkpoint id")
-        run_dir = self._run_dir(checkpoint.run_id)
+        id_name = _fs_name(checkpoint.checkpoint_id, "checkpoint id")
+        run_name = _fs_name(checkpoint.run_id, "run id")
         with self._lock:
-            existing = self._read_stored(id_path)
+            existing = self._read_stored(id_name)
             if existing is not None:
-                if existing[1] != content:
+                if existing[2] != content:
                     raise duplicate_error(checkpoint, self.url)
                 return
-            _make_dir(run_dir)
-            _make_dir(self._ids)
-            names = self._names(run_dir)
-            seq = _seq_of(names[-1]) + 1 if names else 1
-            # The superstep in the name is for people looking at the directory; the
-            # header holds the real value (and a negative one would add a "-").
-            superstep = max(checkpoint.superstep, 0)
-            file_name = f"{seq:012d}-{superstep:010d}-{id_path.name}{_SUFFIX}"
-            _write_atomic(id_path, f"{run_dir.name}/{file_name}".encode("ascii"))
-            _write_atomic(run_dir / file_name, content)  # the commit point
+            with self._dir("runs", run_name, create=True) as run_dir:
+                assert run_dir is not None  # created
+                names = _checkpoint_files(os.listdir(run_dir))
+                seq = _seq_of(names[-1]) + 1 if names else 1
+                # The superstep in the name is for people looking at the directory; the
+                # header holds the real value (and a negative one would add a "-").
+                superstep = max(checkpoint.superstep, 0)
+                file_name = f"{seq:012d}-{superstep:010d}-{id_name}{_SUFFIX}"
+                with self._dir("ids", create=True) as ids:
+                    assert ids is not None  # created
+                    _write_atomic(ids, id_name, f"{run_name}/{file_name}".encode("ascii"))
+                _write_atomic(run_dir, file_name, content)  # the commit point
 
-    def _entry_path(self, id_path: Path) -> Path | None:
-        """The checkpoint file an id entry names (``None`` if the entry is gone).
+    def _entry(self, id_name: str) -> tuple[str, str] | None:
+        """The run directory and file an id entry names (``None`` if the entry is gone).
 
         :raises CorruptCheckpointError: the entry is not ``<run>/<file name>`` for this
-            very checkpoint: it is never followed outside ``runs/``.
+            very checkpoint (it is never followed outside ``runs/``), or is not a file.
         """
-        try:
-            raw = id_path.read_bytes()
-        except FileNotFoundError:
+        with self._dir("ids") as ids:
+            raw = None if ids is None else self._read_file(ids, id_name, f"ids/{id_name}")
+        if raw is None:
             return None
         match = _ENTRY.fullmatch(raw.decode("ascii", errors="replace"))
-        if match is None or match.group(3) != id_path.name:
+        if match is None or match.group(3) != id_name:
+            # Never quote what the entry holds: whatever it is, it is not ours to show.
             raise CorruptCheckpointError(
-                f"checkpoint {unquote(id_path.name)!r} in {self.url} is corrupt: its id entry "
-                f"{id_path} names {raw[:120]!r}, not a checkpoint file of this store"
+                f"checkpoint {unquote(id_name)!r} in {self.url} is corrupt: its id entry "
+                f"'ids/{id_name}' names something that is not a checkpoint file of this store"
             )
-        return self._runs / match.group(1) / match.group(2)
+        return match.group(1), match.group(2)
 
-    def _read_stored(self, id_path: Path, *, check: bool = True) -> tuple[Path, bytes] | None:
-        """The file an id entry names and its content, or ``None`` if either is gone (or,
-        with ``check=False``, if the entry is damaged)."""
+    def _read_stored(self, id_name: str, *, check: bool = True) -> tuple[str, str, bytes] | None:
+        """The run directory and file an id entry names and the file's content, or
+        ``None`` if either is gone (or, with ``check=False``, if either is damaged)."""
         try:
-            path = self._entry_path(id_path)
+            entry = self._entry(id_name)
+            if entry is None:
+                return None
+            with self._dir("runs", entry[0]) as run_dir:
+                if run_dir is None:
+                    return None
+                content = self._read_file(run_dir, entry[1], f"runs/{entry[0]}/{entry[1]}")
         except CorruptCheckpointError:
             if check:
                 raise
             return None
-        if path is None:
-            return None
-        try:
-            return path, path.read_bytes()
-        except FileNotFoundError:
-            return None
+        return None if content is None else (entry[0], entry[1], content)
 
-    def _decode(self, path: Path, content: bytes) -> Checkpoint:
-        run_id = unquote(path.parent.name)
-        checkpoint_id = _id_of(path.name)
+    def _decode(self, run_name: str, file_name: str, content: bytes) -> Checkpoint:
+        run_id = unquote(run_name)
+        checkpoint_id = _id_of(file_name)
+        inside = f"runs/{run_name}/{file_name}"
         header, sep, body = content.partition(b"\n")
         if not header.startswith(_HEADER) or not sep:
             raise CorruptCheckpointError(
-                f"{where(run_id, checkpoint_id)} in {self.url} is corrupt: file {path} "
+                f"{where(run_id, checkpoint_id)} in {self.url} is corrupt: file {inside!r} "
                 "has no checkpoint header"
             )
-        checkpoint = decode_checkpoint(body, where=f"{where(run_id, checkpoint_id)} ({path})")
+        checkpoint = decode_checkpoint(body, where=f"{where(run_id, checkpoint_id)} ({inside})")
         if checkpoint.checkpoint_id != checkpoint_id or checkpoint.run_id != run_id:
             raise CorruptCheckpointError(
-                f"{where(run_id, checkpoint_id)} in {self.url} is corrupt: file {path} holds "
-                f"{where(checkpoint.run_id, checkpoint.checkpoint_id)}"
+                f"{where(run_id, checkpoint_id)} in {self.url} is corrupt: file {inside!r} "
+                f"holds {where(checkpoint.run_id, checkpoint.checkpoint_id)}"
             )
         return checkpoint
 
     def _load_sync(self, checkpoint_id: str) -> Checkpoint:
-        stored = self._read_stored(self._ids / _fs_name(checkpoint_id, "checkpoint id"))
+        stored = self._read_stored(_fs_name(checkpoint_id, "checkpoint id"))
         if stored is None:
             raise CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r} in {self.url}")
         return self._decode(*stored)
 
     def _list_sync(self, run_id: str) -> builtins.list[CheckpointInfo]:
-        run_dir = self._run_dir(run_id)
-        infos = []
-        for name in self._names(run_dir):
-            info = self._info_sync(run_id, run_dir / name)
-            if info is not None:
-                infos.append(info)
-        return infos
+        run_name = _fs_name(run_id, "run id")
+        with self._dir("runs", run_name) as run_dir:
+            if run_dir is None:
+                return []
+            infos = []
+            for name in _checkpoint_files(os.listdir(run_dir)):
+                info = self._info_sync(run_dir, run_name, name)
+                if info is not None:
+                    infos.append(info)
+            return infos
 
-    def _info_sync(self, run_id: str, path: Path) -> CheckpointInfo | None:
-        """The listing fields from the header of ``path`` (``None`` if it is gone)."""
+    def _info_sync(self, run_dir: int, run_name: str, name: str) -> CheckpointInfo | None:
+        """The listing fields from the header of ``name`` (``None`` if it is gone)."""
+        inside = f"runs/{run_name}/{name}"
+        fd = self._open_file(run_dir, name, inside)
+        if fd is None:
+            return None  # deleted while we looked
         try:
-            with open(path, "rb") as file:
+            with os.fdopen(fd, "rb") as file:
                 header = file.readline(64 * 1024)
                 fields = json.loads(header[len(_HEADER) :]) if header.startswith(_HEADER) else None
                 if isinstance(fields, dict) and "base_id" not in fields:
@@ -491,126 +627,139 @@ class FileCheckpointStore(CheckpointStoreBase):
                         fields["base_id"] = decode_checkpoint(file.read()).base_id
                     except CorruptCheckpointError:
                         fields["base_id"] = None
-        except FileNotFoundError:
-            return None  # deleted while we looked
         except ValueError as exc:
-            raise self._bad_header(run_id, path, exc) from exc
+            raise self._bad_header(run_name, name, exc) from exc
         try:
             if fields is None:
                 raise ValueError("no checkpoint header")
             return CheckpointInfo(**fields)
         except (ValueError, TypeError) as exc:
-            raise self._bad_header(run_id, path, exc) from exc
+            raise self._bad_header(run_name, name, exc) from exc
 
-    def _bad_header(self, run_id: str, path: Path, exc: Exception) -> CorruptCheckpointError:
+    def _bad_header(self, run_name: str, name: str, exc: Exception) -> CorruptCheckpointError:
         return CorruptCheckpointError(
-            f"{where(run_id, _id_of(path.name))} in {self.url} is corrupt: the header of "
-            f"{path} does not decode ({exc})"
+            f"{where(unquote(run_name), _id_of(name))} in {self.url} is corrupt: the header "
+            f"of 'runs/{run_name}/{name}' does not decode ({exc})"
         )
 
     def _runs_sync(self, limit: int | None) -> builtins.list[RunInfo]:
         found: builtins.list[tuple[float, str, float]] = []
-        for run_dir in self._run_dirs():
-            run_id = unquote(run_dir.name)
-            names = self._names(run_dir)
-            last = None
-            for name in reversed(names):  # the newest whose file is still there
-                last = self._info_sync(run_id, run_dir / name)
-                if last is not None:
-                    break
-            if last is None:
-                continue  # no checkpoint (left empty, or deleted while we looked)
-            first = self._info_sync(run_id, run_dir / names[0])
-            found.append(
-                (last.created_at, run_id, last.created_at if first is None else first.created_at)
-            )
+        damaged: builtins.list[RunInfo] = []  # one damaged run never fails the listing
+        for run_name in self._list_dir("runs"):
+            try:
+                listed = self._run_times(run_name)
+            except CorruptCheckpointError as exc:
+                damaged.append(RunInfo.corrupt(unquote(run_name), exc))
+                continue
+            if listed is not None:
+                found.append(listed)
         found.sort(reverse=True)
         out: builtins.list[RunInfo] = []
         for _updated, run_id, created_at in found:
             if limit is not None and len(out) >= limit:
                 break
-            latest = self._latest_sync(run_id)
+            try:
+                latest = self._latest_sync(run_id)
+            except CorruptCheckpointError as exc:
+                out.append(RunInfo.corrupt(run_id, exc, created_at=created_at))
+                continue
             if latest is not None:
                 out.append(
                     RunInfo.from_latest(latest, created_at=min(created_at, latest.created_at))
                 )
-        return out
+        return (out + damaged)[:limit]
+
+    def _run_times(self, run_name: str) -> tuple[float, str, float] | None:
+        """When a run's latest and first checkpoints were taken, from their headers
+        (``None`` if it has none)."""
+        with self._dir("runs", run_name) as run_dir:
+            if run_dir is None:
+                return None  # deleted while we looked
+            names = _checkpoint_files(os.listdir(run_dir))
+            last = None
+            for name in reversed(names):  # the newest whose file is still there
+                last = self._info_sync(run_dir, run_name, name)
+                if last is not None:
+                    break
+            if last is None:
+                return None  # no checkpoint (left empty, or deleted while we looked)
+            first = self._info_sync(run_dir, run_name, names[0])
+        created_at = last.created_at if first is None else first.created_at
+        return last.created_at, unquote(run_name), created_at
 
     def _latest_sync(self, run_id: str) -> Checkpoint | None:
-        run_dir = self._run_dir(run_id)
-        for name in reversed(self._names(run_dir)):
-            try:
-                content = (run_dir / name).read_bytes()
-            except FileNotFoundError:
-                continue  # deleted while we looked; the one before is the latest now
-            return self._decode(run_dir / name, content)
+        run_name = _fs_name(run_id, "run id")
+        with self._dir("runs", run_name) as run_dir:
+            if run_dir is None:
+                return None
+            for name in reversed(_checkpoint_files(os.listdir(run_dir))):
+                content = self._read_file(run_dir, name, f"runs/{run_name}/{name}")
+                if content is None:
+                    continue  # deleted while we looked; the one before is the latest now
+                return self._decode(run_name, name, content)
         return None
 
     def _delete_sync(self, checkpoint_id: str) -> None:
-        id_path = self._ids / _fs_name(checkpoint_id, "checkpoint id")
+        id_name = _fs_name(checkpoint_id, "checkpoint id")
         with self._lock:
-            path = self._entry_path(id_path)
-            if path is None:
+            entry = self._entry(id_name)
+            if entry is None:
                 return
             # The checkpoint file goes first: a crash in between leaves an id entry
             # without a file, which reads as absent.
-            if _unlink(path):
-                _fsync_dir(path.parent)
-            _unlink(id_path)
+            with self._dir("runs", entry[0]) as run_dir:
+                if run_dir is not None and _unlink(run_dir, entry[1]):
+                    _fsync(run_dir)
+            with self._dir("ids") as ids:
+                if ids is not None:
+                    _unlink(ids, id_name)
 
     def _prune_sync(self, run_id: str, keep_last: int, remove_dir: bool) -> int:
-        run_dir = self._run_dir(run_id)
-        with self._lock:
-            names = self._names(run_dir)
+        run_name = _fs_name(run_id, "run id")
+        with self._lock, self._dir("runs", run_name) as run_dir:
+            if run_dir is None:
+                return 0
+            names = _checkpoint_files(os.listdir(run_dir))
             cut = max(len(names) - keep_last, 0)
             # prune_plan's rule, reading the kept checkpoints' verified bodies: older
             # checkpoints go unless a kept one names them as its base, and the first stays
             # while anything is kept (it holds the topology).
             needed = {_id_of(names[0])} if keep_last and names else set()
             for name in names[cut:]:
-                try:
-                    content = (run_dir / name).read_bytes()
-                except FileNotFoundError:
+                content = self._read_file(run_dir, name, f"runs/{run_name}/{name}")
+                if content is None:
                     continue
-                base_id = self._decode(run_dir / name, content).base_id
+                base_id = self._decode(run_name, name, content).base_id
                 if base_id is not None:
                     needed.add(base_id)
             doomed = [name for name in names[:cut] if _id_of(name) not in needed]
             removed = 0
             for name in doomed:
-                removed += _unlink(run_dir / name)
+                removed += _unlink(run_dir, name)
             if doomed:
-                _fsync_dir(run_dir)
-            for name in doomed:
-                _unlink(self._ids / name.split("-", 2)[2][: -len(_SUFFIX)])
-            if remove_dir:
-                self._remove_run_dir(run_dir)
-            else:
-                self._remove_stale_temps(run_dir)
-            return removed
+                _fsync(run_dir)
+            with self._dir("ids") as ids:
+                if ids is not None:
+                    for name in doomed:
+                        _unlink(ids, name.split("-", 2)[2][: -len(_SUFFIX)])
+            cutoff = time.time() - self.stale_after
+            for name in os.listdir(run_dir):
+                # Temporary files: all of them when the directory goes (a save that crashed
+                # before its rename), else only stale ones (a save may be in flight).
+                if name.startswith(_TEMP_PREFIX) and (remove_dir or _mtime(run_dir, name) < cutoff):
+                    _unlink(run_dir, name)
+        if remove_dir:
+            self._remove_run_dir(run_name)
+        return removed
 
-    def _remove_stale_temps(self, run_dir: Path) -> None:
-        cutoff = time.time() - self.stale_after
-        try:
-            names = os.listdir(run_dir)
-        except FileNotFoundError:
-            return
-        for name in names:
-            if name.startswith(_TEMP_PREFIX) and _mtime(run_dir / name) < cutoff:
-                _unlink(run_dir / name)
-
-    def _remove_run_dir(self, run_dir: Path) -> None:
-        try:
-            leftovers = os.listdir(run_dir)
-        except FileNotFoundError:
-            return
-        for name in leftovers:
-            if name.startswith(_TEMP_PREFIX):  # from a save that crashed before its rename
-                _unlink(run_dir / name)
-        try:
-            run_dir.rmdir()
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):  # a save raced us in
-                raise
+    def _remove_run_dir(self, run_name: str) -> None:
+        with self._dir("runs") as runs:
+            if runs is None:
+                return
+            try:
+                os.rmdir(run_name, dir_fd=runs)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):  # a save raced us in
+                    raise

@@ -25,7 +25,7 @@ from plait.checkpoint import (
 )
 from plait.errors import CheckpointNotFoundError
 from plait.leases import Lease, LeaseHolder, lost_error, released
-from plait.stores import CheckpointStoreBase, duplicate_error, take_lease, where
+from plait.stores import CheckpointStoreBase, duplicate_error, run_info, take_lease, where
 
 __all__ = ["MemoryCheckpointStore"]
 
@@ -172,13 +172,14 @@ class MemoryCheckpointStore(CheckpointStoreBase):
         out = []
         for entry, first in found[:limit]:
             info = entry.info
-            latest = decode_checkpoint(
+            listed = run_info(
                 entry.data,
-                where=where(info.run_id, info.checkpoint_id),
-                expect_run=info.run_id,
-                expect_id=info.checkpoint_id,
+                run_id=info.run_id,
+                checkpoint_id=info.checkpoint_id,
+                url=self.url,
+                created_at=first.created_at,
             )
-            out.append(RunInfo.from_latest(latest, created_at=first.created_at))
+            out.append(listed)
         return out
 
     async def delete(self, checkpoint_id: str) -> None:

@@ -28,6 +28,7 @@ opening a new file at once cannot both create the tables.
 from __future__ import annotations
 
 import builtins
+import os
 import sqlite3
 import threading
 import time
@@ -52,6 +53,7 @@ from plait.stores import (
     CheckpointStoreBase,
     duplicate_error,
     info_row,
+    run_info,
     take_lease,
     where,
 )
@@ -113,6 +115,17 @@ _RUNS_SQL = """
     JOIN plait_checkpoints AS c ON c.seq = g.last_seq
     ORDER BY g.last_seq DESC
     LIMIT ?"""
+
+
+def _create_private(path: str) -> None:
+    """Create the database file readable by its user alone (``0600``) if it is not there:
+    checkpoints hold a run's messages and state. SQLite gives its ``-wal`` and ``-shm``
+    files the database file's permissions."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
 
 
 class SqliteCheckpointStore(CheckpointStoreBase):
@@ -266,13 +279,9 @@ class SqliteCheckpointStore(CheckpointStoreBase):
         return [self._run_info(*row) for row in rows]
 
     def _run_info(self, checkpoint_id: str, run_id: str, data: bytes, first: float) -> RunInfo:
-        latest = decode_checkpoint(
-            data,
-            where=f"{where(run_id, checkpoint_id)} in {self.url}",
-            expect_run=run_id,
-            expect_id=checkpoint_id,
+        return run_info(
+            data, run_id=run_id, checkpoint_id=checkpoint_id, url=self.url, created_at=first
         )
-        return RunInfo.from_latest(latest, created_at=first)
 
     async def delete(self, checkpoint_id: str) -> None:
         """Remove one checkpoint; nothing happens if it is not there."""
@@ -327,7 +336,8 @@ class SqliteCheckpointStore(CheckpointStoreBase):
 
     def _connect(self) -> sqlite3.Connection:
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            Path(self.path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            _create_private(self.path)
         conn = sqlite3.connect(
             self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
         )

@@ -465,6 +465,21 @@ class CheckpointStoreContract:
         await store.delete(single.checkpoint_id)
         assert single.run_id not in {r.run_id for r in await store.runs()}
 
+    async def test_runs_lists_a_run_whose_latest_checkpoint_is_corrupt_as_corrupt(
+        self, store: CheckpointStore
+    ) -> None:
+        # One damaged run must not hide the others (issue 24, finding 12).
+        sound, damaged = new_run_id("sound"), new_run_id("damaged")
+        checkpoints = [*_chain(sound, [0, 1]), *_chain(damaged, [0, 1])]
+        await _save_all(store, checkpoints)
+        await self.corrupt(store, checkpoints[-1].checkpoint_id)
+        listed = {r.run_id: r for r in await store.runs() if r.run_id in (sound, damaged)}
+        assert listed.keys() == {sound, damaged}, "a corrupt run hid the listing"
+        assert (listed[sound].status, listed[sound].superstep) == ("running", 1)
+        bad = listed[damaged]
+        assert (bad.status, bad.workflow, bad.superstep) == ("corrupt", None, -1)
+        assert bad.error is not None and checkpoints[-1].checkpoint_id in bad.error, bad.error
+
     # -- concurrency and damage ---------------------------------------------------------
 
     async def test_concurrent_saves_are_all_readable(self, store: CheckpointStore) -> None:

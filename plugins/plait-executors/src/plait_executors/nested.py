@@ -1,6 +1,8 @@
 """Nested workflows: a whole workflow running as one executor of another.
 
-:class:`WorkflowExecutor` is what :meth:`Workflow.as_executor` returns. Each message it
+:class:`WorkflowExecutor` is what :meth:`plait.Workflow.as_executor` returns (the kernel
+asks the ``workflow`` executor kind, :meth:`~plait_executors.WorkflowKind.wrap`), and what
+that kind builds from a fragment or a spec. Each message it
 receives starts one run of the inner workflow, with its own supersteps, state and events;
 the outer superstep waits for that run to end. The inner run's outputs are then sent on
 as messages of the wrapping executor (through ``adapter`` first), or yielded as outputs
@@ -25,14 +27,15 @@ import typing
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .context import RequestResponse, WorkflowContext
-from .errors import ExecutorFailedError
-from .events import RunStatus
-from .executor import Executor, Handler
-from .types import type_name
+from plait import Executor, WorkflowContext
+from plait.context import RequestResponse
+from plait.errors import ExecutorFailedError
+from plait.events import RunStatus
+from plait.executor import Handler
+from plait.types import type_name
 
 if TYPE_CHECKING:
-    from .workflow import Workflow, WorkflowRunResult
+    from plait import Workflow, WorkflowRunResult
 
 __all__ = ["WorkflowExecutor"]
 

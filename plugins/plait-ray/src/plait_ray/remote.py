@@ -1,10 +1,15 @@
-"""The round trip of a placed invocation, for placements to build on: the driver encodes it
-(:func:`encode_invocation`), a worker rebuilds the executor from its node spec and runs it
-against a recording context (:class:`RemoteExecutor`), and the driver replays what it did
-into the real context (:func:`apply_result`). Everything travels through the checkpoint
-codec, as JSON-ready data: the workflow's type allowlist applies on both sides.
+"""The round trip of a placed invocation: the driver encodes it (:func:`encode_invocation`),
+a worker rebuilds the executor from its node spec and runs it against a recording context
+(:class:`RemoteExecutor`), and the driver replays what it did into the real context
+(:func:`apply_result`). Everything travels through the checkpoint codec, as JSON-ready
+data: the workflow's type allowlist applies on both sides.
+
+The ``ray`` placement is built on it; a placement of another cluster can be too (the
+tests' loopback placement runs it in one process).
 
 .. versionadded:: 0.1
+   Moved here from the kernel (``plait.remote``): the kernel knows placements only by
+   their protocol (:class:`plait.placement.Placement`).
 """
 
 from __future__ import annotations
@@ -14,13 +19,14 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .codec import declared_types, decode_value, encode_value, type_ref
-from .context import WorkflowContext
-from .errors import PlaitError
-from .executor import Executor
+from plait import Executor, WorkflowContext
+from plait.codec import declared_types, decode_value, encode_value, type_ref
+from plait.errors import PlaitError
+
+from .errors import RemoteInvocationError
 
 if TYPE_CHECKING:
-    from .graph import CompiledGraph
+    from plait.graph import CompiledGraph
 
 __all__ = [
     "RemoteExecutor",
@@ -31,23 +37,9 @@ __all__ = [
 ]
 
 
-class RemoteInvocationError(PlaitError):
-    """A placed handler raised an exception whose class cannot be rebuilt on the driver
-    (only built-in exception classes are); ``remote_type`` names it, ``remote_traceback``
-    is the worker's traceback.
-
-    .. versionadded:: 0.1
-    """
-
-    def __init__(self, remote_type: str, message: str, remote_traceback: str = "") -> None:
-        self.remote_type = remote_type
-        self.remote_traceback = remote_traceback
-        super().__init__(f"{remote_type}: {message}")
-
-
 def node_payload(graph: CompiledGraph, executor_id: str) -> dict[str, Any]:
     """The JSON-ready node spec a worker rebuilds ``executor_id`` from."""
-    from .spec import spec_converter
+    from plait.spec import spec_converter
 
     data: dict[str, Any] = spec_converter.unstructure(graph.spec.node(executor_id))
     return data
@@ -170,7 +162,7 @@ def _type_tag(tp: Any) -> Any:
 
 
 class _Types:
-    """What :func:`~plait.codec.declared_types` reads of a graph, for one executor."""
+    """What :func:`plait.codec.declared_types` reads of a graph, for one executor."""
 
     def __init__(self, executor: Executor, manager: Any) -> None:
         self.executors = {executor.id: executor}
@@ -189,9 +181,9 @@ class RemoteExecutor:
     """
 
     def __init__(self, node: Mapping[str, Any], manager: Any = None) -> None:
-        from .plugins import get_plugin_manager
-        from .rebuild import build_executors
-        from .spec import NodeSpec, WorkflowSpec, spec_converter
+        from plait.plugins import get_plugin_manager
+        from plait.rebuild import build_executors
+        from plait.spec import NodeSpec, WorkflowSpec, spec_converter
 
         spec_node: NodeSpec = spec_converter.structure(dict(node), NodeSpec)
         manager = manager or get_plugin_manager()

@@ -1,0 +1,131 @@
+"""Where things are in JSON text, for the problems :mod:`json` finds without saying where.
+
+:func:`json.loads` gives a line and column for a syntax error only. A document that nests
+too deeply (a ``RecursionError``), repeats a key, or holds an integer with more digits
+than Python converts is valid JSON to it, or fails without a position. :func:`scan` walks
+the text's tokens once (linear: one regular expression without nested quantifiers, one
+stack) and finds each of them with its line, column and JSON path. It runs only after
+:func:`json.loads` has failed or a hook has seen one of them, so a good document pays
+nothing.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+
+import attrs
+from plait.errors import SourcePosition
+
+from ._schema import pointer
+
+__all__ = ["MAX_DEPTH", "MAX_DIGITS", "Finding", "scan"]
+
+#: the deepest nesting of objects and arrays a document may have
+MAX_DEPTH = 64
+#: the most digits an integer may have (Python converts at most 4,300; 20 hold any 64-bit one)
+MAX_DIGITS = 100
+
+#: the most problems one scan reports
+MAX_FINDINGS = 1000
+
+# A string (the unrolled loop: plain runs between escapes, nothing to backtrack into),
+# one punctuation character, or a run of anything else (numbers, true, false, null).
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+')
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
+@attrs.frozen
+class Finding:
+    """One problem at ``line``:``column`` (1-based) and JSON ``path``; ``text`` is the
+    part of the line around it, starting at column ``text_column``."""
+
+    message: str
+    line: int
+    column: int
+    path: str
+    text: str
+    text_column: int
+
+
+class _Frame:
+    __slots__ = ("index", "is_object", "key", "keys")
+
+    def __init__(self, is_object: bool) -> None:
+        self.is_object = is_object
+        self.index = 0
+        self.key: str | None = None
+        self.keys: set[str] = set()
+
+
+def _pointer(stack: list[_Frame], last: str | None = None) -> str:
+    parts: list[str | int] = [(f.key or "") if f.is_object else f.index for f in stack]
+    if last is not None:
+        parts[-1] = last
+    return pointer(parts)
+
+
+def scan(text: str) -> list[Finding]:
+    """Every repeated key, every integer longer than :data:`MAX_DIGITS`, and the first
+    object or array nested deeper than :data:`MAX_DEPTH` (the scan stops there), in
+    document order; at most :data:`MAX_FINDINGS`."""
+    newlines = [m.start() for m in re.finditer("\n", text)]
+    findings: list[Finding] = []
+
+    def found(message: str, offset: int, path: str) -> None:
+        line = bisect.bisect_left(newlines, offset)
+        start = newlines[line - 1] + 1 if line else 0
+        end = newlines[line] if line < len(newlines) else len(text)
+        # only the part of the line an error shows, so a long line is not copied per problem
+        first = max(start, offset - SourcePosition.WINDOW)
+        shown = text[first : min(end, offset + SourcePosition.WINDOW)]
+        findings.append(
+            Finding(message, line + 1, offset - start + 1, path, shown, first - start + 1)
+        )
+
+    stack: list[_Frame] = []
+    expect_key = False
+    for match in _TOKEN.finditer(text):
+        if len(findings) >= MAX_FINDINGS:
+            break
+        token = match.group()
+        head = token[0]
+        if head in "[{":
+            if len(stack) >= MAX_DEPTH:
+                found(
+                    f"the document nests deeper than {MAX_DEPTH} levels",
+                    match.start(),
+                    _pointer(stack),
+                )
+                break
+            stack.append(_Frame(head == "{"))
+            expect_key = head == "{"
+        elif head in "]}":
+            if stack:
+                stack.pop()
+            expect_key = False
+        elif head == ",":
+            if stack and stack[-1].is_object:
+                expect_key = True
+            elif stack:
+                stack[-1].index += 1
+        elif head == ":":
+            expect_key = False
+        elif head == '"' and expect_key and stack:
+            frame = stack[-1]
+            try:
+                key = json.loads(token) if "\\" in token else token[1:-1]
+            except ValueError:
+                key = token[1:-1]
+            if key in frame.keys:
+                found(f"duplicate key {key!r}", match.start(), _pointer(stack, key))
+            frame.keys.add(key)
+            frame.key = key
+        elif _INTEGER.fullmatch(token) and len(token.lstrip("-")) > MAX_DIGITS:
+            found(
+                f"an integer of {len(token.lstrip('-')):,} digits; the limit is {MAX_DIGITS:,}",
+                match.start(),
+                _pointer(stack),
+            )
+    return findings
