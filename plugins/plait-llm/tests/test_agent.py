@@ -1,5 +1,6 @@
-"""The ``agent`` kind with fake llm models: text, templates, structured output, streamed
-tokens as custom events, config errors at their JSON paths; on asyncio and trio."""
+"""The ``agent`` kind with fake llm models: text, templates, streamed tokens as custom
+events, config errors at their JSON paths; on asyncio and trio. Structured output is in
+test_structured_output.py, the real local model in test_smollm2.py."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from plait import (
     ConfigError,
     CustomEvent,
     Executor,
-    ExecutorFailedError,
     Never,
     Workflow,
     WorkflowContext,
@@ -19,7 +19,7 @@ from plait import (
 )
 from plait.spi import KindContext
 from plait_builders import WorkflowBuilder
-from plait_llm import AgentError, AgentExecutor, AgentKind
+from plait_llm import AgentExecutor, AgentKind
 
 pytestmark = pytest.mark.anyio
 KIND = AgentKind()
@@ -100,23 +100,6 @@ async def test_options_reach_the_model() -> None:
     assert (await chain(node).run("go")).outputs == ["go!"]
 
 
-async def test_structured_output_gives_a_dict() -> None:
-    schema = {"type": "object", "properties": {"prompt": {"type": "string"}}}
-    node = build({"model": "plait-test-echo", "schema": schema, "system": "S"})
-    (answer,) = (await chain(node).run("q")).outputs
-    assert answer == {"prompt": "q", "system": "S"}
-
-
-async def test_structured_output_that_is_not_an_object_fails_naming_the_agent() -> None:
-    node = build({"model": "plait-test-list", "schema": {"type": "object"}})
-    with pytest.raises(ExecutorFailedError) as info:
-        await chain(node).run("q")
-    cause = info.value.__cause__
-    assert isinstance(cause, AgentError)
-    assert cause.executor_id == "writer" and cause.model_id == "plait-test-list"
-    assert "not an object" in str(cause)
-
-
 async def test_streamed_tokens_are_custom_events_in_order() -> None:
     node = build({"model": "plait-test-echo"})
     result = await chain(node).run("one two three", events="all")
@@ -154,7 +137,7 @@ def test_bad_instruction_options_and_schema_are_reported_together() -> None:
             "model": "plait-test-echo",
             "instruction": "{{ input. }}",
             "options": {"suffix": 3, "colour": "red"},
-            "schema": {"type": "nonsense"},
+            "structured_output": {"type": "nonsense"},
         }
     )
     paths = sorted(p or "" for p, _ in found)
@@ -162,13 +145,8 @@ def test_bad_instruction_options_and_schema_are_reported_together() -> None:
         "/config/instruction",
         "/config/options/colour",
         "/config/options/suffix",
-        "/config/schema/type",
+        "/config/structured_output/type",
     ]
-
-
-def test_a_schema_for_a_model_without_structured_output_is_an_error() -> None:
-    ((path, message),) = errors({"model": "plait-test-plain", "schema": {"type": "object"}})
-    assert path == "/config/schema" and "does not support structured output" in message
 
 
 def test_create_raises_a_config_error() -> None:

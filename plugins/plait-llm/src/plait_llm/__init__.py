@@ -6,7 +6,7 @@ every ``plait`` command does, to load plugins) imports neither ``llm`` nor the k
 module; ``llm`` is imported when an agent config is first checked.
 
 - :class:`AgentKind`: the ``agent`` kind (config ``model``, ``system``, ``instruction``,
-  ``options``, ``schema``);
+  ``options``, ``structured_output``);
 - :class:`AgentExecutor`: the executor it builds;
 - :class:`AgentError`: a model call that failed or answered something unusable.
 

@@ -20,6 +20,8 @@ from plait import ConfigError, Executor, PlaitError, WorkflowContext
 from plait.spi import CompiledTemplate, Handler, KindContext, compile_template, network
 from plait_executors.schema import check_config, config_error, json_pointer
 
+from ._structured import answer_problem, correction, json_instruction, parse_answer
+
 __all__ = ["MODEL_ENV", "AgentError", "AgentExecutor", "AgentKind"]
 
 #: the environment variable naming the model when a config gives none
@@ -27,8 +29,8 @@ MODEL_ENV = "PLAIT_LLM_MODEL"
 
 
 class AgentError(PlaitError):
-    """A model call failed, or answered something the config does not allow (text that is
-    not a JSON object when ``schema`` asks for structured output).
+    """A model call failed, or answered something the config does not allow (an answer that
+    is not JSON matching ``structured_output``, even after the corrective retry).
 
     :param executor_id: the agent that failed.
     :param model_id: the model it called.
@@ -47,9 +49,17 @@ class AgentExecutor(Executor):
 
     A ``str`` message is the prompt; any other value is rendered as JSON. With an
     ``instruction`` template, the prompt is the template rendered over ``{"input": message}``.
-    The executor sends the model's text, or with a ``schema`` the parsed JSON object (a
-    ``dict``). When the model streams, each chunk is reported as a custom event
+    The executor sends the model's text, or with ``structured_output`` the parsed JSON object
+    (a ``dict``). When the model streams, each chunk is reported as a custom event
     ``{"token": chunk}`` while the answer arrives.
+
+    Structured output goes through llm's schema API when the model supports it
+    (``supports_schema``); otherwise the prompt asks for JSON matching the schema. Either
+    way the answer is parsed (a fenced ```` ```json ```` block is fine) and validated; an
+    unusable answer gets one corrective retry, in the same conversation, that tells the
+    model what was wrong (the run gets a custom event ``{"structured_output_retry":
+    problem}``). A second unusable answer is an :class:`AgentError` naming the problem and
+    its JSON path.
 
     The model is an ``llm`` sync model, called in a worker thread so the event loop (asyncio
     or trio) never blocks.
@@ -59,7 +69,7 @@ class AgentExecutor(Executor):
     :param system: the system prompt.
     :param instruction: a compiled ``{{ }}`` template for the prompt.
     :param options: the model's options (``temperature`` …).
-    :param schema: a JSON Schema for structured output.
+    :param structured_output: a JSON Schema (of an object) for the answer.
 
     .. versionadded:: 0.1
     """
@@ -72,13 +82,13 @@ class AgentExecutor(Executor):
         system: str | None = None,
         instruction: CompiledTemplate | None = None,
         options: Mapping[str, Any] | None = None,
-        schema: Mapping[str, Any] | None = None,
+        structured_output: Mapping[str, Any] | None = None,
     ) -> None:
         self.model = model
         self.system = system
         self.instruction = instruction
         self.options = dict(options or {})
-        self.schema = dict(schema) if schema is not None else None
+        self.structured_output = dict(structured_output) if structured_output else None
         super().__init__(id)
 
     @property
@@ -86,38 +96,81 @@ class AgentExecutor(Executor):
         """The id of the model this agent calls."""
         return str(self.model.model_id)
 
+    @property
+    def uses_schema_api(self) -> bool:
+        """Whether structured output goes through llm's schema API (else by instruction)."""
+        return self.structured_output is not None and bool(
+            getattr(self.model, "supports_schema", False)
+        )
+
     def _collect_handlers(self) -> tuple[Handler, ...]:
-        sends = dict if self.schema is not None else str
+        sends = dict if self.structured_output is not None else str
         return (Handler(f"agent:{self.model_id}", Any, (sends,), (), self._handle),)
 
     async def _handle(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
         await ctx.send_message(await self.ask(message, ctx))
 
     def prompt_for(self, message: Any) -> str:
-        """The prompt text sent for ``message``."""
+        """The prompt text sent for ``message`` (without the JSON instruction that a model
+        without schema support gets for structured output)."""
         if self.instruction is not None:
             return self.instruction.render({"input": message})
         if isinstance(message, str):
             return message
         return json.dumps(message, ensure_ascii=False, default=str)
 
-    async def ask(self, message: Any, ctx: WorkflowContext[Any, Any] | None = None) -> Any:
-        """Prompt the model with ``message``; the answer (text, or a dict with a schema).
-        Streamed chunks go to ``ctx.add_event`` when a context is given.
+    def _failure(self, message: str) -> AgentError:
+        return AgentError(message, executor_id=self.id, model_id=self.model_id)
 
-        :raises AgentError: the model call failed, or its answer is not a JSON object when
-            a schema asks for one.
+    async def ask(self, message: Any, ctx: WorkflowContext[Any, Any] | None = None) -> Any:
+        """Prompt the model with ``message``; the answer (text, or a dict with structured
+        output). Streamed chunks go to ``ctx.add_event`` when a context is given.
+
+        :raises AgentError: the model call failed, or its answer did not match
+            ``structured_output`` twice (the message names the JSON path of the problem).
         """
         prompt = self.prompt_for(message)
+        schema = self.structured_output
+        if schema is None:
+            return await self._call(prompt, None, ctx)
+        if not self.uses_schema_api:
+            prompt = f"{prompt}\n\n{json_instruction(schema)}"
+        conversation = self.model.conversation()
+        value, problem = self._check(await self._call(prompt, conversation, ctx), schema)
+        if problem is None:
+            return value
+        if ctx is not None:  # a live display shows why a second answer follows
+            await ctx.add_event({"structured_output_retry": problem})
+        retry = correction(problem, schema)
+        value, second = self._check(await self._call(retry, conversation, ctx), schema)
+        if second is None:
+            return value
+        raise self._failure(
+            f"the answer does not match structured_output, after one corrective retry: "
+            f"{second} (first answer: {problem})"
+        )
+
+    @staticmethod
+    def _check(text: str, schema: Mapping[str, Any]) -> tuple[Any, str | None]:
+        value, problem = parse_answer(text)
+        if problem is None:
+            problem = answer_problem(value, schema)
+        return value, problem
+
+    async def _call(
+        self, prompt: str, conversation: Any, ctx: WorkflowContext[Any, Any] | None
+    ) -> str:
+        """One model call in a worker thread: the whole answer's text."""
         stream = bool(getattr(self.model, "can_stream", False)) and ctx is not None
+        kwargs: dict[str, Any] = dict(self.options)
+        if self.system is not None:
+            kwargs["system"] = self.system
+        if self.uses_schema_api:
+            kwargs["schema"] = self.structured_output
+        target = conversation if conversation is not None else self.model
 
         def call() -> str:
-            kwargs: dict[str, Any] = dict(self.options)
-            if self.system is not None:
-                kwargs["system"] = self.system
-            if self.schema is not None:
-                kwargs["schema"] = self.schema
-            response = self.model.prompt(prompt, stream=stream, **kwargs)
+            response = target.prompt(prompt, stream=stream, **kwargs)
             if stream and ctx is not None:
                 for chunk in response:
                     if chunk:
@@ -125,36 +178,19 @@ class AgentExecutor(Executor):
             return str(response.text())
 
         try:
-            text = await anyio.to_thread.run_sync(call)
+            return await anyio.to_thread.run_sync(call)
         except Exception as exc:  # a model plugin may raise anything: name the agent
-            raise AgentError(
-                f"{type(exc).__name__}: {exc}", executor_id=self.id, model_id=self.model_id
-            ) from exc
-        if self.schema is None:
-            return text
-        try:
-            value = json.loads(text)
-        except ValueError as exc:
-            raise AgentError(
-                f"the answer is not JSON, but a schema asks for a JSON object: {text[:200]!r}",
-                executor_id=self.id,
-                model_id=self.model_id,
-            ) from exc
-        if not isinstance(value, dict):
-            raise AgentError(
-                f"the answer is a JSON {type(value).__name__}, not an object: {text[:200]!r}",
-                executor_id=self.id,
-                model_id=self.model_id,
-            )
-        return value
+            raise self._failure(f"{type(exc).__name__}: {exc}") from exc
 
 
 class AgentKind:
-    """``agent``: ``{"model"?, "system"?, "instruction"?, "options"?, "schema"?}``.
+    """``agent``: ``{"model"?, "system"?, "instruction"?, "options"?, "structured_output"?}``.
 
     ``model`` defaults to the ``PLAIT_LLM_MODEL`` environment variable. The model is looked
-    up, the instruction compiled, the options and the schema checked when the workflow is
-    built, each problem at its JSON path.
+    up, the instruction compiled, the options and the ``structured_output`` schema checked
+    when the workflow is built, each problem at its JSON path. Any model can give structured
+    output: through llm's schema API when it supports one, else by instruction (see
+    :class:`AgentExecutor`).
 
     .. versionadded:: 0.1
     """
@@ -175,9 +211,10 @@ class AgentKind:
                 "description": "a {{ }} template for the prompt, over {input: message}",
             },
             "options": {"type": "object", "description": "the model's options"},
-            "schema": {
+            "structured_output": {
                 "type": "object",
-                "description": "a JSON Schema: the agent sends the parsed JSON object",
+                "description": "a JSON Schema of an object: the agent sends the parsed, "
+                "validated JSON object",
             },
         },
         "additionalProperties": False,
@@ -204,9 +241,9 @@ class AgentKind:
                         source=ctx.source,
                     )
                 )
-        schema = config.get("schema")
+        schema = config.get("structured_output")
         if schema is not None:
-            errors.extend(self._check_schema(schema, model, ctx))
+            errors.extend(self._check_schema(schema, ctx))
         if model is not None and config.get("options"):
             errors.extend(self._check_options(config["options"], model, ctx))
         return errors
@@ -231,7 +268,7 @@ class AgentKind:
                 else None
             ),
             options=config.get("options"),
-            schema=config.get("schema"),
+            structured_output=config.get("structured_output"),
         )
 
     def _model(self, config: Mapping[str, Any], ctx: KindContext) -> tuple[Any, list[ConfigError]]:
@@ -256,24 +293,27 @@ class AgentKind:
             )
             return None, [config_error(ctx.node_id, message, "/config/model", source=ctx.source)]
 
-    def _check_schema(
-        self, schema: Mapping[str, Any], model: Any, ctx: KindContext
-    ) -> list[ConfigError]:
+    def _check_schema(self, schema: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
         from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
         from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped,unused-ignore]
 
         try:
             Draft202012Validator.check_schema(schema)
         except SchemaError as exc:
-            path = json_pointer(exc.absolute_path, root="/config/schema")
+            path = json_pointer(exc.absolute_path, root="/config/structured_output")
             return [
                 config_error(
                     ctx.node_id, f"not a JSON Schema: {exc.message}", path, source=ctx.source
                 )
             ]
-        if model is not None and not getattr(model, "supports_schema", False):
-            message = f"model {model.model_id!r} does not support structured output (schema)"
-            return [config_error(ctx.node_id, message, "/config/schema", source=ctx.source)]
+        if schema.get("type") != "object":
+            # the agent sends a dict (its handler says so, for the edges' type checks)
+            message = (
+                f"structured_output is the schema of a JSON object: its type must be "
+                f"'object', not {schema.get('type')!r}"
+            )
+            path = "/config/structured_output/type"
+            return [config_error(ctx.node_id, message, path, source=ctx.source)]
         return []
 
     def _check_options(
