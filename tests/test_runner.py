@@ -600,3 +600,26 @@ async def test_a_stream_in_the_callers_task_group_yields_every_event() -> None:
             stream.__aiter__()
     assert [e.data for e in events if isinstance(e, OutputEvent)] == ["x"]
     assert isinstance(events[-1], RunFinished) and events[-1].status is RunStatus.IDLE
+
+
+class _Halt(BaseException):
+    """A BaseException that is neither KeyboardInterrupt nor SystemExit."""
+
+
+async def test_a_base_exception_in_a_parallel_superstep_is_raised_as_itself() -> None:
+    # on trio, the task group of a parallel superstep wrapped it in a BaseExceptionGroup
+    @executor(id="fork")
+    async def fork(text: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(text)
+
+    @executor(id="halts")
+    async def halts(text: str, ctx: WorkflowContext[Never, str]) -> None:
+        raise _Halt("stop here")
+
+    @executor(id="echoes")
+    async def echoes(text: str, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(text)
+
+    wf = WorkflowBuilder("halting").add_fan_out(fork, [halts, echoes]).set_start(fork).build()
+    with pytest.raises(_Halt, match="stop here"):
+        await wf.run("x")

@@ -299,9 +299,14 @@ class Runner:
                 await self._run_jobs_asyncio(jobs)
             else:
                 self.failures = []
-                async with anyio.create_task_group() as tg:
-                    for job in jobs:
-                        tg.start_soon(self._guarded, tg, job)
+                try:
+                    async with anyio.create_task_group() as tg:
+                        for job in jobs:
+                            tg.start_soon(self._guarded, tg, job)
+                except BaseExceptionGroup as group:
+                    # a BaseException that is not an Exception (caught in _guarded) leaves
+                    # the group wrapped in one: raised as itself, as on asyncio
+                    self.failures.extend(group.exceptions)
                 if self.failures:
                     raise with_siblings(self.failures)
             for job in jobs:
