@@ -8,7 +8,9 @@ integration off for the process before Ray is imported, so the workers run on th
 interpreter. This test runs a script through uv exactly as a user would, with no cluster
 to join, and checks the workflow's outputs and that the workers ran on this interpreter.
 
-It also checks the local cluster outlives the run that started it (its processes died with
+An executor defined in the script itself (its ``__main__``) is placed too: a spec names
+it by the module the script would be imported as, which the workers import. It also checks
+the local cluster outlives the run that started it (its processes died with
 the worker thread that started them, so the next call into Ray hung for a minute on a GCS
 that was gone), and that a failed run then ends the script with its traceback, promptly,
 not after a minute in Ray's exception hook and a C++ stack dump.
@@ -28,14 +30,26 @@ SCRIPT = """\
 import json, sys
 
 import plait_ray_flows as flows
+from plait import Never, WorkflowContext, executor
+from plait_builders import WorkflowBuilder
 
-result = flows.chain("ray").run_sync("tides")
-import ray  # what the placement started; imported after it, as a user's script need not
 
-where = ray.get(ray.remote(lambda: sys.executable).remote())
-print(json.dumps({"outputs": result.outputs, "worker": where, "driver": sys.executable}))
-sys.stdout.flush()
-flows.one(flows.Flaky("flaky"), "ray").run_sync(3)  # fails, uncaught: the traceback prints
+@executor(id="shout")  # defined in the script itself: its __main__
+async def shout(text: str, ctx: WorkflowContext[Never, str]) -> None:
+    await ctx.yield_output(text.upper() + "!")
+
+
+if __name__ == "__main__":  # a worker imports this file as `app` to rebuild `shout`
+    here = WorkflowBuilder("here", placement="ray").add_executor(shout).set_start(shout)
+    placed_here = here.build().run_sync("from main").outputs
+    result = flows.chain("ray").run_sync("tides")
+    import ray  # what the placement started; imported after it, as a user's script need not
+
+    where = ray.get(ray.remote(lambda: sys.executable).remote())
+    report = {"outputs": result.outputs, "here": placed_here}
+    print(json.dumps({**report, "worker": where, "driver": sys.executable}))
+    sys.stdout.flush()
+    flows.one(flows.Flaky("flaky"), "ray").run_sync(3)  # fails, uncaught: the traceback prints
 """
 
 
@@ -58,4 +72,5 @@ def test_a_script_under_uv_run_places_work_on_a_local_ray_cluster(tmp_path: Path
     assert "ValueError: flaky on 3" in done.stderr, done.stderr[-4000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["outputs"] == ["TIDES! (from TIDES, superstep 3)"], report
+    assert report["here"] == ["FROM MAIN!"], report  # an executor of the script's __main__
     assert report["worker"] == report["driver"] == str(ROOT / ".venv" / "bin" / "python")
