@@ -4,7 +4,7 @@ Subclass a contract under a ``Test…`` name in your plugin's tests and provide 
 fixtures it asks for; pytest then runs every contract test against your implementation::
 
     import pytest
-    from plait.spec import EdgeGroupSpec
+    from plait import EdgeGroupSpec
     from plait_testing.contracts import MergeStrategyContract, RouterContract
 
     class TestLongest(MergeStrategyContract):
