@@ -4,7 +4,7 @@ Every import counts — module-level, function-level and under ``if TYPE_CHECKIN
 annotation is a dependency of the design too). From the bottom:
 
 1. **base** — errors, type compatibility, events, policies, leases, run options, the
-   merge-strategy and executor-kind protocols: what everything else names.
+   merge-strategy, executor-kind and run-observer protocols: what everything else names.
 2. **authoring** — ``Executor``, ``handler``, ``WorkflowContext`` and the run state a
    context writes to.
 3. **spec** — the workflow IR and references to code, routers' protocol.
@@ -33,7 +33,7 @@ PACKAGE = Path(plait.__file__).parent
 LAYERS: dict[str, tuple[str, ...]] = {
     "base": (
         "_version", "_errors", "_hints", "_types", "_families", "_events", "_results",
-        "_policies", "_leases", "_options", "_merge", "_kinds",
+        "_policies", "_leases", "_options", "_merge", "_kinds", "_observer",
     ),
     "authoring": ("_state", "_context", "_executor"),
     "spec": ("_refs", "_spec", "_routing"),
@@ -49,13 +49,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "workflow": ("_workflow", "_load", "__init__", "spi"),
 }  # fmt: skip
 
-#: Imports that go up a layer today (importer, imported): the observer protocol is named
-#: by the run state and the hooks below the engine, and three engine modules annotate
+#: Imports that go up a layer today (importer, imported): three engine modules annotate
 #: with ``Workflow``.
 UPWARD = {
-    ("_state", "_observe"),
-    ("_hookspecs", "_observe"),
-    ("_facade", "_observe"),
     ("_fingerprint", "_workflow"),
     ("_placement", "_workflow"),
     ("_streaming", "_workflow"),

@@ -26,7 +26,7 @@ from ._types import type_name
 
 if TYPE_CHECKING:
     from ._graph import CompiledGraph
-    from ._observe import RunObserver
+    from ._observer import RunObserver
     from ._runner import Runner
 
 __all__ = ["SNAPSHOT_EVERY", "Checkpointer"]

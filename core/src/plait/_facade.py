@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from ._observe import RunObserver
+    from ._observer import RunObserver
 
 __all__ = ["HookFacade", "HookObserver"]
 
@@ -61,7 +61,7 @@ class HookFacade:
             found = self.pm.hook.plait_observe_run(
                 run_id=run_id, workflow=workflow, superstep=superstep, resumed=resumed
             )  # implementations that return None are left out by pluggy
-        from ._observe import combine
+        from ._observer import combine
 
         if superstep_hook or finished:
             found = [HookObserver(self, run_id), *found]

@@ -21,7 +21,7 @@ import pluggy
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ._observe import RunObserver
+    from ._observer import RunObserver
 
 __all__ = ["hookspec", "hookimpl", "Register"]
 

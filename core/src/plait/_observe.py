@@ -1,30 +1,6 @@
-"""Observing runs: the per-invocation interface tracing and metrics plugins implement.
-
-A plugin that wants to see inside runs implements the ``plait_observe_run`` hook and
-returns a :class:`RunObserver` for each run it cares about (or ``None``). The runner then
-tells that observer, in the task that does the work:
-
-- when each superstep starts and ends (:meth:`RunObserver.superstep_started`,
-  :meth:`RunObserver.superstep_finished`) — a superstep lasts from its first invocation
-  until the next superstep starts or the run ends, so routing and the superstep's
-  checkpoint are part of it;
-- when each executor invocation starts (:meth:`RunObserver.invocation_started`, with an
-  :class:`Invocation` record), is retried (:meth:`RunObserver.invocation_retrying`) and
-  ends (:meth:`RunObserver.invocation_finished`, with the last attempt and a status);
-- when the run ends (:meth:`RunObserver.run_finished`).
-
-Messages are never copied or changed for observation: what an invocation sent is tracked
-beside the messages, through routing, so :attr:`Invocation.senders` holds the handles the
-observer returned for the invocations whose messages make up this delivery (several for a
-fan-in). A tracing plugin turns them into span links.
-
-- when a handler asks for outside input (:meth:`RunObserver.request`) and when a durable
-  run writes a checkpoint (:meth:`RunObserver.checkpoint_written`).
-
-This is the one observation API: the ``plait_superstep_finished`` and
-``plait_run_finished`` hooks are told through it too (:class:`plait.facade.HookObserver`).
-The runner calls the observer at its seams through an :class:`Observation`; when nobody
-observes a run, none of this exists and the run pays nothing for it.
+"""The runner's observation seam: what it tells a run's :class:`~plait.spi.RunObserver`
+(the interface, in :mod:`plait._observer`), when, and how a message's senders are tracked
+through routing without copying or changing it.
 
 .. versionadded:: 0.1
 """
@@ -32,197 +8,19 @@ observes a run, none of this exists and the run pays nothing for it.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 import anyio
+
+from ._observer import Invocation, RunObserver
 
 if TYPE_CHECKING:
     from ._graph import CompiledGraph
     from ._runner import Inbox
     from ._state import RunState
 
-__all__ = ["Invocation", "Observation", "RunObserver"]
-
-
-class Invocation:
-    """One executor invocation, as :meth:`RunObserver.invocation_started` sees it.
-
-    :param executor_id: the executor invoked.
-    :param superstep: the superstep it runs in (1-based).
-    :param index: the position of its message among the executor's deliveries of that
-        superstep (0 for the first; what ``ctx.idempotency_key`` ends with).
-    :param message: the message delivered (the object itself: never copy or change it).
-    :param senders: the handles this observer returned from ``invocation_started`` for the
-        invocations that sent the message — one, several for a merged fan-in, none for the
-        run's input, an answer to a request or the first superstep of a resumed run.
-
-    .. versionadded:: 0.1
-    """
-
-    __slots__ = ("executor_id", "index", "message", "senders", "superstep")
-
-    def __init__(
-        self,
-        executor_id: str,
-        superstep: int,
-        index: int,
-        message: Any,
-        senders: tuple[Any, ...],
-    ) -> None:
-        self.executor_id = executor_id
-        self.superstep = superstep
-        self.index = index
-        self.message = message
-        self.senders = senders
-
-    def __repr__(self) -> str:
-        return (
-            f"Invocation(executor_id={self.executor_id!r}, superstep={self.superstep}, "
-            f"index={self.index}, senders={len(self.senders)})"
-        )
-
-
-class RunObserver(Protocol):
-    """What the runner tells an observer about one run.
-
-    Subclass it to inherit no-op methods and override what you need. Every method is
-    called synchronously, in the event loop's thread, in the task doing the work (so
-    context variables set in ``invocation_started`` are visible to the handler and are
-    reset by ``invocation_finished``): it must be quick, must not block and must not
-    raise — an exception from an observer fails the run.
-
-    Statuses of an invocation: ``"ok"``, ``"failed"`` (its last attempt raised; an error
-    edge may still take the failure) or ``"cancelled"`` (a sibling failed, or the run was
-    cancelled). Statuses of a run: those of :class:`plait.RunStatus`.
-
-    .. versionadded:: 0.1
-    """
-
-    def superstep_started(self, superstep: int, executor_ids: tuple[str, ...]) -> None:
-        """Superstep ``superstep`` starts, with deliveries for ``executor_ids``."""
-        return None
-
-    def superstep_finished(self, superstep: int, error: BaseException | None) -> None:
-        """Superstep ``superstep`` ended: the next one starts, or the run ends (``error``
-        is what ended the run in this superstep, if anything did)."""
-        return None
-
-    def invocation_started(self, invocation: Invocation) -> Any:
-        """An invocation starts; return a handle (anything) for the calls below and for
-        later :attr:`Invocation.senders`."""
-        return None
-
-    def invocation_retrying(
-        self, handle: Any, attempt: int, delay: float, error: BaseException
-    ) -> None:
-        """Attempt ``attempt`` failed with ``error``; the next starts in ``delay`` seconds."""
-        return None
-
-    def invocation_finished(
-        self, handle: Any, attempt: int, status: str, error: BaseException | None
-    ) -> None:
-        """The invocation ended after ``attempt`` attempts with ``status``; ``error`` is
-        the run error it raised (its ``__cause__`` is the handler's own exception)."""
-        return None
-
-    def run_finished(self, status: str, error: BaseException | None) -> None:
-        """The run ended with ``status``; ``error`` is its error (``None`` when it was
-        cancelled or interrupted: its status is then ``failed``)."""
-        return None
-
-    def request(self, executor_id: str, request_id: str, superstep: int) -> None:
-        """Executor ``executor_id`` asked for outside input (``ctx.request_info``): the
-        request ``request_id`` is pending from ``superstep`` on.
-
-        .. versionadded:: 0.1
-        """
-        return None
-
-    def checkpoint_written(self, checkpoint_id: str, superstep: int, status: str) -> None:
-        """A durable run handed checkpoint ``checkpoint_id`` of ``superstep`` (run status
-        ``status``) to its store (in ``async`` durability, queued for the writer).
-
-        .. versionadded:: 0.1
-        """
-        return None
-
-    def checkpoint_metadata(self) -> Mapping[str, Any] | None:
-        """JSON-ready data to keep with a durable run's checkpoints (under their
-        ``metadata["observers"]``), asked once as the run starts: a tracer's trace context,
-        say. A run resumed from those checkpoints gets it back as ``resumed`` in
-        ``plait_observe_run`` — read back from a store, so untrusted: check it."""
-        return None
-
-
-def combine(observers: Sequence[RunObserver]) -> RunObserver | None:
-    """One observer for what the ``plait_observe_run`` implementations returned."""
-    if not observers:
-        return None
-    if len(observers) == 1:
-        return observers[0]
-    return _ObserverGroup(tuple(observers))
-
-
-class _ObserverGroup(RunObserver):
-    """Several observers of one run: each gets its own handles back."""
-
-    def __init__(self, observers: tuple[RunObserver, ...]) -> None:
-        self.observers = observers
-
-    def superstep_started(self, superstep: int, executor_ids: tuple[str, ...]) -> None:
-        for observer in self.observers:
-            observer.superstep_started(superstep, executor_ids)
-
-    def superstep_finished(self, superstep: int, error: BaseException | None) -> None:
-        for observer in self.observers:
-            observer.superstep_finished(superstep, error)
-
-    def invocation_started(self, invocation: Invocation) -> Any:
-        inv = invocation
-        return tuple(
-            observer.invocation_started(
-                Invocation(
-                    inv.executor_id,
-                    inv.superstep,
-                    inv.index,
-                    inv.message,
-                    tuple(handles[i] for handles in inv.senders),
-                )
-            )
-            for i, observer in enumerate(self.observers)
-        )
-
-    def invocation_retrying(
-        self, handle: Any, attempt: int, delay: float, error: BaseException
-    ) -> None:
-        for observer, own in zip(self.observers, handle):
-            observer.invocation_retrying(own, attempt, delay, error)
-
-    def invocation_finished(
-        self, handle: Any, attempt: int, status: str, error: BaseException | None
-    ) -> None:
-        # last started, first finished: context variables they set unwind in order
-        for observer, own in reversed(list(zip(self.observers, handle))):
-            observer.invocation_finished(own, attempt, status, error)
-
-    def run_finished(self, status: str, error: BaseException | None) -> None:
-        for observer in self.observers:
-            observer.run_finished(status, error)
-
-    def request(self, executor_id: str, request_id: str, superstep: int) -> None:
-        for observer in self.observers:
-            observer.request(executor_id, request_id, superstep)
-
-    def checkpoint_written(self, checkpoint_id: str, superstep: int, status: str) -> None:
-        for observer in self.observers:
-            observer.checkpoint_written(checkpoint_id, superstep, status)
-
-    def checkpoint_metadata(self) -> Mapping[str, Any] | None:
-        merged: dict[str, Any] = {}
-        for observer in self.observers:
-            merged.update(observer.checkpoint_metadata() or {})
-        return merged or None
+__all__ = ["Observation", "note_attempt", "note_retry"]
 
 
 # -- inside the kernel: the runner's seam -------------------------------------------------

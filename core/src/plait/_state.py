@@ -19,7 +19,7 @@ from ._events import CustomEvent, OutputEvent, RequestInfoEvent, WorkflowEvent
 from ._types import type_name
 
 if TYPE_CHECKING:
-    from ._observe import RunObserver
+    from ._observer import RunObserver
 
 __all__ = ["Effects", "PendingRequest", "RunState", "new_run_id"]
 

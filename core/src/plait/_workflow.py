@@ -360,7 +360,7 @@ class Workflow:
         observer = manager.observe_run(state.run_id, self, state.superstep, state.observed)
         if detail and emit is not None:  # the event stream is told through the same seam
             from ._events import EventObserver
-            from ._observe import combine
+            from ._observer import combine
 
             observer = combine([EventObserver(emit), *([observer] if observer else [])])
         state.observer = observer

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from ._leases import Lease, LeaseHolder, lost_error, released
     from ._load import LoadContext, Loader
     from ._merge import MergeStrategy
-    from ._observe import Invocation, RunObserver
+    from ._observer import Invocation, RunObserver
     from ._options import RunOptions
     from ._placement import Placement, with_placement
     from ._plugins import (
@@ -256,7 +256,7 @@ _HOME = {
     "Handler": "_executor",
     "IMPORTS": "_capabilities",
     "INFO_FIELDS": "_stores",
-    "Invocation": "_observe",
+    "Invocation": "_observer",
     "KINDS": "_plugins",
     "KindContext": "_kinds",
     "Lease": "_leases",
@@ -277,7 +277,7 @@ _HOME = {
     "RouterEnv": "_routing",
     "RunIndex": "_runindex",
     "RunInfo": "_checkpoint",
-    "RunObserver": "_observe",
+    "RunObserver": "_observer",
     "RunOptions": "_options",
     "RunPage": "_runindex",
     "RunQuery": "_runindex",
