@@ -22,7 +22,7 @@ from plait import (
     WorkflowContext,
     executor,
 )
-from plait._fingerprint import FINGERPRINT_FORMAT, fingerprint_changes, fingerprint_of
+from plait._fingerprint import FINGERPRINT_FORMAT, fingerprint_changes
 from plait.spi import open_store
 from plait_builders import WorkflowBuilder
 
@@ -117,14 +117,14 @@ async def test_accept_changes_resumes_and_the_next_checkpoint_records_the_new_fi
     store = open_store(url)
     before = await store.latest(run_id)
     assert before is not None
-    assert before.metadata["fingerprint"]["digest"] == fingerprint_of(flow(module))["digest"]
-    assert fingerprint_of(changed)["digest"] != fingerprint_of(flow(module))["digest"]
+    assert before.metadata["fingerprint"]["digest"] == flow(module).fingerprint["digest"]
+    assert changed.fingerprint["digest"] != flow(module).fingerprint["digest"]
     assert (await changed.pending_requests(run_id, url, accept_changes=True)) == []
     done = await changed.resume(run_id, url, accept_changes=True)
     assert done.outputs == ["done"]
     after = await store.latest(run_id)
     assert after is not None and after.checkpoint_id != before.checkpoint_id
-    assert after.metadata["fingerprint"]["digest"] == fingerprint_of(changed)["digest"]
+    assert after.metadata["fingerprint"]["digest"] == changed.fingerprint["digest"]
     # and from then on the changed workflow is the one that resumes without a flag
     assert (await changed.pending_requests(run_id, url)) == []
 
@@ -144,14 +144,14 @@ async def test_the_fingerprint_names_code_and_its_source_hash_and_excludes_place
     module: str,
 ) -> None:
     workflow = flow(module)
-    node = fingerprint_of(workflow)["nodes"]["ask"]
+    node = workflow.fingerprint["nodes"]["ask"]
     assert node["code"][f"{module}:mark"].startswith("sha256:")
-    assert fingerprint_of(workflow)["format"] == FINGERPRINT_FORMAT
+    assert workflow.fingerprint["format"] == FINGERPRINT_FORMAT
     from plait.spi import with_placement
 
-    assert fingerprint_of(with_placement(workflow, "local")) == fingerprint_of(workflow)
-    fingerprint_of(workflow)["digest"] = "changed"  # a copy: the workflow's own stays
-    assert fingerprint_of(workflow)["digest"] != "changed"
+    assert with_placement(workflow, "local").fingerprint == workflow.fingerprint
+    workflow.fingerprint["digest"] = "changed"  # a copy: the workflow's own stays
+    assert workflow.fingerprint["digest"] != "changed"
 
 
 async def test_a_checkpoint_without_a_fingerprint_is_refused_unless_accepted(module: str) -> None:
@@ -240,7 +240,7 @@ workflow:
       headers: {authorization: "Bearer sk-live-0123456789"}
 """
     workflow = plait.load(document, format="steps", allow="network")
-    recorded = fingerprint_of(workflow)
+    recorded = workflow.fingerprint
     assert "sk-live-0123456789" not in json.dumps(recorded)
     config = recorded["nodes"]["score"]["config"]
     assert config["config.url"] == "https://api.example.org/v1/score"
@@ -248,7 +248,7 @@ workflow:
     rotated = plait.load(
         document.replace("0123456789", "9876543210"), format="steps", allow="network"
     )
-    (change,) = fingerprint_changes(recorded, fingerprint_of(rotated))
+    (change,) = fingerprint_changes(recorded, rotated.fingerprint)
     assert change.startswith("node 'score' config.config.headers.authorization: (sha256 ")
 
 
@@ -258,7 +258,6 @@ import sys
 
 import attrs
 from plait import Executor, Never, WorkflowContext, executor, handler
-from plait._fingerprint import fingerprint_of
 from plait_builders import WorkflowBuilder
 
 
@@ -283,7 +282,7 @@ class Review(Executor):
 workflow = WorkflowBuilder("review").add_edge(ask, Review("review")).set_start(ask).build()
 
 if __name__ == "__main__":
-    json.dump(fingerprint_of(workflow), sys.stdout)
+    json.dump(workflow.fingerprint, sys.stdout)
 """
 
 
@@ -303,7 +302,7 @@ def test_a_script_and_the_same_module_imported_have_one_fingerprint(
     )
     as_script = json.loads(ran.stdout)
     monkeypatch.syspath_prepend(str(tmp_path))
-    imported = fingerprint_of(importlib.import_module(name).workflow)
+    imported = importlib.import_module(name).workflow.fingerprint
     sys.modules.pop(name, None)
     assert as_script == imported
     assert imported["nodes"]["ask"]["code"][f"{name}:ask"].startswith("sha256:")
@@ -324,12 +323,14 @@ def test_a_wrapped_workflow_is_part_of_its_nodes_fingerprint() -> None:
         wrapped = inner.as_executor("wrapped", allow_direct_output=True)
         return WorkflowBuilder("outer").add_executor(wrapped).set_start(wrapped).build()
 
-    before, after = fingerprint_of(outer(polite)), fingerprint_of(outer(curt))
+    before, after = outer(polite).fingerprint, outer(curt).fingerprint
     assert (
         before["nodes"]["wrapped"]["nested"]
-        == fingerprint_of(WorkflowBuilder("inner").add_executor(polite).set_start(polite).build())[
-            "digest"
-        ]
+        == WorkflowBuilder("inner")
+        .add_executor(polite)
+        .set_start(polite)
+        .build()
+        .fingerprint["digest"]
     )
     assert before["digest"] != after["digest"]
     changes = fingerprint_changes(before, after)

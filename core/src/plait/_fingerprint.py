@@ -40,12 +40,10 @@ from ._hints import main_module_name, type_name
 if TYPE_CHECKING:
     from ._checkpoint import Checkpoint, CheckpointStore
     from ._graph import CompiledGraph
-    from ._workflow import Workflow
 
 __all__ = [
     "FINGERPRINT_FORMAT",
     "check_fingerprint",
-    "fingerprint_of",
     "fingerprint_changes",
     "fingerprint_summary",
     "source_digest",
@@ -237,14 +235,6 @@ def workflow_fingerprint(graph: CompiledGraph) -> dict[str, Any]:
         "edges": edges,
         "types": declared,
     }
-
-
-def fingerprint_of(workflow: Workflow) -> dict[str, Any]:
-    """The fingerprint of ``workflow`` as its checkpoints record it (a JSON-ready copy).
-
-    .. versionadded:: 0.1
-    """
-    return dict(json.loads(json.dumps(workflow._graph.fingerprint)))
 
 
 def fingerprint_summary(fingerprint: Mapping[str, Any]) -> dict[str, Any]:

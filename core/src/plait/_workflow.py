@@ -12,6 +12,7 @@ its own state.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -141,6 +142,17 @@ class Workflow:
     def executors(self) -> Mapping[str, Executor]:
         """Executor objects by id (shared by all runs; do not mutate)."""
         return self._graph.executors
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        """The workflow's fingerprint as its checkpoints record it (a JSON-ready copy): per
+        node its kind, config, the code it names and that code's source hash, its policies;
+        the edges; the declared types. Resuming a run whose fingerprint differs is refused,
+        naming what changed, unless ``accept_changes=True``.
+
+        .. versionadded:: 0.1
+        """
+        return dict(json.loads(json.dumps(self._graph.fingerprint)))
 
     @property
     def edge_params(self) -> Mapping[str, Mapping[str, Any]]:

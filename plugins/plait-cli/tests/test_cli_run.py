@@ -507,7 +507,6 @@ def test_a_changed_workflow_is_refused_naming_the_change_unless_accepted(
 ) -> None:
     import anyio
     from plait import load
-    from plait._fingerprint import fingerprint_of
     from plait.spi import open_store
 
     module = f"steps_{uuid.uuid4().hex[:8]}"
@@ -548,7 +547,7 @@ def test_a_changed_workflow_is_refused_naming_the_change_unless_accepted(
             await checkpoints.aclose()
 
     changed = load(flow, allow_imports=True)
-    assert anyio.run(recorded) == fingerprint_of(changed)["digest"]
+    assert anyio.run(recorded) == changed.fingerprint["digest"]
     done = plait(*again, "-q")  # the changed workflow is now the run's own
     assert done.exit_code == 0, done.stderr
     assert done.stdout.endswith("\n\nhi\n")  # whispered: the second step is the new one
