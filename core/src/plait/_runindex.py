@@ -59,7 +59,7 @@ MAX_PAGE = 500
 
 
 @attrs.frozen
-class RunSummary:
+class RunSummary(RunInfo):
     """One run as the run index lists it.
 
     The fields of :class:`~plait.spi.RunInfo` (from the run's latest checkpoint),
@@ -69,14 +69,6 @@ class RunSummary:
     .. versionadded:: 0.1
     """
 
-    run_id: str
-    workflow: str | None
-    status: str
-    superstep: int
-    pending_requests: int
-    error: str | None
-    created_at: float
-    updated_at: float
     forked_from: str | None = None
     forked_from_checkpoint: str | None = None
 
