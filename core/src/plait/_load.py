@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
+from ._agents import AgentNames, module_agents, spell
 from ._errors import (
     ConfigError,
     DocumentError,
@@ -51,6 +53,12 @@ class LoadContext:
     :param options: loader options the caller passed to :func:`load` (``merge=`` …).
     :param manager: the plugin manager, for other registries (merge strategies,
         expression languages).
+    :param agents: the agent names of this load, in the documented order
+        (:class:`~plait.spi.AgentNames`): give it the document's ``agents:`` section
+        (:meth:`~plait.spi.AgentNames.set_document`), then resolve every name with
+        :meth:`~plait.spi.AgentNames.find`.
+
+    .. versionchanged:: 0.1 ``agents``.
     """
 
     source: str
@@ -58,6 +66,9 @@ class LoadContext:
     names: frozenset[str] = frozenset()
     options: Mapping[str, Any] = attrs.field(factory=dict)
     manager: Any = None
+    agents: AgentNames = attrs.field(
+        default=attrs.Factory(lambda self: AgentNames(executors=self.executors), takes_self=True)
+    )
 
 
 @runtime_checkable
@@ -100,6 +111,16 @@ def _read(source: str | os.PathLike[str], suffixes: set[str]) -> tuple[str, str,
         return text, str(path), suffix
     if not isinstance(source, str):
         raise TypeError(f"plait.load needs text or a path, got {type(source).__name__}")
+    if (
+        "\n" not in source
+        and len(source) < 4096
+        and "->" not in source
+        and source.strip().lower().endswith(tuple(suffixes))
+    ):  # a file name, never a document: say the file is missing
+        from pathlib import Path
+
+        what = "is a directory" if Path(source).is_dir() else "does not exist"
+        raise LoadError([PlaitError(f"no such file: {source} {what}")], source=source)
     if len(source) > _MAX_BYTES:
         raise LoadError([PlaitError(f"the text is longer than {_MAX_BYTES} characters")])
     return source, "<string>", None
@@ -126,7 +147,8 @@ def _choose(
     raise LoadError(
         [
             PlaitError(
-                "cannot tell the format of this document; pass format= "
+                "cannot tell the format of this document; pass "
+                f"{spell('format=', '--format')} "
                 f"(installed formats: {', '.join(names) or 'none'})"
             )
         ],
@@ -139,21 +161,48 @@ def load_spec(
     *,
     format: str | None = None,
     executors: Mapping[str, Any] | None = None,
+    agents: ModuleType | Mapping[str, Any] | None = None,
     plugin_manager: Any = None,
     **options: Any,
 ) -> WorkflowSpec:
     """The spec a document describes, without building it (what ``plait validate`` and
     ``plait graph`` use). Arguments as for :func:`load`."""
-    return _load_spec(source, format, executors, plugin_manager, options)[0]
+    return _load_spec(source, format, executors, agents, plugin_manager, options)[0]
+
+
+def agent_names(
+    executors: Mapping[str, Any] | None,
+    agents: ModuleType | Mapping[str, Any] | None,
+    plugin_manager: Any,
+) -> AgentNames:
+    """The agent names of one load: ``executors=``, the plugins' agents, ``agents=``."""
+    label: str | None = None
+    module: Mapping[str, Any] = {}
+    if isinstance(agents, ModuleType):
+        label = agents.__name__
+        module = module_agents(agents)
+    elif agents is not None:
+        if not isinstance(agents, Mapping):
+            raise TypeError(
+                f"agents= is a module or a mapping of names to agents, got {type(agents).__name__}"
+            )
+        label, module = "(a mapping)", dict(agents)
+    return AgentNames(
+        executors=executors,
+        published=plugin_manager.registry("agent"),
+        module=module,
+        module_label=label,
+    )
 
 
 def _load_spec(
     source: str | os.PathLike[str],
     format: str | None,
     executors: Mapping[str, Any] | None,
+    agents: ModuleType | Mapping[str, Any] | None,
     plugin_manager: Any,
     options: Mapping[str, Any],
-) -> tuple[WorkflowSpec, str]:
+) -> tuple[WorkflowSpec, str, AgentNames]:
     if plugin_manager is None:
         from ._plugins import get_plugin_manager
 
@@ -183,7 +232,8 @@ def _load_spec(
             source=name,
         )
     executors = dict(executors or {})
-    names = set(executors)
+    registry = agent_names(executors, agents, plugin_manager)
+    names = set(registry.names())
     names |= set(plugin_manager.registry("executor_kind").names())
     names |= set(plugin_manager.registry("fragment").names())
     ctx = LoadContext(
@@ -192,8 +242,9 @@ def _load_spec(
         names=frozenset(names),
         options=options,
         manager=plugin_manager,
+        agents=registry,
     )
-    return loader.load(text, ctx), name
+    return loader.load(text, ctx), name, registry
 
 
 def load(
@@ -203,6 +254,7 @@ def load(
     executors: Mapping[str, Any] | None = None,
     allow_imports: bool = False,
     allow: AllowSpec = None,
+    agents: ModuleType | Mapping[str, Any] | None = None,
     plugin_manager: Any = None,
     **options: Any,
 ) -> Workflow:
@@ -221,6 +273,11 @@ def load(
         :mod:`plait.grants`): ``"subprocess,network=api.example.com"``, a list of them, or
         ``"all"``. Nothing by default, so a document may use only the ``executors`` passed
         and the pure kinds.
+    :param agents: a module whose public async functions and executors are agents the
+        document may name (what ``plait run --agents MODULE`` passes), or a mapping of
+        names to agents; last in the order names resolve in: ``executors``, the
+        document's ``agents:`` section, the agents installed plugins publish, then these.
+        Passing a module trusts that module only (it is already imported).
     :param options: options for the loader (``merge="concat_newline"`` for a flow …).
     :raises CapabilityError: the document needs a capability not granted (checked before
         any node is built or any code imported), each with its node and position.
@@ -228,6 +285,7 @@ def load(
 
     .. versionadded:: 0.1
     .. versionchanged:: 0.1 ``allow`` (capabilities).
+    .. versionchanged:: 0.1 ``agents``.
     """
     from ._capabilities import IMPORTS
     from ._grants import Grants, check_granted
@@ -242,11 +300,15 @@ def load(
     grants = Grants.of(allow, allow_imports=allow_imports)
     # one load: what the loader's checks build, the build reuses (see LoadScope)
     with load_scope():
-        spec, name = _load_spec(source, format, executors, plugin_manager, options)
-        check_granted(spec, grants, executors=executors, manager=plugin_manager, source=name)
+        spec, name, registry = _load_spec(
+            source, format, executors, agents, plugin_manager, options
+        )
+        # the Python agents the document resolved to, from every tier, by name
+        bound = registry.python_objects()
+        check_granted(spec, grants, executors=bound, manager=plugin_manager, source=name)
         return Workflow.from_spec(
             spec,
-            executors,
+            bound,
             allow_imports=grants.covers(IMPORTS),
             plugin_manager=plugin_manager,
             source=name,

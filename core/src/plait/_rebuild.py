@@ -18,6 +18,7 @@ import contextvars
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
+from ._agents import spell
 from ._errors import ConfigError, LoadError, PlaitError, SourcePosition
 from ._executor import Executor
 from ._kinds import KindContext
@@ -190,8 +191,12 @@ def _bound(node: NodeSpec, executors: Mapping[str, Any], where: str) -> Executor
     if node.nonportable is not None:
         name = node.uses or node.id
         raise ConfigError(
-            f"node {node.id!r} cannot be rebuilt from data: {node.nonportable} "
-            f"(pass it as executors={{{name!r}: ...}})",
+            f"node {node.id!r} cannot be rebuilt from data: {node.nonportable} ("
+            + spell(
+                f"pass it as executors={{{name!r}: ...}}",
+                f"define {name!r} in a module given with --agents MODULE_OR_FILE.py",
+            )
+            + ")",
             SourcePosition(path=where),
         )
     return None
@@ -210,7 +215,10 @@ def _from_kind(
     if node.kind not in kinds:
         hint = ""
         if node.uses is not None:
-            hint = f"; or pass the executor it uses as executors={{{node.uses!r}: ...}}"
+            hint = "; or " + spell(
+                f"pass the executor it uses as executors={{{node.uses!r}: ...}}",
+                f"define {node.uses!r} in a module given with --agents MODULE_OR_FILE.py",
+            )
         raise ConfigError(
             f"node {node.id!r} has executor kind {node.kind!r}, which no installed plugin "
             f"registers; installed kinds: {', '.join(kinds.names()) or 'none'}{hint}",

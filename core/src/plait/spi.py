@@ -19,6 +19,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._agents import (
+        AgentDefinition,
+        AgentNames,
+        Found,
+        cli_wording,
+        module_agents,
+        read_agent,
+        read_agents,
+        spell,
+    )
     from ._capabilities import IMPORTS, SUBPROCESS, Capability, kind_capabilities, needs, network
     from ._checkpoint import (
         CORRUPT,
@@ -118,6 +128,14 @@ if TYPE_CHECKING:
     from ._watch import RunWatch
 
 __all__ = [
+    "AgentDefinition",
+    "AgentNames",
+    "Found",
+    "cli_wording",
+    "module_agents",
+    "read_agent",
+    "read_agents",
+    "spell",
     "CORRUPT",
     "Capability",
     "CapabilityError",
@@ -231,6 +249,14 @@ __all__ = [
 
 #: Where each name lives.
 _HOME = {
+    "AgentDefinition": "_agents",
+    "AgentNames": "_agents",
+    "Found": "_agents",
+    "cli_wording": "_agents",
+    "module_agents": "_agents",
+    "read_agent": "_agents",
+    "read_agents": "_agents",
+    "spell": "_agents",
     "CORRUPT": "_checkpoint",
     "Capability": "_capabilities",
     "CapabilityError": "_grants",

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from plait import ConfigError, Executor
-from plait.spi import IMPORTS, KindContext, as_executor, import_ref
+from plait.spi import IMPORTS, KindContext, as_executor, import_ref, spell
 
 from .schema import check_config, config_error
 
@@ -100,9 +100,13 @@ class PythonKind:
                 config_error(
                     ctx.node_id,
                     f"the python kind would import {ref!r}, but imports are not allowed for "
-                    "this document (it comes from an untrusted source); pass "
-                    "allow_imports=True when loading it if you trust it, or pass the "
-                    "executor itself with executors=",
+                    "this document (it comes from an untrusted source); "
+                    + spell(
+                        "pass allow_imports=True when loading it if you trust it, or pass "
+                        "the executor itself with executors=",
+                        "pass --allow-imports if you trust it, or name the module of "
+                        "agents with --agents MODULE_OR_FILE.py",
+                    ),
                     "/config/ref",
                     source=ctx.source,
                 )
