@@ -173,8 +173,12 @@ def _from_fragment(name: str, ctx: KindContext) -> Workflow:
         )
         raise _Problems([error]) from None
     try:
-        made = fragment.build()
-        # a fragment builds a builder (plait-builders' Fragment) or a workflow
+        standalone = getattr(fragment, "standalone", None)
+        if callable(standalone):  # plait-builders' Fragment: its exits' results are outputs
+            made = standalone()
+        else:
+            made = fragment.build()
+        # a fragment builds a builder, or a workflow
         workflow = made if isinstance(made, Workflow) else made.build()
     except PlaitError as exc:
         error = config_error(
