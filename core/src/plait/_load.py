@@ -218,6 +218,11 @@ def _load_spec(
         row = text[start : end if end != -1 else len(text)].replace("\x00", " ")
         where = SourcePosition(source=name, line=line, column=offset - start + 1, text=row)
         raise LoadError([DocumentError("the text holds a NUL byte", where)], source=name)
+    if suffix == ".py" and format is None:  # code, never a document (even with a "->")
+        raise LoadError(
+            [PlaitError("a .py file is Python code, never read as a workflow document")],
+            source=name,
+        )
     format_name, loader = _choose(loaders, format, suffix, text, name)
     accepted = getattr(loader, "options", None)
     if accepted is not None and (unknown := sorted(set(options) - set(accepted))):

@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 from plait import ConfigError, PlaitError
+from plait.spi import AgentDefinition, read_agents
 
 from ._yaml import Y, position
 
@@ -21,7 +22,7 @@ __all__ = ["Document", "Step", "read"]
 
 DEFAULT_LOOP_LIMIT = 100
 
-TOP_KEYS = ("workflow", "name")
+TOP_KEYS = ("workflow", "name", "agents")
 WORKFLOW_KEYS = ("steps", "max_loop_iterations", "overrides")
 OVERRIDE_KEYS = ("max_loop_iterations",)
 STEP_KEYS: dict[str, tuple[Any, ...]] = {
@@ -89,12 +90,15 @@ class Step:
 
 @attrs.define
 class Document:
-    """The whole document."""
+    """The whole document: its steps and its own ``agents:`` section (each agent's
+    definition, and the YAML value it was read from, for positions)."""
 
     name: str | None
     steps: list[Step]
     loop_limit: int
     lines: list[str]
+    agents: dict[str, AgentDefinition] = attrs.field(factory=dict)
+    agent_values: dict[str, Y] = attrs.field(factory=dict)
 
 
 def _key(key: Any) -> str:
@@ -159,6 +163,7 @@ class _Reader:
         if not self.keys(root, TOP_KEYS, "the document"):
             return None, [], DEFAULT_LOOP_LIMIT
         name = self.string(root, "name", "the document")
+        self.agents(root.value.get("agents"))
         workflow = root.value.get("workflow")
         if workflow is None:
             self.at(root, "the document needs a top-level 'workflow:' (a list of steps)")
@@ -180,6 +185,20 @@ class _Reader:
         if not steps and isinstance(steps_y.value, list):
             self.at(steps_y, "the workflow has no steps")
         return name, steps, limit
+
+    def agents(self, y: Y | None) -> None:
+        """The document's ``agents:`` section, each problem at its own line and column."""
+        self.agent_definitions: dict[str, AgentDefinition] = {}
+        self.agent_values: dict[str, Y] = {}
+        if y is None:
+            return
+        found, problems = read_agents(plain(y))
+        for path, message in problems:
+            at = _at_path(y, path)
+            self.at(at, f"agents{path.replace('/', '.') if path else ''}: {message}")
+        self.agent_definitions = found
+        if isinstance(y.value, dict):
+            self.agent_values = {_key(k): v for k, v in y.value.items()}
 
     def limit(self, parent: Y, default: int) -> int:
         y = parent.value.get("max_loop_iterations")
@@ -397,6 +416,22 @@ class _Reader:
         return float(match.group(1)) * _UNITS[match.group(2)]
 
 
+def _at_path(y: Y, path: str) -> Y:
+    """The value at JSON ``path`` under ``y`` (as deep as it goes); a key's own position
+    for a key that is there."""
+    for part in [p for p in path.split("/") if p]:
+        if not isinstance(y.value, dict):
+            break
+        match = next((k for k in y.value if _key(k) == part), None)
+        if match is None:
+            break
+        if part == path.rsplit("/", 1)[-1] and match in y.keys:
+            line, column = y.keys[match]
+            return Y(None, line, column)
+        y = y.value[match]
+    return y
+
+
 def plain(y: Y) -> Any:
     """The JSON value of ``y`` (keys as strings)."""
     if isinstance(y.value, dict):
@@ -422,4 +457,7 @@ def read(
     """The document and every shape problem in it."""
     reader = _Reader(source, lines, executors, kinds)
     name, steps, limit = reader.document(root)
-    return Document(name, steps, limit, lines), list(reader.problems)
+    doc = Document(name, steps, limit, lines)
+    doc.agents = getattr(reader, "agent_definitions", {})
+    doc.agent_values = getattr(reader, "agent_values", {})
+    return doc, list(reader.problems)

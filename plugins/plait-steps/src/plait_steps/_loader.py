@@ -54,9 +54,11 @@ class StepsLoader:
                 names=ctx.names,
                 options=ctx.options,
                 manager=manager,
+                agents=ctx.agents,
             )
         kinds = [n for n in manager.registry("executor_kind").names() if not n.startswith("steps.")]
         doc, problems = read(root, lines, source, ctx.executors, kinds)
+        ctx.agents.set_document(doc.agents)
         override = ctx.options.get("max_loop_iterations")
         if override is not None:
             if isinstance(override, bool) or not isinstance(override, int) or override < 1:
