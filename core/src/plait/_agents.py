@@ -26,7 +26,7 @@ import contextlib
 import contextvars
 import difflib
 import inspect
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -37,6 +37,7 @@ __all__ = [
     "AgentDefinition",
     "AgentNames",
     "Found",
+    "check_agents",
     "cli_wording",
     "module_agents",
     "read_agent",
@@ -198,6 +199,60 @@ def read_agents(
     return found, problems
 
 
+def check_agents(
+    agents: Mapping[str, AgentDefinition], manager: Any, source: str | None = None
+) -> list[tuple[str, str]]:
+    """Every config problem of a document's agents, found when the document is loaded, as
+    ``(JSON path under the agents: section, message)`` in the document's own keys
+    (``/qa/model``, ``/fetch/config/url``): the kind that builds each agent checks it.
+    A ``ref`` agent is checked when it is built, under the trust the caller gives it.
+
+    .. versionadded:: 0.1
+    """
+    from ._kinds import KindContext
+
+    kinds = manager.registry("executor_kind")
+    problems: list[tuple[str, str]] = []
+    for name, definition in agents.items():
+        if definition.kind == "python":
+            continue
+        if definition.kind not in kinds:
+            installed = [k for k in kinds.names() if "." not in k]
+            if definition.kind == "agent":
+                problems.append(
+                    (
+                        f"/{name}",
+                        f"agent {name!r} is an LLM agent, which needs plait-llm "
+                        "(pip install plait-llm)",
+                    )
+                )
+                continue
+            close = difflib.get_close_matches(definition.kind, installed, n=1)
+            did = f"; did you mean {close[0]!r}?" if close else ""
+            problems.append(
+                (
+                    f"/{name}/kind",
+                    f"no executor kind {definition.kind!r}{did} (installed: "
+                    f"{', '.join(installed) or 'none'})",
+                )
+            )
+            continue
+        ctx = KindContext(node_id=name, allow_imports=False, manager=manager, source=source)
+        try:
+            found = kinds.get(definition.kind).check(dict(definition.config), ctx)
+        except Exception as exc:  # a kind's own bug must not escape as a non-Plait error
+            found = [exc]
+        for problem in found:
+            position = getattr(problem, "position", None)
+            inner = getattr(position, "path", None) or "/config"
+            if definition.kind == "agent":  # its keys are the agent's own
+                inner = inner.removeprefix("/config") or ""
+            reason = getattr(problem, "reason", None) or str(problem)
+            reason = reason.removeprefix(f"executor {name!r}: ").removeprefix(f"node {name!r}: ")
+            problems.append((f"/{name}{inner}", f"agent {name!r}: {reason}"))
+    return problems
+
+
 # -- Python modules of agents -------------------------------------------------------------
 
 
@@ -266,10 +321,20 @@ class AgentNames:
         self.module = dict(module or {})
         self.module_label = module_label
         self.document: dict[str, AgentDefinition] = {}
+        self.declared: set[str] = set()
 
-    def set_document(self, agents: Mapping[str, AgentDefinition]) -> None:
-        """The document's own ``agents:`` section."""
+    def set_document(
+        self, agents: Mapping[str, AgentDefinition], declared: Iterable[Any] = ()
+    ) -> None:
+        """The document's own ``agents:`` section: the definitions that read, and every
+        name it ``declared`` (one whose definition has a problem is reported there, not
+        again where it is used)."""
         self.document = dict(agents)
+        self.declared = {str(n) for n in declared} | set(agents)
+
+    def is_declared(self, name: str) -> bool:
+        """Whether the document's ``agents:`` section names ``name`` (well formed or not)."""
+        return name in self.declared
 
     def _published_names(self) -> list[str]:
         return list(self.published.names()) if self.published is not None else []

@@ -28,11 +28,11 @@ from plait import (
     SourcePosition,
     WorkflowSpec,
 )
-from plait.spi import LoadContext
+from plait.spi import LoadContext, check_agents, read_agents
 
 from ._graph import Connection, Node, check_graph
 from ._node import compiled
-from ._positions import MAX_DIGITS, scan
+from ._positions import MAX_DIGITS, locate, scan
 from ._schema import schema_problems
 from .errors import DagDocumentError
 
@@ -97,6 +97,14 @@ def _load(text: str, ctx: LoadContext, stack: _Stack) -> WorkflowSpec:
     problems: list[PlaitError] = list(schema_problems(document, source))
     if not isinstance(document, dict):
         raise LoadError(problems, source=source)
+    agents, agent_problems = read_agents(document.get("agents"))
+    for path, message in agent_problems:
+        problems.append(DagDocumentError(message, _at(f"/agents{path}", source)))
+    declared = document.get("agents")
+    ctx.agents.set_document(agents, declared if isinstance(declared, dict) else ())
+    if ctx.manager is not None:
+        for path, message in check_agents(agents, ctx.manager, source):
+            problems.append(DagDocumentError(message, _at(f"/agents{path}", source)))
     nodes = _nodes(document.get("nodes"))
     connections = _connections(document.get("connections"))
     problems.extend(check_graph(nodes, connections, ctx))
@@ -113,8 +121,43 @@ def _load(text: str, ctx: LoadContext, stack: _Stack) -> WorkflowSpec:
         if conn.condition is not None:
             problems.extend(_parses(conn.condition, f"{conn.where}/condition", ctx))
     if problems:
-        raise LoadError(_sorted(_unique(problems)), source=source)
+        raise LoadError(_sorted(_placed(_unique(problems), text)), source=source)
     return _spec(nodes, connections, workflows, ctx)
+
+
+def _placed(problems: list[PlaitError], text: str) -> list[PlaitError]:
+    """Each problem at its JSON path also at the line and column of that path (or of the
+    nearest enclosing member that is in the text)."""
+    wanted: set[str] = set()
+    for problem in problems:
+        path = getattr(problem, "path", None)
+        while path:
+            wanted.add(path)
+            path = path.rsplit("/", 1)[0]
+    where = locate(text, wanted)
+    placed: list[PlaitError] = []
+    for problem in problems:
+        path = getattr(problem, "path", None)
+        position = getattr(problem, "position", None)
+        if not path or position is None or position.line is not None:
+            placed.append(problem)
+            continue
+        at = path
+        while at and at not in where:
+            at = at.rsplit("/", 1)[0]
+        if not at:
+            placed.append(problem)
+            continue
+        line, column, row = where[at]
+        placed.append(
+            DagDocumentError(
+                getattr(problem, "reason", str(problem)),
+                SourcePosition(
+                    source=position.source, line=line, column=column, path=path, text=row
+                ),
+            )
+        )
+    return placed
 
 
 # -- parsing -------------------------------------------------------------------------------
@@ -346,6 +389,9 @@ def _spec(
         config: dict[str, Any] = {}
         if node.agent_name is not None:
             config["agent"] = node.agent_name
+            found = ctx.agents.find(node.agent_name)
+            if found is not None and found.definition is not None:
+                config["use"] = found.definition.to_dict()
         if node.index in workflows:
             config["workflow"] = workflows[node.index]
         if node.skip_condition is not None:

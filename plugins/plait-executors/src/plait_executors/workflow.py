@@ -173,11 +173,9 @@ def _from_fragment(name: str, ctx: KindContext) -> Workflow:
         )
         raise _Problems([error]) from None
     try:
+        # plait-builders' Fragment runs standalone: its exits' results are the outputs
         standalone = getattr(fragment, "standalone", None)
-        if callable(standalone):  # plait-builders' Fragment: its exits' results are outputs
-            made = standalone()
-        else:
-            made = fragment.build()
+        made = standalone() if callable(standalone) else fragment.build()
         # a fragment builds a builder, or a workflow
         workflow = made if isinstance(made, Workflow) else made.build()
     except PlaitError as exc:

@@ -150,10 +150,10 @@ class _Compiler:
             # step ids and agent names are separate namespaces: {id: qa, name: qa} is fine
             if step.type == "agent" and step.name is not None:
                 found = self.ctx.agents.find(step.name)
-                if found is None:
+                if found is None and not self.ctx.agents.is_declared(step.name):
                     where = step.y.value.get("name", step.y)
                     self.at(where, f"step {step.id!r}: " + self.ctx.agents.unknown(step.name))
-                else:
+                elif found is not None:
                     self.agent_of[step.id] = found
             for y in (step.instruction, step.condition, step.input, step.items):
                 if y is not None and isinstance(y.value, str):

@@ -451,6 +451,22 @@ def _shape(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"[:80]
 
 
+def check_agent_configs(doc: Document, manager: Any, source: str) -> list[PlaitError]:
+    """The document's agents, checked by the kinds that build them, each problem at the
+    line and column of the key it is about."""
+    from plait.spi import check_agents
+
+    problems: list[PlaitError] = []
+    for path, message in check_agents(doc.agents, manager, source):
+        name, _, rest = path.lstrip("/").partition("/")
+        value = doc.agent_values.get(name)
+        if value is None:
+            continue
+        at = _at_path(value, "/" + rest) if rest else value
+        problems.append(ConfigError(message, position(source, doc.lines, at.line, at.column)))
+    return problems
+
+
 def read(
     root: Y | None, lines: list[str], source: str, executors: Any, kinds: list[str]
 ) -> tuple[Document, list[PlaitError]]:
