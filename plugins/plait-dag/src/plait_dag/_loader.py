@@ -139,7 +139,8 @@ def _placed(problems: list[PlaitError], text: str) -> list[PlaitError]:
     for problem in problems:
         path = getattr(problem, "path", None)
         position = getattr(problem, "position", None)
-        if not path or position is None or position.line is not None:
+        # a problem inside an expression shows the expression with its own caret
+        if not path or position is None or position.line is not None or position.text:
             placed.append(problem)
             continue
         at = path

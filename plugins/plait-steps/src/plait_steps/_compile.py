@@ -197,7 +197,7 @@ class _Compiler:
                 y,
                 f"step {step.id!r} reads $steps.{ref}.output.{field}, but {agent!r} (the agent "
                 f"of step {ref!r}) declares no structured_output (its answer is text); declare "
-                f"{field!r} in {agent!r}'s structured_output",
+                f"{field!r} in its structured_output",
                 col,
             )
             return

@@ -454,10 +454,22 @@ def _shape(value: Any) -> str:
 def check_agent_configs(doc: Document, manager: Any, source: str) -> list[PlaitError]:
     """The document's agents, checked by the kinds that build them, each problem at the
     line and column of the key it is about."""
+    import attrs
     from plait.spi import check_agents
 
+    from ._compile import rewrite
+
+    # an instruction is a steps template: checked as the step will render it ($steps …)
+    agents = {
+        name: attrs.evolve(
+            d, config={**d.config, "instruction": rewrite(d.config["instruction"])}
+        )
+        if d.kind == "agent" and isinstance(d.config.get("instruction"), str)
+        else d
+        for name, d in doc.agents.items()
+    }
     problems: list[PlaitError] = []
-    for path, message in check_agents(doc.agents, manager, source):
+    for path, message in check_agents(agents, manager, source):
         name, _, rest = path.lstrip("/").partition("/")
         value = doc.agent_values.get(name)
         if value is None:
