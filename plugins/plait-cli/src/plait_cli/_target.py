@@ -80,7 +80,7 @@ class Target:
         if agents is not None and agents.endswith(".py"):
             agents = str(Path(agents).resolve())
         if self.form == "module":
-            return attrs.evolve(self, agents=agents)
+            return self if agents == self.agents else attrs.evolve(self, agents=agents)
         return attrs.evolve(self, where=str(Path(self.where).resolve()), agents=agents)
 
     def flags(self) -> list[str]:
