@@ -238,8 +238,11 @@ def check_agents(
             )
             continue
         ctx = KindContext(node_id=name, allow_imports=False, manager=manager, source=source)
+        config = dict(definition.config)
+        if definition.kind == "agent":  # tools are code: checked when built, under its trust
+            config.pop("tools", None)
         try:
-            found = kinds.get(definition.kind).check(dict(definition.config), ctx)
+            found = kinds.get(definition.kind).check(config, ctx)
         except Exception as exc:  # a kind's own bug must not escape as a non-Plait error
             found = [exc]
         for problem in found:
