@@ -238,7 +238,7 @@ def _import_file(text: str, target: str, what: str = "TARGET") -> ModuleType:
         parts.insert(0, folder.name)
         folder = folder.parent
     if not parts:
-        raise TargetError(f"TARGET {target!r}: {text} is a package's __init__.py above no package")
+        raise TargetError(f"{what} {target!r}: {text} is a package's __init__.py above no package")
     name = ".".join(parts)
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
@@ -246,7 +246,7 @@ def _import_file(text: str, target: str, what: str = "TARGET") -> ModuleType:
     found = getattr(module, "__file__", None)
     if found is None or Path(found).resolve() != path:
         raise TargetError(
-            f"TARGET {target!r}: {text} would be imported as module {name!r}, but that name "
+            f"{what} {target!r}: {text} would be imported as module {name!r}, but that name "
             f"is module {found or '(built in)'}; rename the file"
         )
     return module
