@@ -261,17 +261,22 @@ def check_agents(
 
 def module_agents(module: ModuleType) -> dict[str, Any]:
     """The agents a module offers (``plait run --agents MODULE``): its public async
-    functions defined in it and its :class:`plait.Executor` objects, by attribute name.
+    functions defined in it, by name, and its :class:`plait.Executor` objects, by their
+    id (so an agent can have a name that is no Python identifier: ``greeter-agent``) and
+    by attribute name.
 
     .. versionadded:: 0.1
     """
-    from ._executor import Executor  # here: the base layer imports nothing above it
+    from ._executor import Executor  # here: the spec layer imports the executor lazily
 
     found: dict[str, Any] = {}
     for name, value in sorted(vars(module).items()):
         if name.startswith("_"):
             continue
-        if isinstance(value, Executor) or (
+        if isinstance(value, Executor):
+            found[name] = value
+            found.setdefault(value.id, value)
+        elif (
             inspect.iscoroutinefunction(value)
             and getattr(value, "__module__", None) == module.__name__
         ):
