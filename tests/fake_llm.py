@@ -1,9 +1,9 @@
 """Fake ``llm`` models for the workflow files' tests, registered through llm's own plugin
 mechanism (as plait-llm's tests do): no network, no key, deterministic answers.
 
-- ``plait-fake`` answers ``fake(<the prompt, its line breaks as " | ">)``; with a schema (it has llm's
-  schema API) it answers an object whose string properties say which property and prompt
-  they came from, booleans ``true``, numbers ``1``.
+- ``plait-fake`` answers ``fake(<the prompt, its line breaks as " | ">)``; with a schema
+  (it has llm's schema API) it answers an object whose string properties say which
+  property and prompt they came from, booleans ``true``, numbers ``1``.
 - ``plait-fake-qa`` has no schema support (so plait asks for JSON in the prompt) and answers
   ``{"is_approved": false}`` the first time, ``true`` after.
 """

@@ -23,7 +23,7 @@ from click.testing import CliRunner, Result
 from plait_cli import make_cli
 
 sys.path.insert(0, str(Path(__file__).parent))
-from fake_llm import FakeModels  # noqa: E402
+from fake_llm import FakeModels
 
 FILES = Path(__file__).with_name("seed_files")
 
@@ -124,7 +124,7 @@ def test_seed_002_loops_once_and_runs_nested_parallel_branches_in_one_superstep(
     assert done.exit_code == 0, done.output
     events = [json.loads(line) for line in done.stderr.splitlines()]
     steps = [e["executor_ids"] for e in events if e["event"] == "SuperstepStarted"]
-    assert ["gen", "research", "summary"] == [i for i in steps[1] if "/" not in i]
+    assert [i for i in steps[1] if "/" not in i] == ["gen", "research", "summary"]
     ran = [i for step in steps for i in step]
     assert ran.count("qa") == 2 and ran.count("publish") == 1
 

@@ -96,7 +96,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "tools": (list,),
     "options": (dict,),
 }
-_JSON = {str: "a string", dict: "a mapping", list: "a list"}
+_JSON: dict[type, str] = {str: "a string", dict: "a mapping", list: "a list"}
 
 
 @attrs.frozen

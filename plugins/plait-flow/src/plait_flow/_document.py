@@ -18,7 +18,7 @@ under ``flow: |`` included). The ``agents:`` section has the schema every format
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from plait import LoadError, PlaitError, SourcePosition
 from plait.spi import AgentDefinition, check_agents, read_agents
@@ -120,7 +120,8 @@ def read_document(text: str, source: str, manager: Any) -> FlowDocument:
     if not isinstance(flow, str) or not flow.strip():
         problems.append(FlowError("'flow' is the flow text, like 'a -> b'", at(root, "flow")))
     else:
-        padded = _padded(lines, *root.lc.value("flow"), flow)
+        line, column = cast(Any, root).lc.value("flow")
+        padded = _padded(lines, line, column, flow)
     raw_agents = root.get("agents")
     agents, agent_problems = read_agents(_plain(raw_agents))
     for path, message in [*agent_problems, *check_agents(agents, manager, source)]:
@@ -153,7 +154,8 @@ def _at_path(section: Any, path: str, at: Any, root: Any) -> SourcePosition:
         if match is None:
             break
         mapping, key, node = node, match, node[match]
-    return at(mapping, key)
+    position: SourcePosition = at(mapping, key)
+    return position
 
 
 def _plain(value: Any) -> Any:

@@ -186,7 +186,7 @@ class _Compiler:
         ref, field = match.group(1), match.group(2)
         found = self.agent_of.get(ref)
         definition = found.definition if found is not None else None
-        if definition is None or definition.kind != "agent":
+        if found is None or definition is None or definition.kind != "agent":
             return  # Python code, or not an agent step: what it answers is not declared
         offset = 1 if y.quoted else 0
         col = offset + match.start() if "\n" not in y.value and y.quoted in (False, True) else 0

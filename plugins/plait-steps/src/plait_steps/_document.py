@@ -461,9 +461,7 @@ def check_agent_configs(doc: Document, manager: Any, source: str) -> list[PlaitE
 
     # an instruction is a steps template: checked as the step will render it ($steps …)
     agents = {
-        name: attrs.evolve(
-            d, config={**d.config, "instruction": rewrite(d.config["instruction"])}
-        )
+        name: attrs.evolve(d, config={**d.config, "instruction": rewrite(d.config["instruction"])})
         if d.kind == "agent" and isinstance(d.config.get("instruction"), str)
         else d
         for name, d in doc.agents.items()
