@@ -73,7 +73,15 @@ def validate_file(
                 format=format,
                 agents=module,
             )
-        found = needs(workflow.spec, source=name)  # what running it will need granted
+        # what running it will need granted (the Python agents named on the command line,
+        # and those plugins publish, are trusted already)
+        from plait.spi import AgentNames, module_agents
+
+        given = AgentNames(
+            published=plait.get_plugin_manager().registry("agent"),
+            module=module_agents(module) if module is not None else None,
+        ).python_objects()
+        found = needs(workflow.spec, executors=given, source=name)
     except CapabilityError as exc:
         named = exc.for_cli().problems
         return False, [f"{name}: {len(named)} problem(s):", *(_item(p) for p in named)]

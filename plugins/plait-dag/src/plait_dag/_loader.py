@@ -462,7 +462,8 @@ def _sorted(problems: list[PlaitError]) -> list[PlaitError]:
         parts = path.split("/")
         section = _SECTIONS.get(parts[1] if len(parts) > 1 else "", 0)
         steps = tuple((0, int(p), "") if p.isascii() and p.isdigit() else (1, 0, p) for p in parts)
-        line = getattr(problem, "line", None) or 0
+        # in JSON path order (a problem is at its path, and at its line too when known)
+        line = 0 if path else getattr(problem, "line", None) or 0
         return (line, section, steps)
 
     return sorted(problems, key=key)
