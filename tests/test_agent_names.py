@@ -185,3 +185,24 @@ def test_published_fragments_run_inside_a_dag(register_plugin: Any, field: str) 
     workflow = plait.load("words.json", executors={"finish": finish})
     (output,) = workflow.run_sync({"text": "one two three"}).outputs
     assert output == {"text": "one two three", "words": 3, "label": "long", "finished": True}
+
+
+def test_every_problem_at_once_refs_included_each_with_a_did_you_mean() -> None:
+    # the repro: a step-type typo was reported, and only once it was fixed, the bad
+    # ref behind it (with no did-you-mean)
+    Path("doc_refs_agents.py").write_text("async def translator(text):\n    return text\n")
+    Path("refs.yaml").write_text(
+        "agents:\n"
+        '  translator: {ref: "doc_refs_agents:translatr"}\n'
+        "workflow:\n"
+        "  - {id: a, type: agnt, name: translator}\n"
+        "  - {id: b, type: agent, name: translator}\n"
+    )
+    done = plait_cli("validate", "refs.yaml", "--allow-imports")
+    assert done.exit_code == 1
+    lines = [line for line in done.stdout.splitlines() if line.startswith("  - ")]
+    assert len(lines) == 2
+    assert lines[0].startswith("  - refs.yaml:2:")
+    assert "did you mean doc_refs_agents:translator?" in lines[0]
+    assert lines[1].startswith("  - refs.yaml:4:19: a step with type 'agnt'")
+    assert "did you mean 'agent'?" in lines[1]

@@ -200,12 +200,18 @@ def read_agents(
 
 
 def check_agents(
-    agents: Mapping[str, AgentDefinition], manager: Any, source: str | None = None
+    agents: Mapping[str, AgentDefinition],
+    manager: Any,
+    source: str | None = None,
+    *,
+    allow_imports: bool = False,
 ) -> list[tuple[str, str]]:
     """Every config problem of a document's agents, found when the document is loaded, as
     ``(JSON path under the agents: section, message)`` in the document's own keys
     (``/qa/model``, ``/fetch/config/url``): the kind that builds each agent checks it.
-    A ``ref`` agent is checked when it is built, under the trust the caller gives it.
+    Code (a ``ref`` agent, an LLM agent's ``tools``) is imported to be checked only when
+    the caller trusts the document (``allow_imports``); else it is checked when it is
+    built, under that trust.
 
     .. versionadded:: 0.1
     """
@@ -214,7 +220,7 @@ def check_agents(
     kinds = manager.registry("executor_kind")
     problems: list[tuple[str, str]] = []
     for name, definition in agents.items():
-        if definition.kind == "python":
+        if definition.kind == "python" and not allow_imports:
             continue
         if definition.kind not in kinds:
             installed = [k for k in kinds.names() if "." not in k]
@@ -237,9 +243,9 @@ def check_agents(
                 )
             )
             continue
-        ctx = KindContext(node_id=name, allow_imports=False, manager=manager, source=source)
+        ctx = KindContext(node_id=name, allow_imports=allow_imports, manager=manager, source=source)
         config = dict(definition.config)
-        if definition.kind == "agent":  # tools are code: checked when built, under its trust
+        if definition.kind == "agent" and not allow_imports:  # code: checked when built
             config.pop("tools", None)
         try:
             found = kinds.get(definition.kind).check(config, ctx)
@@ -248,7 +254,7 @@ def check_agents(
         for problem in found:
             position = getattr(problem, "position", None)
             inner = getattr(position, "path", None) or "/config"
-            if definition.kind == "agent":  # its keys are the agent's own
+            if definition.kind in ("agent", "python"):  # its keys are the agent's own
                 inner = inner.removeprefix("/config") or ""
             reason = getattr(problem, "reason", None) or str(problem)
             reason = reason.removeprefix(f"executor {name!r}: ").removeprefix(f"node {name!r}: ")

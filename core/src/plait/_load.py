@@ -57,8 +57,10 @@ class LoadContext:
         (:class:`~plait.spi.AgentNames`): give it the document's ``agents:`` section
         (:meth:`~plait.spi.AgentNames.set_document`), then resolve every name with
         :meth:`~plait.spi.AgentNames.find`.
+    :param allow_imports: whether the caller trusts the document to import the code it
+        names (only then may a loader import it to check it).
 
-    .. versionchanged:: 0.1 ``agents``.
+    .. versionchanged:: 0.1 ``agents``, ``allow_imports``.
     """
 
     source: str
@@ -69,6 +71,9 @@ class LoadContext:
     agents: AgentNames = attrs.field(
         default=attrs.Factory(lambda self: AgentNames(executors=self.executors), takes_self=True)
     )
+    #: whether the caller trusts the document to import code (``allow_imports``): a loader
+    #: may then check the code it names while loading, each problem at its position
+    allow_imports: bool = False
 
 
 @runtime_checkable
@@ -202,6 +207,7 @@ def _load_spec(
     agents: ModuleType | Mapping[str, Any] | None,
     plugin_manager: Any,
     options: Mapping[str, Any],
+    allow_imports: bool = False,
 ) -> tuple[WorkflowSpec, str, AgentNames]:
     if plugin_manager is None:
         from ._plugins import get_plugin_manager
@@ -248,6 +254,7 @@ def _load_spec(
         options=options,
         manager=plugin_manager,
         agents=registry,
+        allow_imports=allow_imports,
     )
     return loader.load(text, ctx), name, registry
 
@@ -306,7 +313,7 @@ def load(
     # one load: what the loader's checks build, the build reuses (see LoadScope)
     with load_scope():
         spec, name, registry = _load_spec(
-            source, format, executors, agents, plugin_manager, options
+            source, format, executors, agents, plugin_manager, options, grants.covers(IMPORTS)
         )
         # the Python agents the document resolved to, from every tier, by name
         bound = registry.python_objects()

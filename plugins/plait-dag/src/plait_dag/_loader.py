@@ -103,7 +103,9 @@ def _load(text: str, ctx: LoadContext, stack: _Stack) -> WorkflowSpec:
     declared = document.get("agents")
     ctx.agents.set_document(agents, declared if isinstance(declared, dict) else ())
     if ctx.manager is not None:
-        for path, message in check_agents(agents, ctx.manager, source):
+        for path, message in check_agents(
+            agents, ctx.manager, source, allow_imports=ctx.allow_imports
+        ):
             problems.append(DagDocumentError(message, _at(f"/agents{path}", source)))
     nodes = _nodes(document.get("nodes"))
     connections = _connections(document.get("connections"))

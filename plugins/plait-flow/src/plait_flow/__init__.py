@@ -73,7 +73,7 @@ class FlowLoader:
         import attrs
 
         manager = ctx.manager if ctx.manager is not None else plait.get_plugin_manager()
-        document = read_document(text, ctx.source, manager)
+        document = read_document(text, ctx.source, manager, allow_imports=ctx.allow_imports)
         ctx.agents.set_document(document.agents, document.declared)
         options = {**document.options, **ctx.options}  # the caller's options win
         ctx = attrs.evolve(ctx, options=options, manager=manager)

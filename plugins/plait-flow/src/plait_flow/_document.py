@@ -61,7 +61,9 @@ def _position(source: str, lines: list[str], line: int, column: int) -> SourcePo
     return SourcePosition(source=source, line=line, column=column, text=text)
 
 
-def read_document(text: str, source: str, manager: Any) -> FlowDocument:
+def read_document(
+    text: str, source: str, manager: Any, *, allow_imports: bool = False
+) -> FlowDocument:
     """The document's parts.
 
     :raises LoadError: it is not YAML, or not a mapping with ``flow:``. The problems of
@@ -124,7 +126,10 @@ def read_document(text: str, source: str, manager: Any) -> FlowDocument:
         padded = _padded(lines, line, column, flow)
     raw_agents = root.get("agents")
     agents, agent_problems = read_agents(_plain(raw_agents))
-    for path, message in [*agent_problems, *check_agents(agents, manager, source)]:
+    for path, message in [
+        *agent_problems,
+        *check_agents(agents, manager, source, allow_imports=allow_imports),
+    ]:
         problems.append(
             FlowError(
                 f"agents{path.replace('/', '.')}: {message}", _at_path(raw_agents, path, at, root)

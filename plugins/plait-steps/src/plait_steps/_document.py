@@ -451,7 +451,9 @@ def _shape(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"[:80]
 
 
-def check_agent_configs(doc: Document, manager: Any, source: str) -> list[PlaitError]:
+def check_agent_configs(
+    doc: Document, manager: Any, source: str, *, allow_imports: bool = False
+) -> list[PlaitError]:
     """The document's agents, checked by the kinds that build them, each problem at the
     line and column of the key it is about."""
     import attrs
@@ -467,7 +469,7 @@ def check_agent_configs(doc: Document, manager: Any, source: str) -> list[PlaitE
         for name, d in doc.agents.items()
     }
     problems: list[PlaitError] = []
-    for path, message in check_agents(agents, manager, source):
+    for path, message in check_agents(agents, manager, source, allow_imports=allow_imports):
         name, _, rest = path.lstrip("/").partition("/")
         value = doc.agent_values.get(name)
         if value is None:
