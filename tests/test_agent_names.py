@@ -206,3 +206,18 @@ def test_every_problem_at_once_refs_included_each_with_a_did_you_mean() -> None:
     assert "did you mean doc_refs_agents:translator?" in lines[0]
     assert lines[1].startswith("  - refs.yaml:4:19: a step with type 'agnt'")
     assert "did you mean 'agent'?" in lines[1]
+
+
+def test_a_dag_llm_agent_must_declare_the_updates_it_answers() -> None:
+    document = {
+        "agents": {"greeter": {"model": "any-model"}},
+        "nodes": [{"id": "greeter", "agent_name": "greeter", "is_entry": True, "is_exit": True}],
+        "connections": [],
+    }
+    with pytest.raises(LoadError) as info:
+        plait.load(json.dumps(document), format="dag")
+    messages = [str(p) for p in info.value.problems]
+    assert any(
+        "at /nodes/0/agent_name: agent 'greeter' is an LLM agent that answers text" in m
+        for m in messages
+    ), messages

@@ -132,6 +132,17 @@ def _resolves(name: str, ctx: LoadContext) -> bool:
     return name in ctx.names and name != "dag.node"
 
 
+def _answers_text(name: str, ctx: LoadContext) -> bool:
+    """Whether ``name`` is an LLM agent declared without ``structured_output``."""
+    found = ctx.agents.find(name)
+    definition = found.definition if found is not None else None
+    return (
+        definition is not None
+        and definition.kind == "agent"
+        and (definition.structured_output is None)
+    )
+
+
 def _agents(nodes: Sequence[Node], ctx: LoadContext, problems: _Problems) -> None:
     names = sorted(ctx.names - {"dag.node"})
     strategies: list[str] = []
@@ -148,6 +159,13 @@ def _agents(nodes: Sequence[Node], ctx: LoadContext, problems: _Problems) -> Non
             problems.add(
                 f"{node.where}/agent_name",
                 ctx.agents.unknown(node.agent_name, extra=names),
+            )
+        elif node.agent_name is not None and _answers_text(node.agent_name, ctx):
+            problems.add(
+                f"{node.where}/agent_name",
+                f"agent {node.agent_name!r} is an LLM agent that answers text, but a DAG agent "
+                "returns a dict of updates to the context: give it a structured_output (the "
+                "JSON Schema of the updates)",
             )
         elif node.agent_name is None and node.workflow is None and node.join is None:
             problems.add(
