@@ -107,7 +107,7 @@ class _Compiler:
         self.groups: list[EdgeGroupSpec] = []
         self.group_ids: set[str] = set()
         self.all_steps = [s for top in doc.steps for s in top.walk() if s.type != "goto"]
-        self.ids = {s.id for s in self.all_steps}
+        self.ids = {s.id for s in self.all_steps} | {s.id for s in doc.dropped}
         self._ids_listing: str | None = None
         self._sorted_ids: list[str] = []
         self._hints: dict[str, str] = {}
@@ -181,6 +181,21 @@ class _Compiler:
                     continue
                 for match in OUTPUT_FIELD.finditer(y.value):
                     self.check_field(step, y, match)
+        for step in self.doc.dropped:  # its type is reported; the steps it reads still count
+            for y in (step.condition, step.instruction, step.input):
+                if y is None or not isinstance(y.value, str):
+                    continue
+                for match in STEP_REF.finditer(y.value):
+                    ref = step_ref(match)
+                    if ref not in self.ids:
+                        offset = 1 if y.quoted else 0
+                        col = offset + match.start() if "\n" not in y.value else 0
+                        self.at(
+                            y,
+                            f"step {step.id!r} reads $steps.{ref}, but no step has id "
+                            f"{ref!r}; step ids: {self.unknown_ref_hint(ref)}",
+                            col,
+                        )
 
     def check_field(self, step: Step, y: Y, match: Any) -> None:
         ref, field = match.group(1), match.group(2)

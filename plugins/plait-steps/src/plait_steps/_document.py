@@ -99,6 +99,8 @@ class Document:
     lines: list[str]
     agents: dict[str, AgentDefinition] = attrs.field(factory=dict)
     agent_values: dict[str, Y] = attrs.field(factory=dict)
+    #: steps of an unknown type (already reported): their ids and references still count
+    dropped: list[Step] = attrs.field(factory=list)
 
 
 def _key(key: Any) -> str:
@@ -115,6 +117,8 @@ class _Reader:
         self.counter = 0
         self.executors = executors
         self.kinds = kinds
+        #: steps of an unknown type: reported, and kept for the names they hold
+        self.dropped: list[Step] = []
 
     def problem(self, message: str, line: int, column: int) -> None:
         self.problems.append(ConfigError(message, position(self.source, self.lines, line, column)))
@@ -243,6 +247,18 @@ class _Reader:
             did = f"; did you mean {hint[0]!r}?" if hint else ""
             got = "no 'type'" if type_y is None else f"type {kind!r}"
             self.at(where, f"a step with {got}; types: {allowed} (or {{goto: <step id>}}){did}")
+            # still known by its id, and its templates' references still checked
+            given = y.value.get("id")
+            dropped = Step(
+                id=given.value if given is not None and isinstance(given.value, str) else auto,
+                type="unknown",
+                y=y,
+            )
+            for key in ("instruction", "input", "condition"):
+                found = y.value.get(key)
+                if found is not None and isinstance(found.value, str):
+                    setattr(dropped, key, found)
+            self.dropped.append(dropped)
             return None
         self.keys(y, STEP_KEYS[kind], f"a {kind} step")
         step = Step(id=auto, type=kind, y=y)
@@ -488,4 +504,5 @@ def read(
     doc = Document(name, steps, limit, lines)
     doc.agents = getattr(reader, "agent_definitions", {})
     doc.agent_values = getattr(reader, "agent_values", {})
+    doc.dropped = reader.dropped
     return doc, list(reader.problems)
