@@ -124,7 +124,7 @@ def _load(text: str, ctx: LoadContext, stack: _Stack) -> WorkflowSpec:
             problems.extend(_parses(conn.condition, f"{conn.where}/condition", ctx))
     if problems:
         raise LoadError(_sorted(_placed(_unique(problems), text)), source=source)
-    return _spec(nodes, connections, workflows, ctx)
+    return _spec(nodes, connections, workflows, ctx, text)
 
 
 def _placed(problems: list[PlaitError], text: str) -> list[PlaitError]:
@@ -367,6 +367,7 @@ def _spec(
     connections: list[Connection],
     workflows: Mapping[int, dict[str, Any]],
     ctx: LoadContext,
+    text: str,
 ) -> WorkflowSpec:
     joins = {n.id for n in nodes if n.join is not None}
     resets: dict[str, list[int]] = {}
@@ -387,9 +388,13 @@ def _spec(
         elif conn.target_id in resets:
             route["resets"] = resets[conn.target_id]
         routes[conn.source_id].append(route)
+    # where each node is in the text, for what later problems say (a capability's need)
+    where = locate(text, {f"/nodes/{n.index}" for n in nodes})
     specs = []
     for node in nodes:
         config: dict[str, Any] = {}
+        if node.where in where:
+            config["at"] = list(where[node.where][:2])
         if node.agent_name is not None:
             config["agent"] = node.agent_name
             found = ctx.agents.find(node.agent_name)

@@ -424,6 +424,11 @@ class DagNodeKind:
             "skip_condition": {"type": "string"},
             "join": {"type": "string", "minLength": 1},
             "routes": {"type": "array", "items": _ROUTE_SCHEMA},
+            "at": {
+                "type": "array",
+                "items": {"type": "integer"},
+                "description": "where the node is in its document: [line, column]",
+            },
         },
     }
 
@@ -522,6 +527,9 @@ def _config_conforms(config: Any) -> bool:
                 return False
         elif key == "workflow":
             if type(value) is not dict:
+                return False
+        elif key == "at":
+            if type(value) is not list or not all(type(v) is int for v in value):
                 return False
         elif key == "use":
             if type(value) is not dict or type(value.get("kind")) is not str:
