@@ -221,3 +221,13 @@ def test_a_dag_llm_agent_must_declare_the_updates_it_answers() -> None:
         "at /nodes/0/agent_name: agent 'greeter' is an LLM agent that answers text" in m
         for m in messages
     ), messages
+
+
+def test_a_flow_document_named_yaml_says_how_to_read_it() -> None:
+    Path("a.yaml").write_text("flow: a -> b\n")
+    done = plait_cli("validate", "a.yaml")
+    assert done.exit_code == 1
+    assert "a.yaml:1:1: a top-level 'flow:' makes this a flow document" in done.stdout
+    assert "pass --format flow" in done.stdout
+    with pytest.raises(LoadError, match="pass format='flow'"):
+        plait.load(Path("a.yaml"))

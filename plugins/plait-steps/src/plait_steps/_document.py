@@ -164,6 +164,18 @@ class _Reader:
         if root is None:
             self.problem("the document is empty; it needs a top-level 'workflow:'", 1, 1)
             return None, [], DEFAULT_LOOP_LIMIT
+        if isinstance(root.value, dict) and "flow" in root.value and "workflow" not in root.value:
+            from plait.spi import spell
+
+            line, column = root.keys.get("flow", (root.line, root.column))
+            flag = spell("format='flow'", "--format flow")
+            self.problem(
+                "a top-level 'flow:' makes this a flow document, not YAML steps: name the "
+                f"file *.flow.yaml, or pass {flag}",
+                line,
+                column,
+            )
+            return None, [], DEFAULT_LOOP_LIMIT
         if not self.keys(root, TOP_KEYS, "the document"):
             return None, [], DEFAULT_LOOP_LIMIT
         name = self.string(root, "name", "the document")
