@@ -231,3 +231,17 @@ def test_a_flow_document_named_yaml_says_how_to_read_it() -> None:
     assert "pass --format flow" in done.stdout
     with pytest.raises(LoadError, match="pass format='flow'"):
         plait.load(Path("a.yaml"))
+
+
+def test_the_cli_says_format_as_a_flag_and_a_missing_file_in_one_line() -> None:
+    Path("notes.txt").write_text("just some words\n")
+    unknown = plait_cli("validate", "notes.txt")
+    assert unknown.exit_code == 1
+    assert "pass --format (installed formats:" in unknown.stdout
+    assert "format=" not in unknown.stdout
+    missing = plait_cli("run", "nosuch.yaml")
+    assert missing.exit_code == 1
+    assert (
+        missing.stderr == "Error: TARGET 'nosuch.yaml': no such file (nosuch.yaml does not exist)\n"
+    )
+    assert plait_cli("validate", "notes.txt", "--format", "flow").exit_code == 1
