@@ -13,6 +13,7 @@ from plait.spi import Checkpoint, CheckpointStore, encode_checkpoint
 from plait_stores import FileCheckpointStore
 from plait_testing.stores import (
     CheckpointStoreContract,
+    EventJournalContract,
     flip_byte,
     make_checkpoint,
     new_run_id,
@@ -28,7 +29,7 @@ def _names_of_files(root: Path) -> list[str]:
     return sorted(p.name for p in root.rglob("*") if p.is_file())
 
 
-class TestFileStore(CheckpointStoreContract):
+class TestFileStore(CheckpointStoreContract, EventJournalContract):
     @pytest.fixture
     async def store(self, tmp_path: Path) -> AsyncIterator[FileCheckpointStore]:
         store = FileCheckpointStore.from_url(f"file://{tmp_path / 'checkpoints'}")
