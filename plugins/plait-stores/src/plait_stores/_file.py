@@ -5,6 +5,14 @@ Layout under ``DIR``::
     runs/<run>/<seq:012d>-<superstep:010d>-<checkpoint>.ckpt   the checkpoints
     ids/<checkpoint>                                           "<run>/<file name>"
     leases/<run>                                               the run's lease (JSON)
+    journal/<run>/<first:012d>-<last:012d>.jsonl               the run's journal events
+
+The event journal (:class:`plait.spi.EventJournal`) is one file per append, holding the
+events numbered ``first`` to ``last`` (one JSON object a line, written atomically); the
+next append numbers on from the newest file's ``last``. A save with events writes the
+journal file before the checkpoint's rename: a crash in between leaves events whose
+checkpoint is missing (a superstep that did not commit: resuming re-runs it), never a
+checkpoint without its events.
 
 File names start with a zero-padded sequence number, so a sorted directory listing is the
 run's insertion order (superstep numbers repeat across resumes; the sequence does not)
@@ -63,12 +71,15 @@ from urllib.parse import quote, unquote
 import anyio.to_thread
 from plait import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
 from plait.spi import (
+    MAX_JOURNAL_PAGE,
     Checkpoint,
     CheckpointInfo,
     CheckpointStoreBase,
+    JournalEvent,
     Lease,
     LeaseHolder,
     RunInfo,
+    check_journal_read,
     check_keep_last,
     check_runs_limit,
     decode_checkpoint,
@@ -100,6 +111,8 @@ _MAX_NAME = 200  # bytes; leaves room for the sequence prefix under the usual 25
 _ENTRY = re.compile(
     r"([A-Za-z0-9_~%-]{1,200})/([0-9]{12,}-[0-9]{10,}-([A-Za-z0-9_~%-]{1,200})\.ckpt)"
 )
+_JOURNAL_SUFFIX = ".jsonl"
+_JOURNAL_NAME = re.compile(r"[0-9]{12,}-[0-9]{12,}\.jsonl")
 #: Seconds after which a killed save's leftovers are removed.
 STALE_AFTER = 600.0
 _cleaned: set[str] = set()  # directories this process has cleaned up already
@@ -226,6 +239,15 @@ def _id_of(file_name: str) -> str:
     return unquote(file_name.split("-", 2)[2][: -len(_SUFFIX)])
 
 
+def _journal_files(names: builtins.list[str]) -> builtins.list[str]:
+    return sorted(n for n in names if _JOURNAL_NAME.fullmatch(n))
+
+
+def _journal_range(name: str) -> tuple[int, int]:
+    first, last = name[: -len(_JOURNAL_SUFFIX)].split("-")
+    return int(first), int(last)
+
+
 def _checkpoint_files(names: builtins.list[str]) -> builtins.list[str]:
     return sorted(n for n in names if n.endswith(_SUFFIX) and not n.startswith("."))
 
@@ -274,6 +296,34 @@ class FileCheckpointStore(CheckpointStoreBase):
         header = json.dumps(info_fields(checkpoint), ensure_ascii=True).encode("ascii")
         content = _HEADER + header + b"\n" + encode_checkpoint(checkpoint)
         await self._run(self._save_sync, checkpoint, content, lease)
+
+    async def save_with_events(
+        self,
+        checkpoint: Checkpoint,
+        events: Sequence[JournalEvent],
+        *,
+        lease: Lease | None = None,
+    ) -> None:
+        """Write ``events`` to the run's journal, then ``checkpoint`` (its rename commits
+        both; see the module docstring)."""
+        header = json.dumps(info_fields(checkpoint), ensure_ascii=True).encode("ascii")
+        content = _HEADER + header + b"\n" + encode_checkpoint(checkpoint)
+        stored = [event.to_json() for event in events]
+        await self._run(self._save_sync, checkpoint, content, lease, stored)
+
+    async def append_events(
+        self, run_id: str, events: Sequence[JournalEvent], *, lease: Lease | None = None
+    ) -> None:
+        """Append ``events`` to the journal of ``run_id`` (one file, written atomically)."""
+        stored = [event.to_json() for event in events]
+        await self._run(self._append_sync, run_id, stored, lease)
+
+    async def read_events(
+        self, run_id: str, *, after: int = 0, limit: int = MAX_JOURNAL_PAGE
+    ) -> Sequence[JournalEvent]:
+        """The journal events of ``run_id`` after ``after``, oldest first, at most ``limit``."""
+        check_journal_read(after, limit)
+        return await self._run(self._read_events_sync, run_id, after, limit)
 
     async def acquire_lease(
         self, run_id: str, *, ttl: float, holder: LeaseHolder | None = None
@@ -345,8 +395,25 @@ class FileCheckpointStore(CheckpointStoreBase):
         return await self._run(self._prune_sync, run_id, keep_last, False)
 
     async def delete_run(self, run_id: str) -> int:
-        """Remove every checkpoint of ``run_id`` and its directory; return how many went."""
-        return await self._run(self._prune_sync, run_id, 0, True)
+        """Remove every checkpoint of ``run_id``, its directory and its journal; return
+        how many checkpoints went."""
+        removed = await self._run(self._prune_sync, run_id, 0, True)
+        await self._run(self._remove_journal_sync, run_id)
+        return removed
+
+    def _remove_journal_sync(self, run_id: str) -> None:
+        run_name = _fs_name(run_id, "run id")
+        with self._lock:
+            with self._dir("journal", run_name) as folder:
+                if folder is None:
+                    return
+                for name in os.listdir(folder):
+                    if _is_file(folder, name):
+                        _unlink(folder, name)
+            with self._dir("journal") as journal:
+                if journal is not None:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.rmdir(run_name, dir_fd=journal)
 
     # -- worker-thread side --------------------------------------------------------
 
@@ -514,17 +581,77 @@ class FileCheckpointStore(CheckpointStoreBase):
             os.fsync(fd)
             return new
 
-    def _save_sync(self, checkpoint: Checkpoint, content: bytes, lease: Lease | None) -> None:
+    def _save_sync(
+        self,
+        checkpoint: Checkpoint,
+        content: bytes,
+        lease: Lease | None,
+        stored: Sequence[str] = (),
+    ) -> None:
         if lease is None:
-            self._save_unfenced(checkpoint, content)
+            self._save_unfenced(checkpoint, content, stored)
             return
         with self._lease_file(checkpoint.run_id, exclusive=False) as fd:
             current = self._read_lease(fd)
             if current is None or current[0] != lease.token:
                 raise lost_error(lease, self.url, current[1] if current else None)
-            self._save_unfenced(checkpoint, content)
+            self._save_unfenced(checkpoint, content, stored)
 
-    def _save_unfenced(self, checkpoint: Checkpoint, content: bytes) -> None:
+    def _append_sync(self, run_id: str, stored: Sequence[str], lease: Lease | None) -> None:
+        if lease is None:
+            with self._lock:
+                self._append_unfenced(run_id, stored)
+            return
+        with self._lease_file(run_id, exclusive=False) as fd:
+            current = self._read_lease(fd)
+            if current is None or current[0] != lease.token:
+                raise lost_error(lease, self.url, current[1] if current else None)
+            with self._lock:
+                self._append_unfenced(run_id, stored)
+
+    def _append_unfenced(self, run_id: str, stored: Sequence[str]) -> None:
+        """Write ``stored`` as the run's next journal file (under the directory lock)."""
+        if not stored:
+            return
+        run_name = _fs_name(run_id, "run id")
+        with self._dir("journal", run_name, create=True) as folder:
+            assert folder is not None  # created
+            names = _journal_files(os.listdir(folder))
+            first = _journal_range(names[-1])[1] + 1 if names else 1
+            last = first + len(stored) - 1
+            lines = "".join(text + "\n" for text in stored).encode("utf-8")
+            _write_atomic(folder, f"{first:012d}-{last:012d}{_JOURNAL_SUFFIX}", lines)
+
+    def _read_events_sync(self, run_id: str, after: int, limit: int) -> builtins.list[JournalEvent]:
+        run_name = _fs_name(run_id, "run id")
+        named = f"run {run_id!r} in {self.url}"
+        out: builtins.list[JournalEvent] = []
+        with self._dir("journal", run_name) as folder:
+            if folder is None:
+                return out
+            for name in _journal_files(os.listdir(folder)):
+                first, last = _journal_range(name)
+                if last <= after:
+                    continue
+                content = self._read_file(folder, name, f"journal/{run_name}/{name}")
+                if content is None:
+                    continue
+                lines = content.decode("utf-8", errors="replace").splitlines()
+                if len(lines) != last - first + 1:
+                    raise CorruptCheckpointError(
+                        f"the journal of {named} is corrupt: 'journal/{run_name}/{name}' "
+                        f"holds {len(lines)} events, not {last - first + 1}"
+                    )
+                for seq, text in enumerate(lines, start=first):
+                    if seq > after:
+                        out.append(JournalEvent.from_json(text, seq=seq, where=named))
+                        if len(out) == limit:
+                            return out
+        return out
+
+    def _save_unfenced(
+        self, checkpoint: Checkpoint, content: bytes, stored: Sequence[str] = ()
+    ) -> None:
         id_name = _fs_name(checkpoint.checkpoint_id, "checkpoint id")
         run_name = _fs_name(checkpoint.run_id, "run id")
         with self._lock:
@@ -544,6 +671,7 @@ class FileCheckpointStore(CheckpointStoreBase):
                 with self._dir("ids", create=True) as ids:
                     assert ids is not None  # created
                     _write_atomic(ids, id_name, f"{run_name}/{file_name}".encode("ascii"))
+                self._append_unfenced(checkpoint.run_id, stored)  # before the commit point
                 _write_atomic(run_dir, file_name, content)  # the commit point
 
     def _entry(self, id_name: str) -> tuple[str, str] | None:
