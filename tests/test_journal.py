@@ -97,14 +97,16 @@ async def test_a_journaled_run_records_attempts_retries_and_timeouts(
     by_kind = {(e.kind, e.executor): e for e in events}
     failed = by_kind["attempt_failed", "flaky"]
     assert failed.error is not None and failed.error["type"] == "ValueError"
-    assert failed.error["message"] == "not yet <b>" and "raise ValueError" in failed.error["traceback"]
+    assert failed.error["message"] == "not yet <b>"
+    assert "raise ValueError" in failed.error["traceback"]
     assert not failed.timeout and failed.delay == 0
     assert by_kind["attempt_failed", "slow"].timeout
     assert by_kind["invocation_finished", "slow"].status == "ok"
     assert by_kind["run_finished", None].status == "idle"
     seqs = [e.seq for e in events]
     assert seqs == sorted(set(seqs))
-    started, finished = by_kind["invocation_started", "slow"], by_kind["invocation_finished", "slow"]
+    started = by_kind["invocation_started", "slow"]
+    finished = by_kind["invocation_finished", "slow"]
     assert finished.mono >= started.mono and finished.wall >= started.wall
     steps = [e.superstep for e in events if e.kind == "superstep_started"]
     assert steps == [1, 2, 3, 4]

@@ -830,7 +830,7 @@ class EventJournalContract:
             await store.append_events(b, [journal_event(superstep=10 + superstep)])
         assert [e.superstep for e in await store.read_events(a)] == [1, 2, 3]
         assert [e.superstep for e in await store.read_events(b)] == [11, 12, 13]
-        again = self.reopen(store)  # type: ignore[attr-defined]
+        again: CheckpointStore = self.reopen(store)  # type: ignore[attr-defined]
         try:
             assert isinstance(again, EventJournal)
             assert [e.superstep for e in await again.read_events(a)] == [1, 2, 3]
