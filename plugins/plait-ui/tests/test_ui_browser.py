@@ -28,6 +28,7 @@ from ui_helpers import (
     chain,
     gate,
     long_run,
+    retrying,
     run,
     run_failing,
     slow_chain,
@@ -306,3 +307,33 @@ def test_a_run_with_10000_checkpoints_lists_and_scrubs(browser: Browser, tmp_pat
         expect(page.locator(".points li.chosen .mark").first).to_have_text("delta")
         # a delta shown merged with its base: the base's shared state is there
         expect(page.locator("#section-shared")).to_contain_text("{}")
+
+
+def test_the_gantt_shows_attempts_retries_timeouts_and_failures(
+    browser: Browser, tmp_path: Path
+) -> None:
+    url = sqlite(tmp_path)
+    try:
+        run(retrying(), 0, url, journal=True)
+    except Exception as exc:
+        run_id = str(exc.result.run_id)  # type: ignore[attr-defined]
+    with served(url) as address, page_of(browser, "gantt") as page:
+        page.goto(address.replace("/?", f"/runs/{run_id}?"))
+        chart = page.locator("#gantt-chart")
+        expect(chart).to_be_visible()
+        # fetch and slow each ran twice (attempts apart), store once, and failed
+        expect(chart.locator("rect.gantt-bar")).to_have_count(5)
+        expect(chart.locator("rect.gantt-bar.timeout")).to_have_count(1)
+        expect(chart.locator("rect.gantt-bar.failed")).to_have_count(2)
+        expect(chart.locator("rect.gantt-backoff")).to_have_count(1)  # fetch's 50 ms
+        expect(chart.locator("text.gantt-label.retried")).to_have_count(2)
+        failures = page.locator("#attempt-failures li")
+        expect(failures).to_have_count(3)
+        expect(failures.nth(0)).to_contain_text("ConnectionError")
+        expect(failures.nth(0)).to_contain_text("the <upstream> hung up")
+        expect(failures.nth(1).locator(".timeout-mark")).to_have_text("timeout")
+        last = failures.nth(2)
+        expect(last).to_contain_text("KeyError")
+        expect(last.locator(".attempt-traceback")).to_contain_text("raise KeyError")
+        expect(last.locator(".attempt-traceback")).to_be_visible()  # open: what ended the run
+        page.locator("#gantt").scroll_into_view_if_needed()

@@ -33,6 +33,7 @@ from plait.spi import (
     is_instance,
     list_runs,
     open_store,
+    read_journal,
 )
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -47,6 +48,7 @@ from starlette.responses import (
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ._gantt import build_gantt, gantt_context
 from ._security import Guard
 from ._views import (
     DAGRE_LIMIT,
@@ -237,6 +239,8 @@ class _Ui:
             parent = await _parent_view(store, view)
             first = await store.load(infos[0].checkpoint_id) if index else view.checkpoint
             forks = (await list_runs(store, forked_from=run_id, limit=100)).runs
+            journal = await read_journal(store, run_id)
+        gantt = build_gantt(journal or [], around=point.info.superstep)
         origin = first.metadata.get("forked_from")
         changes = diff_views(parent.state if parent is not None else {}, view)
         low = max(0, index - _SCRUB_WINDOW)
@@ -265,6 +269,9 @@ class _Ui:
             ids=[p.info.checkpoint_id for p in points],
             workflow=view.checkpoint.metadata.get("workflow"),
             change_value=lambda value: _cut(json_text(value)),
+            journal_kept=journal is not None,
+            gantt=gantt,
+            gantt_size=gantt_context(gantt),
         )
 
     def value(self, view: CheckpointView, path: list[Any]) -> dict[str, Any]:
