@@ -27,6 +27,7 @@ from ui_helpers import (
     TOKEN,
     chain,
     gate,
+    gate_then_slow,
     long_run,
     retrying,
     run,
@@ -196,7 +197,7 @@ def test_answer_a_request_and_the_run_completes(browser: Browser, tmp_path: Path
         expect(form).to_have_count(1)
         form.locator("select[name=answer]").select_option("true")
         form.locator("button[type=submit]").click()
-        expect(page).to_have_url(re.compile(f"/runs/{run_id}$"))
+        expect(page).to_have_url(re.compile(f"/runs/{run_id}[?]follow=1$"))
         expect(page.locator("#run-status")).to_have_text("idle")
         expect(page.locator("#section-outputs")).to_contain_text("published: draft")
 
@@ -337,3 +338,33 @@ def test_the_gantt_shows_attempts_retries_timeouts_and_failures(
         expect(last.locator(".attempt-traceback")).to_contain_text("raise KeyError")
         expect(last.locator(".attempt-traceback")).to_be_visible()  # open: what ended the run
         page.locator("#gantt").scroll_into_view_if_needed()
+
+
+def test_an_answered_run_steps_live_on_its_page(browser: Browser, tmp_path: Path) -> None:
+    """Answering resumes the run in the server process, under its lease; the run page
+    follows its supersteps over SSE until it is done."""
+    url = sqlite(tmp_path)
+    workflow = gate_then_slow(3, 0.6)
+    run_id = run(workflow, "draft", url).run_id
+    with (
+        served(url, workflow=workflow, answer_wait=0.05) as address,
+        page_of(browser, "answer-live") as page,
+    ):
+        page.goto(address.replace("/?", f"/runs/{run_id}/requests?"))
+        form = page.locator("form.answer-form")
+        form.locator("select[name=answer]").select_option("true")
+        form.locator("button[type=submit]").click()
+        expect(page).to_have_url(re.compile(f"/runs/{run_id}"))
+        expect(page.locator("#follow")).to_be_checked()
+        heading = page.locator("#scrubber h2")
+        seen: set[str] = set()
+        deadline = time.monotonic() + 30
+        while page.locator("#run-status").inner_text() != "idle":
+            assert time.monotonic() < deadline, f"the run did not finish; saw {seen}"
+            seen.add(heading.inner_text().split(" checkpoint")[0])
+            time.sleep(0.1)
+        # the page moved through supersteps as they were written, not only to the end
+        assert len(seen) >= 2, seen
+        expect(page.locator("#section-outputs")).to_contain_text("done: draft")
+        graph_drawn(page)
+        assert "ran" in classes_of(page, "s2")

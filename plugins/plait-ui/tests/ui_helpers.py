@@ -301,3 +301,40 @@ def retrying(*, name: str | None = None, fail: bool = True) -> Workflow:
     builder = WorkflowBuilder(name or unique("retrying"))
     builder.add_edge(fetch, slow).add_edge(slow, store)
     return builder.set_start(fetch).build()
+
+
+class SlowApproval(Executor):
+    """Asks whether to go on (a ``bool``), then passes the text on."""
+
+    @handler
+    async def ask(self, text: str, ctx: WorkflowContext[Never, str]) -> None:
+        ctx.state["text"] = text
+        await ctx.request_info({"question": "go on?", "text": text}, bool)
+
+    @handler
+    async def answer(self, approved: bool, ctx: WorkflowContext[str, str]) -> None:
+        await ctx.send_message(ctx.state["text"] if approved else "stopped")
+
+
+def gate_then_slow(n: int, seconds: float, name: str | None = None) -> Workflow:
+    """A yes/no question, then ``n`` executors (``s0`` …) that each wait ``seconds``: an
+    answered run takes several visible supersteps to finish."""
+
+    def node(i: int) -> Any:
+        @executor(id=f"s{i}")
+        async def step(text: str, ctx: WorkflowContext[str, str]) -> None:
+            await anyio.sleep(seconds)
+            if i == n - 1:
+                await ctx.yield_output(f"done: {text}")
+            else:
+                await ctx.send_message(text)
+
+        return step
+
+    nodes = [node(i) for i in range(n)]
+    builder = WorkflowBuilder(name or unique("gated"), max_supersteps=n + 5)
+    builder.add_executor(SlowApproval("approval"))
+    builder.add_edge("approval", nodes[0])
+    for a, b in zip(nodes, nodes[1:]):
+        builder.add_edge(a, b)
+    return builder.set_start("approval").build()
