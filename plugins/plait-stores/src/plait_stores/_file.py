@@ -4,6 +4,7 @@ Layout under ``DIR``::
 
     runs/<run>/<seq:012d>-<superstep:010d>-<checkpoint>.ckpt   the checkpoints
     ids/<checkpoint>                                           "<run>/<file name>"
+    runs.index                                                 the run index (see below)
     leases/<run>                                               the run's lease (JSON)
     journal/<run>/<first:012d>-<last:012d>.jsonl               the run's journal events
 
@@ -42,6 +43,12 @@ What a killed save leaves (temporary files, an id entry without its file) is rem
 the first time a process uses the directory, and by ``prune``, once it is older than
 ``stale_after`` seconds (default 600), so a save in flight is never disturbed.
 
+The run index (:class:`plait.spi.RunIndex`, :mod:`plait_stores._fileindex`) is one
+append-only log of run summaries, a line appended right after each save's commit point
+(and after each delete or prune), so ``list_runs`` pages without opening every run's
+files; it is rebuilt from the run directories when it is missing or damaged, and never
+trusted to name code.
+
 One writer per run: ``leases/<run>`` holds the run's lease; taking it holds an exclusive
 ``flock`` on that file, and a save with a lease holds a shared one while it checks the
 token and writes, so a lease cannot change hands in the middle of a save.
@@ -69,6 +76,7 @@ from typing import Any, TypeVar
 from urllib.parse import quote, unquote
 
 import anyio.to_thread
+import attrs
 from plait import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
 from plait.spi import (
     MAX_JOURNAL_PAGE,
@@ -79,6 +87,9 @@ from plait.spi import (
     Lease,
     LeaseHolder,
     RunInfo,
+    RunPage,
+    RunQuery,
+    RunSummary,
     check_journal_read,
     check_keep_last,
     check_runs_limit,
@@ -98,6 +109,7 @@ except ImportError:  # pragma: no cover - Windows: leases are kept without a fil
     fcntl = None  # type: ignore[assignment]
 
 from ._common import split_query
+from ._fileindex import RunIndexLog, gone_line, summary_line
 
 __all__ = ["FileCheckpointStore"]
 
@@ -274,6 +286,7 @@ class FileCheckpointStore(CheckpointStoreBase):
         self.timeout = timeout
         self._lock = _lock_for(self.directory)
         self._key = os.path.realpath(self.directory)
+        self._index = RunIndexLog(self._dir, self._open_file, self._summaries_sync, self._key)
 
     @classmethod
     def from_url(cls, url: str) -> FileCheckpointStore:
@@ -384,22 +397,77 @@ class FileCheckpointStore(CheckpointStoreBase):
         check_runs_limit(limit)
         return await self._run(self._runs_sync, limit)
 
+    async def list_runs(self, query: RunQuery) -> RunPage:
+        """A page of the run index (:class:`plait.spi.RunIndex`), newest first, from
+        ``runs.index`` (only what was appended since this process last read it)."""
+        return await self._run(self._index.page, query)
+
     async def delete(self, checkpoint_id: str) -> None:
         """Remove one checkpoint; nothing happens if it is not there."""
-        await self._run(self._delete_sync, checkpoint_id)
+        run_id = await self._run(self._delete_sync, checkpoint_id)
+        if run_id is not None:
+            await self._run(self._reindex_sync, run_id)
 
     async def prune(self, run_id: str, *, keep_last: int) -> int:
         """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they
         name; return how many went (reads the kept checkpoints' headers only)."""
         check_keep_last(keep_last)
-        return await self._run(self._prune_sync, run_id, keep_last, False)
+        removed = await self._run(self._prune_sync, run_id, keep_last, False)
+        if removed:
+            await self._run(self._reindex_sync, run_id)
+        return removed
 
     async def delete_run(self, run_id: str) -> int:
         """Remove every checkpoint of ``run_id``, its directory and its journal; return
         how many checkpoints went."""
         removed = await self._run(self._prune_sync, run_id, 0, True)
         await self._run(self._remove_journal_sync, run_id)
+        await self._run(self._reindex_sync, run_id)
         return removed
+
+    # -- the run index (plait_stores._fileindex) ------------------------------------
+
+    def _summary_sync(self, run_id: str) -> RunSummary | None:
+        """A run's summary from its files (its latest and first checkpoints), or ``None``
+        when it has none; a damaged run is summarised as damaged."""
+        run_name = _fs_name(run_id, "run id")
+        try:
+            with self._dir("runs", run_name) as run_dir:
+                if run_dir is None:
+                    return None
+                names = _checkpoint_files(os.listdir(run_dir))
+                contents = []
+                for name in (names[-1:] + names[:1]) if names else []:
+                    content = self._read_file(run_dir, name, f"runs/{run_name}/{name}")
+                    if content is None:
+                        return self._summary_sync(run_id)  # changed while we looked
+                    contents.append(self._decode(run_name, name, content))
+            if not contents:
+                return None
+            latest, first = contents[0], contents[-1]
+            return RunSummary.from_checkpoints(
+                latest, created_at=first.created_at, first_metadata=first.metadata
+            )
+        except CorruptCheckpointError as exc:
+            info = RunInfo.corrupt(run_id, exc)
+            return RunSummary(*attrs.astuple(info))
+
+    def _summaries_sync(self) -> builtins.list[RunSummary]:
+        """Every run's summary, for a rebuild of the index."""
+        out = []
+        for run_name in self._list_dir("runs"):
+            summary = self._summary_sync(unquote(run_name))
+            if summary is not None:
+                out.append(summary)
+        return out
+
+    def _reindex_sync(self, run_id: str) -> None:
+        """After checkpoints of ``run_id`` went: its whole summary again, or ``gone``."""
+        summary = self._summary_sync(run_id)
+        if summary is None:
+            self._index.append(lambda stamp: gone_line(run_id, stamp))
+        else:
+            self._index.append(lambda stamp: summary_line(summary, stamp, full=True))
 
     def _remove_journal_sync(self, run_id: str) -> None:
         run_name = _fs_name(run_id, "run id")
@@ -673,6 +741,10 @@ class FileCheckpointStore(CheckpointStoreBase):
                     _write_atomic(ids, id_name, f"{run_name}/{file_name}".encode("ascii"))
                 self._append_unfenced(checkpoint.run_id, stored)  # before the commit point
                 _write_atomic(run_dir, file_name, content)  # the commit point
+            summary = RunSummary.from_checkpoints(
+                checkpoint, created_at=checkpoint.created_at, first_metadata=checkpoint.metadata
+            )
+            self._index.append(lambda stamp: summary_line(summary, stamp, full=seq == 1))
 
     def _entry(self, id_name: str) -> tuple[str, str] | None:
         """The run directory and file an id entry names (``None`` if the entry is gone).
@@ -834,12 +906,13 @@ class FileCheckpointStore(CheckpointStoreBase):
                 return self._decode(run_name, name, content)
         return None
 
-    def _delete_sync(self, checkpoint_id: str) -> None:
+    def _delete_sync(self, checkpoint_id: str) -> str | None:
+        """Remove one checkpoint; return its run's id (``None`` if it was not there)."""
         id_name = _fs_name(checkpoint_id, "checkpoint id")
         with self._lock:
             entry = self._entry(id_name)
             if entry is None:
-                return
+                return None
             # The checkpoint file goes first: a crash in between leaves an id entry
             # without a file, which reads as absent.
             with self._dir("runs", entry[0]) as run_dir:
@@ -848,6 +921,7 @@ class FileCheckpointStore(CheckpointStoreBase):
             with self._dir("ids") as ids:
                 if ids is not None:
                     _unlink(ids, id_name)
+        return unquote(entry[0])
 
     def _prune_sync(self, run_id: str, keep_last: int, remove_dir: bool) -> int:
         run_name = _fs_name(run_id, "run id")
