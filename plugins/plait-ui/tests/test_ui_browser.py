@@ -337,7 +337,8 @@ def test_the_gantt_shows_attempts_retries_timeouts_and_failures(
         expect(last).to_contain_text("KeyError")
         expect(last.locator(".attempt-traceback")).to_contain_text("raise KeyError")
         expect(last.locator(".attempt-traceback")).to_be_visible()  # open: what ended the run
-        page.locator("#gantt").scroll_into_view_if_needed()
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.locator("#gantt").screenshot(path=str(SHOTS / "gantt-section.png"))
 
 
 def test_an_answered_run_steps_live_on_its_page(browser: Browser, tmp_path: Path) -> None:
@@ -359,9 +360,14 @@ def test_an_answered_run_steps_live_on_its_page(browser: Browser, tmp_path: Path
         heading = page.locator("#scrubber h2")
         seen: set[str] = set()
         deadline = time.monotonic() + 30
+        shot = False
         while page.locator("#run-status").inner_text() != "idle":
             assert time.monotonic() < deadline, f"the run did not finish; saw {seen}"
             seen.add(heading.inner_text().split(" checkpoint")[0])
+            if len(seen) >= 2 and not shot:  # the page, mid-run, following it
+                SHOTS.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(SHOTS / "answer-live-running.png"))
+                shot = True
             time.sleep(0.1)
         # the page moved through supersteps as they were written, not only to the end
         assert len(seen) >= 2, seen
