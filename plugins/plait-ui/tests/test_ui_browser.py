@@ -345,7 +345,7 @@ def test_an_answered_run_steps_live_on_its_page(browser: Browser, tmp_path: Path
     """Answering resumes the run in the server process, under its lease; the run page
     follows its supersteps over SSE until it is done."""
     url = sqlite(tmp_path)
-    workflow = gate_then_slow(3, 0.6)
+    workflow = gate_then_slow(3, 1.0)
     run_id = run(workflow, "draft", url).run_id
     with (
         served(url, workflow=workflow, answer_wait=0.05) as address,
@@ -365,6 +365,7 @@ def test_an_answered_run_steps_live_on_its_page(browser: Browser, tmp_path: Path
             assert time.monotonic() < deadline, f"the run did not finish; saw {seen}"
             seen.add(heading.inner_text().split(" checkpoint")[0])
             if len(seen) >= 2 and not shot:  # the page, mid-run, following it
+                graph_drawn(page, timeout=5_000)
                 SHOTS.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(SHOTS / "answer-live-running.png"))
                 shot = True
