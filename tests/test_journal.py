@@ -183,3 +183,31 @@ def test_journal_events_refuse_what_they_do_not_know() -> None:
     ):
         with pytest.raises(CorruptCheckpointError, match="journal event 3 of here"):
             JournalEvent.from_json(bad, seq=3, where="here")
+
+
+async def test_a_run_without_journal_builds_nothing_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off means free: no journal observer, no store wrapper, no event object."""
+    import plait._journal
+    import plait._runindex
+
+    made: list[str] = []
+    for module, name in (
+        (plait._journal, "RunJournal"),
+        (plait._journal, "JournaledStore"),
+        (plait._runindex, "JournalEvent"),
+    ):
+        cls = getattr(module, name)
+        original = cls.__init__
+
+        def counting(
+            self: Any, *args: Any, _name: str = name, _init: Any = original, **kw: Any
+        ) -> None:
+            made.append(_name)
+            _init(self, *args, **kw)
+
+        monkeypatch.setattr(cls, "__init__", counting)
+    store = MemoryCheckpointStore()
+    await flaky_workflow({}).run(1, checkpoint=store)
+    assert made == []
+    await flaky_workflow({}).run(1, checkpoint=store, journal=True)
+    assert {"RunJournal", "JournaledStore", "JournalEvent"} <= set(made)  # the counters count
