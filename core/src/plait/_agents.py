@@ -37,7 +37,6 @@ __all__ = [
     "AgentDefinition",
     "AgentNames",
     "Found",
-    "check_agents",
     "cli_wording",
     "module_agents",
     "read_agent",
@@ -197,69 +196,6 @@ def read_agents(
         if definition is not None:
             found[name] = definition
     return found, problems
-
-
-def check_agents(
-    agents: Mapping[str, AgentDefinition],
-    manager: Any,
-    source: str | None = None,
-    *,
-    allow_imports: bool = False,
-) -> list[tuple[str, str]]:
-    """Every config problem of a document's agents, found when the document is loaded, as
-    ``(JSON path under the agents: section, message)`` in the document's own keys
-    (``/qa/model``, ``/fetch/config/url``): the kind that builds each agent checks it.
-    Code (a ``ref`` agent, an LLM agent's ``tools``) is imported to be checked only when
-    the caller trusts the document (``allow_imports``); else it is checked when it is
-    built, under that trust.
-
-    .. versionadded:: 0.1
-    """
-    from ._kinds import KindContext
-
-    kinds = manager.registry("executor_kind")
-    problems: list[tuple[str, str]] = []
-    for name, definition in agents.items():
-        if definition.kind == "python" and not allow_imports:
-            continue
-        if definition.kind not in kinds:
-            installed = [k for k in kinds.names() if "." not in k]
-            if definition.kind == "agent":
-                problems.append(
-                    (
-                        f"/{name}",
-                        f"agent {name!r} is an LLM agent, which needs plait-llm "
-                        "(pip install plait-llm)",
-                    )
-                )
-                continue
-            close = difflib.get_close_matches(definition.kind, installed, n=1)
-            did = f"; did you mean {close[0]!r}?" if close else ""
-            problems.append(
-                (
-                    f"/{name}/kind",
-                    f"no executor kind {definition.kind!r}{did} (installed: "
-                    f"{', '.join(installed) or 'none'})",
-                )
-            )
-            continue
-        ctx = KindContext(node_id=name, allow_imports=allow_imports, manager=manager, source=source)
-        config = dict(definition.config)
-        if definition.kind == "agent" and not allow_imports:  # code: checked when built
-            config.pop("tools", None)
-        try:
-            found = kinds.get(definition.kind).check(config, ctx)
-        except Exception as exc:  # a kind's own bug must not escape as a non-Plait error
-            found = [exc]
-        for problem in found:
-            position = getattr(problem, "position", None)
-            inner = getattr(position, "path", None) or "/config"
-            if definition.kind in ("agent", "python"):  # its keys are the agent's own
-                inner = inner.removeprefix("/config") or ""
-            reason = getattr(problem, "reason", None) or str(problem)
-            reason = reason.removeprefix(f"executor {name!r}: ").removeprefix(f"node {name!r}: ")
-            problems.append((f"/{name}{inner}", f"agent {name!r}: {reason}"))
-    return problems
 
 
 # -- Python modules of agents -------------------------------------------------------------

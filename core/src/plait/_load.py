@@ -15,14 +15,14 @@ any other, naming the accepted ones).
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import attrs
-
-from ._agents import AgentNames, module_agents, spell
+from ._agents import AgentDefinition, AgentNames, module_agents, spell
+from ._building import BuildContext
 from ._errors import (
     ConfigError,
     DocumentError,
@@ -37,43 +37,9 @@ if TYPE_CHECKING:
     from ._spec import WorkflowSpec
     from ._workflow import Workflow
 
-__all__ = ["LoadContext", "Loader", "load", "load_spec"]
+__all__ = ["check_agents", "Loader", "load", "load_spec"]
 
 _MAX_BYTES = 16 * 1024 * 1024  # a workflow document larger than this is refused
-
-
-@attrs.frozen(kw_only=True)
-class LoadContext:
-    """What a loader may use while it turns text into a spec.
-
-    :param source: the file name, or ``<string>``; put it in every error position.
-    :param executors: the Python executors the caller passed, by the names the text uses.
-    :param names: every name the text may use for an executor: ``executors``' keys,
-        installed executor kinds and published fragments (for "did you mean …?").
-    :param options: loader options the caller passed to :func:`load` (``merge=`` …).
-    :param manager: the plugin manager, for other registries (merge strategies,
-        expression languages).
-    :param agents: the agent names of this load, in the documented order
-        (:class:`~plait.spi.AgentNames`): give it the document's ``agents:`` section
-        (:meth:`~plait.spi.AgentNames.set_document`), then resolve every name with
-        :meth:`~plait.spi.AgentNames.find`.
-    :param allow_imports: whether the caller trusts the document to import the code it
-        names (only then may a loader import it to check it).
-
-    .. versionchanged:: 0.1 ``agents``, ``allow_imports``.
-    """
-
-    source: str
-    executors: Mapping[str, Any] = attrs.field(factory=dict)
-    names: frozenset[str] = frozenset()
-    options: Mapping[str, Any] = attrs.field(factory=dict)
-    manager: Any = None
-    agents: AgentNames = attrs.field(
-        default=attrs.Factory(lambda self: AgentNames(executors=self.executors), takes_self=True)
-    )
-    #: whether the caller trusts the document to import code (``allow_imports``): a loader
-    #: may then check the code it names while loading, each problem at its position
-    allow_imports: bool = False
 
 
 @runtime_checkable
@@ -82,7 +48,7 @@ class Loader(Protocol):
 
     suffixes: tuple[str, ...]
 
-    def load(self, text: str, ctx: LoadContext) -> WorkflowSpec:
+    def load(self, text: str, ctx: BuildContext) -> WorkflowSpec:
         """The spec for ``text``; raise :class:`~plait.LoadError` with every problem."""
         ...
 
@@ -247,14 +213,16 @@ def _load_spec(
     names = set(registry.names())
     names |= set(plugin_manager.registry("executor_kind").names())
     names |= set(plugin_manager.registry("fragment").names())
-    ctx = LoadContext(
+    ctx = BuildContext(
         source=name,
+        # what the document may import is its grants' business: a loader imports code it
+        # names only to check it, and only when the caller trusts it to
+        allow_imports=allow_imports,
         executors=executors,
         names=frozenset(names),
         options=options,
         manager=plugin_manager,
         agents=registry,
-        allow_imports=allow_imports,
     )
     return loader.load(text, ctx), name, registry
 
@@ -325,3 +293,66 @@ def load(
             plugin_manager=plugin_manager,
             source=name,
         )
+
+
+def check_agents(
+    agents: Mapping[str, AgentDefinition],
+    manager: Any,
+    source: str | None = None,
+    *,
+    allow_imports: bool = False,
+) -> list[tuple[str, str]]:
+    """Every config problem of a document's agents, found when the document is loaded, as
+    ``(JSON path under the agents: section, message)`` in the document's own keys
+    (``/qa/model``, ``/fetch/config/url``): the kind that builds each agent checks it.
+    Code (a ``ref`` agent, an LLM agent's ``tools``) is imported to be checked only when
+    the caller trusts the document (``allow_imports``); else it is checked when it is
+    built, under that trust.
+
+    .. versionadded:: 0.1
+    """
+    kinds = manager.registry("executor_kind")
+    problems: list[tuple[str, str]] = []
+    for name, definition in agents.items():
+        if definition.kind == "python" and not allow_imports:
+            continue
+        if definition.kind not in kinds:
+            installed = [k for k in kinds.names() if "." not in k]
+            if definition.kind == "agent":
+                problems.append(
+                    (
+                        f"/{name}",
+                        f"agent {name!r} is an LLM agent, which needs plait-llm "
+                        "(pip install plait-llm)",
+                    )
+                )
+                continue
+            close = difflib.get_close_matches(definition.kind, installed, n=1)
+            did = f"; did you mean {close[0]!r}?" if close else ""
+            problems.append(
+                (
+                    f"/{name}/kind",
+                    f"no executor kind {definition.kind!r}{did} (installed: "
+                    f"{', '.join(installed) or 'none'})",
+                )
+            )
+            continue
+        ctx = BuildContext(
+            node_id=name, allow_imports=allow_imports, manager=manager, source=source or ""
+        )
+        config = dict(definition.config)
+        if definition.kind == "agent" and not allow_imports:  # code: checked when built
+            config.pop("tools", None)
+        try:
+            found = kinds.get(definition.kind).check(config, ctx)
+        except Exception as exc:  # a kind's own bug must not escape as a non-Plait error
+            found = [exc]
+        for problem in found:
+            position = getattr(problem, "position", None)
+            inner = getattr(position, "path", None) or "/config"
+            if definition.kind in ("agent", "python"):  # its keys are the agent's own
+                inner = inner.removeprefix("/config") or ""
+            reason = getattr(problem, "reason", None) or str(problem)
+            reason = reason.removeprefix(f"executor {name!r}: ").removeprefix(f"node {name!r}: ")
+            problems.append((f"/{name}{inner}", f"agent {name!r}: {reason}"))
+    return problems

@@ -23,13 +23,13 @@ if TYPE_CHECKING:
         AgentDefinition,
         AgentNames,
         Found,
-        check_agents,
         cli_wording,
         module_agents,
         read_agent,
         read_agents,
         spell,
     )
+    from ._building import BuildContext
     from ._capabilities import IMPORTS, SUBPROCESS, Capability, kind_capabilities, needs, network
     from ._checkpoint import (
         CORRUPT,
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         prune_plan,
     )
     from ._codec import declared_types, decode_value, encode_value, type_ref
+    from ._context import DELETED, RunScope
     from ._convert import (
         CattrsHooks,
         Converter,
@@ -65,15 +66,15 @@ if TYPE_CHECKING:
         compile_template,
     )
     from ._grants import CapabilityError, Grants, grant_text
-    from ._graph import CompiledGraph, PluginEnv
+    from ._graph import CompiledGraph
     from ._hookspecs import Register, hookimpl
-    from ._kinds import ExecutorKind, KindContext
+    from ._kinds import ExecutorKind
     from ._leases import Lease, LeaseHolder, lost_error, released
-    from ._load import LoadContext, Loader
+    from ._load import Loader, check_agents
     from ._merge import MergeStrategy
     from ._observer import Invocation, RunObserver
     from ._options import RunOptions
-    from ._placement import Placement, with_placement
+    from ._placement import Placement
     from ._plugins import (
         ENTRY_POINT_GROUP,
         KINDS,
@@ -96,12 +97,17 @@ if TYPE_CHECKING:
     from ._routing import Delivery, EdgeRunner, Router, RouterEnv
     from ._runindex import (
         DEFAULT_PAGE,
+        JOURNAL_KINDS,
+        MAX_JOURNAL_PAGE,
         RUN_COLUMNS,
         CheckpointView,
+        EventJournal,
+        JournalEvent,
         RunIndex,
         RunPage,
         RunQuery,
         RunSummary,
+        check_journal_read,
         checkpoint_view,
         diff_views,
         fork_run,
@@ -109,6 +115,7 @@ if TYPE_CHECKING:
         page_of_rows,
         page_sql,
         parse_int_cursor,
+        read_journal,
     )
     from ._runview import EDITABLE
     from ._spec import spec_converter
@@ -127,6 +134,7 @@ if TYPE_CHECKING:
     )
     from ._types import is_assignable, is_instance, type_name
     from ._watch import RunWatch
+    from ._workflow import with_placement
 
 __all__ = [
     "AgentDefinition",
@@ -139,6 +147,7 @@ __all__ = [
     "read_agents",
     "spell",
     "CORRUPT",
+    "DELETED",
     "Capability",
     "CapabilityError",
     "CattrsHooks",
@@ -165,16 +174,14 @@ __all__ = [
     "INFO_FIELDS",
     "Invocation",
     "KINDS",
-    "KindContext",
+    "BuildContext",
     "Lease",
     "LeaseHolder",
-    "LoadContext",
     "Loader",
     "LossyConversion",
     "MergeStrategy",
     "PendingRequest",
     "Placement",
-    "PluginEnv",
     "PluginInfo",
     "PluginManager",
     "RUN_COLUMNS",
@@ -183,12 +190,19 @@ __all__ = [
     "Router",
     "RouterEnv",
     "RunIndex",
+    "check_journal_read",
+    "read_journal",
+    "JournalEvent",
+    "EventJournal",
+    "MAX_JOURNAL_PAGE",
+    "JOURNAL_KINDS",
     "RunInfo",
     "RunObserver",
     "RunOptions",
     "RunPage",
     "RunQuery",
     "RunSummary",
+    "RunScope",
     "RunWatch",
     "SUBPROCESS",
     "Step",
@@ -254,7 +268,7 @@ _HOME = {
     "AgentDefinition": "_agents",
     "AgentNames": "_agents",
     "Found": "_agents",
-    "check_agents": "_agents",
+    "check_agents": "_load",
     "cli_wording": "_agents",
     "module_agents": "_agents",
     "read_agent": "_agents",
@@ -287,16 +301,14 @@ _HOME = {
     "INFO_FIELDS": "_stores",
     "Invocation": "_observer",
     "KINDS": "_plugins",
-    "KindContext": "_kinds",
+    "BuildContext": "_building",
     "Lease": "_leases",
     "LeaseHolder": "_leases",
-    "LoadContext": "_load",
     "Loader": "_load",
     "LossyConversion": "_convert",
     "MergeStrategy": "_merge",
     "PendingRequest": "_state",
     "Placement": "_placement",
-    "PluginEnv": "_graph",
     "PluginInfo": "_plugins",
     "PluginManager": "_plugins",
     "RUN_COLUMNS": "_runindex",
@@ -305,13 +317,21 @@ _HOME = {
     "Router": "_routing",
     "RouterEnv": "_routing",
     "RunIndex": "_runindex",
+    "check_journal_read": "_runindex",
+    "read_journal": "_runindex",
+    "JournalEvent": "_runindex",
+    "EventJournal": "_runindex",
+    "MAX_JOURNAL_PAGE": "_runindex",
+    "JOURNAL_KINDS": "_runindex",
     "RunInfo": "_checkpoint",
     "RunObserver": "_observer",
     "RunOptions": "_options",
     "RunPage": "_runindex",
     "RunQuery": "_runindex",
     "RunSummary": "_runindex",
+    "RunScope": "_context",
     "RunWatch": "_watch",
+    "DELETED": "_context",
     "SUBPROCESS": "_capabilities",
     "Step": "_convert",
     "TypeFamily": "_convert",
@@ -368,7 +388,7 @@ _HOME = {
     "type_name": "_types",
     "type_ref": "_codec",
     "where": "_stores",
-    "with_placement": "_placement",
+    "with_placement": "_workflow",
 }
 
 

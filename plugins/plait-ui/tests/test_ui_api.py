@@ -19,6 +19,7 @@ from ui_helpers import (
     chain,
     gate,
     post,
+    retrying,
     review_gate,
     run,
     run_failing,
@@ -361,3 +362,21 @@ def test_a_fork_with_edits_needs_allow_edits(tmp_path: Path) -> None:
         new_run = done.headers["location"].rsplit("/", 1)[1]
     # the fork goes on from the edited next input: n1 gets 100, n2 101, the output is 102
     assert anyio.run(chain_resume, result, new_run, url) == [102]
+
+
+# -- the Gantt of invocations (the run's event journal) -------------------------------------
+
+
+def test_the_run_page_draws_the_journal_as_a_gantt(store_url: str) -> None:
+    workflow = retrying(fail=False)
+    journaled = run(workflow, 0, store_url, journal=True).run_id
+    plain = run(retrying(fail=False), 0, store_url).run_id
+    with signed_in(store_url) as client:
+        page = client.get(f"/runs/{journaled}").text
+        assert page.count('class="gantt-bar ') == 5  # fetch and slow twice, store once
+        assert page.count('class="gantt-bar timeout"') == 1
+        assert page.count('class="gantt-backoff"') == 1
+        assert "the &lt;upstream&gt; hung up" in page and "<upstream>" not in page
+        assert 'id="gantt-none"' not in page
+        bare = client.get(f"/runs/{plain}").text
+        assert 'id="gantt-none"' in bare and "gantt-bar" not in bare

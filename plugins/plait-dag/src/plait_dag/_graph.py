@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 from plait import SourcePosition
-from plait.spi import LoadContext
+from plait.spi import BuildContext
 
 from .errors import DagDocumentError
 
@@ -71,7 +71,7 @@ class _Problems:
 
 
 def check_graph(
-    nodes: Sequence[Node], connections: Sequence[Connection], ctx: LoadContext
+    nodes: Sequence[Node], connections: Sequence[Connection], ctx: BuildContext
 ) -> list[DagDocumentError]:
     """Every rule-breaking node and connection, at its JSON path."""
     problems = _Problems(ctx.source)
@@ -123,7 +123,7 @@ def _entries_and_exits(nodes: Sequence[Node], problems: _Problems) -> None:
             )
 
 
-def _resolves(name: str, ctx: LoadContext) -> bool:
+def _resolves(name: str, ctx: BuildContext) -> bool:
     """Whether an agent name resolves: through the agent names (``executors=``, the
     document's ``agents:``, plugins' agents, ``--agents``), else as a published fragment
     or an executor kind used with an empty config."""
@@ -132,7 +132,7 @@ def _resolves(name: str, ctx: LoadContext) -> bool:
     return name in ctx.names and name != "dag.node"
 
 
-def _answers_text(name: str, ctx: LoadContext) -> bool:
+def _answers_text(name: str, ctx: BuildContext) -> bool:
     """Whether ``name`` is an LLM agent declared without ``structured_output``."""
     found = ctx.agents.find(name)
     definition = found.definition if found is not None else None
@@ -143,7 +143,7 @@ def _answers_text(name: str, ctx: LoadContext) -> bool:
     )
 
 
-def _agents(nodes: Sequence[Node], ctx: LoadContext, problems: _Problems) -> None:
+def _agents(nodes: Sequence[Node], ctx: BuildContext, problems: _Problems) -> None:
     names = sorted(ctx.names - {"dag.node"})
     strategies: list[str] = []
     if ctx.manager is not None:

@@ -19,10 +19,10 @@ import anyio.to_thread
 from plait import ConfigError, Executor, PlaitError, WorkflowContext
 from plait.spi import (
     IMPORTS,
+    BuildContext,
     Capability,
     CompiledTemplate,
     Handler,
-    KindContext,
     compile_template,
     import_ref,
     network,
@@ -259,7 +259,7 @@ class AgentKind:
         "additionalProperties": False,
     }
 
-    def capabilities(self, config: Mapping[str, Any], ctx: KindContext) -> set[Capability]:
+    def capabilities(self, config: Mapping[str, Any], ctx: BuildContext) -> set[Capability]:
         """A model is called over the network, at a host its llm plugin chooses (any
         host); ``tools`` are code to import."""
         found: set[Capability] = {network()}
@@ -267,7 +267,7 @@ class AgentKind:
             found.add(IMPORTS)
         return found
 
-    def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
+    def check(self, config: Mapping[str, Any], ctx: BuildContext) -> list[ConfigError]:
         """Every problem of ``config``, each with its JSON path (``/config/options/x``)."""
         errors = check_config(self.config_schema, config, ctx.node_id, source=ctx.source)
         if errors:
@@ -295,7 +295,7 @@ class AgentKind:
             errors.extend(self._tools(config["tools"], ctx)[1])
         return errors
 
-    def _tools(self, refs: list[str], ctx: KindContext) -> tuple[list[Any], list[ConfigError]]:
+    def _tools(self, refs: list[str], ctx: BuildContext) -> tuple[list[Any], list[ConfigError]]:
         """The tool functions, imported (only when the document may import code)."""
         if not ctx.allow_imports:
             message = (
@@ -326,7 +326,7 @@ class AgentKind:
             found.append(tool)
         return found, errors
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> AgentExecutor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> AgentExecutor:
         """The agent for ``config``.
 
         :raises ConfigError: the config is invalid (the first problem).
@@ -350,7 +350,7 @@ class AgentKind:
             tools=self._tools(config["tools"], ctx)[0] if config.get("tools") else None,
         )
 
-    def _model(self, config: Mapping[str, Any], ctx: KindContext) -> tuple[Any, list[ConfigError]]:
+    def _model(self, config: Mapping[str, Any], ctx: BuildContext) -> tuple[Any, list[ConfigError]]:
         model_id = config.get("model") or os.environ.get(MODEL_ENV)
         if not model_id:
             message = f"'model' is required (or set the {MODEL_ENV} environment variable)"
@@ -372,7 +372,7 @@ class AgentKind:
             )
             return None, [config_error(ctx.node_id, message, "/config/model", source=ctx.source)]
 
-    def _check_schema(self, schema: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
+    def _check_schema(self, schema: Mapping[str, Any], ctx: BuildContext) -> list[ConfigError]:
         from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
         from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped,unused-ignore]
 
@@ -396,7 +396,7 @@ class AgentKind:
         return []
 
     def _check_options(
-        self, options: Mapping[str, Any], model: Any, ctx: KindContext
+        self, options: Mapping[str, Any], model: Any, ctx: BuildContext
     ) -> list[ConfigError]:
         from pydantic import ValidationError
 
