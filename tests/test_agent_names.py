@@ -245,3 +245,18 @@ def test_the_cli_says_format_as_a_flag_and_a_missing_file_in_one_line() -> None:
         missing.stderr == "Error: TARGET 'nosuch.yaml': no such file (nosuch.yaml does not exist)\n"
     )
     assert plait_cli("validate", "notes.txt", "--format", "flow").exit_code == 1
+
+
+def test_a_resume_command_repeats_format_and_agents() -> None:
+    Path("resume_agents.py").write_text("async def greet(text):\n    return 'hi ' + text\n")
+    Path("greet.txt").write_text("greet\n")
+    done = plait_cli("run", "greet.txt", "x", "--format", "flow", "--agents", "resume_agents.py")
+    assert done.exit_code == 0, done.output
+    assert done.stdout == "hi x\n"
+    run_id = next(
+        line.split()[-1] for line in done.stderr.splitlines() if line.startswith("run id:")
+    )
+    shown = plait_cli("resume", run_id)
+    assert shown.exit_code == 2
+    assert "--format flow --agents" in shown.stderr
+    assert str(Path("resume_agents.py").resolve()) in shown.stderr
