@@ -53,7 +53,9 @@ class Loader(Protocol):
         ...
 
 
-def _read(source: str | os.PathLike[str], suffixes: set[str]) -> tuple[str, str, str | None]:
+def _read(
+    source: str | os.PathLike[str], suffixes: set[str], format: str | None = None
+) -> tuple[str, str, str | None]:
     """``(text, source name, suffix)``: a path is read; a string is text unless it names
     an existing file with a known suffix."""
     from pathlib import Path  # here: `import plait` does not pay for pathlib
@@ -83,7 +85,8 @@ def _read(source: str | os.PathLike[str], suffixes: set[str]) -> tuple[str, str,
     if not isinstance(source, str):
         raise TypeError(f"plait.load needs text or a path, got {type(source).__name__}")
     if (
-        "\n" not in source
+        format is None  # with a format given, a string is the document's text
+        and "\n" not in source
         and len(source) < 4096
         and "->" not in source
         and source.strip().lower().endswith(tuple(suffixes))
@@ -181,7 +184,7 @@ def _load_spec(
         plugin_manager = get_plugin_manager()
     loaders = plugin_manager.registry("loader")
     suffixes = {s for n in loaders.names() for s in getattr(loaders.get(n), "suffixes", ())}
-    text, name, suffix = _read(source, suffixes)
+    text, name, suffix = _read(source, suffixes, format)
     if "\x00" in text:
         offset = text.index("\x00")
         line = text.count("\n", 0, offset) + 1
