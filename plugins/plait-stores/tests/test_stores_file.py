@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import plait_stores._fileindex
 import pytest
 from plait import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
@@ -254,3 +255,22 @@ async def test_the_index_log_is_compacted(tmp_path: Path, monkeypatch: pytest.Mo
     assert len(lines) < 10, len(lines)
     (summary,) = (await list_runs(FileCheckpointStore(tmp_path))).runs
     assert summary.superstep == 39
+
+
+async def test_a_rebuilt_index_pages_runs_saved_at_the_same_time(tmp_path: Path) -> None:
+    store = FileCheckpointStore(tmp_path)
+    ids = [new_run_id(f"same{i}") for i in range(5)]
+    for run_id in ids:
+        checkpoint = attrs.evolve(make_checkpoint(run_id), created_at=1_700_000_000.0)
+        await store.save(checkpoint)
+    (tmp_path / "runs.index").unlink()
+    fresh = FileCheckpointStore(tmp_path)
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page = await list_runs(fresh, limit=2, cursor=cursor)
+        seen.extend(r.run_id for r in page.runs)
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    assert sorted(seen) == sorted(ids) and len(seen) == 5
