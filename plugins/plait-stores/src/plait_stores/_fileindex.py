@@ -172,6 +172,8 @@ class RunIndexLog:
     :param open_file: opens a regular file in a directory descriptor without following
         links (``None`` if it is missing).
     :param rebuild: every run's summary, read from the run directories (for a rebuild).
+    :param write_atomic: writes a whole file in a directory descriptor atomically (the
+        store's own routine: a temporary file, fsynced, renamed over it).
     :param key: the directory's real path (one state per directory in this process).
     """
 
@@ -180,9 +182,11 @@ class RunIndexLog:
         root: Callable[..., contextlib.AbstractContextManager[int | None]],
         open_file: Callable[..., int | None],
         rebuild: Callable[[], list[RunSummary]],
+        write_atomic: Callable[[int, str, bytes], None],
         key: str,
     ) -> None:
         self._root = root
+        self._write_atomic = write_atomic
         self._open = open_file
         self._rebuild = rebuild
         with _states_guard:
@@ -209,19 +213,21 @@ class RunIndexLog:
 
     def append(self, line: Callable[[int], bytes]) -> None:
         """Append the line ``line(stamp)`` makes (after a save's commit point); a missing
-        index is rebuilt instead (it then holds this change too)."""
+        index is rebuilt instead (it then holds this change too). The file is opened
+        under the shared lock, so a compaction or rebuild (which replace it under the
+        exclusive one) never leaves this line in a file that is gone."""
         with self._root(create=True) as root:
             assert root is not None  # created
-            fd = self._open(root, INDEX_NAME, INDEX_NAME, os.O_WRONLY | os.O_APPEND)
-            if fd is None:
-                self._rebuild_in(root)
-                return
-            try:
-                with self._locked(root, exclusive=False):
-                    os.write(fd, line(self.stamp()))
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
+            with self._locked(root, exclusive=False):
+                fd = self._open(root, INDEX_NAME, INDEX_NAME, os.O_WRONLY | os.O_APPEND)
+                if fd is not None:
+                    try:
+                        os.write(fd, line(self.stamp()))
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+                    return
+            self._rebuild_in(root)
 
     def _rebuild_in(self, root: int) -> None:
         with self._locked(root, exclusive=True):
@@ -235,11 +241,9 @@ class RunIndexLog:
             self._write_all(root, entries)
 
     def _write_all(self, root: int, entries: list[tuple[int, RunSummary]]) -> None:
-        from ._file import _write_atomic  # one atomic-write routine for the store
-
         body = b"".join(summary_line(s, stamp, full=True) for stamp, s in entries)
         with self._state.lock:
-            _write_atomic(root, INDEX_NAME, body)
+            self._write_atomic(root, INDEX_NAME, body)
             self._state.reset()
 
     # -- reading ----------------------------------------------------------------------
