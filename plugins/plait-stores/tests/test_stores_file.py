@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import plait_stores._fileindex
 import pytest
 from plait import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
@@ -254,3 +255,54 @@ async def test_the_index_log_is_compacted(tmp_path: Path, monkeypatch: pytest.Mo
     assert len(lines) < 10, len(lines)
     (summary,) = (await list_runs(FileCheckpointStore(tmp_path))).runs
     assert summary.superstep == 39
+
+
+async def test_a_rebuilt_index_pages_runs_saved_at_the_same_time(tmp_path: Path) -> None:
+    store = FileCheckpointStore(tmp_path)
+    ids = [new_run_id(f"same{i}") for i in range(5)]
+    for run_id in ids:
+        checkpoint = attrs.evolve(make_checkpoint(run_id), created_at=1_700_000_000.0)
+        await store.save(checkpoint)
+    (tmp_path / "runs.index").unlink()
+    fresh = FileCheckpointStore(tmp_path)
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page = await list_runs(fresh, limit=2, cursor=cursor)
+        seen.extend(r.run_id for r in page.runs)
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    assert sorted(seen) == sorted(ids) and len(seen) == 5
+
+
+async def test_processes_saving_at_once_all_reach_the_index(tmp_path: Path) -> None:
+    import sys
+
+    import anyio
+
+    script = (
+        "import anyio, sys\n"
+        "from plait_stores import FileCheckpointStore\n"
+        "from plait_testing.stores import make_checkpoint\n"
+        "async def main():\n"
+        "    store = FileCheckpointStore(sys.argv[1])\n"
+        "    for i in range(20):\n"
+        "        await store.save(make_checkpoint(f'{sys.argv[2]}-{i}'))\n"
+        "anyio.run(main)\n"
+    )
+    codes: list[int] = []
+
+    async def write(label: str) -> None:
+        done = await anyio.run_process(
+            [sys.executable, "-c", script, str(tmp_path), label], check=False
+        )
+        codes.append(done.returncode)
+
+    with anyio.fail_after(120):
+        async with anyio.create_task_group() as tasks:
+            for n in range(3):
+                tasks.start_soon(write, f"p{n}")
+    assert codes == [0, 0, 0]
+    page = await list_runs(FileCheckpointStore(tmp_path), limit=100)
+    assert len({r.run_id for r in page.runs}) == 60, "a save's index line was lost"

@@ -26,6 +26,7 @@ from ui_helpers import (
     signed_in,
     sqlite,
     unique,
+    wide,
 )
 
 
@@ -380,3 +381,14 @@ def test_the_run_page_draws_the_journal_as_a_gantt(store_url: str) -> None:
         assert 'id="gantt-none"' not in page
         bare = client.get(f"/runs/{plain}").text
         assert 'id="gantt-none"' in bare and "gantt-bar" not in bare
+
+
+def test_a_superstep_with_many_changes_lists_the_first_ones(tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    run_id = run(wide(400), 0, url).run_id  # its last superstep changes ~400 visit counts
+    with signed_in(url) as client:
+        page = client.get(f"/runs/{run_id}").text
+        table = page.split('id="diff"', 1)[1].split("</table>", 1)[0]
+        assert table.count("<tr class=") == 200
+        more = re.search(r"… and (\d+) more changes", page)
+        assert more is not None and int(more.group(1)) > 100

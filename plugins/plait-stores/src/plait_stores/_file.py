@@ -286,7 +286,9 @@ class FileCheckpointStore(CheckpointStoreBase):
         self.timeout = timeout
         self._lock = _lock_for(self.directory)
         self._key = os.path.realpath(self.directory)
-        self._index = RunIndexLog(self._dir, self._open_file, self._summaries_sync, self._key)
+        self._index = RunIndexLog(
+            self._dir, self._open_file, self._summaries_sync, _write_atomic, self._key
+        )
 
     @classmethod
     def from_url(cls, url: str) -> FileCheckpointStore:

@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import attrs
 from plait.spi import RUN_COLUMNS, RunPage, RunQuery, RunSummary, parse_int_cursor
 
 try:
@@ -59,8 +60,10 @@ _COLUMN_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {
 }
 #: How many lines beyond two per run the log may grow before it is compacted.
 COMPACT_SLACK = 1000
-#: What a later save keeps from the run's entry.
-_KEPT = ("created_at", "forked_from", "forked_from_checkpoint")
+#: What a later save keeps from the run's entry (positions in a row).
+_KEPT_AT = frozenset(
+    RUN_COLUMNS.index(name) for name in ("created_at", "forked_from", "forked_from_checkpoint")
+)
 
 
 class IndexCorrupt(Exception):
@@ -78,7 +81,7 @@ def gone_line(run_id: str, stamp: int) -> bytes:
     return json.dumps({"s": stamp, "gone": run_id}, ensure_ascii=True).encode("ascii") + b"\n"
 
 
-def _checked_row(row: Any) -> RunSummary:
+def _checked_row(row: Any) -> tuple[Any, ...]:
     if not isinstance(row, list) or len(row) != len(RUN_COLUMNS):
         raise IndexCorrupt("a row is not a list of the run index's columns")
     for name, value in zip(RUN_COLUMNS, row):
@@ -87,7 +90,24 @@ def _checked_row(row: Any) -> RunSummary:
             continue
         if isinstance(value, bool) or not isinstance(value, types):
             raise IndexCorrupt(f"{name} is not a {types[0].__name__}")
-    return RunSummary(*row)
+    return tuple(row)
+
+
+class _Entry:
+    """One run of the index: its stamp, its checked row, and its summary once asked for
+    (a first page of 50 builds 50 summaries, not one per run)."""
+
+    __slots__ = ("_summary", "row", "stamp")
+
+    def __init__(self, stamp: int, row: tuple[Any, ...]) -> None:
+        self.stamp = stamp
+        self.row = row
+        self._summary: RunSummary | None = None
+
+    def summary(self) -> RunSummary:
+        if self._summary is None:
+            self._summary = RunSummary(*self.row)
+        return self._summary
 
 
 class _State:
@@ -97,7 +117,7 @@ class _State:
         self.inode: tuple[int, int] | None = None
         self.offset = 0
         self.lines = 0
-        self.runs: dict[str, tuple[int, RunSummary]] = {}
+        self.runs: dict[str, _Entry] = {}
         self.last_stamp = 0
         self.lock = threading.RLock()
 
@@ -132,17 +152,12 @@ class _State:
                 raise IndexCorrupt("a removed run's id is not text")
             self.runs.pop(data["gone"], None)
             return
-        summary = _checked_row(data.get("row"))
+        row = _checked_row(data.get("row"))
         if data.get("full") is not True:
-            known = self.runs.get(summary.run_id)
+            known = self.runs.get(row[0])
             if known is not None:
-                kept = {name: getattr(known[1], name) for name in _KEPT}
-                summary = RunSummary(**{**_as_dict(summary), **kept})
-        self.runs[summary.run_id] = (stamp, summary)
-
-
-def _as_dict(summary: RunSummary) -> dict[str, Any]:
-    return dict(zip(RUN_COLUMNS, summary.as_row()))
+                row = tuple(known.row[i] if i in _KEPT_AT else value for i, value in enumerate(row))
+        self.runs[row[0]] = _Entry(stamp, row)
 
 
 _states: dict[str, _State] = {}
@@ -157,6 +172,8 @@ class RunIndexLog:
     :param open_file: opens a regular file in a directory descriptor without following
         links (``None`` if it is missing).
     :param rebuild: every run's summary, read from the run directories (for a rebuild).
+    :param write_atomic: writes a whole file in a directory descriptor atomically (the
+        store's own routine: a temporary file, fsynced, renamed over it).
     :param key: the directory's real path (one state per directory in this process).
     """
 
@@ -165,9 +182,11 @@ class RunIndexLog:
         root: Callable[..., contextlib.AbstractContextManager[int | None]],
         open_file: Callable[..., int | None],
         rebuild: Callable[[], list[RunSummary]],
+        write_atomic: Callable[[int, str, bytes], None],
         key: str,
     ) -> None:
         self._root = root
+        self._write_atomic = write_atomic
         self._open = open_file
         self._rebuild = rebuild
         with _states_guard:
@@ -194,37 +213,37 @@ class RunIndexLog:
 
     def append(self, line: Callable[[int], bytes]) -> None:
         """Append the line ``line(stamp)`` makes (after a save's commit point); a missing
-        index is rebuilt instead (it then holds this change too)."""
+        index is rebuilt instead (it then holds this change too). The file is opened
+        under the shared lock, so a compaction or rebuild (which replace it under the
+        exclusive one) never leaves this line in a file that is gone."""
         with self._root(create=True) as root:
             assert root is not None  # created
-            fd = self._open(root, INDEX_NAME, INDEX_NAME, os.O_WRONLY | os.O_APPEND)
-            if fd is None:
-                self._rebuild_in(root)
-                return
-            try:
-                with self._locked(root, exclusive=False):
-                    os.write(fd, line(self.stamp()))
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
+            with self._locked(root, exclusive=False):
+                fd = self._open(root, INDEX_NAME, INDEX_NAME, os.O_WRONLY | os.O_APPEND)
+                if fd is not None:
+                    try:
+                        os.write(fd, line(self.stamp()))
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+                    return
+            self._rebuild_in(root)
 
     def _rebuild_in(self, root: int) -> None:
         with self._locked(root, exclusive=True):
-            summaries = self._rebuild()
-            self._write_all(root, [(self.stamp_for(s), s) for s in summaries])
-
-    def stamp_for(self, summary: RunSummary) -> int:
-        """A rebuilt run's stamp: its latest checkpoint's time (runs keep their order)."""
-        stamp = max(int(summary.updated_at * 1e9), 0)
-        self._state.last_stamp = max(self._state.last_stamp, stamp)
-        return stamp
+            summaries = sorted(self._rebuild(), key=lambda s: (s.updated_at, s.run_id))
+            entries = []
+            last = 0
+            for summary in summaries:  # stamps from the runs' times, in order, each unique
+                last = max(int(summary.updated_at * 1e9), last + 1)
+                entries.append((last, summary))
+            self._state.last_stamp = max(self._state.last_stamp, last)
+            self._write_all(root, entries)
 
     def _write_all(self, root: int, entries: list[tuple[int, RunSummary]]) -> None:
-        from ._file import _write_atomic  # one atomic-write routine for the store
-
         body = b"".join(summary_line(s, stamp, full=True) for stamp, s in entries)
         with self._state.lock:
-            _write_atomic(root, INDEX_NAME, body)
+            self._write_atomic(root, INDEX_NAME, body)
             self._state.reset()
 
     # -- reading ----------------------------------------------------------------------
@@ -233,17 +252,20 @@ class RunIndexLog:
         """A page of the index, newest first."""
         after = parse_int_cursor(query.cursor)
         runs = self._current()
-        indexed = sorted(runs.values(), key=lambda pair: (-pair[0], pair[1].run_id))
-        picked: list[tuple[int, RunSummary]] = []
-        for stamp, summary in indexed:
-            if (after is not None and stamp >= after) or not query.matches(summary):
+        indexed = sorted(runs.values(), key=lambda entry: (-entry.stamp, entry.row[0]))
+        unfiltered = attrs.evolve(query, limit=1, cursor=None) == RunQuery(limit=1)
+        picked: list[_Entry] = []
+        for entry in indexed:
+            if after is not None and entry.stamp >= after:
+                continue
+            if not unfiltered and not query.matches(entry.summary()):
                 continue
             if len(picked) == query.limit:
-                return RunPage([s for _, s in picked], str(picked[-1][0]))
-            picked.append((stamp, summary))
-        return RunPage([s for _, s in picked], None)
+                return RunPage([e.summary() for e in picked], str(picked[-1].stamp))
+            picked.append(entry)
+        return RunPage([e.summary() for e in picked], None)
 
-    def _current(self) -> dict[str, tuple[int, RunSummary]]:
+    def _current(self) -> dict[str, _Entry]:
         state = self._state
         with state.lock, self._root() as root:
             if root is None:
@@ -290,9 +312,9 @@ class RunIndexLog:
         with self._locked(root, exclusive=True):
             state = self._state
             self._read_rest(root)
-            entries = sorted(state.runs.values(), key=lambda pair: pair[0])
+            entries = sorted(state.runs.values(), key=lambda entry: entry.stamp)
             runs = dict(state.runs)
-            self._write_all(root, entries)
+            self._write_all(root, [(e.stamp, e.summary()) for e in entries])
             self._read_tail_fresh(root, runs)
 
     def _read_rest(self, root: int) -> None:
@@ -309,7 +331,7 @@ class RunIndexLog:
         state.apply_lines(tail[: tail.rfind(b"\n") + 1])
         state.offset += tail.rfind(b"\n") + 1
 
-    def _read_tail_fresh(self, root: int, runs: dict[str, tuple[int, RunSummary]]) -> None:
+    def _read_tail_fresh(self, root: int, runs: dict[str, _Entry]) -> None:
         """After a compaction: what this process knows is what it just wrote."""
         state = self._state
         fd = self._open(root, INDEX_NAME, INDEX_NAME)

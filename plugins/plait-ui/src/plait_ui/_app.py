@@ -269,7 +269,8 @@ class _Ui:
             following=points[index + 1] if index + 1 < len(points) else None,
             view=view,
             error=view.error,
-            changes=changes,
+            changes=changes[:MAX_CHANGES],
+            changes_more=max(len(changes) - MAX_CHANGES, 0),
             sections=[(title, key, self.value(view, [key])) for title, key in sections],
             forks=forks,
             origin=origin if isinstance(origin, dict) else None,
@@ -612,6 +613,11 @@ async def _parent_view(store: CheckpointStore, view: CheckpointView) -> Checkpoi
         return await checkpoint_view(store, parent_id)
     except CheckpointNotFoundError:
         return None  # pruned
+
+
+#: The most changes the "changed in this superstep" table lists (a superstep of a
+#: 1,000-executor fan-out changes thousands of paths: the page stays light).
+MAX_CHANGES = 200
 
 
 def make_app(settings: UiSettings) -> Guard:
