@@ -21,6 +21,7 @@ from ._codec import EncodeError, encode_value, type_ref
 from ._errors import CheckpointEncodeError, CheckpointError, RunLeaseError
 from ._fingerprint import fingerprint_summary
 from ._leases import Lease
+from ._runview import shared_changes
 from ._state import PendingRequest, RunState
 from ._types import type_name
 
@@ -123,7 +124,12 @@ class Checkpointer:
         else:
             body["base"] = self.base_id
             body["executor_state"] = dict(self.changed)
-            if shared != self.shared_at_base:
+            if isinstance(shared, dict) and isinstance(self.shared_at_base, dict):
+                # key by key: a delta holds the keys written since its base, not all
+                changes = shared_changes(self.shared_at_base, shared)
+                if changes is not None:
+                    body["shared_changes"] = changes
+            elif shared != self.shared_at_base:
                 body["shared"] = shared
             body["outputs"] = _encode(
                 state.outputs[self.outputs_at_base :], "workflow outputs", None, step

@@ -7,7 +7,9 @@ Layout of ``Checkpoint.state`` (format version 1)::
     pending         {executor_id: [message, ...]} — the next superstep's deliveries
     executor_state  {executor_id: snapshot}  full: every non-empty state; delta: changed since base
     router_state    {edge_group_id: snapshot} — every stateful edge group (fan-in buffers)
-    shared          the shared state (full: always; delta: only when it changed since base)
+    shared          the shared state (full: always; delta: whole only when the codec wrapped it)
+    shared_changes  delta: the shared-state keys changed since base, ``{"set": {key: value},
+                    "unset": [key, ...]}`` (absent when nothing changed)
     requests        every pending request for outside input
     outputs         workflow outputs (full: all so far; delta: since base)
     visits          {executor_id: supersteps run} (full: all; delta: changed since base)

@@ -94,30 +94,67 @@ def _bump(
     return new
 
 
+async def _record(
+    ctx: WorkflowContext[Any, Any],
+    state: dict[str, Any],
+    step: str,
+    entry: dict[str, Any],
+    *,
+    final: bool = False,
+    label: str | None = None,
+    who: str | None = None,
+    attempt: int | None = None,
+    last: bool = True,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Store ``entry`` as step ``step``'s result, once, in shared state (the last step's
+    goes into the step context it publishes instead); the new step context, and the
+    entries written here (``{key: entry}``: readable in shared state from the next
+    superstep only)."""
+    key = sc.entry_key(state, step)
+    if not final:
+        await ctx.set_shared_state(key, entry)
+    new = sc.record(state, step, key, label=label, who=who, attempt=attempt, last=last)
+    return new, {key: entry}
+
+
 async def _finish(
-    ctx: WorkflowContext[Any, Any], state: dict[str, Any], output: Any, final: bool
+    ctx: WorkflowContext[Any, Any],
+    state: dict[str, Any],
+    output: Any,
+    final: bool,
+    fresh: dict[str, Any],
 ) -> None:
+    """Send the step context on, or, for the last step, publish it (``fresh``: the
+    entries :func:`_record` just wrote)."""
     if final:
         await ctx.yield_output(output)
-        summary = sc.summary(state, output)
+        summary = sc.summary(state, sc.Entries(state["steps"], ctx.shared, fresh), output)
         await ctx.set_shared_state(sc.STEP_CONTEXT_KEY, summary)  # see sc.step_context
         await ctx.add_event({sc.STEP_CONTEXT_EVENT: summary})
+        # the published context holds every entry now: drop them from shared state
+        for key in state["steps"].values():
+            ctx.shared.pop(key, None)
     else:
         await ctx.send_message(state)
 
 
-async def _template_data(state: dict[str, Any], ctx: WorkflowContext[Any, Any]) -> dict[str, Any]:
-    """What templates see: inside foreach bodies, the steps of every enclosing context
-    (each kept once in shared state) under the item's own."""
+def _entries(state: dict[str, Any], ctx: WorkflowContext[Any, Any]) -> sc.Entries:
+    """The entries of the steps ``state`` has seen: inside foreach bodies, the steps of
+    every enclosing context (each kept once in shared state) under the item's own."""
     frame = state.get("foreach")
     if frame is None:
-        return sc.template_data(state)
+        return sc.Entries(state["steps"], ctx.shared)
     layers = [state["steps"]]
     while frame is not None:
-        outer = await ctx.get_shared_state(sc.foreach_key(frame["key"]))
+        outer = ctx.shared.get(sc.foreach_key(frame["key"]))
         layers.append(outer["steps"] if outer else {})
         frame = frame["parent"]
-    return sc.template_data(state, ChainMap(*layers))
+    return sc.Entries(ChainMap(*layers), ctx.shared)
+
+
+async def _template_data(state: dict[str, Any], ctx: WorkflowContext[Any, Any]) -> dict[str, Any]:
+    """What templates see (:func:`_entries`)."""
+    return sc.template_data(state, _entries(state, ctx))
 
 
 _COMPILED: dict[tuple[Any, ...], Any] = {}
@@ -229,13 +266,20 @@ class StepExecutor(_StepNode):
                     superstep=ctx.superstep,
                 ) from exc
         else:
-            given = sc.prior_block(state)
+            given = sc.prior_block(state, sc.Entries(state["steps"], ctx.shared))
         output = await self.call(given, rendered, ctx)
         entry = {"output": output, "agent": self.agent}
-        new = sc.record(
-            state, self.step, entry, label=self.label, who=self.who, attempt=ctx.attempt
+        new, fresh = await _record(
+            ctx,
+            state,
+            self.step,
+            entry,
+            final=self.final,
+            label=self.label,
+            who=self.who,
+            attempt=ctx.attempt,
         )
-        await _finish(ctx, new, output, self.final)
+        await _finish(ctx, new, output, self.final, fresh)
 
 
 class ConditionExecutor(_StepNode):
@@ -273,16 +317,15 @@ class ConditionExecutor(_StepNode):
                 executor_id=self.step,
                 superstep=ctx.superstep,
             )
-        new = sc.record(
-            state, self.step, {"output": value}, label=None, who=None, attempt=None, last=False
+        ends = bool(self.ends.get("true" if value else "false"))
+        new, fresh = await _record(
+            ctx, state, self.step, {"output": value}, final=ends, last=False
         )
-        if self.ends.get("true" if value else "false"):
+        if ends:
             last = new["last"]
-            output = new["steps"][last]["output"] if last is not None else None
-            await ctx.yield_output(output)
-            summary = sc.summary(new, output)
-            await ctx.set_shared_state(sc.STEP_CONTEXT_KEY, summary)  # see sc.step_context
-            await ctx.add_event({sc.STEP_CONTEXT_EVENT: summary})
+            entries = sc.Entries(new["steps"], ctx.shared, fresh)
+            output = entries[last]["output"] if last is not None else None
+            await _finish(ctx, new, output, True, fresh)
             return
         new["branch"] = value
         await ctx.send_message(new)
@@ -332,21 +375,25 @@ class JoinExecutor(_StepNode):
             attempts.update(state["attempts"])
             for key, count in state["runs"].items():
                 runs[key] = max(count, runs.get(key, 0))
-        outputs: dict[str, Any] = {}
+        # each child's last entry, by reference (the block's keyed output copies only
+        # the children's outputs, which are the block's own result)
+        outputs: dict[str, str | None] = {}
         for child, state in zip(self.children, states):
             last = state.get("last")
             inside = self.members.get(child, [child])
-            outputs[child] = state["steps"].get(last) if last in inside else {"output": None}
+            outputs[child] = state["steps"].get(last) if last in inside else None
+        entries = sc.Entries(steps, ctx.shared)
         keyed = {
             "steps": {
-                c: {k: e[k] for k in ("output", "agent") if k in e} for c, e in outputs.items()
+                c: {k: e[k] for k in ("output", "agent") if k in e}
+                for c, e in ((c, entries.ref(r)) for c, r in outputs.items())
             },
             "order": list(self.children),
         }
         merged.update(steps=steps, prior=prior, runs=runs, attempts=attempts)
         entry = {"output": keyed, "agent": None, "outputs": outputs, "order": list(self.children)}
-        new = sc.record(merged, self.step, entry, label=None, who=None, attempt=None)
-        await _finish(ctx, new, keyed, self.final)
+        new, fresh = await _record(ctx, merged, self.step, entry, final=self.final)
+        await _finish(ctx, new, keyed, self.final, fresh)
 
 
 class PassExecutor(_StepNode):

@@ -24,6 +24,7 @@ from ._executors import (
     _Kind,
     _NoConfigCheck,
     _StepNode,
+    _record,
     _template_data,
     compiled_config,
 )
@@ -94,26 +95,19 @@ class ForeachExecutor(_StepNode):
         # each item runs the body afresh: its own prompt (the item), prior outputs, steps
         # and loop counters; the enclosing ones come back at the gather
         for index, item in enumerate(items):
-            await ctx.send_message(
-                {
-                    sc.MARK: 1,
-                    "prompt": sc.text(item),
-                    "steps": {},
-                    "prior": {},
-                    "runs": {},
-                    "attempts": {},
-                    "last": None,
-                    "foreach": {**frame, "index": index, "value": item},
-                    "branch": True,
-                }
-            )
+            # each item writes its entries in a scope of its own
+            item_state = sc.fresh(sc.text(item), scope=f"{key}[{index}]")
+            item_state["foreach"] = {**frame, "index": index, "value": item}
+            item_state["branch"] = True
+            await ctx.send_message(item_state)
 
 
 class GatherExecutor(_StepNode):
-    """A foreach block's end: keeps each item's output (the last step the item ran in the
-    body) under its run's key in this executor's state — checkpointed with the run — and,
-    once every item of that run is in, records the list, in item order, as the block's
-    output in the context the block started in (from shared state) and sends that on."""
+    """A foreach block's end: keeps a reference to each item's output (the entry of the
+    last step the item ran in the body) under its run's key in this executor's state —
+    checkpointed with the run — and, once every item of that run is in, records the list
+    of those outputs, in item order, as the block's output in the context the block
+    started in (from shared state), drops the items' entries, and sends that on."""
 
     def __init__(self, id: str, *, config: Mapping[str, Any]) -> None:
         super().__init__(id)
@@ -126,11 +120,11 @@ class GatherExecutor(_StepNode):
         state = sc.start(message)
         frame = state["foreach"]
         key, count = frame["key"], frame["count"]
-        buffer = ctx.state.get(key) or {"outputs": {}, "runs": {}}
+        buffer = ctx.state.get(key) or {"outputs": {}, "runs": {}, "entries": []}
         if count:
             last = state.get("last")
-            found = state["steps"].get(last) if last is not None else None
-            buffer["outputs"][str(frame["index"])] = (found or {}).get("output")
+            buffer["outputs"][str(frame["index"])] = state["steps"].get(last)
+            buffer["entries"] = sorted({*buffer["entries"], *state["steps"].values()})
             runs = buffer["runs"]
             for member, n in state["runs"].items():
                 runs[member] = runs.get(member, 0) + n
@@ -138,7 +132,10 @@ class GatherExecutor(_StepNode):
                 ctx.state[key] = buffer
                 return
         ctx.state.pop(key, None)
-        outputs = [buffer["outputs"][str(i)] for i in range(count)]
+        entries = sc.Entries({}, ctx.shared)
+        outputs = [entries.ref(buffer["outputs"][str(i)])["output"] for i in range(count)]
+        for item_key in buffer["entries"]:  # the list holds what the items gave
+            ctx.shared.pop(item_key, None)
         shared = sc.foreach_key(key)
         outer = dict(await ctx.get_shared_state(shared))
         ctx.shared.pop(shared, None)
@@ -151,8 +148,10 @@ class GatherExecutor(_StepNode):
         else:
             outer["foreach"] = frame["parent"]
         entry = {"output": outputs, "agent": None}
-        new = sc.record(outer, self.step, entry, label=self.label, who="foreach", attempt=None)
-        await _finish(ctx, new, outputs, self.final)
+        new, fresh = await _record(
+            ctx, outer, self.step, entry, final=self.final, label=self.label, who="foreach"
+        )
+        await _finish(ctx, new, outputs, self.final, fresh)
 
 
 class ForeachKind(_Kind):
