@@ -16,7 +16,7 @@ import anyio.abc
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from ._checkpoint import Checkpoint, CheckpointStore
+from ._checkpoint import Checkpoint, CheckpointStore, _dumps
 from ._codec import EncodeError, encode_value, type_ref
 from ._errors import CheckpointEncodeError, CheckpointError, RunLeaseError
 from ._fingerprint import fingerprint_summary
@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 __all__ = ["SNAPSHOT_EVERY", "Checkpointer"]
 
 SNAPSHOT_EVERY = 32
+#: A delta smaller than this (bytes of JSON) is never replaced by a full snapshot early.
+REBASE_BYTES = 16 * 1024
 
 
 def _encode(value: Any, what: str, name: str | None, superstep: int) -> Any:
@@ -73,6 +75,7 @@ class Checkpointer:
         self.outputs_at_base = 0
         self.visits_changed: set[str] = set()
         self.shared_at_base: Any = None
+        self.base_bytes = 0  # the size of the base's state, as JSON
         self.first = parent_id is None
         self.fingerprinted = False  # the first checkpoint this process writes has the details
         self.error: BaseException | None = None
@@ -105,6 +108,55 @@ class Checkpointer:
             or status != "running"
         )
         shared = _encode(state.shared, "shared state", None, step)
+        body = self._body(state, inbox, shared, full=full)
+        if not full:
+            size = len(_dumps(body))
+            if size > REBASE_BYTES and size * 2 > self.base_bytes:
+                # a delta repeats every change since its base: once it outweighs half a
+                # full snapshot, the full one costs less than those repeats
+                whole = self._body(state, inbox, shared, full=True)
+                if size * 2 > len(_dumps(whole)):
+                    full, body = True, whole
+        checkpoint_id = uuid.uuid4().hex
+        metadata: dict[str, Any] = {
+            **self.metadata,
+            "workflow": self.graph.spec.name,
+            "fingerprint": self._fingerprint(),
+        }
+        if self.first:
+            metadata["topology"] = self.graph.topology
+            self.first = False
+        checkpoint = Checkpoint(
+            checkpoint_id=checkpoint_id,
+            run_id=state.run_id,
+            superstep=step,
+            parent_id=self.parent_id,
+            signature=self.graph.signature,
+            status=status,
+            created_at=time.time(),
+            state=body,
+            metadata=metadata,
+            base_id=None if full else self.base_id,
+        )
+        self.parent_id = checkpoint_id
+        self.last = checkpoint
+        if full:
+            self.base_id = checkpoint_id
+            self.base_bytes = len(_dumps(body))
+            self.since_base = 0
+            self.changed = {}
+            self.visits_changed = set()
+            self.outputs_at_base = len(state.outputs)
+            self.shared_at_base = shared
+        else:
+            self.since_base += 1
+        return checkpoint
+
+    def _body(
+        self, state: RunState, inbox: Mapping[str, list[Any]], shared: Any, *, full: bool
+    ) -> dict[str, Any]:
+        """The state of a full checkpoint, or of a delta on the current base."""
+        step = state.superstep
         body: dict[str, Any] = {
             "kind": "full" if full else "delta",
             "pending": {
@@ -137,39 +189,7 @@ class Checkpointer:
             body["visits"] = {eid: state.visits.get(eid, 0) for eid in self.visits_changed}
         if state.attempts:
             body["attempts"] = dict(state.attempts)
-        checkpoint_id = uuid.uuid4().hex
-        metadata: dict[str, Any] = {
-            **self.metadata,
-            "workflow": self.graph.spec.name,
-            "fingerprint": self._fingerprint(),
-        }
-        if self.first:
-            metadata["topology"] = self.graph.topology
-            self.first = False
-        checkpoint = Checkpoint(
-            checkpoint_id=checkpoint_id,
-            run_id=state.run_id,
-            superstep=step,
-            parent_id=self.parent_id,
-            signature=self.graph.signature,
-            status=status,
-            created_at=time.time(),
-            state=body,
-            metadata=metadata,
-            base_id=None if full else self.base_id,
-        )
-        self.parent_id = checkpoint_id
-        self.last = checkpoint
-        if full:
-            self.base_id = checkpoint_id
-            self.since_base = 0
-            self.changed = {}
-            self.visits_changed = set()
-            self.outputs_at_base = len(state.outputs)
-            self.shared_at_base = shared
-        else:
-            self.since_base += 1
-        return checkpoint
+        return body
 
     def _fingerprint(self) -> dict[str, Any]:
         """What a checkpoint records of the workflow's fingerprint: the details in the

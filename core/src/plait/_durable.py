@@ -14,10 +14,12 @@ Layout of ``Checkpoint.state`` (format version 1)::
     outputs         workflow outputs (full: all so far; delta: since base)
     visits          {executor_id: supersteps run} (full: all; delta: changed since base)
 
-A delta holds what changed since its base plus what is pending, so a checkpoint's size
-follows what the run changed, not the number of executors in the graph; a full snapshot
-is written first, last, and every ``snapshot_every`` checkpoints. Resuming needs the
-checkpoint and its base: two reads at most.
+A delta holds what changed since its base plus what is pending (shared state key by
+key), so a checkpoint's size follows what the run changed, not the number of executors in
+the graph; a full snapshot is written first, last, every ``snapshot_every`` checkpoints,
+and whenever a delta (over 16 KiB) would be larger than half a full snapshot: a delta
+repeats every change since its base, so past that point a new base costs less. Resuming
+needs the checkpoint and its base: two reads at most.
 
 Write order: a delta is only written after its base is durable (``sync`` awaits each save
 before the next superstep; ``async`` saves in order from one background writer), so no

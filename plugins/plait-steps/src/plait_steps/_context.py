@@ -138,7 +138,9 @@ def _text(value: Any) -> str:
         return str(value)
 
 
-def prior_block(state: Mapping[str, Any], steps: Mapping[str, Any], prefix: str | None = None) -> str:
+def prior_block(
+    state: Mapping[str, Any], steps: Mapping[str, Any], prefix: str | None = None
+) -> str:
     """The user message of the next step: every prior step output in seed 002's block,
     then the original prompt (just the prompt for the first step). ``steps`` maps step
     ids to entries (:class:`Entries`). ``prefix`` (a rendered instruction) goes first,

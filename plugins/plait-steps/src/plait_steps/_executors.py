@@ -318,9 +318,7 @@ class ConditionExecutor(_StepNode):
                 superstep=ctx.superstep,
             )
         ends = bool(self.ends.get("true" if value else "false"))
-        new, fresh = await _record(
-            ctx, state, self.step, {"output": value}, final=ends, last=False
-        )
+        new, fresh = await _record(ctx, state, self.step, {"output": value}, final=ends, last=False)
         if ends:
             last = new["last"]
             entries = sc.Entries(new["steps"], ctx.shared, fresh)

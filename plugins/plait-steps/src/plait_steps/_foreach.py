@@ -23,8 +23,8 @@ from ._executors import (
     _finish,
     _Kind,
     _NoConfigCheck,
-    _StepNode,
     _record,
+    _StepNode,
     _template_data,
     compiled_config,
 )
