@@ -76,18 +76,69 @@ def fresh(prompt: str, scope: str = "") -> dict[str, Any]:
     }
 
 
-def entry_key(state: Mapping[str, Any], step: str) -> str:
-    """The shared-state key step ``step``'s entry is stored under in ``state``'s scope."""
-    scope = state.get("scope") or ""
-    return f"{ENTRY_PREFIX}{scope}/{step}" if scope else f"{ENTRY_PREFIX}{step}"
+def scope_prefix(scope: str) -> str:
+    """The prefix of the shared-state keys of the entries written in ``scope`` (and in
+    the scopes inside it)."""
+    return f"{ENTRY_PREFIX}{scope}/" if scope else ENTRY_PREFIX
+
+
+def entry_key(state: Mapping[str, Any], step: str, superstep: int) -> str:
+    """The shared-state key of the entry step ``step`` writes in ``superstep`` in
+    ``state``'s scope. Each run of a step writes a key of its own (a step runs once per
+    superstep in a scope), so an entry never changes once written and another entry can
+    point into it (:func:`pack`)."""
+    return f"{scope_prefix(state.get('scope') or '')}{step}@{superstep}"
+
+
+#: a value of an output field that is at least this long (as JSON) is shared, not copied,
+#: with an earlier step's output that holds the same value in the same field
+SHARE_BYTES = 256
+
+
+def _large(value: Any) -> bool:
+    if isinstance(value, str):
+        return len(value) >= SHARE_BYTES
+    if isinstance(value, (list, dict)) and value:
+        try:
+            return len(json.dumps(value, ensure_ascii=False, default=str)) >= SHARE_BYTES
+        except (TypeError, ValueError):  # pragma: no cover - a circular value
+            return False
+    return False
+
+
+def pack(entry: dict[str, Any], earlier: Entries) -> dict[str, Any]:
+    """``entry`` as stored: a field of its output (a JSON object) whose large value equals
+    the same field of an earlier step's output (``earlier``, the most recent first) is not
+    copied but named (``same``: field -> the key of that step's entry; ``fields``: the
+    output's keys in order). So a step that passes its input on with a field added
+    stores the field it added."""
+    output = entry.get("output")
+    if not isinstance(output, dict) or not len(earlier):
+        return entry
+    candidates = [(ref, earlier.ref(ref)["output"]) for ref in reversed(earlier.refs())]
+    same: dict[str, str] = {}
+    for field, value in output.items():
+        if not _large(value):
+            continue
+        for ref, prior in candidates:
+            if isinstance(prior, dict) and field in prior and prior[field] == value:
+                # name the entry that holds the value itself: one hop, however long the
+                # chain of steps that passed it on
+                same[field] = earlier.holder(ref, field)
+                break
+    if not same:
+        return entry
+    kept = {k: v for k, v in output.items() if k not in same}
+    return {**entry, "output": kept, "same": same, "fields": list(output)}
 
 
 class Entries(Mapping[str, Any]):
     """Step id -> its entry, read through a step context's references from the run's
     shared state (``fresh``: entries written in the running superstep, not yet visible
-    there). A step whose entry is gone reads as ``{"output": None}``."""
+    there), with the fields :func:`pack` shared filled in. A step whose entry is gone
+    reads as ``{"output": None}``."""
 
-    __slots__ = ("_fresh", "_refs", "_shared")
+    __slots__ = ("_fresh", "_read", "_refs", "_shared")
 
     def __init__(
         self,
@@ -98,15 +149,45 @@ class Entries(Mapping[str, Any]):
         self._refs = refs
         self._shared = shared
         self._fresh = fresh or {}
+        self._read: dict[str, Any] = {}
+
+    def refs(self) -> list[str]:
+        """The keys of the entries of the steps seen, in the order they were first seen."""
+        return list(dict.fromkeys(self._refs.values()))
+
+    def holder(self, ref: str, field: str) -> str:
+        """The key of the entry that stores field ``field`` of the output of the entry
+        under ``ref`` (``ref`` itself unless :func:`pack` shared it)."""
+        stored = self._fresh.get(ref)
+        if stored is None:
+            stored = self._shared.get(ref)
+        if isinstance(stored, dict) and field in (stored.get("same") or {}):
+            held: str = stored["same"][field]
+            return held
+        return ref
 
     def ref(self, ref: str | None) -> Any:
         """The entry stored under ``ref`` (``{"output": None}`` when there is none)."""
         if ref is None:
             return {"output": None}
+        read = self._read.get(ref)
+        if read is not None:
+            return read
         found = self._fresh.get(ref)
         if found is None:
             found = self._shared.get(ref)
-        return found if found is not None else {"output": None}
+        if found is None:
+            return {"output": None}
+        if isinstance(found, dict) and "same" in found:
+            same, stored = found["same"], found["output"]
+            output = {
+                k: self.ref(same[k])["output"][k] if k in same else stored[k]
+                for k in found["fields"]
+            }
+            found = {k: v for k, v in found.items() if k not in ("same", "fields")}
+            found["output"] = output
+        self._read[ref] = found
+        return found
 
     def __getitem__(self, step: str) -> Any:
         return self.ref(self._refs[step])

@@ -110,9 +110,9 @@ async def _record(
     goes into the step context it publishes instead); the new step context, and the
     entries written here (``{key: entry}``: readable in shared state from the next
     superstep only)."""
-    key = sc.entry_key(state, step)
+    key = sc.entry_key(state, step, ctx.superstep)
     if not final:
-        await ctx.set_shared_state(key, entry)
+        await ctx.set_shared_state(key, sc.pack(entry, sc.Entries(state["steps"], ctx.shared)))
     new = sc.record(state, step, key, label=label, who=who, attempt=attempt, last=last)
     return new, {key: entry}
 
@@ -132,8 +132,8 @@ async def _finish(
         await ctx.set_shared_state(sc.STEP_CONTEXT_KEY, summary)  # see sc.step_context
         await ctx.add_event({sc.STEP_CONTEXT_EVENT: summary})
         # the published context holds every entry now: drop them from shared state
-        for key in state["steps"].values():
-            ctx.shared.pop(key, None)
+        for key in [k for k in ctx.shared if k.startswith(sc.ENTRY_PREFIX)]:
+            del ctx.shared[key]
     else:
         await ctx.send_message(state)
 

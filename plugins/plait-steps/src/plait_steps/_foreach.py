@@ -120,11 +120,10 @@ class GatherExecutor(_StepNode):
         state = sc.start(message)
         frame = state["foreach"]
         key, count = frame["key"], frame["count"]
-        buffer = ctx.state.get(key) or {"outputs": {}, "runs": {}, "entries": []}
+        buffer = ctx.state.get(key) or {"outputs": {}, "runs": {}}
         if count:
             last = state.get("last")
             buffer["outputs"][str(frame["index"])] = state["steps"].get(last)
-            buffer["entries"] = sorted({*buffer["entries"], *state["steps"].values()})
             runs = buffer["runs"]
             for member, n in state["runs"].items():
                 runs[member] = runs.get(member, 0) + n
@@ -134,8 +133,11 @@ class GatherExecutor(_StepNode):
         ctx.state.pop(key, None)
         entries = sc.Entries({}, ctx.shared)
         outputs = [entries.ref(buffer["outputs"][str(i)])["output"] for i in range(count)]
-        for item_key in buffer["entries"]:  # the list holds what the items gave
-            ctx.shared.pop(item_key, None)
+        # the list holds what the items gave: drop their entries (every run of every step
+        # of every item, in scopes inside theirs too)
+        prefix = sc.scope_prefix(f"{key}[")[:-1]
+        for item_key in [k for k in ctx.shared if k.startswith(prefix)]:
+            del ctx.shared[item_key]
         shared = sc.foreach_key(key)
         outer = dict(await ctx.get_shared_state(shared))
         ctx.shared.pop(shared, None)
