@@ -19,7 +19,7 @@ import copy
 import inspect
 import typing
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar, overload
 
 import typing_extensions
@@ -106,7 +106,16 @@ class Executor:
         self.handlers: tuple[Handler, ...] = self._collect_handlers()
         self._dispatch: dict[type, Handler] = {}
 
-    def _collect_handlers(self) -> tuple[Handler, ...]:
+    def declare_handlers(self) -> Iterable[Handler]:
+        """This executor's handlers, in the order dispatch tries them. By default its
+        :func:`handler` methods (the most derived first); an executor whose handlers
+        depend on its configuration (what it accepts or sends is known only once it is
+        built) overrides this and returns :class:`~plait.spi.Handler` objects built from
+        ``self``, so a copy (:meth:`with_id`) gets handlers bound to itself. Called once,
+        when the executor is made.
+
+        .. versionadded:: 0.1
+        """
         found: list[Handler] = []
         seen: set[str] = set()
         for klass in type(self).__mro__:
@@ -115,7 +124,10 @@ class Executor:
                     continue
                 seen.add(name)
                 found.append(_resolve_handler(getattr(self, name), skip_self=False))
-        return tuple(found)
+        return found
+
+    def _collect_handlers(self) -> tuple[Handler, ...]:
+        return tuple(self.declare_handlers())
 
     # -- declared types ----------------------------------------------------------------
 
@@ -171,7 +183,7 @@ class Executor:
         # class executors' handlers are methods bound to ``self``: collect them again on
         # the copy, unless its class copies itself or its handlers are the function's
         own_copy = getattr(type(self), "__copy__", None) is not None
-        reusable = type(self)._collect_handlers is FunctionExecutor._collect_handlers
+        reusable = type(self).declare_handlers is FunctionExecutor.declare_handlers
         if not own_copy and not reusable:
             clone.handlers = clone._collect_handlers()
         clone._dispatch = {}  # dispatch is cached per executor object
@@ -216,7 +228,8 @@ class FunctionExecutor(Executor):
             timeout=timeout,
         )
 
-    def _collect_handlers(self) -> tuple[Handler, ...]:
+    def declare_handlers(self) -> Iterable[Handler]:
+        """One handler: the function's."""
         return (_resolve_handler(self.fn, skip_self=False),)
 
     @property
