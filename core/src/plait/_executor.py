@@ -103,7 +103,7 @@ class Executor:
         self.max_visits = max_visits
         self.retry = retry
         self.timeout = timeout
-        self.handlers: tuple[Handler, ...] = self._collect_handlers()
+        self.handlers: tuple[Handler, ...] = tuple(self.declare_handlers())
         self._dispatch: dict[type, Handler] = {}
 
     def declare_handlers(self) -> Iterable[Handler]:
@@ -116,18 +116,9 @@ class Executor:
 
         .. versionadded:: 0.1
         """
-        found: list[Handler] = []
-        seen: set[str] = set()
-        for klass in type(self).__mro__:
-            for name, fn in vars(klass).items():
-                if name in seen or not getattr(fn, _MARK, False):
-                    continue
-                seen.add(name)
-                found.append(_resolve_handler(getattr(self, name), skip_self=False))
-        return found
-
-    def _collect_handlers(self) -> tuple[Handler, ...]:
-        return tuple(self.declare_handlers())
+        return [
+            _resolve_handler(getattr(self, name), skip_self=False) for name in _marked(type(self))
+        ]
 
     # -- declared types ----------------------------------------------------------------
 
@@ -185,7 +176,7 @@ class Executor:
         own_copy = getattr(type(self), "__copy__", None) is not None
         reusable = type(self).declare_handlers is FunctionExecutor.declare_handlers
         if not own_copy and not reusable:
-            clone.handlers = clone._collect_handlers()
+            clone.handlers = tuple(clone.declare_handlers())
         clone._dispatch = {}  # dispatch is cached per executor object
         return clone
 
@@ -303,6 +294,24 @@ def _qualname(fn: Any) -> str:
 #: its underlying function): reading type hints costs far more than building an executor,
 #: and a flow or a spec with 1,000 nodes binds the same few functions again and again.
 _SHAPES: weakref.WeakKeyDictionary[Any, tuple[Any, ...]] = weakref.WeakKeyDictionary()
+
+
+#: the names of each class's handler methods, most derived first (found once per class)
+_MARKED: weakref.WeakKeyDictionary[type, tuple[str, ...]] = weakref.WeakKeyDictionary()
+
+
+def _marked(cls: type) -> tuple[str, ...]:
+    """The names of ``cls``'s :func:`handler` methods, the most derived first (a DAG of
+    1,000 nodes of one class walks its MRO once)."""
+    found = _MARKED.get(cls)
+    if found is None:
+        names: list[str] = []
+        for klass in cls.__mro__:
+            for name, fn in vars(klass).items():
+                if name not in names and getattr(fn, _MARK, False):
+                    names.append(name)
+        found = _MARKED[cls] = tuple(names)
+    return found
 
 
 def _resolve_handler(fn: Callable[..., Awaitable[Any]], *, skip_self: bool) -> Handler:
