@@ -35,7 +35,6 @@ from plait import (
 from plait.spi import (
     Capability,
     CompiledExpression,
-    Handler,
     KindContext,
     as_executor,
     compile_expression,
@@ -353,29 +352,8 @@ class DagNode(Executor):
             forks = [*forks[:-1], {"base": top["base"], "updates": {**top["updates"], **joined}}]
         await self._visit({**base, **joined}, None, forks, first.loops, ctx)
 
-    def _collect_handlers(self) -> tuple[Handler, ...]:
-        # the kernel resolves annotations per instance; a DAG of 1,000 nodes has 1,000
-        # instances of one class, so resolve once per class and bind
-        cls = type(self)
-        resolved = _HANDLERS.get(cls)
-        if resolved is None:
-            resolved = _HANDLERS[cls] = super()._collect_handlers()
-        return tuple(
-            Handler(
-                h.name,
-                h.input_type,
-                h.output_types,
-                h.workflow_output_types,
-                getattr(self, h.name.rsplit(".", 1)[-1]),
-            )
-            for h in resolved
-        )
-
     def __repr__(self) -> str:
         return f"<DagNode {self.id!r} agent={self.agent_name!r}>"
-
-
-_HANDLERS: dict[type, tuple[Handler, ...]] = {}
 
 
 # -- the kind ------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from plait import (
     WorkflowRunError,
     handler,
 )
-from plait.spi import Capability, Handler, KindContext, kind_capabilities
+from plait.spi import Capability, KindContext, kind_capabilities
 
 from . import _context as sc
 
@@ -201,23 +201,8 @@ def _template(text: str | None, at: Any, source: str | None, manager: Any) -> An
     return compiled(text, template=True, line=line, column=column, source=source, manager=manager)
 
 
-_HANDLERS: dict[type, list[tuple[Handler, str]]] = {}
-
-
 class _StepNode(Executor):
-    """Resolves its handlers' types once per class, not per node (``Executor`` reads
-    annotations per instance; a 1,000-step file builds a thousand of these)."""
-
-    def _collect_handlers(self) -> tuple[Handler, ...]:
-        cached = _HANDLERS.get(type(self))
-        if cached is None:
-            found = super()._collect_handlers()
-            _HANDLERS[type(self)] = [(h, h.name.rsplit(".", 1)[-1]) for h in found]
-            return found
-        return tuple(
-            Handler(h.name, h.input_type, h.output_types, h.workflow_output_types, getattr(self, a))
-            for h, a in cached
-        )
+    """The base of the steps executors."""
 
 
 # -- steps ----------------------------------------------------------------------------------
