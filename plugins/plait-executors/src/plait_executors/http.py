@@ -76,7 +76,8 @@ class HttpExecutor(Executor):
         self.response = response
         super().__init__(id)
 
-    def _collect_handlers(self) -> tuple[Handler, ...]:
+    def declare_handlers(self) -> tuple[Handler, ...]:
+        """One handler: any message in, the answer (text or JSON, as ``response`` says) out."""
         sends = str if self.response == "text" else Any
         return (Handler(f"http:{self.method} {self.url}", Any, (sends,), (), self._handle),)
 

@@ -103,7 +103,9 @@ class AgentExecutor(Executor):
             getattr(self.model, "supports_schema", False)
         )
 
-    def _collect_handlers(self) -> tuple[Handler, ...]:
+    def declare_handlers(self) -> tuple[Handler, ...]:
+        """One handler: any message in, the answer (a dict with ``structured_output``,
+        else text) out."""
         sends = dict if self.structured_output is not None else str
         return (Handler(f"agent:{self.model_id}", Any, (sends,), (), self._handle),)
 
