@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from plait import ConfigError, Executor, WorkflowContext
-from plait.spi import Capability, Handler, KindContext, network
+from plait.spi import Capability, Handler, KindContext, check_config, network
 
 from .errors import (
     HttpRequestError,
@@ -22,7 +22,6 @@ from .errors import (
     HttpStatusError,
     HttpTimeoutError,
 )
-from .schema import check_config
 
 __all__ = ["HttpExecutor", "HttpKind"]
 

@@ -23,10 +23,9 @@ from typing import Any
 
 import plait
 from plait import ConfigError, Executor, PlaitError, UnknownNameError, Workflow, WorkflowSpec
-from plait.spi import Capability, KindContext, load_scope, needs
+from plait.spi import Capability, KindContext, check_config, config_error, load_scope, needs
 
 from .nested import WorkflowExecutor
-from .schema import check_config, config_error
 
 __all__ = ["WorkflowKind"]
 
