@@ -17,7 +17,14 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 from plait import ConfigError, Executor, PlaitError, WorkflowContext
-from plait.spi import CompiledTemplate, Handler, KindContext, compile_template, network
+from plait.spi import (
+    CompiledTemplate,
+    Handler,
+    KindContext,
+    compile_template,
+    did_you_mean,
+    network,
+)
 from plait_executors.schema import check_config, config_error, json_pointer
 
 from ._structured import answer_problem, correction, json_instruction, parse_answer
@@ -283,11 +290,8 @@ class AgentKind:
         try:
             return llm.get_model(model_id), []
         except llm.UnknownModelError as exc:
-            import difflib
-
             known = sorted({m.model_id for m in llm.get_models()} | set(llm.get_model_aliases()))
-            close = difflib.get_close_matches(model_id, known, n=1)
-            did = f"; did you mean {close[0]!r}?" if close else ""
+            did = did_you_mean(model_id, known)
             reason = exc.args[0] if exc.args else "unknown model"
             message = (
                 f"{reason} (no installed llm plugin provides {model_id!r}: install one, e.g. "
