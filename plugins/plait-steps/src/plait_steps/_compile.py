@@ -25,7 +25,6 @@ Two rules come from seed 002's own example, whose YAML has no ``goto``:
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections import ChainMap
 from collections.abc import Mapping, MutableMapping
@@ -34,6 +33,7 @@ from typing import Any, cast
 import attrs
 import plait
 from plait import ConfigError, EdgeGroupSpec, LoadError, NodeSpec, PlaitError, WorkflowSpec
+from plait.spi import did_you_mean
 
 from ._document import ITEM_REF, STEP_REF, Document, Step, step_ref
 from ._executors import compiled, unknown_agent
@@ -153,8 +153,7 @@ class _Compiler:
             # a name nobody gave runs on an installed `agent` kind (plait-llm), if any,
             # unless it looks like a typo of a name that was given
             known = step.name in agents or (
-                "agent" in self.kinds
-                and not difflib.get_close_matches(step.name or "", list(executors), n=1)
+                "agent" in self.kinds and not did_you_mean(step.name or "", executors)
             )
             if step.type == "agent" and step.name is not None and not known:
                 where = step.y.value.get("name", step.y)
@@ -182,8 +181,7 @@ class _Compiler:
             did = ""
             hinted = len(self._hints) + 1
             if hinted <= LoadError.SHOWN and hinted * len(self._sorted_ids) <= HINT_WORK:
-                hint = difflib.get_close_matches(ref, self._sorted_ids, n=1)
-                did = f"; did you mean {hint[0]!r}?" if hint else ""
+                did = did_you_mean(ref, self._sorted_ids)
             self._hints[ref] = did
         return self._ids_listing + self._hints[ref]
 
@@ -332,8 +330,7 @@ class _Compiler:
         did = ""
         self._bad_gotos += 1
         if self._bad_gotos <= LoadError.SHOWN:  # a did-you-mean compares with every id
-            hint = difflib.get_close_matches(str(target), earlier, n=1)
-            did = f"; did you mean {hint[0]!r}?" if hint else ""
+            did = did_you_mean(target, earlier)
         self.at(
             step.y,
             f"goto {target!r}: a goto goes back to an earlier step of an enclosing list (not "

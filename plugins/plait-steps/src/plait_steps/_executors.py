@@ -18,7 +18,6 @@ bound by name when the workflow is built (``executors=``), or built by their own
 from __future__ import annotations
 
 import abc
-import difflib
 import inspect
 from collections import ChainMap
 from collections.abc import Awaitable, Callable, Mapping
@@ -36,7 +35,7 @@ from plait import (
     WorkflowRunError,
     handler,
 )
-from plait.spi import Capability, KindContext, kind_capabilities
+from plait.spi import Capability, KindContext, did_you_mean, kind_capabilities
 
 from . import _context as sc
 
@@ -502,8 +501,7 @@ def _error(ctx: KindContext, message: str, path: str = "", at: Any = None) -> Co
 
 def unknown_agent(name: str, available: list[str]) -> str:
     """The message for an agent name nobody gave."""
-    hint = difflib.get_close_matches(name, available, n=1)
-    did = f"; did you mean {hint[0]!r}?" if hint else ""
+    did = did_you_mean(name, available)
     return (
         f"no agent {name!r}: pass it as executors={{{name!r}: ...}} (an async function "
         f"or an executor) or install an executor kind of that name; available: "
@@ -667,8 +665,7 @@ class ExecutorStepKind(_Kind):
     def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
         kinds = _kind_names(ctx)
         if config["kind"] not in kinds:
-            hint = difflib.get_close_matches(config["kind"], kinds, n=1)
-            did = f"; did you mean {hint[0]!r}?" if hint else ""
+            did = did_you_mean(config["kind"], kinds)
             raise _error(
                 ctx,
                 f"no executor kind {config['kind']!r}; installed: {', '.join(kinds)}{did}",
