@@ -12,7 +12,6 @@ files load).
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,7 +27,7 @@ from plait import (
     SourcePosition,
     WorkflowSpec,
 )
-from plait.spi import LoadContext
+from plait.spi import LoadContext, did_you_mean
 
 from ._graph import Connection, Node, check_graph
 from ._node import compiled
@@ -279,8 +278,7 @@ def _sub_workflow(
 
     if not name.endswith(".json"):
         known = fragments.names() if fragments is not None else []
-        close = difflib.get_close_matches(name, known, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(name, known)
         return problem(
             f"no published fragment {name!r}{hint}, nor a path to a .json DAG file "
             f"(fragments: {', '.join(known) or 'none'})"

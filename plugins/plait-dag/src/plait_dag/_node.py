@@ -38,6 +38,7 @@ from plait.spi import (
     KindContext,
     as_executor,
     compile_expression,
+    did_you_mean,
     kind_capabilities,
 )
 
@@ -575,11 +576,9 @@ def _build_agent(config: Mapping[str, Any], ctx: KindContext, *, check: bool) ->
         return _from_kind(kinds, "workflow", {"fragment": name}, ctx, "/config/agent", check)
     if name in kinds and name != "dag.node":
         return _from_kind(kinds, name, {}, ctx, "/config/agent", check)
-    import difflib
 
     known = sorted({*ctx.executors, *manager.registry("fragment").names(), *kinds.names()})
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    hint = did_you_mean(name, known)
     raise _Problems(
         [
             _error(
