@@ -18,7 +18,6 @@ How the elements become a graph:
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,7 +30,7 @@ from plait import (
     SourcePosition,
     WorkflowSpec,
 )
-from plait.spi import LoadContext
+from plait.spi import LoadContext, did_you_mean
 
 from ._elements import (
     Agent,
@@ -155,7 +154,7 @@ class _Compiler:
         linear time; ``""`` for the rest."""
         if name not in self._hints:
             self._hints[name] = (
-                _did_you_mean(name, names) if len(self._hints) < LoadError.SHOWN else ""
+                did_you_mean(name, names) if len(self._hints) < LoadError.SHOWN else ""
             )
         return self._hints[name]
 
@@ -569,7 +568,7 @@ class _Compiler:
             installed = self.strategies.names()
             self.problems.append(
                 FlowError(
-                    f"unknown merge strategy {merge!r}{where}{_did_you_mean(merge, installed)} "
+                    f"unknown merge strategy {merge!r}{where}{did_you_mean(merge, installed)} "
                     f"(installed: {', '.join(installed) or 'none'})",
                     pos,
                 )
@@ -670,8 +669,3 @@ def _listing(names: list[str]) -> str:
     """At most :data:`SHOWN_NAMES` of ``names``, and how many more there are."""
     shown = ", ".join(names[:SHOWN_NAMES]) or "none"
     return shown + (f" … and {len(names) - SHOWN_NAMES:,} more" if len(names) > SHOWN_NAMES else "")
-
-
-def _did_you_mean(name: str, names: list[str]) -> str:
-    close = difflib.get_close_matches(name, names, n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
