@@ -23,14 +23,14 @@ from typing import Any
 
 from plait import (
     ConfigError,
-    EdgeGroupSpec,
     LoadError,
     NodeSpec,
     PlaitError,
     SourcePosition,
     WorkflowSpec,
 )
-from plait.spi import LoadContext, did_you_mean
+from plait.spi import LoadContext, SpecBuilder, did_you_mean
+from plait_routing import switch_options, switch_targets
 
 from ._elements import (
     Agent,
@@ -121,9 +121,8 @@ class _Compiler:
         self.source = ctx.source
         self.manager = ctx.manager if ctx.manager is not None else plait.get_plugin_manager()
         self.problems: list[PlaitError] = []
-        self.nodes: dict[str, NodeSpec] = {}
-        self.groups: list[EdgeGroupSpec] = []
-        self.group_ids: set[str] = set()
+        self.spec = SpecBuilder()
+        self.nodes: dict[str, NodeSpec] = self.spec.nodes
         self.counts: dict[str, int] = {}
         self.prefix = ""
         self.inlining: list[str] = []
@@ -199,12 +198,7 @@ class _Compiler:
 
     def _spec(self, start: str) -> WorkflowSpec:
         name = self.ctx.options.get("name")
-        return WorkflowSpec(
-            name=name if isinstance(name, str) else None,
-            start=start,
-            nodes=tuple(self.nodes.values()),
-            edge_groups=tuple(self.groups),
-        )
+        return self.spec.build(name=name if isinstance(name, str) else None, start=start)
 
     def _too_deep(self, token: Any) -> None:
         from ._elements import MAX_DEPTH
@@ -235,13 +229,7 @@ class _Compiler:
         targets: list[str],
         options: dict[str, Any] | None = None,
     ) -> None:
-        # the id WorkflowBuilder._add_group gives the same group
-        base = f"{router}:{','.join(sources)}->{','.join(targets)}"
-        gid, n = base, 2
-        while gid in self.group_ids:
-            gid, n = f"{base}#{n}", n + 1
-        self.group_ids.add(gid)
-        self.groups.append(EdgeGroupSpec(gid, router, tuple(sources), tuple(targets), options))
+        self.spec.add_edge_group(router, sources, targets, options)
 
     # -- wiring ------------------------------------------------------------------------------
 
@@ -294,12 +282,8 @@ class _Compiler:
                 self.send(source, other)
         else:
             _, expr, yes, no = entry
-            self.group(
-                "switch",
-                [source],
-                list(dict.fromkeys([yes, no])),
-                {"case_targets": [yes], "default": no, "cases": [{"expr": expr}]},
-            )
+            options = switch_options([yes], [{"expr": expr}], no)
+            self.group("switch", [source], switch_targets([yes], no), options)
 
     # -- elements ----------------------------------------------------------------------------
 
