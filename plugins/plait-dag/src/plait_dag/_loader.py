@@ -19,7 +19,6 @@ from typing import Any
 
 import attrs
 from plait import (
-    EdgeGroupSpec,
     ExpressionError,
     LoadError,
     NodeSpec,
@@ -27,7 +26,8 @@ from plait import (
     SourcePosition,
     WorkflowSpec,
 )
-from plait.spi import LoadContext, did_you_mean
+from plait.spi import LoadContext, SpecBuilder, did_you_mean
+from plait_routing import fan_in_options
 
 from ._graph import Connection, Node, check_graph
 from ._node import compiled
@@ -353,33 +353,27 @@ def _spec(
         if routes[node.id]:
             config["routes"] = routes[node.id]
         specs.append(NodeSpec(node.id, kind="dag.node", config=config))
-    groups = []
+    spec = SpecBuilder()
+    for node_spec in specs:
+        spec.add_node(node_spec)
     for node in nodes:
         targets = list(dict.fromkeys(r["target"] for r in routes[node.id]))
         targets = [t for t in targets if t not in joins]
         if len(targets) == 1:
-            groups.append(
-                EdgeGroupSpec(
-                    f"direct:{node.id}->{targets[0]}", "direct", (node.id,), (targets[0],)
-                )
-            )
+            spec.add_edge_group("direct", [node.id], targets)
         elif targets:
-            gid = f"fan_out:{node.id}->{','.join(targets)}"
-            groups.append(EdgeGroupSpec(gid, "fan_out", (node.id,), tuple(targets)))
+            spec.add_edge_group("fan_out", [node.id], targets)
     for node in nodes:
         if node.join is None:
             continue
         sources = list(dict.fromkeys(c.source_id for c in connections if c.target_id == node.id))
         if sources:
-            gid = f"fan_in:{','.join(sources)}->{node.id}"
-            options = {"merge": "keyed", "when": "available"}
-            groups.append(EdgeGroupSpec(gid, "fan_in", tuple(sources), (node.id,), options))
+            options = fan_in_options("keyed", when="available")
+            spec.add_edge_group("fan_in", sources, [node.id], options)
     entry = next(n.id for n in nodes if n.is_entry)
-    return WorkflowSpec(
+    return spec.build(
         name=Path(ctx.source).stem if not ctx.source.startswith("<") else None,
         start=entry,
-        nodes=tuple(specs),
-        edge_groups=tuple(groups),
         options={"max_supersteps": _superstep_bound(nodes, connections)},
     )
 
