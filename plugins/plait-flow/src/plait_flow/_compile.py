@@ -29,7 +29,7 @@ from plait import (
     SourcePosition,
     WorkflowSpec,
 )
-from plait.spi import LoadContext, SpecBuilder, did_you_mean
+from plait.spi import LoadContext, Problems, SpecBuilder, did_you_mean
 from plait_routing import switch_options, switch_targets
 
 from ._elements import (
@@ -103,12 +103,9 @@ def compile_flow(text: str, ctx: LoadContext) -> WorkflowSpec:
         raise LoadError([exc], source=source) from None
     compiler = _Compiler(text, ctx)
     spec = compiler.run(document.definitions, document.chain)
-    if compiler.problems:
-        problems = sorted(
-            compiler.problems,
-            key=lambda p: (getattr(p, "line", 0) or 0, getattr(p, "column", 0) or 0),
-        )
-        raise LoadError(problems, source=source)
+    problems = Problems(source)
+    problems.extend(compiler.problems)
+    problems.raise_if_any()
     return spec
 
 
