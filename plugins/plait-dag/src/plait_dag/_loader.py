@@ -26,7 +26,7 @@ from plait import (
     SourcePosition,
     WorkflowSpec,
 )
-from plait.spi import LoadContext, SpecBuilder, did_you_mean
+from plait.spi import LoadContext, Problems, SpecBuilder, did_you_mean, problem_order
 from plait_routing import fan_in_options
 
 from ._graph import Connection, Node, check_graph
@@ -112,7 +112,9 @@ def _load(text: str, ctx: LoadContext, stack: _Stack) -> WorkflowSpec:
         if conn.condition is not None:
             problems.extend(_parses(conn.condition, f"{conn.where}/condition", ctx))
     if problems:
-        raise LoadError(_sorted(_unique(problems)), source=source)
+        collected = Problems(source, order=_order)
+        collected.extend(problems)
+        collected.raise_if_any()
     return _spec(nodes, connections, workflows, ctx)
 
 
@@ -391,23 +393,10 @@ def _superstep_bound(nodes: list[Node], connections: list[Connection]) -> int:
 # -- problems ------------------------------------------------------------------------------
 
 
-def _unique(problems: list[PlaitError]) -> list[PlaitError]:
-    seen: set[str] = set()
-    out = []
-    for p in problems:
-        if str(p) not in seen:
-            seen.add(str(p))
-            out.append(p)
-    return out
-
-
-def _sorted(problems: list[PlaitError]) -> list[PlaitError]:
-    def key(problem: PlaitError) -> tuple[Any, ...]:
-        path = getattr(problem, "path", None) or ""
-        parts = path.split("/")
-        section = _SECTIONS.get(parts[1] if len(parts) > 1 else "", 0)
-        steps = tuple((0, int(p), "") if p.isascii() and p.isdigit() else (1, 0, p) for p in parts)
-        line = getattr(problem, "line", None) or 0
-        return (line, section, steps)
-
-    return sorted(problems, key=key)
+def _order(problem: PlaitError) -> tuple[Any, ...]:
+    """Problems in document order: by line, then nodes before connections, then path."""
+    path = getattr(problem, "path", None) or ""
+    parts = path.split("/")
+    section = _SECTIONS.get(parts[1] if len(parts) > 1 else "", 0)
+    line = getattr(problem, "line", None) or 0
+    return (line, section, problem_order(problem))
