@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -121,7 +122,9 @@ async def demo_bytes(folder: str) -> dict[str, Any]:
     workflow = plait.load(DEMO / "docs_review.yaml", allow_imports=True)
     url = f"memory://{uuid.uuid4().hex}"
     pages = len(list(Path(folder).glob("*.md")))  # noqa: ASYNC240 - before the run
-    result = await workflow.run(folder, checkpoint=url)
+    # the demo writes .plait/demo/report.md in the working folder: a scratch one
+    os.chdir(tempfile.mkdtemp(prefix="plait-demo-"))
+    result = await workflow.run(str(Path(folder).resolve()), checkpoint=url)  # noqa: ASYNC240
     store = open_store(url)
     checkpoints = [await store.load(i.checkpoint_id) for i in await store.list(result.run_id)]
     sizes = [len(encode_checkpoint(cp)) for cp in checkpoints]
