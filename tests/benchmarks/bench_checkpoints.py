@@ -14,8 +14,8 @@ checkpoint after every superstep:
 * the README demo's checkpoint bytes: one run of ``docs/examples/demo/docs_review.yaml``
   over a folder of Markdown (``--demo-folder``, default this repository's ``docs/``), with
   a checkpoint after every superstep, summed as encoded (``--demo-folder ""`` skips it).
-  Before plait-steps stored its step context once (main at 628f91d, 25 pages of docs/):
-  4,742,562 bytes in 15 checkpoints.
+  On docs/ as of 628f91d (25 pages): 4,742,801 bytes in 15 checkpoints before plait-steps
+  stored its step context once; 1,428,807 after (the same run, 5 of them full).
 """
 
 from __future__ import annotations
