@@ -37,6 +37,7 @@ from plait.spi import (
     CompiledExpression,
     KindContext,
     as_executor,
+    check_config,
     compile_expression,
     did_you_mean,
     kind_capabilities,
@@ -418,8 +419,6 @@ class DagNodeKind:
         """Schema problems, conditions that do not compile, an agent, a sub-workflow or a
         merge strategy that does not exist — every one, at its path under ``/config``."""
         if not _config_conforms(config):  # jsonschema explains what the fast check refused
-            from plait_executors.schema import check_config
-
             errors = check_config(self.config_schema, config, ctx.node_id, source=ctx.source)
             if errors:
                 return errors
