@@ -15,7 +15,7 @@ from importlib import resources
 from typing import Any
 
 from plait import SourcePosition
-from plait.spi import did_you_mean
+from plait.spi import did_you_mean, json_pointer
 
 from .errors import DagDocumentError
 
@@ -42,7 +42,7 @@ def _validator() -> Any:
 def pointer(parts: Iterable[str | int]) -> str:
     """The JSON pointer (RFC 6901) of ``parts``: ``/nodes/0/is_entry``; ``""`` is the
     whole document."""
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+    return json_pointer(parts, root="")
 
 
 def schema_problems(document: Any, source: str) -> list[DagDocumentError]:
