@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from plait import ConfigError, LoadError, PlaitError, SourcePosition, WorkflowSpec
-from plait.spi import BuildContext
+from plait import ConfigError, LoadError, SourcePosition, WorkflowSpec
+from plait.spi import BuildContext, Problems
 
 __all__ = ["StepsLoader"]
 
 #: loader options ``plait.load(..., **options)`` accepts for this format
 OPTIONS = ("max_loop_iterations",)
-
-
-def _sort_key(problem: PlaitError) -> tuple[int, int]:
-    pos = getattr(problem, "position", None)
-    return (getattr(pos, "line", None) or 0, getattr(pos, "column", None) or 0)
 
 
 class StepsLoader:
@@ -69,13 +64,14 @@ class StepsLoader:
             else:
                 doc.loop_limit = override
         spec, more = compile_document(doc, source, ctx, kinds)
-        seen = {str(p) for p in problems}
-        problems += [p for p in more if str(p) not in seen]
-        if problems or spec is None:
-            problems = problems or [
+        found = Problems(source)
+        found.extend([*problems, *more])
+        if not found and spec is None:
+            found.add(
                 ConfigError(
                     "the workflow has no steps", SourcePosition(source=source, line=1, column=1)
                 )
-            ]
-            raise LoadError(sorted(problems, key=_sort_key), source=source)
+            )
+        found.raise_if_any()
+        assert spec is not None  # no problems: compile_document built it
         return spec
