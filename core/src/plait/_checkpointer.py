@@ -94,8 +94,11 @@ class Checkpointer:
     ) -> Checkpoint:
         """A checkpoint of ``state`` after the executors in ``ran`` ran."""
         step = state.superstep
-        for eid in ran:
-            self.visits_changed.add(eid)
+        self.visits_changed.update(ran)
+        # The first checkpoint this process writes is full, so it holds every executor's
+        # state: in a resumed run, also of those restored and not run since (a state left
+        # out would be lost to the next resume).
+        for eid in list(state.executor_state) if self.base_id is None else ran:
             raw = state.executor_state.get(eid)
             if raw is None:
                 continue
