@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import difflib
 import inspect
 from collections.abc import Iterable, Iterator, Mapping
 from types import ModuleType
 from typing import Any
 
 import attrs
+
+from ._build import did_you_mean
 
 __all__ = [
     "AGENT_KEYS",
@@ -140,8 +141,7 @@ def read_agent(value: Any) -> tuple[AgentDefinition | None, list[tuple[str, str]
     problems: list[tuple[str, str]] = []
     for key in value:
         if key not in AGENT_KEYS:
-            close = difflib.get_close_matches(str(key), AGENT_KEYS, n=1)
-            did = f"; did you mean {close[0]!r}?" if close else ""
+            did = did_you_mean(key, AGENT_KEYS)
             problems.append(
                 (f"/{key}", f"unknown key {key!r}{did} (an agent has: {', '.join(AGENT_KEYS)})")
             )
@@ -354,8 +354,7 @@ class AgentNames:
         """The message for a name nothing resolves: a did-you-mean, where Plait looked
         and what it found, and how to declare it."""
         candidates = [*self.names(), *(extra or [])]
-        close = difflib.get_close_matches(name, candidates, n=1)
-        did = f"; did you mean {close[0]!r}?" if close else ""
+        did = did_you_mean(name, candidates)
         how = spell(
             "declare it in the document's agents: section, pass executors={...}, or agents=",
             "declare it in the document's agents: section, or name a Python module with "

@@ -15,13 +15,13 @@ any other, naming the accepted ones).
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ._agents import AgentDefinition, AgentNames, module_agents, spell
+from ._build import did_you_mean
 from ._building import BuildContext
 from ._errors import (
     ConfigError,
@@ -330,8 +330,7 @@ def check_agents(
                     )
                 )
                 continue
-            close = difflib.get_close_matches(definition.kind, installed, n=1)
-            did = f"; did you mean {close[0]!r}?" if close else ""
+            did = did_you_mean(definition.kind, installed)
             problems.append(
                 (
                     f"/{name}/kind",

@@ -9,13 +9,12 @@ problem elsewhere does not hide them.
 
 from __future__ import annotations
 
-import difflib
 from collections import deque
 from collections.abc import Iterable, Sequence
 
 import attrs
 from plait import SourcePosition
-from plait.spi import BuildContext
+from plait.spi import BuildContext, did_you_mean
 
 from .errors import DagDocumentError
 
@@ -173,8 +172,7 @@ def _agents(nodes: Sequence[Node], ctx: BuildContext, problems: _Problems) -> No
                 f"node {node.id!r} has no agent_name (or workflow): say which agent runs it",
             )
         if node.join is not None and strategies and node.join not in strategies:
-            close = difflib.get_close_matches(node.join, strategies, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(node.join, strategies)
             problems.add(
                 f"{node.where}/join",
                 f"unknown merge strategy {node.join!r}{hint} (installed: {_names(strategies)})",
@@ -190,8 +188,7 @@ def _known_ends(
         ok = True
         for end, name in (("source_id", conn.source_id), ("target_id", conn.target_id)):
             if name not in by_id:
-                close = difflib.get_close_matches(name, ids, n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
+                hint = did_you_mean(name, ids)
                 problems.add(
                     f"{conn.where}/{end}",
                     f"no node {name!r}{hint} (nodes: {_names(ids)})",

@@ -36,8 +36,8 @@ from plait.spi import (
     BuildContext,
     Capability,
     CompiledExpression,
-    Handler,
     as_executor,
+    check_config,
     compile_expression,
     kind_capabilities,
 )
@@ -353,29 +353,8 @@ class DagNode(Executor):
             forks = [*forks[:-1], {"base": top["base"], "updates": {**top["updates"], **joined}}]
         await self._visit({**base, **joined}, None, forks, first.loops, ctx)
 
-    def _collect_handlers(self) -> tuple[Handler, ...]:
-        # the kernel resolves annotations per instance; a DAG of 1,000 nodes has 1,000
-        # instances of one class, so resolve once per class and bind
-        cls = type(self)
-        resolved = _HANDLERS.get(cls)
-        if resolved is None:
-            resolved = _HANDLERS[cls] = super()._collect_handlers()
-        return tuple(
-            Handler(
-                h.name,
-                h.input_type,
-                h.output_types,
-                h.workflow_output_types,
-                getattr(self, h.name.rsplit(".", 1)[-1]),
-            )
-            for h in resolved
-        )
-
     def __repr__(self) -> str:
         return f"<DagNode {self.id!r} agent={self.agent_name!r}>"
-
-
-_HANDLERS: dict[type, tuple[Handler, ...]] = {}
 
 
 # -- the kind ------------------------------------------------------------------------------
@@ -456,8 +435,6 @@ class DagNodeKind:
         """Schema problems, conditions that do not compile, an agent, a sub-workflow or a
         merge strategy that does not exist — every one, at its path under ``/config``."""
         if not _config_conforms(config):  # jsonschema explains what the fast check refused
-            from plait_executors.schema import check_config
-
             errors = check_config(self.config_schema, config, ctx.node_id, source=ctx.source)
             if errors:
                 return errors

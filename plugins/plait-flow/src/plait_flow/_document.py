@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from plait import LoadError, PlaitError, SourcePosition
-from plait.spi import AgentDefinition, check_agents, read_agents
+from plait.spi import AgentDefinition, check_agents, did_you_mean, read_agents
 
 from ._parser import FlowError
 
@@ -105,12 +105,9 @@ def read_document(
             line, column = 0, 0
         return _position(source, lines, line + 1, column + 1)
 
-    import difflib
-
     for key in root:
         if key not in KEYS:
-            close = difflib.get_close_matches(str(key), KEYS, n=1)
-            did = f"; did you mean {close[0]!r}?" if close else ""
+            did = did_you_mean(key, KEYS)
             problems.append(
                 FlowError(
                     f"unknown key {key!r} in a flow document{did} (keys: {', '.join(KEYS)})",
