@@ -16,6 +16,7 @@ import anyio.abc
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from ._blobs import BlobWriter, externalize_state, has_blobs
 from ._checkpoint import Checkpoint, CheckpointStore
 from ._codec import EncodeError, encode_value, type_ref
 from ._errors import CheckpointEncodeError, CheckpointError, RunLeaseError
@@ -82,6 +83,9 @@ class Checkpointer:
         self.metadata: Mapping[str, Any] = {}
         #: the run's observer, told of every checkpoint written (the runner's seam)
         self.observer: RunObserver | None = None
+        #: large values go to the store as blobs when it keeps them (:mod:`plait._blobs`)
+        self.blobs = BlobWriter() if has_blobs(store) else None
+        self._new_blobs: dict[str, dict[str, bytes]] = {}  # checkpoint id -> its new blobs
 
     # -- building checkpoints ------------------------------------------------------------
 
@@ -132,6 +136,11 @@ class Checkpointer:
         if state.attempts:
             body["attempts"] = dict(state.attempts)
         checkpoint_id = uuid.uuid4().hex
+        if self.blobs is not None:
+            body = externalize_state(body, self.blobs)
+            new_blobs = self.blobs.take_new()
+            if new_blobs:
+                self._new_blobs[checkpoint_id] = new_blobs
         metadata: dict[str, Any] = {
             **self.metadata,
             "workflow": self.graph.spec.name,
@@ -210,10 +219,13 @@ class Checkpointer:
 
     async def _save(self, checkpoint: Checkpoint) -> None:
         assert self.store is not None
-        if self.lease is None:
-            await self.store.save(checkpoint)
-        else:
-            await self.store.save(checkpoint, lease=self.lease)
+        options: dict[str, Any] = {}
+        if self.lease is not None:
+            options["lease"] = self.lease
+        blobs = self._new_blobs.pop(checkpoint.checkpoint_id, None)
+        if blobs:  # written with the checkpoint, never after it
+            options["blobs"] = blobs
+        await self.store.save(checkpoint, **options)
 
     async def writer(self, receive: MemoryObjectReceiveStream[Checkpoint]) -> None:
         """The ``async`` mode writer: saves queued checkpoints one at a time, in order."""
@@ -230,10 +242,15 @@ class Checkpointer:
                     continue
                 try:
                     if save_many is not None and len(batch) > 1:
-                        if self.lease is None:
-                            await save_many(batch)
-                        else:
-                            await save_many(batch, lease=self.lease)
+                        options: dict[str, Any] = {}
+                        if self.lease is not None:
+                            options["lease"] = self.lease
+                        blobs: dict[str, bytes] = {}
+                        for item in batch:
+                            blobs.update(self._new_blobs.pop(item.checkpoint_id, {}))
+                        if blobs:
+                            options["blobs"] = blobs
+                        await save_many(batch, **options)
                     else:
                         for item in batch:
                             await self._save(item)

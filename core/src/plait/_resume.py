@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ._blobs import resolve_state
 from ._checkpoint import Checkpoint, CheckpointStore
 from ._codec import DecodeError, declared_types, decode_value
 from ._context import RequestResponse
@@ -102,6 +103,8 @@ async def load_run(
         if "attempts" in state:
             merged["attempts"] = state["attempts"]
         state = merged
+    # only the blobs this checkpoint (and its base) name, verified against their hashes
+    state = await resolve_state(state, store=store, run_id=checkpoint.run_id, where=where)
     state[_KEY] = checkpoint.checkpoint_id
     resumed_from.set((checkpoint.run_id, checkpoint.checkpoint_id) if by_run else None)
     return checkpoint, state

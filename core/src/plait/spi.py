@@ -19,6 +19,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._blobs import (
+        BlobStore,
+        BlobWriter,
+        blob_hash,
+        blob_refs,
+        externalize_state,
+        has_blobs,
+        resolve_state,
+        unreferenced,
+    )
     from ._capabilities import IMPORTS, SUBPROCESS, Capability, kind_capabilities, needs, network
     from ._checkpoint import (
         CORRUPT,
@@ -119,6 +129,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CORRUPT",
+    "BlobStore",
+    "BlobWriter",
     "Capability",
     "CapabilityError",
     "CattrsHooks",
@@ -176,7 +188,13 @@ __all__ = [
     "as_executor",
     "build_executors",
     "callable_spec",
+    "blob_hash",
+    "blob_refs",
     "check_keep_last",
+    "externalize_state",
+    "has_blobs",
+    "resolve_state",
+    "unreferenced",
     "check_runs_limit",
     "checkpoint_view",
     "code_ref",
@@ -232,6 +250,14 @@ __all__ = [
 #: Where each name lives.
 _HOME = {
     "CORRUPT": "_checkpoint",
+    "BlobStore": "_blobs",
+    "BlobWriter": "_blobs",
+    "blob_hash": "_blobs",
+    "blob_refs": "_blobs",
+    "externalize_state": "_blobs",
+    "has_blobs": "_blobs",
+    "resolve_state": "_blobs",
+    "unreferenced": "_blobs",
     "Capability": "_capabilities",
     "CapabilityError": "_grants",
     "CattrsHooks": "_convert",
