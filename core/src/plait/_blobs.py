@@ -52,8 +52,8 @@ import hashlib
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from ._checkpoint import Checkpoint, _dumps, _loads
-from ._errors import CorruptCheckpointError
+from ._checkpoint import Checkpoint, _dumps, _loads, decode_checkpoint
+from ._errors import CheckpointError, CorruptCheckpointError
 
 __all__ = [
     "CHUNK",
@@ -67,6 +67,7 @@ __all__ = [
     "has_refs",
     "resolve_state",
     "unreferenced",
+    "unreferenced_by",
 ]
 
 TAG = "__plait__"  # the codec's tag key (plait.codec.TAG; the codec is a layer above)
@@ -156,8 +157,11 @@ class BlobWriter:
     """
 
     def __init__(self) -> None:
-        #: hashes handed to the store already (by this writer)
+        #: hashes the store holds for sure: what the checkpoints a prune keeps reach (see
+        #: :meth:`settle`); any other blob is handed to the store again when used
         self.known: set[str] = set()
+        #: hashes the values since the last :meth:`take_new` reach
+        self.touched: set[str] = set()
         self._new: dict[str, bytes] = {}
         # id(str) -> (the str, its hash): messages carry the same string objects from
         # step to step, and a string is immutable, so its hash is computed once (the
@@ -169,6 +173,18 @@ class BlobWriter:
         new, self._new = self._new, {}
         return new
 
+    def settle(self, keep: Iterable[str] = ()) -> set[str]:
+        """After a checkpoint: trust only the blobs it reaches (and ``keep``, what its
+        base reaches) from now on, and return the ones it reaches.
+
+        A prune keeps the newest checkpoint and its base, so a blob either reaches stays
+        in the store; a blob only an older checkpoint reached may have been swept by a
+        prune running meanwhile, so it is written again if a value needs it again.
+        """
+        touched, self.touched = self.touched, set()
+        self.known = touched | set(keep)
+        return touched
+
     def externalize(self, value: Any) -> Any:
         """``value`` (encoded JSON) with its large parts replaced by references."""
         return self._ext(value)[0]
@@ -178,6 +194,7 @@ class BlobWriter:
     def _put(self, value: Any) -> tuple[Any, int]:
         data = _dumps(value)
         digest = blob_hash(data)
+        self.touched.add(digest)
         if digest not in self.known:
             self.known.add(digest)
             self._new[digest] = data
@@ -195,6 +212,7 @@ class BlobWriter:
             if cached is not None and cached[0] is value:
                 digest = cached[1]
                 if digest in self.known:
+                    self.touched.add(digest)
                     return _ref(digest), _REF_SIZE
             out = self._put(value)
             if len(self._strings) > 100_000:
@@ -332,6 +350,20 @@ def unreferenced(states: Iterable[Any], blobs: Mapping[str, bytes]) -> set[str]:
             continue
         _walk_refs(parsed, frontier)
     return set(blobs) - reached
+
+
+def unreferenced_by(stored: Iterable[bytes], blobs: Mapping[str, bytes]) -> set[str]:
+    """:func:`unreferenced` for a store's sweep: ``stored`` are the bytes
+    (:func:`~plait.spi.encode_checkpoint`) of the run's remaining checkpoints. If one of
+    them does not decode, nothing is swept (its references are unknown, and a blob
+    kept too long is an orphan, never a dangling reference)."""
+    states = []
+    for data in stored:
+        try:
+            states.append(decode_checkpoint(data).state)
+        except CheckpointError:
+            return set()
+    return unreferenced(states, blobs)
 
 
 #: ``get_blobs(run_id, hashes) -> {hash: bytes}`` of a store, as :func:`resolve_state`

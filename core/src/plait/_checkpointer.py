@@ -86,6 +86,7 @@ class Checkpointer:
         #: large values go to the store as blobs when it keeps them (:mod:`plait._blobs`)
         self.blobs = BlobWriter() if has_blobs(store) else None
         self._new_blobs: dict[str, dict[str, bytes]] = {}  # checkpoint id -> its new blobs
+        self._base_blobs: set[str] = set()  # what the last full checkpoint reaches
 
     # -- building checkpoints ------------------------------------------------------------
 
@@ -141,6 +142,9 @@ class Checkpointer:
             new_blobs = self.blobs.take_new()
             if new_blobs:
                 self._new_blobs[checkpoint_id] = new_blobs
+            reached = self.blobs.settle(() if full else self._base_blobs)
+            if full:
+                self._base_blobs = reached
         metadata: dict[str, Any] = {
             **self.metadata,
             "workflow": self.graph.spec.name,

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         has_blobs,
         resolve_state,
         unreferenced,
+        unreferenced_by,
     )
     from ._capabilities import IMPORTS, SUBPROCESS, Capability, kind_capabilities, needs, network
     from ._checkpoint import (
@@ -195,6 +196,7 @@ __all__ = [
     "has_blobs",
     "resolve_state",
     "unreferenced",
+    "unreferenced_by",
     "check_runs_limit",
     "checkpoint_view",
     "code_ref",
@@ -258,6 +260,7 @@ _HOME = {
     "has_blobs": "_blobs",
     "resolve_state": "_blobs",
     "unreferenced": "_blobs",
+    "unreferenced_by": "_blobs",
     "Capability": "_capabilities",
     "CapabilityError": "_grants",
     "CattrsHooks": "_convert",
