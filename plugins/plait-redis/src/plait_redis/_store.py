@@ -7,6 +7,7 @@ Keys (``PREFIX`` is ``plait:`` unless the URL says ``?prefix=``)::
     PREFIX seq               counter: the last seq handed out
     PREFIX runs              sorted set: run ids scored by the seq of their latest save
     PREFIX lease:<run>       hash: token, holder (JSON), expires — the run's lease
+    PREFIX blobs:<run>       hash: sha256 hex -> bytes, the run's blobs (plait.spi.BlobStore)
 
 ``seq`` comes from ``INCR`` on one counter, so it grows with every save even when
 superstep numbers repeat after a resume; a run's sorted set orders it by ``seq``, and
@@ -16,7 +17,8 @@ counter for all runs rather than one per run: nothing to clean up when a run goe
 no way for a deleted counter to restart below a racing save.) A save writes
 the hash and the sorted-set entry in one ``MULTI``/``EXEC`` transaction (after ``WATCH``
 on the hash, so two saves of one id cannot both write): a checkpoint is wholly there or
-absent. How durable an ``EXEC`` is depends on the server's persistence settings
+absent. A checkpoint's new blobs go into the run's blob hash (``HSETNX``) in that same
+transaction. How durable an ``EXEC`` is depends on the server's persistence settings
 (``appendonly yes`` with ``appendfsync always`` for "durable before the next superstep").
 
 One writer per run: a save with a lease ``WATCH``es the run's lease hash and writes only
@@ -42,7 +44,7 @@ import asyncio
 import builtins
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -50,7 +52,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import anyio
 import redis.asyncio
 import redis.exceptions
-from plait import CheckpointNotFoundError, StoreUnavailableError
+from plait import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
 from plait.spi import (
     Checkpoint,
     CheckpointInfo,
@@ -74,6 +76,7 @@ from plait.spi import (
     released,
     run_info,
     take_lease,
+    unreferenced,
     where,
 )
 from redis.asyncio.retry import Retry
@@ -186,11 +189,20 @@ class RedisCheckpointStore(CheckpointStoreBase):
     def _lease_key(self, run_id: str) -> str:
         return f"{self.prefix}lease:{run_id}"
 
+    def _blobs_key(self, run_id: str) -> str:
+        return f"{self.prefix}blobs:{run_id}"
+
     # -- the protocol ------------------------------------------------------------------
 
-    async def save(self, checkpoint: Checkpoint, *, lease: Lease | None = None) -> None:
-        """Write ``checkpoint`` in one transaction (saving it again does nothing); with
-        ``lease``, only while it is the run's current lease."""
+    async def save(
+        self,
+        checkpoint: Checkpoint,
+        *,
+        lease: Lease | None = None,
+        blobs: Mapping[str, bytes] | None = None,
+    ) -> None:
+        """Write ``checkpoint`` and its new ``blobs`` in one transaction (saving it again
+        does nothing); with ``lease``, only while it is the run's current lease."""
         data = encode_checkpoint(checkpoint)
         key = self._cp_key(checkpoint.checkpoint_id)
         lease_key = self._lease_key(checkpoint.run_id)
@@ -225,7 +237,11 @@ class RedisCheckpointStore(CheckpointStoreBase):
                     )
                     pipe.zadd(self._run_key(checkpoint.run_id), {checkpoint.checkpoint_id: seq})
                     pipe.zadd(self._runs_key(), {checkpoint.run_id: seq}, gt=True)
+                    blobs_key = self._blobs_key(checkpoint.run_id)
+                    for digest, blob in sorted((blobs or {}).items()):
+                        pipe.hsetnx(blobs_key, digest, blob)
                     if self.retention is not None:
+                        pipe.expire(blobs_key, self.retention)
                         pipe.eval(
                             _RENEW_RUN,
                             2,
@@ -238,6 +254,20 @@ class RedisCheckpointStore(CheckpointStoreBase):
                     return
                 except redis.exceptions.WatchError:
                     continue  # someone saved this id meanwhile: look again
+
+    async def get_blobs(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
+        """The blobs of ``run_id`` among ``hashes`` (one that is missing is left out)."""
+        wanted = sorted(set(hashes))
+        if not wanted:
+            return {}
+        async with self._redis() as client:
+            values = await client.hmget(self._blobs_key(run_id), wanted)
+        return {h: _bytes(v) for h, v in zip(wanted, values) if v is not None}
+
+    async def blob_hashes(self, run_id: str) -> Collection[str]:
+        """The hashes of every blob ``run_id`` holds."""
+        async with self._redis() as client:
+            return sorted(_text(h) for h in await client.hkeys(self._blobs_key(run_id)))
 
     async def load(self, checkpoint_id: str) -> Checkpoint:
         """Read, verify and decode the checkpoint ``checkpoint_id``."""
@@ -349,6 +379,7 @@ class RedisCheckpointStore(CheckpointStoreBase):
                 pipe.zrem(self._run_key(_text(run_id)), checkpoint_id)
                 await pipe.execute()
             await self._forget_if_empty(client, _text(run_id))
+            await self._sweep(client, _text(run_id))
 
     async def prune(self, run_id: str, *, keep_last: int) -> int:
         """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they
@@ -380,13 +411,51 @@ class RedisCheckpointStore(CheckpointStoreBase):
                     needed.add(body.base_id)
             doomed = [i for i in ids[:cut] if i not in needed]
             if not doomed:
+                await self._sweep(client, run_id)
                 return 0
             async with client.pipeline(transaction=True) as pipe:
                 pipe.delete(*(self._cp_key(i) for i in doomed))
                 pipe.zrem(run_key, *doomed)
                 deleted, _ = await pipe.execute()
             await self._forget_if_empty(client, run_id)
+            await self._sweep(client, run_id)
         return int(deleted)
+
+    async def _sweep(self, client: redis.asyncio.Redis, run_id: str) -> None:
+        """Delete the blobs of ``run_id`` that no remaining checkpoint reaches, in a
+        transaction ``WATCH``ing the run's checkpoints: a save racing in (which may use
+        a blob that looked unreferenced) makes it look again."""
+        blobs_key = self._blobs_key(run_id)
+        run_key = self._run_key(run_id)
+        async with client.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    await pipe.watch(run_key, blobs_key)
+                    raw = await pipe.hgetall(blobs_key)
+                    held = {_text(h): _bytes(v) for h, v in raw.items()}
+                    if not held:
+                        await pipe.unwatch()  # type: ignore[no-untyped-call]
+                        return
+                    states = []
+                    for checkpoint_id in await pipe.zrange(run_key, 0, -1):
+                        data = await pipe.hget(self._cp_key(_text(checkpoint_id)), "data")
+                        if data is None:
+                            continue
+                        try:
+                            states.append(decode_checkpoint(_bytes(data)).state)
+                        except CheckpointError:
+                            await pipe.unwatch()  # type: ignore[no-untyped-call]
+                            return  # its references are unknown: keep every blob
+                    doomed = unreferenced(states, held)
+                    if not doomed:
+                        await pipe.unwatch()  # type: ignore[no-untyped-call]
+                        return
+                    pipe.multi()  # type: ignore[no-untyped-call]
+                    pipe.hdel(blobs_key, *sorted(doomed))
+                    await pipe.execute()
+                    return
+                except redis.exceptions.WatchError:
+                    continue
 
     async def _forget_if_empty(self, client: redis.asyncio.Redis, run_id: str) -> None:
         """Drop ``run_id`` from ``runs`` once it has no checkpoint (one script: a save
