@@ -232,9 +232,6 @@ def _write_blobs(dir_fd: int, blobs: Mapping[str, bytes]) -> None:
         if not _HASH.fullmatch(digest):
             continue
         if _is_file(dir_fd, digest):
-            # used again: young again, so a prune in another process, which spares blobs
-            # newer than the run's newest checkpoint, leaves it to the checkpoint in flight
-            os.utime(digest, dir_fd=dir_fd, follow_symlinks=False)
             continue
         tmp = f"{_TEMP_PREFIX}{secrets.token_hex(8)}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _FILE_FLAGS, 0o600, dir_fd=dir_fd)
@@ -594,48 +591,43 @@ class FileCheckpointStore(CheckpointStoreBase):
                     found[digest] = data
         return found
 
-    def _sweep_sync(
-        self,
-        run_name: str,
-        stored: tuple[builtins.list[Any], float] | None,
-        *,
-        gone: bool = False,
-    ) -> None:
-        """Remove the run's blobs that no state of ``stored`` reaches and that are older
-        than its newest checkpoint (a younger one may belong to a save in flight in
-        another process; none if ``stored`` is ``None``; all if the run is ``gone``), its
-        stale temporary files, and the folder once empty."""
-        with self._dir("blobs", run_name) as folder:
-            if folder is None:
-                return
-            names = os.listdir(folder)
-            cutoff = time.time() - self.stale_after
-            for name in names:
-                if name.startswith(_TEMP_PREFIX) and (gone or _mtime(folder, name) < cutoff):
+    def _sweep(self, run_id: str, *, gone: bool = False) -> None:
+        """Remove the blobs of ``run_id`` that no remaining checkpoint reaches (all of them
+        if the run is ``gone``), its stale temporary blob files, and its blob folder once
+        empty. It holds the run's lease file exclusively, as a save with a lease holds it
+        shared from its check to its commit: no save of another process is half-way (its
+        blobs written, its checkpoint not yet), and the store's lock does the same within
+        this process."""
+        run_name = _fs_name(run_id, "run id")
+        if not self._list_dir("blobs", run_name):
+            return
+        with self._lease_file(run_id, exclusive=True), self._lock:
+            states = [] if gone else self._states_sync(run_name)
+            with self._dir("blobs", run_name) as folder:
+                if folder is None:
+                    return
+                names = os.listdir(folder)
+                cutoff = time.time() - self.stale_after
+                for name in names:
+                    if name.startswith(_TEMP_PREFIX) and (gone or _mtime(folder, name) < cutoff):
+                        _unlink(folder, name)
+                held = [name for name in names if _HASH.fullmatch(name)]
+                doomed: set[str] = set()
+                if states is not None:  # None: a checkpoint's references are unknown
+                    blobs = {}
+                    for name in held:
+                        data = self._read_file(folder, name, f"blobs/{run_name}/{name}")
+                        if data is not None:
+                            blobs[name] = data
+                    doomed = unreferenced(states, blobs)
+                for name in sorted(doomed):
                     _unlink(folder, name)
-            held = [name for name in names if _HASH.fullmatch(name)]
-            if gone:
-                doomed = set(held)
-            elif stored is None:
-                doomed = set()
-            else:
-                states, newest = stored
-                blobs = {}
-                for name in held:
-                    if _mtime(folder, name) >= newest:
-                        continue
-                    data = self._read_file(folder, name, f"blobs/{run_name}/{name}")
-                    if data is not None:
-                        blobs[name] = data
-                doomed = unreferenced(states, blobs)
-            for name in sorted(doomed):
-                _unlink(folder, name)
-            if doomed:
-                _fsync(folder)
-        with self._dir("blobs") as parent:
-            if parent is not None:
-                with contextlib.suppress(OSError):  # not empty: a save raced us in
-                    os.rmdir(run_name, dir_fd=parent)
+                if doomed:
+                    _fsync(folder)
+            with self._dir("blobs") as parent:
+                if parent is not None:
+                    with contextlib.suppress(OSError):  # not empty: blobs still in use
+                        os.rmdir(run_name, dir_fd=parent)
 
     def _save_unfenced(
         self, checkpoint: Checkpoint, content: bytes, blobs: Mapping[str, bytes] | None = None
@@ -839,17 +831,15 @@ class FileCheckpointStore(CheckpointStoreBase):
             with self._dir("ids") as ids:
                 if ids is not None:
                     _unlink(ids, id_name)
-            self._sweep_sync(entry[0], self._states_sync(entry[0]))
+        self._sweep(unquote(entry[0]))
 
-    def _states_sync(self, run_name: str) -> tuple[builtins.list[Any], float] | None:
-        """The states of the run's stored checkpoints (what its blobs must stay for) and
-        the newest one's modification time, or ``None`` if one does not decode (its
-        references are unknown: keep every blob)."""
+    def _states_sync(self, run_name: str) -> builtins.list[Any] | None:
+        """The states of the run's stored checkpoints (what its blobs must stay for), or
+        ``None`` if one does not decode (its references are unknown: keep every blob)."""
         states: builtins.list[Any] = []
-        newest = 0.0
         with self._dir("runs", run_name) as run_dir:
             if run_dir is None:
-                return states, newest
+                return states
             for name in _checkpoint_files(os.listdir(run_dir)):
                 content = self._read_file(run_dir, name, f"runs/{run_name}/{name}")
                 if content is None:
@@ -858,15 +848,19 @@ class FileCheckpointStore(CheckpointStoreBase):
                     states.append(self._decode(run_name, name, content).state)
                 except CorruptCheckpointError:
                     return None
-                newest = max(newest, _mtime(run_dir, name))
-        return states, newest
+        return states
 
     def _prune_sync(self, run_id: str, keep_last: int, remove_dir: bool) -> int:
+        removed = self._prune_files(run_id, keep_last, remove_dir)
+        if remove_dir:
+            self._remove_run_dir(_fs_name(run_id, "run id"))
+        self._sweep(run_id, gone=remove_dir)
+        return removed
+
+    def _prune_files(self, run_id: str, keep_last: int, remove_dir: bool) -> int:
         run_name = _fs_name(run_id, "run id")
         with self._lock, self._dir("runs", run_name) as run_dir:
             if run_dir is None:
-                if remove_dir:
-                    self._sweep_sync(run_name, None, gone=True)
                 return 0
             names = _checkpoint_files(os.listdir(run_dir))
             cut = max(len(names) - keep_last, 0)
@@ -897,12 +891,6 @@ class FileCheckpointStore(CheckpointStoreBase):
                 # before its rename), else only stale ones (a save may be in flight).
                 if name.startswith(_TEMP_PREFIX) and (remove_dir or _mtime(run_dir, name) < cutoff):
                     _unlink(run_dir, name)
-        with self._lock:  # no save of this process between reading states and sweeping
-            if remove_dir:
-                self._remove_run_dir(run_name)
-                self._sweep_sync(run_name, None, gone=True)
-            else:
-                self._sweep_sync(run_name, self._states_sync(run_name))
         return removed
 
     def _remove_run_dir(self, run_name: str) -> None:
