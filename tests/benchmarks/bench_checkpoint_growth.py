@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import operator
 import contextlib
 import json
 import os
@@ -41,7 +42,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -52,6 +53,12 @@ from plait.spi import encode_checkpoint, open_store
 from plait_builders import WorkflowBuilder
 
 MESSAGE = 2048
+
+
+class LangGraphState(TypedDict):
+    """LangGraph's state for the append loop: the messages list, appended by its reducer."""
+
+    messages: Annotated[list[str], operator.add]
 
 
 def message(i: int) -> str:
@@ -220,22 +227,16 @@ def chain_times(repeat: int) -> list[dict[str, Any]]:
 
 def langgraph_append(steps: int, tmp: Path) -> dict[str, Any]:
     """The append loop in LangGraph, checkpointed into SQLite after every step."""
-    import operator
-    from typing import Annotated, TypedDict
-
     from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.graph import END, START, StateGraph
 
-    class State(TypedDict):
-        messages: Annotated[list, operator.add]
-
-    def agent(state: State) -> dict[str, Any]:
+    def agent(state: LangGraphState) -> dict[str, Any]:
         return {"messages": [message(len(state["messages"]))]}
 
-    def more(state: State) -> str:
+    def more(state: LangGraphState) -> str:
         return "agent" if len(state["messages"]) < steps else END
 
-    graph = StateGraph(State)
+    graph = StateGraph(LangGraphState)
     graph.add_node("agent", agent)
     graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", more)
