@@ -48,6 +48,7 @@ reaches (:func:`unreferenced`, mark and sweep over the run's blobs).
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
@@ -88,6 +89,13 @@ EXPANSION_LIMIT = 1 << 31
 _MAX_ITEMS = 1 << 40
 
 _BLOB, _SEQ, _TEXT = "blob", "seq", "text"
+
+#: ``(run id, hashes)`` of the blobs the current task's resume read: the store holds them
+#: (the checkpoint it resumed reaches them), so the resumed run's writer need not write
+#: them again.
+resumed_blobs: contextvars.ContextVar[tuple[str, frozenset[str]] | None] = (
+    contextvars.ContextVar("plait_resumed_blobs", default=None)
+)
 
 
 def blob_hash(data: bytes) -> str:
@@ -372,12 +380,13 @@ Fetch = Callable[[str, Collection[str]], Awaitable[Mapping[str, bytes]]]
 
 
 async def resolve_state(
-    state: dict[str, Any], *, store: Any, run_id: str, where: str
+    state: dict[str, Any], *, store: Any, run_id: str, where: str, seen: set[str] | None = None
 ) -> dict[str, Any]:
     """``state`` with every reference rebuilt from the blobs of run ``run_id`` in
     ``store``: only the blobs it names, fetched a level at a time, each verified.
 
     :param where: names the checkpoint in errors (``run 'r1', checkpoint 'c7'``).
+    :param seen: if given, the hashes of every blob read are added to it.
     :raises CorruptCheckpointError: a blob is missing, does not match its hash, does
         not parse, or a structure is malformed; or ``state`` names blobs and ``store``
         keeps none.
@@ -419,6 +428,8 @@ async def resolve_state(
             sizes[digest] = len(data)
             _walk_refs(value, frontier)
         frontier -= parsed.keys()
+    if seen is not None:
+        seen.update(parsed)
     try:
         return _Expander(parsed, sizes, where).value(state)  # type: ignore[no-any-return]
     except RecursionError:

@@ -16,7 +16,7 @@ import anyio.abc
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from ._blobs import BlobWriter, externalize_state, has_blobs
+from ._blobs import BlobWriter, externalize_state, has_blobs, resumed_blobs
 from ._checkpoint import Checkpoint, CheckpointStore
 from ._codec import EncodeError, encode_value, type_ref
 from ._errors import CheckpointEncodeError, CheckpointError, RunLeaseError
@@ -87,6 +87,7 @@ class Checkpointer:
         self.blobs = BlobWriter() if has_blobs(store) else None
         self._new_blobs: dict[str, dict[str, bytes]] = {}  # checkpoint id -> its new blobs
         self._base_blobs: set[str] = set()  # what the last full checkpoint reaches
+        self._resumed = resumed_blobs.get()  # blobs a resume read: in the store already
 
     # -- building checkpoints ------------------------------------------------------------
 
@@ -138,6 +139,9 @@ class Checkpointer:
             body["attempts"] = dict(state.attempts)
         checkpoint_id = uuid.uuid4().hex
         if self.blobs is not None:
+            if self._resumed is not None and self._resumed[0] == state.run_id:
+                self.blobs.known |= self._resumed[1]
+            self._resumed = None
             body = externalize_state(body, self.blobs)
             new_blobs = self.blobs.take_new()
             if new_blobs:
