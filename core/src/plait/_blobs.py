@@ -335,8 +335,18 @@ def blob_refs(value: Any) -> set[str]:
 
 
 def has_refs(value: Any) -> bool:
-    """Whether ``value`` names any blob (a quick check before :func:`resolve_state`)."""
-    return bool(blob_refs(value))
+    """Whether ``value`` holds a reference or a tree (what :func:`resolve_state` rebuilds;
+    a tree whose nodes are all small holds no reference)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is list:
+            stack.extend(item)
+        elif type(item) is dict:
+            if item.get(TAG) in (_BLOB, _SEQ, _TEXT):
+                return True
+            stack.extend(item.values())
+    return False
 
 
 def unreferenced(states: Iterable[Any], blobs: Mapping[str, bytes]) -> set[str]:
@@ -391,10 +401,10 @@ async def resolve_state(
         not parse, or a structure is malformed; or ``state`` names blobs and ``store``
         keeps none.
     """
-    frontier = blob_refs(state)
-    if not frontier:
+    if not has_refs(state):
         return state
-    if not has_blobs(store):
+    frontier = blob_refs(state)
+    if frontier and not has_blobs(store):
         raise CorruptCheckpointError(
             f"{where} is corrupt: it references blob {min(frontier)} but the store keeps "
             "no blobs"
