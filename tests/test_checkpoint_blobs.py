@@ -16,7 +16,7 @@ from plait.spi import blob_refs, encode_checkpoint, has_blobs, open_store
 from plait_stores import SqliteCheckpointStore
 
 sys.path.insert(0, str(Path(__file__).parent / "benchmarks"))
-from bench_checkpoint_growth import MESSAGE, append_workflow  # noqa: E402
+from bench_checkpoint_growth import MESSAGE, append_workflow
 
 pytestmark = pytest.mark.anyio
 

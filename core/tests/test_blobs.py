@@ -51,9 +51,14 @@ def _round_trip(value: Any, writer: BlobWriter, store: DictBlobs) -> tuple[Any, 
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=40)
-    | st.dictionaries(st.text(max_size=8), inner, max_size=12),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=40) | st.dictionaries(st.text(max_size=8), inner, max_size=12)
+    ),
     max_leaves=200,
 )
 

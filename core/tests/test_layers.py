@@ -39,7 +39,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "spec": ("_refs", "_spec", "_routing"),
     "plugins": (
         "_hookspecs", "_registry", "_loading", "_facade", "_plugins", "_expressions",
-        "_chains", "_convert", "_checkpoint", "_blobs", "_runinfo", "_runview", "_runindex", "_stores",
+        "_chains", "_convert", "_checkpoint", "_blobs", "_runinfo", "_runview", "_runindex",
+        "_stores",
         "_capabilities", "_grants", "_rebuild",
     ),
     "engine": (

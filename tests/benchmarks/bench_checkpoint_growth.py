@@ -1,6 +1,6 @@
 """Checkpoint growth: what a run that carries a growing value stores, per store.
 
-    python tests/benchmarks/bench_checkpoint_growth.py                 # every store, 100 and 1,000 steps
+    python tests/benchmarks/bench_checkpoint_growth.py     # every store, 100 and 1,000 steps
     python tests/benchmarks/bench_checkpoint_growth.py --stores sqlite --steps 100 --table
     python tests/benchmarks/bench_checkpoint_growth.py --peers         # and LangGraph's SqliteSaver
 
@@ -9,7 +9,7 @@ Prints JSON lines (``--table``: a Markdown table too). The workloads:
 * ``append``: an agent-style loop of ``n`` supersteps, each appending a 2 KB message to a
   list and sending the list on (``where=message``), or keeping it in shared state
   (``where=shared``); a checkpoint per superstep. ``raw_bytes`` is the final transcript
-  (``n`` × 2 KB); ``stored_bytes`` everything the run stored: every checkpoint's bytes
+  (``n`` x 2 KB); ``stored_bytes`` everything the run stored: every checkpoint's bytes
   (:func:`~plait.spi.encode_checkpoint`) plus every blob of the run; ``file_bytes`` the
   size on disk (SQLite database or file store directory). ``per_checkpoint_ms`` is the
   run's time over its checkpoints. ``resume_ms`` resumes the checkpoint before the last
@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import operator
 import contextlib
 import json
+import operator
 import os
 import sqlite3
 import statistics
@@ -253,7 +253,9 @@ def langgraph_append(steps: int, tmp: Path) -> dict[str, Any]:
         (checkpoints, checkpoint_bytes) = conn.execute(
             "SELECT count(*), sum(length(checkpoint) + length(metadata)) FROM checkpoints"
         ).fetchone()
-        (write_bytes,) = conn.execute("SELECT coalesce(sum(length(value)), 0) FROM writes").fetchone()
+        (write_bytes,) = conn.execute(
+            "SELECT coalesce(sum(length(value)), 0) FROM writes"
+        ).fetchone()
         history = list(app.get_state_history(config))
         resume_from = history[1].config
         start = time.perf_counter()
@@ -316,7 +318,10 @@ def main(argv: list[str] | None = None) -> int:
         emit(langgraph_append(100, tmp))
     if args.table:
         print()
-        print("| framework | store | where | steps | stored | × raw | per checkpoint | ms/checkpoint | resume ms |")
+        print(
+            "| framework | store | where | steps | stored | x raw | per checkpoint "
+            "| ms/checkpoint | resume ms |"
+        )
         print("|---|---|---|---|---|---|---|---|---|")
         for row in rows:
             if row["bench"] == "append":

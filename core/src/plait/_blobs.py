@@ -16,7 +16,7 @@ keeps blobs (:func:`has_blobs`), :class:`BlobWriter` rewrites each value bottom-
   never changes when items are appended, so a list that grows by one item costs the
   item plus (amortised) one small node, and the checkpoint holds at most ``log2 N``
   peaks;
-- a string longer than :data:`CHUNK` × 4 characters becomes the same structure over
+- a string longer than :data:`CHUNK` x 4 characters becomes the same structure over
   :data:`CHUNK`-character pieces, ``{"__plait__": "text", "n": pieces, "p": [...]}``: a
   string that grows at its end rewrites its last piece only.
 
@@ -75,7 +75,7 @@ TAG = "__plait__"  # the codec's tag key (plait.codec.TAG; the codec is a layer 
 #: Values whose compact JSON is above this many bytes are stored as blobs. Below it a
 #: reference (91 bytes) and a row cost about what the value does.
 THRESHOLD = 256
-#: Characters per piece of a long string (:data:`THRESHOLD` × 4 and up are chunked).
+#: Characters per piece of a long string (:data:`THRESHOLD` x 4 and up are chunked).
 CHUNK = 1024
 _LONG_TEXT = CHUNK * 4
 #: Lists with fewer items are stored as one blob, not as a tree.
@@ -93,8 +93,8 @@ _BLOB, _SEQ, _TEXT = "blob", "seq", "text"
 #: ``(run id, hashes)`` of the blobs the current task's resume read: the store holds them
 #: (the checkpoint it resumed reaches them), so the resumed run's writer need not write
 #: them again.
-resumed_blobs: contextvars.ContextVar[tuple[str, frozenset[str]] | None] = (
-    contextvars.ContextVar("plait_resumed_blobs", default=None)
+resumed_blobs: contextvars.ContextVar[tuple[str, frozenset[str]] | None] = contextvars.ContextVar(
+    "plait_resumed_blobs", default=None
 )
 
 
@@ -222,11 +222,11 @@ class BlobWriter:
                 if digest in self.known:
                     self.touched.add(digest)
                     return _ref(digest), _REF_SIZE
-            out = self._put(value)
+            ref = self._put(value)
             if len(self._strings) > 100_000:
                 self._strings.clear()
-            self._strings[id(value)] = (value, out[0]["h"])
-            return out
+            self._strings[id(value)] = (value, ref[0]["h"])
+            return ref
         if cls is list:
             items = [self._ext(item) for item in value]
             size = 2 + sum(s for _, s in items) + len(items)
@@ -406,8 +406,7 @@ async def resolve_state(
     frontier = blob_refs(state)
     if frontier and not has_blobs(store):
         raise CorruptCheckpointError(
-            f"{where} is corrupt: it references blob {min(frontier)} but the store keeps "
-            "no blobs"
+            f"{where} is corrupt: it references blob {min(frontier)} but the store keeps no blobs"
         )
     fetch: Fetch = store.get_blobs
     parsed: dict[str, Any] = {}

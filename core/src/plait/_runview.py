@@ -11,13 +11,14 @@ the run index a fork is found through (``list_runs(forked_from=...)``).
 from __future__ import annotations
 
 import time
+import typing
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-from ._blobs import BlobWriter, externalize_state, has_blobs, resolve_state
+from ._blobs import BlobStore, BlobWriter, externalize_state, has_blobs, resolve_state
 from ._checkpoint import Checkpoint, CheckpointStore
 from ._errors import CheckpointError
 from ._runinfo import error_summary
@@ -265,7 +266,7 @@ async def fork_run(
     if has_blobs(store):  # a run's references stay inside it: the fork gets its own blobs
         writer = BlobWriter()
         forked = attrs.evolve(forked, state=externalize_state(forked.state, writer))
-        await store.save(forked, blobs=writer.take_new())
+        await typing.cast(BlobStore, store).save(forked, blobs=writer.take_new())
     else:
         await store.save(forked)
     return forked.run_id

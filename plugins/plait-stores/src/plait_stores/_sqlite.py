@@ -623,9 +623,7 @@ class SqliteCheckpointStore(CheckpointStoreBase):
     def _sweep_sync(conn: sqlite3.Connection, run_id: str) -> None:
         """Delete the blobs of ``run_id`` no remaining checkpoint reaches (inside the
         caller's transaction)."""
-        blobs = dict(
-            conn.execute("SELECT hash, data FROM plait_blobs WHERE run_id = ?", (run_id,))
-        )
+        blobs = dict(conn.execute("SELECT hash, data FROM plait_blobs WHERE run_id = ?", (run_id,)))
         if not blobs:
             return
         stored = conn.execute(

@@ -762,7 +762,6 @@ class CheckpointStoreContract:
         with pytest.raises(ValueError, match="cannot edit outputs"):
             await fork_run(store, run_id, chain[2].checkpoint_id, edits={"outputs": []})
 
-
     # -- blobs (plait.spi.BlobStore) -----------------------------------------------------
 
     async def test_blobs_are_kept_or_values_stay_inline(self, store: CheckpointStore) -> None:
@@ -952,7 +951,9 @@ def _growing(
     return make_checkpoint(run_id, superstep, state=state), blobs
 
 
-async def _save_with(store: CheckpointStore, checkpoint: Checkpoint, blobs: dict[str, bytes]) -> None:
+async def _save_with(
+    store: CheckpointStore, checkpoint: Checkpoint, blobs: dict[str, bytes]
+) -> None:
     if blobs:
         await store.save(checkpoint, blobs=blobs)  # type: ignore[call-arg]
     else:
