@@ -16,7 +16,8 @@ Prints JSON lines (``--table``: a Markdown table too). The workloads:
   (it holds the whole transcript but one message) and runs the last step.
 * ``fanout``: 1,000 workers and a fan-in, a checkpoint per superstep (SQLite): bytes.
 * ``chain100``: 100 executors in a chain, a checkpoint per superstep, on ``memory://``
-  and SQLite: time per run (median of ``--repeat``).
+  and SQLite: time per run (median of ``--repeat``), with blobs and inline (the same
+  store with its blob methods hidden: what every store did before), interleaved.
 
 It runs against whatever Plait is importable, so the same command measures a checkout
 before and after a change (a kernel without blobs stores everything inline).
@@ -202,26 +203,54 @@ async def fanout_bytes(tmp: Path) -> dict[str, Any]:
     }
 
 
-def chain_times(repeat: int) -> list[dict[str, Any]]:
+class InlineOnly:
+    """A store with its blob methods out of sight: values stay inline, as before blobs."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("get_blobs", "blob_hashes"):
+            raise AttributeError(name)
+        return getattr(self._store, name)
+
+
+def chain_times(repeat: int, tmp: Path) -> list[dict[str, Any]]:
+    """chain100 with a checkpoint per superstep, with blobs and inline (the same store
+    without its blob methods: what a store did before), interleaved in one process."""
     rows = []
-    for label, factory in (
-        ("memory", workloads_plait.chain_ckpt_memory),
-        ("sqlite", workloads_plait.chain_ckpt_sqlite),
-    ):
-        run = factory(100)
-        run()  # warm-up
-        times = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - start)
+    wf = workloads_plait.chain_workflow(100)
+    loop = asyncio.new_event_loop()
+    for label in ("memory", "sqlite"):
+        stores = {}
+        for variant in ("blobs", "inline"):
+            url = (
+                f"memory://chain-{variant}"
+                if label == "memory"
+                else f"sqlite:///{tmp / f'chain-{variant}.db'}"
+            )
+            opened = open_store(url)
+            stores[variant] = opened if variant == "blobs" else InlineOnly(opened)
+        times: dict[str, list[float]] = {"blobs": [], "inline": []}
+        for k in range(repeat + 1):
+            for variant in ("blobs", "inline") if k % 2 else ("inline", "blobs"):
+                start = time.perf_counter()
+                result = loop.run_until_complete(wf.run(0, checkpoint=stores[variant]))
+                if k:  # the first round warms up
+                    times[variant].append(time.perf_counter() - start)
+                assert result.outputs == [100]
+        medians = {v: statistics.median(t) * 1000 for v, t in times.items()}
         rows.append(
             {
                 "bench": "chain100_ckpt",
                 "store": label,
-                "median_ms": round(statistics.median(times) * 1000, 2),
+                "blobs_ms": round(medians["blobs"], 2),
+                "inline_ms": round(medians["inline"], 2),
+                "ratio": round(medians["blobs"] / medians["inline"], 3),
             }
         )
+        for opened in stores.values():
+            loop.run_until_complete(opened.aclose())
     return rows
 
 
@@ -312,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
                     emit(row)
     if not args.skip_extra:
         emit(loop.run_until_complete(fanout_bytes(tmp)))
-        for row in chain_times(args.repeat):
+        for row in chain_times(args.repeat, tmp):
             emit(row)
     if args.peers:
         emit(langgraph_append(100, tmp))

@@ -50,10 +50,11 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
+import json
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from ._checkpoint import Checkpoint, _dumps, _loads, decode_checkpoint
+from ._checkpoint import Checkpoint, _orjson, decode_checkpoint
 from ._errors import CheckpointError, CorruptCheckpointError
 
 __all__ = [
@@ -89,6 +90,7 @@ EXPANSION_LIMIT = 1 << 31
 _MAX_ITEMS = 1 << 40
 
 _BLOB, _SEQ, _TEXT = "blob", "seq", "text"
+_SCALARS = frozenset({int, float, bool, type(None)})
 
 #: ``(run id, hashes)`` of the blobs the current task's resume read: the store holds them
 #: (the checkpoint it resumed reaches them), so the resumed run's writer need not write
@@ -96,6 +98,25 @@ _BLOB, _SEQ, _TEXT = "blob", "seq", "text"
 resumed_blobs: contextvars.ContextVar[tuple[str, frozenset[str]] | None] = contextvars.ContextVar(
     "plait_resumed_blobs", default=None
 )
+
+
+def _dumps(value: Any) -> bytes | None:
+    """A blob's bytes: compact JSON, or None for a value orjson cannot write (an integer
+    beyond 64 bits), which then stays inline: orjson would read it back as a float, and
+    blobs are read with orjson when it is installed."""
+    if _orjson is None:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    try:
+        data: bytes = _orjson.dumps(value)
+    except TypeError:
+        return None
+    return data
+
+
+def _loads(data: bytes) -> Any:
+    if _orjson is None:
+        return json.loads(data)
+    return _orjson.loads(data)
 
 
 def blob_hash(data: bytes) -> str:
@@ -190,17 +211,22 @@ class BlobWriter:
         prune running meanwhile, so it is written again if a value needs it again.
         """
         touched, self.touched = self.touched, set()
-        self.known = touched | set(keep)
+        self.known = touched.union(keep) if keep else touched.copy()
         return touched
 
     def externalize(self, value: Any) -> Any:
         """``value`` (encoded JSON) with its large parts replaced by references."""
+        cls = type(value)
+        if cls in _SCALARS or (cls is str and len(value) < THRESHOLD - 2):
+            return value  # the common case, without a call
         return self._ext(value)[0]
 
     # -- the rewrite ----------------------------------------------------------------------
 
-    def _put(self, value: Any) -> tuple[Any, int]:
+    def _put(self, value: Any, size: int) -> tuple[Any, int]:
         data = _dumps(value)
+        if data is None:
+            return value, size
         digest = blob_hash(data)
         self.touched.add(digest)
         if digest not in self.known:
@@ -222,7 +248,9 @@ class BlobWriter:
                 if digest in self.known:
                     self.touched.add(digest)
                     return _ref(digest), _REF_SIZE
-            ref = self._put(value)
+            ref = self._put(value, size)
+            if ref[0] is value:  # not JSON orjson writes (a lone surrogate): inline
+                return ref
             if len(self._strings) > 100_000:
                 self._strings.clear()
             self._strings[id(value)] = (value, ref[0]["h"])
@@ -234,7 +262,7 @@ class BlobWriter:
                 return [o for o, _ in items], size
             if len(items) >= _SEQ_MIN:
                 return self._tree(_SEQ, items)
-            return self._put([o for o, _ in items])
+            return self._put([o for o, _ in items], size)
         if cls is dict:
             out: dict[str, Any] = {}
             size = 2
@@ -244,7 +272,7 @@ class BlobWriter:
                 size += len(key) + 4 + item_size
             if size <= THRESHOLD:
                 return out, size
-            return self._put(out)
+            return self._put(out, size)
         return value, 8 if cls is not float else 24
 
     def _text(self, text: str) -> tuple[Any, int]:
@@ -271,7 +299,7 @@ class BlobWriter:
         size = left_size + right_size + 3
         if size <= THRESHOLD:
             return [left, right], size
-        return self._put([left, right])
+        return self._put([left, right], size)
 
 
 def _levels(n: int) -> Iterator[int]:
@@ -290,25 +318,31 @@ def externalize_state(state: dict[str, Any], writer: BlobWriter) -> dict[str, An
     listings read it without blobs."""
     out = dict(state)
     ext = writer.externalize
-    if isinstance(out.get("pending"), dict):
+    pending = out.get("pending")
+    if pending and type(pending) is dict:
         out["pending"] = {
-            eid: [ext(m) for m in msgs] if isinstance(msgs, list) else msgs
-            for eid, msgs in out["pending"].items()
+            eid: [ext(m) for m in msgs] if type(msgs) is list else msgs
+            for eid, msgs in pending.items()
         }
     for section in ("executor_state", "router_state"):
-        if isinstance(out.get(section), dict):
-            out[section] = {key: ext(value) for key, value in out[section].items()}
-    shared = out.get("shared")
-    if isinstance(shared, dict) and TAG not in shared:
-        out["shared"] = {key: ext(value) for key, value in shared.items()}
-    elif "shared" in out:
-        out["shared"] = ext(shared)
-    if isinstance(out.get("outputs"), list):
-        out["outputs"] = [ext(item) for item in out["outputs"]]
-    if isinstance(out.get("requests"), list):
+        values = out.get(section)
+        if values and type(values) is dict:
+            out[section] = {key: ext(value) for key, value in values.items()}
+    if "shared" in out:
+        shared = out["shared"]
+        if type(shared) is dict and TAG not in shared:
+            if shared:
+                out["shared"] = {key: ext(value) for key, value in shared.items()}
+        else:
+            out["shared"] = ext(shared)
+    outputs = out.get("outputs")
+    if outputs and type(outputs) is list:
+        out["outputs"] = [ext(item) for item in outputs]
+    requests = out.get("requests")
+    if requests and type(requests) is list:
         out["requests"] = [
-            {**r, "request": ext(r["request"])} if isinstance(r, dict) and "request" in r else r
-            for r in out["requests"]
+            {**r, "request": ext(r["request"])} if type(r) is dict and "request" in r else r
+            for r in requests
         ]
     return out
 

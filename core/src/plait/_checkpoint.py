@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -159,13 +158,8 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON (non-finite floats are encoded as tagged text)")
 
 
-#: An integer orjson would read as a float (it parses integers beyond 64 bits as floats):
-#: such bodies, which ``_dumps`` wrote with the standard library, are read by it too.
-_BIG_INT = re.compile(rb"[0-9]{19}")
-
-
 def _loads(body: bytes) -> Any:
-    if _orjson is not None and _BIG_INT.search(body) is None:
+    if _orjson is not None:
         try:
             return _orjson.loads(body)
         except ValueError:
