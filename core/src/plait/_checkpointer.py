@@ -20,7 +20,7 @@ from ._blobs import BlobWriter, externalize_state, has_blobs, resumed_blobs
 from ._checkpoint import Checkpoint, CheckpointStore
 from ._codec import EncodeError, encode_value, type_ref
 from ._errors import CheckpointEncodeError, CheckpointError, RunLeaseError
-from ._fingerprint import fingerprint_summary
+from ._fingerprint import fingerprint_of, fingerprint_summary
 from ._leases import Lease
 from ._state import PendingRequest, RunState
 from ._types import type_name
@@ -186,9 +186,9 @@ class Checkpointer:
         """What a checkpoint records of the workflow's fingerprint: the details in the
         first one this process writes, the format and digest in the others."""
         if self.fingerprinted:
-            return fingerprint_summary(self.graph.fingerprint)
+            return fingerprint_summary(fingerprint_of(self.graph))
         self.fingerprinted = True
-        return self.graph.fingerprint
+        return fingerprint_of(self.graph)
 
     def _router_state(self, state: RunState) -> dict[str, Any]:
         out: dict[str, Any] = {}

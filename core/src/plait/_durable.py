@@ -58,6 +58,7 @@ from ._events import RunStatus
 from ._leases import Lease
 from ._resume import load_run, restore_state, resumed_from
 from ._runner import Runner, RunOptions, RunState
+from ._watch import RunWatch
 
 if TYPE_CHECKING:
     from ._graph import CompiledGraph
@@ -148,6 +149,8 @@ async def _run_leased(
         checkpointer.metadata = {**opts.checkpoint_metadata, "observers": dict(observed)}
     hook = checkpointer.after_superstep if mode != "exit" else None
     runner = Runner(graph, opts, state, live=live, on_superstep=hook)
+    if opts.watch is not None:  # a display that looks at the run at its own pace
+        opts.watch(RunWatch(runner, graph.spec.name))
     if mode != "exit":
 
         async def on_retry(key: str, attempt: int) -> None:

@@ -226,7 +226,7 @@ class FunctionExecutor(Executor):
         process that resumes the run names it the same."""
         module = self.fn.__module__
         if module == "__main__":
-            from ._hints import main_module_name
+            from ._types import main_module_name
 
             module = main_module_name()
         return f"{module}:{self.fn.__qualname__}"

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         unreferenced,
         unreferenced_by,
     )
+    from ._building import BuildContext
     from ._capabilities import IMPORTS, SUBPROCESS, Capability, kind_capabilities, needs, network
     from ._checkpoint import (
         CORRUPT,
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
         prune_plan,
     )
     from ._codec import declared_types, decode_value, encode_value, type_ref
+    from ._context import DELETED, RunScope
     from ._convert import (
         CattrsHooks,
         Converter,
@@ -65,15 +67,15 @@ if TYPE_CHECKING:
         compile_template,
     )
     from ._grants import CapabilityError, Grants, grant_text
-    from ._graph import CompiledGraph, PluginEnv
+    from ._graph import CompiledGraph
     from ._hookspecs import Register, hookimpl
-    from ._kinds import ExecutorKind, KindContext
+    from ._kinds import ExecutorKind
     from ._leases import Lease, LeaseHolder, lost_error, released
-    from ._load import LoadContext, Loader
+    from ._load import Loader
     from ._merge import MergeStrategy
     from ._observer import Invocation, RunObserver
     from ._options import RunOptions
-    from ._placement import Placement, with_placement
+    from ._placement import Placement
     from ._plugins import (
         ENTRY_POINT_GROUP,
         KINDS,
@@ -127,11 +129,13 @@ if TYPE_CHECKING:
     )
     from ._types import is_assignable, is_instance, type_name
     from ._watch import RunWatch
+    from ._workflow import with_placement
 
 __all__ = [
     "CORRUPT",
     "BlobStore",
     "BlobWriter",
+    "DELETED",
     "Capability",
     "CapabilityError",
     "CattrsHooks",
@@ -158,16 +162,14 @@ __all__ = [
     "INFO_FIELDS",
     "Invocation",
     "KINDS",
-    "KindContext",
+    "BuildContext",
     "Lease",
     "LeaseHolder",
-    "LoadContext",
     "Loader",
     "LossyConversion",
     "MergeStrategy",
     "PendingRequest",
     "Placement",
-    "PluginEnv",
     "PluginInfo",
     "PluginManager",
     "RUN_COLUMNS",
@@ -182,6 +184,7 @@ __all__ = [
     "RunPage",
     "RunQuery",
     "RunSummary",
+    "RunScope",
     "RunWatch",
     "SUBPROCESS",
     "Step",
@@ -287,16 +290,14 @@ _HOME = {
     "INFO_FIELDS": "_stores",
     "Invocation": "_observer",
     "KINDS": "_plugins",
-    "KindContext": "_kinds",
+    "BuildContext": "_building",
     "Lease": "_leases",
     "LeaseHolder": "_leases",
-    "LoadContext": "_load",
     "Loader": "_load",
     "LossyConversion": "_convert",
     "MergeStrategy": "_merge",
     "PendingRequest": "_state",
     "Placement": "_placement",
-    "PluginEnv": "_graph",
     "PluginInfo": "_plugins",
     "PluginManager": "_plugins",
     "RUN_COLUMNS": "_runindex",
@@ -311,7 +312,9 @@ _HOME = {
     "RunPage": "_runindex",
     "RunQuery": "_runindex",
     "RunSummary": "_runindex",
+    "RunScope": "_context",
     "RunWatch": "_watch",
+    "DELETED": "_context",
     "SUBPROCESS": "_capabilities",
     "Step": "_convert",
     "TypeFamily": "_convert",
@@ -368,7 +371,7 @@ _HOME = {
     "type_name": "_types",
     "type_ref": "_codec",
     "where": "_stores",
-    "with_placement": "_placement",
+    "with_placement": "_workflow",
 }
 
 

@@ -231,10 +231,10 @@ _values = st.recursive(
 
 
 def _check(text: str) -> None:
-    from plait.spi import LoadContext
+    from plait.spi import BuildContext
     from plait_steps import StepsLoader
 
-    ctx = LoadContext(source="<fuzz>", executors=AGENTS, manager=plait.get_plugin_manager())
+    ctx = BuildContext(source="<fuzz>", executors=AGENTS, manager=plait.get_plugin_manager())
     try:
         StepsLoader().load(text, ctx)
     except LoadError as exc:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 from plait import SourcePosition
-from plait.spi import LoadContext
+from plait.spi import BuildContext
 
 from .errors import DagDocumentError
 
@@ -71,7 +71,7 @@ class _Problems:
 
 
 def check_graph(
-    nodes: Sequence[Node], connections: Sequence[Connection], ctx: LoadContext
+    nodes: Sequence[Node], connections: Sequence[Connection], ctx: BuildContext
 ) -> list[DagDocumentError]:
     """Every rule-breaking node and connection, at its JSON path."""
     problems = _Problems(ctx.source)
@@ -123,7 +123,7 @@ def _entries_and_exits(nodes: Sequence[Node], problems: _Problems) -> None:
             )
 
 
-def _agents(nodes: Sequence[Node], ctx: LoadContext, problems: _Problems) -> None:
+def _agents(nodes: Sequence[Node], ctx: BuildContext, problems: _Problems) -> None:
     names = sorted(ctx.names - {"dag.node"})
     strategies: list[str] = []
     if ctx.manager is not None:

@@ -28,7 +28,7 @@ from plait import (
     SourcePosition,
     WorkflowSpec,
 )
-from plait.spi import LoadContext
+from plait.spi import BuildContext
 
 from ._graph import Connection, Node, check_graph
 from ._node import compiled
@@ -69,7 +69,7 @@ class DagLoader:
             and "edge_groups" not in document
         )
 
-    def load(self, text: str, ctx: LoadContext) -> WorkflowSpec:
+    def load(self, text: str, ctx: BuildContext) -> WorkflowSpec:
         """The spec of the document ``text``.
 
         :raises LoadError: every problem, each a :class:`~plait_dag.DagDocumentError` at
@@ -91,7 +91,7 @@ def _directory(source: str) -> Path:
     return Path.cwd().resolve()
 
 
-def _load(text: str, ctx: LoadContext, stack: _Stack) -> WorkflowSpec:
+def _load(text: str, ctx: BuildContext, stack: _Stack) -> WorkflowSpec:
     source = ctx.source
     document = _parse(text, source)
     problems: list[PlaitError] = list(schema_problems(document, source))
@@ -251,7 +251,7 @@ def _typed(item: Mapping[str, Any], key: str, kind: type) -> Any:
     return value if isinstance(value, kind) and value != "" else None
 
 
-def _parses(text: str, path: str, ctx: LoadContext) -> list[DagDocumentError]:
+def _parses(text: str, path: str, ctx: BuildContext) -> list[DagDocumentError]:
     try:
         compiled(text, ctx.manager)
     except ExpressionError as exc:
@@ -264,7 +264,7 @@ def _parses(text: str, path: str, ctx: LoadContext) -> list[DagDocumentError]:
 
 
 def _sub_workflow(
-    node: Node, ctx: LoadContext, stack: _Stack
+    node: Node, ctx: BuildContext, stack: _Stack
 ) -> tuple[dict[str, Any], list[PlaitError]]:
     """The ``workflow`` kind's config for a node's ``workflow``: a published fragment, or
     the spec of another DAG file (loaded now, so the outer spec is complete data)."""
@@ -320,7 +320,7 @@ def _spec(
     nodes: list[Node],
     connections: list[Connection],
     workflows: Mapping[int, dict[str, Any]],
-    ctx: LoadContext,
+    ctx: BuildContext,
 ) -> WorkflowSpec:
     joins = {n.id for n in nodes if n.join is not None}
     resets: dict[str, list[int]] = {}

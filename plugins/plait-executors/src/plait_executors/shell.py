@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 from plait import ConfigError, Executor, WorkflowContext
-from plait.spi import SUBPROCESS, Handler, KindContext
+from plait.spi import SUBPROCESS, BuildContext, Handler
 
 from .errors import ShellCommandError, ShellOutputError, ShellOutputLimitError, ShellTimeoutError
 from .schema import check_config
@@ -258,11 +258,11 @@ class ShellKind:
     #: it starts a program: whatever its user may do, a node of it may
     capabilities = (SUBPROCESS,)
 
-    def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
+    def check(self, config: Mapping[str, Any], ctx: BuildContext) -> list[ConfigError]:
         """Every way ``config`` breaks :attr:`config_schema`."""
         return check_config(self.config_schema, config, ctx.node_id, source=ctx.source)
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> ShellExecutor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> ShellExecutor:
         """A :class:`ShellExecutor` with id ``ctx.node_id``."""
         return ShellExecutor(
             ctx.node_id,

@@ -31,7 +31,7 @@ from plait import (
     SourcePosition,
     WorkflowSpec,
 )
-from plait.spi import LoadContext
+from plait.spi import BuildContext
 
 from ._elements import (
     Agent,
@@ -73,7 +73,7 @@ class _TooBig(Exception):
     pass
 
 
-def compile_flow(text: str, ctx: LoadContext) -> WorkflowSpec:
+def compile_flow(text: str, ctx: BuildContext) -> WorkflowSpec:
     """The spec of flow ``text``.
 
     :raises LoadError: every problem, each a :class:`FlowError` with its position.
@@ -114,7 +114,7 @@ def compile_flow(text: str, ctx: LoadContext) -> WorkflowSpec:
 
 
 class _Compiler:
-    def __init__(self, text: str, ctx: LoadContext) -> None:
+    def __init__(self, text: str, ctx: BuildContext) -> None:
         import plait
 
         self.text = text
@@ -491,9 +491,9 @@ class _Compiler:
     def _check_kind(
         self, kind: str, node_id: str, token: Any, config: Mapping[str, Any] | None = None
     ) -> None:
-        from plait.spi import KindContext
+        from plait.spi import BuildContext
 
-        kind_ctx = KindContext(
+        kind_ctx = BuildContext(
             node_id=node_id,
             allow_imports=False,
             executors=self.ctx.executors,

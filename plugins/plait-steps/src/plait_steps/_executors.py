@@ -36,7 +36,7 @@ from plait import (
     WorkflowRunError,
     handler,
 )
-from plait.spi import Capability, Handler, KindContext, kind_capabilities
+from plait.spi import BuildContext, Capability, Handler, kind_capabilities
 
 from . import _context as sc
 
@@ -139,7 +139,7 @@ def compiled(
     return found
 
 
-def compiled_config(config: Mapping[str, Any], key: str, ctx: KindContext) -> Any:
+def compiled_config(config: Mapping[str, Any], key: str, ctx: BuildContext) -> Any:
     """The expression (or, with ``template``, the template) at ``config[key]``, compiled
     at the step's position (``at``); a problem is a ConfigError at ``/config/<key>``."""
     at = config.get("at")
@@ -398,7 +398,7 @@ def _function_call(fn: Callable[..., Awaitable[Any]]) -> AgentCall:
     return call
 
 
-def _inner_call(node: plait.NodeSpec, executors: Mapping[str, Any], ctx: KindContext) -> AgentCall:
+def _inner_call(node: plait.NodeSpec, executors: Mapping[str, Any], ctx: BuildContext) -> AgentCall:
     """An agent that is an executor (or an executor kind): a two-node workflow, the agent
     then a collector; the agent's message is the step's output."""
     spec = plait.WorkflowSpec(
@@ -450,7 +450,7 @@ def _inner_call(node: plait.NodeSpec, executors: Mapping[str, Any], ctx: KindCon
     return call
 
 
-def _kind_names(ctx: KindContext) -> list[str]:
+def _kind_names(ctx: BuildContext) -> list[str]:
     manager = ctx.manager if ctx.manager is not None else plait.get_plugin_manager()
     return [n for n in manager.registry("executor_kind").names() if not n.startswith("steps.")]
 
@@ -460,7 +460,7 @@ def _inner_path(problem: Any) -> str:
     return path.removeprefix("/nodes/0")
 
 
-def _error(ctx: KindContext, message: str, path: str = "", at: Any = None) -> ConfigError:
+def _error(ctx: BuildContext, message: str, path: str = "", at: Any = None) -> ConfigError:
     """A problem at ``/config<path>`` of the step's node and, when the step's YAML position
     (``at``) is known, at its line and column too."""
     line, column = at if isinstance(at, list) and len(at) == 2 else (None, None)
@@ -481,7 +481,7 @@ def unknown_agent(name: str, available: list[str]) -> str:
     )
 
 
-def _resolve_agent(config: Mapping[str, Any], ctx: KindContext) -> AgentCall:
+def _resolve_agent(config: Mapping[str, Any], ctx: BuildContext) -> AgentCall:
     name = config["agent"]
     if name in ctx.executors:
         obj = ctx.executors[name]
@@ -515,7 +515,7 @@ class _Kind(abc.ABC):
     required: Mapping[str, type | tuple[type, ...]] = {"step": str}
     optional: Mapping[str, type | tuple[type, ...]] = {}
 
-    def capabilities(self, config: Mapping[str, Any], ctx: KindContext) -> set[Capability]:
+    def capabilities(self, config: Mapping[str, Any], ctx: BuildContext) -> set[Capability]:
         """What the step may make Plait do: nothing of its own (conditions and templates
         are expressions); the agent or executor kind it wraps may need more."""
         return set()
@@ -531,7 +531,7 @@ class _Kind(abc.ABC):
         props = {k: schema(t) for k, t in {**self.required, **self.optional}.items()}
         return {"type": "object", "properties": props, "required": sorted(self.required)}
 
-    def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
+    def check(self, config: Mapping[str, Any], ctx: BuildContext) -> list[ConfigError]:
         problems = []
         for key, tp in self.required.items():
             if key not in config:
@@ -565,12 +565,12 @@ class _Kind(abc.ABC):
             ]
         return []
 
-    def validate(self, config: Mapping[str, Any], ctx: KindContext) -> None:
+    def validate(self, config: Mapping[str, Any], ctx: BuildContext) -> None:
         """Raise :class:`ConfigError` for a config that cannot build (default: build it)."""
         self.create(config, ctx)
 
     @abc.abstractmethod
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         """Build the step's executor from a config :meth:`check` accepted."""
 
 
@@ -585,7 +585,7 @@ class AgentKind(_Kind):
     optional = {**_OUT, "instruction": str, "at": list, "input": str, "input_at": list}
     optional = {**optional, "config": dict}
 
-    def capabilities(self, config: Mapping[str, Any], ctx: KindContext) -> set[Capability]:
+    def capabilities(self, config: Mapping[str, Any], ctx: BuildContext) -> set[Capability]:
         """Nothing for an agent the caller passed; else what its kind needs (the kind
         named, or plait-llm's ``agent``), as :func:`_resolve_agent` picks it."""
         name = config.get("agent")
@@ -598,7 +598,7 @@ class AgentKind(_Kind):
         inner = config.get("config")
         return set(kind_capabilities(kind, inner if isinstance(inner, Mapping) else {}, ctx))
 
-    def validate(self, config: Mapping[str, Any], ctx: KindContext) -> None:
+    def validate(self, config: Mapping[str, Any], ctx: BuildContext) -> None:
         name = config["agent"]
         if name in ctx.executors and _is_async_function(ctx.executors[name]):
             _template(config.get("instruction"), config.get("at"), ctx.source, ctx.manager)
@@ -606,7 +606,7 @@ class AgentKind(_Kind):
             return
         self.create(config, ctx)
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         call = _resolve_agent(config, ctx)
         try:
             instruction = _template(
@@ -627,14 +627,14 @@ class ExecutorStepKind(_Kind):
     required = {**_STEP, "kind": str}
     optional = {**_OUT, "config": dict, "input": str, "input_at": list, "at": list}
 
-    def capabilities(self, config: Mapping[str, Any], ctx: KindContext) -> set[Capability]:
+    def capabilities(self, config: Mapping[str, Any], ctx: BuildContext) -> set[Capability]:
         """What the executor kind it wraps needs for its config."""
         kind, inner = config.get("kind"), config.get("config")
         if not isinstance(kind, str) or kind.startswith("steps."):
             return set()
         return set(kind_capabilities(kind, inner if isinstance(inner, Mapping) else {}, ctx))
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         kinds = _kind_names(ctx)
         if config["kind"] not in kinds:
             hint = difflib.get_close_matches(config["kind"], kinds, n=1)
@@ -660,12 +660,12 @@ class ConditionKind(_Kind):
     required = {**_STEP, "condition": str}
     optional = {"template": bool, "at": list, "ends": dict}
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         condition = compiled_config(config, "condition", ctx)
         return ConditionExecutor(ctx.node_id, config=config, condition=condition)
 
 
-def _input(config: Mapping[str, Any], ctx: KindContext) -> Any:
+def _input(config: Mapping[str, Any], ctx: BuildContext) -> Any:
     try:
         return _template(config.get("input"), config.get("input_at"), ctx.source, ctx.manager)
     except PlaitError as exc:
@@ -673,7 +673,7 @@ def _input(config: Mapping[str, Any], ctx: KindContext) -> Any:
 
 
 class _NoConfigCheck(_Kind):
-    def validate(self, config: Mapping[str, Any], ctx: KindContext) -> None:
+    def validate(self, config: Mapping[str, Any], ctx: BuildContext) -> None:
         return None
 
 
@@ -683,7 +683,7 @@ class ForkKind(_NoConfigCheck):
     required = _STEP
     optional = {"nested": list}
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         return ForkExecutor(ctx.node_id, config=config)
 
 
@@ -693,7 +693,7 @@ class JoinKind(_NoConfigCheck):
     required = {"step": str, "children": list}
     optional = {"members": dict, "final": bool}
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         return JoinExecutor(ctx.node_id, config=config)
 
 
@@ -702,7 +702,7 @@ class PassKind(_NoConfigCheck):
 
     required = {}
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         return PassExecutor(ctx.node_id)
 
 

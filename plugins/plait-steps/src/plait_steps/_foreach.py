@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from plait import Executor, PlaitError, WorkflowContext, WorkflowRunError, handler
-from plait.spi import KindContext
+from plait.spi import BuildContext
 
 from . import _context as sc
 from ._executors import (
@@ -141,7 +141,7 @@ class GatherExecutor(_StepNode):
         outputs = [buffer["outputs"][str(i)] for i in range(count)]
         shared = sc.foreach_key(key)
         outer = dict(await ctx.get_shared_state(shared))
-        ctx.shared.pop(shared, None)
+        await ctx.delete_shared_state(shared)
         runs = dict(outer["runs"])
         for member, n in buffer["runs"].items():
             runs[member] = runs.get(member, 0) + n
@@ -161,7 +161,7 @@ class ForeachKind(_Kind):
     required = _STEP
     optional = {"items": str, "items_value": list, "template": bool, "at": list}
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         items = None
         if config.get("items_value") is None:
             items = compiled_config(config, "items", ctx)
@@ -174,7 +174,7 @@ class GatherKind(_NoConfigCheck):
     required = {"step": str}
     optional = {"label": str, "final": bool}
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         return GatherExecutor(ctx.node_id, config=config)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from plait import ConfigError, LoadError, PlaitError, SourcePosition, WorkflowSpec
-from plait.spi import LoadContext
+from plait.spi import BuildContext
 
 __all__ = ["StepsLoader"]
 
@@ -33,7 +33,7 @@ class StepsLoader:
         """A YAML document with a top-level ``workflow:`` key."""
         return any(line.startswith("workflow:") for line in text.splitlines()[:200])
 
-    def load(self, text: str, ctx: LoadContext) -> WorkflowSpec:
+    def load(self, text: str, ctx: BuildContext) -> WorkflowSpec:
         from ._compile import compile_document
         from ._document import read
         from ._yaml import YamlProblem, parse
@@ -48,7 +48,7 @@ class StepsLoader:
             import plait
 
             manager = plait.get_plugin_manager()
-            ctx = LoadContext(
+            ctx = BuildContext(
                 source=source,
                 executors=ctx.executors,
                 names=ctx.names,
