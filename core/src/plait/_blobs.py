@@ -92,12 +92,13 @@ _MAX_ITEMS = 1 << 40
 _BLOB, _SEQ, _TEXT = "blob", "seq", "text"
 _SCALARS = frozenset({int, float, bool, type(None)})
 
-#: ``(run id, hashes)`` of the blobs the current task's resume read: the store holds them
-#: (the checkpoint it resumed reaches them), so the resumed run's writer need not write
-#: them again.
-resumed_blobs: contextvars.ContextVar[tuple[str, frozenset[str]] | None] = contextvars.ContextVar(
-    "plait_resumed_blobs", default=None
-)
+#: ``(run id, hashes, strings)`` of the blobs the current task's resume read: the store
+#: holds them (the checkpoint it resumed reaches them), so the resumed run's writer need
+#: not write them again; ``strings`` maps ``id(s)`` to ``(s, hash)`` for each string read
+#: from a blob, so the writer need not hash those strings again either.
+resumed_blobs: contextvars.ContextVar[
+    tuple[str, frozenset[str], dict[int, tuple[str, str]]] | None
+] = contextvars.ContextVar("plait_resumed_blobs", default=None)
 
 
 def _dumps(value: Any) -> bytes | None:
@@ -185,7 +186,7 @@ class BlobWriter:
     store once per process; :meth:`take_new` returns the ones the last values made.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, strings: Mapping[int, tuple[str, str]] | None = None) -> None:
         #: hashes the store holds for sure: what the checkpoints a prune keeps reach (see
         #: :meth:`settle`); any other blob is handed to the store again when used
         self.known: set[str] = set()
@@ -195,7 +196,7 @@ class BlobWriter:
         # id(str) -> (the str, its hash): messages carry the same string objects from
         # step to step, and a string is immutable, so its hash is computed once (the
         # cache holds the string, so its id cannot be reused while it is cached)
-        self._strings: dict[int, tuple[str, str]] = {}
+        self._strings: dict[int, tuple[str, str]] = dict(strings or {})
 
     def take_new(self) -> dict[str, bytes]:
         """The blobs made since the last call (hash -> bytes), to save with the checkpoint."""
@@ -424,13 +425,21 @@ Fetch = Callable[[str, Collection[str]], Awaitable[Mapping[str, bytes]]]
 
 
 async def resolve_state(
-    state: dict[str, Any], *, store: Any, run_id: str, where: str, seen: set[str] | None = None
+    state: dict[str, Any],
+    *,
+    store: Any,
+    run_id: str,
+    where: str,
+    seen: set[str] | None = None,
+    strings: dict[int, tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
     """``state`` with every reference rebuilt from the blobs of run ``run_id`` in
     ``store``: only the blobs it names, fetched a level at a time, each verified.
 
     :param where: names the checkpoint in errors (``run 'r1', checkpoint 'c7'``).
     :param seen: if given, the hashes of every blob read are added to it.
+    :param strings: if given, ``id(s) -> (s, hash)`` for every string read from a blob
+        (what :class:`BlobWriter` caches, so a resumed run does not hash them again).
     :raises CorruptCheckpointError: a blob is missing, does not match its hash, does
         not parse, or a structure is malformed; or ``state`` names blobs and ``store``
         keeps none.
@@ -469,7 +478,11 @@ async def resolve_state(
                 ) from exc
             parsed[digest] = value
             sizes[digest] = len(data)
-            _walk_refs(value, frontier)
+            if type(value) is str:
+                if strings is not None:
+                    strings[id(value)] = (value, digest)
+            else:
+                _walk_refs(value, frontier)
         frontier -= parsed.keys()
     if seen is not None:
         seen.update(parsed)

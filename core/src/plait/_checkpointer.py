@@ -140,6 +140,7 @@ class Checkpointer:
         checkpoint_id = uuid.uuid4().hex
         if self.blobs is not None:
             if self._resumed is not None and self._resumed[0] == state.run_id:
+                self.blobs = BlobWriter(self._resumed[2])  # strings read: hashed already
                 self.blobs.known |= self._resumed[1]
             self._resumed = None
             body = externalize_state(body, self.blobs)

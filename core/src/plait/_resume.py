@@ -105,10 +105,11 @@ async def load_run(
         state = merged
     # only the blobs this checkpoint (and its base) name, verified against their hashes
     read: set[str] = set()
+    strings: dict[int, tuple[str, str]] = {}
     state = await resolve_state(
-        state, store=store, run_id=checkpoint.run_id, where=where, seen=read
+        state, store=store, run_id=checkpoint.run_id, where=where, seen=read, strings=strings
     )
-    resumed_blobs.set((checkpoint.run_id, frozenset(read)))
+    resumed_blobs.set((checkpoint.run_id, frozenset(read), strings))
     state[_KEY] = checkpoint.checkpoint_id
     resumed_from.set((checkpoint.run_id, checkpoint.checkpoint_id) if by_run else None)
     return checkpoint, state
