@@ -64,6 +64,7 @@ __all__ = [
     "BlobWriter",
     "blob_hash",
     "blob_refs",
+    "child_refs",
     "externalize_state",
     "has_blobs",
     "has_refs",
@@ -155,6 +156,10 @@ class BlobStore(Protocol):
     async def blob_hashes(self, run_id: str) -> Collection[str]:
         """The hashes of every blob ``run_id`` holds (what prune's sweep and tests count)."""
         ...
+
+    # Optional, for stores where a round trip is dear: ``async get_blob_closure(run_id,
+    # hashes)`` returns those blobs and every blob they reach (:func:`child_refs` kept
+    # beside each blob), so a resume reads a whole tree in one round trip.
 
 
 def has_blobs(store: Any) -> bool:
@@ -369,6 +374,16 @@ def blob_refs(value: Any) -> set[str]:
     return found
 
 
+def child_refs(data: bytes) -> list[str]:
+    """The hashes a stored blob names directly, sorted (empty if it does not parse: an
+    encrypted blob, say). A store that keeps them beside the blob can return a blob's
+    whole closure in one round trip (``get_blob_closure``)."""
+    try:
+        return sorted(blob_refs(_loads(data)))
+    except (ValueError, TypeError, RecursionError):
+        return []
+
+
 def has_refs(value: Any) -> bool:
     """Whether ``value`` holds a reference or a tree (what :func:`resolve_state` rebuilds;
     a tree whose nodes are all small holds no reference)."""
@@ -452,11 +467,20 @@ async def resolve_state(
             f"{where} is corrupt: it references blob {min(frontier)} but the store keeps no blobs"
         )
     fetch: Fetch = store.get_blobs
+    # a store that keeps each blob's references fetches what the first ones reach in one
+    # round trip; whatever it leaves out is fetched level by level, as from any store
+    closure: Fetch | None = getattr(store, "get_blob_closure", None)
     parsed: dict[str, Any] = {}
     sizes: dict[str, int] = {}
+    extra: Mapping[str, bytes] = {}
+    if frontier and closure is not None:
+        extra = await closure(run_id, sorted(frontier))
     while frontier:
         wanted = sorted(frontier)
-        got = await fetch(run_id, wanted)
+        if all(digest in extra for digest in wanted):
+            got = extra
+        else:
+            got = {**extra, **await fetch(run_id, [h for h in wanted if h not in extra])}
         frontier = set()
         for digest in wanted:
             data = got.get(digest)

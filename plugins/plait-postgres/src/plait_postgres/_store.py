@@ -60,6 +60,7 @@ from plait.spi import (
     RunSummary,
     check_keep_last,
     check_runs_limit,
+    child_refs,
     decode_checkpoint,
     duplicate_error,
     encode_checkpoint,
@@ -158,6 +159,7 @@ MIGRATIONS: tuple[str, ...] = (
         run_id text NOT NULL,
         hash text NOT NULL,
         data bytea NOT NULL,
+        refs text[] NOT NULL,
         PRIMARY KEY (run_id, hash)
     );
     """,
@@ -170,6 +172,16 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 #: The advisory lock that serialises migrations ("plait_cp" as a 64-bit integer).
 _MIGRATION_LOCK = int.from_bytes(b"plait_cp", "big")
+#: The blobs named and every blob they reach, through the ``refs`` kept beside each.
+_CLOSURE_SQL = """
+    WITH RECURSIVE reach(hash) AS (
+        SELECT unnest(%s::text[])
+        UNION
+        SELECT unnest(b.refs) FROM plait_blobs AS b JOIN reach AS r ON b.hash = r.hash
+        WHERE b.run_id = %s
+    )
+    SELECT b.hash, b.data FROM plait_blobs AS b JOIN reach AS r ON b.hash = r.hash
+    WHERE b.run_id = %s"""
 #: A run's blob lock (transaction-scoped): saves with blobs and sweeps of the run take it.
 _BLOB_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('plait_blobs:' || %s, 0))"
 #: Seconds libpq waits for a connection unless the URL sets ``connect_timeout``.
@@ -385,9 +397,12 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                 await conn.execute(_BLOB_LOCK, (checkpoint.run_id,))
                 async with conn.cursor() as cursor:
                     await cursor.executemany(
-                        "INSERT INTO plait_blobs (run_id, hash, data) VALUES (%s, %s, %s)"
-                        " ON CONFLICT DO NOTHING",
-                        [(checkpoint.run_id, h, bytes(b)) for h, b in sorted(blobs.items())],
+                        "INSERT INTO plait_blobs (run_id, hash, data, refs)"
+                        " VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                        [
+                            (checkpoint.run_id, h, bytes(b), child_refs(bytes(b)))
+                            for h, b in sorted(blobs.items())
+                        ],
                     )
             if lease is None:
                 cursor = await conn.execute(
@@ -433,6 +448,16 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                 "SELECT hash, data FROM plait_blobs WHERE run_id = %s AND hash = ANY(%s::text[])",
                 (run_id, wanted),
             )
+            return {digest: bytes(data) for digest, data in await cursor.fetchall()}
+
+    async def get_blob_closure(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
+        """The blobs of ``run_id`` among ``hashes`` and every blob they reach, in one
+        query (a recursive walk over each blob's references)."""
+        wanted = sorted(set(hashes))
+        if not wanted:
+            return {}
+        async with self._connection() as conn:
+            cursor = await conn.execute(_CLOSURE_SQL, (wanted, run_id, run_id))
             return {digest: bytes(data) for digest, data in await cursor.fetchall()}
 
     async def blob_hashes(self, run_id: str) -> Collection[str]:

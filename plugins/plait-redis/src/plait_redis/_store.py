@@ -8,6 +8,7 @@ Keys (``PREFIX`` is ``plait:`` unless the URL says ``?prefix=``)::
     PREFIX runs              sorted set: run ids scored by the seq of their latest save
     PREFIX lease:<run>       hash: token, holder (JSON), expires — the run's lease
     PREFIX blobs:<run>       hash: sha256 hex -> bytes, the run's blobs (plait.spi.BlobStore)
+    PREFIX blobrefs:<run>    hash: sha256 hex -> the hashes that blob names (space-separated)
 
 ``seq`` comes from ``INCR`` on one counter, so it grows with every save even when
 superstep numbers repeat after a resume; a run's sorted set orders it by ``seq``, and
@@ -65,6 +66,7 @@ from plait.spi import (
     RunSummary,
     check_keep_last,
     check_runs_limit,
+    child_refs,
     decode_checkpoint,
     duplicate_error,
     encode_checkpoint,
@@ -192,6 +194,9 @@ class RedisCheckpointStore(CheckpointStoreBase):
     def _blobs_key(self, run_id: str) -> str:
         return f"{self.prefix}blobs:{run_id}"
 
+    def _blob_refs_key(self, run_id: str) -> str:
+        return f"{self.prefix}blobrefs:{run_id}"
+
     # -- the protocol ------------------------------------------------------------------
 
     async def save(
@@ -238,10 +243,15 @@ class RedisCheckpointStore(CheckpointStoreBase):
                     pipe.zadd(self._run_key(checkpoint.run_id), {checkpoint.checkpoint_id: seq})
                     pipe.zadd(self._runs_key(), {checkpoint.run_id: seq}, gt=True)
                     blobs_key = self._blobs_key(checkpoint.run_id)
+                    refs_key = self._blob_refs_key(checkpoint.run_id)
                     for digest, blob in sorted((blobs or {}).items()):
                         pipe.hsetnx(blobs_key, digest, blob)
+                        named = child_refs(bytes(blob))
+                        if named:
+                            pipe.hsetnx(refs_key, digest, " ".join(named))
                     if self.retention is not None:
                         pipe.expire(blobs_key, self.retention)
+                        pipe.expire(refs_key, self.retention)
                         pipe.eval(
                             _RENEW_RUN,
                             2,
@@ -263,6 +273,18 @@ class RedisCheckpointStore(CheckpointStoreBase):
         async with self._redis() as client:
             values = await client.hmget(self._blobs_key(run_id), wanted)
         return {h: _bytes(v) for h, v in zip(wanted, values) if v is not None}
+
+    async def get_blob_closure(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
+        """The blobs of ``run_id`` among ``hashes`` and every blob they reach, in one round
+        trip (a script walks each blob's references on the server)."""
+        wanted = sorted(set(hashes))
+        if not wanted:
+            return {}
+        async with self._redis() as client:
+            flat = await client.eval(
+                _CLOSURE, 2, self._blobs_key(run_id), self._blob_refs_key(run_id), *wanted
+            )
+        return {_text(flat[i]): _bytes(flat[i + 1]) for i in range(0, len(flat), 2)}
 
     async def blob_hashes(self, run_id: str) -> Collection[str]:
         """The hashes of every blob ``run_id`` holds."""
@@ -452,6 +474,7 @@ class RedisCheckpointStore(CheckpointStoreBase):
                         return
                     pipe.multi()  # type: ignore[no-untyped-call]
                     pipe.hdel(blobs_key, *sorted(doomed))
+                    pipe.hdel(self._blob_refs_key(run_id), *sorted(doomed))
                     await pipe.execute()
                     return
                 except redis.exceptions.WatchError:
@@ -593,6 +616,36 @@ end
 redis.call('EXPIRE', KEYS[1], ARGV[1])
 redis.call('EXPIRE', KEYS[2], ARGV[1])
 return 0
+"""
+
+#: KEYS: the run's blobs and blob references; ARGV: hashes. Returns hash, bytes, hash,
+#: bytes … for those blobs and every blob they reach (HMGET in slices: Lua's unpack is
+#: bounded).
+_CLOSURE = """
+local seen, out, frontier = {}, {}, {}
+for _, h in ipairs(ARGV) do seen[h] = true; frontier[#frontier + 1] = h end
+while #frontier > 0 do
+  local nextf = {}
+  for start = 1, #frontier, 500 do
+    local slice = {}
+    for i = start, math.min(start + 499, #frontier) do slice[#slice + 1] = frontier[i] end
+    local datas = redis.call('HMGET', KEYS[1], unpack(slice))
+    local refs = redis.call('HMGET', KEYS[2], unpack(slice))
+    for i, h in ipairs(slice) do
+      if datas[i] then
+        out[#out + 1] = h
+        out[#out + 1] = datas[i]
+        if refs[i] then
+          for r in string.gmatch(refs[i], '%S+') do
+            if not seen[r] then seen[r] = true; nextf[#nextf + 1] = r end
+          end
+        end
+      end
+    end
+  end
+  frontier = nextf
+end
+return out
 """
 
 _FORGET_IF_EMPTY = """

@@ -399,6 +399,15 @@ class SealedStore:
         got = await self.store.get_blobs(run_id, hashes)  # type: ignore[attr-defined]
         return {h: unseal_blob(run_id, h, bytes(data), self.keys) for h, data in got.items()}
 
+    async def get_blob_closure(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
+        """The wrapped store's blobs and what they reach, where it can tell (signed
+        blobs), decrypted if they were encrypted; else just the blobs asked for."""
+        closure = getattr(self.store, "get_blob_closure", None)
+        if closure is None:
+            return await self.get_blobs(run_id, hashes)
+        got = await closure(run_id, hashes)
+        return {h: unseal_blob(run_id, h, bytes(data), self.keys) for h, data in got.items()}
+
     async def blob_hashes(self, run_id: str) -> Collection[str]:
         """The wrapped store's blob hashes."""
         hashes: Collection[str] = await self.store.blob_hashes(run_id)  # type: ignore[attr-defined]

@@ -818,6 +818,19 @@ class CheckpointStoreContract:
         state = await resolve_state(latest.state, store=store, run_id=run_id, where="latest")
         assert state["shared"]["transcript"] == _transcript(64)
 
+    async def test_a_blob_closure_is_every_blob_a_tree_reaches(
+        self, store: CheckpointStore
+    ) -> None:
+        closure = getattr(store, "get_blob_closure", None)
+        if not has_blobs(store) or closure is None:
+            return  # optional: resolving fetches level by level instead
+        run_id = new_run_id()
+        checkpoint, blobs = _growing(run_id, 0, 40, BlobWriter())
+        await _save_with(store, checkpoint, blobs)
+        roots = sorted(blob_refs(checkpoint.state))
+        got = await closure(run_id, [*roots, blob_hash(b"absent")])
+        assert dict(got) == blobs  # every blob of the tree, nothing else
+
     async def test_a_missing_or_altered_blob_names_the_checkpoint_and_the_hash(
         self, store: CheckpointStore
     ) -> None:
