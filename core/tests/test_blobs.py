@@ -212,3 +212,37 @@ def test_a_store_without_blob_methods_keeps_values_inline() -> None:
             )
         )
     assert THRESHOLD >= 64
+
+
+class ClosureBlobs(DictBlobs):
+    """A store that returns a whole closure in one call, or (``partial``) only part of it."""
+
+    def __init__(self, partial: bool) -> None:
+        super().__init__()
+        self.partial = partial
+        self.closures = 0
+
+    async def get_blob_closure(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
+        self.closures += 1
+        found: dict[str, bytes] = {}
+        frontier = set(hashes)
+        while frontier:
+            digest = frontier.pop()
+            if digest in self.blobs and digest not in found:
+                found[digest] = self.blobs[digest]
+                if not self.partial:
+                    frontier |= blob_refs(json.loads(self.blobs[digest]))
+        return found
+
+
+@pytest.mark.parametrize("partial", [False, True])
+def test_a_closure_fetch_reads_a_tree_in_one_call_and_falls_back_for_the_rest(
+    partial: bool,
+) -> None:
+    writer, store = BlobWriter(), ClosureBlobs(partial)
+    value = [f"{i}:" + "c" * 400 for i in range(64)]
+    stored = externalize_state(_state(value), writer)
+    store.blobs.update(writer.take_new())
+    back = anyio.run(lambda: resolve_state(stored, store=store, run_id="r", where="w"))
+    assert back == _state(value) and store.closures == 1
+    assert (store.asked == []) is not partial  # the rest level by level, only if needed
