@@ -40,7 +40,7 @@ running or resuming the same live run fails at once with
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.abc
@@ -55,7 +55,9 @@ from ._errors import (
     WorkflowRunError,
 )
 from ._events import RunStatus
+from ._journal import JournaledStore, RunJournal, journal_store
 from ._leases import Lease
+from ._observer import combine
 from ._resume import load_run, restore_state, resumed_from
 from ._runner import Runner, RunOptions, RunState
 from ._watch import RunWatch
@@ -141,7 +143,13 @@ async def _run_leased(
     parent_id: str | None,
 ) -> RunStatus:
     mode = opts.durability
-    checkpointer = Checkpointer(store, graph, mode=mode, parent_id=parent_id)
+    journal: RunJournal | None = None
+    saving_to = store
+    if opts.journal:  # an observer of its own, and the store as the checkpointer sees it
+        journal = RunJournal()
+        state.observer = combine([o for o in (state.observer, journal) if o is not None])
+        saving_to = cast(CheckpointStore, JournaledStore(journal_store(store), journal))
+    checkpointer = Checkpointer(saving_to, graph, mode=mode, parent_id=parent_id)
     checkpointer.lease = lease
     checkpointer.metadata = opts.checkpoint_metadata
     checkpointer.observer = state.observer
@@ -180,6 +188,13 @@ async def _run_leased(
             failure = exc
         finally:
             renewing.cancel()
+    if journal is not None and checkpointer.error is None:
+        journal.finished(state.superstep, RunStatus.FAILED.value if failure else status.value)
+        try:
+            await journal.flush(journal_store(store), state.run_id, checkpointer.lease)
+        except CheckpointError:
+            if failure is None:
+                raise
     if failure is not None:
         raise failure
     if checkpointer.error is not None:
