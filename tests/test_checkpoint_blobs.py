@@ -141,3 +141,23 @@ async def test_a_sealed_store_keeps_blobs_and_its_mac_covers_the_references(
 
 def test_open_store_is_the_same_store_kind() -> None:
     assert has_blobs(open_store("memory://blob-tests"))
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "file"])
+async def test_a_journaled_run_keeps_blobs_and_events_together(tmp_path: Path, kind: str) -> None:
+    url = {
+        "memory": "memory://journal-blobs",
+        "sqlite": f"sqlite:///{tmp_path / 'j.db'}",
+        "file": f"file://{tmp_path / 'j'}",
+    }[kind]
+    store = open_store(url)
+    try:
+        wf = append_workflow(16, "message")
+        result = await wf.run([], checkpoint=store, journal=True)
+        assert result.outputs == [16]
+        mid = (await store.list(result.run_id))[-3]
+        assert blob_refs((await store.load(mid.checkpoint_id)).state)
+        assert await store.read_events(result.run_id)  # type: ignore[attr-defined]
+        assert (await wf.resume(mid.checkpoint_id, checkpoint=store)).outputs == [16]
+    finally:
+        await store.aclose()

@@ -543,6 +543,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                 "DELETE FROM plait_blobs WHERE run_id = %s AND hash = ANY(%s::text[])",
                 (run_id, sorted(doomed)),
             )
+
     async def _journal_table(self) -> None:
         """Create the journal's table on first use (under the migrations' lock)."""
         if self._journal_ready:

@@ -321,6 +321,7 @@ class RedisCheckpointStore(CheckpointStoreBase):
         """The hashes of every blob ``run_id`` holds."""
         async with self._redis() as client:
             return sorted(_text(h) for h in await client.hkeys(self._blobs_key(run_id)))
+
     async def _queue_events(
         self, client: redis.asyncio.Redis, pipe: Any, run_id: str, stored: Sequence[str]
     ) -> None:
