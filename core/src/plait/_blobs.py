@@ -341,6 +341,12 @@ def externalize_state(state: dict[str, Any], writer: BlobWriter) -> dict[str, An
                 out["shared"] = {key: ext(value) for key, value in shared.items()}
         else:
             out["shared"] = ext(shared)
+    changes = out.get("shared_changes")  # a delta's shared state, key by key
+    if type(changes) is dict and type(changes.get("set")) is dict and changes["set"]:
+        out["shared_changes"] = {
+            **changes,
+            "set": {key: ext(value) for key, value in changes["set"].items()},
+        }
     outputs = out.get("outputs")
     if outputs and type(outputs) is list:
         out["outputs"] = [ext(item) for item in outputs]

@@ -31,6 +31,7 @@ from ._errors import (
     WorkflowChangedError,
 )
 from ._fingerprint import fingerprint_changes, fingerprint_of
+from ._runview import merge_shared
 from ._spec import WorkflowSpec
 from ._state import PendingRequest, RunState
 from ._types import is_instance, type_name
@@ -96,7 +97,8 @@ async def load_run(
         merged["executor_state"] = {**base.state["executor_state"], **state["executor_state"]}
         merged["visits"] = {**base.state["visits"], **state["visits"]}
         merged["outputs"] = base.state["outputs"] + state["outputs"]
-        merged["shared"] = state.get("shared", base.state["shared"])
+        merged["shared"] = merge_shared(base.state["shared"], state)
+        merged.pop("shared_changes", None)
         for key in ("pending", "router_state", "requests"):
             merged[key] = state[key]
         merged.pop("attempts", None)

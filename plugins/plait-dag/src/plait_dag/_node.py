@@ -36,9 +36,10 @@ from plait.spi import (
     BuildContext,
     Capability,
     CompiledExpression,
-    Handler,
     as_executor,
+    check_config,
     compile_expression,
+    did_you_mean,
     kind_capabilities,
 )
 
@@ -353,29 +354,8 @@ class DagNode(Executor):
             forks = [*forks[:-1], {"base": top["base"], "updates": {**top["updates"], **joined}}]
         await self._visit({**base, **joined}, None, forks, first.loops, ctx)
 
-    def _collect_handlers(self) -> tuple[Handler, ...]:
-        # the kernel resolves annotations per instance; a DAG of 1,000 nodes has 1,000
-        # instances of one class, so resolve once per class and bind
-        cls = type(self)
-        resolved = _HANDLERS.get(cls)
-        if resolved is None:
-            resolved = _HANDLERS[cls] = super()._collect_handlers()
-        return tuple(
-            Handler(
-                h.name,
-                h.input_type,
-                h.output_types,
-                h.workflow_output_types,
-                getattr(self, h.name.rsplit(".", 1)[-1]),
-            )
-            for h in resolved
-        )
-
     def __repr__(self) -> str:
         return f"<DagNode {self.id!r} agent={self.agent_name!r}>"
-
-
-_HANDLERS: dict[type, tuple[Handler, ...]] = {}
 
 
 # -- the kind ------------------------------------------------------------------------------
@@ -439,8 +419,6 @@ class DagNodeKind:
         """Schema problems, conditions that do not compile, an agent, a sub-workflow or a
         merge strategy that does not exist — every one, at its path under ``/config``."""
         if not _config_conforms(config):  # jsonschema explains what the fast check refused
-            from plait_executors.schema import check_config
-
             errors = check_config(self.config_schema, config, ctx.node_id, source=ctx.source)
             if errors:
                 return errors
@@ -597,11 +575,9 @@ def _build_agent(config: Mapping[str, Any], ctx: BuildContext, *, check: bool) -
         return _from_kind(kinds, "workflow", {"fragment": name}, ctx, "/config/agent", check)
     if name in kinds and name != "dag.node":
         return _from_kind(kinds, name, {}, ctx, "/config/agent", check)
-    import difflib
 
     known = sorted({*ctx.executors, *manager.registry("fragment").names(), *kinds.names()})
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    hint = did_you_mean(name, known)
     raise _Problems(
         [
             _error(

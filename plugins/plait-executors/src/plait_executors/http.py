@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from plait import ConfigError, Executor, WorkflowContext
-from plait.spi import BuildContext, Capability, Handler, network
+from plait.spi import BuildContext, Capability, Handler, check_config, network
 
 from .errors import (
     HttpRequestError,
@@ -22,7 +22,6 @@ from .errors import (
     HttpStatusError,
     HttpTimeoutError,
 )
-from .schema import check_config
 
 __all__ = ["HttpExecutor", "HttpKind"]
 
@@ -76,7 +75,8 @@ class HttpExecutor(Executor):
         self.response = response
         super().__init__(id)
 
-    def _collect_handlers(self) -> tuple[Handler, ...]:
+    def declare_handlers(self) -> tuple[Handler, ...]:
+        """One handler: any message in, the answer (text or JSON, as ``response`` says) out."""
         sends = str if self.response == "text" else Any
         return (Handler(f"http:{self.method} {self.url}", Any, (sends,), (), self._handle),)
 

@@ -21,9 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from plait import ConfigError, Executor
-from plait.spi import IMPORTS, BuildContext, as_executor, import_ref
-
-from .schema import check_config, config_error
+from plait.spi import IMPORTS, BuildContext, as_executor, check_config, config_error, import_ref
 
 __all__ = ["PythonKind", "executor_from_object", "resolve_ref"]
 

@@ -84,8 +84,8 @@ class ShellExecutor(Executor):
         self.output_format = output
         super().__init__(id)
 
-    def _collect_handlers(self) -> tuple[Handler, ...]:
-        # one handler taking anything and sending what ``output`` promises
+    def declare_handlers(self) -> tuple[Handler, ...]:
+        """One handler taking anything and sending what ``output`` promises."""
         sends = (_OUTPUT_TYPES[self.output_format],)
         return (Handler(f"shell:{self.argv[0]}", Any, sends, (), self._handle),)
 

@@ -23,10 +23,17 @@ from typing import Any
 
 import plait
 from plait import ConfigError, Executor, PlaitError, UnknownNameError, Workflow, WorkflowSpec
-from plait.spi import BuildContext, Capability, load_scope, needs
+from plait.spi import (
+    BuildContext,
+    Capability,
+    check_config,
+    config_error,
+    did_you_mean,
+    load_scope,
+    needs,
+)
 
 from .nested import WorkflowExecutor
-from .schema import check_config, config_error
 
 __all__ = ["WorkflowKind"]
 
@@ -159,11 +166,8 @@ def _from_fragment(name: str, ctx: BuildContext) -> Workflow:
     try:
         fragment = registry.get(name, what=f"executor {ctx.node_id!r}")
     except UnknownNameError:
-        import difflib
-
         names = registry.names()
-        close = difflib.get_close_matches(name, names, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(name, names)
         known = ", ".join(names) or "none (install a plugin that publishes fragments)"
         error = config_error(
             ctx.node_id,

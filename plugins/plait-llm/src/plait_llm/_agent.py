@@ -17,7 +17,14 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 from plait import ConfigError, Executor, PlaitError, WorkflowContext
-from plait.spi import BuildContext, CompiledTemplate, Handler, compile_template, network
+from plait.spi import (
+    BuildContext,
+    CompiledTemplate,
+    Handler,
+    compile_template,
+    did_you_mean,
+    network,
+)
 from plait_executors.schema import check_config, config_error, json_pointer
 
 from ._structured import answer_problem, correction, json_instruction, parse_answer
@@ -103,7 +110,9 @@ class AgentExecutor(Executor):
             getattr(self.model, "supports_schema", False)
         )
 
-    def _collect_handlers(self) -> tuple[Handler, ...]:
+    def declare_handlers(self) -> tuple[Handler, ...]:
+        """One handler: any message in, the answer (a dict with ``structured_output``,
+        else text) out."""
         sends = dict if self.structured_output is not None else str
         return (Handler(f"agent:{self.model_id}", Any, (sends,), (), self._handle),)
 
@@ -281,11 +290,8 @@ class AgentKind:
         try:
             return llm.get_model(model_id), []
         except llm.UnknownModelError as exc:
-            import difflib
-
             known = sorted({m.model_id for m in llm.get_models()} | set(llm.get_model_aliases()))
-            close = difflib.get_close_matches(model_id, known, n=1)
-            did = f"; did you mean {close[0]!r}?" if close else ""
+            did = did_you_mean(model_id, known)
             reason = exc.args[0] if exc.args else "unknown model"
             message = (
                 f"{reason} (no installed llm plugin provides {model_id!r}: install one, e.g. "
