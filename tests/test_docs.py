@@ -3,7 +3,8 @@
 Rules for ``docs/*.md``:
 
 - every fence names its language; Python is ```` ```python ````, other text is ``toml``,
-  ``bash``, ``text`` or ``console`` (never a Python block that does not run);
+  ``bash``, ``text``, ``console``, ``yaml`` or ``json`` (never a Python block that does not
+  run);
 - a page's Python blocks run in order, in one namespace (a module named after the page),
   with a fresh process-wide plugin manager; top-level ``await`` does not compile, so
   examples use ``run_sync`` or ``anyio.run``;
@@ -33,7 +34,7 @@ DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.glob("*.md"))
 #: pages whose code blocks must run: the docs and the README's tour
 RUNNABLE = [*PAGES, ROOT / "README.md"]
-LANGUAGES = {"python", "toml", "bash", "text", "console"}
+LANGUAGES = {"python", "toml", "bash", "text", "console", "yaml", "json"}
 FENCE = re.compile(r"^```(?P<info>[^\n`]*)\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
 
 

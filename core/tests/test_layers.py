@@ -40,7 +40,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "_policies", "_leases", "_options", "_merge", "_observer",
     ),
     "authoring": ("_state", "_context", "_executor"),
-    "spec": ("_refs", "_spec", "_routing", "_build"),
+    "spec": ("_refs", "_spec", "_routing", "_build", "_agents"),
     "plugins": (
         "_hookspecs", "_registry", "_loading", "_facade", "_plugins", "_expressions",
         "_chains", "_convert", "_checkpoint", "_blobs", "_runinfo", "_runview", "_runindex",

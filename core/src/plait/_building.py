@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from ._agents import AgentNames
 from ._errors import ConfigError, ExpressionError, NotPortableError
 from ._refs import resolve_ref
 
@@ -40,6 +41,10 @@ class BuildContext:
     :param names: every name the text may use for an executor: ``executors``' keys,
         installed executor kinds and published fragments (for "did you mean …?").
     :param options: loader options the caller passed to :func:`plait.load` (``merge=`` …).
+    :param agents: for a loader, the agent names of this load in the documented order
+        (:class:`~plait.spi.AgentNames`): give it the document's ``agents:`` section
+        (:meth:`~plait.spi.AgentNames.set_document`), then resolve every name with
+        :meth:`~plait.spi.AgentNames.find`.
 
     .. versionadded:: 0.1
     """
@@ -51,6 +56,9 @@ class BuildContext:
     executors: Mapping[str, Any] = attrs.field(factory=dict)
     names: frozenset[str] = frozenset()
     options: Mapping[str, Any] = attrs.field(factory=dict)
+    agents: AgentNames = attrs.field(
+        default=attrs.Factory(lambda self: AgentNames(executors=self.executors), takes_self=True)
+    )
 
     def for_node(self, node_id: str, *, allow_imports: bool | None = None) -> BuildContext:
         """This context, building node ``node_id`` (imports allowed as given, or as

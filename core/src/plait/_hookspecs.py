@@ -151,6 +151,24 @@ def plait_register_fragments(register: Register) -> None:
 
 
 @hookspec
+def plait_register_agents(register: Register) -> None:
+    """Register named, ready-made agents a distribution publishes, so a workflow file (a
+    flow, a JSON DAG, a YAML steps document) can name them.
+
+    An agent is an :class:`~plait.Executor`, an ``async def`` function, or an agent as
+    data: an :class:`~plait.spi.AgentDefinition` or a mapping in the schema of a
+    document's ``agents:`` section (``{"model": ..., "instruction": ...}``, ``{"kind":
+    ..., "config": ...}``). Names resolve in one order (:mod:`plait.spi` ``AgentNames``):
+    ``executors=``, the document's ``agents:``, these, then ``--agents MODULE``.
+
+    :param register: ``register(agent_name, agent, replaces=None)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
 def plait_register_expression_languages(register: Register) -> None:
     """Register safe expression languages for conditions and ``{{ }}`` templates.
 

@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ._agents import AgentDefinition, AgentNames, module_agents, spell
+from ._build import did_you_mean
 from ._building import BuildContext
 from ._errors import (
     ConfigError,
@@ -34,7 +37,7 @@ if TYPE_CHECKING:
     from ._spec import WorkflowSpec
     from ._workflow import Workflow
 
-__all__ = ["Loader", "load", "load_spec"]
+__all__ = ["check_agents", "Loader", "load", "load_spec"]
 
 _MAX_BYTES = 16 * 1024 * 1024  # a workflow document larger than this is refused
 
@@ -50,7 +53,9 @@ class Loader(Protocol):
         ...
 
 
-def _read(source: str | os.PathLike[str], suffixes: set[str]) -> tuple[str, str, str | None]:
+def _read(
+    source: str | os.PathLike[str], suffixes: set[str], format: str | None = None
+) -> tuple[str, str, str | None]:
     """``(text, source name, suffix)``: a path is read; a string is text unless it names
     an existing file with a known suffix."""
     from pathlib import Path  # here: `import plait` does not pay for pathlib
@@ -79,6 +84,17 @@ def _read(source: str | os.PathLike[str], suffixes: set[str]) -> tuple[str, str,
         return text, str(path), suffix
     if not isinstance(source, str):
         raise TypeError(f"plait.load needs text or a path, got {type(source).__name__}")
+    if (
+        format is None  # with a format given, a string is the document's text
+        and "\n" not in source
+        and len(source) < 4096
+        and "->" not in source
+        and source.strip().lower().endswith(tuple(suffixes))
+    ):  # a file name, never a document: say the file is missing
+        from pathlib import Path
+
+        what = "is a directory" if Path(source).is_dir() else "does not exist"
+        raise LoadError([PlaitError(f"no such file: {source} {what}")], source=source)
     if len(source) > _MAX_BYTES:
         raise LoadError([PlaitError(f"the text is longer than {_MAX_BYTES} characters")])
     return source, "<string>", None
@@ -105,7 +121,8 @@ def _choose(
     raise LoadError(
         [
             PlaitError(
-                "cannot tell the format of this document; pass format= "
+                "cannot tell the format of this document; pass "
+                f"{spell('format=', '--format')} "
                 f"(installed formats: {', '.join(names) or 'none'})"
             )
         ],
@@ -118,28 +135,56 @@ def load_spec(
     *,
     format: str | None = None,
     executors: Mapping[str, Any] | None = None,
+    agents: ModuleType | Mapping[str, Any] | None = None,
     plugin_manager: Any = None,
     **options: Any,
 ) -> WorkflowSpec:
     """The spec a document describes, without building it (what ``plait validate`` and
     ``plait graph`` use). Arguments as for :func:`load`."""
-    return _load_spec(source, format, executors, plugin_manager, options)[0]
+    return _load_spec(source, format, executors, agents, plugin_manager, options)[0]
+
+
+def agent_names(
+    executors: Mapping[str, Any] | None,
+    agents: ModuleType | Mapping[str, Any] | None,
+    plugin_manager: Any,
+) -> AgentNames:
+    """The agent names of one load: ``executors=``, the plugins' agents, ``agents=``."""
+    label: str | None = None
+    module: Mapping[str, Any] = {}
+    if isinstance(agents, ModuleType):
+        label = agents.__name__
+        module = module_agents(agents)
+    elif agents is not None:
+        if not isinstance(agents, Mapping):
+            raise TypeError(
+                f"agents= is a module or a mapping of names to agents, got {type(agents).__name__}"
+            )
+        label, module = "(a mapping)", dict(agents)
+    return AgentNames(
+        executors=executors,
+        published=plugin_manager.registry("agent"),
+        module=module,
+        module_label=label,
+    )
 
 
 def _load_spec(
     source: str | os.PathLike[str],
     format: str | None,
     executors: Mapping[str, Any] | None,
+    agents: ModuleType | Mapping[str, Any] | None,
     plugin_manager: Any,
     options: Mapping[str, Any],
-) -> tuple[WorkflowSpec, str]:
+    allow_imports: bool = False,
+) -> tuple[WorkflowSpec, str, AgentNames]:
     if plugin_manager is None:
         from ._plugins import get_plugin_manager
 
         plugin_manager = get_plugin_manager()
     loaders = plugin_manager.registry("loader")
     suffixes = {s for n in loaders.names() for s in getattr(loaders.get(n), "suffixes", ())}
-    text, name, suffix = _read(source, suffixes)
+    text, name, suffix = _read(source, suffixes, format)
     if "\x00" in text:
         offset = text.index("\x00")
         line = text.count("\n", 0, offset) + 1
@@ -148,6 +193,11 @@ def _load_spec(
         row = text[start : end if end != -1 else len(text)].replace("\x00", " ")
         where = SourcePosition(source=name, line=line, column=offset - start + 1, text=row)
         raise LoadError([DocumentError("the text holds a NUL byte", where)], source=name)
+    if suffix == ".py" and format is None:  # code, never a document (even with a "->")
+        raise LoadError(
+            [PlaitError("a .py file is Python code, never read as a workflow document")],
+            source=name,
+        )
     format_name, loader = _choose(loaders, format, suffix, text, name)
     accepted = getattr(loader, "options", None)
     if accepted is not None and (unknown := sorted(set(options) - set(accepted))):
@@ -162,18 +212,22 @@ def _load_spec(
             source=name,
         )
     executors = dict(executors or {})
-    names = set(executors)
+    registry = agent_names(executors, agents, plugin_manager)
+    names = set(registry.names())
     names |= set(plugin_manager.registry("executor_kind").names())
     names |= set(plugin_manager.registry("fragment").names())
     ctx = BuildContext(
         source=name,
-        allow_imports=False,  # what the document may import is its grants' business
+        # what the document may import is its grants' business: a loader imports code it
+        # names only to check it, and only when the caller trusts it to
+        allow_imports=allow_imports,
         executors=executors,
         names=frozenset(names),
         options=options,
         manager=plugin_manager,
+        agents=registry,
     )
-    return loader.load(text, ctx), name
+    return loader.load(text, ctx), name, registry
 
 
 def load(
@@ -183,6 +237,7 @@ def load(
     executors: Mapping[str, Any] | None = None,
     allow_imports: bool = False,
     allow: AllowSpec = None,
+    agents: ModuleType | Mapping[str, Any] | None = None,
     plugin_manager: Any = None,
     **options: Any,
 ) -> Workflow:
@@ -201,6 +256,11 @@ def load(
         :mod:`plait.grants`): ``"subprocess,network=api.example.com"``, a list of them, or
         ``"all"``. Nothing by default, so a document may use only the ``executors`` passed
         and the pure kinds.
+    :param agents: a module whose public async functions and executors are agents the
+        document may name (what ``plait run --agents MODULE`` passes), or a mapping of
+        names to agents; last in the order names resolve in: ``executors``, the
+        document's ``agents:`` section, the agents installed plugins publish, then these.
+        Passing a module trusts that module only (it is already imported).
     :param options: options for the loader (``merge="concat_newline"`` for a flow …).
     :raises CapabilityError: the document needs a capability not granted (checked before
         any node is built or any code imported), each with its node and position.
@@ -208,6 +268,7 @@ def load(
 
     .. versionadded:: 0.1
     .. versionchanged:: 0.1 ``allow`` (capabilities).
+    .. versionchanged:: 0.1 ``agents``.
     """
     from ._capabilities import IMPORTS
     from ._grants import Grants, check_granted
@@ -222,12 +283,78 @@ def load(
     grants = Grants.of(allow, allow_imports=allow_imports)
     # one load: what the loader's checks build, the build reuses (see LoadScope)
     with load_scope():
-        spec, name = _load_spec(source, format, executors, plugin_manager, options)
-        check_granted(spec, grants, executors=executors, manager=plugin_manager, source=name)
+        spec, name, registry = _load_spec(
+            source, format, executors, agents, plugin_manager, options, grants.covers(IMPORTS)
+        )
+        # the Python agents the document resolved to, from every tier, by name
+        bound = registry.python_objects()
+        check_granted(spec, grants, executors=bound, manager=plugin_manager, source=name)
         return Workflow.from_spec(
             spec,
-            executors,
+            bound,
             allow_imports=grants.covers(IMPORTS),
             plugin_manager=plugin_manager,
             source=name,
         )
+
+
+def check_agents(
+    agents: Mapping[str, AgentDefinition],
+    manager: Any,
+    source: str | None = None,
+    *,
+    allow_imports: bool = False,
+) -> list[tuple[str, str]]:
+    """Every config problem of a document's agents, found when the document is loaded, as
+    ``(JSON path under the agents: section, message)`` in the document's own keys
+    (``/qa/model``, ``/fetch/config/url``): the kind that builds each agent checks it.
+    Code (a ``ref`` agent, an LLM agent's ``tools``) is imported to be checked only when
+    the caller trusts the document (``allow_imports``); else it is checked when it is
+    built, under that trust.
+
+    .. versionadded:: 0.1
+    """
+    kinds = manager.registry("executor_kind")
+    problems: list[tuple[str, str]] = []
+    for name, definition in agents.items():
+        if definition.kind == "python" and not allow_imports:
+            continue
+        if definition.kind not in kinds:
+            installed = [k for k in kinds.names() if "." not in k]
+            if definition.kind == "agent":
+                problems.append(
+                    (
+                        f"/{name}",
+                        f"agent {name!r} is an LLM agent, which needs plait-llm "
+                        "(pip install plait-llm)",
+                    )
+                )
+                continue
+            did = did_you_mean(definition.kind, installed)
+            problems.append(
+                (
+                    f"/{name}/kind",
+                    f"no executor kind {definition.kind!r}{did} (installed: "
+                    f"{', '.join(installed) or 'none'})",
+                )
+            )
+            continue
+        ctx = BuildContext(
+            node_id=name, allow_imports=allow_imports, manager=manager, source=source or ""
+        )
+        config = dict(definition.config)
+        if definition.kind == "agent" and not allow_imports:  # code: checked when built
+            config.pop("tools", None)
+        try:
+            found = kinds.get(definition.kind).check(config, ctx)
+        except Exception as exc:  # a kind's own bug must not escape as a non-Plait error
+            found = [exc]
+        for problem in found:
+            position = getattr(problem, "position", None)
+            inner = getattr(position, "path", None) or "/config"
+            if definition.kind in ("agent", "python"):  # its keys are the agent's own
+                inner = inner.removeprefix("/config") or ""
+            reason = getattr(problem, "reason", None) or str(problem)
+            reason = reason.removeprefix(f"executor {name!r}: ").removeprefix(f"node {name!r}: ")
+            problems.append((f"/{name}{inner}", f"agent {name!r}: {reason}"))
+    return problems

@@ -18,6 +18,7 @@ import contextvars
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
+from ._agents import spell
 from ._building import BuildContext
 from ._errors import ConfigError, LoadError, PlaitError, SourcePosition
 from ._executor import Executor
@@ -169,7 +170,7 @@ def _build(
             problems.extend(exc.problems)
             continue
         except PlaitError as exc:
-            problems.append(_positioned(exc, where, source))
+            problems.append(_positioned(exc, where, source, _at(node)))
             continue
         built[node.id] = executor
     if problems:
@@ -190,8 +191,12 @@ def _bound(node: NodeSpec, executors: Mapping[str, Any], where: str) -> Executor
     if node.nonportable is not None:
         name = node.uses or node.id
         raise ConfigError(
-            f"node {node.id!r} cannot be rebuilt from data: {node.nonportable} "
-            f"(pass it as executors={{{name!r}: ...}})",
+            f"node {node.id!r} cannot be rebuilt from data: {node.nonportable} ("
+            + spell(
+                f"pass it as executors={{{name!r}: ...}}",
+                f"define {name!r} in a module given with --agents MODULE_OR_FILE.py",
+            )
+            + ")",
             SourcePosition(path=where),
         )
     return None
@@ -210,7 +215,10 @@ def _from_kind(
     if node.kind not in kinds:
         hint = ""
         if node.uses is not None:
-            hint = f"; or pass the executor it uses as executors={{{node.uses!r}: ...}}"
+            hint = "; or " + spell(
+                f"pass the executor it uses as executors={{{node.uses!r}: ...}}",
+                f"define {node.uses!r} in a module given with --agents MODULE_OR_FILE.py",
+            )
         raise ConfigError(
             f"node {node.id!r} has executor kind {node.kind!r}, which no installed plugin "
             f"registers; installed kinds: {', '.join(kinds.names()) or 'none'}{hint}",
@@ -226,27 +234,42 @@ def _from_kind(
     )
     problems = kind.check(node.config, ctx)
     if problems:
-        raise _NodeProblems([_positioned(p, where, source) for p in problems])
+        raise _NodeProblems([_positioned(p, where, source, _at(node)) for p in problems])
     executor: Executor = kind.create(node.config, ctx)
     return executor
 
 
-def _positioned(error: PlaitError, where: str, source: str | None) -> PlaitError:
+def _at(node: NodeSpec) -> tuple[int, int] | None:
+    """Where a front-end recorded the node in its document: ``at: [line, column]``."""
+    at = node.config.get("at") if isinstance(node.config, Mapping) else None
+    if isinstance(at, (list, tuple)) and len(at) == 2 and all(type(v) is int for v in at):
+        return at[0], at[1]
+    return None
+
+
+def _positioned(
+    error: PlaitError, where: str, source: str | None, at: tuple[int, int] | None = None
+) -> PlaitError:
     """``error`` with its JSON path prefixed by the node's (``/nodes/3/config/argv``), and
-    the line and column the node's kind gave it kept (a YAML step's position)."""
+    the line and column the node's kind gave it kept (a YAML step's position), else the
+    node's own (``at``, what its front-end recorded)."""
     position = getattr(error, "position", None)
+    line, column = at if at is not None else (None, None)
     if isinstance(error, ConfigError) and position is not None:
         path = position.path or ""
         if not path.startswith(where):
             path = f"{where}{path}"
+        has_line = position.line is not None
         return ConfigError(
             error.reason,
             SourcePosition(
                 source=position.source or source,
-                line=position.line,
-                column=position.column,
+                line=position.line if has_line else line,
+                column=position.column if has_line else column,
                 path=path,
                 text=position.text,
             ),
         )
-    return ConfigError(f"{error}", SourcePosition(source=source, path=where))
+    return ConfigError(
+        f"{error}", SourcePosition(source=source, path=where, line=line, column=column)
+    )

@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ._agents import spell
 from ._errors import ConfigError, NotPortableError, SourcePosition
 from ._executor import Executor, FunctionExecutor
 from ._types import main_module_name
@@ -109,8 +110,13 @@ def resolve_ref(ref: str, *, allow_imports: bool, what: str) -> Any:
     if not allow_imports:
         raise ConfigError(
             f"{what}: {ref!r} names code to import, and this document's source is not "
-            "trusted to import code (pass allow_imports=True, or executors=/callables in "
-            "Python instead)"
+            "trusted to import code ("
+            + spell(
+                "pass allow_imports=True, or executors=/callables in Python instead",
+                "pass --allow-imports if you trust it, or name one module of agents with "
+                "--agents MODULE_OR_FILE.py",
+            )
+            + ")"
         )
     try:
         return import_ref(ref)

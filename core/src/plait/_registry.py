@@ -93,6 +93,12 @@ def _is_callable(obj: Any) -> str | None:
     return None if callable(obj) else f"is not callable (got {type(obj).__name__})"
 
 
+def _is_agent(obj: Any) -> str | None:
+    from ._agents import is_agent_object
+
+    return is_agent_object(obj)
+
+
 #: Registry hook name -> (kind name, protocol check returning a problem or None).
 KINDS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "plait_register_executor_kinds": ("executor_kind", _has("check", "create", "config_schema")),
@@ -102,6 +108,7 @@ KINDS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "plait_register_checkpoint_stores": ("checkpoint_store", _is_callable),
     "plait_register_loaders": ("loader", _has("load")),
     "plait_register_fragments": ("fragment", _has("build")),
+    "plait_register_agents": ("agent", _is_agent),
     "plait_register_expression_languages": ("expression_language", _has("compile")),
     "plait_register_exporters": ("exporter", _has("export")),
     "plait_register_placements": ("placement", _has("invoke")),

@@ -19,6 +19,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._agents import (
+        AgentDefinition,
+        AgentNames,
+        Found,
+        cli_wording,
+        module_agents,
+        read_agent,
+        read_agents,
+        spell,
+    )
     from ._blobs import (
         BlobStore,
         BlobWriter,
@@ -82,7 +92,7 @@ if TYPE_CHECKING:
     from ._hookspecs import Register, hookimpl
     from ._kinds import ExecutorKind
     from ._leases import Lease, LeaseHolder, lost_error, released
-    from ._load import Loader
+    from ._load import Loader, check_agents
     from ._merge import MergeStrategy
     from ._observer import Invocation, RunObserver
     from ._options import RunOptions
@@ -149,6 +159,15 @@ if TYPE_CHECKING:
     from ._workflow import with_placement
 
 __all__ = [
+    "AgentDefinition",
+    "AgentNames",
+    "Found",
+    "check_agents",
+    "cli_wording",
+    "module_agents",
+    "read_agent",
+    "read_agents",
+    "spell",
     "CORRUPT",
     "BlobStore",
     "BlobWriter",
@@ -286,6 +305,15 @@ __all__ = [
 
 #: Where each name lives.
 _HOME = {
+    "AgentDefinition": "_agents",
+    "AgentNames": "_agents",
+    "Found": "_agents",
+    "check_agents": "_load",
+    "cli_wording": "_agents",
+    "module_agents": "_agents",
+    "read_agent": "_agents",
+    "read_agents": "_agents",
+    "spell": "_agents",
     "CORRUPT": "_checkpoint",
     "BlobStore": "_blobs",
     "BlobWriter": "_blobs",

@@ -82,5 +82,14 @@ def test_a_broken_file_reports_its_problems(tmp_path: Path) -> None:
 
 
 def test_an_unknown_format_is_a_usage_error(steps: str) -> None:
-    result = plait("graph", steps, "--format", "png")
+    result = plait("graph", steps, "--to", "png")
     assert result.exit_code == 2 and "'png' is not one of" in result.stderr
+
+
+def test_format_names_the_files_format_and_still_accepts_a_drawings(steps: str) -> None:
+    # --format is the workflow file's format, as for run and validate; mermaid, dot and svg
+    # still name the drawing's (what --to says)
+    result = plait("graph", steps, "--format", "png")
+    assert result.exit_code == 1 and "unknown workflow format 'png'" in result.stderr
+    assert plait("graph", steps, "--format", "steps").stdout.startswith("flowchart")
+    assert plait("graph", steps, "--format", "dot").stdout.startswith("digraph")

@@ -113,10 +113,12 @@ def test_every_problem_of_a_json_dag_is_listed_with_its_json_path(tmp_path: Path
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
     assert lines[0] == f"{path}: 3 problem(s):"
-    assert [line.split(":")[0] for line in lines[1:]] == [
-        f"  - {path} at /nodes",
-        f"  - {path} at /nodes/0/is_exit",
-        f"  - {path} at /connections/0/target_id",
+    problems = [line for line in lines[1:] if line.startswith("  - ")]
+    # each at its line and column in the text as well as its JSON path
+    assert [line.split(": ")[0] for line in problems] == [
+        f"  - {path}:1:2 at /nodes",
+        f"  - {path}:1:65 at /nodes/0/is_exit",
+        f"  - {path}:1:120 at /connections/0/target_id",
     ]
 
 
@@ -164,10 +166,22 @@ def test_a_file_of_no_known_format_is_a_problem(tmp_path: Path) -> None:
     assert "cannot tell the format of this document" in result.stdout
 
 
-def test_a_missing_file_or_none_is_a_usage_error(tmp_path: Path) -> None:
+def test_a_missing_file_is_one_line_and_none_is_a_usage_error(tmp_path: Path) -> None:
     missing = plait("validate", str(tmp_path / "nope.flow"))
-    assert missing.exit_code == 2 and "does not exist" in missing.stderr
+    assert missing.exit_code == 1
+    assert missing.stdout == f"{tmp_path / 'nope.flow'}: no such file\n"
     assert plait("validate").exit_code == 2
+
+
+def test_a_python_file_is_never_read_as_a_flow(tmp_path: Path) -> None:
+    # the repro: app.py holds a "->" (a type hint) and was parsed as a flow
+    path = write(tmp_path, "app.py", "def f(x: int) -> int:\n    return x\n")
+    result = plait("validate", path)
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [
+        f"{path}: a Python file, never read as a workflow document (to check a workflow "
+        f"defined in it, draw it: plait graph {path}:workflow)"
+    ]
 
 
 def test_run_names_the_capabilities_that_exist_and_the_flag_for_all(tmp_path: Path) -> None:

@@ -66,8 +66,8 @@ def test_a_leading_arrow() -> None:
 def test_an_unknown_name_says_did_you_mean_and_lists_the_available_ones() -> None:
     problem = only("researcher -> writr")
     assert (problem.line, problem.column) == (1, 15)
-    assert "unknown name 'writr'; did you mean 'writer'?" in problem.reason
-    assert "available: " in problem.reason
+    assert "unknown agent 'writr'; did you mean 'writer'?" in problem.reason
+    assert "Plait looked in executors= (" in problem.reason
     for name in AGENTS:
         assert name in problem.reason
 

@@ -16,7 +16,7 @@ from plait_flow._kinds import FlowJoinKind, FlowOutputKind
 def test_the_loader_and_kinds_are_registered() -> None:
     manager = plait.get_plugin_manager()
     assert isinstance(manager.registry("loader").get("flow"), FlowLoader)
-    assert manager.registry("loader").get("flow").suffixes == (".flow",)
+    assert manager.registry("loader").get("flow").suffixes == (".flow", ".flow.yaml", ".flow.yml")
     kinds = manager.registry("executor_kind")
     assert isinstance(kinds.get("flow.output"), FlowOutputKind)
     assert isinstance(kinds.get("flow.join"), FlowJoinKind)

@@ -189,16 +189,17 @@ def test_the_problem_names_the_deepest_json_path() -> None:
 
 
 QA = """
+agents:
+  checker:
+    model: plait-test-scripted
+    structured_output:
+      type: object
+      properties: {is_approved: {type: boolean}}
+      required: [is_approved]
 workflow:
   - id: qa
     type: agent
     name: checker
-    config:
-      model: plait-test-scripted
-      structured_output:
-        type: object
-        properties: {is_approved: {type: boolean}}
-        required: [is_approved]
   - id: gate
     type: condition
     condition: "{{ $steps.qa.output.is_approved }}"

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
-from plait import get_plugin_manager
+from plait import Workflow, get_plugin_manager
 from plait.spi import PluginManager, type_name
 
 from ._builder import WorkflowBuilder
@@ -78,6 +78,31 @@ class Fragment:
             f"{type(made).__name__}"
         )
 
+    def standalone(self) -> Workflow:
+        """The fragment run on its own, as one node of a flow or a DAG runs it: built, with
+        what each exit sends yielded as a workflow output (an exit sends on, since a
+        fragment is made to be composed, and a built workflow's exit has nowhere to send).
+
+        .. versionadded:: 0.1
+        """
+        from typing import Any as _Any
+
+        from ._nodes import FunctionNode
+
+        builder = self.build()
+        exits = builder.as_connection().outputs
+        for index, exit_id in enumerate(exits, start=1):
+            sent = list(dict.fromkeys(builder._executors[exit_id].output_types))
+            if not sent:
+                continue  # it yields (or ends) on its own
+            kind = sent[0] if len(sent) == 1 else _Any
+            node_id = "fragment:output" if index == 1 else f"fragment:output#{index}"
+            output = FunctionNode(
+                node_id, _identity, input_type=kind, output_type=kind, emit="yield"
+            )
+            builder.add_edge(exit_id, output)
+        return builder.build()
+
     @property
     def contract(self) -> Contract:
         """The declared types; what is not declared is read from a freshly built fragment."""
@@ -109,6 +134,10 @@ class FragmentInfo:
         data["input_types"] = list(self.input_types)
         data["output_types"] = list(self.output_types)
         return data
+
+
+def _identity(message: Any) -> Any:
+    return message
 
 
 def list_fragments(plugin_manager: PluginManager | None = None) -> list[FragmentInfo]:

@@ -12,7 +12,7 @@ import subprocess
 
 import click
 
-from ._target import TargetError, load_target
+from ._target import TargetError, document_options, load_target, parse_target
 
 __all__ = ["INSTALL_GRAPHVIZ", "graph_command", "render_svg"]
 
@@ -21,6 +21,9 @@ INSTALL_GRAPHVIZ = (
     "--format svg needs Graphviz's dot program on PATH; install Graphviz "
     "(apt-get install graphviz, brew install graphviz) or use --format dot"
 )
+
+
+_EXPORTS = ("mermaid", "dot", "svg")
 
 
 def render_svg(dot: str) -> str:
@@ -44,12 +47,12 @@ def render_svg(dot: str) -> str:
 @click.command("graph", short_help="Print a workflow's graph as Mermaid, DOT or SVG.")
 @click.argument("target")
 @click.option(
-    "--format",
+    "--to",
     "format_",
     type=click.Choice(["mermaid", "dot", "svg"]),
-    default="mermaid",
-    show_default=True,
-    help="Mermaid flowchart, Graphviz DOT, or SVG (rendered by Graphviz's dot).",
+    default=None,
+    help="Mermaid flowchart (the default), Graphviz DOT, or SVG (rendered by Graphviz's "
+    "dot). --format mermaid|dot|svg says the same, as before.",
 )
 @click.option(
     "--allow-imports",
@@ -57,18 +60,32 @@ def render_svg(dot: str) -> str:
     help="Let a workflow file import the Python code it names (untrusted by default).",
 )
 @click.option("--trust", is_flag=True, help="As --allow-imports (drawing runs nothing else).")
+@document_options
 @click.pass_context
 def graph_command(
-    ctx: click.Context, target: str, format_: str, allow_imports: bool, trust: bool
+    ctx: click.Context,
+    target: str,
+    format_: str | None,
+    allow_imports: bool,
+    trust: bool,
+    document_format: str | None,
+    agents: str | None,
 ) -> None:
     """Print the graph of workflow TARGET to stdout.
 
     TARGET is a workflow file in any installed format (workflow.yaml, pipeline.flow,
     dag.json), or module:attr or path/to/file.py:attr, as for plait run. --format svg
     needs Graphviz's dot program (apt-get install graphviz, brew install graphviz).
+    --format names the workflow file's format (flow, dag, steps …); --agents a Python
+    module of agents it may name.
     The workflow is built, never run: a file needs no grant but --allow-imports (or
     --trust) for the Python code it names.
     """
+    if document_format in _EXPORTS:  # --format dot: the drawing's format, as before --to
+        if format_ is not None and format_ != document_format:
+            raise click.UsageError(f"--to {format_} and --format {document_format} disagree")
+        format_, document_format = document_format, None
+    format_ = format_ or "mermaid"
     if format_ == "svg" and shutil.which("dot") is None:
         raise click.ClickException(INSTALL_GRAPHVIZ)  # before loading anything
     from plait.spi import Grants
@@ -76,7 +93,8 @@ def graph_command(
     try:  # building runs no node: only an import runs the file's code
         allow_imports = allow_imports or trust
         grants = Grants.to_build(allow_imports=allow_imports)
-        workflow = load_target(target, allow_imports=allow_imports, allow=grants)
+        parsed = parse_target(target, format=document_format, agents=agents)
+        workflow = load_target(parsed, allow_imports=allow_imports, allow=grants)
     except TargetError as exc:
         if ctx.meta.get("plait.debug"):
             raise

@@ -35,7 +35,7 @@ from plait.spi import type_name
 from ._follow import Display, Outcome, execute, follow
 from ._grants import grant_options, grants_from, resume_flags
 from ._output import describe_error, to_json
-from ._target import Target, TargetError, load_target, parse_target
+from ._target import Target, TargetError, document_options, load_target, parse_target
 
 __all__ = ["DEFAULT_STORE", "EXIT_STATUS", "resume_command", "run_command"]
 
@@ -64,10 +64,10 @@ def _target_error(exc: TargetError) -> click.ClickException:
     return click.ClickException(str(exc))
 
 
-def _target(text: str) -> Target:
+def _target(text: str, format: str | None = None, agents: str | None = None) -> Target:
     """``TARGET`` with its form decided, once."""
     try:
-        return parse_target(text)
+        return parse_target(text, format=format, agents=agents)
     except TargetError as exc:
         raise _target_error(exc) from exc
 
@@ -149,7 +149,12 @@ def _step_context_reader() -> Callable[[Any], Any]:
 def _record(target: Target, allow_imports: bool, placement: str | None) -> dict[str, Any]:
     """What the checkpoints record of how the workflow was loaded: shown to whoever resumes
     the run without naming it, never loaded from there."""
-    record: dict[str, Any] = {"target": str(target.absolute()), "allow_imports": allow_imports}
+    absolute = target.absolute()
+    record: dict[str, Any] = {"target": str(absolute), "allow_imports": allow_imports}
+    if absolute.format is not None:
+        record["format"] = absolute.format
+    if absolute.agents is not None:
+        record["agents"] = absolute.agents
     if placement is not None:
         record["placement"] = placement
     return record
@@ -410,6 +415,7 @@ def _display_options(command: Any) -> Any:
     help="Print the run's step context (YAML steps) to stderr as JSON.",
 )
 @grant_options("Let a workflow file import the Python code it names (untrusted by default).")
+@document_options
 @click.pass_context
 def run_command(
     ctx: click.Context,
@@ -429,6 +435,8 @@ def run_command(
     allow_imports: bool,
     allow: tuple[str, ...],
     trust: bool,
+    document_format: str | None,
+    agents: str | None,
 ) -> None:
     """Run the workflow TARGET on MESSAGE and print its outputs, one per line.
 
@@ -455,8 +463,9 @@ def run_command(
     allow_imports = allow_imports or trust or "imports" in allow  # as --allow-imports
     grants = grants_from(allow, trust, allow_imports)
     read_step_context = _step_context_reader() if step_context else None
-    flags = tuple(resume_flags(allow, trust, allow_imports))
-    loaded = Loaded(target, _target(target), allow_imports, placement, flags)
+    parsed = _target(target, document_format, agents)
+    flags = (*resume_flags(allow, trust, allow_imports), *parsed.flags())
+    loaded = Loaded(target, parsed, allow_imports, placement, flags)
     workflow = _placed(_workflow(loaded.target, allow_imports, grants), placement)
     run_id = uuid.uuid4().hex
     options: dict[str, Any] = {}
@@ -533,6 +542,10 @@ def _name_the_target(ctx: click.Context, run_id: str, checkpoint: str, typed: li
         allow_imports=record.get("allow_imports") is True and "--allow-imports" not in typed,
         placement=placement if isinstance(placement, str) and "--placement" not in typed else None,
     )
+    for flag in ("format", "agents"):  # shown as recorded; typed again, never loaded here
+        value = record.get(flag)
+        if isinstance(value, str) and value.isprintable() and f"--{flag}" not in typed:
+            words += [f"--{flag}", value]
     words += typed
     click.echo(
         f"Error: run {run_id} was started from {shlex.quote(target)}; {why} (check it is the "
@@ -561,6 +574,7 @@ def _name_the_target(ctx: click.Context, run_id: str, checkpoint: str, typed: li
 )
 @_display_options
 @grant_options("Let the workflow file import the Python code it names (as plait run did).")
+@document_options
 @click.option(
     "--accept-changes",
     is_flag=True,
@@ -582,6 +596,8 @@ def resume_command(
     allow_imports: bool,
     allow: tuple[str, ...],
     trust: bool,
+    document_format: str | None,
+    agents: str | None,
     accept_changes: bool,
 ) -> None:
     """Continue run RUN_ID of the workflow TARGET from its latest checkpoint, with the same
@@ -600,6 +616,8 @@ def resume_command(
     if len(args) == 1:
         typed = [f"--respond={rid}={json.dumps(value)}" for rid, value in responses.items()]
         typed += resume_flags(allow, trust, allow_imports or trust or "imports" in allow)
+        typed += ["--format", document_format] if document_format is not None else []
+        typed += ["--agents", agents] if agents is not None else []
         typed += ["--placement", placement] if placement is not None else []
         typed += ["--max-supersteps", str(max_supersteps)] if max_supersteps else []
         typed += ["--durability", durability] if durability is not None else []
@@ -612,8 +630,9 @@ def resume_command(
     text, run_id = args
     allow_imports = allow_imports or trust or "imports" in allow  # as --allow-imports
     grants = grants_from(allow, trust, allow_imports)
-    granted = tuple(resume_flags(allow, trust, allow_imports))
-    loaded = Loaded(text, _target(text), allow_imports, placement, granted)
+    parsed = _target(text, document_format, agents)
+    granted = (*resume_flags(allow, trust, allow_imports), *parsed.flags())
+    loaded = Loaded(text, parsed, allow_imports, placement, granted)
     workflow = _placed(_workflow(loaded.target, allow_imports, grants), placement)
     display = Display(json_events=json_events, quiet=quiet)
     options: dict[str, Any] = {}

@@ -22,7 +22,14 @@ from plait import PlaitError, Workflow
 
 from ._output import describe_error
 
-__all__ = ["Target", "TargetError", "load_target", "parse_target"]
+__all__ = [
+    "Target",
+    "TargetError",
+    "document_options",
+    "load_agents",
+    "load_target",
+    "parse_target",
+]
 
 _FORMS = (
     "a workflow file (workflow.yaml, pipeline.flow, dag.json …), module:attr or "
@@ -56,6 +63,10 @@ class Target:
     form: Literal["document", "file", "module"]
     where: str
     attr: str = ""
+    #: ``--format``: the document's format (a loader's name), else from its suffix
+    format: str | None = None
+    #: ``--agents``: a module or ``.py`` file whose async functions and executors are agents
+    agents: str | None = None
 
     @property
     def imports(self) -> bool:
@@ -65,30 +76,56 @@ class Target:
     def absolute(self) -> Target:
         """The same target as a later ``plait resume`` in another folder names it: a path
         made absolute; a module as given."""
+        agents = self.agents
+        if agents is not None and agents.endswith(".py"):
+            agents = str(Path(agents).resolve())
         if self.form == "module":
-            return self
-        return attrs.evolve(self, where=str(Path(self.where).resolve()))
+            return self if agents == self.agents else attrs.evolve(self, agents=agents)
+        return attrs.evolve(self, where=str(Path(self.where).resolve()), agents=agents)
+
+    def flags(self) -> list[str]:
+        """``--format`` and ``--agents`` as typed again (for a printed resume command)."""
+        words = ["--format", self.format] if self.format is not None else []
+        return words + (["--agents", self.agents] if self.agents is not None else [])
 
     def __str__(self) -> str:
         """The target as it is typed: ``path``, ``path.py:attr`` or ``module:attr``."""
         return self.where if self.form == "document" else f"{self.where}:{self.attr}"
 
 
-def parse_target(text: str) -> Target:
+def parse_target(text: str, *, format: str | None = None, agents: str | None = None) -> Target:
     """Decide once how ``text`` names a workflow, going by its form: an existing file that
     is not ``.py`` is a ``document``; ``path/to/file.py:attr`` a ``file``; ``module:attr``
-    a ``module``.
+    a ``module``. A ``.py`` file is never read as a workflow document.
 
-    :raises TargetError: it is none of these.
+    :param format: ``--format``, for a document.
+    :param agents: ``--agents``, for a document.
+    :raises TargetError: it is none of these (a missing file says so in one line).
 
     .. versionadded:: 0.1
+    .. versionchanged:: 0.1 ``format`` and ``agents``.
     """
     document = Path(text)
     if document.suffix.lower() != ".py" and document.is_file():
-        return Target("document", text)
+        return Target("document", text, format=format, agents=agents)
+    if document.suffix.lower() == ".py" and ":" not in document.name:
+        what = "" if document.is_file() else " (and it does not exist)"
+        raise TargetError(
+            f"TARGET {text!r} is a Python file{what}, never read as a workflow document: "
+            f"name the workflow in it, as {text}:workflow"
+        )
     module_part, sep, attr = text.rpartition(":")
+    if not sep and (document.suffix or os.sep in text or "/" in text):
+        what = "is a directory" if document.is_dir() else "does not exist"
+        raise TargetError(f"TARGET {text!r}: no such file ({text} {what})")
     if not sep or not module_part or not attr or "/" in attr or os.sep in attr:
         raise TargetError(f"TARGET {text!r} must be {_FORMS}")
+    if format is not None or agents is not None:
+        flag = "--format" if format is not None else "--agents"
+        raise TargetError(
+            f"{flag} applies to a workflow file; TARGET {text!r} names Python code, which "
+            "holds its agents already"
+        )
     if module_part.endswith(".py") or "/" in module_part or os.sep in module_part:
         return Target("file", module_part, attr)
     return Target("module", module_part, attr)
@@ -123,10 +160,18 @@ def load_target(
         folder = str(document.resolve().parent)
         if allow_imports and folder not in sys.path:  # its code, beside it (as for file.py:attr)
             sys.path.insert(0, folder)
-        from plait.spi import CapabilityError
+        from plait.spi import CapabilityError, cli_wording
 
+        agents = load_agents(parsed.agents) if parsed.agents is not None else None
         try:
-            return plait.load(document, allow_imports=allow_imports, allow=allow)
+            with cli_wording():
+                return plait.load(
+                    document,
+                    allow_imports=allow_imports,
+                    allow=allow,
+                    format=parsed.format,
+                    agents=agents,
+                )
         except CapabilityError as exc:  # named as the command line grants them
             raise TargetError(f"TARGET {text!r}: {exc.for_cli()}") from exc
         except PlaitError as exc:
@@ -142,49 +187,87 @@ def load_target(
     return _as_workflow(obj, text)
 
 
-def _import_file(text: str, target: str) -> ModuleType:
+def load_agents(text: str) -> ModuleType:
+    """The module ``--agents`` names: ``MODULE`` (imported with the current directory on
+    ``sys.path``) or ``path/to/file.py``. Importing it runs it: naming it trusts it, and
+    only it.
+
+    :raises TargetError: the module or file cannot be imported, said as ``--agents``.
+
+    .. versionadded:: 0.1
+    """
+    if text.endswith(".py") or "/" in text or os.sep in text:
+        return _import_file(text, text, what="--agents")
+    cwd = os.getcwd()
+    if "" not in sys.path and cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    return _import_module(text, text, what="--agents")
+
+
+def document_options(command: Any) -> Any:
+    """The ``--format`` and ``--agents`` options of a command that loads workflow files."""
+    import click
+
+    command = click.option(
+        "--agents",
+        "agents",
+        metavar="MODULE_OR_FILE.py",
+        help="A Python module (or .py file) whose public async functions and executors "
+        "are agents the workflow file may name (last in the name order: the file's own "
+        "agents: and installed plugins' agents come first). Naming it trusts that module "
+        "only.",
+    )(command)
+    return click.option(
+        "--format",
+        "document_format",
+        metavar="FORMAT",
+        help="The workflow file's format (flow, dag, steps …; default: from its suffix).",
+    )(command)
+
+
+def _import_file(text: str, target: str, what: str = "TARGET") -> ModuleType:
     path = Path(text).resolve()
     if not path.is_file():
-        what = "is a directory" if path.is_dir() else "does not exist"
-        raise TargetError(f"TARGET {target!r}: the file {text} ({path}) {what}")
+        state = "is a directory" if path.is_dir() else "does not exist"
+        raise TargetError(f"{what} {target!r}: the file {text} ({path}) {state}")
     if path.suffix != ".py":
-        raise TargetError(f"TARGET {target!r}: {text} is not a .py file; TARGET must be {_FORMS}")
+        raise TargetError(f"{what} {target!r}: {text} is not a .py file; TARGET must be {_FORMS}")
     parts = [] if path.stem == "__init__" else [path.stem]
     folder = path.parent
     while (folder / "__init__.py").is_file():
         parts.insert(0, folder.name)
         folder = folder.parent
     if not parts:
-        raise TargetError(f"TARGET {target!r}: {text} is a package's __init__.py above no package")
+        raise TargetError(f"{what} {target!r}: {text} is a package's __init__.py above no package")
     name = ".".join(parts)
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
-    module = _import_module(name, target)
+    module = _import_module(name, target, what=what)
     found = getattr(module, "__file__", None)
     if found is None or Path(found).resolve() != path:
         raise TargetError(
-            f"TARGET {target!r}: {text} would be imported as module {name!r}, but that name "
+            f"{what} {target!r}: {text} would be imported as module {name!r}, but that name "
             f"is module {found or '(built in)'}; rename the file"
         )
     return module
 
 
-def _import_module(name: str, target: str) -> ModuleType:
+def _import_module(name: str, target: str, what: str = "TARGET") -> ModuleType:
     importlib.invalidate_caches()  # the file may be newer than the import system's listing
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
             raise TargetError(
-                f"TARGET {target!r}: no module named {exc.name!r} (is it installed, or "
+                f"{what} {target!r}: no module named {exc.name!r} (is it installed, or "
                 f"in the current directory {os.getcwd()}?)"
             ) from exc
         raise TargetError(
-            f"TARGET {target!r}: importing module {name!r} failed: {describe_error(exc)}"
+            f"{what} {target!r}: importing module {name!r} failed: {describe_error(exc)}"
         ) from exc
     except Exception as exc:
         raise TargetError(
-            f"TARGET {target!r}: importing module {name!r} failed: {describe_error(exc)}"
+            f"{what} {target!r}: importing module {name!r} failed: {describe_error(exc)}"
         ) from exc
 
 

@@ -21,6 +21,7 @@ import click
 from plait import LoadError, PlaitError, WorkflowValidationError
 
 from ._output import describe_error
+from ._target import TargetError, document_options, load_agents
 
 __all__ = ["validate_command", "validate_file"]
 
@@ -30,20 +31,57 @@ def _item(problem: object) -> str:
     return f"  - {problem}".replace("\n", "\n    ")
 
 
-def validate_file(path: Path, *, allow_imports: bool = False) -> tuple[bool, list[str]]:
+def validate_file(
+    path: Path,
+    *,
+    allow_imports: bool = False,
+    format: str | None = None,
+    agents: str | None = None,
+) -> tuple[bool, list[str]]:
     """Whether one workflow file is valid, and its report: ``FILE: ok`` and what it needs
     to run, or a header line and one block per problem (its position first, then the
-    offending line and a caret)."""
+    offending line and a caret). A missing file, or a ``.py`` file (code, never read as a
+    workflow document), is one line saying so.
+
+    .. versionchanged:: 0.1 ``format`` and ``agents`` (``--format``, ``--agents``).
+    """
     import plait
-    from plait.spi import CapabilityError, Grants, grant_text, needs
+    from plait.spi import CapabilityError, Grants, cli_wording, grant_text, needs
 
     name = str(path)
+    if not path.exists():
+        return False, [f"{name}: no such file"]
+    if path.is_dir():
+        return False, [f"{name}: is a directory, not a workflow file"]
+    if path.suffix.lower() == ".py":
+        return False, [
+            f"{name}: a Python file, never read as a workflow document (to check a workflow "
+            f"defined in it, draw it: plait graph {name}:workflow)"
+        ]
     folder = str(path.resolve().parent)
     if allow_imports and folder not in sys.path:  # its code, beside it, as plait run does
         sys.path.insert(0, folder)
+    try:
+        module = load_agents(agents) if agents is not None else None
+    except TargetError as exc:
+        return False, [f"{name}: 1 problem(s):", _item(exc)]
     try:  # plait.load parses with plait.load.load_spec, then builds the workflow
-        workflow = plait.load(path, allow=Grants.to_build(allow_imports=allow_imports))
-        found = needs(workflow.spec, source=name)  # what running it will need granted
+        with cli_wording():
+            workflow = plait.load(
+                path,
+                allow=Grants.to_build(allow_imports=allow_imports),
+                format=format,
+                agents=module,
+            )
+        # what running it will need granted (the Python agents named on the command line,
+        # and those plugins publish, are trusted already)
+        from plait.spi import AgentNames, module_agents
+
+        given = AgentNames(
+            published=plait.get_plugin_manager().registry("agent"),
+            module=module_agents(module) if module is not None else None,
+        ).python_objects()
+        found = needs(workflow.spec, executors=given, source=name)
     except CapabilityError as exc:
         named = exc.for_cli().problems
         return False, [f"{name}: {len(named)} problem(s):", *(_item(p) for p in named)]
@@ -74,7 +112,7 @@ def validate_file(path: Path, *, allow_imports: bool = False) -> tuple[bool, lis
     "files",
     nargs=-1,
     required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
 )
 @click.option(
     "--allow-imports",
@@ -82,9 +120,15 @@ def validate_file(path: Path, *, allow_imports: bool = False) -> tuple[bool, lis
     help="Let a workflow file import the Python code it names (untrusted by default).",
 )
 @click.option("--trust", is_flag=True, help="As --allow-imports (validating runs nothing else).")
+@document_options
 @click.pass_context
 def validate_command(
-    ctx: click.Context, files: tuple[Path, ...], allow_imports: bool, trust: bool
+    ctx: click.Context,
+    files: tuple[Path, ...],
+    allow_imports: bool,
+    trust: bool,
+    document_format: str | None,
+    agents: str | None,
 ) -> None:
     """Load each workflow FILE (workflow.yaml, pipeline.flow, dag.json … any installed
     format) and build it, without running it.
@@ -94,12 +138,17 @@ def validate_command(
     otherwise every problem with its position (file:line:column and a caret, or a JSON
     path); past 50, how many more there are.
 
-    Exit status: 0 every file is valid, 1 a file has problems, 2 a usage error (a FILE that
-    does not exist).
+    --format names the files' format (flow, dag, steps …; default: from each suffix);
+    --agents a Python module (or .py file) of agents they may name.
+
+    Exit status: 0 every file is valid, 1 a file has problems (a FILE that does not exist
+    included), 2 a usage error.
     """
     failed = False
     for path in files:
-        ok, lines = validate_file(path, allow_imports=allow_imports or trust)
+        ok, lines = validate_file(
+            path, allow_imports=allow_imports or trust, format=document_format, agents=agents
+        )
         failed = failed or not ok
         for line in lines:
             click.echo(line)

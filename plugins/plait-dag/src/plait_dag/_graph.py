@@ -122,31 +122,49 @@ def _entries_and_exits(nodes: Sequence[Node], problems: _Problems) -> None:
             )
 
 
+def _resolves(name: str, ctx: BuildContext) -> bool:
+    """Whether an agent name resolves: through the agent names (``executors=``, the
+    document's ``agents:``, plugins' agents, ``--agents``), else as a published fragment
+    or an executor kind used with an empty config."""
+    if ctx.agents.find(name) is not None or ctx.agents.is_declared(name):
+        return True
+    return name in ctx.names and name != "dag.node"
+
+
+def _answers_text(name: str, ctx: BuildContext) -> bool:
+    """Whether ``name`` is an LLM agent declared without ``structured_output``."""
+    found = ctx.agents.find(name)
+    definition = found.definition if found is not None else None
+    return (
+        definition is not None
+        and definition.kind == "agent"
+        and (definition.structured_output is None)
+    )
+
+
 def _agents(nodes: Sequence[Node], ctx: BuildContext, problems: _Problems) -> None:
     names = sorted(ctx.names - {"dag.node"})
     strategies: list[str] = []
     if ctx.manager is not None:
         strategies = list(ctx.manager.registry("merge_strategy").names())
     for node in nodes:
-        if node.id in ctx.executors:
-            problems.add(
-                f"{node.where}/id",
-                f"node id {node.id!r} is also the name of an executor passed in executors=, "
-                "which Plait would bind to the node directly, bypassing its agent_name, skip "
-                "condition and connections; give the node another id (such as "
-                f"'node-{node.id}')",
-            )
+        # node ids and agent names are separate namespaces: id greeter, agent greeter
         if node.agent_name is not None and node.workflow is not None:
             problems.add(
                 f"{node.where}/workflow",
                 f"node {node.id!r} has both agent_name and workflow; give one of them",
             )
-        elif node.agent_name is not None and node.agent_name not in ctx.names:
-            hint = did_you_mean(node.agent_name, names)
+        elif node.agent_name is not None and not _resolves(node.agent_name, ctx):
             problems.add(
                 f"{node.where}/agent_name",
-                f"unknown agent {node.agent_name!r}{hint} (pass it as "
-                f"executors={{{node.agent_name!r}: ...}}; known: {_names(names)})",
+                ctx.agents.unknown(node.agent_name, extra=names),
+            )
+        elif node.agent_name is not None and _answers_text(node.agent_name, ctx):
+            problems.add(
+                f"{node.where}/agent_name",
+                f"agent {node.agent_name!r} is an LLM agent that answers text, but a DAG agent "
+                "returns a dict of updates to the context: give it a structured_output (the "
+                "JSON Schema of the updates)",
             )
         elif node.agent_name is None and node.workflow is None and node.join is None:
             problems.add(

@@ -26,12 +26,20 @@ from plait import (
     SourcePosition,
     WorkflowSpec,
 )
-from plait.spi import BuildContext, Problems, SpecBuilder, did_you_mean, problem_order
+from plait.spi import (
+    BuildContext,
+    Problems,
+    SpecBuilder,
+    check_agents,
+    did_you_mean,
+    problem_order,
+    read_agents,
+)
 from plait_routing import fan_in_options
 
 from ._graph import Connection, Node, check_graph
 from ._node import compiled
-from ._positions import MAX_DIGITS, scan
+from ._positions import MAX_DIGITS, locate, scan
 from ._schema import schema_problems
 from .errors import DagDocumentError
 
@@ -96,6 +104,16 @@ def _load(text: str, ctx: BuildContext, stack: _Stack) -> WorkflowSpec:
     problems: list[PlaitError] = list(schema_problems(document, source))
     if not isinstance(document, dict):
         raise LoadError(problems, source=source)
+    agents, agent_problems = read_agents(document.get("agents"))
+    for path, message in agent_problems:
+        problems.append(DagDocumentError(message, _at(f"/agents{path}", source)))
+    declared = document.get("agents")
+    ctx.agents.set_document(agents, declared if isinstance(declared, dict) else ())
+    if ctx.manager is not None:
+        for path, message in check_agents(
+            agents, ctx.manager, source, allow_imports=ctx.allow_imports
+        ):
+            problems.append(DagDocumentError(message, _at(f"/agents{path}", source)))
     nodes = _nodes(document.get("nodes"))
     connections = _connections(document.get("connections"))
     problems.extend(check_graph(nodes, connections, ctx))
@@ -113,9 +131,45 @@ def _load(text: str, ctx: BuildContext, stack: _Stack) -> WorkflowSpec:
             problems.extend(_parses(conn.condition, f"{conn.where}/condition", ctx))
     if problems:
         collected = Problems(source, order=_order)
-        collected.extend(problems)
+        collected.extend(_placed(problems, text))
         collected.raise_if_any()
-    return _spec(nodes, connections, workflows, ctx)
+    return _spec(nodes, connections, workflows, ctx, text)
+
+
+def _placed(problems: list[PlaitError], text: str) -> list[PlaitError]:
+    """Each problem at its JSON path also at the line and column of that path (or of the
+    nearest enclosing member that is in the text)."""
+    wanted: set[str] = set()
+    for problem in problems:
+        path = getattr(problem, "path", None)
+        while path:
+            wanted.add(path)
+            path = path.rsplit("/", 1)[0]
+    where = locate(text, wanted)
+    placed: list[PlaitError] = []
+    for problem in problems:
+        path = getattr(problem, "path", None)
+        position = getattr(problem, "position", None)
+        # a problem inside an expression shows the expression with its own caret
+        if not path or position is None or position.line is not None or position.text:
+            placed.append(problem)
+            continue
+        at = path
+        while at and at not in where:
+            at = at.rsplit("/", 1)[0]
+        if not at:
+            placed.append(problem)
+            continue
+        line, column, row = where[at]
+        placed.append(
+            DagDocumentError(
+                getattr(problem, "reason", str(problem)),
+                SourcePosition(
+                    source=position.source, line=line, column=column, path=path, text=row
+                ),
+            )
+        )
+    return placed
 
 
 # -- parsing -------------------------------------------------------------------------------
@@ -321,6 +375,7 @@ def _spec(
     connections: list[Connection],
     workflows: Mapping[int, dict[str, Any]],
     ctx: BuildContext,
+    text: str,
 ) -> WorkflowSpec:
     joins = {n.id for n in nodes if n.join is not None}
     resets: dict[str, list[int]] = {}
@@ -341,11 +396,18 @@ def _spec(
         elif conn.target_id in resets:
             route["resets"] = resets[conn.target_id]
         routes[conn.source_id].append(route)
+    # where each node is in the text, for what later problems say (a capability's need)
+    where = locate(text, {f"/nodes/{n.index}" for n in nodes})
     specs = []
     for node in nodes:
         config: dict[str, Any] = {}
+        if node.where in where:
+            config["at"] = list(where[node.where][:2])
         if node.agent_name is not None:
             config["agent"] = node.agent_name
+            found = ctx.agents.find(node.agent_name)
+            if found is not None and found.definition is not None:
+                config["use"] = found.definition.to_dict()
         if node.index in workflows:
             config["workflow"] = workflows[node.index]
         if node.skip_condition is not None:
@@ -398,5 +460,6 @@ def _order(problem: PlaitError) -> tuple[Any, ...]:
     path = getattr(problem, "path", None) or ""
     parts = path.split("/")
     section = _SECTIONS.get(parts[1] if len(parts) > 1 else "", 0)
-    line = getattr(problem, "line", None) or 0
+    # a problem at a JSON path goes in path order (it has a line too, where that path is)
+    line = 0 if path else getattr(problem, "line", None) or 0
     return (line, section, problem_order(problem))

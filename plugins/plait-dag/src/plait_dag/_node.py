@@ -39,7 +39,6 @@ from plait.spi import (
     as_executor,
     check_config,
     compile_expression,
-    did_you_mean,
     kind_capabilities,
 )
 
@@ -394,10 +393,21 @@ class DagNodeKind:
         "additionalProperties": False,
         "properties": {
             "agent": {"type": "string", "minLength": 1},
+            "use": {
+                "type": "object",
+                "required": ["kind"],
+                "properties": {"kind": {"type": "string"}, "config": {"type": "object"}},
+                "additionalProperties": False,
+            },
             "workflow": {"type": "object"},
             "skip_condition": {"type": "string"},
             "join": {"type": "string", "minLength": 1},
             "routes": {"type": "array", "items": _ROUTE_SCHEMA},
+            "at": {
+                "type": "array",
+                "items": {"type": "integer"},
+                "description": "where the node is in its document: [line, column]",
+            },
         },
     }
 
@@ -408,6 +418,12 @@ class DagNodeKind:
         workflow, name = config.get("workflow"), config.get("agent")
         if isinstance(workflow, Mapping):
             return set(kind_capabilities("workflow", workflow, ctx))
+        use = config.get("use")
+        if isinstance(use, Mapping) and isinstance(use.get("kind"), str):
+            inner = use.get("config")
+            return set(
+                kind_capabilities(use["kind"], inner if isinstance(inner, Mapping) else {}, ctx)
+            )
         if not isinstance(name, str) or name in ctx.executors:
             return set()
         manager = _manager(ctx)
@@ -489,6 +505,14 @@ def _config_conforms(config: Any) -> bool:
         elif key == "workflow":
             if type(value) is not dict:
                 return False
+        elif key == "at":
+            if type(value) is not list or not all(type(v) is int for v in value):
+                return False
+        elif key == "use":
+            if type(value) is not dict or type(value.get("kind")) is not str:
+                return False
+            if not set(value) <= {"kind", "config"} or type(value.get("config", {})) is not dict:
+                return False
         elif key != "routes" or not _routes_conform(value):
             return False
     return True
@@ -561,6 +585,11 @@ def _build_agent(config: Mapping[str, Any], ctx: BuildContext, *, check: bool) -
     kinds = manager.registry("executor_kind")
     if "workflow" in config:
         return _from_kind(kinds, "workflow", config["workflow"], ctx, "/config/workflow", check)
+    use = config.get("use")
+    if isinstance(use, Mapping):  # the document's agents: entry, or a plugin's, as data
+        return _from_kind(
+            kinds, use["kind"], dict(use.get("config") or {}), ctx, "/config/use", check
+        )
     name = config.get("agent")
     if name is None:
         return None
@@ -576,18 +605,11 @@ def _build_agent(config: Mapping[str, Any], ctx: BuildContext, *, check: bool) -
     if name in kinds and name != "dag.node":
         return _from_kind(kinds, name, {}, ctx, "/config/agent", check)
 
-    known = sorted({*ctx.executors, *manager.registry("fragment").names(), *kinds.names()})
-    hint = did_you_mean(name, known)
-    raise _Problems(
-        [
-            _error(
-                ctx,
-                f"unknown agent {name!r}{hint} (pass it as executors={{{name!r}: ...}}; "
-                f"known: {', '.join(known) or 'none'})",
-                "/config/agent",
-            )
-        ]
-    )
+    from plait.spi import AgentNames
+
+    known = sorted({*manager.registry("fragment").names(), *kinds.names()} - {"dag.node"})
+    names = AgentNames(executors=ctx.executors, published=manager.registry("agent"))
+    raise _Problems([_error(ctx, names.unknown(name, extra=known), "/config/agent")])
 
 
 _AGENTS: weakref.WeakKeyDictionary[Any, Executor] = weakref.WeakKeyDictionary()

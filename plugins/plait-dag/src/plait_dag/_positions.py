@@ -129,3 +129,62 @@ def scan(text: str) -> list[Finding]:
                 _pointer(stack),
             )
     return findings
+
+
+def locate(text: str, paths: set[str]) -> dict[str, tuple[int, int, str]]:
+    """Where each JSON pointer of ``paths`` is in ``text`` (a document :func:`json.loads`
+    read): ``(line, column, the line)`` of a member's key, or of an array item's first
+    character. One pass over the tokens, as :func:`scan`; pointers not found are left out.
+    """
+    wanted = set(paths)
+    if not wanted:
+        return {}
+    newlines = [m.start() for m in re.finditer("\n", text)]
+    found: dict[str, tuple[int, int, str]] = {}
+
+    def record(path: str, offset: int) -> None:
+        if path not in wanted or path in found:
+            return
+        line = bisect.bisect_left(newlines, offset)
+        start = newlines[line - 1] + 1 if line else 0
+        end = newlines[line] if line < len(newlines) else len(text)
+        found[path] = (line + 1, offset - start + 1, text[start:end])
+
+    stack: list[_Frame] = []
+    expect_key = False
+    item_start = True  # the next token starts an array item
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        head = token[0]
+        if stack and not stack[-1].is_object and item_start and head not in "]":
+            record(_pointer(stack), match.start())
+        item_start = False
+        if head in "[{":
+            if len(stack) >= MAX_DEPTH:
+                break
+            stack.append(_Frame(head == "{"))
+            expect_key = head == "{"
+            item_start = head == "["
+        elif head in "]}":
+            if stack:
+                stack.pop()
+            expect_key = False
+        elif head == ",":
+            if stack and stack[-1].is_object:
+                expect_key = True
+            elif stack:
+                stack[-1].index += 1
+                item_start = True
+        elif head == ":":
+            expect_key = False
+        elif head == '"' and expect_key and stack:
+            frame = stack[-1]
+            try:
+                key = json.loads(token) if "\\" in token else token[1:-1]
+            except ValueError:
+                key = token[1:-1]
+            frame.key = key
+            record(_pointer(stack, key), match.start())
+        if len(found) == len(wanted):
+            break
+    return found

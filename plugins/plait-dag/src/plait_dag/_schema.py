@@ -184,7 +184,11 @@ def _connection_ok(conn: Any) -> bool:
 def conforms(document: Any) -> bool:
     """Whether ``document`` certainly fits ``schema.json`` (``False`` may still fit: ask
     jsonschema)."""
-    if type(document) is not dict or set(document) != {"nodes", "connections"}:
+    if type(document) is not dict or not {"nodes", "connections"} <= set(document):
+        return False
+    if not set(document) <= {"nodes", "connections", "agents"}:
+        return False
+    if type(document.get("agents", {})) is not dict:
         return False
     nodes, connections = document["nodes"], document["connections"]
     if type(nodes) is not list or type(connections) is not list:

@@ -21,7 +21,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from plait import ConfigError, Executor
-from plait.spi import IMPORTS, BuildContext, as_executor, check_config, config_error, import_ref
+from plait.spi import (
+    IMPORTS,
+    BuildContext,
+    as_executor,
+    check_config,
+    config_error,
+    import_ref,
+    spell,
+)
 
 __all__ = ["PythonKind", "executor_from_object", "resolve_ref"]
 
@@ -98,9 +106,13 @@ class PythonKind:
                 config_error(
                     ctx.node_id,
                     f"the python kind would import {ref!r}, but imports are not allowed for "
-                    "this document (it comes from an untrusted source); pass "
-                    "allow_imports=True when loading it if you trust it, or pass the "
-                    "executor itself with executors=",
+                    "this document (it comes from an untrusted source); "
+                    + spell(
+                        "pass allow_imports=True when loading it if you trust it, or pass "
+                        "the executor itself with executors=",
+                        "pass --allow-imports if you trust it, or name the module of "
+                        "agents with --agents MODULE_OR_FILE.py",
+                    ),
                     "/config/ref",
                     source=ctx.source,
                 )
@@ -134,9 +146,32 @@ class PythonKind:
     def _import_error(self, ref: str, exc: Exception, ctx: BuildContext) -> ConfigError:
         error = config_error(
             ctx.node_id,
-            f"cannot import {ref!r}: {type(exc).__name__}: {exc}",
+            f"cannot import {ref!r}: {type(exc).__name__}: {exc}{_did_you_mean(ref, exc)}",
             "/config/ref",
             source=ctx.source,
         )
         error.__cause__ = exc
         return error
+
+
+def _did_you_mean(ref: str, exc: Exception) -> str:
+    """For a ref whose module imports but lacks the attribute: the closest public name of
+    what it names (the module, or the object the attribute path reached)."""
+    if not isinstance(exc, AttributeError) or ":" not in ref:
+        return ""
+    import difflib
+    import sys
+
+    module_name, _, qualname = ref.partition(":")
+    obj: Any = sys.modules.get(module_name)
+    parts = qualname.split(".")
+    for part in parts[:-1]:
+        obj = getattr(obj, part, None)
+    if obj is None:
+        return ""
+    names = [n for n in dir(obj) if not n.startswith("_")]
+    close = difflib.get_close_matches(parts[-1], names, n=1)
+    if not close:
+        return ""
+    fixed = ".".join([*parts[:-1], close[0]])
+    return f"; did you mean {module_name}:{fixed}?"

@@ -177,8 +177,10 @@ def _from_fragment(name: str, ctx: BuildContext) -> Workflow:
         )
         raise _Problems([error]) from None
     try:
-        made = fragment.build()
-        # a fragment builds a builder (plait-builders' Fragment) or a workflow
+        # plait-builders' Fragment runs standalone: its exits' results are the outputs
+        standalone = getattr(fragment, "standalone", None)
+        made = standalone() if callable(standalone) else fragment.build()
+        # a fragment builds a builder, or a workflow
         workflow = made if isinstance(made, Workflow) else made.build()
     except PlaitError as exc:
         error = config_error(

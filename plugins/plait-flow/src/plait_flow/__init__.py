@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import plait
-from plait import ConfigError
+from plait import ConfigError, LoadError
 from plait.spi import Register
 
 from ._kinds import FlowJoin, FlowJoinKind, FlowOutput, FlowOutputKind
@@ -45,6 +45,9 @@ __all__ = [
 class FlowLoader:
     """The ``flow`` loader: flow text to a :class:`~plait.WorkflowSpec`.
 
+    A flow is bare flow text (``.flow``) or a YAML document with ``flow:`` and ``agents:``
+    (``.flow.yaml``, or a ``.flow`` file holding one).
+
     Options (``plait.load(text, format="flow", **options)``): ``merge`` (the merge strategy
     of parallel blocks that name none; default ``concat_newline``), ``merge_options`` (its
     options, e.g. ``{"separator": " | "}``) and ``name`` (the workflow's name).
@@ -52,7 +55,7 @@ class FlowLoader:
     .. versionadded:: 0.1
     """
 
-    suffixes: tuple[str, ...] = (".flow",)
+    suffixes: tuple[str, ...] = (".flow", ".flow.yaml", ".flow.yml")
     #: the loader options ``plait.load`` accepts for this format (it refuses others)
     options: tuple[str, ...] = ("merge", "merge_options", "name")
 
@@ -63,12 +66,36 @@ class FlowLoader:
             line with a caret under it.
         """
         from ._compile import compile_flow
+        from ._document import is_document, read_document
 
-        return compile_flow(text, ctx)
+        if not is_document(text):
+            return compile_flow(text, ctx)
+        import attrs
+
+        manager = ctx.manager if ctx.manager is not None else plait.get_plugin_manager()
+        document = read_document(text, ctx.source, manager, allow_imports=ctx.allow_imports)
+        ctx.agents.set_document(document.agents, document.declared)
+        options = {**document.options, **ctx.options}  # the caller's options win
+        ctx = attrs.evolve(ctx, options=options, manager=manager)
+        if not document.text:
+            raise LoadError(document.problems, source=ctx.source)
+        try:
+            spec = compile_flow(document.text, ctx)
+        except LoadError as exc:  # every problem at once, in document order
+            problems = [*document.problems, *exc.problems]
+            problems.sort(key=lambda p: (getattr(p, "line", 0) or 0, getattr(p, "column", 0) or 0))
+            raise LoadError(problems, source=ctx.source) from None
+        if document.problems:
+            raise LoadError(document.problems, source=ctx.source)
+        return spec
 
     def detect(self, text: str) -> bool:
         """Whether ``text`` looks like a flow: it has a ``->`` and is neither JSON nor a
-        YAML mapping."""
+        YAML mapping; or it is a YAML flow document (a top-level ``flow:``)."""
+        from ._document import is_document
+
+        if is_document(text):
+            return True
         stripped = text.lstrip()
         if "->" not in text or stripped.startswith("{"):
             return False

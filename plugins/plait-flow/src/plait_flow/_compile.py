@@ -135,6 +135,7 @@ class _Compiler:
         self.merge_checked = False
         self._available: list[str] | None = None
         self._hints: dict[str, str] = {}
+        self._unknown: dict[str, str] = {}
 
     # -- problems ------------------------------------------------------------------------
 
@@ -385,12 +386,24 @@ class _Compiler:
     # -- names ---------------------------------------------------------------------------------
 
     def agent(self, token: Any) -> str:
+        """The node of a name, in the one order names resolve in (``executors=``, the
+        document's ``agents:``, plugins' agents, ``--agents``), then a published fragment
+        or an executor kind used with an empty config."""
         name = token.value
-        executors = self.ctx.executors
-        if name in executors:
-            template = self._template(name, token)
+        found = self.ctx.agents.find(name)
+        if found is not None and found.definition is not None:
+            node_id = self.new_id(self.prefix + name)
+            definition = found.definition
+            self.add(NodeSpec(node_id, kind=definition.kind, config=dict(definition.config)))
+            return node_id
+        if found is not None:
+            template = self._template(name, token, found.obj)
             node_id = self.new_id(self.prefix + name)
             self.add(NodeSpec(node_id, **(template or {})))
+            return node_id
+        if self.ctx.agents.is_declared(name):  # its definition's problem is reported there
+            node_id = self.new_id(self.prefix + name)
+            self.add(NodeSpec(node_id))
             return node_id
         if name in self.kinds:
             node_id = self.new_id(self.prefix + name)
@@ -403,11 +416,17 @@ class _Compiler:
         if name in self.definitions:
             hint = f"; '{name}' is a named flow: write '@{name}'"
         if self._available is None:
-            available = sorted({*executors, *self.kinds.names(), *self.fragments.names()})
-            self._available = [n for n in available if not n.startswith("flow.")]
+            kinds = [k for k in self.kinds.names() if "." not in k]  # not a front-end's own
+            self._available = sorted({*kinds, *self.fragments.names()})
+        message = self._unknown.get(name)
+        if message is None:
+            if len(self._unknown) < LoadError.SHOWN:
+                message = self.ctx.agents.unknown(name, extra=self._available)
+            else:  # past what an error shows, no did-you-mean: thousands stay linear
+                message = f"unknown agent {name!r}"
+            self._unknown[name] = message
         self.problem(
-            f"unknown name {name!r}{hint}{self.did_you_mean(name, self._available)} "
-            f"(available: {_listing(self._available)})",
+            f"{message}{hint} (fragments and executor kinds: {_listing(self._available)})",
             token,
         )
         node_id = self.new_id(self.prefix + name)
@@ -428,7 +447,7 @@ class _Compiler:
         self.add(NodeSpec(node_id, kind="workflow", config=config))
         return node_id
 
-    def _template(self, name: str, token: Any) -> dict[str, Any] | None:
+    def _template(self, name: str, token: Any, obj: Any) -> dict[str, Any] | None:
         """The node fields of executor ``name`` (the way WorkflowBuilder records them)."""
         if name in self.templates:
             return self.templates[name]
@@ -437,7 +456,7 @@ class _Compiler:
 
         template: dict[str, Any] | None
         try:
-            ex = as_executor(self.ctx.executors[name], name, what=f"executor {name!r}")
+            ex = as_executor(obj, name, what=f"executor {name!r}")
         except PlaitError as exc:
             self.problem(getattr(exc, "reason", str(exc)), token)
             template = None

@@ -18,12 +18,16 @@ import anyio.from_thread
 import anyio.to_thread
 from plait import ConfigError, Executor, PlaitError, WorkflowContext
 from plait.spi import (
+    IMPORTS,
     BuildContext,
+    Capability,
     CompiledTemplate,
     Handler,
     compile_template,
     did_you_mean,
+    import_ref,
     network,
+    spell,
 )
 from plait_executors.schema import check_config, config_error, json_pointer
 
@@ -77,8 +81,11 @@ class AgentExecutor(Executor):
     :param instruction: a compiled ``{{ }}`` template for the prompt.
     :param options: the model's options (``temperature`` …).
     :param structured_output: a JSON Schema (of an object) for the answer.
+    :param tools: Python functions the model may call (llm's tool calling): the model's
+        answer is then the end of llm's chain of calls and tool results.
 
     .. versionadded:: 0.1
+    .. versionchanged:: 0.1 ``tools``.
     """
 
     def __init__(
@@ -90,12 +97,14 @@ class AgentExecutor(Executor):
         instruction: CompiledTemplate | None = None,
         options: Mapping[str, Any] | None = None,
         structured_output: Mapping[str, Any] | None = None,
+        tools: list[Any] | None = None,
     ) -> None:
         self.model = model
         self.system = system
         self.instruction = instruction
         self.options = dict(options or {})
         self.structured_output = dict(structured_output) if structured_output else None
+        self.tools = list(tools or [])
         super().__init__(id)
 
     @property
@@ -178,8 +187,21 @@ class AgentExecutor(Executor):
             kwargs["schema"] = self.structured_output
         target = conversation if conversation is not None else self.model
 
+        tools = self.tools
+
         def call() -> str:
-            response = target.prompt(prompt, stream=stream, **kwargs)
+            if tools:  # llm runs the chain: the model's tool calls, their results, its answer
+                options = {k: v for k, v in kwargs.items() if k not in ("system", "schema")}
+                response = target.chain(
+                    prompt,
+                    system=kwargs.get("system"),
+                    schema=kwargs.get("schema"),
+                    tools=tools,
+                    options=options or None,
+                    stream=stream,
+                )
+            else:
+                response = target.prompt(prompt, stream=stream, **kwargs)
             if stream and ctx is not None:
                 for chunk in response:
                     if chunk:
@@ -193,7 +215,12 @@ class AgentExecutor(Executor):
 
 
 class AgentKind:
-    """``agent``: ``{"model"?, "system"?, "instruction"?, "options"?, "structured_output"?}``.
+    """``agent``: ``{"model"?, "system"?, "instruction"?, "options"?, "structured_output"?,
+    "tools"?}``.
+
+    ``tools`` are Python functions the model may call, by ``module:attr``: importing them
+    runs code, so a document may name them only when it is trusted to import
+    (``allow_imports=True``, ``--allow-imports``).
 
     ``model`` defaults to the ``PLAIT_LLM_MODEL`` environment variable. The model is looked
     up, the instruction compiled, the options and the ``structured_output`` schema checked
@@ -225,11 +252,23 @@ class AgentKind:
                 "description": "a JSON Schema of an object: the agent sends the parsed, "
                 "validated JSON object",
             },
+            "tools": {
+                "type": "array",
+                "items": {"type": "string", "pattern": "^[A-Za-z_][\\w.]*:[A-Za-z_][\\w.]*$"},
+                "description": "Python functions the model may call, as module:attr "
+                "(imports: allowed only for a trusted document)",
+            },
         },
         "additionalProperties": False,
     }
-    #: a model is called over the network, at a host its llm plugin chooses: any host
-    capabilities = (network(),)
+
+    def capabilities(self, config: Mapping[str, Any], ctx: BuildContext) -> set[Capability]:
+        """A model is called over the network, at a host its llm plugin chooses (any
+        host); ``tools`` are code to import."""
+        found: set[Capability] = {network()}
+        if config.get("tools"):
+            found.add(IMPORTS)
+        return found
 
     def check(self, config: Mapping[str, Any], ctx: BuildContext) -> list[ConfigError]:
         """Every problem of ``config``, each with its JSON path (``/config/options/x``)."""
@@ -255,7 +294,40 @@ class AgentKind:
             errors.extend(self._check_schema(schema, ctx))
         if model is not None and config.get("options"):
             errors.extend(self._check_options(config["options"], model, ctx))
+        if config.get("tools"):
+            errors.extend(self._tools(config["tools"], ctx)[1])
         return errors
+
+    def _tools(self, refs: list[str], ctx: BuildContext) -> tuple[list[Any], list[ConfigError]]:
+        """The tool functions, imported (only when the document may import code)."""
+        if not ctx.allow_imports:
+            message = (
+                f"tools {', '.join(refs)} are Python code to import, and this document is "
+                "not trusted to import code; "
+                + spell(
+                    "pass allow_imports=True if you trust it",
+                    "pass --allow-imports if you trust it",
+                )
+            )
+            return [], [config_error(ctx.node_id, message, "/config/tools", source=ctx.source)]
+        found, errors = [], []
+        for index, ref in enumerate(refs):
+            try:
+                tool = import_ref(ref)
+            except Exception as exc:  # what importing it raised, named with its ref
+                reason = f"tool {ref!r} does not import: {type(exc).__name__}: {exc}"
+                errors.append(
+                    config_error(ctx.node_id, reason, f"/config/tools/{index}", source=ctx.source)
+                )
+                continue
+            if not callable(tool):
+                reason = f"tool {ref!r} is not a function (got {type(tool).__name__})"
+                errors.append(
+                    config_error(ctx.node_id, reason, f"/config/tools/{index}", source=ctx.source)
+                )
+                continue
+            found.append(tool)
+        return found, errors
 
     def create(self, config: Mapping[str, Any], ctx: BuildContext) -> AgentExecutor:
         """The agent for ``config``.
@@ -278,6 +350,7 @@ class AgentKind:
             ),
             options=config.get("options"),
             structured_output=config.get("structured_output"),
+            tools=self._tools(config["tools"], ctx)[0] if config.get("tools") else None,
         )
 
     def _model(self, config: Mapping[str, Any], ctx: BuildContext) -> tuple[Any, list[ConfigError]]:

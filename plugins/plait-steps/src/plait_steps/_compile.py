@@ -37,7 +37,7 @@ from plait.spi import SpecBuilder, did_you_mean
 from plait_routing import switch_options, switch_targets
 
 from ._document import ITEM_REF, STEP_REF, Document, Step, step_ref
-from ._executors import compiled, unknown_agent
+from ._executors import compiled
 from ._yaml import Y, position
 
 __all__ = ["compile_document", "rewrite"]
@@ -79,6 +79,10 @@ def _retry(policy: Mapping[str, Any] | None) -> dict[str, Any] | None:
 SHOWN_IDS = 20
 #: how many id comparisons the did-you-means of unknown references may make in all
 HINT_WORK = 100_000
+#: ``$steps.<id>.output.<field>``: a field of a step's structured answer
+OUTPUT_FIELD = re.compile(
+    r"\$steps\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)\s*\.\s*output\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)"
+)
 
 
 class _Scope:
@@ -104,11 +108,13 @@ class _Compiler:
         self.spec = SpecBuilder()  # the edge groups (nodes are ranked before they go in)
         self.groups: list[EdgeGroupSpec] = self.spec.groups
         self.all_steps = [s for top in doc.steps for s in top.walk() if s.type != "goto"]
-        self.ids = {s.id for s in self.all_steps}
+        self.ids = {s.id for s in self.all_steps} | {s.id for s in doc.dropped}
         self._ids_listing: str | None = None
         self._sorted_ids: list[str] = []
         self._hints: dict[str, str] = {}
         self._bad_gotos = 0
+        #: where each agent step's agent name resolved (:class:`plait.spi.Found`)
+        self.agent_of: dict[str, Any] = {}
         #: the foreach blocks each step is inside, outermost first
         self.inside: dict[str, list[str]] = {}
         for top in doc.steps:
@@ -133,8 +139,6 @@ class _Compiler:
 
     def check_names(self) -> None:
         seen: dict[str, Step] = {}
-        executors = self.ctx.executors
-        agents = [*executors, *self.kinds]
         for step in self.all_steps:
             first = seen.get(step.id)
             if first is not None:
@@ -144,24 +148,86 @@ class _Compiler:
                     "must be unique in the document",
                 )
             seen.setdefault(step.id, step)
-            kinds = ("agent", "executor", "parallel", "condition", "foreach")
-            if step.type in kinds and step.id in executors:
-                self.at(
-                    step.y,
-                    f"step id {step.id!r} is also a name passed in executors=; the kernel binds "
-                    "executors by node id, so rename the step",
-                )
-            # a name nobody gave runs on an installed `agent` kind (plait-llm), if any,
-            # unless it looks like a typo of a name that was given
-            known = step.name in agents or (
-                "agent" in self.kinds and not did_you_mean(step.name or "", executors)
-            )
-            if step.type == "agent" and step.name is not None and not known:
-                where = step.y.value.get("name", step.y)
-                self.at(where, f"step {step.id!r}: " + unknown_agent(step.name, agents))
+            # step ids and agent names are separate namespaces: {id: qa, name: qa} is fine
+            if step.type == "agent" and step.name is not None:
+                found = self.ctx.agents.find(step.name)
+                if found is None and not self.ctx.agents.is_declared(step.name):
+                    where = step.y.value.get("name", step.y)
+                    self.at(where, f"step {step.id!r}: " + self.ctx.agents.unknown(step.name))
+                elif found is not None:
+                    self.agent_of[step.id] = found
             for y in (step.instruction, step.condition, step.input, step.items):
                 if y is not None and isinstance(y.value, str):
                     self.check_template(step, y)
+
+    def check_agents(self) -> None:
+        """What the document's agents promise: an LLM agent's instruction reads steps that
+        exist, and a template reading ``$steps.<id>.output.<field>`` of an LLM agent's step
+        reads a field its ``structured_output`` declares (seed 002's ``is_approved``)."""
+        for name, value in self.doc.agent_values.items():
+            held = value.value.get("instruction") if isinstance(value.value, dict) else None
+            if held is None or not isinstance(held.value, str):
+                continue
+            for match in STEP_REF.finditer(held.value):
+                ref = step_ref(match)
+                if ref not in self.ids:
+                    self.at(
+                        held,
+                        f"agent {name!r}: its instruction reads $steps.{ref}, but no step has "
+                        f"id {ref!r}; step ids: {self.unknown_ref_hint(ref)}",
+                    )
+        for step in self.all_steps:
+            for y in (step.condition, step.instruction, step.input):
+                if y is None or not isinstance(y.value, str):
+                    continue
+                for match in OUTPUT_FIELD.finditer(y.value):
+                    self.check_field(step, y, match)
+        for step in self.doc.dropped:  # its type is reported; the steps it reads still count
+            for y in (step.condition, step.instruction, step.input):
+                if y is None or not isinstance(y.value, str):
+                    continue
+                for match in STEP_REF.finditer(y.value):
+                    ref = step_ref(match)
+                    if ref not in self.ids:
+                        offset = 1 if y.quoted else 0
+                        col = offset + match.start() if "\n" not in y.value else 0
+                        self.at(
+                            y,
+                            f"step {step.id!r} reads $steps.{ref}, but no step has id "
+                            f"{ref!r}; step ids: {self.unknown_ref_hint(ref)}",
+                            col,
+                        )
+
+    def check_field(self, step: Step, y: Y, match: Any) -> None:
+        ref, field = match.group(1), match.group(2)
+        found = self.agent_of.get(ref)
+        definition = found.definition if found is not None else None
+        if found is None or definition is None or definition.kind != "agent":
+            return  # Python code, or not an agent step: what it answers is not declared
+        offset = 1 if y.quoted else 0
+        col = offset + match.start() if "\n" not in y.value and y.quoted in (False, True) else 0
+        schema = definition.structured_output
+        agent = found.name
+        if schema is None:
+            self.at(
+                y,
+                f"step {step.id!r} reads $steps.{ref}.output.{field}, but {agent!r} (the agent "
+                f"of step {ref!r}) declares no structured_output (its answer is text); declare "
+                f"{field!r} in its structured_output",
+                col,
+            )
+            return
+        properties = schema.get("properties")
+        declared = sorted(properties) if isinstance(properties, dict) else []
+        if field not in declared:
+            did = did_you_mean(field, declared)
+            self.at(
+                y,
+                f"step {step.id!r} reads $steps.{ref}.output.{field}, but the structured_output "
+                f"of {agent!r} (the agent of step {ref!r}) declares no {field!r} (it declares: "
+                f"{', '.join(declared) or 'nothing'}){did}",
+                col,
+            )
 
     def unknown_ref_hint(self, ref: str) -> str:
         """The step ids (the first :data:`SHOWN_IDS`) and a did-you-mean for ``ref``.
@@ -340,6 +406,10 @@ class _Compiler:
             config = {**base, "label": scope.prefix + step.id, "final": final}
             if step.type == "agent":
                 config["agent"] = step.name or ""
+                found = self.agent_of.get(step.id)
+                definition = found.definition if found is not None else None
+                if definition is not None:
+                    config.update(self.use(step, definition))
                 if step.instruction is not None:
                     config["instruction"] = rewrite(step.instruction.value)
                     config["at"] = _at(step.instruction)
@@ -367,6 +437,25 @@ class _Compiler:
         if step.type == "foreach":
             return self.foreach(step, cont, scope)
         return self.parallel(step, cont, scope)
+
+    def use(self, step: Step, definition: Any) -> dict[str, Any]:
+        """The node config of an agent given as data (the document's ``agents:`` or a
+        plugin's): ``use`` (its kind and config); an LLM agent's ``instruction`` is the
+        step's template (rendered over the step context, so it can read
+        ``{{ $steps.<id>.output }}``) unless the step gives its own."""
+        use = definition.to_dict()
+        if step.config:  # the step's own config refines its agent's
+            use["config"] = {**use["config"], **step.config}
+        out: dict[str, Any] = {"use": use}
+        instruction = use["config"].get("instruction") if use["kind"] == "agent" else None
+        if isinstance(instruction, str):
+            use["config"] = {k: v for k, v in use["config"].items() if k != "instruction"}
+            if step.instruction is None:
+                out["instruction"] = rewrite(instruction)
+                value = self.doc.agent_values.get(step.name or "")
+                held = value.value.get("instruction") if value is not None else None
+                out["at"] = _at(held) if held is not None else _at(step.y)
+        return out
 
     def foreach(self, step: Step, cont: Cont, scope: _Scope) -> str:
         gather = f"{step.id}/gather"
@@ -557,6 +646,7 @@ def compile_document(
     """The spec of ``doc`` and every name or graph problem found."""
     compiler = _Compiler(doc, source, ctx, kinds)
     compiler.check_names()
+    compiler.check_agents()
     cont = compiler.sequence(doc.steps, END, _Scope({}, "", None, False))
     if compiler.problems or cont[0] != "node":
         return None, compiler.problems

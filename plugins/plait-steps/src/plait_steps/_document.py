@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 from plait import ConfigError, PlaitError
-from plait.spi import did_you_mean
+from plait.spi import AgentDefinition, did_you_mean, read_agents
 
 from ._yaml import Y, position
 
@@ -21,7 +21,7 @@ __all__ = ["Document", "Step", "read"]
 
 DEFAULT_LOOP_LIMIT = 100
 
-TOP_KEYS = ("workflow", "name")
+TOP_KEYS = ("workflow", "name", "agents")
 WORKFLOW_KEYS = ("steps", "max_loop_iterations", "overrides")
 OVERRIDE_KEYS = ("max_loop_iterations",)
 STEP_KEYS: dict[str, tuple[Any, ...]] = {
@@ -89,12 +89,17 @@ class Step:
 
 @attrs.define
 class Document:
-    """The whole document."""
+    """The whole document: its steps and its own ``agents:`` section (each agent's
+    definition, and the YAML value it was read from, for positions)."""
 
     name: str | None
     steps: list[Step]
     loop_limit: int
     lines: list[str]
+    agents: dict[str, AgentDefinition] = attrs.field(factory=dict)
+    agent_values: dict[str, Y] = attrs.field(factory=dict)
+    #: steps of an unknown type (already reported): their ids and references still count
+    dropped: list[Step] = attrs.field(factory=list)
 
 
 def _key(key: Any) -> str:
@@ -111,6 +116,8 @@ class _Reader:
         self.counter = 0
         self.executors = executors
         self.kinds = kinds
+        #: steps of an unknown type: reported, and kept for the names they hold
+        self.dropped: list[Step] = []
 
     def problem(self, message: str, line: int, column: int) -> None:
         self.problems.append(ConfigError(message, position(self.source, self.lines, line, column)))
@@ -155,9 +162,22 @@ class _Reader:
         if root is None:
             self.problem("the document is empty; it needs a top-level 'workflow:'", 1, 1)
             return None, [], DEFAULT_LOOP_LIMIT
+        if isinstance(root.value, dict) and "flow" in root.value and "workflow" not in root.value:
+            from plait.spi import spell
+
+            line, column = root.keys.get("flow", (root.line, root.column))
+            flag = spell("format='flow'", "--format flow")
+            self.problem(
+                "a top-level 'flow:' makes this a flow document, not YAML steps: name the "
+                f"file *.flow.yaml, or pass {flag}",
+                line,
+                column,
+            )
+            return None, [], DEFAULT_LOOP_LIMIT
         if not self.keys(root, TOP_KEYS, "the document"):
             return None, [], DEFAULT_LOOP_LIMIT
         name = self.string(root, "name", "the document")
+        self.agents(root.value.get("agents"))
         workflow = root.value.get("workflow")
         if workflow is None:
             self.at(root, "the document needs a top-level 'workflow:' (a list of steps)")
@@ -179,6 +199,20 @@ class _Reader:
         if not steps and isinstance(steps_y.value, list):
             self.at(steps_y, "the workflow has no steps")
         return name, steps, limit
+
+    def agents(self, y: Y | None) -> None:
+        """The document's ``agents:`` section, each problem at its own line and column."""
+        self.agent_definitions: dict[str, AgentDefinition] = {}
+        self.agent_values: dict[str, Y] = {}
+        if y is None:
+            return
+        found, problems = read_agents(plain(y))
+        for path, message in problems:
+            at = _at_path(y, path)
+            self.at(at, f"agents{path.replace('/', '.') if path else ''}: {message}")
+        self.agent_definitions = found
+        if isinstance(y.value, dict):
+            self.agent_values = {_key(k): v for k, v in y.value.items()}
 
     def limit(self, parent: Y, default: int) -> int:
         y = parent.value.get("max_loop_iterations")
@@ -222,6 +256,18 @@ class _Reader:
             did = did_you_mean(kind, list(STEP_KEYS))
             got = "no 'type'" if type_y is None else f"type {kind!r}"
             self.at(where, f"a step with {got}; types: {allowed} (or {{goto: <step id>}}){did}")
+            # still known by its id, and its templates' references still checked
+            given = y.value.get("id")
+            dropped = Step(
+                id=given.value if given is not None and isinstance(given.value, str) else auto,
+                type="unknown",
+                y=y,
+            )
+            for key in ("instruction", "input", "condition"):
+                found = y.value.get(key)
+                if found is not None and isinstance(found.value, str):
+                    setattr(dropped, key, found)
+            self.dropped.append(dropped)
             return None
         self.keys(y, STEP_KEYS[kind], f"a {kind} step")
         step = Step(id=auto, type=kind, y=y)
@@ -394,6 +440,22 @@ class _Reader:
         return float(match.group(1)) * _UNITS[match.group(2)]
 
 
+def _at_path(y: Y, path: str) -> Y:
+    """The value at JSON ``path`` under ``y`` (as deep as it goes); a key's own position
+    for a key that is there."""
+    for part in [p for p in path.split("/") if p]:
+        if not isinstance(y.value, dict):
+            break
+        match = next((k for k in y.value if _key(k) == part), None)
+        if match is None:
+            break
+        if part == path.rsplit("/", 1)[-1] and match in y.keys:
+            line, column = y.keys[match]
+            return Y(None, line, column)
+        y = y.value[match]
+    return y
+
+
 def plain(y: Y) -> Any:
     """The JSON value of ``y`` (keys as strings)."""
     if isinstance(y.value, dict):
@@ -413,10 +475,42 @@ def _shape(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"[:80]
 
 
+def check_agent_configs(
+    doc: Document, manager: Any, source: str, *, allow_imports: bool = False
+) -> list[PlaitError]:
+    """The document's agents, checked by the kinds that build them, each problem at the
+    line and column of the key it is about."""
+    import attrs
+    from plait.spi import check_agents
+
+    from ._compile import rewrite
+
+    # an instruction is a steps template: checked as the step will render it ($steps …)
+    agents = {
+        name: attrs.evolve(d, config={**d.config, "instruction": rewrite(d.config["instruction"])})
+        if d.kind == "agent" and isinstance(d.config.get("instruction"), str)
+        else d
+        for name, d in doc.agents.items()
+    }
+    problems: list[PlaitError] = []
+    for path, message in check_agents(agents, manager, source, allow_imports=allow_imports):
+        name, _, rest = path.lstrip("/").partition("/")
+        value = doc.agent_values.get(name)
+        if value is None:
+            continue
+        at = _at_path(value, "/" + rest) if rest else value
+        problems.append(ConfigError(message, position(source, doc.lines, at.line, at.column)))
+    return problems
+
+
 def read(
     root: Y | None, lines: list[str], source: str, executors: Any, kinds: list[str]
 ) -> tuple[Document, list[PlaitError]]:
     """The document and every shape problem in it."""
     reader = _Reader(source, lines, executors, kinds)
     name, steps, limit = reader.document(root)
-    return Document(name, steps, limit, lines), list(reader.problems)
+    doc = Document(name, steps, limit, lines)
+    doc.agents = getattr(reader, "agent_definitions", {})
+    doc.agent_values = getattr(reader, "agent_values", {})
+    doc.dropped = reader.dropped
+    return doc, list(reader.problems)

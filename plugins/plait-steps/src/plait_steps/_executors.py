@@ -500,18 +500,23 @@ def _error(ctx: BuildContext, message: str, path: str = "", at: Any = None) -> C
     )
 
 
-def unknown_agent(name: str, available: list[str]) -> str:
-    """The message for an agent name nobody gave."""
-    did = did_you_mean(name, available)
-    return (
-        f"no agent {name!r}: pass it as executors={{{name!r}: ...}} (an async function "
-        f"or an executor) or install an executor kind of that name; available: "
-        f"{', '.join(sorted(available)) or 'none'}{did}"
-    )
+def unknown_agent(name: str, ctx: BuildContext) -> str:
+    """The message for an agent name nothing resolves, as a load gives it."""
+    from plait.spi import AgentNames
+
+    manager = ctx.manager if ctx.manager is not None else plait.get_plugin_manager()
+    names = AgentNames(executors=ctx.executors, published=manager.registry("agent"))
+    return names.unknown(name)
 
 
 def _resolve_agent(config: Mapping[str, Any], ctx: BuildContext) -> AgentCall:
+    """The step's agent: given as data (``use``: the document's ``agents:`` entry or a
+    plugin's agent, as the loader resolved it), else a Python object by name."""
     name = config["agent"]
+    use = config.get("use")
+    if isinstance(use, Mapping):
+        node = plait.NodeSpec("agent", kind=use["kind"], config=dict(use.get("config") or {}))
+        return _inner_call(node, {}, ctx)
     if name in ctx.executors:
         obj = ctx.executors[name]
         if _is_async_function(obj):
@@ -525,14 +530,7 @@ def _resolve_agent(config: Mapping[str, Any], ctx: BuildContext) -> AgentCall:
             )
         node = plait.NodeSpec("agent", uses=name)
         return _inner_call(node, {name: obj}, ctx)
-    kinds = _kind_names(ctx)
-    if name in kinds or "agent" in kinds:  # else the generic `agent` kind (plait-llm)
-        kind = name if name in kinds else "agent"
-        node = plait.NodeSpec("agent", kind=kind, config=dict(config.get("config") or {}))
-        return _inner_call(node, {}, ctx)
-    raise _error(
-        ctx, unknown_agent(name, [*ctx.executors, *_kind_names(ctx)]), "/agent", at=config.get("at")
-    )
+    raise _error(ctx, unknown_agent(name, ctx), "/agent", at=config.get("at"))
 
 
 # -- kinds ---------------------------------------------------------------------------------------
@@ -635,24 +633,21 @@ class AgentKind(_Kind):
 
     required = {**_STEP, "agent": str}
     optional = {**_OUT, "instruction": str, "at": list, "input": str, "input_at": list}
-    optional = {**optional, "config": dict}
+    optional = {**optional, "config": dict, "use": dict}
 
     def capabilities(self, config: Mapping[str, Any], ctx: BuildContext) -> set[Capability]:
-        """Nothing for an agent the caller passed; else what its kind needs (the kind
-        named, or plait-llm's ``agent``), as :func:`_resolve_agent` picks it."""
-        name = config.get("agent")
-        if not isinstance(name, str) or name in ctx.executors:
+        """Nothing for an agent the caller passed; else what the kind of its definition
+        (``use``) needs, as :func:`_resolve_agent` picks it."""
+        use = config.get("use")
+        if not isinstance(use, Mapping) or not isinstance(use.get("kind"), str):
             return set()
-        kinds = _kind_names(ctx)
-        if name not in kinds and "agent" not in kinds:
-            return set()  # an unknown agent: check() refuses it
-        kind = name if name in kinds else "agent"
-        inner = config.get("config")
-        return set(kind_capabilities(kind, inner if isinstance(inner, Mapping) else {}, ctx))
+        inner = use.get("config")
+        return set(kind_capabilities(use["kind"], inner if isinstance(inner, Mapping) else {}, ctx))
 
     def validate(self, config: Mapping[str, Any], ctx: BuildContext) -> None:
         name = config["agent"]
-        if name in ctx.executors and _is_async_function(ctx.executors[name]):
+        passed = "use" not in config and name in ctx.executors
+        if passed and _is_async_function(ctx.executors[name]):
             _template(config.get("instruction"), config.get("at"), ctx.source, ctx.manager)
             _template(config.get("input"), config.get("input_at"), ctx.source, ctx.manager)
             return

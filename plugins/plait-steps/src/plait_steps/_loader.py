@@ -56,7 +56,7 @@ class StepsLoader:
 
     def _load(self, text: str, ctx: BuildContext) -> WorkflowSpec:
         from ._compile import compile_document
-        from ._document import read
+        from ._document import check_agent_configs, read
         from ._yaml import YamlProblem, parse
 
         source = ctx.source
@@ -75,9 +75,13 @@ class StepsLoader:
                 names=ctx.names,
                 options=ctx.options,
                 manager=manager,
+                agents=ctx.agents,
+                allow_imports=ctx.allow_imports,
             )
         kinds = [n for n in manager.registry("executor_kind").names() if not n.startswith("steps.")]
         doc, problems = read(root, lines, source, ctx.executors, kinds)
+        ctx.agents.set_document(doc.agents, doc.agent_values)
+        problems += check_agent_configs(doc, manager, source, allow_imports=ctx.allow_imports)
         override = ctx.options.get("max_loop_iterations")
         if override is not None:
             if isinstance(override, bool) or not isinstance(override, int) or override < 1:
