@@ -124,6 +124,13 @@ def _metadata(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         )
 
 
+def _lead(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise RunOptionError(
+            f"run option max_lead must be a non-negative int or None (unbounded), got {value!r}"
+        )
+
+
 def _one_of(*choices: str) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
     def check(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if value is not None and value not in choices:
@@ -170,8 +177,16 @@ class RunOptions:
         live read-only view (superstep, executors running, outputs, retries) that a
         progress display polls at its own pace: it costs the run nothing per superstep.
 
-    .. versionchanged:: 0.1 ``checkpoint_metadata``, ``on_event``, ``stop``, ``watch`` and
-       ``shared_reducers``.
+    :param schedule: ``"superstep"`` (the default: a barrier per superstep) or
+        ``"pipelined"``: an executor runs as soon as nothing still active can send it a
+        message for its logical superstep, with the superstep schedule's results (see the
+        Schedules guide). A workflow's spec may set a default (``options``).
+    :param max_lead: in the pipelined schedule, how many supersteps work may run ahead of
+        the lowest superstep with work (``0`` is the superstep schedule; ``None``, the
+        default, is unbounded).
+
+    .. versionchanged:: 0.1 ``checkpoint_metadata``, ``on_event``, ``stop``, ``watch``,
+       ``shared_reducers``, ``schedule`` and ``max_lead``.
     """
 
     max_supersteps: int = attrs.field(default=100, validator=_positive)
@@ -192,6 +207,8 @@ class RunOptions:
     shared_reducers: Mapping[str, Callable[[Any, Any], Any]] = attrs.field(
         factory=dict, validator=_reducers
     )
+    schedule: str = attrs.field(default="superstep", validator=_one_of("superstep", "pipelined"))
+    max_lead: int | None = attrs.field(default=None, validator=_lead)
 
     @classmethod
     def from_kwargs(cls, defaults: Mapping[str, Any], options: Mapping[str, Any]) -> RunOptions:

@@ -102,6 +102,10 @@ class Runner:
         #: called before a retry's backoff (durable runs record the attempt count)
         self.on_retry: Callable[[str, int], Awaitable[None]] | None = None
         self.native_asyncio = _on_asyncio()
+        #: the pipelined schedule's state, when the run uses it (see :mod:`plait._pipeline`)
+        self.pipeline: Any = None
+        #: a resumed pipelined cut holds messages of several logical times
+        self.mixed = False
         self.current: Inbox = {}  # the deliveries of the running superstep
         self.last_ran: Inbox = {}  # the deliveries of the superstep that just finished
         self.global_limiter = (
@@ -129,10 +133,13 @@ class Runner:
     async def run(self, inbox: Inbox) -> RunStatus:
         """Run supersteps until nothing is pending; return the final status."""
         observation = self.observation
+        loop = self._supersteps
+        if self.options.schedule == "pipelined" and (self.options.max_lead != 0 or self.mixed):
+            loop = self._pipelined
         if observation is None:
-            return await self._supersteps(inbox, None)
+            return await loop(inbox, None)
         try:
-            status = await self._supersteps(inbox, observation)
+            status = await loop(inbox, observation)
         except BaseException as exc:
             observation.finish(exc)
             raise
@@ -202,6 +209,13 @@ class Runner:
             return RunStatus.IDLE_WITH_PENDING_REQUESTS
         return RunStatus.IDLE
 
+    async def _pipelined(self, inbox: Inbox, observation: Observation | None) -> RunStatus:
+        """The pipelined schedule (:mod:`plait._pipeline`): the same results, no barrier."""
+        from ._pipeline import Pipeline
+
+        pipeline = self.pipeline = Pipeline(self, self.options.max_lead)
+        return await pipeline.run(inbox)
+
     def _count_visits(self, inbox: Inbox) -> None:
         visits, limits = self.state.visits, self.visit_limits
         for eid in inbox:
@@ -228,10 +242,12 @@ class Runner:
             # an error edge takes the failure: the run goes on
             cause = exc.__cause__ if isinstance(exc, ExecutorFailedError) else None
             failure = InvocationFailure(
-                eid, self.state.superstep, type(cause or exc).__name__, str(cause or exc), message
+                eid, run.superstep, type(cause or exc).__name__, str(cause or exc), message
             )
             rank = self.rank[eid]
-            self.diverted.extend((rank, index, target, failure) for target in targets)
+            # a pipelined run's effects keep their own (committed with their group)
+            sink = getattr(run, "diverted", self.diverted)
+            sink.extend((rank, index, target, failure) for target in targets)
 
     async def _invoke(self, eid: str, message: Any, index: int, run: RunState | Effects) -> None:
         """Invoke ``eid`` on ``message``, its ``index``-th delivery of this superstep, with
@@ -240,7 +256,7 @@ class Runner:
         executor = self.executors[eid]
         found = executor.find_handler(message)
         if found is None:
-            step = self.state.superstep
+            step = run.superstep
             accepts = ", ".join(type_name(t) for t in executor.input_types) or "nothing"
             raise UnhandledMessageError(
                 f"executor {eid!r} has no handler for a message of type "
@@ -259,7 +275,7 @@ class Runner:
             try:
                 await found.call(message, ctx)
             except BaseException as exc:
-                error = failure(eid, self.state.superstep, exc, self.native_asyncio)
+                error = failure(eid, run.superstep, exc, self.native_asyncio)
                 raise error from error.__cause__
         else:
             await invoke_with_policy(

@@ -235,7 +235,8 @@ class Effects:
 
     @property
     def superstep(self) -> int:
-        return self._root.superstep
+        # the parent's: a pipelined run's effects carry the logical time they belong to
+        return self._parent.superstep
 
     @property
     def shared(self) -> dict[str, Any]:

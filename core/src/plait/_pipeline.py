@@ -1,0 +1,617 @@
+"""The pipelined schedule: branches that do not wait for the barrier, with the results of
+the superstep schedule.
+
+Every message carries its logical time ``t``: the superstep in which the superstep
+schedule would deliver it. An executor's deliveries of one ``t`` (a *group*) run together,
+as they would in that superstep, once nothing still active could send the executor
+another message for ``t`` (its input frontier, from graph distances, has passed ``t``) and
+``t`` is at most ``max_lead`` ahead of the global frontier (the lowest ``t`` with work).
+
+Each group runs against effects of its own (:class:`TimedEffects`); when it ends, its
+effects are committed at once on the event loop, in an order that never changes what any
+group sees:
+
+- a message crossing a stateless edge group is routed at once, with the key the superstep
+  schedule's barrier would sort it by (``(0, sender rank, k-th send, group, delivery)``);
+  a group's deliveries are sorted by key when it fires, so its executor sees them in the
+  canonical order whatever the completion order was;
+- a message entering a stateful edge group (a fan-in) waits until every source of the
+  group is past its ``t``; the group then routes that ``t``'s messages in key order, as
+  the barrier does, so its buffers hold what they would hold in the superstep schedule;
+- the buffers a ``when="available"`` fan-in flushes are decided for ``t`` once the
+  global frontier has passed ``t``, with the executors that have deliveries at ``t + 1``
+  as the active ones — exactly the barrier's decision;
+- shared-state writes of ``t`` are committed when the global frontier passes ``t``, in
+  the canonical order;
+- outputs are kept in the canonical order ``(t, sender rank, order of the sender's
+  yields)``, whatever order the groups committed in.
+
+A limit or a failure at ``t`` stops work at ``t`` and later (running groups there are
+cancelled) but lets earlier work finish, which may fail earlier still; the error raised
+is the one the superstep schedule raises: the earliest ``t``, a superstep limit before a
+visit limit (in the order of that ``t``'s deliveries) before a handler's failure before
+a failure at the barrier.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import deque
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+
+from ._errors import (
+    RoutingError,
+    SuperstepLimitError,
+    UnhandledMessageError,
+    VisitLimitError,
+    WorkflowRunError,
+)
+from ._events import OutputEvent, RunStatus
+from ._state import Effects, RunState
+from ._types import type_name
+
+if TYPE_CHECKING:
+    from ._runner import Runner
+
+__all__ = ["SCHEDULES", "Pipeline", "TimedEffects"]
+
+#: the schedules a run may ask for (``RunOptions.schedule``)
+SCHEDULES = ("superstep", "pipelined")
+
+#: the sort key of a delivery: routed ``(0, rank, k, group, d)``, diverted ``(1, rank,
+#: index, j)``, flushed ``(2, flusher, d)``, first deliveries ``(-1, position)``
+Key = tuple[int, ...]
+#: a phase of a failure at one ``t``: the order the superstep schedule meets them in
+_LIMIT, _VISITS, _HANDLER, _BARRIER = 0, 1, 2, 3
+_YIELD_EVERY = 32
+
+
+class TimedEffects(Effects):
+    """The effects of one group: what an executor's invocations at logical time ``t`` did,
+    held until the group commits. Handlers see ``ctx.superstep == t``."""
+
+    __slots__ = ("diverted", "t")
+
+    def __init__(self, parent: RunState | Effects, root: RunState, t: int) -> None:
+        super().__init__(parent, root)
+        self.t = t
+        #: failures error edges took: (sender rank, message index, target, failure)
+        self.diverted: list[tuple[int, int, str, Any]] = []
+
+    @property
+    def superstep(self) -> int:
+        return self.t
+
+
+class _Group:
+    """One executor's deliveries of one ``t``, running or about to run."""
+
+    __slots__ = ("effects", "eid", "messages", "scope", "t")
+
+    def __init__(self, eid: str, t: int, messages: list[Any], effects: TimedEffects) -> None:
+        self.eid, self.t, self.messages, self.effects = eid, t, messages, effects
+        self.scope: anyio.CancelScope | None = None
+
+
+class Pipeline:
+    """Runs one run in the pipelined schedule, with the runner's invocation path, limits
+    and state (see the module's docstring for the rules)."""
+
+    def __init__(self, runner: Runner, max_lead: int | None) -> None:
+        graph = runner.graph
+        self.runner = runner
+        self.graph = graph
+        self.state = runner.state
+        self.max_lead = max_lead
+        self.limit = runner.options.max_supersteps
+        self.rank = graph.rank
+        self.routes = graph.routes_from
+        self.stateful_ids = {gid for gid, _ in graph.stateful}
+        self.flush_targets = {t for _, er in graph.flushers for t in er.group.targets}
+        self.group_targets = {gid: er.group.targets for gid, er in graph.edge_runners.items()}
+        successors: dict[str, set[str]] = {nid: set() for nid in graph.spec.node_ids}
+        for group in graph.spec.edge_groups:
+            for source in group.sources:
+                successors.setdefault(source, set()).update(group.targets)
+        self.successors = successors
+        self.distances: dict[str, dict[str, int]] = {}
+        # -- what is pending ----------------------------------------------------------
+        #: executor -> t -> its deliveries at t, with their keys
+        self.queue: dict[str, dict[int, list[tuple[Key, Any]]]] = {}
+        #: t -> executors with queued or running work at t (the active items)
+        self.at: dict[int, dict[str, None]] = {}
+        #: executors with queued work and no running group
+        self.waiting: dict[str, None] = {}
+        #: t -> executor -> its smallest delivery key at t (the superstep's inbox order)
+        self.first_key: dict[int, dict[str, Key]] = {}
+        #: stateful edge group -> t -> messages from its sources at t, not routed yet
+        self.staged_routes: dict[str, dict[int, list[tuple[Key, str, Any, str | None]]]] = {}
+        #: t -> stateful edge groups with messages of t to route
+        self.staged_at: dict[int, dict[str, None]] = {}
+        #: t -> shared-state writes of t, with their keys
+        self.staged_shared: dict[int, list[tuple[Key, tuple[str, str, Any]]]] = {}
+        #: the canonical keys of ``state.outputs``, in the same order
+        self.output_keys: list[tuple[int, ...]] = []
+        self.running: dict[str, _Group] = {}
+        #: the times the barrier work (flushes, shared state) is done through
+        self.done_through = self.state.superstep
+        self.t_max = self.state.superstep
+        #: (t, phase, order, error): failures, the earliest one raised
+        self.errors: list[tuple[int, int, Key, BaseException]] = []
+        self.fail_time = math.inf
+        #: t -> executors that fired at t (their visits are counted)
+        self.fired: dict[int, set[str]] = {}
+        self.wakeup = anyio.Event()
+        self.hops = 0
+
+    # -- distances ------------------------------------------------------------------------
+
+    def distance(self, source: str, target: str) -> float:
+        """The fewest edges from ``source`` to ``target`` (0 to itself; inf: none)."""
+        found = self.distances.get(source)
+        if found is None:
+            found = self.distances[source] = {source: 0}
+            frontier = deque([source])
+            successors = self.successors
+            while frontier:
+                node = frontier.popleft()
+                step = found[node] + 1
+                for nxt in successors.get(node, ()):
+                    if nxt not in found:
+                        found[nxt] = step
+                        frontier.append(nxt)
+        return found.get(target, math.inf)
+
+    # -- queueing -------------------------------------------------------------------------
+
+    def enqueue(self, eid: str, t: int, key: Key, message: Any) -> None:
+        """Queue ``message`` for ``eid`` at logical time ``t`` with sort key ``key``."""
+        by_time = self.queue.get(eid)
+        if by_time is None:
+            by_time = self.queue[eid] = {}
+        box = by_time.get(t)
+        if box is None:
+            by_time[t] = [(key, message)]
+            self.at.setdefault(t, {})[eid] = None
+            self.first_key.setdefault(t, {})[eid] = key
+            if eid not in self.running:
+                self.waiting[eid] = None
+            if t > self.t_max:
+                self.t_max = t
+            if t > self.limit:
+                self._fail(t, _LIMIT, (), None)
+        else:
+            box.append((key, message))
+            first = self.first_key[t]
+            if key < first[eid]:
+                first[eid] = key
+
+    def frontier(self) -> float:
+        """The global frontier: the lowest ``t`` with work queued, running or staged."""
+        low = math.inf
+        if self.at:
+            low = min(self.at)
+        if self.staged_at:
+            low = min(low, min(self.staged_at))
+        return low
+
+    def could_send(self, eid: str, t: int, low: float, *, exclude: str | None = None) -> bool:
+        """Could work still active send ``eid`` a message for ``t`` (if ``exclude`` is
+        set: could anything but ``exclude``'s own work at ``t``), or run ``eid`` at or
+        before ``t``? ``low`` is the global frontier."""
+        if low == math.inf:
+            return False
+        distance = self.distance
+        for ta in range(int(low), t + 1):
+            for a in self.at.get(ta, ()):
+                if a == exclude and ta == t:
+                    continue
+                if ta + distance(a, eid) <= t:
+                    return True
+            for gid in self.staged_at.get(ta, ()):
+                for y in self.group_targets[gid]:
+                    if ta + 1 + distance(y, eid) <= t:
+                        return True
+        return False
+
+    # -- the loop ------------------------------------------------------------------------
+
+    async def run(self, inbox: dict[str, list[Any]]) -> RunStatus:
+        """Run until nothing can run; the final status, or the superstep schedule's
+        error."""
+        start = self.state.superstep + 1
+        position = 0
+        for eid, messages in inbox.items():
+            for message in messages:
+                self.enqueue(eid, start, (-1, position), message)
+                position += 1
+        return await self._loop()
+
+    async def _loop(self) -> RunStatus:
+        state = self.state
+        async with anyio.create_task_group() as tg:
+            while True:
+                self._barrier_work()
+                ready = self._ready()
+                if not ready:
+                    if not self.running:
+                        break
+                    await self.wakeup.wait()
+                    self.wakeup = anyio.Event()
+                    continue
+                if len(ready) == 1 and not self.running:
+                    # a lone runnable group: today's inline path, no task spawned
+                    group = ready[0]
+                    self.running[group.eid] = group
+                    await self._run_group(group)
+                    self.hops += 1
+                    if self.runner.live or self.hops % _YIELD_EVERY == 0:
+                        await anyio.lowlevel.checkpoint()
+                    continue
+                for group in ready:
+                    self.running[group.eid] = group
+                    tg.start_soon(self._task, group)
+        if self.errors:
+            raise self._first_error()
+        state.superstep = self.t_max
+        if state.pending_requests:
+            return RunStatus.IDLE_WITH_PENDING_REQUESTS
+        return RunStatus.IDLE
+
+    def _ready(self) -> list[_Group]:
+        """The groups that may fire now (taken off the queue, their visits counted)."""
+        if not self.waiting:
+            return []
+        low = self.frontier()
+        lead = self.max_lead
+        ready: list[_Group] = []
+        for eid in list(self.waiting):
+            by_time = self.queue[eid]
+            t = min(by_time)
+            if t >= self.fail_time:
+                continue
+            if lead is not None and t > low + lead:
+                continue
+            if t != low and self.could_send(eid, t, low, exclude=eid):
+                continue
+            if eid in self.flush_targets and self.done_through < t - 1:
+                continue
+            del self.waiting[eid]
+            entries = by_time.pop(t)
+            if len(entries) > 1:
+                entries.sort(key=_first)
+            if not self._visit(eid, t):
+                by_time[t] = entries  # kept: the error names it
+                continue
+            messages = [m for _, m in entries]
+            ready.append(_Group(eid, t, messages, TimedEffects(self.state, self.state, t)))
+        return ready
+
+    def _visit(self, eid: str, t: int) -> bool:
+        """Count a visit of ``eid`` at ``t``; False when it passes its visit limit."""
+        self.fired.setdefault(t, set()).add(eid)
+        visits = self.state.visits
+        count = visits[eid] = visits.get(eid, 0) + 1
+        limit = self.runner.visit_limits.get(eid)
+        if limit is not None and count > limit:
+            self._fail(t, _VISITS, self.first_key[t][eid], _visit_error(eid, limit, t))
+            return False
+        return True
+
+    async def _task(self, group: _Group) -> None:
+        with anyio.CancelScope() as scope:
+            group.scope = scope
+            await self._run_group(group)
+        if scope.cancelled_caught:
+            self._drop(group)
+        self.wakeup.set()
+
+    async def _run_group(self, group: _Group) -> None:
+        """Run one group's invocations, then commit it (or record its failure)."""
+        runner, eid, t, effects = self.runner, group.eid, group.t, group.effects
+        state = self.state
+        try:
+            if eid in runner.concurrency and len(group.messages) > 1:
+                await self._concurrent(group)
+            else:
+                for index, message in enumerate(group.messages):
+                    state.superstep = t  # what an observer reads as the invocation starts
+                    await runner._limited(eid, message, index, effects)
+        except Exception as exc:
+            self._drop(group)
+            self._fail(t, _HANDLER, (len(self.errors),), exc)
+            return
+        self._commit(group)
+
+    async def _concurrent(self, group: _Group) -> None:
+        """An executor's messages of one ``t`` at once (up to its concurrency), each with
+        effects of its own, committed in the order of their index."""
+        runner, eid, t = self.runner, group.eid, group.t
+        limiter = anyio.CapacityLimiter(runner.concurrency[eid])
+        parts = [TimedEffects(group.effects, self.state, t) for _ in group.messages]
+        failures: list[BaseException] = []
+
+        async def one(index: int, message: Any) -> None:
+            async with limiter:
+                self.state.superstep = t
+                try:
+                    await runner._limited(eid, message, index, parts[index])
+                except Exception as exc:
+                    failures.append(exc)
+                    tg.cancel_scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            for index, message in enumerate(group.messages):
+                tg.start_soon(one, index, message)
+        if failures:
+            raise failures[0]
+        for part in parts:
+            part.commit()
+            group.effects.diverted.extend(part.diverted)
+
+    def _drop(self, group: _Group) -> None:
+        """A group that will not commit (failed or cancelled) leaves the active items."""
+        if self.running.get(group.eid) is group:
+            del self.running[group.eid]
+        self._settle(group.eid, group.t)
+
+    def _settle(self, eid: str, t: int) -> None:
+        active = self.at.get(t)
+        if active is not None:
+            active.pop(eid, None)
+            if not active:
+                del self.at[t]
+        if self.queue.get(eid):
+            self.waiting[eid] = None
+
+    # -- committing -----------------------------------------------------------------------
+
+    def _commit(self, group: _Group) -> None:
+        """Commit what a group did: its outputs, events and requests, its messages (routed
+        or staged for a stateful edge group), its failures taken by error edges, its
+        shared-state writes (staged until the frontier passes its ``t``)."""
+        state, eid, t, effects = self.state, group.eid, group.t, group.effects
+        rank = self.rank[eid]
+        del self.running[eid]
+        state.superstep = t
+        try:
+            if effects.events is not None:
+                self._replay(eid, t, rank, effects.events)
+            if effects.writes is not None:
+                staged = self.staged_shared.setdefault(t, [])
+                staged.extend(((rank, k), write) for k, write in enumerate(effects.writes))
+            if effects.outbox:
+                self._route(eid, t, rank, effects.outbox)
+            if effects.diverted:
+                effects.diverted.sort(key=_by_rank_index)
+                for j, (r, index, target, failure) in enumerate(effects.diverted):
+                    self.enqueue(target, t + 1, (1, r, index, j), failure)
+        except WorkflowRunError as exc:
+            self._fail(t, _BARRIER, (rank,), exc)
+        self._settle(eid, t)
+
+    def _replay(self, eid: str, t: int, rank: int, events: list[tuple[Any, ...]]) -> None:
+        state = self.state
+        seq = 0
+        for event in events:
+            kind = event[0]
+            if kind == "output":
+                key = (t, rank, seq)
+                seq += 1
+                where = bisect.bisect(self.output_keys, key)
+                self.output_keys.insert(where, key)
+                state.outputs.insert(where, event[2])
+                if state.emit is not None:
+                    state.emit(OutputEvent(eid, event[2], t))
+            elif kind == "custom":
+                state.emit_custom(eid, event[2])
+            else:
+                state.request_info(eid, event[2], event[3], request_id=event[4])
+
+    def _route(
+        self, eid: str, t: int, rank: int, outbox: Iterable[tuple[str, Any, str | None]]
+    ) -> None:
+        router_state = self.state.router_state
+        for k, (source, message, target) in enumerate(outbox):
+            runners = self.routes.get(source)
+            if not runners:
+                raise UnhandledMessageError(
+                    f"executor {source!r} sent a message of type {type_name(type(message))} "
+                    f"in superstep {t} but has no outgoing edges",
+                    executor_id=source,
+                    superstep=t,
+                )
+            delivered = False
+            for j, (gid, edge_runner) in enumerate(runners):
+                if gid in self.stateful_ids:
+                    if target is None or target in edge_runner.group.targets:
+                        delivered = True
+                    times = self.staged_routes.setdefault(gid, {})
+                    times.setdefault(t, []).append(((0, rank, k, j), source, message, target))
+                    self.staged_at.setdefault(t, {})[gid] = None
+                    continue
+                deliveries = _routed(gid, edge_runner, source, message, target, router_state, t)
+                for d, (tgt, data) in enumerate(deliveries):
+                    delivered = True
+                    self.enqueue(tgt, t + 1, (0, rank, k, j, d), data)
+            reaches = delivered or target is None
+            if not reaches and not any(target in er.group.targets for _, er in runners):
+                raise UnhandledMessageError(
+                    f"executor {source!r} sent a message to {target!r}, which none of "
+                    f"its edge groups reaches",
+                    executor_id=source,
+                    superstep=t,
+                )
+
+    # -- barrier work: stateful routing, flushes, shared state ------------------------------
+
+    def _barrier_work(self) -> None:
+        """Route what stateful edge groups hold for a ``t`` all their sources have passed;
+        flush and commit shared state for each ``t`` the global frontier has passed."""
+        changed = True
+        while changed:
+            changed = False
+            low = self.frontier()
+            for ts in sorted(self.staged_at):
+                if ts >= self.fail_time:
+                    break
+                for gid in list(self.staged_at[ts]):
+                    if self._route_staged(gid, ts, low):
+                        changed = True
+            if changed:
+                continue
+            low = self.frontier()
+            end = min(low - 1, self.t_max, self.fail_time - 1)
+            while self.done_through < end:
+                t = self.done_through + 1
+                self._barrier(t)
+                self.done_through = t
+                changed = True
+                break
+
+    def _route_staged(self, gid: str, ts: int, low: float) -> bool:
+        times = self.staged_routes[gid]
+        if min(times) != ts:
+            return False  # an earlier t of this group goes first
+        edge_runner = self.graph.edge_runners[gid]
+        for source in edge_runner.group.sources:
+            if self.could_send(source, ts, low):
+                return False
+        entries = times.pop(ts)
+        if not times:
+            del self.staged_routes[gid]
+        staged = self.staged_at[ts]
+        del staged[gid]
+        if not staged:
+            del self.staged_at[ts]
+        entries.sort(key=_first)
+        router_state = self.state.router_state
+        self.state.superstep = ts
+        try:
+            for key, source, message, target in entries:
+                found = _routed(gid, edge_runner, source, message, target, router_state, ts)
+                for d, (tgt, data) in enumerate(found):
+                    self.enqueue(tgt, ts + 1, (*key, d), data)
+        except WorkflowRunError as exc:
+            self._fail(ts, _BARRIER, key, exc)
+        return True
+
+    def _barrier(self, t: int) -> None:
+        """What the superstep schedule does at the barrier of ``t`` once every group of
+        ``t`` committed: commit the shared-state writes of ``t``, then flush the fan-ins
+        whose silent sources nothing active at ``t + 1`` can reach."""
+        state = self.state
+        state.superstep = t
+        writes = self.staged_shared.pop(t, None)
+        if writes:
+            writes.sort(key=_first)
+            state.staged = [write for _, write in writes]
+            try:
+                state.commit_shared()
+            except WorkflowRunError as exc:
+                self._fail(t, _BARRIER, (), exc)
+                return
+        flushers = self.graph.flushers
+        if not flushers:
+            return
+        active = set(self.first_key.get(t + 1, ()))
+        active.update(r.executor_id for r in state.pending_requests.values() if r.superstep <= t)
+        reach = self.graph.reach
+
+        def can_still_send(executor_id: str) -> bool:
+            return any(executor_id in reach[a] for a in active)
+
+        router_state = state.router_state
+        for f, (gid, edge_runner) in enumerate(flushers):
+            flushed = edge_runner.flush(router_state.get(gid), can_still_send)
+            for d, (tgt, data) in enumerate(flushed):
+                self.enqueue(tgt, t + 1, (2, f, d), data)
+
+    # -- failures -------------------------------------------------------------------------
+
+    def _fail(self, t: int, phase: int, order: Key, error: BaseException | None) -> None:
+        """Record a failure at ``t``; work at ``t`` and later stops (running groups there
+        are cancelled), earlier work goes on."""
+        self.errors.append((t, phase, order, error))  # type: ignore[arg-type]
+        if t < self.fail_time:
+            self.fail_time = t
+            for group in list(self.running.values()):
+                if group.t >= t and group.scope is not None:
+                    group.scope.cancel()
+
+    def _first_error(self) -> BaseException:
+        """The error the superstep schedule raises: the earliest ``t``, then its phase."""
+        t = min(entry[0] for entry in self.errors)
+        self.state.superstep = t
+        order = self.first_key.get(t, {})
+        inbox = sorted(order, key=order.__getitem__)
+        if t > self.limit:
+            return SuperstepLimitError(
+                f"run exceeded max_supersteps={self.limit}; still pending for "
+                f"executor(s) {', '.join(inbox)} (raise max_supersteps or fix the cycle)",
+                executor_id=inbox[0] if inbox else None,
+                superstep=t,
+            )
+        fired = self.fired.get(t, set())
+        for eid in inbox:  # the visits of what never fired at t, in the superstep's order
+            if eid in fired:
+                continue
+            limit = self.runner.visit_limits.get(eid)
+            visits = self.state.visits
+            count = visits[eid] = visits.get(eid, 0) + 1
+            if limit is not None and count > limit:
+                self.errors.append((t, _VISITS, order[eid], _visit_error(eid, limit, t)))
+                break
+        at_t = [entry for entry in self.errors if entry[0] == t and entry[3] is not None]
+        at_t.sort(key=lambda entry: (entry[1], entry[2]))
+        return at_t[0][3]
+
+
+def _visit_error(eid: str, limit: int, t: int) -> VisitLimitError:
+    return VisitLimitError(
+        f"executor {eid!r} exceeded its visit limit max_visits={limit} in superstep {t}",
+        executor_id=eid,
+        superstep=t,
+    )
+
+
+def _routed(
+    gid: str,
+    edge_runner: Any,
+    source: str,
+    message: Any,
+    target: str | None,
+    router_state: dict[str, Any],
+    t: int,
+) -> list[tuple[str, Any]]:
+    """``edge_runner.route``, its failures named as the barrier's routing names them."""
+    try:
+        deliveries: list[tuple[str, Any]] = edge_runner.route(
+            source, message, target, router_state.get(gid)
+        )
+    except WorkflowRunError:
+        raise
+    except Exception as exc:
+        raise RoutingError(
+            f"edge group {gid!r} failed to route a {type_name(type(message))} "
+            f"from {source!r} in superstep {t}: {type(exc).__name__}: {exc}",
+            executor_id=source,
+            superstep=t,
+        ) from exc
+    return deliveries
+
+
+def _first(entry: tuple[Any, ...]) -> Any:
+    return entry[0]
+
+
+def _by_rank_index(entry: tuple[Any, ...]) -> tuple[int, int]:
+    return entry[0], entry[1]
