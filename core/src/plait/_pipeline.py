@@ -116,6 +116,7 @@ class Pipeline:
         self.routes = graph.routes_from
         self.stateful_ids = {gid for gid, _ in graph.stateful}
         self.flush_targets = {t for _, er in graph.flushers for t in er.group.targets}
+        self.flushing = {gid for gid, _ in graph.flushers}
         self.group_targets = {gid: er.group.targets for gid, er in graph.edge_runners.items()}
         successors: dict[str, set[str]] = {nid: set() for nid in graph.spec.node_ids}
         for group in graph.spec.edge_groups:
@@ -481,6 +482,8 @@ class Pipeline:
         times = self.staged_routes[gid]
         if min(times) != ts:
             return False  # an earlier t of this group goes first
+        if gid in self.flushing and self.done_through < ts - 1:
+            return False  # the flush of ts - 1 sees the buffers as they were before ts
         edge_runner = self.graph.edge_runners[gid]
         for source in edge_runner.group.sources:
             if self.could_send(source, ts, low):
