@@ -30,7 +30,7 @@ from plait_stores import MemoryCheckpointStore
 from trio.testing import MockClock
 
 SEEDS = 50
-ASKS = False
+ASKS = True
 LEADS = (0, 1, 3, None)
 DELAYS = (0.0, 0.001, 0.004, 0.02, 0.05, 0.2)
 

@@ -38,9 +38,10 @@ a failure at the barrier.
 from __future__ import annotations
 
 import bisect
+import copy
 import math
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -61,7 +62,7 @@ from ._types import type_name
 if TYPE_CHECKING:
     from ._runner import Runner
 
-__all__ = ["SCHEDULES", "Pipeline", "TimedEffects"]
+__all__ = ["SCHEDULES", "Pipeline", "TimedEffects", "decode_cut"]
 
 #: the schedules a run may ask for (``RunOptions.schedule``)
 SCHEDULES = ("superstep", "pipelined")
@@ -94,10 +95,13 @@ class TimedEffects(Effects):
 class _Group:
     """One executor's deliveries of one ``t``, running or about to run."""
 
-    __slots__ = ("effects", "eid", "messages", "scope", "t")
+    __slots__ = ("effects", "eid", "entries", "messages", "scope", "t")
 
-    def __init__(self, eid: str, t: int, messages: list[Any], effects: TimedEffects) -> None:
-        self.eid, self.t, self.messages, self.effects = eid, t, messages, effects
+    def __init__(
+        self, eid: str, t: int, entries: list[tuple[Key, Any]], effects: TimedEffects
+    ) -> None:
+        self.eid, self.t, self.entries, self.effects = eid, t, entries, effects
+        self.messages = [message for _, message in entries]
         self.scope: anyio.CancelScope | None = None
 
 
@@ -152,6 +156,15 @@ class Pipeline:
         self.fired: dict[int, set[str]] = {}
         self.wakeup = anyio.Event()
         self.hops = 0
+        # -- cuts (checkpoints) ---------------------------------------------------------
+        #: writes a cut and says whether it did (``None``: the run is not checkpointed)
+        self.on_cut: Callable[[Pipeline, str], Awaitable[bool]] | None = runner.on_cut
+        #: something committed since the last cut
+        self.dirty = False
+        #: executors that committed since the last cut
+        self.changed: set[str] = set()
+        #: the state as of its last commit of a running executor that committed since
+        self.committed: dict[str, Any] = {}
 
     # -- distances ------------------------------------------------------------------------
 
@@ -182,7 +195,9 @@ class Pipeline:
         if box is None:
             by_time[t] = [(key, message)]
             self.at.setdefault(t, {})[eid] = None
-            self.first_key.setdefault(t, {})[eid] = key
+            firsts = self.first_key.setdefault(t, {})
+            if eid not in firsts or key < firsts[eid]:
+                firsts[eid] = key
             if eid not in self.running:
                 self.waiting[eid] = None
             if t > self.t_max:
@@ -229,10 +244,20 @@ class Pipeline:
         """Run until nothing can run; the final status, or the superstep schedule's
         error."""
         start = self.state.superstep + 1
+        cut = self.state.cut
+        placed: dict[str, list[tuple[int, Key]]] = {}
+        if cut is not None:
+            self.state.cut = None
+            placed = self._restore(cut)
         position = 0
         for eid, messages in inbox.items():
-            for message in messages:
-                self.enqueue(eid, start, (-1, position), message)
+            times = placed.get(eid, [])
+            for n, message in enumerate(messages):
+                if n < len(times):  # a cut's message, at its time and with its key
+                    t, key = times[n]
+                    self.enqueue(eid, t, key, message)
+                else:  # a first message, a pending superstep's, an answer to a request
+                    self.enqueue(eid, start, (-1, position), message)
                 position += 1
         return await self._loop()
 
@@ -241,6 +266,8 @@ class Pipeline:
         async with anyio.create_task_group() as tg:
             while True:
                 self._barrier_work()
+                if self.dirty and self.on_cut is not None and not self.errors:
+                    await self._cut("running")
                 ready = self._ready()
                 if not ready:
                     if not self.running:
@@ -263,9 +290,13 @@ class Pipeline:
         if self.errors:
             raise self._first_error()
         state.superstep = self.t_max
+        status = RunStatus.IDLE
         if state.pending_requests:
-            return RunStatus.IDLE_WITH_PENDING_REQUESTS
-        return RunStatus.IDLE
+            status = RunStatus.IDLE_WITH_PENDING_REQUESTS
+        if self.on_cut is not None:
+            self.done_through = self.t_max
+            await self._cut(status.value)
+        return status
 
     def _ready(self) -> list[_Group]:
         """The groups that may fire now (taken off the queue, their visits counted)."""
@@ -292,8 +323,10 @@ class Pipeline:
             if not self._visit(eid, t):
                 by_time[t] = entries  # kept: the error names it
                 continue
-            messages = [m for _, m in entries]
-            ready.append(_Group(eid, t, messages, TimedEffects(self.state, self.state, t)))
+            if self.on_cut is not None and eid in self.changed:
+                # the cut holds an executor's state as of its last commit, not mid-run
+                self.committed[eid] = copy.deepcopy(self.state.executor_state.get(eid))
+            ready.append(_Group(eid, t, entries, TimedEffects(self.state, self.state, t)))
         return ready
 
     def _visit(self, eid: str, t: int) -> bool:
@@ -383,6 +416,9 @@ class Pipeline:
         rank = self.rank[eid]
         del self.running[eid]
         state.superstep = t
+        self.dirty = True
+        self.changed.add(eid)
+        self.committed.pop(eid, None)
         try:
             if effects.events is not None:
                 self._replay(eid, t, rank, effects.events)
@@ -475,6 +511,7 @@ class Pipeline:
                 t = self.done_through + 1
                 self._barrier(t)
                 self.done_through = t
+                self.dirty = True
                 changed = True
                 break
 
@@ -537,6 +574,91 @@ class Pipeline:
             flushed = edge_runner.flush(router_state.get(gid), can_still_send)
             for d, (tgt, data) in enumerate(flushed):
                 self.enqueue(tgt, t + 1, (2, f, d), data)
+
+    # -- cuts -----------------------------------------------------------------------------
+
+    async def _cut(self, status: str) -> None:
+        """Have the checkpointer write a cut (a consistent one: taken between commits)."""
+        assert self.on_cut is not None
+        if await self.on_cut(self, status):
+            self.dirty = False
+            self.changed = {eid for eid in self.changed if eid in self.running}
+
+    def cut(
+        self, encode: Callable[[Any], Any]
+    ) -> tuple[dict[str, list[Any]], list[str], dict[str, Any]]:
+        """What a checkpoint of this moment holds beyond a superstep's: ``(pending,
+        changed, section)`` — every delivered but uncommitted message by executor (a running
+        group's first: it goes back to the head of its queue), the executors whose state
+        changed since the last cut and are not running, and the schedule's own state as
+        JSON-ready data (each pending message's time and key; what stateful edge groups
+        and shared state hold for a time not yet passed; outputs' keys; each open time's
+        delivery order and what fired in it)."""
+        pending: dict[str, list[Any]] = {}
+        times: dict[str, list[Any]] = {}
+
+        def add(eid: str, t: int, entries: list[tuple[Key, Any]]) -> None:
+            for key, message in entries:
+                pending.setdefault(eid, []).append(message)
+                times.setdefault(eid, []).append([t, list(key)])
+
+        for eid, group in self.running.items():
+            add(eid, group.t, group.entries)
+        for eid, by_time in self.queue.items():
+            for t in sorted(by_time):
+                add(eid, t, sorted(by_time[t], key=_first))
+        fired = {t: sorted(eids) for t, eids in self.fired.items() if t > self.done_through}
+        for group in self.running.values():
+            fired[group.t] = [e for e in fired.get(group.t, []) if e != group.eid]
+        section = {
+            "times": times,
+            "routes": [
+                [gid, t, list(key), source, encode(message), target]
+                for gid, by_time in self.staged_routes.items()
+                for t, entries in sorted(by_time.items())
+                for key, source, message, target in entries
+            ],
+            "shared": [
+                [t, list(key), eid, name, encode(value)]
+                for t, writes in sorted(self.staged_shared.items())
+                for key, (eid, name, value) in writes
+            ],
+            "output_keys": [list(key) for key in self.output_keys],
+            "order": [
+                [t, eid, list(key)]
+                for t, firsts in sorted(self.first_key.items())
+                if t > self.done_through
+                for eid, key in firsts.items()
+            ],
+            "fired": [[t, eids] for t, eids in sorted(fired.items())],
+            "t_max": self.t_max,
+        }
+        changed = [eid for eid in self.changed if eid not in self.running]
+        return pending, changed, section
+
+    def uncommitted(self) -> tuple[dict[str, int], dict[str, Any]]:
+        """What a cut must not count: a visit per running group, and the state as of its
+        last commit of each running executor that changed since the last cut."""
+        visits = {eid: self.state.visits.get(eid, 0) - 1 for eid in self.running}
+        return visits, {eid: self.committed[eid] for eid in self.running if eid in self.committed}
+
+    def _restore(self, cut: dict[str, Any]) -> dict[str, list[tuple[int, Key]]]:
+        """Take back a cut's schedule state; each pending message's (time, key)."""
+        for gid, t, key, source, message, target in cut["routes"]:
+            by_time = self.staged_routes.setdefault(gid, {})
+            by_time.setdefault(t, []).append((tuple(key), source, message, target))
+            self.staged_at.setdefault(t, {})[gid] = None
+        for t, key, eid, name, value in cut["shared"]:
+            self.staged_shared.setdefault(t, []).append((tuple(key), (eid, name, value)))
+        self.output_keys = [tuple(key) for key in cut["output_keys"]]
+        for t, eid, key in cut["order"]:
+            self.first_key.setdefault(t, {})[eid] = tuple(key)
+        for t, eids in cut["fired"]:
+            self.fired[t] = set(eids)
+        self.t_max = max(self.t_max, cut["t_max"])
+        return {
+            eid: [(t, tuple(key)) for t, key in entries] for eid, entries in cut["times"].items()
+        }
 
     # -- failures -------------------------------------------------------------------------
 
@@ -618,3 +740,11 @@ def _first(entry: tuple[Any, ...]) -> Any:
 
 def _by_rank_index(entry: tuple[Any, ...]) -> tuple[int, int]:
     return entry[0], entry[1]
+
+
+def decode_cut(section: Any, decode: Callable[[Any], Any]) -> dict[str, Any]:
+    """A checkpoint's pipelined-schedule section with its messages and values decoded."""
+    cut = dict(section)
+    cut["routes"] = [[*entry[:4], decode(entry[4]), entry[5]] for entry in section["routes"]]
+    cut["shared"] = [[*entry[:4], decode(entry[4])] for entry in section["shared"]]
+    return cut

@@ -98,9 +98,10 @@ async def load_run(
         merged["shared"] = state.get("shared", base.state["shared"])
         for key in ("pending", "router_state", "requests"):
             merged[key] = state[key]
-        merged.pop("attempts", None)
-        if "attempts" in state:
-            merged["attempts"] = state["attempts"]
+        for key in ("attempts", "pipeline"):
+            merged.pop(key, None)
+            if key in state:
+                merged[key] = state[key]
         state = merged
     state[_KEY] = checkpoint.checkpoint_id
     resumed_from.set((checkpoint.run_id, checkpoint.checkpoint_id) if by_run else None)
@@ -275,6 +276,10 @@ def _restore(
             response_type,
             raw["superstep"],
         )
+    if data.get("pipeline") is not None:  # a cut of a pipelined run
+        from ._pipeline import decode_cut
+
+        run_state.cut = decode_cut(data["pipeline"], decode)
     inbox: dict[str, list[Any]] = {}
     for eid, messages in data["pending"].items():
         if eid not in graph.executors:

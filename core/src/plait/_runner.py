@@ -104,8 +104,11 @@ class Runner:
         self.native_asyncio = _on_asyncio()
         #: the pipelined schedule's state, when the run uses it (see :mod:`plait._pipeline`)
         self.pipeline: Any = None
-        #: a resumed pipelined cut holds messages of several logical times
-        self.mixed = False
+        #: a resumed pipelined cut holds messages of several logical times: it runs in
+        #: the pipelined schedule (with ``max_lead=0`` when the superstep one is asked for)
+        self.mixed = state.cut is not None
+        #: writes a pipelined run's cuts (set by a checkpointed run)
+        self.on_cut: Callable[[Any, str], Awaitable[bool]] | None = None
         self.current: Inbox = {}  # the deliveries of the running superstep
         self.last_ran: Inbox = {}  # the deliveries of the superstep that just finished
         self.global_limiter = (
@@ -134,7 +137,8 @@ class Runner:
         """Run supersteps until nothing is pending; return the final status."""
         observation = self.observation
         loop = self._supersteps
-        if self.options.schedule == "pipelined" and (self.options.max_lead != 0 or self.mixed):
+        pipelined = self.options.schedule == "pipelined"
+        if self.mixed or (pipelined and self.options.max_lead != 0):
             loop = self._pipelined
         if observation is None:
             return await loop(inbox, None)
@@ -213,7 +217,8 @@ class Runner:
         """The pipelined schedule (:mod:`plait._pipeline`): the same results, no barrier."""
         from ._pipeline import Pipeline
 
-        pipeline = self.pipeline = Pipeline(self, self.options.max_lead)
+        pipelined = self.options.schedule == "pipelined"
+        pipeline = self.pipeline = Pipeline(self, self.options.max_lead if pipelined else 0)
         return await pipeline.run(inbox)
 
     def _count_visits(self, inbox: Inbox) -> None:
