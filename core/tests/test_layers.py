@@ -43,8 +43,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "_capabilities", "_grants", "_rebuild",
     ),
     "engine": (
-        "_graph", "_attempts", "_observe", "_runner", "_pipeline", "_watch", "_codec", "_fingerprint",
-        "_checkpointer", "_resume", "_durable",
+        "_graph", "_attempts", "_observe", "_runner", "_pipeline", "_watch", "_codec",
+        "_fingerprint", "_checkpointer", "_resume", "_durable",
     ),
     "workflow": ("_workflow", "_placement", "_streaming", "_load", "__init__", "spi"),
 }  # fmt: skip

@@ -156,6 +156,7 @@ class Pipeline:
         self.fired: dict[int, set[str]] = {}
         self.wakeup = anyio.Event()
         self.hops = 0
+        self.commits = 0
         # -- cuts (checkpoints) ---------------------------------------------------------
         #: writes a cut and says whether it did (``None``: the run is not checkpointed)
         self.on_cut: Callable[[Pipeline, str], Awaitable[bool]] | None = runner.on_cut
@@ -266,11 +267,14 @@ class Pipeline:
         async with anyio.create_task_group() as tg:
             while True:
                 self._barrier_work()
+                commits = self.commits
                 if self.dirty and self.on_cut is not None and not self.errors:
                     await self._cut("running")
                 ready = self._ready()
                 if not ready:
                     if not self.running:
+                        if commits != self.commits:
+                            continue  # groups committed while the cut was written
                         break
                     await self.wakeup.wait()
                     self.wakeup = anyio.Event()
@@ -417,6 +421,7 @@ class Pipeline:
         del self.running[eid]
         state.superstep = t
         self.dirty = True
+        self.commits += 1
         self.changed.add(eid)
         self.committed.pop(eid, None)
         try:
