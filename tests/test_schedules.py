@@ -24,7 +24,7 @@ import attrs
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from plait import RunOptionError, Workflow, WorkflowContext, executor
+from plait import Executor, RunOptionError, Workflow, WorkflowContext, executor, handler
 from plait_builders import WorkflowBuilder
 from plait_stores import MemoryCheckpointStore
 from trio.testing import MockClock
@@ -294,3 +294,154 @@ def test_max_lead_must_be_a_non_negative_int() -> None:
         from plait.spi import RunOptions
 
         RunOptions(schedule="eager")
+
+
+# -- the schedule's point, on the mock clock ---------------------------------------------------
+
+
+def langgraph_6320(started: dict[str, float], **defaults: Any) -> Workflow:
+    """LangGraph #6320: ``fast`` (0.1 s) then ``after_fast`` (1.0 s), beside ``slow`` (1.2 s)."""
+
+    def step(eid: str, seconds: float, sends: bool) -> Any:
+        @executor(id=eid)
+        async def run(message: str, ctx: WorkflowContext[str, str]) -> None:
+            started[eid] = anyio.current_time()
+            await anyio.sleep(seconds)
+            if sends:
+                await ctx.send_message(message)
+            else:
+                await ctx.yield_output(eid)
+
+        return run
+
+    start = step("start", 0, True)
+    fast, after, slow = (
+        step("fast", 0.1, True),
+        step("after_fast", 1.0, False),
+        step("slow", 1.2, False),
+    )
+    builder = WorkflowBuilder("lg6320", **defaults).add_fan_out(start, [fast, slow])
+    return builder.add_edge(fast, after).set_start(start).build()
+
+
+def timed(workflow: Workflow, **options: Any) -> tuple[float, Any]:
+    async def go() -> tuple[float, Any]:
+        began = anyio.current_time()
+        result = await workflow.run("go", **options)
+        return anyio.current_time() - began, result
+
+    clock = MockClock(autojump_threshold=0)
+    outcome: tuple[float, Any] = anyio.run(go, backend="trio", backend_options={"clock": clock})
+    return outcome
+
+
+def test_a_fast_branch_does_not_wait_for_its_slow_sibling() -> None:
+    barrier: dict[str, float] = {}
+    took, result = timed(langgraph_6320(barrier))
+    assert barrier["after_fast"] == pytest.approx(1.2) and took == pytest.approx(2.2)
+    pipelined: dict[str, float] = {}
+    took_p, result_p = timed(langgraph_6320(pipelined), schedule="pipelined")
+    assert pipelined["after_fast"] == pytest.approx(0.1) and took_p == pytest.approx(1.2)
+    assert result_p.outputs == result.outputs == ["slow", "after_fast"]  # canonical order
+    assert result_p.supersteps == result.supersteps == 3
+
+
+def test_a_workflow_may_default_to_the_pipelined_schedule_and_max_lead_zero_is_the_barrier() -> (
+    None
+):
+    started: dict[str, float] = {}
+    workflow = langgraph_6320(started, schedule="pipelined")
+    assert workflow.spec.options["schedule"] == "pipelined"
+    timed(workflow)
+    assert started["after_fast"] == pytest.approx(0.1)
+    timed(workflow, max_lead=0)
+    assert started["after_fast"] == pytest.approx(1.2)
+    timed(workflow, schedule="superstep")
+    assert started["after_fast"] == pytest.approx(1.2)
+
+
+# -- human in the loop and checkpoints across schedules --------------------------------------
+
+
+def asking(log: list[tuple[str, int]]) -> Workflow:
+    """``start`` fans out to ``ask``, which asks for a number, and a 4-step ``chain`` that
+    keeps running meanwhile; ``join`` (a fan-in) waits for the answer and the chain."""
+
+    @executor(id="start")
+    async def start(message: str, ctx: WorkflowContext[str]) -> None:
+        log.append(("start", ctx.superstep))
+        await ctx.send_message(message)
+
+    class Ask(Executor):
+        @handler
+        async def ask(self, message: str, ctx: WorkflowContext[str]) -> None:
+            log.append(("ask", ctx.superstep))
+            await ctx.request_info(f"a number for {message}?", int)
+
+        @handler
+        async def answered(self, number: int, ctx: WorkflowContext[str]) -> None:
+            log.append(("answered", ctx.superstep))
+            await ctx.send_message(f"{number * 2}")
+
+    def link(i: int) -> Any:
+        @executor(id=f"chain{i}")
+        async def run(message: str, ctx: WorkflowContext[str, str]) -> None:
+            log.append((f"chain{i}", ctx.superstep))
+            await anyio.sleep(0.01)
+            await ctx.yield_output(f"chain{i}@{ctx.superstep}")
+            await ctx.send_message(message + str(i))
+
+        return run
+
+    @executor(id="join")
+    async def join(parts: list[str], ctx: WorkflowContext[Any, str]) -> None:
+        log.append(("join", ctx.superstep))
+        await ctx.yield_output("+".join(parts))
+
+    chain = [link(i) for i in range(4)]
+    ask = Ask("ask")
+    builder = WorkflowBuilder("asking").add_fan_out(start, [ask, chain[0]])
+    for a, b in zip(chain, chain[1:]):
+        builder.add_edge(a, b)
+    builder.add_fan_in([ask, chain[-1]], join)
+    return builder.set_start(start).build()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("first", "then"),
+    [("pipelined", "pipelined"), ("pipelined", "superstep"), ("superstep", "pipelined")],
+)
+async def test_a_request_waits_while_other_branches_run_and_resumes_in_either_schedule(
+    first: str, then: str
+) -> None:
+    clean_log: list[tuple[str, int]] = []
+    clean_store = MemoryCheckpointStore()
+    workflow = asking(clean_log)
+    asked = await workflow.run("x", run_id="clean", checkpoint=clean_store)
+    (request,) = asked.pending_requests
+    clean = await workflow.resume("clean", clean_store, responses={request.request_id: 21})
+
+    log: list[tuple[str, int]] = []
+    store = MemoryCheckpointStore()
+    workflow = asking(log)
+    waiting = await workflow.run("x", run_id="r", checkpoint=store, schedule=first)
+    assert waiting.status.value == "idle_with_pending_requests"
+    assert ("chain3", 5) in log  # the chain ran on while the request waited
+    (request,) = waiting.pending_requests
+    assert request.superstep == 2
+    done = await workflow.resume("r", store, responses={request.request_id: 21}, schedule=then)
+    assert done.outputs == clean.outputs
+    assert done.outputs[-1] == "42+x0123"
+    assert sorted(log) == sorted(clean_log)
+
+
+@pytest.mark.anyio
+async def test_every_event_of_a_superstep_run_is_streamed_by_a_pipelined_one() -> None:
+    def names(events: list[Any]) -> list[str]:
+        return sorted(f"{type(e).__name__}:{getattr(e, 'superstep', '')}" for e in events)
+
+    plain = await asking([]).run("x", events="all")
+    pipelined = await asking([]).run("x", events="all", schedule="pipelined")
+    assert names(pipelined.events) == names(plain.events)
+    assert pipelined.outputs == plain.outputs

@@ -247,6 +247,8 @@ class Pipeline:
         start = self.state.superstep + 1
         cut = self.state.cut
         placed: dict[str, list[tuple[int, Key]]] = {}
+        # the outputs of a resumed superstep checkpoint come before any to come
+        self.output_keys = [(-1, n) for n in range(len(self.state.outputs))]
         if cut is not None:
             self.state.cut = None
             placed = self._restore(cut)
@@ -260,7 +262,18 @@ class Pipeline:
                 else:  # a first message, a pending superstep's, an answer to a request
                     self.enqueue(eid, start, (-1, position), message)
                 position += 1
+        self._begin(start)
         return await self._loop()
+
+    def _begin(self, t: int) -> None:
+        """Tell an observer superstep ``t`` begins (the last one ended): once every
+        delivery of ``t`` is known, so after work of ``t`` may have run ahead of it."""
+        observation = self.runner.observation
+        order = self.first_key.get(t)
+        if observation is not None and order:
+            step = self.state.superstep
+            observation.begin(t, tuple(sorted(order, key=order.__getitem__)))
+            self.state.superstep = step
 
     async def _loop(self) -> RunStatus:
         state = self.state
@@ -518,6 +531,7 @@ class Pipeline:
                 self.done_through = t
                 self.dirty = True
                 changed = True
+                self._begin(t + 1)
                 break
 
     def _route_staged(self, gid: str, ts: int, low: float) -> bool:
