@@ -445,3 +445,38 @@ async def test_every_event_of_a_superstep_run_is_streamed_by_a_pipelined_one() -
     pipelined = await asking([]).run("x", events="all", schedule="pipelined")
     assert names(pipelined.events) == names(plain.events)
     assert pipelined.outputs == plain.outputs
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("schedule", ["superstep", "pipelined"])
+async def test_a_resumed_runs_checkpoints_keep_the_state_of_executors_that_have_not_run_since(
+    schedule: str,
+) -> None:
+    @executor(id="counter")
+    async def counter(message: str, ctx: WorkflowContext[str]) -> None:
+        ctx.state["n"] = ctx.state.get("n", 0) + 1
+        await ctx.send_message(message)
+
+    class Ask(Executor):
+        @handler
+        async def ask(self, message: str, ctx: WorkflowContext[str, str]) -> None:
+            await ctx.request_info("a number?", int)
+
+        @handler
+        async def got(self, number: int, ctx: WorkflowContext[str, str]) -> None:
+            await ctx.yield_output(f"got {number}")
+            if number < 2:
+                await ctx.request_info("another?", int)
+
+    workflow = WorkflowBuilder("twice").add_edge(counter, Ask("ask")).set_start(counter).build()
+    store = MemoryCheckpointStore()
+    result = await workflow.run("x", run_id="r", checkpoint=store, schedule=schedule)
+    for number in (1, 2):
+        (request,) = result.pending_requests
+        result = await workflow.resume(
+            "r", store, responses={request.request_id: number}, schedule=schedule
+        )
+        latest = await store.latest("r")
+        assert latest is not None
+        assert latest.state["executor_state"]["counter"] == {"n": 1}
+    assert result.outputs == ["got 1", "got 2"]

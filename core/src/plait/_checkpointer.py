@@ -70,6 +70,7 @@ class Checkpointer:
         self.snapshots: dict[str, Any] = {}  # executor id -> last encoded state
         self.stateful = [(gid, r) for gid, r in graph.edge_runners.items() if r.stateful]
         self.changed: dict[str, Any] = {}
+        self.seeded = False
         self.outputs_at_base = 0
         self.visits_changed: set[str] = set()
         self.shared_at_base: Any = None
@@ -91,6 +92,11 @@ class Checkpointer:
     ) -> Checkpoint:
         """A checkpoint of ``state`` after the executors in ``ran`` ran."""
         step = state.superstep
+        if not self.seeded:
+            # the first checkpoint this process writes holds every executor's state, not
+            # only what ran: a resumed run's executors that have not run yet keep theirs
+            self.seeded = True
+            ran = [*state.executor_state, *ran]
         for eid in ran:
             self.visits_changed.add(eid)
             raw = state.executor_state.get(eid)

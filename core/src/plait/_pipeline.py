@@ -162,8 +162,8 @@ class Pipeline:
         self.on_cut: Callable[[Pipeline, str], Awaitable[bool]] | None = runner.on_cut
         #: something committed since the last cut
         self.dirty = False
-        #: executors that committed since the last cut
-        self.changed: set[str] = set()
+        #: executors that committed since the last cut (a resumed run's: all of them)
+        self.changed: set[str] = set(self.state.executor_state)
         #: the state as of its last commit of a running executor that committed since
         self.committed: dict[str, Any] = {}
 
