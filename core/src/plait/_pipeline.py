@@ -599,9 +599,7 @@ class Pipeline:
     async def _cut(self, status: str) -> None:
         """Have the checkpointer write a cut (a consistent one: taken between commits)."""
         assert self.on_cut is not None
-        if await self.on_cut(self, status):
-            self.dirty = False
-            self.changed = {eid for eid in self.changed if eid in self.running}
+        await self.on_cut(self, status)
 
     def cut(
         self, encode: Callable[[Any], Any]
@@ -653,6 +651,9 @@ class Pipeline:
             "t_max": self.t_max,
         }
         changed = [eid for eid in self.changed if eid not in self.running]
+        # what commits while the cut is written goes in the next one
+        self.dirty = False
+        self.changed = {eid for eid in self.changed if eid in self.running}
         return pending, changed, section
 
     def uncommitted(self) -> tuple[dict[str, int], dict[str, Any]]:
