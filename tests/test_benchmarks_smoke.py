@@ -56,6 +56,7 @@ def test_the_type_check_and_composition_benchmarks_run() -> None:
         ("bench_otel.py", ["--quick"]),
         ("bench_ray.py", ["--quick"]),
         ("bench_hostile.py", ["--quick"]),
+        ("bench_schedules.py", ["--quick", "--no-peers"]),
     ):
         done = _run(str(BENCH / script), *args)
         assert "Traceback" not in done.stderr, (script, done.stderr)

@@ -333,6 +333,8 @@ class Checkpointer:
         statistics = getattr(self._send, "statistics", None)
         if status == "running" and statistics is not None and statistics().current_buffer_used:
             return False
+        if status == "handback":  # the superstep loop goes on from this cut: always taken
+            status = "running"
         state = pipeline.state
         pending, ran, section = pipeline.cut(_Encoder("pipelined schedule", state.superstep))
         visits, committed = pipeline.uncommitted()

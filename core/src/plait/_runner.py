@@ -107,6 +107,8 @@ class Runner:
         #: a resumed pipelined cut holds messages of several logical times: it runs in
         #: the pipelined schedule (with ``max_lead=0`` when the superstep one is asked for)
         self.mixed = state.cut is not None
+        #: the pipelined schedule runs the supersteps with several executors
+        self.pipelined = options.schedule == "pipelined" and options.max_lead != 0
         #: writes a pipelined run's cuts (set by a checkpointed run)
         self.on_cut: Callable[[Any, str], Awaitable[bool]] | None = None
         self.current: Inbox = {}  # the deliveries of the running superstep
@@ -136,10 +138,7 @@ class Runner:
     async def run(self, inbox: Inbox) -> RunStatus:
         """Run supersteps until nothing is pending; return the final status."""
         observation = self.observation
-        loop = self._supersteps
-        pipelined = self.options.schedule == "pipelined"
-        if self.mixed or (pipelined and self.options.max_lead != 0):
-            loop = self._pipelined
+        loop = self._pipelined if self.mixed else self._supersteps
         if observation is None:
             return await loop(inbox, None)
         try:
@@ -154,7 +153,15 @@ class Runner:
         state, stop = self.state, self.stop
         limit = self.options.max_supersteps
         routes, router_state = self.graph.routes_from, state.router_state
+        pipelined = self.pipelined
         while inbox:
+            if pipelined and len(inbox) > 1:
+                # several executors run in this superstep: the pipelined schedule takes
+                # over until the run is in lockstep again (one executor, nothing ahead)
+                found = await self._pipelined(inbox, observation, handback=True)
+                if isinstance(found, RunStatus):
+                    return found
+                inbox = found
             if state.superstep >= limit:
                 raise SuperstepLimitError(
                     f"run exceeded max_supersteps={limit}; still pending for "
@@ -167,7 +174,7 @@ class Runner:
             self.current = inbox
             if self.visit_limits:
                 self._count_visits(inbox)
-            if observation is not None:
+            if observation is not None and observation.step != step:  # (a pipeline began it)
                 observation.begin(step, tuple(inbox))
             if len(inbox) == 1:
                 ((eid, messages),) = inbox.items()
@@ -213,13 +220,21 @@ class Runner:
             return RunStatus.IDLE_WITH_PENDING_REQUESTS
         return RunStatus.IDLE
 
-    async def _pipelined(self, inbox: Inbox, observation: Observation | None) -> RunStatus:
-        """The pipelined schedule (:mod:`plait._pipeline`): the same results, no barrier."""
+    async def _pipelined(
+        self, inbox: Inbox, observation: Observation | None, *, handback: bool = False
+    ) -> Any:
+        """The pipelined schedule (:mod:`plait._pipeline`): the same results, no barrier.
+        With ``handback``, the superstep loop's next inbox once the run is in lockstep
+        again (one executor at the lowest superstep, nothing ahead of it), or the final
+        status; else the run to its end (a resumed cut, which may go on in supersteps)."""
         from ._pipeline import Pipeline
 
-        pipelined = self.options.schedule == "pipelined"
-        pipeline = self.pipeline = Pipeline(self, self.options.max_lead if pipelined else 0)
-        return await pipeline.run(inbox)
+        lead = self.options.max_lead if self.options.schedule == "pipelined" else 0
+        pipeline = self.pipeline = Pipeline(self, lead)
+        found = await pipeline.run(inbox)
+        if handback or isinstance(found, RunStatus):
+            return found
+        return await self._supersteps(found, observation)
 
     def _count_visits(self, inbox: Inbox) -> None:
         visits, limits = self.state.visits, self.visit_limits
