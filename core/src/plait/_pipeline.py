@@ -61,9 +61,10 @@ from ._state import Effects, RunState
 from ._types import type_name
 
 if TYPE_CHECKING:
+    from ._graph import CompiledGraph
     from ._runner import Runner
 
-__all__ = ["SCHEDULES", "Pipeline", "TimedEffects", "decode_cut"]
+__all__ = ["SCHEDULES", "Pipeline", "TimedEffects", "decode_cut", "pays"]
 
 #: the schedules a run may ask for (``RunOptions.schedule``)
 SCHEDULES = ("superstep", "pipelined")
@@ -795,6 +796,27 @@ class Pipeline:
 
 #: asyncio's own structured task group (Python 3.11+); on 3.10 an anyio task group is used
 _AsyncioTaskGroup = getattr(asyncio, "TaskGroup", None)
+
+
+def pays(graph: CompiledGraph, inbox: dict[str, list[Any]]) -> bool:
+    """Could work after this superstep start before it ends? Only if one of its executors
+    sends along a stateless edge group (or an error edge), or into a fan-in some of whose
+    sources are not in it: else the next superstep waits for all of them anyway (a
+    fan-out into one fan-in), and the superstep loop runs it at its own, lower cost."""
+    seen: set[str] = set()
+    routes, errors = graph.routes_from, graph.error_targets
+    for eid in inbox:
+        if eid in errors:
+            return True
+        for gid, edge_runner in routes.get(eid, ()):
+            if not edge_runner.stateful:
+                return True
+            if edge_runner.needs_flush or gid in seen:
+                continue
+            seen.add(gid)
+            if any(source not in inbox for source in edge_runner.group.sources):
+                return True
+    return False
 
 
 def _visit_error(eid: str, limit: int, t: int) -> VisitLimitError:

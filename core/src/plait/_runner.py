@@ -43,6 +43,7 @@ from ._events import (
 from ._graph import resolve_limits
 from ._observe import Observation
 from ._options import RunOptions
+from ._pipeline import pays
 from ._routing import flush_buffers, route_outbox
 from ._state import Effects, PendingRequest, RunState
 from ._types import type_name
@@ -155,7 +156,7 @@ class Runner:
         routes, router_state = self.graph.routes_from, state.router_state
         pipelined = self.pipelined
         while inbox:
-            if pipelined and len(inbox) > 1:
+            if pipelined and len(inbox) > 1 and pays(self.graph, inbox):
                 # several executors run in this superstep: the pipelined schedule takes
                 # over until the run is in lockstep again (one executor, nothing ahead)
                 found = await self._pipelined(inbox, observation, handback=True)
