@@ -480,3 +480,44 @@ async def test_a_resumed_runs_checkpoints_keep_the_state_of_executors_that_have_
         assert latest is not None
         assert latest.state["executor_state"]["counter"] == {"n": 1}
     assert result.outputs == ["got 1", "got 2"]
+
+
+@pytest.mark.anyio
+async def test_a_stopped_pipelined_run_resumes_to_the_same_outputs() -> None:
+    stop = anyio.Event()
+    log: list[tuple[str, int]] = []
+
+    @executor(id="start")
+    async def start(message: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(message)
+
+    def link(name: str, seconds: float, last: bool) -> Any:
+        @executor(id=name)
+        async def run(message: str, ctx: WorkflowContext[str, str]) -> None:
+            log.append((name, ctx.superstep))
+            await anyio.sleep(seconds)
+            if name == "a1":
+                stop.set()  # Ctrl-C, as plait run sets it
+            if last:
+                await ctx.yield_output(f"{name}:{message}")
+            else:
+                await ctx.send_message(message + name)
+
+        return run
+
+    a = [link(f"a{i}", 0.001, i == 3) for i in range(4)]
+    b = [link(f"b{i}", 0.003, i == 3) for i in range(4)]
+    builder = WorkflowBuilder("stoppable").add_fan_out(start, [a[0], b[0]])
+    for chain in (a, b):
+        for x, y in zip(chain, chain[1:]):
+            builder.add_edge(x, y)
+    workflow = builder.set_start(start).build()
+    clean = await workflow.run("m")
+    store = MemoryCheckpointStore()
+    log.clear()
+    stopped = await workflow.run("m", run_id="s", checkpoint=store, schedule="pipelined", stop=stop)
+    assert stopped.status.value == "running"
+    assert len(log) < 8  # stopped before the end
+    done = await workflow.resume("s", store, schedule="pipelined")
+    assert done.outputs == clean.outputs == ["a3:ma0a1a2", "b3:mb0b1b2"]
+    assert sorted(set(log)) == sorted({(f"{c}{i}", i + 2) for c in "ab" for i in range(4)})

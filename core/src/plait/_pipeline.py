@@ -163,6 +163,7 @@ class Pipeline:
         self.wakeup = anyio.Event()
         self.hops = 0
         self.commits = 0
+        self.stopped = False
         # -- cuts (checkpoints) ---------------------------------------------------------
         #: writes a cut and says whether it did (``None``: the run is not checkpointed)
         self.on_cut: Callable[[Pipeline, str], Awaitable[bool]] | None = runner.on_cut
@@ -302,7 +303,23 @@ class Pipeline:
                 found = await self._steps(lambda group: tg.start_soon(self._task, group))
         if isinstance(found, dict):
             return found
+        if self.stopped:
+            return await self._stop()
         return await self._finish()
+
+    async def _stop(self) -> RunStatus:
+        """``RunOptions.stop`` was set: nothing new fired and nothing runs now; the cut
+        holds what is pending, for :meth:`~plait.Workflow.resume`."""
+        if self.errors:
+            raise self._first_error()
+        if self.on_cut is not None:
+            await self._cut("handback")
+        remaining: dict[str, list[Any]] = {}
+        for eid, by_time in self.queue.items():
+            for t in sorted(by_time):
+                remaining.setdefault(eid, []).extend(m for _, m in sorted(by_time[t], key=_first))
+        self.runner.remaining = remaining
+        return RunStatus.RUNNING
 
     async def _steps(self, spawn: Callable[[_Group], Any]) -> RunStatus | dict[str, list[Any]]:
         """Fire what may fire, commit what ends, until nothing runs (or lockstep)."""
@@ -317,7 +334,10 @@ class Pipeline:
                 return lockstep
             if self.dirty and self.on_cut is not None and not self.errors:
                 await self._cut("running")
-            ready = self._ready()
+            stop = self.runner.stop
+            if stop is not None and self.commits and stop.is_set():
+                self.stopped = True  # asked to stop: what runs ends, nothing new starts
+            ready = [] if self.stopped else self._ready()
             if not ready:
                 if not self.running:
                     if commits != self.commits:
