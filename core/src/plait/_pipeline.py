@@ -377,14 +377,14 @@ class Pipeline:
     def _lockstep(self) -> dict[str, list[Any]] | None:
         """The superstep loop's next inbox, if the run is in lockstep: nothing running or
         staged, every queued message at one ``t`` for one executor, the barrier of
-        ``t - 1`` done."""
+        ``t - 1`` done, nothing run ahead of ``t``."""
         if self.running or self.staged_at or self.staged_shared or self.errors:
             return None
         if len(self.at) != 1 or len(self.waiting) != 1:
             return None
         ((t, eids),) = self.at.items()
-        if len(eids) != 1 or self.done_through != t - 1:
-            return None
+        if len(eids) != 1 or self.done_through != t - 1 or self.t_max != t:
+            return None  # (t_max > t: work ran ahead; the superstep loop could not follow)
         (eid,) = eids
         by_time = self.queue[eid]
         entries = by_time.pop(t)
