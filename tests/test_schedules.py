@@ -521,3 +521,37 @@ async def test_a_stopped_pipelined_run_resumes_to_the_same_outputs() -> None:
     done = await workflow.resume("s", store, schedule="pipelined")
     assert done.outputs == clean.outputs == ["a3:ma0a1a2", "b3:mb0b1b2"]
     assert sorted(set(log)) == sorted({(f"{c}{i}", i + 2) for c in "ab" for i in range(4)})
+
+
+def test_a_yaml_parallel_block_with_branches_of_different_lengths_gives_the_same_context() -> None:
+    import plait
+    from plait_steps import step_context
+
+    async def fast(prompt: str) -> str:
+        await anyio.sleep(0.001)
+        return "fast"
+
+    async def slow(prompt: str) -> str:
+        await anyio.sleep(0.01)
+        return f"slow after {prompt.count('[')} outputs"
+
+    document = """
+workflow:
+  - type: parallel
+    id: block
+    steps:
+      - {id: quick, type: agent, name: fast}
+      - type: parallel
+        id: inner
+        steps:
+          - {id: long_a, type: agent, name: slow}
+          - {id: long_b, type: agent, name: fast}
+  - {id: after, type: agent, name: slow}
+"""
+    workflow = plait.load(document, format="steps", executors={"fast": fast, "slow": slow})
+    contexts = []
+    for schedule in ("superstep", "pipelined"):
+        result = workflow.run_sync("go", schedule=schedule)
+        contexts.append((step_context(result), result.outputs, result.supersteps))
+    assert contexts[0] == contexts[1]
+    assert contexts[1][0]["steps"]["after"]["output"] == "slow after 3 outputs"
