@@ -220,7 +220,8 @@ async def play(graph: Graph, recorder: Recorder, **options: Any) -> dict[str, An
     result = await workflow.run(
         "".join(graph.messages),
         run_id=run_id,
-        checkpoint=store,
+        # checkpointed (cut after every commit) when a request must be answered by resuming
+        checkpoint=store if any(node.asks for node in graph.nodes) else None,
         raise_on_failure=False,
         max_supersteps=graph.max_supersteps,
         **options,
