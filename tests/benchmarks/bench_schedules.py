@@ -380,6 +380,45 @@ def run_items(repeat: int, peers: bool) -> list[dict[str, Any]]:
     return records
 
 
+def checkpoint_counts(name: str) -> list[dict[str, Any]]:
+    """How many checkpoints a run of ``name`` writes to SQLite, and their bytes, per
+    schedule and durability (steps at a hundredth of their length)."""
+    import tempfile
+    from pathlib import Path
+
+    from plait.spi import encode_checkpoint, open_store
+
+    global SCALE
+    scale, SCALE = SCALE, SCALE / 100
+    records = []
+    try:
+        for schedule in ("superstep", "pipelined"):
+            for durability in ("sync", "async"):
+                url = f"sqlite:///{Path(tempfile.mkdtemp(prefix='plait-sched-')) / 'runs.db'}"
+                workflow = plait_branches(BRANCHES[name](), {})
+                run_id = f"{schedule}-{durability}"
+                timed_plait(workflow, 0, checkpoint=url, durability=durability,
+                            schedule=schedule, run_id=run_id)  # fmt: skip
+
+                async def measure(url: str = url, run_id: str = run_id) -> tuple[int, int]:
+                    store = open_store(url)
+                    try:
+                        infos = await store.list(run_id)
+                        sizes = [len(encode_checkpoint(await store.load(i.checkpoint_id)))
+                                 for i in infos]  # fmt: skip
+                        return len(sizes), sum(sizes)
+                    finally:
+                        await store.aclose()
+
+                count, size = anyio.run(measure)
+                records.append({"workload": name, "checkpoints": count, "bytes": size,
+                                "schedule": schedule, "durability": durability,
+                                "store": "sqlite"})  # fmt: skip
+    finally:
+        SCALE = scale
+    return records
+
+
 def main(argv: list[str] | None = None) -> int:
     global SCALE
     parser = argparse.ArgumentParser(description=__doc__)
@@ -387,6 +426,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="durations / 100, one run each")
     parser.add_argument("--no-peers", action="store_true", help="Plait only")
     parser.add_argument("--workloads", default=",".join([*BRANCHES, "items100"]))
+    parser.add_argument(
+        "--checkpoints", action="store_true", help="also count SQLite checkpoints and bytes"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         SCALE, args.repeat = 0.01, 1
@@ -401,6 +443,10 @@ def main(argv: list[str] | None = None) -> int:
                 record.pop("met", None)
             failed |= record.get("ok") is False
             print(json.dumps(record), flush=True)
+    if args.checkpoints:
+        for name in ("two_branches", "lognormal8x6"):
+            for record in checkpoint_counts(name):
+                print(json.dumps(record), flush=True)
     return 1 if failed else 0
 
 
