@@ -230,7 +230,9 @@ async def test_encrypted_checkpoints_hold_no_plaintext(kind: str, tmp_path: Path
         await resume(wf, run_id, url, None)
     with pytest.raises(CheckpointAuthError, match="not among the configured keys"):
         await resume(wf, run_id, url, KEY_B)
-    resumed = await resume(wf, run_id, url, KEY_A, max_supersteps=10)
+    # resumed through an encrypting store: its checkpoints hold keep's state (the secret)
+    async with SealedStore(url, KEY_A, encrypt=True) as store:
+        resumed = await wf.resume(run_id, store, max_supersteps=10)
     assert resumed.outputs == [SECRET.upper()]
     assert SECRET.encode() not in _store_bytes(tmp_path / "sealed")
 
