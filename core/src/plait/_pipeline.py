@@ -383,8 +383,8 @@ class Pipeline:
         if len(self.at) != 1 or len(self.waiting) != 1:
             return None
         ((t, eids),) = self.at.items()
-        if len(eids) != 1 or self.done_through != t - 1 or self.t_max != t:
-            return None  # (t_max > t: work ran ahead; the superstep loop could not follow)
+        if len(eids) != 1 or self.done_through != t - 1 or self.t_max != t or t in self.fired:
+            return None  # work of t or later ran already: the superstep loop cannot follow
         (eid,) = eids
         by_time = self.queue[eid]
         entries = by_time.pop(t)
