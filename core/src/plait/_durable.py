@@ -149,8 +149,7 @@ async def _run_leased(
     hook = checkpointer.after_superstep if mode != "exit" else None
     runner = Runner(graph, opts, state, live=live, on_superstep=hook)
     if mode != "exit":
-        runner.on_cut = checkpointer.after_cut
-    if mode != "exit":
+        runner.on_cut = checkpointer.after_cut  # a pipelined run's consistent cuts
 
         async def on_retry(key: str, attempt: int) -> None:
             await checkpointer.record_attempt(state)
