@@ -330,6 +330,7 @@ class Pipeline:
             if lockstep is not None:  # nothing runs: no commit comes while it is cut
                 if self.dirty and self.on_cut is not None:
                     await self._cut("handback")
+                self._hand_back(lockstep)
                 self.state.superstep = self.done_through
                 return lockstep
             if self.dirty and self.on_cut is not None and not self.errors:
@@ -386,11 +387,14 @@ class Pipeline:
         if len(eids) != 1 or self.done_through != t - 1 or self.t_max != t or t in self.fired:
             return None  # work of t or later ran already: the superstep loop cannot follow
         (eid,) = eids
-        by_time = self.queue[eid]
-        entries = by_time.pop(t)
+        return {eid: [message for _, message in sorted(self.queue[eid][t], key=_first)]}
+
+    def _hand_back(self, inbox: dict[str, list[Any]]) -> None:
+        """Take the lockstep superstep's messages off the queues (the superstep loop has
+        them now), after the cut that still holds them."""
+        ((eid, _),) = inbox.items()
+        ((t, _),) = self.queue[eid].items()
         del self.queue[eid], self.at[t], self.waiting[eid]
-        entries.sort(key=_first)
-        return {eid: [message for _, message in entries]}
 
     def _ready(self) -> list[_Group]:
         """The groups that may fire now (taken off the queue, their visits counted)."""
