@@ -57,6 +57,7 @@ def test_the_type_check_and_composition_benchmarks_run() -> None:
         ("bench_ray.py", ["--quick"]),
         ("bench_hostile.py", ["--quick"]),
         ("bench_schedules.py", ["--quick", "--no-peers"]),
+        ("bench_ui.py", ["--quick"]),
     ):
         done = _run(str(BENCH / script), *args)
         assert "Traceback" not in done.stderr, (script, done.stderr)

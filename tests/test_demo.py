@@ -230,6 +230,24 @@ def test_kill_and_resume_finishes_with_the_same_report(pages: Path, tmp_path: Pa
     assert killed["superstep"] == runs[0]["superstep"]  # resumed to the end
 
 
+def test_a_summary_does_not_depend_on_the_order_a_set_iterates_in(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Two sentences whose terms weigh the same (0.1, 0.2, 0.3) tie, and the earlier one
+    # wins. Summed in a set's order, 0.1 + 0.2 + 0.3 is 0.6 or 0.6000000000000001 by the
+    # order the set iterates in, which a process's hash seed decides: a killed run and
+    # the process that resumed it could pick different sentences for the same page.
+    monkeypatch.syspath_prepend(str(DEMO))
+    import doctext
+
+    for n in range(200):
+        first = f"Ka{n}a kb{n}b kc{n}c stand here."
+        second = f"Kd{n}d ke{n}e kf{n}f stand here."
+        weights = dict(zip((f"k{x}{n}{x}" for x in "abcdef"), [0.1, 0.2, 0.3] * 2))
+        assert doctext.terms(first)[:3] == [f"ka{n}a", f"kb{n}b", f"kc{n}c"]
+        assert doctext.summarise([first, second], weights, 1) == [first], n
+
+
 # -- PLAIT_DEMO_MODEL: the summaries from an llm model (a fake one, registered with llm) --
 
 

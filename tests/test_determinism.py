@@ -258,3 +258,62 @@ async def test_a_stopped_and_resumed_run_gives_the_same_outputs_and_keys() -> No
     outputs, _, shared = whole
     assert resumed.outputs == outputs
     assert resumed.shared == shared
+
+
+def asking(delays: list[float]) -> Workflow:
+    """``start`` fans out to ``w0..w2``; each sleeps, then asks twice for outside input."""
+
+    @executor(id="start")
+    async def start(message: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(message)
+
+    def worker(i: int) -> Any:
+        @executor(id=f"w{i}")
+        async def ask(message: str, ctx: WorkflowContext[Never]) -> None:
+            await anyio.sleep(delays[i])
+            await ctx.request_info(f"first of w{i}", str)
+            await ctx.request_info(f"second of w{i}", str)
+
+        return ask
+
+    builder = WorkflowBuilder().set_start(start)
+    for i in range(WIDTH):
+        builder.add_edge(start, worker(i))
+    return builder.build()
+
+
+async def test_request_ids_do_not_depend_on_timing() -> None:
+    seen: set[tuple[tuple[str, str], ...]] = set()
+    for seed in range(10):
+        delays = [random.Random(seed).uniform(0, 0.01) for _ in range(WIDTH)]
+        random.Random(seed).shuffle(delays)
+        result = await asking(delays).run("go", run_id="the-run")
+        seen.add(tuple(sorted((p.request_id, str(p.request)) for p in result.pending_requests)))
+    assert len(seen) == 1
+    (ids,) = seen
+    assert len({request_id for request_id, _ in ids}) == 2 * WIDTH  # one id per request
+    other = await asking([0, 0, 0]).run("go", run_id="another-run")
+    assert {p.request_id for p in other.pending_requests}.isdisjoint(i for i, _ in ids)
+
+
+async def test_shared_state_is_read_only_and_deletes_are_staged() -> None:
+    seen: list[Any] = []
+
+    @executor(id="a")
+    async def a(n: int, ctx: WorkflowContext[int]) -> None:
+        if n == 0:
+            await ctx.set_shared_state("k", "v")
+        elif n == 1:
+            with pytest.raises(TypeError):
+                ctx.shared["k"] = "bypass"  # type: ignore[index]
+            await ctx.delete_shared_state("k")
+            seen.append(("same superstep", dict(ctx.shared)))
+        else:
+            seen.append(("next superstep", dict(ctx.shared)))
+            return
+        await ctx.send_message(n + 1)
+
+    wf = WorkflowBuilder().add_edge(a, a).set_start(a).build()
+    result = await wf.run(0)
+    assert seen == [("same superstep", {"k": "v"}), ("next superstep", {})]
+    assert result.shared == {}

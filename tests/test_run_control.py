@@ -78,6 +78,67 @@ async def test_stop_ends_the_run_at_the_boundary_and_resume_completes_it(
     assert resumed.supersteps == 6
 
 
+class _Pair(Executor):
+    """Keeps what it receives in its state; yields both once the second arrives."""
+
+    @handler
+    async def take(self, text: str, ctx: WorkflowContext[Never, str]) -> None:
+        got = [*ctx.state.get("got", []), text]
+        ctx.state["got"] = got
+        if len(got) == 2:
+            await ctx.yield_output("+".join(sorted(got)))
+
+
+@pytest.mark.parametrize("durability", ["sync", "async"])
+async def test_a_run_stopped_and_resumed_twice_keeps_the_state_of_executors_that_waited(
+    durability: str,
+) -> None:
+    # 'pair' keeps the fork's message from superstep 2 while the other one goes round
+    # three hops; the first resume stops before 'pair' runs again, so the checkpoints it
+    # writes must still hold what 'pair' kept (the first one a resumed run writes used to
+    # hold only the states of executors that ran since the resume)
+    flag = threading.Event()
+    stop_in: set[str] = set()
+
+    def hop(name: str) -> Any:
+        @executor(id=name)
+        async def run(text: str, ctx: WorkflowContext[str]) -> None:
+            if name in stop_in:
+                flag.set()
+            await ctx.send_message(f"{text}.{name}")
+
+        return run
+
+    @executor(id="fork")
+    async def fork(text: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(text)
+
+    pair, h1, h2, h3 = _Pair("pair"), hop("h1"), hop("h2"), hop("h3")
+    wf = (
+        WorkflowBuilder("pair")
+        .add_fan_out(fork, [pair, h1])
+        .add_edge(h1, h2)
+        .add_edge(h2, h3)
+        .add_edge(h3, pair)
+        .set_start(fork)
+        .build()
+    )
+    url = store_url()
+    stop_in.add("h1")
+    first = await wf.run("x", checkpoint=url, durability=durability, stop=flag)
+    assert (first.status, first.supersteps) == (RunStatus.RUNNING, 2)
+    flag.clear()
+    stop_in.clear()
+    stop_in.add("h2")
+    second = await wf.resume(first.run_id, url, durability=durability, stop=flag)
+    assert (second.status, second.supersteps, second.outputs) == (RunStatus.RUNNING, 3, [])
+    flag.clear()
+    stop_in.clear()
+    third = await wf.resume(first.run_id, url, durability=durability)
+    assert third.status is RunStatus.IDLE
+    assert third.outputs == ["x+x.h1.h2.h3"]
+
+
 async def test_stop_set_before_the_run_still_runs_one_superstep() -> None:
     flag = anyio.Event()
     flag.set()

@@ -342,12 +342,13 @@ async def test_concurrent_runs_of_one_workflow_are_isolated() -> None:
     @executor(id="count")
     async def count(n: int, ctx: WorkflowContext[int, int]) -> None:
         ctx.state["seen"] = ctx.state.get("seen", 0) + 1
-        ctx.shared.setdefault("runs", set()).add(ctx.run_id)
+        runs = set(ctx.shared.get("runs", set())) | {ctx.run_id}
+        await ctx.set_shared_state("runs", runs)
         await anyio.lowlevel.checkpoint()
         if ctx.state["seen"] < n:
             await ctx.send_message(n)
         else:
-            await ctx.yield_output((ctx.state["seen"], len(ctx.shared["runs"])))
+            await ctx.yield_output((ctx.state["seen"], len(runs)))
 
     wf = WorkflowBuilder().add_edge(count, count).set_start(count).build()
     results: dict[int, Any] = {}

@@ -22,7 +22,7 @@ from plait import (
     executor,
 )
 from plait._refs import NotPortableError
-from plait.spi import LoadContext
+from plait.spi import BuildContext
 from plait_builders import WorkflowBuilder
 
 HERE = Path(__file__).parent
@@ -207,7 +207,7 @@ class SpecLoader:
     def detect(self, text: str) -> bool:
         return text.lstrip().startswith("{") and '"edge_groups"' in text
 
-    def load(self, text: str, ctx: LoadContext) -> WorkflowSpec:
+    def load(self, text: str, ctx: BuildContext) -> WorkflowSpec:
         try:
             return WorkflowSpec.from_json(text)
         except ValueError as exc:

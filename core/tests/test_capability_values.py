@@ -120,7 +120,7 @@ def test_capabilities_and_grants_read_back_from_their_text(found: list[Capabilit
 
 
 def test_a_lazily_registered_kind_declares_without_being_imported(register_plugin: Any) -> None:
-    from plait.spi import KindContext, lazy
+    from plait.spi import BuildContext, lazy
 
     class Plugin:
         @plait.hookimpl
@@ -132,5 +132,5 @@ def test_a_lazily_registered_kind_declares_without_being_imported(register_plugi
             register("test.lazy", kind)
 
     register_plugin(Plugin(), "test-lazy")
-    found = kind_capabilities("test.lazy", {}, KindContext(node_id="n"))
+    found = kind_capabilities("test.lazy", {}, BuildContext(node_id="n"))
     assert found == {SUBPROCESS}  # importing the module would have failed

@@ -16,6 +16,10 @@ annotation is a dependency of the design too). From the bottom:
 6. **workflow** — ``Workflow``, its placements and event streams, ``plait.load``, and the
    two public surfaces (``plait``, ``plait.spi``).
 
+Inside a layer, the imports form no cycle either, and the runner's import closure — every
+kernel module a superstep can reach — is the engine's core only: never plugin loading, the
+checkpoint protocol, the workflow fingerprint or the placements.
+
 ``UPWARD`` lists the imports that still go up: each is a debt to pay (by moving the name
 it needs down, or a protocol beside it), never a place to add one. The test fails when a
 new one appears and when one listed is gone (then strike it from the list).
@@ -32,15 +36,15 @@ PACKAGE = Path(plait.__file__).parent
 
 LAYERS: dict[str, tuple[str, ...]] = {
     "base": (
-        "_version", "_errors", "_hints", "_types", "_families", "_events", "_results",
-        "_policies", "_leases", "_options", "_merge", "_kinds", "_observer",
+        "_version", "_errors", "_types", "_families", "_events", "_results",
+        "_policies", "_leases", "_options", "_merge", "_observer",
     ),
     "authoring": ("_state", "_context", "_executor"),
-    "spec": ("_refs", "_spec", "_routing"),
+    "spec": ("_refs", "_spec", "_routing", "_build"),
     "plugins": (
         "_hookspecs", "_registry", "_loading", "_facade", "_plugins", "_expressions",
-        "_chains", "_convert", "_checkpoint", "_runinfo", "_runview", "_runindex", "_stores",
-        "_capabilities", "_grants", "_rebuild",
+        "_chains", "_convert", "_checkpoint", "_runinfo", "_runview", "_runindex", "_journal",
+        "_stores", "_capabilities", "_grants", "_rebuild", "_building", "_kinds",
     ),
     "engine": (
         "_graph", "_attempts", "_observe", "_runner", "_pipeline", "_watch", "_codec",
@@ -104,3 +108,89 @@ def test_plugins_import_only_plait_and_plait_spi() -> None:
                 names = [a.name for a in node.names if a.name.startswith("plait.")]
                 found.update(f"{source.relative_to(root)}: {n}" for n in names if n != "plait.spi")
     assert found == set()
+
+
+def kernel_graph() -> dict[str, set[str]]:
+    """Kernel module -> the kernel modules it imports (every import counted)."""
+    modules = {path.stem: path for path in PACKAGE.glob("*.py")}
+    return {name: imports(path) & set(modules) - {name} for name, path in modules.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def closure(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for target in graph[todo.pop()]:
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def test_no_kernel_import_cycle() -> None:
+    assert cycles(kernel_graph()) == []
+
+
+def test_cycles_are_found() -> None:
+    # the check itself can fail: a two-module and a three-module cycle
+    graph = {"a": {"b"}, "b": {"a"}, "c": {"d"}, "d": {"e"}, "e": {"c"}, "f": set()}
+    assert cycles(graph) == [["a", "b"], ["c", "d", "e"]]
+
+
+#: What a superstep can reach: the runner's whole import closure. Growing it is a design
+#: decision: strike or add a module here on purpose, never to make the test pass.
+RUNNER_CLOSURE = {
+    "_attempts",
+    "_context",
+    "_errors",
+    "_events",
+    "_executor",
+    "_graph",
+    "_observe",
+    "_observer",
+    "_options",
+    "_pipeline",
+    "_policies",
+    "_routing",
+    "_spec",
+    "_state",
+    "_types",
+}  # fmt: skip  (_pipeline: the pipelined schedule, issue 22, runs supersteps too)
+
+
+def test_the_runner_reaches_only_the_engine_core() -> None:
+    reached = closure(kernel_graph(), "_runner")
+    assert reached == RUNNER_CLOSURE
+    assert not reached & {"_plugins", "_loading", "_checkpoint", "_fingerprint", "_placement"}

@@ -5,7 +5,9 @@
 Issue 24 (findings 5 and 7): each hostile document is a positioned error, in time and
 memory linear in its size. The budget: each document of up to 1 MB loads in 1 s
 (``load_spec``, from text to the LoadError and its message), after one small load per
-format (imports, lark's parser build); ``seconds_per_mb`` shows the rate. Cases:
+format (imports, lark's parser build); ``seconds_per_mb`` shows the rate, and
+``cpu_seconds`` the processor time of this process (on a shared machine wall time is
+inflated by the other jobs; processor time much less). Cases:
 
 ``yaml_nested``        ``workflow: [[[[…`` (crashed ruamel's C composer)
 ``yaml_block_nested``  ``- - - - …`` block sequences on one line
@@ -21,6 +23,10 @@ format (imports, lark's parser build); ``seconds_per_mb`` shows the rate. Cases:
 A flow is refused past ``MAX_TEXT`` (64 KB) before parsing, so the two flow cases also
 run at just under that size (``*_at_limit``), where lark's parser does the work.
 
+Each document is then loaded once more under ``tracemalloc`` for ``peak_mib``, the most
+memory the load held at once (its own pass: tracing slows the allocations it counts);
+the memory budget is 512 MiB.
+
 Exit status 1 when a case is over budget (a benchmark's verdict; tests never time).
 """
 
@@ -31,9 +37,11 @@ import contextlib
 import json
 import sys
 import time
+import tracemalloc
 from collections.abc import Callable
 
 BUDGET_S = 1.0
+BUDGET_MIB = 512
 
 
 def _steps_refs(size: int) -> str:
@@ -100,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         documents.append((f"{name}_at_limit", fmt, make(min(size, FLOW_LIMIT - 16))))
     over = False
     for name, fmt, text in documents:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         try:
             load_spec(text, format=fmt, executors={"generator": generator})
         except LoadError as exc:
@@ -109,16 +117,25 @@ def main(argv: list[str] | None = None) -> int:
         else:  # hostile only in its cost (an unclosed $steps[" is plain text)
             message, problems = "", 0
         seconds = time.perf_counter() - start
+        cpu_seconds = time.process_time() - cpu
         scaled = seconds * 1_000_000 / len(text)
-        over = over or seconds > BUDGET_S
+        tracemalloc.start()
+        with contextlib.suppress(LoadError):
+            load_spec(text, format=fmt, executors={"generator": generator})
+        peak_mib = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+        over = over or seconds > BUDGET_S or peak_mib > BUDGET_MIB
         record = {
             "case": name,
             "chars": len(text),
             "seconds": round(seconds, 3),
+            "cpu_seconds": round(cpu_seconds, 3),
             "seconds_per_mb": round(scaled, 3),
+            "peak_mib": round(peak_mib, 1),
             "problems": problems,
             "message_chars": len(message),
             "budget_s": BUDGET_S,
+            "budget_mib": BUDGET_MIB,
         }
         print(json.dumps(record), flush=True)
     return 1 if over and not args.quick else 0

@@ -64,14 +64,18 @@ def median_ms(fn: Any, repeat: int) -> float:
     return statistics.median(samples)
 
 
-def block_state(prior: int) -> dict[str, Any]:
-    from plait_steps._context import record, start
+def block_state(prior: int) -> tuple[dict[str, Any], Any]:
+    """A step context after ``prior`` steps, and those steps' entries (as the run's shared
+    state holds them)."""
+    from plait_steps._context import Entries, entry_key, record, start
 
     state = start("Translate and publish this draft")
+    shared: dict[str, Any] = {}
     for k in range(prior):
-        entry = {"output": f"output of step {k} " * 5, "agent": "writer"}
-        state = record(state, f"s{k}", entry, label=f"s{k}", who="agent: writer", attempt=1)
-    return state
+        key = entry_key(state, f"s{k}", k + 1)
+        shared[key] = {"output": f"output of step {k} " * 5, "agent": "writer"}
+        state = record(state, f"s{k}", key, label=f"s{k}", who="agent: writer", attempt=1)
+    return state, Entries(state["steps"], shared)
 
 
 def main() -> None:
@@ -104,9 +108,14 @@ def main() -> None:
         )
     )
     for prior in sizes:
-        state = block_state(prior)
+        state, entries = block_state(prior)
         calls = max(1, 2000 // prior) if not args.quick else 1
-        ms = median_ms(lambda s=state, n=calls: [prior_block(s) for _ in range(n)], repeat) / calls
+        ms = (
+            median_ms(
+                lambda s=state, e=entries, n=calls: [prior_block(s, e) for _ in range(n)], repeat
+            )
+            / calls
+        )
         print(
             json.dumps(
                 {

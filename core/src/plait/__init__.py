@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from . import _errors as errors
     from . import _events as events
     from . import _plugins as plugins
+    from ._codec import register_type_hooks
     from ._context import InvocationFailure, RequestResponse, WorkflowContext
     from ._convert import converter
     from ._errors import (
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
         ExpressionError,
         IncompatiblePluginError,
         LoadError,
+        NotPortableError,
         PlaitError,
         PlaitWarning,
         PluginConflictError,
@@ -130,6 +132,7 @@ __all__ = [
     "CheckpointNotFoundError",
     "ConfigError",
     "ConverterError",
+    "NotPortableError",
     "CorruptCheckpointError",
     "CustomEvent",
     "DocumentError",
@@ -199,6 +202,7 @@ __all__ = [
     "load",
     "plugins",
     "register",
+    "register_type_hooks",
     "unregister",
 ]
 
@@ -213,6 +217,7 @@ _LAZY = {
     "CheckpointNotFoundError": "_errors",
     "ConfigError": "_errors",
     "ConverterError": "_errors",
+    "NotPortableError": "_errors",
     "CorruptCheckpointError": "_errors",
     "CustomEvent": "_events",
     "DocumentError": "_errors",
@@ -276,6 +281,7 @@ _LAZY = {
     "hookimpl": "_hookspecs",
     "load": "_load",
     "register": "_plugins",
+    "register_type_hooks": "_codec",
     "unregister": "_plugins",
 }
 _SUBMODULES = frozenset({"convert", "errors", "events", "plugins"})

@@ -22,7 +22,7 @@ import anyio
 from ._context import WorkflowContext
 from ._errors import ExecutorFailedError, ExecutorTimeoutError, WorkflowRunError
 from ._observe import note_attempt, note_retry
-from ._policies import RetryPolicy
+from ._policies import Policy
 from ._state import Effects, RunState
 
 __all__ = [
@@ -33,9 +33,6 @@ __all__ = [
     "with_siblings",
     "wrap_failure",
 ]
-
-#: ``(retry policy or None, timeout in seconds or None)`` of one executor
-Policy = tuple[RetryPolicy | None, float | None]
 
 
 def wrap_failure(eid: str, step: int, exc: BaseException) -> WorkflowRunError:
@@ -146,7 +143,7 @@ async def invoke_with_policy(
     while True:
         staged = Effects(run, root)
         attempt_state = copy.deepcopy(root.executor_state.get(eid, {}))
-        ctx: WorkflowContext[Any, Any] = WorkflowContext(staged, eid, attempt_state)  # type: ignore[arg-type]
+        ctx: WorkflowContext[Any, Any] = WorkflowContext(staged, eid, attempt_state)
         ctx._attempt, ctx._index = attempt, index
         try:
             if timeout is None:

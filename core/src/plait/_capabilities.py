@@ -3,7 +3,7 @@
 A workflow file is untrusted input, and a file that can run a program is code. So every
 executor kind declares the capabilities a node of its kind needs, as data on the kind
 (``capabilities``): a collection of :class:`Capability`, or a function of the node's config
-(and its :class:`~plait.spi.KindContext`) giving them — the ``http`` kind needs
+(and its :class:`~plait.spi.BuildContext`) giving them — the ``http`` kind needs
 ``network=<the URL's host>``, a nested workflow needs what its nodes need. Kinds that do
 nothing but compute (a flow's join, a pass-through step) declare none.
 
@@ -36,8 +36,8 @@ from typing import Any
 
 import attrs
 
+from ._building import BuildContext
 from ._errors import ConfigError, LoadError, SourcePosition
-from ._kinds import KindContext
 
 __all__ = [
     "CAPABILITY_NAMES",
@@ -193,7 +193,7 @@ _ORIGINS: ContextVar[dict[Capability, str] | None] = ContextVar("plait_origins",
 
 
 def kind_capabilities(
-    kind_name: str, config: Mapping[str, Any], ctx: KindContext
+    kind_name: str, config: Mapping[str, Any], ctx: BuildContext
 ) -> frozenset[Capability]:
     """What a node of ``kind_name`` with ``config`` needs, by the kind's declaration (its
     ``capabilities``: a collection, or a function of ``(config, ctx)``). A kind that
@@ -226,8 +226,9 @@ def kind_capabilities(
 
 
 def _bound(node: Any, executors: Mapping[str, Any], kinds: Any) -> bool:
-    """Whether the node is the caller's own executor (as :mod:`plait.rebuild` binds it)."""
-    if node.kind != "python" and node.kind in kinds:
+    """Whether the node is the caller's own executor (as :mod:`plait.rebuild` binds it: a
+    node of an installed kind builds itself, unless the kind binds passed executors)."""
+    if node.kind in kinds and not getattr(kinds.get(node.kind), "binds_passed_executors", False):
         return False
     return node.id in executors or (node.uses is not None and node.uses in executors)
 
@@ -284,12 +285,12 @@ def needs(
         if _bound(node, executors, kinds):
             continue
         # nothing may be imported while we ask what the document needs
-        ctx = KindContext(
+        ctx = BuildContext(
             node_id=node.id,
             allow_imports=False,
             executors=executors,
             manager=manager,
-            source=source,
+            source=source or "<string>",
         )
         origins = outer if outer is not None else {}
         token = _ORIGINS.set(origins)

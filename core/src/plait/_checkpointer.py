@@ -16,11 +16,12 @@ import anyio.abc
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from ._checkpoint import Checkpoint, CheckpointStore
+from ._checkpoint import Checkpoint, CheckpointStore, _dumps
 from ._codec import EncodeError, encode_value, type_ref
 from ._errors import CheckpointEncodeError, CheckpointError, RunLeaseError
-from ._fingerprint import fingerprint_summary
+from ._fingerprint import fingerprint_of, fingerprint_summary
 from ._leases import Lease
+from ._runview import shared_changes
 from ._state import PendingRequest, RunState
 from ._types import type_name
 
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
 __all__ = ["SNAPSHOT_EVERY", "Checkpointer"]
 
 SNAPSHOT_EVERY = 32
+#: A delta smaller than this (bytes of JSON) is never replaced by a full snapshot early.
+REBASE_BYTES = 16 * 1024
 
 
 def _encode(value: Any, what: str, name: str | None, superstep: int) -> Any:
@@ -70,10 +73,10 @@ class Checkpointer:
         self.snapshots: dict[str, Any] = {}  # executor id -> last encoded state
         self.stateful = [(gid, r) for gid, r in graph.edge_runners.items() if r.stateful]
         self.changed: dict[str, Any] = {}
-        self.seeded = False
         self.outputs_at_base = 0
         self.visits_changed: set[str] = set()
         self.shared_at_base: Any = None
+        self.base_bytes = 0  # the size of the base's state, as JSON
         self.first = parent_id is None
         self.fingerprinted = False  # the first checkpoint this process writes has the details
         self.error: BaseException | None = None
@@ -92,13 +95,11 @@ class Checkpointer:
     ) -> Checkpoint:
         """A checkpoint of ``state`` after the executors in ``ran`` ran."""
         step = state.superstep
-        if not self.seeded:
-            # the first checkpoint this process writes holds every executor's state, not
-            # only what ran: a resumed run's executors that have not run yet keep theirs
-            self.seeded = True
-            ran = [*state.executor_state, *ran]
-        for eid in ran:
-            self.visits_changed.add(eid)
+        self.visits_changed.update(ran)
+        # The first checkpoint this process writes is full, so it holds every executor's
+        # state: in a resumed run, also of those restored and not run since (a state left
+        # out would be lost to the next resume).
+        for eid in list(state.executor_state) if self.base_id is None else ran:
             raw = state.executor_state.get(eid)
             if raw is None:
                 continue
@@ -111,33 +112,15 @@ class Checkpointer:
             or status != "running"
         )
         shared = _encode(state.shared, "shared state", None, step)
-        body: dict[str, Any] = {
-            "kind": "full" if full else "delta",
-            "pending": {
-                eid: [_encode(m, "message pending for executor", eid, step) for m in msgs]
-                for eid, msgs in inbox.items()
-            },
-            "router_state": self._router_state(state),
-            "requests": [self._request(r, step) for r in state.pending_requests.values()],
-        }
-        if full:
-            body["executor_state"] = {
-                eid: snapshot for eid, snapshot in self.snapshots.items() if snapshot != {}
-            }
-            body["shared"] = shared
-            body["outputs"] = _encode(state.outputs, "workflow outputs", None, step)
-            body["visits"] = dict(state.visits)
-        else:
-            body["base"] = self.base_id
-            body["executor_state"] = dict(self.changed)
-            if shared != self.shared_at_base:
-                body["shared"] = shared
-            body["outputs"] = _encode(
-                state.outputs[self.outputs_at_base :], "workflow outputs", None, step
-            )
-            body["visits"] = {eid: state.visits.get(eid, 0) for eid in self.visits_changed}
-        if state.attempts:
-            body["attempts"] = dict(state.attempts)
+        body = self._body(state, inbox, shared, full=full)
+        if not full:
+            size = len(_dumps(body))
+            if size > REBASE_BYTES and size * 2 > self.base_bytes:
+                # a delta repeats every change since its base: once it outweighs half a
+                # full snapshot, the full one costs less than those repeats
+                whole = self._body(state, inbox, shared, full=True)
+                if size * 2 > len(_dumps(whole)):
+                    full, body = True, whole
         checkpoint_id = uuid.uuid4().hex
         metadata: dict[str, Any] = {
             **self.metadata,
@@ -163,6 +146,7 @@ class Checkpointer:
         self.last = checkpoint
         if full:
             self.base_id = checkpoint_id
+            self.base_bytes = len(_dumps(body))
             self.since_base = 0
             self.changed = {}
             self.visits_changed = set()
@@ -172,13 +156,52 @@ class Checkpointer:
             self.since_base += 1
         return checkpoint
 
+    def _body(
+        self, state: RunState, inbox: Mapping[str, list[Any]], shared: Any, *, full: bool
+    ) -> dict[str, Any]:
+        """The state of a full checkpoint, or of a delta on the current base."""
+        step = state.superstep
+        body: dict[str, Any] = {
+            "kind": "full" if full else "delta",
+            "pending": {
+                eid: [_encode(m, "message pending for executor", eid, step) for m in msgs]
+                for eid, msgs in inbox.items()
+            },
+            "router_state": self._router_state(state),
+            "requests": [self._request(r, step) for r in state.pending_requests.values()],
+        }
+        if full:
+            body["executor_state"] = {
+                eid: snapshot for eid, snapshot in self.snapshots.items() if snapshot != {}
+            }
+            body["shared"] = shared
+            body["outputs"] = _encode(state.outputs, "workflow outputs", None, step)
+            body["visits"] = dict(state.visits)
+        else:
+            body["base"] = self.base_id
+            body["executor_state"] = dict(self.changed)
+            if isinstance(shared, dict) and isinstance(self.shared_at_base, dict):
+                # key by key: a delta holds the keys written since its base, not all
+                changes = shared_changes(self.shared_at_base, shared)
+                if changes is not None:
+                    body["shared_changes"] = changes
+            elif shared != self.shared_at_base:
+                body["shared"] = shared
+            body["outputs"] = _encode(
+                state.outputs[self.outputs_at_base :], "workflow outputs", None, step
+            )
+            body["visits"] = {eid: state.visits.get(eid, 0) for eid in self.visits_changed}
+        if state.attempts:
+            body["attempts"] = dict(state.attempts)
+        return body
+
     def _fingerprint(self) -> dict[str, Any]:
         """What a checkpoint records of the workflow's fingerprint: the details in the
         first one this process writes, the format and digest in the others."""
         if self.fingerprinted:
-            return fingerprint_summary(self.graph.fingerprint)
+            return fingerprint_summary(fingerprint_of(self.graph))
         self.fingerprinted = True
-        return self.graph.fingerprint
+        return fingerprint_of(self.graph)
 
     def _router_state(self, state: RunState) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -339,10 +362,15 @@ class Checkpointer:
         pending, ran, section = pipeline.cut(_Encoder("pipelined schedule", state.superstep))
         visits, committed = pipeline.uncommitted()
         saved_visits = {eid: state.visits[eid] for eid in visits}
-        saved_state = {eid: state.executor_state.get(eid) for eid in committed}
+        # a running executor's state as of its last commit: the copy taken as it started,
+        # or (none taken) the last snapshot; never the state it is changing now
+        running = [e for e in visits if e not in committed and e in state.executor_state]
+        saved_state = {eid: state.executor_state.get(eid) for eid in [*committed, *running]}
         step = state.superstep
         self.snapshot_every = 1
         try:
+            for eid in running:
+                del state.executor_state[eid]
             state.visits.update(visits)
             state.executor_state.update(committed)
             state.superstep = pipeline.done_through

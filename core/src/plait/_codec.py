@@ -169,7 +169,7 @@ def encode_value(value: Any, path: str = "") -> Any:
             raise EncodeError(f"cannot encode {cls.__qualname__}: {exc}", path) from exc
     raise EncodeError(
         f"cannot encode a value of type {cls.__module__}.{cls.__qualname__}; use JSON types, "
-        "attrs classes or dataclasses, or register hooks with plait.codec.register_type_hooks",
+        "attrs classes or dataclasses, or register hooks with plait.register_type_hooks",
         path,
     )
 

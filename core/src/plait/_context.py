@@ -8,15 +8,62 @@ that run, and two concurrent runs of one workflow never see each other's state.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic
+import hashlib
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Generic, Protocol
 
 import attrs
 import typing_extensions
 
-if TYPE_CHECKING:
-    from ._state import RunState
+__all__ = [
+    "DELETED",
+    "InvocationFailure",
+    "RequestResponse",
+    "RunScope",
+    "WorkflowContext",
+]
 
-__all__ = ["InvocationFailure", "RequestResponse", "WorkflowContext"]
+
+class _Deleted:
+    """The value of a staged write that deletes its key."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DELETED"
+
+
+#: Stage this as a key's value to delete the key at the barrier (``ctx.delete_shared_state``).
+DELETED: Any = _Deleted()
+
+
+class RunScope(Protocol):
+    """Where a context's effects go: the run's state itself, or the effects held back for
+    an attempt or a concurrent delivery until they commit. The context depends on this
+    interface only, so the run state can build contexts without a cycle.
+    """
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def superstep(self) -> int: ...
+
+    @property
+    def shared(self) -> dict[str, Any]: ...
+
+    outbox: list[tuple[str, Any, str | None]]
+
+    def emit_output(self, executor_id: str, data: Any) -> None: ...
+
+    def emit_custom(self, executor_id: str, data: Any) -> None: ...
+
+    def write_shared(self, executor_id: str, key: str, value: Any) -> None: ...
+
+    def request_info(
+        self, executor_id: str, request: Any, response_type: Any, *, request_id: str | None = None
+    ) -> str: ...
 
 
 @attrs.frozen
@@ -61,15 +108,17 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
     the edges at build time.
     """
 
-    __slots__ = ("_attempt", "_index", "_run", "executor_id", "state")
+    __slots__ = ("_asked", "_attempt", "_index", "_run", "executor_id", "state")
 
-    def __init__(self, run: RunState, executor_id: str, state: dict[str, Any]) -> None:
+    def __init__(self, run: RunScope, executor_id: str, state: dict[str, Any]) -> None:
         self._run = run
         self.executor_id = executor_id
         #: This executor's state in this run (JSON-ready values, checkpointed).
         self.state = state
         self._attempt = 1
         self._index = 0
+        #: (superstep, message index, requests made so far) of the invocation asking
+        self._asked = (0, 0, 0)
 
     @property
     def attempt(self) -> int:
@@ -103,12 +152,14 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         return self._run.superstep
 
     @property
-    def shared(self) -> dict[str, Any]:
+    def shared(self) -> Mapping[str, Any]:
         """State shared by every executor of this run, as committed at the end of the last
-        superstep. Read it here; write with :meth:`set_shared_state`, whose writes are
+        superstep: a read-only view. Write with :meth:`set_shared_state`, whose writes are
         staged and visible from the next superstep.
+
+        .. versionchanged:: 0.1 read-only: a write through it would bypass the staging.
         """
-        return self._run.shared
+        return MappingProxyType(self._run.shared)
 
     async def send_message(self, message: OutT, target: str | None = None) -> None:
         """Send ``message`` along this executor's outgoing edges (routed next superstep).
@@ -142,6 +193,15 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         """
         self._run.write_shared(self.executor_id, key, value)
 
+    async def delete_shared_state(self, key: str) -> None:
+        """Delete a shared-state key, staged like :meth:`set_shared_state`: the key is gone
+        from the next superstep on (a write and a delete of one key by two executors in
+        one superstep conflict as two writes do).
+
+        .. versionadded:: 0.1
+        """
+        self._run.write_shared(self.executor_id, key, DELETED)
+
     async def request_info(self, request: Any, response_type: Any) -> str:
         """Ask the outside world for input; the run ends ``idle_with_pending_requests``.
 
@@ -149,9 +209,19 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         as a message of ``response_type`` to this executor's handler for that type — or as
         a :class:`RequestResponse` when the executor has a handler for that.
 
-        :return: the request id.
+        :return: the request id. It derives from the run, the superstep, this executor,
+            the message's index among its deliveries and the number of requests the
+            invocation made before, so it is the same whatever order handlers finish in,
+            on every attempt and after a resume.
         """
-        return self._run.request_info(self.executor_id, request, response_type)
+        run = self._run
+        step, index, made = self._asked
+        if (step, index) != (run.superstep, self._index):
+            step, index, made = run.superstep, self._index, 0
+        self._asked = (step, index, made + 1)
+        seed = f"{run.run_id}:{step}:{self.executor_id}:{index}:{made}"
+        request_id = hashlib.sha256(seed.encode()).hexdigest()[:32]
+        return run.request_info(self.executor_id, request, response_type, request_id=request_id)
 
     def __repr__(self) -> str:
         return f"<WorkflowContext {self.executor_id!r} run={self._run.run_id}>"

@@ -7,15 +7,19 @@ Layout of ``Checkpoint.state`` (format version 1)::
     pending         {executor_id: [message, ...]} — the next superstep's deliveries
     executor_state  {executor_id: snapshot}  full: every non-empty state; delta: changed since base
     router_state    {edge_group_id: snapshot} — every stateful edge group (fan-in buffers)
-    shared          the shared state (full: always; delta: only when it changed since base)
+    shared          the shared state (full: always; delta: whole only when the codec wrapped it)
+    shared_changes  delta: the shared-state keys changed since base, ``{"set": {key: value},
+                    "unset": [key, ...]}`` (absent when nothing changed)
     requests        every pending request for outside input
     outputs         workflow outputs (full: all so far; delta: since base)
     visits          {executor_id: supersteps run} (full: all; delta: changed since base)
 
-A delta holds what changed since its base plus what is pending, so a checkpoint's size
-follows what the run changed, not the number of executors in the graph; a full snapshot
-is written first, last, and every ``snapshot_every`` checkpoints. Resuming needs the
-checkpoint and its base: two reads at most.
+A delta holds what changed since its base plus what is pending (shared state key by
+key), so a checkpoint's size follows what the run changed, not the number of executors in
+the graph; a full snapshot is written first, last, every ``snapshot_every`` checkpoints,
+and whenever a delta (over 16 KiB) would be larger than half a full snapshot: a delta
+repeats every change since its base, so past that point a new base costs less. Resuming
+needs the checkpoint and its base: two reads at most.
 
 Write order: a delta is only written after its base is durable (``sync`` awaits each save
 before the next superstep; ``async`` saves in order from one background writer), so no
@@ -40,7 +44,7 @@ running or resuming the same live run fails at once with
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.abc
@@ -55,9 +59,12 @@ from ._errors import (
     WorkflowRunError,
 )
 from ._events import RunStatus
+from ._journal import JournaledStore, RunJournal, journal_store
 from ._leases import Lease
+from ._observer import combine
 from ._resume import load_run, restore_state, resumed_from
 from ._runner import Runner, RunOptions, RunState
+from ._watch import RunWatch
 
 if TYPE_CHECKING:
     from ._graph import CompiledGraph
@@ -140,7 +147,13 @@ async def _run_leased(
     parent_id: str | None,
 ) -> RunStatus:
     mode = opts.durability
-    checkpointer = Checkpointer(store, graph, mode=mode, parent_id=parent_id)
+    journal: RunJournal | None = None
+    saving_to = store
+    if opts.journal:  # an observer of its own, and the store as the checkpointer sees it
+        journal = RunJournal()
+        state.observer = combine([o for o in (state.observer, journal) if o is not None])
+        saving_to = cast(CheckpointStore, JournaledStore(journal_store(store), journal))
+    checkpointer = Checkpointer(saving_to, graph, mode=mode, parent_id=parent_id)
     checkpointer.lease = lease
     checkpointer.metadata = opts.checkpoint_metadata
     checkpointer.observer = state.observer
@@ -148,6 +161,8 @@ async def _run_leased(
         checkpointer.metadata = {**opts.checkpoint_metadata, "observers": dict(observed)}
     hook = checkpointer.after_superstep if mode != "exit" else None
     runner = Runner(graph, opts, state, live=live, on_superstep=hook)
+    if opts.watch is not None:  # a display that looks at the run at its own pace
+        opts.watch(RunWatch(runner, graph.spec.name))
     if mode != "exit":
         runner.on_cut = checkpointer.after_cut  # a pipelined run's consistent cuts
 
@@ -178,6 +193,13 @@ async def _run_leased(
             failure = exc
         finally:
             renewing.cancel()
+    if journal is not None and checkpointer.error is None:
+        journal.finished(state.superstep, RunStatus.FAILED.value if failure else status.value)
+        try:
+            await journal.flush(journal_store(store), state.run_id, checkpointer.lease)
+        except CheckpointError:
+            if failure is None:
+                raise
     if failure is not None:
         raise failure
     if checkpointer.error is not None:

@@ -27,6 +27,7 @@ __all__ = [
     "WorkflowValidationError",
     "TypeCheckError",
     "RunOptionError",
+    "NotPortableError",
     "WorkflowRunError",
     "ExecutorFailedError",
     "ExecutorTimeoutError",
@@ -289,6 +290,14 @@ class LoadError(PlaitError):
 # ---------------------------------------------------------------------------
 # running
 # ---------------------------------------------------------------------------
+
+
+class NotPortableError(PlaitError):
+    """A spec holds code that only exists in this process (a lambda, a closure …) and was
+    asked to leave it: serialised, or rebuilt without the Python object.
+
+    .. versionadded:: 0.1
+    """
 
 
 class RunOptionError(PlaitError, TypeError):

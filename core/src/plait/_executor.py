@@ -19,7 +19,7 @@ import copy
 import inspect
 import typing
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar, overload
 
 import typing_extensions
@@ -103,19 +103,22 @@ class Executor:
         self.max_visits = max_visits
         self.retry = retry
         self.timeout = timeout
-        self.handlers: tuple[Handler, ...] = self._collect_handlers()
+        self.handlers: tuple[Handler, ...] = tuple(self.declare_handlers())
         self._dispatch: dict[type, Handler] = {}
 
-    def _collect_handlers(self) -> tuple[Handler, ...]:
-        found: list[Handler] = []
-        seen: set[str] = set()
-        for klass in type(self).__mro__:
-            for name, fn in vars(klass).items():
-                if name in seen or not getattr(fn, _MARK, False):
-                    continue
-                seen.add(name)
-                found.append(_resolve_handler(getattr(self, name), skip_self=False))
-        return tuple(found)
+    def declare_handlers(self) -> Iterable[Handler]:
+        """This executor's handlers, in the order dispatch tries them. By default its
+        :func:`handler` methods (the most derived first); an executor whose handlers
+        depend on its configuration (what it accepts or sends is known only once it is
+        built) overrides this and returns :class:`~plait.spi.Handler` objects built from
+        ``self``, so a copy (:meth:`with_id`) gets handlers bound to itself. Called once,
+        when the executor is made.
+
+        .. versionadded:: 0.1
+        """
+        return [
+            _resolve_handler(getattr(self, name), skip_self=False) for name in _marked(type(self))
+        ]
 
     # -- declared types ----------------------------------------------------------------
 
@@ -171,9 +174,9 @@ class Executor:
         # class executors' handlers are methods bound to ``self``: collect them again on
         # the copy, unless its class copies itself or its handlers are the function's
         own_copy = getattr(type(self), "__copy__", None) is not None
-        reusable = type(self)._collect_handlers is FunctionExecutor._collect_handlers
+        reusable = type(self).declare_handlers is FunctionExecutor.declare_handlers
         if not own_copy and not reusable:
-            clone.handlers = clone._collect_handlers()
+            clone.handlers = tuple(clone.declare_handlers())
         clone._dispatch = {}  # dispatch is cached per executor object
         return clone
 
@@ -216,7 +219,8 @@ class FunctionExecutor(Executor):
             timeout=timeout,
         )
 
-    def _collect_handlers(self) -> tuple[Handler, ...]:
+    def declare_handlers(self) -> Iterable[Handler]:
+        """One handler: the function's."""
         return (_resolve_handler(self.fn, skip_self=False),)
 
     @property
@@ -226,7 +230,7 @@ class FunctionExecutor(Executor):
         process that resumes the run names it the same."""
         module = self.fn.__module__
         if module == "__main__":
-            from ._hints import main_module_name
+            from ._types import main_module_name
 
             module = main_module_name()
         return f"{module}:{self.fn.__qualname__}"
@@ -290,6 +294,24 @@ def _qualname(fn: Any) -> str:
 #: its underlying function): reading type hints costs far more than building an executor,
 #: and a flow or a spec with 1,000 nodes binds the same few functions again and again.
 _SHAPES: weakref.WeakKeyDictionary[Any, tuple[Any, ...]] = weakref.WeakKeyDictionary()
+
+
+#: the names of each class's handler methods, most derived first (found once per class)
+_MARKED: weakref.WeakKeyDictionary[type, tuple[str, ...]] = weakref.WeakKeyDictionary()
+
+
+def _marked(cls: type) -> tuple[str, ...]:
+    """The names of ``cls``'s :func:`handler` methods, the most derived first (a DAG of
+    1,000 nodes of one class walks its MRO once)."""
+    found = _MARKED.get(cls)
+    if found is None:
+        names: list[str] = []
+        for klass in cls.__mro__:
+            for name, fn in vars(klass).items():
+                if name not in names and getattr(fn, _MARK, False):
+                    names.append(name)
+        found = _MARKED[cls] = tuple(names)
+    return found
 
 
 def _resolve_handler(fn: Callable[..., Awaitable[Any]], *, skip_self: bool) -> Handler:

@@ -31,19 +31,18 @@ import inspect
 import json
 import re
 import sys
+import weakref
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._errors import WorkflowChangedError
-from ._hints import main_module_name, type_name
+from ._types import main_module_name, type_name
 
 if TYPE_CHECKING:
-    from ._checkpoint import Checkpoint, CheckpointStore
     from ._graph import CompiledGraph
+    from ._spec import WorkflowSpec
 
 __all__ = [
     "FINGERPRINT_FORMAT",
-    "check_fingerprint",
     "fingerprint_changes",
     "fingerprint_summary",
     "source_digest",
@@ -56,7 +55,6 @@ FINGERPRINT_FORMAT = 1
 
 _SHORT = 120  # characters of JSON a config value may have and still be recorded as is
 _SHOWN = 80  # characters of a value an error quotes
-_SCAN = 200  # checkpoints a refused resume reads, newest first, for the details to name
 #: config keys whose values (and everything under them) are recorded as digests only
 _SECRET = re.compile(r"secret|token|passw|key|auth|credential|cookie|header|private|sign", re.I)
 
@@ -155,15 +153,29 @@ def _nested(executor: Any) -> str | None:
     """The digest of the workflow an executor wraps (``workflow.as_executor()``, the
     ``workflow`` kind by fragment name): what runs inside it is part of what runs."""
     inner = getattr(getattr(executor, "workflow", None), "_graph", None)
-    found = getattr(inner, "fingerprint", None)  # a CompiledGraph's, computed once
+    found = fingerprint_of(inner) if inner is not None else None
     digest = found.get("digest") if isinstance(found, Mapping) else None
     return digest if isinstance(digest, str) else None
 
 
-def workflow_fingerprint(graph: CompiledGraph) -> dict[str, Any]:
-    """The fingerprint of ``graph`` (JSON-ready; see the module docstring). Kept on the
-    graph as :attr:`~plait.spi.CompiledGraph.fingerprint`: computed once."""
-    spec = graph.spec
+#: compiled graph -> its fingerprint, computed once per graph and dropped with it
+_FINGERPRINTS: weakref.WeakKeyDictionary[CompiledGraph, dict[str, Any]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def fingerprint_of(graph: CompiledGraph) -> dict[str, Any]:
+    """The fingerprint of a compiled workflow (:func:`workflow_fingerprint`), computed once
+    per graph: what its checkpoints record and a resume compares."""
+    found = _FINGERPRINTS.get(graph)
+    if found is None:
+        found = _FINGERPRINTS[graph] = workflow_fingerprint(graph.spec, graph.executors)
+    return found
+
+
+def workflow_fingerprint(spec: WorkflowSpec, executors: Mapping[str, Any]) -> dict[str, Any]:
+    """The fingerprint of the workflow ``spec`` with its ``executors`` by node id
+    (JSON-ready; see the module docstring)."""
     cache: dict[str, str | None] = {}
     nodes: dict[str, Any] = {}
     all_types: set[str] = set()
@@ -176,7 +188,7 @@ def workflow_fingerprint(graph: CompiledGraph) -> dict[str, Any]:
             "input": sorted(node.input_types),
             "output": sorted(node.output_types),
             "yields": sorted(node.workflow_output_types),
-            "declared": _executor_types(graph.executors.get(node.id)),
+            "declared": _executor_types(executors.get(node.id)),
         }
         for names in types.values():
             all_types.update(names)
@@ -192,7 +204,7 @@ def workflow_fingerprint(graph: CompiledGraph) -> dict[str, Any]:
                 "max_concurrency": node.max_concurrency,
             },
             "types": types,
-            "nested": _nested(graph.executors.get(node.id)),
+            "nested": _nested(executors.get(node.id)),
         }
         nodes[node.id] = {
             **whole,
@@ -344,62 +356,3 @@ def fingerprint_changes(old: Any, new: Mapping[str, Any]) -> list[str]:
         detail = [f"+{n}" for n in added] + [f"-{n}" for n in removed]
         changes.append(f"declared types changed: {_show(' '.join(detail))}")
     return changes or ["the workflow's fingerprint differs"]
-
-
-async def check_fingerprint(
-    store: CheckpointStore,
-    checkpoint: Checkpoint,
-    graph: CompiledGraph,
-    *,
-    accept_changes: bool = False,
-) -> None:
-    """Refuse to resume ``checkpoint`` with ``graph`` when the workflow's fingerprint
-    differs from the one it records, unless ``accept_changes``. The details to name the
-    changes come from the newest checkpoint of the run that holds them.
-
-    :raises WorkflowChangedError: naming the run, the checkpoint and every change.
-    """
-    current = graph.fingerprint
-    stored = checkpoint.metadata.get("fingerprint")
-    if accept_changes or (
-        isinstance(stored, Mapping)
-        and stored.get("format") == current["format"]
-        and stored.get("digest") == current["digest"]
-    ):
-        return
-    recorded = stored
-    if isinstance(stored, Mapping) and "nodes" not in stored:
-        recorded = await _details(store, checkpoint, stored.get("digest"))
-    changes = fingerprint_changes(recorded, current)
-    raise WorkflowChangedError(
-        f"run {checkpoint.run_id} (checkpoint {checkpoint.checkpoint_id}) was taken on a "
-        f"different workflow: {'; '.join(changes)}. Resume it with the workflow that "
-        "started it, or accept the change (accept_changes=True; plait resume "
-        "--accept-changes)",
-        changes,
-    )
-
-
-async def _details(store: CheckpointStore, checkpoint: Checkpoint, digest: Any) -> Any:
-    """The detailed fingerprint with ``digest`` from the run's newest checkpoint holding
-    it (the first each process wrote), or the summary when none is left."""
-    from ._errors import CheckpointError
-
-    try:
-        infos = list(await store.list(checkpoint.run_id))
-    except CheckpointError:
-        return checkpoint.metadata.get("fingerprint")
-    infos.sort(key=lambda info: (info.superstep, info.created_at), reverse=True)
-    for info in infos[:_SCAN]:
-        try:
-            found = await store.load(info.checkpoint_id)
-        except CheckpointError:
-            continue
-        recorded = found.metadata.get("fingerprint")
-        if (
-            isinstance(recorded, Mapping)
-            and "nodes" in recorded
-            and recorded.get("digest") == digest
-        ):
-            return recorded
-    return checkpoint.metadata.get("fingerprint")

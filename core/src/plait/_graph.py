@@ -8,121 +8,38 @@ The runner and the checkpointer depend on this module, never on :mod:`plait.work
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ._errors import ConfigError, ExpressionError, RunOptionError
+from ._errors import RunOptionError
 from ._executor import Executor, Handler
-from ._policies import RetryPolicy
-from ._refs import NotPortableError, resolve_ref
+from ._policies import Policy, RetryPolicy
 from ._spec import WorkflowSpec
 
 if TYPE_CHECKING:
     # annotations only: plait.attempts imports asyncio, which building a graph never needs
-    from ._attempts import Policy
     from ._options import RunOptions
-    from ._plugins import PluginManager
     from ._routing import EdgeRunner
 
-__all__ = ["ERROR_ROUTER", "CompiledGraph", "Invocable", "Limits", "PluginEnv", "resolve_limits"]
+__all__ = [
+    "ERROR_ROUTER",
+    "CompiledGraph",
+    "Invocable",
+    "Limits",
+    "Registries",
+    "resolve_limits",
+]
 
 #: The router name of error edges: ``A -error-> fallback``. The runner delivers an
 #: :class:`~plait.InvocationFailure` along them when A fails after its retries.
 ERROR_ROUTER = "error"
 
 
-class PluginEnv:
-    """The :class:`~plait.spi.RouterEnv` routers see while a workflow compiles.
+class Registries(Protocol):
+    """Where a compiled graph finds what plugins registered (a
+    :class:`plait.spi.PluginManager`): converters for the codec, placements."""
 
-    :param allow_imports: whether code named by the spec (``{"ref": ...}``) may be
-        imported; false for documents from untrusted sources.
-    """
-
-    def __init__(self, manager: PluginManager, *, allow_imports: bool = True) -> None:
-        self.manager = manager
-        self.allow_imports = allow_imports
-
-    def lookup(self, kind: str, name: str, *, what: str) -> Any:
-        return self.manager.registry(kind).get(name, what=what)
-
-    def callable(self, value: Any, *, what: str, role: str = "predicate") -> Callable[..., Any]:
-        """A Python callable for code a spec records (see :mod:`plait.refs`).
-
-        ``{"expr": ...}`` compiles an expression once: as a ``predicate`` it is called with
-        the message and must give a boolean (``null`` counts as false); as a ``selection``
-        it is called with ``(message, targets)`` and gives a target id or a list of them.
-        The expression sees the message as ``message`` and, when the message is a mapping,
-        its keys at the top level (plus ``targets`` for a selection). ``{"ref": ...}``
-        imports the function (when imports are allowed).
-
-        :raises NotPortableError: the spec records in-process code that is not here.
-        :raises ConfigError: the reference cannot be imported or is not allowed to be.
-        :raises ExpressionError: the expression does not compile.
-        """
-        if isinstance(value, Mapping) and "expr" in value:
-            from ._expressions import compile_expression
-
-            compiled = compile_expression(
-                str(value["expr"]), language=value.get("language"), manager=self.manager
-            )
-            if role == "selection":
-                return _expression_selection(compiled, what)
-            return _expression_predicate(compiled, what)
-        if isinstance(value, Mapping) and "ref" in value:
-            if value.get("nonportable"):
-                raise NotPortableError(
-                    f"{what}: {value['ref']} cannot be rebuilt from data because "
-                    f"{value['nonportable']}; pass the callable in Python, or use an "
-                    "expression or a module-level function"
-                )
-            fn = resolve_ref(str(value["ref"]), allow_imports=self.allow_imports, what=what)
-            if not callable(fn):
-                raise ConfigError(f"{what}: {value['ref']} is not callable")
-            return fn  # type: ignore[no-any-return]
-        raise ConfigError(
-            f"{what}: expected {{'expr': ...}} or {{'ref': 'module:function'}}, got {value!r}"
-        )
-
-
-def _scope(message: Any) -> dict[str, Any]:
-    # the message's own keys win: a context with a key "message" keeps it
-    scope: dict[str, Any] = {"message": message}
-    if isinstance(message, Mapping):
-        scope.update(message)
-    return scope
-
-
-def _expression_predicate(compiled: Any, what: str) -> Callable[[Any], bool]:
-    def predicate(message: Any) -> bool:
-        value = compiled.evaluate(_scope(message))
-        if value is None:
-            return False
-        if not isinstance(value, bool):
-            raise ExpressionError(
-                f"{what}: {compiled.text!r} gave {type(value).__name__} {value!r}, not a boolean"
-            )
-        return value
-
-    return predicate
-
-
-def _expression_selection(compiled: Any, what: str) -> Callable[[Any, list[str]], list[str]]:
-    def selection(message: Any, targets: list[str]) -> list[str]:
-        scope = _scope(message)
-        scope["targets"] = list(targets)
-        value = compiled.evaluate(scope)
-        if value is None:
-            return []
-        if isinstance(value, str):
-            return [value]
-        if isinstance(value, list) and all(isinstance(v, str) for v in value):
-            return value
-        raise ExpressionError(
-            f"{what}: {compiled.text!r} gave {value!r}; a selection gives a target id or a "
-            "list of target ids"
-        )
-
-    return selection
+    def registry(self, kind: str) -> Any: ...
 
 
 class Invocable(Protocol):
@@ -143,7 +60,7 @@ class CompiledGraph:
         spec: WorkflowSpec,
         executors: Mapping[str, Executor],
         edge_runners: Mapping[str, EdgeRunner],
-        plugin_manager: PluginManager,
+        plugin_manager: Registries,
     ) -> None:
         self.spec = spec
         self.executors = dict(executors)
@@ -189,14 +106,6 @@ class CompiledGraph:
     def signature(self) -> str:
         """The spec's topology signature, computed once."""
         return self.spec.signature()
-
-    @functools.cached_property
-    def fingerprint(self) -> dict[str, Any]:
-        """The workflow's fingerprint (:func:`plait.fingerprint.workflow_fingerprint`),
-        computed once: what checkpoints record and a resume compares."""
-        from ._fingerprint import workflow_fingerprint
-
-        return workflow_fingerprint(self)
 
     @functools.cached_property
     def reach(self) -> dict[str, frozenset[str]]:

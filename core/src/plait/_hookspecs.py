@@ -124,7 +124,7 @@ def plait_register_loaders(register: Register) -> None:
     """Register front-ends that turn text into a workflow (flow DSL, JSON DAG, YAML steps).
 
     A loader (:class:`plait.spi.Loader`) has ``suffixes``, ``load(text, ctx:
-    LoadContext) -> WorkflowSpec`` raising :class:`~plait.LoadError` with every
+    BuildContext) -> WorkflowSpec`` raising :class:`~plait.LoadError` with every
     problem and its position, and optionally ``detect(text) -> bool``.
     :func:`plait.load` picks one by ``format=``, by suffix or by detection.
 

@@ -21,34 +21,14 @@ imports nothing. A kind that declares nothing needs the grant ``kind=<its name>`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol, runtime_checkable
-
-import attrs
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ._errors import ConfigError
 
-__all__ = ["ExecutorKind", "KindContext"]
+if TYPE_CHECKING:
+    from ._building import BuildContext
 
-
-@attrs.frozen(kw_only=True)
-class KindContext:
-    """What a kind may use while it builds an executor.
-
-    :param node_id: the node being built (name it in errors).
-    :param allow_imports: whether importing code named by the config is allowed. False for
-        documents from untrusted sources (``plait.load`` of a file, unless the caller says
-        otherwise); a kind that would import refuses with a :class:`~plait.ConfigError`.
-    :param executors: the Python objects the caller passed by name (``executors=``).
-    :param manager: the plugin manager (a :class:`plait.spi.PluginManager`), for kinds
-        that look up other registries (fragments, loaders).
-    :param source: the document the node came from, for error positions.
-    """
-
-    node_id: str
-    allow_imports: bool = True
-    executors: Mapping[str, Any] = attrs.field(factory=dict)
-    manager: Any = None
-    source: str | None = None
+__all__ = ["ExecutorKind"]
 
 
 @runtime_checkable
@@ -63,12 +43,12 @@ class ExecutorKind(Protocol):
 
     config_schema: Mapping[str, Any]
 
-    def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
+    def check(self, config: Mapping[str, Any], ctx: BuildContext) -> list[ConfigError]:
         """Every problem of ``config`` (empty when it is valid), each with a JSON path
         (``/config/argv/0``) in its position."""
         ...
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Any:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Any:
         """Build the executor (a :class:`plait.Executor` whose id is ``ctx.node_id``) from a
         config :meth:`check` accepted."""
         ...

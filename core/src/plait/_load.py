@@ -19,8 +19,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import attrs
-
+from ._building import BuildContext
 from ._errors import (
     ConfigError,
     DocumentError,
@@ -35,29 +34,9 @@ if TYPE_CHECKING:
     from ._spec import WorkflowSpec
     from ._workflow import Workflow
 
-__all__ = ["LoadContext", "Loader", "load", "load_spec"]
+__all__ = ["Loader", "load", "load_spec"]
 
 _MAX_BYTES = 16 * 1024 * 1024  # a workflow document larger than this is refused
-
-
-@attrs.frozen(kw_only=True)
-class LoadContext:
-    """What a loader may use while it turns text into a spec.
-
-    :param source: the file name, or ``<string>``; put it in every error position.
-    :param executors: the Python executors the caller passed, by the names the text uses.
-    :param names: every name the text may use for an executor: ``executors``' keys,
-        installed executor kinds and published fragments (for "did you mean …?").
-    :param options: loader options the caller passed to :func:`load` (``merge=`` …).
-    :param manager: the plugin manager, for other registries (merge strategies,
-        expression languages).
-    """
-
-    source: str
-    executors: Mapping[str, Any] = attrs.field(factory=dict)
-    names: frozenset[str] = frozenset()
-    options: Mapping[str, Any] = attrs.field(factory=dict)
-    manager: Any = None
 
 
 @runtime_checkable
@@ -66,7 +45,7 @@ class Loader(Protocol):
 
     suffixes: tuple[str, ...]
 
-    def load(self, text: str, ctx: LoadContext) -> WorkflowSpec:
+    def load(self, text: str, ctx: BuildContext) -> WorkflowSpec:
         """The spec for ``text``; raise :class:`~plait.LoadError` with every problem."""
         ...
 
@@ -186,8 +165,9 @@ def _load_spec(
     names = set(executors)
     names |= set(plugin_manager.registry("executor_kind").names())
     names |= set(plugin_manager.registry("fragment").names())
-    ctx = LoadContext(
+    ctx = BuildContext(
         source=name,
+        allow_imports=False,  # what the document may import is its grants' business
         executors=executors,
         names=frozenset(names),
         options=options,

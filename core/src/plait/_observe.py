@@ -16,9 +16,10 @@ import anyio
 from ._observer import Invocation, RunObserver
 
 if TYPE_CHECKING:
-    from ._graph import CompiledGraph
-    from ._runner import Inbox
-    from ._state import RunState
+    from collections.abc import Iterable
+
+    from ._routing import EdgeRunner
+    from ._state import Inbox, RunState
 
 __all__ = ["Observation", "note_attempt", "note_retry"]
 
@@ -106,12 +107,13 @@ class Observation:
     :meth:`route` and :meth:`flush` the messages — and it tells the observer, keeping
     which invocation sent what each delivery carries.
 
+    :param stateful: the graph's stateful edge groups (fan-ins), ``(group id, runner)``.
     :param invoke: the runner's plain invocation, which :meth:`invoke` wraps.
     """
 
     def __init__(
         self,
-        graph: CompiledGraph,
+        stateful: Iterable[tuple[str, EdgeRunner]],
         state: RunState,
         observer: RunObserver,
         invoke: Callable[[str, Any, int, Any], Awaitable[None]],
@@ -125,7 +127,7 @@ class Observation:
         # senders whose messages a stateful router (a fan-in) buffers, by its targets
         self.pending: dict[str, list[Any]] = {}
         self.buffering: dict[str, list[str]] = {}
-        for _gid, edge_runner in graph.stateful:
+        for _gid, edge_runner in stateful:
             for source in edge_runner.group.sources:
                 self.buffering.setdefault(source, []).extend(edge_runner.group.targets)
         state.outbox = _TaggedOutbox(state)

@@ -131,6 +131,14 @@ def _lead(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         )
 
 
+def _flag(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, bool):
+        raise RunOptionError(
+            f"run option {attribute.name} must be True or False, got {type(value).__name__} "
+            f"{value!r}"
+        )
+
+
 def _one_of(*choices: str) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
     def check(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if value is not None and value not in choices:
@@ -173,6 +181,10 @@ class RunOptions:
         canonical order: the executors' rank in the graph, then the order of their
         writes). Without one, two executors writing one key in one superstep is a
         :class:`~plait.SharedStateConflictError`.
+    :param journal: write the run's event journal (:class:`plait.spi.EventJournal`): when
+        each invocation started and ended, its attempts, retries, timeouts and errors, saved
+        with each superstep's checkpoint; what ``plait ui`` draws as a Gantt. Needs
+        ``checkpoint`` on a store that keeps a journal. Off by default, and then free.
     :param watch: called once as the run starts with a :class:`plait.spi.RunWatch`, a
         live read-only view (superstep, executors running, outputs, retries) that a
         progress display polls at its own pace: it costs the run nothing per superstep.
@@ -186,7 +198,7 @@ class RunOptions:
         default, is unbounded).
 
     .. versionchanged:: 0.1 ``checkpoint_metadata``, ``on_event``, ``stop``, ``watch``,
-       ``shared_reducers``, ``schedule`` and ``max_lead``.
+       ``shared_reducers``, ``journal``, ``schedule`` and ``max_lead``.
     """
 
     max_supersteps: int = attrs.field(default=100, validator=_positive)
@@ -207,8 +219,16 @@ class RunOptions:
     shared_reducers: Mapping[str, Callable[[Any, Any], Any]] = attrs.field(
         factory=dict, validator=_reducers
     )
+    journal: bool = attrs.field(default=False, validator=_flag)
     schedule: str = attrs.field(default="superstep", validator=_one_of("superstep", "pipelined"))
     max_lead: int | None = attrs.field(default=None, validator=_lead)
+
+    def __attrs_post_init__(self) -> None:
+        if self.journal and self.checkpoint is None:
+            raise RunOptionError(
+                "run option journal=True needs checkpoint= (a store that keeps an event "
+                "journal: the journal is saved with each superstep's checkpoint)"
+            )
 
     @classmethod
     def from_kwargs(cls, defaults: Mapping[str, Any], options: Mapping[str, Any]) -> RunOptions:

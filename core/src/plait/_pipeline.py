@@ -43,7 +43,7 @@ import copy
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.abc
@@ -62,7 +62,30 @@ from ._types import type_name
 
 if TYPE_CHECKING:
     from ._graph import CompiledGraph
-    from ._runner import Runner
+    from ._observe import Observation
+    from ._options import RunOptions
+
+
+class Runner(Protocol):
+    """What the pipeline uses of the runner (:class:`plait._runner.Runner`, which imports
+    this module: named by what it does, not by import)."""
+
+    graph: CompiledGraph
+    options: RunOptions
+    state: RunState
+    live: bool
+    stop: Any
+    remaining: dict[str, list[Any]]
+    native_asyncio: bool
+    observation: Observation | None
+    concurrency: dict[str, int]
+    visit_limits: dict[str, int]
+    on_cut: Callable[[Any, str], Awaitable[bool]] | None
+
+    async def _limited(
+        self, eid: str, message: Any, index: int, effects: RunState | Effects
+    ) -> None: ...
+
 
 __all__ = ["SCHEDULES", "Pipeline", "TimedEffects", "decode_cut", "pays"]
 

@@ -26,12 +26,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ._context import WorkflowContext
+from ._errors import NotPortableError
 from ._executor import Executor, Handler
-from ._refs import NotPortableError
 
 if TYPE_CHECKING:
     from ._graph import CompiledGraph
-    from ._workflow import Workflow
 
 __all__ = [
     "LOCAL",
@@ -39,7 +38,6 @@ __all__ = [
     "PlacedExecutor",
     "place",
     "placement_of",
-    "with_placement",
 ]
 
 #: The built-in placement: anyio tasks on the driver.
@@ -72,11 +70,10 @@ class Placement(Protocol):
 # -- choosing placements ------------------------------------------------------------
 
 
-def placement_of(graph: CompiledGraph | Workflow, executor_id: str) -> str:
-    """The placement name of ``executor_id`` in a workflow (or its compiled graph):
+def placement_of(graph: CompiledGraph, executor_id: str) -> str:
+    """The placement name of ``executor_id`` in a compiled workflow graph:
     :data:`LOCAL` for an executor marked ``local = True`` (it holds sockets, files …), else
     its node's ``placement``, else the workflow's, else :data:`LOCAL`."""
-    graph = getattr(graph, "_graph", graph)
     executor = graph.executors[executor_id]
     if getattr(executor, "local", False) is True:
         return LOCAL
@@ -122,26 +119,6 @@ def place(graph: CompiledGraph) -> None:
             eid: PlacedExecutor(graph, ex, placements[eid]) if eid in placements else ex
             for eid, ex in graph.executors.items()
         }
-
-
-def with_placement(workflow: Workflow, placement: str | None) -> Workflow:
-    """A copy of ``workflow`` whose invocations all run with ``placement`` — the nodes'
-    own placements are dropped; executors marked ``local = True`` stay local.
-    ``plait run --placement ray`` is this.
-
-    .. versionadded:: 0.1
-    """
-    import attrs
-
-    spec = workflow.spec
-    nodes = tuple(attrs.evolve(node, placement=None) for node in spec.nodes)
-    # built through its own class: this module never imports plait.workflow
-    return type(workflow)(
-        attrs.evolve(spec, placement=placement, nodes=nodes),
-        dict(workflow.executors),
-        edge_params=workflow.edge_params,
-        plugin_manager=workflow._graph.plugin_manager,
-    )
 
 
 class PlacedExecutor:

@@ -25,7 +25,7 @@ import attrs
 
 from ._errors import RunOptionError
 
-__all__ = ["RetryPolicy", "error_matches"]
+__all__ = ["Policy", "RetryPolicy", "error_matches"]
 
 # a pattern, compiled (and cached by re) on first use: a cold start never pays
 _NAME = r"^[A-Za-z_][\w.]*(:[A-Za-z_][\w.]*)?$"
@@ -150,3 +150,7 @@ def error_matches(error: BaseException, item: Any) -> bool:
         if text == f"{klass.__module__}.{klass.__qualname__}":
             return True
     return False
+
+
+#: ``(retry policy or None, timeout in seconds or None)`` of one executor
+Policy = tuple[RetryPolicy | None, float | None]

@@ -18,9 +18,9 @@ import contextvars
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
+from ._building import BuildContext
 from ._errors import ConfigError, LoadError, PlaitError, SourcePosition
 from ._executor import Executor
-from ._kinds import KindContext
 from ._refs import as_executor
 from ._spec import NodeSpec, WorkflowSpec
 
@@ -217,12 +217,12 @@ def _from_kind(
             SourcePosition(path=f"{where}/kind", source=source),
         )
     kind = kinds.get(node.kind)
-    ctx = KindContext(
+    ctx = BuildContext(
         node_id=node.id,
         allow_imports=allow_imports,
         executors=executors,
         manager=manager,
-        source=source,
+        source=source or "<string>",
     )
     problems = kind.check(node.config, ctx)
     if problems:

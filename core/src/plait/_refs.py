@@ -23,9 +23,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._errors import ConfigError, PlaitError, SourcePosition
+from ._errors import ConfigError, NotPortableError, SourcePosition
 from ._executor import Executor, FunctionExecutor
-from ._hints import main_module_name
+from ._types import main_module_name
 
 __all__ = [
     "NotPortableError",
@@ -40,11 +40,6 @@ __all__ = [
 
 # a pattern, compiled (and cached by re) on first use: a cold start never pays
 _REF = r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$"
-
-
-class NotPortableError(PlaitError):
-    """A spec holds code that only exists in this process (a lambda, a closure …) and was
-    asked to leave it: serialised, or rebuilt without the Python object."""
 
 
 def code_ref(obj: Any) -> str:

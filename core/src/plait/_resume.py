@@ -27,7 +27,10 @@ from ._errors import (
     CorruptCheckpointError,
     ResponseTypeError,
     TopologyMismatchError,
+    WorkflowChangedError,
 )
+from ._fingerprint import fingerprint_changes, fingerprint_of
+from ._runview import merge_shared
 from ._spec import WorkflowSpec
 from ._state import PendingRequest, RunState
 from ._types import is_instance, type_name
@@ -35,7 +38,7 @@ from ._types import is_instance, type_name
 if TYPE_CHECKING:
     from ._graph import CompiledGraph
 
-__all__ = ["answer_requests", "load_run", "restore_state", "resumed_from"]
+__all__ = ["answer_requests", "check_fingerprint", "load_run", "restore_state", "resumed_from"]
 
 #: ``(run id, checkpoint id)`` when the current task resumed a run by its run id from
 #: that latest checkpoint: the durable runner checks, once it holds the run's lease,
@@ -58,8 +61,6 @@ async def load_run(
     :raises TopologyMismatchError: it was taken on another graph.
     :raises WorkflowChangedError: it was taken on another workflow of the same graph.
     """
-    from ._fingerprint import check_fingerprint
-
     by_run = await store.latest(id)
     try:
         by_id: Checkpoint | None = await store.load(id)
@@ -82,7 +83,7 @@ async def load_run(
         raise TopologyMismatchError(await _mismatch(store, checkpoint, graph.spec))
     state = dict(checkpoint.state)
     _check_layout(state, where, delta_ok=True)  # a sealed one read without its key: refused
-    await check_fingerprint(store, checkpoint, graph, accept_changes=accept_changes)
+    await check_fingerprint(store, checkpoint, fingerprint_of(graph), accept_changes=accept_changes)
     if state["kind"] == "delta":
         base = await store.load(state["base"])
         base_where = f"run {base.run_id!r}, checkpoint {base.checkpoint_id!r}"
@@ -95,7 +96,8 @@ async def load_run(
         merged["executor_state"] = {**base.state["executor_state"], **state["executor_state"]}
         merged["visits"] = {**base.state["visits"], **state["visits"]}
         merged["outputs"] = base.state["outputs"] + state["outputs"]
-        merged["shared"] = state.get("shared", base.state["shared"])
+        merged["shared"] = merge_shared(base.state["shared"], state)
+        merged.pop("shared_changes", None)
         for key in ("pending", "router_state", "requests"):
             merged[key] = state[key]
         for key in ("attempts", "pipeline"):
@@ -319,3 +321,63 @@ def answer_requests(
         if any(h.input_type is RequestResponse for h in executor.handlers):
             value = RequestResponse(request_id, request.request, value)
         inbox.setdefault(request.executor_id, []).append(value)
+
+
+_SCAN = 200  # checkpoints a refused resume reads, newest first, for the details to name
+
+
+async def check_fingerprint(
+    store: CheckpointStore,
+    checkpoint: Checkpoint,
+    current: Mapping[str, Any],
+    *,
+    accept_changes: bool = False,
+) -> None:
+    """Refuse to resume ``checkpoint`` with a workflow whose fingerprint is ``current``
+    when it differs from the one the checkpoint records, unless ``accept_changes``. The
+    details to name the changes come from the newest checkpoint of the run that holds
+    them.
+
+    :raises WorkflowChangedError: naming the run, the checkpoint and every change.
+    """
+    stored = checkpoint.metadata.get("fingerprint")
+    if accept_changes or (
+        isinstance(stored, Mapping)
+        and stored.get("format") == current["format"]
+        and stored.get("digest") == current["digest"]
+    ):
+        return
+    recorded = stored
+    if isinstance(stored, Mapping) and "nodes" not in stored:
+        recorded = await _details(store, checkpoint, stored.get("digest"))
+    changes = fingerprint_changes(recorded, current)
+    raise WorkflowChangedError(
+        f"run {checkpoint.run_id} (checkpoint {checkpoint.checkpoint_id}) was taken on a "
+        f"different workflow: {'; '.join(changes)}. Resume it with the workflow that "
+        "started it, or accept the change (accept_changes=True; plait resume "
+        "--accept-changes)",
+        changes,
+    )
+
+
+async def _details(store: CheckpointStore, checkpoint: Checkpoint, digest: Any) -> Any:
+    """The detailed fingerprint with ``digest`` from the run's newest checkpoint holding
+    it (the first each process wrote), or the summary when none is left."""
+    try:
+        infos = list(await store.list(checkpoint.run_id))
+    except CheckpointError:
+        return checkpoint.metadata.get("fingerprint")
+    infos.sort(key=lambda info: (info.superstep, info.created_at), reverse=True)
+    for info in infos[:_SCAN]:
+        try:
+            found = await store.load(info.checkpoint_id)
+        except CheckpointError:
+            continue
+        recorded = found.metadata.get("fingerprint")
+        if (
+            isinstance(recorded, Mapping)
+            and "nodes" in recorded
+            and recorded.get("digest") == digest
+        ):
+            return recorded
+    return checkpoint.metadata.get("fingerprint")

@@ -16,27 +16,40 @@ What a run inspector (``plait ui``) needs from a store, on top of
 - :func:`fork_run` copies one checkpoint (merged with its base) into a new run whose
   summary names where it came from (``forked_from``); ``list_runs(forked_from=run_id)``
   lists a run's forks, so the link goes both ways.
+- :class:`EventJournal` is the optional store protocol of a per-run event journal: what
+  each invocation did and when (:class:`JournalEvent`: start and end with wall and
+  monotonic times, attempts, retries, timeouts, errors as ``{type, message,
+  traceback}``), appended in the same transaction as the superstep's checkpoint where the
+  store allows (``save_with_events``) and read after a sequence number
+  (:func:`read_journal`). A run writes one with the run option ``journal=True``.
 
 .. versionadded:: 0.1
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
 from ._checkpoint import Checkpoint, CheckpointStore
-from ._errors import CheckpointNotFoundError
+from ._errors import CheckpointNotFoundError, CorruptCheckpointError
+from ._leases import Lease
 from ._runinfo import RunInfo
 from ._runview import Change, CheckpointView, checkpoint_view, diff_views, fork_run, merge_state
 
 __all__ = [
     "DEFAULT_PAGE",
+    "JOURNAL_KINDS",
+    "MAX_JOURNAL_PAGE",
     "RUN_COLUMNS",
     "CheckpointView",
     "Change",
+    "EventJournal",
+    "JournalEvent",
     "RunIndex",
     "RunPage",
     "RunQuery",
@@ -50,6 +63,8 @@ __all__ = [
     "page_of_rows",
     "page_sql",
     "parse_int_cursor",
+    "check_journal_read",
+    "read_journal",
 ]
 
 #: How many runs a page holds unless ``limit`` says otherwise.
@@ -298,3 +313,192 @@ def page_of_rows(query: RunQuery, rows: Sequence[Sequence[Any]]) -> RunPage:
     kept = rows[: query.limit]
     runs = [RunSummary(*row[:-1]) for row in kept]
     return RunPage(runs, str(kept[-1][-1]) if more else None)
+
+
+# -- the event journal ------------------------------------------------------------------
+
+#: What a journal event says happened (:attr:`JournalEvent.kind`).
+JOURNAL_KINDS = frozenset(
+    {
+        "superstep_started",  # executor: None; the superstep's first invocation is about to run
+        "invocation_started",  # attempt: the first attempt of this run (a resumed one: later)
+        "attempt_failed",  # attempt failed with error; the next starts after delay (a retry)
+        "invocation_finished",  # status ok / failed / cancelled after attempt attempts
+        "run_finished",  # status: the run's
+    }
+)
+#: The most events one :func:`read_journal` call returns.
+MAX_JOURNAL_PAGE = 10_000
+_ERROR_KEYS = ("type", "message", "traceback")
+
+
+@attrs.frozen
+class JournalEvent:
+    """One event of a run's journal (:class:`EventJournal`).
+
+    :param kind: one of :data:`JOURNAL_KINDS`.
+    :param superstep: the superstep it happened in.
+    :param wall: when, in seconds since the epoch (``time.time()``).
+    :param mono: when, on the writing process's monotonic clock (``time.monotonic()``):
+        durations between events of one process are exact, whatever the wall clock did.
+    :param executor: the executor invoked (``None`` for superstep and run events).
+    :param index: the position of the invocation's message among the executor's
+        deliveries of the superstep.
+    :param attempt: the attempt (1 for the first) that started, failed or finished last.
+    :param status: for ``invocation_finished``, ``ok``, ``failed`` or ``cancelled``; for
+        ``run_finished``, the run's status.
+    :param delay: for ``attempt_failed``, the seconds before the next attempt.
+    :param timeout: the attempt failed by running past its timeout.
+    :param error: ``{"type", "message", "traceback"}`` of what the attempt or invocation
+        raised (the handler's own exception), as text.
+    :param seq: the store's sequence number (0 before the store numbered it): strictly
+        increasing within a run, in the order the events were appended.
+
+    .. versionadded:: 0.1
+    """
+
+    kind: str
+    superstep: int
+    wall: float
+    mono: float
+    executor: str | None = None
+    index: int | None = None
+    attempt: int | None = None
+    status: str | None = None
+    delay: float | None = None
+    timeout: bool = False
+    error: Mapping[str, str] | None = None
+    seq: int = 0
+
+    def to_json(self) -> str:
+        """The event as one line of JSON (without ``seq``: the store gives it): what a
+        store keeps."""
+        data = {k: v for k, v in attrs.asdict(self).items() if v is not None and k != "seq"}
+        if not self.timeout:
+            del data["timeout"]
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes, *, seq: int, where: str) -> JournalEvent:
+        """The event a store kept as :meth:`to_json` made it, checked field by field: a
+        store is a trust boundary, so only these JSON values are built.
+
+        :raises CorruptCheckpointError: ``text`` is not such an event (``where`` names it).
+        """
+        try:
+            data = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise CorruptCheckpointError(
+                f"journal event {seq} of {where} is not JSON: {exc}"
+            ) from None
+        problem = _journal_problem(data)
+        if problem is not None:
+            raise CorruptCheckpointError(f"journal event {seq} of {where} is corrupt: {problem}")
+        return cls(**data, seq=seq)
+
+
+_OPTIONAL_TYPES: dict[str, tuple[type, ...]] = {
+    "executor": (str,),
+    "index": (int,),
+    "attempt": (int,),
+    "status": (str,),
+    "delay": (int, float),
+    "timeout": (bool,),
+}
+
+
+def _journal_problem(data: Any) -> str | None:
+    """What is wrong with a stored journal event, or ``None``."""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    unknown = sorted(set(data) - {f.name for f in attrs.fields(JournalEvent)} - {"seq"})
+    if unknown or "seq" in data:
+        return f"unknown field(s) {', '.join(unknown or ['seq'])}"
+    if data.get("kind") not in JOURNAL_KINDS:
+        return "kind is not one of " + ", ".join(sorted(JOURNAL_KINDS))
+    superstep = data.get("superstep")
+    if not isinstance(superstep, int) or isinstance(superstep, bool):
+        return "superstep is not an integer"
+    for name in ("wall", "mono"):
+        value = data.get(name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"{name} is not a number"
+        if not math.isfinite(value):
+            return f"{name} is not finite"
+    for name, types in _OPTIONAL_TYPES.items():
+        value = data.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, types) or (bool not in types and isinstance(value, bool)):
+            return f"{name} is not a {types[0].__name__}"
+    error = data.get("error")
+    if error is not None and (
+        not isinstance(error, dict)
+        or set(error) != set(_ERROR_KEYS)
+        or not all(isinstance(error[k], str) for k in _ERROR_KEYS)
+    ):
+        return "error is not {type, message, traceback} as text"
+    return None
+
+
+@runtime_checkable
+class EventJournal(Protocol):
+    """The optional store protocol of a store that keeps each run's event journal.
+
+    A store numbers the events of a run as it appends them (:attr:`JournalEvent.seq`:
+    strictly increasing within the run; gaps are allowed) and returns them in that order.
+    ``save_with_events`` is :meth:`~plait.spi.CheckpointStore.save` and
+    ``append_events`` in one transaction where the store has transactions (SQL stores
+    one transaction, Redis one ``MULTI``, the file store the journal file written before
+    the checkpoint's rename): the journal never says a superstep committed that the
+    checkpoints do not hold. With ``lease``, both only while it is the run's lease.
+
+    .. versionadded:: 0.1
+    """
+
+    async def append_events(
+        self, run_id: str, events: Sequence[JournalEvent], *, lease: Lease | None = None
+    ) -> None:
+        """Append ``events`` (their ``seq`` is ignored) to the journal of ``run_id``."""
+        ...
+
+    async def save_with_events(
+        self,
+        checkpoint: Checkpoint,
+        events: Sequence[JournalEvent],
+        *,
+        lease: Lease | None = None,
+    ) -> None:
+        """Save ``checkpoint`` and append ``events`` to its run's journal, at once."""
+        ...
+
+    async def read_events(
+        self, run_id: str, *, after: int = 0, limit: int = MAX_JOURNAL_PAGE
+    ) -> Sequence[JournalEvent]:
+        """The events of ``run_id`` whose ``seq`` is above ``after``, oldest first, at most
+        ``limit`` (none for an unknown run)."""
+        ...
+
+
+async def read_journal(
+    store: CheckpointStore, run_id: str, *, after: int = 0, limit: int = MAX_JOURNAL_PAGE
+) -> Sequence[JournalEvent] | None:
+    """The journal events of ``run_id`` after sequence number ``after`` (oldest first, at
+    most ``limit``), or ``None`` when ``store`` keeps no journal (:class:`EventJournal`).
+
+    :raises ValueError: a bad ``after`` or ``limit``.
+
+    .. versionadded:: 0.1
+    """
+    check_journal_read(after, limit)
+    if not isinstance(store, EventJournal):
+        return None
+    return await store.read_events(run_id, after=after, limit=limit)
+
+
+def check_journal_read(after: int, limit: int) -> None:
+    """For stores: refuse a bad ``read_events(after=, limit=)`` with a clear error."""
+    if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+        raise ValueError(f"read_events(after=...) needs an integer >= 0, got {after!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_JOURNAL_PAGE:
+        raise ValueError(f"read_events(limit=...) must be 1 to {MAX_JOURNAL_PAGE}, got {limit!r}")

@@ -8,17 +8,37 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import attrs
-
-if TYPE_CHECKING:
-    from ._checkpoint import Checkpoint
 
 __all__ = ["CORRUPT", "RunInfo", "check_runs_limit", "error_summary"]
 
 #: The status :meth:`RunInfo.corrupt` gives a run whose latest checkpoint does not decode.
 CORRUPT = "corrupt"
+
+
+class LatestCheckpoint(Protocol):
+    """What a listing reads of a run's latest checkpoint (a :class:`plait.spi.Checkpoint`)."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def superstep(self) -> int: ...
+
+    @property
+    def created_at(self) -> float: ...
+
+    @property
+    def metadata(self) -> Mapping[str, Any]: ...
+
+    @property
+    def state(self) -> Mapping[str, Any]: ...
 
 
 @attrs.frozen
@@ -52,7 +72,7 @@ class RunInfo:
     updated_at: float
 
     @classmethod
-    def from_latest(cls, latest: Checkpoint, *, created_at: float | None = None) -> RunInfo:
+    def from_latest(cls, latest: LatestCheckpoint, *, created_at: float | None = None) -> RunInfo:
         """The listing of the run whose latest checkpoint is ``latest`` (``created_at``:
         when its first checkpoint was taken; ``latest``'s own time if not given)."""
         workflow = latest.metadata.get("workflow")

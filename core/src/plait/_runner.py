@@ -45,9 +45,8 @@ from ._observe import Observation
 from ._options import RunOptions
 from ._pipeline import pays
 from ._routing import flush_buffers, route_outbox
-from ._state import Effects, PendingRequest, RunState
+from ._state import Effects, Inbox, PendingRequest, RunState
 from ._types import type_name
-from ._watch import RunWatch
 
 if TYPE_CHECKING:
     from ._graph import CompiledGraph
@@ -55,7 +54,6 @@ if TYPE_CHECKING:
 __all__ = ["RunOptions", "RunState", "PendingRequest", "Runner"]
 
 
-Inbox = dict[str, list[Any]]
 #: (executor id, its messages, a limiter for concurrent messages, index of the first,
 #: where its effects go: the run, or effects of its own for a concurrent message)
 Job = tuple[str, list[Any], "anyio.CapacityLimiter | None", int, "RunState | Effects"]
@@ -84,8 +82,6 @@ class Runner:
         self.on_superstep = on_superstep
         self.stop = options.stop  # asked at each superstep boundary (see RunOptions.stop)
         self.remaining: Inbox = {}  # the deliveries left when a stop was asked for
-        if options.watch is not None:  # a display that looks at the run at its own pace
-            options.watch(RunWatch(self))
         self.failures: list[BaseException] = []
         #: failures taken by error edges: (sender's rank, message index, target, failure)
         self.diverted: list[tuple[int, int, str, Any]] = []
@@ -94,7 +90,7 @@ class Runner:
         # the invocation, as this run needs it: plain, observed, diverting failures
         self._undiverted = self._invoke
         if state.observer is not None:
-            self.observation = Observation(graph, state, state.observer, self._invoke)
+            self.observation = Observation(graph.stateful, state, state.observer, self._invoke)
             self._undiverted = self.observation.invoke
             self._invoke = self._undiverted  # type: ignore[method-assign]
         if graph.error_targets:

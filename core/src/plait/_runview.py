@@ -28,7 +28,9 @@ __all__ = [
     "checkpoint_view",
     "diff_views",
     "fork_run",
+    "merge_shared",
     "merge_state",
+    "shared_changes",
 ]
 
 
@@ -70,6 +72,30 @@ def _items(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list) else []
 
 
+def shared_changes(base: Any, shared: Any) -> dict[str, Any] | None:
+    """How the stored shared state ``shared`` differs from ``base``'s, key by key, as a
+    delta stores it: ``{"set": {key: value}, "unset": [key, ...]}``; ``None`` when they
+    are equal. Both must be plain dicts (a stored shared state wrapped by the codec is
+    compared whole: the delta then stores it whole, as ``shared``)."""
+    if shared == base:
+        return None
+    changed = {k: v for k, v in shared.items() if k not in base or base[k] != v}
+    return {"set": changed, "unset": sorted(k for k in base if k not in shared)}
+
+
+def merge_shared(base: Any, state: Mapping[str, Any]) -> Any:
+    """The stored shared state of delta ``state`` whose base's is ``base``: its whole
+    ``shared`` when it has one, else ``base`` with its ``shared_changes`` applied."""
+    if "shared" in state:
+        return state["shared"]
+    changes = state.get("shared_changes")
+    if not isinstance(changes, dict) or not isinstance(base, dict):
+        return base
+    merged = {k: v for k, v in base.items() if k not in set(_items(changes.get("unset")))}
+    merged.update(_mapping(changes.get("set")))
+    return merged
+
+
 def merge_state(state: Mapping[str, Any], base: Mapping[str, Any] | None) -> dict[str, Any]:
     """A delta's ``state`` merged onto its base's, as resuming merges them (stored JSON
     in, stored JSON out; a section of the wrong shape counts as empty)."""
@@ -84,7 +110,8 @@ def merge_state(state: Mapping[str, Any], base: Mapping[str, Any] | None) -> dic
     }
     merged["visits"] = {**_mapping(base.get("visits")), **_mapping(state.get("visits"))}
     merged["outputs"] = _items(base.get("outputs")) + _items(state.get("outputs"))
-    merged["shared"] = state.get("shared", base.get("shared"))
+    merged["shared"] = merge_shared(base.get("shared"), state)
+    merged.pop("shared_changes", None)
     for key in ("pending", "router_state", "requests"):
         merged[key] = state.get(key)
     merged.pop("attempts", None)

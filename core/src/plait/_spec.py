@@ -225,7 +225,7 @@ class WorkflowSpec:
         cannot leave this process."""
         found = self.nonportable()
         if found:
-            from ._refs import NotPortableError
+            from ._errors import NotPortableError
 
             raise NotPortableError(
                 f"workflow {self.name or '(unnamed)'} cannot be serialised as data: "

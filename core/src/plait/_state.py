@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._context import WorkflowContext
+from ._context import DELETED, WorkflowContext
 from ._errors import SharedStateConflictError, WorkflowRunError
 from ._events import CustomEvent, OutputEvent, RequestInfoEvent, WorkflowEvent
 from ._types import type_name
@@ -21,7 +21,10 @@ from ._types import type_name
 if TYPE_CHECKING:
     from ._observer import RunObserver
 
-__all__ = ["Effects", "PendingRequest", "RunState", "new_run_id"]
+__all__ = ["Effects", "Inbox", "PendingRequest", "RunState", "new_run_id"]
+
+#: executor id -> the messages delivered to it in one superstep
+Inbox = dict[str, list[Any]]
 
 #: ``(executor id, key, value)``: one shared-state write, staged until the barrier
 Write = tuple[str, str, Any]
@@ -164,7 +167,12 @@ class RunState:
                         executor_id=eid,
                         superstep=self.superstep,
                     )
-                shared[key] = value
+                if value is DELETED:
+                    shared.pop(key, None)
+                else:
+                    shared[key] = value
+            elif value is DELETED:
+                shared.pop(key, None)
             elif key not in shared:
                 shared[key] = value
             else:
@@ -249,7 +257,7 @@ class Effects:
     def context(self, executor_id: str) -> WorkflowContext[Any, Any]:
         """A context of ``executor_id`` writing to these effects."""
         state = self._root.executor_state.setdefault(executor_id, {})
-        return WorkflowContext(self, executor_id, state)  # type: ignore[arg-type]
+        return WorkflowContext(self, executor_id, state)
 
     def _event(self, event: tuple[Any, ...]) -> None:
         if self.events is None:

@@ -24,7 +24,9 @@ from ._options import RunOptions
 from ._state import RunState
 
 if TYPE_CHECKING:
-    from ._workflow import Workflow, WorkflowRunResult
+    from collections.abc import Awaitable
+
+    from ._results import WorkflowRunResult
 
 __all__ = ["EventStream"]
 
@@ -39,13 +41,16 @@ class EventStream:
 
     def __init__(
         self,
-        workflow: Workflow,
-        message: Any,
+        start: Callable[[RunState], Awaitable[WorkflowRunResult]],
+        finish: Callable[[WorkflowRunResult], object],
         opts: RunOptions,
         task_group: anyio.abc.TaskGroup | None = None,
     ) -> None:
-        self._workflow = workflow
-        self._message = message
+        """:param start: runs the workflow from its first message in the given run state.
+        :param finish: settles a finished run's result (raises a failed run's error).
+        """
+        self._start = start
+        self._finish = finish
         self._opts = opts
         self._caller_group = task_group
         self._group: anyio.abc.TaskGroup | None = None
@@ -123,7 +128,7 @@ class EventStream:
                 self._crashed.append(exc)
 
     async def _run(self, emit: Callable[[WorkflowEvent], None]) -> WorkflowRunResult:
-        workflow, opts = self._workflow, self._opts
+        opts = self._opts
         listener = opts.on_event
         if listener is not None:
             send = emit
@@ -134,16 +139,14 @@ class EventStream:
 
             emit = both
         state = RunState(opts.run_id or uuid.uuid4().hex, emit)
-        inbox = {workflow.spec.start: [self._message]}
-        detail = opts.events != "lifecycle"
-        return await workflow._execute(state, inbox, opts, detail=detail, live=True)
+        return await self._start(state)
 
     def _settle(self) -> None:
         if self._crashed:
             raise self._crashed[0]
         if not self._results:  # the run task was interrupted by something other than an error
             raise RuntimeError("the streamed run ended without a result")
-        self._workflow._finish(self._results[0], self._opts)
+        self._finish(self._results[0])
 
     # -- in the caller's task group ----------------------------------------------------------
 

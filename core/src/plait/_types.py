@@ -17,6 +17,10 @@ The rules follow what users of static type checkers expect, with these deliberat
 * Protocols are checked structurally by member *names*, not member signatures.
 * ``Literal`` values match by type and value, so ``True`` does not fit ``Literal[1]``.
 
+Under it, the machinery that reads type hints: their canonical form (:func:`normalize`),
+their parts, and their readable names (:func:`type_name`). It knows what a hint *is*;
+the functions after it decide whether one fits another.
+
 .. versionadded:: 0.1
 """
 
@@ -24,25 +28,236 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import functools
+import os
+import sys
+import types
+import typing
 from typing import Any, TypeVar
 
 import typing_extensions as tx
 
-from ._hints import (
-    Never,
-    is_literal,
-    is_newtype,
-    is_protocol,
-    normalize,
-    split,
-    tuple_shape,
-    type_name,
-    typeddict_fields,
-    union_members,
-    union_of,
-)
+if sys.version_info >= (3, 11):
+    from typing import Never
+else:
+    from typing_extensions import Never
 
 __all__ = ["Never", "is_assignable", "is_class_decidable", "is_instance", "normalize", "type_name"]
+
+NONE_TYPE = type(None)
+# Tuples, not sets: membership then compares by identity and equality without hashing,
+# and some hints (Annotated with list metadata) are unhashable.
+ANY_FORMS = (typing.Any, tx.Any)
+NEVER_FORMS = (typing.NoReturn, tx.NoReturn, tx.Never, getattr(typing, "Never", tx.Never))
+UNION_ORIGINS = (typing.Union, types.UnionType)
+LITERAL_ORIGINS = (typing.Literal, tx.Literal)
+ANNOTATED_ORIGINS = (typing.Annotated, tx.Annotated)
+SHORT_MODULES = frozenset({"builtins", "typing", "typing_extensions", "collections.abc"})
+
+# --------------------------------------------------------------------------- normalising
+
+
+def normalize(tp: Any) -> Any:
+    """Return the canonical top-level form of the type hint *tp*.
+
+    ``None`` becomes ``NoneType``; ``Annotated[X, ...]`` becomes ``X``; ``NoReturn`` becomes
+    ``Never``; a ``TypeVar`` becomes its bound, the union of its constraints, or ``Any``;
+    a string or ``ForwardRef`` becomes ``Any`` (an unresolved forward reference);
+    ``Optional``/``Union``/``X | Y`` become a ``typing.Union`` of normalised members, with
+    ``Never`` members dropped. Parameters of generics are left as written.
+
+    .. versionadded:: 0.1
+    """
+    while True:
+        if tp is None:
+            return NONE_TYPE
+        if tp in ANY_FORMS:
+            return Any
+        if tp in NEVER_FORMS:
+            return Never
+        if isinstance(tp, (str, typing.ForwardRef)):
+            return Any
+        if isinstance(tp, TypeVar):
+            if tp.__bound__ is not None:
+                tp = tp.__bound__
+            elif tp.__constraints__:
+                tp = union_of(tp.__constraints__)
+            else:
+                return Any
+            continue
+        origin = tx.get_origin(tp)
+        if origin in ANNOTATED_ORIGINS:
+            tp = tx.get_args(tp)[0]
+            continue
+        if origin in UNION_ORIGINS:
+            members = tuple(m for m in map(normalize, tx.get_args(tp)) if m is not Never)
+            return union_of(members)
+        return tp
+
+
+def split(tp: Any) -> tuple[Any, tuple[Any, ...] | None]:
+    """Return ``(origin class, args)``; args is None for an unparametrised class."""
+    origin = tx.get_origin(tp)
+    if origin is None:
+        return tp, None
+    args = tx.get_args(tp)
+    if origin is tuple and args == ((),):  # typing.Tuple[()] on Python 3.10
+        args = ()
+    return origin, args
+
+
+def union_members(tp: Any) -> tuple[Any, ...] | None:
+    return tx.get_args(tp) if tx.get_origin(tp) in UNION_ORIGINS else None
+
+
+def is_literal(tp: Any) -> bool:
+    return tx.get_origin(tp) in LITERAL_ORIGINS
+
+
+def is_newtype(tp: Any) -> bool:
+    return callable(tp) and hasattr(tp, "__supertype__") and not isinstance(tp, type)
+
+
+def is_protocol(tp: Any) -> bool:
+    return isinstance(tp, type) and tx.is_protocol(tp)
+
+
+@functools.lru_cache(maxsize=256)
+def typeddict_fields(td: Any) -> tuple[dict[str, Any], frozenset[str]]:
+    """Value types and required keys of a TypedDict (unresolvable annotations are Any)."""
+    try:
+        hints = tx.get_type_hints(td)
+    except Exception:  # a forward reference we cannot resolve: fall back to Any
+        hints = dict.fromkeys(getattr(td, "__annotations__", {}), Any)
+    return hints, frozenset(td.__required_keys__)
+
+
+def tuple_shape(args: tuple[Any, ...] | None) -> tuple[tuple[Any, ...], bool]:
+    """Return ``(element types, variadic)`` for tuple args (None: bare ``tuple``)."""
+    if args is None:
+        return (Any,), True
+    if len(args) == 2 and args[1] is Ellipsis:
+        return (args[0],), True
+    return args, False
+
+
+def union_of(members: tuple[Any, ...]) -> Any:
+    # Built at run time from a tuple, which the ``X | Y`` spelling cannot do.
+    return typing.Union[members] if members else Never  # noqa: UP007
+
+
+# --------------------------------------------------------------------------- naming
+
+
+def type_name(tp: Any) -> str:
+    """Return a short readable name of *tp* for error messages.
+
+    Names of hashable types are computed once (a 1,000-node spec names the same few).
+    See :func:`_type_name` for the rules.
+    """
+    if getattr(tp, "__module__", None) == "__main__" or typing.get_args(tp):
+        return _type_name(tp)  # named by the running script: not cached
+    try:
+        return _cached_type_name(tp)
+    except TypeError:  # unhashable
+        return _type_name(tp)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_type_name(tp: Any) -> str:
+    return _type_name(tp)
+
+
+def _type_name(tp: Any) -> str:
+    """Return a short readable name of *tp* for error messages.
+
+    Builtins and standard generics are named bare (``int``, ``list[str]``,
+    ``Sequence[int]``, ``str | None``, ``Literal['a']``); other classes by module and
+    qualified name (``mypkg.Msg``).
+
+    A class defined in the running script is named by the module that script would be
+    when imported (:func:`main_module_name`), never ``__main__``: these names go into the
+    ids of inserted converter nodes, so a workflow started with ``python app.py`` has the
+    topology signature it has when ``plait resume app.py:workflow`` imports ``app``.
+
+    .. versionadded:: 0.1
+    """
+    if tp is None or tp is NONE_TYPE:
+        return "None"
+    if tp is Ellipsis:
+        return "..."
+    if tp in ANY_FORMS:
+        return "Any"
+    if tp in NEVER_FORMS:
+        return "Never"
+    if isinstance(tp, typing.ForwardRef):
+        tp = tp.__forward_arg__
+    if isinstance(tp, str):
+        return tp
+    if isinstance(tp, (list, tuple)):
+        return "[" + ", ".join(map(type_name, tp)) + "]"
+    if isinstance(tp, TypeVar) or is_newtype(tp):
+        return str(tp.__name__)
+    origin = tx.get_origin(tp)
+    args = tx.get_args(tp)
+    if origin in ANNOTATED_ORIGINS:
+        return type_name(args[0])
+    if origin in UNION_ORIGINS:
+        return " | ".join(map(type_name, args))
+    if origin in LITERAL_ORIGINS:
+        return "Literal[" + ", ".join(map(repr, args)) + "]"
+    if origin is not None:
+        if origin is tuple and args in ((), ((),)):
+            return "tuple[()]"
+        return f"{type_name(origin)}[{', '.join(map(type_name, args))}]"
+    if isinstance(tp, type):
+        module = tp.__module__
+        if module in SHORT_MODULES:
+            return tp.__qualname__
+        if module == "__main__":
+            module = main_module_name()
+        return f"{module}.{tp.__qualname__}"
+    return repr(tp).replace("typing_extensions.", "").replace("typing.", "")
+
+
+def main_module_name() -> str:
+    """The name module ``__main__`` has when imported rather than run.
+
+    Run with ``python -m pkg.app``, that is ``pkg.app`` (its spec's name). Run as
+    ``python path/to/app.py``, it is the file's stem, prefixed by the packages above it
+    (each folder holding an ``__init__.py``): the name ``plait run path/to/app.py:attr``
+    imports it under. Without a file (``python -c``, a REPL, a notebook) it stays
+    ``__main__``.
+
+    The module's name, not just the class's, because a short name alone would let two
+    scripts' ``Msg`` classes share a converter node id.
+
+    .. versionadded:: 0.1
+    """
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    file = getattr(main, "__file__", None)
+    return _importable_name(getattr(spec, "name", None), file if isinstance(file, str) else None)
+
+
+@functools.lru_cache(maxsize=8)
+def _importable_name(spec_name: str | None, file: str | None) -> str:
+    if spec_name and spec_name != "__main__":
+        return spec_name
+    if not file:
+        return "__main__"
+    # os.path, not pathlib: a cold start that names its script's classes skips pathlib
+    path = os.path.realpath(file)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    parts = [] if stem == "__init__" else [stem]
+    folder = os.path.dirname(path)
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        parts.insert(0, os.path.basename(folder))
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return ".".join(parts) or "__main__"
+
 
 _CALLABLE: Any = cabc.Callable  # typed Any: mypy sees a special form, not a class
 

@@ -10,12 +10,25 @@ costs the run nothing — unlike ``events="all"``, which builds four events per 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ._runner import Runner
+    from ._state import RunState
 
 __all__ = ["RunWatch"]
+
+
+class LiveRun(Protocol):
+    """What a :class:`RunWatch` reads of a running run (the runner is one)."""
+
+    @property
+    def state(self) -> RunState: ...
+
+    @property
+    def current(self) -> Mapping[str, list[Any]]:
+        """Executor id -> the messages the running superstep delivers to it."""
+        ...
 
 
 class RunWatch:
@@ -24,10 +37,11 @@ class RunWatch:
     Read from another thread, a value may be a superstep behind; it is never torn.
     """
 
-    __slots__ = ("_runner",)
+    __slots__ = ("_runner", "_workflow")
 
-    def __init__(self, runner: Runner) -> None:
+    def __init__(self, runner: LiveRun, workflow: str | None) -> None:
         self._runner = runner
+        self._workflow = workflow
 
     @property
     def run_id(self) -> str:
@@ -37,7 +51,7 @@ class RunWatch:
     @property
     def workflow(self) -> str | None:
         """The workflow's name."""
-        return self._runner.graph.spec.name
+        return self._workflow
 
     @property
     def superstep(self) -> int:
@@ -53,7 +67,7 @@ class RunWatch:
     def deliveries(self) -> dict[str, int]:
         """How many messages each executor of the running superstep handles in it (a
         fan-out's executor handles many)."""
-        return {eid: len(messages) for eid, messages in self._runner.current.copy().items()}
+        return {eid: len(messages) for eid, messages in dict(self._runner.current).items()}
 
     @property
     def outputs(self) -> int:

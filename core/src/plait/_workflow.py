@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
+from ._building import BuildContext
 from ._errors import CheckpointError, PlaitError, WorkflowRunError, WorkflowValidationError
 from ._executor import Executor
-from ._graph import CompiledGraph, PluginEnv
+from ._fingerprint import fingerprint_of
+from ._graph import CompiledGraph
 from ._options import RunOptions
-from ._placement import place
+from ._placement import place, placement_of
 from ._plugins import PluginManager, get_plugin_manager
 from ._results import WorkflowRunResult
 from ._spec import WorkflowSpec
@@ -35,7 +39,7 @@ if TYPE_CHECKING:
     from ._state import PendingRequest, RunState
     from ._streaming import EventStream
 
-__all__ = ["Workflow", "WorkflowRunResult"]
+__all__ = ["Workflow", "WorkflowRunResult", "with_placement"]
 
 
 class Workflow:
@@ -71,7 +75,7 @@ class Workflow:
             problems.append(f"executor {extra!r} is not a node of the spec")
         params = dict(edge_params or {})
         edge_runners: dict[str, EdgeRunner] = {}
-        env = PluginEnv(manager, allow_imports=allow_imports)
+        env = BuildContext(manager=manager, allow_imports=allow_imports)
         for group in spec.edge_groups:
             if group.router not in routers:
                 continue  # reported by spec.problems
@@ -84,6 +88,7 @@ class Workflow:
             raise WorkflowValidationError(problems, workflow=spec.name)
         self._spec = spec
         self._edge_params = params
+        self._manager = manager
         self._graph = CompiledGraph(spec, executors, edge_runners, manager)
         place(self._graph)  # resolved now: runs call what the graph carries
 
@@ -152,7 +157,15 @@ class Workflow:
 
         .. versionadded:: 0.1
         """
-        return dict(json.loads(json.dumps(self._graph.fingerprint)))
+        return dict(json.loads(json.dumps(fingerprint_of(self._graph))))
+
+    def placement_of(self, executor_id: str) -> str:
+        """Where ``executor_id``'s invocations run: ``local`` for an executor marked
+        ``local = True``, else its node's placement, else the workflow's, else ``local``.
+
+        .. versionadded:: 0.1
+        """
+        return placement_of(self._graph, executor_id)
 
     @property
     def edge_params(self) -> Mapping[str, Mapping[str, Any]]:
@@ -188,7 +201,7 @@ class Workflow:
 
         :raises UnknownNameError: no installed plugin registers the ``workflow`` kind.
         """
-        kinds = self._graph.plugin_manager.registry("executor_kind")
+        kinds = self._manager.registry("executor_kind")
         kind = kinds.get("workflow", what="Workflow.as_executor()")
         wrapped: Executor = kind.wrap(
             self, id=id, adapter=adapter, allow_direct_output=allow_direct_output
@@ -201,7 +214,7 @@ class Workflow:
 
         :raises UnknownNameError: no installed exporter has that name.
         """
-        exporter = self._graph.plugin_manager.registry("exporter").get(
+        exporter = self._manager.registry("exporter").get(
             format, what=f"exporting workflow {self.name or '(unnamed)'}"
         )
         text: str = exporter.export(self._spec)
@@ -342,7 +355,13 @@ class Workflow:
         from ._streaming import EventStream
 
         opts = RunOptions.from_kwargs(self._spec.options, options)
-        return EventStream(self, message, opts, task_group)
+        inbox = {self._spec.start: [message]}
+        detail = opts.events != "lifecycle"
+
+        def start(state: RunState) -> Awaitable[WorkflowRunResult]:
+            return self._execute(state, inbox, opts, detail=detail, live=True)
+
+        return EventStream(start, functools.partial(self._finish, opts=opts), opts, task_group)
 
     def run_sync(
         self, message: Any, *, backend: str = "asyncio", **options: Any
@@ -364,9 +383,10 @@ class Workflow:
     ) -> WorkflowRunResult:
         from ._events import RunFinished, RunStarted, RunStatus
         from ._runner import Runner
+        from ._watch import RunWatch
 
         emit = state.emit
-        manager = self._graph.plugin_manager
+        manager = self._manager
         if emit is not None:
             emit(RunStarted(state.run_id, self.name))
         observer = manager.observe_run(state.run_id, self, state.superstep, state.observed)
@@ -381,6 +401,8 @@ class Workflow:
         try:
             if opts.checkpoint is None:
                 runner = Runner(self._graph, opts, state, live=live)
+                if opts.watch is not None:  # a display that looks at the run at its own pace
+                    opts.watch(RunWatch(runner, self.name))
                 status = await runner.run(inbox)
             else:
                 from ._durable import run_checkpointed
@@ -426,3 +448,20 @@ class Workflow:
             setattr(result.error, "result", result)
             raise result.error
         return result
+
+
+def with_placement(workflow: Workflow, placement: str | None) -> Workflow:
+    """A copy of ``workflow`` whose invocations all run with ``placement`` — the nodes'
+    own placements are dropped; executors marked ``local = True`` stay local.
+    ``plait run --placement ray`` is this.
+
+    .. versionadded:: 0.1
+    """
+    spec = workflow.spec
+    nodes = tuple(attrs.evolve(node, placement=None) for node in spec.nodes)
+    return Workflow(
+        attrs.evolve(spec, placement=placement, nodes=nodes),
+        dict(workflow.executors),
+        edge_params=workflow.edge_params,
+        plugin_manager=workflow._manager,
+    )

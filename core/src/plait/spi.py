@@ -19,6 +19,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._build import (
+        Problems,
+        SpecBuilder,
+        check_config,
+        config_error,
+        did_you_mean,
+        edge_group_id,
+        json_pointer,
+        problem_order,
+    )
+    from ._building import BuildContext
     from ._capabilities import IMPORTS, SUBPROCESS, Capability, kind_capabilities, needs, network
     from ._checkpoint import (
         CORRUPT,
@@ -34,6 +45,7 @@ if TYPE_CHECKING:
         prune_plan,
     )
     from ._codec import declared_types, decode_value, encode_value, type_ref
+    from ._context import DELETED, RunScope
     from ._convert import (
         CattrsHooks,
         Converter,
@@ -54,15 +66,15 @@ if TYPE_CHECKING:
         compile_template,
     )
     from ._grants import CapabilityError, Grants, grant_text
-    from ._graph import CompiledGraph, PluginEnv
+    from ._graph import CompiledGraph
     from ._hookspecs import Register, hookimpl
-    from ._kinds import ExecutorKind, KindContext
+    from ._kinds import ExecutorKind
     from ._leases import Lease, LeaseHolder, lost_error, released
-    from ._load import LoadContext, Loader
+    from ._load import Loader
     from ._merge import MergeStrategy
     from ._observer import Invocation, RunObserver
     from ._options import RunOptions
-    from ._placement import Placement, with_placement
+    from ._placement import Placement
     from ._plugins import (
         ENTRY_POINT_GROUP,
         KINDS,
@@ -85,12 +97,17 @@ if TYPE_CHECKING:
     from ._routing import Delivery, EdgeRunner, Router, RouterEnv
     from ._runindex import (
         DEFAULT_PAGE,
+        JOURNAL_KINDS,
+        MAX_JOURNAL_PAGE,
         RUN_COLUMNS,
         CheckpointView,
+        EventJournal,
+        JournalEvent,
         RunIndex,
         RunPage,
         RunQuery,
         RunSummary,
+        check_journal_read,
         checkpoint_view,
         diff_views,
         fork_run,
@@ -98,6 +115,7 @@ if TYPE_CHECKING:
         page_of_rows,
         page_sql,
         parse_int_cursor,
+        read_journal,
     )
     from ._runview import EDITABLE
     from ._spec import spec_converter
@@ -116,9 +134,11 @@ if TYPE_CHECKING:
     )
     from ._types import is_assignable, is_instance, type_name
     from ._watch import RunWatch
+    from ._workflow import with_placement
 
 __all__ = [
     "CORRUPT",
+    "DELETED",
     "Capability",
     "CapabilityError",
     "CattrsHooks",
@@ -145,50 +165,61 @@ __all__ = [
     "INFO_FIELDS",
     "Invocation",
     "KINDS",
-    "KindContext",
+    "BuildContext",
     "Lease",
     "LeaseHolder",
-    "LoadContext",
     "Loader",
     "LossyConversion",
     "MergeStrategy",
     "PendingRequest",
     "Placement",
-    "PluginEnv",
     "PluginInfo",
     "PluginManager",
+    "Problems",
     "RUN_COLUMNS",
     "Register",
     "Registry",
     "Router",
     "RouterEnv",
     "RunIndex",
+    "check_journal_read",
+    "read_journal",
+    "JournalEvent",
+    "EventJournal",
+    "MAX_JOURNAL_PAGE",
+    "JOURNAL_KINDS",
     "RunInfo",
     "RunObserver",
     "RunOptions",
     "RunPage",
     "RunQuery",
     "RunSummary",
+    "RunScope",
     "RunWatch",
     "SUBPROCESS",
+    "SpecBuilder",
     "Step",
     "TypeFamily",
     "as_executor",
     "build_executors",
     "callable_spec",
+    "check_config",
     "check_keep_last",
     "check_runs_limit",
     "checkpoint_view",
     "code_ref",
     "compile_expression",
     "compile_template",
+    "config_error",
     "converter_graph",
     "core_version",
     "declared_types",
     "decode_checkpoint",
     "decode_value",
+    "did_you_mean",
     "diff_views",
     "duplicate_error",
+    "edge_group_id",
     "encode_checkpoint",
     "encode_value",
     "expression_spec",
@@ -200,6 +231,7 @@ __all__ = [
     "info_row",
     "is_assignable",
     "is_instance",
+    "json_pointer",
     "kind_capabilities",
     "lazy",
     "lazy_exports",
@@ -215,6 +247,7 @@ __all__ = [
     "page_sql",
     "parse_age",
     "parse_int_cursor",
+    "problem_order",
     "prune_plan",
     "redact_url",
     "released",
@@ -258,50 +291,62 @@ _HOME = {
     "INFO_FIELDS": "_stores",
     "Invocation": "_observer",
     "KINDS": "_plugins",
-    "KindContext": "_kinds",
+    "BuildContext": "_building",
     "Lease": "_leases",
     "LeaseHolder": "_leases",
-    "LoadContext": "_load",
     "Loader": "_load",
     "LossyConversion": "_convert",
     "MergeStrategy": "_merge",
     "PendingRequest": "_state",
     "Placement": "_placement",
-    "PluginEnv": "_graph",
     "PluginInfo": "_plugins",
     "PluginManager": "_plugins",
+    "Problems": "_build",
     "RUN_COLUMNS": "_runindex",
     "Register": "_hookspecs",
     "Registry": "_plugins",
     "Router": "_routing",
     "RouterEnv": "_routing",
     "RunIndex": "_runindex",
+    "check_journal_read": "_runindex",
+    "read_journal": "_runindex",
+    "JournalEvent": "_runindex",
+    "EventJournal": "_runindex",
+    "MAX_JOURNAL_PAGE": "_runindex",
+    "JOURNAL_KINDS": "_runindex",
     "RunInfo": "_checkpoint",
     "RunObserver": "_observer",
     "RunOptions": "_options",
     "RunPage": "_runindex",
     "RunQuery": "_runindex",
     "RunSummary": "_runindex",
+    "RunScope": "_context",
     "RunWatch": "_watch",
+    "DELETED": "_context",
     "SUBPROCESS": "_capabilities",
+    "SpecBuilder": "_build",
     "Step": "_convert",
     "TypeFamily": "_convert",
     "as_executor": "_refs",
     "build_executors": "_rebuild",
     "callable_spec": "_refs",
+    "check_config": "_build",
     "check_keep_last": "_checkpoint",
     "check_runs_limit": "_checkpoint",
     "checkpoint_view": "_runindex",
     "code_ref": "_refs",
     "compile_expression": "_expressions",
     "compile_template": "_expressions",
+    "config_error": "_build",
     "converter_graph": "_convert",
     "core_version": "_plugins",
     "declared_types": "_codec",
     "decode_checkpoint": "_checkpoint",
     "decode_value": "_codec",
+    "did_you_mean": "_build",
     "diff_views": "_runindex",
     "duplicate_error": "_stores",
+    "edge_group_id": "_build",
     "encode_checkpoint": "_checkpoint",
     "encode_value": "_codec",
     "expression_spec": "_refs",
@@ -313,6 +358,7 @@ _HOME = {
     "info_row": "_stores",
     "is_assignable": "_types",
     "is_instance": "_types",
+    "json_pointer": "_build",
     "kind_capabilities": "_capabilities",
     "lazy": "_registry",
     "lazy_exports": "_registry",
@@ -328,6 +374,7 @@ _HOME = {
     "page_sql": "_runindex",
     "parse_age": "_stores",
     "parse_int_cursor": "_runindex",
+    "problem_order": "_build",
     "prune_plan": "_checkpoint",
     "redact_url": "_stores",
     "released": "_leases",
@@ -339,7 +386,7 @@ _HOME = {
     "type_name": "_types",
     "type_ref": "_codec",
     "where": "_stores",
-    "with_placement": "_placement",
+    "with_placement": "_workflow",
 }
 
 

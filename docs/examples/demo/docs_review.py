@@ -155,7 +155,7 @@ def summary_agent(model_id: str) -> Any:
     """The ``agent`` executor (plugin ``plait-llm``) for ``model_id``, built by its kind, so
     an unknown model or a missing plugin is found when the workflow is built."""
     from plait import get_plugin_manager
-    from plait.spi import KindContext
+    from plait.spi import BuildContext
 
     manager = get_plugin_manager()
     kinds = manager.registry("executor_kind")
@@ -171,7 +171,7 @@ def summary_agent(model_id: str) -> Any:
         "system": "You summarise technical documentation pages. Answer with the summary "
         "only: plain sentences, no list, no heading.",
     }
-    context = KindContext(node_id="summarise/agent", manager=manager)
+    context = BuildContext(node_id="summarise/agent", manager=manager)
     problems = kind.check(config, context)
     if problems:
         raise problems[0]

@@ -251,7 +251,10 @@ def summarise(
         length = len(words(sentence))
         if not found or not 5 <= length <= 60 or sentence.endswith(":"):
             continue
-        score = sum(weights.get(t, 0.0) * (3.0 if t in focused else 1.0) for t in found)
+        # fsum: exactly rounded, so the score does not depend on the order a set of
+        # strings iterates in (it changes with each process's hash seed), and sentences of
+        # equal weight tie exactly, broken by their place in the page
+        score = math.fsum(weights.get(t, 0.0) * (3.0 if t in focused else 1.0) for t in found)
         scored.append((score / math.sqrt(length), index))
     if not scored:
         scored = [(0.0, i) for i in range(len(text_sentences))]

@@ -201,6 +201,29 @@ def test_a_message_the_start_executor_cannot_handle_fails_the_run() -> None:
     assert "executor 'upper' has no handler for a message of type int" in result.stderr
 
 
+def test_journal_keeps_the_run_s_event_journal(tmp_path: Path) -> None:
+    import anyio
+    from plait.spi import open_store, read_journal
+
+    url = store(tmp_path)
+    result = plait("run", target("echo"), "x", "--checkpoint", url, "--journal", "-q")
+    assert result.exit_code == 0, result.stderr
+    run_id = re.search(r"run id: ([0-9a-f]+)", result.stderr).group(1)  # type: ignore[union-attr]
+
+    async def events() -> list[str]:
+        opened = open_store(url)
+        try:
+            found = await read_journal(opened, run_id)
+            return [e.kind for e in found or []]
+        finally:
+            await opened.aclose()
+
+    kinds = anyio.run(events)
+    assert "invocation_finished" in kinds and kinds[-1] == "run_finished"
+    refused = plait("run", target("echo"), "x", "--journal", "--no-checkpoint")
+    assert refused.exit_code == 2 and "--journal needs a checkpoint" in refused.stderr
+
+
 def test_durability_needs_a_checkpoint() -> None:
     result = plait("run", target("echo"), "x", "--durability", "exit", "--no-checkpoint")
     assert result.exit_code == 2 and "--durability needs a checkpoint" in result.stderr

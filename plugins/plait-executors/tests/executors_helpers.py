@@ -7,13 +7,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from plait import Executor, Never, Workflow, WorkflowContext, executor
-from plait.spi import KindContext
+from plait.spi import BuildContext
 from plait_builders import WorkflowBuilder
 
 
 def build(kind: Any, config: Mapping[str, Any], node_id: str = "node", **ctx: Any) -> Any:
     """``kind.check`` (asserting it finds nothing) then ``kind.create``."""
-    context = KindContext(node_id=node_id, **ctx)
+    context = BuildContext(node_id=node_id, **ctx)
     errors = kind.check(config, context)
     assert errors == [], [str(e) for e in errors]
     made = kind.create(config, context)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from executors_helpers import build, chain, paths
 from plait import ExecutorFailedError
-from plait.spi import KindContext
+from plait.spi import BuildContext
 from plait_executors import (
     HttpExecutor,
     HttpKind,
@@ -98,7 +98,7 @@ async def test_a_message_that_is_not_json_fails_before_any_request(http_server: 
 
 
 def test_the_request_limit_is_not_the_kernel_timeout_policy() -> None:
-    node = KIND.create({"url": "http://127.0.0.1/", "timeout": 5}, KindContext(node_id="n"))
+    node = KIND.create({"url": "http://127.0.0.1/", "timeout": 5}, BuildContext(node_id="n"))
     assert node.request_timeout == 5.0 and node.timeout is None
 
 
@@ -111,7 +111,7 @@ def test_config_errors_carry_json_paths_all_at_once() -> None:
         "body": "always",
         "respones": "json",
     }
-    errors = KIND.check(config, KindContext(node_id="api"))
+    errors = KIND.check(config, BuildContext(node_id="api"))
     assert paths(errors) == [
         "/config/body",
         "/config/headers/x",
@@ -121,4 +121,4 @@ def test_config_errors_carry_json_paths_all_at_once() -> None:
         "/config/url",
     ]
     assert "did you mean 'response'?" in str(errors[3])
-    assert paths(KIND.check({}, KindContext(node_id="api"))) == ["/config"]
+    assert paths(KIND.check({}, BuildContext(node_id="api"))) == ["/config"]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from executors_helpers import build, chain, paths
 from plait import ConfigError, Executor, FunctionExecutor, WorkflowContext, executor, handler
-from plait.spi import KindContext
+from plait.spi import BuildContext
 from plait_executors import PythonKind
 
 pytestmark = pytest.mark.anyio
@@ -72,7 +72,7 @@ async def test_an_executor_instance_is_reused_or_copied_under_the_new_id() -> No
 
 
 def test_imports_are_refused_for_an_untrusted_document() -> None:
-    ctx = KindContext(node_id="doubler", allow_imports=False)
+    ctx = BuildContext(node_id="doubler", allow_imports=False)
     (error,) = KIND.check(ref("double"), ctx)
     assert isinstance(error, ConfigError)
     assert error.path == "/config/ref"
@@ -82,7 +82,7 @@ def test_imports_are_refused_for_an_untrusted_document() -> None:
 
 
 def test_an_import_failure_names_the_ref_and_the_error() -> None:
-    ctx = KindContext(node_id="n")
+    ctx = BuildContext(node_id="n")
     (error,) = KIND.check({"ref": "no_such_module_for_plait:thing"}, ctx)
     assert error.path == "/config/ref"
     assert "'no_such_module_for_plait:thing'" in str(error)
@@ -93,12 +93,12 @@ def test_an_import_failure_names_the_ref_and_the_error() -> None:
 
 
 def test_an_object_that_is_no_executor_is_refused() -> None:
-    (error,) = KIND.check(ref("NOT_AN_EXECUTOR"), KindContext(node_id="n"))
+    (error,) = KIND.check(ref("NOT_AN_EXECUTOR"), BuildContext(node_id="n"))
     assert error.path == "/config/ref" and "is a int, not an Executor" in str(error)
 
 
 def test_config_errors_carry_json_paths() -> None:
-    ctx = KindContext(node_id="n")
+    ctx = BuildContext(node_id="n")
     assert paths(KIND.check({"ref": "no colon here"}, ctx)) == ["/config/ref"]
     errors = KIND.check({"ref": 3, "reff": "a:b"}, ctx)
     assert paths(errors) == ["/config/ref", "/config/reff"]

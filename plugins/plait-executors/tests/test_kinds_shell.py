@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from executors_helpers import build, chain, paths
 from plait import ExecutorFailedError
-from plait.spi import KindContext
+from plait.spi import BuildContext
 from plait_executors import (
     ShellCommandError,
     ShellExecutor,
@@ -132,12 +132,12 @@ async def test_a_program_that_ignores_its_input_still_runs() -> None:
 
 
 def test_the_process_limit_is_not_the_kernel_timeout_policy() -> None:
-    node = KIND.create({"argv": ["x"], "timeout": 5}, KindContext(node_id="n"))
+    node = KIND.create({"argv": ["x"], "timeout": 5}, BuildContext(node_id="n"))
     assert node.process_timeout == 5.0 and node.timeout is None
 
 
 def test_the_declared_output_type_follows_the_config() -> None:
-    ctx = KindContext(node_id="n")
+    ctx = BuildContext(node_id="n")
     assert KIND.create({"argv": ["x"]}, ctx).output_types == (str,)
     assert KIND.create({"argv": ["x"], "output": "lines"}, ctx).output_types == (list[str],)
 
@@ -152,7 +152,7 @@ def test_config_errors_carry_json_paths_all_at_once() -> None:
         "env": {"A": 1},
         "shell": True,
     }
-    errors = KIND.check(config, KindContext(node_id="sh"))
+    errors = KIND.check(config, BuildContext(node_id="sh"))
     assert paths(errors) == [
         "/config/argv/0",
         "/config/argv/1",
@@ -164,8 +164,8 @@ def test_config_errors_carry_json_paths_all_at_once() -> None:
         "/config/timeout",
     ]
     assert all("executor 'sh'" in str(e) for e in errors)
-    assert paths(KIND.check({"argv": "ls -l"}, KindContext(node_id="sh"))) == ["/config/argv"]
-    assert paths(KIND.check({"argv": []}, KindContext(node_id="sh"))) == ["/config/argv"]
+    assert paths(KIND.check({"argv": "ls -l"}, BuildContext(node_id="sh"))) == ["/config/argv"]
+    assert paths(KIND.check({"argv": []}, BuildContext(node_id="sh"))) == ["/config/argv"]
 
 
 def test_a_string_argv_is_refused_by_the_executor_too() -> None:

@@ -13,7 +13,7 @@ import plait_routing
 import pytest
 from executors_helpers import build, chain, paths
 from plait import Never, WorkflowContext, executor
-from plait.spi import KindContext, PluginManager, set_plugin_manager
+from plait.spi import BuildContext, PluginManager, set_plugin_manager
 from plait_builders import Fragment, WorkflowBuilder
 from plait_executors import WorkflowKind
 
@@ -68,13 +68,13 @@ async def test_without_a_manager_the_process_wide_one_is_used(manager: PluginMan
 
 
 def test_an_unknown_fragment_lists_the_installed_ones(manager: PluginManager) -> None:
-    (error,) = KIND.check({"fragment": "demo.shuot"}, KindContext(node_id="n", manager=manager))
+    (error,) = KIND.check({"fragment": "demo.shuot"}, BuildContext(node_id="n", manager=manager))
     assert error.path == "/config/fragment"
     assert "did you mean 'demo.shout'?" in str(error) and "installed: demo.shout" in str(error)
 
 
 def test_exactly_one_of_fragment_and_spec(manager: PluginManager) -> None:
-    ctx = KindContext(node_id="n", manager=manager)
+    ctx = BuildContext(node_id="n", manager=manager)
     for config in ({}, {"fragment": "demo.shout", "spec": {}}):
         (error,) = KIND.check(config, ctx)
         assert error.path == "/config" and "exactly one of 'fragment'" in str(error)
@@ -83,7 +83,7 @@ def test_exactly_one_of_fragment_and_spec(manager: PluginManager) -> None:
 def test_config_errors_carry_json_paths_all_at_once() -> None:
     errors = KIND.check(
         {"fragment": "", "spec": [], "allow_direct_output": "yes", "fragmnet": "x"},
-        KindContext(node_id="nest"),
+        BuildContext(node_id="nest"),
     )
     assert paths(errors) == [
         "/config/allow_direct_output",
@@ -112,14 +112,14 @@ async def test_an_inline_spec_is_rebuilt_and_runs_as_one_executor(manager: Plugi
 
 def test_an_inline_spec_keeps_the_outer_documents_trust(manager: PluginManager) -> None:
     manager.register(plait_executors, "executors")
-    untrusted = KindContext(node_id="inline", manager=manager, allow_imports=False)
+    untrusted = BuildContext(node_id="inline", manager=manager, allow_imports=False)
     errors = KIND.check({"spec": shouting_spec()}, untrusted)
     assert paths(errors) == ["/config/spec/nodes/0/config/ref", "/config/spec/nodes/1/config/ref"]
     assert all("imports are not allowed" in str(e) for e in errors)
 
 
 def test_an_inline_spec_of_the_wrong_shape_is_an_error_at_its_path() -> None:
-    (error,) = KIND.check({"spec": {"nodes": "none"}}, KindContext(node_id="inline"))
+    (error,) = KIND.check({"spec": {"nodes": "none"}}, BuildContext(node_id="inline"))
     assert error.path == "/config/spec" and "not a workflow spec" in str(error)
 
 

@@ -8,7 +8,7 @@ import sys
 import plait
 import plait_flow
 from plait import ConfigError
-from plait.spi import KindContext
+from plait.spi import BuildContext
 from plait_flow import FlowJoin, FlowLoader, FlowOutput
 from plait_flow._kinds import FlowJoinKind, FlowOutputKind
 
@@ -37,14 +37,14 @@ def test_registering_imports_no_lark_and_the_first_load_does() -> None:
 
 
 def test_the_kinds_take_no_config_and_build_their_executors() -> None:
-    ctx = KindContext(node_id="flow:output")
+    ctx = BuildContext(node_id="flow:output")
     kind = FlowOutputKind()
     assert kind.check({}, ctx) == []
     (problem,) = kind.check({"x": 1}, ctx)
     assert isinstance(problem, ConfigError) and problem.path == "/config/x"
     output = kind.create({}, ctx)
     assert isinstance(output, FlowOutput) and output.id == "flow:output"
-    join = FlowJoinKind().create({}, KindContext(node_id="flow:join"))
+    join = FlowJoinKind().create({}, BuildContext(node_id="flow:join"))
     assert isinstance(join, FlowJoin) and join.plait_kind == "flow.join"
 
 

@@ -17,7 +17,7 @@ from plait import (
     WorkflowContext,
     executor,
 )
-from plait.spi import KindContext
+from plait.spi import BuildContext
 from plait_builders import WorkflowBuilder
 from plait_llm import AgentExecutor, AgentKind
 
@@ -26,7 +26,7 @@ KIND = AgentKind()
 
 
 def build(config: dict[str, Any], node_id: str = "writer") -> AgentExecutor:
-    ctx = KindContext(node_id=node_id)
+    ctx = BuildContext(node_id=node_id)
     assert KIND.check(config, ctx) == []
     made = KIND.create(config, ctx)
     assert isinstance(made, AgentExecutor) and made.id == node_id
@@ -42,7 +42,7 @@ def chain(node: Executor) -> Workflow:
 
 
 def errors(config: dict[str, Any]) -> list[tuple[str | None, str]]:
-    return [(e.path, str(e)) for e in KIND.check(config, KindContext(node_id="writer"))]
+    return [(e.path, str(e)) for e in KIND.check(config, BuildContext(node_id="writer"))]
 
 
 async def test_a_workflow_with_an_agent_node_returns_the_models_text() -> None:
@@ -151,5 +151,5 @@ def test_bad_instruction_options_and_schema_are_reported_together() -> None:
 
 def test_create_raises_a_config_error() -> None:
     with pytest.raises(ConfigError) as info:
-        KIND.create({"model": "nope-model"}, KindContext(node_id="writer"))
+        KIND.create({"model": "nope-model"}, BuildContext(node_id="writer"))
     assert info.value.path == "/config/model"

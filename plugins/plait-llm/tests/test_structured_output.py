@@ -12,7 +12,7 @@ from typing import Any
 import plait
 import pytest
 from plait import CustomEvent, ExecutorFailedError, Never, Workflow, WorkflowContext, executor
-from plait.spi import KindContext
+from plait.spi import BuildContext
 from plait_builders import WorkflowBuilder
 from plait_llm import AgentError, AgentExecutor, AgentKind
 from plait_llm._structured import answer_problem, parse_answer
@@ -29,7 +29,7 @@ REVIEW = {
 
 
 def build(model: str, schema: dict[str, Any] = REVIEW, **config: Any) -> AgentExecutor:
-    ctx = KindContext(node_id="reviewer")
+    ctx = BuildContext(node_id="reviewer")
     full = {"model": model, "structured_output": schema, **config}
     assert KIND.check(full, ctx) == []
     made = KIND.create(full, ctx)
@@ -137,7 +137,7 @@ async def test_a_good_first_answer_is_not_retried(script: Script) -> None:
 def test_the_schema_must_describe_an_object() -> None:
     found = KIND.check(
         {"model": "plait-test-scripted", "structured_output": {"type": "array"}},
-        KindContext(node_id="reviewer"),
+        BuildContext(node_id="reviewer"),
     )
     assert [(e.path, "must be 'object', not 'array'" in str(e)) for e in found] == [
         ("/config/structured_output/type", True)
@@ -148,7 +148,7 @@ def test_an_invalid_schema_is_an_error_at_its_path() -> None:
     schema = {"type": "object", "properties": {"score": {"minimum": "zero"}}}
     (error,) = KIND.check(
         {"model": "plait-test-scripted", "structured_output": schema},
-        KindContext(node_id="reviewer"),
+        BuildContext(node_id="reviewer"),
     )
     assert error.path == "/config/structured_output/properties/score/minimum"
     assert "not a JSON Schema" in str(error)

@@ -15,6 +15,7 @@ from plait_postgres import SCHEMA_VERSION, PostgresCheckpointStore
 from plait_testing import fake_entry_point, make_plugin_manager, servers
 from plait_testing.stores import (
     CheckpointStoreContract,
+    EventJournalContract,
     flip_byte,
     make_checkpoint,
     new_run_id,
@@ -30,7 +31,7 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-class TestPostgresStore(CheckpointStoreContract):
+class TestPostgresStore(CheckpointStoreContract, EventJournalContract):
     @pytest.fixture
     def anyio_backend(self) -> str:
         """asyncio only: psycopg's async API does not run on trio."""

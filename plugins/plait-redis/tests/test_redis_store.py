@@ -16,6 +16,7 @@ from plait_redis import RedisCheckpointStore, redact_url
 from plait_testing import fake_entry_point, make_plugin_manager, servers
 from plait_testing.stores import (
     CheckpointStoreContract,
+    EventJournalContract,
     flip_byte,
     make_checkpoint,
     new_run_id,
@@ -45,7 +46,7 @@ async def _drop_prefix(url: str, prefix: str) -> None:
         await client.aclose()
 
 
-class TestRedisStore(CheckpointStoreContract):
+class TestRedisStore(CheckpointStoreContract, EventJournalContract):
     @pytest.fixture
     def anyio_backend(self) -> str:
         """asyncio only: redis-py's asyncio client does not run on trio."""

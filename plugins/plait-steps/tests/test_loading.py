@@ -194,6 +194,117 @@ def test_hostile_yaml_is_refused_cleanly(text: str, message: str) -> None:
     assert problems[0].line is not None and problems[0].column is not None
 
 
+def _deep(levels: int, inner: str) -> str:
+    return "[" * levels + inner + "]" * levels
+
+
+@pytest.mark.parametrize(
+    "text, message, where",
+    [
+        # each anchor 40 levels deep: legal alone, 80 through the alias (line 2's *a)
+        (f"a: &a {_deep(40, 'x')}\nb: {_deep(40, '*a')}\nworkflow: []\n", "deeper", (2, 44)),
+        ("workflow: *nowhere\n", "names no anchor", (1, 11)),
+        ("workflow: &r 1\nagain: &r [*r]\n", "repeats a value it is inside of", (2, 12)),
+        ("k: &k [a]\nworkflow: {*k : 1}\n", "a mapping key must be a plain scalar", (2, 12)),
+        ("workflow: {? [a] : 1}\n", "a mapping key must be a plain scalar", (1, 14)),
+        ("workflow: !!set {a: null}\n", "the tag 'tag:yaml.org,2002:set'", (1, 11)),
+        ("workflow: []\n--- \nmore: []\n", "several YAML documents", (3, 1)),
+    ],
+)
+def test_aliases_keys_tags_and_documents_are_refused_where_they_are_written(
+    text: str, message: str, where: tuple[int, int]
+) -> None:
+    (problem,) = _problems(text)
+    assert message in str(problem)
+    assert (problem.line, problem.column) == where
+
+
+def test_an_alias_repeats_its_anchor_and_counts_at_every_use() -> None:
+    from plait_steps._yaml import MAX_NODES, parse
+
+    root, _ = parse("r: &r {max_attempts: 3, on: [timeout]}\nx: *r\n", "<t>")
+    assert root is not None
+    first, second = root.value["r"], root.value["x"]
+    assert _plain(second) == {"max_attempts": 3, "on": ["timeout"]}
+    assert second is first and (first.line, first.column) == (1, 4)
+    assert root.keys["x"] == (2, 1)
+    # a flat list of 1,000 values read 200 times is past the bound, though its text is small
+    text = "a: &a [" + ", ".join(["x"] * 1000) + "]\nb: [" + ", ".join(["*a"] * 200) + "]\n"
+    (problem,) = _problems(text)
+    assert f"more than {MAX_NODES} values" in str(problem)
+    assert problem.line == 2
+
+
+def test_the_cycle_collector_is_back_as_it_was_after_a_load() -> None:
+    import gc
+
+    assert gc.isenabled()
+    _problems("workflow: [\n")
+    assert gc.isenabled()
+    load_spec(VALID, format="steps", executors=AGENTS)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        load_spec(VALID, format="steps", executors=AGENTS)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def _plain(y: Any) -> Any:
+    if isinstance(y.value, dict):
+        return {k: _plain(v) for k, v in y.value.items()}
+    if isinstance(y.value, list):
+        return [_plain(v) for v in y.value]
+    return y.value
+
+
+_yaml_scalars = st.one_of(
+    st.text(max_size=6),
+    st.sampled_from(["on", "yes", "no", "null", "~", "0x1f", "0o17", ".inf", "1e3", "-0"]),
+    st.integers(-(10**20), 10**20),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.booleans(),
+    st.none(),
+)
+_yaml_values = st.recursive(
+    _yaml_scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_yaml_scalars, inner, max_size=4),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_yaml_values, st.sampled_from([None, True, False]))
+def test_values_are_what_ruamel_reads(value: Any, flow: bool | None) -> None:
+    # the values built from the parser's events are ruamel's own safe load of the same
+    # text (YAML 1.2), in block style, flow style and both, with every scalar style ruamel
+    # writes (plain, quoted, literal)
+    import io
+
+    from plait_steps._yaml import YamlProblem, parse
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    yaml = YAML(typ="safe", pure=True)
+    yaml.version = (1, 2)
+    yaml.default_flow_style = flow
+    stream = io.StringIO()
+    yaml.dump({"v": value}, stream)
+    text = stream.getvalue()
+    reader = YAML(typ="safe", pure=False)  # the parser parse() uses
+    reader.version = (1, 2)
+    try:
+        expected = reader.load(text)
+    except YAMLError:  # ruamel's writer and libyaml differ on a few plain scalars ("0?")
+        with pytest.raises(YamlProblem, match="not valid YAML"):
+            parse(text, "<t>")
+        return
+    root, _ = parse(text, "<t>")
+    assert root is not None
+    assert _plain(root) == expected, text
+
+
 # -- fuzzing ------------------------------------------------------------------------------------
 
 _scalars = st.one_of(
@@ -231,10 +342,10 @@ _values = st.recursive(
 
 
 def _check(text: str) -> None:
-    from plait.spi import LoadContext
+    from plait.spi import BuildContext
     from plait_steps import StepsLoader
 
-    ctx = LoadContext(source="<fuzz>", executors=AGENTS, manager=plait.get_plugin_manager())
+    ctx = BuildContext(source="<fuzz>", executors=AGENTS, manager=plait.get_plugin_manager())
     try:
         StepsLoader().load(text, ctx)
     except LoadError as exc:

@@ -6,13 +6,17 @@ import json
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
+import attrs
+import plait_stores._fileindex
 import pytest
 from plait import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
-from plait.spi import Checkpoint, CheckpointStore, encode_checkpoint
+from plait.spi import Checkpoint, CheckpointStore, encode_checkpoint, list_runs
 from plait_stores import FileCheckpointStore
 from plait_testing.stores import (
     CheckpointStoreContract,
+    EventJournalContract,
     flip_byte,
     make_checkpoint,
     new_run_id,
@@ -28,7 +32,7 @@ def _names_of_files(root: Path) -> list[str]:
     return sorted(p.name for p in root.rglob("*") if p.is_file())
 
 
-class TestFileStore(CheckpointStoreContract):
+class TestFileStore(CheckpointStoreContract, EventJournalContract):
     @pytest.fixture
     async def store(self, tmp_path: Path) -> AsyncIterator[FileCheckpointStore]:
         store = FileCheckpointStore.from_url(f"file://{tmp_path / 'checkpoints'}")
@@ -54,7 +58,9 @@ async def test_a_save_leaves_no_temporary_files(tmp_path: Path) -> None:
     for superstep in range(5):
         await store.save(make_checkpoint(run_id, superstep))
     every_file = _names_of_files(tmp_path)
-    assert len(every_file) == 10, every_file  # five checkpoints, five id entries
+    # five checkpoints, five id entries, the run index and its lock file
+    assert len(every_file) == 12, every_file
+    assert {"runs.index", "runs.index.lock"} <= set(every_file)
     assert not [name for name in every_file if name.startswith(".") or "tmp" in name]
 
 
@@ -157,3 +163,146 @@ def test_bad_urls() -> None:
     with pytest.raises(ValueError, match="unknown option"):
         FileCheckpointStore.from_url("file:///tmp/x?fsync=no")
     assert FileCheckpointStore.from_url("file:///tmp/x%20y").directory == Path("/tmp/x y")
+
+
+# -- the run index (runs.index) ------------------------------------------------------------
+
+
+async def _listed(store: FileCheckpointStore, **query: Any) -> list[tuple[str, str]]:
+    page = await list_runs(store, **query)
+    return [(r.run_id, r.status) for r in page.runs]
+
+
+async def test_list_runs_pages_from_the_index_alone(tmp_path: Path) -> None:
+    store = FileCheckpointStore(tmp_path)
+    ids = [new_run_id(f"r{i}") for i in range(5)]
+    for run_id in ids:
+        await store.save(make_checkpoint(run_id, 0))
+        await store.save(make_checkpoint(run_id, 1, status="idle"))
+    expected = [(r, "idle") for r in reversed(ids)]
+    assert await _listed(store) == expected
+    # the run directories gone: a page still comes, from runs.index alone
+    (tmp_path / "runs").rename(tmp_path / "elsewhere")
+    other = FileCheckpointStore(tmp_path)  # a new process's view reads the whole log
+    assert await _listed(other) == expected
+    page = await list_runs(other, limit=2)
+    assert [r.run_id for r in page.runs] == ids[::-1][:2] and page.next_cursor is not None
+    rest = await list_runs(other, limit=10, cursor=page.next_cursor)
+    assert [r.run_id for r in rest.runs] == ids[::-1][2:]
+
+
+async def test_a_missing_or_damaged_index_is_rebuilt_and_never_trusted(tmp_path: Path) -> None:
+    store = FileCheckpointStore(tmp_path)
+    first, second = new_run_id("a"), new_run_id("b")
+    await store.save(make_checkpoint(first, 0, status="failed"))
+    await store.save(make_checkpoint(second, 0))
+    expected = [(second, "running"), (first, "failed")]
+    assert await _listed(store) == expected
+    index = tmp_path / "runs.index"
+    index.unlink()
+    assert await _listed(FileCheckpointStore(tmp_path)) == expected
+    assert index.exists(), "the index was not rebuilt"
+    for damage in (
+        b"not json\n",
+        b'{"s": 1, "row": [{"__class__": "os.system"}], "full": true}\n',
+        b'{"s": 1, "row": ["x", null, "idle", "1", 0, null, 0, 0, null, null], "full": true}\n',
+        b'{"s": true, "gone": "x"}\n',
+    ):
+        with index.open("ab") as file:
+            file.write(damage)
+        assert await _listed(FileCheckpointStore(tmp_path)) == expected, damage
+        assert damage not in index.read_bytes()
+
+
+async def test_runs_written_before_the_index_are_indexed_on_the_next_save(
+    tmp_path: Path,
+) -> None:
+    store = FileCheckpointStore(tmp_path)
+    old = new_run_id("old")
+    await store.save(make_checkpoint(old, 0, status="idle"))
+    (tmp_path / "runs.index").unlink()  # as a directory written by an older plait-stores
+    new = new_run_id("new")
+    await FileCheckpointStore(tmp_path).save(make_checkpoint(new, 0))
+    assert await _listed(FileCheckpointStore(tmp_path)) == [(new, "running"), (old, "idle")]
+
+
+async def test_deletes_and_prunes_update_the_index(tmp_path: Path) -> None:
+    store = FileCheckpointStore(tmp_path)
+    run_id = new_run_id("d")
+    kept = make_checkpoint(run_id, 0)
+    last = make_checkpoint(run_id, 1, status="failed")
+    await store.save(kept)
+    await store.save(last)
+    assert await _listed(store) == [(run_id, "failed")]
+    await store.delete(last.checkpoint_id)
+    assert await _listed(store) == [(run_id, "running")]
+    await store.delete_run(run_id)
+    assert await _listed(store) == []
+    assert await _listed(FileCheckpointStore(tmp_path)) == []
+
+
+async def test_the_index_log_is_compacted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plait_stores._fileindex, "COMPACT_SLACK", 20)
+    store = FileCheckpointStore(tmp_path)
+    run_id = new_run_id("busy")
+    parent = None
+    for superstep in range(40):
+        checkpoint = make_checkpoint(run_id, superstep, parent_id=parent)
+        parent = checkpoint.checkpoint_id
+        await store.save(checkpoint)
+    await list_runs(store)  # reading a long log compacts it
+    lines = (tmp_path / "runs.index").read_bytes().splitlines()
+    assert len(lines) < 10, len(lines)
+    (summary,) = (await list_runs(FileCheckpointStore(tmp_path))).runs
+    assert summary.superstep == 39
+
+
+async def test_a_rebuilt_index_pages_runs_saved_at_the_same_time(tmp_path: Path) -> None:
+    store = FileCheckpointStore(tmp_path)
+    ids = [new_run_id(f"same{i}") for i in range(5)]
+    for run_id in ids:
+        checkpoint = attrs.evolve(make_checkpoint(run_id), created_at=1_700_000_000.0)
+        await store.save(checkpoint)
+    (tmp_path / "runs.index").unlink()
+    fresh = FileCheckpointStore(tmp_path)
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page = await list_runs(fresh, limit=2, cursor=cursor)
+        seen.extend(r.run_id for r in page.runs)
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    assert sorted(seen) == sorted(ids) and len(seen) == 5
+
+
+async def test_processes_saving_at_once_all_reach_the_index(tmp_path: Path) -> None:
+    import sys
+
+    import anyio
+
+    script = (
+        "import anyio, sys\n"
+        "from plait_stores import FileCheckpointStore\n"
+        "from plait_testing.stores import make_checkpoint\n"
+        "async def main():\n"
+        "    store = FileCheckpointStore(sys.argv[1])\n"
+        "    for i in range(20):\n"
+        "        await store.save(make_checkpoint(f'{sys.argv[2]}-{i}'))\n"
+        "anyio.run(main)\n"
+    )
+    codes: list[int] = []
+
+    async def write(label: str) -> None:
+        done = await anyio.run_process(
+            [sys.executable, "-c", script, str(tmp_path), label], check=False
+        )
+        codes.append(done.returncode)
+
+    with anyio.fail_after(120):
+        async with anyio.create_task_group() as tasks:
+            for n in range(3):
+                tasks.start_soon(write, f"p{n}")
+    assert codes == [0, 0, 0]
+    page = await list_runs(FileCheckpointStore(tmp_path), limit=100)
+    assert len({r.run_id for r in page.runs}) == 60, "a save's index line was lost"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from plait import CorruptCheckpointError
+from plait.spi import list_runs
 from plait_stores import FileCheckpointStore
 from plait_testing.stores import make_checkpoint, new_run_id
 
@@ -200,11 +201,24 @@ async def test_the_store_creates_its_directories_and_files_private(tmp_path: Pat
     await store.acquire_lease(run_id, ttl=30)
     root = tmp_path / "store"
     paths = [root, *root.rglob("*")]
-    assert len(paths) == 8  # root, runs, run, ids, leases and three files
+    # root, runs, run, ids, leases and three files, the run index and its lock file
+    assert len(paths) == 10
     for path in paths:
         mode = path.stat().st_mode & 0o777
         assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
     await store.aclose()
+
+
+async def test_a_run_index_that_is_a_link_is_refused(tmp_path: Path, outside: Path) -> None:
+    root = tmp_path / "store"
+    store = FileCheckpointStore(root)
+    await store.save(make_checkpoint(new_run_id()))
+    (root / "runs.index").unlink()
+    (outside / "planted").write_text("{}\n")
+    (root / "runs.index").symlink_to(outside / "planted")
+    with pytest.raises(CorruptCheckpointError, match="runs.index"):
+        await list_runs(store)
+    assert (outside / "planted").read_text() == "{}\n"
 
 
 @pytest.mark.parametrize("folder", ["runs", "ids", "leases"])

@@ -9,10 +9,16 @@ import pytest
 from plait import StoreUnavailableError
 from plait.spi import CheckpointStore
 from plait_stores import MemoryCheckpointStore
-from plait_testing.stores import CheckpointStoreContract, flip_byte, make_checkpoint, new_run_id
+from plait_testing.stores import (
+    CheckpointStoreContract,
+    EventJournalContract,
+    flip_byte,
+    make_checkpoint,
+    new_run_id,
+)
 
 
-class TestMemoryStore(CheckpointStoreContract):
+class TestMemoryStore(CheckpointStoreContract, EventJournalContract):
     @pytest.fixture
     async def store(self) -> AsyncIterator[MemoryCheckpointStore]:
         name = f"contract-{uuid.uuid4().hex}"

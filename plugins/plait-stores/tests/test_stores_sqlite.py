@@ -16,13 +16,14 @@ from plait_stores import SqliteCheckpointStore
 from plait_stores._sqlite import SCHEMA_VERSION
 from plait_testing.stores import (
     CheckpointStoreContract,
+    EventJournalContract,
     flip_byte,
     make_checkpoint,
     new_run_id,
 )
 
 
-class TestSqliteStore(CheckpointStoreContract):
+class TestSqliteStore(CheckpointStoreContract, EventJournalContract):
     @pytest.fixture
     async def store(self, tmp_path: Path) -> AsyncIterator[SqliteCheckpointStore]:
         store = SqliteCheckpointStore.from_url(f"sqlite:///{tmp_path / 'runs.db'}")

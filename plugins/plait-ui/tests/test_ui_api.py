@@ -19,12 +19,14 @@ from ui_helpers import (
     chain,
     gate,
     post,
+    retrying,
     review_gate,
     run,
     run_failing,
     signed_in,
     sqlite,
     unique,
+    wide,
 )
 
 
@@ -361,3 +363,32 @@ def test_a_fork_with_edits_needs_allow_edits(tmp_path: Path) -> None:
         new_run = done.headers["location"].rsplit("/", 1)[1]
     # the fork goes on from the edited next input: n1 gets 100, n2 101, the output is 102
     assert anyio.run(chain_resume, result, new_run, url) == [102]
+
+
+# -- the Gantt of invocations (the run's event journal) -------------------------------------
+
+
+def test_the_run_page_draws_the_journal_as_a_gantt(store_url: str) -> None:
+    workflow = retrying(fail=False)
+    journaled = run(workflow, 0, store_url, journal=True).run_id
+    plain = run(retrying(fail=False), 0, store_url).run_id
+    with signed_in(store_url) as client:
+        page = client.get(f"/runs/{journaled}").text
+        assert page.count('class="gantt-bar ') == 5  # fetch and slow twice, store once
+        assert page.count('class="gantt-bar timeout"') == 1
+        assert page.count('class="gantt-backoff"') == 1
+        assert "the &lt;upstream&gt; hung up" in page and "<upstream>" not in page
+        assert 'id="gantt-none"' not in page
+        bare = client.get(f"/runs/{plain}").text
+        assert 'id="gantt-none"' in bare and "gantt-bar" not in bare
+
+
+def test_a_superstep_with_many_changes_lists_the_first_ones(tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    run_id = run(wide(400), 0, url).run_id  # its last superstep changes ~400 visit counts
+    with signed_in(url) as client:
+        page = client.get(f"/runs/{run_id}").text
+        table = page.split('id="diff"', 1)[1].split("</table>", 1)[0]
+        assert table.count("<tr class=") == 200
+        more = re.search(r"… and (\d+) more changes", page)
+        assert more is not None and int(more.group(1)) > 100

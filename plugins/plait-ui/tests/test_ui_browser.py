@@ -27,7 +27,9 @@ from ui_helpers import (
     TOKEN,
     chain,
     gate,
+    gate_then_slow,
     long_run,
+    retrying,
     run,
     run_failing,
     slow_chain,
@@ -195,7 +197,7 @@ def test_answer_a_request_and_the_run_completes(browser: Browser, tmp_path: Path
         expect(form).to_have_count(1)
         form.locator("select[name=answer]").select_option("true")
         form.locator("button[type=submit]").click()
-        expect(page).to_have_url(re.compile(f"/runs/{run_id}$"))
+        expect(page).to_have_url(re.compile(f"/runs/{run_id}[?]follow=1$"))
         expect(page.locator("#run-status")).to_have_text("idle")
         expect(page.locator("#section-outputs")).to_contain_text("published: draft")
 
@@ -306,3 +308,70 @@ def test_a_run_with_10000_checkpoints_lists_and_scrubs(browser: Browser, tmp_pat
         expect(page.locator(".points li.chosen .mark").first).to_have_text("delta")
         # a delta shown merged with its base: the base's shared state is there
         expect(page.locator("#section-shared")).to_contain_text("{}")
+
+
+def test_the_gantt_shows_attempts_retries_timeouts_and_failures(
+    browser: Browser, tmp_path: Path
+) -> None:
+    url = sqlite(tmp_path)
+    try:
+        run(retrying(), 0, url, journal=True)
+    except Exception as exc:
+        run_id = str(exc.result.run_id)  # type: ignore[attr-defined]
+    with served(url) as address, page_of(browser, "gantt") as page:
+        page.goto(address.replace("/?", f"/runs/{run_id}?"))
+        chart = page.locator("#gantt-chart")
+        expect(chart).to_be_visible()
+        # fetch and slow each ran twice (attempts apart), store once, and failed
+        expect(chart.locator("rect.gantt-bar")).to_have_count(5)
+        expect(chart.locator("rect.gantt-bar.timeout")).to_have_count(1)
+        expect(chart.locator("rect.gantt-bar.failed")).to_have_count(2)
+        expect(chart.locator("rect.gantt-backoff")).to_have_count(1)  # fetch's 50 ms
+        expect(chart.locator("text.gantt-label.retried")).to_have_count(2)
+        failures = page.locator("#attempt-failures li")
+        expect(failures).to_have_count(3)
+        expect(failures.nth(0)).to_contain_text("ConnectionError")
+        expect(failures.nth(0)).to_contain_text("the <upstream> hung up")
+        expect(failures.nth(1).locator(".timeout-mark")).to_have_text("timeout")
+        last = failures.nth(2)
+        expect(last).to_contain_text("KeyError")
+        expect(last.locator(".attempt-traceback")).to_contain_text("raise KeyError")
+        expect(last.locator(".attempt-traceback")).to_be_visible()  # open: what ended the run
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.locator("#gantt").screenshot(path=str(SHOTS / "gantt-section.png"))
+
+
+def test_an_answered_run_steps_live_on_its_page(browser: Browser, tmp_path: Path) -> None:
+    """Answering resumes the run in the server process, under its lease; the run page
+    follows its supersteps over SSE until it is done."""
+    url = sqlite(tmp_path)
+    workflow = gate_then_slow(3, 1.0)
+    run_id = run(workflow, "draft", url).run_id
+    with (
+        served(url, workflow=workflow, answer_wait=0.05) as address,
+        page_of(browser, "answer-live") as page,
+    ):
+        page.goto(address.replace("/?", f"/runs/{run_id}/requests?"))
+        form = page.locator("form.answer-form")
+        form.locator("select[name=answer]").select_option("true")
+        form.locator("button[type=submit]").click()
+        expect(page).to_have_url(re.compile(f"/runs/{run_id}"))
+        expect(page.locator("#follow")).to_be_checked()
+        heading = page.locator("#scrubber h2")
+        seen: set[str] = set()
+        deadline = time.monotonic() + 30
+        shot = False
+        while page.locator("#run-status").inner_text() != "idle":
+            assert time.monotonic() < deadline, f"the run did not finish; saw {seen}"
+            seen.add(heading.inner_text().split(" checkpoint")[0])
+            if len(seen) >= 2 and not shot:  # the page, mid-run, following it
+                graph_drawn(page, timeout=5_000)
+                SHOTS.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(SHOTS / "answer-live-running.png"))
+                shot = True
+            time.sleep(0.1)
+        # the page moved through supersteps as they were written, not only to the end
+        assert len(seen) >= 2, seen
+        expect(page.locator("#section-outputs")).to_contain_text("done: draft")
+        graph_drawn(page)
+        assert "ran" in classes_of(page, "s2")

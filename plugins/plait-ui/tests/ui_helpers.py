@@ -269,3 +269,72 @@ def review_gate(name: str | None = None) -> Workflow:
     """One executor that asks for a structured review."""
     builder = WorkflowBuilder(name or unique("review"))
     return builder.add_executor(Reviewer("reviewer")).set_start("reviewer").build()
+
+
+def retrying(*, name: str | None = None, fail: bool = True) -> Workflow:
+    """``fetch`` (fails once, retried after 50 ms) → ``slow`` (times out once, retried) →
+    ``store`` (raises ``KeyError`` when ``fail``): a run whose journal has attempts apart,
+    a retry, a timeout and a failure."""
+    from plait import RetryPolicy
+
+    tries: dict[str, int] = {}
+
+    @executor(id="fetch", retry=RetryPolicy(max_attempts=2, delay=0.05))
+    async def fetch(x: int, ctx: WorkflowContext[int]) -> None:
+        tries["fetch"] = tries.get("fetch", 0) + 1
+        if tries["fetch"] == 1:
+            raise ConnectionError("the <upstream> hung up")
+        await ctx.send_message(x + 1)
+
+    @executor(id="slow", timeout=0.1, retry=RetryPolicy(max_attempts=2, delay=0))
+    async def slow(x: int, ctx: WorkflowContext[int]) -> None:
+        tries["slow"] = tries.get("slow", 0) + 1
+        await anyio.sleep(5 if tries["slow"] == 1 else 0.02)
+        await ctx.send_message(x + 1)
+
+    @executor(id="store")
+    async def store(x: int, ctx: WorkflowContext[Never, int]) -> None:
+        if fail:
+            raise KeyError("no table named results")
+        await ctx.yield_output(x)
+
+    builder = WorkflowBuilder(name or unique("retrying"))
+    builder.add_edge(fetch, slow).add_edge(slow, store)
+    return builder.set_start(fetch).build()
+
+
+class SlowApproval(Executor):
+    """Asks whether to go on (a ``bool``), then passes the text on."""
+
+    @handler
+    async def ask(self, text: str, ctx: WorkflowContext[Never, str]) -> None:
+        ctx.state["text"] = text
+        await ctx.request_info({"question": "go on?", "text": text}, bool)
+
+    @handler
+    async def answer(self, approved: bool, ctx: WorkflowContext[str, str]) -> None:
+        await ctx.send_message(ctx.state["text"] if approved else "stopped")
+
+
+def gate_then_slow(n: int, seconds: float, name: str | None = None) -> Workflow:
+    """A yes/no question, then ``n`` executors (``s0`` …) that each wait ``seconds``: an
+    answered run takes several visible supersteps to finish."""
+
+    def node(i: int) -> Any:
+        @executor(id=f"s{i}")
+        async def step(text: str, ctx: WorkflowContext[str, str]) -> None:
+            await anyio.sleep(seconds)
+            if i == n - 1:
+                await ctx.yield_output(f"done: {text}")
+            else:
+                await ctx.send_message(text)
+
+        return step
+
+    nodes = [node(i) for i in range(n)]
+    builder = WorkflowBuilder(name or unique("gated"), max_supersteps=n + 5)
+    builder.add_executor(SlowApproval("approval"))
+    builder.add_edge("approval", nodes[0])
+    for a, b in zip(nodes, nodes[1:]):
+        builder.add_edge(a, b)
+    return builder.set_start("approval").build()

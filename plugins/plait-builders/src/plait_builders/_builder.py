@@ -25,10 +25,12 @@ from plait.spi import (
     RunOptions,
     callable_spec,
     code_ref,
+    edge_group_id,
     expression_spec,
     nonportable_reason,
     type_name,
 )
+from plait_routing import fan_in_options, switch_options, switch_targets
 from typing_extensions import Self
 
 from . import _compose
@@ -173,13 +175,10 @@ class WorkflowBuilder(ConnectionMixin):
         options: dict[str, Any] | None = None,
         params: dict[str, Any] | None = None,
     ) -> str:
-        base = f"{router}:{','.join(sources)}->{','.join(targets)}"
         taken = self._group_ids
         if len(taken) != len(self._groups):  # someone appended to _groups directly
             taken.update(g.id for g in self._groups)
-        gid, n = base, 2
-        while gid in taken:
-            gid, n = f"{base}#{n}", n + 1
+        gid = edge_group_id(router, sources, targets, taken)
         self._groups.append(EdgeGroupSpec(gid, router, tuple(sources), tuple(targets), options))
         taken.add(gid)
         if params:
@@ -246,9 +245,7 @@ class WorkflowBuilder(ConnectionMixin):
         .. versionchanged:: 0.1 ``merge_options``.
         """
         srcs = [self._ref(s) for s in sources]
-        options: dict[str, Any] = {"merge": merge, "when": when}
-        if merge_options:
-            options["merge_options"] = merge_options
+        options = fan_in_options(merge, when=when, merge_options=merge_options)
         self._add_group("fan_in", srcs, [self._ref(target)], options)
         return self
 
@@ -271,13 +268,9 @@ class WorkflowBuilder(ConnectionMixin):
         resolved = [c if isinstance(c, Case) else Case(c[0], c[1]) for c in cases]
         case_targets = [self._ref(c.target) for c in resolved]
         default_id = self._ref(default) if default is not None else None
-        targets = list(dict.fromkeys([*case_targets, *([default_id] if default_id else [])]))
+        targets = switch_targets(case_targets, default_id)
         recorded = [_code(c.predicate) for c in resolved]
-        options = {
-            "case_targets": case_targets,
-            "default": default_id,
-            "cases": [data for data, _ in recorded],
-        }
+        options = switch_options(case_targets, [data for data, _ in recorded], default_id)
         params = None
         if any(fn is not None for _, fn in recorded):
             # predicates given as expressions are compiled by the router from the options

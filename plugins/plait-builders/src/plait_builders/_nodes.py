@@ -58,7 +58,8 @@ class FunctionNode(Executor):
     #: why a spec cannot rebuild this node from data (see ``NodeSpec.nonportable``)
     nonportable = "it is an adapter the builder made around a function; rebuild with the builder"
 
-    def _collect_handlers(self) -> tuple[Handler, ...]:
+    def declare_handlers(self) -> tuple[Handler, ...]:
+        """One handler, typed by the adapter's message and result types."""
         # built from self, so a copy that re-collects gets handlers bound to itself
         result = () if self.result_type in _NO_RESULT else (self.result_type,)
         sends = result if self.emit == "send" else ()

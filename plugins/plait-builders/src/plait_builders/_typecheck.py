@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any, Union
 
 import attrs
 from plait import ConverterError, EdgeGroupSpec, Executor, InvocationFailure, WorkflowContext
-from plait.spi import Handler, PluginManager, Registry, is_assignable, type_name
+from plait.spi import (
+    Handler,
+    PluginManager,
+    Registry,
+    edge_group_id,
+    is_assignable,
+    type_name,
+)
 
 # the converter graph (plait.convert, plait.chains) is imported only when an edge needs a
 # conversion: most builds never do, and every process pays its imports
@@ -153,10 +160,7 @@ class _Wiring:
             self.executors[node_id] = ConverterExecutor(node_id, step, passthrough=passthrough)
             ids.append(node_id)
         for source, target in zip(ids, [*ids[1:], target_id]):
-            gid = base = f"direct:{source}->{target}"
-            n = 2
-            while gid in self.group_ids:
-                gid, n = f"{base}#{n}", n + 1
+            gid = edge_group_id("direct", (source,), (target,), self.group_ids)
             self.group_ids.add(gid)
             self.groups.append(EdgeGroupSpec(gid, "direct", (source,), (target,)))
         return ids[0]
@@ -271,7 +275,8 @@ class ConverterExecutor(Executor):
         if not self.passthrough:
             self._single = self.handlers[0]
 
-    def _collect_handlers(self) -> tuple[Handler, ...]:
+    def declare_handlers(self) -> tuple[Handler, ...]:
+        """The converter's handler (after a passthrough one when there are members)."""
         step = self.step
         convert = Handler(step.name, step.source, (step.target,), (), self._convert)
         if not self.passthrough:

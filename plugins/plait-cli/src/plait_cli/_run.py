@@ -421,6 +421,12 @@ def _display_options(command: Any) -> Any:
     help=f"Write checkpoints to this store (default {DEFAULT_STORE}; file://DIR, redis://…).",
 )
 @click.option("--no-checkpoint", is_flag=True, help="Do not checkpoint: the run cannot resume.")
+@click.option(
+    "--journal",
+    is_flag=True,
+    help="Keep the run's event journal (invocations, attempts, retries, timeouts, errors) "
+    "with its checkpoints: plait ui draws it as a Gantt.",
+)
 @_display_options
 @click.option(
     "--step-context",
@@ -436,6 +442,7 @@ def run_command(
     json_input: bool,
     checkpoint: str | None,
     no_checkpoint: bool,
+    journal: bool,
     json_events: bool,
     quiet: bool,
     no_input: bool,
@@ -468,6 +475,8 @@ def run_command(
         raise click.UsageError("--checkpoint and --no-checkpoint exclude each other")
     if durability is not None and no_checkpoint:
         raise click.UsageError("--durability needs a checkpoint (drop --no-checkpoint)")
+    if journal and no_checkpoint:
+        raise click.UsageError("--journal needs a checkpoint (drop --no-checkpoint)")
     value = _message(message, json_input)
     allow_imports = allow_imports or trust or "imports" in allow  # as --allow-imports
     grants = grants_from(allow, trust, allow_imports)
@@ -485,6 +494,8 @@ def run_command(
         options["checkpoint"] = _keyed(store)
         if durability is not None:
             options["durability"] = durability
+        if journal:
+            options["journal"] = True
         record = _record(loaded.target, allow_imports, placement)
         options["checkpoint_metadata"] = {METADATA_KEY: record}
         if not json_events:  # stderr stays JSON lines only; RunStarted has the id

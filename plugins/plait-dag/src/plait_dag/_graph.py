@@ -9,13 +9,12 @@ problem elsewhere does not hide them.
 
 from __future__ import annotations
 
-import difflib
 from collections import deque
 from collections.abc import Iterable, Sequence
 
 import attrs
 from plait import SourcePosition
-from plait.spi import LoadContext
+from plait.spi import BuildContext, did_you_mean
 
 from .errors import DagDocumentError
 
@@ -71,7 +70,7 @@ class _Problems:
 
 
 def check_graph(
-    nodes: Sequence[Node], connections: Sequence[Connection], ctx: LoadContext
+    nodes: Sequence[Node], connections: Sequence[Connection], ctx: BuildContext
 ) -> list[DagDocumentError]:
     """Every rule-breaking node and connection, at its JSON path."""
     problems = _Problems(ctx.source)
@@ -123,7 +122,7 @@ def _entries_and_exits(nodes: Sequence[Node], problems: _Problems) -> None:
             )
 
 
-def _agents(nodes: Sequence[Node], ctx: LoadContext, problems: _Problems) -> None:
+def _agents(nodes: Sequence[Node], ctx: BuildContext, problems: _Problems) -> None:
     names = sorted(ctx.names - {"dag.node"})
     strategies: list[str] = []
     if ctx.manager is not None:
@@ -143,8 +142,7 @@ def _agents(nodes: Sequence[Node], ctx: LoadContext, problems: _Problems) -> Non
                 f"node {node.id!r} has both agent_name and workflow; give one of them",
             )
         elif node.agent_name is not None and node.agent_name not in ctx.names:
-            close = difflib.get_close_matches(node.agent_name, names, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(node.agent_name, names)
             problems.add(
                 f"{node.where}/agent_name",
                 f"unknown agent {node.agent_name!r}{hint} (pass it as "
@@ -156,8 +154,7 @@ def _agents(nodes: Sequence[Node], ctx: LoadContext, problems: _Problems) -> Non
                 f"node {node.id!r} has no agent_name (or workflow): say which agent runs it",
             )
         if node.join is not None and strategies and node.join not in strategies:
-            close = difflib.get_close_matches(node.join, strategies, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(node.join, strategies)
             problems.add(
                 f"{node.where}/join",
                 f"unknown merge strategy {node.join!r}{hint} (installed: {_names(strategies)})",
@@ -173,8 +170,7 @@ def _known_ends(
         ok = True
         for end, name in (("source_id", conn.source_id), ("target_id", conn.target_id)):
             if name not in by_id:
-                close = difflib.get_close_matches(name, ids, n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
+                hint = did_you_mean(name, ids)
                 problems.add(
                     f"{conn.where}/{end}",
                     f"no node {name!r}{hint} (nodes: {_names(ids)})",

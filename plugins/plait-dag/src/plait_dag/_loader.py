@@ -12,7 +12,6 @@ files load).
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,7 +19,6 @@ from typing import Any
 
 import attrs
 from plait import (
-    EdgeGroupSpec,
     ExpressionError,
     LoadError,
     NodeSpec,
@@ -28,7 +26,8 @@ from plait import (
     SourcePosition,
     WorkflowSpec,
 )
-from plait.spi import LoadContext
+from plait.spi import BuildContext, Problems, SpecBuilder, did_you_mean, problem_order
+from plait_routing import fan_in_options
 
 from ._graph import Connection, Node, check_graph
 from ._node import compiled
@@ -69,7 +68,7 @@ class DagLoader:
             and "edge_groups" not in document
         )
 
-    def load(self, text: str, ctx: LoadContext) -> WorkflowSpec:
+    def load(self, text: str, ctx: BuildContext) -> WorkflowSpec:
         """The spec of the document ``text``.
 
         :raises LoadError: every problem, each a :class:`~plait_dag.DagDocumentError` at
@@ -91,7 +90,7 @@ def _directory(source: str) -> Path:
     return Path.cwd().resolve()
 
 
-def _load(text: str, ctx: LoadContext, stack: _Stack) -> WorkflowSpec:
+def _load(text: str, ctx: BuildContext, stack: _Stack) -> WorkflowSpec:
     source = ctx.source
     document = _parse(text, source)
     problems: list[PlaitError] = list(schema_problems(document, source))
@@ -113,7 +112,9 @@ def _load(text: str, ctx: LoadContext, stack: _Stack) -> WorkflowSpec:
         if conn.condition is not None:
             problems.extend(_parses(conn.condition, f"{conn.where}/condition", ctx))
     if problems:
-        raise LoadError(_sorted(_unique(problems)), source=source)
+        collected = Problems(source, order=_order)
+        collected.extend(problems)
+        collected.raise_if_any()
     return _spec(nodes, connections, workflows, ctx)
 
 
@@ -251,7 +252,7 @@ def _typed(item: Mapping[str, Any], key: str, kind: type) -> Any:
     return value if isinstance(value, kind) and value != "" else None
 
 
-def _parses(text: str, path: str, ctx: LoadContext) -> list[DagDocumentError]:
+def _parses(text: str, path: str, ctx: BuildContext) -> list[DagDocumentError]:
     try:
         compiled(text, ctx.manager)
     except ExpressionError as exc:
@@ -264,7 +265,7 @@ def _parses(text: str, path: str, ctx: LoadContext) -> list[DagDocumentError]:
 
 
 def _sub_workflow(
-    node: Node, ctx: LoadContext, stack: _Stack
+    node: Node, ctx: BuildContext, stack: _Stack
 ) -> tuple[dict[str, Any], list[PlaitError]]:
     """The ``workflow`` kind's config for a node's ``workflow``: a published fragment, or
     the spec of another DAG file (loaded now, so the outer spec is complete data)."""
@@ -279,8 +280,7 @@ def _sub_workflow(
 
     if not name.endswith(".json"):
         known = fragments.names() if fragments is not None else []
-        close = difflib.get_close_matches(name, known, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(name, known)
         return problem(
             f"no published fragment {name!r}{hint}, nor a path to a .json DAG file "
             f"(fragments: {', '.join(known) or 'none'})"
@@ -320,7 +320,7 @@ def _spec(
     nodes: list[Node],
     connections: list[Connection],
     workflows: Mapping[int, dict[str, Any]],
-    ctx: LoadContext,
+    ctx: BuildContext,
 ) -> WorkflowSpec:
     joins = {n.id for n in nodes if n.join is not None}
     resets: dict[str, list[int]] = {}
@@ -355,33 +355,27 @@ def _spec(
         if routes[node.id]:
             config["routes"] = routes[node.id]
         specs.append(NodeSpec(node.id, kind="dag.node", config=config))
-    groups = []
+    spec = SpecBuilder()
+    for node_spec in specs:
+        spec.add_node(node_spec)
     for node in nodes:
         targets = list(dict.fromkeys(r["target"] for r in routes[node.id]))
         targets = [t for t in targets if t not in joins]
         if len(targets) == 1:
-            groups.append(
-                EdgeGroupSpec(
-                    f"direct:{node.id}->{targets[0]}", "direct", (node.id,), (targets[0],)
-                )
-            )
+            spec.add_edge_group("direct", [node.id], targets)
         elif targets:
-            gid = f"fan_out:{node.id}->{','.join(targets)}"
-            groups.append(EdgeGroupSpec(gid, "fan_out", (node.id,), tuple(targets)))
+            spec.add_edge_group("fan_out", [node.id], targets)
     for node in nodes:
         if node.join is None:
             continue
         sources = list(dict.fromkeys(c.source_id for c in connections if c.target_id == node.id))
         if sources:
-            gid = f"fan_in:{','.join(sources)}->{node.id}"
-            options = {"merge": "keyed", "when": "available"}
-            groups.append(EdgeGroupSpec(gid, "fan_in", tuple(sources), (node.id,), options))
+            options = fan_in_options("keyed", when="available")
+            spec.add_edge_group("fan_in", sources, [node.id], options)
     entry = next(n.id for n in nodes if n.is_entry)
-    return WorkflowSpec(
+    return spec.build(
         name=Path(ctx.source).stem if not ctx.source.startswith("<") else None,
         start=entry,
-        nodes=tuple(specs),
-        edge_groups=tuple(groups),
         options={"max_supersteps": _superstep_bound(nodes, connections)},
     )
 
@@ -399,23 +393,10 @@ def _superstep_bound(nodes: list[Node], connections: list[Connection]) -> int:
 # -- problems ------------------------------------------------------------------------------
 
 
-def _unique(problems: list[PlaitError]) -> list[PlaitError]:
-    seen: set[str] = set()
-    out = []
-    for p in problems:
-        if str(p) not in seen:
-            seen.add(str(p))
-            out.append(p)
-    return out
-
-
-def _sorted(problems: list[PlaitError]) -> list[PlaitError]:
-    def key(problem: PlaitError) -> tuple[Any, ...]:
-        path = getattr(problem, "path", None) or ""
-        parts = path.split("/")
-        section = _SECTIONS.get(parts[1] if len(parts) > 1 else "", 0)
-        steps = tuple((0, int(p), "") if p.isascii() and p.isdigit() else (1, 0, p) for p in parts)
-        line = getattr(problem, "line", None) or 0
-        return (line, section, steps)
-
-    return sorted(problems, key=key)
+def _order(problem: PlaitError) -> tuple[Any, ...]:
+    """Problems in document order: by line, then nodes before connections, then path."""
+    path = getattr(problem, "path", None) or ""
+    parts = path.split("/")
+    section = _SECTIONS.get(parts[1] if len(parts) > 1 else "", 0)
+    line = getattr(problem, "line", None) or 0
+    return (line, section, problem_order(problem))

@@ -33,12 +33,13 @@ from plait import (
     handler,
 )
 from plait.spi import (
+    BuildContext,
     Capability,
     CompiledExpression,
-    Handler,
-    KindContext,
     as_executor,
+    check_config,
     compile_expression,
+    did_you_mean,
     kind_capabilities,
 )
 
@@ -353,29 +354,8 @@ class DagNode(Executor):
             forks = [*forks[:-1], {"base": top["base"], "updates": {**top["updates"], **joined}}]
         await self._visit({**base, **joined}, None, forks, first.loops, ctx)
 
-    def _collect_handlers(self) -> tuple[Handler, ...]:
-        # the kernel resolves annotations per instance; a DAG of 1,000 nodes has 1,000
-        # instances of one class, so resolve once per class and bind
-        cls = type(self)
-        resolved = _HANDLERS.get(cls)
-        if resolved is None:
-            resolved = _HANDLERS[cls] = super()._collect_handlers()
-        return tuple(
-            Handler(
-                h.name,
-                h.input_type,
-                h.output_types,
-                h.workflow_output_types,
-                getattr(self, h.name.rsplit(".", 1)[-1]),
-            )
-            for h in resolved
-        )
-
     def __repr__(self) -> str:
         return f"<DagNode {self.id!r} agent={self.agent_name!r}>"
-
-
-_HANDLERS: dict[type, tuple[Handler, ...]] = {}
 
 
 # -- the kind ------------------------------------------------------------------------------
@@ -421,7 +401,7 @@ class DagNodeKind:
         },
     }
 
-    def capabilities(self, config: Mapping[str, Any], ctx: KindContext) -> set[Capability]:
+    def capabilities(self, config: Mapping[str, Any], ctx: BuildContext) -> set[Capability]:
         """What the node's agent needs, as :func:`_build_agent` picks it: nothing for an
         executor the caller passed or a published fragment; else what its executor kind (or
         the ``workflow`` kind, for a sub-workflow) needs."""
@@ -435,12 +415,10 @@ class DagNodeKind:
             return set()
         return set(kind_capabilities(name, {}, ctx))
 
-    def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
+    def check(self, config: Mapping[str, Any], ctx: BuildContext) -> list[ConfigError]:
         """Schema problems, conditions that do not compile, an agent, a sub-workflow or a
         merge strategy that does not exist — every one, at its path under ``/config``."""
         if not _config_conforms(config):  # jsonschema explains what the fast check refused
-            from plait_executors.schema import check_config
-
             errors = check_config(self.config_schema, config, ctx.node_id, source=ctx.source)
             if errors:
                 return errors
@@ -465,7 +443,7 @@ class DagNodeKind:
             )
         return errors
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> DagNode:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> DagNode:
         """The node's executor, from a config :meth:`check` accepted."""
         manager = _manager(ctx)
         skip = config.get("skip_condition")
@@ -542,7 +520,7 @@ class _Problems(Exception):
         self.errors = errors
 
 
-def _manager(ctx: KindContext) -> Any:
+def _manager(ctx: BuildContext) -> Any:
     if ctx.manager is not None:
         return ctx.manager
     import plait
@@ -550,7 +528,7 @@ def _manager(ctx: KindContext) -> Any:
     return plait.get_plugin_manager()
 
 
-def _error(ctx: KindContext, message: str, path: str) -> ConfigError:
+def _error(ctx: BuildContext, message: str, path: str) -> ConfigError:
     return ConfigError(
         f"node {ctx.node_id!r}: {message}", SourcePosition(source=ctx.source, path=path)
     )
@@ -575,7 +553,7 @@ def _workflow_name(config: Mapping[str, Any]) -> str | None:
     return "(a sub-workflow)"
 
 
-def _build_agent(config: Mapping[str, Any], ctx: KindContext, *, check: bool) -> Executor | None:
+def _build_agent(config: Mapping[str, Any], ctx: BuildContext, *, check: bool) -> Executor | None:
     """The agent's executor: by name from ``executors=``, else a published fragment, else
     an executor kind (with an empty config); or the ``workflow`` kind's sub-workflow.
     With ``check``, only report what is wrong (raising :class:`_Problems`)."""
@@ -597,11 +575,9 @@ def _build_agent(config: Mapping[str, Any], ctx: KindContext, *, check: bool) ->
         return _from_kind(kinds, "workflow", {"fragment": name}, ctx, "/config/agent", check)
     if name in kinds and name != "dag.node":
         return _from_kind(kinds, name, {}, ctx, "/config/agent", check)
-    import difflib
 
     known = sorted({*ctx.executors, *manager.registry("fragment").names(), *kinds.names()})
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    hint = did_you_mean(name, known)
     raise _Problems(
         [
             _error(
@@ -638,7 +614,7 @@ def _shared_agent(obj: Any, node_id: str, name: str) -> Executor:
 
 
 def _from_kind(
-    kinds: Any, name: str, config: Any, ctx: KindContext, path: str, check: bool
+    kinds: Any, name: str, config: Any, ctx: BuildContext, path: str, check: bool
 ) -> Executor | None:
     if name not in kinds:
         raise _Problems([_error(ctx, f"needs the executor kind {name!r} (plait-executors)", path)])
@@ -652,7 +628,7 @@ def _from_kind(
     return executor
 
 
-def _rerooted(error: ConfigError, path: str, ctx: KindContext) -> ConfigError:
+def _rerooted(error: ConfigError, path: str, ctx: BuildContext) -> ConfigError:
     inner = error.path or "/config"
     where = path + inner.removeprefix("/config") if path == "/config/workflow" else path
     return ConfigError(error.reason, SourcePosition(source=ctx.source, path=where))

@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 from plait import SourcePosition
+from plait.spi import did_you_mean, json_pointer
 
 from .errors import DagDocumentError
 
@@ -41,7 +42,7 @@ def _validator() -> Any:
 def pointer(parts: Iterable[str | int]) -> str:
     """The JSON pointer (RFC 6901) of ``parts``: ``/nodes/0/is_entry``; ``""`` is the
     whole document."""
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+    return json_pointer(parts, root="")
 
 
 def schema_problems(document: Any, source: str) -> list[DagDocumentError]:
@@ -86,12 +87,9 @@ def _convert(error: Any, source: str) -> list[DagDocumentError]:
 
 
 def _unknown_field(key: str, allowed: list[str], path: str, source: str) -> DagDocumentError:
-    import difflib
 
     message = f"unknown field {_short(key)}"
-    close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
-    if close:
-        message += f"; did you mean {close[0]!r}?"
+    message += did_you_mean(key, allowed)
     message += f" (fields: {', '.join(allowed)})"
     return _problem(message, path, source)
 

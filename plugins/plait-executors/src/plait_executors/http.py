@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from plait import ConfigError, Executor, WorkflowContext
-from plait.spi import Capability, Handler, KindContext, network
+from plait.spi import BuildContext, Capability, Handler, check_config, network
 
 from .errors import (
     HttpRequestError,
@@ -22,7 +22,6 @@ from .errors import (
     HttpStatusError,
     HttpTimeoutError,
 )
-from .schema import check_config
 
 __all__ = ["HttpExecutor", "HttpKind"]
 
@@ -76,7 +75,8 @@ class HttpExecutor(Executor):
         self.response = response
         super().__init__(id)
 
-    def _collect_handlers(self) -> tuple[Handler, ...]:
+    def declare_handlers(self) -> tuple[Handler, ...]:
+        """One handler: any message in, the answer (text or JSON, as ``response`` says) out."""
         sends = str if self.response == "text" else Any
         return (Handler(f"http:{self.method} {self.url}", Any, (sends,), (), self._handle),)
 
@@ -175,7 +175,7 @@ class HttpKind:
         "additionalProperties": False,
     }
 
-    def capabilities(self, config: Mapping[str, Any], ctx: KindContext) -> list[Capability]:
+    def capabilities(self, config: Mapping[str, Any], ctx: BuildContext) -> list[Capability]:
         """``network=<host of the URL>``; any host when the URL has none that can be read
         (a malformed one fails :meth:`check` too)."""
         from urllib.parse import urlsplit
@@ -187,11 +187,11 @@ class HttpKind:
             host = None
         return [network(host)]
 
-    def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
+    def check(self, config: Mapping[str, Any], ctx: BuildContext) -> list[ConfigError]:
         """Every way ``config`` breaks :attr:`config_schema`."""
         return check_config(self.config_schema, config, ctx.node_id, source=ctx.source)
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> HttpExecutor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> HttpExecutor:
         """An :class:`HttpExecutor` with id ``ctx.node_id``."""
         return HttpExecutor(
             ctx.node_id,

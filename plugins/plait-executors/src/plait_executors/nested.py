@@ -121,8 +121,9 @@ class WorkflowExecutor(Executor):
         """What the inner workflow's executors yield as workflow outputs."""
         return _union(ex.workflow_output_types for ex in self.workflow.executors.values())
 
-    def _collect_handlers(self) -> tuple[Handler, ...]:
-        # built from self: a copy that collects again gets handlers bound to itself
+    def declare_handlers(self) -> tuple[Handler, ...]:
+        """One handler per type the inner workflow takes, and one for answers to its
+        requests; built from self, so a copy gets handlers bound to itself."""
         if self._adapt is not None:
             produced = () if self._adapted_type in _NO_RESULT else (self._adapted_type,)
         else:

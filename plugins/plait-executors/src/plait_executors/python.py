@@ -8,7 +8,7 @@ Config: ``{"ref": "package.module:qualname"}``. The object found there may be
 - an :class:`~plait.Executor` subclass: instantiated with the node's id;
 - an ``async def`` function: wrapped in a :class:`~plait.FunctionExecutor`.
 
-Importing runs code, so a document from an untrusted source (``KindContext.allow_imports``
+Importing runs code, so a document from an untrusted source (``BuildContext.allow_imports``
 false) may not use this kind: :meth:`PythonKind.check` refuses it.
 
 .. versionadded:: 0.1
@@ -21,9 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from plait import ConfigError, Executor
-from plait.spi import IMPORTS, KindContext, as_executor, import_ref
-
-from .schema import check_config, config_error
+from plait.spi import IMPORTS, BuildContext, as_executor, check_config, config_error, import_ref
 
 __all__ = ["PythonKind", "executor_from_object", "resolve_ref"]
 
@@ -88,7 +86,7 @@ class PythonKind:
     #: it imports the code its config names
     capabilities = (IMPORTS,)
 
-    def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
+    def check(self, config: Mapping[str, Any], ctx: BuildContext) -> list[ConfigError]:
         """Schema problems; else a refusal when imports are not allowed; else import
         problems (the import runs here, so a bad ref is found when the workflow is built)."""
         errors = check_config(self.config_schema, config, ctx.node_id, source=ctx.source)
@@ -116,7 +114,7 @@ class PythonKind:
             return [config_error(ctx.node_id, f"{ref} {problem}", "/config/ref", source=ctx.source)]
         return []
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         """The executor named by ``config["ref"]``, with id ``ctx.node_id``.
 
         :raises ConfigError: imports are not allowed, or the ref does not resolve to an
@@ -133,7 +131,7 @@ class PythonKind:
                 ctx.node_id, f"cannot build an executor from {ref}: {exc}", "/config/ref"
             ) from exc
 
-    def _import_error(self, ref: str, exc: Exception, ctx: KindContext) -> ConfigError:
+    def _import_error(self, ref: str, exc: Exception, ctx: BuildContext) -> ConfigError:
         error = config_error(
             ctx.node_id,
             f"cannot import {ref!r}: {type(exc).__name__}: {exc}",

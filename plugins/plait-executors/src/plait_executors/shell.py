@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 from plait import ConfigError, Executor, WorkflowContext
-from plait.spi import SUBPROCESS, Handler, KindContext
+from plait.spi import SUBPROCESS, BuildContext, Handler
 
 from .errors import ShellCommandError, ShellOutputError, ShellOutputLimitError, ShellTimeoutError
 from .schema import check_config
@@ -84,8 +84,8 @@ class ShellExecutor(Executor):
         self.output_format = output
         super().__init__(id)
 
-    def _collect_handlers(self) -> tuple[Handler, ...]:
-        # one handler taking anything and sending what ``output`` promises
+    def declare_handlers(self) -> tuple[Handler, ...]:
+        """One handler taking anything and sending what ``output`` promises."""
         sends = (_OUTPUT_TYPES[self.output_format],)
         return (Handler(f"shell:{self.argv[0]}", Any, sends, (), self._handle),)
 
@@ -258,11 +258,11 @@ class ShellKind:
     #: it starts a program: whatever its user may do, a node of it may
     capabilities = (SUBPROCESS,)
 
-    def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
+    def check(self, config: Mapping[str, Any], ctx: BuildContext) -> list[ConfigError]:
         """Every way ``config`` breaks :attr:`config_schema`."""
         return check_config(self.config_schema, config, ctx.node_id, source=ctx.source)
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> ShellExecutor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> ShellExecutor:
         """A :class:`ShellExecutor` with id ``ctx.node_id``."""
         return ShellExecutor(
             ctx.node_id,

@@ -23,10 +23,17 @@ from typing import Any
 
 import plait
 from plait import ConfigError, Executor, PlaitError, UnknownNameError, Workflow, WorkflowSpec
-from plait.spi import Capability, KindContext, load_scope, needs
+from plait.spi import (
+    BuildContext,
+    Capability,
+    check_config,
+    config_error,
+    did_you_mean,
+    load_scope,
+    needs,
+)
 
 from .nested import WorkflowExecutor
-from .schema import check_config, config_error
 
 __all__ = ["WorkflowKind"]
 
@@ -57,7 +64,7 @@ class WorkflowKind:
         "additionalProperties": False,
     }
 
-    def capabilities(self, config: Mapping[str, Any], ctx: KindContext) -> set[Capability]:
+    def capabilities(self, config: Mapping[str, Any], ctx: BuildContext) -> set[Capability]:
         """What the nested workflow's nodes need, for an inline ``spec`` (a published
         fragment is code its distribution installed: it needs nothing of the document's).
         A spec that does not read as one needs nothing here; :meth:`check` refuses it."""
@@ -71,7 +78,7 @@ class WorkflowKind:
         found = needs(spec, executors=ctx.executors, manager=ctx.manager, source=ctx.source)
         return {need.capability for need in found}
 
-    def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
+    def check(self, config: Mapping[str, Any], ctx: BuildContext) -> list[ConfigError]:
         """Schema problems, exactly one of ``fragment`` and ``spec``, and that the fragment
         exists or the spec builds (so a nested problem is found when the outer workflow
         is built, each at its path under ``/config/spec``)."""
@@ -93,7 +100,7 @@ class WorkflowKind:
             return exc.errors
         return []
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         """The nested workflow as an executor with id ``ctx.node_id``.
 
         :raises ConfigError: the fragment does not exist or the spec does not build (the
@@ -126,7 +133,7 @@ class WorkflowKind:
             workflow, id=id, adapter=adapter, allow_direct_output=allow_direct_output
         )
 
-    def _workflow(self, config: Mapping[str, Any], ctx: KindContext) -> Workflow:
+    def _workflow(self, config: Mapping[str, Any], ctx: BuildContext) -> Workflow:
         """The nested workflow, built once per load: the same config in the same load
         (this kind's ``check``, then its ``create``) gives the same workflow."""
         if "fragment" in config:
@@ -153,17 +160,14 @@ class _Problems(Exception):
         self.errors = errors
 
 
-def _from_fragment(name: str, ctx: KindContext) -> Workflow:
+def _from_fragment(name: str, ctx: BuildContext) -> Workflow:
     manager = ctx.manager if ctx.manager is not None else plait.get_plugin_manager()
     registry = manager.registry("fragment")
     try:
         fragment = registry.get(name, what=f"executor {ctx.node_id!r}")
     except UnknownNameError:
-        import difflib
-
         names = registry.names()
-        close = difflib.get_close_matches(name, names, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(name, names)
         known = ", ".join(names) or "none (install a plugin that publishes fragments)"
         error = config_error(
             ctx.node_id,
@@ -195,7 +199,7 @@ def _from_fragment(name: str, ctx: KindContext) -> Workflow:
     return workflow
 
 
-def _from_spec(data: Mapping[str, Any], ctx: KindContext) -> Workflow:
+def _from_spec(data: Mapping[str, Any], ctx: BuildContext) -> Workflow:
     from_spec = getattr(Workflow, "from_spec", None)
     if from_spec is None:
         raise _Problems(
@@ -240,7 +244,7 @@ def _from_spec(data: Mapping[str, Any], ctx: KindContext) -> Workflow:
 _NESTED = "in the nested spec: "
 
 
-def _nested_errors(exc: PlaitError, ctx: KindContext) -> list[ConfigError]:
+def _nested_errors(exc: PlaitError, ctx: BuildContext) -> list[ConfigError]:
     """One error per problem of a nested spec, at its path under ``/config/spec``."""
     problems = getattr(exc, "problems", None) or [exc]
     errors = []

@@ -30,7 +30,7 @@ from ._kinds import FlowJoin, FlowJoinKind, FlowOutput, FlowOutputKind
 
 if TYPE_CHECKING:
     from plait import Workflow, WorkflowSpec
-    from plait.spi import LoadContext, PluginManager
+    from plait.spi import BuildContext, PluginManager
 
 __all__ = [
     "Flow",
@@ -56,7 +56,7 @@ class FlowLoader:
     #: the loader options ``plait.load`` accepts for this format (it refuses others)
     options: tuple[str, ...] = ("merge", "merge_options", "name")
 
-    def load(self, text: str, ctx: LoadContext) -> WorkflowSpec:
+    def load(self, text: str, ctx: BuildContext) -> WorkflowSpec:
         """The spec of ``text``.
 
         :raises plait.LoadError: every problem, each with its line, column and the

@@ -18,20 +18,19 @@ How the elements become a graph:
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from typing import Any
 
 from plait import (
     ConfigError,
-    EdgeGroupSpec,
     LoadError,
     NodeSpec,
     PlaitError,
     SourcePosition,
     WorkflowSpec,
 )
-from plait.spi import LoadContext
+from plait.spi import BuildContext, Problems, SpecBuilder, did_you_mean
+from plait_routing import switch_options, switch_targets
 
 from ._elements import (
     Agent,
@@ -73,7 +72,7 @@ class _TooBig(Exception):
     pass
 
 
-def compile_flow(text: str, ctx: LoadContext) -> WorkflowSpec:
+def compile_flow(text: str, ctx: BuildContext) -> WorkflowSpec:
     """The spec of flow ``text``.
 
     :raises LoadError: every problem, each a :class:`FlowError` with its position.
@@ -104,17 +103,14 @@ def compile_flow(text: str, ctx: LoadContext) -> WorkflowSpec:
         raise LoadError([exc], source=source) from None
     compiler = _Compiler(text, ctx)
     spec = compiler.run(document.definitions, document.chain)
-    if compiler.problems:
-        problems = sorted(
-            compiler.problems,
-            key=lambda p: (getattr(p, "line", 0) or 0, getattr(p, "column", 0) or 0),
-        )
-        raise LoadError(problems, source=source)
+    problems = Problems(source)
+    problems.extend(compiler.problems)
+    problems.raise_if_any()
     return spec
 
 
 class _Compiler:
-    def __init__(self, text: str, ctx: LoadContext) -> None:
+    def __init__(self, text: str, ctx: BuildContext) -> None:
         import plait
 
         self.text = text
@@ -122,9 +118,8 @@ class _Compiler:
         self.source = ctx.source
         self.manager = ctx.manager if ctx.manager is not None else plait.get_plugin_manager()
         self.problems: list[PlaitError] = []
-        self.nodes: dict[str, NodeSpec] = {}
-        self.groups: list[EdgeGroupSpec] = []
-        self.group_ids: set[str] = set()
+        self.spec = SpecBuilder()
+        self.nodes: dict[str, NodeSpec] = self.spec.nodes
         self.counts: dict[str, int] = {}
         self.prefix = ""
         self.inlining: list[str] = []
@@ -155,7 +150,7 @@ class _Compiler:
         linear time; ``""`` for the rest."""
         if name not in self._hints:
             self._hints[name] = (
-                _did_you_mean(name, names) if len(self._hints) < LoadError.SHOWN else ""
+                did_you_mean(name, names) if len(self._hints) < LoadError.SHOWN else ""
             )
         return self._hints[name]
 
@@ -200,12 +195,7 @@ class _Compiler:
 
     def _spec(self, start: str) -> WorkflowSpec:
         name = self.ctx.options.get("name")
-        return WorkflowSpec(
-            name=name if isinstance(name, str) else None,
-            start=start,
-            nodes=tuple(self.nodes.values()),
-            edge_groups=tuple(self.groups),
-        )
+        return self.spec.build(name=name if isinstance(name, str) else None, start=start)
 
     def _too_deep(self, token: Any) -> None:
         from ._elements import MAX_DEPTH
@@ -236,13 +226,7 @@ class _Compiler:
         targets: list[str],
         options: dict[str, Any] | None = None,
     ) -> None:
-        # the id WorkflowBuilder._add_group gives the same group
-        base = f"{router}:{','.join(sources)}->{','.join(targets)}"
-        gid, n = base, 2
-        while gid in self.group_ids:
-            gid, n = f"{base}#{n}", n + 1
-        self.group_ids.add(gid)
-        self.groups.append(EdgeGroupSpec(gid, router, tuple(sources), tuple(targets), options))
+        self.spec.add_edge_group(router, sources, targets, options)
 
     # -- wiring ------------------------------------------------------------------------------
 
@@ -295,12 +279,8 @@ class _Compiler:
                 self.send(source, other)
         else:
             _, expr, yes, no = entry
-            self.group(
-                "switch",
-                [source],
-                list(dict.fromkeys([yes, no])),
-                {"case_targets": [yes], "default": no, "cases": [{"expr": expr}]},
-            )
+            options = switch_options([yes], [{"expr": expr}], no)
+            self.group("switch", [source], switch_targets([yes], no), options)
 
     # -- elements ----------------------------------------------------------------------------
 
@@ -491,9 +471,9 @@ class _Compiler:
     def _check_kind(
         self, kind: str, node_id: str, token: Any, config: Mapping[str, Any] | None = None
     ) -> None:
-        from plait.spi import KindContext
+        from plait.spi import BuildContext
 
-        kind_ctx = KindContext(
+        kind_ctx = BuildContext(
             node_id=node_id,
             allow_imports=False,
             executors=self.ctx.executors,
@@ -569,7 +549,7 @@ class _Compiler:
             installed = self.strategies.names()
             self.problems.append(
                 FlowError(
-                    f"unknown merge strategy {merge!r}{where}{_did_you_mean(merge, installed)} "
+                    f"unknown merge strategy {merge!r}{where}{did_you_mean(merge, installed)} "
                     f"(installed: {', '.join(installed) or 'none'})",
                     pos,
                 )
@@ -670,8 +650,3 @@ def _listing(names: list[str]) -> str:
     """At most :data:`SHOWN_NAMES` of ``names``, and how many more there are."""
     shown = ", ".join(names[:SHOWN_NAMES]) or "none"
     return shown + (f" … and {len(names) - SHOWN_NAMES:,} more" if len(names) > SHOWN_NAMES else "")
-
-
-def _did_you_mean(name: str, names: list[str]) -> str:
-    close = difflib.get_close_matches(name, names, n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from plait import ConfigError, Executor, SourcePosition, WorkflowContext, handler
-from plait.spi import KindContext
+from plait.spi import BuildContext
 
 __all__ = ["FlowJoin", "FlowJoinKind", "FlowOutput", "FlowOutputKind"]
 
@@ -61,7 +61,7 @@ class _NoConfigKind:
     #: pure: it passes messages on
     capabilities: tuple[()] = ()
 
-    def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
+    def check(self, config: Mapping[str, Any], ctx: BuildContext) -> list[ConfigError]:
         """A problem per config key: these kinds take none."""
         return [
             ConfigError(
@@ -72,7 +72,7 @@ class _NoConfigKind:
             for key in sorted(map(str, config))
         ]
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         """The executor, with id ``ctx.node_id``."""
         return self.executor_class(ctx.node_id)
 

@@ -17,7 +17,14 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 from plait import ConfigError, Executor, PlaitError, WorkflowContext
-from plait.spi import CompiledTemplate, Handler, KindContext, compile_template, network
+from plait.spi import (
+    BuildContext,
+    CompiledTemplate,
+    Handler,
+    compile_template,
+    did_you_mean,
+    network,
+)
 from plait_executors.schema import check_config, config_error, json_pointer
 
 from ._structured import answer_problem, correction, json_instruction, parse_answer
@@ -103,7 +110,9 @@ class AgentExecutor(Executor):
             getattr(self.model, "supports_schema", False)
         )
 
-    def _collect_handlers(self) -> tuple[Handler, ...]:
+    def declare_handlers(self) -> tuple[Handler, ...]:
+        """One handler: any message in, the answer (a dict with ``structured_output``,
+        else text) out."""
         sends = dict if self.structured_output is not None else str
         return (Handler(f"agent:{self.model_id}", Any, (sends,), (), self._handle),)
 
@@ -222,7 +231,7 @@ class AgentKind:
     #: a model is called over the network, at a host its llm plugin chooses: any host
     capabilities = (network(),)
 
-    def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
+    def check(self, config: Mapping[str, Any], ctx: BuildContext) -> list[ConfigError]:
         """Every problem of ``config``, each with its JSON path (``/config/options/x``)."""
         errors = check_config(self.config_schema, config, ctx.node_id, source=ctx.source)
         if errors:
@@ -248,7 +257,7 @@ class AgentKind:
             errors.extend(self._check_options(config["options"], model, ctx))
         return errors
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> AgentExecutor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> AgentExecutor:
         """The agent for ``config``.
 
         :raises ConfigError: the config is invalid (the first problem).
@@ -271,7 +280,7 @@ class AgentKind:
             structured_output=config.get("structured_output"),
         )
 
-    def _model(self, config: Mapping[str, Any], ctx: KindContext) -> tuple[Any, list[ConfigError]]:
+    def _model(self, config: Mapping[str, Any], ctx: BuildContext) -> tuple[Any, list[ConfigError]]:
         model_id = config.get("model") or os.environ.get(MODEL_ENV)
         if not model_id:
             message = f"'model' is required (or set the {MODEL_ENV} environment variable)"
@@ -281,11 +290,8 @@ class AgentKind:
         try:
             return llm.get_model(model_id), []
         except llm.UnknownModelError as exc:
-            import difflib
-
             known = sorted({m.model_id for m in llm.get_models()} | set(llm.get_model_aliases()))
-            close = difflib.get_close_matches(model_id, known, n=1)
-            did = f"; did you mean {close[0]!r}?" if close else ""
+            did = did_you_mean(model_id, known)
             reason = exc.args[0] if exc.args else "unknown model"
             message = (
                 f"{reason} (no installed llm plugin provides {model_id!r}: install one, e.g. "
@@ -293,7 +299,7 @@ class AgentKind:
             )
             return None, [config_error(ctx.node_id, message, "/config/model", source=ctx.source)]
 
-    def _check_schema(self, schema: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
+    def _check_schema(self, schema: Mapping[str, Any], ctx: BuildContext) -> list[ConfigError]:
         from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
         from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped,unused-ignore]
 
@@ -317,7 +323,7 @@ class AgentKind:
         return []
 
     def _check_options(
-        self, options: Mapping[str, Any], model: Any, ctx: KindContext
+        self, options: Mapping[str, Any], model: Any, ctx: BuildContext
     ) -> list[ConfigError]:
         from pydantic import ValidationError
 

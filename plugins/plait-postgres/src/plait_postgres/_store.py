@@ -19,6 +19,11 @@ instead of failing the next save. The first use connects once directly, so an
 unreachable server fails at once with libpq's own message rather than after the pool's
 wait.
 
+The event journal (:class:`plait.spi.EventJournal`) is ``plait_journal`` (one row per
+event, an identity ``seq`` ordering it), created the first time a journal is written
+(under the migrations' advisory lock); a checkpoint and the events saved with it go in
+one transaction.
+
 One writer per run: ``plait_leases`` holds each run's lease (fencing token, holder,
 expiry; rows stay after release, so tokens never repeat). A save with a lease inserts
 only while that token is current, reading the lease row ``FOR SHARE`` in the same
@@ -48,16 +53,19 @@ import psycopg
 from plait import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
 from plait.spi import (
     INFO_FIELDS,
+    MAX_JOURNAL_PAGE,
     RUN_COLUMNS,
     Checkpoint,
     CheckpointInfo,
     CheckpointStoreBase,
+    JournalEvent,
     Lease,
     LeaseHolder,
     RunInfo,
     RunPage,
     RunQuery,
     RunSummary,
+    check_journal_read,
     check_keep_last,
     check_runs_limit,
     decode_checkpoint,
@@ -154,6 +162,30 @@ MIGRATIONS: tuple[str, ...] = (
 #: The migration that created the run index (runs stored before it are indexed then).
 _RUN_INDEX_VERSION = 4
 
+#: The event journal's table, created on first use (not a migration: a store that never
+#: keeps a journal never has it).
+_JOURNAL_SCHEMA = """
+    CREATE TABLE IF NOT EXISTS plait_journal (
+        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        run_id text NOT NULL,
+        data text NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS plait_journal_run_seq ON plait_journal (run_id, seq);
+"""
+
+
+async def _insert_events(
+    conn: psycopg.AsyncConnection[Any], run_id: str, stored: Sequence[str]
+) -> None:
+    """Insert journal events (inside the caller's transaction)."""
+    if stored:
+        async with conn.cursor() as cursor:
+            await cursor.executemany(
+                "INSERT INTO plait_journal (run_id, data) VALUES (%s, %s)",
+                [(run_id, text) for text in stored],
+            )
+
+
 #: The schema version this release writes.
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -235,6 +267,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
         self._conninfo = urlunsplit(parts._replace(query=urlencode(options, quote_via=quote)))
         self._pool: AsyncConnectionPool[Any] | None = None
         self._opening: asyncio.Lock | None = None
+        self._journal_ready = False
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
@@ -357,7 +390,21 @@ class PostgresCheckpointStore(CheckpointStoreBase):
     async def save(self, checkpoint: Checkpoint, *, lease: Lease | None = None) -> None:
         """Insert ``checkpoint`` (saving the same checkpoint again does nothing); with
         ``lease``, only while it is the run's current lease."""
+        await self.save_with_events(checkpoint, (), lease=lease)
+
+    async def save_with_events(
+        self,
+        checkpoint: Checkpoint,
+        events: Sequence[JournalEvent],
+        *,
+        lease: Lease | None = None,
+    ) -> None:
+        """:meth:`save`, inserting ``events`` into the run's journal in the same
+        transaction (:class:`plait.spi.EventJournal`)."""
+        stored = [event.to_json() for event in events]
         data = encode_checkpoint(checkpoint)
+        if stored:
+            await self._journal_table()
         async with self._connection() as conn, conn.transaction():
             if lease is None:
                 cursor = await conn.execute(
@@ -382,6 +429,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                     first_metadata=checkpoint.metadata,
                 )
                 await conn.execute(_UPSERT_RUN, (*summary.as_row(), inserted[0]))
+                await _insert_events(conn, checkpoint.run_id, stored)
                 return
             cursor = await conn.execute(
                 "SELECT data FROM plait_checkpoints WHERE checkpoint_id = %s",
@@ -392,6 +440,58 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                 raise lost_error(lease, self.url, await self._holder(conn, checkpoint.run_id))
         if row is None or bytes(row[0]) != data:
             raise duplicate_error(checkpoint, self.url)
+
+    async def _journal_table(self) -> None:
+        """Create the journal's table on first use (under the migrations' lock)."""
+        if self._journal_ready:
+            return
+        async with self._connection() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            await conn.execute(_JOURNAL_SCHEMA)
+        self._journal_ready = True
+
+    async def _journal_exists(self, conn: psycopg.AsyncConnection[Any]) -> bool:
+        if not self._journal_ready:
+            cursor = await conn.execute("SELECT to_regclass('plait_journal') IS NOT NULL")
+            row = await cursor.fetchone()
+            self._journal_ready = bool(row and row[0])
+        return self._journal_ready
+
+    async def append_events(
+        self, run_id: str, events: Sequence[JournalEvent], *, lease: Lease | None = None
+    ) -> None:
+        """Append ``events`` to the journal of ``run_id`` in one transaction (with
+        ``lease``, reading its row ``FOR SHARE`` as a save does)."""
+        stored = [event.to_json() for event in events]
+        if not stored:
+            return
+        await self._journal_table()
+        async with self._connection() as conn, conn.transaction():
+            if lease is not None:
+                cursor = await conn.execute(
+                    "SELECT token FROM plait_leases WHERE run_id = %s FOR SHARE", (run_id,)
+                )
+                row = await cursor.fetchone()
+                if row is None or row[0] != lease.token:
+                    raise lost_error(lease, self.url, await self._holder(conn, run_id))
+            await _insert_events(conn, run_id, stored)
+
+    async def read_events(
+        self, run_id: str, *, after: int = 0, limit: int = MAX_JOURNAL_PAGE
+    ) -> Sequence[JournalEvent]:
+        """The journal events of ``run_id`` after ``after``, oldest first: one indexed query."""
+        check_journal_read(after, limit)
+        async with self._connection() as conn:
+            if not await self._journal_exists(conn):
+                return []
+            cursor = await conn.execute(
+                "SELECT seq, data FROM plait_journal WHERE run_id = %s AND seq > %s"
+                " ORDER BY seq LIMIT %s",
+                (run_id, after, limit),
+            )
+            rows = await cursor.fetchall()
+        named = f"run {run_id!r} in {self.url}"
+        return [JournalEvent.from_json(text, seq=seq, where=named) for seq, text in rows]
 
     @staticmethod
     async def _holder(conn: psycopg.AsyncConnection[Any], run_id: str) -> LeaseHolder | None:
@@ -609,12 +709,15 @@ class PostgresCheckpointStore(CheckpointStoreBase):
             return removed
 
     async def delete_run(self, run_id: str) -> int:
-        """Remove every checkpoint of ``run_id``; return how many went."""
+        """Remove every checkpoint of ``run_id`` and its journal; return how many
+        checkpoints went."""
         async with self._connection() as conn, conn.transaction():
             cursor = await conn.execute(
                 "DELETE FROM plait_checkpoints WHERE run_id = %s", (run_id,)
             )
             await conn.execute("DELETE FROM plait_runs WHERE run_id = %s", (run_id,))
+            if await self._journal_exists(conn):
+                await conn.execute("DELETE FROM plait_journal WHERE run_id = %s", (run_id,))
             return cursor.rowcount
 
     async def aclose(self) -> None:

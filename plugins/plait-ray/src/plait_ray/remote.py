@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from plait import Executor, PlaitError, WorkflowContext
-from plait.spi import declared_types, decode_value, encode_value, type_ref
+from plait.spi import DELETED, declared_types, decode_value, encode_value, type_ref
 
 from .errors import RemoteInvocationError
 
@@ -56,7 +56,7 @@ def encode_invocation(
         "executor": executor_id,
         "message": encode_value(message, "message"),
         "state": encode_value(ctx.state, "state"),
-        "shared": encode_value(ctx.shared, "shared"),
+        "shared": encode_value(dict(ctx.shared), "shared"),
         "run_id": ctx.run_id,
         "superstep": ctx.superstep,
         "attempt": ctx.attempt,
@@ -99,7 +99,7 @@ async def apply_result(
             response_type = types.get(response, response)
             ctx._run.request_info(executor_id, request, response_type, request_id=request_id)
     for key in result["shared_deleted"]:
-        ctx.shared.pop(key, None)
+        await ctx.delete_shared_state(key)
     for key, value in shared.items():
         await ctx.set_shared_state(key, value)
     ctx.state.clear()
@@ -153,10 +153,15 @@ class _Recorder:
 
     def write_shared(self, executor_id: str, key: str, value: Any) -> None:
         # the worker's copy of the shared state: the driver stages what changed in it
-        self.shared[key] = value
+        if value is DELETED:
+            self.shared.pop(key, None)
+        else:
+            self.shared[key] = value
 
-    def request_info(self, executor_id: str, request: Any, response_type: Any) -> str:
-        request_id = uuid.uuid4().hex
+    def request_info(
+        self, executor_id: str, request: Any, response_type: Any, *, request_id: str | None = None
+    ) -> str:
+        request_id = request_id or uuid.uuid4().hex
         self.effects.append(["request", request_id, request, _type_tag(response_type)])
         return request_id
 

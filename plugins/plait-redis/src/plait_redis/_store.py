@@ -7,6 +7,8 @@ Keys (``PREFIX`` is ``plait:`` unless the URL says ``?prefix=``)::
     PREFIX seq               counter: the last seq handed out
     PREFIX runs              sorted set: run ids scored by the seq of their latest save
     PREFIX lease:<run>       hash: token, holder (JSON), expires — the run's lease
+    PREFIX journal:<run>     sorted set: the run's journal events ("<seq> <JSON>") by seq
+    PREFIX journal-seq:<run> counter: the last journal seq handed out for the run
 
 ``seq`` comes from ``INCR`` on one counter, so it grows with every save even when
 superstep numbers repeat after a resume; a run's sorted set orders it by ``seq``, and
@@ -50,17 +52,20 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import anyio
 import redis.asyncio
 import redis.exceptions
-from plait import CheckpointNotFoundError, StoreUnavailableError
+from plait import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
 from plait.spi import (
+    MAX_JOURNAL_PAGE,
     Checkpoint,
     CheckpointInfo,
     CheckpointStoreBase,
+    JournalEvent,
     Lease,
     LeaseHolder,
     RunInfo,
     RunPage,
     RunQuery,
     RunSummary,
+    check_journal_read,
     check_keep_last,
     check_runs_limit,
     decode_checkpoint,
@@ -188,9 +193,27 @@ class RedisCheckpointStore(CheckpointStoreBase):
 
     # -- the protocol ------------------------------------------------------------------
 
+    def _journal_key(self, run_id: str) -> str:
+        return f"{self.prefix}journal:{run_id}"
+
+    def _journal_seq_key(self, run_id: str) -> str:
+        return f"{self.prefix}journal-seq:{run_id}"
+
     async def save(self, checkpoint: Checkpoint, *, lease: Lease | None = None) -> None:
         """Write ``checkpoint`` in one transaction (saving it again does nothing); with
         ``lease``, only while it is the run's current lease."""
+        await self.save_with_events(checkpoint, (), lease=lease)
+
+    async def save_with_events(
+        self,
+        checkpoint: Checkpoint,
+        events: Sequence[JournalEvent],
+        *,
+        lease: Lease | None = None,
+    ) -> None:
+        """:meth:`save`, adding ``events`` to the run's journal in the same
+        ``MULTI``/``EXEC`` (:class:`plait.spi.EventJournal`)."""
+        stored = [event.to_json() for event in events]
         data = encode_checkpoint(checkpoint)
         key = self._cp_key(checkpoint.checkpoint_id)
         lease_key = self._lease_key(checkpoint.run_id)
@@ -225,6 +248,8 @@ class RedisCheckpointStore(CheckpointStoreBase):
                     )
                     pipe.zadd(self._run_key(checkpoint.run_id), {checkpoint.checkpoint_id: seq})
                     pipe.zadd(self._runs_key(), {checkpoint.run_id: seq}, gt=True)
+                    if stored:
+                        await self._queue_events(client, pipe, checkpoint.run_id, stored)
                     if self.retention is not None:
                         pipe.eval(
                             _RENEW_RUN,
@@ -238,6 +263,63 @@ class RedisCheckpointStore(CheckpointStoreBase):
                     return
                 except redis.exceptions.WatchError:
                     continue  # someone saved this id meanwhile: look again
+
+    async def _queue_events(
+        self, client: redis.asyncio.Redis, pipe: Any, run_id: str, stored: Sequence[str]
+    ) -> None:
+        """Number ``stored`` (one ``INCRBY``; a transaction that then fails leaves a gap)
+        and queue them in ``pipe``'s ``MULTI``."""
+        last = int(await client.incrby(self._journal_seq_key(run_id), len(stored)))
+        first = last - len(stored) + 1
+        members = {f"{seq} {text}": seq for seq, text in enumerate(stored, start=first)}
+        pipe.zadd(self._journal_key(run_id), members)
+        if self.retention is not None:
+            pipe.expire(self._journal_key(run_id), self.retention)
+            pipe.expire(self._journal_seq_key(run_id), self.retention)
+
+    async def append_events(
+        self, run_id: str, events: Sequence[JournalEvent], *, lease: Lease | None = None
+    ) -> None:
+        """Append ``events`` to the journal of ``run_id`` in one ``MULTI``/``EXEC`` (with
+        ``lease``, ``WATCH``ing it as a save does)."""
+        stored = [event.to_json() for event in events]
+        if not stored:
+            return
+        lease_key = self._lease_key(run_id)
+        async with self._redis() as client, client.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    if lease is not None:
+                        await pipe.watch(lease_key)
+                        token, holder = await pipe.hmget(lease_key, ["token", "holder"])
+                        if token is None or int(token) != lease.token:
+                            await pipe.unwatch()  # type: ignore[no-untyped-call]
+                            raise lost_error(lease, self.url, LeaseHolder.from_json(holder))
+                    pipe.multi()  # type: ignore[no-untyped-call]
+                    await self._queue_events(client, pipe, run_id, stored)
+                    await pipe.execute()
+                    return
+                except redis.exceptions.WatchError:
+                    continue  # the lease changed meanwhile: look again
+
+    async def read_events(
+        self, run_id: str, *, after: int = 0, limit: int = MAX_JOURNAL_PAGE
+    ) -> Sequence[JournalEvent]:
+        """The journal events of ``run_id`` after ``after``, oldest first (one
+        ``ZRANGEBYSCORE``)."""
+        check_journal_read(after, limit)
+        async with self._redis() as client:
+            members = await client.zrangebyscore(
+                self._journal_key(run_id), f"({after}", "+inf", start=0, num=limit
+            )
+        named = f"run {run_id!r} in {self.url}"
+        out = []
+        for member in members:
+            seq, _, text = _text(member).partition(" ")
+            if not seq.isdigit():
+                raise CorruptCheckpointError(f"the journal of {named} holds a damaged entry")
+            out.append(JournalEvent.from_json(text, seq=int(seq), where=named))
+        return out
 
     async def load(self, checkpoint_id: str) -> Checkpoint:
         """Read, verify and decode the checkpoint ``checkpoint_id``."""
@@ -356,8 +438,12 @@ class RedisCheckpointStore(CheckpointStoreBase):
         return await self._remove(run_id, check_keep_last(keep_last))
 
     async def delete_run(self, run_id: str) -> int:
-        """Remove every checkpoint of ``run_id``; return how many went."""
-        return await self._remove(run_id, 0)
+        """Remove every checkpoint of ``run_id`` and its journal; return how many
+        checkpoints went."""
+        removed = await self._remove(run_id, 0)
+        async with self._redis() as client:
+            await client.delete(self._journal_key(run_id), self._journal_seq_key(run_id))
+        return removed
 
     async def _remove(self, run_id: str, keep_last: int) -> int:
         run_key = self._run_key(run_id)

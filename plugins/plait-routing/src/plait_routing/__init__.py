@@ -42,10 +42,63 @@ __all__ = [
     "FanInBuffers",
     "FanInEdgeRunner",
     "SwitchEdgeRunner",
+    "fan_in_options",
     "plait_register_routers",
+    "switch_options",
+    "switch_targets",
 ]
 
 Predicate = Callable[[Any], bool]
+
+
+# -- options, as data --------------------------------------------------------------------------
+
+
+def switch_options(
+    case_targets: Sequence[str],
+    cases: Sequence[Any],
+    default: str | None = None,
+) -> dict[str, Any]:
+    """The options of a ``switch`` edge group, as its router reads them: ``case_targets``
+    (the target of each case, in order), ``cases`` (each case's predicate as data: an
+    expression ``{"expr": "branch"}`` or a callable spec; ``None`` for one given as a
+    parameter) and ``default`` (where a message no case takes goes).
+
+    .. versionadded:: 0.1
+    """
+    if len(case_targets) != len(cases):
+        raise ValueError(
+            f"a switch needs one target per case: {len(case_targets)} target(s), "
+            f"{len(cases)} case(s)"
+        )
+    return {"case_targets": list(case_targets), "default": default, "cases": list(cases)}
+
+
+def switch_targets(case_targets: Sequence[str], default: str | None = None) -> list[str]:
+    """The targets of a ``switch`` edge group: its case targets, then its default, each
+    once, in that order.
+
+    .. versionadded:: 0.1
+    """
+    return list(dict.fromkeys([*case_targets, *([default] if default else [])]))
+
+
+def fan_in_options(
+    merge: str = "list", *, when: str = "all", merge_options: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The options of a ``fan_in`` edge group, as its router reads them: the ``merge``
+    strategy's name, ``when`` it fires (``"all"``: every source sent; ``"available"``:
+    what arrived, once no pending message can reach the silent sources) and, when given,
+    the strategy's ``merge_options``.
+
+    .. versionadded:: 0.1
+    """
+    if when not in ("all", "available"):
+        raise ValueError(f"fan-in option when must be 'all' or 'available', got {when!r}")
+    options: dict[str, Any] = {"merge": merge, "when": when}
+    if merge_options:
+        options["merge_options"] = dict(merge_options)
+    return options
 
 
 def _one(group: EdgeGroupSpec, end: str, names: Sequence[str]) -> str:

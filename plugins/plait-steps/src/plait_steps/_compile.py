@@ -25,7 +25,6 @@ Two rules come from seed 002's own example, whose YAML has no ``goto``:
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections import ChainMap
 from collections.abc import Mapping, MutableMapping
@@ -34,6 +33,8 @@ from typing import Any, cast
 import attrs
 import plait
 from plait import ConfigError, EdgeGroupSpec, LoadError, NodeSpec, PlaitError, WorkflowSpec
+from plait.spi import SpecBuilder, did_you_mean
+from plait_routing import switch_options, switch_targets
 
 from ._document import ITEM_REF, STEP_REF, Document, Step, step_ref
 from ._executors import compiled, unknown_agent
@@ -100,8 +101,8 @@ class _Compiler:
         self.kinds = kinds
         self.problems: list[PlaitError] = []
         self.nodes: list[NodeSpec] = []
-        self.groups: list[EdgeGroupSpec] = []
-        self.group_ids: set[str] = set()
+        self.spec = SpecBuilder()  # the edge groups (nodes are ranked before they go in)
+        self.groups: list[EdgeGroupSpec] = self.spec.groups
         self.all_steps = [s for top in doc.steps for s in top.walk() if s.type != "goto"]
         self.ids = {s.id for s in self.all_steps}
         self._ids_listing: str | None = None
@@ -153,8 +154,7 @@ class _Compiler:
             # a name nobody gave runs on an installed `agent` kind (plait-llm), if any,
             # unless it looks like a typo of a name that was given
             known = step.name in agents or (
-                "agent" in self.kinds
-                and not difflib.get_close_matches(step.name or "", list(executors), n=1)
+                "agent" in self.kinds and not did_you_mean(step.name or "", executors)
             )
             if step.type == "agent" and step.name is not None and not known:
                 where = step.y.value.get("name", step.y)
@@ -182,8 +182,7 @@ class _Compiler:
             did = ""
             hinted = len(self._hints) + 1
             if hinted <= LoadError.SHOWN and hinted * len(self._sorted_ids) <= HINT_WORK:
-                hint = difflib.get_close_matches(ref, self._sorted_ids, n=1)
-                did = f"; did you mean {hint[0]!r}?" if hint else ""
+                did = did_you_mean(ref, self._sorted_ids)
             self._hints[ref] = did
         return self._ids_listing + self._hints[ref]
 
@@ -256,14 +255,7 @@ class _Compiler:
     def group(
         self, router: str, sources: list[str], targets: list[str], options: Any = None
     ) -> None:
-        base = f"{router}:{','.join(sources)}->{','.join(targets)}"
-        gid, n = base, 2
-        while gid in self.group_ids:
-            gid, n = f"{base}#{n}", n + 1
-        self.group_ids.add(gid)
-        self.groups.append(
-            EdgeGroupSpec(gid, router, tuple(sources), tuple(targets), options or {})
-        )
+        self.spec.add_edge_group(router, sources, targets, options)
 
     def connect(self, source: str, cont: Cont) -> None:
         if cont[0] == "node":
@@ -332,8 +324,7 @@ class _Compiler:
         did = ""
         self._bad_gotos += 1
         if self._bad_gotos <= LoadError.SHOWN:  # a did-you-mean compares with every id
-            hint = difflib.get_close_matches(str(target), earlier, n=1)
-            did = f"; did you mean {hint[0]!r}?" if hint else ""
+            did = did_you_mean(target, earlier)
         self.at(
             step.y,
             f"goto {target!r}: a goto goes back to an earlier step of an enclosing list (not "
@@ -398,8 +389,8 @@ class _Compiler:
             NodeSpec(step.id, kind="steps.foreach", config=config, max_concurrency=None)
         )
         if entry[0] == "node":
-            options = {"case_targets": [entry[1]], "default": gather, "cases": [{"expr": "branch"}]}
-            self.group("switch", [step.id], [entry[1], gather], options)
+            options = switch_options([entry[1]], [{"expr": "branch"}], gather)
+            self.group("switch", [step.id], switch_targets([entry[1]], gather), options)
         gather_config = {
             "step": step.id,
             "label": scope.prefix + step.id,
@@ -438,16 +429,10 @@ class _Compiler:
         if yes is not None and yes == no:
             self.group("direct", [step.id], [yes])
         elif yes is not None:
-            options = {"case_targets": [yes], "default": no, "cases": [{"expr": "branch"}]}
-            self.group(
-                "switch", [step.id], list(dict.fromkeys([yes, *([no] if no else [])])), options
-            )
+            options = switch_options([yes], [{"expr": "branch"}], no)
+            self.group("switch", [step.id], switch_targets([yes], no), options)
         elif no is not None:
-            options = {
-                "case_targets": [no],
-                "default": None,
-                "cases": [{"expr": "branch == false"}],
-            }
+            options = switch_options([no], [{"expr": "branch == false"}])
             self.group("switch", [step.id], [no], options)
         return step.id
 

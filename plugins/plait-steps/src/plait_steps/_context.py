@@ -1,15 +1,22 @@
-"""The step context: what travels with the run from step to step.
+"""The step context: what travels with the run from step to step, stored once.
 
-Prior step outputs live in the *message*: every step receives the run's step context (a
-JSON-ready dict), adds its own output and sends a new dict on. So the context is
-checkpointed with the pending messages, is private to its run (concurrent runs share
-nothing), and each branch of a parallel block carries its own copy until the block's join
-merges them. Nothing is mutated in place: fan-out delivers one dict to several branches.
+A step's result (its *entry*: ``{"output", "agent", ...}``) is written once, to the run's
+shared state under :func:`entry_key` (checkpointed per key: a checkpoint holds the entries
+its superstep wrote, not every prior output again). The message a step sends on is small:
+the prompt, loop counters, and ``steps``, a map of step id to the shared-state key of that
+step's entry — a reference, not a copy. Shared-state writes are staged, so an entry a step
+writes in superstep ``t`` is readable from ``t + 1``, when its message is delivered.
 
-A foreach block is the exception that keeps N items from carrying N copies: the context
-it started in is put once in the run's shared state (checkpointed too, under
-:func:`foreach_key`), and each item's message carries only the item, a frame naming that
-key, and the outputs of the body steps the item ran.
+Each branch of a parallel block carries its own ``steps`` map until the block's join merges
+them, so a step sees exactly the steps its own path ran (the entries are shared, the map is
+per message). Nothing is mutated in place: fan-out delivers one dict to several branches.
+
+A foreach item runs in a scope of its own (``scope``: the block's run key and the item's
+index), so items write different keys; the context the block started in is put once in
+shared state (under :func:`foreach_key`), and each item's message carries only the item, a
+frame naming that key, and the references of the body steps it ran. The gather drops an
+item's entries once the block is done (its list is the block's output), and the last step
+replaces the run's entries with the step context it publishes (:data:`STEP_CONTEXT_KEY`).
 """
 
 from __future__ import annotations
@@ -22,7 +29,9 @@ __all__ = [
     "MARK",
     "STEP_CONTEXT_EVENT",
     "STEP_CONTEXT_KEY",
+    "Entries",
     "StepsView",
+    "entry_key",
     "foreach_key",
     "prior_block",
     "record",
@@ -32,8 +41,12 @@ __all__ = [
     "text",
 ]
 
-#: the key that marks a step-context message (and its format version)
+#: the key that marks a step-context message (its value is the format version, :data:`FORMAT`)
 MARK = "plait_steps"
+#: the format of step-context messages: 2 carries references to entries in shared state
+FORMAT = 2
+#: the prefix of the shared-state keys step entries are stored under (:func:`entry_key`)
+ENTRY_PREFIX = "plait_steps.out/"
 #: the key of the custom event the last step emits with the step context
 STEP_CONTEXT_EVENT = "plait_steps.step_context"
 #: the shared-state key the last step stores the step context under (``result.shared``)
@@ -43,18 +56,156 @@ STEP_CONTEXT_KEY = "step_context"
 def start(message: Any) -> dict[str, Any]:
     """The step context of a run that starts on ``message`` (the user prompt), or
     ``message`` itself when it already is one."""
-    if isinstance(message, dict) and message.get(MARK) == 1:
+    if isinstance(message, dict) and message.get(MARK) == FORMAT:
         return message
     prompt = message if isinstance(message, str) else _text(message)
+    return fresh(prompt)
+
+
+def fresh(prompt: str, scope: str = "") -> dict[str, Any]:
+    """An empty step context on ``prompt`` whose steps write their entries in ``scope``."""
     return {
-        MARK: 1,
+        MARK: FORMAT,
         "prompt": prompt,
+        "scope": scope,
         "steps": {},
         "prior": {},
         "runs": {},
         "attempts": {},
         "last": None,
     }
+
+
+def scope_prefix(scope: str) -> str:
+    """The prefix of the shared-state keys of the entries written in ``scope`` (and in
+    the scopes inside it)."""
+    return f"{ENTRY_PREFIX}{scope}/" if scope else ENTRY_PREFIX
+
+
+def entry_key(state: Mapping[str, Any], step: str, superstep: int) -> str:
+    """The shared-state key of the entry step ``step`` writes in ``superstep`` in
+    ``state``'s scope. Each run of a step writes a key of its own (a step runs once per
+    superstep in a scope), so an entry never changes once written and another entry can
+    point into it (:func:`pack`)."""
+    return f"{scope_prefix(state.get('scope') or '')}{step}@{superstep}"
+
+
+#: a value of an output field that is at least this long (as JSON) is shared, not copied,
+#: with an earlier step's output that holds the same value in the same field
+SHARE_BYTES = 256
+
+
+def _large(value: Any) -> bool:
+    if isinstance(value, str):
+        return len(value) >= SHARE_BYTES
+    if isinstance(value, (list, dict)) and value:
+        try:
+            return len(json.dumps(value, ensure_ascii=False, default=str)) >= SHARE_BYTES
+        except (TypeError, ValueError):  # pragma: no cover - a circular value
+            return False
+    return False
+
+
+def pack(entry: dict[str, Any], earlier: Entries) -> dict[str, Any]:
+    """``entry`` as stored: a field of its output (a JSON object) whose large value equals
+    the same field of an earlier step's output (``earlier``, the most recent first) is not
+    copied but named (``same``: field -> the key of that step's entry; ``fields``: the
+    output's keys in order). So a step that passes its input on with a field added
+    stores the field it added."""
+    output = entry.get("output")
+    if not isinstance(output, dict) or not len(earlier):
+        return entry
+    candidates = [(ref, earlier.ref(ref)["output"]) for ref in reversed(earlier.refs())]
+    same: dict[str, str] = {}
+    for field, value in output.items():
+        if not _large(value):
+            continue
+        for ref, prior in candidates:
+            if isinstance(prior, dict) and field in prior and prior[field] == value:
+                # name the entry that holds the value itself: one hop, however long the
+                # chain of steps that passed it on
+                same[field] = earlier.holder(ref, field)
+                break
+    if not same:
+        return entry
+    kept = {k: v for k, v in output.items() if k not in same}
+    return {**entry, "output": kept, "same": same, "fields": list(output)}
+
+
+class Entries(Mapping[str, Any]):
+    """Step id -> its entry, read through a step context's references from the run's
+    shared state (``fresh``: entries written in the running superstep, not yet visible
+    there), with the fields :func:`pack` shared filled in. A step whose entry is gone
+    reads as ``{"output": None}``."""
+
+    __slots__ = ("_fresh", "_read", "_refs", "_shared")
+
+    def __init__(
+        self,
+        refs: Mapping[str, str],
+        shared: Mapping[str, Any],
+        fresh: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._refs = refs
+        self._shared = shared
+        self._fresh = fresh or {}
+        self._read: dict[str, Any] = {}
+
+    def refs(self) -> list[str]:
+        """The keys of the entries of the steps seen, in the order they were first seen."""
+        return list(dict.fromkeys(self._refs.values()))
+
+    def holder(self, ref: str, field: str) -> str:
+        """The key of the entry that stores field ``field`` of the output of the entry
+        under ``ref`` (``ref`` itself unless :func:`pack` shared it)."""
+        stored = self._fresh.get(ref)
+        if stored is None:
+            stored = self._shared.get(ref)
+        if isinstance(stored, dict) and field in (stored.get("same") or {}):
+            held: str = stored["same"][field]
+            return held
+        return ref
+
+    def ref(self, ref: str | None) -> Any:
+        """The entry stored under ``ref`` (``{"output": None}`` when there is none)."""
+        if ref is None:
+            return {"output": None}
+        read = self._read.get(ref)
+        if read is not None:
+            return read
+        found = self._fresh.get(ref)
+        if found is None:
+            found = self._shared.get(ref)
+        if found is None:
+            return {"output": None}
+        if isinstance(found, dict) and "same" in found:
+            same, stored = found["same"], found["output"]
+            output = {
+                k: self.ref(same[k])["output"][k] if k in same else stored[k]
+                for k in found["fields"]
+            }
+            found = {k: v for k, v in found.items() if k not in ("same", "fields")}
+            found["output"] = output
+        self._read[ref] = found
+        return found
+
+    def __getitem__(self, step: str) -> Any:
+        return self.ref(self._refs[step])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._refs)
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+    def resolved(self, step: str) -> Any:
+        """Step ``step``'s entry with a parallel block's ``outputs`` (references to its
+        children's entries) replaced by those entries: the entry as JSON on its own."""
+        entry = self[step]
+        if isinstance(entry, dict) and isinstance(entry.get("outputs"), dict):
+            outputs = {c: self.ref(r) for c, r in entry["outputs"].items()}
+            return {**entry, "outputs": outputs}
+        return entry
 
 
 def _text(value: Any) -> str:
@@ -68,15 +219,17 @@ def _text(value: Any) -> str:
         return str(value)
 
 
-def prior_block(state: Mapping[str, Any], prefix: str | None = None) -> str:
+def prior_block(
+    state: Mapping[str, Any], steps: Mapping[str, Any], prefix: str | None = None
+) -> str:
     """The user message of the next step: every prior step output in seed 002's block,
-    then the original prompt (just the prompt for the first step). ``prefix`` (a rendered
-    instruction) goes first, followed by a blank line. Linear in the prior steps."""
+    then the original prompt (just the prompt for the first step). ``steps`` maps step
+    ids to entries (:class:`Entries`). ``prefix`` (a rendered instruction) goes first,
+    followed by a blank line. Linear in the prior steps."""
     prior: Mapping[str, Any] = state["prior"]
     prompt: str = state["prompt"]
     parts: list[str] = [prefix, ""] if prefix else []
     if prior:
-        steps = state["steps"]
         parts += ["--- Prior Step Outputs ---", ""]
         for label, (who, step_id) in prior.items():
             entry = steps.get(step_id) or {}
@@ -89,17 +242,18 @@ def prior_block(state: Mapping[str, Any], prefix: str | None = None) -> str:
 def record(
     state: Mapping[str, Any],
     step: str,
-    entry: dict[str, Any],
+    ref: str,
     *,
     label: str | None,
     who: str | None,
     attempt: int | None,
     last: bool = True,
 ) -> dict[str, Any]:
-    """A new step context: ``state`` plus ``entry`` as step ``step``'s result. A step that
-    runs again (a loop) keeps its place in the prior-outputs block, with its new output."""
+    """A new step context: ``state`` plus ``ref`` (the shared-state key of its entry) as
+    step ``step``'s result. A step that runs again (a loop) keeps its place in the
+    prior-outputs block, with its new output."""
     new = dict(state)
-    new["steps"] = {**state["steps"], step: entry}
+    new["steps"] = {**state["steps"], step: ref}
     if label is not None and label not in state["prior"]:
         new["prior"] = {**state["prior"], label: [who, step]}
     if attempt is not None:
@@ -133,11 +287,12 @@ def step_context(result: Any) -> dict[str, Any] | None:
     return None
 
 
-def summary(state: Mapping[str, Any], output: Any) -> dict[str, Any]:
-    """The JSON the last step publishes as the run's step context."""
+def summary(state: Mapping[str, Any], entries: Entries, output: Any) -> dict[str, Any]:
+    """The JSON the last step publishes as the run's step context: every entry read
+    through ``entries``, so it stands on its own."""
     return {
         "prompt": state["prompt"],
-        "steps": state["steps"],
+        "steps": {step: entries.resolved(step) for step in state["steps"]},
         "order": list(state["steps"]),
         "runs": state["runs"],
         "attempts": state["attempts"],
@@ -148,9 +303,10 @@ def summary(state: Mapping[str, Any], output: Any) -> dict[str, Any]:
 # -- what templates see -------------------------------------------------------------------
 
 
-def _entry(entry: Any) -> Any:
+def _entry(entry: Any, entries: Entries) -> Any:
     if isinstance(entry, dict) and isinstance(entry.get("outputs"), dict):
-        return {**entry, "outputs": Outputs(entry["outputs"], entry.get("order") or [])}
+        outputs = {c: entries.ref(r) for c, r in entry["outputs"].items()}
+        return {**entry, "outputs": Outputs(outputs, entry.get("order") or [], entries)}
     return entry
 
 
@@ -158,30 +314,31 @@ class Outputs(dict):  # type: ignore[type-arg]
     """A parallel block's ``outputs``: a map by step id that an integer indexes too, in
     the block's ``order`` (``outputs[0]``)."""
 
-    def __init__(self, entries: Mapping[str, Any], order: Sequence[str]) -> None:
-        super().__init__(entries)
+    def __init__(self, found: Mapping[str, Any], order: Sequence[str], entries: Entries) -> None:
+        super().__init__(found)
         self._order = list(order)
+        self._entries = entries
 
     def __getitem__(self, key: Any) -> Any:
         if type(key) is int:
             key = self._order[key]  # IndexError: the expression gives null
-        return _entry(dict.__getitem__(self, key))
+        return _entry(dict.__getitem__(self, key), self._entries)
 
 
 Sequence.register(Outputs)  # so the expression language indexes it with an integer
 
 
 class StepsView(Mapping[str, Any]):
-    """``steps`` as templates see it: the step context's ``steps`` map, with every
+    """``steps`` as templates see it: the step entries (:class:`Entries`), with every
     parallel block's ``outputs`` indexable by position."""
 
     __slots__ = ("_steps",)
 
-    def __init__(self, steps: Mapping[str, Any]) -> None:
+    def __init__(self, steps: Entries) -> None:
         self._steps = steps
 
     def __getitem__(self, key: str) -> Any:
-        return _entry(self._steps[key])
+        return _entry(self._steps[key], self._steps)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._steps)
@@ -190,15 +347,12 @@ class StepsView(Mapping[str, Any]):
         return len(self._steps)
 
 
-def template_data(
-    state: Mapping[str, Any], steps: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
+def template_data(state: Mapping[str, Any], steps: Entries) -> dict[str, Any]:
     """The data a condition or an instruction template is evaluated over: ``steps`` (what
-    ``$steps`` names: ``state``'s, or ``steps`` when given) and ``prompt``; inside a
-    foreach body also ``item`` and ``index`` (what ``$item`` and ``$index`` name: the
+    ``$steps`` names: the entries of the steps ``state`` has seen) and ``prompt``; inside
+    a foreach body also ``item`` and ``index`` (what ``$item`` and ``$index`` name: the
     innermost foreach's item and its position)."""
-    seen = state["steps"] if steps is None else steps
-    data = {"steps": StepsView(seen), "prompt": state["prompt"]}
+    data = {"steps": StepsView(steps), "prompt": state["prompt"]}
     frame = state.get("foreach")
     if frame is not None and frame["count"]:
         data["item"] = frame["value"]

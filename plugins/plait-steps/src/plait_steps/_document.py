@@ -7,13 +7,13 @@ names, step ids referenced by ``goto`` and by ``$steps.<id>`` in templates, each
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterator
 from typing import Any
 
 import attrs
 from plait import ConfigError, PlaitError
+from plait.spi import did_you_mean
 
 from ._yaml import Y, position
 
@@ -128,8 +128,7 @@ class _Reader:
         for key in y.value:
             if type(key) not in (str, bool) or _key(key) not in names:
                 line, column = y.keys[key]
-                hint = difflib.get_close_matches(_key(key), [_key(k) for k in allowed], n=1)
-                did = f"; did you mean {hint[0]!r}?" if hint else ""
+                did = did_you_mean(_key(key), [_key(k) for k in allowed])
                 self.problem(
                     f"unknown key {_key(key)!r} in {where}; allowed here: {shown}{did}",
                     line,
@@ -220,8 +219,7 @@ class _Reader:
         if not isinstance(kind, str) or kind not in STEP_KEYS:
             where = type_y if type_y is not None else y
             allowed = ", ".join(STEP_KEYS)
-            hint = difflib.get_close_matches(str(kind), list(STEP_KEYS), n=1)
-            did = f"; did you mean {hint[0]!r}?" if hint else ""
+            did = did_you_mean(kind, list(STEP_KEYS))
             got = "no 'type'" if type_y is None else f"type {kind!r}"
             self.at(where, f"a step with {got}; types: {allowed} (or {{goto: <step id>}}){did}")
             return None
@@ -252,8 +250,7 @@ class _Reader:
         step.input = self.template(y, "input", step)
         step.config = self.json_map(y, "config") or {}
         if step.kind is not None and step.kind not in self.kinds:
-            hint = difflib.get_close_matches(step.kind, self.kinds, n=1)
-            did = f"; did you mean {hint[0]!r}?" if hint else ""
+            did = did_you_mean(step.kind, self.kinds)
             self.at(
                 y.value["kind"],
                 f"no executor kind {step.kind!r}; installed: {', '.join(self.kinds)}{did}",

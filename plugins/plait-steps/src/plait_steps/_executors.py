@@ -18,7 +18,7 @@ bound by name when the workflow is built (``executors=``), or built by their own
 from __future__ import annotations
 
 import abc
-import difflib
+import functools
 import inspect
 from collections import ChainMap
 from collections.abc import Awaitable, Callable, Mapping
@@ -36,7 +36,7 @@ from plait import (
     WorkflowRunError,
     handler,
 )
-from plait.spi import Capability, Handler, KindContext, kind_capabilities
+from plait.spi import BuildContext, Capability, check_config, did_you_mean, kind_capabilities
 
 from . import _context as sc
 
@@ -94,30 +94,67 @@ def _bump(
     return new
 
 
+async def _record(
+    ctx: WorkflowContext[Any, Any],
+    state: dict[str, Any],
+    step: str,
+    entry: dict[str, Any],
+    *,
+    final: bool = False,
+    label: str | None = None,
+    who: str | None = None,
+    attempt: int | None = None,
+    last: bool = True,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Store ``entry`` as step ``step``'s result, once, in shared state (the last step's
+    goes into the step context it publishes instead); the new step context, and the
+    entries written here (``{key: entry}``: readable in shared state from the next
+    superstep only)."""
+    key = sc.entry_key(state, step, ctx.superstep)
+    if not final:
+        await ctx.set_shared_state(key, sc.pack(entry, sc.Entries(state["steps"], ctx.shared)))
+    new = sc.record(state, step, key, label=label, who=who, attempt=attempt, last=last)
+    return new, {key: entry}
+
+
 async def _finish(
-    ctx: WorkflowContext[Any, Any], state: dict[str, Any], output: Any, final: bool
+    ctx: WorkflowContext[Any, Any],
+    state: dict[str, Any],
+    output: Any,
+    final: bool,
+    fresh: dict[str, Any],
 ) -> None:
+    """Send the step context on, or, for the last step, publish it (``fresh``: the
+    entries :func:`_record` just wrote)."""
     if final:
         await ctx.yield_output(output)
-        summary = sc.summary(state, output)
+        summary = sc.summary(state, sc.Entries(state["steps"], ctx.shared, fresh), output)
         await ctx.set_shared_state(sc.STEP_CONTEXT_KEY, summary)  # see sc.step_context
         await ctx.add_event({sc.STEP_CONTEXT_EVENT: summary})
+        # the published context holds every entry now: drop them from shared state
+        for key in [k for k in ctx.shared if k.startswith(sc.ENTRY_PREFIX)]:
+            await ctx.delete_shared_state(key)
     else:
         await ctx.send_message(state)
 
 
-async def _template_data(state: dict[str, Any], ctx: WorkflowContext[Any, Any]) -> dict[str, Any]:
-    """What templates see: inside foreach bodies, the steps of every enclosing context
-    (each kept once in shared state) under the item's own."""
+def _entries(state: dict[str, Any], ctx: WorkflowContext[Any, Any]) -> sc.Entries:
+    """The entries of the steps ``state`` has seen: inside foreach bodies, the steps of
+    every enclosing context (each kept once in shared state) under the item's own."""
     frame = state.get("foreach")
     if frame is None:
-        return sc.template_data(state)
+        return sc.Entries(state["steps"], ctx.shared)
     layers = [state["steps"]]
     while frame is not None:
-        outer = await ctx.get_shared_state(sc.foreach_key(frame["key"]))
+        outer = ctx.shared.get(sc.foreach_key(frame["key"]))
         layers.append(outer["steps"] if outer else {})
         frame = frame["parent"]
-    return sc.template_data(state, ChainMap(*layers))
+    return sc.Entries(ChainMap(*layers), ctx.shared)
+
+
+async def _template_data(state: dict[str, Any], ctx: WorkflowContext[Any, Any]) -> dict[str, Any]:
+    """What templates see (:func:`_entries`)."""
+    return sc.template_data(state, _entries(state, ctx))
 
 
 _COMPILED: dict[tuple[Any, ...], Any] = {}
@@ -139,7 +176,7 @@ def compiled(
     return found
 
 
-def compiled_config(config: Mapping[str, Any], key: str, ctx: KindContext) -> Any:
+def compiled_config(config: Mapping[str, Any], key: str, ctx: BuildContext) -> Any:
     """The expression (or, with ``template``, the template) at ``config[key]``, compiled
     at the step's position (``at``); a problem is a ConfigError at ``/config/<key>``."""
     at = config.get("at")
@@ -164,23 +201,8 @@ def _template(text: str | None, at: Any, source: str | None, manager: Any) -> An
     return compiled(text, template=True, line=line, column=column, source=source, manager=manager)
 
 
-_HANDLERS: dict[type, list[tuple[Handler, str]]] = {}
-
-
 class _StepNode(Executor):
-    """Resolves its handlers' types once per class, not per node (``Executor`` reads
-    annotations per instance; a 1,000-step file builds a thousand of these)."""
-
-    def _collect_handlers(self) -> tuple[Handler, ...]:
-        cached = _HANDLERS.get(type(self))
-        if cached is None:
-            found = super()._collect_handlers()
-            _HANDLERS[type(self)] = [(h, h.name.rsplit(".", 1)[-1]) for h in found]
-            return found
-        return tuple(
-            Handler(h.name, h.input_type, h.output_types, h.workflow_output_types, getattr(self, a))
-            for h, a in cached
-        )
+    """The base of the steps executors."""
 
 
 # -- steps ----------------------------------------------------------------------------------
@@ -229,13 +251,20 @@ class StepExecutor(_StepNode):
                     superstep=ctx.superstep,
                 ) from exc
         else:
-            given = sc.prior_block(state)
+            given = sc.prior_block(state, sc.Entries(state["steps"], ctx.shared))
         output = await self.call(given, rendered, ctx)
         entry = {"output": output, "agent": self.agent}
-        new = sc.record(
-            state, self.step, entry, label=self.label, who=self.who, attempt=ctx.attempt
+        new, fresh = await _record(
+            ctx,
+            state,
+            self.step,
+            entry,
+            final=self.final,
+            label=self.label,
+            who=self.who,
+            attempt=ctx.attempt,
         )
-        await _finish(ctx, new, output, self.final)
+        await _finish(ctx, new, output, self.final, fresh)
 
 
 class ConditionExecutor(_StepNode):
@@ -273,16 +302,13 @@ class ConditionExecutor(_StepNode):
                 executor_id=self.step,
                 superstep=ctx.superstep,
             )
-        new = sc.record(
-            state, self.step, {"output": value}, label=None, who=None, attempt=None, last=False
-        )
-        if self.ends.get("true" if value else "false"):
+        ends = bool(self.ends.get("true" if value else "false"))
+        new, fresh = await _record(ctx, state, self.step, {"output": value}, final=ends, last=False)
+        if ends:
             last = new["last"]
-            output = new["steps"][last]["output"] if last is not None else None
-            await ctx.yield_output(output)
-            summary = sc.summary(new, output)
-            await ctx.set_shared_state(sc.STEP_CONTEXT_KEY, summary)  # see sc.step_context
-            await ctx.add_event({sc.STEP_CONTEXT_EVENT: summary})
+            entries = sc.Entries(new["steps"], ctx.shared, fresh)
+            output = entries[last]["output"] if last is not None else None
+            await _finish(ctx, new, output, True, fresh)
             return
         new["branch"] = value
         await ctx.send_message(new)
@@ -332,21 +358,25 @@ class JoinExecutor(_StepNode):
             attempts.update(state["attempts"])
             for key, count in state["runs"].items():
                 runs[key] = max(count, runs.get(key, 0))
-        outputs: dict[str, Any] = {}
+        # each child's last entry, by reference (the block's keyed output copies only
+        # the children's outputs, which are the block's own result)
+        outputs: dict[str, str | None] = {}
         for child, state in zip(self.children, states):
             last = state.get("last")
             inside = self.members.get(child, [child])
-            outputs[child] = state["steps"].get(last) if last in inside else {"output": None}
+            outputs[child] = state["steps"].get(last) if last in inside else None
+        entries = sc.Entries(steps, ctx.shared)
         keyed = {
             "steps": {
-                c: {k: e[k] for k in ("output", "agent") if k in e} for c, e in outputs.items()
+                c: {k: e[k] for k in ("output", "agent") if k in e}
+                for c, e in ((c, entries.ref(r)) for c, r in outputs.items())
             },
             "order": list(self.children),
         }
         merged.update(steps=steps, prior=prior, runs=runs, attempts=attempts)
         entry = {"output": keyed, "agent": None, "outputs": outputs, "order": list(self.children)}
-        new = sc.record(merged, self.step, entry, label=None, who=None, attempt=None)
-        await _finish(ctx, new, keyed, self.final)
+        new, fresh = await _record(ctx, merged, self.step, entry, final=self.final)
+        await _finish(ctx, new, keyed, self.final, fresh)
 
 
 class PassExecutor(_StepNode):
@@ -398,7 +428,7 @@ def _function_call(fn: Callable[..., Awaitable[Any]]) -> AgentCall:
     return call
 
 
-def _inner_call(node: plait.NodeSpec, executors: Mapping[str, Any], ctx: KindContext) -> AgentCall:
+def _inner_call(node: plait.NodeSpec, executors: Mapping[str, Any], ctx: BuildContext) -> AgentCall:
     """An agent that is an executor (or an executor kind): a two-node workflow, the agent
     then a collector; the agent's message is the step's output."""
     spec = plait.WorkflowSpec(
@@ -450,7 +480,7 @@ def _inner_call(node: plait.NodeSpec, executors: Mapping[str, Any], ctx: KindCon
     return call
 
 
-def _kind_names(ctx: KindContext) -> list[str]:
+def _kind_names(ctx: BuildContext) -> list[str]:
     manager = ctx.manager if ctx.manager is not None else plait.get_plugin_manager()
     return [n for n in manager.registry("executor_kind").names() if not n.startswith("steps.")]
 
@@ -460,7 +490,7 @@ def _inner_path(problem: Any) -> str:
     return path.removeprefix("/nodes/0")
 
 
-def _error(ctx: KindContext, message: str, path: str = "", at: Any = None) -> ConfigError:
+def _error(ctx: BuildContext, message: str, path: str = "", at: Any = None) -> ConfigError:
     """A problem at ``/config<path>`` of the step's node and, when the step's YAML position
     (``at``) is known, at its line and column too."""
     line, column = at if isinstance(at, list) and len(at) == 2 else (None, None)
@@ -472,8 +502,7 @@ def _error(ctx: KindContext, message: str, path: str = "", at: Any = None) -> Co
 
 def unknown_agent(name: str, available: list[str]) -> str:
     """The message for an agent name nobody gave."""
-    hint = difflib.get_close_matches(name, available, n=1)
-    did = f"; did you mean {hint[0]!r}?" if hint else ""
+    did = did_you_mean(name, available)
     return (
         f"no agent {name!r}: pass it as executors={{{name!r}: ...}} (an async function "
         f"or an executor) or install an executor kind of that name; available: "
@@ -481,7 +510,7 @@ def unknown_agent(name: str, available: list[str]) -> str:
     )
 
 
-def _resolve_agent(config: Mapping[str, Any], ctx: KindContext) -> AgentCall:
+def _resolve_agent(config: Mapping[str, Any], ctx: BuildContext) -> AgentCall:
     name = config["agent"]
     if name in ctx.executors:
         obj = ctx.executors[name]
@@ -515,38 +544,61 @@ class _Kind(abc.ABC):
     required: Mapping[str, type | tuple[type, ...]] = {"step": str}
     optional: Mapping[str, type | tuple[type, ...]] = {}
 
-    def capabilities(self, config: Mapping[str, Any], ctx: KindContext) -> set[Capability]:
+    def capabilities(self, config: Mapping[str, Any], ctx: BuildContext) -> set[Capability]:
         """What the step may make Plait do: nothing of its own (conditions and templates
         are expressions); the agent or executor kind it wraps may need more."""
         return set()
 
-    @property
+    @functools.cached_property
     def config_schema(self) -> Mapping[str, Any]:
+        """The JSON Schema of the kind's config: the required keys and the optional ones
+        (which may be null), with their JSON types, and no other key."""
         names = {str: "string", int: "integer", bool: "boolean", dict: "object", list: "array"}
 
-        def schema(tp: Any) -> dict[str, Any]:
+        def schema(tp: Any, *, optional: bool) -> dict[str, Any]:
             tps = tp if isinstance(tp, tuple) else (tp,)
-            return {"type": [names.get(t, "null") for t in tps]}
+            types = [names[t] for t in tps] + (["null"] if optional else [])
+            return {"type": types}
 
-        props = {k: schema(t) for k, t in {**self.required, **self.optional}.items()}
-        return {"type": "object", "properties": props, "required": sorted(self.required)}
+        props = {k: schema(t, optional=False) for k, t in self.required.items()}
+        props.update({k: schema(t, optional=True) for k, t in self.optional.items()})
+        return {
+            "type": "object",
+            "properties": props,
+            "required": sorted(self.required),
+            "additionalProperties": False,
+        }
 
-    def check(self, config: Mapping[str, Any], ctx: KindContext) -> list[ConfigError]:
-        problems = []
-        for key, tp in self.required.items():
-            if key not in config:
-                problems.append(_error(ctx, f"missing {key!r}", f"/{key}", at=config.get("at")))
-            elif not isinstance(config[key], tp) or (isinstance(config[key], bool) and tp is int):
-                problems.append(
-                    _error(ctx, f"{key!r} has the wrong type", f"/{key}", at=config.get("at"))
-                )
-        for key, tp in self.optional.items():
-            if config.get(key) is not None and not isinstance(config[key], tp):
-                problems.append(
-                    _error(ctx, f"{key!r} has the wrong type", f"/{key}", at=config.get("at"))
-                )
-        for key in sorted(set(config) - set(self.required) - set(self.optional)):
-            problems.append(_error(ctx, f"unknown key {key!r}", f"/{key}", at=config.get("at")))
+    def conforms(self, config: Mapping[str, Any]) -> bool:
+        """Whether ``config`` fits :attr:`config_schema`: a plain-Python check as strict as
+        the schema (a 1,000-step file builds 1,000 configs), so jsonschema runs only to
+        explain one that does not."""
+
+        def fits(value: Any, tp: Any) -> bool:
+            return isinstance(value, tp) and not (isinstance(value, bool) and tp is int)
+
+        return (
+            all(k in config and fits(config[k], t) for k, t in self.required.items())
+            and all(config.get(k) is None or fits(config[k], t) for k, t in self.optional.items())
+            and set(config) <= {*self.required, *self.optional}
+        )
+
+    def check(self, config: Mapping[str, Any], ctx: BuildContext) -> list[ConfigError]:
+        prefix = f"executor {ctx.node_id!r}: "
+        found = (
+            []
+            if self.conforms(config)
+            else check_config(self.config_schema, config, ctx.node_id, source=ctx.source)
+        )
+        problems = [
+            _error(
+                ctx,
+                error.reason.removeprefix(prefix),
+                (error.path or "").removeprefix("/config"),
+                at=config.get("at"),
+            )
+            for error in found
+        ]
         if problems:
             return problems
         try:
@@ -565,12 +617,12 @@ class _Kind(abc.ABC):
             ]
         return []
 
-    def validate(self, config: Mapping[str, Any], ctx: KindContext) -> None:
+    def validate(self, config: Mapping[str, Any], ctx: BuildContext) -> None:
         """Raise :class:`ConfigError` for a config that cannot build (default: build it)."""
         self.create(config, ctx)
 
     @abc.abstractmethod
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         """Build the step's executor from a config :meth:`check` accepted."""
 
 
@@ -585,7 +637,7 @@ class AgentKind(_Kind):
     optional = {**_OUT, "instruction": str, "at": list, "input": str, "input_at": list}
     optional = {**optional, "config": dict}
 
-    def capabilities(self, config: Mapping[str, Any], ctx: KindContext) -> set[Capability]:
+    def capabilities(self, config: Mapping[str, Any], ctx: BuildContext) -> set[Capability]:
         """Nothing for an agent the caller passed; else what its kind needs (the kind
         named, or plait-llm's ``agent``), as :func:`_resolve_agent` picks it."""
         name = config.get("agent")
@@ -598,7 +650,7 @@ class AgentKind(_Kind):
         inner = config.get("config")
         return set(kind_capabilities(kind, inner if isinstance(inner, Mapping) else {}, ctx))
 
-    def validate(self, config: Mapping[str, Any], ctx: KindContext) -> None:
+    def validate(self, config: Mapping[str, Any], ctx: BuildContext) -> None:
         name = config["agent"]
         if name in ctx.executors and _is_async_function(ctx.executors[name]):
             _template(config.get("instruction"), config.get("at"), ctx.source, ctx.manager)
@@ -606,7 +658,7 @@ class AgentKind(_Kind):
             return
         self.create(config, ctx)
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         call = _resolve_agent(config, ctx)
         try:
             instruction = _template(
@@ -627,18 +679,17 @@ class ExecutorStepKind(_Kind):
     required = {**_STEP, "kind": str}
     optional = {**_OUT, "config": dict, "input": str, "input_at": list, "at": list}
 
-    def capabilities(self, config: Mapping[str, Any], ctx: KindContext) -> set[Capability]:
+    def capabilities(self, config: Mapping[str, Any], ctx: BuildContext) -> set[Capability]:
         """What the executor kind it wraps needs for its config."""
         kind, inner = config.get("kind"), config.get("config")
         if not isinstance(kind, str) or kind.startswith("steps."):
             return set()
         return set(kind_capabilities(kind, inner if isinstance(inner, Mapping) else {}, ctx))
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         kinds = _kind_names(ctx)
         if config["kind"] not in kinds:
-            hint = difflib.get_close_matches(config["kind"], kinds, n=1)
-            did = f"; did you mean {hint[0]!r}?" if hint else ""
+            did = did_you_mean(config["kind"], kinds)
             raise _error(
                 ctx,
                 f"no executor kind {config['kind']!r}; installed: {', '.join(kinds)}{did}",
@@ -660,12 +711,12 @@ class ConditionKind(_Kind):
     required = {**_STEP, "condition": str}
     optional = {"template": bool, "at": list, "ends": dict}
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         condition = compiled_config(config, "condition", ctx)
         return ConditionExecutor(ctx.node_id, config=config, condition=condition)
 
 
-def _input(config: Mapping[str, Any], ctx: KindContext) -> Any:
+def _input(config: Mapping[str, Any], ctx: BuildContext) -> Any:
     try:
         return _template(config.get("input"), config.get("input_at"), ctx.source, ctx.manager)
     except PlaitError as exc:
@@ -673,7 +724,7 @@ def _input(config: Mapping[str, Any], ctx: KindContext) -> Any:
 
 
 class _NoConfigCheck(_Kind):
-    def validate(self, config: Mapping[str, Any], ctx: KindContext) -> None:
+    def validate(self, config: Mapping[str, Any], ctx: BuildContext) -> None:
         return None
 
 
@@ -683,7 +734,7 @@ class ForkKind(_NoConfigCheck):
     required = _STEP
     optional = {"nested": list}
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         return ForkExecutor(ctx.node_id, config=config)
 
 
@@ -693,7 +744,7 @@ class JoinKind(_NoConfigCheck):
     required = {"step": str, "children": list}
     optional = {"members": dict, "final": bool}
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         return JoinExecutor(ctx.node_id, config=config)
 
 
@@ -702,7 +753,7 @@ class PassKind(_NoConfigCheck):
 
     required = {}
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         return PassExecutor(ctx.node_id)
 
 

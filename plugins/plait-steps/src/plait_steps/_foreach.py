@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from plait import Executor, PlaitError, WorkflowContext, WorkflowRunError, handler
-from plait.spi import KindContext
+from plait.spi import BuildContext
 
 from . import _context as sc
 from ._executors import (
@@ -23,6 +23,7 @@ from ._executors import (
     _finish,
     _Kind,
     _NoConfigCheck,
+    _record,
     _StepNode,
     _template_data,
     compiled_config,
@@ -94,26 +95,19 @@ class ForeachExecutor(_StepNode):
         # each item runs the body afresh: its own prompt (the item), prior outputs, steps
         # and loop counters; the enclosing ones come back at the gather
         for index, item in enumerate(items):
-            await ctx.send_message(
-                {
-                    sc.MARK: 1,
-                    "prompt": sc.text(item),
-                    "steps": {},
-                    "prior": {},
-                    "runs": {},
-                    "attempts": {},
-                    "last": None,
-                    "foreach": {**frame, "index": index, "value": item},
-                    "branch": True,
-                }
-            )
+            # each item writes its entries in a scope of its own
+            item_state = sc.fresh(sc.text(item), scope=f"{key}[{index}]")
+            item_state["foreach"] = {**frame, "index": index, "value": item}
+            item_state["branch"] = True
+            await ctx.send_message(item_state)
 
 
 class GatherExecutor(_StepNode):
-    """A foreach block's end: keeps each item's output (the last step the item ran in the
-    body) under its run's key in this executor's state — checkpointed with the run — and,
-    once every item of that run is in, records the list, in item order, as the block's
-    output in the context the block started in (from shared state) and sends that on."""
+    """A foreach block's end: keeps a reference to each item's output (the entry of the
+    last step the item ran in the body) under its run's key in this executor's state —
+    checkpointed with the run — and, once every item of that run is in, records the list
+    of those outputs, in item order, as the block's output in the context the block
+    started in (from shared state), drops the items' entries, and sends that on."""
 
     def __init__(self, id: str, *, config: Mapping[str, Any]) -> None:
         super().__init__(id)
@@ -129,8 +123,7 @@ class GatherExecutor(_StepNode):
         buffer = ctx.state.get(key) or {"outputs": {}, "runs": {}}
         if count:
             last = state.get("last")
-            found = state["steps"].get(last) if last is not None else None
-            buffer["outputs"][str(frame["index"])] = (found or {}).get("output")
+            buffer["outputs"][str(frame["index"])] = state["steps"].get(last)
             runs = buffer["runs"]
             for member, n in state["runs"].items():
                 runs[member] = runs.get(member, 0) + n
@@ -138,10 +131,16 @@ class GatherExecutor(_StepNode):
                 ctx.state[key] = buffer
                 return
         ctx.state.pop(key, None)
-        outputs = [buffer["outputs"][str(i)] for i in range(count)]
+        entries = sc.Entries({}, ctx.shared)
+        outputs = [entries.ref(buffer["outputs"][str(i)])["output"] for i in range(count)]
+        # the list holds what the items gave: drop their entries (every run of every step
+        # of every item, in scopes inside theirs too)
+        prefix = sc.scope_prefix(f"{key}[")[:-1]
+        for item_key in [k for k in ctx.shared if k.startswith(prefix)]:
+            await ctx.delete_shared_state(item_key)
         shared = sc.foreach_key(key)
         outer = dict(await ctx.get_shared_state(shared))
-        ctx.shared.pop(shared, None)
+        await ctx.delete_shared_state(shared)
         runs = dict(outer["runs"])
         for member, n in buffer["runs"].items():
             runs[member] = runs.get(member, 0) + n
@@ -151,8 +150,10 @@ class GatherExecutor(_StepNode):
         else:
             outer["foreach"] = frame["parent"]
         entry = {"output": outputs, "agent": None}
-        new = sc.record(outer, self.step, entry, label=self.label, who="foreach", attempt=None)
-        await _finish(ctx, new, outputs, self.final)
+        new, fresh = await _record(
+            ctx, outer, self.step, entry, final=self.final, label=self.label, who="foreach"
+        )
+        await _finish(ctx, new, outputs, self.final, fresh)
 
 
 class ForeachKind(_Kind):
@@ -161,7 +162,7 @@ class ForeachKind(_Kind):
     required = _STEP
     optional = {"items": str, "items_value": list, "template": bool, "at": list}
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         items = None
         if config.get("items_value") is None:
             items = compiled_config(config, "items", ctx)
@@ -174,7 +175,7 @@ class GatherKind(_NoConfigCheck):
     required = {"step": str}
     optional = {"label": str, "final": bool}
 
-    def create(self, config: Mapping[str, Any], ctx: KindContext) -> Executor:
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         return GatherExecutor(ctx.node_id, config=config)
 
 

@@ -1,17 +1,23 @@
 """Safe YAML 1.2 reading with positions, for the steps loader.
 
-ruamel.yaml composes the document into a node graph (its C parser when installed, which
-keeps YAML 1.2 resolution: ``on``/``yes``/``no`` stay strings); we then build plain values
-ourselves, so no tag can name a Python type. Each value keeps its line and column.
+ruamel.yaml's parser (its C parser when installed) turns the text into a stream of events;
+we build plain values from the events ourselves, in one pass and without ruamel's composer
+or constructor, so no tag can name a Python type. Plain scalars are resolved with ruamel's
+YAML 1.2 rules (``on``/``yes``/``no`` stay strings). Each value keeps its line and column.
 
-Bounds, so hostile text is an error and never a hang: the text's size, the nesting depth,
-the number of values the document expands to (a "billion laughs" alias bomb expands past it
-at once; aliases are counted every time they are used), and the length of one scalar.
+Bounds, so hostile text is an error and never a hang: the text's size, the nesting depth
+(checked as each collection opens, so the parser never goes deeper; an alias counts the
+levels of what it repeats), the number of values the document expands to (a "billion
+laughs" alias bomb expands past it at once; aliases are counted every time they are used),
+and the length of one scalar. An alias inside its own anchor (a structure that contains
+itself) is refused.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from plait import ConfigError, SourcePosition
@@ -40,6 +46,7 @@ MAX_SCALAR = 256 * 1024
 MAX_NUMBER = 100
 
 _STD = "tag:yaml.org,2002:"
+_NO_KEYS: Mapping[Any, tuple[int, int]] = MappingProxyType({})
 
 
 class YamlProblem(Exception):
@@ -53,16 +60,25 @@ class YamlProblem(Exception):
 class Y:
     """One value of the document: ``value`` is a ``dict`` (keys as YAML resolved them: a
     string, a bool, a number or None), a ``list`` of :class:`Y`, or a scalar; ``line`` and
-    ``column`` are 1-based; ``keys`` holds each mapping key's own position."""
+    ``column`` are 1-based; ``keys`` holds each mapping key's own position (empty for
+    anything but a mapping). A value an alias repeats is the anchored value itself: read
+    it, never change it."""
 
     __slots__ = ("column", "keys", "line", "quoted", "value")
 
-    def __init__(self, value: Any, line: int, column: int, quoted: bool = False) -> None:
+    def __init__(
+        self,
+        value: Any,
+        line: int,
+        column: int,
+        quoted: bool = False,
+        keys: Mapping[Any, tuple[int, int]] = _NO_KEYS,
+    ) -> None:
         self.value = value
         self.line = line
         self.column = column
         self.quoted = quoted
-        self.keys: dict[Any, tuple[int, int]] = {}
+        self.keys = keys
 
     def __repr__(self) -> str:
         return f"Y({self.value!r} @{self.line}:{self.column})"
@@ -81,12 +97,11 @@ def parse(text: str, source: str) -> tuple[Y | None, list[str]]:
         a bound.
     """
     lines = text.splitlines()
-
-    def fail(message: str, line: int = 1, column: int = 1) -> YamlProblem:
-        return YamlProblem(ConfigError(message, position(source, lines, line, column)))
-
+    builder = _Builder(source, lines)
     if len(text) > MAX_TEXT:
-        raise fail(f"the document is {len(text)} characters long; the limit is {MAX_TEXT}")
+        raise builder.fail(
+            f"the document is {len(text)} characters long; the limit is {MAX_TEXT}", 1, 1
+        )
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
@@ -95,63 +110,60 @@ def parse(text: str, source: str) -> tuple[Y | None, list[str]]:
     except Exception:  # pragma: no cover - no C extension on this interpreter
         yaml = YAML(typ="safe", pure=True)
     yaml.version = (1, 2)
-    yaml.Resolver = _resolver()
     try:
-        # ruamel's C composer recurses once per level and overflows the C stack (a
-        # segfault) on some 50,000 levels, long before _Builder's depth check: bound the
-        # depth on the parser's events first (the parser keeps its own stack; linear).
-        _check_depth(yaml, text, fail)
-        nodes = list(yaml.compose_all(text))
+        return builder.build(yaml.parse(text)), lines
     except YamlProblem:
         raise
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         reason = " ".join(str(p) for p in (exc.context, exc.problem) if p) or "invalid YAML"
         if mark is None:
-            raise fail(f"not valid YAML: {reason}") from None
-        raise fail(f"not valid YAML: {reason}", mark.line + 1, mark.column + 1) from None
+            raise builder.fail(f"not valid YAML: {reason}", 1, 1) from None
+        raise builder.fail(f"not valid YAML: {reason}", mark.line + 1, mark.column + 1) from None
     except (YAMLError, ValueError, RecursionError, UnicodeError) as exc:
-        raise fail(f"not valid YAML: {exc}") from None
-    if not nodes:
-        return None, lines
-    if len(nodes) > 1:
-        mark = nodes[1].start_mark
-        raise fail("the file holds several YAML documents; write one", mark.line + 1, 1)
-    builder = _Builder(source, lines)
-    return builder.build(nodes[0], 0), lines
+        raise builder.fail(f"not valid YAML: {exc}", 1, 1) from None
 
 
-def _check_depth(yaml: Any, text: str, fail: Any) -> None:
-    """Refuse collections nested deeper than :data:`MAX_DEPTH`, at the first one too deep."""
-    depth = 0
-    for event in yaml.parse(text):
-        name = type(event).__name__
-        if name in ("MappingStartEvent", "SequenceStartEvent"):
-            depth += 1
-            if depth > MAX_DEPTH:
-                mark = event.start_mark
-                raise fail(
-                    f"nesting deeper than {MAX_DEPTH} levels", mark.line + 1, mark.column + 1
-                )
-        elif name in ("MappingEndEvent", "SequenceEndEvent"):
-            depth -= 1
+_RESOLVERS: list[dict[Any, list[tuple[str, Any]]]] = []
 
 
-_RESOLVER: list[Any] = []
-
-
-def _resolver() -> Any:
-    """ruamel's YAML 1.2 resolver, with the version fixed: its own lookup of the version
-    raises and catches an AttributeError per scalar under the C parser (a third of the
-    load time of a large file)."""
-    if not _RESOLVER:
+def _implicit_resolvers() -> dict[Any, list[tuple[str, Any]]]:
+    """ruamel's YAML 1.2 implicit resolvers of plain scalars, by first character:
+    ``{first: [(tag, regex), …]}``, built once (ruamel's own ``resolve`` looks the version
+    up again per scalar: a third of the load time of a large file)."""
+    if not _RESOLVERS:
         from ruamel.yaml.resolver import VersionedResolver
 
         class Yaml12Resolver(VersionedResolver):
             processing_version = (1, 2)
 
-        _RESOLVER.append(Yaml12Resolver)
-    return _RESOLVER[0]
+        _RESOLVERS.append(dict(Yaml12Resolver().versioned_resolver))
+    return _RESOLVERS[0]
+
+
+class _Open:
+    """A mapping or sequence whose end event has not come yet."""
+
+    __slots__ = ("anchor", "count", "key", "key_at", "keys", "levels", "mapping", "y")
+
+    def __init__(self, y: Y, mapping: bool, anchor: str | None, count: int) -> None:
+        self.y = y
+        self.mapping = mapping
+        #: a mapping's key positions (``y.keys``), filled in as its values come
+        self.keys: dict[Any, tuple[int, int]] = {}
+        if mapping:
+            y.keys = self.keys
+        self.anchor = anchor
+        #: values built before this one opened
+        self.count = count
+        #: levels of collections inside it so far
+        self.levels = 0
+        #: a mapping's key whose value comes next, and where it was
+        self.key: Any = _NO_KEY
+        self.key_at = (0, 0)
+
+
+_NO_KEY = object()
 
 
 class _Builder:
@@ -160,51 +172,141 @@ class _Builder:
         self.lines = lines
         self.count = 0
 
-    def fail(self, message: str, node: Any) -> YamlProblem:
-        mark = node.start_mark
-        return YamlProblem(
-            ConfigError(message, position(self.source, self.lines, mark.line + 1, mark.column + 1))
+    def fail(self, message: str, line: int, column: int) -> YamlProblem:
+        return YamlProblem(ConfigError(message, position(self.source, self.lines, line, column)))
+
+    def at(self, message: str, event: Any) -> YamlProblem:
+        mark = event.start_mark
+        return self.fail(message, mark.line + 1, mark.column + 1)
+
+    def build(self, events: Iterable[Any]) -> Y | None:
+        """The one document of ``events`` (ruamel's parser events) as :class:`Y` values."""
+        from ruamel.yaml.events import (
+            AliasEvent,
+            DocumentStartEvent,
+            MappingEndEvent,
+            MappingStartEvent,
+            ScalarEvent,
+            SequenceEndEvent,
+            SequenceStartEvent,
         )
 
-    def build(self, node: Any, depth: int) -> Y:
-        self.count += 1
+        resolvers = _implicit_resolvers()
+        # anchor -> (its value, the values it expands to, the levels of collections in it)
+        anchors: dict[str, tuple[Y, int, int]] = {}
+        stack: list[_Open] = []
+        root: Y | None = None
+        documents = 0
+        for event in events:
+            kind = type(event)
+            if kind is ScalarEvent:
+                if documents > 1:
+                    raise self.at("the file holds several YAML documents; write one", event)
+                parent = stack[-1] if stack else None
+                is_key = parent is not None and parent.mapping and parent.key is _NO_KEY
+                y = self.scalar(event, resolvers, is_key)
+                size, levels = 1, 0
+                if event.anchor is not None:
+                    anchors[event.anchor] = (y, 1, 0)
+            elif kind is MappingStartEvent or kind is SequenceStartEvent:
+                if documents > 1:
+                    raise self.at("the file holds several YAML documents; write one", event)
+                mapping = kind is MappingStartEvent
+                if stack and stack[-1].mapping and stack[-1].key is _NO_KEY:
+                    raise self.at("a mapping key must be a plain scalar", event)
+                tag = None if event.ctag is None else str(event.ctag)
+                if tag is not None and tag != "!" and tag != _STD + ("map" if mapping else "seq"):
+                    raise self.at(f"the tag {tag!r} is not allowed; write plain YAML", event)
+                if len(stack) >= MAX_DEPTH:
+                    raise self.at(f"nesting deeper than {MAX_DEPTH} levels", event)
+                self.counted(1, event)
+                if event.anchor is not None:  # an alias inside it means the value itself
+                    anchors.pop(event.anchor, None)
+                mark = event.start_mark
+                line, column = mark.line + 1, mark.column + 1
+                y = Y({} if mapping else [], line, column)
+                stack.append(_Open(y, mapping, event.anchor, self.count - 1))
+                continue
+            elif kind is MappingEndEvent or kind is SequenceEndEvent:
+                done = stack.pop()
+                y, size, levels = done.y, self.count - done.count, done.levels + 1
+                if done.anchor is not None:
+                    anchors[done.anchor] = (y, size, levels)
+            elif kind is AliasEvent:
+                found = anchors.get(event.anchor)
+                if found is None:
+                    if any(o.anchor == event.anchor for o in stack):
+                        raise self.at(
+                            f"nesting deeper than {MAX_DEPTH} levels: the alias "
+                            f"*{event.anchor} repeats a value it is inside of",
+                            event,
+                        )
+                    raise self.at(f"the alias *{event.anchor} names no anchor before it", event)
+                y, size, levels = found
+                expects_key = stack and stack[-1].mapping and stack[-1].key is _NO_KEY
+                if expects_key and isinstance(y.value, (dict, list)):
+                    raise self.at("a mapping key must be a plain scalar", event)
+                if len(stack) + levels > MAX_DEPTH:
+                    raise self.at(f"nesting deeper than {MAX_DEPTH} levels", event)
+                self.counted(size, event)
+            elif kind is DocumentStartEvent:
+                documents += 1
+                continue
+            else:  # the stream's start and end, a document's end
+                continue
+            if not stack:
+                root = y
+                continue
+            parent = stack[-1]
+            if levels > parent.levels:
+                parent.levels = levels
+            if not parent.mapping:
+                parent.y.value.append(y)
+            elif parent.key is _NO_KEY:
+                key = y.value
+                if key in parent.y.value:
+                    raise self.at(f"duplicate key {key!r}", event)
+                mark = event.start_mark
+                parent.key, parent.key_at = key, (mark.line + 1, mark.column + 1)
+            else:
+                parent.y.value[parent.key] = y
+                parent.keys[parent.key] = parent.key_at
+                parent.key = _NO_KEY
+        return root
+
+    def counted(self, values: int, event: Any) -> None:
+        """Count ``values`` more values; refuse a document that expands past the bound."""
+        self.count += values
         if self.count > MAX_NODES:
-            raise self.fail(
+            raise self.at(
                 f"the document expands to more than {MAX_NODES} values (anchors and aliases "
                 "are counted at every use); refused as a possible alias bomb",
-                node,
+                event,
             )
-        if depth > MAX_DEPTH:
-            raise self.fail(f"nesting deeper than {MAX_DEPTH} levels", node)
-        line, column = node.start_mark.line + 1, node.start_mark.column + 1
-        tag = str(node.tag)
-        kind = type(node).__name__
-        if kind == "MappingNode":
-            if tag != _STD + "map":
-                raise self.fail(f"the tag {tag!r} is not allowed; write plain YAML", node)
-            result = Y({}, line, column)
-            for key_node, value_node in node.value:
-                if type(key_node).__name__ != "ScalarNode":
-                    raise self.fail("a mapping key must be a plain scalar", key_node)
-                if str(key_node.tag) == _STD + "merge":
-                    raise self.fail("merge keys (<<) are not supported", key_node)
-                key = self.build(key_node, depth + 1).value
-                if key in result.value:
-                    raise self.fail(f"duplicate key {key!r}", key_node)
-                result.value[key] = self.build(value_node, depth + 1)
-                mark = key_node.start_mark
-                result.keys[key] = (mark.line + 1, mark.column + 1)
-            return result
-        if kind == "SequenceNode":
-            if tag != _STD + "seq":
-                raise self.fail(f"the tag {tag!r} is not allowed; write plain YAML", node)
-            return Y([self.build(item, depth + 1) for item in node.value], line, column)
-        return Y(self.scalar(node, tag), line, column, quoted=bool(node.style))
 
-    def scalar(self, node: Any, tag: str) -> Any:
-        text: str = node.value
+    def scalar(self, event: Any, resolvers: dict[Any, list[tuple[str, Any]]], key: bool) -> Y:
+        text: str = event.value
+        self.counted(1, event)
         if len(text) > MAX_SCALAR:
-            raise self.fail(f"a scalar of {len(text)} characters; the limit is {MAX_SCALAR}", node)
+            raise self.at(f"a scalar of {len(text)} characters; the limit is {MAX_SCALAR}", event)
+        mark = event.start_mark
+        quoted = bool(event.style)
+        ctag = event.ctag
+        tag = None if ctag is None else str(ctag)
+        if tag is None or tag == "!":
+            # plain: what it looks like decides (the YAML 1.2 core schema); else a string
+            found = resolvers.get(text[:1]) if event.implicit[0] else None
+            if not found:
+                return Y(text, mark.line + 1, mark.column + 1, quoted)
+            tag = next((t for t, pattern in found if pattern.match(text)), _STD + "str")
+        if tag == _STD + "str":
+            return Y(text, mark.line + 1, mark.column + 1, quoted)
+        if key and tag == _STD + "merge":
+            raise self.at("merge keys (<<) are not supported", event)
+        return Y(self.value(text, tag, event), mark.line + 1, mark.column + 1, quoted)
+
+    def value(self, text: str, tag: str, event: Any) -> Any:
+        """The value of a scalar that is not a plain string."""
         name = tag[len(_STD) :] if tag.startswith(_STD) else None
         if name in ("str", "timestamp"):
             return text
@@ -215,9 +317,7 @@ class _Builder:
         if name in ("int", "float") and len(text) > MAX_NUMBER:
             # Python refuses to convert (or print) an integer of more than 4,300 digits,
             # and a hex one that long overflows float(): bound the text first
-            raise self.fail(
-                f"a number of {len(text):,} characters; the limit is {MAX_NUMBER}", node
-            )
+            raise self.at(f"a number of {len(text):,} characters; the limit is {MAX_NUMBER}", event)
         if name == "int":
             digits = text.replace("_", "")
             try:
@@ -226,13 +326,13 @@ class _Builder:
                 try:
                     return int(digits, 10)
                 except ValueError:
-                    raise self.fail(f"{text!r} is not an integer", node) from None
+                    raise self.at(f"{text!r} is not an integer", event) from None
         if name == "float":
             try:
                 value = float(text.replace("_", ""))
             except ValueError:
-                raise self.fail(f"{text!r} is not a number", node) from None
+                raise self.at(f"{text!r} is not a number", event) from None
             if not math.isfinite(value):
-                raise self.fail(f"{text!r}: only finite numbers are allowed", node)
+                raise self.at(f"{text!r}: only finite numbers are allowed", event)
             return value
-        raise self.fail(f"the tag {tag!r} is not allowed; write plain YAML", node)
+        raise self.at(f"the tag {tag!r} is not allowed; write plain YAML", event)

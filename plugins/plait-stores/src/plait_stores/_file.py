@@ -4,7 +4,16 @@ Layout under ``DIR``::
 
     runs/<run>/<seq:012d>-<superstep:010d>-<checkpoint>.ckpt   the checkpoints
     ids/<checkpoint>                                           "<run>/<file name>"
+    runs.index                                                 the run index (see below)
     leases/<run>                                               the run's lease (JSON)
+    journal/<run>/<first:012d>-<last:012d>.jsonl               the run's journal events
+
+The event journal (:class:`plait.spi.EventJournal`) is one file per append, holding the
+events numbered ``first`` to ``last`` (one JSON object a line, written atomically); the
+next append numbers on from the newest file's ``last``. A save with events writes the
+journal file before the checkpoint's rename: a crash in between leaves events whose
+checkpoint is missing (a superstep that did not commit: resuming re-runs it), never a
+checkpoint without its events.
 
 File names start with a zero-padded sequence number, so a sorted directory listing is the
 run's insertion order (superstep numbers repeat across resumes; the sequence does not)
@@ -34,6 +43,12 @@ What a killed save leaves (temporary files, an id entry without its file) is rem
 the first time a process uses the directory, and by ``prune``, once it is older than
 ``stale_after`` seconds (default 600), so a save in flight is never disturbed.
 
+The run index (:class:`plait.spi.RunIndex`, :mod:`plait_stores._fileindex`) is one
+append-only log of run summaries, a line appended right after each save's commit point
+(and after each delete or prune), so ``list_runs`` pages without opening every run's
+files; it is rebuilt from the run directories when it is missing or damaged, and never
+trusted to name code.
+
 One writer per run: ``leases/<run>`` holds the run's lease; taking it holds an exclusive
 ``flock`` on that file, and a save with a lease holds a shared one while it checks the
 token and writes, so a lease cannot change hands in the middle of a save.
@@ -61,14 +76,21 @@ from typing import Any, TypeVar
 from urllib.parse import quote, unquote
 
 import anyio.to_thread
+import attrs
 from plait import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
 from plait.spi import (
+    MAX_JOURNAL_PAGE,
     Checkpoint,
     CheckpointInfo,
     CheckpointStoreBase,
+    JournalEvent,
     Lease,
     LeaseHolder,
     RunInfo,
+    RunPage,
+    RunQuery,
+    RunSummary,
+    check_journal_read,
     check_keep_last,
     check_runs_limit,
     decode_checkpoint,
@@ -87,6 +109,7 @@ except ImportError:  # pragma: no cover - Windows: leases are kept without a fil
     fcntl = None  # type: ignore[assignment]
 
 from ._common import split_query
+from ._fileindex import RunIndexLog, gone_line, summary_line
 
 __all__ = ["FileCheckpointStore"]
 
@@ -100,6 +123,8 @@ _MAX_NAME = 200  # bytes; leaves room for the sequence prefix under the usual 25
 _ENTRY = re.compile(
     r"([A-Za-z0-9_~%-]{1,200})/([0-9]{12,}-[0-9]{10,}-([A-Za-z0-9_~%-]{1,200})\.ckpt)"
 )
+_JOURNAL_SUFFIX = ".jsonl"
+_JOURNAL_NAME = re.compile(r"[0-9]{12,}-[0-9]{12,}\.jsonl")
 #: Seconds after which a killed save's leftovers are removed.
 STALE_AFTER = 600.0
 _cleaned: set[str] = set()  # directories this process has cleaned up already
@@ -226,6 +251,15 @@ def _id_of(file_name: str) -> str:
     return unquote(file_name.split("-", 2)[2][: -len(_SUFFIX)])
 
 
+def _journal_files(names: builtins.list[str]) -> builtins.list[str]:
+    return sorted(n for n in names if _JOURNAL_NAME.fullmatch(n))
+
+
+def _journal_range(name: str) -> tuple[int, int]:
+    first, last = name[: -len(_JOURNAL_SUFFIX)].split("-")
+    return int(first), int(last)
+
+
 def _checkpoint_files(names: builtins.list[str]) -> builtins.list[str]:
     return sorted(n for n in names if n.endswith(_SUFFIX) and not n.startswith("."))
 
@@ -252,6 +286,9 @@ class FileCheckpointStore(CheckpointStoreBase):
         self.timeout = timeout
         self._lock = _lock_for(self.directory)
         self._key = os.path.realpath(self.directory)
+        self._index = RunIndexLog(
+            self._dir, self._open_file, self._summaries_sync, _write_atomic, self._key
+        )
 
     @classmethod
     def from_url(cls, url: str) -> FileCheckpointStore:
@@ -274,6 +311,34 @@ class FileCheckpointStore(CheckpointStoreBase):
         header = json.dumps(info_fields(checkpoint), ensure_ascii=True).encode("ascii")
         content = _HEADER + header + b"\n" + encode_checkpoint(checkpoint)
         await self._run(self._save_sync, checkpoint, content, lease)
+
+    async def save_with_events(
+        self,
+        checkpoint: Checkpoint,
+        events: Sequence[JournalEvent],
+        *,
+        lease: Lease | None = None,
+    ) -> None:
+        """Write ``events`` to the run's journal, then ``checkpoint`` (its rename commits
+        both; see the module docstring)."""
+        header = json.dumps(info_fields(checkpoint), ensure_ascii=True).encode("ascii")
+        content = _HEADER + header + b"\n" + encode_checkpoint(checkpoint)
+        stored = [event.to_json() for event in events]
+        await self._run(self._save_sync, checkpoint, content, lease, stored)
+
+    async def append_events(
+        self, run_id: str, events: Sequence[JournalEvent], *, lease: Lease | None = None
+    ) -> None:
+        """Append ``events`` to the journal of ``run_id`` (one file, written atomically)."""
+        stored = [event.to_json() for event in events]
+        await self._run(self._append_sync, run_id, stored, lease)
+
+    async def read_events(
+        self, run_id: str, *, after: int = 0, limit: int = MAX_JOURNAL_PAGE
+    ) -> Sequence[JournalEvent]:
+        """The journal events of ``run_id`` after ``after``, oldest first, at most ``limit``."""
+        check_journal_read(after, limit)
+        return await self._run(self._read_events_sync, run_id, after, limit)
 
     async def acquire_lease(
         self, run_id: str, *, ttl: float, holder: LeaseHolder | None = None
@@ -334,19 +399,91 @@ class FileCheckpointStore(CheckpointStoreBase):
         check_runs_limit(limit)
         return await self._run(self._runs_sync, limit)
 
+    async def list_runs(self, query: RunQuery) -> RunPage:
+        """A page of the run index (:class:`plait.spi.RunIndex`), newest first, from
+        ``runs.index`` (only what was appended since this process last read it)."""
+        return await self._run(self._index.page, query)
+
     async def delete(self, checkpoint_id: str) -> None:
         """Remove one checkpoint; nothing happens if it is not there."""
-        await self._run(self._delete_sync, checkpoint_id)
+        run_id = await self._run(self._delete_sync, checkpoint_id)
+        if run_id is not None:
+            await self._run(self._reindex_sync, run_id)
 
     async def prune(self, run_id: str, *, keep_last: int) -> int:
         """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they
         name; return how many went (reads the kept checkpoints' headers only)."""
         check_keep_last(keep_last)
-        return await self._run(self._prune_sync, run_id, keep_last, False)
+        removed = await self._run(self._prune_sync, run_id, keep_last, False)
+        if removed:
+            await self._run(self._reindex_sync, run_id)
+        return removed
 
     async def delete_run(self, run_id: str) -> int:
-        """Remove every checkpoint of ``run_id`` and its directory; return how many went."""
-        return await self._run(self._prune_sync, run_id, 0, True)
+        """Remove every checkpoint of ``run_id``, its directory and its journal; return
+        how many checkpoints went."""
+        removed = await self._run(self._prune_sync, run_id, 0, True)
+        await self._run(self._remove_journal_sync, run_id)
+        await self._run(self._reindex_sync, run_id)
+        return removed
+
+    # -- the run index (plait_stores._fileindex) ------------------------------------
+
+    def _summary_sync(self, run_id: str) -> RunSummary | None:
+        """A run's summary from its files (its latest and first checkpoints), or ``None``
+        when it has none; a damaged run is summarised as damaged."""
+        run_name = _fs_name(run_id, "run id")
+        try:
+            with self._dir("runs", run_name) as run_dir:
+                if run_dir is None:
+                    return None
+                names = _checkpoint_files(os.listdir(run_dir))
+                contents = []
+                for name in (names[-1:] + names[:1]) if names else []:
+                    content = self._read_file(run_dir, name, f"runs/{run_name}/{name}")
+                    if content is None:
+                        return self._summary_sync(run_id)  # changed while we looked
+                    contents.append(self._decode(run_name, name, content))
+            if not contents:
+                return None
+            latest, first = contents[0], contents[-1]
+            return RunSummary.from_checkpoints(
+                latest, created_at=first.created_at, first_metadata=first.metadata
+            )
+        except CorruptCheckpointError as exc:
+            info = RunInfo.corrupt(run_id, exc)
+            return RunSummary(*attrs.astuple(info))
+
+    def _summaries_sync(self) -> builtins.list[RunSummary]:
+        """Every run's summary, for a rebuild of the index."""
+        out = []
+        for run_name in self._list_dir("runs"):
+            summary = self._summary_sync(unquote(run_name))
+            if summary is not None:
+                out.append(summary)
+        return out
+
+    def _reindex_sync(self, run_id: str) -> None:
+        """After checkpoints of ``run_id`` went: its whole summary again, or ``gone``."""
+        summary = self._summary_sync(run_id)
+        if summary is None:
+            self._index.append(lambda stamp: gone_line(run_id, stamp))
+        else:
+            self._index.append(lambda stamp: summary_line(summary, stamp, full=True))
+
+    def _remove_journal_sync(self, run_id: str) -> None:
+        run_name = _fs_name(run_id, "run id")
+        with self._lock:
+            with self._dir("journal", run_name) as folder:
+                if folder is None:
+                    return
+                for name in os.listdir(folder):
+                    if _is_file(folder, name):
+                        _unlink(folder, name)
+            with self._dir("journal") as journal:
+                if journal is not None:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.rmdir(run_name, dir_fd=journal)
 
     # -- worker-thread side --------------------------------------------------------
 
@@ -514,17 +651,77 @@ class FileCheckpointStore(CheckpointStoreBase):
             os.fsync(fd)
             return new
 
-    def _save_sync(self, checkpoint: Checkpoint, content: bytes, lease: Lease | None) -> None:
+    def _save_sync(
+        self,
+        checkpoint: Checkpoint,
+        content: bytes,
+        lease: Lease | None,
+        stored: Sequence[str] = (),
+    ) -> None:
         if lease is None:
-            self._save_unfenced(checkpoint, content)
+            self._save_unfenced(checkpoint, content, stored)
             return
         with self._lease_file(checkpoint.run_id, exclusive=False) as fd:
             current = self._read_lease(fd)
             if current is None or current[0] != lease.token:
                 raise lost_error(lease, self.url, current[1] if current else None)
-            self._save_unfenced(checkpoint, content)
+            self._save_unfenced(checkpoint, content, stored)
 
-    def _save_unfenced(self, checkpoint: Checkpoint, content: bytes) -> None:
+    def _append_sync(self, run_id: str, stored: Sequence[str], lease: Lease | None) -> None:
+        if lease is None:
+            with self._lock:
+                self._append_unfenced(run_id, stored)
+            return
+        with self._lease_file(run_id, exclusive=False) as fd:
+            current = self._read_lease(fd)
+            if current is None or current[0] != lease.token:
+                raise lost_error(lease, self.url, current[1] if current else None)
+            with self._lock:
+                self._append_unfenced(run_id, stored)
+
+    def _append_unfenced(self, run_id: str, stored: Sequence[str]) -> None:
+        """Write ``stored`` as the run's next journal file (under the directory lock)."""
+        if not stored:
+            return
+        run_name = _fs_name(run_id, "run id")
+        with self._dir("journal", run_name, create=True) as folder:
+            assert folder is not None  # created
+            names = _journal_files(os.listdir(folder))
+            first = _journal_range(names[-1])[1] + 1 if names else 1
+            last = first + len(stored) - 1
+            lines = "".join(text + "\n" for text in stored).encode("utf-8")
+            _write_atomic(folder, f"{first:012d}-{last:012d}{_JOURNAL_SUFFIX}", lines)
+
+    def _read_events_sync(self, run_id: str, after: int, limit: int) -> builtins.list[JournalEvent]:
+        run_name = _fs_name(run_id, "run id")
+        named = f"run {run_id!r} in {self.url}"
+        out: builtins.list[JournalEvent] = []
+        with self._dir("journal", run_name) as folder:
+            if folder is None:
+                return out
+            for name in _journal_files(os.listdir(folder)):
+                first, last = _journal_range(name)
+                if last <= after:
+                    continue
+                content = self._read_file(folder, name, f"journal/{run_name}/{name}")
+                if content is None:
+                    continue
+                lines = content.decode("utf-8", errors="replace").splitlines()
+                if len(lines) != last - first + 1:
+                    raise CorruptCheckpointError(
+                        f"the journal of {named} is corrupt: 'journal/{run_name}/{name}' "
+                        f"holds {len(lines)} events, not {last - first + 1}"
+                    )
+                for seq, text in enumerate(lines, start=first):
+                    if seq > after:
+                        out.append(JournalEvent.from_json(text, seq=seq, where=named))
+                        if len(out) == limit:
+                            return out
+        return out
+
+    def _save_unfenced(
+        self, checkpoint: Checkpoint, content: bytes, stored: Sequence[str] = ()
+    ) -> None:
         id_name = _fs_name(checkpoint.checkpoint_id, "checkpoint id")
         run_name = _fs_name(checkpoint.run_id, "run id")
         with self._lock:
@@ -544,7 +741,12 @@ class FileCheckpointStore(CheckpointStoreBase):
                 with self._dir("ids", create=True) as ids:
                     assert ids is not None  # created
                     _write_atomic(ids, id_name, f"{run_name}/{file_name}".encode("ascii"))
+                self._append_unfenced(checkpoint.run_id, stored)  # before the commit point
                 _write_atomic(run_dir, file_name, content)  # the commit point
+            summary = RunSummary.from_checkpoints(
+                checkpoint, created_at=checkpoint.created_at, first_metadata=checkpoint.metadata
+            )
+            self._index.append(lambda stamp: summary_line(summary, stamp, full=seq == 1))
 
     def _entry(self, id_name: str) -> tuple[str, str] | None:
         """The run directory and file an id entry names (``None`` if the entry is gone).
@@ -706,12 +908,13 @@ class FileCheckpointStore(CheckpointStoreBase):
                 return self._decode(run_name, name, content)
         return None
 
-    def _delete_sync(self, checkpoint_id: str) -> None:
+    def _delete_sync(self, checkpoint_id: str) -> str | None:
+        """Remove one checkpoint; return its run's id (``None`` if it was not there)."""
         id_name = _fs_name(checkpoint_id, "checkpoint id")
         with self._lock:
             entry = self._entry(id_name)
             if entry is None:
-                return
+                return None
             # The checkpoint file goes first: a crash in between leaves an id entry
             # without a file, which reads as absent.
             with self._dir("runs", entry[0]) as run_dir:
@@ -720,6 +923,7 @@ class FileCheckpointStore(CheckpointStoreBase):
             with self._dir("ids") as ids:
                 if ids is not None:
                     _unlink(ids, id_name)
+        return unquote(entry[0])
 
     def _prune_sync(self, run_id: str, keep_last: int, remove_dir: bool) -> int:
         run_name = _fs_name(run_id, "run id")

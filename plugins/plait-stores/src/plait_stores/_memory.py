@@ -7,6 +7,7 @@ a test that passes on ``memory://`` exercises the same encoding a real run uses.
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 from collections.abc import Sequence
@@ -16,15 +17,18 @@ from urllib.parse import unquote, urlsplit
 import anyio.lowlevel
 from plait import CheckpointNotFoundError
 from plait.spi import (
+    MAX_JOURNAL_PAGE,
     Checkpoint,
     CheckpointInfo,
     CheckpointStoreBase,
+    JournalEvent,
     Lease,
     LeaseHolder,
     RunInfo,
     RunPage,
     RunQuery,
     RunSummary,
+    check_journal_read,
     check_keep_last,
     check_runs_limit,
     decode_checkpoint,
@@ -65,6 +69,8 @@ class _Space:
         self.saved = 0
         # the run index: run id -> (seq of its latest checkpoint, its summary)
         self.summaries: dict[str, tuple[int, RunSummary]] = {}
+        # the event journal: run id -> events as stored (seq, JSON text), oldest first
+        self.journal: dict[str, list[tuple[int, str]]] = {}
 
 
 _spaces: dict[str, _Space] = {}
@@ -113,15 +119,24 @@ class MemoryCheckpointStore(CheckpointStoreBase):
     async def save(self, checkpoint: Checkpoint, *, lease: Lease | None = None) -> None:
         """Store ``checkpoint`` (saving the same checkpoint again does nothing); with
         ``lease``, only while it is the run's current lease."""
+        await self.save_with_events(checkpoint, (), lease=lease)
+
+    async def save_with_events(
+        self,
+        checkpoint: Checkpoint,
+        events: Sequence[JournalEvent],
+        *,
+        lease: Lease | None = None,
+    ) -> None:
+        """:meth:`save` and :meth:`append_events` under one lock
+        (:class:`plait.spi.EventJournal`): nobody sees one without the other."""
         await anyio.lowlevel.checkpoint()
         self._check_open()
         data = encode_checkpoint(checkpoint)
+        stored = [event.to_json() for event in events]
         space = self._space
         with space.lock:
-            if lease is not None:
-                current = space.leases.get(checkpoint.run_id)
-                if current is None or current[0] != lease.token:
-                    raise lost_error(lease, self.url, current[1] if current else None)
+            self._check_lease(checkpoint.run_id, lease)
             existing = space.entries.get(checkpoint.checkpoint_id)
             if existing is not None:
                 if existing.data != data:
@@ -131,6 +146,39 @@ class MemoryCheckpointStore(CheckpointStoreBase):
             space.entries[checkpoint.checkpoint_id] = _Entry(checkpoint.info, data, space.saved)
             space.runs.setdefault(checkpoint.run_id, {})[checkpoint.checkpoint_id] = None
             _index_saved(space, checkpoint)
+            _journal_append(space, checkpoint.run_id, stored)
+
+    async def append_events(
+        self, run_id: str, events: Sequence[JournalEvent], *, lease: Lease | None = None
+    ) -> None:
+        """Append ``events`` to the journal of ``run_id`` (:class:`plait.spi.EventJournal`)."""
+        await anyio.lowlevel.checkpoint()
+        self._check_open()
+        stored = [event.to_json() for event in events]
+        with self._space.lock:
+            self._check_lease(run_id, lease)
+            _journal_append(self._space, run_id, stored)
+
+    async def read_events(
+        self, run_id: str, *, after: int = 0, limit: int = MAX_JOURNAL_PAGE
+    ) -> Sequence[JournalEvent]:
+        """The journal events of ``run_id`` after ``after``, oldest first, at most ``limit``."""
+        check_journal_read(after, limit)
+        await anyio.lowlevel.checkpoint()
+        self._check_open()
+        with self._space.lock:
+            stored = self._space.journal.get(run_id, [])
+            start = bisect.bisect_right(stored, after, key=lambda pair: pair[0])
+            picked = stored[start : start + limit]
+        named = f"run {run_id!r} in {self.url}"
+        return [JournalEvent.from_json(text, seq=seq, where=named) for seq, text in picked]
+
+    def _check_lease(self, run_id: str, lease: Lease | None) -> None:
+        """Under the space's lock: refuse a write with a lease that is not current."""
+        if lease is not None:
+            current = self._space.leases.get(run_id)
+            if current is None or current[0] != lease.token:
+                raise lost_error(lease, self.url, current[1] if current else None)
 
     async def load(self, checkpoint_id: str) -> Checkpoint:
         """Decode and return the checkpoint ``checkpoint_id``."""
@@ -240,8 +288,12 @@ class MemoryCheckpointStore(CheckpointStoreBase):
             return len(doomed)
 
     async def delete_run(self, run_id: str) -> int:
-        """Remove every checkpoint of ``run_id``; return how many went."""
-        return await self.prune(run_id, keep_last=0)
+        """Remove every checkpoint of ``run_id`` and its journal; return how many
+        checkpoints went."""
+        removed = await self.prune(run_id, keep_last=0)
+        with self._space.lock:
+            self._space.journal.pop(run_id, None)
+        return removed
 
     async def acquire_lease(
         self, run_id: str, *, ttl: float, holder: LeaseHolder | None = None
@@ -287,6 +339,15 @@ class MemoryCheckpointStore(CheckpointStoreBase):
         if not ids:
             del self._space.runs[run_id]
         _reindex_run(self._space, run_id)
+
+
+def _journal_append(space: _Space, run_id: str, stored: Sequence[str]) -> None:
+    """Number and keep journal events of ``run_id`` (under the space's lock)."""
+    if not stored:
+        return
+    journal = space.journal.setdefault(run_id, [])
+    last = journal[-1][0] if journal else 0
+    journal.extend((last + i, text) for i, text in enumerate(stored, start=1))
 
 
 def _index_saved(space: _Space, checkpoint: Checkpoint) -> None:

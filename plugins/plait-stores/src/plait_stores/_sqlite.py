@@ -16,6 +16,10 @@ Time bound: every call waits at most ``timeout`` seconds (default 30, ``?timeout
 URL) for another connection's lock, then fails with
 :class:`~plait.StoreUnavailableError`; the disk itself is not bounded.
 
+The event journal (:class:`plait.spi.EventJournal`) is ``plait_journal`` (one row per
+event, ``seq`` ordering it), created the first time a journal is written or read; a
+checkpoint and the events saved with it go in one transaction.
+
 One writer per run: ``plait_leases`` holds each run's lease (fencing token, holder,
 expiry); a save with a lease inserts only while that token is current, in the same
 statement.
@@ -40,16 +44,19 @@ import anyio.to_thread
 from plait import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
 from plait.spi import (
     INFO_FIELDS,
+    MAX_JOURNAL_PAGE,
     RUN_COLUMNS,
     Checkpoint,
     CheckpointInfo,
     CheckpointStoreBase,
+    JournalEvent,
     Lease,
     LeaseHolder,
     RunInfo,
     RunPage,
     RunQuery,
     RunSummary,
+    check_journal_read,
     check_keep_last,
     check_runs_limit,
     decode_checkpoint,
@@ -133,6 +140,17 @@ _MIGRATIONS: tuple[tuple[str | Callable[[sqlite3.Connection], None], ...], ...] 
     ),
 )
 
+#: The event journal's table, created on first use (not a migration: a store that never
+#: keeps a journal never has it). ``seq`` is AUTOINCREMENT: it never goes back.
+_JOURNAL_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS plait_journal (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL,
+        data TEXT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS plait_journal_run_seq ON plait_journal (run_id, seq)",
+)
+
 #: The schema version this release writes.
 SCHEMA_VERSION = len(_MIGRATIONS)
 
@@ -202,6 +220,7 @@ class SqliteCheckpointStore(CheckpointStoreBase):
         self.journal_mode: str | None = None
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        self._journal_ready = False
 
     @classmethod
     def from_url(cls, url: str) -> SqliteCheckpointStore:
@@ -350,6 +369,119 @@ class SqliteCheckpointStore(CheckpointStoreBase):
         await super().aclose()
         await anyio.to_thread.run_sync(self._close_sync)
 
+    # -- the event journal (plait.spi.EventJournal) -----------------------------------
+
+    async def save_with_events(
+        self,
+        checkpoint: Checkpoint,
+        events: Sequence[JournalEvent],
+        *,
+        lease: Lease | None = None,
+    ) -> None:
+        """Commit ``checkpoint``, its run's index row and ``events`` in one transaction."""
+        data = encode_checkpoint(checkpoint)
+        stored = [event.to_json() for event in events]
+        await self._run(self._save_with_events_sync, checkpoint, data, stored, lease)
+
+    async def append_events(
+        self, run_id: str, events: Sequence[JournalEvent], *, lease: Lease | None = None
+    ) -> None:
+        """Append ``events`` to the journal of ``run_id`` in one transaction."""
+        stored = [event.to_json() for event in events]
+        await self._run(self._append_events_sync, run_id, stored, lease)
+
+    async def read_events(
+        self, run_id: str, *, after: int = 0, limit: int = MAX_JOURNAL_PAGE
+    ) -> Sequence[JournalEvent]:
+        """The journal events of ``run_id`` after ``after``, oldest first: one indexed query."""
+        check_journal_read(after, limit)
+        rows = await self._run(self._read_events_sync, run_id, after, limit)
+        named = f"run {run_id!r} in {self.url}"
+        return [JournalEvent.from_json(text, seq=seq, where=named) for seq, text in rows]
+
+    def _journal_table(self, conn: sqlite3.Connection) -> None:
+        """Create the journal's table on first use, in a transaction of its own (before
+        the caller's)."""
+        if self._journal_exists(conn):
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _JOURNAL_SCHEMA:
+                conn.execute(statement)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        self._journal_ready = True
+
+    def _journal_exists(self, conn: sqlite3.Connection) -> bool:
+        """Whether the journal's table is there (a reader never creates it)."""
+        if not self._journal_ready:
+            found = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'plait_journal'"
+            ).fetchone()
+            self._journal_ready = found is not None
+        return self._journal_ready
+
+    def _insert_events(
+        self, conn: sqlite3.Connection, run_id: str, stored: builtins.list[str]
+    ) -> None:
+        conn.executemany(
+            "INSERT INTO plait_journal (run_id, data) VALUES (?, ?)",
+            [(run_id, text) for text in stored],
+        )
+
+    def _save_with_events_sync(
+        self,
+        conn: sqlite3.Connection,
+        checkpoint: Checkpoint,
+        data: bytes,
+        stored: builtins.list[str],
+        lease: Lease | None,
+    ) -> None:
+        self._journal_table(conn)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if self._save_sync(conn, checkpoint, data, lease):
+                self._insert_events(conn, checkpoint.run_id, stored)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _append_events_sync(
+        self,
+        conn: sqlite3.Connection,
+        run_id: str,
+        stored: builtins.list[str],
+        lease: Lease | None,
+    ) -> None:
+        self._journal_table(conn)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if lease is not None:
+                row = conn.execute(
+                    "SELECT token, holder FROM plait_leases WHERE run_id = ?", (run_id,)
+                ).fetchone()
+                if row is None or row[0] != lease.token:
+                    holder = LeaseHolder.from_json(row[1]) if row else None
+                    raise lost_error(lease, self.url, holder)
+            self._insert_events(conn, run_id, stored)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _read_events_sync(
+        self, conn: sqlite3.Connection, run_id: str, after: int, limit: int
+    ) -> builtins.list[Any]:
+        if not self._journal_exists(conn):
+            return []
+        return conn.execute(
+            "SELECT seq, data FROM plait_journal WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (run_id, after, limit),
+        ).fetchall()
+
     # -- worker-thread side --------------------------------------------------------
 
     async def _run(self, func: Callable[..., _T], *args: Any) -> _T:
@@ -453,7 +585,8 @@ class SqliteCheckpointStore(CheckpointStoreBase):
         checkpoint: Checkpoint,
         data: bytes,
         lease: Lease | None = None,
-    ) -> None:
+    ) -> bool:
+        """Insert ``checkpoint`` (inside the caller's transaction); whether it was new."""
         if lease is None:
             cursor = conn.execute(
                 f"INSERT INTO plait_checkpoints ({_INFO}, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -481,8 +614,9 @@ class SqliteCheckpointStore(CheckpointStoreBase):
                 )
             if row is None or bytes(row[0]) != data:
                 raise duplicate_error(checkpoint, self.url)
-            return
+            return False
         _index_saved(conn, checkpoint, cursor.lastrowid)
+        return True
 
     def _unsynced(self, conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> int:
         """Run a lease statement without an fsync of its own: a lease need not survive a
@@ -606,6 +740,8 @@ class SqliteCheckpointStore(CheckpointStoreBase):
                 "DELETE FROM plait_checkpoints WHERE run_id = ?", (run_id,)
             ).rowcount
             conn.execute("DELETE FROM plait_runs WHERE run_id = ?", (run_id,))
+            if self._journal_exists(conn):
+                conn.execute("DELETE FROM plait_journal WHERE run_id = ?", (run_id,))
         except BaseException:
             conn.execute("ROLLBACK")
             raise

@@ -44,9 +44,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .contracts import (
+        BuildContext,
         ConverterContract,
         MergeStrategyContract,
-        PluginManagerEnv,
         RouterContract,
     )
     from .fakes import (
@@ -67,7 +67,7 @@ __all__ = [
     "HookRecorder",
     "ConverterContract",
     "MergeStrategyContract",
-    "PluginManagerEnv",
+    "BuildContext",
     "RegisterPlugin",
     "RouterContract",
     "StaticRouterEnv",
@@ -80,7 +80,7 @@ __all__ = [
 _LAZY = {
     "ConverterContract": "contracts",
     "MergeStrategyContract": "contracts",
-    "PluginManagerEnv": "contracts",
+    "BuildContext": "contracts",
     "RouterContract": "contracts",
     "FakeDistribution": "fakes",
     "FakeEntryPoint": "fakes",

@@ -44,16 +44,16 @@ import pytest
 from plait import EdgeGroupSpec, get_plugin_manager
 from plait.spi import (
     KINDS,
+    BuildContext,
     Delivery,
     EdgeRunner,
     MergeStrategy,
-    PluginEnv,
     Router,
     RouterEnv,
     is_instance,
 )
 
-__all__ = ["ConverterContract", "MergeStrategyContract", "PluginManagerEnv", "RouterContract"]
+__all__ = ["ConverterContract", "MergeStrategyContract", "BuildContext", "RouterContract"]
 
 #: A target id no edge group declares.
 NOWHERE = "__plait_contract_nowhere__"
@@ -65,14 +65,6 @@ def _identity(value: Any) -> Any:
 
 def _json_round_trip(data: Any) -> Any:
     return json.loads(json.dumps(data))
-
-
-class PluginManagerEnv(PluginEnv):
-    """The :class:`~plait.spi.RouterEnv` a workflow gives routers: registry lookups and
-    the callables a spec records (the kernel's own :class:`~plait.spi.PluginEnv`).
-
-    .. versionadded:: 0.1
-    """
 
 
 class RouterContract:
@@ -119,7 +111,7 @@ class RouterContract:
     @pytest.fixture
     def router_env(self) -> RouterEnv:
         """Lookups for ``create()``."""
-        return PluginManagerEnv(get_plugin_manager())
+        return BuildContext(manager=get_plugin_manager())
 
     @pytest.fixture
     def messages(self) -> list[Any]:

@@ -56,16 +56,21 @@ from plait import CheckpointError, CheckpointNotFoundError, CorruptCheckpointErr
 from plait.spi import (
     Checkpoint,
     CheckpointStore,
+    EventJournal,
+    JournalEvent,
     LeaseHolder,
     RunInfo,
     checkpoint_view,
     diff_views,
     fork_run,
     list_runs,
+    read_journal,
 )
 
 __all__ = [
     "CheckpointStoreContract",
+    "EventJournalContract",
+    "journal_event",
     "flip_byte",
     "dead_pid",
     "make_checkpoint",
@@ -763,3 +768,114 @@ def _of(checkpoint: Checkpoint, workflow: str, created_at: float | None = None) 
     if created_at is None:
         return attrs.evolve(checkpoint, metadata=metadata)
     return attrs.evolve(checkpoint, metadata=metadata, created_at=created_at)
+
+
+def journal_event(
+    kind: str = "invocation_started", superstep: int = 1, executor: str | None = "a", **fields: Any
+) -> JournalEvent:
+    """A journal event taken now (``fields``: the other :class:`~plait.spi.JournalEvent`
+    fields)."""
+    return JournalEvent(kind, superstep, time.time(), time.monotonic(), executor, **fields)
+
+
+class EventJournalContract:
+    """The tests of a store that keeps an event journal (:class:`~plait.spi.EventJournal`).
+
+    Mix it into a :class:`CheckpointStoreContract` subclass; it uses the same ``store``
+    fixture.
+
+    .. versionadded:: 0.1
+    """
+
+    pytestmark = [pytest.mark.anyio]
+
+    async def test_is_an_event_journal(self, store: CheckpointStore) -> None:
+        assert isinstance(store, EventJournal), f"{store!r} misses journal methods"
+
+    async def test_events_round_trip_in_order_after_a_sequence_number(
+        self, store: CheckpointStore
+    ) -> None:
+        assert isinstance(store, EventJournal)
+        run_id = new_run_id("journal")
+        error = {"type": "ValueError", "message": "bad <b>", "traceback": "Traceback …"}
+        written = [
+            journal_event("superstep_started", 1, None),
+            journal_event("invocation_started", 1, "a", index=0, attempt=1),
+            journal_event(
+                "attempt_failed", 1, "a", index=0, attempt=1, delay=0.5, timeout=True, error=error
+            ),
+            journal_event("invocation_finished", 1, "a", index=0, attempt=2, status="ok"),
+        ]
+        await store.append_events(run_id, written[:1])
+        await store.append_events(run_id, written[1:])
+        read = await store.read_events(run_id)
+        seqs = [event.seq for event in read]
+        assert seqs == sorted(set(seqs)) and seqs[0] > 0, "seq must grow strictly"
+        assert [attrs.evolve(event, seq=0) for event in read] == written
+        assert list(await store.read_events(run_id, after=seqs[1])) == list(read[2:])
+        assert list(await store.read_events(run_id, after=seqs[0], limit=2)) == list(read[1:3])
+        assert await store.read_events(run_id, after=seqs[-1]) == []
+        assert await store.read_events(new_run_id("unknown")) == []
+        assert await read_journal(store, run_id, after=seqs[2]) == [read[3]]
+        with pytest.raises(ValueError, match="after"):
+            await store.read_events(run_id, after=-1)
+        with pytest.raises(ValueError, match="limit"):
+            await store.read_events(run_id, limit=0)
+
+    async def test_journals_are_per_run_and_numbered_in_order(self, store: CheckpointStore) -> None:
+        assert isinstance(store, EventJournal)
+        a, b = new_run_id("ja"), new_run_id("jb")
+        for superstep in range(1, 4):
+            await store.append_events(a, [journal_event(superstep=superstep)])
+            await store.append_events(b, [journal_event(superstep=10 + superstep)])
+        assert [e.superstep for e in await store.read_events(a)] == [1, 2, 3]
+        assert [e.superstep for e in await store.read_events(b)] == [11, 12, 13]
+        again: CheckpointStore = self.reopen(store)  # type: ignore[attr-defined]
+        try:
+            assert isinstance(again, EventJournal)
+            assert [e.superstep for e in await again.read_events(a)] == [1, 2, 3]
+        finally:
+            await again.aclose()
+
+    async def test_save_with_events_writes_both(self, store: CheckpointStore) -> None:
+        assert isinstance(store, EventJournal)
+        run_id = new_run_id("together")
+        lease = await store.acquire_lease(run_id, ttl=30)
+        first = make_checkpoint(run_id, 0)
+        await store.save_with_events(first, [journal_event(superstep=0)], lease=lease)
+        second = make_checkpoint(run_id, 1, parent_id=first.checkpoint_id)
+        await store.save_with_events(
+            second, [journal_event(superstep=1), journal_event(superstep=1, executor="b")]
+        )
+        await store.save_with_events(make_checkpoint(run_id, 2), [], lease=lease)
+        assert len(await store.list(run_id)) == 3
+        events = await store.read_events(run_id)
+        assert [(e.superstep, e.executor) for e in events] == [(0, "a"), (1, "a"), (1, "b")]
+        await store.save_with_events(second, [journal_event(superstep=9)])  # saved already
+        assert len(await store.read_events(run_id)) == 3, "a repeated save appended events"
+        await store.release_lease(lease)
+
+    async def test_a_stale_lease_writes_neither_checkpoint_nor_events(
+        self, store: CheckpointStore
+    ) -> None:
+        assert isinstance(store, EventJournal)
+        run_id = new_run_id("fenced")
+        stale = await store.acquire_lease(run_id, ttl=0.001, holder=_elsewhere("j"))
+        await anyio.sleep(0.05)
+        current = await store.acquire_lease(run_id, ttl=30)
+        with pytest.raises(RunLeaseError):
+            await store.save_with_events(make_checkpoint(run_id), [journal_event()], lease=stale)
+        with pytest.raises(RunLeaseError):
+            await store.append_events(run_id, [journal_event()], lease=stale)
+        assert await store.list(run_id) == []
+        assert await store.read_events(run_id) == []
+        await store.append_events(run_id, [journal_event()], lease=current)
+        assert len(await store.read_events(run_id)) == 1
+        await store.release_lease(current)
+
+    async def test_delete_run_removes_its_journal(self, store: CheckpointStore) -> None:
+        assert isinstance(store, EventJournal)
+        run_id = new_run_id("gone")
+        await store.save_with_events(make_checkpoint(run_id), [journal_event()])
+        await store.delete_run(run_id)
+        assert await store.read_events(run_id) == []

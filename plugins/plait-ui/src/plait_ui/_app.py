@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.abc
 import attrs
 import jinja2
 from plait import CheckpointError, CheckpointNotFoundError, PlaitError, RunLeaseError
@@ -27,12 +28,14 @@ from plait.spi import (
     EDITABLE,
     CheckpointStore,
     CheckpointView,
+    EventJournal,
     checkpoint_view,
     diff_views,
     fork_run,
     is_instance,
     list_runs,
     open_store,
+    read_journal,
 )
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -47,6 +50,7 @@ from starlette.responses import (
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ._gantt import build_gantt, gantt_context
 from ._security import Guard
 from ._views import (
     DAGRE_LIMIT,
@@ -87,6 +91,8 @@ class UiSettings:
     :param read_only: no route that changes anything (fork, answers) exists.
     :param workflow: the workflow whose runs are answered and resumed (``--workflow``).
     :param poll: seconds between the live stream's looks at the store.
+    :param answer_wait: seconds an answer's response waits for the resumed run (a run
+        that ends sooner is shown ended; a longer one is followed live on its page).
     :param allow_edits: a fork may replace the next inputs, executor state or shared
         state with JSON values the user typed (``--allow-edits``).
 
@@ -100,6 +106,7 @@ class UiSettings:
     workflow: Workflow | None = None
     poll: float = _POLL
     allow_edits: bool = False
+    answer_wait: float = 1.0
 
 
 def _template_env() -> jinja2.Environment:
@@ -141,6 +148,8 @@ class _Ui:
         self.settings = settings
         self.env = _template_env()
         self._guard: Guard | None = None
+        #: the app's task group (from its lifespan): where answered runs resume
+        self.tasks: anyio.abc.TaskGroup | None = None
 
     @property
     def guard(self) -> Guard:
@@ -237,6 +246,8 @@ class _Ui:
             parent = await _parent_view(store, view)
             first = await store.load(infos[0].checkpoint_id) if index else view.checkpoint
             forks = (await list_runs(store, forked_from=run_id, limit=100)).runs
+            journal = await read_journal(store, run_id)
+        gantt = build_gantt(journal or [], around=point.info.superstep)
         origin = first.metadata.get("forked_from")
         changes = diff_views(parent.state if parent is not None else {}, view)
         low = max(0, index - _SCRUB_WINDOW)
@@ -258,13 +269,18 @@ class _Ui:
             following=points[index + 1] if index + 1 < len(points) else None,
             view=view,
             error=view.error,
-            changes=changes,
+            changes=changes[:MAX_CHANGES],
+            changes_more=max(len(changes) - MAX_CHANGES, 0),
             sections=[(title, key, self.value(view, [key])) for title, key in sections],
             forks=forks,
             origin=origin if isinstance(origin, dict) else None,
             ids=[p.info.checkpoint_id for p in points],
             workflow=view.checkpoint.metadata.get("workflow"),
             change_value=lambda value: _cut(json_text(value)),
+            journal_kept=journal is not None,
+            follow=request.query_params.get("follow") == "1",
+            gantt=gantt,
+            gantt_size=gantt_context(gantt),
         )
 
     def value(self, view: CheckpointView, path: list[Any]) -> dict[str, Any]:
@@ -395,20 +411,65 @@ class _Ui:
                     answers={request_id: text},
                 )
             assert workflow is not None
+            journal = isinstance(store, EventJournal)
+        refused = await self.resume_in_background(
+            workflow, run_id, {request_id: value}, journal=journal
+        )
+        if refused is not None:  # another worker holds the run: nothing was written
+            async with self.store() as store:
+                forms = await self._request_forms(store, run_id)
+            return self.page(
+                "requests.html",
+                status_code=409,
+                run_id=run_id,
+                forms=forms,
+                errors={request_id: str(refused)},
+                answers={request_id: text},
+            )
+        # the run page follows the run's supersteps (SSE) until it is done
+        return RedirectResponse(f"/runs/{_quote(run_id)}?follow=1", status_code=303)
+
+    async def resume_in_background(
+        self, workflow: Any, run_id: str, responses: dict[str, Any], *, journal: bool
+    ) -> RunLeaseError | None:
+        """Resume ``run_id`` with ``responses`` in this server process, under the run's
+        lease, as a task of the app's own task group (it goes on after the answer's
+        response). Waits up to ``answer_wait`` seconds for it: a run another worker holds
+        is refused at once, and that refusal is returned to show with the form."""
+        outcome: list[BaseException | None] = []
+        ended = anyio.Event()
+
+        async def resume() -> None:
             try:
-                await workflow.resume(run_id, store, responses={request_id: value})
-            except RunLeaseError as exc:  # another worker holds the run: nothing was written
-                return self.page(
-                    "requests.html",
-                    status_code=409,
-                    run_id=run_id,
-                    forms=forms,
-                    errors={request_id: str(exc)},
-                    answers={request_id: text},
-                )
-            except PlaitError:
-                pass  # the run went on and failed: its page shows the failure
-        return RedirectResponse(f"/runs/{_quote(run_id)}", status_code=303)
+                async with self.store() as store:
+                    await workflow.resume(run_id, store, responses=responses, journal=journal)
+            except RunLeaseError as exc:
+                outcome.append(exc)
+            except PlaitError as exc:
+                outcome.append(exc)  # the run went on and failed: its page shows the failure
+            else:
+                outcome.append(None)
+            finally:
+                ended.set()
+
+        assert self.tasks is not None, "the app's lifespan has not started"
+        self.tasks.start_soon(resume, name=f"plait ui: resume {run_id}")
+        with anyio.move_on_after(self.settings.answer_wait):
+            await ended.wait()
+        refused = outcome[0] if outcome else None
+        return refused if isinstance(refused, RunLeaseError) else None
+
+    @asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        """The app's task group, where answered runs resume; shutting down cancels them
+        (a cancelled run resumes later from its last checkpoint)."""
+        async with anyio.create_task_group() as tasks:
+            self.tasks = tasks
+            try:
+                yield
+            finally:
+                self.tasks = None
+                tasks.cancel_scope.cancel()
 
     async def fork(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
@@ -554,6 +615,11 @@ async def _parent_view(store: CheckpointStore, view: CheckpointView) -> Checkpoi
         return None  # pruned
 
 
+#: The most changes the "changed in this superstep" table lists (a superstep of a
+#: 1,000-executor fan-out changes thousands of paths: the page stays light).
+MAX_CHANGES = 200
+
+
 def make_app(settings: UiSettings) -> Guard:
     """The ASGI app of ``plait ui`` for ``settings``: the Starlette app behind its
     :class:`~plait_ui._security.Guard`.
@@ -564,6 +630,6 @@ def make_app(settings: UiSettings) -> Guard:
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         HTTPException: ui.error_page
     }
-    app = Starlette(routes=ui.routes(), exception_handlers=handlers)
+    app = Starlette(routes=ui.routes(), exception_handlers=handlers, lifespan=ui.lifespan)
     ui._guard = Guard(app, token=settings.token, allowed_hosts=settings.allowed_hosts)
     return ui.guard

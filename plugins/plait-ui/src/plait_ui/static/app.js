@@ -111,6 +111,7 @@
     var known = box.dataset.latest;
     var follow = document.getElementById("follow");
     var note = document.getElementById("new-supersteps");
+    if (box.dataset.follow === "1") sessionStorage.setItem("plait-follow", "1");  // an answered run
     follow.checked = sessionStorage.getItem("plait-follow") === "1";
     follow.addEventListener("change", function () {
       sessionStorage.setItem("plait-follow", follow.checked ? "1" : "0");
