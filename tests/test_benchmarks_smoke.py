@@ -60,6 +60,7 @@ def test_the_type_check_and_composition_benchmarks_run() -> None:
             "bench_checkpoint_growth.py",
             ["--stores", "sqlite,file,memory", "--steps", "12", "--repeat", "1"],
         ),
+        ("bench_schedules.py", ["--quick", "--no-peers"]),
         ("bench_ui.py", ["--quick"]),
     ):
         done = _run(str(BENCH / script), *args)

@@ -1,6 +1,7 @@
 """Plait's own benchmarks: prints one JSON line per workload.
 
     python tests/benchmarks/run.py [--repeat 7] [--workloads chain1000,loop10000] [--quick]
+                                   [--schedule pipelined]
 
 Median seconds over ``--repeat`` timed runs after one warm-up, and microseconds per hop
 (per executor invocation). ``--quick`` runs each workload once at a tiny size, as a smoke
@@ -40,7 +41,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--workloads", default="chain1000,fanout1000,loop10000,wide_loop")
     parser.add_argument("--quick", action="store_true", help="each workload once at n=10")
+    parser.add_argument(
+        "--schedule", choices=["superstep", "pipelined"], help="the runs' schedule (issue 22)"
+    )
     args = parser.parse_args(argv)
+    if args.schedule is not None:
+        plait_side.RUN_OPTIONS["schedule"] = args.schedule
     names = [w for w in args.workloads.split(",") if w]
     for name in names:
         size, hops = SIZES[name]
@@ -60,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         median = statistics.median(times)
         record = {
             "framework": "plait",
+            "schedule": args.schedule or "superstep",
             "workload": name,
             "n": n,
             "median_s": round(median, 6),

@@ -21,6 +21,8 @@ from plait_builders import WorkflowBuilder
 
 NAME = "plait"
 VERSION = plait.__version__
+#: run options every timed run gets (``run.py --schedule pipelined`` sets ``schedule``)
+RUN_OPTIONS: dict[str, Any] = {}
 
 
 def _runner(coro_fn: Callable[[], Any]) -> Callable[[], Any]:
@@ -62,7 +64,7 @@ def chain(n: int) -> Callable[[], Any]:
     wf = chain_workflow(n)
 
     async def once() -> Any:
-        return (await wf.run(0)).outputs[0]
+        return (await wf.run(0, **RUN_OPTIONS)).outputs[0]
 
     return _runner(once)
 
@@ -99,7 +101,7 @@ def fanout(n: int) -> Callable[[], Any]:
     wf = _fanout_workflow(n)
 
     async def once() -> Any:
-        return (await wf.run(1)).outputs[0]
+        return (await wf.run(1, **RUN_OPTIONS)).outputs[0]
 
     return _runner(once)
 
@@ -108,7 +110,7 @@ def fanout_async(n: int) -> Callable[[], Any]:
     wf = _fanout_workflow(n, sleep=0.01)
 
     async def once() -> Any:
-        return (await wf.run(1)).outputs[0]
+        return (await wf.run(1, **RUN_OPTIONS)).outputs[0]
 
     return _runner(once)
 
@@ -129,7 +131,7 @@ def loop(n: int) -> Callable[[], Any]:
     )
 
     async def once() -> Any:
-        return (await wf.run(0)).outputs[0]
+        return (await wf.run(0, **RUN_OPTIONS)).outputs[0]
 
     return _runner(once)
 
@@ -158,7 +160,7 @@ def wide_loop(n: int, width: int = 100) -> Callable[[], Any]:
     wf = builder.set_start(start).build()
 
     async def once() -> Any:
-        return sum((await wf.run(0)).outputs) // width
+        return sum((await wf.run(0, **RUN_OPTIONS)).outputs) // width
 
     return _runner(once)
 
@@ -180,7 +182,7 @@ def _ckpt_chain(n: int, url: str, durability: str = "sync") -> Callable[[], Any]
     wf = chain_workflow(n)
 
     async def once() -> Any:
-        return (await wf.run(0, checkpoint=url, durability=durability)).outputs[0]
+        return (await wf.run(0, checkpoint=url, durability=durability, **RUN_OPTIONS)).outputs[0]
 
     return _runner(once)
 

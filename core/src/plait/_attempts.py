@@ -134,7 +134,7 @@ async def invoke_with_policy(
     :raises WorkflowRunError: the last attempt's failure, naming ``eid`` and the superstep.
     """
     root = run if isinstance(run, RunState) else run._root
-    step = root.superstep
+    step = run.superstep  # a pipelined run's effects carry their own logical time
     retry, timeout = policy
     key = f"{step}:{eid}:{index}"
     attempt = root.attempts.get(key, 0) + 1  # a resumed run keeps its count

@@ -29,6 +29,7 @@ from ._types import type_name
 if TYPE_CHECKING:
     from ._graph import CompiledGraph
     from ._observer import RunObserver
+    from ._pipeline import Pipeline
     from ._runner import Runner
 
 __all__ = ["SNAPSHOT_EVERY", "Checkpointer"]
@@ -372,6 +373,46 @@ class Checkpointer:
         """The runner's per-superstep hook (``sync`` and ``async`` modes)."""
         status = "running" if inbox else _final_status(runner.state)
         await self.write(self.take(runner.state, inbox, runner.last_ran, status))
+
+    async def after_cut(self, pipeline: Pipeline, status: str) -> bool:
+        """A pipelined run's hook: write a cut of it now (``sync``), or when the
+        background writer is free (``async``: the next cut carries what committed
+        meanwhile). Every cut is a full checkpoint — outputs are kept in the canonical
+        order, not appended — so no cut names a base a crash could lose. Whether one was
+        written."""
+        statistics = getattr(self._send, "statistics", None)
+        if status == "running" and statistics is not None and statistics().current_buffer_used:
+            return False
+        if status == "handback":  # the superstep loop goes on from this cut: always taken
+            status = "running"
+        state = pipeline.state
+        pending, ran, section = pipeline.cut(_Encoder("pipelined schedule", state.superstep))
+        visits, committed = pipeline.uncommitted()
+        saved_visits = {eid: state.visits[eid] for eid in visits}
+        # a running executor's state as of its last commit: the copy taken as it started,
+        # or (none taken) the last snapshot; never the state it is changing now
+        running = [e for e in visits if e not in committed and e in state.executor_state]
+        saved_state = {eid: state.executor_state.get(eid) for eid in [*committed, *running]}
+        step = state.superstep
+        self.snapshot_every = 1
+        try:
+            for eid in running:
+                del state.executor_state[eid]
+            state.visits.update(visits)
+            state.executor_state.update(committed)
+            state.superstep = pipeline.done_through
+            checkpoint = self.take(state, pending, [*ran, *committed], status)
+        finally:
+            state.superstep = step
+            state.visits.update(saved_visits)
+            for eid, raw in saved_state.items():
+                if raw is None:
+                    state.executor_state.pop(eid, None)
+                else:
+                    state.executor_state[eid] = raw
+        checkpoint.state["pipeline"] = section
+        await self.write(checkpoint)
+        return True
 
 
 class _Encoder:

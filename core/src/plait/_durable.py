@@ -164,6 +164,7 @@ async def _run_leased(
     if opts.watch is not None:  # a display that looks at the run at its own pace
         opts.watch(RunWatch(runner, graph.spec.name))
     if mode != "exit":
+        runner.on_cut = checkpointer.after_cut  # a pipelined run's consistent cuts
 
         async def on_retry(key: str, attempt: int) -> None:
             await checkpointer.record_attempt(state)

@@ -124,6 +124,13 @@ def _metadata(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         )
 
 
+def _lead(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise RunOptionError(
+            f"run option max_lead must be a non-negative int or None (unbounded), got {value!r}"
+        )
+
+
 def _flag(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, bool):
         raise RunOptionError(
@@ -182,8 +189,16 @@ class RunOptions:
         live read-only view (superstep, executors running, outputs, retries) that a
         progress display polls at its own pace: it costs the run nothing per superstep.
 
+    :param schedule: ``"superstep"`` (the default: a barrier per superstep) or
+        ``"pipelined"``: an executor runs as soon as nothing still active can send it a
+        message for its logical superstep, with the superstep schedule's results (see the
+        Schedules guide). A workflow's spec may set a default (``options``).
+    :param max_lead: in the pipelined schedule, how many supersteps work may run ahead of
+        the lowest superstep with work (``0`` is the superstep schedule; ``None``, the
+        default, is unbounded).
+
     .. versionchanged:: 0.1 ``checkpoint_metadata``, ``on_event``, ``stop``, ``watch``,
-       ``shared_reducers`` and ``journal``.
+       ``shared_reducers``, ``journal``, ``schedule`` and ``max_lead``.
     """
 
     max_supersteps: int = attrs.field(default=100, validator=_positive)
@@ -205,6 +220,8 @@ class RunOptions:
         factory=dict, validator=_reducers
     )
     journal: bool = attrs.field(default=False, validator=_flag)
+    schedule: str = attrs.field(default="superstep", validator=_one_of("superstep", "pipelined"))
+    max_lead: int | None = attrs.field(default=None, validator=_lead)
 
     def __attrs_post_init__(self) -> None:
         if self.journal and self.checkpoint is None:

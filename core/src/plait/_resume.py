@@ -101,9 +101,10 @@ async def load_run(
         merged.pop("shared_changes", None)
         for key in ("pending", "router_state", "requests"):
             merged[key] = state[key]
-        merged.pop("attempts", None)
-        if "attempts" in state:
-            merged["attempts"] = state["attempts"]
+        for key in ("attempts", "pipeline"):
+            merged.pop(key, None)
+            if key in state:
+                merged[key] = state[key]
         state = merged
     # only the blobs this checkpoint (and its base) name, verified against their hashes
     read: set[str] = set()
@@ -285,6 +286,10 @@ def _restore(
             response_type,
             raw["superstep"],
         )
+    if data.get("pipeline") is not None:  # a cut of a pipelined run
+        from ._pipeline import decode_cut
+
+        run_state.cut = decode_cut(data["pipeline"], decode)
     inbox: dict[str, list[Any]] = {}
     for eid, messages in data["pending"].items():
         if eid not in graph.executors:

@@ -43,6 +43,7 @@ from ._events import (
 from ._graph import resolve_limits
 from ._observe import Observation
 from ._options import RunOptions
+from ._pipeline import pays
 from ._routing import flush_buffers, route_outbox
 from ._state import Effects, Inbox, PendingRequest, RunState
 from ._types import type_name
@@ -98,6 +99,15 @@ class Runner:
         #: called before a retry's backoff (durable runs record the attempt count)
         self.on_retry: Callable[[str, int], Awaitable[None]] | None = None
         self.native_asyncio = _on_asyncio()
+        #: the pipelined schedule's state, when the run uses it (see :mod:`plait._pipeline`)
+        self.pipeline: Any = None
+        #: a resumed pipelined cut holds messages of several logical times: it runs in
+        #: the pipelined schedule (with ``max_lead=0`` when the superstep one is asked for)
+        self.mixed = state.cut is not None
+        #: the pipelined schedule runs the supersteps with several executors
+        self.pipelined = options.schedule == "pipelined" and options.max_lead != 0
+        #: writes a pipelined run's cuts (set by a checkpointed run)
+        self.on_cut: Callable[[Any, str], Awaitable[bool]] | None = None
         self.current: Inbox = {}  # the deliveries of the running superstep
         self.last_ran: Inbox = {}  # the deliveries of the superstep that just finished
         self.global_limiter = (
@@ -125,10 +135,11 @@ class Runner:
     async def run(self, inbox: Inbox) -> RunStatus:
         """Run supersteps until nothing is pending; return the final status."""
         observation = self.observation
+        loop = self._pipelined if self.mixed else self._supersteps
         if observation is None:
-            return await self._supersteps(inbox, None)
+            return await loop(inbox, None)
         try:
-            status = await self._supersteps(inbox, observation)
+            status = await loop(inbox, observation)
         except BaseException as exc:
             observation.finish(exc)
             raise
@@ -139,7 +150,15 @@ class Runner:
         state, stop = self.state, self.stop
         limit = self.options.max_supersteps
         routes, router_state = self.graph.routes_from, state.router_state
+        pipelined = self.pipelined
         while inbox:
+            if pipelined and len(inbox) > 1 and pays(self.graph, inbox):
+                # several executors run in this superstep: the pipelined schedule takes
+                # over until the run is in lockstep again (one executor, nothing ahead)
+                found = await self._pipelined(inbox, observation, handback=True)
+                if isinstance(found, RunStatus):
+                    return found
+                inbox = found
             if state.superstep >= limit:
                 raise SuperstepLimitError(
                     f"run exceeded max_supersteps={limit}; still pending for "
@@ -152,7 +171,7 @@ class Runner:
             self.current = inbox
             if self.visit_limits:
                 self._count_visits(inbox)
-            if observation is not None:
+            if observation is not None and observation.step != step:  # (a pipeline began it)
                 observation.begin(step, tuple(inbox))
             if len(inbox) == 1:
                 ((eid, messages),) = inbox.items()
@@ -198,6 +217,22 @@ class Runner:
             return RunStatus.IDLE_WITH_PENDING_REQUESTS
         return RunStatus.IDLE
 
+    async def _pipelined(
+        self, inbox: Inbox, observation: Observation | None, *, handback: bool = False
+    ) -> Any:
+        """The pipelined schedule (:mod:`plait._pipeline`): the same results, no barrier.
+        With ``handback``, the superstep loop's next inbox once the run is in lockstep
+        again (one executor at the lowest superstep, nothing ahead of it), or the final
+        status; else the run to its end (a resumed cut, which may go on in supersteps)."""
+        from ._pipeline import Pipeline
+
+        lead = self.options.max_lead if self.options.schedule == "pipelined" else 0
+        pipeline = self.pipeline = Pipeline(self, lead)
+        found = await pipeline.run(inbox)
+        if handback or isinstance(found, RunStatus):
+            return found
+        return await self._supersteps(found, observation)
+
     def _count_visits(self, inbox: Inbox) -> None:
         visits, limits = self.state.visits, self.visit_limits
         for eid in inbox:
@@ -224,10 +259,12 @@ class Runner:
             # an error edge takes the failure: the run goes on
             cause = exc.__cause__ if isinstance(exc, ExecutorFailedError) else None
             failure = InvocationFailure(
-                eid, self.state.superstep, type(cause or exc).__name__, str(cause or exc), message
+                eid, run.superstep, type(cause or exc).__name__, str(cause or exc), message
             )
             rank = self.rank[eid]
-            self.diverted.extend((rank, index, target, failure) for target in targets)
+            # a pipelined run's effects keep their own (committed with their group)
+            sink = getattr(run, "diverted", self.diverted)
+            sink.extend((rank, index, target, failure) for target in targets)
 
     async def _invoke(self, eid: str, message: Any, index: int, run: RunState | Effects) -> None:
         """Invoke ``eid`` on ``message``, its ``index``-th delivery of this superstep, with
@@ -236,7 +273,7 @@ class Runner:
         executor = self.executors[eid]
         found = executor.find_handler(message)
         if found is None:
-            step = self.state.superstep
+            step = run.superstep
             accepts = ", ".join(type_name(t) for t in executor.input_types) or "nothing"
             raise UnhandledMessageError(
                 f"executor {eid!r} has no handler for a message of type "
@@ -255,7 +292,7 @@ class Runner:
             try:
                 await found.call(message, ctx)
             except BaseException as exc:
-                error = failure(eid, self.state.superstep, exc, self.native_asyncio)
+                error = failure(eid, run.superstep, exc, self.native_asyncio)
                 raise error from error.__cause__
         else:
             await invoke_with_policy(

@@ -52,6 +52,7 @@ class RunState:
     __slots__ = (
         "attempts",
         "contexts",
+        "cut",
         "deferred",
         "emit",
         "executor_state",
@@ -99,6 +100,8 @@ class RunState:
         self.observer: RunObserver | None = None
         #: what the observers of the run this one resumes left with its checkpoint
         self.observed: Mapping[str, Any] | None = None
+        #: the pipelined schedule's part of the checkpoint this run resumes, if any
+        self.cut: dict[str, Any] | None = None
 
     def context(self, executor_id: str) -> WorkflowContext[Any, Any]:
         """The context of ``executor_id`` in this run (created on first use)."""
@@ -243,7 +246,8 @@ class Effects:
 
     @property
     def superstep(self) -> int:
-        return self._root.superstep
+        # the parent's: a pipelined run's effects carry the logical time they belong to
+        return self._parent.superstep
 
     @property
     def shared(self) -> dict[str, Any]:

@@ -180,6 +180,21 @@ def test_max_supersteps_bounds_a_loop_and_streams_its_custom_events() -> None:
     assert "in executor 'again' at superstep 4" in result.stderr
 
 
+def test_a_pipelined_run_fails_at_the_same_executor_and_superstep_as_a_superstep_run() -> None:
+    for flags in ([], ["--schedule", "pipelined"], ["--schedule", "pipelined", "--max-lead", "1"]):
+        result = plait(
+            "run", target("looping"), "1", "--json-input", "--max-supersteps", "3", *flags
+        )
+        assert result.exit_code == 1
+        assert "SuperstepLimitError: run exceeded max_supersteps=3" in result.stderr
+        assert "in executor 'again' at superstep 4" in result.stderr
+
+
+def test_max_lead_is_for_the_pipelined_schedule() -> None:
+    result = plait("run", target("echo"), "x", "--schedule", "superstep", "--max-lead", "2")
+    assert result.exit_code == 2 and "--max-lead is for --schedule pipelined" in result.stderr
+
+
 def test_a_message_the_start_executor_cannot_handle_fails_the_run() -> None:
     result = plait("run", target("echo"), "42", "--json-input")
     assert result.exit_code == 1

@@ -6,9 +6,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import attrs
 import plait
 import pytest
-from plait.spi import encode_checkpoint, open_store
+from plait.spi import encode_checkpoint, open_store, resolve_state
 from plait_steps import step_context
 
 pytestmark = pytest.mark.anyio
@@ -59,7 +60,17 @@ async def _checkpoints() -> tuple[Any, list[Any]]:
     url = f"memory://{uuid.uuid4().hex}"
     result = await workflow.run("p", checkpoint=url)
     store = open_store(url)
-    return result, [await store.load(i.checkpoint_id) for i in await store.list(result.run_id)]
+    checkpoints = [await store.load(i.checkpoint_id) for i in await store.list(result.run_id)]
+    # values the store keeps as blobs (content-addressed, once per run) read back whole
+    return result, [
+        attrs.evolve(
+            cp,
+            state=await resolve_state(
+                dict(cp.state), store=store, run_id=cp.run_id, where=cp.checkpoint_id
+            ),
+        )
+        for cp in checkpoints
+    ]
 
 
 async def test_messages_carry_references_not_prior_outputs() -> None:

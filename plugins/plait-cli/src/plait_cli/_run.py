@@ -379,11 +379,35 @@ _DISPLAY_OPTIONS = [
         help="When checkpoints are written (default sync: every superstep).",
     ),
     click.option(
+        "--schedule",
+        type=click.Choice(["superstep", "pipelined"]),
+        help="superstep (the default: a barrier per superstep) or pipelined (each branch "
+        "at its own pace, the same results).",
+    ),
+    click.option(
+        "--max-lead",
+        type=click.IntRange(min=0),
+        metavar="N",
+        help="Pipelined: run at most N supersteps ahead of the slowest branch.",
+    ),
+    click.option(
         "--placement",
         metavar="NAME",
         help="Where every invocation runs (ray with plait-ray); local executors stay here.",
     ),
 ]
+
+
+def _schedule_options(schedule: str | None, max_lead: int | None) -> dict[str, Any]:
+    """The run options ``--schedule`` and ``--max-lead`` give (none: the workflow's)."""
+    if max_lead is not None and schedule == "superstep":
+        raise click.UsageError("--max-lead is for --schedule pipelined")
+    options: dict[str, Any] = {}
+    if schedule is not None:
+        options["schedule"] = schedule
+    if max_lead is not None:
+        options["max_lead"] = max_lead
+    return options
 
 
 def _display_options(command: Any) -> Any:
@@ -430,6 +454,8 @@ def run_command(
     no_input: bool,
     max_supersteps: int | None,
     durability: str | None,
+    schedule: str | None,
+    max_lead: int | None,
     placement: str | None,
     step_context: bool,
     allow_imports: bool,
@@ -468,7 +494,7 @@ def run_command(
     loaded = Loaded(target, parsed, allow_imports, placement, flags)
     workflow = _placed(_workflow(loaded.target, allow_imports, grants), placement)
     run_id = uuid.uuid4().hex
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = _schedule_options(schedule, max_lead)
     if max_supersteps is not None:
         options["max_supersteps"] = max_supersteps
     store: str | None = None
@@ -592,6 +618,8 @@ def resume_command(
     no_input: bool,
     max_supersteps: int | None,
     durability: str | None,
+    schedule: str | None,
+    max_lead: int | None,
     placement: str | None,
     allow_imports: bool,
     allow: tuple[str, ...],
@@ -621,6 +649,8 @@ def resume_command(
         typed += ["--placement", placement] if placement is not None else []
         typed += ["--max-supersteps", str(max_supersteps)] if max_supersteps else []
         typed += ["--durability", durability] if durability is not None else []
+        typed += ["--schedule", schedule] if schedule is not None else []
+        typed += ["--max-lead", str(max_lead)] if max_lead is not None else []
         flags = {"--json": json_events, "-q": quiet, "--no-input": no_input}
         typed += [flag for flag, given in flags.items() if given]
         _name_the_target(ctx, args[0], checkpoint, typed)
@@ -635,7 +665,7 @@ def resume_command(
     loaded = Loaded(text, parsed, allow_imports, placement, granted)
     workflow = _placed(_workflow(loaded.target, allow_imports, grants), placement)
     display = Display(json_events=json_events, quiet=quiet)
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = _schedule_options(schedule, max_lead)
     if durability is not None:
         options["durability"] = durability
     if max_supersteps is not None:

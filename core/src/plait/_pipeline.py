@@ -1,0 +1,916 @@
+"""The pipelined schedule: branches that do not wait for the barrier, with the results of
+the superstep schedule.
+
+Every message carries its logical time ``t``: the superstep in which the superstep
+schedule would deliver it. An executor's deliveries of one ``t`` (a *group*) run together,
+as they would in that superstep, once nothing still active could send the executor
+another message for ``t`` (its input frontier, from graph distances, has passed ``t``) and
+``t`` is at most ``max_lead`` ahead of the global frontier (the lowest ``t`` with work).
+
+Each group runs against effects of its own (:class:`TimedEffects`); when it ends, its
+effects are committed at once on the event loop, in an order that never changes what any
+group sees:
+
+- a message crossing a stateless edge group is routed at once, with the key the superstep
+  schedule's barrier would sort it by (``(0, sender rank, k-th send, group, delivery)``);
+  a group's deliveries are sorted by key when it fires, so its executor sees them in the
+  canonical order whatever the completion order was;
+- a message entering a stateful edge group (a fan-in) waits until every source of the
+  group is past its ``t``; the group then routes that ``t``'s messages in key order, as
+  the barrier does, so its buffers hold what they would hold in the superstep schedule;
+- the buffers a ``when="available"`` fan-in flushes are decided for ``t`` once the
+  global frontier has passed ``t``, with the executors that have deliveries at ``t + 1``
+  as the active ones — exactly the barrier's decision;
+- shared-state writes of ``t`` are committed when the global frontier passes ``t``, in
+  the canonical order;
+- outputs are kept in the canonical order ``(t, sender rank, order of the sender's
+  yields)``, whatever order the groups committed in.
+
+A limit or a failure at ``t`` stops work at ``t`` and later (running groups there are
+cancelled) but lets earlier work finish, which may fail earlier still; the error raised
+is the one the superstep schedule raises: the earliest ``t``, a superstep limit before a
+visit limit (in the order of that ``t``'s deliveries) before a handler's failure before
+a failure at the barrier.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import copy
+import math
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+
+from ._errors import (
+    RoutingError,
+    SuperstepLimitError,
+    UnhandledMessageError,
+    VisitLimitError,
+    WorkflowRunError,
+)
+from ._events import OutputEvent, RunStatus
+from ._state import Effects, RunState
+from ._types import type_name
+
+if TYPE_CHECKING:
+    from ._graph import CompiledGraph
+    from ._observe import Observation
+    from ._options import RunOptions
+
+
+class Runner(Protocol):
+    """What the pipeline uses of the runner (:class:`plait._runner.Runner`, which imports
+    this module: named by what it does, not by import)."""
+
+    graph: CompiledGraph
+    options: RunOptions
+    state: RunState
+    live: bool
+    stop: Any
+    remaining: dict[str, list[Any]]
+    native_asyncio: bool
+    observation: Observation | None
+    concurrency: dict[str, int]
+    visit_limits: dict[str, int]
+    on_cut: Callable[[Any, str], Awaitable[bool]] | None
+
+    async def _limited(
+        self, eid: str, message: Any, index: int, effects: RunState | Effects
+    ) -> None: ...
+
+
+__all__ = ["SCHEDULES", "Pipeline", "TimedEffects", "decode_cut", "pays"]
+
+#: the schedules a run may ask for (``RunOptions.schedule``)
+SCHEDULES = ("superstep", "pipelined")
+
+#: the sort key of a delivery: routed ``(0, rank, k, group, d)``, diverted ``(1, rank,
+#: index, j)``, flushed ``(2, flusher, d)``, first deliveries ``(-1, position)``
+Key = tuple[int, ...]
+#: a phase of a failure at one ``t``: the order the superstep schedule meets them in
+_LIMIT, _VISITS, _HANDLER, _BARRIER = 0, 1, 2, 3
+_YIELD_EVERY = 32
+#: how many active items a speculative decision looks through at most
+_LOOK_AHEAD = 64
+
+
+class TimedEffects(Effects):
+    """The effects of one group: what an executor's invocations at logical time ``t`` did,
+    held until the group commits. Handlers see ``ctx.superstep == t``."""
+
+    __slots__ = ("diverted", "t")
+
+    def __init__(self, parent: RunState | Effects, root: RunState, t: int) -> None:
+        super().__init__(parent, root)
+        self.t = t
+        #: failures error edges took: (sender rank, message index, target, failure)
+        self.diverted: list[tuple[int, int, str, Any]] = []
+
+    @property
+    def superstep(self) -> int:
+        return self.t
+
+
+class _Group:
+    """One executor's deliveries of one ``t``, running or about to run."""
+
+    __slots__ = ("cancelled", "effects", "eid", "entries", "messages", "scope", "t")
+
+    def __init__(
+        self, eid: str, t: int, entries: list[tuple[Key, Any]], effects: TimedEffects
+    ) -> None:
+        self.eid, self.t, self.entries, self.effects = eid, t, entries, effects
+        self.messages = [message for _, message in entries]
+        #: what cancels it: its cancel scope, or its asyncio task
+        self.scope: Any = None
+        self.cancelled = False
+
+
+class Pipeline:
+    """Runs one run in the pipelined schedule, with the runner's invocation path, limits
+    and state (see the module's docstring for the rules)."""
+
+    def __init__(self, runner: Runner, max_lead: int | None) -> None:
+        graph = runner.graph
+        self.runner = runner
+        self.graph = graph
+        self.state = runner.state
+        self.max_lead = max_lead
+        self.limit = runner.options.max_supersteps
+        self.rank = graph.rank
+        self.routes = graph.routes_from
+        self.stateful_ids = {gid for gid, _ in graph.stateful}
+        self.flush_targets = {t for _, er in graph.flushers for t in er.group.targets}
+        self.flushing = {gid for gid, _ in graph.flushers}
+        self.group_targets = {gid: er.group.targets for gid, er in graph.edge_runners.items()}
+        successors: dict[str, set[str]] = {nid: set() for nid in graph.spec.node_ids}
+        for group in graph.spec.edge_groups:
+            for source in group.sources:
+                successors.setdefault(source, set()).update(group.targets)
+        self.successors = successors
+        self.distances: dict[str, dict[str, int]] = {}
+        # -- what is pending ----------------------------------------------------------
+        #: executor -> t -> its deliveries at t, with their keys
+        self.queue: dict[str, dict[int, list[tuple[Key, Any]]]] = {}
+        #: t -> executors with queued or running work at t (the active items)
+        self.at: dict[int, dict[str, None]] = {}
+        #: executors with queued work and no running group
+        self.waiting: dict[str, None] = {}
+        #: t -> executor -> its smallest delivery key at t (the superstep's inbox order)
+        self.first_key: dict[int, dict[str, Key]] = {}
+        #: stateful edge group -> t -> messages from its sources at t, not routed yet
+        self.staged_routes: dict[str, dict[int, list[tuple[Key, str, Any, str | None]]]] = {}
+        #: t -> stateful edge groups with messages of t to route
+        self.staged_at: dict[int, dict[str, None]] = {}
+        #: t -> shared-state writes of t, with their keys
+        self.staged_shared: dict[int, list[tuple[Key, tuple[str, str, Any]]]] = {}
+        #: the canonical keys of ``state.outputs``, in the same order
+        self.output_keys: list[tuple[int, ...]] = []
+        self.running: dict[str, _Group] = {}
+        #: the times the barrier work (flushes, shared state) is done through
+        self.done_through = self.state.superstep
+        self.t_max = self.state.superstep
+        #: (t, phase, order, error): failures, the earliest one raised
+        self.errors: list[tuple[int, int, Key, BaseException]] = []
+        self.fail_time = math.inf
+        #: t -> executors that fired at t (their visits are counted)
+        self.fired: dict[int, set[str]] = {}
+        self.wakeup = anyio.Event()
+        self.hops = 0
+        self.commits = 0
+        self.stopped = False
+        # -- cuts (checkpoints) ---------------------------------------------------------
+        #: writes a cut and says whether it did (``None``: the run is not checkpointed)
+        self.on_cut: Callable[[Pipeline, str], Awaitable[bool]] | None = runner.on_cut
+        #: something committed since the last cut
+        self.dirty = False
+        #: executors that committed since the last cut (a resumed run's: all of them)
+        self.changed: set[str] = set(self.state.executor_state)
+        #: the state as of its last commit of a running executor that committed since
+        self.committed: dict[str, Any] = {}
+
+    # -- distances ------------------------------------------------------------------------
+
+    def distance(self, source: str, target: str) -> float:
+        """The fewest edges from ``source`` to ``target`` (0 to itself; inf: none)."""
+        found = self.distances.get(source)
+        if found is None:
+            found = self.distances[source] = {source: 0}
+            frontier = deque([source])
+            successors = self.successors
+            while frontier:
+                node = frontier.popleft()
+                step = found[node] + 1
+                for nxt in successors.get(node, ()):
+                    if nxt not in found:
+                        found[nxt] = step
+                        frontier.append(nxt)
+        return found.get(target, math.inf)
+
+    # -- queueing -------------------------------------------------------------------------
+
+    def enqueue(self, eid: str, t: int, key: Key, message: Any) -> None:
+        """Queue ``message`` for ``eid`` at logical time ``t`` with sort key ``key``."""
+        by_time = self.queue.get(eid)
+        if by_time is None:
+            by_time = self.queue[eid] = {}
+        box = by_time.get(t)
+        if box is None:
+            by_time[t] = [(key, message)]
+            self.at.setdefault(t, {})[eid] = None
+            firsts = self.first_key.setdefault(t, {})
+            if eid not in firsts or key < firsts[eid]:
+                firsts[eid] = key
+            if eid not in self.running:
+                self.waiting[eid] = None
+            if t > self.t_max:
+                self.t_max = t
+            if t > self.limit:
+                self._fail(t, _LIMIT, (), None)
+        else:
+            box.append((key, message))
+            first = self.first_key[t]
+            if key < first[eid]:
+                first[eid] = key
+
+    def frontier(self) -> float:
+        """The global frontier: the lowest ``t`` with work queued, running or staged."""
+        low = math.inf
+        if self.at:
+            low = min(self.at)
+        if self.staged_at:
+            low = min(low, min(self.staged_at))
+        return low
+
+    def _crowded(self, t: int, low: float) -> bool:
+        """Too much active work before ``t`` to look through for one decision: wait for the
+        frontier instead (always exact, only less eager)."""
+        count = 0
+        for ta in range(int(low), t):
+            count += len(self.at.get(ta, ())) + len(self.staged_at.get(ta, ()))
+        return count > _LOOK_AHEAD
+
+    def could_send(self, eid: str, t: int, low: float, *, exclude: str | None = None) -> bool:
+        """Could work still active send ``eid`` a message for ``t`` (if ``exclude`` is
+        set: could anything but ``exclude``'s own work at ``t``), or run ``eid`` at or
+        before ``t``? ``low`` is the global frontier."""
+        if low == math.inf:
+            return False
+        distance = self.distance
+        for ta in range(int(low), t + 1):
+            for a in self.at.get(ta, ()):
+                if a == exclude and ta == t:
+                    continue
+                if ta + distance(a, eid) <= t:
+                    return True
+            for gid in self.staged_at.get(ta, ()):
+                for y in self.group_targets[gid]:
+                    if ta + 1 + distance(y, eid) <= t:
+                        return True
+        return False
+
+    # -- the loop ------------------------------------------------------------------------
+
+    async def run(self, inbox: dict[str, list[Any]]) -> RunStatus | dict[str, list[Any]]:
+        """Run until nothing can run — the final status, or the superstep schedule's
+        error — or until the run is in lockstep again: then the inbox of the superstep
+        loop's next superstep (one executor's messages at the lowest ``t``, nothing else
+        queued, running or staged), which runs it inline at no cost of this module's."""
+        start = self.state.superstep + 1
+        cut = self.state.cut
+        placed: dict[str, list[tuple[int, Key]]] = {}
+        # the outputs of a resumed superstep checkpoint come before any to come
+        self.output_keys = [(-1, n) for n in range(len(self.state.outputs))]
+        if cut is not None:
+            self.state.cut = None
+            placed = self._restore(cut)
+        position = 0
+        for eid, messages in inbox.items():
+            times = placed.get(eid, [])
+            for n, message in enumerate(messages):
+                if n < len(times):  # a cut's message, at its time and with its key
+                    t, key = times[n]
+                    self.enqueue(eid, t, key, message)
+                else:  # a first message, a pending superstep's, an answer to a request
+                    self.enqueue(eid, start, (-1, position), message)
+                position += 1
+        self._begin(start)
+        return await self._loop()
+
+    def _begin(self, t: int) -> None:
+        """Tell an observer superstep ``t`` begins (the last one ended): once every
+        delivery of ``t`` is known, so after work of ``t`` may have run ahead of it."""
+        observation = self.runner.observation
+        order = self.first_key.get(t)
+        if observation is not None and order:
+            step = self.state.superstep
+            observation.begin(t, tuple(sorted(order, key=order.__getitem__)))
+            self.state.superstep = step
+
+    async def _loop(self) -> RunStatus | dict[str, list[Any]]:
+        found: RunStatus | dict[str, list[Any]]
+        if self.runner.native_asyncio and _AsyncioTaskGroup is not None:
+            # asyncio's own task group: a fifth of anyio's cost per task (as the runner)
+            async with _AsyncioTaskGroup() as native:
+                found = await self._steps(lambda group: native.create_task(self._native(group)))
+        else:
+            async with anyio.create_task_group() as tg:
+                found = await self._steps(lambda group: tg.start_soon(self._task, group))
+        if isinstance(found, dict):
+            return found
+        if self.stopped:
+            return await self._stop()
+        return await self._finish()
+
+    async def _stop(self) -> RunStatus:
+        """``RunOptions.stop`` was set: nothing new fired and nothing runs now; the cut
+        holds what is pending, for :meth:`~plait.Workflow.resume`."""
+        if self.errors:
+            raise self._first_error()
+        if self.on_cut is not None:
+            await self._cut("handback")
+        remaining: dict[str, list[Any]] = {}
+        for eid, by_time in self.queue.items():
+            for t in sorted(by_time):
+                remaining.setdefault(eid, []).extend(m for _, m in sorted(by_time[t], key=_first))
+        self.runner.remaining = remaining
+        return RunStatus.RUNNING
+
+    async def _steps(self, spawn: Callable[[_Group], Any]) -> RunStatus | dict[str, list[Any]]:
+        """Fire what may fire, commit what ends, until nothing runs (or lockstep)."""
+        while True:
+            self._barrier_work()
+            commits = self.commits
+            lockstep = self._lockstep()
+            if lockstep is not None:  # nothing runs: no commit comes while it is cut
+                if self.dirty and self.on_cut is not None:
+                    await self._cut("handback")
+                self._hand_back(lockstep)
+                self.state.superstep = self.done_through
+                return lockstep
+            if self.dirty and self.on_cut is not None and not self.errors:
+                await self._cut("running")
+            stop = self.runner.stop
+            if stop is not None and self.commits and stop.is_set():
+                self.stopped = True  # asked to stop: what runs ends, nothing new starts
+            ready = [] if self.stopped else self._ready()
+            if not ready:
+                if not self.running:
+                    if commits != self.commits:
+                        continue  # groups committed while the cut was written
+                    break
+                await self.wakeup.wait()
+                self.wakeup = anyio.Event()
+                continue
+            if len(ready) == 1 and not self.running:
+                # a lone runnable group: today's inline path, no task spawned
+                group = ready[0]
+                self.running[group.eid] = group
+                await self._run_group(group)
+                self.hops += 1
+                if self.runner.live or self.hops % _YIELD_EVERY == 0:
+                    await anyio.lowlevel.checkpoint()
+                continue
+            for group in ready:
+                self.running[group.eid] = group
+                spawn(group)
+        return RunStatus.RUNNING
+
+    async def _finish(self) -> RunStatus:
+        """The run's end: its error, or its status (after the last cut)."""
+        state = self.state
+        if self.errors:
+            raise self._first_error()
+        state.superstep = self.t_max
+        status = RunStatus.IDLE
+        if state.pending_requests:
+            status = RunStatus.IDLE_WITH_PENDING_REQUESTS
+        if self.on_cut is not None:
+            self.done_through = self.t_max
+            await self._cut(status.value)
+        return status
+
+    def _lockstep(self) -> dict[str, list[Any]] | None:
+        """The superstep loop's next inbox, if the run is in lockstep: nothing running or
+        staged, every queued message at one ``t`` for one executor, the barrier of
+        ``t - 1`` done, nothing run ahead of ``t``."""
+        if self.running or self.staged_at or self.staged_shared or self.errors:
+            return None
+        if len(self.at) != 1 or len(self.waiting) != 1:
+            return None
+        ((t, eids),) = self.at.items()
+        if len(eids) != 1 or self.done_through != t - 1 or self.t_max != t or t in self.fired:
+            return None  # work of t or later ran already: the superstep loop cannot follow
+        (eid,) = eids
+        return {eid: [message for _, message in sorted(self.queue[eid][t], key=_first)]}
+
+    def _hand_back(self, inbox: dict[str, list[Any]]) -> None:
+        """Take the lockstep superstep's messages off the queues (the superstep loop has
+        them now), after the cut that still holds them."""
+        ((eid, _),) = inbox.items()
+        ((t, _),) = self.queue[eid].items()
+        del self.queue[eid], self.at[t], self.waiting[eid]
+
+    def _ready(self) -> list[_Group]:
+        """The groups that may fire now (taken off the queue, their visits counted)."""
+        if not self.waiting:
+            return []
+        low = self.frontier()
+        lead = self.max_lead
+        ready: list[_Group] = []
+        for eid in list(self.waiting):
+            by_time = self.queue[eid]
+            t = min(by_time)
+            if t >= self.fail_time:
+                continue
+            if lead is not None and t > low + lead:
+                continue
+            if t != low and (self._crowded(t, low) or self.could_send(eid, t, low, exclude=eid)):
+                continue
+            if eid in self.flush_targets and self.done_through < t - 1:
+                continue
+            del self.waiting[eid]
+            entries = by_time.pop(t)
+            if len(entries) > 1:
+                entries.sort(key=_first)
+            if not self._visit(eid, t):
+                by_time[t] = entries  # kept: the error names it
+                continue
+            if self.on_cut is not None and eid in self.changed:
+                # the cut holds an executor's state as of its last commit, not mid-run
+                self.committed[eid] = copy.deepcopy(self.state.executor_state.get(eid))
+            ready.append(_Group(eid, t, entries, TimedEffects(self.state, self.state, t)))
+        return ready
+
+    def _visit(self, eid: str, t: int) -> bool:
+        """Count a visit of ``eid`` at ``t``; False when it passes its visit limit."""
+        self.fired.setdefault(t, set()).add(eid)
+        visits = self.state.visits
+        count = visits[eid] = visits.get(eid, 0) + 1
+        limit = self.runner.visit_limits.get(eid)
+        if limit is not None and count > limit:
+            self._fail(t, _VISITS, self.first_key[t][eid], _visit_error(eid, limit, t))
+            return False
+        return True
+
+    async def _task(self, group: _Group) -> None:
+        with anyio.CancelScope() as scope:
+            group.scope = scope
+            await self._run_group(group)
+        if scope.cancelled_caught:
+            self._drop(group)
+        self.wakeup.set()
+
+    async def _native(self, group: _Group) -> None:
+        """:meth:`_task` as an asyncio task (cancelled through the task itself)."""
+        task = asyncio.current_task()
+        group.scope = task
+        try:
+            await self._run_group(group)
+        except asyncio.CancelledError:
+            if not group.cancelled or task is None:
+                raise
+            getattr(task, "uncancel")()  # noqa: B009 - 3.11+, as the task group it runs in
+            self._drop(group)
+        self.wakeup.set()
+
+    async def _run_group(self, group: _Group) -> None:
+        """Run one group's invocations, then commit it (or record its failure)."""
+        runner, eid, t, effects = self.runner, group.eid, group.t, group.effects
+        state = self.state
+        try:
+            if eid in runner.concurrency and len(group.messages) > 1:
+                await self._concurrent(group)
+            else:
+                for index, message in enumerate(group.messages):
+                    state.superstep = t  # what an observer reads as the invocation starts
+                    await runner._limited(eid, message, index, effects)
+        except Exception as exc:
+            self._drop(group)
+            self._fail(t, _HANDLER, (len(self.errors),), exc)
+            return
+        self._commit(group)
+
+    async def _concurrent(self, group: _Group) -> None:
+        """An executor's messages of one ``t`` at once (up to its concurrency), each with
+        effects of its own, committed in the order of their index."""
+        runner, eid, t = self.runner, group.eid, group.t
+        limiter = anyio.CapacityLimiter(runner.concurrency[eid])
+        parts = [TimedEffects(group.effects, self.state, t) for _ in group.messages]
+        failures: list[BaseException] = []
+
+        async def one(index: int, message: Any) -> None:
+            async with limiter:
+                self.state.superstep = t
+                try:
+                    await runner._limited(eid, message, index, parts[index])
+                except Exception as exc:
+                    failures.append(exc)
+                    tg.cancel_scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            for index, message in enumerate(group.messages):
+                tg.start_soon(one, index, message)
+        if failures:
+            raise failures[0]
+        for part in parts:
+            part.commit()
+            group.effects.diverted.extend(part.diverted)
+
+    def _drop(self, group: _Group) -> None:
+        """A group that will not commit (failed or cancelled) leaves the active items."""
+        if self.running.get(group.eid) is group:
+            del self.running[group.eid]
+        self._settle(group.eid, group.t)
+
+    def _settle(self, eid: str, t: int) -> None:
+        active = self.at.get(t)
+        if active is not None:
+            active.pop(eid, None)
+            if not active:
+                del self.at[t]
+        if self.queue.get(eid):
+            self.waiting[eid] = None
+
+    # -- committing -----------------------------------------------------------------------
+
+    def _commit(self, group: _Group) -> None:
+        """Commit what a group did: its outputs, events and requests, its messages (routed
+        or staged for a stateful edge group), its failures taken by error edges, its
+        shared-state writes (staged until the frontier passes its ``t``)."""
+        state, eid, t, effects = self.state, group.eid, group.t, group.effects
+        rank = self.rank[eid]
+        del self.running[eid]
+        state.superstep = t
+        self.dirty = True
+        self.commits += 1
+        self.changed.add(eid)
+        self.committed.pop(eid, None)
+        try:
+            if effects.events is not None:
+                self._replay(eid, t, rank, effects.events)
+            if effects.writes is not None:
+                staged = self.staged_shared.setdefault(t, [])
+                staged.extend(((rank, k), write) for k, write in enumerate(effects.writes))
+            if effects.outbox:
+                self._route(eid, t, rank, effects.outbox)
+            if effects.diverted:
+                effects.diverted.sort(key=_by_rank_index)
+                for j, (r, index, target, failure) in enumerate(effects.diverted):
+                    self.enqueue(target, t + 1, (1, r, index, j), failure)
+        except WorkflowRunError as exc:
+            self._fail(t, _BARRIER, (rank,), exc)
+        self._settle(eid, t)
+
+    def _replay(self, eid: str, t: int, rank: int, events: list[tuple[Any, ...]]) -> None:
+        state = self.state
+        seq = 0
+        for event in events:
+            kind = event[0]
+            if kind == "output":
+                key = (t, rank, seq)
+                seq += 1
+                where = bisect.bisect(self.output_keys, key)
+                self.output_keys.insert(where, key)
+                state.outputs.insert(where, event[2])
+                if state.emit is not None:
+                    state.emit(OutputEvent(eid, event[2], t))
+            elif kind == "custom":
+                state.emit_custom(eid, event[2])
+            else:
+                state.request_info(eid, event[2], event[3], request_id=event[4])
+
+    def _route(
+        self, eid: str, t: int, rank: int, outbox: Iterable[tuple[str, Any, str | None]]
+    ) -> None:
+        router_state = self.state.router_state
+        for k, (source, message, target) in enumerate(outbox):
+            runners = self.routes.get(source)
+            if not runners:
+                raise UnhandledMessageError(
+                    f"executor {source!r} sent a message of type {type_name(type(message))} "
+                    f"in superstep {t} but has no outgoing edges",
+                    executor_id=source,
+                    superstep=t,
+                )
+            delivered = False
+            for j, (gid, edge_runner) in enumerate(runners):
+                if gid in self.stateful_ids:
+                    if target is None or target in edge_runner.group.targets:
+                        delivered = True
+                    times = self.staged_routes.setdefault(gid, {})
+                    times.setdefault(t, []).append(((0, rank, k, j), source, message, target))
+                    self.staged_at.setdefault(t, {})[gid] = None
+                    continue
+                deliveries = _routed(gid, edge_runner, source, message, target, router_state, t)
+                for d, (tgt, data) in enumerate(deliveries):
+                    delivered = True
+                    self.enqueue(tgt, t + 1, (0, rank, k, j, d), data)
+            reaches = delivered or target is None
+            if not reaches and not any(target in er.group.targets for _, er in runners):
+                raise UnhandledMessageError(
+                    f"executor {source!r} sent a message to {target!r}, which none of "
+                    f"its edge groups reaches",
+                    executor_id=source,
+                    superstep=t,
+                )
+
+    # -- barrier work: stateful routing, flushes, shared state ------------------------------
+
+    def _barrier_work(self) -> None:
+        """Route what stateful edge groups hold for a ``t`` all their sources have passed;
+        flush and commit shared state for each ``t`` the global frontier has passed."""
+        changed = True
+        while changed:
+            changed = False
+            low = self.frontier()
+            for ts in sorted(self.staged_at):
+                if ts >= self.fail_time:
+                    break
+                for gid in list(self.staged_at[ts]):
+                    if self._route_staged(gid, ts, low):
+                        changed = True
+            if changed:
+                continue
+            low = self.frontier()
+            end = min(low - 1, self.t_max, self.fail_time - 1)
+            while self.done_through < end:
+                t = self.done_through + 1
+                self._barrier(t)
+                self.done_through = t
+                self.dirty = True
+                changed = True
+                self._begin(t + 1)
+                break
+
+    def _route_staged(self, gid: str, ts: int, low: float) -> bool:
+        times = self.staged_routes[gid]
+        if min(times) != ts:
+            return False  # an earlier t of this group goes first
+        if gid in self.flushing and self.done_through < ts - 1:
+            return False  # the flush of ts - 1 sees the buffers as they were before ts
+        edge_runner = self.graph.edge_runners[gid]
+        if low <= ts:  # something active at or before ts: could it reach a source?
+            if self._crowded(ts + 1, low):
+                return False
+            for source in edge_runner.group.sources:
+                if self.could_send(source, ts, low):
+                    return False
+        entries = times.pop(ts)
+        if not times:
+            del self.staged_routes[gid]
+        staged = self.staged_at[ts]
+        del staged[gid]
+        if not staged:
+            del self.staged_at[ts]
+        entries.sort(key=_first)
+        router_state = self.state.router_state
+        self.state.superstep = ts
+        try:
+            for key, source, message, target in entries:
+                found = _routed(gid, edge_runner, source, message, target, router_state, ts)
+                for d, (tgt, data) in enumerate(found):
+                    self.enqueue(tgt, ts + 1, (*key, d), data)
+        except WorkflowRunError as exc:
+            self._fail(ts, _BARRIER, key, exc)
+        return True
+
+    def _barrier(self, t: int) -> None:
+        """What the superstep schedule does at the barrier of ``t`` once every group of
+        ``t`` committed: commit the shared-state writes of ``t``, then flush the fan-ins
+        whose silent sources nothing active at ``t + 1`` can reach."""
+        state = self.state
+        state.superstep = t
+        writes = self.staged_shared.pop(t, None)
+        if writes:
+            writes.sort(key=_first)
+            state.staged = [write for _, write in writes]
+            try:
+                state.commit_shared()
+            except WorkflowRunError as exc:
+                self._fail(t, _BARRIER, (), exc)
+                return
+        flushers = self.graph.flushers
+        if not flushers:
+            return
+        active = set(self.first_key.get(t + 1, ()))
+        active.update(r.executor_id for r in state.pending_requests.values() if r.superstep <= t)
+        reach = self.graph.reach
+
+        def can_still_send(executor_id: str) -> bool:
+            return any(executor_id in reach[a] for a in active)
+
+        router_state = state.router_state
+        for f, (gid, edge_runner) in enumerate(flushers):
+            flushed = edge_runner.flush(router_state.get(gid), can_still_send)
+            for d, (tgt, data) in enumerate(flushed):
+                self.enqueue(tgt, t + 1, (2, f, d), data)
+
+    # -- cuts -----------------------------------------------------------------------------
+
+    async def _cut(self, status: str) -> None:
+        """Have the checkpointer write a cut (a consistent one: taken between commits)."""
+        assert self.on_cut is not None
+        await self.on_cut(self, status)
+
+    def cut(
+        self, encode: Callable[[Any], Any]
+    ) -> tuple[dict[str, list[Any]], list[str], dict[str, Any]]:
+        """What a checkpoint of this moment holds beyond a superstep's: ``(pending,
+        changed, section)`` — every delivered but uncommitted message by executor (a running
+        group's first: it goes back to the head of its queue), the executors whose state
+        changed since the last cut and are not running, and the schedule's own state as
+        JSON-ready data (each pending message's time and key; what stateful edge groups
+        and shared state hold for a time not yet passed; outputs' keys; each open time's
+        delivery order and what fired in it)."""
+        pending: dict[str, list[Any]] = {}
+        times: dict[str, list[Any]] = {}
+
+        def add(eid: str, t: int, entries: list[tuple[Key, Any]]) -> None:
+            for key, message in entries:
+                pending.setdefault(eid, []).append(message)
+                times.setdefault(eid, []).append([t, list(key)])
+
+        for eid, group in self.running.items():
+            add(eid, group.t, group.entries)
+        for eid, by_time in self.queue.items():
+            for t in sorted(by_time):
+                add(eid, t, sorted(by_time[t], key=_first))
+        fired = {t: sorted(eids) for t, eids in self.fired.items() if t > self.done_through}
+        for group in self.running.values():
+            fired[group.t] = [e for e in fired.get(group.t, []) if e != group.eid]
+        section = {
+            "times": times,
+            "routes": [
+                [gid, t, list(key), source, encode(message), target]
+                for gid, by_time in self.staged_routes.items()
+                for t, entries in sorted(by_time.items())
+                for key, source, message, target in entries
+            ],
+            "shared": [
+                [t, list(key), eid, name, encode(value)]
+                for t, writes in sorted(self.staged_shared.items())
+                for key, (eid, name, value) in writes
+            ],
+            "output_keys": [list(key) for key in self.output_keys],
+            "order": [
+                [t, eid, list(key)]
+                for t, firsts in sorted(self.first_key.items())
+                if t > self.done_through
+                for eid, key in firsts.items()
+            ],
+            "fired": [[t, eids] for t, eids in sorted(fired.items())],
+            "t_max": self.t_max,
+        }
+        changed = [eid for eid in self.changed if eid not in self.running]
+        # what commits while the cut is written goes in the next one
+        self.dirty = False
+        self.changed = {eid for eid in self.changed if eid in self.running}
+        return pending, changed, section
+
+    def uncommitted(self) -> tuple[dict[str, int], dict[str, Any]]:
+        """What a cut must not count: a visit per running group, and the state as of its
+        last commit of each running executor that changed since the last cut."""
+        visits = {eid: self.state.visits.get(eid, 0) - 1 for eid in self.running}
+        return visits, {eid: self.committed[eid] for eid in self.running if eid in self.committed}
+
+    def _restore(self, cut: dict[str, Any]) -> dict[str, list[tuple[int, Key]]]:
+        """Take back a cut's schedule state; each pending message's (time, key)."""
+        for gid, t, key, source, message, target in cut["routes"]:
+            by_time = self.staged_routes.setdefault(gid, {})
+            by_time.setdefault(t, []).append((tuple(key), source, message, target))
+            self.staged_at.setdefault(t, {})[gid] = None
+        for t, key, eid, name, value in cut["shared"]:
+            self.staged_shared.setdefault(t, []).append((tuple(key), (eid, name, value)))
+        self.output_keys = [tuple(key) for key in cut["output_keys"]]
+        for t, eid, key in cut["order"]:
+            self.first_key.setdefault(t, {})[eid] = tuple(key)
+        for t, eids in cut["fired"]:
+            self.fired[t] = set(eids)
+        self.t_max = max(self.t_max, cut["t_max"])
+        return {
+            eid: [(t, tuple(key)) for t, key in entries] for eid, entries in cut["times"].items()
+        }
+
+    # -- failures -------------------------------------------------------------------------
+
+    def _fail(self, t: int, phase: int, order: Key, error: BaseException | None) -> None:
+        """Record a failure at ``t``; work at ``t`` and later stops (running groups there
+        are cancelled), earlier work goes on."""
+        self.errors.append((t, phase, order, error))  # type: ignore[arg-type]
+        if t < self.fail_time:
+            self.fail_time = t
+            for group in list(self.running.values()):
+                if group.t >= t and group.scope is not None:
+                    group.cancelled = True
+                    group.scope.cancel()
+
+    def _first_error(self) -> BaseException:
+        """The error the superstep schedule raises: the earliest ``t``, then its phase."""
+        t = min(entry[0] for entry in self.errors)
+        self.state.superstep = t
+        order = self.first_key.get(t, {})
+        inbox = sorted(order, key=order.__getitem__)
+        if t > self.limit:
+            return SuperstepLimitError(
+                f"run exceeded max_supersteps={self.limit}; still pending for "
+                f"executor(s) {', '.join(inbox)} (raise max_supersteps or fix the cycle)",
+                executor_id=inbox[0] if inbox else None,
+                superstep=t,
+            )
+        fired = self.fired.get(t, set())
+        for eid in inbox:  # the visits of what never fired at t, in the superstep's order
+            if eid in fired:
+                continue
+            limit = self.runner.visit_limits.get(eid)
+            visits = self.state.visits
+            count = visits[eid] = visits.get(eid, 0) + 1
+            if limit is not None and count > limit:
+                self.errors.append((t, _VISITS, order[eid], _visit_error(eid, limit, t)))
+                break
+        at_t = [entry for entry in self.errors if entry[0] == t and entry[3] is not None]
+        at_t.sort(key=lambda entry: (entry[1], entry[2]))
+        return at_t[0][3]
+
+
+#: asyncio's own structured task group (Python 3.11+); on 3.10 an anyio task group is used
+_AsyncioTaskGroup = getattr(asyncio, "TaskGroup", None)
+
+
+def pays(graph: CompiledGraph, inbox: dict[str, list[Any]]) -> bool:
+    """Could work after this superstep start before it ends? Only if one of its executors
+    sends along a stateless edge group (or an error edge), or into a fan-in some of whose
+    sources are not in it: else the next superstep waits for all of them anyway (a
+    fan-out into one fan-in), and the superstep loop runs it at its own, lower cost."""
+    seen: set[str] = set()
+    routes, errors = graph.routes_from, graph.error_targets
+    for eid in inbox:
+        if eid in errors:
+            return True
+        for gid, edge_runner in routes.get(eid, ()):
+            if not edge_runner.stateful:
+                return True
+            if edge_runner.needs_flush or gid in seen:
+                continue
+            seen.add(gid)
+            if any(source not in inbox for source in edge_runner.group.sources):
+                return True
+    return False
+
+
+def _visit_error(eid: str, limit: int, t: int) -> VisitLimitError:
+    return VisitLimitError(
+        f"executor {eid!r} exceeded its visit limit max_visits={limit} in superstep {t}",
+        executor_id=eid,
+        superstep=t,
+    )
+
+
+def _routed(
+    gid: str,
+    edge_runner: Any,
+    source: str,
+    message: Any,
+    target: str | None,
+    router_state: dict[str, Any],
+    t: int,
+) -> list[tuple[str, Any]]:
+    """``edge_runner.route``, its failures named as the barrier's routing names them."""
+    try:
+        deliveries: list[tuple[str, Any]] = edge_runner.route(
+            source, message, target, router_state.get(gid)
+        )
+    except WorkflowRunError:
+        raise
+    except Exception as exc:
+        raise RoutingError(
+            f"edge group {gid!r} failed to route a {type_name(type(message))} "
+            f"from {source!r} in superstep {t}: {type(exc).__name__}: {exc}",
+            executor_id=source,
+            superstep=t,
+        ) from exc
+    return deliveries
+
+
+def _first(entry: tuple[Any, ...]) -> Any:
+    return entry[0]
+
+
+def _by_rank_index(entry: tuple[Any, ...]) -> tuple[int, int]:
+    return entry[0], entry[1]
+
+
+def decode_cut(section: Any, decode: Callable[[Any], Any]) -> dict[str, Any]:
+    """A checkpoint's pipelined-schedule section with its messages and values decoded."""
+    cut = dict(section)
+    cut["routes"] = [[*entry[:4], decode(entry[4]), entry[5]] for entry in section["routes"]]
+    cut["shared"] = [[*entry[:4], decode(entry[4])] for entry in section["shared"]]
+    return cut

@@ -1,0 +1,558 @@
+"""The pipelined schedule gives the superstep schedule's results (issue 22, invariant 1).
+
+Differential property tests: hypothesis draws random graphs — fan-out, fan-in (``all`` and
+``available``), switches and conditional edges, counter-bounded loops, executors handling
+one superstep's messages up to 4 at a time, requests for input that the test answers —
+whose executors are hash-based transforms of their message and state. Each graph runs once
+in the superstep schedule, then in the pipelined schedule under 50 seeds of random handler
+sleeps and ``max_lead`` 0, 1, 3 and unbounded, on trio's mock clock (so the sleeps cost no
+wall time and the interleavings differ with every seed). Every run must give the same
+outputs in the same order, the same per-executor sequence of (superstep, message id,
+message), the same final executor states and visits — or the same error at the same
+(executor, superstep).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import random
+from typing import Any
+
+import anyio
+import attrs
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from plait import Executor, RunOptionError, Workflow, WorkflowContext, executor, handler
+from plait_builders import WorkflowBuilder
+from plait_stores import MemoryCheckpointStore
+from trio.testing import MockClock
+
+SEEDS = 50
+ASKS = True
+LEADS = (0, 1, 3, None)
+DELAYS = (0.0, 0.001, 0.004, 0.02, 0.05, 0.2)
+
+
+def digest(*parts: Any) -> str:
+    return hashlib.blake2b(repr(parts).encode(), digest_size=6).hexdigest()
+
+
+@attrs.frozen
+class Node:
+    """One node of a drawn graph: how it is fed and how it feeds its children."""
+
+    id: str
+    #: "edge" (one parent), "fanin_all", "fanin_available" (several), "start"
+    kind: str
+    parents: tuple[str, ...]
+    concurrency: int
+    #: how its edge children are wired: "direct", "fan_out", "switch", "conditional"
+    fan: str
+    #: a back edge to an earlier node, and how many times the node may take it
+    loop_to: str | None
+    loop_bound: int
+    asks: bool  # asks for input (a request the test answers) on some messages
+    max_visits: int | None
+
+
+@attrs.frozen
+class Graph:
+    nodes: tuple[Node, ...]
+    max_supersteps: int
+    messages: tuple[str, ...]
+
+
+@st.composite
+def graphs(draw: st.DrawFn) -> Graph:
+    size = draw(st.integers(3, 9))
+    ids = [f"n{i}" for i in range(size)]
+    nodes: list[Node] = []
+    for i, eid in enumerate(ids):
+        if i == 0:
+            kind, parents = "start", ()
+        else:
+            choices = ["edge", "edge", "fanin_all", "fanin_available"] if i >= 2 else ["edge"]
+            kind = draw(st.sampled_from(choices))
+            if kind == "edge":
+                parents = (ids[draw(st.integers(0, i - 1))],)
+            else:
+                count = draw(st.integers(2, min(3, i)))
+                picked = draw(st.lists(st.integers(0, i - 1), min_size=count,
+                                       max_size=count, unique=True))  # fmt: skip
+                parents = tuple(ids[p] for p in sorted(picked))
+        loops = i >= 2 and draw(st.integers(0, 3)) == 0
+        loop_to = ids[draw(st.integers(1, i - 1))] if loops else None
+        concurrency = 1 if loops else draw(st.sampled_from([1, 1, 2, 4]))
+        nodes.append(
+            Node(
+                id=eid,
+                kind=kind,
+                parents=parents,
+                concurrency=concurrency,
+                fan=draw(st.sampled_from(["direct", "fan_out", "switch", "conditional"])),
+                loop_to=loop_to,
+                loop_bound=draw(st.integers(1, 3)),
+                asks=ASKS and i >= 1 and concurrency == 1 and draw(st.integers(0, 5)) == 0,
+                max_visits=draw(st.sampled_from([None, None, None, 2, 4])),
+            )
+        )
+    max_supersteps = draw(st.sampled_from([100, 100, 6, 9]))
+    messages = tuple(draw(st.lists(st.sampled_from("abcdef"), min_size=1, max_size=3)))
+    return Graph(tuple(nodes), max_supersteps, messages)
+
+
+class Recorder:
+    """What one run's handlers did: (executor, superstep, message id, message) in order,
+    and each sequential executor's state after its last invocation."""
+
+    def __init__(self, seed: int | None) -> None:
+        self.seed = seed
+        self.calls: list[tuple[str, int, str, str]] = []
+        self.states: dict[str, dict[str, Any]] = {}
+
+    def delay(self, eid: str, message: str) -> float:
+        if self.seed is None:
+            return 0.0
+        return random.Random(f"{self.seed}/{eid}/{message}").choice(DELAYS)
+
+
+def build(graph: Graph, recorder: Recorder) -> Workflow:
+    children: dict[str, list[str]] = {node.id: [] for node in graph.nodes}
+    for node in graph.nodes:
+        if node.kind == "edge":
+            children[node.parents[0]].append(node.id)
+    fanned_in = {p for node in graph.nodes if node.kind.startswith("fanin") for p in node.parents}
+    feeds = {eid for eid, kids in children.items() if kids} | fanned_in
+    feeds |= {node.id for node in graph.nodes if node.loop_to}
+    executors = {node.id: make_executor(node, recorder, node.id in feeds) for node in graph.nodes}
+    builder = WorkflowBuilder("drawn")
+    for node in graph.nodes:
+        builder.add_executor(executors[node.id])
+    for node in graph.nodes:
+        kids = [executors[k] for k in children[node.id]]
+        if kids:
+            wire(builder, executors[node.id], kids, node.fan)
+        if node.kind.startswith("fanin"):
+            when = "all" if node.kind == "fanin_all" else "available"
+            sources = [executors[p] for p in node.parents]
+            builder.add_fan_in(sources, executors[node.id], when=when)
+        if node.loop_to is not None:
+            builder.add_edge(executors[node.id], executors[node.loop_to], condition=is_back)
+    return builder.set_start(executors["n0"]).build()
+
+
+def is_back(message: Any) -> bool:
+    return isinstance(message, str) and message.startswith("back:")
+
+
+def not_back(message: Any) -> bool:
+    return not is_back(message)
+
+
+def wire(builder: WorkflowBuilder, source: Any, kids: list[Any], fan: str) -> None:
+    if fan == "fan_out" or (fan == "switch" and len(kids) < 2):
+        builder.add_fan_out(source, kids, selection=forward_selection)
+    elif fan == "switch":
+        cases = [(functools.partial(bucket, i, len(kids)), kid) for i, kid in enumerate(kids)]
+        builder.add_switch(source, cases[:-1], default=kids[-1])
+    elif fan == "conditional":
+        for i, kid in enumerate(kids):
+            builder.add_edge(source, kid, condition=functools.partial(odd_or_first, i))
+    else:
+        for kid in kids:
+            builder.add_edge(source, kid, condition=not_back)
+
+
+def forward_selection(message: Any, targets: list[str]) -> list[str]:
+    return [] if is_back(message) else targets
+
+
+def bucket(i: int, count: int, message: Any) -> bool:
+    return int(digest(message), 16) % count == i
+
+
+def odd_or_first(i: int, message: Any) -> bool:
+    return not is_back(message) and (i == 0 or int(digest(i, message), 16) % 2 == 1)
+
+
+def make_executor(node: Node, recorder: Recorder, feeds: bool) -> Any:
+    eid = node.id
+
+    @executor(id=eid, max_concurrency=node.concurrency, max_visits=node.max_visits)
+    async def handle(message: Any, ctx: WorkflowContext[Any, str]) -> None:
+        text = message if isinstance(message, str) else repr(message)
+        recorder.calls.append((eid, ctx.superstep, ctx.idempotency_key, text))
+        await anyio.sleep(recorder.delay(eid, text))
+        if node.concurrency == 1:
+            seen = ctx.state.setdefault("seen", 0) + 1
+            ctx.state["seen"] = seen
+            ctx.state["hash"] = digest(ctx.state.get("hash"), text)
+            value = digest(eid, text, ctx.state["hash"])
+        else:
+            seen, value = 0, digest(eid, text)
+        if int(value, 16) % 3 == 0:
+            await ctx.yield_output(f"{eid}:{value}")
+        if node.asks and int(value, 16) % 4 == 1:
+            await ctx.request_info(f"{eid}:{value}", str)
+            return
+        if node.loop_to is not None and seen <= node.loop_bound and int(value, 16) % 2:
+            await ctx.send_message(f"back:{value}", target=node.loop_to)
+        elif feeds:
+            await ctx.send_message(value)
+        if node.concurrency == 1:
+            recorder.states[eid] = dict(ctx.state)
+
+    return handle
+
+
+def answer(request: Any) -> str:
+    return f"answer:{digest(request)}"
+
+
+async def play(graph: Graph, recorder: Recorder, **options: Any) -> dict[str, Any]:
+    """Run ``graph`` on its messages (answering every request, a round at a time) and
+    say what the run did."""
+    workflow = build(graph, recorder)
+    store = MemoryCheckpointStore()
+    run_id = "drawn"
+    result = await workflow.run(
+        "".join(graph.messages),
+        run_id=run_id,
+        # checkpointed (cut after every commit) when a request must be answered by resuming
+        checkpoint=store if any(node.asks for node in graph.nodes) else None,
+        raise_on_failure=False,
+        max_supersteps=graph.max_supersteps,
+        **options,
+    )
+    outputs = list(result.outputs)
+    rounds = 0
+    while result.status.value == "idle_with_pending_requests" and rounds < 3:
+        rounds += 1
+        responses = {r.request_id: answer(r.request) for r in result.pending_requests}
+        result = await workflow.resume(
+            run_id, store, responses=responses, raise_on_failure=False, **options
+        )
+        outputs.extend(result.outputs)
+    error = result.error
+    seen: dict[str, list[tuple[int, str, str]]] = {}
+    for eid, t, key, text in recorder.calls:
+        seen.setdefault(eid, []).append((t, key, text))
+    concurrent = {n.id for n in graph.nodes if n.concurrency > 1}
+    for eid in concurrent & set(seen):
+        seen[eid].sort()  # one superstep's messages run at once: their order is free
+    said: dict[str, Any] = {
+        "status": result.status.value,
+        "error": None
+        if error is None
+        else (type(error).__name__, error.executor_id, error.superstep),
+    }
+    if error is None:
+        said |= {
+            "supersteps": result.supersteps,
+            "outputs": outputs,
+            "calls": seen,
+            "states": recorder.states,
+            "visits": {eid: len({t for t, _, _ in calls}) for eid, calls in seen.items()},
+            "requests": sorted(str(r.request) for r in result.pending_requests),
+        }
+    return said
+
+
+def on_mock_clock(graph: Graph, seed: int | None, **options: Any) -> dict[str, Any]:
+    recorder = Recorder(seed)
+    clock = MockClock(autojump_threshold=0)
+    outcome: dict[str, Any] = anyio.run(
+        functools.partial(play, graph, recorder, **options),
+        backend="trio",
+        backend_options={"clock": clock},
+    )
+    return outcome
+
+
+@settings(
+    max_examples=15,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(graphs())
+def test_pipelined_runs_equal_the_superstep_run(graph: Graph) -> None:
+    expected = on_mock_clock(graph, None)
+    for seed in range(SEEDS):
+        lead = LEADS[seed % len(LEADS)]
+        got = on_mock_clock(graph, seed, schedule="pipelined", max_lead=lead)
+        assert got == expected, f"seed {seed}, max_lead {lead}"
+
+
+def test_max_lead_must_be_a_non_negative_int() -> None:
+    with pytest.raises(RunOptionError, match="max_lead must be a non-negative int"):
+        from plait.spi import RunOptions
+
+        RunOptions(max_lead=-1)
+    with pytest.raises(RunOptionError, match="schedule must be one of superstep, pipelined"):
+        from plait.spi import RunOptions
+
+        RunOptions(schedule="eager")
+
+
+# -- the schedule's point, on the mock clock ---------------------------------------------------
+
+
+def langgraph_6320(started: dict[str, float], **defaults: Any) -> Workflow:
+    """LangGraph #6320: ``fast`` (0.1 s) then ``after_fast`` (1.0 s), beside ``slow`` (1.2 s)."""
+
+    def step(eid: str, seconds: float, sends: bool) -> Any:
+        @executor(id=eid)
+        async def run(message: str, ctx: WorkflowContext[str, str]) -> None:
+            started[eid] = anyio.current_time()
+            await anyio.sleep(seconds)
+            if sends:
+                await ctx.send_message(message)
+            else:
+                await ctx.yield_output(eid)
+
+        return run
+
+    start = step("start", 0, True)
+    fast, after, slow = (
+        step("fast", 0.1, True),
+        step("after_fast", 1.0, False),
+        step("slow", 1.2, False),
+    )
+    builder = WorkflowBuilder("lg6320", **defaults).add_fan_out(start, [fast, slow])
+    return builder.add_edge(fast, after).set_start(start).build()
+
+
+def timed(workflow: Workflow, **options: Any) -> tuple[float, Any]:
+    async def go() -> tuple[float, Any]:
+        began = anyio.current_time()
+        result = await workflow.run("go", **options)
+        return anyio.current_time() - began, result
+
+    clock = MockClock(autojump_threshold=0)
+    outcome: tuple[float, Any] = anyio.run(go, backend="trio", backend_options={"clock": clock})
+    return outcome
+
+
+def test_a_fast_branch_does_not_wait_for_its_slow_sibling() -> None:
+    barrier: dict[str, float] = {}
+    took, result = timed(langgraph_6320(barrier))
+    assert barrier["after_fast"] == pytest.approx(1.2) and took == pytest.approx(2.2)
+    pipelined: dict[str, float] = {}
+    took_p, result_p = timed(langgraph_6320(pipelined), schedule="pipelined")
+    assert pipelined["after_fast"] == pytest.approx(0.1) and took_p == pytest.approx(1.2)
+    assert result_p.outputs == result.outputs == ["slow", "after_fast"]  # canonical order
+    assert result_p.supersteps == result.supersteps == 3
+
+
+def test_a_workflow_may_default_to_the_pipelined_schedule_and_max_lead_zero_is_the_barrier() -> (
+    None
+):
+    started: dict[str, float] = {}
+    workflow = langgraph_6320(started, schedule="pipelined")
+    assert workflow.spec.options["schedule"] == "pipelined"
+    timed(workflow)
+    assert started["after_fast"] == pytest.approx(0.1)
+    timed(workflow, max_lead=0)
+    assert started["after_fast"] == pytest.approx(1.2)
+    timed(workflow, schedule="superstep")
+    assert started["after_fast"] == pytest.approx(1.2)
+
+
+# -- human in the loop and checkpoints across schedules --------------------------------------
+
+
+def asking(log: list[tuple[str, int]]) -> Workflow:
+    """``start`` fans out to ``ask``, which asks for a number, and a 4-step ``chain`` that
+    keeps running meanwhile; ``join`` (a fan-in) waits for the answer and the chain."""
+
+    @executor(id="start")
+    async def start(message: str, ctx: WorkflowContext[str]) -> None:
+        log.append(("start", ctx.superstep))
+        await ctx.send_message(message)
+
+    class Ask(Executor):
+        @handler
+        async def ask(self, message: str, ctx: WorkflowContext[str]) -> None:
+            log.append(("ask", ctx.superstep))
+            await ctx.request_info(f"a number for {message}?", int)
+
+        @handler
+        async def answered(self, number: int, ctx: WorkflowContext[str]) -> None:
+            log.append(("answered", ctx.superstep))
+            await ctx.send_message(f"{number * 2}")
+
+    def link(i: int) -> Any:
+        @executor(id=f"chain{i}")
+        async def run(message: str, ctx: WorkflowContext[str, str]) -> None:
+            log.append((f"chain{i}", ctx.superstep))
+            await anyio.sleep(0.01)
+            await ctx.yield_output(f"chain{i}@{ctx.superstep}")
+            await ctx.send_message(message + str(i))
+
+        return run
+
+    @executor(id="join")
+    async def join(parts: list[str], ctx: WorkflowContext[Any, str]) -> None:
+        log.append(("join", ctx.superstep))
+        await ctx.yield_output("+".join(parts))
+
+    chain = [link(i) for i in range(4)]
+    ask = Ask("ask")
+    builder = WorkflowBuilder("asking").add_fan_out(start, [ask, chain[0]])
+    for a, b in zip(chain, chain[1:]):
+        builder.add_edge(a, b)
+    builder.add_fan_in([ask, chain[-1]], join)
+    return builder.set_start(start).build()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("first", "then"),
+    [("pipelined", "pipelined"), ("pipelined", "superstep"), ("superstep", "pipelined")],
+)
+async def test_a_request_waits_while_other_branches_run_and_resumes_in_either_schedule(
+    first: str, then: str
+) -> None:
+    clean_log: list[tuple[str, int]] = []
+    clean_store = MemoryCheckpointStore()
+    workflow = asking(clean_log)
+    asked = await workflow.run("x", run_id="clean", checkpoint=clean_store)
+    (request,) = asked.pending_requests
+    clean = await workflow.resume("clean", clean_store, responses={request.request_id: 21})
+
+    log: list[tuple[str, int]] = []
+    store = MemoryCheckpointStore()
+    workflow = asking(log)
+    waiting = await workflow.run("x", run_id="r", checkpoint=store, schedule=first)
+    assert waiting.status.value == "idle_with_pending_requests"
+    assert ("chain3", 5) in log  # the chain ran on while the request waited
+    (request,) = waiting.pending_requests
+    assert request.superstep == 2
+    done = await workflow.resume("r", store, responses={request.request_id: 21}, schedule=then)
+    assert done.outputs == clean.outputs
+    assert done.outputs[-1] == "42+x0123"
+    assert sorted(log) == sorted(clean_log)
+
+
+@pytest.mark.anyio
+async def test_every_event_of_a_superstep_run_is_streamed_by_a_pipelined_one() -> None:
+    def names(events: list[Any]) -> list[str]:
+        return sorted(f"{type(e).__name__}:{getattr(e, 'superstep', '')}" for e in events)
+
+    plain = await asking([]).run("x", events="all")
+    pipelined = await asking([]).run("x", events="all", schedule="pipelined")
+    assert names(pipelined.events) == names(plain.events)
+    assert pipelined.outputs == plain.outputs
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("schedule", ["superstep", "pipelined"])
+async def test_a_resumed_runs_checkpoints_keep_the_state_of_executors_that_have_not_run_since(
+    schedule: str,
+) -> None:
+    @executor(id="counter")
+    async def counter(message: str, ctx: WorkflowContext[str]) -> None:
+        ctx.state["n"] = ctx.state.get("n", 0) + 1
+        await ctx.send_message(message)
+
+    class Ask(Executor):
+        @handler
+        async def ask(self, message: str, ctx: WorkflowContext[str, str]) -> None:
+            await ctx.request_info("a number?", int)
+
+        @handler
+        async def got(self, number: int, ctx: WorkflowContext[str, str]) -> None:
+            await ctx.yield_output(f"got {number}")
+            if number < 2:
+                await ctx.request_info("another?", int)
+
+    workflow = WorkflowBuilder("twice").add_edge(counter, Ask("ask")).set_start(counter).build()
+    store = MemoryCheckpointStore()
+    result = await workflow.run("x", run_id="r", checkpoint=store, schedule=schedule)
+    for number in (1, 2):
+        (request,) = result.pending_requests
+        result = await workflow.resume(
+            "r", store, responses={request.request_id: number}, schedule=schedule
+        )
+        latest = await store.latest("r")
+        assert latest is not None
+        assert latest.state["executor_state"]["counter"] == {"n": 1}
+    assert result.outputs == ["got 1", "got 2"]
+
+
+@pytest.mark.anyio
+async def test_a_stopped_pipelined_run_resumes_to_the_same_outputs() -> None:
+    stop = anyio.Event()
+    log: list[tuple[str, int]] = []
+
+    @executor(id="start")
+    async def start(message: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(message)
+
+    def link(name: str, seconds: float, last: bool) -> Any:
+        @executor(id=name)
+        async def run(message: str, ctx: WorkflowContext[str, str]) -> None:
+            log.append((name, ctx.superstep))
+            await anyio.sleep(seconds)
+            if name == "a1":
+                stop.set()  # Ctrl-C, as plait run sets it
+            if last:
+                await ctx.yield_output(f"{name}:{message}")
+            else:
+                await ctx.send_message(message + name)
+
+        return run
+
+    a = [link(f"a{i}", 0.001, i == 3) for i in range(4)]
+    b = [link(f"b{i}", 0.003, i == 3) for i in range(4)]
+    builder = WorkflowBuilder("stoppable").add_fan_out(start, [a[0], b[0]])
+    for chain in (a, b):
+        for x, y in zip(chain, chain[1:]):
+            builder.add_edge(x, y)
+    workflow = builder.set_start(start).build()
+    clean = await workflow.run("m")
+    store = MemoryCheckpointStore()
+    log.clear()
+    stopped = await workflow.run("m", run_id="s", checkpoint=store, schedule="pipelined", stop=stop)
+    assert stopped.status.value == "running"
+    assert len(log) < 8  # stopped before the end
+    done = await workflow.resume("s", store, schedule="pipelined")
+    assert done.outputs == clean.outputs == ["a3:ma0a1a2", "b3:mb0b1b2"]
+    assert sorted(set(log)) == sorted({(f"{c}{i}", i + 2) for c in "ab" for i in range(4)})
+
+
+def test_a_yaml_parallel_block_with_branches_of_different_lengths_gives_the_same_context() -> None:
+    import plait
+    from plait_steps import step_context
+
+    async def fast(prompt: str) -> str:
+        await anyio.sleep(0.001)
+        return "fast"
+
+    async def slow(prompt: str) -> str:
+        await anyio.sleep(0.01)
+        return f"slow after {prompt.count('[')} outputs"
+
+    document = """
+workflow:
+  - type: parallel
+    id: block
+    steps:
+      - {id: quick, type: agent, name: fast}
+      - type: parallel
+        id: inner
+        steps:
+          - {id: long_a, type: agent, name: slow}
+          - {id: long_b, type: agent, name: fast}
+  - {id: after, type: agent, name: slow}
+"""
+    workflow = plait.load(document, format="steps", executors={"fast": fast, "slow": slow})
+    contexts = []
+    for schedule in ("superstep", "pipelined"):
+        result = workflow.run_sync("go", schedule=schedule)
+        contexts.append((step_context(result), result.outputs, result.supersteps))
+    assert contexts[0] == contexts[1]
+    assert contexts[1][0]["steps"]["after"]["output"] == "slow after 3 outputs"
