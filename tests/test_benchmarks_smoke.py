@@ -56,6 +56,10 @@ def test_the_type_check_and_composition_benchmarks_run() -> None:
         ("bench_otel.py", ["--quick"]),
         ("bench_ray.py", ["--quick"]),
         ("bench_hostile.py", ["--quick"]),
+        (
+            "bench_checkpoint_growth.py",
+            ["--stores", "sqlite,file,memory", "--steps", "12", "--repeat", "1"],
+        ),
         ("bench_ui.py", ["--quick"]),
     ):
         done = _run(str(BENCH / script), *args)

@@ -43,7 +43,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "spec": ("_refs", "_spec", "_routing", "_build", "_agents"),
     "plugins": (
         "_hookspecs", "_registry", "_loading", "_facade", "_plugins", "_expressions",
-        "_chains", "_convert", "_checkpoint", "_runinfo", "_runview", "_runindex", "_journal",
+        "_chains", "_convert", "_checkpoint", "_blobs", "_runinfo", "_runview", "_runindex",
+        "_journal",
         "_stores", "_capabilities", "_grants", "_rebuild", "_building", "_kinds",
     ),
     "engine": (

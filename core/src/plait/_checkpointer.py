@@ -16,6 +16,7 @@ import anyio.abc
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from ._blobs import BlobWriter, externalize_state, has_blobs, resumed_blobs
 from ._checkpoint import Checkpoint, CheckpointStore, _dumps
 from ._codec import EncodeError, encode_value, type_ref
 from ._errors import CheckpointEncodeError, CheckpointError, RunLeaseError
@@ -86,6 +87,11 @@ class Checkpointer:
         self.metadata: Mapping[str, Any] = {}
         #: the run's observer, told of every checkpoint written (the runner's seam)
         self.observer: RunObserver | None = None
+        #: large values go to the store as blobs when it keeps them (:mod:`plait._blobs`)
+        self.blobs = BlobWriter() if has_blobs(store) else None
+        self._new_blobs: dict[str, dict[str, bytes]] = {}  # checkpoint id -> its new blobs
+        self._base_blobs: set[str] = set()  # what the last full checkpoint reaches
+        self._resumed = resumed_blobs.get()  # blobs a resume read: in the store already
 
     # -- building checkpoints ------------------------------------------------------------
 
@@ -121,6 +127,19 @@ class Checkpointer:
                 if size * 2 > len(_dumps(whole)):
                     full, body = True, whole
         checkpoint_id = uuid.uuid4().hex
+        plain_bytes = len(_dumps(body)) if full else 0  # the base's size, before blobs
+        if self.blobs is not None:
+            if self._resumed is not None and self._resumed[0] == state.run_id:
+                self.blobs = BlobWriter(self._resumed[2])  # strings read: hashed already
+                self.blobs.known |= self._resumed[1]
+            self._resumed = None
+            body = externalize_state(body, self.blobs)
+            new_blobs = self.blobs.take_new()
+            if new_blobs:
+                self._new_blobs[checkpoint_id] = new_blobs
+            reached = self.blobs.settle(() if full else self._base_blobs)
+            if full:
+                self._base_blobs = reached
         metadata: dict[str, Any] = {
             **self.metadata,
             "workflow": self.graph.spec.name,
@@ -145,7 +164,7 @@ class Checkpointer:
         self.last = checkpoint
         if full:
             self.base_id = checkpoint_id
-            self.base_bytes = len(_dumps(body))
+            self.base_bytes = plain_bytes
             self.since_base = 0
             self.changed = {}
             self.visits_changed = set()
@@ -239,10 +258,13 @@ class Checkpointer:
 
     async def _save(self, checkpoint: Checkpoint) -> None:
         assert self.store is not None
-        if self.lease is None:
-            await self.store.save(checkpoint)
-        else:
-            await self.store.save(checkpoint, lease=self.lease)
+        options: dict[str, Any] = {}
+        if self.lease is not None:
+            options["lease"] = self.lease
+        blobs = self._new_blobs.pop(checkpoint.checkpoint_id, None)
+        if blobs:  # written with the checkpoint, never after it
+            options["blobs"] = blobs
+        await self.store.save(checkpoint, **options)
 
     async def writer(self, receive: MemoryObjectReceiveStream[Checkpoint]) -> None:
         """The ``async`` mode writer: saves queued checkpoints one at a time, in order."""
@@ -259,10 +281,15 @@ class Checkpointer:
                     continue
                 try:
                     if save_many is not None and len(batch) > 1:
-                        if self.lease is None:
-                            await save_many(batch)
-                        else:
-                            await save_many(batch, lease=self.lease)
+                        options: dict[str, Any] = {}
+                        if self.lease is not None:
+                            options["lease"] = self.lease
+                        blobs: dict[str, bytes] = {}
+                        for item in batch:
+                            blobs.update(self._new_blobs.pop(item.checkpoint_id, {}))
+                        if blobs:
+                            options["blobs"] = blobs
+                        await save_many(batch, **options)
                     else:
                         for item in batch:
                             await self._save(item)

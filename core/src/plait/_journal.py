@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Mapping
 from typing import Any
 
 from ._checkpoint import Checkpoint
@@ -161,14 +162,26 @@ class JournaledStore:
             raise AttributeError(name)
         return getattr(self.store, name)
 
-    async def save(self, checkpoint: Checkpoint, *, lease: Lease | None = None) -> None:
+    async def save(
+        self,
+        checkpoint: Checkpoint,
+        *,
+        lease: Lease | None = None,
+        blobs: Mapping[str, bytes] | None = None,
+    ) -> None:
         """Save ``checkpoint`` with the journal events it takes: those of its superstep and
         before, or all of them for the run's last checkpoint (a failed run's copies the
-        superstep before the one that failed)."""
+        superstep before the one that failed); and its new ``blobs``, where the store
+        keeps blobs (:class:`plait.spi.BlobStore`), in the same transaction."""
         last = checkpoint.status != "running"
         events = self.journal.take(None if last else checkpoint.superstep)
         try:
-            await self.store.save_with_events(checkpoint, events, lease=lease)
+            if blobs:
+                await self.store.save_with_events(  # type: ignore[call-arg]
+                    checkpoint, events, lease=lease, blobs=blobs
+                )
+            else:
+                await self.store.save_with_events(checkpoint, events, lease=lease)
         except BaseException:
             self.journal.pending[:0] = events  # not written: the next save tries again
             raise

@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ._blobs import resolve_state, resumed_blobs
 from ._checkpoint import Checkpoint, CheckpointStore
 from ._codec import DecodeError, declared_types, decode_value
 from ._context import RequestResponse
@@ -104,6 +105,13 @@ async def load_run(
         if "attempts" in state:
             merged["attempts"] = state["attempts"]
         state = merged
+    # only the blobs this checkpoint (and its base) name, verified against their hashes
+    read: set[str] = set()
+    strings: dict[int, tuple[str, str]] = {}
+    state = await resolve_state(
+        state, store=store, run_id=checkpoint.run_id, where=where, seen=read, strings=strings
+    )
+    resumed_blobs.set((checkpoint.run_id, frozenset(read), strings))
     state[_KEY] = checkpoint.checkpoint_id
     resumed_from.set((checkpoint.run_id, checkpoint.checkpoint_id) if by_run else None)
     return checkpoint, state

@@ -11,12 +11,14 @@ the run index a fork is found through (``list_runs(forked_from=...)``).
 from __future__ import annotations
 
 import time
+import typing
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
+from ._blobs import BlobStore, BlobWriter, externalize_state, has_blobs, resolve_state
 from ._checkpoint import Checkpoint, CheckpointStore
 from ._errors import CheckpointError
 from ._runinfo import error_summary
@@ -133,15 +135,21 @@ async def checkpoint_view(store: CheckpointStore, checkpoint_id: str) -> Checkpo
     base_id = checkpoint.base_id
     if base_id is None and state.get("kind") == "delta" and isinstance(state.get("base"), str):
         base_id = state["base"]
+    named = f"run {checkpoint.run_id!r}, checkpoint {checkpoint_id!r}"
     if base_id is None:
-        return CheckpointView(checkpoint, dict(state), None)
+        resolved = await resolve_state(
+            dict(state), store=store, run_id=checkpoint.run_id, where=named
+        )
+        return CheckpointView(checkpoint, resolved, None)
     base = await store.load(base_id)
     if base.run_id != checkpoint.run_id:
         raise CheckpointError(
             f"checkpoint {checkpoint_id!r} of run {checkpoint.run_id!r} names as its base "
             f"{base_id!r}, a checkpoint of run {base.run_id!r}"
         )
-    return CheckpointView(checkpoint, merge_state(state, base.state), base_id)
+    merged = merge_state(state, base.state)
+    resolved = await resolve_state(merged, store=store, run_id=checkpoint.run_id, where=named)
+    return CheckpointView(checkpoint, resolved, base_id)
 
 
 @attrs.frozen
@@ -282,5 +290,10 @@ async def fork_run(
     )
     if await store.list(forked.run_id):
         raise CheckpointError(f"run {forked.run_id!r} exists already; fork into a new run id")
-    await store.save(forked)
+    if has_blobs(store):  # a run's references stay inside it: the fork gets its own blobs
+        writer = BlobWriter()
+        forked = attrs.evolve(forked, state=externalize_state(forked.state, writer))
+        await typing.cast(BlobStore, store).save(forked, blobs=writer.take_new())
+    else:
+        await store.save(forked)
     return forked.run_id

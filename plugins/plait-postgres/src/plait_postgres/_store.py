@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -68,6 +68,7 @@ from plait.spi import (
     check_journal_read,
     check_keep_last,
     check_runs_limit,
+    child_refs,
     decode_checkpoint,
     duplicate_error,
     encode_checkpoint,
@@ -79,6 +80,7 @@ from plait.spi import (
     released,
     run_info,
     take_lease,
+    unreferenced,
     where,
 )
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
@@ -158,6 +160,17 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX plait_runs_workflow ON plait_runs (workflow, last_seq);
     CREATE INDEX plait_runs_forked ON plait_runs (forked_from, last_seq);
     """,
+    # Content-addressed values (plait.spi.BlobStore): a run's blobs by SHA-256, written in
+    # the transaction of the checkpoint that first references them.
+    """
+    CREATE TABLE plait_blobs (
+        run_id text NOT NULL,
+        hash text NOT NULL,
+        data bytea NOT NULL,
+        refs text[] NOT NULL,
+        PRIMARY KEY (run_id, hash)
+    );
+    """,
 )
 #: The migration that created the run index (runs stored before it are indexed then).
 _RUN_INDEX_VERSION = 4
@@ -191,6 +204,18 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 #: The advisory lock that serialises migrations ("plait_cp" as a 64-bit integer).
 _MIGRATION_LOCK = int.from_bytes(b"plait_cp", "big")
+#: The blobs named and every blob they reach, through the ``refs`` kept beside each.
+_CLOSURE_SQL = """
+    WITH RECURSIVE reach(hash) AS (
+        SELECT unnest(%s::text[])
+        UNION
+        SELECT unnest(b.refs) FROM plait_blobs AS b JOIN reach AS r ON b.hash = r.hash
+        WHERE b.run_id = %s
+    )
+    SELECT b.hash, b.data FROM plait_blobs AS b JOIN reach AS r ON b.hash = r.hash
+    WHERE b.run_id = %s"""
+#: A run's blob lock (transaction-scoped): saves with blobs and sweeps of the run take it.
+_BLOB_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('plait_blobs:' || %s, 0))"
 #: Seconds libpq waits for a connection unless the URL sets ``connect_timeout``.
 DEFAULT_CONNECT_TIMEOUT = 5
 #: Seconds any one call may take unless the URL sets ``timeout``.
@@ -387,10 +412,17 @@ class PostgresCheckpointStore(CheckpointStoreBase):
 
     # -- the protocol ------------------------------------------------------------------
 
-    async def save(self, checkpoint: Checkpoint, *, lease: Lease | None = None) -> None:
-        """Insert ``checkpoint`` (saving the same checkpoint again does nothing); with
-        ``lease``, only while it is the run's current lease."""
-        await self.save_with_events(checkpoint, (), lease=lease)
+    async def save(
+        self,
+        checkpoint: Checkpoint,
+        *,
+        lease: Lease | None = None,
+        blobs: Mapping[str, bytes] | None = None,
+    ) -> None:
+        """Insert ``checkpoint`` and its new ``blobs`` in one transaction (saving the same
+        checkpoint again does nothing); with ``lease``, only while it is the run's
+        current lease."""
+        await self.save_with_events(checkpoint, (), lease=lease, blobs=blobs)
 
     async def save_with_events(
         self,
@@ -398,14 +430,28 @@ class PostgresCheckpointStore(CheckpointStoreBase):
         events: Sequence[JournalEvent],
         *,
         lease: Lease | None = None,
+        blobs: Mapping[str, bytes] | None = None,
     ) -> None:
-        """:meth:`save`, inserting ``events`` into the run's journal in the same
-        transaction (:class:`plait.spi.EventJournal`)."""
+        """:meth:`save` (with its ``blobs``), inserting ``events`` into the run's journal
+        in the same transaction (:class:`plait.spi.EventJournal`)."""
         stored = [event.to_json() for event in events]
         data = encode_checkpoint(checkpoint)
         if stored:
             await self._journal_table()
         async with self._connection() as conn, conn.transaction():
+            if blobs:
+                # the run's blob lock: a sweep waits for this commit, so it sees the
+                # checkpoint that uses a blob it would otherwise think unreferenced
+                await conn.execute(_BLOB_LOCK, (checkpoint.run_id,))
+                async with conn.cursor() as cursor:
+                    await cursor.executemany(
+                        "INSERT INTO plait_blobs (run_id, hash, data, refs)"
+                        " VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                        [
+                            (checkpoint.run_id, h, bytes(b), child_refs(bytes(b)))
+                            for h, b in sorted(blobs.items())
+                        ],
+                    )
             if lease is None:
                 cursor = await conn.execute(
                     f"INSERT INTO plait_checkpoints ({_INFO}, data)"
@@ -440,6 +486,63 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                 raise lost_error(lease, self.url, await self._holder(conn, checkpoint.run_id))
         if row is None or bytes(row[0]) != data:
             raise duplicate_error(checkpoint, self.url)
+
+    async def get_blobs(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
+        """The blobs of ``run_id`` among ``hashes`` (one that is missing is left out)."""
+        wanted = sorted(set(hashes))
+        if not wanted:
+            return {}
+        async with self._connection() as conn:
+            cursor = await conn.execute(
+                "SELECT hash, data FROM plait_blobs WHERE run_id = %s AND hash = ANY(%s::text[])",
+                (run_id, wanted),
+            )
+            return {digest: bytes(data) for digest, data in await cursor.fetchall()}
+
+    async def get_blob_closure(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
+        """The blobs of ``run_id`` among ``hashes`` and every blob they reach, in one
+        query (a recursive walk over each blob's references)."""
+        wanted = sorted(set(hashes))
+        if not wanted:
+            return {}
+        async with self._connection() as conn:
+            cursor = await conn.execute(_CLOSURE_SQL, (wanted, run_id, run_id))
+            return {digest: bytes(data) for digest, data in await cursor.fetchall()}
+
+    async def blob_hashes(self, run_id: str) -> Collection[str]:
+        """The hashes of every blob ``run_id`` holds."""
+        async with self._connection() as conn:
+            cursor = await conn.execute(
+                "SELECT hash FROM plait_blobs WHERE run_id = %s ORDER BY hash", (run_id,)
+            )
+            return [row[0] for row in await cursor.fetchall()]
+
+    @staticmethod
+    async def _sweep(conn: psycopg.AsyncConnection[Any], run_id: str) -> None:
+        """Delete the blobs of ``run_id`` no remaining checkpoint reaches (in the caller's
+        transaction, holding the run's blob lock, so no save with blobs is half-way)."""
+        await conn.execute(_BLOB_LOCK, (run_id,))
+        cursor = await conn.execute(
+            "SELECT hash, data FROM plait_blobs WHERE run_id = %s", (run_id,)
+        )
+        held = {digest: bytes(data) for digest, data in await cursor.fetchall()}
+        if not held:
+            return
+        cursor = await conn.execute(
+            "SELECT data FROM plait_checkpoints WHERE run_id = %s", (run_id,)
+        )
+        states = []
+        for (data,) in await cursor.fetchall():
+            try:
+                states.append(decode_checkpoint(bytes(data)).state)
+            except CheckpointError:
+                return  # its references are unknown: keep every blob
+        doomed = unreferenced(states, held)
+        if doomed:
+            await conn.execute(
+                "DELETE FROM plait_blobs WHERE run_id = %s AND hash = ANY(%s::text[])",
+                (run_id, sorted(doomed)),
+            )
 
     async def _journal_table(self) -> None:
         """Create the journal's table on first use (under the migrations' lock)."""
@@ -666,6 +769,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
             gone = await cursor.fetchone()
             if gone is not None:
                 await self._reindex_run(conn, gone[0])
+                await self._sweep(conn, gone[0])
 
     async def prune(self, run_id: str, *, keep_last: int) -> int:
         """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they
@@ -706,6 +810,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
             )
             removed = cursor.rowcount
             await self._reindex_run(conn, run_id)
+            await self._sweep(conn, run_id)
             return removed
 
     async def delete_run(self, run_id: str) -> int:
@@ -718,7 +823,9 @@ class PostgresCheckpointStore(CheckpointStoreBase):
             await conn.execute("DELETE FROM plait_runs WHERE run_id = %s", (run_id,))
             if await self._journal_exists(conn):
                 await conn.execute("DELETE FROM plait_journal WHERE run_id = %s", (run_id,))
-            return cursor.rowcount
+            removed = cursor.rowcount
+            await self._sweep(conn, run_id)
+            return removed
 
     async def aclose(self) -> None:
         """Close the pool's connections."""

@@ -7,6 +7,8 @@ Keys (``PREFIX`` is ``plait:`` unless the URL says ``?prefix=``)::
     PREFIX seq               counter: the last seq handed out
     PREFIX runs              sorted set: run ids scored by the seq of their latest save
     PREFIX lease:<run>       hash: token, holder (JSON), expires — the run's lease
+    PREFIX blobs:<run>       hash: sha256 hex -> bytes, the run's blobs (plait.spi.BlobStore)
+    PREFIX blobrefs:<run>    hash: sha256 hex -> the hashes that blob names (space-separated)
     PREFIX journal:<run>     sorted set: the run's journal events ("<seq> <JSON>") by seq
     PREFIX journal-seq:<run> counter: the last journal seq handed out for the run
 
@@ -18,7 +20,8 @@ counter for all runs rather than one per run: nothing to clean up when a run goe
 no way for a deleted counter to restart below a racing save.) A save writes
 the hash and the sorted-set entry in one ``MULTI``/``EXEC`` transaction (after ``WATCH``
 on the hash, so two saves of one id cannot both write): a checkpoint is wholly there or
-absent. How durable an ``EXEC`` is depends on the server's persistence settings
+absent. A checkpoint's new blobs go into the run's blob hash (``HSETNX``) in that same
+transaction. How durable an ``EXEC`` is depends on the server's persistence settings
 (``appendonly yes`` with ``appendfsync always`` for "durable before the next superstep").
 
 One writer per run: a save with a lease ``WATCH``es the run's lease hash and writes only
@@ -44,7 +47,7 @@ import asyncio
 import builtins
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -52,7 +55,12 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import anyio
 import redis.asyncio
 import redis.exceptions
-from plait import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
+from plait import (
+    CheckpointError,
+    CheckpointNotFoundError,
+    CorruptCheckpointError,
+    StoreUnavailableError,
+)
 from plait.spi import (
     MAX_JOURNAL_PAGE,
     Checkpoint,
@@ -68,6 +76,7 @@ from plait.spi import (
     check_journal_read,
     check_keep_last,
     check_runs_limit,
+    child_refs,
     decode_checkpoint,
     duplicate_error,
     encode_checkpoint,
@@ -79,6 +88,7 @@ from plait.spi import (
     released,
     run_info,
     take_lease,
+    unreferenced,
     where,
 )
 from redis.asyncio.retry import Retry
@@ -191,6 +201,12 @@ class RedisCheckpointStore(CheckpointStoreBase):
     def _lease_key(self, run_id: str) -> str:
         return f"{self.prefix}lease:{run_id}"
 
+    def _blobs_key(self, run_id: str) -> str:
+        return f"{self.prefix}blobs:{run_id}"
+
+    def _blob_refs_key(self, run_id: str) -> str:
+        return f"{self.prefix}blobrefs:{run_id}"
+
     # -- the protocol ------------------------------------------------------------------
 
     def _journal_key(self, run_id: str) -> str:
@@ -199,10 +215,16 @@ class RedisCheckpointStore(CheckpointStoreBase):
     def _journal_seq_key(self, run_id: str) -> str:
         return f"{self.prefix}journal-seq:{run_id}"
 
-    async def save(self, checkpoint: Checkpoint, *, lease: Lease | None = None) -> None:
-        """Write ``checkpoint`` in one transaction (saving it again does nothing); with
-        ``lease``, only while it is the run's current lease."""
-        await self.save_with_events(checkpoint, (), lease=lease)
+    async def save(
+        self,
+        checkpoint: Checkpoint,
+        *,
+        lease: Lease | None = None,
+        blobs: Mapping[str, bytes] | None = None,
+    ) -> None:
+        """Write ``checkpoint`` and its new ``blobs`` in one transaction (saving it again
+        does nothing); with ``lease``, only while it is the run's current lease."""
+        await self.save_with_events(checkpoint, (), lease=lease, blobs=blobs)
 
     async def save_with_events(
         self,
@@ -210,9 +232,10 @@ class RedisCheckpointStore(CheckpointStoreBase):
         events: Sequence[JournalEvent],
         *,
         lease: Lease | None = None,
+        blobs: Mapping[str, bytes] | None = None,
     ) -> None:
-        """:meth:`save`, adding ``events`` to the run's journal in the same
-        ``MULTI``/``EXEC`` (:class:`plait.spi.EventJournal`)."""
+        """:meth:`save` (with its ``blobs``), adding ``events`` to the run's journal in
+        the same ``MULTI``/``EXEC`` (:class:`plait.spi.EventJournal`)."""
         stored = [event.to_json() for event in events]
         data = encode_checkpoint(checkpoint)
         key = self._cp_key(checkpoint.checkpoint_id)
@@ -248,9 +271,18 @@ class RedisCheckpointStore(CheckpointStoreBase):
                     )
                     pipe.zadd(self._run_key(checkpoint.run_id), {checkpoint.checkpoint_id: seq})
                     pipe.zadd(self._runs_key(), {checkpoint.run_id: seq}, gt=True)
+                    blobs_key = self._blobs_key(checkpoint.run_id)
+                    refs_key = self._blob_refs_key(checkpoint.run_id)
+                    for digest, blob in sorted((blobs or {}).items()):
+                        pipe.hsetnx(blobs_key, digest, blob)
+                        named = child_refs(bytes(blob))
+                        if named:
+                            pipe.hsetnx(refs_key, digest, " ".join(named))
                     if stored:
                         await self._queue_events(client, pipe, checkpoint.run_id, stored)
                     if self.retention is not None:
+                        pipe.expire(blobs_key, self.retention)
+                        pipe.expire(refs_key, self.retention)
                         pipe.eval(
                             _RENEW_RUN,
                             2,
@@ -263,6 +295,32 @@ class RedisCheckpointStore(CheckpointStoreBase):
                     return
                 except redis.exceptions.WatchError:
                     continue  # someone saved this id meanwhile: look again
+
+    async def get_blobs(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
+        """The blobs of ``run_id`` among ``hashes`` (one that is missing is left out)."""
+        wanted = sorted(set(hashes))
+        if not wanted:
+            return {}
+        async with self._redis() as client:
+            values = await client.hmget(self._blobs_key(run_id), wanted)
+        return {h: _bytes(v) for h, v in zip(wanted, values) if v is not None}
+
+    async def get_blob_closure(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
+        """The blobs of ``run_id`` among ``hashes`` and every blob they reach, in one round
+        trip (a script walks each blob's references on the server)."""
+        wanted = sorted(set(hashes))
+        if not wanted:
+            return {}
+        async with self._redis() as client:
+            flat = await client.eval(
+                _CLOSURE, 2, self._blobs_key(run_id), self._blob_refs_key(run_id), *wanted
+            )
+        return {_text(flat[i]): _bytes(flat[i + 1]) for i in range(0, len(flat), 2)}
+
+    async def blob_hashes(self, run_id: str) -> Collection[str]:
+        """The hashes of every blob ``run_id`` holds."""
+        async with self._redis() as client:
+            return sorted(_text(h) for h in await client.hkeys(self._blobs_key(run_id)))
 
     async def _queue_events(
         self, client: redis.asyncio.Redis, pipe: Any, run_id: str, stored: Sequence[str]
@@ -431,6 +489,7 @@ class RedisCheckpointStore(CheckpointStoreBase):
                 pipe.zrem(self._run_key(_text(run_id)), checkpoint_id)
                 await pipe.execute()
             await self._forget_if_empty(client, _text(run_id))
+            await self._sweep(client, _text(run_id))
 
     async def prune(self, run_id: str, *, keep_last: int) -> int:
         """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they
@@ -466,13 +525,52 @@ class RedisCheckpointStore(CheckpointStoreBase):
                     needed.add(body.base_id)
             doomed = [i for i in ids[:cut] if i not in needed]
             if not doomed:
+                await self._sweep(client, run_id)
                 return 0
             async with client.pipeline(transaction=True) as pipe:
                 pipe.delete(*(self._cp_key(i) for i in doomed))
                 pipe.zrem(run_key, *doomed)
                 deleted, _ = await pipe.execute()
             await self._forget_if_empty(client, run_id)
+            await self._sweep(client, run_id)
         return int(deleted)
+
+    async def _sweep(self, client: redis.asyncio.Redis, run_id: str) -> None:
+        """Delete the blobs of ``run_id`` that no remaining checkpoint reaches, in a
+        transaction ``WATCH``ing the run's checkpoints: a save racing in (which may use
+        a blob that looked unreferenced) makes it look again."""
+        blobs_key = self._blobs_key(run_id)
+        run_key = self._run_key(run_id)
+        async with client.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    await pipe.watch(run_key, blobs_key)
+                    raw = await pipe.hgetall(blobs_key)
+                    held = {_text(h): _bytes(v) for h, v in raw.items()}
+                    if not held:
+                        await pipe.unwatch()  # type: ignore[no-untyped-call]
+                        return
+                    states = []
+                    for checkpoint_id in await pipe.zrange(run_key, 0, -1):
+                        data = await pipe.hget(self._cp_key(_text(checkpoint_id)), "data")
+                        if data is None:
+                            continue
+                        try:
+                            states.append(decode_checkpoint(_bytes(data)).state)
+                        except CheckpointError:
+                            await pipe.unwatch()  # type: ignore[no-untyped-call]
+                            return  # its references are unknown: keep every blob
+                    doomed = unreferenced(states, held)
+                    if not doomed:
+                        await pipe.unwatch()  # type: ignore[no-untyped-call]
+                        return
+                    pipe.multi()  # type: ignore[no-untyped-call]
+                    pipe.hdel(blobs_key, *sorted(doomed))
+                    pipe.hdel(self._blob_refs_key(run_id), *sorted(doomed))
+                    await pipe.execute()
+                    return
+                except redis.exceptions.WatchError:
+                    continue
 
     async def _forget_if_empty(self, client: redis.asyncio.Redis, run_id: str) -> None:
         """Drop ``run_id`` from ``runs`` once it has no checkpoint (one script: a save
@@ -610,6 +708,36 @@ end
 redis.call('EXPIRE', KEYS[1], ARGV[1])
 redis.call('EXPIRE', KEYS[2], ARGV[1])
 return 0
+"""
+
+#: KEYS: the run's blobs and blob references; ARGV: hashes. Returns hash, bytes, hash,
+#: bytes … for those blobs and every blob they reach (HMGET in slices: Lua's unpack is
+#: bounded).
+_CLOSURE = """
+local seen, out, frontier = {}, {}, {}
+for _, h in ipairs(ARGV) do seen[h] = true; frontier[#frontier + 1] = h end
+while #frontier > 0 do
+  local nextf = {}
+  for start = 1, #frontier, 500 do
+    local slice = {}
+    for i = start, math.min(start + 499, #frontier) do slice[#slice + 1] = frontier[i] end
+    local datas = redis.call('HMGET', KEYS[1], unpack(slice))
+    local refs = redis.call('HMGET', KEYS[2], unpack(slice))
+    for i, h in ipairs(slice) do
+      if datas[i] then
+        out[#out + 1] = h
+        out[#out + 1] = datas[i]
+        if refs[i] then
+          for r in string.gmatch(refs[i], '%S+') do
+            if not seen[r] then seen[r] = true; nextf[#nextf + 1] = r end
+          end
+        end
+      end
+    end
+  end
+  frontier = nextf
+end
+return out
 """
 
 _FORGET_IF_EMPTY = """

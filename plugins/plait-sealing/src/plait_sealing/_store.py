@@ -5,13 +5,24 @@ base, status, signature, created at, format version) in the clear, because store
 and prune by them, and moves ``state`` and ``metadata`` into a *payload*::
 
     state = {"kind": "sealed", "alg": "HS256" | "A256GCM+HS256", "key": KEY_ID,
-             "nonce": BASE64 (encrypted only), "payload": TEXT | BASE64, "mac": HEX}
+             "nonce": BASE64 (encrypted only), "payload": TEXT | BASE64, "mac": HEX,
+             "refs": [{"__plait__": "blob", "h": SHA256}, ...] (only with blobs)}
     metadata = {}
 
-``mac`` is HMAC-SHA256 over the listing fields, the algorithm, the key id, the nonce and
-the payload's exact bytes, so changing any of them (or dropping the MAC, or the seal) is
-refused with :class:`~plait.CheckpointAuthError` naming the run and checkpoint.
-Encrypted payloads are AES-256-GCM ciphertexts with the same header as associated data.
+``mac`` is HMAC-SHA256 over the listing fields, the algorithm, the key id, the nonce, the
+references and the payload's exact bytes, so changing any of them (or dropping the MAC,
+or the seal) is refused with :class:`~plait.CheckpointAuthError` naming the run and
+checkpoint. Encrypted payloads are AES-256-GCM ciphertexts with the same header as
+associated data.
+
+Blobs (:class:`plait.spi.BlobStore`): when the wrapped store keeps blobs, so does the
+sealed store. The payload holds the references, so the MAC covers them, and each blob is
+checked against its SHA-256 when it is read; ``refs`` repeats the payload's references
+in the clear so the wrapped store's prune can tell which blobs are still used. With
+encryption each blob is encrypted too (AES-256-GCM, the run and the hash as associated
+data, so a blob moved to another hash or run does not decrypt). What stays visible is
+which checkpoints share a value (the same hash): someone who can guess a value and read
+the store can confirm the guess. Where that matters, seal over a store without blobs.
 
 .. versionadded:: 0.1
 """
@@ -24,7 +35,7 @@ import hashlib
 import hmac
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -37,6 +48,8 @@ from plait.spi import (
     Lease,
     LeaseHolder,
     RunInfo,
+    blob_refs,
+    has_blobs,
     open_store,
 )
 
@@ -57,7 +70,9 @@ SCHEME = "sealed"
 
 _SIGNED = "HS256"
 _ENCRYPTED = "A256GCM+HS256"
-_ENVELOPE = frozenset({"kind", "alg", "key", "nonce", "payload", "mac"})
+_ENVELOPE = frozenset({"kind", "alg", "key", "nonce", "payload", "mac", "refs"})
+#: How an encrypted blob starts: then the key id, a newline, the nonce, the ciphertext.
+_BLOB_MAGIC = b"PLAITSB1\n"
 
 
 _orjson: Any
@@ -102,11 +117,15 @@ def _loads(body: bytes) -> Any:
     return json.loads(body, parse_constant=_no_constant)
 
 
-def _header(checkpoint: Checkpoint, alg: str, key_id: str, nonce: str) -> bytes:
+def _header(
+    checkpoint: Checkpoint, alg: str, key_id: str, nonce: str, refs: Sequence[str] = ()
+) -> bytes:
     fields = [alg, key_id, nonce, checkpoint.checkpoint_id, checkpoint.run_id,
               checkpoint.superstep, checkpoint.parent_id, checkpoint.signature,
               checkpoint.status, checkpoint.created_at, checkpoint.format_version,
               checkpoint.base_id]  # fmt: skip
+    if refs:  # only then: checkpoints sealed before blobs keep their header
+        fields.append(list(refs))
     return CONTEXT + b"\n" + _dumps(fields) + b"\n"
 
 
@@ -127,16 +146,19 @@ def seal(checkpoint: Checkpoint, keys: CheckpointKeys) -> Checkpoint:
     """
     key = keys.signing
     payload = _payload({"state": checkpoint.state, "metadata": checkpoint.metadata})
+    refs = sorted(blob_refs(checkpoint.state))
     envelope: dict[str, Any] = {"kind": "sealed", "key": key.key_id}
     if keys.encrypt:
         nonce = os.urandom(12)
         envelope["alg"] = alg = _ENCRYPTED
         envelope["nonce"] = nonce_text = base64.b64encode(nonce).decode("ascii")
-        header = _header(checkpoint, alg, key.key_id, nonce_text)
+        header = _header(checkpoint, alg, key.key_id, nonce_text, refs)
         payload = base64.b64encode(_aesgcm(key).encrypt(nonce, payload, header))
     else:
         envelope["alg"] = alg = _SIGNED
-        header = _header(checkpoint, alg, key.key_id, "")
+        header = _header(checkpoint, alg, key.key_id, "", refs)
+    if refs:
+        envelope["refs"] = [{"__plait__": "blob", "h": digest} for digest in refs]
     envelope["payload"] = payload.decode("utf-8")
     envelope["mac"] = hmac.new(key.mac_key, header + payload, hashlib.sha256).hexdigest()
     return attrs.evolve(checkpoint, state=envelope, metadata={})
@@ -160,6 +182,7 @@ def unseal(checkpoint: Checkpoint, keys: CheckpointKeys) -> Checkpoint:
             "refused (it was written without a key, or by someone who has none)"
         )
     alg, key_id, nonce, payload, mac = _seal_fields(envelope, where)
+    refs = _refs_field(envelope, where)
     key = keys.get(key_id)
     if key is None:
         known = ", ".join(k.key_id for k in keys.keys)
@@ -167,7 +190,7 @@ def unseal(checkpoint: Checkpoint, keys: CheckpointKeys) -> Checkpoint:
             f"{where} is signed with checkpoint key {key_id!r:.70}, which is not among the "
             f"configured keys ({known})"
         )
-    header = _header(checkpoint, alg, key_id, nonce)
+    header = _header(checkpoint, alg, key_id, nonce, refs)
     body = payload.encode("utf-8", "surrogatepass")
     expected = hmac.new(key.mac_key, header + body, hashlib.sha256).hexdigest()
     if not hmac.compare_digest(expected.encode("ascii"), mac.encode("utf-8", "surrogatepass")):
@@ -205,6 +228,62 @@ def _seal_fields(envelope: dict[str, Any], where: str) -> tuple[str, str, str, s
     ):
         raise CheckpointAuthError(f"{where} has a mis-shaped seal (its MAC cannot be checked)")
     return alg, key_id, nonce, payload, mac
+
+
+def _refs_field(envelope: dict[str, Any], where: str) -> list[str]:
+    """The hashes a sealed state lists in the clear (checked by the MAC)."""
+    raw = envelope.get("refs", [])
+    if not isinstance(raw, list) or not all(
+        isinstance(ref, dict) and isinstance(ref.get("h"), str) for ref in raw
+    ):
+        raise CheckpointAuthError(f"{where} has a mis-shaped seal (its MAC cannot be checked)")
+    return [ref["h"] for ref in raw]
+
+
+def _blob_aad(run_id: str, digest: str) -> bytes:
+    return CONTEXT + b"\nblob\n" + _dumps([run_id, digest])
+
+
+def seal_blobs(run_id: str, blobs: Mapping[str, bytes], keys: CheckpointKeys) -> dict[str, bytes]:
+    """``blobs`` as the sealed store writes them: as they are when only signing (each is
+    checked against its hash when read), else each encrypted with the signing key."""
+    if not keys.encrypt:
+        return dict(blobs)
+    key = keys.signing
+    aesgcm = _aesgcm(key)
+    sealed = {}
+    for digest, data in blobs.items():
+        nonce = os.urandom(12)
+        cipher = aesgcm.encrypt(nonce, bytes(data), _blob_aad(run_id, digest))
+        sealed[digest] = _BLOB_MAGIC + key.key_id.encode("utf-8") + b"\n" + nonce + cipher
+    return sealed
+
+
+def unseal_blob(run_id: str, digest: str, data: bytes, keys: CheckpointKeys) -> bytes:
+    """A stored blob as it was before :func:`seal_blobs` (the caller checks its hash).
+
+    :raises CheckpointAuthError: it is encrypted with a key not in ``keys``, or does not
+        decrypt.
+    """
+    if not data.startswith(_BLOB_MAGIC):
+        return data
+    key_id, sep, rest = data[len(_BLOB_MAGIC) :].partition(b"\n")
+    key = keys.get(key_id.decode("utf-8", "replace"))
+    if key is None or not sep or len(rest) < 12:
+        raise CheckpointAuthError(
+            f"blob {digest} of run {run_id!r} is encrypted with a checkpoint key that is not "
+            "configured, or is mis-shaped"
+        )
+    from cryptography.exceptions import InvalidTag
+
+    try:
+        plain: bytes = _aesgcm(key).decrypt(rest[:12], rest[12:], _blob_aad(run_id, digest))
+    except (InvalidTag, ValueError):
+        raise CheckpointAuthError(
+            f"blob {digest} of run {run_id!r} does not decrypt with checkpoint key "
+            f"{key.key_id!r}: it was altered or moved"
+        ) from None
+    return plain
 
 
 def _decrypt(key: CheckpointKey, nonce: str, body: bytes, header: bytes, where: str) -> bytes:
@@ -274,21 +353,65 @@ class SealedStore:
     ) -> None:
         await self.aclose()
 
-    async def save(self, checkpoint: Checkpoint, *, lease: Lease | None = None) -> None:
-        """Seal ``checkpoint`` and save it."""
-        await self.store.save(seal(checkpoint, self.keys), lease=lease)
+    @property
+    def supports_blobs(self) -> bool:
+        """Whether the wrapped store keeps blobs (then this one does too)."""
+        return has_blobs(self.store)
+
+    async def save(
+        self,
+        checkpoint: Checkpoint,
+        *,
+        lease: Lease | None = None,
+        blobs: Mapping[str, bytes] | None = None,
+    ) -> None:
+        """Seal ``checkpoint`` (and its new ``blobs``) and save it."""
+        sealed = seal(checkpoint, self.keys)
+        if blobs:
+            stored = seal_blobs(checkpoint.run_id, blobs, self.keys)
+            await self.store.save(sealed, lease=lease, blobs=stored)  # type: ignore[call-arg]
+        else:
+            await self.store.save(sealed, lease=lease)
 
     async def save_many(
-        self, checkpoints: Iterable[Checkpoint], *, lease: Lease | None = None
+        self,
+        checkpoints: Iterable[Checkpoint],
+        *,
+        lease: Lease | None = None,
+        blobs: Mapping[str, bytes] | None = None,
     ) -> None:
-        """Seal and save ``checkpoints`` in order (in one batch where the store can)."""
+        """Seal and save ``checkpoints`` (of one run, with their new ``blobs``) in order,
+        in one batch where the store can."""
         sealed = [seal(checkpoint, self.keys) for checkpoint in checkpoints]
+        options: dict[str, Any] = {"lease": lease}
+        if blobs and sealed:
+            options["blobs"] = seal_blobs(sealed[0].run_id, blobs, self.keys)
         save_many = getattr(self.store, "save_many", None)
         if save_many is not None:
-            await save_many(sealed, lease=lease)
+            await save_many(sealed, **options)
         else:
             for checkpoint in sealed:
-                await self.store.save(checkpoint, lease=lease)
+                await self.store.save(checkpoint, **options)
+                options.pop("blobs", None)  # written with the first, before the rest
+
+    async def get_blobs(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
+        """The wrapped store's blobs, decrypted if they were encrypted."""
+        got = await self.store.get_blobs(run_id, hashes)  # type: ignore[attr-defined]
+        return {h: unseal_blob(run_id, h, bytes(data), self.keys) for h, data in got.items()}
+
+    async def get_blob_closure(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
+        """The wrapped store's blobs and what they reach, where it can tell (signed
+        blobs), decrypted if they were encrypted; else just the blobs asked for."""
+        closure = getattr(self.store, "get_blob_closure", None)
+        if closure is None:
+            return await self.get_blobs(run_id, hashes)
+        got = await closure(run_id, hashes)
+        return {h: unseal_blob(run_id, h, bytes(data), self.keys) for h, data in got.items()}
+
+    async def blob_hashes(self, run_id: str) -> Collection[str]:
+        """The wrapped store's blob hashes."""
+        hashes: Collection[str] = await self.store.blob_hashes(run_id)  # type: ignore[attr-defined]
+        return hashes
 
     async def load(self, checkpoint_id: str) -> Checkpoint:
         """Load and verify one checkpoint."""

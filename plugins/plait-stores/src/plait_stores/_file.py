@@ -4,6 +4,7 @@ Layout under ``DIR``::
 
     runs/<run>/<seq:012d>-<superstep:010d>-<checkpoint>.ckpt   the checkpoints
     ids/<checkpoint>                                           "<run>/<file name>"
+    blobs/<run>/<sha256 hex>                                   the run's blobs
     runs.index                                                 the run index (see below)
     leases/<run>                                               the run's lease (JSON)
     journal/<run>/<first:012d>-<last:012d>.jsonl               the run's journal events
@@ -26,7 +27,10 @@ A save writes a temporary file in the target directory, fsyncs it, renames it ov
 final name with :func:`os.replace` and fsyncs the directory: after a crash a checkpoint is
 wholly there or absent. The id entry is written before the checkpoint file, so the
 checkpoint file's rename is the single commit point; an id entry whose file is missing is
-treated as absent. All file I/O runs in worker threads.
+treated as absent. A checkpoint's new blobs (:class:`plait.spi.BlobStore`) are written
+the same way and fsynced before that rename, so a crash leaves at worst a blob nothing
+references (``prune`` removes it), never a checkpoint whose blob is missing. All file I/O
+runs in worker threads.
 
 The store never follows a link. Every path under ``DIR`` is opened relative to the
 directory above it (``openat``) with ``O_NOFOLLOW``: a symbolic link, a hard-linked file,
@@ -70,7 +74,7 @@ import secrets
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote, unquote
@@ -100,6 +104,7 @@ from plait.spi import (
     lost_error,
     released,
     take_lease,
+    unreferenced,
     where,
 )
 
@@ -123,6 +128,7 @@ _MAX_NAME = 200  # bytes; leaves room for the sequence prefix under the usual 25
 _ENTRY = re.compile(
     r"([A-Za-z0-9_~%-]{1,200})/([0-9]{12,}-[0-9]{10,}-([A-Za-z0-9_~%-]{1,200})\.ckpt)"
 )
+_HASH = re.compile(r"[0-9a-f]{64}")
 _JOURNAL_SUFFIX = ".jsonl"
 _JOURNAL_NAME = re.compile(r"[0-9]{12,}-[0-9]{12,}\.jsonl")
 #: Seconds after which a killed save's leftovers are removed.
@@ -243,6 +249,31 @@ def _write_atomic(dir_fd: int, name: str, data: bytes) -> None:
     _fsync(dir_fd)
 
 
+def _write_blobs(dir_fd: int, blobs: Mapping[str, bytes]) -> None:
+    """Write the blobs ``dir_fd`` lacks, each a fsynced temporary file renamed into place,
+    then fsync the directory once."""
+    wrote = False
+    for digest, data in sorted(blobs.items()):
+        if not _HASH.fullmatch(digest):
+            continue
+        if _is_file(dir_fd, digest):
+            continue
+        tmp = f"{_TEMP_PREFIX}{secrets.token_hex(8)}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _FILE_FLAGS, 0o600, dir_fd=dir_fd)
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(data)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(tmp, digest, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            _unlink(dir_fd, tmp)
+            raise
+        wrote = True
+    if wrote:
+        _fsync(dir_fd)
+
+
 def _seq_of(file_name: str) -> int:
     return int(file_name.split("-", 1)[0])
 
@@ -305,12 +336,28 @@ class FileCheckpointStore(CheckpointStoreBase):
 
     # -- the protocol ------------------------------------------------------------
 
-    async def save(self, checkpoint: Checkpoint, *, lease: Lease | None = None) -> None:
-        """Write ``checkpoint`` durably (saving the same checkpoint again does nothing);
-        with ``lease``, only while it is the run's current lease."""
+    async def save(
+        self,
+        checkpoint: Checkpoint,
+        *,
+        lease: Lease | None = None,
+        blobs: Mapping[str, bytes] | None = None,
+    ) -> None:
+        """Write ``checkpoint`` durably, after its new ``blobs`` (saving the same
+        checkpoint again does nothing); with ``lease``, only while it is the run's
+        current lease."""
         header = json.dumps(info_fields(checkpoint), ensure_ascii=True).encode("ascii")
         content = _HEADER + header + b"\n" + encode_checkpoint(checkpoint)
-        await self._run(self._save_sync, checkpoint, content, lease)
+        await self._run(self._save_sync, checkpoint, content, lease, (), blobs)
+
+    async def get_blobs(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
+        """The blobs of ``run_id`` among ``hashes`` (one that is missing is left out)."""
+        return await self._run(self._get_blobs_sync, run_id, sorted(set(hashes)))
+
+    async def blob_hashes(self, run_id: str) -> Collection[str]:
+        """The hashes of every blob ``run_id`` holds."""
+        names = await self._run(self._list_dir, "blobs", _fs_name(run_id, "run id"))
+        return sorted(name for name in names if _HASH.fullmatch(name))
 
     async def save_with_events(
         self,
@@ -318,13 +365,14 @@ class FileCheckpointStore(CheckpointStoreBase):
         events: Sequence[JournalEvent],
         *,
         lease: Lease | None = None,
+        blobs: Mapping[str, bytes] | None = None,
     ) -> None:
-        """Write ``events`` to the run's journal, then ``checkpoint`` (its rename commits
-        both; see the module docstring)."""
+        """Write ``blobs`` and ``events`` to the run's folders, then ``checkpoint`` (its
+        rename commits all three; see the module docstring)."""
         header = json.dumps(info_fields(checkpoint), ensure_ascii=True).encode("ascii")
         content = _HEADER + header + b"\n" + encode_checkpoint(checkpoint)
         stored = [event.to_json() for event in events]
-        await self._run(self._save_sync, checkpoint, content, lease, stored)
+        await self._run(self._save_sync, checkpoint, content, lease, stored, blobs)
 
     async def append_events(
         self, run_id: str, events: Sequence[JournalEvent], *, lease: Lease | None = None
@@ -657,15 +705,68 @@ class FileCheckpointStore(CheckpointStoreBase):
         content: bytes,
         lease: Lease | None,
         stored: Sequence[str] = (),
+        blobs: Mapping[str, bytes] | None = None,
     ) -> None:
         if lease is None:
-            self._save_unfenced(checkpoint, content, stored)
+            self._save_unfenced(checkpoint, content, stored, blobs)
             return
         with self._lease_file(checkpoint.run_id, exclusive=False) as fd:
             current = self._read_lease(fd)
             if current is None or current[0] != lease.token:
                 raise lost_error(lease, self.url, current[1] if current else None)
-            self._save_unfenced(checkpoint, content, stored)
+            self._save_unfenced(checkpoint, content, stored, blobs)
+
+    def _get_blobs_sync(self, run_id: str, hashes: builtins.list[str]) -> dict[str, bytes]:
+        run_name = _fs_name(run_id, "run id")
+        found: dict[str, bytes] = {}
+        with self._dir("blobs", run_name) as folder:
+            if folder is None:
+                return found
+            for digest in hashes:
+                if not _HASH.fullmatch(digest):
+                    continue  # never a path: the caller reports it missing
+                data = self._read_file(folder, digest, f"blobs/{run_name}/{digest}")
+                if data is not None:
+                    found[digest] = data
+        return found
+
+    def _sweep(self, run_id: str, *, gone: bool = False) -> None:
+        """Remove the blobs of ``run_id`` that no remaining checkpoint reaches (all of them
+        if the run is ``gone``), its stale temporary blob files, and its blob folder once
+        empty. It holds the run's lease file exclusively, as a save with a lease holds it
+        shared from its check to its commit: no save of another process is half-way (its
+        blobs written, its checkpoint not yet), and the store's lock does the same within
+        this process."""
+        run_name = _fs_name(run_id, "run id")
+        if not self._list_dir("blobs", run_name):
+            return
+        with self._lease_file(run_id, exclusive=True), self._lock:
+            states = [] if gone else self._states_sync(run_name)
+            with self._dir("blobs", run_name) as folder:
+                if folder is None:
+                    return
+                names = os.listdir(folder)
+                cutoff = time.time() - self.stale_after
+                for name in names:
+                    if name.startswith(_TEMP_PREFIX) and (gone or _mtime(folder, name) < cutoff):
+                        _unlink(folder, name)
+                held = [name for name in names if _HASH.fullmatch(name)]
+                doomed: set[str] = set()
+                if states is not None:  # None: a checkpoint's references are unknown
+                    blobs = {}
+                    for name in held:
+                        data = self._read_file(folder, name, f"blobs/{run_name}/{name}")
+                        if data is not None:
+                            blobs[name] = data
+                    doomed = unreferenced(states, blobs)
+                for name in sorted(doomed):
+                    _unlink(folder, name)
+                if doomed:
+                    _fsync(folder)
+            with self._dir("blobs") as parent:
+                if parent is not None:
+                    with contextlib.suppress(OSError):  # not empty: blobs still in use
+                        os.rmdir(run_name, dir_fd=parent)
 
     def _append_sync(self, run_id: str, stored: Sequence[str], lease: Lease | None) -> None:
         if lease is None:
@@ -720,7 +821,11 @@ class FileCheckpointStore(CheckpointStoreBase):
         return out
 
     def _save_unfenced(
-        self, checkpoint: Checkpoint, content: bytes, stored: Sequence[str] = ()
+        self,
+        checkpoint: Checkpoint,
+        content: bytes,
+        stored: Sequence[str] = (),
+        blobs: Mapping[str, bytes] | None = None,
     ) -> None:
         id_name = _fs_name(checkpoint.checkpoint_id, "checkpoint id")
         run_name = _fs_name(checkpoint.run_id, "run id")
@@ -741,6 +846,10 @@ class FileCheckpointStore(CheckpointStoreBase):
                 with self._dir("ids", create=True) as ids:
                     assert ids is not None  # created
                     _write_atomic(ids, id_name, f"{run_name}/{file_name}".encode("ascii"))
+                if blobs:
+                    with self._dir("blobs", run_name, create=True) as folder:
+                        assert folder is not None  # created
+                        _write_blobs(folder, blobs)
                 self._append_unfenced(checkpoint.run_id, stored)  # before the commit point
                 _write_atomic(run_dir, file_name, content)  # the commit point
             summary = RunSummary.from_checkpoints(
@@ -923,9 +1032,34 @@ class FileCheckpointStore(CheckpointStoreBase):
             with self._dir("ids") as ids:
                 if ids is not None:
                     _unlink(ids, id_name)
+        self._sweep(unquote(entry[0]))
         return unquote(entry[0])
 
+    def _states_sync(self, run_name: str) -> builtins.list[Any] | None:
+        """The states of the run's stored checkpoints (what its blobs must stay for), or
+        ``None`` if one does not decode (its references are unknown: keep every blob)."""
+        states: builtins.list[Any] = []
+        with self._dir("runs", run_name) as run_dir:
+            if run_dir is None:
+                return states
+            for name in _checkpoint_files(os.listdir(run_dir)):
+                content = self._read_file(run_dir, name, f"runs/{run_name}/{name}")
+                if content is None:
+                    continue
+                try:
+                    states.append(self._decode(run_name, name, content).state)
+                except CorruptCheckpointError:
+                    return None
+        return states
+
     def _prune_sync(self, run_id: str, keep_last: int, remove_dir: bool) -> int:
+        removed = self._prune_files(run_id, keep_last, remove_dir)
+        if remove_dir:
+            self._remove_run_dir(_fs_name(run_id, "run id"))
+        self._sweep(run_id, gone=remove_dir)
+        return removed
+
+    def _prune_files(self, run_id: str, keep_last: int, remove_dir: bool) -> int:
         run_name = _fs_name(run_id, "run id")
         with self._lock, self._dir("runs", run_name) as run_dir:
             if run_dir is None:
@@ -959,8 +1093,6 @@ class FileCheckpointStore(CheckpointStoreBase):
                 # before its rename), else only stale ones (a save may be in flight).
                 if name.startswith(_TEMP_PREFIX) and (remove_dir or _mtime(run_dir, name) < cutoff):
                     _unlink(run_dir, name)
-        if remove_dir:
-            self._remove_run_dir(run_name)
         return removed
 
     def _remove_run_dir(self, run_name: str) -> None:

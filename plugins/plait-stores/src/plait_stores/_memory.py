@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -40,6 +40,7 @@ from plait.spi import (
     released,
     run_info,
     take_lease,
+    unreferenced,
     where,
 )
 
@@ -69,6 +70,9 @@ class _Space:
         self.saved = 0
         # the run index: run id -> (seq of its latest checkpoint, its summary)
         self.summaries: dict[str, tuple[int, RunSummary]] = {}
+        # run id -> hash -> the blob's bytes (one bytes object, shared by every
+        # checkpoint of the run that references it)
+        self.blobs: dict[str, dict[str, bytes]] = {}
         # the event journal: run id -> events as stored (seq, JSON text), oldest first
         self.journal: dict[str, list[tuple[int, str]]] = {}
 
@@ -116,10 +120,16 @@ class MemoryCheckpointStore(CheckpointStoreBase):
         with _spaces_lock:
             _spaces.pop(name, None)
 
-    async def save(self, checkpoint: Checkpoint, *, lease: Lease | None = None) -> None:
-        """Store ``checkpoint`` (saving the same checkpoint again does nothing); with
-        ``lease``, only while it is the run's current lease."""
-        await self.save_with_events(checkpoint, (), lease=lease)
+    async def save(
+        self,
+        checkpoint: Checkpoint,
+        *,
+        lease: Lease | None = None,
+        blobs: Mapping[str, bytes] | None = None,
+    ) -> None:
+        """Store ``checkpoint`` and its new ``blobs`` (saving the same checkpoint again
+        does nothing); with ``lease``, only while it is the run's current lease."""
+        await self.save_with_events(checkpoint, (), lease=lease, blobs=blobs)
 
     async def save_with_events(
         self,
@@ -127,8 +137,9 @@ class MemoryCheckpointStore(CheckpointStoreBase):
         events: Sequence[JournalEvent],
         *,
         lease: Lease | None = None,
+        blobs: Mapping[str, bytes] | None = None,
     ) -> None:
-        """:meth:`save` and :meth:`append_events` under one lock
+        """:meth:`save` (with its ``blobs``) and :meth:`append_events` under one lock
         (:class:`plait.spi.EventJournal`): nobody sees one without the other."""
         await anyio.lowlevel.checkpoint()
         self._check_open()
@@ -142,6 +153,10 @@ class MemoryCheckpointStore(CheckpointStoreBase):
                 if existing.data != data:
                     raise duplicate_error(checkpoint, self.url)
                 return
+            if blobs:
+                held = space.blobs.setdefault(checkpoint.run_id, {})
+                for digest, blob in blobs.items():
+                    held.setdefault(digest, bytes(blob))
             space.saved += 1
             space.entries[checkpoint.checkpoint_id] = _Entry(checkpoint.info, data, space.saved)
             space.runs.setdefault(checkpoint.run_id, {})[checkpoint.checkpoint_id] = None
@@ -194,6 +209,21 @@ class MemoryCheckpointStore(CheckpointStoreBase):
             expect_run=entry.info.run_id,
             expect_id=checkpoint_id,
         )
+
+    async def get_blobs(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
+        """The blobs of ``run_id`` among ``hashes`` (one that is missing is left out)."""
+        await anyio.lowlevel.checkpoint()
+        self._check_open()
+        with self._space.lock:
+            held = self._space.blobs.get(run_id, {})
+            return {digest: held[digest] for digest in hashes if digest in held}
+
+    async def blob_hashes(self, run_id: str) -> Collection[str]:
+        """The hashes of every blob ``run_id`` holds."""
+        await anyio.lowlevel.checkpoint()
+        self._check_open()
+        with self._space.lock:
+            return sorted(self._space.blobs.get(run_id, {}))
 
     async def list(self, run_id: str) -> Sequence[CheckpointInfo]:
         """The checkpoints of ``run_id`` in the order they were saved."""
@@ -271,6 +301,7 @@ class MemoryCheckpointStore(CheckpointStoreBase):
             entry = space.entries.pop(checkpoint_id, None)
             if entry is not None:
                 self._unindex(entry.info.run_id, [checkpoint_id])
+                self._sweep(entry.info.run_id)
 
     async def prune(self, run_id: str, *, keep_last: int) -> int:
         """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they
@@ -285,6 +316,7 @@ class MemoryCheckpointStore(CheckpointStoreBase):
             for checkpoint_id in doomed:
                 del space.entries[checkpoint_id]
             self._unindex(run_id, doomed)
+            self._sweep(run_id)
             return len(doomed)
 
     async def delete_run(self, run_id: str) -> int:
@@ -329,6 +361,22 @@ class MemoryCheckpointStore(CheckpointStoreBase):
             current = space.leases.get(lease.run_id)
             if current is not None and current[0] == lease.token:
                 space.leases[lease.run_id] = (lease.token, None, 0.0)
+
+    def _sweep(self, run_id: str) -> None:
+        """Drop the blobs of ``run_id`` that no remaining checkpoint reaches (under the
+        lock)."""
+        space = self._space
+        held = space.blobs.get(run_id)
+        if held is None:
+            return
+        ids = space.runs.get(run_id, {})
+        states = [
+            decode_checkpoint(space.entries[i].data, where=where(run_id, i)).state for i in ids
+        ]
+        for digest in unreferenced(states, held):
+            del held[digest]
+        if not held:
+            del space.blobs[run_id]
 
     def _unindex(self, run_id: str, checkpoint_ids: Sequence[str]) -> None:
         ids = self._space.runs.get(run_id)

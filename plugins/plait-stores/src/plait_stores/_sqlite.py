@@ -36,7 +36,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -69,6 +69,7 @@ from plait.spi import (
     released,
     run_info,
     take_lease,
+    unreferenced_by,
     where,
 )
 
@@ -137,6 +138,16 @@ _MIGRATIONS: tuple[tuple[str | Callable[[sqlite3.Connection], None], ...], ...] 
         "CREATE INDEX plait_runs_workflow ON plait_runs (workflow, last_seq)",
         "CREATE INDEX plait_runs_forked ON plait_runs (forked_from, last_seq)",
         lambda conn: _index_every_run(conn),
+    ),
+    (
+        # Content-addressed values (plait.spi.BlobStore): a run's blobs by SHA-256, written
+        # in the transaction of the checkpoint that first references them.
+        """CREATE TABLE plait_blobs (
+            run_id TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            data BLOB NOT NULL,
+            PRIMARY KEY (run_id, hash)
+        )""",
     ),
 )
 
@@ -242,19 +253,44 @@ class SqliteCheckpointStore(CheckpointStoreBase):
 
     # -- the protocol ------------------------------------------------------------
 
-    async def save(self, checkpoint: Checkpoint, *, lease: Lease | None = None) -> None:
-        """Commit ``checkpoint`` (saving the same checkpoint again does nothing); with
-        ``lease``, only while it is the run's current lease."""
+    async def save(
+        self,
+        checkpoint: Checkpoint,
+        *,
+        lease: Lease | None = None,
+        blobs: Mapping[str, bytes] | None = None,
+    ) -> None:
+        """Commit ``checkpoint`` and its new ``blobs`` in one transaction (saving the
+        same checkpoint again does nothing); with ``lease``, only while it is the run's
+        current lease."""
         data = encode_checkpoint(checkpoint)
-        await self._run(self._save_one_sync, checkpoint, data, lease)
+        await self._run(self._save_many_sync, [(checkpoint, data)], lease, blobs)
 
     async def save_many(
-        self, checkpoints: Sequence[Checkpoint], *, lease: Lease | None = None
+        self,
+        checkpoints: Sequence[Checkpoint],
+        *,
+        lease: Lease | None = None,
+        blobs: Mapping[str, bytes] | None = None,
     ) -> None:
-        """Commit several checkpoints in one transaction, in order (one fsync for all):
-        what the ``async`` durability mode's writer uses when checkpoints queue up."""
+        """Commit several checkpoints of one run and their new ``blobs`` in one
+        transaction, in order (one fsync for all): what the ``async`` durability mode's
+        writer uses when checkpoints queue up."""
         encoded = [(checkpoint, encode_checkpoint(checkpoint)) for checkpoint in checkpoints]
-        await self._run(self._save_many_sync, encoded, lease)
+        await self._run(self._save_many_sync, encoded, lease, blobs)
+
+    async def get_blobs(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
+        """The blobs of ``run_id`` among ``hashes`` (one that is missing is left out)."""
+        return await self._run(self._get_blobs_sync, run_id, sorted(set(hashes)))
+
+    async def blob_hashes(self, run_id: str) -> Collection[str]:
+        """The hashes of every blob ``run_id`` holds."""
+        rows = await self._run(
+            self._fetch_all,
+            "SELECT hash FROM plait_blobs WHERE run_id = ? ORDER BY hash",
+            (run_id,),
+        )
+        return [row[0] for row in rows]
 
     async def acquire_lease(
         self, run_id: str, *, ttl: float, holder: LeaseHolder | None = None
@@ -377,11 +413,13 @@ class SqliteCheckpointStore(CheckpointStoreBase):
         events: Sequence[JournalEvent],
         *,
         lease: Lease | None = None,
+        blobs: Mapping[str, bytes] | None = None,
     ) -> None:
-        """Commit ``checkpoint``, its run's index row and ``events`` in one transaction."""
+        """Commit ``checkpoint``, its new ``blobs``, its run's index row and ``events`` in
+        one transaction."""
         data = encode_checkpoint(checkpoint)
         stored = [event.to_json() for event in events]
-        await self._run(self._save_with_events_sync, checkpoint, data, stored, lease)
+        await self._run(self._save_with_events_sync, checkpoint, data, stored, lease, blobs)
 
     async def append_events(
         self, run_id: str, events: Sequence[JournalEvent], *, lease: Lease | None = None
@@ -438,10 +476,13 @@ class SqliteCheckpointStore(CheckpointStoreBase):
         data: bytes,
         stored: builtins.list[str],
         lease: Lease | None,
+        blobs: Mapping[str, bytes] | None = None,
     ) -> None:
         self._journal_table(conn)
         conn.execute("BEGIN IMMEDIATE")
         try:
+            if blobs:
+                _insert_blobs(conn, checkpoint.run_id, blobs)
             if self._save_sync(conn, checkpoint, data, lease):
                 self._insert_events(conn, checkpoint.run_id, stored)
         except BaseException:
@@ -695,27 +736,43 @@ class SqliteCheckpointStore(CheckpointStoreBase):
                 params.extend(sorted(needed))
             removed = conn.execute(sql, params).rowcount
             _reindex_run(conn, run_id)
+            self._sweep_sync(conn, run_id)
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
         return removed
 
-    def _save_one_sync(
-        self,
-        conn: sqlite3.Connection,
-        checkpoint: Checkpoint,
-        data: bytes,
-        lease: Lease | None = None,
-    ) -> None:
-        """One save: the checkpoint and its run's index row in one transaction."""
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            self._save_sync(conn, checkpoint, data, lease)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+    @staticmethod
+    def _get_blobs_sync(
+        conn: sqlite3.Connection, run_id: str, hashes: builtins.list[str]
+    ) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        for start in range(0, len(hashes), 500):  # under SQLite's bound on parameters
+            part = hashes[start : start + 500]
+            rows = conn.execute(
+                f"SELECT hash, data FROM plait_blobs WHERE run_id = ?"
+                f" AND hash IN ({', '.join('?' * len(part))})",
+                (run_id, *part),
+            ).fetchall()
+            found.update((digest, bytes(data)) for digest, data in rows)
+        return found
+
+    @staticmethod
+    def _sweep_sync(conn: sqlite3.Connection, run_id: str) -> None:
+        """Delete the blobs of ``run_id`` no remaining checkpoint reaches (inside the
+        caller's transaction)."""
+        blobs = dict(conn.execute("SELECT hash, data FROM plait_blobs WHERE run_id = ?", (run_id,)))
+        if not blobs:
+            return
+        stored = conn.execute(
+            "SELECT data FROM plait_checkpoints WHERE run_id = ?", (run_id,)
+        ).fetchall()
+        doomed = unreferenced_by((row[0] for row in stored), blobs)
+        conn.executemany(
+            "DELETE FROM plait_blobs WHERE run_id = ? AND hash = ?",
+            [(run_id, digest) for digest in sorted(doomed)],
+        )
 
     def _delete_sync(self, conn: sqlite3.Connection, checkpoint_id: str) -> None:
         conn.execute("BEGIN IMMEDIATE")
@@ -728,6 +785,7 @@ class SqliteCheckpointStore(CheckpointStoreBase):
                     "DELETE FROM plait_checkpoints WHERE checkpoint_id = ?", (checkpoint_id,)
                 )
                 _reindex_run(conn, row[0])
+                self._sweep_sync(conn, row[0])
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -740,6 +798,7 @@ class SqliteCheckpointStore(CheckpointStoreBase):
                 "DELETE FROM plait_checkpoints WHERE run_id = ?", (run_id,)
             ).rowcount
             conn.execute("DELETE FROM plait_runs WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM plait_blobs WHERE run_id = ?", (run_id,))
             if self._journal_exists(conn):
                 conn.execute("DELETE FROM plait_journal WHERE run_id = ?", (run_id,))
         except BaseException:
@@ -753,9 +812,14 @@ class SqliteCheckpointStore(CheckpointStoreBase):
         conn: sqlite3.Connection,
         encoded: builtins.list[tuple[Checkpoint, bytes]],
         lease: Lease | None = None,
+        blobs: Mapping[str, bytes] | None = None,
     ) -> None:
+        """Checkpoints of one run, their blobs and their run's index row in one
+        transaction: the blobs first, so no committed checkpoint lacks one."""
         conn.execute("BEGIN IMMEDIATE")
         try:
+            if blobs:
+                _insert_blobs(conn, _one_run(encoded), blobs)
             for checkpoint, data in encoded:
                 self._save_sync(conn, checkpoint, data, lease)
         except BaseException:
@@ -776,6 +840,22 @@ class SqliteCheckpointStore(CheckpointStoreBase):
     @staticmethod
     def _execute(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> int:
         return conn.execute(sql, params).rowcount
+
+
+def _insert_blobs(conn: sqlite3.Connection, run_id: str, blobs: Mapping[str, bytes]) -> None:
+    """Insert the blobs ``run_id`` lacks (inside the caller's transaction)."""
+    conn.executemany(
+        "INSERT INTO plait_blobs (run_id, hash, data) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+        [(run_id, digest, bytes(blob)) for digest, blob in sorted(blobs.items())],
+    )
+
+
+def _one_run(encoded: Sequence[tuple[Checkpoint, bytes]]) -> str:
+    """The run the checkpoints of a save with blobs belong to (blobs are a run's)."""
+    runs = {checkpoint.run_id for checkpoint, _ in encoded}
+    if len(runs) != 1:
+        raise ValueError(f"a save with blobs takes checkpoints of one run, got {sorted(runs)}")
+    return runs.pop()
 
 
 # -- the run index ----------------------------------------------------------------------

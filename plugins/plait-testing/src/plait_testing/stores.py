@@ -54,17 +54,23 @@ import attrs
 import pytest
 from plait import CheckpointError, CheckpointNotFoundError, CorruptCheckpointError, RunLeaseError
 from plait.spi import (
+    BlobWriter,
     Checkpoint,
     CheckpointStore,
     EventJournal,
     JournalEvent,
     LeaseHolder,
     RunInfo,
+    blob_hash,
+    blob_refs,
     checkpoint_view,
     diff_views,
+    externalize_state,
     fork_run,
+    has_blobs,
     list_runs,
     read_journal,
+    resolve_state,
 )
 
 __all__ = [
@@ -760,6 +766,229 @@ class CheckpointStoreContract:
         assert loaded.state["shared"] == {"k": 1} and loaded.metadata["edited"] == ["shared"]
         with pytest.raises(ValueError, match="cannot edit outputs"):
             await fork_run(store, run_id, chain[2].checkpoint_id, edits={"outputs": []})
+
+    # -- blobs (plait.spi.BlobStore) -----------------------------------------------------
+
+    async def test_blobs_are_kept_or_values_stay_inline(self, store: CheckpointStore) -> None:
+        # a store without blobs keeps every value inline: a run's values still round-trip
+        run_id = new_run_id()
+        writer = BlobWriter() if has_blobs(store) else None
+        checkpoint, blobs = _growing(run_id, 0, 30, writer)
+        await _save_with(store, checkpoint, blobs)
+        loaded = await store.load(checkpoint.checkpoint_id)
+        state = await resolve_state(loaded.state, store=store, run_id=run_id, where="here")
+        assert state["shared"]["transcript"] == _transcript(30)
+        assert bool(blob_refs(loaded.state)) == has_blobs(store)
+
+    async def test_blobs_round_trip_and_only_what_is_asked_comes_back(
+        self, store: CheckpointStore
+    ) -> None:
+        if not has_blobs(store):
+            assert not callable(getattr(store, "get_blobs", None)) or not has_blobs(store)
+            return
+        run_id = new_run_id()
+        blobs = {blob_hash(data): data for data in (b'"one"', b"[1,2,3]", bytes(range(256)))}
+        checkpoint = make_checkpoint(run_id, state={"kind": "full"})
+        await _save_with(store, checkpoint, blobs)
+        await _save_with(store, checkpoint, blobs)  # the same save again does nothing
+        wanted = sorted(blobs)[:2]
+        missing = blob_hash(b"never stored")
+        got = await store.get_blobs(run_id, [*wanted, missing])  # type: ignore[attr-defined]
+        assert dict(got) == {h: blobs[h] for h in wanted}
+        assert sorted(await store.blob_hashes(run_id)) == sorted(blobs)  # type: ignore[attr-defined]
+        other = self.reopen(store)
+        try:
+            again = await other.get_blobs(run_id, sorted(blobs))  # type: ignore[attr-defined]
+            assert dict(again) == blobs
+        finally:
+            await other.aclose()
+
+    async def test_a_growing_value_costs_what_changed(self, store: CheckpointStore) -> None:
+        if not has_blobs(store):
+            return
+        run_id = new_run_id()
+        writer = BlobWriter()
+        sizes = []
+        for step in range(1, 65):
+            checkpoint, blobs = _growing(run_id, step, step, writer)
+            await _save_with(store, checkpoint, blobs)
+            sizes.append(sum(len(b) for b in blobs.values()) + len(str(checkpoint.state)))
+        stored = await store.blob_hashes(run_id)  # type: ignore[attr-defined]
+        got = await store.get_blobs(run_id, list(stored))  # type: ignore[attr-defined]
+        raw = len(repr(_transcript(64)))
+        assert sum(len(data) for data in got.values()) < 2 * raw
+        assert max(sizes[32:]) < 4 * _ITEM  # an append writes about one item, never all
+        latest = await store.latest(run_id)
+        assert latest is not None
+        state = await resolve_state(latest.state, store=store, run_id=run_id, where="latest")
+        assert state["shared"]["transcript"] == _transcript(64)
+
+    async def test_a_blob_closure_is_every_blob_a_tree_reaches(
+        self, store: CheckpointStore
+    ) -> None:
+        closure = getattr(store, "get_blob_closure", None)
+        if not has_blobs(store) or closure is None:
+            return  # optional: resolving fetches level by level instead
+        run_id = new_run_id()
+        checkpoint, blobs = _growing(run_id, 0, 40, BlobWriter())
+        await _save_with(store, checkpoint, blobs)
+        roots = sorted(blob_refs(checkpoint.state))
+        got = await closure(run_id, [*roots, blob_hash(b"absent")])
+        assert dict(got) == blobs  # every blob of the tree, nothing else
+
+    async def test_a_missing_or_altered_blob_names_the_checkpoint_and_the_hash(
+        self, store: CheckpointStore
+    ) -> None:
+        if not has_blobs(store):
+            return
+        run_id = new_run_id()
+        data = b'"' + b"v" * 500 + b'"'
+        digest = blob_hash(data)
+        altered = blob_hash(b'"something else"')
+        state = {
+            "kind": "full",
+            "shared": {"k": {"__plait__": "blob", "h": digest}},
+            "other": {"__plait__": "blob", "h": altered},
+        }
+        checkpoint = make_checkpoint(run_id, state=state)
+        # the store does not check what it is given; the reader checks what it reads
+        await _save_with(store, checkpoint, {digest: data, altered: b'"tampered"'})
+        where = f"run {run_id!r}, checkpoint {checkpoint.checkpoint_id!r}"
+        loaded = await store.load(checkpoint.checkpoint_id)
+        with pytest.raises(CorruptCheckpointError, match=f"{altered} does not match its hash"):
+            await resolve_state(loaded.state, store=store, run_id=run_id, where=where)
+        missing = blob_hash(b'"gone"')
+        lacking = make_checkpoint(run_id, 1, state={"v": {"__plait__": "blob", "h": missing}})
+        await store.save(lacking)
+        with pytest.raises(CorruptCheckpointError) as caught:
+            await resolve_state(lacking.state, store=store, run_id=run_id, where=where)
+        assert missing in str(caught.value) and checkpoint.checkpoint_id in str(caught.value)
+
+    async def test_a_reference_never_reaches_another_runs_blobs(
+        self, store: CheckpointStore
+    ) -> None:
+        if not has_blobs(store):
+            return
+        first, second = new_run_id("a"), new_run_id("b")
+        writer = BlobWriter()
+        checkpoint, blobs = _growing(first, 0, 8, writer)
+        await _save_with(store, checkpoint, blobs)
+        # the same state saved under another run, without blobs of its own
+        stolen = make_checkpoint(second, state=checkpoint.state)
+        await store.save(stolen)
+        with pytest.raises(CorruptCheckpointError, match="missing from its run's blobs"):
+            await resolve_state(stolen.state, store=store, run_id=second, where="stolen")
+        assert await store.blob_hashes(second) == []  # type: ignore[attr-defined]
+
+    async def test_prune_and_delete_leave_no_unreferenced_blob(
+        self, store: CheckpointStore
+    ) -> None:
+        if not has_blobs(store):
+            return
+        run_id, bystander = new_run_id(), new_run_id("bystander")
+        writer = BlobWriter()
+        saved = []
+        for step in range(8):
+            # a value that grows, then is replaced by another: old blobs go unreferenced
+            items = step + 4 if step < 5 else step
+            checkpoint, blobs = _growing(run_id, step, items, writer, salt=step // 5)
+            await _save_with(store, checkpoint, blobs)
+            saved.append(checkpoint)
+        other, other_blobs = _growing(bystander, 0, 6, BlobWriter())
+        await _save_with(store, other, other_blobs)
+        before = set(await store.blob_hashes(run_id))  # type: ignore[attr-defined]
+        removed = await store.prune(run_id, keep_last=1)
+        assert removed == 6  # all but the newest and the first
+        after = set(await store.blob_hashes(run_id))  # type: ignore[attr-defined]
+        reachable = await _reachable(store, run_id, [saved[0], saved[-1]])
+        assert after == reachable  # every blob left is used, every used blob is left
+        assert len(after) < len(before)
+        for kept in (saved[0], saved[-1]):
+            state = await resolve_state(kept.state, store=store, run_id=run_id, where="kept")
+            assert state["shared"]["transcript"][0] == _transcript(1, salt=kept.superstep // 5)[0]
+        await store.delete(saved[0].checkpoint_id)
+        assert set(await store.blob_hashes(run_id)) == await _reachable(  # type: ignore[attr-defined]
+            store, run_id, [saved[-1]]
+        )
+        assert await store.delete_run(run_id) == 1
+        assert list(await store.blob_hashes(run_id)) == []  # type: ignore[attr-defined]
+        assert sorted(await store.blob_hashes(bystander)) == sorted(other_blobs)  # type: ignore[attr-defined]
+
+    async def test_a_stale_writer_leaves_no_blob(self, store: CheckpointStore) -> None:
+        if not has_blobs(store):
+            return
+        run_id = new_run_id()
+        first = await store.acquire_lease(run_id, ttl=60, holder=_elsewhere("1"))
+        await store.release_lease(first)
+        await store.acquire_lease(run_id, ttl=60, holder=_elsewhere("2"))
+        checkpoint, blobs = _growing(run_id, 0, 8, BlobWriter())
+        with pytest.raises(RunLeaseError):
+            await store.save(checkpoint, lease=first, blobs=blobs)  # type: ignore[call-arg]
+        assert list(await store.blob_hashes(run_id)) == []  # type: ignore[attr-defined]
+
+    async def test_a_fork_takes_its_blobs_along(self, store: CheckpointStore) -> None:
+        if not has_blobs(store):
+            return
+        run_id = new_run_id("origin")
+        checkpoint, blobs = _growing(run_id, 3, 12, BlobWriter())
+        await _save_with(store, checkpoint, blobs)
+        forked = await fork_run(store, run_id, checkpoint.checkpoint_id)
+        await store.delete_run(run_id)
+        (copy,) = await store.list(forked)
+        view = await checkpoint_view(store, copy.checkpoint_id)
+        assert view.state["shared"]["transcript"] == _transcript(12)
+
+
+_ITEM = 600  # characters of one item of a growing value in the blob tests
+
+
+def _transcript(n: int, salt: int = 0) -> list[str]:
+    return [f"{salt}:{i}:" + "m" * _ITEM for i in range(n)]
+
+
+def _growing(
+    run_id: str, superstep: int, items: int, writer: BlobWriter | None, salt: int = 0
+) -> tuple[Checkpoint, dict[str, bytes]]:
+    """A full checkpoint whose shared state holds a transcript of ``items`` items, its
+    values rewritten by ``writer`` (inline without one), and the blobs it adds."""
+    state: dict[str, Any] = {
+        "kind": "full",
+        "pending": {},
+        "router_state": {},
+        "requests": [],
+        "executor_state": {},
+        "shared": {"transcript": _transcript(items, salt)},
+        "outputs": [],
+        "visits": {},
+    }
+    if writer is None:
+        return make_checkpoint(run_id, superstep, state=state), {}
+    state = externalize_state(state, writer)
+    blobs = writer.take_new()
+    writer.settle()
+    return make_checkpoint(run_id, superstep, state=state), blobs
+
+
+async def _save_with(
+    store: CheckpointStore, checkpoint: Checkpoint, blobs: dict[str, bytes]
+) -> None:
+    if blobs:
+        await store.save(checkpoint, blobs=blobs)  # type: ignore[call-arg]
+    else:
+        await store.save(checkpoint)
+
+
+async def _reachable(store: CheckpointStore, run_id: str, kept: Sequence[Checkpoint]) -> set[str]:
+    """The hashes ``kept`` reach through the run's blobs."""
+    import json
+
+    seen: set[str] = set()
+    frontier = set().union(*(blob_refs(c.state) for c in kept))
+    while frontier:
+        got = await store.get_blobs(run_id, sorted(frontier))  # type: ignore[attr-defined]
+        seen |= frontier
+        frontier = set().union(*(blob_refs(json.loads(data)) for data in got.values())) - seen
+    return seen
 
 
 def _of(checkpoint: Checkpoint, workflow: str, created_at: float | None = None) -> Checkpoint:

@@ -1,0 +1,586 @@
+"""Content-addressed values: what makes a checkpoint cost what changed.
+
+A checkpoint's values (messages, executor and shared state, outputs, request payloads)
+are encoded JSON (:mod:`plait.codec`). Before a checkpoint is written to a store that
+keeps blobs (:func:`has_blobs`), :class:`BlobWriter` rewrites each value bottom-up:
+
+- a string, list or dict whose compact JSON is above :data:`THRESHOLD` bytes is stored
+  once, as a *blob* keyed by the SHA-256 of its JSON bytes, and replaced by a reference
+  ``{"__plait__": "blob", "h": "<sha256 hex>"}``: the same value in many messages, or in
+  every checkpoint of a run, is stored once;
+- a list above the threshold becomes a Merkle mountain range
+  ``{"__plait__": "seq", "n": N, "p": [peaks]}``: the items, in order, are the leaves of
+  perfect binary trees of sizes the binary digits of ``N`` (largest first); a tree of
+  ``2**k`` leaves is a JSON pair ``[left, right]`` of trees of ``2**(k-1)``, and any
+  tree above the threshold is itself a blob. The tree over the first ``2**k`` items
+  never changes when items are appended, so a list that grows by one item costs the
+  item plus (amortised) one small node, and the checkpoint holds at most ``log2 N``
+  peaks;
+- a string longer than :data:`CHUNK` x 4 characters becomes the same structure over
+  :data:`CHUNK`-character pieces, ``{"__plait__": "text", "n": pieces, "p": [...]}``: a
+  string that grows at its end rewrites its last piece only.
+
+A dict's keys are kept in place and its large values become references, so a dict
+that differs in a few keys rewrites the references of its values, not the values.
+
+Why this scheme and not content-defined chunking over the encoded bytes: chunking the
+bytes keeps a flat list of chunk hashes in every checkpoint (quadratic again, in hashes)
+unless the list is chunked in turn, and a chunk boundary inside an item re-stores
+bytes around every append. Hashing whole encoded values keeps each item one blob, the
+same in a message, in shared state and in every checkpoint, and the mountain range
+makes appends O(item + log n) (measured in ``tests/benchmarks/bench_checkpoint_growth.py``).
+
+Reading (:func:`resolve_state`) is the inverse, done before anything decodes a value:
+references are fetched from the checkpoint's own run, level by level (a few round
+trips, only the blobs the checkpoint names), each blob is checked against its hash, and
+the JSON it stood for is rebuilt. A blob that is missing or does not match its hash is a
+:class:`~plait.CorruptCheckpointError` naming the checkpoint and the hash. The structures
+only rebuild JSON: the codec's decoding rules and type allowlist apply afterwards,
+unchanged.
+
+Blobs belong to a run: a reference never points outside the run of the checkpoint that
+holds it (a fork copies what it needs into the new run), so deleting or pruning one run
+never touches another's values. Pruning removes the blobs that no kept checkpoint
+reaches (:func:`unreferenced`, mark and sweep over the run's blobs).
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import json
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from ._checkpoint import Checkpoint, _orjson, decode_checkpoint
+from ._errors import CheckpointError, CorruptCheckpointError
+
+__all__ = [
+    "CHUNK",
+    "THRESHOLD",
+    "BlobStore",
+    "BlobWriter",
+    "blob_hash",
+    "blob_refs",
+    "child_refs",
+    "externalize_state",
+    "has_blobs",
+    "has_refs",
+    "resolve_state",
+    "unreferenced",
+    "unreferenced_by",
+]
+
+TAG = "__plait__"  # the codec's tag key (plait.codec.TAG; the codec is a layer above)
+#: Values whose compact JSON is above this many bytes are stored as blobs. Below it a
+#: reference (91 bytes) and a row cost about what the value does.
+THRESHOLD = 256
+#: Characters per piece of a long string (:data:`THRESHOLD` x 4 and up are chunked).
+CHUNK = 1024
+_LONG_TEXT = CHUNK * 4
+#: Lists with fewer items are stored as one blob, not as a tree.
+_SEQ_MIN = 4
+#: A reference's size in compact JSON (what a value costs once it is a blob).
+_REF_SIZE = 91
+#: Bound on what one checkpoint's references expand to, in stored bytes counted at every
+#: use: a hostile store cannot make a small checkpoint rebuild an exponential value.
+EXPANSION_LIMIT = 1 << 31
+#: Bound on ``n`` of a tree: more items than any process holds.
+_MAX_ITEMS = 1 << 40
+
+_BLOB, _SEQ, _TEXT = "blob", "seq", "text"
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+#: ``(run id, hashes, strings)`` of the blobs the current task's resume read: the store
+#: holds them (the checkpoint it resumed reaches them), so the resumed run's writer need
+#: not write them again; ``strings`` maps ``id(s)`` to ``(s, hash)`` for each string read
+#: from a blob, so the writer need not hash those strings again either.
+resumed_blobs: contextvars.ContextVar[
+    tuple[str, frozenset[str], dict[int, tuple[str, str]]] | None
+] = contextvars.ContextVar("plait_resumed_blobs", default=None)
+
+
+def _dumps(value: Any) -> bytes | None:
+    """A blob's bytes: compact JSON, or None for a value orjson cannot write (an integer
+    beyond 64 bits), which then stays inline: orjson would read it back as a float, and
+    blobs are read with orjson when it is installed."""
+    if _orjson is None:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    try:
+        data: bytes = _orjson.dumps(value)
+    except TypeError:
+        return None
+    return data
+
+
+def _loads(data: bytes) -> Any:
+    if _orjson is None:
+        return json.loads(data)
+    return _orjson.loads(data)
+
+
+def blob_hash(data: bytes) -> str:
+    """The key of ``data`` as a blob: its SHA-256, in hex."""
+    return hashlib.sha256(data).hexdigest()
+
+
+@runtime_checkable
+class BlobStore(Protocol):
+    """What a :class:`~plait.spi.CheckpointStore` adds to keep blobs (optional: a store
+    without it keeps every value inline, as before).
+
+    Blobs belong to a run and are keyed by the SHA-256 (hex) of their bytes. ``save`` and
+    ``save_many`` take the checkpoint's new blobs (put many) and write them in the same
+    transaction as the checkpoint, or, where a store has no transactions, before the
+    write that commits the checkpoint: a crash leaves at worst a blob nothing references,
+    never a checkpoint whose blob is missing. Saving a blob the run has already is a
+    no-op. ``prune`` and ``delete_run`` remove the run's blobs that no remaining
+    checkpoint reaches (:func:`unreferenced`).
+
+    .. versionadded:: 0.1
+    """
+
+    async def save(
+        self, checkpoint: Checkpoint, *, lease: Any = None, blobs: Mapping[str, bytes] = ...
+    ) -> None:
+        """Save ``checkpoint`` and ``blobs`` (hash -> bytes) atomically, as above."""
+        ...
+
+    async def get_blobs(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
+        """The blobs of ``run_id`` among ``hashes`` (get many); one that is missing is left
+        out (the caller names it). The caller verifies each against its hash."""
+        ...
+
+    async def blob_hashes(self, run_id: str) -> Collection[str]:
+        """The hashes of every blob ``run_id`` holds (what prune's sweep and tests count)."""
+        ...
+
+    # Optional, for stores where a round trip is dear: ``async get_blob_closure(run_id,
+    # hashes)`` returns those blobs and every blob they reach (:func:`child_refs` kept
+    # beside each blob), so a resume reads a whole tree in one round trip.
+
+
+def has_blobs(store: Any) -> bool:
+    """Whether ``store`` keeps blobs: it has ``get_blobs(run_id, hashes)`` and its
+    ``save`` (and ``save_many``, if it has one) accept ``blobs=``. A wrapper that keeps
+    blobs only when the store it wraps does says so with ``supports_blobs``."""
+    if not callable(getattr(store, "get_blobs", None)):
+        return False
+    return getattr(store, "supports_blobs", True) is not False
+
+
+def _ref(digest: str) -> dict[str, str]:
+    return {TAG: _BLOB, "h": digest}
+
+
+def _ref_of(value: Any) -> str | None:
+    """The hash a reference names, or None if ``value`` is not a reference."""
+    if type(value) is dict and value.get(TAG) == _BLOB and len(value) == 2:
+        digest = value.get("h")
+        if isinstance(digest, str):
+            return digest
+    return None
+
+
+class BlobWriter:
+    """Rewrites encoded values into references and blobs, for one run's checkpoints.
+
+    It remembers which blobs it has handed out (:attr:`known`), so each blob goes to the
+    store once per process; :meth:`take_new` returns the ones the last values made.
+    """
+
+    def __init__(self, strings: Mapping[int, tuple[str, str]] | None = None) -> None:
+        #: hashes the store holds for sure: what the checkpoints a prune keeps reach (see
+        #: :meth:`settle`); any other blob is handed to the store again when used
+        self.known: set[str] = set()
+        #: hashes the values since the last :meth:`take_new` reach
+        self.touched: set[str] = set()
+        self._new: dict[str, bytes] = {}
+        # id(str) -> (the str, its hash): messages carry the same string objects from
+        # step to step, and a string is immutable, so its hash is computed once (the
+        # cache holds the string, so its id cannot be reused while it is cached)
+        self._strings: dict[int, tuple[str, str]] = dict(strings or {})
+
+    def take_new(self) -> dict[str, bytes]:
+        """The blobs made since the last call (hash -> bytes), to save with the checkpoint."""
+        new, self._new = self._new, {}
+        return new
+
+    def settle(self, keep: Iterable[str] = ()) -> set[str]:
+        """After a checkpoint: trust only the blobs it reaches (and ``keep``, what its
+        base reaches) from now on, and return the ones it reaches.
+
+        A prune keeps the newest checkpoint and its base, so a blob either reaches stays
+        in the store; a blob only an older checkpoint reached may have been swept by a
+        prune running meanwhile, so it is written again if a value needs it again.
+        """
+        touched, self.touched = self.touched, set()
+        self.known = touched.union(keep) if keep else touched.copy()
+        return touched
+
+    def externalize(self, value: Any) -> Any:
+        """``value`` (encoded JSON) with its large parts replaced by references."""
+        cls = type(value)
+        if cls in _SCALARS or (cls is str and len(value) < THRESHOLD - 2):
+            return value  # the common case, without a call
+        return self._ext(value)[0]
+
+    # -- the rewrite ----------------------------------------------------------------------
+
+    def _put(self, value: Any, size: int) -> tuple[Any, int]:
+        data = _dumps(value)
+        if data is None:
+            return value, size
+        digest = blob_hash(data)
+        self.touched.add(digest)
+        if digest not in self.known:
+            self.known.add(digest)
+            self._new[digest] = data
+        return _ref(digest), _REF_SIZE
+
+    def _ext(self, value: Any) -> tuple[Any, int]:
+        cls = type(value)
+        if cls is str:
+            size = len(value) + 2
+            if size <= THRESHOLD:
+                return value, size
+            if len(value) > _LONG_TEXT:
+                return self._text(value)
+            cached = self._strings.get(id(value))
+            if cached is not None and cached[0] is value:
+                digest = cached[1]
+                if digest in self.known:
+                    self.touched.add(digest)
+                    return _ref(digest), _REF_SIZE
+            ref = self._put(value, size)
+            if ref[0] is value:  # not JSON orjson writes (a lone surrogate): inline
+                return ref
+            if len(self._strings) > 100_000:
+                self._strings.clear()
+            self._strings[id(value)] = (value, ref[0]["h"])
+            return ref
+        if cls is list:
+            items = [self._ext(item) for item in value]
+            size = 2 + sum(s for _, s in items) + len(items)
+            if size <= THRESHOLD:
+                return [o for o, _ in items], size
+            if len(items) >= _SEQ_MIN:
+                return self._tree(_SEQ, items)
+            return self._put([o for o, _ in items], size)
+        if cls is dict:
+            out: dict[str, Any] = {}
+            size = 2
+            for key, item in value.items():
+                encoded, item_size = self._ext(item)
+                out[key] = encoded
+                size += len(key) + 4 + item_size
+            if size <= THRESHOLD:
+                return out, size
+            return self._put(out, size)
+        return value, 8 if cls is not float else 24
+
+    def _text(self, text: str) -> tuple[Any, int]:
+        pieces = [text[i : i + CHUNK] for i in range(0, len(text), CHUNK)]
+        return self._tree(_TEXT, [self._ext(piece) for piece in pieces])
+
+    def _tree(self, kind: str, leaves: list[tuple[Any, int]]) -> tuple[Any, int]:
+        peaks: list[Any] = []
+        size = 30
+        start = 0
+        for level in _levels(len(leaves)):
+            node, node_size = self._node(leaves, start, level)
+            peaks.append(node)
+            size += node_size + 1
+            start += 1 << level
+        return {TAG: kind, "n": len(leaves), "p": peaks}, size
+
+    def _node(self, leaves: list[tuple[Any, int]], start: int, level: int) -> tuple[Any, int]:
+        if level == 0:
+            return leaves[start]
+        half = 1 << (level - 1)
+        left, left_size = self._node(leaves, start, level - 1)
+        right, right_size = self._node(leaves, start + half, level - 1)
+        size = left_size + right_size + 3
+        if size <= THRESHOLD:
+            return [left, right], size
+        return self._put([left, right], size)
+
+
+def _levels(n: int) -> Iterator[int]:
+    """The tree heights of a mountain range of ``n`` leaves, largest first."""
+    for level in range(n.bit_length() - 1, -1, -1):
+        if n >> level & 1:
+            yield level
+
+
+# -- a checkpoint's values ------------------------------------------------------------------
+
+
+def externalize_state(state: dict[str, Any], writer: BlobWriter) -> dict[str, Any]:
+    """A checkpoint state (``plait.durable``'s layout) with its values rewritten by
+    ``writer``; the layout itself (kinds, ids, visits, request fields) stays inline, so
+    listings read it without blobs."""
+    out = dict(state)
+    ext = writer.externalize
+    pending = out.get("pending")
+    if pending and type(pending) is dict:
+        out["pending"] = {
+            eid: [ext(m) for m in msgs] if type(msgs) is list else msgs
+            for eid, msgs in pending.items()
+        }
+    for section in ("executor_state", "router_state"):
+        values = out.get(section)
+        if values and type(values) is dict:
+            out[section] = {key: ext(value) for key, value in values.items()}
+    if "shared" in out:
+        shared = out["shared"]
+        if type(shared) is dict and TAG not in shared:
+            if shared:
+                out["shared"] = {key: ext(value) for key, value in shared.items()}
+        else:
+            out["shared"] = ext(shared)
+    changes = out.get("shared_changes")  # a delta's shared state, key by key
+    if type(changes) is dict and type(changes.get("set")) is dict and changes["set"]:
+        out["shared_changes"] = {
+            **changes,
+            "set": {key: ext(value) for key, value in changes["set"].items()},
+        }
+    outputs = out.get("outputs")
+    if outputs and type(outputs) is list:
+        out["outputs"] = [ext(item) for item in outputs]
+    requests = out.get("requests")
+    if requests and type(requests) is list:
+        out["requests"] = [
+            {**r, "request": ext(r["request"])} if type(r) is dict and "request" in r else r
+            for r in requests
+        ]
+    return out
+
+
+def _walk_refs(value: Any, found: set[str]) -> None:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is list:
+            stack.extend(item)
+        elif type(item) is dict:
+            digest = _ref_of(item)
+            if digest is not None:
+                found.add(digest)
+            else:
+                stack.extend(item.values())
+
+
+def blob_refs(value: Any) -> set[str]:
+    """The hashes ``value`` (a checkpoint's state, or a blob's JSON) names directly."""
+    found: set[str] = set()
+    _walk_refs(value, found)
+    return found
+
+
+def child_refs(data: bytes) -> list[str]:
+    """The hashes a stored blob names directly, sorted (empty if it does not parse: an
+    encrypted blob, say). A store that keeps them beside the blob can return a blob's
+    whole closure in one round trip (``get_blob_closure``)."""
+    try:
+        return sorted(blob_refs(_loads(data)))
+    except (ValueError, TypeError, RecursionError):
+        return []
+
+
+def has_refs(value: Any) -> bool:
+    """Whether ``value`` holds a reference or a tree (what :func:`resolve_state` rebuilds;
+    a tree whose nodes are all small holds no reference)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is list:
+            stack.extend(item)
+        elif type(item) is dict:
+            if item.get(TAG) in (_BLOB, _SEQ, _TEXT):
+                return True
+            stack.extend(item.values())
+    return False
+
+
+def unreferenced(states: Iterable[Any], blobs: Mapping[str, bytes]) -> set[str]:
+    """The hashes of ``blobs`` (one run's, hash -> bytes) that none of ``states`` (the
+    states of the checkpoints that stay) reaches, directly or through other blobs: what
+    a prune may delete. A blob that does not parse reaches nothing."""
+    reached: set[str] = set()
+    frontier: set[str] = set()
+    for state in states:
+        _walk_refs(state, frontier)
+    while frontier:
+        digest = frontier.pop()
+        if digest in reached or digest not in blobs:
+            continue
+        reached.add(digest)
+        try:
+            parsed = _loads(blobs[digest])
+        except (ValueError, TypeError, RecursionError):
+            continue
+        _walk_refs(parsed, frontier)
+    return set(blobs) - reached
+
+
+def unreferenced_by(stored: Iterable[bytes], blobs: Mapping[str, bytes]) -> set[str]:
+    """:func:`unreferenced` for a store's sweep: ``stored`` are the bytes
+    (:func:`~plait.spi.encode_checkpoint`) of the run's remaining checkpoints. If one of
+    them does not decode, nothing is swept (its references are unknown, and a blob
+    kept too long is an orphan, never a dangling reference)."""
+    states = []
+    for data in stored:
+        try:
+            states.append(decode_checkpoint(data).state)
+        except CheckpointError:
+            return set()
+    return unreferenced(states, blobs)
+
+
+#: ``get_blobs(run_id, hashes) -> {hash: bytes}`` of a store, as :func:`resolve_state`
+#: calls it.
+Fetch = Callable[[str, Collection[str]], Awaitable[Mapping[str, bytes]]]
+
+
+async def resolve_state(
+    state: dict[str, Any],
+    *,
+    store: Any,
+    run_id: str,
+    where: str,
+    seen: set[str] | None = None,
+    strings: dict[int, tuple[str, str]] | None = None,
+) -> dict[str, Any]:
+    """``state`` with every reference rebuilt from the blobs of run ``run_id`` in
+    ``store``: only the blobs it names, fetched a level at a time, each verified.
+
+    :param where: names the checkpoint in errors (``run 'r1', checkpoint 'c7'``).
+    :param seen: if given, the hashes of every blob read are added to it.
+    :param strings: if given, ``id(s) -> (s, hash)`` for every string read from a blob
+        (what :class:`BlobWriter` caches, so a resumed run does not hash them again).
+    :raises CorruptCheckpointError: a blob is missing, does not match its hash, does
+        not parse, or a structure is malformed; or ``state`` names blobs and ``store``
+        keeps none.
+    """
+    if not has_refs(state):
+        return state
+    frontier = blob_refs(state)
+    if frontier and not has_blobs(store):
+        raise CorruptCheckpointError(
+            f"{where} is corrupt: it references blob {min(frontier)} but the store keeps no blobs"
+        )
+    fetch: Fetch = store.get_blobs
+    # a store that keeps each blob's references fetches what the first ones reach in one
+    # round trip; whatever it leaves out is fetched level by level, as from any store
+    closure: Fetch | None = getattr(store, "get_blob_closure", None)
+    parsed: dict[str, Any] = {}
+    sizes: dict[str, int] = {}
+    extra: Mapping[str, bytes] = {}
+    if frontier and closure is not None:
+        extra = await closure(run_id, sorted(frontier))
+    while frontier:
+        wanted = sorted(frontier)
+        if all(digest in extra for digest in wanted):
+            got = extra
+        else:
+            got = {**extra, **await fetch(run_id, [h for h in wanted if h not in extra])}
+        frontier = set()
+        for digest in wanted:
+            data = got.get(digest)
+            if data is None:
+                raise CorruptCheckpointError(
+                    f"{where} is corrupt: blob {digest} it references is missing from its "
+                    "run's blobs"
+                )
+            data = bytes(data)
+            if blob_hash(data) != digest:
+                raise CorruptCheckpointError(
+                    f"{where} is corrupt: blob {digest} does not match its hash"
+                )
+            try:
+                value = _loads(data)
+            except (ValueError, TypeError, RecursionError) as exc:
+                raise CorruptCheckpointError(
+                    f"{where} is corrupt: blob {digest} does not parse: {exc}"
+                ) from exc
+            parsed[digest] = value
+            sizes[digest] = len(data)
+            if type(value) is str:
+                if strings is not None:
+                    strings[id(value)] = (value, digest)
+            else:
+                _walk_refs(value, frontier)
+        frontier -= parsed.keys()
+    if seen is not None:
+        seen.update(parsed)
+    try:
+        return _Expander(parsed, sizes, where).value(state)  # type: ignore[no-any-return]
+    except RecursionError:
+        raise CorruptCheckpointError(f"{where} is corrupt: its values nest too deeply") from None
+
+
+class _Expander:
+    """Rebuilds JSON from references and trees, with the blobs already fetched."""
+
+    def __init__(self, parsed: Mapping[str, Any], sizes: Mapping[str, int], where: str) -> None:
+        self.parsed, self.sizes, self.where = parsed, sizes, where
+        self.budget = EXPANSION_LIMIT
+
+    def bad(self, what: str) -> CorruptCheckpointError:
+        return CorruptCheckpointError(f"{self.where} is corrupt: {what}")
+
+    def deref(self, digest: str) -> Any:
+        self.budget -= self.sizes[digest]
+        if self.budget < 0:
+            raise self.bad(f"its references expand beyond {EXPANSION_LIMIT} bytes")
+        return self.parsed[digest]
+
+    def value(self, value: Any) -> Any:
+        cls = type(value)
+        if cls is list:
+            return [self.value(item) for item in value]
+        if cls is not dict:
+            return value
+        kind = value.get(TAG)
+        if kind == _BLOB:
+            digest = _ref_of(value)
+            if digest is None:
+                raise self.bad("a blob reference has the wrong shape")
+            return self.value(self.deref(digest))
+        if kind in (_SEQ, _TEXT):
+            return self.tree(value, kind)
+        return {key: self.value(item) for key, item in value.items()}
+
+    def tree(self, value: dict[str, Any], kind: str) -> Any:
+        n, peaks = value.get("n"), value.get("p")
+        if (
+            len(value) != 3
+            or type(n) is not int
+            or not 0 <= n <= _MAX_ITEMS
+            or type(peaks) is not list
+            or len(peaks) != bin(n).count("1")
+        ):
+            raise self.bad(f"a {kind!r} structure has the wrong shape")
+        leaves: list[Any] = []
+        for peak, level in zip(peaks, _levels(n)):
+            self.node(peak, level, leaves)
+        if kind == _SEQ:
+            return leaves
+        if not all(type(piece) is str for piece in leaves):
+            raise self.bad("a piece of a 'text' structure is not a string")
+        return "".join(leaves)
+
+    def node(self, node: Any, level: int, leaves: list[Any]) -> None:
+        if level == 0:
+            leaves.append(self.value(node))
+            return
+        digest = _ref_of(node)
+        if digest is not None:
+            node = self.deref(digest)
+        if type(node) is not list or len(node) != 2:
+            raise self.bad(f"a tree node of height {level} is not a pair")
+        self.node(node[0], level - 1, leaves)
+        self.node(node[1], level - 1, leaves)

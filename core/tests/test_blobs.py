@@ -1,0 +1,248 @@
+"""Content-addressed checkpoint values (plait._blobs): the rewrite round-trips any JSON,
+shares what is unchanged, and refuses stored data that does not add up."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from plait import CorruptCheckpointError
+from plait._blobs import (
+    THRESHOLD,
+    BlobWriter,
+    blob_hash,
+    blob_refs,
+    externalize_state,
+    has_blobs,
+    resolve_state,
+    unreferenced,
+)
+
+
+class DictBlobs:
+    """Blobs in a dict, recording every ``get_blobs`` call."""
+
+    def __init__(self) -> None:
+        self.blobs: dict[str, bytes] = {}
+        self.asked: list[list[str]] = []
+
+    async def get_blobs(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
+        self.asked.append(sorted(hashes))
+        return {h: self.blobs[h] for h in hashes if h in self.blobs}
+
+
+def _state(value: Any) -> dict[str, Any]:
+    return {"kind": "full", "pending": {"a": [value]}, "shared": {"k": value}, "outputs": []}
+
+
+def _round_trip(value: Any, writer: BlobWriter, store: DictBlobs) -> tuple[Any, dict[str, Any]]:
+    stored = externalize_state(_state(value), writer)
+    store.blobs.update(writer.take_new())
+    writer.settle()
+    back = anyio.run(
+        lambda: resolve_state(json.loads(json.dumps(stored)), store=store, run_id="r", where="w")
+    )
+    return stored, back
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=40) | st.dictionaries(st.text(max_size=8), inner, max_size=12)
+    ),
+    max_leaves=200,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(json_values, st.integers(0, 400))
+def test_any_json_value_comes_back_as_it_was(value: Any, padding: int) -> None:
+    big = {"pad": "p" * padding, "value": value, "list": [value, "q" * padding] * 3}
+    _stored, back = _round_trip(big, BlobWriter(), DictBlobs())
+    assert back == _state(big)
+    assert json.dumps(back["shared"]["k"]) == json.dumps(big)  # key order too
+
+
+def test_small_values_stay_inline() -> None:
+    writer = BlobWriter()
+    value = {"n": 1, "text": "short", "items": [1, 2, 3]}
+    assert writer.externalize(value) == value
+    assert writer.take_new() == {}
+
+
+def test_long_text_growing_at_its_end_rewrites_its_last_pieces_only() -> None:
+    writer, store = BlobWriter(), DictBlobs()
+    text = ""
+    written = []
+    for step in range(40):
+        text += f"[{step}]" + "z" * 500
+        stored, back = _round_trip(text, writer, store)
+        assert back["shared"]["k"] == text
+        written.append(sum(len(b) for b in store.blobs.values()))
+    growth = [b - a for a, b in zip(written, written[1:])]
+    assert max(growth[10:]) < 4 * 1024  # about one piece and a node, never the whole text
+    assert stored["shared"]["k"]["__plait__"] == "text"
+
+
+def test_a_list_that_grows_costs_about_its_new_item() -> None:
+    writer, store = BlobWriter(), DictBlobs()
+    items: list[Any] = []
+    totals = []
+    for step in range(200):
+        items = [*items, {"role": "assistant", "turn": step, "text": "w" * 400}]
+        stored, back = _round_trip(items, writer, store)
+        totals.append(sum(len(b) for b in store.blobs.values()))
+    steps = [b - a for a, b in zip(totals, totals[1:])]
+    # the item (about 440 bytes) and, amortised, one node of references
+    assert sum(steps[10:]) / len(steps[10:]) < 800
+    assert max(steps[10:]) < 3000  # at a power of two, a node per level
+    assert back["pending"]["a"][0] == items
+    assert len(json.dumps(stored)) < 2000  # a checkpoint holds at most log2(n) peaks
+
+
+def test_the_same_value_in_many_places_is_one_blob() -> None:
+    writer = BlobWriter()
+    value = "v" * 1000
+    writer.externalize({"a": value, "b": [value, value], "c": {"d": value}})
+    new = writer.take_new()
+    assert list(new.values()).count(json.dumps(value).encode()) == 1
+    assert len(new) == 2  # the value, and the dict of its four references
+
+
+def test_a_delta_that_leaves_values_out_still_trusts_its_bases_blobs() -> None:
+    writer = BlobWriter()
+    writer.externalize("x" * 1000)
+    base = writer.settle()
+    writer.externalize("y" * 1000)
+    writer.take_new()
+    writer.settle(base)
+    # a value only the base reaches is not written again; one nothing kept reaches is
+    again = writer.externalize(["x" * 1000, "z" * 1000])
+    assert list(writer.take_new().values()) == [json.dumps("z" * 1000).encode()]
+    assert len(blob_refs(again)) == 2
+
+
+def _stored_with(blobs: dict[str, bytes], state: Any) -> Any:
+    store = DictBlobs()
+    store.blobs.update(blobs)
+    return anyio.run(lambda: resolve_state(state, store=store, run_id="r", where="run 'r', cp"))
+
+
+def test_a_missing_blob_names_the_checkpoint_and_the_hash() -> None:
+    digest = blob_hash(b'"gone"')
+    with pytest.raises(CorruptCheckpointError, match=f"run 'r', cp is corrupt: blob {digest}"):
+        _stored_with({}, {"v": {"__plait__": "blob", "h": digest}})
+
+
+def test_an_altered_blob_does_not_match_its_hash() -> None:
+    digest = blob_hash(b'"original"')
+    with pytest.raises(CorruptCheckpointError, match="does not match its hash"):
+        _stored_with({digest: b'"altered"'}, {"v": {"__plait__": "blob", "h": digest}})
+
+
+@pytest.mark.parametrize(
+    "tree",
+    [
+        {"__plait__": "seq", "n": 3, "p": [["a", "b"]]},  # 3 items need two peaks
+        {"__plait__": "seq", "n": 2, "p": [["a"]]},  # a node that is not a pair
+        {"__plait__": "seq", "n": 1 << 50, "p": [[]]},  # more items than any run holds
+        {"__plait__": "seq", "n": -1, "p": []},
+        {"__plait__": "seq", "n": 2, "p": [["a", "b"]], "x": 1},
+        {"__plait__": "text", "n": 2, "p": [["a", 5]]},  # a piece that is not text
+    ],
+)
+def test_a_malformed_tree_is_corrupt(tree: Any) -> None:
+    with pytest.raises(CorruptCheckpointError, match="run 'r', cp is corrupt"):
+        _stored_with({}, {"v": tree})
+
+
+def test_a_tree_that_expands_exponentially_is_refused() -> None:
+    # each level names the one below twice: 2**40 leaves from 40 tiny blobs
+    leaf = b'"' + b"x" * 100 + b'"'
+    digest = blob_hash(leaf)
+    blobs = {digest: leaf}
+    for _ in range(40):
+        node = json.dumps([{"__plait__": "blob", "h": digest}] * 2).encode()
+        digest = blob_hash(node)
+        blobs[digest] = node
+    state = {"v": {"__plait__": "seq", "n": 1 << 40, "p": [{"__plait__": "blob", "h": digest}]}}
+    with pytest.raises(CorruptCheckpointError, match="expand beyond"):
+        _stored_with(blobs, state)
+
+
+def test_a_resume_reads_only_the_blobs_its_checkpoint_reaches() -> None:
+    writer, store = BlobWriter(), DictBlobs()
+    old = externalize_state(_state("o" * 2000), writer)
+    store.blobs.update(writer.take_new())
+    new = externalize_state(_state(["n" * 500] * 8 + ["m" * 500]), writer)
+    store.blobs.update(writer.take_new())
+    anyio.run(lambda: resolve_state(new, store=store, run_id="r", where="w"))
+    asked = {h for call in store.asked for h in call}
+    assert asked and not (asked & blob_refs(old))
+    assert set(store.blobs) - asked == blob_refs(old)
+
+
+def test_unreferenced_follows_references_through_blobs() -> None:
+    writer = BlobWriter()
+    kept = writer.externalize(["k" * 300] * 4 + ["j" * 300])
+    kept_blobs = writer.take_new()
+    writer.externalize("g" * 500)
+    gone = writer.take_new()
+    assert unreferenced([kept], {**kept_blobs, **gone}) == set(gone)
+
+
+def test_a_store_without_blob_methods_keeps_values_inline() -> None:
+    class Plain:
+        pass
+
+    assert not has_blobs(Plain()) and has_blobs(DictBlobs())
+    with pytest.raises(CorruptCheckpointError, match="keeps no blobs"):
+        anyio.run(
+            lambda: resolve_state(
+                {"v": {"__plait__": "blob", "h": "0" * 64}}, store=Plain(), run_id="r", where="w"
+            )
+        )
+    assert THRESHOLD >= 64
+
+
+class ClosureBlobs(DictBlobs):
+    """A store that returns a whole closure in one call, or (``partial``) only part of it."""
+
+    def __init__(self, partial: bool) -> None:
+        super().__init__()
+        self.partial = partial
+        self.closures = 0
+
+    async def get_blob_closure(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
+        self.closures += 1
+        found: dict[str, bytes] = {}
+        frontier = set(hashes)
+        while frontier:
+            digest = frontier.pop()
+            if digest in self.blobs and digest not in found:
+                found[digest] = self.blobs[digest]
+                if not self.partial:
+                    frontier |= blob_refs(json.loads(self.blobs[digest]))
+        return found
+
+
+@pytest.mark.parametrize("partial", [False, True])
+def test_a_closure_fetch_reads_a_tree_in_one_call_and_falls_back_for_the_rest(
+    partial: bool,
+) -> None:
+    writer, store = BlobWriter(), ClosureBlobs(partial)
+    value = [f"{i}:" + "c" * 400 for i in range(64)]
+    stored = externalize_state(_state(value), writer)
+    store.blobs.update(writer.take_new())
+    back = anyio.run(lambda: resolve_state(stored, store=store, run_id="r", where="w"))
+    assert back == _state(value) and store.closures == 1
+    assert (store.asked == []) is not partial  # the rest level by level, only if needed

@@ -1,0 +1,163 @@
+"""Content-addressed checkpoint values end to end (issue 25): a run whose transcript grows
+stores about the transcript once; checkpoints written before blobs (or by a store without
+them) still resume; a sealed store keeps blobs and its MAC covers the references."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from plait import CheckpointAuthError, CorruptCheckpointError
+from plait.spi import blob_refs, encode_checkpoint, has_blobs, open_store
+from plait_stores import SqliteCheckpointStore
+
+sys.path.insert(0, str(Path(__file__).parent / "benchmarks"))
+from bench_checkpoint_growth import MESSAGE, append_workflow
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class InlineOnly:
+    """A store as it was before blobs: the same store, its blob methods out of sight."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("get_blobs", "blob_hashes"):
+            raise AttributeError(name)
+        return getattr(self._store, name)
+
+
+@pytest.fixture
+async def sqlite_store(tmp_path: Path) -> AsyncIterator[SqliteCheckpointStore]:
+    store = SqliteCheckpointStore(tmp_path / "runs.db")
+    yield store
+    await store.aclose()
+
+
+async def _stored(store: Any, run_id: str) -> int:
+    total = 0
+    for info in await store.list(run_id):
+        total += len(encode_checkpoint(await store.load(info.checkpoint_id)))
+    if has_blobs(store):
+        hashes = list(await store.blob_hashes(run_id))
+        total += sum(len(b) for b in (await store.get_blobs(run_id, hashes)).values())
+    return total
+
+
+@pytest.mark.parametrize("where", ["message", "shared"])
+async def test_a_growing_transcript_is_stored_about_once(
+    sqlite_store: SqliteCheckpointStore, where: str
+) -> None:
+    result = await append_workflow(60, where).run(
+        [] if where == "message" else 0, checkpoint=sqlite_store
+    )
+    assert result.outputs == [60]
+    assert await _stored(sqlite_store, result.run_id) < 2 * 60 * MESSAGE
+
+
+async def test_a_store_without_blobs_keeps_every_value_inline_and_resumes(
+    sqlite_store: SqliteCheckpointStore,
+) -> None:
+    inline = InlineOnly(sqlite_store)
+    assert not has_blobs(inline)
+    wf = append_workflow(12, "message")
+    result = await wf.run([], checkpoint=inline)
+    infos = await sqlite_store.list(result.run_id)
+    for info in infos:
+        assert not blob_refs((await sqlite_store.load(info.checkpoint_id)).state)
+    assert await sqlite_store.blob_hashes(result.run_id) == []
+    again = await wf.resume(infos[-3].checkpoint_id, checkpoint=inline)
+    assert again.outputs == [12]
+
+
+async def test_checkpoints_written_inline_resume_in_a_store_with_blobs(
+    sqlite_store: SqliteCheckpointStore,
+) -> None:
+    wf = append_workflow(12, "message")
+    old = await wf.run([], checkpoint=InlineOnly(sqlite_store))  # as before this change
+    infos = await sqlite_store.list(old.run_id)
+    again = await wf.resume(infos[-4].checkpoint_id, checkpoint=sqlite_store)
+    assert again.outputs == [12]
+    written = (await sqlite_store.list(old.run_id))[len(infos) :]
+    states = [(await sqlite_store.load(i.checkpoint_id)).state for i in written]
+    assert any(blob_refs(state) for state in states)  # the resumed run's checkpoints use blobs
+
+
+async def test_a_blob_lost_from_the_store_fails_the_resume_naming_it(
+    sqlite_store: SqliteCheckpointStore,
+) -> None:
+    wf = append_workflow(12, "message")
+    result = await wf.run([], checkpoint=sqlite_store)
+    mid = (await sqlite_store.list(result.run_id))[-3]
+    victim = sorted(blob_refs((await sqlite_store.load(mid.checkpoint_id)).state))[0]
+    await sqlite_store._run(
+        sqlite_store._execute, "DELETE FROM plait_blobs WHERE hash = ?", (victim,)
+    )
+    with pytest.raises(CorruptCheckpointError, match=victim) as caught:
+        await wf.resume(mid.checkpoint_id, checkpoint=sqlite_store)
+    assert mid.checkpoint_id in str(caught.value)
+
+
+async def test_a_sealed_store_keeps_blobs_and_its_mac_covers_the_references(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from plait_sealing import SealedStore, generate_key, unseal
+
+    for encrypt in (False, True):
+        inner = SqliteCheckpointStore(tmp_path / f"sealed-{encrypt}.db")
+        store = SealedStore(inner, generate_key(), encrypt=encrypt)
+        assert has_blobs(store)
+        wf = append_workflow(20, "message")
+        result = await wf.run([], checkpoint=store)
+        assert (await wf.resume(result.run_id, checkpoint=store)).outputs == [20]
+        assert await _stored(inner, result.run_id) < 2 * 20 * MESSAGE * (2 if encrypt else 1)
+        hashes = list(await inner.blob_hashes(result.run_id))
+        raw = await inner.get_blobs(result.run_id, hashes)
+        plain = await store.get_blobs(result.run_id, hashes)
+        assert any(b"message 3" in b for b in plain.values())
+        assert any(b"message 3" in b for b in raw.values()) is (not encrypt)
+        # the listed references are under the MAC: changing one is refused
+        mid = await inner.load((await inner.list(result.run_id))[-3].checkpoint_id)
+        assert mid.state["refs"]
+        forged_refs = [dict(r) for r in mid.state["refs"]]
+        forged_refs[0]["h"] = "0" * 64
+        forged = attrs.evolve(mid, state={**mid.state, "refs": forged_refs})
+        with pytest.raises(CheckpointAuthError, match="fails its MAC check"):
+            unseal(forged, store.keys)
+        unseal(mid, store.keys)  # the stored one verifies
+        await store.aclose()
+
+
+def test_open_store_is_the_same_store_kind() -> None:
+    assert has_blobs(open_store("memory://blob-tests"))
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "file"])
+async def test_a_journaled_run_keeps_blobs_and_events_together(tmp_path: Path, kind: str) -> None:
+    url = {
+        "memory": "memory://journal-blobs",
+        "sqlite": f"sqlite:///{tmp_path / 'j.db'}",
+        "file": f"file://{tmp_path / 'j'}",
+    }[kind]
+    store = open_store(url)
+    try:
+        wf = append_workflow(16, "message")
+        result = await wf.run([], checkpoint=store, journal=True)
+        assert result.outputs == [16]
+        mid = (await store.list(result.run_id))[-3]
+        assert blob_refs((await store.load(mid.checkpoint_id)).state)
+        assert await store.read_events(result.run_id)  # type: ignore[attr-defined]
+        assert (await wf.resume(mid.checkpoint_id, checkpoint=store)).outputs == [16]
+    finally:
+        await store.aclose()
