@@ -460,6 +460,7 @@ def _order(problem: PlaitError) -> tuple[Any, ...]:
     path = getattr(problem, "path", None) or ""
     parts = path.split("/")
     section = _SECTIONS.get(parts[1] if len(parts) > 1 else "", 0)
-    # a problem at a JSON path goes in path order (it has a line too, where that path is)
-    line = 0 if path else getattr(problem, "line", None) or 0
-    return (line, section, problem_order(problem))
+    if path:  # in JSON path order (it has a line too, where that path is in the text)
+        steps = tuple((0, int(p), "") if p.isascii() and p.isdigit() else (1, 0, p) for p in parts)
+        return (0, section, 1, steps, ())
+    return (getattr(problem, "line", None) or 0, section, 0, (), problem_order(problem))
