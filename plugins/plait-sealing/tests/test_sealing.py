@@ -50,11 +50,14 @@ KEY_B = generate_key("b")
 SECRET = "hunter2-" + uuid.uuid4().hex  # a value no store could hold by chance
 
 
-async def resume(wf: Workflow, run_id: str, url: str, keys: Any, **options: Any) -> Any:
-    """Resume ``run_id`` from ``url`` sealed with ``keys`` (unsealed with ``None``)."""
+async def resume(
+    wf: Workflow, run_id: str, url: str, keys: Any, *, encrypt: bool = False, **options: Any
+) -> Any:
+    """Resume ``run_id`` from ``url`` sealed with ``keys`` (unsealed with ``None``;
+    encrypting what the resumed run writes with ``encrypt``)."""
     if keys is None:
         return await wf.resume(run_id, url, **options)
-    async with SealedStore(url, keys) as store:
+    async with SealedStore(url, keys, encrypt=encrypt) as store:
         return await wf.resume(run_id, store, **options)
 
 
@@ -230,7 +233,9 @@ async def test_encrypted_checkpoints_hold_no_plaintext(kind: str, tmp_path: Path
         await resume(wf, run_id, url, None)
     with pytest.raises(CheckpointAuthError, match="not among the configured keys"):
         await resume(wf, run_id, url, KEY_B)
-    resumed = await resume(wf, run_id, url, KEY_A, max_supersteps=10)
+    # the resumed run writes with an encrypting store too: its checkpoints (the first a
+    # full one, holding every executor's state) never hold the secret in the clear
+    resumed = await resume(wf, run_id, url, KEY_A, encrypt=True, max_supersteps=10)
     assert resumed.outputs == [SECRET.upper()]
     assert SECRET.encode() not in _store_bytes(tmp_path / "sealed")
 

@@ -88,6 +88,9 @@ def ui_command(
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((bind, port))
+        # listening now: a connection to the printed URL waits in the backlog until the
+        # server accepts it, instead of being refused while the app starts
+        sock.listen(128)
     except OSError as exc:
         sock.close()
         raise click.ClickException(f"cannot listen on {bind}:{port}: {exc}") from exc
