@@ -54,7 +54,7 @@ import json
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from ._checkpoint import Checkpoint, _orjson, decode_checkpoint
+from ._checkpoint import Checkpoint, _orjson, decode_checkpoint, load_json
 from ._errors import CheckpointError, CorruptCheckpointError
 
 __all__ = [
@@ -113,12 +113,6 @@ def _dumps(value: Any) -> bytes | None:
     except TypeError:
         return None
     return data
-
-
-def _loads(data: bytes) -> Any:
-    if _orjson is None:
-        return json.loads(data)
-    return _orjson.loads(data)
 
 
 def blob_hash(data: bytes) -> str:
@@ -385,7 +379,7 @@ def child_refs(data: bytes) -> list[str]:
     encrypted blob, say). A store that keeps them beside the blob can return a blob's
     whole closure in one round trip (``get_blob_closure``)."""
     try:
-        return sorted(blob_refs(_loads(data)))
+        return sorted(blob_refs(load_json(data)))
     except (ValueError, TypeError, RecursionError):
         return []
 
@@ -419,7 +413,7 @@ def unreferenced(states: Iterable[Any], blobs: Mapping[str, bytes]) -> set[str]:
             continue
         reached.add(digest)
         try:
-            parsed = _loads(blobs[digest])
+            parsed = load_json(blobs[digest])
         except (ValueError, TypeError, RecursionError):
             continue
         _walk_refs(parsed, frontier)
@@ -501,7 +495,7 @@ async def resolve_state(
                     f"{where} is corrupt: blob {digest} does not match its hash"
                 )
             try:
-                value = _loads(data)
+                value = load_json(data)
             except (ValueError, TypeError, RecursionError) as exc:
                 raise CorruptCheckpointError(
                     f"{where} is corrupt: blob {digest} does not parse: {exc}"

@@ -51,6 +51,8 @@ __all__ = [
     "CORRUPT",
     "FORMAT_VERSION",
     "Checkpoint",
+    "dump_json",
+    "load_json",
     "CheckpointInfo",
     "CheckpointStore",
     "RunInfo",
@@ -142,9 +144,9 @@ class Checkpoint:
         )
 
 
-def _dumps(data: Any) -> bytes:
-    """Compact UTF-8 JSON: orjson when it is installed (20x faster on checkpoints; the
-    ``plait-stores`` plugin installs it), else the standard library."""
+def dump_json(data: Any) -> bytes:
+    """Compact UTF-8 JSON, for store authors too: orjson when it is installed (20x faster
+    on checkpoints; the ``plait-stores`` plugin installs it), else the standard library."""
     if _orjson is not None:
         try:
             encoded: bytes = _orjson.dumps(data)
@@ -158,7 +160,9 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON (non-finite floats are encoded as tagged text)")
 
 
-def _loads(body: bytes) -> Any:
+def load_json(body: bytes) -> Any:
+    """JSON bytes to values: orjson when it is installed, the standard library when orjson
+    refuses (it decides, and words the error); ``NaN`` and ``Infinity`` are refused."""
     if _orjson is not None:
         try:
             return _orjson.loads(body)
@@ -204,7 +208,7 @@ def _check_shape(raw: Any, where: str) -> None:
 
 def encode_checkpoint(checkpoint: Checkpoint) -> bytes:
     """Encode ``checkpoint`` as self-checking bytes (magic, SHA-256 of the body, JSON body)."""
-    body = _dumps(attrs.asdict(checkpoint, recurse=False))
+    body = dump_json(attrs.asdict(checkpoint, recurse=False))
     digest = hashlib.sha256(body).hexdigest().encode("ascii")
     return _MAGIC + b"\n" + digest + b"\n" + body
 
@@ -236,7 +240,7 @@ def decode_checkpoint(
             f"({len(body)} bytes of body); the store's other checkpoints are unaffected"
         )
     try:
-        raw = _loads(body)
+        raw = load_json(body)
     except (ValueError, TypeError, RecursionError) as exc:
         raise CorruptCheckpointError(f"{where} does not decode: {exc}") from exc
     version = raw.get("format_version") if isinstance(raw, dict) else None

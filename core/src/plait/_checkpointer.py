@@ -17,7 +17,7 @@ import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from ._blobs import BlobWriter, externalize_state, has_blobs, resumed_blobs
-from ._checkpoint import Checkpoint, CheckpointStore, _dumps
+from ._checkpoint import Checkpoint, CheckpointStore, dump_json
 from ._codec import EncodeError, encode_value, type_ref
 from ._errors import CheckpointEncodeError, CheckpointError, RunLeaseError
 from ._fingerprint import fingerprint_of, fingerprint_summary
@@ -120,15 +120,15 @@ class Checkpointer:
         shared = _encode(state.shared, "shared state", None, step)
         body = self._body(state, inbox, shared, full=full)
         if not full:
-            size = len(_dumps(body))
+            size = len(dump_json(body))
             if size > REBASE_BYTES and size * 2 > self.base_bytes:
                 # a delta repeats every change since its base: once it outweighs half a
                 # full snapshot, the full one costs less than those repeats
                 whole = self._body(state, inbox, shared, full=True)
-                if size * 2 > len(_dumps(whole)):
+                if size * 2 > len(dump_json(whole)):
                     full, body = True, whole
         checkpoint_id = uuid.uuid4().hex
-        plain_bytes = len(_dumps(body)) if full else 0  # the base's size, before blobs
+        plain_bytes = len(dump_json(body)) if full else 0  # the base's size, before blobs
         if self.blobs is not None:
             if self._resumed is not None and self._resumed[0] == state.run_id:
                 self.blobs = BlobWriter(self._resumed[2])  # strings read: hashed already

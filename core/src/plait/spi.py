@@ -315,6 +315,8 @@ _HOME = {
     "read_agents": "_agents",
     "spell": "_agents",
     "CORRUPT": "_checkpoint",
+    "dump_json": "_checkpoint",
+    "load_json": "_checkpoint",
     "BlobStore": "_blobs",
     "BlobWriter": "_blobs",
     "blob_hash": "_blobs",

@@ -49,7 +49,9 @@ from plait.spi import (
     LeaseHolder,
     RunInfo,
     blob_refs,
+    dump_json,
     has_blobs,
+    load_json,
     open_store,
 )
 
@@ -75,13 +77,6 @@ _ENVELOPE = frozenset({"kind", "alg", "key", "nonce", "payload", "mac", "refs"})
 _BLOB_MAGIC = b"PLAITSB1\n"
 
 
-_orjson: Any
-try:  # an optional speed-up for payloads (plait-stores installs it), never required
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - depends on what is installed
-    _orjson = None
-
-
 #: One encoder for every header (``json.dumps`` with options builds one per call).
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
@@ -90,31 +85,6 @@ def _dumps(data: Any) -> bytes:
     """Compact UTF-8 JSON from the standard library: the same header bytes on every
     machine, whatever is installed (the MAC covers them)."""
     return _ENCODER.encode(data).encode("utf-8")
-
-
-def _payload(data: Any) -> bytes:
-    """A payload's JSON: orjson when installed (the MAC covers the exact bytes written, so
-    the reader need not make the same ones)."""
-    if _orjson is not None:
-        try:
-            encoded: bytes = _orjson.dumps(data)
-            return encoded
-        except TypeError:  # e.g. an int beyond 64 bits: the standard library handles it
-            pass
-    return _dumps(data)
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _loads(body: bytes) -> Any:
-    if _orjson is not None:
-        try:
-            return _orjson.loads(body)
-        except ValueError:
-            pass  # the standard library decides, and words the error
-    return json.loads(body, parse_constant=_no_constant)
 
 
 def _header(
@@ -145,7 +115,7 @@ def seal(checkpoint: Checkpoint, keys: CheckpointKeys) -> Checkpoint:
     .. versionadded:: 0.1
     """
     key = keys.signing
-    payload = _payload({"state": checkpoint.state, "metadata": checkpoint.metadata})
+    payload = dump_json({"state": checkpoint.state, "metadata": checkpoint.metadata})
     refs = sorted(blob_refs(checkpoint.state))
     envelope: dict[str, Any] = {"kind": "sealed", "key": key.key_id}
     if keys.encrypt:
@@ -201,7 +171,7 @@ def unseal(checkpoint: Checkpoint, keys: CheckpointKeys) -> Checkpoint:
     if alg == _ENCRYPTED:
         body = _decrypt(key, nonce, body, header, where)
     try:
-        inner = _loads(body)
+        inner = load_json(body)
     except (ValueError, TypeError, RecursionError) as exc:
         raise CheckpointAuthError(
             f"{where} has a signed payload that does not decode: {exc}"
