@@ -2,7 +2,9 @@
 
 Differential property tests: hypothesis draws random graphs — fan-out, fan-in (``all`` and
 ``available``), switches and conditional edges, counter-bounded loops, executors handling
-one superstep's messages up to 4 at a time, requests for input that the test answers —
+one superstep's messages up to 4 at a time or one at a time as they arrive
+(``order="arrival"``; both start each message without waiting for the superstep's others,
+named by its delivery id), requests for input that the test answers —
 whose executors are hash-based transforms of their message and state. Each graph runs once
 in the superstep schedule, then in the pipelined schedule under 50 seeds of random handler
 sleeps and ``max_lead`` 0, 1, 3 and unbounded, on trio's mock clock (so the sleeps cost no
@@ -48,6 +50,8 @@ class Node:
     kind: str
     parents: tuple[str, ...]
     concurrency: int
+    #: takes its messages on arrival (``order="arrival"``) though one at a time
+    arrival: bool
     #: how its edge children are wired: "direct", "fan_out", "switch", "conditional"
     fan: str
     #: a back edge to an earlier node, and how many times the node may take it
@@ -85,12 +89,14 @@ def graphs(draw: st.DrawFn) -> Graph:
         loops = i >= 2 and draw(st.integers(0, 3)) == 0
         loop_to = ids[draw(st.integers(1, i - 1))] if loops else None
         concurrency = 1 if loops else draw(st.sampled_from([1, 1, 2, 4]))
+        arrival = concurrency == 1 and not loops and draw(st.integers(0, 3)) == 0
         nodes.append(
             Node(
                 id=eid,
                 kind=kind,
                 parents=parents,
                 concurrency=concurrency,
+                arrival=arrival,
                 fan=draw(st.sampled_from(["direct", "fan_out", "switch", "conditional"])),
                 loop_to=loop_to,
                 loop_bound=draw(st.integers(1, 3)),
@@ -180,12 +186,16 @@ def odd_or_first(i: int, message: Any) -> bool:
 def make_executor(node: Node, recorder: Recorder, feeds: bool) -> Any:
     eid = node.id
 
-    @executor(id=eid, max_concurrency=node.concurrency, max_visits=node.max_visits)
+    # one superstep's messages in the canonical order, so its state may depend on it
+    ordered = node.concurrency == 1 and not node.arrival
+    order = "arrival" if node.arrival else None
+
+    @executor(id=eid, max_concurrency=node.concurrency, max_visits=node.max_visits, order=order)
     async def handle(message: Any, ctx: WorkflowContext[Any, str]) -> None:
         text = message if isinstance(message, str) else repr(message)
         recorder.calls.append((eid, ctx.superstep, ctx.idempotency_key, text))
         await anyio.sleep(recorder.delay(eid, text))
-        if node.concurrency == 1:
+        if ordered:
             seen = ctx.state.setdefault("seen", 0) + 1
             ctx.state["seen"] = seen
             ctx.state["hash"] = digest(ctx.state.get("hash"), text)
@@ -201,7 +211,7 @@ def make_executor(node: Node, recorder: Recorder, feeds: bool) -> Any:
             await ctx.send_message(f"back:{value}", target=node.loop_to)
         elif feeds:
             await ctx.send_message(value)
-        if node.concurrency == 1:
+        if ordered:
             recorder.states[eid] = dict(ctx.state)
 
     return handle
@@ -239,7 +249,7 @@ async def play(graph: Graph, recorder: Recorder, **options: Any) -> dict[str, An
     seen: dict[str, list[tuple[int, str, str]]] = {}
     for eid, t, key, text in recorder.calls:
         seen.setdefault(eid, []).append((t, key, text))
-    concurrent = {n.id for n in graph.nodes if n.concurrency > 1}
+    concurrent = {n.id for n in graph.nodes if n.concurrency > 1 or n.arrival}
     for eid in concurrent & set(seen):
         seen[eid].sort()  # one superstep's messages run at once: their order is free
     said: dict[str, Any] = {
@@ -345,6 +355,78 @@ def test_a_fast_branch_does_not_wait_for_its_slow_sibling() -> None:
     assert pipelined["after_fast"] == pytest.approx(0.1) and took_p == pytest.approx(1.2)
     assert result_p.outputs == result.outputs == ["slow", "after_fast"]  # canonical order
     assert result_p.supersteps == result.supersteps == 3
+
+
+def item_stages(
+    calls: list[tuple[str, int, str]], width: int, order: str | None = None, **defaults: Any
+) -> Workflow:
+    """12 items through 3 stages of 1 s each, ``width`` at a time (``order``: of stage0 and
+    stage1)."""
+
+    @executor(id="start")
+    async def start(message: str, ctx: WorkflowContext[int]) -> None:
+        for i in range(12):
+            await ctx.send_message(i)
+
+    def stage(k: int) -> Any:
+        @executor(id=f"stage{k}", max_concurrency=width)
+        async def work(n: int, ctx: WorkflowContext[int, str]) -> None:
+            calls.append((f"stage{k}", ctx.superstep, ctx.idempotency_key))
+            await anyio.sleep(1)
+            if k == 2:
+                await ctx.yield_output(f"{n}:{ctx.idempotency_key.rsplit(':', 1)[1]}")
+            else:
+                await ctx.send_message(n)
+
+        return work
+
+    stages = [stage(k) for k in range(3)]
+    builder = WorkflowBuilder("items", **defaults).add_executor(stages[0], order=order)
+    builder.add_executor(stages[1], order=order).add_edge(start, stages[0])
+    builder.add_edge(stages[0], stages[1])
+    return builder.add_edge(stages[1], stages[2]).set_start(start).build()
+
+
+def test_executors_with_concurrency_take_their_messages_as_they_arrive() -> None:
+    calls: list[tuple[str, int, str]] = []
+    took, result = timed(item_stages(calls, 4), run_id="items")
+    assert took == pytest.approx(9.0)  # 3 stages x 3 rounds of 4
+    barrier_calls, calls[:] = sorted(calls), []
+    took_p, result_p = timed(item_stages(calls, 4), schedule="pipelined", run_id="items")
+    # a stage starts an item as the last stage ends it: 3 rounds, then 2 more stages
+    assert took_p == pytest.approx(5.0)
+    # the same outputs in the same (canonical) order, the same supersteps and message ids
+    assert result_p.outputs == result.outputs
+    assert [int(out.split(":")[0]) for out in result.outputs] == list(range(12))
+    assert sorted(calls) == barrier_calls
+    assert len({key for _, _, key in calls}) == 36  # each message its own id
+    assert result_p.supersteps == result.supersteps == 4
+
+
+def test_order_arrival_takes_messages_one_at_a_time_as_they_arrive() -> None:
+    calls: list[tuple[str, int, str]] = []
+    took, result = timed(item_stages(calls, 1, order="arrival"), run_id="items")
+    barrier_calls, calls[:] = sorted(calls), []
+    options = {"schedule": "pipelined", "run_id": "items"}
+    took_p, result_p = timed(item_stages(calls, 1, order="arrival"), **options)
+    # stage0 commits each item as it ends it, and stage1 starts it then, one at a time;
+    # stage2 (order canonical) waits for its superstep's 12 messages
+    assert took == pytest.approx(36.0) and took_p == pytest.approx(25.0)
+    assert result_p.outputs == result.outputs and sorted(calls) == barrier_calls
+    with pytest.raises(ValueError, match="order must be 'canonical' or 'arrival'"):
+        WorkflowBuilder("x").add_executor(item_stages([], 1).executors["stage0"], order="fifo")
+
+
+def test_an_order_that_is_not_known_is_refused_where_it_is_set() -> None:
+    with pytest.raises(ValueError, match="executor 'odd': order must be"):
+
+        @executor(id="odd", order="random")
+        async def odd(message: str) -> None: ...
+
+    from plait import NodeSpec
+
+    with pytest.raises(ValueError, match="NodeSpec.order must be one of 'canonical', 'arrival'"):
+        NodeSpec(id="n", order="lifo")
 
 
 def test_a_workflow_may_default_to_the_pipelined_schedule_and_max_lead_zero_is_the_barrier() -> (

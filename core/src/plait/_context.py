@@ -117,8 +117,9 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         self.state = state
         self._attempt = 1
         self._index = 0
-        #: (superstep, message index, requests made so far) of the invocation asking
-        self._asked = (0, 0, 0)
+        #: (superstep, message index or delivery id, requests made so far) of the
+        #: invocation asking
+        self._asked: tuple[int, int | str, int] = (0, 0, 0)
 
     @property
     def attempt(self) -> int:
@@ -132,14 +133,21 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
     @property
     def idempotency_key(self) -> str:
         """A key naming this invocation — run, superstep, executor and the index of the
-        message among the executor's deliveries of the superstep. It is the same on every
-        attempt and after a crash and resume (the superstep is re-run from its checkpoint),
-        so an executor with side effects can use it to de-duplicate them.
+        message among the executor's deliveries of the superstep; for an executor that
+        takes its messages on arrival (``max_concurrency`` above 1, or ``order="arrival"``),
+        whose index is not known when a message arrives in the pipelined schedule, the
+        message's delivery id instead (a digest of its sender, the sender's own message and
+        the order of its sends). It is the same in either schedule, on every attempt and
+        after a crash and resume (the superstep is re-run from its checkpoint), so an
+        executor with side effects can use it to de-duplicate them.
 
         .. versionadded:: 0.1
+        .. versionchanged:: 0.1 a delivery id for executors that take messages on arrival.
         """
         run = self._run
-        return f"{run.run_id}:{run.superstep}:{self.executor_id}:{self._index}"
+        delivery = getattr(run, "delivery", None)  # (a scope of a plugin's may have none)
+        last = delivery if delivery is not None else self._index
+        return f"{run.run_id}:{run.superstep}:{self.executor_id}:{last}"
 
     @property
     def run_id(self) -> str:
@@ -210,14 +218,17 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         a :class:`RequestResponse` when the executor has a handler for that.
 
         :return: the request id. It derives from the run, the superstep, this executor,
-            the message's index among its deliveries and the number of requests the
-            invocation made before, so it is the same whatever order handlers finish in,
+            the message's index among its deliveries (its delivery id, for an executor
+            that takes messages on arrival) and the number of requests the invocation
+            made before, so it is the same whatever order handlers finish in,
             on every attempt and after a resume.
         """
         run = self._run
         step, index, made = self._asked
-        if (step, index) != (run.superstep, self._index):
-            step, index, made = run.superstep, self._index, 0
+        delivery = getattr(run, "delivery", None)
+        current = delivery if delivery is not None else self._index
+        if (step, index) != (run.superstep, current):
+            step, index, made = run.superstep, current, 0
         self._asked = (step, index, made + 1)
         seed = f"{run.run_id}:{step}:{self.executor_id}:{index}:{made}"
         request_id = hashlib.sha256(seed.encode()).hexdigest()[:32]

@@ -7,6 +7,7 @@ untouched by runs.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,7 @@ from ._types import type_name
 if TYPE_CHECKING:
     from ._observer import RunObserver
 
-__all__ = ["Effects", "Inbox", "PendingRequest", "RunState", "new_run_id"]
+__all__ = ["Effects", "Inbox", "PendingRequest", "RunState", "delivery_id", "new_run_id"]
 
 #: executor id -> the messages delivered to it in one superstep
 Inbox = dict[str, list[Any]]
@@ -33,6 +34,18 @@ Write = tuple[str, str, Any]
 def new_run_id() -> str:
     """A fresh run id (here, with the run's state: building a workflow never imports uuid)."""
     return uuid.uuid4().hex
+
+
+def delivery_id(seed: str) -> str:
+    """The id of one delivery to an executor that takes its messages on arrival
+    (``max_concurrency`` above 1, or ``order="arrival"``): a digest of where the message
+    comes from — ``sender/origin/k/group/d`` for a routed one (``origin``: the sender's own
+    delivery id when it takes messages on arrival; ``k``: the ``k``-th send of that
+    invocation, else of the sender's superstep), ``@n`` for the ``n``-th first delivery,
+    ``^f/d`` for a fan-in's flush, ``!sender/origin/target`` for a failure an error edge
+    takes. It is known when the message arrives and is the same in either schedule,
+    whatever order handlers finish in; ``ctx.idempotency_key`` ends with it."""
+    return hashlib.blake2b(seed.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 @attrs.define
@@ -54,8 +67,10 @@ class RunState:
         "contexts",
         "cut",
         "deferred",
+        "delivery",
         "emit",
         "executor_state",
+        "ids",
         "observed",
         "observer",
         "outbox",
@@ -102,6 +117,11 @@ class RunState:
         self.observed: Mapping[str, Any] | None = None
         #: the pipelined schedule's part of the checkpoint this run resumes, if any
         self.cut: dict[str, Any] | None = None
+        #: the delivery ids of the pending messages of executors that take messages on
+        #: arrival (see :func:`delivery_id`), as a checkpoint this run resumes holds them
+        self.ids: dict[str, list[str]] | None = None
+        #: the run's own invocations have no delivery id (an Effects' may)
+        self.delivery: str | None = None
 
     def context(self, executor_id: str) -> WorkflowContext[Any, Any]:
         """The context of ``executor_id`` in this run (created on first use)."""
@@ -226,14 +246,22 @@ class Effects:
     or the effects of the superstep an attempt belongs to).
     """
 
-    __slots__ = ("_parent", "_root", "events", "outbox", "writes")
+    __slots__ = ("_parent", "_root", "delivery", "events", "outbox", "writes")
 
-    def __init__(self, parent: RunState | Effects, root: RunState) -> None:
+    #: the delivery id of the message these effects answer (see :func:`delivery_id`)
+    delivery: str | None
+
+    def __init__(
+        self, parent: RunState | Effects, root: RunState, delivery: str | None = None
+    ) -> None:
         """:param parent: where :meth:`commit` replays these effects.
         :param root: the run's state.
+        :param delivery: the delivery id of the message these effects answer, when its
+            executor takes messages on arrival (else the parent's, if any).
         """
         self._parent = parent
         self._root = root
+        self.delivery = delivery if delivery is not None else parent.delivery
         self.outbox: list[tuple[str, Any, str | None]] = root.outbox_factory()
         #: ("output" | "custom" | "request", executor id, data...) in the order made
         self.events: list[tuple[Any, ...]] | None = None
