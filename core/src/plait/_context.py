@@ -9,7 +9,7 @@ that run, and two concurrent runs of one workflow never see each other's state.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, Generic, Protocol
 
@@ -96,6 +96,33 @@ class InvocationFailure:
     message: Any = None
 
 
+class _SharedView(Mapping[str, Any]):
+    """``ctx.shared``: the committed shared state, read-only, noting which keys are read."""
+
+    __slots__ = ("_eid", "_note", "_shared")
+
+    def __init__(self, shared: dict[str, Any], eid: str, note: Callable[[str, str], None]) -> None:
+        self._shared, self._eid, self._note = shared, eid, note
+
+    def __getitem__(self, key: str) -> Any:
+        self._note(self._eid, key)
+        return self._shared[key]
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self._note(self._eid, key)
+        return key in self._shared
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._shared)
+
+    def __len__(self) -> int:
+        return len(self._shared)
+
+    def __repr__(self) -> str:
+        return f"<shared state {self._shared!r}>"
+
+
 OutT = typing_extensions.TypeVar("OutT", default=Any)
 WorkflowOutT = typing_extensions.TypeVar("WorkflowOutT", default=typing_extensions.Never)
 
@@ -165,9 +192,15 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         superstep: a read-only view. Write with :meth:`set_shared_state`, whose writes are
         staged and visible from the next superstep.
 
+        Reading a key another executor writes in the same superstep warns
+        (:class:`~plait.SharedStateRaceWarning`; an error under ``strict=True``).
+
         .. versionchanged:: 0.1 read-only: a write through it would bypass the staging.
         """
-        return MappingProxyType(self._run.shared)
+        note = getattr(self._run, "note_read", None)
+        if note is None:  # a scope of a plugin's that keeps no reads
+            return MappingProxyType(self._run.shared)
+        return _SharedView(self._run.shared, self.executor_id, note)
 
     async def send_message(self, message: OutT, target: str | None = None) -> None:
         """Send ``message`` along this executor's outgoing edges (routed next superstep).
@@ -186,8 +219,17 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         self._run.emit_custom(self.executor_id, data)
 
     async def get_shared_state(self, key: str, default: Any = None) -> Any:
-        """Read a shared-state key, as committed at the end of the last superstep."""
-        return self._run.shared.get(key, default)
+        """Read a shared-state key, as committed at the end of the last superstep (a key
+        another executor writes in this superstep warns: see :attr:`shared`). In the
+        pipelined schedule, a branch running ahead waits here until the earlier
+        supersteps' writes are committed, so it reads what the superstep schedule would.
+        """
+        run = self._run
+        ready = getattr(run, "shared_ready", None)
+        if ready is not None:
+            await ready()
+            run.note_read(self.executor_id, key)  # type: ignore[attr-defined]
+        return run.shared.get(key, default)
 
     async def set_shared_state(self, key: str, value: Any) -> None:
         """Write a shared-state key. The write is staged: every executor (this one too)

@@ -246,6 +246,10 @@ class Pipeline:
         #: t -> executors that fired at t (their visits are counted)
         self.fired: dict[int, set[str]] = {}
         self.wakeup = anyio.Event()
+        #: set (and replaced) as the barrier work of a superstep is done
+        self.passed = anyio.Event()
+        #: a group runs inline: the loop that does the barrier work waits for it
+        self.inline = False
         self.hops = 0
         self.commits = 0
         self.stopped = False
@@ -379,7 +383,22 @@ class Pipeline:
                     self.enqueue(eid, start, key, message)
                 position += 1
         self._begin(start)
-        return await self._loop()
+        self.state.waiter = self._shared_through
+        try:
+            return await self._loop()
+        finally:
+            self.state.waiter = None
+
+    async def _shared_through(self, t: int) -> None:
+        """Wait until the shared-state writes of every superstep before ``t`` are
+        committed (what a read at ``t`` sees in the superstep schedule)."""
+        while (
+            self.done_through < t - 1
+            and t - 1 < self.fail_time
+            and not self.stopped
+            and not self.inline
+        ):
+            await self.passed.wait()
 
     def _begin(self, t: int) -> None:
         """Tell an observer superstep ``t`` begins (the last one ended): once every
@@ -439,6 +458,7 @@ class Pipeline:
             stop = self.runner.stop
             if stop is not None and self.commits and stop.is_set():
                 self.stopped = True  # asked to stop: what runs ends, nothing new starts
+                self.passed.set()
             ready = [] if self.stopped else self._ready()
             if not ready:
                 if not self.running:
@@ -455,7 +475,11 @@ class Pipeline:
                 # spawned
                 group = ready[0]
                 self.running[group.eid] = group
-                await self._run_group(group)
+                self.inline = True
+                try:
+                    await self._run_group(group)
+                finally:
+                    self.inline = False
                 self.hops += 1
                 if self.runner.live or self.hops % _YIELD_EVERY == 0:
                     await anyio.lowlevel.checkpoint()
@@ -817,6 +841,8 @@ class Pipeline:
                 t = self.done_through + 1
                 self._barrier(t)
                 self.done_through = t
+                self.passed.set()
+                self.passed = anyio.Event()
                 self.dirty = True
                 changed = True
                 self._begin(t + 1)
@@ -877,6 +903,8 @@ class Pipeline:
             except WorkflowRunError as exc:
                 self._fail(t, _BARRIER, (), exc)
                 return
+        if state.reads:  # (read, and nothing written: no race)
+            state.reads.pop(t, None)
         flushers = self.graph.flushers
         if not flushers:
             return

@@ -136,6 +136,7 @@ class Runner:
 
         self.by_rank = by_rank
         state.reducers = options.shared_reducers
+        state.strict = options.strict
         for gid, runner in graph.stateful:
             if gid not in state.router_state:
                 state.router_state[gid] = runner.initial_state()
@@ -212,6 +213,8 @@ class Runner:
                 await self._parallel(inbox)
             if state.staged:
                 state.commit_shared()
+            if state.reads:  # (read, and nothing written: no race)
+                state.reads.pop(step, None)
             ran = inbox
             if self.arrival:
                 self.next_ids = {}
