@@ -110,7 +110,7 @@ async def test_a_read_through_the_view_running_ahead_of_a_write_warns() -> None:
     workflow, seen = branches("view", later=True)
     with pytest.warns(SharedStateRaceWarning, match="running ahead of the write") as caught:
         result = await workflow.run("abc", schedule="pipelined")
-    assert result.outputs == [None]
+    assert result.outputs == [None] and seen == [None]
     text = str(caught[0].message)
     assert "'reader'" in text and "'writer'" in text and "'total'" in text
     with pytest.raises(SharedStateRaceError, match="running ahead"):
