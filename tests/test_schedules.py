@@ -429,6 +429,53 @@ def test_an_order_that_is_not_known_is_refused_where_it_is_set() -> None:
         NodeSpec(id="n", order="lifo")
 
 
+def nested_beside_a_chain(started: dict[str, float]) -> Workflow:
+    """``start`` fans out to a nested workflow (two steps of 1 s, one superstep of the
+    outer run) and to a chain of three 0.5 s steps."""
+
+    def step(eid: str, seconds: float, last: bool = False) -> Any:
+        @executor(id=eid)
+        async def run(message: str, ctx: WorkflowContext[str, str]) -> None:
+            started[eid] = anyio.current_time()
+            await anyio.sleep(seconds)
+            if last:
+                await ctx.yield_output(f"{eid}:{message}:{ctx.superstep}")
+            else:
+                await ctx.send_message(message)
+
+        return run
+
+    inner = (
+        WorkflowBuilder("inner")
+        .add_edge(step("think", 1.0), step("answer", 1.0, last=True))
+        .set_start("think")
+        .build()
+    )
+    chain = [step("c1", 0.5), step("c2", 0.5), step("c3", 0.5, last=True)]
+    deep = inner.as_executor("deep")  # what the inner workflow yields, it sends on
+    return (
+        WorkflowBuilder("outer")
+        .add_fan_out(step("start", 0), [deep, chain[0]])
+        .add_edge(deep, step("report", 0, last=True))
+        .add_edge(chain[0], chain[1])
+        .add_edge(chain[1], chain[2])
+        .set_start("start")
+        .build()
+    )
+
+
+def test_a_nested_workflow_beside_a_chain_gives_the_same_outputs_pipelined() -> None:
+    barrier: dict[str, float] = {}
+    took, result = timed(nested_beside_a_chain(barrier))
+    pipelined: dict[str, float] = {}
+    took_p, result_p = timed(nested_beside_a_chain(pipelined), schedule="pipelined")
+    assert result_p.outputs == result.outputs and len(result.outputs) == 2
+    assert result_p.supersteps == result.supersteps
+    # the chain's c2 waits for the nested workflow (2 s) at the barrier, not pipelined
+    assert barrier["c2"] == pytest.approx(2.0) and pipelined["c2"] == pytest.approx(0.5)
+    assert took == pytest.approx(3.0) and took_p == pytest.approx(2.0)
+
+
 def test_a_workflow_may_default_to_the_pipelined_schedule_and_max_lead_zero_is_the_barrier() -> (
     None
 ):
