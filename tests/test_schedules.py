@@ -613,7 +613,12 @@ async def test_a_resumed_runs_checkpoints_keep_the_state_of_executors_that_have_
 
 
 @pytest.mark.anyio
-async def test_a_stopped_pipelined_run_resumes_to_the_same_outputs() -> None:
+@pytest.mark.parametrize("durability", ["sync", "exit"])
+@pytest.mark.parametrize("resume_in", ["pipelined", "superstep"])
+async def test_a_stopped_pipelined_run_resumes_to_the_same_outputs(
+    durability: str, resume_in: str
+) -> None:
+    # in ``exit`` durability the run's one checkpoint is the cut taken as it stopped
     stop = anyio.Event()
     log: list[tuple[str, int]] = []
 
@@ -626,8 +631,8 @@ async def test_a_stopped_pipelined_run_resumes_to_the_same_outputs() -> None:
         async def run(message: str, ctx: WorkflowContext[str, str]) -> None:
             log.append((name, ctx.superstep))
             await anyio.sleep(seconds)
-            if name == "a1":
-                stop.set()  # Ctrl-C, as plait run sets it
+            if name == "a2":
+                stop.set()  # Ctrl-C, as plait run sets it, with the chains apart
             if last:
                 await ctx.yield_output(f"{name}:{message}")
             else:
@@ -636,19 +641,21 @@ async def test_a_stopped_pipelined_run_resumes_to_the_same_outputs() -> None:
         return run
 
     a = [link(f"a{i}", 0.001, i == 3) for i in range(4)]
-    b = [link(f"b{i}", 0.003, i == 3) for i in range(4)]
+    b = [link(f"b{i}", 0.05, i == 3) for i in range(4)]
     builder = WorkflowBuilder("stoppable").add_fan_out(start, [a[0], b[0]])
     for chain in (a, b):
         for x, y in zip(chain, chain[1:]):
             builder.add_edge(x, y)
     workflow = builder.set_start(start).build()
     clean = await workflow.run("m")
+    stop = anyio.Event()  # (the clean run set the first one)
     store = MemoryCheckpointStore()
     log.clear()
-    stopped = await workflow.run("m", run_id="s", checkpoint=store, schedule="pipelined", stop=stop)
+    options = {"durability": durability, "schedule": "pipelined", "stop": stop}
+    stopped = await workflow.run("m", run_id="s", checkpoint=store, **options)
     assert stopped.status.value == "running"
     assert len(log) < 8  # stopped before the end
-    done = await workflow.resume("s", store, schedule="pipelined")
+    done = await workflow.resume("s", store, schedule=resume_in)
     assert done.outputs == clean.outputs == ["a3:ma0a1a2", "b3:mb0b1b2"]
     assert sorted(set(log)) == sorted({(f"{c}{i}", i + 2) for c in "ab" for i in range(4)})
 

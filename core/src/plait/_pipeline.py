@@ -82,6 +82,7 @@ class Runner(Protocol):
     arrival: frozenset[str]
     visit_limits: dict[str, int]
     on_cut: Callable[[Any, str], Awaitable[bool]] | None
+    stopped_pipeline: Any
 
     async def _limited(
         self, eid: str, message: Any, index: int, effects: RunState | Effects
@@ -432,6 +433,8 @@ class Pipeline:
             raise self._first_error()
         if self.on_cut is not None:
             await self._cut("handback")
+        else:  # (``exit`` durability) the run's one checkpoint is this cut, taken after
+            self.runner.stopped_pipeline = self
         remaining: dict[str, list[Any]] = {}
         for eid, by_time in self.queue.items():
             for t in sorted(by_time):

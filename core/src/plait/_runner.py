@@ -108,6 +108,9 @@ class Runner:
         self.pipelined = options.schedule == "pipelined" and options.max_lead != 0
         #: writes a pipelined run's cuts (set by a checkpointed run)
         self.on_cut: Callable[[Any, str], Awaitable[bool]] | None = None
+        #: the pipeline a stop ended mid-way, when no cut was written then (``exit``
+        #: durability): its cut, with each message's time, is the run's checkpoint
+        self.stopped_pipeline: Any = None
         self.current: Inbox = {}  # the deliveries of the running superstep
         self.last_ran: Inbox = {}  # the deliveries of the superstep that just finished
         self.global_limiter = (
