@@ -476,6 +476,40 @@ def test_a_nested_workflow_beside_a_chain_gives_the_same_outputs_pipelined() -> 
     assert took == pytest.approx(3.0) and took_p == pytest.approx(2.0)
 
 
+def test_a_run_watch_shows_what_the_pipelined_schedule_runs() -> None:
+    views: dict[str, Any] = {}
+    seen: list[tuple[int, tuple[str, ...], dict[str, int]]] = []
+
+    def step(eid: str, seconds: float, sends: bool) -> Any:
+        @executor(id=eid)
+        async def run(message: str, ctx: WorkflowContext[str, str]) -> None:
+            await anyio.sleep(seconds)
+            if eid == "after_fast":  # slow (superstep 2) still runs beside it
+                view = views["watch"]
+                seen.append((view.superstep, view.running, view.deliveries))
+            if sends:
+                await ctx.send_message(message)
+            else:
+                await ctx.yield_output(eid)
+
+        return run
+
+    start, fast = step("start", 0, True), step("fast", 0.1, True)
+    slow, after = step("slow", 1.2, False), step("after_fast", 0.5, False)
+    workflow = (
+        WorkflowBuilder("watched")
+        .add_fan_out(start, [fast, slow])
+        .add_edge(fast, after)
+        .set_start(start)
+        .build()
+    )
+    took, _ = timed(workflow, schedule="pipelined", watch=lambda w: views.update(watch=w))
+    assert took == pytest.approx(1.2)
+    # the lowest superstep with work is 2 (slow), and both executors run now
+    assert seen == [(2, ("slow", "after_fast"), {"slow": 1, "after_fast": 1})]
+    assert views["watch"].superstep == 3  # after the run: the last superstep
+
+
 def test_a_workflow_may_default_to_the_pipelined_schedule_and_max_lead_zero_is_the_barrier() -> (
     None
 ):

@@ -247,6 +247,8 @@ class Pipeline:
         #: t -> executors that fired at t (their visits are counted)
         self.fired: dict[int, set[str]] = {}
         self.wakeup = anyio.Event()
+        #: the run is in this schedule now (what a RunWatch reads)
+        self.active = False
         #: set (and replaced) as the barrier work of a superstep is done
         self.passed = anyio.Event()
         #: a group runs inline: the loop that does the barrier work waits for it
@@ -385,10 +387,23 @@ class Pipeline:
                 position += 1
         self._begin(start)
         self.state.waiter = self._shared_through
+        self.active = True
         try:
             return await self._loop()
         finally:
             self.state.waiter = None
+            self.active = False
+
+    def watched(self) -> tuple[int, dict[str, int]]:
+        """What a :class:`~plait.spi.RunWatch` shows while this schedule runs: the lowest
+        superstep with work (where the superstep schedule would be), and each running
+        executor with how many messages it handles now. Safe to read from another
+        thread (copies taken under the GIL)."""
+        running = list(self.running.values())
+        times = list(self.at)
+        low = min(times) if times else self.done_through + 1
+        now = {g.eid: len(g.pending) if g.eid in self.arrival else len(g.entries) for g in running}
+        return low, now
 
     async def _shared_through(self, t: int) -> None:
         """Wait until the shared-state writes of every superstep before ``t`` are
