@@ -797,10 +797,12 @@ class Pipeline:
         """Route what ``eid`` sent at ``t`` (``order``: the place of the message taken on
         arrival that sent it, whose delivery id is ``origin``)."""
         router_state = self.state.router_state
-        naming, arrival = bool(self.arrival), self.arrival
+        arrival = self.arrival
+        prefix = ""
         for k, (source, message, target) in enumerate(outbox):
             base: Key = (0, rank, k) if order is None else (0, rank, order, k)
-            prefix = f"{source}/{origin}/{k}"
+            if arrival:  # (what the delivery ids of its deliveries derive from)
+                prefix = f"{source}/{origin}/{k}"
             runners = self.routes.get(source)
             if not runners:
                 raise UnhandledMessageError(
@@ -816,16 +818,19 @@ class Pipeline:
                         delivered = True
                     times = self.staged_routes.setdefault(gid, {})
                     # (with the prefix of the delivery ids its deliveries will get)
-                    staged: Key = (*base, j, prefix) if naming else (*base, j)
+                    staged: Key = (*base, j, prefix) if arrival else (*base, j)
                     times.setdefault(t, []).append((staged, source, message, target))
                     self.staged_at.setdefault(t, {})[gid] = None
                     continue
                 deliveries = _routed(gid, edge_runner, source, message, target, router_state, t)
                 for d, (tgt, data) in enumerate(deliveries):
                     delivered = True
-                    key: Key = (*base, j, d)
                     if tgt in arrival:
-                        key += (delivery_id(f"{prefix}/{j}/{d}"),)
+                        key: Key = (*base, j, d, delivery_id(f"{prefix}/{j}/{d}"))
+                    elif order is None:
+                        key = (0, rank, k, j, d)
+                    else:
+                        key = (*base, j, d)
                     self.enqueue(tgt, t + 1, key, data)
             reaches = delivered or target is None
             if not reaches and not any(target in er.group.targets for _, er in runners):

@@ -178,8 +178,13 @@ class Runner:
         limit = self.options.max_supersteps
         routes, router_state = self.graph.routes_from, state.router_state
         pipelined = self.pipelined
+        arrival = self.arrival
         while inbox:
-            if pipelined and (len(inbox) > 1 or self._arriving(inbox)) and pays(self.graph, inbox):
+            if (
+                pipelined
+                and (len(inbox) > 1 or (arrival and self._arriving(inbox)))
+                and pays(self.graph, inbox)
+            ):
                 # several executors run in this superstep: the pipelined schedule takes
                 # over until the run is in lockstep again (one executor, nothing ahead)
                 found = await self._pipelined(inbox, observation, handback=True)
@@ -202,7 +207,7 @@ class Runner:
                 observation.begin(step, tuple(inbox))
             if len(inbox) == 1:
                 ((eid, messages),) = inbox.items()
-                if eid not in self.arrival:
+                if eid not in arrival:
                     if len(messages) == 1:
                         await self._invoke(eid, messages[0], 0, state)
                     else:
@@ -216,10 +221,8 @@ class Runner:
                 await self._parallel(inbox)
             if state.staged:
                 state.commit_shared()
-            if state.reads:  # (read, and nothing written: no race)
-                state.reads.pop(step, None)
             ran = inbox
-            if self.arrival:
+            if arrival:
                 self.next_ids = {}
                 self.origins, self.routed = self._origins(state.outbox), 0
                 self.segments = {}
@@ -227,7 +230,7 @@ class Runner:
                 inbox = {}
             elif observation is None:
                 outbox, state.outbox = state.outbox, []
-                if self.arrival:
+                if arrival:
                     inbox = self._route_named(outbox)
                 else:
                     inbox = route_outbox(outbox, routes, router_state, step)
@@ -247,7 +250,7 @@ class Runner:
                     self._flush(inbox)
                 else:
                     observation.flush(self._flush, inbox)
-            if self.arrival:
+            if arrival:
                 state.ids = self.next_ids
             if self.on_superstep is not None:
                 self.last_ran = ran

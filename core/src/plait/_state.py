@@ -186,6 +186,9 @@ class RunState:
         step = self.superstep if superstep is None else superstep
         by_key = self.reads.get(step)
         if by_key is None:
+            if self.waiter is None:  # in supersteps: the earlier ones' reads are checked
+                for earlier in [t for t in self.reads if t < step]:
+                    del self.reads[earlier]
             by_key = self.reads[step] = {}
         readers = by_key.get(key)
         if readers is None:
