@@ -417,6 +417,40 @@ def test_order_arrival_takes_messages_one_at_a_time_as_they_arrive() -> None:
         WorkflowBuilder("x").add_executor(item_stages([], 1).executors["stage0"], order="fifo")
 
 
+@pytest.mark.parametrize("first", ["superstep", "pipelined"])
+@pytest.mark.parametrize("then", ["superstep", "pipelined"])
+def test_delivery_ids_survive_a_checkpoint_and_resume(first: str, then: str) -> None:
+    # stopped once stage1 has run (its messages to stage2 pending in the checkpoint), the
+    # resumed run names stage2's messages as the uninterrupted run does
+    calls: list[tuple[str, int, str]] = []
+
+    async def play() -> tuple[Any, Any, list[tuple[str, int, str]]]:
+        clean = await item_stages(calls, 4).run("go", run_id="ids")
+        expected, calls[:] = sorted(calls), []
+        stop = anyio.Event()
+        workflow = item_stages(calls, 4)
+        store = MemoryCheckpointStore()
+
+        async def stop_in_stage1() -> None:
+            while not any(eid == "stage1" for eid, _, _ in calls):
+                await anyio.sleep(0.01)
+            stop.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stop_in_stage1)
+            options = {"checkpoint": store, "schedule": first, "stop": stop}
+            stopped = await workflow.run("go", run_id="ids", **options)
+        assert stopped.status.value == "running"
+        assert not any(eid == "stage2" for eid, _, _ in calls)
+        done = await workflow.resume("ids", store, schedule=then)
+        return clean, done, expected
+
+    clock = MockClock(autojump_threshold=0)
+    clean, done, expected = anyio.run(play, backend="trio", backend_options={"clock": clock})
+    assert done.outputs == clean.outputs
+    assert sorted(set(calls)) == expected
+
+
 def test_an_order_that_is_not_known_is_refused_where_it_is_set() -> None:
     with pytest.raises(ValueError, match="executor 'odd': order must be"):
 
