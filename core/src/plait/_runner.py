@@ -179,10 +179,11 @@ class Runner:
         routes, router_state = self.graph.routes_from, state.router_state
         pipelined = self.pipelined
         arrival = self.arrival
+        named = bool(arrival)  # (a bool: the cheapest test on the hot path)
         while inbox:
             if (
                 pipelined
-                and (len(inbox) > 1 or (arrival and self._arriving(inbox)))
+                and (len(inbox) > 1 or (named and self._arriving(inbox)))
                 and pays(self.graph, inbox)
             ):
                 # several executors run in this superstep: the pipelined schedule takes
@@ -207,7 +208,7 @@ class Runner:
                 observation.begin(step, tuple(inbox))
             if len(inbox) == 1:
                 ((eid, messages),) = inbox.items()
-                if eid not in arrival:
+                if not named or eid not in arrival:
                     if len(messages) == 1:
                         await self._invoke(eid, messages[0], 0, state)
                     else:
@@ -222,18 +223,13 @@ class Runner:
             if state.staged:
                 state.commit_shared()
             ran = inbox
-            if arrival:
-                self.next_ids = {}
-                self.origins, self.routed = self._origins(state.outbox), 0
-                self.segments = {}
-            if not state.outbox:
+            if named:  # deliveries to executors taking messages on arrival are named
+                inbox = self._route_superstep(observation)
+            elif not state.outbox:
                 inbox = {}
             elif observation is None:
                 outbox, state.outbox = state.outbox, []
-                if arrival:
-                    inbox = self._route_named(outbox)
-                else:
-                    inbox = route_outbox(outbox, routes, router_state, step)
+                inbox = route_outbox(outbox, routes, router_state, step)
             else:
                 inbox = observation.route(self._route)
             if self.diverted:
@@ -250,8 +246,6 @@ class Runner:
                     self._flush(inbox)
                 else:
                     observation.flush(self._flush, inbox)
-            if arrival:
-                state.ids = self.next_ids
             if self.on_superstep is not None:
                 self.last_ran = ran
                 await self.on_superstep(self, inbox)
@@ -463,6 +457,21 @@ class Runner:
         if self.arrival:
             return self._route_named(outbox)
         return route_outbox(outbox, self.graph.routes_from, state.router_state, state.superstep)
+
+    def _route_superstep(self, observation: Observation | None) -> Inbox:
+        """Route the superstep's outbox, naming each delivery to an executor that takes
+        messages on arrival; the ids (with those of the failures and flushes to come) are
+        the next superstep's (``state.ids``)."""
+        state = self.state
+        state.ids = self.next_ids = {}
+        self.origins, self.routed = self._origins(state.outbox), 0
+        self.segments = {}
+        if not state.outbox:
+            return {}
+        if observation is None:
+            outbox, state.outbox = state.outbox, []
+            return self._route_named(outbox)
+        return observation.route(self._route)
 
     def _origins(self, outbox: list[tuple[str, Any, str | None]]) -> list[tuple[str, str, int]]:
         """``(sender, origin, k)`` of each message of a superstep's outbox (in the canonical
