@@ -1,4 +1,5 @@
-"""The router protocol: how messages cross an edge group.
+"""The edge protocols: how messages cross an edge group (a :class:`Router`), and how a
+fan-in turns one message per source into one (a :class:`MergeStrategy`).
 
 A :class:`Router` is registered by name through ``plait_register_routers``. When a
 workflow is built, the router turns each edge group using it into an
@@ -7,6 +8,10 @@ changes during a run (a fan-in's buffers) lives in the per-run ``state`` object 
 runner passes in, which the edge runner creates, snapshots and restores.
 
 A delivery is a ``(target_id, message)`` tuple; ``route`` returns a list of them.
+
+Merge strategies are registered by name through ``plait_register_merge_strategies``; the
+``plait-merge`` plugin ships ``list`` (the default), ``concat``, ``concat_newline``,
+``first``, ``last`` and ``keyed``.
 
 .. versionadded:: 0.1
 """
@@ -23,6 +28,7 @@ from ._types import type_name
 __all__ = [
     "Delivery",
     "EdgeRunner",
+    "MergeStrategy",
     "Router",
     "RouterEnv",
     "flush_buffers",
@@ -236,3 +242,16 @@ def flush_buffers(
             inbox.setdefault(tgt, []).append(data)
             if name is not None:
                 name(f, d, tgt)
+
+
+@runtime_checkable
+class MergeStrategy(Protocol):
+    """Combines fan-in inputs, given in source-declaration order."""
+
+    def merge(self, values: Sequence[Any], sources: Sequence[str]) -> Any:
+        """One merged message from ``values`` (``values[i]`` came from ``sources[i]``)."""
+        ...
+
+    def output_type(self, input_type: Any) -> Any:
+        """The type of the merged message when each input is ``input_type``."""
+        ...
