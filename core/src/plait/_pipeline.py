@@ -24,7 +24,15 @@ group sees:
 - shared-state writes of ``t`` are committed when the global frontier passes ``t``, in
   the canonical order;
 - outputs are kept in the canonical order ``(t, sender rank, order of the sender's
-  yields)``, whatever order the groups committed in.
+  yields)``, whatever order the groups committed in;
+- an executor taking messages on arrival (``max_concurrency`` above 1, or
+  ``order="arrival"``) starts each message as it arrives, up to its concurrency, and
+  commits each as it ends, its effects keyed by the message's index when its group was
+  complete as it fired, else by the message's own key (which sorts as the index would);
+  its messages are named by delivery ids (:func:`~plait._state.delivery_id`), known on
+  arrival and the same in the superstep schedule;
+- a read of shared state with ``get_shared_state`` at ``t`` waits until the writes of
+  every ``t' < t`` are committed.
 
 A limit or a failure at ``t`` stops work at ``t`` and later (running groups there are
 cancelled) but lets earlier work finish, which may fail earlier still; the error raised
