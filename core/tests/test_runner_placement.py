@@ -15,7 +15,7 @@ PACKAGE = Path(plait.__file__).parent
 
 def test_importing_the_runner_imports_no_placement_code() -> None:
     code = (
-        "import sys, plait._runner, plait._durable; "
+        "import sys, plait._runner, plait_durable._durable; "
         "print(sorted(m for m in sys.modules if m.startswith('plait')))"
     )
     done = subprocess.run(

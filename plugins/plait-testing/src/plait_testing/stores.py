@@ -53,25 +53,8 @@ import anyio
 import attrs
 import pytest
 from plait import CheckpointError, CheckpointNotFoundError, CorruptCheckpointError, RunLeaseError
-from plait.spi import (
-    BlobWriter,
-    Checkpoint,
-    CheckpointStore,
-    EventJournal,
-    JournalEvent,
-    LeaseHolder,
-    RunInfo,
-    blob_hash,
-    blob_refs,
-    checkpoint_view,
-    diff_views,
-    externalize_state,
-    fork_run,
-    has_blobs,
-    list_runs,
-    read_journal,
-    resolve_state,
-)
+from plait.spi import Checkpoint, CheckpointStore, LeaseHolder, RunInfo
+from plait_durable import BlobWriter, EventJournal, JournalEvent, blob_hash, blob_refs, checkpoint_view, diff_views, externalize_state, fork_run, has_blobs, list_runs, read_journal, resolve_state
 
 __all__ = [
     "CheckpointStoreContract",
@@ -595,7 +578,7 @@ class CheckpointStoreContract:
         await store.release_lease(current)
 
     # -- inspecting runs: the run index, checkpoint views, diffs, forks ---------------------
-    # Through plait.runindex's functions, so a store that offers RunIndex is checked through
+    # Through plait_durable's functions, so a store that offers RunIndex is checked through
     # its own index and any other through the fallback on runs(). Each test filters on a
     # workflow name of its own: stores are shared between tests.
 
@@ -1002,13 +985,13 @@ def _of(checkpoint: Checkpoint, workflow: str, created_at: float | None = None) 
 def journal_event(
     kind: str = "invocation_started", superstep: int = 1, executor: str | None = "a", **fields: Any
 ) -> JournalEvent:
-    """A journal event taken now (``fields``: the other :class:`~plait.spi.JournalEvent`
+    """A journal event taken now (``fields``: the other :class:`~plait_durable.JournalEvent`
     fields)."""
     return JournalEvent(kind, superstep, time.time(), time.monotonic(), executor, **fields)
 
 
 class EventJournalContract:
-    """The tests of a store that keeps an event journal (:class:`~plait.spi.EventJournal`).
+    """The tests of a store that keeps an event journal (:class:`~plait_durable.EventJournal`).
 
     Mix it into a :class:`CheckpointStoreContract` subclass; it uses the same ``store``
     fixture.
