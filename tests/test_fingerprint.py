@@ -22,9 +22,9 @@ from plait import (
     WorkflowContext,
     executor,
 )
-from plait_durable._fingerprint import FINGERPRINT_FORMAT, fingerprint_changes
 from plait.spi import open_store
 from plait_builders import WorkflowBuilder
+from plait_durable._fingerprint import FINGERPRINT_FORMAT, fingerprint_changes
 
 pytestmark = pytest.mark.anyio
 

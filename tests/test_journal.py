@@ -19,8 +19,8 @@ from plait import (
     executor,
 )
 from plait.spi import CheckpointStore
-from plait_durable import EventJournal, JournalEvent, read_journal
 from plait_builders import WorkflowBuilder
+from plait_durable import EventJournal, JournalEvent, read_journal
 from plait_stores import FileCheckpointStore, MemoryCheckpointStore, SqliteCheckpointStore
 
 pytestmark = pytest.mark.anyio

@@ -47,7 +47,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "spec": ("_refs", "_spec", "_routing", "_build", "_agents"),
     "plugins": (
         "_hookspecs", "_registry", "_loading", "_facade", "_plugins", "_expressions",
-        "_chains", "_convert", "_checkpoint", "_runinfo", "_stores", "_capabilities", "_grants", "_rebuild", "_building", "_kinds",
+        "_chains", "_convert", "_checkpoint", "_runinfo", "_stores", "_capabilities", "_grants",
+        "_rebuild", "_building", "_kinds",
     ),
     "engine": (
         "_graph", "_attempts", "_observe", "_runner", "_pipeline", "_watch", "_codec",

@@ -236,6 +236,10 @@ class Workflow:
         found: Durability = self._manager.registry("durability").get(DURABILITY, what=what)
         return found
 
+    def _durability_for(self, opts: RunOptions, what: str) -> Durability | None:
+        """The durability a run with ``opts`` needs: none without a checkpoint store."""
+        return None if opts.checkpoint is None else self._durability(what)
+
     def placement_of(self, executor_id: str) -> str:
         """Where ``executor_id``'s invocations run: ``local`` for an executor marked
         ``local = True``, else its node's placement, else the workflow's, else ``local``.
@@ -319,9 +323,7 @@ class Workflow:
         from ._state import RunState, new_run_id
 
         opts = RunOptions.from_kwargs(self._spec.options, options)
-        durability = None
-        if opts.checkpoint is not None:
-            durability = self._durability("Workflow.run(checkpoint=...)")
+        durability = self._durability_for(opts, "Workflow.run(checkpoint=...)")
         events: list[WorkflowEvent] = []
         state = RunState(opts.run_id or new_run_id(), opts.on_event or events.append)
         inbox = {self._spec.start: [message]}
@@ -413,13 +415,14 @@ class Workflow:
         else:
             state = RunState(saved["run_id"], None)
             state.superstep = saved["superstep"]
-            durability = self._durability("a nested workflow answered")
-            inbox = durability.restore(self._graph, state, saved["state"], responses or {})
-        result = await self._execute(state, inbox, opts, detail=False)
+            restoring = self._durability("a nested workflow answered")
+            inbox = restoring.restore(self._graph, state, saved["state"], responses or {})
+        checkpointing = self._durability_for(opts, "a nested workflow's checkpoint option")
+        result = await self._execute(state, inbox, opts, detail=False, durability=checkpointing)
         if result.status is not RunStatus.IDLE_WITH_PENDING_REQUESTS:
             return result, None
-        durability = self._durability("a nested workflow waiting for input")
-        body = durability.snapshot(self._graph, state, result.status.value)
+        keeping = self._durability("a nested workflow waiting for input")
+        body = keeping.snapshot(self._graph, state, result.status.value)
         return result, {"run_id": state.run_id, "superstep": state.superstep, "state": body}
 
     def stream(
@@ -439,9 +442,7 @@ class Workflow:
         from ._streaming import EventStream
 
         opts = RunOptions.from_kwargs(self._spec.options, options)
-        durability = None
-        if opts.checkpoint is not None:
-            durability = self._durability("Workflow.stream(checkpoint=...)")
+        durability = self._durability_for(opts, "Workflow.stream(checkpoint=...)")
         inbox = {self._spec.start: [message]}
         detail = opts.events != "lifecycle"
 

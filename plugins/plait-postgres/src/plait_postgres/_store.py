@@ -51,8 +51,40 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 import anyio
 import psycopg
 from plait import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
-from plait.spi import INFO_FIELDS, Checkpoint, CheckpointInfo, CheckpointStoreBase, Lease, LeaseHolder, RunInfo, check_keep_last, check_runs_limit, decode_checkpoint, duplicate_error, encode_checkpoint, info_row, lost_error, redact_url, released, run_info, take_lease, where
-from plait_durable import MAX_JOURNAL_PAGE, RUN_COLUMNS, JournalEvent, RunPage, RunQuery, RunSummary, check_journal_read, child_refs, page_of_rows, page_sql, unreferenced
+from plait.spi import (
+    INFO_FIELDS,
+    Checkpoint,
+    CheckpointInfo,
+    CheckpointStoreBase,
+    Lease,
+    LeaseHolder,
+    RunInfo,
+    check_keep_last,
+    check_runs_limit,
+    decode_checkpoint,
+    duplicate_error,
+    encode_checkpoint,
+    info_row,
+    lost_error,
+    redact_url,
+    released,
+    run_info,
+    take_lease,
+    where,
+)
+from plait_durable import (
+    MAX_JOURNAL_PAGE,
+    RUN_COLUMNS,
+    JournalEvent,
+    RunPage,
+    RunQuery,
+    RunSummary,
+    check_journal_read,
+    child_refs,
+    page_of_rows,
+    page_sql,
+    unreferenced,
+)
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 __all__ = ["MIGRATIONS", "PostgresCheckpointStore", "SCHEMA_VERSION", "redact_url"]

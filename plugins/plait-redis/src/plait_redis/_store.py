@@ -61,8 +61,38 @@ from plait import (
     CorruptCheckpointError,
     StoreUnavailableError,
 )
-from plait.spi import Checkpoint, CheckpointInfo, CheckpointStoreBase, Lease, LeaseHolder, RunInfo, check_keep_last, check_runs_limit, decode_checkpoint, duplicate_error, encode_checkpoint, info_fields, lost_error, parse_age, redact_url, released, run_info, take_lease, where
-from plait_durable import MAX_JOURNAL_PAGE, JournalEvent, RunPage, RunQuery, RunSummary, check_journal_read, child_refs, parse_int_cursor, unreferenced
+from plait.spi import (
+    Checkpoint,
+    CheckpointInfo,
+    CheckpointStoreBase,
+    Lease,
+    LeaseHolder,
+    RunInfo,
+    check_keep_last,
+    check_runs_limit,
+    decode_checkpoint,
+    duplicate_error,
+    encode_checkpoint,
+    info_fields,
+    lost_error,
+    parse_age,
+    redact_url,
+    released,
+    run_info,
+    take_lease,
+    where,
+)
+from plait_durable import (
+    MAX_JOURNAL_PAGE,
+    JournalEvent,
+    RunPage,
+    RunQuery,
+    RunSummary,
+    check_journal_read,
+    child_refs,
+    parse_int_cursor,
+    unreferenced,
+)
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 

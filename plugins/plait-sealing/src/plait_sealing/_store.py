@@ -41,7 +41,17 @@ from typing import Any
 
 import attrs
 from plait import CheckpointAuthError, CheckpointError
-from plait.spi import Checkpoint, CheckpointInfo, CheckpointStore, Lease, LeaseHolder, RunInfo, dump_json, load_json, open_store
+from plait.spi import (
+    Checkpoint,
+    CheckpointInfo,
+    CheckpointStore,
+    Lease,
+    LeaseHolder,
+    RunInfo,
+    dump_json,
+    load_json,
+    open_store,
+)
 from plait_durable import blob_refs, has_blobs
 
 from ._keys import (

@@ -82,8 +82,33 @@ from urllib.parse import quote, unquote
 import anyio.to_thread
 import attrs
 from plait import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
-from plait.spi import Checkpoint, CheckpointInfo, CheckpointStoreBase, Lease, LeaseHolder, RunInfo, check_keep_last, check_runs_limit, decode_checkpoint, duplicate_error, encode_checkpoint, info_fields, lost_error, released, take_lease, where
-from plait_durable import MAX_JOURNAL_PAGE, JournalEvent, RunPage, RunQuery, RunSummary, check_journal_read, unreferenced
+from plait.spi import (
+    Checkpoint,
+    CheckpointInfo,
+    CheckpointStoreBase,
+    Lease,
+    LeaseHolder,
+    RunInfo,
+    check_keep_last,
+    check_runs_limit,
+    decode_checkpoint,
+    duplicate_error,
+    encode_checkpoint,
+    info_fields,
+    lost_error,
+    released,
+    take_lease,
+    where,
+)
+from plait_durable import (
+    MAX_JOURNAL_PAGE,
+    JournalEvent,
+    RunPage,
+    RunQuery,
+    RunSummary,
+    check_journal_read,
+    unreferenced,
+)
 
 try:
     import fcntl

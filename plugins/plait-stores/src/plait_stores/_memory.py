@@ -16,8 +16,35 @@ from urllib.parse import unquote, urlsplit
 
 import anyio.lowlevel
 from plait import CheckpointNotFoundError
-from plait.spi import Checkpoint, CheckpointInfo, CheckpointStoreBase, Lease, LeaseHolder, RunInfo, check_keep_last, check_runs_limit, decode_checkpoint, duplicate_error, encode_checkpoint, lost_error, prune_plan, released, run_info, take_lease, where
-from plait_durable import MAX_JOURNAL_PAGE, JournalEvent, RunPage, RunQuery, RunSummary, check_journal_read, parse_int_cursor, unreferenced
+from plait.spi import (
+    Checkpoint,
+    CheckpointInfo,
+    CheckpointStoreBase,
+    Lease,
+    LeaseHolder,
+    RunInfo,
+    check_keep_last,
+    check_runs_limit,
+    decode_checkpoint,
+    duplicate_error,
+    encode_checkpoint,
+    lost_error,
+    prune_plan,
+    released,
+    run_info,
+    take_lease,
+    where,
+)
+from plait_durable import (
+    MAX_JOURNAL_PAGE,
+    JournalEvent,
+    RunPage,
+    RunQuery,
+    RunSummary,
+    check_journal_read,
+    parse_int_cursor,
+    unreferenced,
+)
 
 __all__ = ["MemoryCheckpointStore"]
 

@@ -1,5 +1,8 @@
 """The contract every checkpoint store keeps, as a pytest test class.
 
+It reads runs back through ``plait-durable`` (the run index, views, blobs), which every
+store distribution depends on: install ``plait-testing[durable]`` where it is not there.
+
 Subclass :class:`CheckpointStoreContract` in a test module under a ``Test…`` name and
 provide:
 
@@ -54,7 +57,21 @@ import attrs
 import pytest
 from plait import CheckpointError, CheckpointNotFoundError, CorruptCheckpointError, RunLeaseError
 from plait.spi import Checkpoint, CheckpointStore, LeaseHolder, RunInfo
-from plait_durable import BlobWriter, EventJournal, JournalEvent, blob_hash, blob_refs, checkpoint_view, diff_views, externalize_state, fork_run, has_blobs, list_runs, read_journal, resolve_state
+from plait_durable import (
+    BlobWriter,
+    EventJournal,
+    JournalEvent,
+    blob_hash,
+    blob_refs,
+    checkpoint_view,
+    diff_views,
+    externalize_state,
+    fork_run,
+    has_blobs,
+    list_runs,
+    read_journal,
+    resolve_state,
+)
 
 __all__ = [
     "CheckpointStoreContract",

@@ -24,7 +24,17 @@ import attrs
 import jinja2
 from plait import CheckpointError, CheckpointNotFoundError, PlaitError, RunLeaseError
 from plait.spi import CheckpointStore, is_instance, open_store
-from plait_durable import DEFAULT_PAGE, EDITABLE, CheckpointView, EventJournal, checkpoint_view, diff_views, fork_run, list_runs, read_journal
+from plait_durable import (
+    DEFAULT_PAGE,
+    EDITABLE,
+    CheckpointView,
+    EventJournal,
+    checkpoint_view,
+    diff_views,
+    fork_run,
+    list_runs,
+    read_journal,
+)
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
