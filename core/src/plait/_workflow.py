@@ -25,7 +25,6 @@ from ._graph import CompiledGraph
 from ._options import RunOptions
 from ._placement import place, placement_of
 from ._plugins import PluginManager, get_plugin_manager
-from ._results import WorkflowRunResult
 from ._spec import WorkflowSpec
 
 # what running needs (asyncio, cattrs, events …) is imported by the methods that run
@@ -33,12 +32,12 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
     from ._checkpoint import Checkpoint, CheckpointStore
-    from ._events import RunStatus, WorkflowEvent
+    from ._events import RunStatus, WorkflowEvent, WorkflowRunResult
     from ._routing import EdgeRunner
     from ._state import PendingRequest, RunState
     from ._streaming import EventStream
 
-__all__ = ["DURABILITY", "Durability", "Workflow", "WorkflowRunResult", "with_placement"]
+__all__ = ["DURABILITY", "Durability", "Workflow", "with_placement"]
 
 #: The name the durability a workflow's durable calls use is registered under.
 DURABILITY = "checkpoints"
@@ -472,7 +471,7 @@ class Workflow:
         parent_id: str | None = None,
         durability: Durability | None = None,
     ) -> WorkflowRunResult:
-        from ._events import RunFinished, RunStarted, RunStatus
+        from ._events import RunFinished, RunStarted, RunStatus, WorkflowRunResult
         from ._runner import Runner
         from ._watch import RunWatch
 
