@@ -3,7 +3,7 @@
 ``plait`` is for people who write workflows; ``plait.spi`` is for people who extend Plait:
 the hook markers and ``Register`` callbacks, the protocol of each kind of thing a plugin
 registers (router, merge strategy, converter, checkpoint store, loader, executor kind,
-placement, observer), the spec types and the build context, and the helpers every plugin
+placement, observer, durability — with the runner's commit seam it drives), the spec types and the build context, and the helpers every plugin
 shares (stores' lease and naming rules, lazy registration, code references, expression
 compilers). Every other module of the kernel is private (``plait._*``) and may change.
 
