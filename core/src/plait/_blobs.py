@@ -30,9 +30,19 @@ bytes around every append. Hashing whole encoded values keeps each item one blob
 same in a message, in shared state and in every checkpoint, and the mountain range
 makes appends O(item + log n) (measured in ``tests/benchmarks/bench_checkpoint_growth.py``).
 
+A blob is stored compressed when that pays (:func:`pack_blob`): its bytes are then a
+zlib stream (RFC 1950, which starts with the byte ``x``, where compact JSON never does)
+of the canonical JSON, and its key is still the SHA-256 of the canonical JSON, so the
+same value has the same key however it was stored, and blobs written before compression
+load as they are. Text compresses three to four times; a blob too small to gain stays
+as it is. Compression happens before a store wrapper seals or encrypts the bytes.
+Inflating is bounded (:data:`MAX_BLOB`, and what is left of a checkpoint's
+:data:`EXPANSION_LIMIT`), so a hostile store cannot make a small blob inflate without end.
+
 Reading (:func:`resolve_state`) is the inverse, done before anything decodes a value:
 references are fetched from the checkpoint's own run, level by level (a few round
-trips, only the blobs the checkpoint names), each blob is checked against its hash, and
+trips, only the blobs the checkpoint names), each blob is inflated if it was compressed
+and checked against its hash, and
 the JSON it stood for is rebuilt. A blob that is missing or does not match its hash is a
 :class:`~plait.CorruptCheckpointError` naming the checkpoint and the hash. The structures
 only rebuild JSON: the codec's decoding rules and type allowlist apply afterwards,
@@ -51,6 +61,7 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import json
+import zlib
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
@@ -68,7 +79,10 @@ __all__ = [
     "externalize_state",
     "has_blobs",
     "has_refs",
+    "load_blob",
+    "pack_blob",
     "resolve_state",
+    "unpack_blob",
     "unreferenced",
     "unreferenced_by",
 ]
@@ -87,6 +101,17 @@ _REF_SIZE = 91
 #: Bound on what one checkpoint's references expand to, in stored bytes counted at every
 #: use: a hostile store cannot make a small checkpoint rebuild an exponential value.
 EXPANSION_LIMIT = 1 << 31
+#: Blobs whose canonical JSON is this size or more are compressed when that pays.
+COMPRESS_MIN = 64
+#: zlib's compression level for blobs (its default: within a few percent of the best,
+#: several times faster than level 9).
+_LEVEL = 6
+#: How a compressed blob starts: the first byte of a zlib stream with a 32 KiB window
+#: (compact JSON starts with ``{``, ``[`` or ``"``, never with it).
+_ZLIB = b"x"
+#: Bound on what one blob inflates to. Larger canonical JSON is stored uncompressed, so
+#: no blob this Plait writes needs more.
+MAX_BLOB = 1 << 28
 #: Bound on ``n`` of a tree: more items than any process holds.
 _MAX_ITEMS = 1 << 40
 
@@ -116,8 +141,61 @@ def _dumps(value: Any) -> bytes | None:
 
 
 def blob_hash(data: bytes) -> str:
-    """The key of ``data`` as a blob: its SHA-256, in hex."""
+    """The key of ``data`` as a blob: its SHA-256, in hex (``data`` is the canonical JSON,
+    before :func:`pack_blob`)."""
     return hashlib.sha256(data).hexdigest()
+
+
+def pack_blob(data: bytes) -> bytes:
+    """A blob's canonical JSON ``data`` as a store keeps it: zlib-compressed when that
+    makes it smaller, else ``data`` itself. :func:`unpack_blob` is the inverse.
+
+    .. versionadded:: 0.1
+    """
+    if len(data) < COMPRESS_MIN or len(data) > MAX_BLOB:
+        return data
+    packed = zlib.compress(data, _LEVEL)
+    return packed if len(packed) < len(data) else data
+
+
+def unpack_blob(data: bytes, limit: int | None = None) -> bytes:
+    """A stored blob's canonical JSON: ``data`` inflated if it is compressed
+    (:func:`pack_blob`), else ``data`` as it is (blobs written before compression).
+
+    :param limit: the most bytes it may inflate to (:data:`MAX_BLOB` if not given).
+    :raises ValueError: a compressed blob is truncated, altered, has bytes after its end,
+        or inflates to more than ``limit`` bytes.
+
+    .. versionadded:: 0.1
+    """
+    if data[:1] != _ZLIB:
+        return data
+    if limit is None:
+        limit = MAX_BLOB
+    inflater = zlib.decompressobj()
+    cap = max(limit, 1)  # zlib reads a max_length of 0 as no bound at all
+    try:
+        plain = inflater.decompress(data, cap)
+    except zlib.error as exc:
+        raise ValueError(f"its compressed bytes do not inflate: {exc}") from None
+    if inflater.unconsumed_tail or len(plain) > limit or (not inflater.eof and len(plain) >= cap):
+        raise ValueError(f"it inflates to more than {limit} bytes")
+    if not inflater.eof:
+        raise ValueError("its compressed bytes are truncated")
+    if inflater.unused_data:
+        raise ValueError("its compressed bytes are followed by others")
+    return plain
+
+
+def load_blob(data: bytes) -> Any:
+    """A stored blob's JSON value (inflated if it is compressed; not checked against its
+    hash: :func:`resolve_state` does that).
+
+    :raises ValueError: it does not inflate (:func:`unpack_blob`) or is not JSON.
+
+    .. versionadded:: 0.1
+    """
+    return load_json(unpack_blob(bytes(data)))
 
 
 @runtime_checkable
@@ -231,7 +309,7 @@ class BlobWriter:
         self.touched.add(digest)
         if digest not in self.known:
             self.known.add(digest)
-            self._new[digest] = data
+            self._new[digest] = pack_blob(data)
         return _ref(digest), _REF_SIZE
 
     def _ext(self, value: Any) -> tuple[Any, int]:
@@ -379,7 +457,7 @@ def child_refs(data: bytes) -> list[str]:
     encrypted blob, say). A store that keeps them beside the blob can return a blob's
     whole closure in one round trip (``get_blob_closure``)."""
     try:
-        return sorted(blob_refs(load_json(data)))
+        return sorted(blob_refs(load_blob(data)))
     except (ValueError, TypeError, RecursionError):
         return []
 
@@ -413,7 +491,7 @@ def unreferenced(states: Iterable[Any], blobs: Mapping[str, bytes]) -> set[str]:
             continue
         reached.add(digest)
         try:
-            parsed = load_json(blobs[digest])
+            parsed = load_blob(blobs[digest])
         except (ValueError, TypeError, RecursionError):
             continue
         _walk_refs(parsed, frontier)
@@ -455,8 +533,9 @@ async def resolve_state(
     :param seen: if given, the hashes of every blob read are added to it.
     :param strings: if given, ``id(s) -> (s, hash)`` for every string read from a blob
         (what :class:`BlobWriter` caches, so a resumed run does not hash them again).
-    :raises CorruptCheckpointError: a blob is missing, does not match its hash, does
-        not parse, or a structure is malformed; or ``state`` names blobs and ``store``
+    :raises CorruptCheckpointError: a blob is missing, does not inflate (or inflates
+        beyond the bounds), does not match its hash, does not parse, or a structure is
+        malformed; or ``state`` names blobs and ``store``
         keeps none.
     """
     if not has_refs(state):
@@ -473,6 +552,7 @@ async def resolve_state(
     parsed: dict[str, Any] = {}
     sizes: dict[str, int] = {}
     extra: Mapping[str, bytes] = {}
+    budget = EXPANSION_LIMIT  # what the blobs may inflate to, all together
     if frontier and closure is not None:
         extra = await closure(run_id, sorted(frontier))
     while frontier:
@@ -489,7 +569,11 @@ async def resolve_state(
                     f"{where} is corrupt: blob {digest} it references is missing from its "
                     "run's blobs"
                 )
-            data = bytes(data)
+            try:
+                data = unpack_blob(bytes(data), min(MAX_BLOB, budget))
+            except ValueError as exc:
+                raise CorruptCheckpointError(f"{where} is corrupt: blob {digest}: {exc}") from None
+            budget -= len(data)
             if blob_hash(data) != digest:
                 raise CorruptCheckpointError(
                     f"{where} is corrupt: blob {digest} does not match its hash"
