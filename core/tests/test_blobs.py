@@ -113,7 +113,9 @@ def test_a_list_that_grows_costs_about_its_new_item() -> None:
     assert sum(steps[10:]) / len(steps[10:]) < 800
     assert max(steps[10:]) < 3000  # at a power of two, a node per level
     assert back["pending"]["a"][0] == items
-    assert len(json.dumps(stored)) < 2000  # a checkpoint holds at most log2(n) peaks
+    # a checkpoint holds at most log2(n) peaks, small ones inline: for each of the two
+    # trees (pending, shared) about twice a node's size at most
+    assert len(json.dumps(stored)) < 2 * (2 * plait._blobs._NODE + 300)
 
 
 def test_the_same_value_in_many_places_is_one_blob() -> None:
@@ -171,6 +173,32 @@ def test_a_blob_is_stored_compressed_when_that_pays_and_keyed_by_its_plain_json(
     # what compressing would not shrink is kept as it is
     noise = random.Random(0).randbytes(300)
     assert pack_blob(noise) == noise and pack_blob(b'"short"') == b'"short"'
+
+
+def test_shared_state_that_gains_keys_costs_about_its_new_keys() -> None:
+    writer, store = BlobWriter(), DictBlobs()
+    shared: dict[str, Any] = {}
+    sizes = []
+    for step in range(60):
+        shared = {**shared, f"steps.out/page[{step}]/gate@{step}": {"n": step, "v": "g" * 300}}
+        state = {"kind": "full", "pending": {}, "shared": shared, "outputs": []}
+        stored = externalize_state(state, writer)
+        store.blobs.update(new := writer.take_new())
+        writer.settle()
+        sizes.append(len(json.dumps(stored)) + sum(len(unpack_blob(b)) for b in new.values()))
+        back = anyio.run(lambda: resolve_state(stored, store=store, run_id="r", where="w"))
+        assert back == state and list(back["shared"]) == list(shared)  # order kept
+    assert stored["shared"]["__plait__"] == "map"
+    # the new key's value and key, and amortised a node: never the whole shared state
+    assert max(sizes[20:]) < 4 * 1024 and sum(sizes[20:]) / 40 < 2 * 1024
+
+
+@pytest.mark.parametrize(
+    "items", [[["a", 1], ["b"]], [["a", 1], [2, 2]], [["a", 1], ["a", 2]]]
+)
+def test_a_malformed_map_is_corrupt(items: list[Any]) -> None:
+    with pytest.raises(CorruptCheckpointError, match="'map' structure"):
+        _stored_with({}, {"v": {"__plait__": "map", "n": 2, "p": [items]}})
 
 
 def test_blobs_stored_before_compression_still_load() -> None:
