@@ -7,6 +7,7 @@ import json
 import random
 import zlib
 from collections.abc import Collection, Mapping
+from functools import partial
 from typing import Any
 
 import anyio
@@ -186,16 +187,14 @@ def test_shared_state_that_gains_keys_costs_about_its_new_keys() -> None:
         store.blobs.update(new := writer.take_new())
         writer.settle()
         sizes.append(len(json.dumps(stored)) + sum(len(unpack_blob(b)) for b in new.values()))
-        back = anyio.run(lambda: resolve_state(stored, store=store, run_id="r", where="w"))
+        back = anyio.run(partial(resolve_state, stored, store=store, run_id="r", where="w"))
         assert back == state and list(back["shared"]) == list(shared)  # order kept
     assert stored["shared"]["__plait__"] == "map"
     # the new key's value and key, and amortised a node: never the whole shared state
     assert max(sizes[20:]) < 4 * 1024 and sum(sizes[20:]) / 40 < 2 * 1024
 
 
-@pytest.mark.parametrize(
-    "items", [[["a", 1], ["b"]], [["a", 1], [2, 2]], [["a", 1], ["a", 2]]]
-)
+@pytest.mark.parametrize("items", [[["a", 1], ["b"]], [["a", 1], [2, 2]], [["a", 1], ["a", 2]]])
 def test_a_malformed_map_is_corrupt(items: list[Any]) -> None:
     with pytest.raises(CorruptCheckpointError, match="'map' structure"):
         _stored_with({}, {"v": {"__plait__": "map", "n": 2, "p": [items]}})
