@@ -114,9 +114,7 @@ def test_a_list_that_grows_costs_about_its_new_item() -> None:
     assert sum(steps[10:]) / len(steps[10:]) < 800
     assert max(steps[10:]) < 3000  # at a power of two, a node per level
     assert back["pending"]["a"][0] == items
-    # a checkpoint holds at most log2(n) peaks, small ones inline: for each of the two
-    # trees (pending, shared) about twice a node's size at most
-    assert len(json.dumps(stored)) < 2 * (2 * plait._blobs._NODE + 300)
+    assert len(json.dumps(stored)) < 2000  # a checkpoint holds at most log2(n) peaks
 
 
 def test_the_same_value_in_many_places_is_one_blob() -> None:

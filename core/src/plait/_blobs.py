@@ -99,11 +99,12 @@ THRESHOLD = 256
 #: Characters per piece of a long string (:data:`THRESHOLD` x 4 and up are chunked).
 CHUNK = 1024
 _LONG_TEXT = CHUNK * 4
-#: A tree node whose compact JSON is above this many bytes is stored as a blob (a smaller
-#: one stays inline in its parent). Larger than :data:`THRESHOLD`: a node of a few
-#: hundred bytes compresses poorly and costs a reference, while a checkpoint holds at
-#: most about twice this size of a tree's peaks inline (measured on the README demo:
-#: 1 KiB stores 42 KB less of its 434 KB of checkpoints and blobs than 256 does).
+#: Inside a tree, a node stays inline in its parent up to this many bytes of compact
+#: JSON (not :data:`THRESHOLD`), so a tree is stored in blobs of about this size, which
+#: compress, where nodes of a few hundred bytes would hardly compress and each cost a
+#: reference. A tree's peaks (what the value holding the tree keeps) are blobs above
+#: :data:`THRESHOLD`, as any value, so a checkpoint stays small. Measured: the README
+#: demo stores 9% less; the 2 KB-append loop the same bytes (0.5% less at 1,000 steps).
 _NODE = 1024
 #: Lists with fewer items are stored as one blob, not as a tree.
 _SEQ_MIN = 4
@@ -390,6 +391,8 @@ class BlobWriter:
         start = 0
         for level in _levels(len(leaves)):
             node, node_size = self._node(leaves, start, level)
+            if level and node_size > THRESHOLD and _ref_of(node) is None:
+                node, node_size = self._put(node, node_size)  # a peak: as any value
             peaks.append(node)
             size += node_size + 1
             start += 1 << level
