@@ -176,3 +176,22 @@ async def test_the_readme_demo_stores_at_most_320_kb_of_checkpoints_and_blobs(
     stored = await demo_bytes(str(ROOT / "docs"))
     assert stored["pages"] >= 20 and stored["blobs"] > 0
     assert stored["total_bytes"] <= 13_300 * stored["pages"], stored
+
+
+async def test_a_prune_under_an_encrypting_seal_keeps_what_the_kept_checkpoint_reaches(
+    tmp_path: Path,
+) -> None:
+    # the wrapped store cannot read an encrypted blob's references: it sweeps nothing
+    # rather than the trees' inner nodes (it used to, and the kept checkpoint broke)
+    from plait.spi import checkpoint_view
+    from plait_sealing import SealedStore, generate_key
+
+    inner = SqliteCheckpointStore(tmp_path / "sealed.db")
+    store = SealedStore(inner, generate_key(), encrypt=True)
+    wf = append_workflow(40, "shared")
+    result = await wf.run(0, checkpoint=store)
+    await store.prune(result.run_id, keep_last=1)
+    kept = (await store.list(result.run_id))[-1]
+    view = await checkpoint_view(store, kept.checkpoint_id)
+    assert len(view.state["shared"]["transcript"]) == 40
+    await store.aclose()

@@ -289,6 +289,17 @@ def test_unreferenced_follows_references_through_blobs() -> None:
     assert unreferenced([kept], {**kept_blobs, **gone}) == set(gone)
 
 
+def test_unreferenced_sweeps_nothing_when_a_reached_blob_does_not_parse() -> None:
+    writer = BlobWriter()
+    kept = writer.externalize([f"{i}:" + "k" * 300 for i in range(16)])
+    blobs = writer.take_new()
+    writer.externalize("g" * 500)
+    blobs.update(writer.take_new())
+    assert unreferenced([kept], blobs)  # the "g" string
+    sealed = {h: b"PLAITSB1\nkey\n" + data for h, data in blobs.items()}  # encrypted
+    assert unreferenced([kept], sealed) == set()
+
+
 def test_a_store_without_blob_methods_keeps_values_inline() -> None:
     class Plain:
         pass

@@ -510,7 +510,9 @@ def has_refs(value: Any) -> bool:
 def unreferenced(states: Iterable[Any], blobs: Mapping[str, bytes]) -> set[str]:
     """The hashes of ``blobs`` (one run's, hash -> bytes) that none of ``states`` (the
     states of the checkpoints that stay) reaches, directly or through other blobs: what
-    a prune may delete. A blob that does not parse reaches nothing."""
+    a prune may delete. If a blob they reach does not parse (an encrypted one: a sealed
+    store's), what it reaches is unknown, so nothing is: a blob kept too long is an
+    orphan, never a dangling reference."""
     reached: set[str] = set()
     frontier: set[str] = set()
     for state in states:
@@ -523,7 +525,7 @@ def unreferenced(states: Iterable[Any], blobs: Mapping[str, bytes]) -> set[str]:
         try:
             parsed = load_blob(blobs[digest])
         except (ValueError, TypeError, RecursionError):
-            continue
+            return set()
         _walk_refs(parsed, frontier)
     return set(blobs) - reached
 
