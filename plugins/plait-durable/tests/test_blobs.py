@@ -1,4 +1,4 @@
-"""Content-addressed checkpoint values (plait._blobs): the rewrite round-trips any JSON,
+"""Content-addressed checkpoint values (plait_durable._blobs): the rewrite round-trips any JSON,
 shares what is unchanged, and refuses stored data that does not add up."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from functools import partial
 from typing import Any
 
 import anyio
-import plait._blobs
+import plait_durable._blobs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from plait import CorruptCheckpointError
-from plait._blobs import (
+from plait_durable._blobs import (
     THRESHOLD,
     BlobWriter,
     blob_hash,
@@ -222,7 +222,7 @@ def test_blobs_stored_before_compression_still_load() -> None:
 def test_a_compressed_blob_that_does_not_inflate_within_bounds_is_corrupt(
     data: bytes, error: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(plait._blobs, "MAX_BLOB", 1 << 20)  # a bomb: 4 MiB from 4 KiB
+    monkeypatch.setattr(plait_durable._blobs, "MAX_BLOB", 1 << 20)  # a bomb: 4 MiB from 4 KiB
     digest = blob_hash(b'"whatever it claims"')
     with pytest.raises(CorruptCheckpointError, match=f"blob {digest}: .*{error}"):
         _stored_with({digest: data}, {"v": {"__plait__": "blob", "h": digest}})
