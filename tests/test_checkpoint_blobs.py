@@ -184,7 +184,7 @@ async def test_a_prune_under_an_encrypting_seal_keeps_what_the_kept_checkpoint_r
 ) -> None:
     # the wrapped store cannot read an encrypted blob's references: it sweeps nothing
     # rather than the trees' inner nodes (it used to, and the kept checkpoint broke)
-    from plait.spi import checkpoint_view
+    from plait_durable import checkpoint_view
     from plait_sealing import SealedStore, generate_key
 
     inner = SqliteCheckpointStore(tmp_path / "sealed.db")
