@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 import pytest
 from plait.spi import open_store
-from plait_durable import blob_refs, resolve_state
+from plait_durable import blob_refs, load_blob, resolve_state
 from test_crash_resume import _latest_superstep
 
 GROWING = Path(__file__).with_name("growing.py")
@@ -85,7 +85,7 @@ async def _prune_and_count(url: str, run_id: str) -> tuple[set[str], set[str]]:
         while frontier:
             got = await store.get_blobs(run_id, sorted(frontier))  # type: ignore[attr-defined]
             reached |= frontier
-            frontier = set().union(*(blob_refs(json.loads(d)) for d in got.values())) - reached
+            frontier = set().union(*(blob_refs(load_blob(d)) for d in got.values())) - reached
         return left, reached
     finally:
         await store.aclose()

@@ -4,10 +4,14 @@ shares what is unchanged, and refuses stored data that does not add up."""
 from __future__ import annotations
 
 import json
+import random
+import zlib
 from collections.abc import Collection, Mapping
+from functools import partial
 from typing import Any
 
 import anyio
+import plait_durable._blobs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,9 +21,13 @@ from plait_durable._blobs import (
     BlobWriter,
     blob_hash,
     blob_refs,
+    child_refs,
     externalize_state,
     has_blobs,
+    load_blob,
+    pack_blob,
     resolve_state,
+    unpack_blob,
     unreferenced,
 )
 
@@ -87,7 +95,7 @@ def test_long_text_growing_at_its_end_rewrites_its_last_pieces_only() -> None:
         text += f"[{step}]" + "z" * 500
         stored, back = _round_trip(text, writer, store)
         assert back["shared"]["k"] == text
-        written.append(sum(len(b) for b in store.blobs.values()))
+        written.append(sum(len(unpack_blob(b)) for b in store.blobs.values()))
     growth = [b - a for a, b in zip(written, written[1:])]
     assert max(growth[10:]) < 4 * 1024  # about one piece and a node, never the whole text
     assert stored["shared"]["k"]["__plait__"] == "text"
@@ -100,7 +108,7 @@ def test_a_list_that_grows_costs_about_its_new_item() -> None:
     for step in range(200):
         items = [*items, {"role": "assistant", "turn": step, "text": "w" * 400}]
         stored, back = _round_trip(items, writer, store)
-        totals.append(sum(len(b) for b in store.blobs.values()))
+        totals.append(sum(len(unpack_blob(b)) for b in store.blobs.values()))
     steps = [b - a for a, b in zip(totals, totals[1:])]
     # the item (about 440 bytes) and, amortised, one node of references
     assert sum(steps[10:]) / len(steps[10:]) < 800
@@ -114,7 +122,7 @@ def test_the_same_value_in_many_places_is_one_blob() -> None:
     value = "v" * 1000
     writer.externalize({"a": value, "b": [value, value], "c": {"d": value}})
     new = writer.take_new()
-    assert list(new.values()).count(json.dumps(value).encode()) == 1
+    assert [unpack_blob(b) for b in new.values()].count(json.dumps(value).encode()) == 1
     assert len(new) == 2  # the value, and the dict of its four references
 
 
@@ -127,7 +135,7 @@ def test_a_delta_that_leaves_values_out_still_trusts_its_bases_blobs() -> None:
     writer.settle(base)
     # a value only the base reaches is not written again; one nothing kept reaches is
     again = writer.externalize(["x" * 1000, "z" * 1000])
-    assert list(writer.take_new().values()) == [json.dumps("z" * 1000).encode()]
+    assert [unpack_blob(b) for b in writer.take_new().values()] == [json.dumps("z" * 1000).encode()]
     assert len(blob_refs(again)) == 2
 
 
@@ -147,6 +155,87 @@ def test_an_altered_blob_does_not_match_its_hash() -> None:
     digest = blob_hash(b'"original"')
     with pytest.raises(CorruptCheckpointError, match="does not match its hash"):
         _stored_with({digest: b'"altered"'}, {"v": {"__plait__": "blob", "h": digest}})
+
+
+def test_a_blob_is_stored_compressed_when_that_pays_and_keyed_by_its_plain_json() -> None:
+    writer = BlobWriter()
+    text = " ".join(f"sentence {i} of a page about checkpoints." for i in range(60))
+    stored = writer.externalize({"text": text, "n": 1})
+    new = writer.take_new()
+    plain = json.dumps(text).encode()
+    assert new[blob_hash(plain)].startswith(b"x") and len(new[blob_hash(plain)]) * 3 < len(plain)
+    assert unpack_blob(new[blob_hash(plain)]) == plain
+    store = DictBlobs()
+    store.blobs.update(new)
+    back = anyio.run(lambda: resolve_state({"v": stored}, store=store, run_id="r", where="w"))
+    assert back == {"v": {"text": text, "n": 1}}
+    # what compressing would not shrink is kept as it is
+    noise = random.Random(0).randbytes(300)
+    assert pack_blob(noise) == noise and pack_blob(b'"short"') == b'"short"'
+
+
+def test_shared_state_that_gains_keys_costs_about_its_new_keys() -> None:
+    writer, store = BlobWriter(), DictBlobs()
+    shared: dict[str, Any] = {}
+    sizes = []
+    for step in range(60):
+        shared = {**shared, f"steps.out/page[{step}]/gate@{step}": {"n": step, "v": "g" * 300}}
+        state = {"kind": "full", "pending": {}, "shared": shared, "outputs": []}
+        stored = externalize_state(state, writer)
+        store.blobs.update(new := writer.take_new())
+        writer.settle()
+        sizes.append(len(json.dumps(stored)) + sum(len(unpack_blob(b)) for b in new.values()))
+        back = anyio.run(partial(resolve_state, stored, store=store, run_id="r", where="w"))
+        assert back == state and list(back["shared"]) == list(shared)  # order kept
+    assert stored["shared"]["__plait__"] == "map"
+    # the new key's value and key, and amortised a node: never the whole shared state
+    assert max(sizes[20:]) < 4 * 1024 and sum(sizes[20:]) / 40 < 2 * 1024
+
+
+@pytest.mark.parametrize("items", [[["a", 1], ["b"]], [["a", 1], [2, 2]], [["a", 1], ["a", 2]]])
+def test_a_malformed_map_is_corrupt(items: list[Any]) -> None:
+    with pytest.raises(CorruptCheckpointError, match="'map' structure"):
+        _stored_with({}, {"v": {"__plait__": "map", "n": 2, "p": [items]}})
+
+
+def test_blobs_stored_before_compression_still_load() -> None:
+    # what a Plait without compression stored: the canonical JSON as it is
+    inner = json.dumps(["k" * 300, "l" * 300]).encode()
+    leaf = json.dumps("v" * 400).encode()
+    outer = json.dumps([{"__plait__": "blob", "h": blob_hash(leaf)}, 1]).encode()
+    blobs = {blob_hash(inner): inner, blob_hash(leaf): leaf, blob_hash(outer): outer}
+    state = {"a": {"__plait__": "blob", "h": blob_hash(inner)}}
+    state["b"] = {"__plait__": "blob", "h": blob_hash(outer)}
+    assert _stored_with(blobs, state) == {"a": ["k" * 300, "l" * 300], "b": ["v" * 400, 1]}
+    assert unreferenced([{"b": state["b"]}], blobs) == {blob_hash(inner)}
+
+
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        (zlib.compress(b'"' + b"0" * (1 << 22) + b'"'), "inflates to more than"),
+        (zlib.compress(b'"' + b"a" * 5000 + b'"')[:-9], "truncated"),
+        (zlib.compress(b'"' + b"a" * 5000 + b'"') + b"tail", "followed by others"),
+        (b"x\x9cnot a zlib stream", "do not inflate"),
+    ],
+)
+def test_a_compressed_blob_that_does_not_inflate_within_bounds_is_corrupt(
+    data: bytes, error: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(plait_durable._blobs, "MAX_BLOB", 1 << 20)  # a bomb: 4 MiB from 4 KiB
+    digest = blob_hash(b'"whatever it claims"')
+    with pytest.raises(CorruptCheckpointError, match=f"blob {digest}: .*{error}"):
+        _stored_with({digest: data}, {"v": {"__plait__": "blob", "h": digest}})
+    with pytest.raises(ValueError, match=error):
+        load_blob(data)
+    assert child_refs(data) == []  # a store's sweep reads nothing from it
+
+
+def test_child_refs_reads_through_compression() -> None:
+    writer = BlobWriter()
+    writer.externalize([f"{i}:" + "c" * 300 for i in range(16)])
+    parents = [data for data in writer.take_new().values() if data.startswith(b"x")]
+    assert parents and any(child_refs(data) for data in parents)
 
 
 @pytest.mark.parametrize(
@@ -200,6 +289,17 @@ def test_unreferenced_follows_references_through_blobs() -> None:
     assert unreferenced([kept], {**kept_blobs, **gone}) == set(gone)
 
 
+def test_unreferenced_sweeps_nothing_when_a_reached_blob_does_not_parse() -> None:
+    writer = BlobWriter()
+    kept = writer.externalize([f"{i}:" + "k" * 300 for i in range(16)])
+    blobs = writer.take_new()
+    writer.externalize("g" * 500)
+    blobs.update(writer.take_new())
+    assert unreferenced([kept], blobs)  # the "g" string
+    sealed = {h: b"PLAITSB1\nkey\n" + data for h, data in blobs.items()}  # encrypted
+    assert unreferenced([kept], sealed) == set()
+
+
 def test_a_store_without_blob_methods_keeps_values_inline() -> None:
     class Plain:
         pass
@@ -231,7 +331,7 @@ class ClosureBlobs(DictBlobs):
             if digest in self.blobs and digest not in found:
                 found[digest] = self.blobs[digest]
                 if not self.partial:
-                    frontier |= blob_refs(json.loads(self.blobs[digest]))
+                    frontier |= blob_refs(load_blob(self.blobs[digest]))
         return found
 
 

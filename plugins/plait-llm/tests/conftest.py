@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import llm
 import pytest
+from llm_script import Script, Seen
 
 
 class EchoModel(llm.Model):
@@ -52,24 +52,6 @@ class ListModel(llm.Model):
 
     def execute(self, prompt: Any, stream: bool, response: Any, conversation: Any) -> Iterator[str]:
         yield "[1, 2]"
-
-
-@dataclass
-class Seen:
-    """One prompt a scripted model got: its text, the schema llm passed, and how many
-    earlier exchanges its conversation held."""
-
-    prompt: str
-    schema: Any
-    history: int
-
-
-@dataclass
-class Script:
-    """The answers the scripted models give, in order, and the prompts they got."""
-
-    answers: list[str] = field(default_factory=list)
-    seen: list[Seen] = field(default_factory=list)
 
 
 class ScriptedModel(llm.Model):

@@ -11,13 +11,12 @@ from typing import Any
 
 import plait
 import pytest
+from llm_script import Script
 from plait import CustomEvent, ExecutorFailedError, Never, Workflow, WorkflowContext, executor
 from plait.spi import BuildContext
 from plait_builders import WorkflowBuilder
 from plait_llm import AgentError, AgentExecutor, AgentKind
 from plait_llm._structured import answer_problem, parse_answer
-
-from conftest import Script
 
 pytestmark = pytest.mark.anyio
 KIND = AgentKind()

@@ -85,11 +85,15 @@ async def test_messages_carry_references_not_prior_outputs() -> None:
 
 async def test_the_large_field_is_stored_once_and_read_whole() -> None:
     result, checkpoints = await _checkpoints()
-    # the text is in the entry `read` wrote only; `tag` and `rate` name it
+    # the text is in the entry `read` wrote only; `tag` and `rate` name it (a checkpoint
+    # holds the shared state whole, or, a delta in a store without blobs, what changed)
     written = {
         key: value
         for cp in checkpoints
-        for key, value in (cp.state.get("shared_changes") or {}).get("set", {}).items()
+        for key, value in {
+            **(cp.state.get("shared") or {}),
+            **(cp.state.get("shared_changes") or {}).get("set", {}),
+        }.items()
         if key.startswith("plait_steps.out/")
     }
     assert [k for k, v in written.items() if "word" in str(v)] == ["plait_steps.out/read@1"]

@@ -168,6 +168,18 @@ def test_executor_steps_run_any_executor_kind(register_plugin: Any) -> None:
     assert "did you mean 'test.upper'?" in str(problem)
 
 
+def test_what_an_agent_step_needs_is_reported_at_the_step() -> None:
+    text = (
+        "agents:\n  researcher: {ref: 'some_module:research'}\n"
+        "workflow:\n  steps:\n    - id: r\n      type: agent\n      name: researcher\n"
+    )
+    with pytest.raises(CapabilityError, match=r"node 'r' .*needs imports") as caught:
+        plait.load(text, format="steps")
+    (need,) = caught.value.missing
+    assert (need.position.line, need.position.column) == (5, 7)  # `id: r`, the step
+    assert need.position.path == "/nodes/0"
+
+
 # -- hostile input ----------------------------------------------------------------------------
 
 LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(

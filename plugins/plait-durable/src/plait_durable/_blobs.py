@@ -21,7 +21,12 @@ keeps blobs (:func:`has_blobs`), :class:`BlobWriter` rewrites each value bottom-
   string that grows at its end rewrites its last piece only.
 
 A dict's keys are kept in place and its large values become references, so a dict
-that differs in a few keys rewrites the references of its values, not the values.
+that differs in a few keys rewrites the references of its values, not the values. The
+run's shared state is the exception (:meth:`BlobWriter.externalize_map`): a workflow
+adds keys to it superstep after superstep (a steps front-end keeps every step's output
+there), so when it is large it becomes the same structure over its ``[key, value]``
+items in order, ``{"__plait__": "map", "n": items, "p": [...]}``, and a checkpoint holds
+the whole shared state for what its new keys cost.
 
 Why this scheme and not content-defined chunking over the encoded bytes: chunking the
 bytes keeps a flat list of chunk hashes in every checkpoint (quadratic again, in hashes)
@@ -30,9 +35,19 @@ bytes around every append. Hashing whole encoded values keeps each item one blob
 same in a message, in shared state and in every checkpoint, and the mountain range
 makes appends O(item + log n) (measured in ``tests/benchmarks/bench_checkpoint_growth.py``).
 
+A blob is stored compressed when that pays (:func:`pack_blob`): its bytes are then a
+zlib stream (RFC 1950, which starts with the byte ``x``, where compact JSON never does)
+of the canonical JSON, and its key is still the SHA-256 of the canonical JSON, so the
+same value has the same key however it was stored, and blobs written before compression
+load as they are. Text compresses three to four times; a blob too small to gain stays
+as it is. Compression happens before a store wrapper seals or encrypts the bytes.
+Inflating is bounded (:data:`MAX_BLOB`, and what is left of a checkpoint's
+:data:`EXPANSION_LIMIT`), so a hostile store cannot make a small blob inflate without end.
+
 Reading (:func:`resolve_state`) is the inverse, done before anything decodes a value:
 references are fetched from the checkpoint's own run, level by level (a few round
-trips, only the blobs the checkpoint names), each blob is checked against its hash, and
+trips, only the blobs the checkpoint names), each blob is inflated if it was compressed
+and checked against its hash, and
 the JSON it stood for is rebuilt. A blob that is missing or does not match its hash is a
 :class:`~plait.CorruptCheckpointError` naming the checkpoint and the hash. The structures
 only rebuild JSON: the codec's decoding rules and type allowlist apply afterwards,
@@ -51,6 +66,7 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import json
+import zlib
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -73,7 +89,10 @@ __all__ = [
     "externalize_state",
     "has_blobs",
     "has_refs",
+    "load_blob",
+    "pack_blob",
     "resolve_state",
+    "unpack_blob",
     "unreferenced",
     "unreferenced_by",
 ]
@@ -85,6 +104,13 @@ THRESHOLD = 256
 #: Characters per piece of a long string (:data:`THRESHOLD` x 4 and up are chunked).
 CHUNK = 1024
 _LONG_TEXT = CHUNK * 4
+#: Inside a tree, a node stays inline in its parent up to this many bytes of compact
+#: JSON (not :data:`THRESHOLD`), so a tree is stored in blobs of about this size, which
+#: compress, where nodes of a few hundred bytes would hardly compress and each cost a
+#: reference. A tree's peaks (what the value holding the tree keeps) are blobs above
+#: :data:`THRESHOLD`, as any value, so a checkpoint stays small. Measured: the README
+#: demo stores 9% less; the 2 KB-append loop the same bytes (0.5% less at 1,000 steps).
+_NODE = 1024
 #: Lists with fewer items are stored as one blob, not as a tree.
 _SEQ_MIN = 4
 #: A reference's size in compact JSON (what a value costs once it is a blob).
@@ -92,10 +118,21 @@ _REF_SIZE = 91
 #: Bound on what one checkpoint's references expand to, in stored bytes counted at every
 #: use: a hostile store cannot make a small checkpoint rebuild an exponential value.
 EXPANSION_LIMIT = 1 << 31
+#: Blobs whose canonical JSON is this size or more are compressed when that pays.
+COMPRESS_MIN = 64
+#: zlib's compression level for blobs (its default: within a few percent of the best,
+#: several times faster than level 9).
+_LEVEL = 6
+#: How a compressed blob starts: the first byte of a zlib stream with a 32 KiB window
+#: (compact JSON starts with ``{``, ``[`` or ``"``, never with it).
+_ZLIB = b"x"
+#: Bound on what one blob inflates to. Larger canonical JSON is stored uncompressed, so
+#: no blob this Plait writes needs more.
+MAX_BLOB = 1 << 28
 #: Bound on ``n`` of a tree: more items than any process holds.
 _MAX_ITEMS = 1 << 40
 
-_BLOB, _SEQ, _TEXT = "blob", "seq", "text"
+_BLOB, _SEQ, _TEXT, _MAP = "blob", "seq", "text", "map"
 _SCALARS = frozenset({int, float, bool, type(None)})
 
 #: ``(run id, hashes, strings)`` of the blobs the current task's resume read: the store
@@ -121,8 +158,61 @@ def _dumps(value: Any) -> bytes | None:
 
 
 def blob_hash(data: bytes) -> str:
-    """The key of ``data`` as a blob: its SHA-256, in hex."""
+    """The key of ``data`` as a blob: its SHA-256, in hex (``data`` is the canonical JSON,
+    before :func:`pack_blob`)."""
     return hashlib.sha256(data).hexdigest()
+
+
+def pack_blob(data: bytes) -> bytes:
+    """A blob's canonical JSON ``data`` as a store keeps it: zlib-compressed when that
+    makes it smaller, else ``data`` itself. :func:`unpack_blob` is the inverse.
+
+    .. versionadded:: 0.1
+    """
+    if len(data) < COMPRESS_MIN or len(data) > MAX_BLOB:
+        return data
+    packed = zlib.compress(data, _LEVEL)
+    return packed if len(packed) < len(data) else data
+
+
+def unpack_blob(data: bytes, limit: int | None = None) -> bytes:
+    """A stored blob's canonical JSON: ``data`` inflated if it is compressed
+    (:func:`pack_blob`), else ``data`` as it is (blobs written before compression).
+
+    :param limit: the most bytes it may inflate to (:data:`MAX_BLOB` if not given).
+    :raises ValueError: a compressed blob is truncated, altered, has bytes after its end,
+        or inflates to more than ``limit`` bytes.
+
+    .. versionadded:: 0.1
+    """
+    if data[:1] != _ZLIB:
+        return data
+    if limit is None:
+        limit = MAX_BLOB
+    inflater = zlib.decompressobj()
+    cap = max(limit, 1)  # zlib reads a max_length of 0 as no bound at all
+    try:
+        plain = inflater.decompress(data, cap)
+    except zlib.error as exc:
+        raise ValueError(f"its compressed bytes do not inflate: {exc}") from None
+    if inflater.unconsumed_tail or len(plain) > limit or (not inflater.eof and len(plain) >= cap):
+        raise ValueError(f"it inflates to more than {limit} bytes")
+    if not inflater.eof:
+        raise ValueError("its compressed bytes are truncated")
+    if inflater.unused_data:
+        raise ValueError("its compressed bytes are followed by others")
+    return plain
+
+
+def load_blob(data: bytes) -> Any:
+    """A stored blob's JSON value (inflated if it is compressed; not checked against its
+    hash: :func:`resolve_state` does that).
+
+    :raises ValueError: it does not inflate (:func:`unpack_blob`) or is not JSON.
+
+    .. versionadded:: 0.1
+    """
+    return load_json(unpack_blob(bytes(data)))
 
 
 def has_blobs(store: Any) -> bool:
@@ -190,6 +280,22 @@ class BlobWriter:
             return value  # the common case, without a call
         return self._ext(value)[0]
 
+    def externalize_map(self, value: dict[str, Any]) -> Any:
+        """``value`` (an encoded dict that grows by keys: the shared state) with its large
+        values replaced by references and, when it is large, its items as a tree, so
+        that a dict that gained a few keys costs those keys."""
+        if not value or TAG in value:
+            return self.externalize(value)
+        items = []
+        size = 2
+        for key, item in value.items():
+            encoded, item_size = self._ext(item)
+            items.append(([key, encoded], len(key) + 5 + item_size))
+            size += len(key) + 4 + item_size
+        if size <= THRESHOLD or len(items) < _SEQ_MIN:
+            return {pair[0]: pair[1] for pair, _ in items}
+        return self._tree(_MAP, items)[0]
+
     # -- the rewrite ----------------------------------------------------------------------
 
     def _put(self, value: Any, size: int) -> tuple[Any, int]:
@@ -200,7 +306,7 @@ class BlobWriter:
         self.touched.add(digest)
         if digest not in self.known:
             self.known.add(digest)
-            self._new[digest] = data
+            self._new[digest] = pack_blob(data)
         return _ref(digest), _REF_SIZE
 
     def _ext(self, value: Any) -> tuple[Any, int]:
@@ -254,6 +360,8 @@ class BlobWriter:
         start = 0
         for level in _levels(len(leaves)):
             node, node_size = self._node(leaves, start, level)
+            if level and node_size > THRESHOLD and _ref_of(node) is None:
+                node, node_size = self._put(node, node_size)  # a peak: as any value
             peaks.append(node)
             size += node_size + 1
             start += 1 << level
@@ -266,7 +374,7 @@ class BlobWriter:
         left, left_size = self._node(leaves, start, level - 1)
         right, right_size = self._node(leaves, start + half, level - 1)
         size = left_size + right_size + 3
-        if size <= THRESHOLD:
+        if size <= _NODE:
             return [left, right], size
         return self._put([left, right], size)
 
@@ -301,7 +409,7 @@ def externalize_state(state: dict[str, Any], writer: BlobWriter) -> dict[str, An
         shared = out["shared"]
         if type(shared) is dict and TAG not in shared:
             if shared:
-                out["shared"] = {key: ext(value) for key, value in shared.items()}
+                out["shared"] = writer.externalize_map(shared)
         else:
             out["shared"] = ext(shared)
     changes = out.get("shared_changes")  # a delta's shared state, key by key
@@ -348,7 +456,7 @@ def child_refs(data: bytes) -> list[str]:
     encrypted blob, say). A store that keeps them beside the blob can return a blob's
     whole closure in one round trip (``get_blob_closure``)."""
     try:
-        return sorted(blob_refs(load_json(data)))
+        return sorted(blob_refs(load_blob(data)))
     except (ValueError, TypeError, RecursionError):
         return []
 
@@ -362,7 +470,7 @@ def has_refs(value: Any) -> bool:
         if type(item) is list:
             stack.extend(item)
         elif type(item) is dict:
-            if item.get(TAG) in (_BLOB, _SEQ, _TEXT):
+            if item.get(TAG) in (_BLOB, _SEQ, _TEXT, _MAP):
                 return True
             stack.extend(item.values())
     return False
@@ -371,7 +479,9 @@ def has_refs(value: Any) -> bool:
 def unreferenced(states: Iterable[Any], blobs: Mapping[str, bytes]) -> set[str]:
     """The hashes of ``blobs`` (one run's, hash -> bytes) that none of ``states`` (the
     states of the checkpoints that stay) reaches, directly or through other blobs: what
-    a prune may delete. A blob that does not parse reaches nothing."""
+    a prune may delete. If a blob they reach does not parse (an encrypted one: a sealed
+    store's), what it reaches is unknown, so nothing is: a blob kept too long is an
+    orphan, never a dangling reference."""
     reached: set[str] = set()
     frontier: set[str] = set()
     for state in states:
@@ -382,9 +492,9 @@ def unreferenced(states: Iterable[Any], blobs: Mapping[str, bytes]) -> set[str]:
             continue
         reached.add(digest)
         try:
-            parsed = load_json(blobs[digest])
+            parsed = load_blob(blobs[digest])
         except (ValueError, TypeError, RecursionError):
-            continue
+            return set()
         _walk_refs(parsed, frontier)
     return set(blobs) - reached
 
@@ -424,8 +534,9 @@ async def resolve_state(
     :param seen: if given, the hashes of every blob read are added to it.
     :param strings: if given, ``id(s) -> (s, hash)`` for every string read from a blob
         (what :class:`BlobWriter` caches, so a resumed run does not hash them again).
-    :raises CorruptCheckpointError: a blob is missing, does not match its hash, does
-        not parse, or a structure is malformed; or ``state`` names blobs and ``store``
+    :raises CorruptCheckpointError: a blob is missing, does not inflate (or inflates
+        beyond the bounds), does not match its hash, does not parse, or a structure is
+        malformed; or ``state`` names blobs and ``store``
         keeps none.
     """
     if not has_refs(state):
@@ -442,6 +553,7 @@ async def resolve_state(
     parsed: dict[str, Any] = {}
     sizes: dict[str, int] = {}
     extra: Mapping[str, bytes] = {}
+    budget = EXPANSION_LIMIT  # what the blobs may inflate to, all together
     if frontier and closure is not None:
         extra = await closure(run_id, sorted(frontier))
     while frontier:
@@ -458,7 +570,11 @@ async def resolve_state(
                     f"{where} is corrupt: blob {digest} it references is missing from its "
                     "run's blobs"
                 )
-            data = bytes(data)
+            try:
+                data = unpack_blob(bytes(data), min(MAX_BLOB, budget))
+            except ValueError as exc:
+                raise CorruptCheckpointError(f"{where} is corrupt: blob {digest}: {exc}") from None
+            budget -= len(data)
             if blob_hash(data) != digest:
                 raise CorruptCheckpointError(
                     f"{where} is corrupt: blob {digest} does not match its hash"
@@ -513,7 +629,7 @@ class _Expander:
             if digest is None:
                 raise self.bad("a blob reference has the wrong shape")
             return self.value(self.deref(digest))
-        if kind in (_SEQ, _TEXT):
+        if kind in (_SEQ, _TEXT, _MAP):
             return self.tree(value, kind)
         return {key: self.value(item) for key, item in value.items()}
 
@@ -532,6 +648,15 @@ class _Expander:
             self.node(peak, level, leaves)
         if kind == _SEQ:
             return leaves
+        if kind == _MAP:
+            if not all(
+                type(item) is list and len(item) == 2 and type(item[0]) is str for item in leaves
+            ):
+                raise self.bad("an item of a 'map' structure is not a [key, value] pair")
+            mapping = dict(leaves)
+            if len(mapping) != len(leaves):
+                raise self.bad("a 'map' structure repeats a key")
+            return mapping
         if not all(type(piece) is str for piece in leaves):
             raise self.bad("a piece of a 'text' structure is not a string")
         return "".join(leaves)

@@ -209,8 +209,14 @@ class Checkpointer:
         else:
             body["base"] = self.base_id
             body["executor_state"] = dict(self.changed)
-            if isinstance(shared, dict) and isinstance(self.shared_at_base, dict):
+            if (
+                isinstance(shared, dict)
+                and isinstance(self.shared_at_base, dict)
+                and self.blobs is None
+            ):
                 # key by key: a delta holds the keys written since its base, not all
+                # (with blobs, the whole shared state costs about its new keys: its items
+                # are a tree the last checkpoint shares, see plait._blobs)
                 changes = shared_changes(self.shared_at_base, shared)
                 if changes is not None:
                     body["shared_changes"] = changes

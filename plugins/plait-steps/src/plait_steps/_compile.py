@@ -415,6 +415,9 @@ class _Compiler:
                     config["at"] = _at(step.instruction)
                 if step.config:
                     config["config"] = step.config
+                # where the step is, for what its agent's kind needs or raises, unless
+                # its instruction's template gave a closer position
+                config.setdefault("at", _at(step.y))
             else:
                 # where the step is, for problems its kind's config raises when it builds
                 config.update(kind=step.kind or "", config=step.config or {}, at=_at(step.y))

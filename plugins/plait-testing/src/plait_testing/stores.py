@@ -69,6 +69,7 @@ from plait_durable import (
     fork_run,
     has_blobs,
     list_runs,
+    load_blob,
     read_journal,
     resolve_state,
 )
@@ -980,14 +981,12 @@ async def _save_with(
 
 async def _reachable(store: CheckpointStore, run_id: str, kept: Sequence[Checkpoint]) -> set[str]:
     """The hashes ``kept`` reach through the run's blobs."""
-    import json
-
     seen: set[str] = set()
     frontier = set().union(*(blob_refs(c.state) for c in kept))
     while frontier:
         got = await store.get_blobs(run_id, sorted(frontier))  # type: ignore[attr-defined]
         seen |= frontier
-        frontier = set().union(*(blob_refs(json.loads(data)) for data in got.values())) - seen
+        frontier = set().union(*(blob_refs(load_blob(data)) for data in got.values())) - seen
     return seen
 
 
