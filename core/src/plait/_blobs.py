@@ -479,33 +479,26 @@ async def resolve_state(
     if frontier and closure is not None:
         extra = await closure(run_id, sorted(frontier))
     while frontier:
-        wanted = sorted(frontier)
+        wanted = list(frontier)  # any order: an error names the first problem by hash
         if all(digest in extra for digest in wanted):
             got = extra
         else:
             got = {**extra, **await fetch(run_id, [h for h in wanted if h not in extra])}
+        # the whole level at once (each step one pass over it); any problem, and the
+        # blobs are checked again one by one, in hash order, to name the first
+        try:
+            datas = [got[digest] for digest in wanted]
+            datas = [data if type(data) is bytes else bytes(data) for data in datas]
+            good = [sha256(data).hexdigest() for data in datas] == wanted
+            values = [load_json(data) for data in datas] if good else []
+        except (KeyError, ValueError, TypeError, RecursionError):
+            good = False
+        if not good:
+            _first_problem(sorted(wanted), got, where)
         frontier = set()
-        for digest in wanted:
-            data = got.get(digest)
-            if data is None:
-                raise CorruptCheckpointError(
-                    f"{where} is corrupt: blob {digest} it references is missing from its "
-                    "run's blobs"
-                )
-            if type(data) is not bytes:
-                data = bytes(data)
-            if sha256(data).hexdigest() != digest:
-                raise CorruptCheckpointError(
-                    f"{where} is corrupt: blob {digest} does not match its hash"
-                )
-            try:
-                value = load_json(data)
-            except (ValueError, TypeError, RecursionError) as exc:
-                raise CorruptCheckpointError(
-                    f"{where} is corrupt: blob {digest} does not parse: {exc}"
-                ) from exc
-            parsed[digest] = value
-            sizes[digest] = len(data)
+        parsed.update(zip(wanted, values))
+        sizes.update(zip(wanted, map(len, datas)))
+        for digest, value in zip(wanted, values):
             cls = type(value)
             if cls is str:
                 if strings is not None:
@@ -519,6 +512,29 @@ async def resolve_state(
         return _Expander(parsed, sizes, where).value(state)  # type: ignore[no-any-return]
     except RecursionError:
         raise CorruptCheckpointError(f"{where} is corrupt: its values nest too deeply") from None
+
+
+def _first_problem(wanted: list[str], got: Mapping[str, Any], where: str) -> None:
+    """Raise for the first of ``wanted`` (sorted) that is missing from ``got``, does not
+    match its hash or does not parse."""
+    for digest in wanted:
+        data = got.get(digest)
+        if data is None:
+            raise CorruptCheckpointError(
+                f"{where} is corrupt: blob {digest} it references is missing from its run's blobs"
+            )
+        data = bytes(data)
+        if blob_hash(data) != digest:
+            raise CorruptCheckpointError(
+                f"{where} is corrupt: blob {digest} does not match its hash"
+            )
+        try:
+            load_json(data)
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise CorruptCheckpointError(
+                f"{where} is corrupt: blob {digest} does not parse: {exc}"
+            ) from exc
+    raise CorruptCheckpointError(f"{where} is corrupt: its blobs do not check")  # not reached
 
 
 class _Expander:
