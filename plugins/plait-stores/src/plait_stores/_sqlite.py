@@ -59,7 +59,6 @@ from plait.spi import (
     check_journal_read,
     check_keep_last,
     check_runs_limit,
-    child_refs,
     decode_checkpoint,
     duplicate_error,
     encode_checkpoint,
@@ -283,12 +282,6 @@ class SqliteCheckpointStore(CheckpointStoreBase):
     async def get_blobs(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
         """The blobs of ``run_id`` among ``hashes`` (one that is missing is left out)."""
         return await self._run(self._get_blobs_sync, run_id, sorted(set(hashes)))
-
-    async def get_blob_closure(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
-        """The blobs of ``run_id`` among ``hashes`` and every blob they reach, read a level
-        at a time in one call to the worker thread (a resume's reads wait for one thread
-        hand-off, not one per tree level)."""
-        return await self._run(self._get_blob_closure_sync, run_id, sorted(set(hashes)))
 
     async def blob_hashes(self, run_id: str) -> Collection[str]:
         """The hashes of every blob ``run_id`` holds."""
@@ -763,19 +756,6 @@ class SqliteCheckpointStore(CheckpointStoreBase):
                 (run_id, *part),
             ).fetchall()
             found.update((digest, bytes(data)) for digest, data in rows)
-        return found
-
-    @classmethod
-    def _get_blob_closure_sync(
-        cls, conn: sqlite3.Connection, run_id: str, hashes: builtins.list[str]
-    ) -> dict[str, bytes]:
-        found: dict[str, bytes] = {}
-        frontier = hashes
-        while frontier:
-            got = cls._get_blobs_sync(conn, run_id, frontier)
-            found.update(got)
-            reached = {ref for data in got.values() for ref in child_refs(data)}
-            frontier = sorted(reached.difference(found))
         return found
 
     @staticmethod
