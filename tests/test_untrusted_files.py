@@ -20,7 +20,7 @@ from typing import Any
 import plait
 import pytest
 from click.testing import CliRunner, Result
-from plait._grants import check_granted
+from plait._capabilities import check_granted
 from plait.spi import CapabilityError, Grants, needs
 from plait_cli import make_cli
 

@@ -3,14 +3,15 @@
 Every import counts — module-level, function-level and under ``if TYPE_CHECKING:`` (an
 annotation is a dependency of the design too). From the bottom:
 
-1. **base** — errors, type compatibility, events, policies, leases, run options, the
-   merge-strategy, executor-kind and run-observer protocols: what everything else names.
+1. **base** — errors, type compatibility, events and run results, policies, run options,
+   the run-observer protocol: what everything else names.
 2. **authoring** — ``Executor``, ``handler``, ``WorkflowContext`` and the run state a
    context writes to.
-3. **spec** — the workflow IR and references to code, routers' protocol.
+3. **spec** — the workflow IR and references to code, the router and merge-strategy
+   protocols.
 4. **plugins** — hook specifications, registries and plugin loading, converters, the
-   checkpoint store protocol and its helpers, capabilities and grants, rebuilding
-   executors from a spec.
+   checkpoint store protocol (records, leases, run listing) and its helpers, capabilities
+   and grants, the build context and executor kinds, rebuilding executors from a spec.
 5. **engine** — the compiled graph, the runner, observation, the codec, checkpointing,
    resuming, the workflow fingerprint.
 6. **workflow** — ``Workflow``, its placements and event streams, ``plait.load``, and the
@@ -36,16 +37,16 @@ PACKAGE = Path(plait.__file__).parent
 
 LAYERS: dict[str, tuple[str, ...]] = {
     "base": (
-        "_version", "_errors", "_types", "_families", "_events", "_results",
-        "_policies", "_leases", "_options", "_merge", "_observer",
+        "_version", "_errors", "_types", "_families", "_events",
+        "_policies", "_options", "_observer",
     ),
     "authoring": ("_state", "_context", "_executor"),
     "spec": ("_refs", "_spec", "_routing", "_build", "_agents"),
     "plugins": (
-        "_hookspecs", "_registry", "_loading", "_facade", "_plugins", "_expressions",
-        "_chains", "_convert", "_checkpoint", "_blobs", "_runinfo", "_runview", "_runindex",
+        "_hookspecs", "_registry", "_loading", "_plugins", "_expressions",
+        "_chains", "_convert", "_checkpoint", "_blobs", "_runview", "_runindex",
         "_journal",
-        "_stores", "_capabilities", "_grants", "_rebuild", "_building", "_kinds",
+        "_stores", "_capabilities", "_rebuild", "_building",
     ),
     "engine": (
         "_graph", "_attempts", "_observe", "_runner", "_pipeline", "_watch", "_codec",

@@ -114,6 +114,7 @@ if TYPE_CHECKING:
         SuperstepFinished,
         SuperstepStarted,
         WorkflowEvent,
+        WorkflowRunResult,
     )
     from ._executor import Executor, FunctionExecutor, handler
     from ._hookspecs import hookimpl
@@ -122,7 +123,7 @@ if TYPE_CHECKING:
     from ._policies import RetryPolicy
     from ._spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
     from ._types import Never
-    from ._workflow import Workflow, WorkflowRunResult
+    from ._workflow import Workflow
 
 __all__ = [
     "CheckpointAuthError",
@@ -271,7 +272,7 @@ _LAZY = {
     "WorkflowContext": "_context",
     "WorkflowEvent": "_events",
     "WorkflowRunError": "_errors",
-    "WorkflowRunResult": "_workflow",
+    "WorkflowRunResult": "_events",
     "WorkflowSpec": "_spec",
     "WorkflowValidationError": "_errors",
     "converter": "_convert",

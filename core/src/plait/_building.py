@@ -1,4 +1,5 @@
-"""What a plugin may use while it builds part of a workflow: :class:`BuildContext`.
+"""Building part of a workflow: :class:`BuildContext`, what a plugin may use while it
+builds, and :class:`ExecutorKind`, the named factories that build executors from data.
 
 One type for every builder: a loader turning text into a spec, an executor kind building
 a node's executor, a router creating an edge group's runner (it is the
@@ -13,7 +14,7 @@ Building happens once per workflow, before any run: the runner never imports thi
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
@@ -21,7 +22,10 @@ from ._agents import AgentNames
 from ._errors import ConfigError, ExpressionError, NotPortableError
 from ._refs import resolve_ref
 
-__all__ = ["BuildContext"]
+__all__ = [
+    "BuildContext",
+    "ExecutorKind",
+]
 
 
 @attrs.frozen(kw_only=True)
@@ -148,3 +152,26 @@ def _expression_selection(compiled: Any, what: str) -> Callable[[Any, list[str]]
         )
 
     return selection
+
+
+@runtime_checkable
+class ExecutorKind(Protocol):
+    """A named way of building executors from a JSON config.
+
+    ``config_schema`` is a JSON Schema (draft 2020-12) for the config, shown by
+    ``plait plugins`` and used by :meth:`check`. Optionally (not part of the structural
+    check, so kinds written before it still register), ``capabilities``: what a node of the
+    kind needs (see the module docstring and :mod:`plait.capabilities`).
+    """
+
+    config_schema: Mapping[str, Any]
+
+    def check(self, config: Mapping[str, Any], ctx: BuildContext) -> list[ConfigError]:
+        """Every problem of ``config`` (empty when it is valid), each with a JSON path
+        (``/config/argv/0``) in its position."""
+        ...
+
+    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Any:
+        """Build the executor (a :class:`plait.Executor` whose id is ``ctx.node_id``) from a
+        config :meth:`check` accepted."""
+        ...

@@ -23,7 +23,7 @@ checkpoint (:class:`RunInfo`): workflow, status, superstep, pending requests and
 failed run, the error its last checkpoint records.
 
 One writer per run: every store keeps a lease per run with a fencing token
-(:mod:`plait.leases`); ``save(checkpoint, lease=...)`` is refused once the lease was
+(:class:`~plait.spi.Lease`); ``save(checkpoint, lease=...)`` is refused once the lease was
 taken over.
 
 Stores are chosen by URL scheme (``memory://``, ``file://DIR``, ``sqlite:///PATH``,
@@ -38,14 +38,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from ._errors import CheckpointError, CorruptCheckpointError
-from ._leases import Lease, LeaseHolder
-from ._runinfo import CORRUPT, RunInfo, check_runs_limit, error_summary
+from ._errors import CheckpointError, CorruptCheckpointError, RunLeaseError
 
 __all__ = [
     "CORRUPT",
@@ -66,6 +68,12 @@ __all__ = [
     "open_store",
     "Lease",
     "LeaseHolder",
+    "DEFAULT_LEASE_TTL",
+    "granted",
+    "held_error",
+    "is_free",
+    "lost_error",
+    "released",
 ]
 
 #: Version of the checkpoint byte format and of the ``state`` layout inside it.
@@ -308,7 +316,7 @@ class CheckpointStore(Protocol):
     Every call is bounded in time (each store documents its bound): a stalled server is
     a :class:`~plait.StoreUnavailableError`, never a hang.
 
-    One writer per run (:mod:`plait.leases`): ``acquire_lease`` grants the run's lease with
+    One writer per run (:class:`~plait.spi.Lease`): ``acquire_lease`` grants the run's lease with
     a new fencing token, and ``save(checkpoint, lease=lease)`` is refused with
     :class:`~plait.RunLeaseError` once another worker took the lease over.
     """
@@ -328,7 +336,7 @@ class CheckpointStore(Protocol):
         (greater than every earlier token of the run); ``holder`` defaults to
         :meth:`LeaseHolder.here`.
 
-        :raises RunLeaseError: a live worker holds it (:func:`plait.leases.is_free`),
+        :raises RunLeaseError: a live worker holds it (``is_free``),
             naming the holder.
         """
         ...
@@ -407,3 +415,233 @@ def open_store(url: str) -> CheckpointStore:
     factory = get_plugin_manager().registry("checkpoint_store").get(scheme, what=f"url {url!r}")
     store: CheckpointStore = factory(url)
     return store
+
+
+#: Seconds a lease lives without renewal (a running run renews it every third of that).
+DEFAULT_LEASE_TTL = 30.0
+
+# Owners of the leases runs in this process hold right now: a lease that names this
+# process but no live owner was left behind (a run that never released it) and is free.
+_live_owners: set[str] = set()
+
+
+@attrs.frozen
+class LeaseHolder:
+    """Who holds a lease: host, process id, when it took it, and a unique owner id."""
+
+    host: str
+    pid: int
+    since: float
+    owner: str
+
+    @classmethod
+    def here(cls) -> LeaseHolder:
+        """A holder for this process, now."""
+        return cls(socket.gethostname(), os.getpid(), time.time(), uuid.uuid4().hex)
+
+    def describe(self) -> str:
+        """``host h, pid 123, since 2025-01-02T03:04:05Z``."""
+        since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.since))
+        return f"host {self.host}, pid {self.pid}, since {since}"
+
+    def to_json(self) -> str:
+        """The holder as JSON text, for a store's lease row."""
+        return json.dumps(attrs.asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | bytes | None) -> LeaseHolder | None:
+        """Read :meth:`to_json` back; ``None`` for anything else (a damaged record)."""
+        try:
+            data: Any = json.loads(text) if text is not None else None
+            holder = cls(**data)
+            if not isinstance(holder.pid, int) or not isinstance(holder.host, str):
+                return None
+            return holder
+        except (TypeError, ValueError):
+            return None
+
+
+@attrs.frozen
+class Lease:
+    """A granted lease: the run, its fencing token, the holder and when it expires
+    (seconds since the epoch)."""
+
+    run_id: str
+    token: int
+    holder: LeaseHolder
+    expires_at: float
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    except OSError:
+        return True
+    return True
+
+
+def is_free(holder: LeaseHolder | None, expires_at: float, now: float | None = None) -> bool:
+    """Whether a stored lease may be taken: released or expired (``expires_at`` passed),
+    unreadable, or held by a process known to be dead."""
+    if holder is None:
+        return True
+    if expires_at <= (time.time() if now is None else now):
+        return True
+    if holder.host != socket.gethostname():
+        return False
+    if holder.pid == os.getpid():
+        return holder.owner not in _live_owners
+    return not _pid_alive(holder.pid)
+
+
+def granted(lease: Lease) -> Lease:
+    """Record that a run in this process holds ``lease``; return it."""
+    _live_owners.add(lease.holder.owner)
+    return lease
+
+
+def released(lease: Lease) -> None:
+    """Record that ``lease`` is no longer held by this process."""
+    _live_owners.discard(lease.holder.owner)
+
+
+def held_error(run_id: str, holder: LeaseHolder, url: str) -> RunLeaseError:
+    """The error for acquiring a lease a live worker holds."""
+    return RunLeaseError(
+        f"run {run_id!r} in {url} is being run by another worker ({holder.describe()}); "
+        "one writer per run: wait for it to finish, or for its lease to expire if it died"
+    )
+
+
+def lost_error(lease: Lease, url: str, holder: LeaseHolder | None = None) -> RunLeaseError:
+    """The error for using a lease that was taken over (its token is no longer current)."""
+    by = f" by another worker ({holder.describe()})" if holder is not None else ""
+    return RunLeaseError(
+        f"the lease of run {lease.run_id!r} in {url} was taken over{by}; this worker "
+        f"(token {lease.token}) may no longer write its checkpoints"
+    )
+
+
+#: The status :meth:`RunInfo.corrupt` gives a run whose latest checkpoint does not decode.
+CORRUPT = "corrupt"
+
+
+class LatestCheckpoint(Protocol):
+    """What a listing reads of a run's latest checkpoint (a :class:`plait.spi.Checkpoint`)."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def superstep(self) -> int: ...
+
+    @property
+    def created_at(self) -> float: ...
+
+    @property
+    def metadata(self) -> Mapping[str, Any]: ...
+
+    @property
+    def state(self) -> Mapping[str, Any]: ...
+
+
+@attrs.frozen
+class RunInfo:
+    """What :meth:`CheckpointStore.runs` lists about one run, from its latest checkpoint.
+
+    :param run_id: the run.
+    :param workflow: the workflow's name (the checkpoint's ``metadata["workflow"]``), or
+        ``None`` when the checkpoint does not say (a sealed checkpoint keeps its metadata
+        in its sealed payload).
+    :param status: the latest checkpoint's status (``running``, ``idle``,
+        ``idle_with_pending_requests``, ``failed``), or ``corrupt`` when it does not
+        decode (:meth:`corrupt`).
+    :param superstep: the latest checkpoint's superstep.
+    :param pending_requests: how many requests for outside input the run waits on.
+    :param error: for a failed run, one line naming the executor, the error's type and
+        its message (:func:`error_summary`); ``None`` otherwise.
+    :param created_at: when the run's first checkpoint was taken (seconds since the epoch).
+    :param updated_at: when its latest checkpoint was taken.
+
+    .. versionadded:: 0.1
+    """
+
+    run_id: str
+    workflow: str | None
+    status: str
+    superstep: int
+    pending_requests: int
+    error: str | None
+    created_at: float
+    updated_at: float
+
+    @classmethod
+    def from_latest(cls, latest: LatestCheckpoint, *, created_at: float | None = None) -> RunInfo:
+        """The listing of the run whose latest checkpoint is ``latest`` (``created_at``:
+        when its first checkpoint was taken; ``latest``'s own time if not given)."""
+        workflow = latest.metadata.get("workflow")
+        requests = latest.state.get("requests")
+        return cls(
+            run_id=latest.run_id,
+            workflow=workflow if isinstance(workflow, str) else None,
+            status=latest.status,
+            superstep=latest.superstep,
+            pending_requests=len(requests) if isinstance(requests, list) else 0,
+            error=error_summary(latest.metadata.get("error")),
+            created_at=latest.created_at if created_at is None else created_at,
+            updated_at=latest.created_at,
+        )
+
+    @classmethod
+    def corrupt(cls, run_id: str, error: Exception, *, created_at: float = 0.0) -> RunInfo:
+        """The listing of a run whose latest checkpoint does not decode: status
+        ``corrupt``, ``error`` the decoding error's message on one line, so one damaged
+        run does not hide the others.
+
+        .. versionadded:: 0.1
+        """
+        return cls(
+            run_id=run_id,
+            workflow=None,
+            status=CORRUPT,
+            superstep=-1,
+            pending_requests=0,
+            error=" ".join(str(error).split()) or type(error).__name__,
+            created_at=created_at,
+            updated_at=created_at,
+        )
+
+
+def error_summary(error: Any) -> str | None:
+    """One line for a failed checkpoint's ``metadata["error"]`` (``{"executor", "type",
+    "message", "superstep"}``): ``ValueError in 'parse' (superstep 3): bad input``.
+    ``None`` when ``error`` is not such a mapping."""
+    if not isinstance(error, dict):
+        return None
+    kind = error.get("type") or "error"
+    executor = error.get("executor")
+    where = f" in {executor!r}" if isinstance(executor, str) else ""
+    superstep = error.get("superstep")
+    if isinstance(superstep, int) and not isinstance(superstep, bool):
+        where += f" (superstep {superstep})"
+    message = " ".join(str(error.get("message") or "").split())
+    return f"{kind}{where}: {message}" if message else f"{kind}{where}"
+
+
+def check_runs_limit(limit: int | None) -> int | None:
+    """Return ``limit`` if it is a valid ``runs(limit=...)`` argument.
+
+    :raises ValueError: ``limit`` is negative or not an integer (``bool`` included).
+    """
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+        raise ValueError(f"runs(limit=...) needs None or an integer >= 0, got {limit!r}")
+    return limit

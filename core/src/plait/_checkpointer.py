@@ -17,11 +17,10 @@ import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from ._blobs import BlobWriter, externalize_state, has_blobs, resumed_blobs
-from ._checkpoint import Checkpoint, CheckpointStore, dump_json
+from ._checkpoint import Checkpoint, CheckpointStore, Lease, dump_json
 from ._codec import EncodeError, encode_value, type_ref
 from ._errors import CheckpointEncodeError, CheckpointError, RunLeaseError
 from ._fingerprint import fingerprint_of, fingerprint_summary
-from ._leases import Lease
 from ._runview import shared_changes
 from ._state import PendingRequest, RunState
 from ._types import type_name

@@ -32,7 +32,7 @@ state is that of the last good superstep, so resuming it re-runs the superstep t
 failed: in ``sync`` and ``async`` modes it is a copy of the last checkpoint written, in
 ``exit`` mode the only checkpoint of the run.
 
-One writer per run: a durable run takes its run's lease (:mod:`plait.leases`) before it
+One writer per run: a durable run takes its run's lease (:class:`~plait.spi.Lease`) before it
 writes anything, renews it every third of ``lease_ttl`` while it lives, saves every
 checkpoint with the lease's fencing token, and releases it at the end. A second worker
 running or resuming the same live run fails at once with
@@ -50,7 +50,7 @@ import anyio
 import anyio.abc
 import attrs
 
-from ._checkpoint import Checkpoint, CheckpointStore, open_store
+from ._checkpoint import Checkpoint, CheckpointStore, Lease, open_store
 from ._checkpointer import SNAPSHOT_EVERY, Checkpointer
 from ._errors import (
     CheckpointError,
@@ -60,7 +60,6 @@ from ._errors import (
 )
 from ._events import RunStatus
 from ._journal import JournaledStore, RunJournal, journal_store
-from ._leases import Lease
 from ._observer import combine
 from ._resume import load_run, restore_state, resumed_from
 from ._runner import Runner, RunOptions, RunState

@@ -1,4 +1,5 @@
-"""Events a run emits, and the statuses it ends in.
+"""Events a run emits, the statuses it ends in, and what it produced
+(:class:`WorkflowRunResult`).
 
 ``Workflow.stream()`` yields every event as it happens. ``Workflow.run()`` collects the
 lifecycle events (run started, outputs, requests, run finished) unless asked for all;
@@ -31,6 +32,7 @@ __all__ = [
     "CustomEvent",
     "RunFinished",
     "EventObserver",
+    "WorkflowRunResult",
 ]
 
 
@@ -210,3 +212,32 @@ class EventObserver:
 
     def checkpoint_metadata(self) -> None:
         return None
+
+
+@attrs.define
+class WorkflowRunResult:
+    """What a run produced.
+
+    :param run_id: the run's id.
+    :param status: ``idle``, ``idle_with_pending_requests`` or ``failed``.
+    :param outputs: workflow outputs in the order they were yielded.
+    :param events: the events collected (lifecycle events unless ``events="all"``).
+    :param error: the error that failed the run, else ``None``.
+    :param supersteps: how many supersteps ran.
+    :param pending_requests: requests for outside input the run is waiting on.
+    :param shared: the run's shared state when it ended (``ctx.set_shared_state``).
+    """
+
+    run_id: str
+    status: RunStatus
+    outputs: list[Any]
+    events: list[WorkflowEvent]
+    error: BaseException | None = None
+    supersteps: int = 0
+    pending_requests: list[Any] = attrs.field(factory=list)
+    shared: dict[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True unless the run failed."""
+        return self.status is not RunStatus.FAILED

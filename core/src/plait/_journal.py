@@ -23,9 +23,8 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
-from ._checkpoint import Checkpoint
+from ._checkpoint import Checkpoint, Lease
 from ._errors import ExecutorFailedError, ExecutorTimeoutError, RunOptionError
-from ._leases import Lease
 from ._observer import Invocation, RunObserver
 from ._runindex import EventJournal, JournalEvent
 

@@ -33,7 +33,7 @@ from ._errors import (
 )
 
 if TYPE_CHECKING:
-    from ._grants import AllowSpec
+    from ._capabilities import AllowSpec
     from ._spec import WorkflowSpec
     from ._workflow import Workflow
 
@@ -253,7 +253,7 @@ def load(
         executor kind, ``{"ref": ...}`` conditions): the ``imports`` capability. Off by
         default: a workflow file is untrusted input.
     :param allow: the capabilities the document may use (:mod:`plait.capabilities`,
-        :mod:`plait.grants`): ``"subprocess,network=api.example.com"``, a list of them, or
+        :class:`~plait.spi.Grants`): ``"subprocess,network=api.example.com"``, a list of them, or
         ``"all"``. Nothing by default, so a document may use only the ``executors`` passed
         and the pure kinds.
     :param agents: a module whose public async functions and executors are agents the
@@ -270,8 +270,7 @@ def load(
     .. versionchanged:: 0.1 ``allow`` (capabilities).
     .. versionchanged:: 0.1 ``agents``.
     """
-    from ._capabilities import IMPORTS
-    from ._grants import Grants, check_granted
+    from ._capabilities import IMPORTS, Grants, check_granted
     from ._workflow import Workflow
 
     if plugin_manager is None:

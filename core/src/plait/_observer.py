@@ -22,7 +22,7 @@ fan-in). A tracing plugin turns them into span links.
   run writes a checkpoint (:meth:`RunObserver.checkpoint_written`).
 
 This is the one observation API: the ``plait_superstep_finished`` and
-``plait_run_finished`` hooks are told through it too (:class:`plait.facade.HookObserver`).
+``plait_run_finished`` hooks are told through it too (``HookObserver``).
 This module is the interface (what a plugin implements, in the kernel's base layer); the
 runner calls the observer at its seams through the engine's ``Observation``, and when
 nobody observes a run, none of that exists and the run pays nothing for it.

@@ -1,4 +1,5 @@
-"""The router protocol: how messages cross an edge group.
+"""The edge protocols: how messages cross an edge group (a :class:`Router`), and how a
+fan-in turns one message per source into one (a :class:`MergeStrategy`).
 
 A :class:`Router` is registered by name through ``plait_register_routers``. When a
 workflow is built, the router turns each edge group using it into an
@@ -7,6 +8,10 @@ changes during a run (a fan-in's buffers) lives in the per-run ``state`` object 
 runner passes in, which the edge runner creates, snapshots and restores.
 
 A delivery is a ``(target_id, message)`` tuple; ``route`` returns a list of them.
+
+Merge strategies are registered by name through ``plait_register_merge_strategies``; the
+``plait-merge`` plugin ships ``list`` (the default), ``concat``, ``concat_newline``,
+``first``, ``last`` and ``keyed``.
 
 .. versionadded:: 0.1
 """
@@ -20,7 +25,15 @@ from ._errors import RoutingError, UnhandledMessageError, WorkflowRunError
 from ._spec import EdgeGroupSpec
 from ._types import type_name
 
-__all__ = ["Delivery", "EdgeRunner", "Router", "RouterEnv", "flush_buffers", "route_outbox"]
+__all__ = [
+    "Delivery",
+    "EdgeRunner",
+    "Router",
+    "RouterEnv",
+    "flush_buffers",
+    "route_outbox",
+    "MergeStrategy",
+]
 
 #: ``(target_executor_id, message)``
 Delivery = tuple[str, Any]
@@ -177,3 +190,16 @@ def flush_buffers(
     for gid, runner in flushers:
         for tgt, data in runner.flush(router_state.get(gid), can_still_send):
             inbox.setdefault(tgt, []).append(data)
+
+
+@runtime_checkable
+class MergeStrategy(Protocol):
+    """Combines fan-in inputs, given in source-declaration order."""
+
+    def merge(self, values: Sequence[Any], sources: Sequence[str]) -> Any:
+        """One merged message from ``values`` (``values[i]`` came from ``sources[i]``)."""
+        ...
+
+    def output_type(self, input_type: Any) -> Any:
+        """The type of the merged message when each input is ``input_type``."""
+        ...

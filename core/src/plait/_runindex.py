@@ -35,10 +35,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from ._checkpoint import Checkpoint, CheckpointStore
+from ._checkpoint import Checkpoint, CheckpointStore, Lease, RunInfo
 from ._errors import CheckpointNotFoundError, CorruptCheckpointError
-from ._leases import Lease
-from ._runinfo import RunInfo
 from ._runview import Change, CheckpointView, checkpoint_view, diff_views, fork_run, merge_state
 
 __all__ = [

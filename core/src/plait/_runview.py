@@ -19,9 +19,8 @@ from typing import Any
 import attrs
 
 from ._blobs import BlobStore, BlobWriter, externalize_state, has_blobs, resolve_state
-from ._checkpoint import Checkpoint, CheckpointStore
+from ._checkpoint import Checkpoint, CheckpointStore, error_summary
 from ._errors import CheckpointError
-from ._runinfo import error_summary
 
 __all__ = [
     "EDITABLE",

@@ -11,7 +11,7 @@ worded the same way whichever store they chose:
 - :func:`where` names a checkpoint in errors, and :func:`duplicate_error` refuses an id
   that is stored already with other contents;
 - :func:`take_lease` decides whether a run's stored lease may be taken and with which
-  fencing token, the same way in every store (:mod:`plait.leases`);
+  fencing token, the same way in every store (:class:`~plait.spi.Lease`);
 - :data:`INFO_FIELDS`, :func:`info_row` and :func:`info_fields` lay out the listing
   fields (:class:`~plait.spi.CheckpointInfo`) as a row or a JSON object, and
   ``CheckpointInfo(*row)`` / ``CheckpointInfo(**fields)`` read them back.
@@ -50,9 +50,18 @@ from urllib.parse import urlsplit, urlunsplit
 
 from typing_extensions import Self
 
-from ._checkpoint import Checkpoint, CheckpointInfo, RunInfo, decode_checkpoint
+from ._checkpoint import (
+    Checkpoint,
+    CheckpointInfo,
+    Lease,
+    LeaseHolder,
+    RunInfo,
+    decode_checkpoint,
+    granted,
+    held_error,
+    is_free,
+)
 from ._errors import CheckpointError, CorruptCheckpointError, StoreUnavailableError
-from ._leases import Lease, LeaseHolder, granted, held_error, is_free
 
 __all__ = [
     "INFO_FIELDS",

@@ -26,7 +26,7 @@ from ._state import RunState
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
-    from ._results import WorkflowRunResult
+    from ._events import WorkflowRunResult
 
 __all__ = ["EventStream"]
 

@@ -26,7 +26,6 @@ from ._graph import CompiledGraph
 from ._options import RunOptions
 from ._placement import place, placement_of
 from ._plugins import PluginManager, get_plugin_manager
-from ._results import WorkflowRunResult
 from ._spec import WorkflowSpec
 
 # what running needs (asyncio, cattrs, events …) is imported by the methods that run
@@ -34,12 +33,12 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
     from ._checkpoint import CheckpointStore
-    from ._events import WorkflowEvent
+    from ._events import WorkflowEvent, WorkflowRunResult
     from ._routing import EdgeRunner
     from ._state import PendingRequest, RunState
     from ._streaming import EventStream
 
-__all__ = ["Workflow", "WorkflowRunResult", "with_placement"]
+__all__ = ["Workflow", "with_placement"]
 
 
 class Workflow:
@@ -381,7 +380,7 @@ class Workflow:
         live: bool = False,
         parent_id: str | None = None,
     ) -> WorkflowRunResult:
-        from ._events import RunFinished, RunStarted, RunStatus
+        from ._events import RunFinished, RunStarted, RunStatus, WorkflowRunResult
         from ._runner import Runner
         from ._watch import RunWatch
 

@@ -51,20 +51,34 @@ if TYPE_CHECKING:
         json_pointer,
         problem_order,
     )
-    from ._building import BuildContext
-    from ._capabilities import IMPORTS, SUBPROCESS, Capability, kind_capabilities, needs, network
+    from ._building import BuildContext, ExecutorKind
+    from ._capabilities import (
+        IMPORTS,
+        SUBPROCESS,
+        Capability,
+        CapabilityError,
+        Grants,
+        grant_text,
+        kind_capabilities,
+        needs,
+        network,
+    )
     from ._checkpoint import (
         CORRUPT,
         Checkpoint,
         CheckpointInfo,
         CheckpointStore,
+        Lease,
+        LeaseHolder,
         RunInfo,
         check_keep_last,
         check_runs_limit,
         decode_checkpoint,
         encode_checkpoint,
+        lost_error,
         open_store,
         prune_plan,
+        released,
     )
     from ._codec import declared_types, decode_value, encode_value, type_ref
     from ._context import DELETED, RunScope
@@ -87,13 +101,9 @@ if TYPE_CHECKING:
         compile_expression,
         compile_template,
     )
-    from ._grants import CapabilityError, Grants, grant_text
     from ._graph import CompiledGraph
     from ._hookspecs import Register, hookimpl
-    from ._kinds import ExecutorKind
-    from ._leases import Lease, LeaseHolder, lost_error, released
     from ._load import Loader, check_agents
-    from ._merge import MergeStrategy
     from ._observer import Invocation, RunObserver
     from ._options import RunOptions
     from ._placement import Placement
@@ -116,7 +126,7 @@ if TYPE_CHECKING:
         nonportable_reason,
     )
     from ._registry import lazy, lazy_exports
-    from ._routing import Delivery, EdgeRunner, Router, RouterEnv
+    from ._routing import Delivery, EdgeRunner, MergeStrategy, Router, RouterEnv
     from ._runindex import (
         DEFAULT_PAGE,
         JOURNAL_KINDS,
@@ -328,7 +338,7 @@ _HOME = {
     "unreferenced": "_blobs",
     "unreferenced_by": "_blobs",
     "Capability": "_capabilities",
-    "CapabilityError": "_grants",
+    "CapabilityError": "_capabilities",
     "CattrsHooks": "_convert",
     "Checkpoint": "_checkpoint",
     "CheckpointInfo": "_checkpoint",
@@ -345,20 +355,20 @@ _HOME = {
     "EDITABLE": "_runview",
     "ENTRY_POINT_GROUP": "_plugins",
     "EdgeRunner": "_routing",
-    "ExecutorKind": "_kinds",
+    "ExecutorKind": "_building",
     "ExpressionLanguage": "_expressions",
-    "Grants": "_grants",
+    "Grants": "_capabilities",
     "Handler": "_executor",
     "IMPORTS": "_capabilities",
     "INFO_FIELDS": "_stores",
     "Invocation": "_observer",
     "KINDS": "_plugins",
     "BuildContext": "_building",
-    "Lease": "_leases",
-    "LeaseHolder": "_leases",
+    "Lease": "_checkpoint",
+    "LeaseHolder": "_checkpoint",
     "Loader": "_load",
     "LossyConversion": "_convert",
-    "MergeStrategy": "_merge",
+    "MergeStrategy": "_routing",
     "PendingRequest": "_state",
     "Placement": "_placement",
     "PluginInfo": "_plugins",
@@ -413,7 +423,7 @@ _HOME = {
     "encode_value": "_codec",
     "expression_spec": "_refs",
     "fork_run": "_runindex",
-    "grant_text": "_grants",
+    "grant_text": "_capabilities",
     "hookimpl": "_hookspecs",
     "import_ref": "_refs",
     "info_fields": "_stores",
@@ -426,7 +436,7 @@ _HOME = {
     "lazy_exports": "_registry",
     "list_runs": "_runindex",
     "load_scope": "_rebuild",
-    "lost_error": "_leases",
+    "lost_error": "_checkpoint",
     "message_converter": "_convert",
     "needs": "_capabilities",
     "network": "_capabilities",
@@ -439,7 +449,7 @@ _HOME = {
     "problem_order": "_build",
     "prune_plan": "_checkpoint",
     "redact_url": "_stores",
-    "released": "_leases",
+    "released": "_checkpoint",
     "resolve_store": "_durable",
     "run_info": "_stores",
     "set_plugin_manager": "_plugins",

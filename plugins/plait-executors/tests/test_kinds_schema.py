@@ -7,7 +7,7 @@ import sys
 
 import plait_executors
 from plait import ConfigError, PlaitError
-from plait._kinds import ExecutorKind
+from plait._building import ExecutorKind
 from plait.spi import PluginManager
 from plait_executors.schema import check_config, json_pointer
 

@@ -606,7 +606,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
     async def acquire_lease(
         self, run_id: str, *, ttl: float, holder: LeaseHolder | None = None
     ) -> Lease:
-        """Take the lease of ``run_id`` (see :mod:`plait.leases`)."""
+        """Take the lease of ``run_id`` (see :class:`~plait.spi.Lease`)."""
         async with self._connection() as conn, conn.transaction():
             await conn.execute(
                 "INSERT INTO plait_leases (run_id, token, holder, expires_at)"

@@ -378,7 +378,7 @@ class FileCheckpointStore(CheckpointStoreBase):
     async def acquire_lease(
         self, run_id: str, *, ttl: float, holder: LeaseHolder | None = None
     ) -> Lease:
-        """Take the lease of ``run_id`` (see :mod:`plait.leases`)."""
+        """Take the lease of ``run_id`` (see :class:`~plait.spi.Lease`)."""
         return await self._run(self._lease_sync, run_id, None, ttl, holder)
 
     async def renew_lease(self, lease: Lease, *, ttl: float) -> Lease:

@@ -295,7 +295,7 @@ class SqliteCheckpointStore(CheckpointStoreBase):
     async def acquire_lease(
         self, run_id: str, *, ttl: float, holder: LeaseHolder | None = None
     ) -> Lease:
-        """Take the lease of ``run_id`` (see :mod:`plait.leases`)."""
+        """Take the lease of ``run_id`` (see :class:`~plait.spi.Lease`)."""
         return await self._run(self._acquire_sync, run_id, ttl, holder)
 
     async def renew_lease(self, lease: Lease, *, ttl: float) -> Lease:
