@@ -3,9 +3,10 @@
 ``plait`` is for people who write workflows; ``plait.spi`` is for people who extend Plait:
 the hook markers and ``Register`` callbacks, the protocol of each kind of thing a plugin
 registers (router, merge strategy, converter, checkpoint store, loader, executor kind,
-placement, observer), the spec types and the build context, and the helpers every plugin
-shares (stores' lease and naming rules, lazy registration, code references, expression
-compilers). Every other module of the kernel is private (``plait._*``) and may change.
+placement, observer, durability — with the runner's commit seam it drives), the spec
+types and the build context, and the helpers every plugin shares (stores' lease and naming
+rules, lazy registration, code references, expression compilers). Every other module of
+the kernel is private (``plait._*``) and may change.
 
 Names are imported on first use, so ``from plait.spi import hookimpl`` in a plugin's entry
 point module costs nothing more than the hook machinery itself.
@@ -28,18 +29,6 @@ if TYPE_CHECKING:
         read_agent,
         read_agents,
         spell,
-    )
-    from ._blobs import (
-        BlobStore,
-        BlobWriter,
-        blob_hash,
-        blob_refs,
-        child_refs,
-        externalize_state,
-        has_blobs,
-        resolve_state,
-        unreferenced,
-        unreferenced_by,
     )
     from ._build import (
         Problems,
@@ -65,6 +54,7 @@ if TYPE_CHECKING:
     )
     from ._checkpoint import (
         CORRUPT,
+        BlobStore,
         Checkpoint,
         CheckpointInfo,
         CheckpointStore,
@@ -75,12 +65,20 @@ if TYPE_CHECKING:
         check_runs_limit,
         decode_checkpoint,
         encode_checkpoint,
+        error_summary,
         lost_error,
         open_store,
         prune_plan,
         released,
     )
-    from ._codec import declared_types, decode_value, encode_value, type_ref
+    from ._codec import (
+        DecodeError,
+        EncodeError,
+        declared_types,
+        decode_value,
+        encode_value,
+        type_ref,
+    )
     from ._context import DELETED, RunScope
     from ._convert import (
         CattrsHooks,
@@ -92,7 +90,6 @@ if TYPE_CHECKING:
         converter_graph,
         message_converter,
     )
-    from ._durable import resolve_store
     from ._executor import Handler
     from ._expressions import (
         CompiledExpression,
@@ -104,8 +101,9 @@ if TYPE_CHECKING:
     from ._graph import CompiledGraph
     from ._hookspecs import Register, hookimpl
     from ._load import Loader, check_agents
-    from ._observer import Invocation, RunObserver
+    from ._observer import Invocation, RunObserver, combine
     from ._options import RunOptions
+    from ._pipeline import decode_cut
     from ._placement import Placement
     from ._plugins import (
         ENTRY_POINT_GROUP,
@@ -127,31 +125,9 @@ if TYPE_CHECKING:
     )
     from ._registry import lazy, lazy_exports
     from ._routing import Delivery, EdgeRunner, MergeStrategy, Router, RouterEnv
-    from ._runindex import (
-        DEFAULT_PAGE,
-        JOURNAL_KINDS,
-        MAX_JOURNAL_PAGE,
-        RUN_COLUMNS,
-        CheckpointView,
-        EventJournal,
-        JournalEvent,
-        RunIndex,
-        RunPage,
-        RunQuery,
-        RunSummary,
-        check_journal_read,
-        checkpoint_view,
-        diff_views,
-        fork_run,
-        list_runs,
-        page_of_rows,
-        page_sql,
-        parse_int_cursor,
-        read_journal,
-    )
-    from ._runview import EDITABLE
+    from ._runner import RunCommit, Runner
     from ._spec import spec_converter
-    from ._state import PendingRequest
+    from ._state import PendingRequest, RunState
     from ._stores import (
         INFO_FIELDS,
         CheckpointStoreBase,
@@ -164,11 +140,21 @@ if TYPE_CHECKING:
         take_lease,
         where,
     )
-    from ._types import is_assignable, is_instance, type_name
+    from ._types import is_assignable, is_instance, main_module_name, type_name
     from ._watch import RunWatch
-    from ._workflow import with_placement
+    from ._workflow import Durability, with_placement
 
 __all__ = [
+    "Durability",
+    "RunCommit",
+    "Runner",
+    "RunState",
+    "EncodeError",
+    "DecodeError",
+    "main_module_name",
+    "combine",
+    "error_summary",
+    "decode_cut",
     "AgentDefinition",
     "AgentNames",
     "Found",
@@ -180,7 +166,6 @@ __all__ = [
     "spell",
     "CORRUPT",
     "BlobStore",
-    "BlobWriter",
     "DELETED",
     "Capability",
     "CapabilityError",
@@ -189,15 +174,12 @@ __all__ = [
     "CheckpointInfo",
     "CheckpointStore",
     "CheckpointStoreBase",
-    "CheckpointView",
     "CompiledExpression",
     "CompiledGraph",
     "CompiledTemplate",
     "Converter",
     "ConverterGraph",
-    "DEFAULT_PAGE",
     "Delivery",
-    "EDITABLE",
     "ENTRY_POINT_GROUP",
     "EdgeRunner",
     "ExecutorKind",
@@ -219,24 +201,13 @@ __all__ = [
     "PluginInfo",
     "PluginManager",
     "Problems",
-    "RUN_COLUMNS",
     "Register",
     "Registry",
     "Router",
     "RouterEnv",
-    "RunIndex",
-    "check_journal_read",
-    "read_journal",
-    "JournalEvent",
-    "EventJournal",
-    "MAX_JOURNAL_PAGE",
-    "JOURNAL_KINDS",
     "RunInfo",
     "RunObserver",
     "RunOptions",
-    "RunPage",
-    "RunQuery",
-    "RunSummary",
     "RunScope",
     "RunWatch",
     "SUBPROCESS",
@@ -246,18 +217,9 @@ __all__ = [
     "as_executor",
     "build_executors",
     "callable_spec",
-    "blob_hash",
-    "blob_refs",
     "check_config",
     "check_keep_last",
-    "child_refs",
-    "externalize_state",
-    "has_blobs",
-    "resolve_state",
-    "unreferenced",
-    "unreferenced_by",
     "check_runs_limit",
-    "checkpoint_view",
     "code_ref",
     "compile_expression",
     "compile_template",
@@ -268,13 +230,11 @@ __all__ = [
     "decode_checkpoint",
     "decode_value",
     "did_you_mean",
-    "diff_views",
     "duplicate_error",
     "edge_group_id",
     "encode_checkpoint",
     "encode_value",
     "expression_spec",
-    "fork_run",
     "grant_text",
     "hookimpl",
     "import_ref",
@@ -286,7 +246,6 @@ __all__ = [
     "kind_capabilities",
     "lazy",
     "lazy_exports",
-    "list_runs",
     "load_scope",
     "lost_error",
     "message_converter",
@@ -294,15 +253,11 @@ __all__ = [
     "network",
     "nonportable_reason",
     "open_store",
-    "page_of_rows",
-    "page_sql",
     "parse_age",
-    "parse_int_cursor",
     "problem_order",
     "prune_plan",
     "redact_url",
     "released",
-    "resolve_store",
     "run_info",
     "set_plugin_manager",
     "spec_converter",
@@ -315,6 +270,16 @@ __all__ = [
 
 #: Where each name lives.
 _HOME = {
+    "Durability": "_workflow",
+    "RunCommit": "_runner",
+    "Runner": "_runner",
+    "RunState": "_state",
+    "EncodeError": "_codec",
+    "DecodeError": "_codec",
+    "main_module_name": "_types",
+    "combine": "_observer",
+    "error_summary": "_checkpoint",
+    "decode_cut": "_pipeline",
     "AgentDefinition": "_agents",
     "AgentNames": "_agents",
     "Found": "_agents",
@@ -327,16 +292,7 @@ _HOME = {
     "CORRUPT": "_checkpoint",
     "dump_json": "_checkpoint",
     "load_json": "_checkpoint",
-    "BlobStore": "_blobs",
-    "BlobWriter": "_blobs",
-    "blob_hash": "_blobs",
-    "blob_refs": "_blobs",
-    "child_refs": "_blobs",
-    "externalize_state": "_blobs",
-    "has_blobs": "_blobs",
-    "resolve_state": "_blobs",
-    "unreferenced": "_blobs",
-    "unreferenced_by": "_blobs",
+    "BlobStore": "_checkpoint",
     "Capability": "_capabilities",
     "CapabilityError": "_capabilities",
     "CattrsHooks": "_convert",
@@ -344,15 +300,12 @@ _HOME = {
     "CheckpointInfo": "_checkpoint",
     "CheckpointStore": "_checkpoint",
     "CheckpointStoreBase": "_stores",
-    "CheckpointView": "_runindex",
     "CompiledExpression": "_expressions",
     "CompiledGraph": "_graph",
     "CompiledTemplate": "_expressions",
     "Converter": "_convert",
     "ConverterGraph": "_convert",
-    "DEFAULT_PAGE": "_runindex",
     "Delivery": "_routing",
-    "EDITABLE": "_runview",
     "ENTRY_POINT_GROUP": "_plugins",
     "EdgeRunner": "_routing",
     "ExecutorKind": "_building",
@@ -374,24 +327,13 @@ _HOME = {
     "PluginInfo": "_plugins",
     "PluginManager": "_plugins",
     "Problems": "_build",
-    "RUN_COLUMNS": "_runindex",
     "Register": "_hookspecs",
     "Registry": "_plugins",
     "Router": "_routing",
     "RouterEnv": "_routing",
-    "RunIndex": "_runindex",
-    "check_journal_read": "_runindex",
-    "read_journal": "_runindex",
-    "JournalEvent": "_runindex",
-    "EventJournal": "_runindex",
-    "MAX_JOURNAL_PAGE": "_runindex",
-    "JOURNAL_KINDS": "_runindex",
     "RunInfo": "_checkpoint",
     "RunObserver": "_observer",
     "RunOptions": "_options",
-    "RunPage": "_runindex",
-    "RunQuery": "_runindex",
-    "RunSummary": "_runindex",
     "RunScope": "_context",
     "RunWatch": "_watch",
     "DELETED": "_context",
@@ -405,7 +347,6 @@ _HOME = {
     "check_config": "_build",
     "check_keep_last": "_checkpoint",
     "check_runs_limit": "_checkpoint",
-    "checkpoint_view": "_runindex",
     "code_ref": "_refs",
     "compile_expression": "_expressions",
     "compile_template": "_expressions",
@@ -416,13 +357,11 @@ _HOME = {
     "decode_checkpoint": "_checkpoint",
     "decode_value": "_codec",
     "did_you_mean": "_build",
-    "diff_views": "_runindex",
     "duplicate_error": "_stores",
     "edge_group_id": "_build",
     "encode_checkpoint": "_checkpoint",
     "encode_value": "_codec",
     "expression_spec": "_refs",
-    "fork_run": "_runindex",
     "grant_text": "_capabilities",
     "hookimpl": "_hookspecs",
     "import_ref": "_refs",
@@ -434,7 +373,6 @@ _HOME = {
     "kind_capabilities": "_capabilities",
     "lazy": "_registry",
     "lazy_exports": "_registry",
-    "list_runs": "_runindex",
     "load_scope": "_rebuild",
     "lost_error": "_checkpoint",
     "message_converter": "_convert",
@@ -442,15 +380,11 @@ _HOME = {
     "network": "_capabilities",
     "nonportable_reason": "_refs",
     "open_store": "_checkpoint",
-    "page_of_rows": "_runindex",
-    "page_sql": "_runindex",
     "parse_age": "_stores",
-    "parse_int_cursor": "_runindex",
     "problem_order": "_build",
     "prune_plan": "_checkpoint",
     "redact_url": "_stores",
     "released": "_checkpoint",
-    "resolve_store": "_durable",
     "run_info": "_stores",
     "set_plugin_manager": "_plugins",
     "spec_converter": "_spec",
