@@ -11,7 +11,8 @@ from typing import Any
 import plait_stores._file
 import pytest
 from plait import CorruptCheckpointError
-from plait.spi import BlobWriter, Checkpoint, blob_hash, blob_refs, externalize_state, resolve_state
+from plait.spi import Checkpoint
+from plait_durable import BlobWriter, blob_hash, blob_refs, externalize_state, resolve_state
 from plait_stores import FileCheckpointStore
 from plait_stores._filepack import (
     MERGE_LIMIT,
