@@ -8,7 +8,7 @@ The transcript (600-character messages: each one a blob) travels in the message 
 kept in shared state, so every checkpoint writes new blobs. With
 ``PLAIT_KILL_AT_BLOB_SAVE=N`` the process kills itself with SIGKILL in its N-th save that
 carries blobs, after the store wrote the blobs and before the checkpoint is committed: in
-the file store between the blob files and the checkpoint's rename, in SQLite and
+the file store between the blobs' pack and the checkpoint's rename, in SQLite and
 PostgreSQL inside the open transaction (blobs inserted, checkpoint not), in Redis with
 the blobs queued in the ``MULTI`` that is never executed.
 """
@@ -68,16 +68,16 @@ def arm(url: str) -> None:
     """Kill this process inside the ``KILL_AT``-th save with blobs (see the docstring)."""
     scheme = url.split(":", 1)[0]
     if scheme == "file":
-        from plait_stores import _file
+        from plait_stores._file import FileCheckpointStore
 
-        write_blobs = _file._write_blobs
+        write_blobs = FileCheckpointStore._write_blobs
 
-        def dying_write_blobs(dir_fd: int, blobs: Any) -> None:
-            write_blobs(dir_fd, blobs)
+        def dying_write_blobs(self: Any, dir_fd: int, run_name: str, blobs: Any) -> None:
+            write_blobs(self, dir_fd, run_name, blobs)
             if _counted(blobs):
-                _die_now()  # blobs are on disk, the checkpoint file is not renamed yet
+                _die_now()  # the blobs' pack is on disk, the checkpoint file is not renamed yet
 
-        _file._write_blobs = dying_write_blobs  # type: ignore[assignment]
+        FileCheckpointStore._write_blobs = dying_write_blobs  # type: ignore[method-assign]
     elif scheme == "sqlite":
         from plait_stores._sqlite import SqliteCheckpointStore
 

@@ -68,7 +68,7 @@ import hashlib
 import json
 import zlib
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 from plait import CheckpointError, CorruptCheckpointError
 from plait.spi import decode_checkpoint, load_json
@@ -432,16 +432,18 @@ def externalize_state(state: dict[str, Any], writer: BlobWriter) -> dict[str, An
 
 def _walk_refs(value: Any, found: set[str]) -> None:
     stack = [value]
+    pop, extend = stack.pop, stack.extend
     while stack:
-        item = stack.pop()
-        if type(item) is list:
-            stack.extend(item)
-        elif type(item) is dict:
-            digest = _ref_of(item)
-            if digest is not None:
+        item = pop()
+        cls = type(item)
+        if cls is list:
+            extend(item)
+        elif cls is dict:
+            # _ref_of, inlined: this walk runs over every blob a resume reads
+            if len(item) == 2 and item.get(TAG) == _BLOB and type(digest := item.get("h")) is str:
                 found.add(digest)
             else:
-                stack.extend(item.values())
+                extend(item.values())
 
 
 def blob_refs(value: Any) -> set[str]:
@@ -541,6 +543,7 @@ async def resolve_state(
     """
     if not has_refs(state):
         return state
+    sha256 = hashlib.sha256
     frontier = blob_refs(state)
     if frontier and not has_blobs(store):
         raise CorruptCheckpointError(
@@ -557,40 +560,34 @@ async def resolve_state(
     if frontier and closure is not None:
         extra = await closure(run_id, sorted(frontier))
     while frontier:
-        wanted = sorted(frontier)
+        wanted = list(frontier)  # any order: an error names the first problem by hash
         if all(digest in extra for digest in wanted):
             got = extra
         else:
             got = {**extra, **await fetch(run_id, [h for h in wanted if h not in extra])}
+        # the whole level at once (each step one pass over it); any problem, and the
+        # blobs are checked again one by one, in hash order, to name the first
+        try:
+            datas = []
+            for digest in wanted:
+                data = unpack_blob(bytes(got[digest]), min(MAX_BLOB, budget))
+                budget -= len(data)
+                datas.append(data)
+            good = [sha256(data).hexdigest() for data in datas] == wanted
+            values = [load_json(data) for data in datas] if good else []
+        except (KeyError, ValueError, TypeError, RecursionError):
+            good = False
+        if not good:
+            _first_problem(sorted(wanted), got, where)
         frontier = set()
-        for digest in wanted:
-            data = got.get(digest)
-            if data is None:
-                raise CorruptCheckpointError(
-                    f"{where} is corrupt: blob {digest} it references is missing from its "
-                    "run's blobs"
-                )
-            try:
-                data = unpack_blob(bytes(data), min(MAX_BLOB, budget))
-            except ValueError as exc:
-                raise CorruptCheckpointError(f"{where} is corrupt: blob {digest}: {exc}") from None
-            budget -= len(data)
-            if blob_hash(data) != digest:
-                raise CorruptCheckpointError(
-                    f"{where} is corrupt: blob {digest} does not match its hash"
-                )
-            try:
-                value = load_json(data)
-            except (ValueError, TypeError, RecursionError) as exc:
-                raise CorruptCheckpointError(
-                    f"{where} is corrupt: blob {digest} does not parse: {exc}"
-                ) from exc
-            parsed[digest] = value
-            sizes[digest] = len(data)
-            if type(value) is str:
+        parsed.update(zip(wanted, values))
+        sizes.update(zip(wanted, map(len, datas)))
+        for digest, value in zip(wanted, values):
+            cls = type(value)
+            if cls is str:
                 if strings is not None:
                     strings[id(value)] = (value, digest)
-            else:
+            elif cls is list or cls is dict:
                 _walk_refs(value, frontier)
         frontier -= parsed.keys()
     if seen is not None:
@@ -599,6 +596,35 @@ async def resolve_state(
         return _Expander(parsed, sizes, where).value(state)  # type: ignore[no-any-return]
     except RecursionError:
         raise CorruptCheckpointError(f"{where} is corrupt: its values nest too deeply") from None
+
+
+def _first_problem(wanted: list[str], got: Mapping[str, Any], where: str) -> NoReturn:
+    """Raise for the first of ``wanted`` (sorted) that is missing from ``got``, does not
+    match its hash or does not parse."""
+    for digest in wanted:
+        data = got.get(digest)
+        if data is None:
+            raise CorruptCheckpointError(
+                f"{where} is corrupt: blob {digest} it references is missing from its run's blobs"
+            )
+        try:
+            data = unpack_blob(bytes(data), MAX_BLOB)
+        except ValueError as exc:
+            raise CorruptCheckpointError(f"{where} is corrupt: blob {digest}: {exc}") from None
+        if blob_hash(data) != digest:
+            raise CorruptCheckpointError(
+                f"{where} is corrupt: blob {digest} does not match its hash"
+            )
+        try:
+            load_json(data)
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise CorruptCheckpointError(
+                f"{where} is corrupt: blob {digest} does not parse: {exc}"
+            ) from exc
+    # each blob checks alone: together they inflate beyond the checkpoint's budget
+    raise CorruptCheckpointError(
+        f"{where} is corrupt: its blobs inflate beyond {EXPANSION_LIMIT} bytes"
+    )
 
 
 class _Expander:
@@ -663,6 +689,12 @@ class _Expander:
 
     def node(self, node: Any, level: int, leaves: list[Any]) -> None:
         if level == 0:
+            if type(node) is dict and len(node) == 2 and node.get(TAG) == _BLOB:
+                digest = node.get("h")
+                if type(digest) is str:  # a leaf in a blob of its own (most leaves)
+                    item = self.deref(digest)
+                    leaves.append(item if type(item) is str else self.value(item))
+                    return
             leaves.append(self.value(node))
             return
         digest = _ref_of(node)

@@ -498,6 +498,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
             cursor = await conn.execute(
                 "SELECT hash, data FROM plait_blobs WHERE run_id = %s AND hash = ANY(%s::text[])",
                 (run_id, wanted),
+                binary=True,  # bytea as it is, not hex text to decode: half the bytes
             )
             return {digest: bytes(data) for digest, data in await cursor.fetchall()}
 
@@ -508,7 +509,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
         if not wanted:
             return {}
         async with self._connection() as conn:
-            cursor = await conn.execute(_CLOSURE_SQL, (wanted, run_id, run_id))
+            cursor = await conn.execute(_CLOSURE_SQL, (wanted, run_id, run_id), binary=True)
             return {digest: bytes(data) for digest, data in await cursor.fetchall()}
 
     async def blob_hashes(self, run_id: str) -> Collection[str]:

@@ -4,7 +4,8 @@ Layout under ``DIR``::
 
     runs/<run>/<seq:012d>-<superstep:010d>-<checkpoint>.ckpt   the checkpoints
     ids/<checkpoint>                                           "<run>/<file name>"
-    blobs/<run>/<sha256 hex>                                   the run's blobs
+    blobs/<run>/pack-<seq:012d>.pack                           the run's blobs, in packs
+    blobs/<run>/<sha256 hex>                                   a blob in a file of its own
     runs.index                                                 the run index (see below)
     leases/<run>                                               the run's lease (JSON)
     journal/<run>/<first:012d>-<last:012d>.jsonl               the run's journal events
@@ -27,9 +28,11 @@ A save writes a temporary file in the target directory, fsyncs it, renames it ov
 final name with :func:`os.replace` and fsyncs the directory: after a crash a checkpoint is
 wholly there or absent. The id entry is written before the checkpoint file, so the
 checkpoint file's rename is the single commit point; an id entry whose file is missing is
-treated as absent. A checkpoint's new blobs (:class:`plait.spi.BlobStore`) are written
-the same way and fsynced before that rename, so a crash leaves at worst a blob nothing
-references (``prune`` removes it), never a checkpoint whose blob is missing. All file I/O
+treated as absent. A checkpoint's new blobs (:class:`plait.spi.BlobStore`) go into one
+pack (:mod:`plait_stores._filepack`), written the same way and fsynced before that
+rename, so a crash leaves at worst a pack nothing references (``prune`` removes it),
+never a checkpoint whose blob is missing. Blobs in files of their own, one per hash (how
+the store kept them before packs), are still read, and swept like the rest. All file I/O
 runs in worker threads.
 
 The store never follows a link. Every path under ``DIR`` is opened relative to the
@@ -117,6 +120,15 @@ except ImportError:  # pragma: no cover - Windows: leases are kept without a fil
 
 from ._common import split_query
 from ._fileindex import RunIndexLog, gone_line, summary_line
+from ._filepack import (
+    PackIndex,
+    PackIndexCache,
+    encode_pack,
+    merge_plan,
+    pack_name,
+    pack_seq,
+    read_blobs,
+)
 
 __all__ = ["FileCheckpointStore"]
 
@@ -136,6 +148,7 @@ _JOURNAL_NAME = re.compile(r"[0-9]{12,}-[0-9]{12,}\.jsonl")
 #: Seconds after which a killed save's leftovers are removed.
 STALE_AFTER = 600.0
 _cleaned: set[str] = set()  # directories this process has cleaned up already
+_pack_indexes = PackIndexCache()  # the indexes of the packs this process has read
 
 # One lock per directory for the whole process: two stores on one directory must not
 # hand out the same sequence number.
@@ -251,31 +264,6 @@ def _write_atomic(dir_fd: int, name: str, data: bytes) -> None:
     _fsync(dir_fd)
 
 
-def _write_blobs(dir_fd: int, blobs: Mapping[str, bytes]) -> None:
-    """Write the blobs ``dir_fd`` lacks, each a fsynced temporary file renamed into place,
-    then fsync the directory once."""
-    wrote = False
-    for digest, data in sorted(blobs.items()):
-        if not _HASH.fullmatch(digest):
-            continue
-        if _is_file(dir_fd, digest):
-            continue
-        tmp = f"{_TEMP_PREFIX}{secrets.token_hex(8)}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _FILE_FLAGS, 0o600, dir_fd=dir_fd)
-        try:
-            with os.fdopen(fd, "wb") as file:
-                file.write(data)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(tmp, digest, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        except BaseException:
-            _unlink(dir_fd, tmp)
-            raise
-        wrote = True
-    if wrote:
-        _fsync(dir_fd)
-
-
 def _seq_of(file_name: str) -> int:
     return int(file_name.split("-", 1)[0])
 
@@ -358,8 +346,7 @@ class FileCheckpointStore(CheckpointStoreBase):
 
     async def blob_hashes(self, run_id: str) -> Collection[str]:
         """The hashes of every blob ``run_id`` holds."""
-        names = await self._run(self._list_dir, "blobs", _fs_name(run_id, "run id"))
-        return sorted(name for name in names if _HASH.fullmatch(name))
+        return await self._run(self._blob_hashes_sync, run_id)
 
     async def save_with_events(
         self,
@@ -718,27 +705,104 @@ class FileCheckpointStore(CheckpointStoreBase):
                 raise lost_error(lease, self.url, current[1] if current else None)
             self._save_unfenced(checkpoint, content, stored, blobs)
 
+    # -- blobs: packs (plait_stores._filepack) and files of their own ------------------
+
+    @contextlib.contextmanager
+    def _open_packs(
+        self, folder: int, run_name: str, names: builtins.list[str]
+    ) -> Iterator[builtins.list[tuple[str, int, PackIndex, int]]]:
+        """The packs among ``names`` (a listing of ``blobs/<run>``), oldest first, open:
+        ``(name, fd, index, size)`` each. A pack gone since the listing is left out, and
+        so is a damaged one (its blobs read as missing)."""
+        packs: builtins.list[tuple[str, int, PackIndex, int]] = []
+        try:
+            for name in sorted(n for n in names if pack_seq(n) is not None):  # zero-padded
+                fd = self._open_file(folder, name, f"blobs/{run_name}/{name}")
+                if fd is None:
+                    continue
+                index = _pack_indexes.index((self._key, run_name, name), fd)
+                if index is None:
+                    os.close(fd)
+                    continue
+                packs.append((name, fd, index, os.fstat(fd).st_size))
+            yield packs
+        finally:
+            for _, fd, _, _ in packs:
+                os.close(fd)
+
     def _get_blobs_sync(self, run_id: str, hashes: builtins.list[str]) -> dict[str, bytes]:
         run_name = _fs_name(run_id, "run id")
         found: dict[str, bytes] = {}
+        wanted = {digest for digest in hashes if _HASH.fullmatch(digest)}  # never a path
         with self._dir("blobs", run_name) as folder:
             if folder is None:
                 return found
-            for digest in hashes:
-                if not _HASH.fullmatch(digest):
-                    continue  # never a path: the caller reports it missing
-                data = self._read_file(folder, digest, f"blobs/{run_name}/{digest}")
-                if data is not None:
-                    found[digest] = data
+            for _attempt in range(3):
+                names = os.listdir(folder)
+                with self._open_packs(folder, run_name, names) as packs:
+                    listed = sum(1 for name in names if pack_seq(name) is not None)
+                    for _, fd, index, _ in reversed(packs):
+                        found.update(read_blobs(fd, index, wanted.difference(found)))
+                held = set(names)
+                for digest in sorted(wanted.difference(found)):
+                    if digest not in held:
+                        continue
+                    data = self._read_file(folder, digest, f"blobs/{run_name}/{digest}")
+                    if data is not None:
+                        found[digest] = data
+                if len(found) == len(wanted) or len(packs) == listed:
+                    break
+                # a pack went while we read (merged into a newer one): list again
         return found
+
+    def _blob_hashes_sync(self, run_id: str) -> builtins.list[str]:
+        run_name = _fs_name(run_id, "run id")
+        with self._dir("blobs", run_name) as folder:
+            if folder is None:
+                return []
+            names = os.listdir(folder)
+            held = {name for name in names if _HASH.fullmatch(name)}
+            with self._open_packs(folder, run_name, names) as packs:
+                for _, _, index, _ in packs:
+                    held.update(index)
+        return sorted(held)
+
+    def _write_blobs(self, folder: int, run_name: str, blobs: Mapping[str, bytes]) -> None:
+        """Write the blobs the run lacks as one new pack, merging the newest packs into it
+        (:func:`~plait_stores._filepack.merge_plan`), fsynced and renamed into place; then
+        remove the packs it merged. Called under the store's lock."""
+        names = os.listdir(folder)
+        held = {name for name in names if _HASH.fullmatch(name)}
+        with self._open_packs(folder, run_name, names) as packs:
+            for _, _, index, _ in packs:
+                held.update(index)
+            new = {
+                digest: bytes(data)
+                for digest, data in blobs.items()
+                if _HASH.fullmatch(digest) and digest not in held
+            }
+            if not new:
+                return
+            count = merge_plan([size for *_, size in packs], sum(map(len, new.values())))
+            merged = packs[len(packs) - count :] if count else []
+            content: dict[str, bytes] = {}
+            for _, fd, index, _ in merged:
+                content.update(read_blobs(fd, index, index))
+            content.update(new)
+        seqs = [pack_seq(name) for name in names]
+        seq = max((n for n in seqs if n is not None), default=0) + 1
+        _write_atomic(folder, pack_name(seq), encode_pack(content))  # fsyncs the folder
+        for name, *_ in merged:
+            _unlink(folder, name)  # a crash before this leaves duplicates, read as one
 
     def _sweep(self, run_id: str, *, gone: bool = False) -> None:
         """Remove the blobs of ``run_id`` that no remaining checkpoint reaches (all of them
         if the run is ``gone``), its stale temporary blob files, and its blob folder once
-        empty. It holds the run's lease file exclusively, as a save with a lease holds it
-        shared from its check to its commit: no save of another process is half-way (its
-        blobs written, its checkpoint not yet), and the store's lock does the same within
-        this process."""
+        empty. Packs holding such blobs are rewritten: the blobs they keep go into one new
+        pack, renamed into place before they are removed. It holds the run's lease file
+        exclusively, as a save with a lease holds it shared from its check to its commit:
+        no save of another process is half-way (its blobs written, its checkpoint not
+        yet), and the store's lock does the same within this process."""
         run_name = _fs_name(run_id, "run id")
         if not self._list_dir("blobs", run_name):
             return
@@ -752,23 +816,45 @@ class FileCheckpointStore(CheckpointStoreBase):
                 for name in names:
                     if name.startswith(_TEMP_PREFIX) and (gone or _mtime(folder, name) < cutoff):
                         _unlink(folder, name)
-                held = [name for name in names if _HASH.fullmatch(name)]
-                doomed: set[str] = set()
-                if states is not None:  # None: a checkpoint's references are unknown
-                    blobs = {}
-                    for name in held:
-                        data = self._read_file(folder, name, f"blobs/{run_name}/{name}")
-                        if data is not None:
-                            blobs[name] = data
-                    doomed = unreferenced(states, blobs)
-                for name in sorted(doomed):
-                    _unlink(folder, name)
-                if doomed:
-                    _fsync(folder)
+                if gone:
+                    for name in names:
+                        if _HASH.fullmatch(name) or pack_seq(name) is not None:
+                            _unlink(folder, name)
+                elif states is not None:  # None: a checkpoint's references are unknown
+                    self._sweep_blobs(folder, run_name, names, states)
             with self._dir("blobs") as parent:
                 if parent is not None:
                     with contextlib.suppress(OSError):  # not empty: blobs still in use
                         os.rmdir(run_name, dir_fd=parent)
+
+    def _sweep_blobs(
+        self, folder: int, run_name: str, names: builtins.list[str], states: builtins.list[Any]
+    ) -> None:
+        """Mark and sweep one run's blobs against ``states``, its checkpoints' states."""
+        singles: dict[str, bytes] = {}
+        for name in names:
+            if _HASH.fullmatch(name):
+                data = self._read_file(folder, name, f"blobs/{run_name}/{name}")
+                if data is not None:
+                    singles[name] = data
+        with self._open_packs(folder, run_name, names) as packs:
+            packed: dict[str, bytes] = {}
+            for _, fd, index, _ in packs:
+                packed.update(read_blobs(fd, index, index))
+            doomed = unreferenced(states, {**packed, **singles})
+            rewrite = [name for name, _, index, _ in packs if not doomed.isdisjoint(index)]
+        for name in sorted(doomed.intersection(singles)):
+            _unlink(folder, name)
+        if rewrite:
+            kept = {digest: data for digest, data in packed.items() if digest not in doomed}
+            if kept:
+                seqs = [pack_seq(name) for name in names]
+                seq = max((n for n in seqs if n is not None), default=0) + 1
+                _write_atomic(folder, pack_name(seq), encode_pack(kept))  # before removals
+            for name, *_ in packs:
+                _unlink(folder, name)
+        if doomed:
+            _fsync(folder)
 
     def _append_sync(self, run_id: str, stored: Sequence[str], lease: Lease | None) -> None:
         if lease is None:
@@ -851,7 +937,7 @@ class FileCheckpointStore(CheckpointStoreBase):
                 if blobs:
                     with self._dir("blobs", run_name, create=True) as folder:
                         assert folder is not None  # created
-                        _write_blobs(folder, blobs)
+                        self._write_blobs(folder, run_name, blobs)
                 self._append_unfenced(checkpoint.run_id, stored)  # before the commit point
                 _write_atomic(run_dir, file_name, content)  # the commit point
             summary = RunSummary.from_checkpoints(
