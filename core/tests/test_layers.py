@@ -10,12 +10,13 @@ annotation is a dependency of the design too). From the bottom:
 3. **spec** — the workflow IR and references to code, the router and merge-strategy
    protocols.
 4. **plugins** — hook specifications, registries and plugin loading, converters, the
-   checkpoint store protocol (records, leases, run listing) and its helpers, capabilities
-   and grants, the build context and executor kinds, rebuilding executors from a spec.
+   checkpoint store protocol (records, leases, run listing) and its helpers, the build
+   context, executor kinds and the loader protocol, rebuilding executors from a spec.
 5. **engine** — the compiled graph, the runner, observation, the codec, checkpointing,
    resuming, the workflow fingerprint.
-6. **workflow** — ``Workflow``, its placements and event streams, ``plait.load``, and the
-   two public surfaces (``plait``, ``plait.spi``).
+6. **workflow** — ``Workflow``, its placements and event streams, ``plait.load`` (a thin
+   call into the documents plugin's seam), and the two public surfaces (``plait``,
+   ``plait.spi``).
 
 Inside a layer, the imports form no cycle either, and the runner's import closure — every
 kernel module a superstep can reach — is the engine's core only: never plugin loading, the
@@ -41,18 +42,18 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "_policies", "_options", "_observer",
     ),
     "authoring": ("_state", "_context", "_executor"),
-    "spec": ("_refs", "_spec", "_routing", "_build", "_agents"),
+    "spec": ("_refs", "_spec", "_routing", "_build"),
     "plugins": (
         "_hookspecs", "_registry", "_loading", "_plugins", "_expressions",
         "_chains", "_convert", "_checkpoint", "_blobs", "_runview", "_runindex",
         "_journal",
-        "_stores", "_capabilities", "_rebuild", "_building",
+        "_stores", "_rebuild", "_building",
     ),
     "engine": (
         "_graph", "_attempts", "_observe", "_runner", "_pipeline", "_watch", "_codec",
         "_fingerprint", "_checkpointer", "_resume", "_durable",
     ),
-    "workflow": ("_workflow", "_placement", "_streaming", "_load", "__init__", "spi"),
+    "workflow": ("_workflow", "_placement", "_streaming", "__init__", "spi"),
 }  # fmt: skip
 
 #: Imports that go up a layer today (importer, imported): none; a new one is a debt.
@@ -98,18 +99,37 @@ def test_no_import_goes_up_a_layer_but_the_listed_debts() -> None:
     assert UPWARD - upward == set(), "a debt is paid: strike it from UPWARD"
 
 
+def _not_allowed(module: str, own: str) -> bool:
+    """Whether a plugin whose package is ``own`` may not import ``module``: of the kernel,
+    only ``plait`` and ``plait.spi``; of another plugin, only its public package (never a
+    private ``plait_x._module``)."""
+    if module.startswith("plait."):
+        return module != "plait.spi"
+    package, _, rest = module.partition(".")
+    return package.startswith("plait_") and package != own and rest.startswith("_")
+
+
 def test_plugins_import_only_plait_and_plait_spi() -> None:
     root = PACKAGE.parents[2]
     found: set[str] = set()
     for source in [*root.glob("plugins/*/src/**/*.py"), *root.glob("contrib/*/src/**/*.py")]:
+        own = source.relative_to(root).parts[3]  # plugins/<dist>/src/<package>/...
         for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                if node.module.startswith("plait.") and node.module != "plait.spi":
+                if _not_allowed(node.module, own):
                     found.add(f"{source.relative_to(root)}: {node.module}")
             elif isinstance(node, ast.Import):
-                names = [a.name for a in node.names if a.name.startswith("plait.")]
-                found.update(f"{source.relative_to(root)}: {n}" for n in names if n != "plait.spi")
+                names = [a.name for a in node.names if _not_allowed(a.name, own)]
+                found.update(f"{source.relative_to(root)}: {n}" for n in names)
     assert found == set()
+
+
+def test_the_import_rule_can_fail() -> None:
+    assert _not_allowed("plait._runner", "plait_flow")
+    assert _not_allowed("plait_documents._load", "plait_flow")
+    assert not _not_allowed("plait_documents._load", "plait_documents")
+    assert not _not_allowed("plait_documents", "plait_flow")
+    assert not _not_allowed("plait.spi", "plait_flow")
 
 
 def kernel_graph() -> dict[str, set[str]]:
@@ -196,3 +216,18 @@ def test_the_runner_reaches_only_the_engine_core() -> None:
     reached = closure(kernel_graph(), "_runner")
     assert reached == RUNNER_CLOSURE
     assert not reached & {"_plugins", "_loading", "_checkpoint", "_fingerprint", "_placement"}
+
+
+def test_the_kernel_imports_no_plugin() -> None:
+    # the kernel calls plugins through registries and seams only (plait.load through the
+    # documents plugin's, Workflow.run(checkpoint=...) through the durability's)
+    found = set()
+    for path in PACKAGE.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            found.update(f"{path.stem}: {n}" for n in names if n.startswith("plait_"))
+    assert found == set()
