@@ -6,6 +6,7 @@ from typing import Any
 
 import plait
 import plait_executors
+import plait_documents
 import plait_expr
 import plait_flow
 import plait_merge
@@ -163,6 +164,7 @@ def _fragment_plugins(register_plugin: Any) -> None:
             )
 
     for module, name in [
+        (plait_documents, "documents"),
         (plait_flow, "flow"),
         (plait_routing, "routing"),
         (plait_merge, "merge"),
