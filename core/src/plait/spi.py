@@ -5,7 +5,8 @@ the hook markers and ``Register`` callbacks, the protocol of each kind of thing 
 registers (router, merge strategy, converter, checkpoint store, loader, executor kind,
 placement, observer, the documents machinery behind ``plait.load``), the spec types and
 the build context, and the helpers every plugin shares (stores' lease and naming rules,
-lazy registration, code references, expression compilers, the caller's words in errors). Every other module of the kernel is private (``plait._*``) and may change.
+lazy registration, code references, expression compilers, the caller's words in errors).
+Every other module of the kernel is private (``plait._*``) and may change.
 
 Names are imported on first use, so ``from plait.spi import hookimpl`` in a plugin's entry
 point module costs nothing more than the hook machinery itself.

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import plait
-import plait_executors
 import plait_documents
+import plait_executors
 import plait_expr
 import plait_flow
 import plait_merge
