@@ -487,13 +487,13 @@ class Documents(Protocol):
         self,
         source: str | os.PathLike[str],
         *,
-        format: str | None,
-        executors: Mapping[str, Any] | None,
-        allow_imports: bool,
-        allow: Any,
-        agents: ModuleType | Mapping[str, Any] | None,
-        plugin_manager: PluginManager,
-        options: Mapping[str, Any],
+        format: str | None = None,
+        executors: Mapping[str, Any] | None = None,
+        allow_imports: bool = False,
+        allow: Any = None,
+        agents: ModuleType | Mapping[str, Any] | None = None,
+        plugin_manager: PluginManager | None = None,
+        **options: Any,
     ) -> Workflow:
         """A runnable workflow from a document (the arguments of :func:`load`)."""
         ...
@@ -502,13 +502,13 @@ class Documents(Protocol):
         self,
         source: str | os.PathLike[str],
         *,
-        format: str | None,
-        executors: Mapping[str, Any] | None,
-        agents: ModuleType | Mapping[str, Any] | None,
-        plugin_manager: PluginManager,
-        options: Mapping[str, Any],
+        format: str | None = None,
+        executors: Mapping[str, Any] | None = None,
+        agents: ModuleType | Mapping[str, Any] | None = None,
+        plugin_manager: PluginManager | None = None,
+        **options: Any,
     ) -> WorkflowSpec:
-        """The spec a document describes, without building it."""
+        """The spec a document describes, without building it (``plait validate``)."""
         ...
 
     def agent_names(self, executors: Mapping[str, Any]) -> AgentLookup:
@@ -571,5 +571,5 @@ def load(
         allow=allow,
         agents=agents,
         plugin_manager=manager,
-        options=options,
+        **options,
     )

@@ -228,34 +228,12 @@ def load(
     plugin_manager: Any = None,
     **options: Any,
 ) -> Workflow:
-    """A runnable workflow from a document in any installed format (what
-    :func:`plait.load` calls; the same arguments).
-
-    :param source: the document's text, or a path to it (a ``str`` is a path only when it
-        names an existing file with a known suffix).
-    :param format: the loader's name (``flow``, ``dag``, ``steps`` …); default: from the
-        file's suffix, else the loaders' own detection.
-    :param executors: Python executors or ``async def`` functions, by the names the text
-        uses — for people who load a file but write their agents in Python.
-    :param allow_imports: whether the document may name Python code to import (``python``
-        executor kind, ``{"ref": ...}`` conditions): the ``imports`` capability. Off by
-        default: a workflow file is untrusted input.
-    :param allow: the capabilities the document may use (:class:`Grants`):
-        ``"subprocess,network=api.example.com"``, a list of them, or ``"all"``. Nothing by
-        default, so a document may use only the ``executors`` passed and the pure kinds.
-    :param agents: a module whose public async functions and executors are agents the
-        document may name (what ``plait run --agents MODULE`` passes), or a mapping of
-        names to agents; last in the order names resolve in: ``executors``, the
-        document's ``agents:`` section, the agents installed plugins publish, then these.
-        Passing a module trusts that module only (it is already imported).
-    :param options: options for the loader (``merge="concat_newline"`` for a flow …).
-    :raises plait.CapabilityError: the document needs a capability not granted (checked before
-        any node is built or any code imported), each with its node and position.
-    :raises LoadError: every problem in the document, each with its position.
+    """A runnable workflow from a document in any installed format: what
+    :func:`plait.load` calls, with its arguments, errors and documentation (reading the
+    text, picking the loader, the agent names, the grants check, then
+    :meth:`plait.Workflow.from_spec`).
 
     .. versionadded:: 0.1
-    .. versionchanged:: 0.1 ``allow`` (capabilities).
-    .. versionchanged:: 0.1 ``agents``.
     """
     from plait import Workflow
     from plait.spi import load_scope
@@ -352,42 +330,8 @@ class Documents:
     .. versionadded:: 0.1
     """
 
-    def load(
-        self,
-        source: str | os.PathLike[str],
-        *,
-        format: str | None,
-        executors: Mapping[str, Any] | None,
-        allow_imports: bool,
-        allow: AllowSpec,
-        agents: ModuleType | Mapping[str, Any] | None,
-        plugin_manager: Any,
-        options: Mapping[str, Any],
-    ) -> Workflow:
-        """:func:`load` (see :func:`plait.load`)."""
-        return load(
-            source,
-            format=format,
-            executors=executors,
-            allow_imports=allow_imports,
-            allow=allow,
-            agents=agents,
-            plugin_manager=plugin_manager,
-            **options,
-        )
-
-    def load_spec(
-        self,
-        source: str | os.PathLike[str],
-        *,
-        format: str | None,
-        executors: Mapping[str, Any] | None,
-        agents: ModuleType | Mapping[str, Any] | None,
-        plugin_manager: Any,
-        options: Mapping[str, Any],
-    ) -> WorkflowSpec:
-        """:func:`load_spec`."""
-        return _load_spec(source, format, executors, agents, plugin_manager, options)[0]
+    load = staticmethod(load)
+    load_spec = staticmethod(load_spec)
 
     def agent_names(self, executors: Mapping[str, Any]) -> AgentNames:
         """The agent names of a load with only ``executors`` (a loader called without
