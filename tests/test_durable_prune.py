@@ -7,8 +7,8 @@ import uuid
 import pytest
 from durable_helpers import counting_chain
 from plait import ExecutorFailedError
-from plait._durable import SNAPSHOT_EVERY
 from plait.spi import open_store
+from plait_durable import SNAPSHOT_EVERY
 
 pytestmark = pytest.mark.anyio
 

@@ -22,9 +22,9 @@ from plait import (
     WorkflowContext,
     executor,
 )
-from plait._fingerprint import FINGERPRINT_FORMAT, fingerprint_changes
 from plait.spi import open_store
 from plait_builders import WorkflowBuilder
+from plait_durable._fingerprint import FINGERPRINT_FORMAT, fingerprint_changes
 
 pytestmark = pytest.mark.anyio
 
@@ -212,7 +212,7 @@ def test_code_whose_source_cannot_be_read_has_no_source_hash(
 ) -> None:
     import types
 
-    from plait._fingerprint import source_digest
+    from plait_durable._fingerprint import source_digest
 
     page = tmp_path / "page.md"
     page.write_text("# a page, not Python: it's `code`\n\nclass Thing:\n    '\n")

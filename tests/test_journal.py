@@ -18,8 +18,9 @@ from plait import (
     WorkflowContext,
     executor,
 )
-from plait.spi import CheckpointStore, EventJournal, JournalEvent, read_journal
+from plait.spi import CheckpointStore
 from plait_builders import WorkflowBuilder
+from plait_durable import EventJournal, JournalEvent, read_journal
 from plait_stores import FileCheckpointStore, MemoryCheckpointStore, SqliteCheckpointStore
 
 pytestmark = pytest.mark.anyio
@@ -187,14 +188,14 @@ def test_journal_events_refuse_what_they_do_not_know() -> None:
 
 async def test_a_run_without_journal_builds_nothing_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """Off means free: no journal observer, no store wrapper, no event object."""
-    import plait._journal
-    import plait._runindex
+    import plait_durable._journal
+    import plait_durable._runindex
 
     made: list[str] = []
     for module, name in (
-        (plait._journal, "RunJournal"),
-        (plait._journal, "JournaledStore"),
-        (plait._runindex, "JournalEvent"),
+        (plait_durable._journal, "RunJournal"),
+        (plait_durable._journal, "JournaledStore"),
+        (plait_durable._runindex, "JournalEvent"),
     ):
         cls = getattr(module, name)
         original = cls.__init__

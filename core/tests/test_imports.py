@@ -107,4 +107,4 @@ def test_the_runner_does_not_depend_on_the_workflow() -> None:
         if module not in seen:
             seen.add(module)
             todo.extend(graph.get(module, ()))
-    assert "plait._workflow" not in seen and "plait._durable" not in seen
+    assert "plait._workflow" not in seen

@@ -10,13 +10,20 @@ annotation is a dependency of the design too). From the bottom:
 3. **spec** — the workflow IR and references to code, the router and merge-strategy
    protocols.
 4. **plugins** — hook specifications, registries and plugin loading, converters, the
-   checkpoint store protocol (records, leases, run listing) and its helpers, the build
-   context, executor kinds and the loader protocol, rebuilding executors from a spec.
-5. **engine** — the compiled graph, the runner, observation, the codec, checkpointing,
-   resuming, the workflow fingerprint.
-6. **workflow** — ``Workflow``, its placements and event streams, ``plait.load`` (a thin
-   call into the documents plugin's seam), and the two public surfaces (``plait``,
-   ``plait.spi``).
+   checkpoint and blob store protocols (records, leases, run listing) and the store
+   authors' helpers, the build context, executor kinds and the loader protocol,
+   rebuilding executors from a spec.
+5. **engine** — the compiled graph, the runner (with its commit seam), observation, the
+   codec.
+6. **workflow** — ``Workflow``, the durability protocol it calls, its placements and event
+   streams, ``plait.load`` (a thin call into the documents plugin's seam), and the two
+   public surfaces (``plait``, ``plait.spi``).
+
+Durable runs — checkpointing, resuming, content-addressed values, the workflow
+fingerprint, stored-run views — are not here: they ship as the ``plait-durable`` plugin,
+which ``Workflow`` reaches through the ``durability`` registry, never by an import. Nor
+are workflow documents — reading them, agent names, capabilities and grants: they ship as
+``plait-documents``, which ``plait.load`` reaches through the ``documents`` registry.
 
 Inside a layer, the imports form no cycle either, and the runner's import closure — every
 kernel module a superstep can reach — is the engine's core only: never plugin loading, the
@@ -45,13 +52,11 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "spec": ("_refs", "_spec", "_routing", "_build"),
     "plugins": (
         "_hookspecs", "_registry", "_loading", "_plugins", "_expressions",
-        "_chains", "_convert", "_checkpoint", "_blobs", "_runview", "_runindex",
-        "_journal",
-        "_stores", "_rebuild", "_building",
+        "_chains", "_convert", "_checkpoint", "_stores", "_rebuild",
+        "_building",
     ),
     "engine": (
         "_graph", "_attempts", "_observe", "_runner", "_pipeline", "_watch", "_codec",
-        "_fingerprint", "_checkpointer", "_resume", "_durable",
     ),
     "workflow": ("_workflow", "_placement", "_streaming", "__init__", "spi"),
 }  # fmt: skip
@@ -99,37 +104,55 @@ def test_no_import_goes_up_a_layer_but_the_listed_debts() -> None:
     assert UPWARD - upward == set(), "a debt is paid: strike it from UPWARD"
 
 
-def _not_allowed(module: str, own: str) -> bool:
-    """Whether a plugin whose package is ``own`` may not import ``module``: of the kernel,
-    only ``plait`` and ``plait.spi``; of another plugin, only its public package (never a
-    private ``plait_x._module``)."""
-    if module.startswith("plait."):
-        return module != "plait.spi"
-    package, _, rest = module.partition(".")
-    return package.startswith("plait_") and package != own and rest.startswith("_")
+def _first_party_packages(root: Path) -> dict[str, Path]:
+    """Import name -> source directory of every first-party and contrib plugin package."""
+    return {
+        package.name: package
+        for package in [*root.glob("plugins/*/src/*"), *root.glob("contrib/*/src/*")]
+        if package.is_dir() and (package / "__init__.py").exists()
+    }
 
 
-def test_plugins_import_only_plait_and_plait_spi() -> None:
+def _not_allowed(module: str, own: str, packages: set[str]) -> bool:
+    """Whether a plugin of package ``own`` may not import ``module``: it may import
+    ``plait`` and ``plait.spi``, itself, and other plugins' public modules (no ``_`` part)."""
+    head, *rest = module.split(".")
+    if head == "plait":
+        return module != "plait.spi" and bool(rest)
+    if head == own or head not in packages:
+        return False
+    return any(part.startswith("_") for part in rest)
+
+
+def test_plugins_import_only_plait_plait_spi_and_public_plugin_modules() -> None:
     root = PACKAGE.parents[2]
+    packages = _first_party_packages(root)
     found: set[str] = set()
-    for source in [*root.glob("plugins/*/src/**/*.py"), *root.glob("contrib/*/src/**/*.py")]:
-        own = source.relative_to(root).parts[3]  # plugins/<dist>/src/<package>/...
-        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                if _not_allowed(node.module, own):
-                    found.add(f"{source.relative_to(root)}: {node.module}")
-            elif isinstance(node, ast.Import):
-                names = [a.name for a in node.names if _not_allowed(a.name, own)]
-                found.update(f"{source.relative_to(root)}: {n}" for n in names)
+    for own, directory in packages.items():
+        for source in directory.rglob("*.py"):
+            for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    modules = [node.module]
+                elif isinstance(node, ast.Import):
+                    modules = [alias.name for alias in node.names]
+                else:
+                    continue
+                found.update(
+                    f"{source.relative_to(root)}: {module}"
+                    for module in modules
+                    if _not_allowed(module, own, set(packages))
+                )
     assert found == set()
 
 
-def test_the_import_rule_can_fail() -> None:
-    assert _not_allowed("plait._runner", "plait_flow")
-    assert _not_allowed("plait_documents._load", "plait_flow")
-    assert not _not_allowed("plait_documents._load", "plait_documents")
-    assert not _not_allowed("plait_documents", "plait_flow")
-    assert not _not_allowed("plait.spi", "plait_flow")
+def test_the_plugin_import_rule_can_fail() -> None:
+    packages = {"plait_durable", "plait_ui"}
+    assert _not_allowed("plait._runner", "plait_ui", packages)
+    assert _not_allowed("plait_durable._blobs", "plait_ui", packages)
+    assert not _not_allowed("plait_durable", "plait_ui", packages)
+    assert not _not_allowed("plait.spi", "plait_ui", packages)
+    assert not _not_allowed("plait_ui._app", "plait_ui", packages)
+    assert _not_allowed("plait_documents._load", "plait_flow", {"plait_documents"})
 
 
 def kernel_graph() -> dict[str, set[str]]:

@@ -78,8 +78,9 @@ def test_building_a_workflow_imports_nothing_that_only_running_needs() -> None:
             await ctx.yield_output(x)
 
         workflow = WorkflowBuilder().add_edge(a, b).set_start(a).build()
-        running = ["plait._runner", "plait._durable", "plait._codec", "plait._streaming",
-                   "plait._resume", "plait._checkpoint", "plait._events", "asyncio"]
+        running = ["plait._runner", "plait_durable._durable", "plait._codec",
+                   "plait._streaming", "plait_durable._resume", "plait._checkpoint",
+                   "plait._events", "asyncio"]
         before = sorted(set(running) & set(sys.modules))
         result = workflow.run_sync(1)
         print(json.dumps({"before": before, "outputs": result.outputs,

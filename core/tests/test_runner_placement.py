@@ -15,7 +15,7 @@ PACKAGE = Path(plait.__file__).parent
 
 def test_importing_the_runner_imports_no_placement_code() -> None:
     code = (
-        "import sys, plait._runner, plait._durable; "
+        "import sys, plait._runner, plait_durable._durable; "
         "print(sorted(m for m in sys.modules if m.startswith('plait')))"
     )
     done = subprocess.run(
@@ -45,7 +45,14 @@ def _imported(path: Path) -> set[str]:
 def test_the_run_path_imports_no_placement_and_the_kernel_no_remote_encoding() -> None:
     # the round trip (encode, rebuild on a worker, replay) is plait_ray.remote's
     assert not (PACKAGE / "_remote.py").exists() and not (PACKAGE / "remote.py").exists()
-    for name in ("_runner.py", "_durable.py", "_attempts.py", "_graph.py", "_checkpointer.py"):
-        imported = _imported(PACKAGE / name)
-        assert "plait._placement" not in imported, name
-        assert not {m for m in imported if "remote" in m}, name
+    import plait_durable
+
+    durable = Path(plait_durable.__file__).parent
+    for path in (
+        *(PACKAGE / name for name in ("_runner.py", "_attempts.py", "_graph.py")),
+        *(durable / name for name in ("_durable.py", "_checkpointer.py")),
+    ):
+        imported = _imported(path)
+        assert "plait._placement" not in imported, path.name
+        assert "plait.spi.Placement" not in imported, path.name
+        assert not {m for m in imported if "remote" in m}, path.name

@@ -22,7 +22,8 @@ from typing import Any
 
 import anyio
 import pytest
-from plait.spi import blob_refs, open_store, resolve_state
+from plait.spi import open_store
+from plait_durable import blob_refs, resolve_state
 from test_crash_resume import _latest_superstep
 
 GROWING = Path(__file__).with_name("growing.py")

@@ -42,7 +42,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
@@ -52,6 +52,7 @@ from ._errors import CheckpointError, CorruptCheckpointError, RunLeaseError
 __all__ = [
     "CORRUPT",
     "FORMAT_VERSION",
+    "BlobStore",
     "Checkpoint",
     "dump_json",
     "load_json",
@@ -401,6 +402,42 @@ class CheckpointStore(Protocol):
 #: What ``plait_register_checkpoint_stores`` registers under a URL scheme:
 #: a callable taking the whole URL and returning a store.
 CheckpointStoreFactory = Callable[[str], CheckpointStore]
+
+
+@runtime_checkable
+class BlobStore(Protocol):
+    """What a :class:`~plait.spi.CheckpointStore` adds to keep blobs (optional: a store
+    without it keeps every value inline, as before).
+
+    Blobs belong to a run and are keyed by the SHA-256 (hex) of their bytes. ``save`` and
+    ``save_many`` take the checkpoint's new blobs (put many) and write them in the same
+    transaction as the checkpoint, or, where a store has no transactions, before the
+    write that commits the checkpoint: a crash leaves at worst a blob nothing references,
+    never a checkpoint whose blob is missing. Saving a blob the run has already is a
+    no-op. ``prune`` and ``delete_run`` remove the run's blobs that no remaining
+    checkpoint reaches (``plait_durable.unreferenced``).
+
+    .. versionadded:: 0.1
+    """
+
+    async def save(
+        self, checkpoint: Checkpoint, *, lease: Any = None, blobs: Mapping[str, bytes] = ...
+    ) -> None:
+        """Save ``checkpoint`` and ``blobs`` (hash -> bytes) atomically, as above."""
+        ...
+
+    async def get_blobs(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
+        """The blobs of ``run_id`` among ``hashes`` (get many); one that is missing is left
+        out (the caller names it). The caller verifies each against its hash."""
+        ...
+
+    async def blob_hashes(self, run_id: str) -> Collection[str]:
+        """The hashes of every blob ``run_id`` holds (what prune's sweep and tests count)."""
+        ...
+
+    # Optional, for stores where a round trip is dear: ``async get_blob_closure(run_id,
+    # hashes)`` returns those blobs and every blob they reach (``plait_durable.child_refs`` kept
+    # beside each blob), so a resume reads a whole tree in one round trip.
 
 
 def open_store(url: str) -> CheckpointStore:

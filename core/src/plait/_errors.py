@@ -520,7 +520,7 @@ class TopologyMismatchError(CheckpointError):
 class WorkflowChangedError(TopologyMismatchError):
     """A checkpoint was taken on the same graph but a different workflow: a node's kind,
     config, code (its source), policies or types, an edge's options, or the declared
-    types changed (see :mod:`plait.fingerprint`). ``changes`` lists each, as the message
+    types changed (see plait-durable's fingerprint). ``changes`` lists each, as the message
     does. ``accept_changes=True`` (``plait resume --accept-changes``) resumes anyway.
 
     .. versionadded:: 0.1

@@ -234,6 +234,23 @@ def plait_register_placements(register: Register) -> None:
 
 
 @hookspec
+def plait_register_durability(register: Register) -> None:
+    """Register what makes runs durable (see :class:`plait.spi.Durability`).
+
+    :meth:`plait.Workflow.run` with ``checkpoint=``, :meth:`~plait.Workflow.resume`,
+    :meth:`~plait.Workflow.pending_requests` and :attr:`~plait.Workflow.fingerprint` call the
+    durability registered as ``"checkpoints"``: it writes checkpoints through the runner's
+    commit seam (:class:`plait.spi.RunCommit`), and rebuilds runs from them. ``plait-durable``
+    registers it; without it, those calls fail naming the distribution to install.
+
+    :param register: ``register("checkpoints", durability, replaces=None)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
 def plait_register_commands(cli: Any) -> None:
     """Add sub-commands to the ``plait`` command-line interface.
 

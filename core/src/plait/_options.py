@@ -181,7 +181,7 @@ class RunOptions:
         canonical order: the executors' rank in the graph, then the order of their
         writes). Without one, two executors writing one key in one superstep is a
         :class:`~plait.SharedStateConflictError`.
-    :param journal: write the run's event journal (:class:`plait.spi.EventJournal`): when
+    :param journal: write the run's event journal (:class:`plait_durable.EventJournal`): when
         each invocation started and ended, its attempts, retries, timeouts and errors, saved
         with each superstep's checkpoint; what ``plait ui`` draws as a Gantt. Needs
         ``checkpoint`` on a store that keeps a journal. Off by default, and then free.

@@ -118,6 +118,10 @@ KINDS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "plait_register_expression_languages": ("expression_language", _has("compile")),
     "plait_register_exporters": ("exporter", _has("export")),
     "plait_register_placements": ("placement", _has("invoke")),
+    "plait_register_durability": (
+        "durability",
+        _has("run", "load", "restore", "snapshot", "pending_requests", "fingerprint"),
+    ),
 }
 KIND_NAMES = [kind for kind, _ in KINDS.values()]
 
@@ -136,6 +140,7 @@ FIRST_PARTY: dict[str, dict[str, str]] = {
     "plait-llm": {"executor_kind": "agent"},
     "plait-ray": {"placement": "ray"},
     "plait-documents": {"documents": "documents"},
+    "plait-durable": {"durability": "checkpoints"},
 }
 _PROVIDER = {
     (kind, name): distribution

@@ -20,7 +20,7 @@ import asyncio
 import sys
 from collections.abc import Awaitable, Callable
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.lowlevel
@@ -51,7 +51,7 @@ from ._types import type_name
 if TYPE_CHECKING:
     from ._graph import CompiledGraph
 
-__all__ = ["RunOptions", "RunState", "PendingRequest", "Runner"]
+__all__ = ["RunCommit", "RunOptions", "RunState", "PendingRequest", "Runner"]
 
 
 #: (executor id, its messages, a limiter for concurrent messages, index of the first,
@@ -63,8 +63,32 @@ Job = tuple[str, list[Any], "anyio.CapacityLimiter | None", int, "RunState | Eff
 _YIELD_EVERY = 32
 
 
+class RunCommit(Protocol):
+    """The runner's commit seam: what a durable run (``plait-durable``'s checkpointer) is
+    told at each barrier, so that it can make the run's progress durable. The runner calls
+    it; it never replaces a method of the runner.
+
+    .. versionadded:: 0.1
+    """
+
+    async def after_superstep(self, runner: Runner, inbox: Inbox) -> None:
+        """A superstep committed: its effects are applied and ``inbox`` holds the next
+        superstep's deliveries (``runner.last_ran`` the deliveries that just ran)."""
+
+    async def after_cut(self, pipeline: Any, status: str) -> bool:
+        """The pipelined schedule reached a consistent cut (see :mod:`plait._pipeline`);
+        ``True`` when a checkpoint of it was taken."""
+
+    async def before_retry(self, key: str, attempt: int) -> None:
+        """An invocation (``key``) is about to be retried after ``attempt`` failed."""
+
+
 class Runner:
-    """Runs one run of a compiled graph to the end (or the first failure)."""
+    """Runs one run of a compiled graph to the end (or the first failure).
+
+    :param commit: the commit seam of a durable run (:class:`RunCommit`), called at each
+        superstep's barrier, at each consistent cut and before each retry.
+    """
 
     def __init__(
         self,
@@ -73,13 +97,13 @@ class Runner:
         state: RunState,
         *,
         live: bool,
-        on_superstep: Callable[[Runner, Inbox], Any] | None = None,
+        commit: RunCommit | None = None,
     ) -> None:
         self.graph = graph
         self.options = options
         self.state = state
         self.live = live  # yield to the consumer every superstep
-        self.on_superstep = on_superstep
+        self.on_superstep: Callable[[Runner, Inbox], Awaitable[None]] | None = None
         self.stop = options.stop  # asked at each superstep boundary (see RunOptions.stop)
         self.remaining: Inbox = {}  # the deliveries left when a stop was asked for
         self.failures: list[BaseException] = []
@@ -108,6 +132,10 @@ class Runner:
         self.pipelined = options.schedule == "pipelined" and options.max_lead != 0
         #: writes a pipelined run's cuts (set by a checkpointed run)
         self.on_cut: Callable[[Any, str], Awaitable[bool]] | None = None
+        if commit is not None:  # the seams a durable run commits at
+            self.on_superstep = commit.after_superstep
+            self.on_retry = commit.before_retry
+            self.on_cut = commit.after_cut
         self.current: Inbox = {}  # the deliveries of the running superstep
         self.last_ran: Inbox = {}  # the deliveries of the superstep that just finished
         self.global_limiter = (

@@ -21,7 +21,6 @@ import attrs
 from ._building import DOCUMENTS, AgentLookup, BuildContext
 from ._errors import CheckpointError, PlaitError, WorkflowRunError, WorkflowValidationError
 from ._executor import Executor
-from ._fingerprint import fingerprint_of
 from ._graph import CompiledGraph
 from ._options import RunOptions
 from ._placement import place, placement_of
@@ -35,13 +34,82 @@ if TYPE_CHECKING:
 
     from anyio.abc import TaskGroup
 
-    from ._checkpoint import CheckpointStore
-    from ._events import WorkflowEvent, WorkflowRunResult
+    from ._checkpoint import Checkpoint, CheckpointStore
+    from ._events import RunStatus, WorkflowEvent, WorkflowRunResult
     from ._routing import EdgeRunner
     from ._state import PendingRequest, RunState
     from ._streaming import EventStream
 
-__all__ = ["Documents", "Workflow", "load", "with_placement"]
+__all__ = ["DURABILITY", "Documents", "Durability", "Workflow", "load", "with_placement"]
+
+#: The name the durability a workflow's durable calls use is registered under.
+DURABILITY = "checkpoints"
+
+
+@runtime_checkable
+class Durability(Protocol):
+    """What makes runs durable: writing checkpoints during a run, and rebuilding a run from
+    them. The kernel runs supersteps; a durability plugin (``plait-durable``) registers one
+    of these as ``"checkpoints"`` (``plait_register_durability``), and :class:`Workflow`
+    calls it for ``run(checkpoint=...)``, :meth:`~Workflow.resume`,
+    :meth:`~Workflow.pending_requests`, :attr:`~Workflow.fingerprint` and a nested
+    workflow's wait for outside input. It checkpoints through the runner's commit seam
+    (:class:`~plait.spi.RunCommit`).
+
+    .. versionadded:: 0.1
+    """
+
+    def fingerprint(self, graph: CompiledGraph) -> Mapping[str, Any]:
+        """The workflow's fingerprint as its checkpoints record it (JSON-ready)."""
+        ...
+
+    async def run(
+        self,
+        graph: CompiledGraph,
+        state: RunState,
+        inbox: dict[str, list[Any]],
+        opts: RunOptions,
+        *,
+        live: bool,
+        parent_id: str | None,
+    ) -> RunStatus:
+        """Run to the end from ``inbox``, writing checkpoints to ``opts.checkpoint`` as
+        ``opts.durability`` says; ``parent_id`` is the checkpoint a resumed run goes on
+        from."""
+        ...
+
+    async def load(
+        self, store: CheckpointStore, id: str, graph: CompiledGraph, accept_changes: bool
+    ) -> tuple[Checkpoint, Any]:
+        """The checkpoint to resume run (or checkpoint) ``id`` from, and its state as
+        :meth:`restore` takes it; checks the graph's topology and fingerprint."""
+        ...
+
+    def restore(
+        self,
+        graph: CompiledGraph,
+        state: RunState,
+        data: Any,
+        responses: Mapping[str, Any],
+    ) -> dict[str, list[Any]]:
+        """Rebuild ``state`` from ``data`` and deliver ``responses`` (answers to pending
+        requests, by request id); the next superstep's deliveries."""
+        ...
+
+    def snapshot(self, graph: CompiledGraph, state: RunState, status: str) -> Any:
+        """The state of a run that ended ``status`` as JSON-ready data :meth:`restore`
+        takes."""
+        ...
+
+    async def pending_requests(
+        self,
+        graph: CompiledGraph,
+        id: str,
+        checkpoint: str | CheckpointStore,
+        accept_changes: bool,
+    ) -> list[PendingRequest]:
+        """The requests stored run (or checkpoint) ``id`` waits for."""
+        ...
 
 
 class Workflow:
@@ -159,7 +227,20 @@ class Workflow:
 
         .. versionadded:: 0.1
         """
-        return dict(json.loads(json.dumps(fingerprint_of(self._graph))))
+        fingerprint = self._durability("Workflow.fingerprint").fingerprint(self._graph)
+        return dict(json.loads(json.dumps(fingerprint)))
+
+    def _durability(self, what: str) -> Durability:
+        """The installed durability (``plait-durable``), for ``what``.
+
+        :raises UnknownNameError: none is installed, naming the distribution to install.
+        """
+        found: Durability = self._manager.registry("durability").get(DURABILITY, what=what)
+        return found
+
+    def _durability_for(self, opts: RunOptions, what: str) -> Durability | None:
+        """The durability a run with ``opts`` needs: none without a checkpoint store."""
+        return None if opts.checkpoint is None else self._durability(what)
 
     def placement_of(self, executor_id: str) -> str:
         """Where ``executor_id``'s invocations run: ``local`` for an executor marked
@@ -244,10 +325,13 @@ class Workflow:
         from ._state import RunState, new_run_id
 
         opts = RunOptions.from_kwargs(self._spec.options, options)
+        durability = self._durability_for(opts, "Workflow.run(checkpoint=...)")
         events: list[WorkflowEvent] = []
         state = RunState(opts.run_id or new_run_id(), opts.on_event or events.append)
         inbox = {self._spec.start: [message]}
-        result = await self._execute(state, inbox, opts, detail=opts.events == "all")
+        result = await self._execute(
+            state, inbox, opts, detail=opts.events == "all", durability=durability
+        )
         result.events = events
         return self._finish(result, opts)
 
@@ -268,17 +352,18 @@ class Workflow:
         :param responses: answers to pending requests, by request id. A response of the
             wrong type raises :class:`~plait.ResponseTypeError` and changes nothing.
         :param accept_changes: resume though the workflow changed since the checkpoint (else
-            :class:`~plait.WorkflowChangedError`; see :mod:`plait.fingerprint`).
+            :class:`~plait.WorkflowChangedError`; see plait-durable's fingerprint).
         :raises TopologyMismatchError: the checkpoint was taken on a different graph.
         :raises CheckpointNotFoundError: no such run or checkpoint.
         """
-        from ._durable import resolve_store
-        from ._resume import answer_requests, load_run, restore_state
+        from ._checkpoint import open_store
         from ._state import RunState
 
-        checkpoint_store, opened = await resolve_store(checkpoint)
+        durability = self._durability("Workflow.resume()")
+        opened = isinstance(checkpoint, str)
+        checkpoint_store = open_store(checkpoint) if isinstance(checkpoint, str) else checkpoint
         try:
-            found, data = await load_run(checkpoint_store, id, self._graph, accept_changes)
+            found, data = await durability.load(checkpoint_store, id, self._graph, accept_changes)
             opts = RunOptions.from_kwargs(
                 self._spec.options,
                 {**options, "checkpoint": checkpoint_store, "run_id": found.run_id},
@@ -287,10 +372,14 @@ class Workflow:
             state = RunState(found.run_id, opts.on_event or events.append)
             state.superstep = found.superstep
             state.observed = found.metadata.get("observers")
-            inbox = restore_state(self._graph, state, data)
-            answer_requests(state, inbox, responses or {}, self._graph)
+            inbox = durability.restore(self._graph, state, data, responses or {})
             result = await self._execute(
-                state, inbox, opts, detail=opts.events == "all", parent_id=found.checkpoint_id
+                state,
+                inbox,
+                opts,
+                detail=opts.events == "all",
+                parent_id=found.checkpoint_id,
+                durability=durability,
             )
         finally:
             if opened:
@@ -304,9 +393,8 @@ class Workflow:
         """The requests a stored run waits for (from its latest checkpoint, or checkpoint
         ``id``), without resuming it; raises as :meth:`resume` does (``accept_changes``:
         as :meth:`resume`'s)."""
-        from ._durable import stored_requests
-
-        return await stored_requests(self._graph, id, checkpoint, accept_changes)
+        durability = self._durability("Workflow.pending_requests()")
+        return await durability.pending_requests(self._graph, id, checkpoint, accept_changes)
 
     async def _nested_run(
         self,
@@ -317,10 +405,9 @@ class Workflow:
     ) -> tuple[WorkflowRunResult, dict[str, Any] | None]:
         """One run for a nested workflow's executor: start on ``message``, or continue
         ``saved`` with ``responses``. A run that ends waiting for outside input also gives its
-        state as JSON-ready data (a checkpoint body) for the outer executor's state."""
-        from ._checkpointer import Checkpointer
+        state as JSON-ready data (a checkpoint body, made by the installed durability) for
+        the outer executor's state."""
         from ._events import RunStatus
-        from ._resume import answer_requests, restore_state
         from ._state import RunState, new_run_id
 
         opts = RunOptions.from_kwargs(self._spec.options, {"raise_on_failure": False})
@@ -330,15 +417,15 @@ class Workflow:
         else:
             state = RunState(saved["run_id"], None)
             state.superstep = saved["superstep"]
-            inbox = restore_state(self._graph, state, saved["state"])
-            answer_requests(state, inbox, responses or {}, self._graph)
-        result = await self._execute(state, inbox, opts, detail=False)
+            restoring = self._durability("a nested workflow answered")
+            inbox = restoring.restore(self._graph, state, saved["state"], responses or {})
+        checkpointing = self._durability_for(opts, "a nested workflow's checkpoint option")
+        result = await self._execute(state, inbox, opts, detail=False, durability=checkpointing)
         if result.status is not RunStatus.IDLE_WITH_PENDING_REQUESTS:
             return result, None
-        body = Checkpointer(None, self._graph, mode="exit").take(
-            state, {}, list(state.executor_state), result.status.value
-        )
-        return result, {"run_id": state.run_id, "superstep": state.superstep, "state": body.state}
+        keeping = self._durability("a nested workflow waiting for input")
+        body = keeping.snapshot(self._graph, state, result.status.value)
+        return result, {"run_id": state.run_id, "superstep": state.superstep, "state": body}
 
     def stream(
         self, message: Any, *, task_group: TaskGroup | None = None, **options: Any
@@ -357,11 +444,14 @@ class Workflow:
         from ._streaming import EventStream
 
         opts = RunOptions.from_kwargs(self._spec.options, options)
+        durability = self._durability_for(opts, "Workflow.stream(checkpoint=...)")
         inbox = {self._spec.start: [message]}
         detail = opts.events != "lifecycle"
 
         def start(state: RunState) -> Awaitable[WorkflowRunResult]:
-            return self._execute(state, inbox, opts, detail=detail, live=True)
+            return self._execute(
+                state, inbox, opts, detail=detail, live=True, durability=durability
+            )
 
         return EventStream(start, functools.partial(self._finish, opts=opts), opts, task_group)
 
@@ -382,6 +472,7 @@ class Workflow:
         detail: bool,
         live: bool = False,
         parent_id: str | None = None,
+        durability: Durability | None = None,
     ) -> WorkflowRunResult:
         from ._events import RunFinished, RunStarted, RunStatus, WorkflowRunResult
         from ._runner import Runner
@@ -401,15 +492,13 @@ class Workflow:
         error: PlaitError | None = None
         status = RunStatus.FAILED
         try:
-            if opts.checkpoint is None:
+            if durability is None:
                 runner = Runner(self._graph, opts, state, live=live)
                 if opts.watch is not None:  # a display that looks at the run at its own pace
                     opts.watch(RunWatch(runner, self.name))
                 status = await runner.run(inbox)
             else:
-                from ._durable import run_checkpointed
-
-                status = await run_checkpointed(
+                status = await durability.run(
                     self._graph, state, inbox, opts, live=live, parent_id=parent_id
                 )
         except (WorkflowRunError, CheckpointError) as exc:

@@ -3,10 +3,11 @@
 ``plait`` is for people who write workflows; ``plait.spi`` is for people who extend Plait:
 the hook markers and ``Register`` callbacks, the protocol of each kind of thing a plugin
 registers (router, merge strategy, converter, checkpoint store, loader, executor kind,
-placement, observer, the documents machinery behind ``plait.load``), the spec types and
-the build context, and the helpers every plugin shares (stores' lease and naming rules,
-lazy registration, code references, expression compilers, the caller's words in errors).
-Every other module of the kernel is private (``plait._*``) and may change.
+placement, observer, durability — with the runner's commit seam it drives —, the
+documents machinery behind ``plait.load``), the spec types and the build context, and the
+helpers every plugin shares (stores' lease and naming rules, lazy registration, code
+references, expression compilers, the caller's words in errors). Every other module of
+the kernel is private (``plait._*``) and may change.
 
 Names are imported on first use, so ``from plait.spi import hookimpl`` in a plugin's entry
 point module costs nothing more than the hook machinery itself.
@@ -20,18 +21,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._blobs import (
-        BlobStore,
-        BlobWriter,
-        blob_hash,
-        blob_refs,
-        child_refs,
-        externalize_state,
-        has_blobs,
-        resolve_state,
-        unreferenced,
-        unreferenced_by,
-    )
     from ._build import (
         Problems,
         SpecBuilder,
@@ -45,6 +34,7 @@ if TYPE_CHECKING:
     from ._building import AgentLookup, BuildContext, ExecutorKind, Loader
     from ._checkpoint import (
         CORRUPT,
+        BlobStore,
         Checkpoint,
         CheckpointInfo,
         CheckpointStore,
@@ -55,12 +45,20 @@ if TYPE_CHECKING:
         check_runs_limit,
         decode_checkpoint,
         encode_checkpoint,
+        error_summary,
         lost_error,
         open_store,
         prune_plan,
         released,
     )
-    from ._codec import declared_types, decode_value, encode_value, type_ref
+    from ._codec import (
+        DecodeError,
+        EncodeError,
+        declared_types,
+        decode_value,
+        encode_value,
+        type_ref,
+    )
     from ._context import DELETED, RunScope
     from ._convert import (
         CattrsHooks,
@@ -72,7 +70,6 @@ if TYPE_CHECKING:
         converter_graph,
         message_converter,
     )
-    from ._durable import resolve_store
     from ._errors import cli_wording, grant_text, is_cli, spell
     from ._executor import Handler
     from ._expressions import (
@@ -84,8 +81,9 @@ if TYPE_CHECKING:
     )
     from ._graph import CompiledGraph
     from ._hookspecs import Register, hookimpl
-    from ._observer import Invocation, RunObserver
+    from ._observer import Invocation, RunObserver, combine
     from ._options import RunOptions
+    from ._pipeline import decode_cut
     from ._placement import Placement
     from ._plugins import (
         ENTRY_POINT_GROUP,
@@ -107,31 +105,9 @@ if TYPE_CHECKING:
     )
     from ._registry import lazy, lazy_exports
     from ._routing import Delivery, EdgeRunner, MergeStrategy, Router, RouterEnv
-    from ._runindex import (
-        DEFAULT_PAGE,
-        JOURNAL_KINDS,
-        MAX_JOURNAL_PAGE,
-        RUN_COLUMNS,
-        CheckpointView,
-        EventJournal,
-        JournalEvent,
-        RunIndex,
-        RunPage,
-        RunQuery,
-        RunSummary,
-        check_journal_read,
-        checkpoint_view,
-        diff_views,
-        fork_run,
-        list_runs,
-        page_of_rows,
-        page_sql,
-        parse_int_cursor,
-        read_journal,
-    )
-    from ._runview import EDITABLE
+    from ._runner import RunCommit, Runner
     from ._spec import spec_converter
-    from ._state import PendingRequest
+    from ._state import PendingRequest, RunState
     from ._stores import (
         INFO_FIELDS,
         CheckpointStoreBase,
@@ -144,11 +120,21 @@ if TYPE_CHECKING:
         take_lease,
         where,
     )
-    from ._types import is_assignable, is_instance, type_name
+    from ._types import is_assignable, is_instance, main_module_name, type_name
     from ._watch import RunWatch
-    from ._workflow import Documents, with_placement
+    from ._workflow import Documents, Durability, with_placement
 
 __all__ = [
+    "Durability",
+    "RunCommit",
+    "Runner",
+    "RunState",
+    "EncodeError",
+    "DecodeError",
+    "main_module_name",
+    "combine",
+    "error_summary",
+    "decode_cut",
     "AgentLookup",
     "Documents",
     "cli_wording",
@@ -156,22 +142,18 @@ __all__ = [
     "spell",
     "CORRUPT",
     "BlobStore",
-    "BlobWriter",
     "DELETED",
     "CattrsHooks",
     "Checkpoint",
     "CheckpointInfo",
     "CheckpointStore",
     "CheckpointStoreBase",
-    "CheckpointView",
     "CompiledExpression",
     "CompiledGraph",
     "CompiledTemplate",
     "Converter",
     "ConverterGraph",
-    "DEFAULT_PAGE",
     "Delivery",
-    "EDITABLE",
     "ENTRY_POINT_GROUP",
     "EdgeRunner",
     "ExecutorKind",
@@ -191,24 +173,13 @@ __all__ = [
     "PluginInfo",
     "PluginManager",
     "Problems",
-    "RUN_COLUMNS",
     "Register",
     "Registry",
     "Router",
     "RouterEnv",
-    "RunIndex",
-    "check_journal_read",
-    "read_journal",
-    "JournalEvent",
-    "EventJournal",
-    "MAX_JOURNAL_PAGE",
-    "JOURNAL_KINDS",
     "RunInfo",
     "RunObserver",
     "RunOptions",
-    "RunPage",
-    "RunQuery",
-    "RunSummary",
     "RunScope",
     "RunWatch",
     "SpecBuilder",
@@ -217,18 +188,9 @@ __all__ = [
     "as_executor",
     "build_executors",
     "callable_spec",
-    "blob_hash",
-    "blob_refs",
     "check_config",
     "check_keep_last",
-    "child_refs",
-    "externalize_state",
-    "has_blobs",
-    "resolve_state",
-    "unreferenced",
-    "unreferenced_by",
     "check_runs_limit",
-    "checkpoint_view",
     "code_ref",
     "compile_expression",
     "compile_template",
@@ -239,13 +201,11 @@ __all__ = [
     "decode_checkpoint",
     "decode_value",
     "did_you_mean",
-    "diff_views",
     "duplicate_error",
     "edge_group_id",
     "encode_checkpoint",
     "encode_value",
     "expression_spec",
-    "fork_run",
     "grant_text",
     "hookimpl",
     "import_ref",
@@ -256,21 +216,16 @@ __all__ = [
     "json_pointer",
     "lazy",
     "lazy_exports",
-    "list_runs",
     "load_scope",
     "lost_error",
     "message_converter",
     "nonportable_reason",
     "open_store",
-    "page_of_rows",
-    "page_sql",
     "parse_age",
-    "parse_int_cursor",
     "problem_order",
     "prune_plan",
     "redact_url",
     "released",
-    "resolve_store",
     "run_info",
     "set_plugin_manager",
     "spec_converter",
@@ -283,6 +238,16 @@ __all__ = [
 
 #: Where each name lives.
 _HOME = {
+    "Durability": "_workflow",
+    "RunCommit": "_runner",
+    "Runner": "_runner",
+    "RunState": "_state",
+    "EncodeError": "_codec",
+    "DecodeError": "_codec",
+    "main_module_name": "_types",
+    "combine": "_observer",
+    "error_summary": "_checkpoint",
+    "decode_cut": "_pipeline",
     "AgentLookup": "_building",
     "Documents": "_workflow",
     "cli_wording": "_errors",
@@ -291,30 +256,18 @@ _HOME = {
     "CORRUPT": "_checkpoint",
     "dump_json": "_checkpoint",
     "load_json": "_checkpoint",
-    "BlobStore": "_blobs",
-    "BlobWriter": "_blobs",
-    "blob_hash": "_blobs",
-    "blob_refs": "_blobs",
-    "child_refs": "_blobs",
-    "externalize_state": "_blobs",
-    "has_blobs": "_blobs",
-    "resolve_state": "_blobs",
-    "unreferenced": "_blobs",
-    "unreferenced_by": "_blobs",
+    "BlobStore": "_checkpoint",
     "CattrsHooks": "_convert",
     "Checkpoint": "_checkpoint",
     "CheckpointInfo": "_checkpoint",
     "CheckpointStore": "_checkpoint",
     "CheckpointStoreBase": "_stores",
-    "CheckpointView": "_runindex",
     "CompiledExpression": "_expressions",
     "CompiledGraph": "_graph",
     "CompiledTemplate": "_expressions",
     "Converter": "_convert",
     "ConverterGraph": "_convert",
-    "DEFAULT_PAGE": "_runindex",
     "Delivery": "_routing",
-    "EDITABLE": "_runview",
     "ENTRY_POINT_GROUP": "_plugins",
     "EdgeRunner": "_routing",
     "ExecutorKind": "_building",
@@ -334,24 +287,13 @@ _HOME = {
     "PluginInfo": "_plugins",
     "PluginManager": "_plugins",
     "Problems": "_build",
-    "RUN_COLUMNS": "_runindex",
     "Register": "_hookspecs",
     "Registry": "_plugins",
     "Router": "_routing",
     "RouterEnv": "_routing",
-    "RunIndex": "_runindex",
-    "check_journal_read": "_runindex",
-    "read_journal": "_runindex",
-    "JournalEvent": "_runindex",
-    "EventJournal": "_runindex",
-    "MAX_JOURNAL_PAGE": "_runindex",
-    "JOURNAL_KINDS": "_runindex",
     "RunInfo": "_checkpoint",
     "RunObserver": "_observer",
     "RunOptions": "_options",
-    "RunPage": "_runindex",
-    "RunQuery": "_runindex",
-    "RunSummary": "_runindex",
     "RunScope": "_context",
     "RunWatch": "_watch",
     "DELETED": "_context",
@@ -364,7 +306,6 @@ _HOME = {
     "check_config": "_build",
     "check_keep_last": "_checkpoint",
     "check_runs_limit": "_checkpoint",
-    "checkpoint_view": "_runindex",
     "code_ref": "_refs",
     "compile_expression": "_expressions",
     "compile_template": "_expressions",
@@ -375,13 +316,11 @@ _HOME = {
     "decode_checkpoint": "_checkpoint",
     "decode_value": "_codec",
     "did_you_mean": "_build",
-    "diff_views": "_runindex",
     "duplicate_error": "_stores",
     "edge_group_id": "_build",
     "encode_checkpoint": "_checkpoint",
     "encode_value": "_codec",
     "expression_spec": "_refs",
-    "fork_run": "_runindex",
     "grant_text": "_errors",
     "hookimpl": "_hookspecs",
     "import_ref": "_refs",
@@ -392,21 +331,16 @@ _HOME = {
     "json_pointer": "_build",
     "lazy": "_registry",
     "lazy_exports": "_registry",
-    "list_runs": "_runindex",
     "load_scope": "_rebuild",
     "lost_error": "_checkpoint",
     "message_converter": "_convert",
     "nonportable_reason": "_refs",
     "open_store": "_checkpoint",
-    "page_of_rows": "_runindex",
-    "page_sql": "_runindex",
     "parse_age": "_stores",
-    "parse_int_cursor": "_runindex",
     "problem_order": "_build",
     "prune_plan": "_checkpoint",
     "redact_url": "_stores",
     "released": "_checkpoint",
-    "resolve_store": "_durable",
     "run_info": "_stores",
     "set_plugin_manager": "_plugins",
     "spec_converter": "_spec",

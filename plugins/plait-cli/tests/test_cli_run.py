@@ -203,7 +203,8 @@ def test_a_message_the_start_executor_cannot_handle_fails_the_run() -> None:
 
 def test_journal_keeps_the_run_s_event_journal(tmp_path: Path) -> None:
     import anyio
-    from plait.spi import open_store, read_journal
+    from plait.spi import open_store
+    from plait_durable import read_journal
 
     url = store(tmp_path)
     result = plait("run", target("echo"), "x", "--checkpoint", url, "--journal", "-q")

@@ -6,8 +6,7 @@ from __future__ import annotations
 import attrs
 import psycopg
 import pytest
-from plait._runindex import RunIndex
-from plait.spi import list_runs
+from plait_durable import RunIndex, list_runs
 from plait_postgres import PostgresCheckpointStore
 from plait_postgres._store import SCHEMA_VERSION
 from plait_testing.stores import make_checkpoint

@@ -8,8 +8,7 @@ import uuid
 import attrs
 import pytest
 import redis.asyncio
-from plait._runindex import RunIndex
-from plait.spi import list_runs
+from plait_durable import RunIndex, list_runs
 from plait_redis import RedisCheckpointStore
 from plait_testing.stores import make_checkpoint
 

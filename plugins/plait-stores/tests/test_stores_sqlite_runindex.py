@@ -10,7 +10,7 @@ from pathlib import Path
 
 import attrs
 import pytest
-from plait.spi import RunQuery, list_runs
+from plait_durable import RunQuery, list_runs
 from plait_stores import SqliteCheckpointStore
 from plait_stores._sqlite import SCHEMA_VERSION, list_runs_sql
 from plait_testing.stores import make_checkpoint

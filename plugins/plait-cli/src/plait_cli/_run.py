@@ -527,7 +527,7 @@ def _name_the_target(ctx: click.Context, run_id: str, checkpoint: str, typed: li
     command that names it (with the options ``typed`` on this one), and exit 2. Checkpoint
     metadata never chooses what runs: anyone who can write to the store could have
     changed it."""
-    from plait.spi import resolve_store
+    from plait_durable import resolve_store
 
     async def read() -> Any:
         store, opened = await resolve_store(_keyed(checkpoint))

@@ -19,7 +19,7 @@ instead of failing the next save. The first use connects once directly, so an
 unreachable server fails at once with libpq's own message rather than after the pool's
 wait.
 
-The event journal (:class:`plait.spi.EventJournal`) is ``plait_journal`` (one row per
+The event journal (:class:`plait_durable.EventJournal`) is ``plait_journal`` (one row per
 event, an identity ``seq`` ordering it), created the first time a journal is written
 (under the migrations' advisory lock); a checkpoint and the events saved with it go in
 one transaction.
@@ -53,35 +53,37 @@ import psycopg
 from plait import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
 from plait.spi import (
     INFO_FIELDS,
-    MAX_JOURNAL_PAGE,
-    RUN_COLUMNS,
     Checkpoint,
     CheckpointInfo,
     CheckpointStoreBase,
-    JournalEvent,
     Lease,
     LeaseHolder,
     RunInfo,
-    RunPage,
-    RunQuery,
-    RunSummary,
-    check_journal_read,
     check_keep_last,
     check_runs_limit,
-    child_refs,
     decode_checkpoint,
     duplicate_error,
     encode_checkpoint,
     info_row,
     lost_error,
-    page_of_rows,
-    page_sql,
     redact_url,
     released,
     run_info,
     take_lease,
-    unreferenced,
     where,
+)
+from plait_durable import (
+    MAX_JOURNAL_PAGE,
+    RUN_COLUMNS,
+    JournalEvent,
+    RunPage,
+    RunQuery,
+    RunSummary,
+    check_journal_read,
+    child_refs,
+    page_of_rows,
+    page_sql,
+    unreferenced,
 )
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
@@ -138,7 +140,7 @@ MIGRATIONS: tuple[str, ...] = (
         expires_at double precision NOT NULL
     );
     """,
-    # The run index (plait.runindex.RunIndex): one row per run, from its latest checkpoint,
+    # The run index (plait_durable.RunIndex): one row per run, from its latest checkpoint,
     # written in the save's transaction. Existing runs are indexed right after (in Python:
     # their bodies are decoded), in the migration's transaction.
     """
@@ -433,7 +435,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
         blobs: Mapping[str, bytes] | None = None,
     ) -> None:
         """:meth:`save` (with its ``blobs``), inserting ``events`` into the run's journal
-        in the same transaction (:class:`plait.spi.EventJournal`)."""
+        in the same transaction (:class:`plait_durable.EventJournal`)."""
         stored = [event.to_json() for event in events]
         data = encode_checkpoint(checkpoint)
         if stored:
@@ -709,7 +711,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
         return out
 
     async def list_runs(self, query: RunQuery) -> RunPage:
-        """A page of the run index (:class:`plait.runindex.RunIndex`), newest first: one
+        """A page of the run index (:class:`plait_durable.RunIndex`), newest first: one
         query on ``plait_runs``, by an index on the column filtered and ``last_seq``."""
         sql, params = page_sql(query, placeholder="%s")
         async with self._connection() as conn:

@@ -62,34 +62,36 @@ from plait import (
     StoreUnavailableError,
 )
 from plait.spi import (
-    MAX_JOURNAL_PAGE,
     Checkpoint,
     CheckpointInfo,
     CheckpointStoreBase,
-    JournalEvent,
     Lease,
     LeaseHolder,
     RunInfo,
-    RunPage,
-    RunQuery,
-    RunSummary,
-    check_journal_read,
     check_keep_last,
     check_runs_limit,
-    child_refs,
     decode_checkpoint,
     duplicate_error,
     encode_checkpoint,
     info_fields,
     lost_error,
     parse_age,
-    parse_int_cursor,
     redact_url,
     released,
     run_info,
     take_lease,
-    unreferenced,
     where,
+)
+from plait_durable import (
+    MAX_JOURNAL_PAGE,
+    JournalEvent,
+    RunPage,
+    RunQuery,
+    RunSummary,
+    check_journal_read,
+    child_refs,
+    parse_int_cursor,
+    unreferenced,
 )
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
@@ -235,7 +237,7 @@ class RedisCheckpointStore(CheckpointStoreBase):
         blobs: Mapping[str, bytes] | None = None,
     ) -> None:
         """:meth:`save` (with its ``blobs``), adding ``events`` to the run's journal in
-        the same ``MULTI``/``EXEC`` (:class:`plait.spi.EventJournal`)."""
+        the same ``MULTI``/``EXEC`` (:class:`plait_durable.EventJournal`)."""
         stored = [event.to_json() for event in events]
         data = encode_checkpoint(checkpoint)
         key = self._cp_key(checkpoint.checkpoint_id)
@@ -621,7 +623,7 @@ class RedisCheckpointStore(CheckpointStoreBase):
         return out[:limit]
 
     async def list_runs(self, query: RunQuery) -> RunPage:
-        """A page of runs (:class:`plait.runindex.RunIndex`), newest first, walking the
+        """A page of runs (:class:`plait_durable.RunIndex`), newest first, walking the
         ``runs`` sorted set from the cursor (a save's ``seq``): a page without filters reads
         only its own runs (their first and latest checkpoints); with filters, runs are read
         until one more than the page matched."""

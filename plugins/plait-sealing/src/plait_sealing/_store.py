@@ -48,12 +48,11 @@ from plait.spi import (
     Lease,
     LeaseHolder,
     RunInfo,
-    blob_refs,
     dump_json,
-    has_blobs,
     load_json,
     open_store,
 )
+from plait_durable import blob_refs, has_blobs
 
 from ._keys import (
     CONTEXT,

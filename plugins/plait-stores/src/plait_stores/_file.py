@@ -9,7 +9,7 @@ Layout under ``DIR``::
     leases/<run>                                               the run's lease (JSON)
     journal/<run>/<first:012d>-<last:012d>.jsonl               the run's journal events
 
-The event journal (:class:`plait.spi.EventJournal`) is one file per append, holding the
+The event journal (:class:`plait_durable.EventJournal`) is one file per append, holding the
 events numbered ``first`` to ``last`` (one JSON object a line, written atomically); the
 next append numbers on from the newest file's ``last``. A save with events writes the
 journal file before the checkpoint's rename: a crash in between leaves events whose
@@ -47,7 +47,7 @@ What a killed save leaves (temporary files, an id entry without its file) is rem
 the first time a process uses the directory, and by ``prune``, once it is older than
 ``stale_after`` seconds (default 600), so a save in flight is never disturbed.
 
-The run index (:class:`plait.spi.RunIndex`, :mod:`plait_stores._fileindex`) is one
+The run index (:class:`plait_durable.RunIndex`, :mod:`plait_stores._fileindex`) is one
 append-only log of run summaries, a line appended right after each save's commit point
 (and after each delete or prune), so ``list_runs`` pages without opening every run's
 files; it is rebuilt from the run directories when it is missing or damaged, and never
@@ -83,18 +83,12 @@ import anyio.to_thread
 import attrs
 from plait import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
 from plait.spi import (
-    MAX_JOURNAL_PAGE,
     Checkpoint,
     CheckpointInfo,
     CheckpointStoreBase,
-    JournalEvent,
     Lease,
     LeaseHolder,
     RunInfo,
-    RunPage,
-    RunQuery,
-    RunSummary,
-    check_journal_read,
     check_keep_last,
     check_runs_limit,
     decode_checkpoint,
@@ -104,8 +98,16 @@ from plait.spi import (
     lost_error,
     released,
     take_lease,
-    unreferenced,
     where,
+)
+from plait_durable import (
+    MAX_JOURNAL_PAGE,
+    JournalEvent,
+    RunPage,
+    RunQuery,
+    RunSummary,
+    check_journal_read,
+    unreferenced,
 )
 
 try:
@@ -448,7 +450,7 @@ class FileCheckpointStore(CheckpointStoreBase):
         return await self._run(self._runs_sync, limit)
 
     async def list_runs(self, query: RunQuery) -> RunPage:
-        """A page of the run index (:class:`plait.spi.RunIndex`), newest first, from
+        """A page of the run index (:class:`plait_durable.RunIndex`), newest first, from
         ``runs.index`` (only what was appended since this process last read it)."""
         return await self._run(self._index.page, query)
 

@@ -1,4 +1,4 @@
-"""The file store's run index (:class:`plait.spi.RunIndex`): ``DIR/runs.index``.
+"""The file store's run index (:class:`plait_durable.RunIndex`): ``DIR/runs.index``.
 
 An append-only log, one JSON line per change of a run's summary, so a page of
 ``list_runs`` reads one file — and only its new tail once this process has read it —
@@ -10,7 +10,7 @@ instead of every run's checkpoint files:
   requests, error and time; it keeps when it started and where it was forked from;
 - ``{"s": STAMP, "gone": RUN}``: the run has no checkpoint left.
 
-``row`` is :data:`plait.spi.RUN_COLUMNS` in order. ``STAMP`` orders the runs, newest
+``row`` is :data:`plait_durable.RUN_COLUMNS` in order. ``STAMP`` orders the runs, newest
 first: nanoseconds since the epoch when the line was written, above any stamp this
 process has seen. A save appends its line right after the checkpoint's rename (its
 commit point), holding a shared ``flock`` on ``runs.index.lock``; compaction (one full
@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
-from plait.spi import RUN_COLUMNS, RunPage, RunQuery, RunSummary, parse_int_cursor
+from plait_durable import RUN_COLUMNS, RunPage, RunQuery, RunSummary, parse_int_cursor
 
 try:
     import fcntl

@@ -17,31 +17,33 @@ from urllib.parse import unquote, urlsplit
 import anyio.lowlevel
 from plait import CheckpointNotFoundError
 from plait.spi import (
-    MAX_JOURNAL_PAGE,
     Checkpoint,
     CheckpointInfo,
     CheckpointStoreBase,
-    JournalEvent,
     Lease,
     LeaseHolder,
     RunInfo,
-    RunPage,
-    RunQuery,
-    RunSummary,
-    check_journal_read,
     check_keep_last,
     check_runs_limit,
     decode_checkpoint,
     duplicate_error,
     encode_checkpoint,
     lost_error,
-    parse_int_cursor,
     prune_plan,
     released,
     run_info,
     take_lease,
-    unreferenced,
     where,
+)
+from plait_durable import (
+    MAX_JOURNAL_PAGE,
+    JournalEvent,
+    RunPage,
+    RunQuery,
+    RunSummary,
+    check_journal_read,
+    parse_int_cursor,
+    unreferenced,
 )
 
 __all__ = ["MemoryCheckpointStore"]
@@ -140,7 +142,7 @@ class MemoryCheckpointStore(CheckpointStoreBase):
         blobs: Mapping[str, bytes] | None = None,
     ) -> None:
         """:meth:`save` (with its ``blobs``) and :meth:`append_events` under one lock
-        (:class:`plait.spi.EventJournal`): nobody sees one without the other."""
+        (:class:`plait_durable.EventJournal`): nobody sees one without the other."""
         await anyio.lowlevel.checkpoint()
         self._check_open()
         data = encode_checkpoint(checkpoint)
@@ -166,7 +168,7 @@ class MemoryCheckpointStore(CheckpointStoreBase):
     async def append_events(
         self, run_id: str, events: Sequence[JournalEvent], *, lease: Lease | None = None
     ) -> None:
-        """Append ``events`` to the journal of ``run_id`` (:class:`plait.spi.EventJournal`)."""
+        """Append ``events`` to the journal of ``run_id`` (:class:`plait_durable.EventJournal`)."""
         await anyio.lowlevel.checkpoint()
         self._check_open()
         stored = [event.to_json() for event in events]
@@ -276,7 +278,7 @@ class MemoryCheckpointStore(CheckpointStoreBase):
         return out
 
     async def list_runs(self, query: RunQuery) -> RunPage:
-        """A page of the run index (:class:`plait.runindex.RunIndex`), newest first, from
+        """A page of the run index (:class:`plait_durable.RunIndex`), newest first, from
         the summaries kept as checkpoints are saved (nothing is decoded)."""
         after = parse_int_cursor(query.cursor)
         await anyio.lowlevel.checkpoint()

@@ -16,7 +16,7 @@ Time bound: every call waits at most ``timeout`` seconds (default 30, ``?timeout
 URL) for another connection's lock, then fails with
 :class:`~plait.StoreUnavailableError`; the disk itself is not bounded.
 
-The event journal (:class:`plait.spi.EventJournal`) is ``plait_journal`` (one row per
+The event journal (:class:`plait_durable.EventJournal`) is ``plait_journal`` (one row per
 event, ``seq`` ordering it), created the first time a journal is written or read; a
 checkpoint and the events saved with it go in one transaction.
 
@@ -44,19 +44,12 @@ import anyio.to_thread
 from plait import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
 from plait.spi import (
     INFO_FIELDS,
-    MAX_JOURNAL_PAGE,
-    RUN_COLUMNS,
     Checkpoint,
     CheckpointInfo,
     CheckpointStoreBase,
-    JournalEvent,
     Lease,
     LeaseHolder,
     RunInfo,
-    RunPage,
-    RunQuery,
-    RunSummary,
-    check_journal_read,
     check_keep_last,
     check_runs_limit,
     decode_checkpoint,
@@ -64,13 +57,22 @@ from plait.spi import (
     encode_checkpoint,
     info_row,
     lost_error,
-    page_of_rows,
-    page_sql,
     released,
     run_info,
     take_lease,
-    unreferenced_by,
     where,
+)
+from plait_durable import (
+    MAX_JOURNAL_PAGE,
+    RUN_COLUMNS,
+    JournalEvent,
+    RunPage,
+    RunQuery,
+    RunSummary,
+    check_journal_read,
+    page_of_rows,
+    page_sql,
+    unreferenced_by,
 )
 
 from ._common import split_query
@@ -118,7 +120,7 @@ _MIGRATIONS: tuple[tuple[str | Callable[[sqlite3.Connection], None], ...], ...] 
         )""",
     ),
     (
-        # The run index (plait.runindex.RunIndex): one row per run, from its latest
+        # The run index (plait_durable.RunIndex): one row per run, from its latest
         # checkpoint, written in the save's transaction; list_runs reads one page of it.
         """CREATE TABLE plait_runs (
             run_id TEXT PRIMARY KEY,
@@ -380,7 +382,7 @@ class SqliteCheckpointStore(CheckpointStoreBase):
         )
 
     async def list_runs(self, query: RunQuery) -> RunPage:
-        """A page of the run index (:class:`plait.runindex.RunIndex`), newest first: one
+        """A page of the run index (:class:`plait_durable.RunIndex`), newest first: one
         query on ``plait_runs``, by an index on the column filtered and ``last_seq``
         (:func:`list_runs_sql`)."""
         sql, params = list_runs_sql(query)
@@ -405,7 +407,7 @@ class SqliteCheckpointStore(CheckpointStoreBase):
         await super().aclose()
         await anyio.to_thread.run_sync(self._close_sync)
 
-    # -- the event journal (plait.spi.EventJournal) -----------------------------------
+    # -- the event journal (plait_durable.EventJournal) -----------------------------------
 
     async def save_with_events(
         self,
@@ -916,7 +918,7 @@ def _index_every_run(conn: sqlite3.Connection) -> None:
 
 def list_runs_sql(query: RunQuery) -> tuple[str, tuple[Any, ...]]:
     """The one query of :meth:`SqliteCheckpointStore.list_runs` and its parameters
-    (:func:`plait.spi.page_sql`).
+    (:func:`plait_durable.page_sql`).
 
     :raises ValueError: a malformed cursor.
     """

@@ -1,5 +1,8 @@
 """The contract every checkpoint store keeps, as a pytest test class.
 
+It reads runs back through ``plait-durable`` (the run index, views, blobs), which every
+store distribution depends on: install ``plait-testing[durable]`` where it is not there.
+
 Subclass :class:`CheckpointStoreContract` in a test module under a ``Test…`` name and
 provide:
 
@@ -53,14 +56,11 @@ import anyio
 import attrs
 import pytest
 from plait import CheckpointError, CheckpointNotFoundError, CorruptCheckpointError, RunLeaseError
-from plait.spi import (
+from plait.spi import Checkpoint, CheckpointStore, LeaseHolder, RunInfo
+from plait_durable import (
     BlobWriter,
-    Checkpoint,
-    CheckpointStore,
     EventJournal,
     JournalEvent,
-    LeaseHolder,
-    RunInfo,
     blob_hash,
     blob_refs,
     checkpoint_view,
@@ -595,7 +595,7 @@ class CheckpointStoreContract:
         await store.release_lease(current)
 
     # -- inspecting runs: the run index, checkpoint views, diffs, forks ---------------------
-    # Through plait.runindex's functions, so a store that offers RunIndex is checked through
+    # Through plait_durable's functions, so a store that offers RunIndex is checked through
     # its own index and any other through the fallback on runs(). Each test filters on a
     # workflow name of its own: stores are shared between tests.
 
@@ -1002,13 +1002,13 @@ def _of(checkpoint: Checkpoint, workflow: str, created_at: float | None = None) 
 def journal_event(
     kind: str = "invocation_started", superstep: int = 1, executor: str | None = "a", **fields: Any
 ) -> JournalEvent:
-    """A journal event taken now (``fields``: the other :class:`~plait.spi.JournalEvent`
+    """A journal event taken now (``fields``: the other :class:`~plait_durable.JournalEvent`
     fields)."""
     return JournalEvent(kind, superstep, time.time(), time.monotonic(), executor, **fields)
 
 
 class EventJournalContract:
-    """The tests of a store that keeps an event journal (:class:`~plait.spi.EventJournal`).
+    """The tests of a store that keeps an event journal (:class:`~plait_durable.EventJournal`).
 
     Mix it into a :class:`CheckpointStoreContract` subclass; it uses the same ``store``
     fixture.

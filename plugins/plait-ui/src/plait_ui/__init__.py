@@ -2,7 +2,7 @@
 
 ``plait ui [STORE_URL] [--workflow TARGET] [--port N] [--read-only] [--host H] [--open]``
 serves a small Starlette app on 127.0.0.1 and prints its URL with a one-time token. The
-pages read the store as stored JSON (:mod:`plait.runindex`): nothing named by stored data
+pages read the store as stored JSON (:mod:`plait_durable`): nothing named by stored data
 is imported, and the workflow's code is imported only when ``--workflow`` names it (to
 answer requests and resume runs).
 

@@ -3,7 +3,7 @@ graph, server-sent events for live runs.
 
 Every page opens the store for the request and closes it after (a client library bound
 to one event loop never outlives it). Stored checkpoints are read as stored JSON
-(:func:`plait.spi.checkpoint_view`); the workflow (``--workflow``) is only used to
+(:func:`plait_durable.checkpoint_view`); the workflow (``--workflow``) is only used to
 answer requests, which resumes the run in this process under its lease.
 """
 
@@ -23,18 +23,16 @@ import anyio.abc
 import attrs
 import jinja2
 from plait import CheckpointError, CheckpointNotFoundError, PlaitError, RunLeaseError
-from plait.spi import (
+from plait.spi import CheckpointStore, is_instance, open_store
+from plait_durable import (
     DEFAULT_PAGE,
     EDITABLE,
-    CheckpointStore,
     CheckpointView,
     EventJournal,
     checkpoint_view,
     diff_views,
     fork_run,
-    is_instance,
     list_runs,
-    open_store,
     read_journal,
 )
 from starlette.applications import Starlette

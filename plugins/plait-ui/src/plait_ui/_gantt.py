@@ -1,5 +1,5 @@
 """The Gantt of a run's invocations, built from its event journal
-(:class:`plait.spi.EventJournal`): one row per invocation, each attempt a bar of its own,
+(:class:`plait_durable.EventJournal`): one row per invocation, each attempt a bar of its own,
 the back-off before a retry between them, timeouts and failures marked, and the error of
 each failed attempt (type, message, traceback).
 
@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
-from plait.spi import JournalEvent
+from plait_durable import JournalEvent
 
 __all__ = ["Attempt", "Gantt", "Row", "build_gantt"]
 

@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
-from plait.spi import CheckpointInfo, CheckpointView
+from plait.spi import CheckpointInfo
+from plait_durable import CheckpointView
 
 __all__ = [
     "DAGRE_LIMIT",

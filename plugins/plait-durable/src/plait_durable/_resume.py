@@ -17,27 +17,35 @@ import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._blobs import resolve_state, resumed_blobs
-from ._checkpoint import Checkpoint, CheckpointStore
-from ._codec import DecodeError, declared_types, decode_value
-from ._context import RequestResponse
-from ._errors import (
+from plait import (
     CheckpointDecodeError,
     CheckpointError,
     CheckpointNotFoundError,
     CorruptCheckpointError,
+    RequestResponse,
     ResponseTypeError,
     TopologyMismatchError,
     WorkflowChangedError,
+    WorkflowSpec,
 )
+from plait.spi import (
+    Checkpoint,
+    CheckpointStore,
+    DecodeError,
+    PendingRequest,
+    RunState,
+    declared_types,
+    decode_value,
+    is_instance,
+    type_name,
+)
+
+from ._blobs import resolve_state, resumed_blobs
 from ._fingerprint import fingerprint_changes, fingerprint_of
 from ._runview import merge_shared
-from ._spec import WorkflowSpec
-from ._state import PendingRequest, RunState
-from ._types import is_instance, type_name
 
 if TYPE_CHECKING:
-    from ._graph import CompiledGraph
+    from plait.spi import CompiledGraph
 
 __all__ = ["answer_requests", "check_fingerprint", "load_run", "restore_state", "resumed_from"]
 
@@ -287,7 +295,7 @@ def _restore(
             raw["superstep"],
         )
     if data.get("pipeline") is not None:  # a cut of a pipelined run
-        from ._pipeline import decode_cut
+        from plait.spi import decode_cut
 
         run_state.cut = decode_cut(data["pipeline"], decode)
     inbox: dict[str, list[Any]] = {}

@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+from plait import CheckpointError
+from plait.spi import BlobStore, Checkpoint, CheckpointStore, error_summary
 
-from ._blobs import BlobStore, BlobWriter, externalize_state, has_blobs, resolve_state
-from ._checkpoint import Checkpoint, CheckpointStore, error_summary
-from ._errors import CheckpointError
+from ._blobs import BlobWriter, externalize_state, has_blobs, resolve_state
 
 __all__ = [
     "EDITABLE",

@@ -15,21 +15,26 @@ import anyio
 import anyio.abc
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream
+from plait import CheckpointEncodeError, CheckpointError, RunLeaseError
+from plait.spi import (
+    Checkpoint,
+    CheckpointStore,
+    EncodeError,
+    Lease,
+    PendingRequest,
+    RunState,
+    dump_json,
+    encode_value,
+    type_name,
+    type_ref,
+)
 
 from ._blobs import BlobWriter, externalize_state, has_blobs, resumed_blobs
-from ._checkpoint import Checkpoint, CheckpointStore, Lease, dump_json
-from ._codec import EncodeError, encode_value, type_ref
-from ._errors import CheckpointEncodeError, CheckpointError, RunLeaseError
 from ._fingerprint import fingerprint_of, fingerprint_summary
 from ._runview import shared_changes
-from ._state import PendingRequest, RunState
-from ._types import type_name
 
 if TYPE_CHECKING:
-    from ._graph import CompiledGraph
-    from ._observer import RunObserver
-    from ._pipeline import Pipeline
-    from ._runner import Runner
+    from plait.spi import CompiledGraph, Runner, RunObserver
 
 __all__ = ["SNAPSHOT_EVERY", "Checkpointer"]
 
@@ -52,7 +57,8 @@ def _encode(value: Any, what: str, name: str | None, superstep: int) -> Any:
 
 
 class Checkpointer:
-    """Turns the run's state into checkpoints and hands them to the store in order."""
+    """Turns the run's state into checkpoints and hands them to the store in order: the
+    runner's commit seam (:class:`plait.spi.RunCommit`) of a durable run."""
 
     def __init__(
         self,
@@ -87,6 +93,8 @@ class Checkpointer:
         self.metadata: Mapping[str, Any] = {}
         #: the run's observer, told of every checkpoint written (the runner's seam)
         self.observer: RunObserver | None = None
+        #: the run's state, whose attempt counts :meth:`before_retry` records
+        self.state: RunState | None = None
         #: large values go to the store as blobs when it keeps them (:mod:`plait._blobs`)
         self.blobs = BlobWriter() if has_blobs(store) else None
         self._new_blobs: dict[str, dict[str, bytes]] = {}  # checkpoint id -> its new blobs
@@ -338,6 +346,11 @@ class Checkpointer:
             self.base_id = checkpoint_id  # a full one: later deltas build on the copy
         await self.write(again)
 
+    async def before_retry(self, key: str, attempt: int) -> None:
+        """The runner's seam before a retry's backoff: :meth:`record_attempt`."""
+        if self.state is not None:
+            await self.record_attempt(self.state)
+
     async def record_failure(self, error: dict[str, Any]) -> None:
         """After a failed superstep (``sync``/``async`` modes): save the last checkpoint
         again with status ``failed`` and ``metadata["error"] = error``, so the store shows
@@ -373,7 +386,7 @@ class Checkpointer:
         status = "running" if inbox else _final_status(runner.state)
         await self.write(self.take(runner.state, inbox, runner.last_ran, status))
 
-    async def after_cut(self, pipeline: Pipeline, status: str) -> bool:
+    async def after_cut(self, pipeline: Any, status: str) -> bool:
         """A pipelined run's hook: write a cut of it now (``sync``), or when the
         background writer is free (``async``: the next cut carries what committed
         meanwhile). Every cut is a full checkpoint — outputs are kept in the canonical

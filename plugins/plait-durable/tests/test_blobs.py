@@ -1,4 +1,4 @@
-"""Content-addressed checkpoint values (plait._blobs): the rewrite round-trips any JSON,
+"""Content-addressed checkpoint values (plait_durable._blobs): the rewrite round-trips any JSON,
 shares what is unchanged, and refuses stored data that does not add up."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from plait import CorruptCheckpointError
-from plait._blobs import (
+from plait_durable._blobs import (
     THRESHOLD,
     BlobWriter,
     blob_hash,

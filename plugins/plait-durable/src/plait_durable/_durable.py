@@ -44,34 +44,43 @@ running or resuming the same live run fails at once with
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.abc
 import attrs
-
-from ._checkpoint import Checkpoint, CheckpointStore, Lease, open_store
-from ._checkpointer import SNAPSHOT_EVERY, Checkpointer
-from ._errors import (
+from plait import (
     CheckpointError,
     ExecutorFailedError,
     RunLeaseError,
+    RunStatus,
     WorkflowRunError,
 )
-from ._events import RunStatus
+from plait.spi import (
+    Checkpoint,
+    CheckpointStore,
+    Lease,
+    Runner,
+    RunOptions,
+    RunState,
+    RunWatch,
+    combine,
+    open_store,
+)
+
+from ._checkpointer import SNAPSHOT_EVERY, Checkpointer
+from ._fingerprint import fingerprint_of
 from ._journal import JournaledStore, RunJournal, journal_store
-from ._observer import combine
-from ._resume import load_run, restore_state, resumed_from
-from ._runner import Runner, RunOptions, RunState
-from ._watch import RunWatch
+from ._resume import answer_requests, load_run, restore_state, resumed_from
 
 if TYPE_CHECKING:
-    from ._graph import CompiledGraph
-    from ._state import PendingRequest
+    from plait.spi import CompiledGraph, PendingRequest
 
 __all__ = [
     "SNAPSHOT_EVERY",
     "Checkpointer",
+    "Checkpoints",
     "failure_record",
     "resolve_store",
     "run_checkpointed",
@@ -158,17 +167,12 @@ async def _run_leased(
     checkpointer.observer = state.observer
     if state.observer is not None and (observed := state.observer.checkpoint_metadata()):
         checkpointer.metadata = {**opts.checkpoint_metadata, "observers": dict(observed)}
-    hook = checkpointer.after_superstep if mode != "exit" else None
-    runner = Runner(graph, opts, state, live=live, on_superstep=hook)
+    checkpointer.state = state
+    # the runner commits each superstep (and a pipelined run's consistent cuts) through it
+    commit = checkpointer if mode != "exit" else None
+    runner = Runner(graph, opts, state, live=live, commit=commit)
     if opts.watch is not None:  # a display that looks at the run at its own pace
         opts.watch(RunWatch(runner, graph.spec.name))
-    if mode != "exit":
-        runner.on_cut = checkpointer.after_cut  # a pipelined run's consistent cuts
-
-        async def on_retry(key: str, attempt: int) -> None:
-            await checkpointer.record_attempt(state)
-
-        runner.on_retry = on_retry
     failure: Exception | None = None
     status = RunStatus.FAILED
     async with anyio.create_task_group() as tg:
@@ -278,3 +282,67 @@ async def stored_requests(
         resumed_from.reset(token)
         if opened:
             await store.aclose()
+
+
+class Checkpoints:
+    """The durability ``plait-durable`` registers (``"checkpoints"``, see
+    :class:`plait.spi.Durability`): what :class:`plait.Workflow` calls for
+    ``run(checkpoint=...)``, ``resume``, ``pending_requests``, ``fingerprint`` and a nested
+    workflow's wait for outside input.
+
+    .. versionadded:: 0.1
+    """
+
+    def fingerprint(self, graph: CompiledGraph) -> Mapping[str, Any]:
+        """The workflow's fingerprint (:mod:`plait_durable._fingerprint`)."""
+        return fingerprint_of(graph)
+
+    async def run(
+        self,
+        graph: CompiledGraph,
+        state: RunState,
+        inbox: dict[str, list[Any]],
+        opts: RunOptions,
+        *,
+        live: bool,
+        parent_id: str | None,
+    ) -> RunStatus:
+        """:func:`run_checkpointed`."""
+        return await run_checkpointed(graph, state, inbox, opts, live=live, parent_id=parent_id)
+
+    async def load(
+        self, store: CheckpointStore, id: str, graph: CompiledGraph, accept_changes: bool
+    ) -> tuple[Checkpoint, Any]:
+        """:func:`~plait_durable._resume.load_run`."""
+        return await load_run(store, id, graph, accept_changes)
+
+    def restore(
+        self,
+        graph: CompiledGraph,
+        state: RunState,
+        data: Any,
+        responses: Mapping[str, Any],
+    ) -> dict[str, list[Any]]:
+        """Rebuild ``state`` from ``data`` and deliver ``responses``; the next superstep's
+        deliveries."""
+        inbox = restore_state(graph, state, data)
+        answer_requests(state, inbox, responses, graph)
+        return inbox
+
+    def snapshot(self, graph: CompiledGraph, state: RunState, status: str) -> Any:
+        """The run's state as a full checkpoint body (what a nested workflow waiting for
+        outside input keeps in its executor's state)."""
+        body = Checkpointer(None, graph, mode="exit").take(
+            state, {}, list(state.executor_state), status
+        )
+        return body.state
+
+    async def pending_requests(
+        self,
+        graph: CompiledGraph,
+        id: str,
+        checkpoint: str | CheckpointStore,
+        accept_changes: bool,
+    ) -> list[PendingRequest]:
+        """:func:`stored_requests`."""
+        return await stored_requests(graph, id, checkpoint, accept_changes)

@@ -52,15 +52,20 @@ import contextvars
 import hashlib
 import json
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-from ._checkpoint import Checkpoint, _orjson, decode_checkpoint, load_json
-from ._errors import CheckpointError, CorruptCheckpointError
+from plait import CheckpointError, CorruptCheckpointError
+from plait.spi import decode_checkpoint, load_json
+
+_orjson: Any
+try:  # as the kernel's checkpoint JSON: orjson when it is installed
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson is installed with the workspace
+    _orjson = None
 
 __all__ = [
     "CHUNK",
     "THRESHOLD",
-    "BlobStore",
     "BlobWriter",
     "blob_hash",
     "blob_refs",
@@ -118,42 +123,6 @@ def _dumps(value: Any) -> bytes | None:
 def blob_hash(data: bytes) -> str:
     """The key of ``data`` as a blob: its SHA-256, in hex."""
     return hashlib.sha256(data).hexdigest()
-
-
-@runtime_checkable
-class BlobStore(Protocol):
-    """What a :class:`~plait.spi.CheckpointStore` adds to keep blobs (optional: a store
-    without it keeps every value inline, as before).
-
-    Blobs belong to a run and are keyed by the SHA-256 (hex) of their bytes. ``save`` and
-    ``save_many`` take the checkpoint's new blobs (put many) and write them in the same
-    transaction as the checkpoint, or, where a store has no transactions, before the
-    write that commits the checkpoint: a crash leaves at worst a blob nothing references,
-    never a checkpoint whose blob is missing. Saving a blob the run has already is a
-    no-op. ``prune`` and ``delete_run`` remove the run's blobs that no remaining
-    checkpoint reaches (:func:`unreferenced`).
-
-    .. versionadded:: 0.1
-    """
-
-    async def save(
-        self, checkpoint: Checkpoint, *, lease: Any = None, blobs: Mapping[str, bytes] = ...
-    ) -> None:
-        """Save ``checkpoint`` and ``blobs`` (hash -> bytes) atomically, as above."""
-        ...
-
-    async def get_blobs(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
-        """The blobs of ``run_id`` among ``hashes`` (get many); one that is missing is left
-        out (the caller names it). The caller verifies each against its hash."""
-        ...
-
-    async def blob_hashes(self, run_id: str) -> Collection[str]:
-        """The hashes of every blob ``run_id`` holds (what prune's sweep and tests count)."""
-        ...
-
-    # Optional, for stores where a round trip is dear: ``async get_blob_closure(run_id,
-    # hashes)`` returns those blobs and every blob they reach (:func:`child_refs` kept
-    # beside each blob), so a resume reads a whole tree in one round trip.
 
 
 def has_blobs(store: Any) -> bool:

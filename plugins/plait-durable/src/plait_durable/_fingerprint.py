@@ -35,11 +35,11 @@ import weakref
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._types import main_module_name, type_name
+from plait.spi import main_module_name, type_name
 
 if TYPE_CHECKING:
-    from ._graph import CompiledGraph
-    from ._spec import WorkflowSpec
+    from plait import WorkflowSpec
+    from plait.spi import CompiledGraph
 
 __all__ = [
     "FINGERPRINT_FORMAT",

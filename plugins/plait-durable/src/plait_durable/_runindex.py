@@ -34,9 +34,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
+from plait import CheckpointNotFoundError, CorruptCheckpointError
+from plait.spi import Checkpoint, CheckpointStore, Lease, RunInfo
 
-from ._checkpoint import Checkpoint, CheckpointStore, Lease, RunInfo
-from ._errors import CheckpointNotFoundError, CorruptCheckpointError
 from ._runview import Change, CheckpointView, checkpoint_view, diff_views, fork_run, merge_state
 
 __all__ = [

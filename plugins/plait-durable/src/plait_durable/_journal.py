@@ -23,9 +23,9 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
-from ._checkpoint import Checkpoint, Lease
-from ._errors import ExecutorFailedError, ExecutorTimeoutError, RunOptionError
-from ._observer import Invocation, RunObserver
+from plait import ExecutorFailedError, ExecutorTimeoutError, RunOptionError
+from plait.spi import Checkpoint, Invocation, Lease, RunObserver
+
 from ._runindex import EventJournal, JournalEvent
 
 __all__ = ["JournaledStore", "RunJournal", "error_record", "journal_store"]

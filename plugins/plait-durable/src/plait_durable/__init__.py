@@ -1,0 +1,165 @@
+"""Durable runs for Plait: checkpoints written at each superstep's barrier, runs resumed
+from them (in this process or another, days later), content-addressed values, workflow
+fingerprints, and the read side a run inspector needs (a run index, checkpoint views,
+diffs, forks, the event journal).
+
+The kernel runs supersteps and defines the protocols (:class:`plait.spi.CheckpointStore`,
+:class:`plait.spi.BlobStore`, :class:`plait.spi.Durability`, the runner's commit seam
+:class:`plait.spi.RunCommit`); installing ``plait-durable`` registers the durability that
+``Workflow.run(checkpoint=...)``, ``Workflow.resume``, ``Workflow.pending_requests`` and
+``Workflow.fingerprint`` call (``plait_register_durability``). Checkpoint stores (``plait-stores``,
+``plait-redis``, ``plait-postgres``) and run inspectors (``plait-ui``, ``plait-cli``) use the
+helpers below.
+
+Names are imported on first use: loading plugins imports only this module.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import plait
+from plait.spi import Register, lazy, lazy_exports
+
+if TYPE_CHECKING:
+    from ._blobs import (
+        BlobWriter,
+        blob_hash,
+        blob_refs,
+        child_refs,
+        externalize_state,
+        has_blobs,
+        resolve_state,
+        unreferenced,
+        unreferenced_by,
+    )
+    from ._durable import SNAPSHOT_EVERY, Checkpointer, Checkpoints, failure_record, resolve_store
+    from ._fingerprint import fingerprint_changes, workflow_fingerprint
+    from ._journal import RunJournal
+    from ._runindex import (
+        DEFAULT_PAGE,
+        JOURNAL_KINDS,
+        MAX_JOURNAL_PAGE,
+        RUN_COLUMNS,
+        CheckpointView,
+        EventJournal,
+        JournalEvent,
+        RunIndex,
+        RunPage,
+        RunQuery,
+        RunSummary,
+        check_journal_read,
+        checkpoint_view,
+        diff_views,
+        fork_run,
+        list_runs,
+        page_of_rows,
+        page_sql,
+        parse_int_cursor,
+        read_journal,
+    )
+    from ._runview import EDITABLE, Change
+
+#: Where each public name lives (imported on first use).
+_HOME = {
+    "BlobWriter": "_blobs",
+    "blob_hash": "_blobs",
+    "blob_refs": "_blobs",
+    "child_refs": "_blobs",
+    "externalize_state": "_blobs",
+    "has_blobs": "_blobs",
+    "resolve_state": "_blobs",
+    "unreferenced": "_blobs",
+    "unreferenced_by": "_blobs",
+    "SNAPSHOT_EVERY": "_durable",
+    "Checkpointer": "_durable",
+    "Checkpoints": "_durable",
+    "failure_record": "_durable",
+    "resolve_store": "_durable",
+    "fingerprint_changes": "_fingerprint",
+    "workflow_fingerprint": "_fingerprint",
+    "RunJournal": "_journal",
+    "CheckpointView": "_runindex",
+    "Change": "_runview",
+    "DEFAULT_PAGE": "_runindex",
+    "EDITABLE": "_runview",
+    "EventJournal": "_runindex",
+    "JOURNAL_KINDS": "_runindex",
+    "JournalEvent": "_runindex",
+    "MAX_JOURNAL_PAGE": "_runindex",
+    "RUN_COLUMNS": "_runindex",
+    "RunIndex": "_runindex",
+    "RunPage": "_runindex",
+    "RunQuery": "_runindex",
+    "RunSummary": "_runindex",
+    "check_journal_read": "_runindex",
+    "checkpoint_view": "_runindex",
+    "diff_views": "_runindex",
+    "fork_run": "_runindex",
+    "list_runs": "_runindex",
+    "page_of_rows": "_runindex",
+    "page_sql": "_runindex",
+    "parse_int_cursor": "_runindex",
+    "read_journal": "_runindex",
+}
+
+__all__ = [
+    "BlobWriter",
+    "Change",
+    "CheckpointView",
+    "Checkpointer",
+    "Checkpoints",
+    "DEFAULT_PAGE",
+    "EDITABLE",
+    "EventJournal",
+    "JOURNAL_KINDS",
+    "JournalEvent",
+    "MAX_JOURNAL_PAGE",
+    "RUN_COLUMNS",
+    "RunIndex",
+    "RunJournal",
+    "RunPage",
+    "RunQuery",
+    "RunSummary",
+    "SNAPSHOT_EVERY",
+    "blob_hash",
+    "blob_refs",
+    "check_journal_read",
+    "checkpoint_view",
+    "child_refs",
+    "diff_views",
+    "externalize_state",
+    "failure_record",
+    "fingerprint_changes",
+    "fork_run",
+    "has_blobs",
+    "list_runs",
+    "page_of_rows",
+    "page_sql",
+    "parse_int_cursor",
+    "plait_register_durability",
+    "read_journal",
+    "resolve_state",
+    "resolve_store",
+    "unreferenced",
+    "unreferenced_by",
+    "workflow_fingerprint",
+]
+
+__getattr__ = lazy_exports(__name__, _HOME)
+
+#: What :class:`plait.spi.Durability` asks of the registered object (checked without
+#: importing it: ``_durable`` and the runner's durable path load on first durable call).
+_PROVIDES = ("run", "load", "restore", "snapshot", "pending_requests", "fingerprint")
+
+
+@plait.hookimpl
+def plait_register_durability(register: Register) -> None:
+    """Register the durability ``"checkpoints"`` (:class:`Checkpoints`)."""
+    register("checkpoints", lazy("plait_durable._durable:Checkpoints", provides=_PROVIDES))
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -1,0 +1,158 @@
+"""plait-durable behind the kernel's seam: it registers the durability ``Workflow`` calls,
+checkpoints through the runner's commit seam, and without it every durable call fails
+before anything runs, naming the distribution to install."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plait
+import plait_durable
+import pytest
+from plait import (
+    Executor,
+    Never,
+    RunStatus,
+    UnknownNameError,
+    WorkflowContext,
+    executor,
+    handler,
+)
+from plait.spi import Durability, PluginManager, RunCommit, Runner, open_store
+from plait_builders import WorkflowBuilder
+from plait_durable import Checkpointer, Checkpoints, list_runs
+from plait_testing import fake_entry_point, make_plugin_manager
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class Approval(Executor):
+    @handler
+    async def ask(self, topic: str, ctx: WorkflowContext[Never, str]) -> None:
+        ctx.state["topic"] = topic
+        await ctx.request_info(f"publish {topic!r}?", bool)
+
+    @handler
+    async def answer(self, approved: bool, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(f"{ctx.state['topic']}: {'yes' if approved else 'no'}")
+
+
+def _workflow(manager: PluginManager | None = None) -> plait.Workflow:
+    @executor(id="start")
+    async def start(topic: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(topic.upper())
+
+    @executor(id="end")
+    async def end(text: str, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(text + "!")
+
+    built = WorkflowBuilder("durable-seam").add_edge(start, end).set_start(start).build()
+    if manager is None:
+        return built
+    return plait.Workflow(built.spec, dict(built.executors), plugin_manager=manager)
+
+
+def test_plait_durable_registers_the_checkpoints_durability() -> None:
+    registry = PluginManager().registry("durability")
+    entry = registry.entry("checkpoints")
+    assert entry.distribution == "plait-durable"
+    durability = registry.get("checkpoints")
+    # registered lazily: the protocol's methods answer without importing anything first
+    assert isinstance(durability.resolve(), Checkpoints)
+    assert isinstance(durability.resolve(), Durability)
+
+
+def test_the_checkpointer_is_the_runners_commit_seam() -> None:
+    for method in ("after_superstep", "after_cut", "before_retry"):
+        assert callable(getattr(Checkpointer, method))
+        assert hasattr(RunCommit, method)
+
+
+async def test_a_durable_run_resumes_through_the_seam() -> None:
+    approval = Approval("approval")
+    workflow = WorkflowBuilder("ask").add_executor(approval).set_start("approval").build()
+    store = "memory://durable-seam-resume"
+    first = await workflow.run("tides", checkpoint=store)
+    assert first.status is RunStatus.IDLE_WITH_PENDING_REQUESTS
+    waiting = await workflow.pending_requests(first.run_id, store)
+    assert [r.request for r in waiting] == ["publish 'tides'?"]
+    done = await workflow.resume(first.run_id, store, responses={waiting[0].request_id: True})
+    assert done.outputs == ["tides: yes"]
+    checkpoint_store = open_store(store)
+    try:
+        page = await list_runs(checkpoint_store, workflow="ask")
+    finally:
+        await checkpoint_store.aclose()
+    assert [summary.run_id for summary in page.runs] == [first.run_id]
+    assert page.runs[0].status == "idle"
+
+
+async def test_the_runner_calls_the_commit_seam_at_each_barrier() -> None:
+    workflow = _workflow()
+    seen: list[tuple[int, list[str]]] = []
+
+    class Recording:
+        async def after_superstep(self, runner: Runner, inbox: Any) -> None:
+            seen.append((runner.state.superstep, sorted(inbox)))
+
+        async def after_cut(self, pipeline: Any, status: str) -> bool:
+            return False
+
+        async def before_retry(self, key: str, attempt: int) -> None:
+            raise AssertionError("nothing is retried")
+
+    class Recorder(Checkpoints):
+        async def run(
+            self, graph: Any, state: Any, inbox: Any, opts: Any, *, live: bool, parent_id: Any
+        ) -> RunStatus:
+            return await Runner(graph, opts, state, live=live, commit=Recording()).run(inbox)
+
+    class Plugin:
+        @plait.hookimpl
+        def plait_register_durability(self, register: Any) -> None:
+            register("checkpoints", Recorder(), replaces="plait-durable")
+
+    manager = PluginManager()
+    manager.register(Plugin(), name="recorder")
+    mine = plait.Workflow(workflow.spec, dict(workflow.executors), plugin_manager=manager)
+    result = await mine.run("ebb", checkpoint="memory://durable-seam-commit")
+    assert result.outputs == ["EBB!"]
+    assert seen == [(1, ["end"]), (2, [])]
+
+
+async def test_without_plait_durable_every_durable_call_names_the_distribution() -> None:
+    bare = make_plugin_manager(fake_entry_point("routing", _routing()))
+    workflow = _workflow(bare)
+    assert (await workflow.run("calm")).outputs == ["CALM!"]  # a plain run needs nothing
+    calls = {
+        "Workflow.run(checkpoint=...)": workflow.run("calm", checkpoint="memory://bare"),
+        "Workflow.resume()": workflow.resume("run-1", "memory://bare"),
+        "Workflow.pending_requests()": workflow.pending_requests("run-1", "memory://bare"),
+    }
+    for what, call in calls.items():
+        with pytest.raises(UnknownNameError) as caught:
+            await call
+        assert f"(for {what})" in str(caught.value)
+        assert "pip install plait-durable" in str(caught.value)
+    with pytest.raises(UnknownNameError, match="pip install plait-durable"):
+        workflow.fingerprint  # noqa: B018
+    with pytest.raises(UnknownNameError, match="pip install plait-durable"):
+        workflow.stream("calm", checkpoint="memory://bare")  # before anything runs
+
+
+def _routing() -> Any:
+    import plait_routing
+
+    return plait_routing
+
+
+def test_the_public_names_are_listed_and_load() -> None:
+    for name in plait_durable.__all__:
+        assert getattr(plait_durable, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        plait_durable.nothing  # noqa: B018
