@@ -2,7 +2,9 @@
 
 Differential property tests: hypothesis draws random graphs — fan-out, fan-in (``all`` and
 ``available``), switches and conditional edges, counter-bounded loops, executors handling
-one superstep's messages up to 4 at a time, requests for input that the test answers —
+one superstep's messages up to 4 at a time or one at a time as they arrive
+(``order="arrival"``; both start each message without waiting for the superstep's others,
+named by its delivery id), requests for input that the test answers —
 whose executors are hash-based transforms of their message and state. Each graph runs once
 in the superstep schedule, then in the pipelined schedule under 50 seeds of random handler
 sleeps and ``max_lead`` 0, 1, 3 and unbounded, on trio's mock clock (so the sleeps cost no
@@ -48,6 +50,8 @@ class Node:
     kind: str
     parents: tuple[str, ...]
     concurrency: int
+    #: takes its messages on arrival (``order="arrival"``) though one at a time
+    arrival: bool
     #: how its edge children are wired: "direct", "fan_out", "switch", "conditional"
     fan: str
     #: a back edge to an earlier node, and how many times the node may take it
@@ -85,12 +89,14 @@ def graphs(draw: st.DrawFn) -> Graph:
         loops = i >= 2 and draw(st.integers(0, 3)) == 0
         loop_to = ids[draw(st.integers(1, i - 1))] if loops else None
         concurrency = 1 if loops else draw(st.sampled_from([1, 1, 2, 4]))
+        arrival = concurrency == 1 and not loops and draw(st.integers(0, 3)) == 0
         nodes.append(
             Node(
                 id=eid,
                 kind=kind,
                 parents=parents,
                 concurrency=concurrency,
+                arrival=arrival,
                 fan=draw(st.sampled_from(["direct", "fan_out", "switch", "conditional"])),
                 loop_to=loop_to,
                 loop_bound=draw(st.integers(1, 3)),
@@ -180,12 +186,16 @@ def odd_or_first(i: int, message: Any) -> bool:
 def make_executor(node: Node, recorder: Recorder, feeds: bool) -> Any:
     eid = node.id
 
-    @executor(id=eid, max_concurrency=node.concurrency, max_visits=node.max_visits)
+    # one superstep's messages in the canonical order, so its state may depend on it
+    ordered = node.concurrency == 1 and not node.arrival
+    order = "arrival" if node.arrival else None
+
+    @executor(id=eid, max_concurrency=node.concurrency, max_visits=node.max_visits, order=order)
     async def handle(message: Any, ctx: WorkflowContext[Any, str]) -> None:
         text = message if isinstance(message, str) else repr(message)
         recorder.calls.append((eid, ctx.superstep, ctx.idempotency_key, text))
         await anyio.sleep(recorder.delay(eid, text))
-        if node.concurrency == 1:
+        if ordered:
             seen = ctx.state.setdefault("seen", 0) + 1
             ctx.state["seen"] = seen
             ctx.state["hash"] = digest(ctx.state.get("hash"), text)
@@ -201,7 +211,7 @@ def make_executor(node: Node, recorder: Recorder, feeds: bool) -> Any:
             await ctx.send_message(f"back:{value}", target=node.loop_to)
         elif feeds:
             await ctx.send_message(value)
-        if node.concurrency == 1:
+        if ordered:
             recorder.states[eid] = dict(ctx.state)
 
     return handle
@@ -239,7 +249,7 @@ async def play(graph: Graph, recorder: Recorder, **options: Any) -> dict[str, An
     seen: dict[str, list[tuple[int, str, str]]] = {}
     for eid, t, key, text in recorder.calls:
         seen.setdefault(eid, []).append((t, key, text))
-    concurrent = {n.id for n in graph.nodes if n.concurrency > 1}
+    concurrent = {n.id for n in graph.nodes if n.concurrency > 1 or n.arrival}
     for eid in concurrent & set(seen):
         seen[eid].sort()  # one superstep's messages run at once: their order is free
     said: dict[str, Any] = {
@@ -345,6 +355,193 @@ def test_a_fast_branch_does_not_wait_for_its_slow_sibling() -> None:
     assert pipelined["after_fast"] == pytest.approx(0.1) and took_p == pytest.approx(1.2)
     assert result_p.outputs == result.outputs == ["slow", "after_fast"]  # canonical order
     assert result_p.supersteps == result.supersteps == 3
+
+
+def item_stages(
+    calls: list[tuple[str, int, str]], width: int, order: str | None = None, **defaults: Any
+) -> Workflow:
+    """12 items through 3 stages of 1 s each, ``width`` at a time (``order``: of stage0 and
+    stage1)."""
+
+    @executor(id="start")
+    async def start(message: str, ctx: WorkflowContext[int]) -> None:
+        for i in range(12):
+            await ctx.send_message(i)
+
+    def stage(k: int) -> Any:
+        @executor(id=f"stage{k}", max_concurrency=width)
+        async def work(n: int, ctx: WorkflowContext[int, str]) -> None:
+            calls.append((f"stage{k}", ctx.superstep, ctx.idempotency_key))
+            await anyio.sleep(1)
+            if k == 2:
+                await ctx.yield_output(f"{n}:{ctx.idempotency_key.rsplit(':', 1)[1]}")
+            else:
+                await ctx.send_message(n)
+
+        return work
+
+    stages = [stage(k) for k in range(3)]
+    builder = WorkflowBuilder("items", **defaults).add_executor(stages[0], order=order)
+    builder.add_executor(stages[1], order=order).add_edge(start, stages[0])
+    builder.add_edge(stages[0], stages[1])
+    return builder.add_edge(stages[1], stages[2]).set_start(start).build()
+
+
+def test_executors_with_concurrency_take_their_messages_as_they_arrive() -> None:
+    calls: list[tuple[str, int, str]] = []
+    took, result = timed(item_stages(calls, 4), run_id="items")
+    assert took == pytest.approx(9.0)  # 3 stages x 3 rounds of 4
+    barrier_calls, calls[:] = sorted(calls), []
+    took_p, result_p = timed(item_stages(calls, 4), schedule="pipelined", run_id="items")
+    # a stage starts an item as the last stage ends it: 3 rounds, then 2 more stages
+    assert took_p == pytest.approx(5.0)
+    # the same outputs in the same (canonical) order, the same supersteps and message ids
+    assert result_p.outputs == result.outputs
+    assert [int(out.split(":")[0]) for out in result.outputs] == list(range(12))
+    assert sorted(calls) == barrier_calls
+    assert len({key for _, _, key in calls}) == 36  # each message its own id
+    assert result_p.supersteps == result.supersteps == 4
+
+
+def test_order_arrival_takes_messages_one_at_a_time_as_they_arrive() -> None:
+    calls: list[tuple[str, int, str]] = []
+    took, result = timed(item_stages(calls, 1, order="arrival"), run_id="items")
+    barrier_calls, calls[:] = sorted(calls), []
+    options = {"schedule": "pipelined", "run_id": "items"}
+    took_p, result_p = timed(item_stages(calls, 1, order="arrival"), **options)
+    # stage0 commits each item as it ends it, and stage1 starts it then, one at a time;
+    # stage2 (order canonical) waits for its superstep's 12 messages
+    assert took == pytest.approx(36.0) and took_p == pytest.approx(25.0)
+    assert result_p.outputs == result.outputs and sorted(calls) == barrier_calls
+    with pytest.raises(ValueError, match="order must be 'canonical' or 'arrival'"):
+        WorkflowBuilder("x").add_executor(item_stages([], 1).executors["stage0"], order="fifo")
+
+
+@pytest.mark.parametrize("first", ["superstep", "pipelined"])
+@pytest.mark.parametrize("then", ["superstep", "pipelined"])
+def test_delivery_ids_survive_a_checkpoint_and_resume(first: str, then: str) -> None:
+    # stopped once stage1 has run (its messages to stage2 pending in the checkpoint), the
+    # resumed run names stage2's messages as the uninterrupted run does
+    calls: list[tuple[str, int, str]] = []
+
+    async def play() -> tuple[Any, Any, list[tuple[str, int, str]]]:
+        clean = await item_stages(calls, 4).run("go", run_id="ids")
+        expected, calls[:] = sorted(calls), []
+        stop = anyio.Event()
+        workflow = item_stages(calls, 4)
+        store = MemoryCheckpointStore()
+
+        async def stop_in_stage1() -> None:
+            while not any(eid == "stage1" for eid, _, _ in calls):
+                await anyio.sleep(0.01)
+            stop.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stop_in_stage1)
+            options = {"checkpoint": store, "schedule": first, "stop": stop}
+            stopped = await workflow.run("go", run_id="ids", **options)
+        assert stopped.status.value == "running"
+        assert not any(eid == "stage2" for eid, _, _ in calls)
+        done = await workflow.resume("ids", store, schedule=then)
+        return clean, done, expected
+
+    clock = MockClock(autojump_threshold=0)
+    clean, done, expected = anyio.run(play, backend="trio", backend_options={"clock": clock})
+    assert done.outputs == clean.outputs
+    assert sorted(set(calls)) == expected
+
+
+def test_an_order_that_is_not_known_is_refused_where_it_is_set() -> None:
+    with pytest.raises(ValueError, match="executor 'odd': order must be"):
+
+        @executor(id="odd", order="random")
+        async def odd(message: str) -> None: ...
+
+    from plait import NodeSpec
+
+    with pytest.raises(ValueError, match="NodeSpec.order must be one of 'canonical', 'arrival'"):
+        NodeSpec(id="n", order="lifo")
+
+
+def nested_beside_a_chain(started: dict[str, float]) -> Workflow:
+    """``start`` fans out to a nested workflow (two steps of 1 s, one superstep of the
+    outer run) and to a chain of three 0.5 s steps."""
+
+    def step(eid: str, seconds: float, last: bool = False) -> Any:
+        @executor(id=eid)
+        async def run(message: str, ctx: WorkflowContext[str, str]) -> None:
+            started[eid] = anyio.current_time()
+            await anyio.sleep(seconds)
+            if last:
+                await ctx.yield_output(f"{eid}:{message}:{ctx.superstep}")
+            else:
+                await ctx.send_message(message)
+
+        return run
+
+    inner = (
+        WorkflowBuilder("inner")
+        .add_edge(step("think", 1.0), step("answer", 1.0, last=True))
+        .set_start("think")
+        .build()
+    )
+    chain = [step("c1", 0.5), step("c2", 0.5), step("c3", 0.5, last=True)]
+    deep = inner.as_executor("deep")  # what the inner workflow yields, it sends on
+    return (
+        WorkflowBuilder("outer")
+        .add_fan_out(step("start", 0), [deep, chain[0]])
+        .add_edge(deep, step("report", 0, last=True))
+        .add_edge(chain[0], chain[1])
+        .add_edge(chain[1], chain[2])
+        .set_start("start")
+        .build()
+    )
+
+
+def test_a_nested_workflow_beside_a_chain_gives_the_same_outputs_pipelined() -> None:
+    barrier: dict[str, float] = {}
+    took, result = timed(nested_beside_a_chain(barrier))
+    pipelined: dict[str, float] = {}
+    took_p, result_p = timed(nested_beside_a_chain(pipelined), schedule="pipelined")
+    assert result_p.outputs == result.outputs and len(result.outputs) == 2
+    assert result_p.supersteps == result.supersteps
+    # the chain's c2 waits for the nested workflow (2 s) at the barrier, not pipelined
+    assert barrier["c2"] == pytest.approx(2.0) and pipelined["c2"] == pytest.approx(0.5)
+    assert took == pytest.approx(3.0) and took_p == pytest.approx(2.0)
+
+
+def test_a_run_watch_shows_what_the_pipelined_schedule_runs() -> None:
+    views: dict[str, Any] = {}
+    seen: list[tuple[int, tuple[str, ...], dict[str, int]]] = []
+
+    def step(eid: str, seconds: float, sends: bool) -> Any:
+        @executor(id=eid)
+        async def run(message: str, ctx: WorkflowContext[str, str]) -> None:
+            await anyio.sleep(seconds)
+            if eid == "after_fast":  # slow (superstep 2) still runs beside it
+                view = views["watch"]
+                seen.append((view.superstep, view.running, view.deliveries))
+            if sends:
+                await ctx.send_message(message)
+            else:
+                await ctx.yield_output(eid)
+
+        return run
+
+    start, fast = step("start", 0, True), step("fast", 0.1, True)
+    slow, after = step("slow", 1.2, False), step("after_fast", 0.5, False)
+    workflow = (
+        WorkflowBuilder("watched")
+        .add_fan_out(start, [fast, slow])
+        .add_edge(fast, after)
+        .set_start(start)
+        .build()
+    )
+    took, _ = timed(workflow, schedule="pipelined", watch=lambda w: views.update(watch=w))
+    assert took == pytest.approx(1.2)
+    # the lowest superstep with work is 2 (slow), and both executors run now
+    assert seen == [(2, ("slow", "after_fast"), {"slow": 1, "after_fast": 1})]
+    assert views["watch"].superstep == 3  # after the run: the last superstep
 
 
 def test_a_workflow_may_default_to_the_pipelined_schedule_and_max_lead_zero_is_the_barrier() -> (
@@ -484,7 +681,12 @@ async def test_a_resumed_runs_checkpoints_keep_the_state_of_executors_that_have_
 
 
 @pytest.mark.anyio
-async def test_a_stopped_pipelined_run_resumes_to_the_same_outputs() -> None:
+@pytest.mark.parametrize("durability", ["sync", "exit"])
+@pytest.mark.parametrize("resume_in", ["pipelined", "superstep"])
+async def test_a_stopped_pipelined_run_resumes_to_the_same_outputs(
+    durability: str, resume_in: str
+) -> None:
+    # in ``exit`` durability the run's one checkpoint is the cut taken as it stopped
     stop = anyio.Event()
     log: list[tuple[str, int]] = []
 
@@ -497,8 +699,8 @@ async def test_a_stopped_pipelined_run_resumes_to_the_same_outputs() -> None:
         async def run(message: str, ctx: WorkflowContext[str, str]) -> None:
             log.append((name, ctx.superstep))
             await anyio.sleep(seconds)
-            if name == "a1":
-                stop.set()  # Ctrl-C, as plait run sets it
+            if name == "a2":
+                stop.set()  # Ctrl-C, as plait run sets it, with the chains apart
             if last:
                 await ctx.yield_output(f"{name}:{message}")
             else:
@@ -507,19 +709,21 @@ async def test_a_stopped_pipelined_run_resumes_to_the_same_outputs() -> None:
         return run
 
     a = [link(f"a{i}", 0.001, i == 3) for i in range(4)]
-    b = [link(f"b{i}", 0.003, i == 3) for i in range(4)]
+    b = [link(f"b{i}", 0.05, i == 3) for i in range(4)]
     builder = WorkflowBuilder("stoppable").add_fan_out(start, [a[0], b[0]])
     for chain in (a, b):
         for x, y in zip(chain, chain[1:]):
             builder.add_edge(x, y)
     workflow = builder.set_start(start).build()
     clean = await workflow.run("m")
+    stop = anyio.Event()  # (the clean run set the first one)
     store = MemoryCheckpointStore()
     log.clear()
-    stopped = await workflow.run("m", run_id="s", checkpoint=store, schedule="pipelined", stop=stop)
+    options = {"durability": durability, "schedule": "pipelined", "stop": stop}
+    stopped = await workflow.run("m", run_id="s", checkpoint=store, **options)
     assert stopped.status.value == "running"
     assert len(log) < 8  # stopped before the end
-    done = await workflow.resume("s", store, schedule="pipelined")
+    done = await workflow.resume("s", store, schedule=resume_in)
     assert done.outputs == clean.outputs == ["a3:ma0a1a2", "b3:mb0b1b2"]
     assert sorted(set(log)) == sorted({(f"{c}{i}", i + 2) for c in "ab" for i in range(4)})
 

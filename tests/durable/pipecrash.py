@@ -8,16 +8,23 @@
 (a fan-in inside a loop: MAF #3060). ``quick`` is done long before the chain, so the
 fan-in's buffer is partly filled most of the time (MAF #6372). Every invocation appends
 ``superstep executor_id`` to LOG.
+
+``PLAIT_PIPECRASH_KILL=commit:N`` kills the process (SIGKILL) once its N-th checkpoint
+is saved (at a commit whose cut is durable); ``write:N`` kills it while the N-th save is
+under way (a torn write: the store keeps the cut before it).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+from typing import Any
 
 import anyio
 from plait import Workflow, WorkflowContext, executor
+from plait.spi import open_store
 from plait_builders import WorkflowBuilder
 
 CHAIN = 4
@@ -69,9 +76,45 @@ def build() -> Workflow:
     return builder.set_start(head).build()
 
 
+class Killing:
+    """A store whose process is killed at its ``n``-th save: after it (``commit``) or
+    while it is under way (``write``)."""
+
+    def __init__(self, store: Any, how: str, n: int) -> None:
+        self.store, self.how, self.n, self.saves = store, how, n, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def save(self, checkpoint: Any, **options: Any) -> None:
+        self.saves += 1
+        if self.saves != self.n:
+            await self.store.save(checkpoint, **options)
+            return
+        if self.how == "commit":
+            await self.store.save(checkpoint, **options)
+            os.kill(os.getpid(), signal.SIGKILL)
+        async with anyio.create_task_group() as tg:
+
+            async def save() -> None:
+                await self.store.save(checkpoint, **options)
+
+            tg.start_soon(save)
+            await anyio.sleep(0.0002)  # the write is under way
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
 async def main(mode: str, schedule: str, url: str, run_id: str) -> None:
     wf = build()
-    if mode == "run":
+    kill = os.environ.get("PLAIT_PIPECRASH_KILL")
+    if mode == "run" and kill:
+        how, n = kill.split(":")
+        store = Killing(open_store(url), how, int(n))
+        try:
+            result = await wf.run(7, checkpoint=store, run_id=run_id, schedule=schedule)
+        finally:
+            await store.aclose()
+    elif mode == "run":
         result = await wf.run(7, checkpoint=url, run_id=run_id, schedule=schedule)
     else:
         result = await wf.resume(run_id, url, schedule=schedule)

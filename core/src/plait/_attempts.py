@@ -136,7 +136,7 @@ async def invoke_with_policy(
     root = run if isinstance(run, RunState) else run._root
     step = run.superstep  # a pipelined run's effects carry their own logical time
     retry, timeout = policy
-    key = f"{step}:{eid}:{index}"
+    key = f"{step}:{eid}:{run.delivery if run.delivery is not None else index}"
     attempt = root.attempts.get(key, 0) + 1  # a resumed run keeps its count
     if attempt > 1:
         note_attempt(root, attempt)

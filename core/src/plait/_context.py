@@ -9,7 +9,7 @@ that run, and two concurrent runs of one workflow never see each other's state.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, Generic, Protocol
 
@@ -96,6 +96,33 @@ class InvocationFailure:
     message: Any = None
 
 
+class _SharedView(Mapping[str, Any]):
+    """``ctx.shared``: the committed shared state, read-only, noting which keys are read."""
+
+    __slots__ = ("_eid", "_note", "_shared")
+
+    def __init__(self, shared: dict[str, Any], eid: str, note: Callable[[str, str], None]) -> None:
+        self._shared, self._eid, self._note = shared, eid, note
+
+    def __getitem__(self, key: str) -> Any:
+        self._note(self._eid, key)
+        return self._shared[key]
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self._note(self._eid, key)
+        return key in self._shared
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._shared)
+
+    def __len__(self) -> int:
+        return len(self._shared)
+
+    def __repr__(self) -> str:
+        return f"<shared state {self._shared!r}>"
+
+
 OutT = typing_extensions.TypeVar("OutT", default=Any)
 WorkflowOutT = typing_extensions.TypeVar("WorkflowOutT", default=typing_extensions.Never)
 
@@ -117,8 +144,9 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         self.state = state
         self._attempt = 1
         self._index = 0
-        #: (superstep, message index, requests made so far) of the invocation asking
-        self._asked = (0, 0, 0)
+        #: (superstep, message index or delivery id, requests made so far) of the
+        #: invocation asking
+        self._asked: tuple[int, int | str, int] = (0, 0, 0)
 
     @property
     def attempt(self) -> int:
@@ -132,14 +160,21 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
     @property
     def idempotency_key(self) -> str:
         """A key naming this invocation — run, superstep, executor and the index of the
-        message among the executor's deliveries of the superstep. It is the same on every
-        attempt and after a crash and resume (the superstep is re-run from its checkpoint),
-        so an executor with side effects can use it to de-duplicate them.
+        message among the executor's deliveries of the superstep; for an executor that
+        takes its messages on arrival (``max_concurrency`` above 1, or ``order="arrival"``),
+        whose index is not known when a message arrives in the pipelined schedule, the
+        message's delivery id instead (a digest of its sender, the sender's own message and
+        the order of its sends). It is the same in either schedule, on every attempt and
+        after a crash and resume (the superstep is re-run from its checkpoint), so an
+        executor with side effects can use it to de-duplicate them.
 
         .. versionadded:: 0.1
+        .. versionchanged:: 0.1 a delivery id for executors that take messages on arrival.
         """
         run = self._run
-        return f"{run.run_id}:{run.superstep}:{self.executor_id}:{self._index}"
+        delivery = getattr(run, "delivery", None)  # (a scope of a plugin's may have none)
+        last = delivery if delivery is not None else self._index
+        return f"{run.run_id}:{run.superstep}:{self.executor_id}:{last}"
 
     @property
     def run_id(self) -> str:
@@ -157,9 +192,15 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         superstep: a read-only view. Write with :meth:`set_shared_state`, whose writes are
         staged and visible from the next superstep.
 
+        Reading a key another executor writes in the same superstep warns
+        (:class:`~plait.SharedStateRaceWarning`; an error under ``strict=True``).
+
         .. versionchanged:: 0.1 read-only: a write through it would bypass the staging.
         """
-        return MappingProxyType(self._run.shared)
+        note = getattr(self._run, "note_read", None)
+        if note is None:  # a scope of a plugin's that keeps no reads
+            return MappingProxyType(self._run.shared)
+        return _SharedView(self._run.shared, self.executor_id, note)
 
     async def send_message(self, message: OutT, target: str | None = None) -> None:
         """Send ``message`` along this executor's outgoing edges (routed next superstep).
@@ -178,8 +219,17 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         self._run.emit_custom(self.executor_id, data)
 
     async def get_shared_state(self, key: str, default: Any = None) -> Any:
-        """Read a shared-state key, as committed at the end of the last superstep."""
-        return self._run.shared.get(key, default)
+        """Read a shared-state key, as committed at the end of the last superstep (a key
+        another executor writes in this superstep warns: see :attr:`shared`). In the
+        pipelined schedule, a branch running ahead waits here until the earlier
+        supersteps' writes are committed, so it reads what the superstep schedule would.
+        """
+        run = self._run
+        ready = getattr(run, "shared_ready", None)
+        if ready is not None:
+            await ready()
+            run.note_read(self.executor_id, key)  # type: ignore[attr-defined]
+        return run.shared.get(key, default)
 
     async def set_shared_state(self, key: str, value: Any) -> None:
         """Write a shared-state key. The write is staged: every executor (this one too)
@@ -210,14 +260,17 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         a :class:`RequestResponse` when the executor has a handler for that.
 
         :return: the request id. It derives from the run, the superstep, this executor,
-            the message's index among its deliveries and the number of requests the
-            invocation made before, so it is the same whatever order handlers finish in,
+            the message's index among its deliveries (its delivery id, for an executor
+            that takes messages on arrival) and the number of requests the invocation
+            made before, so it is the same whatever order handlers finish in,
             on every attempt and after a resume.
         """
         run = self._run
         step, index, made = self._asked
-        if (step, index) != (run.superstep, self._index):
-            step, index, made = run.superstep, self._index, 0
+        delivery = getattr(run, "delivery", None)
+        current = delivery if delivery is not None else self._index
+        if (step, index) != (run.superstep, current):
+            step, index, made = run.superstep, current, 0
         self._asked = (step, index, made + 1)
         seed = f"{run.run_id}:{step}:{self.executor_id}:{index}:{made}"
         request_id = hashlib.sha256(seed.encode()).hexdigest()[:32]

@@ -37,6 +37,8 @@ __all__ = [
     "SuperstepLimitError",
     "VisitLimitError",
     "SharedStateConflictError",
+    "SharedStateRaceError",
+    "SharedStateRaceWarning",
     "UnhandledMessageError",
     "RoutingError",
     "ConverterError",
@@ -449,6 +451,26 @@ class VisitLimitError(WorkflowRunError):
 class SharedStateConflictError(WorkflowRunError):
     """Two executors wrote one shared-state key in one superstep, and no reducer is
     declared for that key (the ``shared_reducers`` run option).
+
+    .. versionadded:: 0.1
+    """
+
+
+class SharedStateRaceError(WorkflowRunError):
+    """Under ``strict=True``: one executor read a shared-state key in the superstep another
+    executor wrote it in (see :class:`SharedStateRaceWarning`).
+
+    .. versionadded:: 0.1
+    """
+
+
+class SharedStateRaceWarning(PlaitWarning):
+    """One executor read a shared-state key in the superstep another wrote it in: the
+    read saw the value from before the write (writes are visible from the next
+    superstep), which is rarely what two branches sharing a key mean, and a branch that
+    runs ahead in the pipelined schedule may read it before an earlier superstep's write
+    is committed. The ``strict=True`` run option makes it a
+    :class:`SharedStateRaceError`.
 
     .. versionadded:: 0.1
     """

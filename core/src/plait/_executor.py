@@ -85,6 +85,13 @@ class Executor:
     :param max_visits: how many supersteps this executor may run in (``None``: no limit).
     :param retry: a :class:`~plait.RetryPolicy` for failed invocations.
     :param timeout: seconds per invocation (an ``ExecutorTimeoutError`` past it).
+    :param order: ``"arrival"`` takes messages as they arrive: in the pipelined schedule
+        an invocation starts without waiting for the rest of its superstep's messages
+        (``ctx.idempotency_key`` then names the message by its delivery id); ``None`` (or
+        ``"canonical"``) takes one superstep's messages together, in the canonical order.
+        An executor with ``max_concurrency`` above 1 takes them on arrival either way.
+
+    .. versionchanged:: 0.1 ``order``.
     """
 
     def __init__(
@@ -95,10 +102,16 @@ class Executor:
         max_visits: int | None = None,
         retry: RetryPolicy | None = None,
         timeout: float | None = None,
+        order: str | None = None,
     ) -> None:
         if not isinstance(id, str) or not id:
             raise ValueError(f"executor id must be a non-empty string, got {id!r}")
+        if order is not None and order not in ("canonical", "arrival"):
+            raise ValueError(
+                f"executor {id!r}: order must be 'canonical', 'arrival' or None, got {order!r}"
+            )
         self.id = id
+        self.order = order
         self.max_concurrency = max_concurrency
         self.max_visits = max_visits
         self.retry = retry
@@ -207,6 +220,7 @@ class FunctionExecutor(Executor):
         max_visits: int | None = None,
         retry: RetryPolicy | None = None,
         timeout: float | None = None,
+        order: str | None = None,
     ) -> None:
         if not inspect.iscoroutinefunction(fn):
             raise TypeError(f"@executor needs an async def, got {_qualname(fn)}")
@@ -217,6 +231,7 @@ class FunctionExecutor(Executor):
             max_visits=max_visits,
             retry=retry,
             timeout=timeout,
+            order=order,
         )
 
     def declare_handlers(self) -> Iterable[Handler]:
@@ -248,6 +263,7 @@ def executor(
     max_visits: int | None = None,
     retry: RetryPolicy | None = None,
     timeout: float | None = None,
+    order: str | None = None,
 ) -> Callable[[Callable[..., Awaitable[Any]]], FunctionExecutor]: ...
 
 
@@ -260,11 +276,13 @@ def executor(
     max_visits: int | None = None,
     retry: RetryPolicy | None = None,
     timeout: float | None = None,
+    order: str | None = None,
 ) -> FunctionExecutor | Callable[[Callable[..., Awaitable[Any]]], FunctionExecutor]:
     """Turn an ``async def f(message: T, ctx: WorkflowContext[Out, WOut])`` into an executor.
 
     The context parameter is optional; a function that returns a value (not ``None``)
-    sends it on, as if it had called ``ctx.send_message``.
+    sends it on, as if it had called ``ctx.send_message``. The keyword arguments are
+    :class:`Executor`'s (``order="arrival"``: take messages as they arrive).
 
     .. versionadded:: 0.1
     """
@@ -277,6 +295,7 @@ def executor(
             max_visits=max_visits,
             retry=retry,
             timeout=timeout,
+            order=order,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -94,6 +94,13 @@ class CompiledGraph:
         #: executor id -> its rank: the declaration order of the spec's nodes, the order
         #: a superstep's effects are committed in (never the order handlers finish in)
         self.rank = {node.id: i for i, node in enumerate(spec.nodes)}
+        #: executors marked ``order="arrival"`` (the node's setting, else the executor's):
+        #: they take their messages as they arrive (see :mod:`plait._pipeline`)
+        self.arrival = frozenset(
+            node.id
+            for node in spec.nodes
+            if _first(node.order, getattr(self.executors[node.id], "order", None)) == "arrival"
+        )
         #: the limits of a run that sets no per-executor run option (see resolve_limits)
         self.limits = resolve_limits(self)
 

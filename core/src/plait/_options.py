@@ -196,9 +196,12 @@ class RunOptions:
     :param max_lead: in the pipelined schedule, how many supersteps work may run ahead of
         the lowest superstep with work (``0`` is the superstep schedule; ``None``, the
         default, is unbounded).
+    :param strict: a shared-state key read by one executor in the superstep another one
+        writes it in fails the run (:class:`~plait.SharedStateRaceError`) instead of
+        warning (:class:`~plait.SharedStateRaceWarning`).
 
     .. versionchanged:: 0.1 ``checkpoint_metadata``, ``on_event``, ``stop``, ``watch``,
-       ``shared_reducers``, ``journal``, ``schedule`` and ``max_lead``.
+       ``shared_reducers``, ``journal``, ``schedule``, ``max_lead`` and ``strict``.
     """
 
     max_supersteps: int = attrs.field(default=100, validator=_positive)
@@ -222,6 +225,7 @@ class RunOptions:
     journal: bool = attrs.field(default=False, validator=_flag)
     schedule: str = attrs.field(default="superstep", validator=_one_of("superstep", "pipelined"))
     max_lead: int | None = attrs.field(default=None, validator=_lead)
+    strict: bool = attrs.field(default=False, validator=_flag)
 
     def __attrs_post_init__(self) -> None:
         if self.journal and self.checkpoint is None:

@@ -24,7 +24,15 @@ group sees:
 - shared-state writes of ``t`` are committed when the global frontier passes ``t``, in
   the canonical order;
 - outputs are kept in the canonical order ``(t, sender rank, order of the sender's
-  yields)``, whatever order the groups committed in.
+  yields)``, whatever order the groups committed in;
+- an executor taking messages on arrival (``max_concurrency`` above 1, or
+  ``order="arrival"``) starts each message as it arrives, up to its concurrency, and
+  commits each as it ends, its effects keyed by the message's index when its group was
+  complete as it fired, else by the message's own key (which sorts as the index would);
+  its messages are named by delivery ids (:func:`~plait._state.delivery_id`), known on
+  arrival and the same in the superstep schedule;
+- a read of shared state with ``get_shared_state`` at ``t`` waits until the writes of
+  every ``t' < t`` are committed.
 
 A limit or a failure at ``t`` stops work at ``t`` and later (running groups there are
 cancelled) but lets earlier work finish, which may fail earlier still; the error raised
@@ -57,7 +65,7 @@ from ._errors import (
     WorkflowRunError,
 )
 from ._events import OutputEvent, RunStatus
-from ._state import Effects, RunState
+from ._state import Effects, RunState, delivery_id
 from ._types import type_name
 
 if TYPE_CHECKING:
@@ -79,8 +87,10 @@ class Runner(Protocol):
     native_asyncio: bool
     observation: Observation | None
     concurrency: dict[str, int]
+    arrival: frozenset[str]
     visit_limits: dict[str, int]
     on_cut: Callable[[Any, str], Awaitable[bool]] | None
+    stopped_pipeline: Any
 
     async def _limited(
         self, eid: str, message: Any, index: int, effects: RunState | Effects
@@ -93,13 +103,20 @@ __all__ = ["SCHEDULES", "Pipeline", "TimedEffects", "decode_cut", "pays"]
 SCHEDULES = ("superstep", "pipelined")
 
 #: the sort key of a delivery: routed ``(0, rank, k, group, d)``, diverted ``(1, rank,
-#: index, j)``, flushed ``(2, flusher, d)``, first deliveries ``(-1, position)``
-Key = tuple[int, ...]
+#: index, j)``, flushed ``(2, flusher, d)``, first deliveries ``(-1, position)``; what an
+#: executor taking messages on arrival sends as its message of key ``K`` arrives (before
+#: its index is known) puts ``K`` before ``k`` (``(0, rank, K, k, group, d)``: ``K``
+#: sorts as the index would); a delivery to an executor taking messages on arrival ends
+#: with its delivery id (:func:`~plait._state.delivery_id`)
+Key = tuple[Any, ...]
 #: a phase of a failure at one ``t``: the order the superstep schedule meets them in
 _LIMIT, _VISITS, _HANDLER, _BARRIER = 0, 1, 2, 3
 _YIELD_EVERY = 32
 #: how many active items a speculative decision looks through at most
 _LOOK_AHEAD = 64
+#: how deep the keys of messages sent on arrival may nest before their receiver waits
+#: for its superstep's messages instead (whose keys are then its flat indexes)
+_MAX_NESTING = 16
 
 
 class TimedEffects(Effects):
@@ -108,11 +125,14 @@ class TimedEffects(Effects):
 
     __slots__ = ("diverted", "t")
 
-    def __init__(self, parent: RunState | Effects, root: RunState, t: int) -> None:
-        super().__init__(parent, root)
+    def __init__(
+        self, parent: RunState | Effects, root: RunState, t: int, delivery: str | None = None
+    ) -> None:
+        super().__init__(parent, root, delivery)
         self.t = t
-        #: failures error edges took: (sender rank, message index, target, failure)
-        self.diverted: list[tuple[int, int, str, Any]] = []
+        #: failures error edges took: (sender rank, message index, target, failure,
+        #: the delivery id of the failed message if any)
+        self.diverted: list[tuple[int, int, str, Any, str | None]] = []
 
     @property
     def superstep(self) -> int:
@@ -122,7 +142,20 @@ class TimedEffects(Effects):
 class _Group:
     """One executor's deliveries of one ``t``, running or about to run."""
 
-    __slots__ = ("cancelled", "effects", "eid", "entries", "messages", "scope", "t")
+    __slots__ = (
+        "cancelled",
+        "closed",
+        "effects",
+        "eid",
+        "entries",
+        "feed",
+        "indexes",
+        "messages",
+        "pending",
+        "scope",
+        "signal",
+        "t",
+    )
 
     def __init__(
         self, eid: str, t: int, entries: list[tuple[Key, Any]], effects: TimedEffects
@@ -132,6 +165,40 @@ class _Group:
         #: what cancels it: its cancel scope, or its asyncio task
         self.scope: Any = None
         self.cancelled = False
+        # -- an executor taking messages on arrival: each commits as it ends --------------
+        #: its messages not committed yet, by key
+        self.pending: dict[Key, Any] = {}
+        #: messages to start
+        self.feed: deque[tuple[Key, Any]] = deque()
+        #: no message of its ``t`` can come any more
+        self.closed = True
+        self.signal = anyio.Event()
+        #: key -> index, when every message was known as it fired (else the keys order)
+        self.indexes: dict[Key, int] | None = None
+
+    def arrive(self, indexed: bool) -> None:
+        """Take its messages one by one, each committed as it ends: all known (``indexed``:
+        each is ordered by its index) or more to come (ordered by key; :meth:`add`)."""
+        self.pending = dict(self.entries)
+        self.feed = deque(self.entries)
+        self.closed = indexed
+        if indexed:
+            self.indexes = {key: i for i, (key, _) in enumerate(self.entries)}
+
+    def add(self, key: Key, message: Any) -> None:
+        """A message of its ``t`` arrived while it runs."""
+        self.pending[key] = message
+        self.feed.append((key, message))
+        self.signal.set()
+
+    def close(self) -> None:
+        """No message of its ``t`` can come any more: it ends when its messages have."""
+        self.closed = True
+        self.signal.set()
+
+    def order(self, key: Key) -> Any:
+        """Where what the message of ``key`` did goes in the canonical order."""
+        return key if self.indexes is None else self.indexes[key]
 
 
 class Pipeline:
@@ -148,6 +215,10 @@ class Pipeline:
         self.rank = graph.rank
         self.routes = graph.routes_from
         self.stateful_ids = {gid for gid, _ in graph.stateful}
+        #: executors that take their messages on arrival; deliveries to them are named
+        self.arrival = runner.arrival
+        #: executor -> its group taking messages of its ``t`` as they arrive
+        self.open: dict[str, _Group] = {}
         self.flush_targets = {t for _, er in graph.flushers for t in er.group.targets}
         self.flushing = {gid for gid, _ in graph.flushers}
         self.group_targets = {gid: er.group.targets for gid, er in graph.edge_runners.items()}
@@ -184,6 +255,12 @@ class Pipeline:
         #: t -> executors that fired at t (their visits are counted)
         self.fired: dict[int, set[str]] = {}
         self.wakeup = anyio.Event()
+        #: the run is in this schedule now (what a RunWatch reads)
+        self.active = False
+        #: set (and replaced) as the barrier work of a superstep is done
+        self.passed = anyio.Event()
+        #: a group runs inline: the loop that does the barrier work waits for it
+        self.inline = False
         self.hops = 0
         self.commits = 0
         self.stopped = False
@@ -219,6 +296,14 @@ class Pipeline:
 
     def enqueue(self, eid: str, t: int, key: Key, message: Any) -> None:
         """Queue ``message`` for ``eid`` at logical time ``t`` with sort key ``key``."""
+        if self.open:
+            group = self.open.get(eid)
+            if group is not None and group.t == t:  # it takes them as they arrive
+                group.add(key, message)
+                first = self.first_key[t]
+                if key < first[eid]:
+                    first[eid] = key
+                return
         by_time = self.queue.get(eid)
         if by_time is None:
             by_time = self.queue[eid] = {}
@@ -293,17 +378,51 @@ class Pipeline:
             self.state.cut = None
             placed = self._restore(cut)
         position = 0
+        ids = self.state.ids or {}
+        self.state.ids = None  # a cut's keys hold them from here on
         for eid, messages in inbox.items():
             times = placed.get(eid, [])
+            named = ids.get(eid, ()) if eid in self.arrival else None
             for n, message in enumerate(messages):
                 if n < len(times):  # a cut's message, at its time and with its key
                     t, key = times[n]
                     self.enqueue(eid, t, key, message)
                 else:  # a first message, a pending superstep's, an answer to a request
-                    self.enqueue(eid, start, (-1, position), message)
+                    key = (-1, position)
+                    if named is not None:
+                        key += (named[n] if n < len(named) else delivery_id(f"@{n}"),)
+                    self.enqueue(eid, start, key, message)
                 position += 1
         self._begin(start)
-        return await self._loop()
+        self.state.waiter = self._shared_through
+        self.active = True
+        try:
+            return await self._loop()
+        finally:
+            self.state.waiter = None
+            self.active = False
+
+    def watched(self) -> tuple[int, dict[str, int]]:
+        """What a :class:`~plait.spi.RunWatch` shows while this schedule runs: the lowest
+        superstep with work (where the superstep schedule would be), and each running
+        executor with how many messages it handles now. Safe to read from another
+        thread (copies taken under the GIL)."""
+        running = list(self.running.values())
+        times = list(self.at)
+        low = min(times) if times else self.done_through + 1
+        now = {g.eid: len(g.pending) if g.eid in self.arrival else len(g.entries) for g in running}
+        return low, now
+
+    async def _shared_through(self, t: int) -> None:
+        """Wait until the shared-state writes of every superstep before ``t`` are
+        committed (what a read at ``t`` sees in the superstep schedule)."""
+        while (
+            self.done_through < t - 1
+            and t - 1 < self.fail_time
+            and not self.stopped
+            and not self.inline
+        ):
+            await self.passed.wait()
 
     def _begin(self, t: int) -> None:
         """Tell an observer superstep ``t`` begins (the last one ended): once every
@@ -337,6 +456,8 @@ class Pipeline:
             raise self._first_error()
         if self.on_cut is not None:
             await self._cut("handback")
+        else:  # (``exit`` durability) the run's one checkpoint is this cut, taken after
+            self.runner.stopped_pipeline = self
         remaining: dict[str, list[Any]] = {}
         for eid, by_time in self.queue.items():
             for t in sorted(by_time):
@@ -348,6 +469,8 @@ class Pipeline:
         """Fire what may fire, commit what ends, until nothing runs (or lockstep)."""
         while True:
             self._barrier_work()
+            if self.open:
+                self._close_open()
             commits = self.commits
             lockstep = self._lockstep()
             if lockstep is not None:  # nothing runs: no commit comes while it is cut
@@ -361,6 +484,7 @@ class Pipeline:
             stop = self.runner.stop
             if stop is not None and self.commits and stop.is_set():
                 self.stopped = True  # asked to stop: what runs ends, nothing new starts
+                self.passed.set()
             ready = [] if self.stopped else self._ready()
             if not ready:
                 if not self.running:
@@ -370,11 +494,18 @@ class Pipeline:
                 await self.wakeup.wait()
                 self.wakeup = anyio.Event()
                 continue
-            if len(ready) == 1 and not self.running:
-                # a lone runnable group: today's inline path, no task spawned
+            lone = ready[0]
+            if len(ready) == 1 and not self.running and lone.closed and len(lone.feed) <= 1:
+                # a lone runnable group (not one whose messages commit one by one as they
+                # end: what they send may run meanwhile): today's inline path, no task
+                # spawned
                 group = ready[0]
                 self.running[group.eid] = group
-                await self._run_group(group)
+                self.inline = True
+                try:
+                    await self._run_group(group)
+                finally:
+                    self.inline = False
                 self.hops += 1
                 if self.runner.live or self.hops % _YIELD_EVERY == 0:
                     await anyio.lowlevel.checkpoint()
@@ -410,14 +541,20 @@ class Pipeline:
         if len(eids) != 1 or self.done_through != t - 1 or self.t_max != t or t in self.fired:
             return None  # work of t or later ran already: the superstep loop cannot follow
         (eid,) = eids
-        return {eid: [message for _, message in sorted(self.queue[eid][t], key=_first)]}
+        entries = sorted(self.queue[eid][t], key=_first)
+        if eid in self.arrival and len(entries) > 1:
+            return None  # its messages start one by one, each committed as it ends
+        return {eid: [message for _, message in entries]}
 
     def _hand_back(self, inbox: dict[str, list[Any]]) -> None:
         """Take the lockstep superstep's messages off the queues (the superstep loop has
         them now), after the cut that still holds them."""
         ((eid, _),) = inbox.items()
-        ((t, _),) = self.queue[eid].items()
+        ((t, entries),) = self.queue[eid].items()
         del self.queue[eid], self.at[t], self.waiting[eid]
+        if self.arrival:  # the delivery ids go with the messages
+            named = eid in self.arrival
+            self.state.ids = {eid: [key[-1] for key, _ in entries]} if named else {}
 
     def _ready(self) -> list[_Group]:
         """The groups that may fire now (taken off the queue, their visits counted)."""
@@ -433,7 +570,10 @@ class Pipeline:
                 continue
             if lead is not None and t > low + lead:
                 continue
-            if t != low and (self._crowded(t, low) or self.could_send(eid, t, low, exclude=eid)):
+            complete = t == low or not (
+                self._crowded(t, low) or self.could_send(eid, t, low, exclude=eid)
+            )
+            if not complete and (eid not in self.arrival or _nesting(by_time[t]) > _MAX_NESTING):
                 continue
             if eid in self.flush_targets and self.done_through < t - 1:
                 continue
@@ -447,8 +587,28 @@ class Pipeline:
             if self.on_cut is not None and eid in self.changed:
                 # the cut holds an executor's state as of its last commit, not mid-run
                 self.committed[eid] = copy.deepcopy(self.state.executor_state.get(eid))
-            ready.append(_Group(eid, t, entries, TimedEffects(self.state, self.state, t)))
+            group = _Group(eid, t, entries, TimedEffects(self.state, self.state, t))
+            if eid in self.arrival:
+                group.arrive(indexed=complete)
+                if not complete:
+                    self.open[eid] = group
+            ready.append(group)
         return ready
+
+    def _close_open(self) -> None:
+        """Close the groups taking messages on arrival whose ``t`` no active work can still
+        send a message for (or that a failure or a stop ends)."""
+        low = self.frontier()
+        for eid, group in list(self.open.items()):
+            t = group.t
+            if (
+                self.stopped
+                or t >= self.fail_time
+                or t == low
+                or not (self._crowded(t, low) or self.could_send(eid, t, low, exclude=eid))
+            ):
+                del self.open[eid]
+                group.close()
 
     def _visit(self, eid: str, t: int) -> bool:
         """Count a visit of ``eid`` at ``t``; False when it passes its visit limit."""
@@ -487,8 +647,8 @@ class Pipeline:
         runner, eid, t, effects = self.runner, group.eid, group.t, group.effects
         state = self.state
         try:
-            if eid in runner.concurrency and len(group.messages) > 1:
-                await self._concurrent(group)
+            if eid in self.arrival:
+                await self._arrive(group)
             else:
                 for index, message in enumerate(group.messages):
                     state.superstep = t  # what an observer reads as the invocation starts
@@ -499,31 +659,63 @@ class Pipeline:
             return
         self._commit(group)
 
-    async def _concurrent(self, group: _Group) -> None:
-        """An executor's messages of one ``t`` at once (up to its concurrency), each with
-        effects of its own, committed in the order of their index."""
+    async def _arrive(self, group: _Group) -> None:
+        """The messages of an executor taking them on arrival, up to its concurrency at
+        once, each with effects of its own committed as it ends (in the canonical order
+        of its index or key, whatever order they end in), until the group is closed."""
         runner, eid, t = self.runner, group.eid, group.t
-        limiter = anyio.CapacityLimiter(runner.concurrency[eid])
-        parts = [TimedEffects(group.effects, self.state, t) for _ in group.messages]
+        limiter = anyio.CapacityLimiter(runner.concurrency.get(eid, 1))
         failures: list[BaseException] = []
 
-        async def one(index: int, message: Any) -> None:
+        async def one(key: Key, message: Any, index: int) -> None:
             async with limiter:
+                part = TimedEffects(group.effects, self.state, t, key[-1])
                 self.state.superstep = t
                 try:
-                    await runner._limited(eid, message, index, parts[index])
+                    await runner._limited(eid, message, index, part)
                 except Exception as exc:
                     failures.append(exc)
                     tg.cancel_scope.cancel()
+                    return
+                self._commit_part(group, key, part)
 
         async with anyio.create_task_group() as tg:
-            for index, message in enumerate(group.messages):
-                tg.start_soon(one, index, message)
+            started = 0
+            while True:
+                while group.feed:
+                    key, message = group.feed.popleft()
+                    tg.start_soon(one, key, message, started)
+                    started += 1
+                if group.closed:
+                    break
+                await group.signal.wait()
+                group.signal = anyio.Event()
         if failures:
             raise failures[0]
-        for part in parts:
-            part.commit()
-            group.effects.diverted.extend(part.diverted)
+
+    def _commit_part(self, group: _Group, key: Key, part: TimedEffects) -> None:
+        """Commit what one message of a group taking messages on arrival did."""
+        state, eid, t = self.state, group.eid, group.t
+        rank = self.rank[eid]
+        order = group.order(key)
+        del group.pending[key]
+        state.superstep = t
+        self.dirty = True
+        self.commits += 1
+        self.changed.add(eid)
+        try:
+            if part.events is not None:
+                self._replay(eid, t, rank, part.events, order)
+            if part.writes is not None:
+                staged = self.staged_shared.setdefault(t, [])
+                staged.extend(((rank, order, k), write) for k, write in enumerate(part.writes))
+            if part.outbox:
+                self._route(eid, t, rank, part.outbox, order, part.delivery or "")
+            if part.diverted:
+                self._divert(t, part.diverted, order)
+        except WorkflowRunError as exc:
+            self._fail(t, _BARRIER, (rank,), exc)
+        self.wakeup.set()
 
     def _drop(self, group: _Group) -> None:
         """A group that will not commit (failed or cancelled) leaves the active items."""
@@ -563,20 +755,33 @@ class Pipeline:
             if effects.outbox:
                 self._route(eid, t, rank, effects.outbox)
             if effects.diverted:
-                effects.diverted.sort(key=_by_rank_index)
-                for j, (r, index, target, failure) in enumerate(effects.diverted):
-                    self.enqueue(target, t + 1, (1, r, index, j), failure)
+                self._divert(t, effects.diverted)
         except WorkflowRunError as exc:
             self._fail(t, _BARRIER, (rank,), exc)
         self._settle(eid, t)
 
-    def _replay(self, eid: str, t: int, rank: int, events: list[tuple[Any, ...]]) -> None:
+    def _divert(
+        self, t: int, diverted: list[tuple[int, int, str, Any, str | None]], order: Any = None
+    ) -> None:
+        """Deliver the failures error edges took (``order``: of a message taken on
+        arrival, which sorts them in its sender's place instead of their index)."""
+        diverted.sort(key=_by_rank_index)
+        for j, (r, index, target, failure, delivery) in enumerate(diverted):
+            key: Key = (1, r, index if order is None else order, j)
+            if target in self.arrival:
+                origin = delivery if delivery is not None else index
+                key += (delivery_id(f"!{failure.executor_id}/{origin}/{target}"),)
+            self.enqueue(target, t + 1, key, failure)
+
+    def _replay(
+        self, eid: str, t: int, rank: int, events: list[tuple[Any, ...]], order: Any = None
+    ) -> None:
         state = self.state
         seq = 0
         for event in events:
             kind = event[0]
             if kind == "output":
-                key = (t, rank, seq)
+                key: tuple[Any, ...] = (t, rank, seq) if order is None else (t, rank, order, seq)
                 seq += 1
                 where = bisect.bisect(self.output_keys, key)
                 self.output_keys.insert(where, key)
@@ -589,10 +794,23 @@ class Pipeline:
                 state.request_info(eid, event[2], event[3], request_id=event[4])
 
     def _route(
-        self, eid: str, t: int, rank: int, outbox: Iterable[tuple[str, Any, str | None]]
+        self,
+        eid: str,
+        t: int,
+        rank: int,
+        outbox: Iterable[tuple[str, Any, str | None]],
+        order: Any = None,
+        origin: str = "",
     ) -> None:
+        """Route what ``eid`` sent at ``t`` (``order``: the place of the message taken on
+        arrival that sent it, whose delivery id is ``origin``)."""
         router_state = self.state.router_state
+        arrival = self.arrival
+        prefix = ""
         for k, (source, message, target) in enumerate(outbox):
+            base: Key = (0, rank, k) if order is None else (0, rank, order, k)
+            if arrival:  # (what the delivery ids of its deliveries derive from)
+                prefix = f"{source}/{origin}/{k}"
             runners = self.routes.get(source)
             if not runners:
                 raise UnhandledMessageError(
@@ -607,13 +825,21 @@ class Pipeline:
                     if target is None or target in edge_runner.group.targets:
                         delivered = True
                     times = self.staged_routes.setdefault(gid, {})
-                    times.setdefault(t, []).append(((0, rank, k, j), source, message, target))
+                    # (with the prefix of the delivery ids its deliveries will get)
+                    staged: Key = (*base, j, prefix) if arrival else (*base, j)
+                    times.setdefault(t, []).append((staged, source, message, target))
                     self.staged_at.setdefault(t, {})[gid] = None
                     continue
                 deliveries = _routed(gid, edge_runner, source, message, target, router_state, t)
                 for d, (tgt, data) in enumerate(deliveries):
                     delivered = True
-                    self.enqueue(tgt, t + 1, (0, rank, k, j, d), data)
+                    if tgt in arrival:
+                        key: Key = (*base, j, d, delivery_id(f"{prefix}/{j}/{d}"))
+                    elif order is None:
+                        key = (0, rank, k, j, d)
+                    else:
+                        key = (*base, j, d)
+                    self.enqueue(tgt, t + 1, key, data)
             reaches = delivered or target is None
             if not reaches and not any(target in er.group.targets for _, er in runners):
                 raise UnhandledMessageError(
@@ -646,6 +872,8 @@ class Pipeline:
                 t = self.done_through + 1
                 self._barrier(t)
                 self.done_through = t
+                self.passed.set()
+                self.passed = anyio.Event()
                 self.dirty = True
                 changed = True
                 self._begin(t + 1)
@@ -675,10 +903,18 @@ class Pipeline:
         router_state = self.state.router_state
         self.state.superstep = ts
         try:
+            naming, arrival = bool(self.arrival), self.arrival
             for key, source, message, target in entries:
                 found = _routed(gid, edge_runner, source, message, target, router_state, ts)
                 for d, (tgt, data) in enumerate(found):
-                    self.enqueue(tgt, ts + 1, (*key, d), data)
+                    if not naming:
+                        self.enqueue(tgt, ts + 1, (*key, d), data)
+                        continue
+                    *head, j, prefix = key
+                    delivered: Key = (*head, j, d)
+                    if tgt in arrival:
+                        delivered += (delivery_id(f"{prefix}/{j}/{d}"),)
+                    self.enqueue(tgt, ts + 1, delivered, data)
         except WorkflowRunError as exc:
             self._fail(ts, _BARRIER, key, exc)
         return True
@@ -698,6 +934,8 @@ class Pipeline:
             except WorkflowRunError as exc:
                 self._fail(t, _BARRIER, (), exc)
                 return
+        if state.reads:  # (read, and nothing written: no race)
+            state.reads.pop(t, None)
         flushers = self.graph.flushers
         if not flushers:
             return
@@ -712,7 +950,10 @@ class Pipeline:
         for f, (gid, edge_runner) in enumerate(flushers):
             flushed = edge_runner.flush(router_state.get(gid), can_still_send)
             for d, (tgt, data) in enumerate(flushed):
-                self.enqueue(tgt, t + 1, (2, f, d), data)
+                key: Key = (2, f, d)
+                if tgt in self.arrival:
+                    key += (delivery_id(f"^{f}/{d}"),)
+                self.enqueue(tgt, t + 1, key, data)
 
     # -- cuts -----------------------------------------------------------------------------
 
@@ -740,7 +981,10 @@ class Pipeline:
                 times.setdefault(eid, []).append([t, list(key)])
 
         for eid, group in self.running.items():
-            add(eid, group.t, group.entries)
+            if eid in self.arrival:  # what it has not committed yet, in the canonical order
+                add(eid, group.t, sorted(group.pending.items(), key=_first))
+            else:
+                add(eid, group.t, group.entries)
         for eid, by_time in self.queue.items():
             for t in sorted(by_time):
                 add(eid, t, sorted(by_time[t], key=_first))
@@ -786,18 +1030,18 @@ class Pipeline:
         """Take back a cut's schedule state; each pending message's (time, key)."""
         for gid, t, key, source, message, target in cut["routes"]:
             by_time = self.staged_routes.setdefault(gid, {})
-            by_time.setdefault(t, []).append((tuple(key), source, message, target))
+            by_time.setdefault(t, []).append((_tuples(key), source, message, target))
             self.staged_at.setdefault(t, {})[gid] = None
         for t, key, eid, name, value in cut["shared"]:
-            self.staged_shared.setdefault(t, []).append((tuple(key), (eid, name, value)))
-        self.output_keys = [tuple(key) for key in cut["output_keys"]]
+            self.staged_shared.setdefault(t, []).append((_tuples(key), (eid, name, value)))
+        self.output_keys = [_tuples(key) for key in cut["output_keys"]]
         for t, eid, key in cut["order"]:
-            self.first_key.setdefault(t, {})[eid] = tuple(key)
+            self.first_key.setdefault(t, {})[eid] = _tuples(key)
         for t, eids in cut["fired"]:
             self.fired[t] = set(eids)
         self.t_max = max(self.t_max, cut["t_max"])
         return {
-            eid: [(t, tuple(key)) for t, key in entries] for eid, entries in cut["times"].items()
+            eid: [(t, _tuples(key)) for t, key in entries] for eid, entries in cut["times"].items()
         }
 
     # -- failures -------------------------------------------------------------------------
@@ -902,6 +1146,23 @@ def _routed(
 
 def _first(entry: tuple[Any, ...]) -> Any:
     return entry[0]
+
+
+def _tuples(key: list[Any]) -> Key:
+    """A key as a checkpoint holds it (JSON lists) back as a key (nested tuples)."""
+    return tuple(_tuples(part) if isinstance(part, list) else part for part in key)
+
+
+def _nesting(entries: list[tuple[Key, Any]]) -> int:
+    """How deep the keys of ``entries`` nest (messages sent on arrival hold the key of
+    the message that sent them), up to one past :data:`_MAX_NESTING`."""
+    deepest = 0
+    for key, _ in entries:
+        depth = 0
+        while depth <= _MAX_NESTING and len(key) > 2 and isinstance(key[2], tuple):
+            key, depth = key[2], depth + 1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def _by_rank_index(entry: tuple[Any, ...]) -> tuple[int, int]:

@@ -28,11 +28,12 @@ from ._types import type_name
 __all__ = [
     "Delivery",
     "EdgeRunner",
+    "MergeStrategy",
     "Router",
     "RouterEnv",
     "flush_buffers",
     "route_outbox",
-    "MergeStrategy",
+    "route_outbox_named",
 ]
 
 #: ``(target_executor_id, message)``
@@ -136,12 +137,7 @@ def route_outbox(
     for source, message, target in outbox:
         runners = routes_from.get(source)
         if not runners:
-            raise UnhandledMessageError(
-                f"executor {source!r} sent a message of type {type_name(type(message))} "
-                f"in superstep {superstep} but has no outgoing edges",
-                executor_id=source,
-                superstep=superstep,
-            )
+            raise _no_edges(source, message, superstep)
         delivered = False
         for gid, runner in runners:
             try:
@@ -149,13 +145,7 @@ def route_outbox(
             except WorkflowRunError:
                 raise
             except Exception as exc:
-                raise RoutingError(
-                    f"edge group {gid!r} failed to route a {type_name(type(message))} "
-                    f"from {source!r} in superstep {superstep}: "
-                    f"{type(exc).__name__}: {exc}",
-                    executor_id=source,
-                    superstep=superstep,
-                ) from exc
+                raise _router_failed(gid, source, message, superstep, exc) from exc
             for tgt, data in deliveries:
                 delivered = True
                 box = inbox.get(tgt)
@@ -165,13 +155,71 @@ def route_outbox(
                     box.append(data)
         reached = delivered or target is None
         if not reached and not any(target in runner.group.targets for _, runner in runners):
-            raise UnhandledMessageError(
-                f"executor {source!r} sent a message to {target!r}, which none of its "
-                f"edge groups reaches",
-                executor_id=source,
-                superstep=superstep,
-            )
+            raise _unreached(source, target, superstep)
     return inbox
+
+
+def route_outbox_named(
+    outbox: Sequence[Sent],
+    routes_from: Mapping[str, Sequence[tuple[str, EdgeRunner]]],
+    router_state: Mapping[str, Any],
+    superstep: int,
+    name: Callable[[int, int, int, str], None],
+) -> dict[str, list[Any]]:
+    """:func:`route_outbox`, calling ``name(position, j, d, target)`` for each delivery
+    (the ``d``-th delivery the ``j``-th edge group of its sender made of the message at
+    ``position`` in ``outbox``), in the order the deliveries join the inbox: what names
+    the deliveries to executors that take their messages on arrival."""
+    inbox: dict[str, list[Any]] = {}
+    for position, (source, message, target) in enumerate(outbox):
+        runners = routes_from.get(source)
+        if not runners:
+            raise _no_edges(source, message, superstep)
+        delivered = False
+        for j, (gid, runner) in enumerate(runners):
+            try:
+                deliveries = runner.route(source, message, target, router_state.get(gid))
+            except WorkflowRunError:
+                raise
+            except Exception as exc:
+                raise _router_failed(gid, source, message, superstep, exc) from exc
+            for d, (tgt, data) in enumerate(deliveries):
+                delivered = True
+                inbox.setdefault(tgt, []).append(data)
+                name(position, j, d, tgt)
+        reached = delivered or target is None
+        if not reached and not any(target in runner.group.targets for _, runner in runners):
+            raise _unreached(source, target, superstep)
+    return inbox
+
+
+def _no_edges(source: str, message: Any, superstep: int) -> UnhandledMessageError:
+    return UnhandledMessageError(
+        f"executor {source!r} sent a message of type {type_name(type(message))} "
+        f"in superstep {superstep} but has no outgoing edges",
+        executor_id=source,
+        superstep=superstep,
+    )
+
+
+def _router_failed(
+    gid: str, source: str, message: Any, superstep: int, exc: Exception
+) -> RoutingError:
+    return RoutingError(
+        f"edge group {gid!r} failed to route a {type_name(type(message))} "
+        f"from {source!r} in superstep {superstep}: "
+        f"{type(exc).__name__}: {exc}",
+        executor_id=source,
+        superstep=superstep,
+    )
+
+
+def _unreached(source: str, target: str | None, superstep: int) -> UnhandledMessageError:
+    return UnhandledMessageError(
+        f"executor {source!r} sent a message to {target!r}, which none of its edge groups reaches",
+        executor_id=source,
+        superstep=superstep,
+    )
 
 
 def flush_buffers(
@@ -180,16 +228,20 @@ def flush_buffers(
     reach: Mapping[str, Collection[str]],
     active: Collection[str],
     inbox: dict[str, list[Any]],
+    name: Callable[[int, int, str], None] | None = None,
 ) -> None:
     """Add to ``inbox`` what the buffering edge groups (``flushers``) deliver now that
-    only the ``active`` executors (and what they reach) can still send."""
+    only the ``active`` executors (and what they reach) can still send; ``name(f, d,
+    target)`` is told of the ``d``-th delivery of the ``f``-th flusher, if given."""
 
     def can_still_send(executor_id: str) -> bool:
         return any(executor_id in reach[a] for a in active)
 
-    for gid, runner in flushers:
-        for tgt, data in runner.flush(router_state.get(gid), can_still_send):
+    for f, (gid, runner) in enumerate(flushers):
+        for d, (tgt, data) in enumerate(runner.flush(router_state.get(gid), can_still_send)):
             inbox.setdefault(tgt, []).append(data)
+            if name is not None:
+                name(f, d, tgt)
 
 
 @runtime_checkable

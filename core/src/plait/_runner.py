@@ -44,8 +44,8 @@ from ._graph import resolve_limits
 from ._observe import Observation
 from ._options import RunOptions
 from ._pipeline import pays
-from ._routing import flush_buffers, route_outbox
-from ._state import Effects, Inbox, PendingRequest, RunState
+from ._routing import flush_buffers, route_outbox, route_outbox_named
+from ._state import Effects, Inbox, PendingRequest, RunState, delivery_id
 from ._types import type_name
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ class Runner:
         self.remaining: Inbox = {}  # the deliveries left when a stop was asked for
         self.failures: list[BaseException] = []
         #: failures taken by error edges: (sender's rank, message index, target, failure)
-        self.diverted: list[tuple[int, int, str, Any]] = []
+        self.diverted: list[tuple[int, int, str, Any, str | None]] = []
         #: the seam to the run's observer; ``None`` when nobody observes the run
         self.observation: Observation | None = None
         # the invocation, as this run needs it: plain, observed, diverting failures
@@ -132,6 +132,9 @@ class Runner:
         self.pipelined = options.schedule == "pipelined" and options.max_lead != 0
         #: writes a pipelined run's cuts (set by a checkpointed run)
         self.on_cut: Callable[[Any, str], Awaitable[bool]] | None = None
+        #: the pipeline a stop ended mid-way, when no cut was written then (``exit``
+        #: durability): its cut, with each message's time, is the run's checkpoint
+        self.stopped_pipeline: Any = None
         if commit is not None:  # the seams a durable run commits at
             self.on_superstep = commit.after_superstep
             self.on_retry = commit.before_retry
@@ -145,6 +148,16 @@ class Runner:
         if options.executor_concurrency or options.executor_max_visits or options.max_visits:
             limits = resolve_limits(graph, options)
         self.concurrency = limits.concurrency
+        #: executors that take their messages on arrival (``max_concurrency`` above 1, or
+        #: ``order="arrival"``): their messages are named by delivery ids, not by index
+        self.arrival = frozenset(limits.concurrency) | graph.arrival
+        #: per sender taking messages on arrival, this superstep: (delivery id of each of
+        #: its invocations, how many messages it sent), in the order of their index
+        self.segments: dict[str, list[tuple[str, int]]] = {}
+        #: (sender, origin, k) of each entry of the superstep's outbox (see delivery_id)
+        self.origins: list[tuple[str, str, int]] = []
+        self.routed = 0  # entries of ``origins`` routed so far
+        self.next_ids: dict[str, list[str]] = {}
         self.visit_limits = limits.visits
         self.policies = limits.policies
         self.rank = rank = graph.rank
@@ -154,6 +167,7 @@ class Runner:
 
         self.by_rank = by_rank
         state.reducers = options.shared_reducers
+        state.strict = options.strict
         for gid, runner in graph.stateful:
             if gid not in state.router_state:
                 state.router_state[gid] = runner.initial_state()
@@ -164,6 +178,8 @@ class Runner:
         """Run supersteps until nothing is pending; return the final status."""
         observation = self.observation
         loop = self._pipelined if self.mixed else self._supersteps
+        if self.arrival:
+            self.state.ids = self.first_ids(inbox, self.state.ids)
         if observation is None:
             return await loop(inbox, None)
         try:
@@ -174,13 +190,30 @@ class Runner:
         observation.finish(None)
         return status
 
+    def first_ids(self, inbox: Inbox, known: dict[str, list[str]] | None) -> dict[str, list[str]]:
+        """The delivery ids of ``inbox``'s messages to executors that take messages on
+        arrival: those a checkpoint ``known``, then ``@n`` for the ``n``-th message."""
+        ids: dict[str, list[str]] = {}
+        for eid, messages in inbox.items():
+            if eid in self.arrival:
+                have = list((known or {}).get(eid, ()))[: len(messages)]
+                have.extend(delivery_id(f"@{n}") for n in range(len(have), len(messages)))
+                ids[eid] = have
+        return ids
+
     async def _supersteps(self, inbox: Inbox, observation: Observation | None) -> RunStatus:
         state, stop = self.state, self.stop
         limit = self.options.max_supersteps
         routes, router_state = self.graph.routes_from, state.router_state
         pipelined = self.pipelined
+        arrival = self.arrival
+        named = bool(arrival)  # (a bool: the cheapest test on the hot path)
         while inbox:
-            if pipelined and len(inbox) > 1 and pays(self.graph, inbox):
+            if (
+                pipelined
+                and (len(inbox) > 1 or (named and self._arriving(inbox)))
+                and pays(self.graph, inbox)
+            ):
                 # several executors run in this superstep: the pipelined schedule takes
                 # over until the run is in lockstep again (one executor, nothing ahead)
                 found = await self._pipelined(inbox, observation, handback=True)
@@ -203,7 +236,7 @@ class Runner:
                 observation.begin(step, tuple(inbox))
             if len(inbox) == 1:
                 ((eid, messages),) = inbox.items()
-                if len(messages) == 1 or eid not in self.concurrency:
+                if not named or eid not in arrival:
                     if len(messages) == 1:
                         await self._invoke(eid, messages[0], 0, state)
                     else:
@@ -218,7 +251,9 @@ class Runner:
             if state.staged:
                 state.commit_shared()
             ran = inbox
-            if not state.outbox:
+            if named:  # deliveries to executors taking messages on arrival are named
+                inbox = self._route_superstep(observation)
+            elif not state.outbox:
                 inbox = {}
             elif observation is None:
                 outbox, state.outbox = state.outbox, []
@@ -227,8 +262,12 @@ class Runner:
                 inbox = observation.route(self._route)
             if self.diverted:
                 self.diverted.sort(key=itemgetter(0, 1))  # the canonical order, as messages
-                for _, _, target, diverted in self.diverted:
+                for _, index, target, diverted, delivery in self.diverted:
                     inbox.setdefault(target, []).append(diverted)
+                    if target in self.arrival:
+                        origin = delivery if delivery is not None else index
+                        seed = f"!{diverted.executor_id}/{origin}/{target}"
+                        self.next_ids.setdefault(target, []).append(delivery_id(seed))
                 self.diverted = []
             if self.graph.flushers:
                 if observation is None:
@@ -261,6 +300,14 @@ class Runner:
             return found
         return await self._supersteps(found, observation)
 
+    def _arriving(self, inbox: Inbox) -> bool:
+        """Does an executor taking messages on arrival have several in ``inbox`` (so the
+        pipelined schedule may start what one sends before its others end)?"""
+        arrival = self.arrival
+        return bool(arrival) and any(
+            len(messages) > 1 for eid, messages in inbox.items() if eid in arrival
+        )
+
     def _count_visits(self, inbox: Inbox) -> None:
         visits, limits = self.state.visits, self.visit_limits
         for eid in inbox:
@@ -292,7 +339,7 @@ class Runner:
             rank = self.rank[eid]
             # a pipelined run's effects keep their own (committed with their group)
             sink = getattr(run, "diverted", self.diverted)
-            sink.extend((rank, index, target, failure) for target in targets)
+            sink.extend((rank, index, target, failure, run.delivery) for target in targets)
 
     async def _invoke(self, eid: str, message: Any, index: int, run: RunState | Effects) -> None:
         """Invoke ``eid`` on ``message``, its ``index``-th delivery of this superstep, with
@@ -348,10 +395,12 @@ class Runner:
         jobs: list[Job] = []
         state = self.state
         for eid, messages in inbox.items():
-            if eid in self.concurrency and len(messages) > 1:
-                limiter = anyio.CapacityLimiter(self.concurrency[eid])
+            if eid in self.arrival:
+                # each message with effects of its own, named by its delivery id
+                limiter = anyio.CapacityLimiter(self.concurrency.get(eid, 1))
+                ids = state.ids[eid]  # type: ignore[index]
                 for i, message in enumerate(messages):
-                    jobs.append((eid, [message], limiter, i, Effects(state, state)))
+                    jobs.append((eid, [message], limiter, i, Effects(state, state, ids[i])))
             else:
                 jobs.append((eid, messages, None, 0, state))
         state.deferred = []
@@ -370,9 +419,12 @@ class Runner:
                     self.failures.extend(group.exceptions)
                 if self.failures:
                     raise with_siblings(self.failures)
+            segments = self.segments
             for job in jobs:
                 if job[2] is not None:  # an executor's concurrent messages, by index
-                    job[4].commit()  # type: ignore[union-attr]
+                    part: Effects = job[4]  # type: ignore[assignment]
+                    segments.setdefault(job[0], []).append((part.delivery, len(part.outbox)))  # type: ignore[arg-type]
+                    part.commit()
         finally:
             deferred, state.deferred = state.deferred, None
         by_rank = self.by_rank
@@ -430,12 +482,75 @@ class Runner:
     def _route(self) -> Inbox:
         state = self.state
         outbox, state.outbox = state.outbox, []
+        if self.arrival:
+            return self._route_named(outbox)
         return route_outbox(outbox, self.graph.routes_from, state.router_state, state.superstep)
+
+    def _route_superstep(self, observation: Observation | None) -> Inbox:
+        """Route the superstep's outbox, naming each delivery to an executor that takes
+        messages on arrival; the ids (with those of the failures and flushes to come) are
+        the next superstep's (``state.ids``)."""
+        state = self.state
+        state.ids = self.next_ids = {}
+        self.origins, self.routed = self._origins(state.outbox), 0
+        self.segments = {}
+        if not state.outbox:
+            return {}
+        if observation is None:
+            outbox, state.outbox = state.outbox, []
+            return self._route_named(outbox)
+        return observation.route(self._route)
+
+    def _origins(self, outbox: list[tuple[str, Any, str | None]]) -> list[tuple[str, str, int]]:
+        """``(sender, origin, k)`` of each message of a superstep's outbox (in the canonical
+        order): ``origin`` is the delivery id of the invocation that sent it when its
+        sender takes messages on arrival, and ``k`` counts that invocation's sends (else
+        ``origin`` is empty and ``k`` counts the sender's sends of the superstep)."""
+        origins: list[tuple[str, str, int]] = []
+        counts: dict[str, list[int]] = {}
+        segments, arrival = self.segments, self.arrival
+        for source, _, _ in outbox:
+            at = counts.get(source)
+            if at is None:
+                at = counts[source] = [0, 0]  # segment, k
+            if source in arrival:
+                segment = segments[source]
+                while at[1] >= segment[at[0]][1]:
+                    at[0], at[1] = at[0] + 1, 0
+                origins.append((source, segment[at[0]][0], at[1]))
+            else:
+                origins.append((source, "", at[1]))
+            at[1] += 1
+        return origins
+
+    def _route_named(self, outbox: list[tuple[str, Any, str | None]]) -> Inbox:
+        """Route ``outbox`` (the next entries of the superstep's), naming each delivery to
+        an executor that takes messages on arrival (see :func:`~plait._state.delivery_id`)."""
+        state, arrival, origins, base = self.state, self.arrival, self.origins, self.routed
+        ids = self.next_ids
+
+        def name(position: int, j: int, d: int, target: str) -> None:
+            if target in arrival:
+                source, origin, k = origins[base + position]
+                ids.setdefault(target, []).append(delivery_id(f"{source}/{origin}/{k}/{j}/{d}"))
+
+        self.routed += len(outbox)
+        routes = self.graph.routes_from
+        return route_outbox_named(outbox, routes, state.router_state, state.superstep, name)
 
     def _flush(self, inbox: Inbox) -> None:
         pending = self.state.pending_requests.values()
         active = set(inbox) | {request.executor_id for request in pending}
-        flush_buffers(self.graph.flushers, self.state.router_state, self.graph.reach, active, inbox)
+        name = None
+        if self.arrival:
+            arrival, ids = self.arrival, self.next_ids
+
+            def name(f: int, d: int, target: str) -> None:
+                if target in arrival:
+                    ids.setdefault(target, []).append(delivery_id(f"^{f}/{d}"))
+
+        flushers, reach = self.graph.flushers, self.graph.reach
+        flush_buffers(flushers, self.state.router_state, reach, active, inbox, name)
 
 
 #: asyncio's own structured task group (Python 3.11+); on 3.10 an anyio task group is used

@@ -40,6 +40,18 @@ def _frozen_dict(value: Mapping[str, Any] | None) -> dict[str, Any]:
     return dict(value or {})
 
 
+#: what a node's ``order`` may say (``None``: the executor's own, else canonical)
+ORDERS = ("canonical", "arrival")
+
+
+def _check_order(_instance: Any, attribute: Any, value: Any) -> None:
+    if value is not None and value not in ORDERS:
+        raise ValueError(
+            f"NodeSpec.{attribute.name} must be one of {', '.join(map(repr, ORDERS))} or "
+            f"None, got {value!r}"
+        )
+
+
 @attrs.frozen
 class NodeSpec:
     """One executor in the graph.
@@ -58,11 +70,16 @@ class NodeSpec:
     :param timeout: seconds per invocation, if bounded.
     :param max_visits: how many supersteps it may run in.
     :param max_concurrency: how many of its messages of one superstep may run at once.
+    :param order: ``"arrival"``: the executor takes its messages as they arrive (in the
+        pipelined schedule, without waiting for the rest of its superstep's); ``None`` or
+        ``"canonical"``: as one superstep's batch, in the canonical order (an executor with
+        ``max_concurrency`` above 1 takes them on arrival either way).
     :param nonportable: why this node cannot be rebuilt from data (a lambda, a closure, a
         function defined in ``__main__``), or ``None`` when it can.
     :param placement: where its invocations run (a registered placement name such as
         ``ray``); ``None`` follows the workflow's :attr:`WorkflowSpec.placement`.
 
+    .. versionchanged:: 0.1 ``order`` (the pipelined schedule).
     .. versionchanged:: 0.1 ``uses``, policies and ``nonportable`` (workflows as data);
        ``placement`` (scale-out).
     """
@@ -79,6 +96,7 @@ class NodeSpec:
     timeout: float | None = None
     max_visits: int | None = None
     max_concurrency: int | None = None
+    order: str | None = attrs.field(default=None, validator=_check_order)
     nonportable: str | None = None
     placement: str | None = None
 

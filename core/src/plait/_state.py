@@ -7,21 +7,28 @@ untouched by runs.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from ._context import DELETED, WorkflowContext
-from ._errors import SharedStateConflictError, WorkflowRunError
+from ._errors import (
+    SharedStateConflictError,
+    SharedStateRaceError,
+    SharedStateRaceWarning,
+    WorkflowRunError,
+)
 from ._events import CustomEvent, OutputEvent, RequestInfoEvent, WorkflowEvent
 from ._types import type_name
 
 if TYPE_CHECKING:
     from ._observer import RunObserver
 
-__all__ = ["Effects", "Inbox", "PendingRequest", "RunState", "new_run_id"]
+__all__ = ["Effects", "Inbox", "PendingRequest", "RunState", "delivery_id", "new_run_id"]
 
 #: executor id -> the messages delivered to it in one superstep
 Inbox = dict[str, list[Any]]
@@ -33,6 +40,18 @@ Write = tuple[str, str, Any]
 def new_run_id() -> str:
     """A fresh run id (here, with the run's state: building a workflow never imports uuid)."""
     return uuid.uuid4().hex
+
+
+def delivery_id(seed: str) -> str:
+    """The id of one delivery to an executor that takes its messages on arrival
+    (``max_concurrency`` above 1, or ``order="arrival"``): a digest of where the message
+    comes from — ``sender/origin/k/group/d`` for a routed one (``origin``: the sender's own
+    delivery id when it takes messages on arrival; ``k``: the ``k``-th send of that
+    invocation, else of the sender's superstep), ``@n`` for the ``n``-th first delivery,
+    ``^f/d`` for a fan-in's flush, ``!sender/origin/target`` for a failure an error edge
+    takes. It is known when the message arrives and is the same in either schedule,
+    whatever order handlers finish in; ``ctx.idempotency_key`` ends with it."""
+    return hashlib.blake2b(seed.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 @attrs.define
@@ -54,21 +73,26 @@ class RunState:
         "contexts",
         "cut",
         "deferred",
+        "delivery",
         "emit",
         "executor_state",
+        "ids",
         "observed",
         "observer",
         "outbox",
         "outbox_factory",
         "outputs",
         "pending_requests",
+        "reads",
         "reducers",
         "router_state",
         "run_id",
         "shared",
         "staged",
+        "strict",
         "superstep",
         "visits",
+        "waiter",
     )
 
     def __init__(self, run_id: str, emit: Callable[[WorkflowEvent], None] | None) -> None:
@@ -102,6 +126,19 @@ class RunState:
         self.observed: Mapping[str, Any] | None = None
         #: the pipelined schedule's part of the checkpoint this run resumes, if any
         self.cut: dict[str, Any] | None = None
+        #: the delivery ids of the pending messages of executors that take messages on
+        #: arrival (see :func:`delivery_id`), as a checkpoint this run resumes holds them
+        self.ids: dict[str, list[str]] | None = None
+        #: the run's own invocations have no delivery id (an Effects' may)
+        self.delivery: str | None = None
+        #: superstep -> shared-state key -> the executors that read it in that superstep
+        #: (what a write of it by another executor races with)
+        self.reads: dict[int, dict[str, set[str]]] = {}
+        #: a race on a shared-state key fails the run (the ``strict`` run option)
+        self.strict = False
+        #: waits until the shared-state writes of every superstep before the one given
+        #: are committed (the pipelined schedule's, while a branch may run ahead)
+        self.waiter: Callable[[int], Awaitable[None]] | None = None
 
     def context(self, executor_id: str) -> WorkflowContext[Any, Any]:
         """The context of ``executor_id`` in this run (created on first use)."""
@@ -143,6 +180,76 @@ class RunState:
         """Stage a shared-state write; :meth:`commit_shared` applies it at the barrier."""
         self.staged.append((executor_id, key, value))
 
+    def note_read(self, executor_id: str, key: str, superstep: int | None = None) -> None:
+        """``executor_id`` read shared-state ``key`` in ``superstep`` (default: the current
+        one): :meth:`commit_shared` checks it against that superstep's writes."""
+        step = self.superstep if superstep is None else superstep
+        by_key = self.reads.get(step)
+        if by_key is None:
+            if self.waiter is None:  # in supersteps: the earlier ones' reads are checked
+                for earlier in [t for t in self.reads if t < step]:
+                    del self.reads[earlier]
+            by_key = self.reads[step] = {}
+        readers = by_key.get(key)
+        if readers is None:
+            by_key[key] = {executor_id}
+        else:
+            readers.add(executor_id)
+
+    async def shared_ready(self, superstep: int | None = None) -> None:
+        """Wait until what ``superstep`` (default: the current one) reads of the shared
+        state is committed: every earlier superstep's writes (at once but in a
+        pipelined run whose branch runs ahead)."""
+        if self.waiter is not None:
+            await self.waiter(self.superstep if superstep is None else superstep)
+
+    def check_races(self, staged: list[Write]) -> None:
+        """Warn (fail, under ``strict``) where an executor read, in this superstep, a key
+        another executor writes in it: the read saw the value from before the write; and
+        where an executor running ahead in the pipelined schedule read, in a later
+        superstep, a key written in this one before the write was committed."""
+        step = self.superstep
+        for later in sorted(t for t in self.reads if t > step):
+            ahead = self.reads[later]
+            for writer, key, _ in staged:
+                others = sorted(ahead.get(key, set()) - {writer})
+                if others:
+                    self._race(
+                        f"executor(s) {', '.join(map(repr, others))} read shared-state key "
+                        f"{key!r} in superstep {later}, running ahead of the write of it "
+                        f"by executor {writer!r} in superstep {step}, so they saw the "
+                        f"value from before it (the superstep schedule shows them the "
+                        f"write); read it with `await ctx.get_shared_state(...)`, which "
+                        f"waits for earlier supersteps' writes",
+                        others[0],
+                    )
+                    ahead[key] = ahead[key] & {writer}
+        reads = self.reads.pop(step, None)
+        if not reads:
+            return
+        seen: set[tuple[str, str]] = set()
+        for writer, key, _ in staged:
+            others = sorted(reads.get(key, set()) - {writer})
+            if not others or (writer, key) in seen:
+                continue
+            seen.add((writer, key))
+            readers = ", ".join(map(repr, others))
+            self._race(
+                f"executor {writer!r} wrote shared-state key {key!r} in superstep "
+                f"{self.superstep}, which executor(s) {readers} read in the same superstep: "
+                f"they saw the value from before the write (a write is visible from the "
+                f"next superstep); pass the value in a message, or read it a superstep "
+                f"later",
+                others[0],
+            )
+
+    def _race(self, text: str, reader: str) -> None:
+        if self.strict:
+            raise SharedStateRaceError(
+                text + " (strict=True)", executor_id=reader, superstep=self.superstep
+            )
+        warnings.warn(text, SharedStateRaceWarning, stacklevel=3)
+
     def commit_shared(self) -> None:
         """Apply the superstep's staged writes, in the order they were staged (the runner
         stages them in the canonical order: sender's rank, then the order of its writes).
@@ -152,6 +259,8 @@ class RunState:
         ``value = reducer(value, write)`` (a key not set yet takes the first write as is).
         """
         staged, self.staged = self.staged, []
+        if self.reads:
+            self.check_races(staged)
         shared, reducers = self.shared, self.reducers
         writers: dict[str, str] = {}
         for eid, key, value in staged:
@@ -226,14 +335,22 @@ class Effects:
     or the effects of the superstep an attempt belongs to).
     """
 
-    __slots__ = ("_parent", "_root", "events", "outbox", "writes")
+    __slots__ = ("_parent", "_root", "delivery", "events", "outbox", "writes")
 
-    def __init__(self, parent: RunState | Effects, root: RunState) -> None:
+    #: the delivery id of the message these effects answer (see :func:`delivery_id`)
+    delivery: str | None
+
+    def __init__(
+        self, parent: RunState | Effects, root: RunState, delivery: str | None = None
+    ) -> None:
         """:param parent: where :meth:`commit` replays these effects.
         :param root: the run's state.
+        :param delivery: the delivery id of the message these effects answer, when its
+            executor takes messages on arrival (else the parent's, if any).
         """
         self._parent = parent
         self._root = root
+        self.delivery = delivery if delivery is not None else parent.delivery
         self.outbox: list[tuple[str, Any, str | None]] = root.outbox_factory()
         #: ("output" | "custom" | "request", executor id, data...) in the order made
         self.events: list[tuple[Any, ...]] | None = None
@@ -253,6 +370,12 @@ class Effects:
     def shared(self) -> dict[str, Any]:
         """The committed shared state (writes are staged: visible from the next superstep)."""
         return self._root.shared
+
+    def note_read(self, executor_id: str, key: str) -> None:
+        self._root.note_read(executor_id, key, self.superstep)
+
+    async def shared_ready(self) -> None:
+        await self._root.shared_ready(self.superstep)
 
     def context(self, executor_id: str) -> WorkflowContext[Any, Any]:
         """A context of ``executor_id`` writing to these effects."""

@@ -53,20 +53,43 @@ class RunWatch:
         """The workflow's name."""
         return self._workflow
 
+    def _pipelined(self) -> tuple[int, dict[str, int]] | None:
+        """What the pipelined schedule is doing, while the run is in it."""
+        pipeline = getattr(self._runner, "pipeline", None)
+        if pipeline is None or not pipeline.active:
+            return None
+        found: tuple[int, dict[str, int]] = pipeline.watched()
+        return found
+
     @property
     def superstep(self) -> int:
-        """The number of the superstep running (or that ran last)."""
+        """The number of the superstep running (or that ran last); in the pipelined
+        schedule, the lowest superstep with work (branches may run ahead of it).
+
+        .. versionchanged:: 0.1 the pipelined schedule's.
+        """
+        pipelined = self._pipelined()
+        if pipelined is not None:
+            return pipelined[0]
         return self._runner.state.superstep
 
     @property
     def running(self) -> tuple[str, ...]:
-        """The executors the running superstep delivers to (the last one's, between)."""
+        """The executors the running superstep delivers to (the last one's, between); in
+        the pipelined schedule, the executors running now, whatever their superstep."""
+        pipelined = self._pipelined()
+        if pipelined is not None:
+            return tuple(pipelined[1])
         return tuple(self._runner.current)
 
     @property
     def deliveries(self) -> dict[str, int]:
         """How many messages each executor of the running superstep handles in it (a
-        fan-out's executor handles many)."""
+        fan-out's executor handles many); in the pipelined schedule, each running
+        executor's messages not committed yet."""
+        pipelined = self._pipelined()
+        if pipelined is not None:
+            return pipelined[1]
         return {eid: len(messages) for eid, messages in dict(self._runner.current).items()}
 
     @property

@@ -290,3 +290,28 @@ def overlapping(placement: str | None) -> Workflow:
         .set_start(spray)
         .build()
     )
+
+
+# -- stages taking messages on arrival (the pipelined schedule) -----------------------
+
+
+@executor(id="widen", max_concurrency=3)
+async def widen(n: int, ctx: WorkflowContext[int]) -> None:
+    await anyio.sleep(0.01 * (n % 3))
+    await ctx.send_message(n * 10)
+
+
+@executor(id="name_it", order="arrival")
+async def name_it(n: int, ctx: WorkflowContext[Never, str]) -> None:
+    # the delivery id the key ends with is the same placed or not, in either schedule
+    await ctx.yield_output(f"{n}@{ctx.idempotency_key.rsplit(':', 1)[1]}")
+
+
+def stages(placement: str | None) -> Workflow:
+    return (
+        WorkflowBuilder("stages", placement=placement)
+        .add_edge(spray, widen)
+        .add_edge(widen, name_it)
+        .set_start(spray)
+        .build()
+    )

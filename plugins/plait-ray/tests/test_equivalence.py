@@ -32,6 +32,20 @@ async def test_same_outputs_as_local(name: str, message: Any, placement: str) ->
     assert expected[0]  # every workflow yields something
 
 
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [("chain", "hi"), ("fan", flows.Job(3)), ("loop", 1), ("nested", 5), ("stages", 6)],
+)
+async def test_the_pipelined_schedule_gives_the_same_outputs_placed(
+    name: str, message: Any, placement: str
+) -> None:
+    # the runner stays on the driver and commits each placed invocation as it comes back
+    build = getattr(flows, name)
+    expected = await _outputs(build(None), message, run_id="same")
+    got = await _outputs(build(placement), message, run_id="same", schedule="pipelined")
+    assert got == expected and expected[0]
+
+
 async def test_state_survives_between_supersteps(placement: str) -> None:
     result = await flows.loop(placement).run(2)
     assert result.outputs == [[2, 3, 4, 5]]

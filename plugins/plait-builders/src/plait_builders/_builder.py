@@ -117,6 +117,7 @@ class WorkflowBuilder(ConnectionMixin):
         retry: RetryPolicy | None = None,
         timeout: float | None = None,
         placement: str | None = None,
+        order: str | None = None,
     ) -> Self:
         """Add ``executor`` (adding the same object twice is harmless).
 
@@ -124,6 +125,10 @@ class WorkflowBuilder(ConnectionMixin):
         :param timeout: seconds per invocation in this workflow.
         :param placement: where its invocations run in this workflow (``"ray"``,
             ``"local"``), overriding the builder's.
+        :param order: ``"arrival"``: it takes its messages as they arrive in the pipelined
+            schedule; ``"canonical"``: one superstep's together; overrides the executor's.
+
+        .. versionchanged:: 0.1 ``order``.
         """
         if not isinstance(executor, Executor):
             raise TypeError(
@@ -138,6 +143,13 @@ class WorkflowBuilder(ConnectionMixin):
                 policy["timeout"] = _timeout(timeout, f"executor {executor.id!r}")
         if placement is not None:
             self._policies.setdefault(executor.id, {})["placement"] = placement
+        if order is not None:
+            if order not in ("canonical", "arrival"):
+                raise ValueError(
+                    f"executor {executor.id!r}: order must be 'canonical' or 'arrival', "
+                    f"got {order!r}"
+                )
+            self._policies.setdefault(executor.id, {})["order"] = order
         known = self._executors.get(executor.id)
         if known is None:
             self._executors[executor.id] = executor
@@ -425,6 +437,7 @@ def _node_spec(ex: Executor, policy: dict[str, Any] | None = None) -> NodeSpec:
         timeout=policy.get("timeout", ex.timeout),
         max_visits=ex.max_visits,
         max_concurrency=ex.max_concurrency,
+        order=policy.get("order", getattr(ex, "order", None)),
         nonportable=nonportable,
         placement=policy.get("placement"),
     )

@@ -196,6 +196,9 @@ class Checkpointer:
             "router_state": self._router_state(state),
             "requests": [self._request(r, step) for r in state.pending_requests.values()],
         }
+        ids = state.ids
+        if ids:  # the delivery ids of pending messages to executors taking them on arrival
+            body["ids"] = {eid: ids[eid] for eid in inbox if eid in ids}
         if full:
             body["executor_state"] = {
                 eid: snapshot for eid, snapshot in self.snapshots.items() if snapshot != {}

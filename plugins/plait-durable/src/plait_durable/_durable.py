@@ -260,6 +260,10 @@ async def _checkpointed(runner: Runner, checkpointer: Checkpointer, inbox: Any) 
                 pass  # the run's error matters more; its last good checkpoint still resumes
         raise
     if checkpointer.mode == "exit":
+        if runner.stopped_pipeline is not None:
+            # stopped mid-pipeline: a cut keeps each pending message's superstep
+            await checkpointer.after_cut(runner.stopped_pipeline, status.value)
+            return status
         # a stopped run (RunOptions.stop) keeps what is still pending, to resume it
         final = checkpointer.take(state, runner.remaining, list(state.executor_state), status.value)
         await checkpointer.write(final)

@@ -202,6 +202,9 @@ def workflow_fingerprint(spec: WorkflowSpec, executors: Mapping[str, Any]) -> di
                 "timeout": node.timeout,
                 "max_visits": node.max_visits,
                 "max_concurrency": node.max_concurrency,
+                # only when set: the fingerprints of workflows that never set it stay as
+                # they were
+                **({"order": node.order} if node.order is not None else {}),
             },
             "types": types,
             "nested": _nested(executors.get(node.id)),

@@ -109,7 +109,7 @@ async def load_run(
         merged.pop("shared_changes", None)
         for key in ("pending", "router_state", "requests"):
             merged[key] = state[key]
-        for key in ("attempts", "pipeline"):
+        for key in ("attempts", "pipeline", "ids"):
             merged.pop(key, None)
             if key in state:
                 merged[key] = state[key]
@@ -294,6 +294,13 @@ def _restore(
             response_type,
             raw["superstep"],
         )
+    ids = data.get("ids")
+    if isinstance(ids, dict):  # delivery ids of messages to executors taking them on arrival
+        run_state.ids = {
+            eid: [i for i in found if isinstance(i, str)]
+            for eid, found in ids.items()
+            if isinstance(found, list)
+        }
     if data.get("pipeline") is not None:  # a cut of a pipelined run
         from plait.spi import decode_cut
 

@@ -61,6 +61,8 @@ def encode_invocation(
         "superstep": ctx.superstep,
         "attempt": ctx.attempt,
         "index": ctx._index,
+        # the delivery id of an executor that takes messages on arrival (its idempotency key)
+        "delivery": getattr(ctx._run, "delivery", None),
     }
 
 
@@ -138,9 +140,12 @@ class _Recorder:
     """The run a worker-side context writes to: it records, in order, what the handler
     did."""
 
-    def __init__(self, run_id: str, superstep: int, shared: dict[str, Any]) -> None:
+    def __init__(
+        self, run_id: str, superstep: int, shared: dict[str, Any], delivery: str | None = None
+    ) -> None:
         self.run_id = run_id
         self.superstep = superstep
+        self.delivery = delivery
         self.shared = shared
         self.effects: list[list[Any]] = []
         self.outbox = _Outbox(self.effects)
@@ -212,7 +217,9 @@ class RemoteExecutor:
         found = self.executor.find_handler(message)
         if found is None:
             return _error_record(TypeError(f"executor {eid!r} has no handler for {message!r}"))
-        recorder = _Recorder(invocation["run_id"], invocation["superstep"], shared)
+        recorder = _Recorder(
+            invocation["run_id"], invocation["superstep"], shared, invocation.get("delivery")
+        )
         before = {key: encode_value(value) for key, value in shared.items()}
         ctx: WorkflowContext[Any, Any] = WorkflowContext(recorder, eid, state)  # type: ignore[arg-type]
         ctx._attempt, ctx._index = invocation["attempt"], invocation["index"]
