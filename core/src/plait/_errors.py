@@ -9,7 +9,6 @@ and, where it can, says how to fix it.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
@@ -365,7 +364,16 @@ def grant_text(capabilities: Iterable[Any], flags: Flags) -> str:
 # the caller's words
 # ---------------------------------------------------------------------------
 
-_CLI: contextvars.ContextVar[bool] = contextvars.ContextVar("plait_cli_wording", default=False)
+_CLI: Any = None  # the ContextVar, made on first use: ``import plait`` skips contextvars
+
+
+def _cli() -> Any:
+    global _CLI
+    if _CLI is None:
+        import contextvars
+
+        _CLI = contextvars.ContextVar("plait_cli_wording", default=False)
+    return _CLI
 
 
 @contextlib.contextmanager
@@ -375,11 +383,11 @@ def cli_wording() -> Iterator[None]:
 
     .. versionadded:: 0.1
     """
-    token = _CLI.set(True)
+    token = _cli().set(True)
     try:
         yield
     finally:
-        _CLI.reset(token)
+        _cli().reset(token)
 
 
 def spell(python: str, cli: str) -> str:
@@ -389,7 +397,7 @@ def spell(python: str, cli: str) -> str:
 
     .. versionadded:: 0.1
     """
-    return cli if _CLI.get() else python
+    return cli if _cli().get() else python
 
 
 def is_cli() -> bool:
@@ -397,7 +405,7 @@ def is_cli() -> bool:
 
     .. versionadded:: 0.1
     """
-    return _CLI.get()
+    return bool(_cli().get())
 
 
 # ---------------------------------------------------------------------------
