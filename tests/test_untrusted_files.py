@@ -20,9 +20,9 @@ from typing import Any
 import plait
 import pytest
 from click.testing import CliRunner, Result
-from plait._capabilities import check_granted
-from plait.spi import CapabilityError, Grants, needs
+from plait import CapabilityError
 from plait_cli import make_cli
+from plait_documents import Grants, check_granted, needs
 
 SHELL = """\
 name: pwn

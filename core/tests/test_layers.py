@@ -11,16 +11,19 @@ annotation is a dependency of the design too). From the bottom:
    protocols.
 4. **plugins** — hook specifications, registries and plugin loading, converters, the
    checkpoint and blob store protocols (records, leases, run listing) and the store
-   authors' helpers, capabilities and grants, the build context and executor kinds,
+   authors' helpers, the build context, executor kinds and the loader protocol,
    rebuilding executors from a spec.
 5. **engine** — the compiled graph, the runner (with its commit seam), observation, the
    codec.
 6. **workflow** — ``Workflow``, the durability protocol it calls, its placements and event
-   streams, ``plait.load``, and the two public surfaces (``plait``, ``plait.spi``).
+   streams, ``plait.load`` (a thin call into the documents plugin's seam), and the two
+   public surfaces (``plait``, ``plait.spi``).
 
 Durable runs — checkpointing, resuming, content-addressed values, the workflow
 fingerprint, stored-run views — are not here: they ship as the ``plait-durable`` plugin,
-which ``Workflow`` reaches through the ``durability`` registry, never by an import.
+which ``Workflow`` reaches through the ``durability`` registry, never by an import. Nor
+are workflow documents — reading them, agent names, capabilities and grants: they ship as
+``plait-documents``, which ``plait.load`` reaches through the ``documents`` registry.
 
 Inside a layer, the imports form no cycle either, and the runner's import closure — every
 kernel module a superstep can reach — is the engine's core only: never plugin loading, the
@@ -46,16 +49,16 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "_policies", "_options", "_observer",
     ),
     "authoring": ("_state", "_context", "_executor"),
-    "spec": ("_refs", "_spec", "_routing", "_build", "_agents"),
+    "spec": ("_refs", "_spec", "_routing", "_build"),
     "plugins": (
         "_hookspecs", "_registry", "_loading", "_plugins", "_expressions",
-        "_chains", "_convert", "_checkpoint", "_stores", "_capabilities", "_rebuild",
+        "_chains", "_convert", "_checkpoint", "_stores", "_rebuild",
         "_building",
     ),
     "engine": (
         "_graph", "_attempts", "_observe", "_runner", "_pipeline", "_watch", "_codec",
     ),
-    "workflow": ("_workflow", "_placement", "_streaming", "_load", "__init__", "spi"),
+    "workflow": ("_workflow", "_placement", "_streaming", "__init__", "spi"),
 }  # fmt: skip
 
 #: Imports that go up a layer today (importer, imported): none; a new one is a debt.
@@ -149,6 +152,7 @@ def test_the_plugin_import_rule_can_fail() -> None:
     assert not _not_allowed("plait_durable", "plait_ui", packages)
     assert not _not_allowed("plait.spi", "plait_ui", packages)
     assert not _not_allowed("plait_ui._app", "plait_ui", packages)
+    assert _not_allowed("plait_documents._load", "plait_flow", {"plait_documents"})
 
 
 def kernel_graph() -> dict[str, set[str]]:
@@ -235,3 +239,18 @@ def test_the_runner_reaches_only_the_engine_core() -> None:
     reached = closure(kernel_graph(), "_runner")
     assert reached == RUNNER_CLOSURE
     assert not reached & {"_plugins", "_loading", "_checkpoint", "_fingerprint", "_placement"}
+
+
+def test_the_kernel_imports_no_plugin() -> None:
+    # the kernel calls plugins through registries and seams only (plait.load through the
+    # documents plugin's, Workflow.run(checkpoint=...) through the durability's)
+    found = set()
+    for path in PACKAGE.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            found.update(f"{path.stem}: {n}" for n in names if n.startswith("plait_"))
+    assert found == set()

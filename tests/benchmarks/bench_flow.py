@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         args.agents, args.repeat = 10, 2
 
     import plait
-    from plait._load import load_spec
+    from plait_documents import load_spec
 
     text, agents = make_flow(args.agents), make_agents()
     start = time.perf_counter()

@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     size = 10_000 if args.quick else args.size
 
     from plait import LoadError
-    from plait._load import load_spec
+    from plait_documents import load_spec
 
     async def generator(text: str) -> str:
         return text

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from ._context import InvocationFailure, RequestResponse, WorkflowContext
     from ._convert import converter
     from ._errors import (
+        CapabilityError,
         CheckpointAuthError,
         CheckpointDecodeError,
         CheckpointEncodeError,
@@ -120,14 +121,14 @@ if TYPE_CHECKING:
     )
     from ._executor import Executor, FunctionExecutor, handler
     from ._hookspecs import hookimpl
-    from ._load import load
     from ._plugins import describe, get_plugin_manager, register, unregister
     from ._policies import RetryPolicy
     from ._spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
     from ._types import Never
-    from ._workflow import Workflow
+    from ._workflow import Workflow, load
 
 __all__ = [
+    "CapabilityError",
     "CheckpointAuthError",
     "CheckpointDecodeError",
     "CheckpointEncodeError",
@@ -215,6 +216,7 @@ __all__ = [
 #: Where each public name lives; imported on first use (PEP 562), so ``import plait`` and
 #: ``plait --help`` do not pay for the runner, the converter graph or the workflow IR.
 _LAZY = {
+    "CapabilityError": "_errors",
     "CheckpointAuthError": "_errors",
     "CheckpointDecodeError": "_errors",
     "CheckpointEncodeError": "_errors",
@@ -286,7 +288,7 @@ _LAZY = {
     "get_plugin_manager": "_plugins",
     "handler": "_executor",
     "hookimpl": "_hookspecs",
-    "load": "_load",
+    "load": "_workflow",
     "register": "_plugins",
     "register_type_hooks": "_codec",
     "unregister": "_plugins",

@@ -1,5 +1,6 @@
 """Building part of a workflow: :class:`BuildContext`, what a plugin may use while it
-builds, and :class:`ExecutorKind`, the named factories that build executors from data.
+builds, :class:`ExecutorKind`, the named factories that build executors from data, and
+:class:`Loader`, the front-ends that turn a document's text into a spec.
 
 One type for every builder: a loader turning text into a spec, an executor kind building
 a node's executor, a router creating an edge group's runner (it is the
@@ -13,19 +14,58 @@ Building happens once per workflow, before any run: the runner never imports thi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
-from ._agents import AgentNames
 from ._errors import ConfigError, ExpressionError, NotPortableError
 from ._refs import resolve_ref
 
+if TYPE_CHECKING:
+    from ._spec import WorkflowSpec
+
 __all__ = [
+    "AgentLookup",
     "BuildContext",
+    "DOCUMENTS",
     "ExecutorKind",
+    "Loader",
 ]
+
+#: The name the documents plugin (``plait-documents``) registers its machinery under
+#: (``plait_register_documents``): what :func:`plait.load` calls.
+DOCUMENTS = "documents"
+
+
+class AgentLookup(Protocol):
+    """The agent names of one load, as a loader resolves them (``plait-documents``'
+    ``AgentNames`` is the one implementation): executors passed from Python, the document's
+    ``agents:`` section, the agents installed distributions publish, then ``agents=``.
+
+    .. versionadded:: 0.1
+    """
+
+    def set_document(self, agents: Mapping[str, Any], declared: Iterable[Any] = ()) -> None:
+        """The document's own ``agents:`` section (definitions, and every name declared)."""
+        ...
+
+    def is_declared(self, name: str) -> bool:
+        """Whether the document's ``agents:`` section names ``name``."""
+        ...
+
+    def find(self, name: str) -> Any:
+        """Where ``name`` resolves first (a record with ``tier``, ``obj``, ``definition``
+        and ``origin``), or ``None``."""
+        ...
+
+    def names(self) -> list[str]:
+        """Every name that resolves, sorted."""
+        ...
+
+    def unknown(self, name: str, *, extra: list[str] | None = None) -> str:
+        """The message for a name nothing resolves."""
+        ...
 
 
 @attrs.frozen(kw_only=True)
@@ -46,9 +86,10 @@ class BuildContext:
         installed executor kinds and published fragments (for "did you mean …?").
     :param options: loader options the caller passed to :func:`plait.load` (``merge=`` …).
     :param agents: for a loader, the agent names of this load in the documented order
-        (:class:`~plait.spi.AgentNames`): give it the document's ``agents:`` section
-        (:meth:`~plait.spi.AgentNames.set_document`), then resolve every name with
-        :meth:`~plait.spi.AgentNames.find`.
+        (:class:`AgentLookup`; ``plait_documents.AgentNames``): give it the document's
+        ``agents:`` section (:meth:`~AgentLookup.set_document`), then resolve every name
+        with :meth:`~AgentLookup.find`. Not given, the documents plugin makes one from
+        ``executors`` when a loader first asks for it.
 
     .. versionadded:: 0.1
     """
@@ -60,9 +101,26 @@ class BuildContext:
     executors: Mapping[str, Any] = attrs.field(factory=dict)
     names: frozenset[str] = frozenset()
     options: Mapping[str, Any] = attrs.field(factory=dict)
-    agents: AgentNames = attrs.field(
-        default=attrs.Factory(lambda self: AgentNames(executors=self.executors), takes_self=True)
-    )
+    _agents: AgentLookup | None = attrs.field(default=None, alias="agents")
+
+    @property
+    def agents(self) -> AgentLookup:
+        """The agent names of this load (see ``agents`` above), made on first use through
+        the documents plugin when none was given.
+
+        :raises UnknownNameError: ``plait-documents`` is not installed (naming it).
+        """
+        found = self._agents
+        if found is None:
+            manager = self.manager
+            if manager is None:
+                from ._plugins import get_plugin_manager
+
+                manager = get_plugin_manager()
+            documents = manager.registry("documents").get(DOCUMENTS, what="agent names")
+            found = documents.agent_names(self.executors)
+            object.__setattr__(self, "_agents", found)  # made once: frozen otherwise
+        return found
 
     def for_node(self, node_id: str, *, allow_imports: bool | None = None) -> BuildContext:
         """This context, building node ``node_id`` (imports allowed as given, or as
@@ -174,4 +232,23 @@ class ExecutorKind(Protocol):
     def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Any:
         """Build the executor (a :class:`plait.Executor` whose id is ``ctx.node_id``) from a
         config :meth:`check` accepted."""
+        ...
+
+
+@runtime_checkable
+class Loader(Protocol):
+    """A front-end: text in one format to a :class:`~plait.WorkflowSpec`
+    (``plait_register_loaders``).
+
+    ``suffixes`` (``(".flow",)``), ``load(text, ctx)`` and, optionally, ``detect(text) ->
+    bool`` for text given without a format or a file name, and ``options``: the loader
+    options it accepts (:func:`plait.load` refuses any other, naming the accepted ones).
+
+    .. versionadded:: 0.1
+    """
+
+    suffixes: tuple[str, ...]
+
+    def load(self, text: str, ctx: BuildContext) -> WorkflowSpec:
+        """The spec for ``text``; raise :class:`~plait.LoadError` with every problem."""
         ...

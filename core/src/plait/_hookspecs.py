@@ -136,6 +136,23 @@ def plait_register_loaders(register: Register) -> None:
 
 
 @hookspec
+def plait_register_documents(register: Register) -> None:
+    """Register what loads workflow documents (see :class:`plait.spi.Documents`).
+
+    :func:`plait.load` calls the documents machinery registered as ``"documents"``: it
+    reads the text, picks a loader (``plait_register_loaders``), resolves the document's
+    agent names (``plait_register_agents``), checks the capabilities the document needs
+    against what the caller grants, and builds the workflow. ``plait-documents`` registers
+    it; without it, :func:`plait.load` fails naming the distribution to install.
+
+    :param register: ``register("documents", documents, replaces=None)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
 def plait_register_fragments(register: Register) -> None:
     """Register named, reusable workflow fragments a distribution publishes.
 
@@ -156,9 +173,10 @@ def plait_register_agents(register: Register) -> None:
     flow, a JSON DAG, a YAML steps document) can name them.
 
     An agent is an :class:`~plait.Executor`, an ``async def`` function, or an agent as
-    data: an :class:`~plait.spi.AgentDefinition` or a mapping in the schema of a
+    data: a ``plait_documents.AgentDefinition`` or a mapping in the schema of a
     document's ``agents:`` section (``{"model": ..., "instruction": ...}``, ``{"kind":
-    ..., "config": ...}``). Names resolve in one order (:mod:`plait.spi` ``AgentNames``):
+    ..., "config": ...}``), which ``plait-documents`` reads. Names resolve in one order
+    (``plait_documents.AgentNames``):
     ``executors=``, the document's ``agents:``, these, then ``--agents MODULE``.
 
     :param register: ``register(agent_name, agent, replaces=None)``.

@@ -18,9 +18,8 @@ import contextvars
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from ._agents import spell
 from ._building import BuildContext
-from ._errors import ConfigError, LoadError, PlaitError, SourcePosition
+from ._errors import ConfigError, LoadError, PlaitError, SourcePosition, spell
 from ._executor import Executor
 from ._refs import as_executor
 from ._spec import NodeSpec, WorkflowSpec

@@ -23,8 +23,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._agents import spell
-from ._errors import ConfigError, NotPortableError, SourcePosition
+from ._errors import ConfigError, NotPortableError, SourcePosition, spell
 from ._executor import Executor, FunctionExecutor
 from ._types import main_module_name
 

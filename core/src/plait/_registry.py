@@ -10,7 +10,7 @@ Two registrations of one name are an error naming both distributions unless one 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -94,9 +94,14 @@ def _is_callable(obj: Any) -> str | None:
 
 
 def _is_agent(obj: Any) -> str | None:
-    from ._agents import is_agent_object
-
-    return is_agent_object(obj)
+    """An agent's shape: an executor or an async function (callable), or an agent as data
+    (a mapping, or an object with ``kind`` and ``config``), whose schema plait-documents
+    checks where a document names it."""
+    if callable(obj) or isinstance(obj, Mapping):
+        return None
+    if hasattr(obj, "kind") and hasattr(obj, "config"):
+        return None
+    return f"is neither an executor, an async function nor an agent definition ({obj!r})"
 
 
 #: Registry hook name -> (kind name, protocol check returning a problem or None).
@@ -107,6 +112,7 @@ KINDS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "plait_register_converters": ("converter", _has("source", "target", "fn", "lossless")),
     "plait_register_checkpoint_stores": ("checkpoint_store", _is_callable),
     "plait_register_loaders": ("loader", _has("load")),
+    "plait_register_documents": ("documents", _has("load", "load_spec", "agent_names")),
     "plait_register_fragments": ("fragment", _has("build")),
     "plait_register_agents": ("agent", _is_agent),
     "plait_register_expression_languages": ("expression_language", _has("compile")),
@@ -133,6 +139,7 @@ FIRST_PARTY: dict[str, dict[str, str]] = {
     "plait-expr": {"expression_language": "plait"},
     "plait-llm": {"executor_kind": "agent"},
     "plait-ray": {"placement": "ray"},
+    "plait-documents": {"documents": "documents"},
     "plait-durable": {"durability": "checkpoints"},
 }
 _PROVIDER = {

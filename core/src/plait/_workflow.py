@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
-from ._building import BuildContext
+from ._building import DOCUMENTS, AgentLookup, BuildContext
 from ._errors import CheckpointError, PlaitError, WorkflowRunError, WorkflowValidationError
 from ._executor import Executor
 from ._graph import CompiledGraph
@@ -29,6 +29,9 @@ from ._spec import WorkflowSpec
 
 # what running needs (asyncio, cattrs, events …) is imported by the methods that run
 if TYPE_CHECKING:
+    import os
+    from types import ModuleType
+
     from anyio.abc import TaskGroup
 
     from ._checkpoint import Checkpoint, CheckpointStore
@@ -37,7 +40,7 @@ if TYPE_CHECKING:
     from ._state import PendingRequest, RunState
     from ._streaming import EventStream
 
-__all__ = ["DURABILITY", "Durability", "Workflow", "with_placement"]
+__all__ = ["DURABILITY", "Documents", "Durability", "Workflow", "load", "with_placement"]
 
 #: The name the durability a workflow's durable calls use is registered under.
 DURABILITY = "checkpoints"
@@ -552,4 +555,110 @@ def with_placement(workflow: Workflow, placement: str | None) -> Workflow:
         dict(workflow.executors),
         edge_params=workflow.edge_params,
         plugin_manager=workflow._manager,
+    )
+
+
+# -- workflow documents ------------------------------------------------------------------
+
+
+@runtime_checkable
+class Documents(Protocol):
+    """What loads workflow documents: the machinery behind :func:`load`. The kernel defines
+    the loader, agent and fragment registries; a documents plugin (``plait-documents``)
+    registers one of these as ``"documents"`` (``plait_register_documents``): it reads the
+    text, picks the loader, resolves the document's agent names, checks the capabilities the
+    document needs against the caller's grants, and builds the workflow.
+
+    .. versionadded:: 0.1
+    """
+
+    def load(
+        self,
+        source: str | os.PathLike[str],
+        *,
+        format: str | None = None,
+        executors: Mapping[str, Any] | None = None,
+        allow_imports: bool = False,
+        allow: Any = None,
+        agents: ModuleType | Mapping[str, Any] | None = None,
+        plugin_manager: PluginManager | None = None,
+        **options: Any,
+    ) -> Workflow:
+        """A runnable workflow from a document (the arguments of :func:`load`)."""
+        ...
+
+    def load_spec(
+        self,
+        source: str | os.PathLike[str],
+        *,
+        format: str | None = None,
+        executors: Mapping[str, Any] | None = None,
+        agents: ModuleType | Mapping[str, Any] | None = None,
+        plugin_manager: PluginManager | None = None,
+        **options: Any,
+    ) -> WorkflowSpec:
+        """The spec a document describes, without building it (``plait validate``)."""
+        ...
+
+    def agent_names(self, executors: Mapping[str, Any]) -> AgentLookup:
+        """The agent names of a load with these ``executors`` (what a
+        :class:`~plait.spi.BuildContext` made without ``agents`` gives a loader)."""
+        ...
+
+
+def load(
+    source: str | os.PathLike[str],
+    *,
+    format: str | None = None,
+    executors: Mapping[str, Any] | None = None,
+    allow_imports: bool = False,
+    allow: Any = None,
+    agents: ModuleType | Mapping[str, Any] | None = None,
+    plugin_manager: PluginManager | None = None,
+    **options: Any,
+) -> Workflow:
+    """A runnable workflow from a document in any installed format.
+
+    The kernel defines the loaders (``plait_register_loaders``); reading a document, its
+    agent names and the capabilities it needs come with ``plait-documents``
+    (:class:`~plait.spi.Documents`).
+
+    :param source: the document's text, or a path to it (a ``str`` is a path only when it
+        names an existing file with a known suffix).
+    :param format: the loader's name (``flow``, ``dag``, ``steps`` …); default: from the
+        file's suffix, else the loaders' own detection.
+    :param executors: Python executors or ``async def`` functions, by the names the text
+        uses — for people who load a file but write their agents in Python.
+    :param allow_imports: whether the document may name Python code to import (``python``
+        executor kind, ``{"ref": ...}`` conditions): the ``imports`` capability. Off by
+        default: a workflow file is untrusted input.
+    :param allow: the capabilities the document may use (``plait_documents.Grants``):
+        ``"subprocess,network=api.example.com"``, a list of them, or ``"all"``. Nothing by
+        default, so a document may use only the ``executors`` passed and the pure kinds.
+    :param agents: a module whose public async functions and executors are agents the
+        document may name (what ``plait run --agents MODULE`` passes), or a mapping of
+        names to agents; last in the order names resolve in: ``executors``, the
+        document's ``agents:`` section, the agents installed plugins publish, then these.
+        Passing a module trusts that module only (it is already imported).
+    :param options: options for the loader (``merge="concat_newline"`` for a flow …).
+    :raises CapabilityError: the document needs a capability not granted (checked before
+        any node is built or any code imported), each with its node and position.
+    :raises LoadError: every problem in the document, each with its position.
+    :raises UnknownNameError: ``plait-documents`` is not installed (naming it).
+
+    .. versionadded:: 0.1
+    .. versionchanged:: 0.1 ``allow`` (capabilities).
+    .. versionchanged:: 0.1 ``agents``.
+    """
+    manager = plugin_manager or get_plugin_manager()
+    documents: Documents = manager.registry("documents").get(DOCUMENTS, what="plait.load")
+    return documents.load(
+        source,
+        format=format,
+        executors=executors,
+        allow_imports=allow_imports,
+        allow=allow,
+        agents=agents,
+        plugin_manager=manager,
+        **options,
     )

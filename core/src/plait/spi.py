@@ -3,9 +3,10 @@
 ``plait`` is for people who write workflows; ``plait.spi`` is for people who extend Plait:
 the hook markers and ``Register`` callbacks, the protocol of each kind of thing a plugin
 registers (router, merge strategy, converter, checkpoint store, loader, executor kind,
-placement, observer, durability — with the runner's commit seam it drives), the spec
-types and the build context, and the helpers every plugin shares (stores' lease and naming
-rules, lazy registration, code references, expression compilers). Every other module of
+placement, observer, durability — with the runner's commit seam it drives —, the
+documents machinery behind ``plait.load``), the spec types and the build context, and the
+helpers every plugin shares (stores' lease and naming rules, lazy registration, code
+references, expression compilers, the caller's words in errors). Every other module of
 the kernel is private (``plait._*``) and may change.
 
 Names are imported on first use, so ``from plait.spi import hookimpl`` in a plugin's entry
@@ -20,16 +21,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._agents import (
-        AgentDefinition,
-        AgentNames,
-        Found,
-        cli_wording,
-        module_agents,
-        read_agent,
-        read_agents,
-        spell,
-    )
     from ._build import (
         Problems,
         SpecBuilder,
@@ -40,18 +31,7 @@ if TYPE_CHECKING:
         json_pointer,
         problem_order,
     )
-    from ._building import BuildContext, ExecutorKind
-    from ._capabilities import (
-        IMPORTS,
-        SUBPROCESS,
-        Capability,
-        CapabilityError,
-        Grants,
-        grant_text,
-        kind_capabilities,
-        needs,
-        network,
-    )
+    from ._building import AgentLookup, BuildContext, ExecutorKind, Loader
     from ._checkpoint import (
         CORRUPT,
         BlobStore,
@@ -90,6 +70,7 @@ if TYPE_CHECKING:
         converter_graph,
         message_converter,
     )
+    from ._errors import cli_wording, grant_text, is_cli, spell
     from ._executor import Handler
     from ._expressions import (
         CompiledExpression,
@@ -100,7 +81,6 @@ if TYPE_CHECKING:
     )
     from ._graph import CompiledGraph
     from ._hookspecs import Register, hookimpl
-    from ._load import Loader, check_agents
     from ._observer import Invocation, RunObserver, combine
     from ._options import RunOptions
     from ._pipeline import decode_cut
@@ -142,7 +122,7 @@ if TYPE_CHECKING:
     )
     from ._types import is_assignable, is_instance, main_module_name, type_name
     from ._watch import RunWatch
-    from ._workflow import Durability, with_placement
+    from ._workflow import Documents, Durability, with_placement
 
 __all__ = [
     "Durability",
@@ -155,20 +135,14 @@ __all__ = [
     "combine",
     "error_summary",
     "decode_cut",
-    "AgentDefinition",
-    "AgentNames",
-    "Found",
-    "check_agents",
+    "AgentLookup",
+    "Documents",
     "cli_wording",
-    "module_agents",
-    "read_agent",
-    "read_agents",
+    "is_cli",
     "spell",
     "CORRUPT",
     "BlobStore",
     "DELETED",
-    "Capability",
-    "CapabilityError",
     "CattrsHooks",
     "Checkpoint",
     "CheckpointInfo",
@@ -184,9 +158,7 @@ __all__ = [
     "EdgeRunner",
     "ExecutorKind",
     "ExpressionLanguage",
-    "Grants",
     "Handler",
-    "IMPORTS",
     "INFO_FIELDS",
     "Invocation",
     "KINDS",
@@ -210,7 +182,6 @@ __all__ = [
     "RunOptions",
     "RunScope",
     "RunWatch",
-    "SUBPROCESS",
     "SpecBuilder",
     "Step",
     "TypeFamily",
@@ -243,14 +214,11 @@ __all__ = [
     "is_assignable",
     "is_instance",
     "json_pointer",
-    "kind_capabilities",
     "lazy",
     "lazy_exports",
     "load_scope",
     "lost_error",
     "message_converter",
-    "needs",
-    "network",
     "nonportable_reason",
     "open_store",
     "parse_age",
@@ -280,21 +248,15 @@ _HOME = {
     "combine": "_observer",
     "error_summary": "_checkpoint",
     "decode_cut": "_pipeline",
-    "AgentDefinition": "_agents",
-    "AgentNames": "_agents",
-    "Found": "_agents",
-    "check_agents": "_load",
-    "cli_wording": "_agents",
-    "module_agents": "_agents",
-    "read_agent": "_agents",
-    "read_agents": "_agents",
-    "spell": "_agents",
+    "AgentLookup": "_building",
+    "Documents": "_workflow",
+    "cli_wording": "_errors",
+    "is_cli": "_errors",
+    "spell": "_errors",
     "CORRUPT": "_checkpoint",
     "dump_json": "_checkpoint",
     "load_json": "_checkpoint",
     "BlobStore": "_checkpoint",
-    "Capability": "_capabilities",
-    "CapabilityError": "_capabilities",
     "CattrsHooks": "_convert",
     "Checkpoint": "_checkpoint",
     "CheckpointInfo": "_checkpoint",
@@ -310,16 +272,14 @@ _HOME = {
     "EdgeRunner": "_routing",
     "ExecutorKind": "_building",
     "ExpressionLanguage": "_expressions",
-    "Grants": "_capabilities",
     "Handler": "_executor",
-    "IMPORTS": "_capabilities",
     "INFO_FIELDS": "_stores",
     "Invocation": "_observer",
     "KINDS": "_plugins",
     "BuildContext": "_building",
     "Lease": "_checkpoint",
     "LeaseHolder": "_checkpoint",
-    "Loader": "_load",
+    "Loader": "_building",
     "LossyConversion": "_convert",
     "MergeStrategy": "_routing",
     "PendingRequest": "_state",
@@ -337,7 +297,6 @@ _HOME = {
     "RunScope": "_context",
     "RunWatch": "_watch",
     "DELETED": "_context",
-    "SUBPROCESS": "_capabilities",
     "SpecBuilder": "_build",
     "Step": "_convert",
     "TypeFamily": "_convert",
@@ -362,7 +321,7 @@ _HOME = {
     "encode_checkpoint": "_checkpoint",
     "encode_value": "_codec",
     "expression_spec": "_refs",
-    "grant_text": "_capabilities",
+    "grant_text": "_errors",
     "hookimpl": "_hookspecs",
     "import_ref": "_refs",
     "info_fields": "_stores",
@@ -370,14 +329,11 @@ _HOME = {
     "is_assignable": "_types",
     "is_instance": "_types",
     "json_pointer": "_build",
-    "kind_capabilities": "_capabilities",
     "lazy": "_registry",
     "lazy_exports": "_registry",
     "load_scope": "_rebuild",
     "lost_error": "_checkpoint",
     "message_converter": "_convert",
-    "needs": "_capabilities",
-    "network": "_capabilities",
     "nonportable_reason": "_refs",
     "open_store": "_checkpoint",
     "parse_age": "_stores",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import plait
+import plait_documents
 import plait_executors
 import plait_expr
 import plait_flow
@@ -163,6 +164,7 @@ def _fragment_plugins(register_plugin: Any) -> None:
             )
 
     for module, name in [
+        (plait_documents, "documents"),
         (plait_flow, "flow"),
         (plait_routing, "routing"),
         (plait_merge, "merge"),

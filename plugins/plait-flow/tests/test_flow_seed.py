@@ -75,6 +75,7 @@ def test_merge_options_in_the_text_and_from_the_caller() -> None:
 def test_any_registered_merge_strategy_works_by_name(
     plait_plugin_manager: Any, register_plugin: Any
 ) -> None:
+    import plait_documents
     import plait_expr
     import plait_flow
     import plait_merge
@@ -93,6 +94,7 @@ def test_any_registered_merge_strategy_works_by_name(
             register("shout", Shout())
 
     for module, name in [
+        (plait_documents, "documents"),
         (plait_flow, "flow"),
         (plait_routing, "routing"),
         (plait_merge, "merge"),

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import plait
 import pytest
-from plait import LoadError
-from plait.spi import CapabilityError
+from plait import CapabilityError, LoadError
 
 pytestmark = pytest.mark.anyio
 

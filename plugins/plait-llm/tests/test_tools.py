@@ -10,8 +10,7 @@ from typing import Any
 import llm
 import plait
 import pytest
-from plait import LoadError
-from plait.spi import CapabilityError
+from plait import CapabilityError, LoadError
 
 DOCUMENT = """
 agents:

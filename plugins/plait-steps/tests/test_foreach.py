@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from plait import LoadError, RunStatus, SuperstepFinished, WorkflowRunError
-from plait._load import load_spec
+from plait_documents import load_spec
 from plait_steps import ForeachItemsError, LoopLimitError, step_context
 
 pytestmark = pytest.mark.anyio

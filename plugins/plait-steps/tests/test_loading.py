@@ -11,9 +11,8 @@ import plait
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from plait import LoadError, PlaitError
-from plait._load import load_spec
-from plait.spi import CapabilityError
+from plait import CapabilityError, LoadError, PlaitError
+from plait_documents import load_spec
 
 VALID = """
 workflow:

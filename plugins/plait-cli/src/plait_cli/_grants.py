@@ -3,7 +3,7 @@
 A workflow file is untrusted input. Its nodes' capabilities (``plait validate`` lists them)
 must be granted on the command line before it is loaded: ``--allow-imports`` for the Python
 code it names, ``--allow subprocess,network=api.example.com,filesystem=/data`` for the
-rest (repeatable), ``--trust`` for everything. See :mod:`plait.capabilities`.
+rest (repeatable), ``--trust`` for everything. See :mod:`plait_documents`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 def _parse_allow(ctx: click.Context, param: click.Parameter, values: Sequence[str]) -> list[str]:
     """Every ``--allow`` value, split at commas and checked (an unknown capability is a
     usage error naming the ones that exist)."""
-    from plait.spi import Capability
+    from plait_documents import Capability
 
     found: list[str] = []
     for value in values:
@@ -64,7 +64,7 @@ def grant_options(imports_help: str) -> Callable[[F], F]:
 
 def grants_from(allow: Sequence[str], trust: bool, allow_imports: bool) -> Any:
     """The :class:`plait.spi.Grants` the options name."""
-    from plait.spi import Grants
+    from plait_documents import Grants
 
     return Grants.of(True if trust else list(allow), allow_imports=allow_imports)
 

@@ -88,7 +88,7 @@ def graph_command(
     format_ = format_ or "mermaid"
     if format_ == "svg" and shutil.which("dot") is None:
         raise click.ClickException(INSTALL_GRAPHVIZ)  # before loading anything
-    from plait.spi import Grants
+    from plait_documents import Grants
 
     try:  # building runs no node: only an import runs the file's code
         allow_imports = allow_imports or trust

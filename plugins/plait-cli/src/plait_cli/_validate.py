@@ -46,7 +46,9 @@ def validate_file(
     .. versionchanged:: 0.1 ``format`` and ``agents`` (``--format``, ``--agents``).
     """
     import plait
-    from plait.spi import CapabilityError, Grants, cli_wording, grant_text, needs
+    from plait import CapabilityError
+    from plait.spi import cli_wording, grant_text
+    from plait_documents import Grants, needs
 
     name = str(path)
     if not path.exists():
@@ -75,7 +77,7 @@ def validate_file(
             )
         # what running it will need granted (the Python agents named on the command line,
         # and those plugins publish, are trusted already)
-        from plait.spi import AgentNames, module_agents
+        from plait_documents import AgentNames, module_agents
 
         given = AgentNames(
             published=plait.get_plugin_manager().registry("agent"),

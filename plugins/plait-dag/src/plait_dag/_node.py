@@ -34,13 +34,12 @@ from plait import (
 )
 from plait.spi import (
     BuildContext,
-    Capability,
     CompiledExpression,
     as_executor,
     check_config,
     compile_expression,
-    kind_capabilities,
 )
+from plait_documents import Capability, kind_capabilities
 
 from .errors import DagLoopError, DagRunError
 
@@ -605,7 +604,7 @@ def _build_agent(config: Mapping[str, Any], ctx: BuildContext, *, check: bool) -
     if name in kinds and name != "dag.node":
         return _from_kind(kinds, name, {}, ctx, "/config/agent", check)
 
-    from plait.spi import AgentNames
+    from plait_documents import AgentNames
 
     known = sorted({*manager.registry("fragment").names(), *kinds.names()} - {"dag.node"})
     names = AgentNames(executors=ctx.executors, published=manager.registry("agent"))

@@ -21,15 +21,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from plait import ConfigError, Executor
-from plait.spi import (
-    IMPORTS,
-    BuildContext,
-    as_executor,
-    check_config,
-    config_error,
-    import_ref,
-    spell,
-)
+from plait.spi import BuildContext, as_executor, check_config, config_error, import_ref, spell
+from plait_documents import IMPORTS
 
 __all__ = ["PythonKind", "executor_from_object", "resolve_ref"]
 

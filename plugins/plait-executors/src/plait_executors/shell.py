@@ -21,7 +21,8 @@ from typing import Any
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 from plait import ConfigError, Executor, WorkflowContext
-from plait.spi import SUBPROCESS, BuildContext, Handler
+from plait.spi import BuildContext, Handler
+from plait_documents import SUBPROCESS
 
 from .errors import ShellCommandError, ShellOutputError, ShellOutputLimitError, ShellTimeoutError
 from .schema import check_config

@@ -18,17 +18,15 @@ import anyio.from_thread
 import anyio.to_thread
 from plait import ConfigError, Executor, PlaitError, WorkflowContext
 from plait.spi import (
-    IMPORTS,
     BuildContext,
-    Capability,
     CompiledTemplate,
     Handler,
     compile_template,
     did_you_mean,
     import_ref,
-    network,
     spell,
 )
+from plait_documents import IMPORTS, Capability, network
 from plait_executors.schema import check_config, config_error, json_pointer
 
 from ._structured import answer_problem, correction, json_instruction, parse_answer

@@ -13,7 +13,8 @@ from typing import Any
 
 import attrs
 from plait import ConfigError, PlaitError
-from plait.spi import AgentDefinition, did_you_mean, read_agents
+from plait.spi import did_you_mean
+from plait_documents import AgentDefinition, read_agents
 
 from ._yaml import Y, position
 
@@ -481,7 +482,7 @@ def check_agent_configs(
     """The document's agents, checked by the kinds that build them, each problem at the
     line and column of the key it is about."""
     import attrs
-    from plait.spi import check_agents
+    from plait_documents import check_agents
 
     from ._compile import rewrite
 

@@ -36,7 +36,8 @@ from plait import (
     WorkflowRunError,
     handler,
 )
-from plait.spi import BuildContext, Capability, check_config, did_you_mean, kind_capabilities
+from plait.spi import BuildContext, check_config, did_you_mean
+from plait_documents import Capability, kind_capabilities
 
 from . import _context as sc
 
@@ -502,7 +503,7 @@ def _error(ctx: BuildContext, message: str, path: str = "", at: Any = None) -> C
 
 def unknown_agent(name: str, ctx: BuildContext) -> str:
     """The message for an agent name nothing resolves, as a load gives it."""
-    from plait.spi import AgentNames
+    from plait_documents import AgentNames
 
     manager = ctx.manager if ctx.manager is not None else plait.get_plugin_manager()
     names = AgentNames(executors=ctx.executors, published=manager.registry("agent"))

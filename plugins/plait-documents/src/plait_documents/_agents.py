@@ -13,8 +13,8 @@ the command line:
 An unknown name is an error listing where Plait looked and what it found there
 (:meth:`AgentNames.unknown`); there is no fallback to another kind of thing.
 
-Errors name the caller's own words: :func:`spell` gives a Python argument
-(``allow_imports=True``) or, inside :func:`cli_wording`, the command line's flag
+Errors name the caller's own words: :func:`plait.spi.spell` gives a Python argument
+(``allow_imports=True``) or, inside :func:`plait.spi.cli_wording`, the command line's flag
 (``--allow-imports``).
 
 .. versionadded:: 0.1
@@ -22,61 +22,24 @@ Errors name the caller's own words: :func:`spell` gives a Python argument
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import inspect
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from types import ModuleType
 from typing import Any
 
 import attrs
-
-from ._build import did_you_mean
+from plait import RegistrationError
+from plait.spi import did_you_mean, is_cli, spell
 
 __all__ = [
     "AGENT_KEYS",
     "AgentDefinition",
     "AgentNames",
     "Found",
-    "cli_wording",
     "module_agents",
     "read_agent",
     "read_agents",
-    "spell",
 ]
-
-# -- the caller's words -----------------------------------------------------------------
-
-_CLI: contextvars.ContextVar[bool] = contextvars.ContextVar("plait_cli_wording", default=False)
-
-
-@contextlib.contextmanager
-def cli_wording() -> Iterator[None]:
-    """Inside the block, :func:`spell` names command-line flags (what ``plait run``,
-    ``validate`` and ``graph`` load under).
-
-    .. versionadded:: 0.1
-    """
-    token = _CLI.set(True)
-    try:
-        yield
-    finally:
-        _CLI.reset(token)
-
-
-def spell(python: str, cli: str) -> str:
-    """``python`` (an argument, ``allow_imports=True``) for a Python caller, or ``cli`` (a
-    flag, ``--allow-imports``) inside :func:`cli_wording`.
-
-    .. versionadded:: 0.1
-    """
-    return cli if _CLI.get() else python
-
-
-def is_cli() -> bool:
-    """Whether errors now speak to a command-line user (:func:`cli_wording`)."""
-    return _CLI.get()
-
 
 # -- the agents: section ------------------------------------------------------------------
 
@@ -209,7 +172,7 @@ def module_agents(module: ModuleType) -> dict[str, Any]:
 
     .. versionadded:: 0.1
     """
-    from ._executor import Executor  # here: the spec layer imports the executor lazily
+    from plait import Executor
 
     found: dict[str, Any] = {}
     for name, value in sorted(vars(module).items()):
@@ -301,6 +264,13 @@ class AgentNames:
             entry = self.published.entry(name)
             obj = entry.obj
             origin = f"plugin {entry.distribution}"
+            if isinstance(obj, Mapping):  # an agents: entry: the kernel checked its shape only
+                _, problems = read_agent(obj)
+                if problems:
+                    raise RegistrationError(
+                        f"agent {name!r} that {entry.distribution} publishes is not an agent: "
+                        + "; ".join(message for _, message in problems)
+                    )
             definition = _as_definition(obj)
             if definition is not None:
                 return Found(name, "plugin", definition=definition, origin=origin)
@@ -371,14 +341,3 @@ def _as_definition(obj: Any) -> AgentDefinition | None:
         definition, _ = read_agent(obj)
         return definition
     return None
-
-
-def is_agent_object(obj: Any) -> str | None:
-    """A registered agent's shape problem, or ``None``: an executor, an async function, an
-    :class:`AgentDefinition` or an ``agents:`` entry mapping."""
-    if isinstance(obj, Mapping):
-        _, problems = read_agent(obj)
-        return "; ".join(m for _, m in problems) or None
-    if isinstance(obj, AgentDefinition) or callable(obj):
-        return None
-    return f"is neither an executor, an async function nor an agent definition ({obj!r})"

@@ -1,14 +1,13 @@
-"""``plait.load``: text in any installed format, as a runnable workflow.
+"""What ``plait.load`` calls: text in any installed format, as a runnable workflow.
 
-Loaders are plugins (``plait_register_loaders``). A loader turns text into a
-:class:`~plait.WorkflowSpec`, reporting every problem at once with its position
-(line:column or JSON path) and the names that exist; :func:`load` then rebuilds the
-workflow with :meth:`plait.Workflow.from_spec`.
-
-A loader is an object with ``suffixes`` (``(".flow",)``), ``load(text, ctx) ->
-WorkflowSpec`` and, optionally, ``detect(text) -> bool`` for text given without a format
-or a file name, and ``options``: the loader options it accepts (``plait.load`` refuses
-any other, naming the accepted ones).
+Loaders are plugins (``plait_register_loaders``). A loader (:class:`plait.spi.Loader`)
+turns text into a :class:`~plait.WorkflowSpec`, reporting every problem at once with its
+position (line:column or JSON path) and the names that exist; :func:`load` picks the
+loader (by format, suffix or detection), resolves the document's agent names
+(:class:`~plait_documents.AgentNames`), refuses a document that needs a capability not
+granted (:func:`~plait_documents.check_granted`), then rebuilds the workflow with
+:meth:`plait.Workflow.from_spec`. :class:`Documents` is what this distribution registers
+(``plait_register_documents``), so that the kernel's :func:`plait.load` reaches it.
 
 .. versionadded:: 0.1
 """
@@ -18,39 +17,29 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
-from ._agents import AgentDefinition, AgentNames, module_agents, spell
-from ._build import did_you_mean
-from ._building import BuildContext
-from ._errors import (
+from plait import (
     ConfigError,
     DocumentError,
     LoadError,
     PlaitError,
     SourcePosition,
     UnknownNameError,
+    get_plugin_manager,
 )
+from plait.spi import BuildContext, Loader, did_you_mean, spell
+
+from ._agents import AgentDefinition, AgentNames, module_agents
 
 if TYPE_CHECKING:
-    from ._capabilities import AllowSpec
-    from ._spec import WorkflowSpec
-    from ._workflow import Workflow
+    from plait import Workflow, WorkflowSpec
 
-__all__ = ["check_agents", "Loader", "load", "load_spec"]
+    from ._capabilities import AllowSpec
+
+__all__ = ["Documents", "agent_names", "check_agents", "load", "load_spec"]
 
 _MAX_BYTES = 16 * 1024 * 1024  # a workflow document larger than this is refused
-
-
-@runtime_checkable
-class Loader(Protocol):
-    """A front-end: text in one format to a :class:`~plait.WorkflowSpec`."""
-
-    suffixes: tuple[str, ...]
-
-    def load(self, text: str, ctx: BuildContext) -> WorkflowSpec:
-        """The spec for ``text``; raise :class:`~plait.LoadError` with every problem."""
-        ...
 
 
 def _read(
@@ -179,8 +168,6 @@ def _load_spec(
     allow_imports: bool = False,
 ) -> tuple[WorkflowSpec, str, AgentNames]:
     if plugin_manager is None:
-        from ._plugins import get_plugin_manager
-
         plugin_manager = get_plugin_manager()
     loaders = plugin_manager.registry("loader")
     suffixes = {s for n in loaders.names() for s in getattr(loaders.get(n), "suffixes", ())}
@@ -241,43 +228,20 @@ def load(
     plugin_manager: Any = None,
     **options: Any,
 ) -> Workflow:
-    """A runnable workflow from a document in any installed format.
-
-    :param source: the document's text, or a path to it (a ``str`` is a path only when it
-        names an existing file with a known suffix).
-    :param format: the loader's name (``flow``, ``dag``, ``steps`` …); default: from the
-        file's suffix, else the loaders' own detection.
-    :param executors: Python executors or ``async def`` functions, by the names the text
-        uses — for people who load a file but write their agents in Python.
-    :param allow_imports: whether the document may name Python code to import (``python``
-        executor kind, ``{"ref": ...}`` conditions): the ``imports`` capability. Off by
-        default: a workflow file is untrusted input.
-    :param allow: the capabilities the document may use (:mod:`plait.capabilities`,
-        :class:`~plait.spi.Grants`): ``"subprocess,network=api.example.com"``, a list of them, or
-        ``"all"``. Nothing by default, so a document may use only the ``executors`` passed
-        and the pure kinds.
-    :param agents: a module whose public async functions and executors are agents the
-        document may name (what ``plait run --agents MODULE`` passes), or a mapping of
-        names to agents; last in the order names resolve in: ``executors``, the
-        document's ``agents:`` section, the agents installed plugins publish, then these.
-        Passing a module trusts that module only (it is already imported).
-    :param options: options for the loader (``merge="concat_newline"`` for a flow …).
-    :raises CapabilityError: the document needs a capability not granted (checked before
-        any node is built or any code imported), each with its node and position.
-    :raises LoadError: every problem in the document, each with its position.
+    """A runnable workflow from a document in any installed format: what
+    :func:`plait.load` calls, with its arguments, errors and documentation (reading the
+    text, picking the loader, the agent names, the grants check, then
+    :meth:`plait.Workflow.from_spec`).
 
     .. versionadded:: 0.1
-    .. versionchanged:: 0.1 ``allow`` (capabilities).
-    .. versionchanged:: 0.1 ``agents``.
     """
+    from plait import Workflow
+    from plait.spi import load_scope
+
     from ._capabilities import IMPORTS, Grants, check_granted
-    from ._workflow import Workflow
 
     if plugin_manager is None:
-        from ._plugins import get_plugin_manager
-
         plugin_manager = get_plugin_manager()
-    from ._rebuild import load_scope
 
     grants = Grants.of(allow, allow_imports=allow_imports)
     # one load: what the loader's checks build, the build reuses (see LoadScope)
@@ -357,3 +321,19 @@ def check_agents(
             reason = reason.removeprefix(f"executor {name!r}: ").removeprefix(f"node {name!r}: ")
             problems.append((f"/{name}{inner}", f"agent {name!r}: {reason}"))
     return problems
+
+
+class Documents:
+    """The documents machinery behind :func:`plait.load` (a :class:`plait.spi.Documents`),
+    registered as ``"documents"`` (``plait_register_documents``).
+
+    .. versionadded:: 0.1
+    """
+
+    load = staticmethod(load)
+    load_spec = staticmethod(load_spec)
+
+    def agent_names(self, executors: Mapping[str, Any]) -> AgentNames:
+        """The agent names of a load with only ``executors`` (a loader called without
+        :func:`load`)."""
+        return AgentNames(executors=executors)

@@ -8,8 +8,17 @@ import plait
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from plait._capabilities import CAPABILITY_NAMES, filesystem
-from plait.spi import IMPORTS, SUBPROCESS, Capability, Grants, kind_capabilities, needs, network
+from plait_documents import (
+    CAPABILITY_NAMES,
+    IMPORTS,
+    SUBPROCESS,
+    Capability,
+    Grants,
+    filesystem,
+    kind_capabilities,
+    needs,
+    network,
+)
 
 
 def test_a_capability_reads_back_from_its_flag_form_and_is_hashable() -> None:

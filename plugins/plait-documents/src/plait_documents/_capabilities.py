@@ -33,12 +33,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from contextvars import ContextVar
-from typing import Any, Literal, Union
+from typing import Any, Union
 
 import attrs
-
-from ._building import BuildContext
-from ._errors import ConfigError, DocumentError, LoadError, PlaitError, SourcePosition
+from plait import CapabilityError, ConfigError, LoadError, SourcePosition, get_plugin_manager
+from plait.spi import BuildContext
 
 __all__ = [
     "CAPABILITY_NAMES",
@@ -52,10 +51,8 @@ __all__ = [
     "needs",
     "network",
     "AllowSpec",
-    "CapabilityError",
     "Grants",
     "check_granted",
-    "grant_text",
 ]
 
 #: Every capability name, in the order they are listed.
@@ -207,8 +204,6 @@ def kind_capabilities(
     here (building the node fails with its own error). For kinds that nest workflows."""
     manager = ctx.manager
     if manager is None:
-        from ._plugins import get_plugin_manager
-
         manager = get_plugin_manager()
     kinds = manager.registry("executor_kind")
     if kind_name not in kinds:
@@ -271,8 +266,6 @@ def needs(
     .. versionadded:: 0.1
     """
     if manager is None:
-        from ._plugins import get_plugin_manager
-
         manager = get_plugin_manager()
     executors = executors or {}
     kinds = manager.registry("executor_kind")
@@ -414,64 +407,6 @@ class Grants:
         return ",".join(str(c) for c in sorted(self.capabilities)) or "none"
 
 
-Flags = Literal["python", "cli"]
-
-
-def grant_text(capabilities: Iterable[Capability], flags: Flags) -> str:
-    """How to grant ``capabilities``: ``--allow-imports --allow subprocess`` on the command
-    line, ``allow=['imports', 'subprocess']`` in Python."""
-    wanted = sorted(set(capabilities))
-    if flags == "python":
-        return f"allow={[str(c) for c in wanted]!r}"
-    words = ["--allow-imports"] if IMPORTS in wanted else []
-    rest = [str(c) for c in wanted if c != IMPORTS]
-    if rest:
-        words.append(f"--allow {','.join(rest)}")
-    return " ".join(words)
-
-
-class CapabilityError(LoadError):
-    """A document needs capabilities its caller did not grant. ``missing`` holds each
-    :class:`Need` not granted; each problem names the node, its kind, its position, the
-    capability and the flag (or ``allow=``) that grants it.
-
-    .. versionadded:: 0.1
-    """
-
-    def __init__(
-        self,
-        missing: Sequence[Need],
-        *,
-        source: str | None = None,
-        flags: Flags = "python",
-        granted: Grants | None = None,
-    ) -> None:
-        self.missing = list(missing)
-        self.flags: Flags = flags
-        self.granted = granted if granted is not None else Grants()
-        problems: list[PlaitError] = []
-        for need in self.missing:
-            problems.append(
-                DocumentError(
-                    f"{need} needs {need.capability}, which is not granted; "
-                    f"grant it with {grant_text([need.capability], flags)}",
-                    need.position,
-                )
-            )
-        super().__init__(problems, source=source)
-        everything = "--trust" if flags == "cli" else "allow='all'"
-        hint = (
-            f"\nGranted: {self.granted}. If you trust this document, grant what it needs: "
-            f"{grant_text([n.capability for n in self.missing], flags)} "
-            f"(or {everything} for every capability)"
-        )
-        PlaitError.__init__(self, f"{self.args[0]}{hint}")
-
-    def for_cli(self) -> CapabilityError:
-        """The same error, naming the command line's flags."""
-        return CapabilityError(self.missing, source=self.source, flags="cli", granted=self.granted)
-
-
 def check_granted(
     spec: Any,
     grants: Grants,
@@ -482,7 +417,7 @@ def check_granted(
 ) -> list[Need]:
     """Every :class:`Need` of ``spec`` (see :func:`needs`), once all are granted.
 
-    :raises CapabilityError: listing each one ``grants`` does not cover.
+    :raises plait.CapabilityError: listing each one ``grants`` does not cover.
 
     .. versionadded:: 0.1
     """
