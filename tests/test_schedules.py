@@ -760,3 +760,75 @@ workflow:
         contexts.append((step_context(result), result.outputs, result.supersteps))
     assert contexts[0] == contexts[1]
     assert contexts[1][0]["steps"]["after"]["output"] == "slow after 3 outputs"
+
+
+def tally_beside_a_slow_branch() -> Workflow:
+    """``tally`` (``order="arrival"``) counts and lists the items it takes, one commit per
+    item, while ``slow`` keeps the pipeline open."""
+
+    @executor(id="start")
+    async def start(message: str, ctx: WorkflowContext[int]) -> None:
+        for n in range(4):
+            await ctx.send_message(n)
+
+    @executor(id="slow")
+    async def slow(n: int, ctx: WorkflowContext[str, str]) -> None:
+        await anyio.sleep(10)
+        await ctx.yield_output(f"slow {n}")
+
+    @executor(id="tally")
+    async def tally(n: int, ctx: WorkflowContext[str]) -> None:
+        # (the order it takes them in is their arrival's: its state does not depend on it)
+        ctx.state["started"] = ctx.state.get("started", 0) + 1  # (changed while it runs)
+        await anyio.sleep(1)
+        ctx.state["seen"] = sorted([*ctx.state.get("seen", []), n])
+        await ctx.send_message(f"tallied {n}")
+
+    @executor(id="sink")
+    async def sink(line: str, ctx: WorkflowContext[str, str]) -> None:
+        await ctx.yield_output(line)
+
+    builder = WorkflowBuilder("tally").add_fan_out(start, [tally, slow])
+    builder.add_executor(tally, order="arrival")
+    return builder.add_edge(tally, sink).set_start(start).build()
+
+
+@pytest.mark.parametrize("resume_in", ["pipelined", "superstep"])
+def test_a_cut_holds_the_state_an_arrival_executor_committed_before_its_superstep_ended(
+    resume_in: str,
+) -> None:
+    # every cut written while tally's superstep runs holds its state as of its last commit
+    # (not as its superstep began, nor as a running invocation is changing it), so a
+    # resume from any of them gives the clean run's outputs and final state
+    workflow = tally_beside_a_slow_branch()
+
+    async def play() -> tuple[Any, Any, list[tuple[Any, Any, Any]]]:
+        clean_store, store = MemoryCheckpointStore(), MemoryCheckpointStore()
+        clean = await workflow.run("go", run_id="clean", checkpoint=clean_store)
+        clean_final = await clean_store.latest("clean")
+        run = await workflow.run("go", run_id="p", checkpoint=store, schedule="pipelined")
+        assert run.outputs == clean.outputs
+        mid: list[Any] = []
+        for info in await store.list("p"):
+            checkpoint = await store.load(info.checkpoint_id)
+            if (
+                "pipeline" in checkpoint.state
+                and 0 < len(checkpoint.state["pending"].get("tally", [])) < 4
+            ):
+                mid.append(checkpoint)
+        resumed = []
+        for checkpoint in mid:
+            done = await workflow.resume(checkpoint.checkpoint_id, store, schedule=resume_in)
+            final = await store.latest("p")
+            resumed.append((checkpoint, done, final))
+        return clean, clean_final, resumed
+
+    clock = MockClock(autojump_threshold=0)
+    clean, clean_final, resumed = anyio.run(play, backend="trio", backend_options={"clock": clock})
+    assert len(resumed) == 3  # a cut after each of tally's first three commits
+    expected_state = clean_final.state["executor_state"]["tally"]
+    for cut, done, final in resumed:
+        assert done.outputs == clean.outputs
+        assert final.state["executor_state"]["tally"] == expected_state
+        left = len(cut.state["pending"]["tally"])  # (the cut's, not a running one's)
+        assert cut.state["executor_state"]["tally"]["started"] == 4 - left

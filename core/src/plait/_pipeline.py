@@ -273,6 +273,10 @@ class Pipeline:
         self.changed: set[str] = set(self.state.executor_state)
         #: the state as of its last commit of a running executor that committed since
         self.committed: dict[str, Any] = {}
+        #: executor taking messages on arrival -> the index in its superstep of each of a
+        #: cut's messages whose group was complete as it fired (what the messages of that
+        #: group committed before the cut were ordered by; a resumed run goes on so)
+        self.resumed_indexes: dict[str, dict[Key, int]] = {}
 
     # -- distances ------------------------------------------------------------------------
 
@@ -542,7 +546,7 @@ class Pipeline:
             return None  # work of t or later ran already: the superstep loop cannot follow
         (eid,) = eids
         entries = sorted(self.queue[eid][t], key=_first)
-        if eid in self.arrival and len(entries) > 1:
+        if eid in self.arrival and (len(entries) > 1 or eid in self.resumed_indexes):
             return None  # its messages start one by one, each committed as it ends
         return {eid: [message for _, message in entries]}
 
@@ -573,6 +577,9 @@ class Pipeline:
             complete = t == low or not (
                 self._crowded(t, low) or self.could_send(eid, t, low, exclude=eid)
             )
+            resumed = self.resumed_indexes.pop(eid, None) if self.resumed_indexes else None
+            if resumed is not None:
+                complete = True  # (its group was as it fired: nothing more comes for its t)
             if not complete and (eid not in self.arrival or _nesting(by_time[t]) > _MAX_NESTING):
                 continue
             if eid in self.flush_targets and self.done_through < t - 1:
@@ -590,6 +597,8 @@ class Pipeline:
             group = _Group(eid, t, entries, TimedEffects(self.state, self.state, t))
             if eid in self.arrival:
                 group.arrive(indexed=complete)
+                if resumed is not None:  # ordered as the messages committed before the cut
+                    group.indexes = resumed
                 if not complete:
                     self.open[eid] = group
             ready.append(group)
@@ -703,6 +712,10 @@ class Pipeline:
         self.dirty = True
         self.commits += 1
         self.changed.add(eid)
+        if self.on_cut is not None:
+            # a cut taken while its group runs holds its state as of this commit (its
+            # messages committed so far: not run again on resume), not as its group began
+            self.committed[eid] = copy.deepcopy(state.executor_state.get(eid))
         try:
             if part.events is not None:
                 self._replay(eid, t, rank, part.events, order)
@@ -975,14 +988,19 @@ class Pipeline:
         pending: dict[str, list[Any]] = {}
         times: dict[str, list[Any]] = {}
 
-        def add(eid: str, t: int, entries: list[tuple[Key, Any]]) -> None:
+        def add(
+            eid: str, t: int, entries: list[tuple[Key, Any]], indexes: dict[Key, int] | None = None
+        ) -> None:
             for key, message in entries:
                 pending.setdefault(eid, []).append(message)
-                times.setdefault(eid, []).append([t, list(key)])
+                where: list[Any] = [t, list(key)]
+                if indexes is not None:  # (its index in its superstep: see resumed_indexes)
+                    where.append(indexes[key])
+                times.setdefault(eid, []).append(where)
 
         for eid, group in self.running.items():
             if eid in self.arrival:  # what it has not committed yet, in the canonical order
-                add(eid, group.t, sorted(group.pending.items(), key=_first))
+                add(eid, group.t, sorted(group.pending.items(), key=_first), group.indexes)
             else:
                 add(eid, group.t, group.entries)
         for eid, by_time in self.queue.items():
@@ -1040,9 +1058,14 @@ class Pipeline:
         for t, eids in cut["fired"]:
             self.fired[t] = set(eids)
         self.t_max = max(self.t_max, cut["t_max"])
-        return {
-            eid: [(t, _tuples(key)) for t, key in entries] for eid, entries in cut["times"].items()
-        }
+        placed: dict[str, list[tuple[int, Key]]] = {}
+        for eid, entries in cut["times"].items():
+            places = placed[eid] = []
+            for t, key, *index in entries:
+                places.append((t, _tuples(key)))
+                if index:
+                    self.resumed_indexes.setdefault(eid, {})[places[-1][1]] = index[0]
+        return placed
 
     # -- failures -------------------------------------------------------------------------
 
