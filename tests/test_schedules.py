@@ -26,7 +26,15 @@ import attrs
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from plait import Executor, RunOptionError, Workflow, WorkflowContext, executor, handler
+from plait import (
+    Executor,
+    RunOptionError,
+    Workflow,
+    WorkflowContext,
+    WorkflowRunError,
+    executor,
+    handler,
+)
 from plait_builders import WorkflowBuilder
 from plait_stores import MemoryCheckpointStore
 from trio.testing import MockClock
@@ -726,6 +734,59 @@ async def test_a_stopped_pipelined_run_resumes_to_the_same_outputs(
     done = await workflow.resume("s", store, schedule=resume_in)
     assert done.outputs == clean.outputs == ["a3:ma0a1a2", "b3:mb0b1b2"]
     assert sorted(set(log)) == sorted({(f"{c}{i}", i + 2) for c in "ab" for i in range(4)})
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("resume_in", ["pipelined", "superstep"])
+async def test_a_pipelined_run_failing_mid_pipeline_in_exit_durability_resumes_its_cut(
+    resume_in: str,
+) -> None:
+    # the run's checkpoint is the cut taken as it failed: each pending message keeps its
+    # superstep and the failed invocation's message is back at its queue's head
+    log: list[tuple[str, int]] = []
+    broken = {"a2"}
+
+    @executor(id="start")
+    async def start(message: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(message)
+
+    def link(name: str, seconds: float, last: bool) -> Any:
+        @executor(id=name)
+        async def run(message: str, ctx: WorkflowContext[str, str]) -> None:
+            log.append((name, ctx.superstep))
+            await anyio.sleep(seconds)
+            if name in broken:
+                raise RuntimeError(f"{name} is broken")
+            if last:
+                await ctx.yield_output(f"{name}:{message}")
+            else:
+                await ctx.send_message(message + name)
+
+        return run
+
+    a = [link(f"a{i}", 0.001, i == 3) for i in range(4)]
+    b = [link(f"b{i}", 0.05, i == 3) for i in range(4)]
+    builder = WorkflowBuilder("failing").add_fan_out(start, [a[0], b[0]])
+    for chain in (a, b):
+        for x, y in zip(chain, chain[1:]):
+            builder.add_edge(x, y)
+    workflow = builder.set_start(start).build()
+    store = MemoryCheckpointStore()
+    with pytest.raises(WorkflowRunError, match="a2 is broken"):
+        await workflow.run(
+            "m", run_id="f", checkpoint=store, durability="exit", schedule="pipelined"
+        )
+    failed = await store.latest("f")
+    assert failed is not None and failed.status == "failed"
+    assert failed.metadata["error"]["executor"] == "a2"
+    broken.clear()
+    log.clear()
+    done = await workflow.resume("f", store, schedule=resume_in)
+    assert done.outputs == ["a3:ma0a1a2", "b3:mb0b1b2"]
+    # a2 runs again at its own superstep; nothing runs at a superstep it would not have
+    assert ("a2", 4) in log and ("a3", 5) in log
+    assert all(step == int(name[1]) + 2 for name, step in log)
+    assert ("a0", 2) not in log  # what committed before the failure does not run again
 
 
 def test_a_yaml_parallel_block_with_branches_of_different_lengths_gives_the_same_context() -> None:

@@ -246,6 +246,9 @@ class Pipeline:
         #: the canonical keys of ``state.outputs``, in the same order
         self.output_keys: list[tuple[int, ...]] = []
         self.running: dict[str, _Group] = {}
+        #: groups a failure ended (failed or cancelled): they never commit, so a cut taken
+        #: after the failure (``exit`` durability) puts their messages back, as running ones
+        self.dropped: dict[str, _Group] = {}
         #: the times the barrier work (flushes, shared state) is done through
         self.done_through = self.state.superstep
         self.t_max = self.state.superstep
@@ -734,6 +737,7 @@ class Pipeline:
         """A group that will not commit (failed or cancelled) leaves the active items."""
         if self.running.get(group.eid) is group:
             del self.running[group.eid]
+            self.dropped[group.eid] = group
         self._settle(group.eid, group.t)
 
     def _settle(self, eid: str, t: int) -> None:
@@ -998,7 +1002,8 @@ class Pipeline:
                     where.append(indexes[key])
                 times.setdefault(eid, []).append(where)
 
-        for eid, group in self.running.items():
+        unfinished = {**self.dropped, **self.running}
+        for eid, group in unfinished.items():
             if eid in self.arrival:  # what it has not committed yet, in the canonical order
                 add(eid, group.t, sorted(group.pending.items(), key=_first), group.indexes)
             else:
@@ -1007,7 +1012,7 @@ class Pipeline:
             for t in sorted(by_time):
                 add(eid, t, sorted(by_time[t], key=_first))
         fired = {t: sorted(eids) for t, eids in self.fired.items() if t > self.done_through}
-        for group in self.running.values():
+        for group in unfinished.values():
             fired[group.t] = [e for e in fired.get(group.t, []) if e != group.eid]
         section = {
             "times": times,
@@ -1032,17 +1037,18 @@ class Pipeline:
             "fired": [[t, eids] for t, eids in sorted(fired.items())],
             "t_max": self.t_max,
         }
-        changed = [eid for eid in self.changed if eid not in self.running]
+        changed = [eid for eid in self.changed if eid not in unfinished]
         # what commits while the cut is written goes in the next one
         self.dirty = False
-        self.changed = {eid for eid in self.changed if eid in self.running}
+        self.changed = {eid for eid in self.changed if eid in unfinished}
         return pending, changed, section
 
     def uncommitted(self) -> tuple[dict[str, int], dict[str, Any]]:
         """What a cut must not count: a visit per running group, and the state as of its
         last commit of each running executor that changed since the last cut."""
-        visits = {eid: self.state.visits.get(eid, 0) - 1 for eid in self.running}
-        return visits, {eid: self.committed[eid] for eid in self.running if eid in self.committed}
+        unfinished = {**self.dropped, **self.running}
+        visits = {eid: self.state.visits.get(eid, 0) - 1 for eid in unfinished}
+        return visits, {eid: self.committed[eid] for eid in unfinished if eid in self.committed}
 
     def _restore(self, cut: dict[str, Any]) -> dict[str, list[tuple[int, Key]]]:
         """Take back a cut's schedule state; each pending message's (time, key)."""

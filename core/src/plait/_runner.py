@@ -132,8 +132,8 @@ class Runner:
         self.pipelined = options.schedule == "pipelined" and options.max_lead != 0
         #: writes a pipelined run's cuts (set by a checkpointed run)
         self.on_cut: Callable[[Any, str], Awaitable[bool]] | None = None
-        #: the pipeline a stop ended mid-way, when no cut was written then (``exit``
-        #: durability): its cut, with each message's time, is the run's checkpoint
+        #: the pipeline a stop or a failure ended mid-way, when no cut was written then
+        #: (``exit`` durability): its cut, with each message's time, is the run's checkpoint
         self.stopped_pipeline: Any = None
         if commit is not None:  # the seams a durable run commits at
             self.on_superstep = commit.after_superstep
@@ -295,7 +295,12 @@ class Runner:
 
         lead = self.options.max_lead if self.options.schedule == "pipelined" else 0
         pipeline = self.pipeline = Pipeline(self, lead)
-        found = await pipeline.run(inbox)
+        try:
+            found = await pipeline.run(inbox)
+        except WorkflowRunError:
+            if self.on_cut is None:  # (``exit`` durability) its one checkpoint is this cut
+                self.stopped_pipeline = pipeline
+            raise
         if handback or isinstance(found, RunStatus):
             return found
         return await self._supersteps(found, observation)

@@ -244,7 +244,12 @@ async def _checkpointed(runner: Runner, checkpointer: Checkpointer, inbox: Any) 
         status = await runner.run(inbox)
     except WorkflowRunError as exc:
         error = failure_record(exc, state.superstep)
-        if checkpointer.mode == "exit":
+        if checkpointer.mode == "exit" and runner.stopped_pipeline is not None:
+            # failed mid-pipeline: the cut keeps each pending message's superstep, the
+            # failed and cancelled invocations' messages back at the heads of their queues
+            await checkpointer.after_cut(runner.stopped_pipeline, "running")
+            await checkpointer.record_failure(error)
+        elif checkpointer.mode == "exit":
             # resume re-runs the failed superstep: at least once per superstep
             state.superstep -= 1
             checkpoint = checkpointer.take(
