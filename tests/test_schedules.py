@@ -823,9 +823,10 @@ workflow:
     assert contexts[1][0]["steps"]["after"]["output"] == "slow after 3 outputs"
 
 
-def tally_beside_a_slow_branch() -> Workflow:
-    """``tally`` (``order="arrival"``) counts and lists the items it takes, one commit per
-    item, while ``slow`` keeps the pipeline open."""
+def tally_beside_a_slow_branch(concurrency: int = 1) -> Workflow:
+    """``tally`` (``order="arrival"``, or ``max_concurrency=concurrency`` above 1) counts
+    and lists the items it takes, one commit per item, while ``slow`` keeps the pipeline
+    open."""
 
     @executor(id="start")
     async def start(message: str, ctx: WorkflowContext[int]) -> None:
@@ -837,11 +838,11 @@ def tally_beside_a_slow_branch() -> Workflow:
         await anyio.sleep(10)
         await ctx.yield_output(f"slow {n}")
 
-    @executor(id="tally")
+    @executor(id="tally", max_concurrency=concurrency if concurrency > 1 else None)
     async def tally(n: int, ctx: WorkflowContext[str]) -> None:
         # (the order it takes them in is their arrival's: its state does not depend on it)
         ctx.state["started"] = ctx.state.get("started", 0) + 1  # (changed while it runs)
-        await anyio.sleep(1)
+        await anyio.sleep(1 if concurrency == 1 else 1 + n)  # (concurrent: ends staggered)
         ctx.state["seen"] = sorted([*ctx.state.get("seen", []), n])
         await ctx.send_message(f"tallied {n}")
 
@@ -850,8 +851,44 @@ def tally_beside_a_slow_branch() -> Workflow:
         await ctx.yield_output(line)
 
     builder = WorkflowBuilder("tally").add_fan_out(start, [tally, slow])
-    builder.add_executor(tally, order="arrival")
+    if concurrency == 1:
+        builder.add_executor(tally, order="arrival")
     return builder.add_edge(tally, sink).set_start(start).build()
+
+
+@pytest.mark.parametrize("resume_in", ["pipelined", "superstep"])
+def test_no_cut_holds_what_concurrent_invocations_changed_before_they_committed(
+    resume_in: str,
+) -> None:
+    # tally's two concurrent invocations change one state: a cut is not taken while one
+    # of them runs (it would hold a change that runs again on resume), so every cut's
+    # state is one some sequential execution had, and every cut resumes to the clean end
+    workflow = tally_beside_a_slow_branch(concurrency=2)
+
+    async def play() -> tuple[Any, Any, list[tuple[Any, Any, Any]]]:
+        clean_store, store = MemoryCheckpointStore(), MemoryCheckpointStore()
+        clean = await workflow.run("go", run_id="clean", checkpoint=clean_store)
+        clean_final = await clean_store.latest("clean")
+        run = await workflow.run("go", run_id="p", checkpoint=store, schedule="pipelined")
+        assert run.outputs == clean.outputs
+        cuts = [await store.load(info.checkpoint_id) for info in await store.list("p")]
+        resumed = []
+        for checkpoint in cuts:
+            if "pipeline" not in checkpoint.state:
+                continue
+            done = await workflow.resume(checkpoint.checkpoint_id, store, schedule=resume_in)
+            resumed.append((checkpoint, done, await store.latest("p")))
+        return clean, clean_final, resumed
+
+    clock = MockClock(autojump_threshold=0)
+    clean, clean_final, resumed = anyio.run(play, backend="trio", backend_options={"clock": clock})
+    assert resumed  # the pipelined run wrote cuts
+    expected_state = clean_final.state["executor_state"]["tally"]
+    for cut, done, final in resumed:
+        tally = cut.state["executor_state"].get("tally") or {}
+        assert tally.get("started", 0) == len(tally.get("seen", []))  # nothing half done
+        assert done.outputs == clean.outputs
+        assert final.state["executor_state"]["tally"] == expected_state
 
 
 @pytest.mark.parametrize("resume_in", ["pipelined", "superstep"])

@@ -486,7 +486,12 @@ class Pipeline:
                 self._hand_back(lockstep)
                 self.state.superstep = self.done_through
                 return lockstep
-            if self.dirty and self.on_cut is not None and not self.errors:
+            if (
+                self.dirty
+                and self.on_cut is not None
+                and not self.errors
+                and not self._concurrent_in_flight()
+            ):
                 await self._cut("running")
             stop = self.runner.stop
             if stop is not None and self.commits and stop.is_set():
@@ -704,6 +709,17 @@ class Pipeline:
                 group.signal = anyio.Event()
         if failures:
             raise failures[0]
+
+    def _concurrent_in_flight(self) -> bool:
+        """Has an executor running several of its messages at once one not committed yet?
+        Those invocations share its state, so a cut now would hold a change that runs
+        again on resume: the cut waits until none of them is in flight."""
+        concurrency = self.runner.concurrency
+        return any(
+            group.pending and concurrency.get(eid, 1) > 1
+            for eid, group in self.running.items()
+            if eid in self.arrival
+        )
 
     def _commit_part(self, group: _Group, key: Key, part: TimedEffects) -> None:
         """Commit what one message of a group taking messages on arrival did."""
