@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import random
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -688,6 +689,37 @@ async def test_a_resumed_runs_checkpoints_keep_the_state_of_executors_that_have_
     assert result.outputs == ["got 1", "got 2"]
 
 
+def two_chains(name: str, log: list[tuple[str, int]], ran: Callable[[str], None]) -> Workflow:
+    """``start`` fans out to a fast chain ``a0..a3`` and a slow one ``b0..b3``; each link
+    logs (its id, its superstep), calls ``ran`` with its id, then sends on (the last one
+    yields ``"<id>:<message>"``)."""
+
+    @executor(id="start")
+    async def start(message: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(message)
+
+    def link(link_id: str, seconds: float, last: bool) -> Any:
+        @executor(id=link_id)
+        async def run(message: str, ctx: WorkflowContext[str, str]) -> None:
+            log.append((link_id, ctx.superstep))
+            await anyio.sleep(seconds)
+            ran(link_id)
+            if last:
+                await ctx.yield_output(f"{link_id}:{message}")
+            else:
+                await ctx.send_message(message + link_id)
+
+        return run
+
+    a = [link(f"a{i}", 0.001, i == 3) for i in range(4)]
+    b = [link(f"b{i}", 0.05, i == 3) for i in range(4)]
+    builder = WorkflowBuilder(name).add_fan_out(start, [a[0], b[0]])
+    for chain in (a, b):
+        for x, y in zip(chain, chain[1:]):
+            builder.add_edge(x, y)
+    return builder.set_start(start).build()
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("durability", ["sync", "exit"])
 @pytest.mark.parametrize("resume_in", ["pipelined", "superstep"])
@@ -698,31 +730,11 @@ async def test_a_stopped_pipelined_run_resumes_to_the_same_outputs(
     stop = anyio.Event()
     log: list[tuple[str, int]] = []
 
-    @executor(id="start")
-    async def start(message: str, ctx: WorkflowContext[str]) -> None:
-        await ctx.send_message(message)
+    def ran(name: str) -> None:
+        if name == "a2":
+            stop.set()  # Ctrl-C, as plait run sets it, with the chains apart
 
-    def link(name: str, seconds: float, last: bool) -> Any:
-        @executor(id=name)
-        async def run(message: str, ctx: WorkflowContext[str, str]) -> None:
-            log.append((name, ctx.superstep))
-            await anyio.sleep(seconds)
-            if name == "a2":
-                stop.set()  # Ctrl-C, as plait run sets it, with the chains apart
-            if last:
-                await ctx.yield_output(f"{name}:{message}")
-            else:
-                await ctx.send_message(message + name)
-
-        return run
-
-    a = [link(f"a{i}", 0.001, i == 3) for i in range(4)]
-    b = [link(f"b{i}", 0.05, i == 3) for i in range(4)]
-    builder = WorkflowBuilder("stoppable").add_fan_out(start, [a[0], b[0]])
-    for chain in (a, b):
-        for x, y in zip(chain, chain[1:]):
-            builder.add_edge(x, y)
-    workflow = builder.set_start(start).build()
+    workflow = two_chains("stoppable", log, ran)
     clean = await workflow.run("m")
     stop = anyio.Event()  # (the clean run set the first one)
     store = MemoryCheckpointStore()
@@ -746,31 +758,11 @@ async def test_a_pipelined_run_failing_mid_pipeline_in_exit_durability_resumes_i
     log: list[tuple[str, int]] = []
     broken = {"a2"}
 
-    @executor(id="start")
-    async def start(message: str, ctx: WorkflowContext[str]) -> None:
-        await ctx.send_message(message)
+    def ran(name: str) -> None:
+        if name in broken:
+            raise RuntimeError(f"{name} is broken")
 
-    def link(name: str, seconds: float, last: bool) -> Any:
-        @executor(id=name)
-        async def run(message: str, ctx: WorkflowContext[str, str]) -> None:
-            log.append((name, ctx.superstep))
-            await anyio.sleep(seconds)
-            if name in broken:
-                raise RuntimeError(f"{name} is broken")
-            if last:
-                await ctx.yield_output(f"{name}:{message}")
-            else:
-                await ctx.send_message(message + name)
-
-        return run
-
-    a = [link(f"a{i}", 0.001, i == 3) for i in range(4)]
-    b = [link(f"b{i}", 0.05, i == 3) for i in range(4)]
-    builder = WorkflowBuilder("failing").add_fan_out(start, [a[0], b[0]])
-    for chain in (a, b):
-        for x, y in zip(chain, chain[1:]):
-            builder.add_edge(x, y)
-    workflow = builder.set_start(start).build()
+    workflow = two_chains("failing", log, ran)
     store = MemoryCheckpointStore()
     with pytest.raises(WorkflowRunError, match="a2 is broken"):
         await workflow.run(
