@@ -52,7 +52,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "spec": ("_refs", "_spec", "_routing", "_build"),
     "plugins": (
         "_hookspecs", "_registry", "_loading", "_plugins", "_expressions",
-        "_chains", "_convert", "_checkpoint", "_stores", "_rebuild",
+        "_chains", "_convert", "_checkpoint", "_rebuild",
         "_building",
     ),
     "engine": (

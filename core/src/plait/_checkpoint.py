@@ -28,8 +28,8 @@ taken over.
 
 Stores are chosen by URL scheme (``memory://``, ``file://DIR``, ``sqlite:///PATH``,
 ``redis://…``, ``postgresql://…``) through the ``plait_register_checkpoint_stores`` hook.
-What every store shares (a base class, URL redaction, error wording) is in
-:mod:`plait.stores`.
+What every store shares (a base class, URL redaction, error wording) comes with
+``plait-durable`` (``plait_durable.CheckpointStoreBase`` …).
 
 .. versionadded:: 0.1
 """
@@ -370,7 +370,7 @@ class CheckpointStore(Protocol):
         """Every run with a checkpoint, newest first (by its latest checkpoint), at most
         ``limit`` of them: each as :meth:`RunInfo.from_latest` describes it, or as
         :meth:`RunInfo.corrupt` when its latest checkpoint does not decode (one damaged
-        run never fails the listing; :func:`plait.spi.run_info` does both).
+        run never fails the listing; :func:`plait_durable.run_info` does both).
 
         Raise ``ValueError`` for a negative ``limit`` (:func:`check_runs_limit`).
 

@@ -9,7 +9,8 @@ The kernel runs supersteps and defines the protocols (:class:`plait.spi.Checkpoi
 ``Workflow.run(checkpoint=...)``, ``Workflow.resume``, ``Workflow.pending_requests`` and
 ``Workflow.fingerprint`` call (``plait_register_durability``). Checkpoint stores (``plait-stores``,
 ``plait-redis``, ``plait-postgres``) and run inspectors (``plait-ui``, ``plait-cli``) use the
-helpers below.
+helpers below: store authors the lifecycle, naming, listing rows and wording every store
+shares (:class:`CheckpointStoreBase`, :func:`take_lease`, :func:`redact_url` …).
 
 Names are imported on first use: loading plugins imports only this module.
 
@@ -63,6 +64,19 @@ if TYPE_CHECKING:
         read_journal,
     )
     from ._runview import EDITABLE, Change
+    from ._stores import (
+        INFO_FIELDS,
+        CheckpointStoreBase,
+        InfoRow,
+        duplicate_error,
+        info_fields,
+        info_row,
+        parse_age,
+        redact_url,
+        run_info,
+        take_lease,
+        where,
+    )
 
 #: Where each public name lives (imported on first use).
 _HOME = {
@@ -107,9 +121,31 @@ _HOME = {
     "page_sql": "_runindex",
     "parse_int_cursor": "_runindex",
     "read_journal": "_runindex",
+    "INFO_FIELDS": "_stores",
+    "CheckpointStoreBase": "_stores",
+    "InfoRow": "_stores",
+    "duplicate_error": "_stores",
+    "info_fields": "_stores",
+    "info_row": "_stores",
+    "parse_age": "_stores",
+    "redact_url": "_stores",
+    "run_info": "_stores",
+    "take_lease": "_stores",
+    "where": "_stores",
 }
 
 __all__ = [
+    "INFO_FIELDS",
+    "CheckpointStoreBase",
+    "InfoRow",
+    "duplicate_error",
+    "info_fields",
+    "info_row",
+    "parse_age",
+    "redact_url",
+    "run_info",
+    "take_lease",
+    "where",
     "BlobWriter",
     "Change",
     "CheckpointView",

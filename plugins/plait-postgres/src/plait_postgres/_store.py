@@ -52,38 +52,38 @@ import anyio
 import psycopg
 from plait import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
 from plait.spi import (
-    INFO_FIELDS,
     Checkpoint,
     CheckpointInfo,
-    CheckpointStoreBase,
     Lease,
     LeaseHolder,
     RunInfo,
     check_keep_last,
     check_runs_limit,
     decode_checkpoint,
-    duplicate_error,
     encode_checkpoint,
-    info_row,
     lost_error,
-    redact_url,
     released,
-    run_info,
-    take_lease,
-    where,
 )
 from plait_durable import (
+    INFO_FIELDS,
     MAX_JOURNAL_PAGE,
     RUN_COLUMNS,
+    CheckpointStoreBase,
     JournalEvent,
     RunPage,
     RunQuery,
     RunSummary,
     check_journal_read,
     child_refs,
+    duplicate_error,
+    info_row,
     page_of_rows,
     page_sql,
+    redact_url,
+    run_info,
+    take_lease,
     unreferenced,
+    where,
 )
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 

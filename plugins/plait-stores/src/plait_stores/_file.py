@@ -88,29 +88,29 @@ from plait import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavaila
 from plait.spi import (
     Checkpoint,
     CheckpointInfo,
-    CheckpointStoreBase,
     Lease,
     LeaseHolder,
     RunInfo,
     check_keep_last,
     check_runs_limit,
     decode_checkpoint,
-    duplicate_error,
     encode_checkpoint,
-    info_fields,
     lost_error,
     released,
-    take_lease,
-    where,
 )
 from plait_durable import (
     MAX_JOURNAL_PAGE,
+    CheckpointStoreBase,
     JournalEvent,
     RunPage,
     RunQuery,
     RunSummary,
     check_journal_read,
+    duplicate_error,
+    info_fields,
+    take_lease,
     unreferenced,
+    where,
 )
 
 try:

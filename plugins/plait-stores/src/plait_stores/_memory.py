@@ -19,31 +19,31 @@ from plait import CheckpointNotFoundError
 from plait.spi import (
     Checkpoint,
     CheckpointInfo,
-    CheckpointStoreBase,
     Lease,
     LeaseHolder,
     RunInfo,
     check_keep_last,
     check_runs_limit,
     decode_checkpoint,
-    duplicate_error,
     encode_checkpoint,
     lost_error,
     prune_plan,
     released,
-    run_info,
-    take_lease,
-    where,
 )
 from plait_durable import (
     MAX_JOURNAL_PAGE,
+    CheckpointStoreBase,
     JournalEvent,
     RunPage,
     RunQuery,
     RunSummary,
     check_journal_read,
+    duplicate_error,
     parse_int_cursor,
+    run_info,
+    take_lease,
     unreferenced,
+    where,
 )
 
 __all__ = ["MemoryCheckpointStore"]

@@ -43,36 +43,36 @@ from typing import Any, TypeVar
 import anyio.to_thread
 from plait import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
 from plait.spi import (
-    INFO_FIELDS,
     Checkpoint,
     CheckpointInfo,
-    CheckpointStoreBase,
     Lease,
     LeaseHolder,
     RunInfo,
     check_keep_last,
     check_runs_limit,
     decode_checkpoint,
-    duplicate_error,
     encode_checkpoint,
-    info_row,
     lost_error,
     released,
-    run_info,
-    take_lease,
-    where,
 )
 from plait_durable import (
+    INFO_FIELDS,
     MAX_JOURNAL_PAGE,
     RUN_COLUMNS,
+    CheckpointStoreBase,
     JournalEvent,
     RunPage,
     RunQuery,
     RunSummary,
     check_journal_read,
+    duplicate_error,
+    info_row,
     page_of_rows,
     page_sql,
+    run_info,
+    take_lease,
     unreferenced_by,
+    where,
 )
 
 from ._common import split_query

@@ -48,9 +48,8 @@ from types import TracebackType
 from typing import Any, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
-from typing_extensions import Self
-
-from ._checkpoint import (
+from plait import CheckpointError, CorruptCheckpointError, StoreUnavailableError
+from plait.spi import (
     Checkpoint,
     CheckpointInfo,
     Lease,
@@ -61,7 +60,7 @@ from ._checkpoint import (
     held_error,
     is_free,
 )
-from ._errors import CheckpointError, CorruptCheckpointError, StoreUnavailableError
+from typing_extensions import Self
 
 __all__ = [
     "INFO_FIELDS",

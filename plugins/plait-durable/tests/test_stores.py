@@ -1,13 +1,13 @@
-"""The helpers for store authors in ``plait._stores``: lifecycle, URLs, wording, listing rows."""
+"""The helpers for store authors in ``plait_durable``: lifecycle, URLs, wording, listing rows."""
 
 from __future__ import annotations
 
 import attrs
 import pytest
 from plait import CheckpointError, StoreUnavailableError
-from plait.spi import (
+from plait.spi import CheckpointInfo
+from plait_durable import (
     INFO_FIELDS,
-    CheckpointInfo,
     CheckpointStoreBase,
     duplicate_error,
     info_fields,
