@@ -543,7 +543,6 @@ async def resolve_state(
     """
     if not has_refs(state):
         return state
-    sha256 = hashlib.sha256
     frontier = blob_refs(state)
     if frontier and not has_blobs(store):
         raise CorruptCheckpointError(
@@ -573,7 +572,7 @@ async def resolve_state(
                 data = unpack_blob(bytes(got[digest]), min(MAX_BLOB, budget))
                 budget -= len(data)
                 datas.append(data)
-            good = [sha256(data).hexdigest() for data in datas] == wanted
+            good = list(map(blob_hash, datas)) == wanted
             values = [load_json(data) for data in datas] if good else []
         except (KeyError, ValueError, TypeError, RecursionError):
             good = False
