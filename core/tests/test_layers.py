@@ -3,7 +3,7 @@
 Every import counts — module-level, function-level and under ``if TYPE_CHECKING:`` (an
 annotation is a dependency of the design too). From the bottom:
 
-1. **base** — errors, type compatibility, events and run results, policies, run options,
+1. **base** — errors, type compatibility, events and run results, run options and policies,
    the run-observer protocol: what everything else names.
 2. **authoring** — ``Executor``, ``handler``, ``WorkflowContext`` and the run state a
    context writes to.
@@ -46,7 +46,7 @@ PACKAGE = Path(plait.__file__).parent
 LAYERS: dict[str, tuple[str, ...]] = {
     "base": (
         "_version", "_errors", "_types", "_families", "_events",
-        "_policies", "_options", "_observer",
+        "_options", "_observer",
     ),
     "authoring": ("_state", "_context", "_executor"),
     "spec": ("_refs", "_spec", "_routing", "_build"),
@@ -56,7 +56,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "_building",
     ),
     "engine": (
-        "_graph", "_attempts", "_observe", "_runner", "_pipeline", "_watch", "_codec",
+        "_graph", "_observe", "_runner", "_pipeline", "_watch", "_codec",
     ),
     "workflow": ("_workflow", "_placement", "_streaming", "__init__", "spi"),
 }  # fmt: skip
@@ -217,7 +217,6 @@ def test_cycles_are_found() -> None:
 #: What a superstep can reach: the runner's whole import closure. Growing it is a design
 #: decision: strike or add a module here on purpose, never to make the test pass.
 RUNNER_CLOSURE = {
-    "_attempts",
     "_context",
     "_errors",
     "_events",
@@ -227,7 +226,6 @@ RUNNER_CLOSURE = {
     "_observer",
     "_options",
     "_pipeline",
-    "_policies",
     "_routing",
     "_spec",
     "_state",

@@ -49,7 +49,7 @@ def test_the_run_path_imports_no_placement_and_the_kernel_no_remote_encoding() -
 
     durable = Path(plait_durable.__file__).parent
     for path in (
-        *(PACKAGE / name for name in ("_runner.py", "_attempts.py", "_graph.py")),
+        *(PACKAGE / name for name in ("_runner.py", "_graph.py")),
         *(durable / name for name in ("_durable.py", "_checkpointer.py")),
     ):
         imported = _imported(path)

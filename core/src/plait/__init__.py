@@ -121,8 +121,8 @@ if TYPE_CHECKING:
     )
     from ._executor import Executor, FunctionExecutor, handler
     from ._hookspecs import hookimpl
+    from ._options import RetryPolicy
     from ._plugins import describe, get_plugin_manager, register, unregister
-    from ._policies import RetryPolicy
     from ._spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
     from ._types import Never
     from ._workflow import Workflow, load
@@ -255,7 +255,7 @@ _LAZY = {
     "RequestInfoEvent": "_events",
     "RequestResponse": "_context",
     "ResponseTypeError": "_errors",
-    "RetryPolicy": "_policies",
+    "RetryPolicy": "_options",
     "RoutingError": "_errors",
     "RunFinished": "_events",
     "RunLeaseError": "_errors",

@@ -25,7 +25,7 @@ from typing import Any, TypeVar, overload
 import typing_extensions
 
 from ._context import RequestResponse, WorkflowContext
-from ._policies import RetryPolicy
+from ._options import RetryPolicy
 from ._types import is_class_decidable, is_instance, type_name
 
 __all__ = ["Executor", "FunctionExecutor", "Handler", "handler", "executor"]

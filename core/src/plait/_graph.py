@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ._errors import RunOptionError
 from ._executor import Executor, Handler
-from ._policies import Policy, RetryPolicy
+from ._options import Policy, RetryPolicy
 from ._spec import WorkflowSpec
 
 if TYPE_CHECKING:
