@@ -52,11 +52,10 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "spec": ("_refs", "_spec", "_routing", "_build"),
     "plugins": (
         "_hookspecs", "_registry", "_loading", "_plugins", "_expressions",
-        "_chains", "_convert", "_checkpoint", "_rebuild",
-        "_building",
+        "_chains", "_convert", "_checkpoint", "_building",
     ),
     "engine": (
-        "_graph", "_observe", "_runner", "_pipeline", "_watch", "_codec",
+        "_graph", "_observe", "_runner", "_pipeline", "_codec",
     ),
     "workflow": ("_workflow", "_placement", "_streaming", "__init__", "spi"),
 }  # fmt: skip

@@ -189,7 +189,7 @@ class Workflow:
 
         .. versionadded:: 0.1
         """
-        from ._rebuild import build_executors
+        from ._building import build_executors
 
         manager = plugin_manager or get_plugin_manager()
         built = build_executors(
@@ -476,7 +476,7 @@ class Workflow:
     ) -> WorkflowRunResult:
         from ._events import RunFinished, RunStarted, RunStatus, WorkflowRunResult
         from ._runner import Runner
-        from ._watch import RunWatch
+        from ._streaming import RunWatch
 
         emit = state.emit
         manager = self._manager

@@ -31,7 +31,14 @@ if TYPE_CHECKING:
         json_pointer,
         problem_order,
     )
-    from ._building import AgentLookup, BuildContext, ExecutorKind, Loader
+    from ._building import (
+        AgentLookup,
+        BuildContext,
+        ExecutorKind,
+        Loader,
+        build_executors,
+        load_scope,
+    )
     from ._checkpoint import (
         CORRUPT,
         BlobStore,
@@ -97,7 +104,6 @@ if TYPE_CHECKING:
         core_version,
         set_plugin_manager,
     )
-    from ._rebuild import build_executors, load_scope
     from ._refs import (
         as_executor,
         callable_spec,
@@ -111,8 +117,8 @@ if TYPE_CHECKING:
     from ._runner import RunCommit, Runner
     from ._spec import spec_converter
     from ._state import PendingRequest, RunState
+    from ._streaming import RunWatch
     from ._types import is_assignable, is_instance, main_module_name, type_name
-    from ._watch import RunWatch
     from ._workflow import Documents, Durability, with_placement
 
 __all__ = [
@@ -277,13 +283,13 @@ _HOME = {
     "RunObserver": "_observer",
     "RunOptions": "_options",
     "RunScope": "_context",
-    "RunWatch": "_watch",
+    "RunWatch": "_streaming",
     "DELETED": "_context",
     "SpecBuilder": "_build",
     "Step": "_convert",
     "TypeFamily": "_convert",
     "as_executor": "_refs",
-    "build_executors": "_rebuild",
+    "build_executors": "_building",
     "callable_spec": "_refs",
     "check_config": "_build",
     "check_keep_last": "_checkpoint",
@@ -310,7 +316,7 @@ _HOME = {
     "json_pointer": "_build",
     "lazy": "_registry",
     "lazy_exports": "_registry",
-    "load_scope": "_rebuild",
+    "load_scope": "_building",
     "granted": "_checkpoint",
     "held_error": "_checkpoint",
     "is_free": "_checkpoint",

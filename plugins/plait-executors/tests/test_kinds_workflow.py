@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import plait
-import plait._rebuild
+import plait._building
 import plait_executors
 import plait_routing
 import pytest
@@ -158,7 +158,7 @@ async def test_a_nested_spec_is_built_once_per_load() -> None:
 
 def test_nesting_is_bounded_with_an_error_at_its_path() -> None:
     from plait import LoadError
-    from plait._rebuild import MAX_NESTING
+    from plait._building import MAX_NESTING
 
     spec = plait.WorkflowSpec.from_dict(nested_spec(MAX_NESTING + 3))
     with pytest.raises(LoadError) as info:
@@ -170,10 +170,10 @@ def test_nesting_is_bounded_with_an_error_at_its_path() -> None:
 
 
 def test_the_nodes_a_load_builds_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    import plait._rebuild
+    import plait._building
     from plait import LoadError
 
-    monkeypatch.setattr(plait._rebuild, "MAX_LOAD_NODES", 5)
+    monkeypatch.setattr(plait._building, "MAX_LOAD_NODES", 5)
     spec = plait.WorkflowSpec.from_dict(nested_spec(4))  # 5 nodes: within the bound
     assert plait.Workflow.from_spec(spec, {"shout": shout}).spec == spec
     spec = plait.WorkflowSpec.from_dict(nested_spec(5))  # 6 nodes
