@@ -15,13 +15,13 @@ import pytest
 from plait import (
     LoadError,
     Never,
+    NotPortableError,
     Workflow,
     WorkflowContext,
     WorkflowSpec,
     WorkflowValidationError,
     executor,
 )
-from plait._refs import NotPortableError
 from plait.spi import BuildContext
 from plait_builders import WorkflowBuilder
 

@@ -49,7 +49,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "_options", "_observer",
     ),
     "authoring": ("_state", "_context", "_executor"),
-    "spec": ("_refs", "_spec", "_routing", "_build"),
+    "spec": ("_spec", "_routing", "_build"),
     "plugins": (
         "_hookspecs", "_registry", "_loading", "_plugins", "_expressions",
         "_chains", "_convert", "_checkpoint", "_building",

@@ -24,25 +24,24 @@ names). A node recorded as not portable (a lambda …) must be passed in.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import attrs
 
-from ._errors import ConfigError, ExpressionError, NotPortableError
-from ._refs import resolve_ref
-
-if TYPE_CHECKING:
-    from ._spec import WorkflowSpec
-import contextlib
-import contextvars
-from collections.abc import Iterator
-from typing import TypeVar
-
-from ._errors import LoadError, PlaitError, SourcePosition, spell
+from ._errors import (
+    ConfigError,
+    ExpressionError,
+    LoadError,
+    NotPortableError,
+    PlaitError,
+    SourcePosition,
+    spell,
+)
 from ._executor import Executor
-from ._refs import as_executor
-from ._spec import NodeSpec, WorkflowSpec
+from ._spec import NodeSpec, WorkflowSpec, as_executor, resolve_ref
 
 __all__ = [
     "AgentLookup",

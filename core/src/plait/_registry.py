@@ -61,7 +61,7 @@ class Lazy:
     def resolve(self) -> Any:
         """The real object (imported and made on first use)."""
         if self._target is None:
-            from ._refs import import_ref
+            from ._spec import import_ref
 
             obj = import_ref(self.ref)
             self._target = obj() if isinstance(obj, type) else obj

@@ -104,18 +104,18 @@ if TYPE_CHECKING:
         core_version,
         set_plugin_manager,
     )
-    from ._refs import (
+    from ._registry import lazy, lazy_exports
+    from ._routing import Delivery, EdgeRunner, MergeStrategy, Router, RouterEnv
+    from ._runner import RunCommit, Runner
+    from ._spec import (
         as_executor,
         callable_spec,
         code_ref,
         expression_spec,
         import_ref,
         nonportable_reason,
+        spec_converter,
     )
-    from ._registry import lazy, lazy_exports
-    from ._routing import Delivery, EdgeRunner, MergeStrategy, Router, RouterEnv
-    from ._runner import RunCommit, Runner
-    from ._spec import spec_converter
     from ._state import PendingRequest, RunState
     from ._streaming import RunWatch
     from ._types import is_assignable, is_instance, main_module_name, type_name
@@ -288,13 +288,13 @@ _HOME = {
     "SpecBuilder": "_build",
     "Step": "_convert",
     "TypeFamily": "_convert",
-    "as_executor": "_refs",
+    "as_executor": "_spec",
     "build_executors": "_building",
-    "callable_spec": "_refs",
+    "callable_spec": "_spec",
     "check_config": "_build",
     "check_keep_last": "_checkpoint",
     "check_runs_limit": "_checkpoint",
-    "code_ref": "_refs",
+    "code_ref": "_spec",
     "compile_expression": "_expressions",
     "compile_template": "_expressions",
     "config_error": "_build",
@@ -307,10 +307,10 @@ _HOME = {
     "edge_group_id": "_build",
     "encode_checkpoint": "_checkpoint",
     "encode_value": "_codec",
-    "expression_spec": "_refs",
+    "expression_spec": "_spec",
     "grant_text": "_errors",
     "hookimpl": "_hookspecs",
-    "import_ref": "_refs",
+    "import_ref": "_spec",
     "is_assignable": "_types",
     "is_instance": "_types",
     "json_pointer": "_build",
@@ -322,7 +322,7 @@ _HOME = {
     "is_free": "_checkpoint",
     "lost_error": "_checkpoint",
     "message_converter": "_convert",
-    "nonportable_reason": "_refs",
+    "nonportable_reason": "_spec",
     "open_store": "_checkpoint",
     "problem_order": "_build",
     "prune_plan": "_checkpoint",

@@ -12,6 +12,7 @@ from plait import (
     ExecutorFailedError,
     ExecutorTimeoutError,
     Never,
+    NotPortableError,
     RetryPolicy,
     RunStatus,
     UnknownNameError,
@@ -22,7 +23,6 @@ from plait import (
 )
 from plait._codec import DecodeError
 from plait._placement import LOCAL, PlacedExecutor, placement_of
-from plait._refs import NotPortableError
 from plait.spi import with_placement
 from plait_builders import WorkflowBuilder
 from plait_ray.errors import RemoteInvocationError
