@@ -13,7 +13,7 @@ from pathlib import Path
 import plait
 import pytest
 from plait import PluginLoadErrors, _version
-from plait import _loading as loading
+from plait import _plugins as loading
 from plait.spi import PluginManager
 
 

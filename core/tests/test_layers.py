@@ -51,7 +51,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "authoring": ("_state", "_context", "_executor"),
     "spec": ("_spec", "_routing", "_build"),
     "plugins": (
-        "_hookspecs", "_registry", "_loading", "_plugins", "_expressions",
+        "_hookspecs", "_registry", "_plugins", "_expressions",
         "_chains", "_convert", "_checkpoint", "_building",
     ),
     "engine": (
@@ -235,7 +235,7 @@ RUNNER_CLOSURE = {
 def test_the_runner_reaches_only_the_engine_core() -> None:
     reached = closure(kernel_graph(), "_runner")
     assert reached == RUNNER_CLOSURE
-    assert not reached & {"_plugins", "_loading", "_checkpoint", "_fingerprint", "_placement"}
+    assert not reached & {"_plugins", "_checkpoint", "_fingerprint", "_placement"}
 
 
 def test_the_kernel_imports_no_plugin() -> None:

@@ -51,7 +51,7 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 def test_import_plait_imports_neither_the_runner_nor_the_converter_graph() -> None:
     heavy = ["plait._workflow", "plait._convert", "plait._runner", "plait._events", "asyncio"]
     # nor what plugin loading needs: importlib.metadata and packaging wait for first use
-    heavy += ["importlib.metadata", "packaging", "plait._loading"]
+    heavy += ["importlib.metadata", "packaging", "plait._plugins"]
     report = _fresh(
         f"""
         import json, sys
