@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 import plait_durable._blobs
 import pytest
+import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from plait import CorruptCheckpointError
@@ -163,7 +164,9 @@ def test_a_blob_is_stored_compressed_when_that_pays_and_keyed_by_its_plain_json(
     stored = writer.externalize({"text": text, "n": 1})
     new = writer.take_new()
     plain = json.dumps(text).encode()
-    assert new[blob_hash(plain)].startswith(b"x") and len(new[blob_hash(plain)]) * 3 < len(plain)
+    # a Zstandard frame (its magic number first)
+    assert new[blob_hash(plain)].startswith(b"\x28\xb5\x2f\xfd")
+    assert len(new[blob_hash(plain)]) * 3 < len(plain)
     assert unpack_blob(new[blob_hash(plain)]) == plain
     store = DictBlobs()
     store.blobs.update(new)
@@ -198,6 +201,20 @@ def test_a_malformed_map_is_corrupt(items: list[Any]) -> None:
         _stored_with({}, {"v": {"__plait__": "map", "n": 2, "p": [items]}})
 
 
+def _zstd(data: bytes, *, sized: bool = True) -> bytes:
+    return zstandard.ZstdCompressor(write_content_size=sized).compress(data)
+
+
+def test_blobs_compressed_with_zlib_before_zstandard_still_load() -> None:
+    leaf = json.dumps("w" * 3000).encode()
+    digest = blob_hash(leaf)
+    stored = zlib.compress(leaf)
+    assert _stored_with({digest: stored}, {"v": {"__plait__": "blob", "h": digest}}) == {
+        "v": "w" * 3000
+    }
+    assert load_blob(stored) == "w" * 3000
+
+
 def test_blobs_stored_before_compression_still_load() -> None:
     # what a Plait without compression stored: the canonical JSON as it is
     inner = json.dumps(["k" * 300, "l" * 300]).encode()
@@ -217,6 +234,12 @@ def test_blobs_stored_before_compression_still_load() -> None:
         (zlib.compress(b'"' + b"a" * 5000 + b'"')[:-9], "truncated"),
         (zlib.compress(b'"' + b"a" * 5000 + b'"') + b"tail", "followed by others"),
         (b"x\x9cnot a zlib stream", "do not inflate"),
+        (_zstd(b'"' + b"0" * (1 << 22) + b'"'), "inflates to more than"),
+        (_zstd(b'"' + b"a" * 5000 + b'"')[:-9], "truncated"),
+        (_zstd(b'"' + b"a" * 5000 + b'"') + b"tail", "followed by others"),
+        (b"\x28\xb5\x2f\xfdnot a zstd frame", "do not inflate"),
+        # a frame that does not state its size is not one this Plait wrote
+        (_zstd(b'"' + b"a" * 5000 + b'"', sized=False), "does not state its size"),
     ],
 )
 def test_a_compressed_blob_that_does_not_inflate_within_bounds_is_corrupt(
@@ -234,7 +257,7 @@ def test_a_compressed_blob_that_does_not_inflate_within_bounds_is_corrupt(
 def test_child_refs_reads_through_compression() -> None:
     writer = BlobWriter()
     writer.externalize([f"{i}:" + "c" * 300 for i in range(16)])
-    parents = [data for data in writer.take_new().values() if data.startswith(b"x")]
+    parents = [data for data in writer.take_new().values() if data.startswith(b"\x28\xb5\x2f\xfd")]
     assert parents and any(child_refs(data) for data in parents)
 
 

@@ -36,13 +36,19 @@ same in a message, in shared state and in every checkpoint, and the mountain ran
 makes appends O(item + log n) (measured in ``tests/benchmarks/bench_checkpoint_growth.py``).
 
 A blob is stored compressed when that pays (:func:`pack_blob`): its bytes are then a
-zlib stream (RFC 1950, which starts with the byte ``x``, where compact JSON never does)
-of the canonical JSON, and its key is still the SHA-256 of the canonical JSON, so the
-same value has the same key however it was stored, and blobs written before compression
-load as they are. Text compresses three to four times; a blob too small to gain stays
-as it is. Compression happens before a store wrapper seals or encrypts the bytes.
-Inflating is bounded (:data:`MAX_BLOB`, and what is left of a checkpoint's
-:data:`EXPANSION_LIMIT`), so a hostile store cannot make a small blob inflate without end.
+Zstandard frame (RFC 8878, which starts with the bytes ``28 b5 2f fd``, where compact JSON
+never does) of the canonical JSON, and its key is still the SHA-256 of the canonical
+JSON, so the same value has the same key however it was stored, and blobs written before
+compression, or compressed with zlib as before Zstandard (a stream that starts with the
+byte ``x``), load as they are. Text compresses three to four times; a blob too small to
+gain stays as it is. Why Zstandard (the ``zstandard`` bindings; ``compression.zstd`` in
+the standard library from Python 3.14 is the same format): on the 2 KB messages of the
+growth benchmark it inflates three times faster than zlib and compresses ten times
+faster, to slightly fewer bytes, and a resume inflates every blob its checkpoint names.
+Compression happens before a store wrapper seals or encrypts the bytes. Inflating is
+bounded (:data:`MAX_BLOB`, and what is left of a checkpoint's :data:`EXPANSION_LIMIT`):
+a frame must state its size, which is checked before anything is inflated, so a hostile
+store cannot make a small blob inflate without end.
 
 Reading (:func:`resolve_state`) is the inverse, done before anything decodes a value:
 references are fetched from the checkpoint's own run, level by level (a few round
@@ -66,10 +72,12 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import json
+import threading
 import zlib
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any, NoReturn
 
+import zstandard
 from plait import CheckpointError, CorruptCheckpointError
 from plait.spi import decode_checkpoint, load_json
 
@@ -120,12 +128,18 @@ _REF_SIZE = 91
 EXPANSION_LIMIT = 1 << 31
 #: Blobs whose canonical JSON is this size or more are compressed when that pays.
 COMPRESS_MIN = 64
-#: zlib's compression level for blobs (its default: within a few percent of the best,
-#: several times faster than level 9).
-_LEVEL = 6
-#: How a compressed blob starts: the first byte of a zlib stream with a 32 KiB window
-#: (compact JSON starts with ``{``, ``[`` or ``"``, never with it).
+#: Zstandard's compression level for blobs (its default: on JSON text within a few
+#: percent of the best ratio, and as fast as any level that gets near it).
+_LEVEL = 3
+#: How a compressed blob starts: the magic number of a Zstandard frame (compact JSON
+#: starts with ``{``, ``[`` or ``"``, never with ``(``).
+_ZSTD = b"\x28\xb5\x2f\xfd"
+#: How a blob compressed before Zstandard starts: the first byte of a zlib stream with a
+#: 32 KiB window. Such blobs are read, never written.
 _ZLIB = b"x"
+#: Each thread's Zstandard contexts (a context is not safe to share between threads; a
+#: store may read blobs in a worker thread).
+_contexts = threading.local()
 #: Bound on what one blob inflates to. Larger canonical JSON is stored uncompressed, so
 #: no blob this Plait writes needs more.
 MAX_BLOB = 1 << 28
@@ -164,14 +178,18 @@ def blob_hash(data: bytes) -> str:
 
 
 def pack_blob(data: bytes) -> bytes:
-    """A blob's canonical JSON ``data`` as a store keeps it: zlib-compressed when that
-    makes it smaller, else ``data`` itself. :func:`unpack_blob` is the inverse.
+    """A blob's canonical JSON ``data`` as a store keeps it: compressed (a Zstandard
+    frame) when that makes it smaller, else ``data`` itself. :func:`unpack_blob` is the inverse.
 
     .. versionadded:: 0.1
     """
     if len(data) < COMPRESS_MIN or len(data) > MAX_BLOB:
         return data
-    packed = zlib.compress(data, _LEVEL)
+    try:
+        compressor = _contexts.compressor
+    except AttributeError:
+        compressor = _contexts.compressor = zstandard.ZstdCompressor(level=_LEVEL)
+    packed: bytes = compressor.compress(data)  # the frame states its size (checked on read)
     return packed if len(packed) < len(data) else data
 
 
@@ -185,10 +203,12 @@ def unpack_blob(data: bytes, limit: int | None = None) -> bytes:
 
     .. versionadded:: 0.1
     """
-    if data[:1] != _ZLIB:
-        return data
     if limit is None:
         limit = MAX_BLOB
+    if data[:4] == _ZSTD:
+        return _unzstd(data, limit)
+    if data[:1] != _ZLIB:
+        return data
     inflater = zlib.decompressobj()
     cap = max(limit, 1)  # zlib reads a max_length of 0 as no bound at all
     try:
@@ -201,6 +221,35 @@ def unpack_blob(data: bytes, limit: int | None = None) -> bytes:
         raise ValueError("its compressed bytes are truncated")
     if inflater.unused_data:
         raise ValueError("its compressed bytes are followed by others")
+    return plain
+
+
+def _unzstd(data: bytes, limit: int) -> bytes:
+    """A Zstandard frame inflated, after checking the size it states against ``limit``."""
+    try:
+        size = zstandard.frame_content_size(data)
+    except zstandard.ZstdError:
+        raise ValueError(
+            "its compressed bytes do not inflate: the frame header is unreadable"
+        ) from None
+    if size < 0:  # this Plait always writes the size; a frame without it is not ours
+        raise ValueError("its compressed bytes do not inflate: the frame does not state its size")
+    if size > limit:
+        raise ValueError(f"it inflates to more than {limit} bytes")
+    try:
+        decompressor = _contexts.decompressor
+    except AttributeError:
+        decompressor = _contexts.decompressor = zstandard.ZstdDecompressor()
+    try:
+        plain: bytes = decompressor.decompress(data, allow_extra_data=False)
+    except zstandard.ZstdError as exc:
+        if "unused data" in str(exc):
+            raise ValueError("its compressed bytes are followed by others") from None
+        if "full frame" in str(exc):
+            raise ValueError("its compressed bytes are truncated") from None
+        raise ValueError(f"its compressed bytes do not inflate: {exc}") from None
+    if len(plain) != size:
+        raise ValueError("its compressed bytes do not inflate to the size their frame states")
     return plain
 
 
