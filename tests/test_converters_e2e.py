@@ -29,8 +29,8 @@ from plait import (
     executor,
     hookimpl,
 )
-from plait.spi import Converter, LossyConversion, PluginManager
-from plait_builders import WorkflowBuilder
+from plait.spi import Converter, PluginManager
+from plait_builders import LossyConversion, WorkflowBuilder
 from plait_converters import JsonText
 from plait_testing import RegisterPlugin, fake_entry_point, make_plugin_manager
 

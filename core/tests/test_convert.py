@@ -1,35 +1,31 @@
-"""plait._convert: converter records, the chain search, in-process registration, cattrs hooks."""
+"""plait._convert: converter records, in-process registration, cattrs hooks, and the seam
+to the converter search (the search itself is plait-converters')."""
 
 from __future__ import annotations
 
-import itertools
-from typing import Any, NewType
+from typing import Any
 
 import attrs
 import cattrs
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from plait import PlaitWarning, PluginConflictError, converter, hookimpl
+from plait import PlaitWarning, PluginConflictError, UnknownNameError, converter, hookimpl
 from plait._convert import CattrsHooks
 from plait.spi import (
+    Chain,
     Converter,
-    ConverterGraph,
     PluginManager,
+    Registry,
+    Step,
     TypeFamily,
-    converter_graph,
-    is_assignable,
+    find_chain,
     message_converter,
+    nearest_converters,
 )
 from plait_testing import RegisterPlugin, fake_entry_point, make_plugin_manager
 
 
 def conv(source: Any, target: Any, name: str, *, lossless: bool = True, cost: float = 1) -> Any:
     return Converter(source, target, lambda v: v, lossless, name, cost)
-
-
-def graph(*converters: Converter) -> ConverterGraph:
-    return ConverterGraph((c.name, c, "(test)") for c in converters)
 
 
 class Plugin:
@@ -64,146 +60,106 @@ def test_a_converter_calls_its_function() -> None:
     assert Converter(int, float, float, True, "int_to_float")(2) == 2.0
 
 
-# --------------------------------------------------------------------------- the search
-
-
-def test_a_chain_int_float_str_is_found() -> None:
-    chain = graph(conv(int, float, "int_to_float"), conv(float, str, "float_to_str")).find_chain(
-        int, str
-    )
-    assert chain is not None
-    assert [s.name for s in chain.steps] == ["int_to_float", "float_to_str"]
-    assert [s.node_id for s in chain.steps] == [
-        "convert:int->float:int_to_float",
-        "convert:float->str:float_to_str",
-    ]
-    assert chain.cost == 2 and chain.lossless and str(chain) == "int_to_float -> float_to_str"
-
-
-def test_a_type_that_fits_needs_an_empty_chain_and_no_fit_gives_none() -> None:
-    g = graph(conv(int, float, "int_to_float"))
-    empty = g.find_chain(bool, int)
-    assert empty is not None and empty.steps == ()
-    # the cached answer equals one a fresh graph computes, not only itself
-    assert g.find_chain(bool, int) == graph(conv(int, float, "int_to_float")).find_chain(bool, int)
-    assert g.find_chain(str, bytes) is None
-
-
-def names(g: ConverterGraph, source: Any, target: Any, *, allow_lossy: bool = False) -> Any:
-    chain = g.find_chain(source, target, allow_lossy=allow_lossy)
-    return None if chain is None else [s.name for s in chain.steps]
-
-
-def test_the_cheapest_chain_wins() -> None:
-    two_steps = (conv(int, float, "a"), conv(float, str, "b"))
-    assert names(graph(*two_steps, conv(int, str, "direct", cost=3)), int, str) == ["a", "b"]
-    assert names(graph(*two_steps, conv(int, str, "direct")), int, str) == ["direct"]
-
-
-def test_equal_cost_chains_are_broken_by_the_names_along_them() -> None:
-    converters = [
-        conv(int, bytes, "m_int_bytes"),
-        conv(bytes, str, "z_bytes_str"),
-        conv(int, float, "m_int_float"),
-        conv(float, str, "a_float_str"),
-    ]
-    for order in itertools.permutations(converters):
-        chain = graph(*order).find_chain(int, str)
-        assert chain is not None
-        # ("m_int_bytes", "z_bytes_str") < ("m_int_float", "a_float_str") by the first name
-        assert [s.name for s in chain.steps] == ["m_int_bytes", "z_bytes_str"]
-
-
-def test_lossy_converters_join_only_when_allowed() -> None:
-    g = graph(conv(float, int, "float_to_int", lossless=False))
-    assert g.find_chain(float, int) is None
-    chain = g.find_chain(float, int, allow_lossy=True)
-    assert chain is not None and [s.name for s in chain.lossy_steps] == ["float_to_int"]
-    assert not chain.lossless
-
-
-def test_a_lossless_detour_beats_a_cheaper_lossy_step_unless_lossy_is_allowed() -> None:
-    g = graph(
-        conv(float, int, "lossy", lossless=False),
-        conv(float, str, "f_s", cost=2),
-        conv(str, int, "s_i", cost=2),
-    )
-    assert names(g, float, int) == ["f_s", "s_i"]
-    assert names(g, float, int, allow_lossy=True) == ["lossy"]
-
-
-Json = NewType("Json", str)
-
-
-def test_a_produced_newtype_counts_only_as_itself() -> None:
-    g = graph(conv(list[Any], Json, "to_json"), conv(Json, dict[str, Any], "parse"))
-    assert g.find_chain(list[int], str) is None  # Json is a str, but not for the search
-    found = g.find_chain(list[int], Json)
-    assert found is not None and [s.name for s in found.steps] == ["to_json"]
-    found = g.find_chain(list[int], dict[str, Any])
-    assert found is not None and [s.name for s in found.steps] == ["to_json", "parse"]
-    assert g.find_chain(list[int], Json | None) is not None
-    # a source that *declares* the NewType is a str like any other
-    assert graph(conv(str, bytes, "enc")).find_chain(Json, bytes) is not None
-
-
 @attrs.frozen
 class Point:
     x: int
     y: int
 
 
-@attrs.frozen
-class Line:
-    x: int
-    y: int
+def test_a_type_family_is_a_predicate_over_types() -> None:
+    records = TypeFamily("attrs class", attrs.has)
+    assert Point in records and int not in records
+    assert 1 not in records  # a predicate that chokes on an odd hint does not match it
+    assert str(records) == "<attrs class>"
+    with pytest.raises(TypeError, match="'name' must be a non-empty str"):
+        TypeFamily("", attrs.has)
 
 
-def _is_attrs(tp: Any) -> bool:
-    return attrs.has(tp)
+def test_a_step_names_its_node_and_binds_a_family_target() -> None:
+    records = TypeFamily("attrs class", attrs.has)
+    to_record = Converter(dict, records, lambda d, cls: cls(**d), True, "dict_to_record")
+    step = Step("dict_to_record", to_record, dict, Point, True, 1, "plait-x", bound=True)
+    assert step.node_id == f"convert:dict->{__name__}.Point:dict_to_record"
+    assert step.function()({"x": 1, "y": 2}) == Point(1, 2)
+    assert str(step) == f"dict_to_record (dict -> {__name__}.Point, lossless, plait-x)"
+    lossy = Step("trunc", conv(float, int, "trunc", lossless=False), float, int, False, 1)
+    chain = Chain(dict, (step, lossy), 2)
+    assert str(chain) == "dict_to_record -> trunc" and not chain.lossless
+    assert chain.lossy_steps == (lossy,) and str(Chain(int, ())) == "(no conversion)"
 
 
-RECORDS = TypeFamily("attrs class", _is_attrs)
+# --------------------------------------------------------------------------- the search's seam
 
 
-def test_a_family_source_binds_to_the_value_type_and_a_family_target_to_the_goal() -> None:
-    g = graph(
-        Converter(RECORDS, dict[str, Any], attrs.asdict, True, "record_to_dict"),
-        Converter(dict[str, Any], RECORDS, lambda d, cls: cls(**d), True, "dict_to_record"),
+class Search:
+    """A converter search that answers one chain and records what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[Any, ...]] = []
+
+    def find_chain(
+        self, converters: Registry[Any], source: Any, target: Any, *, allow_lossy: bool = False
+    ) -> Chain | None:
+        self.asked.append((converters.names(), source, target, allow_lossy))
+        return Chain(source, ())
+
+    def nearest(self, converters: Registry[Any], source: Any, target: Any) -> list[Step]:
+        return []
+
+
+class SearchPlugin:
+    def __init__(self, search: Search) -> None:
+        self.search = search
+
+    @hookimpl
+    def plait_register_converter_search(self, register: Any) -> None:
+        register("chains", self.search)
+
+
+def test_find_chain_without_a_search_names_the_distribution_to_install(
+    plait_plugin_manager: PluginManager,
+) -> None:
+    with pytest.raises(UnknownNameError) as info:
+        find_chain(int, (str, bytes))
+    assert str(info.value) == (
+        "unknown converter search 'chains' (for converting int to str | bytes); installed: "
+        "none — it comes with plait-converters (pip install plait-converters)"
     )
-    out = g.find_chain(Point, dict[str, Any])
-    assert out is not None
-    assert out.steps[0].node_id == f"convert:{__name__}.Point->dict[str, Any]:record_to_dict"
-    back = g.find_chain(dict[str, int], (str, Point))
-    assert back is not None and back.steps[0].target is Point
-    assert back.steps[0].function()({"x": 1, "y": 2}) == Point(1, 2)
-    assert g.find_chain(dict[str, int], int) is None  # int is not a record: never bound
-    # one generic step per chain: a record never becomes another record through a dict
-    assert g.find_chain(Point, Line) is None
-    assert str(RECORDS) == "<attrs class>" and 1 not in RECORDS  # a choking predicate: False
+    with pytest.raises(UnknownNameError, match=r"\(for the label\).*plait-converters"):
+        nearest_converters(int, str, what="the label")
 
 
-def test_nearest_lists_converters_touching_either_end() -> None:
-    g = graph(
-        conv(int, float, "int_to_float"),
-        conv(bytes, str, "bytes_to_str"),
-        conv(list[int], set[int], "unrelated"),
-    )
-    assert [s.name for s in g.nearest(int, str)] == ["bytes_to_str", "int_to_float"]
-    assert "bytes_to_str (bytes -> str, lossless, (test))" in map(str, g.nearest(int, str))
-
-
-def test_searches_are_cached_per_registry_version(
+def test_find_chain_asks_the_installed_search_with_the_converter_registry(
     plait_plugin_manager: PluginManager, register_plugin: RegisterPlugin
 ) -> None:
-    register_plugin(Plugin(conv(int, float, "int_to_float")), "one")
-    g = converter_graph(plait_plugin_manager)
-    assert converter_graph(plait_plugin_manager) is g
-    first = g.find_chain(int, float)
-    assert first is not None and g.find_chain(int, float) is first
-    register_plugin(Plugin(conv(float, str, "float_to_str")), "two")
-    again = converter_graph(plait_plugin_manager)
-    assert again is not g and again.find_chain(int, str) is not None
+    search = Search()
+    register_plugin(SearchPlugin(search), "search")
+    register_plugin(Plugin(conv(int, float, "int_to_float")))
+    assert find_chain(int, float, allow_lossy=True) == Chain(int, ())
+    assert nearest_converters(int, float) == []
+    assert search.asked == [(["int_to_float"], int, float, True)]
+
+
+def test_a_search_must_fit_the_protocol(register_plugin: RegisterPlugin) -> None:
+    class Half:
+        @hookimpl
+        def plait_register_converter_search(self, register: Any) -> None:
+            register("chains", object())
+
+    manager = make_plugin_manager(fake_entry_point("half", Half(), distribution="plait-half"))
+    with pytest.raises(Exception, match="lacks find_chain, nearest"):
+        manager.load_entrypoints()
+
+
+def test_names_that_moved_to_plugins_say_where_they_went() -> None:
+    import plait.spi
+
+    with pytest.raises(ImportError, match=r"plait.spi.converter_graph moved to plait_converters"):
+        from plait.spi import converter_graph  # noqa: F401
+    with pytest.raises(ImportError, match=r"pip install plait-builders"):
+        plait.spi.LossyConversion  # noqa: B018
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        plait.spi.nothing_here  # noqa: B018
 
 
 # --------------------------------------------------------------------------- registration
@@ -221,15 +177,6 @@ def test_two_plugins_registering_one_converter_name_is_an_error_naming_both() ->
     message = str(info.value)
     assert "converter 'widen' is registered by both" in message
     assert "plait-a (plugin 'first')" in message and "plait-b (plugin 'second')" in message
-
-
-def test_two_converters_for_one_pair_are_both_kept_and_the_cheaper_wins(
-    plait_plugin_manager: PluginManager, register_plugin: RegisterPlugin
-) -> None:
-    register_plugin(Plugin(conv(int, str, "a_pricey", cost=5), conv(int, str, "b_cheap")))
-    assert plait_plugin_manager.registry("converter").names() == ["a_pricey", "b_cheap"]
-    chain = converter_graph(plait_plugin_manager).find_chain(int, str)
-    assert chain is not None and [s.name for s in chain.steps] == ["b_cheap"]
 
 
 def test_the_converter_decorator_registers_in_process(plait_plugin_manager: PluginManager) -> None:
@@ -308,8 +255,6 @@ def test_cattrs_hooks_register_like_converters_and_reach_the_message_converter(
     assert data == {"total": "150", "lines": ["a"]}
     assert cattrs_converter.structure(data, Invoice) == Invoice(Money(150), ["a"])
     assert message_converter(plait_plugin_manager) is cattrs_converter
-    # hooks are not edges of the converter graph
-    assert [e.name for e in converter_graph(plait_plugin_manager).edges] == ["int_to_float"]
     with pytest.raises(TypeError, match="needs a hook"):
         CattrsHooks(Money)
 
@@ -318,60 +263,3 @@ def test_the_message_converter_is_strict(plait_plugin_manager: PluginManager) ->
     with pytest.raises(cattrs.ClassValidationError) as info:
         message_converter().structure({"x": 1, "y": 2, "z": 3}, Point)
     assert any("extra fields" in m for m in cattrs.transform_error(info.value))
-
-
-# --------------------------------------------------------------------------- properties
-
-_TYPES = [int, float, str, bytes, bool, list[int], dict[str, int]]
-_edges = st.lists(
-    st.tuples(
-        st.sampled_from(_TYPES),
-        st.sampled_from(_TYPES),
-        st.integers(1, 4),
-        st.booleans(),
-    ),
-    max_size=10,
-)
-
-
-def _brute_force(converters: list[Converter], source: Any, target: Any, lossy: bool) -> Any:
-    """The best (cost, names) over every simple path, by enumeration."""
-    best = None
-    usable = [c for c in converters if lossy or c.lossless]
-
-    def walk(tp: Any, seen: set[Any], cost: float, names: tuple[str, ...]) -> None:
-        nonlocal best
-        if is_assignable(tp, target):
-            if best is None or (cost, names) < best:
-                best = (cost, names)
-            return
-        for c in usable:
-            if is_assignable(tp, c.source) and c.target not in seen:
-                walk(c.target, seen | {c.target}, cost + c.cost, (*names, c.name))
-
-    walk(source, {source}, 0, ())
-    return best
-
-
-@settings(max_examples=150, deadline=None)
-@given(_edges, st.sampled_from(_TYPES), st.sampled_from(_TYPES), st.booleans(), st.randoms())
-def test_the_search_finds_the_cheapest_chain_in_any_registration_order(
-    edges: list[tuple[Any, Any, int, bool]], source: Any, target: Any, lossy: bool, rnd: Any
-) -> None:
-    converters = [conv(s, t, f"c{i}", lossless=ok, cost=c) for i, (s, t, c, ok) in enumerate(edges)]
-    shuffled = list(converters)
-    rnd.shuffle(shuffled)
-    chain = graph(*converters).find_chain(source, target, allow_lossy=lossy)
-    assert chain == graph(*shuffled).find_chain(source, target, allow_lossy=lossy)
-    expected = _brute_force(converters, source, target, lossy)
-    if expected is None:
-        assert chain is None
-        return
-    assert chain is not None
-    assert (chain.cost, tuple(s.name for s in chain.steps)) == expected
-    current = source
-    for step in chain.steps:  # every step takes what the one before it made
-        assert is_assignable(current, step.source)
-        assert lossy or step.lossless
-        current = step.target
-    assert is_assignable(current, target)

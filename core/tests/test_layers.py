@@ -9,10 +9,10 @@ annotation is a dependency of the design too). From the bottom:
    context writes to.
 3. **spec** — the workflow IR and references to code, the router and merge-strategy
    protocols.
-4. **plugins** — hook specifications, registries and plugin loading, converters, the
-   checkpoint and blob store protocols (records, leases, run listing) and the store
-   authors' helpers, the build context, executor kinds and the loader protocol,
-   rebuilding executors from a spec.
+4. **plugins** — hook specifications, registries and plugin loading, the converter records
+   and the converter search's seam, the checkpoint and blob store protocols (records,
+   leases, run listing) and the store authors' helpers, the build context, executor kinds
+   and the loader protocol, rebuilding executors from a spec.
 5. **engine** — the compiled graph, the runner (with its commit seam), observation, the
    codec.
 6. **workflow** — ``Workflow``, the durability protocol it calls, its placements and event
@@ -23,7 +23,10 @@ Durable runs — checkpointing, resuming, content-addressed values, the workflow
 fingerprint, stored-run views — are not here: they ship as the ``plait-durable`` plugin,
 which ``Workflow`` reaches through the ``durability`` registry, never by an import. Nor
 are workflow documents — reading them, agent names, capabilities and grants: they ship as
-``plait-documents``, which ``plait.load`` reaches through the ``documents`` registry.
+``plait-documents``, which ``plait.load`` reaches through the ``documents`` registry. Nor
+is the search for the cheapest chain of converters between two types: it ships as
+``plait-converters``, which the builder reaches through the ``converter_search`` registry
+(``plait.spi.find_chain``).
 
 Inside a layer, the imports form no cycle either, and the runner's import closure — every
 kernel module a superstep can reach — is the engine's core only: never plugin loading, the
@@ -45,14 +48,14 @@ PACKAGE = Path(plait.__file__).parent
 
 LAYERS: dict[str, tuple[str, ...]] = {
     "base": (
-        "_version", "_errors", "_types", "_families", "_events",
-        "_options", "_observer",
+        "_version", "_errors", "_types", "_events", "_options",
+        "_observer",
     ),
     "authoring": ("_state", "_context", "_executor"),
     "spec": ("_spec", "_routing", "_build"),
     "plugins": (
         "_hookspecs", "_registry", "_plugins", "_expressions",
-        "_chains", "_convert", "_checkpoint", "_building",
+        "_convert", "_checkpoint", "_building",
     ),
     "engine": (
         "_graph", "_observe", "_runner", "_pipeline", "_codec",

@@ -12,7 +12,7 @@ from typing import Any
 
 import plait_plugin_template
 import pytest
-from plait.spi import ENTRY_POINT_GROUP, PluginManager, converter_graph
+from plait.spi import ENTRY_POINT_GROUP, PluginManager
 from plait_plugin_template import NOTE_TO_TEXT, LongestMerge, Note
 from plait_testing import MergeStrategyContract, RegisterPlugin
 
@@ -72,13 +72,14 @@ def test_note_to_text_is_lossless(text: str) -> None:
     assert Note(NOTE_TO_TEXT(note)) == note
 
 
-def test_builders_find_the_converter_between_notes_and_text(
+def test_the_converter_is_registered_from_notes_to_text(
     plait_plugin_manager: PluginManager, plait_register_plugin: RegisterPlugin
 ) -> None:
+    # what the builder's converter search (plait-converters) chains where an edge sends a
+    # Note to an executor that takes str
     plait_register_plugin(plait_plugin_template, PLUGIN)
-    chain = converter_graph(plait_plugin_manager).find_chain(Note, str)
-    assert chain is not None and chain.lossless
-    assert [step.name for step in chain.steps] == ["template.note_to_text"]
+    registered = plait_plugin_manager.registry("converter").get("template.note_to_text")
+    assert (registered.source, registered.target, registered.lossless) == (Note, str, True)
 
 
 # -- registration --------------------------------------------------------------------------

@@ -214,7 +214,7 @@ __all__ = [
 
 
 #: Where each public name lives; imported on first use (PEP 562), so ``import plait`` and
-#: ``plait --help`` do not pay for the runner, the converter graph or the workflow IR.
+#: ``plait --help`` do not pay for the runner, the converter records or the workflow IR.
 _LAZY = {
     "CapabilityError": "_errors",
     "CheckpointAuthError": "_errors",

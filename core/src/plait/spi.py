@@ -2,12 +2,12 @@
 
 ``plait`` is for people who write workflows; ``plait.spi`` is for people who extend Plait:
 the hook markers and ``Register`` callbacks, the protocol of each kind of thing a plugin
-registers (router, merge strategy, converter, checkpoint store, loader, executor kind,
-placement, observer, durability — with the runner's commit seam it drives —, the
-documents machinery behind ``plait.load``), the spec types and the build context, and the
-helpers every plugin shares (stores' lease and naming rules, lazy registration, code
-references, expression compilers, the caller's words in errors). Every other module of
-the kernel is private (``plait._*``) and may change.
+registers (router, merge strategy, converter and the converter search, checkpoint store,
+loader, executor kind, placement, observer, durability — with the runner's commit seam it
+drives —, the documents machinery behind ``plait.load``), the spec types and the build
+context, and the helpers every plugin shares (stores' lease and naming rules, lazy
+registration, code references, expression compilers, the caller's words in errors). Every
+other module of the kernel is private (``plait._*``) and may change.
 
 Names are imported on first use, so ``from plait.spi import hookimpl`` in a plugin's entry
 point module costs nothing more than the hook machinery itself.
@@ -72,13 +72,14 @@ if TYPE_CHECKING:
     from ._context import DELETED, RunScope
     from ._convert import (
         CattrsHooks,
+        Chain,
         Converter,
-        ConverterGraph,
-        LossyConversion,
+        ConverterSearch,
         Step,
         TypeFamily,
-        converter_graph,
+        find_chain,
         message_converter,
+        nearest_converters,
     )
     from ._errors import cli_wording, grant_text, is_cli, spell
     from ._executor import Handler
@@ -118,7 +119,7 @@ if TYPE_CHECKING:
     )
     from ._state import PendingRequest, RunState
     from ._streaming import RunWatch
-    from ._types import is_assignable, is_instance, main_module_name, type_name
+    from ._types import is_assignable, is_instance, main_module_name, normalize, type_name
     from ._workflow import Documents, Durability, with_placement
 
 __all__ = [
@@ -141,6 +142,7 @@ __all__ = [
     "BlobStore",
     "DELETED",
     "CattrsHooks",
+    "Chain",
     "Checkpoint",
     "CheckpointInfo",
     "CheckpointStore",
@@ -148,7 +150,7 @@ __all__ = [
     "CompiledGraph",
     "CompiledTemplate",
     "Converter",
-    "ConverterGraph",
+    "ConverterSearch",
     "Delivery",
     "ENTRY_POINT_GROUP",
     "EdgeRunner",
@@ -161,7 +163,6 @@ __all__ = [
     "Lease",
     "LeaseHolder",
     "Loader",
-    "LossyConversion",
     "MergeStrategy",
     "PendingRequest",
     "Placement",
@@ -190,7 +191,6 @@ __all__ = [
     "compile_expression",
     "compile_template",
     "config_error",
-    "converter_graph",
     "core_version",
     "declared_types",
     "decode_checkpoint",
@@ -200,6 +200,7 @@ __all__ = [
     "encode_checkpoint",
     "encode_value",
     "expression_spec",
+    "find_chain",
     "grant_text",
     "hookimpl",
     "import_ref",
@@ -214,7 +215,9 @@ __all__ = [
     "is_free",
     "lost_error",
     "message_converter",
+    "nearest_converters",
     "nonportable_reason",
+    "normalize",
     "open_store",
     "problem_order",
     "prune_plan",
@@ -248,6 +251,7 @@ _HOME = {
     "load_json": "_checkpoint",
     "BlobStore": "_checkpoint",
     "CattrsHooks": "_convert",
+    "Chain": "_convert",
     "Checkpoint": "_checkpoint",
     "CheckpointInfo": "_checkpoint",
     "CheckpointStore": "_checkpoint",
@@ -255,7 +259,7 @@ _HOME = {
     "CompiledGraph": "_graph",
     "CompiledTemplate": "_expressions",
     "Converter": "_convert",
-    "ConverterGraph": "_convert",
+    "ConverterSearch": "_convert",
     "Delivery": "_routing",
     "ENTRY_POINT_GROUP": "_plugins",
     "EdgeRunner": "_routing",
@@ -268,7 +272,6 @@ _HOME = {
     "Lease": "_checkpoint",
     "LeaseHolder": "_checkpoint",
     "Loader": "_building",
-    "LossyConversion": "_convert",
     "MergeStrategy": "_routing",
     "PendingRequest": "_state",
     "Placement": "_placement",
@@ -298,7 +301,6 @@ _HOME = {
     "compile_expression": "_expressions",
     "compile_template": "_expressions",
     "config_error": "_build",
-    "converter_graph": "_convert",
     "core_version": "_plugins",
     "declared_types": "_codec",
     "decode_checkpoint": "_checkpoint",
@@ -308,6 +310,7 @@ _HOME = {
     "encode_checkpoint": "_checkpoint",
     "encode_value": "_codec",
     "expression_spec": "_spec",
+    "find_chain": "_convert",
     "grant_text": "_errors",
     "hookimpl": "_hookspecs",
     "import_ref": "_spec",
@@ -322,7 +325,9 @@ _HOME = {
     "is_free": "_checkpoint",
     "lost_error": "_checkpoint",
     "message_converter": "_convert",
+    "nearest_converters": "_convert",
     "nonportable_reason": "_spec",
+    "normalize": "_types",
     "open_store": "_checkpoint",
     "problem_order": "_build",
     "prune_plan": "_checkpoint",
@@ -335,9 +340,27 @@ _HOME = {
 }
 
 
+#: Names that left the kernel with the concrete thing they belong to: name -> (the module
+#: that has it now, the distribution it comes with). Asking for one says where it went, as
+#: an ``ImportError`` (``from plait.spi import ...`` would turn an ``AttributeError`` into
+#: a bare "cannot import name"); the kernel never imports a plugin itself.
+_MOVED = {
+    "ConverterGraph": ("plait_converters", "plait-converters"),
+    "converter_graph": ("plait_converters", "plait-converters"),
+    "LossyConversion": ("plait_builders", "plait-builders"),
+}
+
+
 def __getattr__(name: str) -> Any:
     home = _HOME.get(name)
     if home is None:
+        if name in _MOVED:
+            module, distribution = _MOVED[name]
+            raise ImportError(
+                f"plait.spi.{name} moved to {module}: use `from {module} import {name}` "
+                f"(it comes with {distribution}: pip install {distribution})",
+                name=__name__,
+            )
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(f"plait.{home}"), name)
     globals()[name] = value

@@ -6,6 +6,7 @@ import copy
 import importlib
 from typing import Any
 
+import plait_converters.search
 import plait_merge
 import plait_routing
 import pytest
@@ -53,9 +54,11 @@ JOIN = Converter(list[int], str, lambda xs: ",".join(map(str, xs)), False, "join
 
 @pytest.fixture
 def register(plait_plugin_manager: PluginManager, register_plugin: RegisterPlugin) -> Any:
-    """A fresh manager with the routers and merge strategies; ``register(*converters)``."""
+    """A fresh manager with the routers, merge strategies and the converter search (not the
+    standard converters); ``register(*converters)``."""
     register_plugin(plait_routing, "routing")
     register_plugin(plait_merge, "merge")
+    register_plugin(plait_converters.search, "converter-search")
 
     def add(*converters: Converter) -> None:
         register_plugin(Converters(*converters), f"converters-{converters[0].name}")
@@ -244,6 +247,24 @@ def test_no_chain_names_both_types_the_edge_and_the_nearest_converters(register:
 def test_no_converters_at_all_says_what_to_install(register: Any) -> None:
     with pytest.raises(WorkflowValidationError, match=r"none installed \(pip install plait-conv"):
         WorkflowBuilder().add_edge(sender("a", int), sink("b", str)).set_start("a").build()
+
+
+def test_without_a_converter_search_a_mismatch_says_what_to_install(
+    plait_plugin_manager: PluginManager, register_plugin: RegisterPlugin
+) -> None:
+    register_plugin(plait_routing, "routing")
+    register_plugin(Converters(INT_TO_FLOAT, FLOAT_TO_STR))
+    builder = WorkflowBuilder().add_edge(sender("a", int), sink("b", str)).set_start("a")
+    with pytest.raises(WorkflowValidationError) as info:
+        builder.build()
+    assert info.value.problems == [
+        "edge group 'direct:a->b': 'b' cannot handle int (it accepts: str); unknown converter "
+        "search 'chains' (for converting int to str); installed: none — it comes with "
+        "plait-converters (pip install plait-converters)"
+    ]
+    # edges whose types fit need no search
+    fits = WorkflowBuilder().add_edge(sender("a", int), sink("b", int)).set_start("a")
+    assert fits.build().executors.keys() == {"a", "b"}
 
 
 def test_with_auto_convert_off_the_error_names_the_chain_that_would_do(register: Any) -> None:

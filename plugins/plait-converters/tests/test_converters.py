@@ -15,8 +15,7 @@ import plait_converters as std
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from plait.spi import converter_graph
-from plait_converters import ChatMessage, JsonText
+from plait_converters import ChatMessage, JsonText, converter_graph
 from plait_testing import fake_entry_point, make_plugin_manager
 
 LOSSLESS = {
@@ -42,6 +41,7 @@ def test_the_plugin_registers_every_standard_converter() -> None:
     registry = manager.registry("converter")
     assert registry.names() == sorted(LOSSLESS | LOSSY) == [c.name for c in std.CONVERTERS]
     assert {r.distribution for r in registry.values()} == {"plait-converters"}
+    assert manager.registry("converter_search").names() == ["chains"]
 
 
 @pytest.mark.parametrize("conv", std.CONVERTERS, ids=lambda c: c.name)

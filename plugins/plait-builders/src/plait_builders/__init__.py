@@ -27,7 +27,7 @@ from ._connection import (
 from ._fragments import Fragment, FragmentInfo, list_fragments
 from ._high_level import ConcurrentBuilder, HighLevelBuilder, SequentialBuilder
 from ._nodes import FunctionNode
-from ._typecheck import ConverterExecutor
+from ._typecheck import ConverterExecutor, LossyConversion
 
 __all__ = [
     "ConverterExecutor",
@@ -43,6 +43,7 @@ __all__ = [
     "FragmentInfo",
     "FunctionNode",
     "HighLevelBuilder",
+    "LossyConversion",
     "SequentialBuilder",
     "WorkflowBuilder",
     "WorkflowConnection",

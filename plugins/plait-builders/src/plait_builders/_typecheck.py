@@ -1,11 +1,13 @@
 """Build-time wiring checks: can every edge's target handle what its source sends?
 
-Where it cannot and ``auto_convert`` is on, the cheapest converter chain (see
-:mod:`plait.convert`) is inserted as real executor nodes, one per step, with ids
-``convert:<from>-><to>:<name>``. The edge group keeps its id, router, options and
-callables — its conditions, switch predicates and fan-in barrier still see what the
-sources send — and now delivers to the first converter node; new ``direct`` groups carry
-the value from node to node and on to the original target.
+Where it cannot and ``auto_convert`` is on, the cheapest converter chain (found by the
+installed converter search, :func:`plait.spi.find_chain`: ``plait-converters``) is inserted
+as real executor nodes, one per step, with ids ``convert:<from>-><to>:<name>``. The edge
+group keeps its id, router, options and callables — its conditions, switch predicates and
+fan-in barrier still see what the sources send — and now delivers to the first converter
+node; new ``direct`` groups carry the value from node to node and on to the original
+target. Without a converter search installed, such an edge is a problem that names
+``plait-converters``.
 
 A source that sends ``Any`` is left alone: its values are checked when the target's
 handler is chosen at run time. Edges proven at build time get no run-time check at all.
@@ -18,7 +20,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Union
 
 import attrs
-from plait import ConverterError, EdgeGroupSpec, Executor, InvocationFailure, WorkflowContext
+from plait import (
+    ConverterError,
+    EdgeGroupSpec,
+    Executor,
+    InvocationFailure,
+    UnknownNameError,
+    WorkflowContext,
+)
 from plait.spi import (
     Handler,
     PluginManager,
@@ -28,12 +37,12 @@ from plait.spi import (
     type_name,
 )
 
-# the converter graph (plait.convert, plait.chains) is imported only when an edge needs a
-# conversion: most builds never do, and every process pays its imports
+# the converter search is reached only when an edge needs a conversion: most builds never
+# do, and every process pays its imports
 if TYPE_CHECKING:
-    from plait.spi import ConverterGraph, Step
+    from plait.spi import Chain, Step
 
-__all__ = ["ConverterExecutor", "wire_types"]
+__all__ = ["ConverterExecutor", "LossyConversion", "wire_types"]
 
 _MAX_ROUNDS = 8  # chains planned for one edge (one per source type still unhandled)
 _Plan = list[tuple["Step", tuple[Any, ...]]]  # (step, passthrough types) per node
@@ -57,15 +66,6 @@ class _Wiring:
         self.auto_convert = auto_convert
         self.allow_lossy = allow_lossy
         self.group_ids = {g.id for g in groups}
-        self._graph: ConverterGraph | None = None
-
-    @property
-    def graph(self) -> ConverterGraph:
-        if self._graph is None:  # only edges that need a converter pay for the lookup
-            from plait.spi import converter_graph
-
-            self._graph = converter_graph(self.manager)
-        return self._graph
 
     def check(self, index: int, merges: Registry[Any]) -> list[str]:
         group = self.groups[index]
@@ -102,7 +102,10 @@ class _Wiring:
             missing = [tp for tp in flowing if not _accepts(accepted, tp)]
             if not missing:
                 return plan, None
-            chain = self.graph.find_chain(missing[0], accepted, allow_lossy=allow_lossy)
+            try:
+                chain = self._find_chain(missing[0], accepted, allow_lossy)
+            except UnknownNameError as exc:  # no converter search: names plait-converters
+                return None, str(exc)
             if chain is None:
                 return None, self._no_chain(missing[0], accepted, allow_lossy)
             for step in chain.steps:
@@ -116,10 +119,17 @@ class _Wiring:
                 flowing = list(dict.fromkeys([*passthrough, step.target]))
         return None, "the source's types need more converter chains than Plait will insert"
 
+    def _find_chain(
+        self, source: Any, accepted: tuple[Any, ...], allow_lossy: bool
+    ) -> Chain | None:
+        from plait.spi import find_chain  # only edges that need a converter pay for it
+
+        return find_chain(source, accepted, allow_lossy=allow_lossy, manager=self.manager)
+
     def _no_chain(self, source: Any, accepted: tuple[Any, ...], allow_lossy: bool) -> str:
         wanted = " | ".join(type_name(t) for t in accepted) or "nothing"
         if not allow_lossy:
-            lossy = self.graph.find_chain(source, accepted, allow_lossy=True)
+            lossy = self._find_chain(source, accepted, True)
             if lossy is not None:
                 names = ", ".join(str(s) for s in lossy.lossy_steps)
                 return (
@@ -128,7 +138,9 @@ class _Wiring:
                     f"WorkflowBuilder(allow_lossy=True), or on this edge with "
                     f"connect(..., allow_lossy=True)"
                 )
-        near = self.graph.nearest(source, accepted)
+        from plait.spi import nearest_converters
+
+        near = nearest_converters(source, accepted, manager=self.manager)
         listed = (
             "; ".join(map(str, near)) if near else "none installed (pip install plait-converters)"
         )
@@ -326,12 +338,20 @@ class ConverterExecutor(Executor):
         if not self.step.lossless:
             step = self.step
             await ctx.add_event(
-                _lossy(self.id, step.name, type_name(step.source), type_name(step.target))
+                LossyConversion(self.id, step.name, type_name(step.source), type_name(step.target))
             )
         await ctx.send_message(result)
 
 
-def _lossy(node: str, name: str, source: str, target: str) -> Any:
-    from plait.spi import LossyConversion
+@attrs.frozen
+class LossyConversion:
+    """The data of the :class:`~plait.CustomEvent` a lossy converter node adds: the node,
+    the converter and the two types, by name.
 
-    return LossyConversion(node, name, source, target)
+    .. versionadded:: 0.1
+    """
+
+    node: str
+    converter: str
+    source: str
+    target: str

@@ -1,8 +1,10 @@
 """Plait's standard message converters.
 
-Installing ``plait-converters`` registers these through ``plait_register_converters``; the
-workflow builder chains them where an edge's types differ (lossless ones freely, lossy ones
-where ``allow_lossy`` permits):
+Installing ``plait-converters`` registers these through ``plait_register_converters``, and
+the search that chains converters (:class:`ChainSearch`, through
+``plait_register_converter_search``; :mod:`plait_converters.search` is that hook alone). The
+workflow builder inserts a chain where an edge's types differ (lossless converters freely,
+lossy ones where ``allow_lossy`` permits):
 
 ======================== ================================ ==========================
 name                     from → to                        kind
@@ -22,13 +24,18 @@ name                     from → to                        kind
 ``chat_message_to_str``  ``ChatMessage`` → ``str``        lossy (drops the role)
 ======================== ================================ ==========================
 
+:func:`converter_graph` gives the :class:`ConverterGraph` of a plugin manager's converters,
+to ask it for chains directly; it is imported on first use.
+
 .. versionadded:: 0.1
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import plait
-from plait.spi import Converter, Register
+from plait.spi import Converter, Register, lazy_exports
 
 from ._records import (
     RECORDS,
@@ -50,14 +57,21 @@ from ._standard import (
     list_to_json,
     str_to_bytes,
 )
+from .search import plait_register_converter_search
+
+if TYPE_CHECKING:
+    from ._graph import ChainSearch, ConverterGraph, converter_graph
 
 __all__ = [
     "CONVERTERS",
+    "ChainSearch",
+    "ConverterGraph",
     "RECORDS",
     "ChatMessage",
     "JsonText",
     "bytes_to_str",
     "chat_message_to_str",
+    "converter_graph",
     "dict_to_json",
     "dict_to_record",
     "float_to_int",
@@ -66,6 +80,7 @@ __all__ = [
     "json_to_dict",
     "json_to_list",
     "list_to_json",
+    "plait_register_converter_search",
     "plait_register_converters",
     "record_to_dict",
     "str_to_bytes",
@@ -103,3 +118,9 @@ def plait_register_converters(register: Register) -> None:
     """Register the standard converters."""
     for conv in CONVERTERS:
         register(conv.name, conv)
+
+
+# the search loads when an edge first needs a conversion, not when plugins load
+__getattr__ = lazy_exports(
+    __name__, {"ChainSearch": "_graph", "ConverterGraph": "_graph", "converter_graph": "_graph"}
+)

@@ -1,18 +1,20 @@
-"""The converter graph: what a chain of converters is, and the search for the cheapest one.
+"""The converter graph: the search for the cheapest chain of converters between two types.
 
-Where an edge's types differ, the builder asks :class:`ConverterGraph` for the cheapest
-chain (Dijkstra; lossless steps only unless lossy ones are allowed; ties broken by the
-names along the chain, so every build picks the same one) and inserts a node per
-:class:`Step`. A :class:`TypeFamily` stands for many types (every attrs class, say).
+Where an edge's types differ, the builder asks the converter search (through
+:func:`plait.spi.find_chain`); the one this plugin registers, :class:`ChainSearch`, keeps a
+:class:`ConverterGraph` per version of the converter registry. The graph runs Dijkstra over
+the registered converters: lossless steps only unless lossy ones are allowed; ties broken by
+the names along the chain, so every build picks the same one. A :class:`~plait.spi.TypeFamily`
+stands for many types (every attrs class, say).
 
 Two rules keep chains honest. A converter's output that is a ``NewType`` (``JsonText``)
 counts only as that ``NewType``, never as its supertype, so encoding converters are chosen
 only where a target asks for them. A chain holds at most one generic (``TypeFamily``)
 step, so ``record -> dict -> other record`` never reinterprets one class as another.
 
-The records of a single converter, and registering one, live in :mod:`plait.convert`,
-which re-exports everything here; this module imports nothing of it, so the converter
-records may depend on the search and never the other way round.
+What a chain is (:class:`~plait.spi.Chain`, :class:`~plait.spi.Step`) is the kernel's: the
+builder turns the steps into nodes whatever search found them. This module is imported
+when an edge first needs a conversion, never when plugins load.
 
 .. versionadded:: 0.1
 """
@@ -23,75 +25,25 @@ import heapq
 import itertools
 import typing
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
+import plait
+from plait.spi import (
+    Chain,
+    PluginManager,
+    Registry,
+    Step,
+    TypeFamily,
+    is_assignable,
+    normalize,
+    type_name,
+)
 
-from ._families import TypeFamily, _is_cost
-from ._plugins import PluginManager, Registry, get_plugin_manager
-from ._types import is_assignable, normalize, type_name
-
-__all__ = ["Chain", "ConverterGraph", "Step", "TypeFamily", "converter_graph"]
+__all__ = ["ChainSearch", "ConverterGraph", "converter_graph"]
 
 _MAX_STEPS = 8  # no sane chain is longer; bounds the search on odd registries
-
-
-@attrs.frozen
-class Step:
-    """One converter bound to concrete types: a node of an inserted chain."""
-
-    name: str
-    converter: Any
-    source: Any
-    target: Any
-    lossless: bool
-    cost: float
-    distribution: str = "(in-process)"
-    bound: bool = False  # the converter's target is a family: fn(value, target)
-
-    @property
-    def node_id(self) -> str:
-        """``convert:<from>-><to>:<name>``, the id of the node that runs it."""
-        return f"convert:{type_name(self.source)}->{type_name(self.target)}:{self.name}"
-
-    def function(self) -> Callable[[Any], Any]:
-        """The one-argument function the node calls."""
-        fn: Callable[..., Any] = self.converter.fn
-        if not self.bound:
-            return fn
-        target = self.target
-        return lambda value: fn(value, target)
-
-    def __str__(self) -> str:
-        kind = "lossless" if self.lossless else "lossy"
-        where = f", {self.distribution}" if self.distribution else ""
-        return f"{self.name} ({type_name(self.source)} -> {type_name(self.target)}, {kind}{where})"
-
-
-@attrs.frozen
-class Chain:
-    """The steps that turn ``source`` into a type the target accepts (maybe none)."""
-
-    source: Any
-    steps: tuple[Step, ...]
-    cost: float = 0
-
-    @property
-    def lossless(self) -> bool:
-        """True when no step is lossy."""
-        return all(s.lossless for s in self.steps)
-
-    @property
-    def lossy_steps(self) -> tuple[Step, ...]:
-        """The steps that lose information."""
-        return tuple(s for s in self.steps if not s.lossless)
-
-    def __str__(self) -> str:
-        return " -> ".join(s.name for s in self.steps) or "(no conversion)"
-
-
-# --------------------------------------------------------------------------- the search
 
 
 @attrs.frozen
@@ -122,7 +74,8 @@ class _Edge:
 def _cost(obj: Any) -> float:
     # the search needs positive weights; a duck-typed converter with an odd cost counts 1
     cost = getattr(obj, "cost", 1)
-    return float(cost) if _is_cost(cost) else 1.0
+    positive = isinstance(cost, (int, float)) and not isinstance(cost, bool) and cost > 0
+    return float(cost) if positive else 1.0
 
 
 def _key(tp: Any) -> Any:
@@ -249,6 +202,13 @@ class ConverterGraph:
 _GRAPHS: weakref.WeakKeyDictionary[Registry[Any], ConverterGraph] = weakref.WeakKeyDictionary()
 
 
+def _graph_of(converters: Registry[Any]) -> ConverterGraph:
+    graph = _GRAPHS.get(converters)
+    if graph is None:
+        graph = _GRAPHS[converters] = ConverterGraph.from_registry(converters)
+    return graph
+
+
 def converter_graph(manager: PluginManager | None = None) -> ConverterGraph:
     """The converter graph of ``manager`` (default: the process-wide one).
 
@@ -257,8 +217,24 @@ def converter_graph(manager: PluginManager | None = None) -> ConverterGraph:
 
     .. versionadded:: 0.1
     """
-    registry = (manager or get_plugin_manager()).registry("converter")
-    graph = _GRAPHS.get(registry)
-    if graph is None:
-        graph = _GRAPHS[registry] = ConverterGraph.from_registry(registry)
-    return graph
+    return _graph_of((manager or plait.get_plugin_manager()).registry("converter"))
+
+
+class ChainSearch:
+    """The converter search this plugin registers as ``"chains"``
+    (:class:`plait.spi.ConverterSearch`): the :class:`ConverterGraph` of the registry it is
+    given, made once per registry version.
+
+    .. versionadded:: 0.1
+    """
+
+    def find_chain(
+        self, converters: Registry[Any], source: Any, target: Any, *, allow_lossy: bool = False
+    ) -> Chain | None:
+        """The cheapest chain from ``source`` to ``target`` (see
+        :meth:`ConverterGraph.find_chain`)."""
+        return _graph_of(converters).find_chain(source, target, allow_lossy=allow_lossy)
+
+    def nearest(self, converters: Registry[Any], source: Any, target: Any) -> list[Step]:
+        """Converters that touch either end (see :meth:`ConverterGraph.nearest`)."""
+        return _graph_of(converters).nearest(source, target)
