@@ -3,8 +3,9 @@
 ``plait`` is for people who write workflows; ``plait.spi`` is for people who extend Plait:
 the hook markers and ``Register`` callbacks, the protocol of each kind of thing a plugin
 registers (router, merge strategy, converter, checkpoint store, loader, executor kind,
-placement, observer, durability — with the runner's commit seam it drives —, the
-documents machinery behind ``plait.load``), the spec types and the build context, and the
+placement, observer, durability — with the runner's commit seam it drives —, schedule —
+with the stretch of a run it runs and a checkpointer cuts —, the documents machinery
+behind ``plait.load``), the spec types and the build context, and the
 helpers every plugin shares (stores' lease and naming rules, lazy registration, code
 references, expression compilers, the caller's words in errors). Every other module of
 the kernel is private (``plait._*``) and may change.
@@ -93,7 +94,6 @@ if TYPE_CHECKING:
     from ._hookspecs import Register, hookimpl
     from ._observer import Invocation, RunObserver, combine
     from ._options import RunOptions
-    from ._pipeline import decode_cut
     from ._placement import Placement
     from ._plugins import (
         ENTRY_POINT_GROUP,
@@ -114,9 +114,9 @@ if TYPE_CHECKING:
     )
     from ._registry import lazy, lazy_exports
     from ._routing import Delivery, EdgeRunner, MergeStrategy, Router, RouterEnv
-    from ._runner import RunCommit, Runner
+    from ._runner import RunCommit, Runner, Schedule, ScheduleRun
     from ._spec import spec_converter
-    from ._state import PendingRequest, RunState
+    from ._state import Effects, PendingRequest, RunState, delivery_id
     from ._streaming import RunWatch
     from ._types import is_assignable, is_instance, main_module_name, type_name
     from ._workflow import Documents, Durability, with_placement
@@ -131,7 +131,10 @@ __all__ = [
     "main_module_name",
     "combine",
     "error_summary",
-    "decode_cut",
+    "Schedule",
+    "ScheduleRun",
+    "Effects",
+    "delivery_id",
     "AgentLookup",
     "Documents",
     "cli_wording",
@@ -237,7 +240,10 @@ _HOME = {
     "main_module_name": "_types",
     "combine": "_observer",
     "error_summary": "_checkpoint",
-    "decode_cut": "_pipeline",
+    "Schedule": "_runner",
+    "ScheduleRun": "_runner",
+    "Effects": "_state",
+    "delivery_id": "_state",
     "AgentLookup": "_building",
     "Documents": "_workflow",
     "cli_wording": "_errors",
