@@ -13,8 +13,8 @@ annotation is a dependency of the design too). From the bottom:
    and the converter search's seam, the checkpoint and blob store protocols (records,
    leases, run listing) and the store authors' helpers, the build context, executor kinds
    and the loader protocol, rebuilding executors from a spec.
-5. **engine** — the compiled graph, the runner (with its commit seam), observation, the
-   codec.
+5. **engine** — the compiled graph, the runner (with its commit and schedule seams),
+   observation, the codec.
 6. **workflow** — ``Workflow``, the durability protocol it calls, its placements and event
    streams, ``plait.load`` (a thin call into the documents plugin's seam), and the two
    public surfaces (``plait``, ``plait.spi``).
@@ -58,7 +58,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "_convert", "_checkpoint", "_building",
     ),
     "engine": (
-        "_graph", "_observe", "_runner", "_pipeline", "_codec",
+        "_graph", "_observe", "_runner", "_codec",
     ),
     "workflow": ("_workflow", "_placement", "_streaming", "__init__", "spi"),
 }  # fmt: skip
@@ -227,12 +227,11 @@ RUNNER_CLOSURE = {
     "_observe",
     "_observer",
     "_options",
-    "_pipeline",
     "_routing",
     "_spec",
     "_state",
     "_types",
-}  # fmt: skip  (_pipeline: the pipelined schedule, issue 22, runs supersteps too)
+}  # fmt: skip
 
 
 def test_the_runner_reaches_only_the_engine_core() -> None:

@@ -37,7 +37,7 @@ ERROR_ROUTER = "error"
 
 class Registries(Protocol):
     """Where a compiled graph finds what plugins registered (a
-    :class:`plait.spi.PluginManager`): converters for the codec, placements."""
+    :class:`plait.spi.PluginManager`): converters for the codec, placements, schedules."""
 
     def registry(self, kind: str) -> Any: ...
 
@@ -95,7 +95,7 @@ class CompiledGraph:
         #: a superstep's effects are committed in (never the order handlers finish in)
         self.rank = {node.id: i for i, node in enumerate(spec.nodes)}
         #: executors marked ``order="arrival"`` (the node's setting, else the executor's):
-        #: they take their messages as they arrive (see :mod:`plait._pipeline`)
+        #: they take their messages as they arrive (in ``plait-pipeline``'s schedule)
         self.arrival = frozenset(
             node.id
             for node in spec.nodes

@@ -267,6 +267,26 @@ def plait_register_durability(register: Register) -> None:
 
 
 @hookspec
+def plait_register_schedules(register: Register) -> None:
+    """Register schedules: how a run's supersteps run, when not with a barrier each.
+
+    A schedule is a :class:`plait.spi.Schedule` (``pays``, ``start``, ``decode_cut``);
+    ``RunOptions.schedule`` names one (``"superstep"``, the default, is the kernel's own
+    loop and is not registered). The runner hands it the supersteps it says it runs
+    better, and takes the run back when the schedule hands it back in lockstep; a
+    checkpointed run's cuts go through the runner's commit seam
+    (:meth:`plait.spi.RunCommit.after_cut`). ``pipelined`` comes with ``plait-pipeline``;
+    without it, a run asking for it fails as it starts, naming the distribution to
+    install.
+
+    :param register: ``register(schedule_name, schedule, replaces=None)``.
+    :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
 def plait_register_commands(cli: Any) -> None:
     """Add sub-commands to the ``plait`` command-line interface.
 

@@ -282,6 +282,15 @@ def _lead(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         )
 
 
+def _schedule(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    # which names exist is the registry's to say, when the run starts (the runner asks it)
+    if not isinstance(value, str) or not value:
+        raise RunOptionError(
+            "run option schedule must be the name of a schedule ('superstep', the default, "
+            f"or one a plugin registers, such as 'pipelined'), got {value!r}"
+        )
+
+
 def _flag(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, bool):
         raise RunOptionError(
@@ -340,13 +349,15 @@ class RunOptions:
         live read-only view (superstep, executors running, outputs, retries) that a
         progress display polls at its own pace: it costs the run nothing per superstep.
 
-    :param schedule: ``"superstep"`` (the default: a barrier per superstep) or
-        ``"pipelined"``: an executor runs as soon as nothing still active can send it a
-        message for its logical superstep, with the superstep schedule's results (see the
-        Schedules guide). A workflow's spec may set a default (``options``).
-    :param max_lead: in the pipelined schedule, how many supersteps work may run ahead of
-        the lowest superstep with work (``0`` is the superstep schedule; ``None``, the
-        default, is unbounded).
+    :param schedule: ``"superstep"`` (the default: a barrier per superstep, the kernel's
+        own) or the name of a schedule a plugin registers (``plait_register_schedules``):
+        ``"pipelined"``, from ``plait-pipeline``, runs an executor as soon as nothing still
+        active can send it a message for its logical superstep, with the superstep
+        schedule's results (see the Schedules guide). A workflow's spec may set a default
+        (``options``). A name no plugin registers fails the run as it starts.
+    :param max_lead: in a schedule without the barrier (``pipelined``), how many
+        supersteps work may run ahead of the lowest superstep with work (``0`` is the
+        superstep schedule; ``None``, the default, is unbounded).
     :param strict: a shared-state key read by one executor in the superstep another one
         writes it in fails the run (:class:`~plait.SharedStateRaceError`) instead of
         warning (:class:`~plait.SharedStateRaceWarning`).
@@ -374,7 +385,7 @@ class RunOptions:
         factory=dict, validator=_reducers
     )
     journal: bool = attrs.field(default=False, validator=_flag)
-    schedule: str = attrs.field(default="superstep", validator=_one_of("superstep", "pipelined"))
+    schedule: str = attrs.field(default="superstep", validator=_schedule)
     max_lead: int | None = attrs.field(default=None, validator=_lead)
     strict: bool = attrs.field(default=False, validator=_flag)
 

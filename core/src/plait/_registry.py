@@ -123,6 +123,7 @@ KINDS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
         "durability",
         _has("run", "load", "restore", "snapshot", "pending_requests", "fingerprint"),
     ),
+    "plait_register_schedules": ("schedule", _has("pays", "start", "decode_cut")),
 }
 KIND_NAMES = [kind for kind, _ in KINDS.values()]
 
@@ -143,6 +144,7 @@ FIRST_PARTY: dict[str, dict[str, str]] = {
     "plait-ray": {"placement": "ray"},
     "plait-documents": {"documents": "documents"},
     "plait-durable": {"durability": "checkpoints"},
+    "plait-pipeline": {"schedule": "pipelined"},
 }
 _PROVIDER = {
     (kind, name): distribution

@@ -11,6 +11,12 @@ as a nested workflow to let it run at its own pace.
 Hot path: dispatch by message type is cached per executor; a superstep with one delivery
 spawns no task; no event is built unless someone consumes it; messages are never copied.
 
+A run may ask for another schedule by name (``RunOptions.schedule``): a plugin registers
+it (``plait_register_schedules``, a :class:`Schedule`), and the superstep loop hands it
+the supersteps it would run better without the barrier, taking the run back once it is in
+lockstep again (``plait-pipeline``'s ``pipelined``). A run asking for none pays one test
+of a local per superstep.
+
 Every invocation goes one way (:meth:`Runner._invoke`), and its failure means one thing
 (:func:`failure`). Executors without a policy pay nothing for one: the handler writes
 straight to the run. Under a retry policy or a timeout (:func:`invoke_with_policy`), an
@@ -51,7 +57,6 @@ from ._events import (
 from ._graph import resolve_limits
 from ._observe import Observation, note_attempt, note_retry
 from ._options import Policy, RunOptions
-from ._pipeline import pays
 from ._routing import flush_buffers, route_outbox, route_outbox_named
 from ._state import Effects, Inbox, PendingRequest, RunState, delivery_id
 from ._types import type_name
@@ -59,7 +64,23 @@ from ._types import type_name
 if TYPE_CHECKING:
     from ._graph import CompiledGraph
 
-__all__ = ["RunCommit", "RunOptions", "RunState", "PendingRequest", "Runner"]
+__all__ = [
+    "SCHEDULES",
+    "SUPERSTEP",
+    "PendingRequest",
+    "RunCommit",
+    "RunOptions",
+    "RunState",
+    "Runner",
+    "Schedule",
+    "ScheduleRun",
+    "schedule_named",
+]
+
+#: The kernel's own schedule: a barrier per superstep (``RunOptions.schedule``'s default).
+SUPERSTEP = "superstep"
+#: The registry kind of the schedules plugins register (``plait_register_schedules``).
+SCHEDULES = "schedule"
 
 
 #: (executor id, its messages, a limiter for concurrent messages, index of the first,
@@ -83,12 +104,103 @@ class RunCommit(Protocol):
         """A superstep committed: its effects are applied and ``inbox`` holds the next
         superstep's deliveries (``runner.last_ran`` the deliveries that just ran)."""
 
-    async def after_cut(self, pipeline: Any, status: str) -> bool:
-        """The pipelined schedule reached a consistent cut (see :mod:`plait._pipeline`);
-        ``True`` when a checkpoint of it was taken."""
+    async def after_cut(self, cut: ScheduleRun, status: str) -> bool:
+        """A schedule running the run without the barrier reached a consistent cut (see
+        :class:`ScheduleRun`); ``True`` when a checkpoint of it was taken."""
 
     async def before_retry(self, key: str, attempt: int) -> None:
         """An invocation (``key``) is about to be retried after ``attempt`` failed."""
+
+
+class Schedule(Protocol):
+    """A schedule that runs supersteps without the barrier, with the superstep schedule's
+    results: what a plugin registers by name (``plait_register_schedules``) and
+    ``RunOptions.schedule`` names (``"pipelined"`` comes with ``plait-pipeline``). The
+    kernel's own is ``"superstep"``, a barrier per superstep.
+
+    The superstep loop runs the run; at a superstep with more than one executor's
+    messages (or an executor taking several on arrival) it asks :meth:`pays`, and if so
+    hands the run over (:meth:`start`, then :meth:`ScheduleRun.run`) until the schedule
+    hands it back in lockstep. A run resumed from a cut this schedule took starts in it.
+
+    .. versionadded:: 0.1
+    """
+
+    def pays(self, graph: CompiledGraph, inbox: Inbox) -> bool:
+        """Would the superstep of ``inbox`` run better in this schedule (could work after
+        it start before it ends)? ``False`` leaves it to the superstep loop, at its own,
+        lower cost."""
+        ...
+
+    def start(self, runner: Runner, max_lead: int | None) -> ScheduleRun:
+        """A stretch of ``runner``'s run in this schedule, with work at most ``max_lead``
+        supersteps ahead of the lowest one with work (``0``: the barrier's order, which
+        a resumed cut runs in when the run asks for another schedule; ``None``:
+        unbounded). It invokes executors through :meth:`Runner.run_invocation`, asks
+        ``runner.stop``, reports its cuts to ``runner.on_cut`` (a durable run's
+        :meth:`RunCommit.after_cut`), and resumes ``runner.state.cut`` when it is one of
+        its own."""
+        ...
+
+    def decode_cut(self, section: Any, decode: Callable[[Any], Any]) -> Any:
+        """A checkpoint's section written at one of this schedule's cuts
+        (:meth:`ScheduleRun.cut`), its messages and values decoded by ``decode``: what
+        ``RunState.cut`` holds for a resumed run."""
+        ...
+
+
+class ScheduleRun(Protocol):
+    """One stretch of a run in a :class:`Schedule` (made by :meth:`Schedule.start`), and the
+    consistent cut a checkpointer takes of it (:meth:`RunCommit.after_cut`).
+
+    .. versionadded:: 0.1
+    """
+
+    #: the run's state
+    state: RunState
+    #: the supersteps whose barrier work is done (a cut's superstep number)
+    done_through: int
+    #: the run is in this schedule now (what a :class:`~plait.spi.RunWatch` reads)
+    active: bool
+
+    async def run(self, inbox: Inbox) -> RunStatus | Inbox:
+        """Run from ``inbox`` until nothing can run — the final status, or the error the
+        superstep schedule raises — or until the run is in lockstep again: then the
+        superstep loop's next inbox."""
+        ...
+
+    def watched(self) -> tuple[int, dict[str, int]]:
+        """The lowest superstep with work, and each running executor with how many
+        messages it handles now (safe to read from another thread)."""
+        ...
+
+    def cut(
+        self, encode: Callable[[Any], Any]
+    ) -> tuple[dict[str, list[Any]], list[str], dict[str, Any]]:
+        """What a checkpoint of this moment holds beyond a superstep's: ``(pending,
+        changed, section)`` — every delivered but uncommitted message by executor, the
+        executors whose state changed since the last cut, and the schedule's own state as
+        JSON-ready data (messages and values through ``encode``), which
+        :meth:`Schedule.decode_cut` takes back."""
+        ...
+
+    def uncommitted(self) -> tuple[dict[str, int], dict[str, Any]]:
+        """What a cut must not count: the visits of what runs now, and the state as of its
+        last commit of each running executor that changed since the last cut."""
+        ...
+
+
+def schedule_named(graph: CompiledGraph, name: str, what: str | None = None) -> Schedule:
+    """The schedule a plugin registered as ``name``, for ``what`` (default: the run option
+    ``schedule``).
+
+    :raises UnknownNameError: listing the installed schedules, and the distribution a
+        first-party one comes with (``pipelined``: ``plait-pipeline``).
+    """
+    if what is None:
+        what = f"run option schedule; {SUPERSTEP!r} is the kernel's own"
+    found: Schedule = graph.plugin_manager.registry(SCHEDULES).get(name, what=what)
+    return found
 
 
 class Runner:
@@ -96,6 +208,7 @@ class Runner:
 
     :param commit: the commit seam of a durable run (:class:`RunCommit`), called at each
         superstep's barrier, at each consistent cut and before each retry.
+    :raises UnknownNameError: ``options.schedule`` names a schedule no plugin registered.
     """
 
     def __init__(
@@ -131,18 +244,21 @@ class Runner:
         #: called before a retry's backoff (durable runs record the attempt count)
         self.on_retry: Callable[[str, int], Awaitable[None]] | None = None
         self.native_asyncio = _on_asyncio()
-        #: the pipelined schedule's state, when the run uses it (see :mod:`plait._pipeline`)
-        self.pipeline: Any = None
-        #: a resumed pipelined cut holds messages of several logical times: it runs in
-        #: the pipelined schedule (with ``max_lead=0`` when the superstep one is asked for)
-        self.mixed = state.cut is not None
-        #: the pipelined schedule runs the supersteps with several executors
-        self.pipelined = options.schedule == "pipelined" and options.max_lead != 0
-        #: writes a pipelined run's cuts (set by a checkpointed run)
-        self.on_cut: Callable[[Any, str], Awaitable[bool]] | None = None
-        #: the pipeline a stop or a failure ended mid-way, when no cut was written then
+        #: the schedule the run asked for, when it is a plugin's (``None``: the kernel's
+        #: superstep loop); it takes the supersteps with several executors unless its lead
+        #: is 0 (the barrier's order, which the superstep loop keeps at its own cost)
+        self.schedule: Schedule | None = None
+        if options.schedule != SUPERSTEP:
+            schedule = schedule_named(graph, options.schedule)
+            if options.max_lead != 0:
+                self.schedule = schedule
+        #: the stretch of the run in the schedule, when it is (or was) in one
+        self.scheduled: ScheduleRun | None = None
+        #: writes the cuts of a stretch in a schedule (set by a checkpointed run)
+        self.on_cut: Callable[[ScheduleRun, str], Awaitable[bool]] | None = None
+        #: the stretch a stop or a failure ended mid-way, when no cut was written then
         #: (``exit`` durability): its cut, with each message's time, is the run's checkpoint
-        self.stopped_pipeline: Any = None
+        self.stopped_cut: ScheduleRun | None = None
         if commit is not None:  # the seams a durable run commits at
             self.on_superstep = commit.after_superstep
             self.on_retry = commit.before_retry
@@ -185,7 +301,7 @@ class Runner:
     async def run(self, inbox: Inbox) -> RunStatus:
         """Run supersteps until nothing is pending; return the final status."""
         observation = self.observation
-        loop = self._pipelined if self.mixed else self._supersteps
+        loop = self._supersteps if self.state.cut is None else self._from_cut
         if self.arrival:
             self.state.ids = self.first_ids(inbox, self.state.ids)
         if observation is None:
@@ -213,18 +329,20 @@ class Runner:
         state, stop = self.state, self.stop
         limit = self.options.max_supersteps
         routes, router_state = self.graph.routes_from, state.router_state
-        pipelined = self.pipelined
+        schedule = self.schedule  # (None unless a plugin's schedule takes supersteps)
+        pays = None if schedule is None else schedule.pays  # (looked up once per loop)
         arrival = self.arrival
         named = bool(arrival)  # (a bool: the cheapest test on the hot path)
         while inbox:
             if (
-                pipelined
+                pays is not None
                 and (len(inbox) > 1 or (named and self._arriving(inbox)))
                 and pays(self.graph, inbox)
             ):
-                # several executors run in this superstep: the pipelined schedule takes
-                # over until the run is in lockstep again (one executor, nothing ahead)
-                found = await self._pipelined(inbox, observation, handback=True)
+                # several executors run in this superstep: the schedule takes over until
+                # the run is in lockstep again (one executor, nothing ahead)
+                assert schedule is not None
+                found = await self._scheduled(schedule, self.options.max_lead, inbox)
                 if isinstance(found, RunStatus):
                     return found
                 inbox = found
@@ -240,7 +358,7 @@ class Runner:
             self.current = inbox
             if self.visit_limits:
                 self._count_visits(inbox)
-            if observation is not None and observation.step != step:  # (a pipeline began it)
+            if observation is not None and observation.step != step:  # (a schedule began it)
                 observation.begin(step, tuple(inbox))
             if len(inbox) == 1:
                 ((eid, messages),) = inbox.items()
@@ -292,30 +410,37 @@ class Runner:
             return RunStatus.IDLE_WITH_PENDING_REQUESTS
         return RunStatus.IDLE
 
-    async def _pipelined(
-        self, inbox: Inbox, observation: Observation | None, *, handback: bool = False
-    ) -> Any:
-        """The pipelined schedule (:mod:`plait._pipeline`): the same results, no barrier.
-        With ``handback``, the superstep loop's next inbox once the run is in lockstep
-        again (one executor at the lowest superstep, nothing ahead of it), or the final
-        status; else the run to its end (a resumed cut, which may go on in supersteps)."""
-        from ._pipeline import Pipeline
-
-        lead = self.options.max_lead if self.options.schedule == "pipelined" else 0
-        pipeline = self.pipeline = Pipeline(self, lead)
+    async def _scheduled(
+        self, schedule: Schedule, max_lead: int | None, inbox: Inbox
+    ) -> RunStatus | Inbox:
+        """Run in ``schedule`` from ``inbox``: the same results, no barrier. The final
+        status, or the superstep loop's next inbox once the run is in lockstep again (one
+        executor at the lowest superstep, nothing ahead of it)."""
+        scheduled = self.scheduled = schedule.start(self, max_lead)
         try:
-            found = await pipeline.run(inbox)
+            return await scheduled.run(inbox)
         except WorkflowRunError:
             if self.on_cut is None:  # (``exit`` durability) its one checkpoint is this cut
-                self.stopped_pipeline = pipeline
+                self.stopped_cut = scheduled
             raise
-        if handback or isinstance(found, RunStatus):
+
+    async def _from_cut(self, inbox: Inbox, observation: Observation | None) -> RunStatus:
+        """A resumed cut holds messages of several logical times: the schedule that took
+        it runs them — with ``max_lead=0``, the barrier's order, when the run asks for
+        another schedule — then the superstep loop goes on from the lockstep."""
+        name = self.state.cut[0]  # type: ignore[index]
+        schedule = schedule_named(
+            self.graph, name, f"run {self.state.run_id!r}, resumed from a cut it took"
+        )
+        lead = self.options.max_lead if name == self.options.schedule else 0
+        found = await self._scheduled(schedule, lead, inbox)
+        if isinstance(found, RunStatus):
             return found
         return await self._supersteps(found, observation)
 
     def _arriving(self, inbox: Inbox) -> bool:
-        """Does an executor taking messages on arrival have several in ``inbox`` (so the
-        pipelined schedule may start what one sends before its others end)?"""
+        """Does an executor taking messages on arrival have several in ``inbox`` (so a
+        schedule without the barrier may start what one sends before its others end)?"""
         arrival = self.arrival
         return bool(arrival) and any(
             len(messages) > 1 for eid, messages in inbox.items() if eid in arrival
@@ -350,7 +475,8 @@ class Runner:
                 eid, run.superstep, type(cause or exc).__name__, str(cause or exc), message
             )
             rank = self.rank[eid]
-            # a pipelined run's effects keep their own (committed with their group)
+            # effects of a schedule without the barrier keep their own (committed with
+            # their group)
             sink = getattr(run, "diverted", self.diverted)
             sink.extend((rank, index, target, failure, run.delivery) for target in targets)
 
@@ -469,9 +595,9 @@ class Runner:
         for offset, message in enumerate(messages):
             if limiter is not None:
                 async with limiter:
-                    await self._limited(eid, message, first + offset, effects)
+                    await self.run_invocation(eid, message, first + offset, effects)
             else:
-                await self._limited(eid, message, first + offset, effects)
+                await self.run_invocation(eid, message, first + offset, effects)
 
     async def _guarded(self, tg: anyio.abc.TaskGroup, job: Job) -> None:
         try:
@@ -481,9 +607,13 @@ class Runner:
             self.failures.append(exc)
             tg.cancel_scope.cancel()
 
-    async def _limited(
+    async def run_invocation(
         self, eid: str, message: Any, index: int, effects: RunState | Effects
     ) -> None:
+        """Invoke ``eid`` on ``message``, its ``index``-th delivery of its superstep, under
+        the run's concurrency limit, its effects going to ``effects``: the one invocation
+        path, for the superstep loop and a :class:`Schedule` alike (policies, observers
+        and error edges included)."""
         if self.global_limiter is None:
             await self._invoke(eid, message, index, effects)
         else:
@@ -680,7 +810,7 @@ async def invoke_with_policy(
     :raises WorkflowRunError: the last attempt's failure, naming ``eid`` and the superstep.
     """
     root = run if isinstance(run, RunState) else run._root
-    step = run.superstep  # a pipelined run's effects carry their own logical time
+    step = run.superstep  # (a schedule's effects may carry their own logical time)
     retry, timeout = policy
     key = f"{step}:{eid}:{run.delivery if run.delivery is not None else index}"
     attempt = root.attempts.get(key, 0) + 1  # a resumed run keeps its count

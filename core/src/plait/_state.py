@@ -124,8 +124,9 @@ class RunState:
         self.observer: RunObserver | None = None
         #: what the observers of the run this one resumes left with its checkpoint
         self.observed: Mapping[str, Any] | None = None
-        #: the pipelined schedule's part of the checkpoint this run resumes, if any
-        self.cut: dict[str, Any] | None = None
+        #: the checkpoint this run resumes was taken at a schedule's cut: (the name of
+        #: the schedule that took it, its section decoded by :meth:`Schedule.decode_cut`)
+        self.cut: tuple[str, Any] | None = None
         #: the delivery ids of the pending messages of executors that take messages on
         #: arrival (see :func:`delivery_id`), as a checkpoint this run resumes holds them
         self.ids: dict[str, list[str]] | None = None
@@ -137,7 +138,7 @@ class RunState:
         #: a race on a shared-state key fails the run (the ``strict`` run option)
         self.strict = False
         #: waits until the shared-state writes of every superstep before the one given
-        #: are committed (the pipelined schedule's, while a branch may run ahead)
+        #: are committed (a schedule's without the barrier, while a branch may run ahead)
         self.waiter: Callable[[int], Awaitable[None]] | None = None
 
     def context(self, executor_id: str) -> WorkflowContext[Any, Any]:

@@ -225,11 +225,12 @@ class RunWatch:
         return self._workflow
 
     def _pipelined(self) -> tuple[int, dict[str, int]] | None:
-        """What the pipelined schedule is doing, while the run is in it."""
-        pipeline = getattr(self._runner, "pipeline", None)
-        if pipeline is None or not pipeline.active:
+        """What a schedule without the barrier (``pipelined``) is doing, while the run is
+        in it."""
+        scheduled = getattr(self._runner, "scheduled", None)
+        if scheduled is None or not scheduled.active:
             return None
-        found: tuple[int, dict[str, int]] = pipeline.watched()
+        found: tuple[int, dict[str, int]] = scheduled.watched()
         return found
 
     @property

@@ -475,9 +475,11 @@ class Workflow:
         durability: Durability | None = None,
     ) -> WorkflowRunResult:
         from ._events import RunFinished, RunStarted, RunStatus, WorkflowRunResult
-        from ._runner import Runner
+        from ._runner import SUPERSTEP, Runner, schedule_named
         from ._streaming import RunWatch
 
+        if opts.schedule != SUPERSTEP:  # an unknown schedule fails before the run starts
+            schedule_named(self._graph, opts.schedule)
         emit = state.emit
         manager = self._manager
         if emit is not None:

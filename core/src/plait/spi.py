@@ -4,10 +4,11 @@
 the hook markers and ``Register`` callbacks, the protocol of each kind of thing a plugin
 registers (router, merge strategy, converter and the converter search, checkpoint store,
 loader, executor kind, placement, observer, durability — with the runner's commit seam it
-drives —, the documents machinery behind ``plait.load``), the spec types and the build
-context, and the helpers every plugin shares (stores' lease and naming rules, lazy
-registration, code references, expression compilers, the caller's words in errors). Every
-other module of the kernel is private (``plait._*``) and may change.
+drives —, schedule — with the stretch of a run it runs and a checkpointer cuts —, the
+documents machinery behind ``plait.load``), the spec types and the build context, and the
+helpers every plugin shares (stores' lease and naming rules, lazy registration, code
+references, expression compilers, the caller's words in errors). Every other module of
+the kernel is private (``plait._*``) and may change.
 
 Names are imported on first use, so ``from plait.spi import hookimpl`` in a plugin's entry
 point module costs nothing more than the hook machinery itself.
@@ -94,7 +95,6 @@ if TYPE_CHECKING:
     from ._hookspecs import Register, hookimpl
     from ._observer import Invocation, RunObserver, combine
     from ._options import RunOptions
-    from ._pipeline import decode_cut
     from ._placement import Placement
     from ._plugins import (
         ENTRY_POINT_GROUP,
@@ -107,7 +107,7 @@ if TYPE_CHECKING:
     )
     from ._registry import lazy, lazy_exports
     from ._routing import Delivery, EdgeRunner, MergeStrategy, Router, RouterEnv
-    from ._runner import RunCommit, Runner
+    from ._runner import RunCommit, Runner, Schedule, ScheduleRun
     from ._spec import (
         as_executor,
         callable_spec,
@@ -117,7 +117,7 @@ if TYPE_CHECKING:
         nonportable_reason,
         spec_converter,
     )
-    from ._state import PendingRequest, RunState
+    from ._state import Effects, PendingRequest, RunState, delivery_id
     from ._streaming import RunWatch
     from ._types import is_assignable, is_instance, main_module_name, normalize, type_name
     from ._workflow import Documents, Durability, with_placement
@@ -132,7 +132,10 @@ __all__ = [
     "main_module_name",
     "combine",
     "error_summary",
-    "decode_cut",
+    "Schedule",
+    "ScheduleRun",
+    "Effects",
+    "delivery_id",
     "AgentLookup",
     "Documents",
     "cli_wording",
@@ -240,7 +243,10 @@ _HOME = {
     "main_module_name": "_types",
     "combine": "_observer",
     "error_summary": "_checkpoint",
-    "decode_cut": "_pipeline",
+    "Schedule": "_runner",
+    "ScheduleRun": "_runner",
+    "Effects": "_state",
+    "delivery_id": "_state",
     "AgentLookup": "_building",
     "Documents": "_workflow",
     "cli_wording": "_errors",

@@ -380,9 +380,10 @@ _DISPLAY_OPTIONS = [
     ),
     click.option(
         "--schedule",
-        type=click.Choice(["superstep", "pipelined"]),
-        help="superstep (the default: a barrier per superstep) or pipelined (each branch "
-        "at its own pace, the same results).",
+        metavar="NAME",
+        help="superstep (the default: a barrier per superstep) or a schedule a plugin "
+        "registers: pipelined (plait-pipeline: each branch at its own pace, the same "
+        "results).",
     ),
     click.option(
         "--max-lead",

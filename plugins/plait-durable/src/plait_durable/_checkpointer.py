@@ -34,7 +34,7 @@ from ._fingerprint import fingerprint_of, fingerprint_summary
 from ._runview import shared_changes
 
 if TYPE_CHECKING:
-    from plait.spi import CompiledGraph, Runner, RunObserver
+    from plait.spi import CompiledGraph, Runner, RunObserver, ScheduleRun
 
 __all__ = ["SNAPSHOT_EVERY", "Checkpointer"]
 
@@ -395,7 +395,7 @@ class Checkpointer:
         status = "running" if inbox else _final_status(runner.state)
         await self.write(self.take(runner.state, inbox, runner.last_ran, status))
 
-    async def after_cut(self, pipeline: Any, status: str) -> bool:
+    async def after_cut(self, cut: ScheduleRun, status: str) -> bool:
         """A pipelined run's hook: write a cut of it now (``sync``), or when the
         background writer is free (``async``: the next cut carries what committed
         meanwhile). Every cut is a full checkpoint — outputs are kept in the canonical
@@ -406,9 +406,9 @@ class Checkpointer:
             return False
         if status == "handback":  # the superstep loop goes on from this cut: always taken
             status = "running"
-        state = pipeline.state
-        pending, ran, section = pipeline.cut(_Encoder("pipelined schedule", state.superstep))
-        visits, committed = pipeline.uncommitted()
+        state = cut.state
+        pending, ran, section = cut.cut(_Encoder("pipelined schedule", state.superstep))
+        visits, committed = cut.uncommitted()
         saved_visits = {eid: state.visits[eid] for eid in visits}
         # a running executor's state as of its last commit: the copy taken as it started,
         # or (none taken) the last snapshot; never the state it is changing now
@@ -421,7 +421,7 @@ class Checkpointer:
                 del state.executor_state[eid]
             state.visits.update(visits)
             state.executor_state.update(committed)
-            state.superstep = pipeline.done_through
+            state.superstep = cut.done_through
             checkpoint = self.take(state, pending, [*ran, *committed], status)
         finally:
             state.superstep = step

@@ -244,10 +244,10 @@ async def _checkpointed(runner: Runner, checkpointer: Checkpointer, inbox: Any) 
         status = await runner.run(inbox)
     except WorkflowRunError as exc:
         error = failure_record(exc, state.superstep)
-        if checkpointer.mode == "exit" and runner.stopped_pipeline is not None:
+        if checkpointer.mode == "exit" and runner.stopped_cut is not None:
             # failed mid-pipeline: the cut keeps each pending message's superstep, the
             # failed and cancelled invocations' messages back at the heads of their queues
-            await checkpointer.after_cut(runner.stopped_pipeline, "running")
+            await checkpointer.after_cut(runner.stopped_cut, "running")
             await checkpointer.record_failure(error)
         elif checkpointer.mode == "exit":
             # resume re-runs the failed superstep: at least once per superstep
@@ -265,9 +265,9 @@ async def _checkpointed(runner: Runner, checkpointer: Checkpointer, inbox: Any) 
                 pass  # the run's error matters more; its last good checkpoint still resumes
         raise
     if checkpointer.mode == "exit":
-        if runner.stopped_pipeline is not None:
+        if runner.stopped_cut is not None:
             # stopped mid-pipeline: a cut keeps each pending message's superstep
-            await checkpointer.after_cut(runner.stopped_pipeline, status.value)
+            await checkpointer.after_cut(runner.stopped_cut, status.value)
             return status
         # a stopped run (RunOptions.stop) keeps what is still pending, to resume it
         final = checkpointer.take(state, runner.remaining, list(state.executor_state), status.value)
@@ -285,7 +285,7 @@ async def stored_requests(
     try:
         found, data = await load_run(store, id, graph, accept_changes)
         state = RunState(found.run_id, None)
-        restore_state(graph, state, data)
+        restore_state(graph, state, data, cut=False)
         return list(state.pending_requests.values())
     finally:
         resumed_from.reset(token)

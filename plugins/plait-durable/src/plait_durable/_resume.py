@@ -58,6 +58,10 @@ resumed_from: contextvars.ContextVar[tuple[str, str] | None] = contextvars.Conte
 
 _KEY = "checkpoint_id"  # where load_run leaves the checkpoint's id in the state it returns
 
+#: The schedule whose cuts a checkpoint's ``"pipeline"`` section holds (format 1): it
+#: decodes the section, and a run resumed from it starts in that schedule.
+CUT_SCHEDULE = "pipelined"
+
 
 async def load_run(
     store: CheckpointStore, id: str, graph: CompiledGraph, accept_changes: bool = False
@@ -221,14 +225,18 @@ def _topology_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
 
 
 def restore_state(
-    graph: CompiledGraph, run_state: RunState, data: Mapping[str, Any]
+    graph: CompiledGraph, run_state: RunState, data: Mapping[str, Any], *, cut: bool = True
 ) -> dict[str, list[Any]]:
     """Fill ``run_state`` from materialised checkpoint ``data``; return the pending inbox.
 
-    Values decode into the graph's :func:`~plait.spi.declared_types` only.
+    Values decode into the graph's :func:`~plait.spi.declared_types` only. A checkpoint
+    taken at a cut of the pipelined schedule is decoded by that schedule (``cut``: the
+    run is resumed; else only what a reader needs, such as the pending requests, is).
 
     :raises CheckpointDecodeError: a value names a type the workflow does not declare.
     :raises CorruptCheckpointError: the state is mis-shaped.
+    :raises UnknownNameError: the checkpoint is a cut and the schedule that took it is not
+        installed (naming the run, the checkpoint and ``plait-pipeline``).
     """
     checkpoint_id = data.get(_KEY)
     where = f"run {run_state.run_id!r}" + (
@@ -237,7 +245,7 @@ def restore_state(
     _check_layout(data, where, delta_ok=False)
     decode = functools.partial(decode_value, types=declared_types(graph))
     try:
-        return _restore(graph, run_state, data, decode, where)
+        return _restore(graph, run_state, data, decode, where, cut)
     except DecodeError as exc:
         tag = f" (type tag {exc.tag!r})" if exc.tag else ""
         raise CheckpointDecodeError(f"{where} does not decode{tag}: {exc}") from exc
@@ -255,6 +263,7 @@ def _restore(
     data: Mapping[str, Any],
     decode: Callable[[Any], Any],
     where: str,
+    cut: bool,
 ) -> dict[str, list[Any]]:
     types = declared_types(graph)
     for eid, snapshot in data["executor_state"].items():
@@ -301,10 +310,12 @@ def _restore(
             for eid, found in ids.items()
             if isinstance(found, list)
         }
-    if data.get("pipeline") is not None:  # a cut of a pipelined run
-        from plait.spi import decode_cut
-
-        run_state.cut = decode_cut(data["pipeline"], decode)
+    section = data.get("pipeline")
+    if section is not None and cut:  # a cut of a pipelined run: its schedule resumes it
+        schedule = graph.plugin_manager.registry("schedule").get(
+            CUT_SCHEDULE, what=f"resuming {where}, a cut of that schedule"
+        )
+        run_state.cut = (CUT_SCHEDULE, schedule.decode_cut(section, decode))
     inbox: dict[str, list[Any]] = {}
     for eid, messages in data["pending"].items():
         if eid not in graph.executors:

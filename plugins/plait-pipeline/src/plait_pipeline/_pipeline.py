@@ -29,7 +29,7 @@ group sees:
   ``order="arrival"``) starts each message as it arrives, up to its concurrency, and
   commits each as it ends, its effects keyed by the message's index when its group was
   complete as it fired, else by the message's own key (which sorts as the index would);
-  its messages are named by delivery ids (:func:`~plait._state.delivery_id`), known on
+  its messages are named by delivery ids (:func:`~plait.spi.delivery_id`), known on
   arrival and the same in the superstep schedule;
 - a read of shared state with ``get_shared_state`` at ``t`` waits until the writes of
   every ``t' < t`` are committed.
@@ -56,27 +56,24 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import anyio.abc
 import anyio.lowlevel
-
-from ._errors import (
+from plait import (
+    OutputEvent,
     RoutingError,
+    RunStatus,
     SuperstepLimitError,
     UnhandledMessageError,
     VisitLimitError,
     WorkflowRunError,
 )
-from ._events import OutputEvent, RunStatus
-from ._state import Effects, RunState, delivery_id
-from ._types import type_name
+from plait.spi import Effects, RunState, delivery_id, type_name
 
 if TYPE_CHECKING:
-    from ._graph import CompiledGraph
-    from ._observe import Observation
-    from ._options import RunOptions
+    from plait.spi import CompiledGraph, RunOptions, ScheduleRun
 
 
 class Runner(Protocol):
-    """What the pipeline uses of the runner (:class:`plait._runner.Runner`, which imports
-    this module: named by what it does, not by import)."""
+    """What the pipeline uses of the runner (:class:`plait.spi.Runner`): its invocation
+    path, limits and state."""
 
     graph: CompiledGraph
     options: RunOptions
@@ -85,29 +82,30 @@ class Runner(Protocol):
     stop: Any
     remaining: dict[str, list[Any]]
     native_asyncio: bool
-    observation: Observation | None
+    #: the run's observation seam (``begin(superstep, executor ids)``), if observed
+    observation: Any
     concurrency: dict[str, int]
     arrival: frozenset[str]
     visit_limits: dict[str, int]
-    on_cut: Callable[[Any, str], Awaitable[bool]] | None
-    stopped_pipeline: Any
+    on_cut: Callable[[ScheduleRun, str], Awaitable[bool]] | None
+    stopped_cut: ScheduleRun | None
 
-    async def _limited(
+    async def run_invocation(
         self, eid: str, message: Any, index: int, effects: RunState | Effects
     ) -> None: ...
 
 
-__all__ = ["SCHEDULES", "Pipeline", "TimedEffects", "decode_cut", "pays"]
+__all__ = ["NAME", "Pipeline", "Pipelined", "TimedEffects", "decode_cut", "pays"]
 
-#: the schedules a run may ask for (``RunOptions.schedule``)
-SCHEDULES = ("superstep", "pipelined")
+#: the name the schedule is registered under (``RunOptions.schedule``)
+NAME = "pipelined"
 
 #: the sort key of a delivery: routed ``(0, rank, k, group, d)``, diverted ``(1, rank,
 #: index, j)``, flushed ``(2, flusher, d)``, first deliveries ``(-1, position)``; what an
 #: executor taking messages on arrival sends as its message of key ``K`` arrives (before
 #: its index is known) puts ``K`` before ``k`` (``(0, rank, K, k, group, d)``: ``K``
 #: sorts as the index would); a delivery to an executor taking messages on arrival ends
-#: with its delivery id (:func:`~plait._state.delivery_id`)
+#: with its delivery id (:func:`~plait.spi.delivery_id`)
 Key = tuple[Any, ...]
 #: a phase of a failure at one ``t``: the order the superstep schedule meets them in
 _LIMIT, _VISITS, _HANDLER, _BARRIER = 0, 1, 2, 3
@@ -381,9 +379,9 @@ class Pipeline:
         placed: dict[str, list[tuple[int, Key]]] = {}
         # the outputs of a resumed superstep checkpoint come before any to come
         self.output_keys = [(-1, n) for n in range(len(self.state.outputs))]
-        if cut is not None:
+        if cut is not None and cut[0] == NAME:  # a resumed cut of this schedule's
             self.state.cut = None
-            placed = self._restore(cut)
+            placed = self._restore(cut[1])
         position = 0
         ids = self.state.ids or {}
         self.state.ids = None  # a cut's keys hold them from here on
@@ -464,7 +462,7 @@ class Pipeline:
         if self.on_cut is not None:
             await self._cut("handback")
         else:  # (``exit`` durability) the run's one checkpoint is this cut, taken after
-            self.runner.stopped_pipeline = self
+            self.runner.stopped_cut = self
         remaining: dict[str, list[Any]] = {}
         for eid, by_time in self.queue.items():
             for t in sorted(by_time):
@@ -669,7 +667,7 @@ class Pipeline:
             else:
                 for index, message in enumerate(group.messages):
                     state.superstep = t  # what an observer reads as the invocation starts
-                    await runner._limited(eid, message, index, effects)
+                    await runner.run_invocation(eid, message, index, effects)
         except Exception as exc:
             self._drop(group)
             self._fail(t, _HANDLER, (len(self.errors),), exc)
@@ -689,7 +687,7 @@ class Pipeline:
                 part = TimedEffects(group.effects, self.state, t, key[-1])
                 self.state.superstep = t
                 try:
-                    await runner._limited(eid, message, index, part)
+                    await runner.run_invocation(eid, message, index, part)
                 except Exception as exc:
                     failures.append(exc)
                     tg.cancel_scope.cancel()
@@ -1220,3 +1218,20 @@ def decode_cut(section: Any, decode: Callable[[Any], Any]) -> dict[str, Any]:
     cut["routes"] = [[*entry[:4], decode(entry[4]), entry[5]] for entry in section["routes"]]
     cut["shared"] = [[*entry[:4], decode(entry[4])] for entry in section["shared"]]
     return cut
+
+
+class Pipelined:
+    """The pipelined schedule as the runner calls it (:class:`plait.spi.Schedule`),
+    registered as ``"pipelined"``."""
+
+    def pays(self, graph: CompiledGraph, inbox: dict[str, list[Any]]) -> bool:
+        """:func:`pays`."""
+        return pays(graph, inbox)
+
+    def start(self, runner: Runner, max_lead: int | None) -> Pipeline:
+        """A :class:`Pipeline` for ``runner``'s run."""
+        return Pipeline(runner, max_lead)
+
+    def decode_cut(self, section: Any, decode: Callable[[Any], Any]) -> dict[str, Any]:
+        """:func:`decode_cut`."""
+        return decode_cut(section, decode)

@@ -310,10 +310,10 @@ def test_max_lead_must_be_a_non_negative_int() -> None:
         from plait.spi import RunOptions
 
         RunOptions(max_lead=-1)
-    with pytest.raises(RunOptionError, match="schedule must be one of superstep, pipelined"):
+    with pytest.raises(RunOptionError, match="schedule must be the name of a schedule"):
         from plait.spi import RunOptions
 
-        RunOptions(schedule="eager")
+        RunOptions(schedule=3)
 
 
 # -- the schedule's point, on the mock clock ---------------------------------------------------

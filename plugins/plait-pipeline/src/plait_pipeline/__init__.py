@@ -1,0 +1,55 @@
+"""The pipelined schedule for Plait: branches that do not wait for the barrier, with the
+results of the superstep schedule.
+
+Installing ``plait-pipeline`` registers the schedule ``"pipelined"``
+(``plait_register_schedules``): ``workflow.run(message, schedule="pipelined",
+max_lead=None)``, a workflow's default (``options``), or ``plait run --schedule
+pipelined``. The kernel's superstep loop hands it the supersteps where work after them
+could start before they end, and takes the run back once it is in lockstep again (see
+:class:`plait.spi.Schedule`); a checkpointed run's consistent cuts go to the checkpointer
+through the runner's commit seam, and a run resumed from one starts in this schedule.
+The rules are in :mod:`plait_pipeline._pipeline`'s docstring and the Schedules guide.
+
+Names are imported on first use: loading plugins imports only this module.
+
+.. versionadded:: 0.1
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import plait
+from plait.spi import Register, lazy, lazy_exports
+
+if TYPE_CHECKING:
+    from ._pipeline import NAME, Pipeline, Pipelined, TimedEffects, decode_cut, pays
+
+__all__ = [
+    "NAME",
+    "Pipeline",
+    "Pipelined",
+    "TimedEffects",
+    "decode_cut",
+    "pays",
+    "plait_register_schedules",
+]
+
+#: Where each name lives.
+_HOME = {name: "_pipeline" for name in __all__ if name != "plait_register_schedules"}
+
+__getattr__ = lazy_exports(__name__, _HOME)
+
+#: What :class:`plait.spi.Schedule` asks of the registered object (checked without
+#: importing it: the schedule's module loads on the first run that asks for it).
+_PROVIDES = ("pays", "start", "decode_cut")
+
+
+@plait.hookimpl
+def plait_register_schedules(register: Register) -> None:
+    """Register the schedule ``"pipelined"`` (:class:`Pipelined`)."""
+    register("pipelined", lazy("plait_pipeline._pipeline:Pipelined", provides=_PROVIDES))
+
+
+def __dir__() -> list[str]:
+    return list(__all__)
