@@ -58,7 +58,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "_convert", "_checkpoint", "_building",
     ),
     "engine": (
-        "_graph", "_observe", "_runner", "_codec",
+        "_graph", "_runner", "_codec",
     ),
     "workflow": ("_workflow", "_placement", "_streaming", "__init__", "spi"),
 }  # fmt: skip
@@ -224,7 +224,6 @@ RUNNER_CLOSURE = {
     "_events",
     "_executor",
     "_graph",
-    "_observe",
     "_observer",
     "_options",
     "_routing",
