@@ -15,9 +15,9 @@ import math
 import sys
 import uuid
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.abc
@@ -33,11 +33,6 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable
 
     from ._events import WorkflowRunResult
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Protocol
-
-if TYPE_CHECKING:
-    from ._state import RunState
 
 __all__ = ["EventStream", "RunWatch"]
 
