@@ -54,7 +54,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "authoring": ("_state", "_context", "_executor"),
     "spec": ("_spec", "_routing", "_build"),
     "plugins": (
-        "_hookspecs", "_registry", "_plugins", "_expressions",
+        "_hookspecs", "_registry", "_plugins",
         "_convert", "_checkpoint", "_building",
     ),
     "engine": (

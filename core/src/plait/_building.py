@@ -9,6 +9,13 @@ a node's executor, a router creating an edge group's runner (it is the
 :class:`~plait.spi.RouterEnv` routers see). It looks up other registries and turns the
 code a spec records (an expression, a reference to a function) into callables.
 
+Expressions are in languages plugins register by name
+(``plait_register_expression_languages``; the first-party one, ``plait-expr``'s, is named
+``"plait"`` and is every front-end's default). An expression is compiled once, when a
+workflow is built, so a syntax error is reported then, with line, column and a caret
+(:class:`~plait.ExpressionError`); a compiled expression only ever reads JSON-like data:
+nothing reaches Python attributes, nothing is imported, nothing is ``eval``'d.
+
 Building happens once per workflow, before any run: the runner never imports this.
 
 Rebuilding a spec, node by node, in order: the node's executor kind checks its config (every
@@ -54,6 +61,12 @@ __all__ = [
     "LoadScope",
     "MAX_LOAD_NODES",
     "MAX_NESTING",
+    "DEFAULT_LANGUAGE",
+    "CompiledExpression",
+    "CompiledTemplate",
+    "ExpressionLanguage",
+    "compile_expression",
+    "compile_template",
 ]
 
 #: The name the documents plugin (``plait-documents``) registers its machinery under
@@ -170,8 +183,6 @@ class BuildContext:
         :raises ExpressionError: the expression does not compile.
         """
         if isinstance(value, Mapping) and "expr" in value:
-            from ._expressions import compile_expression
-
             compiled = compile_expression(
                 str(value["expr"]), language=value.get("language"), manager=self.manager
             )
@@ -525,4 +536,101 @@ def _positioned(
         )
     return ConfigError(
         f"{error}", SourcePosition(source=source, path=where, line=line, column=column)
+    )
+
+
+# -- expression languages: safe conditions and templates over JSON-like data ---------------
+
+#: The language front-ends use when a document does not name one.
+DEFAULT_LANGUAGE = "plait"
+
+
+@runtime_checkable
+class CompiledExpression(Protocol):
+    """An expression, parsed and ready to evaluate many times."""
+
+    #: the source text
+    text: str
+    #: the top-level names it reads (``steps``, ``attempts`` …), for load-time checks
+    names: frozenset[str]
+
+    def evaluate(self, data: Mapping[str, Any]) -> Any:
+        """The value of the expression over ``data`` (JSON-like). Raises
+        :class:`~plait.ExpressionError` (never another exception) when evaluation
+        fails or exceeds a bound."""
+        ...
+
+
+@runtime_checkable
+class CompiledTemplate(Protocol):
+    """A string with ``{{ expr }}`` parts, parsed and ready to render."""
+
+    text: str
+    names: frozenset[str]
+
+    def render(self, data: Mapping[str, Any]) -> str:
+        """The text with every ``{{ expr }}`` replaced by its value (strings as-is,
+        other values as JSON)."""
+        ...
+
+    def value(self, data: Mapping[str, Any]) -> Any:
+        """For a template that is exactly one ``{{ expr }}``, the expression's raw value
+        (a bool for a condition); otherwise :meth:`render`."""
+        ...
+
+
+@runtime_checkable
+class ExpressionLanguage(Protocol):
+    """A safe expression language."""
+
+    def compile(
+        self, text: str, *, source: str | None = None, line: int = 1, column: int = 1
+    ) -> CompiledExpression:
+        """Parse ``text``. ``line``/``column`` say where it starts in its document, so
+        errors point into the document. Raises :class:`~plait.ExpressionError`."""
+        ...
+
+    def compile_template(
+        self, text: str, *, source: str | None = None, line: int = 1, column: int = 1
+    ) -> CompiledTemplate:
+        """Parse a template with ``{{ expr }}`` parts."""
+        ...
+
+
+def _language(language: str | None, manager: Any) -> ExpressionLanguage:
+    if manager is None:
+        from ._plugins import get_plugin_manager
+
+        manager = get_plugin_manager()
+    lang: ExpressionLanguage = manager.registry("expression_language").get(
+        language or DEFAULT_LANGUAGE, what="an expression"
+    )
+    return lang
+
+
+def compile_expression(
+    text: str,
+    *,
+    language: str | None = None,
+    source: str | None = None,
+    line: int = 1,
+    column: int = 1,
+    manager: Any = None,
+) -> CompiledExpression:
+    """Compile ``text`` in ``language`` (default :data:`DEFAULT_LANGUAGE`)."""
+    return _language(language, manager).compile(text, source=source, line=line, column=column)
+
+
+def compile_template(
+    text: str,
+    *,
+    language: str | None = None,
+    source: str | None = None,
+    line: int = 1,
+    column: int = 1,
+    manager: Any = None,
+) -> CompiledTemplate:
+    """Compile a ``{{ }}`` template in ``language`` (default :data:`DEFAULT_LANGUAGE`)."""
+    return _language(language, manager).compile_template(
+        text, source=source, line=line, column=column
     )

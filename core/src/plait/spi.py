@@ -35,9 +35,14 @@ if TYPE_CHECKING:
     from ._building import (
         AgentLookup,
         BuildContext,
+        CompiledExpression,
+        CompiledTemplate,
         ExecutorKind,
+        ExpressionLanguage,
         Loader,
         build_executors,
+        compile_expression,
+        compile_template,
         load_scope,
     )
     from ._checkpoint import (
@@ -84,13 +89,6 @@ if TYPE_CHECKING:
     )
     from ._errors import cli_wording, grant_text, is_cli, spell
     from ._executor import Handler
-    from ._expressions import (
-        CompiledExpression,
-        CompiledTemplate,
-        ExpressionLanguage,
-        compile_expression,
-        compile_template,
-    )
     from ._graph import CompiledGraph
     from ._hookspecs import Register, hookimpl
     from ._observer import Invocation, RunObserver, combine
@@ -261,16 +259,16 @@ _HOME = {
     "Checkpoint": "_checkpoint",
     "CheckpointInfo": "_checkpoint",
     "CheckpointStore": "_checkpoint",
-    "CompiledExpression": "_expressions",
+    "CompiledExpression": "_building",
     "CompiledGraph": "_graph",
-    "CompiledTemplate": "_expressions",
+    "CompiledTemplate": "_building",
     "Converter": "_convert",
     "ConverterSearch": "_convert",
     "Delivery": "_routing",
     "ENTRY_POINT_GROUP": "_plugins",
     "EdgeRunner": "_routing",
     "ExecutorKind": "_building",
-    "ExpressionLanguage": "_expressions",
+    "ExpressionLanguage": "_building",
     "Handler": "_executor",
     "Invocation": "_observer",
     "KINDS": "_plugins",
@@ -304,8 +302,8 @@ _HOME = {
     "check_keep_last": "_checkpoint",
     "check_runs_limit": "_checkpoint",
     "code_ref": "_spec",
-    "compile_expression": "_expressions",
-    "compile_template": "_expressions",
+    "compile_expression": "_building",
+    "compile_template": "_building",
     "config_error": "_build",
     "core_version": "_plugins",
     "declared_types": "_codec",

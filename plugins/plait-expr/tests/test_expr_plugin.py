@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import plait_expr
-from plait._expressions import DEFAULT_LANGUAGE, ExpressionLanguage
+from plait._building import DEFAULT_LANGUAGE, ExpressionLanguage
 from plait.spi import CompiledExpression, CompiledTemplate, compile_expression, compile_template
 from plait_testing import fake_entry_point, make_plugin_manager
 
