@@ -23,7 +23,7 @@ def test_importing_the_runner_imports_no_placement_code() -> None:
     )
     loaded = set(ast.literal_eval(done.stdout.strip()))
     assert "plait._runner" in loaded  # the check itself ran
-    assert "plait._placement" not in loaded
+    assert "plait._workflow" not in loaded
     assert not {m for m in loaded if m.startswith("plait_ray")}
 
 
@@ -53,6 +53,6 @@ def test_the_run_path_imports_no_placement_and_the_kernel_no_remote_encoding() -
         *(durable / name for name in ("_durable.py", "_checkpointer.py")),
     ):
         imported = _imported(path)
-        assert "plait._placement" not in imported, path.name
+        assert "plait._workflow" not in imported, path.name
         assert "plait.spi.Placement" not in imported, path.name
         assert not {m for m in imported if "remote" in m}, path.name

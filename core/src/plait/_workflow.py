@@ -6,6 +6,16 @@ installed routers, reports every problem at once, and compiles the routing table
 runner uses. A built workflow can be run any number of times, concurrently: each run has
 its own state.
 
+Where each executor invocation runs is the workflow's too. By default every invocation
+runs on the driver, in the runner's anyio tasks; a node (or a whole workflow) may name
+another placement — ``placement="ray"`` from ``plait-ray`` — registered through
+``plait_register_placements``, with one method, ``async invoke(graph, executor_id,
+handler, message, ctx)``: run the invocation somewhere and apply what it did to ``ctx``
+exactly as a local invocation does. Placements are resolved when a workflow compiles
+(:func:`place`): the compiled graph carries, per placed executor, its placement and what
+runs call instead of it (a :class:`PlacedExecutor`), so the runner knows nothing of
+placements, and a graph whose executors all run locally costs nothing.
+
 .. versionadded:: 0.1
 """
 
@@ -19,11 +29,17 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import attrs
 
 from ._building import DOCUMENTS, AgentLookup, BuildContext
-from ._errors import CheckpointError, PlaitError, WorkflowRunError, WorkflowValidationError
-from ._executor import Executor
+from ._context import WorkflowContext
+from ._errors import (
+    CheckpointError,
+    NotPortableError,
+    PlaitError,
+    WorkflowRunError,
+    WorkflowValidationError,
+)
+from ._executor import Executor, Handler
 from ._graph import CompiledGraph
 from ._options import RunOptions
-from ._placement import place, placement_of
 from ._plugins import PluginManager, get_plugin_manager
 from ._spec import WorkflowSpec
 
@@ -40,7 +56,150 @@ if TYPE_CHECKING:
     from ._state import PendingRequest, RunState
     from ._streaming import EventStream
 
-__all__ = ["DURABILITY", "Documents", "Durability", "Workflow", "load", "with_placement"]
+__all__ = [
+    "DURABILITY",
+    "Documents",
+    "Durability",
+    "Workflow",
+    "load",
+    "with_placement",
+    "LOCAL",
+    "Placement",
+    "PlacedExecutor",
+    "place",
+    "placement_of",
+]
+
+
+# -- placement: where each executor invocation runs ----------------------------------------
+
+#: The built-in placement: anyio tasks on the driver.
+LOCAL = "local"
+
+
+@runtime_checkable
+class Placement(Protocol):
+    """Where executor invocations run (registered by name through
+    ``plait_register_placements``).
+
+    .. versionadded:: 0.1
+    """
+
+    async def invoke(
+        self,
+        graph: CompiledGraph,
+        executor_id: str,
+        handler: Handler,
+        message: Any,
+        ctx: WorkflowContext[Any, Any],
+    ) -> None:
+        """Run ``handler`` of ``executor_id`` on ``message`` somewhere, then apply its
+        effects to ``ctx``. Raise what the handler raised (or a
+        :class:`~plait.PlaitError` saying where the invocation was lost); the runner
+        retries it under the executor's policy like a local failure."""
+        ...
+
+
+# -- choosing placements ------------------------------------------------------------
+
+
+def placement_of(graph: CompiledGraph, executor_id: str) -> str:
+    """The placement name of ``executor_id`` in a compiled workflow graph:
+    :data:`LOCAL` for an executor marked ``local = True`` (it holds sockets, files …), else
+    its node's ``placement``, else the workflow's, else :data:`LOCAL`."""
+    executor = graph.executors[executor_id]
+    if getattr(executor, "local", False) is True:
+        return LOCAL
+    node = graph.spec.node(executor_id)
+    return node.placement or graph.spec.placement or LOCAL
+
+
+def place(graph: CompiledGraph) -> None:
+    """Resolve the placements of ``graph`` (what compiling a workflow does): every executor
+    placed elsewhere than :data:`LOCAL` gets its placement in ``graph.placements`` and a
+    :class:`PlacedExecutor` in ``graph.run_executors``; a graph that places nothing is
+    left as it is (its runs call its executors directly).
+
+    :raises UnknownNameError: a node names a placement no installed plugin registers
+        (naming the distribution that provides it, when a first-party one does).
+    :raises NotPortableError: a placed node cannot be rebuilt from data elsewhere.
+
+    .. versionadded:: 0.1
+    """
+    spec = graph.spec
+    if spec.placement in (None, LOCAL) and all(
+        node.placement in (None, LOCAL) for node in spec.nodes
+    ):
+        return
+    registry = graph.plugin_manager.registry("placement")
+    placements: dict[str, Any] = {}
+    for eid in graph.executors:
+        name = placement_of(graph, eid)
+        if name == LOCAL:
+            continue
+        placement = registry.get(name, what=f"executor {eid!r}")
+        node = spec.node(eid)
+        if node.nonportable is not None:
+            raise NotPortableError(
+                f"executor {eid!r} cannot run with placement {name!r}: {node.nonportable}; "
+                "a placed executor is rebuilt from its spec elsewhere (use a module-level "
+                "class or function, or mark it local = True)"
+            )
+        placements[eid] = placement
+    if placements:
+        graph.placements = placements
+        graph.run_executors = {
+            eid: PlacedExecutor(graph, ex, placements[eid]) if eid in placements else ex
+            for eid, ex in graph.executors.items()
+        }
+
+
+class PlacedExecutor:
+    """Stands in for a placed executor during runs: handler lookup (and so an unhandled
+    message) stays on the driver; each handler's call goes to the placement.
+
+    .. versionadded:: 0.1
+    """
+
+    def __init__(self, graph: CompiledGraph, executor: Executor, placement: Any) -> None:
+        self.graph = graph
+        self.executor = executor
+        self.placement = placement
+        self._handlers: dict[int, Handler] = {}
+
+    @property
+    def id(self) -> str:
+        return self.executor.id
+
+    @property
+    def input_types(self) -> Any:
+        return self.executor.input_types
+
+    def find_handler(self, message: Any) -> Handler | None:
+        """The executor's handler for ``message``, with a call that goes to the placement."""
+        found = self.executor.find_handler(message)
+        if found is None:
+            return None
+        placed = self._handlers.get(id(found))
+        if placed is None:
+            placed = self._handlers[id(found)] = self._placed(found)
+        return placed
+
+    def _placed(self, found: Handler) -> Handler:
+        graph, eid, invoke = self.graph, self.executor.id, self.placement.invoke
+
+        async def call(message: Any, ctx: WorkflowContext[Any, Any]) -> None:
+            await invoke(graph, eid, found, message, ctx)
+
+        return Handler(
+            found.name, found.input_type, found.output_types, found.workflow_output_types, call
+        )
+
+    def __repr__(self) -> str:
+        return f"<PlacedExecutor {self.executor.id!r} on {self.placement!r}>"
+
+
+# -- the workflow --------------------------------------------------------------------------
 
 #: The name the durability a workflow's durable calls use is registered under.
 DURABILITY = "checkpoints"

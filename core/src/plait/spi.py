@@ -93,7 +93,6 @@ if TYPE_CHECKING:
     from ._hookspecs import Register, hookimpl
     from ._observer import Invocation, RunObserver, combine
     from ._options import RunOptions
-    from ._placement import Placement
     from ._plugins import (
         ENTRY_POINT_GROUP,
         KINDS,
@@ -118,7 +117,7 @@ if TYPE_CHECKING:
     from ._state import Effects, PendingRequest, RunState, delivery_id
     from ._streaming import RunWatch
     from ._types import is_assignable, is_instance, main_module_name, normalize, type_name
-    from ._workflow import Documents, Durability, with_placement
+    from ._workflow import Documents, Durability, Placement, with_placement
 
 __all__ = [
     "Durability",
@@ -278,7 +277,7 @@ _HOME = {
     "Loader": "_building",
     "MergeStrategy": "_routing",
     "PendingRequest": "_state",
-    "Placement": "_placement",
+    "Placement": "_workflow",
     "PluginInfo": "_plugins",
     "PluginManager": "_plugins",
     "Problems": "_build",

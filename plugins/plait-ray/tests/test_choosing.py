@@ -22,7 +22,7 @@ from plait import (
     handler,
 )
 from plait._codec import DecodeError
-from plait._placement import LOCAL, PlacedExecutor, placement_of
+from plait._workflow import LOCAL, PlacedExecutor, placement_of
 from plait.spi import with_placement
 from plait_builders import WorkflowBuilder
 from plait_ray.errors import RemoteInvocationError
