@@ -14,25 +14,48 @@ once per item of a list, concurrently, and gives the list of their outputs; ``re
 the kernel's retry policy; ``{{ $steps.<id>.output }}`` templates read prior outputs. See
 ``docs/steps.md``.
 
-Registering the plugin imports nothing heavy: ruamel.yaml is imported when a document is
-first loaded.
+Registering the plugin imports nothing but this module: the loader (and ruamel.yaml) is
+imported when a document is first loaded, each executor kind when a node of it is first
+built or checked.
 
 .. versionadded:: 0.1
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import plait
-from plait.spi import Register
-
-from ._context import step_context
-from ._loader import StepsLoader
+from plait.spi import Register, lazy, lazy_exports
 
 if TYPE_CHECKING:
+    from ._context import step_context
     from ._executors import LoopLimitError, StepConditionError, StepOutputError
     from ._foreach import ForeachItemsError
+    from ._loader import StepsLoader
+
+# where each public name lives: importing this package (which every plait command does, to
+# load plugins) imports none of them until one is used
+_HOMES = {
+    "ForeachItemsError": "_foreach",
+    "LoopLimitError": "_executors",
+    "StepConditionError": "_executors",
+    "StepOutputError": "_executors",
+    "StepsLoader": "_loader",
+    "step_context": "_context",
+}
+
+#: the executor kinds a steps workflow's nodes are built by, and the class of each
+_KINDS = {
+    "steps.agent": "plait_steps._executors:AgentKind",
+    "steps.executor": "plait_steps._executors:ExecutorStepKind",
+    "steps.condition": "plait_steps._executors:ConditionKind",
+    "steps.fork": "plait_steps._executors:ForkKind",
+    "steps.join": "plait_steps._executors:JoinKind",
+    "steps.pass": "plait_steps._executors:PassKind",
+    "steps.foreach": "plait_steps._foreach:ForeachKind",
+    "steps.gather": "plait_steps._foreach:GatherKind",
+}
 
 __all__ = [
     "ForeachItemsError",
@@ -46,29 +69,19 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in ("LoopLimitError", "StepConditionError", "StepOutputError"):
-        from . import _executors
-
-        return getattr(_executors, name)
-    if name == "ForeachItemsError":
-        from . import _foreach
-
-        return _foreach.ForeachItemsError
-    raise AttributeError(f"module 'plait_steps' has no attribute {name!r}")
-
-
 @plait.hookimpl
 def plait_register_loaders(register: Register) -> None:
-    """Register the ``steps`` loader."""
-    register("steps", StepsLoader())
+    """Register the ``steps`` loader (imported with the first document it reads)."""
+    loader = lazy("plait_steps._loader:StepsLoader", provides=("load",), suffixes=(".yaml", ".yml"))
+    register("steps", loader)
 
 
 @plait.hookimpl
 def plait_register_executor_kinds(register: Register) -> None:
-    """Register the kinds a steps workflow's nodes are built by (``steps.agent`` …)."""
-    from ._executors import KINDS
-    from ._foreach import KINDS as FOREACH_KINDS
+    """Register the kinds a steps workflow's nodes are built by (``steps.agent`` …), each
+    imported when a workflow first builds or checks a node of it."""
+    for name, kind in _KINDS.items():
+        register(name, lazy(kind, provides=("check", "create", "config_schema")))
 
-    for name, kind in {**KINDS, **FOREACH_KINDS}.items():
-        register(name, kind)
+
+__getattr__ = lazy_exports(__name__, _HOMES)

@@ -42,8 +42,13 @@ from plait_documents import Capability, kind_capabilities
 from . import _context as sc
 
 __all__ = [
-    "KINDS",
+    "AgentKind",
+    "ConditionKind",
+    "ExecutorStepKind",
+    "ForkKind",
+    "JoinKind",
     "LoopLimitError",
+    "PassKind",
     "StepConditionError",
     "StepOutputError",
 ]
@@ -751,14 +756,3 @@ class PassKind(_NoConfigCheck):
 
     def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         return PassExecutor(ctx.node_id)
-
-
-#: the executor kinds this plugin registers, by name
-KINDS: Mapping[str, _Kind] = {
-    "steps.agent": AgentKind(),
-    "steps.executor": ExecutorStepKind(),
-    "steps.condition": ConditionKind(),
-    "steps.fork": ForkKind(),
-    "steps.join": JoinKind(),
-    "steps.pass": PassKind(),
-}

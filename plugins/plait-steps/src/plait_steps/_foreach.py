@@ -29,7 +29,7 @@ from ._executors import (
     compiled_config,
 )
 
-__all__ = ["KINDS", "ForeachItemsError"]
+__all__ = ["ForeachItemsError", "ForeachKind", "GatherKind"]
 
 
 class ForeachItemsError(WorkflowRunError):
@@ -177,10 +177,3 @@ class GatherKind(_NoConfigCheck):
 
     def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         return GatherExecutor(ctx.node_id, config=config)
-
-
-#: the executor kinds of foreach blocks, by name
-KINDS: Mapping[str, _Kind] = {
-    "steps.foreach": ForeachKind(),
-    "steps.gather": GatherKind(),
-}
