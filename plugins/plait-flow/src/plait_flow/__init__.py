@@ -2,8 +2,9 @@
 
 Registers the loader ``flow`` (suffix ``.flow``) and the executor kinds ``flow.output``
 and ``flow.join`` it compiles to. The grammar (``flow.lark``) and its transformer build the
-:class:`plait.WorkflowSpec` directly; lark is imported on the first load, never when
-the plugin registers. The reference is ``docs/flow.md``.
+:class:`plait.WorkflowSpec` directly; lark is imported on the first load, and the kinds
+when a flow first builds their nodes, never when the plugin registers. The reference is
+``docs/flow.md``.
 
 .. code-block:: python
 
@@ -24,13 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 import plait
 from plait import ConfigError, LoadError
-from plait.spi import Register
-
-from ._kinds import FlowJoin, FlowJoinKind, FlowOutput, FlowOutputKind
+from plait.spi import Register, lazy, lazy_exports
 
 if TYPE_CHECKING:
     from plait import Workflow, WorkflowSpec
     from plait.spi import BuildContext, PluginManager
+
+    from ._kinds import FlowJoin, FlowOutput
 
 __all__ = [
     "Flow",
@@ -173,6 +174,12 @@ def plait_register_loaders(register: Register) -> None:
 
 @plait.hookimpl
 def plait_register_executor_kinds(register: Register) -> None:
-    """Register ``flow.output`` and ``flow.join``."""
-    register("flow.output", FlowOutputKind())
-    register("flow.join", FlowJoinKind())
+    """Register ``flow.output`` and ``flow.join``, imported when a flow first builds one."""
+    provides = ("check", "create", "config_schema")
+    register("flow.output", lazy("plait_flow._kinds:FlowOutputKind", provides=provides))
+    register("flow.join", lazy("plait_flow._kinds:FlowJoinKind", provides=provides))
+
+
+# the executors the kinds build live with them, imported on first use (loading plugins
+# imports this module only)
+__getattr__ = lazy_exports(__name__, {"FlowJoin": "_kinds", "FlowOutput": "_kinds"})
