@@ -10,11 +10,19 @@ executors, and the output is deterministic.
 
 from __future__ import annotations
 
-import plait
-from plait import WorkflowSpec
-from plait.spi import Register
+from typing import TYPE_CHECKING
 
-from ._graph import node_role, split_id, to_dot, to_mermaid
+import plait
+from plait.spi import Register, lazy_exports
+
+if TYPE_CHECKING:
+    from plait import WorkflowSpec
+
+    from ._graph import node_role, split_id, to_dot, to_mermaid
+
+# the exporters' work lives in ``_graph``, imported when a graph is first exported: loading
+# plugins (every plait command) imports this module only
+_HOMES = dict.fromkeys(["node_role", "split_id", "to_dot", "to_mermaid"], "_graph")
 
 __all__ = [
     "DotExporter",
@@ -32,6 +40,8 @@ class MermaidExporter:
 
     def export(self, spec: WorkflowSpec) -> str:
         """A Mermaid flowchart of ``spec``."""
+        from ._graph import to_mermaid
+
         return to_mermaid(spec)
 
 
@@ -40,6 +50,8 @@ class DotExporter:
 
     def export(self, spec: WorkflowSpec) -> str:
         """Graphviz DOT of ``spec``."""
+        from ._graph import to_dot
+
         return to_dot(spec)
 
 
@@ -48,3 +60,6 @@ def plait_register_exporters(register: Register) -> None:
     """Register ``mermaid`` and ``dot``."""
     register("mermaid", MermaidExporter())
     register("dot", DotExporter())
+
+
+__getattr__ = lazy_exports(__name__, _HOMES)
