@@ -20,10 +20,9 @@ from typing import TYPE_CHECKING
 from plait import hookimpl
 from plait.spi import Register, lazy, lazy_exports
 
-from .errors import RemoteInvocationError, WorkerLostError
-
 if TYPE_CHECKING:
     from ._placement import RayPlacement, configure, placement
+    from .errors import RemoteInvocationError, WorkerLostError
 
 __all__ = [
     "RayPlacement",
@@ -33,8 +32,16 @@ __all__ = [
     "placement",
 ]
 
+# where each public name lives, imported on first use (loading plugins imports this module only)
 __getattr__ = lazy_exports(
-    __name__, {"RayPlacement": "_placement", "configure": "_placement", "placement": "_placement"}
+    __name__,
+    {
+        "RayPlacement": "_placement",
+        "configure": "_placement",
+        "placement": "_placement",
+        "RemoteInvocationError": "errors",
+        "WorkerLostError": "errors",
+    },
 )
 
 
