@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence, Sized
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import plait
-from plait.spi import Converter, Register
+from plait.spi import Register, lazy, lazy_exports
+
+if TYPE_CHECKING:
+    from ._converter import NOTE_TO_TEXT, note_to_text
 
 __all__ = [
     "NOTE_TO_TEXT",
@@ -57,7 +60,7 @@ class LongestMerge:
         return input_type
 
 
-# -- a converter --------------------------------------------------------------------------
+# -- a converter (its function and registration live in ``_converter``) -------------------
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,21 +68,6 @@ class Note:
     """A note an executor passes on: nothing but its text."""
 
     text: str
-
-
-def note_to_text(note: Note) -> str:
-    """The note's text, which is all a note holds (so the conversion is lossless)."""
-    return note.text
-
-
-#: ``Note -> str``; lossless: the text is the whole note.
-NOTE_TO_TEXT = Converter(
-    source=Note,
-    target=str,
-    fn=note_to_text,
-    lossless=True,
-    name="template.note_to_text",
-)
 
 
 # -- hook implementations -------------------------------------------------------------------
@@ -93,5 +81,15 @@ def plait_register_merge_strategies(register: Register) -> None:
 
 @plait.hookimpl
 def plait_register_converters(register: Register) -> None:
-    """Register ``template.note_to_text``."""
-    register(NOTE_TO_TEXT.name, NOTE_TO_TEXT)
+    """Register ``template.note_to_text``, imported when a build first looks for a conversion:
+    every ``plait`` command loads every plugin, so what a hook registers stays cheap
+    (``lazy`` names the attributes the registry checks, without importing)."""
+    note_to_text = lazy(
+        "plait_plugin_template._converter:NOTE_TO_TEXT",
+        provides=("source", "target", "fn", "lossless"),
+    )
+    register("template.note_to_text", note_to_text)
+
+
+# the converter's names live in ``_converter``, imported on first use
+__getattr__ = lazy_exports(__name__, {"NOTE_TO_TEXT": "_converter", "note_to_text": "_converter"})
