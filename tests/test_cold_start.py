@@ -162,3 +162,26 @@ def test_the_listed_short_help_is_each_built_in_command_s_own() -> None:
         assert command is not None and command.name == name
         assert not isinstance(command, _app._LazyCommand)
         assert command.short_help == short_help, name
+
+
+def test_every_lazy_registration_is_what_it_declares() -> None:
+    # a plugin that registers lazily is checked against the attributes it declares; the
+    # object behind it must have them, and its static attributes must be the real ones
+    import plait
+    from plait._registry import KINDS, Lazy
+
+    manager = plait.get_plugin_manager()
+    checked = []
+    for kind, fits in KINDS.values():
+        for registration in manager.registry(kind).values():
+            declared = registration.obj
+            if not isinstance(declared, Lazy):
+                continue
+            real = declared.resolve()
+            where = f"{kind} {registration.name!r} ({declared.ref})"
+            assert fits(real) is None, f"{where}: {fits(real)}"
+            assert [a for a in declared.provides if not hasattr(real, a)] == [], where
+            static = {k: v for k, v in vars(declared).items() if k in declared.provides}
+            assert static == {k: getattr(real, k) for k in static}, where
+            checked.append(registration.name)
+    assert {"steps.agent", "steps.foreach", "flow.output", "steps"} <= set(checked)

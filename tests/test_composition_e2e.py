@@ -56,7 +56,7 @@ def test_the_lossy_textkit_converter_needs_permission() -> None:
 
 async def test_the_published_converter_works_as_an_explicit_adapter() -> None:
     published = get_plugin_manager().registry("converter").get("textkit.summary_to_text")
-    assert published is SUMMARY_TO_TEXT and not published.lossless
+    assert published.resolve() is SUMMARY_TO_TEXT and not published.lossless  # registered lazily
     workflow = pipeline(allow_lossy=False, adapter=published).build()
     assert "adapt:summary/digest->publish" in workflow.spec.node_ids
     assert not any(n.startswith("convert:") for n in workflow.spec.node_ids)
