@@ -78,7 +78,6 @@ NOT_WHEN_LOADING = [
     "plait._placement",
     "plait._routing",
     "plait._convert",
-    "plait._chains",
     "plait._runner",
     "plait._events",
     "plait._codec",
@@ -103,6 +102,8 @@ NOT_WHEN_LOADING = [
     "plait_cli._app",
     "plait_builders._builder",
     "plait_converters._standard",
+    "plait_converters._graph",
+    "plait_pipeline._pipeline",
     "plait_textkit._kit",
     "plait_plugin_template._converter",
 ]
