@@ -112,7 +112,6 @@ NOT_WHEN_LOADING = [
 STILL_IMPORTED = {
     "plait._spec": "plait-builders",
     "plait._workflow": "plait-builders",
-    "plait._placement": "plait-builders",
     "plait._graph": "plait-builders",
     "plait._building": "plait-builders",
     "plait._build": "plait-builders",
