@@ -71,7 +71,8 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator,
 from typing import Any, NoReturn
 
 from plait import CheckpointError, CorruptCheckpointError
-from plait.spi import decode_checkpoint, load_json
+
+from ._format import decode_checkpoint, load_json
 
 _orjson: Any
 try:  # as the kernel's checkpoint JSON: orjson when it is installed
@@ -503,7 +504,7 @@ def unreferenced(states: Iterable[Any], blobs: Mapping[str, bytes]) -> set[str]:
 
 def unreferenced_by(stored: Iterable[bytes], blobs: Mapping[str, bytes]) -> set[str]:
     """:func:`unreferenced` for a store's sweep: ``stored`` are the bytes
-    (:func:`~plait.spi.encode_checkpoint`) of the run's remaining checkpoints. If one of
+    (:func:`~plait_durable.encode_checkpoint`) of the run's remaining checkpoints. If one of
     them does not decode, nothing is swept (its references are unknown, and a blob
     kept too long is an orphan, never a dangling reference)."""
     states = []

@@ -23,7 +23,6 @@ from plait.spi import (
     Lease,
     PendingRequest,
     RunState,
-    dump_json,
     encode_value,
     type_name,
     type_ref,
@@ -31,6 +30,7 @@ from plait.spi import (
 
 from ._blobs import BlobWriter, externalize_state, has_blobs, resumed_blobs
 from ._fingerprint import fingerprint_of, fingerprint_summary
+from ._format import dump_json
 from ._runview import shared_changes
 
 if TYPE_CHECKING:

@@ -18,9 +18,10 @@ from typing import Any
 
 import attrs
 from plait import CheckpointError
-from plait.spi import BlobStore, Checkpoint, CheckpointStore, error_summary
+from plait.spi import BlobStore, Checkpoint, CheckpointStore
 
 from ._blobs import BlobWriter, externalize_state, has_blobs, resolve_state
+from ._stores import error_summary
 
 __all__ = [
     "EDITABLE",
@@ -61,7 +62,7 @@ class CheckpointView:
 
     @property
     def error_line(self) -> str | None:
-        """:attr:`error` as one line (:func:`~plait.checkpoint.error_summary`)."""
+        """:attr:`error` as one line (:func:`~plait_durable.error_summary`)."""
         return error_summary(self.error)
 
 
