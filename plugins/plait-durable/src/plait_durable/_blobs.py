@@ -391,7 +391,7 @@ def _levels(n: int) -> Iterator[int]:
 
 
 def externalize_state(state: dict[str, Any], writer: BlobWriter) -> dict[str, Any]:
-    """A checkpoint state (``plait.durable``'s layout) with its values rewritten by
+    """A checkpoint state (:mod:`plait_durable._layout`) with its values rewritten by
     ``writer``; the layout itself (kinds, ids, visits, request fields) stays inline, so
     listings read it without blobs."""
     out = dict(state)

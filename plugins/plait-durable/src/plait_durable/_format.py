@@ -1,14 +1,24 @@
-"""The bytes a checkpoint is stored as: a magic line, the SHA-256 of the body, the body.
+"""The bytes a checkpoint is stored as, and the typed body inside them.
 
-Stores persist the bytes :func:`encode_checkpoint` produces; the bytes carry a SHA-256 of
-their body, so a flipped byte or a truncated row is a :class:`~plait.CorruptCheckpointError`,
-never a silently wrong resume.
+Stores persist the bytes :func:`encode_checkpoint` produces: a magic line, the SHA-256 of
+the body, and the body, compact JSON. The checksum makes a flipped byte or a truncated row
+a :class:`~plait.CorruptCheckpointError`, never a silently wrong resume.
 
-Every field of the record (run id, base id, superstep, format version …) is inside the
-checksummed body; a store's listing columns are only an index, and a store checks the
-body it reads against the row that led to it (``expect_run``/``expect_id`` of
-:func:`decode_checkpoint`). A body of the wrong shape is a
-:class:`~plait.CorruptCheckpointError`; a body written by a newer format is refused.
+The body is :class:`CheckpointBody`, structured and unstructured through this
+distribution's cattrs converter (:data:`checkpoint_converter`), never read key by key:
+every field of the record (run id, base id, superstep, format version …) is inside the
+checksummed body, with the type it must have. A body of the wrong shape is a
+:class:`~plait.CorruptCheckpointError` naming the checkpoint and the path of every field
+that is wrong (``state.requests[2].superstep holds str '3', expected int``); a body written
+by a newer format is refused. A store's listing columns are only an index, and a store
+checks the body it reads against the row that led to it (``expect_run``/``expect_id`` of
+:func:`decode_checkpoint`).
+
+Structuring is strict and builds nothing the body names: ``str``, ``int`` and ``float``
+fields take only those JSON types (no ``"3"`` for ``3``, no ``true`` for ``1``), and the
+values a run keeps (:data:`Json`: messages, executor and shared state …) stay the JSON
+they are until resuming decodes them into the types the workflow declares
+(:func:`plait.spi.decode_value`).
 
 .. versionadded:: 0.1
 """
@@ -17,13 +27,25 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, NewType
 
 import attrs
+import cattrs
+from cattrs.cols import list_structure_factory, mapping_structure_factory
+from cattrs.errors import ForbiddenExtraKeysError
 from plait import CheckpointError, CorruptCheckpointError
 from plait.spi import FORMAT_VERSION, Checkpoint
 
-__all__ = ["decode_checkpoint", "dump_json", "encode_checkpoint", "load_json"]
+__all__ = [
+    "CheckpointBody",
+    "Json",
+    "checkpoint_converter",
+    "corrupt",
+    "decode_checkpoint",
+    "dump_json",
+    "encode_checkpoint",
+    "load_json",
+]
 
 _MAGIC = b"PLAITCP1"
 
@@ -32,6 +54,13 @@ try:  # an optional speed-up, never required
     import orjson as _orjson
 except ImportError:  # pragma: no cover - depends on what is installed
     _orjson = None
+
+#: A JSON value a checkpoint keeps as it is (a message, a snapshot, the shared state …):
+#: structuring passes it through untouched, and resuming decodes it into declared types.
+Json = NewType("Json", object)
+
+#: Errors a message lists at most (a forged body can be wrong in every field).
+_SHOWN = 5
 
 
 def dump_json(data: Any) -> bytes:
@@ -61,44 +90,126 @@ def load_json(body: bytes) -> Any:
     return json.loads(body, parse_constant=_no_constant)
 
 
-#: The body's fields and the types each may hold (``None`` allowed where listed).
-_FIELDS: dict[str, tuple[type, ...]] = {
-    "checkpoint_id": (str,),
-    "run_id": (str,),
-    "superstep": (int,),
-    "parent_id": (str, type(None)),
-    "signature": (str,),
-    "status": (str,),
-    "created_at": (int, float),
-    "state": (dict,),
-    "format_version": (int,),
-    "metadata": (dict,),
-    "base_id": (str, type(None)),
-}
+@attrs.frozen(kw_only=True)
+class CheckpointBody:
+    """The body of a stored checkpoint (format 1): the fields of
+    :class:`~plait.spi.Checkpoint`, in its order, every one present. ``state`` is the
+    run's state (:mod:`plait_durable._layout` types it); ``metadata`` the run's
+    annotations (workflow, fingerprint, topology, error …).
+    """
+
+    checkpoint_id: str
+    run_id: str
+    superstep: int
+    parent_id: str | None
+    signature: str
+    status: str
+    created_at: float
+    state: dict[str, Json]
+    format_version: int
+    metadata: dict[str, Json]
+    base_id: str | None
 
 
-def _check_shape(raw: Any, where: str) -> None:
-    if not isinstance(raw, dict):
-        raise CorruptCheckpointError(f"{where} is corrupt: its body is not a JSON object")
-    missing = sorted(set(_FIELDS) - set(raw))
-    extra = sorted(set(raw) - set(_FIELDS))
-    if missing or extra:
-        raise CorruptCheckpointError(
-            f"{where} is corrupt: its body lacks {', '.join(missing) or 'nothing'} and has "
-            f"unknown fields {', '.join(extra) or 'none'}"
-        )
-    for name, types in _FIELDS.items():
-        value = raw.get(name)
-        if name in raw and (not isinstance(value, types) or isinstance(value, bool)):
-            raise CorruptCheckpointError(
-                f"{where} is corrupt: field {name!r} holds {type(value).__name__} "
-                f"{value!r:.60}, expected {' or '.join(t.__name__ for t in types)}"
-            )
+class _WrongType(TypeError):
+    """A field holds a JSON value of another type; the message says which."""
+
+
+def _strict(*kinds: type) -> Any:
+    expected = " or ".join(kind.__name__ for kind in kinds)
+
+    def structure(value: Any, _: Any) -> Any:
+        if type(value) not in kinds:  # JSON gives exact types; bool is not an int here
+            raise _WrongType(f"holds {type(value).__name__} {value!r:.60}, expected {expected}")
+        return value
+
+    return structure
+
+
+def _same(value: Any, *_: Any) -> Any:
+    return value
+
+
+def _json_object(value: Any, _: Any) -> Any:
+    if type(value) is not dict:
+        raise _WrongType(f"holds {type(value).__name__} {value!r:.60}, expected a JSON object")
+    return value
+
+
+def _exactly(kind: type, make: Any) -> Any:
+    """A structure hook factory: cattrs' own hook for the collection type (``make``),
+    taking only a JSON ``kind`` (a string is no list, a list no map)."""
+
+    def factory(type_: Any, converter: cattrs.Converter) -> Any:
+        inner = make(type_, converter)
+        expected = "a JSON array" if kind is list else "a JSON object"
+
+        def structure(value: Any, _: Any) -> Any:
+            if type(value) is not kind:
+                raise _WrongType(f"holds {type(value).__name__} {value!r:.60}, expected {expected}")
+            return inner(value, type_)
+
+        return structure
+
+    return factory
+
+
+def _converter() -> cattrs.Converter:
+    """The converter of checkpoint bodies: strict about JSON types, no unknown keys, every
+    error with its path (``detailed_validation``)."""
+    converter = cattrs.Converter(detailed_validation=True, forbid_extra_keys=True)
+    converter.register_structure_hook(str, _strict(str))
+    converter.register_structure_hook(int, _strict(int))
+    converter.register_structure_hook(float, _strict(float, int))  # 1.0 may come back as 1
+    converter.register_structure_hook(Json, _same)
+    converter.register_structure_hook_factory(
+        lambda t: getattr(t, "__origin__", None) is list, _exactly(list, list_structure_factory)
+    )
+    converter.register_structure_hook_factory(
+        lambda t: getattr(t, "__origin__", None) is dict, _exactly(dict, mapping_structure_factory)
+    )
+    converter.register_unstructure_hook(Json, _same)
+    # a map of JSON values is taken as it is, not copied key by key (state, metadata;
+    # the record types them ``dict[str, Any]``, the body ``dict[str, Json]``)
+    maps = (dict[str, Json], dict[str, Any])
+    converter.register_structure_hook_func(lambda t: t in maps, _json_object)
+    converter.register_unstructure_hook_func(lambda t: t in maps, _same)
+    return converter
+
+
+#: The converter of checkpoint bodies (this distribution's own, never
+#: ``cattrs.global_converter``); :mod:`plait_durable._layout` adds the state's classes.
+checkpoint_converter = _converter()
+
+
+def _explain(exc: BaseException, type_: Any) -> str:
+    if isinstance(exc, _WrongType):
+        return str(exc)
+    if isinstance(exc, KeyError):
+        return "is missing"
+    if isinstance(exc, ForbiddenExtraKeysError):
+        return f"has unknown fields {', '.join(sorted(exc.extra_fields))}"
+    if isinstance(exc, ValueError) and "literal" in str(exc):
+        return f"is {str(exc).split(' not in ')[0]!r:.40}, not one this format writes"
+    return f"does not structure ({type(exc).__name__}: {exc})"
+
+
+def corrupt(where: str, what: str, exc: Exception) -> CorruptCheckpointError:
+    """The error for a body (``what``: ``"body"``, ``"state"``) that cattrs could not
+    structure: ``where`` (naming the checkpoint) and each field's path and fault, from
+    cattrs' validation details."""
+    found = []
+    for line in cattrs.transform_error(exc, path="$", format_exception=_explain):
+        fault, _, path = line.rpartition(" @ ")
+        field = path.removeprefix("$").removeprefix(".")
+        found.append(f"{what}.{field} {fault}" if field else f"its {what} {fault}")
+    more = f"; and {len(found) - _SHOWN} more" if len(found) > _SHOWN else ""
+    return CorruptCheckpointError(f"{where} is corrupt: {'; '.join(found[:_SHOWN])}{more}")
 
 
 def encode_checkpoint(checkpoint: Checkpoint) -> bytes:
     """Encode ``checkpoint`` as self-checking bytes (magic, SHA-256 of the body, JSON body)."""
-    body = dump_json(attrs.asdict(checkpoint, recurse=False))
+    body = dump_json(checkpoint_converter.unstructure(checkpoint, Checkpoint))
     digest = hashlib.sha256(body).hexdigest().encode("ascii")
     return _MAGIC + b"\n" + digest + b"\n" + body
 
@@ -112,13 +223,16 @@ def decode_checkpoint(
 ) -> Checkpoint:
     """Decode bytes made by :func:`encode_checkpoint`, verifying their checksum and shape.
 
-    :param where: names the checkpoint in errors (``"run r1, checkpoint c7"``).
+    :param where: names the checkpoint in errors (``"run r1, checkpoint c7"``); left out,
+        errors name the checkpoint id its body holds.
     :param expect_run: the run id the store's row or key says the bytes belong to.
     :param expect_id: the checkpoint id the store's row or key says they are.
-    :raises CorruptCheckpointError: the bytes are truncated, altered, mis-shaped, not a
-        checkpoint, or their body disagrees with ``expect_run``/``expect_id``.
+    :raises CorruptCheckpointError: the bytes are truncated, altered, mis-shaped (naming
+        each field that is wrong), not a checkpoint, or their body disagrees with
+        ``expect_run``/``expect_id``.
     :raises CheckpointError: the bytes were written by a newer format (a newer Plait);
-        a format older than :data:`FORMAT_VERSION` is corrupt (no release wrote one).
+        a format older than :data:`~plait.spi.FORMAT_VERSION` is corrupt (no release
+        wrote one).
     """
     magic, sep1, rest = bytes(data).partition(b"\n")
     digest, sep2, body = rest.partition(b"\n")
@@ -133,25 +247,44 @@ def decode_checkpoint(
         raw = load_json(body)
     except (ValueError, TypeError, RecursionError) as exc:
         raise CorruptCheckpointError(f"{where} does not decode: {exc}") from exc
-    version = raw.get("format_version") if isinstance(raw, dict) else None
-    if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
+    if type(raw) is not dict:
+        raise CorruptCheckpointError(f"{where} is corrupt: its body is not a JSON object")
+    named = raw.get("checkpoint_id")
+    if where == "checkpoint" and type(named) is str:
+        where = f"checkpoint {named!r:.80}"
+    version = raw.get("format_version")
+    if type(version) is int and version > FORMAT_VERSION:
         raise CheckpointError(
             f"{where} was written by a newer Plait (format {version}); this Plait reads "
             f"format {FORMAT_VERSION}: upgrade plait-core to resume it"
         )
-    _check_shape(raw, where)
-    if raw["format_version"] != FORMAT_VERSION:
+    try:
+        stored = checkpoint_converter.structure(raw, CheckpointBody)
+    except Exception as exc:  # cattrs' validation errors, each with its path
+        raise corrupt(where, "body", exc) from exc
+    if stored.format_version != FORMAT_VERSION:
         raise CorruptCheckpointError(
-            f"{where} is corrupt: it claims format {raw['format_version']}, which no Plait "
+            f"{where} is corrupt: it claims format {stored.format_version}, which no Plait "
             f"wrote; this Plait reads format {FORMAT_VERSION}"
         )
-    checkpoint = Checkpoint(**raw)
-    if (expect_run is not None and checkpoint.run_id != expect_run) or (
-        expect_id is not None and checkpoint.checkpoint_id != expect_id
+    if (expect_run is not None and stored.run_id != expect_run) or (
+        expect_id is not None and stored.checkpoint_id != expect_id
     ):
         raise CorruptCheckpointError(
             f"{where} is corrupt: the store lists it as run {expect_run!r}, checkpoint "
-            f"{expect_id!r}, but its verified body is run {checkpoint.run_id!r}, checkpoint "
-            f"{checkpoint.checkpoint_id!r}"
+            f"{expect_id!r}, but its verified body is run {stored.run_id!r}, checkpoint "
+            f"{stored.checkpoint_id!r}"
         )
-    return checkpoint
+    return Checkpoint(
+        checkpoint_id=stored.checkpoint_id,
+        run_id=stored.run_id,
+        superstep=stored.superstep,
+        parent_id=stored.parent_id,
+        signature=stored.signature,
+        status=stored.status,
+        created_at=stored.created_at,
+        state=stored.state,
+        format_version=stored.format_version,
+        metadata=stored.metadata,
+        base_id=stored.base_id,
+    )
