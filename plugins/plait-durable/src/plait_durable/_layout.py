@@ -34,14 +34,14 @@ until :func:`plait.spi.decode_value` decodes them into the types the workflow de
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import attrs
 from cattrs.gen import make_dict_unstructure_fn
 from plait import CorruptCheckpointError
 
-from ._format import Json, checkpoint_converter, corrupt
+from ._format import Json, checkpoint_converter, corrupt, unstructure_in_order
 
 __all__ = [
     "DeltaState",
@@ -146,29 +146,8 @@ def apply_shared_changes(base: Any, changed: Mapping[str, Any], unset: list[Any]
     return merged
 
 
-def _ordered(cls: type, hooks: Mapping[str, Any]) -> Any:
-    """The unstructure hook of ``cls``: its fields in their order, the optional ones
-    (default ``None``) left out when ``None``, each value as it is (JSON already) or
-    through its hook in ``hooks``. (cattrs' generated hook writes the fields it may leave
-    out after all the others; format 1 has ``ids`` and ``shared`` in the middle.)"""
-    fields = [
-        (field.name, field.default is None, hooks.get(field.name)) for field in attrs.fields(cls)
-    ]
-
-    def unstructure(state: Any) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name, optional, hook in fields:
-            value = getattr(state, name)
-            if value is None and optional:
-                continue
-            out[name] = value if hook is None else hook(value)
-        return out
-
-    return unstructure
-
-
-def _configure() -> None:
-    """Teach :data:`checkpoint_converter` the state's classes."""
+def _configure() -> dict[type, Callable[[Any], dict[str, Any]]]:
+    """Teach :data:`checkpoint_converter` the state's classes; their hooks by class."""
     converter = checkpoint_converter
     request = make_dict_unstructure_fn(StoredRequest, converter)
     changes = make_dict_unstructure_fn(SharedChanges, converter)
@@ -179,17 +158,21 @@ def _configure() -> None:
         return [request(item) for item in items]
 
     hooks = {"requests": requests, "shared_changes": changes}
-    for cls in (FullState, DeltaState):
-        converter.register_unstructure_hook(cls, _ordered(cls, hooks))
+    states = (FullState, DeltaState)
+    ordered: dict[type, Callable[[Any], dict[str, Any]]] = {
+        cls: unstructure_in_order(cls, hooks, leave_out_none=True) for cls in states
+    }
+    for cls, hook in ordered.items():
+        converter.register_unstructure_hook(cls, hook)
+    return ordered
 
 
-_configure()
+_UNSTRUCTURE = _configure()
 
 
 def state_json(state: FullState | DeltaState) -> dict[str, Any]:
     """``state`` as the JSON object a checkpoint stores."""
-    out: dict[str, Any] = checkpoint_converter.unstructure(state, type(state))
-    return out
+    return _UNSTRUCTURE[type(state)](state)
 
 
 def read_state(data: Any, where: str, *, delta_ok: bool = True) -> FullState | DeltaState:
