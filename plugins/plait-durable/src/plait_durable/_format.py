@@ -32,8 +32,9 @@ from typing import Any, NewType
 
 import attrs
 import cattrs
-from cattrs.cols import list_structure_factory, mapping_structure_factory
+from cattrs.cols import list_structure_factory
 from cattrs.errors import ForbiddenExtraKeysError
+from cattrs.gen import make_mapping_structure_fn
 from plait import CheckpointError, CorruptCheckpointError
 from plait.spi import FORMAT_VERSION, Checkpoint
 
@@ -189,7 +190,7 @@ def _converter() -> cattrs.Converter:
         lambda t: getattr(t, "__origin__", None) is list, _exactly(list, list_structure_factory)
     )
     converter.register_structure_hook_factory(
-        lambda t: getattr(t, "__origin__", None) is dict, _exactly(dict, mapping_structure_factory)
+        lambda t: getattr(t, "__origin__", None) is dict, _exactly(dict, make_mapping_structure_fn)
     )
     converter.register_unstructure_hook(Json, _same)
     # a map of JSON values is taken as it is, not copied key by key (state, metadata;
