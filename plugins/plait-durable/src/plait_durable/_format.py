@@ -5,7 +5,7 @@ the body, and the body, compact JSON. The checksum makes a flipped byte or a tru
 a :class:`~plait.CorruptCheckpointError`, never a silently wrong resume.
 
 The body is :class:`CheckpointBody`, structured and unstructured through this
-distribution's cattrs converter (:data:`checkpoint_converter`), never read key by key:
+distribution's cattrs converter (:func:`checkpoint_converter`), never read key by key:
 every field of the record (run id, base id, superstep, format version …) is inside the
 checksummed body, with the type it must have. A body of the wrong shape is a
 :class:`~plait.CorruptCheckpointError` naming the checkpoint and the path of every field
@@ -25,18 +25,18 @@ they are until resuming decodes them into the types the workflow declares
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, NewType
+from typing import TYPE_CHECKING, Any, NewType
 
 import attrs
-import cattrs
-from cattrs.cols import list_structure_factory
-from cattrs.errors import ForbiddenExtraKeysError
-from cattrs.gen import make_mapping_structure_fn
 from plait import CheckpointError, CorruptCheckpointError
 from plait.spi import FORMAT_VERSION, Checkpoint
+
+if TYPE_CHECKING:
+    import cattrs  # importing it costs ~40 ms: done when a checkpoint is first read
 
 __all__ = [
     "CheckpointBody",
@@ -178,9 +178,23 @@ def _exactly(kind: type, make: Any) -> Any:
     return factory
 
 
-def _converter() -> cattrs.Converter:
-    """The converter of checkpoint bodies: strict about JSON types, no unknown keys, every
-    error with its path (``detailed_validation``)."""
+@functools.cache
+def checkpoint_converter() -> cattrs.Converter:
+    """The converter of checkpoint bodies (this distribution's own, never
+    ``cattrs.global_converter``), built on first use: strict about JSON types, no unknown
+    keys, every error with its path (``detailed_validation``), and the unstructure hooks
+    of the body's and the state's classes.
+
+    Built when a checkpoint is first read, not written: writing goes through the hooks
+    :func:`unstructure_in_order` makes, so a run that only writes checkpoints never pays
+    for importing cattrs.
+    """
+    import cattrs
+    from cattrs.cols import list_structure_factory
+    from cattrs.gen import make_mapping_structure_fn
+
+    from ._layout import UNSTRUCTURE
+
     converter = cattrs.Converter(detailed_validation=True, forbid_extra_keys=True)
     converter.register_structure_hook(str, _strict(str))
     converter.register_structure_hook(int, _strict(int))
@@ -198,6 +212,8 @@ def _converter() -> cattrs.Converter:
     maps = (dict[str, Json], dict[str, Any])
     converter.register_structure_hook_func(lambda t: t in maps, _json_object)
     converter.register_unstructure_hook_func(lambda t: t in maps, _same)
+    for cls, hook in {Checkpoint: _unstructure_checkpoint, **UNSTRUCTURE}.items():
+        converter.register_unstructure_hook(cls, hook)
     return converter
 
 
@@ -231,14 +247,12 @@ def unstructure_in_order(
     return hook
 
 
-#: The converter of checkpoint bodies (this distribution's own, never
-#: ``cattrs.global_converter``); :mod:`plait_durable._layout` adds the state's classes.
-checkpoint_converter = _converter()
 _unstructure_checkpoint = unstructure_in_order(Checkpoint)
-checkpoint_converter.register_unstructure_hook(Checkpoint, _unstructure_checkpoint)
 
 
 def _explain(exc: BaseException, type_: Any) -> str:
+    from cattrs.errors import ForbiddenExtraKeysError
+
     if isinstance(exc, _WrongType):
         return str(exc)
     if isinstance(exc, KeyError):
@@ -254,8 +268,10 @@ def corrupt(where: str, what: str, exc: Exception) -> CorruptCheckpointError:
     """The error for a body (``what``: ``"body"``, ``"state"``) that cattrs could not
     structure: ``where`` (naming the checkpoint) and each field's path and fault, from
     cattrs' validation details."""
+    from cattrs import transform_error
+
     found = []
-    for line in cattrs.transform_error(exc, path="$", format_exception=_explain):
+    for line in transform_error(exc, path="$", format_exception=_explain):
         fault, _, path = line.rpartition(" @ ")
         field = path.removeprefix("$").removeprefix(".")
         found.append(f"{what}.{field} {fault}" if field else f"its {what} {fault}")
@@ -315,7 +331,7 @@ def decode_checkpoint(
             f"format {FORMAT_VERSION}: upgrade plait-core to resume it"
         )
     try:
-        stored = checkpoint_converter.structure(raw, CheckpointBody)
+        stored = checkpoint_converter().structure(raw, CheckpointBody)
     except Exception as exc:  # cattrs' validation errors, each with its path
         raise corrupt(where, "body", exc) from exc
     if stored.format_version != FORMAT_VERSION:

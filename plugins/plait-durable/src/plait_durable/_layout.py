@@ -21,7 +21,7 @@
     pipeline        a pipelined run's cut (:func:`plait.spi.decode_cut`; absent otherwise)
 
 The checkpointer builds these classes and unstructures them, resuming structures them,
-both through :data:`~plait_durable._format.checkpoint_converter`: the key order is the
+both through :func:`~plait_durable._format.checkpoint_converter`: the key order is the
 classes' field order and an absent field is left out, so the bytes are those format 1 has
 always had. Structuring checks the layout, every type and no unknown key; a state that does
 not fit is a :class:`~plait.CorruptCheckpointError` naming the checkpoint and the path of
@@ -38,7 +38,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import attrs
-from cattrs.gen import make_dict_unstructure_fn
 from plait import CorruptCheckpointError
 
 from ._format import Json, checkpoint_converter, corrupt, unstructure_in_order
@@ -146,33 +145,31 @@ def apply_shared_changes(base: Any, changed: Mapping[str, Any], unset: list[Any]
     return merged
 
 
-def _configure() -> dict[type, Callable[[Any], dict[str, Any]]]:
-    """Teach :data:`checkpoint_converter` the state's classes; their hooks by class."""
-    converter = checkpoint_converter
-    request = make_dict_unstructure_fn(StoredRequest, converter)
-    changes = make_dict_unstructure_fn(SharedChanges, converter)
-    converter.register_unstructure_hook(StoredRequest, request)
-    converter.register_unstructure_hook(SharedChanges, changes)
+def _unstructure_hooks() -> dict[type, Callable[[Any], dict[str, Any]]]:
+    """The unstructure hooks of the two states (the checkpointer calls them directly; the
+    converter has them too)."""
+    request = unstructure_in_order(StoredRequest)
 
     def requests(items: list[StoredRequest]) -> list[dict[str, Any]]:
         return [request(item) for item in items]
 
-    hooks = {"requests": requests, "shared_changes": changes}
-    states = (FullState, DeltaState)
-    ordered: dict[type, Callable[[Any], dict[str, Any]]] = {
-        cls: unstructure_in_order(cls, hooks, leave_out_none=True) for cls in states
+    changes = unstructure_in_order(SharedChanges)
+    hooks: dict[str, Callable[[Any], Any]] = {"requests": requests, "shared_changes": changes}
+    return {
+        StoredRequest: request,
+        SharedChanges: changes,
+        FullState: unstructure_in_order(FullState, hooks, leave_out_none=True),
+        DeltaState: unstructure_in_order(DeltaState, hooks, leave_out_none=True),
     }
-    for cls, hook in ordered.items():
-        converter.register_unstructure_hook(cls, hook)
-    return ordered
 
 
-_UNSTRUCTURE = _configure()
+#: How each class of the layout unstructures (:func:`~plait_durable._format.unstructure_in_order`).
+UNSTRUCTURE = _unstructure_hooks()
 
 
 def state_json(state: FullState | DeltaState) -> dict[str, Any]:
     """``state`` as the JSON object a checkpoint stores."""
-    return _UNSTRUCTURE[type(state)](state)
+    return UNSTRUCTURE[type(state)](state)
 
 
 def read_state(data: Any, where: str, *, delta_ok: bool = True) -> FullState | DeltaState:
@@ -198,7 +195,7 @@ def read_state(data: Any, where: str, *, delta_ok: bool = True) -> FullState | D
         )
     cls: type[FullState | DeltaState] = FullState if kind == "full" else DeltaState
     try:
-        state: FullState | DeltaState = checkpoint_converter.structure(data, cls)
+        state: FullState | DeltaState = checkpoint_converter().structure(data, cls)
     except Exception as exc:  # cattrs' validation errors, each with its path
         raise corrupt(where, "state", exc) from exc
     return state
