@@ -27,8 +27,8 @@ from plait import (
     WorkflowRunError,
     executor,
 )
-from plait.spi import encode_checkpoint
 from plait_builders import WorkflowBuilder
+from plait_durable import encode_checkpoint
 from plait_stores import MemoryCheckpointStore
 
 pytestmark = [

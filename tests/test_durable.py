@@ -21,8 +21,9 @@ from plait import (
     WorkflowContext,
     executor,
 )
-from plait.spi import encode_checkpoint, open_store
+from plait.spi import open_store
 from plait_builders import WorkflowBuilder
+from plait_durable import encode_checkpoint
 
 pytestmark = pytest.mark.anyio
 

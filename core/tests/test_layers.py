@@ -10,16 +10,18 @@ annotation is a dependency of the design too). From the bottom:
 3. **spec** — the workflow IR and references to code, the router and merge-strategy
    protocols.
 4. **plugins** — hook specifications, registries and plugin loading, the converter records
-   and the converter search's seam, the checkpoint and blob store protocols (records,
-   leases, run listing) and the store authors' helpers, the build context, executor kinds
-   and the loader protocol, rebuilding executors from a spec.
-5. **engine** — the compiled graph, the runner (with its commit and schedule seams),
-   observation, the codec.
+   and the converter search's seam, the checkpoint and blob store protocols and the
+   records in their signatures (checkpoints, listings, leases, runs), the build context,
+   executor kinds, expression languages and the loader protocol, rebuilding executors from
+   a spec.
+5. **engine** — the compiled graph, the runner (with its commit and schedule seams, and
+   what it tells its observer), the codec.
 6. **workflow** — ``Workflow``, the durability protocol it calls, its placements and event
    streams, ``plait.load`` (a thin call into the documents plugin's seam), and the two
    public surfaces (``plait``, ``plait.spi``).
 
-Durable runs — checkpointing, resuming, content-addressed values, the workflow
+Durable runs — checkpointing, resuming, the checkpoint byte format and its typed body,
+the lease and prune rules stores share, content-addressed values, the workflow
 fingerprint, stored-run views — are not here: they ship as the ``plait-durable`` plugin,
 which ``Workflow`` reaches through the ``durability`` registry, never by an import. Nor
 are workflow documents — reading them, agent names, capabilities and grants: they ship as

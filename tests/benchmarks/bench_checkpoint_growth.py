@@ -10,7 +10,7 @@ Prints JSON lines (``--table``: a Markdown table too). The workloads:
   list and sending the list on (``where=message``), or keeping it in shared state
   (``where=shared``); a checkpoint per superstep. ``raw_bytes`` is the final transcript
   (``n`` x 2 KB); ``stored_bytes`` everything the run stored: every checkpoint's bytes
-  (:func:`~plait.spi.encode_checkpoint`) plus every blob of the run; ``file_bytes`` the
+  (:func:`~plait_durable.encode_checkpoint`) plus every blob of the run; ``file_bytes`` the
   size on disk (SQLite database or file store directory). ``per_checkpoint_ms`` is the
   run's time over its checkpoints. ``resume_ms`` resumes the checkpoint before the last
   (it holds the whole transcript but one message) and runs the last step;
@@ -52,8 +52,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import plait
 import workloads_plait
 from plait import WorkflowContext, executor
-from plait.spi import encode_checkpoint, open_store
+from plait.spi import open_store
 from plait_builders import WorkflowBuilder
+from plait_durable import encode_checkpoint
 
 MESSAGE = 2048
 

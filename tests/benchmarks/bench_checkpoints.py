@@ -45,7 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: durab
 
 import workloads_plait
 from durable_helpers import counting_chain
-from plait.spi import encode_checkpoint, open_store
+from plait.spi import open_store
+from plait_durable import encode_checkpoint
 
 
 async def sizes(n: int) -> dict[str, Any]:

@@ -1,6 +1,9 @@
-"""The helpers for store authors in ``plait_durable``: lifecycle, URLs, wording, listing rows."""
+"""The helpers for store authors in ``plait_durable``: lifecycle, URLs, wording, listing
+rows, prune's rule."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import attrs
 import pytest
@@ -9,9 +12,11 @@ from plait.spi import CheckpointInfo
 from plait_durable import (
     INFO_FIELDS,
     CheckpointStoreBase,
+    check_keep_last,
     duplicate_error,
     info_fields,
     info_row,
+    prune_plan,
     redact_url,
     where,
 )
@@ -71,3 +76,49 @@ def test_info_rows_and_fields_follow_checkpoint_info() -> None:
     assert CheckpointInfo(*info_row(checkpoint)) == info
     assert list(info_fields(checkpoint)) == list(INFO_FIELDS)
     assert CheckpointInfo(**info_fields(info)) == info
+
+
+def info(checkpoint_id: str, base_id: str | None = None) -> CheckpointInfo:
+    return CheckpointInfo(checkpoint_id, "run", 0, None, "running", 0.0, base_id)
+
+
+# -- prune_plan ------------------------------------------------------------------------
+
+
+def test_prune_plan_deletes_all_but_the_newest() -> None:
+    infos = [info(f"c{i}") for i in range(5)]
+    assert prune_plan(infos, 2) == ["c1", "c2"]  # the first stays: it holds the topology
+    assert prune_plan(infos, 5) == []
+    assert prune_plan(infos, 50) == []
+    assert prune_plan(infos, 0) == ["c0", "c1", "c2", "c3", "c4"]
+    assert prune_plan([], 0) == [] and prune_plan([], 3) == []
+
+
+def test_prune_plan_keeps_the_bases_of_kept_deltas() -> None:
+    c1, c2, c3 = info("c1"), info("c2", "c1"), info("c3", "c1")
+    assert prune_plan([c1, c2, c3], 1) == ["c2"]
+    assert prune_plan([c1, c2, c3], 2) == []
+    c4 = info("c4")
+    assert prune_plan([c1, c3, c4], 1) == ["c3"]
+    assert prune_plan([c1, c2, c3], 0) == ["c1", "c2", "c3"]
+
+
+def test_prune_plan_keeps_only_bases_kept_checkpoints_name() -> None:
+    infos = [info("f1"), info("d1", "f1"), info("f2"), info("d2", "f2"), info("d3", "f2")]
+    assert prune_plan(infos, 1) == ["d1", "d2"]
+    assert prune_plan(infos, 3) == ["d1"]
+    assert prune_plan(infos, 4) == []  # d1 is kept, so is its base f1
+    # a base that is not in the list (pruned earlier, another run) changes nothing
+    assert prune_plan([info("y"), info("x"), info("d", "elsewhere")], 1) == ["x"]
+
+
+@pytest.mark.parametrize("bad", [-1, -10, True, False, 1.0, "2", None])
+def test_keep_last_must_be_a_non_negative_integer(bad: Any) -> None:
+    with pytest.raises(ValueError, match=r"prune\(keep_last=\.\.\.\) needs an integer >= 0"):
+        prune_plan([info("c1")], bad)
+    with pytest.raises(ValueError, match="keep_last"):
+        check_keep_last(bad)
+
+
+def test_check_keep_last_returns_a_valid_value() -> None:
+    assert check_keep_last(0) == 0 and check_keep_last(3) == 3

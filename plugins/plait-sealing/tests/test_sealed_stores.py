@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 from plait import CheckpointAuthError, CorruptCheckpointError, RunLeaseError
-from plait.spi import CheckpointStore, encode_checkpoint, open_store
+from plait.spi import CheckpointStore, open_store
+from plait_durable import encode_checkpoint
 from plait_sealing import SealedStore, generate_key
 from sealing_workflows import secret_keeper
 

@@ -9,8 +9,8 @@ from typing import Any
 import attrs
 import plait
 import pytest
-from plait.spi import encode_checkpoint, open_store
-from plait_durable import resolve_state
+from plait.spi import open_store
+from plait_durable import encode_checkpoint, resolve_state
 from plait_steps import step_context
 
 pytestmark = pytest.mark.anyio

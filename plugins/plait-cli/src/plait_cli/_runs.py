@@ -17,7 +17,8 @@ from typing import Any
 import anyio
 import attrs
 import click
-from plait.spi import CORRUPT, RunInfo, open_store
+from plait.spi import RunInfo, open_store
+from plait_durable import CORRUPT
 
 from ._output import format_table, to_json
 from ._prune import prune_command

@@ -9,8 +9,10 @@ The kernel runs supersteps and defines the protocols (:class:`plait.spi.Checkpoi
 ``Workflow.run(checkpoint=...)``, ``Workflow.resume``, ``Workflow.pending_requests`` and
 ``Workflow.fingerprint`` call (``plait_register_durability``). Checkpoint stores (``plait-stores``,
 ``plait-redis``, ``plait-postgres``) and run inspectors (``plait-ui``, ``plait-cli``) use the
-helpers below: store authors the lifecycle, naming, listing rows and wording every store
-shares (:class:`CheckpointStoreBase`, :func:`take_lease`, :func:`redact_url` …).
+helpers below: store authors the bytes a checkpoint is stored as (:func:`encode_checkpoint`,
+:func:`decode_checkpoint`), the lease rules (:func:`take_lease` …), prune's rule
+(:func:`prune_plan`) and the lifecycle, naming, listing rows and wording every store shares
+(:class:`CheckpointStoreBase`, :func:`redact_url`, :func:`run_info` …).
 
 Names are imported on first use: loading plugins imports only this module.
 
@@ -40,7 +42,9 @@ if TYPE_CHECKING:
     )
     from ._durable import SNAPSHOT_EVERY, Checkpointer, Checkpoints, failure_record, resolve_store
     from ._fingerprint import fingerprint_changes, workflow_fingerprint
+    from ._format import decode_checkpoint, dump_json, encode_checkpoint, load_json
     from ._journal import RunJournal
+    from ._leases import granted, held_error, is_free, lost_error, released, take_lease
     from ._runindex import (
         DEFAULT_PAGE,
         JOURNAL_KINDS,
@@ -65,16 +69,22 @@ if TYPE_CHECKING:
     )
     from ._runview import EDITABLE, Change
     from ._stores import (
+        CORRUPT,
         INFO_FIELDS,
         CheckpointStoreBase,
         InfoRow,
+        check_keep_last,
+        check_runs_limit,
+        corrupt_run_info,
         duplicate_error,
+        error_summary,
         info_fields,
         info_row,
+        latest_run_info,
         parse_age,
+        prune_plan,
         redact_url,
         run_info,
-        take_lease,
         where,
     )
 
@@ -98,7 +108,17 @@ _HOME = {
     "resolve_store": "_durable",
     "fingerprint_changes": "_fingerprint",
     "workflow_fingerprint": "_fingerprint",
+    "decode_checkpoint": "_format",
+    "dump_json": "_format",
+    "encode_checkpoint": "_format",
+    "load_json": "_format",
     "RunJournal": "_journal",
+    "granted": "_leases",
+    "held_error": "_leases",
+    "is_free": "_leases",
+    "lost_error": "_leases",
+    "released": "_leases",
+    "take_lease": "_leases",
     "CheckpointView": "_runindex",
     "Change": "_runview",
     "DEFAULT_PAGE": "_runindex",
@@ -121,28 +141,50 @@ _HOME = {
     "page_sql": "_runindex",
     "parse_int_cursor": "_runindex",
     "read_journal": "_runindex",
+    "CORRUPT": "_stores",
     "INFO_FIELDS": "_stores",
     "CheckpointStoreBase": "_stores",
     "InfoRow": "_stores",
+    "check_keep_last": "_stores",
+    "check_runs_limit": "_stores",
+    "corrupt_run_info": "_stores",
     "duplicate_error": "_stores",
+    "error_summary": "_stores",
     "info_fields": "_stores",
     "info_row": "_stores",
+    "latest_run_info": "_stores",
     "parse_age": "_stores",
+    "prune_plan": "_stores",
     "redact_url": "_stores",
     "run_info": "_stores",
-    "take_lease": "_stores",
     "where": "_stores",
 }
 
 __all__ = [
+    "CORRUPT",
     "INFO_FIELDS",
     "CheckpointStoreBase",
     "InfoRow",
+    "check_keep_last",
+    "check_runs_limit",
+    "corrupt_run_info",
+    "decode_checkpoint",
+    "dump_json",
     "duplicate_error",
+    "encode_checkpoint",
+    "error_summary",
+    "granted",
+    "held_error",
     "info_fields",
     "info_row",
+    "is_free",
+    "latest_run_info",
+    "load_json",
+    "lost_error",
     "parse_age",
+    "prune_plan",
     "redact_url",
+    "released",
     "run_info",
     "take_lease",
     "where",

@@ -79,7 +79,8 @@ from typing import Any, NoReturn
 
 import zstandard
 from plait import CheckpointError, CorruptCheckpointError
-from plait.spi import decode_checkpoint, load_json
+
+from ._format import decode_checkpoint, load_json
 
 _orjson: Any
 try:  # as the kernel's checkpoint JSON: orjson when it is installed
@@ -439,7 +440,7 @@ def _levels(n: int) -> Iterator[int]:
 
 
 def externalize_state(state: dict[str, Any], writer: BlobWriter) -> dict[str, Any]:
-    """A checkpoint state (``plait.durable``'s layout) with its values rewritten by
+    """A checkpoint state (:mod:`plait_durable._layout`) with its values rewritten by
     ``writer``; the layout itself (kinds, ids, visits, request fields) stays inline, so
     listings read it without blobs."""
     out = dict(state)
@@ -552,7 +553,7 @@ def unreferenced(states: Iterable[Any], blobs: Mapping[str, bytes]) -> set[str]:
 
 def unreferenced_by(stored: Iterable[bytes], blobs: Mapping[str, bytes]) -> set[str]:
     """:func:`unreferenced` for a store's sweep: ``stored`` are the bytes
-    (:func:`~plait.spi.encode_checkpoint`) of the run's remaining checkpoints. If one of
+    (:func:`~plait_durable.encode_checkpoint`) of the run's remaining checkpoints. If one of
     them does not decode, nothing is swept (its references are unknown, and a blob
     kept too long is an orphan, never a dangling reference)."""
     states = []

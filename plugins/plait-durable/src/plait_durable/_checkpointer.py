@@ -1,5 +1,5 @@
 """The checkpointer: turns a run's state into checkpoints (full snapshots and deltas, see
-:mod:`plait.durable` for the layout) and hands them to the store in order.
+:mod:`plait_durable._layout` for the layout) and hands them to the store in order.
 
 .. versionadded:: 0.1
 """
@@ -23,7 +23,6 @@ from plait.spi import (
     Lease,
     PendingRequest,
     RunState,
-    dump_json,
     encode_value,
     type_name,
     type_ref,
@@ -31,6 +30,8 @@ from plait.spi import (
 
 from ._blobs import BlobWriter, externalize_state, has_blobs, resumed_blobs
 from ._fingerprint import fingerprint_of, fingerprint_summary
+from ._format import dump_json
+from ._layout import DeltaState, FullState, SharedChanges, StoredRequest, state_json
 from ._runview import shared_changes
 
 if TYPE_CHECKING:
@@ -185,50 +186,65 @@ class Checkpointer:
     def _body(
         self, state: RunState, inbox: Mapping[str, list[Any]], shared: Any, *, full: bool
     ) -> dict[str, Any]:
-        """The state of a full checkpoint, or of a delta on the current base."""
+        """The state of a full checkpoint, or of a delta on the current base, as the JSON
+        a checkpoint stores (:func:`~plait_durable._layout.state_json`)."""
         step = state.superstep
-        body: dict[str, Any] = {
-            "kind": "full" if full else "delta",
-            "pending": {
-                eid: [_encode(m, "message pending for executor", eid, step) for m in msgs]
-                for eid, msgs in inbox.items()
-            },
-            "router_state": self._router_state(state),
-            "requests": [self._request(r, step) for r in state.pending_requests.values()],
+        pending = {
+            eid: [_encode(m, "message pending for executor", eid, step) for m in msgs]
+            for eid, msgs in inbox.items()
         }
+        router_state = self._router_state(state)
+        requests = [self._request(r, step) for r in state.pending_requests.values()]
         ids = state.ids
-        if ids:  # the delivery ids of pending messages to executors taking them on arrival
-            body["ids"] = {eid: ids[eid] for eid in inbox if eid in ids}
+        # the delivery ids of pending messages to executors taking them on arrival
+        arrival = {eid: ids[eid] for eid in inbox if eid in ids} if ids else None
+        attempts = dict(state.attempts) if state.attempts else None
         if full:
-            body["executor_state"] = {
-                eid: snapshot for eid, snapshot in self.snapshots.items() if snapshot != {}
-            }
-            body["shared"] = shared
-            body["outputs"] = _encode(state.outputs, "workflow outputs", None, step)
-            body["visits"] = dict(state.visits)
-        else:
-            body["base"] = self.base_id
-            body["executor_state"] = dict(self.changed)
-            if (
-                isinstance(shared, dict)
-                and isinstance(self.shared_at_base, dict)
-                and self.blobs is None
-            ):
-                # key by key: a delta holds the keys written since its base, not all
-                # (with blobs, the whole shared state costs about its new keys: its items
-                # are a tree the last checkpoint shares, see plait._blobs)
-                changes = shared_changes(self.shared_at_base, shared)
-                if changes is not None:
-                    body["shared_changes"] = changes
-            elif shared != self.shared_at_base:
-                body["shared"] = shared
-            body["outputs"] = _encode(
-                state.outputs[self.outputs_at_base :], "workflow outputs", None, step
+            return state_json(
+                FullState(
+                    pending=pending,
+                    router_state=router_state,
+                    requests=requests,
+                    ids=arrival,
+                    executor_state={
+                        eid: snapshot for eid, snapshot in self.snapshots.items() if snapshot != {}
+                    },
+                    shared=shared,
+                    outputs=_encode(state.outputs, "workflow outputs", None, step),
+                    visits=dict(state.visits),
+                    attempts=attempts,
+                )
             )
-            body["visits"] = {eid: state.visits.get(eid, 0) for eid in self.visits_changed}
-        if state.attempts:
-            body["attempts"] = dict(state.attempts)
-        return body
+        assert self.base_id is not None
+        changes: SharedChanges | None = None
+        whole: Any = None
+        plain = isinstance(shared, dict) and isinstance(self.shared_at_base, dict)
+        if plain and self.blobs is None:
+            # key by key: a delta holds the keys written since its base, not all
+            # (with blobs, the whole shared state costs about its new keys: its items
+            # are a tree the last checkpoint shares, see plait._blobs)
+            changed = shared_changes(self.shared_at_base, shared)
+            if changed is not None:
+                changes = SharedChanges(set=changed["set"], unset=changed["unset"])
+        elif shared != self.shared_at_base:
+            whole = shared
+        return state_json(
+            DeltaState(
+                pending=pending,
+                router_state=router_state,
+                requests=requests,
+                ids=arrival,
+                base=self.base_id,
+                executor_state=dict(self.changed),
+                shared_changes=changes,
+                shared=whole,
+                outputs=_encode(
+                    state.outputs[self.outputs_at_base :], "workflow outputs", None, step
+                ),
+                visits={eid: state.visits.get(eid, 0) for eid in self.visits_changed},
+                attempts=attempts,
+            )
+        )
 
     def _fingerprint(self) -> dict[str, Any]:
         """What a checkpoint records of the workflow's fingerprint: the details in the
@@ -246,15 +262,15 @@ class Checkpointer:
         return out
 
     @staticmethod
-    def _request(request: PendingRequest, step: int) -> dict[str, Any]:
-        return {
-            "request_id": request.request_id,
-            "executor_id": request.executor_id,
-            "request": _encode(request.request, "request", request.request_id, step),
-            "response_type": type_ref(request.response_type),
-            "response_type_name": type_name(request.response_type),
-            "superstep": request.superstep,
-        }
+    def _request(request: PendingRequest, step: int) -> StoredRequest:
+        return StoredRequest(
+            request_id=request.request_id,
+            executor_id=request.executor_id,
+            request=_encode(request.request, "request", request.request_id, step),
+            response_type=type_ref(request.response_type),
+            response_type_name=type_name(request.response_type),
+            superstep=request.superstep,
+        )
 
     # -- writing -------------------------------------------------------------------------
 

@@ -1,25 +1,12 @@
 """Durable runs: writing checkpoints during a run, and rebuilding a run from them.
 
-Layout of ``Checkpoint.state`` (format version 1)::
-
-    kind            "full" or "delta"
-    base            for a delta: the id of the full checkpoint it builds on
-    pending         {executor_id: [message, ...]} — the next superstep's deliveries
-    executor_state  {executor_id: snapshot}  full: every non-empty state; delta: changed since base
-    router_state    {edge_group_id: snapshot} — every stateful edge group (fan-in buffers)
-    shared          the shared state (full: always; delta: whole only when the codec wrapped it)
-    shared_changes  delta: the shared-state keys changed since base, ``{"set": {key: value},
-                    "unset": [key, ...]}`` (absent when nothing changed)
-    requests        every pending request for outside input
-    outputs         workflow outputs (full: all so far; delta: since base)
-    visits          {executor_id: supersteps run} (full: all; delta: changed since base)
-
-A delta holds what changed since its base plus what is pending (shared state key by
-key), so a checkpoint's size follows what the run changed, not the number of executors in
-the graph; a full snapshot is written first, last, every ``snapshot_every`` checkpoints,
-and whenever a delta (over 16 KiB) would be larger than half a full snapshot: a delta
-repeats every change since its base, so past that point a new base costs less. Resuming
-needs the checkpoint and its base: two reads at most.
+``Checkpoint.state`` is a full snapshot or a delta (:mod:`plait_durable._layout` types
+its layout, format version 1). A delta holds what changed since its base plus what is
+pending (shared state key by key), so a checkpoint's size follows what the run changed,
+not the number of executors in the graph; a full snapshot is written first, last, every
+``snapshot_every`` checkpoints, and whenever a delta (over 16 KiB) would be larger than
+half a full snapshot: a delta repeats every change since its base, so past that point a
+new base costs less. Resuming needs the checkpoint and its base: two reads at most.
 
 Write order: a delta is only written after its base is durable (``sync`` awaits each save
 before the next superstep; ``async`` saves in order from one background writer), so no

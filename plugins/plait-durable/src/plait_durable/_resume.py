@@ -1,10 +1,11 @@
 """Resuming a run: the checkpoint to continue from, its state rebuilt, answers delivered.
 
-Stored data is untrusted: the state's layout is checked before use (a mis-shaped body is
-a :class:`~plait.CorruptCheckpointError`, never a ``KeyError``), and values decode
-only into the types the workflow declares (:func:`plait.spi.declared_types`); a tag
-naming anything else is a :class:`~plait.CheckpointDecodeError` naming the run,
-the checkpoint and the tag.
+Stored data is untrusted: the state is structured into its typed layout
+(:mod:`plait_durable._layout`) before use, so a mis-shaped body is a
+:class:`~plait.CorruptCheckpointError` naming each field that is wrong, never a
+``KeyError``; and values decode only into the types the workflow declares
+(:func:`plait.spi.declared_types`); a tag naming anything else is a
+:class:`~plait.CheckpointDecodeError` naming the run, the checkpoint and the tag.
 
 .. versionadded:: 0.1
 """
@@ -15,8 +16,9 @@ import contextvars
 import functools
 import json
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+import attrs
 from plait import (
     CheckpointDecodeError,
     CheckpointError,
@@ -42,12 +44,19 @@ from plait.spi import (
 
 from ._blobs import resolve_state, resumed_blobs
 from ._fingerprint import fingerprint_changes, fingerprint_of
-from ._runview import merge_shared
+from ._layout import DeltaState, FullState, read_state, state_json
 
 if TYPE_CHECKING:
     from plait.spi import CompiledGraph
 
-__all__ = ["answer_requests", "check_fingerprint", "load_run", "restore_state", "resumed_from"]
+__all__ = [
+    "Resumable",
+    "answer_requests",
+    "check_fingerprint",
+    "load_run",
+    "restore_state",
+    "resumed_from",
+]
 
 #: ``(run id, checkpoint id)`` when the current task resumed a run by its run id from
 #: that latest checkpoint: the durable runner checks, once it holds the run's lease,
@@ -56,7 +65,15 @@ resumed_from: contextvars.ContextVar[tuple[str, str] | None] = contextvars.Conte
     "plait_resumed_from", default=None
 )
 
-_KEY = "checkpoint_id"  # where load_run leaves the checkpoint's id in the state it returns
+
+@attrs.frozen
+class Resumable:
+    """What :func:`load_run` gives :func:`restore_state`: the state to go on from (a delta
+    merged onto its base, values read back from blobs) and how errors name its checkpoint."""
+
+    where: str
+    state: FullState
+
 
 #: The schedule whose cuts a checkpoint's ``"pipeline"`` section holds (format 1): it
 #: decodes the section, and a run resumed from it starts in that schedule.
@@ -65,9 +82,9 @@ CUT_SCHEDULE = "pipelined"
 
 async def load_run(
     store: CheckpointStore, id: str, graph: CompiledGraph, accept_changes: bool = False
-) -> tuple[Checkpoint, dict[str, Any]]:
+) -> tuple[Checkpoint, Resumable]:
     """The checkpoint to resume (the latest of run ``id``, or checkpoint ``id``) and its
-    materialised state (a delta merged onto its base), its layout checked, taken on
+    materialised state (a delta merged onto its base), structured into its layout, taken on
     ``graph``'s topology and (unless ``accept_changes``) its workflow fingerprint.
 
     :raises CheckpointError: ``id`` is both a run id and another run's checkpoint id.
@@ -94,95 +111,31 @@ async def load_run(
         )
     if checkpoint.signature != graph.signature:
         raise TopologyMismatchError(await _mismatch(store, checkpoint, graph.spec))
-    state = dict(checkpoint.state)
-    _check_layout(state, where, delta_ok=True)  # a sealed one read without its key: refused
+    # a sealed one read without its key is refused here, before anything else is read
+    stored = read_state(checkpoint.state, where)
     await check_fingerprint(store, checkpoint, fingerprint_of(graph), accept_changes=accept_changes)
-    if state["kind"] == "delta":
-        base = await store.load(state["base"])
+    if isinstance(stored, DeltaState):
+        base = await store.load(stored.base)
         base_where = f"run {base.run_id!r}, checkpoint {base.checkpoint_id!r}"
-        if base.run_id != checkpoint.run_id or base.checkpoint_id != state["base"]:
+        if base.run_id != checkpoint.run_id or base.checkpoint_id != stored.base:
             raise CorruptCheckpointError(
-                f"{where} is corrupt: its base {state['base']!r} is {base_where}"
+                f"{where} is corrupt: its base {stored.base!r} is {base_where}"
             )
-        _check_layout(base.state, base_where, delta_ok=False)
-        merged = dict(base.state)
-        merged["executor_state"] = {**base.state["executor_state"], **state["executor_state"]}
-        merged["visits"] = {**base.state["visits"], **state["visits"]}
-        merged["outputs"] = base.state["outputs"] + state["outputs"]
-        merged["shared"] = merge_shared(base.state["shared"], state)
-        merged.pop("shared_changes", None)
-        for key in ("pending", "router_state", "requests"):
-            merged[key] = state[key]
-        for key in ("attempts", "pipeline", "ids"):
-            merged.pop(key, None)
-            if key in state:
-                merged[key] = state[key]
-        state = merged
+        full = stored.onto(cast(FullState, read_state(base.state, base_where, delta_ok=False)))
+    else:
+        full = stored
     # only the blobs this checkpoint (and its base) name, verified against their hashes
     read: set[str] = set()
     strings: dict[int, tuple[str, str]] = {}
-    state = await resolve_state(
-        state, store=store, run_id=checkpoint.run_id, where=where, seen=read, strings=strings
+    data = state_json(full)
+    resolved = await resolve_state(
+        data, store=store, run_id=checkpoint.run_id, where=where, seen=read, strings=strings
     )
+    if resolved is not data:  # values came back from blobs: the same layout, checked again
+        full = cast(FullState, read_state(resolved, where, delta_ok=False))
     resumed_blobs.set((checkpoint.run_id, frozenset(read), strings))
-    state[_KEY] = checkpoint.checkpoint_id
     resumed_from.set((checkpoint.run_id, checkpoint.checkpoint_id) if by_run else None)
-    return checkpoint, state
-
-
-def _check_layout(state: Mapping[str, Any], where: str, *, delta_ok: bool) -> None:
-    """Refuse a state whose layout is not format 1's (see :mod:`plait.durable`)."""
-
-    def bad(what: str) -> CorruptCheckpointError:
-        return CorruptCheckpointError(f"{where} is corrupt: its state {what}")
-
-    kind = state.get("kind")
-    if isinstance(kind, str) and kind not in ("full", "delta"):
-        # a store wrapper's envelope (a signed or encrypted checkpoint) read without it
-        raise bad(
-            f"has kind {kind!r:.40}, expected 'full' or 'delta'; if a store wrapper wrote "
-            "it (a signed or encrypted checkpoint), read the store through that wrapper, "
-            "with its key"
-        )
-    if kind not in (("full", "delta") if delta_ok else ("full",)):
-        raise bad(f"has kind {kind!r}, expected 'full'" + (" or 'delta'" if delta_ok else ""))
-    shapes: dict[str, type] = {
-        "pending": dict,
-        "executor_state": dict,
-        "router_state": dict,
-        "requests": list,
-        "outputs": list,
-        "visits": dict,
-    }
-    for key, shape in shapes.items():
-        if not isinstance(state.get(key), shape):
-            raise bad(f"field {key!r} is {type(state.get(key)).__name__}, not {shape.__name__}")
-    if kind == "full" and "shared" not in state:
-        raise bad("lacks field 'shared'")
-    if kind == "delta" and not isinstance(state.get("base"), str):
-        raise bad("is a delta without the id of its base")
-    for eid, messages in state["pending"].items():
-        if not isinstance(messages, list):
-            raise bad(f"holds pending messages for {eid!r} that are not a list")
-    attempts = state.get("attempts", {})
-    if not isinstance(attempts, dict) or not all(
-        isinstance(k, str) and isinstance(n, int) and not isinstance(n, bool)
-        for k, n in attempts.items()
-    ):
-        raise bad("has attempt counts that are not a map of invocation keys to ints")
-    for eid, count in state["visits"].items():
-        if not isinstance(count, int) or isinstance(count, bool):
-            raise bad(f"counts visits of {eid!r} as {count!r:.40}")
-    for raw in state["requests"]:
-        if not (
-            isinstance(raw, dict)
-            and isinstance(raw.get("request_id"), str)
-            and isinstance(raw.get("executor_id"), str)
-            and isinstance(raw.get("superstep"), int)
-            and isinstance(raw.get("response_type"), (str, type(None)))
-            and "request" in raw
-        ):
-            raise bad(f"holds a pending request of the wrong shape: {raw!r:.80}")
+    return checkpoint, Resumable(where, full)
 
 
 async def _mismatch(store: CheckpointStore, checkpoint: Checkpoint, spec: WorkflowSpec) -> str:
@@ -225,9 +178,11 @@ def _topology_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
 
 
 def restore_state(
-    graph: CompiledGraph, run_state: RunState, data: Mapping[str, Any], *, cut: bool = True
+    graph: CompiledGraph, run_state: RunState, data: Any, *, cut: bool = True
 ) -> dict[str, list[Any]]:
-    """Fill ``run_state`` from materialised checkpoint ``data``; return the pending inbox.
+    """Fill ``run_state`` from ``data`` and return the pending inbox: a :class:`Resumable`
+    (from :func:`load_run`) or a full state as stored JSON (what a nested workflow waiting
+    for input keeps, :meth:`Checkpoints.snapshot`).
 
     Values decode into the graph's :func:`~plait.spi.declared_types` only. A checkpoint
     taken at a cut of the pipelined schedule is decoded by that schedule (``cut``: the
@@ -238,14 +193,14 @@ def restore_state(
     :raises UnknownNameError: the checkpoint is a cut and the schedule that took it is not
         installed (naming the run, the checkpoint and ``plait-pipeline``).
     """
-    checkpoint_id = data.get(_KEY)
-    where = f"run {run_state.run_id!r}" + (
-        f", checkpoint {checkpoint_id!r}" if checkpoint_id else ""
-    )
-    _check_layout(data, where, delta_ok=False)
+    if isinstance(data, Resumable):
+        where, state = data.where, data.state
+    else:
+        where = f"run {run_state.run_id!r}"
+        state = cast(FullState, read_state(data, where, delta_ok=False))
     decode = functools.partial(decode_value, types=declared_types(graph))
     try:
-        return _restore(graph, run_state, data, decode, where, cut)
+        return _restore(graph, run_state, state, decode, where, cut)
     except DecodeError as exc:
         tag = f" (type tag {exc.tag!r})" if exc.tag else ""
         raise CheckpointDecodeError(f"{where} does not decode{tag}: {exc}") from exc
@@ -260,64 +215,58 @@ def restore_state(
 def _restore(
     graph: CompiledGraph,
     run_state: RunState,
-    data: Mapping[str, Any],
+    state: FullState,
     decode: Callable[[Any], Any],
     where: str,
     cut: bool,
 ) -> dict[str, list[Any]]:
     types = declared_types(graph)
-    for eid, snapshot in data["executor_state"].items():
+    for eid, snapshot in state.executor_state.items():
         executor = graph.executors.get(eid)
         if executor is not None:
             run_state.executor_state[eid] = executor.restore_state(decode(snapshot))
-    shared = decode(data["shared"])
+    shared = decode(state.shared)
     if not isinstance(shared, dict):
         raise CorruptCheckpointError(f"{where} is corrupt: its shared state is not a dict")
     run_state.shared.update(shared)
-    run_state.outputs.extend(decode(data["outputs"]))
-    run_state.visits.update(data["visits"])
-    run_state.attempts.update(data.get("attempts") or {})
-    for gid, snapshot in data["router_state"].items():
+    run_state.outputs.extend(decode(state.outputs))
+    run_state.visits.update(state.visits)
+    run_state.attempts.update(state.attempts or {})
+    for gid, snapshot in state.router_state.items():
         runner = graph.edge_runners.get(gid)
         if runner is not None:
             run_state.router_state[gid] = runner.restore(snapshot, decode)
-    for raw in data["requests"]:
-        ref = raw["response_type"]
-        if raw["executor_id"] not in graph.executors:
+    for request in state.requests:
+        if request.executor_id not in graph.executors:
             raise CorruptCheckpointError(
-                f"{where} is corrupt: a pending request names executor {raw['executor_id']!r},"
-                " which the workflow does not have"
+                f"{where} is corrupt: a pending request names executor "
+                f"{request.executor_id!r}, which the workflow does not have"
             )
         response_type: Any = Any
-        if ref:
-            response_type = types.get(ref)
+        if request.response_type:
+            response_type = types.get(request.response_type)
             if response_type is None:
                 raise CheckpointDecodeError(
-                    f"{where} does not decode (type tag {ref!r}): the response type of "
-                    f"request {raw['request_id']!r} is not a type this workflow declares"
+                    f"{where} does not decode (type tag {request.response_type!r}): the "
+                    f"response type of request {request.request_id!r} is not a type this "
+                    "workflow declares"
                 )
-        run_state.pending_requests[raw["request_id"]] = PendingRequest(
-            raw["request_id"],
-            raw["executor_id"],
-            decode(raw["request"]),
+        run_state.pending_requests[request.request_id] = PendingRequest(
+            request.request_id,
+            request.executor_id,
+            decode(request.request),
             response_type,
-            raw["superstep"],
+            request.superstep,
         )
-    ids = data.get("ids")
-    if isinstance(ids, dict):  # delivery ids of messages to executors taking them on arrival
-        run_state.ids = {
-            eid: [i for i in found if isinstance(i, str)]
-            for eid, found in ids.items()
-            if isinstance(found, list)
-        }
-    section = data.get("pipeline")
-    if section is not None and cut:  # a cut of a pipelined run: its schedule resumes it
+    if state.ids is not None:  # delivery ids of messages to executors taking them on arrival
+        run_state.ids = {eid: list(found) for eid, found in state.ids.items()}
+    if state.pipeline is not None and cut:  # a cut of a pipelined run: its schedule resumes it
         schedule = graph.plugin_manager.registry("schedule").get(
             CUT_SCHEDULE, what=f"resuming {where}, a cut of that schedule"
         )
-        run_state.cut = (CUT_SCHEDULE, schedule.decode_cut(section, decode))
+        run_state.cut = (CUT_SCHEDULE, schedule.decode_cut(state.pipeline, decode))
     inbox: dict[str, list[Any]] = {}
-    for eid, messages in data["pending"].items():
+    for eid, messages in state.pending.items():
         if eid not in graph.executors:
             raise CorruptCheckpointError(
                 f"{where} is corrupt: it holds messages for executor {eid!r}, which the "

@@ -38,6 +38,7 @@ from plait import CheckpointNotFoundError, CorruptCheckpointError
 from plait.spi import Checkpoint, CheckpointStore, Lease, RunInfo
 
 from ._runview import Change, CheckpointView, checkpoint_view, diff_views, fork_run, merge_state
+from ._stores import latest_run_info
 
 __all__ = [
     "DEFAULT_PAGE",
@@ -95,7 +96,7 @@ class RunSummary(RunInfo):
     ) -> RunSummary:
         """The summary of the run whose latest checkpoint is ``latest``, whose first
         checkpoint was taken at ``created_at`` with metadata ``first_metadata``."""
-        info = RunInfo.from_latest(latest, created_at=created_at)
+        info = latest_run_info(latest, created_at=created_at)
         origin = forked_from(first_metadata)
         return cls(
             **attrs.asdict(info),

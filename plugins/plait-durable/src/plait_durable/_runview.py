@@ -18,9 +18,11 @@ from typing import Any
 
 import attrs
 from plait import CheckpointError
-from plait.spi import BlobStore, Checkpoint, CheckpointStore, error_summary
+from plait.spi import BlobStore, Checkpoint, CheckpointStore
 
 from ._blobs import BlobWriter, externalize_state, has_blobs, resolve_state
+from ._layout import apply_shared_changes
+from ._stores import error_summary
 
 __all__ = [
     "EDITABLE",
@@ -61,7 +63,7 @@ class CheckpointView:
 
     @property
     def error_line(self) -> str | None:
-        """:attr:`error` as one line (:func:`~plait.checkpoint.error_summary`)."""
+        """:attr:`error` as one line (:func:`~plait_durable.error_summary`)."""
         return error_summary(self.error)
 
 
@@ -90,11 +92,9 @@ def merge_shared(base: Any, state: Mapping[str, Any]) -> Any:
     if "shared" in state:
         return state["shared"]
     changes = state.get("shared_changes")
-    if not isinstance(changes, dict) or not isinstance(base, dict):
+    if not isinstance(changes, dict):
         return base
-    merged = {k: v for k, v in base.items() if k not in set(_items(changes.get("unset")))}
-    merged.update(_mapping(changes.get("set")))
-    return merged
+    return apply_shared_changes(base, _mapping(changes.get("set")), _items(changes.get("unset")))
 
 
 def merge_state(state: Mapping[str, Any], base: Mapping[str, Any] | None) -> dict[str, Any]:

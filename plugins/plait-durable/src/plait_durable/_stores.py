@@ -10,20 +10,21 @@ worded the same way whichever store they chose:
 - :func:`redact_url` keeps a password out of ``url``, and so out of every message;
 - :func:`where` names a checkpoint in errors, and :func:`duplicate_error` refuses an id
   that is stored already with other contents;
-- :func:`take_lease` decides whether a run's stored lease may be taken and with which
-  fencing token, the same way in every store (:class:`~plait.spi.Lease`);
+- :func:`check_keep_last` and :func:`prune_plan` are ``prune``'s argument check and its
+  rule, :func:`check_runs_limit` is ``runs``'s;
+- :func:`run_info` lists a run from its latest checkpoint's bytes
+  (:func:`latest_run_info`, or :func:`corrupt_run_info` when they do not decode);
 - :data:`INFO_FIELDS`, :func:`info_row` and :func:`info_fields` lay out the listing
   fields (:class:`~plait.spi.CheckpointInfo`) as a row or a JSON object, and
   ``CheckpointInfo(*row)`` / ``CheckpointInfo(**fields)`` read them back.
 
-``prune``'s argument check and its rule are :func:`plait.spi.check_keep_last` and
-:func:`plait.spi.prune_plan`. Test a store with
-:class:`plait.testing.stores.CheckpointStoreContract`.
+The bytes a checkpoint is stored as are :func:`~plait_durable.encode_checkpoint`'s, the
+lease rules are :func:`~plait_durable.take_lease` and its neighbours. Test a store with
+:class:`plait_testing.stores.CheckpointStoreContract`.
 
 How a store starts::
 
-    from plait.spi import encode_checkpoint
-    from plait.spi import CheckpointStoreBase, duplicate_error
+    from plait_durable import CheckpointStoreBase, duplicate_error, encode_checkpoint
 
     class DictStore(CheckpointStoreBase):
         def __init__(self) -> None:
@@ -43,36 +44,34 @@ How a store starts::
 from __future__ import annotations
 
 import re
-import time
+from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
 from plait import CheckpointError, CorruptCheckpointError, StoreUnavailableError
-from plait.spi import (
-    Checkpoint,
-    CheckpointInfo,
-    Lease,
-    LeaseHolder,
-    RunInfo,
-    decode_checkpoint,
-    granted,
-    held_error,
-    is_free,
-)
+from plait.spi import Checkpoint, CheckpointInfo, RunInfo
 from typing_extensions import Self
 
+from ._format import decode_checkpoint
+
 __all__ = [
+    "CORRUPT",
     "INFO_FIELDS",
     "CheckpointStoreBase",
     "InfoRow",
+    "check_keep_last",
+    "check_runs_limit",
+    "corrupt_run_info",
     "duplicate_error",
+    "error_summary",
     "info_fields",
     "info_row",
+    "latest_run_info",
     "parse_age",
+    "prune_plan",
     "redact_url",
     "run_info",
-    "take_lease",
     "where",
 ]
 
@@ -134,17 +133,100 @@ def redact_url(url: str) -> str:
 def where(run_id: str, checkpoint_id: str) -> str:
     """How errors name one stored checkpoint: ``run 'r1', checkpoint 'c7'``.
 
-    Pass it as ``where=`` to :func:`~plait.spi.decode_checkpoint`, so a corrupt
+    Pass it as ``where=`` to :func:`~plait_durable.decode_checkpoint`, so a corrupt
     checkpoint is reported naming its run.
     """
     return f"run {run_id!r}, checkpoint {checkpoint_id!r}"
+
+
+#: The status :func:`corrupt_run_info` gives a run whose latest checkpoint does not decode.
+CORRUPT = "corrupt"
+
+
+class LatestCheckpoint(Protocol):
+    """What a listing reads of a run's latest checkpoint (a :class:`plait.spi.Checkpoint`)."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def superstep(self) -> int: ...
+
+    @property
+    def created_at(self) -> float: ...
+
+    @property
+    def metadata(self) -> Mapping[str, Any]: ...
+
+    @property
+    def state(self) -> Mapping[str, Any]: ...
+
+
+def latest_run_info(latest: LatestCheckpoint, *, created_at: float | None = None) -> RunInfo:
+    """The listing of the run whose latest checkpoint is ``latest`` (``created_at``: when
+    its first checkpoint was taken; ``latest``'s own time if not given): its workflow
+    (``metadata["workflow"]``), status, superstep, pending requests and, for a failed run,
+    the error its checkpoint records (:func:`error_summary`).
+
+    .. versionadded:: 0.1
+    """
+    workflow = latest.metadata.get("workflow")
+    requests = latest.state.get("requests")
+    return RunInfo(
+        run_id=latest.run_id,
+        workflow=workflow if isinstance(workflow, str) else None,
+        status=latest.status,
+        superstep=latest.superstep,
+        pending_requests=len(requests) if isinstance(requests, list) else 0,
+        error=error_summary(latest.metadata.get("error")),
+        created_at=latest.created_at if created_at is None else created_at,
+        updated_at=latest.created_at,
+    )
+
+
+def corrupt_run_info(run_id: str, error: Exception, *, created_at: float = 0.0) -> RunInfo:
+    """The listing of a run whose latest checkpoint does not decode: status
+    :data:`CORRUPT`, ``error`` the decoding error's message on one line, so one damaged
+    run does not hide the others.
+
+    .. versionadded:: 0.1
+    """
+    return RunInfo(
+        run_id=run_id,
+        workflow=None,
+        status=CORRUPT,
+        superstep=-1,
+        pending_requests=0,
+        error=" ".join(str(error).split()) or type(error).__name__,
+        created_at=created_at,
+        updated_at=created_at,
+    )
+
+
+def error_summary(error: Any) -> str | None:
+    """One line for a failed checkpoint's ``metadata["error"]`` (``{"executor", "type",
+    "message", "superstep"}``): ``ValueError in 'parse' (superstep 3): bad input``.
+    ``None`` when ``error`` is not such a mapping."""
+    if not isinstance(error, dict):
+        return None
+    kind = error.get("type") or "error"
+    executor = error.get("executor")
+    where = f" in {executor!r}" if isinstance(executor, str) else ""
+    superstep = error.get("superstep")
+    if isinstance(superstep, int) and not isinstance(superstep, bool):
+        where += f" (superstep {superstep})"
+    message = " ".join(str(error.get("message") or "").split())
+    return f"{kind}{where}: {message}" if message else f"{kind}{where}"
 
 
 def run_info(
     data: bytes, *, run_id: str, checkpoint_id: str, url: str, created_at: float | None
 ) -> RunInfo:
     """The listing of a run from its latest checkpoint's stored bytes, as ``runs()``
-    returns it: :meth:`RunInfo.from_latest`, or :meth:`RunInfo.corrupt` when the bytes do
+    returns it: :func:`latest_run_info`, or :func:`corrupt_run_info` when the bytes do
     not decode, so one damaged run never fails the whole listing.
 
     .. versionadded:: 0.1
@@ -157,46 +239,61 @@ def run_info(
             expect_id=checkpoint_id,
         )
     except CorruptCheckpointError as exc:
-        return RunInfo.corrupt(run_id, exc, created_at=created_at or 0.0)
-    return RunInfo.from_latest(latest, created_at=created_at)
+        return corrupt_run_info(run_id, exc, created_at=created_at or 0.0)
+    return latest_run_info(latest, created_at=created_at)
+
+
+def check_keep_last(keep_last: int) -> int:
+    """Return ``keep_last`` if it is a valid ``prune(keep_last=...)`` argument.
+
+    :raises ValueError: ``keep_last`` is negative or not an integer (``bool`` included).
+    """
+    if not isinstance(keep_last, int) or isinstance(keep_last, bool) or keep_last < 0:
+        raise ValueError(f"prune(keep_last=...) needs an integer >= 0, got {keep_last!r}")
+    return keep_last
+
+
+def prune_plan(infos: Sequence[CheckpointInfo], keep_last: int) -> list[str]:
+    """The ids :meth:`~plait.spi.CheckpointStore.prune` deletes to keep the newest ``keep_last``.
+
+    ``infos`` are one run's checkpoints, oldest first (as ``list`` returns them), with
+    ``base_id`` read from verified bodies. Every checkpoint but the newest ``keep_last``
+    goes, except the bases those kept checkpoints name (:attr:`CheckpointInfo.base_id`),
+    so a kept delta stays resumable, and except the run's first checkpoint while anything
+    is kept (it holds the topology that a refused resume compares against). The ids come
+    oldest first.
+
+    :raises ValueError: ``keep_last`` is negative or not an integer.
+    """
+    check_keep_last(keep_last)
+    cut = max(len(infos) - keep_last, 0)
+    needed = {info.base_id for info in infos[cut:] if info.base_id is not None}
+    if keep_last and infos:
+        needed.add(infos[0].checkpoint_id)
+    return [info.checkpoint_id for info in infos[:cut] if info.checkpoint_id not in needed]
+
+
+def check_runs_limit(limit: int | None) -> int | None:
+    """Return ``limit`` if it is a valid ``runs(limit=...)`` argument.
+
+    :raises ValueError: ``limit`` is negative or not an integer (``bool`` included).
+    """
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+        raise ValueError(f"runs(limit=...) needs None or an integer >= 0, got {limit!r}")
+    return limit
 
 
 def duplicate_error(checkpoint: Checkpoint, url: str) -> CheckpointError:
     """The error for saving an id that ``url`` stores already with other contents.
 
     Saving the very same checkpoint again is not an error: a store compares the bytes of
-    :func:`~plait.spi.encode_checkpoint` and does nothing when they match.
+    :func:`~plait_durable.encode_checkpoint` and does nothing when they match.
     """
     return CheckpointError(
         f"{where(checkpoint.run_id, checkpoint.checkpoint_id)} is already stored in {url} "
         "with different contents; checkpoint ids must be unique (saving the same "
         "checkpoint again is allowed and does nothing)"
     )
-
-
-def take_lease(
-    run_id: str,
-    current: tuple[int, LeaseHolder | None, float] | None,
-    holder: LeaseHolder | None,
-    ttl: float,
-    url: str,
-) -> Lease:
-    """The lease to store for ``run_id``, given the stored ``(token, holder, expires_at)``
-    (``None`` if the run never had one): the next token, ``holder`` (default: this
-    process), expiring ``ttl`` seconds from now. Call it inside the store's transaction or
-    lock, then write the returned lease's token, holder and expiry.
-
-    :raises RunLeaseError: the stored lease is held by a live worker.
-    :raises ValueError: ``ttl`` is not a positive number.
-    """
-    if not ttl > 0:
-        raise ValueError(f"lease ttl must be a positive number of seconds, got {ttl!r}")
-    now = time.time()
-    if current is not None and not is_free(current[1], current[2], now):
-        assert current[1] is not None
-        raise held_error(run_id, current[1], url)
-    token = (current[0] if current is not None else 0) + 1
-    return granted(Lease(run_id, token, holder or LeaseHolder.here(), now + ttl))
 
 
 def info_row(checkpoint: Checkpoint | CheckpointInfo) -> InfoRow:

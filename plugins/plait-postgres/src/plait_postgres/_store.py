@@ -1,7 +1,7 @@
 """``postgresql://`` and ``postgres://``: checkpoints in PostgreSQL, through psycopg 3 async.
 
 One table, ``plait_checkpoints`` (in the connection's ``search_path``), with the listing
-fields as columns and the bytes of :func:`~plait.spi.encode_checkpoint` as
+fields as columns and the bytes of :func:`~plait_durable.encode_checkpoint` as
 ``BYTEA``. ``seq`` is an identity column: it grows with every insert, so a run is ordered
 by insertion even when superstep numbers repeat after a resume, and ``(run_id, seq)`` is
 indexed for "latest of a run". A save is one ``INSERT`` in autocommit mode: atomic, and
@@ -51,19 +51,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 import anyio
 import psycopg
 from plait import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
-from plait.spi import (
-    Checkpoint,
-    CheckpointInfo,
-    Lease,
-    LeaseHolder,
-    RunInfo,
-    check_keep_last,
-    check_runs_limit,
-    decode_checkpoint,
-    encode_checkpoint,
-    lost_error,
-    released,
-)
+from plait.spi import Checkpoint, CheckpointInfo, Lease, LeaseHolder, RunInfo
 from plait_durable import (
     INFO_FIELDS,
     MAX_JOURNAL_PAGE,
@@ -74,12 +62,18 @@ from plait_durable import (
     RunQuery,
     RunSummary,
     check_journal_read,
+    check_keep_last,
+    check_runs_limit,
     child_refs,
+    decode_checkpoint,
     duplicate_error,
+    encode_checkpoint,
     info_row,
+    lost_error,
     page_of_rows,
     page_sql,
     redact_url,
+    released,
     run_info,
     take_lease,
     unreferenced,

@@ -48,11 +48,9 @@ from plait.spi import (
     Lease,
     LeaseHolder,
     RunInfo,
-    dump_json,
-    load_json,
     open_store,
 )
-from plait_durable import blob_refs, has_blobs
+from plait_durable import blob_refs, dump_json, has_blobs, load_json
 
 from ._keys import (
     CONTEXT,

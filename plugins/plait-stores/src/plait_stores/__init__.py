@@ -10,7 +10,7 @@ Installing ``plait-stores`` registers three URL schemes with Plait's
 Use them by URL (``wf.run(msg, checkpoint="sqlite:///runs.db")``,
 ``plait.spi.open_store(url)``) or construct them directly. Every store orders a
 run's checkpoints by insertion, keeps the bytes of
-:func:`plait.spi.encode_checkpoint` and so detects a corrupted checkpoint on load,
+:func:`plait_durable.encode_checkpoint` and so detects a corrupted checkpoint on load,
 and passes :class:`plait.testing.stores.CheckpointStoreContract`.
 
 .. versionadded:: 0.1

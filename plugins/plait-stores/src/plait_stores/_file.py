@@ -21,7 +21,7 @@ File names start with a zero-padded sequence number, so a sorted directory listi
 run's insertion order (superstep numbers repeat across resumes; the sequence does not)
 and ``latest``, ``prune`` and ``delete_run`` never open a file they do not need. Each
 ``.ckpt`` file is one header line (the listing fields as JSON) followed by the bytes of
-:func:`~plait.spi.encode_checkpoint`. ``ids/`` lets ``load(checkpoint_id)`` find a
+:func:`~plait_durable.encode_checkpoint`. ``ids/`` lets ``load(checkpoint_id)`` find a
 file without scanning every run. Names are percent-encoded, so any run id is a safe name.
 
 A save writes a temporary file in the target directory, fsyncs it, renames it over the
@@ -85,19 +85,7 @@ from urllib.parse import quote, unquote
 import anyio.to_thread
 import attrs
 from plait import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
-from plait.spi import (
-    Checkpoint,
-    CheckpointInfo,
-    Lease,
-    LeaseHolder,
-    RunInfo,
-    check_keep_last,
-    check_runs_limit,
-    decode_checkpoint,
-    encode_checkpoint,
-    lost_error,
-    released,
-)
+from plait.spi import Checkpoint, CheckpointInfo, Lease, LeaseHolder, RunInfo
 from plait_durable import (
     MAX_JOURNAL_PAGE,
     CheckpointStoreBase,
@@ -106,8 +94,16 @@ from plait_durable import (
     RunQuery,
     RunSummary,
     check_journal_read,
+    check_keep_last,
+    check_runs_limit,
+    corrupt_run_info,
+    decode_checkpoint,
     duplicate_error,
+    encode_checkpoint,
     info_fields,
+    latest_run_info,
+    lost_error,
+    released,
     take_lease,
     unreferenced,
     where,
@@ -488,7 +484,7 @@ class FileCheckpointStore(CheckpointStoreBase):
                 latest, created_at=first.created_at, first_metadata=first.metadata
             )
         except CorruptCheckpointError as exc:
-            info = RunInfo.corrupt(run_id, exc)
+            info = corrupt_run_info(run_id, exc)
             return RunSummary(*attrs.astuple(info))
 
     def _summaries_sync(self) -> builtins.list[RunSummary]:
@@ -1055,7 +1051,7 @@ class FileCheckpointStore(CheckpointStoreBase):
             try:
                 listed = self._run_times(run_name)
             except CorruptCheckpointError as exc:
-                damaged.append(RunInfo.corrupt(unquote(run_name), exc))
+                damaged.append(corrupt_run_info(unquote(run_name), exc))
                 continue
             if listed is not None:
                 found.append(listed)
@@ -1067,12 +1063,10 @@ class FileCheckpointStore(CheckpointStoreBase):
             try:
                 latest = self._latest_sync(run_id)
             except CorruptCheckpointError as exc:
-                out.append(RunInfo.corrupt(run_id, exc, created_at=created_at))
+                out.append(corrupt_run_info(run_id, exc, created_at=created_at))
                 continue
             if latest is not None:
-                out.append(
-                    RunInfo.from_latest(latest, created_at=min(created_at, latest.created_at))
-                )
+                out.append(latest_run_info(latest, created_at=min(created_at, latest.created_at)))
         return (out + damaged)[:limit]
 
     def _run_times(self, run_name: str) -> tuple[float, str, float] | None:

@@ -1,6 +1,6 @@
 """``memory://NAME``: checkpoints in this process's memory, shared by name.
 
-The store keeps the bytes :func:`~plait.spi.encode_checkpoint` makes, not the
+The store keeps the bytes :func:`~plait_durable.encode_checkpoint` makes, not the
 objects, so every load decodes and checks integrity exactly as a durable store does:
 a test that passes on ``memory://`` exercises the same encoding a real run uses.
 """
@@ -16,20 +16,7 @@ from urllib.parse import unquote, urlsplit
 
 import anyio.lowlevel
 from plait import CheckpointNotFoundError
-from plait.spi import (
-    Checkpoint,
-    CheckpointInfo,
-    Lease,
-    LeaseHolder,
-    RunInfo,
-    check_keep_last,
-    check_runs_limit,
-    decode_checkpoint,
-    encode_checkpoint,
-    lost_error,
-    prune_plan,
-    released,
-)
+from plait.spi import Checkpoint, CheckpointInfo, Lease, LeaseHolder, RunInfo
 from plait_durable import (
     MAX_JOURNAL_PAGE,
     CheckpointStoreBase,
@@ -38,8 +25,15 @@ from plait_durable import (
     RunQuery,
     RunSummary,
     check_journal_read,
+    check_keep_last,
+    check_runs_limit,
+    decode_checkpoint,
     duplicate_error,
+    encode_checkpoint,
+    lost_error,
     parse_int_cursor,
+    prune_plan,
+    released,
     run_info,
     take_lease,
     unreferenced,

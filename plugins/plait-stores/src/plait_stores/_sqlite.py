@@ -42,19 +42,7 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 from plait import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
-from plait.spi import (
-    Checkpoint,
-    CheckpointInfo,
-    Lease,
-    LeaseHolder,
-    RunInfo,
-    check_keep_last,
-    check_runs_limit,
-    decode_checkpoint,
-    encode_checkpoint,
-    lost_error,
-    released,
-)
+from plait.spi import Checkpoint, CheckpointInfo, Lease, LeaseHolder, RunInfo
 from plait_durable import (
     INFO_FIELDS,
     MAX_JOURNAL_PAGE,
@@ -65,10 +53,16 @@ from plait_durable import (
     RunQuery,
     RunSummary,
     check_journal_read,
+    check_keep_last,
+    check_runs_limit,
+    decode_checkpoint,
     duplicate_error,
+    encode_checkpoint,
     info_row,
+    lost_error,
     page_of_rows,
     page_sql,
+    released,
     run_info,
     take_lease,
     unreferenced_by,

@@ -107,7 +107,7 @@ def flip_byte(data: bytes, position: int = -1) -> bytes:
     """``data`` with the byte at ``position`` XOR-ed with 1.
 
     The default, the last byte, lies in the checksummed JSON body of
-    :func:`~plait.spi.encode_checkpoint`'s bytes: what ``corrupt`` hooks flip.
+    :func:`~plait_durable.encode_checkpoint`'s bytes: what ``corrupt`` hooks flip.
     """
     damaged = bytearray(data)
     damaged[position] ^= 0x01
