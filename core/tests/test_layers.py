@@ -28,7 +28,8 @@ are workflow documents — reading them, agent names, capabilities and grants: t
 ``plait-documents``, which ``plait.load`` reaches through the ``documents`` registry. Nor
 is the search for the cheapest chain of converters between two types: it ships as
 ``plait-converters``, which the builder reaches through the ``converter_search`` registry
-(``plait.spi.find_chain``).
+(``plait.spi.find_chain``). Nor is the pipelined schedule: it ships as ``plait-pipeline``,
+which a run asking for it by name reaches through the ``schedule`` registry.
 
 Inside a layer, the imports form no cycle either, and the runner's import closure — every
 kernel module a superstep can reach — is the engine's core only: never plugin loading, the

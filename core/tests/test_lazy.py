@@ -74,3 +74,27 @@ def test_lazy_exports_import_a_name_on_first_use() -> None:
     assert getter("WorkflowSpec") is plait.WorkflowSpec
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         getter("nope")
+
+
+def test_a_lazy_object_that_fails_on_first_use_names_its_plugin_and_distribution(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "plait_broken_impl.py").write_text("raise RuntimeError('no database driver')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "plait_broken_impl", raising=False)
+    plugin = types.ModuleType("plait_broken")
+
+    @plait.hookimpl
+    def plait_register_merge_strategies(register: Any) -> None:
+        register("broken", lazy("plait_broken_impl:Broken", provides=("merge", "output_type")))
+
+    plugin.plait_register_merge_strategies = plait_register_merge_strategies  # type: ignore[attr-defined]
+    manager = make_plugin_manager(fake_entry_point("broken", plugin, distribution="dist-broken"))
+    strategy = manager.registry("merge_strategy").get("broken")  # registering imported nothing
+    with pytest.raises(plait.PluginLoadError) as caught:
+        strategy.merge(["a"], ["x"])
+    error = caught.value
+    assert error.distribution == "dist-broken" and error.phase == "import"
+    assert "merge_strategy 'broken' (plait_broken_impl:Broken)" in str(error)
+    assert "failed on first use: RuntimeError: no database driver" in str(error)
+    assert isinstance(error.__cause__, RuntimeError)

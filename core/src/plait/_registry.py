@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from ._errors import PluginConflictError, RegistrationError, UnknownNameError
+from ._errors import PluginConflictError, PluginLoadError, RegistrationError, UnknownNameError
 
 __all__ = [
     "FIRST_PARTY",
@@ -56,19 +56,41 @@ class Lazy:
         self.ref = ref
         self.provides = provides | frozenset(static)
         self._target: Any = None
+        #: ``(kind, name, plugin)`` it was registered as, set by the registry: named, with
+        #: the plugin's distribution and entry point, if it fails to import on first use
+        self.origin: tuple[str, str, Any] | None = None
         self.__dict__.update(static)
 
     def resolve(self) -> Any:
-        """The real object (imported and made on first use)."""
+        """The real object (imported and made on first use).
+
+        :raises PluginLoadError: the module does not import, has no such attribute, or
+            the class fails to instantiate; in phase ``"import"``, naming what it was
+            registered as and the plugin's distribution and entry point (an object nobody
+            registered raises what failed as it is).
+        """
         if self._target is None:
             from ._spec import import_ref
 
-            obj = import_ref(self.ref)
-            self._target = obj() if isinstance(obj, type) else obj
+            try:
+                obj = import_ref(self.ref)
+                self._target = obj() if isinstance(obj, type) else obj
+            except Exception as exc:
+                if self.origin is None:  # not registered: nobody to name
+                    raise
+                kind, name, plugin = self.origin
+                raise PluginLoadError(
+                    f"{kind} {name!r} ({self.ref}), registered lazily, failed on first use: "
+                    f"{type(exc).__name__}: {exc}",
+                    distribution=getattr(plugin, "distribution", "(unknown)"),
+                    version=getattr(plugin, "version", ""),
+                    entry_point=getattr(plugin, "entry_point", self.ref),
+                    phase="import",
+                ) from exc
         return self._target
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("_target", "ref", "provides"):
+        if name.startswith("__") or name in ("_target", "ref", "provides", "origin"):
             raise AttributeError(name)
         return getattr(self.resolve(), name)
 
@@ -250,6 +272,8 @@ class Collector:
             raise RegistrationError(
                 f"{self.kind} {name!r} does not fit the {self.kind} protocol: {problem}"
             )
+        if isinstance(obj, Lazy):
+            obj.origin = (self.kind, name, plugin)
         try:
             setattr(obj, "__plait_distribution__", plugin.distribution)
         except (AttributeError, TypeError):
