@@ -92,8 +92,13 @@ def test_inside_the_workspace_the_plugin_keeps_the_workspace_source(tmp_path: Pa
     assert "plait-core = { workspace = true }" in kept
     assert 'my-thing = "plait_my_thing"' in kept
     assert "workspace" not in (outside / "pyproject.toml").read_text(encoding="utf-8")
-    source = (inside / "src" / "plait_my_thing" / "__init__.py").read_text(encoding="utf-8")
-    assert '"my-thing.longest"' in source and 'name="my-thing.note_to_text"' in source
+    package = inside / "src" / "plait_my_thing"
+    source = (package / "__init__.py").read_text(encoding="utf-8")
+    assert '"my-thing.longest"' in source and '"my-thing.note_to_text"' in source
+    # the converter lives in the module its lazy registration names
+    assert '"plait_my_thing._converter:NOTE_TO_TEXT"' in source
+    converter = (package / "_converter.py").read_text(encoding="utf-8")
+    assert 'name="my-thing.note_to_text"' in converter
     assert (inside / "tests" / "test_my_thing_plugin.py").is_file()
 
 
