@@ -166,3 +166,12 @@ def test_spec_is_json_round_trippable_and_signed() -> None:
         "edges added: direct:a->b",
         "edges removed: conditional:a->b",
     ]
+
+
+def test_the_public_names_are_listed_and_load() -> None:
+    import plait_builders
+
+    for name in plait_builders.__all__:
+        assert getattr(plait_builders, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        plait_builders.nothing  # type: ignore[attr-defined]  # noqa: B018

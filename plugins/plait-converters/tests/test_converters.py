@@ -44,6 +44,22 @@ def test_the_plugin_registers_every_standard_converter() -> None:
     assert manager.registry("converter_search").names() == ["chains"]
 
 
+def test_each_registration_resolves_to_the_public_converter() -> None:
+    manager = make_plugin_manager(
+        fake_entry_point("converters", std, distribution="plait-converters")
+    )
+    for reg in manager.registry("converter").values():
+        assert reg.obj.resolve() is getattr(std, reg.name)
+
+
+def test_the_public_names_are_listed_and_load() -> None:
+    for name in std.__all__:
+        assert getattr(std, name) is not None
+    assert ChatMessage.__module__ == "plait_converters"
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        std.nothing  # type: ignore[attr-defined]  # noqa: B018
+
+
 @pytest.mark.parametrize("conv", std.CONVERTERS, ids=lambda c: c.name)
 def test_each_converter_is_marked_lossless_or_lossy(conv: Any) -> None:
     assert conv.lossless is (conv.name in LOSSLESS)

@@ -14,20 +14,50 @@ merges a builder, a built workflow, a connection or a published :class:`Fragment
 
 from __future__ import annotations
 
-from ._builder import Case, ExecutorRef, WorkflowBuilder
-from ._compose import connection_from_workflow
-from ._connection import (
-    CompositionError,
-    ConnectionHandle,
-    ConnectionMixin,
-    ConnectionPoint,
-    Contract,
-    WorkflowConnection,
-)
-from ._fragments import Fragment, FragmentInfo, list_fragments
-from ._high_level import ConcurrentBuilder, HighLevelBuilder, SequentialBuilder
-from ._nodes import FunctionNode
-from ._typecheck import ConverterExecutor, LossyConversion
+from typing import TYPE_CHECKING
+
+from plait.spi import lazy_exports
+
+if TYPE_CHECKING:
+    from ._builder import Case, ExecutorRef, WorkflowBuilder
+    from ._compose import connection_from_workflow
+    from ._connection import (
+        CompositionError,
+        ConnectionHandle,
+        ConnectionMixin,
+        ConnectionPoint,
+        Contract,
+        WorkflowConnection,
+    )
+    from ._fragments import Fragment, FragmentInfo, list_fragments
+    from ._high_level import ConcurrentBuilder, HighLevelBuilder, SequentialBuilder
+    from ._nodes import FunctionNode
+    from ._typecheck import ConverterExecutor, LossyConversion
+
+# where each public name lives: this package is a plugin that registers nothing, and every
+# plait command imports it to load plugins, so it imports none of them (nor the kernel's
+# build modules under them) until one is used
+_HOMES = {
+    "Case": "_builder",
+    "ExecutorRef": "_builder",
+    "WorkflowBuilder": "_builder",
+    "connection_from_workflow": "_compose",
+    "CompositionError": "_connection",
+    "ConnectionHandle": "_connection",
+    "ConnectionMixin": "_connection",
+    "ConnectionPoint": "_connection",
+    "Contract": "_connection",
+    "WorkflowConnection": "_connection",
+    "Fragment": "_fragments",
+    "FragmentInfo": "_fragments",
+    "list_fragments": "_fragments",
+    "ConcurrentBuilder": "_high_level",
+    "HighLevelBuilder": "_high_level",
+    "SequentialBuilder": "_high_level",
+    "FunctionNode": "_nodes",
+    "ConverterExecutor": "_typecheck",
+    "LossyConversion": "_typecheck",
+}
 
 __all__ = [
     "ConverterExecutor",
@@ -50,3 +80,5 @@ __all__ = [
     "connection_from_workflow",
     "list_fragments",
 ]
+
+__getattr__ = lazy_exports(__name__, _HOMES)

@@ -51,6 +51,10 @@ class ChatMessage:
     content: str
 
 
+# node ids and messages name types by module: show the public one, not ``._records``
+ChatMessage.__module__ = "plait_converters"
+
+
 def _str_to_chat_message(value: str) -> ChatMessage:
     return ChatMessage("user", value)
 
