@@ -89,8 +89,6 @@ __all__ = [
 
 # -- observation: what the runner tells a run's observer, and when -------------------------
 
-# -- inside the kernel: the runner's seam -------------------------------------------------
-
 
 class _Current:
     """The invocation running in this task (a context variable holds it)."""
