@@ -107,9 +107,6 @@ NOT_WHEN_LOADING = [
     "plait_textkit._kit",
     "plait_plugin_template._converter",
 ]
-#: Modules a plugin still imports when it loads, and which: each is a task of its own (the
-#: mark is strict, so the test says when the plugin stops importing it: then drop the entry)
-STILL_IMPORTED: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
@@ -131,20 +128,7 @@ def imported_by_loading() -> list[str]:
     return imported
 
 
-@pytest.mark.parametrize(
-    "module",
-    [
-        pytest.param(
-            name,
-            marks=pytest.mark.xfail(
-                strict=True, reason=f"{STILL_IMPORTED[name]} imports it when it loads"
-            ),
-        )
-        if name in STILL_IMPORTED
-        else name
-        for name in NOT_WHEN_LOADING
-    ],
-)
+@pytest.mark.parametrize("module", NOT_WHEN_LOADING)
 def test_loading_the_plugins_imports_none_of_what_they_register(
     imported_by_loading: list[str], module: str
 ) -> None:

@@ -225,26 +225,27 @@ def unstructure_in_order(
     ``leave_out_none``, the fields whose default is ``None`` are left out when ``None``.
 
     cattrs' generated hook calls a hook per field and writes the fields it may leave out
-    after all the others, where format 1 has some in the middle (``ids``, ``shared``); so,
-    as cattrs does, this hook is generated from the class's fields. It runs for every
-    checkpoint a run writes.
+    after all the others, where format 1 has some in the middle (``ids``, ``shared``); this
+    one keeps the class's field order. It runs for every checkpoint a run writes, so the
+    plan (each field's name, its hook, whether it may be left out) is made once, here.
     """
     hooks = dict(hooks or {})
-    name = f"unstructure_{cls.__name__}"
-    lines = [f"def {name}(instance):", "    out = {}"]
-    for field in attrs.fields(cls):
-        key = field.name
-        value = f"hooks[{key!r}](instance.{key})" if key in hooks else f"instance.{key}"
-        if leave_out_none and field.default is None:
-            lines.append(f"    if instance.{key} is not None:")
-            lines.append(f"        out[{key!r}] = {value}")
-        else:
-            lines.append(f"    out[{key!r}] = {value}")
-    lines.append("    return out")
-    namespace: dict[str, Any] = {"hooks": hooks}
-    exec(compile("\n".join(lines), f"<plait_durable {name}>", "exec"), namespace)
-    hook: Callable[[Any], dict[str, Any]] = namespace[name]
-    return hook
+    plan = [
+        (field.name, hooks.get(field.name), leave_out_none and field.default is None)
+        for field in attrs.fields(cls)
+    ]
+
+    def unstructure(instance: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, hook, optional in plan:
+            value = getattr(instance, key)
+            if optional and value is None:
+                continue
+            out[key] = value if hook is None else hook(value)
+        return out
+
+    unstructure.__name__ = unstructure.__qualname__ = f"unstructure_{cls.__name__}"
+    return unstructure
 
 
 _unstructure_checkpoint = unstructure_in_order(Checkpoint)
