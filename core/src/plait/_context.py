@@ -8,7 +8,6 @@ that run, and two concurrent runs of one workflow never see each other's state.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, Generic, Protocol
@@ -273,6 +272,8 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
             step, index, made = run.superstep, current, 0
         self._asked = (step, index, made + 1)
         seed = f"{run.run_id}:{step}:{self.executor_id}:{index}:{made}"
+        import hashlib  # here: OpenSSL's start-up is paid by runs that ask, not by `import plait`
+
         request_id = hashlib.sha256(seed.encode()).hexdigest()[:32]
         return run.request_info(self.executor_id, request, response_type, request_id=request_id)
 
