@@ -20,13 +20,15 @@ import inspect
 import typing
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import typing_extensions
 
 from ._context import RequestResponse, WorkflowContext
-from ._options import RetryPolicy
 from ._types import is_class_decidable, is_instance, type_name
+
+if TYPE_CHECKING:
+    from ._options import RetryPolicy
 
 __all__ = ["Executor", "FunctionExecutor", "Handler", "handler", "executor"]
 
