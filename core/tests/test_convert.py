@@ -116,9 +116,24 @@ class SearchPlugin:
         register("chains", self.search)
 
 
+class Catalog:
+    """Says where the converter search comes from, as plait-catalog does."""
+
+    @staticmethod
+    @hookimpl
+    def plait_provided_names() -> dict[str, dict[str, list[str]]]:
+        return {"plait-converters": {"converter_search": ["chains"]}}
+
+
 def test_find_chain_without_a_search_names_the_distribution_to_install(
-    plait_plugin_manager: PluginManager,
+    plait_plugin_manager: PluginManager, register_plugin: RegisterPlugin
 ) -> None:
+    with pytest.raises(UnknownNameError) as info:
+        find_chain(int, (str, bytes))
+    assert str(info.value) == (
+        "unknown converter search 'chains' (for converting int to str | bytes); installed: none"
+    )
+    register_plugin(Catalog(), "catalog")
     with pytest.raises(UnknownNameError) as info:
         find_chain(int, (str, bytes))
     assert str(info.value) == (

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pluggy
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from ._observer import RunObserver
 
@@ -281,6 +281,26 @@ def plait_register_schedules(register: Register) -> None:
 
     :param register: ``register(schedule_name, schedule, replaces=None)``.
     :return: nothing; every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def plait_provided_names() -> Mapping[str, Mapping[str, Sequence[str]]] | None:
+    """Say which distribution provides names that may not be installed here, so that an
+    unknown name says what to install.
+
+    The answer is ``{distribution: {kind: [name, ...]}}``. The kernel asks only when a
+    lookup fails (an unknown router, store scheme, executor kind …), and adds
+    " — it comes with plait-redis (pip install plait-redis)" to the error. A distribution
+    knows its own names, which helps nobody when it is missing; what knows the others is
+    a catalog installed beside them: ``plait-catalog``, which ``pip install plait``
+    brings, lists the first-party plugins. When two answers name different distributions
+    for one name, the first distribution in sorted order wins.
+
+    :return: distribution -> kind (``router``, ``checkpoint_store`` …) -> names, or
+        ``None`` (nothing to say); every implementation is called.
 
     .. versionadded:: 0.1
     """

@@ -511,6 +511,7 @@ class PluginManager(HookFacade):
         self._loaded = False
         self._observers: tuple[bool, bool, bool, bool] | None = None
         self._conflicts: dict[str, list[str]] = {}
+        self._provided: dict[tuple[str, str], str] | None = None
 
     # -- loading ---------------------------------------------------------------
 
@@ -575,6 +576,7 @@ class PluginManager(HookFacade):
         self._plugins = {}
         self._registries = None
         self._observers = None
+        self._provided = None
         self._loaded = False
 
     def _warn_unknown_disabled(self) -> None:
@@ -606,6 +608,7 @@ class PluginManager(HookFacade):
         register_hooks(self.pm, obj, name)
         self._registries = None
         self._observers = None
+        self._provided = None
 
     def _unregister_hooks(self, name: str) -> None:
         """Remove the hook implementations registered under ``name``, if any."""
@@ -613,6 +616,7 @@ class PluginManager(HookFacade):
             self.pm.unregister(name=name)
         self._registries = None
         self._observers = None
+        self._provided = None
 
     def get_plugin(self, name: str) -> Any:
         """The plugin object registered under ``name`` (a module, a class or an object with
@@ -706,12 +710,37 @@ class PluginManager(HookFacade):
                         self._conflicts.setdefault(reg.plugin, []).append(error)
                 elif winner is not None:
                     entries[name] = winner
-            registries[kind] = Registry(kind, entries, conflicts)
+            registries[kind] = Registry(kind, entries, conflicts, self.provider)
         for plugin_name, errors in self._conflicts.items():
             for error in errors:
                 warnings.warn(f"plugin {plugin_name!r}: {error}", PlaitWarning, stacklevel=4)
         self._registries = registries
         return failures
+
+    def provider(self, kind: str, name: str) -> str | None:
+        """The distribution that provides ``name`` of ``kind``, as the installed plugins
+        say (``plait_provided_names``; asked once, when a lookup first fails), or
+        ``None``."""
+        if self._provided is None:
+            provided: dict[tuple[str, str], str] = {}
+            try:
+                answers = self.pm.hook.plait_provided_names()
+            except Exception as exc:  # a hint must not hide the error it was asked for
+                warnings.warn(
+                    f"plait_provided_names failed ({type(exc).__name__}: {exc}); unknown "
+                    "names are reported without what to install",
+                    PlaitWarning,
+                    stacklevel=3,
+                )
+                answers = []
+            for distribution, kinds in sorted(
+                (item for answer in answers for item in answer.items()), key=lambda i: i[0]
+            ):
+                for known_kind, names in kinds.items():
+                    for known in names:
+                        provided.setdefault((known_kind, known), distribution)
+            self._provided = provided
+        return self._provided.get((kind, name))
 
     def _calling_plugin(self) -> Plugin:
         name = CALLING_PLUGIN.get()

@@ -18,7 +18,6 @@ import attrs
 from ._errors import PluginConflictError, PluginLoadError, RegistrationError, UnknownNameError
 
 __all__ = [
-    "FIRST_PARTY",
     "KINDS",
     "KIND_NAMES",
     "Lazy",
@@ -26,7 +25,6 @@ __all__ = [
     "Registry",
     "lazy",
     "lazy_exports",
-    "provider",
 ]
 
 DISABLE_ENV = "PLAIT_DISABLE_PLUGINS"
@@ -149,37 +147,6 @@ KINDS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
 }
 KIND_NAMES = [kind for kind, _ in KINDS.values()]
 
-#: Which first-party distribution provides a name, so an unknown name can say what to install.
-#: The one place this is written down; a test checks it against what those plugins register.
-FIRST_PARTY: dict[str, dict[str, str]] = {
-    "plait-routing": {"router": "conditional direct error fan_in fan_out switch"},
-    "plait-merge": {"merge_strategy": "concat concat_newline first keyed last list"},
-    "plait-stores": {"checkpoint_store": "file memory sqlite"},
-    "plait-redis": {"checkpoint_store": "redis rediss"},
-    "plait-postgres": {"checkpoint_store": "postgres postgresql"},
-    "plait-sealing": {"checkpoint_store": "sealed"},
-    "plait-executors": {"executor_kind": "http python shell workflow"},
-    "plait-export": {"exporter": "dot mermaid"},
-    "plait-expr": {"expression_language": "plait"},
-    "plait-converters": {"converter_search": "chains"},
-    "plait-llm": {"executor_kind": "agent"},
-    "plait-ray": {"placement": "ray"},
-    "plait-documents": {"documents": "documents"},
-    "plait-durable": {"durability": "checkpoints"},
-    "plait-pipeline": {"schedule": "pipelined"},
-}
-_PROVIDER = {
-    (kind, name): distribution
-    for distribution, kinds in FIRST_PARTY.items()
-    for kind, names in kinds.items()
-    for name in names.split()
-}
-
-
-def provider(kind: str, name: str) -> str | None:
-    """The first-party distribution that registers ``name`` of ``kind``, if one does."""
-    return _PROVIDER.get((kind, name))
-
 
 @attrs.frozen
 class Registration(Generic[T]):
@@ -194,17 +161,23 @@ class Registration(Generic[T]):
 
 
 class Registry(Generic[T]):
-    """Every object of one kind, by name. Lookups of unknown names list what exists."""
+    """Every object of one kind, by name. Lookups of unknown names list what exists.
+
+    :param provider: ``provider(kind, name)``: the distribution that provides a name not
+        installed here, if a plugin knows one (``plait_provided_names``), for the error.
+    """
 
     def __init__(
         self,
         kind: str,
         entries: dict[str, Registration[T]],
         conflicts: dict[str, str] | None = None,
+        provider: Callable[[str, str], str | None] | None = None,
     ) -> None:
         self.kind = kind
         self._entries = entries
         self._conflicts = conflicts or {}
+        self._provider = provider
 
     def get(self, name: str, *, what: str | None = None) -> T:
         """Return the object registered as ``name``.
@@ -218,7 +191,7 @@ class Registry(Generic[T]):
                 raise PluginConflictError(self._conflicts[name]) from None
             known = ", ".join(sorted(self._entries)) or "none"
             asker = f" (for {what})" if what else ""
-            distribution = provider(self.kind, name)
+            distribution = self._provider(self.kind, name) if self._provider else None
             hint = f" — it comes with {distribution} (pip install {distribution})"
             raise UnknownNameError(
                 f"unknown {self.kind.replace('_', ' ')} {name!r}{asker}; installed: {known}"

@@ -203,7 +203,7 @@ def test_the_search_is_what_find_chain_asks(
     plait_plugin_manager: PluginManager, register_plugin: RegisterPlugin
 ) -> None:
     register_plugin(Plugin(conv(int, float, "int_to_float"), conv(float, str, "float_to_str")))
-    with pytest.raises(UnknownNameError, match="it comes with plait-converters"):
+    with pytest.raises(UnknownNameError, match="unknown converter search 'chains'"):
         find_chain(int, str)
     register_plugin(plait_converters.search, "converter-search")
     chain = find_chain(int, str)
