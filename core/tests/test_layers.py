@@ -24,8 +24,9 @@ Durable runs — checkpointing, resuming, the checkpoint byte format and its typ
 the lease and prune rules stores share, content-addressed values, the workflow
 fingerprint, stored-run views — are not here: they ship as the ``plait-durable`` plugin,
 which ``Workflow`` reaches through the ``durability`` registry, never by an import. Nor
-are workflow documents — reading them, agent names, capabilities and grants: they ship as
-``plait-documents``, which ``plait.load`` reaches through the ``documents`` registry. Nor
+are workflow documents — reading them, agent names, capabilities and grants, and the spec
+builder, problems collector and did-you-mean every front-end builds the IR with: they ship
+as ``plait-documents``, which ``plait.load`` reaches through the ``documents`` registry. Nor
 is the search for the cheapest chain of converters between two types: it ships as
 ``plait-converters``, which the builder reaches through the ``converter_search`` registry
 (``plait.spi.find_chain``). Nor is the pipelined schedule: it ships as ``plait-pipeline``,
@@ -55,7 +56,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "_observer",
     ),
     "authoring": ("_state", "_context", "_executor"),
-    "spec": ("_spec", "_routing", "_build"),
+    "spec": ("_spec", "_routing"),
     "plugins": (
         "_hookspecs", "_registry", "_plugins",
         "_convert", "_checkpoint", "_building",

@@ -9,7 +9,7 @@ import plait_executors
 from plait import ConfigError, PlaitError
 from plait._building import ExecutorKind
 from plait.spi import PluginManager
-from plait_executors.schema import check_config, json_pointer
+from plait_documents import check_config, json_pointer
 
 SCHEMA = {
     "type": "object",
@@ -25,6 +25,12 @@ SCHEMA = {
 
 def test_a_valid_config_has_no_errors() -> None:
     assert check_config(SCHEMA, {"argv": ["ls"], "timeout": 1}, "n") == []
+
+
+def test_the_schema_module_names_the_documents_helpers() -> None:
+    from plait_executors import schema
+
+    assert schema.check_config is check_config and schema.json_pointer is json_pointer
 
 
 def test_every_problem_is_reported_at_its_json_path_naming_the_node() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from plait.spi import SpecBuilder
+from plait import EdgeGroupSpec
 from plait_routing import (
     FanInRouter,
     SwitchRouter,
@@ -35,12 +35,14 @@ def test_fan_in_options_check_when() -> None:
 
 
 def test_the_routers_read_what_the_constructors_build() -> None:
-    spec = SpecBuilder()
     options = switch_options(["big"], [None], "small")  # the case is given as a parameter
-    group = spec.add_edge_group("switch", ["source"], switch_targets(["big"], "small"), options)
+    targets = tuple(switch_targets(["big"], "small"))
+    group = EdgeGroupSpec("switch:source->big,small", "switch", ("source",), targets, options)
     runner = SwitchRouter().create(group, {"cases": [lambda n: n > 9]}, StaticRouterEnv({}))
     assert runner.route("source", 12, None, None) == [("big", 12)]
     assert runner.route("source", 3, None, None) == [("small", 3)]
-    fan_in = spec.add_edge_group("fan_in", ["a", "b"], ["t"], fan_in_options(when="available"))
+    fan_in = EdgeGroupSpec(
+        "fan_in:a,b->t", "fan_in", ("a", "b"), ("t",), fan_in_options(when="available")
+    )
     env = StaticRouterEnv({"merge_strategy": {"list": object()}})
     assert FanInRouter().create(fan_in, {}, env).when == "available"

@@ -25,11 +25,11 @@ from plait.spi import (
     RunOptions,
     callable_spec,
     code_ref,
-    edge_group_id,
     expression_spec,
     nonportable_reason,
     type_name,
 )
+from plait_documents import edge_group_id
 from plait_routing import fan_in_options, switch_options, switch_targets
 from typing_extensions import Self
 

@@ -28,14 +28,8 @@ from plait import (
     UnknownNameError,
     WorkflowContext,
 )
-from plait.spi import (
-    Handler,
-    PluginManager,
-    Registry,
-    edge_group_id,
-    is_assignable,
-    type_name,
-)
+from plait.spi import Handler, PluginManager, Registry, is_assignable, type_name
+from plait_documents import edge_group_id
 
 # the converter search is reached only when an edge needs a conversion: most builds never
 # do, and every process pays its imports

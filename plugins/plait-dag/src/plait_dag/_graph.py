@@ -14,7 +14,8 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 from plait import SourcePosition
-from plait.spi import BuildContext, did_you_mean
+from plait.spi import BuildContext
+from plait_documents import did_you_mean
 
 from .errors import DagDocumentError
 

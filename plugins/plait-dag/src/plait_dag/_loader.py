@@ -26,8 +26,15 @@ from plait import (
     SourcePosition,
     WorkflowSpec,
 )
-from plait.spi import BuildContext, Problems, SpecBuilder, did_you_mean, problem_order
-from plait_documents import check_agents, read_agents
+from plait.spi import BuildContext
+from plait_documents import (
+    Problems,
+    SpecBuilder,
+    check_agents,
+    did_you_mean,
+    problem_order,
+    read_agents,
+)
 from plait_routing import fan_in_options
 
 from ._graph import Connection, Node, check_graph

@@ -32,14 +32,8 @@ from plait import (
     WorkflowContext,
     handler,
 )
-from plait.spi import (
-    BuildContext,
-    CompiledExpression,
-    as_executor,
-    check_config,
-    compile_expression,
-)
-from plait_documents import Capability, kind_capabilities
+from plait.spi import BuildContext, CompiledExpression, as_executor, compile_expression
+from plait_documents import Capability, check_config, kind_capabilities
 
 from .errors import DagLoopError, DagRunError
 

@@ -15,7 +15,7 @@ from importlib import resources
 from typing import Any
 
 from plait import SourcePosition
-from plait.spi import did_you_mean, json_pointer
+from plait_documents import did_you_mean, json_pointer
 
 from .errors import DagDocumentError
 

@@ -12,11 +12,15 @@ publish (``plait_register_agents``) and :func:`plait.load` itself; installing
   agents installed plugins publish, then ``agents=``/``--agents``);
 - the capability model for workflow files (:class:`Capability`, :func:`needs`,
   :class:`Grants`, :func:`check_granted`): a document that needs a capability its caller
-  did not grant is refused with :class:`plait.CapabilityError` before anything runs.
+  did not grant is refused with :class:`plait.CapabilityError` before anything runs;
+- one way to build the IR (:mod:`plait_documents.build`): the spec builder
+  (:class:`SpecBuilder`, :func:`edge_group_id`), the problems collector (:class:`Problems`,
+  :func:`problem_order`), the one "did you mean" hint (:func:`did_you_mean`) and JSON
+  Schema config errors (:func:`check_config`, :func:`config_error`, :func:`json_pointer`).
 
-Loaders (``plait-flow``, ``plait-dag``, ``plait-steps``) and executor kinds that declare
-capabilities import these names from here. Names are imported on first use: loading
-plugins imports only this module.
+Loaders (``plait-flow``, ``plait-dag``, ``plait-steps``), the builder API
+(``plait-builders``) and executor kinds import these names from here. Names are imported
+on first use: loading plugins imports only this module.
 
 .. versionadded:: 0.1
 """
@@ -54,6 +58,16 @@ if TYPE_CHECKING:
         network,
     )
     from ._load import Documents, agent_names, check_agents, load, load_spec
+    from .build import (
+        Problems,
+        SpecBuilder,
+        check_config,
+        config_error,
+        did_you_mean,
+        edge_group_id,
+        json_pointer,
+        problem_order,
+    )
 
 #: Where each public name lives (imported on first use).
 _HOME = {
@@ -82,6 +96,14 @@ _HOME = {
     "check_agents": "_load",
     "load": "_load",
     "load_spec": "_load",
+    "Problems": "build",
+    "SpecBuilder": "build",
+    "check_config": "build",
+    "config_error": "build",
+    "did_you_mean": "build",
+    "edge_group_id": "build",
+    "json_pointer": "build",
+    "problem_order": "build",
 }
 
 __all__ = [
@@ -96,12 +118,19 @@ __all__ = [
     "Grants",
     "IMPORTS",
     "Need",
+    "Problems",
     "SUBPROCESS",
+    "SpecBuilder",
     "agent_names",
     "check_agents",
+    "check_config",
     "check_granted",
+    "config_error",
+    "did_you_mean",
     "documents",
+    "edge_group_id",
     "filesystem",
+    "json_pointer",
     "kind_capabilities",
     "load",
     "load_spec",
@@ -109,6 +138,7 @@ __all__ = [
     "needs",
     "network",
     "plait_register_documents",
+    "problem_order",
     "read_agent",
     "read_agents",
 ]

@@ -29,7 +29,9 @@ from typing import Any
 
 import attrs
 from plait import RegistrationError
-from plait.spi import did_you_mean, is_cli, spell
+from plait.spi import is_cli, spell
+
+from .build import did_you_mean
 
 __all__ = [
     "AGENT_KEYS",

@@ -28,9 +28,10 @@ from plait import (
     UnknownNameError,
     get_plugin_manager,
 )
-from plait.spi import BuildContext, Loader, did_you_mean, spell
+from plait.spi import BuildContext, Loader, spell
 
 from ._agents import AgentDefinition, AgentNames, module_agents
+from .build import did_you_mean
 
 if TYPE_CHECKING:
     from plait import Workflow, WorkflowSpec

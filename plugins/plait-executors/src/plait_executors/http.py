@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from plait import ConfigError, Executor, WorkflowContext
-from plait.spi import BuildContext, Handler, check_config
-from plait_documents import Capability, network
+from plait.spi import BuildContext, Handler
+from plait_documents import Capability, check_config, network
 
 from .errors import (
     HttpRequestError,

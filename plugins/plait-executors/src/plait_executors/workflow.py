@@ -23,8 +23,8 @@ from typing import Any
 
 import plait
 from plait import ConfigError, Executor, PlaitError, UnknownNameError, Workflow, WorkflowSpec
-from plait.spi import BuildContext, check_config, config_error, did_you_mean, load_scope
-from plait_documents import Capability, needs
+from plait.spi import BuildContext, load_scope
+from plait_documents import Capability, check_config, config_error, did_you_mean, needs
 
 from .nested import WorkflowExecutor
 

@@ -8,13 +8,13 @@ evaluate it only when needed); the others evaluate their arguments and apply a f
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from lark import Token
-from plait.spi import did_you_mean
 
 from . import _runtime as rt
 from ._nodes import CompileError, Fn, Node, token_pos
@@ -96,9 +96,11 @@ METHODS = frozenset(_PLAIN)
 
 
 def unknown_function(name: str, known: Any, *, method: bool = False) -> str:
-    """The message for a call to a function that does not exist."""
+    """The message for a call to a function that does not exist, with the closest name
+    (the same hint every front-end gives: plait-expr depends on no front-end machinery)."""
     kind = "method" if method else "function"
-    hint = did_you_mean(name, list(known))
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"unknown {kind} {name!r} (there are: {', '.join(sorted(known))}){hint}"
 
 

@@ -29,7 +29,8 @@ from plait import (
     SourcePosition,
     WorkflowSpec,
 )
-from plait.spi import BuildContext, Problems, SpecBuilder, did_you_mean
+from plait.spi import BuildContext
+from plait_documents import Problems, SpecBuilder, did_you_mean
 from plait_routing import switch_options, switch_targets
 
 from ._elements import (

@@ -21,8 +21,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from plait import LoadError, PlaitError, SourcePosition
-from plait.spi import did_you_mean
-from plait_documents import AgentDefinition, check_agents, read_agents
+from plait_documents import AgentDefinition, check_agents, did_you_mean, read_agents
 
 from ._parser import FlowError
 

@@ -17,17 +17,16 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 from plait import ConfigError, Executor, PlaitError, WorkflowContext
-from plait.spi import (
-    BuildContext,
-    CompiledTemplate,
-    Handler,
-    compile_template,
+from plait.spi import BuildContext, CompiledTemplate, Handler, compile_template, import_ref, spell
+from plait_documents import (
+    IMPORTS,
+    Capability,
+    check_config,
+    config_error,
     did_you_mean,
-    import_ref,
-    spell,
+    json_pointer,
+    network,
 )
-from plait_documents import IMPORTS, Capability, network
-from plait_executors.schema import check_config, config_error, json_pointer
 
 from ._structured import answer_problem, correction, json_instruction, parse_answer
 

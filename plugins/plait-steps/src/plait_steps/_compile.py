@@ -33,7 +33,7 @@ from typing import Any, cast
 import attrs
 import plait
 from plait import ConfigError, EdgeGroupSpec, LoadError, NodeSpec, PlaitError, WorkflowSpec
-from plait.spi import SpecBuilder, did_you_mean
+from plait_documents import SpecBuilder, did_you_mean
 from plait_routing import switch_options, switch_targets
 
 from ._document import ITEM_REF, STEP_REF, Document, Step, step_ref

@@ -13,8 +13,7 @@ from typing import Any
 
 import attrs
 from plait import ConfigError, PlaitError
-from plait.spi import did_you_mean
-from plait_documents import AgentDefinition, read_agents
+from plait_documents import AgentDefinition, did_you_mean, read_agents
 
 from ._yaml import Y, position
 

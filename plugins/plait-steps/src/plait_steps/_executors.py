@@ -36,8 +36,8 @@ from plait import (
     WorkflowRunError,
     handler,
 )
-from plait.spi import BuildContext, check_config, did_you_mean
-from plait_documents import Capability, kind_capabilities
+from plait.spi import BuildContext
+from plait_documents import Capability, check_config, did_you_mean, kind_capabilities
 
 from . import _context as sc
 

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from plait import ConfigError, LoadError, SourcePosition, WorkflowSpec
-from plait.spi import BuildContext, Problems
+from plait.spi import BuildContext
+from plait_documents import Problems
 
 __all__ = ["StepsLoader"]
 

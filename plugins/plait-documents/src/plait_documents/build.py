@@ -2,7 +2,9 @@
 
 Every front-end (flow, JSON DAG, YAML steps) and the builder API turn their input into a
 :class:`~plait.WorkflowSpec` through the same pieces, so a workflow is the same data
-whichever way it was written and its errors read the same:
+whichever way it was written and its errors read the same. They are not the kernel's
+(it takes a spec, however it was made): they come with ``plait-documents``, which every
+front-end depends on, and are importable from here or from :mod:`plait_documents`:
 
 - :class:`SpecBuilder`: nodes and edge groups added as data; it owns the edge-group id
   scheme (:func:`edge_group_id`: ``router:sources->targets``, ``#2``, ``#3`` … on a clash);
@@ -23,8 +25,15 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ._errors import ConfigError, LoadError, PlaitError, SourcePosition
-from ._spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
+from plait import (
+    ConfigError,
+    EdgeGroupSpec,
+    LoadError,
+    NodeSpec,
+    PlaitError,
+    SourcePosition,
+    WorkflowSpec,
+)
 
 __all__ = [
     "Problems",

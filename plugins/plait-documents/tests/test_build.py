@@ -1,20 +1,11 @@
-"""The IR builder and the helpers every front-end shares (plait.spi)."""
+"""One way to build the IR: the spec builder and the helpers every front-end shares
+(plait_documents.build)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from plait import (
-    DocumentError,
-    Executor,
-    LoadError,
-    NodeSpec,
-    SourcePosition,
-    WorkflowContext,
-    handler,
-)
-from plait.spi import Handler, Problems, SpecBuilder, did_you_mean, edge_group_id, problem_order
+from plait import DocumentError, LoadError, NodeSpec, SourcePosition
+from plait_documents import Problems, SpecBuilder, did_you_mean, edge_group_id, problem_order
 
 
 def test_did_you_mean_names_the_closest_or_nothing() -> None:
@@ -60,37 +51,10 @@ def test_edge_group_ids_number_a_second_group_between_the_same_executors() -> No
     assert [n.id for n in built.nodes] == ["a", "b"] and len(built.edge_groups) == 3
 
 
-class Twice(Executor):
-    """Handlers declared from its configuration."""
+def test_the_names_that_left_plait_spi_say_where_they_went() -> None:
+    with pytest.raises(ImportError, match=r"plait.spi.SpecBuilder moved to plait_documents"):
+        from plait.spi import SpecBuilder as _  # noqa: F401
+    import plait.spi
 
-    def __init__(self, id: str, accepts: type) -> None:
-        self.accepts = accepts
-        super().__init__(id)
-
-    def declare_handlers(self) -> tuple[Handler, ...]:
-        return (Handler("twice", self.accepts, (self.accepts,), (), self._twice),)
-
-    async def _twice(self, message: Any, ctx: WorkflowContext[Any]) -> None:
-        await ctx.send_message(message)
-        await ctx.send_message(message)
-
-
-class Base(Executor):
-    @handler
-    async def on_int(self, message: int, ctx: WorkflowContext[int]) -> None: ...
-
-
-class Derived(Base):
-    @handler
-    async def on_str(self, message: str, ctx: WorkflowContext[str]) -> None: ...
-
-
-def test_an_executor_declares_its_handlers() -> None:
-    twice = Twice("t", bytes)
-    assert twice.input_types == (bytes,) and twice.output_types == (bytes,)
-    copy = twice.with_id("u")
-    assert copy.handlers[0].call.__self__ is copy  # type: ignore[attr-defined]
-    # the default: the @handler methods, the most derived first, bound to each instance
-    one, two = Derived("one"), Derived("two")
-    assert one.input_types == (str, int)
-    assert one.handlers[0].call.__self__ is one and two.handlers[0].call.__self__ is two  # type: ignore[attr-defined]
+    with pytest.raises(ImportError, match=r"pip install plait-documents"):
+        plait.spi.did_you_mean  # noqa: B018
