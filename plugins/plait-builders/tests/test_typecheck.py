@@ -6,6 +6,7 @@ import copy
 import importlib
 from typing import Any
 
+import plait_catalog
 import plait_converters.search
 import plait_merge
 import plait_routing
@@ -253,6 +254,7 @@ def test_without_a_converter_search_a_mismatch_says_what_to_install(
     plait_plugin_manager: PluginManager, register_plugin: RegisterPlugin
 ) -> None:
     register_plugin(plait_routing, "routing")
+    register_plugin(plait_catalog, "catalog")  # what says where a missing name comes from
     register_plugin(Converters(INT_TO_FLOAT, FLOAT_TO_STR))
     builder = WorkflowBuilder().add_edge(sender("a", int), sink("b", str)).set_start("a")
     with pytest.raises(WorkflowValidationError) as info:

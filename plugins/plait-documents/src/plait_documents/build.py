@@ -20,7 +20,6 @@ front-end depends on, and are importable from here or from :mod:`plait_documents
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -57,6 +56,8 @@ def did_you_mean(name: object, names: Iterable[object]) -> str:
 
     .. versionadded:: 0.1
     """
+    import difflib  # here: only a document with a mistake pays its import
+
     close = difflib.get_close_matches(str(name), [str(n) for n in names], n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
 
