@@ -2,13 +2,14 @@
 
 ``plait`` is for people who write workflows; ``plait.spi`` is for people who extend Plait:
 the hook markers and ``Register`` callbacks, the protocol of each kind of thing a plugin
-registers (router, merge strategy, converter and the converter search, checkpoint store,
+registers (router, merge strategy, converter and the converter search,
 loader, executor kind, placement, observer, durability — with the runner's commit seam it
 drives —, schedule — with the stretch of a run it runs and a checkpointer cuts —, the
 documents machinery behind ``plait.load``), the spec types and the build context, and the
 helpers every plugin shares (lazy registration, code references, expression compilers,
-the caller's words in errors). What checkpoint stores share beyond the protocol (the byte
-format, the lease rules, prune's rule) comes with ``plait-durable``. Every other module of
+the caller's words in errors). What a checkpoint is (its records, the store protocols,
+the value codec) and what stores share (the byte format, the lease rules, prune's rule)
+come with ``plait-durable``. Every other module of
 the kernel is private (``plait._*``) and may change.
 
 Names are imported on first use, so ``from plait.spi import hookimpl`` in a plugin's entry
@@ -45,25 +46,6 @@ if TYPE_CHECKING:
         compile_expression,
         compile_template,
         load_scope,
-    )
-    from ._checkpoint import (
-        FORMAT_VERSION,
-        BlobStore,
-        Checkpoint,
-        CheckpointInfo,
-        CheckpointStore,
-        Lease,
-        LeaseHolder,
-        RunInfo,
-        open_store,
-    )
-    from ._codec import (
-        DecodeError,
-        EncodeError,
-        declared_types,
-        decode_value,
-        encode_value,
-        type_ref,
     )
     from ._context import DELETED, RunScope
     from ._convert import (
@@ -111,12 +93,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Durability",
-    "FORMAT_VERSION",
     "RunCommit",
     "Runner",
     "RunState",
-    "EncodeError",
-    "DecodeError",
     "main_module_name",
     "combine",
     "Schedule",
@@ -128,13 +107,9 @@ __all__ = [
     "cli_wording",
     "is_cli",
     "spell",
-    "BlobStore",
     "DELETED",
     "CattrsHooks",
     "Chain",
-    "Checkpoint",
-    "CheckpointInfo",
-    "CheckpointStore",
     "CompiledExpression",
     "CompiledGraph",
     "CompiledTemplate",
@@ -149,8 +124,6 @@ __all__ = [
     "Invocation",
     "KINDS",
     "BuildContext",
-    "Lease",
-    "LeaseHolder",
     "Loader",
     "MergeStrategy",
     "PendingRequest",
@@ -162,7 +135,6 @@ __all__ = [
     "Registry",
     "Router",
     "RouterEnv",
-    "RunInfo",
     "RunObserver",
     "RunOptions",
     "RunScope",
@@ -179,11 +151,8 @@ __all__ = [
     "compile_template",
     "config_error",
     "core_version",
-    "declared_types",
-    "decode_value",
     "did_you_mean",
     "edge_group_id",
-    "encode_value",
     "expression_spec",
     "find_chain",
     "grant_text",
@@ -199,12 +168,10 @@ __all__ = [
     "nearest_converters",
     "nonportable_reason",
     "normalize",
-    "open_store",
     "problem_order",
     "set_plugin_manager",
     "spec_converter",
     "type_name",
-    "type_ref",
     "with_placement",
 ]
 
@@ -214,8 +181,6 @@ _HOME = {
     "RunCommit": "_runner",
     "Runner": "_runner",
     "RunState": "_state",
-    "EncodeError": "_codec",
-    "DecodeError": "_codec",
     "main_module_name": "_types",
     "combine": "_observer",
     "Schedule": "_runner",
@@ -227,13 +192,8 @@ _HOME = {
     "cli_wording": "_errors",
     "is_cli": "_errors",
     "spell": "_errors",
-    "BlobStore": "_checkpoint",
     "CattrsHooks": "_convert",
     "Chain": "_convert",
-    "Checkpoint": "_checkpoint",
-    "CheckpointInfo": "_checkpoint",
-    "CheckpointStore": "_checkpoint",
-    "FORMAT_VERSION": "_checkpoint",
     "CompiledExpression": "_building",
     "CompiledGraph": "_graph",
     "CompiledTemplate": "_building",
@@ -248,8 +208,6 @@ _HOME = {
     "Invocation": "_observer",
     "KINDS": "_plugins",
     "BuildContext": "_building",
-    "Lease": "_checkpoint",
-    "LeaseHolder": "_checkpoint",
     "Loader": "_building",
     "MergeStrategy": "_routing",
     "PendingRequest": "_state",
@@ -261,7 +219,6 @@ _HOME = {
     "Registry": "_plugins",
     "Router": "_routing",
     "RouterEnv": "_routing",
-    "RunInfo": "_checkpoint",
     "RunObserver": "_observer",
     "RunOptions": "_options",
     "RunScope": "_context",
@@ -279,11 +236,8 @@ _HOME = {
     "compile_template": "_building",
     "config_error": "_build",
     "core_version": "_plugins",
-    "declared_types": "_codec",
-    "decode_value": "_codec",
     "did_you_mean": "_build",
     "edge_group_id": "_build",
-    "encode_value": "_codec",
     "expression_spec": "_spec",
     "find_chain": "_convert",
     "grant_text": "_errors",
@@ -299,12 +253,10 @@ _HOME = {
     "nearest_converters": "_convert",
     "nonportable_reason": "_spec",
     "normalize": "_types",
-    "open_store": "_checkpoint",
     "problem_order": "_build",
     "set_plugin_manager": "_plugins",
     "spec_converter": "_spec",
     "type_name": "_types",
-    "type_ref": "_codec",
     "with_placement": "_workflow",
 }
 
@@ -317,6 +269,21 @@ _MOVED = {
     "ConverterGraph": ("plait_converters", "plait-converters"),
     "converter_graph": ("plait_converters", "plait-converters"),
     "LossyConversion": ("plait_builders", "plait-builders"),
+    "BlobStore": ("plait_durable", "plait-durable"),
+    "Checkpoint": ("plait_durable", "plait-durable"),
+    "CheckpointInfo": ("plait_durable", "plait-durable"),
+    "CheckpointStore": ("plait_durable", "plait-durable"),
+    "FORMAT_VERSION": ("plait_durable", "plait-durable"),
+    "Lease": ("plait_durable", "plait-durable"),
+    "LeaseHolder": ("plait_durable", "plait-durable"),
+    "RunInfo": ("plait_durable", "plait-durable"),
+    "open_store": ("plait_durable", "plait-durable"),
+    "DecodeError": ("plait_durable", "plait-durable"),
+    "EncodeError": ("plait_durable", "plait-durable"),
+    "declared_types": ("plait_durable", "plait-durable"),
+    "decode_value": ("plait_durable", "plait-durable"),
+    "encode_value": ("plait_durable", "plait-durable"),
+    "type_ref": ("plait_durable", "plait-durable"),
 }
 
 

@@ -17,9 +17,8 @@ from typing import Any
 
 import attrs
 from plait import Executor, Never, RetryPolicy, Workflow, WorkflowContext, executor, handler
-from plait.spi import open_store
 from plait_builders import WorkflowBuilder
-from plait_durable import encode_checkpoint
+from plait_durable import encode_checkpoint, open_store
 
 HERE = Path(__file__).resolve().parent / "format1"
 

@@ -16,8 +16,7 @@ import anyio
 import attrs
 import click
 from plait import RunLeaseError
-from plait.spi import LeaseHolder, RunInfo, open_store
-from plait_durable import parse_age
+from plait_durable import LeaseHolder, RunInfo, open_store, parse_age
 
 __all__ = ["PruneReport", "prune_command", "prune_runs"]
 

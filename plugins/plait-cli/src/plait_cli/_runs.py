@@ -17,8 +17,7 @@ from typing import Any
 import anyio
 import attrs
 import click
-from plait.spi import RunInfo, open_store
-from plait_durable import CORRUPT
+from plait_durable import CORRUPT, RunInfo, open_store
 
 from ._output import format_table, to_json
 from ._prune import prune_command

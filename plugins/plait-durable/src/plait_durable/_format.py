@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any, NewType
 
 import attrs
 from plait import CheckpointError, CorruptCheckpointError
-from plait.spi import FORMAT_VERSION, Checkpoint
+
+from .checkpoint import FORMAT_VERSION, Checkpoint
 
 if TYPE_CHECKING:
     import cattrs  # importing it costs ~40 ms: done when a checkpoint is first read

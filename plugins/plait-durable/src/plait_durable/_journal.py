@@ -24,9 +24,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from plait import ExecutorFailedError, ExecutorTimeoutError, RunOptionError
-from plait.spi import Checkpoint, Invocation, Lease, RunObserver
+from plait.spi import Invocation, RunObserver
 
 from ._runindex import EventJournal, JournalEvent
+from .checkpoint import Checkpoint, Lease
 
 __all__ = ["JournaledStore", "RunJournal", "error_record", "journal_store"]
 

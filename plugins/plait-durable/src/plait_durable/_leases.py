@@ -22,7 +22,8 @@ import socket
 import time
 
 from plait import RunLeaseError
-from plait.spi import Lease, LeaseHolder
+
+from .checkpoint import Lease, LeaseHolder
 
 __all__ = ["granted", "held_error", "is_free", "lost_error", "released", "take_lease"]
 

@@ -30,21 +30,13 @@ from plait import (
     WorkflowChangedError,
     WorkflowSpec,
 )
-from plait.spi import (
-    Checkpoint,
-    CheckpointStore,
-    DecodeError,
-    PendingRequest,
-    RunState,
-    declared_types,
-    decode_value,
-    is_instance,
-    type_name,
-)
+from plait.spi import PendingRequest, RunState, is_instance, type_name
 
 from ._blobs import resolve_state, resumed_blobs
 from ._fingerprint import fingerprint_changes, fingerprint_of
 from ._layout import DeltaState, FullState, read_state, state_json
+from .checkpoint import Checkpoint, CheckpointStore
+from .codec import DecodeError, declared_types, decode_value
 
 if TYPE_CHECKING:
     from plait.spi import CompiledGraph

@@ -35,10 +35,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 from plait import CheckpointNotFoundError, CorruptCheckpointError
-from plait.spi import Checkpoint, CheckpointStore, Lease, RunInfo
 
 from ._runview import Change, CheckpointView, checkpoint_view, diff_views, fork_run, merge_state
 from ._stores import latest_run_info
+from .checkpoint import Checkpoint, CheckpointStore, Lease, RunInfo
 
 __all__ = [
     "DEFAULT_PAGE",

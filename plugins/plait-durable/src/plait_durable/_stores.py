@@ -50,10 +50,10 @@ from typing import Any, Protocol, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
 from plait import CheckpointError, CorruptCheckpointError, StoreUnavailableError
-from plait.spi import Checkpoint, CheckpointInfo, RunInfo
 from typing_extensions import Self
 
 from ._format import decode_checkpoint
+from .checkpoint import Checkpoint, CheckpointInfo, RunInfo
 
 __all__ = [
     "CORRUPT",

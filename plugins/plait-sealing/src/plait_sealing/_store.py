@@ -41,16 +41,19 @@ from typing import Any
 
 import attrs
 from plait import CheckpointAuthError, CheckpointError
-from plait.spi import (
+from plait_durable import (
     Checkpoint,
     CheckpointInfo,
     CheckpointStore,
     Lease,
     LeaseHolder,
     RunInfo,
+    blob_refs,
+    dump_json,
+    has_blobs,
+    load_json,
     open_store,
 )
-from plait_durable import blob_refs, dump_json, has_blobs, load_json
 
 from ._keys import (
     CONTEXT,

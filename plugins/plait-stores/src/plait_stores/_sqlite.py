@@ -42,13 +42,17 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 from plait import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
-from plait.spi import Checkpoint, CheckpointInfo, Lease, LeaseHolder, RunInfo
 from plait_durable import (
     INFO_FIELDS,
     MAX_JOURNAL_PAGE,
     RUN_COLUMNS,
+    Checkpoint,
+    CheckpointInfo,
     CheckpointStoreBase,
     JournalEvent,
+    Lease,
+    LeaseHolder,
+    RunInfo,
     RunPage,
     RunQuery,
     RunSummary,

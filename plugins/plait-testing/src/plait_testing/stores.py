@@ -56,11 +56,14 @@ import anyio
 import attrs
 import pytest
 from plait import CheckpointError, CheckpointNotFoundError, CorruptCheckpointError, RunLeaseError
-from plait.spi import Checkpoint, CheckpointStore, LeaseHolder, RunInfo
 from plait_durable import (
     BlobWriter,
+    Checkpoint,
+    CheckpointStore,
     EventJournal,
     JournalEvent,
+    LeaseHolder,
+    RunInfo,
     blob_hash,
     blob_refs,
     checkpoint_view,
