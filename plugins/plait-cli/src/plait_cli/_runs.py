@@ -1,6 +1,6 @@
 """``plait runs``: the runs a checkpoint store holds, newest first, as a table or as JSON.
 
-The store's run listing (:meth:`plait.spi.CheckpointStore.runs`) describes each run
+The store's run listing (:meth:`plait_durable.CheckpointStore.runs`) describes each run
 by its latest checkpoint: workflow, status, superstep, pending requests and, for a failed
 run, the error that checkpoint records.
 """

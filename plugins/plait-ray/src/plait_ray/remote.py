@@ -178,7 +178,7 @@ def _type_tag(tp: Any) -> Any:
 
 
 class _Types:
-    """What :func:`plait.spi.declared_types` reads of a graph, for one executor."""
+    """What :func:`plait_durable.declared_types` reads of a graph, for one executor."""
 
     def __init__(self, executor: Executor, manager: Any) -> None:
         self.executors = {executor.id: executor}
