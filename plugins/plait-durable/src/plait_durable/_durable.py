@@ -19,7 +19,7 @@ state is that of the last good superstep, so resuming it re-runs the superstep t
 failed: in ``sync`` and ``async`` modes it is a copy of the last checkpoint written, in
 ``exit`` mode the only checkpoint of the run.
 
-One writer per run: a durable run takes its run's lease (:class:`~plait.spi.Lease`) before it
+One writer per run: a durable run takes its run's lease (:class:`~plait_durable.Lease`) before it
 writes anything, renews it every third of ``lease_ttl`` while it lives, saves every
 checkpoint with the lease's fencing token, and releases it at the end. A second worker
 running or resuming the same live run fails at once with

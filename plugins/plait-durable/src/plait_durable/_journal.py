@@ -172,7 +172,7 @@ class JournaledStore:
         """Save ``checkpoint`` with the journal events it takes: those of its superstep and
         before, or all of them for the run's last checkpoint (a failed run's copies the
         superstep before the one that failed); and its new ``blobs``, where the store
-        keeps blobs (:class:`plait.spi.BlobStore`), in the same transaction."""
+        keeps blobs (:class:`plait_durable.BlobStore`), in the same transaction."""
         last = checkpoint.status != "running"
         events = self.journal.take(None if last else checkpoint.superstep)
         try:
