@@ -12,8 +12,7 @@ from typing import Any
 import attrs
 import pytest
 from plait import CheckpointAuthError, CorruptCheckpointError
-from plait.spi import open_store
-from plait_durable import blob_refs, encode_checkpoint, has_blobs, unpack_blob
+from plait_durable import blob_refs, encode_checkpoint, has_blobs, open_store, unpack_blob
 from plait_stores import SqliteCheckpointStore
 
 sys.path.insert(0, str(Path(__file__).parent / "benchmarks"))

@@ -56,7 +56,7 @@ LOAD_EVERY_PLUGIN = textwrap.dedent(
     }
     loaded = {info.name: info.status for info in plugins}
     # a store is opened (not connected): now its client library is imported
-    from plait.spi import open_store
+    from plait_durable import open_store
 
     open_store("redis://127.0.0.1:1/0")
     print(json.dumps({

@@ -21,9 +21,8 @@ from plait import (
     WorkflowContext,
     executor,
 )
-from plait.spi import open_store
 from plait_builders import WorkflowBuilder
-from plait_durable import encode_checkpoint
+from plait_durable import encode_checkpoint, open_store
 
 pytestmark = pytest.mark.anyio
 

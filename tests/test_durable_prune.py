@@ -7,8 +7,7 @@ import uuid
 import pytest
 from durable_helpers import counting_chain
 from plait import ExecutorFailedError
-from plait.spi import open_store
-from plait_durable import SNAPSHOT_EVERY
+from plait_durable import SNAPSHOT_EVERY, open_store
 
 pytestmark = pytest.mark.anyio
 

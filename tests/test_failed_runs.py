@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from durable_helpers import counting_chain
 from plait import ExecutorFailedError, RunStatus
-from plait.spi import open_store
+from plait_durable import open_store
 
 pytestmark = pytest.mark.anyio
 

@@ -22,8 +22,8 @@ from plait import (
     WorkflowContext,
     executor,
 )
-from plait.spi import open_store
 from plait_builders import WorkflowBuilder
+from plait_durable import open_store
 from plait_durable._fingerprint import FINGERPRINT_FORMAT, fingerprint_changes
 
 pytestmark = pytest.mark.anyio

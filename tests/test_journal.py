@@ -18,9 +18,8 @@ from plait import (
     WorkflowContext,
     executor,
 )
-from plait.spi import CheckpointStore
 from plait_builders import WorkflowBuilder
-from plait_durable import EventJournal, JournalEvent, read_journal
+from plait_durable import CheckpointStore, EventJournal, JournalEvent, read_journal
 from plait_stores import FileCheckpointStore, MemoryCheckpointStore, SqliteCheckpointStore
 
 pytestmark = pytest.mark.anyio

@@ -472,7 +472,7 @@ async def test_what_an_observer_keeps_with_checkpoints_comes_back_when_the_run_r
 ) -> None:
     import threading
 
-    from plait.spi import open_store
+    from plait_durable import open_store
 
     keeping = KeepingPlugin()
     register_plugin(keeping, name="keeping")

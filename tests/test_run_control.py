@@ -24,8 +24,8 @@ from plait import (
     executor,
     handler,
 )
-from plait.spi import open_store
 from plait_builders import WorkflowBuilder
+from plait_durable import open_store
 
 pytestmark = pytest.mark.anyio
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import attrs
 import cattrs
+import plait
 import pytest
 from plait import PlaitWarning, PluginConflictError, UnknownNameError, converter, hookimpl
 from plait._convert import CattrsHooks
@@ -272,6 +273,19 @@ def test_cattrs_hooks_register_like_converters_and_reach_the_message_converter(
     assert message_converter(plait_plugin_manager) is cattrs_converter
     with pytest.raises(TypeError, match="needs a hook"):
         CattrsHooks(Money)
+
+
+def test_register_type_hooks_teaches_the_message_converter_from_a_script(
+    plait_plugin_manager: PluginManager,
+) -> None:
+    plait.register_type_hooks(Money, lambda m: m.cents, lambda data, _: Money(data))
+    assert plait_plugin_manager.get_plugin(f"cattrs:{__name__}:Money") is not None
+    assert message_converter().unstructure(Invoice(Money(7), [])) == {"total": 7, "lines": []}
+    # registering again replaces the hooks, never a conflict
+    plait.register_type_hooks(Money, lambda m: str(m.cents), lambda data, _: Money(int(data)))
+    data = message_converter().unstructure(Invoice(Money(8), []))
+    assert data == {"total": "8", "lines": []}
+    assert message_converter().structure(data, Invoice) == Invoice(Money(8), [])
 
 
 def test_the_message_converter_is_strict(plait_plugin_manager: PluginManager) -> None:

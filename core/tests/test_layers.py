@@ -10,31 +10,31 @@ annotation is a dependency of the design too). From the bottom:
 3. **spec** — the workflow IR and references to code, the router and merge-strategy
    protocols.
 4. **plugins** — hook specifications, registries and plugin loading, the converter records
-   and the converter search's seam, the checkpoint and blob store protocols and the
-   records in their signatures (checkpoints, listings, leases, runs), the build context,
-   executor kinds, expression languages and the loader protocol, rebuilding executors from
-   a spec.
+   and the converter search's seam, the build context, executor kinds, expression
+   languages and the loader protocol, rebuilding executors from a spec.
 5. **engine** — the compiled graph, the runner (with its commit and schedule seams, and
-   what it tells its observer), the codec.
+   what it tells its observer).
 6. **workflow** — ``Workflow``, the durability protocol it calls, its placements and event
    streams, ``plait.load`` (a thin call into the documents plugin's seam), and the two
    public surfaces (``plait``, ``plait.spi``).
 
-Durable runs — checkpointing, resuming, the checkpoint byte format and its typed body,
-the lease and prune rules stores share, content-addressed values, the workflow
-fingerprint, stored-run views — are not here: they ship as the ``plait-durable`` plugin,
-which ``Workflow`` reaches through the ``durability`` registry, never by an import. Nor
-are workflow documents — reading them, agent names, capabilities and grants, and the spec
-builder, problems collector and did-you-mean every front-end builds the IR with: they ship
-as ``plait-documents``, which ``plait.load`` reaches through the ``documents`` registry. Nor
+Durable runs — checkpointing, resuming, what a checkpoint is (its records, the checkpoint
+and blob store protocols, opening a store by URL), the value codec, the checkpoint byte
+format and its typed body, the lease and prune rules stores share, content-addressed
+values, the workflow fingerprint, stored-run views — are not here: they ship as the
+``plait-durable`` plugin, which ``Workflow`` reaches through the ``durability`` registry,
+never by an import. Nor are workflow documents — reading them, agent names, capabilities
+and grants, and the spec builder, problems collector and did-you-mean every front-end
+builds the IR with: they ship as ``plait-documents``, which ``plait.load`` reaches through
+the ``documents`` registry. Nor
 is the search for the cheapest chain of converters between two types: it ships as
 ``plait-converters``, which the builder reaches through the ``converter_search`` registry
 (``plait.spi.find_chain``). Nor is the pipelined schedule: it ships as ``plait-pipeline``,
 which a run asking for it by name reaches through the ``schedule`` registry.
 
 Inside a layer, the imports form no cycle either, and the runner's import closure — every
-kernel module a superstep can reach — is the engine's core only: never plugin loading, the
-checkpoint protocol, the workflow fingerprint or the placements.
+kernel module a superstep can reach — is the engine's core only: never plugin loading or
+the placements.
 
 ``UPWARD`` lists the imports that still go up: each is a debt to pay (by moving the name
 it needs down, or a protocol beside it), never a place to add one. The test fails when a
@@ -59,10 +59,10 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "spec": ("_spec", "_routing"),
     "plugins": (
         "_hookspecs", "_registry", "_plugins",
-        "_convert", "_checkpoint", "_building",
+        "_convert", "_building",
     ),
     "engine": (
-        "_graph", "_runner", "_codec",
+        "_graph", "_runner",
     ),
     "workflow": ("_workflow", "_streaming", "__init__", "spi"),
 }  # fmt: skip
@@ -240,7 +240,7 @@ RUNNER_CLOSURE = {
 def test_the_runner_reaches_only_the_engine_core() -> None:
     reached = closure(kernel_graph(), "_runner")
     assert reached == RUNNER_CLOSURE
-    assert not reached & {"_plugins", "_checkpoint", "_fingerprint", "_workflow"}
+    assert not reached & {"_plugins", "_workflow"}
 
 
 def test_the_kernel_imports_no_plugin() -> None:

@@ -79,7 +79,6 @@ NOT_WHEN_LOADING = [
     "plait._convert",
     "plait._runner",
     "plait._events",
-    "plait._codec",
     "asyncio",
     "difflib",
     # what first-party plugins register (their registration modules are imported)
@@ -104,6 +103,8 @@ NOT_WHEN_LOADING = [
     "plait_converters._standard",
     "plait_converters._graph",
     "plait_pipeline._pipeline",
+    "plait_durable.checkpoint",
+    "plait_durable.codec",
     "plait_textkit._kit",
     "plait_plugin_template._converter",
 ]
@@ -158,8 +159,8 @@ def test_building_a_workflow_imports_nothing_that_only_running_needs() -> None:
             await ctx.yield_output(x)
 
         workflow = WorkflowBuilder().add_edge(a, b).set_start(a).build()
-        running = ["plait._runner", "plait_durable._durable", "plait._codec",
-                   "plait._streaming", "plait_durable._resume", "plait._checkpoint",
+        running = ["plait._runner", "plait_durable._durable", "plait_durable.codec",
+                   "plait._streaming", "plait_durable._resume", "plait_durable.checkpoint",
                    "plait._events", "asyncio"]
         before = sorted(set(running) & set(sys.modules))
         result = workflow.run_sync(1)

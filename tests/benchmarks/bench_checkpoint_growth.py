@@ -52,9 +52,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import plait
 import workloads_plait
 from plait import WorkflowContext, executor
-from plait.spi import open_store
 from plait_builders import WorkflowBuilder
-from plait_durable import encode_checkpoint
+from plait_durable import encode_checkpoint, open_store
 
 MESSAGE = 2048
 

@@ -45,8 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: durab
 
 import workloads_plait
 from durable_helpers import counting_chain
-from plait.spi import open_store
-from plait_durable import encode_checkpoint
+from plait_durable import encode_checkpoint, open_store
 
 
 async def sizes(n: int) -> dict[str, Any]:

@@ -386,8 +386,7 @@ def checkpoint_counts(name: str) -> list[dict[str, Any]]:
     import tempfile
     from pathlib import Path
 
-    from plait.spi import open_store
-    from plait_durable import encode_checkpoint
+    from plait_durable import encode_checkpoint, open_store
 
     global SCALE
     scale, SCALE = SCALE, SCALE / 100

@@ -120,7 +120,7 @@ def fill_runs(url: str, count: int) -> None:
     the store's own save (``save_many`` where it has one)."""
 
     async def write() -> None:
-        from plait.spi import Checkpoint, open_store
+        from plait_durable import Checkpoint, open_store
 
         store = open_store(url)
         try:

@@ -22,8 +22,8 @@ from typing import Any
 
 import anyio
 from plait import Workflow, WorkflowContext, executor
-from plait.spi import open_store
 from plait_builders import WorkflowBuilder
+from plait_durable import open_store
 
 BLOCKS = 17  # 51 supersteps
 

@@ -22,8 +22,7 @@ from typing import Any
 
 import anyio
 import pytest
-from plait.spi import open_store
-from plait_durable import blob_refs, load_blob, resolve_state
+from plait_durable import blob_refs, load_blob, open_store, resolve_state
 from test_crash_resume import _latest_superstep
 
 GROWING = Path(__file__).with_name("growing.py")

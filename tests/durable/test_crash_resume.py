@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import anyio
-from plait.spi import open_store
+from plait_durable import open_store
 
 CRASHY = Path(__file__).with_name("crashy.py")
 KILL_AFTER_SUPERSTEP = 12

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from faulty import STEPS, build
-from plait.spi import open_store
+from plait_durable import open_store
 
 pytestmark = pytest.mark.anyio
 

@@ -8,8 +8,8 @@ from typing import Any
 import anyio
 import pytest
 from plait import Never, RunStatus, StoreUnavailableError, Workflow, WorkflowContext, executor
-from plait.spi import open_store
 from plait_builders import WorkflowBuilder
+from plait_durable import open_store
 from plait_testing import servers
 
 pytestmark = pytest.mark.anyio

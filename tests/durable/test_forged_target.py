@@ -30,8 +30,8 @@ import anyio
 import attrs
 import pytest
 from click.testing import CliRunner, Result
-from plait.spi import open_store
 from plait_cli import Target, TargetError, load_target, make_cli, parse_target
+from plait_durable import open_store
 
 CODE = """\
 async def shout(text: str) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 import pytest
-from plait.spi import open_store
+from plait_durable import open_store
 
 PIPECRASH = Path(__file__).with_name("pipecrash.py")
 

@@ -27,8 +27,8 @@ from plait import (
     WorkflowContext,
     executor,
 )
-from plait.spi import open_store
 from plait_builders import WorkflowBuilder
+from plait_durable import open_store
 from plait_testing import servers
 
 pytestmark = pytest.mark.anyio

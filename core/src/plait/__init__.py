@@ -56,9 +56,8 @@ if TYPE_CHECKING:
     from . import _errors as errors
     from . import _events as events
     from . import _plugins as plugins
-    from ._codec import register_type_hooks
     from ._context import InvocationFailure, RequestResponse, WorkflowContext
-    from ._convert import converter
+    from ._convert import converter, register_type_hooks
     from ._errors import (
         CapabilityError,
         CheckpointAuthError,
@@ -290,7 +289,7 @@ _LAZY = {
     "hookimpl": "_hookspecs",
     "load": "_workflow",
     "register": "_plugins",
-    "register_type_hooks": "_codec",
+    "register_type_hooks": "_convert",
     "unregister": "_plugins",
 }
 _SUBMODULES = frozenset({"convert", "errors", "events", "plugins"})

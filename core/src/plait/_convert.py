@@ -6,7 +6,7 @@ A :class:`Converter` is a named function from one message type to another, marke
 guesses) or lossy, with a ``cost``; its source or target may be a :class:`TypeFamily`.
 Plugins register converters through ``plait_register_converters``; scripts use
 :func:`converter`. A :class:`CattrsHooks` registered under the same hook teaches
-:func:`message_converter` a plugin's own type.
+:func:`message_converter` a plugin's own type; scripts use :func:`register_type_hooks`.
 
 Where an edge's types differ, the builder asks the installed :class:`ConverterSearch` for
 the cheapest :class:`Chain` of converters (:func:`find_chain`) and inserts a node per
@@ -50,6 +50,7 @@ __all__ = [
     "find_chain",
     "message_converter",
     "nearest_converters",
+    "register_type_hooks",
 ]
 
 #: The name the converter search is registered under (``plait-converters`` registers it).
@@ -396,3 +397,31 @@ def converter(
         return conv
 
     return wrap
+
+
+def register_type_hooks(
+    cls: type,
+    unstructure: Callable[[Any], Any],
+    structure: Callable[[Any, type], Any],
+) -> None:
+    """Teach checkpoints (and record converters) to handle ``cls`` from a script:
+    ``unstructure(obj) -> JSON-ready`` and ``structure(data, cls) -> obj``.
+
+    Registers an in-process plugin named ``cattrs:<module>:<qualname>`` whose
+    :class:`CattrsHooks` :func:`message_converter` applies; in a plugin distribution
+    register :class:`CattrsHooks` through ``plait_register_converters`` instead.
+
+    .. versionadded:: 0.1
+    """
+    hooks = CattrsHooks(cls, structure=structure, unstructure=unstructure)
+    name = f"cattrs:{cls.__module__}:{cls.__qualname__}"
+
+    class _Plugin:
+        @staticmethod
+        @hookimpl
+        def plait_register_converters(register: Any) -> None:
+            register(name, hooks)
+
+    manager = get_plugin_manager()
+    manager.unregister(name)  # registering again replaces the hooks
+    manager.register(_Plugin(), name)

@@ -123,9 +123,11 @@ def plait_register_converter_search(register: Register) -> None:
 
 @hookspec
 def plait_register_checkpoint_stores(register: Register) -> None:
-    """Register checkpoint stores by URL scheme (see :class:`plait.spi.CheckpointStore`).
+    """Register checkpoint stores by URL scheme (see ``plait_durable.CheckpointStore``).
 
-    The registered object is a factory ``factory(url: str) -> CheckpointStore``.
+    The registered object is a factory ``factory(url: str) -> CheckpointStore``
+    (``plait_durable.CheckpointStoreFactory``); the durability opens stores with it
+    (``plait_durable.open_store``), the kernel never does.
 
     :param register: ``register(scheme, factory, replaces=None)`` — for example
         ``register("sqlite", SqliteStore.from_url)``.
@@ -255,9 +257,10 @@ def plait_register_durability(register: Register) -> None:
 
     :meth:`plait.Workflow.run` with ``checkpoint=``, :meth:`~plait.Workflow.resume`,
     :meth:`~plait.Workflow.pending_requests` and :attr:`~plait.Workflow.fingerprint` call the
-    durability registered as ``"checkpoints"``: it writes checkpoints through the runner's
-    commit seam (:class:`plait.spi.RunCommit`), and rebuilds runs from them. ``plait-durable``
-    registers it; without it, those calls fail naming the distribution to install.
+    durability registered as ``"checkpoints"``: it opens the checkpoint store a URL names,
+    writes checkpoints through the runner's commit seam (:class:`plait.spi.RunCommit`), and
+    rebuilds runs from them. ``plait-durable`` registers it; without it, those calls fail
+    naming the distribution to install.
 
     :param register: ``register("checkpoints", durability, replaces=None)``.
     :return: nothing; every implementation is called.

@@ -191,7 +191,7 @@ def _run_id(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         raise RunOptionError(f"run option run_id must be a non-empty string, got {value!r}")
 
 
-#: What a run needs of a checkpoint store object (see :class:`plait.spi.CheckpointStore`).
+#: What a run needs of a checkpoint store object (see ``plait_durable.CheckpointStore``).
 _STORE_METHODS = ("save", "load", "latest", "list", "acquire_lease", "renew_lease",
                   "release_lease")  # fmt: skip
 

@@ -141,7 +141,7 @@ KINDS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "plait_register_placements": ("placement", _has("invoke")),
     "plait_register_durability": (
         "durability",
-        _has("run", "load", "restore", "snapshot", "pending_requests", "fingerprint"),
+        _has("run", "open_store", "load", "restore", "snapshot", "pending_requests", "fingerprint"),
     ),
     "plait_register_schedules": ("schedule", _has("pays", "start", "decode_cut")),
 }

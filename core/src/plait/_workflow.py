@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 
     from anyio.abc import TaskGroup
 
-    from ._checkpoint import Checkpoint, CheckpointStore
     from ._events import RunStatus, WorkflowEvent, WorkflowRunResult
     from ._routing import EdgeRunner
     from ._state import PendingRequest, RunState
@@ -215,6 +214,10 @@ class Durability(Protocol):
     workflow's wait for outside input. It checkpoints through the runner's commit seam
     (:class:`~plait.spi.RunCommit`).
 
+    What a checkpoint and a checkpoint store are is the durability's own
+    (``plait_durable.Checkpoint``, ``plait_durable.CheckpointStore``): the kernel passes
+    stores and checkpoints through without looking inside, and opens no store itself.
+
     .. versionadded:: 0.1
     """
 
@@ -237,11 +240,24 @@ class Durability(Protocol):
         from."""
         ...
 
+    def open_store(self, url: str) -> Any:
+        """The checkpoint store ``url`` names (``"sqlite:///runs.db"``), opened through the
+        factory registered for its scheme (``plait_register_checkpoint_stores``); the
+        caller closes it (``await store.aclose()``).
+
+        :raises UnknownNameError: no installed plugin handles the URL's scheme.
+
+        .. versionadded:: 0.1
+        """
+        ...
+
     async def load(
-        self, store: CheckpointStore, id: str, graph: CompiledGraph, accept_changes: bool
-    ) -> tuple[Checkpoint, Any]:
-        """The checkpoint to resume run (or checkpoint) ``id`` from, and its state as
-        :meth:`restore` takes it; checks the graph's topology and fingerprint."""
+        self, store: Any, id: str, graph: CompiledGraph, accept_changes: bool
+    ) -> tuple[Any, Any]:
+        """The checkpoint to resume run (or checkpoint) ``id`` from in ``store``, and its
+        state as :meth:`restore` takes it; checks the graph's topology and fingerprint.
+        The kernel reads the checkpoint's ``run_id``, ``checkpoint_id``, ``superstep`` and
+        ``metadata``."""
         ...
 
     def restore(
@@ -264,7 +280,7 @@ class Durability(Protocol):
         self,
         graph: CompiledGraph,
         id: str,
-        checkpoint: str | CheckpointStore,
+        checkpoint: Any,
         accept_changes: bool,
     ) -> list[PendingRequest]:
         """The requests stored run (or checkpoint) ``id`` waits for."""
@@ -497,7 +513,7 @@ class Workflow:
     async def resume(
         self,
         id: str,
-        checkpoint: str | CheckpointStore,
+        checkpoint: Any,
         *,
         responses: Mapping[str, Any] | None = None,
         accept_changes: bool = False,
@@ -508,6 +524,7 @@ class Workflow:
         :param id: a run id (resume from its latest checkpoint) or a checkpoint id.
         :param checkpoint: the checkpoint store (or its URL) the run wrote to — the same
             word as ``run(..., checkpoint=)``; the resumed run's checkpoints go there too.
+            A URL is opened (and closed again) by the installed durability.
         :param responses: answers to pending requests, by request id. A response of the
             wrong type raises :class:`~plait.ResponseTypeError` and changes nothing.
         :param accept_changes: resume though the workflow changed since the checkpoint (else
@@ -515,12 +532,11 @@ class Workflow:
         :raises TopologyMismatchError: the checkpoint was taken on a different graph.
         :raises CheckpointNotFoundError: no such run or checkpoint.
         """
-        from ._checkpoint import open_store
         from ._state import RunState
 
         durability = self._durability("Workflow.resume()")
         opened = isinstance(checkpoint, str)
-        checkpoint_store = open_store(checkpoint) if isinstance(checkpoint, str) else checkpoint
+        checkpoint_store = durability.open_store(checkpoint) if opened else checkpoint
         try:
             found, data = await durability.load(checkpoint_store, id, self._graph, accept_changes)
             opts = RunOptions.from_kwargs(
@@ -547,7 +563,7 @@ class Workflow:
         return self._finish(result, opts)
 
     async def pending_requests(
-        self, id: str, checkpoint: str | CheckpointStore, *, accept_changes: bool = False
+        self, id: str, checkpoint: Any, *, accept_changes: bool = False
     ) -> list[PendingRequest]:
         """The requests a stored run waits for (from its latest checkpoint, or checkpoint
         ``id``), without resuming it; raises as :meth:`resume` does (``accept_changes``:

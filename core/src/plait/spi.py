@@ -2,14 +2,16 @@
 
 ``plait`` is for people who write workflows; ``plait.spi`` is for people who extend Plait:
 the hook markers and ``Register`` callbacks, the protocol of each kind of thing a plugin
-registers (router, merge strategy, converter and the converter search, checkpoint store,
-loader, executor kind, placement, observer, durability — with the runner's commit seam it
-drives —, schedule — with the stretch of a run it runs and a checkpointer cuts —, the
-documents machinery behind ``plait.load``), the spec types and the build context, and the
-helpers every plugin shares (lazy registration, code references, expression compilers,
-the caller's words in errors). What checkpoint stores share beyond the protocol (the byte
-format, the lease rules, prune's rule) comes with ``plait-durable``. Every other module of
-the kernel is private (``plait._*``) and may change.
+registers (router, merge strategy, converter and the converter search, loader, executor
+kind, placement, observer, durability — with the runner's commit seam it drives —,
+schedule — with the stretch of a run it runs and a checkpointer cuts —, the documents
+machinery behind ``plait.load``), the spec types and the build context, and the helpers
+every plugin shares (lazy registration, code references, expression compilers, the
+caller's words in errors). What a checkpoint is (its records, the store protocols, the
+value codec) and what stores share (the byte format, the lease rules, prune's rule) come
+with ``plait-durable``; the spec builder and the problems collector every front-end builds
+the IR with come with ``plait-documents``. Every other module of the kernel is private
+(``plait._*``) and may change.
 
 Names are imported on first use, so ``from plait.spi import hookimpl`` in a plugin's entry
 point module costs nothing more than the hook machinery itself.
@@ -35,25 +37,6 @@ if TYPE_CHECKING:
         compile_expression,
         compile_template,
         load_scope,
-    )
-    from ._checkpoint import (
-        FORMAT_VERSION,
-        BlobStore,
-        Checkpoint,
-        CheckpointInfo,
-        CheckpointStore,
-        Lease,
-        LeaseHolder,
-        RunInfo,
-        open_store,
-    )
-    from ._codec import (
-        DecodeError,
-        EncodeError,
-        declared_types,
-        decode_value,
-        encode_value,
-        type_ref,
     )
     from ._context import DELETED, RunScope
     from ._convert import (
@@ -101,12 +84,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Durability",
-    "FORMAT_VERSION",
     "RunCommit",
     "Runner",
     "RunState",
-    "EncodeError",
-    "DecodeError",
     "main_module_name",
     "combine",
     "Schedule",
@@ -118,13 +98,9 @@ __all__ = [
     "cli_wording",
     "is_cli",
     "spell",
-    "BlobStore",
     "DELETED",
     "CattrsHooks",
     "Chain",
-    "Checkpoint",
-    "CheckpointInfo",
-    "CheckpointStore",
     "CompiledExpression",
     "CompiledGraph",
     "CompiledTemplate",
@@ -139,8 +115,6 @@ __all__ = [
     "Invocation",
     "KINDS",
     "BuildContext",
-    "Lease",
-    "LeaseHolder",
     "Loader",
     "MergeStrategy",
     "PendingRequest",
@@ -151,7 +125,6 @@ __all__ = [
     "Registry",
     "Router",
     "RouterEnv",
-    "RunInfo",
     "RunObserver",
     "RunOptions",
     "RunScope",
@@ -165,9 +138,6 @@ __all__ = [
     "compile_expression",
     "compile_template",
     "core_version",
-    "declared_types",
-    "decode_value",
-    "encode_value",
     "expression_spec",
     "find_chain",
     "grant_text",
@@ -182,11 +152,9 @@ __all__ = [
     "nearest_converters",
     "nonportable_reason",
     "normalize",
-    "open_store",
     "set_plugin_manager",
     "spec_converter",
     "type_name",
-    "type_ref",
     "with_placement",
 ]
 
@@ -196,8 +164,6 @@ _HOME = {
     "RunCommit": "_runner",
     "Runner": "_runner",
     "RunState": "_state",
-    "EncodeError": "_codec",
-    "DecodeError": "_codec",
     "main_module_name": "_types",
     "combine": "_observer",
     "Schedule": "_runner",
@@ -209,13 +175,8 @@ _HOME = {
     "cli_wording": "_errors",
     "is_cli": "_errors",
     "spell": "_errors",
-    "BlobStore": "_checkpoint",
     "CattrsHooks": "_convert",
     "Chain": "_convert",
-    "Checkpoint": "_checkpoint",
-    "CheckpointInfo": "_checkpoint",
-    "CheckpointStore": "_checkpoint",
-    "FORMAT_VERSION": "_checkpoint",
     "CompiledExpression": "_building",
     "CompiledGraph": "_graph",
     "CompiledTemplate": "_building",
@@ -230,8 +191,6 @@ _HOME = {
     "Invocation": "_observer",
     "KINDS": "_plugins",
     "BuildContext": "_building",
-    "Lease": "_checkpoint",
-    "LeaseHolder": "_checkpoint",
     "Loader": "_building",
     "MergeStrategy": "_routing",
     "PendingRequest": "_state",
@@ -242,7 +201,6 @@ _HOME = {
     "Registry": "_plugins",
     "Router": "_routing",
     "RouterEnv": "_routing",
-    "RunInfo": "_checkpoint",
     "RunObserver": "_observer",
     "RunOptions": "_options",
     "RunScope": "_context",
@@ -257,9 +215,6 @@ _HOME = {
     "compile_expression": "_building",
     "compile_template": "_building",
     "core_version": "_plugins",
-    "declared_types": "_codec",
-    "decode_value": "_codec",
-    "encode_value": "_codec",
     "expression_spec": "_spec",
     "find_chain": "_convert",
     "grant_text": "_errors",
@@ -274,11 +229,9 @@ _HOME = {
     "nearest_converters": "_convert",
     "nonportable_reason": "_spec",
     "normalize": "_types",
-    "open_store": "_checkpoint",
     "set_plugin_manager": "_plugins",
     "spec_converter": "_spec",
     "type_name": "_types",
-    "type_ref": "_codec",
     "with_placement": "_workflow",
 }
 
@@ -300,6 +253,22 @@ _MOVED = {
     "check_config": ("plait_documents", "plait-documents"),
     "config_error": ("plait_documents", "plait-documents"),
     "json_pointer": ("plait_documents", "plait-documents"),
+    # what a checkpoint is and how its values are encoded: durability's, not the runner's
+    "BlobStore": ("plait_durable", "plait-durable"),
+    "Checkpoint": ("plait_durable", "plait-durable"),
+    "CheckpointInfo": ("plait_durable", "plait-durable"),
+    "CheckpointStore": ("plait_durable", "plait-durable"),
+    "FORMAT_VERSION": ("plait_durable", "plait-durable"),
+    "Lease": ("plait_durable", "plait-durable"),
+    "LeaseHolder": ("plait_durable", "plait-durable"),
+    "RunInfo": ("plait_durable", "plait-durable"),
+    "open_store": ("plait_durable", "plait-durable"),
+    "DecodeError": ("plait_durable", "plait-durable"),
+    "EncodeError": ("plait_durable", "plait-durable"),
+    "declared_types": ("plait_durable", "plait-durable"),
+    "decode_value": ("plait_durable", "plait-durable"),
+    "encode_value": ("plait_durable", "plait-durable"),
+    "type_ref": ("plait_durable", "plait-durable"),
 }
 
 

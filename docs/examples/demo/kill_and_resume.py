@@ -34,7 +34,7 @@ from typing import Any
 
 import anyio
 import attrs
-from plait.spi import open_store
+from plait_durable import open_store
 
 HERE = Path(__file__).resolve().parent
 _WORKFLOW = os.path.relpath(HERE / "docs_review.yaml")

@@ -203,8 +203,7 @@ def test_a_message_the_start_executor_cannot_handle_fails_the_run() -> None:
 
 def test_journal_keeps_the_run_s_event_journal(tmp_path: Path) -> None:
     import anyio
-    from plait.spi import open_store
-    from plait_durable import read_journal
+    from plait_durable import open_store, read_journal
 
     url = store(tmp_path)
     result = plait("run", target("echo"), "x", "--checkpoint", url, "--journal", "-q")
@@ -365,7 +364,7 @@ def test_a_run_id_alone_never_prints_a_recorded_target_holding_control_character
     tmp_path: Path,
 ) -> None:
     import anyio
-    from plait.spi import open_store
+    from plait_durable import open_store
 
     url = store(tmp_path)
     run_id, _ = _pending(plait("run", target("gate"), "t", "--checkpoint", url))
@@ -458,7 +457,7 @@ def test_placement_is_checked_before_the_run_and_recorded_with_its_checkpoints(
     (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", local.stderr, re.M)
 
     import anyio
-    from plait.spi import open_store
+    from plait_durable import open_store
 
     async def latest_metadata() -> dict[str, object]:
         checkpoints = open_store(url)
@@ -546,7 +545,7 @@ def test_a_changed_workflow_is_refused_naming_the_change_unless_accepted(
 ) -> None:
     import anyio
     from plait import load
-    from plait.spi import open_store
+    from plait_durable import open_store
 
     module = f"steps_{uuid.uuid4().hex[:8]}"
     (tmp_path / f"{module}.py").write_text(STEP_CODE)

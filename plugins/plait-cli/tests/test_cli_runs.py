@@ -11,8 +11,8 @@ import anyio
 import attrs
 import pytest
 from click.testing import CliRunner, Result
-from plait.spi import open_store
 from plait_cli import make_cli
+from plait_durable import open_store
 from plait_testing.stores import make_checkpoint, new_run_id
 
 WORKFLOWS = Path(__file__).with_name("cli_workflows.py")

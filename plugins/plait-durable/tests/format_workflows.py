@@ -3,7 +3,7 @@ its body was typed, which every later Plait must read back byte for byte and res
 
     python plugins/plait-durable/tests/format_workflows.py   # writes format1/*.json again
 
-Regenerate only when the format changes (and then bump :data:`plait.spi.FORMAT_VERSION`).
+Regenerate only when the format changes (and then bump :data:`plait_durable.FORMAT_VERSION`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ from typing import Any
 
 import attrs
 from plait import Executor, Never, RetryPolicy, Workflow, WorkflowContext, executor, handler
-from plait.spi import open_store
 from plait_builders import WorkflowBuilder
-from plait_durable import encode_checkpoint
+from plait_durable import encode_checkpoint, open_store
 
 HERE = Path(__file__).resolve().parent / "format1"
 

@@ -18,9 +18,9 @@ from plait import (
     executor,
     handler,
 )
-from plait.spi import Durability, PluginManager, RunCommit, Runner, open_store
+from plait.spi import Durability, PluginManager, RunCommit, Runner
 from plait_builders import WorkflowBuilder
-from plait_durable import Checkpointer, Checkpoints, list_runs
+from plait_durable import Checkpointer, Checkpoints, list_runs, open_store
 from plait_testing import fake_entry_point, make_plugin_manager
 
 pytestmark = pytest.mark.anyio

@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 from plait import CheckpointError, CorruptCheckpointError
-from plait.spi import Checkpoint, open_store
-from plait_durable import decode_checkpoint, encode_checkpoint
+from plait_durable import Checkpoint, decode_checkpoint, encode_checkpoint, open_store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

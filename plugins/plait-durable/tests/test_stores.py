@@ -8,9 +8,9 @@ from typing import Any
 import attrs
 import pytest
 from plait import CheckpointError, StoreUnavailableError
-from plait.spi import CheckpointInfo
 from plait_durable import (
     INFO_FIELDS,
+    CheckpointInfo,
     CheckpointStoreBase,
     check_keep_last,
     duplicate_error,

@@ -382,7 +382,7 @@ async def test_a_resumed_run_says_where_it_resumed(exporter: InMemorySpanExporte
 async def test_a_resumed_run_links_to_the_run_it_continues_across_processes(
     exporter: InMemorySpanExporter,
 ) -> None:
-    from plait.spi import open_store
+    from plait_durable import open_store
 
     @executor(id="ask")
     async def ask(text: str, ctx: WorkflowContext[str]) -> None:

@@ -10,8 +10,7 @@ import plait_postgres
 import psycopg
 import pytest
 from plait import CheckpointError, CorruptCheckpointError, StoreUnavailableError
-from plait.spi import Checkpoint, CheckpointStore
-from plait_durable import encode_checkpoint
+from plait_durable import Checkpoint, CheckpointStore, encode_checkpoint
 from plait_postgres import SCHEMA_VERSION, PostgresCheckpointStore
 from plait_testing import fake_entry_point, make_plugin_manager, servers
 from plait_testing.stores import (

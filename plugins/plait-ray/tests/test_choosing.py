@@ -21,10 +21,10 @@ from plait import (
     executor,
     handler,
 )
-from plait._codec import DecodeError
 from plait._workflow import LOCAL, PlacedExecutor, placement_of
 from plait.spi import with_placement
 from plait_builders import WorkflowBuilder
+from plait_durable import DecodeError
 from plait_ray.errors import RemoteInvocationError
 
 pytestmark = pytest.mark.anyio

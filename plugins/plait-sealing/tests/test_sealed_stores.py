@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 from plait import CheckpointAuthError, CorruptCheckpointError, RunLeaseError
-from plait.spi import CheckpointStore, open_store
-from plait_durable import encode_checkpoint
+from plait_durable import CheckpointStore, encode_checkpoint, open_store
 from plait_sealing import SealedStore, generate_key
 from sealing_workflows import secret_keeper
 

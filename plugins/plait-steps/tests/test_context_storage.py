@@ -9,8 +9,7 @@ from typing import Any
 import attrs
 import plait
 import pytest
-from plait.spi import open_store
-from plait_durable import encode_checkpoint, resolve_state
+from plait_durable import encode_checkpoint, open_store, resolve_state
 from plait_steps import step_context
 
 pytestmark = pytest.mark.anyio

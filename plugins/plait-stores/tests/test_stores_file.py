@@ -12,8 +12,7 @@ import attrs
 import plait_stores._fileindex
 import pytest
 from plait import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
-from plait.spi import Checkpoint, CheckpointStore
-from plait_durable import encode_checkpoint, list_runs
+from plait_durable import Checkpoint, CheckpointStore, encode_checkpoint, list_runs
 from plait_stores import FileCheckpointStore
 from plait_testing.stores import (
     CheckpointStoreContract,

@@ -10,9 +10,9 @@ from typing import Any
 import plait_stores._file
 import pytest
 from plait import CorruptCheckpointError
-from plait.spi import Checkpoint
 from plait_durable import (
     BlobWriter,
+    Checkpoint,
     blob_hash,
     blob_refs,
     externalize_state,

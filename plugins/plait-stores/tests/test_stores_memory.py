@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from plait import StoreUnavailableError
-from plait.spi import CheckpointStore
+from plait_durable import CheckpointStore
 from plait_stores import MemoryCheckpointStore
 from plait_testing.stores import (
     CheckpointStoreContract,

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import plait_stores
 import pytest
-from plait.spi import PluginManager, open_store
+from plait.spi import PluginManager
+from plait_durable import open_store
 from plait_stores import FileCheckpointStore, MemoryCheckpointStore, SqliteCheckpointStore
 from plait_testing import fake_entry_point, make_plugin_manager
 from plait_testing.stores import make_checkpoint, new_run_id

@@ -11,8 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 from plait import CheckpointError, CorruptCheckpointError, StoreUnavailableError
-from plait.spi import Checkpoint, CheckpointStore
-from plait_durable import encode_checkpoint
+from plait_durable import Checkpoint, CheckpointStore, encode_checkpoint
 from plait_stores import SqliteCheckpointStore
 from plait_stores._sqlite import SCHEMA_VERSION
 from plait_testing.stores import (

@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
-from plait.spi import open_store
+from plait_durable import open_store
 from plait_testing import servers
 from ui_helpers import (
     chain,

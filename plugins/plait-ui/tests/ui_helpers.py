@@ -193,7 +193,7 @@ def long_run(url: str, checkpoints: int, *, every: int = 32) -> str:
     run_id = unique("long")
 
     async def write() -> None:
-        from plait.spi import Checkpoint, open_store
+        from plait_durable import Checkpoint, open_store
 
         store = open_store(url)
         batch: list[Checkpoint] = []

@@ -3,7 +3,7 @@
 A run is chosen by its latest checkpoint (what ``plait runs`` lists): older than
 ``--older-than``, with one of the ``--status`` values, beyond the newest ``--keep`` runs
 that match. A run whose lease a live worker holds is never removed: pruning takes the run's
-lease first (:meth:`plait.spi.CheckpointStore.acquire_lease`), so a run that is
+lease first (:meth:`plait_durable.CheckpointStore.acquire_lease`), so a run that is
 running, or being resumed, right now is skipped and named. ``--dry-run`` says what would go.
 """
 
@@ -16,8 +16,7 @@ import anyio
 import attrs
 import click
 from plait import RunLeaseError
-from plait.spi import LeaseHolder, RunInfo, open_store
-from plait_durable import parse_age
+from plait_durable import LeaseHolder, RunInfo, open_store, parse_age
 
 __all__ = ["PruneReport", "prune_command", "prune_runs"]
 

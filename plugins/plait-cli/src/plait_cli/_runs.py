@@ -1,6 +1,6 @@
 """``plait runs``: the runs a checkpoint store holds, newest first, as a table or as JSON.
 
-The store's run listing (:meth:`plait.spi.CheckpointStore.runs`) describes each run
+The store's run listing (:meth:`plait_durable.CheckpointStore.runs`) describes each run
 by its latest checkpoint: workflow, status, superstep, pending requests and, for a failed
 run, the error that checkpoint records.
 """
@@ -17,8 +17,7 @@ from typing import Any
 import anyio
 import attrs
 import click
-from plait.spi import RunInfo, open_store
-from plait_durable import CORRUPT
+from plait_durable import CORRUPT, RunInfo, open_store
 
 from ._output import format_table, to_json
 from ._prune import prune_command

@@ -3,11 +3,15 @@ from them (in this process or another, days later), content-addressed values, wo
 fingerprints, and the read side a run inspector needs (a run index, checkpoint views,
 diffs, forks, the event journal).
 
-The kernel runs supersteps and defines the protocols (:class:`plait.spi.CheckpointStore`,
-:class:`plait.spi.BlobStore`, :class:`plait.spi.Durability`, the runner's commit seam
-:class:`plait.spi.RunCommit`); installing ``plait-durable`` registers the durability that
-``Workflow.run(checkpoint=...)``, ``Workflow.resume``, ``Workflow.pending_requests`` and
-``Workflow.fingerprint`` call (``plait_register_durability``). Checkpoint stores (``plait-stores``,
+The kernel runs supersteps and defines the seams (:class:`plait.spi.Durability`, the
+runner's commit seam :class:`plait.spi.RunCommit`); installing ``plait-durable`` registers
+the durability that ``Workflow.run(checkpoint=...)``, ``Workflow.resume``,
+``Workflow.pending_requests`` and ``Workflow.fingerprint`` call
+(``plait_register_durability``). What a checkpoint is comes with it: the records and the
+store protocols (:mod:`plait_durable.checkpoint`: :class:`Checkpoint`,
+:class:`CheckpointStore`, :class:`BlobStore`, :func:`open_store` …) and the value codec
+(:mod:`plait_durable.codec`: :func:`encode_value`, :func:`decode_value` …), every name of
+both also a name of this package. Checkpoint stores (``plait-stores``,
 ``plait-redis``, ``plait-postgres``) and run inspectors (``plait-ui``, ``plait-cli``) use the
 helpers below: store authors the bytes a checkpoint is stored as (:func:`encode_checkpoint`,
 :func:`decode_checkpoint`), the lease rules (:func:`take_lease` …), prune's rule
@@ -87,6 +91,26 @@ if TYPE_CHECKING:
         run_info,
         where,
     )
+    from .checkpoint import (
+        FORMAT_VERSION,
+        BlobStore,
+        Checkpoint,
+        CheckpointInfo,
+        CheckpointStore,
+        CheckpointStoreFactory,
+        Lease,
+        LeaseHolder,
+        RunInfo,
+        open_store,
+    )
+    from .codec import (
+        DecodeError,
+        EncodeError,
+        declared_types,
+        decode_value,
+        encode_value,
+        type_ref,
+    )
 
 #: Where each public name lives (imported on first use).
 _HOME = {
@@ -158,9 +182,41 @@ _HOME = {
     "redact_url": "_stores",
     "run_info": "_stores",
     "where": "_stores",
+    "FORMAT_VERSION": "checkpoint",
+    "BlobStore": "checkpoint",
+    "Checkpoint": "checkpoint",
+    "CheckpointInfo": "checkpoint",
+    "CheckpointStore": "checkpoint",
+    "CheckpointStoreFactory": "checkpoint",
+    "Lease": "checkpoint",
+    "LeaseHolder": "checkpoint",
+    "RunInfo": "checkpoint",
+    "open_store": "checkpoint",
+    "DecodeError": "codec",
+    "EncodeError": "codec",
+    "declared_types": "codec",
+    "decode_value": "codec",
+    "encode_value": "codec",
+    "type_ref": "codec",
 }
 
 __all__ = [
+    "FORMAT_VERSION",
+    "BlobStore",
+    "Checkpoint",
+    "CheckpointInfo",
+    "CheckpointStore",
+    "CheckpointStoreFactory",
+    "Lease",
+    "LeaseHolder",
+    "RunInfo",
+    "open_store",
+    "DecodeError",
+    "EncodeError",
+    "declared_types",
+    "decode_value",
+    "encode_value",
+    "type_ref",
     "CORRUPT",
     "INFO_FIELDS",
     "CheckpointStoreBase",
@@ -236,7 +292,9 @@ __getattr__ = lazy_exports(__name__, _HOME)
 
 #: What :class:`plait.spi.Durability` asks of the registered object (checked without
 #: importing it: ``_durable`` and the runner's durable path load on first durable call).
-_PROVIDES = ("run", "load", "restore", "snapshot", "pending_requests", "fingerprint")
+_PROVIDES = (
+    "run", "open_store", "load", "restore", "snapshot", "pending_requests", "fingerprint"
+)  # fmt: skip
 
 
 @plait.hookimpl

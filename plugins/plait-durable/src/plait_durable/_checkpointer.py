@@ -16,23 +16,15 @@ import anyio.abc
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream
 from plait import CheckpointEncodeError, CheckpointError, RunLeaseError
-from plait.spi import (
-    Checkpoint,
-    CheckpointStore,
-    EncodeError,
-    Lease,
-    PendingRequest,
-    RunState,
-    encode_value,
-    type_name,
-    type_ref,
-)
+from plait.spi import PendingRequest, RunState, type_name
 
 from ._blobs import BlobWriter, externalize_state, has_blobs, resumed_blobs
 from ._fingerprint import fingerprint_of, fingerprint_summary
 from ._format import dump_json
 from ._layout import DeltaState, FullState, SharedChanges, StoredRequest, state_json
 from ._runview import shared_changes
+from .checkpoint import Checkpoint, CheckpointStore, Lease
+from .codec import EncodeError, encode_value, type_ref
 
 if TYPE_CHECKING:
     from plait.spi import CompiledGraph, Runner, RunObserver, ScheduleRun

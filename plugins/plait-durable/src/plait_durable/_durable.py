@@ -19,7 +19,7 @@ state is that of the last good superstep, so resuming it re-runs the superstep t
 failed: in ``sync`` and ``async`` modes it is a copy of the last checkpoint written, in
 ``exit`` mode the only checkpoint of the run.
 
-One writer per run: a durable run takes its run's lease (:class:`~plait.spi.Lease`) before it
+One writer per run: a durable run takes its run's lease (:class:`~plait_durable.Lease`) before it
 writes anything, renews it every third of ``lease_ttl`` while it lives, saves every
 checkpoint with the lease's fencing token, and releases it at the end. A second worker
 running or resuming the same live run fails at once with
@@ -44,22 +44,13 @@ from plait import (
     RunStatus,
     WorkflowRunError,
 )
-from plait.spi import (
-    Checkpoint,
-    CheckpointStore,
-    Lease,
-    Runner,
-    RunOptions,
-    RunState,
-    RunWatch,
-    combine,
-    open_store,
-)
+from plait.spi import Runner, RunOptions, RunState, RunWatch, combine
 
 from ._checkpointer import SNAPSHOT_EVERY, Checkpointer
 from ._fingerprint import fingerprint_of
 from ._journal import JournaledStore, RunJournal, journal_store
 from ._resume import answer_requests, load_run, restore_state, resumed_from
+from .checkpoint import Checkpoint, CheckpointStore, Lease, open_store
 
 if TYPE_CHECKING:
     from plait.spi import CompiledGraph, PendingRequest
@@ -305,6 +296,11 @@ class Checkpoints:
     ) -> RunStatus:
         """:func:`run_checkpointed`."""
         return await run_checkpointed(graph, state, inbox, opts, live=live, parent_id=parent_id)
+
+    def open_store(self, url: str) -> CheckpointStore:
+        """:func:`~plait_durable.checkpoint.open_store`: what ``Workflow.resume`` calls for a
+        store URL."""
+        return open_store(url)
 
     async def load(
         self, store: CheckpointStore, id: str, graph: CompiledGraph, accept_changes: bool

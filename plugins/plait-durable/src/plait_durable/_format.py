@@ -18,7 +18,7 @@ Structuring is strict and builds nothing the body names: ``str``, ``int`` and ``
 fields take only those JSON types (no ``"3"`` for ``3``, no ``true`` for ``1``), and the
 values a run keeps (:data:`Json`: messages, executor and shared state …) stay the JSON
 they are until resuming decodes them into the types the workflow declares
-(:func:`plait.spi.decode_value`).
+(:func:`plait_durable.decode_value`).
 
 .. versionadded:: 0.1
 """
@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any, NewType
 
 import attrs
 from plait import CheckpointError, CorruptCheckpointError
-from plait.spi import FORMAT_VERSION, Checkpoint
+
+from .checkpoint import FORMAT_VERSION, Checkpoint
 
 if TYPE_CHECKING:
     import cattrs  # importing it costs ~40 ms: done when a checkpoint is first read
@@ -95,7 +96,7 @@ def load_json(body: bytes) -> Any:
 @attrs.frozen(kw_only=True)
 class CheckpointBody:
     """The body of a stored checkpoint (format 1): the fields of
-    :class:`~plait.spi.Checkpoint`, in its order, every one present. ``state`` is the
+    :class:`~plait_durable.Checkpoint`, in its order, every one present. ``state`` is the
     run's state (:mod:`plait_durable._layout` types it); ``metadata`` the run's
     annotations (workflow, fingerprint, topology, error …).
     """
@@ -304,7 +305,7 @@ def decode_checkpoint(
         each field that is wrong), not a checkpoint, or their body disagrees with
         ``expect_run``/``expect_id``.
     :raises CheckpointError: the bytes were written by a newer format (a newer Plait);
-        a format older than :data:`~plait.spi.FORMAT_VERSION` is corrupt (no release
+        a format older than :data:`~plait_durable.FORMAT_VERSION` is corrupt (no release
         wrote one).
     """
     magic, sep1, rest = bytes(data).partition(b"\n")

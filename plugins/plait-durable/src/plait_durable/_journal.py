@@ -24,9 +24,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from plait import ExecutorFailedError, ExecutorTimeoutError, RunOptionError
-from plait.spi import Checkpoint, Invocation, Lease, RunObserver
+from plait.spi import Invocation, RunObserver
 
 from ._runindex import EventJournal, JournalEvent
+from .checkpoint import Checkpoint, Lease
 
 __all__ = ["JournaledStore", "RunJournal", "error_record", "journal_store"]
 
@@ -171,7 +172,7 @@ class JournaledStore:
         """Save ``checkpoint`` with the journal events it takes: those of its superstep and
         before, or all of them for the run's last checkpoint (a failed run's copies the
         superstep before the one that failed); and its new ``blobs``, where the store
-        keeps blobs (:class:`plait.spi.BlobStore`), in the same transaction."""
+        keeps blobs (:class:`plait_durable.BlobStore`), in the same transaction."""
         last = checkpoint.status != "running"
         events = self.journal.take(None if last else checkpoint.superstep)
         try:

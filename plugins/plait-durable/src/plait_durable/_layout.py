@@ -27,7 +27,7 @@ always had. Structuring checks the layout, every type and no unknown key; a stat
 not fit is a :class:`~plait.CorruptCheckpointError` naming the checkpoint and the path of
 each field that is wrong (``state.requests[0].executor_id holds int 7, expected str``).
 Values (messages, snapshots, shared state, outputs) stay :data:`~plait_durable._format.Json`
-until :func:`plait.spi.decode_value` decodes them into the types the workflow declares.
+until :func:`plait_durable.decode_value` decodes them into the types the workflow declares.
 
 .. versionadded:: 0.1
 """

@@ -1,7 +1,7 @@
 """One writer per run: the lease rules every checkpoint store shares.
 
-A store keeps, per run, a lease (:class:`~plait.spi.Lease`): a fencing token, who holds it
-(:class:`~plait.spi.LeaseHolder`) and when it expires. Whether a stored lease may be taken,
+A store keeps, per run, a lease (:class:`~plait_durable.Lease`): a fencing token, who holds it
+(:class:`~plait_durable.LeaseHolder`) and when it expires. Whether a stored lease may be taken,
 which token comes next, and how a refusal is worded are the same in every store:
 
 - :func:`take_lease` decides, inside the store's transaction or lock, whether the stored
@@ -22,7 +22,8 @@ import socket
 import time
 
 from plait import RunLeaseError
-from plait.spi import Lease, LeaseHolder
+
+from .checkpoint import Lease, LeaseHolder
 
 __all__ = ["granted", "held_error", "is_free", "lost_error", "released", "take_lease"]
 

@@ -4,7 +4,7 @@ Stored data is untrusted: the state is structured into its typed layout
 (:mod:`plait_durable._layout`) before use, so a mis-shaped body is a
 :class:`~plait.CorruptCheckpointError` naming each field that is wrong, never a
 ``KeyError``; and values decode only into the types the workflow declares
-(:func:`plait.spi.declared_types`); a tag naming anything else is a
+(:func:`plait_durable.declared_types`); a tag naming anything else is a
 :class:`~plait.CheckpointDecodeError` naming the run, the checkpoint and the tag.
 
 .. versionadded:: 0.1
@@ -30,21 +30,13 @@ from plait import (
     WorkflowChangedError,
     WorkflowSpec,
 )
-from plait.spi import (
-    Checkpoint,
-    CheckpointStore,
-    DecodeError,
-    PendingRequest,
-    RunState,
-    declared_types,
-    decode_value,
-    is_instance,
-    type_name,
-)
+from plait.spi import PendingRequest, RunState, is_instance, type_name
 
 from ._blobs import resolve_state, resumed_blobs
 from ._fingerprint import fingerprint_changes, fingerprint_of
 from ._layout import DeltaState, FullState, read_state, state_json
+from .checkpoint import Checkpoint, CheckpointStore
+from .codec import DecodeError, declared_types, decode_value
 
 if TYPE_CHECKING:
     from plait.spi import CompiledGraph
@@ -184,7 +176,7 @@ def restore_state(
     (from :func:`load_run`) or a full state as stored JSON (what a nested workflow waiting
     for input keeps, :meth:`Checkpoints.snapshot`).
 
-    Values decode into the graph's :func:`~plait.spi.declared_types` only. A checkpoint
+    Values decode into the graph's :func:`~plait_durable.declared_types` only. A checkpoint
     taken at a cut of the pipelined schedule is decoded by that schedule (``cut``: the
     run is resumed; else only what a reader needs, such as the pending requests, is).
 

@@ -1,13 +1,13 @@
 """Inspecting stored runs: a run index, a read-only view of a checkpoint, diffs and forks.
 
 What a run inspector (``plait ui``) needs from a store, on top of
-:class:`~plait.spi.CheckpointStore`:
+:class:`~plait_durable.CheckpointStore`:
 
 - :func:`list_runs` pages through the runs a store holds, newest first, filtered by status,
   workflow, time, run id and fork origin. A store that keeps an index offers the optional
   :class:`RunIndex` protocol (``list_runs`` as a method: the SQLite store answers with one
   indexed query, the memory store from summaries it keeps as it saves); for any other store
-  the function falls back to :meth:`~plait.spi.CheckpointStore.runs`, which reads every
+  the function falls back to :meth:`~plait_durable.CheckpointStore.runs`, which reads every
   run's latest checkpoint on each page.
 - :func:`checkpoint_view` (from :mod:`plait.runview`, as the next two) is a checkpoint as
   stored JSON: a delta merged with its base, never decoded into the workflow's types (the
@@ -35,10 +35,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 from plait import CheckpointNotFoundError, CorruptCheckpointError
-from plait.spi import Checkpoint, CheckpointStore, Lease, RunInfo
 
 from ._runview import Change, CheckpointView, checkpoint_view, diff_views, fork_run, merge_state
 from ._stores import latest_run_info
+from .checkpoint import Checkpoint, CheckpointStore, Lease, RunInfo
 
 __all__ = [
     "DEFAULT_PAGE",
@@ -76,7 +76,7 @@ MAX_PAGE = 500
 class RunSummary(RunInfo):
     """One run as the run index lists it.
 
-    The fields of :class:`~plait.spi.RunInfo` (from the run's latest checkpoint),
+    The fields of :class:`~plait_durable.RunInfo` (from the run's latest checkpoint),
     plus where the run was forked from (``forked_from``, ``forked_from_checkpoint``: the
     run and checkpoint :func:`fork_run` copied; ``None`` for a run that was not forked).
 
@@ -213,7 +213,7 @@ async def list_runs(
     """A page of the runs ``store`` holds, newest first, as :class:`RunQuery` filters them.
 
     Through the store's own index when it offers :class:`RunIndex`; otherwise from
-    :meth:`~plait.spi.CheckpointStore.runs` (every run's latest checkpoint is read
+    :meth:`~plait_durable.CheckpointStore.runs` (every run's latest checkpoint is read
     for each page, and each listed run's first checkpoint for ``forked_from``).
 
     :raises ValueError: a bad ``limit`` or ``cursor``.
@@ -446,7 +446,7 @@ class EventJournal(Protocol):
 
     A store numbers the events of a run as it appends them (:attr:`JournalEvent.seq`:
     strictly increasing within the run; gaps are allowed) and returns them in that order.
-    ``save_with_events`` is :meth:`~plait.spi.CheckpointStore.save` and
+    ``save_with_events`` is :meth:`~plait_durable.CheckpointStore.save` and
     ``append_events`` in one transaction where the store has transactions (SQL stores
     one transaction, Redis one ``MULTI``, the file store the journal file written before
     the checkpoint's rename): the journal never says a superstep committed that the

@@ -18,11 +18,11 @@ from typing import Any
 
 import attrs
 from plait import CheckpointError
-from plait.spi import BlobStore, Checkpoint, CheckpointStore
 
 from ._blobs import BlobWriter, externalize_state, has_blobs, resolve_state
 from ._layout import apply_shared_changes
 from ._stores import error_summary
+from .checkpoint import BlobStore, Checkpoint, CheckpointStore
 
 __all__ = [
     "EDITABLE",

@@ -1,6 +1,6 @@
 """Helpers for checkpoint store authors: the lifecycle, naming and errors every store shares.
 
-A checkpoint store (:class:`~plait.spi.CheckpointStore`) has its own way of keeping
+A checkpoint store (:class:`~plait_durable.CheckpointStore`) has its own way of keeping
 bytes, but the glue around them is the same in every store, and users should meet it
 worded the same way whichever store they chose:
 
@@ -15,7 +15,7 @@ worded the same way whichever store they chose:
 - :func:`run_info` lists a run from its latest checkpoint's bytes
   (:func:`latest_run_info`, or :func:`corrupt_run_info` when they do not decode);
 - :data:`INFO_FIELDS`, :func:`info_row` and :func:`info_fields` lay out the listing
-  fields (:class:`~plait.spi.CheckpointInfo`) as a row or a JSON object, and
+  fields (:class:`~plait_durable.CheckpointInfo`) as a row or a JSON object, and
   ``CheckpointInfo(*row)`` / ``CheckpointInfo(**fields)`` read them back.
 
 The bytes a checkpoint is stored as are :func:`~plait_durable.encode_checkpoint`'s, the
@@ -50,10 +50,10 @@ from typing import Any, Protocol, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
 from plait import CheckpointError, CorruptCheckpointError, StoreUnavailableError
-from plait.spi import Checkpoint, CheckpointInfo, RunInfo
 from typing_extensions import Self
 
 from ._format import decode_checkpoint
+from .checkpoint import Checkpoint, CheckpointInfo, RunInfo
 
 __all__ = [
     "CORRUPT",
@@ -75,7 +75,7 @@ __all__ = [
     "where",
 ]
 
-#: The fields of :class:`~plait.spi.CheckpointInfo` in order: the columns a SQL
+#: The fields of :class:`~plait_durable.CheckpointInfo` in order: the columns a SQL
 #: store selects so that ``CheckpointInfo(*row)`` rebuilds the listing.
 INFO_FIELDS: tuple[str, ...] = (
     "checkpoint_id",
@@ -144,7 +144,7 @@ CORRUPT = "corrupt"
 
 
 class LatestCheckpoint(Protocol):
-    """What a listing reads of a run's latest checkpoint (a :class:`plait.spi.Checkpoint`)."""
+    """What a listing reads of a run's latest checkpoint (a :class:`plait_durable.Checkpoint`)."""
 
     @property
     def run_id(self) -> str: ...
@@ -254,7 +254,7 @@ def check_keep_last(keep_last: int) -> int:
 
 
 def prune_plan(infos: Sequence[CheckpointInfo], keep_last: int) -> list[str]:
-    """The ids :meth:`~plait.spi.CheckpointStore.prune` deletes to keep the newest ``keep_last``.
+    """The ids :meth:`CheckpointStore.prune` deletes to keep the newest ``keep_last``.
 
     ``infos`` are one run's checkpoints, oldest first (as ``list`` returns them), with
     ``base_id`` read from verified bodies. Every checkpoint but the newest ``keep_last``
@@ -299,8 +299,8 @@ def duplicate_error(checkpoint: Checkpoint, url: str) -> CheckpointError:
 def info_row(checkpoint: Checkpoint | CheckpointInfo) -> InfoRow:
     """The listing fields of ``checkpoint``, in the order of :data:`INFO_FIELDS`.
 
-    Takes a :class:`~plait.spi.Checkpoint` too, so a save need not build its
-    :attr:`~plait.spi.Checkpoint.info` first.
+    Takes a :class:`~plait_durable.Checkpoint` too, so a save need not build its
+    :attr:`~plait_durable.Checkpoint.info` first.
     """
     return (
         checkpoint.checkpoint_id,

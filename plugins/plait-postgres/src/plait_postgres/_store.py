@@ -51,13 +51,17 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 import anyio
 import psycopg
 from plait import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
-from plait.spi import Checkpoint, CheckpointInfo, Lease, LeaseHolder, RunInfo
 from plait_durable import (
     INFO_FIELDS,
     MAX_JOURNAL_PAGE,
     RUN_COLUMNS,
+    Checkpoint,
+    CheckpointInfo,
     CheckpointStoreBase,
     JournalEvent,
+    Lease,
+    LeaseHolder,
+    RunInfo,
     RunPage,
     RunQuery,
     RunSummary,
@@ -156,7 +160,7 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX plait_runs_workflow ON plait_runs (workflow, last_seq);
     CREATE INDEX plait_runs_forked ON plait_runs (forked_from, last_seq);
     """,
-    # Content-addressed values (plait.spi.BlobStore): a run's blobs by SHA-256, written in
+    # Content-addressed values (plait_durable.BlobStore): a run's blobs by SHA-256, written in
     # the transaction of the checkpoint that first references them.
     """
     CREATE TABLE plait_blobs (
@@ -602,7 +606,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
     async def acquire_lease(
         self, run_id: str, *, ttl: float, holder: LeaseHolder | None = None
     ) -> Lease:
-        """Take the lease of ``run_id`` (see :class:`~plait.spi.Lease`)."""
+        """Take the lease of ``run_id`` (see :class:`~plait_durable.Lease`)."""
         async with self._connection() as conn, conn.transaction():
             await conn.execute(
                 "INSERT INTO plait_leases (run_id, token, holder, expires_at)"

@@ -1,8 +1,9 @@
 """The round trip of a placed invocation: the driver encodes it (:func:`encode_invocation`),
 a worker rebuilds the executor from its node spec and runs it against a recording context
 (:class:`RemoteExecutor`), and the driver replays what it did into the real context
-(:func:`apply_result`). Everything travels through the checkpoint codec, as JSON-ready
-data: the workflow's type allowlist applies on both sides.
+(:func:`apply_result`). Everything travels through the checkpoint codec
+(:mod:`plait_durable.codec`), as JSON-ready data: the workflow's type allowlist applies on
+both sides.
 
 The ``ray`` placement is built on it; a placement of another cluster can be too (the
 tests' loopback placement runs it in one process).
@@ -20,7 +21,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from plait import Executor, PlaitError, WorkflowContext
-from plait.spi import DELETED, declared_types, decode_value, encode_value, type_ref
+from plait.spi import DELETED
+from plait_durable import declared_types, decode_value, encode_value, type_ref
 
 from .errors import RemoteInvocationError
 
@@ -176,7 +178,7 @@ def _type_tag(tp: Any) -> Any:
 
 
 class _Types:
-    """What :func:`plait.spi.declared_types` reads of a graph, for one executor."""
+    """What :func:`plait_durable.declared_types` reads of a graph, for one executor."""
 
     def __init__(self, executor: Executor, manager: Any) -> None:
         self.executors = {executor.id: executor}

@@ -7,7 +7,7 @@ Keys (``PREFIX`` is ``plait:`` unless the URL says ``?prefix=``)::
     PREFIX seq               counter: the last seq handed out
     PREFIX runs              sorted set: run ids scored by the seq of their latest save
     PREFIX lease:<run>       hash: token, holder (JSON), expires — the run's lease
-    PREFIX blobs:<run>       hash: sha256 hex -> bytes, the run's blobs (plait.spi.BlobStore)
+    PREFIX blobs:<run>       hash: sha256 hex -> bytes, the run's blobs (plait_durable.BlobStore)
     PREFIX blobrefs:<run>    hash: sha256 hex -> the hashes that blob names (space-separated)
     PREFIX journal:<run>     sorted set: the run's journal events ("<seq> <JSON>") by seq
     PREFIX journal-seq:<run> counter: the last journal seq handed out for the run
@@ -61,11 +61,15 @@ from plait import (
     CorruptCheckpointError,
     StoreUnavailableError,
 )
-from plait.spi import Checkpoint, CheckpointInfo, Lease, LeaseHolder, RunInfo
 from plait_durable import (
     MAX_JOURNAL_PAGE,
+    Checkpoint,
+    CheckpointInfo,
     CheckpointStoreBase,
     JournalEvent,
+    Lease,
+    LeaseHolder,
+    RunInfo,
     RunPage,
     RunQuery,
     RunSummary,
@@ -390,7 +394,7 @@ class RedisCheckpointStore(CheckpointStoreBase):
     async def acquire_lease(
         self, run_id: str, *, ttl: float, holder: LeaseHolder | None = None
     ) -> Lease:
-        """Take the lease of ``run_id`` (see :class:`~plait.spi.Lease`)."""
+        """Take the lease of ``run_id`` (see :class:`~plait_durable.Lease`)."""
         return await self._lease(run_id, None, ttl, holder)
 
     async def renew_lease(self, lease: Lease, *, ttl: float) -> Lease:

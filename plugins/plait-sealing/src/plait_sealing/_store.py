@@ -15,7 +15,7 @@ or the seal) is refused with :class:`~plait.CheckpointAuthError` naming the run 
 checkpoint. Encrypted payloads are AES-256-GCM ciphertexts with the same header as
 associated data.
 
-Blobs (:class:`plait.spi.BlobStore`): when the wrapped store keeps blobs, so does the
+Blobs (:class:`plait_durable.BlobStore`): when the wrapped store keeps blobs, so does the
 sealed store. The payload holds the references, so the MAC covers them, and each blob is
 checked against its SHA-256 when it is read; ``refs`` repeats the payload's references
 in the clear so the wrapped store's prune can tell which blobs are still used. With
@@ -41,16 +41,19 @@ from typing import Any
 
 import attrs
 from plait import CheckpointAuthError, CheckpointError
-from plait.spi import (
+from plait_durable import (
     Checkpoint,
     CheckpointInfo,
     CheckpointStore,
     Lease,
     LeaseHolder,
     RunInfo,
+    blob_refs,
+    dump_json,
+    has_blobs,
+    load_json,
     open_store,
 )
-from plait_durable import blob_refs, dump_json, has_blobs, load_json
 
 from ._keys import (
     CONTEXT,

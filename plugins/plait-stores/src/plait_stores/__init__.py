@@ -8,7 +8,7 @@ Installing ``plait-stores`` registers three URL schemes with Plait's
 - ``sqlite:///PATH`` — :class:`SqliteCheckpointStore`, the embedded default for durable runs.
 
 Use them by URL (``wf.run(msg, checkpoint="sqlite:///runs.db")``,
-``plait.spi.open_store(url)``) or construct them directly. Every store orders a
+``plait_durable.open_store(url)``) or construct them directly. Every store orders a
 run's checkpoints by insertion, keeps the bytes of
 :func:`plait_durable.encode_checkpoint` and so detects a corrupted checkpoint on load,
 and passes :class:`plait.testing.stores.CheckpointStoreContract`.

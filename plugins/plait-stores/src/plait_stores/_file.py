@@ -28,7 +28,7 @@ A save writes a temporary file in the target directory, fsyncs it, renames it ov
 final name with :func:`os.replace` and fsyncs the directory: after a crash a checkpoint is
 wholly there or absent. The id entry is written before the checkpoint file, so the
 checkpoint file's rename is the single commit point; an id entry whose file is missing is
-treated as absent. A checkpoint's new blobs (:class:`plait.spi.BlobStore`) go into one
+treated as absent. A checkpoint's new blobs (:class:`plait_durable.BlobStore`) go into one
 pack (:mod:`plait_stores._filepack`), written the same way and fsynced before that
 rename, so a crash leaves at worst a pack nothing references (``prune`` removes it),
 never a checkpoint whose blob is missing. Blobs in files of their own, one per hash (how
@@ -85,11 +85,15 @@ from urllib.parse import quote, unquote
 import anyio.to_thread
 import attrs
 from plait import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
-from plait.spi import Checkpoint, CheckpointInfo, Lease, LeaseHolder, RunInfo
 from plait_durable import (
     MAX_JOURNAL_PAGE,
+    Checkpoint,
+    CheckpointInfo,
     CheckpointStoreBase,
     JournalEvent,
+    Lease,
+    LeaseHolder,
+    RunInfo,
     RunPage,
     RunQuery,
     RunSummary,
@@ -376,7 +380,7 @@ class FileCheckpointStore(CheckpointStoreBase):
     async def acquire_lease(
         self, run_id: str, *, ttl: float, holder: LeaseHolder | None = None
     ) -> Lease:
-        """Take the lease of ``run_id`` (see :class:`~plait.spi.Lease`)."""
+        """Take the lease of ``run_id`` (see :class:`~plait_durable.Lease`)."""
         return await self._run(self._lease_sync, run_id, None, ttl, holder)
 
     async def renew_lease(self, lease: Lease, *, ttl: float) -> Lease:

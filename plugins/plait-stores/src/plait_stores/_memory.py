@@ -16,11 +16,15 @@ from urllib.parse import unquote, urlsplit
 
 import anyio.lowlevel
 from plait import CheckpointNotFoundError
-from plait.spi import Checkpoint, CheckpointInfo, Lease, LeaseHolder, RunInfo
 from plait_durable import (
     MAX_JOURNAL_PAGE,
+    Checkpoint,
+    CheckpointInfo,
     CheckpointStoreBase,
     JournalEvent,
+    Lease,
+    LeaseHolder,
+    RunInfo,
     RunPage,
     RunQuery,
     RunSummary,
@@ -326,7 +330,7 @@ class MemoryCheckpointStore(CheckpointStoreBase):
     async def acquire_lease(
         self, run_id: str, *, ttl: float, holder: LeaseHolder | None = None
     ) -> Lease:
-        """Take the lease of ``run_id`` (see :class:`~plait.spi.Lease`)."""
+        """Take the lease of ``run_id`` (see :class:`~plait_durable.Lease`)."""
         await anyio.lowlevel.checkpoint()
         self._check_open()
         space = self._space

@@ -42,13 +42,17 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 from plait import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
-from plait.spi import Checkpoint, CheckpointInfo, Lease, LeaseHolder, RunInfo
 from plait_durable import (
     INFO_FIELDS,
     MAX_JOURNAL_PAGE,
     RUN_COLUMNS,
+    Checkpoint,
+    CheckpointInfo,
     CheckpointStoreBase,
     JournalEvent,
+    Lease,
+    LeaseHolder,
+    RunInfo,
     RunPage,
     RunQuery,
     RunSummary,
@@ -136,7 +140,7 @@ _MIGRATIONS: tuple[tuple[str | Callable[[sqlite3.Connection], None], ...], ...] 
         lambda conn: _index_every_run(conn),
     ),
     (
-        # Content-addressed values (plait.spi.BlobStore): a run's blobs by SHA-256, written
+        # Content-addressed values (plait_durable.BlobStore): a run's blobs by SHA-256, written
         # in the transaction of the checkpoint that first references them.
         """CREATE TABLE plait_blobs (
             run_id TEXT NOT NULL,
@@ -291,7 +295,7 @@ class SqliteCheckpointStore(CheckpointStoreBase):
     async def acquire_lease(
         self, run_id: str, *, ttl: float, holder: LeaseHolder | None = None
     ) -> Lease:
-        """Take the lease of ``run_id`` (see :class:`~plait.spi.Lease`)."""
+        """Take the lease of ``run_id`` (see :class:`~plait_durable.Lease`)."""
         return await self._run(self._acquire_sync, run_id, ttl, holder)
 
     async def renew_lease(self, lease: Lease, *, ttl: float) -> Lease:

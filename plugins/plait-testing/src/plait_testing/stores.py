@@ -56,11 +56,14 @@ import anyio
 import attrs
 import pytest
 from plait import CheckpointError, CheckpointNotFoundError, CorruptCheckpointError, RunLeaseError
-from plait.spi import Checkpoint, CheckpointStore, LeaseHolder, RunInfo
 from plait_durable import (
     BlobWriter,
+    Checkpoint,
+    CheckpointStore,
     EventJournal,
     JournalEvent,
+    LeaseHolder,
+    RunInfo,
     blob_hash,
     blob_refs,
     checkpoint_view,
@@ -166,7 +169,7 @@ async def _ids(store: CheckpointStore, run_id: str) -> list[str]:
 
 
 class CheckpointStoreContract:
-    """The tests every :class:`~plait.spi.CheckpointStore` must pass.
+    """The tests every :class:`~plait_durable.CheckpointStore` must pass.
 
     See the module docstring for what a subclass provides.
 
@@ -410,7 +413,7 @@ class CheckpointStoreContract:
         if not callable(runs):
             pytest.fail(
                 f"{type(store).__name__} has no runs(*, limit=None) method: every checkpoint "
-                "store lists its runs, newest first (see plait.spi.CheckpointStore.runs)"
+                "store lists its runs, newest first (see plait_durable.CheckpointStore.runs)"
             )
 
     async def test_runs_lists_each_run_from_its_latest_checkpoint(
@@ -768,7 +771,7 @@ class CheckpointStoreContract:
         with pytest.raises(ValueError, match="cannot edit outputs"):
             await fork_run(store, run_id, chain[2].checkpoint_id, edits={"outputs": []})
 
-    # -- blobs (plait.spi.BlobStore) -----------------------------------------------------
+    # -- blobs (plait_durable.BlobStore) -----------------------------------------------------
 
     async def test_blobs_are_kept_or_values_stay_inline(self, store: CheckpointStore) -> None:
         # a store without blobs keeps every value inline: a run's values still round-trip

@@ -23,16 +23,18 @@ import anyio.abc
 import attrs
 import jinja2
 from plait import CheckpointError, CheckpointNotFoundError, PlaitError, RunLeaseError
-from plait.spi import CheckpointStore, is_instance, open_store
+from plait.spi import is_instance
 from plait_durable import (
     DEFAULT_PAGE,
     EDITABLE,
+    CheckpointStore,
     CheckpointView,
     EventJournal,
     checkpoint_view,
     diff_views,
     fork_run,
     list_runs,
+    open_store,
     read_journal,
 )
 from starlette.applications import Starlette

@@ -15,8 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
-from plait.spi import CheckpointInfo
-from plait_durable import CheckpointView
+from plait_durable import CheckpointInfo, CheckpointView
 
 __all__ = [
     "DAGRE_LIMIT",

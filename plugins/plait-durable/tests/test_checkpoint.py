@@ -1,13 +1,15 @@
-"""The checkpoint records (``base_id`` in them) and the value codec; the byte format and
-``prune_plan`` are plait-durable's (``plugins/plait-durable/tests/test_format.py``)."""
+"""The checkpoint records (``base_id`` in them), the value codec, and where their names
+went when they left the kernel; the byte format and ``prune_plan`` are in
+``test_format.py``."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import plait_durable
 import pytest
-from plait.spi import Checkpoint, CheckpointInfo
+from plait_durable import Checkpoint, CheckpointInfo
 
 
 def info(checkpoint_id: str, base_id: str | None = None) -> CheckpointInfo:
@@ -54,7 +56,7 @@ def test_info_carries_base_id() -> None:
     ],
 )
 def test_codec_round_trips_values_that_look_like_its_own_tags(value: Any) -> None:
-    from plait.spi import decode_value, encode_value
+    from plait_durable import decode_value, encode_value
 
     encoded = encode_value(value)
     assert json.loads(json.dumps(encoded)) == encoded
@@ -62,6 +64,32 @@ def test_codec_round_trips_values_that_look_like_its_own_tags(value: Any) -> Non
 
 
 def test_plain_dicts_are_not_wrapped() -> None:
-    from plait.spi import encode_value
+    from plait_durable import encode_value
 
     assert encode_value({"n": 1, "m": [2]}) == {"n": 1, "m": [2]}
+
+
+# -- where the names went -------------------------------------------------------------
+
+
+def test_names_that_left_plait_spi_say_where_they_went() -> None:
+    import plait.spi
+
+    with pytest.raises(ImportError, match=r"plait.spi.Checkpoint moved to plait_durable: use"):
+        from plait.spi import Checkpoint  # noqa: F401
+    with pytest.raises(ImportError, match=r"pip install plait-durable"):
+        plait.spi.encode_value  # noqa: B018
+    moved = [name for name, (module, _) in plait.spi._MOVED.items() if module == "plait_durable"]
+    assert {"Checkpoint", "CheckpointStore", "open_store", "encode_value"} <= set(moved)
+    for name in moved:  # each is where the error says
+        assert name in plait_durable.__all__
+        assert getattr(plait_durable, name) is not None
+
+
+def test_the_public_modules_hold_what_the_package_exports() -> None:
+    from plait_durable import checkpoint, codec
+
+    assert plait_durable.CheckpointStore is checkpoint.CheckpointStore
+    assert plait_durable.open_store is checkpoint.open_store
+    assert plait_durable.DecodeError is codec.DecodeError
+    assert set(checkpoint.__all__) | set(codec.__all__) <= set(plait_durable.__all__)

@@ -9,16 +9,19 @@ writer per run with a lease and a fencing token (:class:`Lease`, :class:`LeaseHo
 ``save(checkpoint, lease=...)`` is refused once the lease was taken over.
 
 Stores are chosen by URL scheme (``memory://``, ``file://DIR``, ``sqlite:///PATH``,
-``redis://…``, ``postgresql://…``) through the ``plait_register_checkpoint_stores`` hook
-(:func:`open_store`).
+``redis://…``, ``postgresql://…``) through the kernel's ``plait_register_checkpoint_stores``
+hook (:func:`open_store`); the kernel itself never opens one: ``Workflow.resume`` with a
+store URL asks the durability (:meth:`plait_durable.Checkpoints.open_store`).
 
-What is concrete comes with ``plait-durable``, which every store depends on: the bytes a
-checkpoint is stored as and the typed layout of its state (``plait_durable.encode_checkpoint``,
+The rest of what stores share comes with this distribution too: the bytes a checkpoint
+is stored as and the typed layout of its state (``plait_durable.encode_checkpoint``,
 ``decode_checkpoint``), the lease rules (``take_lease``, ``is_free`` …), prune's rule
 (``prune_plan``), a run's listing from its latest checkpoint (``latest_run_info``) and
-what every store shares (``CheckpointStoreBase`` …).
+what every store shares (``CheckpointStoreBase`` …). Every name here is also a name of
+``plait_durable``.
 
 .. versionadded:: 0.1
+.. versionchanged:: 0.1 moved here from the kernel (``plait.spi.Checkpoint`` …).
 """
 
 from __future__ import annotations
@@ -126,7 +129,7 @@ class CheckpointStore(Protocol):
     Every call is bounded in time (each store documents its bound): a stalled server is
     a :class:`~plait.StoreUnavailableError`, never a hang.
 
-    One writer per run (:class:`~plait.spi.Lease`): ``acquire_lease`` grants the run's lease with
+    One writer per run (:class:`Lease`): ``acquire_lease`` grants the run's lease with
     a new fencing token, and ``save(checkpoint, lease=lease)`` is refused with
     :class:`~plait.RunLeaseError` once another worker took the lease over.
     """
@@ -216,7 +219,7 @@ CheckpointStoreFactory = Callable[[str], CheckpointStore]
 
 @runtime_checkable
 class BlobStore(Protocol):
-    """What a :class:`~plait.spi.CheckpointStore` adds to keep blobs (optional: a store
+    """What a :class:`CheckpointStore` adds to keep blobs (optional: a store
     without it keeps every value inline, as before).
 
     Blobs belong to a run and are keyed by the SHA-256 (hex) of their bytes. ``save`` and
@@ -256,7 +259,7 @@ def open_store(url: str) -> CheckpointStore:
     :raises UnknownNameError: no installed plugin handles the URL's scheme; the message
         lists the schemes that are installed.
     """
-    from ._plugins import get_plugin_manager
+    from plait import get_plugin_manager
 
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
     factory = get_plugin_manager().registry("checkpoint_store").get(scheme, what=f"url {url!r}")

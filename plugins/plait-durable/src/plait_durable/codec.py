@@ -7,7 +7,7 @@ the exact type comes back:
 attrs classes, dataclasses and any type with registered cattrs hooks are unstructured
 through the kernel's message converter (:func:`plait.spi.message_converter`); plugins
 add hooks for their own types by registering :class:`plait.spi.CattrsHooks` through
-``plait_register_converters``, scripts with :func:`register_type_hooks`.
+``plait_register_converters``, scripts with :func:`plait.register_type_hooks`.
 
 Decoding is a trust boundary: stored data is untrusted. :func:`decode_value` rebuilds
 JSON values, the built-in tags above and only the classes in the mapping it is given —
@@ -16,10 +16,14 @@ their fields, and every type some plugin registered hooks for). A tag naming any
 else is a :class:`DecodeError`; nothing named by stored data is ever imported.
 
 A value that cannot be encoded raises :class:`EncodeError` with the path inside the
-value; the runner turns it into a :class:`~plait.CheckpointEncodeError` naming the
+value; the checkpointer turns it into a :class:`~plait.CheckpointEncodeError` naming the
 executor or state key and the superstep.
 
+Checkpoints, and ``plait-ray``'s messages to and from its workers, go through it; every
+name here is also a name of ``plait_durable``.
+
 .. versionadded:: 0.1
+.. versionchanged:: 0.1 moved here from the kernel (``plait.spi.encode_value`` …).
 """
 
 from __future__ import annotations
@@ -27,17 +31,15 @@ from __future__ import annotations
 import dataclasses
 import math
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
-
-from ._errors import PlaitError
+from plait import PlaitError, get_plugin_manager
+from plait.spi import CattrsHooks, message_converter
 
 if TYPE_CHECKING:
-    import cattrs  # annotation only; importing it costs ~8 ms
-
-    from ._graph import CompiledGraph
+    from plait.spi import CompiledGraph, Registry
 
 __all__ = [
     "EncodeError",
@@ -45,8 +47,7 @@ __all__ = [
     "encode_value",
     "decode_value",
     "declared_types",
-    "message_converter",
-    "register_type_hooks",
+    "type_ref",
 ]
 
 TAG = "__plait__"
@@ -73,19 +74,10 @@ class DecodeError(PlaitError, ValueError):
         super().__init__(message)
 
 
-def message_converter() -> cattrs.Converter:
-    """The cattrs converter for message and state values, with every registered hook."""
-    from ._convert import message_converter as current
-
-    return current()
-
-
 def _hooked() -> frozenset[Any]:
     """Types some plugin registered :class:`~plait.spi.CattrsHooks` for (cached per
     registry: a registration builds a new one)."""
     global _hooked_last
-    from ._plugins import get_plugin_manager
-
     registry = get_plugin_manager().registry("converter")
     cached = _hooked_last
     if cached is None or cached[0] is not registry:
@@ -93,40 +85,8 @@ def _hooked() -> frozenset[Any]:
     return cached[1]
 
 
-def _hooked_types(registry: Any) -> frozenset[Any]:
-    from ._convert import CattrsHooks
-
+def _hooked_types(registry: Registry[Any]) -> frozenset[Any]:
     return frozenset(r.obj.type for r in registry.values() if isinstance(r.obj, CattrsHooks))
-
-
-def register_type_hooks(
-    cls: type,
-    unstructure: Callable[[Any], Any],
-    structure: Callable[[Any, type], Any],
-) -> None:
-    """Teach checkpoints (and record converters) to handle ``cls`` from a script:
-    ``unstructure(obj) -> JSON-ready`` and ``structure(data, cls) -> obj``.
-
-    Registers an in-process plugin named ``cattrs:<module>:<qualname>``; in a plugin
-    distribution register :class:`~plait.spi.CattrsHooks` through
-    ``plait_register_converters`` instead.
-    """
-    from ._convert import CattrsHooks
-    from ._hookspecs import hookimpl
-    from ._plugins import get_plugin_manager
-
-    hooks = CattrsHooks(cls, structure=structure, unstructure=unstructure)
-    name = f"cattrs:{_ref(cls)}"
-
-    class _Plugin:
-        @staticmethod
-        @hookimpl
-        def plait_register_converters(register: Any) -> None:
-            register(name, hooks)
-
-    manager = get_plugin_manager()
-    manager.unregister(name)  # registering again replaces the hooks
-    manager.register(_Plugin(), name)
 
 
 def _ref(cls: type) -> str:
@@ -244,7 +204,7 @@ def declared_types(graph: CompiledGraph) -> Mapping[str, type]:
     cached = graph.__dict__.get("_plait_declared_types")
     if cached is not None and cached[0] is registry:
         return typing.cast("Mapping[str, type]", cached[1])
-    from ._context import RequestResponse
+    from plait import RequestResponse
 
     found: dict[str, type] = {}
     seen: set[int] = set()
