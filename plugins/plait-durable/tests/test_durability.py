@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import plait
+import plait_catalog
 import plait_durable
 import pytest
 from plait import (
@@ -126,7 +127,11 @@ async def test_the_runner_calls_the_commit_seam_at_each_barrier() -> None:
 
 
 async def test_without_plait_durable_every_durable_call_names_the_distribution() -> None:
-    bare = make_plugin_manager(fake_entry_point("routing", _routing()))
+    # plait-catalog says which distribution provides a name that is not installed
+    bare = make_plugin_manager(
+        fake_entry_point("routing", _routing()),
+        fake_entry_point("catalog", plait_catalog, distribution="plait-catalog"),
+    )
     workflow = _workflow(bare)
     assert (await workflow.run("calm")).outputs == ["CALM!"]  # a plain run needs nothing
     calls = {

@@ -8,6 +8,7 @@ from typing import Any
 
 import plait
 import plait._building
+import plait_catalog
 import plait_executors
 import plait_routing
 import pytest
@@ -192,6 +193,7 @@ def test_as_executor_wraps_through_the_workflow_kind() -> None:
 def test_as_executor_names_the_distribution_to_install(plait_plugin_manager: Any) -> None:
     from plait import UnknownNameError
 
+    plait_plugin_manager.register(plait_catalog, "catalog")  # says where a name comes from
     workflow = plait.Workflow(
         plait.WorkflowSpec.from_dict(
             {"name": "bare", "start": "shout", "nodes": [{"id": "shout"}], "edge_groups": []}

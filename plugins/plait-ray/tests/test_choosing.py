@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import plait_catalog
 import plait_ray_flows as flows
 import pytest
 from plait import (
@@ -88,6 +89,7 @@ async def test_a_local_executor_stays_on_the_driver(loopback: Any) -> None:
 
 
 def test_an_unknown_placement_names_its_distribution(plait_plugin_manager: Any) -> None:
+    plait_plugin_manager.register(plait_catalog, "catalog")  # says where a name comes from
     builder = WorkflowBuilder("alone", placement="ray").set_start(flows.upper)
     with pytest.raises(UnknownNameError) as info:
         builder.build()  # placements are resolved when the workflow compiles
