@@ -16,6 +16,12 @@ keeps blobs (:func:`has_blobs`), :class:`BlobWriter` rewrites each value bottom-
   never changes when items are appended, so a list that grows by one item costs the
   item plus (amortised) one small node, and the checkpoint holds at most ``log2 N``
   peaks;
+- in a tree whose items come to :data:`BUNDLE` bytes or more, the smallest nodes whose
+  items do, if none is above :data:`BUNDLE_ITEM` bytes, are each one blob holding the
+  items themselves, as nested pairs (a *bundle*): a node never changes once complete,
+  so a bundle is written once, and a resume reads one blob per :data:`BUNDLE` bytes of
+  items instead of one per item (the items' own blobs, written while the node was not
+  complete, are left to the next prune);
 - a string longer than :data:`CHUNK` x 4 characters becomes the same structure over
   :data:`CHUNK`-character pieces, ``{"__plait__": "text", "n": pieces, "p": [...]}``: a
   string that grows at its end rewrites its last piece only.
@@ -123,11 +129,16 @@ _NODE = 1024
 #: Lists with fewer items are stored as one blob, not as a tree.
 _SEQ_MIN = 4
 #: A tree node whose items come to this many bytes of compact JSON or more, and whose two
-#: halves each come to less, is one blob with its items inline (a *pack*; see
-#: :meth:`BlobWriter._pack`): a resume reads one blob for that many bytes of items, not
+#: halves each come to less, is one blob with its items inline (a *bundle*; see
+#: :meth:`BlobWriter._bundle`): a resume reads one blob for that many bytes of items, not
 #: a blob per item. Measured on the 1,000-step append loop of
 #: ``tests/benchmarks/bench_checkpoint_growth.py`` (``--resume-ab``).
-PACK = 64 * 1024
+BUNDLE = 64 * 1024
+#: A node holding an item larger than this is not a bundle: such an item costs a resume
+#: more in bytes than in the overhead of a blob of its own, and a blob of its own is
+#: shared with the same value elsewhere (a page's text in a message and in shared state),
+#: where a bundle would store it a second time.
+BUNDLE_ITEM = 4 * 1024
 #: A reference's size in compact JSON (what a value costs once it is a blob).
 _REF_SIZE = 91
 #: Bound on what one checkpoint's references expand to, in stored bytes counted at every
@@ -311,10 +322,10 @@ class BlobWriter:
         # step to step, and a string is immutable, so its hash is computed once (the
         # cache holds the string, so its id cannot be reused while it is cached)
         self._strings: dict[int, tuple[str, str]] = dict(strings or {})
-        # a pack's items (their keys, _freeze) -> its hash, or None if it cannot be one
-        # blob: a pack never changes once written, so its items are encoded, hashed and
+        # a bundle's items (their keys, _freeze) -> its hash, or None if it cannot be one
+        # blob: a bundle never changes once written, so its items are encoded, hashed and
         # compressed once per process, not at every checkpoint that holds the tree
-        self._packs: dict[tuple[Any, ...], str | None] = {}
+        self._bundles: dict[tuple[Any, ...], str | None] = {}
 
     def take_new(self) -> dict[str, bytes]:
         """The blobs made since the last call (hash -> bytes), to save with the checkpoint."""
@@ -407,7 +418,7 @@ class BlobWriter:
         if cls is list:
             if len(value) >= _SEQ_MIN:
                 plan = _plan(value)
-                if plan is not None:  # large enough to hold a pack: items encoded on demand
+                if plan is not None:  # large enough to hold a bundle: items encoded on demand
                     return self._tree(_SEQ, _Leaves(value, self._ext, plan))
             items = [self._ext(item) for item in value]
             size = 2 + sum(s for _, s in items) + len(items)
@@ -439,7 +450,7 @@ class BlobWriter:
         peaks: list[Any] = []
         size = 30
         start = 0
-        node_of = self._node if leaves.offsets is None else self._packed_node
+        node_of = self._node if leaves.offsets is None else self._bundled_node
         for level in _levels(len(leaves)):
             node, node_size = node_of(leaves, start, level)
             if level and node_size > THRESHOLD and _ref_of(node) is None:
@@ -460,60 +471,64 @@ class BlobWriter:
             return [left, right], size
         return self._put([left, right], size)
 
-    def _packed_node(self, leaves: _Leaves, start: int, level: int) -> tuple[Any, int]:
-        """:meth:`_node` for a tree large enough to hold packs: the smallest nodes of at
-        least :data:`PACK` bytes are packs, the nodes above them pairs as in any tree, and
-        the nodes below :data:`PACK` not inside a pack (the newest items, or the small
-        half beside a half too large to pack) are as in any tree."""
+    def _bundled_node(self, leaves: _Leaves, start: int, level: int) -> tuple[Any, int]:
+        """:meth:`_node` for a tree large enough to hold bundles: the smallest nodes of at
+        least :data:`BUNDLE` bytes are bundles, the nodes above them pairs as in any tree, and
+        the nodes below :data:`BUNDLE` not inside a bundle (the newest items, or the small
+        half beside a half too large to bundle) are as in any tree."""
         offsets = leaves.offsets
         assert offsets is not None
         end = start + (1 << level)
-        if level == 0 or offsets[end] - offsets[start] < PACK:
+        if level == 0 or offsets[end] - offsets[start] < BUNDLE:
             return self._node(leaves, start, level)
         mid = start + (1 << (level - 1))
-        if offsets[mid] - offsets[start] < PACK and offsets[end] - offsets[mid] < PACK:
-            packed = self._pack(leaves, start, level)
-            return packed if packed is not None else self._node(leaves, start, level)
-        left, left_size = self._packed_node(leaves, start, level - 1)
-        right, right_size = self._packed_node(leaves, mid, level - 1)
+        if offsets[mid] - offsets[start] < BUNDLE and offsets[end] - offsets[mid] < BUNDLE:
+            bundled = self._bundle(leaves, start, level)
+            return bundled if bundled is not None else self._node(leaves, start, level)
+        left, left_size = self._bundled_node(leaves, start, level - 1)
+        right, right_size = self._bundled_node(leaves, mid, level - 1)
         size = left_size + right_size + 3
         if size <= _NODE:
             return [left, right], size
         return self._put([left, right], size)
 
-    def _pack(self, leaves: _Leaves, start: int, level: int) -> tuple[Any, int] | None:
+    def _bundle(self, leaves: _Leaves, start: int, level: int) -> tuple[Any, int] | None:
         """The node of ``2**level`` items from ``start`` as one blob holding the items as
-        they are (nested pairs, as an inline node), or None if it cannot be one (an item
-        orjson cannot write).
+        they are (nested pairs, as an inline node), or None if it is not one (an item is
+        above :data:`BUNDLE_ITEM` bytes, or orjson cannot write one).
 
-        Its items are never rewritten into references, so the blobs a pack's items were
+        Its items are never rewritten into references, so the blobs a bundle's items were
         stored in while the node was not complete yet are not needed by it (a prune
-        removes them), and a process that resumed from a pack, and so never hashed its
-        items, stores nothing new for them: the pack is encoded again (once) and found
+        removes them), and a process that resumed from a bundle, and so never hashed its
+        items, stores nothing new for them: the bundle is encoded again (once) and found
         among the blobs the resume read.
         """
         assert leaves.keys is not None
         key = tuple(leaves.keys[start : start + (1 << level)])
-        cached = self._packs.get(key, "")
+        cached = self._bundles.get(key, "")
         if cached is None:
             return None
         if cached and cached in self.known:
             self.touched.add(cached)
             return _ref(cached), _REF_SIZE
-        data = _dumps(_pairs(leaves.raw, start, level))
-        if len(self._packs) > 10_000:
-            self._packs.clear()
+        if len(self._bundles) > 10_000:
+            self._bundles.clear()
+        offsets = leaves.offsets
+        assert offsets is not None
+        end = start + (1 << level)
+        small = all(offsets[i + 1] - offsets[i] <= BUNDLE_ITEM for i in range(start, end))
+        data = _dumps(_pairs(leaves.raw, start, level)) if small else None
         if data is None:
-            self._packs[key] = None
+            self._bundles[key] = None
             return None
-        digest = self._packs[key] = self._put_data(data)
+        digest = self._bundles[key] = self._put_data(data)
         return _ref(digest), _REF_SIZE
 
 
 class _Leaves:
     """A tree's items, encoded (:meth:`BlobWriter._ext`) when first asked for: the items
-    inside a pack never are. ``keys`` and ``offsets`` (from :func:`_plan`) are None for a
-    tree too small to hold a pack, whose items come encoded."""
+    inside a bundle never are. ``keys`` and ``offsets`` (from :func:`_plan`) are None for a
+    tree too small to hold a bundle, whose items come encoded."""
 
     __slots__ = ("encode", "encoded", "keys", "offsets", "raw")
 
@@ -589,7 +604,7 @@ def _freeze(value: Any) -> tuple[Any, int] | None:
 def _plan(raw: list[Any]) -> tuple[list[Any], list[int]] | None:
     """For a tree over ``raw``: each item's key (:func:`_freeze`) and the running total of
     their sizes (``offsets[i]`` before item ``i``), or None if the items come to less
-    than :data:`PACK` bytes (no node can be a pack) or one is not encoded JSON."""
+    than :data:`BUNDLE` bytes (no node can be a bundle) or one is not encoded JSON."""
     keys: list[Any] = []
     offsets = [0]
     total = 0
@@ -604,7 +619,7 @@ def _plan(raw: list[Any]) -> tuple[list[Any], list[int]] | None:
             keys.append(frozen[0])
             total += frozen[1]
         offsets.append(total)
-    return (keys, offsets) if total >= PACK else None
+    return (keys, offsets) if total >= BUNDLE else None
 
 
 def _pairs(raw: list[Any], start: int, level: int) -> Any:
@@ -823,7 +838,7 @@ async def resolve_state(
                 if strings is not None:
                     strings[id(value)] = (value, digest)
             elif cls is dict or (cls is list and b"{" in data):
-                # a reference is a JSON object: a list without a "{" byte (a pack of
+                # a reference is a JSON object: a list without a "{" byte (a bundle of
                 # strings, say) holds none, and a byte search costs less than the walk
                 _walk_refs(value, frontier)
         frontier -= parsed.keys()
@@ -927,7 +942,7 @@ class _Expander:
     def node(self, node: Any, level: int, leaves: list[Any]) -> None:
         """Append the items of tree ``node`` of height ``level`` to ``leaves``, in order.
 
-        A level at a time rather than a call per node: a pack (a blob holding 2**k items
+        A level at a time rather than a call per node: a bundle (a blob holding 2**k items
         inline) is many nodes, and a resume reads every one.
         """
         nodes = [node]
