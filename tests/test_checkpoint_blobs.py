@@ -195,3 +195,46 @@ async def test_a_prune_under_an_encrypting_seal_keeps_what_the_kept_checkpoint_r
     view = await checkpoint_view(store, kept.checkpoint_id)
     assert len(view.state["shared"]["transcript"]) == 40
     await store.aclose()
+
+
+class CountingBlobs:
+    """A store that counts the blobs each save brings and each resume reads."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.saved: list[int] = []
+        self.read = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def save(self, checkpoint: Any, **options: Any) -> None:
+        self.saved.append(len(options.get("blobs") or {}))
+        await self._store.save(checkpoint, **options)
+
+    async def get_blobs(self, run_id: str, hashes: Any) -> Any:
+        got = await self._store.get_blobs(run_id, hashes)
+        self.read += len(got)
+        return got
+
+
+async def test_a_resumed_run_resumed_again_writes_what_changed_and_reads_bundles(
+    sqlite_store: SqliteCheckpointStore,
+) -> None:
+    # 50 items of 2 KB: the first 32 are one bundle once the 32nd is appended
+    store = CountingBlobs(sqlite_store)
+    wf = append_workflow(50, "message")
+    first = await wf.run([], checkpoint=store)
+    target = (await store.list(first.run_id))[36].checkpoint_id
+    for _round in range(2):  # a resume, then a resume of the resumed run
+        before = len(await store.list(first.run_id))
+        store.saved.clear()
+        store.read = 0
+        again = await wf.resume(target, checkpoint=store)
+        assert again.outputs == [50]
+        # the bundle, the last items and the node above them: not a blob per item
+        assert 1 <= store.read <= 8, store.read
+        # every checkpoint the resumed run writes, the first one included, brings the
+        # new item and a node or two, never the bundle or the items inside it again
+        assert len(store.saved) >= 10 and max(store.saved) <= 3, store.saved
+        target = (await store.list(first.run_id))[before].checkpoint_id  # its first

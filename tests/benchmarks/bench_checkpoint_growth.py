@@ -16,6 +16,10 @@ Prints JSON lines (``--table``: a Markdown table too). The workloads:
   (it holds the whole transcript but one message) and runs the last step;
   ``resume_cpu_ms`` is this process's CPU time for it (every thread; not a server's),
   which other jobs on a shared machine disturb less than the wall-clock time.
+* ``resume_ab`` (``--resume-ab``): the append loop's resume, with blobs against the same
+  store with its blob methods hidden (inline: what every store did before blobs), each
+  run written once and resumed ``--repeat`` x 2 times, the two interleaved in one process;
+  process CPU ms (medians) and the blobs one resume reads.
 * ``fanout``: 1,000 workers and a fan-in, a checkpoint per superstep (SQLite): bytes.
 * ``chain100``: 100 executors in a chain, a checkpoint per superstep, on ``memory://``
   and SQLite: time per run (median of ``--repeat``), with blobs and inline (the same
@@ -219,6 +223,60 @@ class InlineOnly:
         return getattr(self._store, name)
 
 
+async def resume_ab(url: str, steps: int, repeat: int) -> dict[str, Any]:
+    """The append loop's resume with blobs and inline (:class:`InlineOnly`), interleaved."""
+    wf = append_workflow(steps, "message")
+    store = open_store(url)
+    stores = {"blobs": store, "inline": InlineOnly(store)}
+    targets = {}
+    reads: list[int] = []
+    # count what a resume reads, through get_blobs and (PostgreSQL, Redis) the closure read
+    readers = {
+        name: getattr(store, name)
+        for name in ("get_blobs", "get_blob_closure")
+        if hasattr(store, name)
+    }
+
+    def counting(read: Callable[..., Any]) -> Callable[..., Any]:
+        async def counted(run_id: str, hashes: Any) -> Any:
+            got = await read(run_id, hashes)
+            reads.append(len(got))
+            return got
+
+        return counted
+
+    try:
+        for variant, target in stores.items():
+            result = await wf.run([], checkpoint=target)
+            targets[variant] = (await store.list(result.run_id))[-2].checkpoint_id
+        cpu: dict[str, list[float]] = {"blobs": [], "inline": []}
+        for k in range(repeat * 2 + 1):
+            for variant in ("blobs", "inline") if k % 2 else ("inline", "blobs"):
+                reads.clear()
+                for name, read in readers.items():
+                    setattr(store, name, counting(read))
+                start = time.process_time()
+                again = await wf.resume(targets[variant], checkpoint=stores[variant])
+                if k:  # the first round warms up
+                    cpu[variant].append(time.process_time() - start)
+                for name in readers:
+                    delattr(store, name)
+                assert again.outputs == [steps], again.outputs
+                if variant == "blobs":
+                    blobs_read = sum(reads)
+    finally:
+        await store.aclose()
+    medians = {v: statistics.median(t) * 1000 for v, t in cpu.items()}
+    return {
+        "bench": "resume_ab",
+        "steps": steps,
+        "blobs_read": blobs_read,
+        "blobs_cpu_ms": round(medians["blobs"], 2),
+        "inline_cpu_ms": round(medians["inline"], 2),
+        "ratio": round(medians["blobs"] / medians["inline"], 3),
+    }
+
+
 def chain_times(repeat: int, tmp: Path) -> list[dict[str, Any]]:
     """chain100 with a checkpoint per superstep, with blobs and inline (the same store
     without its blob methods: what a store did before), interleaved in one process."""
@@ -324,6 +382,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peers", action="store_true", help="also LangGraph (100 steps)")
     parser.add_argument("--skip-extra", action="store_true", help="only the append loop")
     parser.add_argument("--table", action="store_true")
+    parser.add_argument(
+        "--resume-ab", action="store_true", help="also resume with blobs against inline"
+    )
     args = parser.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="plait-growth-"))
     rows: list[dict[str, Any]] = []
@@ -341,6 +402,11 @@ def main(argv: list[str] | None = None) -> int:
                 for where in args.where.split(","):
                     url, disk = fresh()
                     row = loop.run_until_complete(append_run(url, disk, steps, where))
+                    row["store"] = kind
+                    emit(row)
+                if args.resume_ab:
+                    url, _ = fresh()
+                    row = loop.run_until_complete(resume_ab(url, steps, args.repeat))
                     row["store"] = kind
                     emit(row)
     if not args.skip_extra:

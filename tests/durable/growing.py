@@ -11,6 +11,10 @@ carries blobs, after the store wrote the blobs and before the checkpoint is comm
 the file store between the blobs' pack and the checkpoint's rename, in SQLite and
 PostgreSQL inside the open transaction (blobs inserted, checkpoint not), in Redis with
 the blobs queued in the ``MULTI`` that is never executed.
+
+``PLAIT_GROWING_BUNDLES=1`` runs 36 steps of 2 KB messages instead: the N-th save with
+blobs holds N messages, so the 32nd writes the transcript's first bundle (its first 32
+messages as one blob).
 """
 
 from __future__ import annotations
@@ -25,14 +29,15 @@ import anyio
 from plait import Workflow, WorkflowContext, executor
 from plait_builders import WorkflowBuilder
 
-STEPS = 24
+BUNDLES = os.environ.get("PLAIT_GROWING_BUNDLES") == "1"
+STEPS = 36 if BUNDLES else 24
 SLEEP = float(os.environ.get("PLAIT_GROWING_SLEEP", "0.01"))
 KILL_AT = int(os.environ.get("PLAIT_KILL_AT_BLOB_SAVE", "0"))
 _saves_with_blobs = 0
 
 
 def message(i: int) -> str:
-    return f"turn {i}: " + "words " * 100
+    return f"turn {i}: " + "words " * (340 if BUNDLES else 100)
 
 
 def build() -> Workflow:

@@ -40,8 +40,14 @@ def any_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return url
 
 
-def _start(mode: str, url: str, run_id: str, kill_at: int = 0) -> subprocess.Popen[str]:
-    env = {**os.environ, "PLAIT_KILL_AT_BLOB_SAVE": str(kill_at)}
+def _start(
+    mode: str, url: str, run_id: str, kill_at: int = 0, bundles: bool = False
+) -> subprocess.Popen[str]:
+    env = {
+        **os.environ,
+        "PLAIT_KILL_AT_BLOB_SAVE": str(kill_at),
+        "PLAIT_GROWING_BUNDLES": "1" if bundles else "0",
+    }
     return subprocess.Popen(
         [sys.executable, str(GROWING), mode, url, run_id],
         stdout=subprocess.PIPE,
@@ -127,3 +133,34 @@ def test_kills_at_random_points_resume_to_the_uninterrupted_outputs(any_store_ur
         assert _finish(_start("resume", url, run_id)) == expected
         left, reached = anyio.run(_prune_and_count, url, run_id)
         assert left == reached
+
+
+def test_a_kill_in_the_save_that_writes_a_bundle_leaves_no_dangling_reference(
+    any_store_url: str,
+) -> None:
+    url = any_store_url
+    expected = _finish(_start("run", url, f"clean-{uuid.uuid4().hex}", bundles=True))
+    # the 32nd save with blobs writes the first bundle; the 33rd is the first after it
+    for point in (32, 33):
+        run_id = f"bundle-{point}-{uuid.uuid4().hex}"
+        victim = _start("run", url, run_id, kill_at=point, bundles=True)
+        _, err = victim.communicate(timeout=120)
+        assert victim.returncode == -signal.SIGKILL, err
+        checkpoints, _blobs = anyio.run(_check_run, url, run_id)
+        assert checkpoints == point
+        assert _finish(_start("resume", url, run_id, bundles=True)) == expected
+        left, reached = anyio.run(_prune_and_count, url, run_id)
+        assert left == reached
+        bundles = anyio.run(_bundles, url, run_id, reached)
+        assert bundles == 1  # the kept checkpoint reaches the transcript's first bundle
+
+
+async def _bundles(url: str, run_id: str, hashes: set[str]) -> int:
+    """How many of ``hashes`` are bundles: a tree node of items inline, no reference."""
+    store = open_store(url)
+    try:
+        got = await store.get_blobs(run_id, sorted(hashes))  # type: ignore[attr-defined]
+        values = [load_blob(data) for data in got.values()]
+        return sum(1 for v in values if type(v) is list and len(v) == 2 and not blob_refs(v))
+    finally:
+        await store.aclose()

@@ -18,6 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from plait import CorruptCheckpointError
 from plait_durable._blobs import (
+    BUNDLE,
+    BUNDLE_ITEM,
     THRESHOLD,
     BlobWriter,
     blob_hash,
@@ -113,7 +115,10 @@ def test_a_list_that_grows_costs_about_its_new_item() -> None:
     steps = [b - a for a, b in zip(totals, totals[1:])]
     # the item (about 440 bytes) and, amortised, one node of references
     assert sum(steps[10:]) / len(steps[10:]) < 800
-    assert max(steps[10:]) < 3000  # at a power of two, a node per level
+    # at a power of two, a node per level; when a node's items come to BUNDLE bytes, a bundle
+    # of them (written once: the steps after it are small again)
+    large = [size for size in steps[10:] if size >= 3000]
+    assert len(large) <= 1 and all(size < 2 * BUNDLE for size in large)
     assert back["pending"]["a"][0] == items
     assert len(json.dumps(stored)) < 2000  # a checkpoint holds at most log2(n) peaks
 
@@ -369,3 +374,214 @@ def test_a_closure_fetch_reads_a_tree_in_one_call_and_falls_back_for_the_rest(
     back = anyio.run(lambda: resolve_state(stored, store=store, run_id="r", where="w"))
     assert back == _state(value) and store.closures == 1
     assert (store.asked == []) is not partial  # the rest level by level, only if needed
+
+
+# -- bundles: a large tree's complete nodes as one blob each, their items inline --------------
+
+
+def _turn(i: int) -> dict[str, Any]:
+    """A transcript item of about 2 KB, distinct for each ``i``."""
+    return {"role": "assistant", "turn": i, "text": f"turn {i}: " + "words " * 340}
+
+
+def _checkpoint(value: Any, writer: BlobWriter, store: DictBlobs) -> tuple[Any, dict[str, bytes]]:
+    """A checkpoint of ``value`` written to ``store``: its state and the blobs it added."""
+    stored = json.loads(json.dumps(externalize_state(_state(value), writer)))
+    new = writer.take_new()
+    store.blobs.update(new)
+    writer.settle()
+    return stored, new
+
+
+def _resume(stored: Any, store: DictBlobs) -> tuple[BlobWriter, Any]:
+    """What a resume does: read the checkpoint's blobs, then a writer that trusts them."""
+    read: set[str] = set()
+    strings: dict[int, tuple[str, str]] = {}
+    back = anyio.run(
+        lambda: resolve_state(
+            stored, store=store, run_id="r", where="w", seen=read, strings=strings
+        )
+    )
+    writer = BlobWriter(strings)
+    writer.known |= read
+    return writer, back
+
+
+def _read(stored: Any, store: DictBlobs) -> Any:
+    return anyio.run(partial(resolve_state, stored, store=store, run_id="r", where="w"))
+
+
+def _bundles(blobs: Mapping[str, bytes]) -> dict[str, Any]:
+    """The blobs that are bundles: a node (nested pairs) holding no reference."""
+    found = {}
+    for digest, data in blobs.items():
+        value = load_blob(data)
+        if type(value) is list and len(value) == 2 and not blob_refs(value):
+            found[digest] = value
+    return found
+
+
+def _leaves(node: Any, level: int) -> list[Any]:
+    if level == 0:
+        return [node]
+    return [*_leaves(node[0], level - 1), *_leaves(node[1], level - 1)]
+
+
+def test_a_large_list_is_stored_as_bundles_of_its_items_inline() -> None:
+    writer, store = BlobWriter(), DictBlobs()
+    items = [_turn(i) for i in range(100)]
+    stored, new = _checkpoint(items, writer, store)
+    # about 2 KB an item: 32 items pass BUNDLE (two halves of 16 do not), so 3 bundles of 32
+    bundles = _bundles(new)
+    assert len(bundles) == 3
+    assert sorted(leaves[0]["turn"] for leaves in (_leaves(p, 5) for p in bundles.values())) == [
+        0,
+        32,
+        64,
+    ]
+    assert all(
+        _leaves(p, 5) == items[leaves[0]["turn"] : leaves[0]["turn"] + 32]
+        for p in bundles.values()
+        for leaves in [_leaves(p, 5)]
+    )
+    store.asked.clear()
+    back = anyio.run(lambda: resolve_state(stored, store=store, run_id="r", where="w"))
+    assert back == _state(items)
+    assert json.dumps(back["pending"]["a"][0]) == json.dumps(items)
+    # the 3 bundles, the last 4 items' texts and a node or two: not a blob per item
+    assert len({h for asked in store.asked for h in asked}) < 12
+
+
+small_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=8,
+)
+
+
+def test_items_above_bundle_item_keep_blobs_of_their_own() -> None:
+    writer, store = BlobWriter(), DictBlobs()
+    # 40 items of 5 KB: a node of 16 passes BUNDLE, but its items are shared values
+    # (kept as their own blobs) rather than bundled a second time
+    items = [{"head": f"page {i}: " + "prose " * 420, "rest": "more " * 500} for i in range(40)]
+    assert all(BUNDLE_ITEM < len(json.dumps(item)) < BUNDLE for item in items)
+    stored, new = _checkpoint(items, writer, store)
+    assert not _bundles(new)
+    texts = [blob_hash(json.dumps(item["head"]).encode()) for item in items]
+    assert all(digest in new for digest in texts)
+    assert _read(stored, store) == _state(items)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(small_json_values, min_size=4, max_size=24), st.integers(0, 24))
+def test_bundles_of_any_json_items_come_back_as_they_were(items: list[Any], cut: int) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(plait_durable._blobs, "BUNDLE", 64)  # bundles of a few small items
+        writer, store = BlobWriter(), DictBlobs()
+        # one writer (so one cache of bundles) for a list, a longer one, and the same
+        # items as JSON of other types that Python holds equal (1, 1.0, True)
+        for value in (items[:cut], items, [*items, *items], _retyped(items)):
+            stored, _new = _checkpoint(value, writer, store)
+            back = _read(stored, store)
+            assert json.dumps(back) == json.dumps(_state(value))
+
+
+def _retyped(value: Any) -> Any:
+    """``value`` with its numbers as other JSON types that Python holds equal to them."""
+    if type(value) is list:
+        return [_retyped(item) for item in value]
+    if type(value) is dict:
+        return {key: _retyped(item) for key, item in value.items()}
+    if type(value) is int:
+        return float(value) if abs(value) < 2**53 else value
+    if type(value) is float and value.is_integer() and abs(value) < 2**53:
+        return bool(value) if value in (0, 1) else int(value)
+    return value
+
+
+def test_a_resumed_run_writes_what_changed_not_its_bundles_again() -> None:
+    writer, store = BlobWriter(), DictBlobs()
+    items: list[Any] = []
+    for i in range(95):
+        items = [*items, _turn(i)]
+        stored, new = _checkpoint(items, writer, store)
+    assert len(_bundles(store.blobs)) == 2
+    # resume after resume: each first checkpoint after a resume costs the new item and
+    # a node or two, whether or not it completes a bundle
+    for _round in range(3):
+        writer, back = _resume(stored, store)
+        items = [*back["pending"]["a"][0], _turn(len(items))]
+        stored, new = _checkpoint(items, writer, store)
+        completes = len(items) % 32 == 0
+        assert len(_bundles(new)) == (1 if completes else 0)
+        assert len(new) <= (4 if completes else 3), len(new)
+        assert _read(stored, store) == _state(items)
+    assert len(items) == 98 and len(_bundles(store.blobs)) == 3
+
+
+def test_a_run_written_before_bundles_resumes_and_stays_o_of_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    writer, store = BlobWriter(), DictBlobs()
+    monkeypatch.setattr(plait_durable._blobs, "BUNDLE", 1 << 40)  # the layout before bundles
+    items = [_turn(i) for i in range(70)]
+    stored, _new = _checkpoint(items, writer, store)
+    assert not _bundles(store.blobs) and len(store.blobs) > 70
+    monkeypatch.undo()
+    writer, back = _resume(stored, store)
+    items = [*back["pending"]["a"][0], _turn(70)]
+    stored, new = _checkpoint(items, writer, store)
+    # the first checkpoint writes the two bundles its tree now has (once), nothing per item
+    assert len(_bundles(new)) == 2 and len(new) <= 5
+    for i in (71, 72):
+        writer, back = _resume(stored, store)
+        items = [*back["pending"]["a"][0], _turn(i)]
+        stored, new = _checkpoint(items, writer, store)
+        assert not _bundles(new) and len(new) <= 3
+    back = anyio.run(lambda: resolve_state(stored, store=store, run_id="r", where="w"))
+    assert back == _state(items)
+
+
+def test_a_bundle_replaces_the_blobs_of_its_items_for_prune() -> None:
+    writer, store = BlobWriter(), DictBlobs()
+    items: list[Any] = []
+    for i in range(40):
+        items = [*items, _turn(i)]
+        stored, _new = _checkpoint(items, writer, store)
+    # the first 32 items' own blobs are superseded by their bundle: only older checkpoints
+    # reach them, so a prune that keeps the newest one sweeps them
+    swept = unreferenced([stored], store.blobs)
+    assert len(swept) >= 32
+    for digest in swept:
+        del store.blobs[digest]
+    back = anyio.run(lambda: resolve_state(stored, store=store, run_id="r", where="w"))
+    assert back == _state(items)
+
+
+@pytest.mark.parametrize("damage", ["altered", "truncated", "missing"])
+def test_a_damaged_bundle_is_corrupt_naming_its_hash(damage: str) -> None:
+    writer, store = BlobWriter(), DictBlobs()
+    items = [_turn(i) for i in range(40)]
+    stored, new = _checkpoint(items, writer, store)
+    [digest] = _bundles(new)
+    if damage == "altered":
+        leaves = _leaves(load_blob(store.blobs[digest]), 5)
+        leaves[7] = {**leaves[7], "turn": -1}
+        while len(leaves) > 1:
+            leaves = [[leaves[i], leaves[i + 1]] for i in range(0, len(leaves), 2)]
+        store.blobs[digest] = pack_blob(json.dumps(leaves[0], separators=(",", ":")).encode())
+        expected = f"run 'r', cp is corrupt: blob {digest} does not match its hash"
+    elif damage == "truncated":
+        store.blobs[digest] = store.blobs[digest][:-9]
+        expected = f"run 'r', cp is corrupt: blob {digest}: its compressed bytes are truncated"
+    else:
+        del store.blobs[digest]
+        expected = f"run 'r', cp is corrupt: blob {digest} it references is missing"
+    with pytest.raises(CorruptCheckpointError, match=expected):
+        anyio.run(lambda: resolve_state(stored, store=store, run_id="r", where="run 'r', cp"))

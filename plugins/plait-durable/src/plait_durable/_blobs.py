@@ -16,6 +16,12 @@ keeps blobs (:func:`has_blobs`), :class:`BlobWriter` rewrites each value bottom-
   never changes when items are appended, so a list that grows by one item costs the
   item plus (amortised) one small node, and the checkpoint holds at most ``log2 N``
   peaks;
+- in a tree whose items come to :data:`BUNDLE` bytes or more, the smallest nodes whose
+  items do, if none is above :data:`BUNDLE_ITEM` bytes, are each one blob holding the
+  items themselves, as nested pairs (a *bundle*): a node never changes once complete,
+  so a bundle is written once, and a resume reads one blob per :data:`BUNDLE` bytes of
+  items instead of one per item (the items' own blobs, written while the node was not
+  complete, are left to the next prune);
 - a string longer than :data:`CHUNK` x 4 characters becomes the same structure over
   :data:`CHUNK`-character pieces, ``{"__plait__": "text", "n": pieces, "p": [...]}``: a
   string that grows at its end rewrites its last piece only.
@@ -122,6 +128,17 @@ _LONG_TEXT = CHUNK * 4
 _NODE = 1024
 #: Lists with fewer items are stored as one blob, not as a tree.
 _SEQ_MIN = 4
+#: A tree node whose items come to this many bytes of compact JSON or more, and whose two
+#: halves each come to less, is one blob with its items inline (a *bundle*; see
+#: :meth:`BlobWriter._bundle`): a resume reads one blob for that many bytes of items, not
+#: a blob per item. Measured on the 1,000-step append loop of
+#: ``tests/benchmarks/bench_checkpoint_growth.py`` (``--resume-ab``).
+BUNDLE = 64 * 1024
+#: A node holding an item larger than this is not a bundle: such an item costs a resume
+#: more in bytes than in the overhead of a blob of its own, and a blob of its own is
+#: shared with the same value elsewhere (a page's text in a message and in shared state),
+#: where a bundle would store it a second time.
+BUNDLE_ITEM = 4 * 1024
 #: A reference's size in compact JSON (what a value costs once it is a blob).
 _REF_SIZE = 91
 #: Bound on what one checkpoint's references expand to, in stored bytes counted at every
@@ -305,6 +322,10 @@ class BlobWriter:
         # step to step, and a string is immutable, so its hash is computed once (the
         # cache holds the string, so its id cannot be reused while it is cached)
         self._strings: dict[int, tuple[str, str]] = dict(strings or {})
+        # a bundle's items (their keys, _freeze) -> its hash, or None if it cannot be one
+        # blob: a bundle never changes once written, so its items are encoded, hashed and
+        # compressed once per process, not at every checkpoint that holds the tree
+        self._bundles: dict[tuple[Any, ...], str | None] = {}
 
     def take_new(self) -> dict[str, bytes]:
         """The blobs made since the last call (hash -> bytes), to save with the checkpoint."""
@@ -336,6 +357,11 @@ class BlobWriter:
         that a dict that gained a few keys costs those keys."""
         if not value or TAG in value:
             return self.externalize(value)
+        if len(value) >= _SEQ_MIN:
+            pairs = [[key, item] for key, item in value.items()]
+            plan = _plan(pairs)
+            if plan is not None:
+                return self._tree(_MAP, _Leaves(pairs, self._ext_pair, plan))[0]
         items = []
         size = 2
         for key, item in value.items():
@@ -344,7 +370,7 @@ class BlobWriter:
             size += len(key) + 4 + item_size
         if size <= THRESHOLD or len(items) < _SEQ_MIN:
             return {pair[0]: pair[1] for pair, _ in items}
-        return self._tree(_MAP, items)[0]
+        return self._tree(_MAP, _Leaves(items))[0]
 
     # -- the rewrite ----------------------------------------------------------------------
 
@@ -352,12 +378,21 @@ class BlobWriter:
         data = _dumps(value)
         if data is None:
             return value, size
+        return _ref(self._put_data(data)), _REF_SIZE
+
+    def _put_data(self, data: bytes) -> str:
+        """Hand the blob ``data`` (canonical JSON) to the store unless it holds it; its hash."""
         digest = blob_hash(data)
         self.touched.add(digest)
         if digest not in self.known:
             self.known.add(digest)
             self._new[digest] = pack_blob(data)
-        return _ref(digest), _REF_SIZE
+        return digest
+
+    def _ext_pair(self, pair: list[Any]) -> tuple[Any, int]:
+        """A ``[key, value]`` item of a map tree, its value rewritten."""
+        encoded, size = self._ext(pair[1])
+        return [pair[0], encoded], len(pair[0]) + 5 + size
 
     def _ext(self, value: Any) -> tuple[Any, int]:
         cls = type(value)
@@ -381,12 +416,16 @@ class BlobWriter:
             self._strings[id(value)] = (value, ref[0]["h"])
             return ref
         if cls is list:
+            if len(value) >= _SEQ_MIN:
+                plan = _plan(value)
+                if plan is not None:  # large enough to hold a bundle: items encoded on demand
+                    return self._tree(_SEQ, _Leaves(value, self._ext, plan))
             items = [self._ext(item) for item in value]
             size = 2 + sum(s for _, s in items) + len(items)
             if size <= THRESHOLD:
                 return [o for o, _ in items], size
             if len(items) >= _SEQ_MIN:
-                return self._tree(_SEQ, items)
+                return self._tree(_SEQ, _Leaves(items))
             return self._put([o for o, _ in items], size)
         if cls is dict:
             out: dict[str, Any] = {}
@@ -402,14 +441,18 @@ class BlobWriter:
 
     def _text(self, text: str) -> tuple[Any, int]:
         pieces = [text[i : i + CHUNK] for i in range(0, len(text), CHUNK)]
-        return self._tree(_TEXT, [self._ext(piece) for piece in pieces])
+        plan = _plan(pieces)
+        if plan is not None:
+            return self._tree(_TEXT, _Leaves(pieces, self._ext, plan))
+        return self._tree(_TEXT, _Leaves([self._ext(piece) for piece in pieces]))
 
-    def _tree(self, kind: str, leaves: list[tuple[Any, int]]) -> tuple[Any, int]:
+    def _tree(self, kind: str, leaves: _Leaves) -> tuple[Any, int]:
         peaks: list[Any] = []
         size = 30
         start = 0
+        node_of = self._node if leaves.offsets is None else self._bundled_node
         for level in _levels(len(leaves)):
-            node, node_size = self._node(leaves, start, level)
+            node, node_size = node_of(leaves, start, level)
             if level and node_size > THRESHOLD and _ref_of(node) is None:
                 node, node_size = self._put(node, node_size)  # a peak: as any value
             peaks.append(node)
@@ -417,7 +460,7 @@ class BlobWriter:
             start += 1 << level
         return {TAG: kind, "n": len(leaves), "p": peaks}, size
 
-    def _node(self, leaves: list[tuple[Any, int]], start: int, level: int) -> tuple[Any, int]:
+    def _node(self, leaves: _Leaves, start: int, level: int) -> tuple[Any, int]:
         if level == 0:
             return leaves[start]
         half = 1 << (level - 1)
@@ -427,6 +470,164 @@ class BlobWriter:
         if size <= _NODE:
             return [left, right], size
         return self._put([left, right], size)
+
+    def _bundled_node(self, leaves: _Leaves, start: int, level: int) -> tuple[Any, int]:
+        """:meth:`_node` for a tree large enough to hold bundles: the smallest nodes of at
+        least :data:`BUNDLE` bytes are bundles, the nodes above them pairs as in any tree, and
+        the nodes below :data:`BUNDLE` not inside a bundle (the newest items, or the small
+        half beside a half too large to bundle) are as in any tree."""
+        offsets = leaves.offsets
+        assert offsets is not None
+        end = start + (1 << level)
+        if level == 0 or offsets[end] - offsets[start] < BUNDLE:
+            return self._node(leaves, start, level)
+        mid = start + (1 << (level - 1))
+        if offsets[mid] - offsets[start] < BUNDLE and offsets[end] - offsets[mid] < BUNDLE:
+            bundled = self._bundle(leaves, start, level)
+            return bundled if bundled is not None else self._node(leaves, start, level)
+        left, left_size = self._bundled_node(leaves, start, level - 1)
+        right, right_size = self._bundled_node(leaves, mid, level - 1)
+        size = left_size + right_size + 3
+        if size <= _NODE:
+            return [left, right], size
+        return self._put([left, right], size)
+
+    def _bundle(self, leaves: _Leaves, start: int, level: int) -> tuple[Any, int] | None:
+        """The node of ``2**level`` items from ``start`` as one blob holding the items as
+        they are (nested pairs, as an inline node), or None if it is not one (an item is
+        above :data:`BUNDLE_ITEM` bytes, or orjson cannot write one).
+
+        Its items are never rewritten into references, so the blobs a bundle's items were
+        stored in while the node was not complete yet are not needed by it (a prune
+        removes them), and a process that resumed from a bundle, and so never hashed its
+        items, stores nothing new for them: the bundle is encoded again (once) and found
+        among the blobs the resume read.
+        """
+        assert leaves.keys is not None
+        key = tuple(leaves.keys[start : start + (1 << level)])
+        cached = self._bundles.get(key, "")
+        if cached is None:
+            return None
+        if cached and cached in self.known:
+            self.touched.add(cached)
+            return _ref(cached), _REF_SIZE
+        if len(self._bundles) > 10_000:
+            self._bundles.clear()
+        offsets = leaves.offsets
+        assert offsets is not None
+        end = start + (1 << level)
+        small = all(offsets[i + 1] - offsets[i] <= BUNDLE_ITEM for i in range(start, end))
+        data = _dumps(_pairs(leaves.raw, start, level)) if small else None
+        if data is None:
+            self._bundles[key] = None
+            return None
+        digest = self._bundles[key] = self._put_data(data)
+        return _ref(digest), _REF_SIZE
+
+
+class _Leaves:
+    """A tree's items, encoded (:meth:`BlobWriter._ext`) when first asked for: the items
+    inside a bundle never are. ``keys`` and ``offsets`` (from :func:`_plan`) are None for a
+    tree too small to hold a bundle, whose items come encoded."""
+
+    __slots__ = ("encode", "encoded", "keys", "offsets", "raw")
+
+    def __init__(
+        self,
+        raw: list[Any],
+        encode: Callable[[Any], tuple[Any, int]] | None = None,
+        plan: tuple[list[Any], list[int]] | None = None,
+    ) -> None:
+        self.raw = raw
+        self.encode = encode
+        self.keys: list[Any] | None = None
+        self.offsets: list[int] | None = None
+        if plan is not None:
+            self.keys, self.offsets = plan
+        self.encoded: list[tuple[Any, int] | None] = (
+            [None] * len(raw) if encode is not None else list(raw)
+        )
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def __getitem__(self, index: int) -> tuple[Any, int]:
+        leaf = self.encoded[index]
+        if leaf is None:
+            assert self.encode is not None
+            leaf = self.encoded[index] = self.encode(self.raw[index])
+        return leaf
+
+
+#: :func:`_freeze`'s tags: the first item of the tuple standing for a non-string value
+_LIST, _DICT, _INT, _FLOAT, _BOOL = range(5)
+
+
+def _freeze(value: Any) -> tuple[Any, int] | None:
+    """A hashable key that equals another value's key exactly when the two values are
+    the same JSON (so ``1``, ``1.0`` and ``true`` differ), with the value's size as
+    :meth:`BlobWriter._ext` estimates it; None for a value that is not encoded JSON."""
+    cls = type(value)
+    if cls is str:
+        return value, len(value) + 2
+    if value is None:
+        return None, 4
+    if cls is list:
+        parts: list[Any] = [_LIST]
+        size = 2 + len(value)
+        for item in value:
+            frozen = _freeze(item)
+            if frozen is None:
+                return None
+            parts.append(frozen[0])
+            size += frozen[1]
+        return tuple(parts), size
+    if cls is dict:
+        parts = [_DICT]
+        size = 2
+        for key, item in value.items():
+            frozen = _freeze(item)
+            if frozen is None or type(key) is not str:
+                return None
+            parts += (key, frozen[0])
+            size += len(key) + 4 + frozen[1]
+        return tuple(parts), size
+    if cls is int:
+        return (_INT, value), 8
+    if cls is float:
+        return (_FLOAT, repr(value)), 24
+    if cls is bool:
+        return (_BOOL, value), 5
+    return None
+
+
+def _plan(raw: list[Any]) -> tuple[list[Any], list[int]] | None:
+    """For a tree over ``raw``: each item's key (:func:`_freeze`) and the running total of
+    their sizes (``offsets[i]`` before item ``i``), or None if the items come to less
+    than :data:`BUNDLE` bytes (no node can be a bundle) or one is not encoded JSON."""
+    keys: list[Any] = []
+    offsets = [0]
+    total = 0
+    for item in raw:
+        if type(item) is str:
+            keys.append(item)
+            total += len(item) + 2
+        else:
+            frozen = _freeze(item)
+            if frozen is None:
+                return None
+            keys.append(frozen[0])
+            total += frozen[1]
+        offsets.append(total)
+    return (keys, offsets) if total >= BUNDLE else None
+
+
+def _pairs(raw: list[Any], start: int, level: int) -> Any:
+    """The ``2**level`` items of ``raw`` from ``start`` as a tree node: nested pairs."""
+    if level == 0:
+        return raw[start]
+    half = 1 << (level - 1)
+    return [_pairs(raw, start, level - 1), _pairs(raw, start + half, level - 1)]
 
 
 def _levels(n: int) -> Iterator[int]:
@@ -631,12 +832,14 @@ async def resolve_state(
         frontier = set()
         parsed.update(zip(wanted, values))
         sizes.update(zip(wanted, map(len, datas)))
-        for digest, value in zip(wanted, values):
+        for digest, value, data in zip(wanted, values, datas):
             cls = type(value)
             if cls is str:
                 if strings is not None:
                     strings[id(value)] = (value, digest)
-            elif cls is list or cls is dict:
+            elif cls is dict or (cls is list and b"{" in data):
+                # a reference is a JSON object: a list without a "{" byte (a bundle of
+                # strings, say) holds none, and a byte search costs less than the walk
                 _walk_refs(value, frontier)
         frontier -= parsed.keys()
     if seen is not None:
@@ -737,19 +940,33 @@ class _Expander:
         return "".join(leaves)
 
     def node(self, node: Any, level: int, leaves: list[Any]) -> None:
-        if level == 0:
-            if type(node) is dict and len(node) == 2 and node.get(TAG) == _BLOB:
-                digest = node.get("h")
-                if type(digest) is str:  # a leaf in a blob of its own (most leaves)
+        """Append the items of tree ``node`` of height ``level`` to ``leaves``, in order.
+
+        A level at a time rather than a call per node: a bundle (a blob holding 2**k items
+        inline) is many nodes, and a resume reads every one.
+        """
+        nodes = [node]
+        for height in range(level, 0, -1):
+            below: list[Any] = []
+            for pair in nodes:
+                if type(pair) is dict:
+                    digest = _ref_of(pair)
+                    if digest is not None:
+                        pair = self.deref(digest)
+                if type(pair) is not list or len(pair) != 2:
+                    raise self.bad(f"a tree node of height {height} is not a pair")
+                below += pair
+            nodes = below
+        append, value = leaves.append, self.value
+        for item in nodes:
+            cls = type(item)
+            if cls is str:
+                append(item)
+                continue
+            if cls is dict and len(item) == 2 and item.get(TAG) == _BLOB:
+                digest = item.get("h")
+                if type(digest) is str:  # a leaf in a blob of its own
                     item = self.deref(digest)
-                    leaves.append(item if type(item) is str else self.value(item))
-                    return
-            leaves.append(self.value(node))
-            return
-        digest = _ref_of(node)
-        if digest is not None:
-            node = self.deref(digest)
-        if type(node) is not list or len(node) != 2:
-            raise self.bad(f"a tree node of height {level} is not a pair")
-        self.node(node[0], level - 1, leaves)
-        self.node(node[1], level - 1, leaves)
+                    append(item if type(item) is str else value(item))
+                    continue
+            append(value(item))
