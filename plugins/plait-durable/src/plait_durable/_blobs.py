@@ -817,9 +817,9 @@ async def resolve_state(
         else:
             got = {**extra, **await fetch(run_id, [h for h in wanted if h not in extra])}
         # blob by blob: each inflated, checked, parsed and searched while its bytes are
-        # still in the CPU's cache (a step at a time over a level of 64 KB bundles costs
-        # a third more); any problem, and the blobs are checked again one by one, in
-        # hash order, to name the first
+        # still in the CPU's cache, and dropped before the next is inflated (rather than
+        # the whole level inflated first: 2 MB of bundles at once); any problem, and the
+        # blobs are checked again one by one, in hash order, to name the first
         frontier = set()
         good = False
         try:
