@@ -217,6 +217,11 @@ class CountingBlobs:
         self.read += len(got)
         return got
 
+    async def get_blob_closure(self, run_id: str, hashes: Any) -> Any:
+        got = await self._store.get_blob_closure(run_id, hashes)
+        self.read += len(got)
+        return got
+
 
 async def test_a_resumed_run_resumed_again_writes_what_changed_and_reads_bundles(
     sqlite_store: SqliteCheckpointStore,

@@ -800,8 +800,9 @@ async def resolve_state(
             f"{where} is corrupt: it references blob {min(frontier)} but the store keeps no blobs"
         )
     fetch: Fetch = store.get_blobs
-    # a store that keeps each blob's references fetches what the first ones reach in one
-    # round trip; whatever it leaves out is fetched level by level, as from any store
+    # a store that keeps each blob's references (or walks them itself, in its worker
+    # thread) fetches what the first ones reach in one round trip; whatever it leaves out
+    # is fetched level by level, as from any store
     closure: Fetch | None = getattr(store, "get_blob_closure", None)
     parsed: dict[str, Any] = {}
     sizes: dict[str, int] = {}
@@ -815,32 +816,34 @@ async def resolve_state(
             got = extra
         else:
             got = {**extra, **await fetch(run_id, [h for h in wanted if h not in extra])}
-        # the whole level at once (each step one pass over it); any problem, and the
+        # blob by blob: each inflated, checked, parsed and searched while its bytes are
+        # still in the CPU's cache, and dropped before the next is inflated (rather than
+        # the whole level inflated first: 2 MB of bundles at once); any problem, and the
         # blobs are checked again one by one, in hash order, to name the first
+        frontier = set()
+        good = False
         try:
-            datas = []
             for digest in wanted:
                 data = unpack_blob(bytes(got[digest]), min(MAX_BLOB, budget))
                 budget -= len(data)
-                datas.append(data)
-            good = list(map(blob_hash, datas)) == wanted
-            values = [load_json(data) for data in datas] if good else []
+                if blob_hash(data) != digest:
+                    break
+                value = parsed[digest] = load_json(data)
+                sizes[digest] = len(data)
+                cls = type(value)
+                if cls is str:
+                    if strings is not None:
+                        strings[id(value)] = (value, digest)
+                elif cls is dict or (cls is list and b"{" in data):
+                    # a reference is a JSON object: a list without a "{" byte (a bundle
+                    # of strings, say) holds none, and a byte search costs less than the walk
+                    _walk_refs(value, frontier)
+            else:
+                good = True
         except (KeyError, ValueError, TypeError, RecursionError):
-            good = False
+            pass
         if not good:
             _first_problem(sorted(wanted), got, where)
-        frontier = set()
-        parsed.update(zip(wanted, values))
-        sizes.update(zip(wanted, map(len, datas)))
-        for digest, value, data in zip(wanted, values, datas):
-            cls = type(value)
-            if cls is str:
-                if strings is not None:
-                    strings[id(value)] = (value, digest)
-            elif cls is dict or (cls is list and b"{" in data):
-                # a reference is a JSON object: a list without a "{" byte (a bundle of
-                # strings, say) holds none, and a byte search costs less than the walk
-                _walk_refs(value, frontier)
         frontier -= parsed.keys()
     if seen is not None:
         seen.update(parsed)

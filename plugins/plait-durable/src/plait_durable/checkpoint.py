@@ -250,7 +250,9 @@ class BlobStore(Protocol):
 
     # Optional, for stores where a round trip is dear: ``async get_blob_closure(run_id,
     # hashes)`` returns those blobs and every blob they reach (``plait_durable.child_refs`` kept
-    # beside each blob), so a resume reads a whole tree in one round trip.
+    # beside each blob, or found by parsing it), so a resume reads a whole tree in one round
+    # trip. It may leave out what it cannot tell cheaply (what a 64 KB bundle reaches: the
+    # file and SQLite stores do not parse one); the reader fetches that level by level.
 
 
 def open_store(url: str) -> CheckpointStore:

@@ -118,7 +118,7 @@ try:
 except ImportError:  # pragma: no cover - Windows: leases are kept without a file lock
     fcntl = None  # type: ignore[assignment]
 
-from ._common import split_query
+from ._common import blob_closure, split_query
 from ._fileindex import RunIndexLog, gone_line, summary_line
 from ._filepack import (
     PackIndex,
@@ -343,6 +343,12 @@ class FileCheckpointStore(CheckpointStoreBase):
     async def get_blobs(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
         """The blobs of ``run_id`` among ``hashes`` (one that is missing is left out)."""
         return await self._run(self._get_blobs_sync, run_id, sorted(set(hashes)))
+
+    async def get_blob_closure(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
+        """The blobs of ``run_id`` among ``hashes`` and those they reach, in one call of
+        the worker thread (what a bundle would reach is left to ``get_blobs``:
+        :func:`~plait_stores._common.blob_closure`)."""
+        return await self._run(self._get_blobs_sync, run_id, sorted(set(hashes)), True)
 
     async def blob_hashes(self, run_id: str) -> Collection[str]:
         """The hashes of every blob ``run_id`` holds."""
@@ -730,29 +736,66 @@ class FileCheckpointStore(CheckpointStoreBase):
             for _, fd, _, _ in packs:
                 os.close(fd)
 
-    def _get_blobs_sync(self, run_id: str, hashes: builtins.list[str]) -> dict[str, bytes]:
+    def _get_blobs_sync(
+        self, run_id: str, hashes: builtins.list[str], closure: bool = False
+    ) -> dict[str, bytes]:
+        """The blobs among ``hashes`` the run holds (and with ``closure``, those they
+        reach: :func:`~plait_stores._common.blob_closure`), from one listing of its folder
+        and its packs opened once."""
         run_name = _fs_name(run_id, "run id")
         found: dict[str, bytes] = {}
-        wanted = {digest for digest in hashes if _HASH.fullmatch(digest)}  # never a path
         with self._dir("blobs", run_name) as folder:
             if folder is None:
                 return found
             for _attempt in range(3):
-                names = os.listdir(folder)
-                with self._open_packs(folder, run_name, names) as packs:
-                    listed = sum(1 for name in names if pack_seq(name) is not None)
-                    for _, fd, index, _ in reversed(packs):
-                        found.update(read_blobs(fd, index, wanted.difference(found)))
-                held = set(names)
-                for digest in sorted(wanted.difference(found)):
-                    if digest not in held:
-                        continue
-                    data = self._read_file(folder, digest, f"blobs/{run_name}/{digest}")
-                    if data is not None:
-                        found[digest] = data
-                if len(found) == len(wanted) or len(packs) == listed:
+                found, whole = self._read_listed(folder, run_name, hashes, closure)
+                if whole:
                     break
                 # a pack went while we read (merged into a newer one): list again
+        return found
+
+    def _read_listed(
+        self, folder: int, run_name: str, hashes: builtins.list[str], closure: bool
+    ) -> tuple[dict[str, bytes], bool]:
+        """:meth:`_get_blobs_sync` from one listing of ``folder``: what it found, and
+        whether that is all the run holds of it (False: a blob it missed may be in a
+        pack merged into a newer one meanwhile)."""
+        names = os.listdir(folder)
+        held = set(names)
+        missed: set[str] = set()
+        with self._open_packs(folder, run_name, names) as packs:
+
+            def read(wanted: Collection[str]) -> dict[str, bytes]:
+                got = self._read_blobs(folder, run_name, held, packs, wanted)
+                missed.update(set(wanted).difference(got))
+                return got
+
+            found = blob_closure(read, hashes) if closure else read(hashes)
+            listed = sum(1 for name in names if pack_seq(name) is not None)
+            return found, not missed or len(packs) == listed
+
+    def _read_blobs(
+        self,
+        folder: int,
+        run_name: str,
+        held: set[str],
+        packs: builtins.list[tuple[str, int, PackIndex, int]],
+        hashes: Collection[str],
+    ) -> dict[str, bytes]:
+        """The blobs among ``hashes`` that ``packs`` (open, the newest last) or files of
+        their own among ``held`` (the folder's listing) hold."""
+        found: dict[str, bytes] = {}
+        wanted = {digest for digest in hashes if _HASH.fullmatch(digest)}  # never a path
+        for _, fd, index, _ in reversed(packs):
+            found.update(read_blobs(fd, index, wanted.difference(found)))
+            if len(found) == len(wanted):
+                return found
+        for digest in sorted(wanted.difference(found)):
+            if digest not in held:
+                continue
+            data = self._read_file(folder, digest, f"blobs/{run_name}/{digest}")
+            if data is not None:
+                found[digest] = data
         return found
 
     def _blob_hashes_sync(self, run_id: str) -> builtins.list[str]:

@@ -73,7 +73,7 @@ from plait_durable import (
     where,
 )
 
-from ._common import split_query
+from ._common import blob_closure, split_query
 
 __all__ = ["SCHEMA_VERSION", "SqliteCheckpointStore", "list_runs_sql"]
 
@@ -282,6 +282,12 @@ class SqliteCheckpointStore(CheckpointStoreBase):
     async def get_blobs(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
         """The blobs of ``run_id`` among ``hashes`` (one that is missing is left out)."""
         return await self._run(self._get_blobs_sync, run_id, sorted(set(hashes)))
+
+    async def get_blob_closure(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
+        """The blobs of ``run_id`` among ``hashes`` and those they reach, in one call of
+        the worker thread (what a bundle would reach is left to ``get_blobs``:
+        :func:`~plait_stores._common.blob_closure`)."""
+        return await self._run(self._get_closure_sync, run_id, sorted(set(hashes)))
 
     async def blob_hashes(self, run_id: str) -> Collection[str]:
         """The hashes of every blob ``run_id`` holds."""
@@ -757,6 +763,12 @@ class SqliteCheckpointStore(CheckpointStoreBase):
             ).fetchall()
             found.update((digest, bytes(data)) for digest, data in rows)
         return found
+
+    @classmethod
+    def _get_closure_sync(
+        cls, conn: sqlite3.Connection, run_id: str, hashes: builtins.list[str]
+    ) -> dict[str, bytes]:
+        return blob_closure(lambda wanted: cls._get_blobs_sync(conn, run_id, wanted), hashes)
 
     @staticmethod
     def _sweep_sync(conn: sqlite3.Connection, run_id: str) -> None:
