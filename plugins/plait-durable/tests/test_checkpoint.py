@@ -16,22 +16,6 @@ def info(checkpoint_id: str, base_id: str | None = None) -> CheckpointInfo:
     return CheckpointInfo(checkpoint_id, "run", 0, None, "running", 0.0, base_id)
 
 
-def checkpoint(**changes: Any) -> Checkpoint:
-    fields: dict[str, Any] = {
-        "checkpoint_id": "c2",
-        "run_id": "run",
-        "superstep": 2,
-        "parent_id": "c1",
-        "signature": "sig",
-        "status": "running",
-        "created_at": 1.5,
-        "state": {"kind": "delta", "base": "c1", "pending": {}},
-        "metadata": {"workflow": "w"},
-        "base_id": "c1",
-    }
-    return Checkpoint(**{**fields, **changes})
-
-
 # -- base_id ---------------------------------------------------------------------------
 
 
@@ -42,7 +26,7 @@ def test_base_id_defaults_to_none_and_is_keyword_compatible() -> None:
 
 
 def test_info_carries_base_id() -> None:
-    delta = checkpoint()
+    delta = Checkpoint("c2", "run", 2, "c1", "sig", "running", 1.5, base_id="c1")
     assert delta.info == CheckpointInfo("c2", "run", 2, "c1", "running", 1.5, "c1")
 
 
