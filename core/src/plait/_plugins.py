@@ -720,25 +720,35 @@ class PluginManager(HookFacade):
     def provider(self, kind: str, name: str) -> str | None:
         """The distribution that provides ``name`` of ``kind``, as the installed plugins
         say (``plait_provided_names``; asked once, when a lookup first fails), or
-        ``None``."""
+        ``None``. An answer that raises or has the wrong shape is a :class:`PlaitWarning`
+        naming its plugin and distribution; the other answers still count."""
         if self._provided is None:
+            answers: list[tuple[str, str, list[str]]] = []
+            for impl in self.pm.hook.plait_provided_names.get_hookimpls():
+                try:
+                    answer: Any = impl.function() or {}
+                    answers += [
+                        (str(distribution), str(known_kind), [str(n) for n in names])
+                        for distribution, kinds in answer.items()
+                        for known_kind, names in kinds.items()
+                    ]
+                except Exception as exc:  # a hint must not hide the error it was asked for
+                    plugin = self._plugins.get(impl.plugin_name)
+                    where = (
+                        f"{plugin.distribution} (plugin {plugin.name!r})"
+                        if plugin
+                        else impl.plugin_name
+                    )
+                    warnings.warn(
+                        f"plait_provided_names of {where} failed ({type(exc).__name__}: "
+                        f"{exc}); its names are reported without what to install",
+                        PlaitWarning,
+                        stacklevel=3,
+                    )
             provided: dict[tuple[str, str], str] = {}
-            try:
-                answers = self.pm.hook.plait_provided_names()
-            except Exception as exc:  # a hint must not hide the error it was asked for
-                warnings.warn(
-                    f"plait_provided_names failed ({type(exc).__name__}: {exc}); unknown "
-                    "names are reported without what to install",
-                    PlaitWarning,
-                    stacklevel=3,
-                )
-                answers = []
-            for distribution, kinds in sorted(
-                (item for answer in answers for item in answer.items()), key=lambda i: i[0]
-            ):
-                for known_kind, names in kinds.items():
-                    for known in names:
-                        provided.setdefault((known_kind, known), distribution)
+            for distribution, known_kind, names in sorted(answers, key=lambda a: a[0]):
+                for known in names:
+                    provided.setdefault((known_kind, known), distribution)
             self._provided = provided
         return self._provided.get((kind, name))
 

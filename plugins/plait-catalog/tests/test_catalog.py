@@ -104,3 +104,22 @@ def test_the_table_matches_what_the_installed_first_party_plugins_register() -> 
             kind: sorted(names) for kind, names in plait_catalog.FIRST_PARTY[distribution].items()
         }
         assert table == {kind: registered.get(kind, []) for kind in table}, distribution
+
+
+class _Malformed:
+    @staticmethod
+    @hookimpl
+    def plait_provided_names() -> Mapping[str, Mapping[str, Sequence[str]]]:
+        return {"zz-broken": "not a mapping of kinds"}  # type: ignore[dict-item]
+
+
+def test_a_broken_answer_names_its_plugin_and_the_others_still_count() -> None:
+    manager = _bare()
+    manager.register(plait_catalog, "catalog")
+    manager.register(_Broken(), "broken", distribution="dist-broken")
+    manager.register(_Malformed(), "malformed")
+    with pytest.warns(PlaitWarning) as caught:
+        assert manager.provider("router", "direct") == "plait-routing"
+    broken, malformed = sorted((str(w.message) for w in caught), key=lambda m: "malformed" in m)
+    assert "dist-broken (plugin 'broken')" in broken and "catalog unreadable" in broken
+    assert "(in-process) (plugin 'malformed')" in malformed
