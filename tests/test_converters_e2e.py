@@ -13,8 +13,7 @@ import plait_export
 import plait_merge
 import plait_routing
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from plait import (
     ConverterError,
     CustomEvent,

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import plait
 import pytest
-from plait import PluginLoadErrors, _version
-from plait import _plugins as loading
+from plait import PluginLoadErrors, _plugins as loading, _version
 from plait.spi import PluginManager
 
 

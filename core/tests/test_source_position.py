@@ -3,8 +3,7 @@ problems shows a bounded number of them (issue 24, finding 7)."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from plait import DocumentError, LoadError, SourcePosition
 
 

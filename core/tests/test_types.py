@@ -28,8 +28,7 @@ from typing import (
 import attrs
 import pytest
 import typing_extensions as tx
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from plait import Never
 from plait._types import is_class_decidable, normalize
 from plait.spi import is_assignable, is_instance, type_name

@@ -205,8 +205,7 @@ def langgraph_items(items: int, stages: int, seconds: float, width: int) -> Any:
 
 
 def maf_branches(branches: list[list[float]], started: dict[str, float]) -> Any:
-    from agent_framework import Executor, WorkflowBuilder, handler
-    from agent_framework import WorkflowContext as MafContext
+    from agent_framework import Executor, WorkflowBuilder, WorkflowContext as MafContext, handler
 
     class Start(Executor):
         @handler

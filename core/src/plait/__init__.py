@@ -33,7 +33,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from ._version import __version__
+from ._version import __version__ as __version__
 
 
 class _Package(types.ModuleType):
@@ -49,168 +49,96 @@ class _Package(types.ModuleType):
 
 sys.modules[__name__].__class__ = _Package
 
-from ._executor import executor  # noqa: E402  (the decorator every workflow uses)
+from ._executor import executor as executor  # noqa: E402  (the decorator every workflow uses)
 
 if TYPE_CHECKING:
-    from . import _convert as convert
-    from . import _errors as errors
-    from . import _events as events
-    from . import _plugins as plugins
-    from ._context import InvocationFailure, RequestResponse, WorkflowContext
-    from ._convert import converter, register_type_hooks
+    from . import _convert as convert, _errors as errors, _events as events, _plugins as plugins
+    from ._context import (
+        InvocationFailure as InvocationFailure,
+        RequestResponse as RequestResponse,
+        WorkflowContext as WorkflowContext,
+    )
+    from ._convert import converter as converter, register_type_hooks as register_type_hooks
     from ._errors import (
-        CapabilityError,
-        CheckpointAuthError,
-        CheckpointDecodeError,
-        CheckpointEncodeError,
-        CheckpointError,
-        CheckpointNotFoundError,
-        ConfigError,
-        ConverterError,
-        CorruptCheckpointError,
-        DocumentError,
-        ExecutorFailedError,
-        ExecutorTimeoutError,
-        ExpressionError,
-        IncompatiblePluginError,
-        LoadError,
-        NotPortableError,
-        PlaitError,
-        PlaitWarning,
-        PluginConflictError,
-        PluginError,
-        PluginLoadError,
-        PluginLoadErrors,
-        RegistrationError,
-        ResponseTypeError,
-        RoutingError,
-        RunLeaseError,
-        RunOptionError,
-        SharedStateConflictError,
-        SharedStateRaceError,
-        SharedStateRaceWarning,
-        SourcePosition,
-        StoreUnavailableError,
-        SuperstepLimitError,
-        TopologyMismatchError,
-        TypeCheckError,
-        UnhandledMessageError,
-        UnknownNameError,
-        VisitLimitError,
-        WorkflowChangedError,
-        WorkflowRunError,
-        WorkflowValidationError,
+        CapabilityError as CapabilityError,
+        CheckpointAuthError as CheckpointAuthError,
+        CheckpointDecodeError as CheckpointDecodeError,
+        CheckpointEncodeError as CheckpointEncodeError,
+        CheckpointError as CheckpointError,
+        CheckpointNotFoundError as CheckpointNotFoundError,
+        ConfigError as ConfigError,
+        ConverterError as ConverterError,
+        CorruptCheckpointError as CorruptCheckpointError,
+        DocumentError as DocumentError,
+        ExecutorFailedError as ExecutorFailedError,
+        ExecutorTimeoutError as ExecutorTimeoutError,
+        ExpressionError as ExpressionError,
+        IncompatiblePluginError as IncompatiblePluginError,
+        LoadError as LoadError,
+        NotPortableError as NotPortableError,
+        PlaitError as PlaitError,
+        PlaitWarning as PlaitWarning,
+        PluginConflictError as PluginConflictError,
+        PluginError as PluginError,
+        PluginLoadError as PluginLoadError,
+        PluginLoadErrors as PluginLoadErrors,
+        RegistrationError as RegistrationError,
+        ResponseTypeError as ResponseTypeError,
+        RoutingError as RoutingError,
+        RunLeaseError as RunLeaseError,
+        RunOptionError as RunOptionError,
+        SharedStateConflictError as SharedStateConflictError,
+        SharedStateRaceError as SharedStateRaceError,
+        SharedStateRaceWarning as SharedStateRaceWarning,
+        SourcePosition as SourcePosition,
+        StoreUnavailableError as StoreUnavailableError,
+        SuperstepLimitError as SuperstepLimitError,
+        TopologyMismatchError as TopologyMismatchError,
+        TypeCheckError as TypeCheckError,
+        UnhandledMessageError as UnhandledMessageError,
+        UnknownNameError as UnknownNameError,
+        VisitLimitError as VisitLimitError,
+        WorkflowChangedError as WorkflowChangedError,
+        WorkflowRunError as WorkflowRunError,
+        WorkflowValidationError as WorkflowValidationError,
     )
     from ._events import (
-        CustomEvent,
-        EventObserver,
-        ExecutorCompleted,
-        ExecutorFailed,
-        ExecutorInvoked,
-        ExecutorRetrying,
-        OutputEvent,
-        RequestInfoEvent,
-        RunFinished,
-        RunStarted,
-        RunStatus,
-        SuperstepFinished,
-        SuperstepStarted,
-        WorkflowEvent,
-        WorkflowRunResult,
+        CustomEvent as CustomEvent,
+        EventObserver as EventObserver,
+        ExecutorCompleted as ExecutorCompleted,
+        ExecutorFailed as ExecutorFailed,
+        ExecutorInvoked as ExecutorInvoked,
+        ExecutorRetrying as ExecutorRetrying,
+        OutputEvent as OutputEvent,
+        RequestInfoEvent as RequestInfoEvent,
+        RunFinished as RunFinished,
+        RunStarted as RunStarted,
+        RunStatus as RunStatus,
+        SuperstepFinished as SuperstepFinished,
+        SuperstepStarted as SuperstepStarted,
+        WorkflowEvent as WorkflowEvent,
+        WorkflowRunResult as WorkflowRunResult,
     )
-    from ._executor import Executor, FunctionExecutor, handler
-    from ._hookspecs import hookimpl
-    from ._options import RetryPolicy
-    from ._plugins import describe, get_plugin_manager, register, unregister
-    from ._spec import EdgeGroupSpec, NodeSpec, WorkflowSpec
-    from ._types import Never
-    from ._workflow import Workflow, load
-
-__all__ = [
-    "CapabilityError",
-    "CheckpointAuthError",
-    "CheckpointDecodeError",
-    "CheckpointEncodeError",
-    "CheckpointError",
-    "CheckpointNotFoundError",
-    "ConfigError",
-    "ConverterError",
-    "NotPortableError",
-    "CorruptCheckpointError",
-    "CustomEvent",
-    "DocumentError",
-    "EdgeGroupSpec",
-    "EventObserver",
-    "Executor",
-    "ExecutorCompleted",
-    "ExecutorFailed",
-    "ExecutorFailedError",
-    "ExecutorInvoked",
-    "ExecutorRetrying",
-    "ExecutorTimeoutError",
-    "ExpressionError",
-    "FunctionExecutor",
-    "IncompatiblePluginError",
-    "InvocationFailure",
-    "LoadError",
-    "Never",
-    "NodeSpec",
-    "OutputEvent",
-    "PlaitError",
-    "PlaitWarning",
-    "PluginConflictError",
-    "PluginError",
-    "PluginLoadError",
-    "PluginLoadErrors",
-    "RegistrationError",
-    "RequestInfoEvent",
-    "RequestResponse",
-    "ResponseTypeError",
-    "RetryPolicy",
-    "RoutingError",
-    "RunFinished",
-    "RunLeaseError",
-    "RunOptionError",
-    "RunStarted",
-    "RunStatus",
-    "SharedStateConflictError",
-    "SharedStateRaceError",
-    "SharedStateRaceWarning",
-    "SourcePosition",
-    "StoreUnavailableError",
-    "SuperstepFinished",
-    "SuperstepLimitError",
-    "SuperstepStarted",
-    "TopologyMismatchError",
-    "TypeCheckError",
-    "UnhandledMessageError",
-    "UnknownNameError",
-    "VisitLimitError",
-    "Workflow",
-    "WorkflowChangedError",
-    "WorkflowContext",
-    "WorkflowEvent",
-    "WorkflowRunError",
-    "WorkflowRunResult",
-    "WorkflowSpec",
-    "WorkflowValidationError",
-    "__version__",
-    "convert",
-    "converter",
-    "describe",
-    "errors",
-    "events",
-    "executor",
-    "get_plugin_manager",
-    "handler",
-    "hookimpl",
-    "load",
-    "plugins",
-    "register",
-    "register_type_hooks",
-    "unregister",
-]
-
+    from ._executor import (
+        Executor as Executor,
+        FunctionExecutor as FunctionExecutor,
+        handler as handler,
+    )
+    from ._hookspecs import hookimpl as hookimpl
+    from ._options import RetryPolicy as RetryPolicy
+    from ._plugins import (
+        describe as describe,
+        get_plugin_manager as get_plugin_manager,
+        register as register,
+        unregister as unregister,
+    )
+    from ._spec import (
+        EdgeGroupSpec as EdgeGroupSpec,
+        NodeSpec as NodeSpec,
+        WorkflowSpec as WorkflowSpec,
+    )
+    from ._types import Never as Never
+    from ._workflow import Workflow as Workflow, load as load
 
 #: Where each public name lives; imported on first use (PEP 562), so ``import plait`` and
 #: ``plait --help`` do not pay for the runner, the converter records or the workflow IR.
@@ -293,6 +221,9 @@ _LAZY = {
     "unregister": "_plugins",
 }
 _SUBMODULES = frozenset({"convert", "errors", "events", "plugins"})
+#: Every public name: the type checkers read the imports above (``X as X`` re-exports).
+__all__ = ["__version__", "convert", "errors", "events", "executor", "plugins"]
+__all__ += sorted(_LAZY)
 
 
 def _import_lazily(name: str) -> Any:

@@ -26,137 +26,93 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._building import (
-        AgentLookup,
-        BuildContext,
-        CompiledExpression,
-        CompiledTemplate,
-        ExecutorKind,
-        ExpressionLanguage,
-        Loader,
-        build_executors,
-        compile_expression,
-        compile_template,
-        load_scope,
+        AgentLookup as AgentLookup,
+        BuildContext as BuildContext,
+        CompiledExpression as CompiledExpression,
+        CompiledTemplate as CompiledTemplate,
+        ExecutorKind as ExecutorKind,
+        ExpressionLanguage as ExpressionLanguage,
+        Loader as Loader,
+        build_executors as build_executors,
+        compile_expression as compile_expression,
+        compile_template as compile_template,
+        load_scope as load_scope,
     )
-    from ._context import DELETED, RunScope
+    from ._context import DELETED as DELETED, RunScope as RunScope
     from ._convert import (
-        CattrsHooks,
-        Chain,
-        Converter,
-        ConverterSearch,
-        Step,
-        TypeFamily,
-        find_chain,
-        message_converter,
-        nearest_converters,
+        CattrsHooks as CattrsHooks,
+        Chain as Chain,
+        Converter as Converter,
+        ConverterSearch as ConverterSearch,
+        Step as Step,
+        TypeFamily as TypeFamily,
+        find_chain as find_chain,
+        message_converter as message_converter,
+        nearest_converters as nearest_converters,
     )
-    from ._errors import cli_wording, grant_text, is_cli, spell
-    from ._executor import Handler
-    from ._graph import CompiledGraph
-    from ._hookspecs import Register, hookimpl
-    from ._observer import Invocation, RunObserver, combine
-    from ._options import RunOptions
+    from ._errors import (
+        cli_wording as cli_wording,
+        grant_text as grant_text,
+        is_cli as is_cli,
+        spell as spell,
+    )
+    from ._executor import Handler as Handler
+    from ._graph import CompiledGraph as CompiledGraph
+    from ._hookspecs import Register as Register, hookimpl as hookimpl
+    from ._observer import Invocation as Invocation, RunObserver as RunObserver, combine as combine
+    from ._options import RunOptions as RunOptions
     from ._plugins import (
-        ENTRY_POINT_GROUP,
-        KINDS,
-        PluginInfo,
-        PluginManager,
-        Registry,
-        core_version,
-        set_plugin_manager,
+        ENTRY_POINT_GROUP as ENTRY_POINT_GROUP,
+        KINDS as KINDS,
+        PluginInfo as PluginInfo,
+        PluginManager as PluginManager,
+        Registry as Registry,
+        core_version as core_version,
+        set_plugin_manager as set_plugin_manager,
     )
-    from ._registry import lazy, lazy_exports
-    from ._routing import Delivery, EdgeRunner, MergeStrategy, Router, RouterEnv
-    from ._runner import RunCommit, Runner, Schedule, ScheduleRun
+    from ._registry import lazy as lazy, lazy_exports as lazy_exports
+    from ._routing import (
+        Delivery as Delivery,
+        EdgeRunner as EdgeRunner,
+        MergeStrategy as MergeStrategy,
+        Router as Router,
+        RouterEnv as RouterEnv,
+    )
+    from ._runner import (
+        RunCommit as RunCommit,
+        Runner as Runner,
+        Schedule as Schedule,
+        ScheduleRun as ScheduleRun,
+    )
     from ._spec import (
-        as_executor,
-        callable_spec,
-        code_ref,
-        expression_spec,
-        import_ref,
-        nonportable_reason,
-        spec_converter,
+        as_executor as as_executor,
+        callable_spec as callable_spec,
+        code_ref as code_ref,
+        expression_spec as expression_spec,
+        import_ref as import_ref,
+        nonportable_reason as nonportable_reason,
+        spec_converter as spec_converter,
     )
-    from ._state import Effects, PendingRequest, RunState, delivery_id
-    from ._streaming import RunWatch
-    from ._types import is_assignable, is_instance, main_module_name, normalize, type_name
-    from ._workflow import Documents, Durability, Placement, with_placement
-
-__all__ = [
-    "Durability",
-    "RunCommit",
-    "Runner",
-    "RunState",
-    "main_module_name",
-    "combine",
-    "Schedule",
-    "ScheduleRun",
-    "Effects",
-    "delivery_id",
-    "AgentLookup",
-    "Documents",
-    "cli_wording",
-    "is_cli",
-    "spell",
-    "DELETED",
-    "CattrsHooks",
-    "Chain",
-    "CompiledExpression",
-    "CompiledGraph",
-    "CompiledTemplate",
-    "Converter",
-    "ConverterSearch",
-    "Delivery",
-    "ENTRY_POINT_GROUP",
-    "EdgeRunner",
-    "ExecutorKind",
-    "ExpressionLanguage",
-    "Handler",
-    "Invocation",
-    "KINDS",
-    "BuildContext",
-    "Loader",
-    "MergeStrategy",
-    "PendingRequest",
-    "Placement",
-    "PluginInfo",
-    "PluginManager",
-    "Register",
-    "Registry",
-    "Router",
-    "RouterEnv",
-    "RunObserver",
-    "RunOptions",
-    "RunScope",
-    "RunWatch",
-    "Step",
-    "TypeFamily",
-    "as_executor",
-    "build_executors",
-    "callable_spec",
-    "code_ref",
-    "compile_expression",
-    "compile_template",
-    "core_version",
-    "expression_spec",
-    "find_chain",
-    "grant_text",
-    "hookimpl",
-    "import_ref",
-    "is_assignable",
-    "is_instance",
-    "lazy",
-    "lazy_exports",
-    "load_scope",
-    "message_converter",
-    "nearest_converters",
-    "nonportable_reason",
-    "normalize",
-    "set_plugin_manager",
-    "spec_converter",
-    "type_name",
-    "with_placement",
-]
+    from ._state import (
+        Effects as Effects,
+        PendingRequest as PendingRequest,
+        RunState as RunState,
+        delivery_id as delivery_id,
+    )
+    from ._streaming import RunWatch as RunWatch
+    from ._types import (
+        is_assignable as is_assignable,
+        is_instance as is_instance,
+        main_module_name as main_module_name,
+        normalize as normalize,
+        type_name as type_name,
+    )
+    from ._workflow import (
+        Documents as Documents,
+        Durability as Durability,
+        Placement as Placement,
+        with_placement as with_placement,
+    )
 
 #: Where each name lives.
 _HOME = {
@@ -234,6 +190,9 @@ _HOME = {
     "type_name": "_types",
     "with_placement": "_workflow",
 }
+
+#: Every public name: the type checkers read the imports above (``X as X`` re-exports).
+__all__ = sorted(_HOME)
 
 
 #: Names that left the kernel with the concrete thing they belong to: name -> (the module

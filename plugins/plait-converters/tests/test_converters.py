@@ -13,8 +13,7 @@ from typing import Any
 import attrs
 import plait_converters as std
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from plait_converters import ChatMessage, JsonText, converter_graph
 from plait_testing import fake_entry_point, make_plugin_manager
 

@@ -9,8 +9,7 @@ from typing import Any, NewType
 import attrs
 import plait_converters
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from plait import UnknownNameError, hookimpl
 from plait.spi import (
     CattrsHooks,

@@ -9,8 +9,7 @@ from typing import Any
 
 import plait
 from dag_helpers import SEED, Recorder
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from plait import LoadError, PlaitError
 
 AGENTS = Recorder().agents("greeter-agent", "meal-agent", "glucose-agent", "feedback-agent")

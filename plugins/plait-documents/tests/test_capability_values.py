@@ -6,8 +6,7 @@ from typing import Any
 
 import plait
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from plait_documents import (
     CAPABILITY_NAMES,
     IMPORTS,

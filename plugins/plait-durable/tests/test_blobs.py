@@ -14,8 +14,7 @@ import anyio
 import plait_durable._blobs
 import pytest
 import zstandard
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from plait import CorruptCheckpointError
 from plait_durable._blobs import (
     BUNDLE,

@@ -10,8 +10,7 @@ import string
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from plait import ExpressionError
 from plait_expr import PlaitLanguage
 

@@ -7,8 +7,7 @@ from typing import Any
 
 import plait
 from flow_agents import AGENTS
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from plait import LoadError, PlaitError
 
 TOKENS = [

@@ -25,8 +25,7 @@ from typing import Any
 import anyio
 import attrs
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 from plait import (
     Executor,
     RunOptionError,

@@ -11,8 +11,7 @@ from typing import Any
 import anyio
 import plait
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from plait import LoadError, RunStatus, SuperstepFinished, WorkflowRunError
 from plait_documents import load_spec
 from plait_steps import ForeachItemsError, LoopLimitError, step_context

@@ -9,8 +9,7 @@ from typing import Any
 
 import plait
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from plait import CapabilityError, LoadError, PlaitError
 from plait_documents import load_spec
 
