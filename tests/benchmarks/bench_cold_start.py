@@ -20,9 +20,13 @@ One JSON line per measure, the median of ``--repeat`` samples:
 - ``build1000``: the first ``build()`` of an ``--n``-executor chain, plugin discovery
   included, run by ``peers/cold_build.py`` and counted from the child's first statement
   (``median_s``; ``import_s`` and ``build_s`` split it; ``process_s`` is the whole
-  process's wall time). LangGraph's and MAF's cold builds are measured the same way, in
-  the same run, when they are installed (the ``bench`` dependency group); a peer that is
-  not installed is skipped and said so on stderr (``--no-peers`` skips them all).
+  process's wall time; ``above_libraries_s`` is what Plait adds to ``libraries``). The
+  ``libraries`` record is the same child importing only what the kernel cannot do without
+  (importlib.metadata, packaging, attrs, pluggy) and building nothing: the floor under
+  Plait's number, which no change to Plait can go below. LangGraph's and MAF's cold
+  builds are measured the same way, in the same run, when they are installed (the
+  ``bench`` dependency group); a peer that is not installed is skipped and said so on
+  stderr (``--no-peers`` skips them all).
 
 Every record also has ``cpu_s``, the whole child process's CPU time (user + system): on a
 busy machine it moves less than the wall times.
@@ -137,6 +141,8 @@ def measures(n: int, peers: bool) -> list[Measure]:
         Measure("plait", "import", [python, "-c", "import plait"]),
         Measure("plait", "help", help_command()),
         Measure("plait", "build1000", [python, str(COLD_BUILD), "plait", str(n)], True),
+        # the kernel's own libraries imported alone, timed like the builds: Plait's floor
+        Measure("libraries", "build1000", [python, str(COLD_BUILD), "libraries", str(n)], True),
     ]
     for peer, module in PEERS.items():
         if not peers:
@@ -162,8 +168,11 @@ def compare_with_peers(records: list[dict[str, Any]]) -> None:
     ``1 / PEER_SHARE`` times faster than every peer measured."""
     builds = {r["framework"]: r for r in records if r["measure"] == "build1000"}
     plait = builds.pop("plait", None)
+    floor = builds.pop("libraries", None)
     if plait is None:
         return
+    if floor is not None:
+        plait["above_libraries_s"] = round(plait["median_s"] - floor["median_s"], 6)
     for peer, record in builds.items():
         plait[f"x_faster_than_{peer}"] = round(record["median_s"] / plait["median_s"], 2)
         if plait["median_s"] > PEER_SHARE * record["median_s"]:

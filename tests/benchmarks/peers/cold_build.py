@@ -13,7 +13,9 @@ for its own imports only. The chains are the ones of the ``build1000`` workload:
 - ``plait``: ``@executor`` functions and ``plait_builders.WorkflowBuilder``, after
   ``plait.get_plugin_manager()`` (entry-point discovery, every plugin registered);
 - ``langgraph``: a ``StateGraph`` of plain function nodes, ``compile()``;
-- ``maf``: one ``Executor`` subclass instantiated ``N`` times, ``add_chain``, ``build()``.
+- ``maf``: one ``Executor`` subclass instantiated ``N`` times, ``add_chain``, ``build()``;
+- ``libraries``: no chain, only the imports of the libraries Plait's kernel cannot do
+  without (importlib.metadata, packaging, attrs, pluggy): the floor under Plait's number.
 
 No ``from __future__ import annotations`` here: MAF reads handler annotations at build time.
 """
@@ -106,7 +108,25 @@ def maf_chain(n: int) -> tuple[float, Any]:
     return imported, len(workflow.executors)
 
 
-CHAINS = {"plait": plait_chain, "langgraph": langgraph_chain, "maf": maf_chain}
+def libraries(n: int) -> tuple[float, Any]:
+    """Only the libraries Plait's kernel loads plugins and builds with (importlib.metadata,
+    packaging's requirements, attrs, pluggy): the floor under Plait's cold build, which no
+    change to Plait's own code can go below. Nothing is built (``result`` is ``n``)."""
+    import importlib.metadata  # noqa: F401
+
+    import attrs  # noqa: F401
+    import packaging.requirements  # noqa: F401
+    import pluggy  # noqa: F401
+
+    return time.perf_counter(), n
+
+
+CHAINS = {
+    "plait": plait_chain,
+    "langgraph": langgraph_chain,
+    "maf": maf_chain,
+    "libraries": libraries,
+}
 
 
 def main() -> None:
