@@ -21,7 +21,7 @@ import inspect
 import json
 import re
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -505,16 +505,3 @@ def as_executor(obj: Any, node_id: str, *, what: str | None = None) -> Executor:
         "subclass or an async function",
         SourcePosition(path=f"/nodes/{node_id}"),
     )
-
-
-def describe_code(value: Any) -> str:
-    """A short human form of a recorded callable or expression (for graphs and errors)."""
-    if isinstance(value, Mapping):
-        if "expr" in value:
-            return str(value["expr"])
-        if "ref" in value:
-            return str(value["ref"])
-    return str(value)
-
-
-Predicate = Callable[[Any], Any]
