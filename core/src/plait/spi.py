@@ -2,16 +2,17 @@
 
 ``plait`` is for people who write workflows; ``plait.spi`` is for people who extend Plait:
 the hook markers and ``Register`` callbacks, the protocol of each kind of thing a plugin
-registers (router, merge strategy, converter and the converter search, loader, executor
-kind, placement, observer, durability — with the runner's commit seam it drives —,
+registers (router, merge strategy, converter, loader, executor kind, placement,
+observer, durability — with the runner's commit seam it drives —,
 schedule — with the stretch of a run it runs and a checkpointer cuts —, the documents
 machinery behind ``plait.load``), the spec types and the build context, and the helpers
 every plugin shares (lazy registration, code references, expression compilers, the
 caller's words in errors). What a checkpoint is (its records, the store protocols, the
 value codec) and what stores share (the byte format, the lease rules, prune's rule) come
 with ``plait-durable``; the spec builder and the problems collector every front-end builds
-the IR with come with ``plait-documents``. Every other module of the kernel is private
-(``plait._*``) and may change.
+the IR with come with ``plait-documents``; chains of converters and the static type check
+they rest on (``is_assignable``) come with ``plait-converters``. Every other module of the
+kernel is private (``plait._*``) and may change.
 
 Names are imported on first use, so ``from plait.spi import hookimpl`` in a plugin's entry
 point module costs nothing more than the hook machinery itself.
@@ -39,17 +40,7 @@ if TYPE_CHECKING:
         load_scope,
     )
     from ._context import DELETED, RunScope
-    from ._convert import (
-        CattrsHooks,
-        Chain,
-        Converter,
-        ConverterSearch,
-        Step,
-        TypeFamily,
-        find_chain,
-        message_converter,
-        nearest_converters,
-    )
+    from ._convert import CattrsHooks, Converter, TypeFamily, message_converter
     from ._errors import cli_wording, grant_text, is_cli, spell
     from ._executor import Handler
     from ._graph import CompiledGraph
@@ -79,7 +70,7 @@ if TYPE_CHECKING:
     )
     from ._state import Effects, PendingRequest, RunState, delivery_id
     from ._streaming import RunWatch
-    from ._types import is_assignable, is_instance, main_module_name, normalize, type_name
+    from ._types import is_instance, main_module_name, normalize, type_name
     from ._workflow import Documents, Durability, Placement, with_placement
 
 __all__ = [
@@ -100,12 +91,10 @@ __all__ = [
     "spell",
     "DELETED",
     "CattrsHooks",
-    "Chain",
     "CompiledExpression",
     "CompiledGraph",
     "CompiledTemplate",
     "Converter",
-    "ConverterSearch",
     "Delivery",
     "ENTRY_POINT_GROUP",
     "EdgeRunner",
@@ -129,7 +118,6 @@ __all__ = [
     "RunOptions",
     "RunScope",
     "RunWatch",
-    "Step",
     "TypeFamily",
     "as_executor",
     "build_executors",
@@ -139,17 +127,14 @@ __all__ = [
     "compile_template",
     "core_version",
     "expression_spec",
-    "find_chain",
     "grant_text",
     "hookimpl",
     "import_ref",
-    "is_assignable",
     "is_instance",
     "lazy",
     "lazy_exports",
     "load_scope",
     "message_converter",
-    "nearest_converters",
     "nonportable_reason",
     "normalize",
     "set_plugin_manager",
@@ -176,12 +161,10 @@ _HOME = {
     "is_cli": "_errors",
     "spell": "_errors",
     "CattrsHooks": "_convert",
-    "Chain": "_convert",
     "CompiledExpression": "_building",
     "CompiledGraph": "_graph",
     "CompiledTemplate": "_building",
     "Converter": "_convert",
-    "ConverterSearch": "_convert",
     "Delivery": "_routing",
     "ENTRY_POINT_GROUP": "_plugins",
     "EdgeRunner": "_routing",
@@ -206,7 +189,6 @@ _HOME = {
     "RunScope": "_context",
     "RunWatch": "_streaming",
     "DELETED": "_context",
-    "Step": "_convert",
     "TypeFamily": "_convert",
     "as_executor": "_spec",
     "build_executors": "_building",
@@ -216,17 +198,14 @@ _HOME = {
     "compile_template": "_building",
     "core_version": "_plugins",
     "expression_spec": "_spec",
-    "find_chain": "_convert",
     "grant_text": "_errors",
     "hookimpl": "_hookspecs",
     "import_ref": "_spec",
-    "is_assignable": "_types",
     "is_instance": "_types",
     "lazy": "_registry",
     "lazy_exports": "_registry",
     "load_scope": "_building",
     "message_converter": "_convert",
-    "nearest_converters": "_convert",
     "nonportable_reason": "_spec",
     "normalize": "_types",
     "set_plugin_manager": "_plugins",
@@ -243,6 +222,12 @@ _HOME = {
 _MOVED = {
     "ConverterGraph": ("plait_converters", "plait-converters"),
     "converter_graph": ("plait_converters", "plait-converters"),
+    # chaining converters, and the static type check it rests on: the search's, not the runner's
+    "Chain": ("plait_converters", "plait-converters"),
+    "Step": ("plait_converters", "plait-converters"),
+    "find_chain": ("plait_converters", "plait-converters"),
+    "nearest_converters": ("plait_converters", "plait-converters"),
+    "is_assignable": ("plait_converters", "plait-converters"),
     "LossyConversion": ("plait_builders", "plait-builders"),
     # one way to build the IR: what every front-end shares, not what the kernel runs
     "SpecBuilder": ("plait_documents", "plait-documents"),
