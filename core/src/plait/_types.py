@@ -259,7 +259,7 @@ def is_instance(value: Any, tp: Any) -> bool:
     pass; iterators and generators are never consumed. ``Literal`` compares by type and
     value; a ``TypedDict`` needs a mapping with its required keys and fitting values; a
     ``Protocol`` uses ``isinstance`` when runtime-checkable and a structural check
-    otherwise.
+    otherwise; a class fits ``type[X]`` when it is ``X`` or a subclass of it.
 
     .. versionadded:: 0.1
     """
