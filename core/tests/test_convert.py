@@ -1,5 +1,5 @@
-"""plait._convert: converter records, in-process registration, cattrs hooks, and the seam
-to the converter search (the search itself is plait-converters')."""
+"""plait._convert: converter records, in-process registration and cattrs hooks (chains of
+converters, and the search that finds them, are plait-converters')."""
 
 from __future__ import annotations
 
@@ -9,19 +9,16 @@ import attrs
 import cattrs
 import plait
 import pytest
-from plait import PlaitWarning, PluginConflictError, UnknownNameError, converter, hookimpl
-from plait._convert import CattrsHooks
-from plait.spi import (
-    Chain,
-    Converter,
-    PluginManager,
-    Registry,
-    Step,
-    TypeFamily,
-    find_chain,
-    message_converter,
-    nearest_converters,
+from plait import (
+    PlaitWarning,
+    PluginConflictError,
+    RegistrationError,
+    UnknownNameError,
+    converter,
+    hookimpl,
 )
+from plait._convert import CattrsHooks
+from plait.spi import Converter, PluginManager, TypeFamily, message_converter
 from plait_testing import RegisterPlugin, fake_entry_point, make_plugin_manager
 
 
@@ -76,95 +73,17 @@ def test_a_type_family_is_a_predicate_over_types() -> None:
         TypeFamily("", attrs.has)
 
 
-def test_a_step_names_its_node_and_binds_a_family_target() -> None:
-    records = TypeFamily("attrs class", attrs.has)
-    to_record = Converter(dict, records, lambda d, cls: cls(**d), True, "dict_to_record")
-    step = Step("dict_to_record", to_record, dict, Point, True, 1, "plait-x", bound=True)
-    assert step.node_id == f"convert:dict->{__name__}.Point:dict_to_record"
-    assert step.function()({"x": 1, "y": 2}) == Point(1, 2)
-    assert str(step) == f"dict_to_record (dict -> {__name__}.Point, lossless, plait-x)"
-    lossy = Step("trunc", conv(float, int, "trunc", lossless=False), float, int, False, 1)
-    chain = Chain(dict, (step, lossy), 2)
-    assert str(chain) == "dict_to_record -> trunc" and not chain.lossless
-    assert chain.lossy_steps == (lossy,) and str(Chain(int, ())) == "(no conversion)"
-
-
-# --------------------------------------------------------------------------- the search's seam
-
-
-class Search:
-    """A converter search that answers one chain and records what it was asked."""
-
-    def __init__(self) -> None:
-        self.asked: list[tuple[Any, ...]] = []
-
-    def find_chain(
-        self, converters: Registry[Any], source: Any, target: Any, *, allow_lossy: bool = False
-    ) -> Chain | None:
-        self.asked.append((converters.names(), source, target, allow_lossy))
-        return Chain(source, ())
-
-    def nearest(self, converters: Registry[Any], source: Any, target: Any) -> list[Step]:
-        return []
-
-
-class SearchPlugin:
-    def __init__(self, search: Search) -> None:
-        self.search = search
-
-    @hookimpl
-    def plait_register_converter_search(self, register: Any) -> None:
-        register("chains", self.search)
-
-
-class Catalog:
-    """Says where the converter search comes from, as plait-catalog does."""
-
-    @staticmethod
-    @hookimpl
-    def plait_provided_names() -> dict[str, dict[str, list[str]]]:
-        return {"plait-converters": {"converter_search": ["chains"]}}
-
-
-def test_find_chain_without_a_search_names_the_distribution_to_install(
-    plait_plugin_manager: PluginManager, register_plugin: RegisterPlugin
-) -> None:
-    with pytest.raises(UnknownNameError) as info:
-        find_chain(int, (str, bytes))
-    assert str(info.value) == (
-        "unknown converter search 'chains' (for converting int to str | bytes); installed: none"
-    )
-    register_plugin(Catalog(), "catalog")
-    with pytest.raises(UnknownNameError) as info:
-        find_chain(int, (str, bytes))
-    assert str(info.value) == (
-        "unknown converter search 'chains' (for converting int to str | bytes); installed: "
-        "none — it comes with plait-converters (pip install plait-converters)"
-    )
-    with pytest.raises(UnknownNameError, match=r"\(for the label\).*plait-converters"):
-        nearest_converters(int, str, what="the label")
-
-
-def test_find_chain_asks_the_installed_search_with_the_converter_registry(
-    plait_plugin_manager: PluginManager, register_plugin: RegisterPlugin
-) -> None:
-    search = Search()
-    register_plugin(SearchPlugin(search), "search")
-    register_plugin(Plugin(conv(int, float, "int_to_float")))
-    assert find_chain(int, float, allow_lossy=True) == Chain(int, ())
-    assert nearest_converters(int, float) == []
-    assert search.asked == [(["int_to_float"], int, float, True)]
-
-
-def test_a_search_must_fit_the_protocol(register_plugin: RegisterPlugin) -> None:
-    class Half:
+def test_the_converter_search_hook_is_gone(plait_plugin_manager: PluginManager) -> None:
+    # chains are plait-converters' own search now: the kernel has no seam for one
+    class OldSearch:
         @hookimpl
         def plait_register_converter_search(self, register: Any) -> None:
             register("chains", object())
 
-    manager = make_plugin_manager(fake_entry_point("half", Half(), distribution="plait-half"))
-    with pytest.raises(Exception, match="lacks find_chain, nearest"):
-        manager.load_entrypoints()
+    with pytest.raises(RegistrationError, match="unknown hook 'plait_register_converter_search'"):
+        plait.register(OldSearch(), "old-search")
+    with pytest.raises(UnknownNameError, match="unknown registry kind 'converter_search'"):
+        plait_plugin_manager.registry("converter_search")
 
 
 def test_names_that_moved_to_plugins_say_where_they_went() -> None:
@@ -172,6 +91,9 @@ def test_names_that_moved_to_plugins_say_where_they_went() -> None:
 
     with pytest.raises(ImportError, match=r"plait.spi.converter_graph moved to plait_converters"):
         from plait.spi import converter_graph  # noqa: F401
+    for name in ("find_chain", "nearest_converters", "Chain", "Step", "is_assignable"):
+        with pytest.raises(ImportError, match=rf"use `from plait_converters import {name}`"):
+            getattr(plait.spi, name)
     with pytest.raises(ImportError, match=r"pip install plait-builders"):
         plait.spi.LossyConversion  # noqa: B018
     with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):

@@ -3,15 +3,15 @@
 Every import counts — module-level, function-level and under ``if TYPE_CHECKING:`` (an
 annotation is a dependency of the design too). From the bottom:
 
-1. **base** — errors, type compatibility, events and run results, run options and policies,
-   the run-observer protocol: what everything else names.
+1. **base** — errors, run-time type checks and type names, events and run results, run
+   options and policies, the run-observer protocol: what everything else names.
 2. **authoring** — ``Executor``, ``handler``, ``WorkflowContext`` and the run state a
    context writes to.
 3. **spec** — the workflow IR and references to code, the router and merge-strategy
    protocols.
 4. **plugins** — hook specifications, registries and plugin loading, the converter records
-   and the converter search's seam, the build context, executor kinds, expression
-   languages and the loader protocol, rebuilding executors from a spec.
+   (and their cattrs hooks), the build context, executor kinds, expression languages and
+   the loader protocol, rebuilding executors from a spec.
 5. **engine** — the compiled graph, the runner (with its commit and schedule seams, and
    what it tells its observer).
 6. **workflow** — ``Workflow``, the durability protocol it calls, its placements and event
@@ -27,10 +27,11 @@ never by an import. Nor are workflow documents — reading them, agent names, ca
 and grants, and the spec builder, problems collector and did-you-mean every front-end
 builds the IR with: they ship as ``plait-documents``, which ``plait.load`` reaches through
 the ``documents`` registry. Nor
-is the search for the cheapest chain of converters between two types: it ships as
-``plait-converters``, which the builder reaches through the ``converter_search`` registry
-(``plait.spi.find_chain``). Nor is the pipelined schedule: it ships as ``plait-pipeline``,
-which a run asking for it by name reaches through the ``schedule`` registry.
+are static type assignability and the search for the cheapest chain of converters between
+two types: they ship as ``plait-converters`` (``is_assignable``, ``find_chain``), which the
+builder plugin imports; the kernel holds only the converter records plugins register. Nor
+is the pipelined schedule: it ships as ``plait-pipeline``, which a run asking for it by
+name reaches through the ``schedule`` registry.
 
 Inside a layer, the imports form no cycle either, and the runner's import closure — every
 kernel module a superstep can reach — is the engine's core only: never plugin loading or

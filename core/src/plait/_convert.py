@@ -1,5 +1,4 @@
-"""Converters between message types: the records plugins register, registering them, and
-the seam to the search that chains them.
+"""Converters between message types: the records plugins register, and registering them.
 
 A :class:`Converter` is a named function from one message type to another, marked
 ``lossless`` (nothing the value says is lost: a partial converter raises rather than
@@ -8,11 +7,9 @@ Plugins register converters through ``plait_register_converters``; scripts use
 :func:`converter`. A :class:`CattrsHooks` registered under the same hook teaches
 :func:`message_converter` a plugin's own type; scripts use :func:`register_type_hooks`.
 
-Where an edge's types differ, the builder asks the installed :class:`ConverterSearch` for
-the cheapest :class:`Chain` of converters (:func:`find_chain`) and inserts a node per
-:class:`Step`. The search itself is concrete and ships as a plugin (``plait-converters``
-registers it through ``plait_register_converter_search``); the kernel defines what a chain
-is and how to ask for one, so a build that needs no conversion never imports a search.
+Chaining converters is not here: where an edge's types differ, the builder asks
+``plait-converters`` (``plait_converters.find_chain``) for the cheapest chain of the
+registered converters, so the kernel never holds a search.
 
 cattrs is imported when :func:`message_converter` first builds a converter, not when this
 module is imported: a process that never encodes a message never pays for it.
@@ -25,8 +22,8 @@ from __future__ import annotations
 import inspect
 import typing
 import weakref
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
@@ -39,22 +36,13 @@ if TYPE_CHECKING:
     import cattrs
 
 __all__ = [
-    "CONVERTER_SEARCH",
     "CattrsHooks",
-    "Chain",
     "Converter",
-    "ConverterSearch",
-    "Step",
     "TypeFamily",
     "converter",
-    "find_chain",
     "message_converter",
-    "nearest_converters",
     "register_type_hooks",
 ]
-
-#: The name the converter search is registered under (``plait-converters`` registers it).
-CONVERTER_SEARCH = "chains"
 
 
 def _name(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -147,7 +135,7 @@ class CattrsHooks:
     """
 
     type: Any = attrs.field(validator=_not_none)
-    #: Not an edge of the converter graph: a converter search skips it.
+    #: Not an edge of the converter graph: the converter search skips it.
     graph_edge: ClassVar[bool] = False
     structure: Callable[[Any, Any], Any] | None = None
     unstructure: Callable[[Any], Any] | None = None
@@ -161,150 +149,6 @@ class CattrsHooks:
     target = property(lambda self: Any, doc="JSON-ready data.")
     fn = property(lambda self: self.unstructure or _identity, doc="The unstructure hook.")
     lossless = property(lambda self: True, doc="Hooks must round-trip.")
-
-
-# --------------------------------------------------------------------------- chains
-
-
-@attrs.frozen
-class Step:
-    """One converter bound to concrete types: a node of an inserted chain.
-
-    :param converter: the registered converter (its ``fn`` is what the node calls).
-    :param source: the concrete type it takes here (a family source is bound to it).
-    :param target: the concrete type it gives here.
-    :param distribution: the distribution that registered the converter.
-    :param bound: the converter's target is a :class:`TypeFamily`, so its ``fn`` is called
-        as ``fn(value, target)``.
-
-    .. versionadded:: 0.1
-    """
-
-    name: str
-    converter: Any
-    source: Any
-    target: Any
-    lossless: bool
-    cost: float
-    distribution: str = "(in-process)"
-    bound: bool = False
-
-    @property
-    def node_id(self) -> str:
-        """``convert:<from>-><to>:<name>``, the id of the node that runs it."""
-        return f"convert:{type_name(self.source)}->{type_name(self.target)}:{self.name}"
-
-    def function(self) -> Callable[[Any], Any]:
-        """The one-argument function the node calls."""
-        fn: Callable[..., Any] = self.converter.fn
-        if not self.bound:
-            return fn
-        target = self.target
-        return lambda value: fn(value, target)
-
-    def __str__(self) -> str:
-        kind = "lossless" if self.lossless else "lossy"
-        where = f", {self.distribution}" if self.distribution else ""
-        return f"{self.name} ({type_name(self.source)} -> {type_name(self.target)}, {kind}{where})"
-
-
-@attrs.frozen
-class Chain:
-    """The steps that turn ``source`` into a type the target accepts (maybe none).
-
-    .. versionadded:: 0.1
-    """
-
-    source: Any
-    steps: tuple[Step, ...]
-    cost: float = 0
-
-    @property
-    def lossless(self) -> bool:
-        """True when no step is lossy."""
-        return all(s.lossless for s in self.steps)
-
-    @property
-    def lossy_steps(self) -> tuple[Step, ...]:
-        """The steps that lose information."""
-        return tuple(s for s in self.steps if not s.lossless)
-
-    def __str__(self) -> str:
-        return " -> ".join(s.name for s in self.steps) or "(no conversion)"
-
-
-class ConverterSearch(Protocol):
-    """What finds chains of converters: the seam between the builder's type check and the
-    plugin that searches. ``plait-converters`` registers one as ``"chains"``
-    (``plait_register_converter_search``); :func:`find_chain` asks it.
-
-    A search is given the registry of converters to search (a plugin manager's
-    ``converter`` registry, rebuilt whenever a plugin comes or goes), so it may cache
-    per registry. Objects whose ``graph_edge`` is false (:class:`CattrsHooks`) are not
-    converters to chain.
-
-    .. versionadded:: 0.1
-    """
-
-    def find_chain(
-        self, converters: Registry[Any], source: Any, target: Any, *, allow_lossy: bool = False
-    ) -> Chain | None:
-        """The cheapest chain from ``source`` to ``target``, or None.
-
-        :param target: the type wanted, or a tuple of acceptable types (an executor's
-            ``input_types``); the chain ends at the first type assignable to one of them.
-        :param allow_lossy: let lossy converters take part.
-        :return: an empty chain when ``source`` already fits; among chains of equal cost,
-            the same one on every call (a build is reproducible).
-        """
-        ...
-
-    def nearest(self, converters: Registry[Any], source: Any, target: Any) -> Sequence[Step]:
-        """Converters that touch either end (what an error lists when no chain exists)."""
-        ...
-
-
-def _search(manager: PluginManager | None, what: str) -> tuple[ConverterSearch, Registry[Any]]:
-    manager = manager or get_plugin_manager()
-    search: ConverterSearch = manager.registry("converter_search").get(CONVERTER_SEARCH, what=what)
-    return search, manager.registry("converter")
-
-
-def find_chain(
-    source: Any,
-    target: Any,
-    *,
-    allow_lossy: bool = False,
-    manager: PluginManager | None = None,
-    what: str | None = None,
-) -> Chain | None:
-    """The cheapest chain of ``manager``'s converters (default: the process-wide plugin
-    manager's) from ``source`` to ``target``, as the installed :class:`ConverterSearch`
-    finds it; None when no chain connects them.
-
-    :param what: who asks, for the error when no search is installed.
-    :raises UnknownNameError: no converter search is installed (it names
-        ``plait-converters``).
-
-    .. versionadded:: 0.1
-    """
-    wanted = " | ".join(map(type_name, target)) if isinstance(target, tuple) else type_name(target)
-    search, converters = _search(manager, what or f"converting {type_name(source)} to {wanted}")
-    return search.find_chain(converters, source, target, allow_lossy=allow_lossy)
-
-
-def nearest_converters(
-    source: Any, target: Any, *, manager: PluginManager | None = None, what: str | None = None
-) -> Sequence[Step]:
-    """The converters of ``manager`` that touch either end, as the installed
-    :class:`ConverterSearch` lists them: what an error names when no chain exists.
-
-    :raises UnknownNameError: no converter search is installed.
-
-    .. versionadded:: 0.1
-    """
-    search, converters = _search(manager, what or "the converters nearest a conversion")
-    return search.nearest(converters, source, target)
 
 
 # --------------------------------------------------------------------------- cattrs

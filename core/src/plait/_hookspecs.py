@@ -106,22 +106,6 @@ def plait_register_converters(register: Register) -> None:
 
 
 @hookspec
-def plait_register_converter_search(register: Register) -> None:
-    """Register what finds chains of converters (see :class:`plait.spi.ConverterSearch`).
-
-    Where an edge's types differ, the builder calls the search registered as ``"chains"``
-    (through :func:`plait.spi.find_chain`) for the cheapest chain of registered converters.
-    ``plait-converters`` registers it; without it, a build that needs a conversion fails
-    naming the distribution to install.
-
-    :param register: ``register("chains", search, replaces=None)``.
-    :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
-    """
-
-
-@hookspec
 def plait_register_checkpoint_stores(register: Register) -> None:
     """Register checkpoint stores by URL scheme (see ``plait_durable.CheckpointStore``).
 

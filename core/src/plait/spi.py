@@ -2,16 +2,17 @@
 
 ``plait`` is for people who write workflows; ``plait.spi`` is for people who extend Plait:
 the hook markers and ``Register`` callbacks, the protocol of each kind of thing a plugin
-registers (router, merge strategy, converter and the converter search, loader, executor
-kind, placement, observer, durability — with the runner's commit seam it drives —,
+registers (router, merge strategy, converter, loader, executor kind, placement,
+observer, durability — with the runner's commit seam it drives —,
 schedule — with the stretch of a run it runs and a checkpointer cuts —, the documents
 machinery behind ``plait.load``), the spec types and the build context, and the helpers
 every plugin shares (lazy registration, code references, expression compilers, the
 caller's words in errors). What a checkpoint is (its records, the store protocols, the
 value codec) and what stores share (the byte format, the lease rules, prune's rule) come
 with ``plait-durable``; the spec builder and the problems collector every front-end builds
-the IR with come with ``plait-documents``. Every other module of the kernel is private
-(``plait._*``) and may change.
+the IR with come with ``plait-documents``; chains of converters and the static type check
+they rest on (``is_assignable``) come with ``plait-converters``. Every other module of the
+kernel is private (``plait._*``) and may change.
 
 Names are imported on first use, so ``from plait.spi import hookimpl`` in a plugin's entry
 point module costs nothing more than the hook machinery itself.
@@ -41,14 +42,9 @@ if TYPE_CHECKING:
     from ._context import DELETED as DELETED, RunScope as RunScope
     from ._convert import (
         CattrsHooks as CattrsHooks,
-        Chain as Chain,
         Converter as Converter,
-        ConverterSearch as ConverterSearch,
-        Step as Step,
         TypeFamily as TypeFamily,
-        find_chain as find_chain,
         message_converter as message_converter,
-        nearest_converters as nearest_converters,
     )
     from ._errors import (
         cli_wording as cli_wording,
@@ -101,7 +97,6 @@ if TYPE_CHECKING:
     )
     from ._streaming import RunWatch as RunWatch
     from ._types import (
-        is_assignable as is_assignable,
         is_instance as is_instance,
         main_module_name as main_module_name,
         normalize as normalize,
@@ -132,12 +127,10 @@ _HOME = {
     "is_cli": "_errors",
     "spell": "_errors",
     "CattrsHooks": "_convert",
-    "Chain": "_convert",
     "CompiledExpression": "_building",
     "CompiledGraph": "_graph",
     "CompiledTemplate": "_building",
     "Converter": "_convert",
-    "ConverterSearch": "_convert",
     "Delivery": "_routing",
     "ENTRY_POINT_GROUP": "_plugins",
     "EdgeRunner": "_routing",
@@ -162,7 +155,6 @@ _HOME = {
     "RunScope": "_context",
     "RunWatch": "_streaming",
     "DELETED": "_context",
-    "Step": "_convert",
     "TypeFamily": "_convert",
     "as_executor": "_spec",
     "build_executors": "_building",
@@ -172,17 +164,14 @@ _HOME = {
     "compile_template": "_building",
     "core_version": "_plugins",
     "expression_spec": "_spec",
-    "find_chain": "_convert",
     "grant_text": "_errors",
     "hookimpl": "_hookspecs",
     "import_ref": "_spec",
-    "is_assignable": "_types",
     "is_instance": "_types",
     "lazy": "_registry",
     "lazy_exports": "_registry",
     "load_scope": "_building",
     "message_converter": "_convert",
-    "nearest_converters": "_convert",
     "nonportable_reason": "_spec",
     "normalize": "_types",
     "set_plugin_manager": "_plugins",
@@ -202,6 +191,12 @@ __all__ = sorted(_HOME)
 _MOVED = {
     "ConverterGraph": ("plait_converters", "plait-converters"),
     "converter_graph": ("plait_converters", "plait-converters"),
+    # chaining converters, and the static type check it rests on: the search's, not the runner's
+    "Chain": ("plait_converters", "plait-converters"),
+    "Step": ("plait_converters", "plait-converters"),
+    "find_chain": ("plait_converters", "plait-converters"),
+    "nearest_converters": ("plait_converters", "plait-converters"),
+    "is_assignable": ("plait_converters", "plait-converters"),
     "LossyConversion": ("plait_builders", "plait-builders"),
     # one way to build the IR: what every front-end shares, not what the kernel runs
     "SpecBuilder": ("plait_documents", "plait-documents"),

@@ -6,8 +6,6 @@ import copy
 import importlib
 from typing import Any
 
-import plait_catalog
-import plait_converters.search
 import plait_merge
 import plait_routing
 import pytest
@@ -55,11 +53,10 @@ JOIN = Converter(list[int], str, lambda xs: ",".join(map(str, xs)), False, "join
 
 @pytest.fixture
 def register(plait_plugin_manager: PluginManager, register_plugin: RegisterPlugin) -> Any:
-    """A fresh manager with the routers, merge strategies and the converter search (not the
-    standard converters); ``register(*converters)``."""
+    """A fresh manager with the routers and merge strategies (not the standard converters);
+    ``register(*converters)``. The converter search needs no plugin of its own."""
     register_plugin(plait_routing, "routing")
     register_plugin(plait_merge, "merge")
-    register_plugin(plait_converters.search, "converter-search")
 
     def add(*converters: Converter) -> None:
         register_plugin(Converters(*converters), f"converters-{converters[0].name}")
@@ -250,20 +247,15 @@ def test_no_converters_at_all_says_what_to_install(register: Any) -> None:
         WorkflowBuilder().add_edge(sender("a", int), sink("b", str)).set_start("a").build()
 
 
-def test_without_a_converter_search_a_mismatch_says_what_to_install(
+def test_the_search_chains_whatever_converters_are_registered(
     plait_plugin_manager: PluginManager, register_plugin: RegisterPlugin
 ) -> None:
+    # the search is plait-converters' own function, not a registered plugin: registered
+    # converters are all a chain needs
     register_plugin(plait_routing, "routing")
-    register_plugin(plait_catalog, "catalog")  # what says where a missing name comes from
     register_plugin(Converters(INT_TO_FLOAT, FLOAT_TO_STR))
     builder = WorkflowBuilder().add_edge(sender("a", int), sink("b", str)).set_start("a")
-    with pytest.raises(WorkflowValidationError) as info:
-        builder.build()
-    assert info.value.problems == [
-        "edge group 'direct:a->b': 'b' cannot handle int (it accepts: str); unknown converter "
-        "search 'chains' (for converting int to str); installed: none — it comes with "
-        "plait-converters (pip install plait-converters)"
-    ]
+    assert ids(builder.build()) == ["a", "b", A_F, F_S]
     # edges whose types fit need no search
     fits = WorkflowBuilder().add_edge(sender("a", int), sink("b", int)).set_start("a")
     assert fits.build().executors.keys() == {"a", "b"}
@@ -349,3 +341,33 @@ async def test_async_converters_and_cloned_nodes_work(register: Any) -> None:
         "lossless": True,
         "distribution": "(in-process)",
     }
+
+
+# --------------------------------------------------------------------------- imports
+
+
+def test_only_a_build_that_needs_a_conversion_imports_the_search() -> None:
+    import subprocess
+    import sys
+
+    code = """if True:
+        import sys
+        from plait import WorkflowContext, executor
+        from plait_builders import WorkflowBuilder
+
+        @executor(id="a")
+        async def a(x: int, ctx: WorkflowContext[int]) -> None: ...
+
+        @executor(id="b")
+        async def b(x: int, ctx: WorkflowContext[float]) -> None: ...
+
+        @executor(id="c")
+        async def c(x: float, ctx: WorkflowContext) -> None: ...
+
+        WorkflowBuilder().add_edge(a, b).set_start(a).build()
+        print("plait_converters._graph" in sys.modules)
+        WorkflowBuilder().add_edge(a, c).set_start(a).build()  # int -> float: int_to_float
+        print("plait_converters._graph" in sys.modules)
+    """
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True"]

@@ -1,5 +1,5 @@
-"""The converter graph: the cheapest-chain search, its rules, its cache, and the search
-this plugin registers behind ``plait.spi.find_chain``."""
+"""The converter graph: the cheapest-chain search, its rules, its cache, the records of a
+chain, and ``plait_converters.find_chain`` over a plugin manager's converters."""
 
 from __future__ import annotations
 
@@ -7,20 +7,18 @@ import itertools
 from typing import Any, NewType
 
 import attrs
-import plait_converters
-import pytest
 from hypothesis import given, settings, strategies as st
-from plait import UnknownNameError, hookimpl
-from plait.spi import (
-    CattrsHooks,
-    Converter,
-    PluginManager,
-    TypeFamily,
+from plait import hookimpl
+from plait.spi import CattrsHooks, Converter, PluginManager, TypeFamily
+from plait_converters import (
+    Chain,
+    ConverterGraph,
+    Step,
+    converter_graph,
     find_chain,
     is_assignable,
     nearest_converters,
 )
-from plait_converters import ChainSearch, ConverterGraph, converter_graph
 from plait_testing import RegisterPlugin
 
 
@@ -195,22 +193,19 @@ def test_two_converters_for_one_pair_are_both_kept_and_the_cheaper_wins(
     assert chain is not None and [s.name for s in chain.steps] == ["b_cheap"]
 
 
-# --------------------------------------------------------------------------- the seam
+# --------------------------------------------------------------------------- find_chain
 
 
-def test_the_search_is_what_find_chain_asks(
+def test_find_chain_searches_the_plugin_managers_converters(
     plait_plugin_manager: PluginManager, register_plugin: RegisterPlugin
 ) -> None:
+    assert find_chain(int, str) is None  # nothing registered: no chain, and no error
     register_plugin(Plugin(conv(int, float, "int_to_float"), conv(float, str, "float_to_str")))
-    with pytest.raises(UnknownNameError, match="unknown converter search 'chains'"):
-        find_chain(int, str)
-    register_plugin(plait_converters.search, "converter-search")
     chain = find_chain(int, str)
     assert chain is not None and str(chain) == "int_to_float -> float_to_str"
     assert chain == converter_graph().find_chain(int, str)
+    assert find_chain(int, (bytes, str), manager=plait_plugin_manager) == chain
     assert [s.name for s in nearest_converters(int, bytes)] == ["int_to_float"]
-    search = plait_plugin_manager.registry("converter_search").get("chains")
-    assert isinstance(search.resolve(), ChainSearch)
 
 
 def test_registering_the_plugin_does_not_import_the_search() -> None:
@@ -219,11 +214,27 @@ def test_registering_the_plugin_does_not_import_the_search() -> None:
 
     code = (
         "import sys, plait, plait_converters; "
-        "plait.get_plugin_manager().registry('converter_search'); "
-        "print('plait_converters._graph' in sys.modules)"
+        "plait.get_plugin_manager().registry('converter'); "
+        "print(sorted(m for m in sys.modules if m.startswith('plait_converters.')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "False"
+    assert done.stdout.strip() == "[]"
+
+
+# --------------------------------------------------------------------------- the records
+
+
+def test_a_step_names_its_node_and_binds_a_family_target() -> None:
+    records = TypeFamily("attrs class", attrs.has)
+    to_record = Converter(dict, records, lambda d, cls: cls(**d), True, "dict_to_record")
+    step = Step("dict_to_record", to_record, dict, Point, True, 1, "plait-x", bound=True)
+    assert step.node_id == f"convert:dict->{__name__}.Point:dict_to_record"
+    assert step.function()({"x": 1, "y": 2}) == Point(1, 2)
+    assert str(step) == f"dict_to_record (dict -> {__name__}.Point, lossless, plait-x)"
+    lossy = Step("trunc", conv(float, int, "trunc", lossless=False), float, int, False, 1)
+    chain = Chain(dict, (step, lossy), 2)
+    assert str(chain) == "dict_to_record -> trunc" and not chain.lossless
+    assert chain.lossy_steps == (lossy,) and str(Chain(int, ())) == "(no conversion)"
 
 
 def test_cattrs_hooks_are_not_edges_of_the_graph(

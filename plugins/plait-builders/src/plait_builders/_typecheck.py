@@ -1,13 +1,13 @@
 """Build-time wiring checks: can every edge's target handle what its source sends?
 
-Where it cannot and ``auto_convert`` is on, the cheapest converter chain (found by the
-installed converter search, :func:`plait.spi.find_chain`: ``plait-converters``) is inserted
-as real executor nodes, one per step, with ids ``convert:<from>-><to>:<name>``. The edge
-group keeps its id, router, options and callables — its conditions, switch predicates and
-fan-in barrier still see what the sources send — and now delivers to the first converter
-node; new ``direct`` groups carry the value from node to node and on to the original
-target. Without a converter search installed, such an edge is a problem that names
-``plait-converters``.
+Whether a type fits is :func:`plait_converters.is_assignable`'s answer. Where it does not
+and ``auto_convert`` is on, the cheapest chain of the registered converters (found by
+:func:`plait_converters.find_chain`) is inserted as real executor nodes, one per step, with
+ids ``convert:<from>-><to>:<name>``. The edge group keeps its id, router, options and
+callables — its conditions, switch predicates and fan-in barrier still see what the
+sources send — and now delivers to the first converter node; new ``direct`` groups carry
+the value from node to node and on to the original target. The search is imported when an
+edge first needs a conversion: most builds never do.
 
 A source that sends ``Any`` is left alone: its values are checked when the target's
 handler is chosen at run time. Edges proven at build time get no run-time check at all.
@@ -25,16 +25,16 @@ from plait import (
     EdgeGroupSpec,
     Executor,
     InvocationFailure,
-    UnknownNameError,
     WorkflowContext,
 )
-from plait.spi import Handler, PluginManager, Registry, is_assignable, type_name
+from plait.spi import Handler, PluginManager, Registry, type_name
+from plait_converters import is_assignable
 from plait_documents import edge_group_id
 
-# the converter search is reached only when an edge needs a conversion: most builds never
-# do, and every process pays its imports
+# the converter search is imported only when an edge needs a conversion: most builds
+# never do, and every process pays its imports
 if TYPE_CHECKING:
-    from plait.spi import Chain, Step
+    from plait_converters import Chain, Step
 
 __all__ = ["ConverterExecutor", "LossyConversion", "wire_types"]
 
@@ -96,10 +96,7 @@ class _Wiring:
             missing = [tp for tp in flowing if not _accepts(accepted, tp)]
             if not missing:
                 return plan, None
-            try:
-                chain = self._find_chain(missing[0], accepted, allow_lossy)
-            except UnknownNameError as exc:  # no converter search: names plait-converters
-                return None, str(exc)
+            chain = self._find_chain(missing[0], accepted, allow_lossy)
             if chain is None:
                 return None, self._no_chain(missing[0], accepted, allow_lossy)
             for step in chain.steps:
@@ -116,7 +113,7 @@ class _Wiring:
     def _find_chain(
         self, source: Any, accepted: tuple[Any, ...], allow_lossy: bool
     ) -> Chain | None:
-        from plait.spi import find_chain  # only edges that need a converter pay for it
+        from plait_converters import find_chain  # only edges that need a converter pay for it
 
         return find_chain(source, accepted, allow_lossy=allow_lossy, manager=self.manager)
 
@@ -132,7 +129,7 @@ class _Wiring:
                     f"WorkflowBuilder(allow_lossy=True), or on this edge with "
                     f"connect(..., allow_lossy=True)"
                 )
-        from plait.spi import nearest_converters
+        from plait_converters import nearest_converters
 
         near = nearest_converters(source, accepted, manager=self.manager)
         listed = (

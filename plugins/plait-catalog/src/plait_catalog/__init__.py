@@ -34,7 +34,6 @@ FIRST_PARTY: Mapping[str, Mapping[str, Sequence[str]]] = {
     "plait-executors": {"executor_kind": ("http", "python", "shell", "workflow")},
     "plait-export": {"exporter": ("dot", "mermaid")},
     "plait-expr": {"expression_language": ("plait",)},
-    "plait-converters": {"converter_search": ("chains",)},
     "plait-llm": {"executor_kind": ("agent",)},
     "plait-ray": {"placement": ("ray",)},
     "plait-documents": {"documents": ("documents",)},

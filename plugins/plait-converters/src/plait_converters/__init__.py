@@ -1,10 +1,9 @@
 """Plait's standard message converters.
 
-Installing ``plait-converters`` registers these through ``plait_register_converters``, and
-the search that chains converters (:class:`ChainSearch`, through
-``plait_register_converter_search``; :mod:`plait_converters.search` is that hook alone). The
-workflow builder inserts a chain where an edge's types differ (lossless converters freely,
-lossy ones where ``allow_lossy`` permits):
+Installing ``plait-converters`` registers these through ``plait_register_converters``.
+Where an edge's types differ, the workflow builder (``plait-builders``, which depends on
+this distribution) asks :func:`find_chain` for the cheapest chain of registered converters
+and inserts it (lossless converters freely, lossy ones where ``allow_lossy`` permits):
 
 ======================== ================================ ==========================
 name                     from → to                        kind
@@ -24,14 +23,21 @@ name                     from → to                        kind
 ``chat_message_to_str``  ``ChatMessage`` → ``str``        lossy (drops the role)
 ======================== ================================ ==========================
 
-:func:`converter_graph` gives the :class:`ConverterGraph` of a plugin manager's converters,
-to ask it for chains directly; it is imported on first use.
+The search and what it needs are public here too:
+
+* :func:`is_assignable` — may a value statically typed A go where B is declared? (the
+  builder's edge check; ``plait.spi.is_instance`` is the kernel's run-time check);
+* :func:`find_chain` and :func:`nearest_converters` — the cheapest :class:`Chain` of
+  :class:`Step` records between two types, and what an error lists when there is none;
+* :func:`converter_graph` — the :class:`ConverterGraph` of a plugin manager's converters,
+  to ask it for chains directly.
 
 Loading plugins imports this package alone: each converter registers lazily
 (:func:`plait.spi.lazy`), and its module is imported when the search first reads the
 converters, so the registry holds a stand-in whose ``resolve()`` is the
 :class:`~plait.spi.Converter` (its ``source``, ``target``, ``fn`` and ``lossless`` read
-through). The public names here are imported on first use too.
+through). The public names here are imported on first use too: a build whose edges need
+no conversion imports :func:`is_assignable` and the records, never the search.
 
 .. versionadded:: 0.1
 """
@@ -43,11 +49,11 @@ from typing import TYPE_CHECKING
 import plait
 from plait.spi import Register, lazy, lazy_exports
 
-from .search import plait_register_converter_search
-
 if TYPE_CHECKING:
+    from ._assignable import is_assignable
     from ._catalog import CONVERTERS
-    from ._graph import ChainSearch, ConverterGraph, converter_graph
+    from ._chain import Chain, Step
+    from ._graph import ConverterGraph, converter_graph, find_chain, nearest_converters
     from ._records import (
         RECORDS,
         ChatMessage,
@@ -71,23 +77,26 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONVERTERS",
-    "ChainSearch",
+    "Chain",
     "ConverterGraph",
     "RECORDS",
     "ChatMessage",
     "JsonText",
+    "Step",
     "bytes_to_str",
     "chat_message_to_str",
     "converter_graph",
     "dict_to_json",
     "dict_to_record",
+    "find_chain",
     "float_to_int",
     "int_to_float",
+    "is_assignable",
     "join_lines",
     "json_to_dict",
     "json_to_list",
     "list_to_json",
-    "plait_register_converter_search",
+    "nearest_converters",
     "plait_register_converters",
     "record_to_dict",
     "str_to_bytes",
@@ -124,7 +133,7 @@ def plait_register_converters(register: Register) -> None:
 
 
 # where each public name lives: every plait command imports this package to load plugins,
-# so it imports none of them (nor plait._convert under them) until one is used
+# so it imports none of them (nor the search) until one is used
 __getattr__ = lazy_exports(
     __name__,
     {
@@ -133,8 +142,12 @@ __getattr__ = lazy_exports(
         "RECORDS": "_records",
         "ChatMessage": "_records",
         "JsonText": "_standard",
-        "ChainSearch": "_graph",
         "ConverterGraph": "_graph",
         "converter_graph": "_graph",
+        "find_chain": "_graph",
+        "nearest_converters": "_graph",
+        "Chain": "_chain",
+        "Step": "_chain",
+        "is_assignable": "_assignable",
     },
 )

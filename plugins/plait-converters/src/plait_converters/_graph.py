@@ -1,20 +1,20 @@
 """The converter graph: the search for the cheapest chain of converters between two types.
 
-Where an edge's types differ, the builder asks the converter search (through
-:func:`plait.spi.find_chain`); the one this plugin registers, :class:`ChainSearch`, keeps a
-:class:`ConverterGraph` per version of the converter registry. The graph runs Dijkstra over
-the registered converters: lossless steps only unless lossy ones are allowed; ties broken by
-the names along the chain, so every build picks the same one. A :class:`~plait.spi.TypeFamily`
-stands for many types (every attrs class, say).
+Where an edge's types differ, the workflow builder asks :func:`find_chain`, which searches
+the :class:`ConverterGraph` of the plugin manager's converter registry (one graph per
+registry version). The graph runs Dijkstra over the registered converters: lossless steps
+only unless lossy ones are allowed; ties broken by the names along the chain, so every
+build picks the same one. A :class:`~plait.spi.TypeFamily` stands for many types (every
+attrs class, say).
 
 Two rules keep chains honest. A converter's output that is a ``NewType`` (``JsonText``)
 counts only as that ``NewType``, never as its supertype, so encoding converters are chosen
 only where a target asks for them. A chain holds at most one generic (``TypeFamily``)
 step, so ``record -> dict -> other record`` never reinterprets one class as another.
 
-What a chain is (:class:`~plait.spi.Chain`, :class:`~plait.spi.Step`) is the kernel's: the
-builder turns the steps into nodes whatever search found them. This module is imported
-when an edge first needs a conversion, never when plugins load.
+What a chain is (:class:`~plait_converters.Chain`, :class:`~plait_converters.Step`) lives
+in ``_chain``: the builder turns the steps into nodes. This module is imported when an
+edge first needs a conversion, never when plugins load.
 
 .. versionadded:: 0.1
 """
@@ -30,18 +30,12 @@ from typing import Any
 
 import attrs
 import plait
-from plait.spi import (
-    Chain,
-    PluginManager,
-    Registry,
-    Step,
-    TypeFamily,
-    is_assignable,
-    normalize,
-    type_name,
-)
+from plait.spi import PluginManager, Registry, TypeFamily, normalize, type_name
 
-__all__ = ["ChainSearch", "ConverterGraph", "converter_graph"]
+from ._assignable import is_assignable
+from ._chain import Chain, Step
+
+__all__ = ["ConverterGraph", "converter_graph", "find_chain", "nearest_converters"]
 
 _MAX_STEPS = 8  # no sane chain is longer; bounds the search on odd registries
 
@@ -220,21 +214,30 @@ def converter_graph(manager: PluginManager | None = None) -> ConverterGraph:
     return _graph_of((manager or plait.get_plugin_manager()).registry("converter"))
 
 
-class ChainSearch:
-    """The converter search this plugin registers as ``"chains"``
-    (:class:`plait.spi.ConverterSearch`): the :class:`ConverterGraph` of the registry it is
-    given, made once per registry version.
+def find_chain(
+    source: Any, target: Any, *, allow_lossy: bool = False, manager: PluginManager | None = None
+) -> Chain | None:
+    """The cheapest chain of ``manager``'s converters (default: the process-wide plugin
+    manager's) from ``source`` to ``target``; None when no chain connects them.
+
+    :param target: the type wanted, or a tuple of acceptable types (an executor's
+        ``input_types``); the chain ends at the first type assignable to one of them.
+    :param allow_lossy: let lossy converters take part.
+    :return: an empty chain when ``source`` already fits; among chains of equal cost, the
+        same one on every call (a build is reproducible). See
+        :meth:`ConverterGraph.find_chain`.
 
     .. versionadded:: 0.1
     """
+    return converter_graph(manager).find_chain(source, target, allow_lossy=allow_lossy)
 
-    def find_chain(
-        self, converters: Registry[Any], source: Any, target: Any, *, allow_lossy: bool = False
-    ) -> Chain | None:
-        """The cheapest chain from ``source`` to ``target`` (see
-        :meth:`ConverterGraph.find_chain`)."""
-        return _graph_of(converters).find_chain(source, target, allow_lossy=allow_lossy)
 
-    def nearest(self, converters: Registry[Any], source: Any, target: Any) -> list[Step]:
-        """Converters that touch either end (see :meth:`ConverterGraph.nearest`)."""
-        return _graph_of(converters).nearest(source, target)
+def nearest_converters(
+    source: Any, target: Any, *, manager: PluginManager | None = None
+) -> list[Step]:
+    """The converters of ``manager`` that touch either end: what an error names when no
+    chain exists (see :meth:`ConverterGraph.nearest`).
+
+    .. versionadded:: 0.1
+    """
+    return converter_graph(manager).nearest(source, target)
