@@ -96,18 +96,22 @@ def split(tp: Any) -> tuple[Any, tuple[Any, ...] | None]:
 
 
 def union_members(tp: Any) -> tuple[Any, ...] | None:
+    """The members of a union (``X | Y`` or ``Union[X, Y]``), or None for anything else."""
     return tx.get_args(tp) if tx.get_origin(tp) in UNION_ORIGINS else None
 
 
 def is_literal(tp: Any) -> bool:
+    """Whether ``tp`` is a ``Literal[...]``."""
     return tx.get_origin(tp) in LITERAL_ORIGINS
 
 
 def is_newtype(tp: Any) -> bool:
+    """Whether ``tp`` is a ``NewType`` (its ``__supertype__`` is what it stands for)."""
     return callable(tp) and hasattr(tp, "__supertype__") and not isinstance(tp, type)
 
 
 def is_protocol(tp: Any) -> bool:
+    """Whether ``tp`` is a ``Protocol`` class."""
     return isinstance(tp, type) and tx.is_protocol(tp)
 
 
@@ -131,7 +135,8 @@ def tuple_shape(args: tuple[Any, ...] | None) -> tuple[tuple[Any, ...], bool]:
 
 
 def union_of(members: tuple[Any, ...]) -> Any:
-    # Built at run time from a tuple, which the ``X | Y`` spelling cannot do.
+    """The union of ``members`` (``Never`` for none), built at run time from a tuple, which
+    the ``X | Y`` spelling cannot do."""
     return typing.Union[members] if members else Never  # noqa: UP007
 
 

@@ -98,9 +98,17 @@ if TYPE_CHECKING:
     from ._streaming import RunWatch as RunWatch
     from ._types import (
         is_instance as is_instance,
+        is_literal as is_literal,
+        is_newtype as is_newtype,
+        is_protocol as is_protocol,
         main_module_name as main_module_name,
         normalize as normalize,
+        split as split,
+        tuple_shape as tuple_shape,
         type_name as type_name,
+        typeddict_fields as typeddict_fields,
+        union_members as union_members,
+        union_of as union_of,
     )
     from ._workflow import (
         Documents as Documents,
@@ -174,6 +182,14 @@ _HOME = {
     "message_converter": "_convert",
     "nonportable_reason": "_spec",
     "normalize": "_types",
+    "split": "_types",
+    "union_members": "_types",
+    "is_literal": "_types",
+    "is_newtype": "_types",
+    "is_protocol": "_types",
+    "typeddict_fields": "_types",
+    "tuple_shape": "_types",
+    "union_of": "_types",
     "set_plugin_manager": "_plugins",
     "spec_converter": "_spec",
     "type_name": "_types",

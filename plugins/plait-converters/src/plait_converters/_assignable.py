@@ -25,74 +25,23 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import functools
-import types
-import typing
 from typing import Any, TypeVar
 
 import typing_extensions as tx
 from plait import Never
-from plait.spi import normalize
+from plait.spi import (
+    is_literal,
+    is_newtype,
+    is_protocol,
+    normalize,
+    split,
+    tuple_shape,
+    typeddict_fields,
+    union_members,
+    union_of,
+)
 
 __all__ = ["is_assignable"]
-
-UNION_ORIGINS = (typing.Union, types.UnionType)
-LITERAL_ORIGINS = (typing.Literal, tx.Literal)
-
-# --------------------------------------------------------------------------- the parts of a hint
-# (what the kernel's run-time check reads too; these are this module's own copies, so a
-# plugin imports only plait.spi)
-
-
-def split(tp: Any) -> tuple[Any, tuple[Any, ...] | None]:
-    """Return ``(origin class, args)``; args is None for an unparametrised class."""
-    origin = tx.get_origin(tp)
-    if origin is None:
-        return tp, None
-    args = tx.get_args(tp)
-    if origin is tuple and args == ((),):  # typing.Tuple[()] on Python 3.10
-        args = ()
-    return origin, args
-
-
-def union_members(tp: Any) -> tuple[Any, ...] | None:
-    return tx.get_args(tp) if tx.get_origin(tp) in UNION_ORIGINS else None
-
-
-def is_literal(tp: Any) -> bool:
-    return tx.get_origin(tp) in LITERAL_ORIGINS
-
-
-def is_newtype(tp: Any) -> bool:
-    return callable(tp) and hasattr(tp, "__supertype__") and not isinstance(tp, type)
-
-
-def is_protocol(tp: Any) -> bool:
-    return isinstance(tp, type) and tx.is_protocol(tp)
-
-
-@functools.lru_cache(maxsize=256)
-def typeddict_fields(td: Any) -> tuple[dict[str, Any], frozenset[str]]:
-    """Value types and required keys of a TypedDict (unresolvable annotations are Any)."""
-    try:
-        hints = tx.get_type_hints(td)
-    except Exception:  # a forward reference we cannot resolve: fall back to Any
-        hints = dict.fromkeys(getattr(td, "__annotations__", {}), Any)
-    return hints, frozenset(td.__required_keys__)
-
-
-def tuple_shape(args: tuple[Any, ...] | None) -> tuple[tuple[Any, ...], bool]:
-    """Return ``(element types, variadic)`` for tuple args (None: bare ``tuple``)."""
-    if args is None:
-        return (Any,), True
-    if len(args) == 2 and args[1] is Ellipsis:
-        return (args[0],), True
-    return args, False
-
-
-def union_of(members: tuple[Any, ...]) -> Any:
-    # Built at run time from a tuple, which the ``X | Y`` spelling cannot do.
-    return typing.Union[members] if members else Never  # noqa: UP007
-
 
 _CALLABLE: Any = cabc.Callable  # typed Any: mypy sees a special form, not a class
 
