@@ -218,7 +218,7 @@ class InlineOnly:
         self._store = store
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("get_blobs", "blob_hashes"):
+        if name in ("get_blobs", "blob_hashes", "load_with_blobs", "latest_with_blobs"):
             raise AttributeError(name)
         return getattr(self._store, name)
 
@@ -230,17 +230,18 @@ async def resume_ab(url: str, steps: int, repeat: int) -> dict[str, Any]:
     stores = {"blobs": store, "inline": InlineOnly(store)}
     targets = {}
     reads: list[int] = []
-    # count what a resume reads, through get_blobs and (PostgreSQL, Redis) the closure read
+    # count what a resume reads: through get_blobs, the closure read, and the blobs a
+    # store reads with the checkpoint (load_with_blobs, latest_with_blobs)
     readers = {
         name: getattr(store, name)
-        for name in ("get_blobs", "get_blob_closure")
+        for name in ("get_blobs", "get_blob_closure", "load_with_blobs", "latest_with_blobs")
         if hasattr(store, name)
     }
 
     def counting(read: Callable[..., Any]) -> Callable[..., Any]:
-        async def counted(run_id: str, hashes: Any) -> Any:
-            got = await read(run_id, hashes)
-            reads.append(len(got))
+        async def counted(*args: Any) -> Any:
+            got = await read(*args)
+            reads.append(len(got[1] if type(got) is tuple else got))
             return got
 
         return counted

@@ -779,6 +779,7 @@ async def resolve_state(
     where: str,
     seen: set[str] | None = None,
     strings: dict[int, tuple[str, str]] | None = None,
+    read: Mapping[str, bytes] | None = None,
 ) -> dict[str, Any]:
     """``state`` with every reference rebuilt from the blobs of run ``run_id`` in
     ``store``: only the blobs it names, fetched a level at a time, each verified.
@@ -787,6 +788,10 @@ async def resolve_state(
     :param seen: if given, the hashes of every blob read are added to it.
     :param strings: if given, ``id(s) -> (s, hash)`` for every string read from a blob
         (what :class:`BlobWriter` caches, so a resumed run does not hash them again).
+    :param read: blobs of the run read already (hash -> bytes, as the store keeps them:
+        what ``load_with_blobs`` gave with the checkpoint), used before asking the store;
+        each is verified like any other, and one that does not check is an error, as if
+        the store had returned it.
     :raises CorruptCheckpointError: a blob is missing, does not inflate (or inflates
         beyond the bounds), does not match its hash, does not parse, or a structure is
         malformed; or ``state`` names blobs and ``store``
@@ -806,10 +811,12 @@ async def resolve_state(
     closure: Fetch | None = getattr(store, "get_blob_closure", None)
     parsed: dict[str, Any] = {}
     sizes: dict[str, int] = {}
-    extra: Mapping[str, bytes] = {}
+    extra: Mapping[str, bytes] = read or {}
     budget = EXPANSION_LIMIT  # what the blobs may inflate to, all together
-    if frontier and closure is not None:
-        extra = await closure(run_id, sorted(frontier))
+    missing = sorted(frontier.difference(extra))
+    if missing and closure is not None:
+        more = await closure(run_id, missing)
+        extra = {**extra, **more} if extra else more
     while frontier:
         wanted = list(frontier)  # any order: an error names the first problem by hash
         if all(digest in extra for digest in wanted):
