@@ -626,3 +626,33 @@ def test_a_resume_reads_blobs_with_its_checkpoint_only_through_the_store_itself(
     # a wrapper's own get_blobs (decrypting, counting) must not be gone round
     assert _with_blobs(Passing(store), "load_with_blobs") is None  # type: ignore[arg-type]
     assert _with_blobs(NoBlobs(), "load_with_blobs") is None  # type: ignore[arg-type]
+
+
+def test_a_resumed_run_does_not_encode_the_bundles_it_read_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    writer, store = BlobWriter(), DictBlobs()
+    items = [_turn(i) for i in range(70)]
+    stored, _ = _checkpoint(items, writer, store)
+    assert len(_bundles(store.blobs)) == 2
+    encoded: list[int] = []
+    pairs = plait_durable._blobs._pairs
+
+    def counted(raw: list[Any], start: int, level: int) -> Any:
+        encoded.append(level)
+        return pairs(raw, start, level)
+
+    monkeypatch.setattr(plait_durable._blobs, "_pairs", counted)
+    for handed in (False, True):
+        nodes: list[Any] = []
+        back = anyio.run(
+            partial(resolve_state, stored, store=store, run_id="r", where="w", nodes=nodes)
+        )
+        assert {digest for digest, _, _ in nodes} == set(_bundles(store.blobs))
+        resumed = BlobWriter(nodes=nodes if handed else ())
+        resumed.known |= set(store.blobs)
+        encoded.clear()
+        again, new = _checkpoint([*back["pending"]["a"][0], _turn(70)], resumed, store)
+        # the bundles are found by their items, not encoded and hashed again
+        assert (encoded == []) is handed and not _bundles(new)
+        assert _read(again, store) == _state([*items, _turn(70)])

@@ -32,7 +32,7 @@ from plait import (
 )
 from plait.spi import PendingRequest, RunState, is_instance, type_name
 
-from ._blobs import has_blobs, resolve_state, resumed_blobs
+from ._blobs import ReadNode, has_blobs, resolve_state, resumed_blobs
 from ._fingerprint import fingerprint_changes, fingerprint_of
 from ._layout import DeltaState, FullState, read_state, state_json
 from .checkpoint import Checkpoint, CheckpointStore
@@ -120,6 +120,7 @@ async def load_run(
     # only the blobs this checkpoint (and its base) name, verified against their hashes
     read: set[str] = set()
     strings: dict[int, tuple[str, str]] = {}
+    nodes: list[ReadNode] = []
     data = state_json(full)
     resolved = await resolve_state(
         data,
@@ -129,10 +130,11 @@ async def load_run(
         seen=read,
         strings=strings,
         read=blobs,
+        nodes=nodes,
     )
     if resolved is not data:  # values came back from blobs: the same layout, checked again
         full = cast(FullState, read_state(resolved, where, delta_ok=False))
-    resumed_blobs.set((checkpoint.run_id, frozenset(read), strings))
+    resumed_blobs.set((checkpoint.run_id, frozenset(read), strings, nodes))
     resumed_from.set((checkpoint.run_id, checkpoint.checkpoint_id) if by_run else None)
     return checkpoint, Resumable(where, full)
 
