@@ -117,7 +117,12 @@ async def scan_step(folder: str) -> dict[str, Any]:
 
 
 async def profile(job: dict[str, Any]) -> Page:
-    """One page's numbers and keywords: ``job`` is ``{name, folder, idf}``."""
+    """One page's numbers and keywords: ``job`` is ``{name, folder, idf}``.
+
+    What the summary rounds never change (name, title, numbers, keywords, term weights,
+    sentences) is one dict, ``page``, beside what they add (``round``, ``history``, then
+    ``budget``, ``focus``, ``summary``, ``passed``): a checkpoint keeps that dict once, as
+    one blob, however many rounds' messages carry it."""
     await _slow()
     folder = Path(job["folder"])
     text = await anyio.to_thread.run_sync((folder / job["name"]).read_text, "utf-8")
@@ -138,16 +143,15 @@ async def profile(job: dict[str, Any]) -> Page:
         "broken_links": [[link["target"], link["line"]] for link in links if link["broken"]],
     }
     top = doctext.keywords(weights, 40)
-    return {
+    facts = {
         "name": job["name"],
         "title": parsed["headings"][0][1] if parsed["headings"] else job["name"],
         "stats": stats,
         "keywords": top[:KEYWORDS],
         "weights": {t: round(weights[t], 6) for t in top},
         "sentences": prose,
-        "round": 0,
-        "history": [],
     }
+    return {"page": facts, "round": 0, "history": []}
 
 
 @functools.cache
@@ -179,10 +183,11 @@ def summary_agent(model_id: str) -> Any:
 
 
 def _prompt(page: Page) -> str:
-    focus = page["focus"] or page["keywords"]
-    text = " ".join(page["sentences"])[:8000]
+    facts = page["page"]
+    focus = page["focus"] or facts["keywords"]
+    text = " ".join(facts["sentences"])[:8000]
     return (
-        f"Summarise the page {page['title']!r} in at most {page['budget']} sentences. "
+        f"Summarise the page {facts['title']!r} in at most {page['budget']} sentences. "
         f"Mention these terms: {', '.join(focus)}.\n\n{text}"
     )
 
@@ -208,7 +213,8 @@ class Summarise(Executor):
         if self.agent is not None:
             summary = str(await self.agent.ask(_prompt(page), ctx)).strip()
         else:
-            chosen = doctext.summarise(page["sentences"], page["weights"], budget, focus)
+            facts = page["page"]
+            chosen = doctext.summarise(facts["sentences"], facts["weights"], budget, focus)
             summary = " ".join(chosen)
         await ctx.send_message({**page, "summary": summary})
 
@@ -219,25 +225,33 @@ async def gate(page: Page) -> Page:
     pass back to ``summarise`` while ``round < 3``."""
     await _slow()
     mentioned = set(doctext.terms(page["summary"]))
-    covered = [k for k in page["keywords"] if k in mentioned]
-    missed = [k for k in page["keywords"] if k not in mentioned]
+    keywords = page["page"]["keywords"]
+    covered = [k for k in keywords if k in mentioned]
+    missed = [k for k in keywords if k not in mentioned]
     attempt = {"round": page["round"], "budget": page["budget"], "covered": covered}
     attempt["missed"] = missed
     return {
         **page,
-        "passed": len(covered) >= min(REQUIRED, len(page["keywords"])),
+        "passed": len(covered) >= min(REQUIRED, len(keywords)),
         "history": [*page["history"], attempt],
     }
 
 
+def _flat(page: Page) -> Page:
+    """A page as the report shows it: its facts (without the sentences and the term
+    weights) beside what its rounds added, in one dict."""
+    facts = {k: v for k, v in page["page"].items() if k not in ("sentences", "weights")}
+    return {**facts, **{k: v for k, v in page.items() if k != "page"}}
+
+
 def _report(folder: str, pages: list[Page]) -> str:
     model = os.environ.get("PLAIT_DEMO_MODEL") or None
-    kept = [{k: v for k, v in p.items() if k not in ("sentences", "weights")} for p in pages]
+    kept = [_flat(p) for p in pages]
     path = write_report(kept, OUTPUT_FOLDER, folder=folder, model=model, rule=RULE)
-    revised = sum(1 for p in pages if len(p["history"]) > 1)
-    broken = sum(len(p["stats"]["broken_links"]) for p in pages)
+    revised = sum(1 for p in kept if len(p["history"]) > 1)
+    broken = sum(len(p["stats"]["broken_links"]) for p in kept)
     return (
-        f"reviewed {len(pages)} pages of {folder}: {broken} broken link(s), "
+        f"reviewed {len(kept)} pages of {folder}: {broken} broken link(s), "
         f"{revised} summary(ies) revised by the quality gate; report: {path}"
     )
 

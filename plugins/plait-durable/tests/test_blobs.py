@@ -584,3 +584,74 @@ def test_a_damaged_bundle_is_corrupt_naming_its_hash(damage: str) -> None:
         expected = f"run 'r', cp is corrupt: blob {digest} it references is missing"
     with pytest.raises(CorruptCheckpointError, match=expected):
         anyio.run(lambda: resolve_state(stored, store=store, run_id="r", where="run 'r', cp"))
+
+
+def test_blobs_read_with_the_checkpoint_are_used_first_and_checked() -> None:
+    writer, store = BlobWriter(), DictBlobs()
+    value = [f"{i}:" + "r" * 400 for i in range(8)]
+    stored = externalize_state(_state(value), writer)
+    store.blobs.update(writer.take_new())
+    read = {h: store.blobs[h] for h in blob_refs(stored)}  # the first level only
+    back = anyio.run(partial(resolve_state, stored, store=store, run_id="r", where="w", read=read))
+    assert back == _state(value)
+    assert store.asked and not set(read).intersection(*store.asked)  # the rest, not those
+    digest = min(read)
+    altered = {**read, digest: pack_blob(b'"not what was written"')}
+    with pytest.raises(CorruptCheckpointError, match=f"w is corrupt: blob {digest} does not"):
+        anyio.run(partial(resolve_state, stored, store=store, run_id="r", where="w", read=altered))
+
+
+def test_a_resume_reads_blobs_with_its_checkpoint_only_through_the_store_itself() -> None:
+    from plait_durable._resume import _with_blobs
+
+    class Store(DictBlobs):
+        async def load_with_blobs(self, checkpoint_id: str) -> Any:
+            raise AssertionError("not called here")
+
+    class Passing:  # a wrapper that passes what it does not define on to the store
+        def __init__(self, store: Any) -> None:
+            self.store = store
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.store, name)
+
+    class NoBlobs:
+        async def load_with_blobs(self, checkpoint_id: str) -> Any:
+            raise AssertionError("not called here")
+
+    store = Store()
+    assert _with_blobs(store, "load_with_blobs") == store.load_with_blobs  # type: ignore[arg-type]
+    assert _with_blobs(store, "latest_with_blobs") is None  # type: ignore[arg-type]
+    # a wrapper's own get_blobs (decrypting, counting) must not be gone round
+    assert _with_blobs(Passing(store), "load_with_blobs") is None  # type: ignore[arg-type]
+    assert _with_blobs(NoBlobs(), "load_with_blobs") is None  # type: ignore[arg-type]
+
+
+def test_a_resumed_run_does_not_encode_the_bundles_it_read_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    writer, store = BlobWriter(), DictBlobs()
+    items = [_turn(i) for i in range(70)]
+    stored, _ = _checkpoint(items, writer, store)
+    assert len(_bundles(store.blobs)) == 2
+    encoded: list[int] = []
+    pairs = plait_durable._blobs._pairs
+
+    def counted(raw: list[Any], start: int, level: int) -> Any:
+        encoded.append(level)
+        return pairs(raw, start, level)
+
+    monkeypatch.setattr(plait_durable._blobs, "_pairs", counted)
+    for handed in (False, True):
+        nodes: list[Any] = []
+        back = anyio.run(
+            partial(resolve_state, stored, store=store, run_id="r", where="w", nodes=nodes)
+        )
+        assert {digest for digest, _, _ in nodes} == set(_bundles(store.blobs))
+        resumed = BlobWriter(nodes=nodes if handed else ())
+        resumed.known |= set(store.blobs)
+        encoded.clear()
+        again, new = _checkpoint([*back["pending"]["a"][0], _turn(70)], resumed, store)
+        # the bundles are found by their items, not encoded and hashed again
+        assert (encoded == []) is handed and not _bundles(new)
+        assert _read(again, store) == _state([*items, _turn(70)])

@@ -167,12 +167,18 @@ _MAX_ITEMS = 1 << 40
 _BLOB, _SEQ, _TEXT, _MAP = "blob", "seq", "text", "map"
 _SCALARS = frozenset({int, float, bool, type(None)})
 
-#: ``(run id, hashes, strings)`` of the blobs the current task's resume read: the store
-#: holds them (the checkpoint it resumed reaches them), so the resumed run's writer need
-#: not write them again; ``strings`` maps ``id(s)`` to ``(s, hash)`` for each string read
-#: from a blob, so the writer need not hash those strings again either.
+#: ``(hash, node, height)`` of a tree node a resume read from a blob of
+#: :data:`BUNDLE` bytes or more: a bundle, if its items hold no reference.
+ReadNode = tuple[str, Any, int]
+
+#: ``(run id, hashes, strings, nodes)`` of the blobs the current task's resume read: the
+#: store holds them (the checkpoint it resumed reaches them), so the resumed run's writer
+#: need not write them again; ``strings`` maps ``id(s)`` to ``(s, hash)`` for each string
+#: read from a blob, so the writer need not hash those strings again either, and
+#: ``nodes`` are the large tree nodes read (:data:`ReadNode`), so it need not encode and
+#: hash the bundles among them again.
 resumed_blobs: contextvars.ContextVar[
-    tuple[str, frozenset[str], dict[int, tuple[str, str]]] | None
+    tuple[str, frozenset[str], dict[int, tuple[str, str]], list[ReadNode]] | None
 ] = contextvars.ContextVar("plait_resumed_blobs", default=None)
 
 
@@ -311,7 +317,11 @@ class BlobWriter:
     store once per process; :meth:`take_new` returns the ones the last values made.
     """
 
-    def __init__(self, strings: Mapping[int, tuple[str, str]] | None = None) -> None:
+    def __init__(
+        self,
+        strings: Mapping[int, tuple[str, str]] | None = None,
+        nodes: Iterable[ReadNode] = (),
+    ) -> None:
         #: hashes the store holds for sure: what the checkpoints a prune keeps reach (see
         #: :meth:`settle`); any other blob is handed to the store again when used
         self.known: set[str] = set()
@@ -326,6 +336,10 @@ class BlobWriter:
         # blob: a bundle never changes once written, so its items are encoded, hashed and
         # compressed once per process, not at every checkpoint that holds the tree
         self._bundles: dict[tuple[Any, ...], str | None] = {}
+        # tree nodes a resume read (ReadNode): the bundles among them are filed in
+        # _bundles when a bundle is first looked up, so the first checkpoint after a
+        # resume does not encode and hash them again (a resume that ends at once files none)
+        self._read_nodes = list(nodes)
 
     def take_new(self) -> dict[str, bytes]:
         """The blobs made since the last call (hash -> bytes), to save with the checkpoint."""
@@ -505,6 +519,8 @@ class BlobWriter:
         """
         assert leaves.keys is not None
         key = tuple(leaves.keys[start : start + (1 << level)])
+        if self._read_nodes:
+            self._file_read_nodes()
         cached = self._bundles.get(key, "")
         if cached is None:
             return None
@@ -523,6 +539,24 @@ class BlobWriter:
             return None
         digest = self._bundles[key] = self._put_data(data)
         return _ref(digest), _REF_SIZE
+
+    def _file_read_nodes(self) -> None:
+        """File the bundles among the nodes a resume read under their items' keys, as
+        :meth:`_bundle` files those it writes: a node of nested pairs whose items hold no
+        reference is the blob :meth:`_bundle` would write for those items."""
+        for digest, node, level in self._read_nodes:
+            items = _unpair(node, level)
+            if items is None or has_refs(items):
+                continue
+            keys = []
+            for item in items:
+                frozen = (item, 0) if type(item) is str else _freeze(item)
+                if frozen is None:
+                    break
+                keys.append(frozen[0])
+            else:
+                self._bundles.setdefault(tuple(keys), digest)
+        self._read_nodes = []
 
 
 class _Leaves:
@@ -628,6 +662,20 @@ def _pairs(raw: list[Any], start: int, level: int) -> Any:
         return raw[start]
     half = 1 << (level - 1)
     return [_pairs(raw, start, level - 1), _pairs(raw, start + half, level - 1)]
+
+
+def _unpair(node: Any, level: int) -> list[Any] | None:
+    """The ``2**level`` items of a tree node (nested pairs, as :func:`_pairs` makes it),
+    or None if it is not that shape."""
+    nodes = [node]
+    for _height in range(level):
+        below: list[Any] = []
+        for pair in nodes:
+            if type(pair) is not list or len(pair) != 2:
+                return None
+            below += pair
+        nodes = below
+    return nodes
 
 
 def _levels(n: int) -> Iterator[int]:
@@ -779,6 +827,8 @@ async def resolve_state(
     where: str,
     seen: set[str] | None = None,
     strings: dict[int, tuple[str, str]] | None = None,
+    read: Mapping[str, bytes] | None = None,
+    nodes: list[ReadNode] | None = None,
 ) -> dict[str, Any]:
     """``state`` with every reference rebuilt from the blobs of run ``run_id`` in
     ``store``: only the blobs it names, fetched a level at a time, each verified.
@@ -787,6 +837,13 @@ async def resolve_state(
     :param seen: if given, the hashes of every blob read are added to it.
     :param strings: if given, ``id(s) -> (s, hash)`` for every string read from a blob
         (what :class:`BlobWriter` caches, so a resumed run does not hash them again).
+    :param read: blobs of the run read already (hash -> bytes, as the store keeps them:
+        what ``load_with_blobs`` gave with the checkpoint), used before asking the store;
+        each is verified like any other, and one that does not check is an error, as if
+        the store had returned it.
+    :param nodes: if given, every tree node read from a blob of :data:`BUNDLE` bytes or
+        more is appended to it (:data:`ReadNode`: what :class:`BlobWriter` takes, so a
+        resumed run does not encode those bundles again).
     :raises CorruptCheckpointError: a blob is missing, does not inflate (or inflates
         beyond the bounds), does not match its hash, does not parse, or a structure is
         malformed; or ``state`` names blobs and ``store``
@@ -806,10 +863,12 @@ async def resolve_state(
     closure: Fetch | None = getattr(store, "get_blob_closure", None)
     parsed: dict[str, Any] = {}
     sizes: dict[str, int] = {}
-    extra: Mapping[str, bytes] = {}
+    extra: Mapping[str, bytes] = read or {}
     budget = EXPANSION_LIMIT  # what the blobs may inflate to, all together
-    if frontier and closure is not None:
-        extra = await closure(run_id, sorted(frontier))
+    missing = sorted(frontier.difference(extra))
+    if missing and closure is not None:
+        more = await closure(run_id, missing)
+        extra = {**extra, **more} if extra else more
     while frontier:
         wanted = list(frontier)  # any order: an error names the first problem by hash
         if all(digest in extra for digest in wanted):
@@ -848,7 +907,7 @@ async def resolve_state(
     if seen is not None:
         seen.update(parsed)
     try:
-        return _Expander(parsed, sizes, where).value(state)  # type: ignore[no-any-return]
+        return _Expander(parsed, sizes, where, nodes).value(state)  # type: ignore[no-any-return]
     except RecursionError:
         raise CorruptCheckpointError(f"{where} is corrupt: its values nest too deeply") from None
 
@@ -885,9 +944,16 @@ def _first_problem(wanted: list[str], got: Mapping[str, Any], where: str) -> NoR
 class _Expander:
     """Rebuilds JSON from references and trees, with the blobs already fetched."""
 
-    def __init__(self, parsed: Mapping[str, Any], sizes: Mapping[str, int], where: str) -> None:
+    def __init__(
+        self,
+        parsed: Mapping[str, Any],
+        sizes: Mapping[str, int],
+        where: str,
+        nodes: list[ReadNode] | None = None,
+    ) -> None:
         self.parsed, self.sizes, self.where = parsed, sizes, where
         self.budget = EXPANSION_LIMIT
+        self.nodes = nodes  # large tree nodes read from blobs, if asked (resolve_state)
 
     def bad(self, what: str) -> CorruptCheckpointError:
         return CorruptCheckpointError(f"{self.where} is corrupt: {what}")
@@ -956,6 +1022,8 @@ class _Expander:
                     digest = _ref_of(pair)
                     if digest is not None:
                         pair = self.deref(digest)
+                        if self.nodes is not None and self.sizes[digest] >= BUNDLE:
+                            self.nodes.append((digest, pair, height))
                 if type(pair) is not list or len(pair) != 2:
                     raise self.bad(f"a tree node of height {height} is not a pair")
                 below += pair

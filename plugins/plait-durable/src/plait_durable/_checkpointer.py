@@ -131,7 +131,8 @@ class Checkpointer:
         plain_bytes = len(dump_json(body)) if full else 0  # the base's size, before blobs
         if self.blobs is not None:
             if self._resumed is not None and self._resumed[0] == state.run_id:
-                self.blobs = BlobWriter(self._resumed[2])  # strings read: hashed already
+                # strings and bundles read: hashed already
+                self.blobs = BlobWriter(self._resumed[2], self._resumed[3])
                 self.blobs.known |= self._resumed[1]
             self._resumed = None
             body = externalize_state(body, self.blobs)

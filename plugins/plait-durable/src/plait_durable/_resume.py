@@ -15,8 +15,8 @@ from __future__ import annotations
 import contextvars
 import functools
 import json
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import attrs
 from plait import (
@@ -32,7 +32,7 @@ from plait import (
 )
 from plait.spi import PendingRequest, RunState, is_instance, type_name
 
-from ._blobs import resolve_state, resumed_blobs
+from ._blobs import ReadNode, has_blobs, resolve_state, resumed_blobs
 from ._fingerprint import fingerprint_changes, fingerprint_of
 from ._layout import DeltaState, FullState, read_state, state_json
 from .checkpoint import Checkpoint, CheckpointStore
@@ -83,17 +83,18 @@ async def load_run(
     :raises TopologyMismatchError: it was taken on another graph.
     :raises WorkflowChangedError: it was taken on another workflow of the same graph.
     """
-    by_run = await store.latest(id)
+    by_run, run_blobs = await _latest(store, id)
     try:
-        by_id: Checkpoint | None = await store.load(id)
+        by_id, id_blobs = await _load(store, id)
     except CheckpointNotFoundError:
-        by_id = None
+        by_id, id_blobs = None, {}
     if by_run is not None and by_id is not None and by_id.run_id != id:
         raise CheckpointError(
             f"{id!r} is both a run and a checkpoint of run {by_id.run_id!r} in the store; "
             "refusing to guess which to resume (resume the other run by its run id)"
         )
     checkpoint = by_run if by_run is not None else by_id
+    blobs = run_blobs if by_run is not None else id_blobs  # read with it, checked when used
     if checkpoint is None:
         raise CheckpointNotFoundError(f"no run and no checkpoint with id {id!r} in the store")
     where = f"run {checkpoint.run_id!r}, checkpoint {checkpoint.checkpoint_id!r}"
@@ -119,15 +120,60 @@ async def load_run(
     # only the blobs this checkpoint (and its base) name, verified against their hashes
     read: set[str] = set()
     strings: dict[int, tuple[str, str]] = {}
+    nodes: list[ReadNode] = []
     data = state_json(full)
     resolved = await resolve_state(
-        data, store=store, run_id=checkpoint.run_id, where=where, seen=read, strings=strings
+        data,
+        store=store,
+        run_id=checkpoint.run_id,
+        where=where,
+        seen=read,
+        strings=strings,
+        read=blobs,
+        nodes=nodes,
     )
     if resolved is not data:  # values came back from blobs: the same layout, checked again
         full = cast(FullState, read_state(resolved, where, delta_ok=False))
-    resumed_blobs.set((checkpoint.run_id, frozenset(read), strings))
+    resumed_blobs.set((checkpoint.run_id, frozenset(read), strings, nodes))
     resumed_from.set((checkpoint.run_id, checkpoint.checkpoint_id) if by_run else None)
     return checkpoint, Resumable(where, full)
+
+
+#: What ``load_with_blobs`` and ``latest_with_blobs`` return: a checkpoint (None: the
+#: run has none) and blobs it reaches, hash -> bytes as stored.
+WithBlobs: TypeAlias = tuple[Checkpoint | None, Mapping[str, bytes]]
+
+
+def _with_blobs(store: CheckpointStore, name: str) -> Callable[[str], Awaitable[WithBlobs]] | None:
+    """The store's ``load_with_blobs`` or ``latest_with_blobs`` (optional, see
+    :class:`~plait_durable.BlobStore`) when it keeps blobs and its class has the method:
+    never one a wrapper passes on from the store it wraps (``__getattr__``), which would
+    go round the wrapper's own ``get_blobs`` (one that decrypts or counts blobs)."""
+    if not has_blobs(store) or not callable(getattr(type(store), name, None)):
+        return None
+    method: Callable[[str], Awaitable[WithBlobs]] = getattr(store, name)
+    return method
+
+
+async def _latest(store: CheckpointStore, run_id: str) -> WithBlobs:
+    """``store.latest(run_id)``, with the blobs it reaches if the store reads them in the
+    same call (``latest_with_blobs``: one round trip or worker-thread hop, not two)."""
+    read = _with_blobs(store, "latest_with_blobs")
+    if read is None:
+        return await store.latest(run_id), {}
+    return await read(run_id)
+
+
+async def _load(store: CheckpointStore, checkpoint_id: str) -> WithBlobs:
+    """``store.load(checkpoint_id)``, with the blobs it reaches if the store reads them in
+    the same call (``load_with_blobs``).
+
+    :raises CheckpointNotFoundError: there is no such checkpoint.
+    """
+    read = _with_blobs(store, "load_with_blobs")
+    if read is None:
+        return await store.load(checkpoint_id), {}
+    return await read(checkpoint_id)
 
 
 async def _mismatch(store: CheckpointStore, checkpoint: Checkpoint, spec: WorkflowSpec) -> str:

@@ -253,6 +253,17 @@ class BlobStore(Protocol):
     # beside each blob, or found by parsing it), so a resume reads a whole tree in one round
     # trip. It may leave out what it cannot tell cheaply (what a 64 KB bundle reaches: the
     # file and SQLite stores do not parse one); the reader fetches that level by level.
+    #
+    # Optional too, for a store whose every call is a hop or a round trip: ``async
+    # load_with_blobs(checkpoint_id)`` and ``async latest_with_blobs(run_id)`` return
+    # ``(checkpoint, {hash: bytes})``: what ``load`` and ``latest`` return (``latest``'s
+    # None as ``(None, {})``; ``load`` raises as it does), and the closure of the blobs
+    # its state names (``plait_durable.blob_refs`` of ``checkpoint.state``, read as
+    # ``get_blob_closure`` reads them), in the same call, so a resume reads its checkpoint
+    # and its values in one. The reader verifies every blob as it does any other, and
+    # asks ``get_blob_closure`` or ``get_blobs`` for whatever is left out. A resume calls
+    # them only on a store whose own class defines them (never through a wrapper's
+    # ``__getattr__``, which would go round the wrapper's ``get_blobs``).
 
 
 def open_store(url: str) -> CheckpointStore:

@@ -97,6 +97,7 @@ from plait_durable import (
     RunPage,
     RunQuery,
     RunSummary,
+    blob_refs,
     check_journal_read,
     check_keep_last,
     check_runs_limit,
@@ -349,6 +350,16 @@ class FileCheckpointStore(CheckpointStoreBase):
         the worker thread (what a bundle would reach is left to ``get_blobs``:
         :func:`~plait_stores._common.blob_closure`)."""
         return await self._run(self._get_blobs_sync, run_id, sorted(set(hashes)), True)
+
+    async def load_with_blobs(self, checkpoint_id: str) -> tuple[Checkpoint, Mapping[str, bytes]]:
+        """:meth:`load`, and the blobs its state reaches (as :meth:`get_blob_closure`
+        reads them), in one call of the worker thread: what a resume reads first."""
+        return await self._run(self._load_with_blobs_sync, checkpoint_id)
+
+    async def latest_with_blobs(self, run_id: str) -> tuple[Checkpoint | None, Mapping[str, bytes]]:
+        """:meth:`latest`, and the blobs its state reaches, in one call of the worker
+        thread (``(None, {})`` for a run without checkpoints)."""
+        return await self._run(self._latest_with_blobs_sync, run_id)
 
     async def blob_hashes(self, run_id: str) -> Collection[str]:
         """The hashes of every blob ``run_id`` holds."""
@@ -753,6 +764,19 @@ class FileCheckpointStore(CheckpointStoreBase):
                     break
                 # a pack went while we read (merged into a newer one): list again
         return found
+
+    def _load_with_blobs_sync(self, checkpoint_id: str) -> tuple[Checkpoint, dict[str, bytes]]:
+        checkpoint = self._load_sync(checkpoint_id)
+        return checkpoint, self._closure_of(checkpoint)
+
+    def _latest_with_blobs_sync(self, run_id: str) -> tuple[Checkpoint | None, dict[str, bytes]]:
+        checkpoint = self._latest_sync(run_id)
+        return checkpoint, {} if checkpoint is None else self._closure_of(checkpoint)
+
+    def _closure_of(self, checkpoint: Checkpoint) -> dict[str, bytes]:
+        """The blobs the state of ``checkpoint`` reaches (as :meth:`get_blob_closure`)."""
+        refs = blob_refs(checkpoint.state)
+        return self._get_blobs_sync(checkpoint.run_id, sorted(refs), True) if refs else {}
 
     def _read_listed(
         self, folder: int, run_name: str, hashes: builtins.list[str], closure: bool

@@ -56,6 +56,7 @@ from plait_durable import (
     RunPage,
     RunQuery,
     RunSummary,
+    blob_refs,
     check_journal_read,
     check_keep_last,
     check_runs_limit,
@@ -176,6 +177,10 @@ _RUNS_SQL = """
     ORDER BY g.last_seq DESC
     LIMIT ?"""
 _RUN_COLUMNS = ", ".join(RUN_COLUMNS)
+_LOAD_SQL = "SELECT run_id, data FROM plait_checkpoints WHERE checkpoint_id = ?"
+_LATEST_SQL = (
+    "SELECT checkpoint_id, data FROM plait_checkpoints WHERE run_id = ? ORDER BY seq DESC LIMIT 1"
+)
 #: A run's row after a save of its newest checkpoint: the first save sets what the run's
 #: first checkpoint says (created_at, forked_from), later ones the rest.
 _UPSERT_RUN = f"""
@@ -333,11 +338,11 @@ class SqliteCheckpointStore(CheckpointStoreBase):
 
     async def load(self, checkpoint_id: str) -> Checkpoint:
         """Read, verify and decode the checkpoint ``checkpoint_id``."""
-        row = await self._run(
-            self._fetch_one,
-            "SELECT run_id, data FROM plait_checkpoints WHERE checkpoint_id = ?",
-            (checkpoint_id,),
-        )
+        row = await self._run(self._fetch_one, _LOAD_SQL, (checkpoint_id,))
+        return self._loaded(checkpoint_id, row)
+
+    def _loaded(self, checkpoint_id: str, row: tuple[str, bytes] | None) -> Checkpoint:
+        """The checkpoint ``checkpoint_id`` from its row (``run_id, data``), verified."""
         if row is None:
             raise CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r} in {self.url}")
         return decode_checkpoint(
@@ -346,6 +351,16 @@ class SqliteCheckpointStore(CheckpointStoreBase):
             expect_run=row[0],
             expect_id=checkpoint_id,
         )
+
+    async def load_with_blobs(self, checkpoint_id: str) -> tuple[Checkpoint, Mapping[str, bytes]]:
+        """:meth:`load`, and the blobs its state reaches (as :meth:`get_blob_closure`
+        reads them), in one call of the worker thread: what a resume reads first."""
+        return await self._run(self._load_with_blobs_sync, checkpoint_id)
+
+    async def latest_with_blobs(self, run_id: str) -> tuple[Checkpoint | None, Mapping[str, bytes]]:
+        """:meth:`latest`, and the blobs its state reaches, in one call of the worker
+        thread (``(None, {})`` for a run without checkpoints)."""
+        return await self._run(self._latest_with_blobs_sync, run_id)
 
     async def list(self, run_id: str) -> Sequence[CheckpointInfo]:
         """The checkpoints of ``run_id`` in the order they were saved."""
@@ -358,12 +373,11 @@ class SqliteCheckpointStore(CheckpointStoreBase):
 
     async def latest(self, run_id: str) -> Checkpoint | None:
         """The checkpoint of ``run_id`` saved last, or ``None``."""
-        row = await self._run(
-            self._fetch_one,
-            "SELECT checkpoint_id, data FROM plait_checkpoints WHERE run_id = ? "
-            "ORDER BY seq DESC LIMIT 1",
-            (run_id,),
-        )
+        row = await self._run(self._fetch_one, _LATEST_SQL, (run_id,))
+        return self._latest_of(run_id, row)
+
+    def _latest_of(self, run_id: str, row: tuple[str, bytes] | None) -> Checkpoint | None:
+        """The latest checkpoint of ``run_id`` from its row (``checkpoint_id, data``)."""
         if row is None:
             return None
         return decode_checkpoint(
@@ -769,6 +783,23 @@ class SqliteCheckpointStore(CheckpointStoreBase):
         cls, conn: sqlite3.Connection, run_id: str, hashes: builtins.list[str]
     ) -> dict[str, bytes]:
         return blob_closure(lambda wanted: cls._get_blobs_sync(conn, run_id, wanted), hashes)
+
+    def _load_with_blobs_sync(
+        self, conn: sqlite3.Connection, checkpoint_id: str
+    ) -> tuple[Checkpoint, dict[str, bytes]]:
+        checkpoint = self._loaded(checkpoint_id, self._fetch_one(conn, _LOAD_SQL, (checkpoint_id,)))
+        return checkpoint, self._closure_of(conn, checkpoint)
+
+    def _latest_with_blobs_sync(
+        self, conn: sqlite3.Connection, run_id: str
+    ) -> tuple[Checkpoint | None, dict[str, bytes]]:
+        checkpoint = self._latest_of(run_id, self._fetch_one(conn, _LATEST_SQL, (run_id,)))
+        return checkpoint, {} if checkpoint is None else self._closure_of(conn, checkpoint)
+
+    def _closure_of(self, conn: sqlite3.Connection, checkpoint: Checkpoint) -> dict[str, bytes]:
+        """The blobs the state of ``checkpoint`` reaches (as :meth:`get_blob_closure`)."""
+        refs = blob_refs(checkpoint.state)
+        return self._get_closure_sync(conn, checkpoint.run_id, sorted(refs)) if refs else {}
 
     @staticmethod
     def _sweep_sync(conn: sqlite3.Connection, run_id: str) -> None:
