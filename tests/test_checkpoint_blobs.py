@@ -168,7 +168,7 @@ async def test_the_readme_demo_stores_at_most_320_kb_of_checkpoints_and_blobs(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     # issues 21 and 25: 3.2 MB for 24 pages when they were filed, the goal 320 KB (13.3 KB
-    # a page; 11.8 KB on 26 pages now); bench_checkpoints.py prints the figure
+    # a page; 307,611 bytes, 11.4 KB a page, on 27 pages now); bench_checkpoints.py prints it
     from bench_checkpoints import ROOT, demo_bytes
 
     monkeypatch.chdir(tmp_path)  # the demo writes .plait/demo/ where it runs

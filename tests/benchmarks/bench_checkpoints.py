@@ -23,6 +23,9 @@ checkpoint after every superstep:
   checkpoints plus 271,866 bytes in 767 blobs, 310,562 in all (all 15 full: with blobs a
   delta carries the whole shared state, 17 KB and more here before its values become
   blobs, so the rule that a large delta is written as a full snapshot takes them all).
+  With a page's unchanging facts carried as one value (one blob every round refers to),
+  on docs/ of 27 pages: 37,490 bytes in 12 checkpoints plus 270,121 in 739 blobs,
+  307,611 in all.
 """
 
 from __future__ import annotations

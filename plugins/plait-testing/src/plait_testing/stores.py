@@ -840,6 +840,33 @@ class CheckpointStoreContract:
         got = await closure(run_id, [*roots, blob_hash(b"absent")])
         assert dict(got) == blobs  # every blob of the tree, nothing else
 
+    async def test_a_checkpoint_read_with_its_blobs_is_the_checkpoint_and_its_closure(
+        self, store: CheckpointStore
+    ) -> None:
+        load_with = getattr(type(store), "load_with_blobs", None)
+        latest_with = getattr(type(store), "latest_with_blobs", None)
+        if not has_blobs(store) or (load_with is None and latest_with is None):
+            return  # optional: a resume calls load/latest, then reads the blobs
+        run_id = new_run_id()
+        checkpoint, blobs = _growing(run_id, 0, 40, BlobWriter())
+        await _save_with(store, checkpoint, blobs)
+        roots = blob_refs(checkpoint.state)
+        for read, key in ((load_with, checkpoint.checkpoint_id), (latest_with, run_id)):
+            if read is None:
+                continue
+            got, found = await read(store, key)
+            assert got is not None and got.checkpoint_id == checkpoint.checkpoint_id
+            assert got.state == checkpoint.state
+            # the roots at least; what it leaves out, the reader fetches level by level
+            assert roots <= set(found) and set(found) <= set(blobs)
+            assert all(found[h] == blobs[h] for h in found)
+        if latest_with is not None:
+            assert await latest_with(store, new_run_id("none")) == (None, {})
+        if load_with is not None:
+            missing = uuid.uuid4().hex
+            with pytest.raises(CheckpointNotFoundError, match=missing):
+                await load_with(store, missing)
+
     async def test_a_missing_or_altered_blob_names_the_checkpoint_and_the_hash(
         self, store: CheckpointStore
     ) -> None:
