@@ -61,6 +61,7 @@ def test_the_type_check_and_composition_benchmarks_run() -> None:
             ["--stores", "sqlite,file,memory", "--steps", "12", "--repeat", "1"],
         ),
         ("bench_schedules.py", ["--quick", "--no-peers"]),
+        ("bench_resume_versions.py", ["--store", "file", "--steps", "6", "--repeat", "2"]),
         ("bench_ui.py", ["--quick"]),
     ):
         done = _run(str(BENCH / script), *args)
