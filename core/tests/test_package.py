@@ -185,37 +185,9 @@ def test_executor_and_load_stay_functions_after_their_modules_are_imported() -> 
     assert report == {"callable": [True, True], "modules": ["function", "function"]}
 
 
-def _declared_for_type_checkers(module: types.ModuleType) -> dict[str, str]:
-    """What the ``if TYPE_CHECKING:`` block of ``module`` imports: name -> private module."""
-    import ast
-    import inspect
-
-    tree = ast.parse(inspect.getsource(module))
-    block = next(
-        node
-        for node in tree.body
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
-    )
-    found: dict[str, str] = {}
-    for statement in block.body:
-        assert isinstance(statement, ast.ImportFrom), ast.unparse(statement)
-        for alias in statement.names:
-            name = alias.asname or alias.name
-            # a public name is re-exported explicitly (``X as X``), or is a submodule alias
-            assert alias.asname is not None, f"{name} lacks 'as {name}'"
-            found[name] = statement.module or alias.name
-    return found
-
-
 @pytest.mark.parametrize("surface", ["plait", "plait.spi"])
 def test_the_names_type_checkers_see_are_the_names_imported_at_run_time(surface: str) -> None:
-    module = importlib.import_module(surface)
-    declared = _declared_for_type_checkers(module)
-    runtime = {"executor", "__version__"} if surface == "plait" else set()
-    assert set(declared) | runtime == set(module.__all__)
-    for name, home in declared.items():
-        value = getattr(module, name)
-        if isinstance(value, types.ModuleType):
-            assert value.__name__ == f"plait.{home}"
-        else:
-            assert value is getattr(importlib.import_module(f"plait.{home}"), name), name
+    from plait_testing.exports import check_exports
+
+    run_time_only = {"executor", "__version__"} if surface == "plait" else set()
+    check_exports(importlib.import_module(surface), run_time_only=run_time_only)

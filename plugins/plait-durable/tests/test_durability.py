@@ -161,3 +161,9 @@ def test_the_public_names_are_listed_and_load() -> None:
         assert getattr(plait_durable, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         plait_durable.nothing  # noqa: B018
+
+
+def test_the_names_type_checkers_see_are_the_names_imported_at_run_time() -> None:
+    from plait_testing.exports import check_exports
+
+    check_exports(plait_durable, run_time_only={"plait_register_durability"})

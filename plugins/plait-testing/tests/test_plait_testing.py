@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
+import re
 import subprocess
 import sys
 import textwrap
+import types
 from importlib import metadata
+from pathlib import Path
 
 import plait_testing.plugin
 import pytest
@@ -117,3 +121,55 @@ def test_loading_the_plugin_rewrites_no_asserts_and_imports_nothing_of_plait() -
         """
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> types.ModuleType:
+    """A package ``lazypkg`` with a submodule ``_impl`` (``A``, ``B``) and ``body`` as its
+    ``__init__``."""
+    root = tmp_path / "lazypkg"
+    root.mkdir()
+    (root / "_impl.py").write_text("class A: ...\nclass B: ...\n")
+    (root / "__init__.py").write_text(textwrap.dedent(body))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("lazypkg", "lazypkg._impl"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    return importlib.import_module("lazypkg")
+
+
+LAZY = """
+    from typing import TYPE_CHECKING
+    from plait.spi import lazy_exports
+    if TYPE_CHECKING:
+        from ._impl import A as A{more}
+    _HOME = {homes}
+    __all__ = sorted(_HOME)
+    __getattr__ = lazy_exports(__name__, _HOME)
+"""
+
+
+def test_check_exports_passes_when_both_lists_agree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from plait_testing.exports import check_exports, declared_for_type_checkers
+
+    module = _package(tmp_path, monkeypatch, LAZY.format(more="", homes='{"A": "_impl"}'))
+    assert declared_for_type_checkers(module) == {"A": "lazypkg._impl"}
+    check_exports(module)
+
+
+@pytest.mark.parametrize(
+    ("more", "homes", "message"),
+    [
+        ("", '{"A": "_impl", "B": "_impl"}', "not seen by type checkers: {'B'}"),
+        (", B as B", '{"A": "_impl"}', "seen by type checkers but not in __all__: {'B'}"),
+        (", B", '{"A": "_impl", "B": "_impl"}', "B lacks 'as B'"),
+    ],
+)
+def test_check_exports_names_what_differs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, more: str, homes: str, message: str
+) -> None:
+    from plait_testing.exports import check_exports
+
+    module = _package(tmp_path, monkeypatch, LAZY.format(more=more, homes=homes))
+    with pytest.raises(AssertionError, match=re.escape(message)):
+        check_exports(module)
