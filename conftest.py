@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.register_assert_rewrite("plait_testing.contracts", "plait_testing.stores")
+pytest.register_assert_rewrite(
+    "plait_testing.contracts", "plait_testing.schedules", "plait_testing.stores"
+)
 
 from plait_testing import RegisterPlugin  # noqa: E402
 

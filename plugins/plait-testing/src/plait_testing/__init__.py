@@ -25,14 +25,14 @@ Beside the fixtures, the package holds fake entry points (:func:`fake_entry_poin
 :func:`broken_entry_point`, :func:`make_plugin_manager`), a :class:`StaticRouterEnv` for
 testing routers alone, and contract suites (:class:`RouterContract`,
 :class:`MergeStrategyContract`, :class:`ConverterContract`; ``plait_testing.stores`` has the
-checkpoint-store one), and ``plait_testing.servers`` gives store tests a Redis or PostgreSQL
-server.
+checkpoint-store one and ``plait_testing.schedules`` the schedule one), and
+``plait_testing.servers`` gives store tests a Redis or PostgreSQL server.
 
 Every name is imported on first use, not when pytest loads the plugin: loading it imports
 neither the kernel nor the contract suites, so pytest can still rewrite the contracts'
 ``assert`` statements (it does so for an installed ``plait-testing`` by itself; an editable
 checkout calls ``pytest.register_assert_rewrite("plait_testing.contracts",
-"plait_testing.stores")`` in its root ``conftest.py``).
+"plait_testing.schedules", "plait_testing.stores")`` in its root ``conftest.py``).
 
 .. versionadded:: 0.1
 """
