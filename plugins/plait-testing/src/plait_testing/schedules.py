@@ -61,8 +61,9 @@ __all__ = [
 #: What a handler sleeps, in seconds, drawn per (seed, executor, message).
 DELAYS = (0.0, 0.001, 0.004, 0.02, 0.05, 0.2)
 
-#: Virtual seconds a drawn run may take: the longest takes a few (100 supersteps of at most
-#: 0.2 s each); a run that stalls would otherwise jump the mock clock for ever.
+#: Seconds a drawn run may take, times its recorder's ``scale``: the longest takes a few
+#: (100 supersteps of at most 0.2 s each); a run that stalls would otherwise jump the mock
+#: clock for ever, or hang on asyncio.
 STALLED_AFTER = 3600
 
 
@@ -327,9 +328,9 @@ async def _play(graph: DrawnGraph, recorder: Recorder, **options: Any) -> dict[s
 
 async def _bounded(graph: DrawnGraph, recorder: Recorder, **options: Any) -> dict[str, Any]:
     """:func:`_play`, failing with the graph and options when the run stalls."""
-    with anyio.move_on_after(STALLED_AFTER) as scope:
+    with anyio.move_on_after(STALLED_AFTER * recorder.scale) as scope:
         return await _play(graph, recorder, **options)
-    assert not scope.cancelled_caught, f"stalled: {options} on {graph!r}"
+    assert not scope.cancelled_caught, f"stalled (seed {recorder.seed}): {options} on {graph!r}"
     raise AssertionError("unreachable")
 
 
@@ -345,12 +346,13 @@ def run_drawn(
     status and error, or its supersteps, outputs, calls, states, visits and open requests.
 
     :param seed: draws each handler's sleep; ``None``: no handler sleeps.
-    :param backend: ``"trio"`` runs on trio's mock clock (sleeps cost no wall time; a run
-        still going after :data:`STALLED_AFTER` virtual seconds fails naming the graph);
-        ``"asyncio"`` sleeps for real, ``scale`` times the drawn time.
+    :param backend: ``"trio"`` runs on trio's mock clock (sleeps cost no wall time);
+        ``"asyncio"`` sleeps for real, ``scale`` times the drawn time. A run still going
+        after :data:`STALLED_AFTER` seconds times ``scale`` (virtual ones on trio) fails as
+        stalled, naming the seed, the options and the graph.
     """
     recorder = Recorder(seed, scale)
-    play = functools.partial(_bounded if backend == "trio" else _play, graph, recorder, **options)
+    play = functools.partial(_bounded, graph, recorder, **options)
     if backend == "trio":
         outcome: dict[str, Any] = anyio.run(
             play, backend="trio", backend_options={"clock": MockClock(autojump_threshold=0)}
