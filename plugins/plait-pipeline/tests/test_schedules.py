@@ -322,6 +322,37 @@ def test_pipelined_runs_equal_the_superstep_run(graph: Graph) -> None:
         assert got == expected, f"seed {seed}, max_lead {lead}"
 
 
+def same_as_the_superstep_run(graph: Graph, seed: int, lead: int | None) -> None:
+    """A drawn graph the pipelined schedule once got wrong: on the seed and ``max_lead``
+    that showed it, then as the drawn-graph test runs it (:func:`bounded_play` fails
+    naming the graph when a run stalls)."""
+    expected = on_mock_clock(graph, None)
+    got = on_mock_clock(graph, seed, schedule="pipelined", max_lead=lead)
+    assert got == expected
+    for seed in range(SEEDS):
+        lead = LEADS[seed % len(LEADS)]
+        got = on_mock_clock(graph, seed, schedule="pipelined", max_lead=lead)
+        assert got == expected, f"seed {seed}, max_lead {lead}"
+
+
+def test_an_arrival_fan_in_waits_for_a_back_edge_feeding_it_an_earlier_superstep() -> None:
+    # n3, a fan-in of all of n0, n1 and n2 taking its messages on arrival (4 at a time),
+    # is fed at superstep 3 by n5's back edge and at 4 by the fan-in: its group of 4 used
+    # to start while n5 (superstep 2) still ran; n5's message then waited for the group
+    # of 4 to end, and the group of 4 for n3's work at 3 (which could send it more)
+    nodes = (
+        Node("n0", "start", (), 1, False, "conditional", None, 2, False, None),
+        Node("n1", "edge", ("n0",), 1, False, "direct", None, 2, False, None),
+        Node("n2", "edge", ("n1",), 1, False, "direct", None, 2, False, None),
+        Node("n3", "fanin_all", ("n0", "n1", "n2"), 4, False, "fan_out", None, 3, False, 4),
+        Node("n4", "fanin_available", ("n1", "n2"), 4, False, "conditional", None, 1, False, None),
+        Node("n5", "edge", ("n0",), 1, False, "direct", "n3", 1, False, 2),
+        Node("n6", "edge", ("n4",), 4, False, "conditional", None, 3, False, 2),
+        Node("n7", "fanin_available", ("n1", "n3", "n5"), 2, False, "direct", None, 2, False, None),
+    )
+    same_as_the_superstep_run(Graph(nodes, 100, ("f", "f", "c")), seed=2, lead=3)
+
+
 def test_max_lead_must_be_a_non_negative_int() -> None:
     with pytest.raises(RunOptionError, match="max_lead must be a non-negative int"):
         from plait.spi import RunOptions

@@ -26,11 +26,13 @@ group sees:
 - outputs are kept in the canonical order ``(t, sender rank, order of the sender's
   yields)``, whatever order the groups committed in;
 - an executor taking messages on arrival (``max_concurrency`` above 1, or
-  ``order="arrival"``) starts each message as it arrives, up to its concurrency, and
-  commits each as it ends, its effects keyed by the message's index when its group was
-  complete as it fired, else by the message's own key (which sorts as the index would);
-  its messages are named by delivery ids (:func:`~plait.spi.delivery_id`), known on
-  arrival and the same in the superstep schedule;
+  ``order="arrival"``) may start its group of ``t`` before every message of ``t`` is
+  known, though never while active work could still send it one of an earlier ``t``
+  (that group runs first); it starts each message as it arrives, up to its concurrency,
+  and commits each as it ends, its effects keyed by the message's index when its group
+  was complete as it fired, else by the message's own key (which sorts as the index
+  would); its messages are named by delivery ids (:func:`~plait.spi.delivery_id`), known
+  on arrival and the same in the superstep schedule;
 - a read of shared state with ``get_shared_state`` at ``t`` waits until the writes of
   every ``t' < t`` are committed.
 
@@ -586,7 +588,7 @@ class Pipeline:
             resumed = self.resumed_indexes.pop(eid, None) if self.resumed_indexes else None
             if resumed is not None:
                 complete = True  # (its group was as it fired: nothing more comes for its t)
-            if not complete and (eid not in self.arrival or _nesting(by_time[t]) > _MAX_NESTING):
+            if not complete and not self._may_open(eid, t, low, by_time[t]):
                 continue
             if eid in self.flush_targets and self.done_through < t - 1:
                 continue
@@ -609,6 +611,17 @@ class Pipeline:
                     self.open[eid] = group
             ready.append(group)
         return ready
+
+    def _may_open(self, eid: str, t: int, low: float, entries: list[tuple[Key, Any]]) -> bool:
+        """May ``eid``'s group of ``t`` start before every message of ``t`` is known (and
+        take the rest as they arrive)? Only if ``eid`` takes its messages on arrival, their
+        keys do not nest too deep, and no active work can still send it a message for an
+        earlier ``t`` (``low`` is the global frontier). That group must run first, and it
+        could not while this one runs: the group of ``t`` would wait for it to close, and
+        it for the group of ``t`` to end."""
+        if eid not in self.arrival or _nesting(entries) > _MAX_NESTING:
+            return False
+        return not (self._crowded(t, low) or self.could_send(eid, t - 1, low))
 
     def _close_open(self) -> None:
         """Close the groups taking messages on arrival whose ``t`` no active work can still
