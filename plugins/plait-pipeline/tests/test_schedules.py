@@ -353,6 +353,26 @@ def test_an_arrival_fan_in_waits_for_a_back_edge_feeding_it_an_earlier_superstep
     same_as_the_superstep_run(Graph(nodes, 100, ("f", "f", "c")), seed=2, lead=3)
 
 
+def test_a_fan_in_waits_for_a_message_an_available_fan_in_still_holds() -> None:
+    # n5, a fan-in of all of n1, n3 and n4 (taking its messages on arrival), gets n1's
+    # message of superstep 4 and n3's and n4's of 5; n3 is fed by an available fan-in
+    # whose buffers held n1's message of 4 until the barrier of 4 flushed it: n5's fan-in
+    # used to route n4's message of 5 before that flush and n3's alone after it, so
+    # n3's completed the round and n5's delivery at 6 got another id
+    nodes = (
+        Node("n0", "start", (), 2, False, "direct", None, 1, False, 4),
+        Node("n1", "edge", ("n0",), 1, False, "switch", None, 3, False, None),
+        Node("n2", "edge", ("n0",), 1, False, "fan_out", "n1", 3, False, None),
+        Node("n3", "fanin_available", ("n0", "n1"), 1, False, "conditional", None, 1, False, None),
+        Node("n4", "edge", ("n1",), 1, False, "fan_out", None, 2, False, None),
+        Node("n5", "fanin_all", ("n1", "n3", "n4"), 2, False, "fan_out", None, 2, False, None),
+        Node("n6", "fanin_all", ("n1", "n2"), 2, False, "switch", None, 2, False, None),
+        Node("n7", "edge", ("n2",), 1, False, "switch", "n1", 2, False, None),
+        Node("n8", "edge", ("n2",), 1, False, "direct", "n7", 1, False, None),
+    )
+    same_as_the_superstep_run(Graph(nodes, 6, ("f",)), seed=3, lead=None)
+
+
 def test_max_lead_must_be_a_non_negative_int() -> None:
     with pytest.raises(RunOptionError, match="max_lead must be a non-negative int"):
         from plait.spi import RunOptions
