@@ -303,15 +303,13 @@ def on_mock_clock(graph: Graph, seed: int | None, **options: Any) -> dict[str, A
 
 
 @settings(
+    # 15 new graphs a run (a few seconds); a hunt with 400 a run found the two below the
+    # pipelined schedule got wrong (regression tests), then none in 1,600 more and in
+    # 800 from a denser variant (more fan-ins, loops, concurrency) after their fixes
     max_examples=15,
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    # the same 15 graphs every run: some drawn graphs stall the pipelined schedule for
-    # good (a known bug, in the closing note of 2026-11-28: a fan-in-all taking messages
-    # on arrival, fed again by a back edge, whose group never closes); a random draw
-    # made CI fail on one now and then
-    derandomize=True,
 )
 @given(graphs())
 def test_pipelined_runs_equal_the_superstep_run(graph: Graph) -> None:
