@@ -20,17 +20,21 @@ group sees:
   the barrier does, so its buffers hold what they would hold in the superstep schedule;
 - the buffers a ``when="available"`` fan-in flushes are decided for ``t`` once the
   global frontier has passed ``t``, with the executors that have deliveries at ``t + 1``
-  as the active ones — exactly the barrier's decision;
+  as the active ones — exactly the barrier's decision; while they hold a message, the
+  next barrier's flush may deliver it, so it counts as work for the fan-in's target at
+  that barrier's ``t + 1``;
 - shared-state writes of ``t`` are committed when the global frontier passes ``t``, in
   the canonical order;
 - outputs are kept in the canonical order ``(t, sender rank, order of the sender's
   yields)``, whatever order the groups committed in;
 - an executor taking messages on arrival (``max_concurrency`` above 1, or
-  ``order="arrival"``) starts each message as it arrives, up to its concurrency, and
-  commits each as it ends, its effects keyed by the message's index when its group was
-  complete as it fired, else by the message's own key (which sorts as the index would);
-  its messages are named by delivery ids (:func:`~plait.spi.delivery_id`), known on
-  arrival and the same in the superstep schedule;
+  ``order="arrival"``) may start its group of ``t`` before every message of ``t`` is
+  known, though never while active work could still send it one of an earlier ``t``
+  (that group runs first); it starts each message as it arrives, up to its concurrency,
+  and commits each as it ends, its effects keyed by the message's index when its group
+  was complete as it fired, else by the message's own key (which sorts as the index
+  would); its messages are named by delivery ids (:func:`~plait.spi.delivery_id`), known
+  on arrival and the same in the superstep schedule;
 - a read of shared state with ``get_shared_state`` at ``t`` waits until the writes of
   every ``t' < t`` are committed.
 
@@ -219,6 +223,12 @@ class Pipeline:
         self.open: dict[str, _Group] = {}
         self.flush_targets = {t for _, er in graph.flushers for t in er.group.targets}
         self.flushing = {gid for gid, _ in graph.flushers}
+        #: flushing edge groups whose buffers may hold a message (a barrier not done yet
+        #: may flush it to their targets): any of them as the schedule takes over, and each
+        #: one routed into since (:meth:`could_send` drops those it finds empty)
+        self.holding = dict.fromkeys(self.flushing)
+        #: flushing edge group -> the snapshot of its empty buffers
+        self.empty: dict[str, Any] = {}
         self.group_targets = {gid: er.group.targets for gid, er in graph.edge_runners.items()}
         successors: dict[str, set[str]] = {nid: set() for nid in graph.spec.node_ids}
         for group in graph.spec.edge_groups:
@@ -351,7 +361,9 @@ class Pipeline:
     def could_send(self, eid: str, t: int, low: float, *, exclude: str | None = None) -> bool:
         """Could work still active send ``eid`` a message for ``t`` (if ``exclude`` is
         set: could anything but ``exclude``'s own work at ``t``), or run ``eid`` at or
-        before ``t``? ``low`` is the global frontier."""
+        before ``t``? ``low`` is the global frontier. A message a fan-in's buffers hold
+        counts as work at the first barrier not done yet: its flush there delivers it to
+        the fan-in's target at the next ``t``."""
         if low == math.inf:
             return False
         distance = self.distance
@@ -365,7 +377,24 @@ class Pipeline:
                 for y in self.group_targets[gid]:
                     if ta + 1 + distance(y, eid) <= t:
                         return True
+        if self.holding:
+            soonest = self.done_through + 2  # (flushed at the barrier of done_through + 1)
+            for gid in list(self.holding):
+                if all(soonest + distance(y, eid) > t for y in self.group_targets[gid]):
+                    continue
+                if self._holds(gid):
+                    return True
+                del self.holding[gid]  # (until a message is routed into it again)
         return False
+
+    def _holds(self, gid: str) -> bool:
+        """Do the buffers of the flushing edge group ``gid`` hold a message now (their
+        snapshot is not that of a fresh state)? A flush at a later barrier may deliver it."""
+        edge_runner = self.graph.edge_runners[gid]
+        if gid not in self.empty:
+            self.empty[gid] = edge_runner.snapshot(edge_runner.initial_state(), _held)
+        held = edge_runner.snapshot(self.state.router_state.get(gid), _held)
+        return bool(held != self.empty[gid])
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -586,7 +615,7 @@ class Pipeline:
             resumed = self.resumed_indexes.pop(eid, None) if self.resumed_indexes else None
             if resumed is not None:
                 complete = True  # (its group was as it fired: nothing more comes for its t)
-            if not complete and (eid not in self.arrival or _nesting(by_time[t]) > _MAX_NESTING):
+            if not complete and not self._may_open(eid, t, low, by_time[t]):
                 continue
             if eid in self.flush_targets and self.done_through < t - 1:
                 continue
@@ -609,6 +638,17 @@ class Pipeline:
                     self.open[eid] = group
             ready.append(group)
         return ready
+
+    def _may_open(self, eid: str, t: int, low: float, entries: list[tuple[Key, Any]]) -> bool:
+        """May ``eid``'s group of ``t`` start before every message of ``t`` is known (and
+        take the rest as they arrive)? Only if ``eid`` takes its messages on arrival, their
+        keys do not nest too deep, and no active work can still send it a message for an
+        earlier ``t`` (``low`` is the global frontier). That group must run first, and it
+        could not while this one runs: the group of ``t`` would wait for it to close, and
+        it for the group of ``t`` to end."""
+        if eid not in self.arrival or _nesting(entries) > _MAX_NESTING:
+            return False
+        return not (self._crowded(t, low) or self.could_send(eid, t - 1, low))
 
     def _close_open(self) -> None:
         """Close the groups taking messages on arrival whose ``t`` no active work can still
@@ -948,6 +988,8 @@ class Pipeline:
                     self.enqueue(tgt, ts + 1, delivered, data)
         except WorkflowRunError as exc:
             self._fail(ts, _BARRIER, key, exc)
+        if gid in self.flushing:
+            self.holding[gid] = None
         return True
 
     def _barrier(self, t: int) -> None:
@@ -1189,6 +1231,15 @@ def _routed(
 
 def _first(entry: tuple[Any, ...]) -> Any:
     return entry[0]
+
+
+#: what :meth:`Pipeline._holds` encodes every held message as (no fresh state holds it)
+_HELD = object()
+
+
+def _held(message: Any) -> Any:
+    """``message`` as :meth:`Pipeline._holds` encodes it in a snapshot: :data:`_HELD`."""
+    return _HELD
 
 
 def _tuples(key: list[Any]) -> Key:
