@@ -1,31 +1,27 @@
 """The pipelined schedule gives the superstep schedule's results (issue 22, invariant 1).
 
-Differential property tests: hypothesis draws random graphs — fan-out, fan-in (``all`` and
-``available``), switches and conditional edges, counter-bounded loops, executors handling
-one superstep's messages up to 4 at a time or one at a time as they arrive
-(``order="arrival"``; both start each message without waiting for the superstep's others,
-named by its delivery id), requests for input that the test answers —
-whose executors are hash-based transforms of their message and state. Each graph runs once
-in the superstep schedule, then in the pipelined schedule under 50 seeds of random handler
-sleeps and ``max_lead`` 0, 1, 3 and unbounded, on trio's mock clock (so the sleeps cost no
-wall time and the interleavings differ with every seed). Every run must give the same
-outputs in the same order, the same per-executor sequence of (superstep, message id,
-message), the same final executor states and visits — or the same error at the same
-(executor, superstep).
+Differential property tests: plait-testing's schedule contract
+(``plait_testing.schedules.ScheduleContract``) draws random graphs — fan-out, fan-in
+(``all`` and ``available``), switches and conditional edges, counter-bounded loops,
+executors handling one superstep's messages up to 4 at a time or one at a time as they
+arrive (``order="arrival"``; both start each message without waiting for the superstep's
+others, named by its delivery id), requests for input that it answers — whose executors
+are hash-based transforms of their message and state. Each graph runs once in the
+superstep schedule, then in the pipelined schedule under 50 seeds of random handler sleeps
+and ``max_lead`` 0, 1, 3 and unbounded, on trio's mock clock (so the sleeps cost no wall
+time and the interleavings differ with every seed), and under 2 on asyncio. Every run must
+give the same outputs in the same order, the same per-executor sequence of (superstep,
+message id, message), the same final executor states and visits — or the same error at the
+same (executor, superstep). Graphs it once found wrong are regression tests here.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import random
 from collections.abc import Callable
 from typing import Any
 
 import anyio
-import attrs
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 from plait import (
     Executor,
     RunOptionError,
@@ -37,299 +33,41 @@ from plait import (
 )
 from plait_builders import WorkflowBuilder
 from plait_stores import MemoryCheckpointStore
+from plait_testing.schedules import (
+    DrawnGraph as Graph,
+    DrawnNode as Node,
+    ScheduleContract,
+    run_drawn,
+)
 from trio.testing import MockClock
 
 SEEDS = 50
-ASKS = True
 LEADS = (0, 1, 3, None)
-DELAYS = (0.0, 0.001, 0.004, 0.02, 0.05, 0.2)
 
 
-def digest(*parts: Any) -> str:
-    return hashlib.blake2b(repr(parts).encode(), digest_size=6).hexdigest()
+class TestPipelinedScheduleContract(ScheduleContract):
+    """plait-testing's schedule contract, at each ``max_lead`` (the seeds go round them).
 
+    15 new graphs a run (a few seconds); a hunt with 400 a run found the two below the
+    pipelined schedule got wrong (regression tests), then none in 1,600 more and in 800
+    from a denser variant (more fan-ins, loops, concurrency) after their fixes.
+    """
 
-@attrs.frozen
-class Node:
-    """One node of a drawn graph: how it is fed and how it feeds its children."""
-
-    id: str
-    #: "edge" (one parent), "fanin_all", "fanin_available" (several), "start"
-    kind: str
-    parents: tuple[str, ...]
-    concurrency: int
-    #: takes its messages on arrival (``order="arrival"``) though one at a time
-    arrival: bool
-    #: how its edge children are wired: "direct", "fan_out", "switch", "conditional"
-    fan: str
-    #: a back edge to an earlier node, and how many times the node may take it
-    loop_to: str | None
-    loop_bound: int
-    asks: bool  # asks for input (a request the test answers) on some messages
-    max_visits: int | None
-
-
-@attrs.frozen
-class Graph:
-    nodes: tuple[Node, ...]
-    max_supersteps: int
-    messages: tuple[str, ...]
-
-
-@st.composite
-def graphs(draw: st.DrawFn) -> Graph:
-    size = draw(st.integers(3, 9))
-    ids = [f"n{i}" for i in range(size)]
-    nodes: list[Node] = []
-    for i, eid in enumerate(ids):
-        if i == 0:
-            kind, parents = "start", ()
-        else:
-            choices = ["edge", "edge", "fanin_all", "fanin_available"] if i >= 2 else ["edge"]
-            kind = draw(st.sampled_from(choices))
-            if kind == "edge":
-                parents = (ids[draw(st.integers(0, i - 1))],)
-            else:
-                count = draw(st.integers(2, min(3, i)))
-                picked = draw(st.lists(st.integers(0, i - 1), min_size=count,
-                                       max_size=count, unique=True))  # fmt: skip
-                parents = tuple(ids[p] for p in sorted(picked))
-        loops = i >= 2 and draw(st.integers(0, 3)) == 0
-        loop_to = ids[draw(st.integers(1, i - 1))] if loops else None
-        concurrency = 1 if loops else draw(st.sampled_from([1, 1, 2, 4]))
-        arrival = concurrency == 1 and not loops and draw(st.integers(0, 3)) == 0
-        nodes.append(
-            Node(
-                id=eid,
-                kind=kind,
-                parents=parents,
-                concurrency=concurrency,
-                arrival=arrival,
-                fan=draw(st.sampled_from(["direct", "fan_out", "switch", "conditional"])),
-                loop_to=loop_to,
-                loop_bound=draw(st.integers(1, 3)),
-                asks=ASKS and i >= 1 and concurrency == 1 and draw(st.integers(0, 5)) == 0,
-                max_visits=draw(st.sampled_from([None, None, None, 2, 4])),
-            )
-        )
-    max_supersteps = draw(st.sampled_from([100, 100, 6, 9]))
-    messages = tuple(draw(st.lists(st.sampled_from("abcdef"), min_size=1, max_size=3)))
-    return Graph(tuple(nodes), max_supersteps, messages)
-
-
-class Recorder:
-    """What one run's handlers did: (executor, superstep, message id, message) in order,
-    and each sequential executor's state after its last invocation."""
-
-    def __init__(self, seed: int | None) -> None:
-        self.seed = seed
-        self.calls: list[tuple[str, int, str, str]] = []
-        self.states: dict[str, dict[str, Any]] = {}
-
-    def delay(self, eid: str, message: str) -> float:
-        if self.seed is None:
-            return 0.0
-        return random.Random(f"{self.seed}/{eid}/{message}").choice(DELAYS)
-
-
-def build(graph: Graph, recorder: Recorder) -> Workflow:
-    children: dict[str, list[str]] = {node.id: [] for node in graph.nodes}
-    for node in graph.nodes:
-        if node.kind == "edge":
-            children[node.parents[0]].append(node.id)
-    fanned_in = {p for node in graph.nodes if node.kind.startswith("fanin") for p in node.parents}
-    feeds = {eid for eid, kids in children.items() if kids} | fanned_in
-    feeds |= {node.id for node in graph.nodes if node.loop_to}
-    executors = {node.id: make_executor(node, recorder, node.id in feeds) for node in graph.nodes}
-    builder = WorkflowBuilder("drawn")
-    for node in graph.nodes:
-        builder.add_executor(executors[node.id])
-    for node in graph.nodes:
-        kids = [executors[k] for k in children[node.id]]
-        if kids:
-            wire(builder, executors[node.id], kids, node.fan)
-        if node.kind.startswith("fanin"):
-            when = "all" if node.kind == "fanin_all" else "available"
-            sources = [executors[p] for p in node.parents]
-            builder.add_fan_in(sources, executors[node.id], when=when)
-        if node.loop_to is not None:
-            builder.add_edge(executors[node.id], executors[node.loop_to], condition=is_back)
-    return builder.set_start(executors["n0"]).build()
-
-
-def is_back(message: Any) -> bool:
-    return isinstance(message, str) and message.startswith("back:")
-
-
-def not_back(message: Any) -> bool:
-    return not is_back(message)
-
-
-def wire(builder: WorkflowBuilder, source: Any, kids: list[Any], fan: str) -> None:
-    if fan == "fan_out" or (fan == "switch" and len(kids) < 2):
-        builder.add_fan_out(source, kids, selection=forward_selection)
-    elif fan == "switch":
-        cases = [(functools.partial(bucket, i, len(kids)), kid) for i, kid in enumerate(kids)]
-        builder.add_switch(source, cases[:-1], default=kids[-1])
-    elif fan == "conditional":
-        for i, kid in enumerate(kids):
-            builder.add_edge(source, kid, condition=functools.partial(odd_or_first, i))
-    else:
-        for kid in kids:
-            builder.add_edge(source, kid, condition=not_back)
-
-
-def forward_selection(message: Any, targets: list[str]) -> list[str]:
-    return [] if is_back(message) else targets
-
-
-def bucket(i: int, count: int, message: Any) -> bool:
-    return int(digest(message), 16) % count == i
-
-
-def odd_or_first(i: int, message: Any) -> bool:
-    return not is_back(message) and (i == 0 or int(digest(i, message), 16) % 2 == 1)
-
-
-def make_executor(node: Node, recorder: Recorder, feeds: bool) -> Any:
-    eid = node.id
-
-    # one superstep's messages in the canonical order, so its state may depend on it
-    ordered = node.concurrency == 1 and not node.arrival
-    order = "arrival" if node.arrival else None
-
-    @executor(id=eid, max_concurrency=node.concurrency, max_visits=node.max_visits, order=order)
-    async def handle(message: Any, ctx: WorkflowContext[Any, str]) -> None:
-        text = message if isinstance(message, str) else repr(message)
-        recorder.calls.append((eid, ctx.superstep, ctx.idempotency_key, text))
-        await anyio.sleep(recorder.delay(eid, text))
-        if ordered:
-            seen = ctx.state.setdefault("seen", 0) + 1
-            ctx.state["seen"] = seen
-            ctx.state["hash"] = digest(ctx.state.get("hash"), text)
-            value = digest(eid, text, ctx.state["hash"])
-        else:
-            seen, value = 0, digest(eid, text)
-        if int(value, 16) % 3 == 0:
-            await ctx.yield_output(f"{eid}:{value}")
-        if node.asks and int(value, 16) % 4 == 1:
-            await ctx.request_info(f"{eid}:{value}", str)
-            return
-        if node.loop_to is not None and seen <= node.loop_bound and int(value, 16) % 2:
-            await ctx.send_message(f"back:{value}", target=node.loop_to)
-        elif feeds:
-            await ctx.send_message(value)
-        if ordered:
-            recorder.states[eid] = dict(ctx.state)
-
-    return handle
-
-
-def answer(request: Any) -> str:
-    return f"answer:{digest(request)}"
-
-
-async def play(graph: Graph, recorder: Recorder, **options: Any) -> dict[str, Any]:
-    """Run ``graph`` on its messages (answering every request, a round at a time) and
-    say what the run did."""
-    workflow = build(graph, recorder)
-    store = MemoryCheckpointStore()
-    run_id = "drawn"
-    result = await workflow.run(
-        "".join(graph.messages),
-        run_id=run_id,
-        # checkpointed (cut after every commit) when a request must be answered by resuming
-        checkpoint=store if any(node.asks for node in graph.nodes) else None,
-        raise_on_failure=False,
-        max_supersteps=graph.max_supersteps,
-        **options,
-    )
-    outputs = list(result.outputs)
-    rounds = 0
-    while result.status.value == "idle_with_pending_requests" and rounds < 3:
-        rounds += 1
-        responses = {r.request_id: answer(r.request) for r in result.pending_requests}
-        result = await workflow.resume(
-            run_id, store, responses=responses, raise_on_failure=False, **options
-        )
-        outputs.extend(result.outputs)
-    error = result.error
-    seen: dict[str, list[tuple[int, str, str]]] = {}
-    for eid, t, key, text in recorder.calls:
-        seen.setdefault(eid, []).append((t, key, text))
-    concurrent = {n.id for n in graph.nodes if n.concurrency > 1 or n.arrival}
-    for eid in concurrent & set(seen):
-        seen[eid].sort()  # one superstep's messages run at once: their order is free
-    said: dict[str, Any] = {
-        "status": result.status.value,
-        "error": None
-        if error is None
-        else (type(error).__name__, error.executor_id, error.superstep),
-    }
-    if error is None:
-        said |= {
-            "supersteps": result.supersteps,
-            "outputs": outputs,
-            "calls": seen,
-            "states": recorder.states,
-            "visits": {eid: len({t for t, _, _ in calls}) for eid, calls in seen.items()},
-            "requests": sorted(str(r.request) for r in result.pending_requests),
-        }
-    return said
-
-
-#: Virtual seconds a drawn run may take: the longest takes a few (100 supersteps of at
-#: most 0.2 s); a run that stalls would otherwise spin the mock clock for ever.
-STALLED_AFTER = 3600
-
-
-async def bounded_play(graph: Graph, recorder: Recorder, **options: Any) -> dict[str, Any]:
-    """:func:`play`, failing with the graph and options when the run stalls."""
-    with anyio.move_on_after(STALLED_AFTER) as scope:
-        return await play(graph, recorder, **options)
-    assert not scope.cancelled_caught, f"stalled: {options} on {graph!r}"
-    raise AssertionError("unreachable")
-
-
-def on_mock_clock(graph: Graph, seed: int | None, **options: Any) -> dict[str, Any]:
-    recorder = Recorder(seed)
-    clock = MockClock(autojump_threshold=0)
-    outcome: dict[str, Any] = anyio.run(
-        functools.partial(bounded_play, graph, recorder, **options),
-        backend="trio",
-        backend_options={"clock": clock},
-    )
-    return outcome
-
-
-@settings(
-    # 15 new graphs a run (a few seconds); a hunt with 400 a run found the two below the
-    # pipelined schedule got wrong (regression tests), then none in 1,600 more and in
-    # 800 from a denser variant (more fan-ins, loops, concurrency) after their fixes
-    max_examples=15,
-    phases=[Phase.explicit, Phase.reuse, Phase.generate],
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(graphs())
-def test_pipelined_runs_equal_the_superstep_run(graph: Graph) -> None:
-    expected = on_mock_clock(graph, None)
-    for seed in range(SEEDS):
-        lead = LEADS[seed % len(LEADS)]
-        got = on_mock_clock(graph, seed, schedule="pipelined", max_lead=lead)
-        assert got == expected, f"seed {seed}, max_lead {lead}"
+    options = tuple({"schedule": "pipelined", "max_lead": lead} for lead in LEADS)
+    examples = 15
+    seeds = SEEDS
 
 
 def same_as_the_superstep_run(graph: Graph, seed: int, lead: int | None) -> None:
     """A drawn graph the pipelined schedule once got wrong: on the seed and ``max_lead``
-    that showed it, then as the drawn-graph test runs it (:func:`bounded_play` fails
-    naming the graph when a run stalls)."""
-    expected = on_mock_clock(graph, None)
-    got = on_mock_clock(graph, seed, schedule="pipelined", max_lead=lead)
+    that showed it, then as the contract runs it (a run that stalls fails naming the
+    graph)."""
+    expected = run_drawn(graph)
+    got = run_drawn(graph, seed, schedule="pipelined", max_lead=lead)
     assert got == expected
     for seed in range(SEEDS):
         lead = LEADS[seed % len(LEADS)]
-        got = on_mock_clock(graph, seed, schedule="pipelined", max_lead=lead)
+        got = run_drawn(graph, seed, schedule="pipelined", max_lead=lead)
         assert got == expected, f"seed {seed}, max_lead {lead}"
 
 
