@@ -9,8 +9,12 @@ Rules for ``docs/*.md``:
   with a fresh process-wide plugin manager; top-level ``await`` does not compile, so
   examples use ``run_sync`` or ``anyio.run``;
 - a block with ``title="path"`` is a *file* of a project the page builds: it is written under
-  a temporary directory before the page runs, with ``src/`` on ``sys.path``; titled Python
-  files are imported or tested, not run in the page's namespace.
+  a temporary directory before the page runs, which is then the working directory, with that
+  directory and its ``src/`` on ``sys.path``; titled Python files are imported or tested, not
+  run in the page's namespace;
+- a block whose body is a line ``--8<-- "examples/…"`` shows a file of ``docs/examples/``
+  (pymdownx.snippets includes it in the site): the example is a runnable file, written once,
+  and the page and these tests read that file.
 """
 
 from __future__ import annotations
@@ -36,6 +40,13 @@ PAGES = sorted(DOCS.glob("*.md"))
 RUNNABLE = [*PAGES, ROOT / "README.md"]
 LANGUAGES = {"python", "toml", "bash", "text", "console", "yaml", "json"}
 FENCE = re.compile(r"^```(?P<info>[^\n`]*)\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
+#: a line that includes a file of docs/ (pymdownx.snippets, base path docs/)
+SNIPPET = re.compile(r'^--8<-- "(?P<path>[^"]+)"[ \t]*\n?', re.M)
+
+
+def included(body: str) -> str:
+    """``body`` with each snippet line replaced by the file it names."""
+    return SNIPPET.sub(lambda m: (DOCS / m["path"]).read_text(encoding="utf-8"), body)
 
 
 class Block(NamedTuple):
@@ -56,7 +67,8 @@ def code_blocks(page: Path) -> list[Block]:
         language = info.split(maxsplit=1)[0] if info else ""
         title = re.search(r'title="([^"]+)"', info)
         line = text.count("\n", 0, match.start("body")) + 1
-        found.append(Block(language, title.group(1) if title else None, match["body"], line))
+        body = included(match["body"])
+        found.append(Block(language, title.group(1) if title else None, body, line))
     return found
 
 
@@ -85,6 +97,8 @@ def test_every_python_block_runs(
     page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_plugins: None
 ) -> None:
     files = write_project(page, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
     if (tmp_path / "src").is_dir():
         monkeypatch.syspath_prepend(str(tmp_path / "src"))
     for block in files:

@@ -2,10 +2,10 @@
 the commands they show print what the page says.
 
 For each page in :data:`PAGES`: its titled blocks (the workflow file, the agents' module)
-are written to a scratch folder, then every ``$ plait …`` line of its first ``console``
-block runs there (``python -m plait_cli``); what follows a command, up to the next ``$``,
-is its stdout. A shown output of ``…`` alone means the command's words vary (a real
-model's): only its exit status is checked.
+are written to a scratch folder (the files of ``docs/examples/`` the page includes), then
+every ``$ plait …`` line of its ``console`` blocks runs there (``python -m plait_cli``);
+what follows a command, up to the next ``$``, is its stdout. A shown output of ``…`` alone
+means the command's words vary (a real model's): only its exit status is checked.
 """
 
 from __future__ import annotations
@@ -23,14 +23,18 @@ PAGES = ["flow.md", "dag.md", "steps.md", "agents.md"]
 
 
 def commands(page: Path) -> list[tuple[str, list[str]]]:
-    """``(command, shown stdout lines)`` of the page's first console block."""
-    block = next(b for b in code_blocks(page) if b.language == "console")
+    """``(command, shown stdout lines)`` of the page's console blocks, in order."""
     found: list[tuple[str, list[str]]] = []
-    for line in block.body.splitlines():
-        if line.startswith("$ "):
-            found.append((line[2:], []))
-        elif found:
-            found[-1][1].append(line)
+    for block in code_blocks(page):
+        if block.language != "console":
+            continue
+        shown: list[tuple[str, list[str]]] = []
+        for line in block.body.splitlines():
+            if line.startswith("$ "):
+                shown.append((line[2:], []))
+            elif shown:
+                shown[-1][1].append(line)
+        found.extend(shown)
     return found
 
 
