@@ -49,11 +49,24 @@ def _ends_with(text: Any, suffix: Any, pos: Pos) -> bool:
 
 
 def _lower(text: Any, pos: Pos) -> str:
-    return _string("lower", text, pos).lower()
+    return _bounded("lower", _string("lower", text, pos).lower, len(text), pos)
 
 
 def _upper(text: Any, pos: Pos) -> str:
-    return _string("upper", text, pos).upper()
+    # one character may become three ("\ufb03".upper() is "FFI"): the result is checked too
+    return _bounded("upper", _string("upper", text, pos).upper, len(text), pos)
+
+
+def _bounded(name: str, make: Callable[[], str], at_least: int, pos: Pos) -> str:
+    """``make()`` — a string of ``at_least`` characters or more — within
+    :data:`~plait_expr._runtime.MAX_RENDERED`, checked before and after it is made."""
+    error = rt.too_long(name, at_least, pos)
+    if error is None:
+        text = make()
+        error = rt.too_long(name, len(text), pos)
+        if error is None:
+            return text
+    raise error
 
 
 def _int(value: Any, pos: Pos) -> int:
@@ -73,7 +86,8 @@ def _int(value: Any, pos: Pos) -> int:
 
 def _to_string(value: Any, pos: Pos) -> str:
     try:
-        return rt.to_json(value)
+        at_least = rt.json_length(value, rt.MAX_RENDERED)
+        return _bounded("string", lambda: rt.to_json(value), at_least, pos)
     except (TypeError, ValueError, RecursionError) as exc:
         raise EvalError(f"string(): {exc}", pos) from None
 

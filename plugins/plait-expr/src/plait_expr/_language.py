@@ -181,25 +181,36 @@ class CompiledTemplate:
         last: _Where | None = None  # where the last expression is, to place an error
         for part in self._parts:
             if isinstance(part, str):
-                piece = part
-            else:
-                last = part._where
-                value = part.evaluate(data)
-                try:
+                out.append(part)
+                size += len(part)
+                if size > rt.MAX_RENDERED and last is not None:  # literal text alone fits
+                    raise last.error(
+                        f"the rendered template would be longer than {rt.MAX_RENDERED:,} "
+                        "characters; render a part of the data, not all of it",
+                        (1, 1),
+                    )
+                continue
+            last = part._where
+            value = part.evaluate(data)
+            try:
+                # measured before the text is made: shared data can stand for far more
+                length = rt.json_length(value, rt.MAX_RENDERED - size)
+                exact = isinstance(value, str)
+                if size + length <= rt.MAX_RENDERED:
                     piece = rt.to_json(value)
-                except (TypeError, ValueError, RecursionError) as exc:
-                    raise part._where.error(f"cannot render the value: {exc}", (1, 1)) from None
-            size += len(piece)
-            if size > rt.MAX_RENDERED:
-                message = (
+                    length, exact = len(piece), True
+            except (TypeError, ValueError, RecursionError) as exc:
+                raise part._where.error(f"cannot render the value: {exc}", (1, 1)) from None
+            if size + length > rt.MAX_RENDERED:
+                shown = f"{length:,}" if exact else f"at least {length:,}"
+                raise part._where.error(
                     f"the rendered template would be longer than {rt.MAX_RENDERED:,} "
-                    f"characters (a value of {len(piece):,} characters here, after "
-                    f"{size - len(piece):,}); render a part of the data, not all of it"
+                    f"characters (a value of {shown} characters here, after "
+                    f"{size:,}); render a part of the data, not all of it",
+                    (1, 1),
                 )
-                if last is not None:  # literal text alone never reaches the bound
-                    raise last.error(message, (1, 1))
-                raise ExpressionError(message, SourcePosition())
             out.append(piece)
+            size += length
         return "".join(out)
 
     def value(self, data: Mapping[str, Any]) -> Any:
