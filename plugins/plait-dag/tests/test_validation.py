@@ -97,7 +97,9 @@ def test_a_condition_that_does_not_parse_is_an_error_with_a_caret() -> None:
         "/nodes/1/skip_condition",
         "/connections/0/condition",
     ]
-    assert "flags.skip_meal &&\n" in str(found[0]) and "^" in str(found[0])
+    # the document's own line, the caret at the end of the expression (its closing quote)
+    assert '"flags.skip_meal &&"' in str(found[0]) and "^" in str(found[0])
+    assert found[0].line == 1  # type: ignore[attr-defined]
 
 
 def test_unknown_connection_ends_name_the_nodes_that_exist() -> None:
@@ -194,11 +196,57 @@ def test_malformed_documents_point_at_the_part(document: str, path: str) -> None
 
 
 def test_text_that_is_not_json_is_an_error_with_line_and_column() -> None:
-    (problem,) = problems('{"nodes": [\n  {"id": "a",}\n]}')
+    (problem,) = problems('{"nodes": [\n  {"id": "a" "b"}\n]}')
     assert (problem.line, problem.column) == (2, 14)  # type: ignore[attr-defined]
-    assert "not JSON" in str(problem)
+    assert problem.path == "/nodes/0/id"  # type: ignore[attr-defined]
+    assert "not JSON: Expecting ',' delimiter" in str(problem)
     (nan,) = problems('{"nodes": [NaN], "connections": []}')
     assert "NaN" in str(nan)
+
+
+@pytest.mark.parametrize(
+    ("document", "at", "path", "closer"),
+    [
+        ('{"nodes": [\n  {"id": "a",}\n]}', (2, 13), "/nodes/0", "}"),
+        ('{"nodes": [1, 2, ],\n "connections": []}', (1, 16), "/nodes", "]"),
+        ('{"nodes": [], "connections": [],\n}', (1, 32), None, "}"),
+    ],
+)
+def test_a_trailing_comma_is_named_at_the_comma_and_its_container(
+    document: str, at: tuple[int, int], path: str | None, closer: str
+) -> None:
+    # Issue 34, item 6: it said "at :" (an empty path) and "Expecting property name
+    # enclosed in double quotes" at the bracket.
+    (problem,) = problems(document)
+    assert (problem.line, problem.column) == at  # type: ignore[attr-defined]
+    assert problem.path == path  # type: ignore[attr-defined]
+    assert f"not JSON: a trailing comma before '{closer}'" in str(problem)
+    assert " at :" not in str(problem)
+    line = document.splitlines()[at[0] - 1]
+    assert str(problem).endswith(f"    {line}\n    {' ' * (at[1] - 1)}^")
+
+
+def test_an_expression_error_is_at_its_line_and_column_in_the_document() -> None:
+    # Issue 34, item 6: dag.md promises every problem at its line and column; an
+    # expression's showed only its own text, with no line.
+    document = seed()
+    document["nodes"][1]["skip_condition"] = "flags.skip_meal && $x"
+    document["connections"][0]["condition"] = 'name == "a\\tb" &&'  # an escape before
+    body = json.dumps(document, indent=2)
+    found = problems(body, executors=AGENTS)
+    lines = body.splitlines()
+    skip = next(i for i, x in enumerate(lines, 1) if "flags.skip_meal" in x)
+    cond = next(i for i, x in enumerate(lines, 1) if "name ==" in x)
+    first, second = found
+    assert (first.line, first.path) == (skip, "/nodes/1/skip_condition")  # type: ignore[attr-defined]
+    assert lines[skip - 1][first.column - 1] == "$"  # type: ignore[attr-defined]
+    assert str(first).startswith(f"<string>:{skip}:{first.column} at /nodes/1/skip_condition: ")  # type: ignore[attr-defined]
+    assert str(first).endswith(f"    {lines[skip - 1]}\n    {' ' * (first.column - 1)}^")  # type: ignore[attr-defined]
+    # the end of the expression: the caret at the closing quote, past the escape's two
+    # characters in the text
+    assert (second.line, second.path) == (cond, "/connections/0/condition")  # type: ignore[attr-defined]
+    row = lines[cond - 1]
+    assert row[second.column - 1] == '"' and row[: second.column - 1].endswith("&&")  # type: ignore[attr-defined]
 
 
 def test_a_sub_workflow_file_outside_the_document_directory_is_refused(tmp_path: Any) -> None:

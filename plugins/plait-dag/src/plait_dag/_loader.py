@@ -39,7 +39,15 @@ from plait_routing import fan_in_options
 
 from ._graph import Connection, Node, check_graph
 from ._node import compiled
-from ._positions import MAX_DIGITS, locate, scan
+from ._positions import (
+    MAX_DIGITS,
+    at_offset,
+    locate,
+    locate_values,
+    path_at,
+    raw_offset,
+    scan,
+)
 from ._schema import schema_problems
 from .errors import DagDocumentError
 
@@ -123,12 +131,13 @@ def _load(text: str, ctx: BuildContext, stack: _Stack) -> WorkflowSpec:
             config, found = _sub_workflow(node, ctx, stack)
             problems.extend(found)
             workflows[node.index] = config
-    for node in nodes:
-        if node.skip_condition is not None:
-            problems.extend(_parses(node.skip_condition, f"{node.where}/skip_condition", ctx))
-    for conn in connections:
-        if conn.condition is not None:
-            problems.extend(_parses(conn.condition, f"{conn.where}/condition", ctx))
+    expressions = [
+        (n.skip_condition, f"{n.where}/skip_condition")
+        for n in nodes
+        if n.skip_condition is not None
+    ]
+    expressions += [(c.condition, f"{c.where}/condition") for c in connections if c.condition]
+    problems.extend(_parses(expressions, text, ctx))
     if problems:
         collected = Problems(source, order=_order)
         collected.extend(_placed(problems, text))
@@ -184,13 +193,10 @@ def _parse(text: str, source: str) -> Any:
             object_pairs_hook=_unique_keys,
         )
     except json.JSONDecodeError as exc:
-        lines = text.splitlines()
-        line_text = lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else None
-        position = SourcePosition(
-            source=source, line=exc.lineno, column=exc.colno, path="", text=line_text
-        )
+        message, offset, path = _syntax_error(text, exc)
+        position = at_offset(text, offset, path, source)
         raise LoadError(
-            [DagDocumentError(f"not JSON: {exc.msg}", position)], source=source
+            [DagDocumentError(f"not JSON: {message}", position)], source=source
         ) from None
     except _Constant as exc:
         raise LoadError(
@@ -217,6 +223,21 @@ def _parse(text: str, source: str) -> Any:
             problems or [DagDocumentError("the document nests too deeply", _at("", source))],
             source=source,
         ) from None
+
+
+def _syntax_error(text: str, exc: json.JSONDecodeError) -> tuple[str, int, str | None]:
+    """What :mod:`json` found wrong, its offset, and the JSON path it is in (``None`` for
+    the document itself: the line says where). A trailing comma, which json reports as a
+    missing name or value at the bracket, is named at the comma, in the object or array
+    it ends."""
+    before = text[: exc.pos].rstrip()
+    closer = text[exc.pos : exc.pos + 1]
+    if before.endswith(",") and closer in ("}", "]"):
+        comma = len(before) - 1
+        container = path_at(text, comma).rsplit("/", 1)[0]
+        message = f"a trailing comma before '{closer}' (JSON allows none: remove the ',')"
+        return message, comma, container or None
+    return exc.msg, exc.pos, path_at(text, exc.pos) or None
 
 
 class _Constant(ValueError):
@@ -306,13 +327,33 @@ def _typed(item: Mapping[str, Any], key: str, kind: type) -> Any:
     return value if isinstance(value, kind) and value != "" else None
 
 
-def _parses(text: str, path: str, ctx: BuildContext) -> list[DagDocumentError]:
-    try:
-        compiled(text, ctx.manager)
-    except ExpressionError as exc:
-        position = SourcePosition(source=ctx.source, path=path, text=text, column=exc.column)
-        return [DagDocumentError(f"the expression does not parse: {exc.reason}", position)]
-    return []
+def _parses(
+    expressions: list[tuple[str, str]], text: str, ctx: BuildContext
+) -> list[DagDocumentError]:
+    """A problem for each expression (``(expression, JSON path)``) that does not compile,
+    at its line and column in ``text``: the caret under the document's own line."""
+    failed: list[tuple[str, str, ExpressionError]] = []
+    for expression, path in expressions:
+        try:
+            compiled(expression, ctx.manager)
+        except ExpressionError as exc:
+            failed.append((expression, path, exc))
+    if not failed:
+        return []
+    values = locate_values(text, {path for _, path, _ in failed})
+    problems = []
+    for expression, path, exc in failed:
+        message = f"the expression does not parse: {exc.reason}"
+        lines = expression.split("\n")  # a JSON string's "\n" is a line of the expression
+        line = min(max(exc.line or 1, 1), len(lines))
+        decoded = sum(len(x) + 1 for x in lines[: line - 1]) + (exc.column or 1) - 1
+        if path in values:
+            offset = raw_offset(text, values[path], decoded)
+            position = at_offset(text, offset, path, ctx.source)
+        else:  # pragma: no cover - every expression read from the text is in it
+            position = SourcePosition(source=ctx.source, path=path, text=expression)
+        problems.append(DagDocumentError(message, position))
+    return problems
 
 
 # -- sub-workflows -------------------------------------------------------------------------
