@@ -354,3 +354,38 @@ def test_nesting_past_the_limit_is_a_positioned_error() -> None:
     assert (found.line, found.column) == (1, 11 + 63)
     assert found.path == "/nodes" + "/0" * 63  # type: ignore[attr-defined]
     assert "nests deeper than 64 levels" in str(found)
+
+
+def test_a_document_past_the_size_bound_is_refused_before_it_is_parsed(tmp_path: Any) -> None:
+    # Issue 34, N8: JSON DAG files had no size bound (YAML and flow do): 15 MB took 31 s
+    # and 1.8 GB. The bound and the error are the steps format's.
+    from plait_dag._loader import MAX_TEXT
+
+    assert MAX_TEXT == 2 * 1024 * 1024  # plait_steps._yaml.MAX_TEXT
+    node = '{"id": "n", "agent_name": "greeter-agent", "bogus": 1}, '
+    body = '{"nodes": [' + node * (MAX_TEXT // len(node) + 1) + '{"id": "x"}]}'
+    # one problem, the size: no schema problem (the 37,000 bogus fields) means json never
+    # read it; detected as a DAG without being parsed either
+    (problem,) = problems(body, executors=AGENTS)
+    assert str(problem).startswith(
+        f"<string>:1:1: the document is {len(body)} characters long; the limit is {MAX_TEXT}"
+    )
+    (tmp_path / "big.json").write_text(body)
+    with pytest.raises(LoadError, match="the limit is 2097152"):
+        plait.load(tmp_path / "big.json", executors=AGENTS)
+    with pytest.raises(LoadError, match="the limit is 2097152"):
+        plait.load(body, executors=AGENTS)
+    # a sub-workflow file is held to the same bound
+    (tmp_path / "outer.json").write_text(
+        text(
+            {
+                "nodes": [{"id": "n", "workflow": "big.json", "is_entry": True, "is_exit": True}],
+                "connections": [],
+            }
+        )
+    )
+    with pytest.raises(LoadError) as caught:
+        plait.load(tmp_path / "outer.json", executors=AGENTS)
+    (inner,) = caught.value.problems
+    assert inner.path == "/nodes/0/workflow"  # type: ignore[attr-defined]
+    assert f"the document is {len(body)} characters long; the limit is {MAX_TEXT}" in str(inner)

@@ -54,7 +54,9 @@ from .errors import DagDocumentError
 __all__ = ["DagLoader"]
 
 _MAX_DEPTH = 16  # sub-workflow files naming sub-workflow files
-_MAX_BYTES = 16 * 1024 * 1024
+#: the largest document (and sub-workflow file) read, in characters: the steps format's
+#: bound, with its error; json and the checks after it take seconds and gigabytes past it
+MAX_TEXT = 2 * 1024 * 1024
 _SUPERSTEP_CAP = 10_000_000
 _SECTIONS = {"nodes": 1, "connections": 2}  # problems in document order
 
@@ -74,6 +76,8 @@ class DagLoader:
         head = text.lstrip()[:1]
         if head != "{" or ('"nodes"' not in text and '"connections"' not in text):
             return False
+        if len(text) > MAX_TEXT:  # not parsed: the loader says it is too long
+            return True
         try:
             document = json.loads(text)
         except (ValueError, RecursionError):
@@ -108,6 +112,10 @@ def _directory(source: str) -> Path:
 
 def _load(text: str, ctx: BuildContext, stack: _Stack) -> WorkflowSpec:
     source = ctx.source
+    if len(text) > MAX_TEXT:
+        message = f"the document is {len(text)} characters long; the limit is {MAX_TEXT}"
+        position = at_offset(text, 0, None, source)
+        raise LoadError([DagDocumentError(message, position)], source=source)
     document = _parse(text, source)
     problems: list[PlaitError] = list(schema_problems(document, source))
     if not isinstance(document, dict):
@@ -392,8 +400,11 @@ def _sub_workflow(
     if len(stack.files) >= _MAX_DEPTH:
         return problem(f"sub-workflow files nest deeper than {_MAX_DEPTH}")
     try:
-        if file.stat().st_size > _MAX_BYTES:
-            return problem(f"sub-workflow file {name!r} is larger than {_MAX_BYTES} bytes")
+        size = file.stat().st_size
+        if size > 4 * MAX_TEXT:  # more characters than MAX_TEXT however it is encoded
+            return problem(
+                f"sub-workflow file {name!r} is {size} bytes; the limit is {MAX_TEXT} characters"
+            )
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return problem(f"cannot read sub-workflow file {name!r}: {exc}")
