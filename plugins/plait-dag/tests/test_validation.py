@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import plait
@@ -389,3 +390,69 @@ def test_a_document_past_the_size_bound_is_refused_before_it_is_parsed(tmp_path:
     (inner,) = caught.value.problems
     assert inner.path == "/nodes/0/workflow"  # type: ignore[attr-defined]
     assert f"the document is {len(body)} characters long; the limit is {MAX_TEXT}" in str(inner)
+
+
+def _levels(tmp_path: Any, widths: list[int]) -> Any:
+    """``l0.json`` … : level ``i`` has ``widths[i]`` nodes in a chain, each naming
+    ``l{i+1}.json`` (the last level's run an agent)."""
+    for i, width in enumerate(widths):
+        last = i == len(widths) - 1
+        nodes: list[dict[str, Any]] = [
+            {
+                "id": f"n{j}",
+                **({"agent_name": "greeter-agent"} if last else {"workflow": f"l{i + 1}.json"}),
+            }
+            for j in range(width)
+        ]
+        nodes[0]["is_entry"] = True
+        nodes[-1]["is_exit"] = True
+        connections = [{"source_id": f"n{j}", "target_id": f"n{j + 1}"} for j in range(width - 1)]
+        (tmp_path / f"l{i}.json").write_text(text({"nodes": nodes, "connections": connections}))
+    return tmp_path / "l0.json"
+
+
+def test_a_sub_workflow_file_named_many_times_is_loaded_once(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 34, F6: a DAG naming the same sub-file K times per level grew as K^depth
+    # (2.4 KB took 20 s and 234 MiB); each distinct file is now loaded once.
+    from plait_dag import _loader
+    from plait_documents import load_spec
+
+    loads: list[str] = []
+    real = _loader._load
+
+    def counted(text: str, ctx: Any, stack: Any) -> Any:
+        loads.append(ctx.source)
+        return real(text, ctx, stack)
+
+    monkeypatch.setattr(_loader, "_load", counted)
+    spec = load_spec(_levels(tmp_path, [3, 3, 3, 3]), executors=AGENTS)
+    assert len(loads) == 4  # was 1 + 3 + 9 + 27
+    assert len({Path(s).name for s in loads}) == 4
+    # the spec is the same as before: every node holds its sub-workflow's spec
+    inner = spec.nodes[0].config["workflow"]["spec"]
+    assert [n["id"] for n in inner["nodes"]] == ["n0", "n1", "n2"]
+    assert inner["nodes"][2]["config"]["workflow"]["spec"]["nodes"][1]["id"] == "n1"
+    workflow = plait.load(tmp_path / "l0.json", executors=AGENTS)
+    assert len(workflow.spec.nodes) == 3
+
+
+def test_expanding_past_the_node_bound_is_refused_before_the_specs_are_copied(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 34, F6: the expanded count is checked against the kernel's bound (what one load
+    # may build) while loading, not after K^depth specs were made.
+    from plait._building import MAX_LOAD_NODES
+    from plait_dag._loader import MAX_NODES
+    from plait_documents import load_spec
+
+    assert MAX_NODES == MAX_LOAD_NODES
+    top = _levels(tmp_path, [320, 320])  # 320 + 320 * 320 = 102,720 nodes
+    with pytest.raises(LoadError) as caught:
+        load_spec(top, executors=AGENTS)
+    (problem,) = caught.value.problems
+    assert problem.path == "/nodes"  # type: ignore[attr-defined]
+    assert f"the document expands to more than {MAX_NODES:,} nodes" in str(problem)
+    _levels(tmp_path, [300, 320])  # 300 + 96,000 fits
+    assert len(load_spec(top, executors=AGENTS).nodes) == 300
