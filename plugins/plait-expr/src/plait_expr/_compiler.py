@@ -1,6 +1,6 @@
-"""The grammar's rules, reduced straight into closures while lark parses.
+"""The grammar's rules, reduced straight into closures while the text is parsed.
 
-The transformer is *inline* (handed to lark's LALR parser), so each rule is turned into a
+The compiler is *inline* (its methods are the parser's reductions), so each rule is turned into a
 :class:`Node` the moment it is reduced: no parse tree is kept, nothing recurses over the
 input, and the nesting bound is enforced as soon as it is passed. A node's ``fn`` takes the
 data and returns the value; evaluation is a handful of nested calls, never a tree walk.
@@ -12,12 +12,11 @@ import math
 import re
 from typing import Any
 
-from lark import Token, Transformer
-
 from . import _runtime as rt
 from ._functions import METHODS, build_call, unknown_function
 from ._nodes import CompileError, Fn, Node, constant, token_pos
 from ._ops import BINARY, compare_const
+from ._parser import Token
 from ._runtime import EvalError
 
 # ---------------------------------------------------------------------------
@@ -141,9 +140,10 @@ def _check_name(token: Token) -> str:
 # ---------------------------------------------------------------------------
 
 
-class Compiler(Transformer[Token, Node]):
-    """Rule callbacks: each returns a :class:`Node`. Stateless, so one parser serves every
-    compile (and every thread)."""
+class Compiler:
+    """Rule callbacks, named as the grammar's rule aliases: each takes the rule's children
+    and returns a :class:`Node`. Stateless, so one parser serves every compile (and every
+    thread)."""
 
     # atoms -------------------------------------------------------------------
 

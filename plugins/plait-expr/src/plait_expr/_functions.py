@@ -8,16 +8,14 @@ evaluate it only when needed); the others evaluate their arguments and apply a f
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from lark import Token
-
 from . import _runtime as rt
 from ._nodes import CompileError, Fn, Node, token_pos
+from ._parser import Token
 from ._runtime import EvalError
 
 Pos = tuple[int, int]
@@ -113,6 +111,8 @@ def unknown_function(name: str, known: Any, *, method: bool = False) -> str:
     """The message for a call to a function that does not exist, with the closest name
     (the same hint every front-end gives: plait-expr depends on no front-end machinery)."""
     kind = "method" if method else "function"
+    import difflib  # here: only a misspelt name pays for it
+
     close = difflib.get_close_matches(name, sorted(known), n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"unknown {kind} {name!r} (there are: {', '.join(sorted(known))}){hint}"

@@ -7,7 +7,6 @@ looked into.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -179,6 +178,8 @@ def to_json(value: Any) -> str:
         return repr(value)  # what json.dumps writes
     if isinstance(value, str):
         return str(value)
+    import json  # here: the first compile does not pay for it
+
     return json.dumps(
         value, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_refuse
     )
