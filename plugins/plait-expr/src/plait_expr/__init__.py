@@ -2,9 +2,9 @@
 
 Conditions (``steps.qa.output.is_approved == true && attempts < 3``) and ``{{ expr }}``
 templates over JSON-like data, parsed with an LALR grammar (``grammar.lark``, its tables
-made ahead of time by lark: ``_tables.py``) and compiled once into nested closures. Safe by construction: no ``eval``, no attribute access,
-a fixed set of functions, bounded input, nesting, numbers and string growth. The reference
-is ``docs/expressions.md``.
+made ahead of time by lark: ``_tables.py``) and compiled once into nested closures. Safe by
+construction: no ``eval``, no attribute access, a fixed set of functions, bounded input,
+nesting, numbers and string growth. The reference is ``docs/expressions.md``.
 
 Registering the language imports nothing heavy; the parser's tables are imported on the
 first ``compile``, which builds nothing and never imports lark.

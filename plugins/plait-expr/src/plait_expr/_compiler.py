@@ -126,13 +126,15 @@ def index_node(target: Node, key: Node, pos: tuple[int, int]) -> Node:
     return Node(fn, target.pos, (target, key))
 
 
-def _check_name(token: Token) -> str:
-    if len(token.value) > rt.MAX_NAME:
+def _check_name(token: Token, *, sigil: int = 0) -> str:
+    """The name ``token`` spells (after a ``$`` when ``sigil`` is 1), within the bound."""
+    name = str(token.value)[sigil:]
+    if len(name) > rt.MAX_NAME:
         raise CompileError(
-            f"name too long ({len(token.value)} characters; at most {rt.MAX_NAME})",
+            f"name too long ({len(name)} characters; at most {rt.MAX_NAME})",
             token_pos(token),
         )
-    return str(token.value)
+    return name
 
 
 # ---------------------------------------------------------------------------
@@ -149,6 +151,9 @@ class Compiler:
 
     def name(self, c: list[Any]) -> Node:
         return path_node((_check_name(c[0]),), token_pos(c[0]), ())
+
+    def var(self, c: list[Any]) -> Node:
+        return path_node((_check_name(c[0], sigil=1),), token_pos(c[0]), ())
 
     def int_(self, c: list[Any]) -> Node:
         return constant(_int_literal(c[0]), token_pos(c[0]))

@@ -46,6 +46,7 @@ _TERMINALS = {
     "FALSE": "false",
     "NULL": "null",
     "NAME": "a name",
+    "VAR": "a name",
     "INT": "a number",
     "FLOAT": "a number",
     "STRING": "a string",
