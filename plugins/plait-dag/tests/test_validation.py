@@ -231,7 +231,7 @@ def test_an_expression_error_is_at_its_line_and_column_in_the_document() -> None
     # Issue 34, item 6: dag.md promises every problem at its line and column; an
     # expression's showed only its own text, with no line.
     document = seed()
-    document["nodes"][1]["skip_condition"] = "flags.skip_meal && $x"
+    document["nodes"][1]["skip_condition"] = "flags.skip_meal && #x"
     document["connections"][0]["condition"] = 'name == "a\\tb" &&'  # an escape before
     body = json.dumps(document, indent=2)
     found = problems(body, executors=AGENTS)
@@ -240,7 +240,7 @@ def test_an_expression_error_is_at_its_line_and_column_in_the_document() -> None
     cond = next(i for i, x in enumerate(lines, 1) if "name ==" in x)
     first, second = found
     assert (first.line, first.path) == (skip, "/nodes/1/skip_condition")  # type: ignore[attr-defined]
-    assert lines[skip - 1][first.column - 1] == "$"  # type: ignore[attr-defined]
+    assert lines[skip - 1][first.column - 1] == "#"  # type: ignore[attr-defined]
     assert str(first).startswith(f"<string>:{skip}:{first.column} at /nodes/1/skip_condition: ")  # type: ignore[attr-defined]
     assert str(first).endswith(f"    {lines[skip - 1]}\n    {' ' * (first.column - 1)}^")  # type: ignore[attr-defined]
     # the end of the expression: the caret at the closing quote, past the escape's two

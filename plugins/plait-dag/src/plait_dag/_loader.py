@@ -374,11 +374,11 @@ def _parses(
         return []
     values = locate_values(text, {path for _, path, _ in failed})
     problems = []
-    for expression, path, exc in failed:
-        message = f"the expression does not parse: {exc.reason}"
+    for expression, path, error in failed:
+        message = f"the expression does not parse: {error.reason}"
         lines = expression.split("\n")  # a JSON string's "\n" is a line of the expression
-        line = min(max(exc.line or 1, 1), len(lines))
-        decoded = sum(len(x) + 1 for x in lines[: line - 1]) + (exc.column or 1) - 1
+        line = min(max(error.line or 1, 1), len(lines))
+        decoded = sum(len(x) + 1 for x in lines[: line - 1]) + (error.column or 1) - 1
         if path in values:
             offset = raw_offset(text, values[path], decoded)
             position = at_offset(text, offset, path, ctx.source)
