@@ -18,13 +18,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import lark  # what the tables are made with
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from plait_expr import _generate, _tables
 from plait_expr._parser import Parser, UnexpectedCharacters, UnexpectedToken
 from test_hostile import HOSTILE, TOKENS
-
-lark = pytest.importorskip("lark")  # a test dependency: the tables are made with it
 
 TABLES = Path(_tables.__file__)
 
