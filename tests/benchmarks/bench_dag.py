@@ -14,7 +14,7 @@ Cases (``n`` nodes):
 ``validate_bad``  a chain of ``n`` nodes with an error in every tenth node: all reported
 ``run_chain``     one run through the chain (each agent returns one update)
 
-The first ``load`` in a process also imports jsonschema and builds the expression parser:
+The first ``load`` in a process also imports jsonschema and the expression parser's tables:
 ``first_load_ms`` reports it apart; the other numbers are the median of ``repeat`` loads.
 """
 

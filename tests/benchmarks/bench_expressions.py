@@ -8,8 +8,12 @@ Cases, over ``{"steps": {"qa": {"output": {"is_approved": True, ...}}}, "attempt
 ``condition``  ``steps.qa.output.is_approved == true && attempts < 3`` (the issue's budget:
                a median of 10 µs or less per evaluation)
 ``template``   ``compile_template("{{ name }} scored {{ steps.qa.output.score * 100 }}%").render``
-``cold_start`` in a fresh process: importing ``plait_expr`` (lark must not be imported),
-               then the first ``compile`` (lark imported, the parser built), then a second
+``cold_start`` in a fresh process: importing ``plait_expr``, then the first ``compile``
+               (the parser's tables imported: they are made from the grammar ahead of
+               time, ``python -m plait_expr._generate``, so nothing is built and lark is
+               never imported — the issue's goal: 5 ms or less, it was 66 ms), then a
+               second; wall and CPU time (``*_cpu_ms``: what a loaded machine inflates
+               least)
 
 Peers, measured only when installed (never part of the workspace; see the report in
 tests/benchmarks/RESULTS.md): ``jmespath`` (the condition needs backtick literals:
@@ -21,9 +25,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -40,15 +46,15 @@ COLD = """
 import json, sys, time
 t0 = time.perf_counter()
 import plait_expr
-t1 = time.perf_counter()
-lark_on_import = "lark" in sys.modules
+t1, c1 = time.perf_counter(), time.process_time()
 language = plait_expr.PlaitLanguage()
 language.compile("attempts < 3")
-t2 = time.perf_counter()
+t2, c2 = time.perf_counter(), time.process_time()
 language.compile("steps.qa.output.is_approved == true && attempts < 3")
 t3 = time.perf_counter()
-print(json.dumps({"import_ms": (t1 - t0) * 1e3, "lark_imported_by_import": lark_on_import,
-                  "first_compile_ms": (t2 - t1) * 1e3, "second_compile_ms": (t3 - t2) * 1e3}))
+print(json.dumps({"import_ms": (t1 - t0) * 1e3, "first_compile_ms": (t2 - t1) * 1e3,
+                  "first_compile_cpu_ms": (c2 - c1) * 1e3, "second_compile_ms": (t3 - t2) * 1e3,
+                  "lark_imported": "lark" in sys.modules}))
 """
 
 
@@ -124,12 +130,34 @@ def cel_cases(number: int, repeat: int) -> list[dict[str, Any]]:
     ]
 
 
-def cold_start() -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-c", COLD], capture_output=True, text=True, check=True, timeout=120
-    )
-    record: dict[str, Any] = json.loads(done.stdout)
-    return {key: round(v, 2) if isinstance(v, float) else v for key, v in record.items()}
+def cold_start(repeat: int) -> dict[str, Any]:
+    """The median (and best) of ``repeat`` fresh processes, each with the modules' bytecode
+    already compiled, as an installed package has it (kept in a temporary
+    ``PYTHONPYCACHEPREFIX``, written by a first, unmeasured run)."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = cache
+        records = []
+        for _ in range(repeat + 1):
+            done = subprocess.run(
+                [sys.executable, "-c", COLD],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=120,
+                env=env,
+            )
+            records.append(json.loads(done.stdout))
+    records = records[1:]
+    out: dict[str, Any] = {"processes": len(records)}
+    for key, value in records[0].items():
+        if isinstance(value, float):
+            values = [r[key] for r in records]
+            out[key] = round(statistics.median(values), 2)
+            out[key.replace("_ms", "_best_ms")] = round(min(values), 2)
+        else:
+            out[key] = any(r[key] for r in records)
+    return out
 
 
 def main() -> None:
@@ -157,7 +185,7 @@ def main() -> None:
                         "benchmark": "expressions",
                         "framework": "plait",
                         "case": "cold_start",
-                        **cold_start(),
+                        **cold_start(args.repeat),
                     }
                 )
             )

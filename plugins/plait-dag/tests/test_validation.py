@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import plait
@@ -97,7 +98,9 @@ def test_a_condition_that_does_not_parse_is_an_error_with_a_caret() -> None:
         "/nodes/1/skip_condition",
         "/connections/0/condition",
     ]
-    assert "flags.skip_meal &&\n" in str(found[0]) and "^" in str(found[0])
+    # the document's own line, the caret at the end of the expression (its closing quote)
+    assert '"flags.skip_meal &&"' in str(found[0]) and "^" in str(found[0])
+    assert found[0].line == 1  # type: ignore[attr-defined]
 
 
 def test_unknown_connection_ends_name_the_nodes_that_exist() -> None:
@@ -194,11 +197,57 @@ def test_malformed_documents_point_at_the_part(document: str, path: str) -> None
 
 
 def test_text_that_is_not_json_is_an_error_with_line_and_column() -> None:
-    (problem,) = problems('{"nodes": [\n  {"id": "a",}\n]}')
+    (problem,) = problems('{"nodes": [\n  {"id": "a" "b"}\n]}')
     assert (problem.line, problem.column) == (2, 14)  # type: ignore[attr-defined]
-    assert "not JSON" in str(problem)
+    assert problem.path == "/nodes/0/id"  # type: ignore[attr-defined]
+    assert "not JSON: Expecting ',' delimiter" in str(problem)
     (nan,) = problems('{"nodes": [NaN], "connections": []}')
     assert "NaN" in str(nan)
+
+
+@pytest.mark.parametrize(
+    ("document", "at", "path", "closer"),
+    [
+        ('{"nodes": [\n  {"id": "a",}\n]}', (2, 13), "/nodes/0", "}"),
+        ('{"nodes": [1, 2, ],\n "connections": []}', (1, 16), "/nodes", "]"),
+        ('{"nodes": [], "connections": [],\n}', (1, 32), None, "}"),
+    ],
+)
+def test_a_trailing_comma_is_named_at_the_comma_and_its_container(
+    document: str, at: tuple[int, int], path: str | None, closer: str
+) -> None:
+    # Issue 34, item 6: it said "at :" (an empty path) and "Expecting property name
+    # enclosed in double quotes" at the bracket.
+    (problem,) = problems(document)
+    assert (problem.line, problem.column) == at  # type: ignore[attr-defined]
+    assert problem.path == path  # type: ignore[attr-defined]
+    assert f"not JSON: a trailing comma before '{closer}'" in str(problem)
+    assert " at :" not in str(problem)
+    line = document.splitlines()[at[0] - 1]
+    assert str(problem).endswith(f"    {line}\n    {' ' * (at[1] - 1)}^")
+
+
+def test_an_expression_error_is_at_its_line_and_column_in_the_document() -> None:
+    # Issue 34, item 6: dag.md promises every problem at its line and column; an
+    # expression's showed only its own text, with no line.
+    document = seed()
+    document["nodes"][1]["skip_condition"] = "flags.skip_meal && #x"
+    document["connections"][0]["condition"] = 'name == "a\\tb" &&'  # an escape before
+    body = json.dumps(document, indent=2)
+    found = problems(body, executors=AGENTS)
+    lines = body.splitlines()
+    skip = next(i for i, x in enumerate(lines, 1) if "flags.skip_meal" in x)
+    cond = next(i for i, x in enumerate(lines, 1) if "name ==" in x)
+    first, second = found
+    assert (first.line, first.path) == (skip, "/nodes/1/skip_condition")  # type: ignore[attr-defined]
+    assert lines[skip - 1][first.column - 1] == "#"  # type: ignore[attr-defined]
+    assert str(first).startswith(f"<string>:{skip}:{first.column} at /nodes/1/skip_condition: ")  # type: ignore[attr-defined]
+    assert str(first).endswith(f"    {lines[skip - 1]}\n    {' ' * (first.column - 1)}^")  # type: ignore[attr-defined]
+    # the end of the expression: the caret at the closing quote, past the escape's two
+    # characters in the text
+    assert (second.line, second.path) == (cond, "/connections/0/condition")  # type: ignore[attr-defined]
+    row = lines[cond - 1]
+    assert row[second.column - 1] == '"' and row[: second.column - 1].endswith("&&")  # type: ignore[attr-defined]
 
 
 def test_a_sub_workflow_file_outside_the_document_directory_is_refused(tmp_path: Any) -> None:
@@ -306,3 +355,104 @@ def test_nesting_past_the_limit_is_a_positioned_error() -> None:
     assert (found.line, found.column) == (1, 11 + 63)
     assert found.path == "/nodes" + "/0" * 63  # type: ignore[attr-defined]
     assert "nests deeper than 64 levels" in str(found)
+
+
+def test_a_document_past_the_size_bound_is_refused_before_it_is_parsed(tmp_path: Any) -> None:
+    # Issue 34, N8: JSON DAG files had no size bound (YAML and flow do): 15 MB took 31 s
+    # and 1.8 GB. The bound and the error are the steps format's.
+    from plait_dag._loader import MAX_TEXT
+
+    assert MAX_TEXT == 2 * 1024 * 1024  # plait_steps._yaml.MAX_TEXT
+    node = '{"id": "n", "agent_name": "greeter-agent", "bogus": 1}, '
+    body = '{"nodes": [' + node * (MAX_TEXT // len(node) + 1) + '{"id": "x"}]}'
+    # one problem, the size: no schema problem (the 37,000 bogus fields) means json never
+    # read it; detected as a DAG without being parsed either
+    (problem,) = problems(body, executors=AGENTS)
+    assert str(problem).startswith(
+        f"<string>:1:1: the document is {len(body)} characters long; the limit is {MAX_TEXT}"
+    )
+    (tmp_path / "big.json").write_text(body)
+    with pytest.raises(LoadError, match="the limit is 2097152"):
+        plait.load(tmp_path / "big.json", executors=AGENTS)
+    with pytest.raises(LoadError, match="the limit is 2097152"):
+        plait.load(body, executors=AGENTS)
+    # a sub-workflow file is held to the same bound
+    (tmp_path / "outer.json").write_text(
+        text(
+            {
+                "nodes": [{"id": "n", "workflow": "big.json", "is_entry": True, "is_exit": True}],
+                "connections": [],
+            }
+        )
+    )
+    with pytest.raises(LoadError) as caught:
+        plait.load(tmp_path / "outer.json", executors=AGENTS)
+    (inner,) = caught.value.problems
+    assert inner.path == "/nodes/0/workflow"  # type: ignore[attr-defined]
+    assert f"the document is {len(body)} characters long; the limit is {MAX_TEXT}" in str(inner)
+
+
+def _levels(tmp_path: Any, widths: list[int]) -> Any:
+    """``l0.json`` … : level ``i`` has ``widths[i]`` nodes in a chain, each naming
+    ``l{i+1}.json`` (the last level's run an agent)."""
+    for i, width in enumerate(widths):
+        last = i == len(widths) - 1
+        nodes: list[dict[str, Any]] = [
+            {
+                "id": f"n{j}",
+                **({"agent_name": "greeter-agent"} if last else {"workflow": f"l{i + 1}.json"}),
+            }
+            for j in range(width)
+        ]
+        nodes[0]["is_entry"] = True
+        nodes[-1]["is_exit"] = True
+        connections = [{"source_id": f"n{j}", "target_id": f"n{j + 1}"} for j in range(width - 1)]
+        (tmp_path / f"l{i}.json").write_text(text({"nodes": nodes, "connections": connections}))
+    return tmp_path / "l0.json"
+
+
+def test_a_sub_workflow_file_named_many_times_is_loaded_once(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 34, F6: a DAG naming the same sub-file K times per level grew as K^depth
+    # (2.4 KB took 20 s and 234 MiB); each distinct file is now loaded once.
+    from plait_dag import _loader
+    from plait_documents import load_spec
+
+    loads: list[str] = []
+    real = _loader._load
+
+    def counted(text: str, ctx: Any, stack: Any) -> Any:
+        loads.append(ctx.source)
+        return real(text, ctx, stack)
+
+    monkeypatch.setattr(_loader, "_load", counted)
+    spec = load_spec(_levels(tmp_path, [3, 3, 3, 3]), executors=AGENTS)
+    assert len(loads) == 4  # was 1 + 3 + 9 + 27
+    assert len({Path(s).name for s in loads}) == 4
+    # the spec is the same as before: every node holds its sub-workflow's spec
+    inner = spec.nodes[0].config["workflow"]["spec"]
+    assert [n["id"] for n in inner["nodes"]] == ["n0", "n1", "n2"]
+    assert inner["nodes"][2]["config"]["workflow"]["spec"]["nodes"][1]["id"] == "n1"
+    workflow = plait.load(tmp_path / "l0.json", executors=AGENTS)
+    assert len(workflow.spec.nodes) == 3
+
+
+def test_expanding_past_the_node_bound_is_refused_before_the_specs_are_copied(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 34, F6: the expanded count is checked against the kernel's bound (what one load
+    # may build) while loading, not after K^depth specs were made.
+    from plait._building import MAX_LOAD_NODES
+    from plait_dag._loader import MAX_NODES
+    from plait_documents import load_spec
+
+    assert MAX_NODES == MAX_LOAD_NODES
+    top = _levels(tmp_path, [320, 320])  # 320 + 320 * 320 = 102,720 nodes
+    with pytest.raises(LoadError) as caught:
+        load_spec(top, executors=AGENTS)
+    (problem,) = caught.value.problems
+    assert problem.path == "/nodes"  # type: ignore[attr-defined]
+    assert f"the document expands to more than {MAX_NODES:,} nodes" in str(problem)
+    _levels(tmp_path, [300, 320])  # 300 + 96,000 fits
+    assert len(load_spec(top, executors=AGENTS).nodes) == 300

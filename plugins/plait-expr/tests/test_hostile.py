@@ -264,3 +264,72 @@ def test_a_template_repeating_a_large_value_is_bounded_with_a_clear_error() -> N
     assert len(template.render({"big": "y"})) == len("head y") + 20 * len(" and y")
     single = LANGUAGE.compile_template("{{ big }}!")
     assert len(single.render({"big": "x" * 1_000_000})) == 1_000_001
+
+
+# Issue 34, F10: string() was not bounded — one call over shared data built 240M characters
+# (488 MiB). Every function that makes a string, and a template, is held to MAX_RENDERED,
+# measured before the text is made.
+SHARED = {"x": [["a" * 1000] * 1000] * 30}  # 30 MB of JSON text from 1 KB of distinct data
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [("string(x)", "string"), ("string([x, x])", "string"), ("x.string()", "string")],
+)
+def test_string_over_shared_data_is_refused_before_the_text_is_made(text: str, name: str) -> None:
+    import tracemalloc
+
+    from plait_expr._runtime import MAX_RENDERED
+
+    expression = LANGUAGE.compile(text, source="w.yaml", line=4, column=9)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ExpressionError) as caught:
+            expression.evaluate(SHARED)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert f"{name}() would make a string longer than {MAX_RENDERED:,} characters" in str(
+        caught.value
+    )
+    assert caught.value.line == 4
+    assert peak < 2_000_000  # the 30 MB text was never built
+
+
+@pytest.mark.parametrize("name", ["lower", "upper"])
+def test_lower_and_upper_are_bounded_too(name: str) -> None:
+    from plait_expr._runtime import MAX_RENDERED
+
+    expression = LANGUAGE.compile(f"{name}(s)")
+    with pytest.raises(ExpressionError, match=rf"{name}\(\) would make a string longer"):
+        expression.evaluate({"s": "a" * (MAX_RENDERED + 1)})
+    # "ﬃ" upper-cases to three characters: the result is checked as well
+    with pytest.raises(ExpressionError, match=r"upper\(\) would make"):
+        LANGUAGE.compile("upper(s)").evaluate({"s": "\ufb03" * (MAX_RENDERED // 2)})
+    assert LANGUAGE.compile(f"{name}(s)").evaluate({"s": "Ab"}) in ("ab", "AB")
+
+
+def test_string_measures_shared_data_once_and_still_renders_what_fits() -> None:
+    value = [["ab", 1, None, {"k": True}]] * 1000
+    assert LANGUAGE.compile("string(x)").evaluate({"x": value}) == (
+        '[["ab",1,null,{"k":true}]' + ',["ab",1,null,{"k":true}]' * 999 + "]"
+    )
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    with pytest.raises(ExpressionError, match="string\\(\\): Circular reference"):
+        LANGUAGE.compile("string(x)").evaluate({"x": cycle})
+
+
+def test_a_template_over_shared_data_is_refused_before_the_text_is_made() -> None:
+    import tracemalloc
+
+    template = LANGUAGE.compile_template("all: {{ x }}", source="w.yaml", line=2, column=3)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ExpressionError) as caught:
+            template.render(SHARED)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "a value of at least 9,999,996 characters here, after 5)" in str(caught.value)
+    assert peak < 2_000_000

@@ -222,3 +222,18 @@ def test_evaluation_errors_are_expression_errors(text: str, message: str) -> Non
         ev(text, DATA)
     assert message in str(info.value)
     assert info.value.line == 1 and info.value.column is not None
+
+
+def test_a_dollar_before_a_name_changes_nothing() -> None:
+    # the steps format writes its variables "$steps", "$item": compiled as written (issue 34,
+    # item 6: they were rewritten to " steps", which errors then echoed)
+    data = {"steps": {"a": {"output": "abc"}}, "item": 2}
+    assert ev("size($steps.a.output) + $item", data) == 5
+    assert LANGUAGE.compile("$steps.a && $item").names == {"steps", "item"}
+    assert ev("has($steps.a.output)", data) is True
+    for text in ("x.$y", "$ x", "$1", "$$x"):
+        with pytest.raises(ExpressionError):
+            LANGUAGE.compile(text)
+    with pytest.raises(ExpressionError, match="name too long"):
+        LANGUAGE.compile("$" + "n" * 257)
+    assert ev("$" + "n" * 256, {"n" * 256: 1}) == 1

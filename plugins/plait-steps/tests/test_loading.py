@@ -517,3 +517,26 @@ def test_a_huge_number_is_a_positioned_error(text: str, line: int, column: int) 
     assert (problem.line, problem.column) == (line, column)
     assert "a number of 5,00" in problem.reason and "the limit is 100" in problem.reason
     assert len(str(problem)) < 1000
+
+
+def test_an_expression_error_shows_the_text_as_written_with_its_dollars() -> None:
+    # Issue 34, item 6: "$steps" was rewritten to " steps" before compiling, so errors
+    # echoed "{{ size( steps.words.output) >  }}"; the text is now compiled as written
+    # ("$steps" is the expression language's "steps"), and a string keeps its "$".
+    text = VALID.replace(
+        "condition: \"{{ $steps.gen.output == 'ok' }}\"",
+        'condition: "{{ size($steps.gen.output) > }}"',
+    )
+    (problem,) = _problems(text)
+    shown = str(problem)
+    assert "size($steps.gen.output) > }}" in shown, shown
+    assert "size( steps" not in shown
+    assert (problem.line, problem.column) == (8, 46)  # the "}}" the expression ends at
+    spec = load_spec(VALID.replace("== 'ok'", "== '$steps'"), format="steps", executors=AGENTS)
+    conditions = [n.config.get("condition") for n in spec.nodes if "condition" in n.config]
+    assert conditions == ["{{ $steps.gen.output == '$steps' }}"]
+
+
+def test_dollar_variables_run_as_before() -> None:
+    workflow = plait.load(VALID, format="steps", executors=AGENTS)
+    assert workflow.run_sync("go").outputs == ["ok"]

@@ -39,14 +39,28 @@ from plait_routing import fan_in_options
 
 from ._graph import Connection, Node, check_graph
 from ._node import compiled
-from ._positions import MAX_DIGITS, locate, scan
+from ._positions import (
+    MAX_DIGITS,
+    at_offset,
+    locate,
+    locate_values,
+    path_at,
+    raw_offset,
+    scan,
+)
 from ._schema import schema_problems
 from .errors import DagDocumentError
 
 __all__ = ["DagLoader"]
 
 _MAX_DEPTH = 16  # sub-workflow files naming sub-workflow files
-_MAX_BYTES = 16 * 1024 * 1024
+#: the largest document (and sub-workflow file) read, in characters: the steps format's
+#: bound, with its error; json and the checks after it take seconds and gigabytes past it
+MAX_TEXT = 2 * 1024 * 1024
+#: the most nodes a document may expand to, sub-workflow files included at every use: the
+#: kernel's bound on what one load builds (``plait._building.MAX_LOAD_NODES``), checked
+#: here before a sub-workflow's spec is copied into the node that names it
+MAX_NODES = 100_000
 _SUPERSTEP_CAP = 10_000_000
 _SECTIONS = {"nodes": 1, "connections": 2}  # problems in document order
 
@@ -66,6 +80,8 @@ class DagLoader:
         head = text.lstrip()[:1]
         if head != "{" or ('"nodes"' not in text and '"connections"' not in text):
             return False
+        if len(text) > MAX_TEXT:  # not parsed: the loader says it is too long
+            return True
         try:
             document = json.loads(text)
         except (ValueError, RecursionError):
@@ -83,13 +99,20 @@ class DagLoader:
             its JSON path.
         """
         root = _directory(ctx.source)
-        return _load(text, ctx, _Stack(root=root, files=()))
+        return _load(text, ctx, _Stack(root=root, files=(), loaded={}))[0]
 
 
 @attrs.frozen
 class _Stack:
+    """Where a document is in the load: the directory files must be in, the sub-workflow
+    files being loaded around it, and what every sub-workflow file loaded to (shared by
+    the whole load, so a file named K times is loaded once, not K times per level)."""
+
     root: Path
     files: tuple[Path, ...]
+    # (file, depth) -> (the node's config, problems, nodes it expands to); the depth is
+    # part of the key since the nesting bound depends on it
+    loaded: dict[tuple[Path, int], tuple[dict[str, Any], list[str], int]]
 
 
 def _directory(source: str) -> Path:
@@ -98,8 +121,14 @@ def _directory(source: str) -> Path:
     return Path.cwd().resolve()
 
 
-def _load(text: str, ctx: BuildContext, stack: _Stack) -> WorkflowSpec:
+def _load(text: str, ctx: BuildContext, stack: _Stack) -> tuple[WorkflowSpec, int]:
+    """The spec of ``text``, and how many nodes it expands to (sub-workflow files counted
+    at every use, as :data:`MAX_NODES` counts them)."""
     source = ctx.source
+    if len(text) > MAX_TEXT:
+        message = f"the document is {len(text)} characters long; the limit is {MAX_TEXT}"
+        position = at_offset(text, 0, None, source)
+        raise LoadError([DagDocumentError(message, position)], source=source)
     document = _parse(text, source)
     problems: list[PlaitError] = list(schema_problems(document, source))
     if not isinstance(document, dict):
@@ -118,22 +147,34 @@ def _load(text: str, ctx: BuildContext, stack: _Stack) -> WorkflowSpec:
     connections = _connections(document.get("connections"))
     problems.extend(check_graph(nodes, connections, ctx))
     workflows = {}
+    expanded = len(nodes)
     for node in nodes:
         if node.workflow is not None:
-            config, found = _sub_workflow(node, ctx, stack)
+            config, found, inner = _sub_workflow(node, ctx, stack)
             problems.extend(found)
             workflows[node.index] = config
-    for node in nodes:
-        if node.skip_condition is not None:
-            problems.extend(_parses(node.skip_condition, f"{node.where}/skip_condition", ctx))
-    for conn in connections:
-        if conn.condition is not None:
-            problems.extend(_parses(conn.condition, f"{conn.where}/condition", ctx))
+            expanded += inner
+    if expanded > MAX_NODES:  # counted before any sub-workflow is copied into the spec
+        problems.append(
+            DagDocumentError(
+                f"the document expands to more than {MAX_NODES:,} nodes, nested workflows "
+                "included (a sub-workflow file counts at every use); a workflow file is "
+                "untrusted input and its expansion is bounded",
+                _at("/nodes", source),
+            )
+        )
+    expressions = [
+        (n.skip_condition, f"{n.where}/skip_condition")
+        for n in nodes
+        if n.skip_condition is not None
+    ]
+    expressions += [(c.condition, f"{c.where}/condition") for c in connections if c.condition]
+    problems.extend(_parses(expressions, text, ctx))
     if problems:
         collected = Problems(source, order=_order)
         collected.extend(_placed(problems, text))
         collected.raise_if_any()
-    return _spec(nodes, connections, workflows, ctx, text)
+    return _spec(nodes, connections, workflows, ctx, text), expanded
 
 
 def _placed(problems: list[PlaitError], text: str) -> list[PlaitError]:
@@ -184,13 +225,10 @@ def _parse(text: str, source: str) -> Any:
             object_pairs_hook=_unique_keys,
         )
     except json.JSONDecodeError as exc:
-        lines = text.splitlines()
-        line_text = lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else None
-        position = SourcePosition(
-            source=source, line=exc.lineno, column=exc.colno, path="", text=line_text
-        )
+        message, offset, path = _syntax_error(text, exc)
+        position = at_offset(text, offset, path, source)
         raise LoadError(
-            [DagDocumentError(f"not JSON: {exc.msg}", position)], source=source
+            [DagDocumentError(f"not JSON: {message}", position)], source=source
         ) from None
     except _Constant as exc:
         raise LoadError(
@@ -217,6 +255,21 @@ def _parse(text: str, source: str) -> Any:
             problems or [DagDocumentError("the document nests too deeply", _at("", source))],
             source=source,
         ) from None
+
+
+def _syntax_error(text: str, exc: json.JSONDecodeError) -> tuple[str, int, str | None]:
+    """What :mod:`json` found wrong, its offset, and the JSON path it is in (``None`` for
+    the document itself: the line says where). A trailing comma, which json reports as a
+    missing name or value at the bracket, is named at the comma, in the object or array
+    it ends."""
+    before = text[: exc.pos].rstrip()
+    closer = text[exc.pos : exc.pos + 1]
+    if before.endswith(",") and closer in ("}", "]"):
+        comma = len(before) - 1
+        container = path_at(text, comma).rsplit("/", 1)[0]
+        message = f"a trailing comma before '{closer}' (JSON allows none: remove the ',')"
+        return message, comma, container or None
+    return exc.msg, exc.pos, path_at(text, exc.pos) or None
 
 
 class _Constant(ValueError):
@@ -306,13 +359,33 @@ def _typed(item: Mapping[str, Any], key: str, kind: type) -> Any:
     return value if isinstance(value, kind) and value != "" else None
 
 
-def _parses(text: str, path: str, ctx: BuildContext) -> list[DagDocumentError]:
-    try:
-        compiled(text, ctx.manager)
-    except ExpressionError as exc:
-        position = SourcePosition(source=ctx.source, path=path, text=text, column=exc.column)
-        return [DagDocumentError(f"the expression does not parse: {exc.reason}", position)]
-    return []
+def _parses(
+    expressions: list[tuple[str, str]], text: str, ctx: BuildContext
+) -> list[DagDocumentError]:
+    """A problem for each expression (``(expression, JSON path)``) that does not compile,
+    at its line and column in ``text``: the caret under the document's own line."""
+    failed: list[tuple[str, str, ExpressionError]] = []
+    for expression, path in expressions:
+        try:
+            compiled(expression, ctx.manager)
+        except ExpressionError as exc:
+            failed.append((expression, path, exc))
+    if not failed:
+        return []
+    values = locate_values(text, {path for _, path, _ in failed})
+    problems = []
+    for expression, path, error in failed:
+        message = f"the expression does not parse: {error.reason}"
+        lines = expression.split("\n")  # a JSON string's "\n" is a line of the expression
+        line = min(max(error.line or 1, 1), len(lines))
+        decoded = sum(len(x) + 1 for x in lines[: line - 1]) + (error.column or 1) - 1
+        if path in values:
+            offset = raw_offset(text, values[path], decoded)
+            position = at_offset(text, offset, path, ctx.source)
+        else:  # pragma: no cover - every expression read from the text is in it
+            position = SourcePosition(source=ctx.source, path=path, text=expression)
+        problems.append(DagDocumentError(message, position))
+    return problems
 
 
 # -- sub-workflows -------------------------------------------------------------------------
@@ -320,17 +393,19 @@ def _parses(text: str, path: str, ctx: BuildContext) -> list[DagDocumentError]:
 
 def _sub_workflow(
     node: Node, ctx: BuildContext, stack: _Stack
-) -> tuple[dict[str, Any], list[PlaitError]]:
+) -> tuple[dict[str, Any], list[PlaitError], int]:
     """The ``workflow`` kind's config for a node's ``workflow``: a published fragment, or
-    the spec of another DAG file (loaded now, so the outer spec is complete data)."""
+    the spec of another DAG file (loaded now, so the outer spec is complete data); the
+    problems; and how many nodes it expands to. A file is loaded once per load (and
+    depth): the nodes that name it again share its spec."""
     name = str(node.workflow)
     path = f"{node.where}/workflow"
     fragments = ctx.manager.registry("fragment") if ctx.manager is not None else None
     if fragments is not None and name in fragments:
-        return {"fragment": name}, []
+        return {"fragment": name}, [], 0
 
-    def problem(message: str) -> tuple[dict[str, Any], list[PlaitError]]:
-        return {}, [DagDocumentError(message, _at(path, ctx.source))]
+    def problem(message: str) -> tuple[dict[str, Any], list[PlaitError], int]:
+        return {}, [DagDocumentError(message, _at(path, ctx.source))], 0
 
     if not name.endswith(".json"):
         known = fragments.names() if fragments is not None else []
@@ -350,21 +425,59 @@ def _sub_workflow(
         return problem(f"sub-workflow file {name!r} includes itself")
     if len(stack.files) >= _MAX_DEPTH:
         return problem(f"sub-workflow files nest deeper than {_MAX_DEPTH}")
+    key = (file, len(stack.files))
+    if key not in stack.loaded:
+        stack.loaded[key] = _load_file(file, name, ctx, stack)
+    config, found, expanded = stack.loaded[key]
+    inner = [
+        DagDocumentError(f"in sub-workflow {name!r}: {p}", _at(path, ctx.source)) for p in found
+    ]
+    return config, list(inner), expanded
+
+
+def _load_file(
+    file: Path, name: str, ctx: BuildContext, stack: _Stack
+) -> tuple[dict[str, Any], list[str], int]:
+    """What the sub-workflow file ``file`` (named ``name``) loads to: the node's config,
+    the problems (as text), the nodes it expands to."""
+
+    def problem(message: str) -> tuple[dict[str, Any], list[str], int]:
+        return {}, [message], 0
+
     try:
-        if file.stat().st_size > _MAX_BYTES:
-            return problem(f"sub-workflow file {name!r} is larger than {_MAX_BYTES} bytes")
+        size = file.stat().st_size
+        if size > 4 * MAX_TEXT:  # more characters than MAX_TEXT however it is encoded
+            return problem(
+                f"sub-workflow file {name!r} is {size} bytes; the limit is {MAX_TEXT} characters"
+            )
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return problem(f"cannot read sub-workflow file {name!r}: {exc}")
     inner_ctx = attrs.evolve(ctx, source=str(file))
+    inner = attrs.evolve(stack, files=(*stack.files, file))
     try:
-        spec = _load(text, inner_ctx, _Stack(root=stack.root, files=(*stack.files, file)))
+        spec, expanded = _load(text, inner_ctx, inner)
     except LoadError as exc:
-        return {}, [
-            DagDocumentError(f"in sub-workflow {name!r}: {p}", _at(path, ctx.source))
-            for p in exc.problems
-        ]
-    return {"spec": spec.to_dict()}, []
+        return {}, [str(p) for p in exc.problems], 0
+    return {"spec": _spec_dict(spec)}, [], expanded
+
+
+def _spec_dict(spec: WorkflowSpec) -> dict[str, Any]:
+    """``spec.to_dict()``, without copying the sub-workflow specs its nodes hold: this load
+    made those as data already, one per file, shared by every node naming the file (a copy
+    at each level would build the very expansion :data:`MAX_NODES` bounds)."""
+    held: dict[int, Any] = {}
+    nodes = []
+    for index, node in enumerate(spec.nodes):
+        workflow = node.config.get("workflow")
+        if isinstance(workflow, Mapping) and "spec" in workflow:
+            held[index] = workflow
+            node = attrs.evolve(node, config={**node.config, "workflow": {}})
+        nodes.append(node)
+    data = attrs.evolve(spec, nodes=tuple(nodes)).to_dict()
+    for index, workflow in held.items():
+        data["nodes"][index].setdefault("config", {})["workflow"] = workflow
+    return data
 
 
 # -- the spec ------------------------------------------------------------------------------

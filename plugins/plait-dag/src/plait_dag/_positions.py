@@ -20,7 +20,17 @@ from plait import SourcePosition
 
 from ._schema import pointer
 
-__all__ = ["MAX_DEPTH", "MAX_DIGITS", "Finding", "scan"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_DIGITS",
+    "Finding",
+    "at_offset",
+    "locate",
+    "locate_values",
+    "path_at",
+    "raw_offset",
+    "scan",
+]
 
 #: the deepest nesting of objects and arrays a document may have
 MAX_DEPTH = 64
@@ -188,3 +198,121 @@ def locate(text: str, paths: set[str]) -> dict[str, tuple[int, int, str]]:
         if len(found) == len(wanted):
             break
     return found
+
+
+def path_at(text: str, offset: int) -> str:
+    """The JSON pointer of what is being read at ``offset`` of ``text`` (where
+    :func:`json.loads` stopped): the member whose value it is in, the array item, or the
+    object between members; ``""`` for the document itself."""
+    stack: list[_Frame] = []
+    expect_key = False
+    for match in _TOKEN.finditer(text, 0, offset):
+        token = match.group()
+        head = token[0]
+        if head in "[{":
+            if len(stack) >= MAX_DEPTH:
+                break
+            stack.append(_Frame(head == "{"))
+            expect_key = head == "{"
+        elif head in "]}":
+            if stack:
+                stack.pop()
+            expect_key = False
+        elif head == ",":
+            if stack and stack[-1].is_object:
+                stack[-1].key = None  # between members: the object itself
+                expect_key = True
+            elif stack:
+                stack[-1].index += 1
+        elif head == ":":
+            expect_key = False
+        elif head == '"' and expect_key and stack:
+            try:
+                stack[-1].key = json.loads(token) if "\\" in token else token[1:-1]
+            except ValueError:
+                stack[-1].key = token[1:-1]
+    parts: list[str | int] = []
+    for frame in stack:
+        if frame.is_object and frame.key is None:
+            break
+        parts.append(frame.key if frame.is_object else frame.index)  # type: ignore[arg-type]
+    return pointer(parts)
+
+
+def locate_values(text: str, paths: set[str]) -> dict[str, int]:
+    """The offset in ``text`` (a document :func:`json.loads` read) of the value of each
+    member of ``paths`` (a string value's opening quote). One pass over the tokens."""
+    wanted = set(paths)
+    found: dict[str, int] = {}
+    stack: list[_Frame] = []
+    expect_key = False
+    pending: str | None = None  # a wanted member whose value comes next
+    for match in _TOKEN.finditer(text):
+        if len(found) == len(wanted):
+            break
+        token = match.group()
+        head = token[0]
+        if pending is not None and head != ":":
+            found.setdefault(pending, match.start())
+            pending = None
+        if head in "[{":
+            if len(stack) >= MAX_DEPTH:
+                break
+            stack.append(_Frame(head == "{"))
+            expect_key = head == "{"
+        elif head in "]}":
+            if stack:
+                stack.pop()
+            expect_key = False
+        elif head == ",":
+            if stack and stack[-1].is_object:
+                expect_key = True
+            elif stack:
+                stack[-1].index += 1
+        elif head == ":":
+            expect_key = False
+        elif head == '"' and expect_key and stack:
+            try:
+                key = json.loads(token) if "\\" in token else token[1:-1]
+            except ValueError:
+                key = token[1:-1]
+            stack[-1].key = key
+            path = _pointer(stack, key)
+            if path in wanted:
+                pending = path
+    return found
+
+
+def raw_offset(text: str, start: int, decoded: int) -> int:
+    """The offset in ``text`` of character ``decoded`` of the JSON string whose opening
+    quote is at ``start`` (escapes are longer in the text than in the string)."""
+    k, count = start + 1, 0
+    while count < decoded and k < len(text) and text[k] != '"':
+        if text[k] == "\\":
+            if text.startswith("u", k + 1):
+                high = text[k + 2 : k + 6]
+                pair = text.startswith("\\u", k + 6) and "d800" <= high.lower() < "dc00"
+                k += 12 if pair else 6
+            else:
+                k += 2
+        else:
+            k += 1
+        count += 1
+    return k
+
+
+def at_offset(text: str, offset: int, path: str | None, source: str) -> SourcePosition:
+    """The position of ``offset`` in ``text``: its line, column and (part of) its line."""
+    line = text.count("\n", 0, offset)
+    start = text.rfind("\n", 0, offset) + 1
+    end = text.find("\n", offset)
+    end = len(text) if end < 0 else end
+    first = max(start, offset - SourcePosition.WINDOW)
+    return SourcePosition(
+        source=source,
+        line=line + 1,
+        column=offset - start + 1,
+        path=path,
+        text=text[first : min(end, offset + SourcePosition.WINDOW)],
+        text_column=first - start + 1,
+    )

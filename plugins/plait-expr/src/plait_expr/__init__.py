@@ -1,13 +1,13 @@
 """Plait's first-party expression language, registered as ``"plait"``.
 
 Conditions (``steps.qa.output.is_approved == true && attempts < 3``) and ``{{ expr }}``
-templates over JSON-like data, parsed with a lark LALR grammar (``grammar.lark``) and
-compiled once into nested closures. Safe by construction: no ``eval``, no attribute access,
-a fixed set of functions, bounded input, nesting, numbers and string growth. The reference
-is ``docs/expressions.md``.
+templates over JSON-like data, parsed with an LALR grammar (``grammar.lark``, its tables
+made ahead of time by lark: ``_tables.py``) and compiled once into nested closures. Safe by
+construction: no ``eval``, no attribute access, a fixed set of functions, bounded input,
+nesting, numbers and string growth. The reference is ``docs/expressions.md``.
 
-Registering the language imports nothing heavy; lark is imported, and the parser built, on
-the first ``compile``.
+Registering the language imports nothing heavy; the parser's tables are imported on the
+first ``compile``, which builds nothing and never imports lark.
 
 .. versionadded:: 0.1
 """

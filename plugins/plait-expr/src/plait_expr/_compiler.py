@@ -1,6 +1,6 @@
-"""The grammar's rules, reduced straight into closures while lark parses.
+"""The grammar's rules, reduced straight into closures while the text is parsed.
 
-The transformer is *inline* (handed to lark's LALR parser), so each rule is turned into a
+The compiler is *inline* (its methods are the parser's reductions), so each rule is turned into a
 :class:`Node` the moment it is reduced: no parse tree is kept, nothing recurses over the
 input, and the nesting bound is enforced as soon as it is passed. A node's ``fn`` takes the
 data and returns the value; evaluation is a handful of nested calls, never a tree walk.
@@ -12,12 +12,11 @@ import math
 import re
 from typing import Any
 
-from lark import Token, Transformer
-
 from . import _runtime as rt
 from ._functions import METHODS, build_call, unknown_function
 from ._nodes import CompileError, Fn, Node, constant, token_pos
 from ._ops import BINARY, compare_const
+from ._parser import Token
 from ._runtime import EvalError
 
 # ---------------------------------------------------------------------------
@@ -127,13 +126,15 @@ def index_node(target: Node, key: Node, pos: tuple[int, int]) -> Node:
     return Node(fn, target.pos, (target, key))
 
 
-def _check_name(token: Token) -> str:
-    if len(token.value) > rt.MAX_NAME:
+def _check_name(token: Token, *, sigil: int = 0) -> str:
+    """The name ``token`` spells (after a ``$`` when ``sigil`` is 1), within the bound."""
+    name = str(token.value)[sigil:]
+    if len(name) > rt.MAX_NAME:
         raise CompileError(
-            f"name too long ({len(token.value)} characters; at most {rt.MAX_NAME})",
+            f"name too long ({len(name)} characters; at most {rt.MAX_NAME})",
             token_pos(token),
         )
-    return str(token.value)
+    return name
 
 
 # ---------------------------------------------------------------------------
@@ -141,14 +142,18 @@ def _check_name(token: Token) -> str:
 # ---------------------------------------------------------------------------
 
 
-class Compiler(Transformer[Token, Node]):
-    """Rule callbacks: each returns a :class:`Node`. Stateless, so one parser serves every
-    compile (and every thread)."""
+class Compiler:
+    """Rule callbacks, named as the grammar's rule aliases: each takes the rule's children
+    and returns a :class:`Node`. Stateless, so one parser serves every compile (and every
+    thread)."""
 
     # atoms -------------------------------------------------------------------
 
     def name(self, c: list[Any]) -> Node:
         return path_node((_check_name(c[0]),), token_pos(c[0]), ())
+
+    def var(self, c: list[Any]) -> Node:
+        return path_node((_check_name(c[0], sigil=1),), token_pos(c[0]), ())
 
     def int_(self, c: list[Any]) -> Node:
         return constant(_int_literal(c[0]), token_pos(c[0]))

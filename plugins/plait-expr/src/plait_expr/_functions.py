@@ -8,16 +8,14 @@ evaluate it only when needed); the others evaluate their arguments and apply a f
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from lark import Token
-
 from . import _runtime as rt
 from ._nodes import CompileError, Fn, Node, token_pos
+from ._parser import Token
 from ._runtime import EvalError
 
 Pos = tuple[int, int]
@@ -49,11 +47,24 @@ def _ends_with(text: Any, suffix: Any, pos: Pos) -> bool:
 
 
 def _lower(text: Any, pos: Pos) -> str:
-    return _string("lower", text, pos).lower()
+    return _bounded("lower", _string("lower", text, pos).lower, len(text), pos)
 
 
 def _upper(text: Any, pos: Pos) -> str:
-    return _string("upper", text, pos).upper()
+    # one character may become three ("\ufb03".upper() is "FFI"): the result is checked too
+    return _bounded("upper", _string("upper", text, pos).upper, len(text), pos)
+
+
+def _bounded(name: str, make: Callable[[], str], at_least: int, pos: Pos) -> str:
+    """``make()`` — a string of ``at_least`` characters or more — within
+    :data:`~plait_expr._runtime.MAX_RENDERED`, checked before and after it is made."""
+    error = rt.too_long(name, at_least, pos)
+    if error is None:
+        text = make()
+        error = rt.too_long(name, len(text), pos)
+        if error is None:
+            return text
+    raise error
 
 
 def _int(value: Any, pos: Pos) -> int:
@@ -73,7 +84,8 @@ def _int(value: Any, pos: Pos) -> int:
 
 def _to_string(value: Any, pos: Pos) -> str:
     try:
-        return rt.to_json(value)
+        at_least = rt.json_length(value, rt.MAX_RENDERED)
+        return _bounded("string", lambda: rt.to_json(value), at_least, pos)
     except (TypeError, ValueError, RecursionError) as exc:
         raise EvalError(f"string(): {exc}", pos) from None
 
@@ -99,6 +111,8 @@ def unknown_function(name: str, known: Any, *, method: bool = False) -> str:
     """The message for a call to a function that does not exist, with the closest name
     (the same hint every front-end gives: plait-expr depends on no front-end machinery)."""
     kind = "method" if method else "function"
+    import difflib  # here: only a misspelt name pays for it
+
     close = difflib.get_close_matches(name, sorted(known), n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"unknown {kind} {name!r} (there are: {', '.join(sorted(known))}){hint}"

@@ -1,7 +1,8 @@
 """The ``"plait"`` language: compiling, positioned errors, compiled expressions and templates.
 
-Importing this module does not import lark: the parser is built on the first ``compile``
-and kept for the life of the process, so loading plugins stays cheap.
+Importing this module imports no parser: the parser's tables (computed from the grammar
+ahead of time, see :mod:`plait_expr._generate`) are imported on the first ``compile``, and
+nothing is built at run time, so loading plugins stays cheap and the first compile is fast.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import threading
 import unicodedata
 from collections.abc import Mapping
-from importlib import resources
 from typing import Any
 
 from plait import ExpressionError, SourcePosition
@@ -46,6 +46,7 @@ _TERMINALS = {
     "FALSE": "false",
     "NULL": "null",
     "NAME": "a name",
+    "VAR": "a name",
     "INT": "a number",
     "FLOAT": "a number",
     "STRING": "a string",
@@ -54,19 +55,15 @@ _TERMINALS = {
 
 
 def _get_parser() -> Any:
-    """The LALR parser with the compiler inlined, built once (lark imported here)."""
+    """The LALR parser with the compiler inlined, made once (its tables imported here)."""
     global _parser
     if _parser is None:
         with _parser_lock:
             if _parser is None:
-                import lark
-
                 from ._compiler import Compiler
+                from ._parser import Parser
 
-                grammar = resources.files(__package__).joinpath("grammar.lark").read_text("utf-8")
-                _parser = lark.Lark(
-                    grammar, parser="lalr", transformer=Compiler(), maybe_placeholders=True
-                )
+                _parser = Parser(Compiler())
     return _parser
 
 
@@ -181,25 +178,36 @@ class CompiledTemplate:
         last: _Where | None = None  # where the last expression is, to place an error
         for part in self._parts:
             if isinstance(part, str):
-                piece = part
-            else:
-                last = part._where
-                value = part.evaluate(data)
-                try:
+                out.append(part)
+                size += len(part)
+                if size > rt.MAX_RENDERED and last is not None:  # literal text alone fits
+                    raise last.error(
+                        f"the rendered template would be longer than {rt.MAX_RENDERED:,} "
+                        "characters; render a part of the data, not all of it",
+                        (1, 1),
+                    )
+                continue
+            last = part._where
+            value = part.evaluate(data)
+            try:
+                # measured before the text is made: shared data can stand for far more
+                length = rt.json_length(value, rt.MAX_RENDERED - size)
+                exact = isinstance(value, str)
+                if size + length <= rt.MAX_RENDERED:
                     piece = rt.to_json(value)
-                except (TypeError, ValueError, RecursionError) as exc:
-                    raise part._where.error(f"cannot render the value: {exc}", (1, 1)) from None
-            size += len(piece)
-            if size > rt.MAX_RENDERED:
-                message = (
+                    length, exact = len(piece), True
+            except (TypeError, ValueError, RecursionError) as exc:
+                raise part._where.error(f"cannot render the value: {exc}", (1, 1)) from None
+            if size + length > rt.MAX_RENDERED:
+                shown = f"{length:,}" if exact else f"at least {length:,}"
+                raise part._where.error(
                     f"the rendered template would be longer than {rt.MAX_RENDERED:,} "
-                    f"characters (a value of {len(piece):,} characters here, after "
-                    f"{size - len(piece):,}); render a part of the data, not all of it"
+                    f"characters (a value of {shown} characters here, after "
+                    f"{size:,}); render a part of the data, not all of it",
+                    (1, 1),
                 )
-                if last is not None:  # literal text alone never reaches the bound
-                    raise last.error(message, (1, 1))
-                raise ExpressionError(message, SourcePosition())
             out.append(piece)
+            size += length
         return "".join(out)
 
     def value(self, data: Mapping[str, Any]) -> Any:
@@ -278,17 +286,16 @@ def _offset_pos(text: str, offset: int) -> tuple[int, int]:
 
 
 def _parse(text: str, where: _Where) -> tuple[Any, frozenset[str]]:
-    import lark
-
     from ._nodes import CompileError
+    from ._parser import UnexpectedCharacters, UnexpectedToken
 
     try:
         node = _get_parser().parse(text)
     except CompileError as exc:
         raise where.error(exc.message, exc.pos) from None
-    except lark.exceptions.UnexpectedCharacters as exc:
+    except UnexpectedCharacters as exc:
         raise where.error(_unexpected_character(text, exc), (exc.line, exc.column)) from None
-    except lark.exceptions.UnexpectedToken as exc:
+    except UnexpectedToken as exc:
         token = exc.token
         if token.type == "$END":
             found, pos = "end of the expression", where.end()
@@ -297,12 +304,6 @@ def _parse(text: str, where: _Where) -> tuple[Any, frozenset[str]]:
         raise where.error(
             f"unexpected {found}; expected {_expected(exc.expected)}{_hint(text, token)}", pos
         ) from None
-    except lark.exceptions.UnexpectedEOF as exc:  # pragma: no cover - LALR reports $END
-        raise where.error(
-            f"unexpected end of the expression; expected {_expected(exc.expected)}", where.end()
-        ) from None
-    except lark.exceptions.VisitError as exc:  # pragma: no cover - the transformer is inline
-        raise where.error(f"cannot compile: {exc.orig_exc}", (1, 1)) from None
     return node.fn, node.names
 
 

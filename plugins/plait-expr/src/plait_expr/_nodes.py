@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lark import Token
-
 from . import _runtime as rt
+from ._parser import Token
 
 Fn = Callable[[Any], Any]
 _NO_CONST = object()

@@ -7,7 +7,6 @@ looked into.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -30,7 +29,9 @@ MAX_STRING = 1_000_000
 #: the longest list ``+`` may build
 MAX_LIST = 100_000
 #: the longest text a template may render, in characters: a template repeating a large
-#: value would otherwise grow as the template's size times the data's
+#: value would otherwise grow as the template's size times the data's. Every function that
+#: makes a string (``string()``, ``lower()``, ``upper()``) is held to it too, checked before
+#: the string is built (data may share one large value many times over)
 MAX_RENDERED = 10_000_000
 
 _NUMBERS = (int, float)
@@ -177,9 +178,82 @@ def to_json(value: Any) -> str:
         return repr(value)  # what json.dumps writes
     if isinstance(value, str):
         return str(value)
+    import json  # here: the first compile does not pay for it
+
     return json.dumps(
         value, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_refuse
     )
+
+
+def too_long(name: str, length: int, pos: tuple[int, int]) -> EvalError | None:
+    """The error for a function ``name`` about to make a string of ``length`` (at least)
+    characters, when that passes :data:`MAX_RENDERED`."""
+    if length <= MAX_RENDERED:
+        return None
+    return EvalError(
+        f"{name}() would make a string longer than {MAX_RENDERED:,} characters; "
+        "use a part of the data, not all of it",
+        pos,
+    )
+
+
+def json_length(value: Any, limit: int) -> int:
+    """The length of :func:`to_json`'s text for ``value`` — exact but for the escapes
+    ``json`` adds, so never more than the real length — or ``limit + 1`` as soon as that
+    is known to pass ``limit``. The work is bounded by the value's distinct containers
+    (one shared many times is measured once), never by the text it would make.
+
+    :raises ValueError: for a container that holds itself.
+    """
+    if isinstance(value, str):
+        return len(value)  # to_json returns a string as it is
+    return _Measure(limit).length(value)
+
+
+class _Measure:
+    """The JSON text length of values, memoised by container identity (see
+    :func:`json_length`)."""
+
+    __slots__ = ("known", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.known: dict[int, int] = {}  # id(container) -> its length; -1 while measuring
+
+    def length(self, value: Any) -> int:
+        if isinstance(value, str):
+            return len(value) + 2
+        if value is None or value is True:
+            return 4
+        if value is False:
+            return 5
+        if isinstance(value, int):
+            return len(str(value)) if -(10**18) < value < 10**18 else 19
+        if isinstance(value, float):
+            return len(repr(value))
+        is_map = isinstance(value, Mapping)
+        if not is_map and not is_list(value):
+            return 0  # json refuses it when the text is built
+        known = self.known.get(id(value))
+        if known is not None:
+            if known < 0:
+                raise ValueError("Circular reference detected")
+            return known
+        self.known[id(value)] = -1
+        total = 1 + max(len(value), 1)  # the brackets and the commas
+        if is_map:
+            for key, item in value.items():
+                total += len(str(key)) + 3 + self.length(item)  # "key":
+                if total > self.limit:
+                    break
+        else:
+            for item in value:
+                total += self.length(item)
+                if total > self.limit:
+                    break
+        total = min(total, self.limit + 1)
+        self.known[id(value)] = total
+        return total
 
 
 def _refuse(value: Any) -> Any:

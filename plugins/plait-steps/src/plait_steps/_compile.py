@@ -40,21 +40,11 @@ from ._document import ITEM_REF, STEP_REF, Document, Step, step_ref
 from ._executors import compiled
 from ._yaml import Y, position
 
-__all__ = ["compile_document", "rewrite"]
+__all__ = ["compile_document"]
 
-_TEMPLATE = re.compile(r"\{\{.*?\}\}", re.S)
-_DOLLAR = re.compile(r"\$(steps|item|index)\b")
 Cont = tuple[str, str]  # ("node", id) | ("end", "") | ("open", "")
 END: Cont = ("end", "")
 OPEN: Cont = ("open", "")
-
-
-def rewrite(text: str) -> str:
-    """``$steps``, ``$item`` and ``$index`` as the expression language's ``steps``,
-    ``item`` and ``index`` (same length, so columns hold)."""
-    if "{{" in text:
-        return _TEMPLATE.sub(lambda m: _DOLLAR.sub(r" \1", m.group(0)), text)
-    return _DOLLAR.sub(r" \1", text)
 
 
 def _retry(policy: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -287,7 +277,6 @@ class _Compiler:
                     col,
                 )
         is_condition = y is step.condition
-        code = rewrite(text)
         template = not ((is_condition or y is step.items) and "{{" not in text)
         if (
             is_condition
@@ -306,7 +295,7 @@ class _Compiler:
             return
         try:
             compiled(
-                code,
+                text,  # as written: "$steps" is the language's "steps"
                 template=template,
                 source=self.source,
                 line=y.line,
@@ -411,7 +400,7 @@ class _Compiler:
                 if definition is not None:
                     config.update(self.use(step, definition))
                 if step.instruction is not None:
-                    config["instruction"] = rewrite(step.instruction.value)
+                    config["instruction"] = step.instruction.value
                     config["at"] = _at(step.instruction)
                 if step.config:
                     config["config"] = step.config
@@ -422,7 +411,7 @@ class _Compiler:
                 # where the step is, for problems its kind's config raises when it builds
                 config.update(kind=step.kind or "", config=step.config or {}, at=_at(step.y))
             if step.input is not None:
-                config["input"] = rewrite(step.input.value)
+                config["input"] = step.input.value
                 config["input_at"] = _at(step.input)
             self.nodes.append(
                 NodeSpec(
@@ -454,7 +443,7 @@ class _Compiler:
         if isinstance(instruction, str):
             use["config"] = {k: v for k, v in use["config"].items() if k != "instruction"}
             if step.instruction is None:
-                out["instruction"] = rewrite(instruction)
+                out["instruction"] = instruction
                 value = self.doc.agent_values.get(step.name or "")
                 held = value.value.get("instruction") if value is not None else None
                 out["at"] = _at(held) if held is not None else _at(step.y)
@@ -476,7 +465,7 @@ class _Compiler:
         if items is not None and isinstance(items.value, list):
             config["items_value"] = _plain(items)
         elif items is not None:
-            config.update(items=rewrite(items.value), template="{{" in items.value, at=_at(items))
+            config.update(items=items.value, template="{{" in items.value, at=_at(items))
         self.nodes.append(
             NodeSpec(step.id, kind="steps.foreach", config=config, max_concurrency=None)
         )
@@ -510,7 +499,7 @@ class _Compiler:
         config: dict[str, Any] = {
             "step": step.id,
             "limit": self.doc.loop_limit,
-            "condition": rewrite(text),
+            "condition": text,
             "template": "{{" in text,
             "ends": {"true": entries[True] is None, "false": entries[False] is None},
         }

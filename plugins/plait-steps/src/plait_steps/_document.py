@@ -480,18 +480,9 @@ def check_agent_configs(
 ) -> list[PlaitError]:
     """The document's agents, checked by the kinds that build them, each problem at the
     line and column of the key it is about."""
-    import attrs
     from plait_documents import check_agents
 
-    from ._compile import rewrite
-
-    # an instruction is a steps template: checked as the step will render it ($steps …)
-    agents = {
-        name: attrs.evolve(d, config={**d.config, "instruction": rewrite(d.config["instruction"])})
-        if d.kind == "agent" and isinstance(d.config.get("instruction"), str)
-        else d
-        for name, d in doc.agents.items()
-    }
+    agents = doc.agents
     problems: list[PlaitError] = []
     for path, message in check_agents(agents, manager, source, allow_imports=allow_imports):
         name, _, rest = path.lstrip("/").partition("/")
