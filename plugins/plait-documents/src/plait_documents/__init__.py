@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         module_agents,
         read_agent,
         read_agents,
+        record_edge_positions,
     )
     from ._capabilities import (
         CAPABILITY_NAMES,
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
         network,
     )
     from ._load import Documents, agent_names, check_agents, load, load_spec
+    from ._wiring import ConverterExecutor, EdgeTypeProblem, LossyConversion, wire_types
     from .build import (
         Problems,
         SpecBuilder,
@@ -78,6 +80,7 @@ _HOME = {
     "module_agents": "_agents",
     "read_agent": "_agents",
     "read_agents": "_agents",
+    "record_edge_positions": "_agents",
     "CAPABILITY_NAMES": "_capabilities",
     "IMPORTS": "_capabilities",
     "SUBPROCESS": "_capabilities",
@@ -96,6 +99,10 @@ _HOME = {
     "check_agents": "_load",
     "load": "_load",
     "load_spec": "_load",
+    "ConverterExecutor": "_wiring",
+    "EdgeTypeProblem": "_wiring",
+    "LossyConversion": "_wiring",
+    "wire_types": "_wiring",
     "Problems": "build",
     "SpecBuilder": "build",
     "check_config": "build",
@@ -113,10 +120,13 @@ __all__ = [
     "AllowSpec",
     "CAPABILITY_NAMES",
     "Capability",
+    "ConverterExecutor",
     "Documents",
+    "EdgeTypeProblem",
     "Found",
     "Grants",
     "IMPORTS",
+    "LossyConversion",
     "Need",
     "Problems",
     "SUBPROCESS",
@@ -141,6 +151,8 @@ __all__ = [
     "problem_order",
     "read_agent",
     "read_agents",
+    "record_edge_positions",
+    "wire_types",
 ]
 
 __getattr__ = lazy_exports(__name__, _HOME)
