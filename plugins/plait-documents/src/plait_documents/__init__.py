@@ -16,7 +16,11 @@ publish (``plait_register_agents``) and :func:`plait.load` itself; installing
 - one way to build the IR (:mod:`plait_documents.build`): the spec builder
   (:class:`SpecBuilder`, :func:`edge_group_id`), the problems collector (:class:`Problems`,
   :func:`problem_order`), the one "did you mean" hint (:func:`did_you_mean`) and JSON
-  Schema config errors (:func:`check_config`, :func:`config_error`, :func:`json_pointer`).
+  Schema config errors (:func:`check_config`, :func:`config_error`, :func:`json_pointer`);
+- the edge type check the builder and :func:`load` share (:func:`wire_types`, with the
+  converter nodes it inserts, :class:`ConverterExecutor`, and the problems it finds,
+  :class:`EdgeTypeProblem`); a loader tells it where its document writes each edge with
+  :func:`record_edge_positions`.
 
 Loaders (``plait-flow``, ``plait-dag``, ``plait-steps``), the builder API
 (``plait-builders``) and executor kinds import these names from here. Names are imported

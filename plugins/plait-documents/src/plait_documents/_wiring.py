@@ -2,10 +2,14 @@
 
 One check for every way a workflow is built: ``WorkflowBuilder.build()`` runs it over the
 builder's executors, and :func:`plait_documents.load` over the executors a document's
-nodes were built into (a flow's, a DAG's), so a plain async function used as an agent is
-checked by its annotations however it was wired. A problem names the edge group, the
-executor that sends the type (the *producer*: behind a fan-in, the source whose value the
-merge passes on, not the group as a whole), the type, the target and what it accepts.
+nodes were built into, so a plain async function used as an agent in a flow is checked by
+its annotations as it is in a builder. (A JSON DAG's and YAML steps' nodes pass a context
+between them, not their agents' values: those loaders compare each agent with what its
+node gives and takes, with the same :func:`plait_converters.is_assignable`.)
+
+A problem names the edge group, the executor that sends the type (the *producer*: behind
+a fan-in, the source whose value the merge passes on, not the group as a whole), the
+type, the target and what it accepts.
 
 Whether a type fits is :func:`plait_converters.is_assignable`'s answer. Where it does not
 and ``auto_convert`` is on, the cheapest chain of the registered converters (found by
@@ -62,7 +66,7 @@ _Plan = list[tuple["Step", tuple[Any, ...]]]  # (step, passthrough types) per no
 
 
 class _Wiring:
-    """One pass over the builder's copies of executors, groups and callables."""
+    """One pass over the caller's copies of executors and edge groups."""
 
     def __init__(
         self,
