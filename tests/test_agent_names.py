@@ -260,3 +260,24 @@ def test_a_resume_command_repeats_format_and_agents() -> None:
     assert shown.exit_code == 2
     assert "--format flow --agents" in shown.stderr
     assert str(Path("resume_agents.py").resolve()) in shown.stderr
+
+
+def test_validate_refuses_an_edge_between_plain_functions_whose_types_differ() -> None:
+    # issue 34: `count -> shout` with count(text: str) -> int validated as ok, then
+    # failed when it ran with an UnhandledMessageError
+    Path("typed_agents.py").write_text(
+        "async def count(text: str) -> int:\n    return len(text)\n\n\n"
+        "async def shout(text: str) -> str:\n    return text.upper()\n\n\n"
+        "async def halve(value: float) -> float:\n    return value / 2\n"
+    )
+    Path("typed.flow").write_text("count -> shout\n")
+    done = plait_cli("validate", "typed.flow", "--agents", "typed_agents.py")
+    assert done.exit_code == 1, done.stdout
+    assert (
+        "typed.flow:1:10: edge group 'direct:count->shout': 'shout' cannot handle int from "
+        "'count' (it accepts: str)"
+    ) in done.stdout
+    Path("bridged.flow").write_text("count -> halve\n")  # int_to_float is lossless
+    done = plait_cli("validate", "bridged.flow", "--agents", "typed_agents.py")
+    assert done.exit_code == 0, done.stdout
+    assert done.stdout.startswith("bridged.flow: ok")

@@ -160,7 +160,7 @@ async def test_a_lossy_only_path_needs_permission_and_reports_that_it_ran(
     with pytest.raises(WorkflowValidationError) as info:
         WorkflowBuilder().add_edge(measure, tally).set_start(measure).build()
     message = str(info.value)
-    assert "'tally' cannot handle float (it accepts: int)" in message
+    assert "'tally' cannot handle float from 'measure' (it accepts: int)" in message
     assert "lossy converter(s) float_to_int" in message and "allow_lossy=True" in message
 
     workflow = WorkflowBuilder(allow_lossy=True).add_edge(measure, tally).set_start(measure).build()

@@ -336,8 +336,8 @@ def test_a_dag_node_needs_what_the_kind_it_names_needs(tmp_path: Path) -> None:
     path = tmp_path / "dag.json"
     path.write_text(json.dumps(document))
 
-    async def mine(message: str) -> str:
-        return message
+    async def mine(context: dict[str, Any]) -> dict[str, Any]:  # a DAG agent's shape
+        return {}
 
     with pytest.raises(CapabilityError) as caught:
         plait.load(path, executors={"mine": mine})
@@ -425,3 +425,30 @@ def test_a_spec_naming_a_store_needs_its_host_or_its_files(
         options={"checkpoint": store},
     )
     assert [str(n.capability) for n in needs(spec)] == capabilities
+
+
+def test_a_store_reached_through_a_link_out_of_the_granted_folder_is_refused(
+    tmp_path: Path,
+) -> None:
+    granted, elsewhere = tmp_path / "granted", tmp_path / "elsewhere"
+    granted.mkdir()
+    elsewhere.mkdir()
+    (granted / "link").symlink_to(elsewhere)
+    inner = plait.WorkflowSpec(
+        name="inner",
+        start="out",
+        nodes=(plait.NodeSpec("out", kind="flow.output"),),
+        edge_groups=(),
+        options={"checkpoint": f"sqlite:///{granted}/link/evil.db"},
+    )
+    text = (
+        "workflow:\n  - id: outer\n    type: executor\n    kind: workflow\n"
+        f"    config: {{spec: {json.dumps(inner.to_dict())}}}\n"
+    )
+    path = granted / "nested.yaml"
+    path.write_text(text)
+    with pytest.raises(CapabilityError) as caught:
+        plait.load(path, allow=f"filesystem={granted}")
+    # the need names the folder the link leads to: what would be written
+    assert str(caught.value.missing[0].capability) == f"filesystem={elsewhere / 'evil.db'}"
+    assert not (elsewhere / "evil.db").exists()

@@ -29,7 +29,7 @@ import plait_routing
 from plait import Never, WorkflowContext, executor
 from plait.spi import PluginManager
 from plait_builders import WorkflowBuilder
-from plait_builders._typecheck import wire_types
+from plait_documents import wire_types
 from plait_testing import fake_entry_point, make_plugin_manager
 
 
@@ -86,7 +86,6 @@ def _wire_types_once(builder: Any) -> float:
     wire_types(
         dict(builder._executors),
         list(builder._groups),
-        dict(builder._params),
         builder._manager,
         auto_convert=builder.auto_convert,
         allow_lossy=builder.allow_lossy,

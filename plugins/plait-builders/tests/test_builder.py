@@ -90,7 +90,7 @@ def test_type_mismatch_on_an_edge_is_a_build_error() -> None:
         await ctx.yield_output(x)
 
     with pytest.raises(
-        WorkflowValidationError, match=r"'num' cannot handle str \(it accepts: int\)"
+        WorkflowValidationError, match=r"'num' cannot handle str from 'a' \(it accepts: int\)"
     ):
         WorkflowBuilder().add_edge(a, num).set_start(a).build()
 

@@ -18,8 +18,7 @@ from plait import (
     hookimpl,
 )
 from plait.spi import Converter, PluginManager
-from plait_builders import WorkflowBuilder
-from plait_builders._typecheck import ConverterExecutor
+from plait_builders import ConverterExecutor, WorkflowBuilder
 from plait_testing import RegisterPlugin
 
 pytestmark = pytest.mark.anyio
@@ -210,7 +209,9 @@ def test_a_lossy_chain_needs_permission(register: Any) -> None:
     with pytest.raises(WorkflowValidationError) as info:
         builder.build()
     (problem,) = info.value.problems
-    assert problem.startswith("edge group 'direct:a->b': 'b' cannot handle float (it accepts: int)")
+    assert problem.startswith(
+        "edge group 'direct:a->b': 'b' cannot handle float from 'a' (it accepts: int)"
+    )
     assert "needs the lossy converter(s) float_to_int (float -> int, lossy" in problem
     assert (
         "WorkflowBuilder(allow_lossy=True)" in problem
@@ -235,7 +236,9 @@ def test_no_chain_names_both_types_the_edge_and_the_nearest_converters(register:
     with pytest.raises(WorkflowValidationError) as info:
         WorkflowBuilder().add_edge(sender("a", int), sink("b", str)).set_start("a").build()
     (problem,) = info.value.problems
-    assert problem.startswith("edge group 'direct:a->b': 'b' cannot handle int (it accepts: str)")
+    assert problem.startswith(
+        "edge group 'direct:a->b': 'b' cannot handle int from 'a' (it accepts: str)"
+    )
     assert "no converter chain from int to str; nearest converters: " in problem
     assert (
         "bytes_to_str (bytes -> str, lossy" in problem and "int_to_float (int -> float" in problem

@@ -456,3 +456,35 @@ def test_expanding_past_the_node_bound_is_refused_before_the_specs_are_copied(
     assert f"the document expands to more than {MAX_NODES:,} nodes" in str(problem)
     _levels(tmp_path, [300, 320])  # 300 + 96,000 fits
     assert len(load_spec(top, executors=AGENTS).nodes) == 300
+
+
+def test_an_agent_whose_annotations_cannot_fit_a_dag_node_is_refused_at_its_node() -> None:
+    async def count(context: dict[str, Any]) -> int:
+        return len(context)
+
+    async def shout(text: str) -> dict[str, Any]:
+        return {"shout": text.upper()}
+
+    async def anything(context):  # type: ignore[no-untyped-def]
+        return {"seen": True}
+
+    agents = {**AGENTS, "meal-agent": count, "glucose-agent": shout, "feedback-agent": anything}
+    document = json.dumps(seed(), indent=2)
+    lines = document.splitlines()
+
+    def line_of(name: str) -> int:
+        return next(i for i, line in enumerate(lines, 1) if f'"agent_name": "{name}"' in line)
+
+    found = problems(document, executors=agents)
+    assert [(p.path, p.line) for p in found] == [  # type: ignore[attr-defined]
+        ("/nodes/1/agent_name", line_of("meal-agent")),
+        ("/nodes/2/agent_name", line_of("glucose-agent")),
+    ]
+    assert found[0].reason == (  # type: ignore[attr-defined]
+        "node 'node-meal': agent 'meal-agent' returns int, but a DAG node merges what its "
+        "agent returns into the run context: a dict[str, Any] of updates (or None)"
+    )
+    assert found[1].reason == (  # type: ignore[attr-defined]
+        "node 'node-glucose': agent 'glucose-agent' takes str, but a DAG node gives its "
+        "agent the run context as a dict[str, Any]"
+    )

@@ -13,6 +13,7 @@ from plait_documents import (
     SUBPROCESS,
     Capability,
     Grants,
+    documents,
     filesystem,
     kind_capabilities,
     needs,
@@ -142,3 +143,14 @@ def test_a_lazily_registered_kind_declares_without_being_imported(register_plugi
     register_plugin(Plugin(), "test-lazy")
     found = kind_capabilities("test.lazy", {}, BuildContext(node_id="n"))
     assert found == {SUBPROCESS}  # importing the module would have failed
+
+
+def test_a_link_inside_a_granted_folder_that_leads_out_of_it_is_outside(tmp_path: Any) -> None:
+    granted, elsewhere = tmp_path / "granted", tmp_path / "elsewhere"
+    granted.mkdir()
+    elsewhere.mkdir()
+    (granted / "link").symlink_to(elsewhere)
+    assert filesystem(str(granted)).covers(filesystem(str(granted / "runs.db")))
+    assert not filesystem(str(granted)).covers(filesystem(str(granted / "link" / "runs.db")))
+    assert filesystem(str(elsewhere)).covers(filesystem(str(granted / "link" / "runs.db")))
+    assert not documents(str(granted)).covers(documents(str(granted / "link" / "flow.yaml")))

@@ -122,3 +122,18 @@ def test_config_errors_carry_json_paths_all_at_once() -> None:
     ]
     assert "did you mean 'response'?" in str(errors[3])
     assert paths(KIND.check({}, BuildContext(node_id="api"))) == ["/config"]
+
+
+@pytest.mark.parametrize(
+    ("url", "grant"),
+    [
+        # ideographic, fullwidth and halfwidth full stops separate labels, as httpx reads them
+        ("http://api\u3002example\u3002com/v1", "network=api.example.com"),
+        ("https://API\uff0eExample\uff61com:8443/", "network=api.example.com"),
+        ("http://127.0.0.1:8080/echo", "network=127.0.0.1"),
+        ("http://[bad/", "network"),  # no host that can be read: any host
+    ],
+)
+def test_the_grant_an_http_node_asks_for_names_the_host_it_contacts(url: str, grant: str) -> None:
+    (capability,) = KIND.capabilities({"url": url}, BuildContext())
+    assert str(capability) == grant

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from plait import InvocationFailure
+
 
 async def researcher(text: str) -> str:
     return f"research({text})"
@@ -29,6 +31,11 @@ async def editor(text: str) -> str:
     return f"edit({text})"
 
 
+async def fallback(failed: InvocationFailure | str) -> str:
+    """What an error edge leads to: it takes the failure (and a text, to start a flow)."""
+    return f"fallback({failed if isinstance(failed, str) else failed.error})"
+
+
 AGENTS: dict[str, Any] = {
     "researcher": researcher,
     "analyzer": analyzer,
@@ -36,4 +43,5 @@ AGENTS: dict[str, Any] = {
     "writer": writer,
     "critic": critic,
     "editor": editor,
+    "fallback": fallback,
 }

@@ -61,7 +61,8 @@ def test_random_token_sequences(tokens: list[str], glue: str) -> None:
         st.lists(inner, min_size=1, max_size=3).map(" -> ".join),
         st.lists(inner, min_size=1, max_size=3).map(lambda xs: "[" + ", ".join(xs) + "]"),
         st.tuples(inner, inner).map(lambda ab: f"(message == 'a' ? {ab[0]} : {ab[1]})"),
-        st.tuples(inner, inner).map(lambda ab: f"{ab[0]} -error-> {ab[1]}"),
+        # an error edge leads to an agent that takes the failure (the edge's type)
+        st.tuples(inner, inner).map(lambda ab: f"{ab[0]} -error-> fallback -> {ab[1]}"),
     ),
     max_leaves=12,
 ))  # fmt: skip

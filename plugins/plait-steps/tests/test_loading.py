@@ -207,6 +207,21 @@ def test_hostile_yaml_is_refused_cleanly(text: str, message: str) -> None:
     assert problems[0].line is not None and problems[0].column is not None
 
 
+def test_a_large_document_without_aliases_says_which_limit_it_hit() -> None:
+    # some 1.9 MB of plain values and no anchor: too many values, but no alias bomb
+    text = "workflow:\n  - {id: a, type: agent, name: x}\nnotes: [" + "1234567, " * 210_000 + "1]\n"
+    assert 1_800_000 < len(text) < 2 * 1024 * 1024
+    (problem,) = _problems(text)
+    assert problem.reason == (
+        "the document holds more than 200,000 values (scalars, mappings and lists); the "
+        "limit is 200,000"
+    )
+    assert "alias" not in str(problem)
+    laughs = _problems(LAUGHS + "workflow: *i\n")[0].reason
+    assert laughs.startswith("the document expands to more than 200,000 values, the limit, ")
+    assert "repeated by aliases" in laughs and laughs.endswith("a possible alias bomb")
+
+
 def _deep(levels: int, inner: str) -> str:
     return "[" * levels + inner + "]" * levels
 
@@ -244,7 +259,7 @@ def test_an_alias_repeats_its_anchor_and_counts_at_every_use() -> None:
     # a flat list of 1,000 values read 200 times is past the bound, though its text is small
     text = "a: &a [" + ", ".join(["x"] * 1000) + "]\nb: [" + ", ".join(["*a"] * 200) + "]\n"
     (problem,) = _problems(text)
-    assert f"more than {MAX_NODES} values" in str(problem)
+    assert f"more than {MAX_NODES:,} values" in str(problem) and "alias bomb" in str(problem)
     assert problem.line == 2
 
 
@@ -540,3 +555,30 @@ def test_an_expression_error_shows_the_text_as_written_with_its_dollars() -> Non
 def test_dollar_variables_run_as_before() -> None:
     workflow = plait.load(VALID, format="steps", executors=AGENTS)
     assert workflow.run_sync("go").outputs == ["ok"]
+
+
+def test_an_agent_that_cannot_take_the_steps_text_is_refused_at_its_step() -> None:
+    async def count(text: str) -> int:
+        return len(text)
+
+    async def double(n: int) -> int:
+        return n * 2
+
+    async def anything(value):  # type: ignore[no-untyped-def]
+        return value
+
+    text = (
+        "workflow:\n"
+        "  - {id: first, type: agent, name: count}\n"
+        "  - {id: second, type: agent, name: double}\n"
+        "  - {id: third, type: agent, name: anything}\n"
+        "  - {id: fourth, type: agent, name: double, input: '{{ $steps.first.output }}'}\n"
+    )
+    agents = {"count": count, "double": double, "anything": anything}
+    (problem,) = _problems(text, executors=agents)
+    assert (problem.line, problem.column) == (3, 37)  # the agent's name
+    assert problem.reason == (
+        "step 'second': agent 'double' takes int, but the step gives it str: the prior "
+        "steps' outputs and the prompt as one text; give the step an 'input' template that "
+        "makes what the agent takes"
+    )

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 from plait.spi import lazy_exports
 
 if TYPE_CHECKING:
+    from plait_documents import ConverterExecutor, LossyConversion
+
     from ._builder import Case, ExecutorRef, WorkflowBuilder
     from ._compose import connection_from_workflow
     from ._connection import (
@@ -32,7 +34,6 @@ if TYPE_CHECKING:
     from ._fragments import Fragment, FragmentInfo, list_fragments
     from ._high_level import ConcurrentBuilder, HighLevelBuilder, SequentialBuilder
     from ._nodes import FunctionNode
-    from ._typecheck import ConverterExecutor, LossyConversion
 
 # where each public name lives: this package is a plugin that registers nothing, and every
 # plait command imports it to load plugins, so it imports none of them (nor the kernel's
@@ -55,8 +56,10 @@ _HOMES = {
     "HighLevelBuilder": "_high_level",
     "SequentialBuilder": "_high_level",
     "FunctionNode": "_nodes",
-    "ConverterExecutor": "_typecheck",
-    "LossyConversion": "_typecheck",
+    # the converter nodes are the edge check's, which plait-documents shares with the
+    # front-ends; they are named here too, where builder users look for them
+    "ConverterExecutor": "_builder",
+    "LossyConversion": "_builder",
 }
 
 __all__ = [

@@ -29,13 +29,17 @@ from plait.spi import (
     nonportable_reason,
     type_name,
 )
-from plait_documents import edge_group_id
+from plait_documents import (
+    ConverterExecutor as ConverterExecutor,  # plait_builders' too
+    LossyConversion as LossyConversion,
+    edge_group_id,
+    wire_types,
+)
 from plait_routing import fan_in_options, switch_options, switch_targets
 from typing_extensions import Self
 
 from . import _compose
 from ._connection import ConnectionHandle, ConnectionMixin, ConnectionPoint
-from ._typecheck import wire_types
 
 __all__ = ["Case", "WorkflowBuilder", "ExecutorRef"]
 
@@ -377,14 +381,16 @@ class WorkflowBuilder(ConnectionMixin):
         executors, groups, params = dict(self._executors), list(self._groups), dict(self._params)
         type_problems: list[str] = []
         if self.type_check:
-            type_problems = wire_types(
-                executors,
-                groups,
-                params,
-                manager,
-                auto_convert=self.auto_convert,
-                allow_lossy=self.allow_lossy,
-            )
+            type_problems = [
+                str(problem)
+                for problem in wire_types(
+                    executors,
+                    groups,
+                    manager,
+                    auto_convert=self.auto_convert,
+                    allow_lossy=self.allow_lossy,
+                )
+            ]
             problems.extend(type_problems)
         # every problem in one report; TypeCheckError when an edge does not type-check
         error = TypeCheckError if type_problems else WorkflowValidationError

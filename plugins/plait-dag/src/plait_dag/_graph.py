@@ -10,10 +10,11 @@ problem elsewhere does not hide them.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import attrs
-from plait import SourcePosition
+from plait import PlaitError, SourcePosition
 from plait.spi import BuildContext
 from plait_documents import did_you_mean
 
@@ -143,6 +144,49 @@ def _answers_text(name: str, ctx: BuildContext) -> bool:
     )
 
 
+def _misfit(name: str, ctx: BuildContext) -> str | None:
+    """Why the Python agent ``name`` cannot be a DAG agent by its annotations, or None.
+
+    A DAG agent takes the run context (``dict[str, Any]``) and returns a dict of updates
+    (or None). The edge check of every front-end (``plait_converters.is_assignable``)
+    compares that contract with the agent's message parameter and return annotation, so a
+    plain function whose types cannot fit is refused here, at the node, not when it runs.
+    Unannotated parameters and returns (``Any``) fit.
+    """
+    found = ctx.agents.find(name)
+    if found is None or found.obj is None:
+        return None  # data (an agents: entry, a kind): its kind checks it when built
+    from plait.spi import as_executor, type_name
+    from plait_converters import is_assignable
+
+    try:
+        agent = as_executor(found.obj, name, what=f"agent {name!r}")
+    except PlaitError:
+        return None  # reported when the node is built, with the reason
+    if agent.input_types and not any(
+        is_assignable(_CONTEXT, t) or is_assignable(t, Mapping[str, Any]) for t in agent.input_types
+    ):
+        takes = " | ".join(type_name(t) for t in agent.input_types)
+        return (
+            f"agent {name!r} takes {takes}, but a DAG node gives its agent the run context "
+            f"as a {type_name(_CONTEXT)}"
+        )
+    returns = [
+        t for t in agent.output_types if t is not Any and not is_assignable(t, Mapping[str, Any])
+    ]
+    if returns:
+        sent = " | ".join(type_name(t) for t in returns)
+        return (
+            f"agent {name!r} returns {sent}, but a DAG node merges what its agent returns "
+            f"into the run context: a {type_name(_CONTEXT)} of updates (or None)"
+        )
+    return None
+
+
+#: what a DAG agent receives, and what it returns
+_CONTEXT = dict[str, Any]
+
+
 def _agents(nodes: Sequence[Node], ctx: BuildContext, problems: _Problems) -> None:
     names = sorted(ctx.names - {"dag.node"})
     strategies: list[str] = []
@@ -167,6 +211,8 @@ def _agents(nodes: Sequence[Node], ctx: BuildContext, problems: _Problems) -> No
                 "returns a dict of updates to the context: give it a structured_output (the "
                 "JSON Schema of the updates)",
             )
+        elif node.agent_name is not None and (why := _misfit(node.agent_name, ctx)):
+            problems.add(f"{node.where}/agent_name", f"node {node.id!r}: {why}")
         elif node.agent_name is None and node.workflow is None and node.join is None:
             problems.add(
                 node.where,

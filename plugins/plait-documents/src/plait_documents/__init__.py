@@ -16,7 +16,11 @@ publish (``plait_register_agents``) and :func:`plait.load` itself; installing
 - one way to build the IR (:mod:`plait_documents.build`): the spec builder
   (:class:`SpecBuilder`, :func:`edge_group_id`), the problems collector (:class:`Problems`,
   :func:`problem_order`), the one "did you mean" hint (:func:`did_you_mean`) and JSON
-  Schema config errors (:func:`check_config`, :func:`config_error`, :func:`json_pointer`).
+  Schema config errors (:func:`check_config`, :func:`config_error`, :func:`json_pointer`);
+- the edge type check the builder and :func:`load` share (:func:`wire_types`, with the
+  converter nodes it inserts, :class:`ConverterExecutor`, and the problems it finds,
+  :class:`EdgeTypeProblem`); a loader tells it where its document writes each edge with
+  :func:`record_edge_positions`.
 
 Loaders (``plait-flow``, ``plait-dag``, ``plait-steps``), the builder API
 (``plait-builders``) and executor kinds import these names from here. Names are imported
@@ -41,6 +45,7 @@ if TYPE_CHECKING:
         module_agents,
         read_agent,
         read_agents,
+        record_edge_positions,
     )
     from ._capabilities import (
         CAPABILITY_NAMES,
@@ -58,6 +63,7 @@ if TYPE_CHECKING:
         network,
     )
     from ._load import Documents, agent_names, check_agents, load, load_spec
+    from ._wiring import ConverterExecutor, EdgeTypeProblem, LossyConversion, wire_types
     from .build import (
         Problems,
         SpecBuilder,
@@ -78,6 +84,7 @@ _HOME = {
     "module_agents": "_agents",
     "read_agent": "_agents",
     "read_agents": "_agents",
+    "record_edge_positions": "_agents",
     "CAPABILITY_NAMES": "_capabilities",
     "IMPORTS": "_capabilities",
     "SUBPROCESS": "_capabilities",
@@ -96,6 +103,10 @@ _HOME = {
     "check_agents": "_load",
     "load": "_load",
     "load_spec": "_load",
+    "ConverterExecutor": "_wiring",
+    "EdgeTypeProblem": "_wiring",
+    "LossyConversion": "_wiring",
+    "wire_types": "_wiring",
     "Problems": "build",
     "SpecBuilder": "build",
     "check_config": "build",
@@ -113,10 +124,13 @@ __all__ = [
     "AllowSpec",
     "CAPABILITY_NAMES",
     "Capability",
+    "ConverterExecutor",
     "Documents",
+    "EdgeTypeProblem",
     "Found",
     "Grants",
     "IMPORTS",
+    "LossyConversion",
     "Need",
     "Problems",
     "SUBPROCESS",
@@ -141,6 +155,8 @@ __all__ = [
     "problem_order",
     "read_agent",
     "read_agents",
+    "record_edge_positions",
+    "wire_types",
 ]
 
 __getattr__ = lazy_exports(__name__, _HOME)

@@ -28,8 +28,8 @@ from types import ModuleType
 from typing import Any
 
 import attrs
-from plait import RegistrationError
-from plait.spi import is_cli, spell
+from plait import RegistrationError, SourcePosition
+from plait.spi import BuildContext, is_cli, spell
 
 from .build import did_you_mean
 
@@ -40,6 +40,7 @@ __all__ = [
     "Found",
     "module_agents",
     "read_agent",
+    "record_edge_positions",
     "read_agents",
 ]
 
@@ -237,6 +238,10 @@ class AgentNames:
         self.module_label = module_label
         self.document: dict[str, AgentDefinition] = {}
         self.declared: set[str] = set()
+        #: where the document writes each edge group, by group id (what a loader gives
+        #: with :func:`record_edge_positions`): the type check of the built workflow
+        #: reports an edge there
+        self.edge_positions: Mapping[str, SourcePosition] = {}
 
     def set_document(
         self, agents: Mapping[str, AgentDefinition], declared: Iterable[Any] = ()
@@ -333,6 +338,20 @@ class AgentNames:
             "--agents MODULE_OR_FILE.py",
         )
         return f"unknown agent {name!r}{did} ({self.looked()}; {how})"
+
+
+def record_edge_positions(ctx: BuildContext, positions: Mapping[str, SourcePosition]) -> None:
+    """Where a loader's document writes each edge group (``{group id: position}``), kept
+    for this load (``ctx.agents``) so that an edge the type check of the built workflow
+    refuses is reported there, as the loader's own problems are. Nothing is kept for a
+    lookup that is not an :class:`AgentNames`. ``positions`` is kept as given: a mapping
+    that makes each position when it is looked up costs nothing for the edges that fit.
+
+    .. versionadded:: 0.1
+    """
+    agents = ctx.agents
+    if isinstance(agents, AgentNames):
+        agents.edge_positions = positions
 
 
 def _as_definition(obj: Any) -> AgentDefinition | None:

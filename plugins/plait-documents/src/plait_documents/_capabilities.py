@@ -118,7 +118,8 @@ class Capability:
 
     def covers(self, needed: Capability) -> bool:
         """Whether granting this capability grants ``needed``: the same name, and no scope
-        (any), the same host (ignoring case), or a path at or below this one."""
+        (any), the same host (ignoring case), or a path at or below this one (both
+        resolved: a symbolic link below this path that leads out of it is outside)."""
         if self.name != needed.name:
             return False
         if self.scope is None:
@@ -133,10 +134,13 @@ class Capability:
 
 
 def _within(path: str, root: str) -> bool:
-    import posixpath
+    """Whether ``path`` is ``root`` or below it, both resolved (symbolic links followed,
+    ``..`` applied) as the operating system will: a link inside ``root`` that leads out of
+    it is outside, as the file store refuses it."""
+    import os
 
-    path, root = posixpath.normpath(path), posixpath.normpath(root)
-    return path == root or path.startswith(root.rstrip("/") + "/")
+    path, root = os.path.realpath(path), os.path.realpath(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 #: ``imports``: import Python code the document names.
@@ -337,7 +341,9 @@ def _store_capabilities(url: Any) -> list[Capability]:
         return []
     if scheme in ("file", "sqlite"):
         folder = (parts.netloc + path) if scheme == "file" else path.removeprefix("/")
-        return [filesystem(os.path.abspath(folder or "."))]
+        # where the files will be: a link on the way is followed, so the need (and the
+        # grant it asks for) names the folder written, not the link
+        return [filesystem(os.path.realpath(folder or "."))]
     if scheme in ("redis", "rediss", "postgres", "postgresql"):
         return [network(host)]
     return [network(), filesystem()]

@@ -5,8 +5,10 @@ turns text into a :class:`~plait.WorkflowSpec`, reporting every problem at once 
 position (line:column or JSON path) and the names that exist; :func:`load` picks the
 loader (by format, suffix or detection), resolves the document's agent names
 (:class:`~plait_documents.AgentNames`), refuses a document that needs a capability not
-granted (:func:`~plait_documents.check_granted`), then rebuilds the workflow with
-:meth:`plait.Workflow.from_spec`. :class:`Documents` is what this distribution registers
+granted (:func:`~plait_documents.check_granted`), rebuilds the workflow with
+:meth:`plait.Workflow.from_spec`, then checks its edges' types as ``WorkflowBuilder``
+does (:func:`~plait_documents.wire_types`), each problem at the place the document writes
+the edge. :class:`Documents` is what this distribution registers
 (``plait_register_documents``), so that the kernel's :func:`plait.load` reaches it.
 
 .. versionadded:: 0.1
@@ -240,6 +242,7 @@ def load(
     from plait.spi import load_scope
 
     from ._capabilities import IMPORTS, Grants, check_granted
+    from ._wiring import wire_document
 
     if plugin_manager is None:
         plugin_manager = get_plugin_manager()
@@ -253,11 +256,20 @@ def load(
         # the Python agents the document resolved to, from every tier, by name
         bound = registry.python_objects()
         check_granted(spec, grants, executors=bound, manager=plugin_manager, source=name)
-        return Workflow.from_spec(
+        workflow = Workflow.from_spec(
             spec,
             bound,
             allow_imports=grants.covers(IMPORTS),
             plugin_manager=plugin_manager,
+            source=name,
+        )
+        # the edge check WorkflowBuilder.build() runs, over the executors the nodes were
+        # built into: a plain function's annotations count however it was wired
+        return wire_document(
+            workflow,
+            registry.edge_positions,
+            manager=plugin_manager,
+            allow_imports=grants.covers(IMPORTS),
             source=name,
         )
 

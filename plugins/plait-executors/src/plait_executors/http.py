@@ -177,14 +177,20 @@ class HttpKind:
     }
 
     def capabilities(self, config: Mapping[str, Any], ctx: BuildContext) -> list[Capability]:
-        """``network=<host of the URL>``; any host when the URL has none that can be read
-        (a malformed one fails :meth:`check` too)."""
+        """``network=<host of the URL>``, the host as httpx will contact it (IDNA rules
+        applied: ``api。example。com``, with ideographic full stops, is ``api.example.com``),
+        so the grant asked for names the host a user knows; any host when the URL has
+        none that can be read (a malformed one fails :meth:`check` too)."""
         from urllib.parse import urlsplit
+
+        import httpx
 
         url = config.get("url")
         try:
-            host = urlsplit(url).hostname if isinstance(url, str) else None
-        except ValueError:  # a malformed port or address
+            # what urlsplit cannot read (a malformed address) is any host, as httpx may
+            # read more than it should; what it reads, httpx names
+            host = httpx.URL(url).host if isinstance(url, str) and urlsplit(url).hostname else None
+        except (httpx.InvalidURL, ValueError):  # a malformed port or address
             host = None
         return [network(host)]
 

@@ -18,7 +18,7 @@ How the elements become a graph:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from plait import (
@@ -30,7 +30,7 @@ from plait import (
     WorkflowSpec,
 )
 from plait.spi import BuildContext
-from plait_documents import Problems, SpecBuilder, did_you_mean
+from plait_documents import Problems, SpecBuilder, did_you_mean, record_edge_positions
 from plait_routing import switch_options, switch_targets
 
 from ._elements import (
@@ -107,7 +107,25 @@ def compile_flow(text: str, ctx: BuildContext) -> WorkflowSpec:
     problems = Problems(source)
     problems.extend(compiler.problems)
     problems.raise_if_any()
+    record_edge_positions(ctx, _EdgePositions(compiler))
     return spec
+
+
+class _EdgePositions(Mapping[str, SourcePosition]):
+    """Where the flow writes each edge group: the step the edge leads to (made when asked:
+    only an edge the type check refuses needs its position)."""
+
+    def __init__(self, compiler: _Compiler) -> None:
+        self.compiler = compiler
+
+    def __getitem__(self, group_id: str) -> SourcePosition:
+        return self.compiler.at(self.compiler.edge_tokens[group_id])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.compiler.edge_tokens)
+
+    def __len__(self) -> int:
+        return len(self.compiler.edge_tokens)
 
 
 class _Compiler:
@@ -137,6 +155,10 @@ class _Compiler:
         self._available: list[str] | None = None
         self._hints: dict[str, str] = {}
         self._unknown: dict[str, str] = {}
+        # the step each edge group leads to, by group id (the token of ``here`` when the
+        # group was added): where the type check reports an edge it refuses
+        self.edge_tokens: dict[str, Any] = {}
+        self.here: Any = None
 
     # -- problems ------------------------------------------------------------------------
 
@@ -228,7 +250,9 @@ class _Compiler:
         targets: list[str],
         options: dict[str, Any] | None = None,
     ) -> None:
-        self.spec.add_edge_group(router, sources, targets, options)
+        group = self.spec.add_edge_group(router, sources, targets, options)
+        if self.here is not None:
+            self.edge_tokens[group.id] = self.here
 
     # -- wiring ------------------------------------------------------------------------------
 
@@ -290,6 +314,7 @@ class _Compiler:
         entry, exit_ = self.guarded(chain.items[0])
         for item in chain.items[1:]:
             next_entry, next_exit = self.guarded(item)
+            self.here = item.steps[0].token  # the edges written here lead to this step
             self.connect(exit_, next_entry)
             exit_ = next_exit
         return entry, exit_
@@ -305,6 +330,7 @@ class _Compiler:
             before = len(self.nodes)
             fallback_entry, fallback_exit = self.step(step)
             fallback_agents = self._agents_since(before)
+            self.here = step.token
             target = self.anchor(fallback_entry)
             for source in failing:
                 self.group("error", [source], [target])

@@ -188,6 +188,39 @@ class _Compiler:
                             col,
                         )
 
+    def check_types(self) -> None:
+        """What a step gives its Python agent fits the agent's message parameter: a step
+        without ``input`` gives the prior steps' outputs and the prompt as one text
+        (``str``), so an agent annotated to take something else is refused here, where
+        the step names it (the edge check of every front-end,
+        ``plait_converters.is_assignable``, decides; an unannotated agent takes
+        anything). A step with ``input`` or inside a ``foreach`` gives what its template
+        or the item is, known only when it runs."""
+        from plait.spi import as_executor, type_name
+        from plait_converters import is_assignable
+
+        for step in self.all_steps:
+            found = self.agent_of.get(step.id)
+            if found is None or found.obj is None or step.input is not None:
+                continue
+            if self.inside.get(step.id):
+                continue
+            try:
+                agent = as_executor(found.obj, step.name or step.id)
+            except Exception:  # not an executor's shape: the step reports it when built
+                continue
+            accepted = agent.input_types
+            if not accepted or any(is_assignable(str, t) for t in accepted):
+                continue
+            takes = " | ".join(type_name(t) for t in accepted)
+            where = step.y.value.get("name", step.y)
+            self.at(
+                where,
+                f"step {step.id!r}: agent {step.name!r} takes {takes}, but the step gives "
+                f"it str: the prior steps' outputs and the prompt as one text; "
+                "give the step an 'input' template that makes what the agent takes",
+            )
+
     def check_field(self, step: Step, y: Y, match: Any) -> None:
         ref, field = match.group(1), match.group(2)
         found = self.agent_of.get(ref)
@@ -639,6 +672,7 @@ def compile_document(
     compiler = _Compiler(doc, source, ctx, kinds)
     compiler.check_names()
     compiler.check_agents()
+    compiler.check_types()
     cont = compiler.sequence(doc.steps, END, _Scope({}, "", None, False))
     if compiler.problems or cont[0] != "node":
         return None, compiler.problems

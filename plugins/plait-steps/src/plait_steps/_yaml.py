@@ -170,7 +170,8 @@ class _Builder:
     def __init__(self, source: str, lines: list[str]) -> None:
         self.source = source
         self.lines = lines
-        self.count = 0
+        self.count = 0  # the values the document expands to so far
+        self.aliased = 0  # how many of them aliases repeat
 
     def fail(self, message: str, line: int, column: int) -> YamlProblem:
         return YamlProblem(ConfigError(message, position(self.source, self.lines, line, column)))
@@ -248,6 +249,7 @@ class _Builder:
                     raise self.at("a mapping key must be a plain scalar", event)
                 if len(stack) + levels > MAX_DEPTH:
                     raise self.at(f"nesting deeper than {MAX_DEPTH} levels", event)
+                self.aliased += size
                 self.counted(size, event)
             elif kind is DocumentStartEvent:
                 documents += 1
@@ -275,12 +277,21 @@ class _Builder:
         return root
 
     def counted(self, values: int, event: Any) -> None:
-        """Count ``values`` more values; refuse a document that expands past the bound."""
+        """Count ``values`` more values; refuse a document that expands past the bound,
+        saying which: the values written, or (when aliases repeat some) what they expand
+        to."""
         self.count += values
         if self.count > MAX_NODES:
+            if not self.aliased:
+                raise self.at(
+                    f"the document holds more than {MAX_NODES:,} values (scalars, mappings "
+                    f"and lists); the limit is {MAX_NODES:,}",
+                    event,
+                )
             raise self.at(
-                f"the document expands to more than {MAX_NODES} values (anchors and aliases "
-                "are counted at every use); refused as a possible alias bomb",
+                f"the document expands to more than {MAX_NODES:,} values, the limit, "
+                f"{self.aliased:,} of them repeated by aliases (an alias counts the values "
+                "it repeats at every use); refused as a possible alias bomb",
                 event,
             )
 

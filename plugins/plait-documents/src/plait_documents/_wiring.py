@@ -1,5 +1,16 @@
 """Build-time wiring checks: can every edge's target handle what its source sends?
 
+One check for every way a workflow is built: ``WorkflowBuilder.build()`` runs it over the
+builder's executors, and :func:`plait_documents.load` over the executors a document's
+nodes were built into, so a plain async function used as an agent in a flow is checked by
+its annotations as it is in a builder. (A JSON DAG's and YAML steps' nodes pass a context
+between them, not their agents' values: those loaders compare each agent with what its
+node gives and takes, with the same :func:`plait_converters.is_assignable`.)
+
+A problem names the edge group, the executor that sends the type (the *producer*: behind
+a fan-in, the source whose value the merge passes on, not the group as a whole), the
+type, the target and what it accepts.
+
 Whether a type fits is :func:`plait_converters.is_assignable`'s answer. Where it does not
 and ``auto_convert`` is on, the cheapest chain of the registered converters (found by
 :func:`plait_converters.find_chain`) is inserted as real executor nodes, one per step, with
@@ -16,34 +27,46 @@ handler is chosen at run time. Edges proven at build time get no run-time check 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
 import attrs
 from plait import (
     ConverterError,
+    DocumentError,
     EdgeGroupSpec,
     Executor,
     InvocationFailure,
+    LoadError,
+    NodeSpec,
+    SourcePosition,
+    Workflow,
     WorkflowContext,
 )
-from plait.spi import Handler, PluginManager, Registry, type_name
+from plait.spi import Handler, PluginManager, Registry, code_ref, type_name
 from plait_converters import is_assignable
-from plait_documents import edge_group_id
+
+from .build import edge_group_id
 
 # the converter search is imported only when an edge needs a conversion: most builds
 # never do, and every process pays its imports
 if TYPE_CHECKING:
     from plait_converters import Chain, Step
 
-__all__ = ["ConverterExecutor", "LossyConversion", "wire_types"]
+__all__ = [
+    "ConverterExecutor",
+    "EdgeTypeProblem",
+    "LossyConversion",
+    "wire_document",
+    "wire_types",
+]
 
 _MAX_ROUNDS = 8  # chains planned for one edge (one per source type still unhandled)
 _Plan = list[tuple["Step", tuple[Any, ...]]]  # (step, passthrough types) per node
 
 
 class _Wiring:
-    """One pass over the builder's copies of executors, groups and callables."""
+    """One pass over the caller's copies of executors and edge groups."""
 
     def __init__(
         self,
@@ -61,12 +84,12 @@ class _Wiring:
         self.allow_lossy = allow_lossy
         self.group_ids = {g.id for g in groups}
 
-    def check(self, index: int, merges: Registry[Any]) -> list[str]:
+    def check(self, index: int, merges: Registry[Any]) -> list[EdgeTypeProblem]:
         group = self.groups[index]
         incoming = _incoming(group, self.executors, merges)
         if incoming is None:
             return []
-        problems: list[str] = []
+        problems: list[EdgeTypeProblem] = []
         retarget: dict[str, str] = {}
         for target_id in group.targets:
             target = self.executors.get(target_id)
@@ -79,7 +102,11 @@ class _Wiring:
             plan, problem = self._plan(incoming, accepted, lossy)
             if plan is None or not self.auto_convert:
                 missing = next(tp for tp in incoming if not _accepts(accepted, tp))
-                problems.append(self._explain(group, target_id, accepted, missing, problem, plan))
+                producers = _producers(group, self.executors, merges, missing, accepted)
+                message = self._explain(
+                    group, target_id, accepted, missing, producers, problem, plan
+                )
+                problems.append(EdgeTypeProblem(group.id, tuple(producers), target_id, message))
                 continue
             retarget[target_id] = self._insert(plan, target_id)
         if retarget:
@@ -145,12 +172,20 @@ class _Wiring:
         target_id: str,
         accepted: tuple[Any, ...],
         missing: Any,
+        producers: Sequence[str],
         problem: str | None,
         plan: _Plan | None,
     ) -> str:
         accepts = ", ".join(type_name(t) for t in accepted) or "nothing"
-        head = f"edge group {group.id!r}: {target_id!r} cannot handle {type_name(missing)} "
-        head += f"(it accepts: {accepts})"
+        head = f"edge group {group.id!r}: {target_id!r} cannot handle {type_name(missing)}"
+        if producers:
+            head += " from " + ", ".join(repr(p) for p in producers)
+        if group.router == "fan_in":
+            own = _sent(producers, self.executors)
+            if own and [type_name(missing)] != [type_name(t) for t in own]:
+                head += f" (which sends {' | '.join(type_name(t) for t in own)})"
+            head += f" through the {group.options.get('merge', 'list')!r} merge"
+        head += f" (it accepts: {accepts})"
         if plan is not None:  # auto_convert is off
             chain = " -> ".join(step.name for step, _ in plan)
             return f"{head}; converters could bridge it ({chain}) with auto_convert=True"
@@ -180,33 +215,92 @@ class _Wiring:
 def wire_types(
     executors: dict[str, Executor],
     groups: list[EdgeGroupSpec],
-    params: dict[str, dict[str, Any]],
     manager: PluginManager,
     *,
-    auto_convert: bool,
-    allow_lossy: bool,
-) -> list[str]:
+    auto_convert: bool = True,
+    allow_lossy: bool = False,
+) -> list[EdgeTypeProblem]:
     """Check every edge group; insert converter chains; return the problems found.
 
-    Every problem is returned, not raised, so the builder reports them together with the
-    structural ones; it raises :class:`~plait.TypeCheckError` when any is found.
+    Every problem is returned, not raised, so a caller reports them together with its
+    others: the builder raises :class:`~plait.TypeCheckError`, :func:`plait_documents.load`
+    a :class:`~plait.LoadError` positioned where the document writes each edge.
 
-    ``executors``, ``groups`` and ``params`` are the builder's copies, edited in place:
-    converter nodes are added to ``executors``, their ``direct`` groups appended to
-    ``groups``, and a rewired group replaced at its index (same id, so ``params`` — keyed
-    by group id — still holds its callables).
+    ``executors`` and ``groups`` are the caller's copies, edited in place: converter nodes
+    are added to ``executors``, their ``direct`` groups appended to ``groups``, and a
+    rewired group replaced at its index (same id, so callables kept by group id still
+    belong to it).
 
     :param auto_convert: insert chains; when off, a mismatch is a problem that names the
         chain that would have bridged it.
     :param allow_lossy: lossy converters may join chains on every edge; a group allows
         them alone with ``options["allow_lossy"] = True``.
+
+    .. versionadded:: 0.1
     """
     wiring = _Wiring(executors, groups, manager, auto_convert=auto_convert, allow_lossy=allow_lossy)
     merges = manager.registry("merge_strategy")
-    problems: list[str] = []
+    problems: list[EdgeTypeProblem] = []
     for index in range(len(groups)):  # the groups appended on the way need no check
         problems.extend(wiring.check(index, merges))
     return problems
+
+
+@attrs.frozen
+class EdgeTypeProblem:
+    """One edge whose target cannot handle a type a source sends: the edge ``group``'s
+    id, the ``producers`` (the sources that send that type), the ``target`` and the
+    ``message`` (its ``str()``), which names all of them and both types.
+
+    .. versionadded:: 0.1
+    """
+
+    group: str
+    producers: tuple[str, ...]
+    target: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _sent(source_ids: Sequence[str], executors: dict[str, Executor]) -> list[Any]:
+    """Every type the executors ``source_ids`` send, each once, in order."""
+    sent: list[Any] = []
+    for source_id in source_ids:
+        source = executors.get(source_id)
+        if source is not None:
+            sent.extend(t for t in source.output_types if t not in sent)
+    return sent
+
+
+def _producers(
+    group: EdgeGroupSpec,
+    executors: dict[str, Executor],
+    merges: Registry[Any],
+    missing: Any,
+    accepted: tuple[Any, ...],
+) -> list[str]:
+    """The sources of ``group`` to blame for ``missing``: those that send it or, behind a
+    fan-in, those whose own value the merge turns into a type the target cannot handle
+    (every source when none can be singled out)."""
+    if group.router == "error":
+        return list(group.sources)
+    if group.router != "fan_in":
+        found = [s for s in group.sources if missing in _sent([s], executors)]
+        return found or list(group.sources)
+    merge_name = group.options.get("merge", "list")
+    strategy = merges.get(merge_name) if merge_name in merges else None
+    found = []
+    for source_id in group.sources:
+        own = _sent([source_id], executors)
+        if Any in own or not own:
+            continue
+        union = own[0] if len(own) == 1 else Union[tuple(own)]  # noqa: UP007
+        merged = strategy.output_type(union) if strategy is not None else union
+        if not _accepts(accepted, merged):
+            found.append(source_id)
+    return found or list(group.sources)
 
 
 def _accepts(accepted: tuple[Any, ...], tp: Any) -> bool:
@@ -245,6 +339,67 @@ def _retarget(group: EdgeGroupSpec, retarget: dict[str, str]) -> EdgeGroupSpec:
         options["default"] = retarget[options["default"]]
     targets = tuple(retarget.get(t, t) for t in group.targets)
     return attrs.evolve(group, targets=targets, options=options)
+
+
+def wire_document(
+    workflow: Workflow,
+    positions: Mapping[str, SourcePosition],
+    *,
+    manager: PluginManager,
+    allow_imports: bool,
+    source: str | None = None,
+) -> Workflow:
+    """``workflow``, built from a document, with its edges type-checked as
+    ``WorkflowBuilder.build()`` checks them: the same workflow when every edge fits, one
+    with converter nodes where a lossless chain bridges an edge.
+
+    :param positions: where the document writes each edge group, by group id (a group
+        the loader gave none is named by its JSON path in the spec).
+    :raises LoadError: every edge whose target cannot handle what its producer sends,
+        each a :class:`~plait.DocumentError` at the edge's position.
+    """
+    spec = workflow.spec
+    executors = dict(workflow.executors)
+    groups = list(spec.edge_groups)
+    problems = wire_types(executors, groups, manager)
+    if problems:
+        index = {group.id: i for i, group in enumerate(spec.edge_groups)}
+        raise LoadError(
+            [
+                DocumentError(
+                    problem.message,
+                    positions.get(problem.group)
+                    or SourcePosition(source=source, path=f"/edge_groups/{index[problem.group]}"),
+                )
+                for problem in problems
+            ],
+            source=source,
+        )
+    if len(executors) == len(spec.nodes):
+        return workflow
+    added = [ex for node_id, ex in executors.items() if node_id not in workflow.executors]
+    nodes = (*spec.nodes, *(_converter_node(ex) for ex in added))
+    wired = attrs.evolve(spec, nodes=nodes, edge_groups=tuple(groups))
+    return Workflow(
+        wired,
+        executors,
+        edge_params=workflow.edge_params,
+        plugin_manager=manager,
+        allow_imports=allow_imports,
+    )
+
+
+def _converter_node(ex: Executor) -> NodeSpec:
+    """The node of an inserted converter (a builder records it the same way)."""
+    return NodeSpec(
+        id=ex.id,
+        kind="python",
+        ref=code_ref(type(ex)),
+        input_types=tuple(type_name(t) for t in ex.input_types),
+        output_types=tuple(type_name(t) for t in ex.output_types),
+        config={"ref": code_ref(type(ex))},
+        nonportable=ConverterExecutor.nonportable,
+    )
 
 
 class ConverterExecutor(Executor):
