@@ -26,6 +26,7 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 from ui_helpers import (
     TOKEN,
     chain,
+    fan_out,
     gate,
     gate_then_slow,
     long_run,
@@ -117,7 +118,12 @@ def graph_drawn(page: Page, timeout: float = 30_000) -> None:
 
 
 def classes_of(page: Page, node: str) -> list[str]:
-    found: list[str] = page.evaluate("(id) => window.plaitGraph.getElementById(id).classes()", node)
+    """The classes of ``node`` as drawn (a folded group around it is unfolded first)."""
+    found: list[str] = page.evaluate(
+        "(id) => { window.plaitGraphView.reveal(id); "
+        "return window.plaitGraph.getElementById(id).classes(); }",
+        node,
+    )
     return found
 
 
@@ -233,6 +239,55 @@ def test_a_1000_node_graph_renders(browser: Browser, tmp_path: Path) -> None:
         assert "ran" in classes_of(page, "part0/leaf0")
         paint = graph.get_attribute("data-paint-ms")
         print(f"1,000-node graph: painted {elapsed:.2f} s after navigation ({paint} ms in page)")
+
+
+#: the smallest on-screen font size (CSS pixels) a label counts as legible at
+LEGIBLE_PX = 8.0
+
+#: What the first paint shows: cytoscape's zoom, and for every labelled node whose box is
+#: in the viewport its on-screen font size (zoom × its style's font size).
+FIRST_VIEW = """() => {
+  const cy = window.plaitGraph, zoom = cy.zoom(), ext = cy.extent();
+  const shown = cy.nodes().filter((n) => {
+    const b = n.boundingBox({ includeLabels: false });
+    return n.visible() && String(n.data("label") || "") !== "" &&
+      b.x2 >= ext.x1 && b.x1 <= ext.x2 && b.y2 >= ext.y1 && b.y1 <= ext.y2;
+  });
+  const sizes = shown.map((n) => zoom * parseFloat(n.style("font-size")));
+  return { zoom: zoom, fontPx: sizes.length ? Math.min.apply(null, sizes) : 0,
+           labels: sizes.length, ids: shown.map((n) => n.id()) };
+}"""
+
+
+def first_view(page: Page) -> dict[str, Any]:
+    view: dict[str, Any] = page.evaluate(FIRST_VIEW)
+    return view
+
+
+@pytest.mark.parametrize("shape", ["chain1000", "fanout1000", "wide1000"])
+def test_a_1000_node_graph_is_legible_at_first_paint(
+    browser: Browser, tmp_path: Path, shape: str
+) -> None:
+    """Issue 34: the first view of a 1,000-node graph shows labels one can read (the
+    whole graph fitted was 0.006 zoom for a chain: 0.06 px text), and the node to look
+    at (the failed one) is among them."""
+    url = sqlite(tmp_path)
+    if shape == "chain1000":
+        run_id, focus = run_failing(chain(1000, fail_at=600), 0, url), "n600"
+    elif shape == "fanout1000":
+        run_id, focus = run(fan_out(1000), 0, url).run_id, "total"
+    else:  # 999 leaves in ten prefix groups of 100 (part0/ … part9/)
+        run_id, focus = run(wide(1000), 0, url).run_id, "part0/"
+    with served(url) as address, page_of(browser, shape, full_page=False) as page:
+        page.goto(address.replace("/?", f"/runs/{run_id}?"))
+        graph_drawn(page, timeout=60_000)
+        view = first_view(page)
+        print(f"{shape}: zoom {view['zoom']:.3f}, smallest label {view['fontPx']:.1f} px, "
+              f"{view['labels']} labels in view")
+        assert view["labels"] >= 3, view
+        assert view["fontPx"] >= LEGIBLE_PX, view
+        assert focus in view["ids"], view
+        expect(page.locator("#graph")).to_have_attribute("data-nodes", "1000")
 
 
 def test_a_nested_node_collapses_and_expands(browser: Browser, tmp_path: Path) -> None:

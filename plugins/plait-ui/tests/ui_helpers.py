@@ -91,6 +91,31 @@ def wide(n: int, *, name: str | None = None) -> Workflow:
     return builder.set_start(start).build()
 
 
+def fan_out(n: int, *, name: str | None = None) -> Workflow:
+    """``start`` fanned out to ``n - 2`` workers (``w0`` …, no prefix) and fanned in to
+    ``total`` (``n`` nodes): the flat fan-out of the benchmarks (``fanout1000``)."""
+
+    @executor(id="start")
+    async def start(x: int, ctx: WorkflowContext[int, int]) -> None:
+        await ctx.send_message(x)
+
+    def worker(i: int) -> Any:
+        @executor(id=f"w{i}")
+        async def step(x: int, ctx: WorkflowContext[int, int]) -> None:
+            await ctx.send_message(x + i)
+
+        return step
+
+    @executor(id="total")
+    async def total(values: list[int], ctx: WorkflowContext[Never, int]) -> None:
+        await ctx.yield_output(sum(values))
+
+    workers = [worker(i) for i in range(n - 2)]
+    builder = WorkflowBuilder(name or unique("fanout"), max_supersteps=5).add_executor(start)
+    builder.add_fan_out(start, workers).add_fan_in(workers, total)
+    return builder.set_start(start).build()
+
+
 def in_thread(call: Callable[[], Awaitable[Any]]) -> Any:
     """``anyio.run(call)`` in a thread of its own: the test's thread may have an event loop
     running already (Playwright's sync API keeps one)."""

@@ -331,7 +331,9 @@ class _Ui:
         if executors > DAGRE_LIMIT:
             layered_positions(elements, topology.get("start"))
             layout = "preset"
-        return JSONResponse({"elements": elements, "layout": layout, "missing": False})
+        return JSONResponse(
+            {"elements": elements, "layout": layout, "dagre_limit": DAGRE_LIMIT, "missing": False}
+        )
 
     async def requests(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
