@@ -390,6 +390,11 @@
     fetch(box.dataset.url, { credentials: "same-origin" })
       .then(function (r) { return r.json(); })
       .then(function (graph) {
+        if (graph.error) {  // a checkpoint that cannot be read: the server says which
+          box.textContent = graph.error;
+          box.dataset.rendered = "error";
+          return;
+        }
         if (graph.missing) {
           box.textContent = "This run's store holds no topology (it is kept on a run's first checkpoint).";
           box.dataset.rendered = "missing";
