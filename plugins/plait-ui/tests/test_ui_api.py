@@ -523,3 +523,21 @@ def test_a_fork_says_it_waits_to_be_resumed_and_resumes(tmp_path: Path) -> None:
         assert re.search(r'id="section-outputs">\s*<pre class="value">\[\s*3\s*\]', after)
     with signed_in(url, workflow=workflow, read_only=True) as client:
         assert client.post(f"/runs/{new_run}/resume").status_code in (403, 404, 405)
+
+
+def test_layers_stack_numbers_by_value_and_leave_boxes_to_their_nodes() -> None:
+    from plait_ui._views import graph_elements, layered_positions
+
+    topology = {
+        "start": "each",
+        "nodes": [["each", "steps.foreach"], ["each/gather", "steps.gather"]]
+        + [[f"w{i}", "python"] for i in (10, 2, 1)],
+        "edge_groups": [["g", "fan_out", ["each"], ["w10", "w2", "w1"], "{}"]]
+        + [[f"h{i}", "direct", [f"w{i}"], ["each/gather"], "{}"] for i in (10, 2, 1)],
+    }
+    elements = graph_elements(topology, {})
+    layered_positions(elements, "each")
+    at = {e["data"]["id"]: e.get("position") for e in elements if "source" not in e["data"]}
+    assert at["each/"] is None, "a box's place is its nodes'"
+    assert [at[f"w{i}"]["y"] for i in (1, 2, 10)] == [0, 40, 80]
+    assert at["each"]["x"] < at["w1"]["x"] < at["each/gather"]["x"]

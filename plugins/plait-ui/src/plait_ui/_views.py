@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -158,9 +159,14 @@ def graph_elements(
 def layered_positions(elements: Sequence[dict[str, Any]], start: Any) -> None:
     """Give each executor node a ``position``: its layer is its distance from ``start``
     along edges (breadth first; unreached nodes in a last layer), left to right, and nodes
-    of a layer are stacked in id order. Linear in the graph: for graphs too big for dagre.
+    of a layer are stacked in id order, numbers by value (``w2`` before ``w10``). Linear in
+    the graph: for graphs too big for dagre.
     """
-    nodes = [e for e in elements if "source" not in e["data"] and e.get("classes") != "group"]
+    nodes = [
+        e
+        for e in elements
+        if "source" not in e["data"] and "group" not in str(e.get("classes", "")).split()
+    ]
     following: dict[str, list[str]] = {}
     for edge in elements:
         data = edge["data"]
@@ -180,11 +186,20 @@ def layered_positions(elements: Sequence[dict[str, Any]], start: Any) -> None:
         frontier = later
     last = max(depth.values(), default=-1) + 1
     rows: dict[int, int] = {}
-    for node in sorted(nodes, key=lambda n: (depth.get(n["data"]["id"], last), n["data"]["id"])):
+    for node in sorted(
+        nodes, key=lambda n: (depth.get(n["data"]["id"], last), _natural(n["data"]["id"]))
+    ):
         layer = depth.get(node["data"]["id"], last)
         row = rows.get(layer, 0)
         rows[layer] = row + 1
         node["position"] = {"x": layer * 220, "y": row * 40}
+
+
+def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
+    """A sort key that orders the numbers in ``text`` by value: ``w2`` before ``w10``."""
+    return tuple(
+        (0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text) if part
+    )
 
 
 def _dict(value: Any) -> dict[str, Any]:

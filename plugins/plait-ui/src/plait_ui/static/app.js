@@ -220,8 +220,7 @@
   GraphView.prototype.toggle = function (id) {
     if (this.folded[id]) delete this.folded[id]; else this.folded[id] = true;
     this.render();
-    var node = this.cy.getElementById(id);
-    if (!this.legible() || node.empty()) return;
+    // the whole graph if it reads at that size, else a readable zoom on the group
     this.fit();
     if (!this.legible()) this.readAt(id);
   };
