@@ -352,6 +352,12 @@ def test_a_foreach_block_is_one_box_with_its_body(browser: Browser, tmp_path: Pa
         page.evaluate("void window.plaitGraph.getElementById('each/').emit('dbltap')")
         folded = page.evaluate("window.plaitGraph.getElementById('each/').data()")
         assert folded["foldLabel"] == "foreach each (4)"
+        page.reload()  # as following a run does at each checkpoint: the fold is kept
+        graph_drawn(page)
+        assert page.evaluate("window.plaitGraph.getElementById('grow').length") == 0
+        assert "pending" in page.evaluate("window.plaitGraph.getElementById('each/').classes()"), (
+            "a folded box shows the state of what it holds"
+        )
         assert "pending" in classes_of(page, "grow")
 
 

@@ -44,6 +44,7 @@
     });
     this.searchHits = [];
     this.searchAt = -1;
+    this.storeKey = "plait-folded:" + window.location.pathname;
   }
 
   GraphView.prototype.isGroup = function (id) {
@@ -208,7 +209,8 @@
     this.fit();
     if (this.legible()) return;
     var tops = this.topGroups();
-    if (this.executors.length > FOLD_ABOVE && tops.length && !Object.keys(this.folded).length) {
+    if (!this.kept && this.executors.length > FOLD_ABOVE && tops.length &&
+        !Object.keys(this.folded).length) {
       tops.forEach(function (id) { self.folded[id] = true; });
       this.render();
       this.fit();
@@ -217,8 +219,26 @@
     this.readAt(this.focusId());
   };
 
+  // what the user folded is kept for this run's pages (following a run reloads the page
+  // at every checkpoint)
+  GraphView.prototype.remember = function () {
+    try {
+      sessionStorage.setItem(this.storeKey, JSON.stringify(Object.keys(this.folded)));
+    } catch (e) { /* storage full or off: folds are not kept */ }
+  };
+
+  GraphView.prototype.remembered = function () {
+    var self = this, kept;
+    try { kept = JSON.parse(sessionStorage.getItem(this.storeKey) || "null"); } catch (e) { kept = null; }
+    if (!Array.isArray(kept)) return false;
+    this.folded = {};
+    kept.forEach(function (id) { if (self.nodes[id] && self.isGroup(id)) self.folded[id] = true; });
+    return true;
+  };
+
   GraphView.prototype.toggle = function (id) {
     if (this.folded[id]) delete this.folded[id]; else this.folded[id] = true;
+    this.remember();
     this.render();
     // the whole graph if it reads at that size, else a readable zoom on the group
     this.fit();
@@ -232,7 +252,7 @@
     this.ancestors(id).forEach(function (a) {
       if (self.folded[a]) { delete self.folded[a]; changed = true; }
     });
-    if (changed) this.render();
+    if (changed) { this.remember(); this.render(); }
     this.cy.elements().unselect();
     this.cy.getElementById(id).select();
     this.readAt(id);
@@ -245,6 +265,7 @@
     if (fold) this.order.forEach(function (id) {
       if (self.isGroup(id) && !self.nodes[id].data.parent) self.folded[id] = true;
     });
+    this.remember();
     this.render();
     this.fit();
     if (!this.legible()) this.readAt(this.focusId());
@@ -311,7 +332,9 @@
     var self = this, box = this.box;
     var big = this.preset;
     var tops = this.topGroups();
-    if (big && this.executors.length > FOLD_ABOVE && tops.length && this.presetTooSmall()) {
+    this.kept = this.remembered();
+    if (!this.kept && big && this.executors.length > FOLD_ABOVE && tops.length &&
+        this.presetTooSmall()) {
       tops.forEach(function (id) { self.folded[id] = true; });
     }
     var shown = this.visibleIds();
