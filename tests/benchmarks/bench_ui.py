@@ -10,6 +10,12 @@ One JSON line per measure:
   ``--repeat`` fresh pages; target <= 2 s.
 - ``checkpoints_first_paint``: the same for a run of 10,000 checkpoints (a full
   snapshot every 32, deltas between); target <= 2 s.
+- ``graph_legibility``: what the first paint of a ``--nodes`` graph shows, per shape
+  (``chain``: a chain that failed at its 60 % node; ``fanout``: one node fanned out to the
+  others and fanned in, no groups; ``wide``: a fan-out into ten prefix groups):
+  cytoscape's zoom, the smallest on-screen label size of the labelled nodes in view
+  (zoom times font size, CSS pixels) and how many there are; target: labels of 8 px or more,
+  at least 3 of them (issue 34: fitting a 1,000-node chain gave 0.05 px).
 - ``runs_page``: server time of the runs page (the whole request in process, through
   Starlette's test client: the store's run index, the template) over a store of
   ``--runs`` runs, per store: the first page, a page deep in the list (by its cursor) and
@@ -49,12 +55,34 @@ from plait_ui import UiSettings, make_app  # noqa: E402
 from plait_ui._security import allowed_hosts_for  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
-from ui_helpers import TOKEN, in_thread, long_run, run, wide  # noqa: E402
+from ui_helpers import (  # noqa: E402
+    TOKEN,
+    chain,
+    fan_out,
+    in_thread,
+    long_run,
+    run,
+    run_failing,
+    wide,
+)
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
 PAINT_TARGET_S = 2.0
 RUNS_TARGET_MS = 300.0
+LEGIBLE_PX = 8.0
+#: the first view, as tests/…/test_ui_browser.py measures it
+FIRST_VIEW = """() => {
+  const cy = window.plaitGraph, zoom = cy.zoom(), ext = cy.extent();
+  const shown = cy.nodes().filter((n) => {
+    const b = n.boundingBox({ includeLabels: false });
+    return n.visible() && String(n.data("label") || "") !== "" &&
+      b.x2 >= ext.x1 && b.x1 <= ext.x2 && b.y2 >= ext.y1 && b.y1 <= ext.y2;
+  });
+  const sizes = shown.map((n) => zoom * parseFloat(n.style("font-size")));
+  return { zoom: zoom, fontPx: sizes.length ? Math.min.apply(null, sizes) : 0,
+           labels: sizes.length };
+}"""
 
 
 def emit(record: dict[str, Any]) -> None:
@@ -66,7 +94,7 @@ def served(url: str) -> Iterator[str]:
     """`plait ui` on a free port in a thread; yields its URL with the token."""
     port = free_port()
     settings = UiSettings(
-        store=url, token=TOKEN, allowed_hosts=allowed_hosts_for("127.0.0.1", port), poll=1.0
+        store=url, token=TOKEN, allowed_hosts=allowed_hosts_for("127.0.0.1"), poll=1.0
     )
     server = uvicorn.Server(
         uvicorn.Config(make_app(settings), host="127.0.0.1", port=port, log_level="warning")
@@ -82,16 +110,33 @@ def served(url: str) -> Iterator[str]:
         thread.join(timeout=10)
 
 
+_SIGNED_IN: dict[str, Any] = {}
+
+
+def signed_in_state(browser: Any, base: str) -> Any:
+    """The cookies of a browser that opened the printed URL of the server at ``base``
+    (kept: its token signs in once)."""
+    if base not in _SIGNED_IN:
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(f"{base}/?token={TOKEN}")
+        _SIGNED_IN[base] = context.storage_state()
+        context.close()
+    return _SIGNED_IN[base]
+
+
 def first_paints(base: str, run_id: str, repeat: int) -> list[float]:
     """Seconds from navigation to the graph drawn, on ``repeat`` fresh pages."""
     out = []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
+            state = signed_in_state(browser, base)
             for _ in range(repeat + 1):  # the first one warms the server up
-                context = browser.new_context(viewport={"width": 1280, "height": 900})
+                context = browser.new_context(
+                    viewport={"width": 1280, "height": 900}, storage_state=state
+                )
                 page = context.new_page()
-                page.goto(f"{base}/?token={TOKEN}")  # the session cookie
                 started = time.perf_counter()
                 page.goto(f"{base}/runs/{run_id}")
                 page.wait_for_selector("#graph[data-rendered=true]", timeout=120_000)
@@ -100,6 +145,27 @@ def first_paints(base: str, run_id: str, repeat: int) -> list[float]:
         finally:
             browser.close()
     return out[1:]
+
+
+def first_views(base: str, runs: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """What the first paint of each run's graph shows (:data:`FIRST_VIEW`), by shape."""
+    out = {}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            state = signed_in_state(browser, base)
+            for shape, run_id in runs.items():
+                context = browser.new_context(
+                    viewport={"width": 1280, "height": 900}, storage_state=state
+                )
+                page = context.new_page()
+                page.goto(f"{base}/runs/{run_id}")
+                page.wait_for_selector("#graph[data-rendered=true]", timeout=120_000)
+                out[shape] = page.evaluate(FIRST_VIEW)
+                context.close()
+        finally:
+            browser.close()
+    return out
 
 
 def paint_record(name: str, size: int, times: list[float]) -> dict[str, Any]:
@@ -209,7 +275,25 @@ def main() -> None:
         url = f"sqlite:///{scratch}/graph.db"
         graph_run = run(wide(args.nodes), 0, url).run_id
         long = long_run(url, args.checkpoints)
+        shapes = {
+            "chain": run_failing(chain(args.nodes, fail_at=args.nodes * 6 // 10), 0, url),
+            "fanout": run(fan_out(args.nodes), 0, url).run_id,
+            "wide": graph_run,
+        }
         with served(url) as base:
+            for shape, view in first_views(base, shapes).items():
+                emit(
+                    {
+                        "bench": "graph_legibility",
+                        "shape": shape,
+                        "nodes": args.nodes,
+                        "zoom": round(view["zoom"], 4),
+                        "label_px": round(view["fontPx"], 2),
+                        "labels_in_view": view["labels"],
+                        "target_px": LEGIBLE_PX,
+                        "met": view["fontPx"] >= LEGIBLE_PX and view["labels"] >= 3,
+                    }
+                )
             graph_paints = first_paints(base, graph_run, args.repeat)
             emit(paint_record("graph_first_paint", args.nodes, graph_paints))
             long_paints = first_paints(base, long, args.repeat)

@@ -4,7 +4,7 @@ before anything runs, naming the distribution to install."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import plait
 import plait_catalog
@@ -167,3 +167,31 @@ def test_the_names_type_checkers_see_are_the_names_imported_at_run_time() -> Non
     from plait_testing.exports import check_exports
 
     check_exports(plait_durable, run_time_only={"plait_register_durability"})
+
+
+class Chooser(Executor):
+    """Asks for a ``Literal`` (a response type that is not a plain class: stored without a
+    type tag, only by name)."""
+
+    @handler
+    async def ask(self, number: int, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.request_info({"choose for": number}, Literal["yes", "no"])
+
+    @handler
+    async def answer(self, choice: Literal["yes", "no"], ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(f"chose {choice}")
+
+
+async def test_a_literal_response_type_comes_back_from_the_store() -> None:
+    """Issue 34 (N9): a stored request's ``Literal`` response type came back as ``Any``, so
+    any answer was taken (and ``plait ui`` drew a free JSON box for it)."""
+    workflow = WorkflowBuilder("chooser").add_executor(Chooser("chooser")).set_start("chooser")
+    built = workflow.build()
+    url = "memory://literal-response"
+    first = await built.run(7, checkpoint=url)
+    (pending,) = await built.pending_requests(first.run_id, url)
+    assert pending.response_type == Literal["yes", "no"]
+    with pytest.raises(plait.ResponseTypeError, match="must be Literal"):
+        await built.resume(first.run_id, url, responses={pending.request_id: "maybe"})
+    done = await built.resume(first.run_id, url, responses={pending.request_id: "no"})
+    assert done.outputs == ["chose no"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from plait import EdgeGroupSpec, NodeSpec, WorkflowSpec
-from plait_export import node_role, split_id, to_dot, to_mermaid
+from plait_export import boxes, node_role, split_id, to_dot, to_mermaid
 
 
 def composed_spec() -> WorkflowSpec:
@@ -217,3 +217,89 @@ def test_export_handles_a_bare_spec() -> None:
     ]
     assert '  n0 -->|"teleport"| n1' in to_mermaid(bare)
     assert to_dot(bare).startswith('digraph "workflow" {')
+
+
+# -- foreach blocks (issue 34: the body was drawn outside the block's box) --------------------
+
+
+def foreach_spec() -> WorkflowSpec:
+    """What a steps file compiles ``words → foreach outer (foreach inner (grow), after) →
+    joined`` to: body ids carry no prefix, only each block's gather does."""
+    kinds = {
+        "words": "steps.agent",
+        "outer": "steps.foreach",
+        "outer/gather": "steps.gather",
+        "inner": "steps.foreach",
+        "inner/gather": "steps.gather",
+        "grow": "steps.agent",
+        "after": "steps.agent",
+        "joined": "steps.agent",
+    }
+    pairs = [
+        ("words", "outer"),
+        ("outer", "inner"),
+        ("outer", "outer/gather"),
+        ("inner", "grow"),
+        ("inner", "inner/gather"),
+        ("grow", "grow"),  # a loop inside the body
+        ("grow", "inner/gather"),
+        ("inner/gather", "after"),
+        ("after", "outer/gather"),
+        ("outer/gather", "joined"),
+    ]
+    groups = tuple(EdgeGroupSpec(f"direct:{s}->{t}", "direct", (s,), (t,)) for s, t in pairs)
+    nodes = tuple(NodeSpec(i, kind=k) for i, k in kinds.items())
+    return WorkflowSpec("each", "words", nodes, groups)
+
+
+def _inside(text: str, label: str, opening: str, closing: str) -> list[str]:
+    """The lines between the opening of the box labelled ``label`` and its end."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if opening in line and label in line)
+    depth, out = 0, list[str]()
+    for line in lines[start + 1 :]:
+        if line.strip() == closing and depth == 0:
+            return out
+        depth += opening in line
+        depth -= line.strip() == closing
+        out.append(line.strip())
+    raise AssertionError(f"{label} is not closed")
+
+
+def test_a_foreach_body_is_drawn_inside_its_box() -> None:
+    text = to_mermaid(foreach_spec())
+    outer = _inside(text, '["foreach outer"]', "subgraph", "end")
+    inner = _inside(text, '["foreach inner"]', "subgraph", "end")
+    key = {m.group(2): m.group(1) for m in re.finditer(r'(n\d+)\["([^"]+)"\]', text)}
+    assert f'{key["grow"]}["grow"]' in inner and f'{key["inner"]}["inner"]' in inner
+    assert f'{key["after"]}["after"]' in outer and f'{key["outer"]}["outer"]' in outer
+    assert any("foreach inner" in line for line in outer), "the inner block nests in the outer"
+    assert not any('["words"]' in line or '["joined"]' in line for line in outer)
+    dot = to_dot(foreach_spec())
+    inner_dot = dot.split('label="foreach inner";', 1)[1].split("}", 1)[0]
+    assert '"grow" [label="grow"]' in inner_dot and '"inner" [label="inner"]' in inner_dot
+
+
+def test_boxes_nest_a_fragment_inside_a_foreach_body() -> None:
+    kinds = {
+        "each": "steps.foreach",
+        "each/gather": "steps.gather",
+        "frag/a": "python",
+        "frag/b": "python",
+        "after": "python",
+    }
+    edges = [
+        ("each", "frag/a"),
+        ("frag/a", "frag/b"),
+        ("frag/b", "each/gather"),
+        ("each", "each/gather"),
+        ("each/gather", "after"),
+    ]
+    found = boxes(kinds, edges)
+    assert found.parent["frag/a"] == "frag/" and found.parent["frag/"] == "each/"
+    assert found.parent["each"] == "each/" and found.parent["each/gather"] == "each/"
+    assert found.parent["after"] is None and found.parent["each/"] is None
+    assert found.labels["each/"] == "foreach each" and found.foreach == {"each/"}
+    # a prefix box only partly in the body stays where it was; its body node moves in
+    partly = boxes({**kinds, "frag/c": "python"}, [*edges, ("after", "frag/c")])
+    assert partly.parent["frag/"] is None and partly.parent["frag/a"] == "each/"

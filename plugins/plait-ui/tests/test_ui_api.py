@@ -4,6 +4,7 @@ answers (valid, wrong type, unknown id), forks, and read-only mode."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import uuid
@@ -16,7 +17,9 @@ import pytest
 from plait_durable import open_store
 from plait_testing import servers
 from ui_helpers import (
+    FOREACH_TOPOLOGY,
     chain,
+    choice_gate,
     gate,
     post,
     retrying,
@@ -25,6 +28,7 @@ from ui_helpers import (
     run_failing,
     signed_in,
     sqlite,
+    stored_run,
     unique,
     wide,
 )
@@ -333,14 +337,36 @@ def test_a_structured_answer_is_built_as_the_declared_type(tmp_path: Path) -> No
         assert "&#34;approved&#34;" in page.text and "&#34;required&#34;" in page.text
         path = f"/runs/{waiting.run_id}/requests/{request_id}"
         missing = post(client, path, {"answer": '{"note": "fine"}'})
-        assert missing.status_code == 422 and "answer: approved is missing" in missing.text
+        assert missing.status_code == 422
+        assert "answer: &#39;approved&#39; is a required property" in missing.text
         wrong = post(client, path, {"answer": '{"approved": "perhaps"}'})
         assert wrong.status_code == 422, "a converter's bool('perhaps') must not decide"
-        assert "answer.approved: expected boolean" in wrong.text
+        assert "answer.approved: &#39;perhaps&#39; is not of type &#39;boolean&#39;" in wrong.text
         assert anyio.run(count_checkpoints, url, waiting.run_id) == 2  # nothing written
         done = post(client, path, {"answer": '{"approved": true, "note": "fine"}'})
         assert done.status_code == 303
         assert "approved: fine" in client.get(f"/runs/{waiting.run_id}").text
+
+
+def test_a_literal_answer_is_a_choice_of_its_values(tmp_path: Path) -> None:
+    """Issue 34 (N9): a ``Literal`` response type came back from the store as ``Any``: the
+    form was a free JSON box and any answer was taken; and a choice list's options had
+    empty values (the JSON of each option broke out of its attribute)."""
+    url = sqlite(tmp_path)
+    workflow = choice_gate()
+    waiting = run(workflow, 7, url)
+    with signed_in(url, workflow=workflow) as client:
+        page = client.get(f"/runs/{waiting.run_id}/requests")
+        (request_id,) = re.findall(r'data-request-id="([^"]+)"', page.text)
+        options = re.findall(r'<option value="([^"]*)">([^<]*)</option>', page.text)
+        assert options == [("&#34;yes&#34;", "yes"), ("&#34;no&#34;", "no")], options
+        path = f"/runs/{waiting.run_id}/requests/{request_id}"
+        wrong = post(client, path, {"answer": '"maybe"'})
+        assert wrong.status_code == 422 and "is not one of" in wrong.text
+        assert anyio.run(count_checkpoints, url, waiting.run_id) == 2  # nothing written
+        done = post(client, path, {"answer": '"yes"'})
+        assert done.status_code == 303
+        assert "chose yes" in client.get(f"/runs/{waiting.run_id}").text
 
 
 def test_a_fork_with_edits_needs_allow_edits(tmp_path: Path) -> None:
@@ -392,3 +418,126 @@ def test_a_superstep_with_many_changes_lists_the_first_ones(tmp_path: Path) -> N
         assert table.count("<tr class=") == 200
         more = re.search(r"… and (\d+) more changes", page)
         assert more is not None and int(more.group(1)) > 100
+
+
+# -- the graph's boxes ---------------------------------------------------------------------------
+
+
+def test_a_foreach_body_is_inside_its_box(tmp_path: Path) -> None:
+    """Issue 34: the body of a foreach block was drawn outside its box (only the gather,
+    whose id has the block's prefix, was in it)."""
+    url = sqlite(tmp_path)
+    run_id, _ = stored_run(url, FOREACH_TOPOLOGY, state={"pending": {"grow": [1]}})
+    with signed_in(url) as client:
+        graph = client.get(f"/runs/{run_id}/graph.json").json()
+    parent = {e["data"]["id"]: e["data"].get("parent") for e in graph["elements"]}
+    classes = {e["data"]["id"]: e.get("classes", "") for e in graph["elements"]}
+    for node in ("each", "grow", "short", "each/gather"):
+        assert parent[node] == "each/", node
+    assert parent["words"] is None and parent["joined"] is None
+    assert classes["each/"] == "group foreach"
+    assert "pending" in classes["grow"]
+
+
+# -- bad input on the value page -----------------------------------------------------------------
+
+
+def test_a_deeply_nested_path_is_a_clear_400(tmp_path: Path) -> None:
+    """Issue 34: a deeply nested ``path`` on the value page was a 500 (a RecursionError
+    while reading it)."""
+    url = sqlite(tmp_path)
+    run_id, checkpoint = stored_run(url, FOREACH_TOPOLOGY, state={"shared": {"a": [1, 2]}})
+    with signed_in(url) as client:
+        page = f"/runs/{run_id}/value"
+        good = client.get(page, params={"checkpoint": checkpoint, "path": '["shared", "a", 1]'})
+        assert good.status_code == 200 and "2" in good.text
+        for path in ("[" * 5_000 + "]" * 5_000, '[["shared"]]', '["shared", 1.5]'):
+            response = client.get(page, params={"checkpoint": checkpoint, "path": path})
+            assert response.status_code == 400, (path[:20], response.status_code)
+            assert "path must be a JSON list of keys and indexes" in response.text
+        long = json.dumps([0] * 1_000)
+        response = client.get(page, params={"checkpoint": checkpoint, "path": long})
+        assert response.status_code == 400 and "at most" in response.text
+
+
+# -- a checkpoint that does not decode -----------------------------------------------------------
+
+#: a reference to a blob the store does not hold: the checkpoint does not decode
+MISSING_BLOB = {"__plait__": "blob", "h": "ab" * 32}
+
+
+@pytest.mark.parametrize("where", ["latest", "chosen"])
+def test_a_checkpoint_that_does_not_decode_is_a_clear_error_page(
+    tmp_path: Path, where: str
+) -> None:
+    """Issue 34 (N2's UI symptom): a checkpoint that does not decode made the run page a
+    500. Every page that reads it says which run and checkpoint cannot be read, with a
+    4xx and no traceback."""
+    url = sqlite(tmp_path)
+    run_id, checkpoint = stored_run(url, FOREACH_TOPOLOGY, state={"shared": MISSING_BLOB})
+    query = {"checkpoint": checkpoint} if where == "chosen" else {}
+    with signed_in(url) as client:
+        pages = {
+            "run": client.get(f"/runs/{run_id}", params=query),
+            "value": client.get(
+                f"/runs/{run_id}/value", params={"checkpoint": checkpoint, "path": '["shared"]'}
+            ),
+            "requests": client.get(f"/runs/{run_id}/requests"),
+            "fork": post(client, f"/runs/{run_id}/fork", {"checkpoint": checkpoint}),
+        }
+        for name, response in pages.items():
+            assert response.status_code == 422, (name, response.status_code)
+            assert 'id="error-detail"' in response.text, name
+            assert run_id in response.text and checkpoint in response.text, name
+            assert "cannot be read" in response.text and "Traceback" not in response.text, name
+        graph = client.get(f"/runs/{run_id}/graph.json", params=query)
+        assert graph.status_code == 422
+        assert run_id in graph.json()["error"] and checkpoint in graph.json()["error"]
+        assert client.get("/").status_code == 200  # the runs page still lists it
+
+
+# -- a fork's next step --------------------------------------------------------------------------
+
+
+def test_a_fork_says_it_waits_to_be_resumed_and_resumes(tmp_path: Path) -> None:
+    """Issue 34: a fork made in the page stayed ``running``, with no next step shown."""
+    url = sqlite(tmp_path)
+    workflow = chain(3)
+    result = run(workflow, 0, url)
+    with signed_in(url) as client:  # no --workflow: the page says how to resume it
+        ids = checkpoint_ids(client.get(f"/runs/{result.run_id}").text)
+        forked = post(client, f"/runs/{result.run_id}/fork", {"checkpoint": ids[1]})
+        new_run = forked.headers["location"].rsplit("/", 1)[1]
+        page = client.get(f"/runs/{new_run}").text
+        assert 'id="run-status">not resumed<' in page
+        assert 'id="fork-next"' in page and f"plait resume TARGET {new_run}" in page
+        assert 'id="resume-button"' not in page
+    with signed_in(url, workflow=workflow, answer_wait=5.0) as client:
+        page = client.get(f"/runs/{new_run}").text
+        assert 'id="resume-button"' in page
+        resumed = post(client, f"/runs/{new_run}/resume", {})
+        assert resumed.status_code == 303
+        assert resumed.headers["location"] == f"/runs/{new_run}?follow=1"
+        after = client.get(f"/runs/{new_run}").text
+        assert 'id="run-status">idle<' in after and 'id="fork-next"' not in after
+        assert re.search(r'id="section-outputs">\s*<pre class="value">\[\s*3\s*\]', after)
+    with signed_in(url, workflow=workflow, read_only=True) as client:
+        assert client.post(f"/runs/{new_run}/resume").status_code in (403, 404, 405)
+
+
+def test_layers_stack_numbers_by_value_and_leave_boxes_to_their_nodes() -> None:
+    from plait_ui._views import graph_elements, layered_positions
+
+    topology = {
+        "start": "each",
+        "nodes": [["each", "steps.foreach"], ["each/gather", "steps.gather"]]
+        + [[f"w{i}", "python"] for i in (10, 2, 1)],
+        "edge_groups": [["g", "fan_out", ["each"], ["w10", "w2", "w1"], "{}"]]
+        + [[f"h{i}", "direct", [f"w{i}"], ["each/gather"], "{}"] for i in (10, 2, 1)],
+    }
+    elements = graph_elements(topology, {})
+    layered_positions(elements, "each")
+    at = {e["data"]["id"]: e.get("position") for e in elements if "source" not in e["data"]}
+    assert at["each/"] is None, "a box's place is its nodes'"
+    assert [at[f"w{i}"]["y"] for i in (1, 2, 10)] == [0, 40, 80]
+    assert at["each"]["x"] < at["w1"]["x"] < at["each/gather"]["x"]

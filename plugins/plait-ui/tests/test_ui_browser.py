@@ -24,8 +24,10 @@ from plait_ui import UiSettings, make_app
 from plait_ui._security import allowed_hosts_for
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 from ui_helpers import (
+    FOREACH_TOPOLOGY,
     TOKEN,
     chain,
+    fan_out,
     gate,
     gate_then_slow,
     long_run,
@@ -34,8 +36,10 @@ from ui_helpers import (
     run_failing,
     slow_chain,
     sqlite,
+    stored_run,
     unique,
     wide,
+    wide_failing,
 )
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -68,7 +72,7 @@ def served(url: str, **options: Any) -> Iterator[str]:
     settings = UiSettings(
         store=url,
         token=TOKEN,
-        allowed_hosts=allowed_hosts_for("127.0.0.1", port),
+        allowed_hosts=allowed_hosts_for("127.0.0.1"),
         poll=0.1,
         **options,
     )
@@ -117,7 +121,12 @@ def graph_drawn(page: Page, timeout: float = 30_000) -> None:
 
 
 def classes_of(page: Page, node: str) -> list[str]:
-    found: list[str] = page.evaluate("(id) => window.plaitGraph.getElementById(id).classes()", node)
+    """The classes of ``node`` as drawn (a folded group around it is unfolded first)."""
+    found: list[str] = page.evaluate(
+        "(id) => { window.plaitGraphView.reveal(id); "
+        "return window.plaitGraph.getElementById(id).classes(); }",
+        node,
+    )
     return found
 
 
@@ -235,6 +244,123 @@ def test_a_1000_node_graph_renders(browser: Browser, tmp_path: Path) -> None:
         print(f"1,000-node graph: painted {elapsed:.2f} s after navigation ({paint} ms in page)")
 
 
+#: the smallest on-screen font size (CSS pixels) a label counts as legible at
+LEGIBLE_PX = 8.0
+
+#: What the first paint shows: cytoscape's zoom, and for every labelled node whose box is
+#: in the viewport its on-screen font size (zoom times its style's font size).
+FIRST_VIEW = """() => {
+  const cy = window.plaitGraph, zoom = cy.zoom(), ext = cy.extent();
+  const shown = cy.nodes().filter((n) => {
+    const b = n.boundingBox({ includeLabels: false });
+    return n.visible() && String(n.data("label") || "") !== "" &&
+      b.x2 >= ext.x1 && b.x1 <= ext.x2 && b.y2 >= ext.y1 && b.y1 <= ext.y2;
+  });
+  const sizes = shown.map((n) => zoom * parseFloat(n.style("font-size")));
+  return { zoom: zoom, fontPx: sizes.length ? Math.min.apply(null, sizes) : 0,
+           labels: sizes.length, ids: shown.map((n) => n.id()) };
+}"""
+
+
+def first_view(page: Page) -> dict[str, Any]:
+    view: dict[str, Any] = page.evaluate(FIRST_VIEW)
+    return view
+
+
+@pytest.mark.parametrize("shape", ["chain1000", "fanout1000", "wide1000"])
+def test_a_1000_node_graph_is_legible_at_first_paint(
+    browser: Browser, tmp_path: Path, shape: str
+) -> None:
+    """Issue 34: the first view of a 1,000-node graph shows labels one can read (the
+    whole graph fitted was 0.006 zoom for a chain: 0.06 px text), and the node to look
+    at (the failed one) is among them."""
+    url = sqlite(tmp_path)
+    if shape == "chain1000":
+        run_id, focus = run_failing(chain(1000, fail_at=600), 0, url), "n600"
+    elif shape == "fanout1000":
+        run_id, focus = run(fan_out(1000), 0, url).run_id, "total"
+    else:  # 999 leaves in ten prefix groups of 100 (part0/ … part9/)
+        run_id, focus = run(wide(1000), 0, url).run_id, "part0/"
+    with served(url) as address, page_of(browser, shape, full_page=False) as page:
+        page.goto(address.replace("/?", f"/runs/{run_id}?"))
+        graph_drawn(page, timeout=60_000)
+        view = first_view(page)
+        print(
+            f"{shape}: zoom {view['zoom']:.3f}, smallest label {view['fontPx']:.1f} px, "
+            f"{view['labels']} labels in view"
+        )
+        assert view["labels"] >= 3, view
+        assert view["fontPx"] >= LEGIBLE_PX, view
+        assert focus in view["ids"], view
+        expect(page.locator("#graph")).to_have_attribute("data-nodes", "1000")
+
+
+def test_find_focus_fit_and_the_minimap_on_a_folded_graph(browser: Browser, tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    run_id = run_failing(wide_failing(1000, fail_at=523), 0, url)
+    with served(url) as address, page_of(browser, "find-1000", full_page=False) as page:
+        page.goto(address.replace("/?", f"/runs/{run_id}?"))
+        graph_drawn(page, timeout=60_000)
+        # opened folded, the group holding the failed node marked failed
+        assert "collapsed" in page.evaluate("window.plaitGraph.getElementById('part5/').classes()")
+        assert "failed" in page.evaluate("window.plaitGraph.getElementById('part5/').classes()")
+        page.fill("#graph-search", "leaf52")  # leaf52, leaf520 … leaf529
+        page.press("#graph-search", "Enter")
+        expect(page.locator("#graph-search-count")).to_have_text("1 of 11: part0/leaf52")
+        page.press("#graph-search", "Enter")
+        expect(page.locator("#graph-search-count")).to_have_text("2 of 11: part5/leaf520")
+        view = first_view(page)
+        assert "part5/leaf520" in view["ids"] and view["fontPx"] >= LEGIBLE_PX, view
+        assert page.evaluate("window.plaitGraph.$(':selected').map((n) => n.id())") == [
+            "part5/leaf520"
+        ]
+        page.fill("#graph-search", "nothing-like-it")
+        page.press("#graph-search", "Enter")
+        expect(page.locator("#graph-search-count")).to_have_text("no node matches")
+        page.click("#graph-focus")  # the failed node, unfolded and in view
+        view = first_view(page)
+        assert "part5/leaf523" in view["ids"] and view["fontPx"] >= LEGIBLE_PX, view
+        page.click("#graph-fit")
+        assert first_view(page)["zoom"] < 0.5
+        page.click("#graph-fold")
+        assert page.evaluate("window.plaitGraph.nodes().length") == 11
+        page.click("#graph-unfold")
+        assert page.evaluate("window.plaitGraph.nodes().not('.group').length") == 1000
+        # the minimap draws the nodes, and a click there moves the window
+        painted = page.evaluate(
+            """() => { const c = document.getElementById('graph-minimap');
+            const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+            let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++; return n; }"""
+        )
+        assert painted > 200, painted
+        before = page.evaluate("window.plaitGraph.pan()")
+        page.click("#graph-minimap", position={"x": 20, "y": 20})
+        assert page.evaluate("window.plaitGraph.pan()") != before
+
+
+def test_a_foreach_block_is_one_box_with_its_body(browser: Browser, tmp_path: Path) -> None:
+    url = sqlite(tmp_path)
+    run_id, _ = stored_run(url, FOREACH_TOPOLOGY, state={"pending": {"grow": [1]}})
+    with served(url) as address, page_of(browser, "foreach") as page:
+        page.goto(address.replace("/?", f"/runs/{run_id}?"))
+        graph_drawn(page)
+        parents = page.evaluate(
+            "['each', 'grow', 'short', 'each/gather', 'words']"
+            ".map((id) => window.plaitGraph.getElementById(id).parent().map((p) => p.id()))"
+        )
+        assert parents == [["each/"]] * 4 + [[]]
+        page.evaluate("void window.plaitGraph.getElementById('each/').emit('dbltap')")
+        folded = page.evaluate("window.plaitGraph.getElementById('each/').data()")
+        assert folded["foldLabel"] == "foreach each (4)"
+        page.reload()  # as following a run does at each checkpoint: the fold is kept
+        graph_drawn(page)
+        assert page.evaluate("window.plaitGraph.getElementById('grow').length") == 0
+        assert "pending" in page.evaluate("window.plaitGraph.getElementById('each/').classes()"), (
+            "a folded box shows the state of what it holds"
+        )
+        assert "pending" in classes_of(page, "grow")
+
+
 def test_a_nested_node_collapses_and_expands(browser: Browser, tmp_path: Path) -> None:
     url = sqlite(tmp_path)
     run_id = run(wide(40), 0, url).run_id  # start -> part0/leaf0 … part0/leaf38
@@ -264,7 +390,8 @@ def test_the_graph_advances_while_a_run_steps_in_another_thread(
         with served(url) as address, page_of(browser, "live") as page:
             runs = address.replace("/?", f"/runs/{run_id}?")
             deadline = time.monotonic() + 20
-            while page.goto(runs).status != 200:  # until the run's first checkpoint exists
+            # until the run's first checkpoint exists
+            while (response := page.goto(runs)) is None or response.status != 200:
                 assert time.monotonic() < deadline
                 time.sleep(0.1)
             heading = page.locator("#scrubber h2")

@@ -32,7 +32,8 @@ def test_no_token_no_page(tmp_path: Path) -> None:
             assert response.status_code == 403, path
             assert "open the URL" in response.text
         assert client.get("/?token=wrong").status_code == 403
-        client.cookies.set("plait_ui_session", TOKEN)  # the token is not the session
+        for name in ("plait_ui_session", "plait_ui_session_0"):
+            client.cookies.set(name, TOKEN)  # the token is not the session
         assert client.get("/").status_code == 403
 
 
@@ -47,12 +48,47 @@ def test_the_token_is_exchanged_for_a_strict_http_only_cookie(tmp_path: Path) ->
         assert client.get("/").status_code == 200
 
 
+def test_the_token_signs_in_once(tmp_path: Path) -> None:
+    """Issue 34 (N4): the "one-time" token could be exchanged again, by anyone who saw it."""
+    with client_for(sqlite(tmp_path)) as first:
+        assert first.get(f"/?token={TOKEN}", follow_redirects=False).status_code == 303
+        # the same browser opening the printed URL again stays signed in
+        again = first.get(f"/?token={TOKEN}", follow_redirects=False)
+        assert again.status_code == 303 and "set-cookie" not in again.headers
+        assert first.get("/").status_code == 200
+        app = first.app
+        with TestClient(app, base_url="http://testserver") as second:
+            refused = second.get(f"/?token={TOKEN}", follow_redirects=False)
+            assert refused.status_code == 403 and "used already" in refused.text
+            assert second.get("/").status_code == 403
+        assert first.get("/").status_code == 200
+
+
+def test_two_servers_do_not_sign_each_other_out(tmp_path: Path) -> None:
+    """Issue 34 (N4): the session cookie had one name for every server, and cookies are not
+    kept apart by port: signing in to a second `plait ui` signed the browser out of the
+    first."""
+    url = sqlite(tmp_path)
+    one, two = make_app(settings(url)), make_app(settings(url))
+    assert one.cookie != two.cookie and one.cookie.startswith("plait_ui_session_")
+    with TestClient(one, base_url="http://testserver") as browser:
+        browser.get(f"/?token={TOKEN}")
+        with TestClient(two, base_url="http://testserver") as other:
+            signed = other.get(f"/?token={TOKEN}", follow_redirects=False)
+            for name, value in signed.cookies.items():  # one cookie jar, as in a browser
+                browser.cookies.set(name, value)
+            other.cookies.update(browser.cookies)
+            assert other.get("/").status_code == 200
+        assert browser.get("/").status_code == 200, "the second server signed us out"
+
+
 def test_a_host_outside_the_allow_list_is_refused(tmp_path: Path) -> None:
     with signed_in(sqlite(tmp_path)) as client:
         assert client.get("/").status_code == 200
         rebound = client.get("/", headers={"host": "attacker.example:8765"})
         assert rebound.status_code == 400
         assert client.get(f"/?token={TOKEN}", headers={"host": "evil"}).status_code == 400
+        assert client.get("/", headers={"host": "testserver:9"}).status_code == 200
 
 
 def test_changes_need_the_same_origin_and_the_csrf_token(tmp_path: Path) -> None:
@@ -112,8 +148,8 @@ def test_a_non_loopback_bind_needs_host() -> None:
         warning = check_bind(address, explicit=True)
         assert warning is not None and "warning" in warning
     assert is_loopback("127.0.0.2") and not is_loopback("10.0.0.1")
-    assert allowed_hosts_for("127.0.0.1", 8) == {"127.0.0.1:8", "localhost:8", "[::1]:8"}
-    assert "10.0.0.1:8" in allowed_hosts_for("10.0.0.1", 8)
+    assert allowed_hosts_for("127.0.0.1") == {"127.0.0.1", "localhost", "[::1]"}
+    assert "10.0.0.1" in allowed_hosts_for("10.0.0.1")
 
 
 # -- the command ---------------------------------------------------------------------------------

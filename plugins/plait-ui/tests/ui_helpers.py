@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from plait import Executor, Workflow, WorkflowContext, executor, handler
@@ -88,6 +88,52 @@ def wide(n: int, *, name: str | None = None) -> Workflow:
     leaves = [leaf(i) for i in range(n - 1)]
     builder = WorkflowBuilder(name or unique("wide"), max_supersteps=5).add_executor(start)
     builder.add_fan_out(start, leaves)
+    return builder.set_start(start).build()
+
+
+def wide_failing(n: int, *, fail_at: int, name: str | None = None) -> Workflow:
+    """:func:`wide`, whose leaf ``fail_at`` raises ``ValueError``."""
+
+    @executor(id="start")
+    async def start(x: int, ctx: WorkflowContext[int, int]) -> None:
+        await ctx.send_message(x)
+
+    def leaf(i: int) -> Any:
+        @executor(id=f"part{i // 100}/leaf{i}")
+        async def step(x: int, ctx: WorkflowContext[Never, int]) -> None:
+            if i == fail_at:
+                raise ValueError(f"leaf{i} failed")
+
+        return step
+
+    leaves = [leaf(i) for i in range(n - 1)]
+    builder = WorkflowBuilder(name or unique("wide"), max_supersteps=5).add_executor(start)
+    builder.add_fan_out(start, leaves)
+    return builder.set_start(start).build()
+
+
+def fan_out(n: int, *, name: str | None = None) -> Workflow:
+    """``start`` fanned out to ``n - 2`` workers (``w0`` …, no prefix) and fanned in to
+    ``total`` (``n`` nodes): the flat fan-out of the benchmarks (``fanout1000``)."""
+
+    @executor(id="start")
+    async def start(x: int, ctx: WorkflowContext[int, int]) -> None:
+        await ctx.send_message(x)
+
+    def worker(i: int) -> Any:
+        @executor(id=f"w{i}")
+        async def step(x: int, ctx: WorkflowContext[int, int]) -> None:
+            await ctx.send_message(x + i)
+
+        return step
+
+    @executor(id="total")
+    async def total(values: list[int], ctx: WorkflowContext[Never, int]) -> None:
+        await ctx.yield_output(sum(values))
+
+    workers = [worker(i) for i in range(n - 2)]
+    builder = WorkflowBuilder(name or unique("fanout"), max_supersteps=5).add_executor(start)
+    builder.add_fan_out(start, workers).add_fan_in(workers, total)
     return builder.set_start(start).build()
 
 
@@ -265,6 +311,24 @@ class Reviewer(Executor):
         await ctx.yield_output(f"{'approved' if review.approved else 'rejected'}: {review.note}")
 
 
+class Chooser(Executor):
+    """Asks to choose ``yes`` or ``no`` (a ``Literal``) for a number, and yields the choice."""
+
+    @handler
+    async def ask(self, number: int, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.request_info({"choose for": number}, Literal["yes", "no"])
+
+    @handler
+    async def answer(self, choice: Literal["yes", "no"], ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(f"chose {choice}")
+
+
+def choice_gate(name: str | None = None) -> Workflow:
+    """One executor that asks for a ``Literal["yes", "no"]``."""
+    builder = WorkflowBuilder(name or unique("choice"))
+    return builder.add_executor(Chooser("chooser")).set_start("chooser").build()
+
+
 def review_gate(name: str | None = None) -> Workflow:
     """One executor that asks for a structured review."""
     builder = WorkflowBuilder(name or unique("review"))
@@ -338,3 +402,73 @@ def gate_then_slow(n: int, seconds: float, name: str | None = None) -> Workflow:
     for a, b in zip(nodes, nodes[1:]):
         builder.add_edge(a, b)
     return builder.set_start("approval").build()
+
+
+#: The topology a steps file's ``words → foreach each (grow ⟲, short) → joined`` stores: the
+#: body's ids carry no prefix, only the block's gather does.
+FOREACH_TOPOLOGY = {
+    "start": "words",
+    "nodes": [
+        ["each", "steps.foreach"],
+        ["each/gather", "steps.gather"],
+        ["grow", "steps.agent"],
+        ["joined", "steps.agent"],
+        ["short", "steps.condition"],
+        ["words", "steps.agent"],
+    ],
+    "edge_groups": [
+        ["direct:each/gather->joined", "direct", ["each/gather"], ["joined"], "{}"],
+        ["direct:grow->short", "direct", ["grow"], ["short"], "{}"],
+        ["direct:words->each", "direct", ["words"], ["each"], "{}"],
+        ["switch:each", "switch", ["each"], ["grow", "each/gather"], "{}"],
+        ["switch:short", "switch", ["short"], ["grow", "each/gather"], "{}"],
+    ],
+}
+
+
+def stored_run(
+    url: str,
+    topology: dict[str, Any],
+    *,
+    state: dict[str, Any] | None = None,
+    status: str = "running",
+) -> tuple[str, str]:
+    """A run of one full checkpoint of ``topology`` (``state`` merged into an empty run
+    state), written straight into the store; returns (run id, checkpoint id)."""
+    run_id = unique("stored")
+    checkpoint_id = uuid.uuid4().hex
+
+    async def write() -> None:
+        from plait_durable import Checkpoint, open_store
+
+        store = open_store(url)
+        full: dict[str, Any] = {
+            "kind": "full",
+            "pending": {},
+            "router_state": {},
+            "requests": [],
+            "executor_state": {},
+            "outputs": [],
+            "visits": {},
+            "shared": {},
+            **(state or {}),
+        }
+        try:
+            await store.save(
+                Checkpoint(
+                    checkpoint_id=checkpoint_id,
+                    run_id=run_id,
+                    superstep=1,
+                    parent_id=None,
+                    signature="0" * 64,
+                    status=status,
+                    created_at=1_700_000_000.0,
+                    state=full,
+                    metadata={"workflow": "stored", "topology": topology},
+                )
+            )
+        finally:
+            await store.aclose()
+
+    in_thread(write)
+    return run_id, checkpoint_id

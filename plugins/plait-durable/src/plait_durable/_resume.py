@@ -250,6 +250,23 @@ def restore_state(
         ) from exc
 
 
+def _unnamed_response_type(graph: CompiledGraph, executor_id: str, request: Any) -> Any:
+    """The response type of a stored request that has no type tag (only a plain class
+    gets one: a ``Literal["yes", "no"]`` does not): the one type the asking executor's
+    handlers take whose name is the stored ``response_type_name``, else ``Any``. Only the
+    workflow's own types are candidates, never one the data names."""
+    executor = graph.executors.get(executor_id)
+    name = request.response_type_name
+    if executor is None or not name:
+        return Any
+    found = [
+        h.input_type
+        for h in executor.handlers
+        if h.input_type is not Any and type_name(h.input_type) == name
+    ]
+    return found[0] if len(found) == 1 else Any
+
+
 def _restore(
     graph: CompiledGraph,
     run_state: RunState,
@@ -280,7 +297,7 @@ def _restore(
                 f"{where} is corrupt: a pending request names executor "
                 f"{request.executor_id!r}, which the workflow does not have"
             )
-        response_type: Any = Any
+        response_type: Any = _unnamed_response_type(graph, request.executor_id, request)
         if request.response_type:
             response_type = types.get(request.response_type)
             if response_type is None:

@@ -18,15 +18,19 @@ from plait.spi import Register, lazy_exports
 if TYPE_CHECKING:
     from plait import WorkflowSpec
 
-    from ._graph import node_role, split_id, to_dot, to_mermaid
+    from ._graph import Boxes, boxes, node_role, split_id, to_dot, to_mermaid
 
 # the exporters' work lives in ``_graph``, imported when a graph is first exported: loading
 # plugins (every plait command) imports this module only
-_HOMES = dict.fromkeys(["node_role", "split_id", "to_dot", "to_mermaid"], "_graph")
+_HOMES = dict.fromkeys(
+    ["Boxes", "boxes", "node_role", "split_id", "to_dot", "to_mermaid"], "_graph"
+)
 
 __all__ = [
+    "Boxes",
     "DotExporter",
     "MermaidExporter",
+    "boxes",
     "node_role",
     "plait_register_exporters",
     "split_id",

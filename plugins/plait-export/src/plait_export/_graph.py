@@ -7,6 +7,11 @@ apart from executors: converters (ids ``convert:…``) as dashed hexagons, expli
 (ids ``adapt:…``) as parallelograms. The start executor has a double border. Edges carry
 their router (``fan-out``, ``fan-in (list)``, ``case 1`` …); plain direct edges carry none.
 
+A foreach block of a steps file (a ``steps.foreach`` node ``each``, its gather
+``each/gather``) is a box too, labelled ``foreach each``: the foreach node, every node of
+its body and the gather are drawn inside it (:func:`boxes`), though body ids carry no
+prefix.
+
 The output is deterministic: the same spec always gives the same text.
 
 .. versionadded:: 0.1
@@ -14,15 +19,19 @@ The output is deterministic: the same spec always gives the same text.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Iterable, Iterator, Mapping
 
 from plait import EdgeGroupSpec, WorkflowSpec
 
-__all__ = ["to_dot", "to_mermaid", "node_role", "split_id"]
+__all__ = ["Boxes", "boxes", "to_dot", "to_mermaid", "node_role", "split_id"]
 
 SEPARATOR = "/"
 CONVERTER_PREFIX = "convert:"
 ADAPTER_PREFIX = "adapt:"
+#: The node kinds of a steps file's foreach block: its start and its gather.
+FOREACH_KIND = "steps.foreach"
+GATHER_KIND = "steps.gather"
 
 
 def split_id(node_id: str) -> tuple[tuple[str, ...], str]:
@@ -49,6 +58,109 @@ def node_role(node_id: str) -> str:
     return "executor"
 
 
+@dataclasses.dataclass(frozen=True)
+class Boxes:
+    """Which box each node and box is drawn in.
+
+    :param parent: node id or box id -> the box it is drawn in (``None``: the top level).
+        A box id is a prefix ending in ``/`` (``prep/``, ``prep/inner/``, ``each/``).
+    :param labels: box id -> its label (``prep``; ``foreach each`` for a foreach block).
+    :param foreach: the box ids that are foreach blocks.
+
+    .. versionadded:: 0.1
+    """
+
+    parent: Mapping[str, str | None]
+    labels: Mapping[str, str]
+    foreach: frozenset[str]
+
+
+def boxes(kinds: Mapping[str, str], edges: Iterable[tuple[str, str]]) -> Boxes:
+    """The boxes of a graph: one per id prefix (``prep/normalize`` is in ``prep/``), and one
+    per foreach block, which holds the foreach node, its gather (``<id>/gather``) and every
+    node between them (reached from the foreach node without passing its gather: a body
+    has no other way out), though body ids carry no prefix.
+
+    :param kinds: every node id (in drawing order) -> its kind.
+    :param edges: ``(source, target)`` of every edge.
+
+    A body node goes in its innermost block; a block nested in another block's body goes
+    in that block's box, and so does a fragment (a prefix box) whose nodes are all in it.
+
+    .. versionadded:: 0.1
+    """
+    parent: dict[str, str | None] = {}
+    labels: dict[str, str] = {}
+    for node_id in kinds:
+        path, _local = split_id(node_id)
+        for depth in range(1, len(path) + 1):
+            box = SEPARATOR.join(path[:depth]) + SEPARATOR
+            if box not in labels:
+                labels[box] = path[depth - 1]
+                parent[box] = SEPARATOR.join(path[: depth - 1]) + SEPARATOR if depth > 1 else None
+        parent[node_id] = SEPARATOR.join(path) + SEPARATOR if path else None
+    inside: dict[str, set[str]] = {box: set() for box in labels}  # by prefix
+    for node_id in kinds:
+        for box in _chain(node_id, parent):
+            inside[box].add(node_id)
+    following: dict[str, list[str]] = {}
+    for source, target in edges:
+        following.setdefault(source, []).append(target)
+    blocks: dict[str, set[str]] = {}  # box -> its members
+    for node_id, kind in kinds.items():
+        gather = node_id + SEPARATOR + "gather"
+        if kind != FOREACH_KIND or kinds.get(gather) != GATHER_KIND:
+            continue
+        members = {node_id, gather}
+        frontier = [node_id]
+        while frontier:
+            for target in following.get(frontier.pop(), ()):
+                if target not in members and target in kinds:
+                    members.add(target)
+                    frontier.append(target)
+        box = node_id + SEPARATOR
+        blocks[box] = members
+        labels[box] = "foreach " + split_id(node_id)[1]
+
+    def innermost(node_id: str, but: str | None = None) -> str | None:
+        found = [b for b, members in blocks.items() if b != but and node_id in members]
+        return min(found, key=lambda b: (len(blocks[b]), b), default=None)
+
+    def place(item: str, box: str) -> None:
+        """Put ``item`` (with every prefix box around it that lies wholly in the block
+        ``box``) in ``box``, unless it is there already or that would make a cycle."""
+        while True:
+            up = parent.get(item)
+            if up is None or up == box or box in _chain(up, parent) or up in _chain(box, parent):
+                break
+            if not inside.get(up, {up}) <= blocks[box] or up in blocks:
+                break
+            item = up
+        if box == item or box in _chain(item, parent) or item in _chain(box, parent):
+            return
+        parent[item] = box
+
+    for box in sorted(blocks, key=lambda b: -len(blocks[b])):  # outer blocks first
+        outer = innermost(box[: -len(SEPARATOR)], but=box)
+        if outer is not None:
+            place(box, outer)
+    for node_id in kinds:
+        block = innermost(node_id)
+        if block is not None:
+            place(node_id, block)
+    return Boxes(parent=parent, labels=labels, foreach=frozenset(blocks))
+
+
+def _chain(item: str, parent: Mapping[str, str | None]) -> list[str]:
+    """The boxes around ``item``, innermost first."""
+    out: list[str] = []
+    up = parent.get(item)
+    while up is not None and up not in out:
+        out.append(up)
+        up = parent.get(up)
+    return out
+
+
 class _Cluster:
     """One prefix level: the nodes directly in it and the prefixes nested in it."""
 
@@ -59,20 +171,24 @@ class _Cluster:
 
 
 def _tree(spec: WorkflowSpec) -> _Cluster:
-    root = _Cluster("")
-    ids = list(spec.node_ids)
-    known = set(ids)
+    kinds = {node.id: node.kind for node in spec.nodes}
     for group in spec.edge_groups:  # draw ids an invalid spec references, too
         for node_id in (*group.sources, *group.targets):
-            if node_id not in known:
-                known.add(node_id)
-                ids.append(node_id)
-    for node_id in ids:
-        path, local = split_id(node_id)
-        cluster = root
-        for part in path:
-            cluster = cluster.children.setdefault(part, _Cluster(part))
-        cluster.nodes.append((node_id, local))
+            kinds.setdefault(node_id, "")
+    edges = [(s, t) for group in spec.edge_groups for s in group.sources for t in group.targets]
+    found = boxes(kinds, edges)
+    root = _Cluster("")
+    clusters: dict[str | None, _Cluster] = {None: root}
+
+    def cluster_of(box: str | None) -> _Cluster:
+        if box not in clusters:
+            assert box is not None
+            outer = cluster_of(found.parent[box])
+            clusters[box] = outer.children.setdefault(box, _Cluster(found.labels[box]))
+        return clusters[box]
+
+    for node_id in kinds:
+        cluster_of(found.parent[node_id]).nodes.append((node_id, split_id(node_id)[1]))
     return root
 
 
@@ -141,10 +257,10 @@ def to_mermaid(spec: WorkflowSpec) -> str:
                 classes.append("start")
             suffix = f":::{','.join(classes)}" if classes else ""
             lines.append(f"{pad}{key}{left}{_mermaid_text(local)}{right}{suffix}")
-        for name, child in cluster.children.items():
+        for child in cluster.children.values():
             sub = f"s{counter[0]}"
             counter[0] += 1
-            lines.append(f'{pad}subgraph {sub} ["{_mermaid_text(name)}"]')
+            lines.append(f'{pad}subgraph {sub} ["{_mermaid_text(child.name)}"]')
             emit(child, depth + 1)
             lines.append(f"{pad}end")
 
@@ -190,10 +306,10 @@ def to_dot(spec: WorkflowSpec) -> str:
             if node_id == spec.start:
                 attrs += ", peripheries=2"
             lines.append(f"{pad}{_dot_text(node_id)} [{attrs}];")
-        for name, child in cluster.children.items():
+        for child in cluster.children.values():
             lines.append(f"{pad}subgraph {_dot_text(f'cluster_{counter[0]}')} {{")
             counter[0] += 1
-            lines.append(f"{pad}  label={_dot_text(name)};")
+            lines.append(f"{pad}  label={_dot_text(child.name)};")
             lines.append(f'{pad}  style=rounded; color="#888888";')
             emit(child, depth + 1)
             lines.append(f"{pad}}}")

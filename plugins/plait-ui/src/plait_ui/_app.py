@@ -22,8 +22,14 @@ import anyio
 import anyio.abc
 import attrs
 import jinja2
-from plait import CheckpointError, CheckpointNotFoundError, PlaitError, RunLeaseError
-from plait.spi import is_instance
+from plait import (
+    CheckpointError,
+    CheckpointNotFoundError,
+    CorruptCheckpointError,
+    PlaitError,
+    RunLeaseError,
+)
+from plait.spi import PendingRequest, is_instance
 from plait_durable import (
     DEFAULT_PAGE,
     EDITABLE,
@@ -86,8 +92,8 @@ class UiSettings:
     """What ``plait ui`` serves.
 
     :param store: the checkpoint store's URL.
-    :param token: the token of the printed URL (exchanged for a session cookie).
-    :param allowed_hosts: the ``Host`` header values accepted (``host:port``).
+    :param token: the token of the printed URL (exchanged once for a session cookie).
+    :param allowed_hosts: the host names accepted (the ``Host`` header without its port).
     :param read_only: no route that changes anything (fork, answers) exists.
     :param workflow: the workflow whose runs are answered and resumed (``--workflow``).
     :param poll: seconds between the live stream's looks at the store.
@@ -274,6 +280,10 @@ class _Ui:
             sections=[(title, key, self.value(view, [key])) for title, key in sections],
             forks=forks,
             origin=origin if isinstance(origin, dict) else None,
+            # a fork nothing has resumed yet: it says so, and what to do next
+            not_resumed=(
+                isinstance(origin, dict) and len(points) == 1 and point.info.status == "running"
+            ),
             ids=[p.info.checkpoint_id for p in points],
             workflow=view.checkpoint.metadata.get("workflow"),
             change_value=lambda value: _cut(json_text(value)),
@@ -296,12 +306,7 @@ class _Ui:
     async def value_page(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
         checkpoint_id = request.query_params.get("checkpoint", "")
-        try:
-            path = json.loads(request.query_params.get("path", "[]"))
-        except json.JSONDecodeError:
-            raise HTTPException(400, "path must be a JSON list") from None
-        if not isinstance(path, list):
-            raise HTTPException(400, "path must be a JSON list")
+        path = _value_path(request.query_params.get("path", "[]"))
         async with self.store() as store:
             view = await _view_of_run(store, run_id, checkpoint_id)
         try:
@@ -331,7 +336,9 @@ class _Ui:
         if executors > DAGRE_LIMIT:
             layered_positions(elements, topology.get("start"))
             layout = "preset"
-        return JSONResponse({"elements": elements, "layout": layout, "missing": False})
+        return JSONResponse(
+            {"elements": elements, "layout": layout, "dagre_limit": DAGRE_LIMIT, "missing": False}
+        )
 
     async def requests(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
@@ -344,14 +351,14 @@ class _Ui:
         if latest is None:
             raise HTTPException(404, f"no run {run_id!r}")
         view = await checkpoint_view(store, latest.checkpoint_id)
-        declared = {}
+        declared: dict[str, PendingRequest] = {}
         workflow = self.settings.workflow
         if workflow is not None:
             try:
                 pending = await workflow.pending_requests(run_id, store)
             except PlaitError as exc:
                 raise HTTPException(409, f"--workflow does not fit this run: {exc}") from None
-            declared = {p.request_id: p.response_type for p in pending}
+            declared = {p.request_id: p for p in pending}
         requests = view.state.get("requests")
         forms = []
         for stored in requests if isinstance(requests, list) else []:
@@ -359,7 +366,7 @@ class _Ui:
                 continue
             rid = stored["request_id"]
             if rid in declared:
-                schema = schema_for_type(declared[rid])
+                schema = schema_for_type(declared[rid].response_type)
             else:
                 schema = schema_for_name(stored.get("response_type_name"))
             forms.append(
@@ -471,6 +478,23 @@ class _Ui:
                 self.tasks = None
                 tasks.cancel_scope.cancel()
 
+    async def resume(self, request: Request) -> Response:
+        """Resume a run (a fork nothing has resumed yet) in this server process, under its
+        lease, as an answer does; the browser then follows it on its page."""
+        run_id = request.path_params["run_id"]
+        await self.form(request)
+        workflow = self.settings.workflow
+        if workflow is None:
+            raise HTTPException(422, "start plait ui with --workflow TARGET to resume runs")
+        async with self.store() as store:
+            if await store.latest(run_id) is None:
+                raise HTTPException(404, f"no run {run_id!r}")
+            journal = isinstance(store, EventJournal)
+        refused = await self.resume_in_background(workflow, run_id, {}, journal=journal)
+        if refused is not None:  # another worker holds the run: nothing was written
+            raise HTTPException(409, str(refused))
+        return RedirectResponse(f"/runs/{_quote(run_id)}?follow=1", status_code=303)
+
     async def fork(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
         fields = await self.form(request)
@@ -481,6 +505,8 @@ class _Ui:
                 new_run = await fork_run(store, run_id, checkpoint_id, edits=edits)
             except CheckpointNotFoundError:
                 raise HTTPException(404, f"no checkpoint {checkpoint_id!r}") from None
+            except CorruptCheckpointError:
+                raise  # the page that says the checkpoint cannot be read
             except CheckpointError as exc:
                 raise HTTPException(400, str(exc)) from None
         return RedirectResponse(f"/runs/{_quote(new_run)}", status_code=303)
@@ -527,7 +553,26 @@ class _Ui:
 
     async def error_page(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
-        return self.page("error.html", status_code=exc.status_code, detail=exc.detail)
+        if request.url.path.endswith("/graph.json"):  # fetched by the page's script
+            return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
+        return self.page(
+            "error.html", status_code=exc.status_code, status=exc.status_code, detail=exc.detail
+        )
+
+    async def unreadable_page(self, request: Request, exc: Exception) -> Response:
+        """A checkpoint that does not decode (corrupt, forged, over a decode budget, or
+        nested too deep to show): 422, naming the run and the checkpoint, never a 500."""
+        run_id = request.path_params.get("run_id")
+        checkpoint = request.query_params.get("checkpoint")
+        what = f"run {run_id!r}" if run_id else "this page's checkpoint"
+        if checkpoint:
+            what += f", checkpoint {checkpoint!r}"
+        if isinstance(exc, RecursionError):
+            reason = "a value in it is nested too deeply to show"
+        else:
+            reason = " ".join(str(exc).split())
+        detail = f"{what} cannot be read: {reason}"
+        return await self.error_page(request, HTTPException(422, detail))
 
     # -- routes -----------------------------------------------------------------------------
 
@@ -548,6 +593,7 @@ class _Ui:
                     name="answer",
                 ),
                 Route("/runs/{run_id:path}/fork", self.fork, methods=["POST"], name="fork"),
+                Route("/runs/{run_id:path}/resume", self.resume, methods=["POST"], name="resume"),
             ]
         routes += [
             Route("/runs/{run_id:path}", self.run, name="run"),
@@ -581,6 +627,36 @@ def _one_line(exc: BaseException) -> str:
         for note in getattr(sub, "__notes__", ())
     ]
     return "; ".join(notes) or " ".join(str(exc).split())
+
+
+#: The most parts a value page's ``path`` may have.
+MAX_PATH = 256
+
+
+def _value_path(text: str) -> list[str | int]:
+    """The ``path`` of a value page: a flat JSON list of keys (strings) and indexes
+    (integers), at most :data:`MAX_PATH` of them.
+
+    :raises HTTPException: 400, saying what a path is, for anything else (a deeply nested
+        list included: the JSON reader gives up on it with a ``RecursionError``).
+    """
+    wrong = HTTPException(
+        400, 'path must be a JSON list of keys and indexes, such as ["shared", 0]'
+    )
+    if len(text) > MAX_PATH * 1024:
+        raise wrong
+    try:
+        path = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        raise wrong from None
+    if not isinstance(path, list) or not all(
+        isinstance(part, str) or (isinstance(part, int) and not isinstance(part, bool))
+        for part in path
+    ):
+        raise wrong
+    if len(path) > MAX_PATH:
+        raise HTTPException(400, f"path has {len(path)} parts: at most {MAX_PATH}")
+    return path
 
 
 def _quote(run_id: str) -> str:
@@ -628,7 +704,9 @@ def make_app(settings: UiSettings) -> Guard:
     """
     ui = _Ui(settings)
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
-        HTTPException: ui.error_page
+        HTTPException: ui.error_page,
+        CorruptCheckpointError: ui.unreadable_page,
+        RecursionError: ui.unreadable_page,
     }
     app = Starlette(routes=ui.routes(), exception_handlers=handlers, lifespan=ui.lifespan)
     ui._guard = Guard(app, token=settings.token, allowed_hosts=settings.allowed_hosts)

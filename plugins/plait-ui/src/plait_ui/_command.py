@@ -99,7 +99,7 @@ def ui_command(
     settings = UiSettings(
         store=store_url,
         token=token,
-        allowed_hosts=allowed_hosts_for(bind, port),
+        allowed_hosts=allowed_hosts_for(bind),
         read_only=read_only,
         workflow=workflow,
         allow_edits=allow_edits,

@@ -1,12 +1,16 @@
 """What keeps a web page on a developer's machine from being an attack surface.
 
 - :func:`check_bind`: the server binds a loopback address unless the user said ``--host``.
+- Starlette's ``TrustedHostMiddleware`` refuses a ``Host`` header outside the allow-list
+  (DNS rebinding); :func:`allowed_hosts_for` makes the list.
 - :class:`Guard`, an ASGI middleware in front of every route:
-  - a ``Host`` header outside the allow-list is refused (DNS rebinding);
-  - the random token of the printed URL is exchanged once for an ``HttpOnly``,
-    ``SameSite=Strict`` session cookie, and a request without that cookie is refused;
+  - the random token of the printed URL is exchanged once, and only once, for an
+    ``HttpOnly``, ``SameSite=Strict`` session cookie whose name is this server's own (two
+    ``plait ui`` on one machine do not sign each other out), and a request without that
+    cookie is refused;
   - a request that is not ``GET``/``HEAD`` must come from the server's own origin
-    (``Origin`` header), and the route checks its CSRF token (:meth:`Guard.csrf_ok`);
+    (``Origin`` is the ``Host`` it was sent to), and the route checks its CSRF token
+    (:meth:`Guard.csrf_ok`);
   - every response carries ``Content-Security-Policy: default-src 'self'`` and friends.
 
 Jinja2 autoescaping (in :mod:`plait_ui._app`) escapes everything a store holds.
@@ -24,12 +28,13 @@ from urllib.parse import urlencode
 
 from plait import PlaitError
 from starlette.datastructures import URL, MutableHeaders
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = [
-    "COOKIE",
+    "COOKIE_PREFIX",
     "CSP",
     "BindError",
     "Guard",
@@ -39,8 +44,10 @@ __all__ = [
     "new_token",
 ]
 
-#: The session cookie's name.
-COOKIE = "plait_ui_session"
+#: The start of the session cookie's name; the rest is random per server
+#: (:attr:`Guard.cookie`): cookies are not kept apart by port, so every ``plait ui`` on a
+#: machine would otherwise overwrite the others' sessions.
+COOKIE_PREFIX = "plait_ui_session_"
 #: The content security policy of every response: nothing but this origin, no inline code.
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -104,29 +111,33 @@ def check_bind(host: str, *, explicit: bool) -> str | None:
     )
 
 
-def allowed_hosts_for(host: str, port: int) -> frozenset[str]:
-    """The ``Host`` header values a server bound to ``host``:``port`` accepts."""
+def allowed_hosts_for(host: str) -> frozenset[str]:
+    """The host names (``Host`` without its port) a server bound to ``host`` accepts: the
+    loopback names, and ``host`` itself (for ``TrustedHostMiddleware``)."""
     names = {"127.0.0.1", "localhost", "[::1]"}
     if not is_loopback(host):
         names.add(f"[{host}]" if ":" in host else host)
-    return frozenset(f"{name}:{port}".lower() for name in names)
+    return frozenset(name.lower() for name in names)
 
 
 class Guard:
-    """The ASGI middleware that checks every request (see the module docstring).
+    """The ASGI middleware that checks every request (see the module docstring), behind
+    Starlette's ``TrustedHostMiddleware``.
 
     :param app: the app behind it.
-    :param token: the token of the printed URL.
-    :param allowed_hosts: the ``Host`` header values accepted (``host:port``).
+    :param token: the token of the printed URL (good for one sign-in).
+    :param allowed_hosts: the host names accepted (``Host`` without its port).
     """
 
     def __init__(self, app: ASGIApp, *, token: str, allowed_hosts: Iterable[str]) -> None:
         self.app = app
-        self.token = token
-        self.allowed_hosts = frozenset(h.lower() for h in allowed_hosts)
-        self.origins = frozenset(f"http://{h}" for h in self.allowed_hosts)
+        # the Host is checked before anything else (the token is not spent on a bad one)
+        self.trusted = TrustedHostMiddleware(self._checked, allowed_hosts=sorted(allowed_hosts))
+        self.token: str | None = token
         # the cookie is not the token: a token seen in a shell history opens one session
         self.session = secrets.token_urlsafe(32)
+        #: this server's session cookie's name
+        self.cookie = COOKIE_PREFIX + secrets.token_hex(6)
 
     def csrf_token(self) -> str:
         """The CSRF token forms of this session carry."""
@@ -140,7 +151,6 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        response = self._refusal(Request(scope))
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -149,32 +159,47 @@ class Guard:
                     headers[name] = value
             await send(message)
 
+        await self.trusted(scope, receive, send_with_headers)
+
+    async def _checked(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = self._refusal(Request(scope))
         if response is not None:
-            await response(scope, receive, send_with_headers)
+            await response(scope, receive, send)
         else:
-            await self.app(scope, receive, send_with_headers)
+            await self.app(scope, receive, send)
+
+    def _signed_in(self, request: Request) -> bool:
+        cookie = request.cookies.get(self.cookie, "")
+        return hmac.compare_digest(cookie.encode(), self.session.encode())
 
     def _refusal(self, request: Request) -> Response | None:
-        host = request.headers.get("host", "").lower()
-        if host not in self.allowed_hosts:
-            return PlainTextResponse("unexpected Host header", status_code=400)
         token = request.query_params.get("token")
         if token is not None:
-            if not hmac.compare_digest(token.encode(), self.token.encode()):
-                return PlainTextResponse("wrong token", status_code=403)
             rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
             target = URL(path=request.url.path, query=urlencode(rest))
             redirect = RedirectResponse(str(target), status_code=303)
-            redirect.set_cookie(COOKIE, self.session, httponly=True, samesite="strict", path="/")
-            return redirect
-        cookie = request.cookies.get(COOKIE, "")
-        if not hmac.compare_digest(cookie.encode(), self.session.encode()):
+            if self.token is not None and hmac.compare_digest(token.encode(), self.token.encode()):
+                self.token = None  # one sign-in: a token seen later opens nothing
+                redirect.set_cookie(
+                    self.cookie, self.session, httponly=True, samesite="strict", path="/"
+                )
+                return redirect
+            if self._signed_in(request):  # the printed URL opened again in this browser
+                return redirect
+            if self.token is None:
+                return PlainTextResponse(
+                    "this token was used already: it signs in once (restart plait ui for a "
+                    "new one)",
+                    status_code=403,
+                )
+            return PlainTextResponse("wrong token", status_code=403)
+        if not self._signed_in(request):
             return PlainTextResponse(
                 "not signed in: open the URL `plait ui` printed (it holds a token)",
                 status_code=403,
             )
         if request.method not in _SAFE_METHODS:
             origin = request.headers.get("origin", "").lower()
-            if origin not in self.origins:
+            if origin != f"http://{request.headers.get('host', '')}".lower():
                 return PlainTextResponse("cross-origin request refused", status_code=403)
         return None

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import types
 import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
+from jsonschema.exceptions import best_match  # type: ignore[import-untyped,unused-ignore]
 from plait_durable import CheckpointInfo, CheckpointView
+from plait_export import boxes, split_id
 
 __all__ = [
     "DAGRE_LIMIT",
@@ -104,55 +108,65 @@ def graph_elements(
     topology: Mapping[str, Any], states: Mapping[str, Sequence[str]]
 ) -> list[dict[str, Any]]:
     """Cytoscape elements for a stored topology (``WorkflowSpec.topology()``): one node per
-    executor (a compound parent per ``prefix/`` of composed workflows), one edge per
-    source and target of each edge group, each node with its ``states`` as classes."""
+    executor, a compound parent per box (each ``prefix/`` of composed workflows, and each
+    foreach block, which holds its body: :func:`plait_export.boxes`), one edge per source
+    and target of each edge group, each node with its ``states`` as classes."""
     nodes = topology.get("nodes")
     groups = topology.get("edge_groups")
     start = topology.get("start")
-    elements: list[dict[str, Any]] = []
-    known: set[str] = set()
-    parents: set[str] = set()
+    kinds: dict[str, str] = {}
     for entry in nodes if isinstance(nodes, list) else []:
         if not (isinstance(entry, list) and entry and isinstance(entry[0], str)):
             continue
-        node_id = entry[0]
         kind = entry[1] if len(entry) > 1 and isinstance(entry[1], str) else ""
-        data: dict[str, Any] = {"id": node_id, "label": node_id.rsplit("/", 1)[-1], "kind": kind}
-        if "/" in node_id:
-            data["parent"] = _parent(node_id, parents)
-        classes = list(states.get(node_id, ()))
-        if node_id == start:
-            classes.append("start")
-        elements.append({"data": data, "classes": " ".join(classes)})
-        known.add(node_id)
-    for parent in sorted(parents):
-        data = {"id": parent, "label": parent.rstrip("/").rsplit("/", 1)[-1]}
-        if "/" in parent.rstrip("/"):
-            data["parent"] = _parent(parent.rstrip("/"), parents)
-        elements.append({"data": data, "classes": "group"})
-    for number, group in enumerate(groups if isinstance(groups, list) else []):
+        kinds.setdefault(entry[0], kind)
+    pairs: list[tuple[str, str, str]] = []  # (source, target, router)
+    for group in groups if isinstance(groups, list) else []:
         if not (isinstance(group, list) and len(group) >= 4):
             continue
         _gid, router, sources, targets = group[:4]
         if not isinstance(sources, list) or not isinstance(targets, list):
             continue
-        for i, (source, target) in enumerate((s, t) for s in sources for t in targets):
-            if source in known and target in known:
-                # a short id: a fan-out group's own id names every target, so repeating
-                # it per edge made a 1,000-node graph 14 MB of JSON
-                edge = {"id": f"g{number}#{i}", "source": source, "target": target}
-                elements.append({"data": {**edge, "label": str(router)}})
-        if len(elements) > MAX_ELEMENTS:
+        pairs.extend(
+            (s, t, str(router)) for s in sources for t in targets if s in kinds and t in kinds
+        )
+        if len(pairs) > MAX_ELEMENTS:
             break
+    found = boxes(kinds, [(s, t) for s, t, _router in pairs])
+    elements: list[dict[str, Any]] = []
+    for node_id, kind in kinds.items():
+        data: dict[str, Any] = {"id": node_id, "label": split_id(node_id)[1], "kind": kind}
+        if found.parent.get(node_id) is not None:
+            data["parent"] = found.parent[node_id]
+        classes = list(states.get(node_id, ()))
+        if node_id == start:
+            classes.append("start")
+        elements.append({"data": data, "classes": " ".join(classes)})
+    for box in sorted(found.labels):
+        box_data = {"id": box, "label": found.labels[box]}
+        if found.parent.get(box) is not None:
+            box_data["parent"] = str(found.parent[box])
+        kind = "group foreach" if box in found.foreach else "group"
+        elements.append({"data": box_data, "classes": kind})
+    for number, (source, target, router) in enumerate(pairs[:MAX_ELEMENTS]):
+        # a short id: a fan-out group's own id names every target, so repeating it per
+        # edge made a 1,000-node graph 14 MB of JSON
+        edge = {"id": f"e{number}", "source": source, "target": target, "label": router}
+        elements.append({"data": edge})
     return elements
 
 
 def layered_positions(elements: Sequence[dict[str, Any]], start: Any) -> None:
     """Give each executor node a ``position``: its layer is its distance from ``start``
     along edges (breadth first; unreached nodes in a last layer), left to right, and nodes
-    of a layer are stacked in id order. Linear in the graph: for graphs too big for dagre.
+    of a layer are stacked in id order, numbers by value (``w2`` before ``w10``). Linear in
+    the graph: for graphs too big for dagre.
     """
-    nodes = [e for e in elements if "source" not in e["data"] and e.get("classes") != "group"]
+    nodes = [
+        e
+        for e in elements
+        if "source" not in e["data"] and "group" not in str(e.get("classes", "")).split()
+    ]
     following: dict[str, list[str]] = {}
     for edge in elements:
         data = edge["data"]
@@ -172,19 +186,20 @@ def layered_positions(elements: Sequence[dict[str, Any]], start: Any) -> None:
         frontier = later
     last = max(depth.values(), default=-1) + 1
     rows: dict[int, int] = {}
-    for node in sorted(nodes, key=lambda n: (depth.get(n["data"]["id"], last), n["data"]["id"])):
+    for node in sorted(
+        nodes, key=lambda n: (depth.get(n["data"]["id"], last), _natural(n["data"]["id"]))
+    ):
         layer = depth.get(node["data"]["id"], last)
         row = rows.get(layer, 0)
         rows[layer] = row + 1
         node["position"] = {"x": layer * 220, "y": row * 40}
 
 
-def _parent(node_id: str, parents: set[str]) -> str:
-    """The compound node of ``a/b/c`` is ``a/b/``; every ancestor is added to ``parents``."""
-    parts = node_id.split("/")[:-1]
-    for depth in range(1, len(parts) + 1):
-        parents.add("/".join(parts[:depth]) + "/")
-    return "/".join(parts) + "/"
+def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
+    """A sort key that orders the numbers in ``text`` by value: ``w2`` before ``w10``."""
+    return tuple(
+        (0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text) if part
+    )
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -281,9 +296,10 @@ def _title(tp: Any) -> str:
 
 def parse_answer(text: str, schema: Mapping[str, Any]) -> Any:
     """What a form's answer means under ``schema``: a string schema takes the text as it
-    is, a boolean ``true``/``false``; anything else is read as JSON.
+    is, a boolean ``true``/``false``; anything else is read as JSON (and then checked
+    against the schema by :func:`schema_problem`).
 
-    :raises ValueError: the answer is not valid for the schema's type, saying why.
+    :raises ValueError: the answer is not JSON, saying why.
     """
     kind = schema.get("type")
     if kind == "string":
@@ -292,66 +308,17 @@ def parse_answer(text: str, schema: Mapping[str, Any]) -> Any:
     if kind == "boolean" and stripped in ("true", "false"):
         return stripped == "true"
     try:
-        value = json.loads(stripped)
+        return json.loads(stripped)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON ({exc.msg})") from None
-    types_of: dict[str, type | tuple[type, ...]] = {
-        "integer": int,
-        "number": (int, float),
-        "boolean": bool,
-    }
-    expected = types_of.get(str(kind))
-    if expected is not None and (
-        not isinstance(value, expected) or (kind != "boolean" and isinstance(value, bool))
-    ):
-        raise ValueError(f"expected {schema.get('title') or kind}, got {json_text(value)}")
-    return value
 
 
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "object": (dict,),
-    "array": (list,),
-    "null": (type(None),),
-}
-
-
-def schema_problem(value: Any, schema: Mapping[str, Any], where: str = "answer") -> str | None:
-    """Why ``value`` does not fit ``schema`` (the subset :func:`schema_for_type` writes:
-    ``type``, ``enum``, ``anyOf``, ``properties``, ``required``, ``items``,
-    ``additionalProperties``), or ``None``. Checked before a value is built into the
-    declared type, so a converter's lenience (``bool("perhaps")``) never decides."""
-    if "anyOf" in schema:
-        options = schema["anyOf"]
-        if any(schema_problem(value, option, where) is None for option in options):
-            return None
-        return f"{where}: expected {schema.get('title') or 'one of the options'}"
-    if "enum" in schema and value not in schema["enum"]:
-        return f"{where}: expected one of {json.dumps(schema['enum'])}"
-    kind = schema.get("type")
-    if isinstance(kind, str) and kind in _JSON_TYPES:
-        fits = isinstance(value, _JSON_TYPES[kind])
-        if kind in ("integer", "number") and isinstance(value, bool):
-            fits = False
-        if not fits:
-            return f"{where}: expected {kind}, got {json_text(value)[:80]}"
-    if isinstance(value, dict):
-        properties = schema.get("properties", {})
-        for name in schema.get("required", ()):
-            if name not in value:
-                return f"{where}: {name} is missing"
-        for name, item in value.items():
-            sub = properties.get(name) or schema.get("additionalProperties")
-            if isinstance(sub, dict):
-                problem = schema_problem(item, sub, f"{where}.{name}")
-                if problem is not None:
-                    return problem
-    if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for index, item in enumerate(value):
-            problem = schema_problem(item, schema["items"], f"{where}[{index}]")
-            if problem is not None:
-                return problem
-    return None
+def schema_problem(value: Any, schema: Mapping[str, Any]) -> str | None:
+    """Why ``value`` does not fit ``schema`` (the most relevant error ``jsonschema`` finds,
+    prefixed with where: ``answer.approved: 'perhaps' is not of type 'boolean'``), or
+    ``None``. Checked before a value is built into the declared type, so a converter's
+    lenience (``bool("perhaps")``) never decides."""
+    error = best_match(Draft202012Validator(schema).iter_errors(value))
+    if error is None:
+        return None
+    return f"answer{error.json_path[1:]}: {error.message}"
