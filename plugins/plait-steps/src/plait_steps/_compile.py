@@ -36,25 +36,15 @@ from plait import ConfigError, EdgeGroupSpec, LoadError, NodeSpec, PlaitError, W
 from plait_documents import SpecBuilder, did_you_mean
 from plait_routing import switch_options, switch_targets
 
-from ._document import ITEM_REF, STEP_REF, Document, Step, step_ref
+from ._document import ITEM_REF, STEP_REF, Document, Step, plain, rewrite, step_ref
 from ._executors import compiled
 from ._yaml import Y, position
 
-__all__ = ["compile_document", "rewrite"]
+__all__ = ["compile_document"]
 
-_TEMPLATE = re.compile(r"\{\{.*?\}\}", re.S)
-_DOLLAR = re.compile(r"\$(steps|item|index)\b")
 Cont = tuple[str, str]  # ("node", id) | ("end", "") | ("open", "")
 END: Cont = ("end", "")
 OPEN: Cont = ("open", "")
-
-
-def rewrite(text: str) -> str:
-    """``$steps``, ``$item`` and ``$index`` as the expression language's ``steps``,
-    ``item`` and ``index`` (same length, so columns hold)."""
-    if "{{" in text:
-        return _TEMPLATE.sub(lambda m: _DOLLAR.sub(r" \1", m.group(0)), text)
-    return _DOLLAR.sub(r" \1", text)
 
 
 def _retry(policy: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -474,7 +464,7 @@ class _Compiler:
         config: dict[str, Any] = {"step": step.id, "limit": self.doc.loop_limit}
         items = step.items
         if items is not None and isinstance(items.value, list):
-            config["items_value"] = _plain(items)
+            config["items_value"] = plain(items)
         elif items is not None:
             config.update(items=rewrite(items.value), template="{{" in items.value, at=_at(items))
         self.nodes.append(
@@ -599,12 +589,6 @@ def _nested_parallels(step: Step) -> list[Step]:
 def _at(y: Y) -> list[int]:
     """Where a string value's text starts: past its opening quote when quoted."""
     return [y.line, y.column + (1 if y.quoted else 0)]
-
-
-def _plain(y: Y) -> Any:
-    from ._document import plain
-
-    return plain(y)
 
 
 def _view(visible: Mapping[str, Step]) -> MutableMapping[str, Step]:

@@ -55,6 +55,16 @@ def step_ref(match: re.Match[str]) -> str:
 
 #: ``$item`` or ``$index``: the current item of the innermost foreach, and its position
 ITEM_REF = re.compile(r"\$(item|index)\b")
+_TEMPLATE = re.compile(r"\{\{.*?\}\}", re.S)
+_DOLLAR = re.compile(r"\$(steps|item|index)\b")
+
+
+def rewrite(text: str) -> str:
+    """``$steps``, ``$item`` and ``$index`` as the expression language's ``steps``,
+    ``item`` and ``index`` (same length, so columns hold)."""
+    if "{{" in text:
+        return _TEMPLATE.sub(lambda m: _DOLLAR.sub(r" \1", m.group(0)), text)
+    return _DOLLAR.sub(r" \1", text)
 
 
 @attrs.define(eq=False)
@@ -482,8 +492,6 @@ def check_agent_configs(
     line and column of the key it is about."""
     import attrs
     from plait_documents import check_agents
-
-    from ._compile import rewrite
 
     # an instruction is a steps template: checked as the step will render it ($steps …)
     agents = {
