@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from plait import Executor, PlaitError, WorkflowContext
+from plait import PlaitError, WorkflowContext
 from plait.spi import DELETED, ContextSnapshot
 from plait_durable import declared_types, decode_value, encode_value, type_ref
 
@@ -189,14 +189,6 @@ def _type_tag(tp: Any) -> Any:
     return type_ref(tp) or repr(tp)
 
 
-class _Types:
-    """What :func:`plait_durable.declared_types` reads of a graph, for one executor."""
-
-    def __init__(self, executor: Executor, manager: Any) -> None:
-        self.executors = {executor.id: executor}
-        self.plugin_manager = manager
-
-
 class RemoteExecutor:
     """The worker's side: one executor rebuilt from its node spec, running invocations
     encoded by :func:`encode_invocation` and returning what :func:`apply_result` replays.
@@ -210,13 +202,15 @@ class RemoteExecutor:
 
     def __init__(self, node: Mapping[str, Any], manager: Any = None) -> None:
         from plait import NodeSpec, WorkflowSpec, get_plugin_manager
-        from plait.spi import build_executors, spec_converter
+        from plait.spi import CompiledGraph, build_executors, spec_converter
 
         spec_node: NodeSpec = spec_converter.structure(dict(node), NodeSpec)
         manager = manager or get_plugin_manager()
         one = WorkflowSpec(name=None, start=spec_node.id, nodes=(spec_node,), edge_groups=())
         self.executor = build_executors(one, {}, manager=manager, allow_imports=True)[spec_node.id]
-        self.types = declared_types(_Types(self.executor, manager))  # type: ignore[arg-type]
+        # the executor's one-node graph: what its invocations may decode is what it declares
+        graph = CompiledGraph(one, {spec_node.id: self.executor}, {}, manager)
+        self.types = declared_types(graph)
 
     async def invoke(self, invocation: Mapping[str, Any]) -> dict[str, Any]:
         """Run one invocation; the result is JSON-ready (an ``error`` record when the
