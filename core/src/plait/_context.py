@@ -9,7 +9,6 @@ that run, and two concurrent runs of one workflow never see each other's state.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from types import MappingProxyType
 from typing import Any, Generic, Protocol
 
 import attrs
@@ -17,6 +16,7 @@ import typing_extensions
 
 __all__ = [
     "DELETED",
+    "ContextSnapshot",
     "InvocationFailure",
     "RequestResponse",
     "RunScope",
@@ -39,8 +39,11 @@ DELETED: Any = _Deleted()
 
 class RunScope(Protocol):
     """Where a context's effects go: the run's state itself, or the effects held back for
-    an attempt or a concurrent delivery until they commit. The context depends on this
-    interface only, so the run state can build contexts without a cycle.
+    an attempt or a concurrent delivery until they commit — or a plugin's scope, such as
+    the recorder a placement runs a handler against on a worker. The context depends on
+    this interface only, so the run state can build contexts without a cycle, and calls
+    every member unconditionally: a scope that keeps no shared-state reads or never waits
+    implements :meth:`note_read` and :meth:`shared_ready` as no-ops.
     """
 
     @property
@@ -52,7 +55,22 @@ class RunScope(Protocol):
     @property
     def shared(self) -> dict[str, Any]: ...
 
+    #: The delivery id of the message being handled, when its executor takes messages on
+    #: arrival (it names the invocation in ``ctx.idempotency_key`` and request ids);
+    #: ``None`` when the message's index among the superstep's deliveries names it.
+    delivery: str | None
+
     outbox: list[tuple[str, Any, str | None]]
+
+    def note_read(self, executor_id: str, key: str) -> None:
+        """``executor_id`` read shared-state ``key`` in this superstep (what a write of it
+        by another executor in the same superstep races with)."""
+        ...
+
+    async def shared_ready(self) -> None:
+        """Return once the shared state this superstep reads is committed (at once, but
+        for a branch running ahead in the pipelined schedule)."""
+        ...
 
     def emit_output(self, executor_id: str, data: Any) -> None: ...
 
@@ -63,6 +81,38 @@ class RunScope(Protocol):
     def request_info(
         self, executor_id: str, request: Any, response_type: Any, *, request_id: str | None = None
     ) -> str: ...
+
+
+@attrs.frozen
+class ContextSnapshot:
+    """What a :class:`WorkflowContext` tells a handler about the invocation it runs, as
+    JSON-ready data: enough to build the same context somewhere else.
+
+    A placement that runs a handler in another process (``plait-ray``) takes one on the
+    driver (:meth:`WorkflowContext.snapshot`), sends it with the message, and builds the
+    worker's context from it (:meth:`WorkflowContext.from_snapshot`) against a scope that
+    records what the handler does; the driver then applies the record to the real context
+    through the context's own methods. The worker's ``ctx.attempt``,
+    ``ctx.idempotency_key`` and request ids equal the driver's.
+
+    ``attrs.asdict(snapshot)`` is its JSON form, and ``ContextSnapshot(**data)`` reads it
+    back.
+    """
+
+    #: the executor the context belongs to
+    executor_id: str = attrs.field(validator=attrs.validators.instance_of(str))
+    #: the run's id
+    run_id: str = attrs.field(validator=attrs.validators.instance_of(str))
+    #: the superstep of the invocation
+    superstep: int = attrs.field(validator=attrs.validators.instance_of(int))
+    #: which attempt of the invocation this is (1-based)
+    attempt: int = attrs.field(validator=attrs.validators.instance_of(int))
+    #: the message's index among the executor's deliveries of the superstep
+    index: int = attrs.field(validator=attrs.validators.instance_of(int))
+    #: the message's delivery id, for an executor that takes messages on arrival
+    delivery: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str))
+    )
 
 
 @attrs.frozen
@@ -171,7 +221,7 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         .. versionchanged:: 0.1 a delivery id for executors that take messages on arrival.
         """
         run = self._run
-        delivery = getattr(run, "delivery", None)  # (a scope of a plugin's may have none)
+        delivery = run.delivery
         last = delivery if delivery is not None else self._index
         return f"{run.run_id}:{run.superstep}:{self.executor_id}:{last}"
 
@@ -196,10 +246,7 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
 
         .. versionchanged:: 0.1 read-only: a write through it would bypass the staging.
         """
-        note = getattr(self._run, "note_read", None)
-        if note is None:  # a scope of a plugin's that keeps no reads
-            return MappingProxyType(self._run.shared)
-        return _SharedView(self._run.shared, self.executor_id, note)
+        return _SharedView(self._run.shared, self.executor_id, self._run.note_read)
 
     async def send_message(self, message: OutT, target: str | None = None) -> None:
         """Send ``message`` along this executor's outgoing edges (routed next superstep).
@@ -224,10 +271,8 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         supersteps' writes are committed, so it reads what the superstep schedule would.
         """
         run = self._run
-        ready = getattr(run, "shared_ready", None)
-        if ready is not None:
-            await ready()
-            run.note_read(self.executor_id, key)  # type: ignore[attr-defined]
+        await run.shared_ready()
+        run.note_read(self.executor_id, key)
         return run.shared.get(key, default)
 
     async def set_shared_state(self, key: str, value: Any) -> None:
@@ -266,7 +311,7 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         """
         run = self._run
         step, index, made = self._asked
-        delivery = getattr(run, "delivery", None)
+        delivery = run.delivery
         current = delivery if delivery is not None else self._index
         if (step, index) != (run.superstep, current):
             step, index, made = run.superstep, current, 0
@@ -276,6 +321,46 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
 
         request_id = hashlib.sha256(seed.encode()).hexdigest()[:32]
         return run.request_info(self.executor_id, request, response_type, request_id=request_id)
+
+    def snapshot(self) -> ContextSnapshot:
+        """What this context tells a handler about the invocation it runs (its run,
+        superstep, attempt and the message's index or delivery id), to build the same
+        context elsewhere with :meth:`from_snapshot`: what a placement that runs handlers
+        in another process sends with the message.
+        """
+        run = self._run
+        return ContextSnapshot(
+            executor_id=self.executor_id,
+            run_id=run.run_id,
+            superstep=run.superstep,
+            attempt=self._attempt,
+            index=self._index,
+            delivery=run.delivery,
+        )
+
+    @classmethod
+    def from_snapshot(
+        cls, snapshot: ContextSnapshot, scope: RunScope, state: dict[str, Any]
+    ) -> WorkflowContext[Any, Any]:
+        """A context for the invocation ``snapshot`` describes, writing to ``scope``, with
+        ``state`` as the executor's state: its attempt, idempotency key and request ids
+        are those of the context the snapshot was taken of.
+
+        :param scope: where the handler's effects go (a plugin's recorder); its
+            ``run_id``, ``superstep`` and ``delivery`` must be the snapshot's.
+        :raises ValueError: the scope is not the snapshot's run, superstep or delivery.
+        """
+        seen = (scope.run_id, scope.superstep, scope.delivery)
+        wanted = (snapshot.run_id, snapshot.superstep, snapshot.delivery)
+        if seen != wanted:
+            raise ValueError(
+                f"the scope of executor {snapshot.executor_id!r} is run, superstep and "
+                f"delivery {seen!r}, but the snapshot's are {wanted!r}"
+            )
+        ctx: WorkflowContext[Any, Any] = cls(scope, snapshot.executor_id, state)
+        ctx._attempt = snapshot.attempt
+        ctx._index = snapshot.index
+        return ctx
 
     def __repr__(self) -> str:
         return f"<WorkflowContext {self.executor_id!r} run={self._run.run_id}>"

@@ -8,8 +8,8 @@ The runner and the checkpointer depend on this module, never on :mod:`plait.work
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Hashable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ._errors import RunOptionError
 from ._executor import Executor, Handler
@@ -29,6 +29,8 @@ __all__ = [
     "Registries",
     "resolve_limits",
 ]
+
+T = TypeVar("T")
 
 #: The router name of error edges: ``A -error-> fallback``. The runner delivers an
 #: :class:`~plait.InvocationFailure` along them when A fails after its retries.
@@ -103,6 +105,44 @@ class CompiledGraph:
         )
         #: the limits of a run that sets no per-executor run option (see resolve_limits)
         self.limits = resolve_limits(self)
+        #: key -> (the registry the value was derived with, or None; the value): what
+        #: :meth:`cached` keeps
+        self._cache: dict[Hashable, tuple[Any, Any]] = {}
+
+    def cached(
+        self,
+        key: Hashable,
+        compute: Callable[[CompiledGraph], T],
+        *,
+        registry: str | None = None,
+    ) -> T:
+        """A value derived from this graph, computed once per graph: the per-graph cache
+        plugins keep what they derive from a compiled workflow in (its fingerprint, the
+        types its checkpoints may decode, the node specs a placement ships), instead of a
+        table of their own or an attribute written onto the graph.
+
+        The value lives as long as the graph. One derived with what plugins registered is
+        computed again when the registry it reads changes (a plugin registered or removed
+        since): name that registry's kind as ``registry``; the cache holds the value
+        together with the registry object it was computed with, and drops it when the
+        graph's plugin manager gives another.
+
+        :param key: names the value; a plugin's key starts with its own import name
+            (``("plait_durable", "declared_types")``), so plugins never share one.
+        :param compute: makes the value from the graph, on first use (and after the named
+            registry changed). It runs without a lock: two concurrent first uses may both
+            compute, and one result is kept.
+        :param registry: the kind of the registry the value depends on (``"converter"``),
+            if any.
+        """
+        current = None if registry is None else self.plugin_manager.registry(registry)
+        found = self._cache.get(key)
+        if found is not None and found[0] is current:
+            value: T = found[1]
+            return value
+        value = compute(self)
+        self._cache[key] = (current, value)
+        return value
 
     @functools.cached_property
     def topology(self) -> dict[str, Any]:

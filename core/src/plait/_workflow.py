@@ -571,17 +571,30 @@ class Workflow:
         durability = self._durability("Workflow.pending_requests()")
         return await durability.pending_requests(self._graph, id, checkpoint, accept_changes)
 
-    async def _nested_run(
+    async def run_nested(
         self,
         message: Any = None,
         *,
         saved: Mapping[str, Any] | None = None,
         responses: Mapping[str, Any] | None = None,
     ) -> tuple[WorkflowRunResult, dict[str, Any] | None]:
-        """One run for a nested workflow's executor: start on ``message``, or continue
-        ``saved`` with ``responses``. A run that ends waiting for outside input also gives its
-        state as JSON-ready data (a checkpoint body, made by the installed durability) for
-        the outer executor's state."""
+        """One run of this workflow inside an executor of another run (what
+        :meth:`as_executor`'s executor and the ``workflow`` executor kind call): start on
+        ``message``, or go on from ``saved`` with ``responses``. It never raises for a
+        failed run (the result says ``failed``); it checkpoints as this workflow's own
+        options say, and the outer run's observers see it inside the invoking executor.
+
+        :param message: what the run starts on (ignored when ``saved`` is given).
+        :param saved: what an earlier call returned for a run that waits for outside
+            input: the run goes on from there.
+        :param responses: answers to that run's pending requests, by request id.
+        :return: the run's result, and — for a run that ends waiting for outside input —
+            its state as JSON-ready data (a checkpoint body, made by the installed
+            durability) for the outer executor to keep in its own state and pass back as
+            ``saved``; else ``None``.
+        :raises UnknownNameError: ``saved`` is given, or the run waits for input, and no
+            durability (``plait-durable``) is installed.
+        """
         from ._events import RunStatus
         from ._state import RunState, new_run_id
 
@@ -723,9 +736,15 @@ def with_placement(workflow: Workflow, placement: str | None) -> Workflow:
     own placements are dropped; executors marked ``local = True`` stay local.
     ``plait run --placement ray`` is this.
 
+    :raises UnknownNameError: no installed plugin provides ``placement``.
+
     .. versionadded:: 0.1
     """
     spec = workflow.spec
+    if placement not in (None, LOCAL):
+        # checked even when every executor stays local (and so none asks for it): a name
+        # nothing provides is an error before the run, not a placement silently unused
+        workflow._manager.registry("placement").get(placement, what="with_placement")
     nodes = tuple(attrs.evolve(node, placement=None) for node in spec.nodes)
     return Workflow(
         attrs.evolve(spec, placement=placement, nodes=nodes),

@@ -39,7 +39,11 @@ if TYPE_CHECKING:
         compile_template as compile_template,
         load_scope as load_scope,
     )
-    from ._context import DELETED as DELETED, RunScope as RunScope
+    from ._context import (
+        DELETED as DELETED,
+        ContextSnapshot as ContextSnapshot,
+        RunScope as RunScope,
+    )
     from ._convert import (
         CattrsHooks as CattrsHooks,
         Converter as Converter,
@@ -161,6 +165,7 @@ _HOME = {
     "RunObserver": "_observer",
     "RunOptions": "_options",
     "RunScope": "_context",
+    "ContextSnapshot": "_context",
     "RunWatch": "_streaming",
     "DELETED": "_context",
     "TypeFamily": "_convert",

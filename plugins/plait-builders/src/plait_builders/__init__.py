@@ -21,16 +21,15 @@ from plait.spi import lazy_exports
 if TYPE_CHECKING:
     from plait_documents import ConverterExecutor, LossyConversion
 
-    from ._builder import Case, ExecutorRef, WorkflowBuilder
-    from ._compose import connection_from_workflow
-    from ._connection import (
-        CompositionError,
-        ConnectionHandle,
+    from ._builder import (
+        Case,
         ConnectionMixin,
-        ConnectionPoint,
-        Contract,
+        ExecutorRef,
+        WorkflowBuilder,
         WorkflowConnection,
+        connection_from_workflow,
     )
+    from ._connection import CompositionError, ConnectionHandle, ConnectionPoint, Contract
     from ._fragments import Fragment, FragmentInfo, list_fragments
     from ._high_level import ConcurrentBuilder, HighLevelBuilder, SequentialBuilder
     from ._nodes import FunctionNode
@@ -42,13 +41,13 @@ _HOMES = {
     "Case": "_builder",
     "ExecutorRef": "_builder",
     "WorkflowBuilder": "_builder",
-    "connection_from_workflow": "_compose",
+    "connection_from_workflow": "_builder",
     "CompositionError": "_connection",
     "ConnectionHandle": "_connection",
-    "ConnectionMixin": "_connection",
+    "ConnectionMixin": "_builder",
     "ConnectionPoint": "_connection",
     "Contract": "_connection",
-    "WorkflowConnection": "_connection",
+    "WorkflowConnection": "_builder",
     "Fragment": "_fragments",
     "FragmentInfo": "_fragments",
     "list_fragments": "_fragments",

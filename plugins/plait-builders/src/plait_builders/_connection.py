@@ -11,24 +11,18 @@ and carry their types, so callers wire fragments without knowing their inner ids
 
 from __future__ import annotations
 
-import abc
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 from plait import PlaitError
 from plait.spi import type_name
 
-if TYPE_CHECKING:
-    from ._builder import ExecutorRef, WorkflowBuilder
-
 __all__ = [
     "CompositionError",
     "ConnectionHandle",
-    "ConnectionMixin",
     "ConnectionPoint",
     "Contract",
-    "WorkflowConnection",
 ]
 
 #: Separates a fragment's prefix from the ids inside it: ``prep/normalize``.
@@ -147,77 +141,3 @@ class ConnectionHandle:
         outs = ", ".join(repr(p.executor_id) for p in self.outputs)
         start = self.start.executor_id
         return f"<ConnectionHandle {self.prefix!r} start={start!r} outputs=[{outs}]>"
-
-
-@attrs.frozen(repr=False)
-class WorkflowConnection:
-    """A fragment ready to be composed: a private builder plus its entry/exit metadata.
-
-    Produced by ``.as_connection()`` on any builder or built workflow. The builder is a
-    snapshot: later changes to the builder it came from do not reach it, and composing it
-    clones its executors, so one connection can be composed any number of times.
-
-    :param builder: the fragment's wiring (never mutated by composition).
-    :param start: the id of its entry executor.
-    :param outputs: the ids of its exits.
-    :param name: its name (the default prefix).
-    :param prefix: the prefix asked for in ``as_connection(prefix)``, if any.
-    :param contract: the types it accepts and produces.
-    """
-
-    builder: WorkflowBuilder
-    start: str
-    outputs: tuple[str, ...]
-    name: str | None = None
-    prefix: str | None = None
-    contract: Contract = attrs.field(factory=Contract)
-
-    @property
-    def entry(self) -> str:
-        """Alias of :attr:`start` (the design's term)."""
-        return self.start
-
-    @property
-    def exits(self) -> tuple[str, ...]:
-        """Alias of :attr:`outputs` (the design's term)."""
-        return self.outputs
-
-    def as_connection(self, prefix: str | None = None) -> WorkflowConnection:
-        """This connection, with ``prefix`` as its default prefix when one is given."""
-        return self if prefix is None else attrs.evolve(self, prefix=prefix)
-
-    def __repr__(self) -> str:
-        return (
-            f"<WorkflowConnection {self.prefix or self.name or '(unnamed)'}: "
-            f"{len(self.builder._executors)} executors, start={self.start!r}, "
-            f"outputs={list(self.outputs)!r}>"
-        )
-
-
-class ConnectionMixin(abc.ABC):
-    """What every builder shares so that it composes as a fragment.
-
-    Subclasses implement :meth:`to_builder` (a fresh :class:`WorkflowBuilder` holding
-    their wiring) and get :meth:`as_connection`.
-
-    .. versionadded:: 0.1
-    """
-
-    name: str | None
-
-    @abc.abstractmethod
-    def to_builder(self) -> WorkflowBuilder:
-        """A new :class:`WorkflowBuilder` with this builder's wiring (fragment form)."""
-
-    def as_connection(
-        self, prefix: str | None = None, *, outputs: Sequence[ExecutorRef] | None = None
-    ) -> WorkflowConnection:
-        """This builder as a fragment another builder composes with ``add_workflow``.
-
-        :param prefix: the prefix its executors get when composed (default: its name).
-        :param outputs: the exits to expose (default: executors without outgoing edges,
-            else those that yield workflow outputs).
-        """
-        from ._compose import connection_from_builder
-
-        return connection_from_builder(self.to_builder(), prefix=prefix, outputs=outputs)

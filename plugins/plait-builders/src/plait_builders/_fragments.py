@@ -30,8 +30,8 @@ import attrs
 from plait import Workflow, get_plugin_manager
 from plait.spi import PluginManager, type_name
 
-from ._builder import WorkflowBuilder
-from ._connection import CompositionError, ConnectionMixin, Contract
+from ._builder import ConnectionMixin, WorkflowBuilder
+from ._connection import CompositionError, Contract
 
 __all__ = ["Fragment", "FragmentInfo", "list_fragments"]
 

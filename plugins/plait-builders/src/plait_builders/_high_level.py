@@ -24,8 +24,7 @@ from plait import Executor, FunctionExecutor, Workflow
 from plait.spi import PluginManager
 from typing_extensions import Self
 
-from ._builder import WorkflowBuilder
-from ._connection import ConnectionMixin
+from ._builder import ConnectionMixin, WorkflowBuilder
 from ._nodes import Emit, FunctionNode, function_types
 
 __all__ = ["ConcurrentBuilder", "HighLevelBuilder", "SequentialBuilder"]

@@ -68,10 +68,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(_target, name)
     if name == "__version__":
-        from importlib.metadata import PackageNotFoundError, version
+        from ._version import cli_version
 
-        try:
-            return version("plait-cli")
-        except PackageNotFoundError:  # pragma: no cover - a source checkout
-            return "0.0.0"
+        return cli_version()
     raise AttributeError(f"module 'plait_cli' has no attribute {name!r}")

@@ -23,6 +23,8 @@ import click
 from plait import PlaitError, get_plugin_manager
 from plait.spi import core_version
 
+from ._version import cli_version
+
 __all__ = ["BUILT_IN", "CommandConflictError", "PlaitGroup", "main", "make_cli"]
 
 #: The built-in commands: name -> (``module:attribute`` of the command, its short help).
@@ -213,9 +215,7 @@ def _set_debug(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
-    from . import __version__
-
-    click.echo(f"plait-cli {__version__} (plait-core {core_version()})")
+    click.echo(f"plait-cli {cli_version()} (plait-core {core_version()})")
     ctx.exit()
 
 

@@ -124,9 +124,7 @@ def _placed(workflow: Workflow, placement: str | None) -> Workflow:
     from plait import PlaitError
     from plait.spi import with_placement
 
-    try:
-        if placement != "local":  # a name nothing provides fails here, before any checkpoint
-            workflow._graph.plugin_manager.registry("placement").get(placement)
+    try:  # a name nothing provides fails here, before any checkpoint
         return with_placement(workflow, placement)
     except PlaitError as exc:
         raise click.ClickException(describe_error(exc)) from exc

@@ -31,14 +31,13 @@ import inspect
 import json
 import re
 import sys
-import weakref
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from plait import WorkflowSpec
 from plait.spi import main_module_name, type_name
 
 if TYPE_CHECKING:
-    from plait import WorkflowSpec
     from plait.spi import CompiledGraph
 
 __all__ = [
@@ -152,25 +151,27 @@ def _executor_types(executor: Any) -> list[str]:
 def _nested(executor: Any) -> str | None:
     """The digest of the workflow an executor wraps (``workflow.as_executor()``, the
     ``workflow`` kind by fragment name): what runs inside it is part of what runs."""
-    inner = getattr(getattr(executor, "workflow", None), "_graph", None)
-    found = fingerprint_of(inner) if inner is not None else None
-    digest = found.get("digest") if isinstance(found, Mapping) else None
+    inner = getattr(executor, "workflow", None)
+    spec, executors = getattr(inner, "spec", None), getattr(inner, "executors", None)
+    if not isinstance(spec, WorkflowSpec) or not isinstance(executors, Mapping):
+        return None  # (a Workflow: known by what it holds, so plait._workflow stays unloaded)
+    digest = workflow_fingerprint(spec, executors).get("digest")
     return digest if isinstance(digest, str) else None
-
-
-#: compiled graph -> its fingerprint, computed once per graph and dropped with it
-_FINGERPRINTS: weakref.WeakKeyDictionary[CompiledGraph, dict[str, Any]] = (
-    weakref.WeakKeyDictionary()
-)
 
 
 def fingerprint_of(graph: CompiledGraph) -> dict[str, Any]:
     """The fingerprint of a compiled workflow (:func:`workflow_fingerprint`), computed once
-    per graph: what its checkpoints record and a resume compares."""
-    found = _FINGERPRINTS.get(graph)
-    if found is None:
-        found = _FINGERPRINTS[graph] = workflow_fingerprint(graph.spec, graph.executors)
-    return found
+    per graph (in its cache, :meth:`~plait.spi.CompiledGraph.cached`): what its
+    checkpoints record and a resume compares."""
+    return graph.cached(_FINGERPRINT_KEY, _compute_fingerprint)
+
+
+#: the key of a graph's fingerprint in the graph's cache
+_FINGERPRINT_KEY = ("plait_durable", "fingerprint")
+
+
+def _compute_fingerprint(graph: CompiledGraph) -> dict[str, Any]:
+    return workflow_fingerprint(graph.spec, graph.executors)
 
 
 def workflow_fingerprint(spec: WorkflowSpec, executors: Mapping[str, Any]) -> dict[str, Any]:

@@ -183,8 +183,8 @@ def _exactly(kind: type, make: Any) -> Any:
 def checkpoint_converter() -> cattrs.Converter:
     """The converter of checkpoint bodies (this distribution's own, never
     ``cattrs.global_converter``), built on first use: strict about JSON types, no unknown
-    keys, every error with its path (``detailed_validation``), and the unstructure hooks
-    of the body's and the state's classes.
+    keys, every error with its path (``detailed_validation``), and the unstructure hook of
+    the checkpoint record.
 
     Built when a checkpoint is first read, not written: writing goes through the hooks
     :func:`unstructure_in_order` makes, so a run that only writes checkpoints never pays
@@ -193,8 +193,6 @@ def checkpoint_converter() -> cattrs.Converter:
     import cattrs
     from cattrs.cols import list_structure_factory
     from cattrs.gen import make_mapping_structure_fn
-
-    from ._layout import UNSTRUCTURE
 
     converter = cattrs.Converter(detailed_validation=True, forbid_extra_keys=True)
     converter.register_structure_hook(str, _strict(str))
@@ -213,8 +211,9 @@ def checkpoint_converter() -> cattrs.Converter:
     maps = (dict[str, Json], dict[str, Any])
     converter.register_structure_hook_func(lambda t: t in maps, _json_object)
     converter.register_unstructure_hook_func(lambda t: t in maps, _same)
-    for cls, hook in {Checkpoint: _unstructure_checkpoint, **UNSTRUCTURE}.items():
-        converter.register_unstructure_hook(cls, hook)
+    # the record's own hook; the states of the layout (plait_durable._layout, which builds
+    # on this module) unstructure through theirs, which the checkpointer calls directly
+    converter.register_unstructure_hook(Checkpoint, _unstructure_checkpoint)
     return converter
 
 

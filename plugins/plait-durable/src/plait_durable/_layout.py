@@ -146,8 +146,7 @@ def apply_shared_changes(base: Any, changed: Mapping[str, Any], unset: list[Any]
 
 
 def _unstructure_hooks() -> dict[type, Callable[[Any], dict[str, Any]]]:
-    """The unstructure hooks of the two states (the checkpointer calls them directly; the
-    converter has them too)."""
+    """The unstructure hooks of the two states (the checkpointer calls them directly)."""
     request = unstructure_in_order(StoredRequest)
 
     def requests(items: list[StoredRequest]) -> list[dict[str, Any]]:

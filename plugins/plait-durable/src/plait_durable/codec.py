@@ -198,12 +198,18 @@ def declared_types(graph: CompiledGraph) -> Mapping[str, type]:
     ``ctx.request_info``) and ``state_types`` (values kept in ``ctx.state``),
     :class:`~plait.RequestResponse`, the built-in types, and every type a
     plugin of the graph's plugin manager registered :class:`~plait.spi.CattrsHooks`
-    for. Computed once per graph and converter registry, and kept on the graph.
+    for. Computed once per graph and converter registry, in the graph's cache
+    (:meth:`~plait.spi.CompiledGraph.cached`).
     """
+    return graph.cached(_DECLARED_TYPES_KEY, _compute_declared_types, registry="converter")
+
+
+#: the key of a graph's declared types in the graph's cache
+_DECLARED_TYPES_KEY = ("plait_durable", "declared_types")
+
+
+def _compute_declared_types(graph: CompiledGraph) -> Mapping[str, type]:
     registry = graph.plugin_manager.registry("converter")
-    cached = graph.__dict__.get("_plait_declared_types")
-    if cached is not None and cached[0] is registry:
-        return typing.cast("Mapping[str, type]", cached[1])
     from plait import RequestResponse
 
     found: dict[str, type] = {}
@@ -220,7 +226,6 @@ def declared_types(graph: CompiledGraph) -> Mapping[str, type]:
             roots.extend(handler.workflow_output_types)
     for root in roots:
         _collect(root, found, seen)
-    graph.__dict__["_plait_declared_types"] = (registry, found)
     return found
 
 

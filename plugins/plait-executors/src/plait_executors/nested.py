@@ -142,7 +142,7 @@ class WorkflowExecutor(Executor):
     # -- running -----------------------------------------------------------------------
 
     async def _run(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
-        result, saved = await self.workflow._nested_run(message)
+        result, saved = await self.workflow.run_nested(message)
         await self._settle(result, saved, ctx)
 
     async def _answer(self, response: RequestResponse, ctx: WorkflowContext[Any, Any]) -> None:
@@ -151,7 +151,7 @@ class WorkflowExecutor(Executor):
         runs: dict[str, Any] = ctx.state.setdefault("runs", {})
         inner_run, inner_request = waiting.pop(response.request_id)
         saved = runs.pop(inner_run)
-        result, saved = await self.workflow._nested_run(
+        result, saved = await self.workflow.run_nested(
             saved=saved, responses={inner_request: response.value}
         )
         await self._settle(result, saved, ctx)

@@ -7,12 +7,18 @@ expression is an error (templates do not nest). ``\\{{`` is a literal ``{{``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ._language import _Where
+from typing import Protocol
 
 Piece = str | tuple[str, tuple[int, int]]
+
+
+class Where(Protocol):
+    """What places a template's errors in its document (the language's position map,
+    passed in, so this module needs nothing of the language's)."""
+
+    def error(self, message: str, pos: tuple[int, int]) -> Exception:
+        """The error to raise for ``message`` at ``pos`` (line, column) of the text."""
+        ...
 
 
 def _pos(text: str, offset: int) -> tuple[int, int]:
@@ -20,7 +26,7 @@ def _pos(text: str, offset: int) -> tuple[int, int]:
     return (line, offset - (text.rfind("\n", 0, offset) + 1) + 1)
 
 
-def _expression_end(text: str, start: int, opener: int, where: _Where) -> int:
+def _expression_end(text: str, start: int, opener: int, where: Where) -> int:
     """The index of the ``}}`` that closes the expression starting at ``start``."""
     depth, quote, k, n = 0, "", start, len(text)
     while k < n:
@@ -49,7 +55,7 @@ def _expression_end(text: str, start: int, opener: int, where: _Where) -> int:
     raise where.error("'{{' is not closed with '}}'", _pos(text, opener))
 
 
-def split_template(text: str, where: _Where) -> list[Piece]:
+def split_template(text: str, where: Where) -> list[Piece]:
     """Literal strings and ``(expression text, (line, column) in the template)`` pairs."""
     pieces: list[Piece] = []
     literal: list[str] = []

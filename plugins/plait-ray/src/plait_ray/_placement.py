@@ -23,7 +23,7 @@ import json
 import logging
 import os
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
@@ -42,6 +42,9 @@ import ray.exceptions
 from ._actor import ExecutorHost
 from .errors import RayConnectError, WorkerLostError
 from .remote import apply_result, encode_invocation, node_payload
+
+if TYPE_CHECKING:
+    from plait.spi import CompiledGraph
 
 __all__ = ["RayPlacement", "configure", "placement"]
 
@@ -277,15 +280,26 @@ class RayPlacement:
         )
 
 
-def _node(graph: Any, executor_id: str) -> tuple[str, str]:
-    """(executor key, its node spec as JSON), computed once per graph."""
-    nodes: dict[str, tuple[str, str]] = graph.__dict__.setdefault("_plait_ray_nodes", {})
+def _node(graph: CompiledGraph, executor_id: str) -> tuple[str, str]:
+    """(executor key, its node spec as JSON), computed once per graph (in the graph's
+    cache, :meth:`~plait.spi.CompiledGraph.cached`)."""
+    nodes = graph.cached(_NODES_KEY, _no_nodes)
     found = nodes.get(executor_id)
     if found is None:
         text = json.dumps(node_payload(graph, executor_id), sort_keys=True)
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
         found = nodes[executor_id] = (f"{executor_id}@{digest}", text)
     return found
+
+
+#: the key of a graph's shipped node specs in the graph's cache
+_NODES_KEY = ("plait_ray", "nodes")
+
+
+def _no_nodes(graph: CompiledGraph) -> dict[str, tuple[str, str]]:
+    """The node specs shipped so far, executor id -> (executor key, node spec as JSON),
+    filled as the graph's executors are first invoked."""
+    return {}
 
 
 def _on_asyncio() -> bool:

@@ -20,8 +20,9 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from plait import Executor, PlaitError, WorkflowContext
-from plait.spi import DELETED
+import attrs
+from plait import PlaitError, WorkflowContext
+from plait.spi import DELETED, ContextSnapshot
 from plait_durable import declared_types, decode_value, encode_value, type_ref
 
 from .errors import RemoteInvocationError
@@ -59,12 +60,9 @@ def encode_invocation(
         "message": encode_value(message, "message"),
         "state": encode_value(ctx.state, "state"),
         "shared": encode_value(dict(ctx.shared), "shared"),
-        "run_id": ctx.run_id,
-        "superstep": ctx.superstep,
-        "attempt": ctx.attempt,
-        "index": ctx._index,
-        # the delivery id of an executor that takes messages on arrival (its idempotency key)
-        "delivery": getattr(ctx._run, "delivery", None),
+        # run, superstep, attempt, the message's index or delivery id: the worker's context
+        # is built from it, so its idempotency key and request ids are the driver's
+        "context": attrs.asdict(ctx.snapshot()),
     }
 
 
@@ -101,7 +99,17 @@ async def apply_result(
         elif kind == "request":
             request_id, request, response = values
             response_type = types.get(response, response)
-            ctx._run.request_info(executor_id, request, response_type, request_id=request_id)
+            # the driver's context derives the worker's request id: both are built from
+            # one snapshot, and make their requests in one order
+            made = await ctx.request_info(request, response_type)
+            if made != request_id:
+                raise RemoteInvocationError(
+                    f"{executor_id}.request_info",
+                    f"the driver made request id {made!r} where the worker made "
+                    f"{request_id!r}: the worker's context was not built from this "
+                    "invocation's snapshot",
+                    "",
+                )
     for key in result["shared_deleted"]:
         await ctx.delete_shared_state(key)
     for key, value in shared.items():
@@ -142,15 +150,19 @@ class _Recorder:
     """The run a worker-side context writes to: it records, in order, what the handler
     did."""
 
-    def __init__(
-        self, run_id: str, superstep: int, shared: dict[str, Any], delivery: str | None = None
-    ) -> None:
-        self.run_id = run_id
-        self.superstep = superstep
-        self.delivery = delivery
+    def __init__(self, snapshot: ContextSnapshot, shared: dict[str, Any]) -> None:
+        self.run_id = snapshot.run_id
+        self.superstep = snapshot.superstep
+        self.delivery = snapshot.delivery
         self.shared = shared
         self.effects: list[list[Any]] = []
         self.outbox = _Outbox(self.effects)
+
+    def note_read(self, executor_id: str, key: str) -> None:
+        """Reads are not kept on a worker (the driver checks races among what it stages)."""
+
+    async def shared_ready(self) -> None:
+        """The worker's copy of the shared state is the one the invocation reads."""
 
     def emit_output(self, executor_id: str, data: Any) -> None:
         self.effects.append(["output", data])
@@ -177,14 +189,6 @@ def _type_tag(tp: Any) -> Any:
     return type_ref(tp) or repr(tp)
 
 
-class _Types:
-    """What :func:`plait_durable.declared_types` reads of a graph, for one executor."""
-
-    def __init__(self, executor: Executor, manager: Any) -> None:
-        self.executors = {executor.id: executor}
-        self.plugin_manager = manager
-
-
 class RemoteExecutor:
     """The worker's side: one executor rebuilt from its node spec, running invocations
     encoded by :func:`encode_invocation` and returning what :func:`apply_result` replays.
@@ -198,13 +202,15 @@ class RemoteExecutor:
 
     def __init__(self, node: Mapping[str, Any], manager: Any = None) -> None:
         from plait import NodeSpec, WorkflowSpec, get_plugin_manager
-        from plait.spi import build_executors, spec_converter
+        from plait.spi import CompiledGraph, build_executors, spec_converter
 
         spec_node: NodeSpec = spec_converter.structure(dict(node), NodeSpec)
         manager = manager or get_plugin_manager()
         one = WorkflowSpec(name=None, start=spec_node.id, nodes=(spec_node,), edge_groups=())
         self.executor = build_executors(one, {}, manager=manager, allow_imports=True)[spec_node.id]
-        self.types = declared_types(_Types(self.executor, manager))  # type: ignore[arg-type]
+        # the executor's one-node graph: what its invocations may decode is what it declares
+        graph = CompiledGraph(one, {spec_node.id: self.executor}, {}, manager)
+        self.types = declared_types(graph)
 
     async def invoke(self, invocation: Mapping[str, Any]) -> dict[str, Any]:
         """Run one invocation; the result is JSON-ready (an ``error`` record when the
@@ -219,12 +225,10 @@ class RemoteExecutor:
         found = self.executor.find_handler(message)
         if found is None:
             return _error_record(TypeError(f"executor {eid!r} has no handler for {message!r}"))
-        recorder = _Recorder(
-            invocation["run_id"], invocation["superstep"], shared, invocation.get("delivery")
-        )
+        snapshot = ContextSnapshot(**invocation["context"])
+        recorder = _Recorder(snapshot, shared)
         before = {key: encode_value(value) for key, value in shared.items()}
-        ctx: WorkflowContext[Any, Any] = WorkflowContext(recorder, eid, state)  # type: ignore[arg-type]
-        ctx._attempt, ctx._index = invocation["attempt"], invocation["index"]
+        ctx = WorkflowContext.from_snapshot(snapshot, recorder, state)  # type: ignore[arg-type]
         try:
             await found.call(message, ctx)
             after = {key: encode_value(value, f"shared.{key}") for key, value in shared.items()}

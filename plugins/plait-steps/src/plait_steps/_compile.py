@@ -36,7 +36,7 @@ from plait import ConfigError, EdgeGroupSpec, LoadError, NodeSpec, PlaitError, W
 from plait_documents import SpecBuilder, did_you_mean
 from plait_routing import switch_options, switch_targets
 
-from ._document import ITEM_REF, STEP_REF, Document, Step, step_ref
+from ._document import ITEM_REF, STEP_REF, Document, Step, plain, step_ref
 from ._executors import compiled
 from ._yaml import Y, position
 
@@ -496,7 +496,7 @@ class _Compiler:
         config: dict[str, Any] = {"step": step.id, "limit": self.doc.loop_limit}
         items = step.items
         if items is not None and isinstance(items.value, list):
-            config["items_value"] = _plain(items)
+            config["items_value"] = plain(items)
         elif items is not None:
             config.update(items=items.value, template="{{" in items.value, at=_at(items))
         self.nodes.append(
@@ -621,12 +621,6 @@ def _nested_parallels(step: Step) -> list[Step]:
 def _at(y: Y) -> list[int]:
     """Where a string value's text starts: past its opening quote when quoted."""
     return [y.line, y.column + (1 if y.quoted else 0)]
-
-
-def _plain(y: Y) -> Any:
-    from ._document import plain
-
-    return plain(y)
 
 
 def _view(visible: Mapping[str, Step]) -> MutableMapping[str, Step]:
