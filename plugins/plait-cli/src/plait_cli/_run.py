@@ -290,8 +290,40 @@ def _failure(outcome: Outcome) -> str:
     return f"Error: run {outcome.run_id} failed{where}\n  {detail}"
 
 
-def _report(ctx: click.Context, outcome: Outcome, loaded: Loaded, checkpoint: str | None) -> None:
-    """Print what the run left (requests, error, how to resume); exit with its status."""
+def _json_hint(outcome: Outcome, workflow: Workflow, text: str | None) -> str:
+    """When the first executor refused MESSAGE, a string because ``--json-input`` was not
+    given, while the text is JSON of another type: the flag to add (else ``""``)."""
+    from plait import UnhandledMessageError
+
+    error = outcome.error
+    if (
+        text is None
+        or not isinstance(error, UnhandledMessageError)
+        or error.superstep != 1
+        or error.executor_id != workflow.spec.start
+    ):
+        return ""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return ""
+    if isinstance(value, str):
+        return ""
+    return (
+        f"hint: MESSAGE is passed as the string {text!r}; to pass it as JSON "
+        f"({type(value).__name__}), add --json-input"
+    )
+
+
+def _report(
+    ctx: click.Context,
+    outcome: Outcome,
+    loaded: Loaded,
+    checkpoint: str | None,
+    hint: str = "",
+) -> None:
+    """Print what the run left (requests, error, ``hint``, how to resume); exit with its
+    status."""
     if outcome.interrupted and outcome.status is RunStatus.RUNNING:
         if outcome.aborted:
             what = "aborted; its last checkpoint resumes it"
@@ -313,6 +345,8 @@ def _report(ctx: click.Context, outcome: Outcome, loaded: Loaded, checkpoint: st
         click.echo(_resume_hint(outcome, loaded, checkpoint, answers), err=True)
     elif outcome.status is RunStatus.FAILED:
         click.echo(_failure(outcome), err=True)
+        if hint:
+            click.echo(hint, err=True)
         if checkpoint is not None:
             click.echo(_resume_hint(outcome, loaded, checkpoint, ""), err=True)
     ctx.exit(EXIT_STATUS[outcome.status])
@@ -520,14 +554,13 @@ def run_command(
     outcome = _answer_on_terminal(workflow, outcome, store, display, not no_input, resume_options)
     if read_step_context is not None:
         click.echo(to_json(read_step_context(outcome)), err=True)
-    _report(ctx, outcome, loaded, store)
+    hint = "" if json_input or message == "-" else _json_hint(outcome, workflow, message)
+    _report(ctx, outcome, loaded, store, hint)
 
 
-def _name_the_target(ctx: click.Context, run_id: str, checkpoint: str, typed: list[str]) -> None:
-    """``plait resume RUN_ID``: show the target ``plait run`` recorded for the run and the
-    command that names it (with the options ``typed`` on this one), and exit 2. Checkpoint
-    metadata never chooses what runs: anyone who can write to the store could have
-    changed it."""
+def _latest(run_id: str, checkpoint: str) -> Any:
+    """The latest checkpoint of run ``run_id`` (or the checkpoint with that id) in the
+    store ``checkpoint``, as stored (nothing in it decoded), or ``None``."""
     from plait_durable import resolve_store
 
     async def read() -> Any:
@@ -546,7 +579,15 @@ def _name_the_target(ctx: click.Context, run_id: str, checkpoint: str, typed: li
             if opened:
                 await store.aclose()
 
-    latest = execute(read)
+    return execute(read)
+
+
+def _name_the_target(ctx: click.Context, run_id: str, checkpoint: str, typed: list[str]) -> None:
+    """``plait resume RUN_ID``: show the target ``plait run`` recorded for the run and the
+    command that names it (with the options ``typed`` on this one), and exit 2. Checkpoint
+    metadata never chooses what runs: anyone who can write to the store could have
+    changed it."""
+    latest = _latest(run_id, checkpoint)
     if latest is None:
         raise click.ClickException(f"no run and no checkpoint with id {run_id!r} in {checkpoint}")
     found = latest.metadata.get(METADATA_KEY)
@@ -678,12 +719,38 @@ def resume_command(
     from ._prompt import ask_for_answers, can_prompt
 
     prompt = not no_input and not json_events
+    if not responses:
+        latest = _latest(run_id, checkpoint)
+        if latest is not None and latest.status == RunStatus.IDLE.value:
+            _show_finished(ctx, workflow, latest, loaded, checkpoint, options, json_events)
     if not responses and prompt and can_prompt():
         requests = _pending(workflow, run_id, checkpoint, accept_changes)
         if requests:
             responses = ask_for_answers(requests)
     outcome = _resume(workflow, run_id, checkpoint, responses, display, options)
     outcome = _answer_on_terminal(workflow, outcome, checkpoint, display, prompt, options)
+    _report(ctx, outcome, loaded, checkpoint)
+
+
+def _show_finished(
+    ctx: click.Context,
+    workflow: Workflow,
+    latest: Any,
+    loaded: Loaded,
+    checkpoint: str,
+    options: dict[str, Any],
+    json_events: bool,
+) -> None:
+    """Run ``latest.run_id`` had finished: say so, print its outputs and exit 0. They are
+    decoded into the workflow's types as resuming does (a finished run resumes to nothing
+    and writes no checkpoint), then printed as ``plait run`` printed them."""
+    if not json_events:  # stderr stays JSON lines only
+        click.echo(
+            f"run {latest.run_id} had finished (idle after superstep {latest.superstep}): "
+            "nothing to resume; its outputs:",
+            err=True,
+        )
+    outcome = _resume(workflow, latest.run_id, checkpoint, {}, Display(quiet=True), options)
     _report(ctx, outcome, loaded, checkpoint)
 
 
