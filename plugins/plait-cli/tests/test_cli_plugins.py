@@ -360,4 +360,3 @@ def test_fragments_with_a_broken_plugin_is_an_error_pointing_to_plugins(
     assert result.exit_code == 1
     assert "cannot list fragments" in result.stderr and "No module named 'nltk'" in result.stderr
     assert "`plait plugins` shows every plugin" in result.stderr
-

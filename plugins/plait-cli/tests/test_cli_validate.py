@@ -209,9 +209,7 @@ def test_validate_takes_the_grant_flags_plait_run_takes(tmp_path: Path) -> None:
     # issue 34: "No such option '--allow'. Did you mean '--allow-imports'?" while plait run
     # takes it; the same grants now validate the file a run command names
     path = write(tmp_path, "workflow.yaml", HTTP_STEP)
-    granted = plait(
-        "validate", path, "--allow", "subprocess", "--allow", "network=api.example.com"
-    )
+    granted = plait("validate", path, "--allow", "subprocess", "--allow", "network=api.example.com")
     assert granted.exit_code == 0, granted.output
     assert granted.stdout.startswith(f"{path}: ok\n")
     assert plait("validate", path, "--trust").exit_code == 0

@@ -582,11 +582,32 @@ def _latest(run_id: str, checkpoint: str) -> Any:
     return execute(read)
 
 
+def _needed_grants(target: Target) -> tuple[list[str] | None, str]:
+    """The grant flags the workflow file ``target`` needs to run, read from the file as it
+    is on disk now (parsed into its spec, never built: nothing it names is imported), or
+    ``None`` and why they could not be read."""
+    from plait.spi import cli_wording, grant_text
+    from plait_documents import load_spec, needs
+
+    try:
+        with cli_wording():
+            spec = load_spec(target.where, format=target.format)
+        found = needs(spec, source=target.where)
+    except Exception as exc:  # what the file needs is a hint: its absence is said, not raised
+        return None, describe_error(exc).splitlines()[0]
+    capabilities = sorted({need.capability for need in found})
+    return (shlex.split(grant_text(capabilities, "cli")) if capabilities else []), ""
+
+
 def _name_the_target(ctx: click.Context, run_id: str, checkpoint: str, typed: list[str]) -> None:
     """``plait resume RUN_ID``: show the target ``plait run`` recorded for the run and the
-    command that names it (with the options ``typed`` on this one), and exit 2. Checkpoint
-    metadata never chooses what runs: anyone who can write to the store could have
-    changed it."""
+    command that names it (with the options ``typed`` on this one), and exit 2.
+
+    Checkpoint metadata never chooses what runs, and never what the printed command grants
+    or imports: anyone who can write to the store could have changed it. A workflow file
+    is named with the grants it needs as it is on disk now (unless grants were typed
+    here); Python code (``file.py:attr``, ``module:attr``, ``--agents``) is only shown,
+    for whoever resumes to name it themselves."""
     latest = _latest(run_id, checkpoint)
     if latest is None:
         raise click.ClickException(f"no run and no checkpoint with id {run_id!r} in {checkpoint}")
@@ -594,32 +615,64 @@ def _name_the_target(ctx: click.Context, run_id: str, checkpoint: str, typed: li
     record: dict[str, Any] = found if isinstance(found, dict) else {}
     target = record.get("target")
     why = "a checkpoint never chooses the workflow that resumes it; name it"
+    program = " ".join(shlex.quote(w) for w in _program())
     if not isinstance(target, str) or not target.isprintable() or not target.strip():
         click.echo(
             f"Error: run {run_id} does not record a workflow this command can show; {why}:\n"
-            f"  {' '.join(shlex.quote(w) for w in _program())} resume TARGET "
-            f"{' '.join(shlex.quote(w) for w in [run_id, *typed])}",
+            f"  {program} resume TARGET {' '.join(shlex.quote(w) for w in [run_id, *typed])}",
             err=True,
         )
         ctx.exit(2)
+    format = record.get("format")
+    if not isinstance(format, str) or not _PLAIN_NAME.fullmatch(format) or "--format" in typed:
+        format = None
     placement = record.get("placement")
-    words = resume_words(
-        target,
-        run_id,
-        checkpoint,
-        allow_imports=record.get("allow_imports") is True and "--allow-imports" not in typed,
-        placement=placement if isinstance(placement, str) and "--placement" not in typed else None,
-    )
-    for flag in ("format", "agents"):  # shown as recorded; typed again, never loaded here
-        value = record.get(flag)
-        if isinstance(value, str) and value.isprintable() and f"--{flag}" not in typed:
-            words += [f"--{flag}", value]
+    if not isinstance(placement, str) or "--placement" in typed:
+        placement = None
+    try:
+        parsed: Target | None = parse_target(target, format=format)
+    except TargetError:
+        parsed = None  # gone, or not a form this command can name
+    notes: list[str] = []
+    if parsed is not None and parsed.form == "document":
+        grants: list[str] | None = []
+        if not {"--trust", "--allow-imports", "--allow"} & set(typed):
+            grants, problem = _needed_grants(parsed)
+            if grants is None:
+                notes.append(
+                    f"what {target} needs could not be read now ({problem}); "
+                    f"`plait validate {shlex.quote(target)}` lists it"
+                )
+        words = resume_words(
+            target,
+            run_id,
+            checkpoint,
+            allow_imports=False,
+            placement=placement,
+            grant_flags=grants or [],
+        )
+        words += ["--format", format] if format is not None else []
+        head = (
+            f"run {run_id} was started from {shlex.quote(target)}; {why} (check it is the file "
+            "you mean; the grants are what it needs as it is now, never what the checkpoint "
+            "says)"
+        )
+    else:
+        what = "" if parsed is not None else ", which is no workflow file here now"
+        words = resume_words("TARGET", run_id, checkpoint, allow_imports=False, placement=None)
+        head = (
+            f"run {run_id} was started from {shlex.quote(target)}{what}; {why}: a checkpoint "
+            "never names code to import, so type the TARGET yourself if it is yours"
+        )
+    if isinstance(record.get("agents"), str) and "--agents" not in typed:
+        notes.append(
+            "it was started with --agents too: a checkpoint never names code to import; "
+            "add --agents MODULE_OR_FILE.py yourself"
+        )
     words += typed
-    click.echo(
-        f"Error: run {run_id} was started from {shlex.quote(target)}; {why} (check it is the "
-        f"file you mean):\n  {' '.join(shlex.quote(w) for w in words)}",
-        err=True,
-    )
+    click.echo(f"Error: {head}:\n  {' '.join(shlex.quote(w) for w in words)}", err=True)
+    for note in notes:
+        click.echo(f"({note})", err=True)
     ctx.exit(2)
 
 
