@@ -762,16 +762,24 @@ class PluginManager(HookFacade):
 
     def install_hint(self, kind: str, name: str) -> str | None:
         """Where ``name`` of ``kind``, not installed here, comes from and how to install it
-        — "it comes with plait-redis (HOW)", HOW as a plugin says
-        (``plait_install_hint``) — or ``None`` when no plugin knows the name
-        (:meth:`provider`). A hint that raises is a :class:`PlaitWarning`; the
-        distribution is still named.
+        — "it comes with plait-redis (HOW)", HOW from :meth:`how_to_install` — or ``None``
+        when no plugin knows the name (:meth:`provider`).
 
         .. versionadded:: 0.1
         """
         distribution = self.provider(kind, name)
         if distribution is None:
             return None
+        return f"it comes with {distribution} ({self.how_to_install(distribution)})"
+
+    def how_to_install(self, distribution: str) -> str:
+        """How to install ``distribution``, as a plugin says (``plait_install_hint``), else
+        "install the distribution NAME" (no command: one that fails is worse than none).
+        A hint that raises is a :class:`PlaitWarning`.
+
+        .. versionadded:: 0.1
+        """
+        self.load_entrypoints(strict=False)
         how: Any = None
         try:
             how = self.pm.hook.plait_install_hint(distribution=distribution)
@@ -782,8 +790,8 @@ class PluginManager(HookFacade):
                 stacklevel=3,
             )
         if not isinstance(how, str) or not how:
-            how = f"install the distribution {distribution}"
-        return f"it comes with {distribution} ({how})"
+            return f"install the distribution {distribution}"
+        return how
 
     def _calling_plugin(self) -> Plugin:
         name = CALLING_PLUGIN.get()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import json
 import sys
@@ -40,7 +39,9 @@ def json_ready(value: Any) -> Any:
     """
     if attrs.has(type(value)):
         return attrs.asdict(value, recurse=False)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if hasattr(type(value), "__dataclass_fields__") and not isinstance(value, type):
+        import dataclasses  # (imported by whoever made the dataclass)
+
         return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     if isinstance(value, enum.Enum):
         return value.value

@@ -19,8 +19,6 @@ import importlib.util
 import json
 import os
 import re
-import shlex
-import shutil
 import sys
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -213,6 +211,8 @@ def _program() -> list[str]:
     one: through ``uv run`` (``bash .ci/uv run --locked plait`` in a checkout), where
     ``plait`` is on the path only inside it; by its full path when the shell's ``plait`` is
     not this one; else ``plait``."""
+    import shutil
+
     script = Path(sys.argv[0])
     if script.name == "__main__.py" and script.parent.name == "plait_cli":  # python -m
         return ["plait"] if shutil.which("plait") else [sys.executable, "-m", "plait_cli"]
@@ -270,6 +270,8 @@ def _resume_hint(outcome: Outcome, loaded: Loaded, checkpoint: str | None, extra
         placement=loaded.placement,
         grant_flags=loaded.grant_flags,
     )
+    import shlex  # (only a run that stops, fails or waits prints a command)
+
     command = " ".join(shlex.quote(w) for w in words)
     return f"resume with: {command} {extra}".rstrip()
 
@@ -586,6 +588,8 @@ def _needed_grants(target: Target) -> tuple[list[str] | None, str]:
     """The grant flags the workflow file ``target`` needs to run, read from the file as it
     is on disk now (parsed into its spec, never built: nothing it names is imported), or
     ``None`` and why they could not be read."""
+    import shlex
+
     from plait.spi import cli_wording, grant_text
     from plait_documents import load_spec, needs
 
@@ -608,6 +612,8 @@ def _name_the_target(ctx: click.Context, run_id: str, checkpoint: str, typed: li
     is named with the grants it needs as it is on disk now (unless grants were typed
     here); Python code (``file.py:attr``, ``module:attr``, ``--agents``) is only shown,
     for whoever resumes to name it themselves."""
+    import shlex
+
     latest = _latest(run_id, checkpoint)
     if latest is None:
         raise click.ClickException(f"no run and no checkpoint with id {run_id!r} in {checkpoint}")
