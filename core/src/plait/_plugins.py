@@ -775,11 +775,11 @@ class PluginManager(HookFacade):
     def how_to_install(self, distribution: str) -> str:
         """How to install ``distribution``, as a plugin says (``plait_install_hint``), else
         "install the distribution NAME" (no command: one that fails is worse than none).
-        A hint that raises is a :class:`PlaitWarning`.
+        A hint that raises is a :class:`PlaitWarning`. Only the plugins loaded already
+        answer (a failed lookup has loaded them).
 
         .. versionadded:: 0.1
         """
-        self.load_entrypoints(strict=False)
         how: Any = None
         try:
             how = self.pm.hook.plait_install_hint(distribution=distribution)

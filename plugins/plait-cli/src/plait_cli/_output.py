@@ -23,6 +23,7 @@ __all__ = [
     "event_record",
     "format_output",
     "format_table",
+    "how_to_install",
     "json_ready",
     "to_json",
 ]
@@ -152,3 +153,12 @@ def format_table(
                     )
                 )
     return "\n".join(out)
+
+
+def how_to_install(distribution: str) -> str:
+    """How to install ``distribution``, in the words the installed plugins give
+    (plait-catalog's for a first-party one: in a checkout, with pip from it, from an index
+    that has Plait), so the CLI prints no install command that fails."""
+    from plait import get_plugin_manager
+
+    return get_plugin_manager().how_to_install(distribution)

@@ -32,7 +32,7 @@ from plait.spi import type_name
 
 from ._follow import Display, Outcome, execute, follow
 from ._grants import grant_options, grants_from, resume_flags
-from ._output import describe_error, to_json
+from ._output import describe_error, how_to_install, to_json
 from ._target import Target, TargetError, document_options, load_target, parse_target
 
 __all__ = ["DEFAULT_STORE", "EXIT_STATUS", "resume_command", "run_command"]
@@ -138,7 +138,7 @@ def _step_context_reader() -> Callable[[Any], Any]:
     except ImportError as exc:
         raise click.UsageError(
             "--step-context shows the step context of a YAML steps workflow, which needs "
-            "plait-steps (pip install plait-steps)"
+            f"plait-steps ({how_to_install('plait-steps')})"
         ) from exc
     reader: Callable[[Any], Any] = step_context
     return reader
@@ -185,7 +185,7 @@ def _keyed(url: str) -> str:
     if importlib.util.find_spec("plait_sealing") is None:
         raise click.ClickException(
             f"{' or '.join(KEY_VARIABLES)} is set, but signing checkpoints needs the "
-            "plait-sealing plugin: pip install plait-sealing (or unset the variable)"
+            f"plait-sealing plugin ({how_to_install('plait-sealing')}; or unset the variable)"
         )
     return f"sealed:{url}"
 
