@@ -311,8 +311,9 @@ def _json_hint(outcome: Outcome, workflow: Workflow, text: str | None) -> str:
         return ""
     if isinstance(value, str):
         return ""
+    shown = text if len(text) <= 40 else text[:37] + "..."
     return (
-        f"hint: MESSAGE is passed as the string {text!r}; to pass it as JSON "
+        f"hint: MESSAGE is passed as the string {shown!r}; to pass it as JSON "
         f"({type(value).__name__}), add --json-input"
     )
 
