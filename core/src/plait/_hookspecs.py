@@ -280,7 +280,8 @@ def plait_provided_names() -> Mapping[str, Mapping[str, Sequence[str]]] | None:
 
     The answer is ``{distribution: {kind: [name, ...]}}``. The kernel asks only when a
     lookup fails (an unknown router, store scheme, executor kind …), and adds
-    " — it comes with plait-redis (pip install plait-redis)" to the error. A distribution
+    " — it comes with plait-redis (…)" to the error, how to install it in the brackets
+    (``plait_install_hint``). A distribution
     knows its own names, which helps nobody when it is missing; what knows the others is
     a catalog installed beside them: ``plait-catalog``, which ``pip install plait``
     brings, lists the first-party plugins. When two answers name different distributions
@@ -288,6 +289,24 @@ def plait_provided_names() -> Mapping[str, Mapping[str, Sequence[str]]] | None:
 
     :return: distribution -> kind (``router``, ``checkpoint_store`` …) -> names, or
         ``None`` (nothing to say); every implementation is called.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec(firstresult=True)
+def plait_install_hint(distribution: str) -> str | None:
+    """Say how to install ``distribution``, for the error of an unknown name it provides
+    (see ``plait_provided_names``).
+
+    The answer replaces the kernel's own words, "install the distribution plait-redis",
+    which name no command: whoever knows where a distribution is published (an index, a
+    checkout's workspace, an extra of a meta package) says it here, as commands that work.
+    ``plait-catalog`` answers for the first-party distributions.
+
+    :param distribution: the distribution the unknown name comes with.
+    :return: the instructions (one line, no trailing full stop), or ``None`` (not one of
+        yours); stops at the first non-``None`` answer.
 
     .. versionadded:: 0.1
     """

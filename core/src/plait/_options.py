@@ -166,6 +166,11 @@ Policy = tuple[RetryPolicy | None, float | None]
 # -- run options -------------------------------------------------------------------
 
 
+#: ``max_supersteps`` when neither the run nor the workflow sets it, for a graph with a
+#: cycle (a graph without one adds its longest path: see ``Workflow``).
+DEFAULT_MAX_SUPERSTEPS = 100
+
+
 def _positive(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise RunOptionError(f"run option {attribute.name} must be a positive int, got {value!r}")
@@ -313,7 +318,9 @@ def _one_of(*choices: str) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
 class RunOptions:
     """Options of one run. ``Workflow.run(msg, **options)`` rejects unknown names.
 
-    :param max_supersteps: fail the run past this many supersteps (default 100).
+    :param max_supersteps: fail the run past this many supersteps (default 100; a
+        workflow whose graph has no cycle defaults to 100 plus its longest path, since
+        only a cycle can make a run go on for ever).
     :param max_concurrency: at most this many handlers at once in the whole run.
     :param max_visits: at most this many supersteps per executor (a cycle bound).
     :param executor_concurrency: per-executor handler concurrency within a superstep.
@@ -366,7 +373,7 @@ class RunOptions:
        ``shared_reducers``, ``journal``, ``schedule``, ``max_lead`` and ``strict``.
     """
 
-    max_supersteps: int = attrs.field(default=100, validator=_positive)
+    max_supersteps: int = attrs.field(default=DEFAULT_MAX_SUPERSTEPS, validator=_positive)
     max_concurrency: int | None = attrs.field(default=None, validator=_positive)
     max_visits: int | None = attrs.field(default=None, validator=_positive)
     executor_concurrency: Mapping[str, int] = attrs.field(factory=dict, validator=_positive_map)

@@ -85,6 +85,13 @@ ENTRY_POINT_GROUP = "plait"
 IN_PROCESS = "(in-process)"
 #: The distribution whose version plugins declare a requirement on (PEP 503 normalised).
 CORE_DISTRIBUTION = "plait-core"
+#: The distributions behind the kernel's own seams, named by the kernel so that a bare
+#: ``plait-core`` (no catalog installed) still says what durable runs and ``plait.load``
+#: need; ``plait_provided_names`` answers for everything else.
+_SEAMS: dict[tuple[str, str], str] = {
+    ("durability", "checkpoints"): "plait-durable",  # _workflow.DURABILITY
+    ("documents", "documents"): "plait-documents",  # _building.DOCUMENTS
+}
 
 
 def core_version() -> str:
@@ -710,7 +717,7 @@ class PluginManager(HookFacade):
                         self._conflicts.setdefault(reg.plugin, []).append(error)
                 elif winner is not None:
                     entries[name] = winner
-            registries[kind] = Registry(kind, entries, conflicts, self.provider)
+            registries[kind] = Registry(kind, entries, conflicts, self.install_hint)
         for plugin_name, errors in self._conflicts.items():
             for error in errors:
                 warnings.warn(f"plugin {plugin_name!r}: {error}", PlaitWarning, stacklevel=4)
@@ -723,6 +730,7 @@ class PluginManager(HookFacade):
         ``None``. An answer that raises or has the wrong shape is a :class:`PlaitWarning`
         naming its plugin and distribution; the other answers still count."""
         if self._provided is None:
+            self.load_entrypoints(strict=False)  # (loaded already when a lookup failed)
             answers: list[tuple[str, str, list[str]]] = []
             for impl in self.pm.hook.plait_provided_names.get_hookimpls():
                 try:
@@ -745,12 +753,45 @@ class PluginManager(HookFacade):
                         PlaitWarning,
                         stacklevel=3,
                     )
-            provided: dict[tuple[str, str], str] = {}
+            provided: dict[tuple[str, str], str] = dict(_SEAMS)
             for distribution, known_kind, names in sorted(answers, key=lambda a: a[0]):
                 for known in names:
                     provided.setdefault((known_kind, known), distribution)
             self._provided = provided
         return self._provided.get((kind, name))
+
+    def install_hint(self, kind: str, name: str) -> str | None:
+        """Where ``name`` of ``kind``, not installed here, comes from and how to install it
+        — "it comes with plait-redis (HOW)", HOW from :meth:`how_to_install` — or ``None``
+        when no plugin knows the name (:meth:`provider`).
+
+        .. versionadded:: 0.1
+        """
+        distribution = self.provider(kind, name)
+        if distribution is None:
+            return None
+        return f"it comes with {distribution} ({self.how_to_install(distribution)})"
+
+    def how_to_install(self, distribution: str) -> str:
+        """How to install ``distribution``, as a plugin says (``plait_install_hint``), else
+        "install the distribution NAME" (no command: one that fails is worse than none).
+        A hint that raises is a :class:`PlaitWarning`. Only the plugins loaded already
+        answer (a failed lookup has loaded them).
+
+        .. versionadded:: 0.1
+        """
+        how: Any = None
+        try:
+            how = self.pm.hook.plait_install_hint(distribution=distribution)
+        except Exception as exc:  # a hint must not hide the error it was asked for
+            warnings.warn(
+                f"plait_install_hint for {distribution} failed ({type(exc).__name__}: {exc})",
+                PlaitWarning,
+                stacklevel=3,
+            )
+        if not isinstance(how, str) or not how:
+            return f"install the distribution {distribution}"
+        return how
 
     def _calling_plugin(self) -> Plugin:
         name = CALLING_PLUGIN.get()

@@ -162,8 +162,9 @@ class Registration(Generic[T]):
 class Registry(Generic[T]):
     """Every object of one kind, by name. Lookups of unknown names list what exists.
 
-    :param provider: ``provider(kind, name)``: the distribution that provides a name not
-        installed here, if a plugin knows one (``plait_provided_names``), for the error.
+    :param provider: ``provider(kind, name)``: for the error, where a name not installed
+        here comes from and how to install it ("it comes with plait-redis (…)"), if a
+        plugin knows (``plait_provided_names``, ``plait_install_hint``).
     """
 
     def __init__(
@@ -190,11 +191,10 @@ class Registry(Generic[T]):
                 raise PluginConflictError(self._conflicts[name]) from None
             known = ", ".join(sorted(self._entries)) or "none"
             asker = f" (for {what})" if what else ""
-            distribution = self._provider(self.kind, name) if self._provider else None
-            hint = f" — it comes with {distribution} (pip install {distribution})"
+            hint = self._provider(self.kind, name) if self._provider else None
             raise UnknownNameError(
                 f"unknown {self.kind.replace('_', ' ')} {name!r}{asker}; installed: {known}"
-                + (hint if distribution else "")
+                + (f" — {hint}" if hint else "")
             ) from None
 
     def entry(self, name: str) -> Registration[T]:

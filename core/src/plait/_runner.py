@@ -550,7 +550,8 @@ class Runner:
             if state.superstep >= limit:
                 raise SuperstepLimitError(
                     f"run exceeded max_supersteps={limit}; still pending for "
-                    f"executor(s) {', '.join(inbox)} (raise max_supersteps or fix the cycle)",
+                    f"executor(s) {', '.join(inbox)} (raise the limit: --max-supersteps N "
+                    "on the command line, max_supersteps=N in Python; or fix the cycle)",
                     executor_id=next(iter(inbox)),
                     superstep=state.superstep + 1,
                 )

@@ -185,6 +185,31 @@ class WorkflowSpec:
                 out.setdefault(source, set()).update(group.targets)
         return out
 
+    def longest_path(self) -> int | None:
+        """The number of executors on the longest path through the graph (error edges
+        included), or ``None`` when the graph has a cycle: without one, a run from one
+        message ends within that many supersteps (plus one per answered request).
+
+        .. versionadded:: 0.1
+        """
+        succ = self.successors()
+        waiting = {node: 0 for node in succ}
+        for targets in succ.values():
+            for target in targets:
+                waiting[target] = waiting.get(target, 0) + 1
+        ready = deque(node for node, count in waiting.items() if count == 0)
+        depth = dict.fromkeys(ready, 1)
+        done = 0
+        while ready:  # Kahn's topological order: a node left over lies on a cycle
+            node = ready.popleft()
+            done += 1
+            for target in succ.get(node, ()):
+                depth[target] = max(depth.get(target, 0), depth[node] + 1)
+                waiting[target] -= 1
+                if waiting[target] == 0:
+                    ready.append(target)
+        return max(depth.values(), default=0) if done == len(waiting) else None
+
     def reachable_from(self, node_id: str) -> set[str]:
         """Every executor reachable from ``node_id`` (itself included)."""
         succ = self.successors()

@@ -39,7 +39,7 @@ from ._errors import (
 )
 from ._executor import Executor, Handler
 from ._graph import CompiledGraph
-from ._options import RunOptions
+from ._options import DEFAULT_MAX_SUPERSTEPS, RunOptions
 from ._plugins import PluginManager, get_plugin_manager
 from ._spec import WorkflowSpec
 
@@ -405,6 +405,19 @@ class Workflow:
         fingerprint = self._durability("Workflow.fingerprint").fingerprint(self._graph)
         return dict(json.loads(json.dumps(fingerprint)))
 
+    @functools.cached_property
+    def _run_defaults(self) -> Mapping[str, Any]:
+        """The spec's run options, and for a graph without a cycle a ``max_supersteps``
+        that scales with it: its longest path plus the default 100. Such a graph cannot
+        loop, so the limit (there to stop a runaway cycle) must only stay out of the way
+        of a long chain; with a cycle, the default stays 100."""
+        defaults = dict(self._spec.options)
+        if "max_supersteps" not in defaults:
+            longest = self._spec.longest_path()
+            if longest is not None:
+                defaults["max_supersteps"] = DEFAULT_MAX_SUPERSTEPS + longest
+        return defaults
+
     def _durability(self, what: str) -> Durability:
         """The installed durability (``plait-durable``), for ``what``.
 
@@ -499,7 +512,7 @@ class Workflow:
         """
         from ._state import RunState, new_run_id
 
-        opts = RunOptions.from_kwargs(self._spec.options, options)
+        opts = RunOptions.from_kwargs(self._run_defaults, options)
         durability = self._durability_for(opts, "Workflow.run(checkpoint=...)")
         events: list[WorkflowEvent] = []
         state = RunState(opts.run_id or new_run_id(), opts.on_event or events.append)
@@ -540,7 +553,7 @@ class Workflow:
         try:
             found, data = await durability.load(checkpoint_store, id, self._graph, accept_changes)
             opts = RunOptions.from_kwargs(
-                self._spec.options,
+                self._run_defaults,
                 {**options, "checkpoint": checkpoint_store, "run_id": found.run_id},
             )
             events: list[WorkflowEvent] = []
@@ -598,7 +611,7 @@ class Workflow:
         from ._events import RunStatus
         from ._state import RunState, new_run_id
 
-        opts = RunOptions.from_kwargs(self._spec.options, {"raise_on_failure": False})
+        opts = RunOptions.from_kwargs(self._run_defaults, {"raise_on_failure": False})
         if saved is None:
             state = RunState(new_run_id(), None)
             inbox = {self._spec.start: [message]}
@@ -631,7 +644,7 @@ class Workflow:
         """
         from ._streaming import EventStream
 
-        opts = RunOptions.from_kwargs(self._spec.options, options)
+        opts = RunOptions.from_kwargs(self._run_defaults, options)
         durability = self._durability_for(opts, "Workflow.stream(checkpoint=...)")
         inbox = {self._spec.start: [message]}
         detail = opts.events != "lifecycle"

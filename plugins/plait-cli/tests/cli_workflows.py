@@ -109,3 +109,23 @@ def returns_a_builder() -> WorkflowBuilder:
 def raises() -> Workflow:
     """Not a valid TARGET: raises."""
     raise RuntimeError("no model configured")
+
+
+def chain1000() -> Workflow:
+    """A chain of 1,000 executors, each adding one (no cycle: it ends by itself)."""
+
+    def step(i: int) -> Executor:
+        @executor(id=f"step{i}")
+        async def add(n: int, ctx: WorkflowContext[int, int]) -> None:
+            if i == 999:
+                await ctx.yield_output(n + 1)
+            else:
+                await ctx.send_message(n + 1)
+
+        return add
+
+    steps = [step(i) for i in range(1000)]
+    builder = WorkflowBuilder("chain1000").set_start(steps[0])
+    for first, second in zip(steps, steps[1:]):
+        builder.add_edge(first, second)
+    return builder.build()

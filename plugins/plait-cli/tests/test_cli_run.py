@@ -354,9 +354,11 @@ def test_resume_uses_the_default_store_and_a_run_id_alone_prints_the_command_nam
     assert f"run {run_id} was started from {target('gate')}; a checkpoint never chooses" in (
         unnamed.stderr
     )
+    # Python code is shown, never printed as a command: a checkpoint names no import
     command = printed(unnamed.stderr)
-    assert command == ["resume", target("gate"), run_id, f"--respond={request_id}=true", "-q"]
-    done = plait(*command)
+    assert command == ["resume", "TARGET", run_id, f"--respond={request_id}=true", "-q"]
+    assert "type the TARGET yourself" in unnamed.stderr
+    done = plait(*[target("gate") if word == "TARGET" else word for word in command])
     assert (done.exit_code, done.stdout) == (0, "published: t\n")
 
 
@@ -494,11 +496,11 @@ def test_resume_of_a_workflow_file_by_run_id_alone_prints_the_command_to_type(
     (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", first.stderr, re.M)
     unnamed = plait("resume", run_id, "-q")
     assert unnamed.exit_code == 2
-    assert printed(unnamed.stderr) == ["resume", str(flow), run_id, "-q"]
-    # a checkpoint grants nothing: the file's shell step needs the flag again
-    refused = plait(*printed(unnamed.stderr))
-    assert refused.exit_code == 1 and "needs subprocess" in refused.stderr
-    again = plait(*printed(unnamed.stderr), "--allow", "subprocess")
+    # a checkpoint grants nothing: the grants are what the file on disk needs now, so the
+    # command works as typed
+    command = printed(unnamed.stderr)
+    assert command == ["resume", str(flow), run_id, "--allow", "subprocess", "-q"]
+    again = plait(*command)
     assert again.exit_code == 0, again.stderr
 
 
@@ -589,3 +591,130 @@ def test_a_changed_workflow_is_refused_naming_the_change_unless_accepted(
     done = plait(*again, "-q")  # the changed workflow is now the run's own
     assert done.exit_code == 0, done.stderr
     assert done.stdout.endswith("\n\nhi\n")  # whispered: the second step is the new one
+
+
+# -- issue 34 -------------------------------------------------------------------------------
+
+SHELL_FILE = """\
+workflow:
+  - id: shout
+    type: executor
+    kind: shell
+    config:
+      argv: ["tr", "a-z", "A-Z"]
+      input: message
+"""
+
+
+def _forge_record(url: str, run_id: str, record: dict[str, object]) -> None:
+    """Append a checkpoint to ``run_id`` whose ``cli`` record says ``record`` (what anyone
+    who can write to the store can do: nothing in it is signed)."""
+    import anyio
+    from plait_durable import open_store
+
+    async def forge() -> None:
+        checkpoints = open_store(url)
+        try:
+            latest = await checkpoints.latest(run_id)
+            assert latest is not None
+            await checkpoints.save(
+                attrs.evolve(
+                    latest,
+                    checkpoint_id=uuid.uuid4().hex,
+                    parent_id=latest.checkpoint_id,
+                    created_at=latest.created_at + 1,
+                    metadata={**latest.metadata, "cli": record},
+                )
+            )
+        finally:
+            await checkpoints.aclose()
+
+    anyio.run(forge)
+
+
+def test_a_printed_resume_command_carries_no_grant_or_import_from_the_checkpoint(
+    tmp_path: Path,
+) -> None:
+    # N1: `plait resume RUN_ID` copied --allow-imports and --agents FILE.py from the
+    # unsigned checkpoint (typing it imported the planted file) and dropped the grants the
+    # run needed, so as typed it failed
+    url = store(tmp_path)
+    flow = tmp_path / "flow.yaml"
+    flow.write_text(SHELL_FILE)
+    marker = tmp_path / "IMPORTED"
+    planted = tmp_path / "planted.py"
+    planted.write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('x')\n")
+    failed = plait(
+        "run", str(flow), "hi", "--allow", "subprocess", "--checkpoint", url,
+        "--max-supersteps", "1", "--durability", "sync", "-q",
+    )  # fmt: skip
+    (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", failed.stderr, re.M)
+    _forge_record(
+        url,
+        run_id,
+        {"target": str(flow), "allow_imports": True, "agents": str(planted)},
+    )
+    shown = plait("resume", run_id, "--checkpoint", url)
+    assert shown.exit_code == 2
+    command = printed(shown.stderr)
+    assert command == ["resume", str(flow), run_id, "--checkpoint", url, "--allow", "subprocess"]
+    assert str(planted) not in shown.stderr
+    assert "add --agents MODULE_OR_FILE.py yourself" in shown.stderr
+    assert not marker.exists()
+    done = plait(*command, "-q")
+    assert (done.exit_code, done.stdout) == (0, "HI\n"), done.stderr
+    assert not marker.exists()
+
+
+def test_the_printed_grants_are_what_the_file_needs_now(tmp_path: Path) -> None:
+    url = store(tmp_path)
+    flow = tmp_path / "flow.yaml"
+    flow.write_text(SHELL_FILE)
+    done = plait("run", str(flow), "hi", "--allow", "subprocess", "--checkpoint", url, "-q")
+    (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", done.stderr, re.M)
+    flow.write_text(SHELL_FILE.replace("kind: shell", "kind: http").replace(
+        'argv: ["tr", "a-z", "A-Z"]\n      input: message', 'url: "https://example.org/x"'
+    ))  # fmt: skip
+    shown = plait("resume", run_id, "--checkpoint", url)
+    assert printed(shown.stderr)[-2:] == ["--allow", "network=example.org"]
+    typed = plait("resume", run_id, "--checkpoint", url, "--trust")
+    assert printed(typed.stderr)[-1:] == ["--trust"]  # what is typed here is kept as it is
+    flow.write_text("workflow: [")
+    broken = plait("resume", run_id, "--checkpoint", url)
+    assert printed(broken.stderr) == ["resume", str(flow), run_id, "--checkpoint", url]
+    assert f"plait validate {flow}` lists it" in broken.stderr
+
+
+def test_a_long_chain_runs_by_default_and_the_limit_names_flag_and_option() -> None:
+    # a 1,000-step chain failed at the default max_supersteps=100; an acyclic graph now
+    # defaults to 100 plus its longest path, a cycle keeps 100
+    chain = plait("run", target("chain1000"), "0", "--json-input", "--no-checkpoint", "-q")
+    assert (chain.exit_code, chain.stdout) == (0, "1000\n"), chain.stderr
+    loop = plait("run", target("looping"), "0", "--json-input", "--no-checkpoint", "-q")
+    assert loop.exit_code == 1
+    assert "run exceeded max_supersteps=100" in loop.stderr
+    assert "--max-supersteps N on the command line, max_supersteps=N in Python" in loop.stderr
+
+
+def test_json_without_json_input_says_to_add_it() -> None:
+    result = plait("run", target("looping"), "0", "--no-checkpoint", "-q")
+    assert result.exit_code == 1
+    assert "has no handler for a message of type str" in result.stderr
+    assert (
+        "hint: MESSAGE is passed as the string '0'; to pass it as JSON (int), add --json-input"
+    ) in result.stderr
+    text = plait("run", target("looping"), "zero", "--no-checkpoint", "-q")
+    assert text.exit_code == 1 and "hint:" not in text.stderr  # not JSON: nothing to add
+
+
+def test_resuming_a_finished_run_says_so_and_shows_its_outputs(tmp_path: Path) -> None:
+    url = store(tmp_path)
+    done = plait("run", target("echo"), "hello", "--checkpoint", url, "-q")
+    assert (done.exit_code, done.stdout) == (0, "OLLEH\n")
+    (run_id,) = re.findall(r"^run id: ([0-9a-f]{32})$", done.stderr, re.M)
+    again = plait("resume", target("echo"), run_id, "--checkpoint", url)
+    assert (again.exit_code, again.stdout) == (0, "OLLEH\n")
+    assert f"run {run_id} had finished (idle after superstep 2): nothing to resume" in (
+        again.stderr
+    )
+    assert "0 output(s)" not in again.stderr

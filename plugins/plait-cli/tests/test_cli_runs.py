@@ -45,9 +45,11 @@ def test_a_failed_cli_run_is_listed_with_its_error_from_the_default_store(in_tmp
     result = plait("runs")
     assert result.exit_code == 0, result.output
     header, newest, oldest = result.stdout.splitlines()
-    assert header.split() == ["ID", "WORKFLOW", "STATUS", "SUPERSTEPS", "PENDING", "AGE", "ERROR"]
-    assert newest.split()[1:6] == ["echo", "idle", "2", "0", "0s"]
-    assert newest.split()[6:] == ["-"]
+    assert header.split() == [
+        "ID", "WORKFLOW", "STATUS", "SUPERSTEPS", "PENDING", "UPDATED", "ERROR"
+    ]  # fmt: skip
+    assert newest.split()[1:7] == ["echo", "idle", "2", "0", "0s", "ago"]
+    assert newest.split()[7:] == ["-"]
     assert oldest.split()[1:5] == ["failing", "failed", "1", "0"]
     assert "ConnectionError in 'explode' (superstep 2): the model endpoint hung up" in oldest
     records = json.loads(plait("runs", "--json", "--status", "failed").stdout)
@@ -248,3 +250,30 @@ def test_stored_text_cannot_drive_the_terminal_and_a_corrupt_run_is_listed(
     assert "\x9b" not in raw and "\\u009b" in raw
     only = json.loads(plait("runs", "--checkpoint", url, "--json", "--status", "corrupt").stdout)
     assert [r["run_id"] for r in only] == [damaged]
+
+
+def test_updated_counts_from_the_latest_checkpoint_the_order_goes_by(tmp_path: Path) -> None:
+    # issue 34: the listing sorts by last update, but AGE counted from the first checkpoint,
+    # so a run begun long ago and updated just now showed an old age at the top
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    long_running, recent = new_run_id("long"), new_run_id("recent")
+
+    async def save() -> None:
+        store = open_store(url)
+        try:
+            first = make_checkpoint(long_running, status="running")
+            await store.save(attrs.evolve(first, created_at=time.time() - 3 * 86400))
+            await store.save(attrs.evolve(make_checkpoint(recent), created_at=time.time() - 3600))
+            latest = attrs.evolve(
+                make_checkpoint(long_running, 2, parent_id=first.checkpoint_id, status="idle"),
+                created_at=time.time() - 5,
+            )
+            await store.save(latest)
+        finally:
+            await store.aclose()
+
+    anyio.run(save)
+    rows = plait("runs", "--checkpoint", url).stdout.splitlines()[1:]
+    assert [row.split()[0] for row in rows] == [long_running, recent]
+    assert rows[0].split()[5:7] in (["5s", "ago"], ["6s", "ago"], ["7s", "ago"])
+    assert rows[1].split()[5:7] == ["1h", "ago"]

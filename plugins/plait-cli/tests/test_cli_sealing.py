@@ -74,6 +74,6 @@ def test_a_key_without_plait_sealing_names_the_install(
     monkeypatch.setenv("PLAIT_CHECKPOINT_KEY", generate_key("cli"))
     result = plait("run", target("echo"), "x", "--checkpoint", store(tmp_path))
     assert result.exit_code == 1
-    assert "needs the plait-sealing plugin: pip install plait-sealing" in result.stderr
+    assert "needs the plait-sealing plugin (" in result.stderr
     assert not (tmp_path / "runs.db").exists()  # refused before anything was written
     assert plait("run", target("echo"), "x", "--no-checkpoint", "-q").exit_code == 0

@@ -101,7 +101,9 @@ def test_a_missing_attribute_lists_the_workflows_and_functions_there() -> None:
     message = error(f"{WORKFLOWS}:missing")
     assert f"module 'cli_workflows' ({WORKFLOWS}) has no attribute 'missing'" in message
     assert "workflows: echo, failing, gate, looping, records" in message
-    assert "functions taking no arguments: make_echo, raises, returns_a_builder" in message
+    assert (
+        "functions taking no arguments: chain1000, make_echo, raises, returns_a_builder"
+    ) in message
 
 
 def test_a_missing_nested_attribute_says_what_its_parent_is() -> None:

@@ -203,3 +203,25 @@ def test_thousands_of_problems_print_the_first_fifty_and_a_count(tmp_path: Path)
     assert result.output.count(f"  - {path}:") == 50
     assert result.output.rstrip().endswith("… and 2,952 more")
     assert len(result.output) < 50_000
+
+
+def test_validate_takes_the_grant_flags_plait_run_takes(tmp_path: Path) -> None:
+    # issue 34: "No such option '--allow'. Did you mean '--allow-imports'?" while plait run
+    # takes it; the same grants now validate the file a run command names
+    path = write(tmp_path, "workflow.yaml", HTTP_STEP)
+    granted = plait("validate", path, "--allow", "subprocess", "--allow", "network=api.example.com")
+    assert granted.exit_code == 0, granted.output
+    assert granted.stdout.startswith(f"{path}: ok\n")
+    assert plait("validate", path, "--trust").exit_code == 0
+    bad = plait("validate", path, "--allow", "teleport")
+    assert bad.exit_code == 2 and "--allow" in bad.stderr
+
+
+def test_allow_imports_as_a_capability_lets_validate_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(HERE))
+    path = write(tmp_path, "workflow.yaml", PYTHON_STEP)
+    allowed = plait("validate", path, "--allow", "imports")
+    assert allowed.exit_code == 0, allowed.output
+    assert allowed.stdout.startswith(f"{path}: ok\n")

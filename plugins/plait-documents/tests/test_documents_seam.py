@@ -81,13 +81,13 @@ def test_without_plait_documents_plait_load_names_the_distribution(without_docum
         plait.load("a -> b", format="flow")
     message = str(caught.value)
     assert "(for plait.load)" in message
-    assert "it comes with plait-documents (pip install plait-documents)" in message
+    assert "it comes with plait-documents (" in message
 
 
 def test_without_plait_documents_a_loader_asking_for_agents_names_it(
     without_documents: Any,
 ) -> None:
-    with pytest.raises(plait.UnknownNameError, match="pip install plait-documents"):
+    with pytest.raises(plait.UnknownNameError, match="it comes with plait-documents"):
         BuildContext(manager=without_documents).agents.find("writer")
 
 

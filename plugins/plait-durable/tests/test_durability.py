@@ -143,10 +143,10 @@ async def test_without_plait_durable_every_durable_call_names_the_distribution()
         with pytest.raises(UnknownNameError) as caught:
             await call
         assert f"(for {what})" in str(caught.value)
-        assert "pip install plait-durable" in str(caught.value)
-    with pytest.raises(UnknownNameError, match="pip install plait-durable"):
+        assert "pip install ./plugins/plait-durable" in str(caught.value)
+    with pytest.raises(UnknownNameError, match="it comes with plait-durable"):
         workflow.fingerprint  # noqa: B018
-    with pytest.raises(UnknownNameError, match="pip install plait-durable"):
+    with pytest.raises(UnknownNameError, match="it comes with plait-durable"):
         workflow.stream("calm", checkpoint="memory://bare")  # before anything runs
 
 

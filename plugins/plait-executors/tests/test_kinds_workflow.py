@@ -203,4 +203,4 @@ def test_as_executor_names_the_distribution_to_install(plait_plugin_manager: Any
     with pytest.raises(UnknownNameError) as info:
         workflow.as_executor()
     assert "unknown executor kind 'workflow' (for Workflow.as_executor())" in str(info.value)
-    assert "pip install plait-executors" in str(info.value)
+    assert "it comes with plait-executors (part of plait:" in str(info.value)

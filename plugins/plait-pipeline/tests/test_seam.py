@@ -23,6 +23,13 @@ from plait.spi import PluginManager, RunOptions
 from plait_builders import WorkflowBuilder
 from plait_stores import MemoryCheckpointStore
 
+#: what an unknown "pipelined" says (plait-catalog's words)
+PIPELINE_HINT = (
+    "plait-pipeline (part of plait: in a checkout of plait, bash .ci/uv sync --locked; with "
+    "pip, from that checkout's folder, pip install ./plugins/plait-pipeline; from a package "
+    "index that has plait, pip install plait)"
+)
+
 pytestmark = pytest.mark.anyio
 
 
@@ -99,9 +106,7 @@ async def test_without_plait_pipeline_a_pipelined_run_names_the_distribution() -
     for options in ({}, {"checkpoint": "memory://bare-pipeline"}, {"max_lead": 0}):
         with pytest.raises(UnknownNameError) as caught:
             await workflow.run("m", schedule="pipelined", **options)
-        assert str(caught.value).endswith(
-            "installed: none — it comes with plait-pipeline (pip install plait-pipeline)"
-        )
+        assert str(caught.value).endswith(f"installed: none — it comes with {PIPELINE_HINT}")
     assert log == []
 
 
@@ -194,7 +199,7 @@ async def test_a_pipelined_cut_resumes_only_with_plait_pipeline() -> None:
     assert str(caught.value) == (
         f"unknown schedule 'pipelined' (for resuming run 'p', checkpoint "
         f"{cut.checkpoint_id!r}, a cut of that schedule); installed: none — it comes with "
-        "plait-pipeline (pip install plait-pipeline)"
+        + PIPELINE_HINT
     )
     # what reads a stored run without resuming it needs no schedule
     asked = next(checkpoint for checkpoint in cuts if checkpoint.state["requests"])

@@ -95,7 +95,7 @@ def test_an_unknown_placement_names_its_distribution(plait_plugin_manager: Any) 
         builder.build()  # placements are resolved when the workflow compiles
     message = str(info.value)
     assert "unknown placement 'ray' (for executor 'upper')" in message
-    assert "pip install plait-ray" in message
+    assert "bash .ci/uv sync --locked --extra ray" in message
 
 
 async def test_an_executor_that_cannot_leave_the_process_is_refused(loopback: Any) -> None:

@@ -191,10 +191,24 @@ class PlaitGroup(click.Group):
         try:
             return super().resolve_command(ctx, args)
         except click.UsageError as exc:
-            if self.plugin_error is None:
+            notes = [_install_note(args[0])] if args else []
+            if self.plugin_error is not None:
+                notes.append(self.plugin_error_note())
+            if not any(notes):
                 raise
-            note = self.plugin_error_note()
-            raise click.UsageError(f"{exc.message}\n{note}", exc.ctx) from exc
+            message = "\n".join([exc.message, *filter(None, notes)])
+            raise click.UsageError(message, exc.ctx) from exc
+
+
+def _install_note(name: str) -> str:
+    """For a command that is not installed: which distribution adds it and how to install
+    that, as the installed plugins say (``plait-catalog`` knows the first-party commands,
+    the same table an unknown executor kind or store is looked up in); else ``""``."""
+    try:
+        hint = get_plugin_manager().install_hint("command", name)
+    except Exception:  # a hint must not hide the usage error it was asked for
+        return ""
+    return f"plait {name}: {hint}" if hint else ""
 
 
 def _import_path(command: click.Command) -> str:

@@ -12,6 +12,7 @@ import subprocess
 
 import click
 
+from ._grants import grant_options
 from ._target import TargetError, document_options, load_target, parse_target
 
 __all__ = ["INSTALL_GRAPHVIZ", "graph_command", "render_svg"]
@@ -19,7 +20,7 @@ __all__ = ["INSTALL_GRAPHVIZ", "graph_command", "render_svg"]
 #: What to do when Graphviz's ``dot`` is not installed.
 INSTALL_GRAPHVIZ = (
     "--format svg needs Graphviz's dot program on PATH; install Graphviz "
-    "(apt-get install graphviz, brew install graphviz) or use --format dot"
+    "(apt-get install graphviz, brew install graphviz) or use --to dot"
 )
 
 
@@ -49,24 +50,23 @@ def render_svg(dot: str) -> str:
 @click.option(
     "--to",
     "format_",
-    type=click.Choice(["mermaid", "dot", "svg"]),
-    default=None,
-    help="Mermaid flowchart (the default), Graphviz DOT, or SVG (rendered by Graphviz's "
-    "dot). --format mermaid|dot|svg says the same, as before.",
+    type=click.Choice(_EXPORTS),
+    default="mermaid",
+    show_default=True,
+    help="Mermaid flowchart, Graphviz DOT, or SVG (rendered by Graphviz's dot).",
 )
-@click.option(
-    "--allow-imports",
-    is_flag=True,
-    help="Let a workflow file import the Python code it names (untrusted by default).",
+@grant_options(
+    "Let a workflow file import the Python code it names (untrusted by default; "
+    "drawing runs nothing else, so --allow and --trust grant only this)."
 )
-@click.option("--trust", is_flag=True, help="As --allow-imports (drawing runs nothing else).")
 @document_options
 @click.pass_context
 def graph_command(
     ctx: click.Context,
     target: str,
-    format_: str | None,
+    format_: str,
     allow_imports: bool,
+    allow: tuple[str, ...],
     trust: bool,
     document_format: str | None,
     agents: str | None,
@@ -74,24 +74,24 @@ def graph_command(
     """Print the graph of workflow TARGET to stdout.
 
     TARGET is a workflow file in any installed format (workflow.yaml, pipeline.flow,
-    dag.json), or module:attr or path/to/file.py:attr, as for plait run. --format svg
-    needs Graphviz's dot program (apt-get install graphviz, brew install graphviz).
-    --format names the workflow file's format (flow, dag, steps …); --agents a Python
-    module of agents it may name.
+    dag.json), or module:attr or path/to/file.py:attr, as for plait run. --to names the
+    drawing (svg needs Graphviz's dot program: apt-get install graphviz, brew install
+    graphviz); --format names the workflow file's format (flow, dag, steps …), as for
+    every command that loads one; --agents a Python module of agents it may name.
     The workflow is built, never run: a file needs no grant but --allow-imports (or
     --trust) for the Python code it names.
     """
-    if document_format in _EXPORTS:  # --format dot: the drawing's format, as before --to
-        if format_ is not None and format_ != document_format:
-            raise click.UsageError(f"--to {format_} and --format {document_format} disagree")
-        format_, document_format = document_format, None
-    format_ = format_ or "mermaid"
+    if document_format in _EXPORTS:  # one meaning per flag: --format is the file's
+        raise click.UsageError(
+            f"--format names the workflow file's format (flow, dag, steps …); for a "
+            f"{document_format} drawing, pass --to {document_format}"
+        )
     if format_ == "svg" and shutil.which("dot") is None:
         raise click.ClickException(INSTALL_GRAPHVIZ)  # before loading anything
     from plait_documents import Grants
 
     try:  # building runs no node: only an import runs the file's code
-        allow_imports = allow_imports or trust
+        allow_imports = allow_imports or trust or "imports" in allow  # as plait run
         grants = Grants.to_build(allow_imports=allow_imports)
         parsed = parse_target(target, format=document_format, agents=agents)
         workflow = load_target(parsed, allow_imports=allow_imports, allow=grants)

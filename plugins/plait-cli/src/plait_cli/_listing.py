@@ -9,7 +9,7 @@ import click
 from plait import PlaitError, describe
 from plait.spi import PluginInfo
 
-from ._output import DISABLE_ENV, describe_error, format_table, to_json
+from ._output import DISABLE_ENV, describe_error, format_table, how_to_install, to_json
 
 __all__ = ["fragments_command", "plugin_record", "plugins_command"]
 
@@ -69,7 +69,7 @@ def _list_fragments() -> list[Any]:
             raise
         raise click.ClickException(
             "fragments are published through the plait-builders plugin, which is not "
-            "installed; install it with: pip install plait-builders"
+            f"installed ({how_to_install('plait-builders')})"
         ) from exc
     try:
         fragments: list[Any] = builders.list_fragments()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import json
 import sys
@@ -24,6 +23,7 @@ __all__ = [
     "event_record",
     "format_output",
     "format_table",
+    "how_to_install",
     "json_ready",
     "to_json",
 ]
@@ -40,7 +40,9 @@ def json_ready(value: Any) -> Any:
     """
     if attrs.has(type(value)):
         return attrs.asdict(value, recurse=False)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if hasattr(type(value), "__dataclass_fields__") and not isinstance(value, type):
+        import dataclasses  # (imported by whoever made the dataclass)
+
         return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     if isinstance(value, enum.Enum):
         return value.value
@@ -151,3 +153,12 @@ def format_table(
                     )
                 )
     return "\n".join(out)
+
+
+def how_to_install(distribution: str) -> str:
+    """How to install ``distribution``, in the words the installed plugins give
+    (plait-catalog's for a first-party one: in a checkout, with pip from it, from an index
+    that has Plait), so the CLI prints no install command that fails."""
+    from plait import get_plugin_manager
+
+    return get_plugin_manager().how_to_install(distribution)

@@ -19,8 +19,6 @@ import importlib.util
 import json
 import os
 import re
-import shlex
-import shutil
 import sys
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -34,7 +32,7 @@ from plait.spi import type_name
 
 from ._follow import Display, Outcome, execute, follow
 from ._grants import grant_options, grants_from, resume_flags
-from ._output import describe_error, to_json
+from ._output import describe_error, how_to_install, to_json
 from ._target import Target, TargetError, document_options, load_target, parse_target
 
 __all__ = ["DEFAULT_STORE", "EXIT_STATUS", "resume_command", "run_command"]
@@ -138,7 +136,7 @@ def _step_context_reader() -> Callable[[Any], Any]:
     except ImportError as exc:
         raise click.UsageError(
             "--step-context shows the step context of a YAML steps workflow, which needs "
-            "plait-steps (pip install plait-steps)"
+            f"plait-steps ({how_to_install('plait-steps')})"
         ) from exc
     reader: Callable[[Any], Any] = step_context
     return reader
@@ -185,7 +183,7 @@ def _keyed(url: str) -> str:
     if importlib.util.find_spec("plait_sealing") is None:
         raise click.ClickException(
             f"{' or '.join(KEY_VARIABLES)} is set, but signing checkpoints needs the "
-            "plait-sealing plugin: pip install plait-sealing (or unset the variable)"
+            f"plait-sealing plugin ({how_to_install('plait-sealing')}; or unset the variable)"
         )
     return f"sealed:{url}"
 
@@ -211,6 +209,8 @@ def _program() -> list[str]:
     one: through ``uv run`` (``bash .ci/uv run --locked plait`` in a checkout), where
     ``plait`` is on the path only inside it; by its full path when the shell's ``plait`` is
     not this one; else ``plait``."""
+    import shutil
+
     script = Path(sys.argv[0])
     if script.name == "__main__.py" and script.parent.name == "plait_cli":  # python -m
         return ["plait"] if shutil.which("plait") else [sys.executable, "-m", "plait_cli"]
@@ -268,6 +268,8 @@ def _resume_hint(outcome: Outcome, loaded: Loaded, checkpoint: str | None, extra
         placement=loaded.placement,
         grant_flags=loaded.grant_flags,
     )
+    import shlex  # (only a run that stops, fails or waits prints a command)
+
     command = " ".join(shlex.quote(w) for w in words)
     return f"resume with: {command} {extra}".rstrip()
 
@@ -288,8 +290,41 @@ def _failure(outcome: Outcome) -> str:
     return f"Error: run {outcome.run_id} failed{where}\n  {detail}"
 
 
-def _report(ctx: click.Context, outcome: Outcome, loaded: Loaded, checkpoint: str | None) -> None:
-    """Print what the run left (requests, error, how to resume); exit with its status."""
+def _json_hint(outcome: Outcome, workflow: Workflow, text: str | None) -> str:
+    """When the first executor refused MESSAGE, a string because ``--json-input`` was not
+    given, while the text is JSON of another type: the flag to add (else ``""``)."""
+    from plait import UnhandledMessageError
+
+    error = outcome.error
+    if (
+        text is None
+        or not isinstance(error, UnhandledMessageError)
+        or error.superstep != 1
+        or error.executor_id != workflow.spec.start
+    ):
+        return ""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return ""
+    if isinstance(value, str):
+        return ""
+    shown = text if len(text) <= 40 else text[:37] + "..."
+    return (
+        f"hint: MESSAGE is passed as the string {shown!r}; to pass it as JSON "
+        f"({type(value).__name__}), add --json-input"
+    )
+
+
+def _report(
+    ctx: click.Context,
+    outcome: Outcome,
+    loaded: Loaded,
+    checkpoint: str | None,
+    hint: str = "",
+) -> None:
+    """Print what the run left (requests, error, ``hint``, how to resume); exit with its
+    status."""
     if outcome.interrupted and outcome.status is RunStatus.RUNNING:
         if outcome.aborted:
             what = "aborted; its last checkpoint resumes it"
@@ -311,6 +346,8 @@ def _report(ctx: click.Context, outcome: Outcome, loaded: Loaded, checkpoint: st
         click.echo(_resume_hint(outcome, loaded, checkpoint, answers), err=True)
     elif outcome.status is RunStatus.FAILED:
         click.echo(_failure(outcome), err=True)
+        if hint:
+            click.echo(hint, err=True)
         if checkpoint is not None:
             click.echo(_resume_hint(outcome, loaded, checkpoint, ""), err=True)
     ctx.exit(EXIT_STATUS[outcome.status])
@@ -518,14 +555,13 @@ def run_command(
     outcome = _answer_on_terminal(workflow, outcome, store, display, not no_input, resume_options)
     if read_step_context is not None:
         click.echo(to_json(read_step_context(outcome)), err=True)
-    _report(ctx, outcome, loaded, store)
+    hint = "" if json_input or message == "-" else _json_hint(outcome, workflow, message)
+    _report(ctx, outcome, loaded, store, hint)
 
 
-def _name_the_target(ctx: click.Context, run_id: str, checkpoint: str, typed: list[str]) -> None:
-    """``plait resume RUN_ID``: show the target ``plait run`` recorded for the run and the
-    command that names it (with the options ``typed`` on this one), and exit 2. Checkpoint
-    metadata never chooses what runs: anyone who can write to the store could have
-    changed it."""
+def _latest(run_id: str, checkpoint: str) -> Any:
+    """The latest checkpoint of run ``run_id`` (or the checkpoint with that id) in the
+    store ``checkpoint``, as stored (nothing in it decoded), or ``None``."""
     from plait_durable import resolve_store
 
     async def read() -> Any:
@@ -544,39 +580,104 @@ def _name_the_target(ctx: click.Context, run_id: str, checkpoint: str, typed: li
             if opened:
                 await store.aclose()
 
-    latest = execute(read)
+    return execute(read)
+
+
+def _needed_grants(target: Target) -> tuple[list[str] | None, str]:
+    """The grant flags the workflow file ``target`` needs to run, read from the file as it
+    is on disk now (parsed into its spec, never built: nothing it names is imported), or
+    ``None`` and why they could not be read."""
+    import shlex
+
+    from plait.spi import cli_wording, grant_text
+    from plait_documents import load_spec, needs
+
+    try:
+        with cli_wording():
+            spec = load_spec(target.where, format=target.format)
+        found = needs(spec, source=target.where)
+    except Exception as exc:  # what the file needs is a hint: its absence is said, not raised
+        return None, describe_error(exc).splitlines()[0]
+    capabilities = sorted({need.capability for need in found})
+    return (shlex.split(grant_text(capabilities, "cli")) if capabilities else []), ""
+
+
+def _name_the_target(ctx: click.Context, run_id: str, checkpoint: str, typed: list[str]) -> None:
+    """``plait resume RUN_ID``: show the target ``plait run`` recorded for the run and the
+    command that names it (with the options ``typed`` on this one), and exit 2.
+
+    Checkpoint metadata never chooses what runs, and never what the printed command grants
+    or imports: anyone who can write to the store could have changed it. A workflow file
+    is named with the grants it needs as it is on disk now (unless grants were typed
+    here); Python code (``file.py:attr``, ``module:attr``, ``--agents``) is only shown,
+    for whoever resumes to name it themselves."""
+    import shlex
+
+    latest = _latest(run_id, checkpoint)
     if latest is None:
         raise click.ClickException(f"no run and no checkpoint with id {run_id!r} in {checkpoint}")
     found = latest.metadata.get(METADATA_KEY)
     record: dict[str, Any] = found if isinstance(found, dict) else {}
     target = record.get("target")
     why = "a checkpoint never chooses the workflow that resumes it; name it"
+    program = " ".join(shlex.quote(w) for w in _program())
     if not isinstance(target, str) or not target.isprintable() or not target.strip():
         click.echo(
             f"Error: run {run_id} does not record a workflow this command can show; {why}:\n"
-            f"  {' '.join(shlex.quote(w) for w in _program())} resume TARGET "
-            f"{' '.join(shlex.quote(w) for w in [run_id, *typed])}",
+            f"  {program} resume TARGET {' '.join(shlex.quote(w) for w in [run_id, *typed])}",
             err=True,
         )
         ctx.exit(2)
+    format = record.get("format")
+    if not isinstance(format, str) or not _PLAIN_NAME.fullmatch(format) or "--format" in typed:
+        format = None
     placement = record.get("placement")
-    words = resume_words(
-        target,
-        run_id,
-        checkpoint,
-        allow_imports=record.get("allow_imports") is True and "--allow-imports" not in typed,
-        placement=placement if isinstance(placement, str) and "--placement" not in typed else None,
-    )
-    for flag in ("format", "agents"):  # shown as recorded; typed again, never loaded here
-        value = record.get(flag)
-        if isinstance(value, str) and value.isprintable() and f"--{flag}" not in typed:
-            words += [f"--{flag}", value]
+    if not isinstance(placement, str) or "--placement" in typed:
+        placement = None
+    try:
+        parsed: Target | None = parse_target(target, format=format)
+    except TargetError:
+        parsed = None  # gone, or not a form this command can name
+    notes: list[str] = []
+    if parsed is not None and parsed.form == "document":
+        grants: list[str] | None = []
+        if not {"--trust", "--allow-imports", "--allow"} & set(typed):
+            grants, problem = _needed_grants(parsed)
+            if grants is None:
+                notes.append(
+                    f"what {target} needs could not be read now ({problem}); "
+                    f"`plait validate {shlex.quote(target)}` lists it"
+                )
+        words = resume_words(
+            target,
+            run_id,
+            checkpoint,
+            allow_imports=False,
+            placement=placement,
+            grant_flags=grants or [],
+        )
+        words += ["--format", format] if format is not None else []
+        head = (
+            f"run {run_id} was started from {shlex.quote(target)}; {why} (check it is the file "
+            "you mean; the grants are what it needs as it is now, never what the checkpoint "
+            "says)"
+        )
+    else:
+        what = "" if parsed is not None else ", which is no workflow file here now"
+        words = resume_words("TARGET", run_id, checkpoint, allow_imports=False, placement=None)
+        head = (
+            f"run {run_id} was started from {shlex.quote(target)}{what}; {why}: a checkpoint "
+            "never names code to import, so type the TARGET yourself if it is yours"
+        )
+    if isinstance(record.get("agents"), str) and "--agents" not in typed:
+        notes.append(
+            "it was started with --agents too: a checkpoint never names code to import; "
+            "add --agents MODULE_OR_FILE.py yourself"
+        )
     words += typed
-    click.echo(
-        f"Error: run {run_id} was started from {shlex.quote(target)}; {why} (check it is the "
-        f"file you mean):\n  {' '.join(shlex.quote(w) for w in words)}",
-        err=True,
-    )
+    click.echo(f"Error: {head}:\n  {' '.join(shlex.quote(w) for w in words)}", err=True)
+    for note in notes:
+        click.echo(f"({note})", err=True)
     ctx.exit(2)
 
 
@@ -676,12 +777,38 @@ def resume_command(
     from ._prompt import ask_for_answers, can_prompt
 
     prompt = not no_input and not json_events
+    if not responses:
+        latest = _latest(run_id, checkpoint)
+        if latest is not None and latest.status == RunStatus.IDLE.value:
+            _show_finished(ctx, workflow, latest, loaded, checkpoint, options, json_events)
     if not responses and prompt and can_prompt():
         requests = _pending(workflow, run_id, checkpoint, accept_changes)
         if requests:
             responses = ask_for_answers(requests)
     outcome = _resume(workflow, run_id, checkpoint, responses, display, options)
     outcome = _answer_on_terminal(workflow, outcome, checkpoint, display, prompt, options)
+    _report(ctx, outcome, loaded, checkpoint)
+
+
+def _show_finished(
+    ctx: click.Context,
+    workflow: Workflow,
+    latest: Any,
+    loaded: Loaded,
+    checkpoint: str,
+    options: dict[str, Any],
+    json_events: bool,
+) -> None:
+    """Run ``latest.run_id`` had finished: say so, print its outputs and exit 0. They are
+    decoded into the workflow's types as resuming does (a finished run resumes to nothing
+    and writes no checkpoint), then printed as ``plait run`` printed them."""
+    if not json_events:  # stderr stays JSON lines only
+        click.echo(
+            f"run {latest.run_id} had finished (idle after superstep {latest.superstep}): "
+            "nothing to resume; its outputs:",
+            err=True,
+        )
+    outcome = _resume(workflow, latest.run_id, checkpoint, {}, Display(quiet=True), options)
     _report(ctx, outcome, loaded, checkpoint)
 
 

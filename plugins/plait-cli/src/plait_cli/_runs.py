@@ -118,8 +118,9 @@ async def _list(url: str, limit: int | None) -> Sequence[RunInfo]:
 def runs_command(
     ctx: click.Context, url: str, status: str | None, as_json: bool, limit: int | None
 ) -> None:
-    """List the runs in a checkpoint store, newest first: id, workflow, status, supersteps,
-    pending requests, age and, for a failed run, its error.
+    """List the runs in a checkpoint store, newest first (by their latest checkpoint): id,
+    workflow, status, supersteps, pending requests, how long ago the latest checkpoint was
+    written and, for a failed run, its error.
 
     Each run is described by its latest checkpoint, so a failed run shows its error after
     the process that ran it is gone. Resume one with `plait resume TARGET RUN_ID
@@ -145,7 +146,8 @@ def runs_command(
             click.echo(f"no runs in {url}" + (f" with status {status}" if status else ""), err=True)
         return
     now = time.time()
-    headers = ["ID", "WORKFLOW", "STATUS", "SUPERSTEPS", "PENDING", "AGE", "ERROR"]
+    # the runs come newest first by their latest checkpoint: UPDATED counts from it too
+    headers = ["ID", "WORKFLOW", "STATUS", "SUPERSTEPS", "PENDING", "UPDATED", "ERROR"]
     rows: list[tuple[list[str], list[str]]] = [
         (
             [
@@ -154,7 +156,7 @@ def runs_command(
                 info.status,
                 str(info.superstep) if info.status != CORRUPT else "?",
                 str(info.pending_requests) if info.status != CORRUPT else "?",
-                _age(now - info.created_at) if info.created_at else "?",
+                f"{_age(now - info.updated_at)} ago" if info.updated_at else "?",
                 _short(printable(info.error)) if info.error else "-",
             ],
             [],

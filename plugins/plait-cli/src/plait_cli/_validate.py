@@ -9,7 +9,9 @@ and the flags that grant them. The report goes to stdout, as a linter's does; th
 status is 1 when any file has a problem.
 
 Validating builds the workflow without running it, so it needs no grant but
-``--allow-imports`` (or ``--trust``) for a file that names Python code: importing runs it.
+``--allow-imports`` (or ``--trust``, or ``--allow imports``) for a file that names Python
+code: importing runs it. It takes the grant flags ``plait run`` takes, so the same command
+line works for both.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 import click
 from plait import LoadError, PlaitError, WorkflowValidationError
 
+from ._grants import grant_options
 from ._output import describe_error
 from ._target import TargetError, document_options, load_agents
 
@@ -116,18 +119,17 @@ def validate_file(
     required=True,
     type=click.Path(path_type=Path),
 )
-@click.option(
-    "--allow-imports",
-    is_flag=True,
-    help="Let a workflow file import the Python code it names (untrusted by default).",
+@grant_options(
+    "Let a workflow file import the Python code it names (untrusted by default; "
+    "validating runs nothing else, so --allow and --trust grant only this)."
 )
-@click.option("--trust", is_flag=True, help="As --allow-imports (validating runs nothing else).")
 @document_options
 @click.pass_context
 def validate_command(
     ctx: click.Context,
     files: tuple[Path, ...],
     allow_imports: bool,
+    allow: tuple[str, ...],
     trust: bool,
     document_format: str | None,
     agents: str | None,
@@ -146,10 +148,11 @@ def validate_command(
     Exit status: 0 every file is valid, 1 a file has problems (a FILE that does not exist
     included), 2 a usage error.
     """
+    allow_imports = allow_imports or trust or "imports" in allow  # as plait run reads them
     failed = False
     for path in files:
         ok, lines = validate_file(
-            path, allow_imports=allow_imports or trust, format=document_format, agents=agents
+            path, allow_imports=allow_imports, format=document_format, agents=agents
         )
         failed = failed or not ok
         for line in lines:

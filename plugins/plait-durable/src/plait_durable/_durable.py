@@ -48,12 +48,13 @@ from plait.spi import Runner, RunOptions, RunState, RunWatch, combine
 
 from ._checkpointer import SNAPSHOT_EVERY, Checkpointer
 from ._fingerprint import fingerprint_of
-from ._journal import JournaledStore, RunJournal, journal_store
 from ._resume import answer_requests, load_run, restore_state, resumed_from
 from .checkpoint import Checkpoint, CheckpointStore, Lease, open_store
 
 if TYPE_CHECKING:
     from plait.spi import CompiledGraph, PendingRequest
+
+    from ._journal import RunJournal
 
 __all__ = [
     "SNAPSHOT_EVERY",
@@ -136,6 +137,8 @@ async def _run_leased(
     journal: RunJournal | None = None
     saving_to = store
     if opts.journal:  # an observer of its own, and the store as the checkpointer sees it
+        from ._journal import JournaledStore, RunJournal, journal_store  # (only when kept)
+
         journal = RunJournal()
         state.observer = combine([o for o in (state.observer, journal) if o is not None])
         saving_to = cast(CheckpointStore, JournaledStore(journal_store(store), journal))
@@ -175,6 +178,8 @@ async def _run_leased(
         finally:
             renewing.cancel()
     if journal is not None and checkpointer.error is None:
+        from ._journal import journal_store
+
         journal.finished(state.superstep, RunStatus.FAILED.value if failure else status.value)
         try:
             await journal.flush(journal_store(store), state.run_id, checkpointer.lease)

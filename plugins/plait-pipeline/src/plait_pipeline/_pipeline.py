@@ -1151,7 +1151,8 @@ class Pipeline:
         if t > self.limit:
             return SuperstepLimitError(
                 f"run exceeded max_supersteps={self.limit}; still pending for "
-                f"executor(s) {', '.join(inbox)} (raise max_supersteps or fix the cycle)",
+                f"executor(s) {', '.join(inbox)} (raise the limit: --max-supersteps N "
+                "on the command line, max_supersteps=N in Python; or fix the cycle)",
                 executor_id=inbox[0] if inbox else None,
                 superstep=t,
             )
