@@ -24,7 +24,6 @@ __all__ = [
     "Registration",
     "Registry",
     "lazy",
-    "lazy_exports",
 ]
 
 DISABLE_ENV = "PLAIT_DISABLE_PLUGINS"
@@ -271,27 +270,3 @@ def resolve(
         f"{kind} {name!r} is registered by both {who}; uninstall or disable one "
         f"({DISABLE_ENV}=name), or pass replaces='<distribution>' in the one that should win"
     )
-
-
-def lazy_exports(package: str, homes: dict[str, str]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` (PEP 562) for a plugin package whose public names live in
-    submodules it should not import when plugins load: ``homes`` maps each name to its
-    submodule (``{"ShellKind": "shell"}``); a name is imported on first use and kept.
-
-    Use: ``__getattr__ = lazy_exports(__name__, {...})``.
-
-    .. versionadded:: 0.1
-    """
-    import sys
-
-    def __getattr__(name: str) -> Any:
-        home = homes.get(name)
-        if home is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        import importlib
-
-        value = getattr(importlib.import_module(f"{package}.{home}"), name)
-        setattr(sys.modules[package], name, value)
-        return value
-
-    return __getattr__

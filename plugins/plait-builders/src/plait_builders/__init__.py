@@ -19,66 +19,39 @@ from typing import TYPE_CHECKING
 from plait.spi import lazy_exports
 
 if TYPE_CHECKING:
-    from ._builder import Case, ExecutorRef, WorkflowBuilder
-    from ._compose import connection_from_workflow
-    from ._connection import (
-        CompositionError,
-        ConnectionHandle,
-        ConnectionMixin,
-        ConnectionPoint,
-        Contract,
-        WorkflowConnection,
+    from ._builder import (
+        Case as Case,
+        ExecutorRef as ExecutorRef,
+        WorkflowBuilder as WorkflowBuilder,
     )
-    from ._fragments import Fragment, FragmentInfo, list_fragments
-    from ._high_level import ConcurrentBuilder, HighLevelBuilder, SequentialBuilder
-    from ._nodes import FunctionNode
-    from ._typecheck import ConverterExecutor, LossyConversion
+    from ._compose import connection_from_workflow as connection_from_workflow
+    from ._connection import (
+        CompositionError as CompositionError,
+        ConnectionHandle as ConnectionHandle,
+        ConnectionMixin as ConnectionMixin,
+        ConnectionPoint as ConnectionPoint,
+        Contract as Contract,
+        WorkflowConnection as WorkflowConnection,
+    )
+    from ._fragments import (
+        Fragment as Fragment,
+        FragmentInfo as FragmentInfo,
+        list_fragments as list_fragments,
+    )
+    from ._high_level import (
+        ConcurrentBuilder as ConcurrentBuilder,
+        HighLevelBuilder as HighLevelBuilder,
+        SequentialBuilder as SequentialBuilder,
+    )
+    from ._nodes import FunctionNode as FunctionNode
+    from ._typecheck import (
+        ConverterExecutor as ConverterExecutor,
+        LossyConversion as LossyConversion,
+    )
 
-# where each public name lives: this package is a plugin that registers nothing, and every
-# plait command imports it to load plugins, so it imports none of them (nor the kernel's
-# build modules under them) until one is used
-_HOMES = {
-    "Case": "_builder",
-    "ExecutorRef": "_builder",
-    "WorkflowBuilder": "_builder",
-    "connection_from_workflow": "_compose",
-    "CompositionError": "_connection",
-    "ConnectionHandle": "_connection",
-    "ConnectionMixin": "_connection",
-    "ConnectionPoint": "_connection",
-    "Contract": "_connection",
-    "WorkflowConnection": "_connection",
-    "Fragment": "_fragments",
-    "FragmentInfo": "_fragments",
-    "list_fragments": "_fragments",
-    "ConcurrentBuilder": "_high_level",
-    "HighLevelBuilder": "_high_level",
-    "SequentialBuilder": "_high_level",
-    "FunctionNode": "_nodes",
-    "ConverterExecutor": "_typecheck",
-    "LossyConversion": "_typecheck",
-}
 
-__all__ = [
-    "ConverterExecutor",
-    "Case",
-    "CompositionError",
-    "ConcurrentBuilder",
-    "ConnectionHandle",
-    "ConnectionMixin",
-    "ConnectionPoint",
-    "Contract",
-    "ExecutorRef",
-    "Fragment",
-    "FragmentInfo",
-    "FunctionNode",
-    "HighLevelBuilder",
-    "LossyConversion",
-    "SequentialBuilder",
-    "WorkflowBuilder",
-    "WorkflowConnection",
-    "connection_from_workflow",
-    "list_fragments",
-]
-
-__getattr__ = lazy_exports(__name__, _HOMES)
+# this package is a plugin that registers nothing, and every plait command imports it to
+# load plugins, so it imports none of its names (nor the kernel's build modules under them)
+# until one is used
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

@@ -20,35 +20,14 @@ import plait
 from plait.spi import Register, lazy, lazy_exports
 
 if TYPE_CHECKING:
-    from ._loader import DagLoader
-    from ._node import DagMessage, DagNode, DagNodeKind
-    from ._schema import document_schema
-    from .errors import DagDocumentError, DagLoopError, DagRunError
-
-# where each public name lives, imported on first use (plugin loading stays cheap)
-_HOMES = {
-    "DagLoader": "_loader",
-    "DagMessage": "_node",
-    "DagNode": "_node",
-    "DagNodeKind": "_node",
-    "document_schema": "_schema",
-    "DagDocumentError": "errors",
-    "DagLoopError": "errors",
-    "DagRunError": "errors",
-}
-
-__all__ = [
-    "DagDocumentError",
-    "DagLoader",
-    "DagLoopError",
-    "DagMessage",
-    "DagNode",
-    "DagNodeKind",
-    "DagRunError",
-    "document_schema",
-    "plait_register_executor_kinds",
-    "plait_register_loaders",
-]
+    from ._loader import DagLoader as DagLoader
+    from ._node import DagMessage as DagMessage, DagNode as DagNode, DagNodeKind as DagNodeKind
+    from ._schema import document_schema as document_schema
+    from .errors import (
+        DagDocumentError as DagDocumentError,
+        DagLoopError as DagLoopError,
+        DagRunError as DagRunError,
+    )
 
 
 @plait.hookimpl
@@ -64,4 +43,6 @@ def plait_register_executor_kinds(register: Register) -> None:
     register("dag.node", lazy(kind, provides=("check", "create", "config_schema")))
 
 
-__getattr__ = lazy_exports(__name__, _HOMES)
+# each name is imported on first use (plugin loading stays cheap)
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

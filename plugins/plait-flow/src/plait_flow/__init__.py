@@ -31,16 +31,7 @@ if TYPE_CHECKING:
     from plait import Workflow, WorkflowSpec
     from plait.spi import BuildContext, PluginManager
 
-    from ._kinds import FlowJoin, FlowOutput
-
-__all__ = [
-    "Flow",
-    "FlowJoin",
-    "FlowLoader",
-    "FlowOutput",
-    "plait_register_executor_kinds",
-    "plait_register_loaders",
-]
+    from ._kinds import FlowJoin as FlowJoin, FlowOutput as FlowOutput
 
 
 class FlowLoader:
@@ -182,4 +173,5 @@ def plait_register_executor_kinds(register: Register) -> None:
 
 # the executors the kinds build live with them, imported on first use (loading plugins
 # imports this module only)
-__getattr__ = lazy_exports(__name__, {"FlowJoin": "_kinds", "FlowOutput": "_kinds"})
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

@@ -23,22 +23,15 @@ import plait
 from plait.spi import Register, lazy, lazy_exports
 
 if TYPE_CHECKING:
-    from ._pipeline import NAME, Pipeline, Pipelined, TimedEffects, decode_cut, pays
+    from ._pipeline import (
+        NAME as NAME,
+        Pipeline as Pipeline,
+        Pipelined as Pipelined,
+        TimedEffects as TimedEffects,
+        decode_cut as decode_cut,
+        pays as pays,
+    )
 
-__all__ = [
-    "NAME",
-    "Pipeline",
-    "Pipelined",
-    "TimedEffects",
-    "decode_cut",
-    "pays",
-    "plait_register_schedules",
-]
-
-#: Where each name lives.
-_HOME = {name: "_pipeline" for name in __all__ if name != "plait_register_schedules"}
-
-__getattr__ = lazy_exports(__name__, _HOME)
 
 #: What :class:`plait.spi.Schedule` asks of the registered object (checked without
 #: importing it: the schedule's module loads on the first run that asks for it).
@@ -51,5 +44,5 @@ def plait_register_schedules(register: Register) -> None:
     register("pipelined", lazy("plait_pipeline._pipeline:Pipelined", provides=_PROVIDES))
 
 
-def __dir__() -> list[str]:
-    return list(__all__)
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

@@ -35,36 +35,18 @@ from plait.spi import Register, lazy, lazy_exports
 
 if TYPE_CHECKING:
     from ._routers import (
-        DirectRouter,
-        ErrorEdgeRunner,
-        ErrorRouter,
-        FanInBuffers,
-        FanInEdgeRunner,
-        FanInRouter,
-        FanOutEdgeRunner,
-        FanOutRouter,
-        SingleEdgeRunner,
-        SwitchEdgeRunner,
-        SwitchRouter,
+        DirectRouter as DirectRouter,
+        ErrorEdgeRunner as ErrorEdgeRunner,
+        ErrorRouter as ErrorRouter,
+        FanInBuffers as FanInBuffers,
+        FanInEdgeRunner as FanInEdgeRunner,
+        FanInRouter as FanInRouter,
+        FanOutEdgeRunner as FanOutEdgeRunner,
+        FanOutRouter as FanOutRouter,
+        SingleEdgeRunner as SingleEdgeRunner,
+        SwitchEdgeRunner as SwitchEdgeRunner,
+        SwitchRouter as SwitchRouter,
     )
-
-__all__ = [
-    "DirectRouter",
-    "FanOutRouter",
-    "FanInRouter",
-    "SwitchRouter",
-    "ErrorRouter",
-    "ErrorEdgeRunner",
-    "SingleEdgeRunner",
-    "FanOutEdgeRunner",
-    "FanInBuffers",
-    "FanInEdgeRunner",
-    "SwitchEdgeRunner",
-    "fan_in_options",
-    "plait_register_routers",
-    "switch_options",
-    "switch_targets",
-]
 
 
 # -- options, as data --------------------------------------------------------------------------
@@ -152,4 +134,7 @@ _IN_ROUTERS = [
     "SwitchEdgeRunner",
     "SwitchRouter",
 ]
-__getattr__ = lazy_exports(__name__, dict.fromkeys(_IN_ROUTERS, "_routers"))
+
+
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)
