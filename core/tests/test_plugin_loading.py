@@ -236,3 +236,100 @@ def test_a_class_plugin_registers_and_is_its_own_plugin_object() -> None:
     manager = make_plugin_manager(fake_entry_point("klass", ClassPlugin))
     assert manager.registry("merge_strategy").entry("from_class").plugin == "klass"
     assert manager.get_plugin("klass") is ClassPlugin
+
+
+def test_a_failing_registry_hook_is_named_even_inside_a_wrapper() -> None:
+    seen: list[str] = []
+    wrapper = types.ModuleType("plait_wrapper")
+
+    @plait.hookimpl(wrapper=True)
+    def plait_register_merge_strategies(register: Any) -> Iterator[None]:
+        seen.append("before")
+        try:
+            yield
+        finally:
+            seen.append("after")
+
+    wrapper.plait_register_merge_strategies = plait_register_merge_strategies  # type: ignore[attr-defined]
+    bad = types.ModuleType("plait_bad")
+
+    @plait.hookimpl
+    def failing(register: Any) -> None:
+        raise RuntimeError("cannot register")
+
+    bad.plait_register_merge_strategies = failing  # type: ignore[attr-defined]
+    manager = make_plugin_manager(
+        fake_entry_point("one", registering("plait_one", first=Strategy())),
+        fake_entry_point("bad", bad, distribution="plait-bad"),
+        fake_entry_point("wrap", wrapper, distribution="plait-wrap"),
+    )
+    with pytest.raises(PluginLoadErrors) as info:
+        manager.load_entrypoints()
+    (error,) = info.value.exceptions
+    assert (error.distribution, error.phase) == ("plait-bad", "validate")
+    infos = {info.name: info for info in manager.describe()}
+    assert infos["one"].registered == {"merge_strategy": ["first"]}
+    assert infos["bad"].status == "failed"
+    # pluggy calls each plugin's implementation alone, the wrapper around each call
+    assert seen.count("before") == seen.count("after") >= 2
+
+
+class Durable:
+    """What ``plait_durability`` gives, as the protocol asks."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("run", "open_store", "load", "restore", "snapshot", "pending_requests"):
+            return lambda *args, **kwargs: None
+        if name == "fingerprint":
+            return lambda *args, **kwargs: {}
+        raise AttributeError(name)
+
+
+def giving(module_name: str, obj: Any, **options: Any) -> types.ModuleType:
+    module = types.ModuleType(module_name)
+
+    @plait.hookimpl(**options)
+    def plait_durability() -> Any:
+        if isinstance(obj, Exception):
+            raise obj
+        return obj
+
+    module.plait_durability = plait_durability  # type: ignore[attr-defined]
+    return module
+
+
+def test_the_first_plugin_to_answer_a_firstresult_hook_gives_the_one_object() -> None:
+    first, second = Durable(), Durable()
+    manager = make_plugin_manager(
+        fake_entry_point("first", giving("plait_first", first)),
+        fake_entry_point("second", giving("plait_second", second, tryfirst=True)),
+        fake_entry_point("abstains", giving("plait_abstains", None, tryfirst=True)),
+    )
+    assert manager.durability("a test") is second  # tryfirst answers first; None passes
+    infos = {info.name: info.registered for info in manager.describe()}
+    assert infos["first"] == infos["second"] == {"hook": ["plait_durability"]}
+    # one cache, forgotten whenever the plugins change
+    manager.unregister("second")
+    assert manager.durability("a test") is first
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (RuntimeError("no durability today"), "RuntimeError: no durability today"),
+        (object(), "plait_durability gave an object that does not fit the durability protocol"),
+    ],
+)
+def test_a_plugin_that_gives_nothing_usable_is_named(given: Any, message: str) -> None:
+    manager = make_plugin_manager(
+        fake_entry_point("broken", giving("plait_broken", given), distribution="plait-broken")
+    )
+    with pytest.raises(plait.PluginLoadError, match=message) as info:
+        manager.durability("a test")
+    assert (info.value.distribution, info.value.phase) == ("plait-broken", "validate")
+    assert info.value.entry_point.startswith("broken = ")
+
+
+def test_no_plugin_answering_says_what_needs_it() -> None:
+    with pytest.raises(plait.UnknownNameError, match=r"durability \(for a test\)"):
+        make_plugin_manager().durability("a test")

@@ -54,7 +54,6 @@ __all__ = [
     "AgentLookup",
     "build_executors",
     "BuildContext",
-    "DOCUMENTS",
     "ExecutorKind",
     "load_scope",
     "Loader",
@@ -68,10 +67,6 @@ __all__ = [
     "compile_expression",
     "compile_template",
 ]
-
-#: The name the documents plugin (``plait-documents``) registers its machinery under
-#: (``plait_register_documents``): what :func:`plait.load` calls.
-DOCUMENTS = "documents"
 
 
 class AgentLookup(Protocol):
@@ -153,7 +148,7 @@ class BuildContext:
                 from ._plugins import get_plugin_manager
 
                 manager = get_plugin_manager()
-            documents = manager.registry("documents").get(DOCUMENTS, what="agent names")
+            documents = manager.documents("agent names")
             found = documents.agent_names(self.executors)
             object.__setattr__(self, "_agents", found)  # made once: frozen otherwise
         return found

@@ -7,7 +7,8 @@ Registry hooks receive a ``register`` callback with the signature
 ``register(name: str, obj: object, *, replaces: str | None = None)``. The kernel checks
 ``obj`` against the protocol of its kind at once, stamps it with the distribution that
 registered it, and refuses a name another plugin already registered unless ``replaces``
-names that plugin's distribution.
+names that plugin's distribution. What there is one of (the durability, the documents
+machinery) comes from a ``firstresult`` hook instead: the first plugin to answer gives it.
 
 .. versionadded:: 0.1
 """
@@ -66,9 +67,10 @@ def plait_register_executor_kinds(register: Register) -> None:
 def plait_register_routers(register: Register) -> None:
     """Register edge routers: how messages cross an edge group.
 
-    A router is an object with ``name: str``, ``stateful: bool`` and
+    A router is an object with ``stateful: bool`` and
     ``create(group: EdgeGroupSpec, params: Mapping[str, Any], env: RouterEnv) -> EdgeRunner``
-    (see :class:`plait.spi.Router`). Routers with state (fan-in buffers) snapshot and restore it.
+    (see :class:`plait.spi.Router`); its name is the one it is registered under. Routers
+    with state (fan-in buffers) snapshot and restore it.
 
     :param register: ``register(router_name, router, replaces=None)``.
     :return: nothing; every implementation is called.
@@ -81,8 +83,8 @@ def plait_register_routers(register: Register) -> None:
 def plait_register_merge_strategies(register: Register) -> None:
     """Register merge strategies for fan-in (see :class:`plait.spi.MergeStrategy`).
 
-    A merge strategy has ``name: str``, ``merge(values, sources) -> Any`` and
-    ``output_type(input_type) -> type``.
+    A merge strategy has ``merge(values, sources) -> Any`` and
+    ``output_type(input_type) -> type``; its name is the one it is registered under.
 
     :param register: ``register(strategy_name, strategy, replaces=None)``.
     :return: nothing; every implementation is called.
@@ -131,23 +133,6 @@ def plait_register_loaders(register: Register) -> None:
     :func:`plait.load` picks one by ``format=``, by suffix or by detection.
 
     :param register: ``register(loader_name, loader, replaces=None)``.
-    :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
-    """
-
-
-@hookspec
-def plait_register_documents(register: Register) -> None:
-    """Register what loads workflow documents (see :class:`plait.spi.Documents`).
-
-    :func:`plait.load` calls the documents machinery registered as ``"documents"``: it
-    reads the text, picks a loader (``plait_register_loaders``), resolves the document's
-    agent names (``plait_register_agents``), checks the capabilities the document needs
-    against what the caller grants, and builds the workflow. ``plait-documents`` registers
-    it; without it, :func:`plait.load` fails naming the distribution to install.
-
-    :param register: ``register("documents", documents, replaces=None)``.
     :return: nothing; every implementation is called.
 
     .. versionadded:: 0.1
@@ -236,24 +221,6 @@ def plait_register_placements(register: Register) -> None:
 
 
 @hookspec
-def plait_register_durability(register: Register) -> None:
-    """Register what makes runs durable (see :class:`plait.spi.Durability`).
-
-    :meth:`plait.Workflow.run` with ``checkpoint=``, :meth:`~plait.Workflow.resume`,
-    :meth:`~plait.Workflow.pending_requests` and :attr:`~plait.Workflow.fingerprint` call the
-    durability registered as ``"checkpoints"``: it opens the checkpoint store a URL names,
-    writes checkpoints through the runner's commit seam (:class:`plait.spi.RunCommit`), and
-    rebuilds runs from them. ``plait-durable`` registers it; without it, those calls fail
-    naming the distribution to install.
-
-    :param register: ``register("checkpoints", durability, replaces=None)``.
-    :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
-    """
-
-
-@hookspec
 def plait_register_schedules(register: Register) -> None:
     """Register schedules: how a run's supersteps run, when not with a barrier each.
 
@@ -305,48 +272,47 @@ def plait_register_commands(cli: Any) -> None:
 
 
 # ---------------------------------------------------------------------------
-# Observers: tracing and metrics. The runner calls these only when at least one
-# plugin implements them, so they cost nothing otherwise.
+# The one of each: asked when the kernel first needs it; the first plugin to answer wins.
 # ---------------------------------------------------------------------------
 
 
-@hookspec
-def plait_run_started(run_id: str, workflow: Any) -> None:
-    """A run of ``workflow`` (a :class:`plait.Workflow`) started.
+@hookspec(firstresult=True)
+def plait_durability() -> Any:
+    """Give what makes runs durable (see :class:`plait.spi.Durability`).
 
-    :param run_id: the run's id.
-    :param workflow: the workflow being run.
-    :return: nothing; every implementation is called, in the event loop's thread, so it
-        must not block.
+    :meth:`plait.Workflow.run` with ``checkpoint=``, :meth:`~plait.Workflow.resume`,
+    :meth:`~plait.Workflow.pending_requests` and :attr:`~plait.Workflow.fingerprint` call it:
+    it opens the checkpoint store a URL names, writes checkpoints through the runner's
+    commit seam (:class:`plait.spi.RunCommit`), and rebuilds runs from them.
+    ``plait-durable`` gives it; without it, those calls fail naming the distribution to
+    install. The kernel checks the object against the protocol and keeps it until the
+    plugins change.
 
-    .. versionadded:: 0.1
+    :return: the durability (a :class:`plait.spi.Durability`), or ``None`` to leave it to
+        another plugin; stops at the first
+        non-``None`` result (``tryfirst=True`` puts a replacement before ``plait-durable``).
     """
 
 
-@hookspec
-def plait_superstep_finished(run_id: str, superstep: int, executor_ids: list[str]) -> None:
-    """Superstep ``superstep`` of run ``run_id`` finished.
+@hookspec(firstresult=True)
+def plait_documents() -> Any:
+    """Give what loads workflow documents (see :class:`plait.spi.Documents`).
 
-    :param run_id: the run's id.
-    :param superstep: the superstep number (1-based).
-    :param executor_ids: the executors that ran in it, in delivery order.
-    :return: nothing; every implementation is called.
+    :func:`plait.load` calls it: it reads the text, picks a loader
+    (``plait_register_loaders``), resolves the document's agent names
+    (``plait_register_agents``), checks the capabilities the document needs against what
+    the caller grants, and builds the workflow. ``plait-documents`` gives it; without it,
+    :func:`plait.load` fails naming the distribution to install.
 
-    .. versionadded:: 0.1
+    :return: the documents machinery (a :class:`plait.spi.Documents`), or ``None`` to
+        leave it to another plugin; stops at the first non-``None`` result.
     """
 
 
-@hookspec
-def plait_run_finished(run_id: str, status: str, error: BaseException | None) -> None:
-    """Run ``run_id`` ended with ``status`` (``idle``, ``idle_with_pending_requests``, ``failed``).
-
-    :param run_id: the run's id.
-    :param status: the final status.
-    :param error: the error that failed the run, else ``None``.
-    :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
-    """
+# ---------------------------------------------------------------------------
+# Observing runs: tracing, metrics, progress. When no plugin implements the hook, runs
+# are not observed at all and pay nothing for it.
+# ---------------------------------------------------------------------------
 
 
 @hookspec

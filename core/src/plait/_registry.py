@@ -1,6 +1,6 @@
 """Registries: what plugins registered, by kind and name, and the rules for names.
 
-Each registry hook's ``register`` callback is a :class:`_Collector`: it checks the object
+Each registry hook's ``register`` callback is a :class:`Collector`: it checks the object
 against its kind's protocol at once and records which plugin and distribution gave it.
 Two registrations of one name are an error naming both distributions unless one says
 ``replaces=`` (:func:`resolve`).
@@ -131,19 +131,23 @@ KINDS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "plait_register_converters": ("converter", _has("source", "target", "fn", "lossless")),
     "plait_register_checkpoint_stores": ("checkpoint_store", _is_callable),
     "plait_register_loaders": ("loader", _has("load")),
-    "plait_register_documents": ("documents", _has("load", "load_spec", "agent_names")),
     "plait_register_fragments": ("fragment", _has("build")),
     "plait_register_agents": ("agent", _is_agent),
     "plait_register_expression_languages": ("expression_language", _has("compile")),
     "plait_register_exporters": ("exporter", _has("export")),
     "plait_register_placements": ("placement", _has("invoke")),
-    "plait_register_durability": (
-        "durability",
-        _has("run", "open_store", "load", "restore", "snapshot", "pending_requests", "fingerprint"),
-    ),
     "plait_register_schedules": ("schedule", _has("pays", "start", "decode_cut")),
 }
 KIND_NAMES = [kind for kind, _ in KINDS.values()]
+
+#: ``firstresult`` hook name -> protocol check of the one object it gives (the first plugin
+#: to answer wins; ``tryfirst=True`` puts a replacement before the plugin it replaces).
+SINGLETONS: dict[str, Callable[[Any], str | None]] = {
+    "plait_durability": _has(
+        "run", "open_store", "load", "restore", "snapshot", "pending_requests", "fingerprint"
+    ),
+    "plait_documents": _has("load", "load_spec", "agent_names"),
+}
 
 
 @attrs.frozen
@@ -219,23 +223,24 @@ class Registry(Generic[T]):
 
 
 class Collector:
-    """The ``register`` callback handed to a registry hook.
+    """The ``register`` callback handed to one plugin's registry hook implementation.
 
-    :param owner: returns the plugin record (``name``, ``distribution``) of the hook
-        implementation calling ``register`` — one hook call serves every plugin.
+    :param plugin: the plugin record (``name``, ``distribution``) of that implementation:
+        pluggy says which plugin an implementation belongs to, and each is called with its
+        own collector.
     """
 
     def __init__(
         self,
         kind: str,
         check: Callable[[Any], str | None],
-        owner: Callable[[], Any],
+        plugin: Any,
         out: list[Registration[Any]],
     ) -> None:
-        self.kind, self.check, self.owner, self.out = kind, check, owner, out
+        self.kind, self.check, self.plugin, self.out = kind, check, plugin, out
 
     def __call__(self, name: str, obj: Any, *, replaces: str | None = None) -> None:
-        plugin = self.owner()
+        plugin = self.plugin
         if not isinstance(name, str) or not name:
             raise RegistrationError(f"{self.kind} names must be non-empty strings, got {name!r}")
         problem = self.check(obj)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
-from ._building import DOCUMENTS, AgentLookup, BuildContext
+from ._building import AgentLookup, BuildContext
 from ._context import WorkflowContext
 from ._errors import (
     CheckpointError,
@@ -56,7 +56,6 @@ if TYPE_CHECKING:
     from ._streaming import EventStream
 
 __all__ = [
-    "DURABILITY",
     "Documents",
     "Durability",
     "Workflow",
@@ -200,15 +199,12 @@ class PlacedExecutor:
 
 # -- the workflow --------------------------------------------------------------------------
 
-#: The name the durability a workflow's durable calls use is registered under.
-DURABILITY = "checkpoints"
-
 
 @runtime_checkable
 class Durability(Protocol):
     """What makes runs durable: writing checkpoints during a run, and rebuilding a run from
-    them. The kernel runs supersteps; a durability plugin (``plait-durable``) registers one
-    of these as ``"checkpoints"`` (``plait_register_durability``), and :class:`Workflow`
+    them. The kernel runs supersteps; a durability plugin (``plait-durable``) gives one of
+    these (the ``plait_durability`` hook), and :class:`Workflow`
     calls it for ``run(checkpoint=...)``, :meth:`~Workflow.resume`,
     :meth:`~Workflow.pending_requests`, :attr:`~Workflow.fingerprint` and a nested
     workflow's wait for outside input. It checkpoints through the runner's commit seam
@@ -410,7 +406,7 @@ class Workflow:
 
         :raises UnknownNameError: none is installed, naming the distribution to install.
         """
-        found: Durability = self._manager.registry("durability").get(DURABILITY, what=what)
+        found: Durability = self._manager.durability(what)
         return found
 
     def _durability_for(self, opts: RunOptions, what: str) -> Durability | None:
@@ -742,7 +738,7 @@ def with_placement(workflow: Workflow, placement: str | None) -> Workflow:
 class Documents(Protocol):
     """What loads workflow documents: the machinery behind :func:`load`. The kernel defines
     the loader, agent and fragment registries; a documents plugin (``plait-documents``)
-    registers one of these as ``"documents"`` (``plait_register_documents``): it reads the
+    gives one of these (the ``plait_documents`` hook): it reads the
     text, picks the loader, resolves the document's agent names, checks the capabilities the
     document needs against the caller's grants, and builds the workflow.
 
@@ -828,7 +824,7 @@ def load(
     .. versionchanged:: 0.1 ``agents``.
     """
     manager = plugin_manager or get_plugin_manager()
-    documents: Documents = manager.registry("documents").get(DOCUMENTS, what="plait.load")
+    documents: Documents = manager.documents("plait.load")
     return documents.load(
         source,
         format=format,

@@ -19,7 +19,8 @@ from plait.spi import hookimpl
 
 __all__ = ["FIRST_PARTY", "plait_provided_names"]
 
-#: distribution -> kind -> the names it registers of that kind.
+#: distribution -> kind -> the names it registers of that kind (kind ``hook``: the hooks of
+#: which only one plugin's answer counts, such as ``plait_durability``, that it implements).
 FIRST_PARTY: Mapping[str, Mapping[str, Sequence[str]]] = {
     "plait-routing": {
         "router": ("conditional", "direct", "error", "fan_in", "fan_out", "switch"),
@@ -36,8 +37,8 @@ FIRST_PARTY: Mapping[str, Mapping[str, Sequence[str]]] = {
     "plait-expr": {"expression_language": ("plait",)},
     "plait-llm": {"executor_kind": ("agent",)},
     "plait-ray": {"placement": ("ray",)},
-    "plait-documents": {"documents": ("documents",)},
-    "plait-durable": {"durability": ("checkpoints",)},
+    "plait-documents": {"hook": ("plait_documents",)},
+    "plait-durable": {"hook": ("plait_durability",)},
     "plait-pipeline": {"schedule": ("pipelined",)},
 }
 

@@ -2,7 +2,7 @@
 
 The kernel defines the loaders (``plait_register_loaders``), the agents distributions
 publish (``plait_register_agents``) and :func:`plait.load` itself; installing
-``plait-documents`` registers what ``plait.load`` calls (``plait_register_documents``,
+``plait-documents`` registers what ``plait.load`` calls (``plait_documents``,
 :class:`plait.spi.Documents`):
 
 - reading a document (a path or text, bounded in size) and picking its loader by
@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import plait
-from plait.spi import Register, lazy, lazy_exports
+from plait.spi import lazy, lazy_exports
 
 if TYPE_CHECKING:
     from ._agents import (
@@ -81,10 +81,14 @@ if TYPE_CHECKING:
 _PROVIDES = ("load", "load_spec", "agent_names")
 
 
+#: The one documents machinery, made on first use (the kernel keeps what the hook gives).
+_DOCUMENTS = lazy("plait_documents._load:Documents", provides=_PROVIDES)
+
+
 @plait.hookimpl
-def plait_register_documents(register: Register) -> None:
-    """Register the documents machinery ``"documents"`` (:class:`Documents`)."""
-    register("documents", lazy("plait_documents._load:Documents", provides=_PROVIDES))
+def plait_documents() -> object:
+    """Give the documents machinery (:class:`Documents`)."""
+    return _DOCUMENTS
 
 
 # each name is imported on first use (plugin loading stays cheap)

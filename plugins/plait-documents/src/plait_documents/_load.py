@@ -6,8 +6,8 @@ position (line:column or JSON path) and the names that exist; :func:`load` picks
 loader (by format, suffix or detection), resolves the document's agent names
 (:class:`~plait_documents.AgentNames`), refuses a document that needs a capability not
 granted (:func:`~plait_documents.check_granted`), then rebuilds the workflow with
-:meth:`plait.Workflow.from_spec`. :class:`Documents` is what this distribution registers
-(``plait_register_documents``), so that the kernel's :func:`plait.load` reaches it.
+:meth:`plait.Workflow.from_spec`. :class:`Documents` is what this distribution gives
+(``plait_documents``), so that the kernel's :func:`plait.load` reaches it.
 
 .. versionadded:: 0.1
 """
@@ -326,7 +326,7 @@ def check_agents(
 
 class Documents:
     """The documents machinery behind :func:`plait.load` (a :class:`plait.spi.Documents`),
-    registered as ``"documents"`` (``plait_register_documents``).
+    given by the ``plait_documents`` hook.
 
     .. versionadded:: 0.1
     """

@@ -7,7 +7,7 @@ The kernel runs supersteps and defines the seams (:class:`plait.spi.Durability`,
 runner's commit seam :class:`plait.spi.RunCommit`); installing ``plait-durable`` registers
 the durability that ``Workflow.run(checkpoint=...)``, ``Workflow.resume``,
 ``Workflow.pending_requests`` and ``Workflow.fingerprint`` call
-(``plait_register_durability``). What a checkpoint is comes with it: the records and the
+(``plait_durability``). What a checkpoint is comes with it: the records and the
 store protocols (:mod:`plait_durable.checkpoint`: :class:`Checkpoint`,
 :class:`CheckpointStore`, :class:`BlobStore`, :func:`open_store` …) and the value codec
 (:mod:`plait_durable.codec`: :func:`encode_value`, :func:`decode_value` …), every name of
@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import plait
-from plait.spi import Register, lazy, lazy_exports
+from plait.spi import lazy, lazy_exports
 
 if TYPE_CHECKING:
     from ._blobs import (
@@ -141,10 +141,14 @@ _PROVIDES = (
 )  # fmt: skip
 
 
+#: The one durability, made on first use (the kernel keeps what the hook gives).
+_DURABILITY = lazy("plait_durable._durable:Checkpoints", provides=_PROVIDES)
+
+
 @plait.hookimpl
-def plait_register_durability(register: Register) -> None:
-    """Register the durability ``"checkpoints"`` (:class:`Checkpoints`)."""
-    register("checkpoints", lazy("plait_durable._durable:Checkpoints", provides=_PROVIDES))
+def plait_durability() -> object:
+    """Give the durability (:class:`Checkpoints`)."""
+    return _DURABILITY
 
 
 # each name is imported on first use: loading plugins imports only this module

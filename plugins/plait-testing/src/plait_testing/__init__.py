@@ -15,7 +15,7 @@ other project's test suite:
     asks for ``plait_plugin_manager``) and unregisters it at teardown.
 
 ``plait_hook_recorder``
-    A registered :class:`HookRecorder` that records every observer-hook call.
+    A registered :class:`HookRecorder` that records every call the run observers get.
 
 Running every ``@pytest.mark.anyio`` test on asyncio *and* trio is opt-in: put
 ``pytest_plugins = ["plait_testing.backends"]`` in your top-level ``conftest.py`` (or
