@@ -106,7 +106,7 @@ def test_every_first_party_plugin_was_loaded(loaded: dict[str, object]) -> None:
     first_party = loaded["first_party"]
     status = loaded["status"]
     assert isinstance(first_party, dict) and isinstance(status, dict)
-    assert {"redis", "postgres", "stores", "cli", "builders"} <= set(first_party)
+    assert {"redis", "postgres", "stores", "cli", "executors"} <= set(first_party)
     not_loaded = {name: status.get(name) for name in first_party if status.get(name) != "loaded"}
     assert not_loaded == {}
 

@@ -6,8 +6,8 @@ group ``plait``.
 
 Writing a plugin takes three steps:
 
-1. Implement one or more hooks from :mod:`plait.hookspecs`, marked with
-   :data:`plait.hookimpl`::
+1. Implement one or more hooks (``plait._hookspecs``; the hook reference is
+   docs/hooks.md), marked with :data:`plait.hookimpl`::
 
        import plait
 

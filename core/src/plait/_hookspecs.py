@@ -9,8 +9,6 @@ Registry hooks receive a ``register`` callback with the signature
 registered it, and refuses a name another plugin already registered unless ``replaces``
 names that plugin's distribution. What there is one of (the durability, the documents
 machinery) comes from a ``firstresult`` hook instead: the first plugin to answer gives it.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -53,13 +51,11 @@ def plait_register_executor_kinds(register: Register) -> None:
     ``create(config, ctx)`` building the executor. Declarative front-ends and
     :meth:`plait.Workflow.from_spec` build executors from data through them (``python`` by
     import path, ``shell``, ``http``, ``workflow``, ``agent`` …). A kind also declares its
-    ``capabilities`` (see :mod:`plait.capabilities`): what a node of it may make Plait do,
+    ``capabilities`` (see :mod:`plait_documents`): what a node of it may make Plait do,
     which a loaded document must be granted.
 
     :param register: ``register(kind_name, kind, replaces=None)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -74,8 +70,6 @@ def plait_register_routers(register: Register) -> None:
 
     :param register: ``register(router_name, router, replaces=None)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -88,8 +82,6 @@ def plait_register_merge_strategies(register: Register) -> None:
 
     :param register: ``register(strategy_name, strategy, replaces=None)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -102,8 +94,6 @@ def plait_register_converters(register: Register) -> None:
 
     :param register: ``register(converter_name, converter, replaces=None)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -118,8 +108,6 @@ def plait_register_checkpoint_stores(register: Register) -> None:
     :param register: ``register(scheme, factory, replaces=None)`` — for example
         ``register("sqlite", SqliteStore.from_url)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -134,8 +122,6 @@ def plait_register_loaders(register: Register) -> None:
 
     :param register: ``register(loader_name, loader, replaces=None)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -149,8 +135,6 @@ def plait_register_fragments(register: Register) -> None:
 
     :param register: ``register(fragment_name, fragment, replaces=None)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -168,8 +152,6 @@ def plait_register_agents(register: Register) -> None:
 
     :param register: ``register(agent_name, agent, replaces=None)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -183,8 +165,6 @@ def plait_register_expression_languages(register: Register) -> None:
 
     :param register: ``register(language_name, language, replaces=None)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -197,8 +177,6 @@ def plait_register_exporters(register: Register) -> None:
 
     :param register: ``register(format_name, exporter, replaces=None)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -206,7 +184,7 @@ def plait_register_exporters(register: Register) -> None:
 def plait_register_placements(register: Register) -> None:
     """Register placements: where executor invocations run.
 
-    See :mod:`plait.placement`. A placement has
+    See :class:`plait.spi.Placement`. A placement has
     ``async invoke(graph, executor_id, handler, message, ctx)``, which runs one invocation
     somewhere and applies what it did to ``ctx`` as a local
     invocation would. ``local`` (anyio tasks on the driver) is built in and is the
@@ -215,8 +193,6 @@ def plait_register_placements(register: Register) -> None:
 
     :param register: ``register(placement_name, placement, replaces=None)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -235,8 +211,6 @@ def plait_register_schedules(register: Register) -> None:
 
     :param register: ``register(schedule_name, schedule, replaces=None)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -255,8 +229,6 @@ def plait_provided_names() -> Mapping[str, Mapping[str, Sequence[str]]] | None:
 
     :return: distribution -> kind (``router``, ``checkpoint_store`` …) -> names, or
         ``None`` (nothing to say); every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -266,8 +238,6 @@ def plait_register_commands(cli: Any) -> None:
 
     :param cli: the CLI's command group; the CLI plugin documents its type.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -336,6 +306,4 @@ def plait_observe_run(
         An implementation may leave this parameter out.
     :return: an observer or ``None``; every implementation is called and the observers
         returned are all told (each gets back only its own handles).
-
-    .. versionadded:: 0.1
     """

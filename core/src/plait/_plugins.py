@@ -91,7 +91,7 @@ def core_version() -> str:
 
 
 class EntryPointLike(Protocol):
-    """What the loader needs of an entry point (real or fake, see ``plait.testing``).
+    """What the loader needs of an entry point (real or fake, see ``plait_testing``).
 
     A real one is an :class:`importlib.metadata.EntryPoint`; its ``dist`` (when it has one)
     answers ``name``, ``version`` and ``requires``.
@@ -473,8 +473,6 @@ class PluginManager:
     def get_plugin(self, name: str) -> Any:
         """The plugin object registered under ``name`` (a module, a class or an object with
         hook implementations), or ``None``.
-
-        .. versionadded:: 0.1
         """
         plugin = self._plugins.get(name)
         return None if plugin is None else plugin.obj

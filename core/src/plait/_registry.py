@@ -4,8 +4,6 @@ Each registry hook's ``register`` callback is a :class:`Collector`: it checks th
 against its kind's protocol at once and records which plugin and distribution gave it.
 Two registrations of one name are an error naming both distributions unless one says
 ``replaces=`` (:func:`resolve`).
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -102,8 +100,6 @@ def lazy(ref: str, *, provides: tuple[str, ...] = (), **static: Any) -> Lazy:
     when the object is first used. ``provides`` names the protocol attributes it has (the
     registry checks those names instead of importing); ``static`` attributes are answered
     at once (``suffixes=(".flow",)``).
-
-    .. versionadded:: 0.1
     """
     return Lazy(ref, frozenset(provides), dict(static))
 

@@ -15,8 +15,6 @@ exactly as a local invocation does. Placements are resolved when a workflow comp
 (:func:`place`): the compiled graph carries, per placed executor, its placement and what
 runs call instead of it (a :class:`PlacedExecutor`), so the runner knows nothing of
 placements, and a graph whose executors all run locally costs nothing.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -79,8 +77,6 @@ LOCAL = "local"
 class Placement(Protocol):
     """Where executor invocations run (registered by name through
     ``plait_register_placements``).
-
-    .. versionadded:: 0.1
     """
 
     async def invoke(
@@ -121,8 +117,6 @@ def place(graph: CompiledGraph) -> None:
     :raises UnknownNameError: a node names a placement no installed plugin registers
         (naming the distribution that provides it, when a first-party one does).
     :raises NotPortableError: a placed node cannot be rebuilt from data elsewhere.
-
-    .. versionadded:: 0.1
     """
     spec = graph.spec
     if spec.placement in (None, LOCAL) and all(
@@ -155,8 +149,6 @@ def place(graph: CompiledGraph) -> None:
 class PlacedExecutor:
     """Stands in for a placed executor during runs: handler lookup (and so an unhandled
     message) stays on the driver; each handler's call goes to the placement.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(self, graph: CompiledGraph, executor: Executor, placement: Any) -> None:
@@ -213,8 +205,6 @@ class Durability(Protocol):
     What a checkpoint and a checkpoint store are is the durability's own
     (``plait_durable.Checkpoint``, ``plait_durable.CheckpointStore``): the kernel passes
     stores and checkpoints through without looking inside, and opens no store itself.
-
-    .. versionadded:: 0.1
     """
 
     def fingerprint(self, graph: CompiledGraph) -> Mapping[str, Any]:
@@ -242,8 +232,6 @@ class Durability(Protocol):
         caller closes it (``await store.aclose()``).
 
         :raises UnknownNameError: no installed plugin handles the URL's scheme.
-
-        .. versionadded:: 0.1
         """
         ...
 
@@ -357,8 +345,6 @@ class Workflow:
             refs, condition refs). Pass ``False`` for a spec from an untrusted source.
         :raises LoadError: every node that cannot be built, with its JSON path.
         :raises WorkflowValidationError: every structural problem.
-
-        .. versionadded:: 0.1
         """
         from ._building import build_executors
 
@@ -395,8 +381,6 @@ class Workflow:
         node its kind, config, the code it names and that code's source hash, its policies;
         the edges; the declared types. Resuming a run whose fingerprint differs is refused,
         naming what changed, unless ``accept_changes=True``.
-
-        .. versionadded:: 0.1
         """
         fingerprint = self._durability("Workflow.fingerprint").fingerprint(self._graph)
         return dict(json.loads(json.dumps(fingerprint)))
@@ -416,8 +400,6 @@ class Workflow:
     def placement_of(self, executor_id: str) -> str:
         """Where ``executor_id``'s invocations run: ``local`` for an executor marked
         ``local = True``, else its node's placement, else the workflow's, else ``local``.
-
-        .. versionadded:: 0.1
         """
         return placement_of(self._graph, executor_id)
 
@@ -605,12 +587,10 @@ class Workflow:
         stream's own (``async with workflow.stream(message) as events: async for event in
         events``; leaving the block cancels the run and waits for it) or the caller's
         (``async for event in workflow.stream(message, task_group=tg)``; leaving the loop
-        or closing the iterator cancels the run). See :class:`~plait.streaming.EventStream`.
+        or closing the iterator cancels the run). See :class:`~plait._streaming.EventStream`.
 
         A failed run yields its ``RunFinished(status=failed)`` event, then raises (unless
         ``raise_on_failure=False``).
-
-        .. versionchanged:: 0.1 ``async with`` form; ``task_group``.
         """
         from ._streaming import EventStream
 
@@ -718,8 +698,6 @@ def with_placement(workflow: Workflow, placement: str | None) -> Workflow:
     """A copy of ``workflow`` whose invocations all run with ``placement`` — the nodes'
     own placements are dropped; executors marked ``local = True`` stay local.
     ``plait run --placement ray`` is this.
-
-    .. versionadded:: 0.1
     """
     spec = workflow.spec
     nodes = tuple(attrs.evolve(node, placement=None) for node in spec.nodes)
@@ -741,8 +719,6 @@ class Documents(Protocol):
     gives one of these (the ``plait_documents`` hook): it reads the
     text, picks the loader, resolves the document's agent names, checks the capabilities the
     document needs against the caller's grants, and builds the workflow.
-
-    .. versionadded:: 0.1
     """
 
     def load(
@@ -818,10 +794,6 @@ def load(
         any node is built or any code imported), each with its node and position.
     :raises LoadError: every problem in the document, each with its position.
     :raises UnknownNameError: ``plait-documents`` is not installed (naming it).
-
-    .. versionadded:: 0.1
-    .. versionchanged:: 0.1 ``allow`` (capabilities).
-    .. versionchanged:: 0.1 ``agents``.
     """
     manager = plugin_manager or get_plugin_manager()
     documents: Documents = manager.documents("plait.load")

@@ -16,8 +16,6 @@ kernel is private (``plait._*``) and may change.
 
 Names are imported on first use, so ``from plait.spi import hookimpl`` in a plugin's entry
 point module costs nothing more than the hook machinery itself.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -12,8 +12,6 @@ in user code: Plait finds the module through its entry point ``template`` of gro
     takes ``str``; builders insert it where such an edge needs it.
 
 Registry names start with the plugin's name so they never clash with another plugin's.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -9,8 +9,6 @@ Plait builder, with no import in user code::
 ``textkit.summary_to_text`` (``Summary -> str``) is lossy: builders insert it between a
 ``Summary`` and a ``str`` edge only where lossy conversion is allowed
 (``connect(..., allow_lossy=True)``), or it can be passed as an explicit adapter.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -3,13 +3,11 @@
 ``WorkflowBuilder`` wires executors with edges, fan-out, fan-in and switches and builds an
 immutable :class:`plait.Workflow`.
 
-Composition (seed 004, option 2): ``handle = builder.add_workflow(fragment, prefix=...)``
+Composition: ``handle = builder.add_workflow(fragment, prefix=...)``
 merges a builder, a built workflow, a connection or a published :class:`Fragment` under
 ``prefix/``; ``builder.connect(a, b, adapter=None, allow_lossy=False)`` wires points.
 :class:`SequentialBuilder` and :class:`ConcurrentBuilder` compose the same way; a built
 :class:`plait.Workflow` is composed by cloning its topology (:func:`connection_from_workflow`).
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -50,8 +48,7 @@ if TYPE_CHECKING:
     )
 
 
-# this package is a plugin that registers nothing, and every plait command imports it to
-# load plugins, so it imports none of its names (nor the kernel's build modules under them)
-# until one is used
+# a library, not a plugin (it registers nothing, so it has no entry point): importing it
+# imports none of its names (nor the kernel's build modules under them) until one is used
 if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
     __getattr__, __dir__ = lazy_exports(__name__)

@@ -5,8 +5,6 @@ This is the engine behind :meth:`WorkflowBuilder.add_workflow`,
 of the fragment under ``prefix/original_id``, re-creates its edge groups between the new
 ids (so group ids follow: ``direct:prep/normalize->prep/enrich``), and rewrites the router
 options that name executors. Nothing of the fragment is changed.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

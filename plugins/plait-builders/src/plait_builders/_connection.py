@@ -5,8 +5,6 @@ its wiring plus the frozen entry/exit metadata (``start``, ``outputs``, ``contra
 :meth:`WorkflowBuilder.add_workflow` merges one under a prefix and returns a
 :class:`ConnectionHandle`, whose :class:`ConnectionPoint`\\ s name the merged executors
 and carry their types, so callers wire fragments without knowing their inner ids.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -36,10 +34,7 @@ SEPARATOR = "/"
 
 
 class CompositionError(PlaitError, ValueError):
-    """Fragments cannot be composed as asked (prefix collision, ambiguous exit, …).
-
-    .. versionadded:: 0.1
-    """
+    """Fragments cannot be composed as asked (prefix collision, ambiguous exit, …)."""
 
 
 def _names(types: Sequence[Any]) -> str:
@@ -199,8 +194,6 @@ class ConnectionMixin(abc.ABC):
 
     Subclasses implement :meth:`to_builder` (a fresh :class:`WorkflowBuilder` holding
     their wiring) and get :meth:`as_connection`.
-
-    .. versionadded:: 0.1
     """
 
     name: str | None

@@ -257,8 +257,6 @@ class ConverterExecutor(Executor):
 
     A failing converter fails the run with :class:`~plait.ConverterError` naming the
     node and the value's type; a lossy converter adds a :class:`LossyConversion` event.
-
-    .. versionadded:: 0.1
     """
 
     kind = "converter"
@@ -338,8 +336,6 @@ class ConverterExecutor(Executor):
 class LossyConversion:
     """The data of the :class:`~plait.CustomEvent` a lossy converter node adds: the node,
     the converter and the two types, by name.
-
-    .. versionadded:: 0.1
     """
 
     node: str

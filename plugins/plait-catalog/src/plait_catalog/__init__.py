@@ -7,8 +7,6 @@ fails, so the table costs a cold start nothing but this module's import.
 
 The table is written down here and nowhere else; a test checks it against what the
 installed first-party plugins register.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -26,8 +26,6 @@ A name that is taken is a :class:`CommandConflictError`. Commands that run a wor
 resolve a ``TARGET`` argument the way ``plait run`` does with :func:`load_target` (or decide
 its form once with :func:`parse_target` and carry the :class:`Target`). Test a
 command with ``click.testing.CliRunner().invoke(make_cli(), ["greet", "Ada"])``.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -69,10 +69,7 @@ class _LazyCommand(click.Command):
 
 
 class CommandConflictError(PlaitError):
-    """A plugin added a command under a name another command already has.
-
-    .. versionadded:: 0.1
-    """
+    """A plugin added a command under a name another command already has."""
 
 
 def _origin(command: click.Command) -> str:
@@ -89,8 +86,6 @@ class PlaitGroup(click.Group):
     A name that is taken (by a built-in command or another plugin's) raises
     :class:`CommandConflictError`; then no plugin command is added, and the error is shown
     when a plugin command is asked for.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -224,8 +219,6 @@ def make_cli() -> PlaitGroup:
 
     Plugin commands are added to it when first needed. Test a plugin's command with
     ``click.testing.CliRunner().invoke(make_cli(), [...])``.
-
-    .. versionadded:: 0.1
     """
     cli = PlaitGroup(
         name="plait",
@@ -263,7 +256,5 @@ def main(args: Sequence[str] | None = None) -> None:
     """Run the ``plait`` command (the console script's entry point).
 
     :param args: the arguments (default: ``sys.argv[1:]``).
-
-    .. versionadded:: 0.1
     """
     make_cli().main(args=list(args) if args is not None else None, prog_name="plait")

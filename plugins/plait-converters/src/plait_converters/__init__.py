@@ -38,8 +38,6 @@ converters, so the registry holds a stand-in whose ``resolve()`` is the
 :class:`~plait.spi.Converter` (its ``source``, ``target``, ``fn`` and ``lossless`` read
 through). The public names here are imported on first use too: a build whose edges need
 no conversion imports :func:`is_assignable` and the records, never the search.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Plait's JSON DAG front-end (seed 001): format ``dag``.
+"""Plait's JSON DAG front-end: format ``dag``.
 
 A document has ``nodes`` (``id``, ``agent_name``, ``is_entry``, ``is_exit``,
 ``skip_condition``; plus ``join`` and ``workflow``) and ``connections`` (``source_id``,
@@ -8,8 +8,6 @@ workflow whose input and output are the run context, a JSON object.
 
 This package registers the ``dag`` loader and the ``dag.node`` executor kind. Importing it
 imports neither jsonschema nor the expression language: they load with the first document.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -21,8 +21,6 @@ publish (``plait_register_agents``) and :func:`plait.load` itself; installing
 Loaders (``plait-flow``, ``plait-dag``, ``plait-steps``), the builder API
 (``plait-builders``) and executor kinds import these names from here. Names are imported
 on first use: loading plugins imports only this module.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

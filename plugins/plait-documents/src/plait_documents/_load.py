@@ -8,8 +8,6 @@ loader (by format, suffix or detection), resolves the document's agent names
 granted (:func:`~plait_documents.check_granted`), then rebuilds the workflow with
 :meth:`plait.Workflow.from_spec`. :class:`Documents` is what this distribution gives
 (``plait_documents``), so that the kernel's :func:`plait.load` reaches it.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -233,8 +231,6 @@ def load(
     :func:`plait.load` calls, with its arguments, errors and documentation (reading the
     text, picking the loader, the agent names, the grants check, then
     :meth:`plait.Workflow.from_spec`).
-
-    .. versionadded:: 0.1
     """
     from plait import Workflow
     from plait.spi import load_scope
@@ -275,8 +271,6 @@ def check_agents(
     Code (a ``ref`` agent, an LLM agent's ``tools``) is imported to be checked only when
     the caller trusts the document (``allow_imports``); else it is checked when it is
     built, under that trust.
-
-    .. versionadded:: 0.1
     """
     kinds = manager.registry("executor_kind")
     problems: list[tuple[str, str]] = []
@@ -327,8 +321,6 @@ def check_agents(
 class Documents:
     """The documents machinery behind :func:`plait.load` (a :class:`plait.spi.Documents`),
     given by the ``plait_documents`` hook.
-
-    .. versionadded:: 0.1
     """
 
     load = staticmethod(load)

@@ -19,8 +19,6 @@ helpers below: store authors the bytes a checkpoint is stored as (:func:`encode_
 (:class:`CheckpointStoreBase`, :func:`redact_url`, :func:`run_info` …).
 
 Names are imported on first use: loading plugins imports only this module.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -9,11 +9,9 @@
   returns (the kernel asks this kind's :meth:`WorkflowKind.wrap` for it).
 
 Each kind declares a JSON Schema for its config and reports every problem of a config at
-once, each at its JSON path (:func:`plait.spi.check_config`). Importing this package
+once, each at its JSON path (:func:`plait_documents.check_config`). Importing this package
 imports neither jsonschema nor httpx: they load when a config is first checked or a
 request first made.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -4,8 +4,6 @@ Registers the exporters ``mermaid`` and ``dot`` through ``plait_register_exporte
 ``Workflow.to_mermaid()``, ``Workflow.to_dot()`` and ``Workflow.export(format)`` look them
 up. Composed fragments show as nested boxes, inserted converters and adapters apart from
 executors, and the output is deterministic.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -8,8 +8,6 @@ apart from executors: converters (ids ``convert:…``) as dashed hexagons, expli
 their router (``fan-out``, ``fan-in (list)``, ``case 1`` …); plain direct edges carry none.
 
 The output is deterministic: the same spec always gives the same text.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -120,10 +118,7 @@ def _mermaid_text(text: str) -> str:
 
 
 def to_mermaid(spec: WorkflowSpec) -> str:
-    """The workflow as a Mermaid ``flowchart LR``.
-
-    .. versionadded:: 0.1
-    """
+    """The workflow as a Mermaid ``flowchart LR``."""
     keys: dict[str, str] = {}
     lines = ["flowchart LR"]
     if spec.name:
@@ -171,10 +166,7 @@ def _dot_text(text: str) -> str:
 
 
 def to_dot(spec: WorkflowSpec) -> str:
-    """The workflow in Graphviz DOT (``digraph``; prefixes become ``cluster_*`` subgraphs).
-
-    .. versionadded:: 0.1
-    """
+    """The workflow in Graphviz DOT (``digraph``; prefixes become ``cluster_*`` subgraphs)."""
     lines = [
         f"digraph {_dot_text(spec.name or 'workflow')} {{",
         "  rankdir=LR;",

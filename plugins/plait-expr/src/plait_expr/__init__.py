@@ -8,8 +8,6 @@ is ``docs/expressions.md``.
 
 Registering the language imports nothing heavy; lark is imported, and the parser built, on
 the first ``compile``.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

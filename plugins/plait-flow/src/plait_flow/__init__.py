@@ -13,8 +13,6 @@ when a flow first builds their nodes, never when the plugin registers. The refer
         flow="researcher -> [analyzer, summarizer] -> writer",
         merge="concat_newline",
     )
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -43,8 +41,6 @@ class FlowLoader:
     Options (``plait.load(text, format="flow", **options)``): ``merge`` (the merge strategy
     of parallel blocks that name none; default ``concat_newline``), ``merge_options`` (its
     options, e.g. ``{"separator": " | "}``) and ``name`` (the workflow's name).
-
-    .. versionadded:: 0.1
     """
 
     suffixes: tuple[str, ...] = (".flow", ".flow.yaml", ".flow.yml")
@@ -119,8 +115,6 @@ def Flow(
     :raises plait.LoadError: every problem of the flow, with positions.
     :raises plait.ConfigError: two agents with the same name, or an agent that is
         neither an executor nor an async function.
-
-    .. versionadded:: 0.1
     """
     by_name = _by_name(executors)
     options: dict[str, Any] = {"merge": merge}

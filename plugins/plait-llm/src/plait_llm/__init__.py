@@ -9,8 +9,6 @@ module; ``llm`` is imported when an agent config is first checked.
   ``options``, ``structured_output``);
 - :class:`AgentExecutor`: the executor it builds;
 - :class:`AgentError`: a model call that failed or answered something unusable.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

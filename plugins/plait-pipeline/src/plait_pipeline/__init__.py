@@ -11,8 +11,6 @@ through the runner's commit seam, and a run resumed from one starts in this sche
 The rules are in :mod:`plait_pipeline._pipeline`'s docstring and the Schedules guide.
 
 Names are imported on first use: loading plugins imports only this module.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -8,8 +8,6 @@ use; see :class:`PostgresCheckpointStore` for the schema, its migrations and the
 options.
 
 psycopg's async API runs on asyncio only, so this store does too.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

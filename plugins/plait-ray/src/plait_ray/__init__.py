@@ -9,8 +9,6 @@ Connecting: a Ray already initialised in this process (``ray.init(address=...)``
 as it is; else ``RAY_ADDRESS`` (or :func:`configure`'s ``address``) names a cluster to
 join; else a local cluster is started for the process. Importing this package (which every
 ``plait`` command does, to load plugins) does not import Ray.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -7,8 +7,6 @@ superstep to Redis and a run can resume on another machine. See
 :class:`RedisCheckpointStore` for the key layout and the URL options.
 
 redis-py's asyncio client runs on asyncio only, so this store does too.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

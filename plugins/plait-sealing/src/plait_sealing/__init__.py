@@ -22,8 +22,6 @@ verifies those that name it. Each key is stretched into separate MAC and encrypt
 (HKDF-SHA256). ``cryptography`` is needed for encryption only
 (``pip install 'plait-sealing[crypto]'``) and imported when a checkpoint is first
 encrypted or decrypted.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

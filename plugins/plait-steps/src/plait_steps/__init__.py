@@ -1,4 +1,4 @@
-"""Plait's YAML steps front-end (seed 002): format ``steps``, files ``.yaml``/``.yml``.
+"""Plait's YAML steps front-end: format ``steps``, files ``.yaml``/``.yml``.
 
 .. code-block:: yaml
 
@@ -17,8 +17,6 @@ the kernel's retry policy; ``{{ $steps.<id>.output }}`` templates read prior out
 Registering the plugin imports nothing but this module: the loader (and ruamel.yaml) is
 imported when a document is first loaded, each executor kind when a node of it is first
 built or checked.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

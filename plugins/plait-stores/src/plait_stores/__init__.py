@@ -11,9 +11,7 @@ Use them by URL (``wf.run(msg, checkpoint="sqlite:///runs.db")``,
 ``plait_durable.open_store(url)``) or construct them directly. Every store orders a
 run's checkpoints by insertion, keeps the bytes of
 :func:`plait_durable.encode_checkpoint` and so detects a corrupted checkpoint on load,
-and passes :class:`plait.testing.stores.CheckpointStoreContract`.
-
-.. versionadded:: 0.1
+and passes :class:`plait_testing.stores.CheckpointStoreContract`.
 """
 
 from __future__ import annotations

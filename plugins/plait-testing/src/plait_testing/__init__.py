@@ -34,8 +34,6 @@ contract suites, so pytest can still rewrite the contracts' ``assert`` statement
 so for an installed ``plait-testing`` by itself; an editable checkout calls
 ``pytest.register_assert_rewrite("plait_testing.contracts", "plait_testing.schedules",
 "plait_testing.stores")`` in its root ``conftest.py``).
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

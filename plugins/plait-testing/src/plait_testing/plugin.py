@@ -3,8 +3,6 @@
 Only fixtures prefixed ``plait_``, none of them autouse, no hook that changes collection or
 reporting: a project that never asks for these fixtures runs exactly as without
 ``plait-testing`` installed. Disable it with ``-p no:plait``.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -8,8 +8,6 @@ answer requests and resume runs).
 
 Build the app yourself with :func:`make_app` (what the tests drive with Starlette's
 ``TestClient``).
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
