@@ -21,11 +21,10 @@ no kernel code calls ``pm.hook.x(...)`` untyped.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import os
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -274,38 +273,37 @@ def register_hooks(pm: pluggy.PluginManager, obj: Any, name: str) -> None:
                 f"hook implementation {hook_name!r} of plugin {name!r} is a coroutine; "
                 "Plait hooks are synchronous (register async objects instead)"
             )
+        if (impl.wrapper or impl.hookwrapper) and (hook_name in KINDS or hook_name in SINGLETONS):
+            pm.unregister(name=name)
+            raise RegistrationError(
+                f"hook implementation {hook_name!r} of plugin {name!r} is a hook wrapper; "
+                "the kernel calls each plugin's implementation of this hook on its own (so "
+                "what it registers is that plugin's), and a wrapper would never run"
+            )
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
-        unknown = [
-            hook
-            for caller in pm.get_hookcallers(obj) or ()
-            if not caller.has_spec()
-            for hook in [caller.name]
-        ]
+        unknown = [caller.name for caller in pm.get_hookcallers(obj) or () if not caller.has_spec()]
         pm.unregister(name=name)
         raise RegistrationError(
             f"plugin {name!r} implements unknown hook {', '.join(map(repr, unknown))}"
         ) from exc
 
 
-def call_each(
-    pm: pluggy.PluginManager, hook_name: str, kwargs: dict[str, Any]
-) -> Iterator[tuple[str, Callable[[], Any]]]:
-    """For each plugin implementing ``hook_name``, in pluggy's call order (``tryfirst``
-    and ``trylast`` apply): its name, and a call of the hook that reaches its
-    implementation alone (wrappers still wrap it). What a call returns or raises is that
-    plugin's: pluggy says which plugin an implementation belongs to
-    (``HookImpl.plugin_name``), so nothing is wrapped to find out."""
-    impls = [
-        impl
-        for impl in reversed(getattr(pm.hook, hook_name).get_hookimpls())
-        if not (impl.wrapper or impl.hookwrapper)
-    ]
-    for impl in impls:
-        others = [other.plugin for other in impls if other is not impl]
-        caller = pm.subset_hook_caller(hook_name, remove_plugins=others)
-        yield impl.plugin_name, functools.partial(caller, **kwargs)
+def call_each(pm: pluggy.PluginManager, hook_name: str) -> Iterator[pluggy.HookImpl]:
+    """The implementations of ``hook_name``, in pluggy's call order (``tryfirst`` and
+    ``trylast`` apply), for the kernel to call one at a time (:func:`call_impl`): what a
+    call registers, returns or raises is that plugin's, and pluggy says which plugin an
+    implementation belongs to (``HookImpl.plugin_name``), so nothing is wrapped to find
+    out. Wrappers are refused on such hooks (:func:`register_hooks`)."""
+    caller: pluggy.HookCaller = getattr(pm.hook, hook_name)
+    return reversed(caller.get_hookimpls())
+
+
+def call_impl(impl: pluggy.HookImpl, **kwargs: Any) -> Any:
+    """Call one hook implementation with the arguments it takes (pluggy passes arguments
+    by name, and an implementation may take fewer than its specification)."""
+    return impl.function(*(kwargs[name] for name in impl.argnames))
 
 
 # -- messages ------------------------------------------------------------------------------------
@@ -605,26 +603,21 @@ class PluginManager:
     def _collect(
         self,
     ) -> tuple[dict[str, dict[str, list[Registration[Any]]]], list[PluginLoadError]]:
-        """Call each registry hook once per plugin, through pluggy (so ``tryfirst``,
-        ``trylast`` and wrappers apply), each plugin with a ``register`` that knows it: a
-        failure is that plugin's, in phase ``validate``."""
+        """Call each registry hook's implementations one at a time, in pluggy's order (so
+        ``tryfirst`` and ``trylast`` apply), each with a ``register`` that knows its
+        plugin: a failure is that plugin's, in phase ``validate``."""
         collected: dict[str, dict[str, list[Registration[Any]]]] = {k: {} for k in KIND_NAMES}
         for hook_name, (kind, check) in KINDS.items():
             regs: list[Registration[Any]] = []
-            for plugin_name, call in self._call_each(hook_name):
-                plugin = self._plugins[plugin_name]
+            for impl in call_each(self.pm, hook_name):
+                plugin = self._plugins[impl.plugin_name]
                 try:
-                    call(register=Collector(kind, check, plugin, regs))
+                    call_impl(impl, register=Collector(kind, check, plugin, regs))
                 except Exception as exc:
                     return collected, [self._fail(plugin, "validate", exc)]
             for reg in regs:
                 collected[reg.kind].setdefault(reg.name, []).append(reg)
         return collected, []
-
-    def _call_each(self, hook_name: str) -> Iterator[tuple[str, Callable[..., Any]]]:
-        """:func:`call_each` of this manager's plugins, keyword arguments left to the
-        caller."""
-        return call_each(self.pm, hook_name, {})
 
     def _first(self, hook_name: str, kind: str, what: str) -> Any:
         """What the first plugin to answer ``hook_name`` (a ``firstresult`` hook) gives,
@@ -639,10 +632,10 @@ class PluginManager:
             return found
         self.load_entrypoints()
         check = SINGLETONS[hook_name]
-        for plugin_name, call in self._call_each(hook_name):
-            plugin = self._plugins[plugin_name]
+        for impl in call_each(self.pm, hook_name):
+            plugin = self._plugins[impl.plugin_name]
             try:
-                found = call()
+                found = call_impl(impl)
                 if found is None:
                     continue
                 problem = check(found)
