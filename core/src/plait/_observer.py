@@ -21,8 +21,7 @@ fan-in). A tracing plugin turns them into span links.
 - when a handler asks for outside input (:meth:`RunObserver.request`) and when a durable
   run writes a checkpoint (:meth:`RunObserver.checkpoint_written`).
 
-This is the one observation API: the ``plait_superstep_finished`` and
-``plait_run_finished`` hooks are told through it too (``HookObserver``).
+This is the one observation API (``plait_observe_run`` the one observation hook).
 This module is the interface (what a plugin implements, in the kernel's base layer); the
 runner calls the observer at its seams through the engine's ``Observation``, and when
 nobody observes a run, none of that exists and the run pays nothing for it.

@@ -65,7 +65,7 @@ def plait_register_plugin(request: pytest.FixtureRequest) -> Iterator[RegisterPl
 
 @pytest.fixture
 def plait_hook_recorder(plait_register_plugin: RegisterPlugin) -> HookRecorder:
-    """A :class:`HookRecorder` registered for this test (build workflows after it)."""
+    """A :class:`HookRecorder` registered for this test: it observes every run."""
     from .recorder import HookRecorder
 
     recorder = HookRecorder()
