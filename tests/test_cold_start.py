@@ -42,8 +42,9 @@ LOAD_EVERY_PLUGIN = textwrap.dedent(
 
     manager = plait.get_plugin_manager()
     plugins = manager.describe()
-    for kind in sorted({kind for info in plugins for kind in info.registered}):
+    for kind in sorted({kind for info in plugins for kind in info.registered} - {"hook"}):
         manager.registry(kind)  # every registry that holds something, built
+    manager.durability("the test"), manager.documents("the test")  # the one of each
     heavy = sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[1:]))
     # the converter search (and the type check under it) is imported when a build needs it
     search = sorted(
@@ -105,7 +106,7 @@ def test_every_first_party_plugin_was_loaded(loaded: dict[str, object]) -> None:
     first_party = loaded["first_party"]
     status = loaded["status"]
     assert isinstance(first_party, dict) and isinstance(status, dict)
-    assert {"redis", "postgres", "stores", "cli", "builders"} <= set(first_party)
+    assert {"redis", "postgres", "stores", "cli", "executors"} <= set(first_party)
     not_loaded = {name: status.get(name) for name in first_party if status.get(name) != "loaded"}
     assert not_loaded == {}
 
@@ -169,20 +170,29 @@ def test_every_lazy_registration_is_what_it_declares() -> None:
     # a plugin that registers lazily is checked against the attributes it declares; the
     # object behind it must have them, and its static attributes must be the real ones
     import plait
-    from plait._registry import KINDS, Lazy
+    from plait._registry import KINDS, SINGLETONS, Lazy
 
     manager = plait.get_plugin_manager()
+    given = {
+        "plait_durability": manager.durability("the test"),
+        "plait_documents": manager.documents("the test"),
+    }
+    assert set(given) == set(SINGLETONS)
+    found = [
+        (kind, fits, registration.name, registration.obj)
+        for kind, fits in KINDS.values()
+        for registration in manager.registry(kind).values()
+    ] + [("hook", SINGLETONS[hook], hook, obj) for hook, obj in given.items()]
     checked = []
-    for kind, fits in KINDS.values():
-        for registration in manager.registry(kind).values():
-            declared = registration.obj
-            if not isinstance(declared, Lazy):
-                continue
-            real = declared.resolve()
-            where = f"{kind} {registration.name!r} ({declared.ref})"
-            assert fits(real) is None, f"{where}: {fits(real)}"
-            assert [a for a in declared.provides if not hasattr(real, a)] == [], where
-            static = {k: v for k, v in vars(declared).items() if k in declared.provides}
-            assert static == {k: getattr(real, k) for k in static}, where
-            checked.append(registration.name)
+    for kind, fits, name, declared in found:
+        if not isinstance(declared, Lazy):
+            continue
+        real = declared.resolve()
+        where = f"{kind} {name!r} ({declared.ref})"
+        assert fits(real) is None, f"{where}: {fits(real)}"
+        assert [a for a in declared.provides if not hasattr(real, a)] == [], where
+        static = {k: v for k, v in vars(declared).items() if k in declared.provides}
+        assert static == {k: getattr(real, k) for k in static}, where
+        checked.append(name)
     assert {"steps.agent", "steps.foreach", "flow.output", "steps"} <= set(checked)
+    assert {"plait_durability", "plait_documents"} <= set(checked)

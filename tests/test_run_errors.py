@@ -77,7 +77,7 @@ async def test_observers_hear_the_end_of_failed_and_cancelled_runs(
     failing = WorkflowBuilder().add_executor(boom).set_start(boom).build()
     result = await failing.run("x", raise_on_failure=False)
     assert isinstance(result.error, WorkflowRunError)
-    finished = plait_hook_recorder.getcalls("plait_run_finished")
+    finished = plait_hook_recorder.getcalls("run_finished")
     assert [c.kwargs["status"] for c in finished] == ["failed"]
 
     @executor(id="sleepy")
@@ -87,5 +87,5 @@ async def test_observers_hear_the_end_of_failed_and_cancelled_runs(
     slow = WorkflowBuilder().add_executor(sleepy).set_start(sleepy).build()
     with anyio.move_on_after(0.1):
         await slow.run("x")
-    finished = plait_hook_recorder.getcalls("plait_run_finished")
+    finished = plait_hook_recorder.getcalls("run_finished")
     assert len(finished) == 2 and finished[-1].kwargs["status"] == "failed"

@@ -86,20 +86,6 @@ def test_the_converter_search_hook_is_gone(plait_plugin_manager: PluginManager) 
         plait_plugin_manager.registry("converter_search")
 
 
-def test_names_that_moved_to_plugins_say_where_they_went() -> None:
-    import plait.spi
-
-    with pytest.raises(ImportError, match=r"plait.spi.converter_graph moved to plait_converters"):
-        from plait.spi import converter_graph  # noqa: F401
-    for name in ("find_chain", "nearest_converters", "Chain", "Step", "is_assignable"):
-        with pytest.raises(ImportError, match=rf"use `from plait_converters import {name}`"):
-            getattr(plait.spi, name)
-    with pytest.raises(ImportError, match=r"pip install plait-builders"):
-        plait.spi.LossyConversion  # noqa: B018
-    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
-        plait.spi.nothing_here  # noqa: B018
-
-
 # --------------------------------------------------------------------------- registration
 
 

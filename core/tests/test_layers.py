@@ -4,7 +4,8 @@ Every import counts — module-level, function-level and under ``if TYPE_CHECKIN
 annotation is a dependency of the design too). From the bottom:
 
 1. **base** — errors, run-time type checks and type names, events and run results, run
-   options and policies, the run-observer protocol: what everything else names.
+   options and policies, the run-observer protocol, the lazy-export helper: what
+   everything else names.
 2. **authoring** — ``Executor``, ``handler``, ``WorkflowContext`` and the run state a
    context writes to.
 3. **spec** — the workflow IR and references to code, the router and merge-strategy
@@ -59,7 +60,7 @@ PACKAGE = Path(plait.__file__).parent
 LAYERS: dict[str, tuple[str, ...]] = {
     "base": (
         "_version", "_errors", "_types", "_events", "_options",
-        "_observer",
+        "_observer", "_exports",
     ),
     "authoring": ("_state", "_context", "_executor"),
     "spec": ("_spec", "_routing"),

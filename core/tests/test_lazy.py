@@ -1,4 +1,5 @@
-"""plait._registry.lazy: a plugin registers things whose modules load on first use."""
+"""plait._registry.lazy and plait.spi.lazy_exports: what a plugin registers, and what a
+package exports, load on first use."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from typing import Any
 import plait
 import pytest
 from plait import RegistrationError
+from plait._exports import reexports
 from plait._registry import Lazy
-from plait.spi import lazy, lazy_exports
+from plait.spi import lazy
 from plait_testing import fake_entry_point, make_plugin_manager
 
 
@@ -69,11 +71,66 @@ def test_static_attributes_answer_without_importing() -> None:
         loader.load  # noqa: B018 - the first real use imports
 
 
-def test_lazy_exports_import_a_name_on_first_use() -> None:
-    getter = lazy_exports("plait", {"WorkflowSpec": "_spec"})
-    assert getter("WorkflowSpec") is plait.WorkflowSpec
+SOURCE = """\
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping  # for annotations only: not exported
+    from . import _checks as checks, _more as more  # submodules under public names
+    from ._spec import (
+        NodeSpec as NodeSpec,  # a comment, with a comma
+        WorkflowSpec as WorkflowSpec,
+    )
+    from ..outside import Far as Far
+
+if not TYPE_CHECKING:
+    pass
+"""
+
+
+def test_the_table_is_what_the_type_checking_block_re_exports() -> None:
+    assert reexports(SOURCE, "pkg.sub") == {
+        "checks": ("pkg.sub", "_checks"),
+        "more": ("pkg.sub", "_more"),
+        "NodeSpec": ("pkg.sub._spec", "NodeSpec"),
+        "WorkflowSpec": ("pkg.sub._spec", "WorkflowSpec"),
+        "Far": ("pkg.outside", "Far"),
+    }
+    with pytest.raises(ImportError, match="need an `if TYPE_CHECKING:` block"):
+        reexports("import os\n", "pkg")
+
+
+def test_lazy_exports_import_a_name_on_first_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "plait_lazypkg"
+    root.mkdir()
+    (root / "_impl.py").write_text("class A: ...\n")
+    (root / "_checks.py").write_text("X = 1\n")
+    (root / "__init__.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from plait.spi import lazy_exports\n"
+        "if TYPE_CHECKING:\n"
+        "    from . import _checks as checks\n"
+        "    from ._impl import A as A\n"
+        "def plait_register_x(register): ...\n"
+        "if not TYPE_CHECKING:\n"
+        "    __getattr__, __dir__ = lazy_exports(__name__)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("plait_lazypkg", "plait_lazypkg._impl", "plait_lazypkg._checks"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    import plait_lazypkg  # type: ignore[import-not-found]
+
+    assert "plait_lazypkg._impl" not in sys.modules
+    assert plait_lazypkg.A is sys.modules["plait_lazypkg._impl"].A
+    assert plait_lazypkg.checks.X == 1
+    assert plait_lazypkg.__all__ == ["A", "checks", "plait_register_x"]
+    assert {"A", "checks", "plait_register_x"} <= set(dir(plait_lazypkg))
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
-        getter("nope")
+        plait_lazypkg.nope  # noqa: B018
+    with pytest.raises(AttributeError, match="no attribute '_private'"):
+        plait_lazypkg._private  # noqa: B018
 
 
 def test_a_lazy_object_that_fails_on_first_use_names_its_plugin_and_distribution(

@@ -33,23 +33,28 @@ def registering(module_name: str, **objs: Any) -> types.ModuleType:
     return module
 
 
-def test_registry_hooks_go_through_pluggy_so_wrappers_see_them() -> None:
-    seen: list[str] = []
+def test_a_wrapper_of_a_registry_hook_is_refused_naming_the_plugin() -> None:
+    # the kernel calls each plugin's implementation of a registry hook on its own, so
+    # that what it registers is that plugin's: a wrapper would never run, and says so
     wrapper = types.ModuleType("plait_wrapper")
 
     @plait.hookimpl(wrapper=True)
     def plait_register_merge_strategies(register: Any) -> Iterator[None]:
-        seen.append("before")
         yield
-        seen.append("after")
 
     wrapper.plait_register_merge_strategies = plait_register_merge_strategies  # type: ignore[attr-defined]
     manager = make_plugin_manager(
         fake_entry_point("one", registering("plait_one", first=Strategy())),
-        fake_entry_point("wrap", wrapper),
+        fake_entry_point("wrap", wrapper, distribution="plait-wrap"),
     )
-    assert manager.registry("merge_strategy").names() == ["first"]
-    assert seen == ["before", "after"]
+    with pytest.raises(PluginLoadErrors) as info:
+        manager.load_entrypoints()
+    (error,) = info.value.exceptions
+    assert (error.distribution, error.phase) == ("plait-wrap", "register")
+    assert "'plait_register_merge_strategies' of plugin 'wrap' is a hook wrapper" in str(error)
+    assert manager.pm.get_plugin("wrap") is None  # nothing of it stays registered
+    infos = {info.name: info for info in manager.describe()}
+    assert infos["one"].registered == {"merge_strategy": ["first"]}
 
 
 def test_tryfirst_decides_the_call_order_and_each_name_keeps_its_plugin() -> None:
@@ -236,3 +241,96 @@ def test_a_class_plugin_registers_and_is_its_own_plugin_object() -> None:
     manager = make_plugin_manager(fake_entry_point("klass", ClassPlugin))
     assert manager.registry("merge_strategy").entry("from_class").plugin == "klass"
     assert manager.get_plugin("klass") is ClassPlugin
+
+
+def test_each_plugin_is_called_with_a_register_of_its_own() -> None:
+    # an unhashable plugin object is fine: pluggy keeps it, and nothing here hashes it
+    unhashable = types.SimpleNamespace()
+
+    @plait.hookimpl
+    def plait_register_merge_strategies(register: Any) -> None:
+        register("mine", Strategy())
+
+    unhashable.plait_register_merge_strategies = plait_register_merge_strategies
+    bad = types.ModuleType("plait_bad")
+
+    @plait.hookimpl
+    def failing(register: Any) -> None:
+        register("half", Strategy())  # what a failing plugin registered is dropped
+        raise RuntimeError("cannot register")
+
+    bad.plait_register_merge_strategies = failing  # type: ignore[attr-defined]
+    manager = make_plugin_manager(
+        fake_entry_point("one", registering("plait_one", first=Strategy())),
+        fake_entry_point("bad", bad, distribution="plait-bad"),
+        fake_entry_point("unhashable", unhashable, distribution="dist-unhashable"),
+    )
+    with pytest.raises(PluginLoadErrors) as info:
+        manager.load_entrypoints()
+    (error,) = info.value.exceptions
+    assert (error.distribution, error.phase) == ("plait-bad", "validate")
+    infos = {info.name: info for info in manager.describe()}
+    assert infos["one"].registered == {"merge_strategy": ["first"]}
+    assert infos["unhashable"].registered == {"merge_strategy": ["mine"]}
+    assert (infos["bad"].status, infos["bad"].registered) == ("failed", {})
+
+
+class Durable:
+    """What ``plait_durability`` gives, as the protocol asks."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("run", "open_store", "load", "restore", "snapshot", "pending_requests"):
+            return lambda *args, **kwargs: None
+        if name == "fingerprint":
+            return lambda *args, **kwargs: {}
+        raise AttributeError(name)
+
+
+def giving(module_name: str, obj: Any, **options: Any) -> types.ModuleType:
+    module = types.ModuleType(module_name)
+
+    @plait.hookimpl(**options)
+    def plait_durability() -> Any:
+        if isinstance(obj, Exception):
+            raise obj
+        return obj
+
+    module.plait_durability = plait_durability  # type: ignore[attr-defined]
+    return module
+
+
+def test_the_first_plugin_to_answer_a_firstresult_hook_gives_the_one_object() -> None:
+    first, second = Durable(), Durable()
+    manager = make_plugin_manager(
+        fake_entry_point("first", giving("plait_first", first)),
+        fake_entry_point("second", giving("plait_second", second, tryfirst=True)),
+        fake_entry_point("abstains", giving("plait_abstains", None, tryfirst=True)),
+    )
+    assert manager.durability("a test") is second  # tryfirst answers first; None passes
+    infos = {info.name: info.registered for info in manager.describe()}
+    assert infos["first"] == infos["second"] == {"hook": ["plait_durability"]}
+    # one cache, forgotten whenever the plugins change
+    manager.unregister("second")
+    assert manager.durability("a test") is first
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (RuntimeError("no durability today"), "RuntimeError: no durability today"),
+        (object(), "plait_durability gave an object that does not fit the durability protocol"),
+    ],
+)
+def test_a_plugin_that_gives_nothing_usable_is_named(given: Any, message: str) -> None:
+    manager = make_plugin_manager(
+        fake_entry_point("broken", giving("plait_broken", given), distribution="plait-broken")
+    )
+    with pytest.raises(plait.PluginLoadError, match=message) as info:
+        manager.durability("a test")
+    assert (info.value.distribution, info.value.phase) == ("plait-broken", "validate")
+    assert info.value.entry_point.startswith("broken = ")
+
+
+def test_no_plugin_answering_says_what_needs_it() -> None:
+    with pytest.raises(plait.UnknownNameError, match=r"durability \(for a test\)"):
+        make_plugin_manager().durability("a test")

@@ -229,10 +229,10 @@ def test_an_unknown_hook_is_rejected() -> None:
 
 
 def test_a_hook_with_arguments_the_spec_lacks_is_rejected_naming_the_plugin() -> None:
-    def started(run_id: str, flow: Any) -> None: ...
+    def observe(run_id: str, flow: Any) -> None: ...
 
     with pytest.raises(RegistrationError, match="(?s)plugin 'observer'.*flow"):
-        make_plugin_manager().register(plugin("obs", plait_run_started=started), "observer")
+        make_plugin_manager().register(plugin("obs", plait_observe_run=observe), "observer")
 
 
 # -- names -------------------------------------------------------------------------------------
@@ -527,19 +527,29 @@ async def test_the_hook_recorder_sees_every_observer_call(
     result = await workflow.run("hi", run_id="run-1")
     assert result.outputs == ["HI"]
     assert plait_hook_recorder.names() == [
-        "plait_run_started",
-        "plait_superstep_finished",
-        "plait_superstep_finished",
-        "plait_run_finished",
+        "observe_run",
+        "superstep_started",
+        "invocation_started",
+        "invocation_finished",
+        "superstep_finished",
+        "superstep_started",
+        "invocation_started",
+        "invocation_finished",
+        "superstep_finished",
+        "run_finished",
     ]
-    started, first, second, finished = plait_hook_recorder.calls
+    started = plait_hook_recorder.calls[0]
     assert started.workflow is workflow and plait_hook_recorder.run_ids() == ["run-1"]
+    first, second = plait_hook_recorder.getcalls("superstep_started")
     assert [first.superstep, first.executor_ids, second.executor_ids] == [1, ["shout"], ["echo"]]
+    ended = plait_hook_recorder.getcalls("invocation_finished")
+    assert [(call.executor_id, call.status) for call in ended] == [("shout", "ok"), ("echo", "ok")]
+    (finished,) = plait_hook_recorder.getcalls("run_finished")
     assert (finished.run_id, finished.status, finished.error) == ("run-1", "idle", None)
 
     plait_hook_recorder.clear()
     failed = await workflow.run("boom", raise_on_failure=False)
-    (finished,) = plait_hook_recorder.getcalls("plait_run_finished")
+    (finished,) = plait_hook_recorder.getcalls("run_finished")
     assert finished.status == "failed" and finished.error is failed.error
     with pytest.raises(AttributeError, match="no argument 'nope'"):
         _ = finished.nope

@@ -25,8 +25,6 @@ passed (by node id, or by the name the document used, ``NodeSpec.uses``) is boun
 instead when the node's kind is not installed, or when the kind says so with a true attribute
 ``binds_passed_executors`` (the ``python`` kind: the object passed *is* the code its config
 names). A node recorded as not portable (a lambda …) must be passed in.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -54,7 +52,6 @@ __all__ = [
     "AgentLookup",
     "build_executors",
     "BuildContext",
-    "DOCUMENTS",
     "ExecutorKind",
     "load_scope",
     "Loader",
@@ -69,17 +66,11 @@ __all__ = [
     "compile_template",
 ]
 
-#: The name the documents plugin (``plait-documents``) registers its machinery under
-#: (``plait_register_documents``): what :func:`plait.load` calls.
-DOCUMENTS = "documents"
-
 
 class AgentLookup(Protocol):
     """The agent names of one load, as a loader resolves them (``plait-documents``'
     ``AgentNames`` is the one implementation): executors passed from Python, the document's
     ``agents:`` section, the agents installed distributions publish, then ``agents=``.
-
-    .. versionadded:: 0.1
     """
 
     def set_document(self, agents: Mapping[str, Any], declared: Iterable[Any] = ()) -> None:
@@ -126,8 +117,6 @@ class BuildContext:
         ``agents:`` section (:meth:`~AgentLookup.set_document`), then resolve every name
         with :meth:`~AgentLookup.find`. Not given, the documents plugin makes one from
         ``executors`` when a loader first asks for it.
-
-    .. versionadded:: 0.1
     """
 
     manager: Any = None
@@ -153,7 +142,7 @@ class BuildContext:
                 from ._plugins import get_plugin_manager
 
                 manager = get_plugin_manager()
-            documents = manager.registry("documents").get(DOCUMENTS, what="agent names")
+            documents = manager.documents("agent names")
             found = documents.agent_names(self.executors)
             object.__setattr__(self, "_agents", found)  # made once: frozen otherwise
         return found
@@ -169,7 +158,7 @@ class BuildContext:
         return self.manager.registry(kind).get(name, what=what)
 
     def callable(self, value: Any, *, what: str, role: str = "predicate") -> Callable[..., Any]:
-        """A Python callable for code a spec records (see :mod:`plait.refs`).
+        """A Python callable for code a spec records (see :func:`plait.spi.import_ref`).
 
         ``{"expr": ...}`` compiles an expression once: as a ``predicate`` it is called with
         the message and must give a boolean (``null`` counts as false); as a ``selection``
@@ -253,7 +242,7 @@ class ExecutorKind(Protocol):
     ``config_schema`` is a JSON Schema (draft 2020-12) for the config, shown by
     ``plait plugins`` and used by :meth:`check`. Optionally (not part of the structural
     check, so kinds written before it still register), ``capabilities``: what a node of the
-    kind needs (see the module docstring and :mod:`plait.capabilities`).
+    kind needs (see the module docstring and :mod:`plait_documents`).
     """
 
     config_schema: Mapping[str, Any]
@@ -277,8 +266,6 @@ class Loader(Protocol):
     ``suffixes`` (``(".flow",)``), ``load(text, ctx)`` and, optionally, ``detect(text) ->
     bool`` for text given without a format or a file name, and ``options``: the loader
     options it accepts (:func:`plait.load` refuses any other, naming the accepted ones).
-
-    .. versionadded:: 0.1
     """
 
     suffixes: tuple[str, ...]
@@ -306,8 +293,6 @@ class LoadScope:
     kinds built (:meth:`once`), so a nested workflow is built once per load however many
     times kinds ask for it (a kind's ``check`` and ``create``, and a front-end kind's that
     wraps it, each ask).
-
-    .. versionadded:: 0.1
     """
 
     def __init__(self) -> None:
@@ -346,8 +331,6 @@ def load_scope() -> Iterator[LoadScope]:
     """The load in progress, or a new one for the ``with`` block when none is (what
     :func:`plait.load` and :meth:`plait.Workflow.from_spec` open; a kind that builds
     something again in ``create`` that ``check`` built asks it for :meth:`LoadScope.once`).
-
-    .. versionadded:: 0.1
     """
     scope = _SCOPE.get()
     if scope is not None:

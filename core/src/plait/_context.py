@@ -2,8 +2,6 @@
 
 One context exists per executor per run, so ``ctx.state`` is that executor's state in
 that run, and two concurrent runs of one workflow never see each other's state.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -120,8 +118,6 @@ class RequestResponse:
     """An answer to ``ctx.request_info``, for executors that want to know which request
     it answers: an executor with a handler for ``RequestResponse`` gets this record;
     any other gets the bare value at its handler for the response type.
-
-    .. versionadded:: 0.1
     """
 
     request_id: str
@@ -134,8 +130,6 @@ class InvocationFailure:
     """What an error edge delivers: executor ``executor_id`` failed (after its retries) on
     ``message`` in ``superstep``, and the run goes on. ``error_type`` is the failure's class
     name (the cause's, for a handler that raised), ``error`` its message.
-
-    .. versionadded:: 0.1
     """
 
     executor_id: str
@@ -201,8 +195,6 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
     def attempt(self) -> int:
         """Which attempt of this invocation is running (1-based; above 1 under a retry
         policy).
-
-        .. versionadded:: 0.1
         """
         return self._attempt
 
@@ -216,9 +208,6 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         the order of its sends). It is the same in either schedule, on every attempt and
         after a crash and resume (the superstep is re-run from its checkpoint), so an
         executor with side effects can use it to de-duplicate them.
-
-        .. versionadded:: 0.1
-        .. versionchanged:: 0.1 a delivery id for executors that take messages on arrival.
         """
         run = self._run
         delivery = run.delivery
@@ -243,8 +232,6 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
 
         Reading a key another executor writes in the same superstep warns
         (:class:`~plait.SharedStateRaceWarning`; an error under ``strict=True``).
-
-        .. versionchanged:: 0.1 read-only: a write through it would bypass the staging.
         """
         return _SharedView(self._run.shared, self.executor_id, self._run.note_read)
 
@@ -282,8 +269,6 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         :class:`~plait.SharedStateConflictError`, unless the run declares a reducer
         for the key (``shared_reducers={key: reducer}``), which folds every write in, in
         the canonical order.
-
-        .. versionchanged:: 0.1 writes are staged until the end of the superstep.
         """
         self._run.write_shared(self.executor_id, key, value)
 
@@ -291,8 +276,6 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         """Delete a shared-state key, staged like :meth:`set_shared_state`: the key is gone
         from the next superstep on (a write and a delete of one key by two executors in
         one superstep conflict as two writes do).
-
-        .. versionadded:: 0.1
         """
         self._run.write_shared(self.executor_id, key, DELETED)
 

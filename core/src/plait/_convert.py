@@ -13,8 +13,6 @@ registered converters, so the kernel never holds a search.
 
 cattrs is imported when :func:`message_converter` first builds a converter, not when this
 module is imported: a process that never encodes a message never pays for it.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -74,8 +72,6 @@ class TypeFamily:
     As a source, the converter applies to every type ``contains(tp)`` accepts; its ``fn``
     is called as ``fn(value)``. As a target, it is bound to the type the edge's target
     declares (when ``contains`` accepts it) and ``fn`` is called as ``fn(value, type)``.
-
-    .. versionadded:: 0.1
     """
 
     name: str = attrs.field(validator=_name)
@@ -105,8 +101,6 @@ class Converter:
     :param cost: a positive weight; the cheapest chain wins.
 
     Calling a converter calls ``fn``.
-
-    .. versionadded:: 0.1
     """
 
     source: Any = attrs.field(validator=_not_none)
@@ -130,8 +124,6 @@ class CattrsHooks:
 
     :param structure: ``structure(data, type) -> value``.
     :param unstructure: ``unstructure(value) -> data``.
-
-    .. versionadded:: 0.1
     """
 
     type: Any = attrs.field(validator=_not_none)
@@ -163,8 +155,6 @@ def message_converter(manager: PluginManager | None = None) -> cattrs.Converter:
     JSON-ready (cattrs' JSON preconf: datetimes as ISO text, bytes as base85) and strict
     (unknown keys are an error). One per registry version of ``manager`` (default: the
     process-wide one); treat it as read-only and register hooks instead.
-
-    .. versionadded:: 0.1
     """
     registry = (manager or get_plugin_manager()).registry("converter")
     found = _CATTRS.get(registry)
@@ -212,8 +202,6 @@ def converter(
     converter name is an error.
 
     :return: a decorator returning the :class:`Converter` (callable like the function).
-
-    .. versionadded:: 0.1
     """
 
     def wrap(fn: Callable[..., Any]) -> Converter:
@@ -254,8 +242,6 @@ def register_type_hooks(
     Registers an in-process plugin named ``cattrs:<module>:<qualname>`` whose
     :class:`CattrsHooks` :func:`message_converter` applies; in a plugin distribution
     register :class:`CattrsHooks` through ``plait_register_converters`` instead.
-
-    .. versionadded:: 0.1
     """
     hooks = CattrsHooks(cls, structure=structure, unstructure=unstructure)
     name = f"cattrs:{cls.__module__}:{cls.__qualname__}"

@@ -2,8 +2,6 @@
 
 Every error names the thing it is about (executor id, plugin distribution, edge, run id)
 and, where it can, says how to fix it.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -171,11 +169,6 @@ class SourcePosition:
     (cut ends marked ``…``), so a problem on a 100 KB line costs a few hundred bytes. A
     caller that has only a piece of the line passes it with ``text_column``, the column
     where the piece starts.
-
-    .. versionchanged:: 0.1
-       ``text`` is cut to :attr:`WINDOW` characters; ``text_column``.
-
-    .. versionadded:: 0.1
     """
 
     __slots__ = ("_caret_column", "column", "line", "path", "source", "text")
@@ -277,8 +270,6 @@ class LoadError(PlaitError):
     """A workflow document (flow, JSON DAG, YAML steps …) is wrong; ``problems`` holds
     every problem found, each a positioned error, sorted by position. The message shows
     the first :attr:`SHOWN` and says how many more there are.
-
-    .. versionadded:: 0.1
     """
 
     #: how many problems the message shows; ``problems`` holds them all
@@ -304,8 +295,6 @@ class CapabilityError(LoadError):
     capabilities). ``missing`` holds each need not granted (``plait_documents.Need``); each
     problem names the node, its kind, its position, the capability and the flag (or
     ``allow=``) that grants it. ``granted`` is what was granted (``plait_documents.Grants``).
-
-    .. versionadded:: 0.1
     """
 
     def __init__(
@@ -347,8 +336,6 @@ def grant_text(capabilities: Iterable[Any], flags: Flags) -> str:
     """How to grant ``capabilities`` (``plait_documents.Capability`` objects, or anything
     whose ``str()`` is a capability's flag form): ``--allow-imports --allow subprocess`` on
     the command line, ``allow=['imports', 'subprocess']`` in Python.
-
-    .. versionadded:: 0.1
     """
     wanted = sorted(set(capabilities))
     if flags == "python":
@@ -380,8 +367,6 @@ def _cli() -> Any:
 def cli_wording() -> Iterator[None]:
     """Inside the block, :func:`spell` names command-line flags (what ``plait run``,
     ``validate`` and ``graph`` load under).
-
-    .. versionadded:: 0.1
     """
     token = _cli().set(True)
     try:
@@ -394,17 +379,12 @@ def spell(python: str, cli: str) -> str:
     """``python`` (an argument, ``allow_imports=True``) for a Python caller, or ``cli`` (a
     flag, ``--allow-imports``) inside :func:`cli_wording`: errors name the caller's own
     words.
-
-    .. versionadded:: 0.1
     """
     return cli if _cli().get() else python
 
 
 def is_cli() -> bool:
-    """Whether errors now speak to a command-line user (:func:`cli_wording`).
-
-    .. versionadded:: 0.1
-    """
+    """Whether errors now speak to a command-line user (:func:`cli_wording`)."""
     return bool(_cli().get())
 
 
@@ -416,8 +396,6 @@ def is_cli() -> bool:
 class NotPortableError(PlaitError):
     """A spec holds code that only exists in this process (a lambda, a closure …) and was
     asked to leave it: serialised, or rebuilt without the Python object.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -459,16 +437,12 @@ class VisitLimitError(WorkflowRunError):
 class SharedStateConflictError(WorkflowRunError):
     """Two executors wrote one shared-state key in one superstep, and no reducer is
     declared for that key (the ``shared_reducers`` run option).
-
-    .. versionadded:: 0.1
     """
 
 
 class SharedStateRaceError(WorkflowRunError):
     """Under ``strict=True``: one executor read a shared-state key in the superstep another
     executor wrote it in (see :class:`SharedStateRaceWarning`).
-
-    .. versionadded:: 0.1
     """
 
 
@@ -479,8 +453,6 @@ class SharedStateRaceWarning(PlaitWarning):
     runs ahead in the pipelined schedule may read it before an earlier superstep's write
     is committed. The ``strict=True`` run option makes it a
     :class:`SharedStateRaceError`.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -517,8 +489,6 @@ class CheckpointDecodeError(CorruptCheckpointError):
     """A stored checkpoint names a type the workflow does not declare (or holds a value
     that does not rebuild into its declared type); names the run, the checkpoint and the
     type tag. Nothing named only by stored data is ever imported or built.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -526,16 +496,12 @@ class CheckpointAuthError(CorruptCheckpointError):
     """A checkpoint fails the authenticity check of the store wrapper that reads it: its
     MAC is missing or wrong for every configured key, or an encrypted checkpoint cannot
     be decrypted with them (the ``plait-sealing`` plugin raises it).
-
-    .. versionadded:: 0.1
     """
 
 
 class RunLeaseError(CheckpointError):
     """Another live worker holds the run's lease (one writer per run), or this worker's
     lease was taken over; names the holder (host, pid, since).
-
-    .. versionadded:: 0.1
     """
 
 
@@ -552,8 +518,6 @@ class WorkflowChangedError(TopologyMismatchError):
     config, code (its source), policies or types, an edge's options, or the declared
     types changed (see plait-durable's fingerprint). ``changes`` lists each, as the message
     does. ``accept_changes=True`` (``plait resume --accept-changes``) resumes anyway.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(self, message: str, changes: list[str] | None = None) -> None:

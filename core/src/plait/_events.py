@@ -4,8 +4,6 @@
 ``Workflow.stream()`` yields every event as it happens. ``Workflow.run()`` collects the
 lifecycle events (run started, outputs, requests, run finished) unless asked for all;
 executor-level events are only built when someone consumes them.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -160,8 +158,6 @@ class EventObserver:
     :class:`ExecutorCompleted` or :class:`ExecutorFailed` and :class:`SuperstepFinished`,
     handed to ``emit``. A run gets one only when someone consumes those events
     (``events="all"``, a stream), so the others build none.
-
-    .. versionadded:: 0.1
     """
 
     __slots__ = ("emit", "executor_ids")

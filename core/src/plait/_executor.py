@@ -9,8 +9,6 @@ Handler dispatch by message type is resolved once per concrete type and cached.
 
 Executors are shared by every run of a workflow, so keep run state out of ``self``: use
 ``ctx.state`` (per executor, per run) and ``ctx.shared`` (per run).
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -68,8 +66,6 @@ def handler(fn: F) -> F:
 
     The method takes ``(self, message: T, ctx: WorkflowContext[Out, WorkflowOut])``; its
     message annotation decides which messages it receives.
-
-    .. versionadded:: 0.1
     """
     target: Any = fn  # keep F: iscoroutinefunction's TypeGuard would narrow it
     if not inspect.iscoroutinefunction(target):
@@ -92,8 +88,6 @@ class Executor:
         (``ctx.idempotency_key`` then names the message by its delivery id); ``None`` (or
         ``"canonical"``) takes one superstep's messages together, in the canonical order.
         An executor with ``max_concurrency`` above 1 takes them on arrival either way.
-
-    .. versionchanged:: 0.1 ``order``.
     """
 
     def __init__(
@@ -128,12 +122,8 @@ class Executor:
         built) overrides this and returns :class:`~plait.spi.Handler` objects built from
         ``self``, so a copy (:meth:`with_id`) gets handlers bound to itself. Called once,
         when the executor is made.
-
-        .. versionadded:: 0.1
         """
-        return [
-            _resolve_handler(getattr(self, name), skip_self=False) for name in _marked(type(self))
-        ]
+        return [_resolve_handler(getattr(self, name)) for name in _marked(type(self))]
 
     # -- declared types ----------------------------------------------------------------
 
@@ -181,8 +171,6 @@ class Executor:
         """A copy of this executor under another id (its handlers bound to the copy), so
         one object can serve several nodes: a fragment used twice, a flow naming the same
         agent at two places.
-
-        .. versionadded:: 0.1
         """
         clone = copy.copy(self)  # shallow: a class's own ``__copy__`` decides
         clone.id = id
@@ -238,7 +226,7 @@ class FunctionExecutor(Executor):
 
     def declare_handlers(self) -> Iterable[Handler]:
         """One handler: the function's."""
-        return (_resolve_handler(self.fn, skip_self=False),)
+        return (_resolve_handler(self.fn),)
 
     @property
     def ref(self) -> str:
@@ -285,8 +273,6 @@ def executor(
     The context parameter is optional; a function that returns a value (not ``None``)
     sends it on, as if it had called ``ctx.send_message``. The keyword arguments are
     :class:`Executor`'s (``order="arrival"``: take messages as they arrive).
-
-    .. versionadded:: 0.1
     """
 
     def wrap(f: Callable[..., Awaitable[Any]]) -> FunctionExecutor:
@@ -335,15 +321,15 @@ def _marked(cls: type) -> tuple[str, ...]:
     return found
 
 
-def _resolve_handler(fn: Callable[..., Awaitable[Any]], *, skip_self: bool) -> Handler:
+def _resolve_handler(fn: Callable[..., Awaitable[Any]]) -> Handler:
     key = getattr(fn, "__func__", fn)
     # closures made by one ``def`` (1,000 ``@executor`` nodes from a loop) share their code
     # and annotations, hence their shape: found by code, no per-function entry is needed
-    code_key = _code_key(key, skip_self)
+    code_key = _code_key(key)
     if code_key is not None:
         shape = _BY_CODE.get(code_key)
         if shape is None:
-            shape = _read_shape(fn, skip_self=skip_self)
+            shape = _read_shape(fn)
             if len(_BY_CODE) < 4096:
                 _BY_CODE[code_key] = shape
     else:
@@ -352,7 +338,7 @@ def _resolve_handler(fn: Callable[..., Awaitable[Any]], *, skip_self: bool) -> H
         except TypeError:  # not weak-referenceable (a builtin): no cache
             shape = None
         if shape is None:
-            shape = _read_shape(fn, skip_self=skip_self)
+            shape = _read_shape(fn)
             try:
                 _SHAPES[key] = shape
             except TypeError:
@@ -365,14 +351,14 @@ def _resolve_handler(fn: Callable[..., Awaitable[Any]], *, skip_self: bool) -> H
 _BY_CODE: dict[Any, tuple[Any, ...]] = {}
 
 
-def _code_key(function: Any, skip_self: bool) -> Any:
+def _code_key(function: Any) -> Any:
     """What decides a function's shape: its code, its globals (where string annotations
     resolve) and its annotations' values; ``None`` when those are not hashable."""
     code = getattr(function, "__code__", None)
     annotations = getattr(function, "__annotations__", None)
     if code is None or not isinstance(annotations, dict):
         return None
-    key = (code, id(getattr(function, "__globals__", None)), skip_self, *annotations.items())
+    key = (code, id(getattr(function, "__globals__", None)), *annotations.items())
     try:
         hash(key)
     except TypeError:
@@ -380,15 +366,13 @@ def _code_key(function: Any, skip_self: bool) -> Any:
     return key
 
 
-def _read_shape(fn: Callable[..., Awaitable[Any]], *, skip_self: bool) -> tuple[Any, ...]:
+def _read_shape(fn: Callable[..., Awaitable[Any]]) -> tuple[Any, ...]:
     name = _qualname(fn)
     try:
         hints = typing.get_type_hints(fn)
     except Exception as exc:  # unresolvable forward reference
         raise TypeError(f"cannot read the annotations of {name}: {exc}") from exc
-    params = list(inspect.signature(fn).parameters.values())
-    if skip_self:
-        params = params[1:]
+    params = list(inspect.signature(fn).parameters.values())  # a bound method has no self
     if not params:
         raise TypeError(f"handler {name} must take the message as its first parameter")
     message_param, rest = params[0], params[1:]

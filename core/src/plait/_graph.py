@@ -1,8 +1,6 @@
 """The compiled graph: routing tables derived once from a workflow, shared by its runs.
 
-The runner and the checkpointer depend on this module, never on :mod:`plait.workflow`.
-
-.. versionadded:: 0.1
+The runner and the checkpointer depend on this module, never on :mod:`plait._workflow`.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ from ._options import Policy, RetryPolicy
 from ._spec import WorkflowSpec
 
 if TYPE_CHECKING:
-    # annotations only: plait.attempts imports asyncio, which building a graph never needs
+    # annotations only: the runner imports asyncio, which building a graph never needs
     from ._options import RunOptions
     from ._routing import EdgeRunner
 
@@ -46,7 +44,7 @@ class Registries(Protocol):
 
 class Invocable(Protocol):
     """What a run calls for an executor id: the executor, or what stands for it when its
-    invocations run elsewhere (:class:`plait.placement.PlacedExecutor`)."""
+    invocations run elsewhere (:class:`plait._workflow.PlacedExecutor`)."""
 
     @property
     def input_types(self) -> tuple[Any, ...]: ...
@@ -67,7 +65,7 @@ class CompiledGraph:
         self.spec = spec
         self.executors = dict(executors)
         #: executor id -> its placement, for executors whose invocations run elsewhere than
-        #: on the driver (resolved when the workflow compiles: :func:`plait.placement.place`)
+        #: on the driver (resolved when the workflow compiles: :func:`plait._workflow.place`)
         self.placements: dict[str, Any] = {}
         #: what runs call per executor id: the executors, a placed one standing behind
         #: its placement (the same mapping as :attr:`executors` when nothing is placed)

@@ -7,9 +7,8 @@ Registry hooks receive a ``register`` callback with the signature
 ``register(name: str, obj: object, *, replaces: str | None = None)``. The kernel checks
 ``obj`` against the protocol of its kind at once, stamps it with the distribution that
 registered it, and refuses a name another plugin already registered unless ``replaces``
-names that plugin's distribution.
-
-.. versionadded:: 0.1
+names that plugin's distribution. What there is one of (the durability, the documents
+machinery) comes from a ``firstresult`` hook instead: the first plugin to answer gives it.
 """
 
 from __future__ import annotations
@@ -52,13 +51,11 @@ def plait_register_executor_kinds(register: Register) -> None:
     ``create(config, ctx)`` building the executor. Declarative front-ends and
     :meth:`plait.Workflow.from_spec` build executors from data through them (``python`` by
     import path, ``shell``, ``http``, ``workflow``, ``agent`` …). A kind also declares its
-    ``capabilities`` (see :mod:`plait.capabilities`): what a node of it may make Plait do,
+    ``capabilities`` (see :mod:`plait_documents`): what a node of it may make Plait do,
     which a loaded document must be granted.
 
     :param register: ``register(kind_name, kind, replaces=None)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -66,14 +63,13 @@ def plait_register_executor_kinds(register: Register) -> None:
 def plait_register_routers(register: Register) -> None:
     """Register edge routers: how messages cross an edge group.
 
-    A router is an object with ``name: str``, ``stateful: bool`` and
+    A router is an object with ``stateful: bool`` and
     ``create(group: EdgeGroupSpec, params: Mapping[str, Any], env: RouterEnv) -> EdgeRunner``
-    (see :class:`plait.spi.Router`). Routers with state (fan-in buffers) snapshot and restore it.
+    (see :class:`plait.spi.Router`); its name is the one it is registered under. Routers
+    with state (fan-in buffers) snapshot and restore it.
 
     :param register: ``register(router_name, router, replaces=None)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -81,13 +77,11 @@ def plait_register_routers(register: Register) -> None:
 def plait_register_merge_strategies(register: Register) -> None:
     """Register merge strategies for fan-in (see :class:`plait.spi.MergeStrategy`).
 
-    A merge strategy has ``name: str``, ``merge(values, sources) -> Any`` and
-    ``output_type(input_type) -> type``.
+    A merge strategy has ``merge(values, sources) -> Any`` and
+    ``output_type(input_type) -> type``; its name is the one it is registered under.
 
     :param register: ``register(strategy_name, strategy, replaces=None)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -100,8 +94,6 @@ def plait_register_converters(register: Register) -> None:
 
     :param register: ``register(converter_name, converter, replaces=None)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -116,8 +108,6 @@ def plait_register_checkpoint_stores(register: Register) -> None:
     :param register: ``register(scheme, factory, replaces=None)`` — for example
         ``register("sqlite", SqliteStore.from_url)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -132,25 +122,6 @@ def plait_register_loaders(register: Register) -> None:
 
     :param register: ``register(loader_name, loader, replaces=None)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
-    """
-
-
-@hookspec
-def plait_register_documents(register: Register) -> None:
-    """Register what loads workflow documents (see :class:`plait.spi.Documents`).
-
-    :func:`plait.load` calls the documents machinery registered as ``"documents"``: it
-    reads the text, picks a loader (``plait_register_loaders``), resolves the document's
-    agent names (``plait_register_agents``), checks the capabilities the document needs
-    against what the caller grants, and builds the workflow. ``plait-documents`` registers
-    it; without it, :func:`plait.load` fails naming the distribution to install.
-
-    :param register: ``register("documents", documents, replaces=None)``.
-    :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -164,8 +135,6 @@ def plait_register_fragments(register: Register) -> None:
 
     :param register: ``register(fragment_name, fragment, replaces=None)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -183,8 +152,6 @@ def plait_register_agents(register: Register) -> None:
 
     :param register: ``register(agent_name, agent, replaces=None)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -198,8 +165,6 @@ def plait_register_expression_languages(register: Register) -> None:
 
     :param register: ``register(language_name, language, replaces=None)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -212,8 +177,6 @@ def plait_register_exporters(register: Register) -> None:
 
     :param register: ``register(format_name, exporter, replaces=None)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -221,7 +184,7 @@ def plait_register_exporters(register: Register) -> None:
 def plait_register_placements(register: Register) -> None:
     """Register placements: where executor invocations run.
 
-    See :mod:`plait.placement`. A placement has
+    See :class:`plait.spi.Placement`. A placement has
     ``async invoke(graph, executor_id, handler, message, ctx)``, which runs one invocation
     somewhere and applies what it did to ``ctx`` as a local
     invocation would. ``local`` (anyio tasks on the driver) is built in and is the
@@ -230,26 +193,6 @@ def plait_register_placements(register: Register) -> None:
 
     :param register: ``register(placement_name, placement, replaces=None)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
-    """
-
-
-@hookspec
-def plait_register_durability(register: Register) -> None:
-    """Register what makes runs durable (see :class:`plait.spi.Durability`).
-
-    :meth:`plait.Workflow.run` with ``checkpoint=``, :meth:`~plait.Workflow.resume`,
-    :meth:`~plait.Workflow.pending_requests` and :attr:`~plait.Workflow.fingerprint` call the
-    durability registered as ``"checkpoints"``: it opens the checkpoint store a URL names,
-    writes checkpoints through the runner's commit seam (:class:`plait.spi.RunCommit`), and
-    rebuilds runs from them. ``plait-durable`` registers it; without it, those calls fail
-    naming the distribution to install.
-
-    :param register: ``register("checkpoints", durability, replaces=None)``.
-    :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -268,8 +211,6 @@ def plait_register_schedules(register: Register) -> None:
 
     :param register: ``register(schedule_name, schedule, replaces=None)``.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -289,8 +230,6 @@ def plait_provided_names() -> Mapping[str, Mapping[str, Sequence[str]]] | None:
 
     :return: distribution -> kind (``router``, ``checkpoint_store`` …) -> names, or
         ``None`` (nothing to say); every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -307,8 +246,6 @@ def plait_install_hint(distribution: str) -> str | None:
     :param distribution: the distribution the unknown name comes with.
     :return: the instructions (one line, no trailing full stop), or ``None`` (not one of
         yours); stops at the first non-``None`` answer.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -318,54 +255,51 @@ def plait_register_commands(cli: Any) -> None:
 
     :param cli: the CLI's command group; the CLI plugin documents its type.
     :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
     """
 
 
 # ---------------------------------------------------------------------------
-# Observers: tracing and metrics. The runner calls these only when at least one
-# plugin implements them, so they cost nothing otherwise.
+# The one of each: asked when the kernel first needs it; the first plugin to answer wins.
 # ---------------------------------------------------------------------------
 
 
-@hookspec
-def plait_run_started(run_id: str, workflow: Any) -> None:
-    """A run of ``workflow`` (a :class:`plait.Workflow`) started.
+@hookspec(firstresult=True)
+def plait_durability() -> Any:
+    """Give what makes runs durable (see :class:`plait.spi.Durability`).
 
-    :param run_id: the run's id.
-    :param workflow: the workflow being run.
-    :return: nothing; every implementation is called, in the event loop's thread, so it
-        must not block.
+    :meth:`plait.Workflow.run` with ``checkpoint=``, :meth:`~plait.Workflow.resume`,
+    :meth:`~plait.Workflow.pending_requests` and :attr:`~plait.Workflow.fingerprint` call it:
+    it opens the checkpoint store a URL names, writes checkpoints through the runner's
+    commit seam (:class:`plait.spi.RunCommit`), and rebuilds runs from them.
+    ``plait-durable`` gives it; without it, those calls fail naming the distribution to
+    install. The kernel checks the object against the protocol and keeps it until the
+    plugins change.
 
-    .. versionadded:: 0.1
+    :return: the durability (a :class:`plait.spi.Durability`), or ``None`` to leave it to
+        another plugin; stops at the first
+        non-``None`` result (``tryfirst=True`` puts a replacement before ``plait-durable``).
     """
 
 
-@hookspec
-def plait_superstep_finished(run_id: str, superstep: int, executor_ids: list[str]) -> None:
-    """Superstep ``superstep`` of run ``run_id`` finished.
+@hookspec(firstresult=True)
+def plait_documents() -> Any:
+    """Give what loads workflow documents (see :class:`plait.spi.Documents`).
 
-    :param run_id: the run's id.
-    :param superstep: the superstep number (1-based).
-    :param executor_ids: the executors that ran in it, in delivery order.
-    :return: nothing; every implementation is called.
+    :func:`plait.load` calls it: it reads the text, picks a loader
+    (``plait_register_loaders``), resolves the document's agent names
+    (``plait_register_agents``), checks the capabilities the document needs against what
+    the caller grants, and builds the workflow. ``plait-documents`` gives it; without it,
+    :func:`plait.load` fails naming the distribution to install.
 
-    .. versionadded:: 0.1
+    :return: the documents machinery (a :class:`plait.spi.Documents`), or ``None`` to
+        leave it to another plugin; stops at the first non-``None`` result.
     """
 
 
-@hookspec
-def plait_run_finished(run_id: str, status: str, error: BaseException | None) -> None:
-    """Run ``run_id`` ended with ``status`` (``idle``, ``idle_with_pending_requests``, ``failed``).
-
-    :param run_id: the run's id.
-    :param status: the final status.
-    :param error: the error that failed the run, else ``None``.
-    :return: nothing; every implementation is called.
-
-    .. versionadded:: 0.1
-    """
+# ---------------------------------------------------------------------------
+# Observing runs: tracing, metrics, progress. When no plugin implements the hook, runs
+# are not observed at all and pay nothing for it.
+# ---------------------------------------------------------------------------
 
 
 @hookspec
@@ -389,6 +323,4 @@ def plait_observe_run(
         An implementation may leave this parameter out.
     :return: an observer or ``None``; every implementation is called and the observers
         returned are all told (each gets back only its own handles).
-
-    .. versionadded:: 0.1
     """

@@ -21,13 +21,10 @@ fan-in). A tracing plugin turns them into span links.
 - when a handler asks for outside input (:meth:`RunObserver.request`) and when a durable
   run writes a checkpoint (:meth:`RunObserver.checkpoint_written`).
 
-This is the one observation API: the ``plait_superstep_finished`` and
-``plait_run_finished`` hooks are told through it too (``HookObserver``).
+This is the one observation API (``plait_observe_run`` the one observation hook).
 This module is the interface (what a plugin implements, in the kernel's base layer); the
 runner calls the observer at its seams through the engine's ``Observation``, and when
 nobody observes a run, none of that exists and the run pays nothing for it.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -49,8 +46,6 @@ class Invocation:
     :param senders: the handles this observer returned from ``invocation_started`` for the
         invocations that sent the message — one, several for a merged fan-in, none for the
         run's input, an answer to a request or the first superstep of a resumed run.
-
-    .. versionadded:: 0.1
     """
 
     __slots__ = ("executor_id", "index", "message", "senders", "superstep")
@@ -88,8 +83,6 @@ class RunObserver(Protocol):
     Statuses of an invocation: ``"ok"``, ``"failed"`` (its last attempt raised; an error
     edge may still take the failure) or ``"cancelled"`` (a sibling failed, or the run was
     cancelled). Statuses of a run: those of :class:`plait.RunStatus`.
-
-    .. versionadded:: 0.1
     """
 
     def superstep_started(self, superstep: int, executor_ids: tuple[str, ...]) -> None:
@@ -127,16 +120,12 @@ class RunObserver(Protocol):
     def request(self, executor_id: str, request_id: str, superstep: int) -> None:
         """Executor ``executor_id`` asked for outside input (``ctx.request_info``): the
         request ``request_id`` is pending from ``superstep`` on.
-
-        .. versionadded:: 0.1
         """
         return None
 
     def checkpoint_written(self, checkpoint_id: str, superstep: int, status: str) -> None:
         """A durable run handed checkpoint ``checkpoint_id`` of ``superstep`` (run status
         ``status``) to its store (in ``async`` durability, queued for the writer).
-
-        .. versionadded:: 0.1
         """
         return None
 

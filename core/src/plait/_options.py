@@ -15,8 +15,6 @@ emitted as custom events is discarded, so downstream sees exactly one successful
 (run, superstep, executor, message index): it is the same on every attempt and after a
 crash and resume, so an executor with side effects can de-duplicate them. Supersteps
 commit atomically; executors run at least once.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -92,8 +90,6 @@ class RetryPolicy:
         class names matched against the error's class hierarchy (``"TimeoutError"``,
         ``"mypkg.errors:Flaky"``; nothing is imported), or ``"re:<pattern>"`` searched in
         ``"<ClassName>: <message>"``. A timeout is an ``ExecutorTimeoutError``.
-
-    .. versionadded:: 0.1
     """
 
     max_attempts: int = attrs.field(default=2, validator=_count)
@@ -368,9 +364,6 @@ class RunOptions:
     :param strict: a shared-state key read by one executor in the superstep another one
         writes it in fails the run (:class:`~plait.SharedStateRaceError`) instead of
         warning (:class:`~plait.SharedStateRaceWarning`).
-
-    .. versionchanged:: 0.1 ``checkpoint_metadata``, ``on_event``, ``stop``, ``watch``,
-       ``shared_reducers``, ``journal``, ``schedule``, ``max_lead`` and ``strict``.
     """
 
     max_supersteps: int = attrs.field(default=DEFAULT_MAX_SUPERSTEPS, validator=_positive)

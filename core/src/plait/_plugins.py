@@ -11,23 +11,20 @@ clash). A failure in any phase becomes a :class:`~plait.PluginLoadError` naming 
 distribution, its version, the entry point and the phase; all failures are raised together.
 
 The entry points come from :func:`importlib.metadata.entry_points`, the requirement check
-from :mod:`packaging`, and disabling and the unknown-hook check from pluggy
-(``set_blocked``/``is_blocked``, ``check_pending``); nothing is cached between processes.
+from :mod:`packaging`, and disabling, the unknown-hook check and which plugin implements
+what from pluggy (``set_blocked``/``is_blocked``, ``check_pending``, ``get_hookimpls()``
+and ``HookImpl.plugin_name``); nothing is cached between processes.
 
-:class:`HookFacade` types the non-registry hooks, so no kernel code calls
-``pm.hook.x(...)`` untyped (tox's pattern); :class:`PluginManager` inherits it.
-
-.. versionadded:: 0.1
+:class:`PluginManager` has one typed method per hook the kernel calls (tox's pattern), so
+no kernel code calls ``pm.hook.x(...)`` untyped.
 """
 
 from __future__ import annotations
 
-import contextvars
-import functools
 import inspect
 import os
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -47,7 +44,9 @@ from ._registry import (
     DISABLE_ENV,
     KIND_NAMES,
     KINDS,
+    SINGLETONS,
     Collector,
+    Lazy,
     Registration,
     Registry,
     resolve,
@@ -70,8 +69,6 @@ __all__ = [
     "register",
     "set_plugin_manager",
     "unregister",
-    "HookFacade",
-    "HookObserver",
     "EntryPointLike",
     "Plugin",
     "check_compatible",
@@ -79,7 +76,7 @@ __all__ = [
 ]
 
 
-# -- loading: entry points, requirements, which plugin a hook call comes from --------------
+# -- loading: entry points and requirements -------------------------------------------------
 
 ENTRY_POINT_GROUP = "plait"
 IN_PROCESS = "(in-process)"
@@ -89,8 +86,8 @@ CORE_DISTRIBUTION = "plait-core"
 #: ``plait-core`` (no catalog installed) still says what durable runs and ``plait.load``
 #: need; ``plait_provided_names`` answers for everything else.
 _SEAMS: dict[tuple[str, str], str] = {
-    ("durability", "checkpoints"): "plait-durable",  # _workflow.DURABILITY
-    ("documents", "documents"): "plait-documents",  # _building.DOCUMENTS
+    ("hook", "plait_durability"): "plait-durable",
+    ("hook", "plait_documents"): "plait-documents",
 }
 
 
@@ -100,7 +97,7 @@ def core_version() -> str:
 
 
 class EntryPointLike(Protocol):
-    """What the loader needs of an entry point (real or fake, see ``plait.testing``).
+    """What the loader needs of an entry point (real or fake, see ``plait_testing``).
 
     A real one is an :class:`importlib.metadata.EntryPoint`; its ``dist`` (when it has one)
     answers ``name``, ``version`` and ``requires``.
@@ -245,125 +242,76 @@ def check_compatible(requires: Iterable[str], plugin: Plugin, running_version: s
             )
 
 
-# -- which plugin is calling ``register`` ------------------------------------------------------
-
-#: The plugin whose registry hook implementation is running (set by :class:`HookAdapter`).
-CALLING_PLUGIN: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "plait_calling", default=None
-)
-
-
-class HookFailed(Exception):
-    """A registry hook implementation raised; carries which plugin's (cause chained)."""
-
-    def __init__(self, plugin_name: str) -> None:
-        super().__init__(plugin_name)
-        self.plugin_name = plugin_name
-
-
-class HookAdapter:
-    """What pluggy registers for one plugin: the plugin's hook implementations, those of
-    registry hooks wrapped so that ``register`` knows which plugin calls it and a failure
-    names the plugin. pluggy calls them as it calls any plugin's (``tryfirst``, ``trylast``
-    and wrappers apply); the plugin object itself is never changed.
-
-    :param obj: the plugin (a module, a class or an object with hook implementations).
-    :param name: the plugin's name.
-    :param implementations: hook name -> (function, pluggy's hookimpl options), as
-        :func:`hook_implementations` finds them.
-    """
-
-    def __init__(
-        self,
-        obj: Any,
-        name: str,
-        implementations: dict[str, tuple[Callable[..., Any], dict[str, Any]]],
-    ) -> None:
-        self.plugin = obj
-        self.name = name
-        self.options: dict[str, dict[str, Any]] = {}
-        for hook_name, (function, options) in implementations.items():
-            self.options[hook_name] = options
-            wraps_calls = options.get("wrapper") or options.get("hookwrapper")
-            if hook_name in KINDS and not wraps_calls:
-                function = _attributed(function, name)
-            setattr(self, hook_name, function)
-
-    def __repr__(self) -> str:
-        return f"<plugin {self.name!r}: {self.plugin!r}>"
-
-
-def _attributed(function: Callable[..., Any], plugin_name: str) -> Callable[..., Any]:
-    """``function`` (a registry hook implementation) marking which plugin is calling
-    ``register`` while it runs, and which plugin failed when it raises."""
-
-    @functools.wraps(function)  # pluggy reads the argument names through __wrapped__
-    def call(*args: Any, **kwargs: Any) -> Any:
-        token = CALLING_PLUGIN.set(plugin_name)
-        try:
-            return function(*args, **kwargs)
-        except HookFailed:
-            raise
-        except Exception as exc:
-            raise HookFailed(plugin_name) from exc
-        finally:
-            CALLING_PLUGIN.reset(token)
-
-    return call
+# -- registering a plugin's hook implementations ---------------------------------------------
 
 
 class HookManager(pluggy.PluginManager):
-    """pluggy's manager, taking a :class:`HookAdapter`'s implementations as they were found
-    on the plugin (so a marker on a ``classmethod`` or ``staticmethod`` counts)."""
+    """pluggy's manager, looking only at a plugin's ``plait_*`` attributes (pluggy's
+    documented way to choose what counts as a hook implementation): one is named for its
+    hook, and reading every attribute of every plugin module, as pluggy does by default,
+    costs each ``plait`` command about 10 ms instead of 1 for the first-party plugins."""
 
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
-        if isinstance(plugin, HookAdapter):
-            return plugin.options.get(name)
+        if not name.startswith("plait_"):
+            return None
         return super().parse_hookimpl_opts(plugin, name)
 
 
-def hook_implementations(
-    pm: pluggy.PluginManager, obj: Any
-) -> dict[str, tuple[Callable[..., Any], dict[str, Any]]]:
-    """The hook implementations of ``obj``: every ``plait_*`` attribute pluggy's marker
-    (``plait.hookimpl``) is on. Other names are not looked at: reading every attribute of a
-    plugin module costs a cold start, and a hook implementation is named for its hook."""
-    found: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
-    for name in dir(obj):
-        if not name.startswith("plait_"):
-            continue
-        options = pm.parse_hookimpl_opts(obj, name)
-        if options is not None:
-            found[name] = (getattr(obj, name), dict(options))
-    return found
-
-
 def register_hooks(pm: pluggy.PluginManager, obj: Any, name: str) -> None:
-    """Register ``obj``'s hook implementations with ``pm`` under ``name`` (through a
-    :class:`HookAdapter`), or raise :class:`~plait.RegistrationError` leaving nothing
-    registered: no coroutines, only hooks Plait specifies (pluggy's ``check_pending``), with
-    arguments their specification has."""
-    implementations = hook_implementations(pm, obj)
-    for hook_name, (function, _) in implementations.items():
+    """Register ``obj``'s hook implementations with ``pm`` under ``name``, or raise
+    :class:`~plait.RegistrationError` leaving nothing registered: no coroutines, only hooks
+    Plait specifies (pluggy's ``check_pending``), with arguments their specification has."""
+    try:
+        pm.register(obj, name=name)
+    except pluggy.PluginValidationError as exc:
+        raise RegistrationError(f"plugin {name!r}: {exc}") from exc
+    except ValueError as exc:  # pluggy: this name (or this object) is registered already
+        raise PluginConflictError(f"plugin {name!r} cannot be registered: {exc}") from exc
+    mine = [
+        (caller.name, impl)
+        for caller in pm.get_hookcallers(obj) or ()
+        for impl in caller.get_hookimpls()
+        if impl.plugin_name == name
+    ]
+    for hook_name, impl in mine:
+        function = impl.function
         if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
+            pm.unregister(name=name)
             raise RegistrationError(
                 f"hook implementation {hook_name!r} of plugin {name!r} is a coroutine; "
                 "Plait hooks are synchronous (register async objects instead)"
             )
-    try:
-        pm.register(HookAdapter(obj, name, implementations), name=name)
-    except pluggy.PluginValidationError as exc:
-        raise RegistrationError(f"plugin {name!r}: {exc}") from exc
-    except ValueError as exc:  # pluggy: this name is registered already
-        raise PluginConflictError(f"plugin {name!r} cannot be registered: {exc}") from exc
+        if (impl.wrapper or impl.hookwrapper) and (hook_name in KINDS or hook_name in SINGLETONS):
+            pm.unregister(name=name)
+            raise RegistrationError(
+                f"hook implementation {hook_name!r} of plugin {name!r} is a hook wrapper; "
+                "the kernel calls each plugin's implementation of this hook on its own (so "
+                "what it registers is that plugin's), and a wrapper would never run"
+            )
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
-        unknown = [h for h in implementations if not getattr(pm.hook, h).has_spec()]
+        unknown = [caller.name for caller in pm.get_hookcallers(obj) or () if not caller.has_spec()]
         pm.unregister(name=name)
         raise RegistrationError(
             f"plugin {name!r} implements unknown hook {', '.join(map(repr, unknown))}"
         ) from exc
+
+
+def call_each(pm: pluggy.PluginManager, hook_name: str) -> Iterator[pluggy.HookImpl]:
+    """The implementations of ``hook_name``, in pluggy's call order (``tryfirst`` and
+    ``trylast`` apply), for the kernel to call one at a time (:func:`call_impl`): what a
+    call registers, returns or raises is that plugin's, and pluggy says which plugin an
+    implementation belongs to (``HookImpl.plugin_name``), so nothing is wrapped to find
+    out. Wrappers are refused on such hooks (:func:`register_hooks`)."""
+    caller: pluggy.HookCaller = getattr(pm.hook, hook_name)
+    return reversed(caller.get_hookimpls())
+
+
+def call_impl(impl: pluggy.HookImpl, **kwargs: Any) -> Any:
+    """Call one hook implementation with the arguments it takes (pluggy passes arguments
+    by name, and an implementation may take fewer than its specification)."""
+    return impl.function(*(kwargs[name] for name in impl.argnames))
 
 
 # -- messages ------------------------------------------------------------------------------------
@@ -394,102 +342,7 @@ def unknown_disabled(disabled: frozenset[str], plugins: Iterable[Plugin]) -> str
 # -- the plugin manager --------------------------------------------------------------------
 
 
-class HookFacade:
-    """One typed method per observer hook (the command hook is on the manager, which loads
-    plugins first)."""
-
-    pm: pluggy.PluginManager
-    _observers: tuple[bool, bool, bool, bool] | None
-
-    def observers(self) -> tuple[bool, bool, bool, bool]:
-        """Whether any plugin implements run_started, superstep_finished, run_finished,
-        observe_run."""
-        if self._observers is None:
-            hook = self.pm.hook
-            self._observers = (
-                bool(hook.plait_run_started.get_hookimpls()),
-                bool(hook.plait_superstep_finished.get_hookimpls()),
-                bool(hook.plait_run_finished.get_hookimpls()),
-                bool(hook.plait_observe_run.get_hookimpls()),
-            )
-        return self._observers
-
-    def notify_superstep_finished(self, run_id: str, superstep: int, ids: list[str]) -> None:
-        """Call ``plait_superstep_finished``."""
-        self.pm.hook.plait_superstep_finished(run_id=run_id, superstep=superstep, executor_ids=ids)
-
-    def notify_run_finished(self, run_id: str, status: str, error: BaseException | None) -> None:
-        """Call ``plait_run_finished``."""
-        self.pm.hook.plait_run_finished(run_id=run_id, status=status, error=error)
-
-    def observe_run(
-        self, run_id: str, workflow: Any, superstep: int, resumed: Any = None
-    ) -> RunObserver | None:
-        """The one observer of this run, or ``None`` — at once, and without calling any
-        hook, when no plugin observes runs: what ``plait_observe_run`` returns, plus the
-        ``plait_superstep_finished`` and ``plait_run_finished`` hooks as an observer
-        (:class:`HookObserver`). Calls ``plait_run_started`` first."""
-        started, superstep_hook, finished, observe = self.observers()
-        if not (started or superstep_hook or finished or observe):
-            return None
-        if started:
-            self.pm.hook.plait_run_started(run_id=run_id, workflow=workflow)
-        found = []
-        if observe:
-            found = self.pm.hook.plait_observe_run(
-                run_id=run_id, workflow=workflow, superstep=superstep, resumed=resumed
-            )  # implementations that return None are left out by pluggy
-        from ._observer import combine
-
-        if superstep_hook or finished:
-            found = [HookObserver(self, run_id), *found]
-        return combine(found)
-
-
-class HookObserver:
-    """The ``plait_superstep_finished`` and ``plait_run_finished`` hooks, as a
-    :class:`~plait.spi.RunObserver` of one run: the runner has one seam, and these
-    hooks are told through it (what they are not told of, it ignores)."""
-
-    def __init__(self, manager: Any, run_id: str) -> None:
-        self.manager = manager
-        self.run_id = run_id
-        self.executor_ids: tuple[str, ...] = ()
-
-    def superstep_started(self, superstep: int, executor_ids: tuple[str, ...]) -> None:
-        self.executor_ids = executor_ids
-
-    def superstep_finished(self, superstep: int, error: BaseException | None) -> None:
-        if error is None:
-            self.manager.notify_superstep_finished(self.run_id, superstep, list(self.executor_ids))
-
-    def run_finished(self, status: str, error: BaseException | None) -> None:
-        self.manager.notify_run_finished(self.run_id, status, error)
-
-    def invocation_started(self, invocation: Any) -> None:
-        return None
-
-    def invocation_retrying(
-        self, handle: Any, attempt: int, delay: float, error: BaseException
-    ) -> None:
-        return None
-
-    def invocation_finished(
-        self, handle: Any, attempt: int, status: str, error: BaseException | None
-    ) -> None:
-        return None
-
-    def request(self, executor_id: str, request_id: str, superstep: int) -> None:
-        return None
-
-    def checkpoint_written(self, checkpoint_id: str, superstep: int, status: str) -> None:
-        return None
-
-    def checkpoint_metadata(self) -> None:
-        return None
-
-
-class PluginManager(HookFacade):
+class PluginManager:
     """Plait's plugin manager: a typed facade over a :class:`pluggy.PluginManager`.
 
     :param entry_points: entry points to load instead of the installed ones (tests).
@@ -514,11 +367,17 @@ class PluginManager(HookFacade):
             self.pm.set_blocked(blocked)
         self.running_version = running_version or core_version()
         self._plugins: dict[str, Plugin] = {}
-        self._registries: dict[str, Registry[Any]] | None = None
         self._loaded = False
-        self._observers: tuple[bool, bool, bool, bool] | None = None
         self._conflicts: dict[str, list[str]] = {}
+        self._changed()
+
+    def _changed(self) -> None:
+        """Forget everything worked out from the registered hook implementations: called
+        whenever they change (a plugin registered or unregistered), and nowhere else."""
+        self._registries: dict[str, Registry[Any]] | None = None
+        self._observing: bool | None = None
         self._provided: dict[tuple[str, str], str] | None = None
+        self._singletons: dict[str, Any] = {}
 
     # -- loading ---------------------------------------------------------------
 
@@ -581,10 +440,8 @@ class PluginManager(HookFacade):
             if plugin.obj is not None:
                 self._unregister_hooks(plugin.name)
         self._plugins = {}
-        self._registries = None
-        self._observers = None
-        self._provided = None
         self._loaded = False
+        self._changed()
 
     def _warn_unknown_disabled(self) -> None:
         message = unknown_disabled(self.disabled, self._plugins.values())
@@ -607,29 +464,21 @@ class PluginManager(HookFacade):
             )
             err.__cause__ = exc
         plugin.error = err
-        self._registries = None
-        self._observers = None
         return err
 
     def _register_hooks(self, obj: Any, name: str) -> None:
         register_hooks(self.pm, obj, name)
-        self._registries = None
-        self._observers = None
-        self._provided = None
+        self._changed()
 
     def _unregister_hooks(self, name: str) -> None:
         """Remove the hook implementations registered under ``name``, if any."""
         if self.pm.get_plugin(name) is not None:
             self.pm.unregister(name=name)
-        self._registries = None
-        self._observers = None
-        self._provided = None
+        self._changed()
 
     def get_plugin(self, name: str) -> Any:
         """The plugin object registered under ``name`` (a module, a class or an object with
         hook implementations), or ``None``.
-
-        .. versionadded:: 0.1
         """
         plugin = self._plugins.get(name)
         return None if plugin is None else plugin.obj
@@ -764,8 +613,6 @@ class PluginManager(HookFacade):
         """Where ``name`` of ``kind``, not installed here, comes from and how to install it
         — "it comes with plait-redis (HOW)", HOW from :meth:`how_to_install` — or ``None``
         when no plugin knows the name (:meth:`provider`).
-
-        .. versionadded:: 0.1
         """
         distribution = self.provider(kind, name)
         if distribution is None:
@@ -777,8 +624,6 @@ class PluginManager(HookFacade):
         "install the distribution NAME" (no command: one that fails is worse than none).
         A hint that raises is a :class:`PlaitWarning`. Only the plugins loaded already
         answer (a failed lookup has loaded them).
-
-        .. versionadded:: 0.1
         """
         how: Any = None
         try:
@@ -793,35 +638,94 @@ class PluginManager(HookFacade):
             return f"install the distribution {distribution}"
         return how
 
-    def _calling_plugin(self) -> Plugin:
-        name = CALLING_PLUGIN.get()
-        if name is None or name not in self._plugins:
-            raise RegistrationError(
-                "register() was called outside a plugin's registry hook implementation "
-                "(a hook wrapper must not register)"
-            )
-        return self._plugins[name]
-
     def _collect(
         self,
     ) -> tuple[dict[str, dict[str, list[Registration[Any]]]], list[PluginLoadError]]:
-        """Call each registry hook once, through pluggy (so ``tryfirst``, ``trylast`` and
-        wrappers apply), with a collector that knows which plugin each call comes from."""
+        """Call each registry hook's implementations one at a time, in pluggy's order (so
+        ``tryfirst`` and ``trylast`` apply), each with a ``register`` that knows its
+        plugin: a failure is that plugin's, in phase ``validate``."""
         collected: dict[str, dict[str, list[Registration[Any]]]] = {k: {} for k in KIND_NAMES}
         for hook_name, (kind, check) in KINDS.items():
-            caller = getattr(self.pm.hook, hook_name)
-            if not caller.get_hookimpls():
-                continue
             regs: list[Registration[Any]] = []
-            try:
-                caller(register=Collector(kind, check, self._calling_plugin, regs))
-            except HookFailed as failed:
-                plugin = self._plugins[failed.plugin_name]
-                cause = failed.__cause__ or failed
-                return collected, [self._fail(plugin, "validate", cause)]
+            for impl in call_each(self.pm, hook_name):
+                plugin = self._plugins[impl.plugin_name]
+                try:
+                    call_impl(impl, register=Collector(kind, check, plugin, regs))
+                except Exception as exc:
+                    return collected, [self._fail(plugin, "validate", exc)]
             for reg in regs:
                 collected[reg.kind].setdefault(reg.name, []).append(reg)
         return collected, []
+
+    def _first(self, hook_name: str, kind: str, what: str) -> Any:
+        """What the first plugin to answer ``hook_name`` (a ``firstresult`` hook) gives,
+        checked against the protocol of ``kind`` and kept until the plugins change.
+
+        :raises UnknownNameError: no plugin answers, naming the distribution that would.
+        :raises PluginLoadError: the plugin that answers raises or gives an object that
+            does not fit, naming its distribution, entry point and phase ``validate``.
+        """
+        found = self._singletons.get(hook_name)
+        if found is not None:
+            return found
+        self.load_entrypoints()
+        check = SINGLETONS[hook_name]
+        for impl in call_each(self.pm, hook_name):
+            plugin = self._plugins[impl.plugin_name]
+            try:
+                found = call_impl(impl)
+                if found is None:
+                    continue
+                problem = check(found)
+                if problem is not None:
+                    raise RegistrationError(
+                        f"{hook_name} gave an object that does not fit the {kind} protocol: "
+                        f"{problem}"
+                    )
+            except Exception as exc:
+                raise self._fail(plugin, "validate", exc) from exc
+            if isinstance(found, Lazy):
+                found.origin = (kind, hook_name, plugin)
+            self._singletons[hook_name] = found
+            return found
+        hint = self.install_hint("hook", hook_name)
+        raise UnknownNameError(
+            f"no installed plugin gives the {kind} (for {what}): none implements {hook_name}"
+            + (f" — {hint}" if hint else "")
+        )
+
+    def durability(self, what: str) -> Any:
+        """The durability (``plait_durability``; ``plait-durable`` gives it), for ``what``:
+        a :class:`plait.spi.Durability`.
+
+        :raises UnknownNameError: no plugin gives one, naming the distribution to install.
+        """
+        return self._first("plait_durability", "durability", what)
+
+    def documents(self, what: str) -> Any:
+        """The documents machinery (``plait_documents``; ``plait-documents`` gives it), for
+        ``what``: a :class:`plait.spi.Documents`.
+
+        :raises UnknownNameError: no plugin gives one, naming the distribution to install.
+        """
+        return self._first("plait_documents", "documents", what)
+
+    def observe_run(
+        self, run_id: str, workflow: Any, superstep: int, resumed: Any = None
+    ) -> RunObserver | None:
+        """The one observer of this run (what the ``plait_observe_run`` implementations
+        return, combined), or ``None`` — at once, and without calling any hook, when no
+        plugin observes runs."""
+        if self._observing is None:
+            self._observing = bool(self.pm.hook.plait_observe_run.get_hookimpls())
+        if not self._observing:
+            return None
+        found = self.pm.hook.plait_observe_run(
+            run_id=run_id, workflow=workflow, superstep=superstep, resumed=resumed
+        )  # implementations that return None are left out by pluggy
+        from ._observer import combine
+
+        return combine(found)
 
     def register_commands(self, cli: Any) -> None:
         """Call ``plait_register_commands`` (after loading plugins) so they add CLI commands."""
@@ -831,7 +735,9 @@ class PluginManager(HookFacade):
     # -- reporting ---------------------------------------------------------------
 
     def describe(self) -> list[PluginInfo]:
-        """Every plugin with its distribution, version, entry point, status and registrations.
+        """Every plugin with its distribution, version, entry point, status and registrations
+        (kind -> names; kind ``hook`` lists the ``firstresult`` hooks it answers, such as
+        ``plait_durability``).
 
         Never raises for a broken plugin: it is listed as ``failed`` with its error.
         """
@@ -840,12 +746,21 @@ class PluginManager(HookFacade):
             self._build_registries()
         assert self._registries is not None
         infos: list[PluginInfo] = []
+        gives = {
+            hook_name: {
+                impl.plugin_name for impl in getattr(self.pm.hook, hook_name).get_hookimpls()
+            }
+            for hook_name in SINGLETONS
+        }
         for plugin in self._plugins.values():
             registered: dict[str, list[str]] = {}
             for kind, registry in self._registries.items():
                 names = [r.name for r in registry.values() if r.plugin == plugin.name]
                 if names:
                     registered[kind] = names
+            hooks = [hook_name for hook_name, givers in gives.items() if plugin.name in givers]
+            if hooks:  # what there is one of: the hook it answers
+                registered["hook"] = sorted(hooks)
             infos.append(
                 PluginInfo(
                     name=plugin.name,

@@ -1,11 +1,9 @@
 """Registries: what plugins registered, by kind and name, and the rules for names.
 
-Each registry hook's ``register`` callback is a :class:`_Collector`: it checks the object
+Each registry hook's ``register`` callback is a :class:`Collector`: it checks the object
 against its kind's protocol at once and records which plugin and distribution gave it.
 Two registrations of one name are an error naming both distributions unless one says
 ``replaces=`` (:func:`resolve`).
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ __all__ = [
     "Registration",
     "Registry",
     "lazy",
-    "lazy_exports",
 ]
 
 DISABLE_ENV = "PLAIT_DISABLE_PLUGINS"
@@ -103,8 +100,6 @@ def lazy(ref: str, *, provides: tuple[str, ...] = (), **static: Any) -> Lazy:
     when the object is first used. ``provides`` names the protocol attributes it has (the
     registry checks those names instead of importing); ``static`` attributes are answered
     at once (``suffixes=(".flow",)``).
-
-    .. versionadded:: 0.1
     """
     return Lazy(ref, frozenset(provides), dict(static))
 
@@ -132,19 +127,23 @@ KINDS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "plait_register_converters": ("converter", _has("source", "target", "fn", "lossless")),
     "plait_register_checkpoint_stores": ("checkpoint_store", _is_callable),
     "plait_register_loaders": ("loader", _has("load")),
-    "plait_register_documents": ("documents", _has("load", "load_spec", "agent_names")),
     "plait_register_fragments": ("fragment", _has("build")),
     "plait_register_agents": ("agent", _is_agent),
     "plait_register_expression_languages": ("expression_language", _has("compile")),
     "plait_register_exporters": ("exporter", _has("export")),
     "plait_register_placements": ("placement", _has("invoke")),
-    "plait_register_durability": (
-        "durability",
-        _has("run", "open_store", "load", "restore", "snapshot", "pending_requests", "fingerprint"),
-    ),
     "plait_register_schedules": ("schedule", _has("pays", "start", "decode_cut")),
 }
 KIND_NAMES = [kind for kind, _ in KINDS.values()]
+
+#: ``firstresult`` hook name -> protocol check of the one object it gives (the first plugin
+#: to answer wins; ``tryfirst=True`` puts a replacement before the plugin it replaces).
+SINGLETONS: dict[str, Callable[[Any], str | None]] = {
+    "plait_durability": _has(
+        "run", "open_store", "load", "restore", "snapshot", "pending_requests", "fingerprint"
+    ),
+    "plait_documents": _has("load", "load_spec", "agent_names"),
+}
 
 
 @attrs.frozen
@@ -220,23 +219,24 @@ class Registry(Generic[T]):
 
 
 class Collector:
-    """The ``register`` callback handed to a registry hook.
+    """The ``register`` callback handed to one plugin's registry hook implementation.
 
-    :param owner: returns the plugin record (``name``, ``distribution``) of the hook
-        implementation calling ``register`` — one hook call serves every plugin.
+    :param plugin: the plugin record (``name``, ``distribution``) of that implementation:
+        pluggy says which plugin an implementation belongs to, and each is called with its
+        own collector.
     """
 
     def __init__(
         self,
         kind: str,
         check: Callable[[Any], str | None],
-        owner: Callable[[], Any],
+        plugin: Any,
         out: list[Registration[Any]],
     ) -> None:
-        self.kind, self.check, self.owner, self.out = kind, check, owner, out
+        self.kind, self.check, self.plugin, self.out = kind, check, plugin, out
 
     def __call__(self, name: str, obj: Any, *, replaces: str | None = None) -> None:
-        plugin = self.owner()
+        plugin = self.plugin
         if not isinstance(name, str) or not name:
             raise RegistrationError(f"{self.kind} names must be non-empty strings, got {name!r}")
         problem = self.check(obj)
@@ -271,27 +271,3 @@ def resolve(
         f"{kind} {name!r} is registered by both {who}; uninstall or disable one "
         f"({DISABLE_ENV}=name), or pass replaces='<distribution>' in the one that should win"
     )
-
-
-def lazy_exports(package: str, homes: dict[str, str]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` (PEP 562) for a plugin package whose public names live in
-    submodules it should not import when plugins load: ``homes`` maps each name to its
-    submodule (``{"ShellKind": "shell"}``); a name is imported on first use and kept.
-
-    Use: ``__getattr__ = lazy_exports(__name__, {...})``.
-
-    .. versionadded:: 0.1
-    """
-    import sys
-
-    def __getattr__(name: str) -> Any:
-        home = homes.get(name)
-        if home is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        import importlib
-
-        value = getattr(importlib.import_module(f"{package}.{home}"), name)
-        setattr(sys.modules[package], name, value)
-        return value
-
-    return __getattr__

@@ -12,8 +12,6 @@ A delivery is a ``(target_id, message)`` tuple; ``route`` returns a list of them
 Merge strategies are registered by name through ``plait_register_merge_strategies``; the
 ``plait-merge`` plugin ships ``list`` (the default), ``concat``, ``concat_newline``,
 ``first``, ``last`` and ``keyed``.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -49,11 +47,9 @@ class RouterEnv(Protocol):
 
     def callable(self, value: Any, *, what: str, role: str = "predicate") -> Callable[..., Any]:
         """The Python callable for code the spec records in an option (an expression
-        ``{"expr": ...}`` or an import path ``{"ref": ...}``, see :mod:`plait.refs`);
+        ``{"expr": ...}`` or an import path ``{"ref": ...}``, see :func:`plait.spi.import_ref`);
         ``role`` is ``predicate`` (``fn(message) -> bool``) or ``selection``
         (``fn(message, targets) -> list[str]``). Errors name ``what``.
-
-        .. versionadded:: 0.1
         """
         ...
 

@@ -28,8 +28,6 @@ What a run's :class:`~plait.spi.RunObserver` is told (the interface, in
 :mod:`plait._observer`), and when, is this module's too (:class:`Observation`): the runner
 tells it in the task that does the work, and tracks a message's senders through routing
 without copying or changing the message. Nobody listening costs one test per superstep.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -297,8 +295,6 @@ class RunCommit(Protocol):
     """The runner's commit seam: what a durable run (``plait-durable``'s checkpointer) is
     told at each barrier, so that it can make the run's progress durable. The runner calls
     it; it never replaces a method of the runner.
-
-    .. versionadded:: 0.1
     """
 
     async def after_superstep(self, runner: Runner, inbox: Inbox) -> None:
@@ -323,8 +319,6 @@ class Schedule(Protocol):
     messages (or an executor taking several on arrival) it asks :meth:`pays`, and if so
     hands the run over (:meth:`start`, then :meth:`ScheduleRun.run`) until the schedule
     hands it back in lockstep. A run resumed from a cut this schedule took starts in it.
-
-    .. versionadded:: 0.1
     """
 
     def pays(self, graph: CompiledGraph, inbox: Inbox) -> bool:
@@ -353,8 +347,6 @@ class Schedule(Protocol):
 class ScheduleRun(Protocol):
     """One stretch of a run in a :class:`Schedule` (made by :meth:`Schedule.start`), and the
     consistent cut a checkpointer takes of it (:meth:`RunCommit.after_cut`).
-
-    .. versionadded:: 0.1
     """
 
     #: the run's state
@@ -1005,7 +997,7 @@ async def invoke_with_policy(
 ) -> None:
     """Run one invocation of ``eid``'s handler ``call`` on ``message`` (the ``index``-th of
     its deliveries this superstep) under ``policy`` (retries, a timeout, or an error edge
-    that takes its failures): every attempt runs against :class:`~plait.state.Effects` of
+    that takes its failures): every attempt runs against :class:`~plait._state.Effects` of
     its own and a deep copy of the executor's state, and only the attempt that succeeds is
     committed to ``run``. Failures are read by :func:`failure`, as every invocation's are.
 

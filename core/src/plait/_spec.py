@@ -9,8 +9,6 @@ refused on resume.
 The code a spec needs is recorded as references (import paths and expressions, below):
 :func:`resolve_ref` turns one back into the object, and only imports when the caller
 allows it.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -97,10 +95,6 @@ class NodeSpec:
         function defined in ``__main__``), or ``None`` when it can.
     :param placement: where its invocations run (a registered placement name such as
         ``ray``); ``None`` follows the workflow's :attr:`WorkflowSpec.placement`.
-
-    .. versionchanged:: 0.1 ``order`` (the pipelined schedule).
-    .. versionchanged:: 0.1 ``uses``, policies and ``nonportable`` (workflows as data);
-       ``placement`` (scale-out).
     """
 
     id: str
@@ -150,7 +144,7 @@ class WorkflowSpec:
     :param retry: the default retry policy of every executor without one of its own.
     :param timeout: the default per-invocation timeout, in seconds.
     :param placement: where invocations run unless a node says otherwise (``None`` and
-        ``"local"``: anyio tasks in this process; see :mod:`plait.placement`).
+        ``"local"``: anyio tasks in this process; see :class:`plait.spi.Placement`).
     """
 
     name: str | None
@@ -189,8 +183,6 @@ class WorkflowSpec:
         """The number of executors on the longest path through the graph (error edges
         included), or ``None`` when the graph has a cycle: without one, a run from one
         message ends within that many supersteps (plus one per answered request).
-
-        .. versionadded:: 0.1
         """
         succ = self.successors()
         waiting = {node: 0 for node in succ}
@@ -283,7 +275,7 @@ class WorkflowSpec:
         return found
 
     def check_portable(self) -> None:
-        """Raise :class:`~plait.refs.NotPortableError` naming every node and edge that
+        """Raise :class:`~plait.NotPortableError` naming every node and edge that
         cannot leave this process."""
         found = self.nonportable()
         if found:
@@ -298,7 +290,7 @@ class WorkflowSpec:
     def to_dict(self, *, portable: bool = True) -> dict[str, Any]:
         """JSON-ready dict (cattrs unstructure).
 
-        :param portable: refuse (:class:`~plait.refs.NotPortableError`) a spec holding code
+        :param portable: refuse (:class:`~plait.NotPortableError`) a spec holding code
             only this process has; ``False`` dumps it anyway (for display).
         """
         if portable:

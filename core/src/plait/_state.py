@@ -1,8 +1,6 @@
 """What one run changes: :class:`RunState` (messages in flight, outputs, per-executor and
 shared state, router state, visits, pending requests). Workflows and executors stay
 untouched by runs.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -120,7 +118,7 @@ class RunState:
         #: failed attempts so far of invocations being retried ("superstep:executor:index")
         self.attempts: dict[str, int] = {}
         self.emit = emit
-        #: what a plugin observes this run with (:mod:`plait.observe`), if any
+        #: what a plugin observes this run with (:class:`plait.spi.RunObserver`), if any
         self.observer: RunObserver | None = None
         #: what the observers of the run this one resumes left with its checkpoint
         self.observed: Mapping[str, Any] | None = None

@@ -5,8 +5,6 @@ and a live, read-only view (:class:`RunWatch`) for displays that look at it at t
 a progress display keeps the view and reads it a few times a second (from a task or a
 thread of its own). Nothing is built or called per superstep for it, so watching a run
 costs the run nothing — unlike ``events="all"``, which builds four events per superstep.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -232,8 +230,6 @@ class RunWatch:
     def superstep(self) -> int:
         """The number of the superstep running (or that ran last); in the pipelined
         schedule, the lowest superstep with work (branches may run ahead of it).
-
-        .. versionchanged:: 0.1 the pipelined schedule's.
         """
         pipelined = self._pipelined()
         if pipelined is not None:

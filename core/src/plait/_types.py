@@ -10,8 +10,6 @@ builder's edge check and the converter search ask ``plait_converters.is_assignab
 run-time rules agree with it: ``Literal`` values match by type and value (``True`` does
 not fit ``Literal[1]``), ``int`` does not fit ``float``, and a ``Protocol`` that is not
 runtime-checkable is checked by member names.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -54,8 +52,6 @@ def normalize(tp: Any) -> Any:
     a string or ``ForwardRef`` becomes ``Any`` (an unresolved forward reference);
     ``Optional``/``Union``/``X | Y`` become a ``typing.Union`` of normalised members, with
     ``Never`` members dropped. Parameters of generics are left as written.
-
-    .. versionadded:: 0.1
     """
     while True:
         if tp is None:
@@ -173,8 +169,6 @@ def _type_name(tp: Any) -> str:
     when imported (:func:`main_module_name`), never ``__main__``: these names go into the
     ids of inserted converter nodes, so a workflow started with ``python app.py`` has the
     topology signature it has when ``plait resume app.py:workflow`` imports ``app``.
-
-    .. versionadded:: 0.1
     """
     if tp is None or tp is NONE_TYPE:
         return "None"
@@ -225,8 +219,6 @@ def main_module_name() -> str:
 
     The module's name, not just the class's, because a short name alone would let two
     scripts' ``Msg`` classes share a converter node id.
-
-    .. versionadded:: 0.1
     """
     main = sys.modules.get("__main__")
     spec = getattr(main, "__spec__", None)
@@ -265,8 +257,6 @@ def is_instance(value: Any, tp: Any) -> bool:
     value; a ``TypedDict`` needs a mapping with its required keys and fitting values; a
     ``Protocol`` uses ``isinstance`` when runtime-checkable and a structural check
     otherwise; a class fits ``type[X]`` when it is ``X`` or a subclass of it.
-
-    .. versionadded:: 0.1
     """
     return _fits(value, normalize(tp))
 
@@ -367,8 +357,6 @@ def is_class_decidable(tp: Any) -> bool:
     class, and unions of these; False for parametrised generics, ``Literal``,
     ``TypedDict`` and ``Protocol``. The runner may cache dispatch by ``type(value)`` when
     this is True.
-
-    .. versionadded:: 0.1
     """
     tp = normalize(tp)
     if tp is Any or tp is Never:

@@ -15,8 +15,6 @@ exactly as a local invocation does. Placements are resolved when a workflow comp
 (:func:`place`): the compiled graph carries, per placed executor, its placement and what
 runs call instead of it (a :class:`PlacedExecutor`), so the runner knows nothing of
 placements, and a graph whose executors all run locally costs nothing.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
-from ._building import DOCUMENTS, AgentLookup, BuildContext
+from ._building import AgentLookup, BuildContext
 from ._context import WorkflowContext
 from ._errors import (
     CheckpointError,
@@ -56,7 +54,6 @@ if TYPE_CHECKING:
     from ._streaming import EventStream
 
 __all__ = [
-    "DURABILITY",
     "Documents",
     "Durability",
     "Workflow",
@@ -80,8 +77,6 @@ LOCAL = "local"
 class Placement(Protocol):
     """Where executor invocations run (registered by name through
     ``plait_register_placements``).
-
-    .. versionadded:: 0.1
     """
 
     async def invoke(
@@ -122,8 +117,6 @@ def place(graph: CompiledGraph) -> None:
     :raises UnknownNameError: a node names a placement no installed plugin registers
         (naming the distribution that provides it, when a first-party one does).
     :raises NotPortableError: a placed node cannot be rebuilt from data elsewhere.
-
-    .. versionadded:: 0.1
     """
     spec = graph.spec
     if spec.placement in (None, LOCAL) and all(
@@ -156,8 +149,6 @@ def place(graph: CompiledGraph) -> None:
 class PlacedExecutor:
     """Stands in for a placed executor during runs: handler lookup (and so an unhandled
     message) stays on the driver; each handler's call goes to the placement.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(self, graph: CompiledGraph, executor: Executor, placement: Any) -> None:
@@ -200,15 +191,12 @@ class PlacedExecutor:
 
 # -- the workflow --------------------------------------------------------------------------
 
-#: The name the durability a workflow's durable calls use is registered under.
-DURABILITY = "checkpoints"
-
 
 @runtime_checkable
 class Durability(Protocol):
     """What makes runs durable: writing checkpoints during a run, and rebuilding a run from
-    them. The kernel runs supersteps; a durability plugin (``plait-durable``) registers one
-    of these as ``"checkpoints"`` (``plait_register_durability``), and :class:`Workflow`
+    them. The kernel runs supersteps; a durability plugin (``plait-durable``) gives one of
+    these (the ``plait_durability`` hook), and :class:`Workflow`
     calls it for ``run(checkpoint=...)``, :meth:`~Workflow.resume`,
     :meth:`~Workflow.pending_requests`, :attr:`~Workflow.fingerprint` and a nested
     workflow's wait for outside input. It checkpoints through the runner's commit seam
@@ -217,8 +205,6 @@ class Durability(Protocol):
     What a checkpoint and a checkpoint store are is the durability's own
     (``plait_durable.Checkpoint``, ``plait_durable.CheckpointStore``): the kernel passes
     stores and checkpoints through without looking inside, and opens no store itself.
-
-    .. versionadded:: 0.1
     """
 
     def fingerprint(self, graph: CompiledGraph) -> Mapping[str, Any]:
@@ -246,8 +232,6 @@ class Durability(Protocol):
         caller closes it (``await store.aclose()``).
 
         :raises UnknownNameError: no installed plugin handles the URL's scheme.
-
-        .. versionadded:: 0.1
         """
         ...
 
@@ -361,8 +345,6 @@ class Workflow:
             refs, condition refs). Pass ``False`` for a spec from an untrusted source.
         :raises LoadError: every node that cannot be built, with its JSON path.
         :raises WorkflowValidationError: every structural problem.
-
-        .. versionadded:: 0.1
         """
         from ._building import build_executors
 
@@ -399,8 +381,6 @@ class Workflow:
         node its kind, config, the code it names and that code's source hash, its policies;
         the edges; the declared types. Resuming a run whose fingerprint differs is refused,
         naming what changed, unless ``accept_changes=True``.
-
-        .. versionadded:: 0.1
         """
         fingerprint = self._durability("Workflow.fingerprint").fingerprint(self._graph)
         return dict(json.loads(json.dumps(fingerprint)))
@@ -423,7 +403,7 @@ class Workflow:
 
         :raises UnknownNameError: none is installed, naming the distribution to install.
         """
-        found: Durability = self._manager.registry("durability").get(DURABILITY, what=what)
+        found: Durability = self._manager.durability(what)
         return found
 
     def _durability_for(self, opts: RunOptions, what: str) -> Durability | None:
@@ -433,8 +413,6 @@ class Workflow:
     def placement_of(self, executor_id: str) -> str:
         """Where ``executor_id``'s invocations run: ``local`` for an executor marked
         ``local = True``, else its node's placement, else the workflow's, else ``local``.
-
-        .. versionadded:: 0.1
         """
         return placement_of(self._graph, executor_id)
 
@@ -635,12 +613,10 @@ class Workflow:
         stream's own (``async with workflow.stream(message) as events: async for event in
         events``; leaving the block cancels the run and waits for it) or the caller's
         (``async for event in workflow.stream(message, task_group=tg)``; leaving the loop
-        or closing the iterator cancels the run). See :class:`~plait.streaming.EventStream`.
+        or closing the iterator cancels the run). See :class:`~plait._streaming.EventStream`.
 
         A failed run yields its ``RunFinished(status=failed)`` event, then raises (unless
         ``raise_on_failure=False``).
-
-        .. versionchanged:: 0.1 ``async with`` form; ``task_group``.
         """
         from ._streaming import EventStream
 
@@ -750,8 +726,6 @@ def with_placement(workflow: Workflow, placement: str | None) -> Workflow:
     ``plait run --placement ray`` is this.
 
     :raises UnknownNameError: no installed plugin provides ``placement``.
-
-    .. versionadded:: 0.1
     """
     spec = workflow.spec
     if placement not in (None, LOCAL):
@@ -774,11 +748,9 @@ def with_placement(workflow: Workflow, placement: str | None) -> Workflow:
 class Documents(Protocol):
     """What loads workflow documents: the machinery behind :func:`load`. The kernel defines
     the loader, agent and fragment registries; a documents plugin (``plait-documents``)
-    registers one of these as ``"documents"`` (``plait_register_documents``): it reads the
+    gives one of these (the ``plait_documents`` hook): it reads the
     text, picks the loader, resolves the document's agent names, checks the capabilities the
     document needs against the caller's grants, and builds the workflow.
-
-    .. versionadded:: 0.1
     """
 
     def load(
@@ -854,13 +826,9 @@ def load(
         any node is built or any code imported), each with its node and position.
     :raises LoadError: every problem in the document, each with its position.
     :raises UnknownNameError: ``plait-documents`` is not installed (naming it).
-
-    .. versionadded:: 0.1
-    .. versionchanged:: 0.1 ``allow`` (capabilities).
-    .. versionchanged:: 0.1 ``agents``.
     """
     manager = plugin_manager or get_plugin_manager()
-    documents: Documents = manager.registry("documents").get(DOCUMENTS, what="plait.load")
+    documents: Documents = manager.documents("plait.load")
     return documents.load(
         source,
         format=format,

@@ -16,14 +16,13 @@ kernel is private (``plait._*``) and may change.
 
 Names are imported on first use, so ``from plait.spi import hookimpl`` in a plugin's entry
 point module costs nothing more than the hook machinery itself.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from . import _exports
 
 if TYPE_CHECKING:
     from ._building import (
@@ -57,6 +56,7 @@ if TYPE_CHECKING:
         spell as spell,
     )
     from ._executor import Handler as Handler
+    from ._exports import lazy_exports as lazy_exports
     from ._graph import CompiledGraph as CompiledGraph
     from ._hookspecs import Register as Register, hookimpl as hookimpl
     from ._observer import Invocation as Invocation, RunObserver as RunObserver, combine as combine
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
         core_version as core_version,
         set_plugin_manager as set_plugin_manager,
     )
-    from ._registry import lazy as lazy, lazy_exports as lazy_exports
+    from ._registry import lazy as lazy
     from ._routing import (
         Delivery as Delivery,
         EdgeRunner as EdgeRunner,
@@ -121,147 +121,5 @@ if TYPE_CHECKING:
         with_placement as with_placement,
     )
 
-#: Where each name lives.
-_HOME = {
-    "Durability": "_workflow",
-    "RunCommit": "_runner",
-    "Runner": "_runner",
-    "RunState": "_state",
-    "main_module_name": "_types",
-    "combine": "_observer",
-    "Schedule": "_runner",
-    "ScheduleRun": "_runner",
-    "Effects": "_state",
-    "delivery_id": "_state",
-    "AgentLookup": "_building",
-    "Documents": "_workflow",
-    "cli_wording": "_errors",
-    "is_cli": "_errors",
-    "spell": "_errors",
-    "CattrsHooks": "_convert",
-    "CompiledExpression": "_building",
-    "CompiledGraph": "_graph",
-    "CompiledTemplate": "_building",
-    "Converter": "_convert",
-    "Delivery": "_routing",
-    "ENTRY_POINT_GROUP": "_plugins",
-    "EdgeRunner": "_routing",
-    "ExecutorKind": "_building",
-    "ExpressionLanguage": "_building",
-    "Handler": "_executor",
-    "Invocation": "_observer",
-    "KINDS": "_plugins",
-    "BuildContext": "_building",
-    "Loader": "_building",
-    "MergeStrategy": "_routing",
-    "PendingRequest": "_state",
-    "Placement": "_workflow",
-    "PluginInfo": "_plugins",
-    "PluginManager": "_plugins",
-    "Register": "_hookspecs",
-    "Registry": "_plugins",
-    "Router": "_routing",
-    "RouterEnv": "_routing",
-    "RunObserver": "_observer",
-    "RunOptions": "_options",
-    "RunScope": "_context",
-    "ContextSnapshot": "_context",
-    "RunWatch": "_streaming",
-    "DELETED": "_context",
-    "TypeFamily": "_convert",
-    "as_executor": "_spec",
-    "build_executors": "_building",
-    "callable_spec": "_spec",
-    "code_ref": "_spec",
-    "compile_expression": "_building",
-    "compile_template": "_building",
-    "core_version": "_plugins",
-    "expression_spec": "_spec",
-    "grant_text": "_errors",
-    "hookimpl": "_hookspecs",
-    "import_ref": "_spec",
-    "is_instance": "_types",
-    "lazy": "_registry",
-    "lazy_exports": "_registry",
-    "load_scope": "_building",
-    "message_converter": "_convert",
-    "nonportable_reason": "_spec",
-    "normalize": "_types",
-    "split": "_types",
-    "union_members": "_types",
-    "is_literal": "_types",
-    "is_newtype": "_types",
-    "is_protocol": "_types",
-    "typeddict_fields": "_types",
-    "tuple_shape": "_types",
-    "union_of": "_types",
-    "set_plugin_manager": "_plugins",
-    "spec_converter": "_spec",
-    "type_name": "_types",
-    "with_placement": "_workflow",
-}
-
-#: Every public name: the type checkers read the imports above (``X as X`` re-exports).
-__all__ = sorted(_HOME)
-
-
-#: Names that left the kernel with the concrete thing they belong to: name -> (the module
-#: that has it now, the distribution it comes with). Asking for one says where it went, as
-#: an ``ImportError`` (``from plait.spi import ...`` would turn an ``AttributeError`` into
-#: a bare "cannot import name"); the kernel never imports a plugin itself.
-_MOVED = {
-    "ConverterGraph": ("plait_converters", "plait-converters"),
-    "converter_graph": ("plait_converters", "plait-converters"),
-    # chaining converters, and the static type check it rests on: the search's, not the runner's
-    "Chain": ("plait_converters", "plait-converters"),
-    "Step": ("plait_converters", "plait-converters"),
-    "find_chain": ("plait_converters", "plait-converters"),
-    "nearest_converters": ("plait_converters", "plait-converters"),
-    "is_assignable": ("plait_converters", "plait-converters"),
-    "LossyConversion": ("plait_builders", "plait-builders"),
-    # one way to build the IR: what every front-end shares, not what the kernel runs
-    "SpecBuilder": ("plait_documents", "plait-documents"),
-    "edge_group_id": ("plait_documents", "plait-documents"),
-    "Problems": ("plait_documents", "plait-documents"),
-    "problem_order": ("plait_documents", "plait-documents"),
-    "did_you_mean": ("plait_documents", "plait-documents"),
-    "check_config": ("plait_documents", "plait-documents"),
-    "config_error": ("plait_documents", "plait-documents"),
-    "json_pointer": ("plait_documents", "plait-documents"),
-    # what a checkpoint is and how its values are encoded: durability's, not the runner's
-    "BlobStore": ("plait_durable", "plait-durable"),
-    "Checkpoint": ("plait_durable", "plait-durable"),
-    "CheckpointInfo": ("plait_durable", "plait-durable"),
-    "CheckpointStore": ("plait_durable", "plait-durable"),
-    "FORMAT_VERSION": ("plait_durable", "plait-durable"),
-    "Lease": ("plait_durable", "plait-durable"),
-    "LeaseHolder": ("plait_durable", "plait-durable"),
-    "RunInfo": ("plait_durable", "plait-durable"),
-    "open_store": ("plait_durable", "plait-durable"),
-    "DecodeError": ("plait_durable", "plait-durable"),
-    "EncodeError": ("plait_durable", "plait-durable"),
-    "declared_types": ("plait_durable", "plait-durable"),
-    "decode_value": ("plait_durable", "plait-durable"),
-    "encode_value": ("plait_durable", "plait-durable"),
-    "type_ref": ("plait_durable", "plait-durable"),
-}
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        if name in _MOVED:
-            module, distribution = _MOVED[name]
-            raise ImportError(
-                f"plait.spi.{name} moved to {module}: use `from {module} import {name}` "
-                f"(it comes with {distribution}: pip install {distribution})",
-                name=__name__,
-            )
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"plait.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = _exports.lazy_exports(__name__)

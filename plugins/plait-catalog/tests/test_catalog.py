@@ -175,17 +175,18 @@ def test_the_kernels_own_seams_name_their_distribution_without_the_catalog() -> 
     # issue 34: checkpointing without plait-durable said "unknown durability
     # 'checkpoints'; installed: none" and named no package
     with pytest.raises(UnknownNameError) as info:
-        _bare().registry("durability").get("checkpoints")
+        _bare().durability("a checkpointed run")
     assert str(info.value) == (
-        "unknown durability 'checkpoints'; installed: none — it comes with plait-durable "
-        "(install the distribution plait-durable)"
+        "no installed plugin gives the durability (for a checkpointed run): none implements "
+        "plait_durability — it comes with plait-durable (install the distribution "
+        "plait-durable)"
     )
     manager = _bare()
     manager.register(plait_catalog, "catalog")
     with pytest.raises(UnknownNameError, match="bash .ci/uv sync --locked;"):
-        manager.registry("durability").get("checkpoints")
+        manager.durability("a checkpointed run")
     with pytest.raises(UnknownNameError, match=r"plait-documents \(part of plait"):
-        manager.registry("documents").get("documents")
+        manager.documents("plait.load")
 
 
 def test_an_optional_command_says_how_to_get_it() -> None:

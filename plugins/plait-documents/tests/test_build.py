@@ -49,12 +49,3 @@ def test_edge_group_ids_number_a_second_group_between_the_same_executors() -> No
     built = spec.build(start="a", name="w", options={"max_supersteps": 5})
     assert built.start == "a" and built.name == "w" and built.options == {"max_supersteps": 5}
     assert [n.id for n in built.nodes] == ["a", "b"] and len(built.edge_groups) == 3
-
-
-def test_the_names_that_left_plait_spi_say_where_they_went() -> None:
-    with pytest.raises(ImportError, match=r"plait.spi.SpecBuilder moved to plait_documents"):
-        from plait.spi import SpecBuilder as _  # noqa: F401
-    import plait.spi
-
-    with pytest.raises(ImportError, match=r"pip install plait-documents"):
-        plait.spi.did_you_mean  # noqa: B018

@@ -1,5 +1,5 @@
 """plait-documents behind the kernel's seam: ``plait.load`` calls the documents machinery it
-registers (``plait_register_documents``), and without it every door into documents names
+gives (``plait_documents``), and without it every door into documents names
 the distribution to install."""
 
 from __future__ import annotations
@@ -42,11 +42,11 @@ async def shout(text: str, ctx: plait.WorkflowContext[str]) -> None:
     await ctx.yield_output(text.upper())
 
 
-def test_plait_documents_registers_the_documents_machinery() -> None:
-    entry = plait.get_plugin_manager().registry("documents").entry("documents")
-    assert entry.distribution == "plait-documents"
-    assert isinstance(entry.obj.resolve(), Documents)
-    assert isinstance(entry.obj.resolve(), plait_documents.Documents)
+def test_plait_documents_gives_the_documents_machinery() -> None:
+    documents = plait.get_plugin_manager().documents("a test")
+    assert documents.origin[2].distribution == "plait-documents"
+    assert isinstance(documents.resolve(), Documents)
+    assert isinstance(documents.resolve(), plait_documents.Documents)
 
 
 def test_plait_load_goes_through_the_seam(plait_register_plugin: Any) -> None:

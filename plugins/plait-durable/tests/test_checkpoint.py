@@ -53,21 +53,7 @@ def test_plain_dicts_are_not_wrapped() -> None:
     assert encode_value({"n": 1, "m": [2]}) == {"n": 1, "m": [2]}
 
 
-# -- where the names went -------------------------------------------------------------
-
-
-def test_names_that_left_plait_spi_say_where_they_went() -> None:
-    import plait.spi
-
-    with pytest.raises(ImportError, match=r"plait.spi.Checkpoint moved to plait_durable: use"):
-        from plait.spi import Checkpoint  # noqa: F401
-    with pytest.raises(ImportError, match=r"pip install plait-durable"):
-        plait.spi.encode_value  # noqa: B018
-    moved = [name for name, (module, _) in plait.spi._MOVED.items() if module == "plait_durable"]
-    assert {"Checkpoint", "CheckpointStore", "open_store", "encode_value"} <= set(moved)
-    for name in moved:  # each is where the error says
-        assert name in plait_durable.__all__
-        assert getattr(plait_durable, name) is not None
+# -- the public modules ---------------------------------------------------------------
 
 
 def test_the_public_modules_hold_what_the_package_exports() -> None:

@@ -58,12 +58,12 @@ def _workflow(manager: PluginManager | None = None) -> plait.Workflow:
     return plait.Workflow(built.spec, dict(built.executors), plugin_manager=manager)
 
 
-def test_plait_durable_registers_the_checkpoints_durability() -> None:
-    registry = PluginManager().registry("durability")
-    entry = registry.entry("checkpoints")
-    assert entry.distribution == "plait-durable"
-    durability = registry.get("checkpoints")
-    # registered lazily: the protocol's methods answer without importing anything first
+def test_plait_durable_gives_the_durability() -> None:
+    manager = PluginManager()
+    durability = manager.durability("a test")
+    assert durability is manager.durability("another test")  # kept until plugins change
+    assert durability.origin[2].distribution == "plait-durable"
+    # given lazily: the protocol's methods answer without importing anything first
     assert isinstance(durability.resolve(), Checkpoints)
     assert isinstance(durability.resolve(), Durability)
 
@@ -114,9 +114,9 @@ async def test_the_runner_calls_the_commit_seam_at_each_barrier() -> None:
             return await Runner(graph, opts, state, live=live, commit=Recording()).run(inbox)
 
     class Plugin:
-        @plait.hookimpl
-        def plait_register_durability(self, register: Any) -> None:
-            register("checkpoints", Recorder(), replaces="plait-durable")
+        @plait.hookimpl(tryfirst=True)  # answers before plait-durable
+        def plait_durability(self) -> Any:
+            return Recorder()
 
     manager = PluginManager()
     manager.register(Plugin(), name="recorder")
@@ -166,7 +166,7 @@ def test_the_public_names_are_listed_and_load() -> None:
 def test_the_names_type_checkers_see_are_the_names_imported_at_run_time() -> None:
     from plait_testing.exports import check_exports
 
-    check_exports(plait_durable, run_time_only={"plait_register_durability"})
+    check_exports(plait_durable, run_time_only={"plait_durability"})
 
 
 class Chooser(Executor):

@@ -106,7 +106,7 @@ def test_the_pytest_plugin_holds_only_prefixed_opt_in_fixtures() -> None:
     assert hooks == []
 
 
-def test_loading_the_plugin_rewrites_no_asserts_and_imports_nothing_of_plait() -> None:
+def test_loading_the_plugin_rewrites_no_asserts_and_imports_only_the_kernels_surface() -> None:
     # what pytest does with the entry point in any project that has plait-testing installed
     code = textwrap.dedent(
         """
@@ -119,7 +119,10 @@ def test_loading_the_plugin_rewrites_no_asserts_and_imports_nothing_of_plait() -
         import plait_testing.plugin
         loaded = sorted(m for m in sys.modules if m.startswith("plait_testing"))
         assert loaded == ["plait_testing", "plait_testing.plugin"], loaded
-        assert "plait" not in sys.modules
+        # the lazy-export helper, and nothing else of the kernel (attrs is not imported)
+        kernel = sorted(m for m in sys.modules if m == "plait" or m.startswith("plait."))
+        assert kernel == ["plait", "plait._exports", "plait.spi"], kernel
+        assert "attrs" not in sys.modules
         """
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -138,15 +141,38 @@ def _package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> type
     return importlib.import_module("lazypkg")
 
 
+#: A package with a hand-written lazy ``__getattr__`` (``check_exports`` checks any).
 LAZY = """
+    import importlib
     from typing import TYPE_CHECKING
-    from plait.spi import lazy_exports
     if TYPE_CHECKING:
         from ._impl import A as A{more}
     _HOME = {homes}
     __all__ = sorted(_HOME)
-    __getattr__ = lazy_exports(__name__, _HOME)
+    def __getattr__(name):
+        if name not in _HOME:
+            raise AttributeError(name)
+        return getattr(importlib.import_module(f"{{__name__}}.{{_HOME[name]}}"), name)
 """
+
+
+def test_check_exports_passes_for_the_kernel_helper(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from plait_testing.exports import check_exports
+
+    body = """
+        from typing import TYPE_CHECKING
+        from plait.spi import lazy_exports
+        if TYPE_CHECKING:
+            from ._impl import A as A, B as B
+        def plait_register_x(register): ...
+        if not TYPE_CHECKING:
+            __getattr__, __dir__ = lazy_exports(__name__)
+    """
+    module = _package(tmp_path, monkeypatch, body)
+    assert module.__all__ == ["A", "B", "plait_register_x"]
+    check_exports(module, run_time_only={"plait_register_x"})
 
 
 def test_check_exports_passes_when_both_lists_agree(
@@ -164,7 +190,8 @@ def test_check_exports_passes_when_both_lists_agree(
     [
         ("", '{"A": "_impl", "B": "_impl"}', "not seen by type checkers: {'B'}"),
         (", B as B", '{"A": "_impl"}', "seen by type checkers but not in __all__: {'B'}"),
-        (", B", '{"A": "_impl", "B": "_impl"}', "B lacks 'as B'"),
+        # an import without ``as`` is for annotations: B is not re-exported
+        (", B", '{"A": "_impl", "B": "_impl"}', "not seen by type checkers: {'B'}"),
     ],
 )
 def test_check_exports_names_what_differs(

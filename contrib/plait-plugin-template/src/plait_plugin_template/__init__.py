@@ -12,8 +12,6 @@ in user code: Plait finds the module through its entry point ``template`` of gro
     takes ``str``; builders insert it where such an edge needs it.
 
 Registry names start with the plugin's name so they never clash with another plugin's.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -26,16 +24,7 @@ import plait
 from plait.spi import Register, lazy, lazy_exports
 
 if TYPE_CHECKING:
-    from ._converter import NOTE_TO_TEXT, note_to_text
-
-__all__ = [
-    "NOTE_TO_TEXT",
-    "LongestMerge",
-    "Note",
-    "note_to_text",
-    "plait_register_converters",
-    "plait_register_merge_strategies",
-]
+    from ._converter import NOTE_TO_TEXT as NOTE_TO_TEXT, note_to_text as note_to_text
 
 
 # -- a merge strategy ---------------------------------------------------------------------
@@ -92,4 +81,5 @@ def plait_register_converters(register: Register) -> None:
 
 
 # the converter's names live in ``_converter``, imported on first use
-__getattr__ = lazy_exports(__name__, {"NOTE_TO_TEXT": "_converter", "note_to_text": "_converter"})
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

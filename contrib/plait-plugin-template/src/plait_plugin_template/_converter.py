@@ -1,7 +1,5 @@
 """The ``template.note_to_text`` converter, imported when a build first looks for a
 conversion (the package registers it with :func:`plait.spi.lazy`).
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -9,8 +9,6 @@ Plait builder, with no import in user code::
 ``textkit.summary_to_text`` (``Summary -> str``) is lossy: builders insert it between a
 ``Summary`` and a ``str`` edge only where lossy conversion is allowed
 (``connect(..., allow_lossy=True)``), or it can be passed as an explicit adapter.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -23,23 +21,13 @@ from plait.spi import Register, lazy, lazy_exports
 
 if TYPE_CHECKING:
     from ._kit import (
-        NORMALIZE,
-        SUMMARIZE,
-        SUMMARY_TO_TEXT,
-        normalize_fragment,
-        summarize_fragment,
-        summary_to_text,
+        NORMALIZE as NORMALIZE,
+        SUMMARIZE as SUMMARIZE,
+        SUMMARY_TO_TEXT as SUMMARY_TO_TEXT,
+        normalize_fragment as normalize_fragment,
+        summarize_fragment as summarize_fragment,
+        summary_to_text as summary_to_text,
     )
-
-__all__ = [
-    "NORMALIZE",
-    "SUMMARIZE",
-    "SUMMARY_TO_TEXT",
-    "Summary",
-    "normalize_fragment",
-    "summarize_fragment",
-    "summary_to_text",
-]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +57,7 @@ def plait_register_converters(register: Register) -> None:
     register("textkit.summary_to_text", summary_to_text)
 
 
-# where each public name lives: a process that loads plugins imports none of them (nor
-# plait-builders) until one is used
-__getattr__ = lazy_exports(__name__, dict.fromkeys(set(__all__) - {"Summary"}, "_kit"))
+# a process that loads plugins imports none of these names (nor plait-builders) until one
+# is used
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

@@ -1,8 +1,6 @@
 """plait-textkit's fragments and converter, imported when one is first used: loading
 plugins (every ``plait`` command) imports the package's registration module only, and this
 module imports plait-builders.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -132,8 +132,6 @@ class ConnectionMixin(abc.ABC):
 
     Subclasses implement :meth:`to_builder` (a fresh :class:`WorkflowBuilder` holding
     their wiring) and get :meth:`as_connection`.
-
-    .. versionadded:: 0.1
     """
 
     name: str | None
@@ -172,10 +170,8 @@ class WorkflowBuilder(ConnectionMixin):
     :param retry: the default :class:`plait.RetryPolicy` of every executor without one.
     :param timeout: the default per-invocation timeout (seconds) of every executor.
     :param placement: where invocations run by default (``"ray"`` with ``plait-ray``;
-        ``None``: on this machine). See :mod:`plait.placement`.
+        ``None``: on this machine). See :class:`plait.spi.Placement`.
     :param run_defaults: default run options (``max_supersteps=…``), checked at once.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(
@@ -230,8 +226,6 @@ class WorkflowBuilder(ConnectionMixin):
             ``"local"``), overriding the builder's.
         :param order: ``"arrival"``: it takes its messages as they arrive in the pipelined
             schedule; ``"canonical"``: one superstep's together; overrides the executor's.
-
-        .. versionchanged:: 0.1 ``order``.
         """
         if not isinstance(executor, Executor):
             raise TypeError(
@@ -356,8 +350,6 @@ class WorkflowBuilder(ConnectionMixin):
             arrived once no pending message can still reach the silent sources.
         :param merge_options: options for the strategy, kept in the group's options as
             ``merge_options`` (``separator=" | "`` for ``concat``).
-
-        .. versionchanged:: 0.1 ``merge_options``.
         """
         srcs = [self._ref(s) for s in sources]
         options = fan_in_options(merge, when=when, merge_options=merge_options)
@@ -408,8 +400,6 @@ class WorkflowBuilder(ConnectionMixin):
 
         The fragment is cloned, never changed: adding it twice gives two independent
         copies. Connect it with :meth:`connect`.
-
-        .. versionadded:: 0.1
         """
         return add_workflow(self, fragment, prefix)
 
@@ -429,8 +419,6 @@ class WorkflowBuilder(ConnectionMixin):
         :param adapter: a converter record or a function reshaping the messages; it
             becomes a visible node ``adapt:<source>-><target>``.
         :param allow_lossy: let converter insertion use lossy converters on this edge.
-
-        .. versionadded:: 0.1
         """
         connect(self, source, target, adapter=adapter, allow_lossy=allow_lossy)
         return self

@@ -5,8 +5,6 @@ its wiring plus the frozen entry/exit metadata (``start``, ``outputs``, ``contra
 :meth:`WorkflowBuilder.add_workflow` merges one under a prefix and returns a
 :class:`ConnectionHandle`, whose :class:`ConnectionPoint`\\ s name the merged executors
 and carry their types, so callers wire fragments without knowing their inner ids.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -30,10 +28,7 @@ SEPARATOR = "/"
 
 
 class CompositionError(PlaitError, ValueError):
-    """Fragments cannot be composed as asked (prefix collision, ambiguous exit, …).
-
-    .. versionadded:: 0.1
-    """
+    """Fragments cannot be composed as asked (prefix collision, ambiguous exit, …)."""
 
 
 def _names(types: Sequence[Any]) -> str:

@@ -17,8 +17,6 @@ A distribution publishes fragments through the ``plait_register_fragments`` hook
 
 and users compose it by name: ``builder.add_workflow("textkit.summarize")``.
 :func:`list_fragments` gives what a ``plait fragments`` command prints.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -52,8 +50,6 @@ class Fragment:
     :param input_types: what it accepts (default: read from the built fragment).
     :param output_types: what its exits send on (default: read from the built fragment).
     :param description: one line for listings.
-
-    .. versionadded:: 0.1
     """
 
     name: str
@@ -82,8 +78,6 @@ class Fragment:
         """The fragment run on its own, as one node of a flow or a DAG runs it: built, with
         what each exit sends yielded as a workflow output (an exit sends on, since a
         fragment is made to be composed, and a built workflow's exit has nowhere to send).
-
-        .. versionadded:: 0.1
         """
         from typing import Any as _Any
 

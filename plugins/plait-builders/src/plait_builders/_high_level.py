@@ -8,8 +8,6 @@ Both share :class:`~plait_builders.ConnectionMixin` with :class:`WorkflowBuilder
 ``.as_connection()`` and ``builder.add_workflow(...)`` work on them. Built alone
 (:meth:`build`), the end of the shape yields the result as a workflow output; composed as
 a fragment, it sends the result on, to whatever it is connected to.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -113,8 +111,6 @@ class SequentialBuilder(HighLevelBuilder):
 
     Built alone, what the last participant sends is yielded by an ``output`` node; as a
     fragment, the last participant is the exit.
-
-    .. versionadded:: 0.1
     """
 
     def _wire(self, builder: WorkflowBuilder, emit: Emit) -> WorkflowBuilder:
@@ -137,8 +133,6 @@ class ConcurrentBuilder(HighLevelBuilder):
 
     The graph is ``dispatch`` -> fan-out -> participants -> fan-in (``merge``, default
     ``list``) -> ``aggregate``. The default aggregator passes the list on unchanged.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(

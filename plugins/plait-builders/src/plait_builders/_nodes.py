@@ -3,8 +3,6 @@
 :class:`FunctionNode` wraps a plain function (sync or async) with declared types; it is
 what explicit adapters, the concurrent dispatcher and default aggregators are made of.
 :func:`clone_executor` copies an executor under a new id for each use of a fragment.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

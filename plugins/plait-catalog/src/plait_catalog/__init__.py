@@ -10,8 +10,6 @@ The table is written down here and nowhere else (the kernel names the distributi
 behind its own two seams, durable runs and documents, itself); tests check it against
 what the installed first-party plugins register and against the root ``pyproject.toml``'s
 extras.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -23,7 +21,8 @@ from plait.spi import hookimpl
 __all__ = ["EXTRAS", "FIRST_PARTY", "install_hint", "plait_install_hint", "plait_provided_names"]
 
 #: distribution -> kind -> the names it registers of that kind (``command``: the ``plait``
-#: sub-commands it adds).
+#: sub-commands it adds; ``hook``: the hooks of which only one plugin's answer counts, such
+#: as ``plait_durability``, that it implements).
 FIRST_PARTY: Mapping[str, Mapping[str, Sequence[str]]] = {
     "plait-routing": {
         "router": ("conditional", "direct", "error", "fan_in", "fan_out", "switch"),
@@ -40,6 +39,8 @@ FIRST_PARTY: Mapping[str, Mapping[str, Sequence[str]]] = {
     "plait-expr": {"expression_language": ("plait",)},
     "plait-llm": {"executor_kind": ("agent",)},
     "plait-ray": {"placement": ("ray",)},
+    "plait-documents": {"hook": ("plait_documents",)},
+    "plait-durable": {"hook": ("plait_durability",)},
     "plait-pipeline": {"schedule": ("pipelined",)},
     "plait-ui": {"command": ("ui",)},
 }

@@ -26,49 +26,32 @@ A name that is taken is a :class:`CommandConflictError`. Commands that run a wor
 resolve a ``TARGET`` argument the way ``plait run`` does with :func:`load_target` (or decide
 its form once with :func:`parse_target` and carry the :class:`Target`). Test a
 command with ``click.testing.CliRunner().invoke(make_cli(), ["greet", "Ada"])``.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from plait.spi import lazy_exports
 
 if TYPE_CHECKING:
-    from ._app import CommandConflictError, PlaitGroup, main, make_cli
-    from ._target import Target, TargetError, load_target, parse_target
-
-__all__ = [
-    "CommandConflictError",
-    "PlaitGroup",
-    "Target",
-    "TargetError",
-    "__version__",
-    "load_target",
-    "main",
-    "make_cli",
-    "parse_target",
-]
+    from ._app import (
+        CommandConflictError as CommandConflictError,
+        PlaitGroup as PlaitGroup,
+        main as main,
+        make_cli as make_cli,
+    )
+    from ._target import (
+        Target as Target,
+        TargetError as TargetError,
+        load_target as load_target,
+        parse_target as parse_target,
+    )
+    from ._version import __version__ as __version__
 
 
 # Every process that loads Plait's plugins imports this module (entry point ``cli``); click
 # and the commands are imported only when the command line is used, and ``load_target``
 # (which imports the whole kernel) only when called for.
-_APP = frozenset({"CommandConflictError", "PlaitGroup", "main", "make_cli"})
-_TARGET = frozenset({"Target", "TargetError", "load_target", "parse_target"})
-
-
-def __getattr__(name: str) -> Any:
-    if name in _APP:
-        from . import _app
-
-        return getattr(_app, name)
-    if name in _TARGET:
-        from . import _target
-
-        return getattr(_target, name)
-    if name == "__version__":
-        from ._version import cli_version
-
-        return cli_version()
-    raise AttributeError(f"module 'plait_cli' has no attribute {name!r}")
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

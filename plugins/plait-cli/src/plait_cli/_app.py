@@ -23,7 +23,7 @@ import click
 from plait import PlaitError, get_plugin_manager
 from plait.spi import core_version
 
-from ._version import cli_version
+from ._version import __version__ as cli_version
 
 __all__ = ["BUILT_IN", "CommandConflictError", "PlaitGroup", "main", "make_cli"]
 
@@ -71,10 +71,7 @@ class _LazyCommand(click.Command):
 
 
 class CommandConflictError(PlaitError):
-    """A plugin added a command under a name another command already has.
-
-    .. versionadded:: 0.1
-    """
+    """A plugin added a command under a name another command already has."""
 
 
 def _origin(command: click.Command) -> str:
@@ -91,8 +88,6 @@ class PlaitGroup(click.Group):
     A name that is taken (by a built-in command or another plugin's) raises
     :class:`CommandConflictError`; then no plugin command is added, and the error is shown
     when a plugin command is asked for.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -229,7 +224,7 @@ def _set_debug(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
-    click.echo(f"plait-cli {cli_version()} (plait-core {core_version()})")
+    click.echo(f"plait-cli {cli_version} (plait-core {core_version()})")
     ctx.exit()
 
 
@@ -238,8 +233,6 @@ def make_cli() -> PlaitGroup:
 
     Plugin commands are added to it when first needed. Test a plugin's command with
     ``click.testing.CliRunner().invoke(make_cli(), [...])``.
-
-    .. versionadded:: 0.1
     """
     cli = PlaitGroup(
         name="plait",
@@ -277,7 +270,5 @@ def main(args: Sequence[str] | None = None) -> None:
     """Run the ``plait`` command (the console script's entry point).
 
     :param args: the arguments (default: ``sys.argv[1:]``).
-
-    .. versionadded:: 0.1
     """
     make_cli().main(args=list(args) if args is not None else None, prog_name="plait")

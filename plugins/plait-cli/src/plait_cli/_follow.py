@@ -1,8 +1,6 @@
 """Following one run from the shell: progress, events as JSON, outputs as they come, and
 Ctrl-C (the first stops at the next superstep boundary, after its checkpoint; the second
 aborts at once).
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ def grant_options(imports_help: str) -> Callable[[F], F]:
 
 
 def grants_from(allow: Sequence[str], trust: bool, allow_imports: bool) -> Any:
-    """The :class:`plait.spi.Grants` the options name."""
+    """The :class:`plait_documents.Grants` the options name."""
     from plait_documents import Grants
 
     return Grants.of(True if trust else list(allow), allow_imports=allow_imports)

@@ -9,8 +9,6 @@ On a terminal, a rich live display, redrawn by rich's own thread: the superstep,
 executors running with their elapsed time, retries, and the latest outputs. Elsewhere (a
 pipe, a log file, CI), plain lines: one whenever the superstep has moved on since the last
 look, one per retry, and a summary.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """Asking a person at a terminal for the answers a run waits for, each checked against the
 type its executor asked for (the kernel checks again when the run resumes).
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -41,8 +41,6 @@ class TargetError(PlaitError):
     """A ``TARGET`` does not name a :class:`plait.Workflow` (or a function returning one).
 
     The message names the module or file, the attribute, and what was found instead.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -56,8 +54,6 @@ class Target:
         (``path/to/file.py:attr``) or ``module`` (``module:attr``).
     :param where: the document's or the ``.py`` file's path, or the module's name.
     :param attr: the attribute naming the workflow (``""`` for a document).
-
-    .. versionadded:: 0.1
     """
 
     form: Literal["document", "file", "module"]
@@ -101,9 +97,6 @@ def parse_target(text: str, *, format: str | None = None, agents: str | None = N
     :param format: ``--format``, for a document.
     :param agents: ``--agents``, for a document.
     :raises TargetError: it is none of these (a missing file says so in one line).
-
-    .. versionadded:: 0.1
-    .. versionchanged:: 0.1 ``format`` and ``agents``.
     """
     document = Path(text)
     if document.suffix.lower() != ".py" and document.is_file():
@@ -139,7 +132,7 @@ def load_target(
     A workflow *file* in any installed format (``workflow.yaml``, ``pipeline.flow``,
     ``dag.json`` …) is loaded with :func:`plait.load`; it may import code it names only with
     ``allow_imports``, and use other capabilities only as ``allow`` grants them (a workflow
-    file is untrusted input; :mod:`plait.capabilities`).
+    file is untrusted input; :mod:`plait_documents`).
 
     :param target: a :class:`Target`, or a string :func:`parse_target` reads once:
         ``module:attr`` (the module imported as ``python -m`` would, with the current
@@ -147,9 +140,6 @@ def load_target(
         (``flows:registry.essay``) and names a :class:`plait.Workflow` or a callable taking
         no arguments that returns one.
     :raises TargetError: naming the module or file, the attribute and what was found.
-
-    .. versionadded:: 0.1
-    .. versionchanged:: 0.1 a :class:`Target` too.
     """
     parsed = parse_target(target) if isinstance(target, str) else target
     text = str(target)
@@ -194,8 +184,6 @@ def load_agents(text: str) -> ModuleType:
     only it.
 
     :raises TargetError: the module or file cannot be imported, said as ``--agents``.
-
-    .. versionadded:: 0.1
     """
     if text.endswith(".py") or "/" in text or os.sep in text:
         return _import_file(text, text, what="--agents")

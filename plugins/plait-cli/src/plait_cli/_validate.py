@@ -4,7 +4,7 @@ Each file is loaded as ``plait run`` would load it — parsed by the loader its 
 then built with :func:`plait.load`, so an executor kind's config that does not fit its
 schema is found too. Every problem is printed with its position (``file:line:column`` and a
 caret under the column, or the JSON path); a valid file prints ``FILE: ok``, then the
-capabilities it needs to run (:mod:`plait.capabilities`), each with the nodes that need it
+capabilities it needs to run (:mod:`plait_documents`), each with the nodes that need it
 and the flags that grant them. The report goes to stdout, as a linter's does; the exit
 status is 1 when any file has a problem.
 
@@ -45,8 +45,6 @@ def validate_file(
     to run, or a header line and one block per problem (its position first, then the
     offending line and a caret). A missing file, or a ``.py`` file (code, never read as a
     workflow document), is one line saying so.
-
-    .. versionchanged:: 0.1 ``format`` and ``agents`` (``--format``, ``--agents``).
     """
     import plait
     from plait import CapabilityError
@@ -70,7 +68,7 @@ def validate_file(
         module = load_agents(agents) if agents is not None else None
     except TargetError as exc:
         return False, [f"{name}: 1 problem(s):", _item(exc)]
-    try:  # plait.load parses with plait.load.load_spec, then builds the workflow
+    try:  # plait.load parses with plait_documents.load_spec, then builds the workflow
         with cli_wording():
             workflow = plait.load(
                 path,

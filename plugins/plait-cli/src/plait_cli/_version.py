@@ -1,17 +1,13 @@
-"""The version of this distribution, read from its installed metadata when first asked for
-(``plait_cli.__version__``, ``plait --version``)."""
+"""The version of ``plait-cli``, read from its metadata (``plait_cli.__version__``, imported
+on first use: importlib.metadata is not cheap to import)."""
 
 from __future__ import annotations
 
-__all__ = ["cli_version"]
+from importlib.metadata import PackageNotFoundError, version
 
+__all__ = ["__version__"]
 
-def cli_version() -> str:
-    """The installed version of ``plait-cli`` (``"0.0.0"`` in a source checkout that is not
-    installed)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("plait-cli")
-    except PackageNotFoundError:  # pragma: no cover - a source checkout
-        return "0.0.0"
+try:
+    __version__ = version("plait-cli")
+except PackageNotFoundError:  # pragma: no cover - a source checkout
+    __version__ = "0.0.0"

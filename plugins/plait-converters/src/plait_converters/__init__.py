@@ -38,8 +38,6 @@ converters, so the registry holds a stand-in whose ``resolve()`` is the
 :class:`~plait.spi.Converter` (its ``source``, ``target``, ``fn`` and ``lossless`` read
 through). The public names here are imported on first use too: a build whose edges need
 no conversion imports :func:`is_assignable` and the records, never the search.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -50,58 +48,36 @@ import plait
 from plait.spi import Register, lazy, lazy_exports
 
 if TYPE_CHECKING:
-    from ._assignable import is_assignable
-    from ._catalog import CONVERTERS
-    from ._chain import Chain, Step
-    from ._graph import ConverterGraph, converter_graph, find_chain, nearest_converters
+    from ._assignable import is_assignable as is_assignable
+    from ._catalog import CONVERTERS as CONVERTERS
+    from ._chain import Chain as Chain, Step as Step
+    from ._graph import (
+        ConverterGraph as ConverterGraph,
+        converter_graph as converter_graph,
+        find_chain as find_chain,
+        nearest_converters as nearest_converters,
+    )
     from ._records import (
-        RECORDS,
-        ChatMessage,
-        chat_message_to_str,
-        dict_to_record,
-        record_to_dict,
-        str_to_chat_message,
+        RECORDS as RECORDS,
+        ChatMessage as ChatMessage,
+        chat_message_to_str as chat_message_to_str,
+        dict_to_record as dict_to_record,
+        record_to_dict as record_to_dict,
+        str_to_chat_message as str_to_chat_message,
     )
     from ._standard import (
-        JsonText,
-        bytes_to_str,
-        dict_to_json,
-        float_to_int,
-        int_to_float,
-        join_lines,
-        json_to_dict,
-        json_to_list,
-        list_to_json,
-        str_to_bytes,
+        JsonText as JsonText,
+        bytes_to_str as bytes_to_str,
+        dict_to_json as dict_to_json,
+        float_to_int as float_to_int,
+        int_to_float as int_to_float,
+        join_lines as join_lines,
+        json_to_dict as json_to_dict,
+        json_to_list as json_to_list,
+        list_to_json as list_to_json,
+        str_to_bytes as str_to_bytes,
     )
 
-__all__ = [
-    "CONVERTERS",
-    "Chain",
-    "ConverterGraph",
-    "RECORDS",
-    "ChatMessage",
-    "JsonText",
-    "Step",
-    "bytes_to_str",
-    "chat_message_to_str",
-    "converter_graph",
-    "dict_to_json",
-    "dict_to_record",
-    "find_chain",
-    "float_to_int",
-    "int_to_float",
-    "is_assignable",
-    "join_lines",
-    "json_to_dict",
-    "json_to_list",
-    "list_to_json",
-    "nearest_converters",
-    "plait_register_converters",
-    "record_to_dict",
-    "str_to_bytes",
-    "str_to_chat_message",
-]
 
 #: Each standard converter's name and the module it lives in, in name order.
 _CONVERTERS = {
@@ -132,22 +108,7 @@ def plait_register_converters(register: Register) -> None:
         register(name, converter)
 
 
-# where each public name lives: every plait command imports this package to load plugins,
-# so it imports none of them (nor the search) until one is used
-__getattr__ = lazy_exports(
-    __name__,
-    {
-        **_CONVERTERS,
-        "CONVERTERS": "_catalog",
-        "RECORDS": "_records",
-        "ChatMessage": "_records",
-        "JsonText": "_standard",
-        "ConverterGraph": "_graph",
-        "converter_graph": "_graph",
-        "find_chain": "_graph",
-        "nearest_converters": "_graph",
-        "Chain": "_chain",
-        "Step": "_chain",
-        "is_assignable": "_assignable",
-    },
-)
+# every plait command imports this package to load plugins, so it imports none of its names
+# (nor the search) until one is used
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

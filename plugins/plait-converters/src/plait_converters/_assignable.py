@@ -17,8 +17,6 @@ The rules follow what users of static type checkers expect, with these deliberat
   run-time check decides.
 * Protocols are checked structurally by member *names*, not member signatures.
 * ``Literal`` values match by type and value, so ``True`` does not fit ``Literal[1]``.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -66,8 +64,6 @@ def is_assignable(source: Any, target: Any) -> bool:
     generics with the variance of their parameters (``list`` invariant, ``Sequence``
     covariant, ...), tuples, ``Protocol`` (structurally) and ``TypedDict``. ``int`` is not
     assignable to ``float``: see the module docstring. Results are cached.
-
-    .. versionadded:: 0.1
     """
     try:
         hash((source, target))

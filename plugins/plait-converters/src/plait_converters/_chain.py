@@ -4,8 +4,6 @@ The converter search (:func:`plait_converters.find_chain`) returns a :class:`Cha
 workflow builder turns each :class:`Step` into a node whose id it names
 (``convert:<from>-><to>:<name>``). This module imports no search: the builder's type
 check reads these records without paying for one.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -29,8 +27,6 @@ class Step:
     :param distribution: the distribution that registered the converter.
     :param bound: the converter's target is a :class:`~plait.spi.TypeFamily`, so its
         ``fn`` is called as ``fn(value, target)``.
-
-    .. versionadded:: 0.1
     """
 
     name: str
@@ -63,10 +59,7 @@ class Step:
 
 @attrs.frozen
 class Chain:
-    """The steps that turn ``source`` into a type the target accepts (maybe none).
-
-    .. versionadded:: 0.1
-    """
+    """The steps that turn ``source`` into a type the target accepts (maybe none)."""
 
     source: Any
     steps: tuple[Step, ...]

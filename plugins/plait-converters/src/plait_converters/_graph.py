@@ -15,8 +15,6 @@ step, so ``record -> dict -> other record`` never reinterprets one class as anot
 What a chain is (:class:`~plait_converters.Chain`, :class:`~plait_converters.Step`) lives
 in ``_chain``: the builder turns the steps into nodes. This module is imported when an
 edge first needs a conversion, never when plugins load.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -99,8 +97,6 @@ class ConverterGraph:
     :param converters: ``(name, converter, distribution)`` triples; objects whose
         ``graph_edge`` is false (:class:`~plait.spi.CattrsHooks`) are skipped. Use
         :func:`converter_graph` for the one of a plugin manager.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(self, converters: Iterable[tuple[str, Any, str]]) -> None:
@@ -208,8 +204,6 @@ def converter_graph(manager: PluginManager | None = None) -> ConverterGraph:
 
     It is made once per registry version: registering or removing a plugin rebuilds the
     registry, and with it the graph and its search cache.
-
-    .. versionadded:: 0.1
     """
     return _graph_of((manager or plait.get_plugin_manager()).registry("converter"))
 
@@ -226,8 +220,6 @@ def find_chain(
     :return: an empty chain when ``source`` already fits; among chains of equal cost, the
         same one on every call (a build is reproducible). See
         :meth:`ConverterGraph.find_chain`.
-
-    .. versionadded:: 0.1
     """
     return converter_graph(manager).find_chain(source, target, allow_lossy=allow_lossy)
 
@@ -237,7 +229,5 @@ def nearest_converters(
 ) -> list[Step]:
     """The converters of ``manager`` that touch either end: what an error names when no
     chain exists (see :meth:`ConverterGraph.nearest`).
-
-    .. versionadded:: 0.1
     """
     return converter_graph(manager).nearest(source, target)

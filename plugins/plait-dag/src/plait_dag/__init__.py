@@ -1,4 +1,4 @@
-"""Plait's JSON DAG front-end (seed 001): format ``dag``.
+"""Plait's JSON DAG front-end: format ``dag``.
 
 A document has ``nodes`` (``id``, ``agent_name``, ``is_entry``, ``is_exit``,
 ``skip_condition``; plus ``join`` and ``workflow``) and ``connections`` (``source_id``,
@@ -8,8 +8,6 @@ workflow whose input and output are the run context, a JSON object.
 
 This package registers the ``dag`` loader and the ``dag.node`` executor kind. Importing it
 imports neither jsonschema nor the expression language: they load with the first document.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -20,35 +18,14 @@ import plait
 from plait.spi import Register, lazy, lazy_exports
 
 if TYPE_CHECKING:
-    from ._loader import DagLoader
-    from ._node import DagMessage, DagNode, DagNodeKind
-    from ._schema import document_schema
-    from .errors import DagDocumentError, DagLoopError, DagRunError
-
-# where each public name lives, imported on first use (plugin loading stays cheap)
-_HOMES = {
-    "DagLoader": "_loader",
-    "DagMessage": "_node",
-    "DagNode": "_node",
-    "DagNodeKind": "_node",
-    "document_schema": "_schema",
-    "DagDocumentError": "errors",
-    "DagLoopError": "errors",
-    "DagRunError": "errors",
-}
-
-__all__ = [
-    "DagDocumentError",
-    "DagLoader",
-    "DagLoopError",
-    "DagMessage",
-    "DagNode",
-    "DagNodeKind",
-    "DagRunError",
-    "document_schema",
-    "plait_register_executor_kinds",
-    "plait_register_loaders",
-]
+    from ._loader import DagLoader as DagLoader
+    from ._node import DagMessage as DagMessage, DagNode as DagNode, DagNodeKind as DagNodeKind
+    from ._schema import document_schema as document_schema
+    from .errors import (
+        DagDocumentError as DagDocumentError,
+        DagLoopError as DagLoopError,
+        DagRunError as DagRunError,
+    )
 
 
 @plait.hookimpl
@@ -64,4 +41,6 @@ def plait_register_executor_kinds(register: Register) -> None:
     register("dag.node", lazy(kind, provides=("check", "create", "config_schema")))
 
 
-__getattr__ = lazy_exports(__name__, _HOMES)
+# each name is imported on first use (plugin loading stays cheap)
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

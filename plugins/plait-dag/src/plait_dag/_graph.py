@@ -3,8 +3,6 @@
 Each rule reports every offending node or connection at its JSON path, with the names
 that exist; the checks run on whatever part of the document is well-formed, so a schema
 problem elsewhere does not hide them.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -6,8 +6,6 @@ exactly one entry, at least one exit, every node reachable from the entry, no cy
 is not a declared loop, every agent known, every condition parsing — and the rules of the
 extensions (parallel forks meet a join, loops go back to an earlier node, sub-workflow
 files load).
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -69,8 +67,6 @@ class DagLoader:
     """Format ``dag``: JSON with ``nodes`` and ``connections`` (suffix ``.json``).
 
     Options (``plait.load(..., format="dag", **options)``): none.
-
-    .. versionadded:: 0.1
     """
 
     suffixes: tuple[str, ...] = (".json",)

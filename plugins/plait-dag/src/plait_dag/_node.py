@@ -8,8 +8,6 @@ of updates the agent returns into the context, and sends the result to the targe
 first of its connections whose condition holds (every parallel one that holds). Messages
 are plain data, so a checkpoint holds everything a resumed run needs, and two runs of one
 workflow never share anything.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -50,8 +48,6 @@ class DagMessage:
     :param forks: the open parallel forks, innermost last: each ``{"base": context at the
         fork, "updates": what this branch changed since}``.
     :param loops: how often each declared loop was taken, by its connection index.
-
-    .. versionadded:: 0.1
     """
 
     context: dict[str, Any]
@@ -150,8 +146,6 @@ class DagNode(Executor):
     :param skip_condition: the compiled skip condition, if any.
     :param routes: the outgoing connections, in declaration order.
     :param join: the merge strategy of a join node, else ``None``.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(
@@ -375,8 +369,6 @@ class DagNodeKind:
     ``skip_condition``, ``join`` (a merge strategy) and ``routes`` (the outgoing
     connections, in order). The DAG loader writes it; it is data, so a spec rebuilds in
     another process.
-
-    .. versionadded:: 0.1
     """
 
     config_schema: Mapping[str, Any] = {

@@ -2,8 +2,6 @@
 
 ``jsonschema`` is imported when a document is first checked, never when the plugin is
 registered.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

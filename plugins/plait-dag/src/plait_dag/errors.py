@@ -1,7 +1,4 @@
-"""The errors of the JSON DAG front-end, all :class:`plait.PlaitError` subclasses.
-
-.. versionadded:: 0.1
-"""
+"""The errors of the JSON DAG front-end, all :class:`plait.PlaitError` subclasses."""
 
 from __future__ import annotations
 
@@ -14,22 +11,16 @@ class DagDocumentError(ConfigError):
     """One problem of a JSON DAG document, at its JSON path (``/nodes/0/is_entyr``), or at
     a line and column when the text is not JSON. :class:`plait.LoadError` carries
     every one of a document at once, in ``problems``.
-
-    .. versionadded:: 0.1
     """
 
 
 class DagRunError(WorkflowRunError):
     """A node of a DAG went wrong while running: an agent returned something other than a
     dict of updates, or a condition could not be evaluated. Names the node.
-
-    .. versionadded:: 0.1
     """
 
 
 class DagLoopError(DagRunError):
     """A declared loop was about to be taken more often than its ``max_iterations``; names
     the loop (its two nodes and its connection's JSON path).
-
-    .. versionadded:: 0.1
     """

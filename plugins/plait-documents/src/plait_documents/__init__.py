@@ -2,7 +2,7 @@
 
 The kernel defines the loaders (``plait_register_loaders``), the agents distributions
 publish (``plait_register_agents``) and :func:`plait.load` itself; installing
-``plait-documents`` registers what ``plait.load`` calls (``plait_register_documents``,
+``plait-documents`` registers what ``plait.load`` calls (``plait_documents``,
 :class:`plait.spi.Documents`):
 
 - reading a document (a path or text, bounded in size) and picking its loader by
@@ -25,8 +25,6 @@ publish (``plait_register_agents``) and :func:`plait.load` itself; installing
 Loaders (``plait-flow``, ``plait-dag``, ``plait-steps``), the builder API
 (``plait-builders``) and executor kinds import these names from here. Names are imported
 on first use: loading plugins imports only this module.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -34,143 +32,74 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import plait
-from plait.spi import Register, lazy, lazy_exports
+from plait.spi import lazy, lazy_exports
 
 if TYPE_CHECKING:
     from ._agents import (
-        AGENT_KEYS,
-        AgentDefinition,
-        AgentNames,
-        Found,
-        module_agents,
-        read_agent,
-        read_agents,
-        record_edge_positions,
+        AGENT_KEYS as AGENT_KEYS,
+        AgentDefinition as AgentDefinition,
+        AgentNames as AgentNames,
+        Found as Found,
+        module_agents as module_agents,
+        read_agent as read_agent,
+        read_agents as read_agents,
+        record_edge_positions as record_edge_positions,
     )
     from ._capabilities import (
-        CAPABILITY_NAMES,
-        IMPORTS,
-        SUBPROCESS,
-        AllowSpec,
-        Capability,
-        Grants,
-        Need,
-        check_granted,
-        documents,
-        filesystem,
-        kind_capabilities,
-        needs,
-        network,
+        CAPABILITY_NAMES as CAPABILITY_NAMES,
+        IMPORTS as IMPORTS,
+        SUBPROCESS as SUBPROCESS,
+        AllowSpec as AllowSpec,
+        Capability as Capability,
+        Grants as Grants,
+        Need as Need,
+        check_granted as check_granted,
+        documents as documents,
+        filesystem as filesystem,
+        kind_capabilities as kind_capabilities,
+        needs as needs,
+        network as network,
     )
-    from ._load import Documents, agent_names, check_agents, load, load_spec
-    from ._wiring import ConverterExecutor, EdgeTypeProblem, LossyConversion, wire_types
+    from ._load import (
+        Documents as Documents,
+        agent_names as agent_names,
+        check_agents as check_agents,
+        load as load,
+        load_spec as load_spec,
+    )
+    from ._wiring import (
+        ConverterExecutor as ConverterExecutor,
+        EdgeTypeProblem as EdgeTypeProblem,
+        LossyConversion as LossyConversion,
+        wire_types as wire_types,
+    )
     from .build import (
-        Problems,
-        SpecBuilder,
-        check_config,
-        config_error,
-        did_you_mean,
-        edge_group_id,
-        json_pointer,
-        problem_order,
+        Problems as Problems,
+        SpecBuilder as SpecBuilder,
+        check_config as check_config,
+        config_error as config_error,
+        did_you_mean as did_you_mean,
+        edge_group_id as edge_group_id,
+        json_pointer as json_pointer,
+        problem_order as problem_order,
     )
 
-#: Where each public name lives (imported on first use).
-_HOME = {
-    "AGENT_KEYS": "_agents",
-    "AgentDefinition": "_agents",
-    "AgentNames": "_agents",
-    "Found": "_agents",
-    "module_agents": "_agents",
-    "read_agent": "_agents",
-    "read_agents": "_agents",
-    "record_edge_positions": "_agents",
-    "CAPABILITY_NAMES": "_capabilities",
-    "IMPORTS": "_capabilities",
-    "SUBPROCESS": "_capabilities",
-    "AllowSpec": "_capabilities",
-    "Capability": "_capabilities",
-    "Grants": "_capabilities",
-    "Need": "_capabilities",
-    "check_granted": "_capabilities",
-    "documents": "_capabilities",
-    "filesystem": "_capabilities",
-    "kind_capabilities": "_capabilities",
-    "needs": "_capabilities",
-    "network": "_capabilities",
-    "Documents": "_load",
-    "agent_names": "_load",
-    "check_agents": "_load",
-    "load": "_load",
-    "load_spec": "_load",
-    "ConverterExecutor": "_wiring",
-    "EdgeTypeProblem": "_wiring",
-    "LossyConversion": "_wiring",
-    "wire_types": "_wiring",
-    "Problems": "build",
-    "SpecBuilder": "build",
-    "check_config": "build",
-    "config_error": "build",
-    "did_you_mean": "build",
-    "edge_group_id": "build",
-    "json_pointer": "build",
-    "problem_order": "build",
-}
-
-__all__ = [
-    "AGENT_KEYS",
-    "AgentDefinition",
-    "AgentNames",
-    "AllowSpec",
-    "CAPABILITY_NAMES",
-    "Capability",
-    "ConverterExecutor",
-    "Documents",
-    "EdgeTypeProblem",
-    "Found",
-    "Grants",
-    "IMPORTS",
-    "LossyConversion",
-    "Need",
-    "Problems",
-    "SUBPROCESS",
-    "SpecBuilder",
-    "agent_names",
-    "check_agents",
-    "check_config",
-    "check_granted",
-    "config_error",
-    "did_you_mean",
-    "documents",
-    "edge_group_id",
-    "filesystem",
-    "json_pointer",
-    "kind_capabilities",
-    "load",
-    "load_spec",
-    "module_agents",
-    "needs",
-    "network",
-    "plait_register_documents",
-    "problem_order",
-    "read_agent",
-    "read_agents",
-    "record_edge_positions",
-    "wire_types",
-]
-
-__getattr__ = lazy_exports(__name__, _HOME)
 
 #: What :class:`plait.spi.Documents` asks of the registered object (checked without
 #: importing it: the loading machinery is imported on the first ``plait.load``).
 _PROVIDES = ("load", "load_spec", "agent_names")
 
 
+#: The one documents machinery, made on first use (the kernel keeps what the hook gives).
+_DOCUMENTS = lazy("plait_documents._load:Documents", provides=_PROVIDES)
+
+
 @plait.hookimpl
-def plait_register_documents(register: Register) -> None:
-    """Register the documents machinery ``"documents"`` (:class:`Documents`)."""
-    register("documents", lazy("plait_documents._load:Documents", provides=_PROVIDES))
+def plait_documents() -> object:
+    """Give the documents machinery (:class:`Documents`)."""
+    return _DOCUMENTS
 
 
-def __dir__() -> list[str]:
-    return list(__all__)
+# each name is imported on first use (plugin loading stays cheap)
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

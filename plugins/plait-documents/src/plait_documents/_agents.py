@@ -16,8 +16,6 @@ An unknown name is an error listing where Plait looked and what it found there
 Errors name the caller's own words: :func:`plait.spi.spell` gives a Python argument
 (``allow_imports=True``) or, inside :func:`plait.spi.cli_wording`, the command line's flag
 (``--allow-imports``).
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -72,8 +70,6 @@ class AgentDefinition:
     An ``agents:`` entry ``{ref: module:attr}`` is ``python`` with ``{"ref": ...}``; an
     LLM agent (``model``, ``instruction``, ``structured_output``, ``tools``, ``options``,
     ``system``) is plait-llm's ``agent`` kind; ``{kind: shell, config: {...}}`` is that kind.
-
-    .. versionadded:: 0.1
     """
 
     kind: str
@@ -93,8 +89,6 @@ class AgentDefinition:
 def read_agent(value: Any) -> tuple[AgentDefinition | None, list[tuple[str, str]]]:
     """One entry of an ``agents:`` section: its definition, or every problem as ``(JSON
     path under the entry, message)`` (an unknown key with the one it probably meant).
-
-    .. versionadded:: 0.1
     """
     if not isinstance(value, Mapping):
         return None, [
@@ -144,8 +138,6 @@ def read_agents(
 ) -> tuple[dict[str, AgentDefinition], list[tuple[str, str]]]:
     """A whole ``agents:`` section (a mapping of name to agent): the definitions that read,
     and every problem as ``(JSON path under the section, message)``.
-
-    .. versionadded:: 0.1
     """
     if value is None:
         return {}, []
@@ -172,8 +164,6 @@ def module_agents(module: ModuleType) -> dict[str, Any]:
     functions defined in it, by name, and its :class:`plait.Executor` objects, by their
     id (so an agent can have a name that is no Python identifier: ``greeter-agent``) and
     by attribute name.
-
-    .. versionadded:: 0.1
     """
     from plait import Executor
 
@@ -199,8 +189,6 @@ def module_agents(module: ModuleType) -> dict[str, Any]:
 class Found:
     """Where a name resolved: ``tier`` (``executors``, ``document``, ``plugin``,
     ``module``), and either the Python ``obj`` or the ``definition`` (data).
-
-    .. versionadded:: 0.1
     """
 
     name: str
@@ -220,8 +208,6 @@ class AgentNames:
 
     A loader reads its document's ``agents:`` section and gives it with
     :meth:`set_document` before it resolves names with :meth:`find`.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(
@@ -346,8 +332,6 @@ def record_edge_positions(ctx: BuildContext, positions: Mapping[str, SourcePosit
     refuses is reported there, as the loader's own problems are. Nothing is kept for a
     lookup that is not an :class:`AgentNames`. ``positions`` is kept as given: a mapping
     that makes each position when it is looked up costs nothing for the edges that fit.
-
-    .. versionadded:: 0.1
     """
     agents = ctx.agents
     if isinstance(agents, AgentNames):

@@ -23,10 +23,8 @@ A document needs the union of its nodes' capabilities (nested workflows included
 :func:`needs`), and a :func:`plait.load` of it is refused before anything runs — before
 any code is imported or any node built — unless the caller grants each one (``allow=`` in
 Python; ``--allow``, ``--allow-imports`` and ``--trust`` on the command line; see
-:class:`~plait.spi.Grants`). Nothing is granted by default: a document may then use only the
+:class:`~plait_documents.Grants`). Nothing is granted by default: a document may then use only the
 executors its caller passes and the pure kinds.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -73,8 +71,6 @@ class Capability:
     ``filesystem``, ``documents`` and ``kind``, a ``scope`` (a host, a path, a kind name;
     ``None``: any). Hashable and ordered; ``str()`` is its flag form
     (``network=api.example.com``), which :meth:`parse` reads back.
-
-    .. versionadded:: 0.1
     """
 
     name: str = attrs.field(validator=_check_name)
@@ -170,8 +166,6 @@ class Need:
     an edge group's code), where the node is in its document, and ``via``: the kind inside
     it that needs the capability (a ``steps.executor`` step's ``shell``, a nested
     workflow's ``http`` node) or the placement that does, when it is not the node's own.
-
-    .. versionadded:: 0.1
     """
 
     capability: Capability
@@ -221,7 +215,7 @@ def kind_capabilities(
         if not isinstance(capability, Capability):
             raise TypeError(
                 f"executor kind {kind_name!r} declares {capability!r} as a capability; "
-                "declare plait.spi.Capability objects"
+                "declare plait_documents.Capability objects"
             )
     origins = _ORIGINS.get()
     if origins is not None:  # the innermost kind says it first: a wrapper's kind does not
@@ -231,8 +225,9 @@ def kind_capabilities(
 
 
 def _bound(node: Any, executors: Mapping[str, Any], kinds: Any) -> bool:
-    """Whether the node is the caller's own executor (as :mod:`plait.rebuild` binds it: a
-    node of an installed kind builds itself, unless the kind binds passed executors)."""
+    """Whether the node is the caller's own executor (as :func:`plait.spi.build_executors`
+    binds it: a node of an installed kind builds itself, unless the kind binds passed
+    executors)."""
     if node.kind in kinds and not getattr(kinds.get(node.kind), "binds_passed_executors", False):
         return False
     return node.id in executors or (node.uses is not None and node.uses in executors)
@@ -266,8 +261,6 @@ def needs(
     """Every capability each node of ``spec`` (a :class:`~plait.WorkflowSpec`) needs,
     in node order, then the edge groups that name code. Nodes bound to the caller's
     ``executors`` need nothing.
-
-    .. versionadded:: 0.1
     """
     if manager is None:
         manager = get_plugin_manager()
@@ -359,8 +352,6 @@ AllowSpec = Union[None, bool, str, Iterable[str | Capability], "Grants"]
 class Grants:
     """What the caller grants a document: some capabilities, or ``everything`` but the
     capabilities named in ``withheld``.
-
-    .. versionadded:: 0.1
     """
 
     capabilities: frozenset[Capability] = frozenset()
@@ -424,8 +415,6 @@ def check_granted(
     """Every :class:`Need` of ``spec`` (see :func:`needs`), once all are granted.
 
     :raises plait.CapabilityError: listing each one ``grants`` does not cover.
-
-    .. versionadded:: 0.1
     """
     found = needs(spec, executors=executors, manager=manager, source=source)
     missing = [n for n in found if not grants.covers(n.capability)]

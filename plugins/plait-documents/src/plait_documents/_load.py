@@ -8,10 +8,8 @@ loader (by format, suffix or detection), resolves the document's agent names
 granted (:func:`~plait_documents.check_granted`), rebuilds the workflow with
 :meth:`plait.Workflow.from_spec`, then checks its edges' types as ``WorkflowBuilder``
 does (:func:`~plait_documents.wire_types`), each problem at the place the document writes
-the edge. :class:`Documents` is what this distribution registers
-(``plait_register_documents``), so that the kernel's :func:`plait.load` reaches it.
-
-.. versionadded:: 0.1
+the edge. :class:`Documents` is what this distribution gives
+(``plait_documents``), so that the kernel's :func:`plait.load` reaches it.
 """
 
 from __future__ import annotations
@@ -235,8 +233,6 @@ def load(
     :func:`plait.load` calls, with its arguments, errors and documentation (reading the
     text, picking the loader, the agent names, the grants check, then
     :meth:`plait.Workflow.from_spec`).
-
-    .. versionadded:: 0.1
     """
     from plait import Workflow
     from plait.spi import load_scope
@@ -287,8 +283,6 @@ def check_agents(
     Code (a ``ref`` agent, an LLM agent's ``tools``) is imported to be checked only when
     the caller trusts the document (``allow_imports``); else it is checked when it is
     built, under that trust.
-
-    .. versionadded:: 0.1
     """
     kinds = manager.registry("executor_kind")
     problems: list[tuple[str, str]] = []
@@ -338,9 +332,7 @@ def check_agents(
 
 class Documents:
     """The documents machinery behind :func:`plait.load` (a :class:`plait.spi.Documents`),
-    registered as ``"documents"`` (``plait_register_documents``).
-
-    .. versionadded:: 0.1
+    given by the ``plait_documents`` hook.
     """
 
     load = staticmethod(load)

@@ -235,8 +235,6 @@ def wire_types(
         chain that would have bridged it.
     :param allow_lossy: lossy converters may join chains on every edge; a group allows
         them alone with ``options["allow_lossy"] = True``.
-
-    .. versionadded:: 0.1
     """
     wiring = _Wiring(executors, groups, manager, auto_convert=auto_convert, allow_lossy=allow_lossy)
     merges = manager.registry("merge_strategy")
@@ -251,8 +249,6 @@ class EdgeTypeProblem:
     """One edge whose target cannot handle a type a source sends: the edge ``group``'s
     id, the ``producers`` (the sources that send that type), the ``target`` and the
     ``message`` (its ``str()``), which names all of them and both types.
-
-    .. versionadded:: 0.1
     """
 
     group: str
@@ -412,8 +408,6 @@ class ConverterExecutor(Executor):
 
     A failing converter fails the run with :class:`~plait.ConverterError` naming the
     node and the value's type; a lossy converter adds a :class:`LossyConversion` event.
-
-    .. versionadded:: 0.1
     """
 
     kind = "converter"
@@ -493,8 +487,6 @@ class ConverterExecutor(Executor):
 class LossyConversion:
     """The data of the :class:`~plait.CustomEvent` a lossy converter node adds: the node,
     the converter and the two types, by name.
-
-    .. versionadded:: 0.1
     """
 
     node: str

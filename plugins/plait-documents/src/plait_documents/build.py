@@ -14,8 +14,6 @@ front-end depends on, and are importable from here or from :mod:`plait_documents
 - :func:`check_config`: a config checked against a JSON Schema, each violation a
   :class:`~plait.ConfigError` at its JSON pointer (``jsonschema`` is imported on first use:
   a plugin that calls it depends on ``jsonschema``).
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -53,8 +51,6 @@ def did_you_mean(name: object, names: Iterable[object]) -> str:
     """The hint to append to a message about an unknown ``name``: ``"; did you mean
     'writer'?"`` with the closest of ``names`` (``difflib``'s ratio, at least 0.6), or
     ``""`` when none is close.
-
-    .. versionadded:: 0.1
     """
     import difflib  # here: only a document with a mistake pays its import
 
@@ -76,8 +72,6 @@ def _path_parts(path: str) -> tuple[tuple[int, int, str], ...]:
 def problem_order(problem: PlaitError) -> tuple[Any, ...]:
     """Where ``problem`` is, as a sort key: line, column, then JSON path (its numbers by
     value); a problem with no position sorts first.
-
-    .. versionadded:: 0.1
     """
     position = getattr(problem, "position", None)
     line = getattr(position, "line", None) or 0
@@ -96,8 +90,6 @@ class Problems:
 
     :param source: the document's name, for the :class:`~plait.LoadError`.
     :param order: the sort key (default: :func:`problem_order`).
-
-    .. versionadded:: 0.1
     """
 
     def __init__(
@@ -151,10 +143,7 @@ _VALIDATORS: dict[int, tuple[Mapping[str, Any], Any]] = {}
 
 
 def json_pointer(parts: Iterable[str | int], *, root: str = "/config") -> str:
-    """The JSON pointer (RFC 6901) of ``parts`` under ``root``: ``/config/argv/0``.
-
-    .. versionadded:: 0.1
-    """
+    """The JSON pointer (RFC 6901) of ``parts`` under ``root``: ``/config/argv/0``."""
     escaped = (str(p).replace("~", "~0").replace("/", "~1") for p in parts)
     return root + "".join(f"/{p}" for p in escaped)
 
@@ -162,10 +151,7 @@ def json_pointer(parts: Iterable[str | int], *, root: str = "/config") -> str:
 def config_error(
     node_id: str, message: str, path: str = "/config", *, source: str | None = None
 ) -> ConfigError:
-    """A :class:`~plait.ConfigError` for executor ``node_id`` at JSON ``path``.
-
-    .. versionadded:: 0.1
-    """
+    """A :class:`~plait.ConfigError` for executor ``node_id`` at JSON ``path``."""
     return ConfigError(f"executor {node_id!r}: {message}", SourcePosition(source=source, path=path))
 
 
@@ -189,8 +175,6 @@ def check_config(
     :param node_id: the node being checked, named in every message.
     :param source: the document the node came from, for the error position.
     :param root: the pointer of ``config`` within its document.
-
-    .. versionadded:: 0.1
     """
     errors: list[ConfigError] = []
     for error in _validator(schema).iter_errors(config):
@@ -263,8 +247,6 @@ def edge_group_id(
 ) -> str:
     """The id of an edge group: ``router:a,b->c,d``; ``#2``, ``#3`` … appended while it is
     in ``taken`` (two groups of one router between the same executors).
-
-    .. versionadded:: 0.1
     """
     base = f"{router}:{','.join(sources)}->{','.join(targets)}"
     used = taken if isinstance(taken, (set, frozenset)) else set(taken)
@@ -279,8 +261,6 @@ class SpecBuilder:
 
     Front-ends and builders add what they compile; the builder names every edge group
     (:func:`edge_group_id`) and refuses a node id given twice.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(self) -> None:

@@ -7,7 +7,7 @@ The kernel runs supersteps and defines the seams (:class:`plait.spi.Durability`,
 runner's commit seam :class:`plait.spi.RunCommit`); installing ``plait-durable`` registers
 the durability that ``Workflow.run(checkpoint=...)``, ``Workflow.resume``,
 ``Workflow.pending_requests`` and ``Workflow.fingerprint`` call
-(``plait_register_durability``). What a checkpoint is comes with it: the records and the
+(``plait_durability``). What a checkpoint is comes with it: the records and the
 store protocols (:mod:`plait_durable.checkpoint`: :class:`Checkpoint`,
 :class:`CheckpointStore`, :class:`BlobStore`, :func:`open_store` …) and the value codec
 (:mod:`plait_durable.codec`: :func:`encode_value`, :func:`decode_value` …), every name of
@@ -19,8 +19,6 @@ helpers below: store authors the bytes a checkpoint is stored as (:func:`encode_
 (:class:`CheckpointStoreBase`, :func:`redact_url`, :func:`run_info` …).
 
 Names are imported on first use: loading plugins imports only this module.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import plait
-from plait.spi import Register, lazy, lazy_exports
+from plait.spi import lazy, lazy_exports
 
 if TYPE_CHECKING:
     from ._blobs import (
@@ -133,97 +131,6 @@ if TYPE_CHECKING:
         type_ref as type_ref,
     )
 
-#: Where each public name lives (imported on first use).
-_HOME = {
-    "BlobWriter": "_blobs",
-    "blob_hash": "_blobs",
-    "blob_refs": "_blobs",
-    "child_refs": "_blobs",
-    "externalize_state": "_blobs",
-    "has_blobs": "_blobs",
-    "load_blob": "_blobs",
-    "resolve_state": "_blobs",
-    "unpack_blob": "_blobs",
-    "unreferenced": "_blobs",
-    "unreferenced_by": "_blobs",
-    "SNAPSHOT_EVERY": "_durable",
-    "Checkpointer": "_durable",
-    "Checkpoints": "_durable",
-    "failure_record": "_durable",
-    "resolve_store": "_durable",
-    "fingerprint_changes": "_fingerprint",
-    "workflow_fingerprint": "_fingerprint",
-    "decode_checkpoint": "_format",
-    "dump_json": "_format",
-    "encode_checkpoint": "_format",
-    "load_json": "_format",
-    "RunJournal": "_journal",
-    "granted": "_leases",
-    "held_error": "_leases",
-    "is_free": "_leases",
-    "lost_error": "_leases",
-    "released": "_leases",
-    "take_lease": "_leases",
-    "CheckpointView": "_runindex",
-    "Change": "_runview",
-    "DEFAULT_PAGE": "_runindex",
-    "EDITABLE": "_runview",
-    "EventJournal": "_runindex",
-    "JOURNAL_KINDS": "_runindex",
-    "JournalEvent": "_runindex",
-    "MAX_JOURNAL_PAGE": "_runindex",
-    "RUN_COLUMNS": "_runindex",
-    "RunIndex": "_runindex",
-    "RunPage": "_runindex",
-    "RunQuery": "_runindex",
-    "RunSummary": "_runindex",
-    "check_journal_read": "_runindex",
-    "checkpoint_view": "_runindex",
-    "diff_views": "_runindex",
-    "fork_run": "_runindex",
-    "list_runs": "_runindex",
-    "page_of_rows": "_runindex",
-    "page_sql": "_runindex",
-    "parse_int_cursor": "_runindex",
-    "read_journal": "_runindex",
-    "CORRUPT": "_stores",
-    "INFO_FIELDS": "_stores",
-    "CheckpointStoreBase": "_stores",
-    "InfoRow": "_stores",
-    "check_keep_last": "_stores",
-    "check_runs_limit": "_stores",
-    "corrupt_run_info": "_stores",
-    "duplicate_error": "_stores",
-    "error_summary": "_stores",
-    "info_fields": "_stores",
-    "info_row": "_stores",
-    "latest_run_info": "_stores",
-    "parse_age": "_stores",
-    "prune_plan": "_stores",
-    "redact_url": "_stores",
-    "run_info": "_stores",
-    "where": "_stores",
-    "FORMAT_VERSION": "checkpoint",
-    "BlobStore": "checkpoint",
-    "Checkpoint": "checkpoint",
-    "CheckpointInfo": "checkpoint",
-    "CheckpointStore": "checkpoint",
-    "CheckpointStoreFactory": "checkpoint",
-    "Lease": "checkpoint",
-    "LeaseHolder": "checkpoint",
-    "RunInfo": "checkpoint",
-    "open_store": "checkpoint",
-    "DecodeError": "codec",
-    "EncodeError": "codec",
-    "declared_types": "codec",
-    "decode_value": "codec",
-    "encode_value": "codec",
-    "type_ref": "codec",
-}
-
-__all__ = ["plait_register_durability", *sorted(_HOME)]
-
-__getattr__ = lazy_exports(__name__, _HOME)
 
 #: What :class:`plait.spi.Durability` asks of the registered object (checked without
 #: importing it: ``_durable`` and the runner's durable path load on first durable call).
@@ -232,11 +139,16 @@ _PROVIDES = (
 )  # fmt: skip
 
 
+#: The one durability, made on first use (the kernel keeps what the hook gives).
+_DURABILITY = lazy("plait_durable._durable:Checkpoints", provides=_PROVIDES)
+
+
 @plait.hookimpl
-def plait_register_durability(register: Register) -> None:
-    """Register the durability ``"checkpoints"`` (:class:`Checkpoints`)."""
-    register("checkpoints", lazy("plait_durable._durable:Checkpoints", provides=_PROVIDES))
+def plait_durability() -> object:
+    """Give the durability (:class:`Checkpoints`)."""
+    return _DURABILITY
 
 
-def __dir__() -> list[str]:
-    return list(__all__)
+# each name is imported on first use: loading plugins imports only this module
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

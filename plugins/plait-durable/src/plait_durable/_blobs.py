@@ -1,7 +1,7 @@
 """Content-addressed values: what makes a checkpoint cost what changed.
 
 A checkpoint's values (messages, executor and shared state, outputs, request payloads)
-are encoded JSON (:mod:`plait.codec`). Before a checkpoint is written to a store that
+are encoded JSON (:mod:`plait_durable.codec`). Before a checkpoint is written to a store that
 keeps blobs (:func:`has_blobs`), :class:`BlobWriter` rewrites each value bottom-up:
 
 - a string, list or dict whose compact JSON is above :data:`THRESHOLD` bytes is stored
@@ -69,8 +69,6 @@ Blobs belong to a run: a reference never points outside the run of the checkpoin
 holds it (a fork copies what it needs into the new run), so deleting or pruning one run
 never touches another's values. Pruning removes the blobs that no kept checkpoint
 reaches (:func:`unreferenced`, mark and sweep over the run's blobs).
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -112,7 +110,7 @@ __all__ = [
     "unreferenced_by",
 ]
 
-TAG = "__plait__"  # the codec's tag key (plait.codec.TAG; the codec is a layer above)
+TAG = "__plait__"  # the codec's tag key (plait_durable.codec.TAG; the codec is a layer above)
 #: Values whose compact JSON is above this many bytes are stored as blobs. Below it a
 #: reference (91 bytes) and a row cost about what the value does.
 THRESHOLD = 256
@@ -204,8 +202,6 @@ def blob_hash(data: bytes) -> str:
 def pack_blob(data: bytes) -> bytes:
     """A blob's canonical JSON ``data`` as a store keeps it: compressed (a Zstandard
     frame) when that makes it smaller, else ``data`` itself. :func:`unpack_blob` is the inverse.
-
-    .. versionadded:: 0.1
     """
     if len(data) < COMPRESS_MIN or len(data) > MAX_BLOB:
         return data
@@ -224,8 +220,6 @@ def unpack_blob(data: bytes, limit: int | None = None) -> bytes:
     :param limit: the most bytes it may inflate to (:data:`MAX_BLOB` if not given).
     :raises ValueError: a compressed blob is truncated, altered, has bytes after its end,
         or inflates to more than ``limit`` bytes.
-
-    .. versionadded:: 0.1
     """
     if limit is None:
         limit = MAX_BLOB
@@ -282,8 +276,6 @@ def load_blob(data: bytes) -> Any:
     hash: :func:`resolve_state` does that).
 
     :raises ValueError: it does not inflate (:func:`unpack_blob`) or is not JSON.
-
-    .. versionadded:: 0.1
     """
     return load_json(unpack_blob(bytes(data)))
 

@@ -1,7 +1,5 @@
 """The checkpointer: turns a run's state into checkpoints (full snapshots and deltas, see
 :mod:`plait_durable._layout` for the layout) and hands them to the store in order.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -88,7 +86,7 @@ class Checkpointer:
         self.observer: RunObserver | None = None
         #: the run's state, whose attempt counts :meth:`before_retry` records
         self.state: RunState | None = None
-        #: large values go to the store as blobs when it keeps them (:mod:`plait._blobs`)
+        #: large values go to the store as blobs when it keeps them (:mod:`plait_durable._blobs`)
         self.blobs = BlobWriter() if has_blobs(store) else None
         self._new_blobs: dict[str, dict[str, bytes]] = {}  # checkpoint id -> its new blobs
         self._base_blobs: set[str] = set()  # what the last full checkpoint reaches
@@ -215,7 +213,7 @@ class Checkpointer:
         if plain and self.blobs is None:
             # key by key: a delta holds the keys written since its base, not all
             # (with blobs, the whole shared state costs about its new keys: its items
-            # are a tree the last checkpoint shares, see plait._blobs)
+            # are a tree the last checkpoint shares, see plait_durable._blobs)
             changed = shared_changes(self.shared_at_base, shared)
             if changed is not None:
                 changes = SharedChanges(set=changed["set"], unset=changed["unset"])

@@ -24,8 +24,6 @@ writes anything, renews it every third of ``lease_ttl`` while it lives, saves ev
 checkpoint with the lease's fencing token, and releases it at the end. A second worker
 running or resuming the same live run fails at once with
 :class:`~plait.RunLeaseError`.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -281,8 +279,6 @@ class Checkpoints:
     :class:`plait.spi.Durability`): what :class:`plait.Workflow` calls for
     ``run(checkpoint=...)``, ``resume``, ``pending_requests``, ``fingerprint`` and a nested
     workflow's wait for outside input.
-
-    .. versionadded:: 0.1
     """
 
     def fingerprint(self, graph: CompiledGraph) -> Mapping[str, Any]:

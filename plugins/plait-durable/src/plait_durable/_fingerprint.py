@@ -20,8 +20,6 @@ SHA-256); a ``types`` digest and names. Every checkpoint's ``metadata["fingerpri
 holds ``{"format", "digest"}``; the first checkpoint each process writes for a run holds
 the details too, so a refused resume can say ``node 'a' config.kind: "python" →
 "shell"``. A later "pin or migrate" choice reads the same record.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -19,8 +19,6 @@ fields take only those JSON types (no ``"3"`` for ``3``, no ``true`` for ``1``),
 values a run keeps (:data:`Json`: messages, executor and shared state …) stay the JSON
 they are until resuming decodes them into the types the workflow declares
 (:func:`plait_durable.decode_value`).
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

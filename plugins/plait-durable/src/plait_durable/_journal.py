@@ -2,18 +2,16 @@
 a view of the store that saves those records with the checkpoint of their superstep.
 
 A run writes a journal with the run option ``journal=True`` (a durable run, on a store
-that offers :class:`~plait.spi.EventJournal`). Nothing here exists otherwise: the
+that offers :class:`~plait_durable.EventJournal`). Nothing here exists otherwise: the
 runner sees no extra observer and the checkpointer the store itself, so a run without a
 journal pays nothing for it.
 
 :class:`RunJournal` is a :class:`~plait.spi.RunObserver`: the runner tells it of
 supersteps and invocations at its seams (nothing patches the runner), and it keeps
-:class:`~plait.spi.JournalEvent` records in memory. :class:`JournaledStore` is the store
+:class:`~plait_durable.JournalEvent` records in memory. :class:`JournaledStore` is the store
 as the run's checkpointer sees it: each save hands the events of the supersteps up to the
 checkpoint's to the store's ``save_with_events``, one transaction for both; what no
 checkpoint took by the end of the run is appended on its own (:meth:`RunJournal.flush`).
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -149,7 +147,7 @@ class JournaledStore:
     the supersteps up to the checkpoint's (``save_with_events``: one transaction); every
     other call goes to the store itself.
 
-    :param store: a store that offers :class:`~plait.spi.EventJournal`.
+    :param store: a store that offers :class:`~plait_durable.EventJournal`.
     :param journal: the run's journal observer.
     """
 
@@ -192,7 +190,7 @@ def journal_store(store: Any) -> EventJournal:
     if not isinstance(store, EventJournal):
         raise RunOptionError(
             f"run option journal=True needs a checkpoint store that keeps an event journal "
-            f"(plait.spi.EventJournal: memory, file, SQLite, Redis and PostgreSQL do); "
+            f"(plait_durable.EventJournal: memory, file, SQLite, Redis and PostgreSQL do); "
             f"{type(store).__name__} {getattr(store, 'url', '')!s} does not"
         )
     return store

@@ -18,7 +18,7 @@
     outputs         workflow outputs (full: all so far; delta: since base)
     visits          {executor_id: supersteps run} (full: all; delta: changed since base)
     attempts        {invocation key: failed attempts} while a retry waits (absent otherwise)
-    pipeline        a pipelined run's cut (:func:`plait.spi.decode_cut`; absent otherwise)
+    pipeline        a pipelined run's cut (:func:`plait_pipeline.decode_cut`; absent otherwise)
 
 The checkpointer builds these classes and unstructures them, resuming structures them,
 both through :func:`~plait_durable._format.checkpoint_converter`: the key order is the
@@ -28,8 +28,6 @@ not fit is a :class:`~plait.CorruptCheckpointError` naming the checkpoint and th
 each field that is wrong (``state.requests[0].executor_id holds int 7, expected str``).
 Values (messages, snapshots, shared state, outputs) stay :data:`~plait_durable._format.Json`
 until :func:`plait_durable.decode_value` decodes them into the types the workflow declares.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -11,8 +11,6 @@ which token comes next, and how a refusal is worded are the same in every store:
 - :func:`granted` and :func:`released` record which leases runs in this process hold, so a
   lease left behind by this process (a run that never released it) is free;
 - :func:`held_error` and :func:`lost_error` word the two refusals.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

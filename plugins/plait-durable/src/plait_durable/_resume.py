@@ -6,8 +6,6 @@ Stored data is untrusted: the state is structured into its typed layout
 ``KeyError``; and values decode only into the types the workflow declares
 (:func:`plait_durable.declared_types`); a tag naming anything else is a
 :class:`~plait.CheckpointDecodeError` naming the run, the checkpoint and the tag.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

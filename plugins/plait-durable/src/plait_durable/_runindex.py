@@ -9,7 +9,7 @@ What a run inspector (``plait ui``) needs from a store, on top of
   indexed query, the memory store from summaries it keeps as it saves); for any other store
   the function falls back to :meth:`~plait_durable.CheckpointStore.runs`, which reads every
   run's latest checkpoint on each page.
-- :func:`checkpoint_view` (from :mod:`plait.runview`, as the next two) is a checkpoint as
+- :func:`checkpoint_view` (from :mod:`plait_durable._runview`, as the next two) is a checkpoint as
   stored JSON: a delta merged with its base, never decoded into the workflow's types (the
   store is a trust boundary: nothing named by stored data is imported or built).
 - :func:`diff_views` says what changed between two views, path by path.
@@ -22,8 +22,6 @@ What a run inspector (``plait ui``) needs from a store, on top of
   traceback}``), appended in the same transaction as the superstep's checkpoint where the
   store allows (``save_with_events``) and read after a sequence number
   (:func:`read_journal`). A run writes one with the run option ``journal=True``.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -79,8 +77,6 @@ class RunSummary(RunInfo):
     The fields of :class:`~plait_durable.RunInfo` (from the run's latest checkpoint),
     plus where the run was forked from (``forked_from``, ``forked_from_checkpoint``: the
     run and checkpoint :func:`fork_run` copied; ``None`` for a run that was not forked).
-
-    .. versionadded:: 0.1
     """
 
     forked_from: str | None = None
@@ -127,8 +123,6 @@ class RunQuery:
     :param forked_from: the run was forked from this run.
     :param limit: at most this many runs (1 to :data:`MAX_PAGE`).
     :param cursor: the ``next_cursor`` of the previous page.
-
-    .. versionadded:: 0.1
     """
 
     status: str | None = None
@@ -162,8 +156,6 @@ class RunQuery:
 class RunPage:
     """One page of :func:`list_runs`: the runs, newest first, and the cursor of the next
     page (``None`` on the last one).
-
-    .. versionadded:: 0.1
     """
 
     runs: Sequence[RunSummary]
@@ -177,8 +169,6 @@ class RunIndex(Protocol):
     ``list_runs`` returns a page without reading every run: a SQL store runs one query on
     an indexed table it keeps in the same transaction as each save. A cursor is opaque to
     callers; a malformed one is a ``ValueError``.
-
-    .. versionadded:: 0.1
     """
 
     async def list_runs(self, query: RunQuery) -> RunPage:
@@ -217,8 +207,6 @@ async def list_runs(
     for each page, and each listed run's first checkpoint for ``forked_from``).
 
     :raises ValueError: a bad ``limit`` or ``cursor``.
-
-    .. versionadded:: 0.1
     """
     query = RunQuery(status, workflow, since, until, search, forked_from, limit, cursor)
     if isinstance(store, RunIndex):
@@ -352,8 +340,6 @@ class JournalEvent:
         raised (the handler's own exception), as text.
     :param seq: the store's sequence number (0 before the store numbered it): strictly
         increasing within a run, in the order the events were appended.
-
-    .. versionadded:: 0.1
     """
 
     kind: str
@@ -451,8 +437,6 @@ class EventJournal(Protocol):
     one transaction, Redis one ``MULTI``, the file store the journal file written before
     the checkpoint's rename): the journal never says a superstep committed that the
     checkpoints do not hold. With ``lease``, both only while it is the run's lease.
-
-    .. versionadded:: 0.1
     """
 
     async def append_events(
@@ -486,8 +470,6 @@ async def read_journal(
     most ``limit``), or ``None`` when ``store`` keeps no journal (:class:`EventJournal`).
 
     :raises ValueError: a bad ``after`` or ``limit``.
-
-    .. versionadded:: 0.1
     """
     check_journal_read(after, limit)
     if not isinstance(store, EventJournal):

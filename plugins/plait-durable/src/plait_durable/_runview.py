@@ -2,10 +2,8 @@
 as stored JSON), the diff of two views, and forks of a run from any checkpoint.
 
 Nothing here decodes a checkpoint into the workflow's types, nor imports anything stored
-data names: the store is a trust boundary. :mod:`plait.runindex` re-exports these, beside
+data names: the store is a trust boundary. :mod:`plait_durable._runindex` re-exports these, beside
 the run index a fork is found through (``list_runs(forked_from=...)``).
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -47,8 +45,6 @@ class CheckpointView:
     :param checkpoint: the checkpoint as stored (its ``state`` is JSON values only).
     :param state: the state with a delta's base merged in (``kind`` is the stored kind).
     :param base_id: the full checkpoint a delta built on, ``None`` for a full one.
-
-    .. versionadded:: 0.1
     """
 
     checkpoint: Checkpoint
@@ -126,8 +122,6 @@ async def checkpoint_view(store: CheckpointStore, checkpoint_id: str) -> Checkpo
 
     :raises CheckpointNotFoundError: no such checkpoint (or its base is gone).
     :raises CheckpointError: the delta's base belongs to another run.
-
-    .. versionadded:: 0.1
     """
     checkpoint = await store.load(checkpoint_id)
     state = checkpoint.state
@@ -155,8 +149,6 @@ async def checkpoint_view(store: CheckpointStore, checkpoint_id: str) -> Checkpo
 class Change:
     """One difference between two views: the path to it (keys and list indexes), what
     happened (``added``, ``removed``, ``changed``) and the values before and after.
-
-    .. versionadded:: 0.1
     """
 
     path: tuple[str | int, ...]
@@ -179,8 +171,6 @@ def diff_views(
 ) -> list[Change]:
     """What changed from ``before`` to ``after`` (views or merged states), section by
     section: dicts are compared key by key, anything else as a whole value.
-
-    .. versionadded:: 0.1
     """
     old = before.state if isinstance(before, CheckpointView) else before
     new = after.state if isinstance(after, CheckpointView) else after
@@ -241,8 +231,6 @@ async def fork_run(
     :raises CheckpointNotFoundError: no such checkpoint.
     :raises CheckpointError: the checkpoint belongs to another run.
     :raises ValueError: an edit of a section that is not :data:`EDITABLE`.
-
-    .. versionadded:: 0.1
     """
     view = await checkpoint_view(store, checkpoint_id)
     origin = view.checkpoint

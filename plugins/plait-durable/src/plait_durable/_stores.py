@@ -37,8 +37,6 @@ How a store starts::
             if self._data.setdefault(checkpoint.checkpoint_id, data) != data:
                 raise duplicate_error(checkpoint, self.url)
             ...
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -100,8 +98,6 @@ def parse_age(text: str) -> float:
     ``12h``, ``7d``, ``2w`` (or several: ``1d12h``).
 
     :raises ValueError: the text is not such a duration; the message shows the forms.
-
-    .. versionadded:: 0.1
     """
     compact = text.strip().lower()
     if compact.isdigit():
@@ -170,8 +166,6 @@ def latest_run_info(latest: LatestCheckpoint, *, created_at: float | None = None
     its first checkpoint was taken; ``latest``'s own time if not given): its workflow
     (``metadata["workflow"]``), status, superstep, pending requests and, for a failed run,
     the error its checkpoint records (:func:`error_summary`).
-
-    .. versionadded:: 0.1
     """
     workflow = latest.metadata.get("workflow")
     requests = latest.state.get("requests")
@@ -191,8 +185,6 @@ def corrupt_run_info(run_id: str, error: Exception, *, created_at: float = 0.0) 
     """The listing of a run whose latest checkpoint does not decode: status
     :data:`CORRUPT`, ``error`` the decoding error's message on one line, so one damaged
     run does not hide the others.
-
-    .. versionadded:: 0.1
     """
     return RunInfo(
         run_id=run_id,
@@ -228,8 +220,6 @@ def run_info(
     """The listing of a run from its latest checkpoint's stored bytes, as ``runs()``
     returns it: :func:`latest_run_info`, or :func:`corrupt_run_info` when the bytes do
     not decode, so one damaged run never fails the whole listing.
-
-    .. versionadded:: 0.1
     """
     try:
         latest = decode_checkpoint(

@@ -19,9 +19,6 @@ is stored as and the typed layout of its state (``plait_durable.encode_checkpoin
 (``prune_plan``), a run's listing from its latest checkpoint (``latest_run_info``) and
 what every store shares (``CheckpointStoreBase`` …). Every name here is also a name of
 ``plait_durable``.
-
-.. versionadded:: 0.1
-.. versionchanged:: 0.1 moved here from the kernel (``plait.spi.Checkpoint`` …).
 """
 
 from __future__ import annotations
@@ -185,8 +182,6 @@ class CheckpointStore(Protocol):
         damaged run never fails the listing; ``plait_durable.run_info`` does both).
 
         Raise ``ValueError`` for a negative ``limit`` (``plait_durable.check_runs_limit``).
-
-        .. versionadded:: 0.1
         """
         ...
 
@@ -229,8 +224,6 @@ class BlobStore(Protocol):
     never a checkpoint whose blob is missing. Saving a blob the run has already is a
     no-op. ``prune`` and ``delete_run`` remove the run's blobs that no remaining
     checkpoint reaches (``plait_durable.unreferenced``).
-
-    .. versionadded:: 0.1
     """
 
     async def save(
@@ -344,8 +337,6 @@ class RunInfo:
         its message (``plait_durable.error_summary``); ``None`` otherwise.
     :param created_at: when the run's first checkpoint was taken (seconds since the epoch).
     :param updated_at: when its latest checkpoint was taken.
-
-    .. versionadded:: 0.1
     """
 
     run_id: str

@@ -21,9 +21,6 @@ executor or state key and the superstep.
 
 Checkpoints, and ``plait-ray``'s messages to and from its workers, go through it; every
 name here is also a name of ``plait_durable``.
-
-.. versionadded:: 0.1
-.. versionchanged:: 0.1 moved here from the kernel (``plait.spi.encode_value`` …).
 """
 
 from __future__ import annotations

@@ -9,11 +9,9 @@
   returns (the kernel asks this kind's :meth:`WorkflowKind.wrap` for it).
 
 Each kind declares a JSON Schema for its config and reports every problem of a config at
-once, each at its JSON path (:func:`plait.spi.check_config`). Importing this package
+once, each at its JSON path (:func:`plait_documents.check_config`). Importing this package
 imports neither jsonschema nor httpx: they load when a config is first checked or a
 request first made.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -25,80 +23,28 @@ from plait.spi import Register, lazy, lazy_exports
 
 if TYPE_CHECKING:
     from .errors import (
-        ExecutorKindError,
-        HttpError,
-        HttpRequestError,
-        HttpResponseError,
-        HttpStatusError,
-        HttpTimeoutError,
-        ShellCommandError,
-        ShellError,
-        ShellOutputError,
-        ShellOutputLimitError,
-        ShellTimeoutError,
+        ExecutorKindError as ExecutorKindError,
+        HttpError as HttpError,
+        HttpRequestError as HttpRequestError,
+        HttpResponseError as HttpResponseError,
+        HttpStatusError as HttpStatusError,
+        HttpTimeoutError as HttpTimeoutError,
+        ShellCommandError as ShellCommandError,
+        ShellError as ShellError,
+        ShellOutputError as ShellOutputError,
+        ShellOutputLimitError as ShellOutputLimitError,
+        ShellTimeoutError as ShellTimeoutError,
     )
-    from .http import HttpExecutor, HttpKind
-    from .nested import WorkflowExecutor
-    from .python import PythonKind, executor_from_object, resolve_ref
-    from .schema import check_config
-    from .shell import ShellExecutor, ShellKind
-    from .workflow import WorkflowKind
-
-# where each public name lives: importing this package (which every plait command does, to
-# load plugins) imports none of them until one is used
-_HOMES = {
-    **dict.fromkeys(
-        [
-            "ExecutorKindError",
-            "HttpError",
-            "HttpRequestError",
-            "HttpResponseError",
-            "HttpStatusError",
-            "HttpTimeoutError",
-            "ShellCommandError",
-            "ShellError",
-            "ShellOutputError",
-            "ShellOutputLimitError",
-            "ShellTimeoutError",
-        ],
-        "errors",
-    ),
-    "HttpExecutor": "http",
-    "HttpKind": "http",
-    "PythonKind": "python",
-    "executor_from_object": "python",
-    "resolve_ref": "python",
-    "check_config": "schema",
-    "ShellExecutor": "shell",
-    "ShellKind": "shell",
-    "WorkflowExecutor": "nested",
-    "WorkflowKind": "workflow",
-}
-
-__all__ = [
-    "ExecutorKindError",
-    "HttpError",
-    "HttpExecutor",
-    "HttpKind",
-    "HttpRequestError",
-    "HttpResponseError",
-    "HttpStatusError",
-    "HttpTimeoutError",
-    "PythonKind",
-    "ShellCommandError",
-    "ShellError",
-    "ShellExecutor",
-    "ShellKind",
-    "ShellOutputError",
-    "ShellOutputLimitError",
-    "ShellTimeoutError",
-    "WorkflowExecutor",
-    "WorkflowKind",
-    "check_config",
-    "executor_from_object",
-    "plait_register_executor_kinds",
-    "resolve_ref",
-]
+    from .http import HttpExecutor as HttpExecutor, HttpKind as HttpKind
+    from .nested import WorkflowExecutor as WorkflowExecutor
+    from .python import (
+        PythonKind as PythonKind,
+        executor_from_object as executor_from_object,
+        resolve_ref as resolve_ref,
+    )
+    from .schema import check_config as check_config
+    from .shell import ShellExecutor as ShellExecutor, ShellKind as ShellKind
+    from .workflow import WorkflowKind as WorkflowKind
 
 
 @plait.hookimpl
@@ -115,4 +61,7 @@ def plait_register_executor_kinds(register: Register) -> None:
     register("workflow", lazy("plait_executors.workflow:WorkflowKind", provides=provides))
 
 
-__getattr__ = lazy_exports(__name__, _HOMES)
+# importing this package (which every plait command does, to load plugins) imports none of
+# its names until one is used
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

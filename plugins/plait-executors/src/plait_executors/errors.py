@@ -4,8 +4,6 @@ Each is a :class:`plait.PlaitError`; the runner wraps it in an
 :class:`~plait.ExecutorFailedError` naming the executor and the superstep, with this
 error as the ``__cause__``. Config problems are :class:`plait.ConfigError`\\ s, found
 when the workflow is built, not these.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -3,8 +3,6 @@
 Each message is one request made with :class:`httpx.AsyncClient` (imported on first use),
 always with a timeout. An answer outside 2xx fails with
 :class:`~plait_executors.errors.HttpStatusError` naming the status and the URL.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -48,8 +46,6 @@ class HttpExecutor(Executor):
 
     The request limit is kept as ``request_timeout``; ``timeout`` stays the kernel's
     per-invocation policy.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(
@@ -156,8 +152,6 @@ class HttpExecutor(Executor):
 class HttpKind:
     """``http``: ``{"url", "method"?, "headers"?, "timeout"?, "body"?, "response"?}`` — see
     :class:`HttpExecutor`.
-
-    .. versionadded:: 0.1
     """
 
     config_schema: Mapping[str, Any] = {

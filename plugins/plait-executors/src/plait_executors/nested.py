@@ -16,8 +16,6 @@ its requests are asked again of the outer caller. Answering them
 Use it when a boundary is wanted (isolation, a separately tested workflow, a branch that
 runs at its own pace); compose a fragment inline with ``WorkflowBuilder.add_workflow``
 when one workflow boundary is enough.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -82,8 +80,6 @@ class WorkflowExecutor(Executor):
     A failed inner run fails the outer run with an
     :class:`~plait.ExecutorFailedError` naming this executor, the inner error as
     its cause.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(

@@ -10,8 +10,6 @@ Config: ``{"ref": "package.module:qualname"}``. The object found there may be
 
 Importing runs code, so a document from an untrusted source (``BuildContext.allow_imports``
 false) may not use this kind: :meth:`PythonKind.check` refuses it.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -60,10 +58,7 @@ def executor_from_object(obj: Any, node_id: str) -> Executor:
 
 
 class PythonKind:
-    """``python``: ``{"ref": "package.module:qualname"}``, imported when the workflow is built.
-
-    .. versionadded:: 0.1
-    """
+    """``python``: ``{"ref": "package.module:qualname"}``, imported when the workflow is built."""
 
     #: an executor the caller passes under a node's id or ``uses`` name is bound to the
     #: node as it is: it is the code the config names (``Workflow.from_spec`` asks this)

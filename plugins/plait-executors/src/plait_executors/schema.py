@@ -3,8 +3,6 @@
 The helpers live in :mod:`plait_documents.build` (:func:`plait_documents.check_config`,
 :func:`plait_documents.config_error`, :func:`plait_documents.json_pointer`), where every
 plugin finds them; this module names them for code that imported them from here.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -6,8 +6,6 @@ they are written. Its standard output is bounded (``max_output`` bytes) and its 
 too (``timeout`` seconds); past either, its process group is killed and the executor fails.
 A non-zero exit fails with :class:`~plait_executors.errors.ShellCommandError`, which
 carries the exit code and the tail of standard error.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -54,8 +52,6 @@ class ShellExecutor(Executor):
     They are kept as ``argv``, ``cwd``, ``env``, ``process_timeout``, ``max_output``,
     ``input_mode`` and ``output_format``. ``timeout`` stays the kernel's per-invocation
     policy (``None`` unless set by the builder or the spec), which this limit does not touch.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(
@@ -230,8 +226,6 @@ def _encode_input(message: Any) -> bytes:
 class ShellKind:
     """``shell``: ``{"argv": [...], "cwd"?, "env"?, "timeout"?, "max_output"?, "input"?,
     "output"?}`` — see :class:`ShellExecutor`.
-
-    .. versionadded:: 0.1
     """
 
     config_schema: Mapping[str, Any] = {

@@ -11,8 +11,6 @@ kind too (:meth:`WorkflowKind.wrap`).
 A nested workflow is built once per load (:func:`plait.spi.load_scope`), however many
 times ``check`` and ``create`` — this kind's and a front-end kind's wrapping it — ask for
 it; a load's nesting and the nodes it builds are bounded there.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -34,8 +32,6 @@ __all__ = ["WorkflowKind"]
 class WorkflowKind:
     """``workflow``: ``{"fragment": name}`` or ``{"spec": {...}}``, plus
     ``"allow_direct_output"?: bool``.
-
-    .. versionadded:: 0.1
     """
 
     config_schema: Mapping[str, Any] = {
@@ -119,8 +115,6 @@ class WorkflowKind:
     ) -> WorkflowExecutor:
         """``workflow`` as one executor (what :meth:`plait.Workflow.as_executor` returns;
         arguments as for :class:`~plait_executors.WorkflowExecutor`).
-
-        .. versionadded:: 0.1
         """
         return WorkflowExecutor(
             workflow, id=id, adapter=adapter, allow_direct_output=allow_direct_output

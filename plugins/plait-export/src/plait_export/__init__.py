@@ -4,8 +4,6 @@ Registers the exporters ``mermaid`` and ``dot`` through ``plait_register_exporte
 ``Workflow.to_mermaid()``, ``Workflow.to_dot()`` and ``Workflow.export(format)`` look them
 up. Composed fragments show as nested boxes, inserted converters and adapters apart from
 executors, and the output is deterministic.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -18,25 +16,14 @@ from plait.spi import Register, lazy_exports
 if TYPE_CHECKING:
     from plait import WorkflowSpec
 
-    from ._graph import Boxes, boxes, node_role, split_id, to_dot, to_mermaid
-
-# the exporters' work lives in ``_graph``, imported when a graph is first exported: loading
-# plugins (every plait command) imports this module only
-_HOMES = dict.fromkeys(
-    ["Boxes", "boxes", "node_role", "split_id", "to_dot", "to_mermaid"], "_graph"
-)
-
-__all__ = [
-    "Boxes",
-    "DotExporter",
-    "MermaidExporter",
-    "boxes",
-    "node_role",
-    "plait_register_exporters",
-    "split_id",
-    "to_dot",
-    "to_mermaid",
-]
+    from ._graph import (
+        Boxes as Boxes,
+        boxes as boxes,
+        node_role as node_role,
+        split_id as split_id,
+        to_dot as to_dot,
+        to_mermaid as to_mermaid,
+    )
 
 
 class MermaidExporter:
@@ -66,4 +53,7 @@ def plait_register_exporters(register: Register) -> None:
     register("dot", DotExporter())
 
 
-__getattr__ = lazy_exports(__name__, _HOMES)
+# the exporters' work lives in ``_graph``, imported when a graph is first exported: loading
+# plugins (every plait command) imports this module only
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

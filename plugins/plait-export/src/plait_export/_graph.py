@@ -13,8 +13,6 @@ its body and the gather are drawn inside it (:func:`boxes`), though body ids car
 prefix.
 
 The output is deterministic: the same spec always gives the same text.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -66,8 +64,6 @@ class Boxes:
         A box id is a prefix ending in ``/`` (``prep/``, ``prep/inner/``, ``each/``).
     :param labels: box id -> its label (``prep``; ``foreach each`` for a foreach block).
     :param foreach: the box ids that are foreach blocks.
-
-    .. versionadded:: 0.1
     """
 
     parent: Mapping[str, str | None]
@@ -86,8 +82,6 @@ def boxes(kinds: Mapping[str, str], edges: Iterable[tuple[str, str]]) -> Boxes:
 
     A body node goes in its innermost block; a block nested in another block's body goes
     in that block's box, and so does a fragment (a prefix box) whose nodes are all in it.
-
-    .. versionadded:: 0.1
     """
     parent: dict[str, str | None] = {}
     labels: dict[str, str] = {}
@@ -236,10 +230,7 @@ def _mermaid_text(text: str) -> str:
 
 
 def to_mermaid(spec: WorkflowSpec) -> str:
-    """The workflow as a Mermaid ``flowchart LR``.
-
-    .. versionadded:: 0.1
-    """
+    """The workflow as a Mermaid ``flowchart LR``."""
     keys: dict[str, str] = {}
     lines = ["flowchart LR"]
     if spec.name:
@@ -287,10 +278,7 @@ def _dot_text(text: str) -> str:
 
 
 def to_dot(spec: WorkflowSpec) -> str:
-    """The workflow in Graphviz DOT (``digraph``; prefixes become ``cluster_*`` subgraphs).
-
-    .. versionadded:: 0.1
-    """
+    """The workflow in Graphviz DOT (``digraph``; prefixes become ``cluster_*`` subgraphs)."""
     lines = [
         f"digraph {_dot_text(spec.name or 'workflow')} {{",
         "  rankdir=LR;",

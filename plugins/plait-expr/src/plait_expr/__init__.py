@@ -8,26 +8,21 @@ nesting, numbers and string growth. The reference is ``docs/expressions.md``.
 
 Registering the language imports nothing heavy; the parser's tables are imported on the
 first ``compile``, which builds nothing and never imports lark.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import plait
-from plait.spi import Register, lazy
+from plait.spi import Register, lazy, lazy_exports
 
 if TYPE_CHECKING:
-    from ._language import CompiledExpression, CompiledTemplate, PlaitLanguage
-
-__all__ = [
-    "CompiledExpression",
-    "CompiledTemplate",
-    "PlaitLanguage",
-    "plait_register_expression_languages",
-]
+    from ._language import (
+        CompiledExpression as CompiledExpression,
+        CompiledTemplate as CompiledTemplate,
+        PlaitLanguage as PlaitLanguage,
+    )
 
 
 @plait.hookimpl
@@ -37,10 +32,6 @@ def plait_register_expression_languages(register: Register) -> None:
     register("plait", lazy(language, provides=("compile", "compile_template")))
 
 
-def __getattr__(name: str) -> Any:
-    # the language's modules load when first used, not when plugins load
-    if name in ("CompiledExpression", "CompiledTemplate", "PlaitLanguage"):
-        from . import _language
-
-        return getattr(_language, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the language's modules load when first used, not when plugins load
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

@@ -121,10 +121,7 @@ class _Inner(_Where):
 
 
 class CompiledExpression:
-    """An expression compiled to closures; :meth:`evaluate` runs it over JSON-like data.
-
-    .. versionadded:: 0.1
-    """
+    """An expression compiled to closures; :meth:`evaluate` runs it over JSON-like data."""
 
     __slots__ = ("_fn", "_where", "names", "text")
 
@@ -154,10 +151,7 @@ class CompiledExpression:
 
 
 class CompiledTemplate:
-    """A template: literal text and compiled ``{{ expr }}`` parts.
-
-    .. versionadded:: 0.1
-    """
+    """A template: literal text and compiled ``{{ expr }}`` parts."""
 
     __slots__ = ("_parts", "_single", "names", "text")
 
@@ -221,10 +215,7 @@ class CompiledTemplate:
 
 
 class PlaitLanguage:
-    """The ``"plait"`` expression language (see ``docs/expressions.md``).
-
-    .. versionadded:: 0.1
-    """
+    """The ``"plait"`` expression language (see ``docs/expressions.md``)."""
 
     name = "plait"
 

@@ -13,8 +13,6 @@ when a flow first builds their nodes, never when the plugin registers. The refer
         flow="researcher -> [analyzer, summarizer] -> writer",
         merge="concat_newline",
     )
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -31,16 +29,7 @@ if TYPE_CHECKING:
     from plait import Workflow, WorkflowSpec
     from plait.spi import BuildContext, PluginManager
 
-    from ._kinds import FlowJoin, FlowOutput
-
-__all__ = [
-    "Flow",
-    "FlowJoin",
-    "FlowLoader",
-    "FlowOutput",
-    "plait_register_executor_kinds",
-    "plait_register_loaders",
-]
+    from ._kinds import FlowJoin as FlowJoin, FlowOutput as FlowOutput
 
 
 class FlowLoader:
@@ -52,8 +41,6 @@ class FlowLoader:
     Options (``plait.load(text, format="flow", **options)``): ``merge`` (the merge strategy
     of parallel blocks that name none; default ``concat_newline``), ``merge_options`` (its
     options, e.g. ``{"separator": " | "}``) and ``name`` (the workflow's name).
-
-    .. versionadded:: 0.1
     """
 
     suffixes: tuple[str, ...] = (".flow", ".flow.yaml", ".flow.yml")
@@ -128,8 +115,6 @@ def Flow(
     :raises plait.LoadError: every problem of the flow, with positions.
     :raises plait.ConfigError: two agents with the same name, or an agent that is
         neither an executor nor an async function.
-
-    .. versionadded:: 0.1
     """
     by_name = _by_name(executors)
     options: dict[str, Any] = {"merge": merge}
@@ -182,4 +167,5 @@ def plait_register_executor_kinds(register: Register) -> None:
 
 # the executors the kinds build live with them, imported on first use (loading plugins
 # imports this module only)
-__getattr__ = lazy_exports(__name__, {"FlowJoin": "_kinds", "FlowOutput": "_kinds"})
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

@@ -10,9 +10,7 @@
 The flow text is compiled where it stands: every line of the document outside it is
 blanked, so each problem of the flow is at the document's own line and column (a flow
 under ``flow: |`` included). The ``agents:`` section has the schema every format shares
-(:func:`plait.spi.read_agents`).
-
-.. versionadded:: 0.1
+(:func:`plait_documents.read_agents`).
 """
 
 from __future__ import annotations

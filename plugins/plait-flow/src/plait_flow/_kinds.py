@@ -10,8 +10,6 @@
 
 Neither takes a config (``{}``). Built executors carry ``plait_kind`` and ``config``, so a
 ``WorkflowBuilder`` given them records the same nodes.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -46,10 +46,7 @@ _ORDER = list(_READABLE)
 
 
 class FlowError(ConfigError):
-    """A problem in a flow text, at its line and column (with the line and a caret).
-
-    .. versionadded:: 0.1
-    """
+    """A problem in a flow text, at its line and column (with the line and a caret)."""
 
 
 def _get_parser() -> Any:

@@ -9,8 +9,6 @@ module; ``llm`` is imported when an agent config is first checked.
   ``options``, ``structured_output``);
 - :class:`AgentExecutor`: the executor it builds;
 - :class:`AgentError`: a model call that failed or answered something unusable.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -21,15 +19,12 @@ import plait
 from plait.spi import Register, lazy, lazy_exports
 
 if TYPE_CHECKING:
-    from ._agent import MODEL_ENV, AgentError, AgentExecutor, AgentKind
-
-__all__ = [
-    "MODEL_ENV",
-    "AgentError",
-    "AgentExecutor",
-    "AgentKind",
-    "plait_register_executor_kinds",
-]
+    from ._agent import (
+        MODEL_ENV as MODEL_ENV,
+        AgentError as AgentError,
+        AgentExecutor as AgentExecutor,
+        AgentKind as AgentKind,
+    )
 
 
 @plait.hookimpl
@@ -40,4 +35,5 @@ def plait_register_executor_kinds(register: Register) -> None:
     )
 
 
-__getattr__ = lazy_exports(__name__, dict.fromkeys(__all__[:-1], "_agent"))
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

@@ -2,8 +2,6 @@
 
 ``llm`` is imported here, and this module is imported only when an ``agent`` config is
 first checked (the kind is registered with :func:`plait.spi.lazy`).
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -42,8 +40,6 @@ class AgentError(PlaitError):
 
     :param executor_id: the agent that failed.
     :param model_id: the model it called.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(self, message: str, *, executor_id: str, model_id: str) -> None:
@@ -80,9 +76,6 @@ class AgentExecutor(Executor):
     :param structured_output: a JSON Schema (of an object) for the answer.
     :param tools: Python functions the model may call (llm's tool calling): the model's
         answer is then the end of llm's chain of calls and tool results.
-
-    .. versionadded:: 0.1
-    .. versionchanged:: 0.1 ``tools``.
     """
 
     def __init__(
@@ -224,8 +217,6 @@ class AgentKind:
     when the workflow is built, each problem at its JSON path. Any model can give structured
     output: through llm's schema API when it supports one, else by instruction (see
     :class:`AgentExecutor`).
-
-    .. versionadded:: 0.1
     """
 
     config_schema: Mapping[str, Any] = {

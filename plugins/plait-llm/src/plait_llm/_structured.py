@@ -6,8 +6,6 @@ answer is parsed (:func:`parse_answer` tolerates a fenced ```` ```json ```` bloc
 around one object) and validated against the schema (:func:`answer_problem`); a problem is
 named by its JSON path, so a corrective prompt (:func:`correction`) and the final error can
 say exactly what was wrong.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -7,10 +7,6 @@ returns a configured copy (or raises ``ValueError`` naming the bad option). The
 ``fan_in`` router calls it with the edge group's ``merge_options``
 (``WorkflowBuilder.add_fan_in(..., merge="concat", separator=" | ")``). ``concat`` and
 ``concat_newline`` take ``separator``; the others take none.
-
-.. versionadded:: 0.1
-.. versionchanged:: 0.1 ``concat`` joins strings with one space and ``concat_newline``
-   with a blank line (seed 000); options through ``with_options``.
 """
 
 from __future__ import annotations

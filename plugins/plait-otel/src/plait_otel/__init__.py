@@ -25,8 +25,6 @@ Spans (all ``INTERNAL``):
   spans the handler makes (an HTTP client's, an LLM call's) are its children.
 
 A failed run or invocation has status ``ERROR`` and the exception recorded.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -52,8 +50,6 @@ _tracers: dict[int, tuple[Any, Tracer]] = {}
 def instrument(tracer_provider: TracerProvider | None = None) -> None:
     """Trace every run of this process with ``tracer_provider`` (default: the global one,
     even before one is set).
-
-    .. versionadded:: 0.1
     """
     global _mode, _provider
     _mode, _provider = "on", tracer_provider
@@ -62,18 +58,13 @@ def instrument(tracer_provider: TracerProvider | None = None) -> None:
 def uninstrument() -> None:
     """Trace no run of this process, whatever tracer provider is set, until
     :func:`instrument` is called.
-
-    .. versionadded:: 0.1
     """
     global _mode, _provider
     _mode, _provider = "off", None
 
 
 def is_instrumented() -> bool:
-    """Whether a run started now would be traced.
-
-    .. versionadded:: 0.1
-    """
+    """Whether a run started now would be traced."""
     return _tracer() is not None
 
 

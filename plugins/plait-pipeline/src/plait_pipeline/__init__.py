@@ -11,8 +11,6 @@ through the runner's commit seam, and a run resumed from one starts in this sche
 The rules are in :mod:`plait_pipeline._pipeline`'s docstring and the Schedules guide.
 
 Names are imported on first use: loading plugins imports only this module.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -23,22 +21,15 @@ import plait
 from plait.spi import Register, lazy, lazy_exports
 
 if TYPE_CHECKING:
-    from ._pipeline import NAME, Pipeline, Pipelined, TimedEffects, decode_cut, pays
+    from ._pipeline import (
+        NAME as NAME,
+        Pipeline as Pipeline,
+        Pipelined as Pipelined,
+        TimedEffects as TimedEffects,
+        decode_cut as decode_cut,
+        pays as pays,
+    )
 
-__all__ = [
-    "NAME",
-    "Pipeline",
-    "Pipelined",
-    "TimedEffects",
-    "decode_cut",
-    "pays",
-    "plait_register_schedules",
-]
-
-#: Where each name lives.
-_HOME = {name: "_pipeline" for name in __all__ if name != "plait_register_schedules"}
-
-__getattr__ = lazy_exports(__name__, _HOME)
 
 #: What :class:`plait.spi.Schedule` asks of the registered object (checked without
 #: importing it: the schedule's module loads on the first run that asks for it).
@@ -51,5 +42,5 @@ def plait_register_schedules(register: Register) -> None:
     register("pipelined", lazy("plait_pipeline._pipeline:Pipelined", provides=_PROVIDES))
 
 
-def __dir__() -> list[str]:
-    return list(__all__)
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

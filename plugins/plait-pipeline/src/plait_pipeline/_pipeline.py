@@ -43,8 +43,6 @@ cancelled) but lets earlier work finish, which may fail earlier still; the error
 is the one the superstep schedule raises: the earliest ``t``, a superstep limit before a
 visit limit (in the order of that ``t``'s deliveries) before a handler's failure before
 a failure at the barrier.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -8,27 +8,22 @@ use; see :class:`PostgresCheckpointStore` for the schema, its migrations and the
 options.
 
 psycopg's async API runs on asyncio only, so this store does too.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import plait
-from plait.spi import Register
+from plait.spi import Register, lazy_exports
 
 if TYPE_CHECKING:
-    from ._store import MIGRATIONS, SCHEMA_VERSION, PostgresCheckpointStore, redact_url
-
-__all__ = [
-    "MIGRATIONS",
-    "SCHEMA_VERSION",
-    "PostgresCheckpointStore",
-    "plait_register_checkpoint_stores",
-    "redact_url",
-]
+    from ._store import (
+        MIGRATIONS as MIGRATIONS,
+        SCHEMA_VERSION as SCHEMA_VERSION,
+        PostgresCheckpointStore as PostgresCheckpointStore,
+        redact_url as redact_url,
+    )
 
 
 # Every process that loads Plait's plugins imports this module (entry point ``postgres``),
@@ -50,9 +45,5 @@ def plait_register_checkpoint_stores(register: Register) -> None:
     register("postgres", _open_postgres)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _STORE:
-        from . import _store
-
-        return getattr(_store, name)
-    raise AttributeError(f"module 'plait_postgres' has no attribute {name!r}")
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

@@ -254,8 +254,6 @@ class PostgresCheckpointStore(CheckpointStoreBase):
 
     Connection failures are :class:`~plait.StoreUnavailableError` naming the URL
     without its password.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(self, url: str) -> None:

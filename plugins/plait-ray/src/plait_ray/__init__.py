@@ -9,8 +9,6 @@ Connecting: a Ray already initialised in this process (``ray.init(address=...)``
 as it is; else ``RAY_ADDRESS`` (or :func:`configure`'s ``address``) names a cluster to
 join; else a local cluster is started for the process. Importing this package (which every
 ``plait`` command does, to load plugins) does not import Ray.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -21,31 +19,23 @@ from plait import hookimpl
 from plait.spi import Register, lazy, lazy_exports
 
 if TYPE_CHECKING:
-    from ._placement import RayPlacement, configure, placement
-    from .errors import RemoteInvocationError, WorkerLostError
-
-__all__ = [
-    "RayPlacement",
-    "RemoteInvocationError",
-    "WorkerLostError",
-    "configure",
-    "placement",
-]
-
-# where each public name lives, imported on first use (loading plugins imports this module only)
-__getattr__ = lazy_exports(
-    __name__,
-    {
-        "RayPlacement": "_placement",
-        "configure": "_placement",
-        "placement": "_placement",
-        "RemoteInvocationError": "errors",
-        "WorkerLostError": "errors",
-    },
-)
+    from ._placement import (
+        RayPlacement as RayPlacement,
+        configure as configure,
+        placement as placement,
+    )
+    from .errors import (
+        RemoteInvocationError as RemoteInvocationError,
+        WorkerLostError as WorkerLostError,
+    )
 
 
 @hookimpl
 def plait_register_placements(register: Register) -> None:
     """Register the ``ray`` placement (imported, with Ray, when a workflow first uses it)."""
     register("ray", lazy("plait_ray._placement:placement", provides=("invoke",)))
+
+
+# each name is imported on first use (loading plugins imports this module only)
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

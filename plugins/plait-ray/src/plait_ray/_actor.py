@@ -5,8 +5,6 @@ An actor hosts the executors assigned to it, each rebuilt once from its node spe
 for every later superstep and run. One call runs a batch — the invocations of a superstep
 that the runner had in flight at once for this actor — concurrently, as the runner's own
 tasks would have run them.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -10,8 +10,6 @@ When an actor's worker dies mid-invocation, every invocation of its batch fails 
 :class:`~plait_ray.errors.WorkerLostError` naming the executor, the node and the pid; the
 next invocation for that actor starts a fresh one. The runner retries under the
 executor's retry policy, exactly as it does a local failure.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -103,8 +101,6 @@ class RayPlacement:
     :param actors: how many actors host executors (default ``PLAIT_RAY_ACTORS``, else the
         cluster's CPU count).
     :param init_options: more keyword arguments for ``ray.init``.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(
@@ -320,8 +316,6 @@ def configure(
     """Say where the ``ray`` placement connects, before its first use: ``address`` of a
     cluster (default ``RAY_ADDRESS``, else a local one), how many ``actors`` host
     executors (default: the cluster's CPUs), and other ``ray.init`` keyword arguments.
-
-    .. versionadded:: 0.1
     """
     placement.address = address
     placement.actors = actors

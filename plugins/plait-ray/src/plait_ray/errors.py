@@ -1,7 +1,4 @@
-"""Errors of the ``ray`` placement (importable without Ray).
-
-.. versionadded:: 0.1
-"""
+"""Errors of the ``ray`` placement (importable without Ray)."""
 
 from __future__ import annotations
 
@@ -15,8 +12,6 @@ class WorkerLostError(PlaitError):
 
     Under a retry policy the runner retries the invocation on a fresh actor; without one
     the run fails with this error, which names the executor, the Ray node and the pid.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(self, message: str, *, executor_id: str, node: str | None, pid: int | None):
@@ -27,19 +22,13 @@ class WorkerLostError(PlaitError):
 
 
 class RayConnectError(PlaitError):
-    """Ray could not be started or joined (the address is named).
-
-    .. versionadded:: 0.1
-    """
+    """Ray could not be started or joined (the address is named)."""
 
 
 class RemoteInvocationError(PlaitError):
     """A placed handler raised an exception whose class cannot be rebuilt on the driver
     (only built-in exception classes are); ``remote_type`` names it, ``remote_traceback``
     is the worker's traceback.
-
-    .. versionadded:: 0.1
-       Moved here from the kernel (``plait.remote``).
     """
 
     def __init__(self, remote_type: str, message: str, remote_traceback: str = "") -> None:

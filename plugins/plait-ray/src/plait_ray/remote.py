@@ -7,10 +7,6 @@ both sides.
 
 The ``ray`` placement is built on it; a placement of another cluster can be too (the
 tests' loopback placement runs it in one process).
-
-.. versionadded:: 0.1
-   Moved here from the kernel (``plait.remote``): the kernel knows placements only by
-   their protocol (:class:`plait.placement.Placement`).
 """
 
 from __future__ import annotations
@@ -196,8 +192,6 @@ class RemoteExecutor:
     :param node: the node spec (:func:`node_payload`).
     :param manager: the plugin manager whose executor kinds build it (default: this
         process's).
-
-    .. versionadded:: 0.1
     """
 
     def __init__(self, node: Mapping[str, Any], manager: Any = None) -> None:

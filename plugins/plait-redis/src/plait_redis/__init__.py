@@ -7,21 +7,18 @@ superstep to Redis and a run can resume on another machine. See
 :class:`RedisCheckpointStore` for the key layout and the URL options.
 
 redis-py's asyncio client runs on asyncio only, so this store does too.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import plait
-from plait.spi import Register
+from plait.spi import Register, lazy_exports
 
 if TYPE_CHECKING:
-    from ._store import RedisCheckpointStore, redact_url
+    from ._store import RedisCheckpointStore as RedisCheckpointStore, redact_url as redact_url
 
-__all__ = ["RedisCheckpointStore", "plait_register_checkpoint_stores", "redact_url"]
 
 # Every process that loads Plait's plugins imports this module (entry point ``redis``), so
 # it must stay cheap: redis-py (a quarter of a second) is imported when a store is opened.
@@ -42,9 +39,5 @@ def plait_register_checkpoint_stores(register: Register) -> None:
     register("rediss", _open_redis)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _STORE:
-        from . import _store
-
-        return getattr(_store, name)
-    raise AttributeError(f"module 'plait_redis' has no attribute {name!r}")
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

@@ -112,8 +112,6 @@ class RedisCheckpointStore(CheckpointStoreBase):
 
     The client connects on first use. Connection failures (after a few quick retries)
     are :class:`~plait.StoreUnavailableError` naming the URL without its password.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(self, url: str) -> None:

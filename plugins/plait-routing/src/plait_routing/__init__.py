@@ -21,8 +21,6 @@ error       an error edge: when a source fails (after its retries), each target 
 This module holds the registrations and the options as data (what front-ends import); the
 routers live in ``_routers``, imported when a workflow is first built (loading plugins, as
 every ``plait`` command does, imports this module only).
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -35,36 +33,18 @@ from plait.spi import Register, lazy, lazy_exports
 
 if TYPE_CHECKING:
     from ._routers import (
-        DirectRouter,
-        ErrorEdgeRunner,
-        ErrorRouter,
-        FanInBuffers,
-        FanInEdgeRunner,
-        FanInRouter,
-        FanOutEdgeRunner,
-        FanOutRouter,
-        SingleEdgeRunner,
-        SwitchEdgeRunner,
-        SwitchRouter,
+        DirectRouter as DirectRouter,
+        ErrorEdgeRunner as ErrorEdgeRunner,
+        ErrorRouter as ErrorRouter,
+        FanInBuffers as FanInBuffers,
+        FanInEdgeRunner as FanInEdgeRunner,
+        FanInRouter as FanInRouter,
+        FanOutEdgeRunner as FanOutEdgeRunner,
+        FanOutRouter as FanOutRouter,
+        SingleEdgeRunner as SingleEdgeRunner,
+        SwitchEdgeRunner as SwitchEdgeRunner,
+        SwitchRouter as SwitchRouter,
     )
-
-__all__ = [
-    "DirectRouter",
-    "FanOutRouter",
-    "FanInRouter",
-    "SwitchRouter",
-    "ErrorRouter",
-    "ErrorEdgeRunner",
-    "SingleEdgeRunner",
-    "FanOutEdgeRunner",
-    "FanInBuffers",
-    "FanInEdgeRunner",
-    "SwitchEdgeRunner",
-    "fan_in_options",
-    "plait_register_routers",
-    "switch_options",
-    "switch_targets",
-]
 
 
 # -- options, as data --------------------------------------------------------------------------
@@ -79,8 +59,6 @@ def switch_options(
     (the target of each case, in order), ``cases`` (each case's predicate as data: an
     expression ``{"expr": "branch"}`` or a callable spec; ``None`` for one given as a
     parameter) and ``default`` (where a message no case takes goes).
-
-    .. versionadded:: 0.1
     """
     if len(case_targets) != len(cases):
         raise ValueError(
@@ -93,8 +71,6 @@ def switch_options(
 def switch_targets(case_targets: Sequence[str], default: str | None = None) -> list[str]:
     """The targets of a ``switch`` edge group: its case targets, then its default, each
     once, in that order.
-
-    .. versionadded:: 0.1
     """
     return list(dict.fromkeys([*case_targets, *([default] if default else [])]))
 
@@ -106,8 +82,6 @@ def fan_in_options(
     strategy's name, ``when`` it fires (``"all"``: every source sent; ``"available"``:
     what arrived, once no pending message can reach the silent sources) and, when given,
     the strategy's ``merge_options``.
-
-    .. versionadded:: 0.1
     """
     if when not in ("all", "available"):
         raise ValueError(f"fan-in option when must be 'all' or 'available', got {when!r}")
@@ -152,4 +126,7 @@ _IN_ROUTERS = [
     "SwitchEdgeRunner",
     "SwitchRouter",
 ]
-__getattr__ = lazy_exports(__name__, dict.fromkeys(_IN_ROUTERS, "_routers"))
+
+
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

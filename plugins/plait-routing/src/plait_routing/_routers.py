@@ -1,7 +1,5 @@
 """The routers of plait-routing and the edge runners they create (see the package's table),
 imported when a workflow is first built.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

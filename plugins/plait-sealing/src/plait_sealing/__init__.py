@@ -22,8 +22,6 @@ verifies those that name it. Each key is stretched into separate MAC and encrypt
 (HKDF-SHA256). ``cryptography`` is needed for encryption only
 (``pip install 'plait-sealing[crypto]'``) and imported when a checkpoint is first
 encrypted or decrypted.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -31,34 +29,25 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import plait
-from plait.spi import Register
+from plait.spi import Register, lazy_exports
 
 if TYPE_CHECKING:
     from ._keys import (
-        ENCRYPT_VARIABLE,
-        KEY_VARIABLE,
-        CheckpointKey,
-        CheckpointKeyError,
-        CheckpointKeys,
-        generate_key,
-        resolve_keys,
+        ENCRYPT_VARIABLE as ENCRYPT_VARIABLE,
+        KEY_VARIABLE as KEY_VARIABLE,
+        CheckpointKey as CheckpointKey,
+        CheckpointKeyError as CheckpointKeyError,
+        CheckpointKeys as CheckpointKeys,
+        generate_key as generate_key,
+        resolve_keys as resolve_keys,
     )
-    from ._store import SealedStore, open_sealed, seal, unseal
+    from ._store import (
+        SealedStore as SealedStore,
+        open_sealed as open_sealed,
+        seal as seal,
+        unseal as unseal,
+    )
 
-__all__ = [
-    "ENCRYPT_VARIABLE",
-    "KEY_VARIABLE",
-    "CheckpointKey",
-    "CheckpointKeyError",
-    "CheckpointKeys",
-    "SealedStore",
-    "generate_key",
-    "open_sealed",
-    "plait_register_checkpoint_stores",
-    "resolve_keys",
-    "seal",
-    "unseal",
-]
 
 # Every process that loads Plait's plugins imports this module (entry point ``sealing``):
 # hashing and key handling are imported when a sealed store is first used.
@@ -82,13 +71,5 @@ def plait_register_checkpoint_stores(register: Register) -> None:
     register("sealed", _open_sealed)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _KEYS:
-        from . import _keys
-
-        return getattr(_keys, name)
-    if name in _STORE:
-        from . import _store
-
-        return getattr(_store, name)
-    raise AttributeError(f"module 'plait_sealing' has no attribute {name!r}")
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

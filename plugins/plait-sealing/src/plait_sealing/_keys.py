@@ -4,8 +4,6 @@ A key is at least 16 random bytes with an id (``id:base64key`` as text); a ring'
 key signs (and encrypts) new checkpoints and every key verifies the checkpoints that
 name it. Keys come from the ``keys=`` argument of :class:`~plait_sealing.SealedStore`,
 else from ``PLAIT_CHECKPOINT_KEY``.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -52,8 +50,6 @@ class CheckpointKeyError(PlaitError, ValueError):
     """A checkpoint key is malformed, too short or missing, or encryption is asked for
     without a key or without the ``cryptography`` package. Raised before anything is
     written.
-
-    .. versionadded:: 0.1
     """
 
 
@@ -70,8 +66,6 @@ class CheckpointKey:
     :param secret: at least 16 random bytes (32 recommended: :func:`generate_key`).
     :param key_id: letters, digits, ``.``, ``_``, ``-``; default: derived from the secret.
     :param encrypt: checkpoints this key signs are also encrypted (AES-256-GCM).
-
-    .. versionadded:: 0.1
     """
 
     secret: bytes = attrs.field(converter=bytes)
@@ -113,20 +107,14 @@ class CheckpointKey:
 
 
 def generate_key(key_id: str = "") -> str:
-    """A new random 32-byte key in ``PLAIT_CHECKPOINT_KEY`` form (``id:base64key``).
-
-    .. versionadded:: 0.1
-    """
+    """A new random 32-byte key in ``PLAIT_CHECKPOINT_KEY`` form (``id:base64key``)."""
     encoded = base64.b64encode(os.urandom(32)).decode("ascii")
     return f"{key_id}:{encoded}" if key_id else encoded
 
 
 @attrs.frozen
 class CheckpointKeys:
-    """A key ring: ``keys[0]`` signs (and, with ``encrypt``, encrypts); every key verifies.
-
-    .. versionadded:: 0.1
-    """
+    """A key ring: ``keys[0]`` signs (and, with ``encrypt``, encrypts); every key verifies."""
 
     keys: tuple[CheckpointKey, ...]
     encrypt: bool = False
@@ -172,8 +160,6 @@ def resolve_keys(key: Any = None, encrypt: bool | None = None) -> CheckpointKeys
     :param encrypt: also encrypt; ``None``: the environment, or the signing key's mark.
     :raises CheckpointKeyError: a key is malformed or too short, ``encrypt`` is asked for
         without a key, or ``cryptography`` is not installed for it.
-
-    .. versionadded:: 0.1
     """
     if isinstance(key, CheckpointKeys) and encrypt is None:
         return key

@@ -23,8 +23,6 @@ encryption each blob is encrypted too (AES-256-GCM, the run and the hash as asso
 data, so a blob moved to another hash or run does not decrypt). What stays visible is
 which checkpoints share a value (the same hash): someone who can guess a value and read
 the store can confirm the guess. Where that matters, seal over a store without blobs.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -110,10 +108,7 @@ def _aesgcm(key: CheckpointKey) -> Any:
 
 
 def seal(checkpoint: Checkpoint, keys: CheckpointKeys) -> Checkpoint:
-    """``checkpoint`` with its state and metadata sealed by ``keys.signing``.
-
-    .. versionadded:: 0.1
-    """
+    """``checkpoint`` with its state and metadata sealed by ``keys.signing``."""
     key = keys.signing
     payload = dump_json({"state": checkpoint.state, "metadata": checkpoint.metadata})
     refs = sorted(blob_refs(checkpoint.state))
@@ -141,8 +136,6 @@ def unseal(checkpoint: Checkpoint, keys: CheckpointKeys) -> Checkpoint:
     :raises CheckpointAuthError: it carries no MAC, names a key not in ``keys``, its MAC
         does not verify (a field, the payload or the MAC was changed), or it does not
         decrypt; the message names the run and the checkpoint.
-
-    .. versionadded:: 0.1
     """
     where = f"run {checkpoint.run_id!r}, checkpoint {checkpoint.checkpoint_id!r}"
     envelope = checkpoint.state
@@ -285,8 +278,6 @@ class SealedStore:
 
     Leases, listings, deletes and prunes go to the wrapped store as they are (they read
     only listing fields, which the MAC covers and :meth:`load` verifies).
-
-    .. versionadded:: 0.1
     """
 
     def __init__(
@@ -437,8 +428,6 @@ def open_sealed(url: str) -> SealedStore:
 
     :raises ValueError: nothing follows ``sealed:``.
     :raises CheckpointKeyError: ``PLAIT_CHECKPOINT_KEY`` is not set or malformed.
-
-    .. versionadded:: 0.1
     """
     scheme, _, inner = url.partition(":")
     if scheme.lower() != SCHEME or not inner:

@@ -1,4 +1,4 @@
-"""Plait's YAML steps front-end (seed 002): format ``steps``, files ``.yaml``/``.yml``.
+"""Plait's YAML steps front-end: format ``steps``, files ``.yaml``/``.yml``.
 
 .. code-block:: yaml
 
@@ -17,8 +17,6 @@ the kernel's retry policy; ``{{ $steps.<id>.output }}`` templates read prior out
 Registering the plugin imports nothing but this module: the loader (and ruamel.yaml) is
 imported when a document is first loaded, each executor kind when a node of it is first
 built or checked.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -29,21 +27,15 @@ import plait
 from plait.spi import Register, lazy, lazy_exports
 
 if TYPE_CHECKING:
-    from ._context import step_context
-    from ._executors import LoopLimitError, StepConditionError, StepOutputError
-    from ._foreach import ForeachItemsError
-    from ._loader import StepsLoader
+    from ._context import step_context as step_context
+    from ._executors import (
+        LoopLimitError as LoopLimitError,
+        StepConditionError as StepConditionError,
+        StepOutputError as StepOutputError,
+    )
+    from ._foreach import ForeachItemsError as ForeachItemsError
+    from ._loader import StepsLoader as StepsLoader
 
-# where each public name lives: importing this package (which every plait command does, to
-# load plugins) imports none of them until one is used
-_HOMES = {
-    "ForeachItemsError": "_foreach",
-    "LoopLimitError": "_executors",
-    "StepConditionError": "_executors",
-    "StepOutputError": "_executors",
-    "StepsLoader": "_loader",
-    "step_context": "_context",
-}
 
 #: the executor kinds a steps workflow's nodes are built by, and the class of each
 _KINDS = {
@@ -56,17 +48,6 @@ _KINDS = {
     "steps.foreach": "plait_steps._foreach:ForeachKind",
     "steps.gather": "plait_steps._foreach:GatherKind",
 }
-
-__all__ = [
-    "ForeachItemsError",
-    "LoopLimitError",
-    "StepConditionError",
-    "StepOutputError",
-    "StepsLoader",
-    "plait_register_executor_kinds",
-    "plait_register_loaders",
-    "step_context",
-]
 
 
 @plait.hookimpl
@@ -84,4 +65,7 @@ def plait_register_executor_kinds(register: Register) -> None:
         register(name, lazy(kind, provides=("check", "create", "config_schema")))
 
 
-__getattr__ = lazy_exports(__name__, _HOMES)
+# importing this package (which every plait command does, to load plugins) imports none of
+# its names until one is used
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

@@ -103,7 +103,7 @@ class _Compiler:
         self._sorted_ids: list[str] = []
         self._hints: dict[str, str] = {}
         self._bad_gotos = 0
-        #: where each agent step's agent name resolved (:class:`plait.spi.Found`)
+        #: where each agent step's agent name resolved (:class:`plait_documents.Found`)
         self.agent_of: dict[str, Any] = {}
         #: the foreach blocks each step is inside, outermost first
         self.inside: dict[str, list[str]] = {}

@@ -273,8 +273,6 @@ def step_context(result: Any) -> dict[str, Any] | None:
 
     The last step stores it as the run's shared state :data:`STEP_CONTEXT_KEY` (so it is
     in ``result.shared`` and checkpointed with the run) and emits it as a custom event.
-
-    .. versionadded:: 0.1
     """
     recorded = (getattr(result, "shared", None) or {}).get(STEP_CONTEXT_KEY)
     if isinstance(recorded, dict):

@@ -57,8 +57,6 @@ __all__ = [
 class LoopLimitError(WorkflowRunError):
     """A step ran more often than ``max_loop_iterations`` allows. The message is seed
     002's: ``workflow: max loop iterations exceeded (step: trans, limit: 100)``.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(self, step: str, limit: int, *, superstep: int | None = None) -> None:
@@ -72,17 +70,11 @@ class LoopLimitError(WorkflowRunError):
 
 
 class StepConditionError(WorkflowRunError):
-    """A condition gave something other than a boolean, or failed to evaluate.
-
-    .. versionadded:: 0.1
-    """
+    """A condition gave something other than a boolean, or failed to evaluate."""
 
 
 class StepOutputError(WorkflowRunError):
-    """An agent or executor step finished without an output.
-
-    .. versionadded:: 0.1
-    """
+    """An agent or executor step finished without an output."""
 
 
 #: calls a step's agent: (user message or ``input`` value, rendered instruction, context)

@@ -33,10 +33,7 @@ __all__ = ["ForeachItemsError", "ForeachKind", "GatherKind"]
 
 
 class ForeachItemsError(WorkflowRunError):
-    """A foreach step's ``items`` gave something other than a list, or failed to evaluate.
-
-    .. versionadded:: 0.1
-    """
+    """A foreach step's ``items`` gave something other than a list, or failed to evaluate."""
 
 
 class ForeachExecutor(_StepNode):

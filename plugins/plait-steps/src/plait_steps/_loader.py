@@ -39,8 +39,6 @@ class StepsLoader:
 
     Every problem of a document is reported at once (a :class:`~plait.LoadError`
     whose problems carry line:column), sorted by position.
-
-    .. versionadded:: 0.1
     """
 
     suffixes = (".yaml", ".yml")

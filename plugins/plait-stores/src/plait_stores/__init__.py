@@ -11,29 +11,20 @@ Use them by URL (``wf.run(msg, checkpoint="sqlite:///runs.db")``,
 ``plait_durable.open_store(url)``) or construct them directly. Every store orders a
 run's checkpoints by insertion, keeps the bytes of
 :func:`plait_durable.encode_checkpoint` and so detects a corrupted checkpoint on load,
-and passes :class:`plait.testing.stores.CheckpointStoreContract`.
-
-.. versionadded:: 0.1
+and passes :class:`plait_testing.stores.CheckpointStoreContract`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import plait
-from plait.spi import Register
+from plait.spi import Register, lazy_exports
 
 if TYPE_CHECKING:
-    from ._file import FileCheckpointStore
-    from ._memory import MemoryCheckpointStore
-    from ._sqlite import SqliteCheckpointStore
-
-__all__ = [
-    "FileCheckpointStore",
-    "MemoryCheckpointStore",
-    "SqliteCheckpointStore",
-    "plait_register_checkpoint_stores",
-]
+    from ._file import FileCheckpointStore as FileCheckpointStore
+    from ._memory import MemoryCheckpointStore as MemoryCheckpointStore
+    from ._sqlite import SqliteCheckpointStore as SqliteCheckpointStore
 
 
 # Every process that loads Plait's plugins imports this module (entry point ``stores``):
@@ -74,9 +65,5 @@ def plait_register_checkpoint_stores(register: Register) -> None:
     register("sqlite", _open_sqlite)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _MODULES:
-        from importlib import import_module
-
-        return getattr(import_module(f".{_MODULES[name]}", __name__), name)
-    raise AttributeError(f"module 'plait_stores' has no attribute {name!r}")
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

@@ -1,5 +1,6 @@
-"""What the memory, file and SQLite stores share beyond :mod:`plait.stores`: URL options,
-and reading a blob tree whole (``get_blob_closure``)."""
+"""What the memory, file and SQLite stores share beyond :mod:`plait_durable`
+(``CheckpointStoreBase`` …): URL options, and reading a blob tree whole
+(``get_blob_closure``)."""
 
 from __future__ import annotations
 

@@ -290,8 +290,6 @@ class FileCheckpointStore(CheckpointStoreBase):
     """Checkpoints as files under one directory (``file://DIR``).
 
     :param directory: created on the first save if it does not exist.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(

@@ -97,8 +97,6 @@ class MemoryCheckpointStore(CheckpointStoreBase):
     and a later ``resume`` in the same process find each other; ``memory://`` is the
     shared space named ``""``. ``MemoryCheckpointStore()`` with no name is private.
     Nothing survives the process: use ``file://`` or ``sqlite://`` for that.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(self, name: str | None = None) -> None:

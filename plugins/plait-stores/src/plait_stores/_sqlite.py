@@ -215,8 +215,6 @@ class SqliteCheckpointStore(CheckpointStoreBase):
     URLs: ``sqlite:///runs.db`` is ``runs.db`` relative to the working directory,
     ``sqlite:////var/lib/plait/runs.db`` is absolute; options go in the query
     (``?synchronous=normal&timeout=10``).
-
-    .. versionadded:: 0.1
     """
 
     def __init__(

@@ -15,7 +15,7 @@ other project's test suite:
     asks for ``plait_plugin_manager``) and unregisters it at teardown.
 
 ``plait_hook_recorder``
-    A registered :class:`HookRecorder` that records every observer-hook call.
+    A registered :class:`HookRecorder` that records every call the run observers get.
 
 Running every ``@pytest.mark.anyio`` test on asyncio *and* trio is opt-in: put
 ``pytest_plugins = ["plait_testing.backends"]`` in your top-level ``conftest.py`` (or
@@ -29,80 +29,38 @@ checkpoint-store one and ``plait_testing.schedules`` the schedule one), and
 ``plait_testing.servers`` gives store tests a Redis or PostgreSQL server.
 
 Every name is imported on first use, not when pytest loads the plugin: loading it imports
-neither the kernel nor the contract suites, so pytest can still rewrite the contracts'
-``assert`` statements (it does so for an installed ``plait-testing`` by itself; an editable
-checkout calls ``pytest.register_assert_rewrite("plait_testing.contracts",
-"plait_testing.schedules", "plait_testing.stores")`` in its root ``conftest.py``).
-
-.. versionadded:: 0.1
+neither the kernel (only its lazy-export helper, :func:`plait.spi.lazy_exports`) nor the
+contract suites, so pytest can still rewrite the contracts' ``assert`` statements (it does
+so for an installed ``plait-testing`` by itself; an editable checkout calls
+``pytest.register_assert_rewrite("plait_testing.contracts", "plait_testing.schedules",
+"plait_testing.stores")`` in its root ``conftest.py``).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from plait.spi import lazy_exports
 
 if TYPE_CHECKING:
     from .contracts import (
-        BuildContext,
-        ConverterContract,
-        MergeStrategyContract,
-        RouterContract,
+        BuildContext as BuildContext,
+        ConverterContract as ConverterContract,
+        MergeStrategyContract as MergeStrategyContract,
+        RouterContract as RouterContract,
     )
     from .fakes import (
-        FakeDistribution,
-        FakeEntryPoint,
-        StaticRouterEnv,
-        broken_entry_point,
-        fake_entry_point,
-        make_plugin_manager,
+        FakeDistribution as FakeDistribution,
+        FakeEntryPoint as FakeEntryPoint,
+        StaticRouterEnv as StaticRouterEnv,
+        broken_entry_point as broken_entry_point,
+        fake_entry_point as fake_entry_point,
+        make_plugin_manager as make_plugin_manager,
     )
-    from .plugin import RegisterPlugin
-    from .recorder import HookCall, HookRecorder
-
-__all__ = [
-    "FakeDistribution",
-    "FakeEntryPoint",
-    "HookCall",
-    "HookRecorder",
-    "ConverterContract",
-    "MergeStrategyContract",
-    "BuildContext",
-    "RegisterPlugin",
-    "RouterContract",
-    "StaticRouterEnv",
-    "broken_entry_point",
-    "fake_entry_point",
-    "make_plugin_manager",
-]
-
-# name -> submodule; imported when first asked for (see the module docstring for why)
-_LAZY = {
-    "ConverterContract": "contracts",
-    "MergeStrategyContract": "contracts",
-    "BuildContext": "contracts",
-    "RouterContract": "contracts",
-    "FakeDistribution": "fakes",
-    "FakeEntryPoint": "fakes",
-    "StaticRouterEnv": "fakes",
-    "broken_entry_point": "fakes",
-    "fake_entry_point": "fakes",
-    "make_plugin_manager": "fakes",
-    "RegisterPlugin": "plugin",
-    "HookCall": "recorder",
-    "HookRecorder": "recorder",
-}
+    from .plugin import RegisterPlugin as RegisterPlugin
+    from .recorder import HookCall as HookCall, HookRecorder as HookRecorder
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        module = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+# each name is imported when first asked for (see the module docstring for why)
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

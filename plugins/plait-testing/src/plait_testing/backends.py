@@ -14,8 +14,6 @@ and installs trio with ``pip install 'plait-testing[trio]'``. Or, in any ``conft
 
 A test module or class whose client library runs on asyncio only overrides it again with an
 ``anyio_backend`` fixture returning ``"asyncio"``.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -25,10 +25,9 @@ fixtures it asks for; pytest then runs every contract test against your implemen
         def edge_group(self):
             return EdgeGroupSpec("broadcast:a->b,c", "broadcast", ("a",), ("b", "c"))
 
-The contracts check the protocols of :mod:`plait.routing` and :mod:`plait.merge`, not a
-particular behaviour: write your own tests for what your plugin does beyond them.
-
-.. versionadded:: 0.1
+The contracts check the protocols :class:`plait.spi.Router` and
+:class:`plait.spi.MergeStrategy`, not a particular behaviour: write your own tests for what
+your plugin does beyond them.
 """
 
 from __future__ import annotations
@@ -89,8 +88,6 @@ class RouterContract:
         objects.
     ``messages``
         JSON-ready messages to route; default a string, an int, a dict and a list.
-
-    .. versionadded:: 0.1
     """
 
     @pytest.fixture
@@ -276,8 +273,6 @@ class MergeStrategyContract:
         ``expected(values, sources) -> merged``, an oracle the contract checks every
         ordering of the inputs against (so order is kept as declared). Without one
         (``None``) the strategy must give the same result for every ordering.
-
-    .. versionadded:: 0.1
     """
 
     @pytest.fixture
@@ -413,8 +408,6 @@ class ConverterContract:
         The converter back; required when the converter says ``lossless=True``, which means
         every sample round-trips through it. A converter that loses something on some sample
         must say ``lossless=False`` (it may then leave ``inverse`` out).
-
-    .. versionadded:: 0.1
     """
 
     @pytest.fixture

@@ -1,18 +1,17 @@
 """Checking a lazily exporting package: what type checkers see is what Python imports.
 
-A package that imports its public names on first use (PEP 562 ``__getattr__``, for
-example through :func:`plait.spi.lazy_exports`) names each one twice: in an
-``if TYPE_CHECKING:`` block of explicit re-exports (``from .mod import X as X``), which
-mypy and editors read, and in the map ``__getattr__`` imports from, which ``__all__`` is
-made from. :func:`check_exports` holds the two together, so a name cannot be visible to a
-type checker and missing at run time, or the reverse::
+A package that imports its public names on first use (PEP 562 ``__getattr__``) declares
+them for type checkers in an ``if TYPE_CHECKING:`` block of explicit re-exports
+(``from .mod import X as X``). With :func:`plait.spi.lazy_exports` that block is also the
+run-time table, read by a quick line scan of the source; :func:`check_exports` reads the
+block with :mod:`ast` and holds ``__all__`` and every value to it, so a name cannot be
+visible to a type checker and missing at run time, or the reverse (and a package with a
+hand-written ``__getattr__`` is checked the same way)::
 
     import plait_testing.exports
 
     def test_the_exports_agree() -> None:
         plait_testing.exports.check_exports(my_plugin, run_time_only={"plait_register_x"})
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -28,11 +27,13 @@ __all__ = ["check_exports", "declared_for_type_checkers"]
 
 
 def declared_for_type_checkers(module: types.ModuleType) -> dict[str, str]:
-    """What the ``if TYPE_CHECKING:`` block of ``module`` imports: each name, and the full
-    name of the module it comes from. Every import there must be an explicit re-export
-    (``X as X``) or a submodule alias (``from . import _errors as errors``).
+    """What the ``if TYPE_CHECKING:`` block of ``module`` re-exports: each name, and the
+    full name of the module it comes from. A re-export is explicit (``X as X``) or a
+    submodule alias (``from . import _errors as errors``); an import without ``as`` is
+    there for annotations only, and is not one.
 
-    :raises AssertionError: the module has no such block, or an import in it is neither.
+    :raises AssertionError: the module has no such block, or a statement in it is not an
+        import.
     """
     tree = ast.parse(inspect.getsource(module))
     blocks = [
@@ -44,14 +45,15 @@ def declared_for_type_checkers(module: types.ModuleType) -> dict[str, str]:
     package = module.__name__ if hasattr(module, "__path__") else module.__package__
     found: dict[str, str] = {}
     for statement in blocks[0].body:
+        if isinstance(statement, ast.Import):  # ``import click``: for annotations
+            continue
         assert isinstance(statement, ast.ImportFrom), ast.unparse(statement)
         source = importlib.util.resolve_name(
             "." * statement.level + (statement.module or ""), package
         ).rstrip(".")
         for alias in statement.names:
-            assert alias.asname is not None, (
-                f"{module.__name__}: {alias.name} lacks 'as {alias.name}' (not re-exported)"
-            )
+            if alias.asname is None:  # for annotations only
+                continue
             if statement.module is None:  # ``from . import _errors as errors``: a submodule
                 found[alias.asname] = f"{source}.{alias.name}"
             else:
@@ -62,8 +64,9 @@ def declared_for_type_checkers(module: types.ModuleType) -> dict[str, str]:
 
 def check_exports(module: types.ModuleType, *, run_time_only: Collection[str] = ()) -> None:
     """Assert that ``module.__all__`` is exactly what its ``TYPE_CHECKING`` block
-    re-exports (plus ``run_time_only``: names it defines or imports eagerly), and that each
-    name is the very object of the module it is imported from there.
+    re-exports (plus ``run_time_only``: names it defines or imports eagerly, such as its
+    hook implementations), and that each name is the very object of the module it is
+    imported from there.
 
     :raises AssertionError: naming the names that differ.
     """

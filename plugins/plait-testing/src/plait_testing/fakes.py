@@ -14,8 +14,6 @@ plugin loads, conflicts, or fails, without installing anything::
         broken_entry_point("broken"),
     )
     manager.load_entrypoints(strict=False)
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -45,8 +43,6 @@ class FakeDistribution:
     :param version: its version.
     :param requires: its requirement strings (``["plait-core>=0.1,<1"]``); ``None`` or
         empty means it declares none (``requires`` is then ``None``, as for real ones).
-
-    .. versionadded:: 0.1
     """
 
     def __init__(
@@ -71,8 +67,6 @@ class FakeEntryPoint:
     :param value: the ``module:attr`` text shown in errors (default: derived from ``obj``).
     :param loader: called by :meth:`load` instead of returning ``obj`` — raise from it to
         simulate a plugin that fails to import.
-
-    .. versionadded:: 0.1
     """
 
     group = ENTRY_POINT_GROUP
@@ -130,8 +124,6 @@ def fake_entry_point(
     :param distribution: the distribution name (default ``plait-<name>``).
     :param requires: requirement strings, e.g. ``["plait-core>=99"]`` for a plugin that
         needs a newer kernel.
-
-    .. versionadded:: 0.1
     """
     dist = FakeDistribution(distribution or f"plait-{name}", version, requires)
     return FakeEntryPoint(name, obj, dist, value=value)
@@ -149,8 +141,6 @@ def broken_entry_point(
 
     :param exc: the exception (or exception class) to raise; default
         ``ImportError("No module named 'plait_<name>'")``.
-
-    .. versionadded:: 0.1
     """
     module = f"plait_{name.replace('-', '_')}"
 
@@ -177,8 +167,6 @@ def make_plugin_manager(
         ``PLAIT_DISABLE_PLUGINS``).
     :param running_version: the kernel version plugins are checked against (default: the
         installed ``plait-core``).
-
-    .. versionadded:: 0.1
     """
     return PluginManager(
         entry_points=list(entry_points), disabled=list(disabled), running_version=running_version
@@ -193,8 +181,6 @@ class StaticRouterEnv:
 
     A name it does not hold raises :class:`~plait.UnknownNameError` listing the
     names it does, as the real registry does.
-
-    .. versionadded:: 0.1
     """
 
     def __init__(self, objects: Mapping[str, Mapping[str, Any]] | None = None) -> None:

@@ -3,8 +3,6 @@
 Only fixtures prefixed ``plait_``, none of them autouse, no hook that changes collection or
 reporting: a project that never asks for these fixtures runs exactly as without
 ``plait-testing`` installed. Disable it with ``-p no:plait``.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -67,7 +65,7 @@ def plait_register_plugin(request: pytest.FixtureRequest) -> Iterator[RegisterPl
 
 @pytest.fixture
 def plait_hook_recorder(plait_register_plugin: RegisterPlugin) -> HookRecorder:
-    """A :class:`HookRecorder` registered for this test (build workflows after it)."""
+    """A :class:`HookRecorder` registered for this test: it observes every run."""
     from .recorder import HookRecorder
 
     recorder = HookRecorder()

@@ -28,8 +28,6 @@ Subclass it under a ``Test…`` name and say which run options pick your schedul
 The kernel's own superstep schedule passes it with ``options = ({},)``: that is its
 determinism (Plait's ``tests/test_determinism.py``). Needs ``plait-testing[schedules]``
 (hypothesis, trio, plait-builders and plait-stores).
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

@@ -22,8 +22,6 @@ as root, the cluster belongs to the ``postgres`` OS user (``initdb`` refuses roo
 :class:`RedisServer` and :class:`PostgresServer` are one throwaway server each, for a test
 that stops its server on purpose; :func:`closed_port` is a port where connections are
 refused, for testing an unreachable store.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations

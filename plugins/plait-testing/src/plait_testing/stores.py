@@ -37,8 +37,6 @@ asyncio overrides ``anyio_backend`` to return ``"asyncio"`` and says why.
 
 Run ids are fresh UUIDs in every test, so a suite can share one database or server with
 other suites and with itself.
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
@@ -172,8 +170,6 @@ class CheckpointStoreContract:
     """The tests every :class:`~plait_durable.CheckpointStore` must pass.
 
     See the module docstring for what a subclass provides.
-
-    .. versionadded:: 0.1
     """
 
     pytestmark = [pytest.mark.anyio]
@@ -486,7 +482,7 @@ class CheckpointStoreContract:
     async def test_runs_lists_a_run_whose_latest_checkpoint_is_corrupt_as_corrupt(
         self, store: CheckpointStore
     ) -> None:
-        # One damaged run must not hide the others (issue 24, finding 12).
+        # One damaged run must not hide the others.
         sound, damaged = new_run_id("sound"), new_run_id("damaged")
         checkpoints = [*_chain(sound, [0, 1]), *_chain(damaged, [0, 1])]
         await _save_all(store, checkpoints)
@@ -1041,8 +1037,6 @@ class EventJournalContract:
 
     Mix it into a :class:`CheckpointStoreContract` subclass; it uses the same ``store``
     fixture.
-
-    .. versionadded:: 0.1
     """
 
     pytestmark = [pytest.mark.anyio]

@@ -8,22 +8,19 @@ answer requests and resume runs).
 
 Build the app yourself with :func:`make_app` (what the tests drive with Starlette's
 ``TestClient``).
-
-.. versionadded:: 0.1
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import plait
+from plait.spi import lazy_exports
 
 if TYPE_CHECKING:
     import click
 
-    from ._app import UiSettings, make_app
-
-__all__ = ["UiSettings", "make_app", "plait_register_commands"]
+    from ._app import UiSettings as UiSettings, make_app as make_app
 
 
 @plait.hookimpl
@@ -36,9 +33,5 @@ def plait_register_commands(cli: click.Group) -> None:
 
 # Every process that loads Plait's plugins imports this module (entry point ``ui``):
 # Starlette, Jinja2 and uvicorn are imported only when the app is built.
-def __getattr__(name: str) -> Any:
-    if name in ("UiSettings", "make_app"):
-        from . import _app
-
-        return getattr(_app, name)
-    raise AttributeError(f"module 'plait_ui' has no attribute {name!r}")
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

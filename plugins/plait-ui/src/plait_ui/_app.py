@@ -101,8 +101,6 @@ class UiSettings:
         that ends sooner is shown ended; a longer one is followed live on its page).
     :param allow_edits: a fork may replace the next inputs, executor state or shared
         state with JSON values the user typed (``--allow-edits``).
-
-    .. versionadded:: 0.1
     """
 
     store: str
@@ -699,8 +697,6 @@ MAX_CHANGES = 200
 def make_app(settings: UiSettings) -> Guard:
     """The ASGI app of ``plait ui`` for ``settings``: the Starlette app behind its
     :class:`~plait_ui._security.Guard`.
-
-    .. versionadded:: 0.1
     """
     ui = _Ui(settings)
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {

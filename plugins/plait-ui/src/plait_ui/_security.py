@@ -70,8 +70,6 @@ _SAFE_METHODS = frozenset({"GET", "HEAD"})
 class BindError(PlaitError):
     """``plait ui`` was asked to listen on an address other machines can reach without
     ``--host`` saying so.
-
-    .. versionadded:: 0.1
     """
 
 
