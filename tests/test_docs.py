@@ -217,3 +217,14 @@ def test_each_hook_section_matches_its_docstring(hook: str) -> None:
         assert "first non-`None` result" in section
     else:
         assert "every implementation is called" in plain(section)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_every_included_example_is_named_in_the_snippet_form_and_exists(page: Path) -> None:
+    # a formatter that reads `--8<-- "x"` as Python rewrites it to `--8 < --"x"`, which
+    # neither the site nor these tests include
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        if line.lstrip().startswith("--8"):
+            found = SNIPPET.match(line + "\n")
+            assert found, f"{page.name}:{number}: {line!r} is no snippet line"
+            assert (DOCS / found["path"]).is_file(), f"{page.name}:{number}: no {found['path']}"

@@ -299,7 +299,9 @@ async def test_an_unhandled_type_is_a_build_error_when_types_are_known() -> None
     async def floats(n: int, ctx: WorkflowContext[float]) -> None:
         await ctx.send_message(float(n))
 
-    with pytest.raises(Exception, match=r"'both' cannot handle float \(it accepts: str, int\)"):
+    with pytest.raises(
+        Exception, match=r"'both' cannot handle float from 'floats' \(it accepts: str, int\)"
+    ):
         WorkflowBuilder().add_edge(floats, Both("both")).set_start(floats).build()
 
 
