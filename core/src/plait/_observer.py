@@ -24,8 +24,9 @@ fan-in). A tracing plugin turns them into span links.
 This is the one observation API: the ``plait_superstep_finished`` and
 ``plait_run_finished`` hooks are told through it too (``HookObserver``).
 This module is the interface (what a plugin implements, in the kernel's base layer); the
-runner calls the observer at its seams through the engine's ``Observation``, and when
-nobody observes a run, none of that exists and the run pays nothing for it.
+runner calls the observer explicitly at the points of its loop (a superstep begins, an
+invocation starts and ends, the supersteps end), and when nobody observes a run, none of
+that happens and the run pays one test per superstep for it.
 
 .. versionadded:: 0.1
 """

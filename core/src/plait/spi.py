@@ -79,6 +79,7 @@ if TYPE_CHECKING:
         Runner as Runner,
         Schedule as Schedule,
         ScheduleRun as ScheduleRun,
+        on_asyncio as on_asyncio,
     )
     from ._spec import (
         as_executor as as_executor,
@@ -127,6 +128,7 @@ _HOME = {
     "combine": "_observer",
     "Schedule": "_runner",
     "ScheduleRun": "_runner",
+    "on_asyncio": "_runner",
     "Effects": "_state",
     "delivery_id": "_state",
     "AgentLookup": "_building",

@@ -16,7 +16,6 @@ executor's retry policy, exactly as it does a local failure.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import hashlib
 import json
@@ -38,6 +37,7 @@ os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 
 import ray
 import ray.exceptions
+from plait.spi import on_asyncio
 
 from ._actor import ExecutorHost
 from .errors import RayConnectError, WorkerLostError
@@ -239,7 +239,7 @@ class RayPlacement:
             return batch.results
         batch.waiting += 1
         try:
-            if _on_asyncio():
+            if on_asyncio():
                 results: list[str] = await batch.ref
             else:
                 results = await anyio.to_thread.run_sync(ray.get, batch.ref, abandon_on_cancel=True)
@@ -286,14 +286,6 @@ def _node(graph: Any, executor_id: str) -> tuple[str, str]:
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
         found = nodes[executor_id] = (f"{executor_id}@{digest}", text)
     return found
-
-
-def _on_asyncio() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
 
 
 #: The process's ``ray`` placement (what the plugin registers).
