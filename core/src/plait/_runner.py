@@ -713,6 +713,9 @@ class Runner:
         the run's concurrency limit, its effects going to the record ``effects``: the one
         invocation path, for the superstep loop and a :class:`Schedule` alike (policies,
         observers and error edges included)."""
+        if self.observer is None and self.global_limiter is None:
+            await self._invoke(eid, message, index, effects)
+            return
         invoke = self._invoke if self.observer is None else self._observed
         if self.global_limiter is None:
             await invoke(eid, message, index, effects)
