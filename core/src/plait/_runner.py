@@ -768,20 +768,26 @@ class Runner:
         name: Callable[[str, str, list[tuple[str, Any]]], None] | None = None
         if arrival:
             ids = state.ids = self.next_ids = {}
-            origins = self._origins(sends, owners, only)
-            positions = self.group_positions
-            at = [-1]  # the position in ``sends`` of the message being routed
+            positions, counts = self.group_positions, dict[Any, int]()
+            # the message being routed: its position in ``sends``, its origin (the delivery
+            # id of the invocation that sent it when its sender takes messages on arrival)
+            # and ``k``: that invocation's sends before it (else its sender's, this step)
+            at: list[Any] = [-1, "", 0]
 
             def name(source: str, gid: str, deliveries: list[tuple[str, Any]]) -> None:
                 j = positions[source][gid]
-                if j == 0:  # (every message is routed through all its sender's groups)
-                    at[0] += 1
-                if not deliveries:
-                    return
-                sender, origin, k = origins[at[0]]
+                if j == 0:  # a message starts (it is routed through all its sender's groups)
+                    position = at[0] = at[0] + 1
+                    key: Any = source  # what ``k`` counts by
+                    origin = ""
+                    if source in arrival:
+                        key = only if owners is None else owners[position]
+                        origin = key.delivery or ""
+                    k = counts.get(key, 0)
+                    counts[key], at[1], at[2] = k + 1, origin, k
                 for d, (target, _) in enumerate(deliveries):
                     if target in arrival:
-                        seed = f"{sender}/{origin}/{k}/{j}/{d}"
+                        seed = f"{source}/{at[1]}/{at[2]}/{j}/{d}"
                         ids.setdefault(target, []).append(delivery_id(seed))
 
         if self.observer is None:
@@ -802,27 +808,6 @@ class Runner:
                     pending.setdefault(target, []).append(sender)
         self.next_links = links
         return inbox
-
-    def _origins(
-        self, sends: list[Sent], owners: list[Effects] | None, only: Effects
-    ) -> list[tuple[str, str, int]]:
-        """``(sender, origin, k)`` of each message of a superstep (in the canonical order):
-        ``origin`` is the delivery id of the invocation that sent it when its sender takes
-        messages on arrival, and ``k`` counts that invocation's sends (else ``origin`` is
-        empty and ``k`` counts the sender's sends of the superstep)."""
-        origins: list[tuple[str, str, int]] = []
-        counts: dict[Any, int] = {}
-        arrival = self.arrival
-        for position, (source, _, _) in enumerate(sends):
-            key: Any = source
-            origin = ""
-            if source in arrival:
-                key = only if owners is None else owners[position]
-                origin = key.delivery or ""
-            k = counts.get(key, 0)
-            counts[key] = k + 1
-            origins.append((source, origin, k))
-        return origins
 
     def _flush(self, inbox: Inbox) -> None:
         """Add what the fan-ins whose silent sources can no longer send deliver now (in an
