@@ -156,21 +156,23 @@ def test_a_run_nobody_observes_runs_the_plain_methods(register_plugin: RegisterP
     register_plugin(ObservingPlugin(observe=False), "declines")
     runner = plain_runner(workflow, manager)
     assert runner.state.observer is None
-    assert runner.observation is None
-    for name in ("_invoke", "_route", "_flush", "run"):
+    assert runner.observer is None
+    for name in ("_invoke", "run_invocation", "_apply", "_flush", "run"):
         assert name not in vars(runner), name
         assert getattr(runner, name).__func__ is getattr(Runner, name)
-    assert type(runner.state.outbox) is list
+    assert type(runner.main.outbox) is list
 
 
 def test_an_observed_run_is_told_through_the_seam_not_patched(recorder: ObservingPlugin) -> None:
     runner = plain_runner(chain(), plait.get_plugin_manager())
     assert runner.state.observer is not None
-    assert runner.observation is not None  # the control for the test above
-    assert runner._invoke == runner.observation.invoke
-    for name in ("_route", "_flush", "run"):  # nothing else of the runner is replaced
+    assert runner.observer is runner.state.observer  # the control for the test above
+    # observation is explicit calls at the loop's points: no method rebound, no list
+    # subclass tagging messages
+    for name in ("_invoke", "run_invocation", "_apply", "_flush", "run"):
         assert name not in vars(runner), name
-    assert type(runner.state.outbox) is not list
+        assert getattr(runner, name).__func__ is getattr(Runner, name)
+    assert type(runner.main.outbox) is list
 
 
 def test_no_hook_implementation_means_no_hook_call(
@@ -508,7 +510,7 @@ async def test_the_event_stream_is_told_through_the_same_seam() -> None:
     state = RunState("r", seen.append)
     state.observer = EventObserver(seen.append)
     runner = Runner(chain()._graph, RunOptions(), state, live=False)
-    assert runner.observation is not None
+    assert runner.observer is not None
     assert await runner.run({"a": ["x"]}) is RunStatus.IDLE
     assert [type(e).__name__ for e in seen[:3]] == [
         SuperstepStarted.__name__,

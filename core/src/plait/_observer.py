@@ -23,8 +23,9 @@ fan-in). A tracing plugin turns them into span links.
 
 This is the one observation API (``plait_observe_run`` the one observation hook).
 This module is the interface (what a plugin implements, in the kernel's base layer); the
-runner calls the observer at its seams through the engine's ``Observation``, and when
-nobody observes a run, none of that exists and the run pays nothing for it.
+runner calls the observer explicitly at the points of its loop (a superstep begins, an
+invocation starts and ends, the supersteps end), and when nobody observes a run, none of
+that happens and the run pays one test per superstep for it.
 """
 
 from __future__ import annotations

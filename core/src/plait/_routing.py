@@ -31,7 +31,6 @@ __all__ = [
     "RouterEnv",
     "flush_buffers",
     "route_outbox",
-    "route_outbox_named",
 ]
 
 #: ``(target_executor_id, message)``
@@ -120,11 +119,16 @@ def route_outbox(
     routes_from: Mapping[str, Sequence[tuple[str, EdgeRunner]]],
     router_state: Mapping[str, Any],
     superstep: int,
+    name: Callable[[str, str, list[Delivery]], None] | None = None,
 ) -> dict[str, list[Any]]:
     """The next superstep's deliveries (target -> messages) for a superstep's messages,
     routed in the order given (the runner gives the canonical order) through each
     sender's edge groups.
 
+    :param name: told ``name(source, gid, deliveries)`` of what each edge group of the
+        sender delivered of each message, every group in the order of ``routes_from``,
+        every message in order, as the deliveries join the inbox: what names the
+        deliveries to executors that take their messages on arrival.
     :raises UnhandledMessageError: a sender has no outgoing edges, or no edge group of it
         reaches the target it named.
     :raises RoutingError: a router failed, naming its edge group.
@@ -149,40 +153,8 @@ def route_outbox(
                     inbox[tgt] = [data]
                 else:
                     box.append(data)
-        reached = delivered or target is None
-        if not reached and not any(target in runner.group.targets for _, runner in runners):
-            raise _unreached(source, target, superstep)
-    return inbox
-
-
-def route_outbox_named(
-    outbox: Sequence[Sent],
-    routes_from: Mapping[str, Sequence[tuple[str, EdgeRunner]]],
-    router_state: Mapping[str, Any],
-    superstep: int,
-    name: Callable[[int, int, int, str], None],
-) -> dict[str, list[Any]]:
-    """:func:`route_outbox`, calling ``name(position, j, d, target)`` for each delivery
-    (the ``d``-th delivery the ``j``-th edge group of its sender made of the message at
-    ``position`` in ``outbox``), in the order the deliveries join the inbox: what names
-    the deliveries to executors that take their messages on arrival."""
-    inbox: dict[str, list[Any]] = {}
-    for position, (source, message, target) in enumerate(outbox):
-        runners = routes_from.get(source)
-        if not runners:
-            raise _no_edges(source, message, superstep)
-        delivered = False
-        for j, (gid, runner) in enumerate(runners):
-            try:
-                deliveries = runner.route(source, message, target, router_state.get(gid))
-            except WorkflowRunError:
-                raise
-            except Exception as exc:
-                raise _router_failed(gid, source, message, superstep, exc) from exc
-            for d, (tgt, data) in enumerate(deliveries):
-                delivered = True
-                inbox.setdefault(tgt, []).append(data)
-                name(position, j, d, tgt)
+            if name is not None:
+                name(source, gid, deliveries)
         reached = delivered or target is None
         if not reached and not any(target in runner.group.targets for _, runner in runners):
             raise _unreached(source, target, superstep)

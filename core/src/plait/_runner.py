@@ -1,15 +1,24 @@
 """The superstep engine.
 
-A run is a loop of supersteps. Each superstep takes the pending deliveries (target
-executor -> messages), runs every target's handlers — concurrently in one anyio task
-group when there is more than one delivery, inline when there is exactly one — then routes
-what the handlers sent through the edge groups into the next superstep's deliveries.
+A run is a loop of supersteps, and each reads as prepare / run / apply:
+
+- prepare: the pending deliveries (target executor -> messages), the limits and visits,
+  the observer told the superstep begins;
+- run: every target's handlers — concurrently (:func:`fan_out`) when there is more than
+  one job, inline when there is one — each invocation writing what it does (messages
+  sent, outputs, custom events, requests, shared-state writes, failures an error edge
+  takes) to a write record (:class:`~plait._state.Effects`);
+- apply: the barrier (:func:`~plait._state.apply_writes`) sorts the records' writes
+  once, by the writer's rank in the graph, the index of its message and the order it
+  wrote in, and applies them; the messages are routed through the edge groups into the
+  next superstep's deliveries.
 
 The barrier is real: a superstep ends when its slowest executor ends; wrap a slow branch
 as a nested workflow to let it run at its own pace.
 
 Hot path: dispatch by message type is cached per executor; a superstep with one delivery
-spawns no task; no event is built unless someone consumes it; messages are never copied.
+spawns no task and writes to the run's own record, whose messages need no sorting; no
+event is built unless someone consumes it; messages are never copied.
 
 A run may ask for another schedule by name (``RunOptions.schedule``): a plugin registers
 it (``plait_register_schedules``, a :class:`Schedule`), and the superstep loop hands it
@@ -17,17 +26,20 @@ the supersteps it would run better without the barrier, taking the run back once
 lockstep again (``plait-pipeline``'s ``pipelined``). A run asking for none pays one test
 of a local per superstep.
 
-Every invocation goes one way (:meth:`Runner._invoke`), and its failure means one thing
-(:func:`failure`). Executors without a policy pay nothing for one: the handler writes
-straight to the run. Under a retry policy or a timeout (:func:`invoke_with_policy`), an
-attempt runs against :class:`~plait._state.Effects` — a stand-in for the run's state that
-buffers what the handler sends, yields, emits, asks and shares — and a deep copy of the
-executor's state; only a successful attempt's effects are committed.
+Every invocation goes one way (:meth:`Runner.run_invocation`), and its failure means one
+thing (:func:`failure`). Executors without a policy pay nothing for one: the handler
+writes straight to its record. Under a retry policy or a timeout
+(:func:`invoke_with_policy`), an attempt runs against a record of its own and a deep copy
+of the executor's state; only a successful attempt's record is committed to its
+invocation's.
 
 What a run's :class:`~plait.spi.RunObserver` is told (the interface, in
-:mod:`plait._observer`), and when, is this module's too (:class:`Observation`): the runner
-tells it in the task that does the work, and tracks a message's senders through routing
-without copying or changing the message. Nobody listening costs one test per superstep.
+:mod:`plait._observer`), and when, is this module's too: the runner tells it at the
+loop's points (a superstep begins, an invocation starts and ends, the supersteps end), in
+the task that does the work, and links each delivery to the invocations that sent it —
+an observed run's invocations write to records of their own, which routing reads —
+without copying or changing the message. Nobody listening costs one test per superstep
+and per invocation.
 """
 
 from __future__ import annotations
@@ -38,7 +50,7 @@ import copy
 import sys
 from collections.abc import Awaitable, Callable, Iterable
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -61,8 +73,8 @@ from ._events import (
 from ._graph import resolve_limits
 from ._observer import Invocation, RunObserver
 from ._options import Policy, RunOptions
-from ._routing import EdgeRunner, flush_buffers, route_outbox, route_outbox_named
-from ._state import Effects, Inbox, PendingRequest, RunState, delivery_id
+from ._routing import flush_buffers, route_outbox
+from ._state import Effects, Inbox, PendingRequest, RunState, Sent, apply_writes, delivery_id
 from ._types import type_name
 
 if TYPE_CHECKING:
@@ -78,8 +90,9 @@ __all__ = [
     "Runner",
     "Schedule",
     "ScheduleRun",
+    "fan_out",
+    "on_asyncio",
     "schedule_named",
-    "Observation",
     "note_attempt",
     "note_retry",
 ]
@@ -91,13 +104,14 @@ __all__ = [
 class _Current:
     """The invocation running in this task (a context variable holds it)."""
 
-    __slots__ = ("attempt", "handle", "observer", "state")
+    __slots__ = ("attempt", "handle", "observer", "state", "token")
 
     def __init__(self, state: RunState, observer: RunObserver, handle: Any) -> None:
         self.state = state
         self.observer = observer
         self.handle = handle
         self.attempt = 1
+        self.token: contextvars.Token[_Current | None] | None = None
 
 
 _CURRENT: contextvars.ContextVar[_Current | None] = contextvars.ContextVar(
@@ -120,158 +134,9 @@ def note_retry(state: RunState, attempt: int, delay: float, error: BaseException
         current.attempt = attempt + 1
 
 
-class _TaggedOutbox(list[tuple[str, Any, "str | None"]]):
-    """An observed run's outbox: beside each message, the handle of the invocation that
-    sent it (the messages themselves stay untouched)."""
-
-    __slots__ = ("senders", "state")
-
-    def __init__(self, state: RunState) -> None:
-        super().__init__()
-        self.state = state
-        self.senders: list[Any] = []
-
-    def _sender(self) -> Any:
-        current = _CURRENT.get()
-        return current.handle if current is not None and current.state is self.state else None
-
-    def append(self, entry: tuple[str, Any, str | None]) -> None:
-        super().append(entry)
-        self.senders.append(self._sender())
-
-    def sort(self, *, key: Any = None, reverse: bool = False) -> None:
-        """Sort the messages (stably) and their senders with them."""
-        order = sorted(range(len(self)), key=lambda i: key(self[i]), reverse=reverse)
-        entries, senders = list(self), self.senders
-        self[:] = [entries[i] for i in order]
-        self.senders = [senders[i] for i in order]
-
-    def extend(self, entries: Any) -> None:
-        if isinstance(entries, _TaggedOutbox):  # a buffered invocation's, committed
-            super().extend(entries)
-            self.senders.extend(entries.senders)
-            return
-        entries = list(entries)
-        super().extend(entries)
-        self.senders.extend([self._sender()] * len(entries))
-
-
 def _handles(earlier: list[Any] | None, sender: Any) -> tuple[Any, ...]:
     found = [*(earlier or ()), sender]
     return tuple(h for h in found if h is not None)
-
-
-class Observation:
-    """The runner's seam to the observer of one run (made only for an observed run: an
-    unobserved one has none, and pays nothing). The runner calls it as the run goes —
-    :meth:`begin` and :meth:`finish` a superstep, :meth:`invoke` each invocation,
-    :meth:`route` and :meth:`flush` the messages — and it tells the observer, keeping
-    which invocation sent what each delivery carries.
-
-    :param stateful: the graph's stateful edge groups (fan-ins), ``(group id, runner)``.
-    :param invoke: the runner's plain invocation, which :meth:`invoke` wraps.
-    """
-
-    def __init__(
-        self,
-        stateful: Iterable[tuple[str, EdgeRunner]],
-        state: RunState,
-        observer: RunObserver,
-        invoke: Callable[[str, Any, int, Any], Awaitable[None]],
-    ) -> None:
-        self.state = state
-        self.observer = observer
-        self.plain_invoke = invoke
-        self.step = 0  # the superstep whose span is open (0: none)
-        self.links: dict[str, list[tuple[Any, ...]]] = {}  # senders per delivery, this step
-        self.next_links: dict[str, list[tuple[Any, ...]]] = {}  # ... of the next step
-        # senders whose messages a stateful router (a fan-in) buffers, by its targets
-        self.pending: dict[str, list[Any]] = {}
-        self.buffering: dict[str, list[str]] = {}
-        for _gid, edge_runner in stateful:
-            for source in edge_runner.group.sources:
-                self.buffering.setdefault(source, []).extend(edge_runner.group.targets)
-        state.outbox = _TaggedOutbox(state)
-        state.outbox_factory = self._outbox
-
-    def _outbox(self) -> list[tuple[str, Any, str | None]]:
-        return _TaggedOutbox(self.state)
-
-    def begin(self, step: int, executor_ids: tuple[str, ...]) -> None:
-        """Superstep ``step`` starts (the last one, if any, ended well)."""
-        if self.step:
-            self.observer.superstep_finished(self.step, None)
-        self.step = step
-        self.links, self.next_links = self.next_links, {}
-        self.observer.superstep_started(step, executor_ids)
-
-    def finish(self, error: BaseException | None) -> None:
-        """The run's supersteps are over (``error``: what ended them, if anything)."""
-        if self.step:
-            # an error before the next superstep began (a visit limit) belongs to the
-            # run, not to the superstep that ended well
-            failed = error is not None and self.state.superstep == self.step
-            self.observer.superstep_finished(self.step, error if failed else None)
-            self.step = 0
-
-    async def invoke(self, eid: str, message: Any, index: int, run: Any) -> None:
-        """The runner's invocation, with its seams: started, retried, finished."""
-        state = self.state
-        step = state.superstep
-        links = self.links.get(eid)
-        senders = links[index] if links is not None and index < len(links) else ()
-        observer = self.observer
-        handle = observer.invocation_started(Invocation(eid, step, index, message, senders))
-        current = _Current(state, observer, handle)
-        token = _CURRENT.set(current)
-        try:
-            await self.plain_invoke(eid, message, index, run)
-        except BaseException as exc:
-            _CURRENT.reset(token)
-            cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
-            status = "cancelled" if cancelled else "failed"
-            observer.invocation_finished(handle, current.attempt, status, exc)
-            raise
-        _CURRENT.reset(token)
-        observer.invocation_finished(handle, current.attempt, "ok", None)
-
-    def route(self, plain_route: Callable[[], Inbox]) -> Inbox:
-        """Route message by message (the plain routing, one entry at a time), keeping
-        which invocation sent what each delivery carries."""
-        state = self.state
-        outbox = state.outbox
-        senders: list[Any] = getattr(outbox, "senders", [])
-        inbox: Inbox = {}
-        links: dict[str, list[tuple[Any, ...]]] = {}
-        pending = self.pending
-        try:
-            for position, entry in enumerate(outbox):
-                sender = senders[position] if position < len(senders) else None
-                state.outbox = [entry]
-                part = plain_route()
-                for target, messages in part.items():
-                    inbox.setdefault(target, []).extend(messages)
-                    handles = _handles(pending.pop(target, None), sender)
-                    links.setdefault(target, []).extend([handles] * len(messages))
-                for target in self.buffering.get(entry[0], ()):
-                    if target not in part:
-                        pending.setdefault(target, []).append(sender)
-        finally:
-            state.outbox = _TaggedOutbox(state)
-        self.next_links = links
-        return inbox
-
-    def flush(self, plain_flush: Callable[[Inbox], None], inbox: Inbox) -> None:
-        """The plain flush; what it delivers links to the senders the routers buffered."""
-        before = {target: len(messages) for target, messages in inbox.items()}
-        plain_flush(inbox)
-        for target, messages in inbox.items():
-            had = before.get(target, 0)
-            if len(messages) > had:
-                links = self.next_links.setdefault(target, [])
-                links.extend([()] * (had - len(links)))
-                handles = _handles(self.pending.pop(target, None), None)
-                links.extend([handles] * (len(messages) - had))
 
 
 # -- the runner ----------------------------------------------------------------------------
@@ -282,9 +147,10 @@ SUPERSTEP = "superstep"
 SCHEDULES = "schedule"
 
 
-#: (executor id, its messages, a limiter for concurrent messages, index of the first,
-#: where its effects go: the run, or effects of its own for a concurrent message)
-Job = tuple[str, list[Any], "anyio.CapacityLimiter | None", int, "RunState | Effects"]
+#: (executor id, its messages, a limiter for concurrent messages, index of the first, the
+#: record of each message — ``None``: they all write to the run's own record)
+Job = tuple[str, list[Any], "anyio.CapacityLimiter | None", int, "list[Effects] | None"]
+_T = TypeVar("_T")
 # yield to the event loop (a cancellation point too) at least this often on inline
 # supersteps, so other runs, stream consumers and cancel scopes get their turn even when
 # every handler completes without awaiting anything
@@ -420,23 +286,28 @@ class Runner:
         self.on_superstep: Callable[[Runner, Inbox], Awaitable[None]] | None = None
         self.stop = options.stop  # asked at each superstep boundary (see RunOptions.stop)
         self.remaining: Inbox = {}  # the deliveries left when a stop was asked for
-        self.failures: list[BaseException] = []
-        #: failures taken by error edges: (sender's rank, message index, target, failure)
-        self.diverted: list[tuple[int, int, str, Any, str | None]] = []
-        #: the seam to the run's observer; ``None`` when nobody observes the run
-        self.observation: Observation | None = None
-        # the invocation, as this run needs it: plain, observed, diverting failures
-        self._undiverted = self._invoke
-        if state.observer is not None:
-            self.observation = Observation(graph.stateful, state, state.observer, self._invoke)
-            self._undiverted = self.observation.invoke
-            self._invoke = self._undiverted  # type: ignore[method-assign]
-        if graph.error_targets:
-            self._invoke = self._invoke_diverting  # type: ignore[method-assign]
+        #: the run's own write record, and the contexts writing to it (one per executor)
+        self.main = state.effects
+        self.contexts = state.contexts
+        #: the run's observer; ``None`` when nobody observes the run (it pays one test per
+        #: superstep and per invocation)
+        self.observer: RunObserver | None = state.observer
+        #: the superstep whose span is open for the observer (0: none)
+        self.observed = 0
+        #: an observed run's senders of each delivery of this superstep, and of the next
+        self.links: dict[str, list[tuple[Any, ...]]] = {}
+        self.next_links: dict[str, list[tuple[Any, ...]]] = {}
+        #: senders whose messages a stateful router (a fan-in) buffers, by its targets
+        self.pending: dict[str, list[Any]] = {}
+        self.buffering: dict[str, list[str]] = {}
+        if self.observer is not None:
+            for _gid, edge_runner in graph.stateful:
+                for source in edge_runner.group.sources:
+                    self.buffering.setdefault(source, []).extend(edge_runner.group.targets)
         self.executors = graph.run_executors  # placed ones resolved when it compiled
         #: called before a retry's backoff (durable runs record the attempt count)
         self.on_retry: Callable[[str, int], Awaitable[None]] | None = None
-        self.native_asyncio = _on_asyncio()
+        self.native_asyncio = on_asyncio()
         #: the schedule the run asked for, when it is a plugin's (``None``: the kernel's
         #: superstep loop); it takes the supersteps with several executors unless its lead
         #: is 0 (the barrier's order, which the superstep loop keeps at its own cost)
@@ -468,21 +339,16 @@ class Runner:
         #: executors that take their messages on arrival (``max_concurrency`` above 1, or
         #: ``order="arrival"``): their messages are named by delivery ids, not by index
         self.arrival = frozenset(limits.concurrency) | graph.arrival
-        #: per sender taking messages on arrival, this superstep: (delivery id of each of
-        #: its invocations, how many messages it sent), in the order of their index
-        self.segments: dict[str, list[tuple[str, int]]] = {}
-        #: (sender, origin, k) of each entry of the superstep's outbox (see delivery_id)
-        self.origins: list[tuple[str, str, int]] = []
-        self.routed = 0  # entries of ``origins`` routed so far
         self.next_ids: dict[str, list[str]] = {}
+        #: sender -> the position of each of its edge groups among them (what a delivery
+        #: id names a group by), for a run with executors taking messages on arrival
+        self.group_positions: dict[str, dict[str, int]] = {}
+        if self.arrival:
+            for source, groups in graph.routes_from.items():
+                self.group_positions[source] = {gid: j for j, (gid, _) in enumerate(groups)}
         self.visit_limits = limits.visits
         self.policies = limits.policies
-        self.rank = rank = graph.rank
-
-        def by_rank(entry: tuple[Any, ...]) -> int:
-            return rank[entry[0]]  # what a superstep's effects are sorted by: the sender's
-
-        self.by_rank = by_rank
+        self.rank = graph.rank
         state.reducers = options.shared_reducers
         state.strict = options.strict
         for gid, runner in graph.stateful:
@@ -493,18 +359,17 @@ class Runner:
 
     async def run(self, inbox: Inbox) -> RunStatus:
         """Run supersteps until nothing is pending; return the final status."""
-        observation = self.observation
         loop = self._supersteps if self.state.cut is None else self._from_cut
         if self.arrival:
             self.state.ids = self.first_ids(inbox, self.state.ids)
-        if observation is None:
-            return await loop(inbox, None)
+        if self.observer is None:
+            return await loop(inbox)
         try:
-            status = await loop(inbox, observation)
+            status = await loop(inbox)
         except BaseException as exc:
-            observation.finish(exc)
+            self._end_supersteps(exc)
             raise
-        observation.finish(None)
+        self._end_supersteps(None)
         return status
 
     def first_ids(self, inbox: Inbox, known: dict[str, list[str]] | None) -> dict[str, list[str]]:
@@ -518,15 +383,23 @@ class Runner:
                 ids[eid] = have
         return ids
 
-    async def _supersteps(self, inbox: Inbox, observation: Observation | None) -> RunStatus:
+    async def _supersteps(self, inbox: Inbox) -> RunStatus:
+        """The superstep loop: prepare a superstep (limits, visits, the observer told it
+        begins), run its invocations (each writing to a record), apply the records at the
+        barrier (:meth:`_apply`), then hand the barrier to the commit seam."""
         state, stop = self.state, self.stop
         limit = self.options.max_supersteps
         routes, router_state = self.graph.routes_from, state.router_state
         schedule = self.schedule  # (None unless a plugin's schedule takes supersteps)
         pays = None if schedule is None else schedule.pays  # (looked up once per loop)
         arrival = self.arrival
-        named = bool(arrival)  # (a bool: the cheapest test on the hot path)
+        named = bool(arrival)
+        main, observer, flushers = self.main, self.observer, self.graph.flushers
+        # no delivery to name, no invocation to observe (a bool: the cheapest test)
+        plain = not named and observer is None
+        lean = plain and not self.graph.error_targets  # (and no failure to divert)
         while inbox:
+            # -- prepare
             if (
                 pays is not None
                 and (len(inbox) > 1 or (named and self._arriving(inbox)))
@@ -552,48 +425,34 @@ class Runner:
             self.current = inbox
             if self.visit_limits:
                 self._count_visits(inbox)
-            if observation is not None and observation.step != step:  # (a schedule began it)
-                observation.begin(step, tuple(inbox))
-            if len(inbox) == 1:
-                ((eid, messages),) = inbox.items()
-                if not named or eid not in arrival:
-                    if len(messages) == 1:
-                        await self._invoke(eid, messages[0], 0, state)
-                    else:
-                        for index, message in enumerate(messages):
-                            await self._invoke(eid, message, index, state)
-                    if self.live or step % _YIELD_EVERY == 0:
-                        await anyio.lowlevel.checkpoint()
-                else:
-                    await self._parallel(inbox)
-            else:
-                await self._parallel(inbox)
-            if state.staged:
-                state.commit_shared()
+            if observer is not None and self.observed != step:  # (a schedule began it)
+                self.begin_superstep(step, tuple(inbox))
+            # -- run: every invocation writes to a record; then apply: the barrier
             ran = inbox
-            if named:  # deliveries to executors taking messages on arrival are named
-                inbox = self._route_superstep(observation)
-            elif not state.outbox:
-                inbox = {}
-            elif observation is None:
-                outbox, state.outbox = state.outbox, []
-                inbox = route_outbox(outbox, routes, router_state, step)
-            else:
-                inbox = observation.route(self._route)
-            if self.diverted:
-                self.diverted.sort(key=itemgetter(0, 1))  # the canonical order, as messages
-                for _, index, target, diverted, delivery in self.diverted:
-                    inbox.setdefault(target, []).append(diverted)
-                    if target in self.arrival:
-                        origin = delivery if delivery is not None else index
-                        seed = f"!{diverted.executor_id}/{origin}/{target}"
-                        self.next_ids.setdefault(target, []).append(delivery_id(seed))
-                self.diverted = []
-            if self.graph.flushers:
-                if observation is None:
-                    self._flush(inbox)
+            # (not in an observed run: its invocations write to records of their own)
+            if len(inbox) == 1 and (plain or (observer is None and inbox.keys() - arrival)):
+                # the hot path: one job, inline, writing to the run's own record
+                ((eid, messages),) = inbox.items()
+                if len(messages) == 1:
+                    await self._invoke(eid, messages[0], 0, main)
                 else:
-                    observation.flush(self._flush, inbox)
+                    for index, message in enumerate(messages):
+                        await self._invoke(eid, message, index, main)
+                if self.live or step % _YIELD_EVERY == 0:
+                    await anyio.lowlevel.checkpoint()
+                if lean and main.writes is None:
+                    # one job's messages and nothing else: in the canonical order already
+                    if main.outbox:
+                        outbox, main.outbox = main.outbox, []
+                        inbox = route_outbox(outbox, routes, router_state, step)
+                    else:
+                        inbox = {}
+                    if flushers:
+                        self._flush(inbox)
+                else:
+                    inbox = self._apply([main])
+            else:
+                inbox = self._apply(await self._parallel(inbox))
             if self.on_superstep is not None:
                 self.last_ran = ran
                 await self.on_superstep(self, inbox)
@@ -618,7 +477,7 @@ class Runner:
                 self.stopped_cut = scheduled
             raise
 
-    async def _from_cut(self, inbox: Inbox, observation: Observation | None) -> RunStatus:
+    async def _from_cut(self, inbox: Inbox) -> RunStatus:
         """A resumed cut holds messages of several logical times: the schedule that took
         it runs them — with ``max_lead=0``, the barrier's order, when the run asks for
         another schedule — then the superstep loop goes on from the lockstep."""
@@ -630,7 +489,7 @@ class Runner:
         found = await self._scheduled(schedule, lead, inbox)
         if isinstance(found, RunStatus):
             return found
-        return await self._supersteps(found, observation)
+        return await self._supersteps(found)
 
     def _arriving(self, inbox: Inbox) -> bool:
         """Does an executor taking messages on arrival have several in ``inbox`` (so a
@@ -653,229 +512,299 @@ class Runner:
                     superstep=self.state.superstep,
                 )
 
-    async def _invoke_diverting(
-        self, eid: str, message: Any, index: int, run: RunState | Effects
-    ) -> None:
-        """:meth:`_invoke` for graphs with error edges (installed per run only for them)."""
+    # -- the observer, told at the loop's points ----------------------------------------
+
+    def begin_superstep(self, step: int, executor_ids: tuple[str, ...]) -> None:
+        """Tell the run's observer, if any, that superstep ``step`` starts (the last one, if
+        any, ended well): the superstep loop as it prepares one, a :class:`Schedule` once
+        every delivery of ``step`` is known."""
+        observer = self.observer
+        if observer is None:
+            return
+        if self.observed:
+            observer.superstep_finished(self.observed, None)
+        self.observed = step
+        self.links, self.next_links = self.next_links, {}
+        observer.superstep_started(step, executor_ids)
+
+    def _end_supersteps(self, error: BaseException | None) -> None:
+        """Tell the observer the run's supersteps are over (``error``: what ended them)."""
+        if self.observed and self.observer is not None:
+            # an error before the next superstep began (a visit limit) belongs to the
+            # run, not to the superstep that ended well
+            failed = error is not None and self.state.superstep == self.observed
+            self.observer.superstep_finished(self.observed, error if failed else None)
+            self.observed = 0
+
+    async def _observed(self, eid: str, message: Any, index: int, run: Effects) -> None:
+        """:meth:`_invoke`, the observer told as it starts (with the invocations that sent
+        its message; what it writes to ``run`` is linked to it) and as it ends."""
+        state, observer = self.state, self.observer
+        assert observer is not None
+        links = self.links.get(eid)
+        senders = links[index] if links is not None and index < len(links) else ()
+        invocation = Invocation(eid, state.superstep, index, message, senders)
+        current = _Current(state, observer, observer.invocation_started(invocation))
+        run.sender = current.handle
+        current.token = _CURRENT.set(current)
         try:
-            await self._undiverted(eid, message, index, run)
-        except WorkflowRunError as exc:
-            targets = self.graph.error_targets.get(eid)
-            if not targets or exc.executor_id != eid:
-                raise
-            # an error edge takes the failure: the run goes on
-            cause = exc.__cause__ if isinstance(exc, ExecutorFailedError) else None
-            failure = InvocationFailure(
-                eid, run.superstep, type(cause or exc).__name__, str(cause or exc), message
-            )
-            rank = self.rank[eid]
-            # effects of a schedule without the barrier keep their own (committed with
-            # their group)
-            sink = getattr(run, "diverted", self.diverted)
-            sink.extend((rank, index, target, failure, run.delivery) for target in targets)
+            await self._invoke(eid, message, index, run)
+        except BaseException as exc:
+            if current.token is not None:  # (else told already, by _invoke)
+                self._finished(exc)
+            raise
+        if current.token is not None:  # (else a failure an error edge took, told as failed)
+            self._finished(None)
 
-    async def _invoke(self, eid: str, message: Any, index: int, run: RunState | Effects) -> None:
+    @staticmethod
+    def _finished(error: BaseException | None) -> None:
+        """Tell the observer the running invocation ended (``error``: how it failed)."""
+        current = _CURRENT.get()
+        assert current is not None and current.token is not None
+        _CURRENT.reset(current.token)
+        current.token = None
+        if error is None:
+            current.observer.invocation_finished(current.handle, current.attempt, "ok", None)
+            return
+        cancelled = isinstance(error, anyio.get_cancelled_exc_class())
+        status = "cancelled" if cancelled else "failed"
+        current.observer.invocation_finished(current.handle, current.attempt, status, error)
+
+    # -- invocations ---------------------------------------------------------------------
+
+    async def _invoke(self, eid: str, message: Any, index: int, run: Effects) -> None:
         """Invoke ``eid`` on ``message``, its ``index``-th delivery of this superstep, with
-        its effects going to ``run`` (the run itself, or the effects of its job in a
-        superstep with several deliveries)."""
-        executor = self.executors[eid]
-        found = executor.find_handler(message)
-        if found is None:
-            step = run.superstep
-            accepts = ", ".join(type_name(t) for t in executor.input_types) or "nothing"
-            raise UnhandledMessageError(
-                f"executor {eid!r} has no handler for a message of type "
-                f"{type_name(type(message))} in superstep {step} (it accepts: {accepts})",
-                executor_id=eid,
-                superstep=step,
-            )
-        policy = self.policies.get(eid) if self.policies else None
-        if policy is None:
-            # the hot path: one attempt, straight to ``run``; failures read as under a policy
-            if type(run) is RunState:
-                ctx = run.contexts.get(eid) or run.context(eid)
+        its effects going to the record ``run``; an error edge of ``eid``, if any, takes
+        its failure (the run goes on), after the run's observer, if any, is told of it."""
+        try:
+            executor = self.executors[eid]
+            found = executor.find_handler(message)
+            if found is None:
+                step = run.superstep
+                accepts = ", ".join(type_name(t) for t in executor.input_types) or "nothing"
+                raise UnhandledMessageError(
+                    f"executor {eid!r} has no handler for a message of type "
+                    f"{type_name(type(message))} in superstep {step} (it accepts: {accepts})",
+                    executor_id=eid,
+                    superstep=step,
+                )
+            policy = self.policies.get(eid) if self.policies else None
+            if policy is None:
+                # the hot path: one attempt, straight to the record; failures read as
+                # under a policy
+                if run is self.main:
+                    ctx = self.contexts.get(eid) or self.state.context(eid)
+                else:
+                    ctx = run.context(eid)
+                ctx._index = index
+                try:
+                    await found.call(message, ctx)
+                except BaseException as exc:
+                    error = failure(eid, run.superstep, exc, self.native_asyncio)
+                    raise error from error.__cause__
             else:
-                ctx = run.context(eid)
-            ctx._index = index
-            try:
-                await found.call(message, ctx)
-            except BaseException as exc:
-                error = failure(eid, run.superstep, exc, self.native_asyncio)
-                raise error from error.__cause__
+                await invoke_with_policy(
+                    run,
+                    eid,
+                    found.call,
+                    message,
+                    index,
+                    policy,
+                    native_asyncio=self.native_asyncio,
+                    on_retry=self.on_retry,
+                )
+        except BaseException as exc:
+            if self.observer is not None:
+                self._finished(exc)
+            if not self.graph.error_targets or not self._diverted(eid, message, index, run, exc):
+                raise
+
+    def _diverted(
+        self, eid: str, message: Any, index: int, run: Effects, exc: BaseException
+    ) -> bool:
+        """Does an error edge of ``eid`` take this failure of it? Then it is written to
+        ``run`` (delivered at the barrier) and the run goes on."""
+        targets = self.graph.error_targets.get(eid)
+        if not targets or not isinstance(exc, WorkflowRunError) or exc.executor_id != eid:
+            return False
+        cause = exc.__cause__ if isinstance(exc, ExecutorFailedError) else None
+        taken = InvocationFailure(
+            eid, run.superstep, type(cause or exc).__name__, str(cause or exc), message
+        )
+        rank = self.rank[eid]
+        entries = [(rank, index, target, taken, run.delivery) for target in targets]
+        if run.diverted is None:
+            run.diverted = entries
         else:
-            await invoke_with_policy(
-                run,
-                eid,
-                found.call,
-                message,
-                index,
-                policy,
-                native_asyncio=self.native_asyncio,
-                on_retry=self.on_retry,
-            )
+            run.diverted.extend(entries)
+        return True
 
-    async def _parallel(self, inbox: Inbox) -> None:
-        """Run a superstep with several deliveries concurrently, then put what the jobs did
-        in the canonical order — the sender's rank in the graph, then the index of its
-        message, then the order of its calls — never the order jobs finished in.
+    async def _parallel(self, inbox: Inbox) -> list[Effects]:
+        """Run a superstep's jobs — one per executor, its messages in order; one per message
+        of an executor taking messages on arrival — and return the records they wrote to.
 
-        Jobs write to the run as they go; the run defers outputs, events and requests
-        until the barrier, and the outbox and the staged shared-state writes are sorted
-        there, stably, by the sender's rank (one job handles an executor's messages in
-        order). Only the messages of an executor handled concurrently need effects of
-        their own, committed in the order of their index.
+        An executor's messages write to the run's own record; a message of an executor
+        taking messages on arrival, and any message of an observed run (whose sends are
+        linked to the invocation that sent them), to a record of its own, ordered by its
+        index. A lone job runs inline, its records immediate; several run concurrently
+        (:func:`fan_out`), and :func:`~plait._state.apply_writes` puts what they did in
+        the canonical order, never the order they finished in.
         """
+        state, main = self.state, self.main
+        observed = self.observer is not None
         jobs: list[Job] = []
-        state = self.state
+        records: list[Effects] = []
+        shared = False  # some job writes to the run's own record
         for eid, messages in inbox.items():
             if eid in self.arrival:
-                # each message with effects of its own, named by its delivery id
+                # each message with a record of its own, named by its delivery id
                 limiter = anyio.CapacityLimiter(self.concurrency.get(eid, 1))
                 ids = state.ids[eid]  # type: ignore[index]
                 for i, message in enumerate(messages):
-                    jobs.append((eid, [message], limiter, i, Effects(state, state, ids[i])))
+                    record = Effects(state, state, ids[i], index=i)
+                    records.append(record)
+                    jobs.append((eid, [message], limiter, i, [record]))
+            elif observed:
+                own = [Effects(state, state, index=i) for i in range(len(messages))]
+                records.extend(own)
+                jobs.append((eid, messages, None, 0, own))
             else:
-                jobs.append((eid, messages, None, 0, state))
-        state.deferred = []
+                shared = True
+                jobs.append((eid, messages, None, 0, None))
+        if shared:
+            records.append(main)
+        inline = len(jobs) == 1 and jobs[0][2] is None
+        for record in records:
+            record.immediate = inline
         try:
-            if self.native_asyncio and _AsyncioTaskGroup is not None:
-                await self._run_jobs_asyncio(jobs)
+            if inline:
+                await self._job(jobs[0])
+                if self.live or state.superstep % _YIELD_EVERY == 0:
+                    await anyio.lowlevel.checkpoint()
             else:
-                self.failures = []
-                try:
-                    async with anyio.create_task_group() as tg:
-                        for job in jobs:
-                            tg.start_soon(self._guarded, tg, job)
-                except BaseExceptionGroup as group:
-                    # a BaseException that is not an Exception (caught in _guarded) leaves
-                    # the group wrapped in one: raised as itself, as on asyncio
-                    self.failures.extend(group.exceptions)
-                if self.failures:
-                    raise with_siblings(self.failures)
-            segments = self.segments
-            for job in jobs:
-                if job[2] is not None:  # an executor's concurrent messages, by index
-                    part: Effects = job[4]  # type: ignore[assignment]
-                    segments.setdefault(job[0], []).append((part.delivery, len(part.outbox)))  # type: ignore[arg-type]
-                    part.commit()
+                await fan_out(self._job, jobs, self.native_asyncio)
         finally:
-            deferred, state.deferred = state.deferred, None
-        by_rank = self.by_rank
-        if len(state.outbox) > 1:
-            state.outbox.sort(key=by_rank)
-        if len(state.staged) > 1:
-            state.staged.sort(key=by_rank)
-        if deferred:
-            deferred.sort(key=by_rank)
-            state.replay(deferred)
-
-    async def _run_jobs_asyncio(self, jobs: list[Job]) -> None:
-        """The jobs in an :class:`asyncio.TaskGroup` (Python 3.11+): the same structure as
-        an anyio task group — no job outlives the block, the first failure cancels its
-        siblings, a cancellation of the run cancels them all and waits for them — at a
-        fifth of anyio's cost per task on asyncio, which a wide superstep pays per job."""
-        failures: list[BaseException] = []
-        try:
-            async with _AsyncioTaskGroup() as tg:  # type: ignore[misc]
-                for job in jobs:
-                    tg.create_task(self._job(job))
-        except BaseExceptionGroup as group:
-            failures.extend(group.exceptions)
-        if failures:  # raised here, not in the handler above: the errors keep their causes
-            raise with_siblings(failures)
+            main.immediate = True  # (what the inline path writes to it with)
+        return records
 
     async def _job(self, job: Job) -> None:
-        eid, messages, limiter, first, effects = job
+        eid, messages, limiter, first, records = job
+        if records is None:  # its messages in order, to the run's own record
+            main = self.main
+            for offset, message in enumerate(messages):
+                await self.run_invocation(eid, message, first + offset, main)
+            return
         for offset, message in enumerate(messages):
             if limiter is not None:
                 async with limiter:
-                    await self.run_invocation(eid, message, first + offset, effects)
+                    await self.run_invocation(eid, message, first + offset, records[offset])
             else:
-                await self.run_invocation(eid, message, first + offset, effects)
+                await self.run_invocation(eid, message, first + offset, records[offset])
 
-    async def _guarded(self, tg: anyio.abc.TaskGroup, job: Job) -> None:
-        try:
-            await self._job(job)
-        except Exception as exc:
-            # the first failure cancels the siblings; later ones are kept as its siblings
-            self.failures.append(exc)
-            tg.cancel_scope.cancel()
-
-    async def run_invocation(
-        self, eid: str, message: Any, index: int, effects: RunState | Effects
-    ) -> None:
+    async def run_invocation(self, eid: str, message: Any, index: int, effects: Effects) -> None:
         """Invoke ``eid`` on ``message``, its ``index``-th delivery of its superstep, under
-        the run's concurrency limit, its effects going to ``effects``: the one invocation
-        path, for the superstep loop and a :class:`Schedule` alike (policies, observers
-        and error edges included)."""
-        if self.global_limiter is None:
+        the run's concurrency limit, its effects going to the record ``effects``: the one
+        invocation path, for the superstep loop and a :class:`Schedule` alike (policies,
+        observers and error edges included)."""
+        if self.observer is None and self.global_limiter is None:
             await self._invoke(eid, message, index, effects)
+            return
+        invoke = self._invoke if self.observer is None else self._observed
+        if self.global_limiter is None:
+            await invoke(eid, message, index, effects)
         else:
             async with self.global_limiter:
-                await self._invoke(eid, message, index, effects)
+                await invoke(eid, message, index, effects)
 
-    # -- routing ---------------------------------------------------------------------
+    # -- the barrier -----------------------------------------------------------------
 
-    def _route(self) -> Inbox:
+    def _apply(self, records: list[Effects]) -> Inbox:
+        """The barrier: apply the superstep's records (:func:`~plait._state.apply_writes`:
+        outputs, events, requests and shared state, in the canonical order), route the
+        messages they sent, deliver the failures error edges took, and flush the fan-ins
+        whose silent sources can no longer send."""
         state = self.state
-        outbox, state.outbox = state.outbox, []
-        if self.arrival:
-            return self._route_named(outbox)
-        return route_outbox(outbox, self.graph.routes_from, state.router_state, state.superstep)
+        sends, owners = apply_writes(state, records, self.rank)
+        diverted: list[tuple[int, int, str, Any, str | None]] = []
+        for record in records:
+            if record.diverted is not None:
+                diverted.extend(record.diverted)
+                record.diverted = None
+        if self.arrival or self.observer is not None:
+            inbox = self._route_tracked(sends, owners, records[0])
+        elif sends:
+            routes = self.graph.routes_from
+            inbox = route_outbox(sends, routes, state.router_state, state.superstep)
+        else:
+            inbox = {}
+        if diverted:
+            diverted.sort(key=itemgetter(0, 1))  # the canonical order, as messages
+            for _, index, target, taken, delivery in diverted:
+                inbox.setdefault(target, []).append(taken)
+                if target in self.arrival:
+                    origin = delivery if delivery is not None else index
+                    seed = f"!{taken.executor_id}/{origin}/{target}"
+                    self.next_ids.setdefault(target, []).append(delivery_id(seed))
+        if self.graph.flushers:
+            self._flush(inbox)
+        return inbox
 
-    def _route_superstep(self, observation: Observation | None) -> Inbox:
-        """Route the superstep's outbox, naming each delivery to an executor that takes
-        messages on arrival; the ids (with those of the failures and flushes to come) are
-        the next superstep's (``state.ids``)."""
-        state = self.state
-        state.ids = self.next_ids = {}
-        self.origins, self.routed = self._origins(state.outbox), 0
-        self.segments = {}
-        if not state.outbox:
-            return {}
-        if observation is None:
-            outbox, state.outbox = state.outbox, []
-            return self._route_named(outbox)
-        return observation.route(self._route)
+    def _route_tracked(
+        self, sends: list[Sent], owners: list[Effects] | None, only: Effects
+    ) -> Inbox:
+        """Route the superstep's messages (``owners``: the record of each, ``None`` when
+        all are ``only``'s), naming each delivery to an executor that takes messages on
+        arrival (the next superstep's ``state.ids``, see :func:`delivery_id`) and, in an
+        observed run, keeping which invocation sent what each delivery carries."""
+        state, arrival = self.state, self.arrival
+        routes, router_state, step = self.graph.routes_from, state.router_state, state.superstep
+        name: Callable[[str, str, list[tuple[str, Any]]], None] | None = None
+        if arrival:
+            ids = state.ids = self.next_ids = {}
+            positions, counts = self.group_positions, dict[Any, int]()
+            # the message being routed: its position in ``sends``, its origin (the delivery
+            # id of the invocation that sent it when its sender takes messages on arrival)
+            # and ``k``: that invocation's sends before it (else its sender's, this step)
+            at: list[Any] = [-1, "", 0]
 
-    def _origins(self, outbox: list[tuple[str, Any, str | None]]) -> list[tuple[str, str, int]]:
-        """``(sender, origin, k)`` of each message of a superstep's outbox (in the canonical
-        order): ``origin`` is the delivery id of the invocation that sent it when its
-        sender takes messages on arrival, and ``k`` counts that invocation's sends (else
-        ``origin`` is empty and ``k`` counts the sender's sends of the superstep)."""
-        origins: list[tuple[str, str, int]] = []
-        counts: dict[str, list[int]] = {}
-        segments, arrival = self.segments, self.arrival
-        for source, _, _ in outbox:
-            at = counts.get(source)
-            if at is None:
-                at = counts[source] = [0, 0]  # segment, k
-            if source in arrival:
-                segment = segments[source]
-                while at[1] >= segment[at[0]][1]:
-                    at[0], at[1] = at[0] + 1, 0
-                origins.append((source, segment[at[0]][0], at[1]))
-            else:
-                origins.append((source, "", at[1]))
-            at[1] += 1
-        return origins
+            def name(source: str, gid: str, deliveries: list[tuple[str, Any]]) -> None:
+                j = positions[source][gid]
+                if j == 0:  # a message starts (it is routed through all its sender's groups)
+                    position = at[0] = at[0] + 1
+                    key: Any = source  # what ``k`` counts by
+                    origin = ""
+                    if source in arrival:
+                        key = only if owners is None else owners[position]
+                        origin = key.delivery or ""
+                    k = counts.get(key, 0)
+                    counts[key], at[1], at[2] = k + 1, origin, k
+                for d, (target, _) in enumerate(deliveries):
+                    if target in arrival:
+                        seed = f"{source}/{at[1]}/{at[2]}/{j}/{d}"
+                        ids.setdefault(target, []).append(delivery_id(seed))
 
-    def _route_named(self, outbox: list[tuple[str, Any, str | None]]) -> Inbox:
-        """Route ``outbox`` (the next entries of the superstep's), naming each delivery to
-        an executor that takes messages on arrival (see :func:`~plait._state.delivery_id`)."""
-        state, arrival, origins, base = self.state, self.arrival, self.origins, self.routed
-        ids = self.next_ids
-
-        def name(position: int, j: int, d: int, target: str) -> None:
-            if target in arrival:
-                source, origin, k = origins[base + position]
-                ids.setdefault(target, []).append(delivery_id(f"{source}/{origin}/{k}/{j}/{d}"))
-
-        self.routed += len(outbox)
-        routes = self.graph.routes_from
-        return route_outbox_named(outbox, routes, state.router_state, state.superstep, name)
+        if self.observer is None:
+            return route_outbox(sends, routes, router_state, step, name)
+        # message by message, each delivery linked to the invocations that sent it
+        inbox: Inbox = {}
+        links: dict[str, list[tuple[Any, ...]]] = {}
+        pending = self.pending
+        for position, entry in enumerate(sends):
+            sender = (only if owners is None else owners[position]).sender
+            part = route_outbox((entry,), routes, router_state, step, name)
+            for target, messages in part.items():
+                inbox.setdefault(target, []).extend(messages)
+                handles = _handles(pending.pop(target, None), sender)
+                links.setdefault(target, []).extend([handles] * len(messages))
+            for target in self.buffering.get(entry[0], ()):
+                if target not in part:
+                    pending.setdefault(target, []).append(sender)
+        self.next_links = links
+        return inbox
 
     def _flush(self, inbox: Inbox) -> None:
+        """Add what the fan-ins whose silent sources can no longer send deliver now (in an
+        observed run, linked to the senders their buffers held)."""
         pending = self.state.pending_requests.values()
         active = set(inbox) | {request.executor_id for request in pending}
         name = None
@@ -887,19 +816,75 @@ class Runner:
                     ids.setdefault(target, []).append(delivery_id(f"^{f}/{d}"))
 
         flushers, reach = self.graph.flushers, self.graph.reach
+        if self.observer is None:
+            flush_buffers(flushers, self.state.router_state, reach, active, inbox, name)
+            return
+        before = {target: len(messages) for target, messages in inbox.items()}
         flush_buffers(flushers, self.state.router_state, reach, active, inbox, name)
+        for target, messages in inbox.items():
+            had = before.get(target, 0)
+            if len(messages) > had:
+                links = self.next_links.setdefault(target, [])
+                links.extend([()] * (had - len(links)))
+                handles = _handles(self.pending.pop(target, None), None)
+                links.extend([handles] * (len(messages) - had))
 
 
 #: asyncio's own structured task group (Python 3.11+); on 3.10 an anyio task group is used
 _AsyncioTaskGroup = getattr(asyncio, "TaskGroup", None)
 
 
-def _on_asyncio() -> bool:
+def on_asyncio() -> bool:
+    """Is the running event loop asyncio's (not trio's, and not none)? What the runner,
+    and a placement plugin, choose asyncio's own faster paths by."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return False
     return True
+
+
+async def fan_out(
+    call: Callable[[_T], Awaitable[None]], items: Iterable[_T], native_asyncio: bool
+) -> None:
+    """Run ``call(item)`` for each of ``items`` concurrently and wait for them all: the
+    one fan-out of the runner. The first failure cancels the others, a cancellation of the
+    caller cancels them all and waits for them, and the first failure is raised with the
+    others as its siblings (:func:`with_siblings`); a ``BaseException`` that is not an
+    ``Exception`` is raised as itself.
+
+    On asyncio (``native_asyncio``, Python 3.11+) an :class:`asyncio.TaskGroup` runs them,
+    at a fifth of anyio's cost per task, which a wide superstep pays per job; else an anyio
+    task group, with the same structure.
+    """
+    failures: list[BaseException] = []
+    if native_asyncio and _AsyncioTaskGroup is not None:
+        try:
+            async with _AsyncioTaskGroup() as native:
+                for item in items:
+                    native.create_task(call(item))
+        except BaseExceptionGroup as group:
+            failures.extend(group.exceptions)
+    else:
+
+        async def guarded(item: _T) -> None:
+            try:
+                await call(item)
+            except Exception as exc:
+                # the first failure cancels the siblings; later ones are kept as its siblings
+                failures.append(exc)
+                tg.cancel_scope.cancel()
+
+        try:
+            async with anyio.create_task_group() as tg:
+                for item in items:
+                    tg.start_soon(guarded, item)
+        except BaseExceptionGroup as group:
+            # a BaseException that is not an Exception (caught in guarded) leaves the
+            # group wrapped in one: raised as itself, as on asyncio
+            failures.extend(group.exceptions)
+    if failures:  # raised here, not in the handler above: the errors keep their causes
+        raise with_siblings(failures)
 
 
 # -- invocations: what a failure means, and attempts under a policy ------------------
@@ -985,7 +970,7 @@ def failure(
 
 
 async def invoke_with_policy(
-    run: RunState | Effects,
+    run: Effects,
     eid: str,
     call: Callable[[Any, WorkflowContext[Any, Any]], Awaitable[Any]],
     message: Any,
@@ -997,13 +982,14 @@ async def invoke_with_policy(
 ) -> None:
     """Run one invocation of ``eid``'s handler ``call`` on ``message`` (the ``index``-th of
     its deliveries this superstep) under ``policy`` (retries, a timeout, or an error edge
-    that takes its failures): every attempt runs against :class:`~plait._state.Effects` of
-    its own and a deep copy of the executor's state, and only the attempt that succeeds is
-    committed to ``run``. Failures are read by :func:`failure`, as every invocation's are.
+    that takes its failures): every attempt runs against a record
+    (:class:`~plait._state.Effects`) of its own and a deep copy of the executor's state,
+    and only the attempt that succeeds is committed to ``run``. Failures are read by
+    :func:`failure`, as every invocation's are.
 
     :raises WorkflowRunError: the last attempt's failure, naming ``eid`` and the superstep.
     """
-    root = run if isinstance(run, RunState) else run._root
+    root = run._root
     step = run.superstep  # (a schedule's effects may carry their own logical time)
     retry, timeout = policy
     key = f"{step}:{eid}:{run.delivery if run.delivery is not None else index}"

@@ -1,6 +1,7 @@
 """What one run changes: :class:`RunState` (messages in flight, outputs, per-executor and
-shared state, router state, visits, pending requests). Workflows and executors stay
-untouched by runs.
+shared state, router state, visits, pending requests), and what an invocation writes until
+the barrier applies it: a write record (:class:`Effects`), applied by
+:func:`apply_writes`. Workflows and executors stay untouched by runs.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 import warnings
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -26,13 +27,24 @@ from ._types import type_name
 if TYPE_CHECKING:
     from ._observer import RunObserver
 
-__all__ = ["Effects", "Inbox", "PendingRequest", "RunState", "delivery_id", "new_run_id"]
+__all__ = [
+    "Effects",
+    "Inbox",
+    "PendingRequest",
+    "RunState",
+    "apply_writes",
+    "delivery_id",
+    "new_run_id",
+    "replay",
+]
 
 #: executor id -> the messages delivered to it in one superstep
 Inbox = dict[str, list[Any]]
 
 #: ``(executor id, key, value)``: one shared-state write, staged until the barrier
 Write = tuple[str, str, Any]
+#: ``(source executor id, message, explicit target or None)``: one message sent
+Sent = tuple[str, Any, "str | None"]
 
 
 def new_run_id() -> str:
@@ -70,15 +82,13 @@ class RunState:
         "attempts",
         "contexts",
         "cut",
-        "deferred",
         "delivery",
+        "effects",
         "emit",
         "executor_state",
         "ids",
         "observed",
         "observer",
-        "outbox",
-        "outbox_factory",
         "outputs",
         "pending_requests",
         "reads",
@@ -86,7 +96,6 @@ class RunState:
         "router_state",
         "run_id",
         "shared",
-        "staged",
         "strict",
         "superstep",
         "visits",
@@ -96,20 +105,11 @@ class RunState:
     def __init__(self, run_id: str, emit: Callable[[WorkflowEvent], None] | None) -> None:
         self.run_id = run_id
         self.superstep = 0
-        self.outbox: list[tuple[str, Any, str | None]] = []
         self.outputs: list[Any] = []
         #: the shared state as committed at the last barrier (what every handler reads)
         self.shared: dict[str, Any] = {}
-        #: shared-state writes of the running superstep, committed at its barrier
-        self.staged: list[Write] = []
         #: shared-state key -> ``reducer(current, update)`` (the ``shared_reducers`` option)
         self.reducers: Mapping[str, Callable[[Any, Any], Any]] = {}
-        #: during a superstep with several deliveries: (executor id, kind, data...) of the
-        #: outputs, custom events and requests made, replayed at the barrier in order
-        self.deferred: list[tuple[Any, ...]] | None = None
-        #: makes the outbox of a superstep's buffered invocation (an observed run's tags
-        #: each message with the invocation that sent it)
-        self.outbox_factory: Callable[[], list[tuple[str, Any, str | None]]] = list
         self.executor_state: dict[str, dict[str, Any]] = {}
         self.contexts: dict[str, WorkflowContext[Any, Any]] = {}
         self.router_state: dict[str, Any] = {}
@@ -138,46 +138,28 @@ class RunState:
         #: waits until the shared-state writes of every superstep before the one given
         #: are committed (a schedule's without the barrier, while a branch may run ahead)
         self.waiter: Callable[[int], Awaitable[None]] | None = None
+        #: the run's own write record: what the invocations that need none of their own
+        #: (one job per executor, its messages in order) write, until the barrier applies it
+        self.effects = Effects(self, self, immediate=True)
 
     def context(self, executor_id: str) -> WorkflowContext[Any, Any]:
         """The context of ``executor_id`` in this run (created on first use)."""
         ctx = self.contexts.get(executor_id)
         if ctx is None:
             state = self.executor_state.setdefault(executor_id, {})
-            ctx = self.contexts[executor_id] = WorkflowContext(self, executor_id, state)
+            ctx = self.contexts[executor_id] = WorkflowContext(self.effects, executor_id, state)
         return ctx
 
     def emit_output(self, executor_id: str, data: Any) -> None:
         """Record a workflow output (and emit its event when someone listens)."""
-        if self.deferred is not None:
-            self.deferred.append((executor_id, "output", data))
-            return
         self.outputs.append(data)
         if self.emit is not None:
             self.emit(OutputEvent(executor_id, data, self.superstep))
 
     def emit_custom(self, executor_id: str, data: Any) -> None:
         """Emit a custom event, if someone listens."""
-        if self.deferred is not None:
-            self.deferred.append((executor_id, "custom", data))
-            return
         if self.emit is not None:
             self.emit(CustomEvent(executor_id, data, self.superstep))
-
-    def replay(self, deferred: list[tuple[Any, ...]]) -> None:
-        """Make the outputs, custom events and requests :attr:`deferred` held, in order."""
-        for entry in deferred:
-            eid, kind = entry[0], entry[1]
-            if kind == "output":
-                self.emit_output(eid, entry[2])
-            elif kind == "custom":
-                self.emit_custom(eid, entry[2])
-            else:
-                self.request_info(eid, entry[2], entry[3], request_id=entry[4])
-
-    def write_shared(self, executor_id: str, key: str, value: Any) -> None:
-        """Stage a shared-state write; :meth:`commit_shared` applies it at the barrier."""
-        self.staged.append((executor_id, key, value))
 
     def note_read(self, executor_id: str, key: str, superstep: int | None = None) -> None:
         """``executor_id`` read shared-state ``key`` in ``superstep`` (default: the current
@@ -249,15 +231,15 @@ class RunState:
             )
         warnings.warn(text, SharedStateRaceWarning, stacklevel=3)
 
-    def commit_shared(self) -> None:
-        """Apply the superstep's staged writes, in the order they were staged (the runner
-        stages them in the canonical order: sender's rank, then the order of its writes).
+    def commit_shared(self, staged: list[Write]) -> None:
+        """Apply the superstep's shared-state writes, in the order given (the canonical
+        order: :func:`apply_writes` sorts them by the writer's rank, the index of its
+        message, then the order of its writes).
 
         A key written by two executors is a :class:`SharedStateConflictError` naming both
         and the key, unless a reducer is declared for it: then every write is folded in,
         ``value = reducer(value, write)`` (a key not set yet takes the first write as is).
         """
-        staged, self.staged = self.staged, []
         if self.reads:
             self.check_races(staged)
         shared, reducers = self.shared, self.reducers
@@ -305,9 +287,6 @@ class RunState:
     ) -> str:
         """Record a pending request for outside input and announce it."""
         request_id = request_id or uuid.uuid4().hex
-        if self.deferred is not None:
-            self.deferred.append((executor_id, "request", request, response_type, request_id))
-            return request_id
         self.pending_requests[request_id] = PendingRequest(
             request_id, executor_id, request, response_type, self.superstep
         )
@@ -323,38 +302,73 @@ class RunState:
 
 
 class Effects:
-    """What invocations did, held back until it is committed: the stand-in for
-    :class:`RunState` a handler writes to when its effects must wait — in an attempt under
-    a retry policy (committed only when the attempt succeeds) and for the messages of an
-    executor handled concurrently in one superstep (committed at the barrier in the order
-    of their index).
+    """One write record: what invocations did, held until the barrier applies it (or, for
+    an attempt under a retry policy, until the attempt succeeds and :meth:`commit` hands it
+    to the record it belongs to). A handler's context writes to one; :func:`apply_writes`
+    is what applies them.
 
-    Messages sent, outputs, custom events, requests and shared-state writes are kept in
-    the order the handler made them; :meth:`commit` replays them into ``parent`` (the run,
-    or the effects of the superstep an attempt belongs to).
+    The messages sent, the outputs, custom events and requests made, the shared-state
+    writes and the failures error edges took are kept in the order they were made, each
+    tagged with the executor that made it. The run has a record of its own
+    (:attr:`RunState.effects`) for the invocations that need none: one job per executor,
+    its messages in order. A message of an executor taking messages on arrival, and every
+    invocation of an observed run, gets a record of its own, ordered by the ``index`` of
+    its message.
+
+    An ``immediate`` record makes outputs, custom events and requests at once (the
+    invocations of a superstep with one job: the order they are made in is the canonical
+    one, and a stream's consumer sees them as they come).
     """
 
-    __slots__ = ("_parent", "_root", "delivery", "events", "outbox", "writes")
+    __slots__ = (
+        "_parent",
+        "_root",
+        "delivery",
+        "diverted",
+        "events",
+        "immediate",
+        "index",
+        "outbox",
+        "sender",
+        "writes",
+    )
 
     #: the delivery id of the message these effects answer (see :func:`delivery_id`)
     delivery: str | None
 
     def __init__(
-        self, parent: RunState | Effects, root: RunState, delivery: str | None = None
+        self,
+        parent: RunState | Effects,
+        root: RunState,
+        delivery: str | None = None,
+        *,
+        index: int = 0,
+        immediate: bool = False,
     ) -> None:
-        """:param parent: where :meth:`commit` replays these effects.
+        """:param parent: what the superstep is read from, and where :meth:`commit` hands
+            these effects (the record an attempt belongs to).
         :param root: the run's state.
         :param delivery: the delivery id of the message these effects answer, when its
             executor takes messages on arrival (else the parent's, if any).
+        :param index: the index of the message these effects answer (what they sort by
+            after the sender's rank).
+        :param immediate: make outputs, custom events and requests at once.
         """
         self._parent = parent
         self._root = root
         self.delivery = delivery if delivery is not None else parent.delivery
-        self.outbox: list[tuple[str, Any, str | None]] = root.outbox_factory()
-        #: ("output" | "custom" | "request", executor id, data...) in the order made
+        self.index = index
+        self.immediate = immediate
+        self.outbox: list[Sent] = []
+        #: (executor id, "output" | "custom" | "request", data...) in the order made
         self.events: list[tuple[Any, ...]] | None = None
         #: shared-state writes in the order made
         self.writes: list[Write] | None = None
+        #: failures error edges took: (sender's rank, message index, target, failure, the
+        #: delivery id of the failed message if any)
+        self.diverted: list[tuple[int, int, str, Any, str | None]] | None = None
+        #: the handle the run's observer gave the invocation that wrote these effects
+        self.sender: Any = None
 
     @property
     def run_id(self) -> str:
@@ -388,10 +402,16 @@ class Effects:
             self.events.append(event)
 
     def emit_output(self, executor_id: str, data: Any) -> None:
-        self._event(("output", executor_id, data))
+        if self.immediate:
+            self._root.emit_output(executor_id, data)
+        else:
+            self._event((executor_id, "output", data))
 
     def emit_custom(self, executor_id: str, data: Any) -> None:
-        self._event(("custom", executor_id, data))
+        if self.immediate:
+            self._root.emit_custom(executor_id, data)
+        else:
+            self._event((executor_id, "custom", data))
 
     def write_shared(self, executor_id: str, key: str, value: Any) -> None:
         if self.writes is None:
@@ -403,27 +423,79 @@ class Effects:
         self, executor_id: str, request: Any, response_type: Any, *, request_id: str | None = None
     ) -> str:
         request_id = request_id or uuid.uuid4().hex
-        self._event(("request", executor_id, request, response_type, request_id))
+        if self.immediate:
+            self._root.request_info(executor_id, request, response_type, request_id=request_id)
+        else:
+            self._event((executor_id, "request", request, response_type, request_id))
         return request_id
 
     def commit(self) -> None:
-        """Replay these effects into the parent, in the order they were made."""
+        """Hand these effects to the parent record, in the order they were made."""
         parent = self._parent
+        assert isinstance(parent, Effects)  # (an attempt's record commits to its invocation's)
         if self.outbox:
             parent.outbox.extend(self.outbox)
         if self.events is not None:
-            self._replay(parent, self.events)
+            replay(parent, self.events)
         if self.writes is not None:
             for eid, key, value in self.writes:
                 parent.write_shared(eid, key, value)
 
-    @staticmethod
-    def _replay(parent: RunState | Effects, events: list[tuple[Any, ...]]) -> None:
-        for event in events:
-            kind, eid = event[0], event[1]
-            if kind == "output":
-                parent.emit_output(eid, event[2])
-            elif kind == "custom":
-                parent.emit_custom(eid, event[2])
-            else:
-                parent.request_info(eid, event[2], event[3], request_id=event[4])
+
+def replay(target: RunState | Effects, events: Iterable[tuple[Any, ...]]) -> None:
+    """Make the outputs, custom events and requests ``events`` hold (``(executor id, kind,
+    data...)``, as a record keeps them) on ``target``, in order: the run's state applies
+    them, a record keeps them."""
+    for event in events:
+        eid, kind = event[0], event[1]
+        if kind == "output":
+            target.emit_output(eid, event[2])
+        elif kind == "custom":
+            target.emit_custom(eid, event[2])
+        else:
+            target.request_info(eid, event[2], event[3], request_id=event[4])
+
+
+def _in_order(
+    records: list[Effects], field: str, rank: Mapping[str, int]
+) -> tuple[list[Any], list[Effects] | None]:
+    """The entries of ``field`` of every record, sorted once by (the rank of the executor
+    that made it, the record's index, the order it was made in), with each one's record
+    (``None`` when there is one record: then they are sorted in place, by rank)."""
+    if len(records) == 1:
+        entries = getattr(records[0], field) or []
+        if len(entries) > 1:
+            entries.sort(key=lambda entry: rank[entry[0]])
+        return entries, None
+    keyed: list[tuple[int, int, int, Any, Effects]] = []
+    for record in records:
+        index = record.index
+        for seq, entry in enumerate(getattr(record, field) or ()):
+            keyed.append((rank[entry[0]], index, seq, entry, record))
+    keyed.sort(key=lambda item: item[:3])
+    return [item[3] for item in keyed], [item[4] for item in keyed]
+
+
+def apply_writes(
+    state: RunState, records: list[Effects], rank: Mapping[str, int]
+) -> tuple[list[Sent], list[Effects] | None]:
+    """The barrier: apply what a superstep's invocations wrote to ``records``, in the
+    canonical order — sorted once by the writer's ``rank`` in the graph, the index of its
+    message, then the order it wrote in; never the order invocations finished in.
+
+    Outputs, custom events and requests are made, then the shared-state writes committed
+    (:meth:`RunState.commit_shared`: conflicts, reducers, races). The records are emptied.
+
+    :return: the messages sent, in the canonical order, for the runner to route — with
+        the record of each (``None``: all of them are the one record's).
+    """
+    events, _ = _in_order(records, "events", rank)
+    writes, _ = _in_order(records, "writes", rank)
+    sends, owners = _in_order(records, "outbox", rank)
+    for record in records:
+        record.outbox, record.events, record.writes = [], None, None
+    if events:
+        replay(state, events)
+    if writes:
+        state.commit_shared(writes)
+    return sends, owners

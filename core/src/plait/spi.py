@@ -83,6 +83,7 @@ if TYPE_CHECKING:
         Runner as Runner,
         Schedule as Schedule,
         ScheduleRun as ScheduleRun,
+        on_asyncio as on_asyncio,
     )
     from ._spec import (
         as_executor as as_executor,

@@ -84,8 +84,8 @@ class Runner(Protocol):
     stop: Any
     remaining: dict[str, list[Any]]
     native_asyncio: bool
-    #: the run's observation seam (``begin(superstep, executor ids)``), if observed
-    observation: Any
+    #: the run's observer, if any (told through :meth:`begin_superstep`)
+    observer: Any
     concurrency: dict[str, int]
     arrival: frozenset[str]
     visit_limits: dict[str, int]
@@ -93,8 +93,10 @@ class Runner(Protocol):
     stopped_cut: ScheduleRun | None
 
     async def run_invocation(
-        self, eid: str, message: Any, index: int, effects: RunState | Effects
+        self, eid: str, message: Any, index: int, effects: Effects
     ) -> None: ...
+
+    def begin_superstep(self, step: int, executor_ids: tuple[str, ...]) -> None: ...
 
 
 __all__ = ["NAME", "Pipeline", "Pipelined", "TimedEffects", "decode_cut", "pays"]
@@ -123,16 +125,13 @@ class TimedEffects(Effects):
     """The effects of one group: what an executor's invocations at logical time ``t`` did,
     held until the group commits. Handlers see ``ctx.superstep == t``."""
 
-    __slots__ = ("diverted", "t")
+    __slots__ = ("t",)
 
     def __init__(
         self, parent: RunState | Effects, root: RunState, t: int, delivery: str | None = None
     ) -> None:
         super().__init__(parent, root, delivery)
         self.t = t
-        #: failures error edges took: (sender rank, message index, target, failure,
-        #: the delivery id of the failed message if any)
-        self.diverted: list[tuple[int, int, str, Any, str | None]] = []
 
     @property
     def superstep(self) -> int:
@@ -459,11 +458,10 @@ class Pipeline:
     def _begin(self, t: int) -> None:
         """Tell an observer superstep ``t`` begins (the last one ended): once every
         delivery of ``t`` is known, so after work of ``t`` may have run ahead of it."""
-        observation = self.runner.observation
         order = self.first_key.get(t)
-        if observation is not None and order:
+        if self.runner.observer is not None and order:
             step = self.state.superstep
-            observation.begin(t, tuple(sorted(order, key=order.__getitem__)))
+            self.runner.begin_superstep(t, tuple(sorted(order, key=order.__getitem__)))
             self.state.superstep = step
 
     async def _loop(self) -> RunStatus | dict[str, list[Any]]:
@@ -848,7 +846,7 @@ class Pipeline:
         state = self.state
         seq = 0
         for event in events:
-            kind = event[0]
+            kind = event[1]
             if kind == "output":
                 key: tuple[Any, ...] = (t, rank, seq) if order is None else (t, rank, order, seq)
                 seq += 1
@@ -999,9 +997,8 @@ class Pipeline:
         writes = self.staged_shared.pop(t, None)
         if writes:
             writes.sort(key=_first)
-            state.staged = [write for _, write in writes]
             try:
-                state.commit_shared()
+                state.commit_shared([write for _, write in writes])
             except WorkflowRunError as exc:
                 self._fail(t, _BARRIER, (), exc)
                 return

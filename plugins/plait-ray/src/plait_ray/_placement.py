@@ -14,7 +14,6 @@ executor's retry policy, exactly as it does a local failure.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import hashlib
 import json
@@ -36,6 +35,7 @@ os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 
 import ray
 import ray.exceptions
+from plait.spi import on_asyncio
 
 from ._actor import ExecutorHost
 from .errors import RayConnectError, WorkerLostError
@@ -238,7 +238,7 @@ class RayPlacement:
             return batch.results
         batch.waiting += 1
         try:
-            if _on_asyncio():
+            if on_asyncio():
                 results: list[str] = await batch.ref
             else:
                 results = await anyio.to_thread.run_sync(ray.get, batch.ref, abandon_on_cancel=True)
@@ -296,14 +296,6 @@ def _no_nodes(graph: CompiledGraph) -> dict[str, tuple[str, str]]:
     """The node specs shipped so far, executor id -> (executor key, node spec as JSON),
     filled as the graph's executors are first invoked."""
     return {}
-
-
-def _on_asyncio() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
 
 
 #: The process's ``ray`` placement (what the plugin registers).
