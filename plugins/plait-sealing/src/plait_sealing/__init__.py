@@ -43,7 +43,7 @@ if TYPE_CHECKING:
         generate_key,
         resolve_keys,
     )
-    from ._store import SealedStore, open_sealed, seal, unseal
+    from ._store import SealedStore, blob_address, open_sealed, seal, unseal
 
 __all__ = [
     "ENCRYPT_VARIABLE",
@@ -52,6 +52,7 @@ __all__ = [
     "CheckpointKeyError",
     "CheckpointKeys",
     "SealedStore",
+    "blob_address",
     "generate_key",
     "open_sealed",
     "plait_register_checkpoint_stores",
@@ -66,7 +67,7 @@ _KEYS = frozenset(
     {"ENCRYPT_VARIABLE", "KEY_VARIABLE", "CheckpointKey", "CheckpointKeyError",
      "CheckpointKeys", "generate_key", "resolve_keys"}
 )  # fmt: skip
-_STORE = frozenset({"SealedStore", "open_sealed", "seal", "unseal"})
+_STORE = frozenset({"SealedStore", "blob_address", "open_sealed", "seal", "unseal"})
 
 
 def _open_sealed(url: str) -> Any:
