@@ -333,3 +333,35 @@ async def test_a_database_made_without_auto_vacuum_shrinks_after_a_prune_and_kee
         assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2
     conn.close()
     await store.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_writer_waits_out_the_one_time_vacuum_within_its_bound(tmp_path: Path) -> None:
+    """The VACUUM that converts a database made without auto_vacuum holds SQLite's write
+    lock; another connection's saves wait for it (within their ``timeout``) and land."""
+    path = tmp_path / "runs.db"
+    store = SqliteCheckpointStore(path)
+    run_ids = await _fill(store, 13)
+    await store.aclose()
+    with sqlite3.connect(path, isolation_level=None) as conn:
+        conn.execute("PRAGMA auto_vacuum=NONE")
+        conn.execute("VACUUM")
+    conn.close()
+    pruning, writer = SqliteCheckpointStore(path), SqliteCheckpointStore(path, timeout=10)
+    live = new_run_id()
+    written = [make_checkpoint(live, step) for step in range(20)]
+
+    async def write() -> None:
+        for checkpoint in written:
+            await writer.save(checkpoint)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(write)
+        for run_id in run_ids[:10]:
+            await pruning.delete_run(run_id)
+    assert [c.checkpoint_id for c in await writer.list(live)] == [c.checkpoint_id for c in written]
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2
+    conn.close()
+    await pruning.aclose()
+    await writer.aclose()
