@@ -12,7 +12,14 @@ from typing import Any
 import attrs
 import pytest
 from plait import CheckpointAuthError, CorruptCheckpointError
-from plait_durable import blob_refs, encode_checkpoint, has_blobs, open_store, unpack_blob
+from plait_durable import (
+    blob_refs,
+    child_refs,
+    encode_checkpoint,
+    has_blobs,
+    open_store,
+    unpack_blob,
+)
 from plait_stores import SqliteCheckpointStore
 
 sys.path.insert(0, str(Path(__file__).parent / "benchmarks"))
@@ -112,7 +119,7 @@ async def test_a_blob_lost_from_the_store_fails_the_resume_naming_it(
 async def test_a_sealed_store_keeps_blobs_and_its_mac_covers_the_references(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from plait_sealing import SealedStore, generate_key, unseal
+    from plait_sealing import SealedStore, blob_address, generate_key, unseal
 
     for encrypt in (False, True):
         inner = SqliteCheckpointStore(tmp_path / f"sealed-{encrypt}.db")
@@ -122,12 +129,26 @@ async def test_a_sealed_store_keeps_blobs_and_its_mac_covers_the_references(
         result = await wf.run([], checkpoint=store)
         assert (await wf.resume(result.run_id, checkpoint=store)).outputs == [20]
         assert await _stored(inner, result.run_id) < 2 * 20 * MESSAGE * (2 if encrypt else 1)
-        hashes = list(await inner.blob_hashes(result.run_id))
-        raw = await inner.get_blobs(result.run_id, hashes)
-        plain = await store.get_blobs(result.run_id, hashes)
+        stored = set(await inner.blob_hashes(result.run_id))
+        # every blob the run's checkpoints reach, by hash, through the sealed store
+        plain: dict[str, bytes] = {}
+        frontier: set[str] = set()
+        for info in await store.list(result.run_id):
+            frontier |= blob_refs((await store.load(info.checkpoint_id)).state)
+        while frontier:
+            got = await store.get_blobs(result.run_id, frontier)
+            plain.update(got)
+            frontier = set().union(*(child_refs(data) for data in got.values())) - set(plain)
         assert any(b"message 3" in unpack_blob(b) for b in plain.values())
+        # encrypted blobs are kept under keyed addresses, not their hashes (issue 34, N3)
+        addresses = {
+            (blob_address(store.keys.signing, digest) if encrypt else digest): digest
+            for digest in plain
+        }
+        assert set(addresses) <= stored and not (encrypt and set(plain) & stored)
+        raw = await inner.get_blobs(result.run_id, list(addresses))
         # compressed, then encrypted: what the store holds is the plain bytes only unsealed
-        assert (raw == plain) is (not encrypt)
+        assert ({addresses[a]: data for a, data in raw.items()} == plain) is (not encrypt)
         # the listed references are under the MAC: changing one is refused
         mid = await inner.load((await inner.list(result.run_id))[-3].checkpoint_id)
         assert mid.state["refs"]

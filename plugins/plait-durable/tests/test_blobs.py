@@ -655,3 +655,84 @@ def test_a_resumed_run_does_not_encode_the_bundles_it_read_again(
         # the bundles are found by their items, not encoded and hashed again
         assert (encoded == []) is handed and not _bundles(new)
         assert _read(again, store) == _state([*items, _turn(70)])
+
+
+#: Resolves a forged checkpoint in a child process whose address space is capped at
+#: 2 GiB (a crash or a MemoryError there fails the test, never this process); prints the
+#: error it raised.
+_FORGERY = """
+import json, resource, sys, anyio, zstandard
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+from plait import CorruptCheckpointError
+from plait_durable._blobs import blob_hash, resolve_state
+
+class Store:
+    def __init__(self, blobs):
+        self.blobs = blobs
+    async def get_blobs(self, run_id, hashes):
+        return {h: self.blobs[h] for h in hashes if h in self.blobs}
+
+kind = sys.argv[1]
+if kind == "references":  # one 0.74 MB blob, referenced 1,500 times
+    data = json.dumps([0] * 370_000, separators=(",", ":")).encode()
+    stored = data
+    refs = 1500
+else:  # one 256 MiB blob of empty lists, stored compressed (a few KB)
+    data = b"[" + b"[]," * ((256 << 20) // 3 - 1) + b"[]]"
+    stored = zstandard.ZstdCompressor().compress(data)
+    refs = 1
+digest = blob_hash(data)
+store = Store({digest: stored})
+del data
+state = {"v": [{"__plait__": "blob", "h": digest}] * refs}
+try:
+    anyio.run(lambda: resolve_state(state, store=store, run_id="r", where="run 'r', cp"))
+except CorruptCheckpointError as exc:
+    print(exc)
+else:
+    print("resolved")
+"""
+
+
+@pytest.mark.parametrize(
+    ("kind", "error"),
+    [
+        ("references", "expand beyond 536870912 bytes .*PLAIT_CHECKPOINT_MAX_EXPANSION"),
+        ("large", "more than 67108864 bytes .*PLAIT_CHECKPOINT_MAX_BLOB"),
+    ],
+)
+def test_a_forged_checkpoint_is_refused_before_it_takes_all_memory(kind: str, error: str) -> None:
+    """Issue 34, N2: a ~140 KB forgery, one 0.74 MB blob referenced 1,500 times, made a
+    resume hit a bare MemoryError at 4 GiB after 22 s (each reference rebuilt the list;
+    the stored bytes stayed below the 2 GiB budget). N5: a 256 MiB blob crashed orjson
+    under a memory cap. Now each rebuilt list counts at every reference, and no blob
+    over the bound reaches the decoder."""
+    import re
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _FORGERY, kind], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert re.search(f"run 'r', cp is corrupt: .*{error}", done.stdout), done.stdout
+
+
+def test_the_bounds_are_set_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from plait import CheckpointError
+    from plait_durable import max_blob, max_expansion
+
+    assert (max_blob(), max_expansion()) == (64 << 20, 512 << 20)
+    monkeypatch.setenv("PLAIT_CHECKPOINT_MAX_BLOB", "2G")
+    monkeypatch.setenv("PLAIT_CHECKPOINT_MAX_EXPANSION", "3221225472")
+    assert (max_blob(), max_expansion()) == (2 << 30, 3 << 30)
+    data = json.dumps([0] * 1000).encode()
+    state = {"v": [{"__plait__": "blob", "h": blob_hash(data)}] * 100}
+    monkeypatch.setenv("PLAIT_CHECKPOINT_MAX_EXPANSION", "100K")
+    with pytest.raises(CorruptCheckpointError, match="PLAIT_CHECKPOINT_MAX_EXPANSION"):
+        _stored_with({blob_hash(data): data}, state)
+    monkeypatch.setenv("PLAIT_CHECKPOINT_MAX_EXPANSION", "2M")
+    assert _stored_with({blob_hash(data): data}, state)["v"] == [[0] * 1000] * 100
+    monkeypatch.setenv("PLAIT_CHECKPOINT_MAX_BLOB", "lots")
+    with pytest.raises(CheckpointError, match="PLAIT_CHECKPOINT_MAX_BLOB='lots' is not a size"):
+        max_blob()

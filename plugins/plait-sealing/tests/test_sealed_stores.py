@@ -120,3 +120,77 @@ async def test_listing_leases_and_pruning_go_through_to_the_store(store_url: str
         assert [i.checkpoint_id for i in await store.list(result.run_id)] == kept[:1]
         assert await store.delete_run(result.run_id) == 1
         assert await store.latest(result.run_id) is None
+
+
+#: A value a reader of the store could guess: a 4-digit PIN in a known sentence, long
+#: enough to be stored as a blob.
+PIN_TEMPLATE = "Your card's PIN is {:04d}. " + "Keep it to yourself and never write it down. " * 8
+
+
+async def _inner_blobs(url: str, run_id: str) -> tuple[set[str], bytes]:
+    """The blob addresses the wrapped store holds for ``run_id``, and every byte of its
+    checkpoints and blobs, as a reader of the store sees them."""
+    store = open_store(url)
+    try:
+        addresses = set(await store.blob_hashes(run_id))  # type: ignore[attr-defined]
+        blobs = await store.get_blobs(run_id, addresses)  # type: ignore[attr-defined]
+        checkpoints = [await store.load(i.checkpoint_id) for i in await store.list(run_id)]
+    finally:
+        await store.aclose()
+    seen = b"".join([*map(encode_checkpoint, checkpoints), *blobs.values()])
+    return addresses, seen
+
+
+async def test_an_encrypted_store_shows_no_hash_of_a_value_to_guess_it_by(store_url: str) -> None:
+    """Issue 34, N3: an encrypted store kept each value's SHA-256 in the clear (blob
+    keys and the seal's ``refs``), so a reader recovered a 4-digit PIN by hashing the
+    10,000 candidates. Now it keys blobs by an HMAC under the store key."""
+    import hashlib
+
+    import orjson
+
+    pin = 4821
+    wf = secret_keeper()
+    async with SealedStore(store_url, KEY, encrypt=True) as store:
+        paused = await wf.run(
+            PIN_TEMPLATE.format(pin), checkpoint=store, max_supersteps=1, raise_on_failure=False
+        )
+    addresses, seen = await _inner_blobs(store_url, paused.run_id)
+    assert addresses, "the value is stored as a blob"
+    recovered = [
+        guess
+        for guess in range(10_000)
+        if (digest := hashlib.sha256(orjson.dumps(PIN_TEMPLATE.format(guess))).hexdigest())
+        in addresses
+        or digest.encode() in seen
+    ]
+    assert recovered == []
+    # the sealed store still reads them, and stores a value once
+    async with SealedStore(store_url, KEY, encrypt=True) as store:
+        done = await wf.resume(paused.run_id, store, max_supersteps=10)
+        assert done.outputs == [PIN_TEMPLATE.format(pin).upper()]
+    after, _ = await _inner_blobs(store_url, paused.run_id)
+    assert addresses <= after and len(after) <= len(addresses) + 1  # the upper-cased output
+
+
+LEGACY_KEY = "legacy:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+LEGACY_SECRET = "PIN 4821 " + "the legacy secret that is long enough to be a blob " * 12
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_an_encrypted_store_written_before_keyed_addresses_still_resumes(
+    tmp_path: Path,
+) -> None:
+    """``data/legacy-encrypted.db`` was written by the code before keyed addresses (its
+    blob is stored under its SHA-256): SealedStore(f"sqlite:///{db}", LEGACY_KEY,
+    encrypt=True) running ``secret_keeper()`` on LEGACY_SECRET with ``max_supersteps=1``
+    and ``run_id="legacy-run"``."""
+    import shutil
+
+    db = tmp_path / "legacy.db"
+    shutil.copyfile(Path(__file__).parent / "data" / "legacy-encrypted.db", db)
+    async with SealedStore(f"sqlite:///{db}", LEGACY_KEY, encrypt=True) as store:
+        done = await secret_keeper().resume("legacy-run", store, max_supersteps=10)
+        assert done.outputs == [LEGACY_SECRET.upper()]
+        again = await secret_keeper().resume(done.run_id, store)  # its new blobs read back
+        assert again.status == "idle"

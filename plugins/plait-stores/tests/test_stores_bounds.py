@@ -105,3 +105,65 @@ async def test_a_locked_sqlite_database_is_store_unavailable_within_the_bound(
         holder.execute("ROLLBACK")
         holder.close()
     await store.aclose()
+
+
+#: Forges a sparse file in a file store, in a child process whose address space is capped
+#: at 1.5 GiB (a MemoryError there fails the test, never this process); prints the error.
+_SPARSE = """
+import os, resource, struct, sys, anyio
+resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))
+from plait import CorruptCheckpointError
+from plait_durable import blob_hash
+from plait_stores import FileCheckpointStore
+from plait_testing.stores import make_checkpoint
+
+async def main(root, kind):
+    store = FileCheckpointStore(root)
+    data = b'"' + b"v" * 1000 + b'"'
+    digest = blob_hash(data)
+    checkpoint = make_checkpoint("r1", state={"v": {"__plait__": "blob", "h": digest}})
+    await store.save(checkpoint, blobs={digest: data})
+    if kind == "checkpoint":  # the checkpoint file, grown to 8 GiB of holes
+        (ckpt,) = (root / "runs" / "r1").iterdir()
+        os.truncate(ckpt, 8 << 30)
+        read = store.load(checkpoint.checkpoint_id)
+    else:  # a newer pack whose index claims 2**24 blobs, 740 MiB of holes
+        head = b"PLAITPACK1\\n" + struct.pack(">II", 1 << 24, 0)
+        pack = root / "blobs" / "r1" / "pack-000000000099.pack"
+        pack.write_bytes(head)
+        os.truncate(pack, len(head) + 44 * (1 << 24) + 4096)
+        read = store.get_blobs("r1", [digest])
+    try:
+        await read
+    except CorruptCheckpointError as exc:
+        print(exc)
+    else:
+        print("read")
+
+from pathlib import Path
+anyio.run(main, Path(sys.argv[1]), sys.argv[2])
+"""
+
+
+@pytest.mark.parametrize(
+    ("kind", "named"),
+    [("checkpoint", r"'runs/r1/[0-9-]+\w+\.ckpt'"), ("pack", r"'blobs/r1/pack-000000000099.pack'")],
+)
+def test_a_sparse_file_is_corrupt_naming_it_before_it_is_read(
+    tmp_path: Path, kind: str, named: str
+) -> None:
+    """Issue 34, N6: the file store read whole files with no bound: a sparse 8 GiB
+    ``.ckpt`` was a bare MemoryError, and a sparse pack added 5.2 s and 740 MiB. Now a
+    file's size is checked before it is read."""
+    import re
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _SPARSE, str(tmp_path / "store"), kind],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert re.search(f"{named} is corrupt: .*PLAIT_CHECKPOINT_MAX_BLOB", done.stdout), done.stdout

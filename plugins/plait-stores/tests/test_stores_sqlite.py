@@ -264,3 +264,104 @@ async def test_a_new_database_and_its_folder_are_private(tmp_path: Path) -> None
     for name in files:
         assert (tmp_path / "new" / name).stat().st_mode & 0o777 == 0o600, name
     await store.aclose()
+
+
+async def _fill(store: SqliteCheckpointStore, runs: int) -> list[str]:
+    """``runs`` runs of three checkpoints and 600 KB of blobs each."""
+    import os
+
+    from plait_durable import blob_hash
+
+    run_ids = []
+    for _ in range(runs):
+        run_id = new_run_id()
+        blobs = {}
+        for _ in range(3):
+            data = b'"' + os.urandom(100_000).hex().encode() + b'"'
+            blobs[blob_hash(data)] = data
+        await store.save(make_checkpoint(run_id, 1), blobs=blobs)
+        await store.save(make_checkpoint(run_id, 2))
+        run_ids.append(run_id)
+    return run_ids
+
+
+def _db_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+
+
+@pytest.mark.anyio
+async def test_removing_runs_shrinks_the_database_file(tmp_path: Path) -> None:
+    """Issue 34, item 8: ``plait runs prune`` removed 10 of 13 runs and the file stayed
+    8.0 MB. Now the pages they held go back to the file system."""
+    path = tmp_path / "runs.db"
+    store = SqliteCheckpointStore(path)
+    run_ids = await _fill(store, 13)
+    full = _db_bytes(path)
+    assert full > 7_000_000
+    for run_id in run_ids[:10]:
+        assert await store.delete_run(run_id) == 2
+    assert _db_bytes(path) < full * 0.4
+    for run_id in run_ids[10:]:  # what stays reads back
+        assert len(await store.get_blobs(run_id, await store.blob_hashes(run_id))) == 3
+    await store.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_database_made_without_auto_vacuum_shrinks_after_a_prune_and_keeps_its_runs(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.db"
+    store = SqliteCheckpointStore(path)
+    run_ids = await _fill(store, 13)
+    latest = {run_id: await store.latest(run_id) for run_id in run_ids[10:]}
+    await store.aclose()
+    with sqlite3.connect(path, isolation_level=None) as conn:  # as a database made before
+        conn.execute("PRAGMA auto_vacuum=NONE")
+        conn.execute("VACUUM")
+        assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 0
+    conn.close()
+    full = _db_bytes(path)
+    store = SqliteCheckpointStore(path)
+    for run_id in run_ids[:10]:
+        await store.delete_run(run_id)
+    assert _db_bytes(path) < full * 0.4
+    for run_id, checkpoint in latest.items():
+        assert await store.latest(run_id) == checkpoint
+        assert len(await store.get_blobs(run_id, await store.blob_hashes(run_id))) == 3
+    # converted once: from now on a prune vacuums incrementally
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2
+    conn.close()
+    await store.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_writer_waits_out_the_one_time_vacuum_within_its_bound(tmp_path: Path) -> None:
+    """The VACUUM that converts a database made without auto_vacuum holds SQLite's write
+    lock; another connection's saves wait for it (within their ``timeout``) and land."""
+    path = tmp_path / "runs.db"
+    store = SqliteCheckpointStore(path)
+    run_ids = await _fill(store, 13)
+    await store.aclose()
+    with sqlite3.connect(path, isolation_level=None) as conn:
+        conn.execute("PRAGMA auto_vacuum=NONE")
+        conn.execute("VACUUM")
+    conn.close()
+    pruning, writer = SqliteCheckpointStore(path), SqliteCheckpointStore(path, timeout=10)
+    live = new_run_id()
+    written = [make_checkpoint(live, step) for step in range(20)]
+
+    async def write() -> None:
+        for checkpoint in written:
+            await writer.save(checkpoint)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(write)
+        for run_id in run_ids[:10]:
+            await pruning.delete_run(run_id)
+    assert [c.checkpoint_id for c in await writer.list(live)] == [c.checkpoint_id for c in written]
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2
+    conn.close()
+    await pruning.aclose()
+    await writer.aclose()

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
         externalize_state as externalize_state,
         has_blobs as has_blobs,
         load_blob as load_blob,
+        max_blob as max_blob,
+        max_expansion as max_expansion,
         resolve_state as resolve_state,
         unpack_blob as unpack_blob,
         unreferenced as unreferenced,

@@ -51,10 +51,17 @@ gain stays as it is. Why Zstandard (the ``zstandard`` bindings; ``compression.zs
 the standard library from Python 3.14 is the same format): on the 2 KB messages of the
 growth benchmark it inflates three times faster than zlib and compresses ten times
 faster, to slightly fewer bytes, and a resume inflates every blob its checkpoint names.
-Compression happens before a store wrapper seals or encrypts the bytes. Inflating is
-bounded (:data:`MAX_BLOB`, and what is left of a checkpoint's :data:`EXPANSION_LIMIT`):
-a frame must state its size, which is checked before anything is inflated, so a hostile
-store cannot make a small blob inflate without end.
+Compression happens before a store wrapper seals or encrypts the bytes.
+
+Reading is bounded, so a hostile store cannot make a small checkpoint take all memory:
+no blob is inflated or decoded if it holds more than :func:`max_blob` bytes (a frame
+must state its size, which is checked before anything is inflated; a blob stored as it
+is is checked by its length), and what one checkpoint's values come to is counted
+against :func:`max_expansion` as they are read and rebuilt: each blob's bytes at every
+reference to it, and each list and dict rebuilt at its size in memory (an estimate:
+64 bytes and 8 a slot), so a blob referenced many times counts many times. Both are
+set in the environment (:data:`MAX_BLOB_VARIABLE`, :data:`MAX_EXPANSION_VARIABLE`),
+which a :class:`~plait.CorruptCheckpointError` past them names.
 
 Reading (:func:`resolve_state`) is the inverse, done before anything decodes a value:
 references are fetched from the checkpoint's own run, level by level (a few round
@@ -76,6 +83,7 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import json
+import os
 import threading
 import zlib
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
@@ -103,6 +111,8 @@ __all__ = [
     "has_blobs",
     "has_refs",
     "load_blob",
+    "max_blob",
+    "max_expansion",
     "pack_blob",
     "resolve_state",
     "unpack_blob",
@@ -139,9 +149,19 @@ BUNDLE = 64 * 1024
 BUNDLE_ITEM = 4 * 1024
 #: A reference's size in compact JSON (what a value costs once it is a blob).
 _REF_SIZE = 91
-#: Bound on what one checkpoint's references expand to, in stored bytes counted at every
-#: use: a hostile store cannot make a small checkpoint rebuild an exponential value.
-EXPANSION_LIMIT = 1 << 31
+#: The default bound on what one checkpoint's values come to as they are read and
+#: rebuilt (:func:`max_expansion`): blob bytes counted at every reference, and lists and
+#: dicts at their estimated size in memory, so a hostile store cannot make a small
+#: checkpoint rebuild a value larger than memory.
+EXPANSION_LIMIT = 512 << 20
+#: The environment variable that sets :func:`max_expansion` (bytes; ``K``, ``M``, ``G``
+#: suffixes are powers of 1024).
+MAX_EXPANSION_VARIABLE = "PLAIT_CHECKPOINT_MAX_EXPANSION"
+#: The environment variable that sets :func:`max_blob`.
+MAX_BLOB_VARIABLE = "PLAIT_CHECKPOINT_MAX_BLOB"
+#: What a rebuilt list or dict is counted at (bytes, estimated): its object, and a slot
+#: per item.
+_CONTAINER, _SLOT = 64, 8
 #: Blobs whose canonical JSON is this size or more are compressed when that pays.
 COMPRESS_MIN = 64
 #: Zstandard's compression level for blobs (its default: on JSON text within a few
@@ -156,9 +176,11 @@ _ZLIB = b"x"
 #: Each thread's Zstandard contexts (a context is not safe to share between threads; a
 #: store may read blobs in a worker thread).
 _contexts = threading.local()
-#: Bound on what one blob inflates to. Larger canonical JSON is stored uncompressed, so
-#: no blob this Plait writes needs more.
-MAX_BLOB = 1 << 28
+#: The default bound on what one blob holds (inflated) for a reader to decode it
+#: (:func:`max_blob`); larger canonical JSON is written uncompressed (and read only with
+#: a higher bound). A value this large is rare: long lists and strings are trees of
+#: small blobs; a dict with a great many small keys is one blob.
+MAX_BLOB = 64 << 20
 #: Bound on ``n`` of a tree: more items than any process holds.
 _MAX_ITEMS = 1 << 40
 
@@ -193,6 +215,57 @@ def _dumps(value: Any) -> bytes | None:
     return data
 
 
+def _limit(variable: str, default: int) -> int:
+    """A size in bytes from the environment (``1073741824``, ``512M``, ``2G``), else
+    ``default``."""
+    raw = os.environ.get(variable, "").strip()
+    if not raw:
+        return default
+    scale = 1
+    unit = raw[-1:].upper()
+    if unit in _UNITS:
+        raw, scale = raw[:-1], _UNITS[unit]
+    try:
+        value = int(raw) * scale
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise CheckpointError(
+            f"{variable}={os.environ[variable]!r} is not a size in bytes (like 1073741824, "
+            "512M or 2G)"
+        )
+    return value
+
+
+_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def max_blob() -> int:
+    """The most bytes one blob, inflated, may hold for a reader to decode it:
+    ``PLAIT_CHECKPOINT_MAX_BLOB`` (bytes; ``K``, ``M``, ``G`` suffixes), else
+    :data:`MAX_BLOB` (64 MiB). Stores apply it to what they read whole, too (a
+    checkpoint file, a pack's entry).
+
+    :raises CheckpointError: the variable is not a size.
+
+    .. versionadded:: 0.1
+    """
+    return _limit(MAX_BLOB_VARIABLE, MAX_BLOB)
+
+
+def max_expansion() -> int:
+    """The most one checkpoint's values may come to as they are read and rebuilt (blob
+    bytes at every reference, lists and dicts at their estimated size in memory):
+    ``PLAIT_CHECKPOINT_MAX_EXPANSION`` (bytes; ``K``, ``M``, ``G`` suffixes), else
+    :data:`EXPANSION_LIMIT` (512 MiB).
+
+    :raises CheckpointError: the variable is not a size.
+
+    .. versionadded:: 0.1
+    """
+    return _limit(MAX_EXPANSION_VARIABLE, EXPANSION_LIMIT)
+
+
 def blob_hash(data: bytes) -> str:
     """The key of ``data`` as a blob: its SHA-256, in hex (``data`` is the canonical JSON,
     before :func:`pack_blob`)."""
@@ -217,15 +290,17 @@ def unpack_blob(data: bytes, limit: int | None = None) -> bytes:
     """A stored blob's canonical JSON: ``data`` inflated if it is compressed
     (:func:`pack_blob`), else ``data`` as it is (blobs written before compression).
 
-    :param limit: the most bytes it may inflate to (:data:`MAX_BLOB` if not given).
+    :param limit: the most bytes it may hold, inflated (:func:`max_blob` if not given).
     :raises ValueError: a compressed blob is truncated, altered, has bytes after its end,
-        or inflates to more than ``limit`` bytes.
+        or inflates to more than ``limit`` bytes; a blob stored as it is holds more.
     """
     if limit is None:
-        limit = MAX_BLOB
+        limit = max_blob()
     if data[:4] == _ZSTD:
         return _unzstd(data, limit)
     if data[:1] != _ZLIB:
+        if len(data) > limit:  # checked before anything decodes it
+            raise ValueError(f"it holds more than {limit} bytes")
         return data
     inflater = zlib.decompressobj()
     cap = max(limit, 1)  # zlib reads a max_length of 0 as no bound at all
@@ -856,7 +931,8 @@ async def resolve_state(
     parsed: dict[str, Any] = {}
     sizes: dict[str, int] = {}
     extra: Mapping[str, bytes] = read or {}
-    budget = EXPANSION_LIMIT  # what the blobs may inflate to, all together
+    most, blob_limit = max_expansion(), max_blob()
+    budget = most  # what the blobs may inflate to, all together
     missing = sorted(frontier.difference(extra))
     if missing and closure is not None:
         more = await closure(run_id, missing)
@@ -875,7 +951,7 @@ async def resolve_state(
         good = False
         try:
             for digest in wanted:
-                data = unpack_blob(bytes(got[digest]), min(MAX_BLOB, budget))
+                data = unpack_blob(bytes(got[digest]), min(blob_limit, budget))
                 budget -= len(data)
                 if blob_hash(data) != digest:
                     break
@@ -894,19 +970,21 @@ async def resolve_state(
         except (KeyError, ValueError, TypeError, RecursionError):
             pass
         if not good:
-            _first_problem(sorted(wanted), got, where)
+            _first_problem(sorted(wanted), got, where, blob_limit, most)
         frontier -= parsed.keys()
     if seen is not None:
         seen.update(parsed)
     try:
-        return _Expander(parsed, sizes, where, nodes).value(state)  # type: ignore[no-any-return]
+        return _Expander(parsed, sizes, where, nodes, most).value(state)  # type: ignore[no-any-return]
     except RecursionError:
         raise CorruptCheckpointError(f"{where} is corrupt: its values nest too deeply") from None
 
 
-def _first_problem(wanted: list[str], got: Mapping[str, Any], where: str) -> NoReturn:
-    """Raise for the first of ``wanted`` (sorted) that is missing from ``got``, does not
-    match its hash or does not parse."""
+def _first_problem(
+    wanted: list[str], got: Mapping[str, Any], where: str, blob_limit: int, most: int
+) -> NoReturn:
+    """Raise for the first of ``wanted`` (sorted) that is missing from ``got``, is too
+    large, does not match its hash or does not parse."""
     for digest in wanted:
         data = got.get(digest)
         if data is None:
@@ -914,9 +992,12 @@ def _first_problem(wanted: list[str], got: Mapping[str, Any], where: str) -> NoR
                 f"{where} is corrupt: blob {digest} it references is missing from its run's blobs"
             )
         try:
-            data = unpack_blob(bytes(data), MAX_BLOB)
+            data = unpack_blob(bytes(data), blob_limit)
         except ValueError as exc:
-            raise CorruptCheckpointError(f"{where} is corrupt: blob {digest}: {exc}") from None
+            raise CorruptCheckpointError(
+                f"{where} is corrupt: blob {digest}: {exc} (the most a blob may hold is "
+                f"{blob_limit} bytes; set {MAX_BLOB_VARIABLE} to read a larger one)"
+            ) from None
         if blob_hash(data) != digest:
             raise CorruptCheckpointError(
                 f"{where} is corrupt: blob {digest} does not match its hash"
@@ -929,7 +1010,8 @@ def _first_problem(wanted: list[str], got: Mapping[str, Any], where: str) -> NoR
             ) from exc
     # each blob checks alone: together they inflate beyond the checkpoint's budget
     raise CorruptCheckpointError(
-        f"{where} is corrupt: its blobs inflate beyond {EXPANSION_LIMIT} bytes"
+        f"{where} is corrupt: its blobs inflate beyond {most} bytes (set "
+        f"{MAX_EXPANSION_VARIABLE} to read a larger checkpoint)"
     )
 
 
@@ -942,23 +1024,34 @@ class _Expander:
         sizes: Mapping[str, int],
         where: str,
         nodes: list[ReadNode] | None = None,
+        most: int = EXPANSION_LIMIT,
     ) -> None:
         self.parsed, self.sizes, self.where = parsed, sizes, where
-        self.budget = EXPANSION_LIMIT
+        self.most = self.budget = most
         self.nodes = nodes  # large tree nodes read from blobs, if asked (resolve_state)
 
     def bad(self, what: str) -> CorruptCheckpointError:
         return CorruptCheckpointError(f"{self.where} is corrupt: {what}")
 
+    def too_large(self) -> CorruptCheckpointError:
+        return self.bad(
+            f"its values expand beyond {self.most} bytes (each blob counted at every "
+            f"reference to it; set {MAX_EXPANSION_VARIABLE} to read a larger checkpoint)"
+        )
+
     def deref(self, digest: str) -> Any:
         self.budget -= self.sizes[digest]
         if self.budget < 0:
-            raise self.bad(f"its references expand beyond {EXPANSION_LIMIT} bytes")
+            raise self.too_large()
         return self.parsed[digest]
 
     def value(self, value: Any) -> Any:
         cls = type(value)
         if cls is list:
+            # counted before it is built: a list rebuilt at every reference to its blob
+            self.budget -= _CONTAINER + _SLOT * len(value)
+            if self.budget < 0:
+                raise self.too_large()
             return [self.value(item) for item in value]
         if cls is not dict:
             return value
@@ -970,6 +1063,9 @@ class _Expander:
             return self.value(self.deref(digest))
         if kind in (_SEQ, _TEXT, _MAP):
             return self.tree(value, kind)
+        self.budget -= _CONTAINER + 4 * _SLOT * len(value)  # a dict's slot: key, value, hash
+        if self.budget < 0:
+            raise self.too_large()
         return {key: self.value(item) for key, item in value.items()}
 
     def tree(self, value: dict[str, Any], kind: str) -> Any:
@@ -982,6 +1078,9 @@ class _Expander:
             or len(peaks) != bin(n).count("1")
         ):
             raise self.bad(f"a {kind!r} structure has the wrong shape")
+        self.budget -= _CONTAINER + _SLOT * n
+        if self.budget < 0:
+            raise self.too_large()
         leaves: list[Any] = []
         for peak, level in zip(peaks, _levels(n)):
             self.node(peak, level, leaves)

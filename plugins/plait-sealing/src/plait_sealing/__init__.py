@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     )
     from ._store import (
         SealedStore as SealedStore,
+        blob_address as blob_address,
         open_sealed as open_sealed,
         seal as seal,
         unseal as unseal,
@@ -51,11 +52,6 @@ if TYPE_CHECKING:
 
 # Every process that loads Plait's plugins imports this module (entry point ``sealing``):
 # hashing and key handling are imported when a sealed store is first used.
-_KEYS = frozenset(
-    {"ENCRYPT_VARIABLE", "KEY_VARIABLE", "CheckpointKey", "CheckpointKeyError",
-     "CheckpointKeys", "generate_key", "resolve_keys"}
-)  # fmt: skip
-_STORE = frozenset({"SealedStore", "open_sealed", "seal", "unseal"})
 
 
 def _open_sealed(url: str) -> Any:

@@ -73,6 +73,9 @@ class CheckpointKey:
     encrypt: bool = False
     mac_key: bytes = attrs.field(init=False)
     aes_key: bytes = attrs.field(init=False)
+    #: keys the address of an encrypted blob (HMAC of its SHA-256): see
+    #: :func:`plait_sealing._store.blob_address`
+    blob_key: bytes = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         if len(self.secret) < _MIN_SECRET:
@@ -89,6 +92,7 @@ class CheckpointKey:
             )
         object.__setattr__(self, "mac_key", _hkdf(self.secret, b"mac"))
         object.__setattr__(self, "aes_key", _hkdf(self.secret, b"aes-256-gcm"))
+        object.__setattr__(self, "blob_key", _hkdf(self.secret, b"blob address"))
 
     def __repr__(self) -> str:
         return f"CheckpointKey(key_id={self.key_id!r}, encrypt={self.encrypt!r})"

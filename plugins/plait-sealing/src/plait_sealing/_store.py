@@ -18,11 +18,18 @@ associated data.
 Blobs (:class:`plait_durable.BlobStore`): when the wrapped store keeps blobs, so does the
 sealed store. The payload holds the references, so the MAC covers them, and each blob is
 checked against its SHA-256 when it is read; ``refs`` repeats the payload's references
-in the clear so the wrapped store's prune can tell which blobs are still used. With
-encryption each blob is encrypted too (AES-256-GCM, the run and the hash as associated
-data, so a blob moved to another hash or run does not decrypt). What stays visible is
-which checkpoints share a value (the same hash): someone who can guess a value and read
-the store can confirm the guess. Where that matters, seal over a store without blobs.
+in the clear so the wrapped store's prune can tell which blobs are still used. Signed
+only, a blob is stored as it is, under its SHA-256. With encryption each blob is
+encrypted too (AES-256-GCM, the run and the SHA-256 as associated data, so a blob moved
+to another address or run does not decrypt), and it is stored under a keyed address
+(:func:`blob_address`: an HMAC-SHA256 of its SHA-256 under a key derived from the
+signing key), which ``refs`` lists instead of the hash: someone who reads the store but
+has no key cannot confirm a guess of a value by hashing it (a 4-digit PIN's SHA-256 is
+found in a moment). The address is the same for the same value under the same key, so a
+value is still stored once, and prune works on addresses as it did on hashes. Blobs
+encrypted before keyed addresses (stored under their SHA-256) are still read. What an
+encrypted store still shows: sizes, counts and times, and which checkpoints share a
+value (the same address), never what the value is.
 """
 
 from __future__ import annotations
@@ -63,7 +70,7 @@ from ._keys import (
     resolve_keys,
 )
 
-__all__ = ["SCHEME", "SealedStore", "open_sealed", "seal", "unseal"]
+__all__ = ["SCHEME", "SealedStore", "blob_address", "open_sealed", "seal", "unseal"]
 
 #: The URL scheme of a sealed store: ``sealed:`` before any other store's URL.
 SCHEME = "sealed"
@@ -112,6 +119,8 @@ def seal(checkpoint: Checkpoint, keys: CheckpointKeys) -> Checkpoint:
     key = keys.signing
     payload = dump_json({"state": checkpoint.state, "metadata": checkpoint.metadata})
     refs = sorted(blob_refs(checkpoint.state))
+    if keys.encrypt:  # listed in the clear: by keyed address, never by the value's hash
+        refs = sorted(blob_address(key, digest) for digest in refs)
     envelope: dict[str, Any] = {"kind": "sealed", "key": key.key_id}
     if keys.encrypt:
         nonce = os.urandom(12)
@@ -207,9 +216,20 @@ def _blob_aad(run_id: str, digest: str) -> bytes:
     return CONTEXT + b"\nblob\n" + _dumps([run_id, digest])
 
 
+def blob_address(key: CheckpointKey, digest: str) -> str:
+    """Where an encrypted store keeps the blob whose SHA-256 is ``digest``: the
+    HMAC-SHA256 of ``digest`` under ``key``'s blob key, in hex (the same shape as a hash,
+    so every store keeps it as one). Without the key it says nothing about the value.
+
+    .. versionadded:: 0.1
+    """
+    return hmac.new(key.blob_key, digest.encode("ascii"), hashlib.sha256).hexdigest()
+
+
 def seal_blobs(run_id: str, blobs: Mapping[str, bytes], keys: CheckpointKeys) -> dict[str, bytes]:
-    """``blobs`` as the sealed store writes them: as they are when only signing (each is
-    checked against its hash when read), else each encrypted with the signing key."""
+    """``blobs`` (SHA-256 -> bytes) as the sealed store writes them: as they are when only
+    signing (each is checked against its hash when read), else each encrypted with the
+    signing key and keyed by its :func:`blob_address`."""
     if not keys.encrypt:
         return dict(blobs)
     key = keys.signing
@@ -218,8 +238,21 @@ def seal_blobs(run_id: str, blobs: Mapping[str, bytes], keys: CheckpointKeys) ->
     for digest, data in blobs.items():
         nonce = os.urandom(12)
         cipher = aesgcm.encrypt(nonce, bytes(data), _blob_aad(run_id, digest))
-        sealed[digest] = _BLOB_MAGIC + key.key_id.encode("utf-8") + b"\n" + nonce + cipher
+        sealed[blob_address(key, digest)] = (
+            _BLOB_MAGIC + key.key_id.encode("utf-8") + b"\n" + nonce + cipher
+        )
     return sealed
+
+
+def _addresses(hashes: Collection[str], keys: CheckpointKeys) -> dict[str, str]:
+    """Address -> SHA-256 for every place a blob of ``hashes`` may be stored: under each
+    key's :func:`blob_address` (encrypted), and under the hash itself (signed only, or
+    encrypted before keyed addresses)."""
+    places = {digest: digest for digest in hashes}
+    for key in keys.keys:
+        for digest in hashes:
+            places[blob_address(key, digest)] = digest
+    return places
 
 
 def unseal_blob(run_id: str, digest: str, data: bytes, keys: CheckpointKeys) -> bytes:
@@ -356,9 +389,10 @@ class SealedStore:
                 options.pop("blobs", None)  # written with the first, before the rest
 
     async def get_blobs(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
-        """The wrapped store's blobs, decrypted if they were encrypted."""
-        got = await self.store.get_blobs(run_id, hashes)  # type: ignore[attr-defined]
-        return {h: unseal_blob(run_id, h, bytes(data), self.keys) for h, data in got.items()}
+        """The wrapped store's blobs (by SHA-256), decrypted if they were encrypted."""
+        places = _addresses(hashes, self.keys)
+        got = await self.store.get_blobs(run_id, list(places))  # type: ignore[attr-defined]
+        return self._unsealed(run_id, places, got)
 
     async def get_blob_closure(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
         """The wrapped store's blobs and what they reach, where it can tell (signed
@@ -366,11 +400,24 @@ class SealedStore:
         closure = getattr(self.store, "get_blob_closure", None)
         if closure is None:
             return await self.get_blobs(run_id, hashes)
-        got = await closure(run_id, hashes)
-        return {h: unseal_blob(run_id, h, bytes(data), self.keys) for h, data in got.items()}
+        places = _addresses(hashes, self.keys)
+        return self._unsealed(run_id, places, await closure(run_id, list(places)))
+
+    def _unsealed(
+        self, run_id: str, places: Mapping[str, str], got: Mapping[str, bytes]
+    ) -> dict[str, bytes]:
+        """What the wrapped store returned for ``places`` (address -> SHA-256), by
+        SHA-256 and decrypted; a blob a signed store's closure added is under its hash."""
+        out: dict[str, bytes] = {}
+        for address, data in got.items():
+            digest = places.get(address, address)
+            if digest not in out or address != digest:  # a keyed address wins
+                out[digest] = unseal_blob(run_id, digest, bytes(data), self.keys)
+        return out
 
     async def blob_hashes(self, run_id: str) -> Collection[str]:
-        """The wrapped store's blob hashes."""
+        """The wrapped store's blob addresses (keyed addresses of encrypted blobs, not
+        their hashes: :func:`blob_address`)."""
         hashes: Collection[str] = await self.store.blob_hashes(run_id)  # type: ignore[attr-defined]
         return hashes
 

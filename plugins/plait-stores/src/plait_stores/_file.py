@@ -108,6 +108,7 @@ from plait_durable import (
     info_fields,
     latest_run_info,
     lost_error,
+    max_blob,
     released,
     take_lease,
     unreferenced,
@@ -122,6 +123,7 @@ except ImportError:  # pragma: no cover - Windows: leases are kept without a fil
 from ._common import blob_closure, split_query
 from ._fileindex import RunIndexLog, gone_line, summary_line
 from ._filepack import (
+    OversizedPack,
     PackIndex,
     PackIndexCache,
     encode_pack,
@@ -629,11 +631,34 @@ class FileCheckpointStore(CheckpointStoreBase):
         return fd
 
     def _read_file(self, dir_fd: int, name: str, inside: str) -> bytes | None:
+        """The content of the file ``name`` (``None`` if it is not there).
+
+        :raises CorruptCheckpointError: it is a link … (:meth:`_open_file`), or holds more
+            than :func:`plait_durable.max_blob` bytes (checked before it is read).
+        """
         fd = self._open_file(dir_fd, name, inside)
         if fd is None:
             return None
         with os.fdopen(fd, "rb") as file:
-            return file.read()
+            return self._bounded_read(file, inside)
+
+    def _bounded_read(self, file: Any, inside: str) -> bytes:
+        """The rest of ``file``, if it is no more than :func:`plait_durable.max_blob` bytes:
+        a sparse file can claim gigabytes it does not hold, and a reader would hold them."""
+        limit = max_blob()
+        size = os.fstat(file.fileno()).st_size
+        data: bytes = b"" if size > limit else file.read(limit + 1)
+        if size > limit or len(data) > limit:
+            raise self._oversized(
+                inside, f"it holds {max(size, len(data))} bytes, more than {limit}"
+            )
+        return data
+
+    def _oversized(self, inside: str, what: str) -> CorruptCheckpointError:
+        return CorruptCheckpointError(
+            f"file checkpoint store {self.url}: {inside!r} is corrupt: {what} (bytes a "
+            "checkpoint file or a blob may hold; set PLAIT_CHECKPOINT_MAX_BLOB to read more)"
+        )
 
     def _list_dir(self, *parts: str) -> builtins.list[str]:
         with self._dir(*parts) as folder:
@@ -735,7 +760,12 @@ class FileCheckpointStore(CheckpointStoreBase):
                 fd = self._open_file(folder, name, f"blobs/{run_name}/{name}")
                 if fd is None:
                     continue
-                index = _pack_indexes.index((self._key, run_name, name), fd)
+                inside = f"blobs/{run_name}/{name}"
+                try:
+                    index = _pack_indexes.index((self._key, run_name, name), fd, max_blob())
+                except OversizedPack as exc:
+                    os.close(fd)
+                    raise self._oversized(inside, str(exc)) from None
                 if index is None:
                     os.close(fd)
                     continue
@@ -1095,7 +1125,8 @@ class FileCheckpointStore(CheckpointStoreBase):
                 if isinstance(fields, dict) and "base_id" not in fields:
                     # Written before headers had base_id: a delta names its base inside.
                     try:
-                        fields["base_id"] = decode_checkpoint(file.read()).base_id
+                        body = self._bounded_read(file, inside)
+                        fields["base_id"] = decode_checkpoint(body).base_id
                     except CorruptCheckpointError:
                         fields["base_id"] = None
         except ValueError as exc:

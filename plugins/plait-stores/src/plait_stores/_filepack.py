@@ -17,8 +17,12 @@ never a pack. Its bytes::
 A pack whose header or index does not check (a damaged file) holds nothing for a reader:
 its blobs read as missing, which the kernel reports as a
 :class:`~plait.CorruptCheckpointError` naming the checkpoint and the hash; an entry
-whose bytes lie past the end of the file is missing too. The bytes themselves are not
-checked here: the kernel verifies every blob against its hash when it reads it.
+whose bytes lie past the end of the file is missing too. A pack whose index claims more
+than :data:`MAX_ENTRIES` blobs, or a blob longer than a reader takes
+(:func:`plait_durable.max_blob`), is :class:`OversizedPack`, checked before the index or
+the blob is read (a sparse file can claim gigabytes it does not hold), which the store
+reports naming the pack. The bytes themselves are not checked here: the kernel verifies
+every blob against its hash when it reads it.
 
 Packs are named ``pack-<seq>.pack`` with a sequence number that only grows while the run
 has packs. Each save with new blobs writes one pack; to keep their number logarithmic in
@@ -41,7 +45,9 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 
 __all__ = [
+    "MAX_ENTRIES",
     "MERGE_LIMIT",
+    "OversizedPack",
     "PACK_NAME",
     "PackIndex",
     "PackIndexCache",
@@ -60,9 +66,16 @@ _ENTRY = struct.Struct(">32sQI")
 PACK_NAME = re.compile(r"pack-([0-9]{12,})\.pack")
 #: A save merges packs into the one it writes only while the result stays below this.
 MERGE_LIMIT = 32 << 20
-#: A pack index larger than this is damaged (64 bytes an entry, far more blobs than a
-#: save writes).
-_MAX_ENTRIES = 1 << 24
+#: The most blobs a pack's index may claim (44 bytes an entry, so an index is read only
+#: up to 44 MiB): a save writes far fewer (a million blobs are over 256 MB of values,
+#: which a checkpoint's bound refuses to read back).
+MAX_ENTRIES = 1 << 20
+
+
+class OversizedPack(ValueError):
+    """A pack claims more than a reader takes: more than :data:`MAX_ENTRIES` blobs, or a
+    blob longer than the bound it is read with."""
+
 
 #: hash (hex) -> (offset, length) of one pack.
 PackIndex = dict[str, tuple[int, int]]
@@ -104,20 +117,29 @@ def _read_at(fd: int, size: int, offset: int) -> bytes:
     return b"".join(chunks)
 
 
-def parse_index(fd: int, file_size: int) -> PackIndex | None:
-    """The index of the pack open as ``fd``, or None if it is damaged (a bad header, a
-    CRC-32 that does not match); entries past ``file_size`` are left out."""
+def parse_index(fd: int, file_size: int, max_length: int | None = None) -> PackIndex | None:
+    """The index of the pack open as ``fd``, or None if it is damaged (a bad header, an
+    index longer than the file, a CRC-32 that does not match); entries past
+    ``file_size`` are left out.
+
+    :raises OversizedPack: the index claims more than :data:`MAX_ENTRIES` blobs (checked
+        before it is read), or a blob longer than ``max_length`` bytes.
+    """
     head = _read_at(fd, len(MAGIC) + _HEAD.size, 0)
     if len(head) != len(MAGIC) + _HEAD.size or not head.startswith(MAGIC):
         return None
     count, crc = _HEAD.unpack_from(head, len(MAGIC))
-    if count > _MAX_ENTRIES:
+    if count > MAX_ENTRIES:
+        raise OversizedPack(f"its index claims {count} blobs, more than {MAX_ENTRIES}")
+    if len(head) + _ENTRY.size * count > file_size:
         return None
     raw = _read_at(fd, _ENTRY.size * count, len(head))
     if len(raw) != _ENTRY.size * count or zlib.crc32(raw) != crc:
         return None
     index: PackIndex = {}
     for digest, offset, length in _ENTRY.iter_unpack(raw):
+        if max_length is not None and length > max_length:
+            raise OversizedPack(f"it claims a blob of {length} bytes, more than {max_length}")
         if offset + length <= file_size:
             index[digest.hex()] = (offset, length)
     return index
@@ -168,21 +190,35 @@ class PackIndexCache:
 
     def __init__(self, limit: int = 4096) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[tuple[str, str, str], tuple[tuple[int, int, int, int], PackIndex]] = {}
+        # key -> (file identity, index, its longest blob)
+        self._entries: dict[
+            tuple[str, str, str], tuple[tuple[int, int, int, int], PackIndex, int]
+        ] = {}
         self._limit = limit
 
-    def index(self, key: tuple[str, str, str], fd: int) -> PackIndex | None:
-        """The index of the pack open as ``fd`` (``key``: directory, run, pack name)."""
+    def index(
+        self, key: tuple[str, str, str], fd: int, max_length: int | None = None
+    ) -> PackIndex | None:
+        """The index of the pack open as ``fd`` (``key``: directory, run, pack name).
+
+        :raises OversizedPack: as :func:`parse_index` (with ``max_length``); a cached
+            index is checked against ``max_length`` again.
+        """
         info = os.fstat(fd)
         identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
         with self._lock:
             cached = self._entries.get(key)
         if cached is not None and cached[0] == identity:
+            if max_length is not None and cached[2] > max_length:
+                raise OversizedPack(
+                    f"it claims a blob of {cached[2]} bytes, more than {max_length}"
+                )
             return cached[1]
-        index = parse_index(fd, info.st_size)
+        index = parse_index(fd, info.st_size, max_length)
         if index is not None:
             with self._lock:
                 if len(self._entries) >= self._limit:
                     self._entries.clear()
-                self._entries[key] = (identity, index)
+                longest = max((length for _, length in index.values()), default=0)
+                self._entries[key] = (identity, index, longest)
         return index

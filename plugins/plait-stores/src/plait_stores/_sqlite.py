@@ -27,6 +27,16 @@ statement.
 The schema is versioned in ``plait_schema_version``; migrations run in order inside one
 ``BEGIN IMMEDIATE`` transaction, which holds SQLite's write lock, so two processes
 opening a new file at once cannot both create the tables.
+
+Space: a new database is created with ``auto_vacuum=INCREMENTAL``, and ``prune``,
+``delete`` and ``delete_run`` hand the pages they freed back to the file system
+(``PRAGMA incremental_vacuum``, then a WAL checkpoint that truncates the log), so the
+file shrinks when runs go. A database created before that (``auto_vacuum=NONE``) is
+switched once, by a ``VACUUM`` after the first prune that frees pages, if it is small
+enough to rewrite within half the store's ``timeout`` (:data:`VACUUM_RATE`): a writer in
+another process waits for the vacuum as for any lock, at most ``timeout``. A larger one
+is left as it is (``sqlite3 FILE 'PRAGMA auto_vacuum=INCREMENTAL; VACUUM'`` converts it
+while no run writes).
 """
 
 from __future__ import annotations
@@ -165,6 +175,12 @@ _JOURNAL_SCHEMA = (
 
 #: The schema version this release writes.
 SCHEMA_VERSION = len(_MIGRATIONS)
+
+#: Bytes a ``VACUUM`` is assumed to rewrite per second at the least (a slow disk): a
+#: database created without ``auto_vacuum`` is converted after a prune only if its size
+#: is below this times half the store's ``timeout``, so a writer waiting on it is never
+#: kept past its bound.
+VACUUM_RATE = 10 << 20
 
 _INFO = ", ".join(INFO_FIELDS)
 _SYNCHRONOUS = ("full", "extra", "normal")
@@ -575,6 +591,9 @@ class SqliteCheckpointStore(CheckpointStoreBase):
             self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
         )
         try:
+            # before the first table exists (it cannot change afterwards without a VACUUM)
+            if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             self.journal_mode = self._enable_wal(conn)
             conn.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
             self._migrate(conn)
@@ -759,7 +778,32 @@ class SqliteCheckpointStore(CheckpointStoreBase):
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+        if removed:
+            self._reclaim(conn)
         return removed
+
+    def _reclaim(self, conn: sqlite3.Connection) -> None:
+        """Give the pages a delete freed back to the file system (see the module
+        docstring): an incremental vacuum, or once, for a database created without
+        ``auto_vacuum``, a ``VACUUM`` that switches it, if it is small enough."""
+        if self.path == ":memory:" or not conn.execute("PRAGMA freelist_count").fetchone()[0]:
+            return
+        try:
+            if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 0:  # NONE: made before
+                pages = conn.execute("PRAGMA page_count").fetchone()[0]
+                page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+                if pages * page_size > VACUUM_RATE * self.timeout / 2:
+                    return
+                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                conn.execute("VACUUM")
+            else:
+                # run to its end: a step of the statement frees one page, and execute steps once
+                conn.executescript("PRAGMA incremental_vacuum")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.OperationalError:
+            # another connection held its lock past the bound: what was deleted is
+            # deleted, and the space is given back after the next prune
+            pass
 
     @staticmethod
     def _get_blobs_sync(
@@ -831,6 +875,8 @@ class SqliteCheckpointStore(CheckpointStoreBase):
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+        if row is not None:
+            self._reclaim(conn)
 
     def _delete_run_sync(self, conn: sqlite3.Connection, run_id: str) -> int:
         conn.execute("BEGIN IMMEDIATE")
@@ -846,6 +892,8 @@ class SqliteCheckpointStore(CheckpointStoreBase):
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+        if removed:
+            self._reclaim(conn)
         return removed
 
     def _save_many_sync(
