@@ -40,6 +40,8 @@ def _latest_superstep(url: str, run_id: str) -> int:
 
 
 def _ran(log: Path) -> Counter[tuple[int, str]]:
+    if not log.exists():  # killed at a checkpoint before any executor ran (superstep 0)
+        return Counter()
     lines = log.read_text().split()
     return Counter((int(s), e) for s, e in zip(lines[::2], lines[1::2]))
 
