@@ -5,14 +5,21 @@
 - The contract suites are plain ``assert`` code: let pytest explain their failures (an
   installed ``plait-testing`` gets this by itself; our editable checkout does not).
 - ``register_plugin`` is our repository's short name for ``plait_register_plugin``.
+- Ray's token authentication (what plait-ray's tests' local cluster uses) is said before
+  anything imports Ray: Ray reads its configuration once, and a test that imports a
+  plait-ray module (an exports check, a module-reference check) would otherwise fix it to
+  ``disabled`` for the whole worker, whose Ray tests then cannot join the cluster.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+os.environ.setdefault("RAY_AUTH_MODE", "token")
 
 pytest.register_assert_rewrite(
     "plait_testing.contracts", "plait_testing.schedules", "plait_testing.stores"

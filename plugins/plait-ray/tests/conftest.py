@@ -20,6 +20,11 @@ from typing import Any
 import pytest
 from plait_ray_testing import Loopback, LoopbackPlugin
 
+# token authentication (the default of a new local cluster), said before anything imports
+# Ray, which reads its configuration once: the processes that join see it too; the token is
+# in ~/.ray
+os.environ.setdefault("RAY_AUTH_MODE", "token")
+
 HERE = Path(__file__).parent
 # the workers import the test workflows (plait_ray_flows) from here
 RUNTIME_ENV = {"env_vars": {"PYTHONPATH": str(HERE)}}
@@ -29,9 +34,6 @@ RUNTIME_ENV = {"env_vars": {"PYTHONPATH": str(HERE)}}
 def ray_cluster(request: pytest.FixtureRequest, tmp_path_factory: Any) -> Iterator[str]:
     """The GCS address of the session's Ray cluster, joined by this process."""
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    # token authentication (the default of a new local cluster), said before Ray reads its
-    # configuration, so the processes that join see it too; the token is in ~/.ray
-    os.environ.setdefault("RAY_AUTH_MODE", "token")
     import ray
     from filelock import FileLock
 
