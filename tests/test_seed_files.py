@@ -26,13 +26,16 @@ sys.path.insert(0, str(Path(__file__).parent))
 from fake_llm import FakeModels
 
 FILES = Path(__file__).with_name("seed_files")
+#: the docs' runnable examples these tests share instead of keeping copies
+EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
+SHARED = [EXAMPLES / "flow" / "article.flow", EXAMPLES / "steps" / "qa_agents.py"]
 
 
 @pytest.fixture(autouse=True)
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The seed files copied into a scratch folder (plait run writes .plait/ there), the
     fake models registered with llm, llm's user directory a temporary one."""
-    for path in FILES.iterdir():
+    for path in [*FILES.iterdir(), *SHARED]:
         if path.is_file():
             shutil.copy(path, tmp_path / path.name)
     monkeypatch.chdir(tmp_path)
