@@ -205,6 +205,48 @@ def test_an_unknown_sub_flow_lists_named_flows_and_fragments(
     assert "named flows: review; fragments: demo.shout" in str(problem)
 
 
+def test_the_seeds_workflow_call_spells_a_named_flow() -> None:
+    text = "@review = critic -> editor\nresearcher -> workflow(review) -> writer"
+    spelled = load(text)
+    at = load("@review = critic -> editor\nresearcher -> @review -> writer")
+    assert spelled.spec == at.spec
+    ids = [n.id for n in spelled.spec.nodes]
+    assert ids[:3] == ["researcher", "review/critic", "review/editor"]
+    assert spelled.run_sync("x").outputs == ["article[edit(critique(research(x)))]"]
+
+
+def test_the_seeds_workflow_call_runs_a_published_fragment(
+    plait_plugin_manager: Any, register_plugin: Any
+) -> None:
+    _fragment_plugins(register_plugin)
+    workflow = plait.load(
+        "researcher -> workflow(demo.shout) -> writer",
+        format="flow",
+        executors=AGENTS,
+        plugin_manager=plait_plugin_manager,
+    )
+    node = workflow.spec.node("demo.shout")
+    assert (node.kind, node.config) == ("workflow", {"fragment": "demo.shout"})
+    assert workflow.run_sync("x").outputs == ["article[RESEARCH(X)]"]
+
+
+def test_a_workflow_call_of_nothing_known_names_it_as_written() -> None:
+    with pytest.raises(plait_flow.InvalidFlowError) as info:
+        load("@review = critic\nresearcher -> workflow(reveiw)")
+    (problem,) = info.value.problems
+    assert (problem.line, problem.column) == (2, 24)
+    assert "no named flow or published fragment 'workflow(reveiw)'" in problem.reason
+    assert "did you mean 'review'?" in problem.reason
+
+
+def test_another_call_than_workflow_is_refused_where_it_is_written() -> None:
+    with pytest.raises(plait_flow.InvalidFlowError) as info:
+        load("@review = critic\nresearcher -> flow(review) -> writer")
+    (problem,) = info.value.problems
+    assert (problem.line, problem.column) == (2, 15)
+    assert "unknown call 'flow(…)'" in problem.reason and "'workflow(name)'" in problem.reason
+
+
 def test_a_named_flow_that_uses_itself_is_an_error() -> None:
     with pytest.raises(plait.errors.LoadError, match="'@loop' uses itself"):
         load("@loop = critic -> @loop\nresearcher -> @loop")

@@ -173,3 +173,42 @@ def test_deep_brackets_stop_the_parse_at_the_first_one_past_the_bound() -> None:
     assert (problem.line, problem.column) == (1, len("a -> ") + MAX_BRACKETS + 1)
     fine = "writer -> " + "[" * 30 + "editor" + "]" * 30  # within the bound: loads
     plait.load(fine, format="flow", executors=AGENTS)
+
+
+# -- the seed's error classes ----------------------------------------------------------------
+
+
+def test_an_invalid_flow_is_the_seeds_invalid_flow_error_and_a_load_error() -> None:
+    from plait_flow import AgentNotFoundInFlowError, InvalidFlowError
+
+    for text in ("", "A -> [B, C", "researcher -> (x ? critic"):
+        with pytest.raises(InvalidFlowError) as info:
+            Flow(AGENTS, text)
+        assert isinstance(info.value, LoadError)
+        assert not isinstance(info.value, AgentNotFoundInFlowError)
+        assert info.value.problems and info.value.problems[0].line == 1
+
+
+def test_an_unknown_agent_is_agent_not_found_with_the_name_and_what_is_available() -> None:
+    from plait_flow import AgentNotFoundInFlowError, InvalidFlowError
+
+    with pytest.raises(AgentNotFoundInFlowError) as info:
+        Flow(AGENTS, "researcher -> wrtier -> nobody")
+    error = info.value
+    assert isinstance(error, InvalidFlowError) and isinstance(error, LoadError)
+    assert error.name == "wrtier"  # the first unknown name, in the text's order
+    assert set(AGENTS) <= set(error.available_agents)
+    assert error.available_agents == sorted(error.available_agents)
+    assert "wrtier" not in error.available_agents
+    # Plait's message, every problem: both unknown names with their did-you-mean
+    assert [p.line for p in error.problems] == [1, 1]
+    assert "unknown agent 'wrtier'; did you mean 'writer'?" in str(error)
+    assert "unknown agent 'nobody'" in str(error)
+
+
+def test_a_yaml_flow_document_problem_is_an_invalid_flow_error() -> None:
+    from plait_flow import InvalidFlowError
+
+    with pytest.raises(InvalidFlowError) as info:
+        plait.load("flow: [not, a, string]\n", format="flow", executors=AGENTS)
+    assert info.value.problems

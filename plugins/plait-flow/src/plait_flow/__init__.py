@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from plait.spi import BuildContext, PluginManager
 
     from ._kinds import FlowJoin as FlowJoin, FlowOutput as FlowOutput
+    from .errors import (
+        AgentNotFoundInFlowError as AgentNotFoundInFlowError,
+        InvalidFlowError as InvalidFlowError,
+    )
 
 
 class FlowLoader:
@@ -50,31 +54,38 @@ class FlowLoader:
     def load(self, text: str, ctx: BuildContext) -> WorkflowSpec:
         """The spec of ``text``.
 
-        :raises plait.LoadError: every problem, each with its line, column and the
-            line with a caret under it.
+        :raises InvalidFlowError: every problem (a :class:`plait.LoadError`), each with its
+            line, column and the line with a caret under it;
+            :class:`AgentNotFoundInFlowError` when a name resolves to nothing.
         """
         from ._compile import compile_flow
         from ._document import is_document, read_document
+        from .errors import flow_load_error
 
         if not is_document(text):
             return compile_flow(text, ctx)
         import attrs
 
         manager = ctx.manager if ctx.manager is not None else plait.get_plugin_manager()
-        document = read_document(text, ctx.source, manager, allow_imports=ctx.allow_imports)
+        try:
+            document = read_document(text, ctx.source, manager, allow_imports=ctx.allow_imports)
+        except LoadError as exc:
+            if type(exc) is not LoadError:  # a subclass (a capability refused) says more
+                raise
+            raise flow_load_error(exc.problems, ctx.source) from None
         ctx.agents.set_document(document.agents, document.declared)
         options = {**document.options, **ctx.options}  # the caller's options win
         ctx = attrs.evolve(ctx, options=options, manager=manager)
         if not document.text:
-            raise LoadError(document.problems, source=ctx.source)
+            raise flow_load_error(document.problems, ctx.source)
         try:
             spec = compile_flow(document.text, ctx)
         except LoadError as exc:  # every problem at once, in document order
             problems = [*document.problems, *exc.problems]
             problems.sort(key=lambda p: (getattr(p, "line", 0) or 0, getattr(p, "column", 0) or 0))
-            raise LoadError(problems, source=ctx.source) from None
+            raise flow_load_error(problems, ctx.source) from None
         if document.problems:
-            raise LoadError(document.problems, source=ctx.source)
+            raise flow_load_error(document.problems, ctx.source)
         return spec
 
     def detect(self, text: str) -> bool:
@@ -112,7 +123,8 @@ def Flow(
     :param merge: the merge strategy of parallel blocks that name none.
     :param merge_options: options for that strategy (``{"separator": " | "}``).
     :param name: the workflow's name.
-    :raises plait.LoadError: every problem of the flow, with positions.
+    :raises InvalidFlowError: every problem of the flow, with positions (a
+        :class:`plait.LoadError`; :class:`AgentNotFoundInFlowError` for an unknown agent).
     :raises plait.ConfigError: two agents with the same name, or an agent that is
         neither an executor nor an async function.
     """

@@ -44,6 +44,7 @@ from ._elements import (
     SubFlow,
 )
 from ._parser import FlowError, parse, position
+from .errors import UnknownAgent, flow_load_error
 
 __all__ = ["DEFAULT_MERGE", "compile_flow"]
 
@@ -58,6 +59,9 @@ MAX_NODES = 100_000
 MAX_TEXT = 64 * 1024
 #: how deeply named flows may use one another
 MAX_INLINE_DEPTH = 16
+
+#: the seed's spelling of a named flow or fragment step: ``workflow(review)`` is ``@review``
+WORKFLOW_CALL = "workflow"
 
 OUTPUT = "flow:output"
 JOIN = "flow:join"
@@ -76,37 +80,39 @@ class _TooBig(Exception):
 def compile_flow(text: str, ctx: BuildContext) -> WorkflowSpec:
     """The spec of flow ``text``.
 
-    :raises LoadError: every problem, each a :class:`FlowError` with its position.
+    :raises InvalidFlowError: every problem, each a :class:`FlowError` with its position
+        (:class:`AgentNotFoundInFlowError` when a name resolves to nothing).
     """
     source = ctx.source
     if len(text) > MAX_TEXT:
-        raise LoadError(
+        raise flow_load_error(
             [
                 FlowError(
                     f"the flow is {len(text):,} characters long; the limit is {MAX_TEXT:,}",
                     position(text, source, 1, 1),
                 )
             ],
-            source=source,
+            source,
         )
     if all(not line.strip() or line.lstrip().startswith("#") for line in text.split("\n")):
-        raise LoadError(
+        raise flow_load_error(
             [
                 FlowError(
                     "the flow is empty; write steps like 'a -> b'", position(text, source, 1, 1)
                 )
             ],
-            source=source,
+            source,
         )
     try:
         document = parse(text, source)
     except FlowError as exc:
-        raise LoadError([exc], source=source) from None
+        raise flow_load_error([exc], source) from None
     compiler = _Compiler(text, ctx)
     spec = compiler.run(document.definitions, document.chain)
     problems = Problems(source)
     problems.extend(compiler.problems)
-    problems.raise_if_any()
+    if problems:
+        raise flow_load_error(problems.sorted(), source)
     record_edge_positions(ctx, _EdgePositions(compiler))
     return spec
 
@@ -153,6 +159,7 @@ class _Compiler:
         self.default_options = options.get("merge_options") or None
         self.merge_checked = False
         self._available: list[str] | None = None
+        self._every_name: list[str] | None = None
         self._hints: dict[str, str] = {}
         self._unknown: dict[str, str] = {}
         # the step each edge group leads to, by group id (the token of ``here`` when the
@@ -375,6 +382,13 @@ class _Compiler:
 
     def subflow(self, sub: SubFlow) -> tuple[Entry, Exit]:
         name = sub.token.value
+        if sub.at.type == "NAME" and sub.at.value != WORKFLOW_CALL:
+            self.problem(
+                f"unknown call '{sub.at.value}(…)': a step in parentheses after a name is "
+                f"'{WORKFLOW_CALL}(name)', a named flow or published fragment",
+                sub.at,
+            )
+            return self._placeholder(sub.at)
         definition = self.definitions.get(name)
         if definition is None:
             if name in self.fragments:
@@ -384,7 +398,7 @@ class _Compiler:
             fragments = self.fragments.names()
             hint = self.did_you_mean(name, [*known, *fragments])
             self.problem(
-                f"no named flow or published fragment '@{name}'{hint}"
+                f"no named flow or published fragment '{sub.spelled}'{hint}"
                 f" (named flows: {_listing(known)}; fragments: {_listing(fragments)})",
                 sub.token,
             )
@@ -392,7 +406,7 @@ class _Compiler:
         if definition.chain.too_deep is not None:
             return self._placeholder(sub.token)  # reported with the definition
         if name in self.inlining:
-            self.problem(f"the named flow '@{name}' uses itself", sub.token)
+            self.problem(f"the named flow '{sub.spelled}' uses itself", sub.token)
             return self._placeholder(sub.token)
         if len(self.inlining) >= MAX_INLINE_DEPTH:
             self.problem(f"named flows nest more than {MAX_INLINE_DEPTH} deep here", sub.token)
@@ -452,13 +466,24 @@ class _Compiler:
             else:  # past what an error shows, no did-you-mean: thousands stay linear
                 message = f"unknown agent {name!r}"
             self._unknown[name] = message
-        self.problem(
-            f"{message}{hint} (fragments and executor kinds: {_listing(self._available)})",
-            token,
+        self.problems.append(
+            UnknownAgent(
+                f"{message}{hint} (fragments and executor kinds: {_listing(self._available)})",
+                self.at(token),
+                name,
+                self._agents_available(),
+            )
         )
         node_id = self.new_id(self.prefix + name)
         self.add(NodeSpec(node_id))
         return node_id
+
+    def _agents_available(self) -> list[str]:
+        """Every name the flow could have used (agents, fragments, executor kinds), sorted;
+        computed once, however many names are unknown."""
+        if self._every_name is None:
+            self._every_name = sorted({*self.ctx.agents.names(), *(self._available or ())})
+        return self._every_name
 
     def fragment(self, name: str, token: Any) -> str:
         node_id = self.new_id(self.prefix + name)

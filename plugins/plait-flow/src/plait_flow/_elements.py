@@ -39,7 +39,8 @@ class Agent:
 
 
 class SubFlow:
-    """``@name``: a named flow of this text, or a published fragment."""
+    """``@name``, or ``workflow(name)``: a named flow of this text, or a published
+    fragment. ``at`` is the ``@`` token or the ``workflow`` name before the ``(``."""
 
     __slots__ = ("at", "token")
     depth = 1
@@ -48,6 +49,13 @@ class SubFlow:
     def __init__(self, at: Any, token: Any) -> None:
         self.at = at
         self.token = token
+
+    @property
+    def spelled(self) -> str:
+        """The step as the text writes it: ``@name`` or ``workflow(name)``."""
+        if self.at.type == "AT":
+            return f"@{self.token.value}"
+        return f"{self.at.value}({self.token.value})"
 
 
 class Parallel:
@@ -170,7 +178,8 @@ class Elements:
         return Agent(children[0])
 
     def subflow(self, children: list[Any]) -> SubFlow:
-        return SubFlow(children[0], children[1])
+        # "@", name; or "workflow", "(", name, ")" (the compiler checks the first word)
+        return SubFlow(children[0], children[1] if len(children) == 2 else children[2])
 
     def parallel(self, children: list[Any]) -> Parallel:
         branches = [c for c in children if isinstance(c, Chain)]
