@@ -23,10 +23,11 @@ Names are imported on first use: loading plugins imports only this module.
 
 from __future__ import annotations
 
+import importlib.util
 from typing import TYPE_CHECKING
 
 import plait
-from plait.spi import lazy, lazy_exports
+from plait.spi import Register, lazy, lazy_exports
 
 if TYPE_CHECKING:
     from ._blobs import (
@@ -149,6 +150,21 @@ _DURABILITY = lazy("plait_durable._durable:Checkpoints", provides=_PROVIDES)
 def plait_durability() -> object:
     """Give the durability (:class:`Checkpoints`)."""
     return _DURABILITY
+
+
+@plait.hookimpl
+def plait_register_converters(register: Register) -> None:
+    """Register Pydantic (v2) models' own ``model_dump``/``model_validate`` as their
+    checkpoint encoding (:mod:`plait_durable._pydantic`), when pydantic is installed.
+    pydantic is imported when the converter registry is first built, not at plugin
+    loading."""
+    if importlib.util.find_spec("pydantic") is None:
+        return
+    from ._pydantic import pydantic_hooks
+
+    hooks = pydantic_hooks()
+    if hooks is not None:
+        register("durable.pydantic", hooks)
 
 
 # each name is imported on first use: loading plugins imports only this module

@@ -15,6 +15,10 @@ JSON values, the built-in tags above and only the classes in the mapping it is g
 their fields, and every type some plugin registered hooks for). A tag naming anything
 else is a :class:`DecodeError`; nothing named by stored data is ever imported.
 
+Pydantic (v2) models encode through their own ``model_dump``/``model_validate``: with
+pydantic installed, plait-durable registers hooks for ``pydantic.BaseModel``, which
+cover every model class. A model still decodes only when the workflow declares it.
+
 A value that cannot be encoded raises :class:`EncodeError` with the path inside the
 value; the checkpointer turns it into a :class:`~plait.CheckpointEncodeError` naming the
 executor or state key and the superstep.
@@ -82,6 +86,16 @@ def _hooked() -> frozenset[Any]:
     return cached[1]
 
 
+def _is_hooked(cls: type) -> bool:
+    """Whether some plugin's hooks cover ``cls``: registered for it, or for a base class
+    of it (the message converter dispatches a class's hooks to its subclasses: one hook
+    for ``pydantic.BaseModel`` covers every model)."""
+    hooked = _hooked()
+    if cls in hooked:
+        return True
+    return any(isinstance(h, type) and issubclass(cls, h) for h in hooked)
+
+
 def _hooked_types(registry: Registry[Any]) -> frozenset[Any]:
     return frozenset(r.obj.type for r in registry.values() if isinstance(r.obj, CattrsHooks))
 
@@ -116,7 +130,7 @@ def encode_value(value: Any, path: str = "") -> Any:
         return {TAG: cls.__name__, "v": sorted(items, key=repr)}
     if cls is bytes:
         return {TAG: "bytes", "v": value.hex()}
-    if attrs.has(cls) or dataclasses.is_dataclass(cls) or cls in _hooked():
+    if attrs.has(cls) or dataclasses.is_dataclass(cls) or _is_hooked(cls):
         try:
             data = message_converter().unstructure(value)
             return {TAG: _ref(cls), "v": encode_value(data, path)}
