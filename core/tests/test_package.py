@@ -106,6 +106,8 @@ NOT_WHEN_LOADING = [
     "plait_pipeline._pipeline",
     "plait_durable.checkpoint",
     "plait_durable.codec",
+    "plait_durable._pydantic",
+    "pydantic",
     "plait_textkit._kit",
     "plait_plugin_template._converter",
 ]

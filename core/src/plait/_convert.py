@@ -28,6 +28,7 @@ import attrs
 from ._errors import PluginConflictError
 from ._hookspecs import Register, hookimpl
 from ._plugins import PluginManager, Registry, get_plugin_manager
+from ._registry import Lazy
 from ._types import type_name
 
 if TYPE_CHECKING:
@@ -149,6 +150,24 @@ class CattrsHooks:
 _CATTRS: weakref.WeakKeyDictionary[Registry[Any], cattrs.Converter] = weakref.WeakKeyDictionary()
 
 
+def registered_hooks(registry: Registry[Any]) -> list[CattrsHooks]:
+    """Every :class:`CattrsHooks` of the converter ``registry``, in registration order:
+    registered as itself, or lazily with ``lazy("module:HOOKS", graph_edge=False, ...)``
+    (its module is imported now; lazily registered converters are not).
+    """
+    found: list[CattrsHooks] = []
+    for reg in registry.values():
+        obj = reg.obj
+        if isinstance(obj, CattrsHooks):
+            found.append(obj)
+        elif isinstance(obj, Lazy) and obj.__dict__.get("graph_edge") is False:
+            hooks = obj.resolve()
+            if not isinstance(hooks, CattrsHooks):
+                raise TypeError(f"{obj.ref}, registered with graph_edge=False, is not CattrsHooks")
+            found.append(hooks)
+    return found
+
+
 def message_converter(manager: PluginManager | None = None) -> cattrs.Converter:
     """The kernel's cattrs converter for messages, with every registered :class:`CattrsHooks`.
 
@@ -162,13 +181,11 @@ def message_converter(manager: PluginManager | None = None) -> cattrs.Converter:
         from cattrs.preconf.json import make_converter  # on first use: see the module doc
 
         found = _CATTRS[registry] = make_converter(forbid_extra_keys=True)
-        for reg in registry.values():
-            hooks = reg.obj
-            if isinstance(hooks, CattrsHooks):
-                if hooks.structure is not None:
-                    found.register_structure_hook(hooks.type, hooks.structure)
-                if hooks.unstructure is not None:
-                    found.register_unstructure_hook(hooks.type, hooks.unstructure)
+        for hooks in registered_hooks(registry):
+            if hooks.structure is not None:
+                found.register_structure_hook(hooks.type, hooks.structure)
+            if hooks.unstructure is not None:
+                found.register_unstructure_hook(hooks.type, hooks.unstructure)
     return found
 
 

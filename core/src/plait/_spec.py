@@ -145,6 +145,9 @@ class WorkflowSpec:
     :param timeout: the default per-invocation timeout, in seconds.
     :param placement: where invocations run unless a node says otherwise (``None`` and
         ``"local"``: anyio tasks in this process; see :class:`plait.spi.Placement`).
+    :param acyclic: the graph must have no cycle (error edges included): :meth:`problems`
+        reports every cycle with its path. ``False`` (the default) allows cycles, bounded
+        at run time by ``max_supersteps`` and ``max_visits``. Serialised only when set.
     """
 
     name: str | None
@@ -156,6 +159,7 @@ class WorkflowSpec:
     retry: dict[str, Any] | None = attrs.field(default=None, hash=False)
     timeout: float | None = None
     placement: str | None = None
+    acyclic: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
 
     # -- lookups ---------------------------------------------------------------
 
@@ -202,6 +206,43 @@ class WorkflowSpec:
                     ready.append(target)
         return max(depth.values(), default=0) if done == len(waiting) else None
 
+    def cycles(self) -> list[list[str]]:
+        """Every cycle a depth-first walk of the graph closes (error edges included),
+        each as its path from the executor it returns to and back (``["a", "b", "a"]``;
+        ``["a", "a"]`` for an executor sending to itself); empty for a graph without one.
+
+        The walk starts at the start executor, then at every executor not reached yet,
+        in declaration order, and follows edges in declaration order: the same graph
+        gives the same cycles. Each edge that closes a cycle gives one, so every cycle of
+        the graph runs through at least one reported path, in linear time (listing every
+        elementary cycle instead can take exponential time).
+        """
+        succ: dict[str, dict[str, None]] = {n.id: {} for n in self.nodes}
+        for group in self.edge_groups:
+            for source in group.sources:
+                succ.setdefault(source, {}).update(dict.fromkeys(group.targets))
+        found: list[list[str]] = []
+        done: set[str] = set()
+        roots = [self.start] if self.start in succ else []
+        for root in [*roots, *succ]:
+            if root in done:
+                continue
+            path, on_path = [root], {root}
+            stack = [iter(succ[root])]
+            while stack:
+                target = next(stack[-1], None)
+                if target is None:
+                    stack.pop()
+                    done.add(path[-1])
+                    on_path.discard(path.pop())
+                elif target in on_path:
+                    found.append([*path[path.index(target) :], target])
+                elif target not in done and target in succ:
+                    path.append(target)
+                    on_path.add(target)
+                    stack.append(iter(succ[target]))
+        return found
+
     def reachable_from(self, node_id: str) -> set[str]:
         """Every executor reachable from ``node_id`` (itself included)."""
         succ = self.successors()
@@ -247,6 +288,12 @@ class WorkflowSpec:
                 problems.append(
                     f"edge group {group.id!r} uses unknown router {group.router!r}; "
                     f"installed: {', '.join(installed) or 'none'}"
+                )
+        if self.acyclic:
+            for cycle in self.cycles():
+                problems.append(
+                    f"cycle {' -> '.join(cycle)} in a workflow declared acyclic "
+                    "(acyclic=True); remove an edge of it, or allow cycles"
                 )
         if self.start in known:
             reached = self.reachable_from(self.start)
@@ -390,10 +437,17 @@ def _canonical(value: Any) -> str:
 def _spec_converter() -> cattrs.Converter:
     # Made on first use: importing cattrs costs a cold start more than the kernel does.
     import cattrs
+    from cattrs.gen import make_dict_unstructure_fn, override
 
     converter = cattrs.Converter(forbid_extra_keys=True)
     # tuples travel as JSON lists and come back as tuples
     converter.register_unstructure_hook(tuple, list)
+    # ``acyclic`` only when set: the JSON of every spec that does not declare it stays as
+    # it was
+    converter.register_unstructure_hook(
+        WorkflowSpec,
+        make_dict_unstructure_fn(WorkflowSpec, converter, acyclic=override(omit_if_default=True)),
+    )
     return converter
 
 

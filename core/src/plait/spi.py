@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         Converter as Converter,
         TypeFamily as TypeFamily,
         message_converter as message_converter,
+        registered_hooks as registered_hooks,
     )
     from ._errors import (
         cli_wording as cli_wording,

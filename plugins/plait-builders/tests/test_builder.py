@@ -175,3 +175,77 @@ def test_the_public_names_are_listed_and_load() -> None:
         assert getattr(plait_builders, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         plait_builders.nothing  # type: ignore[attr-defined]  # noqa: B018
+
+
+# -- acyclic=True ------------------------------------------------------------------------
+
+
+@executor(id="c")
+async def c(x: str, ctx: WorkflowContext[str]) -> None:
+    await ctx.send_message(x)
+
+
+@executor(id="d")
+async def d(x: str, ctx: WorkflowContext[str]) -> None:
+    await ctx.send_message(x)
+
+
+def test_an_acyclic_builder_reports_every_cycle_with_its_path() -> None:
+    builder = (
+        WorkflowBuilder("loops", acyclic=True)
+        .add_edge(a, c)
+        .add_edge(c, d)
+        .add_edge(d, c)  # c -> d -> c
+        .add_edge(d, a)  # a -> c -> d -> a
+        .add_edge(d, d)  # d sends to itself
+        .add_edge(d, b)
+        .set_start(a)
+    )
+    with pytest.raises(WorkflowValidationError) as info:
+        builder.build()
+    cycles = [p for p in info.value.problems if p.startswith("cycle ")]
+    assert cycles == [
+        "cycle c -> d -> c in a workflow declared acyclic (acyclic=True); remove an edge of "
+        "it, or allow cycles",
+        "cycle a -> c -> d -> a in a workflow declared acyclic (acyclic=True); remove an "
+        "edge of it, or allow cycles",
+        "cycle d -> d in a workflow declared acyclic (acyclic=True); remove an edge of it, "
+        "or allow cycles",
+    ]
+    # the same graph without the flag builds: cycles are allowed by default
+    builder.acyclic = False
+    assert builder.build().spec.acyclic is False
+
+
+def test_an_error_edge_back_is_a_cycle_too() -> None:
+    builder = WorkflowBuilder("retrying", acyclic=True).add_edge(a, c).add_edge(c, b)
+    builder.add_error_edge(c, a).set_start(a)
+    with pytest.raises(WorkflowValidationError, match=r"cycle a -> c -> a in a workflow"):
+        builder.build()
+
+
+def test_an_acyclic_workflow_builds_and_its_spec_says_so() -> None:
+    workflow = WorkflowBuilder("chain", acyclic=True).add_edge(a, c).add_edge(c, b)
+    built = workflow.set_start(a).build()
+    assert built.spec.acyclic is True and built.spec.cycles() == []
+    assert built.spec.to_dict(portable=False)["acyclic"] is True
+    assert WorkflowSpec.from_json(built.spec.to_json(portable=False)).acyclic is True
+    assert built.run_sync("x").outputs == ["x"]
+
+
+def test_a_spec_declares_acyclic_only_when_set() -> None:
+    spec = WorkflowBuilder("chain").add_edge(a, b).set_start(a).to_spec()
+    assert spec.acyclic is False and "acyclic" not in spec.to_dict(portable=False)
+    cyclic = WorkflowSpec.from_dict({**spec.to_dict(portable=False), "acyclic": True})
+    assert cyclic.acyclic is True and cyclic.problems() == []
+    looped = WorkflowSpec(
+        name="looped",
+        start="a",
+        nodes=spec.nodes,
+        edge_groups=(*spec.edge_groups, *WorkflowBuilder().add_edge(b, a).to_spec().edge_groups),
+        acyclic=True,
+    )
+    assert [p for p in looped.problems() if p.startswith("cycle")] == [
+        "cycle a -> b -> a in a workflow declared acyclic (acyclic=True); remove an edge of "
+        "it, or allow cycles"
+    ]

@@ -488,3 +488,34 @@ def test_an_agent_whose_annotations_cannot_fit_a_dag_node_is_refused_at_its_node
         "node 'node-glucose': agent 'glucose-agent' takes str, but a DAG node gives its "
         "agent the run context as a dict[str, Any]"
     )
+
+
+# -- seed 001 behaviours: duplicate ids, no entry node; a DAG's spec is acyclic ----------
+
+
+def test_a_duplicate_node_id_is_an_error_at_the_second_naming_the_first() -> None:
+    document = seed()
+    document["nodes"].append({"id": "node-meal", "agent_name": "meal-agent"})
+    found = problems(document, executors=AGENTS)
+    duplicate = [p for p in found if "duplicate node id" in str(p)]
+    assert [p.path for p in duplicate] == ["/nodes/4/id"]  # type: ignore[attr-defined]
+    assert "duplicate node id 'node-meal' (first at /nodes/1)" in str(duplicate[0])
+    assert duplicate[0].line == 1  # type: ignore[attr-defined]  # where it is in the text
+
+
+def test_a_document_without_an_entry_node_is_an_error_listing_the_nodes() -> None:
+    document = seed()
+    del document["nodes"][0]["is_entry"]
+    (problem,) = problems(document, executors=AGENTS)
+    assert problem.path == "/nodes"  # type: ignore[attr-defined]
+    assert 'no entry node: mark exactly one node with "is_entry": true' in str(problem)
+    assert "node-greeter" in str(problem) and "node-feedback" in str(problem)
+
+
+def test_a_dag_without_a_loop_builds_an_acyclic_spec_and_one_with_a_loop_does_not() -> None:
+    assert plait.load(text(seed()), executors=AGENTS).spec.acyclic is True
+    document = seed()
+    document["connections"].append(
+        {"source_id": "node-glucose", "target_id": "node-meal", "max_iterations": 2}
+    )
+    assert plait.load(text(document), executors=AGENTS).spec.acyclic is False

@@ -171,6 +171,8 @@ class WorkflowBuilder(ConnectionMixin):
     :param timeout: the default per-invocation timeout (seconds) of every executor.
     :param placement: where invocations run by default (``"ray"`` with ``plait-ray``;
         ``None``: on this machine). See :class:`plait.spi.Placement`.
+    :param acyclic: the graph must have no cycle: :meth:`build` reports every cycle with
+        its path (recorded in the spec: :attr:`plait.WorkflowSpec.acyclic`).
     :param run_defaults: default run options (``max_supersteps=…``), checked at once.
     """
 
@@ -185,9 +187,11 @@ class WorkflowBuilder(ConnectionMixin):
         retry: RetryPolicy | None = None,
         timeout: float | None = None,
         placement: str | None = None,
+        acyclic: bool = False,
         **run_defaults: Any,
     ) -> None:
         RunOptions.from_kwargs({}, run_defaults)  # unknown or bad options fail here
+        self.acyclic = acyclic
         self.retry = retry
         self.timeout = _timeout(timeout, "the builder")
         self.placement = placement
@@ -454,6 +458,7 @@ class WorkflowBuilder(ConnectionMixin):
             options=self.run_defaults,
             retry=self.retry.to_dict() if self.retry is not None else None,
             timeout=self.timeout,
+            acyclic=self.acyclic,
         )
 
     def build(self) -> Workflow:
@@ -490,6 +495,7 @@ class WorkflowBuilder(ConnectionMixin):
             retry=self.retry.to_dict() if self.retry is not None else None,
             timeout=self.timeout,
             placement=self.placement,
+            acyclic=self.acyclic,
         )
         try:
             workflow = Workflow(spec, executors, edge_params=params, plugin_manager=manager)

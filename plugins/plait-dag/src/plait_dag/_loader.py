@@ -548,6 +548,9 @@ def _spec(
         name=Path(ctx.source).stem if not ctx.source.startswith("<") else None,
         start=entry,
         options={"max_supersteps": _superstep_bound(nodes, connections)},
+        # a document without a declared loop is a DAG (cycles were refused above); its
+        # spec says so, and keeps saying so wherever it is exported to and rebuilt
+        acyclic=all(conn.max_iterations is None for conn in connections),
     )
 
 

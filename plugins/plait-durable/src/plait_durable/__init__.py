@@ -27,9 +27,11 @@ import importlib.util
 from typing import TYPE_CHECKING
 
 import plait
-from plait.spi import Register, lazy, lazy_exports
+from plait.spi import lazy, lazy_exports
 
 if TYPE_CHECKING:
+    from plait.spi import Register
+
     from ._blobs import (
         BlobWriter as BlobWriter,
         blob_hash as blob_hash,
@@ -156,14 +158,14 @@ def plait_durability() -> object:
 def plait_register_converters(register: Register) -> None:
     """Register Pydantic (v2) models' own ``model_dump``/``model_validate`` as their
     checkpoint encoding (:mod:`plait_durable._pydantic`), when pydantic is installed.
-    pydantic is imported when the converter registry is first built, not at plugin
-    loading."""
-    if importlib.util.find_spec("pydantic") is None:
-        return
-    from ._pydantic import pydantic_hooks
-
-    hooks = pydantic_hooks()
-    if hooks is not None:
+    Registered lazily: pydantic is imported when the message converter or a workflow's
+    declared types are first needed, not when plugins load or registries are built."""
+    if importlib.util.find_spec("pydantic") is not None:
+        hooks = lazy(
+            "plait_durable._pydantic:HOOKS",
+            provides=("source", "target", "fn", "lossless"),
+            graph_edge=False,  # CattrsHooks: the converter search skips it unimported
+        )
         register("durable.pydantic", hooks)
 
 

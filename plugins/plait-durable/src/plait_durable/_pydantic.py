@@ -20,18 +20,7 @@ from typing import Any
 
 from plait.spi import CattrsHooks
 
-__all__ = ["pydantic_hooks"]
-
-
-def pydantic_hooks() -> CattrsHooks | None:
-    """The hooks for ``pydantic.BaseModel``, or ``None`` when the installed pydantic is
-    not version 2 (``model_dump``/``model_validate`` are v2's)."""
-    import pydantic
-
-    base: Any = pydantic.BaseModel
-    if not hasattr(base, "model_validate"):
-        return None
-    return CattrsHooks(base, structure=_structure, unstructure=_unstructure)
+__all__ = ["HOOKS"]
 
 
 def _unstructure(model: Any) -> Any:
@@ -40,3 +29,20 @@ def _unstructure(model: Any) -> Any:
 
 def _structure(data: Any, cls: Any) -> Any:
     return cls.model_validate(data)
+
+
+def _hooks() -> CattrsHooks:
+    import pydantic
+
+    base: Any = pydantic.BaseModel
+    if not hasattr(base, "model_validate"):
+        raise ImportError(
+            f"plait-durable encodes Pydantic models with pydantic 2's model_dump and "
+            f"model_validate; pydantic {pydantic.VERSION} is installed"
+        )
+    return CattrsHooks(base, structure=_structure, unstructure=_unstructure)
+
+
+#: The hooks for ``pydantic.BaseModel`` (registered lazily: importing this module imports
+#: pydantic).
+HOOKS = _hooks()

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 from plait import PlaitError, get_plugin_manager
-from plait.spi import CattrsHooks, message_converter
+from plait.spi import message_converter, registered_hooks
 
 if TYPE_CHECKING:
     from plait.spi import CompiledGraph, Registry
@@ -97,7 +97,7 @@ def _is_hooked(cls: type) -> bool:
 
 
 def _hooked_types(registry: Registry[Any]) -> frozenset[Any]:
-    return frozenset(r.obj.type for r in registry.values() if isinstance(r.obj, CattrsHooks))
+    return frozenset(hooks.type for hooks in registered_hooks(registry))
 
 
 def _ref(cls: type) -> str:
