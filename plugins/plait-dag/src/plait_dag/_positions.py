@@ -4,7 +4,8 @@
 too deeply (a ``RecursionError``), repeats a key, or holds an integer with more digits
 than Python converts is valid JSON to it, or fails without a position. :func:`scan` walks
 the text's tokens once (linear: one regular expression without nested quantifiers, one
-stack) and finds each of them with its line, column and JSON path. It runs only after
+stack: :func:`_walk`, the one walker every function here reads) and finds each of them
+with its line, column and JSON path. It runs only after
 :func:`json.loads` has failed or a hook has seen one of them, so a good document pays
 nothing.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
+from collections.abc import Iterator
 
 import attrs
 from plait import SourcePosition
@@ -76,6 +78,64 @@ def _pointer(stack: list[_Frame], last: str | None = None) -> str:
     return pointer(parts)
 
 
+def _walk(text: str, end: int | None = None) -> Iterator[tuple[str, re.Match[str], list[_Frame]]]:
+    """The one walk over the tokens of ``text`` (to offset ``end``): linear, one regular
+    expression without nested quantifiers and one stack of the open objects and arrays.
+
+    Yields ``(event, token, stack)`` for each token, ``stack`` being the containers open
+    at it (a caller may read it, and set a frame's ``key`` or ``keys``):
+
+    - ``"item"``, before the token's own event, when the token starts an array item;
+    - ``"open"`` after ``[`` or ``{`` is pushed; ``"too_deep"`` instead, with the stack
+      not pushed, for one past :data:`MAX_DEPTH` (and the walk ends there);
+    - ``"close"`` after ``]`` or ``}`` is popped;
+    - ``"comma"`` and ``"colon"``;
+    - ``"key"`` for a member's name, once the top frame's ``key`` holds it (decoded);
+    - ``"value"`` for anything else (a string value, a number, ``true`` …).
+    """
+    stack: list[_Frame] = []
+    expect_key = False
+    item_start = True  # the next token starts an array item
+    tokens = _TOKEN.finditer(text) if end is None else _TOKEN.finditer(text, 0, end)
+    for match in tokens:
+        token = match.group()
+        head = token[0]
+        if item_start and head != "]" and stack and not stack[-1].is_object:
+            yield "item", match, stack
+        item_start = False
+        if head in "[{":
+            if len(stack) >= MAX_DEPTH:
+                yield "too_deep", match, stack
+                return
+            stack.append(_Frame(head == "{"))
+            expect_key = head == "{"
+            item_start = head == "["
+            yield "open", match, stack
+        elif head in "]}":
+            if stack:
+                stack.pop()
+            expect_key = False
+            yield "close", match, stack
+        elif head == ",":
+            if stack and stack[-1].is_object:
+                expect_key = True
+            elif stack:
+                stack[-1].index += 1
+                item_start = True
+            yield "comma", match, stack
+        elif head == ":":
+            expect_key = False
+            yield "colon", match, stack
+        elif head == '"' and expect_key and stack:
+            try:
+                stack[-1].key = json.loads(token) if "\\" in token else token[1:-1]
+            except ValueError:
+                stack[-1].key = token[1:-1]
+            yield "key", match, stack
+        else:
+            yield "value", match, stack
+
+
 def scan(text: str) -> list[Finding]:
     """Every repeated key, every integer longer than :data:`MAX_DIGITS`, and the first
     object or array nested deeper than :data:`MAX_DEPTH` (the scan stops there), in
@@ -94,109 +154,55 @@ def scan(text: str) -> list[Finding]:
             Finding(message, line + 1, offset - start + 1, path, shown, first - start + 1)
         )
 
-    stack: list[_Frame] = []
-    expect_key = False
-    for match in _TOKEN.finditer(text):
+    for event, match, stack in _walk(text):
         if len(findings) >= MAX_FINDINGS:
             break
-        token = match.group()
-        head = token[0]
-        if head in "[{":
-            if len(stack) >= MAX_DEPTH:
-                found(
-                    f"the document nests deeper than {MAX_DEPTH} levels",
-                    match.start(),
-                    _pointer(stack),
-                )
-                break
-            stack.append(_Frame(head == "{"))
-            expect_key = head == "{"
-        elif head in "]}":
-            if stack:
-                stack.pop()
-            expect_key = False
-        elif head == ",":
-            if stack and stack[-1].is_object:
-                expect_key = True
-            elif stack:
-                stack[-1].index += 1
-        elif head == ":":
-            expect_key = False
-        elif head == '"' and expect_key and stack:
+        if event == "too_deep":
+            found(
+                f"the document nests deeper than {MAX_DEPTH} levels", match.start(), _pointer(stack)
+            )
+        elif event == "key":
             frame = stack[-1]
-            try:
-                key = json.loads(token) if "\\" in token else token[1:-1]
-            except ValueError:
-                key = token[1:-1]
+            key = frame.key or ""
             if key in frame.keys:
                 found(f"duplicate key {key!r}", match.start(), _pointer(stack, key))
             frame.keys.add(key)
-            frame.key = key
-        elif _INTEGER.fullmatch(token) and len(token.lstrip("-")) > MAX_DIGITS:
-            found(
-                f"an integer of {len(token.lstrip('-')):,} digits; the limit is {MAX_DIGITS:,}",
-                match.start(),
-                _pointer(stack),
-            )
+        elif event == "value":
+            token = match.group()
+            if _INTEGER.fullmatch(token) and len(token.lstrip("-")) > MAX_DIGITS:
+                found(
+                    f"an integer of {len(token.lstrip('-')):,} digits; the limit is {MAX_DIGITS:,}",
+                    match.start(),
+                    _pointer(stack),
+                )
     return findings
 
 
 def locate(text: str, paths: set[str]) -> dict[str, tuple[int, int, str]]:
     """Where each JSON pointer of ``paths`` is in ``text`` (a document :func:`json.loads`
     read): ``(line, column, the line)`` of a member's key, or of an array item's first
-    character. One pass over the tokens, as :func:`scan`; pointers not found are left out.
+    character. One pass over the tokens (:func:`_walk`); pointers not found are left out.
     """
     wanted = set(paths)
     if not wanted:
         return {}
     newlines = [m.start() for m in re.finditer("\n", text)]
     found: dict[str, tuple[int, int, str]] = {}
-
-    def record(path: str, offset: int) -> None:
-        if path not in wanted or path in found:
-            return
-        line = bisect.bisect_left(newlines, offset)
-        start = newlines[line - 1] + 1 if line else 0
-        end = newlines[line] if line < len(newlines) else len(text)
-        found[path] = (line + 1, offset - start + 1, text[start:end])
-
-    stack: list[_Frame] = []
-    expect_key = False
-    item_start = True  # the next token starts an array item
-    for match in _TOKEN.finditer(text):
-        token = match.group()
-        head = token[0]
-        if stack and not stack[-1].is_object and item_start and head not in "]":
-            record(_pointer(stack), match.start())
-        item_start = False
-        if head in "[{":
-            if len(stack) >= MAX_DEPTH:
+    for event, match, stack in _walk(text):
+        if event == "item":
+            path = _pointer(stack)
+        elif event == "key":
+            path = _pointer(stack, stack[-1].key)
+        else:
+            continue
+        if path in wanted and path not in found:
+            offset = match.start()
+            line = bisect.bisect_left(newlines, offset)
+            start = newlines[line - 1] + 1 if line else 0
+            end = newlines[line] if line < len(newlines) else len(text)
+            found[path] = (line + 1, offset - start + 1, text[start:end])
+            if len(found) == len(wanted):
                 break
-            stack.append(_Frame(head == "{"))
-            expect_key = head == "{"
-            item_start = head == "["
-        elif head in "]}":
-            if stack:
-                stack.pop()
-            expect_key = False
-        elif head == ",":
-            if stack and stack[-1].is_object:
-                expect_key = True
-            elif stack:
-                stack[-1].index += 1
-                item_start = True
-        elif head == ":":
-            expect_key = False
-        elif head == '"' and expect_key and stack:
-            frame = stack[-1]
-            try:
-                key = json.loads(token) if "\\" in token else token[1:-1]
-            except ValueError:
-                key = token[1:-1]
-            frame.key = key
-            record(_pointer(stack, key), match.start())
-        if len(found) == len(wanted):
-            break
     return found
 
 
@@ -205,32 +211,9 @@ def path_at(text: str, offset: int) -> str:
     :func:`json.loads` stopped): the member whose value it is in, the array item, or the
     object between members; ``""`` for the document itself."""
     stack: list[_Frame] = []
-    expect_key = False
-    for match in _TOKEN.finditer(text, 0, offset):
-        token = match.group()
-        head = token[0]
-        if head in "[{":
-            if len(stack) >= MAX_DEPTH:
-                break
-            stack.append(_Frame(head == "{"))
-            expect_key = head == "{"
-        elif head in "]}":
-            if stack:
-                stack.pop()
-            expect_key = False
-        elif head == ",":
-            if stack and stack[-1].is_object:
-                stack[-1].key = None  # between members: the object itself
-                expect_key = True
-            elif stack:
-                stack[-1].index += 1
-        elif head == ":":
-            expect_key = False
-        elif head == '"' and expect_key and stack:
-            try:
-                stack[-1].key = json.loads(token) if "\\" in token else token[1:-1]
-            except ValueError:
-                stack[-1].key = token[1:-1]
+    for event, _, stack in _walk(text, offset):
+        if event == "comma" and stack and stack[-1].is_object:
+            stack[-1].key = None  # between members: the object itself
     parts: list[str | int] = []
     for frame in stack:
         if frame.is_object and frame.key is None:
@@ -241,43 +224,21 @@ def path_at(text: str, offset: int) -> str:
 
 def locate_values(text: str, paths: set[str]) -> dict[str, int]:
     """The offset in ``text`` (a document :func:`json.loads` read) of the value of each
-    member of ``paths`` (a string value's opening quote). One pass over the tokens."""
+    member of ``paths`` (a string value's opening quote). One pass over the tokens
+    (:func:`_walk`)."""
     wanted = set(paths)
     found: dict[str, int] = {}
-    stack: list[_Frame] = []
-    expect_key = False
     pending: str | None = None  # a wanted member whose value comes next
-    for match in _TOKEN.finditer(text):
-        if len(found) == len(wanted):
-            break
-        token = match.group()
-        head = token[0]
-        if pending is not None and head != ":":
+    if not wanted:
+        return found
+    for event, match, stack in _walk(text):
+        if pending is not None and event != "colon":
             found.setdefault(pending, match.start())
             pending = None
-        if head in "[{":
-            if len(stack) >= MAX_DEPTH:
+            if len(found) == len(wanted):
                 break
-            stack.append(_Frame(head == "{"))
-            expect_key = head == "{"
-        elif head in "]}":
-            if stack:
-                stack.pop()
-            expect_key = False
-        elif head == ",":
-            if stack and stack[-1].is_object:
-                expect_key = True
-            elif stack:
-                stack[-1].index += 1
-        elif head == ":":
-            expect_key = False
-        elif head == '"' and expect_key and stack:
-            try:
-                key = json.loads(token) if "\\" in token else token[1:-1]
-            except ValueError:
-                key = token[1:-1]
-            stack[-1].key = key
-            path = _pointer(stack, key)
+        if event == "key":
+            path = _pointer(stack, stack[-1].key)
             if path in wanted:
                 pending = path
     return found
