@@ -29,11 +29,11 @@ stopped finding anything would fail (:func:`test_the_checks_find_what_they_look_
 from __future__ import annotations
 
 import ast
-import functools
 from collections.abc import Iterator
 from pathlib import Path
 
 import plait
+from plait_testing.imports import cycles, import_graph, parse
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = Path(plait.__file__).parent
@@ -61,20 +61,8 @@ def sources(directory: Path) -> Iterator[tuple[Path, ast.Module]]:
         yield path, parse(path)
 
 
-@functools.cache
-def parse(path: Path) -> ast.Module:
-    """The syntax tree of ``path``, parsed once for every check (nothing changes it)."""
-    return ast.parse(path.read_text(encoding="utf-8"), str(path))
-
-
 def _is_private(name: str) -> bool:
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
 
 
 # -- imports --------------------------------------------------------------------------
@@ -319,125 +307,6 @@ def kernel_private_names() -> set[str]:
 
 
 # -- cycles ---------------------------------------------------------------------------
-
-
-def package_modules(directory: Path) -> dict[str, Path]:
-    """Module name -> file of every module of the package in ``directory``."""
-    modules: dict[str, Path] = {}
-    for path in sorted(directory.rglob("*.py")):
-        parts = list(path.relative_to(directory.parent).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        modules[".".join(parts)] = path
-    return modules
-
-
-def _imported(node: ast.AST, package: str) -> Iterator[tuple[str, str | None]]:
-    """(module, name imported from it or None) of an import statement; ``package`` is the
-    package relative imports start from."""
-    if isinstance(node, ast.Import):
-        for alias in node.names:
-            yield alias.name, None
-    elif isinstance(node, ast.ImportFrom):
-        if node.level:
-            base = package.split(".")[: len(package.split(".")) - node.level + 1]
-            module = ".".join([*base, *(node.module.split(".") if node.module else [])])
-        else:
-            module = node.module or ""
-        for alias in node.names:
-            yield module, alias.name
-
-
-def _package_of(name: str, path: Path) -> str:
-    return name if path.name == "__init__.py" else name.rpartition(".")[0]
-
-
-def _facade(name: str, path: Path, modules: dict[str, Path]) -> dict[str, str]:
-    """What a package's ``__init__`` takes from its own modules: exported name -> module,
-    from every import it makes (its ``TYPE_CHECKING`` block included: a package that
-    exports lazily names its sources there)."""
-    found: dict[str, str] = {}
-    for node in ast.walk(parse(path)):
-        if isinstance(node, ast.ImportFrom):
-            for module, imported in _imported(node, name):
-                if module in modules and module != name and imported is not None:
-                    found[imported] = module
-    return found
-
-
-def _but_exports(tree: ast.AST) -> Iterator[ast.AST]:
-    """Every node of a package ``__init__`` but its ``if TYPE_CHECKING:`` block (the names
-    it exports lazily)."""
-    if isinstance(tree, ast.If) and _is_type_checking(tree.test):
-        for child in tree.orelse:
-            yield from _but_exports(child)
-        return
-    yield tree
-    for child in ast.iter_child_nodes(tree):
-        yield from _but_exports(child)
-
-
-def import_graph(directory: Path) -> dict[str, set[str]]:
-    """Module -> the modules of the same package it imports (every import counted;
-    ``from package import Name`` resolved through the package's ``__init__`` to the module
-    ``Name`` comes from)."""
-    modules = package_modules(directory)
-    facades = {
-        name: _facade(name, path, modules)
-        for name, path in modules.items()
-        if path.name == "__init__.py"
-    }
-    graph: dict[str, set[str]] = {}
-    for name, path in modules.items():
-        package = _package_of(name, path)
-        targets: set[str] = set()
-        tree = parse(path)
-        nodes = _but_exports(tree) if path.name == "__init__.py" else ast.walk(tree)
-        for node in nodes:
-            for module, imported in _imported(node, package):
-                if imported is not None and f"{module}.{imported}" in modules:
-                    targets.add(f"{module}.{imported}")  # from . import _module
-                elif module in facades and imported is not None:
-                    targets.add(facades[module].get(imported, module))
-                else:
-                    while module and module not in modules:
-                        module = module.rpartition(".")[0]
-                    if module:
-                        targets.add(module)
-        graph[name] = targets - {name}
-    return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        for target in sorted(graph.get(node, ())):
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
 
 
 # -- the checks -----------------------------------------------------------------------

@@ -1,102 +1,34 @@
 """The kernel's modules import each other without a cycle.
 
 Every import counts — module-level and function-level (a function-level import that
-breaks a cycle only hides it) — except those under ``if TYPE_CHECKING:``, which never run.
+breaks a cycle only hides it) — except those under ``if TYPE_CHECKING:``, which never run
+(``tests/test_plugin_boundary.py`` counts those too, for every first-party package). The
+graph and the cycle finder are ``plait_testing.imports``', as every such check's.
 """
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import plait
+from plait_testing.imports import cycles, import_graph
 
 PACKAGE = Path(plait.__file__).parent
 
 
-def _module_name(path: Path) -> str:
-    rel = path.relative_to(PACKAGE.parent).with_suffix("")
-    parts = list(rel.parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def _imports(path: Path, package: str) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    found: set[str] = set()
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.orelse:
-                visit(child)
-            return
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.startswith("plait"))
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                module = ".".join([*base, *(node.module.split(".") if node.module else [])])
-            else:
-                module = node.module or ""
-            if module.split(".")[0] == "plait":
-                found.add(module)
-                found.update(f"{module}.{a.name}" for a in node.names)
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(tree)
-    return found
-
-
 def kernel_import_graph() -> dict[str, set[str]]:
-    """Module -> kernel modules it imports (``from .x import name`` counts as ``x``)."""
-    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
-    graph: dict[str, set[str]] = {}
-    for name, path in modules.items():
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        targets = {t for t in _imports(path, package) if t in modules and t != name}
-        graph[name] = targets - {"plait"}  # the package itself is the public facade
-    return graph
-
-
-def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One cycle as a list of modules, or ``None``."""
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def walk(node: str) -> list[str] | None:
-        state[node] = 1
-        stack.append(node)
-        for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == 1:
-                return [*stack[stack.index(nxt) :], nxt]
-            if nxt not in state and (cycle := walk(nxt)) is not None:
-                return cycle
-        stack.pop()
-        state[node] = 2
-        return None
-
-    for node in sorted(graph):
-        if node not in state and (cycle := walk(node)) is not None:
-            return cycle
-    return None
+    """Module -> kernel modules it imports when it runs (``from .x import name`` counts as
+    ``x``; ``from plait import Name`` as the module ``Name`` comes from)."""
+    return import_graph(PACKAGE, type_checking=False)
 
 
 def test_the_kernel_has_no_import_cycle() -> None:
-    cycle = find_cycle(kernel_import_graph())
-    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+    assert cycles(kernel_import_graph()) == []
 
 
 def test_the_cycle_finder_finds_cycles() -> None:
-    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
-    assert find_cycle({"a": {"b"}, "b": set()}) is None
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
 
 
 def test_the_runner_does_not_depend_on_the_workflow() -> None:
@@ -107,4 +39,19 @@ def test_the_runner_does_not_depend_on_the_workflow() -> None:
         if module not in seen:
             seen.add(module)
             todo.extend(graph.get(module, ()))
+    assert "plait._runner" in graph and len(seen) > 1  # the walk saw the runner's imports
     assert "plait._workflow" not in seen
+
+
+def test_only_what_runs_counts_here(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "_d.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ._e import Thing\n"
+    )
+    (package / "_e.py").write_text("def f():\n    from . import _d\n")
+    assert import_graph(package, type_checking=False)["pkg._d"] == set()
+    assert import_graph(package)["pkg._d"] == {"pkg._e"}
+    assert cycles(import_graph(package)) == [["pkg._d", "pkg._e"]]
+    assert cycles(import_graph(package, type_checking=False)) == []

@@ -54,6 +54,7 @@ import ast
 from pathlib import Path
 
 import plait
+from plait_testing.imports import cycles
 
 PACKAGE = Path(plait.__file__).parent
 
@@ -121,38 +122,6 @@ def kernel_graph() -> dict[str, set[str]]:
     """Kernel module -> the kernel modules it imports (every import counted)."""
     modules = {path.stem: path for path in PACKAGE.glob("*.py")}
     return {name: imports(path) & set(modules) - {name} for name, path in modules.items()}
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        for target in sorted(graph[node]):
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
 
 
 def closure(graph: dict[str, set[str]], start: str) -> set[str]:
