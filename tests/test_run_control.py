@@ -302,6 +302,25 @@ async def test_watch_shows_an_invocation_being_retried() -> None:
     assert views[0].retrying == {}
 
 
+async def test_watch_names_a_retried_executor_whatever_its_id_holds() -> None:
+    from plait import RetryPolicy
+    from plait.spi import RunWatch
+
+    views: list[RunWatch] = []
+    during: list[dict[str, int]] = []
+
+    @executor(id="team:1:flaky", retry=RetryPolicy(max_attempts=2, backoff="fixed", delay=0.0))
+    async def flaky(x: int, ctx: WorkflowContext[Never, int]) -> None:
+        during.append(views[0].retrying)
+        if len(during) < 2:
+            raise RuntimeError("not yet")
+        await ctx.yield_output(x)
+
+    wf = WorkflowBuilder("retried").add_executor(flaky).set_start(flaky).build()
+    assert (await wf.run(7, watch=views.append)).outputs == [7]
+    assert during == [{}, {"team:1:flaky": 1}]
+
+
 async def test_watch_counts_the_messages_each_executor_handles_in_a_superstep() -> None:
     from plait.spi import RunWatch
 

@@ -995,6 +995,7 @@ async def invoke_with_policy(
     key = f"{step}:{eid}:{run.delivery if run.delivery is not None else index}"
     attempt = root.attempts.get(key, 0) + 1  # a resumed run keeps its count
     if attempt > 1:
+        root.attempt_executors[key] = eid
         note_attempt(root, attempt)
     while True:
         staged = Effects(run, root)
@@ -1015,6 +1016,7 @@ async def invoke_with_policy(
             live.clear()
             live.update(attempt_state)
             root.attempts.pop(key, None)
+            root.attempt_executors.pop(key, None)
             return
         cause = error.__cause__ if isinstance(error, ExecutorFailedError) else error
         if retry is None or attempt > retry.max_attempts or not retry.retries(cause or error):
@@ -1022,6 +1024,7 @@ async def invoke_with_policy(
         delay = retry.delay_before(attempt)
         note_retry(root, attempt, delay, cause or error)
         root.attempts[key] = attempt
+        root.attempt_executors[key] = eid
         if on_retry is not None:
             await on_retry(key, attempt)  # a crash during the backoff keeps the count
         await anyio.sleep(delay)

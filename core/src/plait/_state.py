@@ -79,6 +79,7 @@ class RunState:
     """Everything one run changes. Workflows and executors stay untouched."""
 
     __slots__ = (
+        "attempt_executors",
         "attempts",
         "contexts",
         "cut",
@@ -115,8 +116,12 @@ class RunState:
         self.router_state: dict[str, Any] = {}
         self.visits: dict[str, int] = {}
         self.pending_requests: dict[str, PendingRequest] = {}
-        #: failed attempts so far of invocations being retried ("superstep:executor:index")
+        #: failed attempts so far of invocations being retried, by invocation key
+        #: ("superstep:executor:index", the form checkpoints keep)
         self.attempts: dict[str, int] = {}
+        #: the executor of each invocation key in ``attempts``, recorded by the runner when
+        #: the invocation runs again (what a live view reads instead of splitting the key)
+        self.attempt_executors: dict[str, str] = {}
         self.emit = emit
         #: what a plugin observes this run with (:class:`plait.spi.RunObserver`), if any
         self.observer: RunObserver | None = None

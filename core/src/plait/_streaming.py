@@ -268,10 +268,13 @@ class RunWatch:
     @property
     def retrying(self) -> dict[str, int]:
         """Executors whose invocation is being retried now: ``{executor id: failed
-        attempts so far}``."""
-        attempts = self._runner.state.attempts.copy()
+        attempts so far}`` (the most of any of its invocations)."""
+        state = self._runner.state
+        attempts = state.attempts.copy()
+        executors = state.attempt_executors.copy()
         retrying: dict[str, int] = {}
         for key, count in attempts.items():
-            eid = key.split(":", 1)[1].rsplit(":", 1)[0]
-            retrying[eid] = max(retrying.get(eid, 0), count)
+            eid = executors.get(key)
+            if eid is not None:  # a resumed count is the executor's when it runs again
+                retrying[eid] = max(retrying.get(eid, 0), count)
         return retrying

@@ -83,8 +83,8 @@ def _nodes(tree: ast.AST, *, type_checking: bool) -> Iterator[ast.AST]:
     """Every node of ``tree`` but, unless ``type_checking``, what is under an
     ``if TYPE_CHECKING:``."""
     if not type_checking and isinstance(tree, ast.If) and is_type_checking(tree.test):
-        for child in tree.orelse:
-            yield from _nodes(child, type_checking=type_checking)
+        for branch in tree.orelse:
+            yield from _nodes(branch, type_checking=type_checking)
         return
     yield tree
     for child in ast.iter_child_nodes(tree):
