@@ -38,6 +38,7 @@ __all__ = [
     "SPEC_VERSION",
     "NodeSpec",
     "EdgeGroupSpec",
+    "PortSpec",
     "WorkflowSpec",
     "spec_converter",
     "NotPortableError",
@@ -132,6 +133,39 @@ class EdgeGroupSpec:
     options: dict[str, Any] = attrs.field(factory=dict, converter=_frozen_dict, hash=False)
 
 
+#: the directions a port may have
+PORT_DIRECTIONS = ("in", "out")
+
+
+def _check_direction(_instance: Any, attribute: Any, value: Any) -> None:
+    if value not in PORT_DIRECTIONS:
+        raise ValueError(f"PortSpec.{attribute.name} must be 'in' or 'out', got {value!r}")
+
+
+@attrs.frozen
+class PortSpec:
+    """A named extension point of a workflow: where others may connect to it or from it.
+
+    Ports are metadata the builders declare (``ConcurrentBuilder``'s ``aggregator_out``);
+    they change nothing in how the graph runs, and they are not part of its topology
+    signature.
+
+    :param name: the port's name (composed fragments use ``prefix/name``).
+    :param executor: the id of the executor it stands for.
+    :param direction: ``"in"`` (messages go into ``executor``) or ``"out"`` (what
+        ``executor`` sends comes out).
+    :param types: readable names of the types that pass through it.
+    :param semantics: a free tag saying what the messages mean (``conversation``,
+        ``aggregate``, ``request``, ``control`` …), or ``None``.
+    """
+
+    name: str
+    executor: str
+    direction: str = attrs.field(validator=_check_direction)
+    types: tuple[str, ...] = ()
+    semantics: str | None = None
+
+
 @attrs.frozen
 class WorkflowSpec:
     """A whole workflow graph as data.
@@ -145,6 +179,8 @@ class WorkflowSpec:
     :param timeout: the default per-invocation timeout, in seconds.
     :param placement: where invocations run unless a node says otherwise (``None`` and
         ``"local"``: anyio tasks in this process; see :class:`plait.spi.Placement`).
+    :param ports: the workflow's named extension points (:class:`PortSpec`), in
+        declaration order; metadata, outside the topology signature.
     """
 
     name: str | None
@@ -156,6 +192,7 @@ class WorkflowSpec:
     retry: dict[str, Any] | None = attrs.field(default=None, hash=False)
     timeout: float | None = None
     placement: str | None = None
+    ports: tuple[PortSpec, ...] = attrs.field(default=(), converter=tuple, hash=False)
 
     # -- lookups ---------------------------------------------------------------
 
@@ -248,6 +285,12 @@ class WorkflowSpec:
                     f"edge group {group.id!r} uses unknown router {group.router!r}; "
                     f"installed: {', '.join(installed) or 'none'}"
                 )
+        port_names = [p.name for p in self.ports]
+        for name in sorted(n for n, count in Counter(port_names).items() if count > 1):
+            problems.append(f"duplicate port name {name!r}")
+        for port in self.ports:
+            if port.executor not in known:
+                problems.append(f"port {port.name!r} names unknown executor {port.executor!r}")
         if self.start in known:
             reached = self.reachable_from(self.start)
             unreachable = [i for i in ids if i not in reached]
@@ -390,10 +433,16 @@ def _canonical(value: Any) -> str:
 def _spec_converter() -> cattrs.Converter:
     # Made on first use: importing cattrs costs a cold start more than the kernel does.
     import cattrs
+    from cattrs.gen import make_dict_unstructure_fn, override
 
     converter = cattrs.Converter(forbid_extra_keys=True)
     # tuples travel as JSON lists and come back as tuples
     converter.register_unstructure_hook(tuple, list)
+    # a workflow without ports is written as it was before ports existed
+    converter.register_unstructure_hook(
+        WorkflowSpec,
+        make_dict_unstructure_fn(WorkflowSpec, converter, ports=override(omit_if_default=True)),
+    )
     return converter
 
 
