@@ -583,7 +583,7 @@ class Workflow:
         responses: Mapping[str, Any] | None = None,
         ctx: WorkflowContext[Any, Any] | None = None,
     ) -> tuple[WorkflowRunResult, dict[str, Any] | None]:
-        r"""One run of this workflow inside an executor of another run (what
+        """One run of this workflow inside an executor of another run (what
         :meth:`as_executor`'s executor and the ``workflow`` executor kind call): start on
         ``message``, or go on from ``saved`` with ``responses``. It never raises for a
         failed run (the result says ``failed``); it checkpoints as this workflow's own
@@ -595,7 +595,7 @@ class Workflow:
         :param responses: answers to that run's pending requests, by request id.
         :param ctx: the context of the nesting executor's invocation: when given, the
             inner run's events reach the outer run's listeners as
-            :class:`~plait.NestedEvent`\ s (path: the nesting executor's id, and deeper
+            :class:`~plait.NestedEvent` events (path: the nesting executor's id, and deeper
             ones after it), in the inner run's order, as that invocation's own events
             (a retried attempt's are dropped with it). Its outputs, custom events and
             requests always; its supersteps and invocations when the outer run reports
