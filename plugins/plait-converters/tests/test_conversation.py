@@ -66,7 +66,9 @@ class TestConversationToText(ConverterContract):
         return [[], TRANSCRIPT]
 
     def test_each_message_is_a_role_and_content_line(self) -> None:
-        assert conversation_to_text.fn(TRANSCRIPT[:2]) == "user: Review the draft.\ncritic: Too long."
+        assert (
+            conversation_to_text.fn(TRANSCRIPT[:2]) == "user: Review the draft.\ncritic: Too long."
+        )
 
     def test_it_is_lossy_two_conversations_give_one_text(self) -> None:
         one = [ChatMessage("user", "a\nassistant: b")]
