@@ -141,7 +141,7 @@ class ConnectionHandle:
     start: ConnectionPoint
     outputs: tuple[ConnectionPoint, ...]
     executor_ids: tuple[str, ...] = ()
-    ports: Mapping[str, ConnectionPoint] = attrs.field(factory=dict)
+    ports: Mapping[str, ConnectionPoint] = attrs.field(factory=dict, hash=False)
 
     def port(self, name: str) -> ConnectionPoint:
         """The fragment's port ``name`` (``"aggregator_out"``), to connect to or from.

@@ -134,7 +134,7 @@ class FragmentInfo:
     #: free tags saying what its output is (``Contract.output_semantics``)
     output_semantics: tuple[str, ...] = ()
     #: its ports (``Contract.ports``), each as :func:`port_dict` gives it
-    ports: tuple[dict[str, Any], ...] = ()
+    ports: tuple[dict[str, Any], ...] = attrs.field(default=(), hash=False)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
