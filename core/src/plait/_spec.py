@@ -166,6 +166,10 @@ class PortSpec:
     semantics: str | None = None
 
 
+def _port_tuple(ports: Iterable[PortSpec]) -> tuple[PortSpec, ...]:
+    return tuple(ports)
+
+
 @attrs.frozen
 class WorkflowSpec:
     """A whole workflow graph as data.
@@ -192,7 +196,7 @@ class WorkflowSpec:
     retry: dict[str, Any] | None = attrs.field(default=None, hash=False)
     timeout: float | None = None
     placement: str | None = None
-    ports: tuple[PortSpec, ...] = attrs.field(default=(), converter=tuple, hash=False)
+    ports: tuple[PortSpec, ...] = attrs.field(default=(), converter=_port_tuple, hash=False)
 
     # -- lookups ---------------------------------------------------------------
 

@@ -9,7 +9,7 @@ and carry their types, so callers wire fragments without knowing their inner ids
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -45,6 +45,10 @@ def _tags(value: Any) -> tuple[str, ...]:
     return tags
 
 
+def _port_tuple(ports: Iterable[PortSpec]) -> tuple[PortSpec, ...]:
+    return tuple(ports)
+
+
 def port_dict(port: PortSpec) -> dict[str, Any]:
     """A port as JSON-ready data, for listings."""
     return {
@@ -73,7 +77,7 @@ class Contract:
     output_types: tuple[Any, ...] = ()
     workflow_output_types: tuple[Any, ...] = ()
     output_semantics: tuple[str, ...] = attrs.field(default=(), converter=_tags)
-    ports: tuple[PortSpec, ...] = attrs.field(default=(), converter=tuple)
+    ports: tuple[PortSpec, ...] = attrs.field(default=(), converter=_port_tuple)
 
     def describe(self) -> dict[str, Any]:
         """JSON-ready type names, semantics tags and ports, for listings."""

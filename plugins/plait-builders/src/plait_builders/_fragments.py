@@ -38,6 +38,10 @@ def _types(value: Any) -> tuple[Any, ...] | None:
     return None if value is None else tuple(value)
 
 
+def _optional_tags(value: Any) -> tuple[str, ...] | None:
+    return None if value is None else _tags(value)
+
+
 @attrs.frozen
 class Fragment:
     """A named, versioned workflow fragment a distribution publishes.
@@ -61,7 +65,7 @@ class Fragment:
     output_types: tuple[Any, ...] | None = attrs.field(default=None, kw_only=True, converter=_types)
     description: str = attrs.field(default="", kw_only=True)
     output_semantics: tuple[str, ...] | None = attrs.field(
-        default=None, kw_only=True, converter=lambda v: None if v is None else _tags(v)
+        default=None, kw_only=True, converter=_optional_tags
     )
 
     def build(self) -> WorkflowBuilder:

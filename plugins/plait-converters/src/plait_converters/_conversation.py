@@ -111,7 +111,7 @@ class MessagesToStructured(Generic[T]):
     target declares ``T`` and lossy conversion is allowed; this names it explicitly.
     """
 
-    def __class_getitem__(cls, target: Any) -> Converter:  # type: ignore[override]
+    def __class_getitem__(cls, target: Any) -> Converter:
         if not _is_structured(target):
             raise TypeError(
                 f"MessagesToStructured[T] needs an attrs class or dataclass, got "
