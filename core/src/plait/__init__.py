@@ -96,6 +96,7 @@ if TYPE_CHECKING:
         ExecutorFailed as ExecutorFailed,
         ExecutorInvoked as ExecutorInvoked,
         ExecutorRetrying as ExecutorRetrying,
+        NestedEvent as NestedEvent,
         OutputEvent as OutputEvent,
         RequestInfoEvent as RequestInfoEvent,
         RunFinished as RunFinished,
@@ -123,6 +124,7 @@ if TYPE_CHECKING:
     from ._spec import (
         EdgeGroupSpec as EdgeGroupSpec,
         NodeSpec as NodeSpec,
+        PortSpec as PortSpec,
         WorkflowSpec as WorkflowSpec,
     )
     from ._types import Never as Never

@@ -28,6 +28,7 @@ __all__ = [
     "OutputEvent",
     "RequestInfoEvent",
     "CustomEvent",
+    "NestedEvent",
     "RunFinished",
     "EventObserver",
     "WorkflowRunResult",
@@ -139,6 +140,20 @@ class CustomEvent(WorkflowEvent):
     executor_id: str
     data: Any
     superstep: int
+
+
+@attrs.frozen
+class NestedEvent(WorkflowEvent):
+    """An event of a nested workflow's run (``workflow.as_executor()``), forwarded to the
+    outer run's stream in the order the inner run made it.
+
+    :param path: the nested executors it came through, outermost first, joined by ``/``
+        (``outer/inner`` for a workflow nested in a nested workflow).
+    :param event: the inner run's event (its executor ids are the inner workflow's).
+    """
+
+    path: str
+    event: WorkflowEvent
 
 
 @attrs.frozen

@@ -297,6 +297,28 @@ def plait_documents() -> Any:
 
 
 # ---------------------------------------------------------------------------
+# Composition: what a built workflow needs to be composed into a builder.
+# ---------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def plait_workflow_as_connection(workflow: Any, prefix: str | None) -> Any:
+    """Turn a built workflow into a connection a builder composes (the design's
+    ``Workflow.as_connection``): its topology cloned into a new builder, with its start,
+    exits, contract and ports.
+
+    :meth:`plait.Workflow.as_connection` calls it. ``plait-builders`` answers with a
+    ``plait_builders.WorkflowConnection``; without it, the call fails naming that
+    distribution.
+
+    :param workflow: the :class:`plait.Workflow` (never changed).
+    :param prefix: the prefix its executors get when composed (``None``: its name).
+    :return: the connection, or ``None`` to leave it to another plugin; stops at the first
+        non-``None`` result.
+    """
+
+
+# ---------------------------------------------------------------------------
 # Observing runs: tracing, metrics, progress. When no plugin implements the hook, runs
 # are not observed at all and pay nothing for it.
 # ---------------------------------------------------------------------------

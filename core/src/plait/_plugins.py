@@ -88,7 +88,13 @@ CORE_DISTRIBUTION = "plait-core"
 _SEAMS: dict[tuple[str, str], str] = {
     ("hook", "plait_durability"): "plait-durable",
     ("hook", "plait_documents"): "plait-documents",
+    ("hook", "plait_workflow_as_connection"): "plait-builders",
 }
+
+
+#: ``firstresult`` hooks that take arguments (so nothing is kept): listed with the
+#: singletons as the hooks a plugin answers (``plait plugins``, the catalog).
+_ANSWERED = ("plait_workflow_as_connection",)
 
 
 def core_version() -> str:
@@ -710,6 +716,23 @@ class PluginManager:
         """
         return self._first("plait_documents", "documents", what)
 
+    def workflow_as_connection(self, workflow: Any, prefix: str | None) -> Any:
+        """What the first plugin answering ``plait_workflow_as_connection`` makes of
+        ``workflow`` (``plait-builders``: a ``WorkflowConnection``).
+
+        :raises UnknownNameError: no plugin answers, naming the distribution to install.
+        """
+        self.load_entrypoints()
+        found = self.pm.hook.plait_workflow_as_connection(workflow=workflow, prefix=prefix)
+        if found is None:
+            hint = self.install_hint("hook", "plait_workflow_as_connection")
+            raise UnknownNameError(
+                "no installed plugin turns a workflow into a connection (for "
+                "Workflow.as_connection()): none implements plait_workflow_as_connection"
+                + (f" — {hint}" if hint else "")
+            )
+        return found
+
     def observe_run(
         self, run_id: str, workflow: Any, superstep: int, resumed: Any = None
     ) -> RunObserver | None:
@@ -750,7 +773,7 @@ class PluginManager:
             hook_name: {
                 impl.plugin_name for impl in getattr(self.pm.hook, hook_name).get_hookimpls()
             }
-            for hook_name in SINGLETONS
+            for hook_name in (*SINGLETONS, *_ANSWERED)
         }
         for plugin in self._plugins.values():
             registered: dict[str, list[str]] = {}

@@ -38,6 +38,7 @@ __all__ = [
     "SPEC_VERSION",
     "NodeSpec",
     "EdgeGroupSpec",
+    "PortSpec",
     "WorkflowSpec",
     "spec_converter",
     "NotPortableError",
@@ -132,6 +133,43 @@ class EdgeGroupSpec:
     options: dict[str, Any] = attrs.field(factory=dict, converter=_frozen_dict, hash=False)
 
 
+#: the directions a port may have
+PORT_DIRECTIONS = ("in", "out")
+
+
+def _check_direction(_instance: Any, attribute: Any, value: Any) -> None:
+    if value not in PORT_DIRECTIONS:
+        raise ValueError(f"PortSpec.{attribute.name} must be 'in' or 'out', got {value!r}")
+
+
+@attrs.frozen
+class PortSpec:
+    """A named extension point of a workflow: where others may connect to it or from it.
+
+    Ports are metadata the builders declare (``ConcurrentBuilder``'s ``aggregator_out``);
+    they change nothing in how the graph runs, and they are not part of its topology
+    signature.
+
+    :param name: the port's name (composed fragments use ``prefix/name``).
+    :param executor: the id of the executor it stands for.
+    :param direction: ``"in"`` (messages go into ``executor``) or ``"out"`` (what
+        ``executor`` sends comes out).
+    :param types: readable names of the types that pass through it.
+    :param semantics: a free tag saying what the messages mean (``conversation``,
+        ``aggregate``, ``request``, ``control`` …), or ``None``.
+    """
+
+    name: str
+    executor: str
+    direction: str = attrs.field(validator=_check_direction)
+    types: tuple[str, ...] = ()
+    semantics: str | None = None
+
+
+def _port_tuple(ports: Iterable[PortSpec]) -> tuple[PortSpec, ...]:
+    return tuple(ports)
+
+
 @attrs.frozen
 class WorkflowSpec:
     """A whole workflow graph as data.
@@ -148,6 +186,8 @@ class WorkflowSpec:
     :param acyclic: the graph must have no cycle (error edges included): :meth:`problems`
         reports every cycle with its path. ``False`` (the default) allows cycles, bounded
         at run time by ``max_supersteps`` and ``max_visits``. Serialised only when set.
+    :param ports: the workflow's named extension points (:class:`PortSpec`), in
+        declaration order; metadata, outside the topology signature.
     """
 
     name: str | None
@@ -160,6 +200,7 @@ class WorkflowSpec:
     timeout: float | None = None
     placement: str | None = None
     acyclic: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    ports: tuple[PortSpec, ...] = attrs.field(default=(), converter=_port_tuple, hash=False)
 
     # -- lookups ---------------------------------------------------------------
 
@@ -295,6 +336,12 @@ class WorkflowSpec:
                     f"cycle {' -> '.join(cycle)} in a workflow declared acyclic "
                     "(acyclic=True); remove an edge of it, or allow cycles"
                 )
+        port_names = [p.name for p in self.ports]
+        for name in sorted(n for n, count in Counter(port_names).items() if count > 1):
+            problems.append(f"duplicate port name {name!r}")
+        for port in self.ports:
+            if port.executor not in known:
+                problems.append(f"port {port.name!r} names unknown executor {port.executor!r}")
         if self.start in known:
             reached = self.reachable_from(self.start)
             unreachable = [i for i in ids if i not in reached]
@@ -442,11 +489,16 @@ def _spec_converter() -> cattrs.Converter:
     converter = cattrs.Converter(forbid_extra_keys=True)
     # tuples travel as JSON lists and come back as tuples
     converter.register_unstructure_hook(tuple, list)
-    # ``acyclic`` only when set: the JSON of every spec that does not declare it stays as
-    # it was
+    # ``acyclic`` and ``ports`` only when set: the JSON of every spec that declares neither
+    # stays as it was
     converter.register_unstructure_hook(
         WorkflowSpec,
-        make_dict_unstructure_fn(WorkflowSpec, converter, acyclic=override(omit_if_default=True)),
+        make_dict_unstructure_fn(
+            WorkflowSpec,
+            converter,
+            acyclic=override(omit_if_default=True),
+            ports=override(omit_if_default=True),
+        ),
     )
     return converter
 

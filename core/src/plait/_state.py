@@ -21,7 +21,7 @@ from ._errors import (
     SharedStateRaceWarning,
     WorkflowRunError,
 )
-from ._events import CustomEvent, OutputEvent, RequestInfoEvent, WorkflowEvent
+from ._events import CustomEvent, NestedEvent, OutputEvent, RequestInfoEvent, WorkflowEvent
 from ._types import type_name
 
 if TYPE_CHECKING:
@@ -162,9 +162,11 @@ class RunState:
             self.emit(OutputEvent(executor_id, data, self.superstep))
 
     def emit_custom(self, executor_id: str, data: Any) -> None:
-        """Emit a custom event, if someone listens."""
+        """Emit a custom event, if someone listens; a nested run's event (forwarded by
+        ``Workflow.run_nested`` as the nesting executor's) goes out as itself."""
         if self.emit is not None:
-            self.emit(CustomEvent(executor_id, data, self.superstep))
+            nested = isinstance(data, NestedEvent)
+            self.emit(data if nested else CustomEvent(executor_id, data, self.superstep))
 
     def note_read(self, executor_id: str, key: str, superstep: int | None = None) -> None:
         """``executor_id`` read shared-state ``key`` in ``superstep`` (default: the current

@@ -457,6 +457,19 @@ class Workflow:
         )
         return wrapped
 
+    def as_connection(self, prefix: str | None = None) -> Any:
+        """This workflow as a fragment a builder composes: its topology cloned into a new
+        builder (this workflow is not changed), with its start, exits, contract and ports.
+
+        ``builder.add_workflow(workflow)`` does the same. The plugin that answers the
+        ``plait_workflow_as_connection`` hook makes it (``plait-builders``: a
+        ``plait_builders.WorkflowConnection``).
+
+        :param prefix: the prefix its executors get when composed (default: its name).
+        :raises UnknownNameError: no installed plugin answers, naming ``plait-builders``.
+        """
+        return self._manager.workflow_as_connection(self, prefix)
+
     def export(self, format: str) -> str:
         """The graph as text in ``format`` (``mermaid``, ``dot`` …), by the exporter a
         plugin registered under that name (``plait-export`` ships both).
@@ -568,6 +581,7 @@ class Workflow:
         *,
         saved: Mapping[str, Any] | None = None,
         responses: Mapping[str, Any] | None = None,
+        ctx: WorkflowContext[Any, Any] | None = None,
     ) -> tuple[WorkflowRunResult, dict[str, Any] | None]:
         """One run of this workflow inside an executor of another run (what
         :meth:`as_executor`'s executor and the ``workflow`` executor kind call): start on
@@ -579,6 +593,13 @@ class Workflow:
         :param saved: what an earlier call returned for a run that waits for outside
             input: the run goes on from there.
         :param responses: answers to that run's pending requests, by request id.
+        :param ctx: the context of the nesting executor's invocation: when given, the
+            inner run's events reach the outer run's listeners as
+            :class:`~plait.NestedEvent` events (path: the nesting executor's id, and deeper
+            ones after it), in the inner run's order, as that invocation's own events
+            (a retried attempt's are dropped with it). Its outputs, custom events and
+            requests always; its supersteps and invocations when the outer run reports
+            those (a stream, ``events="all"``, an observer).
         :return: the run's result, and — for a run that ends waiting for outside input —
             its state as JSON-ready data (a checkpoint body, made by the installed
             durability) for the outer executor to keep in its own state and pass back as
@@ -590,16 +611,17 @@ class Workflow:
         from ._state import RunState, new_run_id
 
         opts = RunOptions.from_kwargs(self._run_defaults, {"raise_on_failure": False})
+        forward, detail = _forwarder(ctx)
         if saved is None:
-            state = RunState(new_run_id(), None)
+            state = RunState(new_run_id(), forward)
             inbox = {self._spec.start: [message]}
         else:
-            state = RunState(saved["run_id"], None)
+            state = RunState(saved["run_id"], forward)
             state.superstep = saved["superstep"]
             restoring = self._durability("a nested workflow answered")
             inbox = restoring.restore(self._graph, state, saved["state"], responses or {})
         checkpointing = self._durability_for(opts, "a nested workflow's checkpoint option")
-        result = await self._execute(state, inbox, opts, detail=False, durability=checkpointing)
+        result = await self._execute(state, inbox, opts, detail=detail, durability=checkpointing)
         if result.status is not RunStatus.IDLE_WITH_PENDING_REQUESTS:
             return result, None
         keeping = self._durability("a nested workflow waiting for input")
@@ -718,6 +740,34 @@ class Workflow:
             setattr(result.error, "result", result)
             raise result.error
         return result
+
+
+def _forwarder(
+    ctx: WorkflowContext[Any, Any] | None,
+) -> tuple[Callable[[WorkflowEvent], None] | None, bool]:
+    """``(emit, detail)`` for a nested run invoked with the outer context ``ctx``: each
+    inner event becomes a :class:`NestedEvent` of the nesting executor, made through the
+    outer invocation's record (so it goes out in order, with that invocation's events);
+    ``detail`` when the outer run reports supersteps and invocations. ``(None, False)``
+    when nobody listens to the outer run."""
+    from ._events import NestedEvent
+
+    if ctx is None:
+        return None, False
+    scope = ctx._run
+    root = getattr(scope, "_root", scope)  # an invocation's record, or the run itself
+    if getattr(root, "emit", None) is None:
+        return None, False
+    path = ctx.executor_id
+
+    def forward(event: WorkflowEvent) -> None:
+        if isinstance(event, NestedEvent):  # from deeper down: its path goes after ours
+            event = NestedEvent(f"{path}/{event.path}", event.event)
+        else:
+            event = NestedEvent(path, event)
+        scope.emit_custom(path, event)
+
+    return forward, getattr(root, "observer", None) is not None
 
 
 def with_placement(workflow: Workflow, placement: str | None) -> Workflow:

@@ -129,3 +129,18 @@ def chain1000() -> Workflow:
     for first, second in zip(steps, steps[1:]):
         builder.add_edge(first, second)
     return builder.build()
+
+
+def ported() -> Workflow:
+    """A concurrent shape: its ports (entry, dispatch_out, fan_in_in, aggregator_out)."""
+    from plait_builders import ConcurrentBuilder
+
+    @executor(id="left")
+    async def left(text: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(text)
+
+    @executor(id="right")
+    async def right(text: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(text)
+
+    return ConcurrentBuilder("ported").participants([left, right]).build()

@@ -47,6 +47,16 @@ def test_dot_names_every_executor_and_edge(steps: str) -> None:
     assert '"first" -> "second"' in result.stdout
 
 
+def test_a_workflows_ports_are_drawn() -> None:
+    result = plait("graph", f"{WORKFLOWS}:ported")
+    assert result.exit_code == 0, result.output
+    assert 'p0(["in: entry"]):::port' in result.stdout
+    assert 'p3(["out: aggregator_out"]):::port' in result.stdout
+    assert 'p2(["in: fan_in_in (aggregate)"]):::port' in result.stdout
+    dot = plait("graph", f"{WORKFLOWS}:ported", "--to", "dot").stdout
+    assert '"aggregate" -> "port:aggregator_out" [style=dotted' in dot
+
+
 def test_a_python_target_works_too() -> None:
     result = plait("graph", f"{WORKFLOWS}:failing", "--to", "dot")
     assert result.exit_code == 0, result.output

@@ -281,7 +281,7 @@ def _upper_fragment() -> Any:
     async def up(text: str, ctx: plait.WorkflowContext[plait.Never, str]) -> None:
         await ctx.yield_output(text.upper())
 
-    return WorkflowBuilder("up").add_executor(up).set_start(up)
+    return WorkflowBuilder("up").add_executor(up).set_start(up).add_port("upper", up, "in")
 
 
 class FragmentPlugin:
@@ -296,6 +296,7 @@ class FragmentPlugin:
             input_types=(str,),
             output_types=(str, bytes),
             description="upper-case a text",
+            output_semantics=("shout",),
         )
         register(fragment.name, fragment)
 
@@ -311,10 +312,11 @@ def test_fragments_lists_published_fragments(
     )
     result = plait_cli_run("fragments")
     assert result.exit_code == 0, result.output
-    header, row, description = result.stdout.splitlines()
-    assert header.split() == ["NAME", "VERSION", "DISTRIBUTION", "INPUT", "OUTPUT"]
-    assert row.split() == ["demo.upper", "2.0.0", "plait-demo", "str", "str,", "bytes"]
+    header, row, description, port = result.stdout.splitlines()
+    assert header.split() == ["NAME", "VERSION", "DISTRIBUTION", "INPUT", "OUTPUT", "SEMANTICS"]
+    assert row.split() == ["demo.upper", "2.0.0", "plait-demo", "str", "str,", "bytes", "shout"]
     assert description.strip() == "upper-case a text"
+    assert port.strip() == "port upper (in, up): str"
 
     as_json = plait_cli_run("fragments", "--json")
     assert json.loads(as_json.stdout) == [
@@ -326,6 +328,16 @@ def test_fragments_lists_published_fragments(
             "input_types": ["str"],
             "output_types": ["str", "bytes"],
             "description": "upper-case a text",
+            "output_semantics": ["shout"],
+            "ports": [
+                {
+                    "name": "upper",
+                    "executor": "up",
+                    "direction": "in",
+                    "types": ["str"],
+                    "semantics": None,
+                }
+            ],
         }
     ]
 

@@ -102,7 +102,7 @@ def test_a_missing_attribute_lists_the_workflows_and_functions_there() -> None:
     assert f"module 'cli_workflows' ({WORKFLOWS}) has no attribute 'missing'" in message
     assert "workflows: echo, failing, gate, looping, records" in message
     assert (
-        "functions taking no arguments: chain1000, make_echo, raises, returns_a_builder"
+        "functions taking no arguments: chain1000, make_echo, ported, raises, returns_a_builder"
     ) in message
 
 

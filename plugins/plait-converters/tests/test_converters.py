@@ -28,7 +28,14 @@ LOSSLESS = {
     "str_to_bytes",
     "str_to_chat_message",
 }
-LOSSY = {"bytes_to_str", "chat_message_to_str", "float_to_int", "join_lines"}
+LOSSY = {
+    "bytes_to_str",
+    "chat_message_to_str",
+    "conversation_to_text",
+    "float_to_int",
+    "join_lines",
+    "messages_to_structured",
+}
 
 
 def test_the_plugin_registers_every_standard_converter() -> None:

@@ -303,3 +303,27 @@ def test_boxes_nest_a_fragment_inside_a_foreach_body() -> None:
     # a prefix box only partly in the body stays where it was; its body node moves in
     partly = boxes({**kinds, "frag/c": "python"}, [*edges, ("after", "frag/c")])
     assert partly.parent["frag/"] is None and partly.parent["frag/a"] == "each/"
+
+
+def test_ports_are_drawn_tied_to_their_executor_and_only_when_there_are_some() -> None:
+    from plait import PortSpec
+
+    nodes = (NodeSpec("review/dispatch"), NodeSpec("review/aggregate"))
+    edges = (EdgeGroupSpec("direct:d->a", "direct", ("review/dispatch",), ("review/aggregate",)),)
+    plain = WorkflowSpec("w", "review/dispatch", nodes, edges)
+    ports = (
+        PortSpec("review/entry", "review/dispatch", "in", ("str",)),
+        PortSpec("review/aggregator_out", "review/aggregate", "out", ("str",), "aggregate"),
+    )
+    ported = WorkflowSpec("w", "review/dispatch", nodes, edges, ports=ports)
+    mermaid = to_mermaid(ported)
+    assert 'p0(["in: review/entry"]):::port\n  p0 -.-> n0' in mermaid
+    assert 'p1(["out: review/aggregator_out (aggregate)"]):::port\n  n1 -.-> p1' in mermaid
+    assert "classDef port" in mermaid and "classDef port" not in to_mermaid(plain)
+    assert to_mermaid(plain) == mermaid.split("  p0(")[0] + mermaid.split("-.-> p1\n")[1].replace(
+        "  classDef port fill:#eef7ee,stroke:#4a8a4a,stroke-dasharray:2 2\n", ""
+    )
+    dot = to_dot(ported)
+    assert '"port:review/entry" -> "review/dispatch" [style=dotted, arrowhead=empty];' in dot
+    assert '"review/aggregate" -> "port:review/aggregator_out" [style=dotted' in dot
+    assert "port:" not in to_dot(plain)

@@ -62,8 +62,15 @@ async def digest(parts: list[str]) -> Summary:
 
 
 def summarize_fragment() -> WorkflowBuilder:
-    """``sentences -> digest``: a fresh builder each call."""
-    return WorkflowBuilder("textkit.summarize").add_edge(sentences, digest).set_start(sentences)
+    """``sentences -> digest``: a fresh builder each call; its ports name the split
+    sentences (``sentences_out``) and the summary (``summary_out``)."""
+    return (
+        WorkflowBuilder("textkit.summarize")
+        .add_edge(sentences, digest)
+        .set_start(sentences)
+        .add_port("sentences_out", sentences, "out")
+        .add_port("summary_out", digest, "out", semantics="summary")
+    )
 
 
 def summary_to_text(summary: Summary) -> str:
@@ -86,6 +93,7 @@ SUMMARIZE = Fragment(
     input_types=(str,),
     output_types=(Summary,),
     description="first sentence of a text, with sentence and word counts",
+    output_semantics=("summary",),
 )
 SUMMARY_TO_TEXT = Converter(
     source=Summary,

@@ -6,14 +6,18 @@ immutable :class:`plait.Workflow`.
 Composition: ``handle = builder.add_workflow(fragment, prefix=...)``
 merges a builder, a built workflow, a connection or a published :class:`Fragment` under
 ``prefix/``; ``builder.connect(a, b, adapter=None, allow_lossy=False)`` wires points.
-:class:`SequentialBuilder` and :class:`ConcurrentBuilder` compose the same way; a built
-:class:`plait.Workflow` is composed by cloning its topology (:func:`connection_from_workflow`).
+:class:`SequentialBuilder` and :class:`ConcurrentBuilder` compose the same way and declare
+their extension points as ports (``handle.port("aggregator_out")``). A built
+:class:`plait.Workflow` is composed by cloning its topology: ``workflow.as_connection()``,
+which the kernel asks this distribution for through the ``plait_workflow_as_connection``
+hook (its one hook; :func:`connection_from_workflow` does the work).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import plait
 from plait.spi import lazy_exports
 
 if TYPE_CHECKING:
@@ -48,7 +52,16 @@ if TYPE_CHECKING:
     )
     from ._nodes import FunctionNode as FunctionNode
 
-# a library, not a plugin (it registers nothing, so it has no entry point): importing it
-# imports none of its names (nor the kernel's build modules under them) until one is used
+
+@plait.hookimpl
+def plait_workflow_as_connection(workflow: plait.Workflow, prefix: str | None) -> Any:
+    """``Workflow.as_connection()``: the workflow's topology cloned into a connection."""
+    from ._builder import connection_from_workflow
+
+    return connection_from_workflow(workflow, prefix)
+
+
+# its entry point implements one hook, and registers nothing: loading plugins imports this
+# module, none of its names (nor the kernel's build modules under them) until one is used
 if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
     __getattr__, __dir__ = lazy_exports(__name__)

@@ -9,11 +9,11 @@ and carry their types, so callers wire fragments without knowing their inner ids
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
-from plait import PlaitError
+from plait import PlaitError, PortSpec
 from plait.spi import type_name
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "ConnectionHandle",
     "ConnectionPoint",
     "Contract",
+    "port_dict",
 ]
 
 #: Separates a fragment's prefix from the ids inside it: ``prep/normalize``.
@@ -35,25 +36,57 @@ def _names(types: Sequence[Any]) -> str:
     return " | ".join(type_name(t) for t in types) or "nothing"
 
 
+def _tags(value: Any) -> tuple[str, ...]:
+    """Semantics tags as a tuple of strings (one string is one tag)."""
+    tags = (value,) if isinstance(value, str) else tuple(value or ())
+    for tag in tags:
+        if not isinstance(tag, str) or not tag:
+            raise TypeError(f"a semantics tag must be a non-empty string, got {tag!r}")
+    return tags
+
+
+def _port_tuple(ports: Iterable[PortSpec]) -> tuple[PortSpec, ...]:
+    return tuple(ports)
+
+
+def port_dict(port: PortSpec) -> dict[str, Any]:
+    """A port as JSON-ready data, for listings."""
+    return {
+        "name": port.name,
+        "executor": port.executor,
+        "direction": port.direction,
+        "types": list(port.types),
+        "semantics": port.semantics,
+    }
+
+
 @attrs.frozen
 class Contract:
-    """The types a fragment accepts and produces.
+    """The types a fragment accepts and produces, what its output means, and its ports.
 
     :param input_types: what its start executor accepts.
     :param output_types: what its exits send on (what a ``connect`` from them carries).
     :param workflow_output_types: what its executors yield as workflow outputs.
+    :param output_semantics: free tags saying what its output is (``"conversation"``,
+        ``"summary"``, ``"agent_response"`` …), for readers and listings.
+    :param ports: its named extension points (:class:`plait.PortSpec`), ids inside the
+        fragment.
     """
 
     input_types: tuple[Any, ...] = ()
     output_types: tuple[Any, ...] = ()
     workflow_output_types: tuple[Any, ...] = ()
+    output_semantics: tuple[str, ...] = attrs.field(default=(), converter=_tags)
+    ports: tuple[PortSpec, ...] = attrs.field(default=(), converter=_port_tuple)
 
-    def describe(self) -> dict[str, list[str]]:
-        """JSON-ready type names, for listings."""
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready type names, semantics tags and ports, for listings."""
         return {
             "input_types": [type_name(t) for t in self.input_types],
             "output_types": [type_name(t) for t in self.output_types],
             "workflow_output_types": [type_name(t) for t in self.workflow_output_types],
+            "output_semantics": list(self.output_semantics),
+            "ports": [port_dict(p) for p in self.ports],
         }
 
 
@@ -68,6 +101,8 @@ class ConnectionPoint:
     :param input_types: the message types it accepts.
     :param output_types: the message types it sends (empty: it sends nothing).
     :param workflow_output_types: the types it yields as workflow outputs.
+    :param port: the port this point was reached through (``handle.port("aggregator_out")``),
+        with its direction and semantics; ``None`` for a plain executor point.
     """
 
     executor_id: str
@@ -75,11 +110,18 @@ class ConnectionPoint:
     input_types: tuple[Any, ...] = ()
     output_types: tuple[Any, ...] = ()
     workflow_output_types: tuple[Any, ...] = ()
+    port: PortSpec | None = None
 
     def __str__(self) -> str:
         return self.executor_id
 
     def __repr__(self) -> str:
+        if self.port is not None:
+            what = self.input_types if self.port.direction == "in" else self.output_types
+            return (
+                f"<ConnectionPoint port {self.port.name!r} ({self.port.direction}) of "
+                f"{self.executor_id!r}: {_names(what)}>"
+            )
         return (
             f"<ConnectionPoint {self.executor_id!r} accepts {_names(self.input_types)}, "
             f"sends {_names(self.output_types)}>"
@@ -95,12 +137,28 @@ class ConnectionHandle:
     :param outputs: its exits, in declaration order; pick one to connect from when there
         are several (``handle.outputs[1]`` or ``handle.output("name")``).
     :param executor_ids: every executor id the fragment added.
+    :param ports: the fragment's ports by their name inside it (``aggregator_out``), each
+        a point on the merged executor; :meth:`port` picks one.
     """
 
     prefix: str
     start: ConnectionPoint
     outputs: tuple[ConnectionPoint, ...]
     executor_ids: tuple[str, ...] = ()
+    ports: Mapping[str, ConnectionPoint] = attrs.field(factory=dict, hash=False)
+
+    def port(self, name: str) -> ConnectionPoint:
+        """The fragment's port ``name`` (``"aggregator_out"``), to connect to or from.
+
+        :raises CompositionError: naming the ports the fragment has.
+        """
+        found = self.ports.get(name)
+        if found is None:
+            raise CompositionError(
+                f"fragment {self.prefix!r} has no port {name!r}; its ports: "
+                f"{', '.join(sorted(self.ports)) or 'none'}"
+            )
+        return found
 
     def output(self, name: str | None = None) -> ConnectionPoint:
         """The exit called ``name`` (inner or prefixed id); without a name, the only exit.

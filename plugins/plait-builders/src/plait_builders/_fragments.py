@@ -29,13 +29,17 @@ from plait import Workflow, get_plugin_manager
 from plait.spi import PluginManager, type_name
 
 from ._builder import ConnectionMixin, WorkflowBuilder
-from ._connection import CompositionError, Contract
+from ._connection import CompositionError, Contract, _tags, port_dict
 
 __all__ = ["Fragment", "FragmentInfo", "list_fragments"]
 
 
 def _types(value: Any) -> tuple[Any, ...] | None:
     return None if value is None else tuple(value)
+
+
+def _optional_tags(value: Any) -> tuple[str, ...] | None:
+    return None if value is None else _tags(value)
 
 
 @attrs.frozen
@@ -50,6 +54,8 @@ class Fragment:
     :param input_types: what it accepts (default: read from the built fragment).
     :param output_types: what its exits send on (default: read from the built fragment).
     :param description: one line for listings.
+    :param output_semantics: free tags saying what its output is (``"summary"``,
+        ``"conversation"`` …; default: the built fragment's own).
     """
 
     name: str
@@ -58,6 +64,9 @@ class Fragment:
     input_types: tuple[Any, ...] | None = attrs.field(default=None, kw_only=True, converter=_types)
     output_types: tuple[Any, ...] | None = attrs.field(default=None, kw_only=True, converter=_types)
     description: str = attrs.field(default="", kw_only=True)
+    output_semantics: tuple[str, ...] | None = attrs.field(
+        default=None, kw_only=True, converter=_optional_tags
+    )
 
     def build(self) -> WorkflowBuilder:
         """A fresh builder holding this fragment's wiring (the factory, called again).
@@ -99,14 +108,19 @@ class Fragment:
 
     @property
     def contract(self) -> Contract:
-        """The declared types; what is not declared is read from a freshly built fragment."""
-        if self.input_types is not None and self.output_types is not None:
-            return Contract(self.input_types, self.output_types)
+        """The declared types and semantics; what is not declared, and the ports, are read
+        from a freshly built fragment."""
         derived = self.build().as_connection().contract
         return Contract(
             self.input_types if self.input_types is not None else derived.input_types,
             self.output_types if self.output_types is not None else derived.output_types,
             derived.workflow_output_types,
+            output_semantics=(
+                self.output_semantics
+                if self.output_semantics is not None
+                else derived.output_semantics
+            ),
+            ports=derived.ports,
         )
 
 
@@ -121,12 +135,18 @@ class FragmentInfo:
     input_types: tuple[str, ...]
     output_types: tuple[str, ...]
     description: str = ""
+    #: free tags saying what its output is (``Contract.output_semantics``)
+    output_semantics: tuple[str, ...] = ()
+    #: its ports (``Contract.ports``), each as :func:`port_dict` gives it
+    ports: tuple[dict[str, Any], ...] = attrs.field(default=(), hash=False)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
         data = attrs.asdict(self)
         data["input_types"] = list(self.input_types)
         data["output_types"] = list(self.output_types)
+        data["output_semantics"] = list(self.output_semantics)
+        data["ports"] = [dict(port) for port in self.ports]
         return data
 
 
@@ -155,6 +175,8 @@ def list_fragments(plugin_manager: PluginManager | None = None) -> list[Fragment
                 input_types=tuple(type_name(t) for t in contract.input_types),
                 output_types=tuple(type_name(t) for t in contract.output_types),
                 description=str(getattr(fragment, "description", "") or ""),
+                output_semantics=tuple(contract.output_semantics),
+                ports=tuple(port_dict(p) for p in contract.ports),
             )
         )
     return infos

@@ -8,6 +8,12 @@ Both share :class:`~plait_builders.ConnectionMixin` with :class:`WorkflowBuilder
 ``.as_connection()`` and ``builder.add_workflow(...)`` work on them. Built alone
 (:meth:`build`), the end of the shape yields the result as a workflow output; composed as
 a fragment, it sends the result on, to whatever it is connected to.
+
+Each declares its extension points as ports (:meth:`WorkflowBuilder.add_port`), the
+design's names: ``ConcurrentBuilder`` has ``entry``, ``dispatch_out``, ``fan_in_in`` and
+``aggregator_out``; ``SequentialBuilder`` has ``entry``, ``input_normalizer_out`` and
+``final_conversation_out``. Composed, ``handle.port("aggregator_out")`` attaches a step
+after the aggregator without knowing its id.
 """
 
 from __future__ import annotations
@@ -15,10 +21,10 @@ from __future__ import annotations
 import abc
 import inspect
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from plait import Executor, FunctionExecutor, Workflow
+from plait import Executor, FunctionExecutor, PortSpec, Workflow
 from plait.spi import PluginManager
 from typing_extensions import Self
 
@@ -105,12 +111,22 @@ class HighLevelBuilder(ConnectionMixin):
         """Build the standalone workflow (its result is a workflow output)."""
         return self.to_workflow_builder().build()
 
+    @property
+    def ports(self) -> Mapping[str, PortSpec]:
+        """The shape's extension points by name (see the module docstring)."""
+        return self.to_builder().ports
+
 
 class SequentialBuilder(HighLevelBuilder):
     """Participants in a chain: each one's messages go to the next.
 
     Built alone, what the last participant sends is yielded by an ``output`` node; as a
     fragment, the last participant is the exit.
+
+    Ports: ``entry`` (in: the first participant), ``input_normalizer_out`` (out: what the
+    first participant sends — a chain has no separate normalizer node, so its first step
+    is the one; put one first to get one) and ``final_conversation_out`` (out: the last
+    participant, what the chain hands on).
     """
 
     def _wire(self, builder: WorkflowBuilder, emit: Emit) -> WorkflowBuilder:
@@ -118,6 +134,9 @@ class SequentialBuilder(HighLevelBuilder):
         builder.add_executor(chain[0]).set_start(chain[0])
         for before, after in zip(chain, chain[1:]):
             builder.add_edge(before, after)
+        builder.add_port("entry", chain[0], "in")
+        builder.add_port("input_normalizer_out", chain[0], "out")
+        builder.add_port("final_conversation_out", chain[-1], "out")
         last = chain[-1]
         if emit == "yield" and last.output_types:
             sent = _one_type(last.output_types)
@@ -133,6 +152,10 @@ class ConcurrentBuilder(HighLevelBuilder):
 
     The graph is ``dispatch`` -> fan-out -> participants -> fan-in (``merge``, default
     ``list``) -> ``aggregate``. The default aggregator passes the list on unchanged.
+
+    Ports: ``entry`` (in: ``dispatch``), ``dispatch_out`` (out: what ``dispatch`` sends to
+    every participant), ``fan_in_in`` (in: the aggregator's input, the merged results,
+    semantics ``aggregate``) and ``aggregator_out`` (out: what the aggregator hands on).
     """
 
     def __init__(
@@ -167,7 +190,12 @@ class ConcurrentBuilder(HighLevelBuilder):
             "dispatch", _identity, input_type=accepted, output_type=accepted, emit="send"
         )
         builder.add_fan_out(dispatch, participants).set_start(dispatch)
-        builder.add_fan_in(participants, self._aggregate_node(emit), merge=self._merge)
+        aggregate = self._aggregate_node(emit)
+        builder.add_fan_in(participants, aggregate, merge=self._merge)
+        builder.add_port("entry", dispatch, "in")
+        builder.add_port("dispatch_out", dispatch, "out")
+        builder.add_port("fan_in_in", aggregate, "in", semantics="aggregate")
+        builder.add_port("aggregator_out", aggregate, "out")
         return builder
 
     def _aggregate_node(self, emit: Emit) -> Executor:

@@ -81,10 +81,18 @@ def _list_fragments() -> list[Any]:
     return fragments
 
 
+def _port_line(port: dict[str, Any]) -> str:
+    """One port of a fragment, as the listing shows it under the fragment."""
+    types = ", ".join(port["types"]) or "-"
+    semantics = f" [{port['semantics']}]" if port["semantics"] else ""
+    return f"port {port['name']} ({port['direction']}, {port['executor']}): {types}{semantics}"
+
+
 @click.command("fragments", short_help="List published workflow fragments.")
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
 def fragments_command(as_json: bool) -> None:
-    """List published workflow fragments: name, version, distribution, input and output types.
+    """List published workflow fragments: name, version, distribution, input and output
+    types, output semantics, description and ports.
 
     Needs the plait-builders plugin, which defines fragments.
     """
@@ -95,7 +103,7 @@ def fragments_command(as_json: bool) -> None:
     if not fragments:
         click.echo("no installed plugin publishes a fragment", err=True)
         return
-    headers = ["NAME", "VERSION", "DISTRIBUTION", "INPUT", "OUTPUT"]
+    headers = ["NAME", "VERSION", "DISTRIBUTION", "INPUT", "OUTPUT", "SEMANTICS"]
     rows = [
         (
             [
@@ -104,8 +112,9 @@ def fragments_command(as_json: bool) -> None:
                 f.distribution,
                 ", ".join(f.input_types) or "-",
                 ", ".join(f.output_types) or "-",
+                ", ".join(f.output_semantics) or "-",
             ],
-            [f.description] if f.description else [],
+            ([f.description] if f.description else []) + [_port_line(p) for p in f.ports],
         )
         for f in fragments
     ]

@@ -5,23 +5,30 @@ Where an edge's types differ, the workflow builder (``plait-builders``, which de
 this distribution) asks :func:`find_chain` for the cheapest chain of registered converters
 and inserts it (lossless converters freely, lossy ones where ``allow_lossy`` permits):
 
-======================== ================================ ==========================
-name                     from → to                        kind
-======================== ================================ ==========================
-``int_to_float``         ``int`` → ``float``              lossless (exact ints only)
-``float_to_int``         ``float`` → ``int``              lossy (truncates)
-``str_to_bytes``         ``str`` → ``bytes``              lossless (UTF-8)
-``bytes_to_str``         ``bytes`` → ``str``              lossy (invalid bytes → U+FFFD)
-``dict_to_json``         ``dict[str, Any]`` → ``JsonText`` lossless
-``list_to_json``         ``list[Any]`` → ``JsonText``     lossless
-``json_to_dict``         ``JsonText`` → ``dict[str, Any]`` lossless
-``json_to_list``         ``JsonText`` → ``list[Any]``     lossless
-``record_to_dict``       attrs class / dataclass → dict   lossless (cattrs)
-``dict_to_record``       dict → attrs class / dataclass   lossless (cattrs, strict keys)
-``join_lines``           ``list[str]`` → ``str``          lossy
-``str_to_chat_message``  ``str`` → ``ChatMessage``        lossless (role ``user``)
-``chat_message_to_str``  ``ChatMessage`` → ``str``        lossy (drops the role)
-======================== ================================ ==========================
+========================== ================================= ===============================
+name                       from → to                         kind
+========================== ================================= ===============================
+``int_to_float``           ``int`` → ``float``               lossless (exact ints only)
+``float_to_int``           ``float`` → ``int``               lossy (truncates)
+``str_to_bytes``           ``str`` → ``bytes``               lossless (UTF-8)
+``bytes_to_str``           ``bytes`` → ``str``               lossy (invalid bytes → U+FFFD)
+``dict_to_json``           ``dict[str, Any]`` → ``JsonText`` lossless
+``list_to_json``           ``list[Any]`` → ``JsonText``      lossless
+``json_to_dict``           ``JsonText`` → ``dict[str, Any]`` lossless
+``json_to_list``           ``JsonText`` → ``list[Any]``      lossless
+``record_to_dict``         attrs class / dataclass → dict    lossless (cattrs)
+``dict_to_record``         dict → attrs class / dataclass    lossless (cattrs, strict keys)
+``join_lines``             ``list[str]`` → ``str``           lossy
+``str_to_chat_message``    ``str`` → ``ChatMessage``         lossless (role ``user``)
+``chat_message_to_str``    ``ChatMessage`` → ``str``         lossy (drops the role)
+``conversation_to_text``   ``list[ChatMessage]`` → ``str``   lossy (``role: content`` lines)
+``messages_to_structured`` ``list[ChatMessage]`` → record    lossy (the last message's JSON)
+========================== ================================= ===============================
+
+``text_to_conversation`` (``str`` → ``list[ChatMessage]``, one ``user`` message) is a
+converter record for an explicit ``connect(..., adapter=text_to_conversation)``, not
+registered for the search: a lossless way from every ``str`` to a list would open chains
+through ``list_to_json`` (``str`` → JSON text) that nobody asked for.
 
 The search and what it needs are public here too:
 
@@ -51,6 +58,14 @@ if TYPE_CHECKING:
     from ._assignable import is_assignable as is_assignable
     from ._catalog import CONVERTERS as CONVERTERS
     from ._chain import Chain as Chain, Step as Step
+    from ._conversation import (
+        STRUCTURED as STRUCTURED,
+        Conversation as Conversation,
+        MessagesToStructured as MessagesToStructured,
+        conversation_to_text as conversation_to_text,
+        messages_to_structured as messages_to_structured,
+        text_to_conversation as text_to_conversation,
+    )
     from ._graph import (
         ConverterGraph as ConverterGraph,
         converter_graph as converter_graph,
@@ -83,6 +98,7 @@ if TYPE_CHECKING:
 _CONVERTERS = {
     "bytes_to_str": "_standard",
     "chat_message_to_str": "_records",
+    "conversation_to_text": "_conversation",
     "dict_to_json": "_standard",
     "dict_to_record": "_records",
     "float_to_int": "_standard",
@@ -91,6 +107,7 @@ _CONVERTERS = {
     "json_to_dict": "_standard",
     "json_to_list": "_standard",
     "list_to_json": "_standard",
+    "messages_to_structured": "_conversation",
     "record_to_dict": "_records",
     "str_to_bytes": "_standard",
     "str_to_chat_message": "_records",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from plait.spi import Converter
 
+from ._conversation import conversation_to_text, messages_to_structured
 from ._records import chat_message_to_str, dict_to_record, record_to_dict, str_to_chat_message
 from ._standard import (
     bytes_to_str,
@@ -25,6 +26,7 @@ CONVERTERS: tuple[Converter, ...] = tuple(
         (
             bytes_to_str,
             chat_message_to_str,
+            conversation_to_text,
             dict_to_json,
             dict_to_record,
             float_to_int,
@@ -33,6 +35,7 @@ CONVERTERS: tuple[Converter, ...] = tuple(
             json_to_dict,
             json_to_list,
             list_to_json,
+            messages_to_structured,
             record_to_dict,
             str_to_bytes,
             str_to_chat_message,

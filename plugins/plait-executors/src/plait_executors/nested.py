@@ -138,7 +138,8 @@ class WorkflowExecutor(Executor):
     # -- running -----------------------------------------------------------------------
 
     async def _run(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
-        result, saved = await self.workflow.run_nested(message)
+        # ctx: the inner run's events reach the outer run's stream (NestedEvent)
+        result, saved = await self.workflow.run_nested(message, ctx=ctx)
         await self._settle(result, saved, ctx)
 
     async def _answer(self, response: RequestResponse, ctx: WorkflowContext[Any, Any]) -> None:
@@ -148,7 +149,7 @@ class WorkflowExecutor(Executor):
         inner_run, inner_request = waiting.pop(response.request_id)
         saved = runs.pop(inner_run)
         result, saved = await self.workflow.run_nested(
-            saved=saved, responses={inner_request: response.value}
+            saved=saved, responses={inner_request: response.value}, ctx=ctx
         )
         await self._settle(result, saved, ctx)
 

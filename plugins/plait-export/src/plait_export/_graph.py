@@ -6,6 +6,9 @@ Composed fragments show as nested boxes: an id ``prep/normalize`` is drawn as
 apart from executors: converters (ids ``convert:…``) as dashed hexagons, explicit adapters
 (ids ``adapt:…``) as parallelograms. The start executor has a double border. Edges carry
 their router (``fan-out``, ``fan-in (list)``, ``case 1`` …); plain direct edges carry none.
+A workflow's ports (:attr:`plait.WorkflowSpec.ports`, its declared extension points such as
+``analysis/aggregator_out``) are small rounded nodes tied to their executor by a dotted
+arrow: into it for an ``in`` port, out of it for an ``out`` port.
 
 A foreach block of a steps file (a ``steps.foreach`` node ``each``, its gather
 ``each/gather``) is a box too, labelled ``foreach each``: the foreach node, every node of
@@ -20,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
 
-from plait import EdgeGroupSpec, WorkflowSpec
+from plait import EdgeGroupSpec, PortSpec, WorkflowSpec
 
 __all__ = ["Boxes", "boxes", "to_dot", "to_mermaid", "node_role", "split_id"]
 
@@ -221,6 +224,13 @@ _MERMAID_CLASSES = (
     "classDef adapter fill:#e6f0ff,stroke:#3b6db3",
     "classDef start stroke-width:3px",
 )
+#: drawn only for a workflow that has ports, so a drawing without any stays as it was
+_MERMAID_PORT_CLASS = "classDef port fill:#eef7ee,stroke:#4a8a4a,stroke-dasharray:2 2"
+
+
+def _port_label(port: PortSpec) -> str:
+    semantics = f" ({port.semantics})" if port.semantics else ""
+    return f"{port.direction}: {port.name}{semantics}"
 
 
 def _mermaid_text(text: str) -> str:
@@ -260,7 +270,16 @@ def to_mermaid(spec: WorkflowSpec) -> str:
         for source, target, label in _edges(group):
             arrow = f'-->|"{_mermaid_text(label)}"|' if label else "-->"
             lines.append(f"  {keys[source]} {arrow} {keys[target]}")
+    for index, port in enumerate(spec.ports):
+        if port.executor not in keys:
+            continue  # an invalid spec: spec.problems() names it
+        key = f"p{index}"
+        lines.append(f'  {key}(["{_mermaid_text(_port_label(port))}"]):::port')
+        ends = (key, keys[port.executor]) if port.direction == "in" else (keys[port.executor], key)
+        lines.append(f"  {ends[0]} -.-> {ends[1]}")
     lines.extend(f"  {c}" for c in _MERMAID_CLASSES)
+    if spec.ports:
+        lines.append(f"  {_MERMAID_PORT_CLASS}")
     return "\n".join(lines) + "\n"
 
 
@@ -307,5 +326,14 @@ def to_dot(spec: WorkflowSpec) -> str:
         for source, target, label in _edges(group):
             extra = f" [label={_dot_text(label)}]" if label else ""
             lines.append(f"  {_dot_text(source)} -> {_dot_text(target)}{extra};")
+    for port in spec.ports:
+        node = _dot_text(f"port:{port.name}")
+        lines.append(
+            f"  {node} [label={_dot_text(_port_label(port))}, shape=box, "
+            'style="rounded,dashed,filled", fillcolor="#eef7ee", color="#4a8a4a", fontsize=10];'
+        )
+        executor = _dot_text(port.executor)
+        ends = (node, executor) if port.direction == "in" else (executor, node)
+        lines.append(f"  {ends[0]} -> {ends[1]} [style=dotted, arrowhead=empty];")
     lines.append("}")
     return "\n".join(lines) + "\n"
