@@ -472,7 +472,10 @@ def _display_options(command: Any) -> Any:
 @click.option(
     "--step-context",
     is_flag=True,
-    help="Print the run's step context (YAML steps) to stderr: formatted JSON under a '--- Step Context ---' header.",
+    help=(
+        "Print the run's step context (YAML steps) to stderr: formatted JSON under a "
+        "'--- Step Context ---' header."
+    ),
 )
 @grant_options("Let a workflow file import the Python code it names (untrusted by default).")
 @document_options

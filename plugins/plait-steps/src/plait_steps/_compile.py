@@ -38,6 +38,7 @@ from plait_routing import switch_options, switch_targets
 
 from ._document import ITEM_REF, STEP_REF, Document, Step, plain, step_ref
 from ._executors import compiled
+from ._paths import accessors, aliases, check_path, probed
 from ._yaml import Y, position
 
 __all__ = ["compile_document"]
@@ -99,6 +100,10 @@ class _Compiler:
         self.groups: list[EdgeGroupSpec] = self.spec.groups
         self.all_steps = [s for top in doc.steps for s in top.walk() if s.type != "goto"]
         self.ids = {s.id for s in self.all_steps} | {s.id for s in doc.dropped}
+        #: the steps by id (the first, when an id is used twice: reported)
+        self.by_id: dict[str, Step] = {}
+        for s in self.all_steps:
+            self.by_id.setdefault(s.id, s)
         self._ids_listing: str | None = None
         self._sorted_ids: list[str] = []
         self._hints: dict[str, str] = {}
@@ -166,6 +171,8 @@ class _Compiler:
                         f"agent {name!r}: its instruction reads $steps.{ref}, but no step has "
                         f"id {ref!r}; step ids: {self.unknown_ref_hint(ref)}",
                     )
+                elif ref in self.by_id and not probed(held.value, match.start()):
+                    self.check_path(f"agent {name!r}: its instruction", held, held.value, match, 0)
         for step in self.all_steps:
             for y in (step.condition, step.instruction, step.input):
                 if y is None or not isinstance(y.value, str):
@@ -220,6 +227,29 @@ class _Compiler:
                 f"it str: the prior steps' outputs and the prompt as one text; "
                 "give the step an 'input' template that makes what the agent takes",
             )
+
+    def check_path(self, who: str, y: Y, text: str, match: re.Match[str], col: int) -> None:
+        """A ``$steps`` path that leaves the shape of the step it reads (it would read
+        ``null``) is a problem at its position that lists the paths there are."""
+        ref = step_ref(match)
+        path = list(accessors(text, match.end()))
+        problem = check_path(self.by_id[ref], match.group(0), path, self.by_id)
+        if problem is None:
+            return
+        shown = match.group(0) + "".join(a.text for a in path)
+        key = f".{problem.key}" if isinstance(problem.key, str) else f"[{problem.key}]"
+        if problem.existing:
+            keys = [p[len(problem.prefix) :].lstrip(".") for p in problem.existing]
+            keys = [k for k in keys if re.fullmatch(r"\w+", k)]
+            did = did_you_mean(str(problem.key), keys) if isinstance(problem.key, str) else ""
+            there = f"paths there: {', '.join(problem.existing)}{did}"
+        else:
+            there = f"{problem.prefix} is {problem.what or 'a single value'}, with no fields"
+        self.at(
+            y,
+            f"{who} reads {shown}, which cannot resolve: {problem.prefix} has no {key}; {there}",
+            col,
+        )
 
     def check_field(self, step: Step, y: Y, match: Any) -> None:
         ref, field = match.group(1), match.group(2)
@@ -309,6 +339,9 @@ class _Compiler:
                     f"step ids: {self.unknown_ref_hint(ref)}",
                     col,
                 )
+            elif ref in self.by_id and not probed(text, match.start()):
+                col = offset + match.start() if single_line else 0
+                self.check_path(f"step {step.id!r}", y, text, match, col)
         is_condition = y is step.condition
         template = not ((is_condition or y is step.items) and "{{" not in text)
         if (
@@ -596,12 +629,15 @@ class _Compiler:
         if not entries:
             return []
         self.group("fan_in", sources, [join], {"merge": "list", "when": "all"})
-        config = {
+        config: dict[str, Any] = {
             "step": step.id,
             "children": [c.id for c in step.steps if c.type != "goto"],
             "members": members,
             "final": cont[0] == "end",
         }
+        names = aliases(step)
+        if names:
+            config["aliases"] = names
         self.nodes.append(NodeSpec(join, kind="steps.join", config=config))
         self.connect(join, cont)
         return entries

@@ -340,6 +340,7 @@ class JoinExecutor(_StepNode):
         self.step: str = config["step"]
         self.children: list[str] = list(config["children"])
         self.members: Mapping[str, list[str]] = config.get("members") or {}
+        self.aliases: Mapping[str, str] = config.get("aliases") or {}
         self.final: bool = bool(config.get("final"))
 
     @handler
@@ -373,6 +374,8 @@ class JoinExecutor(_StepNode):
         }
         merged.update(steps=steps, prior=prior, runs=runs, attempts=attempts)
         entry = {"output": keyed, "agent": None, "outputs": outputs, "order": list(self.children)}
+        if self.aliases:
+            entry["aliases"] = dict(self.aliases)
         new, fresh = await _record(ctx, merged, self.step, entry, final=self.final)
         await _finish(ctx, new, keyed, self.final, fresh)
 
@@ -732,10 +735,10 @@ class ForkKind(_NoConfigCheck):
 
 
 class JoinKind(_NoConfigCheck):
-    """``steps.join``: ``{step, children, members?, final?}``."""
+    """``steps.join``: ``{step, children, members?, aliases?, final?}``."""
 
     required = {"step": str, "children": list}
-    optional = {"members": dict, "final": bool}
+    optional = {"members": dict, "aliases": dict, "final": bool}
 
     def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         return JoinExecutor(ctx.node_id, config=config)
