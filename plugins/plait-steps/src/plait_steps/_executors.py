@@ -38,6 +38,7 @@ from plait import (
 )
 from plait.spi import BuildContext
 from plait_documents import Capability, check_config, did_you_mean, kind_capabilities
+from plait_expr import expression_failed
 
 from . import _context as sc
 
@@ -243,8 +244,10 @@ class StepExecutor(_StepNode):
             try:
                 given = self.input.value(data)
             except PlaitError as exc:
-                raise StepOutputError(
-                    f"the input of step {self.step!r} failed: {exc}",
+                raise expression_failed(
+                    StepOutputError,
+                    f"the input of step {self.step!r}",
+                    exc,
                     executor_id=self.step,
                     superstep=ctx.superstep,
                 ) from exc
@@ -287,8 +290,10 @@ class ConditionExecutor(_StepNode):
             else:
                 value = self.condition.evaluate(data)
         except PlaitError as exc:
-            raise StepConditionError(
-                f"condition of step {self.step!r} failed: {exc}",
+            raise expression_failed(
+                StepConditionError,
+                f"condition of step {self.step!r}",
+                exc,
                 executor_id=self.step,
                 superstep=ctx.superstep,
             ) from exc

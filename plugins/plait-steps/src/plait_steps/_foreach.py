@@ -15,6 +15,7 @@ from typing import Any
 
 from plait import Executor, PlaitError, WorkflowContext, WorkflowRunError, handler
 from plait.spi import BuildContext
+from plait_expr import expression_failed
 
 from . import _context as sc
 from ._executors import (
@@ -59,8 +60,10 @@ class ForeachExecutor(_StepNode):
         try:
             value = self.items.value(data) if self.is_template else self.items.evaluate(data)
         except PlaitError as exc:
-            raise ForeachItemsError(
-                f"items of foreach step {self.step!r} failed: {exc}",
+            raise expression_failed(
+                ForeachItemsError,
+                f"items of foreach step {self.step!r}",
+                exc,
                 executor_id=self.step,
                 superstep=ctx.superstep,
             ) from exc
