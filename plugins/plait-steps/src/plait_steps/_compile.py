@@ -36,16 +36,33 @@ from plait import ConfigError, EdgeGroupSpec, LoadError, NodeSpec, PlaitError, W
 from plait_documents import SpecBuilder, did_you_mean
 from plait_routing import switch_options, switch_targets
 
+from ._base import compiled
 from ._document import ITEM_REF, STEP_REF, Document, Step, plain, step_ref
-from ._executors import compiled
 from ._paths import accessors, aliases, check_path, probed
 from ._yaml import Y, position
 
 __all__ = ["compile_document"]
 
-Cont = tuple[str, str]  # ("node", id) | ("end", "") | ("open", "")
-END: Cont = ("end", "")
-OPEN: Cont = ("open", "")
+#: where a step goes on: ("node", id, via) | ("end", "", "") | ("open", "", ""); ``via`` is
+#: the key of the loop whose back-edge that is ("" for a forward edge)
+Cont = tuple[str, str, str]
+END: Cont = ("end", "", "")
+OPEN: Cont = ("open", "", "")
+
+
+@attrs.define
+class _Loop:
+    """One back-edge: the step it goes back to, the list both are in, and the span of that
+    list the loop goes round (``first``..``last``, by index)."""
+
+    target: str
+    steps: list[Step]
+    first: int
+    last: int
+
+    def members(self) -> set[str]:
+        """The ids of every step the loop goes round."""
+        return {s.id for top in self.steps[self.first : self.last + 1] for s in top.walk()}
 
 
 def _retry(policy: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -66,6 +83,8 @@ def _retry(policy: Mapping[str, Any] | None) -> dict[str, Any] | None:
     ).to_dict()
 
 
+#: the largest superstep limit a document gets (JSON's largest exact integer)
+MAX_SUPERSTEPS = 2**53
 #: how many step ids an unknown-reference problem lists
 SHOWN_IDS = 20
 #: how many id comparisons the did-you-means of unknown references may make in all
@@ -112,6 +131,11 @@ class _Compiler:
         self.agent_of: dict[str, Any] = {}
         #: the foreach blocks each step is inside, outermost first
         self.inside: dict[str, list[str]] = {}
+        #: the lists being compiled, outermost first, each with the index of its step
+        #: being compiled (where a goto's loop starts and ends)
+        self.frames: list[tuple[list[Step], int]] = []
+        #: every back-edge, by its key (the id of the step that wrote it)
+        self.loops: dict[str, _Loop] = {}
         for top in doc.steps:
             self._enclose(top, [])
 
@@ -410,11 +434,61 @@ class _Compiler:
                     self.at(step.y, "a goto ends its branch: the steps after it never run")
                 if not scope.in_branch:
                     self.at(step.y, "a goto belongs in a condition's true/false branch")
-                cont = ("node", target or self.goto_target(step, visible))
+                goes_to = target or self.goto_target(step, visible)
+                self.frames.append((steps, index))
+                self.add_loop(step.id, goes_to)
+                self.frames.pop()
+                cont = ("node", goes_to, step.id)
                 continue
             inner = _Scope(visible, scope.prefix, scope.retry, scope.in_branch)
-            cont = ("node", self.step(step, cont, inner))
+            self.frames.append((steps, index))
+            cont = ("node", self.step(step, cont, inner), "")
+            self.frames.pop()
         return cont
+
+    def add_loop(self, key: str, target: str) -> None:
+        """Record the back-edge ``key`` to ``target``: the innermost list being compiled
+        that holds ``target`` at or before its step being compiled is the loop's."""
+        if not target:
+            return  # reported
+        for steps, index in reversed(self.frames):
+            first = next((i for i in range(index, -1, -1) if steps[i].id == target), None)
+            if first is not None:
+                self.loops[key] = _Loop(target, steps, first, index)
+                return
+
+    def with_loops(self, node: NodeSpec) -> NodeSpec:
+        """``node`` with ``loops`` in its config when loops go back to it: each loop's key
+        and the keys of the loops inside it (the same target, a span within its span),
+        whose edge does not restart its count."""
+        targeting = [(k, loop) for k, loop in self.loops.items() if loop.target == node.id]
+        if not targeting or "/" in node.id:
+            return node
+        loops = {
+            key: sorted(
+                other
+                for other, inner in targeting
+                if inner.steps is loop.steps and inner.last <= loop.last
+            )
+            for key, loop in targeting
+        }
+        return attrs.evolve(node, config={**node.config, "loops": loops})
+
+    def superstep_bound(self) -> int:
+        """The run's superstep limit: enough for every node to run as often as the loops
+        around it allow (``max_loop_iterations`` to the power of how many loops it is
+        in), so a loop's own limit is what stops a runaway loop."""
+        limit = self.doc.loop_limit
+        depth: dict[str, int] = {}
+        for loop in self.loops.values():
+            for member in loop.members():
+                depth[member] = depth.get(member, 0) + 1
+        total = 10
+        for node in self.nodes:
+            total += (limit + 1) ** depth.get(node.id.partition("/")[0], 0)
+            if total >= MAX_SUPERSTEPS:
+                return MAX_SUPERSTEPS
+        return total
 
     def loop_back(self, step: Step, visible: Mapping[str, Step], scope: _Scope) -> str | None:
         """Seed 002's loop form: a branch's last agent step that only names an earlier
@@ -479,6 +553,8 @@ class _Compiler:
             if step.input is not None:
                 config["input"] = step.input.value
                 config["input_at"] = _at(step.input)
+            if cont[2]:
+                config["via"] = cont[2]
             self.nodes.append(
                 NodeSpec(
                     step.id,
@@ -519,7 +595,7 @@ class _Compiler:
         gather = f"{step.id}/gather"
         first = len(self.nodes)
         body = _Scope({}, f"{scope.prefix}{step.id}/", step.retry or scope.retry, False)
-        entry = self.sequence(step.steps, ("node", gather), body)
+        entry = self.sequence(step.steps, ("node", gather, ""), body)
         # every body node runs up to max_concurrency items at once (an inner foreach has
         # set its own); a gather stays one at a time, as its buffer is read and written
         for index in range(first, len(self.nodes)):
@@ -538,11 +614,13 @@ class _Compiler:
         if entry[0] == "node":
             options = switch_options([entry[1]], [{"expr": "branch"}], gather)
             self.group("switch", [step.id], switch_targets([entry[1]], gather), options)
-        gather_config = {
+        gather_config: dict[str, Any] = {
             "step": step.id,
             "label": scope.prefix + step.id,
             "final": cont[0] == "end",
         }
+        if cont[2]:
+            gather_config["via"] = cont[2]
         self.nodes.append(NodeSpec(gather, kind="steps.gather", config=gather_config))
         self.connect(gather, cont)
         return step.id
@@ -552,10 +630,13 @@ class _Compiler:
             ChainMap({step.id: step}, _view(scope.visible)), scope.prefix, scope.retry, True
         )
         entries: dict[bool, str | None] = {}
+        via: dict[str, str] = {}
         for branch in (True, False):
             steps = step.true if branch else step.false
             found = self.sequence(steps, cont, inner) if steps else cont
             entries[branch] = found[1] if found[0] == "node" else None
+            if found[2]:  # the branch goes straight back along a loop's back-edge
+                via[str(branch).lower()] = found[2]
         y = step.condition
         text = (
             "true"
@@ -571,6 +652,8 @@ class _Compiler:
         }
         if y is not None:
             config["at"] = [y.line, y.column + (1 if y.quoted else 0)]
+        if via:
+            config["via"] = via
         self.nodes.append(NodeSpec(step.id, kind="steps.condition", config=config))
         yes, no = entries[True], entries[False]
         if yes is not None and yes == no:
@@ -615,7 +698,7 @@ class _Compiler:
             members[child.id] = [s.id for s in child.walk() if s.type != "goto"]
             if child.type == "condition":
                 end = f"{child.id}/end"
-                entries.append(self.step(child, ("node", end), child_scope))
+                entries.append(self.step(child, ("node", end, ""), child_scope))
                 self.nodes.append(NodeSpec(end, kind="steps.pass"))
                 sources.append(end)
             elif child.type == "parallel":
@@ -638,6 +721,8 @@ class _Compiler:
         names = aliases(step)
         if names:
             config["aliases"] = names
+        if cont[2]:
+            config["via"] = cont[2]
         self.nodes.append(NodeSpec(join, kind="steps.join", config=config))
         self.connect(join, cont)
         return entries
@@ -706,7 +791,7 @@ def compile_document(
     cont = compiler.sequence(doc.steps, END, _Scope({}, "", None, False))
     if compiler.problems or cont[0] != "node":
         return None, compiler.problems
-    limit = doc.loop_limit
+    compiler.nodes = [compiler.with_loops(node) for node in compiler.nodes]
     order = {s.id: i for i, s in enumerate(compiler.all_steps)}
 
     def rank(node_id: str) -> tuple[int, int]:
@@ -720,6 +805,6 @@ def compile_document(
         start=cont[1],
         nodes=tuple(nodes),
         edge_groups=tuple(groups),
-        options={"max_supersteps": (len(compiler.nodes) + 1) * (limit + 1) + 10},
+        options={"max_supersteps": compiler.superstep_bound()},
     )
     return spec, []
