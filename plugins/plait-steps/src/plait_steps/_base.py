@@ -262,7 +262,8 @@ class StepKind(abc.ABC):
         ``/config`` and at the step's line and column, an unknown key with a
         did-you-mean), else what building it reports."""
         prefix = f"executor {ctx.node_id!r}: "
-        found = check_config(self.config_schema, config, ctx.node_id, source=ctx.source)
+        shape = _shape(config)
+        found = [] if shape in self._valid_shapes else self._check_config(config, ctx, shape)
         problems = [
             config_error(
                 ctx,
@@ -290,6 +291,23 @@ class StepKind(abc.ABC):
             ]
         return []
 
+    @functools.cached_property
+    def _valid_shapes(self) -> set[tuple[Any, ...]]:
+        """The shapes (:func:`_shape`) of the configs jsonschema found valid for this kind:
+        a 1,000-step file builds 1,000 configs of a few shapes, and the schema reads
+        nothing of a config but its shape."""
+        return set()
+
+    def _check_config(
+        self, config: Mapping[str, Any], ctx: BuildContext, shape: tuple[Any, ...] | None
+    ) -> list[ConfigError]:
+        found = check_config(self.config_schema, config, ctx.node_id, source=ctx.source)
+        if not found and shape is not None:
+            if len(self._valid_shapes) >= SHAPES:
+                self._valid_shapes.clear()
+            self._valid_shapes.add(shape)
+        return found
+
     def validate(self, config: Mapping[str, Any], ctx: BuildContext) -> None:
         """Raise :class:`ConfigError` for a config that cannot build (default: build it)."""
         self.create(config, ctx)
@@ -297,6 +315,23 @@ class StepKind(abc.ABC):
     @abc.abstractmethod
     def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         """Build the step's executor from a config :meth:`check` accepted."""
+
+
+#: how many config shapes a kind remembers as valid
+SHAPES = 1024
+
+
+def _shape(config: Any) -> tuple[Any, ...] | None:
+    """What :attr:`StepKind.config_schema` reads of ``config``: its keys and the JSON
+    type of each value (a float's value too: ``1.0`` is an integer to JSON Schema);
+    ``None`` for a config that is not a mapping."""
+    if not isinstance(config, Mapping):
+        return None
+    return tuple(
+        sorted(
+            (str(k), type(v).__name__, v if type(v) is float else None) for k, v in config.items()
+        )
+    )
 
 
 class NoConfigCheck(StepKind):
