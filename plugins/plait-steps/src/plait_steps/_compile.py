@@ -38,7 +38,7 @@ from plait_routing import switch_options, switch_targets
 
 from ._base import compiled
 from ._document import ITEM_REF, STEP_REF, Document, Step, plain, step_ref
-from ._paths import accessors, aliases, check_path, probed
+from ._paths import Shapes, accessors, aliases, probed
 from ._yaml import Y, position
 
 __all__ = ["compile_document"]
@@ -123,6 +123,7 @@ class _Compiler:
         self.by_id: dict[str, Step] = {}
         for s in self.all_steps:
             self.by_id.setdefault(s.id, s)
+        self.shapes = Shapes()
         self._ids_listing: str | None = None
         self._sorted_ids: list[str] = []
         self._hints: dict[str, str] = {}
@@ -257,7 +258,7 @@ class _Compiler:
         ``null``) is a problem at its position that lists the paths there are."""
         ref = step_ref(match)
         path = list(accessors(text, match.end()))
-        problem = check_path(self.by_id[ref], match.group(0), path, self.by_id)
+        problem = self.shapes.check(self.by_id[ref], match.group(0), path)
         if problem is None:
             return
         shown = match.group(0) + "".join(a.text for a in path)

@@ -14,15 +14,16 @@ below an agent's ``output``.
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
 
 from ._document import Step
 
-__all__ = ["Accessor", "PathProblem", "accessors", "aliases", "check_path"]
+__all__ = ["Accessor", "PathProblem", "Shapes", "accessors", "aliases", "probed"]
 
 #: one accessor after ``$steps.<id>``: ``.name``, ``["key"]``, ``['key']`` or ``[n]``
 _ACCESSOR = re.compile(
@@ -77,7 +78,8 @@ def accessors(text: str, start: int) -> Iterator[Accessor]:
 def probed(text: str, start: int) -> bool:
     """Whether the path starting at ``text[start]`` is the argument of ``has``,
     ``exists`` or ``default`` (which read a path that may be absent)."""
-    return _PROBED.search(text, 0, start) is not None
+    # a bounded look back: a template may read many paths
+    return _PROBED.search(text, max(0, start - 40), start) is not None
 
 
 def aliases(block: Step) -> dict[str, str]:
@@ -93,126 +95,134 @@ def aliases(block: Step) -> dict[str, str]:
 
 
 # -- shapes ---------------------------------------------------------------------------------
-# ("entry", step) | ("outputs", block) | ("map", {key: shape}) | ("list", n | None, shape)
+# ("outputs", block) | ("map", {key: shape}[, block]) | ("list", n | None, shape)
 # | ("value", what) | ("any",)
 
 _ANY: tuple[Any, ...] = ("any",)
 
 
-def _entry(step: Step) -> tuple[Any, ...]:
-    if step.type in ("agent", "executor"):
-        return ("map", {"output": _ANY, "agent": ("value", "a name")})
-    if step.type == "condition":
-        return ("map", {"output": ("value", "a boolean")})
-    if step.type == "foreach":
-        return ("map", {"output": ("list", None, _ANY), "agent": ("value", "null")})
-    if step.type == "parallel":
-        children = [c for c in step.steps if c.type != "goto"]
-        keyed = {c.id: ("map", {"output": _output(c), "agent": _ANY}) for c in children}
-        order = ("list", len(children), ("value", "a step id"))
-        fields = {
-            "output": ("map", {"steps": ("map", keyed), "order": order}),
-            "agent": ("value", "null"),
-            "outputs": ("outputs", step),
-            "order": order,
-        }
-        return ("map", fields, step)  # the block: a child read without ".outputs" is hinted
-    return _ANY  # a step of an unknown type: reported already
+class Shapes:
+    """The shapes of a document's step results, each made once (a document may read a
+    large block many times: the work stays linear in what it reads)."""
 
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[Any, ...]] = {}
+        self._children: dict[int, tuple[list[Step], dict[str, Step], dict[str, str]]] = {}
 
-def _output(step: Step) -> tuple[Any, ...]:
-    """The shape of ``step``'s ``output``."""
-    entry = _entry(step)
-    return entry[1].get("output", _ANY) if entry[0] == "map" else _ANY
-
-
-def _outputs_child(block: Step, key: str | int) -> Step | None:
-    children = [c for c in block.steps if c.type != "goto"]
-    if isinstance(key, int):
-        return children[key] if -len(children) <= key < len(children) else None
-    by_id = {c.id: c for c in children}
-    if key in by_id:
-        return by_id[key]
-    alias = aliases(block).get(key)
-    if alias is not None:
-        return by_id[alias]
-    head, dot, rest = key.partition(".")
-    inner = by_id.get(head)
-    if dot and inner is not None and inner.type == "parallel":
-        return _outputs_child(inner, rest)
-    return None
-
-
-def _existing(shape: tuple[Any, ...], prefix: str) -> list[str]:
-    kind = shape[0]
-    if kind == "map":
-        return [f"{prefix}.{k}" for k in shape[1]]
-    if kind == "list":
-        n = shape[1]
-        return [f"{prefix}[0]" + (f" … {prefix}[{n - 1}]" if n > 1 else "")] if n else []
-    if kind == "outputs":
-        block: Step = shape[1]
-        found = []
-        names = {v: k for k, v in aliases(block).items()}
-        for child in block.steps:
-            if child.type == "goto":
-                continue
-            found.append(f"{prefix}.{child.id}" if _plain(child.id) else f"{prefix}[{child.id!r}]")
-            if child.id in names:
-                found.append(f"{prefix}.{names[child.id]}")
-            if child.type == "parallel":
-                found.extend(f"{prefix}[{child.id + '.' + k!r}]" for k in _flat_keys(child))
+    def children(self, block: Step) -> tuple[list[Step], dict[str, Step], dict[str, str]]:
+        """A parallel block's children, by id, and its :func:`aliases`."""
+        found = self._children.get(id(block))
+        if found is None:
+            children = [c for c in block.steps if c.type != "goto"]
+            found = (children, {c.id: c for c in children}, aliases(block))
+            self._children[id(block)] = found
         return found
-    return []
 
+    def entry(self, step: Step) -> tuple[Any, ...]:
+        """The shape of ``step``'s result."""
+        found = self._entries.get(id(step))
+        if found is None:
+            found = self._entries[id(step)] = self._make(step)
+        return found
 
-def _flat_keys(block: Step) -> list[str]:
-    keys = []
-    for child in block.steps:
-        if child.type != "goto":
-            keys.append(child.id)
-    keys.extend(aliases(block))
-    return keys
+    def _make(self, step: Step) -> tuple[Any, ...]:
+        if step.type in ("agent", "executor"):
+            return ("map", {"output": _ANY, "agent": ("value", "a name")})
+        if step.type == "condition":
+            return ("map", {"output": ("value", "a boolean")})
+        if step.type == "foreach":
+            return ("map", {"output": ("list", None, _ANY), "agent": ("value", "null")})
+        if step.type == "parallel":
+            children = self.children(step)[0]
+            keyed = {c.id: ("map", {"output": self.output(c), "agent": _ANY}) for c in children}
+            order = ("list", len(children), ("value", "a step id"))
+            fields = {
+                "output": ("map", {"steps": ("map", keyed), "order": order}),
+                "agent": ("value", "null"),
+                "outputs": ("outputs", step),
+                "order": order,
+            }
+            return ("map", fields, step)  # the block: a child read without ".outputs" is hinted
+        return _ANY  # a step of an unknown type: reported already
 
+    def output(self, step: Step) -> tuple[Any, ...]:
+        """The shape of ``step``'s ``output``."""
+        entry = self.entry(step)
+        return entry[1].get("output", _ANY) if entry[0] == "map" else _ANY
 
-def _plain(key: str) -> bool:
-    return re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key) is not None
+    def outputs_child(self, block: Step, key: str | int) -> Step | None:
+        """The child of ``block`` that ``outputs[key]`` reads: by position, step id, agent
+        name (:func:`aliases`) or, in a nested block, ``"inner.<key>"``."""
+        children, by_id, names = self.children(block)
+        if isinstance(key, int):
+            return children[key] if -len(children) <= key < len(children) else None
+        if key in by_id:
+            return by_id[key]
+        if key in names:
+            return by_id[names[key]]
+        head, dot, rest = key.partition(".")
+        inner = by_id.get(head)
+        if dot and inner is not None and inner.type == "parallel":
+            return self.outputs_child(inner, rest)
+        return None
 
-
-def check_path(
-    step: Step, written: str, path: list[Accessor], steps: Mapping[str, Step]
-) -> PathProblem | None:
-    """Where ``$steps.<step.id>`` followed by ``path`` stops resolving (``None``: it
-    resolves, or reaches what an agent answers). ``written`` is ``$steps.<id>`` as the
-    template wrote it."""
-    shape = _entry(step)
-    prefix = written
-    for accessor in path:
+    def existing(self, shape: tuple[Any, ...], prefix: str) -> Iterator[str]:
+        """The paths there are at ``prefix``, whose shape is ``shape``."""
         kind = shape[0]
-        key = accessor.key
-        if kind == "any":
-            return None
-        nxt: tuple[Any, ...] | None = None
-        if kind == "map" and isinstance(key, str):
-            nxt = shape[1].get(key)
-        elif kind == "list" and isinstance(key, int):
+        if kind == "map":
+            yield from (f"{prefix}.{k}" for k in shape[1])
+        elif kind == "list" and shape[1]:
             n = shape[1]
-            nxt = shape[2] if n is None or -n <= key < n else None
+            yield f"{prefix}[0]" + (f" … {prefix}[{n - 1}]" if n > 1 else "")
         elif kind == "outputs":
-            child = _outputs_child(shape[1], key)
-            nxt = _entry(child) if child is not None else None
-        if nxt is None and kind == "map" and len(shape) > 2:
-            block = shape[2]
-            if _outputs_child(block, key) is not None:  # the flatter "inner.researcher"
+            children, _, names = self.children(shape[1])
+            by_child = {v: k for k, v in names.items()}
+            for child in children:
+                yield f"{prefix}.{child.id}" if _plain(child.id) else f"{prefix}[{child.id!r}]"
+                if child.id in by_child:
+                    yield f"{prefix}.{by_child[child.id]}"
+                if child.type == "parallel":
+                    inner, _, inner_names = self.children(child)
+                    for key in [*(c.id for c in inner), *inner_names]:
+                        yield f"{prefix}[{child.id + '.' + key!r}]"
+
+    def check(self, step: Step, written: str, path: list[Accessor]) -> PathProblem | None:
+        """Where ``$steps.<step.id>`` followed by ``path`` stops resolving (``None``: it
+        resolves, or reaches what an agent answers). ``written`` is ``$steps.<id>`` as
+        the template wrote it."""
+        shape = self.entry(step)
+        prefix = written
+        for accessor in path:
+            kind = shape[0]
+            key = accessor.key
+            if kind == "any":
+                return None
+            nxt: tuple[Any, ...] | None = None
+            if kind == "map" and isinstance(key, str):
+                nxt = shape[1].get(key)
+            elif kind == "list" and isinstance(key, int):
+                n = shape[1]
+                nxt = shape[2] if n is None or -n <= key < n else None
+            elif kind == "outputs":
+                child = self.outputs_child(shape[1], key)
+                nxt = self.entry(child) if child is not None else None
+            # a block's child read without ".outputs" (the flatter form): say how to read it
+            flat = nxt is None and kind == "map" and len(shape) > 2
+            if flat and self.outputs_child(shape[2], key) is not None:
                 text = f".{key}" if isinstance(key, str) and _plain(key) else f"[{key!r}]"
                 hint = [f"{prefix}.outputs{text}"]
                 if isinstance(key, str) and "." in prefix:
                     outer, _, last = prefix.rpartition(".")
                     hint.append(f"{outer}[{last + '.' + key!r}]")
                 return PathProblem(prefix, key, hint, "")
-        if nxt is None:
-            what = shape[1] if kind == "value" else ""
-            return PathProblem(prefix, key, _existing(shape, prefix)[:SHOWN], what)
-        shape = nxt
-        prefix += accessor.text
-    return None
+            if nxt is None:
+                what = shape[1] if kind == "value" else ""
+                shown = list(itertools.islice(self.existing(shape, prefix), SHOWN))
+                return PathProblem(prefix, key, shown, what)
+            shape = nxt
+            prefix += accessor.text
+        return None
+
+
+def _plain(key: str) -> bool:
+    return re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key) is not None
