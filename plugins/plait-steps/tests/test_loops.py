@@ -129,3 +129,34 @@ def test_the_superstep_limit_leaves_room_for_nested_loops() -> None:
     assert targets["draft"] == {"step-8": ["step-8"]}
     assert targets["polish"] == {"step-4": ["step-4"]}
     assert targets["review"] is None
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        "{id: block, type: parallel, steps: [{id: a, type: agent, name: draft}]}",
+        "{id: block, type: foreach, items: '[1, 2]', steps: [{id: a, type: agent, name: draft}]}",
+    ],
+)
+async def test_a_loop_may_go_back_to_a_parallel_or_foreach_block(block: str) -> None:
+    text = f"""
+workflow:
+  max_loop_iterations: 3
+  steps:
+    - {block}
+    - {{id: review, type: agent, name: review}}
+    - id: again
+      type: condition
+      condition: "{{{{ $steps.review.output.ok }}}}"
+      false:
+        - goto: block
+"""
+    calls: Counter[str] = Counter()
+    result = await plait.load(text, format="steps", executors=_agents(calls, {"review": 3})).run(
+        "x"
+    )
+    assert calls["review"] == 3 and result.error is None
+    calls.clear()
+    with pytest.raises(LoopLimitError, match=r"\(step: block, limit: 3\)$"):
+        await plait.load(text, format="steps", executors=_agents(calls, {"review": 4})).run("x")
+    assert calls["review"] == 3
