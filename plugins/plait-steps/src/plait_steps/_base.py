@@ -22,7 +22,7 @@ from collections import ChainMap
 from collections.abc import Mapping
 from typing import Any
 
-import plait.spi
+import plait
 from plait import (
     ConfigError,
     Executor,
@@ -44,13 +44,11 @@ __all__ = [
     "NoConfigCheck",
     "StepKind",
     "StepNode",
-    "compiled",
-    "compiled_config",
+    "Templates",
     "config_error",
     "enter",
     "finish",
     "record",
-    "template",
     "template_data",
 ]
 
@@ -169,40 +167,54 @@ async def template_data(state: dict[str, Any], ctx: WorkflowContext[Any, Any]) -
     return sc.template_data(state, _entries(state, ctx))
 
 
-def compiled(
-    text: str, *, template: bool, line: int, column: int, source: str | None, manager: Any
-) -> Any:
-    """``text`` compiled as a template or an expression at ``line``:``column`` of
-    ``source`` (the expression language keeps what it compiled: a document's templates
-    are compiled when it loads and again when its workflow builds)."""
-    compile_ = plait.spi.compile_template if template else plait.spi.compile_expression
-    return compile_(text, source=source, line=line, column=column, manager=manager)
+class Templates:
+    """Compiles a document's templates and expressions in the expression language of
+    ``manager``'s plugins (``"plait"``: ``$steps`` is its syntax), looked up once; the
+    language keeps what it compiled, so a template checked when the document loads is
+    not compiled again when its workflow builds."""
 
+    def __init__(self, manager: Any) -> None:
+        self.manager = manager if manager is not None else plait.get_plugin_manager()
+        self._language: Any = None
 
-def compiled_config(config: Mapping[str, Any], key: str, ctx: BuildContext) -> Any:
-    """The expression (or, with ``template``, the template) at ``config[key]``, compiled
-    at the step's position (``at``); a problem is a ConfigError at ``/config/<key>``."""
-    at = config.get("at")
-    line, column = at if isinstance(at, list) and len(at) == 2 else (1, 1)
-    try:
-        return compiled(
-            str(config.get(key, "")),
-            template=bool(config.get("template")),
-            source=ctx.source,
-            line=line,
-            column=column,
-            manager=ctx.manager,
-        )
-    except PlaitError as exc:
-        raise config_error(ctx, str(exc), f"/{key}", at=config.get("at")) from None
+    def compiled(
+        self, text: str, *, template: bool, line: int, column: int, source: str | None
+    ) -> Any:
+        """``text`` compiled as a template or an expression at ``line``:``column`` of
+        ``source``.
 
+        :raises ExpressionError: it does not compile.
+        """
+        language = self._language
+        if language is None:
+            registry = self.manager.registry("expression_language")
+            language = self._language = registry.get("plait", what="an expression")
+        compile_ = language.compile_template if template else language.compile
+        return compile_(text, source=source, line=line, column=column)
 
-def template(text: str | None, at: Any, source: str | None, manager: Any) -> Any:
-    """The template ``text`` at ``at`` (``[line, column]``), or ``None`` for no text."""
-    if not text:
-        return None
-    line, column = at if isinstance(at, list) and len(at) == 2 else (1, 1)
-    return compiled(text, template=True, line=line, column=column, source=source, manager=manager)
+    def config(self, config: Mapping[str, Any], key: str, ctx: BuildContext) -> Any:
+        """The expression (or, with ``template``, the template) at ``config[key]``,
+        compiled at the step's position (``at``); a problem is a ConfigError at
+        ``/config/<key>``."""
+        at = config.get("at")
+        line, column = at if isinstance(at, list) and len(at) == 2 else (1, 1)
+        try:
+            return self.compiled(
+                str(config.get(key, "")),
+                template=bool(config.get("template")),
+                source=ctx.source,
+                line=line,
+                column=column,
+            )
+        except PlaitError as exc:
+            raise config_error(ctx, str(exc), f"/{key}", at=config.get("at")) from None
+
+    def template(self, text: str | None, at: Any, source: str | None) -> Any:
+        """The template ``text`` at ``at`` (``[line, column]``), or ``None`` for no text."""
+        if not text:
+            return None
+        line, column = at if isinstance(at, list) and len(at) == 2 else (1, 1)
+        return self.compiled(text, template=True, line=line, column=column, source=source)
 
 
 def config_error(ctx: BuildContext, message: str, path: str = "", at: Any = None) -> ConfigError:
@@ -236,6 +248,15 @@ class StepKind(abc.ABC):
         """What the step may make Plait do: nothing of its own (conditions and templates
         are expressions); the agent or executor kind it wraps may need more."""
         return set()
+
+    def templates(self, ctx: BuildContext) -> Templates:
+        """What compiles the templates of the steps this kind builds for ``ctx``'s
+        plugins (one per plugin manager: a kind belongs to one manager's registry)."""
+        manager = ctx.manager if ctx.manager is not None else plait.get_plugin_manager()
+        held: Templates | None = self.__dict__.get("_templates")
+        if held is None or held.manager is not manager:
+            held = self.__dict__["_templates"] = Templates(manager)
+        return held
 
     @functools.cached_property
     def config_schema(self) -> Mapping[str, Any]:
@@ -322,16 +343,12 @@ SHAPES = 1024
 
 
 def _shape(config: Any) -> tuple[Any, ...] | None:
-    """What :attr:`StepKind.config_schema` reads of ``config``: its keys and the JSON
+    """What :attr:`StepKind.config_schema` reads of ``config``: its keys, in order, and the
     type of each value (a float's value too: ``1.0`` is an integer to JSON Schema);
     ``None`` for a config that is not a mapping."""
     if not isinstance(config, Mapping):
         return None
-    return tuple(
-        sorted(
-            (str(k), type(v).__name__, v if type(v) is float else None) for k, v in config.items()
-        )
-    )
+    return tuple([(k, v if type(v) is float else type(v)) for k, v in config.items()])
 
 
 class NoConfigCheck(StepKind):

@@ -36,7 +36,7 @@ from plait import ConfigError, EdgeGroupSpec, LoadError, NodeSpec, PlaitError, W
 from plait_documents import SpecBuilder, did_you_mean
 from plait_routing import switch_options, switch_targets
 
-from ._base import compiled
+from ._base import Templates
 from ._document import ITEM_REF, STEP_REF, Document, Step, plain, step_ref
 from ._paths import Shapes, accessors, aliases, probed
 from ._yaml import Y, position
@@ -124,6 +124,7 @@ class _Compiler:
         for s in self.all_steps:
             self.by_id.setdefault(s.id, s)
         self.shapes = Shapes()
+        self.templates = Templates(ctx.manager)
         self._ids_listing: str | None = None
         self._sorted_ids: list[str] = []
         self._hints: dict[str, str] = {}
@@ -385,13 +386,12 @@ class _Compiler:
             )
             return
         try:
-            compiled(
+            self.templates.compiled(
                 text,  # as written: "$steps" is the language's "steps"
                 template=template,
                 source=self.source,
                 line=y.line,
                 column=y.column + offset,
-                manager=self.ctx.manager,
             )
         except PlaitError as exc:
             self.problems.append(exc)

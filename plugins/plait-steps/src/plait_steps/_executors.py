@@ -43,12 +43,11 @@ from ._base import (
     NoConfigCheck,
     StepKind,
     StepNode,
-    compiled_config,
+    Templates,
     config_error,
     enter,
     finish,
     record,
-    template,
     template_data,
 )
 
@@ -432,21 +431,22 @@ class AgentKind(StepKind):
         name = config["agent"]
         passed = "use" not in config and name in ctx.executors
         if passed and _is_async_function(ctx.executors[name]):
-            template(config.get("instruction"), config.get("at"), ctx.source, ctx.manager)
-            template(config.get("input"), config.get("input_at"), ctx.source, ctx.manager)
+            templates = self.templates(ctx)
+            templates.template(config.get("instruction"), config.get("at"), ctx.source)
+            templates.template(config.get("input"), config.get("input_at"), ctx.source)
             return
         self.create(config, ctx)
 
     def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         call = _resolve_agent(config, ctx)
         try:
-            instruction = template(
-                config.get("instruction"), config.get("at"), ctx.source, ctx.manager
+            instruction = self.templates(ctx).template(
+                config.get("instruction"), config.get("at"), ctx.source
             )
         except PlaitError as exc:
             raise config_error(ctx, str(exc), "/instruction", at=config.get("at")) from None
         who = f"agent: {config['agent']}"
-        given = _input(config, ctx)
+        given = _input(config, ctx, self.templates(ctx))
         return StepExecutor(
             ctx.node_id, config=config, call=call, who=who, instruction=instruction, input=given
         )
@@ -482,7 +482,7 @@ class ExecutorStepKind(StepKind):
         )
         call = _inner_call(node, {}, ctx)
         who = f"executor: {config['kind']}"
-        given = _input(config, ctx)
+        given = _input(config, ctx, self.templates(ctx))
         return StepExecutor(ctx.node_id, config=config, call=call, who=who, input=given)
 
 
@@ -494,13 +494,13 @@ class ConditionKind(StepKind):
     optional = {**TARGET_CONFIG, "template": bool, "at": list, "ends": dict, "via": dict}
 
     def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
-        condition = compiled_config(config, "condition", ctx)
+        condition = self.templates(ctx).config(config, "condition", ctx)
         return ConditionExecutor(ctx.node_id, config=config, condition=condition)
 
 
-def _input(config: Mapping[str, Any], ctx: BuildContext) -> Any:
+def _input(config: Mapping[str, Any], ctx: BuildContext, templates: Templates) -> Any:
     try:
-        return template(config.get("input"), config.get("input_at"), ctx.source, ctx.manager)
+        return templates.template(config.get("input"), config.get("input_at"), ctx.source)
     except PlaitError as exc:
         raise config_error(ctx, str(exc), "/input", at=config.get("at")) from None
 

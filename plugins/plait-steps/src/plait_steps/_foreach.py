@@ -24,7 +24,6 @@ from ._base import (
     NoConfigCheck,
     StepKind,
     StepNode,
-    compiled_config,
     enter,
     finish,
     record,
@@ -168,7 +167,7 @@ class ForeachKind(StepKind):
     def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         items = None
         if config.get("items_value") is None:
-            items = compiled_config(config, "items", ctx)
+            items = self.templates(ctx).config(config, "items", ctx)
         return ForeachExecutor(ctx.node_id, config=config, items=items)
 
 
