@@ -50,7 +50,10 @@ def test_step_context_goes_to_stderr(tmp_path: Path) -> None:
     path.write_text(STEPS)
     done = plait("run", str(path), "hi", "--step-context", "--allow", "subprocess")
     assert done.exit_code == 0, done.output
-    context = json.loads(done.stderr.strip().splitlines()[-1])
+    # as seed 002 prints it: a header, then the context as formatted JSON
+    _, header, body = done.stderr.partition("--- Step Context ---\n")
+    assert header and body.startswith("{\n  ")
+    context = json.loads(body)
     assert context["order"] == ["shout"] and context["output"].strip() == "HI"
 
 

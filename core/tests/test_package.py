@@ -83,10 +83,12 @@ NOT_WHEN_LOADING = [
     "asyncio",
     "difflib",
     # what first-party plugins register (their registration modules are imported)
+    "plait_steps._base",
     "plait_steps._context",
     "plait_steps._executors",
     "plait_steps._foreach",
     "plait_steps._loader",
+    "plait_steps._paths",
     "plait_routing._routers",
     "plait_flow._kinds",
     "plait_flow._compile",

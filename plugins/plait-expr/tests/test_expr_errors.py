@@ -109,3 +109,22 @@ def test_data_that_is_not_json_fails_as_an_expression_error() -> None:
 def test_a_text_that_is_not_a_string_is_an_error() -> None:
     with pytest.raises(ExpressionError, match="an expression is a string, not int"):
         LANGUAGE.compile(3)  # type: ignore[arg-type]
+
+
+def test_expression_failed_is_the_front_ends_run_error_naming_the_node() -> None:
+    from plait import WorkflowRunError
+    from plait.spi import compile_expression
+    from plait_expr import expression_failed
+
+    class StepError(WorkflowRunError):
+        pass
+
+    compiled = compile_expression("int(x) > 1", source="flow.yaml", line=3, column=7)
+    with pytest.raises(ExpressionError) as caught:
+        compiled.evaluate({"x": "seven"})
+    exc = caught.value
+    error = expression_failed(StepError, "condition of step 'c'", exc, executor_id="c", superstep=4)
+    assert isinstance(error, StepError)
+    assert (error.executor_id, error.superstep) == ("c", 4)
+    assert error.__cause__ is exc
+    assert str(error).startswith("condition of step 'c' failed: flow.yaml:3:")

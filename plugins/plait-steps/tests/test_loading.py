@@ -582,3 +582,19 @@ def test_an_agent_that_cannot_take_the_steps_text_is_refused_at_its_step() -> No
         "steps' outputs and the prompt as one text; give the step an 'input' template that "
         "makes what the agent takes"
     )
+
+
+def test_a_kind_checks_every_config_with_its_schema_whatever_it_checked_before() -> None:
+    from plait.spi import BuildContext
+    from plait_steps._foreach import GatherKind
+
+    kind = GatherKind()
+    ctx = BuildContext(manager=plait.get_plugin_manager(), source="f.yaml", node_id="g")
+    assert kind.check({"step": "each", "final": True}, ctx) == []
+    assert kind.check({"step": "each", "final": False}, ctx) == []  # the same shape
+    (problem,) = kind.check({"step": "each", "final": "yes"}, ctx)
+    assert problem.path == "/config/final" and "'yes' is not of type" in str(problem)
+    (problem,) = kind.check({"step": "each", "fnial": True}, ctx)
+    assert problem.path == "/config/fnial" and "did you mean 'final'?" in str(problem)
+    missing, unknown = kind.check({"stp": "each"}, ctx)
+    assert "'step' is required" in str(missing) and "did you mean 'step'?" in str(unknown)

@@ -472,7 +472,10 @@ def _display_options(command: Any) -> Any:
 @click.option(
     "--step-context",
     is_flag=True,
-    help="Print the run's step context (YAML steps) to stderr as JSON.",
+    help=(
+        "Print the run's step context (YAML steps) to stderr: formatted JSON under a "
+        "'--- Step Context ---' header."
+    ),
 )
 @grant_options("Let a workflow file import the Python code it names (untrusted by default).")
 @document_options
@@ -554,7 +557,9 @@ def run_command(
     resume_options = {k: v for k, v in options.items() if k != "checkpoint"}
     outcome = _answer_on_terminal(workflow, outcome, store, display, not no_input, resume_options)
     if read_step_context is not None:
-        click.echo(to_json(read_step_context(outcome)), err=True)
+        # as seed 002 prints it: formatted JSON under a header, on stderr
+        click.echo("--- Step Context ---", err=True)
+        click.echo(to_json(read_step_context(outcome), indent=2), err=True)
     hint = "" if json_input or message == "-" else _json_hint(outcome, workflow, message)
     _report(ctx, outcome, loaded, store, hint)
 

@@ -32,6 +32,7 @@ from plait import (
 )
 from plait.spi import BuildContext, CompiledExpression, as_executor, compile_expression
 from plait_documents import Capability, check_config, kind_capabilities
+from plait_expr import expression_failed
 
 from .errors import DagLoopError, DagRunError
 
@@ -258,8 +259,10 @@ class DagNode(Executor):
         try:
             return truthy(condition.evaluate(context))
         except ExpressionError as exc:
-            raise DagRunError(
-                f"node {self.id!r}: {what} {condition.text!r} failed: {exc.reason}",
+            raise expression_failed(
+                DagRunError,
+                f"node {self.id!r}: {what} {condition.text!r}",
+                exc,
                 executor_id=self.id,
                 superstep=ctx.superstep,
             ) from exc

@@ -5,6 +5,8 @@ templates over JSON-like data, parsed with an LALR grammar (``grammar.lark``, it
 made ahead of time by lark: ``_tables.py``) and compiled once into nested closures. Safe by
 construction: no ``eval``, no attribute access, a fixed set of functions, bounded input,
 nesting, numbers and string growth. The reference is ``docs/expressions.md``.
+:func:`expression_failed` is the run error a front-end raises when one fails while its
+node runs.
 
 Registering the language imports nothing heavy; the parser's tables are imported on the
 first ``compile``, which builds nothing and never imports lark.
@@ -18,6 +20,7 @@ import plait
 from plait.spi import Register, lazy, lazy_exports
 
 if TYPE_CHECKING:
+    from ._failed import expression_failed as expression_failed
     from ._language import (
         CompiledExpression as CompiledExpression,
         CompiledTemplate as CompiledTemplate,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import unicodedata
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from plait import ExpressionError, SourcePosition
 
@@ -19,6 +19,7 @@ from . import _runtime as rt
 __all__ = ["CompiledExpression", "CompiledTemplate", "PlaitLanguage"]
 
 _parser: Any = None
+_C = TypeVar("_C")
 _parser_lock = threading.Lock()
 
 #: how the grammar's terminals read in "expected ..." lists
@@ -218,6 +219,20 @@ class PlaitLanguage:
     """The ``"plait"`` expression language (see ``docs/expressions.md``)."""
 
     name = "plait"
+    #: how many compiled texts the language keeps: a document's expressions are compiled
+    #: when it loads and again when its workflow builds (a 1,000-step file holds 1,000
+    #: templates); what compiled is immutable, so the same text at the same place is
+    #: compiled once
+    CACHED = 8192
+
+    def __init__(self) -> None:
+        self._compiled: dict[tuple[bool, str, str | None, int, int], Any] = {}
+
+    def _cached(self, key: tuple[bool, str, str | None, int, int], compiled: _C) -> _C:
+        if len(self._compiled) >= self.CACHED:
+            self._compiled.clear()
+        self._compiled[key] = compiled
+        return compiled
 
     def compile(
         self, text: str, *, source: str | None = None, line: int = 1, column: int = 1
@@ -229,6 +244,10 @@ class PlaitLanguage:
                 f"an expression is a string, not {type(text).__name__}",
                 SourcePosition(source=source, line=line, column=column),
             )
+        key = (False, text, source, line, column)
+        found: CompiledExpression | None = self._compiled.get(key)
+        if found is not None:
+            return found
         where = _Where(text, source, line, column)
         if len(text) > rt.MAX_TEXT:
             raise where.error(
@@ -238,7 +257,7 @@ class PlaitLanguage:
         if not text.strip():
             raise where.error("empty expression", (1, 1))
         fn, names = _parse(text, where)
-        return CompiledExpression(text, fn, names, where)
+        return self._cached(key, CompiledExpression(text, fn, names, where))
 
     def compile_template(
         self, text: str, *, source: str | None = None, line: int = 1, column: int = 1
@@ -251,6 +270,10 @@ class PlaitLanguage:
                 f"a template is a string, not {type(text).__name__}",
                 SourcePosition(source=source, line=line, column=column),
             )
+        key = (True, text, source, line, column)
+        found: CompiledTemplate | None = self._compiled.get(key)
+        if found is not None:
+            return found
         where = _Where(text, source, line, column)
         if len(text) > rt.MAX_TEMPLATE:
             raise where.error(
@@ -266,7 +289,7 @@ class PlaitLanguage:
                 inner = where.inner(expr_text, start)
                 fn, names = _parse(expr_text, inner)
                 parts.append(CompiledExpression(expr_text, fn, names, inner))
-        return CompiledTemplate(text, parts)
+        return self._cached(key, CompiledTemplate(text, parts))
 
 
 def _offset_pos(text: str, offset: int) -> tuple[int, int]:

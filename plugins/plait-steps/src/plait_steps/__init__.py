@@ -27,9 +27,9 @@ import plait
 from plait.spi import Register, lazy, lazy_exports
 
 if TYPE_CHECKING:
+    from ._base import LoopLimitError as LoopLimitError
     from ._context import step_context as step_context
     from ._executors import (
-        LoopLimitError as LoopLimitError,
         StepConditionError as StepConditionError,
         StepOutputError as StepOutputError,
     )

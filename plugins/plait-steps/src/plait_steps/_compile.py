@@ -36,15 +36,33 @@ from plait import ConfigError, EdgeGroupSpec, LoadError, NodeSpec, PlaitError, W
 from plait_documents import SpecBuilder, did_you_mean
 from plait_routing import switch_options, switch_targets
 
+from ._base import Templates
 from ._document import ITEM_REF, STEP_REF, Document, Step, plain, step_ref
-from ._executors import compiled
+from ._paths import Shapes, accessors, aliases, probed
 from ._yaml import Y, position
 
 __all__ = ["compile_document"]
 
-Cont = tuple[str, str]  # ("node", id) | ("end", "") | ("open", "")
-END: Cont = ("end", "")
-OPEN: Cont = ("open", "")
+#: where a step goes on: ("node", id, via) | ("end", "", "") | ("open", "", ""); ``via`` is
+#: the key of the loop whose back-edge that is ("" for a forward edge)
+Cont = tuple[str, str, str]
+END: Cont = ("end", "", "")
+OPEN: Cont = ("open", "", "")
+
+
+@attrs.define
+class _Loop:
+    """One back-edge: the step it goes back to, the list both are in, and the span of that
+    list the loop goes round (``first``..``last``, by index)."""
+
+    target: str
+    steps: list[Step]
+    first: int
+    last: int
+
+    def members(self) -> set[str]:
+        """The ids of every step the loop goes round."""
+        return {s.id for top in self.steps[self.first : self.last + 1] for s in top.walk()}
 
 
 def _retry(policy: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -65,6 +83,8 @@ def _retry(policy: Mapping[str, Any] | None) -> dict[str, Any] | None:
     ).to_dict()
 
 
+#: the largest superstep limit a document gets (JSON's largest exact integer)
+MAX_SUPERSTEPS = 2**53
 #: how many step ids an unknown-reference problem lists
 SHOWN_IDS = 20
 #: how many id comparisons the did-you-means of unknown references may make in all
@@ -99,6 +119,12 @@ class _Compiler:
         self.groups: list[EdgeGroupSpec] = self.spec.groups
         self.all_steps = [s for top in doc.steps for s in top.walk() if s.type != "goto"]
         self.ids = {s.id for s in self.all_steps} | {s.id for s in doc.dropped}
+        #: the steps by id (the first, when an id is used twice: reported)
+        self.by_id: dict[str, Step] = {}
+        for s in self.all_steps:
+            self.by_id.setdefault(s.id, s)
+        self.shapes = Shapes()
+        self.templates = Templates(ctx.manager)
         self._ids_listing: str | None = None
         self._sorted_ids: list[str] = []
         self._hints: dict[str, str] = {}
@@ -107,6 +133,11 @@ class _Compiler:
         self.agent_of: dict[str, Any] = {}
         #: the foreach blocks each step is inside, outermost first
         self.inside: dict[str, list[str]] = {}
+        #: the lists being compiled, outermost first, each with the index of its step
+        #: being compiled (where a goto's loop starts and ends)
+        self.frames: list[tuple[list[Step], int]] = []
+        #: every back-edge, by its key (the id of the step that wrote it)
+        self.loops: dict[str, _Loop] = {}
         for top in doc.steps:
             self._enclose(top, [])
 
@@ -166,6 +197,8 @@ class _Compiler:
                         f"agent {name!r}: its instruction reads $steps.{ref}, but no step has "
                         f"id {ref!r}; step ids: {self.unknown_ref_hint(ref)}",
                     )
+                elif ref in self.by_id and not probed(held.value, match.start()):
+                    self.check_path(f"agent {name!r}: its instruction", held, held.value, match, 0)
         for step in self.all_steps:
             for y in (step.condition, step.instruction, step.input):
                 if y is None or not isinstance(y.value, str):
@@ -220,6 +253,29 @@ class _Compiler:
                 f"it str: the prior steps' outputs and the prompt as one text; "
                 "give the step an 'input' template that makes what the agent takes",
             )
+
+    def check_path(self, who: str, y: Y, text: str, match: re.Match[str], col: int) -> None:
+        """A ``$steps`` path that leaves the shape of the step it reads (it would read
+        ``null``) is a problem at its position that lists the paths there are."""
+        ref = step_ref(match)
+        path = list(accessors(text, match.end()))
+        problem = self.shapes.check(self.by_id[ref], match.group(0), path)
+        if problem is None:
+            return
+        shown = match.group(0) + "".join(a.text for a in path)
+        key = f".{problem.key}" if isinstance(problem.key, str) else f"[{problem.key}]"
+        if problem.existing:
+            keys = [p[len(problem.prefix) :].lstrip(".") for p in problem.existing]
+            keys = [k for k in keys if re.fullmatch(r"\w+", k)]
+            did = did_you_mean(str(problem.key), keys) if isinstance(problem.key, str) else ""
+            there = f"paths there: {', '.join(problem.existing)}{did}"
+        else:
+            there = f"{problem.prefix} is {problem.what or 'a single value'}, with no fields"
+        self.at(
+            y,
+            f"{who} reads {shown}, which cannot resolve: {problem.prefix} has no {key}; {there}",
+            col,
+        )
 
     def check_field(self, step: Step, y: Y, match: Any) -> None:
         ref, field = match.group(1), match.group(2)
@@ -309,6 +365,9 @@ class _Compiler:
                     f"step ids: {self.unknown_ref_hint(ref)}",
                     col,
                 )
+            elif ref in self.by_id and not probed(text, match.start()):
+                col = offset + match.start() if single_line else 0
+                self.check_path(f"step {step.id!r}", y, text, match, col)
         is_condition = y is step.condition
         template = not ((is_condition or y is step.items) and "{{" not in text)
         if (
@@ -327,13 +386,12 @@ class _Compiler:
             )
             return
         try:
-            compiled(
+            self.templates.compiled(
                 text,  # as written: "$steps" is the language's "steps"
                 template=template,
                 source=self.source,
                 line=y.line,
                 column=y.column + offset,
-                manager=self.ctx.manager,
             )
         except PlaitError as exc:
             self.problems.append(exc)
@@ -377,11 +435,61 @@ class _Compiler:
                     self.at(step.y, "a goto ends its branch: the steps after it never run")
                 if not scope.in_branch:
                     self.at(step.y, "a goto belongs in a condition's true/false branch")
-                cont = ("node", target or self.goto_target(step, visible))
+                goes_to = target or self.goto_target(step, visible)
+                self.frames.append((steps, index))
+                self.add_loop(step.id, goes_to)
+                self.frames.pop()
+                cont = ("node", goes_to, step.id)
                 continue
             inner = _Scope(visible, scope.prefix, scope.retry, scope.in_branch)
-            cont = ("node", self.step(step, cont, inner))
+            self.frames.append((steps, index))
+            cont = ("node", self.step(step, cont, inner), "")
+            self.frames.pop()
         return cont
+
+    def add_loop(self, key: str, target: str) -> None:
+        """Record the back-edge ``key`` to ``target``: the innermost list being compiled
+        that holds ``target`` at or before its step being compiled is the loop's."""
+        if not target:
+            return  # reported
+        for steps, index in reversed(self.frames):
+            first = next((i for i in range(index, -1, -1) if steps[i].id == target), None)
+            if first is not None:
+                self.loops[key] = _Loop(target, steps, first, index)
+                return
+
+    def with_loops(self, node: NodeSpec) -> NodeSpec:
+        """``node`` with ``loops`` in its config when loops go back to it: each loop's key
+        and the keys of the loops inside it (the same target, a span within its span),
+        whose edge does not restart its count."""
+        targeting = [(k, loop) for k, loop in self.loops.items() if loop.target == node.id]
+        if not targeting or "/" in node.id:
+            return node
+        loops = {
+            key: sorted(
+                other
+                for other, inner in targeting
+                if inner.steps is loop.steps and inner.last <= loop.last
+            )
+            for key, loop in targeting
+        }
+        return attrs.evolve(node, config={**node.config, "loops": loops})
+
+    def superstep_bound(self) -> int:
+        """The run's superstep limit: enough for every node to run as often as the loops
+        around it allow (``max_loop_iterations`` to the power of how many loops it is
+        in), so a loop's own limit is what stops a runaway loop."""
+        limit = self.doc.loop_limit
+        depth: dict[str, int] = {}
+        for loop in self.loops.values():
+            for member in loop.members():
+                depth[member] = depth.get(member, 0) + 1
+        total = 10
+        for node in self.nodes:
+            total += (limit + 1) ** depth.get(node.id.partition("/")[0], 0)
+            if total >= MAX_SUPERSTEPS:
+                return MAX_SUPERSTEPS
+        return total
 
     def loop_back(self, step: Step, visible: Mapping[str, Step], scope: _Scope) -> str | None:
         """Seed 002's loop form: a branch's last agent step that only names an earlier
@@ -446,6 +554,8 @@ class _Compiler:
             if step.input is not None:
                 config["input"] = step.input.value
                 config["input_at"] = _at(step.input)
+            if cont[2]:
+                config["via"] = cont[2]
             self.nodes.append(
                 NodeSpec(
                     step.id,
@@ -486,7 +596,7 @@ class _Compiler:
         gather = f"{step.id}/gather"
         first = len(self.nodes)
         body = _Scope({}, f"{scope.prefix}{step.id}/", step.retry or scope.retry, False)
-        entry = self.sequence(step.steps, ("node", gather), body)
+        entry = self.sequence(step.steps, ("node", gather, ""), body)
         # every body node runs up to max_concurrency items at once (an inner foreach has
         # set its own); a gather stays one at a time, as its buffer is read and written
         for index in range(first, len(self.nodes)):
@@ -505,11 +615,13 @@ class _Compiler:
         if entry[0] == "node":
             options = switch_options([entry[1]], [{"expr": "branch"}], gather)
             self.group("switch", [step.id], switch_targets([entry[1]], gather), options)
-        gather_config = {
+        gather_config: dict[str, Any] = {
             "step": step.id,
             "label": scope.prefix + step.id,
             "final": cont[0] == "end",
         }
+        if cont[2]:
+            gather_config["via"] = cont[2]
         self.nodes.append(NodeSpec(gather, kind="steps.gather", config=gather_config))
         self.connect(gather, cont)
         return step.id
@@ -519,10 +631,13 @@ class _Compiler:
             ChainMap({step.id: step}, _view(scope.visible)), scope.prefix, scope.retry, True
         )
         entries: dict[bool, str | None] = {}
+        via: dict[str, str] = {}
         for branch in (True, False):
             steps = step.true if branch else step.false
             found = self.sequence(steps, cont, inner) if steps else cont
             entries[branch] = found[1] if found[0] == "node" else None
+            if found[2]:  # the branch goes straight back along a loop's back-edge
+                via[str(branch).lower()] = found[2]
         y = step.condition
         text = (
             "true"
@@ -538,6 +653,8 @@ class _Compiler:
         }
         if y is not None:
             config["at"] = [y.line, y.column + (1 if y.quoted else 0)]
+        if via:
+            config["via"] = via
         self.nodes.append(NodeSpec(step.id, kind="steps.condition", config=config))
         yes, no = entries[True], entries[False]
         if yes is not None and yes == no:
@@ -582,7 +699,7 @@ class _Compiler:
             members[child.id] = [s.id for s in child.walk() if s.type != "goto"]
             if child.type == "condition":
                 end = f"{child.id}/end"
-                entries.append(self.step(child, ("node", end), child_scope))
+                entries.append(self.step(child, ("node", end, ""), child_scope))
                 self.nodes.append(NodeSpec(end, kind="steps.pass"))
                 sources.append(end)
             elif child.type == "parallel":
@@ -596,12 +713,17 @@ class _Compiler:
         if not entries:
             return []
         self.group("fan_in", sources, [join], {"merge": "list", "when": "all"})
-        config = {
+        config: dict[str, Any] = {
             "step": step.id,
             "children": [c.id for c in step.steps if c.type != "goto"],
             "members": members,
             "final": cont[0] == "end",
         }
+        names = aliases(step)
+        if names:
+            config["aliases"] = names
+        if cont[2]:
+            config["via"] = cont[2]
         self.nodes.append(NodeSpec(join, kind="steps.join", config=config))
         self.connect(join, cont)
         return entries
@@ -670,7 +792,7 @@ def compile_document(
     cont = compiler.sequence(doc.steps, END, _Scope({}, "", None, False))
     if compiler.problems or cont[0] != "node":
         return None, compiler.problems
-    limit = doc.loop_limit
+    compiler.nodes = [compiler.with_loops(node) for node in compiler.nodes]
     order = {s.id: i for i, s in enumerate(compiler.all_steps)}
 
     def rank(node_id: str) -> tuple[int, int]:
@@ -684,6 +806,6 @@ def compile_document(
         start=cont[1],
         nodes=tuple(nodes),
         edge_groups=tuple(groups),
-        options={"max_supersteps": (len(compiler.nodes) + 1) * (limit + 1) + 10},
+        options={"max_supersteps": compiler.superstep_bound()},
     )
     return spec, []

@@ -201,9 +201,12 @@ class Entries(Mapping[str, Any]):
     def resolved(self, step: str) -> Any:
         """Step ``step``'s entry with a parallel block's ``outputs`` (references to its
         children's entries) replaced by those entries: the entry as JSON on its own."""
-        entry = self[step]
+        return self._resolve(self[step])
+
+    def _resolve(self, entry: Any) -> Any:
+        """``entry`` with its ``outputs`` read, at every depth of nested blocks."""
         if isinstance(entry, dict) and isinstance(entry.get("outputs"), dict):
-            outputs = {c: self.ref(r) for c, r in entry["outputs"].items()}
+            outputs = {c: self._resolve(self.ref(r)) for c, r in entry["outputs"].items()}
             return {**entry, "outputs": outputs}
         return entry
 
@@ -304,23 +307,50 @@ def summary(state: Mapping[str, Any], entries: Entries, output: Any) -> dict[str
 def _entry(entry: Any, entries: Entries) -> Any:
     if isinstance(entry, dict) and isinstance(entry.get("outputs"), dict):
         outputs = {c: entries.ref(r) for c, r in entry["outputs"].items()}
-        return {**entry, "outputs": Outputs(outputs, entry.get("order") or [], entries)}
+        found = Outputs(outputs, entry.get("order") or [], entries, entry.get("aliases") or {})
+        return {**entry, "outputs": found}
     return entry
 
 
 class Outputs(dict):  # type: ignore[type-arg]
     """A parallel block's ``outputs``: a map by step id that an integer indexes too, in
-    the block's ``order`` (``outputs[0]``)."""
+    the block's ``order`` (``outputs[0]``). A child written without an id is found by its
+    agent's name too (``aliases``: name -> step id), as seed 002's example reads it
+    (``outputs.inner.outputs.researcher``), and a nested block's child by the flatter key
+    ``"inner.researcher"``."""
 
-    def __init__(self, found: Mapping[str, Any], order: Sequence[str], entries: Entries) -> None:
+    def __init__(
+        self,
+        found: Mapping[str, Any],
+        order: Sequence[str],
+        entries: Entries,
+        aliases: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__(found)
         self._order = list(order)
         self._entries = entries
+        self._aliases = dict(aliases or {})
 
     def __getitem__(self, key: Any) -> Any:
         if type(key) is int:
             key = self._order[key]  # IndexError: the expression gives null
+        elif not dict.__contains__(self, key):
+            if key in self._aliases:
+                key = self._aliases[key]
+            elif isinstance(key, str) and "." in key:  # "inner.researcher"
+                head, _, rest = key.partition(".")
+                inner = self[head].get("outputs")
+                if not isinstance(inner, Outputs):
+                    raise KeyError(key)
+                return inner[rest]
         return _entry(dict.__getitem__(self, key), self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            self[key]
+        except (KeyError, IndexError, TypeError):
+            return False
+        return True
 
 
 Sequence.register(Outputs)  # so the expression language indexes it with an integer

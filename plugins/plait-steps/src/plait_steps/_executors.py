@@ -17,29 +17,39 @@ bound by name when the workflow is built (``executors=``), or built by their own
 
 from __future__ import annotations
 
-import abc
-import functools
 import inspect
-from collections import ChainMap
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import plait
 import plait.spi
 from plait import (
-    ConfigError,
     Executor,
     ExecutorFailedError,
     PlaitError,
-    SourcePosition,
     WorkflowContext,
     WorkflowRunError,
     handler,
 )
 from plait.spi import BuildContext
-from plait_documents import Capability, check_config, did_you_mean, kind_capabilities
+from plait_documents import Capability, did_you_mean, kind_capabilities
+from plait_expr import expression_failed
 
 from . import _context as sc
+from ._base import (
+    OUTPUT_CONFIG,
+    STEP_CONFIG,
+    TARGET_CONFIG,
+    NoConfigCheck,
+    StepKind,
+    StepNode,
+    Templates,
+    config_error,
+    enter,
+    finish,
+    record,
+    template_data,
+)
 
 __all__ = [
     "AgentKind",
@@ -47,26 +57,10 @@ __all__ = [
     "ExecutorStepKind",
     "ForkKind",
     "JoinKind",
-    "LoopLimitError",
     "PassKind",
     "StepConditionError",
     "StepOutputError",
 ]
-
-
-class LoopLimitError(WorkflowRunError):
-    """A step ran more often than ``max_loop_iterations`` allows. The message is seed
-    002's: ``workflow: max loop iterations exceeded (step: trans, limit: 100)``.
-    """
-
-    def __init__(self, step: str, limit: int, *, superstep: int | None = None) -> None:
-        super().__init__(
-            f"workflow: max loop iterations exceeded (step: {step}, limit: {limit})",
-            executor_id=step,
-            superstep=superstep,
-        )
-        self.step = step
-        self.limit = limit
 
 
 class StepConditionError(WorkflowRunError):
@@ -81,132 +75,10 @@ class StepOutputError(WorkflowRunError):
 AgentCall = Callable[[Any, "str | None", "WorkflowContext[Any, Any]"], Awaitable[Any]]
 
 
-def _bump(
-    state: dict[str, Any], step: str, limit: int, ctx: WorkflowContext[Any, Any]
-) -> dict[str, Any]:
-    runs = state["runs"].get(step, 0) + 1
-    if runs > limit:
-        raise LoopLimitError(step, limit, superstep=ctx.superstep)
-    new = dict(state)
-    new["runs"] = {**state["runs"], step: runs}
-    return new
-
-
-async def _record(
-    ctx: WorkflowContext[Any, Any],
-    state: dict[str, Any],
-    step: str,
-    entry: dict[str, Any],
-    *,
-    final: bool = False,
-    label: str | None = None,
-    who: str | None = None,
-    attempt: int | None = None,
-    last: bool = True,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Store ``entry`` as step ``step``'s result, once, in shared state (the last step's
-    goes into the step context it publishes instead); the new step context, and the
-    entries written here (``{key: entry}``: readable in shared state from the next
-    superstep only)."""
-    key = sc.entry_key(state, step, ctx.superstep)
-    if not final:
-        await ctx.set_shared_state(key, sc.pack(entry, sc.Entries(state["steps"], ctx.shared)))
-    new = sc.record(state, step, key, label=label, who=who, attempt=attempt, last=last)
-    return new, {key: entry}
-
-
-async def _finish(
-    ctx: WorkflowContext[Any, Any],
-    state: dict[str, Any],
-    output: Any,
-    final: bool,
-    fresh: dict[str, Any],
-) -> None:
-    """Send the step context on, or, for the last step, publish it (``fresh``: the
-    entries :func:`_record` just wrote)."""
-    if final:
-        await ctx.yield_output(output)
-        summary = sc.summary(state, sc.Entries(state["steps"], ctx.shared, fresh), output)
-        await ctx.set_shared_state(sc.STEP_CONTEXT_KEY, summary)  # see sc.step_context
-        await ctx.add_event({sc.STEP_CONTEXT_EVENT: summary})
-        # the published context holds every entry now: drop them from shared state
-        for key in [k for k in ctx.shared if k.startswith(sc.ENTRY_PREFIX)]:
-            await ctx.delete_shared_state(key)
-    else:
-        await ctx.send_message(state)
-
-
-def _entries(state: dict[str, Any], ctx: WorkflowContext[Any, Any]) -> sc.Entries:
-    """The entries of the steps ``state`` has seen: inside foreach bodies, the steps of
-    every enclosing context (each kept once in shared state) under the item's own."""
-    frame = state.get("foreach")
-    if frame is None:
-        return sc.Entries(state["steps"], ctx.shared)
-    layers = [state["steps"]]
-    while frame is not None:
-        outer = ctx.shared.get(sc.foreach_key(frame["key"]))
-        layers.append(outer["steps"] if outer else {})
-        frame = frame["parent"]
-    return sc.Entries(ChainMap(*layers), ctx.shared)
-
-
-async def _template_data(state: dict[str, Any], ctx: WorkflowContext[Any, Any]) -> dict[str, Any]:
-    """What templates see (:func:`_entries`)."""
-    return sc.template_data(state, _entries(state, ctx))
-
-
-_COMPILED: dict[tuple[Any, ...], Any] = {}
-
-
-def compiled(
-    text: str, *, template: bool, line: int, column: int, source: str | None, manager: Any
-) -> Any:
-    """``text`` compiled as a template or an expression, cached (a 1,000-step file holds
-    1,000 templates, each checked at load and built again by ``Workflow.from_spec``)."""
-    key = (text, template, line, column, source, id(manager))
-    found = _COMPILED.get(key)
-    if found is None:
-        compile_ = plait.spi.compile_template if template else plait.spi.compile_expression
-        found = compile_(text, source=source, line=line, column=column, manager=manager)
-        if len(_COMPILED) > 8192:
-            _COMPILED.clear()
-        _COMPILED[key] = found
-    return found
-
-
-def compiled_config(config: Mapping[str, Any], key: str, ctx: BuildContext) -> Any:
-    """The expression (or, with ``template``, the template) at ``config[key]``, compiled
-    at the step's position (``at``); a problem is a ConfigError at ``/config/<key>``."""
-    at = config.get("at")
-    line, column = at if isinstance(at, list) and len(at) == 2 else (1, 1)
-    try:
-        return compiled(
-            str(config.get(key, "")),
-            template=bool(config.get("template")),
-            source=ctx.source,
-            line=line,
-            column=column,
-            manager=ctx.manager,
-        )
-    except PlaitError as exc:
-        raise _error(ctx, str(exc), f"/{key}", at=config.get("at")) from None
-
-
-def _template(text: str | None, at: Any, source: str | None, manager: Any) -> Any:
-    if not text:
-        return None
-    line, column = at if isinstance(at, list) and len(at) == 2 else (1, 1)
-    return compiled(text, template=True, line=line, column=column, source=source, manager=manager)
-
-
-class _StepNode(Executor):
-    """The base of the steps executors."""
-
-
 # -- steps ----------------------------------------------------------------------------------
 
 
-class StepExecutor(_StepNode):
+class StepExecutor(StepNode):
     """One agent (or executor-kind) step."""
 
     def __init__(
@@ -225,6 +97,8 @@ class StepExecutor(_StepNode):
         self.agent: str | None = config.get("agent")
         self.limit: int = config["limit"]
         self.final: bool = bool(config.get("final"))
+        self.loops: Mapping[str, list[str]] = config.get("loops") or {}
+        self.via: str | None = config.get("via")
         self.who = who
         self.call = call
         self.instruction = instruction
@@ -232,19 +106,21 @@ class StepExecutor(_StepNode):
 
     @handler
     async def run_step(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
-        state = _bump(sc.start(message), self.step, self.limit, ctx)
+        state = enter(message, self.step, ctx, limit=self.limit, loops=self.loops)
         rendered = None
         data: Any = None
         if self.instruction is not None or self.input is not None:
-            data = await _template_data(state, ctx)
+            data = await template_data(state, ctx)
         if self.instruction is not None:
             rendered = self.instruction.render(data)
         if self.input is not None:
             try:
                 given = self.input.value(data)
             except PlaitError as exc:
-                raise StepOutputError(
-                    f"the input of step {self.step!r} failed: {exc}",
+                raise expression_failed(
+                    StepOutputError,
+                    f"the input of step {self.step!r}",
+                    exc,
                     executor_id=self.step,
                     superstep=ctx.superstep,
                 ) from exc
@@ -252,7 +128,7 @@ class StepExecutor(_StepNode):
             given = sc.prior_block(state, sc.Entries(state["steps"], ctx.shared))
         output = await self.call(given, rendered, ctx)
         entry = {"output": output, "agent": self.agent}
-        new, fresh = await _record(
+        new, fresh = await record(
             ctx,
             state,
             self.step,
@@ -262,10 +138,10 @@ class StepExecutor(_StepNode):
             who=self.who,
             attempt=ctx.attempt,
         )
-        await _finish(ctx, new, output, self.final, fresh)
+        await finish(ctx, new, output, self.final, fresh, self.via)
 
 
-class ConditionExecutor(_StepNode):
+class ConditionExecutor(StepNode):
     """A condition step: ``branch`` is the condition's boolean; a switch routes on it."""
 
     def __init__(self, id: str, *, config: Mapping[str, Any], condition: Any) -> None:
@@ -274,21 +150,26 @@ class ConditionExecutor(_StepNode):
         self.limit: int = config["limit"]
         self.text: str = config["condition"]
         self.ends: Mapping[str, bool] = config.get("ends") or {}
+        self.loops: Mapping[str, list[str]] = config.get("loops") or {}
+        #: the loop's back-edge each branch goes along, if it goes back at once
+        self.via: Mapping[str, str] = config.get("via") or {}
         self.condition = condition
         self.is_template = bool(config.get("template"))
 
     @handler
     async def decide(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
-        state = _bump(sc.start(message), self.step, self.limit, ctx)
-        data = await _template_data(state, ctx)
+        state = enter(message, self.step, ctx, limit=self.limit, loops=self.loops)
+        data = await template_data(state, ctx)
         try:
             if self.is_template:
                 value = self.condition.value(data)
             else:
                 value = self.condition.evaluate(data)
         except PlaitError as exc:
-            raise StepConditionError(
-                f"condition of step {self.step!r} failed: {exc}",
+            raise expression_failed(
+                StepConditionError,
+                f"condition of step {self.step!r}",
+                exc,
                 executor_id=self.step,
                 superstep=ctx.superstep,
             ) from exc
@@ -301,18 +182,21 @@ class ConditionExecutor(_StepNode):
                 superstep=ctx.superstep,
             )
         ends = bool(self.ends.get("true" if value else "false"))
-        new, fresh = await _record(ctx, state, self.step, {"output": value}, final=ends, last=False)
+        new, fresh = await record(ctx, state, self.step, {"output": value}, final=ends, last=False)
         if ends:
             last = new["last"]
             entries = sc.Entries(new["steps"], ctx.shared, fresh)
             output = entries[last]["output"] if last is not None else None
-            await _finish(ctx, new, output, True, fresh)
+            await finish(ctx, new, output, True, fresh)
             return
         new["branch"] = value
+        via = self.via.get("true" if value else "false")
+        if via:
+            new["via"] = via
         await ctx.send_message(new)
 
 
-class ForkExecutor(_StepNode):
+class ForkExecutor(StepNode):
     """A parallel block's start: counts the block's runs and sends the context on to
     every child (a ``fan_out`` edge group)."""
 
@@ -321,16 +205,17 @@ class ForkExecutor(_StepNode):
         self.step: str = config["step"]
         self.limit: int = config["limit"]
         self.nested: list[str] = list(config.get("nested") or ())
+        self.loops: Mapping[str, list[str]] = config.get("loops") or {}
 
     @handler
     async def fork(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
-        state = _bump(sc.start(message), self.step, self.limit, ctx)
+        state = enter(message, self.step, ctx, limit=self.limit, loops=self.loops)
         for step in self.nested:  # the nested blocks this fork starts too
-            state = _bump(state, step, self.limit, ctx)
+            state = enter(state, step, ctx)
         await ctx.send_message(state)
 
 
-class JoinExecutor(_StepNode):
+class JoinExecutor(StepNode):
     """A parallel block's end: merges its children's contexts (in declaration order) and
     records the block's output, seed 002's keyed map ``{steps: {id: {output, agent}},
     order: [...]}``."""
@@ -340,7 +225,9 @@ class JoinExecutor(_StepNode):
         self.step: str = config["step"]
         self.children: list[str] = list(config["children"])
         self.members: Mapping[str, list[str]] = config.get("members") or {}
+        self.aliases: Mapping[str, str] = config.get("aliases") or {}
         self.final: bool = bool(config.get("final"))
+        self.via: str | None = config.get("via")
 
     @handler
     async def join(self, message: list[Any], ctx: WorkflowContext[Any, Any]) -> None:
@@ -372,12 +259,15 @@ class JoinExecutor(_StepNode):
             "order": list(self.children),
         }
         merged.update(steps=steps, prior=prior, runs=runs, attempts=attempts)
-        entry = {"output": keyed, "agent": None, "outputs": outputs, "order": list(self.children)}
-        new, fresh = await _record(ctx, merged, self.step, entry, final=self.final)
-        await _finish(ctx, new, keyed, self.final, fresh)
+        entry: dict[str, Any] = {"output": keyed, "agent": None, "outputs": outputs}
+        entry["order"] = list(self.children)
+        if self.aliases:
+            entry["aliases"] = dict(self.aliases)
+        new, fresh = await record(ctx, merged, self.step, entry, final=self.final)
+        await finish(ctx, new, keyed, self.final, fresh, self.via)
 
 
-class PassExecutor(_StepNode):
+class PassExecutor(StepNode):
     """Forwards the step context unchanged."""
 
     @handler
@@ -483,21 +373,6 @@ def _kind_names(ctx: BuildContext) -> list[str]:
     return [n for n in manager.registry("executor_kind").names() if not n.startswith("steps.")]
 
 
-def _inner_path(problem: Any) -> str:
-    path = str(getattr(getattr(problem, "position", None), "path", None) or "")
-    return path.removeprefix("/nodes/0")
-
-
-def _error(ctx: BuildContext, message: str, path: str = "", at: Any = None) -> ConfigError:
-    """A problem at ``/config<path>`` of the step's node and, when the step's YAML position
-    (``at``) is known, at its line and column too."""
-    line, column = at if isinstance(at, list) and len(at) == 2 else (None, None)
-    return ConfigError(
-        message,
-        SourcePosition(source=ctx.source, line=line, column=column, path=f"/config{path}"),
-    )
-
-
 def unknown_agent(name: str, ctx: BuildContext) -> str:
     """The message for an agent name nothing resolves, as a load gives it."""
     from plait_documents import AgentNames
@@ -520,7 +395,7 @@ def _resolve_agent(config: Mapping[str, Any], ctx: BuildContext) -> AgentCall:
         if _is_async_function(obj):
             return _function_call(obj)
         if not (isinstance(obj, Executor) or (isinstance(obj, type) and issubclass(obj, Executor))):
-            raise _error(
+            raise config_error(
                 ctx,
                 f"agent {name!r} is {obj!r}: give an async function "
                 "(async def agent(prompt: str) -> str | dict) or a plait Executor",
@@ -528,109 +403,19 @@ def _resolve_agent(config: Mapping[str, Any], ctx: BuildContext) -> AgentCall:
             )
         node = plait.NodeSpec("agent", uses=name)
         return _inner_call(node, {name: obj}, ctx)
-    raise _error(ctx, unknown_agent(name, ctx), "/agent", at=config.get("at"))
+    raise config_error(ctx, unknown_agent(name, ctx), "/agent", at=config.get("at"))
 
 
 # -- kinds ---------------------------------------------------------------------------------------
 
 
-class _Kind(abc.ABC):
-    """Shared checking for the steps kinds: required keys and their JSON types."""
+class AgentKind(StepKind):
+    """``steps.agent``: ``{step, agent, limit, label?, final?, via?, loops?, instruction?,
+    at?, input?, input_at?, config?, use?}``."""
 
-    required: Mapping[str, type | tuple[type, ...]] = {"step": str}
-    optional: Mapping[str, type | tuple[type, ...]] = {}
-
-    def capabilities(self, config: Mapping[str, Any], ctx: BuildContext) -> set[Capability]:
-        """What the step may make Plait do: nothing of its own (conditions and templates
-        are expressions); the agent or executor kind it wraps may need more."""
-        return set()
-
-    @functools.cached_property
-    def config_schema(self) -> Mapping[str, Any]:
-        """The JSON Schema of the kind's config: the required keys and the optional ones
-        (which may be null), with their JSON types, and no other key."""
-        names = {str: "string", int: "integer", bool: "boolean", dict: "object", list: "array"}
-
-        def schema(tp: Any, *, optional: bool) -> dict[str, Any]:
-            tps = tp if isinstance(tp, tuple) else (tp,)
-            types = [names[t] for t in tps] + (["null"] if optional else [])
-            return {"type": types}
-
-        props = {k: schema(t, optional=False) for k, t in self.required.items()}
-        props.update({k: schema(t, optional=True) for k, t in self.optional.items()})
-        return {
-            "type": "object",
-            "properties": props,
-            "required": sorted(self.required),
-            "additionalProperties": False,
-        }
-
-    def conforms(self, config: Mapping[str, Any]) -> bool:
-        """Whether ``config`` fits :attr:`config_schema`: a plain-Python check as strict as
-        the schema (a 1,000-step file builds 1,000 configs), so jsonschema runs only to
-        explain one that does not."""
-
-        def fits(value: Any, tp: Any) -> bool:
-            return isinstance(value, tp) and not (isinstance(value, bool) and tp is int)
-
-        return (
-            all(k in config and fits(config[k], t) for k, t in self.required.items())
-            and all(config.get(k) is None or fits(config[k], t) for k, t in self.optional.items())
-            and set(config) <= {*self.required, *self.optional}
-        )
-
-    def check(self, config: Mapping[str, Any], ctx: BuildContext) -> list[ConfigError]:
-        prefix = f"executor {ctx.node_id!r}: "
-        found = (
-            []
-            if self.conforms(config)
-            else check_config(self.config_schema, config, ctx.node_id, source=ctx.source)
-        )
-        problems = [
-            _error(
-                ctx,
-                error.reason.removeprefix(prefix),
-                (error.path or "").removeprefix("/config"),
-                at=config.get("at"),
-            )
-            for error in found
-        ]
-        if problems:
-            return problems
-        try:
-            self.validate(config, ctx)
-        except ConfigError as exc:
-            return [exc]
-        except PlaitError as exc:
-            inner = getattr(exc, "problems", None)
-            if not inner:
-                return [_error(ctx, str(exc), at=config.get("at"))]
-            # the step's own one-node workflow did not build: its problems, at this
-            # step's config (``/nodes/0/config/ref`` there is ``/config/config/ref`` here)
-            return [
-                _error(ctx, getattr(p, "reason", str(p)), _inner_path(p), at=config.get("at"))
-                for p in inner
-            ]
-        return []
-
-    def validate(self, config: Mapping[str, Any], ctx: BuildContext) -> None:
-        """Raise :class:`ConfigError` for a config that cannot build (default: build it)."""
-        self.create(config, ctx)
-
-    @abc.abstractmethod
-    def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
-        """Build the step's executor from a config :meth:`check` accepted."""
-
-
-_STEP = {"step": str, "limit": int}
-_OUT = {"label": str, "final": bool}
-
-
-class AgentKind(_Kind):
-    """``steps.agent``: ``{step, agent, limit, label?, final?, instruction?, at?, config?}``."""
-
-    required = {**_STEP, "agent": str}
-    optional = {**_OUT, "instruction": str, "at": list, "input": str, "input_at": list}
+    required = {**STEP_CONFIG, "agent": str}
+    optional = {**OUTPUT_CONFIG, **TARGET_CONFIG, "instruction": str, "at": list, "input": str}
+    optional = {**optional, "input_at": list}
     optional = {**optional, "config": dict, "use": dict}
 
     def capabilities(self, config: Mapping[str, Any], ctx: BuildContext) -> set[Capability]:
@@ -646,31 +431,34 @@ class AgentKind(_Kind):
         name = config["agent"]
         passed = "use" not in config and name in ctx.executors
         if passed and _is_async_function(ctx.executors[name]):
-            _template(config.get("instruction"), config.get("at"), ctx.source, ctx.manager)
-            _template(config.get("input"), config.get("input_at"), ctx.source, ctx.manager)
+            templates = self.templates(ctx)
+            templates.template(config.get("instruction"), config.get("at"), ctx.source)
+            templates.template(config.get("input"), config.get("input_at"), ctx.source)
             return
         self.create(config, ctx)
 
     def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         call = _resolve_agent(config, ctx)
         try:
-            instruction = _template(
-                config.get("instruction"), config.get("at"), ctx.source, ctx.manager
+            instruction = self.templates(ctx).template(
+                config.get("instruction"), config.get("at"), ctx.source
             )
         except PlaitError as exc:
-            raise _error(ctx, str(exc), "/instruction", at=config.get("at")) from None
+            raise config_error(ctx, str(exc), "/instruction", at=config.get("at")) from None
         who = f"agent: {config['agent']}"
-        given = _input(config, ctx)
+        given = _input(config, ctx, self.templates(ctx))
         return StepExecutor(
             ctx.node_id, config=config, call=call, who=who, instruction=instruction, input=given
         )
 
 
-class ExecutorStepKind(_Kind):
-    """``steps.executor``: ``{step, kind, config, limit, label?, final?, at?}``."""
+class ExecutorStepKind(StepKind):
+    """``steps.executor``: ``{step, kind, config, limit, label?, final?, via?, loops?, at?,
+    input?, input_at?}``."""
 
-    required = {**_STEP, "kind": str}
-    optional = {**_OUT, "config": dict, "input": str, "input_at": list, "at": list}
+    required = {**STEP_CONFIG, "kind": str}
+    optional = {**OUTPUT_CONFIG, **TARGET_CONFIG, "config": dict, "input": str}
+    optional = {**optional, "input_at": list, "at": list}
 
     def capabilities(self, config: Mapping[str, Any], ctx: BuildContext) -> set[Capability]:
         """What the executor kind it wraps needs for its config."""
@@ -683,7 +471,7 @@ class ExecutorStepKind(_Kind):
         kinds = _kind_names(ctx)
         if config["kind"] not in kinds:
             did = did_you_mean(config["kind"], kinds)
-            raise _error(
+            raise config_error(
                 ctx,
                 f"no executor kind {config['kind']!r}; installed: {', '.join(kinds)}{did}",
                 "/kind",
@@ -694,54 +482,50 @@ class ExecutorStepKind(_Kind):
         )
         call = _inner_call(node, {}, ctx)
         who = f"executor: {config['kind']}"
-        given = _input(config, ctx)
+        given = _input(config, ctx, self.templates(ctx))
         return StepExecutor(ctx.node_id, config=config, call=call, who=who, input=given)
 
 
-class ConditionKind(_Kind):
-    """``steps.condition``: ``{step, condition, limit, template?, at?, ends?}``."""
+class ConditionKind(StepKind):
+    """``steps.condition``: ``{step, condition, limit, template?, at?, ends?, via?,
+    loops?}``."""
 
-    required = {**_STEP, "condition": str}
-    optional = {"template": bool, "at": list, "ends": dict}
+    required = {**STEP_CONFIG, "condition": str}
+    optional = {**TARGET_CONFIG, "template": bool, "at": list, "ends": dict, "via": dict}
 
     def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
-        condition = compiled_config(config, "condition", ctx)
+        condition = self.templates(ctx).config(config, "condition", ctx)
         return ConditionExecutor(ctx.node_id, config=config, condition=condition)
 
 
-def _input(config: Mapping[str, Any], ctx: BuildContext) -> Any:
+def _input(config: Mapping[str, Any], ctx: BuildContext, templates: Templates) -> Any:
     try:
-        return _template(config.get("input"), config.get("input_at"), ctx.source, ctx.manager)
+        return templates.template(config.get("input"), config.get("input_at"), ctx.source)
     except PlaitError as exc:
-        raise _error(ctx, str(exc), "/input", at=config.get("at")) from None
+        raise config_error(ctx, str(exc), "/input", at=config.get("at")) from None
 
 
-class _NoConfigCheck(_Kind):
-    def validate(self, config: Mapping[str, Any], ctx: BuildContext) -> None:
-        return None
+class ForkKind(NoConfigCheck):
+    """``steps.fork``: ``{step, limit, nested?, loops?}``."""
 
-
-class ForkKind(_NoConfigCheck):
-    """``steps.fork``: ``{step, limit, nested?}``."""
-
-    required = _STEP
-    optional = {"nested": list}
+    required = STEP_CONFIG
+    optional = {**TARGET_CONFIG, "nested": list}
 
     def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         return ForkExecutor(ctx.node_id, config=config)
 
 
-class JoinKind(_NoConfigCheck):
-    """``steps.join``: ``{step, children, members?, final?}``."""
+class JoinKind(NoConfigCheck):
+    """``steps.join``: ``{step, children, members?, aliases?, final?, via?}``."""
 
     required = {"step": str, "children": list}
-    optional = {"members": dict, "final": bool}
+    optional = {"members": dict, "aliases": dict, "final": bool, "via": str}
 
     def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         return JoinExecutor(ctx.node_id, config=config)
 
 
-class PassKind(_NoConfigCheck):
+class PassKind(NoConfigCheck):
     """``steps.pass``: no config."""
 
     required = {}

@@ -15,18 +15,19 @@ from typing import Any
 
 from plait import Executor, PlaitError, WorkflowContext, WorkflowRunError, handler
 from plait.spi import BuildContext
+from plait_expr import expression_failed
 
 from . import _context as sc
-from ._executors import (
-    _STEP,
-    _bump,
-    _finish,
-    _Kind,
-    _NoConfigCheck,
-    _record,
-    _StepNode,
-    _template_data,
-    compiled_config,
+from ._base import (
+    STEP_CONFIG,
+    TARGET_CONFIG,
+    NoConfigCheck,
+    StepKind,
+    StepNode,
+    enter,
+    finish,
+    record,
+    template_data,
 )
 
 __all__ = ["ForeachItemsError", "ForeachKind", "GatherKind"]
@@ -36,7 +37,7 @@ class ForeachItemsError(WorkflowRunError):
     """A foreach step's ``items`` gave something other than a list, or failed to evaluate."""
 
 
-class ForeachExecutor(_StepNode):
+class ForeachExecutor(StepNode):
     """A foreach block's start: evaluates ``items``, keeps the context it started in in
     shared state, and sends one step context per item, each with a frame (``foreach``: the
     block, its run's key, the item, its index, the count, the enclosing frame). An empty
@@ -50,17 +51,20 @@ class ForeachExecutor(_StepNode):
         self.text: str = str(config.get("items", ""))
         self.literal: list[Any] | None = config.get("items_value")
         self.is_template = bool(config.get("template"))
+        self.loops: Mapping[str, list[str]] = config.get("loops") or {}
         self.items = items
 
     async def _evaluate(self, state: dict[str, Any], ctx: WorkflowContext[Any, Any]) -> list[Any]:
         if self.literal is not None:
             return self.literal
-        data = await _template_data(state, ctx)
+        data = await template_data(state, ctx)
         try:
             value = self.items.value(data) if self.is_template else self.items.evaluate(data)
         except PlaitError as exc:
-            raise ForeachItemsError(
-                f"items of foreach step {self.step!r} failed: {exc}",
+            raise expression_failed(
+                ForeachItemsError,
+                f"items of foreach step {self.step!r}",
+                exc,
                 executor_id=self.step,
                 superstep=ctx.superstep,
             ) from exc
@@ -76,7 +80,7 @@ class ForeachExecutor(_StepNode):
 
     @handler
     async def fork(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
-        state = _bump(sc.start(message), self.step, self.limit, ctx)
+        state = enter(message, self.step, ctx, limit=self.limit, loops=self.loops)
         items = await self._evaluate(state, ctx)
         parent = state.get("foreach")
         # unique per run of this block: a loop runs it again, an outer foreach per item
@@ -99,7 +103,7 @@ class ForeachExecutor(_StepNode):
             await ctx.send_message(item_state)
 
 
-class GatherExecutor(_StepNode):
+class GatherExecutor(StepNode):
     """A foreach block's end: keeps a reference to each item's output (the entry of the
     last step the item ran in the body) under its run's key in this executor's state —
     checkpointed with the run — and, once every item of that run is in, records the list
@@ -111,6 +115,7 @@ class GatherExecutor(_StepNode):
         self.step: str = config["step"]
         self.label: str = config.get("label") or self.step
         self.final: bool = bool(config.get("final"))
+        self.via: str | None = config.get("via")
 
     @handler
     async def gather(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
@@ -147,30 +152,30 @@ class GatherExecutor(_StepNode):
         else:
             outer["foreach"] = frame["parent"]
         entry = {"output": outputs, "agent": None}
-        new, fresh = await _record(
+        new, fresh = await record(
             ctx, outer, self.step, entry, final=self.final, label=self.label, who="foreach"
         )
-        await _finish(ctx, new, outputs, self.final, fresh)
+        await finish(ctx, new, outputs, self.final, fresh, self.via)
 
 
-class ForeachKind(_Kind):
-    """``steps.foreach``: ``{step, limit, items? | items_value?, template?, at?}``."""
+class ForeachKind(StepKind):
+    """``steps.foreach``: ``{step, limit, items? | items_value?, template?, at?, loops?}``."""
 
-    required = _STEP
-    optional = {"items": str, "items_value": list, "template": bool, "at": list}
+    required = STEP_CONFIG
+    optional = {**TARGET_CONFIG, "items": str, "items_value": list, "template": bool, "at": list}
 
     def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         items = None
         if config.get("items_value") is None:
-            items = compiled_config(config, "items", ctx)
+            items = self.templates(ctx).config(config, "items", ctx)
         return ForeachExecutor(ctx.node_id, config=config, items=items)
 
 
-class GatherKind(_NoConfigCheck):
-    """``steps.gather``: ``{step, label?, final?}``."""
+class GatherKind(NoConfigCheck):
+    """``steps.gather``: ``{step, label?, final?, via?}``."""
 
     required = {"step": str}
-    optional = {"label": str, "final": bool}
+    optional = {"label": str, "final": bool, "via": str}
 
     def create(self, config: Mapping[str, Any], ctx: BuildContext) -> Executor:
         return GatherExecutor(ctx.node_id, config=config)
