@@ -815,12 +815,12 @@ class Runner:
                 if target in arrival:
                     ids.setdefault(target, []).append(delivery_id(f"^{f}/{d}"))
 
-        flushers, reach = self.graph.flushers, self.graph.reach
+        flushers, can_still_send = self.graph.flushers, self.graph.reaching(active)
         if self.observer is None:
-            flush_buffers(flushers, self.state.router_state, reach, active, inbox, name)
+            flush_buffers(flushers, self.state.router_state, can_still_send, inbox, name)
             return
         before = {target: len(messages) for target, messages in inbox.items()}
-        flush_buffers(flushers, self.state.router_state, reach, active, inbox, name)
+        flush_buffers(flushers, self.state.router_state, can_still_send, inbox, name)
         for target, messages in inbox.items():
             had = before.get(target, 0)
             if len(messages) > had:

@@ -1009,11 +1009,7 @@ class Pipeline:
             return
         active = set(self.first_key.get(t + 1, ()))
         active.update(r.executor_id for r in state.pending_requests.values() if r.superstep <= t)
-        reach = self.graph.reach
-
-        def can_still_send(executor_id: str) -> bool:
-            return any(executor_id in reach[a] for a in active)
-
+        can_still_send = self.graph.reaching(active)
         router_state = state.router_state
         for f, (gid, edge_runner) in enumerate(flushers):
             flushed = edge_runner.flush(router_state.get(gid), can_still_send)
