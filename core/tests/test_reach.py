@@ -72,7 +72,9 @@ def test_masks_equal_a_search_from_every_node_on_random_graphs() -> None:
         n = rng.randint(1, 30)
         nodes = [f"e{i}" for i in range(n)]
         successors = {
-            node: rng.sample(nodes, rng.randint(0, min(3, n))) for node in nodes if rng.random() < 0.9
+            node: rng.sample(nodes, rng.randint(0, min(3, n)))
+            for node in nodes
+            if rng.random() < 0.9
         }
         masks = reach_masks(nodes, successors)
         assert {node: members(nodes, masks[node]) for node in nodes} == {

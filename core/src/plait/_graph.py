@@ -281,7 +281,8 @@ def reach_masks(nodes: Sequence[str], successors: Mapping[str, Iterable[str]]) -
                     parent = path[-1][0]
                     low[parent] = min(low[parent], low[node])
                 if low[node] == order[node]:  # the node heads a component: complete it
-                    members, mask = [], 0
+                    members: list[str] = []
+                    mask = 0
                     while not members or members[-1] != node:
                         members.append(stack.pop())
                         mask |= bit[members[-1]]

@@ -53,7 +53,7 @@ import copy
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -67,36 +67,10 @@ from plait import (
     VisitLimitError,
     WorkflowRunError,
 )
-from plait.spi import Effects, RunState, delivery_id, type_name
+from plait.spi import Effects, RunState, delivery_id, on_asyncio, type_name
 
 if TYPE_CHECKING:
-    from plait.spi import CompiledGraph, RunOptions, ScheduleRun
-
-
-class Runner(Protocol):
-    """What the pipeline uses of the runner (:class:`plait.spi.Runner`): its invocation
-    path, limits and state."""
-
-    graph: CompiledGraph
-    options: RunOptions
-    state: RunState
-    live: bool
-    stop: Any
-    remaining: dict[str, list[Any]]
-    native_asyncio: bool
-    #: the run's observer, if any (told through :meth:`begin_superstep`)
-    observer: Any
-    concurrency: dict[str, int]
-    arrival: frozenset[str]
-    visit_limits: dict[str, int]
-    on_cut: Callable[[ScheduleRun, str], Awaitable[bool]] | None
-    stopped_cut: ScheduleRun | None
-
-    async def run_invocation(
-        self, eid: str, message: Any, index: int, effects: Effects
-    ) -> None: ...
-
-    def begin_superstep(self, step: int, executor_ids: tuple[str, ...]) -> None: ...
+    from plait.spi import CompiledGraph, RunnerView
 
 
 __all__ = ["NAME", "Pipeline", "Pipelined", "TimedEffects", "decode_cut", "pays"]
@@ -204,7 +178,7 @@ class Pipeline:
     """Runs one run in the pipelined schedule, with the runner's invocation path, limits
     and state (see the module's docstring for the rules)."""
 
-    def __init__(self, runner: Runner, max_lead: int | None) -> None:
+    def __init__(self, runner: RunnerView, max_lead: int | None) -> None:
         graph = runner.graph
         self.runner = runner
         self.graph = graph
@@ -466,7 +440,7 @@ class Pipeline:
 
     async def _loop(self) -> RunStatus | dict[str, list[Any]]:
         found: RunStatus | dict[str, list[Any]]
-        if self.runner.native_asyncio and _AsyncioTaskGroup is not None:
+        if on_asyncio() and _AsyncioTaskGroup is not None:
             # asyncio's own task group: a fifth of anyio's cost per task (as the runner)
             async with _AsyncioTaskGroup() as native:
                 found = await self._steps(lambda group: native.create_task(self._native(group)))
@@ -486,13 +460,8 @@ class Pipeline:
             raise self._first_error()
         if self.on_cut is not None:
             await self._cut("handback")
-        else:  # (``exit`` durability) the run's one checkpoint is this cut, taken after
-            self.runner.stopped_cut = self
-        remaining: dict[str, list[Any]] = {}
-        for eid, by_time in self.queue.items():
-            for t in sorted(by_time):
-                remaining.setdefault(eid, []).extend(m for _, m in sorted(by_time[t], key=_first))
-        self.runner.remaining = remaining
+        # (else, under ``exit`` durability, the runner has the run's one checkpoint be
+        # this cut, taken after)
         return RunStatus.RUNNING
 
     async def _steps(self, spawn: Callable[[_Group], Any]) -> RunStatus | dict[str, list[Any]]:
@@ -516,7 +485,7 @@ class Pipeline:
                 and not self._concurrent_in_flight()
             ):
                 await self._cut("running")
-            stop = self.runner.stop
+            stop = self.runner.options.stop
             if stop is not None and self.commits and stop.is_set():
                 self.stopped = True  # asked to stop: what runs ends, nothing new starts
                 self.passed.set()
@@ -1271,7 +1240,7 @@ class Pipelined:
         """:func:`pays`."""
         return pays(graph, inbox)
 
-    def start(self, runner: Runner, max_lead: int | None) -> Pipeline:
+    def start(self, runner: RunnerView, max_lead: int | None) -> Pipeline:
         """A :class:`Pipeline` for ``runner``'s run."""
         return Pipeline(runner, max_lead)
 
