@@ -51,6 +51,7 @@ import asyncio
 import bisect
 import copy
 import math
+import warnings
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -62,6 +63,8 @@ from plait import (
     OutputEvent,
     RoutingError,
     RunStatus,
+    SharedStateRaceError,
+    SharedStateRaceWarning,
     SuperstepLimitError,
     UnhandledMessageError,
     VisitLimitError,
@@ -967,6 +970,8 @@ class Pipeline:
         if writes:
             writes.sort(key=_first)
             try:
+                if state.reads:
+                    _check_ahead(state, [write for _, write in writes])
                 state.commit_shared([write for _, write in writes])
             except WorkflowRunError as exc:
                 self._fail(t, _BARRIER, (), exc)
@@ -1154,6 +1159,35 @@ def pays(graph: CompiledGraph, inbox: dict[str, list[Any]]) -> bool:
             if any(source not in inbox for source in edge_runner.group.sources):
                 return True
     return False
+
+
+def _check_ahead(state: RunState, writes: list[tuple[str, str, Any]]) -> None:
+    """Warn (fail, under ``strict``) where an executor running ahead read, in a later
+    superstep, a key written in this one (``state.superstep``) before the write was
+    committed: it saw the value from before the write, where the superstep schedule
+    shows it the write. (``RunState.commit_shared`` checks the reads of the same
+    superstep.)"""
+    step = state.superstep
+    for later in sorted(t for t in state.reads if t > step):
+        ahead = state.reads[later]
+        for writer, key, _ in writes:
+            others = sorted(ahead.get(key, set()) - {writer})
+            if not others:
+                continue
+            text = (
+                f"executor(s) {', '.join(map(repr, others))} read shared-state key "
+                f"{key!r} in superstep {later}, running ahead of the write of it "
+                f"by executor {writer!r} in superstep {step}, so they saw the "
+                f"value from before it (the superstep schedule shows them the "
+                f"write); read it with `await ctx.get_shared_state(...)`, which "
+                f"waits for earlier supersteps' writes"
+            )
+            if state.strict:
+                raise SharedStateRaceError(
+                    text + " (strict=True)", executor_id=others[0], superstep=step
+                )
+            warnings.warn(text, SharedStateRaceWarning, stacklevel=2)
+            ahead[key] = ahead[key] & {writer}
 
 
 def _visit_error(eid: str, limit: int, t: int) -> VisitLimitError:
