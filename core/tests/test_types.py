@@ -373,3 +373,29 @@ types_ = st.recursive(st.one_of(_scalars, _literals), _compound, max_leaves=4)
 def test_generated_values_fit_their_type(data: st.DataObject, tp: Any) -> None:
     value = data.draw(st.from_type(tp))
     assert is_instance(value, tp)
+
+
+def test_a_long_list_of_plain_values_checks_one_item_per_type(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A fan-in's ``list[int]`` of 10,000 values costs one check per distinct type of its
+    items, not one per item; an item of another type still fails it."""
+    import plait._types
+
+    checks: list[Any] = []
+    fits = plait._types._fits
+
+    def counting(value: Any, tp: Any) -> bool:
+        checks.append(tp)
+        return fits(value, tp)
+
+    monkeypatch.setattr(plait._types, "_fits", counting)
+    values = list(range(10_000))
+    assert is_instance(values, list[int])
+    assert is_instance((*values, True), tuple[int, ...])  # bool: a subclass of int
+    assert not is_instance([*values, "x"], list[int])
+    assert not is_instance([*values, 1.5], list[int | str])  # a union: each type decides
+    assert len(checks) < 20
+    # where the type alone does not decide, every item is checked
+    assert not is_instance([[1]] * 50 + [["x"]], list[list[int]])
+    assert len(checks) > 50

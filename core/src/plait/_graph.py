@@ -6,7 +6,7 @@ The runner and the checkpointer depend on this module, never on :mod:`plait._wor
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ._errors import RunOptionError
@@ -25,6 +25,7 @@ __all__ = [
     "Invocable",
     "Limits",
     "Registries",
+    "reach_masks",
     "resolve_limits",
 ]
 
@@ -153,9 +154,19 @@ class CompiledGraph:
         return self.spec.signature()
 
     @functools.cached_property
-    def reach(self) -> dict[str, frozenset[str]]:
-        """Executor id -> every executor reachable from it (itself included)."""
-        return {nid: frozenset(self.spec.reachable_from(nid)) for nid in self.spec.node_ids}
+    def reach(self) -> dict[str, int]:
+        """Executor id -> every executor reachable from it (itself included), as a bit
+        mask: the executor of rank ``i`` is bit ``i`` (see :func:`reach_masks`)."""
+        return reach_masks(self.spec.node_ids, self.spec.successors())
+
+    def reaching(self, sources: Iterable[str]) -> Callable[[str], bool]:
+        """A test of whether an executor is reachable from one of ``sources`` (each
+        reaches itself): what a fan-in's flush asks of the executors still active."""
+        masks, mask = self.reach, 0
+        for source in sources:
+            mask |= masks[source]
+        rank = self.rank
+        return lambda executor_id: bool(mask >> rank[executor_id] & 1)
 
 
 class Limits:
@@ -234,6 +245,53 @@ def resolve_limits(graph: CompiledGraph, options: RunOptions | None = None) -> L
             # it sent or yielded before failing is dropped
             policies[eid] = (None, None)
     return Limits(concurrency, visits, policies)
+
+
+def reach_masks(nodes: Sequence[str], successors: Mapping[str, Iterable[str]]) -> dict[str, int]:
+    """Node -> the bit mask of every node reachable from it, itself included (bit ``i``:
+    ``nodes[i]``), in one depth-first pass that looks at each node's successors twice:
+    Tarjan's strongly connected components, which are found sinks first, so that a
+    component's mask — shared by its members — is their bits and the masks of the
+    components they lead to, all complete by then.
+    """
+    bit = {node: 1 << i for i, node in enumerate(nodes)}
+    order: dict[str, int] = {}  # node -> when the search found it
+    low: dict[str, int] = {}  # node -> the earliest node on the stack it leads back to
+    stack: list[str] = []  # found nodes whose component is not complete yet
+    masks: dict[str, int] = {}
+    for root in nodes:
+        if root in order:
+            continue
+        order[root] = low[root] = len(order)
+        stack.append(root)
+        path = [(root, iter(successors.get(root, ())))]
+        while path:
+            node, pending = path[-1]
+            for child in pending:
+                if child not in order:  # deeper first; the node's other successors wait
+                    order[child] = low[child] = len(order)
+                    stack.append(child)
+                    path.append((child, iter(successors.get(child, ()))))
+                    break
+                if child not in masks:  # on the stack: the node leads back to it
+                    low[node] = min(low[node], order[child])
+            else:
+                path.pop()
+                if path:
+                    parent = path[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == order[node]:  # the node heads a component: complete it
+                    members: list[str] = []
+                    mask = 0
+                    while not members or members[-1] != node:
+                        members.append(stack.pop())
+                        mask |= bit[members[-1]]
+                    for member in members:
+                        for child in successors.get(member, ()):
+                            mask |= masks.get(child, 0)  # (0: a member, its bit is in)
+                    for member in members:
+                        masks[member] = mask
+    return masks
 
 
 def _first(*values: Any) -> Any:

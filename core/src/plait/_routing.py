@@ -16,7 +16,7 @@ Merge strategies are registered by name through ``plait_register_merge_strategie
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ._errors import RoutingError, UnhandledMessageError, WorkflowRunError
@@ -193,18 +193,14 @@ def _unreached(source: str, target: str | None, superstep: int) -> UnhandledMess
 def flush_buffers(
     flushers: Iterable[tuple[str, EdgeRunner]],
     router_state: Mapping[str, Any],
-    reach: Mapping[str, Collection[str]],
-    active: Collection[str],
+    can_still_send: Callable[[str], bool],
     inbox: dict[str, list[Any]],
     name: Callable[[int, int, str], None] | None = None,
 ) -> None:
     """Add to ``inbox`` what the buffering edge groups (``flushers``) deliver now that
-    only the ``active`` executors (and what they reach) can still send; ``name(f, d,
-    target)`` is told of the ``d``-th delivery of the ``f``-th flusher, if given."""
-
-    def can_still_send(executor_id: str) -> bool:
-        return any(executor_id in reach[a] for a in active)
-
+    only the executors ``can_still_send`` names can still send (the active ones and what
+    they reach: :meth:`~plait._graph.CompiledGraph.reaching`); ``name(f, d, target)`` is
+    told of the ``d``-th delivery of the ``f``-th flusher, if given."""
     for f, (gid, runner) in enumerate(flushers):
         for d, (tgt, data) in enumerate(runner.flush(router_state.get(gid), can_still_send)):
             inbox.setdefault(tgt, []).append(data)

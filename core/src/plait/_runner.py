@@ -26,7 +26,7 @@ the supersteps it would run better without the barrier, taking the run back once
 lockstep again (``plait-pipeline``'s ``pipelined``). A run asking for none pays one test
 of a local per superstep.
 
-Every invocation goes one way (:meth:`Runner.run_invocation`), and its failure means one
+Every invocation goes one way (:meth:`RunnerView.run_invocation`), and its failure means one
 thing (:func:`failure`). Executors without a policy pay nothing for one: the handler
 writes straight to its record. Under a retry policy or a timeout
 (:func:`invoke_with_policy`), an attempt runs against a record of its own and a deep copy
@@ -88,9 +88,11 @@ __all__ = [
     "RunOptions",
     "RunState",
     "Runner",
+    "RunnerView",
     "Schedule",
     "ScheduleRun",
     "fan_out",
+    "make_runner",
     "on_asyncio",
     "schedule_named",
     "note_attempt",
@@ -157,13 +159,80 @@ _T = TypeVar("_T")
 _YIELD_EVERY = 32
 
 
+class RunnerView(Protocol):
+    """What a schedule (:class:`Schedule`) or a checkpointer (:class:`RunCommit`) may read
+    of a running run and call on it: the one seam between the runner and the plugins that
+    run stretches of a run or make it durable (:func:`make_runner` makes a runner). They
+    read these and change none of them.
+    """
+
+    #: the compiled workflow it runs, the run's options (``options.stop`` is asked at each
+    #: superstep boundary) and everything the run changes
+    graph: CompiledGraph
+    options: RunOptions
+    state: RunState
+    #: a consumer watches the run as it goes: yield to it at every superstep
+    live: bool
+    #: the run's observer (told through :meth:`begin_superstep`), if any
+    observer: RunObserver | None
+    #: executor id -> how many of its messages may run at once (only those above 1)
+    concurrency: dict[str, int]
+    #: the executors that take their messages on arrival (see :func:`delivery_id`)
+    arrival: frozenset[str]
+    #: executor id -> how many supersteps it may run in (only bounded ones)
+    visit_limits: dict[str, int]
+    #: writes a schedule's consistent cut (:meth:`RunCommit.after_cut`); ``None``: the run
+    #: is not checkpointed as it goes
+    on_cut: Callable[[ScheduleRun, str], Awaitable[bool]] | None
+    #: the deliveries of the running superstep (what a failed one re-runs), of the one
+    #: that just committed, and those left when the superstep loop stopped
+    current: Inbox
+    last_ran: Inbox
+    remaining: Inbox
+    #: the stretch of the run in a :class:`Schedule`, when it is (or was) in one
+    scheduled: ScheduleRun | None
+    #: the stretch a stop or a failure ended mid-way when no cut was written then: its
+    #: cut is the run's checkpoint (``exit`` durability)
+    stopped_cut: ScheduleRun | None
+
+    async def run(self, inbox: Inbox) -> RunStatus:
+        """Run from ``inbox`` to the end (or a stop); the final status."""
+        ...
+
+    async def run_invocation(self, eid: str, message: Any, index: int, effects: Effects) -> None:
+        """Invoke ``eid`` on ``message``, its ``index``-th delivery of its superstep, its
+        effects written to ``effects``: the one invocation path (policies, observers,
+        error edges and the run's concurrency limit included)."""
+        ...
+
+    def begin_superstep(self, step: int, executor_ids: tuple[str, ...]) -> None:
+        """Tell the run's observer, if any, that superstep ``step`` starts."""
+        ...
+
+
+def make_runner(
+    graph: CompiledGraph,
+    options: RunOptions,
+    state: RunState,
+    *,
+    live: bool,
+    commit: RunCommit | None = None,
+) -> RunnerView:
+    """A runner for one run of ``graph`` (what a durability plugin runs a run with),
+    committing through ``commit`` if given; :meth:`RunnerView.run` runs it.
+
+    :raises UnknownNameError: ``options.schedule`` names a schedule no plugin registered.
+    """
+    return Runner(graph, options, state, live=live, commit=commit)
+
+
 class RunCommit(Protocol):
     """The runner's commit seam: what a durable run (``plait-durable``'s checkpointer) is
     told at each barrier, so that it can make the run's progress durable. The runner calls
     it; it never replaces a method of the runner.
     """
 
-    async def after_superstep(self, runner: Runner, inbox: Inbox) -> None:
+    async def after_superstep(self, runner: RunnerView, inbox: Inbox) -> None:
         """A superstep committed: its effects are applied and ``inbox`` holds the next
         superstep's deliveries (``runner.last_ran`` the deliveries that just ran)."""
 
@@ -193,14 +262,14 @@ class Schedule(Protocol):
         lower cost."""
         ...
 
-    def start(self, runner: Runner, max_lead: int | None) -> ScheduleRun:
+    def start(self, runner: RunnerView, max_lead: int | None) -> ScheduleRun:
         """A stretch of ``runner``'s run in this schedule, with work at most ``max_lead``
         supersteps ahead of the lowest one with work (``0``: the barrier's order, which
         a resumed cut runs in when the run asks for another schedule; ``None``:
-        unbounded). It invokes executors through :meth:`Runner.run_invocation`, asks
-        ``runner.stop``, reports its cuts to ``runner.on_cut`` (a durable run's
-        :meth:`RunCommit.after_cut`), and resumes ``runner.state.cut`` when it is one of
-        its own."""
+        unbounded). It uses the run only through ``runner``: it invokes executors
+        through :meth:`RunnerView.run_invocation`, asks ``runner.options.stop``, reports
+        its cuts to ``runner.on_cut`` (a durable run's :meth:`RunCommit.after_cut`), and
+        resumes ``runner.state.cut`` when it is one of its own."""
         ...
 
     def decode_cut(self, section: Any, decode: Callable[[Any], Any]) -> Any:
@@ -470,12 +539,18 @@ class Runner:
         status, or the superstep loop's next inbox once the run is in lockstep again (one
         executor at the lowest superstep, nothing ahead of it)."""
         scheduled = self.scheduled = schedule.start(self, max_lead)
+        # ended mid-way by a failure or a stop: under ``exit`` durability (no cut written
+        # as it goes), the run's one checkpoint is the stretch's cut
+        midway = self.on_cut is None
         try:
-            return await scheduled.run(inbox)
+            found = await scheduled.run(inbox)
         except WorkflowRunError:
-            if self.on_cut is None:  # (``exit`` durability) its one checkpoint is this cut
+            if midway:
                 self.stopped_cut = scheduled
             raise
+        if midway and found is RunStatus.RUNNING:
+            self.stopped_cut = scheduled
+        return found
 
     async def _from_cut(self, inbox: Inbox) -> RunStatus:
         """A resumed cut holds messages of several logical times: the schedule that took
@@ -815,12 +890,12 @@ class Runner:
                 if target in arrival:
                     ids.setdefault(target, []).append(delivery_id(f"^{f}/{d}"))
 
-        flushers, reach = self.graph.flushers, self.graph.reach
+        flushers, can_still_send = self.graph.flushers, self.graph.reaching(active)
         if self.observer is None:
-            flush_buffers(flushers, self.state.router_state, reach, active, inbox, name)
+            flush_buffers(flushers, self.state.router_state, can_still_send, inbox, name)
             return
         before = {target: len(messages) for target, messages in inbox.items()}
-        flush_buffers(flushers, self.state.router_state, reach, active, inbox, name)
+        flush_buffers(flushers, self.state.router_state, can_still_send, inbox, name)
         for target, messages in inbox.items():
             had = before.get(target, 0)
             if len(messages) > had:

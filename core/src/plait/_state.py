@@ -193,26 +193,9 @@ class RunState:
 
     def check_races(self, staged: list[Write]) -> None:
         """Warn (fail, under ``strict``) where an executor read, in this superstep, a key
-        another executor writes in it: the read saw the value from before the write; and
-        where an executor running ahead in the pipelined schedule read, in a later
-        superstep, a key written in this one before the write was committed."""
-        step = self.superstep
-        for later in sorted(t for t in self.reads if t > step):
-            ahead = self.reads[later]
-            for writer, key, _ in staged:
-                others = sorted(ahead.get(key, set()) - {writer})
-                if others:
-                    self._race(
-                        f"executor(s) {', '.join(map(repr, others))} read shared-state key "
-                        f"{key!r} in superstep {later}, running ahead of the write of it "
-                        f"by executor {writer!r} in superstep {step}, so they saw the "
-                        f"value from before it (the superstep schedule shows them the "
-                        f"write); read it with `await ctx.get_shared_state(...)`, which "
-                        f"waits for earlier supersteps' writes",
-                        others[0],
-                    )
-                    ahead[key] = ahead[key] & {writer}
-        reads = self.reads.pop(step, None)
+        another executor writes in it: the read saw the value from before the write. (A
+        schedule whose branches run ahead checks their reads of later supersteps.)"""
+        reads = self.reads.pop(self.superstep, None)
         if not reads:
             return
         seen: set[tuple[str, str]] = set()

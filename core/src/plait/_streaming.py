@@ -13,9 +13,9 @@ import math
 import sys
 import uuid
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable
 
     from ._events import WorkflowRunResult
+    from ._runner import RunnerView
 
 __all__ = ["EventStream", "RunWatch"]
 
@@ -183,18 +184,6 @@ class EventStream:
 # -- a live view of a run (RunWatch) -----------------------------------------------------
 
 
-class LiveRun(Protocol):
-    """What a :class:`RunWatch` reads of a running run (the runner is one)."""
-
-    @property
-    def state(self) -> RunState: ...
-
-    @property
-    def current(self) -> Mapping[str, list[Any]]:
-        """Executor id -> the messages the running superstep delivers to it."""
-        ...
-
-
 class RunWatch:
     """What a run is doing now. Every property reads the run's live state.
 
@@ -203,7 +192,7 @@ class RunWatch:
 
     __slots__ = ("_runner", "_workflow")
 
-    def __init__(self, runner: LiveRun, workflow: str | None) -> None:
+    def __init__(self, runner: RunnerView, workflow: str | None) -> None:
         self._runner = runner
         self._workflow = workflow
 
@@ -220,7 +209,7 @@ class RunWatch:
     def _pipelined(self) -> tuple[int, dict[str, int]] | None:
         """What a schedule without the barrier (``pipelined``) is doing, while the run is
         in it."""
-        scheduled = getattr(self._runner, "scheduled", None)
+        scheduled = self._runner.scheduled
         if scheduled is None or not scheduled.active:
             return None
         found: tuple[int, dict[str, int]] = scheduled.watched()

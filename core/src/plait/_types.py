@@ -298,8 +298,7 @@ def _fits_args(value: Any, origin: Any, args: tuple[Any, ...]) -> bool:
     if origin is tuple:
         elems, variadic = tuple_shape(args)
         if variadic:
-            elem = normalize(elems[0])
-            return all(_fits(item, elem) for item in value)
+            return _all_fit(value, normalize(elems[0]))
         return len(value) == len(elems) and all(map(is_instance, value, elems))
     if origin is type:
         return isinstance(value, type) and _subclass_fits(value, normalize(args[0]))
@@ -309,9 +308,20 @@ def _fits_args(value: Any, origin: Any, args: tuple[Any, ...]) -> bool:
         key_type, value_type = normalize(args[0]), normalize(args[1])
         return all(_fits(k, key_type) and _fits(v, value_type) for k, v in value.items())
     if len(args) == 1 and isinstance(value, cabc.Collection):
-        elem = normalize(args[0])
-        return elem is Any or all(_fits(item, elem) for item in value)
+        return _all_fit(value, normalize(args[0]))
     return True  # iterators, awaitables, callables: checking would consume or call them
+
+
+def _all_fit(items: cabc.Iterable[Any], tp: Any) -> bool:
+    """Whether every one of ``items`` fits ``tp`` (normalized), in one pass: when an
+    item's type alone decides (:func:`is_class_decidable`: ``int`` in ``list[int]``),
+    one item of each type is checked, as a fan-in's list of a thousand ints has one."""
+    if tp is Any:
+        return True
+    if is_class_decidable(tp):
+        one_of_each = {type(item): item for item in items}
+        return all(_fits(item, tp) for item in one_of_each.values())
+    return all(_fits(item, tp) for item in items)
 
 
 def _subclass_fits(cls: type, tp: Any) -> bool:

@@ -19,7 +19,7 @@ from plait import (
     executor,
     handler,
 )
-from plait.spi import Durability, PluginManager, RunCommit, Runner
+from plait.spi import Durability, PluginManager, RunCommit, RunnerView, make_runner
 from plait_builders import WorkflowBuilder
 from plait_durable import Checkpointer, Checkpoints, list_runs, open_store
 from plait_testing import fake_entry_point, make_plugin_manager
@@ -98,7 +98,7 @@ async def test_the_runner_calls_the_commit_seam_at_each_barrier() -> None:
     seen: list[tuple[int, list[str]]] = []
 
     class Recording:
-        async def after_superstep(self, runner: Runner, inbox: Any) -> None:
+        async def after_superstep(self, runner: RunnerView, inbox: Any) -> None:
             seen.append((runner.state.superstep, sorted(inbox)))
 
         async def after_cut(self, pipeline: Any, status: str) -> bool:
@@ -111,7 +111,7 @@ async def test_the_runner_calls_the_commit_seam_at_each_barrier() -> None:
         async def run(
             self, graph: Any, state: Any, inbox: Any, opts: Any, *, live: bool, parent_id: Any
         ) -> RunStatus:
-            return await Runner(graph, opts, state, live=live, commit=Recording()).run(inbox)
+            return await make_runner(graph, opts, state, live=live, commit=Recording()).run(inbox)
 
     class Plugin:
         @plait.hookimpl(tryfirst=True)  # answers before plait-durable

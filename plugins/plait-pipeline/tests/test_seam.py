@@ -214,3 +214,32 @@ async def test_a_pipelined_cut_resumes_only_with_plait_pipeline() -> None:
             if pending:
                 done = await workflow.resume("p", store, responses={pending[0]: 7})
             assert sorted(done.outputs) == sorted(answered.outputs)
+
+
+def test_the_schedule_uses_the_runner_only_through_runner_view() -> None:
+    """Every attribute the pipeline reads of the runner is one ``RunnerView`` declares,
+    and it assigns none; ``plait.spi`` exports the view, not the runner."""
+    import ast
+    import inspect
+    from pathlib import Path
+
+    import plait.spi
+    from plait.spi import RunnerView
+
+    declared = set(RunnerView.__annotations__) | {
+        name for name, _ in inspect.getmembers(RunnerView, inspect.isfunction)
+    }
+    source = Path(plait_pipeline.__file__).with_name("_pipeline.py").read_text("utf-8")
+    read: set[str] = set()
+    assigned: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute):
+            base = node.value
+            if isinstance(base, ast.Attribute) and base.attr == "runner":  # self.runner.x
+                base = ast.Name("runner")
+            if isinstance(base, ast.Name) and base.id == "runner":
+                (assigned if isinstance(node.ctx, ast.Store) else read).add(node.attr)
+    assert read >= {"graph", "options", "state", "run_invocation", "begin_superstep"}
+    assert read - declared == set()
+    assert assigned == set()
+    assert "RunnerView" in plait.spi.__all__ and "Runner" not in plait.spi.__all__

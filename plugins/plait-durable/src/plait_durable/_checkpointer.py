@@ -25,7 +25,7 @@ from .checkpoint import Checkpoint, CheckpointStore, Lease
 from .codec import EncodeError, encode_value, type_ref
 
 if TYPE_CHECKING:
-    from plait.spi import CompiledGraph, Runner, RunObserver, ScheduleRun
+    from plait.spi import CompiledGraph, RunnerView, RunObserver, ScheduleRun
 
 __all__ = ["SNAPSHOT_EVERY", "Checkpointer"]
 
@@ -397,7 +397,7 @@ class Checkpointer:
             self.base_id = checkpoint_id
         await self.write(failed)
 
-    async def after_superstep(self, runner: Runner, inbox: Mapping[str, list[Any]]) -> None:
+    async def after_superstep(self, runner: RunnerView, inbox: Mapping[str, list[Any]]) -> None:
         """The runner's per-superstep hook (``sync`` and ``async`` modes)."""
         status = "running" if inbox else _final_status(runner.state)
         await self.write(self.take(runner.state, inbox, runner.last_ran, status))

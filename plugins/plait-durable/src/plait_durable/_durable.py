@@ -42,7 +42,7 @@ from plait import (
     RunStatus,
     WorkflowRunError,
 )
-from plait.spi import Runner, RunOptions, RunState, RunWatch, combine
+from plait.spi import RunnerView, RunOptions, RunState, RunWatch, combine, make_runner
 
 from ._checkpointer import SNAPSHOT_EVERY, Checkpointer
 from ._fingerprint import fingerprint_of
@@ -149,7 +149,7 @@ async def _run_leased(
     checkpointer.state = state
     # the runner commits each superstep (and a pipelined run's consistent cuts) through it
     commit = checkpointer if mode != "exit" else None
-    runner = Runner(graph, opts, state, live=live, commit=commit)
+    runner = make_runner(graph, opts, state, live=live, commit=commit)
     if opts.watch is not None:  # a display that looks at the run at its own pace
         opts.watch(RunWatch(runner, graph.spec.name))
     failure: Exception | None = None
@@ -217,7 +217,7 @@ def _traceback_text(failure: BaseException) -> str:
     return text if len(text) <= _MAX_TRACEBACK else "…" + text[-(_MAX_TRACEBACK - 1) :]
 
 
-async def _checkpointed(runner: Runner, checkpointer: Checkpointer, inbox: Any) -> RunStatus:
+async def _checkpointed(runner: RunnerView, checkpointer: Checkpointer, inbox: Any) -> RunStatus:
     state = runner.state
     if checkpointer.mode != "exit" and checkpointer.parent_id is None:
         await checkpointer.write(checkpointer.take(state, inbox, (), "running"))

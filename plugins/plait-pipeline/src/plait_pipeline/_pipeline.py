@@ -51,9 +51,10 @@ import asyncio
 import bisect
 import copy
 import math
+import warnings
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -62,41 +63,17 @@ from plait import (
     OutputEvent,
     RoutingError,
     RunStatus,
+    SharedStateRaceError,
+    SharedStateRaceWarning,
     SuperstepLimitError,
     UnhandledMessageError,
     VisitLimitError,
     WorkflowRunError,
 )
-from plait.spi import Effects, RunState, delivery_id, type_name
+from plait.spi import Effects, RunState, delivery_id, on_asyncio, type_name
 
 if TYPE_CHECKING:
-    from plait.spi import CompiledGraph, RunOptions, ScheduleRun
-
-
-class Runner(Protocol):
-    """What the pipeline uses of the runner (:class:`plait.spi.Runner`): its invocation
-    path, limits and state."""
-
-    graph: CompiledGraph
-    options: RunOptions
-    state: RunState
-    live: bool
-    stop: Any
-    remaining: dict[str, list[Any]]
-    native_asyncio: bool
-    #: the run's observer, if any (told through :meth:`begin_superstep`)
-    observer: Any
-    concurrency: dict[str, int]
-    arrival: frozenset[str]
-    visit_limits: dict[str, int]
-    on_cut: Callable[[ScheduleRun, str], Awaitable[bool]] | None
-    stopped_cut: ScheduleRun | None
-
-    async def run_invocation(
-        self, eid: str, message: Any, index: int, effects: Effects
-    ) -> None: ...
-
-    def begin_superstep(self, step: int, executor_ids: tuple[str, ...]) -> None: ...
+    from plait.spi import CompiledGraph, RunnerView
 
 
 __all__ = ["NAME", "Pipeline", "Pipelined", "TimedEffects", "decode_cut", "pays"]
@@ -204,7 +181,7 @@ class Pipeline:
     """Runs one run in the pipelined schedule, with the runner's invocation path, limits
     and state (see the module's docstring for the rules)."""
 
-    def __init__(self, runner: Runner, max_lead: int | None) -> None:
+    def __init__(self, runner: RunnerView, max_lead: int | None) -> None:
         graph = runner.graph
         self.runner = runner
         self.graph = graph
@@ -466,7 +443,7 @@ class Pipeline:
 
     async def _loop(self) -> RunStatus | dict[str, list[Any]]:
         found: RunStatus | dict[str, list[Any]]
-        if self.runner.native_asyncio and _AsyncioTaskGroup is not None:
+        if on_asyncio() and _AsyncioTaskGroup is not None:
             # asyncio's own task group: a fifth of anyio's cost per task (as the runner)
             async with _AsyncioTaskGroup() as native:
                 found = await self._steps(lambda group: native.create_task(self._native(group)))
@@ -486,13 +463,8 @@ class Pipeline:
             raise self._first_error()
         if self.on_cut is not None:
             await self._cut("handback")
-        else:  # (``exit`` durability) the run's one checkpoint is this cut, taken after
-            self.runner.stopped_cut = self
-        remaining: dict[str, list[Any]] = {}
-        for eid, by_time in self.queue.items():
-            for t in sorted(by_time):
-                remaining.setdefault(eid, []).extend(m for _, m in sorted(by_time[t], key=_first))
-        self.runner.remaining = remaining
+        # (else, under ``exit`` durability, the runner has the run's one checkpoint be
+        # this cut, taken after)
         return RunStatus.RUNNING
 
     async def _steps(self, spawn: Callable[[_Group], Any]) -> RunStatus | dict[str, list[Any]]:
@@ -516,7 +488,7 @@ class Pipeline:
                 and not self._concurrent_in_flight()
             ):
                 await self._cut("running")
-            stop = self.runner.stop
+            stop = self.runner.options.stop
             if stop is not None and self.commits and stop.is_set():
                 self.stopped = True  # asked to stop: what runs ends, nothing new starts
                 self.passed.set()
@@ -998,6 +970,8 @@ class Pipeline:
         if writes:
             writes.sort(key=_first)
             try:
+                if state.reads:
+                    _check_ahead(state, [write for _, write in writes])
                 state.commit_shared([write for _, write in writes])
             except WorkflowRunError as exc:
                 self._fail(t, _BARRIER, (), exc)
@@ -1009,11 +983,7 @@ class Pipeline:
             return
         active = set(self.first_key.get(t + 1, ()))
         active.update(r.executor_id for r in state.pending_requests.values() if r.superstep <= t)
-        reach = self.graph.reach
-
-        def can_still_send(executor_id: str) -> bool:
-            return any(executor_id in reach[a] for a in active)
-
+        can_still_send = self.graph.reaching(active)
         router_state = state.router_state
         for f, (gid, edge_runner) in enumerate(flushers):
             flushed = edge_runner.flush(router_state.get(gid), can_still_send)
@@ -1191,6 +1161,35 @@ def pays(graph: CompiledGraph, inbox: dict[str, list[Any]]) -> bool:
     return False
 
 
+def _check_ahead(state: RunState, writes: list[tuple[str, str, Any]]) -> None:
+    """Warn (fail, under ``strict``) where an executor running ahead read, in a later
+    superstep, a key written in this one (``state.superstep``) before the write was
+    committed: it saw the value from before the write, where the superstep schedule
+    shows it the write. (``RunState.commit_shared`` checks the reads of the same
+    superstep.)"""
+    step = state.superstep
+    for later in sorted(t for t in state.reads if t > step):
+        ahead = state.reads[later]
+        for writer, key, _ in writes:
+            others = sorted(ahead.get(key, set()) - {writer})
+            if not others:
+                continue
+            text = (
+                f"executor(s) {', '.join(map(repr, others))} read shared-state key "
+                f"{key!r} in superstep {later}, running ahead of the write of it "
+                f"by executor {writer!r} in superstep {step}, so they saw the "
+                f"value from before it (the superstep schedule shows them the "
+                f"write); read it with `await ctx.get_shared_state(...)`, which "
+                f"waits for earlier supersteps' writes"
+            )
+            if state.strict:
+                raise SharedStateRaceError(
+                    text + " (strict=True)", executor_id=others[0], superstep=step
+                )
+            warnings.warn(text, SharedStateRaceWarning, stacklevel=2)
+            ahead[key] = ahead[key] & {writer}
+
+
 def _visit_error(eid: str, limit: int, t: int) -> VisitLimitError:
     return VisitLimitError(
         f"executor {eid!r} exceeded its visit limit max_visits={limit} in superstep {t}",
@@ -1275,7 +1274,7 @@ class Pipelined:
         """:func:`pays`."""
         return pays(graph, inbox)
 
-    def start(self, runner: Runner, max_lead: int | None) -> Pipeline:
+    def start(self, runner: RunnerView, max_lead: int | None) -> Pipeline:
         """A :class:`Pipeline` for ``runner``'s run."""
         return Pipeline(runner, max_lead)
 
