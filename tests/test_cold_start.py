@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -73,9 +74,9 @@ LOAD_EVERY_PLUGIN = textwrap.dedent(
 )
 
 
-def _python(*args: str) -> subprocess.CompletedProcess[str]:
+def _python(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, *args], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, *args], capture_output=True, text=True, timeout=120, check=False, cwd=cwd
     )
 
 
@@ -130,9 +131,11 @@ RUN_PLAIT = textwrap.dedent(
 )
 
 
-def _imported_by(*args: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
+def _imported_by(
+    *args: str, cwd: Path | None = None
+) -> tuple[set[str], subprocess.CompletedProcess[str]]:
     """The modules ``python -m plait_cli ARGS`` imported, and the finished process."""
-    done = _python("-c", RUN_PLAIT, *args)
+    done = _python("-c", RUN_PLAIT, *args, cwd=cwd)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stderr.splitlines()[-1])
     assert report["code"] in (0, None), done.stderr
@@ -153,6 +156,33 @@ def test_a_command_s_module_is_imported_when_that_command_runs() -> None:
     modules, done = _imported_by("run", "--help")
     assert "plait_cli._run" in modules and "plait_cli._listing" not in modules
     assert "TARGET" in done.stdout
+
+
+TWO_STEPS = """\
+workflow:
+  - id: shout
+    type: executor
+    kind: shell
+    config: {argv: ["tr", "a-z", "A-Z"], input: message}
+  - id: quiet
+    type: executor
+    kind: shell
+    config: {argv: ["tr", "A-Z", "a-z"], input: message}
+"""
+
+
+def test_a_small_run_imports_only_what_it_uses(tmp_path: Path) -> None:
+    # issue 34, item 10: a two-step YAML run (bench_cli.py's run_yaml2) checks its configs
+    # without jsonschema (imported only to explain a config that does not fit), reads no
+    # parser generator and, with no expression, not the expression language
+    (tmp_path / "steps.yaml").write_text(TWO_STEPS)
+    modules, done = _imported_by(
+        "run", "steps.yaml", "hello plait", "--allow", "subprocess", cwd=tmp_path
+    )
+    assert done.stdout.strip().endswith("hello plait")
+    top = {m.split(".")[0] for m in modules}
+    assert sorted(top & {"jsonschema", "referencing", "lark"}) == []
+    assert sorted(m for m in modules if m.startswith("plait_expr.")) == []
 
 
 def test_the_listed_short_help_is_each_built_in_command_s_own() -> None:

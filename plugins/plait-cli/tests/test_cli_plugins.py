@@ -273,6 +273,15 @@ def test_the_version() -> None:
     assert result.stdout == f"plait-cli {plait_cli.__version__} (plait-core {plait.__version__})\n"
 
 
+def test_the_version_constant_is_the_installed_distribution_s() -> None:
+    from importlib import metadata
+    from pathlib import Path
+
+    assert plait_cli.__version__ == metadata.version("plait-cli")
+    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    assert f'version = "{plait_cli.__version__}"' in pyproject.read_text(encoding="utf-8")
+
+
 # -- plait fragments ------------------------------------------------------------------------------
 
 

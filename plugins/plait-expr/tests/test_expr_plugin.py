@@ -44,6 +44,22 @@ def test_neither_registering_nor_compiling_imports_lark() -> None:
     assert done.stdout.split() == ["False", "False", "False", "True"]
 
 
+def test_the_functions_are_imported_by_the_first_expression_that_calls_one() -> None:
+    code = (
+        "import sys, plait_expr\n"
+        "language = plait_expr.PlaitLanguage()\n"
+        "language.compile('attempts < 3 && name == \"a\\\\tb\"')\n"
+        "print('plait_expr._functions' in sys.modules)\n"
+        "assert language.compile('size(items) > 1').evaluate({'items': [1, 2]}) is True\n"
+        "print('plait_expr._functions' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]
+
+
 def test_the_grammar_ships_in_the_package() -> None:
     from importlib import resources
 

@@ -1,13 +1,9 @@
-"""The version of ``plait-cli``, read from its metadata (``plait_cli.__version__``, imported
-on first use: importlib.metadata is not cheap to import)."""
+"""The version of ``plait-cli`` (``plait_cli.__version__``), as a constant: ``plait``
+reads no distribution metadata for it, as ``import plait`` reads none for the kernel's.
 
-from __future__ import annotations
-
-from importlib.metadata import PackageNotFoundError, version
+A test checks that it equals the version the installer recorded (``pyproject.toml``).
+"""
 
 __all__ = ["__version__"]
 
-try:
-    __version__ = version("plait-cli")
-except PackageNotFoundError:  # pragma: no cover - a source checkout
-    __version__ = "0.0.0"
+__version__ = "0.1.0"

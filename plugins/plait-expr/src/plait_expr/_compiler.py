@@ -13,7 +13,6 @@ import re
 from typing import Any
 
 from . import _runtime as rt
-from ._functions import METHODS, build_call, unknown_function
 from ._nodes import CompileError, Fn, Node, constant, token_pos
 from ._ops import BINARY, compare_const
 from ._parser import Token
@@ -23,7 +22,8 @@ from ._runtime import EvalError
 # literals
 # ---------------------------------------------------------------------------
 
-_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|.)")
+#: an escape in a string literal (compiled by :mod:`re` the first time a literal has one)
+_ESCAPE = r"\\(u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|.)"
 _SIMPLE_ESCAPES = {
     "n": "\n",
     "t": "\t",
@@ -59,7 +59,7 @@ def decode_string(token: Token) -> str:
             where,
         )
 
-    return _ESCAPE.sub(replace, body) if "\\" in body else body
+    return re.sub(_ESCAPE, replace, body) if "\\" in body else body
 
 
 def _int_literal(token: Token) -> int:
@@ -226,9 +226,14 @@ class Compiler:
         return index_node(c[0], c[2], token_pos(c[1]))
 
     def call(self, c: list[Any]) -> Node:
+        # the functions are imported by the first expression that calls one
+        from ._functions import build_call
+
         return build_call(c[0], c[2] or [], receiver=None)
 
     def method(self, c: list[Any]) -> Node:
+        from ._functions import METHODS, build_call, unknown_function
+
         token: Token = c[2]
         if token.value not in METHODS:
             raise CompileError(
