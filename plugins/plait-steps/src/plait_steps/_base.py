@@ -243,6 +243,8 @@ class StepKind(abc.ABC):
 
     required: Mapping[str, type | tuple[type, ...]] = {"step": str}
     optional: Mapping[str, type | tuple[type, ...]] = {}
+    #: what compiles this kind's templates, for the last plugin manager it built for
+    _templates: Templates | None = None
 
     def capabilities(self, config: Mapping[str, Any], ctx: BuildContext) -> set[Capability]:
         """What the step may make Plait do: nothing of its own (conditions and templates
@@ -253,9 +255,9 @@ class StepKind(abc.ABC):
         """What compiles the templates of the steps this kind builds for ``ctx``'s
         plugins (one per plugin manager: a kind belongs to one manager's registry)."""
         manager = ctx.manager if ctx.manager is not None else plait.get_plugin_manager()
-        held: Templates | None = self.__dict__.get("_templates")
+        held = self._templates
         if held is None or held.manager is not manager:
-            held = self.__dict__["_templates"] = Templates(manager)
+            held = self._templates = Templates(manager)
         return held
 
     @functools.cached_property
