@@ -182,7 +182,10 @@ def test_a_small_run_imports_only_what_it_uses(tmp_path: Path) -> None:
     assert done.stdout.strip().endswith("hello plait")
     top = {m.split(".")[0] for m in modules}
     assert sorted(top & {"jsonschema", "referencing", "lark"}) == []
-    assert sorted(m for m in modules if m.startswith("plait_expr.")) == []
+    # the front-ends' shared run error for a failed expression (plait_expr._failed, which
+    # imports only plait) may load; the language itself (lexer, parser, compiler) may not
+    language = {m for m in modules if m.startswith("plait_expr.")} - {"plait_expr._failed"}
+    assert sorted(language) == []
 
 
 def test_the_listed_short_help_is_each_built_in_command_s_own() -> None:
