@@ -201,10 +201,13 @@ def test_a_forged_fingerprint_is_quoted_safely_and_never_breaks_the_diff() -> No
 
 
 def test_run_options_may_not_set_the_fingerprint() -> None:
+    from plait import get_plugin_manager
     from plait.spi import RunOptions
 
     with pytest.raises(RunOptionError, match="may not set fingerprint"):
-        RunOptions(checkpoint_metadata={"fingerprint": {"digest": "x"}})
+        RunOptions.from_kwargs(
+            {}, {"checkpoint_metadata": {"fingerprint": {"digest": "x"}}}, get_plugin_manager()
+        )
 
 
 def test_code_whose_source_cannot_be_read_has_no_source_hash(

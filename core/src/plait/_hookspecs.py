@@ -215,6 +215,25 @@ def plait_register_schedules(register: Register) -> None:
 
 
 @hookspec
+def plait_register_run_options(register: Register) -> None:
+    """Declare run options: what ``Workflow.run(message, **options)`` (and ``stream``,
+    ``resume``, a workflow's ``options``) accepts beyond the kernel's own.
+
+    A group of options is an attrs class whose fields all have defaults (keyword-only,
+    validators raising :class:`~plait.RunOptionError`): each field is an option, named
+    like the field. The kernel merges the groups of every plugin, refuses a name two of
+    them (or a plugin and the kernel) declare, builds a run's object of a group from the
+    options it sets, and rejects an unknown name listing every option by the
+    distribution that declares it. The plugin reads its own with
+    :meth:`plait.spi.RunOptions.of`. ``plait-durable`` declares ``checkpoint`` and the
+    options of durable runs.
+
+    :param register: ``register(group_name, options_class, replaces=None)``.
+    :return: nothing; every implementation is called.
+    """
+
+
+@hookspec
 def plait_provided_names() -> Mapping[str, Mapping[str, Sequence[str]]] | None:
     """Say which distribution provides names that may not be installed here, so that an
     unknown name says what to install.

@@ -407,8 +407,9 @@ class Workflow:
         return found
 
     def _durability_for(self, opts: RunOptions, what: str) -> Durability | None:
-        """The durability a run with ``opts`` needs: none without a checkpoint store."""
-        return None if opts.checkpoint is None else self._durability(what)
+        """The durability a run with ``opts`` needs: none without a checkpoint store (the
+        ``checkpoint`` option, which the durability declares and checks)."""
+        return None if opts.value("checkpoint") is None else self._durability(what)
 
     def placement_of(self, executor_id: str) -> str:
         """Where ``executor_id``'s invocations run: ``local`` for an executor marked
@@ -490,7 +491,7 @@ class Workflow:
         """
         from ._state import RunState, new_run_id
 
-        opts = RunOptions.from_kwargs(self._run_defaults, options)
+        opts = RunOptions.from_kwargs(self._run_defaults, options, self._manager)
         durability = self._durability_for(opts, "Workflow.run(checkpoint=...)")
         events: list[WorkflowEvent] = []
         state = RunState(opts.run_id or new_run_id(), opts.on_event or events.append)
@@ -533,6 +534,7 @@ class Workflow:
             opts = RunOptions.from_kwargs(
                 self._run_defaults,
                 {**options, "checkpoint": checkpoint_store, "run_id": found.run_id},
+                self._manager,
             )
             events: list[WorkflowEvent] = []
             state = RunState(found.run_id, opts.on_event or events.append)
@@ -589,7 +591,9 @@ class Workflow:
         from ._events import RunStatus
         from ._state import RunState, new_run_id
 
-        opts = RunOptions.from_kwargs(self._run_defaults, {"raise_on_failure": False})
+        opts = RunOptions.from_kwargs(
+            self._run_defaults, {"raise_on_failure": False}, self._manager
+        )
         if saved is None:
             state = RunState(new_run_id(), None)
             inbox = {self._spec.start: [message]}
@@ -620,7 +624,7 @@ class Workflow:
         """
         from ._streaming import EventStream
 
-        opts = RunOptions.from_kwargs(self._run_defaults, options)
+        opts = RunOptions.from_kwargs(self._run_defaults, options, self._manager)
         durability = self._durability_for(opts, "Workflow.stream(checkpoint=...)")
         inbox = {self._spec.start: [message]}
         detail = opts.events != "lifecycle"

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import plait
-from plait.spi import lazy, lazy_exports
+from plait.spi import Register, lazy, lazy_exports
 
 if TYPE_CHECKING:
     from ._blobs import (
@@ -70,6 +70,7 @@ if TYPE_CHECKING:
         released as released,
         take_lease as take_lease,
     )
+    from ._options import DurableOptions as DurableOptions
     from ._runindex import (
         DEFAULT_PAGE as DEFAULT_PAGE,
         JOURNAL_KINDS as JOURNAL_KINDS,
@@ -149,6 +150,15 @@ _DURABILITY = lazy("plait_durable._durable:Checkpoints", provides=_PROVIDES)
 def plait_durability() -> object:
     """Give the durability (:class:`Checkpoints`)."""
     return _DURABILITY
+
+
+@plait.hookimpl
+def plait_register_run_options(register: Register) -> None:
+    """Declare the options of durable runs (:class:`DurableOptions`): ``checkpoint`` and
+    those it goes with."""
+    from ._options import DurableOptions
+
+    register("durable", DurableOptions)
 
 
 # each name is imported on first use: loading plugins imports only this module

@@ -46,6 +46,7 @@ from plait.spi import Runner, RunOptions, RunState, RunWatch, combine
 
 from ._checkpointer import SNAPSHOT_EVERY, Checkpointer
 from ._fingerprint import fingerprint_of
+from ._options import DurableOptions
 from ._resume import answer_requests, load_run, restore_state, resumed_from
 from .checkpoint import Checkpoint, CheckpointStore, Lease, open_store
 
@@ -86,13 +87,13 @@ async def run_checkpointed(
     live: bool,
     parent_id: str | None,
 ) -> RunStatus:
-    """Run to the end, writing checkpoints to ``opts.checkpoint`` as ``opts.durability`` says,
-    holding the run's lease throughout."""
-    store, opened = await resolve_store(opts.checkpoint)
+    """Run to the end, writing checkpoints to ``checkpoint`` as ``durability`` says (the
+    run's :class:`DurableOptions`), holding the run's lease throughout."""
+    store, opened = await resolve_store(opts.of(DurableOptions).checkpoint)
     expected = resumed_from.get()
     resumed_from.set(None)
     try:
-        ttl = opts.lease_ttl
+        ttl = opts.of(DurableOptions).lease_ttl
         lease = await store.acquire_lease(state.run_id, ttl=ttl)
         try:
             if expected is not None and expected == (state.run_id, parent_id):
@@ -131,10 +132,11 @@ async def _run_leased(
     live: bool,
     parent_id: str | None,
 ) -> RunStatus:
-    mode = opts.durability
+    durable = opts.of(DurableOptions)
+    mode = durable.durability
     journal: RunJournal | None = None
     saving_to = store
-    if opts.journal:  # an observer of its own, and the store as the checkpointer sees it
+    if durable.journal:  # an observer of its own, and the store as the checkpointer sees it
         from ._journal import JournaledStore, RunJournal, journal_store  # (only when kept)
 
         journal = RunJournal()
@@ -142,10 +144,10 @@ async def _run_leased(
         saving_to = cast(CheckpointStore, JournaledStore(journal_store(store), journal))
     checkpointer = Checkpointer(saving_to, graph, mode=mode, parent_id=parent_id)
     checkpointer.lease = lease
-    checkpointer.metadata = opts.checkpoint_metadata
+    checkpointer.metadata = durable.checkpoint_metadata
     checkpointer.observer = state.observer
     if state.observer is not None and (observed := state.observer.checkpoint_metadata()):
-        checkpointer.metadata = {**opts.checkpoint_metadata, "observers": dict(observed)}
+        checkpointer.metadata = {**durable.checkpoint_metadata, "observers": dict(observed)}
     checkpointer.state = state
     # the runner commits each superstep (and a pipelined run's consistent cuts) through it
     commit = checkpointer if mode != "exit" else None
