@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     )
     from ._convert import converter as converter, register_type_hooks as register_type_hooks
     from ._errors import (
-        CapabilityError as CapabilityError,
         CheckpointAuthError as CheckpointAuthError,
         CheckpointDecodeError as CheckpointDecodeError,
         CheckpointEncodeError as CheckpointEncodeError,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Literal
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 if sys.version_info < (3, 11):  # pragma: no cover - exercised on 3.10 only
     from exceptiongroup import ExceptionGroup  # type: ignore[import-not-found,unused-ignore]
@@ -55,9 +55,7 @@ __all__ = [
     "ExpressionError",
     "ConfigError",
     "DocumentError",
-    "CapabilityError",
     "cli_wording",
-    "grant_text",
     "is_cli",
     "spell",
 ]
@@ -285,66 +283,6 @@ class LoadError(PlaitError):
         if hidden:
             body += f"\n  … and {hidden:,} more"
         super().__init__(f"{where}: {len(self.problems)} problem(s):\n{body}")
-
-
-Flags = Literal["python", "cli"]
-
-
-class CapabilityError(LoadError):
-    """A document needs capabilities its caller did not grant (see plait-documents'
-    capabilities). ``missing`` holds each need not granted (``plait_documents.Need``); each
-    problem names the node, its kind, its position, the capability and the flag (or
-    ``allow=``) that grants it. ``granted`` is what was granted (``plait_documents.Grants``).
-    """
-
-    def __init__(
-        self,
-        missing: Sequence[Any],
-        *,
-        source: str | None = None,
-        flags: Flags = "python",
-        granted: Any = None,
-    ) -> None:
-        self.missing = list(missing)
-        self.flags: Flags = flags
-        self.granted = granted
-        problems: list[PlaitError] = []
-        for need in self.missing:
-            problems.append(
-                DocumentError(
-                    f"{need} needs {need.capability}, which is not granted; "
-                    f"grant it with {grant_text([need.capability], flags)}",
-                    need.position,
-                )
-            )
-        super().__init__(problems, source=source)
-        everything = "--trust" if flags == "cli" else "allow='all'"
-        hint = (
-            f"\nGranted: {'none' if granted is None else granted}. If you trust this "
-            "document, grant what it needs: "
-            f"{grant_text([n.capability for n in self.missing], flags)} "
-            f"(or {everything} for every capability)"
-        )
-        PlaitError.__init__(self, f"{self.args[0]}{hint}")
-
-    def for_cli(self) -> CapabilityError:
-        """The same error, naming the command line's flags."""
-        return CapabilityError(self.missing, source=self.source, flags="cli", granted=self.granted)
-
-
-def grant_text(capabilities: Iterable[Any], flags: Flags) -> str:
-    """How to grant ``capabilities`` (``plait_documents.Capability`` objects, or anything
-    whose ``str()`` is a capability's flag form): ``--allow-imports --allow subprocess`` on
-    the command line, ``allow=['imports', 'subprocess']`` in Python.
-    """
-    wanted = sorted(set(capabilities))
-    if flags == "python":
-        return f"allow={[str(c) for c in wanted]!r}"
-    words = ["--allow-imports"] if any(str(c) == "imports" for c in wanted) else []
-    rest = [str(c) for c in wanted if str(c) != "imports"]
-    if rest:
-        words.append(f"--allow {','.join(rest)}")
-    return " ".join(words)
 
 
 # ---------------------------------------------------------------------------

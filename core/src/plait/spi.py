@@ -51,7 +51,6 @@ if TYPE_CHECKING:
     )
     from ._errors import (
         cli_wording as cli_wording,
-        grant_text as grant_text,
         is_cli as is_cli,
         spell as spell,
     )

@@ -589,8 +589,8 @@ def _needed_grants(target: Target) -> tuple[list[str] | None, str]:
     ``None`` and why they could not be read."""
     import shlex
 
-    from plait.spi import cli_wording, grant_text
-    from plait_documents import load_spec, needs
+    from plait.spi import cli_wording
+    from plait_documents import grant_text, load_spec, needs
 
     try:
         with cli_wording():
