@@ -35,7 +35,6 @@ from ._exports import lazy_exports
 if TYPE_CHECKING:
     # submodules under public names (no ``X as X`` for these, hence the noqa)
     from . import (  # noqa: F401
-        _convert as convert,
         _errors as errors,
         _events as events,
         _plugins as plugins,
@@ -45,7 +44,6 @@ if TYPE_CHECKING:
         RequestResponse as RequestResponse,
         WorkflowContext as WorkflowContext,
     )
-    from ._convert import converter as converter, register_type_hooks as register_type_hooks
     from ._errors import (
         CheckpointAuthError as CheckpointAuthError,
         CheckpointDecodeError as CheckpointDecodeError,

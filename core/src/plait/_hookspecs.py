@@ -90,9 +90,24 @@ def plait_register_converters(register: Register) -> None:
     """Register message converters (see :class:`plait.spi.Converter`).
 
     A converter is a ``Converter(source, target, fn, lossless, name, cost)`` record; the
-    builder chains converters to connect edges whose types differ.
+    builder chains converters to connect edges whose types differ (``plait-converters``
+    searches the chain).
 
     :param register: ``register(converter_name, converter, replaces=None)``.
+    :return: nothing; every implementation is called.
+    """
+
+
+@hookspec
+def plait_register_type_hooks(register: Register) -> None:
+    """Register cattrs hooks for a plugin's own message type
+    (``plait_converters.CattrsHooks``: ``type``, ``structure``, ``unstructure``).
+
+    ``plait_converters.message_converter`` applies them, so messages of that type turn into
+    JSON-ready data and back (checkpoints, the record converters). They are not
+    converters: no edge of the converter graph.
+
+    :param register: ``register(name, hooks, replaces=None)``.
     :return: nothing; every implementation is called.
     """
 

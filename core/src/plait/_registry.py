@@ -133,6 +133,7 @@ KINDS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "plait_register_routers": ("router", _has("create", "stateful")),
     "plait_register_merge_strategies": ("merge_strategy", _has("merge", "output_type")),
     "plait_register_converters": ("converter", _has("source", "target", "fn", "lossless")),
+    "plait_register_type_hooks": ("type_hooks", _has("type", "structure", "unstructure")),
     "plait_register_checkpoint_stores": ("checkpoint_store", _is_callable),
     "plait_register_loaders": ("loader", _has("load")),
     "plait_register_fragments": ("fragment", _has("build")),

@@ -43,12 +43,7 @@ if TYPE_CHECKING:
         ContextSnapshot as ContextSnapshot,
         RunScope as RunScope,
     )
-    from ._convert import (
-        CattrsHooks as CattrsHooks,
-        Converter as Converter,
-        TypeFamily as TypeFamily,
-        message_converter as message_converter,
-    )
+    from ._convert import Converter as Converter
     from ._errors import (
         cli_wording as cli_wording,
         is_cli as is_cli,

@@ -607,7 +607,7 @@ def _as_declared(value: Any, wanted: Any, name: str) -> tuple[Any, str | None]:
     if is_instance(value, wanted):
         return value, None
     if isinstance(value, dict) and isinstance(wanted, type):
-        from plait.spi import message_converter
+        from plait_converters import message_converter
 
         try:
             built: Any = message_converter().structure(value, wanted)
