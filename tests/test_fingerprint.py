@@ -14,16 +14,9 @@ from typing import Any
 import attrs
 import plait
 import pytest
-from plait import (
-    Never,
-    RunOptionError,
-    TopologyMismatchError,
-    WorkflowChangedError,
-    WorkflowContext,
-    executor,
-)
+from plait import Never, RunOptionError, WorkflowContext, executor
 from plait_builders import WorkflowBuilder
-from plait_durable import open_store
+from plait_durable import TopologyMismatchError, WorkflowChangedError, open_store
 from plait_durable._fingerprint import FINGERPRINT_FORMAT, fingerprint_changes
 
 pytestmark = pytest.mark.anyio

@@ -518,11 +518,12 @@ class Workflow:
             word as ``run(..., checkpoint=)``; the resumed run's checkpoints go there too.
             A URL is opened (and closed again) by the installed durability.
         :param responses: answers to pending requests, by request id. A response of the
-            wrong type raises :class:`~plait.ResponseTypeError` and changes nothing.
+            wrong type raises :class:`~plait_durable.ResponseTypeError` and changes nothing.
         :param accept_changes: resume though the workflow changed since the checkpoint (else
-            :class:`~plait.WorkflowChangedError`; see plait-durable's fingerprint).
-        :raises TopologyMismatchError: the checkpoint was taken on a different graph.
-        :raises CheckpointNotFoundError: no such run or checkpoint.
+            :class:`~plait_durable.WorkflowChangedError`; see plait-durable's fingerprint).
+        :raises plait_durable.TopologyMismatchError: the checkpoint was taken on a
+            different graph.
+        :raises plait_durable.CheckpointNotFoundError: no such run or checkpoint.
         """
         from ._state import RunState
 

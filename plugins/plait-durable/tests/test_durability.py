@@ -199,7 +199,7 @@ async def test_a_literal_response_type_comes_back_from_the_store() -> None:
     first = await built.run(7, checkpoint=url)
     (pending,) = await built.pending_requests(first.run_id, url)
     assert pending.response_type == Literal["yes", "no"]
-    with pytest.raises(plait.ResponseTypeError, match="must be Literal"):
+    with pytest.raises(plait_durable.ResponseTypeError, match="must be Literal"):
         await built.resume(first.run_id, url, responses={pending.request_id: "maybe"})
     done = await built.resume(first.run_id, url, responses={pending.request_id: "no"})
     assert done.outputs == ["chose no"]

@@ -569,7 +569,7 @@ def _latest(run_id: str, checkpoint: str) -> Any:
         try:
             latest = await store.latest(run_id)
             if latest is None:
-                from plait import CheckpointNotFoundError
+                from plait_durable import CheckpointNotFoundError
 
                 try:
                     latest = await store.load(run_id)

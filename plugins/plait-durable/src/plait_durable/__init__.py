@@ -18,6 +18,10 @@ helpers below: store authors the bytes a checkpoint is stored as (:func:`encode_
 (:func:`prune_plan`) and the lifecycle, naming, listing rows and wording every store shares
 (:class:`CheckpointStoreBase`, :func:`redact_url`, :func:`run_info` …).
 
+The errors durable runs raise are here too (:class:`CheckpointNotFoundError`,
+:class:`RunLeaseError`, :class:`CorruptCheckpointError` …), each a
+:class:`plait.CheckpointError`, the root the kernel keeps.
+
 Names are imported on first use: loading plugins imports only this module.
 """
 
@@ -50,6 +54,18 @@ if TYPE_CHECKING:
         Checkpoints as Checkpoints,
         failure_record as failure_record,
         resolve_store as resolve_store,
+    )
+    from ._errors import (
+        CheckpointAuthError as CheckpointAuthError,
+        CheckpointDecodeError as CheckpointDecodeError,
+        CheckpointEncodeError as CheckpointEncodeError,
+        CheckpointNotFoundError as CheckpointNotFoundError,
+        CorruptCheckpointError as CorruptCheckpointError,
+        ResponseTypeError as ResponseTypeError,
+        RunLeaseError as RunLeaseError,
+        StoreUnavailableError as StoreUnavailableError,
+        TopologyMismatchError as TopologyMismatchError,
+        WorkflowChangedError as WorkflowChangedError,
     )
     from ._fingerprint import (
         fingerprint_changes as fingerprint_changes,

@@ -23,7 +23,7 @@ One writer per run: a durable run takes its run's lease (:class:`~plait_durable.
 writes anything, renews it every third of ``lease_ttl`` while it lives, saves every
 checkpoint with the lease's fencing token, and releases it at the end. A second worker
 running or resuming the same live run fails at once with
-:class:`~plait.RunLeaseError`.
+:class:`~plait_durable.RunLeaseError`.
 """
 
 from __future__ import annotations
@@ -35,16 +35,11 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 import anyio.abc
 import attrs
-from plait import (
-    CheckpointError,
-    ExecutorFailedError,
-    RunLeaseError,
-    RunStatus,
-    WorkflowRunError,
-)
+from plait import CheckpointError, ExecutorFailedError, RunStatus, WorkflowRunError
 from plait.spi import Runner, RunOptions, RunState, RunWatch, combine
 
 from ._checkpointer import SNAPSHOT_EVERY, Checkpointer
+from ._errors import RunLeaseError
 from ._fingerprint import fingerprint_of
 from ._options import DurableOptions
 from ._resume import answer_requests, load_run, restore_state, resumed_from

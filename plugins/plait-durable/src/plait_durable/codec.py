@@ -16,7 +16,7 @@ their fields, and every type some plugin registered hooks for). A tag naming any
 else is a :class:`DecodeError`; nothing named by stored data is ever imported.
 
 A value that cannot be encoded raises :class:`EncodeError` with the path inside the
-value; the checkpointer turns it into a :class:`~plait.CheckpointEncodeError` naming the
+value; the checkpointer turns it into a :class:`~plait_durable.CheckpointEncodeError` naming the
 executor or state key and the superstep.
 
 Checkpoints, and ``plait-ray``'s messages to and from its workers, go through it; every

@@ -22,20 +22,17 @@ import anyio
 import anyio.abc
 import attrs
 import jinja2
-from plait import (
-    CheckpointError,
-    CheckpointNotFoundError,
-    CorruptCheckpointError,
-    PlaitError,
-    RunLeaseError,
-)
+from plait import CheckpointError, PlaitError
 from plait.spi import PendingRequest, is_instance
 from plait_durable import (
     DEFAULT_PAGE,
     EDITABLE,
+    CheckpointNotFoundError,
     CheckpointStore,
     CheckpointView,
+    CorruptCheckpointError,
     EventJournal,
+    RunLeaseError,
     checkpoint_view,
     diff_views,
     fork_run,
