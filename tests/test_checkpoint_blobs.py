@@ -11,8 +11,9 @@ from typing import Any
 
 import attrs
 import pytest
-from plait import CheckpointAuthError, CorruptCheckpointError
 from plait_durable import (
+    CheckpointAuthError,
+    CorruptCheckpointError,
     blob_refs,
     child_refs,
     encode_checkpoint,

@@ -24,13 +24,12 @@ from plait import (
     UnhandledMessageError,
     WorkflowContext,
     WorkflowValidationError,
-    converter,
     executor,
     hookimpl,
 )
 from plait.spi import Converter, PluginManager
 from plait_builders import LossyConversion, WorkflowBuilder
-from plait_converters import JsonText
+from plait_converters import JsonText, converter
 from plait_testing import RegisterPlugin, fake_entry_point, make_plugin_manager
 
 pytestmark = pytest.mark.anyio

@@ -9,20 +9,23 @@ import attrs
 import pytest
 from durable_helpers import counting_chain
 from plait import (
-    CheckpointEncodeError,
-    CheckpointNotFoundError,
     ExecutorFailedError,
     Never,
     RequestInfoEvent,
-    ResponseTypeError,
     RunStatus,
-    TopologyMismatchError,
     Workflow,
     WorkflowContext,
     executor,
 )
 from plait_builders import WorkflowBuilder
-from plait_durable import encode_checkpoint, open_store
+from plait_durable import (
+    CheckpointEncodeError,
+    CheckpointNotFoundError,
+    ResponseTypeError,
+    TopologyMismatchError,
+    encode_checkpoint,
+    open_store,
+)
 
 pytestmark = pytest.mark.anyio
 

@@ -21,6 +21,7 @@ APP = textwrap.dedent(
     import plait
     from plait import Never, WorkflowContext, executor
     from plait_builders import WorkflowBuilder
+    from plait_converters import converter
 
 
     @attrs.frozen
@@ -33,7 +34,7 @@ APP = textwrap.dedent(
         value: float
 
 
-    @plait.converter(lossless=True)
+    @converter(lossless=True)
     def to_kelvin(c: Celsius) -> Kelvin:
         return Kelvin(c.value + 273.15)
 

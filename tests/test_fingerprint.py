@@ -14,16 +14,9 @@ from typing import Any
 import attrs
 import plait
 import pytest
-from plait import (
-    Never,
-    RunOptionError,
-    TopologyMismatchError,
-    WorkflowChangedError,
-    WorkflowContext,
-    executor,
-)
+from plait import Never, RunOptionError, WorkflowContext, executor
 from plait_builders import WorkflowBuilder
-from plait_durable import open_store
+from plait_durable import TopologyMismatchError, WorkflowChangedError, open_store
 from plait_durable._fingerprint import FINGERPRINT_FORMAT, fingerprint_changes
 
 pytestmark = pytest.mark.anyio
@@ -201,10 +194,13 @@ def test_a_forged_fingerprint_is_quoted_safely_and_never_breaks_the_diff() -> No
 
 
 def test_run_options_may_not_set_the_fingerprint() -> None:
+    from plait import get_plugin_manager
     from plait.spi import RunOptions
 
     with pytest.raises(RunOptionError, match="may not set fingerprint"):
-        RunOptions(checkpoint_metadata={"fingerprint": {"digest": "x"}})
+        RunOptions.from_kwargs(
+            {}, {"checkpoint_metadata": {"fingerprint": {"digest": "x"}}}, get_plugin_manager()
+        )
 
 
 def test_code_whose_source_cannot_be_read_has_no_source_hash(

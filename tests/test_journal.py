@@ -169,7 +169,7 @@ async def test_journal_needs_a_store_that_keeps_one() -> None:
 
 
 def test_journal_events_refuse_what_they_do_not_know() -> None:
-    from plait import CorruptCheckpointError
+    from plait_durable import CorruptCheckpointError
 
     good = JournalEvent("invocation_started", 1, 1.0, 2.0, "a", attempt=1)
     assert JournalEvent.from_json(good.to_json(), seq=3, where="here").seq == 3

@@ -20,9 +20,8 @@ from typing import Any
 import plait
 import pytest
 from click.testing import CliRunner, Result
-from plait import CapabilityError
 from plait_cli import make_cli
-from plait_documents import Grants, check_granted, needs
+from plait_documents import CapabilityError, Grants, check_granted, needs
 
 SHELL = """\
 name: pwn

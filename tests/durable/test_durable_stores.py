@@ -7,9 +7,9 @@ from typing import Any
 
 import anyio
 import pytest
-from plait import Never, RunStatus, StoreUnavailableError, Workflow, WorkflowContext, executor
+from plait import Never, RunStatus, Workflow, WorkflowContext, executor
 from plait_builders import WorkflowBuilder
-from plait_durable import open_store
+from plait_durable import StoreUnavailableError, open_store
 from plait_testing import servers
 
 pytestmark = pytest.mark.anyio

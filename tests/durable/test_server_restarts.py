@@ -19,16 +19,9 @@ from typing import Any
 
 import anyio
 import pytest
-from plait import (
-    CheckpointError,
-    CheckpointNotFoundError,
-    StoreUnavailableError,
-    Workflow,
-    WorkflowContext,
-    executor,
-)
+from plait import CheckpointError, Workflow, WorkflowContext, executor
 from plait_builders import WorkflowBuilder
-from plait_durable import open_store
+from plait_durable import CheckpointNotFoundError, StoreUnavailableError, open_store
 from plait_testing import servers
 
 pytestmark = pytest.mark.anyio

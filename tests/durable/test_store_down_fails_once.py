@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from plait import Never, StoreUnavailableError, WorkflowContext, executor
+from plait import Never, WorkflowContext, executor
 from plait_builders import WorkflowBuilder
+from plait_durable import StoreUnavailableError
 from plait_stores import MemoryCheckpointStore
 
 pytestmark = pytest.mark.anyio

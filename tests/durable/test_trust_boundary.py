@@ -20,20 +20,17 @@ import anyio
 import attrs
 import pytest
 from plait import (
-    CheckpointDecodeError,
     CheckpointError,
-    CorruptCheckpointError,
     Executor,
     Never,
     PlaitError,
-    RunLeaseError,
     Workflow,
     WorkflowContext,
     executor,
     handler,
 )
 from plait_builders import WorkflowBuilder
-from plait_durable import open_store
+from plait_durable import CheckpointDecodeError, CorruptCheckpointError, RunLeaseError, open_store
 
 pytestmark = pytest.mark.anyio
 

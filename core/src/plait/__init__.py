@@ -35,7 +35,6 @@ from ._exports import lazy_exports
 if TYPE_CHECKING:
     # submodules under public names (no ``X as X`` for these, hence the noqa)
     from . import (  # noqa: F401
-        _convert as convert,
         _errors as errors,
         _events as events,
         _plugins as plugins,
@@ -45,17 +44,10 @@ if TYPE_CHECKING:
         RequestResponse as RequestResponse,
         WorkflowContext as WorkflowContext,
     )
-    from ._convert import converter as converter, register_type_hooks as register_type_hooks
     from ._errors import (
-        CapabilityError as CapabilityError,
-        CheckpointAuthError as CheckpointAuthError,
-        CheckpointDecodeError as CheckpointDecodeError,
-        CheckpointEncodeError as CheckpointEncodeError,
         CheckpointError as CheckpointError,
-        CheckpointNotFoundError as CheckpointNotFoundError,
         ConfigError as ConfigError,
         ConverterError as ConverterError,
-        CorruptCheckpointError as CorruptCheckpointError,
         DocumentError as DocumentError,
         ExecutorFailedError as ExecutorFailedError,
         ExecutorTimeoutError as ExecutorTimeoutError,
@@ -70,22 +62,17 @@ if TYPE_CHECKING:
         PluginLoadError as PluginLoadError,
         PluginLoadErrors as PluginLoadErrors,
         RegistrationError as RegistrationError,
-        ResponseTypeError as ResponseTypeError,
         RoutingError as RoutingError,
-        RunLeaseError as RunLeaseError,
         RunOptionError as RunOptionError,
         SharedStateConflictError as SharedStateConflictError,
         SharedStateRaceError as SharedStateRaceError,
         SharedStateRaceWarning as SharedStateRaceWarning,
         SourcePosition as SourcePosition,
-        StoreUnavailableError as StoreUnavailableError,
         SuperstepLimitError as SuperstepLimitError,
-        TopologyMismatchError as TopologyMismatchError,
         TypeCheckError as TypeCheckError,
         UnhandledMessageError as UnhandledMessageError,
         UnknownNameError as UnknownNameError,
         VisitLimitError as VisitLimitError,
-        WorkflowChangedError as WorkflowChangedError,
         WorkflowRunError as WorkflowRunError,
         WorkflowValidationError as WorkflowValidationError,
     )

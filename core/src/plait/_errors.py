@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Literal
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 if sys.version_info < (3, 11):  # pragma: no cover - exercised on 3.10 only
     from exceptiongroup import ExceptionGroup  # type: ignore[import-not-found,unused-ignore]
@@ -40,24 +40,12 @@ __all__ = [
     "RoutingError",
     "ConverterError",
     "CheckpointError",
-    "CheckpointNotFoundError",
-    "CorruptCheckpointError",
-    "CheckpointDecodeError",
-    "CheckpointAuthError",
-    "RunLeaseError",
-    "CheckpointEncodeError",
-    "TopologyMismatchError",
-    "WorkflowChangedError",
-    "StoreUnavailableError",
-    "ResponseTypeError",
     "SourcePosition",
     "LoadError",
     "ExpressionError",
     "ConfigError",
     "DocumentError",
-    "CapabilityError",
     "cli_wording",
-    "grant_text",
     "is_cli",
     "spell",
 ]
@@ -287,66 +275,6 @@ class LoadError(PlaitError):
         super().__init__(f"{where}: {len(self.problems)} problem(s):\n{body}")
 
 
-Flags = Literal["python", "cli"]
-
-
-class CapabilityError(LoadError):
-    """A document needs capabilities its caller did not grant (see plait-documents'
-    capabilities). ``missing`` holds each need not granted (``plait_documents.Need``); each
-    problem names the node, its kind, its position, the capability and the flag (or
-    ``allow=``) that grants it. ``granted`` is what was granted (``plait_documents.Grants``).
-    """
-
-    def __init__(
-        self,
-        missing: Sequence[Any],
-        *,
-        source: str | None = None,
-        flags: Flags = "python",
-        granted: Any = None,
-    ) -> None:
-        self.missing = list(missing)
-        self.flags: Flags = flags
-        self.granted = granted
-        problems: list[PlaitError] = []
-        for need in self.missing:
-            problems.append(
-                DocumentError(
-                    f"{need} needs {need.capability}, which is not granted; "
-                    f"grant it with {grant_text([need.capability], flags)}",
-                    need.position,
-                )
-            )
-        super().__init__(problems, source=source)
-        everything = "--trust" if flags == "cli" else "allow='all'"
-        hint = (
-            f"\nGranted: {'none' if granted is None else granted}. If you trust this "
-            "document, grant what it needs: "
-            f"{grant_text([n.capability for n in self.missing], flags)} "
-            f"(or {everything} for every capability)"
-        )
-        PlaitError.__init__(self, f"{self.args[0]}{hint}")
-
-    def for_cli(self) -> CapabilityError:
-        """The same error, naming the command line's flags."""
-        return CapabilityError(self.missing, source=self.source, flags="cli", granted=self.granted)
-
-
-def grant_text(capabilities: Iterable[Any], flags: Flags) -> str:
-    """How to grant ``capabilities`` (``plait_documents.Capability`` objects, or anything
-    whose ``str()`` is a capability's flag form): ``--allow-imports --allow subprocess`` on
-    the command line, ``allow=['imports', 'subprocess']`` in Python.
-    """
-    wanted = sorted(set(capabilities))
-    if flags == "python":
-        return f"allow={[str(c) for c in wanted]!r}"
-    words = ["--allow-imports"] if any(str(c) == "imports" for c in wanted) else []
-    rest = [str(c) for c in wanted if str(c) != "imports"]
-    if rest:
-        words.append(f"--allow {','.join(rest)}")
-    return " ".join(words)
-
-
 # ---------------------------------------------------------------------------
 # the caller's words
 # ---------------------------------------------------------------------------
@@ -474,60 +402,6 @@ class ConverterError(WorkflowRunError):
 
 
 class CheckpointError(PlaitError):
-    """Base for checkpoint problems."""
-
-
-class CheckpointNotFoundError(CheckpointError, LookupError):
-    """No checkpoint with that id (or no checkpoint for that run)."""
-
-
-class CorruptCheckpointError(CheckpointError):
-    """A stored checkpoint does not decode or fails its integrity check."""
-
-
-class CheckpointDecodeError(CorruptCheckpointError):
-    """A stored checkpoint names a type the workflow does not declare (or holds a value
-    that does not rebuild into its declared type); names the run, the checkpoint and the
-    type tag. Nothing named only by stored data is ever imported or built.
-    """
-
-
-class CheckpointAuthError(CorruptCheckpointError):
-    """A checkpoint fails the authenticity check of the store wrapper that reads it: its
-    MAC is missing or wrong for every configured key, or an encrypted checkpoint cannot
-    be decrypted with them (the ``plait-sealing`` plugin raises it).
-    """
-
-
-class RunLeaseError(CheckpointError):
-    """Another live worker holds the run's lease (one writer per run), or this worker's
-    lease was taken over; names the holder (host, pid, since).
-    """
-
-
-class CheckpointEncodeError(CheckpointError):
-    """A value in the run's state cannot be encoded; names the executor or state key."""
-
-
-class TopologyMismatchError(CheckpointError):
-    """A checkpoint was taken on a different graph than the one resuming it."""
-
-
-class WorkflowChangedError(TopologyMismatchError):
-    """A checkpoint was taken on the same graph but a different workflow: a node's kind,
-    config, code (its source), policies or types, an edge's options, or the declared
-    types changed (see plait-durable's fingerprint). ``changes`` lists each, as the message
-    does. ``accept_changes=True`` (``plait resume --accept-changes``) resumes anyway.
-    """
-
-    def __init__(self, message: str, changes: list[str] | None = None) -> None:
-        super().__init__(message)
-        self.changes: list[str] = list(changes or [])
-
-
-class StoreUnavailableError(CheckpointError):
-    """A checkpoint store cannot be reached."""
-
-
-class ResponseTypeError(PlaitError, TypeError):
-    """A human-in-the-loop response has the wrong type; the request stays pending."""
+    """Base for checkpoint problems: what the durability and the checkpoint stores raise
+    (``plait_durable.CheckpointNotFoundError``, ``RunLeaseError``,
+    ``CorruptCheckpointError`` … come with ``plait-durable``, which raises them)."""

@@ -90,9 +90,24 @@ def plait_register_converters(register: Register) -> None:
     """Register message converters (see :class:`plait.spi.Converter`).
 
     A converter is a ``Converter(source, target, fn, lossless, name, cost)`` record; the
-    builder chains converters to connect edges whose types differ.
+    builder chains converters to connect edges whose types differ (``plait-converters``
+    searches the chain).
 
     :param register: ``register(converter_name, converter, replaces=None)``.
+    :return: nothing; every implementation is called.
+    """
+
+
+@hookspec
+def plait_register_type_hooks(register: Register) -> None:
+    """Register cattrs hooks for a plugin's own message type
+    (``plait_converters.CattrsHooks``: ``type``, ``structure``, ``unstructure``).
+
+    ``plait_converters.message_converter`` applies them, so messages of that type turn into
+    JSON-ready data and back (checkpoints, the record converters). They are not
+    converters: no edge of the converter graph.
+
+    :param register: ``register(name, hooks, replaces=None)``.
     :return: nothing; every implementation is called.
     """
 
@@ -210,6 +225,25 @@ def plait_register_schedules(register: Register) -> None:
     install.
 
     :param register: ``register(schedule_name, schedule, replaces=None)``.
+    :return: nothing; every implementation is called.
+    """
+
+
+@hookspec
+def plait_register_run_options(register: Register) -> None:
+    """Declare run options: what ``Workflow.run(message, **options)`` (and ``stream``,
+    ``resume``, a workflow's ``options``) accepts beyond the kernel's own.
+
+    A group of options is an attrs class whose fields all have defaults (keyword-only,
+    validators raising :class:`~plait.RunOptionError`): each field is an option, named
+    like the field. The kernel merges the groups of every plugin, refuses a name two of
+    them (or a plugin and the kernel) declare, builds a run's object of a group from the
+    options it sets, and rejects an unknown name listing every option by the
+    distribution that declares it. The plugin reads its own with
+    :meth:`plait.spi.RunOptions.of`. ``plait-durable`` declares ``checkpoint`` and the
+    options of durable runs.
+
+    :param register: ``register(group_name, options_class, replaces=None)``.
     :return: nothing; every implementation is called.
     """
 

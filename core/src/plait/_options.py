@@ -21,13 +21,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol, TypeVar, cast
 
 import attrs
 
 from ._errors import RunOptionError
 
-__all__ = ["Policy", "RetryPolicy", "RunOptions", "error_matches"]
+__all__ = [
+    "DeclaredOption",
+    "DeclaredOptions",
+    "Policy",
+    "RetryPolicy",
+    "RunOptions",
+    "error_matches",
+]
+
+T = TypeVar("T")
 
 
 # -- retry and timeout policies ---------------------------------------------------
@@ -172,13 +181,6 @@ def _positive(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         raise RunOptionError(f"run option {attribute.name} must be a positive int, got {value!r}")
 
 
-def _positive_seconds(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise RunOptionError(
-            f"run option {attribute.name} must be a positive number of seconds, got {value!r}"
-        )
-
-
 def _positive_map(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     for key, limit in value.items():
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
@@ -190,22 +192,6 @@ def _positive_map(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> No
 def _run_id(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not None and (not isinstance(value, str) or not value.strip()):
         raise RunOptionError(f"run option run_id must be a non-empty string, got {value!r}")
-
-
-#: What a run needs of a checkpoint store object (see ``plait_durable.CheckpointStore``).
-_STORE_METHODS = ("save", "load", "latest", "list", "acquire_lease", "renew_lease",
-                  "release_lease")  # fmt: skip
-
-
-def _store(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is None or isinstance(value, str):
-        return
-    missing = [m for m in _STORE_METHODS if not callable(getattr(value, m, None))]
-    if missing:
-        raise RunOptionError(
-            f"run option checkpoint must be a store URL ('sqlite:///runs.db') or a checkpoint "
-            f"store, got {type(value).__name__} {value!r} (it has no {', '.join(missing)})"
-        )
 
 
 def _stop_flag(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -235,45 +221,6 @@ def _reducers(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
                 f"run option shared_reducers[{key!r}] must map a string key to a callable "
                 f"reducer(current, update), got {type(reducer).__name__} {reducer!r}"
             )
-
-
-#: Keys of a checkpoint's metadata that the kernel writes itself.
-_RESERVED_METADATA = frozenset({"workflow", "topology", "error", "observers", "fingerprint"})
-_JSON_SCALARS = (str, int, float, bool, type(None))
-
-
-def _metadata(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    def json_ready(item: Any, where: str) -> None:
-        if isinstance(item, _JSON_SCALARS):
-            return
-        if isinstance(item, (list, tuple)):
-            for index, element in enumerate(item):
-                json_ready(element, f"{where}[{index}]")
-            return
-        if isinstance(item, Mapping):
-            for key, element in item.items():
-                if not isinstance(key, str):
-                    raise RunOptionError(
-                        f"run option checkpoint_metadata{where} has a non-string key {key!r}"
-                    )
-                json_ready(element, f"{where}[{key!r}]")
-            return
-        raise RunOptionError(
-            f"run option checkpoint_metadata{where} must be JSON-ready (str, int, float, "
-            f"bool, None, lists and string-keyed dicts), got {type(item).__name__}"
-        )
-
-    if not isinstance(value, Mapping):
-        raise RunOptionError(
-            f"run option checkpoint_metadata must be a dict, got {type(value).__name__}"
-        )
-    json_ready(value, "")
-    taken = sorted(_RESERVED_METADATA & set(value))
-    if taken:
-        raise RunOptionError(
-            f"run option checkpoint_metadata may not set {', '.join(taken)}: the kernel "
-            "writes those keys itself"
-        )
 
 
 def _lead(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -314,6 +261,12 @@ def _one_of(*choices: str) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
 class RunOptions:
     """Options of one run. ``Workflow.run(msg, **options)`` rejects unknown names.
 
+    These are the kernel's; plugins declare their own (``plait_register_run_options``),
+    each group an attrs class: ``checkpoint``, ``durability``, ``lease_ttl``,
+    ``checkpoint_metadata`` and ``journal`` come with ``plait-durable``
+    (``plait_durable.DurableOptions``). A run's options of a group are
+    :meth:`of` it; a run that sets ``checkpoint`` is a durable one.
+
     :param max_supersteps: fail the run past this many supersteps (default 100; a
         workflow whose graph has no cycle defaults to 100 plus its longest path, since
         only a cycle can make a run go on for ever).
@@ -325,12 +278,6 @@ class RunOptions:
         ``run()`` defaults to lifecycle, ``stream()`` to all.
     :param run_id: the run's id (default: a new UUID).
     :param raise_on_failure: raise the run's error (default) or return a failed result.
-    :param checkpoint: a checkpoint store or store URL; a checkpoint per superstep.
-    :param durability: ``sync``, ``async`` or ``exit`` (see the durable-runs guide).
-    :param lease_ttl: seconds the run's lease (one writer per run) lives without renewal;
-        a worker that died on another host loses it after this long (default 30).
-    :param checkpoint_metadata: JSON-ready annotations added to the metadata of every
-        checkpoint the run writes (the CLI records how to load the workflow again).
     :param on_event: called with every event as it happens (with ``events="all"``, every
         superstep and invocation event too) instead of collecting them in the result's
         ``events``: a progress display's feed. It must not block.
@@ -344,10 +291,6 @@ class RunOptions:
         canonical order: the executors' rank in the graph, then the order of their
         writes). Without one, two executors writing one key in one superstep is a
         :class:`~plait.SharedStateConflictError`.
-    :param journal: write the run's event journal (:class:`plait_durable.EventJournal`): when
-        each invocation started and ended, its attempts, retries, timeouts and errors, saved
-        with each superstep's checkpoint; what ``plait ui`` draws as a Gantt. Needs
-        ``checkpoint`` on a store that keeps a journal. Off by default, and then free.
     :param watch: called once as the run starts with a :class:`plait.spi.RunWatch`, a
         live read-only view (superstep, executors running, outputs, retries) that a
         progress display polls at its own pace: it costs the run nothing per superstep.
@@ -374,35 +317,111 @@ class RunOptions:
     events: str | None = attrs.field(default=None, validator=_one_of("lifecycle", "all"))
     run_id: str | None = attrs.field(default=None, validator=_run_id)
     raise_on_failure: bool = True
-    checkpoint: Any = attrs.field(default=None, validator=_store)
-    durability: str = attrs.field(default="sync", validator=_one_of("sync", "async", "exit"))
-    lease_ttl: float = attrs.field(default=30.0, validator=_positive_seconds)
-    checkpoint_metadata: Mapping[str, Any] = attrs.field(factory=dict, validator=_metadata)
     on_event: Callable[[Any], None] | None = attrs.field(default=None, validator=_callable)
     stop: Any = attrs.field(default=None, validator=_stop_flag)
     watch: Callable[[Any], None] | None = attrs.field(default=None, validator=_callable)
     shared_reducers: Mapping[str, Callable[[Any, Any], Any]] = attrs.field(
         factory=dict, validator=_reducers
     )
-    journal: bool = attrs.field(default=False, validator=_flag)
     schedule: str = attrs.field(default="superstep", validator=_schedule)
     max_lead: int | None = attrs.field(default=None, validator=_lead)
     strict: bool = attrs.field(default=False, validator=_flag)
 
-    def __attrs_post_init__(self) -> None:
-        if self.journal and self.checkpoint is None:
-            raise RunOptionError(
-                "run option journal=True needs checkpoint= (a store that keeps an event "
-                "journal: the journal is saved with each superstep's checkpoint)"
-            )
+    #: what plugins declare (``plait_register_run_options``), as the run sets it: one
+    #: object of each group class the run gives an option of (see :meth:`of`)
+    plugin_options: Mapping[type, Any] = attrs.field(factory=dict)
+    #: the plugins' options the run sets, by name (what :meth:`value` answers)
+    plugin_values: Mapping[str, Any] = attrs.field(factory=dict)
+
+    def of(self, group: type[T]) -> T:
+        """The options of the group ``group`` (the class a plugin declared with
+        ``plait_register_run_options``) as this run sets them; its defaults when the run
+        sets none of them."""
+        found = self.plugin_options.get(group)
+        return group() if found is None else cast("T", found)
+
+    def value(self, name: str) -> Any:
+        """The value of the plugin's option ``name`` the run sets, or ``None``."""
+        return self.plugin_values.get(name)
 
     @classmethod
-    def from_kwargs(cls, defaults: Mapping[str, Any], options: Mapping[str, Any]) -> RunOptions:
-        """Merge workflow defaults and call options; unknown names are a RunOptionError."""
-        known = {a.name for a in attrs.fields(cls)}
-        unknown = sorted((set(defaults) | set(options)) - known)
+    def from_kwargs(
+        cls,
+        defaults: Mapping[str, Any],
+        options: Mapping[str, Any],
+        declared: DeclaredOptions | None = None,
+    ) -> RunOptions:
+        """Merge workflow defaults and call options, the kernel's and those plugins declare.
+
+        :param declared: the plugins' declared options (the plugin manager); asked only
+            when a name is not the kernel's.
+        :raises RunOptionError: an unknown name (listing every option, by the
+            distribution that declares it, and what it may be a misspelling of), or a bad
+            value.
+        """
+        merged = {**defaults, **options}
+        extra = [name for name in merged if name not in _KERNEL_OPTIONS]
+        if not extra:
+            return cls(**merged)
+        table = declared.run_options() if declared is not None else {}
+        unknown = sorted(name for name in extra if name not in table)
         if unknown:
-            raise RunOptionError(
-                f"unknown run option(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}"
-            )
-        return cls(**{**defaults, **options})
+            raise RunOptionError(_unknown(unknown, table, declared))
+        groups: dict[type, dict[str, Any]] = {}
+        values = {}
+        for name in extra:
+            values[name] = merged.pop(name)
+            groups.setdefault(table[name].group, {})[name] = values[name]
+        made = {group: group(**given) for group, given in groups.items()}
+        return cls(**merged, plugin_options=made, plugin_values=values)
+
+
+#: the names :meth:`RunOptions.from_kwargs` takes as the kernel's own
+_KERNEL_OPTIONS = frozenset(
+    a.name for a in attrs.fields(RunOptions) if not a.name.startswith("plugin_")
+)
+
+
+@attrs.frozen
+class DeclaredOption:
+    """One run option a plugin declares: the group class it is a field of, and the
+    distribution that declares it."""
+
+    group: type
+    distribution: str
+
+
+class DeclaredOptions(Protocol):
+    """Where the run options plugins declare come from (the plugin manager)."""
+
+    def run_options(self) -> Mapping[str, DeclaredOption]:
+        """Every declared option by name."""
+
+    def install_hint(self, kind: str, name: str) -> str | None:
+        """Which distribution provides ``name`` of ``kind``, and how to install it."""
+
+
+def _unknown(
+    unknown: list[str], table: Mapping[str, DeclaredOption], declared: DeclaredOptions | None
+) -> str:
+    """The message of unknown run option names: each with what it may be a misspelling of
+    (or where it comes from, when a plugin not installed here declares it), then every
+    option there is, by the distribution that declares it."""
+    import difflib
+
+    known = sorted(_KERNEL_OPTIONS | set(table))
+    said = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=3)
+        hint = declared.install_hint("run_option", name) if declared is not None else None
+        if hint:
+            said.append(f"{name} ({hint})")
+        elif close:
+            said.append(f"{name} (did you mean {' or '.join(close)}?)")
+        else:
+            said.append(name)
+    by_distribution: dict[str, list[str]] = {"plait-core": sorted(_KERNEL_OPTIONS)}
+    for name, option in sorted(table.items()):
+        by_distribution.setdefault(option.distribution, []).append(name)
+    listed = "; ".join(f"{dist}: {', '.join(names)}" for dist, names in by_distribution.items())
+    return f"unknown run option(s): {', '.join(said)}; known: {listed}"

@@ -55,6 +55,7 @@ from ._version import __version__
 
 if TYPE_CHECKING:
     from ._observer import RunObserver
+    from ._options import DeclaredOption
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -89,6 +90,8 @@ _SEAMS: dict[tuple[str, str], str] = {
     ("hook", "plait_durability"): "plait-durable",
     ("hook", "plait_documents"): "plait-documents",
     ("hook", "plait_workflow_as_connection"): "plait-builders",
+    # the run option that makes a run durable (``Workflow.resume``'s word too)
+    ("run_option", "checkpoint"): "plait-durable",
 }
 
 
@@ -384,6 +387,7 @@ class PluginManager:
         self._observing: bool | None = None
         self._provided: dict[tuple[str, str], str] | None = None
         self._singletons: dict[str, Any] = {}
+        self._run_options: dict[str, DeclaredOption] | None = None
 
     # -- loading ---------------------------------------------------------------
 
@@ -545,6 +549,36 @@ class PluginManager:
             raise UnknownNameError(
                 f"unknown registry kind {kind!r}; kinds: {', '.join(KIND_NAMES)}"
             ) from None
+
+    def run_options(self) -> dict[str, DeclaredOption]:
+        """Every run option the plugins declare (``plait_register_run_options``), by name,
+        with its group class and distribution; worked out once until the plugins change.
+
+        :raises PluginConflictError: two groups (or a group and the kernel) declare one
+            name, naming both distributions.
+        """
+        if self._run_options is None:
+            from ._options import DeclaredOption, RunOptions
+
+            kernel = {a.name for a in attrs.fields(RunOptions)}
+            found: dict[str, DeclaredOption] = {}
+            for registration in self.registry("run_options").values():
+                for field in attrs.fields(registration.obj):
+                    if field.name in kernel:
+                        raise PluginConflictError(
+                            f"run option {field.name!r} of {registration.distribution} "
+                            f"(group {registration.name!r}) is one of the kernel's own"
+                        )
+                    taken = found.get(field.name)
+                    if taken is not None:
+                        raise PluginConflictError(
+                            f"run option {field.name!r} is declared by both "
+                            f"{taken.distribution} and {registration.distribution} (group "
+                            f"{registration.name!r}); uninstall or disable one ({DISABLE_ENV})"
+                        )
+                    found[field.name] = DeclaredOption(registration.obj, registration.distribution)
+            self._run_options = found
+        return self._run_options
 
     def _build_registries(self) -> list[PluginLoadError]:
         """Collect every plugin's registrations; drop plugins that fail, and retry.

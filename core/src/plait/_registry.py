@@ -119,12 +119,21 @@ def _is_agent(obj: Any) -> str | None:
     return f"is neither an executor, an async function nor an agent definition ({obj!r})"
 
 
+def _is_options_group(obj: Any) -> str | None:
+    """A run-option group's shape: an attrs class whose every field has a default."""
+    if not (isinstance(obj, type) and attrs.has(obj)):
+        return f"is not an attrs class (got {obj!r})"
+    bare = [a.name for a in attrs.fields(obj) if a.default is attrs.NOTHING]
+    return f"has fields without a default: {', '.join(bare)}" if bare else None
+
+
 #: Registry hook name -> (kind name, protocol check returning a problem or None).
 KINDS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "plait_register_executor_kinds": ("executor_kind", _has("check", "create", "config_schema")),
     "plait_register_routers": ("router", _has("create", "stateful")),
     "plait_register_merge_strategies": ("merge_strategy", _has("merge", "output_type")),
     "plait_register_converters": ("converter", _has("source", "target", "fn", "lossless")),
+    "plait_register_type_hooks": ("type_hooks", _has("type", "structure", "unstructure")),
     "plait_register_checkpoint_stores": ("checkpoint_store", _is_callable),
     "plait_register_loaders": ("loader", _has("load")),
     "plait_register_fragments": ("fragment", _has("build")),
@@ -133,6 +142,7 @@ KINDS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "plait_register_exporters": ("exporter", _has("export")),
     "plait_register_placements": ("placement", _has("invoke")),
     "plait_register_schedules": ("schedule", _has("pays", "start", "decode_cut")),
+    "plait_register_run_options": ("run_options", _is_options_group),
 }
 KIND_NAMES = [kind for kind, _ in KINDS.values()]
 

@@ -407,8 +407,9 @@ class Workflow:
         return found
 
     def _durability_for(self, opts: RunOptions, what: str) -> Durability | None:
-        """The durability a run with ``opts`` needs: none without a checkpoint store."""
-        return None if opts.checkpoint is None else self._durability(what)
+        """The durability a run with ``opts`` needs: none without a checkpoint store (the
+        ``checkpoint`` option, which the durability declares and checks)."""
+        return None if opts.value("checkpoint") is None else self._durability(what)
 
     def placement_of(self, executor_id: str) -> str:
         """Where ``executor_id``'s invocations run: ``local`` for an executor marked
@@ -503,7 +504,7 @@ class Workflow:
         """
         from ._state import RunState, new_run_id
 
-        opts = RunOptions.from_kwargs(self._run_defaults, options)
+        opts = RunOptions.from_kwargs(self._run_defaults, options, self._manager)
         durability = self._durability_for(opts, "Workflow.run(checkpoint=...)")
         events: list[WorkflowEvent] = []
         state = RunState(opts.run_id or new_run_id(), opts.on_event or events.append)
@@ -530,11 +531,12 @@ class Workflow:
             word as ``run(..., checkpoint=)``; the resumed run's checkpoints go there too.
             A URL is opened (and closed again) by the installed durability.
         :param responses: answers to pending requests, by request id. A response of the
-            wrong type raises :class:`~plait.ResponseTypeError` and changes nothing.
+            wrong type raises :class:`~plait_durable.ResponseTypeError` and changes nothing.
         :param accept_changes: resume though the workflow changed since the checkpoint (else
-            :class:`~plait.WorkflowChangedError`; see plait-durable's fingerprint).
-        :raises TopologyMismatchError: the checkpoint was taken on a different graph.
-        :raises CheckpointNotFoundError: no such run or checkpoint.
+            :class:`~plait_durable.WorkflowChangedError`; see plait-durable's fingerprint).
+        :raises plait_durable.TopologyMismatchError: the checkpoint was taken on a
+            different graph.
+        :raises plait_durable.CheckpointNotFoundError: no such run or checkpoint.
         """
         from ._state import RunState
 
@@ -546,6 +548,7 @@ class Workflow:
             opts = RunOptions.from_kwargs(
                 self._run_defaults,
                 {**options, "checkpoint": checkpoint_store, "run_id": found.run_id},
+                self._manager,
             )
             events: list[WorkflowEvent] = []
             state = RunState(found.run_id, opts.on_event or events.append)
@@ -610,7 +613,9 @@ class Workflow:
         from ._events import RunStatus
         from ._state import RunState, new_run_id
 
-        opts = RunOptions.from_kwargs(self._run_defaults, {"raise_on_failure": False})
+        opts = RunOptions.from_kwargs(
+            self._run_defaults, {"raise_on_failure": False}, self._manager
+        )
         forward, detail = _forwarder(ctx)
         if saved is None:
             state = RunState(new_run_id(), forward)
@@ -642,7 +647,7 @@ class Workflow:
         """
         from ._streaming import EventStream
 
-        opts = RunOptions.from_kwargs(self._run_defaults, options)
+        opts = RunOptions.from_kwargs(self._run_defaults, options, self._manager)
         durability = self._durability_for(opts, "Workflow.stream(checkpoint=...)")
         inbox = {self._spec.start: [message]}
         detail = opts.events != "lifecycle"

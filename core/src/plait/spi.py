@@ -43,16 +43,9 @@ if TYPE_CHECKING:
         ContextSnapshot as ContextSnapshot,
         RunScope as RunScope,
     )
-    from ._convert import (
-        CattrsHooks as CattrsHooks,
-        Converter as Converter,
-        TypeFamily as TypeFamily,
-        message_converter as message_converter,
-        registered_hooks as registered_hooks,
-    )
+    from ._convert import Converter as Converter
     from ._errors import (
         cli_wording as cli_wording,
-        grant_text as grant_text,
         is_cli as is_cli,
         spell as spell,
     )
@@ -81,10 +74,9 @@ if TYPE_CHECKING:
     )
     from ._runner import (
         RunCommit as RunCommit,
-        RunnerView as RunnerView,
+        Runner as Runner,
         Schedule as Schedule,
         ScheduleRun as ScheduleRun,
-        make_runner as make_runner,
         on_asyncio as on_asyncio,
     )
     from ._spec import (

@@ -9,11 +9,13 @@ from typing import Any, NewType
 import attrs
 from hypothesis import given, settings, strategies as st
 from plait import hookimpl
-from plait.spi import CattrsHooks, Converter, PluginManager, TypeFamily
+from plait.spi import Converter, PluginManager
 from plait_converters import (
+    CattrsHooks,
     Chain,
     ConverterGraph,
     Step,
+    TypeFamily,
     converter_graph,
     find_chain,
     is_assignable,
@@ -39,7 +41,14 @@ class Plugin:
     @hookimpl
     def plait_register_converters(self, register: Any) -> None:
         for c in self.converters:
-            register(c.name if isinstance(c, Converter) else f"hooks:{c.type.__name__}", c)
+            if isinstance(c, Converter):
+                register(c.name, c)
+
+    @hookimpl
+    def plait_register_type_hooks(self, register: Any) -> None:
+        for c in self.converters:
+            if isinstance(c, CattrsHooks):
+                register(f"hooks:{c.type.__name__}", c)
 
 
 # --------------------------------------------------------------------------- the search

@@ -15,7 +15,7 @@ import plait_durable._blobs
 import pytest
 import zstandard
 from hypothesis import given, settings, strategies as st
-from plait import CorruptCheckpointError
+from plait_durable import CorruptCheckpointError
 from plait_durable._blobs import (
     BUNDLE,
     BUNDLE_ITEM,
@@ -663,7 +663,7 @@ def test_a_resumed_run_does_not_encode_the_bundles_it_read_again(
 _FORGERY = """
 import json, resource, sys, anyio, zstandard
 resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
-from plait import CorruptCheckpointError
+from plait_durable import CorruptCheckpointError
 from plait_durable._blobs import blob_hash, resolve_state
 
 class Store:

@@ -134,8 +134,18 @@ async def test_without_plait_durable_every_durable_call_names_the_distribution()
     )
     workflow = _workflow(bare)
     assert (await workflow.run("calm")).outputs == ["CALM!"]  # a plain run needs nothing
+    # ``checkpoint`` is plait-durable's run option: without it, the option is unknown
+    for call in (
+        lambda: workflow.run("calm", checkpoint="memory://bare"),
+        lambda: workflow.stream("calm", checkpoint="memory://bare"),  # before anything runs
+    ):
+        with pytest.raises(plait.RunOptionError) as refused:
+            await call()  # type: ignore[misc]
+        assert "unknown run option(s): checkpoint (it comes with plait-durable" in str(
+            refused.value
+        )
+        assert "pip install ./plugins/plait-durable" in str(refused.value)
     calls = {
-        "Workflow.run(checkpoint=...)": workflow.run("calm", checkpoint="memory://bare"),
         "Workflow.resume()": workflow.resume("run-1", "memory://bare"),
         "Workflow.pending_requests()": workflow.pending_requests("run-1", "memory://bare"),
     }
@@ -146,8 +156,6 @@ async def test_without_plait_durable_every_durable_call_names_the_distribution()
         assert "pip install ./plugins/plait-durable" in str(caught.value)
     with pytest.raises(UnknownNameError, match="it comes with plait-durable"):
         workflow.fingerprint  # noqa: B018
-    with pytest.raises(UnknownNameError, match="it comes with plait-durable"):
-        workflow.stream("calm", checkpoint="memory://bare")  # before anything runs
 
 
 def _routing() -> Any:
@@ -166,7 +174,14 @@ def test_the_public_names_are_listed_and_load() -> None:
 def test_the_names_type_checkers_see_are_the_names_imported_at_run_time() -> None:
     from plait_testing.exports import check_exports
 
-    check_exports(plait_durable, run_time_only={"plait_durability", "plait_register_converters"})
+    check_exports(
+        plait_durable,
+        run_time_only={
+            "plait_durability",
+            "plait_register_run_options",
+            "plait_register_type_hooks",
+        },
+    )
 
 
 class Chooser(Executor):
@@ -191,7 +206,7 @@ async def test_a_literal_response_type_comes_back_from_the_store() -> None:
     first = await built.run(7, checkpoint=url)
     (pending,) = await built.pending_requests(first.run_id, url)
     assert pending.response_type == Literal["yes", "no"]
-    with pytest.raises(plait.ResponseTypeError, match="must be Literal"):
+    with pytest.raises(plait_durable.ResponseTypeError, match="must be Literal"):
         await built.resume(first.run_id, url, responses={pending.request_id: "maybe"})
     done = await built.resume(first.run_id, url, responses={pending.request_id: "no"})
     assert done.outputs == ["chose no"]

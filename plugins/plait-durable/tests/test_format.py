@@ -12,8 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plait import CheckpointError, CorruptCheckpointError
-from plait_durable import Checkpoint, decode_checkpoint, encode_checkpoint, open_store
+from plait import CheckpointError
+from plait_durable import (
+    Checkpoint,
+    CorruptCheckpointError,
+    decode_checkpoint,
+    encode_checkpoint,
+    open_store,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

@@ -7,11 +7,12 @@ from typing import Any
 
 import attrs
 import pytest
-from plait import CheckpointError, StoreUnavailableError
+from plait import CheckpointError
 from plait_durable import (
     INFO_FIELDS,
     CheckpointInfo,
     CheckpointStoreBase,
+    StoreUnavailableError,
     check_keep_last,
     duplicate_error,
     info_fields,

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import plait
 import pytest
-from plait import CapabilityError, LoadError
+from plait import LoadError
+from plait_documents import CapabilityError
 
 pytestmark = pytest.mark.anyio
 

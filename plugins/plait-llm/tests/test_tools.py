@@ -10,7 +10,8 @@ from typing import Any
 import llm
 import plait
 import pytest
-from plait import CapabilityError, LoadError
+from plait import LoadError
+from plait_documents import CapabilityError
 
 DOCUMENT = """
 agents:

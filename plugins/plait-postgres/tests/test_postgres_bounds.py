@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from plait import StoreUnavailableError
+from plait_durable import StoreUnavailableError
 from plait_postgres import PostgresCheckpointStore
 from plait_testing.stores import make_checkpoint, new_run_id
 

@@ -9,8 +9,14 @@ import anyio
 import plait_postgres
 import psycopg
 import pytest
-from plait import CheckpointError, CorruptCheckpointError, StoreUnavailableError
-from plait_durable import Checkpoint, CheckpointStore, encode_checkpoint
+from plait import CheckpointError
+from plait_durable import (
+    Checkpoint,
+    CheckpointStore,
+    CorruptCheckpointError,
+    StoreUnavailableError,
+    encode_checkpoint,
+)
 from plait_postgres import SCHEMA_VERSION, PostgresCheckpointStore
 from plait_testing import fake_entry_point, make_plugin_manager, servers
 from plait_testing.stores import (

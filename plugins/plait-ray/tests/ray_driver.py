@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import plait_ray
 import plait_ray_flows as flows
-from plait import RunLeaseError
+from plait_durable import RunLeaseError
 
 HERE = str(Path(__file__).parent)
 LEASE_TTL = 30.0

@@ -18,7 +18,8 @@ from pathlib import Path
 import anyio
 import plait_ray_flows as flows
 import pytest
-from plait import RunLeaseError, RunStatus
+from plait import RunStatus
+from plait_durable import RunLeaseError
 from plait_testing import servers
 
 HERE = Path(__file__).parent

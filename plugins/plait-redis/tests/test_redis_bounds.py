@@ -7,7 +7,7 @@ import socket
 from collections.abc import Iterator
 
 import pytest
-from plait import StoreUnavailableError
+from plait_durable import StoreUnavailableError
 from plait_redis import RedisCheckpointStore
 from plait_testing.stores import make_checkpoint, new_run_id
 

@@ -10,8 +10,7 @@ import anyio
 import plait_redis
 import pytest
 import redis.asyncio
-from plait import StoreUnavailableError
-from plait_durable import CheckpointStore
+from plait_durable import CheckpointStore, StoreUnavailableError
 from plait_redis import RedisCheckpointStore, redact_url
 from plait_testing import fake_entry_point, make_plugin_manager, servers
 from plait_testing.stores import (

@@ -11,8 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plait import CheckpointAuthError, CorruptCheckpointError, RunLeaseError
-from plait_durable import CheckpointStore, encode_checkpoint, open_store
+from plait_durable import (
+    CheckpointAuthError,
+    CheckpointStore,
+    CorruptCheckpointError,
+    RunLeaseError,
+    encode_checkpoint,
+    open_store,
+)
 from plait_sealing import SealedStore, generate_key
 from sealing_workflows import secret_keeper
 

@@ -20,7 +20,8 @@ from typing import Any
 
 import attrs
 import pytest
-from plait import CheckpointAuthError, CorruptCheckpointError, PlaitError, Workflow
+from plait import PlaitError, Workflow
+from plait_durable import CheckpointAuthError, CorruptCheckpointError
 from plait_sealing import (
     CheckpointKey,
     CheckpointKeyError,

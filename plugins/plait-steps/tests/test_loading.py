@@ -10,8 +10,8 @@ from typing import Any
 import plait
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
-from plait import CapabilityError, LoadError, PlaitError
-from plait_documents import load_spec
+from plait import LoadError, PlaitError
+from plait_documents import CapabilityError, load_spec
 
 VALID = """
 workflow:

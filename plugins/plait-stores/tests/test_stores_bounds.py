@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from plait import CorruptCheckpointError, StoreUnavailableError
+from plait_durable import CorruptCheckpointError, StoreUnavailableError
 from plait_stores import FileCheckpointStore, SqliteCheckpointStore
 from plait_testing.stores import make_checkpoint, new_run_id
 
@@ -112,7 +112,7 @@ async def test_a_locked_sqlite_database_is_store_unavailable_within_the_bound(
 _SPARSE = """
 import os, resource, struct, sys, anyio
 resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))
-from plait import CorruptCheckpointError
+from plait_durable import CorruptCheckpointError
 from plait_durable import blob_hash
 from plait_stores import FileCheckpointStore
 from plait_testing.stores import make_checkpoint

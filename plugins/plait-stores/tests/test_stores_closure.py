@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plait import CheckpointNotFoundError, CorruptCheckpointError, WorkflowContext, executor
+from plait import WorkflowContext, executor
 from plait_builders import WorkflowBuilder
-from plait_durable import blob_hash, resolve_state
+from plait_durable import CheckpointNotFoundError, CorruptCheckpointError, blob_hash, resolve_state
 from plait_durable._blobs import pack_blob
 from plait_stores import FileCheckpointStore, SqliteCheckpointStore
 from plait_stores._common import WALK_LIMIT, blob_closure

@@ -11,8 +11,15 @@ from typing import Any
 import attrs
 import plait_stores._fileindex
 import pytest
-from plait import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
-from plait_durable import Checkpoint, CheckpointStore, encode_checkpoint, list_runs
+from plait_durable import (
+    Checkpoint,
+    CheckpointNotFoundError,
+    CheckpointStore,
+    CorruptCheckpointError,
+    StoreUnavailableError,
+    encode_checkpoint,
+    list_runs,
+)
 from plait_stores import FileCheckpointStore
 from plait_testing.stores import (
     CheckpointStoreContract,

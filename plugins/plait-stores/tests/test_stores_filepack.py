@@ -9,10 +9,10 @@ from typing import Any
 
 import plait_stores._file
 import pytest
-from plait import CorruptCheckpointError
 from plait_durable import (
     BlobWriter,
     Checkpoint,
+    CorruptCheckpointError,
     blob_hash,
     blob_refs,
     externalize_state,

@@ -13,8 +13,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from plait import CorruptCheckpointError
-from plait_durable import list_runs
+from plait_durable import CorruptCheckpointError, list_runs
 from plait_stores import FileCheckpointStore
 from plait_testing.stores import make_checkpoint, new_run_id
 

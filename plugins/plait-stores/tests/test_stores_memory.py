@@ -6,8 +6,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
-from plait import StoreUnavailableError
-from plait_durable import CheckpointStore
+from plait_durable import CheckpointStore, StoreUnavailableError
 from plait_stores import MemoryCheckpointStore
 from plait_testing.stores import (
     CheckpointStoreContract,

@@ -10,8 +10,14 @@ from pathlib import Path
 
 import anyio
 import pytest
-from plait import CheckpointError, CorruptCheckpointError, StoreUnavailableError
-from plait_durable import Checkpoint, CheckpointStore, encode_checkpoint
+from plait import CheckpointError
+from plait_durable import (
+    Checkpoint,
+    CheckpointStore,
+    CorruptCheckpointError,
+    StoreUnavailableError,
+    encode_checkpoint,
+)
 from plait_stores import SqliteCheckpointStore
 from plait_stores._sqlite import SCHEMA_VERSION
 from plait_testing.stores import (

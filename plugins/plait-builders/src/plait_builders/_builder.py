@@ -205,7 +205,9 @@ class WorkflowBuilder(ConnectionMixin):
         output_semantics: Sequence[str] | str = (),
         **run_defaults: Any,
     ) -> None:
-        RunOptions.from_kwargs({}, run_defaults)  # unknown or bad options fail here
+        # unknown or bad options fail here (the plugins' own are known to the manager)
+        declared = (plugin_manager or get_plugin_manager()) if run_defaults else None
+        RunOptions.from_kwargs({}, run_defaults, declared)
         self.acyclic = acyclic
         self.retry = retry
         self.timeout = _timeout(timeout, "the builder")

@@ -15,8 +15,7 @@ from collections.abc import Sequence
 import anyio
 import attrs
 import click
-from plait import RunLeaseError
-from plait_durable import LeaseHolder, RunInfo, open_store, parse_age
+from plait_durable import LeaseHolder, RunInfo, RunLeaseError, open_store, parse_age
 
 __all__ = ["PruneReport", "prune_command", "prune_runs"]
 

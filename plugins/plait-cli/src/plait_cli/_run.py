@@ -574,7 +574,7 @@ def _latest(run_id: str, checkpoint: str) -> Any:
         try:
             latest = await store.latest(run_id)
             if latest is None:
-                from plait import CheckpointNotFoundError
+                from plait_durable import CheckpointNotFoundError
 
                 try:
                     latest = await store.load(run_id)
@@ -594,8 +594,8 @@ def _needed_grants(target: Target) -> tuple[list[str] | None, str]:
     ``None`` and why they could not be read."""
     import shlex
 
-    from plait.spi import cli_wording, grant_text
-    from plait_documents import load_spec, needs
+    from plait.spi import cli_wording
+    from plait_documents import grant_text, load_spec, needs
 
     try:
         with cli_wording():

@@ -47,9 +47,8 @@ def validate_file(
     workflow document), is one line saying so.
     """
     import plait
-    from plait import CapabilityError
-    from plait.spi import cli_wording, grant_text
-    from plait_documents import Grants, needs
+    from plait.spi import cli_wording
+    from plait_documents import CapabilityError, Grants, grant_text, needs
 
     name = str(path)
     if not path.exists():

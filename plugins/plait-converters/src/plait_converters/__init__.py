@@ -39,6 +39,12 @@ The search and what it needs are public here too:
 * :func:`converter_graph` — the :class:`ConverterGraph` of a plugin manager's converters,
   to ask it for chains directly.
 
+Defining converters and message types is here too: :class:`TypeFamily` (many types as a
+converter's source or target), :func:`converter` (an annotated function registered from a
+script), and Plait's cattrs converter for messages, :func:`message_converter`, with the
+hooks a plugin registers for its own types (:class:`CattrsHooks`, through
+``plait_register_type_hooks``; :func:`register_type_hooks` from a script).
+
 Loading plugins imports this package alone: each converter registers lazily
 (:func:`plait.spi.lazy`), and its module is imported when the search first reads the
 converters, so the registry holds a stand-in whose ``resolve()`` is the
@@ -66,11 +72,17 @@ if TYPE_CHECKING:
         messages_to_structured as messages_to_structured,
         text_to_conversation as text_to_conversation,
     )
+    from ._define import TypeFamily as TypeFamily, converter as converter
     from ._graph import (
         ConverterGraph as ConverterGraph,
         converter_graph as converter_graph,
         find_chain as find_chain,
         nearest_converters as nearest_converters,
+    )
+    from ._messages import (
+        CattrsHooks as CattrsHooks,
+        message_converter as message_converter,
+        register_type_hooks as register_type_hooks,
     )
     from ._records import (
         RECORDS as RECORDS,

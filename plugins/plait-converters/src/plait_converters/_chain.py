@@ -25,7 +25,7 @@ class Step:
     :param source: the concrete type it takes here (a family source is bound to it).
     :param target: the concrete type it gives here.
     :param distribution: the distribution that registered the converter.
-    :param bound: the converter's target is a :class:`~plait.spi.TypeFamily`, so its
+    :param bound: the converter's target is a :class:`TypeFamily`, so its
         ``fn`` is called as ``fn(value, target)``.
     """
 

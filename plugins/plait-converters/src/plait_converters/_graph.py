@@ -4,7 +4,7 @@ Where an edge's types differ, the workflow builder asks :func:`find_chain`, whic
 the :class:`ConverterGraph` of the plugin manager's converter registry (one graph per
 registry version). The graph runs Dijkstra over the registered converters: lossless steps
 only unless lossy ones are allowed; ties broken by the names along the chain, so every
-build picks the same one. A :class:`~plait.spi.TypeFamily` stands for many types (every
+build picks the same one. A :class:`TypeFamily` stands for many types (every
 attrs class, say).
 
 Two rules keep chains honest. A converter's output that is a ``NewType`` (``JsonText``)
@@ -28,10 +28,11 @@ from typing import Any
 
 import attrs
 import plait
-from plait.spi import PluginManager, Registry, TypeFamily, normalize, type_name
+from plait.spi import PluginManager, Registry, normalize, type_name
 
 from ._assignable import is_assignable
 from ._chain import Chain, Step
+from ._define import TypeFamily
 
 __all__ = ["ConverterGraph", "converter_graph", "find_chain", "nearest_converters"]
 
@@ -94,8 +95,7 @@ def _reaches(tp: Any, wanted: Any, produced: bool) -> bool:
 class ConverterGraph:
     """Every registered converter, and a cached cheapest-chain search over them.
 
-    :param converters: ``(name, converter, distribution)`` triples; objects whose
-        ``graph_edge`` is false (:class:`~plait.spi.CattrsHooks`) are skipped. Use
+    :param converters: ``(name, converter, distribution)`` triples. Use
         :func:`converter_graph` for the one of a plugin manager.
     """
 
@@ -103,7 +103,6 @@ class ConverterGraph:
         self.edges = tuple(
             _Edge(name, obj, dist, obj.source, obj.target, obj.lossless is True, _cost(obj))
             for name, obj, dist in sorted(converters, key=lambda c: c[0])
-            if getattr(obj, "graph_edge", True)  # CattrsHooks: registered alike, no edge
         )
         self._cache: dict[tuple[Any, Any, bool], Chain | None] = {}
 

@@ -7,7 +7,10 @@ import typing
 from typing import Any
 
 import attrs
-from plait.spi import Converter, TypeFamily, message_converter
+from plait.spi import Converter
+
+from ._define import TypeFamily
+from ._messages import message_converter
 
 __all__ = [
     "RECORDS",
@@ -65,7 +68,7 @@ def _chat_message_to_str(value: ChatMessage) -> str:
 
 record_to_dict = Converter(RECORDS, dict[str, Any], _record_to_dict, True, "record_to_dict")
 """Any attrs instance or dataclass → its JSON-ready ``dict`` (through
-:func:`plait.spi.message_converter`, so registered cattrs hooks apply); lossless."""
+:func:`message_converter`, so registered cattrs hooks apply); lossless."""
 dict_to_record = Converter(dict[str, Any], RECORDS, _dict_to_record, True, "dict_to_record")
 """``dict`` → the attrs class or dataclass the target declares; raises on missing, extra or
 ill-typed keys, so nothing is lost."""

@@ -12,7 +12,7 @@ publish (``plait_register_agents``) and :func:`plait.load` itself; installing
   agents installed plugins publish, then ``agents=``/``--agents``);
 - the capability model for workflow files (:class:`Capability`, :func:`needs`,
   :class:`Grants`, :func:`check_granted`): a document that needs a capability its caller
-  did not grant is refused with :class:`plait.CapabilityError` before anything runs;
+  did not grant is refused with :class:`CapabilityError` before anything runs;
 - one way to build the IR (:mod:`plait_documents.build`): the spec builder
   (:class:`SpecBuilder`, :func:`edge_group_id`), the problems collector (:class:`Problems`,
   :func:`problem_order`), the one "did you mean" hint (:func:`did_you_mean`) and JSON
@@ -51,11 +51,14 @@ if TYPE_CHECKING:
         SUBPROCESS as SUBPROCESS,
         AllowSpec as AllowSpec,
         Capability as Capability,
+        CapabilityError as CapabilityError,
+        Flags as Flags,
         Grants as Grants,
         Need as Need,
         check_granted as check_granted,
         documents as documents,
         filesystem as filesystem,
+        grant_text as grant_text,
         kind_capabilities as kind_capabilities,
         needs as needs,
         network as network,

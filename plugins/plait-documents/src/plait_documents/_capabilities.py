@@ -31,10 +31,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from contextvars import ContextVar
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 import attrs
-from plait import CapabilityError, ConfigError, LoadError, SourcePosition, get_plugin_manager
+from plait import (
+    ConfigError,
+    DocumentError,
+    LoadError,
+    PlaitError,
+    SourcePosition,
+    get_plugin_manager,
+)
 from plait.spi import BuildContext
 
 __all__ = [
@@ -51,11 +58,75 @@ __all__ = [
     "AllowSpec",
     "Grants",
     "check_granted",
+    "CapabilityError",
+    "Flags",
+    "grant_text",
 ]
 
 #: Every capability name, in the order they are listed.
 CAPABILITY_NAMES = ("imports", "subprocess", "network", "filesystem", "documents", "kind")
 _UNSCOPED = frozenset({"imports", "subprocess"})
+
+
+#: Whose words an error speaks: a Python caller's (``allow=``) or the command line's.
+Flags = Literal["python", "cli"]
+
+
+class CapabilityError(LoadError):
+    """A document needs capabilities its caller did not grant (see
+    :func:`check_granted`). ``missing`` holds each need not granted (``plait_documents.Need``); each
+    problem names the node, its kind, its position, the capability and the flag (or
+    ``allow=``) that grants it. ``granted`` is what was granted (``plait_documents.Grants``).
+    """
+
+    def __init__(
+        self,
+        missing: Sequence[Any],
+        *,
+        source: str | None = None,
+        flags: Flags = "python",
+        granted: Any = None,
+    ) -> None:
+        self.missing = list(missing)
+        self.flags: Flags = flags
+        self.granted = granted
+        problems: list[PlaitError] = []
+        for need in self.missing:
+            problems.append(
+                DocumentError(
+                    f"{need} needs {need.capability}, which is not granted; "
+                    f"grant it with {grant_text([need.capability], flags)}",
+                    need.position,
+                )
+            )
+        super().__init__(problems, source=source)
+        everything = "--trust" if flags == "cli" else "allow='all'"
+        hint = (
+            f"\nGranted: {'none' if granted is None else granted}. If you trust this "
+            "document, grant what it needs: "
+            f"{grant_text([n.capability for n in self.missing], flags)} "
+            f"(or {everything} for every capability)"
+        )
+        PlaitError.__init__(self, f"{self.args[0]}{hint}")
+
+    def for_cli(self) -> CapabilityError:
+        """The same error, naming the command line's flags."""
+        return CapabilityError(self.missing, source=self.source, flags="cli", granted=self.granted)
+
+
+def grant_text(capabilities: Iterable[Any], flags: Flags) -> str:
+    """How to grant ``capabilities`` (``plait_documents.Capability`` objects, or anything
+    whose ``str()`` is a capability's flag form): ``--allow-imports --allow subprocess`` on
+    the command line, ``allow=['imports', 'subprocess']`` in Python.
+    """
+    wanted = sorted(set(capabilities))
+    if flags == "python":
+        return f"allow={[str(c) for c in wanted]!r}"
+    words = ["--allow-imports"] if any(str(c) == "imports" for c in wanted) else []
+    rest = [str(c) for c in wanted if str(c) != "imports"]
+    if rest:
+        words.append(f"--allow {','.join(rest)}")
+    return " ".join(words)
 
 
 def _check_name(instance: Any, attribute: Any, value: str) -> None:
@@ -414,7 +485,7 @@ def check_granted(
 ) -> list[Need]:
     """Every :class:`Need` of ``spec`` (see :func:`needs`), once all are granted.
 
-    :raises plait.CapabilityError: listing each one ``grants`` does not cover.
+    :raises CapabilityError: listing each one ``grants`` does not cover.
     """
     found = needs(spec, executors=executors, manager=manager, source=source)
     missing = [n for n in found if not grants.covers(n.capability)]

@@ -18,6 +18,10 @@ helpers below: store authors the bytes a checkpoint is stored as (:func:`encode_
 (:func:`prune_plan`) and the lifecycle, naming, listing rows and wording every store shares
 (:class:`CheckpointStoreBase`, :func:`redact_url`, :func:`run_info` …).
 
+The errors durable runs raise are here too (:class:`CheckpointNotFoundError`,
+:class:`RunLeaseError`, :class:`CorruptCheckpointError` …), each a
+:class:`plait.CheckpointError`, the root the kernel keeps.
+
 Names are imported on first use: loading plugins imports only this module.
 """
 
@@ -27,11 +31,9 @@ import importlib.util
 from typing import TYPE_CHECKING
 
 import plait
-from plait.spi import lazy, lazy_exports
+from plait.spi import Register, lazy, lazy_exports
 
 if TYPE_CHECKING:
-    from plait.spi import Register
-
     from ._blobs import (
         BlobWriter as BlobWriter,
         blob_hash as blob_hash,
@@ -54,6 +56,18 @@ if TYPE_CHECKING:
         failure_record as failure_record,
         resolve_store as resolve_store,
     )
+    from ._errors import (
+        CheckpointAuthError as CheckpointAuthError,
+        CheckpointDecodeError as CheckpointDecodeError,
+        CheckpointEncodeError as CheckpointEncodeError,
+        CheckpointNotFoundError as CheckpointNotFoundError,
+        CorruptCheckpointError as CorruptCheckpointError,
+        ResponseTypeError as ResponseTypeError,
+        RunLeaseError as RunLeaseError,
+        StoreUnavailableError as StoreUnavailableError,
+        TopologyMismatchError as TopologyMismatchError,
+        WorkflowChangedError as WorkflowChangedError,
+    )
     from ._fingerprint import (
         fingerprint_changes as fingerprint_changes,
         workflow_fingerprint as workflow_fingerprint,
@@ -73,6 +87,7 @@ if TYPE_CHECKING:
         released as released,
         take_lease as take_lease,
     )
+    from ._options import DurableOptions as DurableOptions
     from ._runindex import (
         DEFAULT_PAGE as DEFAULT_PAGE,
         JOURNAL_KINDS as JOURNAL_KINDS,
@@ -155,17 +170,22 @@ def plait_durability() -> object:
 
 
 @plait.hookimpl
-def plait_register_converters(register: Register) -> None:
+def plait_register_run_options(register: Register) -> None:
+    """Declare the options of durable runs (:class:`DurableOptions`): ``checkpoint`` and
+    those it goes with."""
+    from ._options import DurableOptions
+
+    register("durable", DurableOptions)
+
+
+@plait.hookimpl
+def plait_register_type_hooks(register: Register) -> None:
     """Register Pydantic (v2) models' own ``model_dump``/``model_validate`` as their
     checkpoint encoding (:mod:`plait_durable._pydantic`), when pydantic is installed.
     Registered lazily: pydantic is imported when the message converter or a workflow's
     declared types are first needed, not when plugins load or registries are built."""
     if importlib.util.find_spec("pydantic") is not None:
-        hooks = lazy(
-            "plait_durable._pydantic:HOOKS",
-            provides=("source", "target", "fn", "lossless"),
-            graph_edge=False,  # CattrsHooks: the converter search skips it unimported
-        )
+        hooks = lazy("plait_durable._pydantic:HOOKS", provides=("type", "structure", "unstructure"))
         register("durable.pydantic", hooks)
 
 

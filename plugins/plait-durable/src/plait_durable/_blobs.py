@@ -61,14 +61,14 @@ against :func:`max_expansion` as they are read and rebuilt: each blob's bytes at
 reference to it, and each list and dict rebuilt at its size in memory (an estimate:
 64 bytes and 8 a slot), so a blob referenced many times counts many times. Both are
 set in the environment (:data:`MAX_BLOB_VARIABLE`, :data:`MAX_EXPANSION_VARIABLE`),
-which a :class:`~plait.CorruptCheckpointError` past them names.
+which a :class:`~plait_durable.CorruptCheckpointError` past them names.
 
 Reading (:func:`resolve_state`) is the inverse, done before anything decodes a value:
 references are fetched from the checkpoint's own run, level by level (a few round
 trips, only the blobs the checkpoint names), each blob is inflated if it was compressed
 and checked against its hash, and
 the JSON it stood for is rebuilt. A blob that is missing or does not match its hash is a
-:class:`~plait.CorruptCheckpointError` naming the checkpoint and the hash. The structures
+:class:`~plait_durable.CorruptCheckpointError` naming the checkpoint and the hash. The structures
 only rebuild JSON: the codec's decoding rules and type allowlist apply afterwards,
 unchanged.
 
@@ -90,8 +90,9 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator,
 from typing import Any, NoReturn
 
 import zstandard
-from plait import CheckpointError, CorruptCheckpointError
+from plait import CheckpointError
 
+from ._errors import CorruptCheckpointError
 from ._format import decode_checkpoint, load_json
 
 _orjson: Any

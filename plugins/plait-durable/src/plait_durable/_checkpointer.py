@@ -13,10 +13,11 @@ import anyio
 import anyio.abc
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream
-from plait import CheckpointEncodeError, CheckpointError, RunLeaseError
+from plait import CheckpointError
 from plait.spi import PendingRequest, RunState, type_name
 
 from ._blobs import BlobWriter, externalize_state, has_blobs, resumed_blobs
+from ._errors import CheckpointEncodeError, RunLeaseError
 from ._fingerprint import fingerprint_of, fingerprint_summary
 from ._format import dump_json
 from ._layout import DeltaState, FullState, SharedChanges, StoredRequest, state_json

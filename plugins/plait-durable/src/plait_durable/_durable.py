@@ -23,7 +23,7 @@ One writer per run: a durable run takes its run's lease (:class:`~plait_durable.
 writes anything, renews it every third of ``lease_ttl`` while it lives, saves every
 checkpoint with the lease's fencing token, and releases it at the end. A second worker
 running or resuming the same live run fails at once with
-:class:`~plait.RunLeaseError`.
+:class:`~plait_durable.RunLeaseError`.
 """
 
 from __future__ import annotations
@@ -35,17 +35,13 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 import anyio.abc
 import attrs
-from plait import (
-    CheckpointError,
-    ExecutorFailedError,
-    RunLeaseError,
-    RunStatus,
-    WorkflowRunError,
-)
+from plait import CheckpointError, ExecutorFailedError, RunStatus, WorkflowRunError
 from plait.spi import RunnerView, RunOptions, RunState, RunWatch, combine, make_runner
 
 from ._checkpointer import SNAPSHOT_EVERY, Checkpointer
+from ._errors import RunLeaseError
 from ._fingerprint import fingerprint_of
+from ._options import DurableOptions
 from ._resume import answer_requests, load_run, restore_state, resumed_from
 from .checkpoint import Checkpoint, CheckpointStore, Lease, open_store
 
@@ -86,13 +82,13 @@ async def run_checkpointed(
     live: bool,
     parent_id: str | None,
 ) -> RunStatus:
-    """Run to the end, writing checkpoints to ``opts.checkpoint`` as ``opts.durability`` says,
-    holding the run's lease throughout."""
-    store, opened = await resolve_store(opts.checkpoint)
+    """Run to the end, writing checkpoints to ``checkpoint`` as ``durability`` says (the
+    run's :class:`DurableOptions`), holding the run's lease throughout."""
+    store, opened = await resolve_store(opts.of(DurableOptions).checkpoint)
     expected = resumed_from.get()
     resumed_from.set(None)
     try:
-        ttl = opts.lease_ttl
+        ttl = opts.of(DurableOptions).lease_ttl
         lease = await store.acquire_lease(state.run_id, ttl=ttl)
         try:
             if expected is not None and expected == (state.run_id, parent_id):
@@ -131,10 +127,11 @@ async def _run_leased(
     live: bool,
     parent_id: str | None,
 ) -> RunStatus:
-    mode = opts.durability
+    durable = opts.of(DurableOptions)
+    mode = durable.durability
     journal: RunJournal | None = None
     saving_to = store
-    if opts.journal:  # an observer of its own, and the store as the checkpointer sees it
+    if durable.journal:  # an observer of its own, and the store as the checkpointer sees it
         from ._journal import JournaledStore, RunJournal, journal_store  # (only when kept)
 
         journal = RunJournal()
@@ -142,10 +139,10 @@ async def _run_leased(
         saving_to = cast(CheckpointStore, JournaledStore(journal_store(store), journal))
     checkpointer = Checkpointer(saving_to, graph, mode=mode, parent_id=parent_id)
     checkpointer.lease = lease
-    checkpointer.metadata = opts.checkpoint_metadata
+    checkpointer.metadata = durable.checkpoint_metadata
     checkpointer.observer = state.observer
     if state.observer is not None and (observed := state.observer.checkpoint_metadata()):
-        checkpointer.metadata = {**opts.checkpoint_metadata, "observers": dict(observed)}
+        checkpointer.metadata = {**durable.checkpoint_metadata, "observers": dict(observed)}
     checkpointer.state = state
     # the runner commits each superstep (and a pipelined run's consistent cuts) through it
     commit = checkpointer if mode != "exit" else None

@@ -2,13 +2,13 @@
 
 Stores persist the bytes :func:`encode_checkpoint` produces: a magic line, the SHA-256 of
 the body, and the body, compact JSON. The checksum makes a flipped byte or a truncated row
-a :class:`~plait.CorruptCheckpointError`, never a silently wrong resume.
+a :class:`~plait_durable.CorruptCheckpointError`, never a silently wrong resume.
 
 The body is :class:`CheckpointBody`, structured and unstructured through this
 distribution's cattrs converter (:func:`checkpoint_converter`), never read key by key:
 every field of the record (run id, base id, superstep, format version …) is inside the
 checksummed body, with the type it must have. A body of the wrong shape is a
-:class:`~plait.CorruptCheckpointError` naming the checkpoint and the path of every field
+:class:`~plait_durable.CorruptCheckpointError` naming the checkpoint and the path of every field
 that is wrong (``state.requests[2].superstep holds str '3', expected int``); a body written
 by a newer format is refused. A store's listing columns are only an index, and a store
 checks the body it reads against the row that led to it (``expect_run``/``expect_id`` of
@@ -30,8 +30,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NewType
 
 import attrs
-from plait import CheckpointError, CorruptCheckpointError
+from plait import CheckpointError
 
+from ._errors import CorruptCheckpointError
 from .checkpoint import FORMAT_VERSION, Checkpoint
 
 if TYPE_CHECKING:

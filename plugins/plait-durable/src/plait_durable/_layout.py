@@ -24,7 +24,7 @@ The checkpointer builds these classes and unstructures them, resuming structures
 both through :func:`~plait_durable._format.checkpoint_converter`: the key order is the
 classes' field order and an absent field is left out, so the bytes are those format 1 has
 always had. Structuring checks the layout, every type and no unknown key; a state that does
-not fit is a :class:`~plait.CorruptCheckpointError` naming the checkpoint and the path of
+not fit is a :class:`~plait_durable.CorruptCheckpointError` naming the checkpoint and the path of
 each field that is wrong (``state.requests[0].executor_id holds int 7, expected str``).
 Values (messages, snapshots, shared state, outputs) stay :data:`~plait_durable._format.Json`
 until :func:`plait_durable.decode_value` decodes them into the types the workflow declares.
@@ -36,8 +36,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import attrs
-from plait import CorruptCheckpointError
 
+from ._errors import CorruptCheckpointError
 from ._format import Json, checkpoint_converter, corrupt, unstructure_in_order
 
 __all__ = [

@@ -19,8 +19,7 @@ import os
 import socket
 import time
 
-from plait import RunLeaseError
-
+from ._errors import RunLeaseError
 from .checkpoint import Lease, LeaseHolder
 
 __all__ = ["granted", "held_error", "is_free", "lost_error", "released", "take_lease"]

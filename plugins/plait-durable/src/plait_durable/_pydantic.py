@@ -1,7 +1,7 @@
 """Pydantic (v2) models in checkpoints, through their own ``model_dump``/``model_validate``.
 
-When pydantic is installed, plait-durable registers one :class:`plait.spi.CattrsHooks`
-for ``pydantic.BaseModel`` through ``plait_register_converters``, the hook every
+When pydantic is installed, plait-durable registers one :class:`plait_converters.CattrsHooks`
+for ``pydantic.BaseModel`` through ``plait_register_type_hooks``, the hook every
 plugin's own types use. The kernel's message converter dispatches a hook registered for
 a class to its subclasses too, so every model class is covered: a model unstructures to
 ``model_dump(mode="json")`` (JSON-ready data, nested models and all) and structures back
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from plait.spi import CattrsHooks
+from plait_converters import CattrsHooks
 
 __all__ = ["HOOKS"]
 

@@ -2,10 +2,10 @@
 
 Stored data is untrusted: the state is structured into its typed layout
 (:mod:`plait_durable._layout`) before use, so a mis-shaped body is a
-:class:`~plait.CorruptCheckpointError` naming each field that is wrong, never a
+:class:`~plait_durable.CorruptCheckpointError` naming each field that is wrong, never a
 ``KeyError``; and values decode only into the types the workflow declares
 (:func:`plait_durable.declared_types`); a tag naming anything else is a
-:class:`~plait.CheckpointDecodeError` naming the run, the checkpoint and the tag.
+:class:`~plait_durable.CheckpointDecodeError` naming the run, the checkpoint and the tag.
 """
 
 from __future__ import annotations
@@ -17,20 +17,18 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import attrs
-from plait import (
-    CheckpointDecodeError,
-    CheckpointError,
-    CheckpointNotFoundError,
-    CorruptCheckpointError,
-    RequestResponse,
-    ResponseTypeError,
-    TopologyMismatchError,
-    WorkflowChangedError,
-    WorkflowSpec,
-)
+from plait import CheckpointError, RequestResponse, WorkflowSpec
 from plait.spi import PendingRequest, RunState, is_instance, type_name
 
 from ._blobs import ReadNode, has_blobs, resolve_state, resumed_blobs
+from ._errors import (
+    CheckpointDecodeError,
+    CheckpointNotFoundError,
+    CorruptCheckpointError,
+    ResponseTypeError,
+    TopologyMismatchError,
+    WorkflowChangedError,
+)
 from ._fingerprint import fingerprint_changes, fingerprint_of
 from ._layout import DeltaState, FullState, read_state, state_json
 from .checkpoint import Checkpoint, CheckpointStore

@@ -32,8 +32,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
-from plait import CheckpointNotFoundError, CorruptCheckpointError
 
+from ._errors import CheckpointNotFoundError, CorruptCheckpointError
 from ._runview import Change, CheckpointView, checkpoint_view, diff_views, fork_run, merge_state
 from ._stores import latest_run_info
 from .checkpoint import Checkpoint, CheckpointStore, Lease, RunInfo

@@ -47,9 +47,10 @@ from types import TracebackType
 from typing import Any, Protocol, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
-from plait import CheckpointError, CorruptCheckpointError, StoreUnavailableError
+from plait import CheckpointError
 from typing_extensions import Self
 
+from ._errors import CorruptCheckpointError, StoreUnavailableError
 from ._format import decode_checkpoint
 from .checkpoint import Checkpoint, CheckpointInfo, RunInfo
 
@@ -326,7 +327,7 @@ class CheckpointStoreBase:
         return f"<{type(self).__name__} {self.url!r}>"
 
     def _check_open(self) -> None:
-        """Raise :class:`~plait.StoreUnavailableError` if the store is closed."""
+        """Raise :class:`~plait_durable.StoreUnavailableError` if the store is closed."""
         if self._closed:
             raise StoreUnavailableError(f"checkpoint store {self.url} is closed")
 
@@ -342,5 +343,5 @@ class CheckpointStoreBase:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the store; later calls raise :class:`~plait.StoreUnavailableError`."""
+        """Close the store; later calls raise :class:`~plait_durable.StoreUnavailableError`."""
         self._closed = True

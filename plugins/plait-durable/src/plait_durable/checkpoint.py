@@ -124,17 +124,17 @@ class CheckpointStore(Protocol):
     several in order, all or none; the ``async`` durability mode batches through it.
     ``list`` and ``latest`` order by insertion (superstep numbers can repeat across resumes).
     Every call is bounded in time (each store documents its bound): a stalled server is
-    a :class:`~plait.StoreUnavailableError`, never a hang.
+    a :class:`~plait_durable.StoreUnavailableError`, never a hang.
 
     One writer per run (:class:`Lease`): ``acquire_lease`` grants the run's lease with
     a new fencing token, and ``save(checkpoint, lease=lease)`` is refused with
-    :class:`~plait.RunLeaseError` once another worker took the lease over.
+    :class:`~plait_durable.RunLeaseError` once another worker took the lease over.
     """
 
     async def save(self, checkpoint: Checkpoint, *, lease: Lease | None = None) -> None:
         """Persist ``checkpoint`` durably before returning.
 
-        With ``lease``, atomically refuse (:class:`~plait.RunLeaseError`) unless
+        With ``lease``, atomically refuse (:class:`~plait_durable.RunLeaseError`) unless
         ``lease.token`` is still the current token of the checkpoint's run.
         """
         ...

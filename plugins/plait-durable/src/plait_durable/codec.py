@@ -5,9 +5,9 @@ dicts of encodable values travel as themselves. Everything else is tagged with i
 the exact type comes back:
 ``{"__plait__": "tuple" | "dict" | "set" | "module:QualName", "v": ...}``.
 attrs classes, dataclasses and any type with registered cattrs hooks are unstructured
-through the kernel's message converter (:func:`plait.spi.message_converter`); plugins
-add hooks for their own types by registering :class:`plait.spi.CattrsHooks` through
-``plait_register_converters``, scripts with :func:`plait.register_type_hooks`.
+through Plait's message converter (:func:`plait_converters.message_converter`); plugins
+add hooks for their own types by registering :class:`plait_converters.CattrsHooks` through
+``plait_register_type_hooks``, scripts with :func:`plait_converters.register_type_hooks`.
 
 Decoding is a trust boundary: stored data is untrusted. :func:`decode_value` rebuilds
 JSON values, the built-in tags above and only the classes in the mapping it is given —
@@ -20,7 +20,7 @@ pydantic installed, plait-durable registers hooks for ``pydantic.BaseModel``, wh
 cover every model class. A model still decodes only when the workflow declares it.
 
 A value that cannot be encoded raises :class:`EncodeError` with the path inside the
-value; the checkpointer turns it into a :class:`~plait.CheckpointEncodeError` naming the
+value; the checkpointer turns it into a :class:`~plait_durable.CheckpointEncodeError` naming the
 executor or state key and the superstep.
 
 Checkpoints, and ``plait-ray``'s messages to and from its workers, go through it; every
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 from plait import PlaitError, get_plugin_manager
-from plait.spi import message_converter, registered_hooks
+from plait_converters import message_converter
 
 if TYPE_CHECKING:
     from plait.spi import CompiledGraph, Registry
@@ -76,10 +76,10 @@ class DecodeError(PlaitError, ValueError):
 
 
 def _hooked() -> frozenset[Any]:
-    """Types some plugin registered :class:`~plait.spi.CattrsHooks` for (cached per
+    """Types some plugin registered :class:`~plait_converters.CattrsHooks` for (cached per
     registry: a registration builds a new one)."""
     global _hooked_last
-    registry = get_plugin_manager().registry("converter")
+    registry = get_plugin_manager().registry("type_hooks")
     cached = _hooked_last
     if cached is None or cached[0] is not registry:
         cached = _hooked_last = (registry, _hooked_types(registry))
@@ -97,7 +97,7 @@ def _is_hooked(cls: type) -> bool:
 
 
 def _hooked_types(registry: Registry[Any]) -> frozenset[Any]:
-    return frozenset(hooks.type for hooks in registered_hooks(registry))
+    return frozenset(r.obj.type for r in registry.values())
 
 
 def _ref(cls: type) -> str:
@@ -140,7 +140,7 @@ def encode_value(value: Any, path: str = "") -> Any:
             raise EncodeError(f"cannot encode {cls.__qualname__}: {exc}", path) from exc
     raise EncodeError(
         f"cannot encode a value of type {cls.__module__}.{cls.__qualname__}; use JSON types, "
-        "attrs classes or dataclasses, or register hooks with plait.register_type_hooks",
+        "attrs classes or dataclasses, or register hooks with plait_converters.register_type_hooks",
         path,
     )
 
@@ -208,11 +208,11 @@ def declared_types(graph: CompiledGraph) -> Mapping[str, type]:
     types), the classes executors list in ``request_types`` (payloads of
     ``ctx.request_info``) and ``state_types`` (values kept in ``ctx.state``),
     :class:`~plait.RequestResponse`, the built-in types, and every type a
-    plugin of the graph's plugin manager registered :class:`~plait.spi.CattrsHooks`
-    for. Computed once per graph and converter registry, in the graph's cache
+    plugin of the graph's plugin manager registered :class:`~plait_converters.CattrsHooks`
+    for. Computed once per graph and type-hooks registry, in the graph's cache
     (:meth:`~plait.spi.CompiledGraph.cached`).
     """
-    return graph.cached(_DECLARED_TYPES_KEY, _compute_declared_types, registry="converter")
+    return graph.cached(_DECLARED_TYPES_KEY, _compute_declared_types, registry="type_hooks")
 
 
 #: the key of a graph's declared types in the graph's cache
@@ -220,7 +220,7 @@ _DECLARED_TYPES_KEY = ("plait_durable", "declared_types")
 
 
 def _compute_declared_types(graph: CompiledGraph) -> Mapping[str, type]:
-    registry = graph.plugin_manager.registry("converter")
+    registry = graph.plugin_manager.registry("type_hooks")
     from plait import RequestResponse
 
     found: dict[str, type] = {}

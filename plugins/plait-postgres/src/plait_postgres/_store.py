@@ -30,7 +30,7 @@ only while that token is current, reading the lease row ``FOR SHARE`` in the sam
 statement, so a takeover (``FOR UPDATE``) cannot slip in between.
 
 Time bound: every call finishes within ``timeout`` seconds (default 30, ``?timeout=`` in
-the URL) or fails with :class:`~plait.StoreUnavailableError`. The store sets
+the URL) or fails with :class:`~plait_durable.StoreUnavailableError`. The store sets
 ``statement_timeout`` and ``lock_timeout`` to that bound on its sessions, turns on TCP
 keepalives and ``tcp_user_timeout``, waits at most that long for a pooled connection,
 and bounds every call as a whole too, so a stalled server, a blackholed connection or a
@@ -50,13 +50,14 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import anyio
 import psycopg
-from plait import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
+from plait import CheckpointError
 from plait_durable import (
     INFO_FIELDS,
     MAX_JOURNAL_PAGE,
     RUN_COLUMNS,
     Checkpoint,
     CheckpointInfo,
+    CheckpointNotFoundError,
     CheckpointStoreBase,
     JournalEvent,
     Lease,
@@ -65,6 +66,7 @@ from plait_durable import (
     RunPage,
     RunQuery,
     RunSummary,
+    StoreUnavailableError,
     check_journal_read,
     check_keep_last,
     check_runs_limit,
@@ -252,7 +254,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
         most, default 4) and ``pool_timeout`` (seconds to wait for a connection from the
         pool, default: ``timeout``).
 
-    Connection failures are :class:`~plait.StoreUnavailableError` naming the URL
+    Connection failures are :class:`~plait_durable.StoreUnavailableError` naming the URL
     without its password.
     """
 

@@ -36,7 +36,7 @@ so a delta never outlives its base, and ``runs()`` drops a run whose keys are go
 
 Time bound: every call finishes within ``timeout`` seconds (default 30, ``?timeout=`` in
 the URL; it is also the socket timeout unless ``socket_timeout`` is set) or fails with
-:class:`~plait.StoreUnavailableError`.
+:class:`~plait_durable.StoreUnavailableError`.
 
 redis-py's asyncio client needs asyncio; these stores do not run on trio.
 """
@@ -55,17 +55,14 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import anyio
 import redis.asyncio
 import redis.exceptions
-from plait import (
-    CheckpointError,
-    CheckpointNotFoundError,
-    CorruptCheckpointError,
-    StoreUnavailableError,
-)
+from plait import CheckpointError
 from plait_durable import (
     MAX_JOURNAL_PAGE,
     Checkpoint,
     CheckpointInfo,
+    CheckpointNotFoundError,
     CheckpointStoreBase,
+    CorruptCheckpointError,
     JournalEvent,
     Lease,
     LeaseHolder,
@@ -73,6 +70,7 @@ from plait_durable import (
     RunPage,
     RunQuery,
     RunSummary,
+    StoreUnavailableError,
     check_journal_read,
     check_keep_last,
     check_runs_limit,
@@ -111,7 +109,7 @@ class RedisCheckpointStore(CheckpointStoreBase):
         ``socket_timeout``, …). ``rediss://`` connects over TLS.
 
     The client connects on first use. Connection failures (after a few quick retries)
-    are :class:`~plait.StoreUnavailableError` naming the URL without its password.
+    are :class:`~plait_durable.StoreUnavailableError` naming the URL without its password.
     """
 
     def __init__(self, url: str) -> None:

@@ -16,7 +16,7 @@ URL seals too: ``checkpoint="sealed:sqlite:///runs.db"``; ``plait run`` and
 ``plait resume`` seal whatever store they use while the variable is set.
 
 A changed, forged, unsigned or wrongly-keyed checkpoint is refused with
-:class:`plait.CheckpointAuthError` naming the run and the checkpoint. Several keys
+:class:`plait_durable.CheckpointAuthError` naming the run and the checkpoint. Several keys
 make a ring for rotation: the first signs (and encrypts) new checkpoints; every key
 verifies those that name it. Each key is stretched into separate MAC and encryption keys
 (HKDF-SHA256). ``cryptography`` is needed for encryption only

@@ -11,7 +11,7 @@ and prune by them, and moves ``state`` and ``metadata`` into a *payload*::
 
 ``mac`` is HMAC-SHA256 over the listing fields, the algorithm, the key id, the nonce, the
 references and the payload's exact bytes, so changing any of them (or dropping the MAC,
-or the seal) is refused with :class:`~plait.CheckpointAuthError` naming the run and
+or the seal) is refused with :class:`~plait_durable.CheckpointAuthError` naming the run and
 checkpoint. Encrypted payloads are AES-256-GCM ciphertexts with the same header as
 associated data.
 
@@ -45,9 +45,10 @@ from types import TracebackType
 from typing import Any
 
 import attrs
-from plait import CheckpointAuthError, CheckpointError
+from plait import CheckpointError
 from plait_durable import (
     Checkpoint,
+    CheckpointAuthError,
     CheckpointInfo,
     CheckpointStore,
     Lease,

@@ -38,7 +38,7 @@ runs in worker threads.
 The store never follows a link. Every path under ``DIR`` is opened relative to the
 directory above it (``openat``) with ``O_NOFOLLOW``: a symbolic link, a hard-linked file,
 a FIFO or a device where the store expects its own directory or file is refused with a
-:class:`~plait.CorruptCheckpointError` naming the path inside the store, and
+:class:`~plait_durable.CorruptCheckpointError` naming the path inside the store, and
 nothing outside ``DIR`` is read, written, listed or removed (``DIR`` itself is the
 caller's choice and may be a link). An ``ids/`` entry is data, not a path to follow: one
 that does not have exactly the shape above (``..``, an absolute path, another
@@ -62,7 +62,7 @@ token and writes, so a lease cannot change hands in the middle of a save.
 
 Time bound: local file I/O is not bounded by the store (a hung network file system hangs
 it); waiting for another process's lease-file lock is bounded by ``timeout`` seconds
-(default 30), then :class:`~plait.StoreUnavailableError`.
+(default 30), then :class:`~plait_durable.StoreUnavailableError`.
 """
 
 from __future__ import annotations
@@ -84,12 +84,13 @@ from urllib.parse import quote, unquote
 
 import anyio.to_thread
 import attrs
-from plait import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
 from plait_durable import (
     MAX_JOURNAL_PAGE,
     Checkpoint,
     CheckpointInfo,
+    CheckpointNotFoundError,
     CheckpointStoreBase,
+    CorruptCheckpointError,
     JournalEvent,
     Lease,
     LeaseHolder,
@@ -97,6 +98,7 @@ from plait_durable import (
     RunPage,
     RunQuery,
     RunSummary,
+    StoreUnavailableError,
     blob_refs,
     check_journal_read,
     check_keep_last,

@@ -16,7 +16,7 @@ never a pack. Its bytes::
 
 A pack whose header or index does not check (a damaged file) holds nothing for a reader:
 its blobs read as missing, which the kernel reports as a
-:class:`~plait.CorruptCheckpointError` naming the checkpoint and the hash; an entry
+:class:`~plait_durable.CorruptCheckpointError` naming the checkpoint and the hash; an entry
 whose bytes lie past the end of the file is missing too. A pack whose index claims more
 than :data:`MAX_ENTRIES` blobs, or a blob longer than a reader takes
 (:func:`plait_durable.max_blob`), is :class:`OversizedPack`, checked before the index or

@@ -15,11 +15,11 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import anyio.lowlevel
-from plait import CheckpointNotFoundError
 from plait_durable import (
     MAX_JOURNAL_PAGE,
     Checkpoint,
     CheckpointInfo,
+    CheckpointNotFoundError,
     CheckpointStoreBase,
     JournalEvent,
     Lease,

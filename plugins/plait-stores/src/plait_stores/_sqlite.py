@@ -14,7 +14,7 @@ being killed but the last commits can roll back if the machine loses power. Choo
 
 Time bound: every call waits at most ``timeout`` seconds (default 30, ``?timeout=`` in the
 URL) for another connection's lock, then fails with
-:class:`~plait.StoreUnavailableError`; the disk itself is not bounded.
+:class:`~plait_durable.StoreUnavailableError`; the disk itself is not bounded.
 
 The event journal (:class:`plait_durable.EventJournal`) is ``plait_journal`` (one row per
 event, ``seq`` ordering it), created the first time a journal is written or read; a
@@ -51,13 +51,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio.to_thread
-from plait import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
+from plait import CheckpointError
 from plait_durable import (
     INFO_FIELDS,
     MAX_JOURNAL_PAGE,
     RUN_COLUMNS,
     Checkpoint,
     CheckpointInfo,
+    CheckpointNotFoundError,
     CheckpointStoreBase,
     JournalEvent,
     Lease,
@@ -66,6 +67,7 @@ from plait_durable import (
     RunPage,
     RunQuery,
     RunSummary,
+    StoreUnavailableError,
     blob_refs,
     check_journal_read,
     check_keep_last,

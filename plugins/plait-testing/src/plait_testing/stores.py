@@ -53,15 +53,18 @@ from typing import Any
 import anyio
 import attrs
 import pytest
-from plait import CheckpointError, CheckpointNotFoundError, CorruptCheckpointError, RunLeaseError
+from plait import CheckpointError
 from plait_durable import (
     BlobWriter,
     Checkpoint,
+    CheckpointNotFoundError,
     CheckpointStore,
+    CorruptCheckpointError,
     EventJournal,
     JournalEvent,
     LeaseHolder,
     RunInfo,
+    RunLeaseError,
     blob_hash,
     blob_refs,
     checkpoint_view,

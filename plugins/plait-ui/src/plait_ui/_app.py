@@ -22,20 +22,17 @@ import anyio
 import anyio.abc
 import attrs
 import jinja2
-from plait import (
-    CheckpointError,
-    CheckpointNotFoundError,
-    CorruptCheckpointError,
-    PlaitError,
-    RunLeaseError,
-)
+from plait import CheckpointError, PlaitError
 from plait.spi import PendingRequest, is_instance
 from plait_durable import (
     DEFAULT_PAGE,
     EDITABLE,
+    CheckpointNotFoundError,
     CheckpointStore,
     CheckpointView,
+    CorruptCheckpointError,
     EventJournal,
+    RunLeaseError,
     checkpoint_view,
     diff_views,
     fork_run,
@@ -607,7 +604,7 @@ def _as_declared(value: Any, wanted: Any, name: str) -> tuple[Any, str | None]:
     if is_instance(value, wanted):
         return value, None
     if isinstance(value, dict) and isinstance(wanted, type):
-        from plait.spi import message_converter
+        from plait_converters import message_converter
 
         try:
             built: Any = message_converter().structure(value, wanted)
