@@ -74,9 +74,10 @@ if TYPE_CHECKING:
     )
     from ._runner import (
         RunCommit as RunCommit,
-        Runner as Runner,
+        RunnerView as RunnerView,
         Schedule as Schedule,
         ScheduleRun as ScheduleRun,
+        make_runner as make_runner,
         on_asyncio as on_asyncio,
     )
     from ._spec import (

@@ -26,8 +26,9 @@ import re
 import typing
 from typing import Any, Generic, TypeVar
 
-from plait.spi import Converter, TypeFamily, type_name
+from plait.spi import Converter, type_name
 
+from ._define import TypeFamily
 from ._records import ChatMessage, _dict_to_record, _is_record
 
 __all__ = [
