@@ -198,7 +198,7 @@ async def test_a_request_inside_an_inlined_fragment_reaches_the_caller_and_resum
 async def test_an_inline_composed_workflow_resumes_from_its_checkpoint_in_a_rebuilt_copy() -> None:
     """A crash after the first fragment: a rebuilt composition (the same signature) resumes
     from the last checkpoint with the fragment's per-run state."""
-    from plait import TopologyMismatchError
+    from plait_durable import TopologyMismatchError
 
     store = f"memory://{uuid.uuid4().hex}"
     first = reviewed()

@@ -12,10 +12,16 @@ from typing import Any
 
 import plait
 import pytest
-from plait import CheckpointDecodeError, Never, Workflow, WorkflowContext, executor
+from plait import Never, Workflow, WorkflowContext, executor
 from plait.spi import CompiledGraph
 from plait_builders import WorkflowBuilder
-from plait_durable import DecodeError, declared_types, decode_value, encode_value
+from plait_durable import (
+    CheckpointDecodeError,
+    DecodeError,
+    declared_types,
+    decode_value,
+    encode_value,
+)
 from pydantic import BaseModel, Field
 
 pytestmark = pytest.mark.anyio
@@ -146,7 +152,7 @@ async def test_a_checkpoint_naming_an_undeclared_model_is_refused(tmp_path: Path
         await orders().resume(body["run_id"], url)
 
 
-def test_the_hooks_are_registered_through_the_converter_hook() -> None:
-    registry = plait.get_plugin_manager().registry("converter")
+def test_the_hooks_are_registered_through_the_type_hooks_hook() -> None:
+    registry = plait.get_plugin_manager().registry("type_hooks")
     hooks = registry.get("durable.pydantic")
     assert hooks is not None and hooks.type is BaseModel
