@@ -93,10 +93,10 @@ if TYPE_CHECKING:
         read_journal as read_journal,
     )
     from ._runview import EDITABLE as EDITABLE, Change as Change
+    from ._storekit import CheckpointStoreBase as CheckpointStoreBase
     from ._stores import (
         CORRUPT as CORRUPT,
         INFO_FIELDS as INFO_FIELDS,
-        CheckpointStoreBase as CheckpointStoreBase,
         InfoRow as InfoRow,
         check_keep_last as check_keep_last,
         check_runs_limit as check_runs_limit,
