@@ -153,9 +153,18 @@ class CheckpointStoreBase:
     def _decode(self, data: bytes, run_id: str, checkpoint_id: str) -> Checkpoint:
         """Decode stored bytes, checking they are checkpoint ``checkpoint_id`` of
         ``run_id``; an error names both and this store."""
+        return self._decode_named(data, run_id, checkpoint_id, self.url)
+
+    @staticmethod
+    def _decode_named(
+        data: bytes, run_id: str, checkpoint_id: str, url: str | None = None
+    ) -> Checkpoint:
+        """:meth:`_decode` where no store is at hand (a migration's back-fill): errors
+        name the store ``url`` if given."""
+        named = _stores.where(run_id, checkpoint_id)
         return _format.decode_checkpoint(
             data,
-            where=f"{_stores.where(run_id, checkpoint_id)} in {self.url}",
+            where=named if url is None else f"{named} in {url}",
             expect_run=run_id,
             expect_id=checkpoint_id,
         )
