@@ -122,8 +122,22 @@ class CheckpointStoreBase:
     #: ``_unreferenced(stored, blobs)``: the hashes among ``blobs`` that no checkpoint
     #: of ``stored`` (encoded bytes) reaches: what a sweep deletes.
     _unreferenced = staticmethod(_blobs.unreferenced_by)
+    #: ``_unreferenced_states(states, blobs)``: :meth:`_unreferenced` given the states of
+    #: the checkpoints that stay rather than their bytes.
+    _unreferenced_states = staticmethod(_blobs.unreferenced)
     #: ``_encode(checkpoint)``: the self-checking bytes a store keeps.
     _encode = staticmethod(_format.encode_checkpoint)
+    #: ``_decode_body(data, where=...)``: :meth:`_encode`'s bytes decoded and verified, for
+    #: a store that checks what they hold itself (prefer :meth:`_decode`).
+    _decode_body = staticmethod(_format.decode_checkpoint)
+    #: ``_where(run_id, checkpoint_id)``: how errors name one stored checkpoint.
+    _where = staticmethod(_stores.where)
+    #: ``_latest_run_info(checkpoint, created_at=...)``: a run's listing from its latest
+    #: checkpoint, for a store that lists runs itself rather than through :meth:`_heads`.
+    _latest_run_info = staticmethod(_stores.latest_run_info)
+    #: ``_corrupt_run_info(run_id, error, created_at=...)``: the listing of a run whose
+    #: latest checkpoint does not decode.
+    _corrupt_run_info = staticmethod(_stores.corrupt_run_info)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.url!r}>"
@@ -264,6 +278,11 @@ class CheckpointStoreBase:
         whose latest checkpoint does not decode is listed with status ``corrupt``."""
         _stores.check_runs_limit(limit)
         self._check_open()
+        return await self._runs(limit)
+
+    async def _runs(self, limit: int | None) -> Sequence[RunInfo]:
+        """:meth:`runs` from :meth:`_heads`, decoding each listed run's latest
+        checkpoint (a store that lists runs otherwise overrides this, not :meth:`runs`)."""
         return [
             _stores.run_info(
                 data, run_id=run_id, checkpoint_id=last, url=self.url, created_at=first
