@@ -13,9 +13,9 @@ instead of every run's checkpoint files:
 ``row`` is :attr:`plait_durable.kit.CheckpointStoreBase.RUN_COLUMNS` in order. ``STAMP``
 orders the runs, newest first: nanoseconds since the epoch when the line was written,
 above any stamp this process has seen. A save appends its line right after the
-checkpoint's rename (its commit point), holding a shared ``flock`` on ``runs.index.lock``; compaction (one full
-line per run, when the log is more than twice that long) and rebuilding take it
-exclusively and replace the file atomically.
+checkpoint's rename (its commit point), holding a shared ``flock`` on
+``runs.index.lock``; compaction (one full line per run, when the log is more than twice
+that long) and rebuilding take it exclusively and replace the file atomically.
 
 The index is data, never trusted: every line is checked field by field, and nothing in it
 is imported or decoded as a checkpoint. A missing index (a directory written before the
