@@ -283,12 +283,17 @@ class CheckpointStoreBase:
     async def _runs(self, limit: int | None) -> Sequence[RunInfo]:
         """:meth:`runs` from :meth:`_heads`, decoding each listed run's latest
         checkpoint (a store that lists runs otherwise overrides this, not :meth:`runs`)."""
-        return [
-            _stores.run_info(
-                data, run_id=run_id, checkpoint_id=last, url=self.url, created_at=first
-            )
-            for run_id, last, data, first in await self._heads(limit)
-        ]
+        return [self._run_info(*head) for head in await self._heads(limit)]
+
+    def _run_info(
+        self, run_id: str, checkpoint_id: str, data: bytes, created_at: float | None
+    ) -> RunInfo:
+        """The listing of run ``run_id`` from the stored bytes of its latest checkpoint
+        (``created_at``: when its first was taken): status ``corrupt`` if they do not
+        decode, so one damaged run never fails the whole listing."""
+        return _stores.run_info(
+            data, run_id=run_id, checkpoint_id=checkpoint_id, url=self.url, created_at=created_at
+        )
 
     async def prune(self, run_id: str, *, keep_last: int) -> int:
         """Keep the newest ``keep_last`` checkpoints of ``run_id`` (and what they need);
