@@ -21,7 +21,8 @@ from plait import (
 )
 from plait.spi import Durability, PluginManager, RunCommit, Runner
 from plait_builders import WorkflowBuilder
-from plait_durable import Checkpointer, Checkpoints, list_runs, open_store
+from plait_durable import Checkpoints, list_runs, open_store
+from plait_durable._durable import Checkpointer
 from plait_testing import fake_entry_point, make_plugin_manager
 
 pytestmark = pytest.mark.anyio

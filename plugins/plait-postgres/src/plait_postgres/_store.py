@@ -51,16 +51,16 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 import anyio
 import psycopg
 from plait import CheckpointError, StoreUnavailableError
-from plait_durable.kit import (
+from plait_durable import (
     Checkpoint,
     CheckpointInfo,
-    CheckpointStoreBase,
     Lease,
     LeaseHolder,
     RunPage,
     RunQuery,
     RunSummary,
 )
+from plait_durable.kit import CheckpointStoreBase
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 __all__ = ["MIGRATIONS", "PostgresCheckpointStore", "SCHEMA_VERSION", "redact_url"]

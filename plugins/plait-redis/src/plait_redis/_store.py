@@ -59,10 +59,9 @@ from plait import (
     CorruptCheckpointError,
     StoreUnavailableError,
 )
-from plait_durable.kit import (
+from plait_durable import (
     Checkpoint,
     CheckpointInfo,
-    CheckpointStoreBase,
     Lease,
     LeaseHolder,
     RunInfo,
@@ -70,6 +69,7 @@ from plait_durable.kit import (
     RunQuery,
     RunSummary,
 )
+from plait_durable.kit import CheckpointStoreBase
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 

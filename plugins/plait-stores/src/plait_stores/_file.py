@@ -85,10 +85,9 @@ from urllib.parse import quote, unquote
 import anyio.to_thread
 import attrs
 from plait import CheckpointNotFoundError, CorruptCheckpointError, StoreUnavailableError
-from plait_durable.kit import (
+from plait_durable import (
     Checkpoint,
     CheckpointInfo,
-    CheckpointStoreBase,
     Lease,
     LeaseHolder,
     RunInfo,
@@ -96,6 +95,7 @@ from plait_durable.kit import (
     RunQuery,
     RunSummary,
 )
+from plait_durable.kit import CheckpointStoreBase
 
 try:
     import fcntl

@@ -33,7 +33,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
-from plait_durable.kit import CheckpointStoreBase, RunPage, RunQuery, RunSummary
+from plait_durable import RunPage, RunQuery, RunSummary
+from plait_durable.kit import CheckpointStoreBase
 
 try:
     import fcntl

@@ -15,16 +15,16 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import anyio.lowlevel
-from plait_durable.kit import (
+from plait_durable import (
     Checkpoint,
     CheckpointInfo,
-    CheckpointStoreBase,
     Lease,
     LeaseHolder,
     RunPage,
     RunQuery,
     RunSummary,
 )
+from plait_durable.kit import CheckpointStoreBase
 
 __all__ = ["MemoryCheckpointStore"]
 

@@ -52,16 +52,16 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 from plait import CheckpointError, CheckpointNotFoundError, StoreUnavailableError
-from plait_durable.kit import (
+from plait_durable import (
     Checkpoint,
     CheckpointInfo,
-    CheckpointStoreBase,
     Lease,
     LeaseHolder,
     RunPage,
     RunQuery,
     RunSummary,
 )
+from plait_durable.kit import CheckpointStoreBase
 
 from ._common import blob_closure, split_query
 
