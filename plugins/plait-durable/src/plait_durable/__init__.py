@@ -11,12 +11,13 @@ the durability that ``Workflow.run(checkpoint=...)``, ``Workflow.resume``,
 store protocols (:mod:`plait_durable.checkpoint`: :class:`Checkpoint`,
 :class:`CheckpointStore`, :class:`BlobStore`, :func:`open_store` …) and the value codec
 (:mod:`plait_durable.codec`: :func:`encode_value`, :func:`decode_value` …), every name of
-both also a name of this package. Checkpoint stores (``plait-stores``,
-``plait-redis``, ``plait-postgres``) and run inspectors (``plait-ui``, ``plait-cli``) use the
-helpers below: store authors the bytes a checkpoint is stored as (:func:`encode_checkpoint`,
-:func:`decode_checkpoint`), the lease rules (:func:`take_lease` …), prune's rule
-(:func:`prune_plan`) and the lifecycle, naming, listing rows and wording every store shares
-(:class:`CheckpointStoreBase`, :func:`redact_url`, :func:`run_info` …).
+both also a name of this package. Run inspectors (``plait-ui``, ``plait-cli``) use
+the read side below (the run index, checkpoint views, diffs, forks, the event journal).
+
+This is the user surface. Checkpoint stores (``plait-stores``, ``plait-redis``,
+``plait-postgres``) are written against the store kit, :mod:`plait_durable.kit`: its
+base implements the protocol's glue over a store's primitives and carries the rules
+every store applies (leases, prune, the wording of errors).
 
 Names are imported on first use: loading plugins imports only this module.
 """

@@ -596,7 +596,7 @@ class FileCheckpointStore(CheckpointStoreBase):
         """The content of the file ``name`` (``None`` if it is not there).
 
         :raises CorruptCheckpointError: it is a link … (:meth:`_open_file`), or holds more
-            than :func:`plait_durable.max_blob` bytes (checked before it is read).
+            than :meth:`CheckpointStoreBase._max_blob` bytes (checked before it is read).
         """
         fd = self._open_file(dir_fd, name, inside)
         if fd is None:
@@ -605,7 +605,7 @@ class FileCheckpointStore(CheckpointStoreBase):
             return self._bounded_read(file, inside)
 
     def _bounded_read(self, file: Any, inside: str) -> bytes:
-        """The rest of ``file``, if it is no more than :func:`plait_durable.max_blob` bytes:
+        """The rest of ``file``, if it is no more than :meth:`CheckpointStoreBase._max_blob` bytes:
         a sparse file can claim gigabytes it does not hold, and a reader would hold them."""
         limit = self._max_blob()
         size = os.fstat(file.fileno()).st_size
