@@ -241,9 +241,10 @@ class BlobStore(Protocol):
 
     # Optional, for stores where a round trip is dear: ``async get_blob_closure(run_id,
     # hashes)`` returns those blobs and every blob they reach (the store kit's
-    # ``_child_refs`` kept beside each blob, or found by parsing it), so a resume reads a whole tree in one round
-    # trip. It may leave out what it cannot tell cheaply (what a 64 KB bundle reaches: the
-    # file and SQLite stores do not parse one); the reader fetches that level by level.
+    # ``_child_refs`` kept beside each blob, or found by parsing it), so a resume reads a
+    # whole tree in one round trip. It may leave out what it cannot tell cheaply (what a
+    # 64 KB bundle reaches: the file and SQLite stores do not parse one); the reader
+    # fetches that level by level.
     #
     # Optional too, for a store whose every call is a hop or a round trip: ``async
     # load_with_blobs(checkpoint_id)`` and ``async latest_with_blobs(run_id)`` return
