@@ -10,7 +10,6 @@ Stored data is untrusted: the state is structured into its typed layout
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import json
 from collections.abc import Awaitable, Callable, Mapping
@@ -30,7 +29,7 @@ from plait import (
 )
 from plait.spi import PendingRequest, RunState, is_instance, type_name
 
-from ._blobs import ReadNode, has_blobs, resolve_state, resumed_blobs
+from ._blobs import ReadNode, ResumedBlobs, has_blobs, resolve_state
 from ._fingerprint import fingerprint_changes, fingerprint_of
 from ._layout import DeltaState, FullState, read_state, state_json
 from .checkpoint import Checkpoint, CheckpointStore
@@ -45,24 +44,22 @@ __all__ = [
     "check_fingerprint",
     "load_run",
     "restore_state",
-    "resumed_from",
 ]
-
-#: ``(run id, checkpoint id)`` when the current task resumed a run by its run id from
-#: that latest checkpoint: the durable runner checks, once it holds the run's lease,
-#: that no other worker wrote a newer one in between.
-resumed_from: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
-    "plait_resumed_from", default=None
-)
 
 
 @attrs.frozen
 class Resumable:
-    """What :func:`load_run` gives :func:`restore_state`: the state to go on from (a delta
-    merged onto its base, values read back from blobs) and how errors name its checkpoint."""
+    """What :func:`load_run` gives :func:`restore_state` and the resumed run: the state to
+    go on from (a delta merged onto its base, values read back from blobs), how errors
+    name its checkpoint, the blobs read for it (the resumed run's writer need not write
+    them again) and, when the run was resumed by its run id, ``(run id, checkpoint id)`` of
+    the latest checkpoint it went on from (the durable runner checks, once it holds the
+    run's lease, that no other worker wrote a newer one in between)."""
 
     where: str
     state: FullState
+    blobs: ResumedBlobs | None = None
+    latest: tuple[str, str] | None = None
 
 
 #: The schedule whose cuts a checkpoint's ``"pipeline"`` section holds (format 1): it
@@ -132,9 +129,9 @@ async def load_run(
     )
     if resolved is not data:  # values came back from blobs: the same layout, checked again
         full = cast(FullState, read_state(resolved, where, delta_ok=False))
-    resumed_blobs.set((checkpoint.run_id, frozenset(read), strings, nodes))
-    resumed_from.set((checkpoint.run_id, checkpoint.checkpoint_id) if by_run else None)
-    return checkpoint, Resumable(where, full)
+    blobs_read = (checkpoint.run_id, frozenset(read), strings, nodes)
+    latest = (checkpoint.run_id, checkpoint.checkpoint_id) if by_run else None
+    return checkpoint, Resumable(where, full, blobs_read, latest)
 
 
 #: What ``load_with_blobs`` and ``latest_with_blobs`` return: a checkpoint (None: the
