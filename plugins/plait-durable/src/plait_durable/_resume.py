@@ -21,6 +21,8 @@ from plait import (
     CheckpointError,
     CheckpointNotFoundError,
     CorruptCheckpointError,
+    EdgeGroupSpec,
+    NodeSpec,
     RequestResponse,
     ResponseTypeError,
     TopologyMismatchError,
@@ -185,29 +187,31 @@ async def _mismatch(store: CheckpointStore, checkpoint: Checkpoint, spec: Workfl
     if topology is None:
         return head + "different graph (its topology signature differs); rebuild the original"
     try:
-        changes = _topology_diff(topology, spec.topology())
-    except (KeyError, TypeError, IndexError, AttributeError):  # a damaged first checkpoint
+        changes = _stored_spec(topology).diff(spec)
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError):  # a damaged one
         changes = []
     return head + "different graph: " + "; ".join(changes or ["the topology signature differs"])
 
 
-def _topology_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    changes: list[str] = []
-    old_nodes = {n[0] for n in old["nodes"]}
-    new_nodes = {n[0] for n in new["nodes"]}
-    if added := sorted(new_nodes - old_nodes):
-        changes.append(f"executors added: {', '.join(added)}")
-    if removed := sorted(old_nodes - new_nodes):
-        changes.append(f"executors removed: {', '.join(removed)}")
-    old_edges = {json.dumps(g, sort_keys=True): g[0] for g in old["edge_groups"]}
-    new_edges = {json.dumps(g, sort_keys=True): g[0] for g in new["edge_groups"]}
-    if added := sorted(new_edges[k] for k in set(new_edges) - set(old_edges)):
-        changes.append(f"edges added or changed: {', '.join(added)}")
-    if removed := sorted(old_edges[k] for k in set(old_edges) - set(new_edges)):
-        changes.append(f"edges removed or changed: {', '.join(removed)}")
-    if old["start"] != new["start"]:
-        changes.append(f"start changed: {old['start']} -> {new['start']}")
-    return changes
+def _stored_spec(topology: Mapping[str, Any]) -> WorkflowSpec:
+    """The spec a checkpoint's ``metadata["topology"]`` (:meth:`plait.WorkflowSpec.topology`
+    of the graph it was taken on) describes, enough for :meth:`plait.WorkflowSpec.diff`:
+    node ids and kinds, edge groups, the start. Data only: nothing it names is imported.
+
+    :raises KeyError, TypeError, IndexError, ValueError: the topology is mis-shaped.
+    """
+    nodes = tuple(NodeSpec(id=str(node_id), kind=str(kind)) for node_id, kind in topology["nodes"])
+    groups = tuple(
+        EdgeGroupSpec(
+            id=str(group_id),
+            router=str(router),
+            sources=tuple(map(str, sources)),
+            targets=tuple(map(str, targets)),
+            options=json.loads(options),  # stored as canonical JSON text
+        )
+        for group_id, router, sources, targets, options in topology["edge_groups"]
+    )
+    return WorkflowSpec(name=None, start=str(topology["start"]), nodes=nodes, edge_groups=groups)
 
 
 def restore_state(
