@@ -183,3 +183,35 @@ async def test_async_mode_batches_queued_checkpoints_in_order(tmp_path: Any) -> 
         assert (await counting_chain(60).resume(result.run_id, store)).outputs == [60]
     finally:
         await store.aclose()
+
+
+async def test_a_resume_by_run_id_is_refused_if_another_worker_wrote_the_run_meanwhile() -> None:
+    """What the resume read (its latest checkpoint) goes with the resumed run explicitly:
+    once the run's lease is held, a newer checkpoint written in between refuses it."""
+    from plait import RunLeaseError
+    from plait_stores import MemoryCheckpointStore
+
+    url = store_url()
+    flaky = {"left": 1}
+    wf = counting_chain(6, fail_at=3, flaky=flaky)
+    with pytest.raises(ExecutorFailedError):
+        await wf.run(10, checkpoint=url)
+    store = open_store(url)
+    [run] = await store.runs()
+    latest = await store.latest(run.run_id)
+    assert latest is not None
+
+    class Raced(MemoryCheckpointStore):
+        """Another worker saves a newer checkpoint between the resume's read and its lease."""
+
+        async def acquire_lease(self, run_id: str, **options: Any) -> Any:
+            newer = attrs.evolve(latest, checkpoint_id="newer", parent_id=latest.checkpoint_id)
+            await self.save(newer)
+            return await super().acquire_lease(run_id, **options)
+
+    raced = Raced(url.removeprefix("memory://"))
+    with pytest.raises(RunLeaseError, match="written by another worker while this one was resum"):
+        await wf.resume(run.run_id, raced)
+    # by checkpoint id, the resume names what it goes on from: no such check
+    resumed = await wf.resume(latest.checkpoint_id, store)
+    assert resumed.outputs == [16]

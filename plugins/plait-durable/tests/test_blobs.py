@@ -720,7 +720,7 @@ def test_a_forged_checkpoint_is_refused_before_it_takes_all_memory(kind: str, er
 
 def test_the_bounds_are_set_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     from plait import CheckpointError
-    from plait_durable import max_blob, max_expansion
+    from plait_durable._blobs import max_blob, max_expansion
 
     assert (max_blob(), max_expansion()) == (64 << 20, 512 << 20)
     monkeypatch.setenv("PLAIT_CHECKPOINT_MAX_BLOB", "2G")

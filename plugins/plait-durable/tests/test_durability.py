@@ -21,7 +21,8 @@ from plait import (
 )
 from plait.spi import Durability, PluginManager, RunCommit, RunnerView, make_runner
 from plait_builders import WorkflowBuilder
-from plait_durable import Checkpointer, Checkpoints, list_runs, open_store
+from plait_durable import Checkpoints, list_runs, open_store
+from plait_durable._durable import Checkpointer
 from plait_testing import fake_entry_point, make_plugin_manager
 
 pytestmark = pytest.mark.anyio
@@ -210,3 +211,31 @@ async def test_a_literal_response_type_comes_back_from_the_store() -> None:
         await built.resume(first.run_id, url, responses={pending.request_id: "maybe"})
     done = await built.resume(first.run_id, url, responses={pending.request_id: "no"})
     assert done.outputs == ["chose no"]
+
+
+def _adder(name: str) -> plait.Executor:
+    @plait.executor(id=name)
+    async def add(value: int, ctx: plait.WorkflowContext[int]) -> None:
+        await ctx.send_message(value + 1)
+
+    return add
+
+
+def test_a_refused_resume_names_the_changes_as_the_kernels_spec_diff_does() -> None:
+    from plait_durable._resume import _stored_spec
+
+    old = WorkflowBuilder("w").add_edge(_adder("a"), _adder("b")).set_start("a").build().spec
+    b = _adder("b")
+    new = (
+        WorkflowBuilder("w")
+        .add_edge(_adder("a"), b)
+        .add_edge(b, _adder("c"))
+        .set_start("a")
+        .build()
+        .spec
+    )
+    stored = _stored_spec(old.topology())  # what a checkpoint's metadata keeps, as data
+    assert stored.diff(new) == old.diff(new) == ["executors added: c", "edges added: direct:b->c"]
+    assert stored.diff(old) == []
+    with pytest.raises((KeyError, TypeError, ValueError)):
+        _stored_spec({"start": "a", "nodes": [["a"]], "edge_groups": []})  # damaged

@@ -1,27 +1,37 @@
-"""The helpers for store authors in ``plait_durable``: lifecycle, URLs, wording, listing
-rows, prune's rule."""
+"""The store kit (``plait_durable.kit``): the base every store subclasses, its glue over
+a store's primitives, its lifecycle, URLs, wording, listing rows and prune's rule."""
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
+import plait_durable
+import plait_durable.kit
 import pytest
 from plait import CheckpointError
 from plait_durable import (
-    INFO_FIELDS,
+    Checkpoint,
     CheckpointInfo,
-    CheckpointStoreBase,
+    CheckpointNotFoundError,
+    CorruptCheckpointError,
+    JournalEvent,
+    Lease,
+    LeaseHolder,
+    RunLeaseError,
     StoreUnavailableError,
-    check_keep_last,
-    duplicate_error,
-    info_fields,
-    info_row,
-    prune_plan,
-    redact_url,
-    where,
 )
+from plait_durable.kit import CheckpointStoreBase
 from plait_testing.stores import make_checkpoint
+
+INFO_FIELDS = CheckpointStoreBase.INFO_FIELDS
+info_row = CheckpointStoreBase._info_row
+info_fields = CheckpointStoreBase._info_fields
+prune_plan = CheckpointStoreBase._prune_plan
+redact_url = CheckpointStoreBase.redact_url
 
 
 class NamedStore(CheckpointStoreBase):
@@ -61,9 +71,9 @@ def test_redact_url(url: str, redacted: str) -> None:
 
 
 def test_a_duplicate_names_the_run_the_checkpoint_and_the_store() -> None:
-    assert where("r1", "c7") == "run 'r1', checkpoint 'c7'"
+    assert CheckpointStoreBase._where("r1", "c7") == "run 'r1', checkpoint 'c7'"
     checkpoint = make_checkpoint("r1", checkpoint_id="c7")
-    error = duplicate_error(checkpoint, "memory://x")
+    error = NamedStore("memory://x")._duplicate(checkpoint)
     assert type(error) is CheckpointError
     assert str(error).startswith("run 'r1', checkpoint 'c7' is already stored in memory://x ")
     assert "checkpoint ids must be unique" in str(error)
@@ -114,12 +124,146 @@ def test_prune_plan_keeps_only_bases_kept_checkpoints_name() -> None:
 
 
 @pytest.mark.parametrize("bad", [-1, -10, True, False, 1.0, "2", None])
-def test_keep_last_must_be_a_non_negative_integer(bad: Any) -> None:
+@pytest.mark.anyio
+async def test_keep_last_must_be_a_non_negative_integer(bad: Any) -> None:
     with pytest.raises(ValueError, match=r"prune\(keep_last=\.\.\.\) needs an integer >= 0"):
         prune_plan([info("c1")], bad)
     with pytest.raises(ValueError, match="keep_last"):
-        check_keep_last(bad)
+        await DictStore().prune("run", keep_last=bad)
 
 
-def test_check_keep_last_returns_a_valid_value() -> None:
-    assert check_keep_last(0) == 0 and check_keep_last(3) == 3
+# -- the glue over a store's primitives ----------------------------------------------------
+
+
+class DictStore(CheckpointStoreBase):
+    """A store written against the kit alone: its primitives over dicts."""
+
+    def __init__(self) -> None:
+        self.url = "dict://"
+        self.data: dict[str, tuple[str, bytes]] = {}
+        self.journal: dict[str, list[tuple[int, str]]] = {}
+        self.leases: dict[str, int] = {}
+
+    async def _write(
+        self,
+        checkpoint: Checkpoint,
+        data: bytes,
+        events: Sequence[str],
+        lease: Lease | None,
+        blobs: Mapping[str, bytes] | None,
+    ) -> None:
+        if lease is not None and self.leases.get(checkpoint.run_id) != lease.token:
+            raise self._lost(lease)
+        stored = self.data.setdefault(checkpoint.checkpoint_id, (checkpoint.run_id, data))
+        if stored[1] != data:
+            raise self._duplicate(checkpoint)
+        if events:
+            await self._append(checkpoint.run_id, events, None)
+
+    async def _append(self, run_id: str, events: Sequence[str], lease: Lease | None) -> None:
+        journal = self.journal.setdefault(run_id, [])
+        last = len(journal)
+        journal.extend((last + i, text) for i, text in enumerate(events, start=1))
+
+    async def _events(self, run_id: str, after: int, limit: int) -> Sequence[tuple[int, str]]:
+        return [(seq, text) for seq, text in self.journal.get(run_id, []) if seq > after][:limit]
+
+    async def _read(self, checkpoint_id: str) -> tuple[str, bytes] | None:
+        return self.data.get(checkpoint_id)
+
+    async def _newest(self, run_id: str) -> tuple[str, bytes] | None:
+        mine = [(i, data) for i, (run, data) in self.data.items() if run == run_id]
+        return mine[-1] if mine else None
+
+    async def _heads(self, limit: int | None) -> Sequence[tuple[str, str, bytes, float | None]]:
+        runs = dict.fromkeys(run for run, _ in self.data.values())
+        heads = []
+        for run_id in reversed(runs):
+            newest = await self._newest(run_id)
+            assert newest is not None
+            heads.append((run_id, newest[0], newest[1], None))
+        return heads[:limit]
+
+
+@pytest.mark.anyio
+async def test_a_store_of_primitives_gets_the_protocol_from_the_kit() -> None:
+    store = DictStore()
+    first = make_checkpoint("r1", 0, checkpoint_id="c1")
+    second = make_checkpoint("r1", 1, checkpoint_id="c2", status="completed")
+    event = JournalEvent("superstep_started", 1, 1.0, 1.0)
+    await store.save(first)
+    await store.save(first)  # the same checkpoint again: nothing happens
+    await store.save_with_events(second, [event])
+    await store.append_events("r1", [event, event])
+    await store.append_events("r1", [])  # nothing to append: the primitive is not called
+    assert await store.load("c1") == first
+    assert await store.latest("r1") == second
+    assert await store.latest("nobody") is None
+    assert [e.seq for e in await store.read_events("r1", after=1)] == [2, 3]
+    assert [(r.run_id, r.status) for r in await store.runs()] == [("r1", "completed")]
+    with pytest.raises(CheckpointNotFoundError, match=r"no checkpoint 'c9' in dict://"):
+        await store.load("c9")
+    with pytest.raises(CheckpointError, match=r"run 'r1', checkpoint 'c1' is already stored"):
+        await store.save(attrs.evolve(first, superstep=5))
+    with pytest.raises(ValueError, match=r"read_events\(after=\.\.\.\)"):
+        await store.read_events("r1", after=-1)
+    with pytest.raises(ValueError, match=r"runs\(limit=\.\.\.\)"):
+        await store.runs(limit=-1)
+    stale = Lease("r1", 7, LeaseHolder.here(), 0.0)
+    with pytest.raises(RunLeaseError, match=r"the lease of run 'r1' in dict:// was taken over"):
+        await store.save(make_checkpoint("r1", 2), lease=stale)
+
+
+@pytest.mark.anyio
+async def test_a_store_lists_a_run_whose_latest_checkpoint_does_not_decode_as_corrupt() -> None:
+    store = DictStore()
+    await store.save(make_checkpoint("r1", 0, checkpoint_id="c1"))
+    store.data["c1"] = ("r1", store.data["c1"][1][:-3] + b"???")
+    [listed] = await store.runs()
+    assert (listed.run_id, listed.status) == ("r1", "corrupt")
+    with pytest.raises(CorruptCheckpointError, match=r"run 'r1', checkpoint 'c1' in dict://"):
+        await store.load("c1")
+
+
+@pytest.mark.anyio
+async def test_a_closed_store_refuses_the_kits_methods_too() -> None:
+    store = DictStore()
+    await store.aclose()
+    with pytest.raises(StoreUnavailableError, match="dict:// is closed"):
+        await store.save(make_checkpoint("r1", 0))
+    with pytest.raises(StoreUnavailableError, match="dict:// is closed"):
+        await store.read_events("r1")
+
+
+# -- the kit is narrow ------------------------------------------------------------------
+
+_PLUGINS = Path(__file__).resolve().parents[2]
+_STORES = [
+    _PLUGINS / "plait-stores/src/plait_stores/_memory.py",
+    _PLUGINS / "plait-stores/src/plait_stores/_file.py",
+    _PLUGINS / "plait-stores/src/plait_stores/_sqlite.py",
+    _PLUGINS / "plait-redis/src/plait_redis/_store.py",
+    _PLUGINS / "plait-postgres/src/plait_postgres/_store.py",
+]
+
+
+def test_the_kit_is_the_base_and_the_user_surface_does_not_repeat_it() -> None:
+    assert [n for n in plait_durable.kit.__all__ if not n.startswith("_")] == [
+        "CheckpointStoreBase"
+    ]
+    assert "CheckpointStoreBase" not in plait_durable.__all__
+    # the rules a store applies are the base's, not names of the user surface
+    for helper in ("take_lease", "lost_error", "duplicate_error", "prune_plan", "page_sql"):
+        assert helper not in plait_durable.__all__
+
+
+@pytest.mark.parametrize("path", _STORES, ids=lambda p: p.parent.name + "/" + p.name)
+def test_each_of_the_five_stores_imports_at_most_ten_names_of_plait_durable(path: Path) -> None:
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("plait_durable"):
+            imported.update(alias.name for alias in node.names)
+    assert "CheckpointStoreBase" in imported
+    assert len(imported) <= 10, sorted(imported)
+    for method in ("save", "save_with_events", "append_events", "read_events"):
+        assert f"async def {method}(" not in path.read_text(), method  # the kit's glue

@@ -11,12 +11,13 @@ the durability that ``Workflow.run(checkpoint=...)``, ``Workflow.resume``,
 store protocols (:mod:`plait_durable.checkpoint`: :class:`Checkpoint`,
 :class:`CheckpointStore`, :class:`BlobStore`, :func:`open_store` …) and the value codec
 (:mod:`plait_durable.codec`: :func:`encode_value`, :func:`decode_value` …), every name of
-both also a name of this package. Checkpoint stores (``plait-stores``,
-``plait-redis``, ``plait-postgres``) and run inspectors (``plait-ui``, ``plait-cli``) use the
-helpers below: store authors the bytes a checkpoint is stored as (:func:`encode_checkpoint`,
-:func:`decode_checkpoint`), the lease rules (:func:`take_lease` …), prune's rule
-(:func:`prune_plan`) and the lifecycle, naming, listing rows and wording every store shares
-(:class:`CheckpointStoreBase`, :func:`redact_url`, :func:`run_info` …).
+both also a name of this package. Run inspectors (``plait-ui``, ``plait-cli``) use
+the read side below (the run index, checkpoint views, diffs, forks, the event journal).
+
+This is the user surface. Checkpoint stores (``plait-stores``, ``plait-redis``,
+``plait-postgres``) are written against the store kit, :mod:`plait_durable.kit`: its
+base implements the protocol's glue over a store's primitives and carries the rules
+every store applies (leases, prune, the wording of errors).
 
 The errors durable runs raise are here too (:class:`CheckpointNotFoundError`,
 :class:`RunLeaseError`, :class:`CorruptCheckpointError` …), each a
@@ -38,22 +39,16 @@ if TYPE_CHECKING:
         BlobWriter as BlobWriter,
         blob_hash as blob_hash,
         blob_refs as blob_refs,
-        child_refs as child_refs,
         externalize_state as externalize_state,
         has_blobs as has_blobs,
         load_blob as load_blob,
-        max_blob as max_blob,
-        max_expansion as max_expansion,
         resolve_state as resolve_state,
         unpack_blob as unpack_blob,
         unreferenced as unreferenced,
-        unreferenced_by as unreferenced_by,
     )
     from ._durable import (
         SNAPSHOT_EVERY as SNAPSHOT_EVERY,
-        Checkpointer as Checkpointer,
         Checkpoints as Checkpoints,
-        failure_record as failure_record,
         resolve_store as resolve_store,
     )
     from ._errors import (
@@ -78,21 +73,11 @@ if TYPE_CHECKING:
         encode_checkpoint as encode_checkpoint,
         load_json as load_json,
     )
-    from ._journal import RunJournal as RunJournal
-    from ._leases import (
-        granted as granted,
-        held_error as held_error,
-        is_free as is_free,
-        lost_error as lost_error,
-        released as released,
-        take_lease as take_lease,
-    )
     from ._options import DurableOptions as DurableOptions
     from ._runindex import (
         DEFAULT_PAGE as DEFAULT_PAGE,
         JOURNAL_KINDS as JOURNAL_KINDS,
         MAX_JOURNAL_PAGE as MAX_JOURNAL_PAGE,
-        RUN_COLUMNS as RUN_COLUMNS,
         CheckpointView as CheckpointView,
         EventJournal as EventJournal,
         JournalEvent as JournalEvent,
@@ -100,36 +85,14 @@ if TYPE_CHECKING:
         RunPage as RunPage,
         RunQuery as RunQuery,
         RunSummary as RunSummary,
-        check_journal_read as check_journal_read,
         checkpoint_view as checkpoint_view,
         diff_views as diff_views,
         fork_run as fork_run,
         list_runs as list_runs,
-        page_of_rows as page_of_rows,
-        page_sql as page_sql,
-        parse_int_cursor as parse_int_cursor,
         read_journal as read_journal,
     )
     from ._runview import EDITABLE as EDITABLE, Change as Change
-    from ._stores import (
-        CORRUPT as CORRUPT,
-        INFO_FIELDS as INFO_FIELDS,
-        CheckpointStoreBase as CheckpointStoreBase,
-        InfoRow as InfoRow,
-        check_keep_last as check_keep_last,
-        check_runs_limit as check_runs_limit,
-        corrupt_run_info as corrupt_run_info,
-        duplicate_error as duplicate_error,
-        error_summary as error_summary,
-        info_fields as info_fields,
-        info_row as info_row,
-        latest_run_info as latest_run_info,
-        parse_age as parse_age,
-        prune_plan as prune_plan,
-        redact_url as redact_url,
-        run_info as run_info,
-        where as where,
-    )
+    from ._stores import CORRUPT as CORRUPT, parse_age as parse_age
     from .checkpoint import (
         FORMAT_VERSION as FORMAT_VERSION,
         BlobStore as BlobStore,

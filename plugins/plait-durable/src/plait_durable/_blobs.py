@@ -80,7 +80,6 @@ reaches (:func:`unreferenced`, mark and sweep over the run's blobs).
 
 from __future__ import annotations
 
-import contextvars
 import hashlib
 import json
 import os
@@ -192,15 +191,14 @@ _SCALARS = frozenset({int, float, bool, type(None)})
 #: :data:`BUNDLE` bytes or more: a bundle, if its items hold no reference.
 ReadNode = tuple[str, Any, int]
 
-#: ``(run id, hashes, strings, nodes)`` of the blobs the current task's resume read: the
-#: store holds them (the checkpoint it resumed reaches them), so the resumed run's writer
-#: need not write them again; ``strings`` maps ``id(s)`` to ``(s, hash)`` for each string
-#: read from a blob, so the writer need not hash those strings again either, and
-#: ``nodes`` are the large tree nodes read (:data:`ReadNode`), so it need not encode and
-#: hash the bundles among them again.
-resumed_blobs: contextvars.ContextVar[
-    tuple[str, frozenset[str], dict[int, tuple[str, str]], list[ReadNode]] | None
-] = contextvars.ContextVar("plait_resumed_blobs", default=None)
+#: ``(run id, hashes, strings, nodes)`` of the blobs a resume read: the store holds them
+#: (the checkpoint it resumed reaches them), so the resumed run's writer need not write
+#: them again; ``strings`` maps ``id(s)`` to ``(s, hash)`` for each string read from a
+#: blob, so the writer need not hash those strings again either, and ``nodes`` are the
+#: large tree nodes read (:data:`ReadNode`), so it need not encode and hash the bundles
+#: among them again. :func:`plait_durable._resume.load_run` returns it with the state it
+#: read, and the resumed run's checkpointer is given it.
+ResumedBlobs = tuple[str, frozenset[str], dict[int, tuple[str, str]], list[ReadNode]]
 
 
 def _dumps(value: Any) -> bytes | None:

@@ -16,7 +16,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from plait import CheckpointError
 from plait.spi import PendingRequest, RunState, type_name
 
-from ._blobs import BlobWriter, externalize_state, has_blobs, resumed_blobs
+from ._blobs import BlobWriter, ResumedBlobs, externalize_state, has_blobs
 from ._errors import CheckpointEncodeError, RunLeaseError
 from ._fingerprint import fingerprint_of, fingerprint_summary
 from ._format import dump_json
@@ -60,6 +60,7 @@ class Checkpointer:
         mode: str,
         parent_id: str | None = None,
         snapshot_every: int = SNAPSHOT_EVERY,
+        resumed: ResumedBlobs | None = None,
     ) -> None:
         self.store = store
         self.graph = graph
@@ -91,7 +92,7 @@ class Checkpointer:
         self.blobs = BlobWriter() if has_blobs(store) else None
         self._new_blobs: dict[str, dict[str, bytes]] = {}  # checkpoint id -> its new blobs
         self._base_blobs: set[str] = set()  # what the last full checkpoint reaches
-        self._resumed = resumed_blobs.get()  # blobs a resume read: in the store already
+        self._resumed = resumed  # blobs a resume read: in the store already
 
     # -- building checkpoints ------------------------------------------------------------
 

@@ -42,7 +42,7 @@ from ._checkpointer import SNAPSHOT_EVERY, Checkpointer
 from ._errors import RunLeaseError
 from ._fingerprint import fingerprint_of
 from ._options import DurableOptions
-from ._resume import answer_requests, load_run, restore_state, resumed_from
+from ._resume import Resumable, answer_requests, load_run, restore_state
 from .checkpoint import Checkpoint, CheckpointStore, Lease, open_store
 
 if TYPE_CHECKING:
@@ -81,19 +81,22 @@ async def run_checkpointed(
     *,
     live: bool,
     parent_id: str | None,
+    resumed: Resumable | None = None,
 ) -> RunStatus:
     """Run to the end, writing checkpoints to ``checkpoint`` as ``durability`` says (the
-    run's :class:`DurableOptions`), holding the run's lease throughout."""
+    run's :class:`DurableOptions`), holding the run's lease throughout (``resumed``: what
+    :func:`load_run` read, when the run goes on from a stored checkpoint)."""
     store, opened = await resolve_store(opts.of(DurableOptions).checkpoint)
-    expected = resumed_from.get()
-    resumed_from.set(None)
+    expected = resumed.latest if resumed is not None else None
     try:
         ttl = opts.of(DurableOptions).lease_ttl
         lease = await store.acquire_lease(state.run_id, ttl=ttl)
         try:
             if expected is not None and expected == (state.run_id, parent_id):
                 await _check_still_latest(store, state.run_id, parent_id)
-            return await _run_leased(graph, state, inbox, opts, store, lease, ttl, live, parent_id)
+            return await _run_leased(
+                graph, state, inbox, opts, store, lease, ttl, live, parent_id, resumed
+            )
         finally:
             with anyio.CancelScope(shield=True):
                 try:
@@ -126,6 +129,7 @@ async def _run_leased(
     ttl: float,
     live: bool,
     parent_id: str | None,
+    resumed: Resumable | None,
 ) -> RunStatus:
     durable = opts.of(DurableOptions)
     mode = durable.durability
@@ -137,7 +141,10 @@ async def _run_leased(
         journal = RunJournal()
         state.observer = combine([o for o in (state.observer, journal) if o is not None])
         saving_to = cast(CheckpointStore, JournaledStore(journal_store(store), journal))
-    checkpointer = Checkpointer(saving_to, graph, mode=mode, parent_id=parent_id)
+    blobs_read = resumed.blobs if resumed is not None else None
+    checkpointer = Checkpointer(
+        saving_to, graph, mode=mode, parent_id=parent_id, resumed=blobs_read
+    )
     checkpointer.lease = lease
     checkpointer.metadata = durable.checkpoint_metadata
     checkpointer.observer = state.observer
@@ -259,14 +266,12 @@ async def stored_requests(
     """:meth:`plait.Workflow.pending_requests`: the pending requests of a stored run
     (``accept_changes``: as :meth:`plait.Workflow.resume`'s)."""
     store, opened = await resolve_store(checkpoint)
-    token = resumed_from.set(None)
     try:
         found, data = await load_run(store, id, graph, accept_changes)
         state = RunState(found.run_id, None)
         restore_state(graph, state, data, cut=False)
         return list(state.pending_requests.values())
     finally:
-        resumed_from.reset(token)
         if opened:
             await store.aclose()
 
@@ -276,7 +281,17 @@ class Checkpoints:
     :class:`plait.spi.Durability`): what :class:`plait.Workflow` calls for
     ``run(checkpoint=...)``, ``resume``, ``pending_requests``, ``fingerprint`` and a nested
     workflow's wait for outside input.
+
+    What a resume read travels with the run it rebuilt, never in a context variable: the
+    kernel hands :meth:`restore` the run's state and what :meth:`load` gave, then hands
+    :meth:`run` the same state, so :meth:`restore` keeps what was read under that state
+    until :meth:`run` takes it.
     """
+
+    def __init__(self) -> None:
+        #: ``id(state)`` -> (the state, what :meth:`load` read for it), from
+        #: :meth:`restore` until :meth:`run` takes it
+        self._resumed: dict[int, tuple[RunState, Resumable]] = {}
 
     def fingerprint(self, graph: CompiledGraph) -> Mapping[str, Any]:
         """The workflow's fingerprint (:mod:`plait_durable._fingerprint`)."""
@@ -292,8 +307,13 @@ class Checkpoints:
         live: bool,
         parent_id: str | None,
     ) -> RunStatus:
-        """:func:`run_checkpointed`."""
-        return await run_checkpointed(graph, state, inbox, opts, live=live, parent_id=parent_id)
+        """:func:`run_checkpointed`, given what :meth:`restore` kept for ``state`` when the
+        run goes on from a stored checkpoint."""
+        kept = self._resumed.pop(id(state), None)
+        resumed = kept[1] if kept is not None and kept[0] is state else None
+        return await run_checkpointed(
+            graph, state, inbox, opts, live=live, parent_id=parent_id, resumed=resumed
+        )
 
     def open_store(self, url: str) -> CheckpointStore:
         """:func:`~plait_durable.checkpoint.open_store`: what ``Workflow.resume`` calls for a
@@ -314,9 +334,11 @@ class Checkpoints:
         responses: Mapping[str, Any],
     ) -> dict[str, list[Any]]:
         """Rebuild ``state`` from ``data`` and deliver ``responses``; the next superstep's
-        deliveries."""
+        deliveries. What :meth:`load` read is kept for :meth:`run` of the same ``state``."""
         inbox = restore_state(graph, state, data)
         answer_requests(state, inbox, responses, graph)
+        if isinstance(data, Resumable):
+            self._resumed[id(state)] = (state, data)
         return inbox
 
     def snapshot(self, graph: CompiledGraph, state: RunState, status: str) -> Any:

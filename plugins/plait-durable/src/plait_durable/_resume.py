@@ -10,17 +10,16 @@ Stored data is untrusted: the state is structured into its typed layout
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import attrs
-from plait import CheckpointError, RequestResponse, WorkflowSpec
+from plait import CheckpointError, EdgeGroupSpec, NodeSpec, RequestResponse, WorkflowSpec
 from plait.spi import PendingRequest, RunState, is_instance, type_name
 
-from ._blobs import ReadNode, has_blobs, resolve_state, resumed_blobs
+from ._blobs import ReadNode, ResumedBlobs, has_blobs, resolve_state
 from ._errors import (
     CheckpointDecodeError,
     CheckpointNotFoundError,
@@ -43,24 +42,22 @@ __all__ = [
     "check_fingerprint",
     "load_run",
     "restore_state",
-    "resumed_from",
 ]
-
-#: ``(run id, checkpoint id)`` when the current task resumed a run by its run id from
-#: that latest checkpoint: the durable runner checks, once it holds the run's lease,
-#: that no other worker wrote a newer one in between.
-resumed_from: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
-    "plait_resumed_from", default=None
-)
 
 
 @attrs.frozen
 class Resumable:
-    """What :func:`load_run` gives :func:`restore_state`: the state to go on from (a delta
-    merged onto its base, values read back from blobs) and how errors name its checkpoint."""
+    """What :func:`load_run` gives :func:`restore_state` and the resumed run: the state to
+    go on from (a delta merged onto its base, values read back from blobs), how errors
+    name its checkpoint, the blobs read for it (the resumed run's writer need not write
+    them again) and, when the run was resumed by its run id, ``(run id, checkpoint id)`` of
+    the latest checkpoint it went on from (the durable runner checks, once it holds the
+    run's lease, that no other worker wrote a newer one in between)."""
 
     where: str
     state: FullState
+    blobs: ResumedBlobs | None = None
+    latest: tuple[str, str] | None = None
 
 
 #: The schedule whose cuts a checkpoint's ``"pipeline"`` section holds (format 1): it
@@ -130,9 +127,9 @@ async def load_run(
     )
     if resolved is not data:  # values came back from blobs: the same layout, checked again
         full = cast(FullState, read_state(resolved, where, delta_ok=False))
-    resumed_blobs.set((checkpoint.run_id, frozenset(read), strings, nodes))
-    resumed_from.set((checkpoint.run_id, checkpoint.checkpoint_id) if by_run else None)
-    return checkpoint, Resumable(where, full)
+    blobs_read = (checkpoint.run_id, frozenset(read), strings, nodes)
+    latest = (checkpoint.run_id, checkpoint.checkpoint_id) if by_run else None
+    return checkpoint, Resumable(where, full, blobs_read, latest)
 
 
 #: What ``load_with_blobs`` and ``latest_with_blobs`` return: a checkpoint (None: the
@@ -186,29 +183,31 @@ async def _mismatch(store: CheckpointStore, checkpoint: Checkpoint, spec: Workfl
     if topology is None:
         return head + "different graph (its topology signature differs); rebuild the original"
     try:
-        changes = _topology_diff(topology, spec.topology())
-    except (KeyError, TypeError, IndexError, AttributeError):  # a damaged first checkpoint
+        changes = _stored_spec(topology).diff(spec)
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError):  # a damaged one
         changes = []
     return head + "different graph: " + "; ".join(changes or ["the topology signature differs"])
 
 
-def _topology_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    changes: list[str] = []
-    old_nodes = {n[0] for n in old["nodes"]}
-    new_nodes = {n[0] for n in new["nodes"]}
-    if added := sorted(new_nodes - old_nodes):
-        changes.append(f"executors added: {', '.join(added)}")
-    if removed := sorted(old_nodes - new_nodes):
-        changes.append(f"executors removed: {', '.join(removed)}")
-    old_edges = {json.dumps(g, sort_keys=True): g[0] for g in old["edge_groups"]}
-    new_edges = {json.dumps(g, sort_keys=True): g[0] for g in new["edge_groups"]}
-    if added := sorted(new_edges[k] for k in set(new_edges) - set(old_edges)):
-        changes.append(f"edges added or changed: {', '.join(added)}")
-    if removed := sorted(old_edges[k] for k in set(old_edges) - set(new_edges)):
-        changes.append(f"edges removed or changed: {', '.join(removed)}")
-    if old["start"] != new["start"]:
-        changes.append(f"start changed: {old['start']} -> {new['start']}")
-    return changes
+def _stored_spec(topology: Mapping[str, Any]) -> WorkflowSpec:
+    """The spec a checkpoint's ``metadata["topology"]`` (:meth:`plait.WorkflowSpec.topology`
+    of the graph it was taken on) describes, enough for :meth:`plait.WorkflowSpec.diff`:
+    node ids and kinds, edge groups, the start. Data only: nothing it names is imported.
+
+    :raises KeyError, TypeError, IndexError, ValueError: the topology is mis-shaped.
+    """
+    nodes = tuple(NodeSpec(id=str(node_id), kind=str(kind)) for node_id, kind in topology["nodes"])
+    groups = tuple(
+        EdgeGroupSpec(
+            id=str(group_id),
+            router=str(router),
+            sources=tuple(map(str, sources)),
+            targets=tuple(map(str, targets)),
+            options=json.loads(options),  # stored as canonical JSON text
+        )
+        for group_id, router, sources, targets, options in topology["edge_groups"]
+    )
+    return WorkflowSpec(name=None, start=str(topology["start"]), nodes=nodes, edge_groups=groups)
 
 
 def restore_state(

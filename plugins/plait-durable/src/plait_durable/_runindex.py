@@ -92,10 +92,11 @@ class RunSummary(RunInfo):
     ) -> RunSummary:
         """The summary of the run whose latest checkpoint is ``latest``, whose first
         checkpoint was taken at ``created_at`` with metadata ``first_metadata``."""
-        info = latest_run_info(latest, created_at=created_at)
         origin = forked_from(first_metadata)
-        return cls(
-            **attrs.asdict(info),
+        return latest_run_info(
+            latest,
+            created_at=created_at,
+            kind=cls,
             forked_from=origin[0] if origin else None,
             forked_from_checkpoint=origin[1] if origin else None,
         )

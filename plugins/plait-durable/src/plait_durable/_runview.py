@@ -59,7 +59,7 @@ class CheckpointView:
 
     @property
     def error_line(self) -> str | None:
-        """:attr:`error` as one line (:func:`~plait_durable.error_summary`)."""
+        """:attr:`error` as one line (:func:`plait_durable._stores.error_summary`)."""
         return error_summary(self.error)
 
 

@@ -1,13 +1,10 @@
-"""Helpers for checkpoint store authors: the lifecycle, naming and errors every store shares.
+"""The rules and wording every checkpoint store shares, behind the store kit.
 
-A checkpoint store (:class:`~plait_durable.CheckpointStore`) has its own way of keeping
-bytes, but the glue around them is the same in every store, and users should meet it
-worded the same way whichever store they chose:
+:class:`plait_durable.kit.CheckpointStoreBase` calls these, so users meet the same
+words whichever store they chose:
 
-- :class:`CheckpointStoreBase` gives a store ``url``, ``repr``, ``aclose`` and
-  ``async with``, and refuses work once the store is closed (call ``self._check_open()``
-  first in every method);
-- :func:`redact_url` keeps a password out of ``url``, and so out of every message;
+- :func:`redact_url` keeps a password out of a store's ``url``, and so out of every
+  message;
 - :func:`where` names a checkpoint in errors, and :func:`duplicate_error` refuses an id
   that is stored already with other contents;
 - :func:`check_keep_last` and :func:`prune_plan` are ``prune``'s argument check and its
@@ -17,47 +14,24 @@ worded the same way whichever store they chose:
 - :data:`INFO_FIELDS`, :func:`info_row` and :func:`info_fields` lay out the listing
   fields (:class:`~plait_durable.CheckpointInfo`) as a row or a JSON object, and
   ``CheckpointInfo(*row)`` / ``CheckpointInfo(**fields)`` read them back.
-
-The bytes a checkpoint is stored as are :func:`~plait_durable.encode_checkpoint`'s, the
-lease rules are :func:`~plait_durable.take_lease` and its neighbours. Test a store with
-:class:`plait_testing.stores.CheckpointStoreContract`.
-
-How a store starts::
-
-    from plait_durable import CheckpointStoreBase, duplicate_error, encode_checkpoint
-
-    class DictStore(CheckpointStoreBase):
-        def __init__(self) -> None:
-            self.url = "dict://"
-            self._data: dict[str, bytes] = {}
-
-        async def save(self, checkpoint):
-            self._check_open()
-            data = encode_checkpoint(checkpoint)
-            if self._data.setdefault(checkpoint.checkpoint_id, data) != data:
-                raise duplicate_error(checkpoint, self.url)
-            ...
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from types import TracebackType
-from typing import Any, Protocol, TypeAlias
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeAlias, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from plait import CheckpointError
-from typing_extensions import Self
 
-from ._errors import CorruptCheckpointError, StoreUnavailableError
+from ._errors import CorruptCheckpointError
 from ._format import decode_checkpoint
 from .checkpoint import Checkpoint, CheckpointInfo, RunInfo
 
 __all__ = [
     "CORRUPT",
     "INFO_FIELDS",
-    "CheckpointStoreBase",
     "InfoRow",
     "check_keep_last",
     "check_runs_limit",
@@ -85,6 +59,8 @@ INFO_FIELDS: tuple[str, ...] = (
     "created_at",
     "base_id",
 )
+
+_Info = TypeVar("_Info", bound=RunInfo)
 
 #: The values of :data:`INFO_FIELDS`, as :func:`info_row` returns them.
 InfoRow: TypeAlias = tuple[str, str, int, str | None, str, float, str | None]
@@ -162,15 +138,24 @@ class LatestCheckpoint(Protocol):
     def state(self) -> Mapping[str, Any]: ...
 
 
-def latest_run_info(latest: LatestCheckpoint, *, created_at: float | None = None) -> RunInfo:
+def latest_run_info(
+    latest: LatestCheckpoint,
+    *,
+    created_at: float | None = None,
+    kind: Callable[..., _Info] = RunInfo,  # type: ignore[assignment]
+    **more: Any,
+) -> _Info:
     """The listing of the run whose latest checkpoint is ``latest`` (``created_at``: when
     its first checkpoint was taken; ``latest``'s own time if not given): its workflow
     (``metadata["workflow"]``), status, superstep, pending requests and, for a failed run,
     the error its checkpoint records (:func:`error_summary`).
+
+    ``kind`` is the record made (:class:`~plait_durable.RunInfo`, or a subclass given its
+    own fields in ``more``: the run index's :class:`~plait_durable.RunSummary`).
     """
     workflow = latest.metadata.get("workflow")
     requests = latest.state.get("requests")
-    return RunInfo(
+    return kind(
         run_id=latest.run_id,
         workflow=workflow if isinstance(workflow, str) else None,
         status=latest.status,
@@ -179,6 +164,7 @@ def latest_run_info(latest: LatestCheckpoint, *, created_at: float | None = None
         error=error_summary(latest.metadata.get("error")),
         created_at=latest.created_at if created_at is None else created_at,
         updated_at=latest.created_at,
+        **more,
     )
 
 
@@ -307,41 +293,3 @@ def info_row(checkpoint: Checkpoint | CheckpointInfo) -> InfoRow:
 def info_fields(checkpoint: Checkpoint | CheckpointInfo) -> dict[str, Any]:
     """The listing fields of ``checkpoint`` by name (:data:`INFO_FIELDS` order), JSON-ready."""
     return dict(zip(INFO_FIELDS, info_row(checkpoint)))
-
-
-class CheckpointStoreBase:
-    """The lifecycle of a checkpoint store: ``url``, ``repr``, ``aclose`` and ``async with``.
-
-    A subclass sets ``url`` (through :func:`redact_url` if it can hold a password) and
-    calls ``self._check_open()`` before any work. ``async with store:`` closes the store
-    on the way out. A subclass that holds connections or files overrides :meth:`aclose`,
-    calling ``await super().aclose()`` first, so a store is closed even if releasing
-    them fails.
-    """
-
-    #: The store's URL, without a password: how messages name the store.
-    url: str
-    _closed: bool = False
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.url!r}>"
-
-    def _check_open(self) -> None:
-        """Raise :class:`~plait_durable.StoreUnavailableError` if the store is closed."""
-        if self._closed:
-            raise StoreUnavailableError(f"checkpoint store {self.url} is closed")
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the store; later calls raise :class:`~plait_durable.StoreUnavailableError`."""
-        self._closed = True

@@ -13,12 +13,10 @@ Stores are chosen by URL scheme (``memory://``, ``file://DIR``, ``sqlite:///PATH
 hook (:func:`open_store`); the kernel itself never opens one: ``Workflow.resume`` with a
 store URL asks the durability (:meth:`plait_durable.Checkpoints.open_store`).
 
-The rest of what stores share comes with this distribution too: the bytes a checkpoint
-is stored as and the typed layout of its state (``plait_durable.encode_checkpoint``,
-``decode_checkpoint``), the lease rules (``take_lease``, ``is_free`` …), prune's rule
-(``prune_plan``), a run's listing from its latest checkpoint (``latest_run_info``) and
-what every store shares (``CheckpointStoreBase`` …). Every name here is also a name of
-``plait_durable``.
+The bytes a checkpoint is stored as are ``plait_durable.encode_checkpoint``'s; what
+stores share beyond these records (the protocol's glue, the lease rules, prune's rule,
+the wording of their errors) is the store kit's base, :mod:`plait_durable.kit`. Every
+name here is also a name of ``plait_durable``.
 """
 
 from __future__ import annotations
@@ -57,7 +55,7 @@ class CheckpointInfo:
 
     ``base_id`` is :attr:`Checkpoint.base_id`: the full checkpoint a delta builds on
     (``None`` for a full snapshot). Prune keeps it while a kept checkpoint names it
-    (``plait_durable.prune_plan``).
+    (``plait_durable.kit.CheckpointStoreBase._prune_plan``).
     """
 
     checkpoint_id: str
@@ -86,7 +84,7 @@ class Checkpoint:
     :param metadata: free-form, JSON-ready annotations (workflow name, …).
     :param base_id: for a delta, the full checkpoint this delta builds on (resuming the
         delta loads it); ``None`` for a full snapshot. Stores must keep it while a kept
-        checkpoint names it (see ``plait_durable.prune_plan``).
+        checkpoint names it (see ``plait_durable.kit.CheckpointStoreBase._prune_plan``).
     """
 
     checkpoint_id: str
@@ -146,7 +144,7 @@ class CheckpointStore(Protocol):
         (greater than every earlier token of the run); ``holder`` defaults to
         :meth:`LeaseHolder.here`.
 
-        :raises RunLeaseError: a live worker holds it (``plait_durable.is_free``),
+        :raises RunLeaseError: a live worker holds it (the store kit's lease rules),
             naming the holder.
         """
         ...
@@ -177,11 +175,11 @@ class CheckpointStore(Protocol):
 
     async def runs(self, *, limit: int | None = None) -> Sequence[RunInfo]:
         """Every run with a checkpoint, newest first (by its latest checkpoint), at most
-        ``limit`` of them: each as ``plait_durable.latest_run_info`` describes it, or as
-        ``plait_durable.corrupt_run_info`` when its latest checkpoint does not decode (one
-        damaged run never fails the listing; ``plait_durable.run_info`` does both).
+        ``limit`` of them: each as the store kit describes it
+        (``plait_durable.kit.CheckpointStoreBase._run_info``), with status ``corrupt`` when
+        its latest checkpoint does not decode (one damaged run never fails the listing).
 
-        Raise ``ValueError`` for a negative ``limit`` (``plait_durable.check_runs_limit``).
+        Raise ``ValueError`` for a negative ``limit`` (the store kit checks it).
         """
         ...
 
@@ -191,10 +189,10 @@ class CheckpointStore(Protocol):
 
     async def prune(self, run_id: str, *, keep_last: int) -> int:
         """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they name;
-        return how many went (what ``plait_durable.prune_plan`` says goes).
+        return how many went (what ``plait_durable.kit.CheckpointStoreBase._prune_plan`` says goes).
 
         Raise ``ValueError`` for a negative ``keep_last``
-        (``plait_durable.check_keep_last``).
+        (the store kit checks it).
         """
         ...
 
@@ -242,10 +240,11 @@ class BlobStore(Protocol):
         ...
 
     # Optional, for stores where a round trip is dear: ``async get_blob_closure(run_id,
-    # hashes)`` returns those blobs and every blob they reach (``plait_durable.child_refs`` kept
-    # beside each blob, or found by parsing it), so a resume reads a whole tree in one round
-    # trip. It may leave out what it cannot tell cheaply (what a 64 KB bundle reaches: the
-    # file and SQLite stores do not parse one); the reader fetches that level by level.
+    # hashes)`` returns those blobs and every blob they reach (the store kit's
+    # ``_child_refs`` kept beside each blob, or found by parsing it), so a resume reads a
+    # whole tree in one round trip. It may leave out what it cannot tell cheaply (what a
+    # 64 KB bundle reaches: the file and SQLite stores do not parse one); the reader
+    # fetches that level by level.
     #
     # Optional too, for a store whose every call is a hop or a round trip: ``async
     # load_with_blobs(checkpoint_id)`` and ``async latest_with_blobs(run_id)`` return
@@ -330,11 +329,11 @@ class RunInfo:
         in its sealed payload).
     :param status: the latest checkpoint's status (``running``, ``idle``,
         ``idle_with_pending_requests``, ``failed``), or ``corrupt`` when it does not
-        decode (``plait_durable.corrupt_run_info``).
+        decode (``CheckpointStoreBase._corrupt_run_info``).
     :param superstep: the latest checkpoint's superstep.
     :param pending_requests: how many requests for outside input the run waits on.
     :param error: for a failed run, one line naming the executor, the error's type and
-        its message (``plait_durable.error_summary``); ``None`` otherwise.
+        its message (``plait_durable._stores.error_summary``); ``None`` otherwise.
     :param created_at: when the run's first checkpoint was taken (seconds since the epoch).
     :param updated_at: when its latest checkpoint was taken.
     """

@@ -52,42 +52,22 @@ import anyio
 import psycopg
 from plait import CheckpointError
 from plait_durable import (
-    INFO_FIELDS,
-    MAX_JOURNAL_PAGE,
-    RUN_COLUMNS,
     Checkpoint,
     CheckpointInfo,
-    CheckpointNotFoundError,
-    CheckpointStoreBase,
-    JournalEvent,
     Lease,
     LeaseHolder,
-    RunInfo,
     RunPage,
     RunQuery,
     RunSummary,
     StoreUnavailableError,
-    check_journal_read,
-    check_keep_last,
-    check_runs_limit,
-    child_refs,
-    decode_checkpoint,
-    duplicate_error,
-    encode_checkpoint,
-    info_row,
-    lost_error,
-    page_of_rows,
-    page_sql,
-    redact_url,
-    released,
-    run_info,
-    take_lease,
-    unreferenced,
-    where,
 )
+from plait_durable.kit import CheckpointStoreBase
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 __all__ = ["MIGRATIONS", "PostgresCheckpointStore", "SCHEMA_VERSION", "redact_url"]
+
+#: ``redact_url(url)``: ``url`` with its password replaced by ``***`` (the store kit's).
+redact_url = CheckpointStoreBase.redact_url
 
 #: Migrations in order; applying migration ``n`` (1-based) brings the schema to version n.
 MIGRATIONS: tuple[str, ...] = (
@@ -223,7 +203,7 @@ DEFAULT_CONNECT_TIMEOUT = 5
 #: Seconds any one call may take unless the URL sets ``timeout``.
 DEFAULT_TIMEOUT = 30.0
 _OWN_OPTIONS = {"pool_max_size": 4, "pool_timeout": -1.0, "timeout": DEFAULT_TIMEOUT}
-_INFO = ", ".join(INFO_FIELDS)
+_INFO = ", ".join(CheckpointStoreBase.INFO_FIELDS)
 #: Each run's latest row (the highest seq: an identity never goes back) and its first
 #: time; ``LIMIT NULL`` is no limit.
 _RUNS_SQL = """
@@ -236,7 +216,7 @@ _RUNS_SQL = """
 #: A run's index row after a save of its newest checkpoint (the first save sets
 #: created_at and forked_from, later ones the rest).
 _UPSERT_RUN = f"""
-    INSERT INTO plait_runs ({", ".join(RUN_COLUMNS)}, last_seq)
+    INSERT INTO plait_runs ({", ".join(CheckpointStoreBase.RUN_COLUMNS)}, last_seq)
     VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
     ON CONFLICT (run_id) DO UPDATE SET workflow = excluded.workflow,
         status = excluded.status, superstep = excluded.superstep,
@@ -261,17 +241,17 @@ class PostgresCheckpointStore(CheckpointStoreBase):
     def __init__(self, url: str) -> None:
         parts = urlsplit(url)
         if parts.scheme.lower() not in ("postgresql", "postgres"):
-            raise ValueError(f"not a PostgreSQL store url: {redact_url(url)!r}")
+            raise ValueError(f"not a PostgreSQL store url: {self.redact_url(url)!r}")
         options = dict(parse_qsl(parts.query, keep_blank_values=True))
         own: dict[str, float] = {}
         for name, default in _OWN_OPTIONS.items():
             try:
                 own[name] = float(options.pop(name, default))
             except ValueError:
-                raise ValueError(f"{name} in {redact_url(url)!r} must be a number") from None
+                raise ValueError(f"{name} in {self.redact_url(url)!r} must be a number") from None
         self.timeout = own["timeout"]
         if not self.timeout > 0:
-            raise ValueError(f"timeout in {redact_url(url)!r} must be a positive number")
+            raise ValueError(f"timeout in {self.redact_url(url)!r} must be a positive number")
         bound_ms = str(max(1, int(self.timeout * 1000)))
         options.setdefault(
             "connect_timeout", str(max(2, min(DEFAULT_CONNECT_TIMEOUT, int(self.timeout))))
@@ -286,7 +266,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
         options.setdefault("keepalives_interval", "2")
         options.setdefault("keepalives_count", "3")
         options.setdefault("tcp_user_timeout", bound_ms)
-        self.url = redact_url(url)
+        self.url = self.redact_url(url)
         self.pool_max_size = max(1, int(own["pool_max_size"]))
         self.pool_timeout = own["pool_timeout"] if own["pool_timeout"] > 0 else self.timeout
         self._conninfo = urlunsplit(parts._replace(query=urlencode(options, quote_via=quote)))
@@ -412,30 +392,16 @@ class PostgresCheckpointStore(CheckpointStoreBase):
 
     # -- the protocol ------------------------------------------------------------------
 
-    async def save(
+    async def _write(
         self,
         checkpoint: Checkpoint,
-        *,
-        lease: Lease | None = None,
-        blobs: Mapping[str, bytes] | None = None,
+        data: bytes,
+        stored: Sequence[str],
+        lease: Lease | None,
+        blobs: Mapping[str, bytes] | None,
     ) -> None:
-        """Insert ``checkpoint`` and its new ``blobs`` in one transaction (saving the same
-        checkpoint again does nothing); with ``lease``, only while it is the run's
-        current lease."""
-        await self.save_with_events(checkpoint, (), lease=lease, blobs=blobs)
-
-    async def save_with_events(
-        self,
-        checkpoint: Checkpoint,
-        events: Sequence[JournalEvent],
-        *,
-        lease: Lease | None = None,
-        blobs: Mapping[str, bytes] | None = None,
-    ) -> None:
-        """:meth:`save` (with its ``blobs``), inserting ``events`` into the run's journal
-        in the same transaction (:class:`plait_durable.EventJournal`)."""
-        stored = [event.to_json() for event in events]
-        data = encode_checkpoint(checkpoint)
+        """Insert the checkpoint, its new ``blobs``, its run's index row and its journal
+        lines in one transaction (with ``lease``, only while its row holds the token)."""
         if stored:
             await self._journal_table()
         async with self._connection() as conn, conn.transaction():
@@ -448,7 +414,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                         "INSERT INTO plait_blobs (run_id, hash, data, refs)"
                         " VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
                         [
-                            (checkpoint.run_id, h, bytes(b), child_refs(bytes(b)))
+                            (checkpoint.run_id, h, bytes(b), self._child_refs(bytes(b)))
                             for h, b in sorted(blobs.items())
                         ],
                     )
@@ -457,7 +423,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                     f"INSERT INTO plait_checkpoints ({_INFO}, data)"
                     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
                     " ON CONFLICT (checkpoint_id) DO NOTHING RETURNING seq",
-                    (*info_row(checkpoint), data),
+                    (*self._info_row(checkpoint), data),
                 )
             else:
                 cursor = await conn.execute(
@@ -465,7 +431,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                     " SELECT %s, %s, %s, %s, %s, %s, %s, %s WHERE EXISTS (SELECT 1 FROM"
                     " plait_leases WHERE run_id = %s AND token = %s FOR SHARE)"
                     " ON CONFLICT (checkpoint_id) DO NOTHING RETURNING seq",
-                    (*info_row(checkpoint), data, checkpoint.run_id, lease.token),
+                    (*self._info_row(checkpoint), data, checkpoint.run_id, lease.token),
                 )
             inserted = await cursor.fetchone()
             if inserted is not None:  # the run's index row, in the same transaction
@@ -483,9 +449,9 @@ class PostgresCheckpointStore(CheckpointStoreBase):
             )
             row = await cursor.fetchone()
             if row is None and lease is not None:
-                raise lost_error(lease, self.url, await self._holder(conn, checkpoint.run_id))
+                raise self._lost(lease, await self._holder(conn, checkpoint.run_id))
         if row is None or bytes(row[0]) != data:
-            raise duplicate_error(checkpoint, self.url)
+            raise self._duplicate(checkpoint)
 
     async def get_blobs(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
         """The blobs of ``run_id`` among ``hashes`` (one that is missing is left out)."""
@@ -518,8 +484,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
             )
             return [row[0] for row in await cursor.fetchall()]
 
-    @staticmethod
-    async def _sweep(conn: psycopg.AsyncConnection[Any], run_id: str) -> None:
+    async def _sweep(self, conn: psycopg.AsyncConnection[Any], run_id: str) -> None:
         """Delete the blobs of ``run_id`` no remaining checkpoint reaches (in the caller's
         transaction, holding the run's blob lock, so no save with blobs is half-way)."""
         await conn.execute(_BLOB_LOCK, (run_id,))
@@ -532,13 +497,9 @@ class PostgresCheckpointStore(CheckpointStoreBase):
         cursor = await conn.execute(
             "SELECT data FROM plait_checkpoints WHERE run_id = %s", (run_id,)
         )
-        states = []
-        for (data,) in await cursor.fetchall():
-            try:
-                states.append(decode_checkpoint(bytes(data)).state)
-            except CheckpointError:
-                return  # its references are unknown: keep every blob
-        doomed = unreferenced(states, held)
+        # a checkpoint that does not decode makes its references unknown: then nothing
+        # is doomed, and every blob is kept
+        doomed = self._unreferenced([bytes(data) for (data,) in await cursor.fetchall()], held)
         if doomed:
             await conn.execute(
                 "DELETE FROM plait_blobs WHERE run_id = %s AND hash = ANY(%s::text[])",
@@ -561,14 +522,9 @@ class PostgresCheckpointStore(CheckpointStoreBase):
             self._journal_ready = bool(row and row[0])
         return self._journal_ready
 
-    async def append_events(
-        self, run_id: str, events: Sequence[JournalEvent], *, lease: Lease | None = None
-    ) -> None:
-        """Append ``events`` to the journal of ``run_id`` in one transaction (with
-        ``lease``, reading its row ``FOR SHARE`` as a save does)."""
-        stored = [event.to_json() for event in events]
-        if not stored:
-            return
+    async def _append(self, run_id: str, stored: Sequence[str], lease: Lease | None) -> None:
+        """Append journal lines of ``run_id`` in one transaction (with ``lease``, reading
+        its row ``FOR SHARE`` as a save does)."""
         await self._journal_table()
         async with self._connection() as conn, conn.transaction():
             if lease is not None:
@@ -577,14 +533,11 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                 )
                 row = await cursor.fetchone()
                 if row is None or row[0] != lease.token:
-                    raise lost_error(lease, self.url, await self._holder(conn, run_id))
+                    raise self._lost(lease, await self._holder(conn, run_id))
             await _insert_events(conn, run_id, stored)
 
-    async def read_events(
-        self, run_id: str, *, after: int = 0, limit: int = MAX_JOURNAL_PAGE
-    ) -> Sequence[JournalEvent]:
-        """The journal events of ``run_id`` after ``after``, oldest first: one indexed query."""
-        check_journal_read(after, limit)
+    async def _events(self, run_id: str, after: int, limit: int) -> Sequence[tuple[int, str]]:
+        """The journal lines of ``run_id`` after ``after``: one indexed query."""
         async with self._connection() as conn:
             if not await self._journal_exists(conn):
                 return []
@@ -593,9 +546,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                 " ORDER BY seq LIMIT %s",
                 (run_id, after, limit),
             )
-            rows = await cursor.fetchall()
-        named = f"run {run_id!r} in {self.url}"
-        return [JournalEvent.from_json(text, seq=seq, where=named) for seq, text in rows]
+            return [(seq, text) for seq, text in await cursor.fetchall()]
 
     @staticmethod
     async def _holder(conn: psycopg.AsyncConnection[Any], run_id: str) -> LeaseHolder | None:
@@ -620,7 +571,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
             row = await cursor.fetchone()
             assert row is not None
             current = (int(row[0]), LeaseHolder.from_json(row[1]), float(row[2]))
-            lease = take_lease(run_id, current, holder, ttl, self.url)
+            lease = self._take_lease(run_id, current, holder, ttl)
             await conn.execute(
                 "UPDATE plait_leases SET token = %s, holder = %s, expires_at = %s"
                 " WHERE run_id = %s",
@@ -637,12 +588,11 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                 (renewed.expires_at, lease.run_id, lease.token),
             )
             if cursor.rowcount != 1:
-                raise lost_error(lease, self.url, await self._holder(conn, lease.run_id))
+                raise self._lost(lease, await self._holder(conn, lease.run_id))
         return renewed
 
-    async def release_lease(self, lease: Lease) -> None:
-        """Give ``lease`` up; its token stays used."""
-        released(lease)
+    async def _release(self, lease: Lease) -> None:
+        """Clear the holder of ``lease`` if its token is still the run's."""
         async with self._connection() as conn:
             await conn.execute(
                 "UPDATE plait_leases SET holder = NULL, expires_at = 0"
@@ -650,20 +600,15 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                 (lease.run_id, lease.token),
             )
 
-    async def load(self, checkpoint_id: str) -> Checkpoint:
-        """Read, verify and decode the checkpoint ``checkpoint_id``."""
+    async def _read(self, checkpoint_id: str) -> tuple[str, bytes] | None:
+        """The run and bytes of ``checkpoint_id``."""
         async with self._connection() as conn:
             cursor = await conn.execute(
                 "SELECT run_id, data FROM plait_checkpoints WHERE checkpoint_id = %s",
                 (checkpoint_id,),
             )
             row = await cursor.fetchone()
-        if row is None:
-            raise CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r} in {self.url}")
-        named = f"{where(row[0], checkpoint_id)} in {self.url}"
-        return decode_checkpoint(
-            bytes(row[1]), where=named, expect_run=row[0], expect_id=checkpoint_id
-        )
+        return None if row is None else (row[0], bytes(row[1]))
 
     async def list(self, run_id: str) -> Sequence[CheckpointInfo]:
         """The checkpoints of ``run_id`` in the order they were saved."""
@@ -675,8 +620,8 @@ class PostgresCheckpointStore(CheckpointStoreBase):
             rows = await cursor.fetchall()
         return [CheckpointInfo(*row) for row in rows]
 
-    async def latest(self, run_id: str) -> Checkpoint | None:
-        """The checkpoint of ``run_id`` saved last, or ``None``."""
+    async def _newest(self, run_id: str) -> tuple[str, bytes] | None:
+        """The id and bytes of the checkpoint of ``run_id`` saved last."""
         async with self._connection() as conn:
             cursor = await conn.execute(
                 "SELECT checkpoint_id, data FROM plait_checkpoints WHERE run_id = %s"
@@ -684,39 +629,23 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                 (run_id,),
             )
             row = await cursor.fetchone()
-        if row is None:
-            return None
-        named = f"{where(run_id, row[0])} in {self.url}"
-        return decode_checkpoint(bytes(row[1]), where=named, expect_run=run_id, expect_id=row[0])
+        return None if row is None else (row[0], bytes(row[1]))
 
-    async def runs(self, *, limit: int | None = None) -> Sequence[RunInfo]:
-        """Every run, newest first (by its latest checkpoint), at most ``limit``: one
-        query grouping by run, decoding only each run's latest checkpoint."""
-        check_runs_limit(limit)
+    async def _heads(self, limit: int | None) -> Sequence[tuple[str, str, bytes, float | None]]:
+        """Each run's latest row and first time: one query grouping by run."""
         async with self._connection() as conn:
             cursor = await conn.execute(_RUNS_SQL, (limit,))
             rows = await cursor.fetchall()
-        out = []
-        for checkpoint_id, run_id, data, first in rows:
-            out.append(
-                run_info(
-                    bytes(data),
-                    run_id=run_id,
-                    checkpoint_id=checkpoint_id,
-                    url=self.url,
-                    created_at=first,
-                )
-            )
-        return out
+        return [(run_id, last, bytes(data), first) for last, run_id, data, first in rows]
 
     async def list_runs(self, query: RunQuery) -> RunPage:
         """A page of the run index (:class:`plait_durable.RunIndex`), newest first: one
         query on ``plait_runs``, by an index on the column filtered and ``last_seq``."""
-        sql, params = page_sql(query, placeholder="%s")
+        sql, params = self._page_sql(query, placeholder="%s")
         async with self._connection() as conn:
             cursor = await conn.execute(sql, params)
             rows = await cursor.fetchall()
-        return page_of_rows(query, rows)
+        return self._page_of_rows(query, rows)
 
     async def _reindex_run(self, conn: psycopg.AsyncConnection[Any], run_id: str) -> None:
         """Rebuild the index row of ``run_id`` from its stored checkpoints (inside the
@@ -738,18 +667,8 @@ class PostgresCheckpointStore(CheckpointStoreBase):
         first = await cursor.fetchone()
         assert first is not None
         try:
-            checkpoint = decode_checkpoint(
-                bytes(latest[2]),
-                where=where(run_id, latest[1]),
-                expect_run=run_id,
-                expect_id=latest[1],
-            )
-            first_body = decode_checkpoint(
-                bytes(first[2]),
-                where=where(run_id, first[0]),
-                expect_run=run_id,
-                expect_id=first[0],
-            )
+            checkpoint = self._decode_named(bytes(latest[2]), run_id, latest[1])
+            first_body = self._decode_named(bytes(first[2]), run_id, first[0])
         except CheckpointError as exc:
             # listed from its columns, saying why the rest is missing (loading it says it too)
             row = (run_id, None, latest[3], latest[4], 0, str(exc), first[1], latest[5], None, None)
@@ -772,10 +691,9 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                 await self._reindex_run(conn, gone[0])
                 await self._sweep(conn, gone[0])
 
-    async def prune(self, run_id: str, *, keep_last: int) -> int:
+    async def _prune(self, run_id: str, keep_last: int) -> int:
         """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they
         name; return how many went."""
-        check_keep_last(keep_last)
         async with self._connection() as conn, conn.transaction():
             # prune_plan's rule, with the bases read from the kept checkpoints' verified
             # bodies; the first checkpoint stays while anything is kept (the topology).
@@ -787,10 +705,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
             kept = await cursor.fetchall()
             needed: set[str] = set()
             for _seq, checkpoint_id, data in kept:
-                named = f"{where(run_id, checkpoint_id)} in {self.url}"
-                body = decode_checkpoint(
-                    bytes(data), where=named, expect_run=run_id, expect_id=checkpoint_id
-                )
+                body = self._decode(bytes(data), run_id, checkpoint_id)
                 if body.base_id is not None:
                     needed.add(body.base_id)
             if kept:

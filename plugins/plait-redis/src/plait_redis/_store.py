@@ -55,15 +55,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import anyio
 import redis.asyncio
 import redis.exceptions
-from plait import CheckpointError
 from plait_durable import (
-    MAX_JOURNAL_PAGE,
     Checkpoint,
     CheckpointInfo,
-    CheckpointNotFoundError,
-    CheckpointStoreBase,
     CorruptCheckpointError,
-    JournalEvent,
     Lease,
     LeaseHolder,
     RunInfo,
@@ -71,28 +66,15 @@ from plait_durable import (
     RunQuery,
     RunSummary,
     StoreUnavailableError,
-    check_journal_read,
-    check_keep_last,
-    check_runs_limit,
-    child_refs,
-    decode_checkpoint,
-    duplicate_error,
-    encode_checkpoint,
-    info_fields,
-    lost_error,
-    parse_age,
-    parse_int_cursor,
-    redact_url,
-    released,
-    run_info,
-    take_lease,
-    unreferenced,
-    where,
 )
+from plait_durable.kit import CheckpointStoreBase
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
 __all__ = ["RedisCheckpointStore", "redact_url"]
+
+#: ``redact_url(url)``: ``url`` with its password replaced by ``***`` (the store kit's).
+redact_url = CheckpointStoreBase.redact_url
 
 #: Seconds to wait for a TCP connection unless the URL sets ``socket_connect_timeout``.
 DEFAULT_CONNECT_TIMEOUT = 5.0
@@ -115,27 +97,27 @@ class RedisCheckpointStore(CheckpointStoreBase):
     def __init__(self, url: str) -> None:
         parts = urlsplit(url)
         if parts.scheme.lower() not in ("redis", "rediss", "unix"):
-            raise ValueError(f"not a Redis store url: {redact_url(url)!r}")
+            raise ValueError(f"not a Redis store url: {self.redact_url(url)!r}")
         options = dict(parse_qsl(parts.query, keep_blank_values=True))
         self.prefix = options.pop("prefix", "plait:")
         try:
             self.timeout = float(options.pop("timeout", DEFAULT_TIMEOUT))
         except ValueError:
-            raise ValueError(f"timeout in {redact_url(url)!r} must be seconds") from None
+            raise ValueError(f"timeout in {self.redact_url(url)!r} must be seconds") from None
         options.setdefault("socket_timeout", str(self.timeout))
         retention = options.pop("retention", None)
         self.retention: int | None = None
         if retention is not None:
             try:
-                self.retention = max(int(parse_age(retention)), 1)
+                self.retention = max(int(self._parse_age(retention)), 1)
             except ValueError as exc:
-                raise ValueError(f"retention in {redact_url(url)!r}: {exc}") from None
+                raise ValueError(f"retention in {self.redact_url(url)!r}: {exc}") from None
         if "decode_responses" in options:
             raise ValueError(
-                f"{redact_url(url)!r}: decode_responses cannot be set; checkpoints are bytes"
+                f"{self.redact_url(url)!r}: decode_responses cannot be set; checkpoints are bytes"
             )
         options.setdefault("socket_connect_timeout", str(DEFAULT_CONNECT_TIMEOUT))
-        self.url = redact_url(url)
+        self.url = self.redact_url(url)
         self._client_url = urlunsplit(parts._replace(query=urlencode(options)))
         self._client: redis.asyncio.Redis | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -211,32 +193,19 @@ class RedisCheckpointStore(CheckpointStoreBase):
     def _journal_seq_key(self, run_id: str) -> str:
         return f"{self.prefix}journal-seq:{run_id}"
 
-    async def save(
+    async def _write(
         self,
         checkpoint: Checkpoint,
-        *,
-        lease: Lease | None = None,
-        blobs: Mapping[str, bytes] | None = None,
+        data: bytes,
+        stored: Sequence[str],
+        lease: Lease | None,
+        blobs: Mapping[str, bytes] | None,
     ) -> None:
-        """Write ``checkpoint`` and its new ``blobs`` in one transaction (saving it again
-        does nothing); with ``lease``, only while it is the run's current lease."""
-        await self.save_with_events(checkpoint, (), lease=lease, blobs=blobs)
-
-    async def save_with_events(
-        self,
-        checkpoint: Checkpoint,
-        events: Sequence[JournalEvent],
-        *,
-        lease: Lease | None = None,
-        blobs: Mapping[str, bytes] | None = None,
-    ) -> None:
-        """:meth:`save` (with its ``blobs``), adding ``events`` to the run's journal in
-        the same ``MULTI``/``EXEC`` (:class:`plait_durable.EventJournal`)."""
-        stored = [event.to_json() for event in events]
-        data = encode_checkpoint(checkpoint)
+        """Write the checkpoint, its new ``blobs`` and its journal lines in one
+        ``MULTI``/``EXEC``, ``WATCH``ing its key (and with ``lease``, the run's lease)."""
         key = self._cp_key(checkpoint.checkpoint_id)
         lease_key = self._lease_key(checkpoint.run_id)
-        info = json.dumps(info_fields(checkpoint), ensure_ascii=False)
+        info = json.dumps(self._info_fields(checkpoint), ensure_ascii=False)
         async with self._redis() as client, client.pipeline(transaction=True) as pipe:
             while True:
                 try:
@@ -245,14 +214,14 @@ class RedisCheckpointStore(CheckpointStoreBase):
                         token, holder = await pipe.hmget(lease_key, ["token", "holder"])
                         if token is None or int(token) != lease.token:
                             await pipe.unwatch()  # type: ignore[no-untyped-call]
-                            raise lost_error(lease, self.url, LeaseHolder.from_json(holder))
+                            raise self._lost(lease, LeaseHolder.from_json(holder))
                     else:
                         await pipe.watch(key)
                     existing = await pipe.hget(key, "data")
                     if existing is not None:
                         await pipe.unwatch()  # type: ignore[no-untyped-call]
                         if existing != data:
-                            raise duplicate_error(checkpoint, self.url)
+                            raise self._duplicate(checkpoint)
                         return
                     seq = await client.incr(self._seq_key())
                     pipe.multi()  # type: ignore[no-untyped-call]
@@ -271,7 +240,7 @@ class RedisCheckpointStore(CheckpointStoreBase):
                     refs_key = self._blob_refs_key(checkpoint.run_id)
                     for digest, blob in sorted((blobs or {}).items()):
                         pipe.hsetnx(blobs_key, digest, blob)
-                        named = child_refs(bytes(blob))
+                        named = self._child_refs(bytes(blob))
                         if named:
                             pipe.hsetnx(refs_key, digest, " ".join(named))
                     if stored:
@@ -332,14 +301,9 @@ class RedisCheckpointStore(CheckpointStoreBase):
             pipe.expire(self._journal_key(run_id), self.retention)
             pipe.expire(self._journal_seq_key(run_id), self.retention)
 
-    async def append_events(
-        self, run_id: str, events: Sequence[JournalEvent], *, lease: Lease | None = None
-    ) -> None:
-        """Append ``events`` to the journal of ``run_id`` in one ``MULTI``/``EXEC`` (with
-        ``lease``, ``WATCH``ing it as a save does)."""
-        stored = [event.to_json() for event in events]
-        if not stored:
-            return
+    async def _append(self, run_id: str, stored: Sequence[str], lease: Lease | None) -> None:
+        """Append journal lines of ``run_id`` in one ``MULTI``/``EXEC`` (with ``lease``,
+        ``WATCH``ing it as a save does)."""
         lease_key = self._lease_key(run_id)
         async with self._redis() as client, client.pipeline(transaction=True) as pipe:
             while True:
@@ -349,7 +313,7 @@ class RedisCheckpointStore(CheckpointStoreBase):
                         token, holder = await pipe.hmget(lease_key, ["token", "holder"])
                         if token is None or int(token) != lease.token:
                             await pipe.unwatch()  # type: ignore[no-untyped-call]
-                            raise lost_error(lease, self.url, LeaseHolder.from_json(holder))
+                            raise self._lost(lease, LeaseHolder.from_json(holder))
                     pipe.multi()  # type: ignore[no-untyped-call]
                     await self._queue_events(client, pipe, run_id, stored)
                     await pipe.execute()
@@ -357,35 +321,27 @@ class RedisCheckpointStore(CheckpointStoreBase):
                 except redis.exceptions.WatchError:
                     continue  # the lease changed meanwhile: look again
 
-    async def read_events(
-        self, run_id: str, *, after: int = 0, limit: int = MAX_JOURNAL_PAGE
-    ) -> Sequence[JournalEvent]:
-        """The journal events of ``run_id`` after ``after``, oldest first (one
-        ``ZRANGEBYSCORE``)."""
-        check_journal_read(after, limit)
+    async def _events(self, run_id: str, after: int, limit: int) -> Sequence[tuple[int, str]]:
+        """The journal lines of ``run_id`` after ``after`` (one ``ZRANGEBYSCORE``)."""
         async with self._redis() as client:
             members = await client.zrangebyscore(
                 self._journal_key(run_id), f"({after}", "+inf", start=0, num=limit
             )
-        named = f"run {run_id!r} in {self.url}"
         out = []
         for member in members:
             seq, _, text = _text(member).partition(" ")
             if not seq.isdigit():
-                raise CorruptCheckpointError(f"the journal of {named} holds a damaged entry")
-            out.append(JournalEvent.from_json(text, seq=int(seq), where=named))
+                raise CorruptCheckpointError(
+                    f"the journal of run {run_id!r} in {self.url} holds a damaged entry"
+                )
+            out.append((int(seq), text))
         return out
 
-    async def load(self, checkpoint_id: str) -> Checkpoint:
-        """Read, verify and decode the checkpoint ``checkpoint_id``."""
+    async def _read(self, checkpoint_id: str) -> tuple[str, bytes] | None:
+        """The run and bytes of ``checkpoint_id`` (one ``HMGET``)."""
         async with self._redis() as client:
             run_id, data = await client.hmget(self._cp_key(checkpoint_id), ["run_id", "data"])
-        if data is None:
-            raise CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r} in {self.url}")
-        named = f"{where(_text(run_id), checkpoint_id)} in {self.url}"
-        return decode_checkpoint(
-            _bytes(data), where=named, expect_run=_text(run_id), expect_id=checkpoint_id
-        )
+        return None if data is None else (_text(run_id), _bytes(data))
 
     async def acquire_lease(
         self, run_id: str, *, ttl: float, holder: LeaseHolder | None = None
@@ -397,9 +353,8 @@ class RedisCheckpointStore(CheckpointStoreBase):
         """Extend ``lease`` by ``ttl`` seconds from now, unless it was taken over."""
         return await self._lease(lease.run_id, lease, ttl, None)
 
-    async def release_lease(self, lease: Lease) -> None:
-        """Give ``lease`` up; its token stays used."""
-        released(lease)
+    async def _release(self, lease: Lease) -> None:
+        """Clear the holder of ``lease`` if its token is still the run's."""
         await self._lease(lease.run_id, lease, 0.0, None)
 
     async def _lease(
@@ -415,12 +370,12 @@ class RedisCheckpointStore(CheckpointStoreBase):
                     if token is not None:
                         current = (int(token), LeaseHolder.from_json(raw), float(expires or 0))
                     if lease is None:
-                        new = take_lease(run_id, current, holder, ttl, self.url)
+                        new = self._take_lease(run_id, current, holder, ttl)
                     elif current is None or current[0] != lease.token:
                         await pipe.unwatch()  # type: ignore[no-untyped-call]
                         if ttl <= 0:  # releasing a lease that was taken over: nothing to do
                             return lease
-                        raise lost_error(lease, self.url, current[1] if current else None)
+                        raise self._lost(lease, current[1] if current else None)
                     else:
                         new = Lease(run_id, lease.token, lease.holder, time.time() + ttl)
                     pipe.multi()  # type: ignore[no-untyped-call]
@@ -456,8 +411,8 @@ class RedisCheckpointStore(CheckpointStoreBase):
         # An id whose hash is gone was deleted while we listed.
         return [CheckpointInfo(**json.loads(info)) for info in raw if info is not None]
 
-    async def latest(self, run_id: str) -> Checkpoint | None:
-        """The checkpoint of ``run_id`` saved last, or ``None``."""
+    async def _newest(self, run_id: str) -> tuple[str, bytes] | None:
+        """The id and bytes of the checkpoint of ``run_id`` saved last."""
         async with self._redis() as client:
             while True:
                 newest = await client.zrange(self._run_key(run_id), -1, -1)
@@ -466,13 +421,9 @@ class RedisCheckpointStore(CheckpointStoreBase):
                 checkpoint_id = _text(newest[0])
                 data = await client.hget(self._cp_key(checkpoint_id), "data")
                 if data is not None:
-                    break
+                    return checkpoint_id, _bytes(data)
                 # Deleted between the two reads; drop the stray index entry and look again.
                 await client.zrem(self._run_key(run_id), checkpoint_id)
-        named = f"{where(run_id, checkpoint_id)} in {self.url}"
-        return decode_checkpoint(
-            _bytes(data), where=named, expect_run=run_id, expect_id=checkpoint_id
-        )
 
     async def delete(self, checkpoint_id: str) -> None:
         """Remove one checkpoint; nothing happens if it is not there."""
@@ -488,10 +439,10 @@ class RedisCheckpointStore(CheckpointStoreBase):
             await self._forget_if_empty(client, _text(run_id))
             await self._sweep(client, _text(run_id))
 
-    async def prune(self, run_id: str, *, keep_last: int) -> int:
+    async def _prune(self, run_id: str, keep_last: int) -> int:
         """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they
         name; return how many went (reads the kept checkpoints' listing fields only)."""
-        return await self._remove(run_id, check_keep_last(keep_last))
+        return await self._remove(run_id, keep_last)
 
     async def delete_run(self, run_id: str) -> int:
         """Remove every checkpoint of ``run_id`` and its journal; return how many
@@ -514,10 +465,7 @@ class RedisCheckpointStore(CheckpointStoreBase):
                 data = await client.hget(self._cp_key(checkpoint_id), "data")
                 if data is None:
                     continue
-                named = f"{where(run_id, checkpoint_id)} in {self.url}"
-                body = decode_checkpoint(
-                    _bytes(data), where=named, expect_run=run_id, expect_id=checkpoint_id
-                )
+                body = self._decode(_bytes(data), run_id, checkpoint_id)
                 if body.base_id is not None:
                     needed.add(body.base_id)
             doomed = [i for i in ids[:cut] if i not in needed]
@@ -547,17 +495,14 @@ class RedisCheckpointStore(CheckpointStoreBase):
                     if not held:
                         await pipe.unwatch()  # type: ignore[no-untyped-call]
                         return
-                    states = []
+                    stored = []
                     for checkpoint_id in await pipe.zrange(run_key, 0, -1):
                         data = await pipe.hget(self._cp_key(_text(checkpoint_id)), "data")
-                        if data is None:
-                            continue
-                        try:
-                            states.append(decode_checkpoint(_bytes(data)).state)
-                        except CheckpointError:
-                            await pipe.unwatch()  # type: ignore[no-untyped-call]
-                            return  # its references are unknown: keep every blob
-                    doomed = unreferenced(states, held)
+                        if data is not None:
+                            stored.append(_bytes(data))
+                    # a checkpoint that does not decode makes its references unknown:
+                    # then nothing is doomed, and every blob is kept
+                    doomed = self._unreferenced(stored, held)
                     if not doomed:
                         await pipe.unwatch()  # type: ignore[no-untyped-call]
                         return
@@ -574,10 +519,10 @@ class RedisCheckpointStore(CheckpointStoreBase):
         racing in keeps it listed)."""
         await client.eval(_FORGET_IF_EMPTY, 2, self._run_key(run_id), self._runs_key(), run_id)
 
-    async def runs(self, *, limit: int | None = None) -> Sequence[RunInfo]:
+    async def _runs(self, limit: int | None) -> Sequence[RunInfo]:
         """Every run, newest first (by its latest save), at most ``limit``: read from the
-        ``runs`` sorted set, decoding only each listed run's latest checkpoint."""
-        check_runs_limit(limit)
+        ``runs`` sorted set a page at a time, decoding only each listed run's latest
+        checkpoint (a run found empty meanwhile is dropped from the set)."""
         out: builtins.list[RunInfo] = []
         async with self._redis() as client:
             start = 0
@@ -605,14 +550,7 @@ class RedisCheckpointStore(CheckpointStoreBase):
                         await self._forget_if_empty(client, run_id)
                         continue
                     created = json.loads(info)["created_at"] if info is not None else None
-                    listed = run_info(
-                        _bytes(data),
-                        run_id=run_id,
-                        checkpoint_id=_text(last[0]),
-                        url=self.url,
-                        created_at=created,
-                    )
-                    out.append(listed)
+                    out.append(self._run_info(run_id, _text(last[0]), _bytes(data), created))
                 if len(page) < size:
                     break
         return out[:limit]
@@ -622,7 +560,7 @@ class RedisCheckpointStore(CheckpointStoreBase):
         ``runs`` sorted set from the cursor (a save's ``seq``): a page without filters reads
         only its own runs (their first and latest checkpoints); with filters, runs are read
         until one more than the page matched."""
-        after = parse_int_cursor(query.cursor)
+        after = self._cursor_position(query.cursor)
         picked: builtins.list[tuple[RunSummary, float]] = []
         async with self._redis() as client:
             top: str = "+inf" if after is None else f"({after}"
@@ -670,14 +608,7 @@ class RedisCheckpointStore(CheckpointStoreBase):
             bodies = []
             for data, ids in ((first_data, ends[2 * index]), (last_data, ends[2 * index + 1])):
                 checkpoint_id = _text(ids[0])
-                bodies.append(
-                    decode_checkpoint(
-                        _bytes(data),
-                        where=f"{where(run_id, checkpoint_id)} in {self.url}",
-                        expect_run=run_id,
-                        expect_id=checkpoint_id,
-                    )
-                )
+                bodies.append(self._decode(_bytes(data), run_id, checkpoint_id))
             first, latest = bodies
             out.append(
                 RunSummary.from_checkpoints(

@@ -1,4 +1,4 @@
-"""What the memory, file and SQLite stores share beyond :mod:`plait_durable`
+"""What the memory, file and SQLite stores share beyond :mod:`plait_durable.kit`
 (``CheckpointStoreBase`` …): URL options, and reading a blob tree whole
 (``get_blob_closure``)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from urllib.parse import parse_qsl
 
-from plait_durable import child_refs, unpack_blob
+from plait_durable.kit import CheckpointStoreBase
 
 __all__ = ["blob_closure", "split_query"]
 
@@ -57,11 +57,11 @@ def blob_closure(
         reached: set[str] = set()
         for data in got.values():
             try:
-                plain = unpack_blob(bytes(data), WALK_LIMIT - 1)
+                plain = CheckpointStoreBase._unpack_blob(bytes(data), WALK_LIMIT - 1)
             except ValueError:  # too large to walk here, or not a blob of ours
                 continue
             if len(plain) >= WALK_LIMIT:  # stored uncompressed
                 continue
-            reached.update(child_refs(plain))
+            reached.update(CheckpointStoreBase._child_refs(plain))
         frontier = sorted(reached - asked)
     return found

@@ -85,13 +85,10 @@ from urllib.parse import quote, unquote
 import anyio.to_thread
 import attrs
 from plait_durable import (
-    MAX_JOURNAL_PAGE,
     Checkpoint,
     CheckpointInfo,
     CheckpointNotFoundError,
-    CheckpointStoreBase,
     CorruptCheckpointError,
-    JournalEvent,
     Lease,
     LeaseHolder,
     RunInfo,
@@ -99,23 +96,8 @@ from plait_durable import (
     RunQuery,
     RunSummary,
     StoreUnavailableError,
-    blob_refs,
-    check_journal_read,
-    check_keep_last,
-    check_runs_limit,
-    corrupt_run_info,
-    decode_checkpoint,
-    duplicate_error,
-    encode_checkpoint,
-    info_fields,
-    latest_run_info,
-    lost_error,
-    max_blob,
-    released,
-    take_lease,
-    unreferenced,
-    where,
 )
+from plait_durable.kit import CheckpointStoreBase
 
 try:
     import fcntl
@@ -329,19 +311,19 @@ class FileCheckpointStore(CheckpointStoreBase):
 
     # -- the protocol ------------------------------------------------------------
 
-    async def save(
+    async def _write(
         self,
         checkpoint: Checkpoint,
-        *,
-        lease: Lease | None = None,
-        blobs: Mapping[str, bytes] | None = None,
+        data: bytes,
+        events: Sequence[str],
+        lease: Lease | None,
+        blobs: Mapping[str, bytes] | None,
     ) -> None:
-        """Write ``checkpoint`` durably, after its new ``blobs`` (saving the same
-        checkpoint again does nothing); with ``lease``, only while it is the run's
-        current lease."""
-        header = json.dumps(info_fields(checkpoint), ensure_ascii=True).encode("ascii")
-        content = _HEADER + header + b"\n" + encode_checkpoint(checkpoint)
-        await self._run(self._save_sync, checkpoint, content, lease, (), blobs)
+        """Write ``blobs`` and ``events`` to the run's folders, then the checkpoint (its
+        rename commits all three; see the module docstring)."""
+        header = json.dumps(self._info_fields(checkpoint), ensure_ascii=True).encode("ascii")
+        content = _HEADER + header + b"\n" + data
+        await self._run(self._save_sync, checkpoint, content, lease, events, blobs)
 
     async def get_blobs(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
         """The blobs of ``run_id`` among ``hashes`` (one that is missing is left out)."""
@@ -367,33 +349,12 @@ class FileCheckpointStore(CheckpointStoreBase):
         """The hashes of every blob ``run_id`` holds."""
         return await self._run(self._blob_hashes_sync, run_id)
 
-    async def save_with_events(
-        self,
-        checkpoint: Checkpoint,
-        events: Sequence[JournalEvent],
-        *,
-        lease: Lease | None = None,
-        blobs: Mapping[str, bytes] | None = None,
-    ) -> None:
-        """Write ``blobs`` and ``events`` to the run's folders, then ``checkpoint`` (its
-        rename commits all three; see the module docstring)."""
-        header = json.dumps(info_fields(checkpoint), ensure_ascii=True).encode("ascii")
-        content = _HEADER + header + b"\n" + encode_checkpoint(checkpoint)
-        stored = [event.to_json() for event in events]
-        await self._run(self._save_sync, checkpoint, content, lease, stored, blobs)
+    async def _append(self, run_id: str, events: Sequence[str], lease: Lease | None) -> None:
+        """Append journal lines of ``run_id`` (one file, written atomically)."""
+        await self._run(self._append_sync, run_id, events, lease)
 
-    async def append_events(
-        self, run_id: str, events: Sequence[JournalEvent], *, lease: Lease | None = None
-    ) -> None:
-        """Append ``events`` to the journal of ``run_id`` (one file, written atomically)."""
-        stored = [event.to_json() for event in events]
-        await self._run(self._append_sync, run_id, stored, lease)
-
-    async def read_events(
-        self, run_id: str, *, after: int = 0, limit: int = MAX_JOURNAL_PAGE
-    ) -> Sequence[JournalEvent]:
-        """The journal events of ``run_id`` after ``after``, oldest first, at most ``limit``."""
-        check_journal_read(after, limit)
+    async def _events(self, run_id: str, after: int, limit: int) -> Sequence[tuple[int, str]]:
+        """The journal lines of ``run_id`` after ``after``, from its journal files."""
         return await self._run(self._read_events_sync, run_id, after, limit)
 
     async def acquire_lease(
@@ -406,9 +367,8 @@ class FileCheckpointStore(CheckpointStoreBase):
         """Extend ``lease`` by ``ttl`` seconds from now, unless it was taken over."""
         return await self._run(self._lease_sync, lease.run_id, lease, ttl, None)
 
-    async def release_lease(self, lease: Lease) -> None:
-        """Give ``lease`` up; its token stays used."""
-        released(lease)
+    async def _release(self, lease: Lease) -> None:
+        """Clear the holder of ``lease`` if its token is still the run's."""
         await self._run(self._lease_sync, lease.run_id, lease, 0.0, None)
 
     def cleanup(self) -> int:
@@ -437,7 +397,9 @@ class FileCheckpointStore(CheckpointStoreBase):
         return removed
 
     async def load(self, checkpoint_id: str) -> Checkpoint:
-        """Read, verify and decode the checkpoint ``checkpoint_id``."""
+        """Read, verify and decode the checkpoint ``checkpoint_id`` (checking that its
+        file holds what its name says)."""
+        self._check_open()
         return await self._run(self._load_sync, checkpoint_id)
 
     async def list(self, run_id: str) -> Sequence[CheckpointInfo]:
@@ -445,14 +407,15 @@ class FileCheckpointStore(CheckpointStoreBase):
         return await self._run(self._list_sync, run_id)
 
     async def latest(self, run_id: str) -> Checkpoint | None:
-        """The checkpoint of ``run_id`` saved last, or ``None``."""
+        """The checkpoint of ``run_id`` saved last, or ``None`` (checking that its file
+        holds what its name says)."""
+        self._check_open()
         return await self._run(self._latest_sync, run_id)
 
-    async def runs(self, *, limit: int | None = None) -> Sequence[RunInfo]:
+    async def _runs(self, limit: int | None) -> Sequence[RunInfo]:
         """Every run under ``runs/``, newest first (by its latest checkpoint's time), at
         most ``limit``: reads two headers per run and decodes only the listed runs'
-        latest checkpoints."""
-        check_runs_limit(limit)
+        latest checkpoints; a run whose files do not read is listed at the end."""
         return await self._run(self._runs_sync, limit)
 
     async def list_runs(self, query: RunQuery) -> RunPage:
@@ -466,10 +429,9 @@ class FileCheckpointStore(CheckpointStoreBase):
         if run_id is not None:
             await self._run(self._reindex_sync, run_id)
 
-    async def prune(self, run_id: str, *, keep_last: int) -> int:
+    async def _prune(self, run_id: str, keep_last: int) -> int:
         """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they
         name; return how many went (reads the kept checkpoints' headers only)."""
-        check_keep_last(keep_last)
         removed = await self._run(self._prune_sync, run_id, keep_last, False)
         if removed:
             await self._run(self._reindex_sync, run_id)
@@ -499,7 +461,7 @@ class FileCheckpointStore(CheckpointStoreBase):
                     content = self._read_file(run_dir, name, f"runs/{run_name}/{name}")
                     if content is None:
                         return self._summary_sync(run_id)  # changed while we looked
-                    contents.append(self._decode(run_name, name, content))
+                    contents.append(self._decode_file(run_name, name, content))
             if not contents:
                 return None
             latest, first = contents[0], contents[-1]
@@ -507,7 +469,7 @@ class FileCheckpointStore(CheckpointStoreBase):
                 latest, created_at=first.created_at, first_metadata=first.metadata
             )
         except CorruptCheckpointError as exc:
-            info = corrupt_run_info(run_id, exc)
+            info = self._corrupt_run_info(run_id, exc)
             return RunSummary(*attrs.astuple(info))
 
     def _summaries_sync(self) -> builtins.list[RunSummary]:
@@ -636,7 +598,7 @@ class FileCheckpointStore(CheckpointStoreBase):
         """The content of the file ``name`` (``None`` if it is not there).
 
         :raises CorruptCheckpointError: it is a link … (:meth:`_open_file`), or holds more
-            than :func:`plait_durable.max_blob` bytes (checked before it is read).
+            than :meth:`CheckpointStoreBase._max_blob` bytes (checked before it is read).
         """
         fd = self._open_file(dir_fd, name, inside)
         if fd is None:
@@ -645,9 +607,9 @@ class FileCheckpointStore(CheckpointStoreBase):
             return self._bounded_read(file, inside)
 
     def _bounded_read(self, file: Any, inside: str) -> bytes:
-        """The rest of ``file``, if it is no more than :func:`plait_durable.max_blob` bytes:
+        """The rest of ``file``, if it is no more than :meth:`CheckpointStoreBase._max_blob` bytes:
         a sparse file can claim gigabytes it does not hold, and a reader would hold them."""
-        limit = max_blob()
+        limit = self._max_blob()
         size = os.fstat(file.fileno()).st_size
         data: bytes = b"" if size > limit else file.read(limit + 1)
         if size > limit or len(data) > limit:
@@ -710,11 +672,11 @@ class FileCheckpointStore(CheckpointStoreBase):
         with self._lease_file(run_id, exclusive=True) as fd:
             current = self._read_lease(fd)
             if lease is None:  # acquire
-                new = take_lease(run_id, current, holder, ttl, self.url)
+                new = self._take_lease(run_id, current, holder, ttl)
             elif current is None or current[0] != lease.token:
                 if ttl <= 0:  # releasing a lease that was taken over: nothing to do
                     return lease
-                raise lost_error(lease, self.url, current[1] if current else None)
+                raise self._lost(lease, current[1] if current else None)
             elif ttl > 0:  # renew
                 new = Lease(run_id, lease.token, lease.holder, time.time() + ttl)
             else:  # release
@@ -744,7 +706,7 @@ class FileCheckpointStore(CheckpointStoreBase):
         with self._lease_file(checkpoint.run_id, exclusive=False) as fd:
             current = self._read_lease(fd)
             if current is None or current[0] != lease.token:
-                raise lost_error(lease, self.url, current[1] if current else None)
+                raise self._lost(lease, current[1] if current else None)
             self._save_unfenced(checkpoint, content, stored, blobs)
 
     # -- blobs: packs (plait_stores._filepack) and files of their own ------------------
@@ -764,7 +726,7 @@ class FileCheckpointStore(CheckpointStoreBase):
                     continue
                 inside = f"blobs/{run_name}/{name}"
                 try:
-                    index = _pack_indexes.index((self._key, run_name, name), fd, max_blob())
+                    index = _pack_indexes.index((self._key, run_name, name), fd, self._max_blob())
                 except OversizedPack as exc:
                     os.close(fd)
                     raise self._oversized(inside, str(exc)) from None
@@ -805,7 +767,7 @@ class FileCheckpointStore(CheckpointStoreBase):
 
     def _closure_of(self, checkpoint: Checkpoint) -> dict[str, bytes]:
         """The blobs the state of ``checkpoint`` reaches (as :meth:`get_blob_closure`)."""
-        refs = blob_refs(checkpoint.state)
+        refs = self._blob_refs(checkpoint.state)
         return self._get_blobs_sync(checkpoint.run_id, sorted(refs), True) if refs else {}
 
     def _read_listed(
@@ -938,7 +900,7 @@ class FileCheckpointStore(CheckpointStoreBase):
             packed: dict[str, bytes] = {}
             for _, fd, index, _ in packs:
                 packed.update(read_blobs(fd, index, index))
-            doomed = unreferenced(states, {**packed, **singles})
+            doomed = self._unreferenced_states(states, {**packed, **singles})
             rewrite = [name for name, _, index, _ in packs if not doomed.isdisjoint(index)]
         for name in sorted(doomed.intersection(singles)):
             _unlink(folder, name)
@@ -961,7 +923,7 @@ class FileCheckpointStore(CheckpointStoreBase):
         with self._lease_file(run_id, exclusive=False) as fd:
             current = self._read_lease(fd)
             if current is None or current[0] != lease.token:
-                raise lost_error(lease, self.url, current[1] if current else None)
+                raise self._lost(lease, current[1] if current else None)
             with self._lock:
                 self._append_unfenced(run_id, stored)
 
@@ -978,10 +940,12 @@ class FileCheckpointStore(CheckpointStoreBase):
             lines = "".join(text + "\n" for text in stored).encode("utf-8")
             _write_atomic(folder, f"{first:012d}-{last:012d}{_JOURNAL_SUFFIX}", lines)
 
-    def _read_events_sync(self, run_id: str, after: int, limit: int) -> builtins.list[JournalEvent]:
+    def _read_events_sync(
+        self, run_id: str, after: int, limit: int
+    ) -> builtins.list[tuple[int, str]]:
         run_name = _fs_name(run_id, "run id")
         named = f"run {run_id!r} in {self.url}"
-        out: builtins.list[JournalEvent] = []
+        out: builtins.list[tuple[int, str]] = []
         with self._dir("journal", run_name) as folder:
             if folder is None:
                 return out
@@ -1000,7 +964,7 @@ class FileCheckpointStore(CheckpointStoreBase):
                     )
                 for seq, text in enumerate(lines, start=first):
                     if seq > after:
-                        out.append(JournalEvent.from_json(text, seq=seq, where=named))
+                        out.append((seq, text))
                         if len(out) == limit:
                             return out
         return out
@@ -1018,7 +982,7 @@ class FileCheckpointStore(CheckpointStoreBase):
             existing = self._read_stored(id_name)
             if existing is not None:
                 if existing[2] != content:
-                    raise duplicate_error(checkpoint, self.url)
+                    raise self._duplicate(checkpoint)
                 return
             with self._dir("runs", run_name, create=True) as run_dir:
                 assert run_dir is not None  # created
@@ -1078,21 +1042,24 @@ class FileCheckpointStore(CheckpointStoreBase):
             return None
         return None if content is None else (entry[0], entry[1], content)
 
-    def _decode(self, run_name: str, file_name: str, content: bytes) -> Checkpoint:
+    def _decode_file(self, run_name: str, file_name: str, content: bytes) -> Checkpoint:
+        """The checkpoint a file of ``runs/`` holds, checked against its name."""
         run_id = unquote(run_name)
         checkpoint_id = _id_of(file_name)
         inside = f"runs/{run_name}/{file_name}"
         header, sep, body = content.partition(b"\n")
         if not header.startswith(_HEADER) or not sep:
             raise CorruptCheckpointError(
-                f"{where(run_id, checkpoint_id)} in {self.url} is corrupt: file {inside!r} "
+                f"{self._where(run_id, checkpoint_id)} in {self.url} is corrupt: file {inside!r} "
                 "has no checkpoint header"
             )
-        checkpoint = decode_checkpoint(body, where=f"{where(run_id, checkpoint_id)} ({inside})")
+        checkpoint = self._decode_body(
+            body, where=f"{self._where(run_id, checkpoint_id)} ({inside})"
+        )
         if checkpoint.checkpoint_id != checkpoint_id or checkpoint.run_id != run_id:
             raise CorruptCheckpointError(
-                f"{where(run_id, checkpoint_id)} in {self.url} is corrupt: file {inside!r} "
-                f"holds {where(checkpoint.run_id, checkpoint.checkpoint_id)}"
+                f"{self._where(run_id, checkpoint_id)} in {self.url} is corrupt: file {inside!r} "
+                f"holds {self._where(checkpoint.run_id, checkpoint.checkpoint_id)}"
             )
         return checkpoint
 
@@ -1100,7 +1067,7 @@ class FileCheckpointStore(CheckpointStoreBase):
         stored = self._read_stored(_fs_name(checkpoint_id, "checkpoint id"))
         if stored is None:
             raise CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r} in {self.url}")
-        return self._decode(*stored)
+        return self._decode_file(*stored)
 
     def _list_sync(self, run_id: str) -> builtins.list[CheckpointInfo]:
         run_name = _fs_name(run_id, "run id")
@@ -1128,7 +1095,7 @@ class FileCheckpointStore(CheckpointStoreBase):
                     # Written before headers had base_id: a delta names its base inside.
                     try:
                         body = self._bounded_read(file, inside)
-                        fields["base_id"] = decode_checkpoint(body).base_id
+                        fields["base_id"] = self._decode_body(body).base_id
                     except CorruptCheckpointError:
                         fields["base_id"] = None
         except ValueError as exc:
@@ -1142,7 +1109,7 @@ class FileCheckpointStore(CheckpointStoreBase):
 
     def _bad_header(self, run_name: str, name: str, exc: Exception) -> CorruptCheckpointError:
         return CorruptCheckpointError(
-            f"{where(unquote(run_name), _id_of(name))} in {self.url} is corrupt: the header "
+            f"{self._where(unquote(run_name), _id_of(name))} in {self.url} is corrupt: the header "
             f"of 'runs/{run_name}/{name}' does not decode ({exc})"
         )
 
@@ -1153,7 +1120,7 @@ class FileCheckpointStore(CheckpointStoreBase):
             try:
                 listed = self._run_times(run_name)
             except CorruptCheckpointError as exc:
-                damaged.append(corrupt_run_info(unquote(run_name), exc))
+                damaged.append(self._corrupt_run_info(unquote(run_name), exc))
                 continue
             if listed is not None:
                 found.append(listed)
@@ -1165,10 +1132,12 @@ class FileCheckpointStore(CheckpointStoreBase):
             try:
                 latest = self._latest_sync(run_id)
             except CorruptCheckpointError as exc:
-                out.append(corrupt_run_info(run_id, exc, created_at=created_at))
+                out.append(self._corrupt_run_info(run_id, exc, created_at=created_at))
                 continue
             if latest is not None:
-                out.append(latest_run_info(latest, created_at=min(created_at, latest.created_at)))
+                out.append(
+                    self._latest_run_info(latest, created_at=min(created_at, latest.created_at))
+                )
         return (out + damaged)[:limit]
 
     def _run_times(self, run_name: str) -> tuple[float, str, float] | None:
@@ -1198,7 +1167,7 @@ class FileCheckpointStore(CheckpointStoreBase):
                 content = self._read_file(run_dir, name, f"runs/{run_name}/{name}")
                 if content is None:
                     continue  # deleted while we looked; the one before is the latest now
-                return self._decode(run_name, name, content)
+                return self._decode_file(run_name, name, content)
         return None
 
     def _delete_sync(self, checkpoint_id: str) -> str | None:
@@ -1231,7 +1200,7 @@ class FileCheckpointStore(CheckpointStoreBase):
                 if content is None:
                     continue
                 try:
-                    states.append(self._decode(run_name, name, content).state)
+                    states.append(self._decode_file(run_name, name, content).state)
                 except CorruptCheckpointError:
                     return None
         return states
@@ -1258,7 +1227,7 @@ class FileCheckpointStore(CheckpointStoreBase):
                 content = self._read_file(run_dir, name, f"runs/{run_name}/{name}")
                 if content is None:
                     continue
-                base_id = self._decode(run_name, name, content).base_id
+                base_id = self._decode_file(run_name, name, content).base_id
                 if base_id is not None:
                     needed.add(base_id)
             doomed = [name for name in names[:cut] if _id_of(name) not in needed]

@@ -10,12 +10,12 @@ instead of every run's checkpoint files:
   requests, error and time; it keeps when it started and where it was forked from;
 - ``{"s": STAMP, "gone": RUN}``: the run has no checkpoint left.
 
-``row`` is :data:`plait_durable.RUN_COLUMNS` in order. ``STAMP`` orders the runs, newest
-first: nanoseconds since the epoch when the line was written, above any stamp this
-process has seen. A save appends its line right after the checkpoint's rename (its
-commit point), holding a shared ``flock`` on ``runs.index.lock``; compaction (one full
-line per run, when the log is more than twice that long) and rebuilding take it
-exclusively and replace the file atomically.
+``row`` is :attr:`plait_durable.kit.CheckpointStoreBase.RUN_COLUMNS` in order. ``STAMP``
+orders the runs, newest first: nanoseconds since the epoch when the line was written,
+above any stamp this process has seen. A save appends its line right after the
+checkpoint's rename (its commit point), holding a shared ``flock`` on
+``runs.index.lock``; compaction (one full line per run, when the log is more than twice
+that long) and rebuilding take it exclusively and replace the file atomically.
 
 The index is data, never trusted: every line is checked field by field, and nothing in it
 is imported or decoded as a checkpoint. A missing index (a directory written before the
@@ -33,7 +33,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
-from plait_durable import RUN_COLUMNS, RunPage, RunQuery, RunSummary, parse_int_cursor
+from plait_durable import RunPage, RunQuery, RunSummary
+from plait_durable.kit import CheckpointStoreBase
 
 try:
     import fcntl
@@ -44,6 +45,8 @@ __all__ = ["INDEX_NAME", "RunIndexLog", "summary_line"]
 
 INDEX_NAME = "runs.index"
 _LOCK_NAME = "runs.index.lock"
+_COLUMNS = CheckpointStoreBase.RUN_COLUMNS
+
 #: Types of each column of a summary row, in RUN_COLUMNS order (``None`` allowed where
 #: the summary allows it).
 _COLUMN_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {
@@ -62,7 +65,7 @@ _COLUMN_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {
 COMPACT_SLACK = 1000
 #: What a later save keeps from the run's entry (positions in a row).
 _KEPT_AT = frozenset(
-    RUN_COLUMNS.index(name) for name in ("created_at", "forked_from", "forked_from_checkpoint")
+    _COLUMNS.index(name) for name in ("created_at", "forked_from", "forked_from_checkpoint")
 )
 
 
@@ -82,9 +85,9 @@ def gone_line(run_id: str, stamp: int) -> bytes:
 
 
 def _checked_row(row: Any) -> tuple[Any, ...]:
-    if not isinstance(row, list) or len(row) != len(RUN_COLUMNS):
+    if not isinstance(row, list) or len(row) != len(_COLUMNS):
         raise IndexCorrupt("a row is not a list of the run index's columns")
-    for name, value in zip(RUN_COLUMNS, row):
+    for name, value in zip(_COLUMNS, row):
         types, nullable = _COLUMN_TYPES[name]
         if value is None and nullable:
             continue
@@ -250,7 +253,7 @@ class RunIndexLog:
 
     def page(self, query: RunQuery) -> RunPage:
         """A page of the index, newest first."""
-        after = parse_int_cursor(query.cursor)
+        after = CheckpointStoreBase._cursor_position(query.cursor)
         runs = self._current()
         indexed = sorted(runs.values(), key=lambda entry: (-entry.stamp, entry.row[0]))
         unfiltered = attrs.evolve(query, limit=1, cursor=None) == RunQuery(limit=1)

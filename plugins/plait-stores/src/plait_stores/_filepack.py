@@ -19,10 +19,10 @@ its blobs read as missing, which the kernel reports as a
 :class:`~plait_durable.CorruptCheckpointError` naming the checkpoint and the hash; an entry
 whose bytes lie past the end of the file is missing too. A pack whose index claims more
 than :data:`MAX_ENTRIES` blobs, or a blob longer than a reader takes
-(:func:`plait_durable.max_blob`), is :class:`OversizedPack`, checked before the index or
-the blob is read (a sparse file can claim gigabytes it does not hold), which the store
-reports naming the pack. The bytes themselves are not checked here: the kernel verifies
-every blob against its hash when it reads it.
+(:meth:`plait_durable.kit.CheckpointStoreBase._max_blob`), is :class:`OversizedPack`,
+checked before the index or the blob is read (a sparse file can claim gigabytes it does
+not hold), which the store reports naming the pack. The bytes themselves are not checked
+here: the kernel verifies every blob against its hash when it reads it.
 
 Packs are named ``pack-<seq>.pack`` with a sequence number that only grows while the run
 has packs. Each save with new blobs writes one pack; to keep their number logarithmic in

@@ -16,33 +16,15 @@ from urllib.parse import unquote, urlsplit
 
 import anyio.lowlevel
 from plait_durable import (
-    MAX_JOURNAL_PAGE,
     Checkpoint,
     CheckpointInfo,
-    CheckpointNotFoundError,
-    CheckpointStoreBase,
-    JournalEvent,
     Lease,
     LeaseHolder,
-    RunInfo,
     RunPage,
     RunQuery,
     RunSummary,
-    check_journal_read,
-    check_keep_last,
-    check_runs_limit,
-    decode_checkpoint,
-    duplicate_error,
-    encode_checkpoint,
-    lost_error,
-    parse_int_cursor,
-    prune_plan,
-    released,
-    run_info,
-    take_lease,
-    unreferenced,
-    where,
 )
+from plait_durable.kit import CheckpointStoreBase
 
 __all__ = ["MemoryCheckpointStore"]
 
@@ -54,6 +36,31 @@ class _Entry:
         self.info = info
         self.data = data
         self.seq = seq  # the space's save counter: newest first across runs
+
+
+class _Indexed:
+    """A run as the run index keeps it: the seq and the record of its latest checkpoint,
+    when its first was taken and that first one's metadata. The summary is made when the
+    index is read, not at every save (a run saves far more often than it is listed)."""
+
+    __slots__ = ("created_at", "first_metadata", "latest", "seq", "summary")
+
+    def __init__(
+        self, seq: int, latest: Checkpoint, created_at: float, first_metadata: Mapping[str, Any]
+    ) -> None:
+        self.seq = seq
+        self.latest = latest
+        self.created_at = created_at
+        self.first_metadata = first_metadata
+        self.summary: RunSummary | None = None
+
+    def summarised(self) -> RunSummary:
+        """The run's :class:`~plait_durable.RunSummary` (made once)."""
+        if self.summary is None:
+            self.summary = RunSummary.from_checkpoints(
+                self.latest, created_at=self.created_at, first_metadata=self.first_metadata
+            )
+        return self.summary
 
 
 class _Space:
@@ -68,8 +75,8 @@ class _Space:
         # run id -> (fencing token, holder or None once released, expires at)
         self.leases: dict[str, tuple[int, LeaseHolder | None, float]] = {}
         self.saved = 0
-        # the run index: run id -> (seq of its latest checkpoint, its summary)
-        self.summaries: dict[str, tuple[int, RunSummary]] = {}
+        # the run index: run id -> its latest checkpoint, summarised when listed
+        self.summaries: dict[str, _Indexed] = {}
         # run id -> hash -> the blob's bytes (one bytes object, shared by every
         # checkpoint of the run that references it)
         self.blobs: dict[str, dict[str, bytes]] = {}
@@ -118,38 +125,23 @@ class MemoryCheckpointStore(CheckpointStoreBase):
         with _spaces_lock:
             _spaces.pop(name, None)
 
-    async def save(
+    async def _write(
         self,
         checkpoint: Checkpoint,
-        *,
-        lease: Lease | None = None,
-        blobs: Mapping[str, bytes] | None = None,
+        data: bytes,
+        events: Sequence[str],
+        lease: Lease | None,
+        blobs: Mapping[str, bytes] | None,
     ) -> None:
-        """Store ``checkpoint`` and its new ``blobs`` (saving the same checkpoint again
-        does nothing); with ``lease``, only while it is the run's current lease."""
-        await self.save_with_events(checkpoint, (), lease=lease, blobs=blobs)
-
-    async def save_with_events(
-        self,
-        checkpoint: Checkpoint,
-        events: Sequence[JournalEvent],
-        *,
-        lease: Lease | None = None,
-        blobs: Mapping[str, bytes] | None = None,
-    ) -> None:
-        """:meth:`save` (with its ``blobs``) and :meth:`append_events` under one lock
-        (:class:`plait_durable.EventJournal`): nobody sees one without the other."""
-        await anyio.lowlevel.checkpoint()
-        self._check_open()
-        data = encode_checkpoint(checkpoint)
-        stored = [event.to_json() for event in events]
+        """Store the checkpoint, its new ``blobs`` and its journal ``events`` under the
+        space's lock: nobody sees one without the others."""
         space = self._space
         with space.lock:
             self._check_lease(checkpoint.run_id, lease)
             existing = space.entries.get(checkpoint.checkpoint_id)
             if existing is not None:
                 if existing.data != data:
-                    raise duplicate_error(checkpoint, self.url)
+                    raise self._duplicate(checkpoint)
                 return
             if blobs:
                 held = space.blobs.setdefault(checkpoint.run_id, {})
@@ -159,54 +151,36 @@ class MemoryCheckpointStore(CheckpointStoreBase):
             space.entries[checkpoint.checkpoint_id] = _Entry(checkpoint.info, data, space.saved)
             space.runs.setdefault(checkpoint.run_id, {})[checkpoint.checkpoint_id] = None
             _index_saved(space, checkpoint)
-            _journal_append(space, checkpoint.run_id, stored)
+            _journal_append(space, checkpoint.run_id, events)
 
-    async def append_events(
-        self, run_id: str, events: Sequence[JournalEvent], *, lease: Lease | None = None
-    ) -> None:
-        """Append ``events`` to the journal of ``run_id`` (:class:`plait_durable.EventJournal`)."""
+    async def _append(self, run_id: str, events: Sequence[str], lease: Lease | None) -> None:
+        """Append journal lines of ``run_id`` under the space's lock."""
         await anyio.lowlevel.checkpoint()
-        self._check_open()
-        stored = [event.to_json() for event in events]
         with self._space.lock:
             self._check_lease(run_id, lease)
-            _journal_append(self._space, run_id, stored)
+            _journal_append(self._space, run_id, events)
 
-    async def read_events(
-        self, run_id: str, *, after: int = 0, limit: int = MAX_JOURNAL_PAGE
-    ) -> Sequence[JournalEvent]:
-        """The journal events of ``run_id`` after ``after``, oldest first, at most ``limit``."""
-        check_journal_read(after, limit)
+    async def _events(self, run_id: str, after: int, limit: int) -> Sequence[tuple[int, str]]:
+        """The journal lines of ``run_id`` after ``after`` (a binary search)."""
         await anyio.lowlevel.checkpoint()
-        self._check_open()
         with self._space.lock:
             stored = self._space.journal.get(run_id, [])
             start = bisect.bisect_right(stored, after, key=lambda pair: pair[0])
-            picked = stored[start : start + limit]
-        named = f"run {run_id!r} in {self.url}"
-        return [JournalEvent.from_json(text, seq=seq, where=named) for seq, text in picked]
+            return stored[start : start + limit]
 
     def _check_lease(self, run_id: str, lease: Lease | None) -> None:
         """Under the space's lock: refuse a write with a lease that is not current."""
         if lease is not None:
             current = self._space.leases.get(run_id)
             if current is None or current[0] != lease.token:
-                raise lost_error(lease, self.url, current[1] if current else None)
+                raise self._lost(lease, current[1] if current else None)
 
-    async def load(self, checkpoint_id: str) -> Checkpoint:
-        """Decode and return the checkpoint ``checkpoint_id``."""
+    async def _read(self, checkpoint_id: str) -> tuple[str, bytes] | None:
+        """The run and bytes of ``checkpoint_id``."""
         await anyio.lowlevel.checkpoint()
-        self._check_open()
         with self._space.lock:
             entry = self._space.entries.get(checkpoint_id)
-        if entry is None:
-            raise CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r} in {self.url}")
-        return decode_checkpoint(
-            entry.data,
-            where=where(entry.info.run_id, checkpoint_id),
-            expect_run=entry.info.run_id,
-            expect_id=checkpoint_id,
-        )
+        return None if entry is None else (entry.info.run_id, entry.data)
 
     async def get_blobs(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
         """The blobs of ``run_id`` among ``hashes`` (one that is missing is left out)."""
@@ -232,26 +206,20 @@ class MemoryCheckpointStore(CheckpointStoreBase):
             ids = space.runs.get(run_id, {})
             return [space.entries[i].info for i in ids]
 
-    async def latest(self, run_id: str) -> Checkpoint | None:
-        """The checkpoint of ``run_id`` saved last, or ``None``."""
+    async def _newest(self, run_id: str) -> tuple[str, bytes] | None:
+        """The id and bytes of the checkpoint of ``run_id`` saved last."""
         await anyio.lowlevel.checkpoint()
-        self._check_open()
         space = self._space
         with space.lock:
             ids = space.runs.get(run_id)
             if not ids:
                 return None
             last = next(reversed(ids))
-            entry = space.entries[last]
-        return decode_checkpoint(
-            entry.data, where=where(run_id, last), expect_run=run_id, expect_id=last
-        )
+            return last, space.entries[last].data
 
-    async def runs(self, *, limit: int | None = None) -> Sequence[RunInfo]:
-        """Every run, newest first (by its latest checkpoint), at most ``limit``."""
-        check_runs_limit(limit)
+    async def _heads(self, limit: int | None) -> Sequence[tuple[str, str, bytes, float | None]]:
+        """Each run's last checkpoint and first time, newest run first."""
         await anyio.lowlevel.checkpoint()
-        self._check_open()
         space = self._space
         with space.lock:
             found = [
@@ -260,29 +228,22 @@ class MemoryCheckpointStore(CheckpointStoreBase):
                 if ids
             ]
         found.sort(key=lambda pair: pair[0].seq, reverse=True)
-        out = []
-        for entry, first in found[:limit]:
-            info = entry.info
-            listed = run_info(
-                entry.data,
-                run_id=info.run_id,
-                checkpoint_id=info.checkpoint_id,
-                url=self.url,
-                created_at=first.created_at,
-            )
-            out.append(listed)
-        return out
+        return [
+            (last.info.run_id, last.info.checkpoint_id, last.data, first.created_at)
+            for last, first in found[:limit]
+        ]
 
     async def list_runs(self, query: RunQuery) -> RunPage:
         """A page of the run index (:class:`plait_durable.RunIndex`), newest first, from
         the summaries kept as checkpoints are saved (nothing is decoded)."""
-        after = parse_int_cursor(query.cursor)
+        after = self._cursor_position(query.cursor)
         await anyio.lowlevel.checkpoint()
         self._check_open()
         with self._space.lock:
-            indexed = sorted(self._space.summaries.values(), key=lambda pair: -pair[0])
+            indexed = sorted(self._space.summaries.values(), key=lambda run: -run.seq)
+            listed = [(run.seq, run.summarised()) for run in indexed]
         picked: list[tuple[int, RunSummary]] = []
-        for seq, summary in indexed:
+        for seq, summary in listed:
             if (after is not None and seq >= after) or not query.matches(summary):
                 continue
             if len(picked) == query.limit:
@@ -301,16 +262,14 @@ class MemoryCheckpointStore(CheckpointStoreBase):
                 self._unindex(entry.info.run_id, [checkpoint_id])
                 self._sweep(entry.info.run_id)
 
-    async def prune(self, run_id: str, *, keep_last: int) -> int:
+    async def _prune(self, run_id: str, keep_last: int) -> int:
         """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they
         name; return how many went."""
-        check_keep_last(keep_last)
         await anyio.lowlevel.checkpoint()
-        self._check_open()
         space = self._space
         with space.lock:
             infos = [space.entries[i].info for i in space.runs.get(run_id, {})]
-            doomed = prune_plan(infos, keep_last)
+            doomed = self._prune_plan(infos, keep_last)
             for checkpoint_id in doomed:
                 del space.entries[checkpoint_id]
             self._unindex(run_id, doomed)
@@ -333,7 +292,7 @@ class MemoryCheckpointStore(CheckpointStoreBase):
         self._check_open()
         space = self._space
         with space.lock:
-            lease = take_lease(run_id, space.leases.get(run_id), holder, ttl, self.url)
+            lease = self._take_lease(run_id, space.leases.get(run_id), holder, ttl)
             space.leases[run_id] = (lease.token, lease.holder, lease.expires_at)
             return lease
 
@@ -345,15 +304,13 @@ class MemoryCheckpointStore(CheckpointStoreBase):
         with space.lock:
             current = space.leases.get(lease.run_id)
             if current is None or current[0] != lease.token:
-                raise lost_error(lease, self.url, current[1] if current else None)
+                raise self._lost(lease, current[1] if current else None)
             renewed = Lease(lease.run_id, lease.token, lease.holder, time.time() + ttl)
             space.leases[lease.run_id] = (lease.token, lease.holder, renewed.expires_at)
             return renewed
 
-    async def release_lease(self, lease: Lease) -> None:
-        """Give ``lease`` up; its token stays used."""
-        released(lease)
-        self._check_open()
+    async def _release(self, lease: Lease) -> None:
+        """Clear the holder of ``lease`` if it is still the run's."""
         space = self._space
         with space.lock:
             current = space.leases.get(lease.run_id)
@@ -368,10 +325,7 @@ class MemoryCheckpointStore(CheckpointStoreBase):
         if held is None:
             return
         ids = space.runs.get(run_id, {})
-        states = [
-            decode_checkpoint(space.entries[i].data, where=where(run_id, i)).state for i in ids
-        ]
-        for digest in unreferenced(states, held):
+        for digest in self._unreferenced([space.entries[i].data for i in ids], held):
             del held[digest]
         if not held:
             del space.blobs[run_id]
@@ -384,7 +338,22 @@ class MemoryCheckpointStore(CheckpointStoreBase):
             ids.pop(checkpoint_id, None)
         if not ids:
             del self._space.runs[run_id]
-        _reindex_run(self._space, run_id)
+        self._reindex(run_id)
+
+    def _reindex(self, run_id: str) -> None:
+        """Rebuild the index entry of ``run_id`` after checkpoints of it went (under the
+        lock)."""
+        space = self._space
+        space.summaries.pop(run_id, None)
+        ids = space.runs.get(run_id)
+        if not ids:
+            return
+        first = space.entries[next(iter(ids))]
+        last = space.entries[next(reversed(ids))]
+        decoded = [self._decode(e.data, run_id, e.info.checkpoint_id) for e in (first, last)]
+        space.summaries[run_id] = _Indexed(
+            last.seq, decoded[1], first.info.created_at, decoded[0].metadata
+        )
 
 
 def _journal_append(space: _Space, run_id: str, stored: Sequence[str]) -> None:
@@ -399,33 +368,9 @@ def _journal_append(space: _Space, run_id: str, stored: Sequence[str]) -> None:
 def _index_saved(space: _Space, checkpoint: Checkpoint) -> None:
     """Index the run of ``checkpoint``, just saved (under the space's lock)."""
     known = space.summaries.get(checkpoint.run_id)
-    # the first checkpoint says when the run started and where it was forked from
-    first = checkpoint.metadata if known is None else _origin_metadata(known[1])
-    created_at = checkpoint.created_at if known is None else known[1].created_at
-    summary = RunSummary.from_checkpoints(checkpoint, created_at=created_at, first_metadata=first)
-    space.summaries[checkpoint.run_id] = (space.saved, summary)
-
-
-def _origin_metadata(summary: RunSummary) -> dict[str, Any]:
-    """The part of a first checkpoint's metadata a summary keeps: where it was forked from."""
-    if summary.forked_from is None:
-        return {}
-    origin = {"run_id": summary.forked_from, "checkpoint_id": summary.forked_from_checkpoint}
-    return {"forked_from": origin}
-
-
-def _reindex_run(space: _Space, run_id: str) -> None:
-    """Rebuild the index entry of ``run_id`` after checkpoints of it went (under the lock)."""
-    space.summaries.pop(run_id, None)
-    ids = space.runs.get(run_id)
-    if not ids:
-        return
-    first = space.entries[next(iter(ids))]
-    last = space.entries[next(reversed(ids))]
-    decoded = [
-        decode_checkpoint(e.data, where=where(run_id, e.info.checkpoint_id)) for e in (first, last)
-    ]
-    summary = RunSummary.from_checkpoints(
-        decoded[1], created_at=first.info.created_at, first_metadata=decoded[0].metadata
-    )
-    space.summaries[run_id] = (last.seq, summary)
+    if known is None:  # the first checkpoint says when the run started, and its origin
+        space.summaries[checkpoint.run_id] = _Indexed(
+            space.saved, checkpoint, checkpoint.created_at, checkpoint.metadata
+        )
+    else:
+        known.seq, known.latest, known.summary = space.saved, checkpoint, None

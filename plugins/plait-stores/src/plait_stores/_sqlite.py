@@ -53,38 +53,17 @@ from typing import Any, TypeVar
 import anyio.to_thread
 from plait import CheckpointError
 from plait_durable import (
-    INFO_FIELDS,
-    MAX_JOURNAL_PAGE,
-    RUN_COLUMNS,
     Checkpoint,
     CheckpointInfo,
     CheckpointNotFoundError,
-    CheckpointStoreBase,
-    JournalEvent,
     Lease,
     LeaseHolder,
-    RunInfo,
     RunPage,
     RunQuery,
     RunSummary,
     StoreUnavailableError,
-    blob_refs,
-    check_journal_read,
-    check_keep_last,
-    check_runs_limit,
-    decode_checkpoint,
-    duplicate_error,
-    encode_checkpoint,
-    info_row,
-    lost_error,
-    page_of_rows,
-    page_sql,
-    released,
-    run_info,
-    take_lease,
-    unreferenced_by,
-    where,
 )
+from plait_durable.kit import CheckpointStoreBase
 
 from ._common import blob_closure, split_query
 
@@ -184,7 +163,7 @@ SCHEMA_VERSION = len(_MIGRATIONS)
 #: kept past its bound.
 VACUUM_RATE = 10 << 20
 
-_INFO = ", ".join(INFO_FIELDS)
+_INFO = ", ".join(CheckpointStoreBase.INFO_FIELDS)
 _SYNCHRONOUS = ("full", "extra", "normal")
 #: Each run's latest row (the highest seq: seq never goes back) and its first time.
 _RUNS_SQL = """
@@ -194,7 +173,7 @@ _RUNS_SQL = """
     JOIN plait_checkpoints AS c ON c.seq = g.last_seq
     ORDER BY g.last_seq DESC
     LIMIT ?"""
-_RUN_COLUMNS = ", ".join(RUN_COLUMNS)
+_RUN_COLUMNS = ", ".join(CheckpointStoreBase.RUN_COLUMNS)
 _LOAD_SQL = "SELECT run_id, data FROM plait_checkpoints WHERE checkpoint_id = ?"
 _LATEST_SQL = (
     "SELECT checkpoint_id, data FROM plait_checkpoints WHERE run_id = ? ORDER BY seq DESC LIMIT 1"
@@ -274,18 +253,20 @@ class SqliteCheckpointStore(CheckpointStoreBase):
 
     # -- the protocol ------------------------------------------------------------
 
-    async def save(
+    async def _write(
         self,
         checkpoint: Checkpoint,
-        *,
-        lease: Lease | None = None,
-        blobs: Mapping[str, bytes] | None = None,
+        data: bytes,
+        events: Sequence[str],
+        lease: Lease | None,
+        blobs: Mapping[str, bytes] | None,
     ) -> None:
-        """Commit ``checkpoint`` and its new ``blobs`` in one transaction (saving the
-        same checkpoint again does nothing); with ``lease``, only while it is the run's
-        current lease."""
-        data = encode_checkpoint(checkpoint)
-        await self._run(self._save_many_sync, [(checkpoint, data)], lease, blobs)
+        """Commit the checkpoint, its new ``blobs``, its run's index row and its journal
+        ``events`` in one transaction."""
+        if events:
+            await self._run(self._save_with_events_sync, checkpoint, data, events, lease, blobs)
+        else:
+            await self._run(self._save_many_sync, [(checkpoint, data)], lease, blobs)
 
     async def save_many(
         self,
@@ -297,7 +278,7 @@ class SqliteCheckpointStore(CheckpointStoreBase):
         """Commit several checkpoints of one run and their new ``blobs`` in one
         transaction, in order (one fsync for all): what the ``async`` durability mode's
         writer uses when checkpoints queue up."""
-        encoded = [(checkpoint, encode_checkpoint(checkpoint)) for checkpoint in checkpoints]
+        encoded = [(checkpoint, self._encode(checkpoint)) for checkpoint in checkpoints]
         await self._run(self._save_many_sync, encoded, lease, blobs)
 
     async def get_blobs(self, run_id: str, hashes: Collection[str]) -> Mapping[str, bytes]:
@@ -334,39 +315,34 @@ class SqliteCheckpointStore(CheckpointStoreBase):
             (renewed.expires_at, lease.run_id, lease.token),
         )
         if not changed:
-            raise await self._lost(lease)
+            raise await self._taken_over(lease)
         return renewed
 
-    async def release_lease(self, lease: Lease) -> None:
-        """Give ``lease`` up; its token stays used."""
-        released(lease)
+    async def _release(self, lease: Lease) -> None:
+        """Clear the holder of ``lease`` if its token is still the run's."""
         await self._run(
             self._unsynced,
             "UPDATE plait_leases SET holder = NULL, expires_at = 0 WHERE run_id = ? AND token = ?",
             (lease.run_id, lease.token),
         )
 
-    async def _lost(self, lease: Lease) -> CheckpointError:
+    async def _taken_over(self, lease: Lease) -> CheckpointError:
+        """:meth:`_lost`, naming the worker that holds the lease now."""
         row = await self._run(
             self._fetch_one, "SELECT holder FROM plait_leases WHERE run_id = ?", (lease.run_id,)
         )
-        return lost_error(lease, self.url, LeaseHolder.from_json(row[0]) if row else None)
+        return self._lost(lease, LeaseHolder.from_json(row[0]) if row else None)
 
-    async def load(self, checkpoint_id: str) -> Checkpoint:
-        """Read, verify and decode the checkpoint ``checkpoint_id``."""
+    async def _read(self, checkpoint_id: str) -> tuple[str, bytes] | None:
+        """The run and bytes of ``checkpoint_id``."""
         row = await self._run(self._fetch_one, _LOAD_SQL, (checkpoint_id,))
-        return self._loaded(checkpoint_id, row)
+        return None if row is None else (row[0], row[1])
 
     def _loaded(self, checkpoint_id: str, row: tuple[str, bytes] | None) -> Checkpoint:
         """The checkpoint ``checkpoint_id`` from its row (``run_id, data``), verified."""
         if row is None:
             raise CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r} in {self.url}")
-        return decode_checkpoint(
-            row[1],
-            where=f"{where(row[0], checkpoint_id)} in {self.url}",
-            expect_run=row[0],
-            expect_id=checkpoint_id,
-        )
+        return self._decode(row[1], row[0], checkpoint_id)
 
     async def load_with_blobs(self, checkpoint_id: str) -> tuple[Checkpoint, Mapping[str, bytes]]:
         """:meth:`load`, and the blobs its state reaches (as :meth:`get_blob_closure`
@@ -387,49 +363,34 @@ class SqliteCheckpointStore(CheckpointStoreBase):
         )
         return [CheckpointInfo(*row) for row in rows]
 
-    async def latest(self, run_id: str) -> Checkpoint | None:
-        """The checkpoint of ``run_id`` saved last, or ``None``."""
+    async def _newest(self, run_id: str) -> tuple[str, bytes] | None:
+        """The id and bytes of the checkpoint of ``run_id`` saved last."""
         row = await self._run(self._fetch_one, _LATEST_SQL, (run_id,))
-        return self._latest_of(run_id, row)
+        return None if row is None else (row[0], row[1])
 
     def _latest_of(self, run_id: str, row: tuple[str, bytes] | None) -> Checkpoint | None:
         """The latest checkpoint of ``run_id`` from its row (``checkpoint_id, data``)."""
-        if row is None:
-            return None
-        return decode_checkpoint(
-            row[1],
-            where=f"{where(run_id, row[0])} in {self.url}",
-            expect_run=run_id,
-            expect_id=row[0],
-        )
+        return None if row is None else self._decode(row[1], run_id, row[0])
 
-    async def runs(self, *, limit: int | None = None) -> Sequence[RunInfo]:
-        """Every run, newest first (by its latest checkpoint), at most ``limit``: one
-        query grouping by run, decoding only each run's latest checkpoint."""
-        check_runs_limit(limit)
+    async def _heads(self, limit: int | None) -> Sequence[tuple[str, str, bytes, float | None]]:
+        """Each run's latest row and first time: one query grouping by run."""
         rows = await self._run(self._fetch_all, _RUNS_SQL, (-1 if limit is None else limit,))
-        return [self._run_info(*row) for row in rows]
-
-    def _run_info(self, checkpoint_id: str, run_id: str, data: bytes, first: float) -> RunInfo:
-        return run_info(
-            data, run_id=run_id, checkpoint_id=checkpoint_id, url=self.url, created_at=first
-        )
+        return [(run_id, last, data, first) for last, run_id, data, first in rows]
 
     async def list_runs(self, query: RunQuery) -> RunPage:
         """A page of the run index (:class:`plait_durable.RunIndex`), newest first: one
         query on ``plait_runs``, by an index on the column filtered and ``last_seq``
         (:func:`list_runs_sql`)."""
         sql, params = list_runs_sql(query)
-        return page_of_rows(query, await self._run(self._fetch_all, sql, params))
+        return self._page_of_rows(query, await self._run(self._fetch_all, sql, params))
 
     async def delete(self, checkpoint_id: str) -> None:
         """Remove one checkpoint; nothing happens if it is not there."""
         await self._run(self._delete_sync, checkpoint_id)
 
-    async def prune(self, run_id: str, *, keep_last: int) -> int:
+    async def _prune(self, run_id: str, keep_last: int) -> int:
         """Keep the newest ``keep_last`` checkpoints of ``run_id`` and the bases they
         name; return how many went."""
-        check_keep_last(keep_last)
         return await self._run(self._prune_sync, run_id, keep_last)
 
     async def delete_run(self, run_id: str) -> int:
@@ -443,35 +404,13 @@ class SqliteCheckpointStore(CheckpointStoreBase):
 
     # -- the event journal (plait_durable.EventJournal) -----------------------------------
 
-    async def save_with_events(
-        self,
-        checkpoint: Checkpoint,
-        events: Sequence[JournalEvent],
-        *,
-        lease: Lease | None = None,
-        blobs: Mapping[str, bytes] | None = None,
-    ) -> None:
-        """Commit ``checkpoint``, its new ``blobs``, its run's index row and ``events`` in
-        one transaction."""
-        data = encode_checkpoint(checkpoint)
-        stored = [event.to_json() for event in events]
-        await self._run(self._save_with_events_sync, checkpoint, data, stored, lease, blobs)
+    async def _append(self, run_id: str, events: Sequence[str], lease: Lease | None) -> None:
+        """Append journal lines of ``run_id`` in one transaction."""
+        await self._run(self._append_events_sync, run_id, events, lease)
 
-    async def append_events(
-        self, run_id: str, events: Sequence[JournalEvent], *, lease: Lease | None = None
-    ) -> None:
-        """Append ``events`` to the journal of ``run_id`` in one transaction."""
-        stored = [event.to_json() for event in events]
-        await self._run(self._append_events_sync, run_id, stored, lease)
-
-    async def read_events(
-        self, run_id: str, *, after: int = 0, limit: int = MAX_JOURNAL_PAGE
-    ) -> Sequence[JournalEvent]:
-        """The journal events of ``run_id`` after ``after``, oldest first: one indexed query."""
-        check_journal_read(after, limit)
-        rows = await self._run(self._read_events_sync, run_id, after, limit)
-        named = f"run {run_id!r} in {self.url}"
-        return [JournalEvent.from_json(text, seq=seq, where=named) for seq, text in rows]
+    async def _events(self, run_id: str, after: int, limit: int) -> Sequence[tuple[int, str]]:
+        """The journal lines of ``run_id`` after ``after``: one indexed query."""
+        return await self._run(self._read_events_sync, run_id, after, limit)
 
     def _journal_table(self, conn: sqlite3.Connection) -> None:
         """Create the journal's table on first use, in a transaction of its own (before
@@ -497,9 +436,7 @@ class SqliteCheckpointStore(CheckpointStoreBase):
             self._journal_ready = found is not None
         return self._journal_ready
 
-    def _insert_events(
-        self, conn: sqlite3.Connection, run_id: str, stored: builtins.list[str]
-    ) -> None:
+    def _insert_events(self, conn: sqlite3.Connection, run_id: str, stored: Sequence[str]) -> None:
         conn.executemany(
             "INSERT INTO plait_journal (run_id, data) VALUES (?, ?)",
             [(run_id, text) for text in stored],
@@ -510,7 +447,7 @@ class SqliteCheckpointStore(CheckpointStoreBase):
         conn: sqlite3.Connection,
         checkpoint: Checkpoint,
         data: bytes,
-        stored: builtins.list[str],
+        stored: Sequence[str],
         lease: Lease | None,
         blobs: Mapping[str, bytes] | None = None,
     ) -> None:
@@ -530,7 +467,7 @@ class SqliteCheckpointStore(CheckpointStoreBase):
         self,
         conn: sqlite3.Connection,
         run_id: str,
-        stored: builtins.list[str],
+        stored: Sequence[str],
         lease: Lease | None,
     ) -> None:
         self._journal_table(conn)
@@ -542,7 +479,7 @@ class SqliteCheckpointStore(CheckpointStoreBase):
                 ).fetchone()
                 if row is None or row[0] != lease.token:
                     holder = LeaseHolder.from_json(row[1]) if row else None
-                    raise lost_error(lease, self.url, holder)
+                    raise self._lost(lease, holder)
             self._insert_events(conn, run_id, stored)
         except BaseException:
             conn.execute("ROLLBACK")
@@ -671,14 +608,14 @@ class SqliteCheckpointStore(CheckpointStoreBase):
             cursor = conn.execute(
                 f"INSERT INTO plait_checkpoints ({_INFO}, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (checkpoint_id) DO NOTHING",
-                (*info_row(checkpoint), data),
+                (*self._info_row(checkpoint), data),
             )
         else:  # the fencing check and the insert are one statement
             cursor = conn.execute(
                 f"INSERT INTO plait_checkpoints ({_INFO}, data) SELECT ?, ?, ?, ?, ?, ?, ?, ?"
                 " WHERE EXISTS (SELECT 1 FROM plait_leases WHERE run_id = ? AND token = ?)"
                 " ON CONFLICT (checkpoint_id) DO NOTHING",
-                (*info_row(checkpoint), data, checkpoint.run_id, lease.token),
+                (*self._info_row(checkpoint), data, checkpoint.run_id, lease.token),
             )
         if cursor.rowcount == 0:
             row = conn.execute(
@@ -689,11 +626,9 @@ class SqliteCheckpointStore(CheckpointStoreBase):
                 holder = conn.execute(
                     "SELECT holder FROM plait_leases WHERE run_id = ?", (checkpoint.run_id,)
                 ).fetchone()
-                raise lost_error(
-                    lease, self.url, LeaseHolder.from_json(holder[0]) if holder else None
-                )
+                raise self._lost(lease, LeaseHolder.from_json(holder[0]) if holder else None)
             if row is None or bytes(row[0]) != data:
-                raise duplicate_error(checkpoint, self.url)
+                raise self._duplicate(checkpoint)
             return False
         _index_saved(conn, checkpoint, cursor.lastrowid)
         return True
@@ -726,7 +661,7 @@ class SqliteCheckpointStore(CheckpointStoreBase):
                 "SELECT token, holder, expires_at FROM plait_leases WHERE run_id = ?", (run_id,)
             ).fetchone()
             current = (row[0], LeaseHolder.from_json(row[1]), row[2]) if row else None
-            lease = take_lease(run_id, current, holder, ttl, self.url)
+            lease = self._take_lease(run_id, current, holder, ttl)
             conn.execute(
                 "INSERT INTO plait_leases (run_id, token, holder, expires_at) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (run_id) DO UPDATE SET token = excluded.token,"
@@ -750,10 +685,7 @@ class SqliteCheckpointStore(CheckpointStoreBase):
             ).fetchall()
             needed = set()
             for _seq, checkpoint_id, data in kept:
-                named = f"{where(run_id, checkpoint_id)} in {self.url}"
-                body = decode_checkpoint(
-                    data, where=named, expect_run=run_id, expect_id=checkpoint_id
-                )
+                body = self._decode(data, run_id, checkpoint_id)
                 if body.base_id is not None:
                     needed.add(body.base_id)
             if kept:
@@ -842,11 +774,10 @@ class SqliteCheckpointStore(CheckpointStoreBase):
 
     def _closure_of(self, conn: sqlite3.Connection, checkpoint: Checkpoint) -> dict[str, bytes]:
         """The blobs the state of ``checkpoint`` reaches (as :meth:`get_blob_closure`)."""
-        refs = blob_refs(checkpoint.state)
+        refs = self._blob_refs(checkpoint.state)
         return self._get_closure_sync(conn, checkpoint.run_id, sorted(refs)) if refs else {}
 
-    @staticmethod
-    def _sweep_sync(conn: sqlite3.Connection, run_id: str) -> None:
+    def _sweep_sync(self, conn: sqlite3.Connection, run_id: str) -> None:
         """Delete the blobs of ``run_id`` no remaining checkpoint reaches (inside the
         caller's transaction)."""
         blobs = dict(conn.execute("SELECT hash, data FROM plait_blobs WHERE run_id = ?", (run_id,)))
@@ -855,7 +786,7 @@ class SqliteCheckpointStore(CheckpointStoreBase):
         stored = conn.execute(
             "SELECT data FROM plait_checkpoints WHERE run_id = ?", (run_id,)
         ).fetchall()
-        doomed = unreferenced_by((row[0] for row in stored), blobs)
+        doomed = self._unreferenced((row[0] for row in stored), blobs)
         conn.executemany(
             "DELETE FROM plait_blobs WHERE run_id = ? AND hash = ?",
             [(run_id, digest) for digest in sorted(doomed)],
@@ -985,12 +916,9 @@ def _reindex_run(conn: sqlite3.Connection, run_id: str) -> None:
         (run_id,),
     ).fetchone()
     try:
-        checkpoint = decode_checkpoint(
-            latest[2], where=where(run_id, latest[1]), expect_run=run_id, expect_id=latest[1]
-        )
-        first_body = decode_checkpoint(
-            first[2], where=where(run_id, first[0]), expect_run=run_id, expect_id=first[0]
-        )
+        decode = CheckpointStoreBase._decode_named
+        checkpoint = decode(latest[2], run_id, latest[1])
+        first_body = decode(first[2], run_id, first[0])
     except CheckpointError as exc:
         # listed from its columns, saying why the rest is missing (loading it says it too)
         row = (run_id, None, latest[3], latest[4], 0, str(exc), first[1], latest[5], None, None)
@@ -1007,8 +935,8 @@ def _index_every_run(conn: sqlite3.Connection) -> None:
 
 def list_runs_sql(query: RunQuery) -> tuple[str, tuple[Any, ...]]:
     """The one query of :meth:`SqliteCheckpointStore.list_runs` and its parameters
-    (:func:`plait_durable.page_sql`).
+    (:meth:`plait_durable.kit.CheckpointStoreBase._page_sql`).
 
     :raises ValueError: a malformed cursor.
     """
-    return page_sql(query)
+    return CheckpointStoreBase._page_sql(query)
