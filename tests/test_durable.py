@@ -188,7 +188,7 @@ async def test_async_mode_batches_queued_checkpoints_in_order(tmp_path: Any) -> 
 async def test_a_resume_by_run_id_is_refused_if_another_worker_wrote_the_run_meanwhile() -> None:
     """What the resume read (its latest checkpoint) goes with the resumed run explicitly:
     once the run's lease is held, a newer checkpoint written in between refuses it."""
-    from plait import RunLeaseError
+    from plait_durable import RunLeaseError
     from plait_stores import MemoryCheckpointStore
 
     url = store_url()

