@@ -45,7 +45,6 @@ if TYPE_CHECKING:
         unreferenced_by as unreferenced_by,
     )
     from ._durable import (
-        SNAPSHOT_EVERY as SNAPSHOT_EVERY,
         Checkpointer as Checkpointer,
         Checkpoints as Checkpoints,
         failure_record as failure_record,

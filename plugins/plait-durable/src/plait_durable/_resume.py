@@ -14,7 +14,7 @@ import contextvars
 import functools
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import attrs
 from plait import (
@@ -32,7 +32,8 @@ from plait.spi import PendingRequest, RunState, is_instance, type_name
 
 from ._blobs import ReadNode, has_blobs, resolve_state, resumed_blobs
 from ._fingerprint import fingerprint_changes, fingerprint_of
-from ._layout import DeltaState, FullState, read_state, state_json
+from ._layout import FullState, read_state, state_kind
+from ._legacy import load_delta
 from .checkpoint import Checkpoint, CheckpointStore
 from .codec import DecodeError, declared_types, decode_value
 
@@ -58,8 +59,9 @@ resumed_from: contextvars.ContextVar[tuple[str, str] | None] = contextvars.Conte
 
 @attrs.frozen
 class Resumable:
-    """What :func:`load_run` gives :func:`restore_state`: the state to go on from (a delta
-    merged onto its base, values read back from blobs) and how errors name its checkpoint."""
+    """What :func:`load_run` gives :func:`restore_state`: the state to go on from (values
+    read back from blobs; a delta an earlier Plait wrote merged onto its base) and how
+    errors name its checkpoint."""
 
     where: str
     state: FullState
@@ -74,7 +76,8 @@ async def load_run(
     store: CheckpointStore, id: str, graph: CompiledGraph, accept_changes: bool = False
 ) -> tuple[Checkpoint, Resumable]:
     """The checkpoint to resume (the latest of run ``id``, or checkpoint ``id``) and its
-    materialised state (a delta merged onto its base), structured into its layout, taken on
+    materialised state (values read back from blobs; a delta an earlier Plait wrote merged
+    onto its base), structured into its layout, taken on
     ``graph``'s topology and (unless ``accept_changes``) its workflow fingerprint.
 
     :raises CheckpointError: ``id`` is both a run id and another run's checkpoint id.
@@ -103,23 +106,14 @@ async def load_run(
     if checkpoint.signature != graph.signature:
         raise TopologyMismatchError(await _mismatch(store, checkpoint, graph.spec))
     # a sealed one read without its key is refused here, before anything else is read
-    stored = read_state(checkpoint.state, where)
+    kind = state_kind(checkpoint.state, where)
     await check_fingerprint(store, checkpoint, fingerprint_of(graph), accept_changes=accept_changes)
-    if isinstance(stored, DeltaState):
-        base = await store.load(stored.base)
-        base_where = f"run {base.run_id!r}, checkpoint {base.checkpoint_id!r}"
-        if base.run_id != checkpoint.run_id or base.checkpoint_id != stored.base:
-            raise CorruptCheckpointError(
-                f"{where} is corrupt: its base {stored.base!r} is {base_where}"
-            )
-        full = stored.onto(cast(FullState, read_state(base.state, base_where, delta_ok=False)))
-    else:
-        full = stored
-    # only the blobs this checkpoint (and its base) name, verified against their hashes
+    # a delta an earlier Plait wrote: merged onto its base, a full state as stored
+    data = checkpoint.state if kind == "full" else await load_delta(store, checkpoint, where)
+    # only the blobs the state names, verified against their hashes
     read: set[str] = set()
     strings: dict[int, tuple[str, str]] = {}
     nodes: list[ReadNode] = []
-    data = state_json(full)
     resolved = await resolve_state(
         data,
         store=store,
@@ -130,8 +124,7 @@ async def load_run(
         read=blobs,
         nodes=nodes,
     )
-    if resolved is not data:  # values came back from blobs: the same layout, checked again
-        full = cast(FullState, read_state(resolved, where, delta_ok=False))
+    full = read_state(resolved, where)
     resumed_blobs.set((checkpoint.run_id, frozenset(read), strings, nodes))
     resumed_from.set((checkpoint.run_id, checkpoint.checkpoint_id) if by_run else None)
     return checkpoint, Resumable(where, full)
@@ -233,7 +226,7 @@ def restore_state(
         where, state = data.where, data.state
     else:
         where = f"run {run_state.run_id!r}"
-        state = cast(FullState, read_state(data, where, delta_ok=False))
+        state = read_state(data, where)
     decode = functools.partial(decode_value, types=declared_types(graph))
     try:
         return _restore(graph, run_state, state, decode, where, cut)
