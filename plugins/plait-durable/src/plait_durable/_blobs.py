@@ -414,16 +414,15 @@ class BlobWriter:
         new, self._new = self._new, {}
         return new
 
-    def settle(self, keep: Iterable[str] = ()) -> set[str]:
-        """After a checkpoint: trust only the blobs it reaches (and ``keep``, what its
-        base reaches) from now on, and return the ones it reaches.
+    def settle(self) -> set[str]:
+        """After a checkpoint: trust only the blobs it reaches from now on, and return them.
 
-        A prune keeps the newest checkpoint and its base, so a blob either reaches stays
-        in the store; a blob only an older checkpoint reached may have been swept by a
-        prune running meanwhile, so it is written again if a value needs it again.
+        A prune keeps the newest checkpoint, so a blob it reaches stays in the store; a blob
+        only an older checkpoint reached may have been swept by a prune running meanwhile,
+        so it is written again if a value needs it again.
         """
         touched, self.touched = self.touched, set()
-        self.known = touched.union(keep) if keep else touched.copy()
+        self.known = touched.copy()
         return touched
 
     def externalize(self, value: Any) -> Any:
