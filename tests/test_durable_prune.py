@@ -1,4 +1,6 @@
-"""Pruning a durable run keeps it resumable: the base of a kept delta stays."""
+"""Pruning a durable run keeps it resumable: every checkpoint is whole (its values blobs
+the run keeps while a kept checkpoint reaches them), so the latest one is enough. (A delta
+an earlier Plait wrote keeps its base: ``plugins/plait-durable/tests/test_legacy.py``.)"""
 
 from __future__ import annotations
 
@@ -7,16 +9,15 @@ import uuid
 import pytest
 from durable_helpers import counting_chain
 from plait import ExecutorFailedError
-from plait_durable import SNAPSHOT_EVERY, open_store
+from plait_durable import open_store
 
 pytestmark = pytest.mark.anyio
 
-STEPS = 40  # one executor per superstep: a full snapshot at 0 and 32, deltas between
-FAIL_AT = 37  # executor n37 runs in superstep 38, so the latest checkpoint is a delta
+STEPS = 40  # one executor per superstep
+FAIL_AT = 37  # executor n37 runs in superstep 38
 
 
 async def test_prune_to_one_checkpoint_then_resume_gives_the_uninterrupted_outputs() -> None:
-    assert SNAPSHOT_EVERY < FAIL_AT, "the run must reach its second full snapshot"
     uninterrupted = await counting_chain(STEPS).run(100)
     assert uninterrupted.outputs == [100 + STEPS]
 
@@ -32,17 +33,14 @@ async def test_prune_to_one_checkpoint_then_resume_gives_the_uninterrupted_outpu
         # the last checkpoint records the failure, a copy of the last good superstep's
         assert [i.superstep for i in before] == [*range(FAIL_AT + 1), FAIL_AT]
         latest = await store.latest(run_id)
-        assert latest is not None and latest.state["kind"] == "delta"
-        base = latest.base_id
-        assert base is not None and base == latest.state["base"]
-        (base_info,) = [i for i in before if i.checkpoint_id == base]
-        assert (base_info.superstep, base_info.base_id) == (SNAPSHOT_EVERY, None)
+        assert latest is not None and latest.state["kind"] == "full"
+        assert {i.base_id for i in before} == {None}
 
-        # kept: the first checkpoint (it holds the topology), the base, the latest
-        assert await store.prune(run_id, keep_last=1) == len(before) - 3
+        # kept: the first checkpoint (it holds the topology) and the latest
+        assert await store.prune(run_id, keep_last=1) == len(before) - 2
         after = list(await store.list(run_id))
         first = before[0].checkpoint_id
-        assert [i.checkpoint_id for i in after] == [first, base, latest.checkpoint_id]
+        assert [i.checkpoint_id for i in after] == [first, latest.checkpoint_id]
     finally:
         await store.aclose()
 

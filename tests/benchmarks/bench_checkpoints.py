@@ -5,9 +5,11 @@
 For chains of n executors that each keep a one-int state (``ctx.state``), with a
 checkpoint after every superstep:
 
-* bytes per checkpoint (median, and the largest full snapshot and delta) — a checkpoint
-  holds what changed since its full snapshot plus what is pending, so it must not grow
-  with n;
+* bytes per checkpoint (median, the largest after the first, which holds the topology,
+  and the last) — a checkpoint holds the whole state, its values blobs and its growing
+  sections trees whose unchanged parts the checkpoint before wrote, so it must not grow
+  with n (when checkpoints were full snapshots and deltas, the deltas' largest was
+  ``max_delta_bytes``);
 * checkpoint overhead per superstep: run time with ``checkpoint="memory://"`` and
   ``"sqlite:///"`` (sync and async durability) minus the same run without checkpoints;
 * peak memory (tracemalloc) of a 10,000-executor fan-out with a fan-in, no checkpoints;
@@ -25,7 +27,9 @@ checkpoint after every superstep:
   blobs, so the rule that a large delta is written as a full snapshot takes them all).
   With a page's unchanging facts carried as one value (one blob every round refers to),
   on docs/ of 27 pages: 37,490 bytes in 12 checkpoints plus 270,121 in 739 blobs,
-  307,611 in all.
+  307,611 in all. With blobs the one change-cost mechanism (no deltas, no plait-steps
+  packing of outputs), on the same 27 pages: see ``docs/durable-runs.md`` ("One
+  mechanism").
 """
 
 from __future__ import annotations
@@ -56,17 +60,17 @@ async def sizes(n: int) -> dict[str, Any]:
     result = await counting_chain(n).run(0, checkpoint=url)
     store = open_store(url)
     encoded = [
-        (cp.state["kind"], len(encode_checkpoint(cp)))
+        len(encode_checkpoint(cp))
         for cp in [await store.load(i.checkpoint_id) for i in await store.list(result.run_id)]
     ]
     return {
         "bench": "checkpoint_bytes",
         "n": n,
         "checkpoints": len(encoded),
-        "median_bytes": statistics.median(size for _, size in encoded),
-        "max_delta_bytes": max((s for k, s in encoded if k == "delta"), default=0),
-        "max_full_bytes": max(s for k, s in encoded if k == "full"),
-        "last_full_bytes": encoded[-1][1],
+        "median_bytes": statistics.median(encoded),
+        "max_after_first_bytes": max(encoded[1:]),
+        "first_bytes": encoded[0],
+        "last_bytes": encoded[-1],
     }
 
 
@@ -146,7 +150,6 @@ async def demo_bytes(folder: str) -> dict[str, Any]:
         "bench": "demo_checkpoint_bytes",
         "pages": pages,
         "checkpoints": len(sizes),
-        "full": sum(cp.state["kind"] == "full" for cp in checkpoints),
         "checkpoint_bytes": sum(sizes),
         "blobs": len(blobs),
         "blob_bytes": blob_bytes,

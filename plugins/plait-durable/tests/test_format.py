@@ -189,21 +189,25 @@ async def test_format1_runs_resume(path: Path) -> None:
 @pytest.mark.parametrize("path", FORMAT1, ids=[p.stem for p in FORMAT1])
 def test_format1_states_structure_and_unstructure_to_what_was_stored(path: Path) -> None:
     from plait_durable._format import dump_json
-    from plait_durable._layout import DeltaState, FullState, read_state, state_json
+    from plait_durable._layout import read_state, state_json
+    from plait_durable._legacy import read_delta
 
     _, stored, _ = _format1(path)
     kinds = set()
     for data in stored:
         state = decode_checkpoint(data).state
+        kinds.add(state["kind"])
+        if state["kind"] == "delta":  # written by an earlier Plait: read, never written
+            assert read_delta(state, "c").base == decode_checkpoint(data).base_id
+            continue
         typed = read_state(state, "c")
-        kinds.add(type(typed))
         assert state_json(typed) == state
         if not ("attempts" in state and "pipeline" in state):
             # (a retry's copy of a pipelined cut adds its attempts after the cut: the one
             # key order the classes' field order does not give, kept by the writer)
             assert dump_json(state_json(typed)) == dump_json(state)
-    assert FullState in kinds
-    assert DeltaState in kinds or path.stem == "pipelined"
+    assert "full" in kinds
+    assert "delta" in kinds or path.stem == "pipelined"
 
 
 async def _forged(change: Any) -> tuple[Any, str, str, str]:

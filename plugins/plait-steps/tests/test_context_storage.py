@@ -1,15 +1,21 @@
 """The step context is stored once: a step's result goes to shared state once, messages
-carry references, and a result that passes its input on stores only what it added."""
+carry references, and a result that passes its input on stores only what it added (the
+field it passed on is the same blob); entries an earlier plait-steps packed still read."""
 
 from __future__ import annotations
 
+import json
+import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
+import anyio
 import attrs
 import plait
 import pytest
-from plait_durable import encode_checkpoint, open_store, resolve_state
+from packed_workflow import BIG as OLD_BIG
+from plait_durable import decode_checkpoint, encode_checkpoint, load_blob, open_store, resolve_state
 from plait_steps import step_context
 
 pytestmark = pytest.mark.anyio
@@ -33,7 +39,7 @@ workflow:
     input: "{{ $steps.rate.output.tags }}"
 """
 
-BIG = "word " * 2000  # 10 kB
+BIG = "".join(f"word{i} " for i in range(1500))  # 11 kB, no two pieces alike
 
 
 async def reader(prompt: str) -> dict[str, Any]:
@@ -83,26 +89,68 @@ async def test_messages_carry_references_not_prior_outputs() -> None:
 
 
 async def test_the_large_field_is_stored_once_and_read_whole() -> None:
-    result, checkpoints = await _checkpoints()
-    # the text is in the entry `read` wrote only; `tag` and `rate` name it (a checkpoint
-    # holds the shared state whole, or, a delta in a store without blobs, what changed)
-    written = {
-        key: value
-        for cp in checkpoints
-        for key, value in {
-            **(cp.state.get("shared") or {}),
-            **(cp.state.get("shared_changes") or {}).get("set", {}),
-        }.items()
-        if key.startswith("plait_steps.out/")
-    }
-    assert [k for k, v in written.items() if "word" in str(v)] == ["plait_steps.out/read@1"]
-    rate = [v for k, v in written.items() if k.startswith("plait_steps.out/rate@")]
-    assert rate and rate[0]["same"] == {"text": "plait_steps.out/read@1"}
-    # before the last one (which holds the published step context, every output whole)
-    assert max(len(encode_checkpoint(cp)) for cp in checkpoints[:-1]) < 2 * len(BIG)
+    workflow = plait.load(CHAIN, format="steps", executors=EXECUTORS)
+    url = f"memory://{uuid.uuid4().hex}"
+    result = await workflow.run("p", checkpoint=url)
+    store = open_store(url)
+    # `read`, `tag` and `rate` each store the text in their output, and the last step's
+    # published context holds it too: the run's blobs hold each word of it once, but for
+    # the text's last piece, below the size a blob pays for, which each output holds inline
+    blobs = await store.get_blobs(result.run_id, list(await store.blob_hashes(result.run_id)))
+    stored = [json.dumps(load_blob(data)) for data in blobs.values()]
+    held = [sum(f"word{i} " in text for text in stored) for i in range(1500)]
+    assert held.count(1) > 1400  # (a word cut between two pieces is in none)
+    assert all(f"word{i} " in BIG[-256:] for i, count in enumerate(held) if count > 1)
+    # the entries written in shared state hold every field, as the step returned it
+    checkpoints = [await store.load(i.checkpoint_id) for i in await store.list(result.run_id)]
+    shared = await resolve_state(
+        dict(checkpoints[-2].state), store=store, run_id=result.run_id, where="c"
+    )
+    (rate,) = [v for k, v in shared["shared"].items() if k.startswith("plait_steps.out/rate@")]
+    assert rate["output"] == {"text": BIG, "name": "p", "tags": ["a", "b"], "score": len(BIG)}
     # what the run publishes has every output whole, fields in their order
     context = step_context(result)
     assert context is not None
     assert list(context["steps"]["rate"]["output"]) == ["text", "name", "tags", "score"]
     assert context["steps"]["rate"]["output"]["text"] == BIG
     assert not [k for k in result.shared if k.startswith("plait_steps.out/")]
+    assert max(len(encode_checkpoint(cp)) for cp in checkpoints) < len(BIG)
+
+
+# -- entries an earlier plait-steps packed ---------------------------------------------
+
+HERE = Path(__file__).resolve().parent
+
+
+async def test_a_run_whose_entries_an_earlier_plait_steps_packed_resumes(tmp_path: Path) -> None:
+    """``legacy/packed.json``: a run of ``packed_workflow.py`` written by main at 63c9029,
+    its ``tag`` and ``rate`` entries packed (``same``/``fields``), in deltas. Resumed from
+    the checkpoint before the last step, in a process of its own, the last step reads
+    ``rate``'s output whole, and the published context has every output whole."""
+    written = json.loads((HERE / "legacy" / "packed.json").read_text(encoding="utf-8"))
+    checkpoints = [decode_checkpoint(text.encode("utf-8")) for text in written["checkpoints"]]
+    blobs = {digest: bytes.fromhex(data) for digest, data in written["blobs"].items()}
+    packed = [cp for cp in checkpoints if '"same"' in json.dumps(cp.state)]
+    assert packed and {cp.state["kind"] for cp in packed} == {"delta"}
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    store = open_store(url)
+    try:
+        for checkpoint in checkpoints:
+            await store.save(checkpoint, blobs=blobs)
+    finally:
+        await store.aclose()
+    before_last = packed[-1]
+    assert before_last.superstep == 3
+    done = await anyio.run_process(
+        [sys.executable, str(HERE / "packed_workflow.py"), "resume", url, before_last.checkpoint_id]
+    )
+    resumed = json.loads(done.stdout)
+    assert resumed["outputs"] == [f"p:a+b:{len(OLD_BIG)}:{len(OLD_BIG)}"]
+    steps = resumed["step_context"]["steps"]
+    assert steps["rate"]["output"] == {
+        "text": OLD_BIG,
+        "name": "p",
+        "tags": ["a", "b"],
+        "score": len(OLD_BIG),
+    }
+    assert steps["tag"]["output"] == {"text": OLD_BIG, "name": "p", "tags": ["a", "b"]}

@@ -47,7 +47,6 @@ if TYPE_CHECKING:
         unreferenced as unreferenced,
     )
     from ._durable import (
-        SNAPSHOT_EVERY as SNAPSHOT_EVERY,
         Checkpoints as Checkpoints,
         resolve_store as resolve_store,
     )

@@ -86,7 +86,7 @@ import os
 import threading
 import zlib
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import zstandard
 from plait import CheckpointError
@@ -104,6 +104,7 @@ __all__ = [
     "CHUNK",
     "THRESHOLD",
     "BlobWriter",
+    "MapTree",
     "blob_hash",
     "blob_refs",
     "child_refs",
@@ -412,16 +413,15 @@ class BlobWriter:
         new, self._new = self._new, {}
         return new
 
-    def settle(self, keep: Iterable[str] = ()) -> set[str]:
-        """After a checkpoint: trust only the blobs it reaches (and ``keep``, what its
-        base reaches) from now on, and return the ones it reaches.
+    def settle(self) -> set[str]:
+        """After a checkpoint: trust only the blobs it reaches from now on, and return them.
 
-        A prune keeps the newest checkpoint and its base, so a blob either reaches stays
-        in the store; a blob only an older checkpoint reached may have been swept by a
-        prune running meanwhile, so it is written again if a value needs it again.
+        A prune keeps the newest checkpoint, so a blob it reaches stays in the store; a blob
+        only an older checkpoint reached may have been swept by a prune running meanwhile,
+        so it is written again if a value needs it again.
         """
         touched, self.touched = self.touched, set()
-        self.known = touched.union(keep) if keep else touched.copy()
+        self.known = touched.copy()
         return touched
 
     def externalize(self, value: Any) -> Any:
@@ -625,6 +625,134 @@ class BlobWriter:
         self._read_nodes = []
 
 
+class MapTree:
+    """A dict a run changes a few keys of at a time (its executors' states, their visit
+    counts), kept as the structure :meth:`BlobWriter.externalize_map` writes for it and
+    rebuilt only along the paths of the keys set since the last :meth:`tree`: a
+    checkpoint holds it whole for what those keys cost, in bytes and in time.
+
+    Keys keep the order they were first set in, as a dict's do; a value set again stays
+    in its place. Removing a key (rare: an executor whose state was emptied) rebuilds the
+    nodes after it.
+    """
+
+    def __init__(self) -> None:
+        self._index: dict[str, int] = {}
+        self._keys: list[str] = []
+        self._values: list[Any] = []
+        #: each item encoded as a ``[key, value]`` leaf and its size; None until encoded
+        self._leaves: list[tuple[Any, int] | None] = []
+        self._size = 0  # the encoded leaves' sizes, summed
+        self._changed: set[int] = set()
+        #: ``(start, height, peak) -> (node, size, hashes it names)`` of the tree's nodes
+        #: and peaks built, kept while no item under them changes
+        self._nodes: dict[tuple[int, int, bool], tuple[Any, int, frozenset[str]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def set(self, key: str, value: Any) -> None:
+        """Set ``key`` to ``value`` (encoded JSON, not changed afterwards)."""
+        index = self._index.get(key)
+        if index is None:
+            index = self._index[key] = len(self._keys)
+            self._keys.append(key)
+            self._values.append(value)
+            self._leaves.append(None)
+        else:
+            self._values[index] = value
+        self._changed.add(index)
+
+    def remove(self, key: str) -> None:
+        """Remove ``key``, if it is there."""
+        index = self._index.pop(key, None)
+        if index is None:
+            return
+        del self._keys[index], self._values[index], self._leaves[index]
+        for moved in range(index, len(self._keys)):
+            self._index[self._keys[moved]] = moved
+            self._leaves[moved] = None
+            self._changed.add(moved)
+        self._changed.discard(len(self._keys))
+        self._nodes = {
+            key: node for key, node in self._nodes.items() if key[0] + (1 << key[1]) <= index
+        }
+
+    def tree(self, writer: BlobWriter) -> Any:
+        """The dict as ``writer`` writes a large one that grows by keys (its values
+        rewritten into references, its items a tree when it is large), its new blobs handed
+        to ``writer``."""
+        for index in self._changed:
+            leaf = self._leaves[index]
+            if leaf is not None:
+                self._size -= leaf[1]
+            leaf = self._leaves[index] = writer._ext_pair([self._keys[index], self._values[index]])
+            self._size += leaf[1]
+            for height in range(len(self._keys).bit_length()):
+                start = index >> height << height
+                self._nodes.pop((start, height, False), None)
+                self._nodes.pop((start, height, True), None)
+        self._changed.clear()
+        leaves = cast(list[tuple[Any, int]], self._leaves)
+        if len(leaves) < _SEQ_MIN or self._size + 2 <= THRESHOLD:
+            out = {}
+            for pair, _ in leaves:
+                out[pair[0]] = pair[1]
+                writer.touched.update(blob_refs(pair[1]))
+            return out
+        peaks = []
+        start = 0
+        for height in _levels(len(leaves)):
+            peaks.append(self._peak(writer, leaves, start, height))
+            start += 1 << height
+        return {TAG: _MAP, "n": len(leaves), "p": peaks}
+
+    def _peak(
+        self, writer: BlobWriter, leaves: list[tuple[Any, int]], start: int, height: int
+    ) -> Any:
+        """A peak of the tree: a node, and a blob when it is above :data:`THRESHOLD` (as
+        :meth:`BlobWriter._tree` makes it)."""
+        cached = self._nodes.get((start, height, True))
+        if cached is None:
+            node, size, names = self._node(writer, leaves, start, height)
+            if height and size > THRESHOLD and _ref_of(node) is None:
+                node, size = writer._put(node, size)
+                if _ref_of(node) is not None:
+                    names = frozenset((node["h"],))
+            cached = self._nodes[start, height, True] = (node, size, names)
+        else:
+            writer.touched.update(cached[2])
+        return cached[0]
+
+    def _node(
+        self, writer: BlobWriter, leaves: list[tuple[Any, int]], start: int, height: int
+    ) -> tuple[Any, int, frozenset[str]]:
+        """The node over ``2**height`` items from ``start`` (as :meth:`BlobWriter._node`
+        makes it), its size and the hashes it names directly."""
+        cached = self._nodes.get((start, height, False))
+        if cached is not None:
+            writer.touched.update(cached[2])
+            return cached
+        if height == 0:
+            pair, size = leaves[start]
+            made = (pair, size, frozenset(blob_refs(pair)))
+        else:
+            half = 1 << (height - 1)
+            left, left_size, left_names = self._node(writer, leaves, start, height - 1)
+            right, right_size, right_names = self._node(writer, leaves, start + half, height - 1)
+            size = left_size + right_size + 3
+            if size <= _NODE:
+                made = ([left, right], size, left_names | right_names)
+            else:
+                node, size = writer._put([left, right], size)
+                names = left_names | right_names  # (not JSON orjson writes: inline)
+                if _ref_of(node) is not None:
+                    names = frozenset((node["h"],))
+                made = (node, size, names)
+        self._nodes[start, height, False] = made
+        return made
+
+
 class _Leaves:
     """A tree's items, encoded (:meth:`BlobWriter._ext`) when first asked for: the items
     inside a bundle never are. ``keys`` and ``offsets`` (from :func:`_plan`) are None for a
@@ -756,8 +884,14 @@ def _levels(n: int) -> Iterator[int]:
 
 def externalize_state(state: dict[str, Any], writer: BlobWriter) -> dict[str, Any]:
     """A checkpoint state (:mod:`plait_durable._layout`) with its values rewritten by
-    ``writer``; the layout itself (kinds, ids, visits, request fields) stays inline, so
-    listings read it without blobs."""
+    ``writer``; its kind, ids and request fields stay inline, so listings read them
+    without blobs.
+
+    The sections that grow as a run goes on are trees when they are large, so that a
+    checkpoint holds them whole for what changed since the last one costs: the shared
+    state, the executor states and the visit counts (dicts that gain keys,
+    :meth:`BlobWriter.externalize_map`), and the outputs (a list that gains items).
+    """
     out = dict(state)
     ext = writer.externalize
     pending = out.get("pending")
@@ -766,26 +900,19 @@ def externalize_state(state: dict[str, Any], writer: BlobWriter) -> dict[str, An
             eid: [ext(m) for m in msgs] if type(msgs) is list else msgs
             for eid, msgs in pending.items()
         }
-    for section in ("executor_state", "router_state"):
+    router_state = out.get("router_state")
+    if router_state and type(router_state) is dict:
+        out["router_state"] = {key: ext(value) for key, value in router_state.items()}
+    for section in ("executor_state", "shared", "visits"):
         values = out.get(section)
-        if values and type(values) is dict:
-            out[section] = {key: ext(value) for key, value in values.items()}
-    if "shared" in out:
-        shared = out["shared"]
-        if type(shared) is dict and TAG not in shared:
-            if shared:
-                out["shared"] = writer.externalize_map(shared)
-        else:
-            out["shared"] = ext(shared)
-    changes = out.get("shared_changes")  # a delta's shared state, key by key
-    if type(changes) is dict and type(changes.get("set")) is dict and changes["set"]:
-        out["shared_changes"] = {
-            **changes,
-            "set": {key: ext(value) for key, value in changes["set"].items()},
-        }
+        if type(values) is dict and TAG not in values:
+            if values:
+                out[section] = writer.externalize_map(values)
+        elif section in out:
+            out[section] = ext(values)
     outputs = out.get("outputs")
     if outputs and type(outputs) is list:
-        out["outputs"] = [ext(item) for item in outputs]
+        out["outputs"] = ext(outputs)
     requests = out.get("requests")
     if requests and type(requests) is list:
         out["requests"] = [

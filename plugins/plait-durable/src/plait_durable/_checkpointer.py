@@ -1,5 +1,7 @@
-"""The checkpointer: turns a run's state into checkpoints (full snapshots and deltas, see
-:mod:`plait_durable._layout` for the layout) and hands them to the store in order.
+"""The checkpointer: turns a run's state into checkpoints (each a full state, see
+:mod:`plait_durable._layout` for the layout; in a store that keeps blobs, its values
+content-addressed, :mod:`plait_durable._blobs`, so it costs what changed) and hands them
+to the store in order.
 """
 
 from __future__ import annotations
@@ -16,23 +18,17 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from plait import CheckpointError
 from plait.spi import PendingRequest, RunState, type_name
 
-from ._blobs import BlobWriter, ResumedBlobs, externalize_state, has_blobs
+from ._blobs import BlobWriter, MapTree, ResumedBlobs, externalize_state, has_blobs
 from ._errors import CheckpointEncodeError, RunLeaseError
 from ._fingerprint import fingerprint_of, fingerprint_summary
-from ._format import dump_json
-from ._layout import DeltaState, FullState, SharedChanges, StoredRequest, state_json
-from ._runview import shared_changes
+from ._layout import FullState, StoredRequest, state_json
 from .checkpoint import Checkpoint, CheckpointStore, Lease
 from .codec import EncodeError, encode_value, type_ref
 
 if TYPE_CHECKING:
     from plait.spi import CompiledGraph, RunnerView, RunObserver, ScheduleRun
 
-__all__ = ["SNAPSHOT_EVERY", "Checkpointer"]
-
-SNAPSHOT_EVERY = 32
-#: A delta smaller than this (bytes of JSON) is never replaced by a full snapshot early.
-REBASE_BYTES = 16 * 1024
+__all__ = ["Checkpointer"]
 
 
 def _encode(value: Any, what: str, name: str | None, superstep: int) -> Any:
@@ -59,23 +55,20 @@ class Checkpointer:
         *,
         mode: str,
         parent_id: str | None = None,
-        snapshot_every: int = SNAPSHOT_EVERY,
         resumed: ResumedBlobs | None = None,
     ) -> None:
         self.store = store
         self.graph = graph
         self.mode = mode
         self.parent_id = parent_id
-        self.base_id: str | None = None
-        self.snapshot_every = snapshot_every
-        self.since_base = 0
-        self.snapshots: dict[str, Any] = {}  # executor id -> last encoded state
+        self.snapshots: dict[str, Any] = {}  # executor id -> last encoded state, if not {}
+        self.all_encoded = False  # every executor state encoded once (the first checkpoint)
+        self.cuts = False  # whether it writes a pipelined run's cuts (after_cut)
+        # with blobs, the executor states and visit counts as trees kept from checkpoint to
+        # checkpoint: each costs what changed (the executors that ran), in bytes and time
+        self.state_tree = MapTree()
+        self.visit_tree = MapTree()
         self.stateful = [(gid, r) for gid, r in graph.edge_runners.items() if r.stateful]
-        self.changed: dict[str, Any] = {}
-        self.outputs_at_base = 0
-        self.visits_changed: set[str] = set()
-        self.shared_at_base: Any = None
-        self.base_bytes = 0  # the size of the base's state, as JSON
         self.first = parent_id is None
         self.fingerprinted = False  # the first checkpoint this process writes has the details
         self.error: BaseException | None = None
@@ -91,7 +84,6 @@ class Checkpointer:
         #: large values go to the store as blobs when it keeps them (:mod:`plait_durable._blobs`)
         self.blobs = BlobWriter() if has_blobs(store) else None
         self._new_blobs: dict[str, dict[str, bytes]] = {}  # checkpoint id -> its new blobs
-        self._base_blobs: set[str] = set()  # what the last full checkpoint reaches
         self._resumed = resumed  # blobs a resume read: in the store already
 
     # -- building checkpoints ------------------------------------------------------------
@@ -101,47 +93,41 @@ class Checkpointer:
     ) -> Checkpoint:
         """A checkpoint of ``state`` after the executors in ``ran`` ran."""
         step = state.superstep
-        self.visits_changed.update(ran)
-        # The first checkpoint this process writes is full, so it holds every executor's
-        # state: in a resumed run, also of those restored and not run since (a state left
-        # out would be lost to the next resume).
-        for eid in list(state.executor_state) if self.base_id is None else ran:
+        # Executors' states are encoded when they ran, the last encoding kept for the
+        # others; the first checkpoint this process writes encodes every state, so in a
+        # resumed run it holds those restored and not run since (a state left out would
+        # be lost to the next resume).
+        for eid in ran if self.all_encoded else list(state.executor_state):
             raw = state.executor_state.get(eid)
             if raw is None:
                 continue
             snapshot = _encode(self.graph.executors[eid].snapshot_state(raw), "executor", eid, step)
-            if self.snapshots.get(eid, {}) != snapshot:
-                self.snapshots[eid] = self.changed[eid] = snapshot
-        full = (
-            self.base_id is None
-            or self.since_base + 1 >= self.snapshot_every
-            or status != "running"
-        )
-        shared = _encode(state.shared, "shared state", None, step)
-        body = self._body(state, inbox, shared, full=full)
-        if not full:
-            size = len(dump_json(body))
-            if size > REBASE_BYTES and size * 2 > self.base_bytes:
-                # a delta repeats every change since its base: once it outweighs half a
-                # full snapshot, the full one costs less than those repeats
-                whole = self._body(state, inbox, shared, full=True)
-                if size * 2 > len(dump_json(whole)):
-                    full, body = True, whole
+            if snapshot != {}:
+                self.snapshots[eid] = snapshot
+                self.state_tree.set(eid, snapshot)
+            elif self.snapshots.pop(eid, None) is not None:
+                self.state_tree.remove(eid)
+        # a cut of a pipelined run records every visit count as of the cut
+        for eid in ran if self.all_encoded and not self.cuts else list(state.visits):
+            if eid in state.visits:
+                self.visit_tree.set(eid, state.visits[eid])
+        self.all_encoded = True
         checkpoint_id = uuid.uuid4().hex
-        plain_bytes = len(dump_json(body)) if full else 0  # the base's size, before blobs
-        if self.blobs is not None:
+        if self.blobs is None:
+            body = self._body(state, inbox, step, dict(self.snapshots), dict(state.visits))
+        else:
             if self._resumed is not None and self._resumed[0] == state.run_id:
                 # strings and bundles read: hashed already
                 self.blobs = BlobWriter(self._resumed[2], self._resumed[3])
                 self.blobs.known |= self._resumed[1]
             self._resumed = None
-            body = externalize_state(body, self.blobs)
+            body = externalize_state(self._body(state, inbox, step, {}, {}), self.blobs)
+            body["executor_state"] = self.state_tree.tree(self.blobs)
+            body["visits"] = self.visit_tree.tree(self.blobs)
             new_blobs = self.blobs.take_new()
             if new_blobs:
                 self._new_blobs[checkpoint_id] = new_blobs
-            reached = self.blobs.settle(() if full else self._base_blobs)
-            if full:
-                self._base_blobs = reached
+            self.blobs.settle()
         metadata: dict[str, Any] = {
             **self.metadata,
             "workflow": self.graph.spec.name,
@@ -160,82 +146,39 @@ class Checkpointer:
             created_at=time.time(),
             state=body,
             metadata=metadata,
-            base_id=None if full else self.base_id,
         )
         self.parent_id = checkpoint_id
         self.last = checkpoint
-        if full:
-            self.base_id = checkpoint_id
-            self.base_bytes = plain_bytes
-            self.since_base = 0
-            self.changed = {}
-            self.visits_changed = set()
-            self.outputs_at_base = len(state.outputs)
-            self.shared_at_base = shared
-        else:
-            self.since_base += 1
         return checkpoint
 
     def _body(
-        self, state: RunState, inbox: Mapping[str, list[Any]], shared: Any, *, full: bool
+        self,
+        state: RunState,
+        inbox: Mapping[str, list[Any]],
+        step: int,
+        executor_state: dict[str, Any],
+        visits: dict[str, int],
     ) -> dict[str, Any]:
-        """The state of a full checkpoint, or of a delta on the current base, as the JSON
-        a checkpoint stores (:func:`~plait_durable._layout.state_json`)."""
-        step = state.superstep
+        """The state of a checkpoint, as the JSON a checkpoint stores
+        (:func:`~plait_durable._layout.state_json`), with ``executor_state`` and
+        ``visits`` as given."""
         pending = {
             eid: [_encode(m, "message pending for executor", eid, step) for m in msgs]
             for eid, msgs in inbox.items()
         }
-        router_state = self._router_state(state)
-        requests = [self._request(r, step) for r in state.pending_requests.values()]
         ids = state.ids
-        # the delivery ids of pending messages to executors taking them on arrival
-        arrival = {eid: ids[eid] for eid in inbox if eid in ids} if ids else None
-        attempts = dict(state.attempts) if state.attempts else None
-        if full:
-            return state_json(
-                FullState(
-                    pending=pending,
-                    router_state=router_state,
-                    requests=requests,
-                    ids=arrival,
-                    executor_state={
-                        eid: snapshot for eid, snapshot in self.snapshots.items() if snapshot != {}
-                    },
-                    shared=shared,
-                    outputs=_encode(state.outputs, "workflow outputs", None, step),
-                    visits=dict(state.visits),
-                    attempts=attempts,
-                )
-            )
-        assert self.base_id is not None
-        changes: SharedChanges | None = None
-        whole: Any = None
-        plain = isinstance(shared, dict) and isinstance(self.shared_at_base, dict)
-        if plain and self.blobs is None:
-            # key by key: a delta holds the keys written since its base, not all
-            # (with blobs, the whole shared state costs about its new keys: its items
-            # are a tree the last checkpoint shares, see plait_durable._blobs)
-            changed = shared_changes(self.shared_at_base, shared)
-            if changed is not None:
-                changes = SharedChanges(set=changed["set"], unset=changed["unset"])
-        elif shared != self.shared_at_base:
-            whole = shared
         return state_json(
-            DeltaState(
+            FullState(
                 pending=pending,
-                router_state=router_state,
-                requests=requests,
-                ids=arrival,
-                base=self.base_id,
-                executor_state=dict(self.changed),
-                shared_changes=changes,
-                shared=whole,
-                outputs=_encode(
-                    state.outputs[self.outputs_at_base :], "workflow outputs", None, step
-                ),
-                visits={eid: state.visits.get(eid, 0) for eid in self.visits_changed},
-                attempts=attempts,
+                router_state=self._router_state(state),
+                requests=[self._request(r, step) for r in state.pending_requests.values()],
+                # the delivery ids of pending messages to executors taking them on arrival
+                ids={eid: ids[eid] for eid in inbox if eid in ids} if ids else None,
+                executor_state=executor_state,
+                shared=_encode(state.shared, "shared state", None, step),
+                outputs=_encode(state.outputs, "workflow outputs", None, step),
+                visits=visits,
+                attempts=dict(state.attempts) if state.attempts else None,
             )
         )
 
@@ -360,8 +303,6 @@ class Checkpointer:
         )
         self.parent_id = checkpoint_id
         self.last = again
-        if last.base_id is None and self.base_id == last.checkpoint_id:
-            self.base_id = checkpoint_id  # a full one: later deltas build on the copy
         await self.write(again)
 
     async def before_retry(self, key: str, attempt: int) -> None:
@@ -395,8 +336,6 @@ class Checkpointer:
         )
         self.parent_id = checkpoint_id
         self.last = failed
-        if last.base_id is None and self.base_id == last.checkpoint_id:
-            self.base_id = checkpoint_id
         await self.write(failed)
 
     async def after_superstep(self, runner: RunnerView, inbox: Mapping[str, list[Any]]) -> None:
@@ -407,9 +346,7 @@ class Checkpointer:
     async def after_cut(self, cut: ScheduleRun, status: str) -> bool:
         """A pipelined run's hook: write a cut of it now (``sync``), or when the
         background writer is free (``async``: the next cut carries what committed
-        meanwhile). Every cut is a full checkpoint — outputs are kept in the canonical
-        order, not appended — so no cut names a base a crash could lose. Whether one was
-        written."""
+        meanwhile). Whether one was written."""
         statistics = getattr(self._send, "statistics", None)
         if status == "running" and statistics is not None and statistics().current_buffer_used:
             return False
@@ -424,7 +361,7 @@ class Checkpointer:
         running = [e for e in visits if e not in committed and e in state.executor_state]
         saved_state = {eid: state.executor_state.get(eid) for eid in [*committed, *running]}
         step = state.superstep
-        self.snapshot_every = 1
+        self.cuts = True
         try:
             for eid in running:
                 del state.executor_state[eid]

@@ -1,16 +1,16 @@
 """Durable runs: writing checkpoints during a run, and rebuilding a run from them.
 
-``Checkpoint.state`` is a full snapshot or a delta (:mod:`plait_durable._layout` types
-its layout, format version 1). A delta holds what changed since its base plus what is
-pending (shared state key by key), so a checkpoint's size follows what the run changed,
-not the number of executors in the graph; a full snapshot is written first, last, every
-``snapshot_every`` checkpoints, and whenever a delta (over 16 KiB) would be larger than
-half a full snapshot: a delta repeats every change since its base, so past that point a
-new base costs less. Resuming needs the checkpoint and its base: two reads at most.
+``Checkpoint.state`` is the run's whole state (:mod:`plait_durable._layout` types its
+layout, format version 1). In a store that keeps blobs its values are content-addressed
+(:mod:`plait_durable._blobs`): a value an earlier checkpoint of the run holds costs a
+reference, and the sections that grow (shared state, outputs, executor state, long lists
+and strings) are trees whose unchanged parts are shared, so a checkpoint's size follows
+what the run changed, not everything it holds. Resuming reads the checkpoint and the
+blobs it names. (Deltas an earlier Plait wrote are read too: :mod:`plait_durable._legacy`.)
 
-Write order: a delta is only written after its base is durable (``sync`` awaits each save
-before the next superstep; ``async`` saves in order from one background writer), so no
-checkpoint ever points at missing data.
+Write order: a checkpoint is written with its new blobs, never before them (``sync``
+awaits each save before the next superstep; ``async`` saves in order from one background
+writer), so no checkpoint ever points at missing data.
 
 A failed run (:class:`~plait.WorkflowRunError`) ends with a checkpoint of status
 ``failed`` in every durability mode, whose ``metadata["error"]`` records
@@ -38,7 +38,7 @@ import attrs
 from plait import CheckpointError, ExecutorFailedError, RunStatus, WorkflowRunError
 from plait.spi import RunnerView, RunOptions, RunState, RunWatch, combine, make_runner
 
-from ._checkpointer import SNAPSHOT_EVERY, Checkpointer
+from ._checkpointer import Checkpointer
 from ._errors import RunLeaseError
 from ._fingerprint import fingerprint_of
 from ._options import DurableOptions
@@ -51,7 +51,6 @@ if TYPE_CHECKING:
     from ._journal import RunJournal
 
 __all__ = [
-    "SNAPSHOT_EVERY",
     "Checkpointer",
     "Checkpoints",
     "failure_record",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import attrs
 from plait import CheckpointError, EdgeGroupSpec, NodeSpec, RequestResponse, WorkflowSpec
@@ -29,7 +29,8 @@ from ._errors import (
     WorkflowChangedError,
 )
 from ._fingerprint import fingerprint_changes, fingerprint_of
-from ._layout import DeltaState, FullState, read_state, state_json
+from ._layout import FullState, read_state, state_kind
+from ._legacy import load_delta
 from .checkpoint import Checkpoint, CheckpointStore
 from .codec import DecodeError, declared_types, decode_value
 
@@ -48,11 +49,11 @@ __all__ = [
 @attrs.frozen
 class Resumable:
     """What :func:`load_run` gives :func:`restore_state` and the resumed run: the state to
-    go on from (a delta merged onto its base, values read back from blobs), how errors
-    name its checkpoint, the blobs read for it (the resumed run's writer need not write
-    them again) and, when the run was resumed by its run id, ``(run id, checkpoint id)`` of
-    the latest checkpoint it went on from (the durable runner checks, once it holds the
-    run's lease, that no other worker wrote a newer one in between)."""
+    go on from (values read back from blobs; a delta an earlier Plait wrote merged onto its
+    base), how errors name its checkpoint, the blobs read for it (the resumed run's writer
+    need not write them again) and, when the run was resumed by its run id, ``(run id,
+    checkpoint id)`` of the latest checkpoint it went on from (the durable runner checks,
+    once it holds the run's lease, that no other worker wrote a newer one in between)."""
 
     where: str
     state: FullState
@@ -69,7 +70,8 @@ async def load_run(
     store: CheckpointStore, id: str, graph: CompiledGraph, accept_changes: bool = False
 ) -> tuple[Checkpoint, Resumable]:
     """The checkpoint to resume (the latest of run ``id``, or checkpoint ``id``) and its
-    materialised state (a delta merged onto its base), structured into its layout, taken on
+    materialised state (values read back from blobs; a delta an earlier Plait wrote merged
+    onto its base), structured into its layout, taken on
     ``graph``'s topology and (unless ``accept_changes``) its workflow fingerprint.
 
     :raises CheckpointError: ``id`` is both a run id and another run's checkpoint id.
@@ -98,23 +100,14 @@ async def load_run(
     if checkpoint.signature != graph.signature:
         raise TopologyMismatchError(await _mismatch(store, checkpoint, graph.spec))
     # a sealed one read without its key is refused here, before anything else is read
-    stored = read_state(checkpoint.state, where)
+    kind = state_kind(checkpoint.state, where)
     await check_fingerprint(store, checkpoint, fingerprint_of(graph), accept_changes=accept_changes)
-    if isinstance(stored, DeltaState):
-        base = await store.load(stored.base)
-        base_where = f"run {base.run_id!r}, checkpoint {base.checkpoint_id!r}"
-        if base.run_id != checkpoint.run_id or base.checkpoint_id != stored.base:
-            raise CorruptCheckpointError(
-                f"{where} is corrupt: its base {stored.base!r} is {base_where}"
-            )
-        full = stored.onto(cast(FullState, read_state(base.state, base_where, delta_ok=False)))
-    else:
-        full = stored
-    # only the blobs this checkpoint (and its base) name, verified against their hashes
+    # a delta an earlier Plait wrote: merged onto its base, a full state as stored
+    data = checkpoint.state if kind == "full" else await load_delta(store, checkpoint, where)
+    # only the blobs the state names, verified against their hashes
     read: set[str] = set()
     strings: dict[int, tuple[str, str]] = {}
     nodes: list[ReadNode] = []
-    data = state_json(full)
     resolved = await resolve_state(
         data,
         store=store,
@@ -125,8 +118,7 @@ async def load_run(
         read=blobs,
         nodes=nodes,
     )
-    if resolved is not data:  # values came back from blobs: the same layout, checked again
-        full = cast(FullState, read_state(resolved, where, delta_ok=False))
+    full = read_state(resolved, where)
     blobs_read = (checkpoint.run_id, frozenset(read), strings, nodes)
     latest = (checkpoint.run_id, checkpoint.checkpoint_id) if by_run else None
     return checkpoint, Resumable(where, full, blobs_read, latest)
@@ -230,7 +222,7 @@ def restore_state(
         where, state = data.where, data.state
     else:
         where = f"run {run_state.run_id!r}"
-        state = cast(FullState, read_state(data, where, delta_ok=False))
+        state = read_state(data, where)
     decode = functools.partial(decode_value, types=declared_types(graph))
     try:
         return _restore(graph, run_state, state, decode, where, cut)

@@ -1,5 +1,6 @@
-"""Reading stored checkpoints as they are: a read-only view (a delta merged with its base,
-as stored JSON), the diff of two views, and forks of a run from any checkpoint.
+"""Reading stored checkpoints as they are: a read-only view (as stored JSON, its values read
+back from blobs; a delta an earlier Plait wrote merged with its base), the diff of two
+views, and forks of a run from any checkpoint.
 
 Nothing here decodes a checkpoint into the workflow's types, nor imports anything stored
 data names: the store is a trust boundary. :mod:`plait_durable._runindex` re-exports these, beside
@@ -18,7 +19,7 @@ import attrs
 from plait import CheckpointError
 
 from ._blobs import BlobWriter, externalize_state, has_blobs, resolve_state
-from ._layout import apply_shared_changes
+from ._legacy import merge_state
 from ._stores import error_summary
 from .checkpoint import BlobStore, Checkpoint, CheckpointStore
 
@@ -29,9 +30,7 @@ __all__ = [
     "checkpoint_view",
     "diff_views",
     "fork_run",
-    "merge_shared",
     "merge_state",
-    "shared_changes",
 ]
 
 
@@ -40,10 +39,12 @@ __all__ = [
 
 @attrs.frozen
 class CheckpointView:
-    """A checkpoint as stored JSON, a delta merged with its base.
+    """A checkpoint as stored JSON, its values read back from blobs (a delta an earlier
+    Plait wrote merged with its base, :mod:`plait_durable._legacy`).
 
     :param checkpoint: the checkpoint as stored (its ``state`` is JSON values only).
-    :param state: the state with a delta's base merged in (``kind`` is the stored kind).
+    :param state: the state with its values read back and a delta's base merged in
+        (``kind`` is the stored kind).
     :param base_id: the full checkpoint a delta built on, ``None`` for a full one.
     """
 
@@ -63,62 +64,9 @@ class CheckpointView:
         return error_summary(self.error)
 
 
-def _mapping(value: Any) -> dict[str, Any]:
-    return dict(value) if isinstance(value, dict) else {}
-
-
-def _items(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list) else []
-
-
-def shared_changes(base: Any, shared: Any) -> dict[str, Any] | None:
-    """How the stored shared state ``shared`` differs from ``base``'s, key by key, as a
-    delta stores it: ``{"set": {key: value}, "unset": [key, ...]}``; ``None`` when they
-    are equal. Both must be plain dicts (a stored shared state wrapped by the codec is
-    compared whole: the delta then stores it whole, as ``shared``)."""
-    if shared == base:
-        return None
-    changed = {k: v for k, v in shared.items() if k not in base or base[k] != v}
-    return {"set": changed, "unset": sorted(k for k in base if k not in shared)}
-
-
-def merge_shared(base: Any, state: Mapping[str, Any]) -> Any:
-    """The stored shared state of delta ``state`` whose base's is ``base``: its whole
-    ``shared`` when it has one, else ``base`` with its ``shared_changes`` applied."""
-    if "shared" in state:
-        return state["shared"]
-    changes = state.get("shared_changes")
-    if not isinstance(changes, dict):
-        return base
-    return apply_shared_changes(base, _mapping(changes.get("set")), _items(changes.get("unset")))
-
-
-def merge_state(state: Mapping[str, Any], base: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A delta's ``state`` merged onto its base's, as resuming merges them (stored JSON
-    in, stored JSON out; a section of the wrong shape counts as empty)."""
-    if base is None or state.get("kind") != "delta":
-        return dict(state)
-    merged = dict(base)
-    merged["kind"] = "delta"
-    merged["base"] = state.get("base")
-    merged["executor_state"] = {
-        **_mapping(base.get("executor_state")),
-        **_mapping(state.get("executor_state")),
-    }
-    merged["visits"] = {**_mapping(base.get("visits")), **_mapping(state.get("visits"))}
-    merged["outputs"] = _items(base.get("outputs")) + _items(state.get("outputs"))
-    merged["shared"] = merge_shared(base.get("shared"), state)
-    merged.pop("shared_changes", None)
-    for key in ("pending", "router_state", "requests"):
-        merged[key] = state.get(key)
-    merged.pop("attempts", None)
-    if "attempts" in state:
-        merged["attempts"] = state["attempts"]
-    return merged
-
-
 async def checkpoint_view(store: CheckpointStore, checkpoint_id: str) -> CheckpointView:
-    """Checkpoint ``checkpoint_id`` as stored JSON, a delta merged with its base.
+    """Checkpoint ``checkpoint_id`` as stored JSON, its values read back from blobs (a
+    delta an earlier Plait wrote merged with its base).
 
     :raises CheckpointNotFoundError: no such checkpoint (or its base is gone).
     :raises CheckpointError: the delta's base belongs to another run.

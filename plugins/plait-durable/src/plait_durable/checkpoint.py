@@ -2,9 +2,9 @@
 
 A :class:`Checkpoint` holds what a run needs to go on and nothing of the topology:
 pending messages, router state, executor state, shared state, pending requests, the
-superstep number, the run id, the parent checkpoint id, the base a delta builds on, the
-topology signature and a format version. A store keeps checkpoints and lists them
-(:class:`CheckpointInfo`), lists the runs it holds (:class:`RunInfo`), and keeps one
+superstep number, the run id, the parent checkpoint id, the base a delta an earlier Plait
+wrote builds on, the topology signature and a format version. A store keeps checkpoints
+and lists them (:class:`CheckpointInfo`), lists the runs it holds (:class:`RunInfo`), and keeps one
 writer per run with a lease and a fencing token (:class:`Lease`, :class:`LeaseHolder`):
 ``save(checkpoint, lease=...)`` is refused once the lease was taken over.
 
@@ -53,8 +53,9 @@ FORMAT_VERSION = 1
 class CheckpointInfo:
     """What a store lists about a checkpoint without decoding its state.
 
-    ``base_id`` is :attr:`Checkpoint.base_id`: the full checkpoint a delta builds on
-    (``None`` for a full snapshot). Prune keeps it while a kept checkpoint names it
+    ``base_id`` is :attr:`Checkpoint.base_id`: the full checkpoint a delta an earlier
+    Plait wrote builds on (``None`` for a full one: every checkpoint Plait writes now).
+    Prune keeps it while a kept checkpoint names it
     (``plait_durable.kit.CheckpointStoreBase._prune_plan``).
     """
 
@@ -82,8 +83,9 @@ class Checkpoint:
     :param state: the run state, already JSON-ready (the runner encodes it).
     :param format_version: :data:`FORMAT_VERSION` of the writer.
     :param metadata: free-form, JSON-ready annotations (workflow name, …).
-    :param base_id: for a delta, the full checkpoint this delta builds on (resuming the
-        delta loads it); ``None`` for a full snapshot. Stores must keep it while a kept
+    :param base_id: for a delta an earlier Plait wrote (:mod:`plait_durable._legacy`),
+        the full checkpoint it builds on (resuming the delta loads it); ``None`` for a
+        full one, every checkpoint Plait writes now. Stores must keep it while a kept
         checkpoint names it (see ``plait_durable.kit.CheckpointStoreBase._prune_plan``).
     """
 

@@ -120,7 +120,7 @@ async def record(
     superstep only)."""
     key = sc.entry_key(state, step, ctx.superstep)
     if not final:
-        await ctx.set_shared_state(key, sc.pack(entry, sc.Entries(state["steps"], ctx.shared)))
+        await ctx.set_shared_state(key, entry)
     new = sc.record(state, step, key, label=label, who=who, attempt=attempt, last=last)
     return new, {key: entry}
 

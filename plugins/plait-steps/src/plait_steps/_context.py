@@ -1,8 +1,9 @@
 """The step context: what travels with the run from step to step, stored once.
 
 A step's result (its *entry*: ``{"output", "agent", ...}``) is written once, to the run's
-shared state under :func:`entry_key` (checkpointed per key: a checkpoint holds the entries
-its superstep wrote, not every prior output again). The message a step sends on is small:
+shared state under :func:`entry_key` (in a store that keeps blobs the shared state is a
+tree of its keys, so a checkpoint stores the entries its superstep wrote, not every prior
+output again). The message a step sends on is small:
 the prompt, loop counters, and ``steps``, a map of step id to the shared-state key of that
 step's entry — a reference, not a copy. Shared-state writes are staged, so an entry a step
 writes in superstep ``t`` is readable from ``t + 1``, when its message is delivered.
@@ -85,58 +86,21 @@ def scope_prefix(scope: str) -> str:
 def entry_key(state: Mapping[str, Any], step: str, superstep: int) -> str:
     """The shared-state key of the entry step ``step`` writes in ``superstep`` in
     ``state``'s scope. Each run of a step writes a key of its own (a step runs once per
-    superstep in a scope), so an entry never changes once written and another entry can
-    point into it (:func:`pack`)."""
+    superstep in a scope), so an entry never changes once written."""
     return f"{scope_prefix(state.get('scope') or '')}{step}@{superstep}"
-
-
-#: a value of an output field that is at least this long (as JSON) is shared, not copied,
-#: with an earlier step's output that holds the same value in the same field
-SHARE_BYTES = 256
-
-
-def _large(value: Any) -> bool:
-    if isinstance(value, str):
-        return len(value) >= SHARE_BYTES
-    if isinstance(value, (list, dict)) and value:
-        try:
-            return len(json.dumps(value, ensure_ascii=False, default=str)) >= SHARE_BYTES
-        except (TypeError, ValueError):  # pragma: no cover - a circular value
-            return False
-    return False
-
-
-def pack(entry: dict[str, Any], earlier: Entries) -> dict[str, Any]:
-    """``entry`` as stored: a field of its output (a JSON object) whose large value equals
-    the same field of an earlier step's output (``earlier``, the most recent first) is not
-    copied but named (``same``: field -> the key of that step's entry; ``fields``: the
-    output's keys in order). So a step that passes its input on with a field added
-    stores the field it added."""
-    output = entry.get("output")
-    if not isinstance(output, dict) or not len(earlier):
-        return entry
-    candidates = [(ref, earlier.ref(ref)["output"]) for ref in reversed(earlier.refs())]
-    same: dict[str, str] = {}
-    for field, value in output.items():
-        if not _large(value):
-            continue
-        for ref, prior in candidates:
-            if isinstance(prior, dict) and field in prior and prior[field] == value:
-                # name the entry that holds the value itself: one hop, however long the
-                # chain of steps that passed it on
-                same[field] = earlier.holder(ref, field)
-                break
-    if not same:
-        return entry
-    kept = {k: v for k, v in output.items() if k not in same}
-    return {**entry, "output": kept, "same": same, "fields": list(output)}
 
 
 class Entries(Mapping[str, Any]):
     """Step id -> its entry, read through a step context's references from the run's
     shared state (``fresh``: entries written in the running superstep, not yet visible
-    there), with the fields :func:`pack` shared filled in. A step whose entry is gone
-    reads as ``{"output": None}``."""
+    there). A step whose entry is gone reads as ``{"output": None}``.
+
+    An entry is stored as the step returned it: a large output field that an earlier
+    step's output holds too costs a reference to the same blob, in a store that keeps
+    blobs (:mod:`plait_durable`). Entries an earlier plait-steps stored *packed* (such a
+    field left out and named, ``same``: field -> the key of the entry that holds it,
+    ``fields``: the output's keys in order) are read whole, with those fields filled in.
+    """
 
     __slots__ = ("_fresh", "_read", "_refs", "_shared")
 
@@ -155,17 +119,6 @@ class Entries(Mapping[str, Any]):
         """The keys of the entries of the steps seen, in the order they were first seen."""
         return list(dict.fromkeys(self._refs.values()))
 
-    def holder(self, ref: str, field: str) -> str:
-        """The key of the entry that stores field ``field`` of the output of the entry
-        under ``ref`` (``ref`` itself unless :func:`pack` shared it)."""
-        stored = self._fresh.get(ref)
-        if stored is None:
-            stored = self._shared.get(ref)
-        if isinstance(stored, dict) and field in (stored.get("same") or {}):
-            held: str = stored["same"][field]
-            return held
-        return ref
-
     def ref(self, ref: str | None) -> Any:
         """The entry stored under ``ref`` (``{"output": None}`` when there is none)."""
         if ref is None:
@@ -178,7 +131,7 @@ class Entries(Mapping[str, Any]):
             found = self._shared.get(ref)
         if found is None:
             return {"output": None}
-        if isinstance(found, dict) and "same" in found:
+        if isinstance(found, dict) and "same" in found:  # packed by an earlier plait-steps
             same, stored = found["same"], found["output"]
             output = {
                 k: self.ref(same[k])["output"][k] if k in same else stored[k]
