@@ -32,8 +32,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
-from plait import CorruptCheckpointError
 
+from ._errors import CorruptCheckpointError
 from ._format import Json, checkpoint_converter, corrupt
 from ._layout import FullState, StoredRequest, read_state, state_json
 
