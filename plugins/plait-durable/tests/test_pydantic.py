@@ -156,3 +156,72 @@ def test_the_hooks_are_registered_through_the_type_hooks_hook() -> None:
     registry = plait.get_plugin_manager().registry("type_hooks")
     hooks = registry.get("durable.pydantic")
     assert hooks is not None and hooks.type is BaseModel
+
+
+_LATE_IMPORT = """
+import sys
+from typing import Never
+
+import attrs
+from plait import WorkflowContext, executor
+from plait_builders import WorkflowBuilder
+
+
+@attrs.frozen
+class Count:
+    n: int
+
+
+@executor(id="up")
+async def up(x: Count, ctx: WorkflowContext[Count]) -> None:
+    await ctx.send_message(Count(x.n + 1))
+
+
+@executor(id="out")
+async def out(x: Count, ctx: WorkflowContext[Never, int]) -> None:
+    await ctx.yield_output(x.n)
+
+
+plain = WorkflowBuilder("plain").add_edge(up, out).set_start(up).build()
+assert plain.run_sync(Count(1), checkpoint="memory://").outputs == [2]
+print("after an attrs run:", "pydantic" in sys.modules)
+
+from pydantic import BaseModel  # imported late: the hooks apply from now on
+
+
+class Note(BaseModel):
+    text: str
+
+
+@executor(id="shout")
+async def shout(x: Note, ctx: WorkflowContext[Note]) -> None:
+    await ctx.send_message(Note(text=x.text.upper()))
+
+
+@executor(id="say")
+async def say(x: Note, ctx: WorkflowContext[Never, str]) -> None:
+    await ctx.yield_output(x.text)
+
+
+models = WorkflowBuilder("models").add_edge(shout, say).set_start(shout).build()
+assert models.run_sync(Note(text="hi"), checkpoint="memory://").outputs == ["HI"]
+print("a model after a late import: ok")
+"""
+
+
+def test_a_run_without_models_never_imports_pydantic_and_a_late_import_still_works(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "late.py"
+    script.write_text(_LATE_IMPORT)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "after an attrs run: False",
+        "a model after a late import: ok",
+    ]

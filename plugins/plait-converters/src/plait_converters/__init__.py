@@ -81,8 +81,10 @@ if TYPE_CHECKING:
     )
     from ._messages import (
         CattrsHooks as CattrsHooks,
+        hooks_key as hooks_key,
         message_converter as message_converter,
         register_type_hooks as register_type_hooks,
+        type_hooks as type_hooks,
     )
     from ._records import (
         RECORDS as RECORDS,

@@ -144,10 +144,14 @@ def plait_register_run_options(register: Register) -> None:
 def plait_register_type_hooks(register: Register) -> None:
     """Register Pydantic (v2) models' own ``model_dump``/``model_validate`` as their
     checkpoint encoding (:mod:`plait_durable._pydantic`), when pydantic is installed.
-    Registered lazily: pydantic is imported when the message converter or a workflow's
-    declared types are first needed, not when plugins load or registries are built."""
+    Registered lazily, requiring pydantic: they apply once something imported pydantic (a
+    model can exist only then), so a run whose messages are not models never imports it."""
     if importlib.util.find_spec("pydantic") is not None:
-        hooks = lazy("plait_durable._pydantic:HOOKS", provides=("type", "structure", "unstructure"))
+        hooks = lazy(
+            "plait_durable._pydantic:HOOKS",
+            provides=("type", "structure", "unstructure"),
+            requires="pydantic",  # applies once pydantic is imported: a model exists
+        )
         register("durable.pydantic", hooks)
 
 

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 from plait import PlaitError, get_plugin_manager
-from plait_converters import message_converter
+from plait_converters import hooks_key, message_converter, type_hooks
 
 if TYPE_CHECKING:
     from plait.spi import CompiledGraph, Registry
@@ -54,7 +54,7 @@ __all__ = [
 TAG = "__plait__"
 _NATIVE = (str, int, bool, type(None))
 # One slot, not a dict keyed by registry: an old registry is never pinned in memory.
-_hooked_last: tuple[Any, frozenset[Any]] | None = None
+_hooked_last: tuple[Any, tuple[bool, ...], frozenset[Any]] | None = None
 _BUILTIN_TYPES = (str, int, float, bool, bytes, list, dict, tuple, set, frozenset, type(None))
 
 
@@ -76,14 +76,16 @@ class DecodeError(PlaitError, ValueError):
 
 
 def _hooked() -> frozenset[Any]:
-    """Types some plugin registered :class:`~plait_converters.CattrsHooks` for (cached per
-    registry: a registration builds a new one)."""
+    """Types some plugin registered :class:`~plait_converters.CattrsHooks` for, that apply
+    now (cached per registry and :func:`~plait_converters.hooks_key`: a registration builds
+    a new registry, and importing a library a hook requires changes the key)."""
     global _hooked_last
     registry = get_plugin_manager().registry("type_hooks")
     cached = _hooked_last
-    if cached is None or cached[0] is not registry:
-        cached = _hooked_last = (registry, _hooked_types(registry))
-    return cached[1]
+    key = hooks_key(registry)
+    if cached is None or cached[0] is not registry or cached[1] != key:
+        cached = _hooked_last = (registry, key, _hooked_types(registry))
+    return cached[2]
 
 
 def _is_hooked(cls: type) -> bool:
@@ -97,7 +99,7 @@ def _is_hooked(cls: type) -> bool:
 
 
 def _hooked_types(registry: Registry[Any]) -> frozenset[Any]:
-    return frozenset(r.obj.type for r in registry.values())
+    return frozenset(hooks.type for hooks in type_hooks(registry))
 
 
 def _ref(cls: type) -> str:
