@@ -144,7 +144,7 @@ class CheckpointStoreBase:
         return f"<{type(self).__name__} {self.url!r}>"
 
     def _check_open(self) -> None:
-        """Raise :class:`~plait.StoreUnavailableError` if the store is closed."""
+        """Raise :class:`~plait_durable.StoreUnavailableError` if the store is closed."""
         if self._closed:
             raise StoreUnavailableError(f"checkpoint store {self.url} is closed")
 
@@ -160,7 +160,7 @@ class CheckpointStoreBase:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the store; later calls raise :class:`~plait.StoreUnavailableError`."""
+        """Close the store; later calls raise :class:`~plait_durable.StoreUnavailableError`."""
         self._closed = True
 
     # -- wording and checks a store's transaction needs -------------------------------
