@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import attrs
@@ -49,7 +49,6 @@ from ._executor import Executor
 from ._spec import NodeSpec, WorkflowSpec, as_executor, resolve_ref
 
 __all__ = [
-    "AgentLookup",
     "build_executors",
     "BuildContext",
     "ExecutorKind",
@@ -65,34 +64,6 @@ __all__ = [
     "compile_expression",
     "compile_template",
 ]
-
-
-class AgentLookup(Protocol):
-    """The agent names of one load, as a loader resolves them (``plait-documents``'
-    ``AgentNames`` is the one implementation): executors passed from Python, the document's
-    ``agents:`` section, the agents installed distributions publish, then ``agents=``.
-    """
-
-    def set_document(self, agents: Mapping[str, Any], declared: Iterable[Any] = ()) -> None:
-        """The document's own ``agents:`` section (definitions, and every name declared)."""
-        ...
-
-    def is_declared(self, name: str) -> bool:
-        """Whether the document's ``agents:`` section names ``name``."""
-        ...
-
-    def find(self, name: str) -> Any:
-        """Where ``name`` resolves first (a record with ``tier``, ``obj``, ``definition``
-        and ``origin``), or ``None``."""
-        ...
-
-    def names(self) -> list[str]:
-        """Every name that resolves, sorted."""
-        ...
-
-    def unknown(self, name: str, *, extra: list[str] | None = None) -> str:
-        """The message for a name nothing resolves."""
-        ...
 
 
 @attrs.frozen(kw_only=True)
@@ -113,10 +84,9 @@ class BuildContext:
         installed executor kinds and published fragments (for "did you mean …?").
     :param options: loader options the caller passed to :func:`plait.load` (``merge=`` …).
     :param agents: for a loader, the agent names of this load in the documented order
-        (:class:`AgentLookup`; ``plait_documents.AgentNames``): give it the document's
-        ``agents:`` section (:meth:`~AgentLookup.set_document`), then resolve every name
-        with :meth:`~AgentLookup.find`. Not given, the documents plugin makes one from
-        ``executors`` when a loader first asks for it.
+        (``plait_documents.AgentNames``): give it the document's ``agents:`` section
+        (``set_document``), then resolve every name with ``find``. Not given, the
+        documents plugin makes one from ``executors`` when a loader first asks for it.
     """
 
     manager: Any = None
@@ -126,10 +96,10 @@ class BuildContext:
     executors: Mapping[str, Any] = attrs.field(factory=dict)
     names: frozenset[str] = frozenset()
     options: Mapping[str, Any] = attrs.field(factory=dict)
-    _agents: AgentLookup | None = attrs.field(default=None, alias="agents")
+    _agents: Any = attrs.field(default=None, alias="agents")
 
     @property
-    def agents(self) -> AgentLookup:
+    def agents(self) -> Any:
         """The agent names of this load (see ``agents`` above), made on first use through
         the documents plugin when none was given.
 

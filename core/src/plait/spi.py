@@ -26,7 +26,6 @@ from . import _exports
 
 if TYPE_CHECKING:
     from ._building import (
-        AgentLookup as AgentLookup,
         BuildContext as BuildContext,
         CompiledExpression as CompiledExpression,
         CompiledTemplate as CompiledTemplate,
