@@ -43,7 +43,6 @@ from ._errors import (
     NotPortableError,
     PlaitError,
     SourcePosition,
-    spell,
 )
 from ._executor import Executor
 from ._spec import NodeSpec, WorkflowSpec, as_executor, resolve_ref
@@ -407,14 +406,11 @@ def _bound(node: NodeSpec, executors: Mapping[str, Any], where: str) -> Executor
             return as_executor(executors[key], node.id, what=f"node {node.id!r} ({where})")
     if node.nonportable is not None:
         name = node.uses or node.id
+        words = f"pass it as executors={{{name!r}: ...}}"
         raise ConfigError(
-            f"node {node.id!r} cannot be rebuilt from data: {node.nonportable} ("
-            + spell(
-                f"pass it as executors={{{name!r}: ...}}",
-                f"define {name!r} in a module given with --agents MODULE_OR_FILE.py",
-            )
-            + ")",
+            f"node {node.id!r} cannot be rebuilt from data: {node.nonportable} ({words})",
             SourcePosition(path=where),
+            fix=("executors", name, words),
         )
     return None
 
@@ -430,16 +426,15 @@ def _from_kind(
 ) -> Executor:
     where = f"/nodes/{index}"
     if node.kind not in kinds:
-        hint = ""
+        hint, fix = "", None
         if node.uses is not None:
-            hint = "; or " + spell(
-                f"pass the executor it uses as executors={{{node.uses!r}: ...}}",
-                f"define {node.uses!r} in a module given with --agents MODULE_OR_FILE.py",
-            )
+            words = f"pass the executor it uses as executors={{{node.uses!r}: ...}}"
+            hint, fix = f"; or {words}", ("executors", node.uses, words)
         raise ConfigError(
             f"node {node.id!r} has executor kind {node.kind!r}, which no installed plugin "
             f"registers; installed kinds: {', '.join(kinds.names()) or 'none'}{hint}",
             SourcePosition(path=f"{where}/kind", source=source),
+            fix=fix,
         )
     kind = kinds.get(node.kind)
     ctx = BuildContext(
@@ -486,6 +481,7 @@ def _positioned(
                 path=path,
                 text=position.text,
             ),
+            fix=error.fix,
         )
     return ConfigError(
         f"{error}", SourcePosition(source=source, path=where, line=line, column=column)

@@ -28,9 +28,10 @@ from plait import (
     UnknownNameError,
     get_plugin_manager,
 )
-from plait.spi import BuildContext, Loader, spell
+from plait.spi import BuildContext, Loader
 
 from ._agents import AgentDefinition, AgentNames, module_agents
+from ._wording import in_cli_words, is_cli, spell
 from .build import did_you_mean
 
 if TYPE_CHECKING:
@@ -252,13 +253,18 @@ def load(
         # the Python agents the document resolved to, from every tier, by name
         bound = registry.python_objects()
         check_granted(spec, grants, executors=bound, manager=plugin_manager, source=name)
-        workflow = Workflow.from_spec(
-            spec,
-            bound,
-            allow_imports=grants.covers(IMPORTS),
-            plugin_manager=plugin_manager,
-            source=name,
-        )
+        try:
+            workflow = Workflow.from_spec(
+                spec,
+                bound,
+                allow_imports=grants.covers(IMPORTS),
+                plugin_manager=plugin_manager,
+                source=name,
+            )
+        except LoadError as exc:  # the kernel's fixes, said as the command line's flags
+            if not is_cli():
+                raise
+            raise in_cli_words(exc) from exc
         # the edge check WorkflowBuilder.build() runs, over the executors the nodes were
         # built into: a plain function's annotations count however it was wired
         return wire_document(
