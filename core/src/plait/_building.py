@@ -386,7 +386,7 @@ def _build(
             problems.extend(exc.problems)
             continue
         except PlaitError as exc:
-            problems.append(_positioned(exc, where, source, _at(node)))
+            problems.append(_positioned(exc, where, source))
             continue
         built[node.id] = executor
     if problems:
@@ -446,46 +446,31 @@ def _from_kind(
     )
     problems = kind.check(node.config, ctx)
     if problems:
-        raise _NodeProblems([_positioned(p, where, source, _at(node)) for p in problems])
+        raise _NodeProblems([_positioned(p, where, source) for p in problems])
     executor: Executor = kind.create(node.config, ctx)
     return executor
 
 
-def _at(node: NodeSpec) -> tuple[int, int] | None:
-    """Where a front-end recorded the node in its document: ``at: [line, column]``."""
-    at = node.config.get("at") if isinstance(node.config, Mapping) else None
-    if isinstance(at, (list, tuple)) and len(at) == 2 and all(type(v) is int for v in at):
-        return at[0], at[1]
-    return None
-
-
-def _positioned(
-    error: PlaitError, where: str, source: str | None, at: tuple[int, int] | None = None
-) -> PlaitError:
+def _positioned(error: PlaitError, where: str, source: str | None) -> PlaitError:
     """``error`` with its JSON path prefixed by the node's (``/nodes/3/config/argv``), and
-    the line and column the node's kind gave it kept (a YAML step's position), else the
-    node's own (``at``, what its front-end recorded)."""
+    the line and column the node's kind gave it kept (a YAML step's position)."""
     position = getattr(error, "position", None)
-    line, column = at if at is not None else (None, None)
     if isinstance(error, ConfigError) and position is not None:
         path = position.path or ""
         if not path.startswith(where):
             path = f"{where}{path}"
-        has_line = position.line is not None
         return ConfigError(
             error.reason,
             SourcePosition(
                 source=position.source or source,
-                line=position.line if has_line else line,
-                column=position.column if has_line else column,
+                line=position.line,
+                column=position.column,
                 path=path,
                 text=position.text,
             ),
             fix=error.fix,
         )
-    return ConfigError(
-        f"{error}", SourcePosition(source=source, path=where, line=line, column=column)
-    )
+    return ConfigError(f"{error}", SourcePosition(source=source, path=where))
 
 
 # -- expression languages: safe conditions and templates over JSON-like data ---------------

@@ -1,6 +1,8 @@
-"""Errors in the caller's words: the kernel's errors carry their fix as data
-(``ConfigError.fix``) and speak Python; under ``plait_documents.cli_wording`` (what the
-command line loads under) ``plait.load`` says the same fix as the command line's flags."""
+"""What ``plait.load`` says about the problems of building a document's spec: each at the
+place its front-end recorded for the node (``config["at"]``), and in the caller's words —
+the kernel's errors carry their fix as data (``ConfigError.fix``) and speak Python; under
+``plait_documents.cli_wording`` (what the command line loads under) ``plait.load`` says
+the same fix as the command line's flags."""
 
 from __future__ import annotations
 
@@ -13,13 +15,15 @@ from plait_documents import cli_wording, in_cli_words, is_cli, spell
 
 
 class Bare:
-    """A one-line loader: the text names the agent of one node of a kind none registers."""
+    """A one-line loader: the text names the agent of one node of a kind none registers,
+    recorded where the name starts (``at``)."""
 
     suffixes = (".bare",)
 
     def load(self, text: str, ctx: BuildContext) -> plait.WorkflowSpec:
         name = text.strip()
-        node = plait.NodeSpec(name, kind="test.none", uses=name)
+        at = [1, 1 + len(text) - len(text.lstrip())]
+        node = plait.NodeSpec(name, kind="test.none", uses=name, config={"at": at})
         return plait.WorkflowSpec(name="one", start=name, nodes=(node,), edge_groups=())
 
 
@@ -44,6 +48,28 @@ def test_a_kernel_fix_is_data_and_python_words(plait_register_plugin: Any) -> No
     assert problem.path == "/nodes/0/kind"
 
 
+def test_a_build_problem_is_at_the_place_the_front_end_recorded(
+    plait_register_plugin: Any,
+) -> None:
+    plait_register_plugin(LoaderPlugin(), "test-bare")
+    with pytest.raises(plait.LoadError) as info:
+        plait.load("   shout", format="test.bare")
+    (problem,) = info.value.problems
+    assert isinstance(problem, plait.ConfigError)
+    assert (problem.line, problem.column, problem.path) == (1, 4, "/nodes/0/kind")
+    assert str(problem).startswith("<string>:1:4 at /nodes/0/kind: node 'shout' has ")
+    # the kernel alone does not read a front-end's ``at``: the spec built directly
+    spec = plait.WorkflowSpec(
+        name="one",
+        start="shout",
+        nodes=(plait.NodeSpec("shout", kind="test.none", config={"at": [1, 4]}),),
+        edge_groups=(),
+    )
+    with pytest.raises(plait.LoadError) as direct:
+        plait.Workflow.from_spec(spec)
+    assert direct.value.problems[0].line is None  # type: ignore[attr-defined]
+
+
 def test_under_cli_wording_the_fix_names_the_flags(plait_register_plugin: Any) -> None:
     plait_register_plugin(LoaderPlugin(), "test-bare")
     with cli_wording(), pytest.raises(plait.LoadError) as info:
@@ -51,7 +77,7 @@ def test_under_cli_wording_the_fix_names_the_flags(plait_register_plugin: Any) -
     (problem,) = info.value.problems
     assert isinstance(problem, plait.ConfigError)
     assert str(problem).endswith(f"; or {CLI}") and "executors=" not in str(problem)
-    assert problem.path == "/nodes/0/kind"  # the position is kept
+    assert (problem.line, problem.column, problem.path) == (1, 1, "/nodes/0/kind")  # kept
     assert problem.fix == ("executors", "shout", CLI)
 
 
