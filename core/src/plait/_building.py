@@ -261,7 +261,9 @@ class LoadScope:
     (:data:`MAX_NESTING` levels, :data:`MAX_LOAD_NODES` nodes built) and remembers what
     kinds built (:meth:`once`), so a nested workflow is built once per load however many
     times kinds ask for it (a kind's ``check`` and ``create``, and a front-end kind's that
-    wraps it, each ask).
+    wraps it, each ask). The bounds are the kernel's, not a front-end's: a spec from an
+    untrusted source may reach :meth:`~plait.Workflow.from_spec` without a document, and
+    every nested build (a ``workflow`` node's, a step's) passes through it.
     """
 
     def __init__(self) -> None:
