@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import attrs
@@ -43,13 +43,11 @@ from ._errors import (
     NotPortableError,
     PlaitError,
     SourcePosition,
-    spell,
 )
 from ._executor import Executor
 from ._spec import NodeSpec, WorkflowSpec, as_executor, resolve_ref
 
 __all__ = [
-    "AgentLookup",
     "build_executors",
     "BuildContext",
     "ExecutorKind",
@@ -65,34 +63,6 @@ __all__ = [
     "compile_expression",
     "compile_template",
 ]
-
-
-class AgentLookup(Protocol):
-    """The agent names of one load, as a loader resolves them (``plait-documents``'
-    ``AgentNames`` is the one implementation): executors passed from Python, the document's
-    ``agents:`` section, the agents installed distributions publish, then ``agents=``.
-    """
-
-    def set_document(self, agents: Mapping[str, Any], declared: Iterable[Any] = ()) -> None:
-        """The document's own ``agents:`` section (definitions, and every name declared)."""
-        ...
-
-    def is_declared(self, name: str) -> bool:
-        """Whether the document's ``agents:`` section names ``name``."""
-        ...
-
-    def find(self, name: str) -> Any:
-        """Where ``name`` resolves first (a record with ``tier``, ``obj``, ``definition``
-        and ``origin``), or ``None``."""
-        ...
-
-    def names(self) -> list[str]:
-        """Every name that resolves, sorted."""
-        ...
-
-    def unknown(self, name: str, *, extra: list[str] | None = None) -> str:
-        """The message for a name nothing resolves."""
-        ...
 
 
 @attrs.frozen(kw_only=True)
@@ -113,10 +83,9 @@ class BuildContext:
         installed executor kinds and published fragments (for "did you mean …?").
     :param options: loader options the caller passed to :func:`plait.load` (``merge=`` …).
     :param agents: for a loader, the agent names of this load in the documented order
-        (:class:`AgentLookup`; ``plait_documents.AgentNames``): give it the document's
-        ``agents:`` section (:meth:`~AgentLookup.set_document`), then resolve every name
-        with :meth:`~AgentLookup.find`. Not given, the documents plugin makes one from
-        ``executors`` when a loader first asks for it.
+        (``plait_documents.AgentNames``): give it the document's ``agents:`` section
+        (``set_document``), then resolve every name with ``find``. Not given, the
+        documents plugin makes one from ``executors`` when a loader first asks for it.
     """
 
     manager: Any = None
@@ -126,10 +95,10 @@ class BuildContext:
     executors: Mapping[str, Any] = attrs.field(factory=dict)
     names: frozenset[str] = frozenset()
     options: Mapping[str, Any] = attrs.field(factory=dict)
-    _agents: AgentLookup | None = attrs.field(default=None, alias="agents")
+    _agents: Any = attrs.field(default=None, alias="agents")
 
     @property
-    def agents(self) -> AgentLookup:
+    def agents(self) -> Any:
         """The agent names of this load (see ``agents`` above), made on first use through
         the documents plugin when none was given.
 
@@ -292,7 +261,9 @@ class LoadScope:
     (:data:`MAX_NESTING` levels, :data:`MAX_LOAD_NODES` nodes built) and remembers what
     kinds built (:meth:`once`), so a nested workflow is built once per load however many
     times kinds ask for it (a kind's ``check`` and ``create``, and a front-end kind's that
-    wraps it, each ask).
+    wraps it, each ask). The bounds are the kernel's, not a front-end's: a spec from an
+    untrusted source may reach :meth:`~plait.Workflow.from_spec` without a document, and
+    every nested build (a ``workflow`` node's, a step's) passes through it.
     """
 
     def __init__(self) -> None:
@@ -417,7 +388,7 @@ def _build(
             problems.extend(exc.problems)
             continue
         except PlaitError as exc:
-            problems.append(_positioned(exc, where, source, _at(node)))
+            problems.append(_positioned(exc, where, source))
             continue
         built[node.id] = executor
     if problems:
@@ -437,14 +408,11 @@ def _bound(node: NodeSpec, executors: Mapping[str, Any], where: str) -> Executor
             return as_executor(executors[key], node.id, what=f"node {node.id!r} ({where})")
     if node.nonportable is not None:
         name = node.uses or node.id
+        words = f"pass it as executors={{{name!r}: ...}}"
         raise ConfigError(
-            f"node {node.id!r} cannot be rebuilt from data: {node.nonportable} ("
-            + spell(
-                f"pass it as executors={{{name!r}: ...}}",
-                f"define {name!r} in a module given with --agents MODULE_OR_FILE.py",
-            )
-            + ")",
+            f"node {node.id!r} cannot be rebuilt from data: {node.nonportable} ({words})",
             SourcePosition(path=where),
+            fix=("executors", name, words),
         )
     return None
 
@@ -460,16 +428,15 @@ def _from_kind(
 ) -> Executor:
     where = f"/nodes/{index}"
     if node.kind not in kinds:
-        hint = ""
+        hint, fix = "", None
         if node.uses is not None:
-            hint = "; or " + spell(
-                f"pass the executor it uses as executors={{{node.uses!r}: ...}}",
-                f"define {node.uses!r} in a module given with --agents MODULE_OR_FILE.py",
-            )
+            words = f"pass the executor it uses as executors={{{node.uses!r}: ...}}"
+            hint, fix = f"; or {words}", ("executors", node.uses, words)
         raise ConfigError(
             f"node {node.id!r} has executor kind {node.kind!r}, which no installed plugin "
             f"registers; installed kinds: {', '.join(kinds.names()) or 'none'}{hint}",
             SourcePosition(path=f"{where}/kind", source=source),
+            fix=fix,
         )
     kind = kinds.get(node.kind)
     ctx = BuildContext(
@@ -481,45 +448,31 @@ def _from_kind(
     )
     problems = kind.check(node.config, ctx)
     if problems:
-        raise _NodeProblems([_positioned(p, where, source, _at(node)) for p in problems])
+        raise _NodeProblems([_positioned(p, where, source) for p in problems])
     executor: Executor = kind.create(node.config, ctx)
     return executor
 
 
-def _at(node: NodeSpec) -> tuple[int, int] | None:
-    """Where a front-end recorded the node in its document: ``at: [line, column]``."""
-    at = node.config.get("at") if isinstance(node.config, Mapping) else None
-    if isinstance(at, (list, tuple)) and len(at) == 2 and all(type(v) is int for v in at):
-        return at[0], at[1]
-    return None
-
-
-def _positioned(
-    error: PlaitError, where: str, source: str | None, at: tuple[int, int] | None = None
-) -> PlaitError:
+def _positioned(error: PlaitError, where: str, source: str | None) -> PlaitError:
     """``error`` with its JSON path prefixed by the node's (``/nodes/3/config/argv``), and
-    the line and column the node's kind gave it kept (a YAML step's position), else the
-    node's own (``at``, what its front-end recorded)."""
+    the line and column the node's kind gave it kept (a YAML step's position)."""
     position = getattr(error, "position", None)
-    line, column = at if at is not None else (None, None)
     if isinstance(error, ConfigError) and position is not None:
         path = position.path or ""
         if not path.startswith(where):
             path = f"{where}{path}"
-        has_line = position.line is not None
         return ConfigError(
             error.reason,
             SourcePosition(
                 source=position.source or source,
-                line=position.line if has_line else line,
-                column=position.column if has_line else column,
+                line=position.line,
+                column=position.column,
                 path=path,
                 text=position.text,
             ),
+            fix=error.fix,
         )
-    return ConfigError(
-        f"{error}", SourcePosition(source=source, path=where, line=line, column=column)
-    )
+    return ConfigError(f"{error}", SourcePosition(source=source, path=where))
 
 
 # -- expression languages: safe conditions and templates over JSON-like data ---------------

@@ -6,10 +6,8 @@ and, where it can, says how to fix it.
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 if sys.version_info < (3, 11):  # pragma: no cover - exercised on 3.10 only
     from exceptiongroup import ExceptionGroup  # type: ignore[import-not-found,unused-ignore]
@@ -45,9 +43,6 @@ __all__ = [
     "ExpressionError",
     "ConfigError",
     "DocumentError",
-    "cli_wording",
-    "is_cli",
-    "spell",
 ]
 
 
@@ -251,7 +246,23 @@ class DocumentError(_Positioned):
 
 
 class ConfigError(_Positioned):
-    """An executor kind's ``config`` does not fit its JSON Schema (``path`` says where)."""
+    """An executor kind's ``config`` does not fit its JSON Schema (``path`` says where).
+
+    ``fix``, when the caller mends it by passing something, says what as data, for a
+    front-end that words it its own way (``plait run`` names its flags): the option
+    (``"allow_imports"``, ``"executors"``), the name to pass under it (``""`` for none) and
+    the words of the message that say it in Python.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        position: SourcePosition | None = None,
+        *,
+        fix: tuple[str, str, str] | None = None,
+    ) -> None:
+        super().__init__(message, position)
+        self.fix = fix
 
 
 class LoadError(PlaitError):
@@ -273,47 +284,6 @@ class LoadError(PlaitError):
         if hidden:
             body += f"\n  … and {hidden:,} more"
         super().__init__(f"{where}: {len(self.problems)} problem(s):\n{body}")
-
-
-# ---------------------------------------------------------------------------
-# the caller's words
-# ---------------------------------------------------------------------------
-
-_CLI: Any = None  # the ContextVar, made on first use: ``import plait`` skips contextvars
-
-
-def _cli() -> Any:
-    global _CLI
-    if _CLI is None:
-        import contextvars
-
-        _CLI = contextvars.ContextVar("plait_cli_wording", default=False)
-    return _CLI
-
-
-@contextlib.contextmanager
-def cli_wording() -> Iterator[None]:
-    """Inside the block, :func:`spell` names command-line flags (what ``plait run``,
-    ``validate`` and ``graph`` load under).
-    """
-    token = _cli().set(True)
-    try:
-        yield
-    finally:
-        _cli().reset(token)
-
-
-def spell(python: str, cli: str) -> str:
-    """``python`` (an argument, ``allow_imports=True``) for a Python caller, or ``cli`` (a
-    flag, ``--allow-imports``) inside :func:`cli_wording`: errors name the caller's own
-    words.
-    """
-    return cli if _cli().get() else python
-
-
-def is_cli() -> bool:
-    """Whether errors now speak to a command-line user (:func:`cli_wording`)."""
-    return bool(_cli().get())
 
 
 # ---------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._errors import ConfigError, NotPortableError, SourcePosition, spell
+from ._errors import ConfigError, NotPortableError, SourcePosition
 from ._executor import Executor, FunctionExecutor
 from ._types import main_module_name
 
@@ -594,15 +594,11 @@ def resolve_ref(ref: str, *, allow_imports: bool, what: str) -> Any:
     if not isinstance(ref, str) or not re.match(_REF, ref):
         raise ConfigError(f"{what}: {ref!r} is not an import path 'package.module:qualname'")
     if not allow_imports:
+        words = "pass allow_imports=True, or executors=/callables in Python instead"
         raise ConfigError(
             f"{what}: {ref!r} names code to import, and this document's source is not "
-            "trusted to import code ("
-            + spell(
-                "pass allow_imports=True, or executors=/callables in Python instead",
-                "pass --allow-imports if you trust it, or name one module of agents with "
-                "--agents MODULE_OR_FILE.py",
-            )
-            + ")"
+            f"trusted to import code ({words})",
+            fix=("allow_imports", "", words),
         )
     try:
         return import_ref(ref)

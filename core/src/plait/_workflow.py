@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
-from ._building import AgentLookup, BuildContext
+from ._building import BuildContext
 from ._context import WorkflowContext
 from ._errors import (
     CheckpointError,
@@ -836,9 +836,10 @@ class Documents(Protocol):
         """The spec a document describes, without building it (``plait validate``)."""
         ...
 
-    def agent_names(self, executors: Mapping[str, Any]) -> AgentLookup:
+    def agent_names(self, executors: Mapping[str, Any]) -> Any:
         """The agent names of a load with these ``executors`` (what a
-        :class:`~plait.spi.BuildContext` made without ``agents`` gives a loader)."""
+        :class:`~plait.spi.BuildContext` made without ``agents`` gives a loader;
+        ``plait_documents.AgentNames``)."""
         ...
 
 

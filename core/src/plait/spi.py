@@ -26,7 +26,6 @@ from . import _exports
 
 if TYPE_CHECKING:
     from ._building import (
-        AgentLookup as AgentLookup,
         BuildContext as BuildContext,
         CompiledExpression as CompiledExpression,
         CompiledTemplate as CompiledTemplate,
@@ -44,11 +43,6 @@ if TYPE_CHECKING:
         RunScope as RunScope,
     )
     from ._convert import Converter as Converter
-    from ._errors import (
-        cli_wording as cli_wording,
-        is_cli as is_cli,
-        spell as spell,
-    )
     from ._executor import Handler as Handler
     from ._exports import lazy_exports as lazy_exports
     from ._graph import CompiledGraph as CompiledGraph

@@ -594,8 +594,7 @@ def _needed_grants(target: Target) -> tuple[list[str] | None, str]:
     ``None`` and why they could not be read."""
     import shlex
 
-    from plait.spi import cli_wording
-    from plait_documents import grant_text, load_spec, needs
+    from plait_documents import cli_wording, grant_text, load_spec, needs
 
     try:
         with cli_wording():

@@ -150,8 +150,7 @@ def load_target(
         folder = str(document.resolve().parent)
         if allow_imports and folder not in sys.path:  # its code, beside it (as for file.py:attr)
             sys.path.insert(0, folder)
-        from plait.spi import cli_wording
-        from plait_documents import CapabilityError
+        from plait_documents import CapabilityError, cli_wording
 
         agents = load_agents(parsed.agents) if parsed.agents is not None else None
         try:

@@ -47,8 +47,7 @@ def validate_file(
     workflow document), is one line saying so.
     """
     import plait
-    from plait.spi import cli_wording
-    from plait_documents import CapabilityError, Grants, grant_text, needs
+    from plait_documents import CapabilityError, Grants, cli_wording, grant_text, needs
 
     name = str(path)
     if not path.exists():

@@ -76,6 +76,12 @@ if TYPE_CHECKING:
         LossyConversion as LossyConversion,
         wire_types as wire_types,
     )
+    from ._wording import (
+        cli_wording as cli_wording,
+        in_cli_words as in_cli_words,
+        is_cli as is_cli,
+        spell as spell,
+    )
     from .build import (
         Problems as Problems,
         SpecBuilder as SpecBuilder,

@@ -13,9 +13,9 @@ the command line:
 An unknown name is an error listing where Plait looked and what it found there
 (:meth:`AgentNames.unknown`); there is no fallback to another kind of thing.
 
-Errors name the caller's own words: :func:`plait.spi.spell` gives a Python argument
-(``allow_imports=True``) or, inside :func:`plait.spi.cli_wording`, the command line's flag
-(``--allow-imports``).
+Errors name the caller's own words: :func:`~plait_documents.spell` gives a Python
+argument (``allow_imports=True``) or, inside :func:`~plait_documents.cli_wording`, the
+command line's flag (``--allow-imports``).
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from typing import Any
 
 import attrs
 from plait import RegistrationError, SourcePosition
-from plait.spi import BuildContext, is_cli, spell
+from plait.spi import BuildContext
 
+from ._wording import is_cli, spell
 from .build import did_you_mean
 
 __all__ = [

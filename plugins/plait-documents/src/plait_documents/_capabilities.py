@@ -304,12 +304,19 @@ def _bound(node: Any, executors: Mapping[str, Any], kinds: Any) -> bool:
     return node.id in executors or (node.uses is not None and node.uses in executors)
 
 
+def node_at(config: Any) -> tuple[int, int] | None:
+    """Where a front-end recorded a node in its document: ``[line, column]`` as the
+    node's ``config["at"]`` (``plait-steps`` and ``plait-dag`` record it), or ``None``."""
+    at = config.get("at") if isinstance(config, Mapping) else None
+    if isinstance(at, (list, tuple)) and len(at) == 2 and all(type(v) is int for v in at):
+        return at[0], at[1]
+    return None
+
+
 def _position(config: Mapping[str, Any], path: str, source: str | None) -> SourcePosition:
-    # front-ends record where a node came from as ``at: [line, column]`` in its config
-    at = config.get("at")
-    if isinstance(at, Sequence) and len(at) == 2 and all(type(v) is int for v in at):
-        return SourcePosition(source=source, line=at[0], column=at[1], path=path)
-    return SourcePosition(source=source, path=path)
+    at = node_at(config)
+    line, column = at if at is not None else (None, None)
+    return SourcePosition(source=source, line=line, column=column, path=path)
 
 
 def _names_code(value: Any, depth: int = 0) -> bool:

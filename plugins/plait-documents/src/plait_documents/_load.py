@@ -15,6 +15,7 @@ the edge. :class:`Documents` is what this distribution gives
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -28,9 +29,10 @@ from plait import (
     UnknownNameError,
     get_plugin_manager,
 )
-from plait.spi import BuildContext, Loader, spell
+from plait.spi import BuildContext, Loader
 
 from ._agents import AgentDefinition, AgentNames, module_agents
+from ._wording import in_cli_words, is_cli, spell
 from .build import did_you_mean
 
 if TYPE_CHECKING:
@@ -252,13 +254,21 @@ def load(
         # the Python agents the document resolved to, from every tier, by name
         bound = registry.python_objects()
         check_granted(spec, grants, executors=bound, manager=plugin_manager, source=name)
-        workflow = Workflow.from_spec(
-            spec,
-            bound,
-            allow_imports=grants.covers(IMPORTS),
-            plugin_manager=plugin_manager,
-            source=name,
-        )
+        try:
+            workflow = Workflow.from_spec(
+                spec,
+                bound,
+                allow_imports=grants.covers(IMPORTS),
+                plugin_manager=plugin_manager,
+                source=name,
+            )
+        except LoadError as exc:
+            # each problem at its node's place in the text, its fix in the caller's words
+            said = _at_nodes(exc, spec)
+            said = in_cli_words(said) if is_cli() else said
+            if said is exc:
+                raise
+            raise said from exc
         # the edge check WorkflowBuilder.build() runs, over the executors the nodes were
         # built into: a plain function's annotations count however it was wired
         return wire_document(
@@ -268,6 +278,33 @@ def load(
             allow_imports=grants.covers(IMPORTS),
             source=name,
         )
+
+
+_NODE = re.compile(r"/nodes/(\d+)(?:/|$)")
+
+
+def _at_nodes(error: LoadError, spec: WorkflowSpec) -> LoadError:
+    """``error`` (building ``spec``) with each problem that has no line at the line and
+    column the front-end recorded for its node (``config["at"]``); ``error`` itself when
+    none moves."""
+    from ._capabilities import node_at
+
+    problems: list[PlaitError] = []
+    for problem in error.problems:
+        where = problem.position if isinstance(problem, ConfigError) else None
+        node = _NODE.match(where.path or "") if where is not None and where.line is None else None
+        index = int(node[1]) if node is not None else len(spec.nodes)
+        at = node_at(spec.nodes[index].config) if index < len(spec.nodes) else None
+        if not isinstance(problem, ConfigError) or where is None or at is None:
+            problems.append(problem)
+            continue
+        placed = SourcePosition(
+            source=where.source, line=at[0], column=at[1], path=where.path, text=where.text
+        )
+        problems.append(ConfigError(problem.reason, placed, fix=problem.fix))
+    if all(new is old for new, old in zip(problems, error.problems)):
+        return error
+    return LoadError(problems, source=error.source)
 
 
 def check_agents(

@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from plait import ConfigError, Executor
-from plait.spi import BuildContext, as_executor, import_ref, spell
-from plait_documents import IMPORTS, check_config, config_error
+from plait.spi import BuildContext, as_executor, import_ref
+from plait_documents import IMPORTS, check_config, config_error, spell
 
 __all__ = ["PythonKind", "executor_from_object", "resolve_ref"]
 

@@ -15,7 +15,7 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 from plait import ConfigError, Executor, PlaitError, WorkflowContext
-from plait.spi import BuildContext, CompiledTemplate, Handler, compile_template, import_ref, spell
+from plait.spi import BuildContext, CompiledTemplate, Handler, compile_template, import_ref
 from plait_documents import (
     IMPORTS,
     Capability,
@@ -24,6 +24,7 @@ from plait_documents import (
     did_you_mean,
     json_pointer,
     network,
+    spell,
 )
 
 from ._structured import answer_problem, correction, json_instruction, parse_answer

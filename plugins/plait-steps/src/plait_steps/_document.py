@@ -163,7 +163,7 @@ class _Reader:
             self.problem("the document is empty; it needs a top-level 'workflow:'", 1, 1)
             return None, [], DEFAULT_LOOP_LIMIT
         if isinstance(root.value, dict) and "flow" in root.value and "workflow" not in root.value:
-            from plait.spi import spell
+            from plait_documents import spell
 
             line, column = root.keys.get("flow", (root.line, root.column))
             flag = spell("format='flow'", "--format flow")
