@@ -304,7 +304,7 @@ def plait_durability() -> Any:
 
     :meth:`plait.Workflow.run` with ``checkpoint=``, :meth:`~plait.Workflow.resume`,
     :meth:`~plait.Workflow.pending_requests` and :attr:`~plait.Workflow.fingerprint` call it:
-    it opens the checkpoint store a URL names, writes checkpoints through the runner's
+    it opens and closes the checkpoint store a URL names, writes checkpoints through the runner's
     commit seam (:class:`plait.spi.RunCommit`), and rebuilds runs from them.
     ``plait-durable`` gives it; without it, those calls fail naming the distribution to
     install. The kernel checks the object against the protocol and keeps it until the
