@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
+import plait
 import pytest
 from durable_helpers import counting_chain
 from plait import (
     ExecutorFailedError,
     Never,
     RequestInfoEvent,
+    RunOptionError,
     RunStatus,
     Workflow,
     WorkflowContext,
@@ -216,3 +218,59 @@ async def test_a_resume_by_run_id_is_refused_if_another_worker_wrote_the_run_mea
     # by checkpoint id, the resume names what it goes on from: no such check
     resumed = await wf.resume(latest.checkpoint_id, store)
     assert resumed.outputs == [16]
+
+
+class CountedStore:
+    """Memory stores by URL (``counted://NAME``), counting the opens and closes of each."""
+
+    opened: ClassVar[list[str]] = []
+    closed: ClassVar[list[str]] = []
+
+    @plait.hookimpl
+    def plait_register_checkpoint_stores(self, register: Any) -> None:
+        register("counted", self.open)
+
+    @classmethod
+    def open(cls, url: str) -> Any:
+        from plait_stores import MemoryCheckpointStore
+
+        name = url.removeprefix("counted://")
+        cls.opened.append(name)
+
+        class Counted(MemoryCheckpointStore):
+            async def aclose(self) -> None:
+                cls.closed.append(name)
+                await super().aclose()
+
+        return Counted(name)
+
+
+async def test_a_store_url_is_opened_and_closed_once_by_the_durability_and_a_bad_option_opens_none(
+    plait_register_plugin: Any,
+) -> None:
+    plait_register_plugin(CountedStore(), "counted-store")
+    CountedStore.opened.clear()
+    CountedStore.closed.clear()
+    url = f"counted://{uuid.uuid4().hex}"
+    flaky = {"left": 1}
+    wf = counting_chain(4, fail_at=2, flaky=flaky)
+    with pytest.raises(ExecutorFailedError) as info:
+        await wf.run(0, checkpoint=url)
+    run_id = info.value.result.run_id  # type: ignore[attr-defined]
+    assert len(CountedStore.opened) == len(CountedStore.closed) == 1
+    # a bad option on resume is refused before any store is opened
+    with pytest.raises(RunOptionError, match="max_supersteps"):
+        await wf.resume(run_id, url, max_supersteps=0)
+    with pytest.raises(RunOptionError, match="unknown run option"):
+        await wf.resume(run_id, url, max_superstep=9)
+    assert len(CountedStore.opened) == 1
+    # a resume failing after the store is open (an unknown run) leaves it closed
+    with pytest.raises(CheckpointNotFoundError):
+        await wf.resume("no-such-run", url)
+    assert len(CountedStore.opened) == len(CountedStore.closed) == 2
+    # a resume with a URL opens it once for the read and the run, and closes it
+    resumed = await wf.resume(run_id, url)
+    assert resumed.outputs == [4]
+    assert len(CountedStore.opened) == len(CountedStore.closed) == 3
+    assert (await wf.pending_requests(run_id, url)) == []
+    assert len(CountedStore.opened) == len(CountedStore.closed) == 4

@@ -79,6 +79,7 @@ async def test_an_unknown_option_lists_every_plugins_options_by_distribution() -
     assert "unknown run option(s): chekpoint (did you mean checkpoint" in text
     assert "plait-core: events, " in text and "max_supersteps" in text
     assert "plait-durable: checkpoint, checkpoint_metadata, durability, journal, lease_ttl" in text
+    assert "plait-pipeline: max_lead" in text  # the pipelined schedule's, not the kernel's
 
 
 async def test_the_durable_options_are_plait_durables() -> None:
@@ -97,6 +98,15 @@ async def test_without_plait_durable_checkpoint_says_what_to_install() -> None:
     manager = PluginManager(disabled=["durable"])
     with pytest.raises(RunOptionError, match="checkpoint .it comes with plait-durable"):
         await workflow(manager).run("x", checkpoint="memory://")
+
+
+async def test_max_lead_is_plait_pipelines_and_says_what_to_install_without_it() -> None:
+    assert "max_lead" not in {a.name for a in attrs.fields(RunOptions)}
+    options = RunOptions.from_kwargs({}, {"max_lead": 0}, _manager())
+    assert options.value("max_lead") == 0
+    manager = PluginManager(disabled=["pipeline"])
+    with pytest.raises(RunOptionError, match="max_lead .it comes with plait-pipeline"):
+        await workflow(manager).run("x", max_lead=1)
 
 
 def test_two_plugins_declaring_one_option_are_refused_naming_both() -> None:

@@ -279,7 +279,7 @@ class Durable:
     """What ``plait_durability`` gives, as the protocol asks."""
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("run", "open_store", "load", "restore", "snapshot", "pending_requests"):
+        if name in ("run", "opened", "load", "restore", "snapshot", "pending_requests"):
             return lambda *args, **kwargs: None
         if name == "fingerprint":
             return lambda *args, **kwargs: {}

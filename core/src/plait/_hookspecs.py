@@ -220,9 +220,10 @@ def plait_register_schedules(register: Register) -> None:
     loop and is not registered). The runner hands it the supersteps it says it runs
     better, and takes the run back when the schedule hands it back in lockstep; a
     checkpointed run's cuts go through the runner's commit seam
-    (:meth:`plait.spi.RunCommit.after_cut`). ``pipelined`` comes with ``plait-pipeline``;
-    without it, a run asking for it fails as it starts, naming the distribution to
-    install.
+    (:meth:`plait.spi.RunCommit.after_cut`). A schedule's own options are run options its
+    plugin declares (``plait_register_run_options``). ``pipelined`` comes with
+    ``plait-pipeline``; without it, a run asking for it fails as it starts, naming the
+    distribution to install.
 
     :param register: ``register(schedule_name, schedule, replaces=None)``.
     :return: nothing; every implementation is called.
@@ -241,7 +242,7 @@ def plait_register_run_options(register: Register) -> None:
     options it sets, and rejects an unknown name listing every option by the
     distribution that declares it. The plugin reads its own with
     :meth:`plait.spi.RunOptions.of`. ``plait-durable`` declares ``checkpoint`` and the
-    options of durable runs.
+    options of durable runs; ``plait-pipeline``, ``max_lead``.
 
     :param register: ``register(group_name, options_class, replaces=None)``.
     :return: nothing; every implementation is called.
@@ -303,7 +304,7 @@ def plait_durability() -> Any:
 
     :meth:`plait.Workflow.run` with ``checkpoint=``, :meth:`~plait.Workflow.resume`,
     :meth:`~plait.Workflow.pending_requests` and :attr:`~plait.Workflow.fingerprint` call it:
-    it opens the checkpoint store a URL names, writes checkpoints through the runner's
+    it opens and closes the checkpoint store a URL names, writes checkpoints through the runner's
     commit seam (:class:`plait.spi.RunCommit`), and rebuilds runs from them.
     ``plait-durable`` gives it; without it, those calls fail naming the distribution to
     install. The kernel checks the object against the protocol and keeps it until the

@@ -223,13 +223,6 @@ def _reducers(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
             )
 
 
-def _lead(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise RunOptionError(
-            f"run option max_lead must be a non-negative int or None (unbounded), got {value!r}"
-        )
-
-
 def _schedule(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     # which names exist is the registry's to say, when the run starts (the runner asks it)
     if not isinstance(value, str) or not value:
@@ -264,7 +257,8 @@ class RunOptions:
     These are the kernel's; plugins declare their own (``plait_register_run_options``),
     each group an attrs class: ``checkpoint``, ``durability``, ``lease_ttl``,
     ``checkpoint_metadata`` and ``journal`` come with ``plait-durable``
-    (``plait_durable.DurableOptions``). A run's options of a group are
+    (``plait_durable.DurableOptions``), ``max_lead`` with ``plait-pipeline``
+    (``plait_pipeline.PipelineOptions``). A run's options of a group are
     :meth:`of` it; a run that sets ``checkpoint`` is a durable one.
 
     :param max_supersteps: fail the run past this many supersteps (default 100; a
@@ -301,9 +295,6 @@ class RunOptions:
         active can send it a message for its logical superstep, with the superstep
         schedule's results (see the Schedules guide). A workflow's spec may set a default
         (``options``). A name no plugin registers fails the run as it starts.
-    :param max_lead: in a schedule without the barrier (``pipelined``), how many
-        supersteps work may run ahead of the lowest superstep with work (``0`` is the
-        superstep schedule; ``None``, the default, is unbounded).
     :param strict: a shared-state key read by one executor in the superstep another one
         writes it in fails the run (:class:`~plait.SharedStateRaceError`) instead of
         warning (:class:`~plait.SharedStateRaceWarning`).
@@ -324,7 +315,6 @@ class RunOptions:
         factory=dict, validator=_reducers
     )
     schedule: str = attrs.field(default="superstep", validator=_schedule)
-    max_lead: int | None = attrs.field(default=None, validator=_lead)
     strict: bool = attrs.field(default=False, validator=_flag)
 
     #: what plugins declare (``plait_register_run_options``), as the run sets it: one

@@ -92,6 +92,7 @@ _SEAMS: dict[tuple[str, str], str] = {
     ("hook", "plait_workflow_as_connection"): "plait-builders",
     # the run option that makes a run durable (``Workflow.resume``'s word too)
     ("run_option", "checkpoint"): "plait-durable",
+    ("run_option", "max_lead"): "plait-pipeline",  # the pipelined schedule's lead
 }
 
 

@@ -150,7 +150,7 @@ KIND_NAMES = [kind for kind, _ in KINDS.values()]
 #: to answer wins; ``tryfirst=True`` puts a replacement before the plugin it replaces).
 SINGLETONS: dict[str, Callable[[Any], str | None]] = {
     "plait_durability": _has(
-        "run", "open_store", "load", "restore", "snapshot", "pending_requests", "fingerprint"
+        "run", "opened", "load", "restore", "snapshot", "pending_requests", "fingerprint"
     ),
     "plait_documents": _has("load", "load_spec", "agent_names"),
 }

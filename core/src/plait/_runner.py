@@ -256,17 +256,17 @@ class Schedule(Protocol):
     hands it back in lockstep. A run resumed from a cut this schedule took starts in it.
     """
 
-    def pays(self, graph: CompiledGraph, inbox: Inbox) -> bool:
+    def pays(self, runner: RunnerView, inbox: Inbox) -> bool:
         """Would the superstep of ``inbox`` run better in this schedule (could work after
-        it start before it ends)? ``False`` leaves it to the superstep loop, at its own,
-        lower cost."""
+        it start before it ends), with the run's options (its own, which the schedule's
+        plugin declares: ``runner.options.of(...)``)? ``False`` leaves it to the
+        superstep loop, at its own, lower cost."""
         ...
 
-    def start(self, runner: RunnerView, max_lead: int | None) -> ScheduleRun:
-        """A stretch of ``runner``'s run in this schedule, with work at most ``max_lead``
-        supersteps ahead of the lowest one with work (``0``: the barrier's order, which
-        a resumed cut runs in when the run asks for another schedule; ``None``:
-        unbounded). It uses the run only through ``runner``: it invokes executors
+    def start(self, runner: RunnerView, barrier: bool) -> ScheduleRun:
+        """A stretch of ``runner``'s run in this schedule, as the run's options say; with
+        ``barrier``, in the barrier's order (a resumed cut of this schedule when the run
+        asks for another). It uses the run only through ``runner``: it invokes executors
         through :meth:`RunnerView.run_invocation`, asks ``runner.options.stop``, reports
         its cuts to ``runner.on_cut`` (a durable run's :meth:`RunCommit.after_cut`), and
         resumes ``runner.state.cut`` when it is one of its own."""
@@ -378,13 +378,11 @@ class Runner:
         self.on_retry: Callable[[str, int], Awaitable[None]] | None = None
         self.native_asyncio = on_asyncio()
         #: the schedule the run asked for, when it is a plugin's (``None``: the kernel's
-        #: superstep loop); it takes the supersteps with several executors unless its lead
-        #: is 0 (the barrier's order, which the superstep loop keeps at its own cost)
+        #: superstep loop); it takes the supersteps with several executors it says it pays
+        #: for (with its options, none: a lead of 0 leaves them to the superstep loop)
         self.schedule: Schedule | None = None
         if options.schedule != SUPERSTEP:
-            schedule = schedule_named(graph, options.schedule)
-            if options.max_lead != 0:
-                self.schedule = schedule
+            self.schedule = schedule_named(graph, options.schedule)
         #: the stretch of the run in the schedule, when it is (or was) in one
         self.scheduled: ScheduleRun | None = None
         #: writes the cuts of a stretch in a schedule (set by a checkpointed run)
@@ -472,12 +470,12 @@ class Runner:
             if (
                 pays is not None
                 and (len(inbox) > 1 or (named and self._arriving(inbox)))
-                and pays(self.graph, inbox)
+                and pays(self, inbox)
             ):
                 # several executors run in this superstep: the schedule takes over until
                 # the run is in lockstep again (one executor, nothing ahead)
                 assert schedule is not None
-                found = await self._scheduled(schedule, self.options.max_lead, inbox)
+                found = await self._scheduled(schedule, False, inbox)
                 if isinstance(found, RunStatus):
                     return found
                 inbox = found
@@ -533,12 +531,13 @@ class Runner:
         return RunStatus.IDLE
 
     async def _scheduled(
-        self, schedule: Schedule, max_lead: int | None, inbox: Inbox
+        self, schedule: Schedule, barrier: bool, inbox: Inbox
     ) -> RunStatus | Inbox:
-        """Run in ``schedule`` from ``inbox``: the same results, no barrier. The final
-        status, or the superstep loop's next inbox once the run is in lockstep again (one
-        executor at the lowest superstep, nothing ahead of it)."""
-        scheduled = self.scheduled = schedule.start(self, max_lead)
+        """Run in ``schedule`` from ``inbox`` (in the barrier's order with ``barrier``): the
+        same results, no barrier. The final status, or the superstep loop's next inbox
+        once the run is in lockstep again (one executor at the lowest superstep, nothing
+        ahead of it)."""
+        scheduled = self.scheduled = schedule.start(self, barrier)
         # ended mid-way by a failure or a stop: under ``exit`` durability (no cut written
         # as it goes), the run's one checkpoint is the stretch's cut
         midway = self.on_cut is None
@@ -554,14 +553,13 @@ class Runner:
 
     async def _from_cut(self, inbox: Inbox) -> RunStatus:
         """A resumed cut holds messages of several logical times: the schedule that took
-        it runs them — with ``max_lead=0``, the barrier's order, when the run asks for
-        another schedule — then the superstep loop goes on from the lockstep."""
+        it runs them — in the barrier's order when the run asks for another schedule —
+        then the superstep loop goes on from the lockstep."""
         name = self.state.cut[0]  # type: ignore[index]
         schedule = schedule_named(
             self.graph, name, f"run {self.state.run_id!r}, resumed from a cut it took"
         )
-        lead = self.options.max_lead if name == self.options.schedule else 0
-        found = await self._scheduled(schedule, lead, inbox)
+        found = await self._scheduled(schedule, name != self.options.schedule, inbox)
         if isinstance(found, RunStatus):
             return found
         return await self._supersteps(found)

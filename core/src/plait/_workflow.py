@@ -44,6 +44,7 @@ from ._spec import WorkflowSpec
 # what running needs (asyncio, cattrs, events …) is imported by the methods that run
 if TYPE_CHECKING:
     import os
+    from contextlib import AbstractAsyncContextManager
     from types import ModuleType
 
     from anyio.abc import TaskGroup
@@ -226,10 +227,11 @@ class Durability(Protocol):
         from."""
         ...
 
-    def open_store(self, url: str) -> Any:
-        """The checkpoint store ``url`` names (``"sqlite:///runs.db"``), opened through the
-        factory registered for its scheme (``plait_register_checkpoint_stores``); the
-        caller closes it (``await store.aclose()``).
+    def opened(self, checkpoint: Any) -> AbstractAsyncContextManager[Any]:
+        """The checkpoint store ``checkpoint`` is, or the one its URL names
+        (``"sqlite:///runs.db"``, through ``plait_register_checkpoint_stores``), for the
+        block: the durability opens a URL and closes it however the block ends, and
+        neither opens nor closes a store object. The kernel never opens a store.
 
         :raises UnknownNameError: no installed plugin handles the URL's scheme.
         """
@@ -529,7 +531,8 @@ class Workflow:
         :param id: a run id (resume from its latest checkpoint) or a checkpoint id.
         :param checkpoint: the checkpoint store (or its URL) the run wrote to — the same
             word as ``run(..., checkpoint=)``; the resumed run's checkpoints go there too.
-            A URL is opened (and closed again) by the installed durability.
+            A URL is opened (and closed again) by the installed durability, after the
+            options are checked: a bad one opens nothing.
         :param responses: answers to pending requests, by request id. A response of the
             wrong type raises :class:`~plait_durable.ResponseTypeError` and changes nothing.
         :param accept_changes: resume though the workflow changed since the checkpoint (else
@@ -541,15 +544,12 @@ class Workflow:
         from ._state import RunState
 
         durability = self._durability("Workflow.resume()")
-        opened = isinstance(checkpoint, str)
-        checkpoint_store = durability.open_store(checkpoint) if opened else checkpoint
-        try:
-            found, data = await durability.load(checkpoint_store, id, self._graph, accept_changes)
-            opts = RunOptions.from_kwargs(
-                self._run_defaults,
-                {**options, "checkpoint": checkpoint_store, "run_id": found.run_id},
-                self._manager,
-            )
+        given = {**options, "checkpoint": checkpoint, "run_id": None}
+        RunOptions.from_kwargs(self._run_defaults, given, self._manager)  # before any store
+        async with durability.opened(checkpoint) as store:  # a URL: the durability's to close
+            found, data = await durability.load(store, id, self._graph, accept_changes)
+            given.update(checkpoint=store, run_id=found.run_id)
+            opts = RunOptions.from_kwargs(self._run_defaults, given, self._manager)
             events: list[WorkflowEvent] = []
             state = RunState(found.run_id, opts.on_event or events.append)
             state.superstep = found.superstep
@@ -563,9 +563,6 @@ class Workflow:
                 parent_id=found.checkpoint_id,
                 durability=durability,
             )
-        finally:
-            if opened:
-                await checkpoint_store.aclose()
         result.events = events
         return self._finish(result, opts)
 

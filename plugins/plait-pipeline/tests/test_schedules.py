@@ -110,10 +110,14 @@ def test_a_fan_in_waits_for_a_message_an_available_fan_in_still_holds() -> None:
 
 
 def test_max_lead_must_be_a_non_negative_int() -> None:
-    with pytest.raises(RunOptionError, match="max_lead must be a non-negative int"):
-        from plait.spi import RunOptions
+    from plait.spi import PluginManager, RunOptions
+    from plait_pipeline import PipelineOptions
 
-        RunOptions(max_lead=-1)
+    with pytest.raises(RunOptionError, match="max_lead must be a non-negative int"):
+        PipelineOptions(max_lead=-1)
+    for bad in (-1, True, 1.5):
+        with pytest.raises(RunOptionError, match=f"max_lead must be .*got {bad!r}"):
+            RunOptions.from_kwargs({"schedule": "pipelined"}, {"max_lead": bad}, PluginManager())
     with pytest.raises(RunOptionError, match="schedule must be the name of a schedule"):
         from plait.spi import RunOptions
 

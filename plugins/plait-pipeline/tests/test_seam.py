@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import plait
 import plait_pipeline
 import pytest
@@ -103,11 +104,28 @@ async def test_without_plait_pipeline_a_pipelined_run_names_the_distribution() -
     workflow = branches("bare", log, without_pipeline())
     assert (await workflow.run("m")).outputs == ["a2:ma0a1", "b2:mb0b1"]  # needs nothing
     log.clear()
-    for options in ({}, {"checkpoint": "memory://bare-pipeline"}, {"max_lead": 0}):
+    for options in ({}, {"checkpoint": "memory://bare-pipeline"}):
         with pytest.raises(UnknownNameError) as caught:
             await workflow.run("m", schedule="pipelined", **options)
         assert str(caught.value).endswith(f"installed: none — it comes with {PIPELINE_HINT}")
+    # its run option is its own: without it, max_lead is unknown, naming where it comes from
+    with pytest.raises(RunOptionError) as unknown:
+        await workflow.run("m", schedule="pipelined", max_lead=0)
+    assert str(unknown.value).startswith(
+        "unknown run option(s): max_lead (it comes with plait-pipeline ("
+    )
     assert log == []
+
+
+async def test_max_lead_is_plait_pipelines_run_option() -> None:
+    options = RunOptions.from_kwargs({"schedule": "pipelined"}, {"max_lead": 2}, PluginManager())
+    assert options.of(plait_pipeline.PipelineOptions).max_lead == 2
+    assert options.value("max_lead") == 2
+    assert RunOptions.from_kwargs({}, {}, PluginManager()).of(
+        plait_pipeline.PipelineOptions
+    ) == plait_pipeline.PipelineOptions(max_lead=None)  # unbounded unless the run says
+    assert "max_lead" not in {a.name for a in attrs.fields(RunOptions)}
+    assert PluginManager().run_options()["max_lead"].distribution == "plait-pipeline"
 
 
 async def test_a_schedule_a_plugin_registers_is_asked_for_by_name() -> None:
@@ -116,11 +134,11 @@ async def test_a_schedule_a_plugin_registers_is_asked_for_by_name() -> None:
     class Patient:
         """Never takes a superstep: the superstep loop runs them all."""
 
-        def pays(self, graph: Any, inbox: dict[str, list[Any]]) -> bool:
+        def pays(self, runner: Any, inbox: dict[str, list[Any]]) -> bool:
             asked.append(tuple(inbox))
             return False
 
-        def start(self, runner: Any, max_lead: int | None) -> Any:
+        def start(self, runner: Any, barrier: bool) -> Any:
             raise AssertionError("never started")
 
         def decode_cut(self, section: Any, decode: Any) -> Any:
@@ -243,3 +261,38 @@ def test_the_schedule_uses_the_runner_only_through_runner_view() -> None:
     assert read - declared == set()
     assert assigned == set()
     assert "RunnerView" in plait.spi.__all__ and "Runner" not in plait.spi.__all__
+
+
+async def test_a_resumed_cut_runs_with_the_runs_lead_or_the_barriers_in_another_schedule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The lead a pipelined stretch runs with: the run's ``max_lead`` (plait-pipeline's own
+    option), or 0 when a cut it took is resumed by a run asking for the superstep schedule."""
+    from plait_pipeline import _pipeline
+
+    leads: list[int | None] = []
+    made = _pipeline.Pipeline.__init__
+
+    def spy(self: Any, runner: Any, max_lead: int | None) -> None:
+        leads.append(max_lead)
+        made(self, runner, max_lead)
+
+    monkeypatch.setattr(_pipeline.Pipeline, "__init__", spy)
+    store = MemoryCheckpointStore()
+    workflow = asking()
+    await workflow.run("m", run_id="p", checkpoint=store, schedule="pipelined", max_lead=2)
+    assert leads and set(leads) == {2}
+    cuts = [
+        checkpoint
+        for info in await store.list("p")
+        if "pipeline" in (checkpoint := await store.load(info.checkpoint_id)).state
+    ]
+    cut = cuts[0]
+    for options, lead in (
+        ({"schedule": "superstep", "max_lead": 3}, 0),  # another schedule: the barrier's
+        ({"schedule": "pipelined", "max_lead": 3}, 3),
+        ({"schedule": "pipelined"}, None),
+    ):
+        leads.clear()
+        await workflow.resume(cut.checkpoint_id, store, **options)
+        assert leads[0] == lead, options

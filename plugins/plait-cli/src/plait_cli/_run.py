@@ -567,11 +567,10 @@ def run_command(
 def _latest(run_id: str, checkpoint: str) -> Any:
     """The latest checkpoint of run ``run_id`` (or the checkpoint with that id) in the
     store ``checkpoint``, as stored (nothing in it decoded), or ``None``."""
-    from plait_durable import resolve_store
+    from plait_durable import opened_store
 
     async def read() -> Any:
-        store, opened = await resolve_store(_keyed(checkpoint))
-        try:
+        async with opened_store(_keyed(checkpoint)) as store:
             latest = await store.latest(run_id)
             if latest is None:
                 from plait_durable import CheckpointNotFoundError
@@ -581,9 +580,6 @@ def _latest(run_id: str, checkpoint: str) -> Any:
                 except CheckpointNotFoundError:
                     return None
             return latest
-        finally:
-            if opened:
-                await store.aclose()
 
     return execute(read)
 

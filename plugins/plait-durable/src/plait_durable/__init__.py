@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     )
     from ._durable import (
         Checkpoints as Checkpoints,
-        resolve_store as resolve_store,
+        opened_store as opened_store,
     )
     from ._errors import (
         CheckpointAuthError as CheckpointAuthError,
@@ -117,7 +117,7 @@ if TYPE_CHECKING:
 #: What :class:`plait.spi.Durability` asks of the registered object (checked without
 #: importing it: ``_durable`` and the runner's durable path load on first durable call).
 _PROVIDES = (
-    "run", "open_store", "load", "restore", "snapshot", "pending_requests", "fingerprint"
+    "run", "opened", "load", "restore", "snapshot", "pending_requests", "fingerprint"
 )  # fmt: skip
 
 

@@ -29,7 +29,8 @@ running or resuming the same live run fails at once with
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -54,7 +55,7 @@ __all__ = [
     "Checkpointer",
     "Checkpoints",
     "failure_record",
-    "resolve_store",
+    "opened_store",
     "run_checkpointed",
 ]
 
@@ -64,9 +65,21 @@ _MAX_ERROR_MESSAGE = 2000
 _MAX_TRACEBACK = 8000
 
 
-async def resolve_store(store: str | CheckpointStore) -> tuple[CheckpointStore, bool]:
-    """``(store, opened_here)`` for a store object or a store URL."""
-    return (open_store(store), True) if isinstance(store, str) else (store, False)
+@asynccontextmanager
+async def opened_store(store: str | CheckpointStore) -> AsyncIterator[CheckpointStore]:
+    """The store ``store`` is, or the one its URL names, for the block: a URL is opened
+    (:func:`~plait_durable.checkpoint.open_store`) on entering and closed on leaving,
+    however the block ends; a store object is neither opened nor closed (its owner's).
+    The one place a store URL is opened for a run, a resume or a read of a stored run."""
+    if not isinstance(store, str):
+        yield store
+        return
+    opened = open_store(store)
+    try:
+        yield opened
+    finally:
+        with anyio.CancelScope(shield=True):
+            await opened.aclose()
 
 
 # -- running with checkpoints -----------------------------------------------------------------
@@ -85,9 +98,8 @@ async def run_checkpointed(
     """Run to the end, writing checkpoints to ``checkpoint`` as ``durability`` says (the
     run's :class:`DurableOptions`), holding the run's lease throughout (``resumed``: what
     :func:`load_run` read, when the run goes on from a stored checkpoint)."""
-    store, opened = await resolve_store(opts.of(DurableOptions).checkpoint)
     expected = resumed.latest if resumed is not None else None
-    try:
+    async with opened_store(opts.of(DurableOptions).checkpoint) as store:
         ttl = opts.of(DurableOptions).lease_ttl
         lease = await store.acquire_lease(state.run_id, ttl=ttl)
         try:
@@ -102,10 +114,6 @@ async def run_checkpointed(
                     await store.release_lease(lease)
                 except CheckpointError:
                     pass  # it expires on its own
-    finally:
-        if opened:
-            with anyio.CancelScope(shield=True):
-                await store.aclose()
 
 
 async def _check_still_latest(store: CheckpointStore, run_id: str, parent_id: str | None) -> None:
@@ -264,15 +272,11 @@ async def stored_requests(
 ) -> list[PendingRequest]:
     """:meth:`plait.Workflow.pending_requests`: the pending requests of a stored run
     (``accept_changes``: as :meth:`plait.Workflow.resume`'s)."""
-    store, opened = await resolve_store(checkpoint)
-    try:
+    async with opened_store(checkpoint) as store:
         found, data = await load_run(store, id, graph, accept_changes)
         state = RunState(found.run_id, None)
         restore_state(graph, state, data, cut=False)
         return list(state.pending_requests.values())
-    finally:
-        if opened:
-            await store.aclose()
 
 
 class Checkpoints:
@@ -314,10 +318,11 @@ class Checkpoints:
             graph, state, inbox, opts, live=live, parent_id=parent_id, resumed=resumed
         )
 
-    def open_store(self, url: str) -> CheckpointStore:
-        """:func:`~plait_durable.checkpoint.open_store`: what ``Workflow.resume`` calls for a
-        store URL."""
-        return open_store(url)
+    def opened(
+        self, checkpoint: str | CheckpointStore
+    ) -> AbstractAsyncContextManager[CheckpointStore]:
+        """:func:`opened_store`: what ``Workflow.resume`` reads and runs a stored run in."""
+        return opened_store(checkpoint)
 
     async def load(
         self, store: CheckpointStore, id: str, graph: CompiledGraph, accept_changes: bool

@@ -10,8 +10,9 @@ writer per run with a lease and a fencing token (:class:`Lease`, :class:`LeaseHo
 
 Stores are chosen by URL scheme (``memory://``, ``file://DIR``, ``sqlite:///PATH``,
 ``redis://…``, ``postgresql://…``) through the kernel's ``plait_register_checkpoint_stores``
-hook (:func:`open_store`); the kernel itself never opens one: ``Workflow.resume`` with a
-store URL asks the durability (:meth:`plait_durable.Checkpoints.open_store`).
+hook (:func:`open_store`); the kernel itself never opens or closes one: a run, a resume
+or a read of a stored run given a store URL opens it for its length in the durability
+(:func:`plait_durable.opened_store`), and closes it however it ends.
 
 The bytes a checkpoint is stored as are ``plait_durable.encode_checkpoint``'s; what
 stores share beyond these records (the protocol's glue, the lease rules, prune's rule,

@@ -72,6 +72,8 @@ from plait import (
 )
 from plait.spi import Effects, RunState, delivery_id, on_asyncio, type_name
 
+from ._options import PipelineOptions
+
 if TYPE_CHECKING:
     from plait.spi import CompiledGraph, RunnerView
 
@@ -186,6 +188,7 @@ class Pipeline:
         self.runner = runner
         self.graph = graph
         self.state = runner.state
+        #: how far work may run ahead of the global frontier (``None``: unbounded)
         self.max_lead = max_lead
         self.limit = runner.options.max_supersteps
         self.rank = graph.rank
@@ -1270,13 +1273,16 @@ class Pipelined:
     """The pipelined schedule as the runner calls it (:class:`plait.spi.Schedule`),
     registered as ``"pipelined"``."""
 
-    def pays(self, graph: CompiledGraph, inbox: dict[str, list[Any]]) -> bool:
-        """:func:`pays`."""
-        return pays(graph, inbox)
+    def pays(self, runner: RunnerView, inbox: dict[str, list[Any]]) -> bool:
+        """:func:`pays`, unless the run's ``max_lead`` is 0 (the superstep schedule: the
+        superstep loop runs it at its own, lower cost)."""
+        return runner.options.of(PipelineOptions).max_lead != 0 and pays(runner.graph, inbox)
 
-    def start(self, runner: RunnerView, max_lead: int | None) -> Pipeline:
-        """A :class:`Pipeline` for ``runner``'s run."""
-        return Pipeline(runner, max_lead)
+    def start(self, runner: RunnerView, barrier: bool) -> Pipeline:
+        """A :class:`Pipeline` for ``runner``'s run, with the run's ``max_lead``
+        (:class:`PipelineOptions`), or 0 with ``barrier`` (a cut of this schedule resumed
+        by a run that asks for another)."""
+        return Pipeline(runner, 0 if barrier else runner.options.of(PipelineOptions).max_lead)
 
     def decode_cut(self, section: Any, decode: Callable[[Any], Any]) -> dict[str, Any]:
         """:func:`decode_cut`."""

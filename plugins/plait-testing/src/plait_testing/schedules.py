@@ -18,12 +18,13 @@ message and state, each sleeping a random time drawn from a seed:
   interleavings differ with every seed);
 - on asyncio, under ``asyncio_seeds`` seeds of real sleeps ``asyncio_scale`` times as long.
 
-Subclass it under a ``Test…`` name and say which run options pick your schedule::
+Subclass it under a ``Test…`` name and say which run options pick your schedule (with
+the options your plugin declares, ``plait_register_run_options``)::
 
     from plait_testing.schedules import ScheduleContract
 
     class TestEager(ScheduleContract):
-        options = ({"schedule": "eager"}, {"schedule": "eager", "max_lead": 1})
+        options = ({"schedule": "eager"}, {"schedule": "eager", "eager_window": 1})
 
 The kernel's own superstep schedule passes it with ``options = ({},)``: that is its
 determinism (Plait's ``tests/test_determinism.py``). Needs ``plait-testing[schedules]``
