@@ -68,9 +68,11 @@ class Checkpointer:
         # checkpoint: each costs what changed (the executors that ran), in bytes and time
         self.state_tree = MapTree()
         self.visit_tree = MapTree()
-        self.stateful = [(gid, r) for gid, r in graph.edge_runners.items() if r.stateful]
+        self.stateful = graph.stateful  # (edge group id, runner) of the stateful routers
         self.first = parent_id is None
-        self.fingerprinted = False  # the first checkpoint this process writes has the details
+        # what every checkpoint after the first this process writes records of the
+        # fingerprint (the first has the details): made once per run, not per checkpoint
+        self.summary: dict[str, Any] | None = None
         self.error: BaseException | None = None
         self.lease: Lease | None = None
         self._send: anyio.abc.ObjectSendStream[Checkpoint] | None = None
@@ -185,10 +187,11 @@ class Checkpointer:
     def _fingerprint(self) -> dict[str, Any]:
         """What a checkpoint records of the workflow's fingerprint: the details in the
         first one this process writes, the format and digest in the others."""
-        if self.fingerprinted:
-            return fingerprint_summary(fingerprint_of(self.graph))
-        self.fingerprinted = True
-        return fingerprint_of(self.graph)
+        if self.summary is not None:
+            return self.summary
+        fingerprint = fingerprint_of(self.graph)
+        self.summary = fingerprint_summary(fingerprint)
+        return fingerprint
 
     def _router_state(self, state: RunState) -> dict[str, Any]:
         out: dict[str, Any] = {}
