@@ -40,11 +40,17 @@ class CattrsHooks:
     :param type: the type the hooks are for.
     :param structure: ``structure(data, type) -> value``.
     :param unstructure: ``unstructure(value) -> data``.
+    :param requires: the module the hooks apply after (``None``: always).
     """
 
     type: Any = attrs.field(validator=_not_none)
     structure: Callable[[Any, Any], Any] | None = None
     unstructure: Callable[[Any], Any] | None = None
+    #: The module the hooks apply after (``"pydantic"``): until it is imported no value of
+    #: ``type`` can exist, so :func:`type_hooks` leaves them out. Register such hooks
+    #: lazily with the same static attribute (``lazy(ref, requires="pydantic")``) and
+    #: encoding never imports that library for a workflow that does not use it.
+    requires: str | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.structure is None and self.unstructure is None:

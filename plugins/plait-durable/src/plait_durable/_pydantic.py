@@ -40,7 +40,7 @@ def _hooks() -> CattrsHooks:
             f"plait-durable encodes Pydantic models with pydantic 2's model_dump and "
             f"model_validate; pydantic {pydantic.VERSION} is installed"
         )
-    return CattrsHooks(base, structure=_structure, unstructure=_unstructure)
+    return CattrsHooks(base, structure=_structure, unstructure=_unstructure, requires="pydantic")
 
 
 #: The hooks for ``pydantic.BaseModel`` (registered lazily: importing this module imports
