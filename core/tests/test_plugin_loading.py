@@ -159,6 +159,10 @@ def _loads_with(requirement: str, running: str) -> bool:
         ("plait_core==1.0", "1", True),
         ("plait-core!=0.1.0", "0.1", False),
         ("plait-core", "0.1.0", True),
+        # the name as PEP 503 reads it: any case, any run of - _ . as one separator
+        ("  Plait._Core>=99", "0.1.0", False),
+        ("plait-core-extras>=99", "0.1.0", True),  # another distribution
+        ("plait>=99", "0.1.0", True),
         # PEP 440 beyond plain release numbers: packaging decides
         ("plait-core~=0.1", "0.9", True),
         ("plait-core~=0.1.0", "0.2.0", False),
@@ -176,6 +180,19 @@ def test_the_kernel_requirement_is_read_as_pep_440_says(
     requirement: str, running: str, loads: bool
 ) -> None:
     assert _loads_with(requirement, running) is loads
+
+
+def test_a_requirement_line_is_parsed_once_a_process_and_only_if_it_can_name_the_kernel() -> None:
+    from plait._plugins import _requirement
+
+    _requirement.cache_clear()
+    lines = ["attrs>=23", "plait-core>=0.1,<1", "pluggy>=1.5; python_version >= '3.10'"]
+    plugins = [
+        fake_entry_point(f"p{i}", registering(f"plait_p{i}"), requires=lines) for i in range(5)
+    ]
+    make_plugin_manager(*plugins).load_entrypoints()
+    info = _requirement.cache_info()
+    assert (info.misses, info.hits) == (1, 4)  # the kernel's line, read once for five plugins
 
 
 def test_a_refused_plugin_names_the_requirement_and_the_running_version() -> None:

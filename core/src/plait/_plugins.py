@@ -21,8 +21,10 @@ no kernel code calls ``pm.hook.x(...)`` untyped.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
+import re
 import warnings
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
@@ -54,6 +56,8 @@ from ._registry import (
 from ._version import __version__
 
 if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+
     from ._observer import RunObserver
     from ._options import DeclaredOption
 
@@ -217,17 +221,18 @@ def check_compatible(requires: Iterable[str], plugin: Plugin, running_version: s
     ``Requires-Dist`` lines) names ``plait-core`` with a specifier that excludes
     ``running_version``. A requirement behind a marker that does not hold here (an extra,
     another Python) does not apply; a line :mod:`packaging` cannot read is not ours to judge
-    (the installer accepted it)."""
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
+    (the installer accepted it).
+
+    Only the lines that can name ``plait-core`` are read (:func:`_may_name_core`), each
+    distinct one once a process (:func:`_requirement`): a plugin declares several
+    requirements, and the installed plugins all declare the same one on the kernel."""
     from packaging.version import InvalidVersion, Version
 
     for text in requires:
-        try:
-            requirement = Requirement(text)
-        except InvalidRequirement:
+        if not _may_name_core(text):
             continue
-        if canonicalize_name(requirement.name) != CORE_DISTRIBUTION:
+        requirement = _requirement(text)
+        if requirement is None:
             continue
         if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
             continue
@@ -251,6 +256,28 @@ def check_compatible(requires: Iterable[str], plugin: Plugin, running_version: s
                 entry_point=plugin.entry_point,
                 phase="compatibility",
             )
+
+
+def _may_name_core(text: str) -> bool:
+    """Whether the requirement ``text`` can be one on ``plait-core``: a requirement starts
+    with its distribution's name, and PEP 503 reads each run of ``-``, ``_`` and ``.`` as
+    one ``-``, case-insensitively. A line that fails this cannot name the kernel, so it is
+    never parsed; one that passes (``plait-core-extras`` too) is left to :mod:`packaging`."""
+    return re.sub(r"[-_.]+", "-", text.lstrip()).lower().startswith(CORE_DISTRIBUTION)
+
+
+@functools.lru_cache(maxsize=64)
+def _requirement(text: str) -> Requirement | None:
+    """``text`` read by :mod:`packaging` if it names ``plait-core``, else ``None`` (another
+    distribution's, or a line packaging cannot read)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement:
+        return None
+    return requirement if canonicalize_name(requirement.name) == CORE_DISTRIBUTION else None
 
 
 # -- registering a plugin's hook implementations ---------------------------------------------
