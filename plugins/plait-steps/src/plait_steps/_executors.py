@@ -480,7 +480,8 @@ class ExecutorStepKind(StepKind):
         node = plait.NodeSpec(
             ctx.node_id, kind=config["kind"], config=dict(config.get("config") or {})
         )
-        call = _inner_call(node, {}, ctx)
+        # the caller's Python objects go along: a kind may name them (a team's participants)
+        call = _inner_call(node, ctx.executors, ctx)
         who = f"executor: {config['kind']}"
         given = _input(config, ctx, self.templates(ctx))
         return StepExecutor(ctx.node_id, config=config, call=call, who=who, input=given)
