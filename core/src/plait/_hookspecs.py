@@ -353,6 +353,23 @@ def plait_workflow_as_connection(workflow: Any, prefix: str | None) -> Any:
     """
 
 
+@hookspec(firstresult=True)
+def plait_workflow_as_agent(workflow: Any, name: str | None, description: str) -> Any:
+    """Turn a built workflow into an agent a team takes as a participant (the design's
+    ``Workflow.as_agent``): a conversation in, a message back, each turn one nested run.
+
+    :meth:`plait.Workflow.as_agent` calls it. ``plait-teams`` answers with a
+    ``plait_teams.WorkflowParticipant``; without it, the call fails naming that
+    distribution.
+
+    :param workflow: the :class:`plait.Workflow` (never changed).
+    :param name: the participant's name (``None``: the workflow's name).
+    :param description: what it does, for a manager that picks speakers.
+    :return: the participant, or ``None`` to leave it to another plugin; stops at the
+        first non-``None`` result.
+    """
+
+
 # ---------------------------------------------------------------------------
 # Observing runs: tracing, metrics, progress. When no plugin implements the hook, runs
 # are not observed at all and pay nothing for it.

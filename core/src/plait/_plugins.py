@@ -90,6 +90,7 @@ _SEAMS: dict[tuple[str, str], str] = {
     ("hook", "plait_durability"): "plait-durable",
     ("hook", "plait_documents"): "plait-documents",
     ("hook", "plait_workflow_as_connection"): "plait-builders",
+    ("hook", "plait_workflow_as_agent"): "plait-teams",
     # the run option that makes a run durable (``Workflow.resume``'s word too)
     ("run_option", "checkpoint"): "plait-durable",
     ("run_option", "max_lead"): "plait-pipeline",  # the pipelined schedule's lead
@@ -98,7 +99,7 @@ _SEAMS: dict[tuple[str, str], str] = {
 
 #: ``firstresult`` hooks that take arguments (so nothing is kept): listed with the
 #: singletons as the hooks a plugin answers (``plait plugins``, the catalog).
-_ANSWERED = ("plait_workflow_as_connection",)
+_ANSWERED = ("plait_workflow_as_connection", "plait_workflow_as_agent")
 
 
 def core_version() -> str:
@@ -764,6 +765,25 @@ class PluginManager:
             raise UnknownNameError(
                 "no installed plugin turns a workflow into a connection (for "
                 "Workflow.as_connection()): none implements plait_workflow_as_connection"
+                + (f" — {hint}" if hint else "")
+            )
+        return found
+
+    def workflow_as_agent(self, workflow: Any, name: str | None, description: str) -> Any:
+        """What the first plugin answering ``plait_workflow_as_agent`` makes of
+        ``workflow`` (``plait-teams``: a ``WorkflowParticipant``).
+
+        :raises UnknownNameError: no plugin answers, naming the distribution to install.
+        """
+        self.load_entrypoints()
+        found = self.pm.hook.plait_workflow_as_agent(
+            workflow=workflow, name=name, description=description
+        )
+        if found is None:
+            hint = self.install_hint("hook", "plait_workflow_as_agent")
+            raise UnknownNameError(
+                "no installed plugin turns a workflow into an agent (for "
+                "Workflow.as_agent()): none implements plait_workflow_as_agent"
                 + (f" — {hint}" if hint else "")
             )
         return found

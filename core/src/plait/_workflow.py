@@ -473,6 +473,20 @@ class Workflow:
         """
         return self._manager.workflow_as_connection(self, prefix)
 
+    def as_agent(self, name: str | None = None, description: str = "") -> Any:
+        """This workflow as an agent of a team: a participant that takes the conversation
+        in and gives a message back, each turn one nested run checkpointed inside the
+        team's run.
+
+        The plugin that answers the ``plait_workflow_as_agent`` hook makes it
+        (``plait-teams``: a ``plait_teams.WorkflowParticipant``).
+
+        :param name: its name in the team (default: this workflow's name).
+        :param description: what it does, for a manager that picks speakers.
+        :raises UnknownNameError: no installed plugin answers, naming ``plait-teams``.
+        """
+        return self._manager.workflow_as_agent(self, name, description)
+
     def export(self, format: str) -> str:
         """The graph as text in ``format`` (``mermaid``, ``dot`` …), by the exporter a
         plugin registered under that name (``plait-export`` ships both).

@@ -40,6 +40,7 @@ FIRST_PARTY: Mapping[str, Mapping[str, Sequence[str]]] = {
     "plait-llm": {"executor_kind": ("agent",)},
     "plait-ray": {"placement": ("ray",)},
     "plait-builders": {"hook": ("plait_workflow_as_connection",)},
+    "plait-teams": {"hook": ("plait_workflow_as_agent",)},
     "plait-documents": {"hook": ("plait_documents",)},
     "plait-durable": {"hook": ("plait_durability",)},
     "plait-pipeline": {"schedule": ("pipelined",)},
