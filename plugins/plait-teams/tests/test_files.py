@@ -104,7 +104,10 @@ def test_steps_team_mode_and_shape_problems() -> None:
     text = "workflow:\n  - {id: t, type: team, mode: swarm, participants: []}\n"
     messages = [str(p) for p in _problems(text, "steps")]
     assert any("'participants' of team step 't' is a non-empty list" in m for m in messages)
-    text = "agents:\n  a: {ref: 'm:a'}\nworkflow:\n  - {id: t, type: team, mode: swarm, participants: [a]}\n"
+    text = (
+        "agents:\n  a: {ref: 'm:a'}\n"
+        "workflow:\n  - {id: t, type: team, mode: swarm, participants: [a]}\n"
+    )
     (problem,) = _problems(text, "steps")
     assert "'swarm' is not one of ['group_chat', 'magentic', 'handoff']" in str(problem)
     assert problem.line == 4
@@ -163,8 +166,9 @@ def test_a_document_without_a_team_does_not_import_plait_teams() -> None:
         "from plait_documents import load_spec\n"
         "async def a(p: str) -> str: return p\n"
         "async def d(c: dict) -> dict: return c\n"
-        "load_spec('workflow:\\n  - {id: s, type: agent, name: a}\\n', format='steps', executors={'a': a})\n"
-        "load_spec('{\"nodes\": [{\"id\": \"n\", \"agent_name\": \"a\", \"is_entry\": true, \"is_exit\": true}],"
+        "load_spec('workflow:\\n  - {id: s, type: agent, name: a}\\n', format='steps',"
+        " executors={'a': a})\n"
+        'load_spec(\'{"nodes": [{"id": "n", "agent_name": "a", "is_entry": true, "is_exit": true}],'
         " \"connections\": []}', format='dag', executors={'a': d})\n"
         "print(sorted(m for m in sys.modules if m.startswith('plait_teams.')))\n"
     )

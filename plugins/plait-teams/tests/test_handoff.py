@@ -134,8 +134,10 @@ async def test_the_user_is_asked_and_the_agent_goes_on_after_a_resume(tmp_path: 
     (pending,) = asked.pending_requests
     assert pending.request == UserInputRequest("support", "orders", "Which order number?")
 
-    result = await support().build().resume(
-        "ask", url, responses={pending.request_id: "A-42"}, events="all"
+    result = (
+        await support()
+        .build()
+        .resume("ask", url, responses={pending.request_id: "A-42"}, events="all")
     )
     assert result.status is RunStatus.IDLE
     (conversation,) = result.outputs

@@ -142,7 +142,10 @@ async def test_stalls_make_the_manager_replan_then_give_up_past_max_resets() -> 
     assert conversation.last.text == "answer after 2 rounds, with plan 1"
     # after the re-plan the participants start again: task and the new plan only
     after_reset = SEEN["writer"][-1]
-    assert [m.text for m in after_reset][:2] == ["otters", "Facts:\nfacts of otters\n\nThe plan:\nplan 1"]
+    assert [m.text for m in after_reset][:2] == [
+        "otters",
+        "Facts:\nfacts of otters\n\nThe plan:\nplan 1",
+    ]
     assert len(after_reset) == 3  # task, new plan, its instruction
 
 
@@ -159,8 +162,10 @@ async def test_progress_after_a_stall_pays_the_stall_back() -> None:
 
 
 async def test_the_round_limit_ends_the_team_with_an_answer() -> None:
-    result = await team(ScriptedManager(alternate()), max_round_count=3).build().run(
-        "otters", events="all"
+    result = (
+        await team(ScriptedManager(alternate()), max_round_count=3)
+        .build()
+        .run("otters", events="all")
     )
     assert result.status is RunStatus.IDLE
     assert finished(result).reason == "max_rounds"
@@ -243,7 +248,9 @@ async def test_plan_review_edited_after_a_resume(tmp_path: Path) -> None:
     (conversation,) = result.outputs
     assert conversation.last is not None
     assert conversation.last.text == "answer after 1 rounds, with search, then write"
-    assert "The plan (edited by a reviewer):\nsearch, then write" in [m.text for m in conversation][2]
+    assert (
+        "The plan (edited by a reviewer):\nsearch, then write" in [m.text for m in conversation][2]
+    )
     # the manager's progress ledger was asked with the edited plan
     assert manager.contexts[0].ledger is not None
     assert manager.contexts[0].ledger.plan == "search, then write"
@@ -262,7 +269,9 @@ async def test_plan_review_rejected_replans_with_the_comments_and_asks_again(
     assert again.status is RunStatus.IDLE_WITH_PENDING_REQUESTS
     (pending,) = again.pending_requests
     assert pending.request.plan == "plan 0 (after: cite sources)"
-    done = await workflow.resume("reject", url, responses={pending.request_id: PlanReviewResponse()})
+    done = await workflow.resume(
+        "reject", url, responses={pending.request_id: PlanReviewResponse()}
+    )
     (conversation,) = done.outputs
     assert conversation.last is not None
     assert conversation.last.text == "answer after 1 rounds, with plan 0 (after: cite sources)"

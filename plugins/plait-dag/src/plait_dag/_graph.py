@@ -262,14 +262,23 @@ def _team(node: Node, ctx: BuildContext, problems: _Problems) -> None:
     try:
         from plait_teams import team_problems
     except ImportError:
-        problems.add(where, f"node {node.id!r} is a team, which needs the plait-teams plugin: pip install plait-teams")
+        problems.add(
+            where,
+            f"node {node.id!r} is a team, which needs the plait-teams plugin: "
+            "pip install plait-teams",
+        )
         return
     if "output" in ((node.team or {}).get("options") or {}):
-        problems.add(f"{where}/options/output", "a DAG team node returns {<node id>: answer}: it takes no 'output'")
+        problems.add(
+            f"{where}/options/output",
+            "a DAG team node returns {<node id>: answer}: it takes no 'output'",
+        )
     for path, message in team_problems(team_config(node, ctx)):
         head, _, rest = path.lstrip("/").partition("/")
         if head in ("mode", "participants"):
-            at = f"{where}/{head}" + (f"/{rest.partition('/')[0]}" if head == "participants" and rest else "")
+            at = f"{where}/{head}" + (
+                f"/{rest.partition('/')[0]}" if head == "participants" and rest else ""
+            )
         else:
             at = f"{where}/options{path}"
         problems.add(at, f"node {node.id!r}: {message}")

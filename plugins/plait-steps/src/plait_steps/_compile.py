@@ -230,7 +230,8 @@ class _Compiler:
             index, _, _ = rest.partition("/")
             if index.isdigit() and int(index) < len(step.participants):
                 return step.participants[int(index)]
-            return step.y.value.get("participants", step.y)
+            held: Y = step.y.value.get("participants", step.y)
+            return held
         if head and step.options is not None:
             return _at_path(step.options, path)
         return step.y

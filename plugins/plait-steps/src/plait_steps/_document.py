@@ -326,7 +326,10 @@ class _Reader:
                 if isinstance(item.value, str) and item.value:
                     step.participants.append(item)
                 else:
-                    self.at(item, f"a participant of {where} is an agent's name, got {_shape(item.value)}")
+                    self.at(
+                        item,
+                        f"a participant of {where} is an agent's name, got {_shape(item.value)}",
+                    )
         options = y.value.get("options")
         if options is not None and not isinstance(options.value, dict):
             self.at(options, f"'options' of {where} must be a mapping, got {_shape(options.value)}")

@@ -26,7 +26,7 @@ agent that schema, with its allowed targets, and says in its system prompt who t
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -35,10 +35,17 @@ from plait.spi import PluginManager
 from typing_extensions import Self
 
 from ._conversation import Conversation, Message, as_message
-from ._handoff_rules import Decision, Handoff, HandoffError, HandoffRules, decision_schema, read_decision
-from ._team import MANAGER, Finish, Speak, TeamBuilder, TeamManager, TeamState, TurnReply
-
+from ._handoff_rules import (
+    Decision,
+    Handoff,
+    HandoffError,
+    HandoffRules,
+    decision_schema,
+    read_decision,
+)
+from ._messages import TurnReply
 from ._participants import AgentParticipant
+from ._team import MANAGER, Finish, Speak, TeamBuilder, TeamManager, TeamState
 
 if TYPE_CHECKING:
     from ._participants import Participant
@@ -154,7 +161,9 @@ def _decision(message: Message) -> Decision:
     answer (the text)."""
     data = message.data
     if isinstance(data, dict) and ("handoff_to" in data or "needs_user" in data):
-        return attrs.evolve(read_decision(data), text=message.text if "text" not in data else str(data["text"]))
+        return attrs.evolve(
+            read_decision(data), text=message.text if "text" not in data else str(data["text"])
+        )
     return Decision(text=message.text)
 
 
@@ -244,7 +253,9 @@ class HandoffBuilder(TeamBuilder):
         """A new coordinator for this team (its LLM agents learn their handoff targets)."""
         rules = self.rules()
         # in place: the wiring holds this list
-        self._participants[:] = [_with_targets(p, rules, self._participants) for p in self._participants]
+        self._participants[:] = [
+            _with_targets(p, rules, self._participants) for p in self._participants
+        ]
         return HandoffManager(
             self.team_name, self._participants, rules, max_rounds=self._max_rounds
         )
@@ -278,7 +289,9 @@ def _for_handoff(made: Participant) -> Participant:
     return FunctionParticipant(answer, made.name, made.description, prompt=made.prompt)
 
 
-def _with_targets(made: Participant, rules: HandoffRules, team: Sequence[Participant]) -> Participant:
+def _with_targets(
+    made: Participant, rules: HandoffRules, team: Sequence[Participant]
+) -> Participant:
     """An LLM agent hands off by a tool call (a model with tools) or structured output."""
     from ._participants import AgentParticipant
 
@@ -291,7 +304,7 @@ def _with_targets(made: Participant, rules: HandoffRules, team: Sequence[Partici
     return HandoffAgentParticipant(made.agent, made.name, made.description, targets=targets)
 
 
-class HandoffAgentParticipant(AgentParticipant):  # type: ignore[misc]
+class HandoffAgentParticipant(AgentParticipant):
     """A plait-llm ``agent`` in a handoff team: it hands off by calling a tool
     ``handoff_to_<target>(reason)`` (a model that supports llm's tools) or by structured
     output (:func:`~plait_teams.decision_schema`, any other model). Its system prompt says

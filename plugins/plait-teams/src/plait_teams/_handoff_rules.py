@@ -177,7 +177,9 @@ class HandoffRules:
                         f"{did_you_mean(target, self.agents)} (participants: {listing})"
                     )
                 elif target == source:
-                    found.append(f"add_handoff({source!r}, ...): an agent cannot hand off to itself")
+                    found.append(
+                        f"add_handoff({source!r}, ...): an agent cannot hand off to itself"
+                    )
         return found
 
     def allowed(self, source: str) -> tuple[str, ...]:

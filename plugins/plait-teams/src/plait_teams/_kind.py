@@ -91,7 +91,10 @@ def team_config_schema() -> dict[str, Any]:
             "output": {"enum": ["text", "conversation", "updates"]},
             "max_rounds": {**_COUNT, "minimum": 1},
             "start": _NAME,
-            "handoffs": {"type": "object", "additionalProperties": {"type": "array", "items": _NAME}},
+            "handoffs": {
+                "type": "object",
+                "additionalProperties": {"type": "array", "items": _NAME},
+            },
             "manager": manager,
             "max_round_count": {**_COUNT, "minimum": 1},
             "max_stall_count": _COUNT,
@@ -135,7 +138,9 @@ def team_problems(config: Any) -> list[tuple[str, str]]:
 
     def unknown(path: str, what: str, name: str) -> None:
         did = did_you_mean(name, names)
-        problems.append((path, f"{what} {name!r} is not a participant{did} (participants: {listing})"))
+        problems.append(
+            (path, f"{what} {name!r} is not a participant{did} (participants: {listing})")
+        )
 
     if mode == "handoff":
         start = config.get("start")
@@ -199,7 +204,9 @@ class TeamKind:
             if isinstance(agent, Mapping) and isinstance(agent.get("kind"), str):
                 inner = agent.get("config")
                 found |= set(
-                    kind_capabilities(agent["kind"], inner if isinstance(inner, Mapping) else {}, ctx)
+                    kind_capabilities(
+                        agent["kind"], inner if isinstance(inner, Mapping) else {}, ctx
+                    )
                 )
         manager = config.get("manager")
         if isinstance(manager, Mapping) and "model" in manager:
@@ -259,7 +266,9 @@ class TeamKind:
         executor = kind.create(dict(agent.get("config") or {}), inner)
         return participant(_callable_of(executor), name=name, description=description)
 
-    def _builder(self, config: Mapping[str, Any], members: Mapping[str, Any], ctx: BuildContext) -> Any:
+    def _builder(
+        self, config: Mapping[str, Any], members: Mapping[str, Any], ctx: BuildContext
+    ) -> Any:
         mode = config["mode"]
         name = ctx.node_id or "team"
         if mode == "handoff":
@@ -286,9 +295,11 @@ class TeamKind:
             if config.get("plan_review"):
                 magentic.with_plan_review()
             return magentic
-        from . import GroupChatBuilder
+        import importlib
 
-        chat = GroupChatBuilder(name).participants(list(members.values()))
+        # the group chat builder's module is the package's to name: ask the package
+        chat_builder: Any = importlib.import_module("plait_teams").GroupChatBuilder
+        chat = chat_builder(name).participants(list(members.values()))
         if "max_rounds" in config:
             chat.with_max_rounds(config["max_rounds"])
         return chat
@@ -314,7 +325,9 @@ class TeamKind:
             try:
                 return import_ref(manager["ref"])
             except Exception as exc:  # what importing it raised, named with its ref
-                message = f"the manager {manager['ref']!r} does not import: {type(exc).__name__}: {exc}"
+                message = (
+                    f"the manager {manager['ref']!r} does not import: {type(exc).__name__}: {exc}"
+                )
                 raise config_error(
                     ctx.node_id, message, "/config/manager/ref", source=ctx.source
                 ) from exc
@@ -324,7 +337,9 @@ class TeamKind:
         if not model:
             message = "the manager needs a model (an llm model id) or uses: <name>"
             raise config_error(ctx.node_id, message, "/config/manager", source=ctx.source)
-        return LLMMagenticManager(model, system=manager.get("system"), options=manager.get("options"))
+        return LLMMagenticManager(
+            model, system=manager.get("system"), options=manager.get("options")
+        )
 
 
 def _callable_of(executor: Executor) -> Any:
@@ -371,6 +386,9 @@ class _TeamNode:
         inner = builder.to_builder()
         start = FunctionNode("task", task, input_type=Any, output_type=Any, emit="send")
         inner.add_edge(start, MANAGER).set_start(start)
-        end = FunctionNode("answer", answer, input_type=Conversation, output_type=sent, emit="yield")
+        end = FunctionNode(
+            "answer", answer, input_type=Conversation, output_type=sent, emit="yield"
+        )
         inner.add_edge(RESULT, end)
-        return inner.build().as_executor(node_id)
+        node: Executor = inner.build().as_executor(node_id)
+        return node

@@ -40,7 +40,8 @@ from typing_extensions import Self
 from ._conversation import Conversation, Message
 from ._ledger import TaskLedger, read_progress_ledger, read_task_ledger
 from ._magentic_manager import MagenticContext, MagenticManager
-from ._team import MANAGER, Finish, Speak, TeamBuilder, TeamManager, TeamState, TurnReply, TurnRequest
+from ._messages import TurnReply, TurnRequest
+from ._team import MANAGER, Finish, Speak, TeamBuilder, TeamManager, TeamState
 
 if TYPE_CHECKING:
     from ._participants import Participant
@@ -108,8 +109,6 @@ class MagenticError(PlaitError):
     """A Magentic manager's answer could not be used (see :class:`LedgerError`)."""
 
 
-
-
 class MagenticManagerExecutor(TeamManager):
     """The manager node of a Magentic team (built by :class:`MagenticBuilder`).
 
@@ -157,7 +156,9 @@ class MagenticManagerExecutor(TeamManager):
 
     # -- what the manager is asked on -----------------------------------------------------
 
-    def _context(self, ctx: WorkflowContext[Any, Any], feedback: str | None = None) -> MagenticContext:
+    def _context(
+        self, ctx: WorkflowContext[Any, Any], feedback: str | None = None
+    ) -> MagenticContext:
         state = ctx.state
         ledger = state.get("ledger")
         return MagenticContext(
@@ -178,7 +179,9 @@ class MagenticManagerExecutor(TeamManager):
         state["conversation"] = state["conversation"].append(message)
         self._tell(ctx, message, to)
 
-    def _tell(self, ctx: WorkflowContext[Any, Any], message: Message, to: str | None = None) -> None:
+    def _tell(
+        self, ctx: WorkflowContext[Any, Any], message: Message, to: str | None = None
+    ) -> None:
         histories: dict[str, Conversation] = ctx.state["histories"]
         for name in [to] if to is not None else list(histories):
             histories[name] = histories[name].append(message)
@@ -219,7 +222,9 @@ class MagenticManagerExecutor(TeamManager):
         while True:  # at most twice: a re-plan resets the stall count
             answer = await self.manager.progress(self._context(ctx))
             progress = read_progress_ledger(answer, list(self.participant_names))
-            store["stalls"] = store["stalls"] + 1 if progress.stalled else max(0, store["stalls"] - 1)
+            store["stalls"] = (
+                store["stalls"] + 1 if progress.stalled else max(0, store["stalls"] - 1)
+            )
             await ctx.add_event(
                 {
                     "magentic": "progress_ledger",
@@ -282,7 +287,9 @@ class MagenticManagerExecutor(TeamManager):
         state = ctx.state
         ledger = read_task_ledger(await self.manager.plan(self._context(ctx, feedback)))
         state["ledger"] = ledger.to_dict()
-        await ctx.add_event({"magentic": "task_ledger", **ledger.to_dict(), "resets": state["resets"]})
+        await ctx.add_event(
+            {"magentic": "task_ledger", **ledger.to_dict(), "resets": state["resets"]}
+        )
         self._say(ctx, _plan_message(ledger))
 
     async def _ask_review(self, ctx: WorkflowContext[Any, Any]) -> None:
@@ -300,7 +307,9 @@ class MagenticManagerExecutor(TeamManager):
         or neither (the manager plans again with the comments, and asks again)."""
         state = ctx.state
         if not state.get("reviewing"):
-            raise MagenticError(f"team {self.team!r}: a plan review answer came, but none was asked")
+            raise MagenticError(
+                f"team {self.team!r}: a plan review answer came, but none was asked"
+            )
         edited = review.plan is not None
         await ctx.add_event(
             {"magentic": "plan_review", "approved": review.approved or edited, "edited": edited}
@@ -380,7 +389,7 @@ class MagenticBuilder(TeamBuilder):
                     f"a Magentic manager needs async methods plan, progress and "
                     f"final_answer; {manager!r} has no {method}"
                 )
-        changes = {
+        changes: dict[str, Any] = {
             k: v
             for k, v in (
                 ("max_round_count", max_round_count),

@@ -129,9 +129,7 @@ class LLMMagenticManager:
     async def plan(self, context: MagenticContext) -> Mapping[str, Any]:
         """Ask for facts and a plan (the previous plan and a reviewer's comments, when
         there are)."""
-        prompt = (
-            f"You lead a team on this task:\n{context.task}\n\nThe team:\n{_team(context)}\n\n"
-        )
+        prompt = f"You lead a team on this task:\n{context.task}\n\nThe team:\n{_team(context)}\n\n"
         if context.ledger is not None:
             prompt += (
                 f"The previous plan made no progress:\n{context.ledger.plan}\n"

@@ -157,7 +157,9 @@ class TeamManager(Executor):
     def declare_handlers(self) -> tuple[Handler, ...]:
         """The task (``str``, :class:`Message` or :class:`Conversation`) and each
         :class:`TurnReply`; and any ``@handler`` method of a subclass, first."""
-        sends = (TeamMessage,)
+        # the concrete messages, so a checkpoint that holds one in flight (a kill between
+        # the manager's superstep and the turn's) decodes: a declared type is rebuilt
+        sends = (TurnRequest, TeamDone)
         own = tuple(super().declare_handlers())
         return (
             *own,
