@@ -37,6 +37,14 @@ if TYPE_CHECKING:
         Message as Message,
         as_message as as_message,
     )
+    from ._group_chat import (
+        GroupChatBuilder as GroupChatBuilder,
+        GroupChatManager as GroupChatManager,
+        LLMSelector as LLMSelector,
+        SelectionError as SelectionError,
+        condition_data as condition_data,
+        round_robin as round_robin,
+    )
     from ._handoff import (
         HandoffAgentParticipant as HandoffAgentParticipant,
         HandoffBuilder as HandoffBuilder,

@@ -38,7 +38,7 @@ __all__ = ["MODES", "MODE_OPTIONS", "TeamKind", "team_config_schema", "team_prob
 MODES = ("group_chat", "magentic", "handoff")
 #: the options each mode takes, besides ``mode``, ``participants`` and ``output``
 MODE_OPTIONS: Mapping[str, tuple[str, ...]] = {
-    "group_chat": ("max_rounds",),
+    "group_chat": ("max_rounds", "termination"),
     "magentic": ("manager", "max_round_count", "max_stall_count", "max_reset_count", "plan_review"),
     "handoff": ("start", "handoffs", "max_rounds"),
 }
@@ -90,6 +90,7 @@ def team_config_schema() -> dict[str, Any]:
             "participants": {"type": "array", "items": member, "minItems": 1},
             "output": {"enum": ["text", "conversation", "updates"]},
             "max_rounds": {**_COUNT, "minimum": 1},
+            "termination": {"type": "string", "minLength": 1, "maxLength": 10000},
             "start": _NAME,
             "handoffs": {
                 "type": "object",
@@ -269,6 +270,8 @@ class TeamKind:
     def _builder(
         self, config: Mapping[str, Any], members: Mapping[str, Any], ctx: BuildContext
     ) -> Any:
+        from plait_documents import config_error
+
         mode = config["mode"]
         name = ctx.node_id or "team"
         if mode == "handoff":
@@ -295,13 +298,19 @@ class TeamKind:
             if config.get("plan_review"):
                 magentic.with_plan_review()
             return magentic
-        import importlib
+        from ._group_chat import GroupChatBuilder
 
-        # the group chat builder's module is the package's to name: ask the package
-        chat_builder: Any = importlib.import_module("plait_teams").GroupChatBuilder
-        chat = chat_builder(name).participants(list(members.values()))
+        chat = GroupChatBuilder(name).participants(list(members.values()))
         if "max_rounds" in config:
             chat.with_max_rounds(config["max_rounds"])
+        if "termination" in config:
+            try:
+                chat.with_termination(config["termination"])
+            except PlaitError as exc:
+                message = f"termination: {exc}"
+                raise config_error(
+                    ctx.node_id, message, "/config/termination", source=ctx.source
+                ) from exc
         return chat
 
     def _manager(self, manager: Mapping[str, Any], ctx: BuildContext) -> Any:

@@ -156,9 +156,12 @@ class TeamManager(Executor):
 
     def declare_handlers(self) -> tuple[Handler, ...]:
         """The task (``str``, :class:`Message` or :class:`Conversation`) and each
-        :class:`TurnReply`; and any ``@handler`` method of a subclass, first."""
-        # the concrete messages, so a checkpoint that holds one in flight (a kill between
-        # the manager's superstep and the turn's) decodes: a declared type is rebuilt
+        :class:`TurnReply`; and any ``@handler`` method of a subclass, first.
+
+        Each sends a :class:`TurnRequest` or a :class:`TeamDone` (both a
+        :class:`TeamMessage`, what participants and the result node take): declared by
+        name, so a checkpoint holding one decodes (a workflow's declared types are what
+        a resume may rebuild)."""
         sends = (TurnRequest, TeamDone)
         own = tuple(super().declare_handlers())
         return (
