@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plait import CustomEvent, RunStatus
+from magentic_scripts import ScriptedManager, alternate, researcher, writer
+from plait import CustomEvent, RunStatus, WorkflowContext, executor
+from plait_builders import WorkflowBuilder
 from plait_teams import (
     Conversation,
     Decision,
@@ -16,6 +18,7 @@ from plait_teams import (
     HandoffBuilder,
     HandoffError,
     HandoffRules,
+    MagenticBuilder,
     Message,
     TeamFinished,
     UserInputRequest,
@@ -190,3 +193,36 @@ def test_decisions_read_from_every_form() -> None:
     schema = decision_schema(["refund"])
     assert schema["properties"]["handoff_to"]["enum"] == ["refund", None]
     assert Message("assistant", "a", "t").data is None
+
+
+async def test_a_handoff_team_and_a_magentic_team_compose_in_one_graph() -> None:
+    @executor(id="brief")
+    async def brief(conversation: Conversation, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(f"write up: {conversation[-1].text}")
+
+    @executor(id="report")
+    async def report(conversation: Conversation, ctx: WorkflowContext[Any, str]) -> None:
+        await ctx.yield_output(conversation[-1].text)
+
+    magentic = (
+        MagenticBuilder("study")
+        .participants({"researcher": researcher, "writer": writer})
+        .with_manager(ScriptedManager(alternate(done_at=2)))
+    )
+    # two teams bound their own supersteps differently: the composing builder says its own
+    outer = WorkflowBuilder("outer", max_supersteps=200)
+    desk = outer.add_workflow(support())
+    study = outer.add_workflow(magentic.as_connection(prefix="study"))
+    outer.set_start(desk.start)
+    outer.connect(desk.port("conversation_out"), brief)
+    outer.connect(brief, study.start)
+    outer.connect(study.port("conversation_out"), report)
+    workflow = outer.build()
+    assert {"support/manager", "support/triage", "study/manager", "study/writer"} <= set(
+        workflow.executors
+    )
+    result = await workflow.run("I want my money back", events="all")
+    assert result.outputs == ["answer after 1 rounds, with plan 0"]
+    assert data_of(result, "handoff") == [
+        {"from": "triage", "to": "refund", "reason": "the user wants a refund"}
+    ]
