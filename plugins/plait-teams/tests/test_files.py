@@ -46,6 +46,15 @@ def test_a_dag_team_node_runs(examples: Path) -> None:
     assert context["desk"] == "Order 42 ships tomorrow."
 
 
+def test_a_team_step_that_asks_the_user_is_a_clear_error(examples: Path) -> None:
+    workflow = plait.load(examples / "support.yaml", allow_imports=True)
+    result = workflow.run_sync("where is my order?", raise_on_failure=False)
+    assert (
+        "step 'desk': its agent asked for outside input (plait_teams._handoff.UserInputRequest)"
+        in str(result.error)
+    )
+
+
 def test_python_objects_take_part_by_name() -> None:
     async def echo(conversation: Any) -> str:
         return f"echo of {conversation[0].text}"
