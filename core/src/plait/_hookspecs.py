@@ -356,7 +356,8 @@ def plait_workflow_as_connection(workflow: Any, prefix: str | None) -> Any:
 @hookspec(firstresult=True)
 def plait_workflow_as_agent(workflow: Any, name: str | None, description: str) -> Any:
     """Turn a built workflow into an agent a team takes as a participant (the design's
-    ``Workflow.as_agent``): a conversation in, a message back, each turn one nested run.
+    ``Workflow.as_agent``): the conversation in, a message back, each turn one nested run
+    checkpointed inside the team's run.
 
     :meth:`plait.Workflow.as_agent` calls it. ``plait-teams`` answers with a
     ``plait_teams.WorkflowParticipant``; without it, the call fails naming that
