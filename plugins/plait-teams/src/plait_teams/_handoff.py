@@ -18,9 +18,11 @@ rules (:class:`~plait_teams.HandoffRules`):
 - an answer: the team is done, and gives the conversation (the answer last).
 
 How an agent hands off: a Python agent returns :class:`~plait_teams.Handoff` (or a
-:class:`~plait_teams.Message` whose ``data`` is a decision); a plait-llm ``agent`` answers
-with structured output (:func:`~plait_teams.decision_schema`: the builder gives each LLM
-agent that schema, with its allowed targets, and says in its system prompt who they are).
+:class:`~plait_teams.Decision`, or a :class:`~plait_teams.Message` whose ``data`` is a
+decision); a plait-llm ``agent`` (:class:`HandoffAgentParticipant`) calls a tool
+``handoff_to_<target>(reason)`` when its model supports llm's tools, else answers with
+structured output (:func:`~plait_teams.decision_schema`, its allowed targets in the
+enum); either way its system prompt says whom it may hand off to.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from ._team import MANAGER, Finish, Speak, TeamBuilder, TeamManager, TeamState
 if TYPE_CHECKING:
     from ._participants import Participant
 
-__all__ = ["HandoffBuilder", "HandoffManager", "UserInputRequest"]
+__all__ = ["HandoffAgentParticipant", "HandoffBuilder", "HandoffManager", "UserInputRequest"]
 
 
 @attrs.frozen
@@ -243,8 +245,9 @@ class HandoffBuilder(TeamBuilder):
 
     def participants(self, participants: Any) -> Self:
         """Set the agents, as :meth:`TeamBuilder.participants` does; a Python agent may
-        also return :class:`~plait_teams.Handoff`, and a plait-llm ``agent`` answers with
-        the handoff decision as structured output."""
+        also return a :class:`~plait_teams.Handoff` or a :class:`~plait_teams.Decision`,
+        and a plait-llm ``agent`` hands off by a tool call or structured output
+        (:class:`HandoffAgentParticipant`)."""
         super().participants(participants)
         self._participants = [_for_handoff(p) for p in self._participants]
         return self
@@ -293,8 +296,6 @@ def _with_targets(
     made: Participant, rules: HandoffRules, team: Sequence[Participant]
 ) -> Participant:
     """An LLM agent hands off by a tool call (a model with tools) or structured output."""
-    from ._participants import AgentParticipant
-
     if not isinstance(made, AgentParticipant) or isinstance(made, HandoffAgentParticipant):
         return made
     if getattr(made.agent, "structured_output", None) is not None:
