@@ -264,3 +264,12 @@ async def test_an_agent_participant_streams_its_tokens_from_its_node() -> None:
     ]
     assert tokens and all(executor == "echo" for executor, _ in tokens)
     assert "".join(t for _, t in tokens) == "echo user: hello there"
+
+
+async def test_an_llm_model_is_a_participant_by_name() -> None:
+    chat = GroupChatBuilder().participants({"echo": EchoModel()}).with_max_rounds(1)
+    result = await chat.build().run("hi")
+    assert result.outputs[0][-1].author == "echo"
+    assert result.outputs[0][-1].text == "echo user: hi"
+    with pytest.raises(ValueError, match="needs a name"):
+        participant(EchoModel())

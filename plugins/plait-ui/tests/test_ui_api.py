@@ -541,3 +541,36 @@ def test_layers_stack_numbers_by_value_and_leave_boxes_to_their_nodes() -> None:
     assert at["each/"] is None, "a box's place is its nodes'"
     assert [at[f"w{i}"]["y"] for i in (1, 2, 10)] == [0, 40, 80]
     assert at["each"]["x"] < at["w1"]["x"] < at["each/gather"]["x"]
+
+
+def test_a_team_run_shows_its_conversation_as_a_transcript(tmp_path: Path) -> None:
+    from plait_teams import Conversation, GroupChatBuilder
+
+    async def writer(conversation: Conversation) -> str:
+        return f"draft {len(conversation)} <b>bold</b>"
+
+    async def critic(conversation: Conversation) -> str:
+        return "looks fine"
+
+    url = sqlite(tmp_path)
+    team = GroupChatBuilder(unique("chat")).participants([writer, critic]).with_max_rounds(3)
+    result = run(team.build(), "write a slogan", url)
+    with signed_in(url) as client:
+        page = client.get(f"/runs/{result.run_id}")
+        assert page.status_code == 200
+        transcript = page.text.split('id="transcript-1"', 1)[1].split("</section>", 1)[0]
+        assert 'data-executor="manager"' in page.text
+        authors = re.findall(r'<b class="author">([^<]*)</b>', transcript)
+        assert authors == ["user", "writer", "critic", "writer"]
+        assert "write a slogan" in transcript and "looks fine" in transcript
+        # a message is text, never markup
+        assert "<b>bold</b>" not in transcript and "&lt;b&gt;bold&lt;/b&gt;" in transcript
+        # an earlier checkpoint shows the conversation as it was then
+        first_turn = client.get(
+            f"/runs/{result.run_id}", params={"checkpoint": checkpoint_ids(page.text)[2]}
+        )
+        early = first_turn.text.split('id="transcript-1"', 1)[1].split("</section>", 1)[0]
+        assert re.findall(r'<b class="author">([^<]*)</b>', early) == ["user"]
+    chain_run = run(chain(2), 0, url)
+    with signed_in(url) as client:
+        assert 'class="transcript"' not in client.get(f"/runs/{chain_run.run_id}").text

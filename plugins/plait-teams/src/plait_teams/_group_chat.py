@@ -188,7 +188,7 @@ def _agent_for(model: Any) -> Any:
         from plait_llm import AgentExecutor
     except ImportError:  # pragma: no cover - plait-llm is what the LLM manager runs on
         raise ImportError(
-            "an LLM group chat manager needs plait-llm: pip install plait-llm"
+            "an LLM group chat manager needs plait-llm: pip install 'plait[llm]'"
         ) from None
     if isinstance(model, str):
         import llm

@@ -7,8 +7,9 @@
   function of the prompt, ``(prompt: str) -> str`` (its first parameter annotated ``str``;
   it gets the conversation as ``author: text`` lines, and the manager's instruction after
   them); sync or async;
-- an ``agent`` executor of plait-llm (``plait_llm.AgentExecutor``): prompted with the
-  conversation's transcript through its public ``ask``, so its tokens stream as the usual
+- an ``agent`` executor of plait-llm (``plait_llm.AgentExecutor``), or an ``llm`` model
+  (with a ``name``: an agent executor is made on it): prompted with the conversation's
+  transcript through the agent's public ``ask``, so its tokens stream as the usual
   ``{"token": …}`` custom events, from the participant's node;
 - a :class:`plait.Workflow` (what :meth:`plait.Workflow.as_agent` does): each turn is one
   nested run of it, checkpointed inside the team's run;
@@ -394,6 +395,26 @@ class WorkflowParticipant(Participant):
 # -- the one way in -----------------------------------------------------------------------------
 
 
+def _is_llm_model(obj: Any) -> bool:
+    """Whether ``obj`` looks like an ``llm`` model (a ``model_id`` and a ``prompt``)."""
+    return isinstance(getattr(obj, "model_id", None), str) and callable(
+        getattr(obj, "prompt", None)
+    )
+
+
+def _agent_of_model(model: Any, name: str | None) -> Any:
+    """A plait-llm ``agent`` executor on ``model``, named ``name``."""
+    if not name:
+        raise ValueError("an llm model as a participant needs a name: participant(model, name=...)")
+    try:
+        from plait_llm import AgentExecutor
+    except ImportError:  # pragma: no cover - plait-llm is what runs a model
+        raise ImportError(
+            f"participant {name!r} is an llm model: that needs plait-llm (pip install 'plait[llm]')"
+        ) from None
+    return AgentExecutor(name, model)
+
+
 def participant(
     obj: Any, *, name: str | None = None, description: str | None = None
 ) -> Participant:
@@ -415,6 +436,8 @@ def participant(
         made = WorkflowParticipant(obj, name)
     elif isinstance(obj, Executor) and callable(getattr(obj, "ask", None)):
         made = AgentParticipant(obj, name)
+    elif _is_llm_model(obj):
+        made = AgentParticipant(_agent_of_model(obj, name), name)
     elif isinstance(obj, Executor):
         raise TypeError(
             f"executor {obj.id!r} cannot take part in a team: wrap a workflow with "

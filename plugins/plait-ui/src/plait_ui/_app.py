@@ -58,6 +58,7 @@ from ._security import Guard
 from ._views import (
     DAGRE_LIMIT,
     VALUE_LIMIT,
+    conversations,
     graph_elements,
     json_text,
     layered_positions,
@@ -286,6 +287,7 @@ class _Ui:
             follow=request.query_params.get("follow") == "1",
             gantt=gantt,
             gantt_size=gantt_context(gantt),
+            conversations=conversations(view),
         )
 
     def value(self, view: CheckpointView, path: list[Any]) -> dict[str, Any]:

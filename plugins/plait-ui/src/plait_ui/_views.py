@@ -24,6 +24,7 @@ from plait_export import boxes, split_id
 __all__ = [
     "DAGRE_LIMIT",
     "VALUE_LIMIT",
+    "conversations",
     "layered_positions",
     "ScrubPoint",
     "graph_elements",
@@ -64,6 +65,41 @@ def value_at(state: Mapping[str, Any], path: Sequence[Any]) -> Any:
             raise KeyError(part)
         value = value[part]
     return value
+
+
+#: the type tag a team's conversation is stored under (plait-teams' ``Conversation``): the
+#: transcript is read from stored JSON, so showing it needs no plait-teams here
+CONVERSATION_TAG = "plait_teams._conversation:Conversation"
+#: the most messages a transcript shows (the newest kept)
+MAX_MESSAGES = 200
+
+
+def conversations(view: CheckpointView) -> list[dict[str, Any]]:
+    """The team conversations in ``view``'s executor state, as chat transcripts: per
+    executor and state key that holds one, ``{"executor", "key", "messages", "left_out"}``
+    with each message's ``author``, ``role`` and ``text`` (strings; the newest
+    :data:`MAX_MESSAGES`), in executor order."""
+    found: list[dict[str, Any]] = []
+    for executor_id, state in sorted(_dict(view.state.get("executor_state")).items()):
+        for key, value in sorted(_dict(state).items()):
+            if not (isinstance(value, dict) and value.get("__plait__") == CONVERSATION_TAG):
+                continue
+            stored = value.get("v")
+            items = stored if isinstance(stored, list) else []
+            messages = [
+                {name: str(item.get(name, "")) for name in ("author", "role", "text")}
+                for item in items[-MAX_MESSAGES:]
+                if isinstance(item, dict)
+            ]
+            found.append(
+                {
+                    "executor": executor_id,
+                    "key": key,
+                    "messages": messages,
+                    "left_out": max(len(items) - MAX_MESSAGES, 0),
+                }
+            )
+    return found
 
 
 def node_states(view: CheckpointView, parent: CheckpointView | None) -> dict[str, list[str]]:
