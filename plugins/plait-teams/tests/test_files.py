@@ -16,6 +16,8 @@ from plait import LoadError
 from plait_documents import load_spec
 
 EXAMPLES = Path(__file__).parents[3] / "docs" / "examples" / "teams"
+#: a run with no store and no progress display: only its output is printed
+QUIET = ("--no-checkpoint", "-q")
 #: the command line, installed beside this Python
 PLAIT = str(Path(sys.executable).with_name("plait"))
 
@@ -167,6 +169,14 @@ def test_plait_validate_checks_a_team_file(examples: Path, tmp_path: Path) -> No
         cwd=examples,
     )
     assert good.returncode == 0, good.stdout + good.stderr
+    # what docs/teams.md shows
+    ran = subprocess.run(
+        [PLAIT, "run", "support.yaml", "I want my money back", "--allow-imports", *QUIET],
+        capture_output=True,
+        text=True,
+        cwd=examples,
+    )
+    assert ran.stdout == "Your refund is on its way.\n", ran.stderr
 
 
 def test_a_document_without_a_team_does_not_import_plait_teams() -> None:
