@@ -18,6 +18,7 @@ are stored in the checkpoint as their plain dicts (:meth:`TaskLedger.to_dict`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -135,7 +136,24 @@ def _best_error(value: Any, schema: Mapping[str, Any]) -> Any:
     return best_match(Draft202012Validator(schema).iter_errors(value))
 
 
-def _problem(value: Any, schema: Mapping[str, Any]) -> str | None:
+@functools.lru_cache(maxsize=64)
+def _schema(participants: tuple[str, ...] | None) -> dict[str, Any]:
+    """The task ledger's schema (``None``) or a team's progress ledger schema, made once
+    (the same object each round, so the fast check keeps its compiled validator)."""
+    if participants is None:
+        return task_ledger_schema()
+    return progress_ledger_schema(participants)
+
+
+def _problem(value: Any, participants: tuple[str, ...] | None) -> str | None:
+    """What makes ``value`` not fit its ledger's schema, or ``None``: a ledger that fits is
+    accepted by plait-documents' compiled check (what a manager gives every round); one
+    that does not is explained by jsonschema."""
+    from plait_documents import check_config
+
+    schema = _schema(participants)
+    if not check_config(schema, value, "manager", root=""):
+        return None
     error = _best_error(value, schema)
     if error is None:
         return None
@@ -150,7 +168,7 @@ def read_task_ledger(value: Any) -> TaskLedger:
     """
     if isinstance(value, TaskLedger):
         return value
-    problem = _problem(value, task_ledger_schema())
+    problem = _problem(value, None)
     if problem is not None:
         raise LedgerError("task", problem)
     return TaskLedger(facts=value["facts"], plan=value["plan"])
@@ -177,7 +195,7 @@ def read_progress_ledger(value: Any, participants: Sequence[str]) -> ProgressLed
             f"at $.next_speaker: {data['next_speaker']!r} is not a participant; choose one "
             f"of {', '.join(participants)}",
         )
-    problem = _problem(data, progress_ledger_schema(participants))
+    problem = _problem(data, tuple(participants))
     if problem is not None:
         raise LedgerError("progress", problem)
     return ProgressLedger(
