@@ -226,3 +226,16 @@ async def test_a_handoff_team_and_a_magentic_team_compose_in_one_graph() -> None
     assert data_of(result, "handoff") == [
         {"from": "triage", "to": "refund", "reason": "the user wants a refund"}
     ]
+
+
+def test_a_stored_question_decodes_only_from_its_own_fields() -> None:
+    from plait_teams._handoff import USER_INPUT_HOOKS
+
+    stored = USER_INPUT_HOOKS.unstructure(UserInputRequest("desk", "orders", "Which?"))
+    assert USER_INPUT_HOOKS.structure(stored, UserInputRequest) == UserInputRequest(
+        "desk", "orders", "Which?"
+    )
+    with pytest.raises(ValueError, match="must be a dict of its fields"):
+        USER_INPUT_HOOKS.structure({**stored, "__class__": "os:system"}, UserInputRequest)
+    with pytest.raises(ValueError, match="question has the wrong type"):
+        USER_INPUT_HOOKS.structure({**stored, "question": 3}, UserInputRequest)

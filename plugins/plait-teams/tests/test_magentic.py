@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 from magentic_scripts import SEEN, ScriptedManager, alternate, ledger, researcher, writer
-from plait import CustomEvent, RunStatus, Workflow
+from plait import CustomEvent, RunStatus, Workflow, WorkflowContext, executor
+from plait_builders import WorkflowBuilder
 from plait_teams import (
     Conversation,
     LedgerError,
@@ -275,3 +276,24 @@ async def test_plan_review_rejected_replans_with_the_comments_and_asks_again(
     (conversation,) = done.outputs
     assert conversation.last is not None
     assert conversation.last.text == "answer after 1 rounds, with plan 0 (after: cite sources)"
+
+
+async def test_a_nested_team_passes_its_plan_review_out_and_resumes(tmp_path: Path) -> None:
+    # the outer workflow does not declare the request's class: its checkpoint hooks decode it
+    @executor(id="tell")
+    async def tell(conversation: Conversation, ctx: WorkflowContext[Any, str]) -> None:
+        await ctx.yield_output(conversation[-1].text)
+
+    def outer() -> Workflow:
+        inner = reviewed(ScriptedManager(alternate(done_at=2)))
+        nested = inner.as_executor("research")
+        return WorkflowBuilder("outer").add_edge(nested, tell).set_start(nested).build()
+
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    asked = await outer().run("otters", checkpoint=url, run_id="nested")
+    (pending,) = asked.pending_requests
+    assert isinstance(pending.request, PlanReviewRequest)
+    done = await outer().resume(
+        "nested", url, responses={pending.request_id: PlanReviewResponse(plan="dig")}
+    )
+    assert done.outputs == ["answer after 1 rounds, with dig"]

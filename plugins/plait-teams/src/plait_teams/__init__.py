@@ -121,13 +121,17 @@ _HOOKS = {
     "teams.message": "plait_teams._conversation:MESSAGE_HOOKS",
     "teams.conversation": "plait_teams._conversation:CONVERSATION_HOOKS",
     "teams.human_request": "plait_teams._participants:HUMAN_REQUEST_HOOKS",
+    "teams.user_input_request": "plait_teams._handoff:USER_INPUT_HOOKS",
+    "teams.plan_review_request": "plait_teams._magentic:PLAN_REVIEW_REQUEST_HOOKS",
+    "teams.plan_review_response": "plait_teams._magentic:PLAN_REVIEW_RESPONSE_HOOKS",
 }
 
 
 @plait.hookimpl
 def plait_register_type_hooks(register: Register) -> None:
-    """Register how a :class:`Message`, a :class:`Conversation` and a
-    :class:`HumanTurnRequest` are checkpointed. Lazily, each requiring its own module: a
+    """Register how a :class:`Message`, a :class:`Conversation` and the requests a team
+    makes (:class:`HumanTurnRequest`, :class:`UserInputRequest`,
+    :class:`PlanReviewRequest` and its answer) are checkpointed. Lazily, each requiring its own module: a
     value of the type exists only once that is imported, so a run without a team never
     imports it."""
     for name, ref in _HOOKS.items():

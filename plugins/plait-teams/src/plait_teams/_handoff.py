@@ -47,6 +47,7 @@ from ._handoff_rules import (
 )
 from ._messages import TurnReply
 from ._participants import AgentParticipant
+from ._stored import strict_hooks
 from ._team import MANAGER, Finish, Speak, TeamBuilder, TeamManager, TeamState
 
 if TYPE_CHECKING:
@@ -400,3 +401,10 @@ def _handoff_tool(target: str, recorded: list[tuple[str, str]]) -> Any:
     handoff.__name__ = f"handoff_to_{target}"
     handoff.__doc__ = f"Hand the conversation to {target}, saying why."
     return handoff
+
+
+#: the checkpoint hooks of a handoff team's question to the user (a team nested in another
+#: workflow passes it out to a run that does not declare the class)
+USER_INPUT_HOOKS = strict_hooks(
+    UserInputRequest, {"team": str, "agent": str, "question": str}, requires=__name__
+)

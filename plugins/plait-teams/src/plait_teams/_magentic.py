@@ -41,6 +41,7 @@ from ._conversation import Conversation, Message
 from ._ledger import TaskLedger, read_progress_ledger, read_task_ledger
 from ._magentic_manager import MagenticContext, MagenticManager
 from ._messages import TurnReply, TurnRequest
+from ._stored import strict_hooks
 from ._team import MANAGER, Finish, Speak, TeamBuilder, TeamManager, TeamState
 
 if TYPE_CHECKING:
@@ -429,3 +430,15 @@ class MagenticBuilder(TeamBuilder):
         return MagenticManagerExecutor(
             self.team_name, self._participants_or_raise(), self._manager, self._magentic
         )
+
+
+#: the checkpoint hooks of a plan review's request and answer (a team nested in another
+#: workflow passes its request out to a run that does not declare these classes)
+PLAN_REVIEW_REQUEST_HOOKS = strict_hooks(
+    PlanReviewRequest, {"task": str, "facts": str, "plan": str}, requires=__name__
+)
+PLAN_REVIEW_RESPONSE_HOOKS = strict_hooks(
+    PlanReviewResponse,
+    {"approved": bool, "plan": (str, type(None)), "comments": str},
+    requires=__name__,
+)
