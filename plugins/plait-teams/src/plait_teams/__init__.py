@@ -130,10 +130,9 @@ _HOOKS = {
 @plait.hookimpl
 def plait_register_type_hooks(register: Register) -> None:
     """Register how a :class:`Message`, a :class:`Conversation` and the requests a team
-    makes (:class:`HumanTurnRequest`, :class:`UserInputRequest`,
-    :class:`PlanReviewRequest` and its answer) are checkpointed. Lazily, each requiring its own module: a
-    value of the type exists only once that is imported, so a run without a team never
-    imports it."""
+    makes (:class:`HumanTurnRequest`, :class:`UserInputRequest`, :class:`PlanReviewRequest`
+    and its answer) are checkpointed. Lazily, each requiring its own module: a value of the
+    type exists only once that is imported, so a run without a team never imports it."""
     for name, ref in _HOOKS.items():
         module = ref.split(":")[0]
         register(name, lazy(ref, provides=("type", "structure", "unstructure"), requires=module))
