@@ -287,6 +287,7 @@ def test_the_schema_ships_as_a_json_file_with_exactly_the_seed_fields() -> None:
     assert set(node) - {"id", "agent_name", "is_entry", "is_exit", "skip_condition"} == {
         "join",
         "workflow",
+        "team",  # a team of agents (plait-teams)
     }
     assert set(connection) == {
         "source_id",

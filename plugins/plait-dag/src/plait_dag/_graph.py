@@ -33,6 +33,8 @@ class Node:
     skip_condition: str | None = None
     join: str | None = None
     workflow: str | None = None
+    #: a team node's ``team`` (plait-teams): its mode, participants and options, as given
+    team: Mapping[str, Any] | None = None
 
     @property
     def where(self) -> str:
@@ -192,7 +194,9 @@ def _agents(nodes: Sequence[Node], ctx: BuildContext, problems: _Problems) -> No
         strategies = list(ctx.manager.registry("merge_strategy").names())
     for node in nodes:
         # node ids and agent names are separate namespaces: id greeter, agent greeter
-        if node.agent_name is not None and node.workflow is not None:
+        if node.team is not None:
+            _team(node, ctx, problems)
+        elif node.agent_name is not None and node.workflow is not None:
             problems.add(
                 f"{node.where}/workflow",
                 f"node {node.id!r} has both agent_name and workflow; give one of them",
@@ -222,6 +226,62 @@ def _agents(nodes: Sequence[Node], ctx: BuildContext, problems: _Problems) -> No
                 f"{node.where}/join",
                 f"unknown merge strategy {node.join!r}{hint} (installed: {_names(strategies)})",
             )
+
+
+def team_config(node: Node, ctx: BuildContext) -> dict[str, Any]:
+    """The ``team`` executor kind's config of a team node (plait-teams): its options, its
+    mode and its participants, each resolved as an agent name is (an agent as data, or a
+    Python object the caller passed: ``uses``)."""
+    team = node.team or {}
+    members: list[dict[str, Any]] = []
+    for name in team.get("participants") or []:
+        member: dict[str, Any] = {"name": name}
+        found = ctx.agents.find(name)
+        if found is not None and found.definition is not None:
+            member["agent"] = found.definition.to_dict()
+        else:
+            member["uses"] = name
+        members.append(member)
+    options = team.get("options") or {}
+    return {**options, "output": "updates", "mode": team.get("mode"), "participants": members}
+
+
+def _team(node: Node, ctx: BuildContext, problems: _Problems) -> None:
+    """A team node: no agent_name or workflow besides; its participants resolve; then
+    plait-teams checks the team (imported here, for a document with a team), each problem
+    at its JSON path."""
+    where = f"{node.where}/team"
+    if node.agent_name is not None or node.workflow is not None:
+        problems.add(where, f"node {node.id!r} has a team: give no agent_name or workflow besides")
+    participants = (node.team or {}).get("participants") or []
+    for index, name in enumerate(participants):
+        if not isinstance(name, str):
+            return  # the schema reports it
+        if ctx.agents.find(name) is None and not ctx.agents.is_declared(name):
+            problems.add(f"{where}/participants/{index}", ctx.agents.unknown(name))
+    try:
+        from plait_teams import team_problems
+    except ImportError:
+        problems.add(
+            where,
+            f"node {node.id!r} is a team, which needs the plait-teams plugin: "
+            "pip install plait-teams",
+        )
+        return
+    if "output" in ((node.team or {}).get("options") or {}):
+        problems.add(
+            f"{where}/options/output",
+            "a DAG team node returns {<node id>: answer}: it takes no 'output'",
+        )
+    for path, message in team_problems(team_config(node, ctx)):
+        head, _, rest = path.lstrip("/").partition("/")
+        if head in ("mode", "participants"):
+            at = f"{where}/{head}" + (
+                f"/{rest.partition('/')[0]}" if head == "participants" and rest else ""
+            )
+        else:
+            at = f"{where}/options{path}"
+        problems.add(at, f"node {node.id!r}: {message}")
 
 
 def _known_ends(

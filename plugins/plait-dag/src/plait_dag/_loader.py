@@ -35,7 +35,7 @@ from plait_documents import (
 )
 from plait_routing import fan_in_options
 
-from ._graph import Connection, Node, check_graph
+from ._graph import Connection, Node, check_graph, team_config
 from ._node import compiled
 from ._positions import (
     MAX_DIGITS,
@@ -315,6 +315,7 @@ def _nodes(value: Any) -> list[Node]:
                 skip_condition=_typed(item, "skip_condition", str),
                 join=_typed(item, "join", str),
                 workflow=_typed(item, "workflow", str),
+                team=_typed(item, "team", dict),
             )
         )
     return found
@@ -512,7 +513,10 @@ def _spec(
         config: dict[str, Any] = {}
         if node.where in where:
             config["at"] = list(where[node.where][:2])
-        if node.agent_name is not None:
+        if node.team is not None:  # plait-teams' ``team`` kind runs it, as the node's agent
+            config["agent"] = node.id
+            config["use"] = {"kind": "team", "config": team_config(node, ctx)}
+        elif node.agent_name is not None:
             config["agent"] = node.agent_name
             found = ctx.agents.find(node.agent_name)
             if found is not None and found.definition is not None:

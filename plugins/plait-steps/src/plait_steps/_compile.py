@@ -37,7 +37,7 @@ from plait_documents import SpecBuilder, did_you_mean
 from plait_routing import switch_options, switch_targets
 
 from ._base import Templates
-from ._document import ITEM_REF, STEP_REF, Document, Step, plain, step_ref
+from ._document import ITEM_REF, STEP_REF, Document, Step, _at_path, plain, step_ref
 from ._paths import Shapes, accessors, aliases, probed
 from ._yaml import Y, position
 
@@ -131,6 +131,8 @@ class _Compiler:
         self._bad_gotos = 0
         #: where each agent step's agent name resolved (:class:`plait_documents.Found`)
         self.agent_of: dict[str, Any] = {}
+        #: each team step's team config (the ``team`` executor kind's, of plait-teams)
+        self.team_of: dict[str, dict[str, Any]] = {}
         #: the foreach blocks each step is inside, outermost first
         self.inside: dict[str, list[str]] = {}
         #: the lists being compiled, outermost first, each with the index of its step
@@ -180,6 +182,59 @@ class _Compiler:
             for y in (step.instruction, step.condition, step.input, step.items):
                 if y is not None and isinstance(y.value, str):
                     self.check_template(step, y)
+            if step.type == "team":
+                self.check_team(step)
+
+    def check_team(self, step: Step) -> None:
+        """A team step's participants resolve as agent names do; then plait-teams checks
+        the team as data (the mode, its options, handoff targets), each problem at its
+        position. plait-teams is imported here, for a document that has a team."""
+        members: list[dict[str, Any]] = []
+        for y in step.participants:
+            name = y.value
+            found = self.ctx.agents.find(name)
+            member: dict[str, Any] = {"name": name}
+            held = self.doc.agent_values.get(name)
+            described = held.value.get("description") if held is not None else None
+            if described is not None and isinstance(described.value, str):
+                member["description"] = described.value
+            if found is None and not self.ctx.agents.is_declared(name):
+                self.at(y, f"team step {step.id!r}: " + self.ctx.agents.unknown(name))
+            if found is not None and found.definition is not None:
+                member["agent"] = found.definition.to_dict()
+            else:  # a Python object the caller passed (or a name already reported)
+                member["uses"] = name
+            members.append(member)
+        if step.mode is None or not members:
+            return
+        options = plain(step.options) if step.options is not None else {}
+        config = {**options, "mode": step.mode.value, "participants": members}
+        try:
+            from plait_teams import team_problems
+        except ImportError:
+            self.at(
+                step.mode,
+                f"team step {step.id!r} needs the plait-teams plugin: pip install plait-teams",
+            )
+            return
+        for path, message in team_problems(config):
+            self.at(self.team_at(step, path), f"team step {step.id!r}: {message}")
+        self.team_of[step.id] = config
+
+    def team_at(self, step: Step, path: str) -> Y:
+        """Where a team step writes what ``path`` (a JSON path of its team config) names."""
+        head, _, rest = path.lstrip("/").partition("/")
+        if head == "mode" and step.mode is not None:
+            return step.mode
+        if head == "participants":
+            index, _, _ = rest.partition("/")
+            if index.isdigit() and int(index) < len(step.participants):
+                return step.participants[int(index)]
+            held: Y = step.y.value.get("participants", step.y)
+            return held
+        if head and step.options is not None:
+            return _at_path(step.options, path)
+        return step.y
 
     def check_agents(self) -> None:
         """What the document's agents promise: an LLM agent's instruction reads steps that
@@ -560,6 +615,26 @@ class _Compiler:
                 NodeSpec(
                     step.id,
                     kind=f"steps.{step.type}",
+                    config=config,
+                    retry=_retry(step.retry or scope.retry),
+                    timeout=step.timeout,
+                )
+            )
+            self.connect(step.id, cont)
+            return step.id
+        if step.type == "team":
+            # a node of plait-teams' ``team`` kind, run as any executor step is
+            config = {**base, "label": scope.prefix + step.id, "final": final}
+            config.update(kind="team", config=self.team_of.get(step.id, {}), at=_at(step.y))
+            if step.input is not None:
+                config["input"] = step.input.value
+                config["input_at"] = _at(step.input)
+            if cont[2]:
+                config["via"] = cont[2]
+            self.nodes.append(
+                NodeSpec(
+                    step.id,
+                    kind="steps.executor",
                     config=config,
                     retry=_retry(step.retry or scope.retry),
                     timeout=step.timeout,

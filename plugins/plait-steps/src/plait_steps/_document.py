@@ -30,6 +30,7 @@ STEP_KEYS: dict[str, tuple[Any, ...]] = {
     "condition": ("id", "type", "name", "condition", True, False),
     "parallel": ("id", "type", "steps", "retry"),
     "foreach": ("id", "type", "items", "max_concurrency", "steps", "retry"),
+    "team": ("id", "type", "mode", "participants", "options", "input", "retry", "timeout"),
 }
 #: how many items of a foreach run each body step at once, unless it says
 DEFAULT_CONCURRENCY = 16
@@ -79,6 +80,11 @@ class Step:
     goto: Any = None
     retry: dict[str, Any] | None = None
     timeout: float | None = None
+    #: a team step's ``mode``, its participants' names (each with its YAML value, for
+    #: positions) and its ``options`` (see :meth:`_Reader.step_team`)
+    mode: Y | None = None
+    participants: list[Y] = attrs.field(factory=list)
+    options: Y | None = None
 
     def walk(self) -> Iterator[Step]:
         """This step and every step inside it, in document order."""
@@ -301,6 +307,35 @@ class _Reader:
                 y.value["kind"],
                 f"no executor kind {step.kind!r}; installed: {', '.join(self.kinds)}{did}",
             )
+        self.policies(step, y)
+
+    def step_team(self, step: Step, y: Y) -> None:
+        """A team (plait-teams): ``mode``, ``participants`` (agent names, checked where
+        names are resolved) and ``options`` (the mode's, checked by plait-teams when the
+        document has a team)."""
+        where = f"team step {step.id!r}"
+        if self.string(y, "mode", where, required=True) is not None:
+            step.mode = y.value["mode"]
+        participants = y.value.get("participants")
+        if participants is None:
+            self.at(y, f"{where} needs 'participants' (a list of agent names)")
+        elif not isinstance(participants.value, list) or not participants.value:
+            self.at(participants, f"'participants' of {where} is a non-empty list of agent names")
+        else:
+            for item in participants.value:
+                if isinstance(item.value, str) and item.value:
+                    step.participants.append(item)
+                else:
+                    self.at(
+                        item,
+                        f"a participant of {where} is an agent's name, got {_shape(item.value)}",
+                    )
+        options = y.value.get("options")
+        if options is not None and not isinstance(options.value, dict):
+            self.at(options, f"'options' of {where} must be a mapping, got {_shape(options.value)}")
+        else:
+            step.options = options
+        step.input = self.template(y, "input", step)
         self.policies(step, y)
 
     def step_condition(self, step: Step, y: Y) -> None:

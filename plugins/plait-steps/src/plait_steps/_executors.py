@@ -31,7 +31,7 @@ from plait import (
     WorkflowRunError,
     handler,
 )
-from plait.spi import BuildContext
+from plait.spi import BuildContext, type_name
 from plait_documents import Capability, did_you_mean, kind_capabilities
 from plait_expr import expression_failed
 
@@ -358,6 +358,14 @@ def _inner_call(node: plait.NodeSpec, executors: Mapping[str, Any], ctx: BuildCo
             raise
         for data in custom:  # the agent's own events (a model's tokens) are the step's
             await step_ctx.add_event(data)
+        if result.pending_requests:
+            asked = ", ".join(type_name(type(p.request)) for p in result.pending_requests)
+            raise StepOutputError(
+                f"step {ctx.node_id!r}: its agent asked for outside input ({asked}), which a "
+                "step cannot pass on: run it from Python (Workflow.run, then resume with the "
+                "answer), or give it what it asks in the document",
+                executor_id=ctx.node_id,
+            )
         if not result.outputs:
             raise StepOutputError(
                 f"step {ctx.node_id!r}: its agent finished without sending an output",
@@ -480,7 +488,8 @@ class ExecutorStepKind(StepKind):
         node = plait.NodeSpec(
             ctx.node_id, kind=config["kind"], config=dict(config.get("config") or {})
         )
-        call = _inner_call(node, {}, ctx)
+        # the caller's Python objects go along: a kind may name them (a team's participants)
+        call = _inner_call(node, ctx.executors, ctx)
         who = f"executor: {config['kind']}"
         given = _input(config, ctx, self.templates(ctx))
         return StepExecutor(ctx.node_id, config=config, call=call, who=who, input=given)

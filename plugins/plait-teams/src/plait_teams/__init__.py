@@ -45,6 +45,48 @@ if TYPE_CHECKING:
         condition_data as condition_data,
         round_robin as round_robin,
     )
+    from ._handoff import (
+        HandoffAgentParticipant as HandoffAgentParticipant,
+        HandoffBuilder as HandoffBuilder,
+        HandoffManager as HandoffManager,
+        UserInputRequest as UserInputRequest,
+    )
+    from ._handoff_rules import (
+        Decision as Decision,
+        Handoff as Handoff,
+        HandoffError as HandoffError,
+        HandoffRules as HandoffRules,
+        decision_schema as decision_schema,
+        read_decision as read_decision,
+    )
+    from ._kind import (
+        MODES as MODES,
+        TeamKind as TeamKind,
+        team_config_schema as team_config_schema,
+        team_problems as team_problems,
+    )
+    from ._ledger import (
+        LedgerError as LedgerError,
+        ProgressLedger as ProgressLedger,
+        TaskLedger as TaskLedger,
+        progress_ledger_schema as progress_ledger_schema,
+        read_progress_ledger as read_progress_ledger,
+        read_task_ledger as read_task_ledger,
+        task_ledger_schema as task_ledger_schema,
+    )
+    from ._magentic import (
+        MagenticBuilder as MagenticBuilder,
+        MagenticError as MagenticError,
+        MagenticManagerExecutor as MagenticManagerExecutor,
+        MagenticOptions as MagenticOptions,
+        PlanReviewRequest as PlanReviewRequest,
+        PlanReviewResponse as PlanReviewResponse,
+    )
+    from ._magentic_manager import (
+        LLMMagenticManager as LLMMagenticManager,
+        MagenticContext as MagenticContext,
+        MagenticManager as MagenticManager,
+    )
     from ._messages import (
         TeamDone as TeamDone,
         TeamFinished as TeamFinished,
@@ -79,18 +121,30 @@ _HOOKS = {
     "teams.message": "plait_teams._conversation:MESSAGE_HOOKS",
     "teams.conversation": "plait_teams._conversation:CONVERSATION_HOOKS",
     "teams.human_request": "plait_teams._participants:HUMAN_REQUEST_HOOKS",
+    "teams.user_input_request": "plait_teams._handoff:USER_INPUT_HOOKS",
+    "teams.plan_review_request": "plait_teams._magentic:PLAN_REVIEW_REQUEST_HOOKS",
+    "teams.plan_review_response": "plait_teams._magentic:PLAN_REVIEW_RESPONSE_HOOKS",
 }
 
 
 @plait.hookimpl
 def plait_register_type_hooks(register: Register) -> None:
-    """Register how a :class:`Message`, a :class:`Conversation` and a
-    :class:`HumanTurnRequest` are checkpointed. Lazily, each requiring its own module: a
-    value of the type exists only once that is imported, so a run without a team never
-    imports it."""
+    """Register how a :class:`Message`, a :class:`Conversation` and the requests a team
+    makes (:class:`HumanTurnRequest`, :class:`UserInputRequest`, :class:`PlanReviewRequest`
+    and its answer) are checkpointed. Lazily, each requiring its own module: a value of the
+    type exists only once that is imported, so a run without a team never imports it."""
     for name, ref in _HOOKS.items():
         module = ref.split(":")[0]
         register(name, lazy(ref, provides=("type", "structure", "unstructure"), requires=module))
+
+
+@plait.hookimpl
+def plait_register_executor_kinds(register: Register) -> None:
+    """Register ``team``: a whole team declared as data (what a workflow file's ``team``
+    step or ``team`` node becomes; :class:`TeamKind`)."""
+    register(
+        "team", lazy("plait_teams._kind:TeamKind", provides=("check", "create", "config_schema"))
+    )
 
 
 @plait.hookimpl

@@ -120,10 +120,13 @@ class Conversation(Sequence[Message]):
         return cls(tuple(as_message(item, author=author, role="user") for item in items))
 
     def append(self, message: Message) -> Conversation:
-        """A new conversation: this one and ``message`` after it."""
+        """A new conversation: this one and ``message`` after it (only the new message is
+        checked: a turn costs what it adds, not the conversation again)."""
         if not isinstance(message, Message):
             raise TypeError(f"append a plait_teams.Message, got {message!r}")
-        return Conversation((*self.messages, message))
+        grown: Conversation = object.__new__(Conversation)
+        object.__setattr__(grown, "messages", (*self.messages, message))
+        return grown
 
     def extend(self, messages: Iterable[Message]) -> Conversation:
         """A new conversation: this one and ``messages`` after it."""

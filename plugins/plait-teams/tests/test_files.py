@@ -1,0 +1,195 @@
+"""Teams declared in workflow files: a YAML ``team`` step and a JSON DAG ``team`` node,
+their examples run, and ``plait validate``'s checks at the positions in the document."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import plait
+import pytest
+from plait import LoadError
+from plait_documents import load_spec
+
+EXAMPLES = Path(__file__).parents[3] / "docs" / "examples" / "teams"
+#: a run with no store and no progress display: only its output is printed
+QUIET = ("--no-checkpoint", "-q")
+#: the command line, installed beside this Python
+PLAIT = str(Path(sys.executable).with_name("plait"))
+
+
+@pytest.fixture
+def examples(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The examples' folder, importable (their agents are ``ref: module:attr``)."""
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    yield EXAMPLES
+
+
+def test_a_handoff_team_step_runs(examples: Path) -> None:
+    workflow = plait.load(examples / "support.yaml", allow_imports=True)
+    result = workflow.run_sync("I want my money back")
+    assert result.outputs == ["Your refund is on its way."]
+
+
+def test_a_magentic_team_step_runs(examples: Path) -> None:
+    workflow = plait.load(examples / "research.yaml", allow_imports=True)
+    result = workflow.run_sync("otters")
+    assert result.outputs == ["Report: Otters hold hands; they use tools; they eat sea urchins."]
+
+
+def test_a_dag_team_node_runs(examples: Path) -> None:
+    workflow = plait.load(examples / "support.json", allow_imports=True)
+    result = workflow.run_sync({"task": "where is my order 42"})
+    (context,) = result.outputs
+    assert context["desk"] == "Order 42 ships tomorrow."
+
+
+def test_a_team_step_that_asks_the_user_is_a_clear_error(examples: Path) -> None:
+    workflow = plait.load(examples / "support.yaml", allow_imports=True)
+    result = workflow.run_sync("where is my order?", raise_on_failure=False)
+    assert (
+        "step 'desk': its agent asked for outside input (plait_teams._handoff.UserInputRequest)"
+        in str(result.error)
+    )
+
+
+def test_python_objects_take_part_by_name() -> None:
+    async def echo(conversation: Any) -> str:
+        return f"echo of {conversation[0].text}"
+
+    text = (
+        "workflow:\n"
+        "  - {id: desk, type: team, mode: handoff, participants: [echo],"
+        " options: {max_rounds: 1}}\n"
+    )
+    workflow = plait.load(text, format="steps", executors={"echo": echo})
+    assert workflow.run_sync("hi").outputs == ["echo of hi"]
+
+
+# -- validation, at positions ----------------------------------------------------------------
+
+STEPS = """\
+agents:
+  triage: {ref: "support_agents:triage"}
+  refund: {ref: "support_agents:refund"}
+workflow:
+  - id: desk
+    type: team
+    mode: handoff
+    participants: [triage, refnud]
+    options:
+      start: triage
+      handoffs: {triage: [refund, ordres]}
+      max_stall_count: 2
+"""
+
+
+def _problems(text: str, fmt: str) -> list[Any]:
+    with pytest.raises(LoadError) as caught:
+        load_spec(text, format=fmt)
+    return list(caught.value.problems)
+
+
+def test_steps_team_problems_are_at_their_line_and_column() -> None:
+    found = {(p.line, p.column): str(p) for p in _problems(STEPS, "steps")}
+    lines = STEPS.splitlines()
+    # the unknown participant, with a did-you-mean
+    at = (8, lines[7].index("refnud") + 1)
+    assert "unknown agent 'refnud'" in found[at]
+    assert "did you mean 'refund'?" in found[at]
+    # the handoff target that is no participant, with the names there are
+    target = next(m for (line, _), m in found.items() if line == 11)
+    assert "the handoff target 'ordres' is not a participant" in target
+    assert "(participants: triage, refnud)" in target
+    # an option the mode does not take, with the mode's options
+    option = found[(12, lines[11].index("max_stall_count") + 1)]
+    assert "a handoff team has no option 'max_stall_count'" in option
+    assert "its options: start, handoffs, max_rounds" in option
+
+
+def test_steps_team_mode_and_shape_problems() -> None:
+    text = "workflow:\n  - {id: t, type: team, mode: swarm, participants: []}\n"
+    messages = [str(p) for p in _problems(text, "steps")]
+    assert any("'participants' of team step 't' is a non-empty list" in m for m in messages)
+    text = (
+        "agents:\n  a: {ref: 'm:a'}\n"
+        "workflow:\n  - {id: t, type: team, mode: swarm, participants: [a]}\n"
+    )
+    (problem,) = _problems(text, "steps")
+    assert "'swarm' is not one of ['group_chat', 'magentic', 'handoff']" in str(problem)
+    assert problem.line == 4
+    assert problem.column == text.splitlines()[3].index("swarm") + 1
+
+
+def test_dag_team_problems_are_at_their_json_paths() -> None:
+    document = {
+        "agents": {"triage": {"ref": "m:triage"}, "refund": {"ref": "m:refund"}},
+        "nodes": [
+            {
+                "id": "desk",
+                "is_entry": True,
+                "is_exit": True,
+                "team": {
+                    "mode": "handoff",
+                    "participants": ["triage", "refnud"],
+                    "options": {"handoffs": {"triage": ["ordres"]}, "manager": {}},
+                },
+            }
+        ],
+        "connections": [],
+    }
+    problems = _problems(json.dumps(document, indent=1), "dag")
+    paths = {p.path: str(p) for p in problems}
+    assert "unknown agent 'refnud'" in paths["/nodes/0/team/participants/1"]
+    assert "the handoff target 'ordres'" in paths["/nodes/0/team/options/handoffs/triage/0"]
+    assert "a handoff team has no option 'manager'" in paths["/nodes/0/team/options/manager"]
+    assert all(p.line is not None for p in problems)
+
+
+def test_plait_validate_checks_a_team_file(examples: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(STEPS)
+    run = subprocess.run(
+        [PLAIT, "validate", str(bad), "--allow-imports"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert run.returncode != 0
+    column = STEPS.splitlines()[7].index("refnud") + 1
+    assert f"bad.yaml:8:{column}" in run.stdout + run.stderr
+    good = subprocess.run(
+        [PLAIT, "validate", str(examples / "support.yaml"), "--allow-imports"],
+        capture_output=True,
+        text=True,
+        cwd=examples,
+    )
+    assert good.returncode == 0, good.stdout + good.stderr
+    # what docs/teams.md shows
+    ran = subprocess.run(
+        [PLAIT, "run", "support.yaml", "I want my money back", "--allow-imports", *QUIET],
+        capture_output=True,
+        text=True,
+        cwd=examples,
+    )
+    assert ran.stdout == "Your refund is on its way.\n", ran.stderr
+
+
+def test_a_document_without_a_team_does_not_import_plait_teams() -> None:
+    code = (
+        "import sys, plait\n"
+        "from plait_documents import load_spec\n"
+        "async def a(p: str) -> str: return p\n"
+        "async def d(c: dict) -> dict: return c\n"
+        "load_spec('workflow:\\n  - {id: s, type: agent, name: a}\\n', format='steps',"
+        " executors={'a': a})\n"
+        'load_spec(\'{"nodes": [{"id": "n", "agent_name": "a", "is_entry": true, "is_exit": true}],'
+        " \"connections\": []}', format='dag', executors={'a': d})\n"
+        "print(sorted(m for m in sys.modules if m.startswith('plait_teams.')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
