@@ -69,10 +69,14 @@ def test_a_handoff_between_two_real_agents(offline: None) -> None:
         "I want a refund for my broken kettle.", events="all", raise_on_failure=False
     )
     if result.status is RunStatus.FAILED:
-        # the clear error: an answer that was not the decision's JSON, after one retry
+        # the clear error: an answer that was not the decision's JSON, after one retry; or
+        # the model's own refusal of that retry, which carries the first answer and the
+        # schema again and can outgrow SmolLM2's 512-token window (llama.cpp's n_ctx
+        # default) — either way an AgentError naming the agent and the model
         error = _cause(result.error, AgentError)
         assert isinstance(error, AgentError), result.error
-        assert "structured_output" in str(error)
+        assert "structured_output" in str(error) or "context window" in str(error)
+        assert "SmolLM2" in str(error) or "structured_output" in str(error)
         assert error.executor_id in ("triage", "refund")
         return
     (conversation,) = result.outputs
