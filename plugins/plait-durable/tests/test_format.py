@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plait import CheckpointError, WorkflowContext, executor
+from plait import CheckpointError, Executor, WorkflowContext, executor, handler
 from plait_durable import (
     Checkpoint,
     CorruptCheckpointError,
@@ -339,3 +339,35 @@ def test_one_pass_writes_what_encoding_then_externalizing_writes() -> None:
     assert checkpoint.state == externalize_state(plain.state, writer)
     assert one._new_blobs[checkpoint.checkpoint_id] == writer.take_new()
     assert len(one._new_blobs[checkpoint.checkpoint_id]) >= 5
+
+
+class _Versioned(Executor):
+    """Snapshots even an empty state as something (its own ``snapshot_state``)."""
+
+    @handler
+    async def take(self, text: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(text)
+
+    def snapshot_state(self, state: dict[str, Any]) -> Any:
+        return {"version": 2, **state}
+
+
+def test_an_empty_state_is_encoded_unless_it_snapshots_as_it_is() -> None:
+    """The checkpointer skips encoding an empty state only for an executor that
+    snapshots its state as it is (``Executor``'s own ``snapshot_state``): one that
+    overrides it is asked at every checkpoint after it ran, even with an empty state."""
+    from plait.spi import RunState
+    from plait_builders import WorkflowBuilder
+    from plait_durable._checkpointer import Checkpointer
+
+    versioned = _Versioned("v")
+    graph = WorkflowBuilder("w").add_edge(_a, versioned).set_start(_a).build()._graph  # (a test)
+    state = RunState("r1", None)
+    state.executor_state.update({"a": {}, "v": {}})
+    checkpointer = Checkpointer(None, graph, mode="sync")
+    assert checkpointer.kept_as_is == {"a"}
+    first = checkpointer.take(state, {}, (), "running")
+    assert first.state["executor_state"] == {"v": {"version": 2}}
+    state.superstep = 1
+    again = checkpointer.take(state, {}, {"a": [], "v": []}, "running")
+    assert again.state["executor_state"] == {"v": {"version": 2}}

@@ -15,7 +15,7 @@ import anyio
 import anyio.abc
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream
-from plait import CheckpointError
+from plait import CheckpointError, Executor
 from plait.spi import PendingRequest, RunState, type_name
 
 from ._blobs import BlobWriter, MapTree, ResumedBlobs, has_blobs
@@ -69,6 +69,9 @@ class Checkpointer:
         self.state_tree = MapTree()
         self.visit_tree = MapTree()
         self.stateful = graph.stateful  # (edge group id, runner) of the stateful routers
+        #: the executors whose snapshot is their state as it is (``Executor``'s own
+        #: ``snapshot_state``): an empty state of theirs snapshots as nothing
+        self.kept_as_is: frozenset[str] = graph.cached(_KEPT_AS_IS, _kept_as_is)
         self.first = parent_id is None
         # what every checkpoint after the first this process writes records of the
         # fingerprint (the first has the details): made once per run, not per checkpoint
@@ -100,10 +103,11 @@ class Checkpointer:
         # others; the first checkpoint this process writes encodes every state, so in a
         # resumed run it holds those restored and not run since (a state left out would
         # be lost to the next resume).
+        kept_as_is = self.kept_as_is
         for eid in ran if self.all_encoded else list(state.executor_state):
             raw = state.executor_state.get(eid)
-            if raw is None:
-                continue
+            if raw is None or (not raw and eid in kept_as_is and eid not in self.snapshots):
+                continue  # (an empty state snapshotted as it is: nothing to encode or drop)
             snapshot = _encode(self.graph.executors[eid].snapshot_state(raw), "executor", eid, step)
             if snapshot != {}:
                 self.snapshots[eid] = snapshot
@@ -413,6 +417,21 @@ def checkpoint_ids() -> Iterator[str]:
     while True:
         yield f"{prefix}{node:012x}"
         node = (node + 1) & 0xFFFF_FFFF_FFFF
+
+
+#: the key of :func:`_kept_as_is` in a graph's cache
+_KEPT_AS_IS = "plait_durable.kept_as_is"
+
+
+def _kept_as_is(graph: CompiledGraph) -> frozenset[str]:
+    """The executors of ``graph`` that snapshot their state as it is (they do not
+    override :meth:`plait.Executor.snapshot_state`)."""
+    default = Executor.snapshot_state
+    return frozenset(
+        eid
+        for eid, executor in graph.executors.items()
+        if getattr(type(executor), "snapshot_state", None) is default
+    )
 
 
 def _as_is(value: Any) -> Any:
