@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plait import CheckpointError
+from plait import CheckpointError, Executor, WorkflowContext, executor, handler
 from plait_durable import (
     Checkpoint,
     CorruptCheckpointError,
@@ -263,3 +263,111 @@ async def test_a_malformed_state_is_corrupt_naming_the_field_and_the_checkpoint(
         CorruptCheckpointError, match=f"checkpoint '{checkpoint_id}' is corrupt: .*{error}"
     ):
         await workflow.resume(run_id, url, responses={})
+
+
+# -- the one pass that writes a state --------------------------------------------------
+
+
+def test_the_writers_keep_the_classes_field_order() -> None:
+    """The checkpointer writes the layout's JSON directly: every key in the order of the
+    class that reads it back (the key order of every checkpoint ever written)."""
+    import attrs
+    from plait_durable._format import checkpoint_fields
+    from plait_durable._layout import FullState, StoredRequest, request_fields, state_fields
+
+    every = state_fields(
+        pending={},
+        router_state={},
+        requests=[],
+        ids={},
+        executor_state={},
+        shared={},
+        outputs=[],
+        visits={},
+        attempts={},
+        pipeline={},
+    )
+    assert list(every) == [field.name for field in attrs.fields(FullState)]
+    request = request_fields(
+        request_id="q",
+        executor_id="e",
+        request=1,
+        response_type=None,
+        response_type_name="int",
+        superstep=1,
+    )
+    assert list(request) == [field.name for field in attrs.fields(StoredRequest)]
+    assert list(checkpoint_fields(checkpoint())) == [f.name for f in attrs.fields(Checkpoint)]
+
+
+@executor(id="a")
+async def _a(text: str, ctx: WorkflowContext[str]) -> None:
+    await ctx.send_message(text)
+
+
+@executor(id="b")
+async def _b(text: str, ctx: WorkflowContext[str]) -> None:
+    await ctx.send_message(text)
+
+
+def test_one_pass_writes_what_encoding_then_externalizing_writes() -> None:
+    """In a store that keeps blobs the checkpointer encodes and externalizes each value in
+    one pass: the state is the one :func:`~plait_durable.externalize_state` makes of the
+    plain state, with the same blobs."""
+    from plait.spi import PendingRequest, RunState
+    from plait_builders import WorkflowBuilder
+    from plait_durable import externalize_state
+    from plait_durable._blobs import BlobWriter
+    from plait_durable._checkpointer import Checkpointer
+    from plait_stores import MemoryCheckpointStore
+
+    graph = WorkflowBuilder("w").add_edge(_a, _b).set_start(_a).build()._graph  # (a test reads it)
+    state = RunState("r1", None)
+    big = "long text " * 100
+    state.executor_state.update({"a": {"notes": [big, 1]}, "b": {}})
+    state.visits.update({"a": 2, "b": 1})
+    state.shared.update({f"k{i}": f"{big}{i}" for i in range(6)})
+    state.outputs.extend([big, {"n": 1}, [big, big]])
+    state.pending_requests["q1"] = PendingRequest("q1", "b", {"ask": big}, str, 1)
+    state.superstep = 1
+    inbox = {"b": [big, "short"]}
+
+    one = Checkpointer(MemoryCheckpointStore(), graph, mode="sync")
+    checkpoint = one.take(state, inbox, (), "running")
+    plain = Checkpointer(None, graph, mode="sync").take(state, inbox, (), "running")
+    writer = BlobWriter()
+    assert checkpoint.state == externalize_state(plain.state, writer)
+    assert one._new_blobs[checkpoint.checkpoint_id] == writer.take_new()
+    assert len(one._new_blobs[checkpoint.checkpoint_id]) >= 5
+
+
+class _Versioned(Executor):
+    """Snapshots even an empty state as something (its own ``snapshot_state``)."""
+
+    @handler
+    async def take(self, text: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(text)
+
+    def snapshot_state(self, state: dict[str, Any]) -> Any:
+        return {"version": 2, **state}
+
+
+def test_an_empty_state_is_encoded_unless_it_snapshots_as_it_is() -> None:
+    """The checkpointer skips encoding an empty state only for an executor that
+    snapshots its state as it is (``Executor``'s own ``snapshot_state``): one that
+    overrides it is asked at every checkpoint after it ran, even with an empty state."""
+    from plait.spi import RunState
+    from plait_builders import WorkflowBuilder
+    from plait_durable._checkpointer import Checkpointer
+
+    versioned = _Versioned("v")
+    graph = WorkflowBuilder("w").add_edge(_a, versioned).set_start(_a).build()._graph  # (a test)
+    state = RunState("r1", None)
+    state.executor_state.update({"a": {}, "v": {}})
+    checkpointer = Checkpointer(None, graph, mode="sync")
+    assert checkpointer.kept_as_is == {"a"}
+    first = checkpointer.take(state, {}, (), "running")
+    assert first.state["executor_state"] == {"v": {"version": 2}}
+    state.superstep = 1
+    again = checkpointer.take(state, {}, {"a": [], "v": []}, "running")
+    assert again.state["executor_state"] == {"v": {"version": 2}}

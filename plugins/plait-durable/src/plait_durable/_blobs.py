@@ -682,6 +682,8 @@ class MapTree:
         """The dict as ``writer`` writes a large one that grows by keys (its values
         rewritten into references, its items a tree when it is large), its new blobs handed
         to ``writer``."""
+        if not self._keys:  # no executor keeps a state, or none counts its visits
+            return {}
         for index in self._changed:
             leaf = self._leaves[index]
             if leaf is not None:
@@ -693,7 +695,7 @@ class MapTree:
                 self._nodes.pop((start, height, False), None)
                 self._nodes.pop((start, height, True), None)
         self._changed.clear()
-        leaves = cast(list[tuple[Any, int]], self._leaves)
+        leaves = cast("list[tuple[Any, int]]", self._leaves)
         if len(leaves) < _SEQ_MIN or self._size + 2 <= THRESHOLD:
             out = {}
             for pair, _ in leaves:

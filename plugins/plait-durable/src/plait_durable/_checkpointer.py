@@ -8,20 +8,20 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream
-from plait import CheckpointError
+from plait import CheckpointError, Executor
 from plait.spi import PendingRequest, RunState, type_name
 
-from ._blobs import BlobWriter, MapTree, ResumedBlobs, externalize_state, has_blobs
+from ._blobs import BlobWriter, MapTree, ResumedBlobs, has_blobs
 from ._errors import CheckpointEncodeError, RunLeaseError
 from ._fingerprint import fingerprint_of, fingerprint_summary
-from ._layout import FullState, StoredRequest, state_json
+from ._layout import request_fields, state_fields
 from .checkpoint import Checkpoint, CheckpointStore, Lease
 from .codec import EncodeError, encode_value, type_ref
 
@@ -69,6 +69,9 @@ class Checkpointer:
         self.state_tree = MapTree()
         self.visit_tree = MapTree()
         self.stateful = graph.stateful  # (edge group id, runner) of the stateful routers
+        #: the executors whose snapshot is their state as it is (``Executor``'s own
+        #: ``snapshot_state``): an empty state of theirs snapshots as nothing
+        self.kept_as_is: frozenset[str] = graph.cached(_KEPT_AS_IS, _kept_as_is)
         self.first = parent_id is None
         # what every checkpoint after the first this process writes records of the
         # fingerprint (the first has the details): made once per run, not per checkpoint
@@ -87,6 +90,7 @@ class Checkpointer:
         self.blobs = BlobWriter() if has_blobs(store) else None
         self._new_blobs: dict[str, dict[str, bytes]] = {}  # checkpoint id -> its new blobs
         self._resumed = resumed  # blobs a resume read: in the store already
+        self._ids = checkpoint_ids()
 
     # -- building checkpoints ------------------------------------------------------------
 
@@ -99,10 +103,11 @@ class Checkpointer:
         # others; the first checkpoint this process writes encodes every state, so in a
         # resumed run it holds those restored and not run since (a state left out would
         # be lost to the next resume).
+        kept_as_is = self.kept_as_is
         for eid in ran if self.all_encoded else list(state.executor_state):
             raw = state.executor_state.get(eid)
-            if raw is None:
-                continue
+            if raw is None or (not raw and eid in kept_as_is and eid not in self.snapshots):
+                continue  # (an empty state snapshotted as it is: nothing to encode or drop)
             snapshot = _encode(self.graph.executors[eid].snapshot_state(raw), "executor", eid, step)
             if snapshot != {}:
                 self.snapshots[eid] = snapshot
@@ -114,18 +119,16 @@ class Checkpointer:
             if eid in state.visits:
                 self.visit_tree.set(eid, state.visits[eid])
         self.all_encoded = True
-        checkpoint_id = uuid.uuid4().hex
+        checkpoint_id = next(self._ids)
         if self.blobs is None:
-            body = self._body(state, inbox, step, dict(self.snapshots), dict(state.visits))
+            body = self._state_json(state, inbox, step, None)
         else:
             if self._resumed is not None and self._resumed[0] == state.run_id:
                 # strings and bundles read: hashed already
                 self.blobs = BlobWriter(self._resumed[2], self._resumed[3])
                 self.blobs.known |= self._resumed[1]
             self._resumed = None
-            body = externalize_state(self._body(state, inbox, step, {}, {}), self.blobs)
-            body["executor_state"] = self.state_tree.tree(self.blobs)
-            body["visits"] = self.visit_tree.tree(self.blobs)
+            body = self._state_json(state, inbox, step, self.blobs)
             new_blobs = self.blobs.take_new()
             if new_blobs:
                 self._new_blobs[checkpoint_id] = new_blobs
@@ -153,35 +156,48 @@ class Checkpointer:
         self.last = checkpoint
         return checkpoint
 
-    def _body(
+    def _state_json(
         self,
         state: RunState,
         inbox: Mapping[str, list[Any]],
         step: int,
-        executor_state: dict[str, Any],
-        visits: dict[str, int],
+        blobs: BlobWriter | None,
     ) -> dict[str, Any]:
-        """The state of a checkpoint, as the JSON a checkpoint stores
-        (:func:`~plait_durable._layout.state_json`), with ``executor_state`` and
-        ``visits`` as given."""
+        """The state of a checkpoint as the JSON it stores
+        (:func:`~plait_durable._layout.state_fields`), in one pass over the run's values:
+        each is encoded and, with ``blobs`` (a store that keeps them), its large parts
+        become references as it is (the rules of
+        :func:`~plait_durable._blobs.externalize_state`), the executor states and visit
+        counts from the trees kept from checkpoint to checkpoint."""
+        ext = _as_is if blobs is None else blobs.externalize
         pending = {
-            eid: [_encode(m, "message pending for executor", eid, step) for m in msgs]
+            eid: [ext(_encode(m, "message pending for executor", eid, step)) for m in msgs]
             for eid, msgs in inbox.items()
         }
+        shared = _encode(state.shared, "shared state", None, step)
+        outputs = _encode(state.outputs, "workflow outputs", None, step)
+        if blobs is None:
+            executor_state: Any = dict(self.snapshots)
+            visits: Any = dict(state.visits)
+        else:
+            executor_state = self.state_tree.tree(blobs)
+            visits = self.visit_tree.tree(blobs)
+            if shared:
+                shared = blobs.externalize_map(shared)
+            if outputs:
+                outputs = ext(outputs)
         ids = state.ids
-        return state_json(
-            FullState(
-                pending=pending,
-                router_state=self._router_state(state),
-                requests=[self._request(r, step) for r in state.pending_requests.values()],
-                # the delivery ids of pending messages to executors taking them on arrival
-                ids={eid: ids[eid] for eid in inbox if eid in ids} if ids else None,
-                executor_state=executor_state,
-                shared=_encode(state.shared, "shared state", None, step),
-                outputs=_encode(state.outputs, "workflow outputs", None, step),
-                visits=visits,
-                attempts=dict(state.attempts) if state.attempts else None,
-            )
+        return state_fields(
+            pending=pending,
+            router_state=self._router_state(state, ext) if self.stateful else {},
+            requests=[self._request(r, step, ext) for r in state.pending_requests.values()],
+            # the delivery ids of pending messages to executors taking them on arrival
+            ids={eid: ids[eid] for eid in inbox if eid in ids} if ids else None,
+            executor_state=executor_state,
+            shared=shared,
+            outputs=outputs,
+            visits=visits,
+            attempts=dict(state.attempts) if state.attempts else None,
         )
 
     def _fingerprint(self) -> dict[str, Any]:
@@ -193,19 +209,20 @@ class Checkpointer:
         self.summary = fingerprint_summary(fingerprint)
         return fingerprint
 
-    def _router_state(self, state: RunState) -> dict[str, Any]:
+    def _router_state(self, state: RunState, ext: Callable[[Any], Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for gid, runner in self.stateful:
             if gid in state.router_state:
-                out[gid] = runner.snapshot(state.router_state[gid], _Encoder(gid, state.superstep))
+                snapshot = runner.snapshot(state.router_state[gid], _Encoder(gid, state.superstep))
+                out[gid] = ext(snapshot)
         return out
 
     @staticmethod
-    def _request(request: PendingRequest, step: int) -> StoredRequest:
-        return StoredRequest(
+    def _request(request: PendingRequest, step: int, ext: Callable[[Any], Any]) -> dict[str, Any]:
+        return request_fields(
             request_id=request.request_id,
             executor_id=request.executor_id,
-            request=_encode(request.request, "request", request.request_id, step),
+            request=ext(_encode(request.request, "request", request.request_id, step)),
             response_type=type_ref(request.response_type),
             response_type_name=type_name(request.response_type),
             superstep=request.superstep,
@@ -268,12 +285,16 @@ class Checkpointer:
                 except Exception as exc:
                     self.error = exc
 
-    async def renew(self, ttl: float) -> None:
-        """Renew the lease every third of ``ttl`` while the run lives. A lease taken over
-        fails the run at its next write; a store that is briefly unreachable is retried."""
+    async def renew(self, ttl: float, ended: anyio.Event) -> None:
+        """Renew the lease every third of ``ttl`` until the run has ``ended``. A lease
+        taken over fails the run at its next write; a store that is briefly unreachable
+        is retried."""
         assert self.store is not None
         while self.lease is not None:
-            await anyio.sleep(ttl / 3)
+            with anyio.move_on_after(ttl / 3):
+                await ended.wait()
+            if ended.is_set():
+                return
             try:
                 self.lease = await self.store.renew_lease(self.lease, ttl=ttl)
             except RunLeaseError as exc:
@@ -295,7 +316,7 @@ class Checkpointer:
             return
         body = dict(last.state)
         body["attempts"] = dict(state.attempts)
-        checkpoint_id = uuid.uuid4().hex
+        checkpoint_id = next(self._ids)
         again = attrs.evolve(
             last,
             checkpoint_id=checkpoint_id,
@@ -323,7 +344,7 @@ class Checkpointer:
             if self.parent_id is None or self.store is None:
                 return
             last = await self.store.load(self.parent_id)
-        checkpoint_id = uuid.uuid4().hex
+        checkpoint_id = next(self._ids)
         failed = attrs.evolve(
             last,
             checkpoint_id=checkpoint_id,
@@ -383,6 +404,38 @@ class Checkpointer:
         checkpoint.state["pipeline"] = section
         await self.write(checkpoint)
         return True
+
+
+def checkpoint_ids() -> Iterator[str]:
+    """The ids of one checkpointer's checkpoints: UUIDs (version 4, hex), the first a
+    random one and each next one the last with its node field (the last 48 bits) one
+    higher. They are as unique as random UUIDs across runs (74 random bits per
+    checkpointer) and within a run (2**48 apart), and the operating system's randomness
+    is read once per run, not at every checkpoint."""
+    first = uuid.uuid4().hex
+    prefix, node = first[:20], int(first[20:], 16)
+    while True:
+        yield f"{prefix}{node:012x}"
+        node = (node + 1) & 0xFFFF_FFFF_FFFF
+
+
+#: the key of :func:`_kept_as_is` in a graph's cache
+_KEPT_AS_IS = "plait_durable.kept_as_is"
+
+
+def _kept_as_is(graph: CompiledGraph) -> frozenset[str]:
+    """The executors of ``graph`` that snapshot their state as it is (they do not
+    override :meth:`plait.Executor.snapshot_state`)."""
+    default = Executor.snapshot_state
+    return frozenset(
+        eid
+        for eid, executor in graph.executors.items()
+        if getattr(type(executor), "snapshot_state", None) is default
+    )
+
+
+def _as_is(value: Any) -> Any:
+    return value
 
 
 class _Encoder:

@@ -166,13 +166,11 @@ async def _run_leased(
     failure: Exception | None = None
     status = RunStatus.FAILED
     async with anyio.create_task_group() as tg:
-        renewing = anyio.CancelScope()
-
-        async def renew() -> None:
-            with renewing:
-                await checkpointer.renew(ttl)
-
-        tg.start_soon(renew)
+        # the renewer ends when the run does: told by an event, not cancelled (a cancel
+        # scope's cancel formats the calling task, costing more than a short run's
+        # checkpoints)
+        ended = anyio.Event()
+        tg.start_soon(checkpointer.renew, ttl, ended)
         try:
             if mode != "async":
                 status = await _checkpointed(runner, checkpointer, inbox)
@@ -185,7 +183,7 @@ async def _run_leased(
         except Exception as exc:  # raised below, outside the task group, unwrapped
             failure = exc
         finally:
-            renewing.cancel()
+            ended.set()
     if journal is not None and checkpointer.error is None:
         from ._journal import journal_store
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NewType
 
 import attrs
@@ -42,6 +42,7 @@ __all__ = [
     "CheckpointBody",
     "Json",
     "checkpoint_converter",
+    "checkpoint_fields",
     "corrupt",
     "decode_checkpoint",
     "dump_json",
@@ -185,9 +186,9 @@ def checkpoint_converter() -> cattrs.Converter:
     keys, every error with its path (``detailed_validation``), and the unstructure hook of
     the checkpoint record.
 
-    Built when a checkpoint is first read, not written: writing goes through the hooks
-    :func:`unstructure_in_order` makes, so a run that only writes checkpoints never pays
-    for importing cattrs.
+    Built when a checkpoint is first read, not written: writing goes through
+    :func:`checkpoint_fields`, so a run that only writes checkpoints never pays for
+    importing cattrs.
     """
     import cattrs
     from cattrs.cols import list_structure_factory
@@ -210,44 +211,30 @@ def checkpoint_converter() -> cattrs.Converter:
     maps = (dict[str, Json], dict[str, Any])
     converter.register_structure_hook_func(lambda t: t in maps, _json_object)
     converter.register_unstructure_hook_func(lambda t: t in maps, _same)
-    # the record's own hook; the states of the layout (plait_durable._layout, which builds
-    # on this module) unstructure through theirs, which the checkpointer calls directly
-    converter.register_unstructure_hook(Checkpoint, _unstructure_checkpoint)
+    # the record's own hook (the checkpointer writes the states of the layout,
+    # plait_durable._layout, as JSON itself)
+    converter.register_unstructure_hook(Checkpoint, checkpoint_fields)
     return converter
 
 
-def unstructure_in_order(
-    cls: type, hooks: Mapping[str, Any] | None = None, *, leave_out_none: bool = False
-) -> Callable[[Any], dict[str, Any]]:
-    """An unstructure hook for the attrs class ``cls`` whose fields hold JSON already: its
-    fields in their order, each value as it is or through its hook in ``hooks``; with
-    ``leave_out_none``, the fields whose default is ``None`` are left out when ``None``.
-
-    cattrs' generated hook calls a hook per field and writes the fields it may leave out
-    after all the others, where format 1 has some in the middle (``ids``, ``shared``); this
-    one keeps the class's field order. It runs for every checkpoint a run writes, so the
-    plan (each field's name, its hook, whether it may be left out) is made once, here.
-    """
-    hooks = dict(hooks or {})
-    plan = [
-        (field.name, hooks.get(field.name), leave_out_none and field.default is None)
-        for field in attrs.fields(cls)
-    ]
-
-    def unstructure(instance: Any) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, hook, optional in plan:
-            value = getattr(instance, key)
-            if optional and value is None:
-                continue
-            out[key] = value if hook is None else hook(value)
-        return out
-
-    unstructure.__name__ = unstructure.__qualname__ = f"unstructure_{cls.__name__}"
-    return unstructure
-
-
-_unstructure_checkpoint = unstructure_in_order(Checkpoint)
+def checkpoint_fields(checkpoint: Checkpoint) -> dict[str, Any]:
+    """The body of ``checkpoint`` as JSON (its fields hold JSON already): every field of
+    the record, in its order (:class:`CheckpointBody`'s), the key order of every
+    checkpoint ever written. The record's unstructure hook; it runs for every checkpoint
+    a run writes, so it names the fields rather than looping over them."""
+    return {
+        "checkpoint_id": checkpoint.checkpoint_id,
+        "run_id": checkpoint.run_id,
+        "superstep": checkpoint.superstep,
+        "parent_id": checkpoint.parent_id,
+        "signature": checkpoint.signature,
+        "status": checkpoint.status,
+        "created_at": checkpoint.created_at,
+        "state": checkpoint.state,
+        "format_version": checkpoint.format_version,
+        "metadata": checkpoint.metadata,
+        "base_id": checkpoint.base_id,
+    }
 
 
 def _explain(exc: BaseException, type_: Any) -> str:
@@ -281,7 +268,7 @@ def corrupt(where: str, what: str, exc: Exception) -> CorruptCheckpointError:
 
 def encode_checkpoint(checkpoint: Checkpoint) -> bytes:
     """Encode ``checkpoint`` as self-checking bytes (magic, SHA-256 of the body, JSON body)."""
-    body = dump_json(_unstructure_checkpoint(checkpoint))
+    body = dump_json(checkpoint_fields(checkpoint))
     digest = hashlib.sha256(body).hexdigest().encode("ascii")
     return b"\n".join((_MAGIC, digest, body))  # one copy of the body, not three
 

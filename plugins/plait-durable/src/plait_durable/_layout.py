@@ -22,10 +22,12 @@ parts are shared. ::
 Earlier Plait also wrote *deltas* (``kind: "delta"``) on a full state; they are read,
 never written (:mod:`plait_durable._legacy`).
 
-The checkpointer builds these classes and unstructures them, resuming structures them,
-both through :func:`~plait_durable._format.checkpoint_converter`: the key order is the
-classes' field order and an absent field is left out, so the bytes are those format 1 has
-always had. Structuring checks the layout, every type and no unknown key; a state that does
+The checkpointer writes the JSON of these classes directly, in one pass over the run's
+values (:func:`state_fields`, :func:`request_fields`: the key order is the classes' field
+order and an absent field is left out, so the bytes are those format 1 has always had);
+resuming structures it into them through
+:func:`~plait_durable._format.checkpoint_converter`. Structuring checks the layout, every
+type and no unknown key; a state that does
 not fit is a :class:`~plait_durable.CorruptCheckpointError` naming the checkpoint and the path of
 each field that is wrong (``state.requests[0].executor_id holds int 7, expected str``).
 Values (messages, snapshots, shared state, outputs) stay :data:`~plait_durable._format.Json`
@@ -34,20 +36,21 @@ until :func:`plait_durable.decode_value` decodes them into the types the workflo
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Literal, cast
 
 import attrs
 
 from ._errors import CorruptCheckpointError
-from ._format import Json, checkpoint_converter, corrupt, unstructure_in_order
+from ._format import Json, checkpoint_converter, corrupt
 
 __all__ = [
     "FullState",
     "StoredRequest",
     "read_state",
-    "state_kind",
+    "request_fields",
+    "state_fields",
     "state_json",
+    "state_kind",
 ]
 
 
@@ -81,27 +84,79 @@ class FullState:
     pipeline: Json | None = None
 
 
-def _unstructure_hooks() -> dict[type, Callable[[Any], dict[str, Any]]]:
-    """The unstructure hooks of the state (the checkpointer calls them directly)."""
-    request = unstructure_in_order(StoredRequest)
+def state_fields(
+    *,
+    pending: dict[str, list[Any]],
+    router_state: dict[str, Any],
+    requests: list[dict[str, Any]],
+    ids: dict[str, list[str]] | None,
+    executor_state: Any,
+    shared: Any,
+    outputs: Any,
+    visits: Any,
+    attempts: dict[str, int] | None = None,
+    pipeline: Any = None,
+) -> dict[str, Any]:
+    """A full state as the JSON object a checkpoint stores, from its sections (JSON
+    already: each value encoded and, in a store that keeps blobs, externalized): the
+    keys in :class:`FullState`'s field order, an optional section left out when it is
+    ``None``, so the bytes are those format 1 has always had. What the checkpointer
+    writes, in one pass over the run's values; :func:`state_json` is the same for a
+    typed state."""
+    out: dict[str, Any] = {
+        "kind": "full",
+        "pending": pending,
+        "router_state": router_state,
+        "requests": requests,
+    }
+    if ids is not None:
+        out["ids"] = ids
+    out["executor_state"] = executor_state
+    out["shared"] = shared
+    out["outputs"] = outputs
+    out["visits"] = visits
+    if attempts is not None:
+        out["attempts"] = attempts
+    if pipeline is not None:
+        out["pipeline"] = pipeline
+    return out
 
-    def requests(items: list[StoredRequest]) -> list[dict[str, Any]]:
-        return [request(item) for item in items]
 
-    hooks: dict[str, Callable[[Any], Any]] = {"requests": requests}
+def request_fields(
+    *,
+    request_id: str,
+    executor_id: str,
+    request: Any,
+    response_type: str | None,
+    response_type_name: str,
+    superstep: int,
+) -> dict[str, Any]:
+    """A pending request as the JSON object a checkpoint stores: the keys in
+    :class:`StoredRequest`'s field order."""
     return {
-        StoredRequest: request,
-        FullState: unstructure_in_order(FullState, hooks, leave_out_none=True),
+        "request_id": request_id,
+        "executor_id": executor_id,
+        "request": request,
+        "response_type": response_type,
+        "response_type_name": response_type_name,
+        "superstep": superstep,
     }
 
 
-#: How each class of the layout unstructures (:func:`~plait_durable._format.unstructure_in_order`).
-UNSTRUCTURE = _unstructure_hooks()
-
-
 def state_json(state: FullState) -> dict[str, Any]:
-    """``state`` as the JSON object a checkpoint stores."""
-    return UNSTRUCTURE[FullState](state)
+    """``state`` as the JSON object a checkpoint stores (:func:`state_fields`)."""
+    return state_fields(
+        pending=state.pending,
+        router_state=state.router_state,
+        requests=[request_fields(**attrs.asdict(r, recurse=False)) for r in state.requests],
+        ids=state.ids,
+        executor_state=state.executor_state,
+        shared=state.shared,
+        outputs=state.outputs,
+        visits=state.visits,
+        attempts=state.attempts,
+        pipeline=state.pipeline,
+    )
 
 
 def state_kind(data: Any, where: str) -> str:

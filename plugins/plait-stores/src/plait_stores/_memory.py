@@ -30,12 +30,21 @@ __all__ = ["MemoryCheckpointStore"]
 
 
 class _Entry:
-    __slots__ = ("data", "info", "seq")
+    """A stored checkpoint: its listing fields as a row (what a save has at hand; the
+    :class:`~plait_durable.CheckpointInfo` is made when it is listed), its bytes and the
+    space's save counter (newest first across runs)."""
 
-    def __init__(self, info: CheckpointInfo, data: bytes, seq: int) -> None:
-        self.info = info
+    __slots__ = ("data", "row", "seq")
+
+    def __init__(self, row: tuple[Any, ...], data: bytes, seq: int) -> None:
+        self.row = row
         self.data = data
-        self.seq = seq  # the space's save counter: newest first across runs
+        self.seq = seq
+
+    @property
+    def info(self) -> CheckpointInfo:
+        """The listing fields of the checkpoint."""
+        return CheckpointInfo(*self.row)
 
 
 class _Indexed:
@@ -148,10 +157,12 @@ class MemoryCheckpointStore(CheckpointStoreBase):
                 for digest, blob in blobs.items():
                     held.setdefault(digest, bytes(blob))
             space.saved += 1
-            space.entries[checkpoint.checkpoint_id] = _Entry(checkpoint.info, data, space.saved)
+            row = self._info_row(checkpoint)
+            space.entries[checkpoint.checkpoint_id] = _Entry(row, data, space.saved)
             space.runs.setdefault(checkpoint.run_id, {})[checkpoint.checkpoint_id] = None
             _index_saved(space, checkpoint)
-            _journal_append(space, checkpoint.run_id, events)
+            if events:
+                _journal_append(space, checkpoint.run_id, events)
 
     async def _append(self, run_id: str, events: Sequence[str], lease: Lease | None) -> None:
         """Append journal lines of ``run_id`` under the space's lock."""
