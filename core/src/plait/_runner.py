@@ -50,7 +50,6 @@ import copy
 import sys
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable
-from functools import partial
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -944,15 +943,9 @@ async def fan_out(
     """
     failures: list[BaseException] = []
     waiting = iter(items)  # the calls not started yet
-    spawn: Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
-
-    async def one(item: _T) -> None:
-        # a call in a task of its own: its failure cancels the calls still waiting
-        try:
-            await call(item)
-        except Exception as exc:
-            failures.append(exc)
-            raise _Failed from None
+    #: start ``func(*args)`` in a task of the task group (whose first failure cancels
+    #: the others)
+    spawn: Callable[..., object]
 
     async def stop() -> None:
         raise _Failed  # (started after every call has started, as a failing task would)
@@ -966,7 +959,7 @@ async def fan_out(
             nonlocal handed_on
             handed_on = True
             for item in waiting:
-                spawn(partial(one, item))
+                spawn(call, item)
             if failed:
                 spawn(stop)  # the call that waits is cancelled with the others
 
@@ -988,12 +981,12 @@ async def fan_out(
             spawn(in_turn)
         else:
             for item in waiting:
-                spawn(partial(one, item))
+                spawn(call, item)
 
     try:
         if native_asyncio and _AsyncioTaskGroup is not None:
             async with _AsyncioTaskGroup() as native:
-                spawn = lambda make: native.create_task(make())  # noqa: E731
+                spawn = lambda func, *args: native.create_task(func(*args))  # noqa: E731
                 start()
         else:
             async with anyio.create_task_group() as tg:
