@@ -943,9 +943,8 @@ async def fan_out(
     """
     failures: list[BaseException] = []
     waiting = iter(items)  # the calls not started yet
-    #: start ``func(*args)`` in a task of the task group (whose first failure cancels
-    #: the others)
-    spawn: Callable[..., object]
+    #: run a coroutine in a task of the task group (whose first failure cancels the others)
+    spawn: Callable[[Coroutine[Any, Any, None]], object]
 
     async def stop() -> None:
         raise _Failed  # (started after every call has started, as a failing task would)
@@ -959,9 +958,9 @@ async def fan_out(
             nonlocal handed_on
             handed_on = True
             for item in waiting:
-                spawn(call, item)
+                spawn(call(item))
             if failed:
-                spawn(stop)  # the call that waits is cancelled with the others
+                spawn(stop())  # the call that waits is cancelled with the others
 
         for item in waiting:
             try:
@@ -976,27 +975,31 @@ async def fan_out(
         if failed:
             raise _Failed
 
-    def start() -> None:
-        if native_asyncio:
-            spawn(in_turn)
-        else:
-            for item in waiting:
-                spawn(call, item)
-
     try:
         if native_asyncio and _AsyncioTaskGroup is not None:
             async with _AsyncioTaskGroup() as native:
-                spawn = lambda func, *args: native.create_task(func(*args))  # noqa: E731
-                start()
+                spawn = native.create_task
+                spawn(in_turn())
         else:
             async with anyio.create_task_group() as tg:
-                spawn = tg.start_soon
-                start()
+                if native_asyncio:  # (Python 3.10)
+
+                    def spawn(coro: Coroutine[Any, Any, None]) -> None:
+                        tg.start_soon(_awaited, coro)
+
+                    spawn(in_turn())
+                else:
+                    for item in waiting:
+                        tg.start_soon(call, item)
     except BaseExceptionGroup as group:
         # a BaseException that is not an Exception (not caught above) is raised as itself
         failures.extend(exc for exc in group.exceptions if not isinstance(exc, _Failed))
     if failures:  # raised here, not in the handler above: the errors keep their causes
         raise with_siblings(failures)
+
+
+async def _awaited(coro: Coroutine[Any, Any, None]) -> None:
+    await coro
 
 
 class _Failed(Exception):
