@@ -999,6 +999,7 @@ async def fan_out(
 
 
 async def _awaited(coro: Coroutine[Any, Any, None]) -> None:
+    """Await ``coro`` (what an anyio task group, which starts functions, runs it as)."""
     await coro
 
 
