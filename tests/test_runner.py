@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 from typing import Any
 
 import anyio
@@ -270,6 +271,81 @@ async def test_a_failure_cancels_siblings_and_names_executor_and_superstep() -> 
             async for event in stream:
                 events.append(event)
     assert isinstance(events[-1], RunFinished) and events[-1].status is RunStatus.FAILED
+
+
+@pytest.mark.parametrize("order", ["failing first", "waiting first"])
+async def test_a_failure_that_never_waits_cancels_a_sibling_that_waits(order: str) -> None:
+    # on asyncio, handlers that never wait run one after another in one task: a failure
+    # there still cancels the sibling that waits, whichever of them starts first
+    cancelled: list[str] = []
+
+    @executor(id="slow")
+    async def slow(x: Any, ctx: WorkflowContext[Never, Any]) -> None:
+        try:
+            await anyio.sleep(30)
+        except anyio.get_cancelled_exc_class():
+            cancelled.append("slow")
+            raise
+
+    @executor(id="boom")
+    async def boom(x: Any, ctx: WorkflowContext[Never, Any]) -> None:
+        raise ValueError("bad input")
+
+    targets = [boom, slow] if order == "failing first" else [slow, boom]
+    wf = WorkflowBuilder().add_fan_out(relay("src"), targets).set_start("src").build()
+    with anyio.fail_after(5):
+        with pytest.raises(ExecutorFailedError, match=r"'boom' failed in superstep 2"):
+            await wf.run(1)
+    assert cancelled == ["slow"]
+
+
+async def test_every_handler_of_a_parallel_superstep_has_its_own_context_variables() -> None:
+    # as in a task of its own: what one handler sets is not seen by the next one
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+
+    def setter(id: str) -> Executor:
+        @executor(id=id)
+        async def sets(x: Any, ctx: WorkflowContext[Never, str]) -> None:
+            await ctx.yield_output(f"{id} saw {var.get()}")
+            var.set(id)
+            if id == "b":
+                await anyio.lowlevel.checkpoint()  # (a handler that waits keeps its own)
+                assert var.get() == "b"
+
+        return sets
+
+    names = ["a", "b", "c", "d"]
+    wf = (
+        WorkflowBuilder()
+        .add_fan_out(relay("src"), [setter(n) for n in names])
+        .set_start("src")
+        .build()
+    )
+    result = await wf.run(1)
+    assert sorted(result.outputs) == [f"{n} saw unset" for n in names]
+    assert var.get() == "unset"
+
+
+async def test_a_handler_that_waits_in_a_cancel_scope_among_ones_that_never_wait() -> None:
+    # its cancel scope is its own task's: the timeout ends its wait, not the superstep
+    def quick(id: str) -> Executor:
+        @executor(id=id)
+        async def out(x: Any, ctx: WorkflowContext[Never, str]) -> None:
+            await ctx.yield_output(id)
+
+        return out
+
+    @executor(id="timed")
+    async def timed(x: Any, ctx: WorkflowContext[Never, str]) -> None:
+        with anyio.move_on_after(0.01) as scope:
+            await anyio.sleep(30)
+        await ctx.yield_output("timed out" if scope.cancelled_caught else "slept")
+
+    targets = [quick("q1"), timed, quick("q2"), quick("q3")]
+    wf = WorkflowBuilder().add_fan_out(relay("src"), targets).set_start("src").build()
+    with anyio.fail_after(5):
+        result = await wf.run(1)
+    assert sorted(result.outputs) == ["q1", "q2", "q3", "timed out"]
 
 
 class Both(Executor):

@@ -48,7 +48,8 @@ import asyncio
 import contextvars
 import copy
 import sys
-from collections.abc import Awaitable, Callable, Iterable
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -918,46 +919,124 @@ def on_asyncio() -> bool:
 
 
 async def fan_out(
-    call: Callable[[_T], Awaitable[None]], items: Iterable[_T], native_asyncio: bool
+    call: Callable[[_T], Coroutine[Any, Any, None]], items: Iterable[_T], native_asyncio: bool
 ) -> None:
     """Run ``call(item)`` for each of ``items`` concurrently and wait for them all: the
-    one fan-out of the runner. The first failure cancels the others, a cancellation of the
-    caller cancels them all and waits for them, and the first failure is raised with the
-    others as its siblings (:func:`with_siblings`); a ``BaseException`` that is not an
-    ``Exception`` is raised as itself.
+    one fan-out of the runner. Every call starts, in the order of ``items``; the first
+    failure cancels those still waiting, a cancellation of the caller cancels them all
+    and waits for them, and the first failure is raised with the others as its siblings
+    (:func:`with_siblings`); a ``BaseException`` that is not an ``Exception`` is raised as
+    itself.
 
-    On asyncio (``native_asyncio``, Python 3.11+) an :class:`asyncio.TaskGroup` runs them,
-    at a fifth of anyio's cost per task, which a wide superstep pays per job; else an anyio
-    task group, with the same structure.
+    On asyncio, a call that never waits needs no task of its own: one task runs the
+    calls one after another, each to its end (:func:`_eagerly`, in a copy of the caller's
+    context variables, as a task would), until one of them waits for something. That task
+    stays with it, as its own, and every call not started yet gets a task, which asyncio
+    starts before the waiting call can resume. A superstep whose handlers never wait (most
+    of them) pays for one task, not one per job. (Trio runs the tasks it wakes together
+    in a random order, so the call that waited might resume before the others start:
+    there every call has a task from the start.)
+
+    On asyncio (``native_asyncio``), an :class:`asyncio.TaskGroup` holds the tasks
+    (Python 3.11+), at a fifth of anyio's cost per task; else an anyio task group, with the
+    same structure.
     """
     failures: list[BaseException] = []
-    if native_asyncio and _AsyncioTaskGroup is not None:
-        try:
-            async with _AsyncioTaskGroup() as native:
-                for item in items:
-                    native.create_task(call(item))
-        except BaseExceptionGroup as group:
-            failures.extend(group.exceptions)
-    else:
+    waiting = iter(items)  # the calls not started yet
+    #: run a coroutine in a task of the task group (whose first failure cancels the others)
+    spawn: Callable[[Coroutine[Any, Any, None]], object]
 
-        async def guarded(item: _T) -> None:
+    async def stop() -> None:
+        raise _Failed  # (started after every call has started, as a failing task would)
+
+    async def in_turn() -> None:
+        # the calls, one after another, until one waits; a failure is kept, the others
+        # still start (as the tasks of a task group would)
+        failed = handed_on = False
+
+        def hand_on() -> None:
+            nonlocal handed_on
+            handed_on = True
+            for item in waiting:
+                spawn(call(item))
+            if failed:
+                spawn(stop())  # the call that waits is cancelled with the others
+
+        for item in waiting:
             try:
-                await call(item)
+                await _eagerly(call(item), contextvars.copy_context(), hand_on)
             except Exception as exc:
-                # the first failure cancels the siblings; later ones are kept as its siblings
                 failures.append(exc)
-                tg.cancel_scope.cancel()
+                if handed_on:
+                    raise _Failed from None
+                failed = True
+            if handed_on:
+                return
+        if failed:
+            raise _Failed
 
-        try:
+    try:
+        if native_asyncio and _AsyncioTaskGroup is not None:
+            async with _AsyncioTaskGroup() as native:
+                spawn = native.create_task
+                spawn(in_turn())
+        else:
             async with anyio.create_task_group() as tg:
-                for item in items:
-                    tg.start_soon(guarded, item)
-        except BaseExceptionGroup as group:
-            # a BaseException that is not an Exception (caught in guarded) leaves the
-            # group wrapped in one: raised as itself, as on asyncio
-            failures.extend(group.exceptions)
+                if native_asyncio:  # (Python 3.10)
+
+                    def spawn(coro: Coroutine[Any, Any, None]) -> None:
+                        tg.start_soon(_awaited, coro)
+
+                    spawn(in_turn())
+                else:
+                    for item in waiting:
+                        tg.start_soon(call, item)
+    except BaseExceptionGroup as group:
+        # a BaseException that is not an Exception (not caught above) is raised as itself
+        failures.extend(exc for exc in group.exceptions if not isinstance(exc, _Failed))
     if failures:  # raised here, not in the handler above: the errors keep their causes
         raise with_siblings(failures)
+
+
+async def _awaited(coro: Coroutine[Any, Any, None]) -> None:
+    """Await ``coro`` (what an anyio task group, which starts functions, runs it as)."""
+    await coro
+
+
+class _Failed(Exception):
+    """A call of :func:`fan_out` failed (the failure is in its list): raised to the task
+    group, which cancels the calls still waiting."""
+
+
+@types.coroutine
+def _eagerly(
+    coro: Coroutine[Any, Any, None], context: contextvars.Context, started: Callable[[], None]
+) -> Generator[Any, Any, None]:
+    """Run the coroutine ``coro`` to its end in the running task and in ``context``,
+    calling ``started()`` the first time it waits for something (before the task waits
+    for it): what ``yield from`` does, with the moment it first suspends made known."""
+    send, throw = coro.send, coro.throw
+    try:
+        waited = context.run(send, None)
+    except StopIteration:
+        return
+    started()
+    while True:
+        try:
+            value = yield waited
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:  # a cancellation, or what the awaited raised
+            try:
+                waited = context.run(throw, exc)
+            except StopIteration:
+                return
+        else:
+            try:
+                waited = context.run(send, value)
+            except StopIteration:
+                return
 
 
 # -- invocations: what a failure means, and attempts under a policy ------------------
