@@ -125,13 +125,19 @@ async def test_a_file_team_with_a_human_waits_and_resumes_from_sqlite(
         assert context["published"] == "REVISED AFTER 'SHORTER'"
 
 
-def test_a_file_team_asks_the_user_and_plait_resume_answers(
-    examples: Path, tmp_path: Path
-) -> None:
+def test_a_file_team_asks_the_user_and_plait_resume_answers(examples: Path, tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'runs.db'}"
     ran = subprocess.run(
-        [PLAIT, "run", "support.yaml", "where is my order?", "--allow-imports",
-         "--checkpoint", store, "-q"],
+        [
+            PLAIT,
+            "run",
+            "support.yaml",
+            "where is my order?",
+            "--allow-imports",
+            "--checkpoint",
+            store,
+            "-q",
+        ],
         capture_output=True,
         text=True,
         cwd=examples,

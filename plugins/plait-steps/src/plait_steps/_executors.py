@@ -372,9 +372,15 @@ def _inner_workflow(
 
 def _inner_call(node: plait.NodeSpec, executors: Mapping[str, Any], ctx: BuildContext) -> AgentCall:
     """An agent that is an executor (or an executor kind), run in its own workflow
-    (:func:`_inner_workflow`); the agent's message is the step's output, its custom
-    events (a model's tokens) the step's."""
+    (:func:`_inner_workflow`); the agent's message is the step's output. An agent that
+    takes answers to its requests (a ``RequestResponse`` handler: a team, a nested
+    workflow) runs as a nested run (:class:`_NestedCall`), so what it asks goes out and
+    its answers come back; any other runs on its own, its custom events (a model's
+    tokens) the step's."""
     workflow = _inner_workflow(node, executors, ctx)
+    agent = workflow.executors[node.id]
+    if any(h.input_type is RequestResponse for h in agent.handlers):
+        return _NestedCall(workflow, ctx.node_id)
 
     async def call(
         user_message: Any, instruction: str | None, step_ctx: WorkflowContext[Any, Any]
@@ -426,13 +432,14 @@ class _Waiting:
 
 
 class _NestedCall:
-    """An executor step's call: its inner workflow (:func:`_inner_workflow`) run as a
-    nested run (``Workflow.run_nested``, as a nested workflow executor runs one), so an
-    inner run that waits for outside input (a team's human, a handoff that needs the
-    user, a plan review) does not fail the step: its state is kept in the step's
-    ``ctx.state`` (checkpointed with the outer run), its requests are asked of the outer
-    caller, and :meth:`answer` resumes it with each answer. The inner run's events reach
-    the outer run as :class:`plait.NestedEvent` events of the step.
+    """The call of a step whose agent takes answers to its requests: its inner workflow
+    (:func:`_inner_workflow`) run as a nested run (``Workflow.run_nested``, as a nested
+    workflow executor runs one), so an inner run that waits for outside input (a team's
+    human, a handoff that needs the user, a plan review) does not fail the step: its
+    state is kept in the step's ``ctx.state`` (checkpointed with the outer run), its
+    requests are asked of the outer caller, and :meth:`answer` resumes it with each
+    answer. The inner run's events reach the outer run as :class:`plait.NestedEvent`
+    events of the step.
 
     :param workflow: the inner workflow.
     :param step: the step's id, for errors.
@@ -612,7 +619,7 @@ class ExecutorStepKind(StepKind):
             ctx.node_id, kind=config["kind"], config=dict(config.get("config") or {})
         )
         # the caller's Python objects go along: a kind may name them (a team's participants)
-        call = _NestedCall(_inner_workflow(node, ctx.executors, ctx), ctx.node_id)
+        call = _inner_call(node, ctx.executors, ctx)
         who = f"executor: {config['kind']}"
         given = _input(config, ctx, self.templates(ctx))
         return StepExecutor(ctx.node_id, config=config, call=call, who=who, input=given)
