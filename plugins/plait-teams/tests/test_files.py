@@ -125,6 +125,38 @@ async def test_a_file_team_with_a_human_waits_and_resumes_from_sqlite(
         assert context["published"] == "REVISED AFTER 'SHORTER'"
 
 
+#: research.yaml's Magentic team as a JSON DAG node, its plan reviewed before work starts
+PLAN_DAG = """\
+{"agents": {"researcher": {"ref": "research_agents:researcher"},
+            "writer": {"ref": "research_agents:writer"}},
+ "nodes": [{"id": "study", "is_entry": true, "is_exit": true,
+   "team": {"mode": "magentic", "participants": ["researcher", "writer"],
+            "options": {"manager": {"ref": "research_agents:manager"},
+                        "max_round_count": 5, "plan_review": true}}}],
+ "connections": []}
+"""
+
+
+@pytest.mark.anyio
+async def test_a_dag_team_node_s_plan_review_is_answered_after_a_resume(
+    examples: Path, tmp_path: Path
+) -> None:
+    from plait_teams import PlanReviewRequest, PlanReviewResponse
+
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    first = await plait.load(PLAN_DAG, format="dag", allow_imports=True).run(
+        {"task": "otters"}, checkpoint=store, raise_on_failure=False
+    )
+    assert first.status is plait.RunStatus.IDLE_WITH_PENDING_REQUESTS, first.error
+    (pending,) = first.pending_requests
+    assert isinstance(pending.request, PlanReviewRequest)
+    again = plait.load(PLAN_DAG, format="dag", allow_imports=True)
+    answer = {pending.request_id: PlanReviewResponse(approved=True)}
+    done = await again.resume(first.run_id, store, responses=answer)
+    (context,) = done.outputs
+    assert context["study"] == "Report: Otters hold hands; they use tools; they eat sea urchins."
+
+
 def test_a_file_team_asks_the_user_and_plait_resume_answers(examples: Path, tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'runs.db'}"
     ran = subprocess.run(
