@@ -48,13 +48,148 @@ def test_a_dag_team_node_runs(examples: Path) -> None:
     assert context["desk"] == "Order 42 ships tomorrow."
 
 
-def test_a_team_step_that_asks_the_user_is_a_clear_error(examples: Path) -> None:
-    workflow = plait.load(examples / "support.yaml", allow_imports=True)
-    result = workflow.run_sync("where is my order?", raise_on_failure=False)
-    assert (
-        "step 'desk': its agent asked for outside input (plait_teams._handoff.UserInputRequest)"
-        in str(result.error)
+# -- asking for outside input, from a file ------------------------------------------------------
+
+#: a YAML team with a human participant; its answer is the whole conversation
+HUMAN_STEPS = """\
+workflow:
+  - id: review
+    type: team
+    mode: group_chat
+    participants: [writer, alice]
+    options: {max_rounds: 3, output: conversation}
+"""
+#: the same team as a JSON DAG node, then a node that reads its answer
+HUMAN_DAG = """\
+{"nodes": [
+  {"id": "review", "is_entry": true,
+   "team": {"mode": "group_chat", "participants": ["writer", "alice"],
+            "options": {"max_rounds": 3}}},
+  {"id": "publish", "agent_name": "publish", "is_exit": true}],
+ "connections": [{"source_id": "review", "target_id": "publish"}]}
+"""
+
+
+async def _writer(conversation: Any) -> str:
+    """Drafts, then revises after what the last person said."""
+    said = [m.text for m in conversation.messages if m.author == "alice"]
+    if said:
+        return f"revised after {said[-1]!r}"
+    return f"draft about {conversation[0].text}"
+
+
+async def _publish(context: dict[str, Any]) -> dict[str, Any]:
+    return {"published": context["review"].upper()}
+
+
+def _people() -> dict[str, Any]:
+    from plait_teams import human
+
+    return {"writer": _writer, "alice": human("alice", "reviews drafts"), "publish": _publish}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("fmt", ["steps", "dag"])
+async def test_a_file_team_with_a_human_waits_and_resumes_from_sqlite(
+    fmt: str, tmp_path: Path
+) -> None:
+    from plait_teams import Conversation, HumanTurnRequest
+
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    text, task = (HUMAN_STEPS, "otters") if fmt == "steps" else (HUMAN_DAG, {"task": "otters"})
+    first = await plait.load(text, format=fmt, executors=_people()).run(
+        task, checkpoint=store, raise_on_failure=False
     )
+    assert first.status is plait.RunStatus.IDLE_WITH_PENDING_REQUESTS, first.error
+    (pending,) = first.pending_requests
+    assert pending.executor_id == "review"
+    assert isinstance(pending.request, HumanTurnRequest)
+    assert pending.request.participant == "alice"
+    assert pending.request.transcript == "user: otters\nwriter: draft about otters"
+    # a fresh load (as a new process would), resumed from the store with the answer
+    again = plait.load(text, format=fmt, executors=_people())
+    done = await again.resume(first.run_id, store, responses={pending.request_id: "shorter"})
+    assert done.status is plait.RunStatus.IDLE, done.error
+    if fmt == "steps":
+        (conversation,) = done.outputs
+        assert isinstance(conversation, Conversation)
+        assert [(m.role, m.author, m.text) for m in conversation.messages] == [
+            ("user", "user", "otters"),
+            ("assistant", "writer", "draft about otters"),
+            ("user", "alice", "shorter"),
+            ("assistant", "writer", "revised after 'shorter'"),
+        ]
+    else:
+        (context,) = done.outputs
+        assert context["review"] == "revised after 'shorter'"
+        assert context["published"] == "REVISED AFTER 'SHORTER'"
+
+
+#: research.yaml's Magentic team as a JSON DAG node, its plan reviewed before work starts
+PLAN_DAG = """\
+{"agents": {"researcher": {"ref": "research_agents:researcher"},
+            "writer": {"ref": "research_agents:writer"}},
+ "nodes": [{"id": "study", "is_entry": true, "is_exit": true,
+   "team": {"mode": "magentic", "participants": ["researcher", "writer"],
+            "options": {"manager": {"ref": "research_agents:manager"},
+                        "max_round_count": 5, "plan_review": true}}}],
+ "connections": []}
+"""
+
+
+@pytest.mark.anyio
+async def test_a_dag_team_node_s_plan_review_is_answered_after_a_resume(
+    examples: Path, tmp_path: Path
+) -> None:
+    from plait_teams import PlanReviewRequest, PlanReviewResponse
+
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    first = await plait.load(PLAN_DAG, format="dag", allow_imports=True).run(
+        {"task": "otters"}, checkpoint=store, raise_on_failure=False
+    )
+    assert first.status is plait.RunStatus.IDLE_WITH_PENDING_REQUESTS, first.error
+    (pending,) = first.pending_requests
+    assert isinstance(pending.request, PlanReviewRequest)
+    again = plait.load(PLAN_DAG, format="dag", allow_imports=True)
+    answer = {pending.request_id: PlanReviewResponse(approved=True)}
+    done = await again.resume(first.run_id, store, responses=answer)
+    (context,) = done.outputs
+    assert context["study"] == "Report: Otters hold hands; they use tools; they eat sea urchins."
+
+
+def test_a_file_team_asks_the_user_and_plait_resume_answers(examples: Path, tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    ran = subprocess.run(
+        [
+            PLAIT,
+            "run",
+            "support.yaml",
+            "where is my order?",
+            "--allow-imports",
+            "--checkpoint",
+            store,
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=examples,
+        stdin=subprocess.DEVNULL,
+    )
+    assert ran.returncode == 3, ran.stdout + ran.stderr
+    assert '"question": "Which order number?"' in ran.stderr
+    (resume,) = [line for line in ran.stderr.splitlines() if line.startswith("resume with: ")]
+    words = resume.removeprefix("resume with: ").split()
+    assert words[-1].endswith("=JSON"), resume
+    words[-1] = words[-1].removesuffix("JSON") + json.dumps("order 42")
+    done = subprocess.run(
+        [PLAIT, *words[1:], "-q"],
+        capture_output=True,
+        text=True,
+        cwd=examples,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout == "Order 42 ships tomorrow.\n"
 
 
 def test_python_objects_take_part_by_name() -> None:

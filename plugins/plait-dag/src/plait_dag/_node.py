@@ -26,6 +26,7 @@ from plait import (
     ExpressionError,
     FunctionExecutor,
     PlaitError,
+    RequestResponse,
     SourcePosition,
     WorkflowContext,
     handler,
@@ -121,17 +122,25 @@ class _Route:
 
 
 class _AgentContext:
-    """The context an agent's handler gets: what it sends is captured as its updates;
-    everything else (state, shared state, outputs, events) is the node's own context."""
+    """The context an agent's handler gets: what it sends is captured as its updates, and
+    the ids of the requests it asks (an agent that runs a nested workflow, such as a team,
+    passes its inner run's requests out); everything else (state, shared state, outputs,
+    events) is the node's own context."""
 
-    __slots__ = ("_outer", "sent")
+    __slots__ = ("_outer", "asked", "sent")
 
     def __init__(self, outer: WorkflowContext[Any, Any]) -> None:
         self._outer = outer
         self.sent: list[Any] = []
+        self.asked: list[str] = []
 
     async def send_message(self, message: Any, target: str | None = None) -> None:
         self.sent.append(message)
+
+    async def request_info(self, request: Any, response_type: Any) -> str:
+        request_id: str = await self._outer.request_info(request, response_type)
+        self.asked.append(request_id)
+        return request_id
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._outer, name)
@@ -192,6 +201,31 @@ class DagNode(Executor):
         """The context, sent on by the node before."""
         await self._visit(message.context, message.passed, message.forks, message.loops, ctx)
 
+    @handler
+    async def on_answer(
+        self, response: RequestResponse, ctx: WorkflowContext[DagMessage, dict[str, Any]]
+    ) -> None:
+        """An answer to a request the node's agent asked (a team's human, a nested
+        workflow's request): the agent takes it (its own ``RequestResponse`` handler, such
+        as a nested workflow's, which resumes the inner run), and the visit that waited goes
+        on with the agent's updates."""
+        waiting: dict[str, dict[str, Any]] = ctx.state.setdefault("waiting", {})
+        visit = waiting.pop(response.request_id, None)
+        agent = self.agent
+        found = agent.find_handler(response) if agent is not None else None
+        if visit is None or found is None:
+            raise DagRunError(
+                f"node {self.id!r}: an answer came to request {response.request_id!r}, "
+                "which its agent did not ask",
+                executor_id=self.id,
+                superstep=ctx.superstep,
+            )
+        context, forks, loops = visit["context"], visit["forks"], visit["loops"]
+        updates = await self._agent_turn(found, response, visit, ctx)
+        if updates is None:
+            return
+        await self._go_on(context, updates, forks, loops, ctx)
+
     # -- one visit -----------------------------------------------------------------------
 
     async def _visit(
@@ -206,18 +240,41 @@ class DagNode(Executor):
         if self.agent is not None and (
             skip is None or not self._holds(skip, context, "skip_condition", ctx)
         ):
-            updates = await self._call_agent(context, passed, ctx)
-            if updates:
-                context = {**context, **updates}
-                if forks:
-                    top = forks[-1]
-                    fresh = {"base": top["base"], "updates": {**top["updates"], **updates}}
-                    forks = [*forks[:-1], fresh]
+            updates = await self._call_agent(context, passed, forks, loops, ctx)
+            if updates is None:  # the agent waits for outside input: on_answer goes on
+                return
+            await self._go_on(context, updates, forks, loops, ctx)
+            return
+        await self._route(context, forks, loops, ctx)
+
+    async def _go_on(
+        self,
+        context: dict[str, Any],
+        updates: dict[str, Any],
+        forks: list[dict[str, Any]],
+        loops: dict[str, int],
+        ctx: WorkflowContext[Any, Any],
+    ) -> None:
+        """Merge the agent's updates into the context (and the open fork's), then route."""
+        if updates:
+            context = {**context, **updates}
+            if forks:
+                top = forks[-1]
+                fresh = {"base": top["base"], "updates": {**top["updates"], **updates}}
+                forks = [*forks[:-1], fresh]
         await self._route(context, forks, loops, ctx)
 
     async def _call_agent(
-        self, context: dict[str, Any], passed: list[str] | None, ctx: WorkflowContext[Any, Any]
-    ) -> dict[str, Any]:
+        self,
+        context: dict[str, Any],
+        passed: list[str] | None,
+        forks: list[dict[str, Any]],
+        loops: dict[str, int],
+        ctx: WorkflowContext[Any, Any],
+    ) -> dict[str, Any] | None:
+        """The agent's updates, or ``None`` when it asked for outside input and sent
+        nothing: the visit is kept in the node's state under each request it asked, for
+        :meth:`on_answer`."""
         agent = cast(Executor, self.agent)
         if passed is None:
             view = _copy(context)
@@ -232,8 +289,21 @@ class DagNode(Executor):
                 executor_id=self.id,
                 superstep=ctx.superstep,
             )
+        visit = {"context": context, "forks": forks, "loops": loops}
+        return await self._agent_turn(found, view, visit, ctx)
+
+    async def _agent_turn(
+        self, found: Any, message: Any, visit: dict[str, Any], ctx: WorkflowContext[Any, Any]
+    ) -> dict[str, Any] | None:
+        """Call the agent's handler ``found`` on ``message``: its updates, or ``None``
+        when it asked for outside input instead (``visit`` then waits for the answers)."""
         capture = _AgentContext(ctx)
-        await found.call(view, cast(WorkflowContext[Any, Any], capture))
+        await found.call(message, cast(WorkflowContext[Any, Any], capture))
+        if capture.asked and not capture.sent:
+            waiting: dict[str, dict[str, Any]] = ctx.state.setdefault("waiting", {})
+            for request_id in capture.asked:
+                waiting[request_id] = visit
+            return None
         updates: dict[str, Any] = {}
         for sent in capture.sent:
             if sent is None:

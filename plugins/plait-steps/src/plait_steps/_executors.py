@@ -27,6 +27,8 @@ from plait import (
     Executor,
     ExecutorFailedError,
     PlaitError,
+    RequestResponse,
+    RunStatus,
     WorkflowContext,
     WorkflowRunError,
     handler,
@@ -127,6 +129,34 @@ class StepExecutor(StepNode):
         else:
             given = sc.prior_block(state, sc.Entries(state["steps"], ctx.shared))
         output = await self.call(given, rendered, ctx)
+        if isinstance(output, _Waiting):  # on_answer goes on, from what the step entered with
+            ctx.state.setdefault("entered", {})[output.run_id] = state
+            return
+        await self._record(state, output, ctx)
+
+    @handler
+    async def on_answer(self, response: RequestResponse, ctx: WorkflowContext[Any, Any]) -> None:
+        """An answer to a request the step's inner run asked (a team's human, a handoff
+        that needs the user, a plan review): the inner run goes on with it, and the step
+        ends as it would have, once the inner run has its output."""
+        answer = getattr(self.call, "answer", None)
+        if answer is None:
+            raise StepOutputError(
+                f"step {self.step!r}: an answer came to request {response.request_id!r}, "
+                "which the step did not ask",
+                executor_id=self.step,
+                superstep=ctx.superstep,
+            )
+        run_id, output = await answer(response, ctx)
+        if isinstance(output, _Waiting):  # it asks again: the step keeps waiting
+            return
+        state = ctx.state.setdefault("entered", {}).pop(run_id)
+        await self._record(state, output, ctx)
+
+    async def _record(
+        self, state: dict[str, Any], output: Any, ctx: WorkflowContext[Any, Any]
+    ) -> None:
+        """Record the step's output and send the step context on."""
         entry = {"output": output, "agent": self.agent}
         new, fresh = await record(
             ctx,
@@ -316,9 +346,11 @@ def _function_call(fn: Callable[..., Awaitable[Any]]) -> AgentCall:
     return call
 
 
-def _inner_call(node: plait.NodeSpec, executors: Mapping[str, Any], ctx: BuildContext) -> AgentCall:
-    """An agent that is an executor (or an executor kind): a two-node workflow, the agent
-    then a collector; the agent's message is the step's output."""
+def _inner_workflow(
+    node: plait.NodeSpec, executors: Mapping[str, Any], ctx: BuildContext
+) -> plait.Workflow:
+    """The workflow an executor agent runs in: a two-node workflow, the agent then a
+    collector; the agent's message is its output."""
     spec = plait.WorkflowSpec(
         name=f"{ctx.node_id} (agent)",
         start=node.id,
@@ -329,13 +361,26 @@ def _inner_call(node: plait.NodeSpec, executors: Mapping[str, Any], ctx: BuildCo
             ),
         ),
     )
-    workflow = plait.Workflow.from_spec(
+    return plait.Workflow.from_spec(
         spec,
         {**executors, "steps.collect": _Collect("steps.collect")},
         allow_imports=ctx.allow_imports,
         plugin_manager=ctx.manager,
         source=ctx.source,
     )
+
+
+def _inner_call(node: plait.NodeSpec, executors: Mapping[str, Any], ctx: BuildContext) -> AgentCall:
+    """An agent that is an executor (or an executor kind), run in its own workflow
+    (:func:`_inner_workflow`); the agent's message is the step's output. An agent that
+    takes answers to its requests (a ``RequestResponse`` handler: a team, a nested
+    workflow) runs as a nested run (:class:`_NestedCall`), so what it asks goes out and
+    its answers come back; any other runs on its own, its custom events (a model's
+    tokens) the step's."""
+    workflow = _inner_workflow(node, executors, ctx)
+    agent = workflow.executors[node.id]
+    if any(h.input_type is RequestResponse for h in agent.handlers):
+        return _NestedCall(workflow, ctx.node_id)
 
     async def call(
         user_message: Any, instruction: str | None, step_ctx: WorkflowContext[Any, Any]
@@ -374,6 +419,91 @@ def _inner_call(node: plait.NodeSpec, executors: Mapping[str, Any], ctx: BuildCo
         return result.outputs[-1]
 
     return call
+
+
+class _Waiting:
+    """What a :class:`_NestedCall` gives when its inner run waits for outside input."""
+
+    __slots__ = ("run_id",)
+
+    def __init__(self, run_id: str) -> None:
+        #: the inner run's id: the step keeps what it entered with under it
+        self.run_id = run_id
+
+
+class _NestedCall:
+    """The call of a step whose agent takes answers to its requests: its inner workflow
+    (:func:`_inner_workflow`) run as a nested run (``Workflow.run_nested``, as a nested
+    workflow executor runs one), so an inner run that waits for outside input (a team's
+    human, a handoff that needs the user, a plan review) does not fail the step: its
+    state is kept in the step's ``ctx.state`` (checkpointed with the outer run), its
+    requests are asked of the outer caller, and :meth:`answer` resumes it with each
+    answer. The inner run's events reach the outer run as :class:`plait.NestedEvent`
+    events of the step.
+
+    :param workflow: the inner workflow.
+    :param step: the step's id, for errors.
+    """
+
+    def __init__(self, workflow: plait.Workflow, step: str) -> None:
+        self.workflow = workflow
+        self.step = step
+
+    async def __call__(
+        self, user_message: Any, instruction: str | None, ctx: WorkflowContext[Any, Any]
+    ) -> Any:
+        """Start the inner run: its output, or :class:`_Waiting`."""
+        if instruction and isinstance(user_message, str):
+            user_message = f"{instruction}\n\n{user_message}"
+        result, saved = await self.workflow.run_nested(user_message, ctx=ctx)
+        return await self._settle(result, saved, ctx)
+
+    async def answer(
+        self, response: RequestResponse, ctx: WorkflowContext[Any, Any]
+    ) -> tuple[str, Any]:
+        """Resume the inner run that asked: ``(its run id, its output or
+        :class:`_Waiting`)``.
+
+        :raises StepOutputError: no inner run of this step asked the request.
+        """
+        waiting: dict[str, list[str]] = ctx.state.setdefault("requests", {})
+        runs: dict[str, Any] = ctx.state.setdefault("runs", {})
+        if response.request_id not in waiting:
+            raise StepOutputError(
+                f"step {self.step!r}: an answer came to request {response.request_id!r}, "
+                "which the step did not ask",
+                executor_id=self.step,
+                superstep=ctx.superstep,
+            )
+        inner_run, inner_request = waiting.pop(response.request_id)
+        saved = runs.pop(inner_run)
+        result, saved = await self.workflow.run_nested(
+            saved=saved, responses={inner_request: response.value}, ctx=ctx
+        )
+        return inner_run, await self._settle(result, saved, ctx)
+
+    async def _settle(self, result: Any, saved: Any, ctx: WorkflowContext[Any, Any]) -> Any:
+        if result.status is RunStatus.FAILED:
+            error = result.error
+            if isinstance(error, ExecutorFailedError) and error.__cause__ is not None:
+                raise error.__cause__ from None
+            raise error
+        if saved is not None:  # keep the inner run, ask its requests of the outer caller
+            waiting: dict[str, list[str]] = ctx.state.setdefault("requests", {})
+            runs: dict[str, Any] = ctx.state.setdefault("runs", {})
+            runs[result.run_id] = saved
+            asked = {inner for _, inner in waiting.values()}
+            for pending in result.pending_requests:
+                if pending.request_id not in asked:
+                    outer = await ctx.request_info(pending.request, pending.response_type)
+                    waiting[outer] = [result.run_id, pending.request_id]
+            return _Waiting(result.run_id)
+        if not result.outputs:
+            raise StepOutputError(
+                f"step {self.step!r}: its agent finished without sending an output",
+                executor_id=self.step,
+            )
+        return result.outputs[-1]
 
 
 def _kind_names(ctx: BuildContext) -> list[str]:

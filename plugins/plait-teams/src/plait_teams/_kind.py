@@ -16,7 +16,9 @@ sends its answer: the final message's text (``output: text``, the default: what 
 output and templates read), the whole :class:`~plait_teams.Conversation`
 (``output: conversation``), or ``{<node id>: text}`` (``output: updates``: what a DAG
 node's agent returns). A task that is not text is given as its JSON; a mapping with a
-``task`` text (a DAG node's context) as that text.
+``task`` text (a DAG node's context) as that text. A request the team makes (a human's
+turn, a handoff that needs the user, a plan review) goes out as a nested workflow's does,
+and its answer resumes the team: a steps executor step and a DAG node wait for it.
 
 :func:`team_problems` checks a config as data (the modes, each mode's options, handoff
 targets and the start agent among the participants), every problem with its JSON path
