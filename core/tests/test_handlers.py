@@ -42,3 +42,16 @@ def test_an_executor_declares_its_handlers() -> None:
     one, two = Derived("one"), Derived("two")
     assert one.input_types == (str, int)
     assert one.handlers[0].call.__self__ is one and two.handlers[0].call.__self__ is two  # type: ignore[attr-defined]
+
+
+def test_declared_types_follow_the_handlers_an_executor_holds() -> None:
+    # the types are collected once per handlers tuple: a copy that declares its handlers
+    # again, or an executor given other handlers, reports the types of those it holds
+    twice = Twice("t", bytes)
+    assert twice.output_types == (bytes,)
+    copy = twice.with_id("u")
+    assert isinstance(copy, Twice)
+    copy.accepts = str
+    copy.handlers = tuple(copy.declare_handlers())
+    assert copy.input_types == (str,) and copy.output_types == (str,)
+    assert twice.input_types == (bytes,) and twice.output_types == (bytes,)

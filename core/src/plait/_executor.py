@@ -34,6 +34,8 @@ F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 _MARK = "__plait_handler__"
 _UNKNOWN: tuple[Any, ...] = (Any,)
 _NOTHING = (typing.NoReturn, typing_extensions.Never, None, type(None))
+#: an executor's handlers, and the input, output and workflow output types they declare
+_Declared = tuple[tuple["Handler", ...], tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]
 
 
 class Handler:
@@ -131,17 +133,34 @@ class Executor:
     def input_types(self) -> tuple[Any, ...]:
         """Types this executor's handlers accept from edges, in handler order (a handler for
         :class:`~plait.RequestResponse` takes answers to requests, not messages)."""
-        return tuple(h.input_type for h in self.handlers if h.input_type is not RequestResponse)
+        return self._declared_types()[1]
 
     @property
     def output_types(self) -> tuple[Any, ...]:
         """Message types it may send (``(Any,)`` when unknown)."""
-        return _union_of(h.output_types for h in self.handlers)
+        return self._declared_types()[2]
 
     @property
     def workflow_output_types(self) -> tuple[Any, ...]:
         """Types it may yield as workflow outputs."""
-        return _union_of(h.workflow_output_types for h in self.handlers)
+        return self._declared_types()[3]
+
+    def _declared_types(self) -> _Declared:
+        """``(handlers, input types, output types, workflow output types)``, collected once
+        per ``handlers`` tuple: building a workflow asks each node for them several times
+        (type wiring, the node's spec). A copy whose handlers are declared again
+        (:meth:`with_id`) has another tuple, so its types are collected again.
+        """
+        handlers = self.handlers
+        found: _Declared | None = getattr(self, "_declared", None)
+        if found is None or found[0] is not handlers:
+            found = self._declared = (
+                handlers,
+                tuple(h.input_type for h in handlers if h.input_type is not RequestResponse),
+                _union_of(h.output_types for h in handlers),
+                _union_of(h.workflow_output_types for h in handlers),
+            )
+        return found
 
     # -- dispatch ----------------------------------------------------------------------
 
@@ -326,8 +345,13 @@ def _resolve_handler(fn: Callable[..., Awaitable[Any]]) -> Handler:
     # closures made by one ``def`` (1,000 ``@executor`` nodes from a loop) share their code
     # and annotations, hence their shape: found by code, no per-function entry is needed
     code_key = _code_key(key)
+    shape: tuple[Any, ...] | None = None
     if code_key is not None:
-        shape = _BY_CODE.get(code_key)
+        try:
+            shape = _BY_CODE.get(code_key)
+        except TypeError:  # an annotation's value is not hashable: no cache by code
+            code_key = None
+    if code_key is not None:
         if shape is None:
             shape = _read_shape(fn)
             if len(_BY_CODE) < 4096:
@@ -353,17 +377,14 @@ _BY_CODE: dict[Any, tuple[Any, ...]] = {}
 
 def _code_key(function: Any) -> Any:
     """What decides a function's shape: its code, its globals (where string annotations
-    resolve) and its annotations' values; ``None`` when those are not hashable."""
+    resolve) and its annotations' values; ``None`` for what has no code. Hashing the key
+    (the caller's look-up) raises ``TypeError`` when an annotation's value is not hashable.
+    """
     code = getattr(function, "__code__", None)
     annotations = getattr(function, "__annotations__", None)
     if code is None or not isinstance(annotations, dict):
         return None
-    key = (code, id(getattr(function, "__globals__", None)), *annotations.items())
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
+    return (code, id(getattr(function, "__globals__", None)), *annotations.items())
 
 
 def _read_shape(fn: Callable[..., Awaitable[Any]]) -> tuple[Any, ...]:

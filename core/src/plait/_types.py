@@ -145,6 +145,8 @@ def type_name(tp: Any) -> str:
     Names of hashable types are computed once (a 1,000-node spec names the same few).
     See :func:`_type_name` for the rules.
     """
+    if type(tp) is type:  # a plain class: hashable, without type arguments
+        return _cached_type_name(tp) if tp.__module__ != "__main__" else _type_name(tp)
     if getattr(tp, "__module__", None) == "__main__" or typing.get_args(tp):
         return _type_name(tp)  # named by the running script: not cached
     try:

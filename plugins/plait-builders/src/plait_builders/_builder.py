@@ -629,11 +629,14 @@ def _node_spec(ex: Executor, policy: dict[str, Any] | None = None) -> NodeSpec:
         ref = None
     else:
         kind = "python"
+        ref = getattr(ex, "ref", None)
         if isinstance(ex, FunctionExecutor):
-            found, why = code_ref(ex.fn), nonportable_reason(ex.fn)
+            # its ``ref`` names the function already: the import path is computed once
+            why = nonportable_reason(ex.fn)
+            ref = ref or code_ref(ex.fn)
         else:
             found, why = _class_code(type(ex))
-        ref = getattr(ex, "ref", None) or found
+            ref = ref or found
         nonportable = getattr(ex, "nonportable", None) or why
         config = {"ref": ref}
     retry = policy.get("retry") or (ex.retry.to_dict() if ex.retry is not None else None)

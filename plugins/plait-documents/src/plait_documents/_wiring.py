@@ -300,7 +300,8 @@ def _producers(
 
 
 def _accepts(accepted: tuple[Any, ...], tp: Any) -> bool:
-    return any(is_assignable(tp, a) for a in accepted)
+    # a type is assignable to itself: most edges send exactly what their target accepts
+    return tp in accepted or any(is_assignable(tp, a) for a in accepted)
 
 
 def _incoming(
