@@ -57,6 +57,7 @@ class SingleRunner:
     def __init__(self, group: EdgeGroupSpec) -> None:
         self.group = group
         self.target = group.targets[0]
+        self.passthrough = self.target
 
     def route(self, source: str, message: Any, target: str | None, state: Any) -> list[Any]:
         return [(self.target, message)] if target in (None, self.target) else []
@@ -590,6 +591,7 @@ from plait_testing import MergeStrategyContract, RouterContract
 class Leaky:
     stateful = False
     needs_flush = False
+    passthrough = None
     def __init__(self, group):
         self.group = group
     def create(self, group, params, env):

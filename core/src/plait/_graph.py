@@ -85,6 +85,13 @@ class CompiledGraph:
         #: executor id -> the executors its failures are delivered to (error edges)
         self.error_targets = {k: tuple(v) for k, v in errors.items()}
         self.routes_from = {k: tuple(v) for k, v in routes.items()}
+        #: executor id -> the one target every message it sends goes to (its only edge
+        #: group passes every message on: :attr:`EdgeRunner.passthrough`), known here
+        self.passthrough = {
+            source: runners[0][1].passthrough
+            for source, runners in self.routes_from.items()
+            if len(runners) == 1 and runners[0][1].passthrough is not None
+        }
         self.flushers = tuple(
             (gid, runner) for gid, runner in self.edge_runners.items() if runner.needs_flush
         )

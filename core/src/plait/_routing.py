@@ -64,6 +64,11 @@ class EdgeRunner(Protocol):
     group: EdgeGroupSpec
     stateful: bool
     needs_flush: bool
+    #: the group's one target when it delivers every message of its one source there, as it
+    #: is, whatever the message (an edge without a condition), or whenever the sender names
+    #: that target; ``None`` otherwise. The runner then delivers a message sent along the
+    #: source's only edge group without calling :meth:`route`.
+    passthrough: str | None
 
     def route(self, source: str, message: Any, target: str | None, state: Any) -> list[Delivery]:
         """Where ``message`` from ``source`` goes (``target`` is the sender's explicit choice).

@@ -17,8 +17,11 @@ The barrier is real: a superstep ends when its slowest executor ends; wrap a slo
 as a nested workflow to let it run at its own pace.
 
 Hot path: dispatch by message type is cached per executor; a superstep with one delivery
-spawns no task and writes to the run's own record, whose messages need no sorting; no
-event is built unless someone consumes it; messages are never copied.
+spawns no task and writes to the run's own record, whose messages need no sorting, and its
+invocation runs inline in the loop; a message along its sender's one edge group, when that
+group passes every message on to one target (:attr:`EdgeRunner.passthrough`), is
+delivered without asking the router; no event is built unless someone consumes it;
+messages are never copied.
 
 A run may ask for another schedule by name (``RunOptions.schedule``): a plugin registers
 it (``plait_register_schedules``, a :class:`Schedule`), and the superstep loop hands it
@@ -156,8 +159,10 @@ Job = tuple[str, list[Any], "anyio.CapacityLimiter | None", int, "list[Effects] 
 _T = TypeVar("_T")
 # yield to the event loop (a cancellation point too) at least this often on inline
 # supersteps, so other runs, stream consumers and cancel scopes get their turn even when
-# every handler completes without awaiting anything
-_YIELD_EVERY = 32
+# every handler completes without awaiting anything; a turn of the loop (a poll of the
+# selector) costs several inline supersteps of trivial handlers, and 128 of those take
+# about a quarter of a millisecond
+_YIELD_EVERY = 128
 
 
 class RunnerView(Protocol):
@@ -463,6 +468,8 @@ class Runner:
         arrival = self.arrival
         named = bool(arrival)
         main, observer, flushers = self.main, self.observer, self.graph.flushers
+        executors, policies, contexts = self.executors, self.policies, self.contexts
+        passthrough, live, native = self.graph.passthrough, self.live, self.native_asyncio
         # no delivery to name, no invocation to observe (a bool: the cheapest test)
         plain = not named and observer is None
         lean = plain and not self.graph.error_targets  # (and no failure to divert)
@@ -502,17 +509,35 @@ class Runner:
                 # the hot path: one job, inline, writing to the run's own record
                 ((eid, messages),) = inbox.items()
                 if len(messages) == 1:
-                    await self._invoke(eid, messages[0], 0, main)
+                    # one message: :meth:`_invoke`'s path without a policy, inline
+                    message = messages[0]
+                    handler = executors[eid].find_handler(message)
+                    if handler is None or eid in policies:
+                        await self._invoke(eid, message, 0, main)
+                    else:
+                        ctx = contexts.get(eid) or state.context(eid)
+                        ctx._index = 0
+                        try:
+                            await handler.call(message, ctx)
+                        except BaseException as exc:
+                            self._failed(eid, message, 0, main, exc)
                 else:
                     for index, message in enumerate(messages):
                         await self._invoke(eid, message, index, main)
-                if self.live or step % _YIELD_EVERY == 0:
-                    await anyio.lowlevel.checkpoint()
+                if live or step % _YIELD_EVERY == 0:
+                    await (asyncio.sleep(0) if native else anyio.lowlevel.checkpoint())
                 if lean and main.writes is None:
                     # one job's messages and nothing else: in the canonical order already
-                    if main.outbox:
-                        outbox, main.outbox = main.outbox, []
-                        inbox = route_outbox(outbox, routes, router_state, step)
+                    sent = main.outbox
+                    to = passthrough.get(sent[0][0]) if len(sent) == 1 else None
+                    if to is not None and sent[0][2] in (None, to):
+                        # one message along the one edge group of its sender, which
+                        # passes every message on to one target: known when it was built
+                        inbox = {to: [sent[0][1]]}
+                        sent.clear()
+                    elif sent:
+                        main.outbox = []
+                        inbox = route_outbox(sent, routes, router_state, step)
                     else:
                         inbox = {}
                     if flushers:
@@ -692,6 +717,13 @@ class Runner:
                 self._finished(exc)
             if not self.graph.error_targets or not self._diverted(eid, message, index, run, exc):
                 raise
+
+    def _failed(self, eid: str, message: Any, index: int, run: Effects, exc: BaseException) -> None:
+        """An invocation without a policy raised ``exc``: raise its run error
+        (:func:`failure`), unless an error edge of ``eid`` takes it."""
+        error = failure(eid, run.superstep, exc, self.native_asyncio)
+        if not self.graph.error_targets or not self._diverted(eid, message, index, run, error):
+            raise error from error.__cause__
 
     def _diverted(
         self, eid: str, message: Any, index: int, run: Effects, exc: BaseException

@@ -16,6 +16,7 @@ class Forgetful:
     '''Says it is stateful, but keeps its state nowhere; and types nothing.'''
     stateful = True
     needs_flush = False
+    passthrough = None
     def __init__(self, group=None):
         self.group = group
     def create(self, group, params, env):

@@ -57,6 +57,7 @@ class _Stateless:
     group: EdgeGroupSpec
     stateful = False
     needs_flush = False
+    passthrough: str | None = None
 
     def initial_state(self) -> None:
         return None
@@ -85,6 +86,8 @@ class SingleEdgeRunner(_Stateless):
         self.source = _one(group, "source", group.sources)
         self.target = _one(group, "target", group.targets)
         self.condition = condition
+        # without a condition, every message goes on to the target as it is
+        self.passthrough = self.target if condition is None else None
 
     def route(self, source: str, message: Any, target: str | None, state: Any) -> list[Delivery]:
         if target is not None and target != self.target:
@@ -273,6 +276,7 @@ class FanInEdgeRunner:
     """
 
     stateful = True
+    passthrough = None
 
     def __init__(self, group: EdgeGroupSpec, merge: Any, merge_name: str, when: str) -> None:
         self.group = group

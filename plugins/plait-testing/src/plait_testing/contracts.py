@@ -167,6 +167,7 @@ class RouterContract:
         assert edge_runner.group == edge_group
         assert isinstance(edge_runner.stateful, bool)
         assert isinstance(edge_runner.needs_flush, bool)
+        assert edge_runner.passthrough is None or isinstance(edge_runner.passthrough, str)
         if not router.stateful:
             assert not edge_runner.stateful, "a stateless router created a stateful runner"
 
@@ -207,6 +208,27 @@ class RouterContract:
                     deliveries = edge_runner.route(source, message, target, state)
                     self.check_deliveries(deliveries, edge_runner.group)
                     assert {t for t, _ in deliveries} <= {target}
+
+    def test_a_passthrough_target_gets_every_message_as_it_is(
+        self, edge_runner: Any, messages: list[Any]
+    ) -> None:
+        """A runner naming a ``passthrough`` target (the kernel then delivers without
+        calling ``route``) has one source, and routes every message from it to that target,
+        the message itself, whether the sender names the target or none."""
+        through = edge_runner.passthrough
+        if through is None:
+            return
+        group = edge_runner.group
+        assert through in group.targets, f"passthrough {through!r} is not a target of {group.id!r}"
+        assert len(group.sources) == 1, f"a passthrough group has one source, not {group.sources}"
+        state = edge_runner.initial_state()
+        for message in messages:
+            for target in (None, through):
+                deliveries = edge_runner.route(group.sources[0], message, target, state)
+                assert len(deliveries) == 1 and deliveries[0][0] == through, (
+                    f"passthrough {through!r}, but route() delivered {deliveries!r}"
+                )
+                assert deliveries[0][1] is message, "passthrough delivers the message itself"
 
     def test_nothing_buffered_means_nothing_flushed(self, edge_runner: Any) -> None:
         """``flush`` on a fresh state delivers nothing."""
