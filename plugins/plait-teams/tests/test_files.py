@@ -328,3 +328,96 @@ def test_a_document_without_a_team_does_not_import_plait_teams() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# -- a group chat's manager, from a file --------------------------------------------------------
+
+#: a group chat whose manager is named in the document
+MANAGED = """\
+workflow:
+  - id: chat
+    type: team
+    mode: group_chat
+    participants: [writer, critic]
+    options: {max_rounds: 4, output: conversation, manager: MANAGER}
+"""
+
+
+async def _critic(conversation: Any) -> str:
+    return f"critic on {conversation.last.text}"
+
+
+def test_a_file_group_chat_s_manager_is_a_python_function() -> None:
+    def pick(state: Any) -> str | None:
+        # the critic first, then the writer, then done
+        return {0: "critic", 1: "writer"}.get(state.round)
+
+    text = MANAGED.replace("MANAGER", "{uses: pick}")
+    workflow = plait.load(
+        text, format="steps", executors={"writer": _writer, "critic": _critic, "pick": pick}
+    )
+    (conversation,) = workflow.run_sync("otters").outputs
+    assert [m.author for m in conversation] == ["user", "critic", "writer"]
+
+
+def test_a_file_group_chat_s_manager_is_a_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    import llm
+
+    class Manager(llm.Model):
+        model_id = "teams-test-file-manager"
+
+        def __init__(self) -> None:
+            self.answers = [
+                {"next": "writer", "done": False},
+                {"next": "critic", "done": False},
+                {"next": None, "done": True},
+            ]
+            self.prompts: list[str] = []
+
+        def execute(self, prompt: Any, stream: bool, response: Any, conversation: Any) -> Any:
+            self.prompts.append(prompt.prompt)
+            yield json.dumps(self.answers.pop(0))
+
+    class Models:
+        def __init__(self) -> None:
+            self.manager = Manager()
+
+        @llm.hookimpl
+        def register_models(self, register: Any) -> None:
+            register(self.manager)
+
+    monkeypatch.setenv("LLM_USER_PATH", str(tmp_path / "llm"))
+    plugin = Models()
+    llm.plugins.pm.register(plugin, name="plait-teams-test-file-manager")
+    try:
+        text = MANAGED.replace(
+            "MANAGER", "{model: teams-test-file-manager, system: 'You run a writing desk.'}"
+        )
+        # a model manager reaches a model: the document needs the network granted
+        with pytest.raises(plait.PlaitError, match="needs network, which is not granted"):
+            plait.load(text, format="steps", executors={"writer": _writer, "critic": _critic})
+        workflow = plait.load(
+            text,
+            format="steps",
+            executors={"writer": _writer, "critic": _critic},
+            allow=["network"],
+        )
+        (conversation,) = workflow.run_sync("otters").outputs
+    finally:
+        llm.plugins.pm.unregister(plugin)
+    assert [m.author for m in conversation] == ["user", "writer", "critic"]
+    assert conversation.last.text == "critic on draft about otters"
+    assert plugin.manager.answers == []  # the model chose each turn, and said done
+    # the document's ``system`` is the manager's instruction, before the participants
+    assert all(p.startswith("You run a writing desk.") for p in plugin.manager.prompts)
+
+
+def test_a_file_group_chat_manager_that_was_not_passed_is_an_error_at_its_path() -> None:
+    text = MANAGED.replace("MANAGER", "{uses: pick}")
+    with pytest.raises(plait.PlaitError) as caught:
+        plait.load(text, format="steps", executors={"writer": _writer, "critic": _critic})
+    assert "the manager uses 'pick', which the caller did not pass" in str(caught.value)

@@ -181,9 +181,9 @@ class LLMSelector:
         )
 
 
-def _agent_for(model: Any) -> Any:
+def _agent_for(model: Any, options: Mapping[str, Any] | None = None) -> Any:
     """A plait-llm agent answering :data:`SELECTION_SCHEMA` on ``model`` (an ``llm``
-    model, or a model id)."""
+    model, or a model id), with the model's ``options`` if given."""
     try:
         from plait_llm import AgentExecutor
     except ImportError:  # pragma: no cover - plait-llm is what the LLM manager runs on
@@ -194,7 +194,9 @@ def _agent_for(model: Any) -> Any:
         import llm
 
         model = llm.get_model(model)
-    return AgentExecutor("group_chat_manager", model, structured_output=SELECTION_SCHEMA)
+    return AgentExecutor(
+        "group_chat_manager", model, structured_output=SELECTION_SCHEMA, options=options
+    )
 
 
 class GroupChatManager(TeamManager):

@@ -20,6 +20,11 @@ node's agent returns). A task that is not text is given as its JSON; a mapping w
 turn, a handoff that needs the user, a plan review) goes out as a nested workflow's does,
 and its answer resumes the team: a steps executor step and a DAG node wait for it.
 
+A group chat's ``manager`` picks the next speaker: ``{model: <llm model>, system: ...,
+options: ...}`` asks a model (:class:`~plait_teams.LLMSelector`), ``{uses: <name>}`` or
+``{ref: module:attr}`` is a function ``(state) -> name | None``; without one the
+participants speak in turn. A Magentic team's ``manager`` keeps its ledgers.
+
 :func:`team_problems` checks a config as data (the modes, each mode's options, handoff
 targets and the start agent among the participants), every problem with its JSON path
 under the config, so a loader reports each at its position in the document; the kind's
@@ -40,7 +45,7 @@ __all__ = ["MODES", "MODE_OPTIONS", "TeamKind", "team_config_schema", "team_prob
 MODES = ("group_chat", "magentic", "handoff")
 #: the options each mode takes, besides ``mode``, ``participants`` and ``output``
 MODE_OPTIONS: Mapping[str, tuple[str, ...]] = {
-    "group_chat": ("max_rounds", "termination"),
+    "group_chat": ("max_rounds", "termination", "manager"),
     "magentic": ("manager", "max_round_count", "max_stall_count", "max_reset_count", "plan_review"),
     "handoff": ("start", "handoffs", "max_rounds"),
 }
@@ -303,6 +308,16 @@ class TeamKind:
         from ._group_chat import GroupChatBuilder
 
         chat = GroupChatBuilder(name).participants(list(members.values()))
+        manager = config.get("manager")
+        if manager is not None and "model" in manager:
+            # an LLM picks the next speaker (its ``system`` is the manager's instruction)
+            from ._group_chat import LLMSelector, _agent_for
+
+            agent = _agent_for(manager["model"], manager.get("options"))
+            chat.with_llm_manager(LLMSelector(agent, instruction=manager.get("system")))
+        elif manager is not None:
+            # ``uses``/``ref``: a function ``(state) -> name | None`` picks
+            chat.with_selector(self._manager(manager, ctx))
         if "max_rounds" in config:
             chat.with_max_rounds(config["max_rounds"])
         if "termination" in config:
