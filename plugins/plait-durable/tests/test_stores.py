@@ -34,14 +34,6 @@ prune_plan = CheckpointStoreBase._prune_plan
 redact_url = CheckpointStoreBase.redact_url
 
 
-class NamedStore(CheckpointStoreBase):
-    def __init__(self, url: str) -> None:
-        self.url = url
-
-    async def latest(self) -> None:
-        self._check_open()
-
-
 @pytest.mark.anyio
 async def test_async_with_closes_the_store_and_a_closed_store_refuses_work() -> None:
     store = NamedStore("dict://x")
@@ -183,6 +175,62 @@ class DictStore(CheckpointStoreBase):
             assert newest is not None
             heads.append((run_id, newest[0], newest[1], None))
         return heads[:limit]
+
+    async def _prune(self, run_id: str, keep_last: int) -> int:
+        mine = [i for i, (run, _) in self.data.items() if run == run_id]
+        doomed = mine[: max(len(mine) - keep_last, 0)]
+        for checkpoint_id in doomed:
+            del self.data[checkpoint_id]
+        return len(doomed)
+
+    async def _release(self, lease: Lease) -> None:
+        if self.leases.get(lease.run_id) == lease.token:
+            del self.leases[lease.run_id]
+
+
+class NamedStore(DictStore):
+    """A store of a given URL, whose ``latest`` only checks the store is open."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.url = url
+
+    async def latest(self) -> None:  # type: ignore[override]
+        self._check_open()
+
+
+def test_a_store_without_a_write_primitive_cannot_be_made() -> None:
+    class NoPrune(DictStore):
+        _prune = CheckpointStoreBase._prune  # the base's abstract one, not DictStore's
+
+    with pytest.raises(TypeError, match="abstract method _prune"):
+        NoPrune()
+
+
+def test_a_store_that_neither_reads_a_primitive_nor_overrides_its_reader_is_refused() -> None:
+    with pytest.raises(
+        TypeError,
+        match=r"\.Blind defines neither _read nor load: a store reads through the primitive",
+    ):
+
+        class Blind(CheckpointStoreBase):
+            async def _newest(self, run_id: str) -> None:
+                return None
+
+            async def _heads(self, limit: int | None) -> list[tuple[str, str, bytes, None]]:
+                return []
+
+    class OwnReads(CheckpointStoreBase):  # overriding the readers is the other way
+        async def load(self, checkpoint_id: str) -> Any:
+            raise LookupError(checkpoint_id)
+
+        async def latest(self, run_id: str) -> None:
+            return None
+
+        async def _runs(self, limit: int | None) -> list[Any]:
+            return []
+
+    assert OwnReads.load is not CheckpointStoreBase.load
 
 
 @pytest.mark.anyio

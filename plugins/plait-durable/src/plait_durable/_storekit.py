@@ -30,11 +30,15 @@ What a store writes itself, each in one transaction or under one lock:
 ``_release``                clear a lease's holder if its token is current
 ==========================  ========================================================
 
-and the rest of :class:`~plait_durable.CheckpointStore`: ``list``, ``delete``,
-``delete_run``, ``acquire_lease``, ``renew_lease``, plus ``get_blobs`` and
-``blob_hashes`` (:class:`~plait_durable.BlobStore`) and ``list_runs``
-(:class:`~plait_durable.RunIndex`). Test a store with
-:class:`plait_testing.stores.CheckpointStoreContract`.
+``_write``, ``_append``, ``_events``, ``_prune`` and ``_release`` are abstract: a store
+without one cannot be made. ``_read``, ``_newest`` and ``_heads`` are what the default
+``load``, ``latest`` and ``_runs`` read through: a store defines each, or overrides its
+reader (the file store reads its own way), and a class that does neither is refused
+when it is defined (:attr:`CheckpointStoreBase.READERS`). Then the rest of
+:class:`~plait_durable.CheckpointStore`: ``list``, ``delete``, ``delete_run``,
+``acquire_lease``, ``renew_lease``, plus ``get_blobs`` and ``blob_hashes``
+(:class:`~plait_durable.BlobStore`) and ``list_runs`` (:class:`~plait_durable.RunIndex`).
+Test a store with :class:`plait_testing.stores.CheckpointStoreContract`.
 
 How a store starts::
 
@@ -57,9 +61,10 @@ How a store starts::
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from plait import CheckpointError
 from typing_extensions import Self
@@ -72,7 +77,7 @@ from .checkpoint import Checkpoint, Lease, LeaseHolder, RunInfo
 __all__ = ["CheckpointStoreBase"]
 
 
-class CheckpointStoreBase:
+class CheckpointStoreBase(abc.ABC):
     """The base of a checkpoint store: its lifecycle, the protocol's glue over the
     store's primitives (see the module docstring), and the rules every store applies.
 
@@ -311,6 +316,7 @@ class CheckpointStoreBase:
 
     # -- the primitives a store writes --------------------------------------------------
 
+    @abc.abstractmethod
     async def _write(
         self,
         checkpoint: Checkpoint,
@@ -324,38 +330,56 @@ class CheckpointStoreBase:
         ``blobs`` and its journal ``events`` (JSON text, numbered on from the run's
         last), and index the run; with ``lease``, only while its token is the run's
         (else raise :meth:`_lost`)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def _append(self, run_id: str, events: Sequence[str], lease: Lease | None) -> None:
         """In one transaction: append ``events`` (JSON text, at least one) to the
         journal of ``run_id``, numbered on from its last; with ``lease`` as
         :meth:`_write`."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def _events(self, run_id: str, after: int, limit: int) -> Sequence[tuple[int, str]]:
         """The ``(seq, text)`` journal lines of ``run_id`` whose seq is above ``after``,
         oldest first, at most ``limit``."""
-        raise NotImplementedError
 
-    async def _read(self, checkpoint_id: str) -> tuple[str, bytes] | None:
-        """``(run id, stored bytes)`` of ``checkpoint_id``, or ``None``."""
-        raise NotImplementedError
-
-    async def _newest(self, run_id: str) -> tuple[str, bytes] | None:
-        """``(checkpoint id, stored bytes)`` of the checkpoint of ``run_id`` saved
-        last, or ``None``."""
-        raise NotImplementedError
-
-    async def _heads(self, limit: int | None) -> Sequence[tuple[str, str, bytes, float | None]]:
-        """Each run's ``(run id, last checkpoint id, its bytes, when its first
-        checkpoint was taken)``, newest run first, at most ``limit``."""
-        raise NotImplementedError
-
+    @abc.abstractmethod
     async def _prune(self, run_id: str, keep_last: int) -> int:
         """Delete the checkpoints :meth:`_prune_plan` names and the blobs nothing
         left reaches; return how many checkpoints went."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def _release(self, lease: Lease) -> None:
         """Clear the holder of ``lease`` if its token is still the run's."""
-        raise NotImplementedError
+
+    # -- the primitives the default readers use -----------------------------------------
+
+    #: each read primitive, and the reader built on it: a store defines the primitive,
+    #: or overrides the reader (a store that reads its own way, as the file store does);
+    #: checked when the store's class is defined, not when a read first needs it
+    READERS: ClassVar[Mapping[str, str]] = {"_read": "load", "_newest": "latest", "_heads": "_runs"}
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        for primitive, reader in CheckpointStoreBase.READERS.items():
+            overridden = getattr(cls, reader) is not getattr(CheckpointStoreBase, reader)
+            if not overridden and not hasattr(cls, primitive):
+                raise TypeError(
+                    f"checkpoint store {cls.__qualname__} defines neither {primitive} nor "
+                    f"{reader}: a store reads through the primitive, or overrides the reader"
+                )
+
+    if TYPE_CHECKING:  # defined by each store that does not override their readers
+
+        async def _read(self, checkpoint_id: str) -> tuple[str, bytes] | None:
+            """``(run id, stored bytes)`` of ``checkpoint_id``, or ``None``."""
+            ...
+
+        async def _newest(self, run_id: str) -> tuple[str, bytes] | None:
+            """``(checkpoint id, stored bytes)`` of the checkpoint of ``run_id`` saved
+            last, or ``None``."""
+            ...
+
+        async def _heads(self, limit: int | None) -> Sequence[tuple[str, str, bytes, float | None]]:
+            """Each run's ``(run id, last checkpoint id, its bytes, when its first
+            checkpoint was taken)``, newest run first, at most ``limit``."""
+            ...
