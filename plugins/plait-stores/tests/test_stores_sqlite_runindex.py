@@ -5,7 +5,6 @@ opened."""
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 
 import attrs
@@ -60,26 +59,22 @@ async def test_every_page_is_one_indexed_query(tmp_path: Path, query: RunQuery) 
     assert "TEMP B-TREE" not in plan, f"the page sorts the whole table: {plan}"
 
 
-async def test_pages_over_10000_runs_are_fast(tmp_path: Path) -> None:
+async def test_pages_over_10000_runs_see_each_run_once(tmp_path: Path) -> None:
+    # how fast a page is lives in tests/benchmarks/bench_ui.py (runs_page); that each page
+    # is one indexed query is test_every_page_is_one_indexed_query
     store = SqliteCheckpointStore(tmp_path / "runs.db")
     try:
         await fill(store, 10_000)
-        started = time.perf_counter()
         first = await list_runs(store, status="failed")
-        first_took = time.perf_counter() - started
         assert [r.run_id for r in first.runs][:2] == ["run-09999", "run-09995"]
         cursor, pages = first.next_cursor, 1
-        seen = len(first.runs)
-        slowest = first_took
+        seen = [r.run_id for r in first.runs]
         while cursor is not None:
-            started = time.perf_counter()
             page = await list_runs(store, status="failed", cursor=cursor)
-            slowest = max(slowest, time.perf_counter() - started)
-            seen += len(page.runs)
+            seen += [r.run_id for r in page.runs]
             cursor, pages = page.next_cursor, pages + 1
-        assert (seen, pages) == (2500, 50)
-        print(f"10,000 runs: the slowest of 50 pages took {slowest * 1000:.1f} ms")
-        assert slowest < 0.3
+        assert (len(seen), len(set(seen)), pages) == (2500, 2500, 50)
+        assert seen == sorted(seen, reverse=True)
     finally:
         await store.aclose()
 

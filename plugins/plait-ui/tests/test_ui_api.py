@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -314,14 +313,12 @@ def test_the_runs_page_over_10000_runs(tmp_path: Path) -> None:
 
     anyio.run(fill)
     with signed_in(url) as client:
+        # the page's speed is measured by tests/benchmarks/bench_ui.py (runs_page), never
+        # asserted here: a loaded CI machine is no measure of it
         for params in ({}, {"status": "running", "cursor": "5000"}, {"q": "run-0420"}):
-            started = time.perf_counter()
             page = client.get("/", params=params)
-            took = time.perf_counter() - started
             assert page.status_code == 200
-            store_ms = float(re.search(r"([\d.]+) ms in the store", page.text).group(1))  # type: ignore[union-attr]
-            print(f"runs page {params}: {took * 1000:.0f} ms in all, {store_ms} ms in the store")
-            assert store_ms < 300 and took < 1.0
+            assert re.search(r"[\d.]+ ms in the store", page.text), params
         assert len(run_ids(client.get("/").text)) == 50
         assert run_ids(client.get("/", params={"q": "run-0420"}).text)[0] == "run-04209"
 
