@@ -444,3 +444,31 @@ def test_the_checks_find_what_they_look_for(tmp_path: Path) -> None:
     # the __init__'s TYPE_CHECKING block declares exports: _b, importing the package,
     # is no cycle with it
     assert "plait_fixture._b" not in graph["plait_fixture"]
+
+
+#: The five first-party checkpoint stores, each written against the store kit.
+STORES = {
+    "memory": "plugins/plait-stores/src/plait_stores/_memory.py",
+    "file": "plugins/plait-stores/src/plait_stores/_file.py",
+    "sqlite": "plugins/plait-stores/src/plait_stores/_sqlite.py",
+    "redis": "plugins/plait-redis/src/plait_redis/_store.py",
+    "postgres": "plugins/plait-postgres/src/plait_postgres/_store.py",
+}
+
+
+def test_each_store_is_written_against_at_most_ten_names_of_plait_durable() -> None:
+    """Issue 35: a store needs the kit's base and the records it keeps, nothing more (the
+    kit's methods say every error's wording)."""
+    counts: dict[str, list[str]] = {}
+    for store, path in STORES.items():
+        tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+        counts[store] = sorted(
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            and (node.module or "").split(".")[0] == "plait_durable"
+            for alias in node.names
+        )
+    assert all("CheckpointStoreBase" in names for names in counts.values()), counts
+    too_many = {store: names for store, names in counts.items() if len(names) > 10}
+    assert not too_many, too_many

@@ -90,6 +90,9 @@ class CheckpointStoreBase(abc.ABC):
 
     #: The store's URL, without a password: how messages name the store.
     url: str
+    #: What kind of store this is, as its errors say it ("SQLite", "Redis" …): they read
+    #: "SQLite checkpoint store URL …" (empty: "checkpoint store URL …").
+    KIND: ClassVar[str] = ""
     _closed: bool = False
 
     #: The listing fields of a checkpoint (:class:`~plait_durable.CheckpointInfo`) in
@@ -151,7 +154,18 @@ class CheckpointStoreBase(abc.ABC):
     def _check_open(self) -> None:
         """Raise :class:`~plait_durable.StoreUnavailableError` if the store is closed."""
         if self._closed:
-            raise StoreUnavailableError(f"checkpoint store {self.url} is closed")
+            raise self._unavailable("is closed")
+
+    def _unavailable(self, what: str) -> StoreUnavailableError:
+        """The error for a store that cannot be used now (unreachable, timed out, locked,
+        damaged, closed): "KIND checkpoint store URL ``what``". Raise it ``from`` the
+        error that caused it."""
+        return StoreUnavailableError(f"{self.KIND} checkpoint store {self.url} {what}".lstrip())
+
+    def _not_found(self, checkpoint_id: str) -> CheckpointNotFoundError:
+        """The error for loading checkpoint ``checkpoint_id``, which this store does not
+        keep."""
+        return CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r} in {self.url}")
 
     async def __aenter__(self) -> Self:
         return self
@@ -270,7 +284,7 @@ class CheckpointStoreBase(abc.ABC):
         self._check_open()
         found = await self._read(checkpoint_id)
         if found is None:
-            raise CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r} in {self.url}")
+            raise self._not_found(checkpoint_id)
         return self._decode(found[1], found[0], checkpoint_id)
 
     async def latest(self, run_id: str) -> Checkpoint | None:

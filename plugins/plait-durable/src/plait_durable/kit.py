@@ -5,12 +5,14 @@ A store subclasses :class:`CheckpointStoreBase`, which implements the protocol's
 leasing's checks) over a few primitives the store writes, and carries the rules and
 wording every store applies as methods and class attributes
 (``self._duplicate(checkpoint)``, ``self._lost(lease)``, ``self._take_lease(...)``,
-``self._prune_plan(...)``, ``INFO_FIELDS`` …). The records a store keeps and returns are
-:mod:`plait_durable`'s: :class:`~plait_durable.Checkpoint`,
+``self._unavailable(what)``, ``self._not_found(checkpoint_id)``, ``self._prune_plan(...)``,
+``INFO_FIELDS`` …; ``KIND`` names the kind of store in its errors). The records a store
+keeps and returns are :mod:`plait_durable`'s: :class:`~plait_durable.Checkpoint`,
 :class:`~plait_durable.CheckpointInfo`, :class:`~plait_durable.Lease`,
 :class:`~plait_durable.LeaseHolder`, :class:`~plait_durable.RunInfo`, and the run index's
 :class:`~plait_durable.RunQuery`, :class:`~plait_durable.RunPage` and
-:class:`~plait_durable.RunSummary`: a store imports those eight and this one name.
+:class:`~plait_durable.RunSummary`: a store imports those eight and this one name (and
+:class:`~plait_durable.CorruptCheckpointError` if it checks its own files: ten at most).
 
 Test a store with :class:`plait_testing.stores.CheckpointStoreContract`.
 """

@@ -59,7 +59,6 @@ from plait_durable import (
     RunPage,
     RunQuery,
     RunSummary,
-    StoreUnavailableError,
 )
 from plait_durable.kit import CheckpointStoreBase
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
@@ -238,6 +237,8 @@ class PostgresCheckpointStore(CheckpointStoreBase):
     without its password.
     """
 
+    KIND = "PostgreSQL"
+
     def __init__(self, url: str) -> None:
         parts = urlsplit(url)
         if parts.scheme.lower() not in ("postgresql", "postgres"):
@@ -282,11 +283,10 @@ class PostgresCheckpointStore(CheckpointStoreBase):
 
     # -- connections -------------------------------------------------------------------
 
-    def _unavailable(self, exc: BaseException) -> StoreUnavailableError:
+    def _failed(self, exc: BaseException) -> BaseException:
+        """The store kit's unavailable error for ``exc``, caused by it."""
         text = str(exc).strip() or type(exc).__name__
-        error = StoreUnavailableError(
-            f"PostgreSQL checkpoint store {self.url} is unreachable or failed: {text}"
-        )
+        error = self._unavailable(f"is unreachable or failed: {text}")
         error.__cause__ = exc
         return error
 
@@ -314,7 +314,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                     async with conn:
                         await self._migrate(conn)
                 except psycopg.Error as exc:
-                    raise self._unavailable(exc) from exc
+                    raise self._failed(exc) from exc
                 pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
                     self._conninfo,
                     min_size=1,
@@ -329,7 +329,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                     await pool.open(wait=True, timeout=self.pool_timeout)
                 except PoolTimeout as exc:
                     await pool.close()
-                    raise self._unavailable(exc) from exc
+                    raise self._failed(exc) from exc
                 self._pool = pool
         return self._pool
 
@@ -341,13 +341,13 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                 async with pool.connection() as conn:
                     yield conn
         except TimeoutError as exc:
-            raise self._unavailable(
+            raise self._failed(
                 TimeoutError(f"no answer within {self.timeout} s (the URL's timeout)")
             ) from exc
         except PoolTimeout as exc:  # before psycopg.Error: it is a subclass
-            raise self._unavailable(await self._why_no_connection(exc)) from exc
+            raise self._failed(await self._why_no_connection(exc)) from exc
         except psycopg.Error as exc:
-            raise self._unavailable(exc) from exc
+            raise self._failed(exc) from exc
 
     async def _why_no_connection(self, waited: PoolTimeout) -> BaseException:
         """libpq's reason when the pool had no connection to give (it only says it waited)."""

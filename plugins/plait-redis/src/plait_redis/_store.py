@@ -65,7 +65,6 @@ from plait_durable import (
     RunPage,
     RunQuery,
     RunSummary,
-    StoreUnavailableError,
 )
 from plait_durable.kit import CheckpointStoreBase
 from redis.asyncio.retry import Retry
@@ -93,6 +92,8 @@ class RedisCheckpointStore(CheckpointStoreBase):
     The client connects on first use. Connection failures (after a few quick retries)
     are :class:`~plait_durable.StoreUnavailableError` naming the URL without its password.
     """
+
+    KIND = "Redis"
 
     def __init__(self, url: str) -> None:
         parts = urlsplit(url)
@@ -168,13 +169,9 @@ class RedisCheckpointStore(CheckpointStoreBase):
             with anyio.fail_after(self.timeout):
                 yield self._client
         except TimeoutError as exc:
-            raise StoreUnavailableError(
-                f"Redis checkpoint store {self.url} did not answer within {self.timeout} s"
-            ) from exc
+            raise self._unavailable(f"did not answer within {self.timeout} s") from exc
         except _UNAVAILABLE as exc:
-            raise StoreUnavailableError(
-                f"Redis checkpoint store {self.url} is unreachable: {exc}"
-            ) from exc
+            raise self._unavailable(f"is unreachable: {exc}") from exc
 
     def _lease_key(self, run_id: str) -> str:
         return f"{self.prefix}lease:{run_id}"

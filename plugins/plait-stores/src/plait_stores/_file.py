@@ -87,7 +87,6 @@ import attrs
 from plait_durable import (
     Checkpoint,
     CheckpointInfo,
-    CheckpointNotFoundError,
     CorruptCheckpointError,
     Lease,
     LeaseHolder,
@@ -95,7 +94,6 @@ from plait_durable import (
     RunPage,
     RunQuery,
     RunSummary,
-    StoreUnavailableError,
 )
 from plait_durable.kit import CheckpointStoreBase
 
@@ -277,6 +275,8 @@ class FileCheckpointStore(CheckpointStoreBase):
 
     :param directory: created on the first save if it does not exist.
     """
+
+    KIND = "file"
 
     def __init__(
         self,
@@ -508,9 +508,9 @@ class FileCheckpointStore(CheckpointStoreBase):
     async def _run(self, func: Callable[..., _T], *args: object) -> _T:
         self._check_open()
         if not _SUPPORTED:  # pragma: no cover - Windows
-            raise StoreUnavailableError(
-                f"file checkpoint store {self.url} needs a POSIX system: it opens every "
-                "path relative to its directory without following links (dir_fd, O_NOFOLLOW)"
+            raise self._unavailable(
+                "needs a POSIX system: it opens every path relative to its directory "
+                "without following links (dir_fd, O_NOFOLLOW)"
             )
         try:
             if self._key not in _cleaned:
@@ -518,9 +518,7 @@ class FileCheckpointStore(CheckpointStoreBase):
                 await anyio.to_thread.run_sync(self.cleanup)
             return await anyio.to_thread.run_sync(func, *args)
         except OSError as exc:
-            raise StoreUnavailableError(
-                f"file checkpoint store {self.url} cannot be used: {exc}"
-            ) from exc
+            raise self._unavailable(f"cannot be used: {exc}") from exc
 
     def _refused(self, dir_fd: int, name: str, inside: str) -> CorruptCheckpointError:
         return CorruptCheckpointError(
@@ -646,9 +644,9 @@ class FileCheckpointStore(CheckpointStoreBase):
                         break
                     except BlockingIOError:
                         if time.monotonic() > deadline:
-                            raise StoreUnavailableError(
-                                f"file checkpoint store {self.url}: the lease file of run "
-                                f"{run_id!r} stayed locked for {self.timeout} s"
+                            raise self._unavailable(
+                                f"cannot be used: the lease file of run {run_id!r} stayed "
+                                f"locked for {self.timeout} s"
                             ) from None
                         time.sleep(0.01)
             yield fd
@@ -1066,7 +1064,7 @@ class FileCheckpointStore(CheckpointStoreBase):
     def _load_sync(self, checkpoint_id: str) -> Checkpoint:
         stored = self._read_stored(_fs_name(checkpoint_id, "checkpoint id"))
         if stored is None:
-            raise CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r} in {self.url}")
+            raise self._not_found(checkpoint_id)
         return self._decode_file(*stored)
 
     def _list_sync(self, run_id: str) -> builtins.list[CheckpointInfo]:

@@ -115,6 +115,8 @@ class MemoryCheckpointStore(CheckpointStoreBase):
     Nothing survives the process: use ``file://`` or ``sqlite://`` for that.
     """
 
+    KIND = "memory"
+
     def __init__(self, name: str | None = None) -> None:
         self.name = name
         self.url = "memory://(private)" if name is None else f"memory://{name}"

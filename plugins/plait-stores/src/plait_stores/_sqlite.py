@@ -55,13 +55,11 @@ from plait import CheckpointError
 from plait_durable import (
     Checkpoint,
     CheckpointInfo,
-    CheckpointNotFoundError,
     Lease,
     LeaseHolder,
     RunPage,
     RunQuery,
     RunSummary,
-    StoreUnavailableError,
 )
 from plait_durable.kit import CheckpointStoreBase
 
@@ -214,6 +212,8 @@ class SqliteCheckpointStore(CheckpointStoreBase):
     (``?synchronous=normal&timeout=10``).
     """
 
+    KIND = "SQLite"
+
     def __init__(
         self,
         path: str | Path,
@@ -341,7 +341,7 @@ class SqliteCheckpointStore(CheckpointStoreBase):
     def _loaded(self, checkpoint_id: str, row: tuple[str, bytes] | None) -> Checkpoint:
         """The checkpoint ``checkpoint_id`` from its row (``run_id, data``), verified."""
         if row is None:
-            raise CheckpointNotFoundError(f"no checkpoint {checkpoint_id!r} in {self.url}")
+            raise self._not_found(checkpoint_id)
         return self._decode(row[1], row[0], checkpoint_id)
 
     async def load_with_blobs(self, checkpoint_id: str) -> tuple[Checkpoint, Mapping[str, bytes]]:
@@ -509,17 +509,14 @@ class SqliteCheckpointStore(CheckpointStoreBase):
                 conn = self._conn if self._conn is not None else self._connect()
                 return func(conn, *args)
             except (sqlite3.OperationalError, OSError) as exc:
-                raise StoreUnavailableError(
-                    f"SQLite checkpoint store {self.url} ({self.path}) cannot be used: {exc}"
-                ) from exc
+                raise self._unavailable(f"({self.path}) cannot be used: {exc}") from exc
             except (sqlite3.IntegrityError, sqlite3.ProgrammingError) as exc:
                 raise CheckpointError(
                     f"SQLite checkpoint store {self.url} refused the checkpoint: {exc}"
                 ) from exc
             except sqlite3.DatabaseError as exc:
-                raise StoreUnavailableError(
-                    f"SQLite checkpoint store {self.url}: {self.path} is damaged or is not a "
-                    f"SQLite database: {exc}"
+                raise self._unavailable(
+                    f"({self.path}) is damaged or is not a SQLite database: {exc}"
                 ) from exc
 
     def _connect(self) -> sqlite3.Connection:
