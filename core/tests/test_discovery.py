@@ -1,6 +1,7 @@
 """Finding installed plugins: real ``*.dist-info`` directories on ``sys.path``, read through
-importlib.metadata, nothing kept between processes; and the kernel's version is a constant
-that matches the installed distribution."""
+importlib.metadata; what it found kept between processes only beside the kernel's bytecode
+and only while ``sys.path`` is unchanged; and the kernel's version is a constant that
+matches the installed distribution."""
 
 from __future__ import annotations
 
@@ -110,7 +111,7 @@ def test_a_real_distribution_s_kernel_requirement_is_checked_before_import(
     assert "plait_future" not in sys.modules
 
 
-def test_loading_plugins_writes_no_cache_and_reads_none(
+def test_loading_plugins_writes_nothing_to_the_user_s_cache_or_home(
     sites: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache_home = tmp_path / "cache"
@@ -153,3 +154,156 @@ def test_a_forged_cache_file_where_the_old_cache_lived_is_never_read(
     names = {info.name for info in PluginManager(disabled=()).describe()}
     assert "forged" not in names and "routing" in names
     assert "plait_forged" not in sys.modules
+
+
+# -- what discovery found, kept beside the kernel's bytecode ---------------------------------
+
+
+def settle(*directories: Path) -> None:
+    """Date ``directories`` a minute back, as an install that finished long ago."""
+    past = int(__import__("time").time()) - 60
+    for directory in directories:
+        os.utime(directory, (past, past))
+
+
+@pytest.fixture
+def remembered(sites: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache file in ``tmp_path`` that may be written (the suite sets
+    ``PYTHONDONTWRITEBYTECODE``), with every ``sys.path`` directory settled."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.chdir(tmp_path)
+    install(sites[0], "plait-twice")
+    settle(*[Path(p) for p in sys.path if p and Path(p).is_dir()], tmp_path, *sites)
+    return tmp_path / "plait-entry-points.json"
+
+
+def installed_now() -> list[tuple[str, str, str, str, list[str]]]:
+    return [
+        (ep.name, ep.value, dist, version, requires)
+        for ep, dist, version, requires in loading.iter_entry_points(None)
+    ]
+
+
+def described(found: list[loading.Found]) -> list[tuple[str, str, str, str, list[str]]]:
+    return [
+        (ep.name, ep.value, dist, version, [r for r in requires if loading._may_name_core(r)])
+        for ep, dist, version, requires in found
+    ]
+
+
+def test_what_discovery_found_is_read_back_without_importlib_metadata(
+    remembered: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = loading.InstalledPlugins("0.1.0", str(remembered))
+    truth = described(first.found())
+    assert ("twice", "plait_twice", "plait-twice", "1.0", ["plait-core>=0.1,<1"]) in truth
+    first.checked(["plait-core>=0.1,<1", "attrs>=23"])
+    first.save()
+    assert remembered.exists()
+
+    def never(entry_points: object) -> None:
+        raise AssertionError("importlib.metadata was asked again")
+
+    monkeypatch.setattr(loading, "iter_entry_points", never)
+    second = loading.InstalledPlugins("0.1.0", str(remembered))
+    assert described(second.found()) == truth
+    assert second.compatible == {"plait-core>=0.1,<1"}
+    # the remembered entry point loads what the real one names
+    (twice,) = [ep for ep, dist, _, _ in second.found() if dist == "plait-twice"]
+    assert twice.load().Strategy().merge([1], ["a"]) == [1]
+    # another kernel version does not trust the checks made for this one
+    monkeypatch.undo()
+    assert loading.InstalledPlugins("0.2.0", str(remembered)).compatible == set()
+
+
+def test_an_install_or_a_removal_is_seen_at_once(
+    remembered: Path, sites: tuple[Path, Path]
+) -> None:
+    first = loading.InstalledPlugins("0.1.0", str(remembered))
+    first.found()
+    first.save()
+    install(sites[1], "plait-future", requires="plait-core>=99")  # changes the directory
+    after = loading.InstalledPlugins("0.1.0", str(remembered))
+    assert "plait-future" in {dist for _, _, dist, _, _ in described(after.found())}
+    # the new state is not remembered while the directory may still change
+    after.save()
+    assert json.loads(remembered.read_text())["states"][0]["state"] == first.state
+    for path in sorted(sites[0].rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else os.unlink(path)
+    gone = loading.InstalledPlugins("0.1.0", str(remembered))
+    assert "plait-twice" not in {dist for _, _, dist, _, _ in described(gone.found())}
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"\x00not json",
+        b'{"format": 1, "states": {}}',
+        b'{"format": 99, "states": []}',
+        b"[" * 100_000,
+        b" " * (2 << 20),
+    ],
+    ids=["garbage", "wrong-shape", "another-format", "deep", "oversized"],
+)
+def test_a_damaged_cache_is_ignored_and_replaced(remembered: Path, content: bytes) -> None:
+    remembered.write_bytes(content)
+    again = loading.InstalledPlugins("0.1.0", str(remembered))
+    assert described(again.found()) == described(
+        [(ep, d, v, r) for ep, d, v, r in loading.iter_entry_points(None)]
+    )
+    again.save()
+    assert json.loads(remembered.read_text())["format"] == 1
+
+
+def test_a_cached_record_of_the_wrong_types_is_not_used(
+    remembered: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = loading.InstalledPlugins("0.1.0", str(remembered))
+    first.found()
+    first.save()
+    document = json.loads(remembered.read_text())
+    document["states"][0]["found"][0][4] = [1, 2]  # requirements that are not strings
+    remembered.write_text(json.dumps(document))
+    asked: list[object] = []
+    real = loading.iter_entry_points
+    monkeypatch.setattr(loading, "iter_entry_points", lambda eps: asked.append(eps) or real(eps))
+    loading.InstalledPlugins("0.1.0", str(remembered)).found()
+    assert asked == [None]
+
+
+def test_a_remembered_check_is_not_parsed_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    plugin = loading.Plugin("p", "plait-p", "1.0", "p = plait_p")
+
+    def parse(text: str) -> None:
+        raise AssertionError(f"{text!r} was parsed")
+
+    monkeypatch.setattr(loading, "_requirement", parse)
+    loading.check_compatible(["plait-core>=0.1", "attrs"], plugin, "0.1.0", {"plait-core>=0.1"})
+    with pytest.raises(AssertionError, match="was parsed"):
+        loading.check_compatible(["plait-core>=0.2"], plugin, "0.1.0", {"plait-core>=0.1"})
+
+
+def test_a_second_process_loads_the_plugins_without_importlib_metadata_or_packaging(
+    tmp_path: Path,
+) -> None:
+    """End to end, as two ``plait`` commands: the first writes the file beside the kernel's
+    bytecode, the second finds every plugin without importing what discovery needs."""
+    import subprocess
+
+    settle(tmp_path)
+    script = (
+        "import sys, plait; pm = plait.get_plugin_manager(); "
+        "print(len(pm.describe()), 'importlib.metadata' in sys.modules, "
+        "'packaging' in sys.modules)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        for _ in range(2)
+    ]
+    (first, second) = [run.stdout.split() for run in runs]
+    assert all(run.returncode == 0 for run in runs), runs
+    assert second[0] == first[0] and int(second[0]) > 20
+    assert second[1:] == ["False", "False"], runs

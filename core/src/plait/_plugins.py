@@ -13,7 +13,10 @@ distribution, its version, the entry point and the phase; all failures are raise
 The entry points come from :func:`importlib.metadata.entry_points`, the requirement check
 from :mod:`packaging`, and disabling, the unknown-hook check and which plugin implements
 what from pluggy (``set_blocked``/``is_blocked``, ``check_pending``, ``get_hookimpls()``
-and ``HookImpl.plugin_name``); nothing is cached between processes.
+and ``HookImpl.plugin_name``). What those two libraries found and decided is kept between
+processes as Python keeps bytecode (:class:`InstalledPlugins`): beside the kernel's own
+``.pyc`` files, written by whoever may write them, and used only while every directory on
+``sys.path`` is as it was when it was written.
 
 :class:`PluginManager` has one typed method per hook the kernel calls (tox's pattern), so
 no kernel code calls ``pm.hook.x(...)`` untyped.
@@ -78,6 +81,8 @@ __all__ = [
     "Plugin",
     "check_compatible",
     "iter_entry_points",
+    "CachedEntryPoint",
+    "InstalledPlugins",
 ]
 
 
@@ -175,8 +180,6 @@ def iter_entry_points(entry_points: Iterable[EntryPointLike] | None) -> Iterator
         (:func:`importlib.metadata.entry_points`, which keeps the first distribution of a
         name on ``sys.path``, as the import system does).
     """
-    from packaging.utils import canonicalize_name
-
     if entry_points is None:
         # the standard library's, on every Python we support (3.10+ has ``group=`` and
         # ``EntryPoint.dist``): on 3.11 it lists and describes the installed plugins in
@@ -190,7 +193,7 @@ def iter_entry_points(entry_points: Iterable[EntryPointLike] | None) -> Iterator
     found: list[Found] = []
     for ep in listed:
         dist_name, version, requires = _describe(ep)
-        key = (canonicalize_name(dist_name), ep.name)
+        key = (_normalize(dist_name), ep.name)
         if key in seen:  # the same distribution twice on sys.path (or passed twice)
             continue
         seen.add(key)
@@ -216,7 +219,9 @@ def _describe(ep: EntryPointLike) -> tuple[str, str, list[str]]:
     return str(metadata["Name"]), str(metadata["Version"]), list(requires or [])
 
 
-def check_compatible(requires: Iterable[str], plugin: Plugin, running_version: str) -> None:
+def check_compatible(
+    requires: Iterable[str], plugin: Plugin, running_version: str, known: Iterable[str] = ()
+) -> None:
     """Raise :class:`IncompatiblePluginError` when one of ``requires`` (a distribution's
     ``Requires-Dist`` lines) names ``plait-core`` with a specifier that excludes
     ``running_version``. A requirement behind a marker that does not hold here (an extra,
@@ -225,17 +230,20 @@ def check_compatible(requires: Iterable[str], plugin: Plugin, running_version: s
 
     Only the lines that can name ``plait-core`` are read (:func:`_may_name_core`), each
     distinct one once a process (:func:`_requirement`): a plugin declares several
-    requirements, and the installed plugins all declare the same one on the kernel."""
-    from packaging.version import InvalidVersion, Version
-
+    requirements, and the installed plugins all declare the same one on the kernel.
+    ``known`` are lines already found to hold for ``running_version`` (by an earlier
+    process: :class:`InstalledPlugins`), which are not read again."""
+    known = frozenset(known)
     for text in requires:
-        if not _may_name_core(text):
+        if text in known or not _may_name_core(text):
             continue
         requirement = _requirement(text)
         if requirement is None:
             continue
         if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
             continue
+        from packaging.version import InvalidVersion, Version
+
         try:
             running = Version(running_version)
         except InvalidVersion as exc:
@@ -258,12 +266,19 @@ def check_compatible(requires: Iterable[str], plugin: Plugin, running_version: s
             )
 
 
+def _normalize(name: str) -> str:
+    """A distribution name as PEP 503 compares it: each run of ``-``, ``_`` and ``.`` is
+    one ``-``, case-insensitively (the rule :func:`packaging.utils.canonicalize_name`
+    applies, without importing :mod:`packaging.tags` for it)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def _may_name_core(text: str) -> bool:
     """Whether the requirement ``text`` can be one on ``plait-core``: a requirement starts
-    with its distribution's name, and PEP 503 reads each run of ``-``, ``_`` and ``.`` as
-    one ``-``, case-insensitively. A line that fails this cannot name the kernel, so it is
-    never parsed; one that passes (``plait-core-extras`` too) is left to :mod:`packaging`."""
-    return re.sub(r"[-_.]+", "-", text.lstrip()).lower().startswith(CORE_DISTRIBUTION)
+    with its distribution's name (:func:`_normalize`). A line that fails this cannot name
+    the kernel, so it is never parsed; one that passes (``plait-core-extras`` too) is left
+    to :mod:`packaging`."""
+    return _normalize(text.lstrip()).startswith(CORE_DISTRIBUTION)
 
 
 @functools.lru_cache(maxsize=64)
@@ -278,6 +293,210 @@ def _requirement(text: str) -> Requirement | None:
     except InvalidRequirement:
         return None
     return requirement if canonicalize_name(requirement.name) == CORE_DISTRIBUTION else None
+
+
+# -- what discovery found, kept between processes --------------------------------------------
+
+#: The file that keeps what discovery found, in the kernel's ``__pycache__`` directory.
+CACHE_NAME = "plait-entry-points.json"
+#: How many states of ``sys.path`` (a console script, ``python -m`` in a few directories,
+#: another virtual environment using the same source) one file remembers.
+CACHE_STATES = 8
+#: A directory changed less than this long ago (nanoseconds) is not remembered: a second
+#: change within the file system's timestamp granularity would look like no change.
+_SETTLE_NS = 2_000_000_000
+_CACHE_FORMAT = 1
+_CACHE_MAX_BYTES = 1 << 20
+
+
+@attrs.frozen
+class CachedEntryPoint:
+    """An installed entry point as :class:`InstalledPlugins` remembers it."""
+
+    name: str
+    #: ``module`` or ``module:attr.attr``, optionally followed by ``[extras]``.
+    value: str
+
+    def load(self) -> Any:
+        """Import the module and return what ``value`` names, as
+        :meth:`importlib.metadata.EntryPoint.load` does."""
+        import importlib
+
+        module, _, attr = self.value.partition("[")[0].partition(":")
+        obj: Any = importlib.import_module(module.strip())
+        for part in attr.strip().split("."):
+            if part:
+                obj = getattr(obj, part)
+        return obj
+
+
+class InstalledPlugins:
+    """The installed plugins (entry points of group ``plait``) and the ``plait-core``
+    requirements already checked against the running kernel, kept between processes.
+
+    :mod:`importlib.metadata` reads every installed distribution's ``entry_points.txt``
+    and :mod:`packaging` parses the plugins' requirements; together with their imports
+    that is about a third of a small ``plait`` command. What they answer changes only
+    when a directory on ``sys.path`` changes (an install or removal adds or deletes a
+    ``*.dist-info`` directory, which changes its parent's modification time), so their
+    answer is kept with the state of every ``sys.path`` directory it was worked out for
+    (path, modification time, inode, device, size), and used only while all of them
+    are the same. Directories changed in the last two seconds are not remembered.
+
+    The file lives where Python keeps the kernel's bytecode (``plait/__pycache__``,
+    :func:`importlib.util.cache_from_source`) and follows bytecode's rules: whoever may
+    write it may change the kernel's code, so it is trusted as far as the code is (a
+    file anywhere else, such as the user's cache directory, is never read);
+    ``PYTHONDONTWRITEBYTECODE`` stops writing it; a file that cannot be written, read
+    or understood is ignored and nothing else changes. A custom distribution finder on
+    ``sys.meta_path`` turns it off (what it finds is not in any directory's state).
+
+    :param running_version: the kernel version the remembered requirement checks hold for.
+    :param path: the file (tests); ``None`` for the one beside the kernel's bytecode.
+    """
+
+    def __init__(self, running_version: str, path: str | None = None) -> None:
+        self.running_version = running_version
+        self.path = path if path is not None else _cache_path()
+        self.state = _path_state(running_version)
+        #: requirement lines on ``plait-core`` known to hold for :attr:`running_version`
+        self.compatible: set[str] = set()
+        self._found: list[tuple[str, str, str, str, list[str]]] | None = None
+        self._records: list[Any] = []
+        self._changed = False
+
+    def found(self) -> list[Found]:
+        """What :func:`iter_entry_points` finds, remembered or worked out (and then
+        remembered by :meth:`save`)."""
+        if self._found is None:
+            self._recall()
+        if self._found is None:
+            self._found = [
+                (ep.name, ep.value, dist, version, [r for r in requires if _may_name_core(r)])
+                for ep, dist, version, requires in iter_entry_points(None)
+            ]
+            self._changed = True
+        return [
+            (CachedEntryPoint(name, value), dist, version, list(requires))
+            for name, value, dist, version, requires in self._found
+        ]
+
+    def checked(self, requires: Iterable[str]) -> None:
+        """Remember that ``requires`` hold for the running kernel."""
+        new = {r for r in requires if _may_name_core(r)} - self.compatible
+        if new:
+            self.compatible |= new
+            self._changed = True
+
+    def _recall(self) -> None:
+        if self.path is None or self.state is None:
+            return
+        import json
+
+        try:
+            with open(self.path, "rb") as file:
+                data = file.read(_CACHE_MAX_BYTES + 1)
+            document = json.loads(data) if len(data) <= _CACHE_MAX_BYTES else None
+        except (OSError, ValueError, RecursionError):  # unreadable, not JSON, nested too deep
+            return
+        if not isinstance(document, dict) or document.get("format") != _CACHE_FORMAT:
+            return
+        records = document.get("states")
+        if not isinstance(records, list):
+            return
+        self._records = records
+        for record in records:
+            if isinstance(record, dict) and record.get("state") == self.state:
+                found: Any = record.get("found")
+                compatible: Any = record.get("compatible")
+                if _is_found(found) and _is_strings(compatible):
+                    self._found = [(a, b, c, d, list(e)) for a, b, c, d, e in found]
+                    self.compatible = set(compatible)
+                return
+
+    def save(self) -> None:
+        """Write what was worked out, if anything was and the state is settled."""
+        import sys
+        import time
+
+        if not self._changed or self.path is None or self.state is None:
+            return
+        if sys.dont_write_bytecode or self._found is None:
+            return
+        now = time.time_ns()
+        changed = (stat[0] for _, stat in self.state["sys.path"] if stat is not None)
+        if any(now - mtime < _SETTLE_NS for mtime in changed):
+            return
+        import json
+        import tempfile
+
+        record = {
+            "state": self.state,
+            "found": self._found,
+            "compatible": sorted(self.compatible),
+        }
+        others = [r for r in self._records if isinstance(r, dict) and r.get("state") != self.state]
+        document = {"format": _CACHE_FORMAT, "states": [record, *others][:CACHE_STATES]}
+        directory = os.path.dirname(self.path)
+        try:
+            os.makedirs(directory, exist_ok=True)
+            fd, temporary = tempfile.mkstemp(prefix=".plait-entry-points-", dir=directory)
+            try:
+                os.chmod(fd, os.stat(__file__).st_mode & 0o666)  # the source's, as a .pyc
+                with os.fdopen(fd, "w", encoding="utf-8") as file:
+                    json.dump(document, file)
+                os.replace(temporary, self.path)
+            except BaseException:
+                os.unlink(temporary)
+                raise
+        except OSError:  # as Python does with bytecode: an unwritable place is not an error
+            return
+        self._changed = False
+
+
+def _cache_path() -> str | None:
+    """Where :class:`InstalledPlugins` keeps its file: the kernel's ``__pycache__``."""
+    from importlib.util import cache_from_source
+
+    try:
+        return os.path.join(os.path.dirname(cache_from_source(__file__)), CACHE_NAME)
+    except (NotImplementedError, ValueError):  # no bytecode cache on this interpreter
+        return None
+
+
+def _path_state(running_version: str) -> dict[str, Any] | None:
+    """The state of every ``sys.path`` directory, or ``None`` when a distribution finder
+    other than the standard library's could find plugins elsewhere."""
+    import sys
+    from importlib.machinery import PathFinder
+
+    for finder in sys.meta_path:
+        if hasattr(finder, "find_distributions") and finder is not PathFinder:
+            return None
+    directories: list[Any] = []
+    for entry in sys.path:
+        try:
+            st = os.stat(entry or ".")
+        except (OSError, ValueError):
+            directories.append([entry, None])
+        else:
+            directories.append([entry, [st.st_mtime_ns, st.st_ino, st.st_dev, st.st_size]])
+    return {"python": sys.hexversion, "kernel": running_version, "sys.path": directories}
+
+
+def _is_strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _is_found(value: Any) -> bool:
+    """Whether ``value`` is a list of ``[name, value, distribution, version, [requires]]``."""
+    return isinstance(value, list) and all(
+        isinstance(item, list)
+        and len(item) == 5
+        and all(isinstance(part, str) for part in item[:4])
+        and _is_strings(item[4])
+        for item in value
+    )
 
 
 # -- registering a plugin's hook implementations ---------------------------------------------
@@ -442,7 +661,14 @@ class PluginManager:
                 raise PluginLoadErrors(summarize_failures(errors), errors)
 
     def _load_all(self) -> None:
-        for ep, dist_name, version, requires in iter_entry_points(self._entry_points):
+        installed = None
+        if self._entry_points is None:
+            installed = InstalledPlugins(self.running_version)
+            found = installed.found()
+        else:
+            found = list(iter_entry_points(self._entry_points))
+        known = installed.compatible if installed is not None else set()
+        for ep, dist_name, version, requires in found:
             spec = f"{ep.name} = {ep.value}"
             plugin = Plugin(ep.name, dist_name, version, spec)
             first = self._plugins.get(ep.name)
@@ -462,7 +688,9 @@ class PluginManager:
                         f"{dist_name} {version} ({spec}); uninstall one or disable one "
                         f"by distribution name ({DISABLE_ENV}={dist_name})"
                     )
-                check_compatible(requires, plugin, self.running_version)
+                check_compatible(requires, plugin, self.running_version, known)
+                if installed is not None:
+                    installed.checked(requires)
                 phase = "import"
                 obj = ep.load()
                 phase = "register"
@@ -470,6 +698,8 @@ class PluginManager:
                 plugin.obj = obj
             except Exception as exc:
                 self._fail(plugin, phase, exc)
+        if installed is not None:
+            installed.save()
         self._build_registries()
         self._loaded = True
         self._warn_unknown_disabled()
