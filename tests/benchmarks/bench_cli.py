@@ -132,7 +132,11 @@ def import_costs(top: int = 15) -> list[tuple[float, str]]:
         workflow = Path(scratch) / "steps.yaml"
         workflow.write_text(STEPS2)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        argv = [sys.executable, "-X", "importtime", "-m", "plait_cli", "run", str(workflow)]
+        # the console script, as a user runs it (``-m`` would put the new scratch folder,
+        # changed a moment ago, first on sys.path)
+        command = _plait_command()
+        command = command[1:] if command[0] == sys.executable else command
+        argv = [sys.executable, "-X", "importtime", *command, "run", str(workflow)]
         argv += ["hello plait", "--allow", "subprocess"]
         for _ in range(2):  # the first writes bytecode
             done = subprocess.run(argv, cwd=scratch, capture_output=True, text=True, env=env)
