@@ -23,6 +23,7 @@ from plait import (
     Workflow,
     WorkflowContext,
     WorkflowSpec,
+    WorkflowValidationError,
     executor,
     get_plugin_manager,
 )
@@ -652,3 +653,28 @@ def test_the_contracts_catch_violations(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*must provide a 'router' fixture*"])
     result.stdout.fnmatch_lines(["*not a target of 'leaky:a->b'*"])
     result.stdout.fnmatch_lines(["*without an expected_merge oracle the strategy must ignore*"])
+
+
+class Forgetful(Single):
+    """A router whose edge runner lacks a member of the protocol (an older plugin's)."""
+
+    def create(self, group: EdgeGroupSpec, params: Mapping[str, Any], env: Any) -> SingleRunner:
+        runner = SingleRunner(group)
+        del runner.passthrough
+        return runner
+
+
+def test_an_edge_runner_missing_a_protocol_member_is_named_at_build(
+    plait_plugin_manager: PluginManager, register_plugin: RegisterPlugin
+) -> None:
+    register_plugin(
+        registering("single", hook="plait_register_routers", single=Forgetful()),
+        distribution="plait-forgetful",
+    )
+    with pytest.raises(WorkflowValidationError) as info:
+        shout_then_echo()
+    (problem,) = info.value.problems
+    assert problem == (
+        "edge group 'single:shout->echo': router 'single' of plait-forgetful made an edge "
+        "runner without passthrough (see plait.spi.EdgeRunner)"
+    )

@@ -25,7 +25,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
+import typing_extensions
 
+from . import _routing
 from ._building import BuildContext
 from ._context import WorkflowContext
 from ._errors import (
@@ -310,6 +312,7 @@ class Workflow:
         # each router's ``create``, looked up once per router name (a lazily registered
         # router answers through a proxy; a 1,000-edge chain asks ``direct`` 1,000 times)
         creators: dict[str, Callable[..., EdgeRunner]] = {}
+        checked: set[type] = set()  # the kinds of edge runner found complete
         for group in spec.edge_groups:
             if group.router not in routers:
                 continue  # reported by spec.problems
@@ -317,9 +320,21 @@ class Workflow:
                 create = creators.get(group.router)
                 if create is None:
                     create = creators[group.router] = routers.get(group.router).create
-                edge_runners[group.id] = create(group, params.get(group.id, {}), env)
+                runner = edge_runners[group.id] = create(group, params.get(group.id, {}), env)
             except (PlaitError, ValueError, TypeError) as exc:  # names the group's problem
                 problems.append(f"edge group {group.id!r}: {exc}")
+                continue
+            if type(runner) not in checked:
+                members = sorted(typing_extensions.get_protocol_members(_routing.EdgeRunner))
+                missing = [name for name in members if not hasattr(runner, name)]
+                if missing:
+                    problems.append(
+                        f"edge group {group.id!r}: router {group.router!r} of "
+                        f"{routers.entry(group.router).distribution} made an edge runner "
+                        f"without {', '.join(missing)} (see plait.spi.EdgeRunner)"
+                    )
+                else:
+                    checked.add(type(runner))
         if problems:
             raise WorkflowValidationError(problems, workflow=spec.name)
         self._spec = spec
