@@ -287,8 +287,11 @@ def test_a_second_process_loads_the_plugins_without_importlib_metadata_or_packag
     tmp_path: Path,
 ) -> None:
     """End to end, as two ``plait`` commands: the first writes the file beside the kernel's
-    bytecode, the second finds every plugin without importing what discovery needs."""
+    bytecode, the second finds every plugin without importing what discovery needs. (Tried
+    three times: another test's process may change a ``sys.path`` directory meanwhile, and
+    a state changed in the last two seconds is not remembered.)"""
     import subprocess
+    import time
 
     settle(tmp_path)
     script = (
@@ -297,13 +300,22 @@ def test_a_second_process_loads_the_plugins_without_importlib_metadata_or_packag
         "'packaging' in sys.modules)"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    runs = [
-        subprocess.run(
-            [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True
-        )
-        for _ in range(2)
-    ]
-    (first, second) = [run.stdout.split() for run in runs]
-    assert all(run.returncode == 0 for run in runs), runs
-    assert second[0] == first[0] and int(second[0]) > 20
+    for attempt in range(3):
+        time.sleep(2.1 * attempt)
+        runs = [
+            subprocess.run(
+                [sys.executable, "-c", script],
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            for _ in range(2)
+        ]
+        first, second = [run.stdout.split() for run in runs]
+        assert second[0] == first[0] and int(second[0]) > 20
+        if second[1:] == ["False", "False"]:
+            break
+    assert first[1:] == ["True", "True"] or attempt > 0  # the first one asked
     assert second[1:] == ["False", "False"], runs
