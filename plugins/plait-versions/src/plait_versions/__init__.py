@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ._policy import (
         POLICIES as POLICIES,
         Verdict as Verdict,
+        apply_verdict as apply_verdict,
         decide as decide,
         migrate_run as migrate_run,
         policy_for as policy_for,
