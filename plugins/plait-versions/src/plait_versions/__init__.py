@@ -13,7 +13,9 @@ that changed, its policy decides (:func:`resume`, ``plait resume --on-change``):
   chain runs on a copy; its result is checked against the new workflow's declared types;
   one new checkpoint records the new version and the migrations that ran.
 - :func:`decide` and :class:`Verdict`: what a policy makes of a stored run, without
-  running or writing anything (``plait compat``).
+  running or writing anything; :func:`compat_report` for every unfinished run of a
+  workflow, what ``plait compat TARGET --checkpoint URL`` prints (exit 1 when a run would
+  be stranded).
 - Errors: :class:`MigrationError` (names the migration, the run, the path of the bad
   value), :class:`NoMigrationError`, :class:`PinnedRunError`.
 
@@ -22,11 +24,17 @@ Loading plugins imports this module alone: its names are imported on first use.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import plait
 from plait.spi import lazy_exports
 
 if TYPE_CHECKING:
+    from ._compat import (
+        UNFINISHED as UNFINISHED,
+        CompatReport as CompatReport,
+        compat_report as compat_report,
+    )
     from ._errors import (
         MigrationError as MigrationError,
         NoMigrationError as NoMigrationError,
@@ -53,6 +61,14 @@ if TYPE_CHECKING:
         Record as Record,
         RunSnapshot as RunSnapshot,
     )
+
+
+@plait.hookimpl
+def plait_register_commands(cli: Any) -> None:
+    """Add ``plait compat`` (its module is imported when the command line is built)."""
+    from ._command import compat_command
+
+    cli.add_command(compat_command)
 
 
 # each name is imported on first use: loading plugins imports only this module

@@ -164,8 +164,20 @@ class Differ:
         key = (digest, checkpoint.signature)
         if key not in self._cache:
             recorded = await recorded_fingerprint(store, checkpoint)
+            origin = checkpoint.metadata.get("forked_from")
+            if _summary_only(recorded) and isinstance(origin, Mapping):
+                # a fork's one checkpoint holds the summary: its origin run has the details
+                try:
+                    found = await store.load(str(origin.get("checkpoint_id")))
+                    recorded = await recorded_fingerprint(store, found)
+                except CheckpointError:
+                    pass  # the origin is gone: the summary it is
             self._cache[key] = tuple(fingerprint_changes(recorded, self.current))
         return self._cache[key]
+
+
+def _summary_only(recorded: Any) -> bool:
+    return isinstance(recorded, Mapping) and "nodes" not in recorded
 
 
 async def decide(
