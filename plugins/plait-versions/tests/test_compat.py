@@ -116,3 +116,15 @@ def test_since_leaves_older_runs_out(tmp_path: Path) -> None:
     assert json.loads(recent.stdout)["counts"] == {"migrate": 1}
     bad = plait("compat", "versions_cli_targets:shop_v2", "--checkpoint", url, "--since", "soon")
     assert bad.exit_code == 2 and "--since" in bad.stderr
+
+
+def test_the_benchmark_runs() -> None:
+    import subprocess
+    import sys
+
+    bench = Path(__file__).parents[3] / "tests" / "benchmarks" / "bench_compat.py"
+    done = subprocess.run([sys.executable, str(bench), "--quick"], capture_output=True,
+                          text=True, timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["measure"] == "compat" and record["runs"] == 20
