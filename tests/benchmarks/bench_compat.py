@@ -27,10 +27,10 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "plugins" / "plait-versions" / "tests"))
 
-import versions_fleet  # noqa: E402
-import versions_shop  # noqa: E402
-from plait_durable import opened_store  # noqa: E402
-from plait_versions import compat_report, register_migration  # noqa: E402
+import versions_fleet
+import versions_shop
+from plait_durable import opened_store
+from plait_versions import compat_report, register_migration
 
 TARGET = 1000.0  # runs per second
 
