@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         IncompatiblePluginError as IncompatiblePluginError,
         LoadError as LoadError,
         NotPortableError as NotPortableError,
+        PatchError as PatchError,
         PlaitError as PlaitError,
         PlaitWarning as PlaitWarning,
         PluginConflictError as PluginConflictError,

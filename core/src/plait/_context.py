@@ -12,6 +12,8 @@ from typing import Any, Generic, Protocol
 import attrs
 import typing_extensions
 
+from ._errors import PatchError
+
 __all__ = [
     "DELETED",
     "ContextSnapshot",
@@ -20,6 +22,11 @@ __all__ = [
     "RunScope",
     "WorkflowContext",
 ]
+
+
+#: The key of an executor's state under which :meth:`WorkflowContext.patched` records its
+#: answers (patch name -> bool).
+PATCHES_KEY = "__plait_patches__"
 
 
 class _Deleted:
@@ -218,6 +225,41 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
     def run_id(self) -> str:
         """The id of the run this handler is part of."""
         return self._run.run_id
+
+    def patched(self, name: str) -> bool:
+        """Whether this run takes the new branch of patch ``name`` (Temporal's and DBOS's
+        ``patched``): deploy new code as ``if ctx.patched("new-ranker"): new() else: old()``
+        while runs started on the old code are still in flight.
+
+        True when this executor reaches the patch before it has run in this run (its state
+        holds nothing else), false when it ran before, on code without the patch (its
+        state holds something, but no answer for ``name``). The answer is recorded in the
+        executor's state (under ``"__plait_patches__"``), which every checkpoint keeps:
+        the run always takes the same branch, across retries, resumes and processes. An
+        executor whose ``snapshot_state`` drops that key forgets its answers.
+        """
+        record = self.state.get(PATCHES_KEY)
+        if isinstance(record, dict) and name in record:
+            return bool(record[name])
+        answer = all(key == PATCHES_KEY for key in self.state)
+        self.state[PATCHES_KEY] = {**(record if isinstance(record, dict) else {}), name: answer}
+        return answer
+
+    def deprecate_patch(self, name: str) -> None:
+        """Patch ``name``'s old branch is gone: this run takes the new one (recorded as
+        :meth:`patched` records it).
+
+        :raises PatchError: this run answered ``False`` to :meth:`patched` for ``name``:
+            it took the old branch and needs the code that still has it.
+        """
+        record = self.state.get(PATCHES_KEY)
+        if isinstance(record, dict) and record.get(name) is False:
+            raise PatchError(
+                f"patch {name!r} is deprecated, but run {self.run_id} took its old branch in "
+                f"executor {self.executor_id!r}: resume it with code that still has "
+                f"ctx.patched({name!r})"
+            )
+        self.state[PATCHES_KEY] = {**(record if isinstance(record, dict) else {}), name: True}
 
     @property
     def superstep(self) -> int:

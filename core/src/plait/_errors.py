@@ -13,6 +13,7 @@ if sys.version_info < (3, 11):  # pragma: no cover - exercised on 3.10 only
     from exceptiongroup import ExceptionGroup  # type: ignore[import-not-found,unused-ignore]
 
 __all__ = [
+    "PatchError",
     "PlaitError",
     "PlaitWarning",
     "PluginError",
@@ -310,6 +311,11 @@ class WorkflowRunError(PlaitError):
         self.executor_id = executor_id
         self.superstep = superstep
         super().__init__(message)
+
+
+class PatchError(PlaitError):
+    """A handler deprecated a patch (:meth:`~plait.WorkflowContext.deprecate_patch`) that
+    this run answered ``False``: the run took the old branch, whose code is gone."""
 
 
 class ExecutorFailedError(WorkflowRunError):

@@ -231,6 +231,24 @@ def plait_register_schedules(register: Register) -> None:
 
 
 @hookspec
+def plait_register_migrations(register: Register) -> None:
+    """Register migrations: functions that carry a stored run of a workflow from its
+    version N to N+1.
+
+    A migration has ``workflow`` (the workflow's name), ``from_version`` (N) and
+    ``migrate(snapshot)``, which takes a run's snapshot and returns the new one;
+    ``plait-versions`` defines them (``plait_versions.Migration``), chains them at
+    resume and in ``plait compat``, and checks what they return against the new
+    workflow's declared types before anything runs. Two migrations of the same workflow
+    from the same version are an error naming both distributions.
+
+    :param register: ``register(name, migration, replaces=None)``; by convention the name
+        is ``"<workflow>@<from_version>"``.
+    :return: nothing; every implementation is called.
+    """
+
+
+@hookspec
 def plait_register_run_options(register: Register) -> None:
     """Declare run options: what ``Workflow.run(message, **options)`` (and ``stream``,
     ``resume``, a workflow's ``options``) accepts beyond the kernel's own.

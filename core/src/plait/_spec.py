@@ -170,6 +170,13 @@ def _port_tuple(ports: Iterable[PortSpec]) -> tuple[PortSpec, ...]:
     return tuple(ports)
 
 
+def _check_workflow_version(_instance: Any, attribute: Any, value: Any) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(
+            f"WorkflowSpec.{attribute.name} must be a positive integer or None, got {value!r}"
+        )
+
+
 @attrs.frozen
 class WorkflowSpec:
     """A whole workflow graph as data.
@@ -188,6 +195,12 @@ class WorkflowSpec:
         at run time by ``max_supersteps`` and ``max_visits``. Serialised only when set.
     :param ports: the workflow's named extension points (:class:`PortSpec`), in
         declaration order; metadata, outside the topology signature.
+    :param workflow_version: the version of the workflow itself (``Workflow(version=3)``,
+        ``version:`` in a document), a positive integer its author raises on a deploy that
+        changes what its runs hold; checkpoints record it, and migrations registered
+        from version N to N+1 (``plait-versions``) carry a stored run across. ``None``
+        (the default): unversioned. Not :attr:`version`, the spec's format version.
+        Outside the topology signature; serialised only when set.
     """
 
     name: str | None
@@ -201,6 +214,7 @@ class WorkflowSpec:
     placement: str | None = None
     acyclic: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
     ports: tuple[PortSpec, ...] = attrs.field(default=(), converter=_port_tuple, hash=False)
+    workflow_version: int | None = attrs.field(default=None, validator=_check_workflow_version)
 
     # -- lookups ---------------------------------------------------------------
 
@@ -489,8 +503,8 @@ def _spec_converter() -> cattrs.Converter:
     converter = cattrs.Converter(forbid_extra_keys=True)
     # tuples travel as JSON lists and come back as tuples
     converter.register_unstructure_hook(tuple, list)
-    # ``acyclic`` and ``ports`` only when set: the JSON of every spec that declares neither
-    # stays as it was
+    # ``acyclic``, ``ports`` and ``workflow_version`` only when set: the JSON of every spec
+    # that declares none of them stays as it was
     converter.register_unstructure_hook(
         WorkflowSpec,
         make_dict_unstructure_fn(
@@ -498,6 +512,7 @@ def _spec_converter() -> cattrs.Converter:
             converter,
             acyclic=override(omit_if_default=True),
             ports=override(omit_if_default=True),
+            workflow_version=override(omit_if_default=True),
         ),
     )
     return converter

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from ._streaming import EventStream
 
 __all__ = [
+    "compiled_graph",
     "Documents",
     "Durability",
     "Workflow",
@@ -283,6 +284,9 @@ class Workflow:
     :param edge_params: per edge group id, the callables its router needs (conditions,
         selection functions, switch predicates) — what cannot live in JSON.
     :param plugin_manager: where routers come from (default: the process-wide one).
+    :param version: the workflow's version (:attr:`WorkflowSpec.workflow_version`; given
+        here, it replaces the spec's): what its checkpoints record and migrations
+        (``plait-versions``) go from and to.
     :raises WorkflowValidationError: listing every problem found.
     """
 
@@ -294,7 +298,10 @@ class Workflow:
         edge_params: Mapping[str, Mapping[str, Any]] | None = None,
         plugin_manager: PluginManager | None = None,
         allow_imports: bool = True,
+        version: int | None = None,
     ) -> None:
+        if version is not None:  # checked by the spec's validator
+            spec = attrs.evolve(spec, workflow_version=version)
         manager = plugin_manager or get_plugin_manager()
         routers = manager.registry("router")
         problems = spec.problems(routers=routers.names())
@@ -391,6 +398,12 @@ class Workflow:
     def name(self) -> str | None:
         """The workflow's name."""
         return self._spec.name
+
+    @property
+    def version(self) -> int | None:
+        """The workflow's version (:attr:`WorkflowSpec.workflow_version`), ``None`` when
+        unversioned."""
+        return self._spec.workflow_version
 
     @property
     def executors(self) -> Mapping[str, Executor]:
@@ -804,6 +817,13 @@ def _forwarder(
         scope.emit_custom(path, event)
 
     return forward, getattr(root, "observer", None) is not None
+
+
+def compiled_graph(workflow: Workflow) -> CompiledGraph:
+    """The compiled graph ``workflow`` runs (:class:`~plait.spi.CompiledGraph`): what a
+    plugin that reads or rewrites its stored runs outside a run (``plait-versions``'
+    migrations and ``plait compat``) checks them against, as the durability does."""
+    return workflow._graph
 
 
 def with_placement(workflow: Workflow, placement: str | None) -> Workflow:

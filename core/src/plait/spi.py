@@ -108,6 +108,7 @@ if TYPE_CHECKING:
         Documents as Documents,
         Durability as Durability,
         Placement as Placement,
+        compiled_graph as compiled_graph,
         with_placement as with_placement,
     )
 

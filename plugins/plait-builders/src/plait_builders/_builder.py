@@ -182,6 +182,8 @@ class WorkflowBuilder(ConnectionMixin):
         ``None``: on this machine). See :class:`plait.spi.Placement`.
     :param acyclic: the graph must have no cycle: :meth:`build` reports every cycle with
         its path (recorded in the spec: :attr:`plait.WorkflowSpec.acyclic`).
+    :param version: the workflow's version (:attr:`plait.WorkflowSpec.workflow_version`):
+        what its checkpoints record and migrations (``plait-versions``) go from and to.
     :param output_semantics: free tags saying what the workflow's output is
         (``"conversation"``, ``"summary"`` …); its :class:`Contract` carries them.
     :param run_defaults: default run options (``max_supersteps=…``, ``checkpoint=…``),
@@ -202,6 +204,7 @@ class WorkflowBuilder(ConnectionMixin):
         timeout: float | None = None,
         placement: str | None = None,
         acyclic: bool = False,
+        version: int | None = None,
         output_semantics: Sequence[str] | str = (),
         **run_defaults: Any,
     ) -> None:
@@ -209,6 +212,7 @@ class WorkflowBuilder(ConnectionMixin):
         declared = (plugin_manager or get_plugin_manager()) if run_defaults else None
         RunOptions.from_kwargs({}, run_defaults, declared)
         self.acyclic = acyclic
+        self.version = version
         self.retry = retry
         self.timeout = _timeout(timeout, "the builder")
         self.placement = placement
@@ -569,6 +573,7 @@ class WorkflowBuilder(ConnectionMixin):
             timeout=self.timeout,
             acyclic=self.acyclic,
             ports=tuple(self._ports.values()),
+            workflow_version=self.version,
         )
 
     def build(self) -> Workflow:
@@ -607,6 +612,7 @@ class WorkflowBuilder(ConnectionMixin):
             placement=self.placement,
             acyclic=self.acyclic,
             ports=tuple(self._ports.values()),
+            workflow_version=self.version,
         )
         try:
             workflow = Workflow(spec, executors, edge_params=params, plugin_manager=manager)

@@ -681,6 +681,10 @@ def _name_the_target(ctx: click.Context, run_id: str, checkpoint: str, typed: li
     ctx.exit(2)
 
 
+#: The policies ``--on-change`` takes (``plait_versions.POLICIES``).
+ON_CHANGE = ("reject", "pin", "migrate", "accept")
+
+
 @click.command("resume", short_help="Continue a checkpointed run, answering its requests.")
 @click.argument("args", nargs=-1, required=True, metavar="[TARGET] RUN_ID")
 @click.option(
@@ -705,7 +709,17 @@ def _name_the_target(ctx: click.Context, run_id: str, checkpoint: str, typed: li
     "--accept-changes",
     is_flag=True,
     help="Resume even though the workflow changed since the checkpoint (its kinds, "
-    "config, code or policies); its checkpoints then record the new workflow.",
+    "config, code or policies); its checkpoints then record the new workflow. The same "
+    "as --on-change accept.",
+)
+@click.option(
+    "--on-change",
+    type=click.Choice(ON_CHANGE),
+    default=None,
+    help="What a workflow that changed since the checkpoint does to the run: reject "
+    "(the default: refused, naming each change), pin (the run stays on its version), "
+    "migrate (apply the registered migrations; plait-versions), accept (as "
+    "--accept-changes).",
 )
 @click.pass_context
 def resume_command(
@@ -727,6 +741,7 @@ def resume_command(
     document_format: str | None,
     agents: str | None,
     accept_changes: bool,
+    on_change: str | None,
 ) -> None:
     """Continue run RUN_ID of the workflow TARGET from its latest checkpoint, with the same
     progress as plait run.
@@ -735,7 +750,8 @@ def resume_command(
     alone, the command shows the workflow the run's checkpoints name and the command
     that resumes it, and exits 2: what a checkpoint says never chooses what runs. A
     workflow that changed since the checkpoint (a node's kind, config, code or policies)
-    is refused, naming each change, unless --accept-changes. RUN_ID may also be a
+    is refused, naming each change, unless --accept-changes or --on-change says
+    otherwise (pin, migrate: plait-versions). RUN_ID may also be a
     checkpoint id. Answer pending requests with --respond REQUEST_ID=JSON (true, 42,
     '"text"', '{"a": 1}'); on a terminal, without --respond, each request is asked for
     instead. The workflow file gets only the capabilities granted here (--allow, --trust),
@@ -758,6 +774,9 @@ def resume_command(
     if len(args) != 2:
         raise click.UsageError("expected [TARGET] RUN_ID")
     text, run_id = args
+    if accept_changes and on_change not in (None, "accept"):
+        raise click.UsageError(f"--accept-changes is --on-change accept, not {on_change}")
+    accept_changes = accept_changes or on_change == "accept"
     allow_imports = allow_imports or trust or "imports" in allow  # as --allow-imports
     grants = grants_from(allow, trust, allow_imports)
     parsed = _target(text, document_format, agents)
@@ -777,6 +796,8 @@ def resume_command(
     from ._prompt import ask_for_answers, can_prompt
 
     prompt = not no_input and not json_events
+    if on_change in ("pin", "migrate"):
+        _apply_policy(workflow, run_id, checkpoint, on_change, json_events)
     if not responses:
         latest = _latest(run_id, checkpoint)
         if latest is not None and latest.status == RunStatus.IDLE.value:
@@ -788,6 +809,38 @@ def resume_command(
     outcome = _resume(workflow, run_id, checkpoint, responses, display, options)
     outcome = _answer_on_terminal(workflow, outcome, checkpoint, display, prompt, options)
     _report(ctx, outcome, loaded, checkpoint)
+
+
+def _apply_policy(
+    workflow: Workflow, run_id: str, checkpoint: str, on_change: str, json_events: bool
+) -> None:
+    """Apply policy ``on_change`` (``pin`` or ``migrate``) to stored run ``run_id``
+    before it resumes: a migrated run's new checkpoint is written, a run the policy
+    strands is refused (``plait_versions``)."""
+    if importlib.util.find_spec("plait_versions") is None:
+        raise click.ClickException(
+            f"--on-change {on_change} needs the plait-versions plugin "
+            f"({how_to_install('plait-versions')})"
+        )
+    from plait_durable import opened_store
+    from plait_versions import apply_verdict, decide
+
+    async def apply() -> Any:
+        async with opened_store(_keyed(checkpoint)) as store:
+            found = await store.latest(run_id)
+            if found is None:
+                found = await store.load(run_id)
+            verdict = await decide(workflow, store, found, on_change)
+            await apply_verdict(workflow, store, found, verdict)
+            return verdict
+
+    verdict = execute(apply)
+    if verdict.outcome == "migrate" and not json_events:
+        click.echo(
+            f"run {verdict.run_id} migrated from version {verdict.stored_version} to "
+            f"{verdict.version} ({', '.join(verdict.chain)})",
+            err=True,
+        )
 
 
 def _show_finished(

@@ -170,7 +170,11 @@ def _load(text: str, ctx: BuildContext, stack: _Stack) -> tuple[WorkflowSpec, in
         collected = Problems(source, order=_order)
         collected.extend(_placed(problems, text))
         collected.raise_if_any()
-    return _spec(nodes, connections, workflows, ctx, text), expanded
+    spec = _spec(nodes, connections, workflows, ctx, text)
+    version = document.get("version")  # checked by the schema: a positive integer
+    if isinstance(version, int) and not isinstance(version, bool):
+        spec = attrs.evolve(spec, workflow_version=version)
+    return spec, expanded
 
 
 def _placed(problems: list[PlaitError], text: str) -> list[PlaitError]:

@@ -184,7 +184,10 @@ def conforms(document: Any) -> bool:
     jsonschema)."""
     if type(document) is not dict or not {"nodes", "connections"} <= set(document):
         return False
-    if not set(document) <= {"nodes", "connections", "agents"}:
+    if not set(document) <= {"nodes", "connections", "agents", "version"}:
+        return False
+    version = document.get("version", 1)
+    if type(version) is not int or version < 1:
         return False
     if type(document.get("agents", {})) is not dict:
         return False

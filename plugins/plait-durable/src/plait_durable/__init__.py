@@ -73,6 +73,7 @@ if TYPE_CHECKING:
         load_json as load_json,
     )
     from ._options import DurableOptions as DurableOptions
+    from ._resume import recorded_fingerprint as recorded_fingerprint
     from ._runindex import (
         DEFAULT_PAGE as DEFAULT_PAGE,
         JOURNAL_KINDS as JOURNAL_KINDS,

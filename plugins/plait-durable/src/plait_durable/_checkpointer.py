@@ -138,6 +138,8 @@ class Checkpointer:
             "workflow": self.graph.spec.name,
             "fingerprint": self._fingerprint(),
         }
+        if self.graph.spec.workflow_version is not None:  # what migrations go from
+            metadata["version"] = self.graph.spec.workflow_version
         if self.first:
             metadata["topology"] = self.graph.topology
             self.first = False

@@ -20,7 +20,9 @@ STORE_METHODS = ("save", "load", "latest", "list", "acquire_lease", "renew_lease
                  "release_lease")  # fmt: skip
 
 #: Keys of a checkpoint's metadata that the durability writes itself.
-RESERVED_METADATA = frozenset({"workflow", "topology", "error", "observers", "fingerprint"})
+RESERVED_METADATA = frozenset(
+    {"workflow", "topology", "error", "observers", "fingerprint", "version", "migrations"}
+)
 _JSON_SCALARS = (str, int, float, bool, type(None))
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "answer_requests",
     "check_fingerprint",
     "load_run",
+    "recorded_fingerprint",
     "restore_state",
 ]
 
@@ -372,10 +373,7 @@ async def check_fingerprint(
         and stored.get("digest") == current["digest"]
     ):
         return
-    recorded = stored
-    if isinstance(stored, Mapping) and "nodes" not in stored:
-        recorded = await _details(store, checkpoint, stored.get("digest"))
-    changes = fingerprint_changes(recorded, current)
+    changes = fingerprint_changes(await recorded_fingerprint(store, checkpoint), current)
     raise WorkflowChangedError(
         f"run {checkpoint.run_id} (checkpoint {checkpoint.checkpoint_id}) was taken on a "
         f"different workflow: {'; '.join(changes)}. Resume it with the workflow that "
@@ -383,6 +381,17 @@ async def check_fingerprint(
         "--accept-changes)",
         changes,
     )
+
+
+async def recorded_fingerprint(store: CheckpointStore, checkpoint: Checkpoint) -> Any:
+    """The workflow fingerprint ``checkpoint`` records, with its details (per node and
+    edge group, what :func:`~plait_durable.fingerprint_changes` diffs): its own when it
+    holds them, else those of the run's newest checkpoint with the same digest (the first
+    each process wrote), else the summary it holds. Untrusted: any shape."""
+    stored = checkpoint.metadata.get("fingerprint")
+    if not isinstance(stored, Mapping) or "nodes" in stored:
+        return stored
+    return await _details(store, checkpoint, stored.get("digest"))
 
 
 async def _details(store: CheckpointStore, checkpoint: Checkpoint, digest: Any) -> Any:

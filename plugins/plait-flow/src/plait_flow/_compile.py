@@ -226,7 +226,12 @@ class _Compiler:
 
     def _spec(self, start: str) -> WorkflowSpec:
         name = self.ctx.options.get("name")
-        return self.spec.build(name=name if isinstance(name, str) else None, start=start)
+        version = self.ctx.options.get("version")  # a document's own (checked as read)
+        return self.spec.build(
+            name=name if isinstance(name, str) else None,
+            start=start,
+            workflow_version=version if isinstance(version, int) else None,
+        )
 
     def _too_deep(self, token: Any) -> None:
         from ._elements import MAX_DEPTH

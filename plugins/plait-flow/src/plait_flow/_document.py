@@ -26,7 +26,7 @@ from ._parser import FlowError
 __all__ = ["FlowDocument", "is_document", "read_document"]
 
 #: the keys of a flow document
-KEYS = ("flow", "agents", "name", "merge")
+KEYS = ("flow", "agents", "name", "version", "merge")
 
 
 class FlowDocument:
@@ -139,6 +139,17 @@ def read_document(
                 problems.append(
                     FlowError(f"{key!r} must be a non-empty string", at(root, key, True))
                 )
+    if "version" in root:  # the workflow's version: what its runs' checkpoints record
+        version = root["version"]
+        if isinstance(version, int) and not isinstance(version, bool) and version >= 1:
+            options["version"] = version
+        else:
+            problems.append(
+                FlowError(
+                    f"'version' must be a positive integer, got {version!r:.40}",
+                    at(root, "version", True),
+                )
+            )
     declared = [str(k) for k in raw_agents] if isinstance(raw_agents, Mapping) else []
     return FlowDocument(padded, agents, declared, options, problems)
 

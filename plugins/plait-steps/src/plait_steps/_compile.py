@@ -882,5 +882,6 @@ def compile_document(
         nodes=tuple(nodes),
         edge_groups=tuple(groups),
         options={"max_supersteps": compiler.superstep_bound()},
+        workflow_version=doc.version,
     )
     return spec, []

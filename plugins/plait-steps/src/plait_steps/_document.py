@@ -21,7 +21,7 @@ __all__ = ["Document", "Step", "read"]
 
 DEFAULT_LOOP_LIMIT = 100
 
-TOP_KEYS = ("workflow", "name", "agents")
+TOP_KEYS = ("workflow", "name", "version", "agents")
 WORKFLOW_KEYS = ("steps", "max_loop_iterations", "overrides")
 OVERRIDE_KEYS = ("max_loop_iterations",)
 STEP_KEYS: dict[str, tuple[Any, ...]] = {
@@ -106,6 +106,8 @@ class Document:
     agent_values: dict[str, Y] = attrs.field(factory=dict)
     #: steps of an unknown type (already reported): their ids and references still count
     dropped: list[Step] = attrs.field(factory=list)
+    #: the document's ``version:``, the workflow's version (``None``: unversioned)
+    version: int | None = None
 
 
 def _key(key: Any) -> str:
@@ -124,6 +126,7 @@ class _Reader:
         self.kinds = kinds
         #: steps of an unknown type: reported, and kept for the names they hold
         self.dropped: list[Step] = []
+        self.version: int | None = None
 
     def problem(self, message: str, line: int, column: int) -> None:
         self.problems.append(ConfigError(message, position(self.source, self.lines, line, column)))
@@ -183,6 +186,7 @@ class _Reader:
         if not self.keys(root, TOP_KEYS, "the document"):
             return None, [], DEFAULT_LOOP_LIMIT
         name = self.string(root, "name", "the document")
+        self.version = self.workflow_version(root)
         self.agents(root.value.get("agents"))
         workflow = root.value.get("workflow")
         if workflow is None:
@@ -205,6 +209,19 @@ class _Reader:
         if not steps and isinstance(steps_y.value, list):
             self.at(steps_y, "the workflow has no steps")
         return name, steps, limit
+
+    def workflow_version(self, root: Y) -> int | None:
+        """The document's ``version:`` (the workflow's version, what its runs' checkpoints
+        record and migrations go from and to), a positive integer, or ``None``."""
+        y = root.value.get("version")
+        if y is None:
+            return None
+        if isinstance(y.value, bool) or not isinstance(y.value, int) or y.value < 1:
+            self.at(
+                y, f"'version' of the document must be a positive integer, got {_shape(y.value)}"
+            )
+            return None
+        return y.value
 
     def agents(self, y: Y | None) -> None:
         """The document's ``agents:`` section, each problem at its own line and column."""
@@ -539,4 +556,5 @@ def read(
     doc.agents = getattr(reader, "agent_definitions", {})
     doc.agent_values = getattr(reader, "agent_values", {})
     doc.dropped = reader.dropped
+    doc.version = getattr(reader, "version", None)
     return doc, list(reader.problems)

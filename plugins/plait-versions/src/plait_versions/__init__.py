@@ -1,0 +1,76 @@
+"""Version-safe runs for Plait: carry a durable run across a deploy.
+
+A workflow declares a version (``Workflow(..., version=3)``, ``WorkflowBuilder(...,
+version=3)``), and its checkpoints record it. When a stored run is resumed with a workflow
+that changed, its policy decides (:func:`resume`, ``plait resume --on-change``):
+``reject`` (the default), ``pin``, ``migrate`` or ``accept``.
+
+- :class:`Migration`, :func:`register_migration`, :func:`migration`: functions from
+  version N to N+1, registered from a script or through the ``plait_register_migrations``
+  hook. Each takes a :class:`RunSnapshot` (executor states, pending messages, shared state,
+  requests, outputs; stored values of classes as :class:`Record`) and returns the new one.
+- :func:`resume`: the policy applied, then :meth:`plait.Workflow.resume`. A migrated run's
+  chain runs on a copy; its result is checked against the new workflow's declared types;
+  one new checkpoint records the new version and the migrations that ran.
+- :func:`decide` and :class:`Verdict`: what a policy makes of a stored run, without
+  running or writing anything; :func:`compat_report` for every unfinished run of a
+  workflow, what ``plait compat TARGET --checkpoint URL`` prints (exit 1 when a run would
+  be stranded).
+- Errors: :class:`MigrationError` (names the migration, the run, the path of the bad
+  value), :class:`NoMigrationError`, :class:`PinnedRunError`.
+
+Loading plugins imports this module alone: its names are imported on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import plait
+from plait.spi import lazy_exports
+
+if TYPE_CHECKING:
+    from ._compat import (
+        UNFINISHED as UNFINISHED,
+        CompatReport as CompatReport,
+        compat_report as compat_report,
+    )
+    from ._errors import (
+        MigrationError as MigrationError,
+        NoMigrationError as NoMigrationError,
+        PinnedRunError as PinnedRunError,
+    )
+    from ._migrations import (
+        Migration as Migration,
+        find_chain as find_chain,
+        migration as migration,
+        register_migration as register_migration,
+    )
+    from ._policy import (
+        POLICIES as POLICIES,
+        Verdict as Verdict,
+        apply_verdict as apply_verdict,
+        decide as decide,
+        migrate_run as migrate_run,
+        policy_for as policy_for,
+        resume as resume,
+        set_policy as set_policy,
+    )
+    from ._snapshot import (
+        PendingRequestRecord as PendingRequestRecord,
+        Record as Record,
+        RunSnapshot as RunSnapshot,
+    )
+
+
+@plait.hookimpl
+def plait_register_commands(cli: Any) -> None:
+    """Add ``plait compat`` (its module is imported when the command line is built)."""
+    from ._command import compat_command
+
+    cli.add_command(compat_command)
+
+
+# each name is imported on first use: loading plugins imports only this module
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

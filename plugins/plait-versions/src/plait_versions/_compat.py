@@ -1,0 +1,91 @@
+"""``plait compat``'s decision: every unfinished stored run of a workflow, judged against
+the workflow about to be deployed, with nothing run and nothing written.
+
+A run is unfinished when its latest checkpoint is ``running``, ``idle_with_pending_requests``
+or ``failed``. Each gets a :class:`~plait_versions.Verdict` (:func:`~plait_versions.decide`
+under the policy asked for, ``migrate`` by default): resumes as it is, resumes on the new
+workflow unchanged (``accept``), migrates through a named chain, or is rejected, and why;
+with the per-node diff. Runs of one deploy share their stored fingerprint, so the diff is
+worked out once per stored fingerprint, not once per run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+from plait.spi import compiled_graph
+from plait_durable import CheckpointStore, list_runs
+
+from ._policy import Differ, Verdict, decide
+
+if TYPE_CHECKING:
+    from plait import Workflow
+
+__all__ = ["UNFINISHED", "CompatReport", "compat_report"]
+
+#: The statuses of a run that may still be resumed.
+UNFINISHED = ("running", "idle_with_pending_requests", "failed")
+_PAGE = 500
+
+
+@attrs.frozen
+class CompatReport:
+    """What :func:`compat_report` found.
+
+    :param workflow: the workflow's name.
+    :param version: its version.
+    :param verdicts: one per unfinished run, by run id.
+    """
+
+    workflow: str | None
+    version: int | None
+    verdicts: Sequence[Verdict]
+
+    @property
+    def stranded(self) -> list[Verdict]:
+        """The runs that would not resume."""
+        return [v for v in self.verdicts if v.stranded]
+
+    def counts(self) -> dict[str, int]:
+        """How many runs got each verdict."""
+        found: dict[str, int] = {}
+        for verdict in self.verdicts:
+            found[verdict.outcome] = found.get(verdict.outcome, 0) + 1
+        return found
+
+
+async def compat_report(
+    workflow: Workflow,
+    store: CheckpointStore,
+    *,
+    since: float | None = None,
+    on_change: str = "migrate",
+) -> CompatReport:
+    """The verdict on every unfinished run of ``workflow`` (by name) in ``store`` updated at
+    or after ``since`` (seconds since the epoch), under policy ``on_change``. Reads the
+    store; runs and writes nothing. A run the listing cannot name the workflow of (a
+    sealed store keeps the name in the sealed metadata) is read to find out."""
+    from plait import get_plugin_manager
+
+    graph = compiled_graph(workflow)
+    current = get_plugin_manager().durability("plait compat").fingerprint(graph)
+    differ = Differ(current)
+    verdicts: list[Verdict] = []
+    for status in UNFINISHED:
+        cursor: str | None = None
+        while True:
+            page = await list_runs(store, status=status, since=since, limit=_PAGE, cursor=cursor)
+            for summary in page.runs:
+                if summary.workflow not in (workflow.name, None):
+                    continue
+                latest = await store.latest(summary.run_id)
+                if latest is None or latest.metadata.get("workflow") != workflow.name:
+                    continue
+                verdicts.append(await decide(workflow, store, latest, on_change, differ=differ))
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+    verdicts.sort(key=lambda v: v.run_id)
+    return CompatReport(workflow.name, workflow.version, verdicts)

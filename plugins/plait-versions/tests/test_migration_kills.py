@@ -1,0 +1,104 @@
+"""kill -9 during a migrated resume leaves the run's old checkpoint or its new one, never
+a mix: killed inside the migration, the run is still version 1's (and resumes on it);
+killed after the migrated checkpoint is written, it is version 2's (and resumes on it,
+as it is)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import anyio
+import pytest
+import versions_shop as shop
+from plait.spi import compiled_graph
+from plait_durable import opened_store
+
+CRASHY = Path(__file__).with_name("versions_crashy.py")
+
+
+def _python(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(CRASHY), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=CRASHY.parent,
+    )
+
+
+def _kill_when(victim: subprocess.Popen[str], mark: Path, says: str) -> None:
+    deadline = time.monotonic() + 60
+    while mark.read_text() != says:
+        assert victim.poll() is None, victim.communicate()
+        assert time.monotonic() < deadline, f"the process never got to {says}"
+        time.sleep(0.01)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(timeout=10)
+    assert victim.returncode == -signal.SIGKILL
+
+
+def _checkpoints(url: str, run_id: str) -> list[tuple[int | None, str]]:
+    async def read() -> list[tuple[int | None, str]]:
+        async with opened_store(url) as store:
+            return [
+                ((c := await store.load(i.checkpoint_id)).metadata.get("version"), c.signature)
+                for i in await store.list(run_id)
+            ]
+
+    return anyio.run(read)
+
+
+def _started(url: str) -> tuple[str, str]:
+    run_id = f"kill-{uuid.uuid4().hex}"
+    started = _python("run", url, run_id)
+    out, err = started.communicate(timeout=60)
+    assert started.returncode == 0, err
+    return run_id, json.loads(out)
+
+
+@pytest.mark.parametrize("kill_in", ["migrating", "auditing"])
+def test_kill_9_during_a_migrated_resume(store_url: str, tmp_path: Path, kill_in: str) -> None:
+    v1_signature = compiled_graph(shop.v1()).signature
+    v2_signature = compiled_graph(shop.v2()).signature
+    run_id, request_id = _started(store_url)
+    before = _checkpoints(store_url, run_id)
+    mark = tmp_path / "mark"
+    # migrating: killed inside the migration; auditing: after it, in the new node
+    mark.write_text("hang" if kill_in == "migrating" else "hang-later")
+    victim = _python("migrate", store_url, run_id, request_id, str(mark))
+    _kill_when(victim, mark, kill_in)
+    after = _checkpoints(store_url, run_id)
+    # every checkpoint is wholly one version's: its version and its graph agree
+    for version, signature in after:
+        assert (version, signature) in ((1, v1_signature), (2, v2_signature)), after
+    if kill_in == "migrating":
+        assert after == before  # nothing written
+    else:
+        assert any(v == 2 for v, _ in after)
+
+    async def latest() -> tuple[int | None, str]:
+        async with opened_store(store_url) as store:
+            found = await store.latest(run_id)
+            assert found is not None
+            return found.metadata.get("version"), found.signature
+
+    # killed migrating: the run is still version 1's; after: wholly version 2's
+    expected = (1, v1_signature) if kill_in == "migrating" else (2, v2_signature)
+    assert anyio.run(latest) == expected
+    mark.write_text("")
+    if kill_in == "migrating":  # migrated again, from the untouched version 1 checkpoint
+        resumed = _python("migrate", store_url, run_id, request_id, str(mark))
+        out, err = resumed.communicate(timeout=60)
+        assert resumed.returncode == 0, err
+        assert json.loads(out) == ["v2 audited order-a True"]
+    else:  # the answer was taken before the kill: version 2 goes on from its checkpoint
+        resumed = _python("finish", store_url, run_id, request_id, str(mark))
+        out, err = resumed.communicate(timeout=60)
+        assert resumed.returncode == 0, err
+        assert json.loads(out) == ["v2 audited order-a True"]

@@ -1,0 +1,9 @@
+"""The shop workflow's versions as targets of ``plait run`` / ``plait resume``
+(``versions_cli_targets:shop_v1``)."""
+
+from __future__ import annotations
+
+import versions_shop
+
+shop_v1 = versions_shop.v1()
+shop_v2 = versions_shop.v2()
