@@ -14,8 +14,10 @@ first divergence (:class:`ReplayReport`).
 - :func:`replay` and :class:`ReplayReport`, :class:`Divergence`: a replay and what it
   found;
 - :func:`read_recording` and :class:`Recording`: a recorded run as its record holds it;
-- :class:`ReplayError`, :class:`ReplayMissError`, :class:`ReplayNetworkError`: what a
-  replay refuses.
+- :func:`export_bundle`, :func:`import_bundle`, :class:`BundleInfo`: a recorded run as
+  one portable file (``plait export``, ``plait import``), signed and redacted;
+- :class:`ReplayError`, :class:`ReplayMissError`, :class:`ReplayNetworkError`,
+  :class:`BundleError`: what a replay or a bundle refuses.
 
 Loading plugins imports this module alone: the recorder is imported when a run records or
 replays, the command when the command line is used.
@@ -32,6 +34,12 @@ if TYPE_CHECKING:
     import click
     from plait.spi import RunObserver, RunOptions
 
+    from ._bundle import (
+        BundleError as BundleError,
+        BundleInfo as BundleInfo,
+        export_bundle as export_bundle,
+        import_bundle as import_bundle,
+    )
     from ._errors import (
         ReplayError as ReplayError,
         ReplayMissError as ReplayMissError,
@@ -71,10 +79,12 @@ def plait_observe_run(run_id: str, options: RunOptions | None) -> RunObserver | 
 
 @plait.hookimpl
 def plait_register_commands(cli: click.Group) -> None:
-    """Add ``plait replay``."""
-    from ._cli import replay_command
+    """Add ``plait replay``, ``plait export`` and ``plait import``."""
+    from ._cli import export_command, import_command, replay_command
 
     cli.add_command(replay_command)
+    cli.add_command(export_command)
+    cli.add_command(import_command)
 
 
 if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error

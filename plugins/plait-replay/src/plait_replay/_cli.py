@@ -122,3 +122,96 @@ def replay_command(
     else:
         click.echo(report.text())
     raise SystemExit(0 if report.equal else 1)
+
+
+#: the environment variable a bundle's key is read from, unless --key-env names another
+KEY_VARIABLE = "PLAIT_BUNDLE_KEY"
+
+
+def _key(variable: str | None) -> bytes | None:
+    """The key in the environment variable ``variable`` (default: ``PLAIT_BUNDLE_KEY``,
+    if set); never a key typed on the command line, where the shell history keeps it."""
+    import os
+
+    name = variable or KEY_VARIABLE
+    value = os.environ.get(name)
+    if variable is not None and not value:
+        raise click.UsageError(f"--key-env {variable}: the environment variable is not set")
+    return value.encode() if value else None
+
+
+@click.command("export", short_help="Write a recorded run to one portable bundle file.")
+@click.argument("run_id")
+@click.option("-o", "--output", "output", metavar="FILE", required=True, help="The bundle.")
+@click.option(
+    "--checkpoint", metavar="URL", default=DEFAULT_STORE, show_default=True, help="The store."
+)
+@click.option(
+    "--key-env",
+    metavar="VAR",
+    help=f"Sign the bundle with the key in this environment variable (default {KEY_VARIABLE}, "
+    "when set).",
+)
+@click.option(
+    "--redact",
+    metavar="JSONPATH",
+    multiple=True,
+    help="Replace the values this JSONPath matches in the run's states ($..email), "
+    "wherever they appear, with typed placeholders; the bundle lists them (repeatable).",
+)
+def export_command(
+    run_id: str, output: str, checkpoint: str, key_env: str | None, redact: tuple[str, ...]
+) -> None:
+    """Write run RUN_ID — its checkpoints, their values, its record — to one file (a zip
+    of JSON) that plait import loads into any store: a bug report's attachment replays on
+    the maintainer's machine. With a key (--key-env VAR, or PLAIT_BUNDLE_KEY) it is
+    signed with HMAC-SHA256; --redact replaces personal data or keys with placeholders.
+    """
+    import anyio
+    from plait import PlaitError
+
+    from ._bundle import export_bundle
+
+    key = _key(key_env)
+    try:
+        info = anyio.run(lambda: export_bundle(checkpoint, run_id, output, key=key, redact=redact))
+    except PlaitError as exc:
+        raise click.ClickException(str(exc)) from exc
+    signed = "signed" if info.signed else "unsigned"
+    click.echo(f"wrote {output}: run {run_id}, {info.checkpoints} checkpoints, {signed}")
+    for redaction in info.redacted:
+        click.echo(f"redacted {redaction['path']}: {redaction['matched']} value(s)")
+
+
+@click.command("import", short_help="Load a run bundle into a store.")
+@click.argument("bundle", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--checkpoint", metavar="URL", default=DEFAULT_STORE, show_default=True, help="The store."
+)
+@click.option(
+    "--key-env",
+    metavar="VAR",
+    help=f"Verify the bundle's signature with the key in this environment variable "
+    f"(default {KEY_VARIABLE}, when set): a signed bundle needs its key.",
+)
+@click.option("--as", "run_id", metavar="RUN_ID", help="Import under this run id.")
+def import_command(bundle: str, checkpoint: str, key_env: str | None, run_id: str | None) -> None:
+    """Load BUNDLE (written by plait export) into the store, and print its run id: replay
+    it with plait replay TARGET RUN_ID. A signed bundle is refused unless its key
+    verifies it; an unsigned one is refused when a key is given."""
+    import anyio
+    from plait import PlaitError
+
+    from ._bundle import import_bundle
+
+    key = _key(key_env)
+    try:
+        info = anyio.run(lambda: import_bundle(bundle, checkpoint, key=key, run_id=run_id))
+    except PlaitError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(info.run_id)
+    for redaction in info.redacted:
+        click.echo(
+            f"redacted {redaction.get('path')!s}: {redaction.get('matched')!s} value(s)",
+            err=True,
+        )
