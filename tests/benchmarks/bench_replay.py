@@ -14,8 +14,9 @@ measure:
 - ``replay``: ``plait_replay.replay`` of the recorded run, median seconds: reading the
   record, the run with every call answered from it, the comparison superstep by
   superstep; ``calls_made`` counts the outside calls that went out (0: every one was
-  answered) and ``network`` the network attempts the guard saw. Target: under 1 s for
-  1,000 supersteps, with zero network calls.
+  answered) and ``network`` the network attempts (0: the guard turns one into a
+  divergence, which stops the benchmark). Target: under 1 s for 1,000 supersteps, with
+  zero network calls.
 
 ``--quick`` runs each once at 10 supersteps, as a smoke test. Targets are reported
 (``met``), never asserted.
