@@ -282,5 +282,32 @@ def test_a_run_that_does_not_record_is_not_observed() -> None:
     import plait_replay
     from plait.spi import RunOptions
 
-    assert plait_replay.plait_observe_run("r", RunOptions()) is None
-    assert plait_replay.plait_observe_run("r", None) is None
+    observe = plait_replay.plait_observe_run
+    assert observe(run_id="r", resumed=None, options=RunOptions()) is None
+    assert observe(run_id="r", resumed=None, options=None) is None
+    # what a checkpoint says is checked: only a literal true turns recording on
+    assert observe(run_id="r", resumed={"replay": {"record": "yes"}}, options=None) is None
+    assert observe(run_id="r", resumed={"replay": {"record": True}}, options=None) is not None
+
+
+async def test_a_recorded_run_stays_recorded_when_it_is_resumed(store: str) -> None:
+    """A run that waits for an answer and is resumed (here, by a caller that does not say
+    record=True) goes on recording: its checkpoints say it was recorded."""
+
+    @executor(id="ask")
+    async def ask(text: str, ctx: WorkflowContext[Any, Any]) -> None:
+        ctx.random()  # recorded in each superstep ask runs in
+        if text == "why?":
+            await ctx.request_info({"question": text}, str)  # the answer comes back here
+
+    workflow = WorkflowBuilder().set_start(ask).build()
+    first = await workflow.run("why?", checkpoint=store, record=True)
+    assert first.status.value == "idle_with_pending_requests"
+    (request,) = first.pending_requests
+    second = await workflow.resume(first.run_id, store, responses={request.request_id: "42"})
+    assert second.ok and second.status.value == "idle", second.error
+    recording = await read_recording(store, first.run_id)
+    assert sorted((c["superstep"], c["kind"]) for c in recording.calls.values()) == [
+        (1, "random"),
+        (2, "random"),
+    ], "the resumed superstep was recorded too"

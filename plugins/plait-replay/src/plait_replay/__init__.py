@@ -25,7 +25,8 @@ replays, the command when the command line is used.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import plait
 from plait.spi import Register, lazy_exports
@@ -63,14 +64,19 @@ def plait_register_run_options(register: Register) -> None:
 
 
 @plait.hookimpl
-def plait_observe_run(run_id: str, options: RunOptions | None) -> RunObserver | None:
-    """Record the runs that set ``record`` (a replay sets it too): two dictionary look-ups
-    for a run that does not."""
-    if options is None:
-        return None
-    values = options.plugin_values
+def plait_observe_run(
+    run_id: str, resumed: Mapping[str, Any] | None, options: RunOptions | None
+) -> RunObserver | None:
+    """Record the runs that set ``record`` (a replay sets it too), and the resumes of runs
+    that were recorded (their checkpoints say so: a record goes on after a crash or an
+    answer to a request, whoever resumes it): a few dictionary look-ups for a run that
+    does not."""
+    values = options.plugin_values if options is not None else {}
     replaying = values.get("replay_with")
-    if not values.get("record") and replaying is None:
+    kept = resumed.get(SECTION) if isinstance(resumed, Mapping) else None
+    # read from a store: it can only turn recording on, never choose what runs
+    was_recorded = isinstance(kept, Mapping) and kept.get("record") is True
+    if not values.get("record") and replaying is None and not was_recorded:
         return None
     from ._recorder import Recorder
 
@@ -86,6 +92,10 @@ def plait_register_commands(cli: click.Group) -> None:
     cli.add_command(export_command)
     cli.add_command(import_command)
 
+
+#: the recorder's key in a checkpoint's ``observed`` section and ``metadata["observers"]``
+#: (``plait_replay._record.SECTION``: written here too, so loading plugins imports nothing)
+SECTION = "replay"
 
 if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
     __getattr__, __dir__ = lazy_exports(__name__)

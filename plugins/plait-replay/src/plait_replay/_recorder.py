@@ -236,6 +236,10 @@ class Recorder(RunObserver):
         except ValueError:  # finished in another context than it started in
             outside_calls.set(None)
 
+    def checkpoint_metadata(self) -> Mapping[str, Any] | None:
+        # a resume of this run records too (plait_observe_run reads it back)
+        return {SECTION: {"record": True}}
+
     def checkpoint_section(self) -> Mapping[str, Any] | None:
         if not self.calls and not self.ran and self.input is None:
             return None
