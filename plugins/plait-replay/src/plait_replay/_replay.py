@@ -208,13 +208,18 @@ def compare(
     calls = (_calls_by_step(recording), _calls_by_step(replayed))
     steps = sorted(set(recording.states) | set(replayed.states) | set(recording.ran))
     compared = 0
+    # a pipelined run is checkpointed at cuts, which timing places: a superstep one of the
+    # two runs has no checkpoint of is passed over, up to where the shorter run stops
+    last_common = min(max(recording.states, default=0), max(replayed.states, default=0))
     for step in steps:
         for miss in [*replaying.network, *replaying.misses]:
             if _step_of(miss) == step:
                 return _report(recording, compared, _failed_call(miss))
         before, now = recording.states.get(step), replayed.states.get(step)
         if before is None or now is None:
-            break  # the one that stops short is told below
+            if step > last_common:
+                break  # the one that stops short is told below
+            continue
         compared = step
         found = _first_difference(step, recording, replayed, before, now, senders, calls)
         if found is not None:
