@@ -311,3 +311,22 @@ async def test_a_recorded_run_stays_recorded_when_it_is_resumed(store: str) -> N
         (1, "random"),
         (2, "random"),
     ], "the resumed superstep was recorded too"
+
+
+async def test_an_answer_that_is_not_json_names_its_executor(store: str) -> None:
+    from plait.spi import outside_call
+
+    @executor(id="odd")
+    async def odd(text: str, ctx: WorkflowContext[Any, Any]) -> None:
+        async def really() -> Any:
+            return {1, 2}  # a set: JSON has none
+
+        await ctx.yield_output(await outside_call("http", {"url": text}, really))
+
+    workflow = WorkflowBuilder().set_start(odd).build()
+    assert (await workflow.run("u", checkpoint=store)).outputs == [{1, 2}], "unrecorded: as is"
+    failed = await workflow.run("u", checkpoint=store, record=True, raise_on_failure=False)
+    assert failed.error is not None
+    assert "the answer of executor 'odd''s http call must be JSON-ready" in str(
+        failed.error.__cause__
+    )

@@ -56,7 +56,7 @@ class Cassette:
     async def call(
         self, kind: str, request: Mapping[str, Any], invoke: Callable[[], Awaitable[Any]]
     ) -> Any:
-        request = _json_ready(dict(request), f"the request of a {kind} call")
+        request = _json_ready(dict(request), f"the request of a {kind} call", as_text=True)
         key = request_key(request)
         if not self.recording:
             found = self._answer(kind, key)

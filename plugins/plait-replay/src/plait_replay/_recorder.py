@@ -36,10 +36,15 @@ def request_key(request: Any) -> str:
     return hashlib.sha256(canonical(request).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _json_ready(value: Any, what: str) -> Any:
-    """``value`` as JSON gives it back (a tuple becomes a list): what a replay answers."""
+def _json_ready(value: Any, what: str, *, as_text: bool = False) -> Any:
+    """``value`` as JSON gives it back (a tuple becomes a list): what a replay answers.
+
+    :param as_text: a value JSON does not take becomes its ``str()`` (a request: what
+        keys it, never what answers).
+    :raises TypeError: it is not JSON-ready, naming ``what``.
+    """
     try:
-        return json.loads(json.dumps(value, ensure_ascii=False))
+        return json.loads(json.dumps(value, ensure_ascii=False, default=str if as_text else None))
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{what} must be JSON-ready to be recorded: {exc}") from exc
 
@@ -140,7 +145,7 @@ class _Site:
         self, kind: str, request: Mapping[str, Any], invoke: Callable[[], Awaitable[Any]]
     ) -> Any:
         seq = self._next(kind)
-        request = _json_ready(dict(request), f"the request of a {kind} call")
+        request = _json_ready(dict(request), f"the request of a {kind} call", as_text=True)
         key = request_key(request)
         replaying = self.recorder.replaying
         if replaying is not None and self.executor_id not in replaying.live:
@@ -151,7 +156,9 @@ class _Site:
                 answer = await invoke()
             finally:
                 self.live_call = False
-            answer = _json_ready(answer, f"the answer of a {kind} call")
+            answer = _json_ready(
+                answer, f"the answer of executor {self.executor_id!r}'s {kind} call"
+            )
         self.recorder.keep(self, kind, seq, key, request, answer)
         return answer
 
