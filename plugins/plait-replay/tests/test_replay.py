@@ -330,3 +330,41 @@ async def test_an_answer_that_is_not_json_names_its_executor(store: str) -> None
     assert "the answer of executor 'odd''s http call must be JSON-ready" in str(
         failed.error.__cause__
     )
+
+
+def _chain(suffix: str) -> Any:
+    @executor(id="first")
+    async def first(text: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(text + suffix)
+
+    @executor(id="second")
+    async def second(text: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(text.upper())
+
+    @executor(id="third")
+    async def third(text: str, ctx: WorkflowContext[Any, str]) -> None:
+        await ctx.yield_output(f"<{text}>")
+
+    return (
+        WorkflowBuilder().set_start(first).add_edge(first, second).add_edge(second, third).build()
+    )
+
+
+async def test_a_stub_sends_what_the_record_says_its_executor_sent(store: str) -> None:
+    run_id = await _record(_chain(""), store)
+    # "first" changed: replayed, it diverges; stubbed, its recorded message goes on
+    assert not (await replay(_chain("?"), run_id, store)).equal
+    report = await replay(_chain("?"), run_id, store, stub=["first"])
+    assert report.equal, report.text()
+    # a stub of the executor that yields gives back its recorded output
+    assert (await replay(_chain(""), run_id, store, stub=["third"])).equal
+
+
+async def test_a_stub_whose_messages_the_record_cannot_tell_apart_is_refused(
+    models: Models, store: str
+) -> None:
+    run_id = await _record(research_workflow(), store)
+    with pytest.raises(ReplayError, match=r"--stub dice: .* to 'collect' .* 'writer' also sent"):
+        await replay(research_workflow(), run_id, store, stub=["dice"])
+    report = await replay(research_workflow(draft_suffix="!"), run_id, store, stub=["plan"])
+    assert report.divergence is not None and report.divergence.executor == "dice"

@@ -38,6 +38,14 @@ def _names(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) 
     "replay is then kept in the store as a new recorded run.",
 )
 @click.option(
+    "--stub",
+    metavar="NODE,...",
+    multiple=True,
+    callback=_names,
+    help="Executors whose code does not run: each sends the messages and yields the "
+    "outputs the record holds for it (replay a slice of the workflow).",
+)
+@click.option(
     "--schedule",
     metavar="NAME",
     help="Replay on this schedule (superstep, pipelined); default the workflow's.",
@@ -64,6 +72,7 @@ def replay_command(
     run_id: str,
     checkpoint: str,
     live: list[str],
+    stub: list[str],
     schedule: str | None,
     output_format: str,
     allow_imports: bool,
@@ -108,6 +117,7 @@ def replay_command(
             run_id,
             checkpoint,
             live=live,
+            stub=stub,
             save_to=checkpoint if live else None,
             schedule=schedule,
             checkpoint_metadata=metadata,

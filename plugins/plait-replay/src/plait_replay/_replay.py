@@ -124,6 +124,7 @@ async def replay(
     checkpoint: Any,
     *,
     live: Iterable[str] = (),
+    stub: Iterable[str] = (),
     save_to: Any = None,
     schedule: str | None = None,
     checkpoint_metadata: Mapping[str, Any] | None = None,
@@ -138,6 +139,9 @@ async def replay(
     the workflow is the one passed, and recorded values only answer calls.
 
     :param live: executor ids whose calls go out for real (re-recording them).
+    :param stub: executor ids whose code does not run: each sends the messages and yields
+        the outputs the record holds for it (:mod:`plait_replay._stub`), to replay a
+        slice of the workflow.
     :param save_to: with ``live``, a store (URL or object) to keep the replay in as a new
         recorded run (the report's ``rerecorded``); ``None`` keeps nothing.
     :param schedule: the schedule to run on (default: the workflow's).
@@ -146,16 +150,21 @@ async def replay(
         does not hold its input.
     :raises UnknownNameError: ``live`` names an executor the workflow does not have.
     """
-    live_ids = frozenset(live)
-    unknown = sorted(live_ids - set(workflow.executors))
-    if unknown:
-        from plait import UnknownNameError
+    live_ids, stub_ids = frozenset(live), tuple(dict.fromkeys(stub))
+    for flag, names in (("--live", live_ids), ("--stub", stub_ids)):
+        unknown = sorted(set(names) - set(workflow.executors))
+        if unknown:
+            from plait import UnknownNameError
 
-        raise UnknownNameError(
-            f"--live names executor(s) {', '.join(map(repr, unknown))} that the workflow "
-            f"does not have; it has {', '.join(map(repr, workflow.executors))}"
-        )
+            raise UnknownNameError(
+                f"{flag} names executor(s) {', '.join(map(repr, unknown))} that the workflow "
+                f"does not have; it has {', '.join(map(repr, workflow.executors))}"
+            )
     recording = await read_recording(checkpoint, run_id)
+    if stub_ids:
+        from ._stub import stubbed
+
+        workflow = stubbed(workflow, stub_ids, recording)
     if recording.input is None:
         raise ReplayError(
             f"the record of run {run_id!r} does not hold the run's input (it was recorded "
@@ -181,7 +190,7 @@ async def replay(
     with network_guard(replaying):
         result = await workflow.run(recording.input[0], **options)
     replayed = recording_of(options["run_id"], scratch.read_back(), strict=False)
-    report = compare(recording, replayed, replaying, result, workflow)
+    report = compare(recording, replayed, replaying, result, workflow, frozenset(stub_ids))
     rerecorded = None
     if live_ids and save_to is not None:
         from ._copy import copy_run
@@ -200,12 +209,18 @@ async def replay(
 
 
 def compare(
-    recording: Recording, replayed: Recording, replaying: Replaying, result: Any, workflow: Any
+    recording: Recording,
+    replayed: Recording,
+    replaying: Replaying,
+    result: Any,
+    workflow: Any,
+    stubs: frozenset[str] = frozenset(),
 ) -> ReplayReport:
     """Compare the replay (``replayed``, the ``result`` of its run) with the record,
-    superstep by superstep; the first difference is the report's divergence."""
+    superstep by superstep; the first difference is the report's divergence. The calls
+    of ``stubs`` (executors whose code did not run) are not compared."""
     senders = _senders(workflow)
-    calls = (_calls_by_step(recording), _calls_by_step(replayed))
+    calls = (_calls_by_step(recording, stubs), _calls_by_step(replayed, stubs))
     steps = sorted(set(recording.states) | set(replayed.states) | set(recording.ran))
     compared = 0
     # a pipelined run is checkpointed at cuts, which timing places: a superstep one of the
@@ -311,10 +326,15 @@ def _senders(workflow: Any) -> dict[str, list[tuple[str, str]]]:
     return out
 
 
-def _calls_by_step(recording: Recording) -> dict[int, dict[str, list[Any]]]:
-    """superstep -> executor -> its calls (kind, count, request key, answer), in order."""
+def _calls_by_step(
+    recording: Recording, leave_out: frozenset[str]
+) -> dict[int, dict[str, list[Any]]]:
+    """superstep -> executor -> its calls (kind, count, request key, answer), in order;
+    the executors in ``leave_out`` left out."""
     out: dict[int, dict[str, list[Any]]] = {}
     for (superstep, executor, index, kind, seq), call in sorted(recording.calls.items()):
+        if executor in leave_out:
+            continue
         out.setdefault(superstep, {}).setdefault(executor, []).append(
             {"index": index, "kind": kind, "seq": seq, "key": call["key"],
              "response": call["response"]}
