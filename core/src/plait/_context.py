@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import Any, Generic, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol
 
 import attrs
 import typing_extensions
+
+if TYPE_CHECKING:
+    import datetime
 
 __all__ = [
     "DELETED",
@@ -358,7 +361,7 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         request_id = hashlib.sha256(seed.encode()).hexdigest()[:32]
         return run.request_info(self.executor_id, request, response_type, request_id=request_id)
 
-    def now(self) -> Any:
+    def now(self) -> datetime.datetime:
         """The current time, an aware :class:`datetime.datetime` in UTC: use it instead of
         the clock. A recorded run keeps it, and a replay of the run gets it back, so
         code that reads the time replays identically.
