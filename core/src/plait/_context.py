@@ -6,21 +6,28 @@ that run, and two concurrent runs of one workflow never see each other's state.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Generic, Protocol
+import contextvars
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Generic, Protocol
 
 import attrs
 import typing_extensions
 
 from ._errors import PatchError
 
+if TYPE_CHECKING:
+    import datetime
+
 __all__ = [
     "DELETED",
     "ContextSnapshot",
     "InvocationFailure",
+    "OutsideCalls",
     "RequestResponse",
     "RunScope",
     "WorkflowContext",
+    "outside_call",
+    "outside_calls",
 ]
 
 
@@ -146,6 +153,53 @@ class InvocationFailure:
     message: Any = None
 
 
+class OutsideCalls(Protocol):
+    """What answers the calls a handler makes outside the process, for the invocation
+    running in this task: a recorder that keeps each answer, a replayer that gives back
+    the recorded one. A plugin sets it in :data:`outside_calls` (from its run observer's
+    ``invocation_started``, resetting it in ``invocation_finished``); executors that
+    reach outside go through :func:`outside_call`, and :meth:`WorkflowContext.now` and
+    :meth:`WorkflowContext.random` through :meth:`value`.
+    """
+
+    async def call(
+        self, kind: str, request: Mapping[str, Any], invoke: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        """Answer the outside call ``request`` (JSON-ready: everything its answer depends
+        on) of ``kind`` (``"llm.prompt"``, ``"http"``, ``"shell"``): ``await invoke()``
+        makes it for real; the answer must be JSON-ready."""
+        ...
+
+    def value(self, kind: str, produce: Callable[[], Any]) -> Any:
+        """Answer a value the process makes itself (``"now"``, ``"random"``):
+        ``produce()`` makes it (JSON-ready)."""
+        ...
+
+
+#: The :class:`OutsideCalls` of the invocation running in this task, or ``None``: every
+#: outside call is made for real (what a run nobody records pays: one look-up per call).
+outside_calls: contextvars.ContextVar[OutsideCalls | None] = contextvars.ContextVar(
+    "plait.outside_calls", default=None
+)
+
+
+async def outside_call(
+    kind: str, request: Mapping[str, Any], invoke: Callable[[], Awaitable[Any]]
+) -> Any:
+    """Make a call that leaves the process (a model call, an HTTP request, a program run):
+    ``await invoke()``, unless a plugin answers calls for the invocation running in this
+    task (:data:`outside_calls`), which records the answer or gives back a recorded one.
+
+    :param kind: what sort of call it is (``"llm.prompt"``, ``"http"``, ``"shell"``).
+    :param request: JSON-ready, everything the answer depends on (the record's key).
+    :param invoke: makes the call; its answer must be JSON-ready.
+    """
+    calls = outside_calls.get()
+    if calls is None:
+        return await invoke()
+    return await calls.call(kind, request, invoke)
+
+
 class _SharedView(Mapping[str, Any]):
     """``ctx.shared``: the committed shared state, read-only, noting which keys are read."""
 
@@ -185,7 +239,7 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
     the edges at build time.
     """
 
-    __slots__ = ("_asked", "_attempt", "_index", "_run", "executor_id", "state")
+    __slots__ = ("_asked", "_attempt", "_drawn", "_index", "_run", "executor_id", "state")
 
     def __init__(self, run: RunScope, executor_id: str, state: dict[str, Any]) -> None:
         self._run = run
@@ -197,6 +251,8 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         #: (superstep, message index or delivery id, requests made so far) of the
         #: invocation asking
         self._asked: tuple[int, int | str, int] = (0, 0, 0)
+        #: (idempotency key, attempt, numbers drawn so far) of the invocation drawing
+        self._drawn: tuple[str, int, int] = ("", 0, 0)
 
     @property
     def attempt(self) -> int:
@@ -347,6 +403,44 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         request_id = hashlib.sha256(seed.encode()).hexdigest()[:32]
         return run.request_info(self.executor_id, request, response_type, request_id=request_id)
 
+    def now(self) -> datetime.datetime:
+        """The current time, an aware :class:`datetime.datetime` in UTC: use it instead of
+        the clock. A recorded run keeps it, and a replay of the run gets it back, so
+        code that reads the time replays identically.
+        """
+        import datetime  # here: a handler that never asks the time never imports it
+
+        calls = outside_calls.get()
+        if calls is None:
+            stamp: float = _clock()
+        else:
+            stamp = calls.value("now", _clock)
+        return datetime.datetime.fromtimestamp(stamp, datetime.timezone.utc)
+
+    def random(self) -> float:
+        """A number in ``[0, 1)``: use it instead of :mod:`random`. The numbers are drawn
+        from the invocation (its idempotency key, its attempt and how many it drew
+        before), so they are the same on every run of it and after a resume; a recorded
+        run keeps them too, and a replay gets them back.
+        """
+        key, attempt, drawn = self._drawn
+        current = self.idempotency_key
+        if (key, attempt) != (current, self._attempt):
+            key, attempt, drawn = current, self._attempt, 0
+        self._drawn = (key, attempt, drawn + 1)
+        seed = f"{key}:{attempt}:{drawn}"
+
+        def draw() -> float:
+            import hashlib  # here: OpenSSL's start-up is paid by runs that draw
+
+            digest = hashlib.blake2b(seed.encode(), digest_size=8).digest()
+            return int.from_bytes(digest, "big") / 2**64
+
+        calls = outside_calls.get()
+        if calls is None:
+            return draw()
+        return float(calls.value("random", draw))
+
     def snapshot(self) -> ContextSnapshot:
         """What this context tells a handler about the invocation it runs (its run,
         superstep, attempt and the message's index or delivery id), to build the same
@@ -389,3 +483,10 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
 
     def __repr__(self) -> str:
         return f"<WorkflowContext {self.executor_id!r} run={self._run.run_id}>"
+
+
+def _clock() -> float:
+    """Seconds since the epoch (what :meth:`WorkflowContext.now` reads)."""
+    import time
+
+    return time.time()

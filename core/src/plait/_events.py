@@ -224,6 +224,9 @@ class EventObserver:
     def checkpoint_metadata(self) -> None:
         return None
 
+    def checkpoint_section(self) -> None:
+        return None
+
 
 @attrs.define
 class WorkflowRunResult:

@@ -397,7 +397,11 @@ def plait_workflow_as_agent(workflow: Any, name: str | None, description: str) -
 
 @hookspec
 def plait_observe_run(
-    run_id: str, workflow: Any, superstep: int, resumed: Mapping[str, Any] | None
+    run_id: str,
+    workflow: Any,
+    superstep: int,
+    resumed: Mapping[str, Any] | None,
+    options: Any,
 ) -> RunObserver | None:
     """A run starts: return a :class:`~plait.spi.RunObserver` to be told about its
     supersteps and executor invocations, or ``None`` to leave it alone.
@@ -414,6 +418,9 @@ def plait_observe_run(
         resumes from (:meth:`~plait.spi.RunObserver.checkpoint_metadata`, all of
         them merged), else ``None``. It was read from a store: check it before use.
         An implementation may leave this parameter out.
+    :param options: the run's :class:`~plait.spi.RunOptions` (a plugin reads its own
+        declared options with :meth:`~plait.spi.RunOptions.of`: ``plait-replay``
+        observes the runs that set ``record``). An implementation may leave it out.
     :return: an observer or ``None``; every implementation is called and the observers
         returned are all told (each gets back only its own handles).
     """

@@ -137,6 +137,14 @@ class RunObserver(Protocol):
         ``plait_observe_run`` — read back from a store, so untrusted: check it."""
         return None
 
+    def checkpoint_section(self) -> Mapping[str, Any] | None:
+        """JSON-ready data to keep in the checkpoint a durable run takes now (under its
+        state's ``observed`` section; large values content-addressed, so a value kept
+        before costs a reference), asked as each checkpoint is taken: what the observer
+        saw since the last one — a recorder's outside calls, say. Return ``None`` when
+        there is nothing new."""
+        return None
+
 
 def combine(observers: Sequence[RunObserver]) -> RunObserver | None:
     """One observer for what the ``plait_observe_run`` implementations returned."""
@@ -205,4 +213,10 @@ class _ObserverGroup(RunObserver):
         merged: dict[str, Any] = {}
         for observer in self.observers:
             merged.update(observer.checkpoint_metadata() or {})
+        return merged or None
+
+    def checkpoint_section(self) -> Mapping[str, Any] | None:
+        merged: dict[str, Any] = {}
+        for observer in self.observers:
+            merged.update(observer.checkpoint_section() or {})
         return merged or None

@@ -40,7 +40,10 @@ if TYPE_CHECKING:
     from ._context import (
         DELETED as DELETED,
         ContextSnapshot as ContextSnapshot,
+        OutsideCalls as OutsideCalls,
         RunScope as RunScope,
+        outside_call as outside_call,
+        outside_calls as outside_calls,
     )
     from ._convert import Converter as Converter
     from ._executor import Handler as Handler

@@ -286,6 +286,7 @@ def test_the_writers_keep_the_classes_field_order() -> None:
         visits={},
         attempts={},
         pipeline={},
+        observed={},
     )
     assert list(every) == [field.name for field in attrs.fields(FullState)]
     request = request_fields(

@@ -45,6 +45,7 @@ FIRST_PARTY: Mapping[str, Mapping[str, Sequence[str]]] = {
     "plait-durable": {"hook": ("plait_durability",)},
     "plait-pipeline": {"schedule": ("pipelined",)},
     "plait-ui": {"command": ("ui",)},
+    "plait-replay": {"command": ("export", "import", "replay")},
 }
 
 #: distribution -> the extra of the ``plait`` meta-distribution that brings it (the root

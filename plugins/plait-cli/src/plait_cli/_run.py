@@ -468,6 +468,13 @@ def _display_options(command: Any) -> Any:
     help="Keep the run's event journal (invocations, attempts, retries, timeouts, errors) "
     "with its checkpoints: plait ui draws it as a Gantt.",
 )
+@click.option(
+    "--record",
+    "record_calls",
+    is_flag=True,
+    help="Keep every call the run makes outside (model calls, http, shell, now, random) "
+    "with its checkpoints, for plait replay (plait-replay).",
+)
 @_display_options
 @click.option(
     "--step-context",
@@ -488,6 +495,7 @@ def run_command(
     checkpoint: str | None,
     no_checkpoint: bool,
     journal: bool,
+    record_calls: bool,
     json_events: bool,
     quiet: bool,
     no_input: bool,
@@ -524,6 +532,8 @@ def run_command(
         raise click.UsageError("--durability needs a checkpoint (drop --no-checkpoint)")
     if journal and no_checkpoint:
         raise click.UsageError("--journal needs a checkpoint (drop --no-checkpoint)")
+    if record_calls and no_checkpoint:
+        raise click.UsageError("--record needs a checkpoint (drop --no-checkpoint)")
     value = _message(message, json_input)
     allow_imports = allow_imports or trust or "imports" in allow  # as --allow-imports
     grants = grants_from(allow, trust, allow_imports)
@@ -544,6 +554,8 @@ def run_command(
             options["durability"] = durability
         if journal:
             options["journal"] = True
+        if record_calls:
+            options["record"] = True
         record = _record(loaded.target, allow_imports, placement)
         options["checkpoint_metadata"] = {METADATA_KEY: record}
         if not json_events:  # stderr stays JSON lines only; RunStarted has the id

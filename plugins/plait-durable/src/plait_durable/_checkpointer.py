@@ -188,6 +188,11 @@ class Checkpointer:
                 shared = blobs.externalize_map(shared)
             if outputs:
                 outputs = ext(outputs)
+        observed = None
+        if self.observer is not None:  # what the observers keep with it (a recorder's calls)
+            section = self.observer.checkpoint_section()
+            if section:
+                observed = ext(_encode(dict(section), "observers' section", None, step))
         ids = state.ids
         return state_fields(
             pending=pending,
@@ -200,6 +205,7 @@ class Checkpointer:
             outputs=outputs,
             visits=visits,
             attempts=dict(state.attempts) if state.attempts else None,
+            observed=observed,
         )
 
     def _fingerprint(self) -> dict[str, Any]:

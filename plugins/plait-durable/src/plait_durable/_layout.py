@@ -18,6 +18,9 @@ parts are shared. ::
     visits          {executor_id: supersteps run}
     attempts        {invocation key: failed attempts} while a retry waits (absent otherwise)
     pipeline        a pipelined run's cut (:func:`plait_pipeline.decode_cut`; absent otherwise)
+    observed        what the run's observers kept with this checkpoint
+                    (``RunObserver.checkpoint_section``: a recorder's outside calls;
+                    absent when they kept nothing); never read to resume
 
 Earlier Plait also wrote *deltas* (``kind: "delta"``) on a full state; they are read,
 never written (:mod:`plait_durable._legacy`).
@@ -82,6 +85,7 @@ class FullState:
     visits: dict[str, int]
     attempts: dict[str, int] | None = None
     pipeline: Json | None = None
+    observed: Json | None = None
 
 
 def state_fields(
@@ -96,6 +100,7 @@ def state_fields(
     visits: Any,
     attempts: dict[str, int] | None = None,
     pipeline: Any = None,
+    observed: Any = None,
 ) -> dict[str, Any]:
     """A full state as the JSON object a checkpoint stores, from its sections (JSON
     already: each value encoded and, in a store that keeps blobs, externalized): the
@@ -119,6 +124,8 @@ def state_fields(
         out["attempts"] = attempts
     if pipeline is not None:
         out["pipeline"] = pipeline
+    if observed is not None:
+        out["observed"] = observed
     return out
 
 
@@ -156,6 +163,7 @@ def state_json(state: FullState) -> dict[str, Any]:
         visits=state.visits,
         attempts=state.attempts,
         pipeline=state.pipeline,
+        observed=state.observed,
     )
 
 

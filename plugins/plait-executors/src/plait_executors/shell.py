@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 from plait import ConfigError, Executor, WorkflowContext
-from plait.spi import BuildContext, Handler
+from plait.spi import BuildContext, Handler, outside_call
 from plait_documents import SUBPROCESS
 
 from .errors import ShellCommandError, ShellOutputError, ShellOutputLimitError, ShellTimeoutError
@@ -87,7 +87,13 @@ class ShellExecutor(Executor):
         return (Handler(f"shell:{self.argv[0]}", Any, sends, (), self._handle),)
 
     async def _handle(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
-        await ctx.send_message(await self.run(message))
+        # through the outside-call seam: a recorded run keeps the output, a replay gives it
+        # (the environment by name: its values may be credentials, never written to a record)
+        env = sorted(self.env) if self.env is not None else None
+        request = {"argv": list(self.argv), "cwd": self.cwd, "env": env}
+        if self.input_mode == "message":
+            request["input"] = message
+        await ctx.send_message(await outside_call("shell", request, lambda: self.run(message)))
 
     async def run(self, message: Any = None) -> Any:
         """Run the program once on ``message`` and return its decoded standard output.

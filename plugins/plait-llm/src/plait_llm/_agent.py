@@ -15,7 +15,14 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 from plait import ConfigError, Executor, PlaitError, WorkflowContext
-from plait.spi import BuildContext, CompiledTemplate, Handler, compile_template, import_ref
+from plait.spi import (
+    BuildContext,
+    CompiledTemplate,
+    Handler,
+    compile_template,
+    import_ref,
+    outside_call,
+)
 from plait_documents import (
     IMPORTS,
     Capability,
@@ -169,7 +176,13 @@ class AgentExecutor(Executor):
     async def _call(
         self, prompt: str, conversation: Any, ctx: WorkflowContext[Any, Any] | None
     ) -> str:
-        """One model call in a worker thread: the whole answer's text."""
+        """One model call in a worker thread: the whole answer's text.
+
+        The call goes through :func:`plait.spi.outside_call` (kind ``llm.prompt``), the
+        one interception point: its request is the model, prompt, system, the
+        conversation so far, options, tools and schema; its answer the text, the usage
+        and the tool calls. A recorded run keeps it; a replay answers it from the record.
+        """
         stream = bool(getattr(self.model, "can_stream", False)) and ctx is not None
         kwargs: dict[str, Any] = dict(self.options)
         if self.system is not None:
@@ -180,7 +193,7 @@ class AgentExecutor(Executor):
 
         tools = self.tools
 
-        def call() -> str:
+        def call() -> dict[str, Any]:
             if tools:  # llm runs the chain: the model's tool calls, their results, its answer
                 options = {k: v for k, v in kwargs.items() if k not in ("system", "schema")}
                 response = target.chain(
@@ -197,12 +210,67 @@ class AgentExecutor(Executor):
                 for chunk in response:
                     if chunk:
                         anyio.from_thread.run(ctx.add_event, {"token": chunk})
-            return str(response.text())
+            return {"text": str(response.text()), **_usage_and_tool_calls(response)}
 
+        request = {
+            "model": self.model_id,
+            "prompt": prompt,
+            "system": self.system,
+            "conversation": _turns(conversation),
+            "options": self.options,
+            "tools": [getattr(tool, "__name__", repr(tool)) for tool in tools],
+            "schema": kwargs.get("schema"),
+        }
         try:
-            return await anyio.to_thread.run_sync(call)
+            answer = await outside_call(
+                "llm.prompt", request, lambda: anyio.to_thread.run_sync(call)
+            )
         except Exception as exc:  # a model plugin may raise anything: name the agent
             raise self._failure(f"{type(exc).__name__}: {exc}") from exc
+        if conversation is not None and getattr(conversation, "plait_turns", None) is not None:
+            conversation.plait_turns.append({"prompt": prompt, "text": answer["text"]})
+        return str(answer["text"])
+
+
+def _turns(conversation: Any) -> list[dict[str, Any]]:
+    """The exchanges of ``conversation`` so far (prompt and answer text), as the agent
+    kept them: what a model call's record key holds of the conversation (a replay, whose
+    conversation never reached the model, has the same)."""
+    if conversation is None:
+        return []
+    turns = getattr(conversation, "plait_turns", None)
+    if turns is None:
+        turns = []
+        try:
+            conversation.plait_turns = turns
+        except AttributeError:  # a conversation class that takes no new attributes
+            return []
+    return list(turns)
+
+
+def _usage_and_tool_calls(response: Any) -> dict[str, Any]:
+    """What a recorded answer keeps beside its text: the tokens it used and the tool
+    calls of a chain (name and arguments), as far as the model plugin tells them."""
+    out: dict[str, Any] = {}
+    responses = list(response.responses()) if hasattr(response, "responses") else [response]
+    usage = {"input": 0, "output": 0}
+    calls = []
+    for one in responses:
+        try:
+            used = one.usage()
+            usage["input"] += int(used.input or 0)
+            usage["output"] += int(used.output or 0)
+        except Exception:  # a model plugin without usage: nothing to keep
+            pass
+        try:
+            for tool_call in one.tool_calls():
+                calls.append({"name": tool_call.name, "arguments": tool_call.arguments})
+        except Exception:
+            pass
+    out["usage"] = usage
+    if calls:
+        out["tool_calls"] = calls
+    return out
 
 
 class AgentKind:

@@ -17,6 +17,13 @@ other project's test suite:
 ``plait_hook_recorder``
     A registered :class:`HookRecorder` that records every call the run observers get.
 
+``plait_replay``
+    A :class:`ReplayCheck`: its ``check(bundle, workflow)`` replays a run bundle
+    (``plait export``) with today's code and fails the test with the first-divergence
+    report (or ``@pytest.mark.plait_replay(bundle, workflow)``); ``pytest
+    --plait-record`` records diverging bundles again. :func:`cassette` records and
+    replays the model calls of a plain test (both need ``plait-replay``).
+
 Running every ``@pytest.mark.anyio`` test on asyncio *and* trio is opt-in: put
 ``pytest_plugins = ["plait_testing.backends"]`` in your top-level ``conftest.py`` (or
 ``from plait_testing.backends import anyio_backend`` in any ``conftest.py``).
@@ -59,6 +66,7 @@ if TYPE_CHECKING:
     )
     from .plugin import RegisterPlugin as RegisterPlugin
     from .recorder import HookCall as HookCall, HookRecorder as HookRecorder
+    from .replaying import ReplayCheck as ReplayCheck, cassette as cassette
 
 
 # each name is imported when first asked for (see the module docstring for why)

@@ -2,7 +2,8 @@
 
 Only fixtures prefixed ``plait_``, none of them autouse, no hook that changes collection or
 reporting: a project that never asks for these fixtures runs exactly as without
-``plait-testing`` installed. Disable it with ``-p no:plait``.
+``plait-testing`` installed (it adds the ``--plait-record`` option and the
+``plait_replay`` marker, which nothing uses unless asked). Disable it with ``-p no:plait``.
 """
 
 from __future__ import annotations
@@ -18,8 +19,17 @@ if TYPE_CHECKING:
     from plait.spi import PluginManager
 
     from .recorder import HookRecorder
+    from .replaying import ReplayCheck
 
-__all__ = ["RegisterPlugin", "plait_hook_recorder", "plait_plugin_manager", "plait_register_plugin"]
+__all__ = [
+    "RegisterPlugin",
+    "plait_hook_recorder",
+    "plait_plugin_manager",
+    "plait_register_plugin",
+    "plait_replay",
+    "pytest_addoption",
+    "pytest_configure",
+]
 
 #: The type of the ``plait_register_plugin`` fixture's value.
 RegisterPlugin = Callable[..., str]
@@ -71,3 +81,44 @@ def plait_hook_recorder(plait_register_plugin: RegisterPlugin) -> HookRecorder:
     recorder = HookRecorder()
     plait_register_plugin(recorder, "plait-hook-recorder")
     return recorder
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--plait-record``: record again the run bundles (``plait_replay``) and cassettes
+    (``plait_testing.cassette``) whose tests diverge."""
+    parser.addoption(
+        "--plait-record",
+        action="store_true",
+        default=False,
+        help="plait: record again the run bundles of plait_replay tests that diverge, and "
+        "every cassette (review the new files in a diff)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Declare the ``plait_replay`` marker; under ``--plait-record`` cassettes record."""
+    config.addinivalue_line(
+        "markers",
+        "plait_replay(bundle, workflow, key=None): replay the run bundle with the workflow "
+        "(or 'module:attr') in the plait_replay fixture; the test fails with the "
+        "first-divergence report",
+    )
+    if config.getoption("--plait-record", default=False):
+        import os
+
+        os.environ["PLAIT_RECORD"] = "1"  # what plait_testing.cassette() reads
+
+
+@pytest.fixture
+def plait_replay(request: pytest.FixtureRequest) -> ReplayCheck:
+    """A :class:`~plait_testing.replaying.ReplayCheck`: its ``check(bundle, workflow)``
+    replays a run bundle and fails the test with the first-divergence report.
+    A test marked ``@pytest.mark.plait_replay(bundle, workflow)`` is checked as the fixture
+    is set up (its ``report`` is there for the test to look at)."""
+    from .replaying import ReplayCheck
+
+    checker = ReplayCheck(rerecord=bool(request.config.getoption("--plait-record")))
+    marker = request.node.get_closest_marker("plait_replay")
+    if marker is not None:
+        checker.check(*marker.args, **marker.kwargs)
+    return checker

@@ -1,0 +1,172 @@
+"""Cassettes: the model calls (and any outside call) of a plain test recorded to a JSON
+file once and answered from it afterwards, outside any stored run — the VCR model
+(``plait_testing.cassette``)."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from plait.spi import outside_calls
+
+from ._errors import ReplayMissError
+from ._recorder import _diff, _json_ready, canonical, request_key
+
+__all__ = ["MODES", "Cassette", "cassette"]
+
+#: ``once``: record when the file is missing, else answer from it (a call it lacks is an
+#: error); ``none``: answer only; ``new``: answer what it holds, record what it lacks;
+#: ``all``: record every call again
+MODES = ("once", "none", "new", "all")
+#: where cassettes live unless ``directory`` says otherwise
+DIRECTORY_VARIABLE = "PLAIT_CASSETTES"
+_FORMAT = "plait-cassette"
+
+
+class Cassette:
+    """One cassette, in use between ``with`` (or ``async with``) and its end: every outside
+    call made in the block (through :func:`plait.spi.outside_call`: plait-llm's model
+    calls, ``http`` and ``shell`` steps) is answered from the file or made and kept; the
+    file is written when the block ends, if anything was recorded.
+
+    :param path: the cassette file (JSON).
+    :param mode: one of :data:`MODES`.
+    """
+
+    def __init__(self, path: Path, mode: str = "once") -> None:
+        if mode not in MODES:
+            raise ValueError(f"cassette mode must be one of {', '.join(MODES)}, got {mode!r}")
+        self.path = path
+        self.mode = mode
+        self.interactions: list[dict[str, Any]] = []
+        self.recording = mode == "all" or (mode == "once" and not path.exists())
+        if path.exists() and mode != "all":
+            self.interactions = _read(path)
+        self.used: dict[tuple[str, str], int] = {}
+        self.recorded = 0
+        self._token: contextvars.Token[Any] | None = None
+
+    # -- plait.spi.OutsideCalls -------------------------------------------------------
+
+    async def call(
+        self, kind: str, request: Mapping[str, Any], invoke: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        request = _json_ready(dict(request), f"the request of a {kind} call", as_text=True)
+        key = request_key(request)
+        if not self.recording:
+            found = self._answer(kind, key)
+            if found is not None:
+                return found["response"]
+            if self.mode != "new":
+                raise self._miss(kind, request)
+        answer = _json_ready(await invoke(), f"the answer of a {kind} call")
+        self.interactions.append({"kind": kind, "key": key, "request": request, "response": answer})
+        self.recorded += 1
+        return answer
+
+    def value(self, kind: str, produce: Callable[[], Any]) -> Any:
+        return produce()  # the time and random numbers of a plain test are its own
+
+    def _answer(self, kind: str, key: str) -> dict[str, Any] | None:
+        """The n-th answer to the n-th asking of one request (the last, once they run
+        out)."""
+        same = [i for i in self.interactions if i["kind"] == kind and i["key"] == key]
+        if not same:
+            return None
+        n = self.used.get((kind, key), 0)
+        self.used[(kind, key)] = n + 1
+        return same[min(n, len(same) - 1)]
+
+    def _miss(self, kind: str, request: Any) -> ReplayMissError:
+        import difflib
+
+        text = canonical(request)
+        candidates = [i for i in self.interactions if i["kind"] == kind]
+        nearest = max(
+            candidates,
+            key=lambda i: difflib.SequenceMatcher(None, canonical(i["request"]), text).ratio(),
+            default=None,
+        )
+        diff = _diff(None if nearest is None else nearest["request"], request)
+        return ReplayMissError(
+            f"cassette {str(self.path)!r} has no answer to this {kind} call (mode "
+            f"{self.mode}; record it again with mode 'all', or pytest --plait-record); "
+            f"against the nearest recorded request:\n{diff}",
+            executor_id="",
+            superstep=0,
+            kind=kind,
+            diff=diff,
+        )
+
+    # -- the block --------------------------------------------------------------------
+
+    def __enter__(self) -> Cassette:
+        self._token = outside_calls.set(self)
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._token is not None:
+            outside_calls.reset(self._token)
+            self._token = None
+        if self.recorded and error is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            body = {"format": _FORMAT, "version": 1, "interactions": self.interactions}
+            self.path.write_text(
+                json.dumps(body, indent=2, ensure_ascii=False, sort_keys=True) + "\n",
+                encoding="utf-8",
+            )
+
+    async def __aenter__(self) -> Cassette:
+        return self.__enter__()
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.__exit__(kind, error, traceback)
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    where = f"cassette {str(path)!r}"
+    try:
+        body = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{where} cannot be read: {exc}") from exc
+    if not isinstance(body, dict) or body.get("format") != _FORMAT:
+        raise ValueError(f"{where} is not a Plait cassette (its format)")
+    interactions = body.get("interactions")
+    if not isinstance(interactions, list) or not all(
+        isinstance(i, dict) and {"kind", "key", "request", "response"} <= set(i)
+        for i in interactions
+    ):
+        raise ValueError(f"{where}: interactions must be objects with kind, key, request, response")
+    return interactions
+
+
+def cassette(
+    name: str, *, directory: str | Path | None = None, mode: str | None = None
+) -> Cassette:
+    """The cassette ``name`` (a file ``<directory>/<name>.json``): ``with cassette("triage"):
+    ...`` records the block's outside calls once, and answers them from the file after.
+
+    :param directory: where cassettes live (default: ``$PLAIT_CASSETTES``, else
+        ``tests/cassettes``).
+    :param mode: one of :data:`MODES` (default ``once``; ``all`` when
+        ``PLAIT_RECORD=1``, what ``pytest --plait-record`` sets).
+    """
+    folder = Path(directory or os.environ.get(DIRECTORY_VARIABLE) or "tests/cassettes")
+    if mode is None:
+        mode = "all" if os.environ.get("PLAIT_RECORD") == "1" else "once"
+    return Cassette(folder / f"{name}.json", mode)

@@ -1,0 +1,158 @@
+"""The kernel's outside-call seam: ``ctx.now()`` and ``ctx.random()``, ``outside_call``
+for executors that reach outside, the ``outside_calls`` variable a plugin answers them
+through, and ``RunObserver.checkpoint_section`` kept in a durable run's checkpoints."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import plait
+import pytest
+from plait import WorkflowContext, executor
+from plait.spi import Invocation, RunObserver, RunOptions, outside_call, outside_calls
+from plait_builders import WorkflowBuilder
+from plait_testing import RegisterPlugin
+
+pytestmark = pytest.mark.anyio
+
+
+def _drawing(seen: list[Any]) -> Any:
+    @executor(id="draw")
+    async def draw(text: str, ctx: WorkflowContext[Any, str]) -> None:
+        seen.append((ctx.random(), ctx.random(), ctx.now()))
+        await ctx.yield_output(text)
+
+    return WorkflowBuilder().set_start(draw).build()
+
+
+async def test_random_is_drawn_from_the_invocation() -> None:
+    seen: list[Any] = []
+    await _drawing(seen).run("x", run_id="r1")
+    await _drawing(seen).run("x", run_id="r1")
+    await _drawing(seen).run("x", run_id="r2")
+    (a1, b1, _), (a2, b2, _), (a3, _, _) = seen
+    assert (a1, b1) == (a2, b2), "the same invocation draws the same numbers"
+    assert a1 != b1, "each draw is a new number"
+    assert a3 != a1, "another run's invocation draws others"
+    assert all(0 <= n < 1 for n in (a1, b1, a3))
+
+
+async def test_now_is_an_aware_time_in_utc() -> None:
+    seen: list[Any] = []
+    before = datetime.datetime.now(datetime.timezone.utc)
+    await _drawing(seen).run("x")
+    now = seen[0][2]
+    assert now.tzinfo is datetime.timezone.utc
+    assert before <= now <= datetime.datetime.now(datetime.timezone.utc)
+
+
+class Answering:
+    """An :class:`plait.spi.OutsideCalls` that answers every call and value itself."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, Any]] = []
+
+    async def call(
+        self, kind: str, request: Mapping[str, Any], invoke: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        self.asked.append((kind, dict(request)))
+        return "from the record"
+
+    def value(self, kind: str, produce: Callable[[], Any]) -> Any:
+        self.asked.append((kind, None))
+        return {"now": 0.0, "random": 0.25}[kind]
+
+
+class AnsweringPlugin:
+    """Answers the calls of every invocation of runs that set ``max_visits=7`` (the
+    ``options`` the hook gets); keeps a section with every checkpoint."""
+
+    def __init__(self) -> None:
+        self.calls = Answering()
+        self.options: list[Any] = []
+
+    @plait.hookimpl
+    def plait_observe_run(self, run_id: str, options: RunOptions) -> RunObserver | None:
+        self.options.append(options)
+        if options.max_visits != 7:
+            return None
+        calls = self.calls
+
+        class Answer(RunObserver):
+            steps = 0
+
+            def invocation_started(self, invocation: Invocation) -> Any:
+                return outside_calls.set(calls)
+
+            def invocation_finished(
+                self, handle: Any, attempt: int, status: str, error: BaseException | None
+            ) -> None:
+                outside_calls.reset(handle)
+
+            def checkpoint_section(self) -> Mapping[str, Any] | None:
+                self.steps += 1
+                return {"answering": {"checkpoint": self.steps}}
+
+        return Answer()
+
+
+async def test_a_plugin_answers_outside_calls(register_plugin: RegisterPlugin) -> None:
+    plugin = AnsweringPlugin()
+    register_plugin(plugin)
+    seen: list[Any] = []
+
+    @executor(id="ask")
+    async def ask(text: str, ctx: WorkflowContext[Any, Any]) -> None:
+        async def really() -> str:
+            return "made for real"
+
+        answer = await outside_call("http", {"url": text}, really)
+        seen.append((answer, ctx.random(), ctx.now()))
+        await ctx.yield_output(answer)
+
+    workflow = WorkflowBuilder().set_start(ask).build()
+    plain = await workflow.run("https://example.org")
+    assert plain.outputs == ["made for real"], "nobody answers: the call is made"
+    answered = await workflow.run("https://example.org", max_visits=7)
+    assert answered.outputs == ["from the record"]
+    assert seen[1][1] == 0.25
+    assert seen[1][2] == datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    assert plugin.calls.asked == [
+        ("http", {"url": "https://example.org"}),
+        ("random", None),
+        ("now", None),
+    ]
+    assert [o.max_visits for o in plugin.options] == [None, 7]
+    assert outside_calls.get() is None, "the variable is reset after the invocation"
+
+
+async def test_checkpoint_sections_are_kept_in_the_checkpoints(
+    register_plugin: RegisterPlugin,
+) -> None:
+    from plait_durable import opened_store
+
+    register_plugin(AnsweringPlugin())
+
+    @executor(id="one")
+    async def one(text: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(text)
+
+    @executor(id="two")
+    async def two(text: str, ctx: WorkflowContext[Any, str]) -> None:
+        await ctx.yield_output(text)
+
+    workflow = WorkflowBuilder().set_start(one).add_edge(one, two).build()
+    result = await workflow.run("x", checkpoint="memory://sections", max_visits=7)
+    async with opened_store("memory://sections") as store:
+        infos = await store.list(result.run_id)
+        states = [(await store.load(info.checkpoint_id)).state for info in infos]
+    assert len(states) >= 2
+    assert [s["observed"] for s in states] == [
+        {"answering": {"checkpoint": n}} for n in range(1, len(states) + 1)
+    ], "each checkpoint keeps the section asked for as it was taken"
+    plain = await workflow.run("x", checkpoint="memory://sections")
+    async with opened_store("memory://sections") as store:
+        latest = await store.latest(plain.run_id)
+    assert latest is not None and "observed" not in latest.state
