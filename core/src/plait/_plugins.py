@@ -816,7 +816,7 @@ class PluginManager:
         return found
 
     def observe_run(
-        self, run_id: str, workflow: Any, superstep: int, resumed: Any = None
+        self, run_id: str, workflow: Any, superstep: int, resumed: Any = None, options: Any = None
     ) -> RunObserver | None:
         """The one observer of this run (what the ``plait_observe_run`` implementations
         return, combined), or ``None`` — at once, and without calling any hook, when no
@@ -826,7 +826,7 @@ class PluginManager:
         if not self._observing:
             return None
         found = self.pm.hook.plait_observe_run(
-            run_id=run_id, workflow=workflow, superstep=superstep, resumed=resumed
+            run_id=run_id, workflow=workflow, superstep=superstep, resumed=resumed, options=options
         )  # implementations that return None are left out by pluggy
         from ._observer import combine
 

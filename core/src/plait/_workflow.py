@@ -704,7 +704,7 @@ class Workflow:
         manager = self._manager
         if emit is not None:
             emit(RunStarted(state.run_id, self.name))
-        observer = manager.observe_run(state.run_id, self, state.superstep, state.observed)
+        observer = manager.observe_run(state.run_id, self, state.superstep, state.observed, opts)
         if detail and emit is not None:  # the event stream is told through the same seam
             from ._events import EventObserver
             from ._observer import combine

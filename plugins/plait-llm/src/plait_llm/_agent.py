@@ -15,7 +15,14 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 from plait import ConfigError, Executor, PlaitError, WorkflowContext
-from plait.spi import BuildContext, CompiledTemplate, Handler, compile_template, import_ref
+from plait.spi import (
+    METER,
+    BuildContext,
+    CompiledTemplate,
+    Handler,
+    compile_template,
+    import_ref,
+)
 from plait_documents import (
     IMPORTS,
     Capability,
@@ -177,6 +184,15 @@ class AgentExecutor(Executor):
         if self.uses_schema_api:
             kwargs["schema"] = self.structured_output
         target = conversation if conversation is not None else self.model
+        meter = METER.get()  # a budgeted run's: the call's worst case is reserved first
+        metered = None
+        if meter is not None:
+            from ._metered import reserve, switch_model
+
+            metered = await reserve(meter, self.model_id, prompt, conversation, kwargs)
+            if metered.model_id != self.model_id:  # a degrade budget chose a cheaper model
+                target = switch_model(target, metered.model_id)
+        answered: list[Any] = []  # the response, for the meter's settle
 
         tools = self.tools
 
@@ -197,12 +213,23 @@ class AgentExecutor(Executor):
                 for chunk in response:
                     if chunk:
                         anyio.from_thread.run(ctx.add_event, {"token": chunk})
-            return str(response.text())
+            text = str(response.text())
+            answered.append(response)
+            return text
 
         try:
-            return await anyio.to_thread.run_sync(call)
-        except Exception as exc:  # a model plugin may raise anything: name the agent
+            text = await anyio.to_thread.run_sync(call)
+        except BaseException as exc:  # a model plugin may raise anything: name the agent
+            if metered is not None:
+                metered.abandon(exc)
+            if not isinstance(exc, Exception):
+                raise
             raise self._failure(f"{type(exc).__name__}: {exc}") from exc
+        if metered is not None:
+            from ._metered import settle
+
+            settle(metered, answered[0])
+        return text
 
 
 class AgentKind:

@@ -1,0 +1,161 @@
+"""How a budgeted run is metered: the run's observer gives each executor invocation a
+meter (:data:`plait.spi.METER`) whose model calls reserve against the run's budget, its
+fragments' and its node's, and the budgets of the runs it is nested in.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import attrs
+from plait import RunOptionError
+from plait.spi import METER, Invocation, RunObserver
+
+from ._budget import Budget, as_budget
+from ._ledger import Account, Ledger, Ticket, estimate_tokens
+
+__all__ = ["BudgetObserver", "BudgetOptions", "InvocationMeter", "observe"]
+
+
+def _budget(value: Any) -> Budget | None:
+    return None if value is None else as_budget(value)
+
+
+@attrs.frozen(kw_only=True)
+class BudgetOptions:
+    """The run option ``plait-budgets`` declares.
+
+    :param budget: the run's :class:`Budget` (or a mapping of its fields, or
+        ``--budget`` text: ``"usd=2,tokens=200k"``); ``None``, the default, meters nothing.
+    """
+
+    budget: Budget | None = attrs.field(default=None, converter=_budget)
+
+
+class InvocationMeter:
+    """The meter of one executor invocation: the accounts around it, in the ledger."""
+
+    __slots__ = ("accounts", "executor_id", "ledger")
+
+    def __init__(self, ledger: Ledger, accounts: tuple[Account, ...], executor_id: str) -> None:
+        self.ledger = ledger
+        self.accounts = accounts
+        self.executor_id = executor_id
+
+    async def model_call(self, *, model_id: str, prompt: str, max_tokens: int | None) -> Ticket:
+        """Reserve the call's worst case (see :meth:`Ledger.reserve`)."""
+        return self.ledger.reserve(
+            self.accounts, self.executor_id, model_id, estimate_tokens(prompt), max_tokens
+        )
+
+
+class BudgetObserver(RunObserver):
+    """The observer of one budgeted run (or a run nested in one).
+
+    :param ledger: the ledger (a nested run shares its outer run's).
+    :param budget: the run's own budget, if it sets one.
+    :param outer: the accounts around the invocation the run is nested in.
+    :param name: the run's account name.
+    """
+
+    def __init__(
+        self, ledger: Ledger, budget: Budget | None, outer: tuple[Account, ...], name: str
+    ) -> None:
+        self.ledger = ledger
+        self.budget = budget
+        self.run_account = ledger.account(name, budget) if budget is not None else None
+        own = (self.run_account,) if self.run_account is not None else ()
+        self.around = outer + own
+        self.nested = bool(outer)
+        #: the accounts around each executor, by id
+        self.chains: dict[str, tuple[Account, ...]] = {}
+
+    def accounts_of(self, executor_id: str) -> tuple[Account, ...]:
+        """Every account around ``executor_id``: the outer runs', the run's, then each
+        fragment's and node's scope that holds it, outermost first (worked out once per
+        executor)."""
+        known = self.chains.get(executor_id)
+        if known is None:
+            found = list(self.around)
+            if self.budget is not None:
+                _scoped(self.ledger, self.budget, executor_id, found)
+            known = self.chains[executor_id] = tuple(found)
+        return known
+
+    def superstep_started(self, superstep: int, executor_ids: tuple[str, ...]) -> None:
+        """Stop the run past its supersteps or time (raising fails the run, checkpointed
+        at the previous superstep)."""
+        if self.run_account is not None:
+            self.ledger.superstep(self.run_account)
+
+    def superstep_finished(self, superstep: int, error: BaseException | None) -> None:
+        """The barrier: what settled calls held beyond their use is free again."""
+        if not self.nested:
+            self.ledger.barrier()
+
+    def invocation_started(self, invocation: Invocation) -> Any:
+        """Give the invocation its meter."""
+        meter = InvocationMeter(
+            self.ledger, self.accounts_of(invocation.executor_id), invocation.executor_id
+        )
+        return METER.set(meter)
+
+    def invocation_finished(
+        self, handle: Any, attempt: int, status: str, error: BaseException | None
+    ) -> None:
+        """Take the invocation's meter away."""
+        METER.reset(handle)
+
+    def run_finished(self, status: str, error: BaseException | None) -> None:
+        """Calls still in flight (a cancelled run) count at their reservation."""
+        if not self.nested:
+            for ticket in list(self.ledger.in_flight):
+                ticket.abandon(None)
+            self.ledger.barrier()
+
+
+def _scoped(ledger: Ledger, budget: Budget, executor_id: str, found: list[Account]) -> None:
+    for key, inner in budget.scopes.items():
+        if key == executor_id or (key.endswith("/") and executor_id.startswith(key)):
+            found.append(ledger.account(key, inner))
+            _scoped(ledger, inner, executor_id, found)
+
+
+def _check_scopes(budget: Budget, workflow: Any) -> None:
+    """A scope must name an executor or a fragment prefix of the workflow."""
+    ids = [node.id for node in workflow.spec.nodes]
+
+    def walk(scopes: Any) -> None:
+        for key, inner in scopes.items():
+            if not any(i == key or (key.endswith("/") and i.startswith(key)) for i in ids):
+                import difflib
+
+                close = difflib.get_close_matches(key, ids, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise RunOptionError(
+                    f"budget scope {key!r} names no executor of workflow "
+                    f"{workflow.name or '(unnamed)'}{hint}; executors: {', '.join(sorted(ids))}"
+                )
+            walk(inner.scopes)
+
+    walk(budget.scopes)
+
+
+def observe(run_id: str, workflow: Any, options: Any, manager: Any) -> BudgetObserver | None:
+    """The observer of a run that sets a budget or is nested in a budgeted one."""
+    budget = options.of(BudgetOptions).budget if options is not None else None
+    outer = METER.get()
+    outer_meter = outer if isinstance(outer, InvocationMeter) else None
+    if budget is None and outer_meter is None:
+        return None
+    if budget is not None and budget.scopes:
+        _check_scopes(budget, workflow)
+    if outer_meter is not None:
+        ledger = outer_meter.ledger
+        name = f"{outer_meter.executor_id}:run"
+        return BudgetObserver(ledger, budget, outer_meter.accounts, name)
+    from ._prices import price_of
+
+    ledger = Ledger(functools.partial(price_of, manager=manager))
+    return BudgetObserver(ledger, budget, (), "run")
