@@ -137,9 +137,15 @@ class RunObserver(Protocol):
 
     def checkpoint_metadata(self) -> Mapping[str, Any] | None:
         """JSON-ready data to keep with a durable run's checkpoints (under their
-        ``metadata["observers"]``), asked once as the run starts: a tracer's trace context,
-        say. A run resumed from those checkpoints gets it back as ``resumed`` in
-        ``plait_observe_run`` — read back from a store, so untrusted: check it."""
+        ``metadata["observers"]``), asked at each checkpoint: a tracer's trace context, a
+        budget's ledger as of that checkpoint. A run resumed from those checkpoints gets it
+        back as ``resumed`` in ``plait_observe_run`` — read back from a store, so
+        untrusted: check it."""
+        return None
+
+    def usage(self) -> Mapping[str, Any] | None:
+        """What the run spent, asked once as it ends, for
+        :attr:`plait.WorkflowRunResult.usage` (``None``: this observer meters nothing)."""
         return None
 
 
@@ -201,6 +207,12 @@ class _ObserverGroup(RunObserver):
     def request(self, executor_id: str, request_id: str, superstep: int) -> None:
         for observer in self.observers:
             observer.request(executor_id, request_id, superstep)
+
+    def usage(self) -> Mapping[str, Any] | None:
+        merged: dict[str, Any] = {}
+        for observer in self.observers:
+            merged.update(observer.usage() or {})
+        return merged or None
 
     def checkpoint_written(self, checkpoint_id: str, superstep: int, status: str) -> None:
         for observer in self.observers:

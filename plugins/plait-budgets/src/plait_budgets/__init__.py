@@ -78,11 +78,11 @@ def plait_observe_run(
     if options is None or options.value("budget") is None:
         from plait.spi import METER
 
-        if METER.get() is None:
+        if METER.get() is None and not (resumed and "budgets" in resumed):
             return None
     from ._observer import observe
 
-    return observe(run_id, workflow, options, plait.get_plugin_manager())
+    return observe(run_id, workflow, options, plait.get_plugin_manager(), resumed)
 
 
 if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error

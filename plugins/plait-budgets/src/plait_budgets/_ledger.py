@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
+from decimal import Decimal
 from typing import Any
 
 from plait import PlaitError
@@ -288,13 +289,71 @@ class Ledger:
         self.degraded: list[tuple[str, str, str]] = []
         self.supersteps = 0
         self.started = time.monotonic()
+        #: each budget's spend a resumed run's checkpoint kept, until its account is made
+        self.restored: dict[str, Counts] = {}
+        #: calls that were in flight when the checkpoint resumed from was taken: counted
+        #: as spent at their reservation
+        self.recovered = 0
+        self.overshot_before = 0
 
     def account(self, name: str, budget: Budget) -> Account:
-        """The account of budget ``name`` (made on first use)."""
+        """The account of budget ``name`` (made on first use, with what a resumed run's
+        checkpoint says it spent)."""
         found = self.accounts.get(name)
         if found is None:
             found = self.accounts[name] = Account(name, budget)
+            spent = self.restored.pop(name, None)
+            if spent is not None:
+                found.spent.add(spent)
         return found
+
+    # -- across a resume ------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """What a checkpoint keeps: each budget's spend, each model's and executor's, the
+        wall time so far, and the calls in flight at their reservation (a resumed run
+        counts them as spent: what they used is unknown)."""
+        accounts: dict[str, Counts] = {}
+        for name, account in self.accounts.items():
+            spent = accounts[name] = Counts()
+            spent.add(account.spent)
+            spent.add(account.reserved)
+        for name, counts in self.restored.items():
+            accounts.setdefault(name, Counts()).add(counts)
+        by_model = {k: _copy(v) for k, v in self.by_model.items()}
+        by_executor = {k: _copy(v) for k, v in self.by_executor.items()}
+        for ticket in self.in_flight:
+            by_model.setdefault(ticket.model_id, Counts()).add(ticket.need)
+            by_executor.setdefault(ticket.executor_id, Counts()).add(ticket.need)
+        return {
+            "version": 1,
+            "accounts": {k: _raw(v) for k, v in accounts.items()},
+            "by_model": {k: _raw(v) for k, v in by_model.items()},
+            "by_executor": {k: _raw(v) for k, v in by_executor.items()},
+            "seconds": self.elapsed(),
+            "in_flight": len(self.in_flight) + self.recovered,
+            "unreported": self.unreported,
+            "overshoots": len(self.overshoots) + self.overshot_before,
+        }
+
+    def restore(self, data: Any, where: str) -> None:
+        """Go on from what a checkpoint kept (:meth:`snapshot`); it was read from a store,
+        so every value is checked.
+
+        :raises PlaitError: naming ``where`` and the value that is wrong.
+        """
+        if not isinstance(data, dict) or data.get("version") != 1:
+            raise PlaitError(f"{where}: not a budget ledger of version 1: {data!r:.200}")
+        self.restored = _read_map(data.get("accounts"), f"{where}.accounts")
+        self.by_model = _read_map(data.get("by_model"), f"{where}.by_model")
+        self.by_executor = _read_map(data.get("by_executor"), f"{where}.by_executor")
+        seconds = data.get("seconds")
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
+            raise PlaitError(f"{where}.seconds: not a number of seconds: {seconds!r}")
+        self.started = time.monotonic() - float(seconds)
+        self.recovered = _count(data.get("in_flight"), f"{where}.in_flight")
+        self.unreported = _count(data.get("unreported"), f"{where}.unreported")
+        self.overshot_before = _count(data.get("overshoots"), f"{where}.overshoots")
 
     # -- a model call ---------------------------------------------------------------------
 
@@ -414,12 +473,13 @@ class Ledger:
         """Seconds of wall time this run has taken."""
         return time.monotonic() - self.started
 
-    def superstep(self, account: Account) -> None:
-        """A superstep starts: stop the run past its supersteps or its time.
+    def superstep(self, account: Account, superstep: int) -> None:
+        """Superstep ``superstep`` (the run's count, across resumes) starts: stop the run
+        past its supersteps or its time.
 
         :raises BudgetExceededError: naming the run's budget and the limit.
         """
-        self.supersteps += 1
+        self.supersteps = superstep
         budget = account.budget
         if budget.supersteps is not None and self.supersteps > budget.supersteps:
             raise BudgetExceededError(
@@ -451,10 +511,17 @@ class Ledger:
             "by_model": {k: v.to_dict() for k, v in sorted(self.by_model.items())},
             "by_executor": {k: v.to_dict() for k, v in sorted(self.by_executor.items())},
             "budgets": {
-                name: {"limits": account.budget.limits(), "spent": account.spent.to_dict()}
+                name: {
+                    "limits": {
+                        unit: float(limit) if isinstance(limit, Decimal) else limit
+                        for unit, limit in account.budget.limits().items()
+                    },
+                    "spent": account.spent.to_dict(),
+                }
                 for name, account in self.accounts.items()
             },
             "in_flight": len(self.in_flight),
+            "recovered_in_flight": self.recovered,
             "overshoots": [
                 {"executor": e, "model": m, "beyond": c.to_dict()} for e, m, c in self.overshoots
             ],
@@ -472,3 +539,33 @@ def _short(
         if short is not None:
             return account, short
     return None
+
+
+_FIELDS = ("input_tokens", "output_tokens", "model_calls", "tool_calls", "pico")
+
+
+def _copy(counts: Counts) -> Counts:
+    copy = Counts()
+    copy.add(counts)
+    return copy
+
+
+def _raw(counts: Counts) -> list[int]:
+    return [getattr(counts, name) for name in _FIELDS]
+
+
+def _count(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise PlaitError(f"{where}: not a count: {value!r:.80}")
+    return value
+
+
+def _read_map(value: Any, where: str) -> dict[str, Counts]:
+    if not isinstance(value, dict):
+        raise PlaitError(f"{where}: not a mapping: {value!r:.80}")
+    found: dict[str, Counts] = {}
+    for key, raw in value.items():
+        if not isinstance(raw, list) or len(raw) != len(_FIELDS):
+            raise PlaitError(f"{where}[{key!r}]: not {len(_FIELDS)} counts: {raw!r:.80}")
+        found[str(key)] = Counts(*(_count(n, f"{where}[{key!r}]") for n in raw))
+    return found

@@ -87,7 +87,7 @@ class BudgetObserver(RunObserver):
         """Stop the run past its supersteps or time (raising fails the run, checkpointed
         at the previous superstep)."""
         if self.run_account is not None:
-            self.ledger.superstep(self.run_account)
+            self.ledger.superstep(self.run_account, superstep)
 
     def superstep_finished(self, superstep: int, error: BaseException | None) -> None:
         """The barrier: what settled calls held beyond their use is free again."""
@@ -113,6 +113,20 @@ class BudgetObserver(RunObserver):
             for ticket in list(self.ledger.in_flight):
                 ticket.abandon(None)
             self.ledger.barrier()
+
+    def checkpoint_metadata(self) -> dict[str, Any] | None:
+        """The ledger as of this checkpoint, and the run's budget (a resume that sets none
+        keeps it)."""
+        if self.nested:
+            return None
+        snapshot = self.ledger.snapshot()
+        if self.budget is not None:
+            snapshot["budget"] = self.budget.to_dict()
+        return {"budgets": snapshot}
+
+    def usage(self) -> dict[str, Any] | None:
+        """What the run spent (:meth:`Ledger.usage`), for ``WorkflowRunResult.usage``."""
+        return None if self.nested else self.ledger.usage()
 
 
 def _scoped(ledger: Ledger, budget: Budget, executor_id: str, found: list[Account]) -> None:
@@ -142,9 +156,16 @@ def _check_scopes(budget: Budget, workflow: Any) -> None:
     walk(budget.scopes)
 
 
-def observe(run_id: str, workflow: Any, options: Any, manager: Any) -> BudgetObserver | None:
-    """The observer of a run that sets a budget or is nested in a budgeted one."""
+def observe(
+    run_id: str, workflow: Any, options: Any, manager: Any, resumed: Any = None
+) -> BudgetObserver | None:
+    """The observer of a run that sets a budget, is nested in a budgeted one, or resumes a
+    budgeted one (whose ledger, and budget unless the resume sets one, it goes on with)."""
     budget = options.of(BudgetOptions).budget if options is not None else None
+    kept = resumed.get("budgets") if isinstance(resumed, dict) else None
+    where = f"run {run_id}: the budget ledger of its checkpoint"
+    if budget is None and kept is not None:
+        budget = as_budget(kept.get("budget") or {}, where=f"{where} (budget)")
     outer = METER.get()
     outer_meter = outer if isinstance(outer, InvocationMeter) else None
     if budget is None and outer_meter is None:
@@ -158,4 +179,6 @@ def observe(run_id: str, workflow: Any, options: Any, manager: Any) -> BudgetObs
     from ._prices import price_of
 
     ledger = Ledger(functools.partial(price_of, manager=manager))
+    if kept is not None:
+        ledger.restore(kept, where)
     return BudgetObserver(ledger, budget, (), "run")

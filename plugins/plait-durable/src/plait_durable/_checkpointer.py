@@ -138,6 +138,8 @@ class Checkpointer:
             "workflow": self.graph.spec.name,
             "fingerprint": self._fingerprint(),
         }
+        if self.observer is not None and (observed := self.observer.checkpoint_metadata()):
+            metadata["observers"] = dict(observed)  # as of this checkpoint (a budget's spend)
         if self.first:
             metadata["topology"] = self.graph.topology
             self.first = False
