@@ -70,13 +70,21 @@ class Counts:
         """The money, in US dollars."""
         return self.pico / 10**12
 
-    def add(self, other: Counts, sign: int = 1) -> None:
-        """Add ``other`` (``sign=-1``: take it away)."""
-        self.input_tokens += sign * other.input_tokens
-        self.output_tokens += sign * other.output_tokens
-        self.model_calls += sign * other.model_calls
-        self.tool_calls += sign * other.tool_calls
-        self.pico += sign * other.pico
+    def add(self, other: Counts) -> None:
+        """Add ``other``."""
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.model_calls += other.model_calls
+        self.tool_calls += other.tool_calls
+        self.pico += other.pico
+
+    def take(self, other: Counts) -> None:
+        """Take ``other`` away."""
+        self.input_tokens -= other.input_tokens
+        self.output_tokens -= other.output_tokens
+        self.model_calls -= other.model_calls
+        self.tool_calls -= other.tool_calls
+        self.pico -= other.pico
 
     def beyond(self, other: Counts) -> Counts:
         """What this has more of than ``other``, per unit (never negative)."""
@@ -166,46 +174,45 @@ def _said(unit: str, amount: Any) -> str:
 
 
 class Account:
-    """One budget's counters: spent, reserved by calls in flight, and held (what settled
-    calls reserved beyond their use, released at the superstep's barrier)."""
+    """One budget's counters: what it spent, and what it has *committed*: the spend, the
+    reservations of calls in flight, and what settled calls reserved beyond their use (held
+    until the superstep's barrier). Admission checks the committed counts."""
 
-    __slots__ = ("budget", "held", "limits", "name", "reserved", "spent")
+    __slots__ = ("budget", "committed", "limits", "name", "spent")
 
     def __init__(self, name: str, budget: Budget) -> None:
         self.name = name
         self.budget = budget
         self.spent = Counts()
-        self.reserved = Counts()
-        self.held = Counts()
+        self.committed = Counts()
         checks = (
-            ("tokens", budget.tokens),
-            ("input_tokens", budget.input_tokens),
-            ("output_tokens", budget.output_tokens),
-            ("usd", budget.pico),
-            ("model_calls", budget.model_calls),
+            ("tokens", "tokens", budget.tokens),
+            ("input_tokens", "input_tokens", budget.input_tokens),
+            ("output_tokens", "output_tokens", budget.output_tokens),
+            ("usd", "pico", budget.pico),
+            ("model_calls", "model_calls", budget.model_calls),
         )
-        #: ``(unit, limit)`` of each unit a reservation is checked in
-        self.limits = tuple((unit, limit) for unit, limit in checks if limit is not None)
+        #: ``(unit, Counts attribute, limit)`` of each unit a reservation is checked in
+        self.limits: tuple[tuple[str, str, int], ...] = tuple(
+            (unit, attribute, limit) for unit, attribute, limit in checks if limit is not None
+        )
 
     @property
     def priced(self) -> bool:
         """Whether this budget limits money (so every call needs a price)."""
         return self.budget.usd is not None
 
-    def used(self, unit: str) -> int:
-        """Spent, reserved and held in ``unit`` (money in picodollars)."""
-        attribute = "pico" if unit == "usd" else unit
-        return int(
-            getattr(self.spent, attribute)
-            + getattr(self.reserved, attribute)
-            + getattr(self.held, attribute)
-        )
-
     def short(self, need: Counts) -> tuple[str, int, int] | None:
-        """The first unit ``need`` does not fit in: ``(unit, limit, used)``, or ``None``."""
-        for unit, limit in self.limits:
-            wanted = getattr(need, "pico" if unit == "usd" else unit)
-            used = self.used(unit)
+        """The first unit ``need`` does not fit in: ``(unit, limit, committed)``, or
+        ``None``."""
+        committed = self.committed
+        for unit, attribute, limit in self.limits:
+            if attribute == "tokens":
+                used = committed.input_tokens + committed.output_tokens
+                wanted = need.input_tokens + need.output_tokens
+            else:
+                used = getattr(committed, attribute)
+                wanted = getattr(need, attribute)
             if used + wanted > limit:
                 return unit, limit, used
         tools = self.budget.tool_calls
@@ -305,6 +312,7 @@ class Ledger:
             spent = self.restored.pop(name, None)
             if spent is not None:
                 found.spent.add(spent)
+                found.committed.add(spent)
         return found
 
     # -- across a resume ------------------------------------------------------------------
@@ -315,9 +323,10 @@ class Ledger:
         counts them as spent: what they used is unknown)."""
         accounts: dict[str, Counts] = {}
         for name, account in self.accounts.items():
-            spent = accounts[name] = Counts()
-            spent.add(account.spent)
-            spent.add(account.reserved)
+            accounts[name] = _copy(account.spent)
+        for ticket in self.in_flight:
+            for account in ticket.accounts:
+                accounts[account.name].add(ticket.need)
         for name, counts in self.restored.items():
             accounts.setdefault(name, Counts()).add(counts)
         by_model = {k: _copy(v) for k, v in self.by_model.items()}
@@ -381,7 +390,7 @@ class Ledger:
             bounded = [
                 a.name
                 for a in accounts
-                if any(unit in ("tokens", "output_tokens", "usd") for unit, _ in a.limits)
+                if any(unit in ("tokens", "output_tokens", "usd") for unit, _, _ in a.limits)
             ]
             if bounded:
                 raise PlaitError(
@@ -434,7 +443,7 @@ class Ledger:
                     action=account.budget.on_exhausted,
                 )
         for account in accounts:
-            account.reserved.add(need)
+            account.committed.add(need)
         ticket = Ticket(self, accounts, executor_id, model_id, need, price)
         self.in_flight.add(ticket)
         return ticket
@@ -444,28 +453,38 @@ class Ledger:
         ticket.state = "settled"
         self.in_flight.discard(ticket)
         need = ticket.need
-        slack = need.beyond(actual)
-        over = actual.beyond(need)
-        over.tool_calls = 0  # tool calls are never reserved: counting them is not overshoot
-        for account in ticket.accounts:
-            account.reserved.add(need, -1)
-            account.spent.add(actual)
-            account.held.add(slack)
-        self.settled.append(ticket)
-        ticket.need = slack  # what the barrier releases
-        if over != Counts():
+        over = None
+        if (
+            actual.input_tokens > need.input_tokens
+            or actual.output_tokens > need.output_tokens
+            or actual.pico > need.pico
+        ):
+            over = actual.beyond(need)
+            over.tool_calls = 0  # tool calls are never reserved: counting them is no overshoot
             self.overshoots.append((ticket.executor_id, ticket.model_id, over))
+        for account in ticket.accounts:
+            account.spent.add(actual)
+            if over is not None:
+                account.committed.add(over)
+        ticket.need = need.beyond(actual)  # the slack, which the barrier releases
+        self.settled.append(ticket)
         if not reported:
             self.unreported += 1
-        self.by_model.setdefault(ticket.model_id, Counts()).add(actual)
-        self.by_executor.setdefault(ticket.executor_id, Counts()).add(actual)
+        by_model = self.by_model.get(ticket.model_id)
+        if by_model is None:
+            by_model = self.by_model[ticket.model_id] = Counts()
+        by_model.add(actual)
+        by_executor = self.by_executor.get(ticket.executor_id)
+        if by_executor is None:
+            by_executor = self.by_executor[ticket.executor_id] = Counts()
+        by_executor.add(actual)
 
     def barrier(self) -> None:
         """A superstep ended: release what settled calls reserved beyond their use."""
         settled, self.settled = self.settled, []
         for ticket in settled:
             for account in ticket.accounts:
-                account.held.add(ticket.need, -1)
+                account.committed.take(ticket.need)
 
     # -- the run's own limits -------------------------------------------------------------
 
