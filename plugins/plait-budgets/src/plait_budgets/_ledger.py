@@ -225,7 +225,16 @@ class Ticket:
     """One admitted model call (what :meth:`plait.spi.Meter.model_call` returns): its
     reservation, held on every account around it until :meth:`settle`."""
 
-    __slots__ = ("accounts", "executor_id", "ledger", "model_id", "need", "price", "state")
+    __slots__ = (
+        "accounts",
+        "executor_id",
+        "inner",
+        "ledger",
+        "model_id",
+        "need",
+        "price",
+        "state",
+    )
 
     def __init__(
         self,
@@ -243,6 +252,8 @@ class Ticket:
         self.need = need
         self.price = price
         self.state = "reserved"
+        #: the inner meter's call (a tracer's span), told when this one settles
+        self.inner: Any = None
 
     def settle(
         self,
@@ -257,6 +268,14 @@ class Ticket:
         report is counted at its reservation)."""
         if self.state != "reserved":
             return
+        if self.inner is not None:
+            self.inner.settle(
+                input_tokens,
+                output_tokens,
+                tool_calls=tool_calls,
+                response_model=response_model,
+                finish_reasons=finish_reasons,
+            )
         need = self.need
         used_in = need.input_tokens if input_tokens is None else input_tokens
         used_out = need.output_tokens if output_tokens is None else output_tokens
@@ -266,6 +285,9 @@ class Ticket:
 
     def abandon(self, error: BaseException | None) -> None:
         """The call failed or was cancelled: it is counted at its reservation."""
+        if self.inner is not None:
+            self.inner.abandon(error)
+            self.inner = None
         if self.state == "reserved":
             self.ledger.spend(self, self.need, reported=False)
 

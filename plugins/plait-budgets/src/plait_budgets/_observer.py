@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 from plait import RunOptionError
-from plait.spi import METER, Invocation, RunObserver
+from plait.spi import METER, Invocation, Meter, RunObserver
 
 from ._budget import Budget, as_budget
 from ._ledger import Account, Ledger, Ticket, estimate_tokens
@@ -34,20 +34,47 @@ class BudgetOptions:
 
 
 class InvocationMeter:
-    """The meter of one executor invocation: the accounts around it, in the ledger."""
+    """The meter of one executor invocation: the accounts around it, in the ledger.
 
-    __slots__ = ("accounts", "executor_id", "ledger")
+    :param inner: the meter this one found set (a tracer's), told of each call it admits.
+    """
 
-    def __init__(self, ledger: Ledger, accounts: tuple[Account, ...], executor_id: str) -> None:
+    __slots__ = ("accounts", "executor_id", "inner", "ledger")
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        accounts: tuple[Account, ...],
+        executor_id: str,
+        inner: Meter | None = None,
+    ) -> None:
         self.ledger = ledger
         self.accounts = accounts
         self.executor_id = executor_id
+        self.inner = inner
 
     async def model_call(self, *, model_id: str, prompt: str, max_tokens: int | None) -> Ticket:
-        """Reserve the call's worst case (see :meth:`Ledger.reserve`)."""
-        return self.ledger.reserve(
+        """Reserve the call's worst case (see :meth:`Ledger.reserve`), then tell the inner
+        meter, if any, of the call (with the model the budget chose)."""
+        ticket = self.ledger.reserve(
             self.accounts, self.executor_id, model_id, estimate_tokens(prompt), max_tokens
         )
+        if self.inner is not None:
+            try:
+                ticket.inner = await self.inner.model_call(
+                    model_id=ticket.model_id, prompt=prompt, max_tokens=max_tokens
+                )
+            except BaseException as exc:
+                ticket.abandon(exc)
+                raise
+        return ticket
+
+
+def budget_meter(meter: Any) -> InvocationMeter | None:
+    """The budgets' meter in a chain of meters (each wrapping the one it found), if any."""
+    while meter is not None and not isinstance(meter, InvocationMeter):
+        meter = getattr(meter, "inner", None)
+    return meter
 
 
 class BudgetObserver(RunObserver):
@@ -96,8 +123,11 @@ class BudgetObserver(RunObserver):
 
     def invocation_started(self, invocation: Invocation) -> Any:
         """Give the invocation its meter."""
+        found = METER.get()
+        if isinstance(found, InvocationMeter):  # an outer run's budgets: in our accounts
+            found = found.inner
         meter = InvocationMeter(
-            self.ledger, self.accounts_of(invocation.executor_id), invocation.executor_id
+            self.ledger, self.accounts_of(invocation.executor_id), invocation.executor_id, found
         )
         return METER.set(meter)
 
@@ -166,8 +196,7 @@ def observe(
     where = f"run {run_id}: the budget ledger of its checkpoint"
     if budget is None and kept is not None:
         budget = as_budget(kept.get("budget") or {}, where=f"{where} (budget)")
-    outer = METER.get()
-    outer_meter = outer if isinstance(outer, InvocationMeter) else None
+    outer_meter = budget_meter(METER.get())
     if budget is None and outer_meter is None:
         return None
     if budget is not None and budget.scopes:
