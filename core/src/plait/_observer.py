@@ -273,4 +273,7 @@ class Meter(Protocol):
 
 #: The meter of the running invocation (``None``: nothing meters it). Set by an observer
 #: in ``invocation_started`` and reset in ``invocation_finished``; nested runs see it.
+#: Several plugins meter one call by chaining: a meter wraps the one it found set (its
+#: ``inner``) and asks it after its own check (a budget reserves, then a tracer's span
+#: starts).
 METER: ContextVar[Meter | None] = ContextVar("plait_meter", default=None)

@@ -184,7 +184,7 @@ def conforms(document: Any) -> bool:
     jsonschema)."""
     if type(document) is not dict or not {"nodes", "connections"} <= set(document):
         return False
-    if not set(document) <= {"nodes", "connections", "agents"}:
+    if not set(document) <= {"nodes", "connections", "agents", "budget"}:
         return False
     if type(document.get("agents", {})) is not dict:
         return False
