@@ -372,3 +372,44 @@ async def test_a_thousand_way_fan_out_never_overshoots(calls: Calls, priced: Non
     assert 0 < made < 1000
     assert sum(sorted(worst)[:made]) <= int(limit * 10**12)
     assert sum(sorted(worst, reverse=True)[: made + 1]) > int(limit * 10**12)
+
+
+# -- the ledger alone ----------------------------------------------------------------------
+
+
+def test_tool_calls_are_counted_as_reported_and_stop_the_next_call() -> None:
+    from plait_budgets import Ledger
+
+    ledger = Ledger(lambda model: None)
+    run = ledger.account("run", Budget(tool_calls=2))
+    first = ledger.reserve((run,), "agent", "m", 10, 5)
+    first.settle(4, 3, tool_calls=2)  # the model called two tools in its chain
+    assert run.spent.tool_calls == 2
+    with pytest.raises(BudgetExceededError) as info:
+        ledger.reserve((run,), "agent", "m", 10, 5)
+    assert (info.value.unit, info.value.limit, info.value.spent) == ("tool_calls", 2, 2)
+    assert ledger.usage()["by_executor"]["agent"]["tool_calls"] == 2
+
+
+def test_a_call_that_used_more_than_it_reserved_is_spent_in_full_and_reported() -> None:
+    from plait_budgets import Ledger
+
+    ledger = Ledger(lambda model: None)
+    run = ledger.account("run", Budget(tokens=100))
+    ledger.reserve((run,), "agent", "m", 10, 5).settle(12, 9)  # 6 tokens beyond 15
+    assert run.spent.tokens == 21
+    [overshoot] = ledger.usage()["overshoots"]
+    assert overshoot["executor"] == "agent" and overshoot["beyond"]["tokens"] == 6
+
+
+def test_slack_is_released_at_the_barrier_not_when_a_call_ends() -> None:
+    from plait_budgets import Ledger
+
+    ledger = Ledger(lambda model: None)
+    run = ledger.account("run", Budget(tokens=30))
+    ledger.reserve((run,), "a", "m", 10, 10).settle(1, 1)  # reserved 20, used 2
+    with pytest.raises(BudgetExceededError):  # 20 held until the barrier: no room for 20
+        ledger.reserve((run,), "b", "m", 10, 10)
+    ledger.barrier()
+    ledger.reserve((run,), "b", "m", 10, 10)  # 2 + 20 <= 30
+    assert run.spent.tokens == 2 and run.committed.tokens == 22
