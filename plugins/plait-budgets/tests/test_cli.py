@@ -45,3 +45,27 @@ def test_bad_budget_text_is_a_usage_error_naming_the_item(tmp_path: Path) -> Non
     )
     assert ran.exit_code != 0
     assert "'usd' is not unit=value" in ran.output
+
+
+def test_spend_shows_what_each_run_spent_against_its_budget(calls: Calls, tmp_path: Path) -> None:
+    import json
+
+    shutil.copy(HERE / "budget_workflows.py", tmp_path / "flows_spend.py")
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    target = f"{tmp_path / 'flows_spend.py'}:chain4"
+    runner = CliRunner()
+    ran = runner.invoke(
+        make_cli(), ["run", target, "go", "--checkpoint", store, "--budget", "calls=2", "-q"]
+    )
+    found = re.search(r"run id: (\w+)", ran.stderr)
+    assert found is not None
+    shown = runner.invoke(make_cli(), ["spend", "--checkpoint", store])
+    assert shown.exit_code == 0, shown.output
+    assert f"{found.group(1)}  running  " in shown.output or found.group(1) in shown.output
+    assert "model_calls 2 / 2" in shown.output
+    as_json = runner.invoke(make_cli(), ["spend", found.group(1), "--checkpoint", store, "--json"])
+    [row] = json.loads(as_json.output)
+    assert row["spend"]["budget"] == {"model_calls": 2}
+    assert row["spend"]["spent"]["run"]["model_calls"] == 2
+    missing = runner.invoke(make_cli(), ["spend", "nope", "--checkpoint", store])
+    assert missing.exit_code == 2 and "run 'nope' has no checkpoint" in missing.output

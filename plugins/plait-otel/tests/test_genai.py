@@ -105,8 +105,8 @@ async def test_a_budgeted_run_carries_its_limits_and_a_refused_call_has_no_span(
     assert result.error is not None
     spans = exporter.get_finished_spans()
     run = next(s for s in spans if s.name == "workflow agents")
-    assert dict(run.attributes or {})["plait.budget.model_calls"] == 1.0
-    assert dict(run.attributes or {})["plait.budget.tokens"] == 500.0
+    assert dict(run.attributes or {})["plait.budget_model_calls"] == 1.0
+    assert dict(run.attributes or {})["plait.budget_tokens"] == 500.0
     calls = [s for s in spans if s.name.startswith("chat ")]
     assert len(calls) == 1  # b's call was refused before it started: no span
     failed = next(s for s in spans if s.name == "invoke b")

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         as_budget as as_budget,
         parse_budget as parse_budget,
     )
+    from ._command import spend_of as spend_of
     from ._ledger import (
         Account as Account,
         BudgetExceededError as BudgetExceededError,
@@ -83,6 +84,14 @@ def plait_observe_run(
     from ._observer import observe
 
     return observe(run_id, workflow, options, plait.get_plugin_manager(), resumed)
+
+
+@plait.hookimpl
+def plait_register_commands(cli: Any) -> None:
+    """Add ``plait spend``: what runs spent against their budgets."""
+    from ._command import spend_command
+
+    cli.add_command(spend_command)
 
 
 if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error

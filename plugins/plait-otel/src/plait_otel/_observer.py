@@ -97,6 +97,19 @@ def resumed_link(resumed: Any) -> Link | None:
     return Link(remote, {"plait.link": "resumed"})
 
 
+#: The run span's attribute of each unit a budget limits (plait-budgets' units).
+_BUDGET_ATTRIBUTES = {
+    "tokens": "plait.budget_tokens",
+    "input_tokens": "plait.budget_input_tokens",
+    "output_tokens": "plait.budget_output_tokens",
+    "usd": "plait.budget_usd",
+    "model_calls": "plait.budget_model_calls",
+    "tool_calls": "plait.budget_tool_calls",
+    "supersteps": "plait.budget_supersteps",
+    "seconds": "plait.budget_seconds",
+}
+
+
 def start_run(
     tracer: Tracer,
     run_id: str,
@@ -120,7 +133,8 @@ def start_run(
     limits = getattr(budget, "limits", None)  # plait-budgets' Budget, read by its shape
     if callable(limits):
         for unit, limit in limits().items():
-            run_attributes[f"plait.budget.{unit}"] = float(limit)
+            if unit in _BUDGET_ATTRIBUTES:
+                run_attributes[_BUDGET_ATTRIBUTES[unit]] = float(limit)
     span_name = f"workflow {name}" if name else "workflow"
     link = resumed_link(resumed) if resumed is not None else None
     span = tracer.start_span(
