@@ -252,8 +252,8 @@ def plait_register_run_options(register: Register) -> None:
 @hookspec
 def plait_register_prices(register: Register) -> None:
     """Register what a model costs, by model id: what a run's money budget prices its
-    model calls with (``plait-budgets`` reads the registry; its own default table is a
-    dated data file it registers through this hook).
+    model calls with (``plait-budgets`` reads the registry, and falls back to its dated
+    default table for a model no plugin prices).
 
     A price has ``input`` and ``output`` (US dollars per million tokens) and may have
     ``max_output_tokens`` (the worst case of a call that sets no ``max_tokens``). A model

@@ -179,14 +179,27 @@ async def test_no_max_tokens_and_no_max_output_is_an_error_naming_the_fix(
     assert "options.max_tokens" in str(result.error) and calls.seen == []
 
 
-def test_the_default_table_is_dated_and_registered() -> None:
+def test_the_default_table_is_dated_and_a_registered_price_overrides_it(
+    plait_register_plugin: Any,
+) -> None:
     from plait_budgets import default_prices
+    from plait_budgets._prices import price_of
 
     date, prices = default_prices()
     assert len(date) == 10 and date[4] == "-"
-    registered = plait.get_plugin_manager().registry("price").get("gpt-4o-mini")
-    assert registered == prices["gpt-4o-mini"] and isinstance(registered, Price)
-    assert registered.cost(1_000_000, 0) == 150_000_000_000  # $0.15 per million in
+    manager = plait.get_plugin_manager()
+    found = price_of("gpt-4o-mini", manager)
+    assert found == prices["gpt-4o-mini"] and isinstance(found, Price)
+    assert found.cost(1_000_000, 0) == 150_000_000_000  # $0.15 per million in
+    assert price_of("no-such-model", manager) is None
+
+    class Negotiated:
+        @plait.hookimpl
+        def plait_register_prices(self, register: Any) -> None:
+            register("gpt-4o-mini", Price(input=0.1, output=0.5))
+
+    plait_register_plugin(Negotiated(), "negotiated-prices")
+    assert price_of("gpt-4o-mini", plait.get_plugin_manager()) == Price(input=0.1, output=0.5)
 
 
 async def test_supersteps_stop_the_run(calls: Calls) -> None:

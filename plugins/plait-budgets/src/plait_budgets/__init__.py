@@ -9,7 +9,8 @@
   seam (:data:`plait.spi.METER`, set by this distribution's run observer); a call that does
   not fit does not start (:class:`BudgetExceededError`).
 - :class:`Price`: what a model costs; the ``plait_register_prices`` hook, and a dated
-  default table (``prices.json``) registered through it.
+  default table (``prices.json``, read on a money budget's first unregistered model) for
+  the models no plugin prices.
 
 Loading plugins imports this module alone; a run without a budget gets no observer.
 """
@@ -40,11 +41,8 @@ if TYPE_CHECKING:
         Ticket as Ticket,
         estimate_tokens as estimate_tokens,
     )
-    from ._observer import (
-        BudgetObserver as BudgetObserver,
-        BudgetOptions as BudgetOptions,
-        InvocationMeter as InvocationMeter,
-    )
+    from ._observer import BudgetObserver as BudgetObserver, InvocationMeter as InvocationMeter
+    from ._options import BudgetOptions as BudgetOptions
     from ._prices import (
         DEFAULT_TABLE as DEFAULT_TABLE,
         Price as Price,
@@ -56,18 +54,9 @@ if TYPE_CHECKING:
 @plait.hookimpl
 def plait_register_run_options(register: Register) -> None:
     """Declare the run option ``budget`` (:class:`BudgetOptions`)."""
-    from ._observer import BudgetOptions
+    from ._options import BudgetOptions
 
     register("budgets", BudgetOptions)
-
-
-@plait.hookimpl
-def plait_register_prices(register: Register) -> None:
-    """Register the default price table (``prices.json``, dated)."""
-    from ._prices import default_prices
-
-    for model_id, price in default_prices()[1].items():
-        register(model_id, price)
 
 
 @plait.hookimpl

@@ -8,29 +8,14 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import attrs
 from plait import RunOptionError
 from plait.spi import METER, Invocation, Meter, RunObserver
 
 from ._budget import Budget, as_budget
 from ._ledger import Account, Ledger, Ticket, estimate_tokens
+from ._options import BudgetOptions
 
 __all__ = ["BudgetObserver", "BudgetOptions", "InvocationMeter", "observe"]
-
-
-def _budget(value: Any) -> Budget | None:
-    return None if value is None else as_budget(value)
-
-
-@attrs.frozen(kw_only=True)
-class BudgetOptions:
-    """The run option ``plait-budgets`` declares.
-
-    :param budget: the run's :class:`Budget` (or a mapping of its fields, or
-        ``--budget`` text: ``"usd=2,tokens=200k"``); ``None``, the default, meters nothing.
-    """
-
-    budget: Budget | None = attrs.field(default=None, converter=_budget)
 
 
 class InvocationMeter:

@@ -1,19 +1,21 @@
 """What a model call costs: prices per model, from the registry the
-``plait_register_prices`` hook fills (this distribution registers a dated default table,
-``prices.json``, through it).
+``plait_register_prices`` hook fills, else from a dated default table (``prices.json``,
+read on first use: loading plugins reads nothing).
 """
 
 from __future__ import annotations
 
 import json
-from decimal import Decimal
+import numbers
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from plait import PlaitError
 
-from ._budget import to_pico
+if TYPE_CHECKING:
+    from decimal import Decimal
+
 
 __all__ = ["DEFAULT_TABLE", "Price", "UnpricedModelError", "default_prices", "price_of"]
 
@@ -39,7 +41,8 @@ class UnpricedModelError(PlaitError):
 
 
 def _dollars(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)) or value < 0:
+    # a Decimal is a Number (decimal itself is imported on a price's first use)
+    if isinstance(value, (bool, complex)) or not isinstance(value, numbers.Number) or value < 0:  # type: ignore[operator]
         raise PlaitError(
             f"Price.{attribute.name} must be US dollars per million tokens (a number >= 0), "
             f"got {value!r}"
@@ -65,15 +68,16 @@ class Price:
     output: float | Decimal = attrs.field(validator=_dollars)
     max_output_tokens: int | None = attrs.field(default=None, validator=_tokens)
     #: picodollars per token (exact for prices with up to six decimals)
-    _input_pico: int = attrs.field(init=False, repr=False, eq=False)
-    _output_pico: int = attrs.field(init=False, repr=False, eq=False)
-
-    def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "_input_pico", to_pico(self.input) // 10**6)
-        object.__setattr__(self, "_output_pico", to_pico(self.output) // 10**6)
+    _input_pico: int = attrs.field(init=False, default=-1, repr=False, eq=False)
+    _output_pico: int = attrs.field(init=False, default=-1, repr=False, eq=False)
 
     def cost(self, input_tokens: int, output_tokens: int) -> int:
         """The cost of a call in picodollars."""
+        if self._input_pico < 0:  # worked out on first use: loading plugins pays nothing
+            from ._budget import to_pico
+
+            object.__setattr__(self, "_input_pico", to_pico(self.input) // 10**6)
+            object.__setattr__(self, "_output_pico", to_pico(self.output) // 10**6)
         return input_tokens * self._input_pico + output_tokens * self._output_pico
 
 
@@ -84,11 +88,21 @@ def default_prices() -> tuple[str, dict[str, Price]]:
 
 
 def price_of(model_id: str, manager: Any) -> Price | None:
-    """The registered price of ``model_id`` (``None``: none)."""
+    """The price of ``model_id``: the one a plugin registers, else the default table's,
+    else ``None``."""
     from plait import UnknownNameError
 
     try:
         price: Price = manager.registry("price").get(model_id)
     except UnknownNameError:
-        return None
+        return _defaults().get(model_id)
     return price
+
+
+_DEFAULTS: dict[str, Price] = {}
+
+
+def _defaults() -> dict[str, Price]:
+    if not _DEFAULTS:
+        _DEFAULTS.update(default_prices()[1])
+    return _DEFAULTS
