@@ -9,6 +9,7 @@ executor-level events are only built when someone consumes them.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -227,6 +228,9 @@ class EventObserver:
     def checkpoint_section(self) -> None:
         return None
 
+    def usage(self) -> None:
+        return None
+
 
 @attrs.define
 class WorkflowRunResult:
@@ -240,6 +244,9 @@ class WorkflowRunResult:
     :param supersteps: how many supersteps ran.
     :param pending_requests: requests for outside input the run is waiting on.
     :param shared: the run's shared state when it ended (``ctx.set_shared_state``).
+    :param usage: what the run spent, when something metered it
+        (:meth:`plait.spi.RunObserver.usage`; ``plait-budgets``: totals, per model, per
+        executor and per budget), else ``None``.
     """
 
     run_id: str
@@ -250,6 +257,7 @@ class WorkflowRunResult:
     supersteps: int = 0
     pending_requests: list[Any] = attrs.field(factory=list)
     shared: dict[str, Any] = attrs.field(factory=dict)
+    usage: Mapping[str, Any] | None = None
 
     @property
     def ok(self) -> bool:

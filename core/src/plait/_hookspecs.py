@@ -268,6 +268,22 @@ def plait_register_run_options(register: Register) -> None:
 
 
 @hookspec
+def plait_register_prices(register: Register) -> None:
+    """Register what a model costs, by model id: what a run's money budget prices its
+    model calls with (``plait-budgets`` reads the registry, and falls back to its dated
+    default table for a model no plugin prices).
+
+    A price has ``input`` and ``output`` (US dollars per million tokens) and may have
+    ``max_output_tokens`` (the worst case of a call that sets no ``max_tokens``). A model
+    with no price in a run with a money budget is an error naming the model and this hook.
+
+    :param register: ``register(model_id, price, replaces=None)``; ``replaces`` names the
+        distribution whose price of that model this one overrides.
+    :return: nothing; every implementation is called.
+    """
+
+
+@hookspec
 def plait_provided_names() -> Mapping[str, Mapping[str, Sequence[str]]] | None:
     """Say which distribution provides names that may not be installed here, so that an
     unknown name says what to install.
@@ -420,7 +436,8 @@ def plait_observe_run(
         An implementation may leave this parameter out.
     :param options: the run's :class:`~plait.spi.RunOptions` (a plugin reads its own
         declared options with :meth:`~plait.spi.RunOptions.of`: ``plait-replay``
-        observes the runs that set ``record``). An implementation may leave it out.
+        observes the runs that set ``record``, ``plait-budgets`` only a run that sets
+        ``budget``). An implementation may leave it out.
     :return: an observer or ``None``; every implementation is called and the observers
         returned are all told (each gets back only its own handles).
     """

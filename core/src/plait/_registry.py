@@ -144,6 +144,7 @@ KINDS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "plait_register_schedules": ("schedule", _has("pays", "start", "decode_cut")),
     "plait_register_run_options": ("run_options", _is_options_group),
     "plait_register_migrations": ("migration", _has("workflow", "from_version", "migrate")),
+    "plait_register_prices": ("price", _has("input", "output")),
 }
 KIND_NAMES = [kind for kind, _ in KINDS.values()]
 

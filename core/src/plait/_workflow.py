@@ -781,6 +781,7 @@ class Workflow:
             supersteps=state.superstep,
             pending_requests=list(state.pending_requests.values()),
             shared=state.shared,
+            usage=observer.usage() if observer is not None else None,
         )
 
     @staticmethod

@@ -50,7 +50,14 @@ if TYPE_CHECKING:
     from ._exports import lazy_exports as lazy_exports
     from ._graph import CompiledGraph as CompiledGraph
     from ._hookspecs import Register as Register, hookimpl as hookimpl
-    from ._observer import Invocation as Invocation, RunObserver as RunObserver, combine as combine
+    from ._observer import (
+        METER as METER,
+        Invocation as Invocation,
+        Meter as Meter,
+        MeteredCall as MeteredCall,
+        RunObserver as RunObserver,
+        combine as combine,
+    )
     from ._options import RunOptions as RunOptions
     from ._plugins import (
         ENTRY_POINT_GROUP as ENTRY_POINT_GROUP,

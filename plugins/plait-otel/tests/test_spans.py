@@ -448,7 +448,7 @@ async def test_uninstrument_stops_tracing(exporter: InMemorySpanExporter) -> Non
 
 async def test_an_unsampled_run_is_not_observed(restore_instrumentation: None) -> None:
     plait_otel.instrument(tracer_provider=TracerProvider(sampler=ALWAYS_OFF))
-    assert plait_otel.plait_observe_run("r", chain(), 0, None) is None
+    assert plait_otel.plait_observe_run("r", chain(), 0, None, None) is None
     assert (await chain().run("x")).outputs == ["x"]
 
 

@@ -431,6 +431,12 @@ _DISPLAY_OPTIONS = [
         metavar="NAME",
         help="Where every invocation runs (ray with plait-ray); local executors stay here.",
     ),
+    click.option(
+        "--budget",
+        metavar="LIMITS",
+        help="Stop the run before it spends more (plait-budgets): usd=2,tokens=200k,calls=50,"
+        "time=10m; on resume, the raised budget.",
+    ),
 ]
 
 
@@ -504,6 +510,7 @@ def run_command(
     schedule: str | None,
     max_lead: int | None,
     placement: str | None,
+    budget: str | None,
     step_context: bool,
     allow_imports: bool,
     allow: tuple[str, ...],
@@ -546,6 +553,8 @@ def run_command(
     options: dict[str, Any] = _schedule_options(schedule, max_lead)
     if max_supersteps is not None:
         options["max_supersteps"] = max_supersteps
+    if budget is not None:  # the text is plait-budgets' to read (an unknown option without)
+        options["budget"] = budget
     store: str | None = None
     if not no_checkpoint:
         store = checkpoint if checkpoint is not None else _default_store()
@@ -747,6 +756,7 @@ def resume_command(
     schedule: str | None,
     max_lead: int | None,
     placement: str | None,
+    budget: str | None,
     allow_imports: bool,
     allow: tuple[str, ...],
     trust: bool,
@@ -779,6 +789,7 @@ def resume_command(
         typed += ["--durability", durability] if durability is not None else []
         typed += ["--schedule", schedule] if schedule is not None else []
         typed += ["--max-lead", str(max_lead)] if max_lead is not None else []
+        typed += ["--budget", budget] if budget is not None else []
         flags = {"--json": json_events, "-q": quiet, "--no-input": no_input}
         typed += [flag for flag, given in flags.items() if given]
         _name_the_target(ctx, args[0], checkpoint, typed)
@@ -803,6 +814,8 @@ def resume_command(
         options["max_supersteps"] = max_supersteps
     if accept_changes:
         options["accept_changes"] = True
+    if budget is not None:  # a raised budget (without one, the run's own holds)
+        options["budget"] = budget
     record = _record(loaded.target, allow_imports, placement)
     options["checkpoint_metadata"] = {METADATA_KEY: record}
     from ._prompt import ask_for_answers, can_prompt

@@ -139,6 +139,21 @@ def _load(text: str, ctx: BuildContext, stack: _Stack) -> tuple[WorkflowSpec, in
             agents, ctx.manager, source, allow_imports=ctx.allow_imports
         ):
             problems.append(DagDocumentError(message, _at(f"/agents{path}", source)))
+    run_defaults: dict[str, Any] = {}
+    if ctx.manager is not None:  # the document's run options (budget): checked, then kept
+        from plait_documents import DOCUMENT_RUN_OPTIONS, check_run_option
+
+        for name in DOCUMENT_RUN_OPTIONS:
+            if document.get(name) is None:
+                continue
+            said = check_run_option(name, document[name], ctx.manager)
+            if said is not None:  # at the field the message names, else at the section
+                named, value = said.split("; known:")[0], document[name]
+                keys = [k for k in value if f" {k}" in named] if isinstance(value, dict) else []
+                path = f"/{name}/{keys[0]}" if keys else f"/{name}"
+                problems.append(DagDocumentError(said, _at(path, source)))
+            else:
+                run_defaults[name] = document[name]
     nodes = _nodes(document.get("nodes"))
     connections = _connections(document.get("connections"))
     problems.extend(check_graph(nodes, connections, ctx))
@@ -174,6 +189,8 @@ def _load(text: str, ctx: BuildContext, stack: _Stack) -> tuple[WorkflowSpec, in
     version = document.get("version")  # checked by the schema: a positive integer
     if isinstance(version, int) and not isinstance(version, bool):
         spec = attrs.evolve(spec, workflow_version=version)
+    if run_defaults:
+        spec = attrs.evolve(spec, options={**spec.options, **run_defaults})
     return spec, expanded
 
 

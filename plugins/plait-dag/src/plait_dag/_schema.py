@@ -184,7 +184,7 @@ def conforms(document: Any) -> bool:
     jsonschema)."""
     if type(document) is not dict or not {"nodes", "connections"} <= set(document):
         return False
-    if not set(document) <= {"nodes", "connections", "agents", "version"}:
+    if not set(document) <= {"nodes", "connections", "agents", "version", "budget"}:
         return False
     version = document.get("version", 1)
     if type(version) is not int or version < 1:

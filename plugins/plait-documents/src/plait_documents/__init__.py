@@ -70,6 +70,10 @@ if TYPE_CHECKING:
         load as load,
         load_spec as load_spec,
     )
+    from ._run_defaults import (
+        DOCUMENT_RUN_OPTIONS as DOCUMENT_RUN_OPTIONS,
+        check_run_option as check_run_option,
+    )
     from ._wiring import (
         ConverterExecutor as ConverterExecutor,
         EdgeTypeProblem as EdgeTypeProblem,

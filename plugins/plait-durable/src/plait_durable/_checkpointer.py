@@ -140,6 +140,8 @@ class Checkpointer:
         }
         if self.graph.spec.workflow_version is not None:  # what migrations go from
             metadata["version"] = self.graph.spec.workflow_version
+        if self.observer is not None and (observed := self.observer.checkpoint_metadata()):
+            metadata["observers"] = dict(observed)  # as of this checkpoint (a budget's spend)
         if self.first:
             metadata["topology"] = self.graph.topology
             self.first = False

@@ -154,9 +154,7 @@ async def _run_leased(
     )
     checkpointer.lease = lease
     checkpointer.metadata = durable.checkpoint_metadata
-    checkpointer.observer = state.observer
-    if state.observer is not None and (observed := state.observer.checkpoint_metadata()):
-        checkpointer.metadata = {**durable.checkpoint_metadata, "observers": dict(observed)}
+    checkpointer.observer = state.observer  # asked for its metadata at each checkpoint
     checkpointer.state = state
     # the runner commits each superstep (and a pipelined run's consistent cuts) through it
     commit = checkpointer if mode != "exit" else None

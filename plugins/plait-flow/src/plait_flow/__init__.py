@@ -86,6 +86,8 @@ class FlowLoader:
             raise flow_load_error(problems, ctx.source) from None
         if document.problems:
             raise flow_load_error(document.problems, ctx.source)
+        if document.run_defaults:
+            spec = attrs.evolve(spec, options={**spec.options, **document.run_defaults})
         return spec
 
     def detect(self, text: str) -> bool:

@@ -26,7 +26,7 @@ from ._parser import FlowError
 __all__ = ["FlowDocument", "is_document", "read_document"]
 
 #: the keys of a flow document
-KEYS = ("flow", "agents", "name", "version", "merge")
+KEYS = ("flow", "agents", "name", "version", "merge", "budget")
 
 
 class FlowDocument:
@@ -47,6 +47,8 @@ class FlowDocument:
         self.options = options
         #: the problems of the document's own parts (its agents, its keys)
         self.problems = problems
+        #: the run options it sets (``budget``), for the spec's ``options``
+        self.run_defaults: dict[str, Any] = {}
 
 
 def is_document(text: str) -> bool:
@@ -151,7 +153,22 @@ def read_document(
                 )
             )
     declared = [str(k) for k in raw_agents] if isinstance(raw_agents, Mapping) else []
-    return FlowDocument(padded, agents, declared, options, problems)
+    document = FlowDocument(padded, agents, declared, options, problems)
+    from plait_documents import DOCUMENT_RUN_OPTIONS, check_run_option
+
+    for key in DOCUMENT_RUN_OPTIONS:  # the run's budget: checked, then kept in the spec
+        if root.get(key) is None:
+            continue
+        value = _plain(root[key])
+        said = check_run_option(key, value, manager)
+        if said is None:
+            document.run_defaults[key] = value
+            continue
+        named = said.split("; known:")[0]  # at the field the message names, else the section
+        field = [k for k in value if f" {k}" in named] if isinstance(value, Mapping) else []
+        where = at(root[key], field[0]) if field else at(root, key, True)
+        problems.append(FlowError(said, where))
+    return document
 
 
 def _at_path(section: Any, path: str, at: Any, root: Any) -> SourcePosition:

@@ -16,6 +16,7 @@ import anyio.from_thread
 import anyio.to_thread
 from plait import ConfigError, Executor, PlaitError, WorkflowContext
 from plait.spi import (
+    METER,
     BuildContext,
     CompiledTemplate,
     Handler,
@@ -190,6 +191,15 @@ class AgentExecutor(Executor):
         if self.uses_schema_api:
             kwargs["schema"] = self.structured_output
         target = conversation if conversation is not None else self.model
+        meter = METER.get()  # a budgeted run's: the call's worst case is reserved first
+        metered = None
+        if meter is not None:
+            from ._metered import reserve, switch_model
+
+            metered = await reserve(meter, self.model_id, prompt, conversation, kwargs)
+            if metered.model_id != self.model_id:  # a degrade budget chose a cheaper model
+                target = switch_model(target, metered.model_id)
+        answered: list[Any] = []  # the response, for the meter's settle
 
         tools = self.tools
 
@@ -210,10 +220,11 @@ class AgentExecutor(Executor):
                 for chunk in response:
                     if chunk:
                         anyio.from_thread.run(ctx.add_event, {"token": chunk})
+            answered.append(response)
             return {"text": str(response.text()), **_usage_and_tool_calls(response)}
 
         request = {
-            "model": self.model_id,
+            "model": self.model_id if metered is None else metered.model_id,
             "prompt": prompt,
             "system": self.system,
             "conversation": _turns(conversation),
@@ -225,8 +236,19 @@ class AgentExecutor(Executor):
             answer = await outside_call(
                 "llm.prompt", request, lambda: anyio.to_thread.run_sync(call)
             )
-        except Exception as exc:  # a model plugin may raise anything: name the agent
+        except BaseException as exc:  # a model plugin may raise anything: name the agent
+            if metered is not None:
+                metered.abandon(exc)
+            if not isinstance(exc, Exception):
+                raise
             raise self._failure(f"{type(exc).__name__}: {exc}") from exc
+        if metered is not None:
+            from ._metered import settle, settle_recorded
+
+            if answered:
+                settle(metered, answered[0])
+            else:  # answered from a record (a replay): what the recorded call used
+                settle_recorded(metered, answer)
         if conversation is not None and getattr(conversation, "plait_turns", None) is not None:
             conversation.plait_turns.append({"prompt": prompt, "text": answer["text"]})
         return str(answer["text"])

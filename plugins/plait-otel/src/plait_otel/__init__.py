@@ -91,7 +91,7 @@ def _tracer() -> Tracer | None:
 
 @hookimpl
 def plait_observe_run(
-    run_id: str, workflow: Any, superstep: int, resumed: Any
+    run_id: str, workflow: Any, superstep: int, resumed: Any, options: Any
 ) -> RunObserver | None:
     """A span observer for the run, when tracing is on (see the module docstring); a
     resumed run's span links to the span of the run it continues."""
@@ -100,4 +100,4 @@ def plait_observe_run(
         return None
     from ._observer import start_run
 
-    return start_run(tracer, run_id, workflow, superstep, resumed)
+    return start_run(tracer, run_id, workflow, superstep, resumed, options)

@@ -22,7 +22,9 @@ from opentelemetry.trace import (
     Tracer,
 )
 from plait import ExecutorFailedError
-from plait.spi import Invocation, RunObserver
+from plait.spi import METER, Invocation, RunObserver
+
+from ._genai import SpanMeter
 
 __all__ = ["SpanObserver", "start_run"]
 
@@ -45,14 +47,16 @@ def _quiet(method: F) -> F:
 
 
 class _Invocation:
-    """The handle of one invocation: its span and the context token to detach."""
+    """The handle of one invocation: its span, the context token to detach and the meter
+    token to reset."""
 
-    __slots__ = ("executor_id", "span", "token")
+    __slots__ = ("executor_id", "meter", "span", "token")
 
-    def __init__(self, executor_id: str, span: Span, token: object) -> None:
+    def __init__(self, executor_id: str, span: Span, token: object, meter: Any) -> None:
         self.executor_id = executor_id
         self.span = span
         self.token = token
+        self.meter = meter
 
 
 def _fail(span: Span, error: BaseException, *, unwrap: bool = False) -> None:
@@ -93,8 +97,26 @@ def resumed_link(resumed: Any) -> Link | None:
     return Link(remote, {"plait.link": "resumed"})
 
 
+#: The run span's attribute of each unit a budget limits (plait-budgets' units).
+_BUDGET_ATTRIBUTES = {
+    "tokens": "plait.budget_tokens",
+    "input_tokens": "plait.budget_input_tokens",
+    "output_tokens": "plait.budget_output_tokens",
+    "usd": "plait.budget_usd",
+    "model_calls": "plait.budget_model_calls",
+    "tool_calls": "plait.budget_tool_calls",
+    "supersteps": "plait.budget_supersteps",
+    "seconds": "plait.budget_seconds",
+}
+
+
 def start_run(
-    tracer: Tracer, run_id: str, workflow: Any, superstep: int, resumed: Any = None
+    tracer: Tracer,
+    run_id: str,
+    workflow: Any,
+    superstep: int,
+    resumed: Any = None,
+    options: Any = None,
 ) -> RunObserver | None:
     """Start the run's span (a child of the current context, linked to the span of the run
     it resumes when its checkpoint kept one); ``None`` when it is not recorded (sampled
@@ -106,6 +128,13 @@ def start_run(
     run_attributes = dict(attributes)
     if superstep:
         run_attributes["plait.resumed_after"] = superstep
+    budgets = options.plugin_options.values() if options is not None else ()
+    budget = next((g.budget for g in budgets if getattr(g, "budget", None) is not None), None)
+    limits = getattr(budget, "limits", None)  # plait-budgets' Budget, read by its shape
+    if callable(limits):
+        for unit, limit in limits().items():
+            if unit in _BUDGET_ATTRIBUTES:
+                run_attributes[_BUDGET_ATTRIBUTES[unit]] = float(limit)
     span_name = f"workflow {name}" if name else "workflow"
     link = resumed_link(resumed) if resumed is not None else None
     span = tracer.start_span(
@@ -185,7 +214,9 @@ class SpanObserver(RunObserver):
         )
         # current while the handler runs: its own spans (and a nested run's) are children
         token = context.attach(trace.set_span_in_context(span))
-        return _Invocation(invocation.executor_id, span, token)
+        # its model calls get spans of their own (GenAI conventions), inside any budget
+        meter = METER.set(SpanMeter(self.tracer, span, METER.get()))
+        return _Invocation(invocation.executor_id, span, token, meter)
 
     @_quiet
     def invocation_retrying(
@@ -209,6 +240,7 @@ class SpanObserver(RunObserver):
     ) -> None:
         if handle is None:
             return
+        METER.reset(handle.meter)
         context.detach(handle.token)
         span: Span = handle.span
         span.set_attribute("plait.attempt", attempt)

@@ -21,7 +21,7 @@ __all__ = ["Document", "Step", "read"]
 
 DEFAULT_LOOP_LIMIT = 100
 
-TOP_KEYS = ("workflow", "name", "version", "agents")
+TOP_KEYS = ("workflow", "name", "version", "agents", "budget")
 WORKFLOW_KEYS = ("steps", "max_loop_iterations", "overrides")
 OVERRIDE_KEYS = ("max_loop_iterations",)
 STEP_KEYS: dict[str, tuple[Any, ...]] = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from plait import ConfigError, LoadError, SourcePosition, WorkflowSpec
 from plait.spi import BuildContext
@@ -93,6 +94,7 @@ class StepsLoader:
             else:
                 doc.loop_limit = override
         spec, more = compile_document(doc, source, ctx, kinds)
+        spec = _run_defaults(root, lines, source, spec, manager, problems)
         found = Problems(source)
         found.extend([*problems, *more])
         if not found and spec is None:
@@ -104,3 +106,52 @@ class StepsLoader:
         found.raise_if_any()
         assert spec is not None  # no problems: compile_document built it
         return spec
+
+
+def _plain(value: Any) -> Any:
+    """A document value as plain JSON-like data."""
+    inner = value.value
+    if isinstance(inner, dict):
+        return {str(key): _plain(item) for key, item in inner.items()}
+    if isinstance(inner, list):
+        return [_plain(item) for item in inner]
+    return inner
+
+
+def _run_defaults(
+    root: Any,
+    lines: list[str],
+    source: str,
+    spec: WorkflowSpec | None,
+    manager: Any,
+    problems: list[Any],
+) -> WorkflowSpec | None:
+    """The document's run options (``budget:``), checked at their position and kept in the
+    spec's ``options``."""
+    if root is None or not isinstance(root.value, dict):
+        return spec
+    from plait_documents import DOCUMENT_RUN_OPTIONS, check_run_option
+
+    from ._yaml import position
+
+    given: dict[str, Any] = {}
+    for name in DOCUMENT_RUN_OPTIONS:
+        value = root.value.get(name)
+        if value is None:
+            continue
+        said = check_run_option(name, _plain(value), manager)
+        if said is not None:
+            # at the field the message names, else at the section
+            named = said.split("; known:")[0]
+            line, column = next(
+                (at for key, at in value.keys.items() if f" {key}" in named),
+                (value.line, value.column),
+            )
+            problems.append(ConfigError(said, position(source, lines, line, column)))
+        else:
+            given[name] = _plain(value)
+    if spec is None or not given:
+        return spec
+    import attrs
+
+    return attrs.evolve(spec, options={**spec.options, **given})

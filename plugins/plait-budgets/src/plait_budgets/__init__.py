@@ -1,0 +1,87 @@
+"""Run budgets for Plait: tokens, money, model and tool calls, supersteps and wall time.
+
+- :class:`Budget`: limits in each unit, what to do when one runs out (``fail``, ``route``,
+  ``degrade``) and the budgets of the nodes and fragments inside it (``scopes``); the run
+  option ``budget`` (:class:`BudgetOptions`) takes one, its dict, or ``--budget`` text
+  (:func:`parse_budget`).
+- The ledger (:class:`Ledger`): before a model call of plait-llm's ``agent`` starts, its
+  worst case is reserved against every budget around it, through the kernel's metering
+  seam (:data:`plait.spi.METER`, set by this distribution's run observer); a call that does
+  not fit does not start (:class:`BudgetExceededError`).
+- :class:`Price`: what a model costs; the ``plait_register_prices`` hook, and a dated
+  default table (``prices.json``, read on a money budget's first unregistered model) for
+  the models no plugin prices.
+
+Loading plugins imports this module alone; a run without a budget gets no observer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import plait
+from plait.spi import Register, lazy_exports
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ._budget import (
+        ACTIONS as ACTIONS,
+        UNITS as UNITS,
+        Budget as Budget,
+        as_budget as as_budget,
+        parse_budget as parse_budget,
+    )
+    from ._command import spend_of as spend_of
+    from ._ledger import (
+        Account as Account,
+        BudgetExceededError as BudgetExceededError,
+        Counts as Counts,
+        Ledger as Ledger,
+        Ticket as Ticket,
+        estimate_tokens as estimate_tokens,
+    )
+    from ._observer import BudgetObserver as BudgetObserver, InvocationMeter as InvocationMeter
+    from ._options import BudgetOptions as BudgetOptions
+    from ._prices import (
+        DEFAULT_TABLE as DEFAULT_TABLE,
+        Price as Price,
+        UnpricedModelError as UnpricedModelError,
+        default_prices as default_prices,
+    )
+
+
+@plait.hookimpl
+def plait_register_run_options(register: Register) -> None:
+    """Declare the run option ``budget`` (:class:`BudgetOptions`)."""
+    from ._options import BudgetOptions
+
+    register("budgets", BudgetOptions)
+
+
+@plait.hookimpl
+def plait_observe_run(
+    run_id: str, workflow: Any, superstep: int, resumed: Mapping[str, Any] | None, options: Any
+) -> Any:
+    """Meter a run that sets a budget, or runs nested in a budgeted one (else ``None``:
+    the run is not observed by this plugin)."""
+    if options is None or options.value("budget") is None:
+        from plait.spi import METER
+
+        if METER.get() is None and not (resumed and "budgets" in resumed):
+            return None
+    from ._observer import observe
+
+    return observe(run_id, workflow, options, plait.get_plugin_manager(), resumed)
+
+
+@plait.hookimpl
+def plait_register_commands(cli: Any) -> None:
+    """Add ``plait spend``: what runs spent against their budgets."""
+    from ._command import spend_command
+
+    cli.add_command(spend_command)
+
+
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

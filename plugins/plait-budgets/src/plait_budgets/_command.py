@@ -1,0 +1,108 @@
+"""``plait spend``: what each run of a checkpoint store spent, against its budget, from
+the ledger its latest checkpoint keeps (imported when the command line is built: the hook
+``plait_register_commands`` adds it)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import click
+
+__all__ = ["spend_command", "spend_of"]
+
+#: Where the command looks unless ``--checkpoint`` says otherwise (where ``plait run``
+#: keeps runs).
+DEFAULT_STORE = "sqlite:///.plait/runs.db"
+
+
+def spend_of(metadata: Any) -> dict[str, Any] | None:
+    """The spend a checkpoint's metadata keeps (its budget ledger), JSON-ready: the run's
+    budget, and per budget what it spent, or ``None`` when the run had no budget. The
+    metadata was read from a store: only numbers and names are taken from it."""
+    observers = metadata.get("observers") if isinstance(metadata, dict) else None
+    kept = observers.get("budgets") if isinstance(observers, dict) else None
+    if not isinstance(kept, dict):
+        return None
+    from ._ledger import Ledger
+
+    ledger = Ledger(lambda model_id: None)
+    try:
+        ledger.restore(kept, "the checkpoint's budget ledger")
+    except Exception as exc:  # a bad ledger is reported, never trusted
+        return {"error": str(exc)}
+    budget = kept.get("budget")
+    spent = {name: counts.to_dict() for name, counts in ledger.restored.items()}
+    return {
+        "budget": budget if isinstance(budget, dict) else {},
+        "spent": spent,
+        "in_flight": ledger.recovered,
+        "seconds": round(ledger.elapsed(), 3),
+    }
+
+
+async def _spend(url: str, run_ids: tuple[str, ...], limit: int | None) -> list[dict[str, Any]]:
+    from plait_durable import open_store
+
+    store = open_store(url)
+    try:
+        ids = list(run_ids) or [info.run_id for info in await store.runs(limit=limit)]
+        found = []
+        for run_id in ids:
+            latest = await store.latest(run_id)
+            if latest is None:
+                raise click.UsageError(f"run {run_id!r} has no checkpoint in {url}")
+            spend = spend_of(dict(latest.metadata))
+            found.append({"run_id": run_id, "status": latest.status, "spend": spend})
+        return found
+    finally:
+        await store.aclose()
+
+
+def _against(spend: dict[str, Any] | None) -> str:
+    if spend is None:
+        return "no budget"
+    if "error" in spend:
+        return f"unreadable: {spend['error']}"
+    run = spend["spent"].get("run", {})
+    limits = spend["budget"]
+    parts = []
+    for unit, key in (
+        ("usd", "usd"),
+        ("tokens", "tokens"),
+        ("model_calls", "model_calls"),
+        ("tool_calls", "tool_calls"),
+    ):
+        used = run.get(key, 0)
+        if unit == "usd":
+            text = f"${used:.4f}"
+            limit = f"${float(limits[unit]):.4f}" if unit in limits else None
+        else:
+            text, limit = str(used), (str(limits[unit]) if unit in limits else None)
+        parts.append(f"{unit} {text}" + (f" / {limit}" if limit is not None else ""))
+    return ", ".join(parts)
+
+
+@click.command("spend", short_help="Show what runs spent against their budgets.")
+@click.argument("run_ids", nargs=-1, metavar="[RUN_ID]...")
+@click.option(
+    "--checkpoint",
+    "url",
+    metavar="URL",
+    default=DEFAULT_STORE,
+    show_default=True,
+    help="The checkpoint store the runs wrote to.",
+)
+@click.option("--limit", type=click.IntRange(min=0), metavar="N", help="At most N runs.")
+@click.option("--json", "as_json", is_flag=True, help="Print the spend as JSON.")
+def spend_command(run_ids: tuple[str, ...], url: str, limit: int | None, as_json: bool) -> None:
+    """Show what each run (RUN_ID, or every run of the store, newest first) spent against
+    its budget, from the ledger its latest checkpoint keeps (plait-budgets): money, tokens,
+    model and tool calls, each with the run budget's limit."""
+    found = anyio.run(_spend, url, run_ids, limit)
+    if as_json:
+        click.echo(json.dumps(found, indent=2))
+        return
+    for row in found:
+        click.echo(f"{row['run_id']}  {row['status']}  {_against(row['spend'])}")

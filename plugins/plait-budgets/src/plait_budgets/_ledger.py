@@ -1,0 +1,612 @@
+"""The ledger of a budgeted run: what each budget has spent and holds reserved, and the
+reservation a model call makes before it starts.
+
+The rules, which make a fan-out safe and its outcome independent of completion order:
+
+- A model call reserves its worst case (:class:`Counts`: the prompt's tokens, the call's
+  ``max_tokens``, one call, their price) against every budget around it (the run's, its
+  fragments', its node's: an :class:`Account` each) at once, before it starts. Checking and
+  reserving happen with no ``await`` between them, so concurrent calls cannot both take the
+  last of a budget. A call that does not fit in one of them does not start.
+- When the call ends, its actual usage is spent, and what it reserved beyond that is *held*
+  until the superstep's barrier: admission within a superstep depends only on what earlier
+  supersteps spent and on the reservations made in it, never on which call finished first.
+- A call that used more than it reserved is spent in full and reported
+  (:attr:`Ledger.overshoots`): the only way a budget is exceeded.
+- A call that failed or was cancelled is counted at its reservation.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from decimal import Decimal
+from typing import Any
+
+from plait import PlaitError
+
+from ._budget import Budget
+from ._prices import Price, UnpricedModelError
+
+__all__ = ["Account", "BudgetExceededError", "Counts", "Ledger", "Ticket", "estimate_tokens"]
+
+#: tokens a chat template adds around a prompt, at most, for the worst case
+TEMPLATE_TOKENS = 16
+
+
+def estimate_tokens(text: str) -> int:
+    """An upper bound of the tokens ``text`` takes: its UTF-8 bytes (a byte-level BPE token
+    is at least one byte) plus :data:`TEMPLATE_TOKENS`."""
+    return len(text.encode("utf-8")) + TEMPLATE_TOKENS
+
+
+class Counts:
+    """Amounts in the units a model call spends: tokens in and out, calls, tool calls and
+    money (picodollars, so that sums are exact)."""
+
+    __slots__ = ("input_tokens", "model_calls", "output_tokens", "pico", "tool_calls")
+
+    def __init__(
+        self,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        model_calls: int = 0,
+        tool_calls: int = 0,
+        pico: int = 0,
+    ) -> None:
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.model_calls = model_calls
+        self.tool_calls = tool_calls
+        self.pico = pico
+
+    @property
+    def tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def usd(self) -> float:
+        """The money, in US dollars."""
+        return self.pico / 10**12
+
+    def add(self, other: Counts) -> None:
+        """Add ``other``."""
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.model_calls += other.model_calls
+        self.tool_calls += other.tool_calls
+        self.pico += other.pico
+
+    def take(self, other: Counts) -> None:
+        """Take ``other`` away."""
+        self.input_tokens -= other.input_tokens
+        self.output_tokens -= other.output_tokens
+        self.model_calls -= other.model_calls
+        self.tool_calls -= other.tool_calls
+        self.pico -= other.pico
+
+    def beyond(self, other: Counts) -> Counts:
+        """What this has more of than ``other``, per unit (never negative)."""
+        return Counts(
+            max(0, self.input_tokens - other.input_tokens),
+            max(0, self.output_tokens - other.output_tokens),
+            max(0, self.model_calls - other.model_calls),
+            max(0, self.tool_calls - other.tool_calls),
+            max(0, self.pico - other.pico),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the counts, and the money in dollars too."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "tokens": self.tokens,
+            "model_calls": self.model_calls,
+            "tool_calls": self.tool_calls,
+            "usd": self.usd,
+        }
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Counts) and all(
+            getattr(self, name) == getattr(other, name) for name in self.__slots__
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"Counts(input_tokens={self.input_tokens}, output_tokens={self.output_tokens}, "
+            f"model_calls={self.model_calls}, tool_calls={self.tool_calls}, usd={self.usd:.6f})"
+        )
+
+
+class BudgetExceededError(PlaitError):
+    """A budget ran out: a model call that does not fit did not start (or a run past its
+    supersteps or its time stopped).
+
+    :param budget: the budget's name (``run``, a fragment prefix, an executor id).
+    :param unit: the unit that ran out (``usd``, ``tokens`` …).
+    :param limit: the budget's limit in that unit.
+    :param spent: what was spent in it (reservations of calls still running included).
+    :param needed: what the refused call needed in it (``None``: not a model call).
+    :param executor_id: the executor whose call was refused (``None``: the run's limit).
+    :param action: the budget's ``on_exhausted``.
+    """
+
+    def __init__(
+        self,
+        *,
+        budget: str,
+        unit: str,
+        limit: Any,
+        spent: Any,
+        needed: Any,
+        executor_id: str | None,
+        model_id: str | None = None,
+        action: str = "fail",
+    ) -> None:
+        self.budget = budget
+        self.unit = unit
+        self.limit = limit
+        self.spent = spent
+        self.needed = needed
+        self.executor_id = executor_id
+        self.model_id = model_id
+        self.action = action
+        who = (
+            f"a call of agent {executor_id!r} (model {model_id!r}) needs up to "
+            f"{_said(unit, needed)} more"
+            if executor_id is not None
+            else "the run stopped"
+        )
+        super().__init__(
+            f"budget {budget!r} is spent in {unit}: {_said(unit, spent)} of "
+            f"{_said(unit, limit)} used or reserved, and {who}; raise it to go on (resume the "
+            f"run with a larger budget: plait resume RUN_ID --budget {unit}=...)"
+        )
+
+
+def _said(unit: str, amount: Any) -> str:
+    if unit == "usd" and isinstance(amount, int):
+        return f"${amount / 10**12:.6f}"
+    if unit == "usd" and amount is not None:
+        return f"${float(amount):.6f}"
+    return str(amount)
+
+
+class Account:
+    """One budget's counters: what it spent, and what it has *committed*: the spend, the
+    reservations of calls in flight, and what settled calls reserved beyond their use (held
+    until the superstep's barrier). Admission checks the committed counts."""
+
+    __slots__ = ("budget", "committed", "limits", "name", "spent")
+
+    def __init__(self, name: str, budget: Budget) -> None:
+        self.name = name
+        self.budget = budget
+        self.spent = Counts()
+        self.committed = Counts()
+        checks = (
+            ("tokens", "tokens", budget.tokens),
+            ("input_tokens", "input_tokens", budget.input_tokens),
+            ("output_tokens", "output_tokens", budget.output_tokens),
+            ("usd", "pico", budget.pico),
+            ("model_calls", "model_calls", budget.model_calls),
+        )
+        #: ``(unit, Counts attribute, limit)`` of each unit a reservation is checked in
+        self.limits: tuple[tuple[str, str, int], ...] = tuple(
+            (unit, attribute, limit) for unit, attribute, limit in checks if limit is not None
+        )
+
+    @property
+    def priced(self) -> bool:
+        """Whether this budget limits money (so every call needs a price)."""
+        return self.budget.usd is not None
+
+    def short(self, need: Counts) -> tuple[str, int, int] | None:
+        """The first unit ``need`` does not fit in: ``(unit, limit, committed)``, or
+        ``None``."""
+        committed = self.committed
+        for unit, attribute, limit in self.limits:
+            if attribute == "tokens":
+                used = committed.input_tokens + committed.output_tokens
+                wanted = need.input_tokens + need.output_tokens
+            else:
+                used = getattr(committed, attribute)
+                wanted = getattr(need, attribute)
+            if used + wanted > limit:
+                return unit, limit, used
+        tools = self.budget.tool_calls
+        if tools is not None and self.spent.tool_calls >= tools:
+            return "tool_calls", tools, self.spent.tool_calls
+        return None
+
+
+class Ticket:
+    """One admitted model call (what :meth:`plait.spi.Meter.model_call` returns): its
+    reservation, held on every account around it until :meth:`settle`."""
+
+    __slots__ = (
+        "accounts",
+        "executor_id",
+        "inner",
+        "ledger",
+        "model_id",
+        "need",
+        "price",
+        "state",
+    )
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        accounts: tuple[Account, ...],
+        executor_id: str,
+        model_id: str,
+        need: Counts,
+        price: Price | None,
+    ) -> None:
+        self.ledger = ledger
+        self.accounts = accounts
+        self.executor_id = executor_id
+        self.model_id = model_id
+        self.need = need
+        self.price = price
+        self.state = "reserved"
+        #: the inner meter's call (a tracer's span), told when this one settles
+        self.inner: Any = None
+
+    def settle(
+        self,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        *,
+        tool_calls: int = 0,
+        response_model: str | None = None,
+        finish_reasons: Sequence[str] = (),
+    ) -> None:
+        """Replace the reservation by the call's actual usage (a unit the model did not
+        report is counted at its reservation)."""
+        if self.state != "reserved":
+            return
+        if self.inner is not None:
+            self.inner.settle(
+                input_tokens,
+                output_tokens,
+                tool_calls=tool_calls,
+                response_model=response_model,
+                finish_reasons=finish_reasons,
+            )
+        need = self.need
+        used_in = need.input_tokens if input_tokens is None else input_tokens
+        used_out = need.output_tokens if output_tokens is None else output_tokens
+        pico = self.price.cost(used_in, used_out) if self.price is not None else 0
+        actual = Counts(used_in, used_out, 1, tool_calls, pico)
+        self.ledger.spend(self, actual, reported=input_tokens is not None)
+
+    def abandon(self, error: BaseException | None) -> None:
+        """The call failed or was cancelled: it is counted at its reservation."""
+        if self.inner is not None:
+            self.inner.abandon(error)
+            self.inner = None
+        if self.state == "reserved":
+            self.ledger.spend(self, self.need, reported=False)
+
+
+class Ledger:
+    """The accounts of one budgeted run (and the runs nested in it), its calls in flight
+    and its totals per model and per executor.
+
+    :param prices: ``model_id -> Price | None``.
+    """
+
+    def __init__(self, prices: Any) -> None:
+        self.prices = prices
+        #: every account by name
+        self.accounts: dict[str, Account] = {}
+        #: calls admitted and not yet settled
+        self.in_flight: set[Ticket] = set()
+        #: settled calls whose held slack the next barrier releases
+        self.settled: list[Ticket] = []
+        #: what each model and each executor spent
+        self.by_model: dict[str, Counts] = {}
+        self.by_executor: dict[str, Counts] = {}
+        #: calls that used more than they reserved: what they used beyond it
+        self.overshoots: list[tuple[str, str, Counts]] = []
+        #: model calls whose usage the model did not report (counted at their reservation)
+        self.unreported = 0
+        #: calls switched to a cheaper model by a ``degrade`` budget: (executor, from, to)
+        self.degraded: list[tuple[str, str, str]] = []
+        self.supersteps = 0
+        self.started = time.monotonic()
+        #: each budget's spend a resumed run's checkpoint kept, until its account is made
+        self.restored: dict[str, Counts] = {}
+        #: calls that were in flight when the checkpoint resumed from was taken: counted
+        #: as spent at their reservation
+        self.recovered = 0
+        self.overshot_before = 0
+
+    def account(self, name: str, budget: Budget) -> Account:
+        """The account of budget ``name`` (made on first use, with what a resumed run's
+        checkpoint says it spent)."""
+        found = self.accounts.get(name)
+        if found is None:
+            found = self.accounts[name] = Account(name, budget)
+            spent = self.restored.pop(name, None)
+            if spent is not None:
+                found.spent.add(spent)
+                found.committed.add(spent)
+        return found
+
+    # -- across a resume ------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """What a checkpoint keeps: each budget's spend, each model's and executor's, the
+        wall time so far, and the calls in flight at their reservation (a resumed run
+        counts them as spent: what they used is unknown)."""
+        accounts: dict[str, Counts] = {}
+        for name, account in self.accounts.items():
+            accounts[name] = _copy(account.spent)
+        for ticket in self.in_flight:
+            for account in ticket.accounts:
+                accounts[account.name].add(ticket.need)
+        for name, counts in self.restored.items():
+            accounts.setdefault(name, Counts()).add(counts)
+        by_model = {k: _copy(v) for k, v in self.by_model.items()}
+        by_executor = {k: _copy(v) for k, v in self.by_executor.items()}
+        for ticket in self.in_flight:
+            by_model.setdefault(ticket.model_id, Counts()).add(ticket.need)
+            by_executor.setdefault(ticket.executor_id, Counts()).add(ticket.need)
+        return {
+            "version": 1,
+            "accounts": {k: _raw(v) for k, v in accounts.items()},
+            "by_model": {k: _raw(v) for k, v in by_model.items()},
+            "by_executor": {k: _raw(v) for k, v in by_executor.items()},
+            "seconds": self.elapsed(),
+            "in_flight": len(self.in_flight) + self.recovered,
+            "unreported": self.unreported,
+            "overshoots": len(self.overshoots) + self.overshot_before,
+        }
+
+    def restore(self, data: Any, where: str) -> None:
+        """Go on from what a checkpoint kept (:meth:`snapshot`); it was read from a store,
+        so every value is checked.
+
+        :raises PlaitError: naming ``where`` and the value that is wrong.
+        """
+        if not isinstance(data, dict) or data.get("version") != 1:
+            raise PlaitError(f"{where}: not a budget ledger of version 1: {data!r:.200}")
+        self.restored = _read_map(data.get("accounts"), f"{where}.accounts")
+        self.by_model = _read_map(data.get("by_model"), f"{where}.by_model")
+        self.by_executor = _read_map(data.get("by_executor"), f"{where}.by_executor")
+        seconds = data.get("seconds")
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
+            raise PlaitError(f"{where}.seconds: not a number of seconds: {seconds!r}")
+        self.started = time.monotonic() - float(seconds)
+        self.recovered = _count(data.get("in_flight"), f"{where}.in_flight")
+        self.unreported = _count(data.get("unreported"), f"{where}.unreported")
+        self.overshot_before = _count(data.get("overshoots"), f"{where}.overshoots")
+
+    # -- a model call ---------------------------------------------------------------------
+
+    def need(
+        self,
+        accounts: tuple[Account, ...],
+        executor_id: str,
+        model_id: str,
+        prompt_tokens: int,
+        max_tokens: int | None,
+    ) -> tuple[Counts, Price | None]:
+        """The worst case of one call and the price it was computed with.
+
+        :raises UnpricedModelError: a budget around the call limits money and the model has
+            no price.
+        :raises PlaitError: the call sets no ``max_tokens`` and the model's price gives no
+            ``max_output_tokens``, while a budget limits tokens or money.
+        """
+        price = self.prices(model_id)
+        if price is None and any(account.priced for account in accounts):
+            raise UnpricedModelError(model_id, executor_id)
+        if max_tokens is None and price is not None:
+            max_tokens = price.max_output_tokens
+        if max_tokens is None:
+            bounded = [
+                a.name
+                for a in accounts
+                if any(unit in ("tokens", "output_tokens", "usd") for unit, _, _ in a.limits)
+            ]
+            if bounded:
+                raise PlaitError(
+                    f"agent {executor_id!r} calls model {model_id!r} with no max_tokens, so "
+                    f"its worst case is unbounded and budget {bounded[0]!r} limits tokens or "
+                    f"money: set the agent's options.max_tokens, or register the model's "
+                    f"price with max_output_tokens (plait_register_prices)"
+                )
+            max_tokens = 0
+        pico = price.cost(prompt_tokens, max_tokens) if price is not None else 0
+        return Counts(prompt_tokens, max_tokens, 1, 0, pico), price
+
+    def reserve(
+        self,
+        accounts: tuple[Account, ...],
+        executor_id: str,
+        model_id: str,
+        prompt_tokens: int,
+        max_tokens: int | None,
+    ) -> Ticket:
+        """Reserve one call's worst case on every account, or refuse it.
+
+        Synchronous, with no ``await``: the check and the reservation are one step of the
+        event loop, whatever else runs concurrently.
+
+        :raises BudgetExceededError: a budget has no room for it (and no ``degrade`` rule
+            makes room).
+        """
+        need, price = self.need(accounts, executor_id, model_id, prompt_tokens, max_tokens)
+        short = _short(accounts, need)
+        if short is not None:
+            account, (unit, limit, used) = short
+            cheaper = account.budget.degrade.get(executor_id)
+            if account.budget.on_exhausted == "degrade" and cheaper is not None:
+                need, price = self.need(accounts, executor_id, cheaper, prompt_tokens, max_tokens)
+                if _short(accounts, need) is None:
+                    self.degraded.append((executor_id, model_id, cheaper))
+                    model_id = cheaper
+                    short = None
+            if short is not None:
+                wanted = getattr(need, "pico" if unit == "usd" else unit)
+                raise BudgetExceededError(
+                    budget=account.name,
+                    unit=unit,
+                    limit=limit,
+                    spent=used,
+                    needed=wanted,
+                    executor_id=executor_id,
+                    model_id=model_id,
+                    action=account.budget.on_exhausted,
+                )
+        for account in accounts:
+            account.committed.add(need)
+        ticket = Ticket(self, accounts, executor_id, model_id, need, price)
+        self.in_flight.add(ticket)
+        return ticket
+
+    def spend(self, ticket: Ticket, actual: Counts, *, reported: bool) -> None:
+        """A call ended with ``actual`` usage: spend it, hold the slack until the barrier."""
+        ticket.state = "settled"
+        self.in_flight.discard(ticket)
+        need = ticket.need
+        over = None
+        if (
+            actual.input_tokens > need.input_tokens
+            or actual.output_tokens > need.output_tokens
+            or actual.pico > need.pico
+        ):
+            over = actual.beyond(need)
+            over.tool_calls = 0  # tool calls are never reserved: counting them is no overshoot
+            self.overshoots.append((ticket.executor_id, ticket.model_id, over))
+        for account in ticket.accounts:
+            account.spent.add(actual)
+            if over is not None:
+                account.committed.add(over)
+        ticket.need = need.beyond(actual)  # the slack, which the barrier releases
+        self.settled.append(ticket)
+        if not reported:
+            self.unreported += 1
+        by_model = self.by_model.get(ticket.model_id)
+        if by_model is None:
+            by_model = self.by_model[ticket.model_id] = Counts()
+        by_model.add(actual)
+        by_executor = self.by_executor.get(ticket.executor_id)
+        if by_executor is None:
+            by_executor = self.by_executor[ticket.executor_id] = Counts()
+        by_executor.add(actual)
+
+    def barrier(self) -> None:
+        """A superstep ended: release what settled calls reserved beyond their use."""
+        settled, self.settled = self.settled, []
+        for ticket in settled:
+            for account in ticket.accounts:
+                account.committed.take(ticket.need)
+
+    # -- the run's own limits -------------------------------------------------------------
+
+    def elapsed(self) -> float:
+        """Seconds of wall time this run has taken."""
+        return time.monotonic() - self.started
+
+    def superstep(self, account: Account, superstep: int) -> None:
+        """Superstep ``superstep`` (the run's count, across resumes) starts: stop the run
+        past its supersteps or its time.
+
+        :raises BudgetExceededError: naming the run's budget and the limit.
+        """
+        self.supersteps = superstep
+        budget = account.budget
+        if budget.supersteps is not None and self.supersteps > budget.supersteps:
+            raise BudgetExceededError(
+                budget=account.name,
+                unit="supersteps",
+                limit=budget.supersteps,
+                spent=self.supersteps - 1,
+                needed=None,
+                executor_id=None,
+            )
+        if budget.seconds is not None and (elapsed := self.elapsed()) > budget.seconds:
+            raise BudgetExceededError(
+                budget=account.name,
+                unit="seconds",
+                limit=budget.seconds,
+                spent=round(elapsed, 3),
+                needed=None,
+                executor_id=None,
+            )
+
+    def usage(self) -> dict[str, Any]:
+        """JSON-ready totals: overall, per model, per executor, per budget, and what the
+        run should know (overshoots, unreported usage, degraded calls)."""
+        total = Counts()
+        for counts in self.by_model.values():
+            total.add(counts)
+        return {
+            "total": total.to_dict(),
+            "by_model": {k: v.to_dict() for k, v in sorted(self.by_model.items())},
+            "by_executor": {k: v.to_dict() for k, v in sorted(self.by_executor.items())},
+            "budgets": {
+                name: {
+                    "limits": {
+                        unit: float(limit) if isinstance(limit, Decimal) else limit
+                        for unit, limit in account.budget.limits().items()
+                    },
+                    "spent": account.spent.to_dict(),
+                }
+                for name, account in self.accounts.items()
+            },
+            "in_flight": len(self.in_flight),
+            "recovered_in_flight": self.recovered,
+            "overshoots": [
+                {"executor": e, "model": m, "beyond": c.to_dict()} for e, m, c in self.overshoots
+            ],
+            "unreported": self.unreported,
+            "degraded": [{"executor": e, "from": a, "to": b} for e, a, b in self.degraded],
+            "supersteps": self.supersteps,
+        }
+
+
+def _short(
+    accounts: Iterable[Account], need: Counts
+) -> tuple[Account, tuple[str, int, int]] | None:
+    for account in accounts:
+        short = account.short(need)
+        if short is not None:
+            return account, short
+    return None
+
+
+_FIELDS = ("input_tokens", "output_tokens", "model_calls", "tool_calls", "pico")
+
+
+def _copy(counts: Counts) -> Counts:
+    copy = Counts()
+    copy.add(counts)
+    return copy
+
+
+def _raw(counts: Counts) -> list[int]:
+    return [getattr(counts, name) for name in _FIELDS]
+
+
+def _count(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise PlaitError(f"{where}: not a count: {value!r:.80}")
+    return value
+
+
+def _read_map(value: Any, where: str) -> dict[str, Counts]:
+    if not isinstance(value, dict):
+        raise PlaitError(f"{where}: not a mapping: {value!r:.80}")
+    found: dict[str, Counts] = {}
+    for key, raw in value.items():
+        if not isinstance(raw, list) or len(raw) != len(_FIELDS):
+            raise PlaitError(f"{where}[{key!r}]: not {len(_FIELDS)} counts: {raw!r:.80}")
+        found[str(key)] = Counts(*(_count(n, f"{where}[{key!r}]") for n in raw))
+    return found

@@ -1,0 +1,31 @@
+"""Workflows the command-line tests name as TARGET (``budget_workflows.py:chain4``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plait
+from plait import Never, WorkflowContext, executor
+from plait.spi import BuildContext
+from plait_builders import WorkflowBuilder
+from plait_llm import AgentKind
+
+
+def chain4() -> plait.Workflow:
+    """Four agents (``a`` … ``d``) on the test model, then a collector."""
+    kind = AgentKind()
+    nodes = [
+        kind.create(
+            {"model": "budget-test", "options": {"max_tokens": 10}}, BuildContext(node_id=i)
+        )
+        for i in "abcd"
+    ]
+
+    @executor(id="collect")
+    async def collect(value: Any, ctx: WorkflowContext[Never, Any]) -> None:
+        await ctx.yield_output(value)
+
+    builder = WorkflowBuilder("chain4").set_start(nodes[0])
+    for a, b in zip(nodes, [*nodes[1:], collect]):
+        builder.add_edge(a, b)
+    return builder.build()

@@ -1,0 +1,71 @@
+"""``plait run --budget`` stops a run at its budget; ``plait resume --budget`` goes on with
+a raised one."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from budget_models import Calls
+from click.testing import CliRunner
+from plait_cli import make_cli
+
+HERE = Path(__file__).parent
+
+
+def test_run_stops_at_its_budget_and_resume_raises_it(
+    calls: Calls, tmp_path: Path, monkeypatch: object
+) -> None:
+    shutil.copy(HERE / "budget_workflows.py", tmp_path / "flows.py")
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    target = f"{tmp_path / 'flows.py'}:chain4"
+    runner = CliRunner()
+    ran = runner.invoke(
+        make_cli(), ["run", target, "go", "--checkpoint", store, "--budget", "calls=2", "-q"]
+    )
+    assert ran.exit_code == 1, ran.output
+    assert "budget 'run' is spent in model_calls" in ran.stderr
+    assert "agent 'c'" in ran.stderr and len(calls.seen) == 2
+    found = re.search(r"run id: (\w+)", ran.stderr)
+    assert found is not None
+    resumed = runner.invoke(
+        make_cli(),
+        ["resume", target, found.group(1), "--checkpoint", store, "--budget", "calls=5", "-q"],
+    )
+    assert resumed.exit_code == 0, resumed.output
+    assert resumed.stdout.strip() == "ok" and len(calls.seen) == 4
+
+
+def test_bad_budget_text_is_a_usage_error_naming_the_item(tmp_path: Path) -> None:
+    shutil.copy(HERE / "budget_workflows.py", tmp_path / "flows_bad.py")
+    ran = CliRunner().invoke(
+        make_cli(),
+        ["run", f"{tmp_path / 'flows_bad.py'}:chain4", "go", "--no-checkpoint", "--budget", "usd"],
+    )
+    assert ran.exit_code != 0
+    assert "'usd' is not unit=value" in ran.output
+
+
+def test_spend_shows_what_each_run_spent_against_its_budget(calls: Calls, tmp_path: Path) -> None:
+    import json
+
+    shutil.copy(HERE / "budget_workflows.py", tmp_path / "flows_spend.py")
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    target = f"{tmp_path / 'flows_spend.py'}:chain4"
+    runner = CliRunner()
+    ran = runner.invoke(
+        make_cli(), ["run", target, "go", "--checkpoint", store, "--budget", "calls=2", "-q"]
+    )
+    found = re.search(r"run id: (\w+)", ran.stderr)
+    assert found is not None
+    shown = runner.invoke(make_cli(), ["spend", "--checkpoint", store])
+    assert shown.exit_code == 0, shown.output
+    assert f"{found.group(1)}  running  " in shown.output or found.group(1) in shown.output
+    assert "model_calls 2 / 2" in shown.output
+    as_json = runner.invoke(make_cli(), ["spend", found.group(1), "--checkpoint", store, "--json"])
+    [row] = json.loads(as_json.output)
+    assert row["spend"]["budget"] == {"model_calls": 2}
+    assert row["spend"]["spent"]["run"]["model_calls"] == 2
+    missing = runner.invoke(make_cli(), ["spend", "nope", "--checkpoint", store])
+    assert missing.exit_code == 2 and "run 'nope' has no checkpoint" in missing.output

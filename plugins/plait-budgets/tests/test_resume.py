@@ -1,0 +1,92 @@
+"""A run stopped by its budget is checkpointed and resumes with a raised budget; a resume
+that sets no budget keeps the run's; the ledger goes on from the checkpoint and the result
+reports the usage (per model, per executor, per budget); on asyncio and trio."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from budget_models import Calls
+from plait import RunStatus
+from plait_budgets import Budget, BudgetExceededError
+from plait_durable import open_store
+from test_budgets import cause, chain
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_run_out_of_budget_resumes_with_a_raised_budget(
+    calls: Calls, priced: None, tmp_path: Path
+) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    workflow = chain("a", "b", "c", "d")
+    try:
+        failed = await workflow.run(
+            "go", run_id="r1", checkpoint=store, budget="calls=2", raise_on_failure=False
+        )
+        error = cause(failed.error)
+        assert isinstance(error, BudgetExceededError) and error.executor_id == "c"
+        assert failed.status is RunStatus.FAILED and len(calls.seen) == 2
+        assert failed.usage is not None and failed.usage["total"]["model_calls"] == 2
+
+        # no budget given: the run's own (2 calls) still holds, and nothing ran again
+        again = await workflow.resume("r1", store, raise_on_failure=False)
+        assert isinstance(cause(again.error), BudgetExceededError)
+        assert len(calls.seen) == 2
+
+        done = await workflow.resume("r1", store, budget=Budget(model_calls=5))
+        assert done.outputs == ["ok"] and len(calls.seen) == 4
+        usage: Any = done.usage
+        assert usage["total"]["model_calls"] == 4  # two before the resume, two after
+        assert sorted(usage["by_executor"]) == ["a", "b", "c", "d"]
+        assert all(u["model_calls"] == 1 for u in usage["by_executor"].values())
+        assert usage["by_model"]["budget-test"]["output_tokens"] == 4 * 5
+        assert usage["budgets"]["run"]["limits"] == {"model_calls": 5}
+        assert usage["recovered_in_flight"] == 0 and usage["overshoots"] == []
+    finally:
+        await store.aclose()
+
+
+async def test_a_tampered_ledger_is_an_error_naming_the_run(calls: Calls, tmp_path: Path) -> None:
+    from plait_budgets import Ledger
+
+    ledger = Ledger(lambda model: None)
+    with pytest.raises(Exception, match=r"run r9: .*accounts\['run'\]: not a count"):
+        ledger.restore(
+            {
+                "version": 1,
+                "accounts": {"run": [1, 2, 3, -4, 5]},
+                "by_model": {},
+                "by_executor": {},
+                "seconds": 1.0,
+                "in_flight": 0,
+                "unreported": 0,
+                "overshoots": 0,
+            },
+            "run r9: the budget ledger",
+        )
+
+
+async def test_a_run_without_a_budget_has_no_usage(calls: Calls) -> None:
+    result = await chain("a").run("go")
+    assert result.usage is None and result.outputs == ["ok"]
+
+
+async def test_a_call_in_flight_at_a_checkpoint_is_counted_at_its_reservation() -> None:
+    # (a pipelined run checkpoints while other branches' calls run)
+    from plait_budgets import Ledger
+
+    ledger = Ledger(lambda model: None)
+    run = ledger.account("run", Budget(tokens=100))
+    ticket = ledger.reserve((run,), "writer", "budget-test", 20, 10)
+    kept = ledger.snapshot()
+    resumed = Ledger(lambda model: None)
+    resumed.restore(kept, "run r")
+    account = resumed.account("run", Budget(tokens=100))
+    assert account.spent.tokens == 30 and account.spent.model_calls == 1
+    assert resumed.usage()["recovered_in_flight"] == 1
+    assert resumed.usage()["by_executor"]["writer"]["tokens"] == 30
+    ticket.settle(2, 3)  # the old process's ledger settles; the resumed one is unchanged
+    assert account.spent.tokens == 30
