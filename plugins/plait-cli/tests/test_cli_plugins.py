@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import click
@@ -192,6 +193,43 @@ def test_a_plugin_adds_commands(use_manager: Callable[[PluginManager], PluginMan
     assert plait_cli_run("shout", "hey").stdout == "HEY\n"
     listing = plait_cli_run("--help").stdout
     assert "greet" in listing and "Say hello." in listing and "plugins" in listing
+
+
+class LazyPlugin:
+    """Adds ``plait later NAME`` without importing its module until it runs."""
+
+    @plait.hookimpl
+    def plait_register_commands(self, cli: click.Group) -> None:
+        cli.add_command(
+            plait_cli.lazy_command("later", "plait_lazy_greeting:greet_later", "Greet, later.")
+        )
+
+
+def test_a_plugin_command_added_lazily_is_imported_only_when_it_runs(
+    use_manager: Callable[[PluginManager], PluginManager],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (tmp_path / "plait_lazy_greeting.py").write_text(
+        "import click\n\n\n@click.command()\n@click.argument('name')\n"
+        "def greet_later(name):\n    click.echo(f'later, {name}')\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "plait_lazy_greeting", raising=False)
+    use_manager(make_plugin_manager(fake_entry_point("later", LazyPlugin())))
+    listing = plait_cli_run("--help").stdout
+    assert "later" in listing and "Greet, later." in listing
+    assert "plait_lazy_greeting" not in sys.modules
+    assert plait_cli_run("later", "Ada").stdout == "later, Ada\n"
+    assert "plait_lazy_greeting" in sys.modules
+    clash = make_plugin_manager(
+        fake_entry_point("later", LazyPlugin()), fake_entry_point("again", LazyPlugin())
+    )
+    use_manager(clash)
+    error = make_cli().load_plugin_commands()
+    assert isinstance(error, CommandConflictError)
+    assert "command 'later' (from plait_lazy_greeting) clashes" in str(error)
 
 
 def test_an_in_process_plugin_adds_a_command(register_plugin: RegisterPlugin) -> None:

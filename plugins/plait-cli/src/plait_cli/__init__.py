@@ -22,7 +22,9 @@ Plugins add sub-commands through the ``plait_register_commands(cli)`` hook. ``cl
     def plait_register_commands(cli: click.Group) -> None:
         cli.add_command(greet)
 
-A name that is taken is a :class:`CommandConflictError`. Commands that run a workflow can
+A command whose module imports much is added with :func:`lazy_command` (its name, its
+``"module:attribute"`` and a short help), so that it is imported only when it runs. A name
+that is taken is a :class:`CommandConflictError`. Commands that run a workflow can
 resolve a ``TARGET`` argument the way ``plait run`` does with :func:`load_target` (or decide
 its form once with :func:`parse_target` and carry the :class:`Target`), with the options
 ``plait run`` has for it: :func:`grant_options` (``--allow``, ``--trust``,
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from ._app import (
         CommandConflictError as CommandConflictError,
         PlaitGroup as PlaitGroup,
+        lazy_command as lazy_command,
         main as main,
         make_cli as make_cli,
     )

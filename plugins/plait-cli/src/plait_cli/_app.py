@@ -56,7 +56,8 @@ BUILT_IN: dict[str, tuple[str, str]] = {
 
 
 class _LazyCommand(click.Command):
-    """A built-in command not imported yet: a name and a short help, for listings."""
+    """A command not imported yet (a built-in one, or a plugin's: :func:`lazy_command`): a
+    name and a short help, for listings."""
 
     def __init__(self, name: str, import_path: str, short_help: str) -> None:
         super().__init__(name, short_help=short_help)
@@ -70,14 +71,24 @@ class _LazyCommand(click.Command):
         return command
 
 
+def lazy_command(name: str, import_path: str, short_help: str) -> click.Command:
+    """A plugin's command that is imported only when it is used: ``plait --help`` lists
+    ``name`` with ``short_help``; ``plait NAME …`` (its own ``--help`` too) imports
+    ``import_path`` (``"module:attribute"``, a :class:`click.Command`) and runs it. Add it
+    in ``plait_register_commands`` with ``cli.add_command(lazy_command(...))``, so that
+    every ``plait`` command does not pay for importing what one command needs."""
+    return _LazyCommand(name, import_path, short_help)
+
+
 class CommandConflictError(PlaitError):
     """A plugin added a command under a name another command already has."""
 
 
 def _origin(command: click.Command) -> str:
     if isinstance(command, _LazyCommand):
-        return "built-in"
-    module = getattr(command.callback, "__module__", None) or "an unknown module"
+        module = command.import_path.partition(":")[0]
+    else:
+        module = getattr(command.callback, "__module__", None) or "an unknown module"
     return "built-in" if module.startswith("plait_cli") else f"from {module}"
 
 

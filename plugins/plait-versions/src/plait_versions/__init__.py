@@ -65,10 +65,16 @@ if TYPE_CHECKING:
 
 @plait.hookimpl
 def plait_register_commands(cli: Any) -> None:
-    """Add ``plait compat`` (its module is imported when the command line is built)."""
-    from ._command import compat_command
+    """Add ``plait compat`` (its module is imported when the command runs)."""
+    from plait_cli import lazy_command
 
-    cli.add_command(compat_command)
+    cli.add_command(
+        lazy_command(
+            "compat",
+            "plait_versions._command:compat_command",
+            "Decide each unfinished stored run before a deploy.",
+        )
+    )
 
 
 # each name is imported on first use: loading plugins imports only this module
