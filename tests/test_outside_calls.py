@@ -299,6 +299,10 @@ async def test_answerers_compose_by_place_whatever_order_they_are_added_in() -> 
         answer = await outside_call("llm.prompt", {"model": "asked"}, made)
         assert answer == "made with cheaper"
         assert seen == ["budget:asked", "trace:cheaper", "record:cheaper"]
+        drawn: list[Any] = []
+        await _drawing(drawn).run("x")  # the run's invocations inherit this task's answerers
+        assert seen[3:] == ["budget", "trace", "record"] * 3, "random, random, now"
+        assert 0 <= drawn[0][0] < 1
     finally:
         remove_answerer(trace)
         remove_answerer(budget)
