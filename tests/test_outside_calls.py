@@ -11,7 +11,15 @@ from typing import Any
 import plait
 import pytest
 from plait import WorkflowContext, executor
-from plait.spi import Invocation, RunObserver, RunOptions, outside_call, outside_calls
+from plait.spi import (
+    Invocation,
+    RunObserver,
+    RunOptions,
+    add_answerer,
+    outside_call,
+    outside_calls,
+    remove_answerer,
+)
 from plait_builders import WorkflowBuilder
 from plait_testing import RegisterPlugin
 
@@ -55,7 +63,10 @@ class Answering:
         self.asked: list[tuple[str, Any]] = []
 
     async def call(
-        self, kind: str, request: Mapping[str, Any], invoke: Callable[[], Awaitable[Any]]
+        self,
+        kind: str,
+        request: Mapping[str, Any],
+        invoke: Callable[[Mapping[str, Any]], Awaitable[Any]],
     ) -> Any:
         self.asked.append((kind, dict(request)))
         return "from the record"
@@ -84,12 +95,12 @@ class AnsweringPlugin:
             steps = 0
 
             def invocation_started(self, invocation: Invocation) -> Any:
-                return outside_calls.set(calls)
+                add_answerer(calls)
 
             def invocation_finished(
                 self, handle: Any, attempt: int, status: str, error: BaseException | None
             ) -> None:
-                outside_calls.reset(handle)
+                remove_answerer(calls)
 
             def checkpoint_section(self) -> Mapping[str, Any] | None:
                 self.steps += 1
@@ -105,7 +116,7 @@ async def test_a_plugin_answers_outside_calls(register_plugin: RegisterPlugin) -
 
     @executor(id="ask")
     async def ask(text: str, ctx: WorkflowContext[Any, Any]) -> None:
-        async def really() -> str:
+        async def really(request: Mapping[str, Any]) -> str:
             return "made for real"
 
         answer = await outside_call("http", {"url": text}, really)
@@ -125,7 +136,7 @@ async def test_a_plugin_answers_outside_calls(register_plugin: RegisterPlugin) -
         ("now", None),
     ]
     assert [o.max_visits for o in plugin.options] == [None, 7]
-    assert outside_calls.get() is None, "the variable is reset after the invocation"
+    assert outside_calls.get() == (), "the variable is reset after the invocation"
 
 
 async def test_checkpoint_sections_are_kept_in_the_checkpoints(
@@ -156,3 +167,146 @@ async def test_checkpoint_sections_are_kept_in_the_checkpoints(
     async with opened_store("memory://sections") as store:
         latest = await store.latest(plain.run_id)
     assert latest is not None and "observed" not in latest.state
+
+
+class _Reporting:
+    """What the budget-and-record test registers with llm: a model that answers "ok",
+    reporting 3 tokens in and 7 out, and counts its calls."""
+
+    def __init__(self) -> None:
+        import llm
+
+        calls = self.calls = [0]
+
+        class Reporting(llm.Model):
+            model_id = "outside-calls-test-model"
+
+            class Options(llm.Options):
+                max_tokens: int | None = None
+
+            def execute(self, prompt: Any, stream: bool, response: Any, conversation: Any) -> Any:
+                calls[0] += 1
+                response.set_usage(input=3, output=7)
+                yield "ok"
+
+        self.model = Reporting()
+
+    @property
+    def hookimpl(self) -> Any:
+        import llm
+
+        model = self.model
+
+        class Models:
+            @llm.hookimpl
+            def register_models(self, register: Any) -> None:
+                register(model)
+
+        return Models()
+
+
+async def test_a_budget_and_a_recorder_answer_one_model_call(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A budget (outermost) and a recorder (innermost) both answer the agent's model call:
+    the recorded budgeted run's ledger counts what the call used; its replay is equal
+    without calling the model; a budget around the replay counts the recorded usage."""
+    import llm
+    from plait.spi import BuildContext
+    from plait_budgets import Budget
+    from plait_llm import AgentKind
+    from plait_replay import read_recording, replay
+    from plait_replay._recorder import Replaying
+
+    monkeypatch.setenv("LLM_USER_PATH", str(tmp_path / "llm"))
+    reporting = _Reporting()
+    plugin = reporting.hookimpl
+    llm.plugins.pm.register(plugin, name="outside-calls-test-models")
+    try:
+
+        def workflow() -> Any:
+            agent = AgentKind().create(
+                {"model": "outside-calls-test-model", "options": {"max_tokens": 20}},
+                BuildContext(node_id="agent"),
+            )
+
+            @executor(id="done")
+            async def done(text: str, ctx: WorkflowContext[Any, str]) -> None:
+                await ctx.yield_output(text)
+
+            return WorkflowBuilder("budgeted").set_start(agent).add_edge(agent, done).build()
+
+        store = f"sqlite:///{tmp_path / 'runs.db'}"
+        budget = Budget(tokens=1000, model_calls=5)
+        recorded = await workflow().run("hello", checkpoint=store, record=True, budget=budget)
+        assert recorded.ok and recorded.outputs == ["ok"]
+        assert reporting.calls == [1]
+        spent = recorded.usage["total"]
+        assert (spent["input_tokens"], spent["output_tokens"], spent["model_calls"]) == (3, 7, 1)
+        recording = await read_recording(store, str(recorded.run_id))
+        (call,) = [c for c in recording.calls.values() if c["kind"] == "llm.prompt"]
+        assert call["request"]["model"] == "outside-calls-test-model"
+        assert call["response"]["usage"] == {"input": 3, "output": 7}
+
+        report = await replay(workflow(), str(recorded.run_id), store)
+        assert report.equal, report.text()
+        assert reporting.calls == [1], "the replay answers from the record"
+
+        # a budget around a replayed call counts what the recorded call used
+        replayed = await workflow().run(
+            "hello", record=True, replay_with=Replaying(recording), budget=budget
+        )
+        assert replayed.ok and replayed.outputs == ["ok"]
+        assert reporting.calls == [1]
+        again = replayed.usage["total"]
+        assert (again["input_tokens"], again["output_tokens"], again["model_calls"]) == (3, 7, 1)
+        assert replayed.usage["unreported"] == 0
+    finally:
+        llm.plugins.pm.unregister(plugin)
+
+
+async def test_answerers_compose_by_place_whatever_order_they_are_added_in() -> None:
+    """``add_answerer`` keeps what decides outermost and what answers innermost; each
+    passes the call on (a changed request included) and ``remove_answerer`` takes one out
+    in any order."""
+    seen: list[str] = []
+
+    class Passing:
+        def __init__(self, name: str, place: str) -> None:
+            self.name, self.place = name, place
+
+        async def call(self, kind: str, request: Mapping[str, Any], invoke: Any) -> Any:
+            seen.append(f"{self.name}:{request['model']}")
+            if self.place == "decide":
+                request = {**request, "model": "cheaper"}
+            return await invoke(request)
+
+        def value(self, kind: str, produce: Callable[[], Any]) -> Any:
+            seen.append(self.name)
+            return produce()
+
+    record, trace = Passing("record", "answer"), Passing("trace", "watch")
+    budget = Passing("budget", "decide")
+
+    async def made(request: Mapping[str, Any]) -> str:
+        return f"made with {request['model']}"
+
+    add_answerer(record)
+    add_answerer(trace)
+    add_answerer(budget)
+    try:
+        assert outside_calls.get() == (budget, trace, record)
+        answer = await outside_call("llm.prompt", {"model": "asked"}, made)
+        assert answer == "made with cheaper"
+        assert seen == ["budget:asked", "trace:cheaper", "record:cheaper"]
+        drawn: list[Any] = []
+        await _drawing(drawn).run("x")  # the run's invocations inherit this task's answerers
+        assert seen[3:] == ["budget", "trace", "record"] * 3, "random, random, now"
+        assert 0 <= drawn[0][0] < 1
+    finally:
+        remove_answerer(trace)
+        remove_answerer(budget)
+        remove_answerer(record)
+    assert outside_calls.get() == ()
+    with pytest.raises(ValueError, match="place must be one of decide, watch, answer"):
+        add_answerer(Passing("odd", "elsewhere"))

@@ -5,9 +5,10 @@
 Prints one JSON line per mode: microseconds per reservation (the minimum and the median of
 ``--repeat`` timed rounds of ``--n`` calls, after a warm-up):
 
-* ``reserve`` — ``InvocationMeter.model_call`` (the prompt's size estimated, the worst case
-  priced, checked and reserved against ``--depth`` nested budgets: run, fragment, node), then
-  the ticket settled with a usage report, as plait-llm's agent does around each call;
+* ``reserve`` — ``InvocationBudget.call`` on an ``llm.prompt`` request, as the outside-call
+  seam passes plait-llm's agent's model call to it (the prompt's size estimated, the worst
+  case priced, checked and reserved against ``--depth`` nested budgets: run, fragment, node,
+  the call passed on, and settled from the answer's usage);
 * ``barrier`` — the same, plus the superstep barrier's release of the held slack, once per
   call (a barrier releases every call of its superstep at once, so this is the most it adds).
 
@@ -28,7 +29,7 @@ from typing import Any
 
 def _meter(depth: int) -> Any:
     from plait_budgets import Budget, Ledger, Price
-    from plait_budgets._observer import InvocationMeter
+    from plait_budgets._observer import InvocationBudget
 
     price = Price(input=2.5, output=10.0, max_output_tokens=4096)
     ledger = Ledger(lambda model_id: price)
@@ -37,20 +38,24 @@ def _meter(depth: int) -> Any:
         ledger.account(name, Budget(usd=Decimal(10**9), tokens=10**15, model_calls=10**12))
         for name in names
     )
-    return ledger, InvocationMeter(ledger, accounts, "research/writer")
+    return ledger, InvocationBudget(ledger, accounts, "research/writer")
 
 
 def _round(n: int, depth: int, barrier: bool) -> float:
     import anyio
 
-    ledger, meter = _meter(depth)
+    ledger, budget = _meter(depth)
     prompt = "Summarize the findings of the research team in three sentences. " * 4
+    request = {"model": "gpt-4o", "prompt": prompt, "options": {"max_tokens": 256}}
+    answer = {"text": "...", "usage": {"input": 60, "output": 120}}
+
+    async def invoke(request: Any) -> Any:
+        return answer
 
     async def calls() -> float:
         started = time.perf_counter()
         for _ in range(n):
-            ticket = await meter.model_call(model_id="gpt-4o", prompt=prompt, max_tokens=256)
-            ticket.settle(60, 120)
+            await budget.call("llm.prompt", request, invoke)
             if barrier:
                 ledger.barrier()
         return time.perf_counter() - started

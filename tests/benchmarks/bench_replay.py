@@ -44,7 +44,7 @@ MADE = [0]
 def looping(steps: int) -> Any:
     @executor(id="step")
     async def step(n: int, ctx: WorkflowContext[int, int]) -> None:
-        async def really() -> dict[str, Any]:
+        async def really(request: Any) -> dict[str, Any]:
             MADE[0] += 1
             return {"status": 200, "body": n * 2}
 

@@ -7,6 +7,7 @@ that run, and two concurrent runs of one workflow never see each other's state.
 from __future__ import annotations
 
 import contextvars
+import functools
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, Protocol
 
@@ -26,8 +27,10 @@ __all__ = [
     "RequestResponse",
     "RunScope",
     "WorkflowContext",
+    "add_answerer",
     "outside_call",
     "outside_calls",
+    "remove_answerer",
 ]
 
 
@@ -155,49 +158,141 @@ class InvocationFailure:
 
 class OutsideCalls(Protocol):
     """What answers the calls a handler makes outside the process, for the invocation
-    running in this task: a recorder that keeps each answer, a replayer that gives back
-    the recorded one. A plugin sets it in :data:`outside_calls` (from its run observer's
-    ``invocation_started``, resetting it in ``invocation_finished``); executors that
-    reach outside go through :func:`outside_call`, and :meth:`WorkflowContext.now` and
-    :meth:`WorkflowContext.random` through :meth:`value`.
+    running in this task: a budget that reserves a model call's worst case, a tracer's
+    span around it, a recorder that keeps each answer, a replayer that gives back the
+    recorded one. Several answer one call, each around the next (:data:`outside_calls`);
+    a plugin adds its own with :func:`add_answerer` (from its run observer's
+    ``invocation_started``) and takes it away with :func:`remove_answerer` (in
+    ``invocation_finished``). Executors that reach outside go through
+    :func:`outside_call`, and :meth:`WorkflowContext.now` and :meth:`WorkflowContext.random`
+    through :meth:`value`.
+
+    An answerer may say where it sits among the others with a ``place`` attribute (read
+    by :func:`add_answerer`; ``"watch"`` when it has none): ``"decide"`` for what may
+    refuse a call or change its request before it is made (a budget), outermost;
+    ``"watch"`` for what sees the request and the answer (a tracer); ``"answer"`` for what
+    may answer without making the call (a recorder, a replay, a cassette), innermost, so
+    that what decides and what watches see a replayed call too.
     """
 
     async def call(
-        self, kind: str, request: Mapping[str, Any], invoke: Callable[[], Awaitable[Any]]
+        self,
+        kind: str,
+        request: Mapping[str, Any],
+        invoke: Callable[[Mapping[str, Any]], Awaitable[Any]],
     ) -> Any:
         """Answer the outside call ``request`` (JSON-ready: everything its answer depends
-        on) of ``kind`` (``"llm.prompt"``, ``"http"``, ``"shell"``): ``await invoke()``
-        makes it for real; the answer must be JSON-ready."""
+        on) of ``kind`` (``"llm.prompt"``, ``"http"``, ``"shell"``): ``await
+        invoke(request)`` passes it on to the next answerer, and the last one makes it for
+        real; an answerer may pass on a changed request (a new dict: a ``degrade`` budget
+        changes ``request["model"]``). The answer must be JSON-ready."""
         ...
 
     def value(self, kind: str, produce: Callable[[], Any]) -> Any:
         """Answer a value the process makes itself (``"now"``, ``"random"``):
-        ``produce()`` makes it (JSON-ready)."""
+        ``produce()`` passes it on to the next answerer, and the last one makes it
+        (JSON-ready)."""
         ...
 
 
-#: The :class:`OutsideCalls` of the invocation running in this task, or ``None``: every
-#: outside call is made for real (what a run nobody records pays: one look-up per call).
-outside_calls: contextvars.ContextVar[OutsideCalls | None] = contextvars.ContextVar(
-    "plait.outside_calls", default=None
+#: The :class:`OutsideCalls` answering the calls of the invocation running in this task,
+#: outermost first; empty: every outside call is made for real (what a run nobody
+#: answers pays: one look-up per call). Change it with :func:`add_answerer` and
+#: :func:`remove_answerer`.
+outside_calls: contextvars.ContextVar[tuple[OutsideCalls, ...]] = contextvars.ContextVar(
+    "plait.outside_calls", default=()
 )
+
+#: the places of answerers among those of one invocation, outermost first
+_PLACES = ("decide", "watch", "answer")
+
+
+def _place(answerer: OutsideCalls) -> int:
+    place = getattr(answerer, "place", "watch")
+    try:
+        return _PLACES.index(place)
+    except ValueError:
+        raise ValueError(
+            f"{type(answerer).__name__}.place must be one of {', '.join(_PLACES)}, got {place!r}"
+        ) from None
+
+
+def add_answerer(answerer: OutsideCalls) -> None:
+    """Let ``answerer`` answer the outside calls made in this task (and the tasks it
+    starts) from now on: after those of its place or an outer one (its ``place``
+    attribute, see :class:`OutsideCalls`), before those of an inner one. Which plugin
+    adds its answerer first does not matter: a budget is asked before a tracer, and both
+    before a recorder.
+
+    :raises ValueError: the answerer's ``place`` is not one of ``decide``, ``watch``,
+    ``answer``.
+    """
+    place = _place(answerer)
+    chain = outside_calls.get()
+    at = len(chain)
+    while at and _place(chain[at - 1]) > place:
+        at -= 1
+    outside_calls.set((*chain[:at], answerer, *chain[at:]))
+
+
+def remove_answerer(answerer: OutsideCalls) -> None:
+    """Stop ``answerer`` answering the outside calls of this task; the others keep their
+    order. It does not depend on the order answerers were added in (observers that add
+    theirs in ``invocation_started`` may remove them in any order); an answerer that is
+    not there is left alone."""
+    chain = outside_calls.get()
+    if any(one is answerer for one in chain):
+        outside_calls.set(tuple(one for one in chain if one is not answerer))
 
 
 async def outside_call(
-    kind: str, request: Mapping[str, Any], invoke: Callable[[], Awaitable[Any]]
+    kind: str,
+    request: Mapping[str, Any],
+    invoke: Callable[[Mapping[str, Any]], Awaitable[Any]],
 ) -> Any:
     """Make a call that leaves the process (a model call, an HTTP request, a program run):
-    ``await invoke()``, unless a plugin answers calls for the invocation running in this
-    task (:data:`outside_calls`), which records the answer or gives back a recorded one.
+    ``await invoke(request)``, unless plugins answer calls for the invocation running in
+    this task (:data:`outside_calls`): the call is passed through each, outermost first
+    (each may reserve it, trace it, record its answer or give back a recorded one, or
+    pass on a changed request), and the innermost ``invoke`` makes it.
 
     :param kind: what sort of call it is (``"llm.prompt"``, ``"http"``, ``"shell"``).
     :param request: JSON-ready, everything the answer depends on (the record's key).
-    :param invoke: makes the call; its answer must be JSON-ready.
+    :param invoke: makes the call for the request it is given (the one passed on by the
+        answerers: use its fields that an answerer may change, such as an
+        ``llm.prompt`` call's ``model``); its answer must be JSON-ready.
+    :raises Exception: what ``invoke`` or an answerer raised. An answerer that refuses a
+        call (a spent budget) raises an error whose class sets ``refuses_call = True``:
+        a caller that wraps the errors of its call in its own lets that one through.
     """
-    calls = outside_calls.get()
-    if calls is None:
-        return await invoke()
-    return await calls.call(kind, request, invoke)
+    chain = outside_calls.get()
+    if not chain:
+        return await invoke(request)
+    return await _call_through(chain, 0, kind, request, invoke)
+
+
+async def _call_through(
+    chain: tuple[OutsideCalls, ...],
+    at: int,
+    kind: str,
+    request: Mapping[str, Any],
+    invoke: Callable[[Mapping[str, Any]], Awaitable[Any]],
+) -> Any:
+    """The call passed to ``chain[at]``, whose ``invoke`` passes it on to the next."""
+    if at == len(chain):
+        return await invoke(request)
+
+    async def inner(passed: Mapping[str, Any]) -> Any:
+        return await _call_through(chain, at + 1, kind, passed, invoke)
+
+    return await chain[at].call(kind, request, inner)
+
+
+def _value_through(chain: tuple[OutsideCalls, ...], kind: str, produce: Callable[[], Any]) -> Any:
+    """The value asked of each answerer of ``chain`` in turn, the innermost ``produce``."""
+    for answerer in reversed(chain):
+        produce = functools.partial(answerer.value, kind, produce)
+    return produce()
 
 
 class _SharedView(Mapping[str, Any]):
@@ -410,11 +505,11 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         """
         import datetime  # here: a handler that never asks the time never imports it
 
-        calls = outside_calls.get()
-        if calls is None:
+        chain = outside_calls.get()
+        if not chain:
             stamp: float = _clock()
         else:
-            stamp = calls.value("now", _clock)
+            stamp = _value_through(chain, "now", _clock)
         return datetime.datetime.fromtimestamp(stamp, datetime.timezone.utc)
 
     def random(self) -> float:
@@ -436,10 +531,10 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
             digest = hashlib.blake2b(seed.encode(), digest_size=8).digest()
             return int.from_bytes(digest, "big") / 2**64
 
-        calls = outside_calls.get()
-        if calls is None:
+        chain = outside_calls.get()
+        if not chain:
             return draw()
-        return float(calls.value("random", draw))
+        return float(_value_through(chain, "random", draw))
 
     def snapshot(self) -> ContextSnapshot:
         """What this context tells a handler about the invocation it runs (its run,

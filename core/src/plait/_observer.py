@@ -21,10 +21,6 @@ fan-in). A tracing plugin turns them into span links.
 - when a handler asks for outside input (:meth:`RunObserver.request`) and when a durable
   run writes a checkpoint (:meth:`RunObserver.checkpoint_written`).
 
-A call that costs money (a model call) is metered through :data:`METER`: an observer that
-accounts for spend (``plait-budgets``) sets it in ``invocation_started`` and resets it in
-``invocation_finished``; what makes the call (``plait-llm``'s agent) asks it first.
-
 This is the one observation API (``plait_observe_run`` the one observation hook).
 This module is the interface (what a plugin implements, in the kernel's base layer); the
 runner calls the observer explicitly at the points of its loop (a superstep begins, an
@@ -35,10 +31,9 @@ that happens and the run pays one test per superstep for it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from contextvars import ContextVar
 from typing import Any, Protocol
 
-__all__ = ["METER", "Invocation", "Meter", "MeteredCall", "RunObserver", "combine"]
+__all__ = ["Invocation", "RunObserver", "combine"]
 
 
 class Invocation:
@@ -237,57 +232,3 @@ class _ObserverGroup(RunObserver):
         for observer in self.observers:
             merged.update(observer.checkpoint_section() or {})
         return merged or None
-
-
-# -- metering: what a costly call asks before it starts and tells once it ended ----------
-
-
-class MeteredCall(Protocol):
-    """One model call a :class:`Meter` admitted: its worst case is reserved until it is
-    settled (or abandoned)."""
-
-    @property
-    def model_id(self) -> str:
-        """The model to call: the one asked for, or a cheaper one a budget's ``degrade``
-        action chose."""
-
-    def settle(
-        self,
-        input_tokens: int | None,
-        output_tokens: int | None,
-        *,
-        tool_calls: int = 0,
-        response_model: str | None = None,
-        finish_reasons: Sequence[str] = (),
-    ) -> None:
-        """The call ended: replace the reservation by what it used (``None``: the model did
-        not say, and the reservation is counted)."""
-
-    def abandon(self, error: BaseException | None) -> None:
-        """The call failed or was cancelled: what it used is unknown, so the reservation is
-        counted (``error`` is why)."""
-
-
-class Meter(Protocol):
-    """What accounts for the costly calls of one executor invocation (``plait-budgets``'
-    ledger). Read it with ``METER.get()``: ``None`` when nothing meters the run, and the
-    call goes ahead unmetered."""
-
-    async def model_call(
-        self, *, model_id: str, prompt: str, max_tokens: int | None
-    ) -> MeteredCall:
-        """Reserve the worst case of one model call: ``prompt`` is every text sent (system
-        prompt and conversation included), ``max_tokens`` the call's output limit (``None``:
-        the model's own, from its price).
-
-        :raises PlaitError: the call cannot be reserved (a budget is spent): it must not
-            start.
-        """
-
-
-#: The meter of the running invocation (``None``: nothing meters it). Set by an observer
-#: in ``invocation_started`` and reset in ``invocation_finished``; nested runs see it.
-#: Several plugins meter one call by chaining: a meter wraps the one it found set (its
-#: ``inner``) and asks it after its own check (a budget reserves, then a tracer's span
-#: starts).
-METER: ContextVar[Meter | None] = ContextVar("plait_meter", default=None)

@@ -42,8 +42,10 @@ if TYPE_CHECKING:
         ContextSnapshot as ContextSnapshot,
         OutsideCalls as OutsideCalls,
         RunScope as RunScope,
+        add_answerer as add_answerer,
         outside_call as outside_call,
         outside_calls as outside_calls,
+        remove_answerer as remove_answerer,
     )
     from ._convert import Converter as Converter
     from ._executor import Handler as Handler
@@ -51,10 +53,7 @@ if TYPE_CHECKING:
     from ._graph import CompiledGraph as CompiledGraph
     from ._hookspecs import Register as Register, hookimpl as hookimpl
     from ._observer import (
-        METER as METER,
         Invocation as Invocation,
-        Meter as Meter,
-        MeteredCall as MeteredCall,
         RunObserver as RunObserver,
         combine as combine,
     )

@@ -318,7 +318,7 @@ async def test_an_answer_that_is_not_json_names_its_executor(store: str) -> None
 
     @executor(id="odd")
     async def odd(text: str, ctx: WorkflowContext[Any, Any]) -> None:
-        async def really() -> Any:
+        async def really(request: Any) -> Any:
             return {1, 2}  # a set: JSON has none
 
         await ctx.yield_output(await outside_call("http", {"url": text}, really))

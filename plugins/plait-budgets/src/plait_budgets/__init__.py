@@ -5,9 +5,10 @@
   option ``budget`` (:class:`BudgetOptions`) takes one, its dict, or ``--budget`` text
   (:func:`parse_budget`).
 - The ledger (:class:`Ledger`): before a model call of plait-llm's ``agent`` starts, its
-  worst case is reserved against every budget around it, through the kernel's metering
-  seam (:data:`plait.spi.METER`, set by this distribution's run observer); a call that does
-  not fit does not start (:class:`BudgetExceededError`).
+  worst case is reserved against every budget around it, through the kernel's outside-call
+  seam (this distribution's run observer adds an answerer of kind ``llm.prompt`` calls to
+  each invocation: :func:`plait.spi.add_answerer`); a call that does not fit does not start
+  (:class:`BudgetExceededError`).
 - :class:`Price`: what a model costs; the ``plait_register_prices`` hook, and a dated
   default table (``prices.json``, read on a money budget's first unregistered model) for
   the models no plugin prices.
@@ -41,7 +42,10 @@ if TYPE_CHECKING:
         Ticket as Ticket,
         estimate_tokens as estimate_tokens,
     )
-    from ._observer import BudgetObserver as BudgetObserver, InvocationMeter as InvocationMeter
+    from ._observer import (
+        BudgetObserver as BudgetObserver,
+        InvocationBudget as InvocationBudget,
+    )
     from ._options import BudgetOptions as BudgetOptions
     from ._prices import (
         DEFAULT_TABLE as DEFAULT_TABLE,
@@ -66,9 +70,10 @@ def plait_observe_run(
     """Meter a run that sets a budget, or runs nested in a budgeted one (else ``None``:
     the run is not observed by this plugin)."""
     if options is None or options.value("budget") is None:
-        from plait.spi import METER
+        from plait.spi import outside_calls
 
-        if METER.get() is None and not (resumed and "budgets" in resumed):
+        # a run nested in a budgeted one finds its budget among the calls' answerers
+        if not outside_calls.get() and not (resumed and "budgets" in resumed):
             return None
     from ._observer import observe
 

@@ -19,7 +19,7 @@ The rules, which make a fan-out safe and its outcome independent of completion o
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
@@ -132,6 +132,11 @@ class BudgetExceededError(PlaitError):
     :param action: the budget's ``on_exhausted``.
     """
 
+    #: raised by the budget's answerer of a model call it refuses: the caller lets it
+    #: through as it is (plait-llm's agent does not wrap it in its ``AgentError``), so the
+    #: run, an error edge or a ``route`` budget sees a ``BudgetExceededError``
+    refuses_call = True
+
     def __init__(
         self,
         *,
@@ -222,13 +227,12 @@ class Account:
 
 
 class Ticket:
-    """One admitted model call (what :meth:`plait.spi.Meter.model_call` returns): its
-    reservation, held on every account around it until :meth:`settle`."""
+    """One admitted model call (:meth:`Ledger.reserve`): its reservation, held on every
+    account around it until :meth:`settle`."""
 
     __slots__ = (
         "accounts",
         "executor_id",
-        "inner",
         "ledger",
         "model_id",
         "need",
@@ -252,8 +256,6 @@ class Ticket:
         self.need = need
         self.price = price
         self.state = "reserved"
-        #: the inner meter's call (a tracer's span), told when this one settles
-        self.inner: Any = None
 
     def settle(
         self,
@@ -261,21 +263,11 @@ class Ticket:
         output_tokens: int | None,
         *,
         tool_calls: int = 0,
-        response_model: str | None = None,
-        finish_reasons: Sequence[str] = (),
     ) -> None:
         """Replace the reservation by the call's actual usage (a unit the model did not
         report is counted at its reservation)."""
         if self.state != "reserved":
             return
-        if self.inner is not None:
-            self.inner.settle(
-                input_tokens,
-                output_tokens,
-                tool_calls=tool_calls,
-                response_model=response_model,
-                finish_reasons=finish_reasons,
-            )
         need = self.need
         used_in = need.input_tokens if input_tokens is None else input_tokens
         used_out = need.output_tokens if output_tokens is None else output_tokens
@@ -285,9 +277,6 @@ class Ticket:
 
     def abandon(self, error: BaseException | None) -> None:
         """The call failed or was cancelled: it is counted at its reservation."""
-        if self.inner is not None:
-            self.inner.abandon(error)
-            self.inner = None
         if self.state == "reserved":
             self.ledger.spend(self, self.need, reported=False)
 

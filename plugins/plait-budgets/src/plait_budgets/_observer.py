@@ -1,65 +1,118 @@
-"""How a budgeted run is metered: the run's observer gives each executor invocation a
-meter (:data:`plait.spi.METER`) whose model calls reserve against the run's budget, its
-fragments' and its node's, and the budgets of the runs it is nested in.
+"""How a budgeted run is metered: the run's observer gives each executor invocation an
+answerer of its outside calls (:func:`plait.spi.add_answerer`, place ``decide``: asked
+before a tracer or a recorder) whose model calls (kind ``llm.prompt``) reserve against the
+run's budget, its fragments' and its node's, and the budgets of the runs it is nested in.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from plait import RunOptionError
-from plait.spi import METER, Invocation, Meter, RunObserver
+from plait.spi import Invocation, RunObserver, add_answerer, outside_calls, remove_answerer
 
 from ._budget import Budget, as_budget
 from ._ledger import Account, Ledger, Ticket, estimate_tokens
 from ._options import BudgetOptions
 
-__all__ = ["BudgetObserver", "BudgetOptions", "InvocationMeter", "observe"]
+__all__ = ["BudgetObserver", "BudgetOptions", "InvocationBudget", "observe"]
+
+#: the option names llm model plugins use for the output limit
+_MAX_TOKENS = ("max_tokens", "max_output_tokens", "max_completion_tokens")
 
 
-class InvocationMeter:
-    """The meter of one executor invocation: the accounts around it, in the ledger.
+class InvocationBudget:
+    """What answers the model calls of one executor invocation (a
+    :class:`plait.spi.OutsideCalls`): the accounts around it, in the ledger.
 
-    :param inner: the meter this one found set (a tracer's), told of each call it admits.
+    A call of kind ``llm.prompt`` (plait-llm's agent) reserves its worst case from its
+    request (:meth:`Ledger.reserve`) before it is passed on — with the cheaper model a
+    ``degrade`` budget chose as the request's ``model`` —, and is settled from its
+    answer's ``usage`` and ``tool_calls`` (a replayed call's answer is the recorded one:
+    what the recorded call used is counted). A call that raises, or is cancelled, is
+    counted at its reservation. Other calls and values pass through.
     """
 
-    __slots__ = ("accounts", "executor_id", "inner", "ledger")
+    __slots__ = ("accounts", "executor_id", "ledger")
 
-    def __init__(
-        self,
-        ledger: Ledger,
-        accounts: tuple[Account, ...],
-        executor_id: str,
-        inner: Meter | None = None,
-    ) -> None:
+    #: asked first: a call the budget refuses is never traced nor recorded
+    place = "decide"
+
+    def __init__(self, ledger: Ledger, accounts: tuple[Account, ...], executor_id: str) -> None:
         self.ledger = ledger
         self.accounts = accounts
         self.executor_id = executor_id
-        self.inner = inner
 
-    async def model_call(self, *, model_id: str, prompt: str, max_tokens: int | None) -> Ticket:
-        """Reserve the call's worst case (see :meth:`Ledger.reserve`), then tell the inner
-        meter, if any, of the call (with the model the budget chose)."""
+    async def call(
+        self,
+        kind: str,
+        request: Mapping[str, Any],
+        invoke: Callable[[Mapping[str, Any]], Awaitable[Any]],
+    ) -> Any:
+        """Reserve a model call, pass it on, settle it from its answer."""
+        if kind != "llm.prompt":
+            return await invoke(request)
+        model_id = str(request.get("model"))
         ticket = self.ledger.reserve(
-            self.accounts, self.executor_id, model_id, estimate_tokens(prompt), max_tokens
+            self.accounts,
+            self.executor_id,
+            model_id,
+            estimate_tokens(_sent(request)),
+            _max_tokens(request),
         )
-        if self.inner is not None:
-            try:
-                ticket.inner = await self.inner.model_call(
-                    model_id=ticket.model_id, prompt=prompt, max_tokens=max_tokens
-                )
-            except BaseException as exc:
-                ticket.abandon(exc)
-                raise
-        return ticket
+        if ticket.model_id != model_id:  # a degrade budget chose a cheaper model
+            request = {**request, "model": ticket.model_id}
+        try:
+            answer = await invoke(request)
+        except BaseException as exc:
+            ticket.abandon(exc)
+            raise
+        settle(ticket, answer)
+        return answer
+
+    def value(self, kind: str, produce: Callable[[], Any]) -> Any:
+        """The time and random numbers cost nothing: passed through."""
+        return produce()
 
 
-def budget_meter(meter: Any) -> InvocationMeter | None:
-    """The budgets' meter in a chain of meters (each wrapping the one it found), if any."""
-    while meter is not None and not isinstance(meter, InvocationMeter):
-        meter = getattr(meter, "inner", None)
-    return meter
+def _sent(request: Mapping[str, Any]) -> str:
+    """Every text a model call sends: the system prompt, the conversation so far, the
+    prompt."""
+    sent = [str(request.get("system") or "")]
+    for turn in request.get("conversation") or ():
+        if isinstance(turn, Mapping):
+            sent.append(str(turn.get("prompt") or ""))
+            sent.append(str(turn.get("text") or ""))
+    sent.append(str(request.get("prompt") or ""))
+    return "\n".join(t for t in sent if t)
+
+
+def _max_tokens(request: Mapping[str, Any]) -> int | None:
+    """The call's output limit, from its options (``None``: the model's own)."""
+    options = request.get("options") or {}
+    limit = next((options[name] for name in _MAX_TOKENS if options.get(name) is not None), None)
+    return None if limit is None else int(limit)
+
+
+def settle(ticket: Ticket, answer: Any) -> None:
+    """Replace the reservation by what the answer says the call used (a count it does not
+    give is counted at its reservation)."""
+    usage = answer.get("usage") if isinstance(answer, Mapping) else None
+    usage = usage if isinstance(usage, Mapping) else {}
+    calls = answer.get("tool_calls") if isinstance(answer, Mapping) else None
+    used_in, used_out = usage.get("input"), usage.get("output")
+    ticket.settle(
+        used_in if isinstance(used_in, int) and not isinstance(used_in, bool) else None,
+        used_out if isinstance(used_out, int) and not isinstance(used_out, bool) else None,
+        tool_calls=len(calls) if isinstance(calls, list) else 0,
+    )
+
+
+def budget_of(chain: tuple[Any, ...]) -> InvocationBudget | None:
+    """The budgets' answerer among the answerers of the running invocation, if any."""
+    return next((one for one in chain if isinstance(one, InvocationBudget)), None)
 
 
 class BudgetObserver(RunObserver):
@@ -107,20 +160,25 @@ class BudgetObserver(RunObserver):
             self.ledger.barrier()
 
     def invocation_started(self, invocation: Invocation) -> Any:
-        """Give the invocation its meter."""
-        found = METER.get()
-        if isinstance(found, InvocationMeter):  # an outer run's budgets: in our accounts
-            found = found.inner
-        meter = InvocationMeter(
-            self.ledger, self.accounts_of(invocation.executor_id), invocation.executor_id, found
+        """Let the invocation's budget answer its model calls, in place of an outer run's
+        (whose accounts are among its own)."""
+        outer = budget_of(outside_calls.get())
+        if outer is not None:
+            remove_answerer(outer)
+        budget = InvocationBudget(
+            self.ledger, self.accounts_of(invocation.executor_id), invocation.executor_id
         )
-        return METER.set(meter)
+        add_answerer(budget)
+        return budget, outer
 
     def invocation_finished(
         self, handle: Any, attempt: int, status: str, error: BaseException | None
     ) -> None:
-        """Take the invocation's meter away."""
-        METER.reset(handle)
+        """Take the invocation's budget away (giving an outer run's its place back)."""
+        budget, outer = handle
+        remove_answerer(budget)
+        if outer is not None:
+            add_answerer(outer)
 
     def run_finished(self, status: str, error: BaseException | None) -> None:
         """Calls still in flight (a cancelled run) count at their reservation."""
@@ -181,15 +239,15 @@ def observe(
     where = f"run {run_id}: the budget ledger of its checkpoint"
     if budget is None and kept is not None:
         budget = as_budget(kept.get("budget") or {}, where=f"{where} (budget)")
-    outer_meter = budget_meter(METER.get())
-    if budget is None and outer_meter is None:
+    outer_budget = budget_of(outside_calls.get())
+    if budget is None and outer_budget is None:
         return None
     if budget is not None and budget.scopes:
         _check_scopes(budget, workflow)
-    if outer_meter is not None:
-        ledger = outer_meter.ledger
-        name = f"{outer_meter.executor_id}:run"
-        return BudgetObserver(ledger, budget, outer_meter.accounts, name)
+    if outer_budget is not None:
+        ledger = outer_budget.ledger
+        name = f"{outer_budget.executor_id}:run"
+        return BudgetObserver(ledger, budget, outer_budget.accounts, name)
     from ._prices import price_of
 
     ledger = Ledger(functools.partial(price_of, manager=manager))

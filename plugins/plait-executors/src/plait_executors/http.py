@@ -83,7 +83,7 @@ class HttpExecutor(Executor):
         request = {"method": self.method, "url": self.url, "headers": sorted(self.headers)}
         if self.body == "message":
             request["body"] = message
-        answer = await outside_call("http", request, lambda: self.request(message))
+        answer = await outside_call("http", request, lambda _request: self.request(message))
         await ctx.send_message(answer)
 
     async def request(self, message: Any = None) -> Any:

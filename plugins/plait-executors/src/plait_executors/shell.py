@@ -93,7 +93,8 @@ class ShellExecutor(Executor):
         request = {"argv": list(self.argv), "cwd": self.cwd, "env": env}
         if self.input_mode == "message":
             request["input"] = message
-        await ctx.send_message(await outside_call("shell", request, lambda: self.run(message)))
+        answer = await outside_call("shell", request, lambda _request: self.run(message))
+        await ctx.send_message(answer)
 
     async def run(self, message: Any = None) -> Any:
         """Run the program once on ``message`` and return its decoded standard output.

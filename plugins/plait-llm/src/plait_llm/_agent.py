@@ -16,7 +16,6 @@ import anyio.from_thread
 import anyio.to_thread
 from plait import ConfigError, Executor, PlaitError, WorkflowContext
 from plait.spi import (
-    METER,
     BuildContext,
     CompiledTemplate,
     Handler,
@@ -181,8 +180,10 @@ class AgentExecutor(Executor):
 
         The call goes through :func:`plait.spi.outside_call` (kind ``llm.prompt``), the
         one interception point: its request is the model, prompt, system, the
-        conversation so far, options, tools and schema; its answer the text, the usage
-        and the tool calls. A recorded run keeps it; a replay answers it from the record.
+        conversation so far, options, tools and schema; its answer the text, the usage,
+        the tool calls, the model that answered and the finish reasons. A budget reserves
+        it (and may pass on a cheaper ``model``: the call goes to that model), a tracer
+        spans it, a recorded run keeps it; a replay answers it from the record.
         """
         stream = bool(getattr(self.model, "can_stream", False)) and ctx is not None
         kwargs: dict[str, Any] = dict(self.options)
@@ -191,22 +192,17 @@ class AgentExecutor(Executor):
         if self.uses_schema_api:
             kwargs["schema"] = self.structured_output
         target = conversation if conversation is not None else self.model
-        meter = METER.get()  # a budgeted run's: the call's worst case is reserved first
-        metered = None
-        if meter is not None:
-            from ._metered import reserve, switch_model
-
-            metered = await reserve(meter, self.model_id, prompt, conversation, kwargs)
-            if metered.model_id != self.model_id:  # a degrade budget chose a cheaper model
-                target = switch_model(target, metered.model_id)
-        answered: list[Any] = []  # the response, for the meter's settle
+        own_model = self.model_id
 
         tools = self.tools
 
-        def call() -> dict[str, Any]:
+        def call(model_id: str) -> dict[str, Any]:
+            where = target
+            if model_id != own_model:  # an answerer (a degrade budget) chose another model
+                where = _switch_model(target, model_id)
             if tools:  # llm runs the chain: the model's tool calls, their results, its answer
                 options = {k: v for k, v in kwargs.items() if k not in ("system", "schema")}
-                response = target.chain(
+                response = where.chain(
                     prompt,
                     system=kwargs.get("system"),
                     schema=kwargs.get("schema"),
@@ -215,16 +211,19 @@ class AgentExecutor(Executor):
                     stream=stream,
                 )
             else:
-                response = target.prompt(prompt, stream=stream, **kwargs)
+                response = where.prompt(prompt, stream=stream, **kwargs)
             if stream and ctx is not None:
                 for chunk in response:
                     if chunk:
                         anyio.from_thread.run(ctx.add_event, {"token": chunk})
-            answered.append(response)
             return {"text": str(response.text()), **_usage_and_tool_calls(response)}
 
+        async def invoke(asked: Mapping[str, Any]) -> dict[str, Any]:
+            model_id = str(asked.get("model") or own_model)
+            return await anyio.to_thread.run_sync(call, model_id)
+
         request = {
-            "model": self.model_id if metered is None else metered.model_id,
+            "model": own_model,
             "prompt": prompt,
             "system": self.system,
             "conversation": _turns(conversation),
@@ -233,22 +232,11 @@ class AgentExecutor(Executor):
             "schema": kwargs.get("schema"),
         }
         try:
-            answer = await outside_call(
-                "llm.prompt", request, lambda: anyio.to_thread.run_sync(call)
-            )
+            answer = await outside_call("llm.prompt", request, invoke)
         except BaseException as exc:  # a model plugin may raise anything: name the agent
-            if metered is not None:
-                metered.abandon(exc)
-            if not isinstance(exc, Exception):
-                raise
+            if not isinstance(exc, Exception) or getattr(exc, "refuses_call", False):
+                raise  # an answerer refused the call (a budget): its error, as it is
             raise self._failure(f"{type(exc).__name__}: {exc}") from exc
-        if metered is not None:
-            from ._metered import settle, settle_recorded
-
-            if answered:
-                settle(metered, answered[0])
-            else:  # answered from a record (a replay): what the recorded call used
-                settle_recorded(metered, answer)
         if conversation is not None and getattr(conversation, "plait_turns", None) is not None:
             conversation.plait_turns.append({"prompt": prompt, "text": answer["text"]})
         return str(answer["text"])
@@ -271,28 +259,54 @@ def _turns(conversation: Any) -> list[dict[str, Any]]:
 
 
 def _usage_and_tool_calls(response: Any) -> dict[str, Any]:
-    """What a recorded answer keeps beside its text: the tokens it used and the tool
-    calls of a chain (name and arguments), as far as the model plugin tells them."""
+    """What an answer carries beside its text: the tokens it used (``None`` for a count
+    the model plugin did not report), the tool calls of a chain (name and arguments), the
+    model that answered and the finish reasons, as far as the model plugin tells them
+    (what a budget settles with, a tracer's span shows and a record keeps)."""
     out: dict[str, Any] = {}
     responses = list(response.responses()) if hasattr(response, "responses") else [response]
-    usage = {"input": 0, "output": 0}
+    usage: dict[str, int | None] = {"input": 0, "output": 0}
     calls = []
+    reasons: list[str] = []
     for one in responses:
         try:
             used = one.usage()
-            usage["input"] += int(used.input or 0)
-            usage["output"] += int(used.output or 0)
+            for unit, count in (("input", used.input), ("output", used.output)):
+                total = usage[unit]
+                usage[unit] = None if count is None or total is None else total + int(count)
         except Exception:  # a model plugin without usage: nothing to keep
-            pass
+            usage = {"input": None, "output": None}
         try:
             for tool_call in one.tool_calls():
                 calls.append({"name": tool_call.name, "arguments": tool_call.arguments})
         except Exception:
             pass
+        reason = (getattr(one, "response_json", None) or {}).get("finish_reason")
+        if isinstance(reason, str):
+            reasons.append(reason)
     out["usage"] = usage
     if calls:
         out["tool_calls"] = calls
+    last = responses[-1] if responses else None
+    if last is not None:
+        resolved = getattr(last, "resolved_model", None) or getattr(last.model, "model_id", None)
+        if resolved:
+            out["model"] = str(resolved)
+    if reasons:
+        out["finish_reasons"] = reasons
     return out
+
+
+def _switch_model(target: Any, model_id: str) -> Any:
+    """What to prompt once an answerer (a ``degrade`` budget) chose ``model_id``: that
+    model, or the conversation carried over to it."""
+    import llm
+
+    model = llm.get_model(model_id)
+    if hasattr(target, "responses"):  # a conversation: go on with the other model
+        target.model = model
+        return target
+    return model
 
 
 class AgentKind:

@@ -22,9 +22,9 @@ from opentelemetry.trace import (
     Tracer,
 )
 from plait import ExecutorFailedError
-from plait.spi import METER, Invocation, RunObserver
+from plait.spi import Invocation, RunObserver, add_answerer, remove_answerer
 
-from ._genai import SpanMeter
+from ._genai import SpanCalls
 
 __all__ = ["SpanObserver", "start_run"]
 
@@ -47,16 +47,16 @@ def _quiet(method: F) -> F:
 
 
 class _Invocation:
-    """The handle of one invocation: its span, the context token to detach and the meter
-    token to reset."""
+    """The handle of one invocation: its span, the context token to detach and the
+    answerer that spans its model calls, to remove."""
 
-    __slots__ = ("executor_id", "meter", "span", "token")
+    __slots__ = ("calls", "executor_id", "span", "token")
 
-    def __init__(self, executor_id: str, span: Span, token: object, meter: Any) -> None:
+    def __init__(self, executor_id: str, span: Span, token: object, calls: Any) -> None:
         self.executor_id = executor_id
         self.span = span
         self.token = token
-        self.meter = meter
+        self.calls = calls
 
 
 def _fail(span: Span, error: BaseException, *, unwrap: bool = False) -> None:
@@ -215,8 +215,9 @@ class SpanObserver(RunObserver):
         # current while the handler runs: its own spans (and a nested run's) are children
         token = context.attach(trace.set_span_in_context(span))
         # its model calls get spans of their own (GenAI conventions), inside any budget
-        meter = METER.set(SpanMeter(self.tracer, span, METER.get()))
-        return _Invocation(invocation.executor_id, span, token, meter)
+        calls = SpanCalls(self.tracer, span)
+        add_answerer(calls)
+        return _Invocation(invocation.executor_id, span, token, calls)
 
     @_quiet
     def invocation_retrying(
@@ -240,7 +241,7 @@ class SpanObserver(RunObserver):
     ) -> None:
         if handle is None:
             return
-        METER.reset(handle.meter)
+        remove_answerer(handle.calls)
         context.detach(handle.token)
         span: Span = handle.span
         span.set_attribute("plait.attempt", attempt)

@@ -4,7 +4,6 @@ file once and answered from it afterwards, outside any stored run — the VCR mo
 
 from __future__ import annotations
 
-import contextvars
 import json
 import os
 from collections.abc import Awaitable, Callable, Mapping
@@ -12,7 +11,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from plait.spi import outside_calls
+from plait.spi import add_answerer, remove_answerer
 
 from ._errors import ReplayMissError
 from ._recorder import _diff, _json_ready, canonical, request_key
@@ -49,13 +48,20 @@ class Cassette:
             self.interactions = _read(path)
         self.used: dict[tuple[str, str], int] = {}
         self.recorded = 0
-        self._token: contextvars.Token[Any] | None = None
+        self._answering = False
 
     # -- plait.spi.OutsideCalls -------------------------------------------------------
 
+    #: it may answer without making the call: inside a budget's or a tracer's answerer
+    place = "answer"
+
     async def call(
-        self, kind: str, request: Mapping[str, Any], invoke: Callable[[], Awaitable[Any]]
+        self,
+        kind: str,
+        request: Mapping[str, Any],
+        invoke: Callable[[Mapping[str, Any]], Awaitable[Any]],
     ) -> Any:
+        asked = request
         request = _json_ready(dict(request), f"the request of a {kind} call", as_text=True)
         key = request_key(request)
         if not self.recording:
@@ -64,7 +70,7 @@ class Cassette:
                 return found["response"]
             if self.mode != "new":
                 raise self._miss(kind, request)
-        answer = _json_ready(await invoke(), f"the answer of a {kind} call")
+        answer = _json_ready(await invoke(asked), f"the answer of a {kind} call")
         self.interactions.append({"kind": kind, "key": key, "request": request, "response": answer})
         self.recorded += 1
         return answer
@@ -106,7 +112,8 @@ class Cassette:
     # -- the block --------------------------------------------------------------------
 
     def __enter__(self) -> Cassette:
-        self._token = outside_calls.set(self)
+        add_answerer(self)
+        self._answering = True
         return self
 
     def __exit__(
@@ -115,9 +122,9 @@ class Cassette:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if self._token is not None:
-            outside_calls.reset(self._token)
-            self._token = None
+        if self._answering:
+            remove_answerer(self)
+            self._answering = False
         if self.recorded and error is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             body = {"format": _FORMAT, "version": 1, "interactions": self.interactions}

@@ -1,7 +1,8 @@
 """The network guard of a replay: while it is on, a connection to an internet address,
 or a host name looked up, is a :class:`~plait_replay.ReplayNetworkError` naming the
-executor whose invocation tried (from the recorder's :class:`plait.spi.OutsideCalls` of
-the running task), unless that executor is replayed live and the attempt is its call.
+executor whose invocation tried (from the recorder's :class:`plait.spi.OutsideCalls`
+among the answerers of the running task), unless that executor is replayed live and the
+attempt is its call.
 Local (Unix) sockets are let through: the event loop's own wake-up pipes are sockets.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 from plait.spi import outside_calls
 
 from ._errors import ReplayNetworkError
+from ._recorder import _Site
 
 __all__ = ["network_guard"]
 
@@ -22,7 +24,8 @@ _INTERNET = (socket.AF_INET, socket.AF_INET6)
 
 
 def _refuse(address: Any, replaying: Any) -> None:
-    site = outside_calls.get()
+    # the recorder's answerer of the running invocation
+    site = next((one for one in outside_calls.get() if isinstance(one, _Site)), None)
     executor = getattr(site, "executor_id", None)
     if executor is not None and getattr(site, "live_call", False):
         return  # a live executor's call, going out as asked

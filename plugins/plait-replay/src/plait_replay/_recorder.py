@@ -8,14 +8,13 @@ large values content-addressed.
 
 from __future__ import annotations
 
-import contextvars
 import difflib
 import hashlib
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from plait.spi import Invocation, RunObserver, outside_calls
+from plait.spi import Invocation, RunObserver, add_answerer, outside_calls, remove_answerer
 
 from ._errors import ReplayMissError
 from ._record import SECTION, Recording
@@ -123,9 +122,16 @@ def _diff(recorded: Any, now: Any) -> str:
 
 class _Site:
     """The outside calls of one invocation (:class:`plait.spi.OutsideCalls`): each is
-    counted by kind, made (or answered from the record) and kept."""
+    counted by kind, made (or answered from the record) and kept.
+
+    It is the innermost answerer (place ``answer``): a budget around it reserves a
+    replayed call and counts what the recorded call used, a tracer spans it; what it keeps
+    is the request as they passed it on (a degrade budget's model included)."""
 
     __slots__ = ("counts", "executor_id", "index", "live_call", "recorder", "superstep")
+
+    #: it may answer without making the call: inside what decides and what watches
+    place = "answer"
 
     def __init__(self, recorder: Recorder, invocation: Invocation) -> None:
         self.recorder = recorder
@@ -142,9 +148,13 @@ class _Site:
         return seq
 
     async def call(
-        self, kind: str, request: Mapping[str, Any], invoke: Callable[[], Awaitable[Any]]
+        self,
+        kind: str,
+        request: Mapping[str, Any],
+        invoke: Callable[[Mapping[str, Any]], Awaitable[Any]],
     ) -> Any:
         seq = self._next(kind)
+        asked = request
         request = _json_ready(dict(request), f"the request of a {kind} call", as_text=True)
         key = request_key(request)
         replaying = self.recorder.replaying
@@ -153,7 +163,7 @@ class _Site:
         else:
             self.live_call = True
             try:
-                answer = await invoke()
+                answer = await invoke(asked)
             finally:
                 self.live_call = False
             answer = _json_ready(
@@ -219,7 +229,12 @@ class Recorder(RunObserver):
                 except TypeError:
                     self.input = None
         site = _Site(self, invocation)
-        return site, outside_calls.set(site)
+        # a nested run's recorder keeps its calls in place of the outer run's
+        outer = next((one for one in outside_calls.get() if isinstance(one, _Site)), None)
+        if outer is not None:
+            remove_answerer(outer)
+        add_answerer(site)
+        return site, outer
 
     def invocation_retrying(
         self, handle: Any, attempt: int, delay: float, error: BaseException
@@ -237,11 +252,10 @@ class Recorder(RunObserver):
     def invocation_finished(
         self, handle: Any, attempt: int, status: str, error: BaseException | None
     ) -> None:
-        token: contextvars.Token[Any] = handle[1]
-        try:
-            outside_calls.reset(token)
-        except ValueError:  # finished in another context than it started in
-            outside_calls.set(None)
+        site, outer = handle
+        remove_answerer(site)
+        if outer is not None:
+            add_answerer(outer)
 
     def checkpoint_metadata(self) -> Mapping[str, Any] | None:
         # a resume of this run records too (plait_observe_run reads it back)
