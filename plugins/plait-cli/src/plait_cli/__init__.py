@@ -24,7 +24,9 @@ Plugins add sub-commands through the ``plait_register_commands(cli)`` hook. ``cl
 
 A name that is taken is a :class:`CommandConflictError`. Commands that run a workflow can
 resolve a ``TARGET`` argument the way ``plait run`` does with :func:`load_target` (or decide
-its form once with :func:`parse_target` and carry the :class:`Target`). Test a
+its form once with :func:`parse_target` and carry the :class:`Target`), and grant a workflow
+file capabilities as ``plait run`` does with :func:`grant_options` (``--allow``, ``--trust``,
+``--allow-imports``) and :func:`grants_from`. Test a
 command with ``click.testing.CliRunner().invoke(make_cli(), ["greet", "Ada"])``.
 """
 
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
         main as main,
         make_cli as make_cli,
     )
+    from ._grants import grant_options as grant_options, grants_from as grants_from
     from ._target import (
         Target as Target,
         TargetError as TargetError,
