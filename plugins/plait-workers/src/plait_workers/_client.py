@@ -71,7 +71,7 @@ async def submit(
         format=format,
         input=input,
     )
-    async with open_queue(store, queue) as opened:
+    async with open_queue(store, queue, client=True) as opened:
         if await opened.enqueue(job_for(order, queue=opened)) is None:
             raise QueueError(
                 f"run {order.run_id} is already on queue {queue!r} at {store} (queued or "
@@ -121,7 +121,7 @@ async def answer(
             "plait resume TARGET RUN_ID --respond REQUEST_ID=JSON"
         )
     order = RunOrder.from_json({**record, "run_id": run_id, "responses": dict(responses)})
-    async with open_queue(store, queue) as opened:
+    async with open_queue(store, queue, client=True) as opened:
         if await opened.enqueue(job_for(order, queue=opened)) is None:
             raise QueueError(f"run {run_id} is already on queue {queue!r} at {store}")
 
@@ -135,7 +135,7 @@ async def cancel(run_id: str, *, store: str, queue: str = DEFAULT_QUEUE) -> str:
     """
     from saq.job import Status
 
-    async with open_queue(store, queue) as opened:
+    async with open_queue(store, queue, client=True) as opened:
         job = await opened.job(run_id)
         if job is None or job.status not in (Status.QUEUED, Status.ACTIVE):
             state = "not on the queue" if job is None else _state(job)
@@ -209,7 +209,7 @@ async def queued_runs(
     :param states: only these states (default: all).
     """
     found: list[tuple[int, QueuedRun]] = []
-    async with open_queue(store, queue) as opened:
+    async with open_queue(store, queue, client=True) as opened:
         async for job in opened.iter_jobs():
             if job.function != "plait.run":
                 continue

@@ -70,21 +70,51 @@ def queue_url(store: str) -> str:
 
 
 @asynccontextmanager
-async def open_queue(store: str, name: str = DEFAULT_QUEUE) -> AsyncIterator[Queue]:
-    """The saq queue ``name`` on the server of the store ``store``, connected."""
+async def open_queue(
+    store: str, name: str = DEFAULT_QUEUE, *, client: bool = False
+) -> AsyncIterator[Queue]:
+    """The saq queue ``name`` on the server of the store ``store``, connected.
+
+    :param client: for one call (submit, cancel, answer, list) rather than a worker: on
+        PostgreSQL, a pool of one connection (saq's default keeps four open).
+    """
     if not name or not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
         raise QueueError(f"queue name {name!r}: use letters, digits, '-', '_' or '.'")
     from saq import Queue
 
-    queue = Queue.from_url(queue_url(store), name=name)
+    url = queue_url(store)
+    sizes = {"min_size": 1, "max_size": 2} if client and url.startswith("postgres") else {}
+    queue = Queue.from_url(url, name=name, **sizes)
     try:
         await queue.connect()
+        if url.startswith("postgres"):
+            await _schema_ready(queue, store)
+    except QueueError:
+        await queue.disconnect()
+        raise
     except Exception as exc:
         raise QueueError(f"cannot reach the queue {name!r} at {store}: {exc}") from exc
     try:
         yield queue
     finally:
         await queue.disconnect()
+
+
+async def _schema_ready(queue: Any, store: str, timeout: float = 30.0) -> None:
+    """Wait until saq's tables exist: saq creates them under an advisory lock, and a
+    connection that finds the lock taken (another process creating them, in a fresh
+    database) goes on at once, before they exist."""
+    import anyio
+
+    with anyio.move_on_after(timeout):
+        while True:
+            async with queue.pool.connection() as conn:
+                cursor = await conn.execute("SELECT to_regclass('saq_jobs') IS NOT NULL")
+                found = await cursor.fetchone()
+            if found and found[0]:
+                return
+            await anyio.sleep(0.1)
+    raise QueueError(f"saq's tables did not appear in {store} within {timeout:g} s")
 
 
 @attrs.frozen(kw_only=True)
