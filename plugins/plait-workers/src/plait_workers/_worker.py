@@ -237,14 +237,24 @@ class Worker:
         beating = asyncio.create_task(self._heartbeat(job, stop, aborted))
         try:
             result = await self._run(workflow, run_order, stop, job)
-            if aborted and not self._draining:
-                # the run stopped at a boundary; saq's abort upkeep (every second) now
-                # cancels this task and records the job as aborted
-                await anyio.sleep(30)
+            if aborted and not self._draining and result.get("status") == "running":
+                await self._after_abort(job, run_order)
             return result
         finally:
             beating.cancel()
             del self._stops[run_order.run_id]
+
+    async def _after_abort(self, job: Any, order: RunOrder) -> None:
+        """The run stopped at a boundary because its job was aborted. ``plait cancel``:
+        saq's abort upkeep (every second) cancels this task and records the job aborted.
+        Anything else (saq's sweep took the job back, believing this worker dead, and its
+        word may since have been overwritten): give the run back to the queue, never end
+        the job as done while the run is not."""
+        stored = await job.get_queue().job(job.key)
+        if stored is not None and stored.error == CANCELLED:
+            await anyio.sleep(30)  # cancelled by saq before this ends
+        job.retry_delay = 0.0
+        raise _Drained(f"run {order.run_id} stopped: the queue took its job back; again")
 
     async def _run(self, workflow: Any, order: RunOrder, stop: anyio.Event, job: Any) -> Any:
         from plait_durable import RunLeaseError
