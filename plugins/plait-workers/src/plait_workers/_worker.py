@@ -1,0 +1,310 @@
+"""``plait worker``: take runs from the queue and run them, with checkpoints and leases.
+
+The queue (saq) delivers a run's job to one worker at a time and, through each job's
+heartbeat and the sweep every live worker takes part in, hands the job of a worker that
+died to another. Plait's lease stays the guarantee of one writer: a worker that is handed
+a run whose lease a live worker still holds gives the job back and is handed it again a
+moment later, until the lease is free (released, expired after ``lease_ttl``, or held by a
+process of this host that is gone).
+
+A worker loads a run's workflow only as its own command line grants (``--allow``,
+``--trust``, ``--allow-imports``): a job is data from the queue, and data never grants.
+
+SIGTERM (or SIGINT) drains the worker: every run it holds stops at its next superstep
+boundary once that superstep is checkpointed, gives its lease back and goes back on the
+queue for another worker; then the worker exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import attrs
+from plait import PlaitError, RunStatus
+
+from ._client import CANCELLED, METADATA_KEY
+from ._queue import DEFAULT_QUEUE, FUNCTION, HEARTBEAT, QueueError, RunOrder, open_queue
+
+__all__ = ["RefusedRunError", "Worker", "WorkerSettings"]
+
+logger = logging.getLogger("plait_workers")
+
+
+class RefusedRunError(PlaitError):
+    """A worker will not run a queued run: its workflow needs a capability the worker was
+    not granted, names Python code the worker may not import, or is not a workflow. The
+    message names the run, the target and the grant that is missing."""
+
+
+class _Drained(Exception):
+    """The run stopped at a superstep boundary because its worker drains: back on the queue."""
+
+
+class _LeaseHeld(Exception):
+    """Another live worker holds the run's lease: back on the queue, tried again later."""
+
+
+@attrs.frozen(kw_only=True)
+class WorkerSettings:
+    """How a worker runs.
+
+    :param store: the checkpoint store's URL (PostgreSQL or Redis; the queue lives there).
+    :param queue: the queue's name.
+    :param concurrency: runs at once in this worker (a waiting run holds none).
+    :param allow_imports: the worker may import Python code a run names (``module:attr``
+        targets, and documents' ``ref:``s).
+    :param grants: the capabilities workflow documents are granted
+        (:class:`plait_documents.Grants`; default: none).
+    :param lease_ttl: seconds a run's lease lives without renewal; another worker takes a
+        dead worker's run over after this long at most.
+    :param sweep: seconds between the queue's sweeps for jobs whose worker stopped beating
+        (saq's Redis sweep can take a job that a worker is just taking: the run then stops
+        at its next boundary and is delivered again, so not every second).
+    """
+
+    store: str
+    queue: str = DEFAULT_QUEUE
+    concurrency: int = attrs.field(default=10, validator=attrs.validators.ge(1))
+    allow_imports: bool = False
+    grants: Any = None
+    lease_ttl: float = attrs.field(default=30.0, validator=attrs.validators.gt(0))
+    sweep: int = attrs.field(default=5, validator=attrs.validators.ge(1))
+
+
+class Worker:
+    """A worker process's loop: :meth:`serve` takes runs until :meth:`drain`.
+
+    :param settings: how it runs.
+    """
+
+    def __init__(self, settings: WorkerSettings) -> None:
+        self.settings = settings
+        #: this worker's name on the queue (host and process id)
+        self.name = f"{socket.gethostname()}:{os.getpid()}"
+        self._stops: dict[str, anyio.Event] = {}
+        self._draining = False
+        # jobs between saq's before_process and after_process: a drained run's job is
+        # back on the queue only once saq has retried it (after_process comes after)
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._store: Any = None
+        self._saq: Any = None
+        self._drained = asyncio.Event()
+
+    @property
+    def running(self) -> list[str]:
+        """The ids of the runs this worker runs now."""
+        return sorted(self._stops)
+
+    async def serve(self, *, handle_signals: bool = True) -> None:
+        """Take runs and run them until :meth:`drain` (or SIGTERM/SIGINT with
+        ``handle_signals``); return once every run this worker held is checkpointed and
+        back on the queue."""
+        from plait_durable import opened_store
+        from saq import Worker as SaqWorker
+        from saq.types import Context, PartialTimersDict
+
+        class _SaqWorker(SaqWorker[Context]):
+            SIGNALS: list[signal.Signals] = []  # this worker drains on its own signals
+
+        timers: PartialTimersDict = {
+            "sweep": self.settings.sweep,
+            "abort": 1,
+            "schedule": 1,
+            "worker_info": 10,
+        }
+        loop = asyncio.get_running_loop()
+        if handle_signals:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(signum, self.drain)
+        try:
+            async with (
+                opened_store(self.settings.store) as store,
+                open_queue(self.settings.store, self.settings.queue) as queue,
+            ):
+                self._store = store
+                self._saq = _SaqWorker(
+                    queue,
+                    [(FUNCTION, self._run_job)],
+                    id=self.name,
+                    concurrency=self.settings.concurrency,
+                    timers=timers,
+                    before_process=self._taken,
+                    after_process=self._handled,
+                )
+                started = asyncio.create_task(self._saq.start())
+                await self._drained.wait()
+                self._saq.event.set()  # saq starts no new take from the queue
+                await self._idle.wait()  # every run stopped at a boundary, checkpointed, requeued
+                await self._saq.stop()
+                started.cancel()
+                try:
+                    await started
+                except asyncio.CancelledError:
+                    pass
+        finally:
+            if handle_signals:
+                for signum in (signal.SIGTERM, signal.SIGINT):
+                    loop.remove_signal_handler(signum)
+
+    def drain(self) -> None:
+        """Stop taking runs; stop every run this worker holds at its next superstep
+        boundary (checkpointed, lease given back, back on the queue); then :meth:`serve`
+        returns."""
+        if self._draining:
+            return
+        logger.info("worker %s drains %d run(s)", self.name, len(self._stops))
+        self._draining = True
+        for stop in self._stops.values():
+            stop.set()
+        self._drained.set()
+
+    async def _taken(self, ctx: Any) -> None:
+        self._in_flight += 1
+        self._idle.clear()
+
+    async def _handled(self, ctx: Any) -> None:
+        self._in_flight -= 1
+        if self._in_flight == 0:
+            self._idle.set()
+
+    def _load(self, order: RunOrder) -> Any:
+        from plait_cli import TargetError, load_target, parse_target
+
+        try:
+            target = parse_target(order.target, format=order.format)
+        except TargetError as exc:
+            raise RefusedRunError(f"run {order.run_id}: {exc}") from exc
+        if target.imports and not self.settings.allow_imports:
+            raise RefusedRunError(
+                f"run {order.run_id}: TARGET {order.target!r} names Python code, and this "
+                "worker may not import code a queued run names; start it with "
+                "--allow-imports (or --trust) to run Python workflows"
+            )
+        try:
+            return load_target(
+                target, allow_imports=self.settings.allow_imports, allow=self.settings.grants
+            )
+        except TargetError as exc:
+            raise RefusedRunError(
+                f"run {order.run_id} refused by worker {self.name}: {exc}"
+            ) from exc
+
+    async def _heartbeat(self, job: Any, stop: anyio.Event, aborted: list[bool]) -> None:
+        """Tell the queue this worker still runs ``job``, a few times per heartbeat; when
+        the job was aborted (``plait cancel``, or the sweep), stop the run at its next
+        boundary and beat no more, so that no beat writes over the abort."""
+        from saq.job import Status
+
+        while True:
+            await anyio.sleep(HEARTBEAT / 4)
+            try:
+                stored = await job.get_queue().job(job.key)
+                if stored is None or stored.status in (Status.ABORTING, Status.ABORTED):
+                    aborted.append(True)
+                    stop.set()
+                    return
+                await job.update()
+            except Exception:  # the next beat tries again; the sweep decides
+                logger.warning("heartbeat of run %s failed", job.key, exc_info=True)
+
+    async def _run_job(self, ctx: Mapping[str, Any], *, order: Mapping[str, Any]) -> Any:
+        """The saq function of a run's job: start or resume the run, here."""
+        job = ctx["job"]
+        try:
+            run_order = RunOrder.from_json(order)
+        except QueueError as exc:
+            job.retries = 0  # a malformed job is never delivered again
+            raise RefusedRunError(str(exc)) from exc
+        if self._draining:
+            raise _Drained(f"worker {self.name} drains; run {run_order.run_id} goes back")
+        try:
+            workflow = self._load(run_order)
+        except RefusedRunError:
+            job.retries = 0
+            raise
+        stop = anyio.Event()
+        self._stops[run_order.run_id] = stop
+        aborted: list[bool] = []
+        beating = asyncio.create_task(self._heartbeat(job, stop, aborted))
+        try:
+            result = await self._run(workflow, run_order, stop, job)
+            if aborted and not self._draining and result.get("status") == "running":
+                await self._after_abort(job, run_order)
+            return result
+        finally:
+            beating.cancel()
+            del self._stops[run_order.run_id]
+
+    async def _after_abort(self, job: Any, order: RunOrder) -> None:
+        """The run stopped at a boundary because its job was aborted. ``plait cancel``:
+        saq's abort upkeep (every second) cancels this task and records the job aborted.
+        Anything else (saq's sweep took the job back, believing this worker dead, and its
+        word may since have been overwritten): give the run back to the queue, never end
+        the job as done while the run is not."""
+        stored = await job.get_queue().job(job.key)
+        if stored is not None and stored.error == CANCELLED:
+            await anyio.sleep(30)  # cancelled by saq before this ends
+        job.retry_delay = 0.0
+        raise _Drained(f"run {order.run_id} stopped: the queue took its job back; again")
+
+    async def _run(self, workflow: Any, order: RunOrder, stop: anyio.Event, job: Any) -> Any:
+        from plait_durable import RunLeaseError
+
+        latest = await self._store.latest(order.run_id)
+        options: dict[str, Any] = {
+            "stop": stop,
+            "raise_on_failure": False,
+            "lease_ttl": self.settings.lease_ttl,
+            "checkpoint_metadata": {
+                METADATA_KEY: {"target": order.target, "format": order.format},
+                "cli": {"target": order.target, "allow_imports": self.settings.allow_imports},
+            },
+        }
+        if latest is None:
+            if order.responses:
+                job.retries = 0
+                raise RefusedRunError(f"run {order.run_id} has no checkpoint to answer")
+            coroutine = workflow.run(
+                order.input, run_id=order.run_id, checkpoint=self._store, **options
+            )
+        elif latest.status == RunStatus.RUNNING.value or order.responses:
+            coroutine = workflow.resume(
+                order.run_id, self._store, responses=dict(order.responses), **options
+            )
+        else:
+            return {"status": latest.status}  # done, failed or waiting already: nothing to do
+        running = asyncio.ensure_future(coroutine)
+        try:
+            result = await asyncio.shield(running)
+        except asyncio.CancelledError:
+            # plait cancel (the queue aborts the job) or the queue's sweep: stop at the
+            # next boundary, checkpointed, and let the queue record why
+            stop.set()
+            while not running.done():
+                try:
+                    await asyncio.shield(running)
+                except asyncio.CancelledError:
+                    continue
+                except Exception:
+                    break
+            logger.info("run %s stopped (%s)", order.run_id, CANCELLED)
+            raise
+        except RunLeaseError as exc:
+            job.retry_delay = min(self.settings.lease_ttl / 4, 2.0)
+            raise _LeaseHeld(str(exc)) from exc
+        if isinstance(result.error, RunLeaseError):
+            job.retry_delay = min(self.settings.lease_ttl / 4, 2.0)
+            raise _LeaseHeld(str(result.error))
+        if result.status is RunStatus.RUNNING and self._draining:
+            job.retry_delay = 0.0
+            raise _Drained(f"run {order.run_id} stopped at superstep {result.supersteps}")
+        return {"status": result.status.value, "supersteps": result.supersteps}
