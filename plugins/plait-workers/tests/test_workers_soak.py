@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 SOAK = Path(__file__).resolve().parents[3] / "tests" / "benchmarks" / "soak_workers.py"
 
 
@@ -22,15 +20,11 @@ def _soak_module() -> Any:
     return module
 
 
-def test_200_runs_with_2_workers_killed_lose_nothing(
-    store: str, request: pytest.FixtureRequest
-) -> None:
-    if store.startswith("redis"):
-        # an open defect, seen in 2 of 3 soaks on Redis: a run whose worker was killed
-        # mid-run was not delivered again within 150 s (1 of 200); PostgreSQL loses none
-        request.applymarker(
-            pytest.mark.xfail(strict=False, reason="Redis: a killed worker's run can stay stuck")
-        )
+def test_200_runs_on_postgresql_with_2_workers_killed_lose_nothing(postgres_url: str) -> None:
+    """On PostgreSQL. On Redis a killed worker's run can stay stuck (1 of 200 in 2 of 3
+    soaks): an open defect, written down in docs/workers.md ("not met yet") and run by
+    ``soak_workers.py --backend redis``, not hidden here as an expected failure."""
+    store = postgres_url
     soak = _soak_module()
     report = soak.soak(
         store,

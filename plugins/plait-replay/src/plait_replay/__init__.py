@@ -85,12 +85,16 @@ def plait_observe_run(
 
 @plait.hookimpl
 def plait_register_commands(cli: click.Group) -> None:
-    """Add ``plait replay``, ``plait export`` and ``plait import``."""
-    from ._cli import export_command, import_command, replay_command
+    """Add ``plait replay``, ``plait export`` and ``plait import`` (their module is imported
+    when one of them runs)."""
+    from plait_cli import lazy_command
 
-    cli.add_command(replay_command)
-    cli.add_command(export_command)
-    cli.add_command(import_command)
+    for name, short_help in (
+        ("replay", "Replay a recorded run offline; report the first divergence."),
+        ("export", "Write a recorded run to one portable bundle file."),
+        ("import", "Load a run bundle into a store."),
+    ):
+        cli.add_command(lazy_command(name, f"plait_replay._cli:{name}_command", short_help))
 
 
 #: the recorder's key in a checkpoint's ``observed`` section and ``metadata["observers"]``

@@ -19,7 +19,7 @@ def _names(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) 
     return [name.strip() for value in values for name in value.split(",") if name.strip()]
 
 
-@click.command("replay", short_help="Replay a recorded run offline; report the first divergence.")
+@click.command("replay")
 @click.argument("target")
 @click.argument("run_id")
 @click.option(
@@ -150,7 +150,7 @@ def _key(variable: str | None) -> bytes | None:
     return value.encode() if value else None
 
 
-@click.command("export", short_help="Write a recorded run to one portable bundle file.")
+@click.command("export")
 @click.argument("run_id")
 @click.option("-o", "--output", "output", metavar="FILE", required=True, help="The bundle.")
 @click.option(
@@ -193,7 +193,7 @@ def export_command(
         click.echo(f"redacted {redaction['path']}: {redaction['matched']} value(s)")
 
 
-@click.command("import", short_help="Load a run bundle into a store.")
+@click.command("import")
 @click.argument("bundle", type=click.Path(exists=True, dir_okay=False))
 @click.option(
     "--checkpoint", metavar="URL", default=DEFAULT_STORE, show_default=True, help="The store."
