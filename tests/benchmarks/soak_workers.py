@@ -1,6 +1,6 @@
 """Soak of ``plait worker``: many runs, several worker processes, a random one SIGKILLed every
-few seconds and restarted. Not part of CI (its 200-run, 2-kill size is:
-``plugins/plait-workers/tests/test_workers_soak.py``).
+few seconds and restarted. Not part of CI: its 200-run, 2-kill size still loses runs (see
+docs/workers.md, "What is not met yet").
 
     python tests/benchmarks/soak_workers.py [--runs 10000] [--workers 4] [--kills 0]
         [--kill-every 3-6] [--concurrency 25] [--lease-ttl 10] [--backend postgresql,redis]

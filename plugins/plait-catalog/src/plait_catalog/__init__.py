@@ -46,6 +46,9 @@ FIRST_PARTY: Mapping[str, Mapping[str, Sequence[str]]] = {
     "plait-pipeline": {"schedule": ("pipelined",)},
     "plait-ui": {"command": ("ui",)},
     "plait-replay": {"command": ("export", "import", "replay")},
+    "plait-versions": {"command": ("compat",)},
+    "plait-budgets": {"command": ("spend",)},
+    "plait-workers": {"command": ("answer", "cancel", "queue", "submit", "worker")},
 }
 
 #: distribution -> the extra of the ``plait`` meta-distribution that brings it (the root
@@ -58,6 +61,7 @@ EXTRAS: Mapping[str, str] = {
     "plait-ray": "ray",
     "plait-otel": "otel",
     "plait-ui": "ui",
+    "plait-workers": "workers",
 }
 
 #: The distributions this catalog says how to install: those above, and the two the
