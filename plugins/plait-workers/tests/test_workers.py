@@ -216,7 +216,7 @@ def test_an_untrusted_document_needs_the_workers_grant(
     assert "uid=" in (tmp_path / "PWNED").read_text()
 
 
-def test_submit_checks_the_store_and_the_target(tmp_path: Path, redis_url: str) -> None:
+def test_submit_checks_the_store_and_the_target(redis_url: str, queue: str) -> None:
     with pytest.raises(QueueError, match=r"store 'sqlite:///x.db': workers share runs"):
         _submit("sqlite:///x.db", "q", "workers_app:chain", 1)
     with pytest.raises(QueueError, match=r"TARGET 'nope.yaml': no such file"):
@@ -227,9 +227,11 @@ def test_submit_checks_the_store_and_the_target(tmp_path: Path, redis_url: str) 
     assert result.exit_code == 1 and "workers share runs through PostgreSQL or Redis" in (
         result.output
     )
-    first = _submit(redis_url, "dup" + tmp_path.name[-6:], "workers_app:chain", 1, run_id="r1")
+    # a queue of this test's own: a name reused by another session on the same server
+    # (the whole suite, then the plugin alone) would find run r1 there already
+    first = _submit(redis_url, queue, "workers_app:chain", 1, run_id="r1")
     with pytest.raises(QueueError, match=r"run r1 is already on queue"):
-        _submit(redis_url, "dup" + tmp_path.name[-6:], "workers_app:chain", 1, run_id=first)
+        _submit(redis_url, queue, "workers_app:chain", 1, run_id=first)
 
 
 def test_answer_checks_the_run(store: str, queue: str) -> None:
