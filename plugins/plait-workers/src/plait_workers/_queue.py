@@ -84,7 +84,12 @@ async def open_queue(
 
     url = queue_url(store)
     sizes = {"min_size": 1, "max_size": 2} if client and url.startswith("postgres") else {}
-    queue = Queue.from_url(url, name=name, **sizes)
+    if url.startswith("redis"):
+        from plait_workers._redis import RunQueue  # (saq's sweep, mended: see there)
+
+        queue: Queue = RunQueue.from_url(url, name=name)
+    else:
+        queue = Queue.from_url(url, name=name, **sizes)
     try:
         await queue.connect()
         if url.startswith("postgres"):
