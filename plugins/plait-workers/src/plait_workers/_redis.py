@@ -89,7 +89,9 @@ class RunQueue(RedisQueue):
         """Take the id of a job that no longer exists off the active list."""
         logger.info("sweeping missing job %s", job_id)
         async with self.redis.pipeline(transaction=True) as pipe:
-            await pipe.lrem(self._active, 0, job_id).zrem(self._incomplete, job_id).execute()
+            pipe.lrem(self._active, 0, job_id.decode())
+            pipe.zrem(self._incomplete, job_id)
+            await pipe.execute()
 
     async def _sweep_one(self, job: Any, abort: float) -> None:
         """Abort ``job``, wait up to ``abort`` seconds for its worker to stop it, then give
