@@ -112,3 +112,38 @@ async def test_a_budgeted_run_carries_its_limits_and_a_refused_call_has_no_span(
     failed = next(s for s in spans if s.name == "invoke b")
     assert failed.status.status_code is StatusCode.ERROR
     assert "BudgetExceededError" in (failed.status.description or "")
+
+
+async def test_a_model_call_in_a_nested_run_is_one_span_under_the_inner_invocation(
+    exporter: InMemorySpanExporter,
+) -> None:
+    """The nesting invocation and the nested run's invocation are both traced, but a call
+    is the inner invocation's: one span, its totals on the inner span, none on the outer."""
+
+    @executor(id="start")
+    async def start(value: str, ctx: WorkflowContext[str]) -> None:
+        await ctx.send_message(value)
+
+    @executor(id="done")
+    async def done(value: Any, ctx: WorkflowContext[Never, Any]) -> None:
+        await ctx.yield_output(value)
+
+    outer = (
+        WorkflowBuilder("outer")
+        .set_start(start)
+        .add_edge(start, two_agents().as_executor("team"))
+        .add_edge("team", done)
+        .build()
+    )
+    result = await outer.run("hello")
+    assert result.outputs == ["ok"]
+    spans = exporter.get_finished_spans()
+    calls = [s for s in spans if s.name == "chat otel-test-model"]
+    assert len(calls) == 2  # one per call of the two inner agents, not one per traced level
+    by_id = {s.context.span_id: s for s in spans}
+    assert sorted(by_id[c.parent.span_id].name for c in calls if c.parent) == [
+        "invoke a",
+        "invoke b",
+    ]
+    (team,) = [s for s in spans if s.name == "invoke team"]
+    assert "plait.model_calls" not in dict(team.attributes or {})

@@ -22,7 +22,7 @@ from opentelemetry.trace import (
     Tracer,
 )
 from plait import ExecutorFailedError
-from plait.spi import Invocation, RunObserver, add_answerer, remove_answerer
+from plait.spi import Invocation, RunObserver, add_answerer, outside_calls, remove_answerer
 
 from ._genai import SpanCalls
 
@@ -47,16 +47,25 @@ def _quiet(method: F) -> F:
 
 
 class _Invocation:
-    """The handle of one invocation: its span, the context token to detach and the
-    answerer that spans its model calls, to remove."""
+    """The handle of one invocation: its span, the context token to detach, the answerer
+    that spans its model calls (to remove) and the enclosing invocations' answerers it
+    stands in for while it runs (to put back)."""
 
-    __slots__ = ("calls", "executor_id", "span", "token")
+    __slots__ = ("calls", "enclosing", "executor_id", "span", "token")
 
-    def __init__(self, executor_id: str, span: Span, token: object, calls: Any) -> None:
+    def __init__(
+        self,
+        executor_id: str,
+        span: Span,
+        token: object,
+        calls: Any,
+        enclosing: tuple[Any, ...] = (),
+    ) -> None:
         self.executor_id = executor_id
         self.span = span
         self.token = token
         self.calls = calls
+        self.enclosing = enclosing
 
 
 def _fail(span: Span, error: BaseException, *, unwrap: bool = False) -> None:
@@ -214,10 +223,15 @@ class SpanObserver(RunObserver):
         )
         # current while the handler runs: its own spans (and a nested run's) are children
         token = context.attach(trace.set_span_in_context(span))
-        # its model calls get spans of their own (GenAI conventions), inside any budget
+        # its model calls get spans of their own (GenAI conventions), inside any budget; in
+        # a nested run a call belongs to the innermost invocation, so the nesting
+        # invocation's answerer steps aside while this one runs (one span per call)
+        enclosing = tuple(one for one in outside_calls.get() if isinstance(one, SpanCalls))
+        for one in enclosing:
+            remove_answerer(one)
         calls = SpanCalls(self.tracer, span)
         add_answerer(calls)
-        return _Invocation(invocation.executor_id, span, token, calls)
+        return _Invocation(invocation.executor_id, span, token, calls, enclosing)
 
     @_quiet
     def invocation_retrying(
@@ -242,6 +256,8 @@ class SpanObserver(RunObserver):
         if handle is None:
             return
         remove_answerer(handle.calls)
+        for one in handle.enclosing:
+            add_answerer(one)
         context.detach(handle.token)
         span: Span = handle.span
         span.set_attribute("plait.attempt", attempt)
