@@ -470,9 +470,13 @@ def test_the_gantt_shows_attempts_retries_timeouts_and_failures(
 
 def test_an_answered_run_steps_live_on_its_page(browser: Browser, tmp_path: Path) -> None:
     """Answering resumes the run in the server process, under its lease; the run page
-    follows its supersteps over SSE until it is done."""
+    follows its supersteps over SSE until it is done. Each slow step waits for the test to
+    let it end, which it does once the page showed a checkpoint it had not shown before:
+    the run cannot finish unless the page follows it, however loaded the machine."""
     url = sqlite(tmp_path)
-    workflow = gate_then_slow(3, 1.0)
+    gates = tmp_path / "gates"
+    gates.mkdir()
+    workflow = gate_then_slow(3, 1.0, gates=gates)
     run_id = run(workflow, "draft", url).run_id
     with (
         served(url, workflow=workflow, answer_wait=0.05) as address,
@@ -486,19 +490,25 @@ def test_an_answered_run_steps_live_on_its_page(browser: Browser, tmp_path: Path
         expect(page.locator("#follow")).to_be_checked()
         heading = page.locator("#scrubber h2")
         seen: set[str] = set()
-        deadline = time.monotonic() + 30
+        released = 0
+        deadline = time.monotonic() + 180  # (only a bound: each step waits for the page)
         shot = False
-        while page.locator("#run-status").inner_text() != "idle":
+        while released < 3 or page.locator("#run-status").inner_text() != "idle":
             assert time.monotonic() < deadline, f"the run did not finish; saw {seen}"
-            seen.add(heading.inner_text().split(" checkpoint")[0])
-            if len(seen) >= 2 and not shot:  # the page, mid-run, following it
-                graph_drawn(page, timeout=5_000)
-                SHOTS.mkdir(parents=True, exist_ok=True)
-                page.screenshot(path=str(SHOTS / "answer-live-running.png"))
-                shot = True
+            shown = heading.inner_text().split(" checkpoint")[0]
+            if shown not in seen:
+                seen.add(shown)
+                if len(seen) >= 2 and not shot:  # the page, mid-run, following it
+                    graph_drawn(page, timeout=30_000)
+                    SHOTS.mkdir(parents=True, exist_ok=True)
+                    page.screenshot(path=str(SHOTS / "answer-live-running.png"))
+                    shot = True
+                if released < 3:
+                    (gates / f"s{released}").touch()
+                    released += 1
             time.sleep(0.1)
         # the page moved through supersteps as they were written, not only to the end
-        assert len(seen) >= 2, seen
+        assert len(seen) >= 3, seen
         expect(page.locator("#section-outputs")).to_contain_text("done: draft")
         graph_drawn(page)
         assert "ran" in classes_of(page, "s2")

@@ -380,14 +380,24 @@ class SlowApproval(Executor):
         await ctx.send_message(ctx.state["text"] if approved else "stopped")
 
 
-def gate_then_slow(n: int, seconds: float, name: str | None = None) -> Workflow:
+def gate_then_slow(
+    n: int, seconds: float, name: str | None = None, *, gates: Path | None = None
+) -> Workflow:
     """A yes/no question, then ``n`` executors (``s0`` …) that each wait ``seconds``: an
-    answered run takes several visible supersteps to finish."""
+    answered run takes several visible supersteps to finish.
+
+    :param gates: instead of waiting ``seconds``, executor ``s<i>`` waits until the file
+        ``gates / "s<i>"`` exists: a test lets each superstep end when it has seen what it
+        looks for, however loaded the machine.
+    """
 
     def node(i: int) -> Any:
         @executor(id=f"s{i}")
         async def step(text: str, ctx: WorkflowContext[str, str]) -> None:
-            await anyio.sleep(seconds)
+            if gates is None:
+                await anyio.sleep(seconds)
+            while gates is not None and not (gates / f"s{i}").exists():
+                await anyio.sleep(0.02)
             if i == n - 1:
                 await ctx.yield_output(f"done: {text}")
             else:
