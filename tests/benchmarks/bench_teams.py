@@ -234,7 +234,9 @@ def main() -> int:
         print(json.dumps(overhead))
     if args.table:
         print()
-        print("| team | turns | bytes/turn at turn 10 | at the end | ratio | ms/turn | bare loop | team's own |")
+        print(
+            "| team | turns | bytes/turn at turn 10 | at the end | ratio | ms/turn | bare | own |"
+        )
         print("|---|---|---|---|---|---|---|---|")
         for growth, overhead in pairs:
             print(

@@ -45,9 +45,7 @@ __all__ = ["finish", "hold", "kill", "latest_superstep", "spawn", "wait_until"]
 TIMEOUT = 180.0
 
 
-def spawn(
-    script: Path, *args: str, env: Mapping[str, str] | None = None
-) -> subprocess.Popen[str]:
+def spawn(script: Path, *args: str, env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
     """Start ``python script *args`` with text pipes, this process's environment plus
     ``env``, and the script's folder first on ``PYTHONPATH``."""
     path = os.pathsep.join([str(script.parent), *sys.path])
@@ -114,5 +112,5 @@ def kill(process: subprocess.Popen[str]) -> None:
 
 async def hold(marker: Path) -> None:
     """Write ``marker`` and wait forever: for a victim script, where a test kills it."""
-    marker.write_text("held\n")
+    await anyio.Path(marker).write_text("held\n")
     await anyio.sleep_forever()
