@@ -571,3 +571,32 @@ def test_a_team_run_shows_its_conversation_as_a_transcript(tmp_path: Path) -> No
     chain_run = run(chain(2), 0, url)
     with signed_in(url) as client:
         assert 'class="transcript"' not in client.get(f"/runs/{chain_run.run_id}").text
+
+
+def test_a_team_s_human_turn_is_answered_here_and_joins_the_transcript(tmp_path: Path) -> None:
+    from plait_teams import Conversation, GroupChatBuilder, human
+
+    async def writer(conversation: Conversation) -> str:
+        said = [m.text for m in conversation if m.author == "alice"]
+        return f"revised after {said[-1]}" if said else "first draft"
+
+    url = sqlite(tmp_path)
+    team = (
+        GroupChatBuilder(unique("review"))
+        .participants([writer, human("alice", "reviews drafts")])
+        .with_max_rounds(3)
+        .build()
+    )
+    waiting = run(team, "a slogan", url)
+    with signed_in(url, workflow=team) as client:
+        page = client.get(f"/runs/{waiting.run_id}/requests")
+        (request_id,) = re.findall(r'data-request-id="([^"]+)"', page.text)
+        assert "alice" in page.text
+        done = post(client, f"/runs/{waiting.run_id}/requests/{request_id}", {"answer": "shorter"})
+        assert done.status_code == 303
+        after = client.get(f"/runs/{waiting.run_id}")
+        assert 'id="run-status">idle<' in after.text
+        transcript = after.text.split('id="transcript-1"', 1)[1].split("</section>", 1)[0]
+        authors = re.findall(r'<b class="author">([^<]*)</b>', transcript)
+        assert authors == ["user", "writer", "alice", "writer"]
+        assert "revised after shorter" in transcript
