@@ -600,3 +600,43 @@ def test_a_team_s_human_turn_is_answered_here_and_joins_the_transcript(tmp_path:
         authors = re.findall(r'<b class="author">([^<]*)</b>', transcript)
         assert authors == ["user", "writer", "alice", "writer"]
         assert "revised after shorter" in transcript
+
+
+def test_a_team_step_of_a_workflow_file_shows_its_inner_conversation(tmp_path: Path) -> None:
+    import plait
+    from plait_teams import Conversation, human
+
+    async def writer(conversation: Conversation) -> str:
+        return f"draft {len(conversation)}"
+
+    review = """
+    workflow:
+      - id: review
+        type: team
+        mode: group_chat
+        participants: [writer, alice]
+        options: {max_rounds: 3, output: conversation}
+    """
+    people = {"writer": writer, "alice": human("alice", "reviews drafts")}
+    url = sqlite(tmp_path)
+    workflow = plait.load(review, format="steps", executors=people)
+    waiting = run(workflow, "otters", url)
+    with signed_in(url, workflow=workflow) as client:
+        # waiting on alice: the step's state holds the inner run, and its conversation
+        page = client.get(f"/runs/{waiting.run_id}")
+        transcript = page.text.split('id="transcript-1"', 1)[1].split("</section>", 1)[0]
+        assert 'data-executor="review"' in page.text
+        assert "executor_state/manager/conversation</code>)" in page.text  # where it is
+        assert re.findall(r'<b class="author">([^<]*)</b>', transcript) == ["user", "writer"]
+        (request_id,) = re.findall(
+            r'data-request-id="([^"]+)"', client.get(f"/runs/{waiting.run_id}/requests").text
+        )
+        done = post(client, f"/runs/{waiting.run_id}/requests/{request_id}", {"answer": "ok"})
+        assert done.status_code == 303
+        # finished, the step keeps no state: the transcript is the answer's
+        after = client.get(f"/runs/{waiting.run_id}")
+        assert 'id="run-status">idle<' in after.text
+        final = after.text.split('id="transcript-1"', 1)[1].split("</section>", 1)[0]
+        assert 'data-executor="outputs"' in after.text
+        authors = re.findall(r'<b class="author">([^<]*)</b>', final)
+        assert authors == ["user", "writer", "alice", "writer"]
