@@ -609,14 +609,10 @@ def test_a_team_step_of_a_workflow_file_shows_its_inner_conversation(tmp_path: P
     async def writer(conversation: Conversation) -> str:
         return f"draft {len(conversation)}"
 
-    review = """
-    workflow:
-      - id: review
-        type: team
-        mode: group_chat
-        participants: [writer, alice]
-        options: {max_rounds: 3, output: conversation}
-    """
+    step = {"id": "review", "type": "team", "mode": "group_chat"}
+    step |= {"participants": ["writer", "alice"]}
+    step["options"] = {"max_rounds": 3, "output": "conversation"}
+    review = json.dumps({"workflow": [step]})  # a steps document (JSON is YAML)
     people = {"writer": writer, "alice": human("alice", "reviews drafts")}
     url = sqlite(tmp_path)
     workflow = plait.load(review, format="steps", executors=people)
