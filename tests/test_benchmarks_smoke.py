@@ -64,7 +64,6 @@ def test_the_type_check_and_composition_benchmarks_run() -> None:
         ("bench_resume_versions.py", ["--store", "file", "--steps", "6", "--repeat", "2"]),
         ("bench_ui.py", ["--quick"]),
         ("bench_teams.py", ["--turns", "20", "--repeat", "1"]),
-        ("bench_magentic.py", ["--rounds", "20", "--repeat", "1"]),
         ("bench_replay.py", ["--quick"]),
     ):
         done = _run(str(BENCH / script), *args)

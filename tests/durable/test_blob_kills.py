@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 import pytest
 from plait_durable import blob_refs, load_blob, open_store, resolve_state
-from test_crash_resume import _latest_superstep
+from plait_testing.kills import latest_superstep
 
 GROWING = Path(__file__).with_name("growing.py")
 STEPS = 24  # growing.STEPS
@@ -124,7 +124,7 @@ def test_kills_at_random_points_resume_to_the_uninterrupted_outputs(any_store_ur
         run_id = f"random-{point}-{uuid.uuid4().hex}"
         victim = _start("run", url, run_id)
         deadline = time.monotonic() + 60
-        while victim.poll() is None and _latest_superstep(url, run_id) < point:
+        while victim.poll() is None and latest_superstep(url, run_id) < point:
             assert time.monotonic() < deadline, "the run never reached its kill point"
             time.sleep(0.002)
         victim.send_signal(signal.SIGKILL)

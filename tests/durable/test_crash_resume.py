@@ -3,40 +3,14 @@
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
-import time
 import uuid
 from collections import Counter
 from pathlib import Path
 
-import anyio
-from plait_durable import open_store
+from plait_testing.kills import finish, kill, latest_superstep, spawn, wait_until
 
 CRASHY = Path(__file__).with_name("crashy.py")
 KILL_AFTER_SUPERSTEP = 12
-
-
-def _python(*args: str, log: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, str(CRASHY), *args, str(log)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def _latest_superstep(url: str, run_id: str) -> int:
-    async def look() -> int:
-        store = open_store(url)
-        try:
-            latest = await store.latest(run_id)
-            return -1 if latest is None else latest.superstep
-        finally:
-            await store.aclose()
-
-    return anyio.run(look)
 
 
 def _ran(log: Path) -> Counter[tuple[int, str]]:
@@ -50,28 +24,22 @@ def test_sigkill_then_resume_gives_the_uninterrupted_outputs(
     store_url: str, tmp_path: Path
 ) -> None:
     clean_log, crash_log = tmp_path / "clean.log", tmp_path / "crash.log"
-    clean = _python("run", store_url, f"clean-{uuid.uuid4().hex}", log=clean_log)
-    clean_out, err = clean.communicate(timeout=60)
-    assert clean.returncode == 0, err
-    expected = json.loads(clean_out)
+    clean = spawn(CRASHY, "run", store_url, f"clean-{uuid.uuid4().hex}", str(clean_log))
+    expected = json.loads(finish(clean))
 
     run_id = f"crash-{uuid.uuid4().hex}"
-    victim = _python("run", store_url, run_id, log=crash_log)
-    deadline = time.monotonic() + 30
-    while _latest_superstep(store_url, run_id) < KILL_AFTER_SUPERSTEP:
-        assert victim.poll() is None, victim.communicate()
-        assert time.monotonic() < deadline, "the run never reached the kill point"
-        time.sleep(0.01)
-    victim.send_signal(signal.SIGKILL)
-    victim.wait(timeout=10)
-    assert victim.returncode == -signal.SIGKILL
-    checkpointed = _latest_superstep(store_url, run_id)
+    victim = spawn(CRASHY, "run", store_url, run_id, str(crash_log))
+    wait_until(
+        lambda: latest_superstep(store_url, run_id) >= KILL_AFTER_SUPERSTEP,
+        "the kill point",
+        process=victim,
+    )
+    kill(victim)
+    checkpointed = latest_superstep(store_url, run_id)
     assert checkpointed < expected["supersteps"], "killed too late to prove anything"
 
-    resumed = _python("resume", store_url, run_id, log=crash_log)
-    out, err = resumed.communicate(timeout=60)
-    assert resumed.returncode == 0, err
-    got = json.loads(out)
+    resumed = spawn(CRASHY, "resume", store_url, run_id, str(crash_log))
+    got = json.loads(finish(resumed))
     assert got["outputs"] == expected["outputs"]  # the fan-in fired once, with both inputs
     assert got["supersteps"] == expected["supersteps"]
 

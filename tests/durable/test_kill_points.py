@@ -20,7 +20,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from test_crash_resume import CRASHY, _latest_superstep, _ran
+from plait_testing.kills import latest_superstep
+from test_crash_resume import CRASHY, _ran
 
 KILL_POINTS = int(os.environ.get("PLAIT_KILL_POINTS", "20"))
 SEED = int(os.environ.get("PLAIT_KILL_SEED", "14"))
@@ -72,7 +73,7 @@ def test_seeded_kill_points_all_resume_to_the_uninterrupted_outputs(
             assert time.monotonic() < deadline, "a run never reached its kill point"
             for victim in list(pending):
                 point, run_id, _log, proc = victim
-                if proc.poll() is not None or _latest_superstep(url, run_id) >= point:
+                if proc.poll() is not None or latest_superstep(url, run_id) >= point:
                     proc.send_signal(signal.SIGKILL)
                     proc.wait(timeout=10)
                     pending.remove(victim)

@@ -1,18 +1,7 @@
 """A group chat of two Python agents, round-robin, until the critic approves."""
 
-from plait_teams import Conversation, GroupChatBuilder, participant
-
-
-async def writer(conversation: Conversation) -> str:
-    """Writes and revises a slogan."""
-    drafts = len(conversation.by("writer"))
-    return ["Tides wait for no one", "Ride the tide, on time"][min(drafts, 1)]
-
-
-def critic(prompt: str) -> str:
-    """Reviews the latest slogan."""
-    return "APPROVED" if "on time" in prompt else "Too gloomy: mention being on time."
-
+from plait_teams import GroupChatBuilder, participant
+from slogan_agents import critic, writer
 
 chat = (
     GroupChatBuilder("slogan")

@@ -29,6 +29,13 @@ def examples(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield EXAMPLES
 
 
+def test_a_group_chat_team_step_runs(examples: Path) -> None:
+    workflow = plait.load(examples / "slogan.yaml", allow_imports=True)
+    (conversation,) = workflow.run_sync("A slogan for a ferry company").outputs
+    assert [m.author for m in conversation] == ["user", "writer", "critic", "writer", "critic"]
+    assert conversation.last is not None and conversation.last.text == "APPROVED"
+
+
 def test_a_handoff_team_step_runs(examples: Path) -> None:
     workflow = plait.load(examples / "support.yaml", allow_imports=True)
     result = workflow.run_sync("I want my money back")

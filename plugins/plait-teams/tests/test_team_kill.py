@@ -1,78 +1,67 @@
-"""kill -9 a group chat at a random turn on SQLite, resume it in a new process: the final
-conversation equals an uninterrupted run's, and no completed turn runs again."""
+"""kill -9 a group chat and a Magentic team at a random turn on SQLite, resume each in a new
+process: the final conversation equals an uninterrupted run's, and no turn checkpointed
+before the kill runs again.
+
+The victim holds in the chosen turn (``team_crashy.py``, :func:`plait_testing.kills.hold`)
+and the test kills it there: the kill lands mid-conversation, at the turn drawn, however
+loaded the machine (the harness is plait-testing's, shared with tests/durable)."""
 
 from __future__ import annotations
 
 import json
 import random
-import signal
-import subprocess
-import sys
-import time
+import uuid
 from collections import Counter
 from pathlib import Path
 
-import anyio
-from plait_durable import open_store
+import pytest
+from plait_testing.kills import finish, kill, latest_superstep, spawn, wait_until
 
 CRASHY = Path(__file__).with_name("team_crashy.py")
+#: the participants' turns of a run (team_crashy.TURNS)
+TURNS = 12
+#: what a run's conversation holds: per kind, the task and the turns, and for a Magentic
+#: team its plan, an instruction a turn and the final answer
+MESSAGES = {"group_chat": 1 + TURNS, "magentic": 2 + 2 * TURNS + 1}
 
 
-def _python(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, str(CRASHY), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def _turns(log: Path) -> Counter[tuple[str, str]]:
+    """How often each turn (what its speaker saw, its speaker) started, from a LOG."""
+    lines = log.read_text().splitlines()
+    return Counter((seen, name) for seen, name in (line.split() for line in lines))
 
 
-def _latest_superstep(url: str, run_id: str) -> int:
-    async def look() -> int:
-        store = open_store(url)
-        try:
-            latest = await store.latest(run_id)
-            return -1 if latest is None else latest.superstep
-        finally:
-            await store.aclose()
-
-    return anyio.run(look)
-
-
-def test_a_group_chat_killed_at_a_random_turn_resumes_to_the_same_conversation(
-    tmp_path: Path,
+@pytest.mark.parametrize("kind", ["group_chat", "magentic"])
+def test_a_team_killed_at_a_random_turn_resumes_to_the_uninterrupted_conversation(
+    kind: str, tmp_path: Path
 ) -> None:
     store = f"sqlite:///{tmp_path / 'runs.db'}"
-    clean = _python("run", store, "clean", str(tmp_path / "clean.log"))
-    clean_out, err = clean.communicate(timeout=120)
-    assert clean.returncode == 0, err
-    expected = json.loads(clean_out)
-    assert len(expected) == 13  # the task and 12 turns
+    clean_log = tmp_path / "clean.log"
+    clean = spawn(CRASHY, kind, "run", store, f"clean-{uuid.uuid4().hex}", str(clean_log))
+    expected = json.loads(finish(clean))
+    assert len(expected) == MESSAGES[kind]
+    order = list(_turns(clean_log))  # the turns, in the order they ran
+    assert len(order) == TURNS and set(_turns(clean_log).values()) == {1}
 
-    # turn n is superstep 2n: kill after a random turn's checkpoint, before the last
-    kill_at = 2 * random.randint(1, 10)
-    log = tmp_path / "crash.log"
-    victim = _python("run", store, "crash", str(log))
-    deadline = time.monotonic() + 60
-    while _latest_superstep(store, "crash") < kill_at:
-        assert victim.poll() is None, victim.communicate()
-        assert time.monotonic() < deadline, "the run never reached the kill point"
-        time.sleep(0.005)
-    victim.send_signal(signal.SIGKILL)
-    victim.wait(timeout=10)
-    assert victim.returncode == -signal.SIGKILL
-    checkpointed = _latest_superstep(store, "crash")
-    assert checkpointed < 2 * 12, f"killed too late (after superstep {checkpointed})"
+    # turn n is superstep 2n (the manager's decisions the odd ones between): held in turn
+    # n, the run's last checkpoint is superstep 2n - 1
+    turn = random.randint(1, TURNS)
+    run_id, log, marker = f"crash-{uuid.uuid4().hex}", tmp_path / "crash.log", tmp_path / "held"
+    hold = {"PLAIT_TEAMS_HOLD_AT": str(turn), "PLAIT_TEAMS_HOLD_MARKER": str(marker)}
+    victim = spawn(CRASHY, kind, "run", store, run_id, str(log), env=hold)
+    wait_until(marker.exists, f"the victim held in turn {turn}", process=victim)
+    wait_until(
+        lambda: latest_superstep(store, run_id) >= 2 * turn - 1,
+        f"the checkpoint before turn {turn}",
+        process=victim,
+    )
+    kill(victim)
+    assert latest_superstep(store, run_id) == 2 * turn - 1
+    assert list(_turns(log)) == order[:turn]
 
-    resumed = _python("resume", store, "crash", str(log))
-    out, err = resumed.communicate(timeout=120)
-    assert resumed.returncode == 0, err
-    assert json.loads(out) == expected, f"killed after superstep {checkpointed}"
-
-    # every turn ran; a turn checkpointed before the kill never ran again (the one in
-    # flight may have run twice: a superstep commits atomically, executors run at least once)
-    turns = Counter(tuple(line.split()) for line in log.read_text().splitlines())
-    assert len(turns) == 12
-    for (length, _speaker), count in turns.items():
-        turn = int(length)  # the conversation a turn sees has `turn` messages
-        assert count <= (1 if 2 * turn <= checkpointed else 2), (turn, count, checkpointed)
+    resumed = spawn(CRASHY, kind, "resume", store, run_id, str(log))
+    assert json.loads(finish(resumed)) == expected, f"killed in turn {turn}"
+    # every turn ran; the checkpointed ones once, the one killed in flight again
+    runs = _turns(log)
+    assert list(runs) == order
+    assert [runs[t] for t in order] == [2 if i == turn - 1 else 1 for i in range(TURNS)]

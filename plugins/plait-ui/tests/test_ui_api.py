@@ -571,3 +571,68 @@ def test_a_team_run_shows_its_conversation_as_a_transcript(tmp_path: Path) -> No
     chain_run = run(chain(2), 0, url)
     with signed_in(url) as client:
         assert 'class="transcript"' not in client.get(f"/runs/{chain_run.run_id}").text
+
+
+def test_a_team_s_human_turn_is_answered_here_and_joins_the_transcript(tmp_path: Path) -> None:
+    from plait_teams import Conversation, GroupChatBuilder, human
+
+    async def writer(conversation: Conversation) -> str:
+        said = [m.text for m in conversation if m.author == "alice"]
+        return f"revised after {said[-1]}" if said else "first draft"
+
+    url = sqlite(tmp_path)
+    team = (
+        GroupChatBuilder(unique("review"))
+        .participants([writer, human("alice", "reviews drafts")])
+        .with_max_rounds(3)
+        .build()
+    )
+    waiting = run(team, "a slogan", url)
+    with signed_in(url, workflow=team) as client:
+        page = client.get(f"/runs/{waiting.run_id}/requests")
+        (request_id,) = re.findall(r'data-request-id="([^"]+)"', page.text)
+        assert "alice" in page.text
+        done = post(client, f"/runs/{waiting.run_id}/requests/{request_id}", {"answer": "shorter"})
+        assert done.status_code == 303
+        after = client.get(f"/runs/{waiting.run_id}")
+        assert 'id="run-status">idle<' in after.text
+        transcript = after.text.split('id="transcript-1"', 1)[1].split("</section>", 1)[0]
+        authors = re.findall(r'<b class="author">([^<]*)</b>', transcript)
+        assert authors == ["user", "writer", "alice", "writer"]
+        assert "revised after shorter" in transcript
+
+
+def test_a_team_step_of_a_workflow_file_shows_its_inner_conversation(tmp_path: Path) -> None:
+    import plait
+    from plait_teams import Conversation, human
+
+    async def writer(conversation: Conversation) -> str:
+        return f"draft {len(conversation)}"
+
+    step = {"id": "review", "type": "team", "mode": "group_chat"}
+    step |= {"participants": ["writer", "alice"]}
+    step["options"] = {"max_rounds": 3, "output": "conversation"}
+    review = json.dumps({"workflow": [step]})  # a steps document (JSON is YAML)
+    people = {"writer": writer, "alice": human("alice", "reviews drafts")}
+    url = sqlite(tmp_path)
+    workflow = plait.load(review, format="steps", executors=people)
+    waiting = run(workflow, "otters", url)
+    with signed_in(url, workflow=workflow) as client:
+        # waiting on alice: the step's state holds the inner run, and its conversation
+        page = client.get(f"/runs/{waiting.run_id}")
+        transcript = page.text.split('id="transcript-1"', 1)[1].split("</section>", 1)[0]
+        assert 'data-executor="review"' in page.text
+        assert "executor_state/manager/conversation</code>)" in page.text  # where it is
+        assert re.findall(r'<b class="author">([^<]*)</b>', transcript) == ["user", "writer"]
+        (request_id,) = re.findall(
+            r'data-request-id="([^"]+)"', client.get(f"/runs/{waiting.run_id}/requests").text
+        )
+        done = post(client, f"/runs/{waiting.run_id}/requests/{request_id}", {"answer": "ok"})
+        assert done.status_code == 303
+        # finished, the step keeps no state: the transcript is the answer's
+        after = client.get(f"/runs/{waiting.run_id}")
+        assert 'id="run-status">idle<' in after.text
+        final = after.text.split('id="transcript-1"', 1)[1].split("</section>", 1)[0]
+        assert 'data-executor="outputs"' in after.text
+        authors = re.findall(r'<b class="author">([^<]*)</b>', final)
+        assert authors == ["user", "writer", "alice", "writer"]

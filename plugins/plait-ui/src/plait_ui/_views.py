@@ -12,7 +12,7 @@ import json
 import re
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -74,32 +74,67 @@ CONVERSATION_TAG = "plait_teams._conversation:Conversation"
 MAX_MESSAGES = 200
 
 
+#: how deep in an executor's state a conversation is looked for (a team nested in a step or
+#: node keeps its inner run's state inside the step's)
+MAX_DEPTH = 32
+
+
 def conversations(view: CheckpointView) -> list[dict[str, Any]]:
     """The team conversations in ``view``'s executor state, as chat transcripts: per
-    executor and state key that holds one, ``{"executor", "key", "messages", "left_out"}``
-    with each message's ``author``, ``role`` and ``text`` (strings; the newest
-    :data:`MAX_MESSAGES`), in executor order."""
+    executor and place in its state that holds one (a key, or a path of keys below it: a
+    team run as one step or node of a workflow file keeps its inner run's state there, a
+    Magentic manager each participant's history), ``{"executor", "key", "messages",
+    "left_out"}`` with each message's ``author``, ``role`` and ``text`` (strings; the newest
+    :data:`MAX_MESSAGES`), in executor order. When no executor's state holds one, the
+    conversations among the run's outputs (``"executor": "outputs"``): a team step that
+    has finished keeps no state, its answer only."""
     found: list[dict[str, Any]] = []
     for executor_id, state in sorted(_dict(view.state.get("executor_state")).items()):
-        for key, value in sorted(_dict(state).items()):
-            if not (isinstance(value, dict) and value.get("__plait__") == CONVERSATION_TAG):
-                continue
-            stored = value.get("v")
-            items = stored if isinstance(stored, list) else []
-            messages = [
-                {name: str(item.get(name, "")) for name in ("author", "role", "text")}
-                for item in items[-MAX_MESSAGES:]
-                if isinstance(item, dict)
-            ]
-            found.append(
-                {
-                    "executor": executor_id,
-                    "key": key,
-                    "messages": messages,
-                    "left_out": max(len(items) - MAX_MESSAGES, 0),
-                }
-            )
+        for path, value in _conversations_in(state, (), MAX_DEPTH):
+            found.append(_transcript(executor_id, path, value))
+    if not found:
+        for path, value in _conversations_in(view.state.get("outputs"), (), MAX_DEPTH):
+            found.append(_transcript("outputs", path, value))
     return found
+
+
+def _conversations_in(
+    value: Any, path: tuple[str, ...], depth: int
+) -> Iterator[tuple[tuple[str, ...], dict[str, Any]]]:
+    """The stored conversations in ``value`` and below it (``depth`` levels at most), each
+    with its path of keys (list items by their index), in key order."""
+    if isinstance(value, dict):
+        if value.get("__plait__") == CONVERSATION_TAG:
+            yield path, value
+            return
+        if "__plait__" in value:  # a tagged value (a dict, a type of the run): what it holds
+            if depth > 0:
+                yield from _conversations_in(value.get("v"), path, depth - 1)
+            return
+        items: list[tuple[str, Any]] = sorted((str(k), v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = [(str(i), v) for i, v in enumerate(value)]
+    else:
+        return
+    if depth > 0:
+        for key, inner in items:
+            yield from _conversations_in(inner, (*path, key), depth - 1)
+
+
+def _transcript(executor_id: str, path: tuple[str, ...], value: dict[str, Any]) -> dict[str, Any]:
+    stored = value.get("v")
+    items = stored if isinstance(stored, list) else []
+    messages = [
+        {name: str(item.get(name, "")) for name in ("author", "role", "text")}
+        for item in items[-MAX_MESSAGES:]
+        if isinstance(item, dict)
+    ]
+    return {
+        "executor": executor_id,
+        "key": "/".join(path),
+        "messages": messages,
+        "left_out": max(len(items) - MAX_MESSAGES, 0),
+    }
 
 
 def node_states(view: CheckpointView, parent: CheckpointView | None) -> dict[str, list[str]]:
