@@ -130,6 +130,7 @@ class BudgetExceededError(PlaitError):
     :param needed: what the refused call needed in it (``None``: not a model call).
     :param executor_id: the executor whose call was refused (``None``: the run's limit).
     :param action: the budget's ``on_exhausted``.
+    :param refused_by: the request a person refused more in (an ``ask`` budget).
     """
 
     #: raised by the budget's answerer of a model call it refuses: the caller lets it
@@ -148,6 +149,7 @@ class BudgetExceededError(PlaitError):
         executor_id: str | None,
         model_id: str | None = None,
         action: str = "fail",
+        refused_by: str | None = None,
     ) -> None:
         self.budget = budget
         self.unit = unit
@@ -157,12 +159,20 @@ class BudgetExceededError(PlaitError):
         self.executor_id = executor_id
         self.model_id = model_id
         self.action = action
+        #: the request a person answered with a refusal (an ``ask`` budget), if one did
+        self.refused_by = refused_by
+        #: for an ``ask`` budget: ``(BudgetRequest, BudgetApproval)``, what the caller asks
+        #: a person before the call may go (plait-llm's agent asks with
+        #: ``ctx.request_info``); ``None`` otherwise
+        self.asks: tuple[Any, Any] | None = None
         who = (
             f"a call of agent {executor_id!r} (model {model_id!r}) needs up to "
             f"{_said(unit, needed)} more"
             if executor_id is not None
             else "the run stopped"
         )
+        if refused_by is not None:
+            who += f"; a person refused to raise it (request {refused_by})"
         super().__init__(
             f"budget {budget!r} is spent in {unit}: {_said(unit, spent)} of "
             f"{_said(unit, limit)} used or reserved, and {who}; raise it to go on (resume the "
@@ -200,6 +210,25 @@ class Account:
         #: ``(unit, Counts attribute, limit)`` of each unit a reservation is checked in
         self.limits: tuple[tuple[str, str, int], ...] = tuple(
             (unit, attribute, limit) for unit, attribute, limit in checks if limit is not None
+        )
+
+    def limits_now(self) -> dict[str, Any]:
+        """JSON-ready: this budget's limits, with what people approved added (``usd`` in
+        dollars)."""
+        said: dict[str, Any] = {
+            unit: float(limit) if isinstance(limit, Decimal) else limit
+            for unit, limit in self.budget.limits().items()
+        }
+        for unit, _attribute, limit in self.limits:
+            said[unit] = limit / 10**12 if unit == "usd" else limit
+        return said
+
+    def raise_by(self, amounts: dict[str, int]) -> None:
+        """Add ``amounts`` (unit -> amount, ``usd`` in picodollars) to this budget's limits
+        (a person approved more); a unit it does not limit stays unlimited."""
+        self.limits = tuple(
+            (unit, attribute, limit + amounts.get(unit, 0))
+            for unit, attribute, limit in self.limits
         )
 
     @property
@@ -313,6 +342,10 @@ class Ledger:
         #: as spent at their reservation
         self.recovered = 0
         self.overshot_before = 0
+        #: what people approved, per budget: unit -> amount added (``usd`` in picodollars)
+        self.raised: dict[str, dict[str, int]] = {}
+        #: the approvals and refusals, in order: (request id, budget, approved, amounts)
+        self.answers: list[tuple[str, str, bool, dict[str, int]]] = []
 
     def account(self, name: str, budget: Budget) -> Account:
         """The account of budget ``name`` (made on first use, with what a resumed run's
@@ -320,6 +353,9 @@ class Ledger:
         found = self.accounts.get(name)
         if found is None:
             found = self.accounts[name] = Account(name, budget)
+            raised = self.raised.get(name)
+            if raised:
+                found.raise_by(raised)
             spent = self.restored.pop(name, None)
             if spent is not None:
                 found.spent.add(spent)
@@ -354,6 +390,8 @@ class Ledger:
             "in_flight": len(self.in_flight) + self.recovered,
             "unreported": self.unreported,
             "overshoots": len(self.overshoots) + self.overshot_before,
+            "raised": {name: dict(amounts) for name, amounts in self.raised.items()},
+            "answers": [[rid, name, ok, dict(amounts)] for rid, name, ok, amounts in self.answers],
         }
 
     def restore(self, data: Any, where: str) -> None:
@@ -374,6 +412,14 @@ class Ledger:
         self.recovered = _count(data.get("in_flight"), f"{where}.in_flight")
         self.unreported = _count(data.get("unreported"), f"{where}.unreported")
         self.overshot_before = _count(data.get("overshoots"), f"{where}.overshoots")
+        self.raised = {
+            name: _read_amounts(amounts, f"{where}.raised[{name!r}]")
+            for name, amounts in _mapping(data.get("raised", {}), f"{where}.raised").items()
+        }
+        self.answers = [
+            _read_answer(answer, f"{where}.answers[{i}]")
+            for i, answer in enumerate(_list(data.get("answers", []), f"{where}.answers"))
+        ]
 
     # -- a model call ---------------------------------------------------------------------
 
@@ -442,8 +488,11 @@ class Ledger:
                     model_id = cheaper
                     short = None
             if short is not None:
-                wanted = getattr(need, "pico" if unit == "usd" else unit)
-                raise BudgetExceededError(
+                if unit == "tokens":
+                    wanted = need.input_tokens + need.output_tokens
+                else:
+                    wanted = getattr(need, "pico" if unit == "usd" else unit)
+                error = BudgetExceededError(
                     budget=account.name,
                     unit=unit,
                     limit=limit,
@@ -453,11 +502,40 @@ class Ledger:
                     model_id=model_id,
                     action=account.budget.on_exhausted,
                 )
+                if account.budget.on_exhausted == "ask" and unit != "tool_calls":
+                    error.asks = _asks(error)
+                raise error
         for account in accounts:
             account.committed.add(need)
         ticket = Ticket(self, accounts, executor_id, model_id, need, price)
         self.in_flight.add(ticket)
         return ticket
+
+    def answer(self, request_id: str, request: Any, approval: Any) -> bool:
+        """A person answered ``request`` (a :class:`~plait_budgets.BudgetRequest`) with
+        ``approval`` (a :class:`~plait_budgets.BudgetApproval`): on an approval, raise the
+        budget that ran out by the approved amounts. Whether it was approved. A request
+        approved before is not approved twice (its answer was delivered again: the
+        superstep that took it did not commit); one refused before may be answered again
+        (a refusal fails the run, and the request stays pending).
+
+        :raises ValueError: an approved amount is not a number >= 0.
+        """
+        from ._ask import amount_of
+
+        if any(rid == request_id and ok for rid, _name, ok, _amounts in self.answers):
+            return True
+        approved = approval.get("approve") is True
+        amounts = amount_of(request, approval) if approved else {}
+        self.answers.append((request_id, request.budget, approved, amounts))
+        if approved:
+            raised = self.raised.setdefault(request.budget, {})
+            for unit, amount in amounts.items():
+                raised[unit] = raised.get(unit, 0) + amount
+            account = self.accounts.get(request.budget)
+            if account is not None:
+                account.raise_by(amounts)
+        return approved
 
     def spend(self, ticket: Ticket, actual: Counts, *, reported: bool) -> None:
         """A call ended with ``actual`` usage: spend it, hold the slack until the barrier."""
@@ -542,10 +620,7 @@ class Ledger:
             "by_executor": {k: v.to_dict() for k, v in sorted(self.by_executor.items())},
             "budgets": {
                 name: {
-                    "limits": {
-                        unit: float(limit) if isinstance(limit, Decimal) else limit
-                        for unit, limit in account.budget.limits().items()
-                    },
+                    "limits": account.limits_now(),
                     "spent": account.spent.to_dict(),
                 }
                 for name, account in self.accounts.items()
@@ -557,6 +632,18 @@ class Ledger:
             ],
             "unreported": self.unreported,
             "degraded": [{"executor": e, "from": a, "to": b} for e, a, b in self.degraded],
+            "approvals": [
+                {
+                    "request_id": rid,
+                    "budget": name,
+                    "approved": ok,
+                    "added": {
+                        unit: amount / 10**12 if unit == "usd" else amount
+                        for unit, amount in amounts.items()
+                    },
+                }
+                for rid, name, ok, amounts in self.answers
+            ],
             "supersteps": self.supersteps,
         }
 
@@ -599,3 +686,57 @@ def _read_map(value: Any, where: str) -> dict[str, Counts]:
             raise PlaitError(f"{where}[{key!r}]: not {len(_FIELDS)} counts: {raw!r:.80}")
         found[str(key)] = Counts(*(_count(n, f"{where}[{key!r}]") for n in raw))
     return found
+
+
+def _asks(error: BudgetExceededError) -> tuple[Any, Any]:
+    """What an ``ask`` budget's refusal asks a person: a request naming the budget, the
+    unit, its limit, what was used and what the call needs (money in dollars)."""
+    from ._ask import BudgetApproval, BudgetRequest
+
+    def said(amount: Any) -> float:
+        return amount / 10**12 if error.unit == "usd" else amount
+
+    request = BudgetRequest(
+        budget=error.budget,
+        unit=error.unit,
+        limit=said(error.limit),
+        spent=said(error.spent),
+        needed=said(error.needed),
+        executor_id=str(error.executor_id),
+        model_id=str(error.model_id),
+    )
+    return request, BudgetApproval
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise PlaitError(f"{where}: not a mapping: {value!r:.80}")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise PlaitError(f"{where}: not a list: {value!r:.80}")
+    return value
+
+
+def _read_amounts(value: Any, where: str) -> dict[str, int]:
+    from ._ask import APPROVABLE
+
+    amounts = _mapping(value, where)
+    for unit in amounts:
+        if unit not in APPROVABLE:
+            raise PlaitError(f"{where}: {unit!r:.40} is not a unit an approval raises")
+    return {str(unit): _count(n, f"{where}[{unit!r}]") for unit, n in amounts.items()}
+
+
+def _read_answer(value: Any, where: str) -> tuple[str, str, bool, dict[str, int]]:
+    if (
+        not isinstance(value, list)
+        or len(value) != 4
+        or not isinstance(value[0], str)
+        or not isinstance(value[1], str)
+        or not isinstance(value[2], bool)
+    ):
+        raise PlaitError(f"{where}: not [request id, budget, approved, amounts]: {value!r:.80}")
+    return value[0], value[1], value[2], _read_amounts(value[3], f"{where}[3]")

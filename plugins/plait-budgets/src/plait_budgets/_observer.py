@@ -14,7 +14,7 @@ from plait import RunOptionError
 from plait.spi import Invocation, RunObserver, add_answerer, outside_calls, remove_answerer
 
 from ._budget import Budget, as_budget
-from ._ledger import Account, Ledger, Ticket, estimate_tokens
+from ._ledger import Account, BudgetExceededError, Ledger, Ticket, estimate_tokens
 from ._options import BudgetOptions
 
 __all__ = ["BudgetObserver", "BudgetOptions", "InvocationBudget", "observe"]
@@ -35,7 +35,7 @@ class InvocationBudget:
     counted at its reservation. Other calls and values pass through.
     """
 
-    __slots__ = ("accounts", "executor_id", "ledger")
+    __slots__ = ("accounts", "executor_id", "ledger", "refused")
 
     #: asked first: a call the budget refuses is never traced nor recorded
     place = "decide"
@@ -44,6 +44,9 @@ class InvocationBudget:
         self.ledger = ledger
         self.accounts = accounts
         self.executor_id = executor_id
+        #: ``(request id, BudgetRequest)`` a person refused more in: the invocation
+        #: answering it fails its model call as ``fail`` would
+        self.refused: tuple[str, Any] | None = None
 
     async def call(
         self,
@@ -55,6 +58,8 @@ class InvocationBudget:
         if kind != "llm.prompt":
             return await invoke(request)
         model_id = str(request.get("model"))
+        if self.refused is not None:
+            raise _refusal(*self.refused)
         ticket = self.ledger.reserve(
             self.accounts,
             self.executor_id,
@@ -107,6 +112,40 @@ def settle(ticket: Ticket, answer: Any) -> None:
         used_in if isinstance(used_in, int) and not isinstance(used_in, bool) else None,
         used_out if isinstance(used_out, int) and not isinstance(used_out, bool) else None,
         tool_calls=len(calls) if isinstance(calls, list) else 0,
+    )
+
+
+def _answer_of(message: Any) -> tuple[str, Any, Any] | None:
+    """``(request id, BudgetRequest, BudgetApproval)`` when ``message`` is a person's
+    answer to an ``ask`` budget's request (delivered as a ``RequestResponse``)."""
+    if type(message).__name__ != "RequestResponse":  # (plait's, checked below)
+        return None
+    from plait import RequestResponse
+
+    from ._ask import BudgetRequest
+
+    if not isinstance(message, RequestResponse) or not isinstance(message.request, BudgetRequest):
+        return None
+    return message.request_id, message.request, message.value
+
+
+def _refusal(request_id: str, request: Any) -> BudgetExceededError:
+    """What a call whose budget a person refused to raise fails with (as ``fail``)."""
+    from ._budget import to_pico
+
+    def amount(n: float) -> Any:
+        return to_pico(n) if request.unit == "usd" else n
+
+    return BudgetExceededError(
+        budget=request.budget,
+        unit=request.unit,
+        limit=amount(request.limit),
+        spent=amount(request.spent),
+        needed=amount(request.needed),
+        executor_id=request.executor_id,
+        model_id=request.model_id,
+        action="fail",
+        refused_by=request_id,
     )
 
 
@@ -168,6 +207,11 @@ class BudgetObserver(RunObserver):
         budget = InvocationBudget(
             self.ledger, self.accounts_of(invocation.executor_id), invocation.executor_id
         )
+        answered = _answer_of(invocation.message)
+        if answered is not None:  # a person answered an ask budget's request
+            request_id, request, approval = answered
+            if not self.ledger.answer(request_id, request, approval):
+                budget.refused = (request_id, request)
         add_answerer(budget)
         return budget, outer
 
