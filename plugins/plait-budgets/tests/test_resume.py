@@ -90,3 +90,33 @@ async def test_a_call_in_flight_at_a_checkpoint_is_counted_at_its_reservation() 
     assert resumed.usage()["by_executor"]["writer"]["tokens"] == 30
     ticket.settle(2, 3)  # the old process's ledger settles; the resumed one is unchanged
     assert account.spent.tokens == 30
+
+
+async def test_spend_summary_reads_a_runs_checkpoint(
+    calls: Calls, priced: None, tmp_path: Path
+) -> None:
+    from plait_budgets import spend_summary
+
+    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    try:
+        # three calls at $0.011 and 6 tokens each, against $1 and 200k tokens
+        await chain("a", "b", "c").run(
+            "go", run_id="summary-1", checkpoint=store, budget="usd=1,tokens=200k"
+        )
+        latest = await store.latest("summary-1")
+        assert spend_summary(latest) == "$0.03/$1.00 · 18/200k tok"
+        assert spend_summary(dict(latest.metadata)) == "$0.03/$1.00 · 18/200k tok"
+        await chain("a").run("go", run_id="summary-2", checkpoint=store, budget="calls=5")
+        assert spend_summary(await store.latest("summary-2")) == "$0.01 · 6 tok · 1/5 calls"
+        await chain("a").run("go", run_id="summary-3", checkpoint=store)
+        assert spend_summary(await store.latest("summary-3")) is None
+    finally:
+        await store.aclose()
+
+
+def test_spend_summary_of_a_bad_ledger_says_so_and_trusts_nothing() -> None:
+    from plait_budgets import spend_summary
+
+    bad = {"observers": {"budgets": {"version": 1, "accounts": {"run": ["1e9"] * 5}}}}
+    assert spend_summary(bad) == "unreadable ledger"
+    assert spend_summary({}) is None and spend_summary(None) is None

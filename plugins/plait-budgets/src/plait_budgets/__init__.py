@@ -39,7 +39,7 @@ if TYPE_CHECKING:
         as_budget as as_budget,
         parse_budget as parse_budget,
     )
-    from ._command import spend_of as spend_of
+    from ._command import spend_of as spend_of, spend_summary as spend_summary
     from ._ledger import (
         Account as Account,
         BudgetExceededError as BudgetExceededError,
