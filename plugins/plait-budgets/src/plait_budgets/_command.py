@@ -39,6 +39,7 @@ def spend_of(metadata: Any) -> dict[str, Any] | None:
         "budget": budget if isinstance(budget, dict) else {},
         "spent": spent,
         "in_flight": ledger.recovered,
+        "lost_calls": {"settled": ledger.lost_settled, "in_flight": ledger.lost_in_flight},
         "seconds": round(ledger.elapsed(), 3),
     }
 
@@ -49,7 +50,8 @@ def spend_summary(checkpoint: Any) -> str | None:
 
     Each unit the run's budget limits is shown as spent/limit (limits raised by an ``ask``
     approval included); money, tokens and calls spent without a limit as the spend alone.
-    A call that was in flight when the run's process died adds ``· 1 lost call``.
+    Calls made by a process that died before their superstep committed add
+    ``· 1 lost call`` (they are in the spend: see :meth:`Ledger.count_lost`).
 
     :param checkpoint: a run's latest checkpoint (a :class:`plait_durable.Checkpoint`, or
         anything with its ``metadata`` mapping), or that metadata itself.
@@ -84,8 +86,9 @@ def spend_summary(checkpoint: Any) -> str | None:
         parts.append(part + (f"/{_compact(limit)}" if limit is not None else "") + " tok")
     if "model_calls" in limits:
         parts.append(f"{spent.model_calls}/{limits['model_calls']} calls")
-    if ledger.recovered:
-        parts.append(f"{ledger.recovered} lost call" + ("s" if ledger.recovered > 1 else ""))
+    lost = ledger.lost_settled + ledger.lost_in_flight
+    if lost:
+        parts.append(f"{lost} lost call" + ("s" if lost > 1 else ""))
     return " · ".join(parts) or "$0.00"
 
 

@@ -262,11 +262,13 @@ class Ticket:
     __slots__ = (
         "accounts",
         "executor_id",
+        "id",
         "ledger",
         "model_id",
         "need",
         "price",
         "state",
+        "used",
     )
 
     def __init__(
@@ -285,6 +287,10 @@ class Ticket:
         self.need = need
         self.price = price
         self.state = "reserved"
+        #: the id its journal events carry (a durable run's store keeps a journal), or None
+        self.id: str | None = None
+        #: what it used, once settled
+        self.used: Counts | None = None
 
     def settle(
         self,
@@ -346,6 +352,22 @@ class Ledger:
         self.raised: dict[str, dict[str, int]] = {}
         #: the approvals and refusals, in order: (request id, budget, approved, amounts)
         self.answers: list[tuple[str, str, bool, dict[str, int]]] = []
+        #: the superstep of the checkpoint this run resumed from (-1: it did not resume),
+        #: and the ids of the calls that checkpoint counts as in flight
+        self.resumed_at = -1
+        self.resumed_in_flight: frozenset[str] = frozenset()
+        #: calls of an earlier process that died before its superstep committed: made, and
+        #: counted from the run's journal (at their use, or at their reservation when they
+        #: were still in flight)
+        self.lost_settled = 0
+        self.lost_in_flight = 0
+        #: the journal of the durable run (:func:`plait_durable.run_journal`), looked up on
+        #: the first model call; set when the lost calls have been counted from it
+        self.journal: Any = None
+        #: the run whose ledger this is (its journal is the one it reads and writes)
+        self.run_id: str | None = None
+        self.journal_known = False
+        self.recovery: Any = None
 
     def account(self, name: str, budget: Budget) -> Account:
         """The account of budget ``name`` (made on first use, with what a resumed run's
@@ -391,6 +413,9 @@ class Ledger:
             "unreported": self.unreported,
             "overshoots": len(self.overshoots) + self.overshot_before,
             "raised": {name: dict(amounts) for name, amounts in self.raised.items()},
+            "superstep": self.supersteps,
+            "in_flight_ids": sorted(t.id for t in self.in_flight if t.id is not None),
+            "lost": [self.lost_settled, self.lost_in_flight],
             "answers": [[rid, name, ok, dict(amounts)] for rid, name, ok, amounts in self.answers],
         }
 
@@ -420,6 +445,16 @@ class Ledger:
             _read_answer(answer, f"{where}.answers[{i}]")
             for i, answer in enumerate(_list(data.get("answers", []), f"{where}.answers"))
         ]
+        self.resumed_at = self.supersteps = _count(data.get("superstep", 0), f"{where}.superstep")
+        ids = _list(data.get("in_flight_ids", []), f"{where}.in_flight_ids")
+        if not all(isinstance(i, str) for i in ids):
+            raise PlaitError(f"{where}.in_flight_ids: not a list of ids: {ids!r:.80}")
+        self.resumed_in_flight = frozenset(ids)
+        lost = _list(data.get("lost", [0, 0]), f"{where}.lost")
+        if len(lost) != 2:
+            raise PlaitError(f"{where}.lost: not [settled, in flight]: {lost!r:.80}")
+        self.lost_settled = _count(lost[0], f"{where}.lost[0]")
+        self.lost_in_flight = _count(lost[1], f"{where}.lost[1]")
 
     # -- a model call ---------------------------------------------------------------------
 
@@ -511,6 +546,51 @@ class Ledger:
         self.in_flight.add(ticket)
         return ticket
 
+    def count_lost(self, events: Iterable[Any]) -> None:
+        """Count the model calls an earlier process made in supersteps that never
+        committed (it died: the superstep runs again), from the run's journal
+        (``call_reserved`` / ``call_settled`` events, written as each call went out and
+        ended): a settled call at what it used, one still in flight at its reservation.
+        Calls the checkpoint resumed from counts already (its superstep or before, or in
+        flight at it) are left alone."""
+        reserved: dict[str, Any] = {}
+        settled: dict[str, list[int]] = {}
+        for event in events:
+            call = event.call or {}
+            call_id = call.get("id")
+            if not isinstance(call_id, str) or event.superstep <= self.resumed_at:
+                continue
+            if call_id in self.resumed_in_flight:
+                continue
+            counts = call.get("counts")
+            if not isinstance(counts, list) or len(counts) != len(_FIELDS):
+                continue
+            if event.kind == "call_reserved":
+                reserved[call_id] = event
+            elif event.kind == "call_settled":
+                settled[call_id] = counts
+        for call_id, event in reserved.items():
+            call = event.call
+            used = settled.get(call_id)
+            counts = Counts(*(max(0, n) for n in (used or call["counts"])))
+            if used is None:
+                self.lost_in_flight += 1
+            else:
+                self.lost_settled += 1
+            names = call.get("accounts")
+            for name in names if isinstance(names, list) else ():
+                account = self.accounts.get(name)
+                if account is not None:
+                    account.spent.add(counts)
+                    account.committed.add(counts)
+                else:
+                    self.restored.setdefault(str(name), Counts()).add(counts)
+            for table, key in (
+                (self.by_model, call.get("model")),
+                (self.by_executor, event.executor),
+            ):
+                table.setdefault(str(key), Counts()).add(counts)
+
     def answer(self, request_id: str, request: Any, approval: Any) -> bool:
         """A person answered ``request`` (a :class:`~plait_budgets.BudgetRequest`) with
         ``approval`` (a :class:`~plait_budgets.BudgetApproval`): on an approval, raise the
@@ -555,6 +635,7 @@ class Ledger:
             account.spent.add(actual)
             if over is not None:
                 account.committed.add(over)
+        ticket.used = actual
         ticket.need = need.beyond(actual)  # the slack, which the barrier releases
         self.settled.append(ticket)
         if not reported:
@@ -627,6 +708,7 @@ class Ledger:
             },
             "in_flight": len(self.in_flight),
             "recovered_in_flight": self.recovered,
+            "lost_calls": {"settled": self.lost_settled, "in_flight": self.lost_in_flight},
             "overshoots": [
                 {"executor": e, "model": m, "beyond": c.to_dict()} for e, m, c in self.overshoots
             ],

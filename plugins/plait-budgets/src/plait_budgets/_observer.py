@@ -14,7 +14,7 @@ from plait import RunOptionError
 from plait.spi import Invocation, RunObserver, add_answerer, outside_calls, remove_answerer
 
 from ._budget import Budget, as_budget
-from ._ledger import Account, BudgetExceededError, Ledger, Ticket, estimate_tokens
+from ._ledger import Account, BudgetExceededError, Ledger, Ticket, _raw, estimate_tokens
 from ._options import BudgetOptions
 
 __all__ = ["BudgetObserver", "BudgetOptions", "InvocationBudget", "observe"]
@@ -35,15 +35,18 @@ class InvocationBudget:
     counted at its reservation. Other calls and values pass through.
     """
 
-    __slots__ = ("accounts", "executor_id", "ledger", "refused")
+    __slots__ = ("accounts", "executor_id", "ledger", "refused", "superstep")
 
     #: asked first: a call the budget refuses is never traced nor recorded
     place = "decide"
 
-    def __init__(self, ledger: Ledger, accounts: tuple[Account, ...], executor_id: str) -> None:
+    def __init__(
+        self, ledger: Ledger, accounts: tuple[Account, ...], executor_id: str, superstep: int = 0
+    ) -> None:
         self.ledger = ledger
         self.accounts = accounts
         self.executor_id = executor_id
+        self.superstep = superstep
         #: ``(request id, BudgetRequest)`` a person refused more in: the invocation
         #: answering it fails its model call as ``fail`` would
         self.refused: tuple[str, Any] | None = None
@@ -60,13 +63,23 @@ class InvocationBudget:
         model_id = str(request.get("model"))
         if self.refused is not None:
             raise _refusal(*self.refused)
-        ticket = self.ledger.reserve(
+        ledger = self.ledger
+        if not ledger.journal_known:
+            await _look_up_journal(ledger)
+        ticket = ledger.reserve(
             self.accounts,
             self.executor_id,
             model_id,
             estimate_tokens(_sent(request)),
             _max_tokens(request),
         )
+        journal = ledger.journal
+        if journal is not None:  # durably, before the call goes out
+            try:
+                await _journal(journal, "call_reserved", ticket, self.superstep, ticket.need)
+            except BaseException as exc:
+                ticket.abandon(exc)
+                raise
         if ticket.model_id != model_id:  # a degrade budget chose a cheaper model
             request = {**request, "model": ticket.model_id}
         try:
@@ -75,11 +88,62 @@ class InvocationBudget:
             ticket.abandon(exc)
             raise
         settle(ticket, answer)
+        if journal is not None:
+            await _journal(journal, "call_settled", ticket, self.superstep, ticket.used)
         return answer
 
     def value(self, kind: str, produce: Callable[[], Any]) -> Any:
         """The time and random numbers cost nothing: passed through."""
         return produce()
+
+
+async def _look_up_journal(ledger: Ledger) -> None:
+    """On a budgeted run's first model call: find the durable run's journal (if its store
+    keeps one) and, once, count from it the calls an earlier process made and lost
+    (:meth:`Ledger.count_lost`); concurrent first calls wait for that."""
+    if ledger.recovery is not None:
+        await ledger.recovery.wait()
+        return
+    import anyio
+
+    ledger.recovery = anyio.Event()
+    try:
+        from plait_durable import run_journal
+
+        journal = run_journal()
+        if journal is not None and ledger.run_id == journal.run_id:
+            if ledger.resumed_at >= 0:
+                ledger.count_lost(await journal.read(_CALL_EVENTS))
+            ledger.journal = journal
+    finally:
+        ledger.journal_known = True
+        ledger.recovery.set()
+
+
+#: the journal events of budgeted model calls
+_CALL_EVENTS = frozenset({"call_reserved", "call_settled"})
+
+
+async def _journal(journal: Any, kind: str, ticket: Ticket, superstep: int, counts: Any) -> None:
+    """Write one of ``ticket``'s journal events (its id made on the first)."""
+    import time
+
+    from plait_durable import JournalEvent
+
+    if ticket.id is None:
+        import uuid
+
+        ticket.id = uuid.uuid4().hex
+    call = {
+        "id": ticket.id,
+        "model": ticket.model_id,
+        "accounts": [account.name for account in ticket.accounts],
+        "counts": _raw(counts),
+    }
+    event = JournalEvent(
+        kind, superstep, time.time(), time.monotonic(), executor=ticket.executor_id, call=call
+    )
+    await journal.append([event])
 
 
 def _sent(request: Mapping[str, Any]) -> str:
@@ -205,7 +269,10 @@ class BudgetObserver(RunObserver):
         if outer is not None:
             remove_answerer(outer)
         budget = InvocationBudget(
-            self.ledger, self.accounts_of(invocation.executor_id), invocation.executor_id
+            self.ledger,
+            self.accounts_of(invocation.executor_id),
+            invocation.executor_id,
+            invocation.superstep,
         )
         answered = _answer_of(invocation.message)
         if answered is not None:  # a person answered an ask budget's request
@@ -295,6 +362,7 @@ def observe(
     from ._prices import price_of
 
     ledger = Ledger(functools.partial(price_of, manager=manager))
+    ledger.run_id = run_id
     if kept is not None:
         ledger.restore(kept, where)
     return BudgetObserver(ledger, budget, (), "run")
