@@ -73,3 +73,40 @@ def test_kill_9_mid_call_then_resume_keeps_the_ledger_exact(tmp_path: Path) -> N
     [row] = json.loads(spend.stdout)
     assert row["spend"]["lost_calls"] == {"settled": 0, "in_flight": 1}
     assert row["spend"]["spent"]["run"]["model_calls"] == 5
+
+
+def test_kill_9_counts_a_call_that_ended_in_the_lost_superstep_at_its_use(tmp_path: Path) -> None:
+    # p and q run in one superstep: p's call ends (its use is in the journal), q's is in
+    # flight when the process dies; the superstep never committed, so both run again
+    import anyio
+    from plait_durable import open_store, read_journal
+
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    log = tmp_path / "calls.log"
+    victim = _python("run", store, "fan-1", str(log))
+
+    async def settled() -> int:
+        opened = open_store(store)
+        try:
+            events = await read_journal(opened, "fan-1") or []
+        finally:
+            await opened.aclose()
+        return sum(1 for e in events if e.kind == "call_settled")
+
+    deadline = time.monotonic() + 60
+    while not (log.exists() and "budget-test q go" in log.read_text() and anyio.run(settled) == 1):
+        assert victim.poll() is None, victim.communicate()
+        assert time.monotonic() < deadline, "p never ended while q was in flight"
+        time.sleep(0.05)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(timeout=10)
+
+    resumed = _python("resume", store, "fan-1", str(log))
+    out, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+    usage = json.loads(out)["usage"]
+    assert usage["lost_calls"] == {"settled": 1, "in_flight": 1}
+    assert {e: u["model_calls"] for e, u in usage["by_executor"].items()} == {"p": 2, "q": 2}
+    # p: twice at its use ($0.012); q: once at its use, once at its reservation ("q go":
+    # 4 bytes + 16 in, 10 out: $0.04)
+    assert usage["budgets"]["run"]["spent"]["usd"] == pytest.approx(3 * 0.012 + 0.04)
