@@ -33,6 +33,11 @@ __all__ = ["Account", "BudgetExceededError", "Counts", "Ledger", "Ticket", "esti
 #: tokens a chat template adds around a prompt, at most, for the worst case
 TEMPLATE_TOKENS = 16
 
+#: the bound of a unit a budget does not limit
+_UNLIMITED = float("inf")
+#: a model whose price was not looked up yet
+_UNKNOWN: Any = object()
+
 
 def estimate_tokens(text: str) -> int:
     """An upper bound of the tokens ``text`` takes: its UTF-8 bytes (a byte-level BPE token
@@ -88,12 +93,18 @@ class Counts:
 
     def beyond(self, other: Counts) -> Counts:
         """What this has more of than ``other``, per unit (never negative)."""
+        # (comparisons, not max(): this runs as every model call settles)
+        input_tokens = self.input_tokens - other.input_tokens
+        output_tokens = self.output_tokens - other.output_tokens
+        model_calls = self.model_calls - other.model_calls
+        tool_calls = self.tool_calls - other.tool_calls
+        pico = self.pico - other.pico
         return Counts(
-            max(0, self.input_tokens - other.input_tokens),
-            max(0, self.output_tokens - other.output_tokens),
-            max(0, self.model_calls - other.model_calls),
-            max(0, self.tool_calls - other.tool_calls),
-            max(0, self.pico - other.pico),
+            input_tokens if input_tokens > 0 else 0,
+            output_tokens if output_tokens > 0 else 0,
+            model_calls if model_calls > 0 else 0,
+            tool_calls if tool_calls > 0 else 0,
+            pico if pico > 0 else 0,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -193,7 +204,7 @@ class Account:
     reservations of calls in flight, and what settled calls reserved beyond their use (held
     until the superstep's barrier). Admission checks the committed counts."""
 
-    __slots__ = ("budget", "committed", "limits", "name", "spent")
+    __slots__ = ("bounds", "budget", "committed", "limits", "name", "spent")
 
     def __init__(self, name: str, budget: Budget) -> None:
         self.name = name
@@ -210,6 +221,38 @@ class Account:
         #: ``(unit, Counts attribute, limit)`` of each unit a reservation is checked in
         self.limits: tuple[tuple[str, str, int], ...] = tuple(
             (unit, attribute, limit) for unit, attribute, limit in checks if limit is not None
+        )
+        self._bound()
+
+    def _bound(self) -> None:
+        """Work out :attr:`bounds` from :attr:`limits`."""
+        given = {attribute: limit for _unit, attribute, limit in self.limits}
+        tools = self.budget.tool_calls
+        #: the limits :meth:`fits` compares with, unlimited ones infinite: tokens, input,
+        #: output, picodollars, model calls, tool calls
+        self.bounds: tuple[float, ...] = (
+            given.get("tokens", _UNLIMITED),
+            given.get("input_tokens", _UNLIMITED),
+            given.get("output_tokens", _UNLIMITED),
+            given.get("pico", _UNLIMITED),
+            given.get("model_calls", _UNLIMITED),
+            _UNLIMITED if tools is None else tools,
+        )
+
+    def fits(self, need: Counts) -> bool:
+        """Whether ``need`` fits in every unit (what :meth:`short` says, in one
+        expression: asked of every budget around every model call)."""
+        committed = self.committed
+        tokens, input_tokens, output_tokens, pico, model_calls, tools = self.bounds
+        used_in = committed.input_tokens + need.input_tokens
+        used_out = committed.output_tokens + need.output_tokens
+        return (
+            used_in + used_out <= tokens
+            and used_in <= input_tokens
+            and used_out <= output_tokens
+            and committed.pico + need.pico <= pico
+            and committed.model_calls + need.model_calls <= model_calls
+            and self.spent.tool_calls < tools
         )
 
     def limits_now(self) -> dict[str, Any]:
@@ -230,6 +273,7 @@ class Account:
             (unit, attribute, limit + amounts.get(unit, 0))
             for unit, attribute, limit in self.limits
         )
+        self._bound()
 
     @property
     def priced(self) -> bool:
@@ -325,6 +369,8 @@ class Ledger:
 
     def __init__(self, prices: Any) -> None:
         self.prices = prices
+        #: the prices looked up so far, by model id (a run's prices do not change)
+        self.priced: dict[str, Any] = {}
         #: every account by name
         self.accounts: dict[str, Account] = {}
         #: calls admitted and not yet settled
@@ -473,7 +519,9 @@ class Ledger:
         :raises PlaitError: the call sets no ``max_tokens`` and the model's price gives no
             ``max_output_tokens``, while a budget limits tokens or money.
         """
-        price = self.prices(model_id)
+        price = self.priced.get(model_id, _UNKNOWN)
+        if price is _UNKNOWN:
+            price = self.priced[model_id] = self.prices(model_id)
         if price is None and any(account.priced for account in accounts):
             raise UnpricedModelError(model_id, executor_id)
         if max_tokens is None and price is not None:
@@ -512,7 +560,11 @@ class Ledger:
             makes room).
         """
         need, price = self.need(accounts, executor_id, model_id, prompt_tokens, max_tokens)
-        short = _short(accounts, need)
+        short = None
+        for account in accounts:
+            if not account.fits(need):  # which unit, in the order the limits are checked
+                short = _short(accounts, need)
+                break
         if short is not None:
             account, (unit, limit, used) = short
             cheaper = account.budget.degrade.get(executor_id)
@@ -540,8 +592,16 @@ class Ledger:
                 if account.budget.on_exhausted == "ask" and unit != "tool_calls":
                     error.asks = _asks(error)
                 raise error
+        # Counts.add, written out: this runs for every budget around every model call (a
+        # reservation holds no tool calls: they are counted as the model reports them)
+        need_in, need_out, need_pico = need.input_tokens, need.output_tokens, need.pico
+        need_calls = need.model_calls
         for account in accounts:
-            account.committed.add(need)
+            committed = account.committed
+            committed.input_tokens += need_in
+            committed.output_tokens += need_out
+            committed.model_calls += need_calls
+            committed.pico += need_pico
         ticket = Ticket(self, accounts, executor_id, model_id, need, price)
         self.in_flight.add(ticket)
         return ticket
@@ -631,8 +691,16 @@ class Ledger:
             over = actual.beyond(need)
             over.tool_calls = 0  # tool calls are never reserved: counting them is no overshoot
             self.overshoots.append((ticket.executor_id, ticket.model_id, over))
+        # Counts.add, written out: this runs for every budget around every model call
+        used_in, used_out, used_pico = actual.input_tokens, actual.output_tokens, actual.pico
+        used_calls, used_tools = actual.model_calls, actual.tool_calls
         for account in ticket.accounts:
-            account.spent.add(actual)
+            spent = account.spent
+            spent.input_tokens += used_in
+            spent.output_tokens += used_out
+            spent.model_calls += used_calls
+            spent.tool_calls += used_tools
+            spent.pico += used_pico
             if over is not None:
                 account.committed.add(over)
         ticket.used = actual

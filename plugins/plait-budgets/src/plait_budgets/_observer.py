@@ -149,7 +149,10 @@ async def _journal(journal: Any, kind: str, ticket: Ticket, superstep: int, coun
 def _sent(request: Mapping[str, Any]) -> str:
     """Every text a model call sends: the system prompt, the conversation so far, the
     prompt."""
-    sent = [str(request.get("system") or "")]
+    system, conversation = request.get("system"), request.get("conversation")
+    if not system and not conversation:  # a prompt alone
+        return str(request.get("prompt") or "")
+    sent = [str(system or "")]
     for turn in request.get("conversation") or ():
         if isinstance(turn, Mapping):
             sent.append(str(turn.get("prompt") or ""))
@@ -160,23 +163,35 @@ def _sent(request: Mapping[str, Any]) -> str:
 
 def _max_tokens(request: Mapping[str, Any]) -> int | None:
     """The call's output limit, from its options (``None``: the model's own)."""
-    options = request.get("options") or {}
-    limit = next((options[name] for name in _MAX_TOKENS if options.get(name) is not None), None)
-    return None if limit is None else int(limit)
+    options = request.get("options")
+    if options:
+        for name in _MAX_TOKENS:
+            limit = options.get(name)
+            if limit is not None:
+                return int(limit)
+    return None
 
 
 def settle(ticket: Ticket, answer: Any) -> None:
     """Replace the reservation by what the answer says the call used (a count it does not
     give is counted at its reservation)."""
-    usage = answer.get("usage") if isinstance(answer, Mapping) else None
-    usage = usage if isinstance(usage, Mapping) else {}
-    calls = answer.get("tool_calls") if isinstance(answer, Mapping) else None
+    # (a dict, as plait-llm answers, is checked without the Mapping ABC's isinstance)
+    answered = type(answer) is dict or isinstance(answer, Mapping)
+    usage = answer.get("usage") if answered else None
+    if type(usage) is not dict and not isinstance(usage, Mapping):
+        usage = {}
+    calls = answer.get("tool_calls") if answered else None
     used_in, used_out = usage.get("input"), usage.get("output")
     ticket.settle(
-        used_in if isinstance(used_in, int) and not isinstance(used_in, bool) else None,
-        used_out if isinstance(used_out, int) and not isinstance(used_out, bool) else None,
-        tool_calls=len(calls) if isinstance(calls, list) else 0,
+        used_in if type(used_in) is int or _count(used_in) else None,
+        used_out if type(used_out) is int or _count(used_out) else None,
+        tool_calls=len(calls) if type(calls) is list else 0,
     )
+
+
+def _count(value: Any) -> bool:
+    """Whether ``value`` is an int (a subclass of it, not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _answer_of(message: Any) -> tuple[str, Any, Any] | None:
