@@ -108,7 +108,11 @@ class BudgetRequest:
 
     def describe(self) -> str:
         """One line for a person: which budget, what is left, what the call needs."""
-        said = (lambda n: f"${n:.6f}") if self.unit == "usd" else (lambda n: f"{n:g}")
+        usd = self.unit == "usd"
+
+        def said(amount: float) -> str:
+            return f"${amount:.6f}" if usd else f"{amount:g}"
+
         return (
             f"budget {self.budget!r} has {said(self.spent)} of {said(self.limit)} "
             f"{self.unit} used or reserved; agent {self.executor_id!r} (model "

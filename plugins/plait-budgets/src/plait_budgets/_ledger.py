@@ -843,7 +843,7 @@ def _asks(error: BudgetExceededError) -> tuple[Any, Any]:
     unit, its limit, what was used and what the call needs (money in dollars)."""
     from ._ask import BudgetApproval, BudgetRequest
 
-    def said(amount: Any) -> float:
+    def said(amount: Any) -> Any:  # money in dollars, counts as they are
         return amount / 10**12 if error.unit == "usd" else amount
 
     request = BudgetRequest(
