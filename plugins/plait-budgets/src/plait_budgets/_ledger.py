@@ -340,7 +340,6 @@ class Ticket:
         self,
         input_tokens: int | None,
         output_tokens: int | None,
-        *,
         tool_calls: int = 0,
     ) -> None:
         """Replace the reservation by the call's actual usage (a unit the model did not
@@ -708,14 +707,18 @@ class Ledger:
         self.settled.append(ticket)
         if not reported:
             self.unreported += 1
-        by_model = self.by_model.get(ticket.model_id)
-        if by_model is None:
-            by_model = self.by_model[ticket.model_id] = Counts()
-        by_model.add(actual)
-        by_executor = self.by_executor.get(ticket.executor_id)
-        if by_executor is None:
-            by_executor = self.by_executor[ticket.executor_id] = Counts()
-        by_executor.add(actual)
+        for table, key in (
+            (self.by_model, ticket.model_id),
+            (self.by_executor, ticket.executor_id),
+        ):
+            total = table.get(key)
+            if total is None:
+                total = table[key] = Counts()
+            total.input_tokens += used_in
+            total.output_tokens += used_out
+            total.model_calls += used_calls
+            total.tool_calls += used_tools
+            total.pico += used_pico
 
     def barrier(self) -> None:
         """A superstep ended: release what settled calls reserved beyond their use."""

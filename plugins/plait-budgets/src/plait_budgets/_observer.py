@@ -185,7 +185,7 @@ def settle(ticket: Ticket, answer: Any) -> None:
     ticket.settle(
         used_in if type(used_in) is int or _count(used_in) else None,
         used_out if type(used_out) is int or _count(used_out) else None,
-        tool_calls=len(calls) if type(calls) is list else 0,
+        len(calls) if type(calls) is list else 0,
     )
 
 
