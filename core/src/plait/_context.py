@@ -134,7 +134,9 @@ class ContextSnapshot:
 class RequestResponse:
     """An answer to ``ctx.request_info``, for executors that want to know which request
     it answers: an executor with a handler for ``RequestResponse`` gets this record;
-    any other gets the bare value at its handler for the response type.
+    any other gets the bare value at its handler for the response type, unless the
+    request's class sets ``respond_with_request = True`` (a plugin's request made in an
+    executor's name, such as a budget's: the executor gets this record).
     """
 
     request_id: str

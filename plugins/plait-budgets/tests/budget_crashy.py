@@ -1,7 +1,8 @@
-"""A budgeted chain of four agents on a durable store, for the kill -9 test.
+"""A budgeted chain of four agents on a durable store, for the kill -9 test (a fan-out of
+two, ``p`` and ``q``, when RUN_ID starts with ``fan``).
 
 ``python budget_crashy.py run STORE RUN_ID LOG`` runs it with a budget; agent ``c``'s
-model blocks (the test kills the process while that call is in flight).
+(``q``'s) model blocks (the test kills the process while that call is in flight).
 ``python budget_crashy.py resume STORE RUN_ID LOG`` resumes it with a raised budget and
 prints the run's usage as JSON. Every model call appends ``<model> <prompt>`` to LOG as
 it starts.
@@ -39,7 +40,7 @@ class Logged(MeteredModel):
         calls: Any = self.calls
         with calls.log.open("a") as out:
             out.write(f"{self.model_id} {prompt.prompt}\n")
-        if calls.block and prompt.prompt.startswith("c "):
+        if calls.block and prompt.prompt.startswith(("c ", "q ")):
             time.sleep(120)  # in flight until the test kills the process
         yield from super().execute(prompt, stream, response, conversation)
 
@@ -48,6 +49,39 @@ class LoggedModels(FakeModels):
     @llm.hookimpl
     def register_models(self, register: Any) -> None:
         register(Logged("budget-test", self.calls))
+
+
+def fan() -> plait.Workflow:
+    """``start`` fans out to agents ``p`` and ``q`` (one superstep), then a collector."""
+    kind = AgentKind()
+    p, q = (
+        kind.create(
+            {
+                "model": "budget-test",
+                "instruction": f"{i} {{{{ input }}}}",
+                "options": {"max_tokens": 10},
+            },
+            BuildContext(node_id=i),
+        )
+        for i in "pq"
+    )
+
+    @executor(id="start")
+    async def start(value: str, ctx: WorkflowContext[str, Never]) -> None:
+        await ctx.send_message(value)
+
+    @executor(id="collect")
+    async def collect(value: Any, ctx: WorkflowContext[Never, Any]) -> None:
+        await ctx.yield_output(value)
+
+    return (
+        WorkflowBuilder("budgeted-fan")
+        .set_start(start)
+        .add_fan_out(start, [p, q])
+        .add_edge(p, collect)
+        .add_edge(q, collect)
+        .build()
+    )
 
 
 def workflow() -> plait.Workflow:
@@ -80,13 +114,14 @@ async def main(mode: str, url: str, run_id: str, log: Path) -> None:
     llm.plugins.pm.register(LoggedModels(LoggedCalls(log, block=mode == "run")))
     plait.get_plugin_manager().register(ModelPrices(), "budget-test-prices")
     store = open_store(url)
+    made = fan if run_id.startswith("fan") else workflow
     try:
         if mode == "run":
-            await workflow().run(
+            await made().run(
                 "go", run_id=run_id, checkpoint=store, budget=Budget(usd=Decimal("0.2"))
             )
         else:
-            result = await workflow().resume(run_id, store, budget=Budget(usd=Decimal("1")))
+            result = await made().resume(run_id, store, budget=Budget(usd=Decimal("1")))
             print(json.dumps({"outputs": result.outputs, "usage": result.usage}))
     finally:
         await store.aclose()

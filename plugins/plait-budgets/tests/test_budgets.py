@@ -72,7 +72,7 @@ def test_budget_text_gives_every_unit() -> None:
         ("tokens=1.5", "tokens='1.5' is not a whole number"),
         ("tokens=lots", "tokens='lots' is not a number"),
         ("usd=2,usd=3", "usd is given twice"),
-        ("calls=2,on=explode", "on_exhausted must be one of fail, route, degrade"),
+        ("calls=2,on=explode", "on_exhausted must be one of fail, route, degrade, ask"),
     ],
 )
 def test_bad_budget_text_names_the_item(text: str, said: str) -> None:

@@ -90,3 +90,77 @@ async def test_a_call_in_flight_at_a_checkpoint_is_counted_at_its_reservation() 
     assert resumed.usage()["by_executor"]["writer"]["tokens"] == 30
     ticket.settle(2, 3)  # the old process's ledger settles; the resumed one is unchanged
     assert account.spent.tokens == 30
+
+
+async def test_spend_summary_reads_a_runs_checkpoint(
+    calls: Calls, priced: None, tmp_path: Path
+) -> None:
+    from plait_budgets import spend_summary
+
+    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    try:
+        # three calls at $0.011 and 6 tokens each, against $1 and 200k tokens
+        await chain("a", "b", "c").run(
+            "go", run_id="summary-1", checkpoint=store, budget="usd=1,tokens=200k"
+        )
+        latest = await store.latest("summary-1")
+        assert spend_summary(latest) == "$0.03/$1.00 · 18/200k tok"
+        assert spend_summary(dict(latest.metadata)) == "$0.03/$1.00 · 18/200k tok"
+        await chain("a").run("go", run_id="summary-2", checkpoint=store, budget="calls=5")
+        assert spend_summary(await store.latest("summary-2")) == "$0.01 · 6 tok · 1/5 calls"
+        await chain("a").run("go", run_id="summary-3", checkpoint=store)
+        assert spend_summary(await store.latest("summary-3")) is None
+    finally:
+        await store.aclose()
+
+
+def test_spend_summary_of_a_bad_ledger_says_so_and_trusts_nothing() -> None:
+    from plait_budgets import spend_summary
+
+    bad = {"observers": {"budgets": {"version": 1, "accounts": {"run": ["1e9"] * 5}}}}
+    assert spend_summary(bad) == "unreadable ledger"
+    assert spend_summary({}) is None and spend_summary(None) is None
+
+
+def test_lost_calls_are_counted_from_the_journal_past_the_checkpoint_only() -> None:
+    from plait_budgets import Ledger
+    from plait_durable import JournalEvent
+
+    def event(kind: str, superstep: int, call_id: str, counts: list[int]) -> JournalEvent:
+        call = {"id": call_id, "model": "m", "accounts": ["run"], "counts": counts}
+        return JournalEvent(kind, superstep, 0.0, 0.0, executor="w", call=call)
+
+    ledger = Ledger(lambda model: None)
+    first = ledger.account("run", Budget(tokens=1_000))
+    ledger.supersteps = 2
+    in_flight = ledger.reserve((first,), "w", "m", 10, 10)
+    in_flight.id = "kept"
+    resumed = Ledger(lambda model: None)
+    resumed.restore(ledger.snapshot(), "run r")  # checkpoint of superstep 2, "kept" in flight
+    resumed.count_lost(
+        [
+            event("call_reserved", 2, "old", [10, 10, 1, 0, 0]),  # committed: counted
+            event("call_reserved", 3, "kept", [10, 10, 1, 0, 0]),  # counted at the checkpoint
+            event("call_reserved", 3, "done", [10, 10, 1, 0, 0]),
+            event("call_settled", 3, "done", [3, 4, 1, 0, 0]),
+            event("call_reserved", 3, "cut", [7, 10, 1, 0, 0]),
+        ]
+    )
+    assert (resumed.lost_settled, resumed.lost_in_flight) == (1, 1)
+    account = resumed.account("run", Budget(tokens=1_000))
+    # the one in flight at the checkpoint (20), "done" at its use (7), "cut" at its
+    # reservation (17)
+    assert account.spent.tokens == 20 + 7 + 17 and account.spent.model_calls == 3
+    assert resumed.usage()["lost_calls"] == {"settled": 1, "in_flight": 1}
+    kept = resumed.snapshot()
+    assert kept["lost"] == [1, 1]
+
+
+def test_a_call_record_read_from_a_journal_is_checked() -> None:
+    from plait_durable import CorruptCheckpointError, JournalEvent
+
+    good = '{"kind":"call_reserved","superstep":3,"wall":1.0,"mono":1.0,"call":{"id":"x"}}'
+    assert JournalEvent.from_json(good, seq=1, where="run r").call == {"id": "x"}
+    bad = '{"kind":"call_reserved","superstep":3,"wall":1.0,"mono":1.0,"call":{"id":{"a":1}}}'
+    with pytest.raises(CorruptCheckpointError, match="call is not a JSON object"):
+        JournalEvent.from_json(bad, seq=2, where="run r")

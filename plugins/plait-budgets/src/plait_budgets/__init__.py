@@ -9,6 +9,8 @@
   seam (this distribution's run observer adds an answerer of kind ``llm.prompt`` calls to
   each invocation: :func:`plait.spi.add_answerer`); a call that does not fit does not start
   (:class:`BudgetExceededError`).
+- ``on_exhausted="ask"``: a person approves more (:class:`BudgetRequest`, answered with a
+  :class:`BudgetApproval`) while the run waits.
 - :class:`Price`: what a model costs; the ``plait_register_prices`` hook, and a dated
   default table (``prices.json``, read on a money budget's first unregistered model) for
   the models no plugin prices.
@@ -26,6 +28,10 @@ from plait.spi import Register, lazy_exports
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from ._ask import (
+        BudgetApproval as BudgetApproval,
+        BudgetRequest as BudgetRequest,
+    )
     from ._budget import (
         ACTIONS as ACTIONS,
         UNITS as UNITS,
@@ -33,7 +39,7 @@ if TYPE_CHECKING:
         as_budget as as_budget,
         parse_budget as parse_budget,
     )
-    from ._command import spend_of as spend_of
+    from ._command import spend_of as spend_of, spend_summary as spend_summary
     from ._ledger import (
         Account as Account,
         BudgetExceededError as BudgetExceededError,
@@ -78,6 +84,18 @@ def plait_observe_run(
     from ._observer import observe
 
     return observe(run_id, workflow, options, plait.get_plugin_manager(), resumed)
+
+
+@plait.hookimpl
+def plait_register_type_hooks(register: Register) -> None:
+    """Declare the ``ask`` action's request (:class:`BudgetRequest`, and its answer's type
+    :class:`BudgetApproval` with it) to checkpoints, so a run waiting on a person resumes
+    in another process. Registered lazily: imported when a checkpoint's types are first
+    needed."""
+    from plait.spi import lazy
+
+    hooks = lazy("plait_budgets._ask:REQUEST_HOOKS", provides=("type", "structure", "unstructure"))
+    register("budgets.request", hooks)
 
 
 @plait.hookimpl

@@ -19,7 +19,7 @@ from plait import RunOptionError
 __all__ = ["ACTIONS", "UNITS", "Budget", "as_budget", "parse_budget", "to_pico"]
 
 #: What to do when a budget runs out (see :class:`Budget`).
-ACTIONS = ("fail", "route", "degrade")
+ACTIONS = ("fail", "route", "degrade", "ask")
 
 #: The units a budget limits, as :class:`Budget`'s fields are named.
 UNITS = (
@@ -134,7 +134,9 @@ class Budget:
     :param on_exhausted: ``"fail"`` (the default: :class:`BudgetExceededError`, the run
         resumable with a raised budget), ``"route"`` (the same error, for the executor's
         error edge to take) or ``"degrade"`` (an agent named in ``degrade`` calls its
-        cheaper model instead, when that fits).
+        cheaper model instead, when that fits) or ``"ask"`` (a person is asked to approve
+        more: the agent's ``ctx.request_info``, the run waits; see
+        :class:`~plait_budgets.BudgetRequest`).
     :param degrade: executor id of an agent -> a cheaper model id, for ``"degrade"``.
     :param scopes: executor id (``"writer"``) or fragment prefix (``"research/"``) -> the
         budget of that node or fragment, inside this one (a fragment's may hold its nodes').
@@ -230,7 +232,7 @@ def parse_budget(text: str, *, where: str = "--budget") -> Budget:
 
     Units are :data:`UNITS` or their short names (``input``, ``output``, ``calls``,
     ``tools``, ``time``); ``k``/``M`` scale a count, ``s``/``m``/``h`` a time;
-    ``on=fail|route|degrade`` sets the action.
+    ``on=fail|route|degrade|ask`` sets the action.
 
     :raises RunOptionError: naming the item that is wrong and what is accepted.
     """

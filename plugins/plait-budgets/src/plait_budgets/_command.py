@@ -5,12 +5,13 @@ the ledger its latest checkpoint keeps (imported when the command line is built:
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
 import click
 
-__all__ = ["spend_command", "spend_of"]
+__all__ = ["spend_command", "spend_of", "spend_summary"]
 
 #: Where the command looks unless ``--checkpoint`` says otherwise (where ``plait run``
 #: keeps runs).
@@ -38,8 +39,73 @@ def spend_of(metadata: Any) -> dict[str, Any] | None:
         "budget": budget if isinstance(budget, dict) else {},
         "spent": spent,
         "in_flight": ledger.recovered,
+        "lost_calls": {"settled": ledger.lost_settled, "in_flight": ledger.lost_in_flight},
         "seconds": round(ledger.elapsed(), 3),
     }
+
+
+def spend_summary(checkpoint: Any) -> str | None:
+    """A run's spend against its budget in a few characters, for a column of a run list
+    (``plait runs``, ``plait ui``): ``"$0.12/$2.00 · 1.2k/200k tok · 3/50 calls"``.
+
+    Each unit the run's budget limits is shown as spent/limit (limits raised by an ``ask``
+    approval included); money, tokens and calls spent without a limit as the spend alone.
+    Calls made by a process that died before their superstep committed add
+    ``· 1 lost call`` (they are in the spend: see :meth:`Ledger.count_lost`).
+
+    :param checkpoint: a run's latest checkpoint (a :class:`plait_durable.Checkpoint`, or
+        anything with its ``metadata`` mapping), or that metadata itself.
+    :return: the summary, ``None`` when the run has no budget ledger, or
+        ``"unreadable ledger"`` when the one it keeps is not one (read from a store: only
+        numbers are taken from it).
+    """
+    metadata = getattr(checkpoint, "metadata", checkpoint)
+    observers = metadata.get("observers") if isinstance(metadata, Mapping) else None
+    kept = observers.get("budgets") if isinstance(observers, Mapping) else None
+    if kept is None:
+        return None
+    from ._budget import as_budget
+    from ._ledger import Ledger
+
+    ledger = Ledger(lambda model_id: None)
+    try:
+        ledger.restore(kept, "the checkpoint's budget ledger")
+        budget = as_budget(kept.get("budget") or {}, where="the checkpoint's budget")
+    except Exception:  # a bad ledger is reported, never trusted
+        return "unreadable ledger"
+    account = ledger.account("run", budget)
+    limits = dict(account.limits_now())
+    spent = account.spent
+    parts = []
+    if "usd" in limits or spent.pico:
+        part = _dollars(spent.pico / 10**12)
+        parts.append(part + (f"/{_dollars(limits['usd'])}" if "usd" in limits else ""))
+    if "tokens" in limits or spent.tokens:
+        part = _compact(spent.tokens)
+        limit = limits.get("tokens")
+        parts.append(part + (f"/{_compact(limit)}" if limit is not None else "") + " tok")
+    if "model_calls" in limits:
+        parts.append(f"{spent.model_calls}/{limits['model_calls']} calls")
+    lost = ledger.lost_settled + ledger.lost_in_flight
+    if lost:
+        parts.append(f"{lost} lost call" + ("s" if lost > 1 else ""))
+    return " · ".join(parts) or "$0.00"
+
+
+def _dollars(amount: float) -> str:
+    """``$0.12``; below a cent, enough digits to see it (``$0.0016``)."""
+    if amount == 0 or amount >= 0.01:
+        return f"${amount:,.2f}"
+    return f"${amount:.2g}" if amount >= 1e-6 else "<$0.000001"
+
+
+def _compact(count: float) -> str:
+    """``950``, ``1.2k``, ``200k``, ``3.4M``."""
+    for scale, suffix in ((10**9, "G"), (10**6, "M"), (10**3, "k")):
+        if count >= scale:
+            text = f"{count / scale:.1f}".removesuffix(".0")
+            return text + suffix
+    return f"{count:g}"
 
 
 async def _spend(url: str, run_ids: tuple[str, ...], limit: int | None) -> list[dict[str, Any]]:

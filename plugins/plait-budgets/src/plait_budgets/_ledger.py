@@ -33,6 +33,11 @@ __all__ = ["Account", "BudgetExceededError", "Counts", "Ledger", "Ticket", "esti
 #: tokens a chat template adds around a prompt, at most, for the worst case
 TEMPLATE_TOKENS = 16
 
+#: the bound of a unit a budget does not limit
+_UNLIMITED = float("inf")
+#: a model whose price was not looked up yet
+_UNKNOWN: Any = object()
+
 
 def estimate_tokens(text: str) -> int:
     """An upper bound of the tokens ``text`` takes: its UTF-8 bytes (a byte-level BPE token
@@ -88,12 +93,18 @@ class Counts:
 
     def beyond(self, other: Counts) -> Counts:
         """What this has more of than ``other``, per unit (never negative)."""
+        # (comparisons, not max(): this runs as every model call settles)
+        input_tokens = self.input_tokens - other.input_tokens
+        output_tokens = self.output_tokens - other.output_tokens
+        model_calls = self.model_calls - other.model_calls
+        tool_calls = self.tool_calls - other.tool_calls
+        pico = self.pico - other.pico
         return Counts(
-            max(0, self.input_tokens - other.input_tokens),
-            max(0, self.output_tokens - other.output_tokens),
-            max(0, self.model_calls - other.model_calls),
-            max(0, self.tool_calls - other.tool_calls),
-            max(0, self.pico - other.pico),
+            input_tokens if input_tokens > 0 else 0,
+            output_tokens if output_tokens > 0 else 0,
+            model_calls if model_calls > 0 else 0,
+            tool_calls if tool_calls > 0 else 0,
+            pico if pico > 0 else 0,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -130,6 +141,7 @@ class BudgetExceededError(PlaitError):
     :param needed: what the refused call needed in it (``None``: not a model call).
     :param executor_id: the executor whose call was refused (``None``: the run's limit).
     :param action: the budget's ``on_exhausted``.
+    :param refused_by: the request a person refused more in (an ``ask`` budget).
     """
 
     #: raised by the budget's answerer of a model call it refuses: the caller lets it
@@ -148,6 +160,7 @@ class BudgetExceededError(PlaitError):
         executor_id: str | None,
         model_id: str | None = None,
         action: str = "fail",
+        refused_by: str | None = None,
     ) -> None:
         self.budget = budget
         self.unit = unit
@@ -157,12 +170,20 @@ class BudgetExceededError(PlaitError):
         self.executor_id = executor_id
         self.model_id = model_id
         self.action = action
+        #: the request a person answered with a refusal (an ``ask`` budget), if one did
+        self.refused_by = refused_by
+        #: for an ``ask`` budget: ``(BudgetRequest, BudgetApproval)``, what the caller asks
+        #: a person before the call may go (plait-llm's agent asks with
+        #: ``ctx.request_info``); ``None`` otherwise
+        self.asks: tuple[Any, Any] | None = None
         who = (
             f"a call of agent {executor_id!r} (model {model_id!r}) needs up to "
             f"{_said(unit, needed)} more"
             if executor_id is not None
             else "the run stopped"
         )
+        if refused_by is not None:
+            who += f"; a person refused to raise it (request {refused_by})"
         super().__init__(
             f"budget {budget!r} is spent in {unit}: {_said(unit, spent)} of "
             f"{_said(unit, limit)} used or reserved, and {who}; raise it to go on (resume the "
@@ -183,7 +204,7 @@ class Account:
     reservations of calls in flight, and what settled calls reserved beyond their use (held
     until the superstep's barrier). Admission checks the committed counts."""
 
-    __slots__ = ("budget", "committed", "limits", "name", "spent")
+    __slots__ = ("bounds", "budget", "committed", "limits", "name", "spent")
 
     def __init__(self, name: str, budget: Budget) -> None:
         self.name = name
@@ -201,6 +222,58 @@ class Account:
         self.limits: tuple[tuple[str, str, int], ...] = tuple(
             (unit, attribute, limit) for unit, attribute, limit in checks if limit is not None
         )
+        self._bound()
+
+    def _bound(self) -> None:
+        """Work out :attr:`bounds` from :attr:`limits`."""
+        given = {attribute: limit for _unit, attribute, limit in self.limits}
+        tools = self.budget.tool_calls
+        #: the limits :meth:`fits` compares with, unlimited ones infinite: tokens, input,
+        #: output, picodollars, model calls, tool calls
+        self.bounds: tuple[float, ...] = (
+            given.get("tokens", _UNLIMITED),
+            given.get("input_tokens", _UNLIMITED),
+            given.get("output_tokens", _UNLIMITED),
+            given.get("pico", _UNLIMITED),
+            given.get("model_calls", _UNLIMITED),
+            _UNLIMITED if tools is None else tools,
+        )
+
+    def fits(self, need: Counts) -> bool:
+        """Whether ``need`` fits in every unit (what :meth:`short` says, in one
+        expression: asked of every budget around every model call)."""
+        committed = self.committed
+        tokens, input_tokens, output_tokens, pico, model_calls, tools = self.bounds
+        used_in = committed.input_tokens + need.input_tokens
+        used_out = committed.output_tokens + need.output_tokens
+        return (
+            used_in + used_out <= tokens
+            and used_in <= input_tokens
+            and used_out <= output_tokens
+            and committed.pico + need.pico <= pico
+            and committed.model_calls + need.model_calls <= model_calls
+            and self.spent.tool_calls < tools
+        )
+
+    def limits_now(self) -> dict[str, Any]:
+        """JSON-ready: this budget's limits, with what people approved added (``usd`` in
+        dollars)."""
+        said: dict[str, Any] = {
+            unit: float(limit) if isinstance(limit, Decimal) else limit
+            for unit, limit in self.budget.limits().items()
+        }
+        for unit, _attribute, limit in self.limits:
+            said[unit] = limit / 10**12 if unit == "usd" else limit
+        return said
+
+    def raise_by(self, amounts: dict[str, int]) -> None:
+        """Add ``amounts`` (unit -> amount, ``usd`` in picodollars) to this budget's limits
+        (a person approved more); a unit it does not limit stays unlimited."""
+        self.limits = tuple(
+            (unit, attribute, limit + amounts.get(unit, 0))
+            for unit, attribute, limit in self.limits
+        )
+        self._bound()
 
     @property
     def priced(self) -> bool:
@@ -233,11 +306,13 @@ class Ticket:
     __slots__ = (
         "accounts",
         "executor_id",
+        "id",
         "ledger",
         "model_id",
         "need",
         "price",
         "state",
+        "used",
     )
 
     def __init__(
@@ -256,12 +331,15 @@ class Ticket:
         self.need = need
         self.price = price
         self.state = "reserved"
+        #: the id its journal events carry (a durable run's store keeps a journal), or None
+        self.id: str | None = None
+        #: what it used, once settled
+        self.used: Counts | None = None
 
     def settle(
         self,
         input_tokens: int | None,
         output_tokens: int | None,
-        *,
         tool_calls: int = 0,
     ) -> None:
         """Replace the reservation by the call's actual usage (a unit the model did not
@@ -290,6 +368,8 @@ class Ledger:
 
     def __init__(self, prices: Any) -> None:
         self.prices = prices
+        #: the prices looked up so far, by model id (a run's prices do not change)
+        self.priced: dict[str, Any] = {}
         #: every account by name
         self.accounts: dict[str, Account] = {}
         #: calls admitted and not yet settled
@@ -313,6 +393,26 @@ class Ledger:
         #: as spent at their reservation
         self.recovered = 0
         self.overshot_before = 0
+        #: what people approved, per budget: unit -> amount added (``usd`` in picodollars)
+        self.raised: dict[str, dict[str, int]] = {}
+        #: the approvals and refusals, in order: (request id, budget, approved, amounts)
+        self.answers: list[tuple[str, str, bool, dict[str, int]]] = []
+        #: the superstep of the checkpoint this run resumed from (-1: it did not resume),
+        #: and the ids of the calls that checkpoint counts as in flight
+        self.resumed_at = -1
+        self.resumed_in_flight: frozenset[str] = frozenset()
+        #: calls of an earlier process that died before its superstep committed: made, and
+        #: counted from the run's journal (at their use, or at their reservation when they
+        #: were still in flight)
+        self.lost_settled = 0
+        self.lost_in_flight = 0
+        #: the journal of the durable run (:func:`plait_durable.run_journal`), looked up on
+        #: the first model call; set when the lost calls have been counted from it
+        self.journal: Any = None
+        #: the run whose ledger this is (its journal is the one it reads and writes)
+        self.run_id: str | None = None
+        self.journal_known = False
+        self.recovery: Any = None
 
     def account(self, name: str, budget: Budget) -> Account:
         """The account of budget ``name`` (made on first use, with what a resumed run's
@@ -320,6 +420,9 @@ class Ledger:
         found = self.accounts.get(name)
         if found is None:
             found = self.accounts[name] = Account(name, budget)
+            raised = self.raised.get(name)
+            if raised:
+                found.raise_by(raised)
             spent = self.restored.pop(name, None)
             if spent is not None:
                 found.spent.add(spent)
@@ -354,6 +457,11 @@ class Ledger:
             "in_flight": len(self.in_flight) + self.recovered,
             "unreported": self.unreported,
             "overshoots": len(self.overshoots) + self.overshot_before,
+            "raised": {name: dict(amounts) for name, amounts in self.raised.items()},
+            "superstep": self.supersteps,
+            "in_flight_ids": sorted(t.id for t in self.in_flight if t.id is not None),
+            "lost": [self.lost_settled, self.lost_in_flight],
+            "answers": [[rid, name, ok, dict(amounts)] for rid, name, ok, amounts in self.answers],
         }
 
     def restore(self, data: Any, where: str) -> None:
@@ -374,6 +482,24 @@ class Ledger:
         self.recovered = _count(data.get("in_flight"), f"{where}.in_flight")
         self.unreported = _count(data.get("unreported"), f"{where}.unreported")
         self.overshot_before = _count(data.get("overshoots"), f"{where}.overshoots")
+        self.raised = {
+            name: _read_amounts(amounts, f"{where}.raised[{name!r}]")
+            for name, amounts in _mapping(data.get("raised", {}), f"{where}.raised").items()
+        }
+        self.answers = [
+            _read_answer(answer, f"{where}.answers[{i}]")
+            for i, answer in enumerate(_list(data.get("answers", []), f"{where}.answers"))
+        ]
+        self.resumed_at = self.supersteps = _count(data.get("superstep", 0), f"{where}.superstep")
+        ids = _list(data.get("in_flight_ids", []), f"{where}.in_flight_ids")
+        if not all(isinstance(i, str) for i in ids):
+            raise PlaitError(f"{where}.in_flight_ids: not a list of ids: {ids!r:.80}")
+        self.resumed_in_flight = frozenset(ids)
+        lost = _list(data.get("lost", [0, 0]), f"{where}.lost")
+        if len(lost) != 2:
+            raise PlaitError(f"{where}.lost: not [settled, in flight]: {lost!r:.80}")
+        self.lost_settled = _count(lost[0], f"{where}.lost[0]")
+        self.lost_in_flight = _count(lost[1], f"{where}.lost[1]")
 
     # -- a model call ---------------------------------------------------------------------
 
@@ -392,7 +518,9 @@ class Ledger:
         :raises PlaitError: the call sets no ``max_tokens`` and the model's price gives no
             ``max_output_tokens``, while a budget limits tokens or money.
         """
-        price = self.prices(model_id)
+        price = self.priced.get(model_id, _UNKNOWN)
+        if price is _UNKNOWN:
+            price = self.priced[model_id] = self.prices(model_id)
         if price is None and any(account.priced for account in accounts):
             raise UnpricedModelError(model_id, executor_id)
         if max_tokens is None and price is not None:
@@ -431,7 +559,11 @@ class Ledger:
             makes room).
         """
         need, price = self.need(accounts, executor_id, model_id, prompt_tokens, max_tokens)
-        short = _short(accounts, need)
+        short = None
+        for account in accounts:
+            if not account.fits(need):  # which unit, in the order the limits are checked
+                short = _short(accounts, need)
+                break
         if short is not None:
             account, (unit, limit, used) = short
             cheaper = account.budget.degrade.get(executor_id)
@@ -442,8 +574,11 @@ class Ledger:
                     model_id = cheaper
                     short = None
             if short is not None:
-                wanted = getattr(need, "pico" if unit == "usd" else unit)
-                raise BudgetExceededError(
+                if unit == "tokens":
+                    wanted = need.input_tokens + need.output_tokens
+                else:
+                    wanted = getattr(need, "pico" if unit == "usd" else unit)
+                error = BudgetExceededError(
                     budget=account.name,
                     unit=unit,
                     limit=limit,
@@ -453,11 +588,93 @@ class Ledger:
                     model_id=model_id,
                     action=account.budget.on_exhausted,
                 )
+                if account.budget.on_exhausted == "ask" and unit != "tool_calls":
+                    error.asks = _asks(error)
+                raise error
+        # Counts.add, written out: this runs for every budget around every model call (a
+        # reservation holds no tool calls: they are counted as the model reports them)
+        need_in, need_out, need_pico = need.input_tokens, need.output_tokens, need.pico
+        need_calls = need.model_calls
         for account in accounts:
-            account.committed.add(need)
+            committed = account.committed
+            committed.input_tokens += need_in
+            committed.output_tokens += need_out
+            committed.model_calls += need_calls
+            committed.pico += need_pico
         ticket = Ticket(self, accounts, executor_id, model_id, need, price)
         self.in_flight.add(ticket)
         return ticket
+
+    def count_lost(self, events: Iterable[Any]) -> None:
+        """Count the model calls an earlier process made in supersteps that never
+        committed (it died: the superstep runs again), from the run's journal
+        (``call_reserved`` / ``call_settled`` events, written as each call went out and
+        ended): a settled call at what it used, one still in flight at its reservation.
+        Calls the checkpoint resumed from counts already (its superstep or before, or in
+        flight at it) are left alone."""
+        reserved: dict[str, Any] = {}
+        settled: dict[str, list[int]] = {}
+        for event in events:
+            call = event.call or {}
+            call_id = call.get("id")
+            if not isinstance(call_id, str) or event.superstep <= self.resumed_at:
+                continue
+            if call_id in self.resumed_in_flight:
+                continue
+            counts = call.get("counts")
+            if not isinstance(counts, list) or len(counts) != len(_FIELDS):
+                continue
+            if event.kind == "call_reserved":
+                reserved[call_id] = event
+            elif event.kind == "call_settled":
+                settled[call_id] = counts
+        for call_id, event in reserved.items():
+            call = event.call
+            used = settled.get(call_id)
+            counts = Counts(*(max(0, n) for n in (used or call["counts"])))
+            if used is None:
+                self.lost_in_flight += 1
+            else:
+                self.lost_settled += 1
+            names = call.get("accounts")
+            for name in names if isinstance(names, list) else ():
+                account = self.accounts.get(name)
+                if account is not None:
+                    account.spent.add(counts)
+                    account.committed.add(counts)
+                else:
+                    self.restored.setdefault(str(name), Counts()).add(counts)
+            for table, key in (
+                (self.by_model, call.get("model")),
+                (self.by_executor, event.executor),
+            ):
+                table.setdefault(str(key), Counts()).add(counts)
+
+    def answer(self, request_id: str, request: Any, approval: Any) -> bool:
+        """A person answered ``request`` (a :class:`~plait_budgets.BudgetRequest`) with
+        ``approval`` (a :class:`~plait_budgets.BudgetApproval`): on an approval, raise the
+        budget that ran out by the approved amounts. Whether it was approved. A request
+        approved before is not approved twice (its answer was delivered again: the
+        superstep that took it did not commit); one refused before may be answered again
+        (a refusal fails the run, and the request stays pending).
+
+        :raises ValueError: an approved amount is not a number >= 0.
+        """
+        from ._ask import amount_of
+
+        if any(rid == request_id and ok for rid, _name, ok, _amounts in self.answers):
+            return True
+        approved = approval.get("approve") is True
+        amounts = amount_of(request, approval) if approved else {}
+        self.answers.append((request_id, request.budget, approved, amounts))
+        if approved:
+            raised = self.raised.setdefault(request.budget, {})
+            for unit, amount in amounts.items():
+                raised[unit] = raised.get(unit, 0) + amount
+            account = self.accounts.get(request.budget)
+            if account is not None:
+                account.raise_by(amounts)
+        return approved
 
     def spend(self, ticket: Ticket, actual: Counts, *, reported: bool) -> None:
         """A call ended with ``actual`` usage: spend it, hold the slack until the barrier."""
@@ -473,22 +690,35 @@ class Ledger:
             over = actual.beyond(need)
             over.tool_calls = 0  # tool calls are never reserved: counting them is no overshoot
             self.overshoots.append((ticket.executor_id, ticket.model_id, over))
+        # Counts.add, written out: this runs for every budget around every model call
+        used_in, used_out, used_pico = actual.input_tokens, actual.output_tokens, actual.pico
+        used_calls, used_tools = actual.model_calls, actual.tool_calls
         for account in ticket.accounts:
-            account.spent.add(actual)
+            spent = account.spent
+            spent.input_tokens += used_in
+            spent.output_tokens += used_out
+            spent.model_calls += used_calls
+            spent.tool_calls += used_tools
+            spent.pico += used_pico
             if over is not None:
                 account.committed.add(over)
+        ticket.used = actual
         ticket.need = need.beyond(actual)  # the slack, which the barrier releases
         self.settled.append(ticket)
         if not reported:
             self.unreported += 1
-        by_model = self.by_model.get(ticket.model_id)
-        if by_model is None:
-            by_model = self.by_model[ticket.model_id] = Counts()
-        by_model.add(actual)
-        by_executor = self.by_executor.get(ticket.executor_id)
-        if by_executor is None:
-            by_executor = self.by_executor[ticket.executor_id] = Counts()
-        by_executor.add(actual)
+        for table, key in (
+            (self.by_model, ticket.model_id),
+            (self.by_executor, ticket.executor_id),
+        ):
+            total = table.get(key)
+            if total is None:
+                total = table[key] = Counts()
+            total.input_tokens += used_in
+            total.output_tokens += used_out
+            total.model_calls += used_calls
+            total.tool_calls += used_tools
+            total.pico += used_pico
 
     def barrier(self) -> None:
         """A superstep ended: release what settled calls reserved beyond their use."""
@@ -542,21 +772,31 @@ class Ledger:
             "by_executor": {k: v.to_dict() for k, v in sorted(self.by_executor.items())},
             "budgets": {
                 name: {
-                    "limits": {
-                        unit: float(limit) if isinstance(limit, Decimal) else limit
-                        for unit, limit in account.budget.limits().items()
-                    },
+                    "limits": account.limits_now(),
                     "spent": account.spent.to_dict(),
                 }
                 for name, account in self.accounts.items()
             },
             "in_flight": len(self.in_flight),
             "recovered_in_flight": self.recovered,
+            "lost_calls": {"settled": self.lost_settled, "in_flight": self.lost_in_flight},
             "overshoots": [
                 {"executor": e, "model": m, "beyond": c.to_dict()} for e, m, c in self.overshoots
             ],
             "unreported": self.unreported,
             "degraded": [{"executor": e, "from": a, "to": b} for e, a, b in self.degraded],
+            "approvals": [
+                {
+                    "request_id": rid,
+                    "budget": name,
+                    "approved": ok,
+                    "added": {
+                        unit: amount / 10**12 if unit == "usd" else amount
+                        for unit, amount in amounts.items()
+                    },
+                }
+                for rid, name, ok, amounts in self.answers
+            ],
             "supersteps": self.supersteps,
         }
 
@@ -599,3 +839,57 @@ def _read_map(value: Any, where: str) -> dict[str, Counts]:
             raise PlaitError(f"{where}[{key!r}]: not {len(_FIELDS)} counts: {raw!r:.80}")
         found[str(key)] = Counts(*(_count(n, f"{where}[{key!r}]") for n in raw))
     return found
+
+
+def _asks(error: BudgetExceededError) -> tuple[Any, Any]:
+    """What an ``ask`` budget's refusal asks a person: a request naming the budget, the
+    unit, its limit, what was used and what the call needs (money in dollars)."""
+    from ._ask import BudgetApproval, BudgetRequest
+
+    def said(amount: Any) -> Any:  # money in dollars, counts as they are
+        return amount / 10**12 if error.unit == "usd" else amount
+
+    request = BudgetRequest(
+        budget=error.budget,
+        unit=error.unit,
+        limit=said(error.limit),
+        spent=said(error.spent),
+        needed=said(error.needed),
+        executor_id=str(error.executor_id),
+        model_id=str(error.model_id),
+    )
+    return request, BudgetApproval
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise PlaitError(f"{where}: not a mapping: {value!r:.80}")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise PlaitError(f"{where}: not a list: {value!r:.80}")
+    return value
+
+
+def _read_amounts(value: Any, where: str) -> dict[str, int]:
+    from ._ask import APPROVABLE
+
+    amounts = _mapping(value, where)
+    for unit in amounts:
+        if unit not in APPROVABLE:
+            raise PlaitError(f"{where}: {unit!r:.40} is not a unit an approval raises")
+    return {str(unit): _count(n, f"{where}[{unit!r}]") for unit, n in amounts.items()}
+
+
+def _read_answer(value: Any, where: str) -> tuple[str, str, bool, dict[str, int]]:
+    if (
+        not isinstance(value, list)
+        or len(value) != 4
+        or not isinstance(value[0], str)
+        or not isinstance(value[1], str)
+        or not isinstance(value[2], bool)
+    ):
+        raise PlaitError(f"{where}: not [request id, budget, approved, amounts]: {value!r:.80}")
+    return value[0], value[1], value[2], _read_amounts(value[3], f"{where}[3]")

@@ -14,7 +14,7 @@ from plait import RunOptionError
 from plait.spi import Invocation, RunObserver, add_answerer, outside_calls, remove_answerer
 
 from ._budget import Budget, as_budget
-from ._ledger import Account, Ledger, Ticket, estimate_tokens
+from ._ledger import Account, BudgetExceededError, Ledger, Ticket, _raw, estimate_tokens
 from ._options import BudgetOptions
 
 __all__ = ["BudgetObserver", "BudgetOptions", "InvocationBudget", "observe"]
@@ -35,15 +35,21 @@ class InvocationBudget:
     counted at its reservation. Other calls and values pass through.
     """
 
-    __slots__ = ("accounts", "executor_id", "ledger")
+    __slots__ = ("accounts", "executor_id", "ledger", "refused", "superstep")
 
     #: asked first: a call the budget refuses is never traced nor recorded
     place = "decide"
 
-    def __init__(self, ledger: Ledger, accounts: tuple[Account, ...], executor_id: str) -> None:
+    def __init__(
+        self, ledger: Ledger, accounts: tuple[Account, ...], executor_id: str, superstep: int = 0
+    ) -> None:
         self.ledger = ledger
         self.accounts = accounts
         self.executor_id = executor_id
+        self.superstep = superstep
+        #: ``(request id, BudgetRequest)`` a person refused more in: the invocation
+        #: answering it fails its model call as ``fail`` would
+        self.refused: tuple[str, Any] | None = None
 
     async def call(
         self,
@@ -55,13 +61,25 @@ class InvocationBudget:
         if kind != "llm.prompt":
             return await invoke(request)
         model_id = str(request.get("model"))
-        ticket = self.ledger.reserve(
+        if self.refused is not None:
+            raise _refusal(*self.refused)
+        ledger = self.ledger
+        if not ledger.journal_known:
+            await _look_up_journal(ledger)
+        ticket = ledger.reserve(
             self.accounts,
             self.executor_id,
             model_id,
             estimate_tokens(_sent(request)),
             _max_tokens(request),
         )
+        journal = ledger.journal
+        if journal is not None:  # durably, before the call goes out
+            try:
+                await _journal(journal, "call_reserved", ticket, self.superstep, ticket.need)
+            except BaseException as exc:
+                ticket.abandon(exc)
+                raise
         if ticket.model_id != model_id:  # a degrade budget chose a cheaper model
             request = {**request, "model": ticket.model_id}
         try:
@@ -70,6 +88,8 @@ class InvocationBudget:
             ticket.abandon(exc)
             raise
         settle(ticket, answer)
+        if journal is not None:
+            await _journal(journal, "call_settled", ticket, self.superstep, ticket.used)
         return answer
 
     def value(self, kind: str, produce: Callable[[], Any]) -> Any:
@@ -77,10 +97,62 @@ class InvocationBudget:
         return produce()
 
 
+async def _look_up_journal(ledger: Ledger) -> None:
+    """On a budgeted run's first model call: find the durable run's journal (if its store
+    keeps one) and, once, count from it the calls an earlier process made and lost
+    (:meth:`Ledger.count_lost`); concurrent first calls wait for that."""
+    if ledger.recovery is not None:
+        await ledger.recovery.wait()
+        return
+    import anyio
+
+    ledger.recovery = anyio.Event()
+    try:
+        from plait_durable import run_journal
+
+        journal = run_journal()
+        if journal is not None and ledger.run_id == journal.run_id:
+            if ledger.resumed_at >= 0:
+                ledger.count_lost(await journal.read(_CALL_EVENTS))
+            ledger.journal = journal
+    finally:
+        ledger.journal_known = True
+        ledger.recovery.set()
+
+
+#: the journal events of budgeted model calls
+_CALL_EVENTS = frozenset({"call_reserved", "call_settled"})
+
+
+async def _journal(journal: Any, kind: str, ticket: Ticket, superstep: int, counts: Any) -> None:
+    """Write one of ``ticket``'s journal events (its id made on the first)."""
+    import time
+
+    from plait_durable import JournalEvent
+
+    if ticket.id is None:
+        import uuid
+
+        ticket.id = uuid.uuid4().hex
+    call = {
+        "id": ticket.id,
+        "model": ticket.model_id,
+        "accounts": [account.name for account in ticket.accounts],
+        "counts": _raw(counts),
+    }
+    event = JournalEvent(
+        kind, superstep, time.time(), time.monotonic(), executor=ticket.executor_id, call=call
+    )
+    await journal.append([event])
+
+
 def _sent(request: Mapping[str, Any]) -> str:
     """Every text a model call sends: the system prompt, the conversation so far, the
     prompt."""
-    sent = [str(request.get("system") or "")]
+    system, conversation = request.get("system"), request.get("conversation")
+    if not system and not conversation:  # a prompt alone
+        return str(request.get("prompt") or "")
+    sent = [str(system or "")]
     for turn in request.get("conversation") or ():
         if isinstance(turn, Mapping):
             sent.append(str(turn.get("prompt") or ""))
@@ -91,22 +163,68 @@ def _sent(request: Mapping[str, Any]) -> str:
 
 def _max_tokens(request: Mapping[str, Any]) -> int | None:
     """The call's output limit, from its options (``None``: the model's own)."""
-    options = request.get("options") or {}
-    limit = next((options[name] for name in _MAX_TOKENS if options.get(name) is not None), None)
-    return None if limit is None else int(limit)
+    options = request.get("options")
+    if options:
+        for name in _MAX_TOKENS:
+            limit = options.get(name)
+            if limit is not None:
+                return int(limit)
+    return None
 
 
 def settle(ticket: Ticket, answer: Any) -> None:
     """Replace the reservation by what the answer says the call used (a count it does not
     give is counted at its reservation)."""
-    usage = answer.get("usage") if isinstance(answer, Mapping) else None
-    usage = usage if isinstance(usage, Mapping) else {}
-    calls = answer.get("tool_calls") if isinstance(answer, Mapping) else None
+    # (a dict, as plait-llm answers, is checked without the Mapping ABC's isinstance)
+    answered = type(answer) is dict or isinstance(answer, Mapping)
+    usage = answer.get("usage") if answered else None
+    if type(usage) is not dict and not isinstance(usage, Mapping):
+        usage = {}
+    calls = answer.get("tool_calls") if answered else None
     used_in, used_out = usage.get("input"), usage.get("output")
     ticket.settle(
-        used_in if isinstance(used_in, int) and not isinstance(used_in, bool) else None,
-        used_out if isinstance(used_out, int) and not isinstance(used_out, bool) else None,
-        tool_calls=len(calls) if isinstance(calls, list) else 0,
+        used_in if type(used_in) is int or _count(used_in) else None,
+        used_out if type(used_out) is int or _count(used_out) else None,
+        len(calls) if type(calls) is list else 0,
+    )
+
+
+def _count(value: Any) -> bool:
+    """Whether ``value`` is an int (a subclass of it, not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _answer_of(message: Any) -> tuple[str, Any, Any] | None:
+    """``(request id, BudgetRequest, BudgetApproval)`` when ``message`` is a person's
+    answer to an ``ask`` budget's request (delivered as a ``RequestResponse``)."""
+    if type(message).__name__ != "RequestResponse":  # (plait's, checked below)
+        return None
+    from plait import RequestResponse
+
+    from ._ask import BudgetRequest
+
+    if not isinstance(message, RequestResponse) or not isinstance(message.request, BudgetRequest):
+        return None
+    return message.request_id, message.request, message.value
+
+
+def _refusal(request_id: str, request: Any) -> BudgetExceededError:
+    """What a call whose budget a person refused to raise fails with (as ``fail``)."""
+    from ._budget import to_pico
+
+    def amount(n: float) -> Any:
+        return to_pico(n) if request.unit == "usd" else n
+
+    return BudgetExceededError(
+        budget=request.budget,
+        unit=request.unit,
+        limit=amount(request.limit),
+        spent=amount(request.spent),
+        needed=amount(request.needed),
+        executor_id=request.executor_id,
+        model_id=request.model_id,
+        action="fail",
+        refused_by=request_id,
     )
 
 
@@ -166,8 +284,16 @@ class BudgetObserver(RunObserver):
         if outer is not None:
             remove_answerer(outer)
         budget = InvocationBudget(
-            self.ledger, self.accounts_of(invocation.executor_id), invocation.executor_id
+            self.ledger,
+            self.accounts_of(invocation.executor_id),
+            invocation.executor_id,
+            invocation.superstep,
         )
+        answered = _answer_of(invocation.message)
+        if answered is not None:  # a person answered an ask budget's request
+            request_id, request, approval = answered
+            if not self.ledger.answer(request_id, request, approval):
+                budget.refused = (request_id, request)
         add_answerer(budget)
         return budget, outer
 
@@ -251,6 +377,7 @@ def observe(
     from ._prices import price_of
 
     ledger = Ledger(functools.partial(price_of, manager=manager))
+    ledger.run_id = run_id
     if kept is not None:
         ledger.restore(kept, where)
     return BudgetObserver(ledger, budget, (), "run")

@@ -46,6 +46,10 @@ if TYPE_CHECKING:
         unpack_blob as unpack_blob,
         unreferenced as unreferenced,
     )
+    from ._calljournal import (
+        RunJournalWriter as RunJournalWriter,
+        run_journal as run_journal,
+    )
     from ._durable import (
         Checkpoints as Checkpoints,
         opened_store as opened_store,

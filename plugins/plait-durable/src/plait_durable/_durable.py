@@ -156,6 +156,34 @@ async def _run_leased(
     checkpointer.metadata = durable.checkpoint_metadata
     checkpointer.observer = state.observer  # asked for its metadata at each checkpoint
     checkpointer.state = state
+    # a plugin writes to the run's journal as it goes (plait-budgets' reservations), in the
+    # tasks of this run's invocations, when the store keeps one
+    from ._calljournal import RUN_JOURNAL, RunJournalWriter
+    from ._runindex import EventJournal
+
+    writer = RunJournalWriter(store, state.run_id, checkpointer)
+    journal_token = RUN_JOURNAL.set(writer if isinstance(store, EventJournal) else None)
+    try:
+        return await _run_journaled(
+            graph, state, inbox, opts, store, checkpointer, journal, ttl, live, mode
+        )
+    finally:
+        RUN_JOURNAL.reset(journal_token)
+
+
+async def _run_journaled(
+    graph: CompiledGraph,
+    state: RunState,
+    inbox: dict[str, list[Any]],
+    opts: RunOptions,
+    store: CheckpointStore,
+    checkpointer: Checkpointer,
+    journal: RunJournal | None,
+    ttl: float,
+    live: bool,
+    mode: str,
+) -> RunStatus:
+    """:func:`_run_leased`'s run, once its checkpointer is ready."""
     # the runner commits each superstep (and a pipelined run's consistent cuts) through it
     commit = checkpointer if mode != "exit" else None
     runner = make_runner(graph, opts, state, live=live, commit=commit)

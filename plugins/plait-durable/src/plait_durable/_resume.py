@@ -326,7 +326,9 @@ def answer_requests(
     graph: CompiledGraph,
 ) -> None:
     """Deliver ``responses`` to the executors that asked: every response is checked first,
-    so a bad one changes nothing and its request stays pending."""
+    so a bad one changes nothing and its request stays pending. An executor gets a
+    :class:`~plait.RequestResponse` when it has a handler for one, or when the request's
+    payload class sets ``respond_with_request = True``; else the bare answer."""
     pending = state.pending_requests
     for request_id, value in responses.items():
         request = pending.get(request_id)
@@ -344,7 +346,13 @@ def answer_requests(
     for request_id, value in responses.items():
         request = pending.pop(request_id)
         executor = graph.executors[request.executor_id]
-        if any(h.input_type is RequestResponse for h in executor.handlers):
+        # the answer in its record for an executor that takes records, or when the request
+        # says it must be known which request it answers (a class attribute of the payload:
+        # a plugin's request, such as a budget's, to an executor that takes anything)
+        if (
+            any(h.input_type is RequestResponse for h in executor.handlers)
+            or getattr(type(request.request), "respond_with_request", False) is True
+        ):
             value = RequestResponse(request_id, request.request, value)
         inbox.setdefault(request.executor_id, []).append(value)
 

@@ -313,6 +313,11 @@ JOURNAL_KINDS = frozenset(
         "attempt_failed",  # attempt failed with error; the next starts after delay (a retry)
         "invocation_finished",  # status ok / failed / cancelled after attempt attempts
         "run_finished",  # status: the run's
+        # a plugin's outside call (plait-budgets' model calls), written as it happens, not
+        # with a checkpoint (:func:`~plait_durable.run_journal`): what the call is is in
+        # ``call``; reserved before it goes out, settled when it ends
+        "call_reserved",
+        "call_settled",
     }
 )
 #: The most events one :func:`read_journal` call returns.
@@ -341,6 +346,8 @@ class JournalEvent:
         raised (the handler's own exception), as text.
     :param seq: the store's sequence number (0 before the store numbered it): strictly
         increasing within a run, in the order the events were appended.
+    :param call: for ``call_reserved`` and ``call_settled``, what the plugin that wrote
+        them records of the call: a JSON object of strings, integers and lists of them.
     """
 
     kind: str
@@ -355,6 +362,7 @@ class JournalEvent:
     timeout: bool = False
     error: Mapping[str, str] | None = None
     seq: int = 0
+    call: Mapping[str, Any] | None = None
 
     def to_json(self) -> str:
         """The event as one line of JSON (without ``seq``: the store gives it): what a
@@ -424,7 +432,24 @@ def _journal_problem(data: Any) -> str | None:
         or not all(isinstance(error[k], str) for k in _ERROR_KEYS)
     ):
         return "error is not {type, message, traceback} as text"
+    call = data.get("call")
+    if call is not None and not _plain_record(call):
+        return "call is not a JSON object of strings, integers and lists of them"
     return None
+
+
+def _plain(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _plain_record(value: Any) -> bool:
+    """A JSON object whose values are strings, integers or lists of them (a call event's
+    ``call``: nothing else is built from a store)."""
+    return isinstance(value, dict) and all(
+        isinstance(key, str)
+        and (_plain(item) or (isinstance(item, list) and all(_plain(i) for i in item)))
+        for key, item in value.items()
+    )
 
 
 @runtime_checkable

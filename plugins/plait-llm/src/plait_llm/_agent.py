@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import anyio.from_thread
 import anyio.to_thread
-from plait import ConfigError, Executor, PlaitError, WorkflowContext
+from plait import ConfigError, Executor, PlaitError, RequestResponse, WorkflowContext
 from plait.spi import (
     BuildContext,
     CompiledTemplate,
@@ -40,6 +40,10 @@ __all__ = ["MODEL_ENV", "AgentError", "AgentExecutor", "AgentKind"]
 
 #: the environment variable naming the model when a config gives none
 MODEL_ENV = "PLAIT_LLM_MODEL"
+
+#: The key of an agent's state under which it keeps the messages whose model call waits
+#: for a person's answer (request id -> message; see :meth:`AgentExecutor._handle`).
+ASKED_KEY = "__plait_llm_asked__"
 
 
 class AgentError(PlaitError):
@@ -124,7 +128,34 @@ class AgentExecutor(Executor):
         return (Handler(f"agent:{self.model_id}", Any, (sends,), (), self._handle),)
 
     async def _handle(self, message: Any, ctx: WorkflowContext[Any, Any]) -> None:
-        await ctx.send_message(await self.ask(message, ctx))
+        """Answer ``message``; or, when an answerer of the model call asks a person first,
+        ask and wait.
+
+        An answerer that will not let a call go before a person answers (a budget whose
+        ``on_exhausted`` is ``ask``) refuses it with an error whose ``asks`` attribute is
+        ``(request, response_type)``: the agent asks with ``ctx.request_info`` and keeps
+        the message in its state (checkpointed), sending nothing; the run ends idle with
+        the request pending. The answer comes back as a :class:`~plait.RequestResponse`
+        (the request's payload sets ``respond_with_request``), and the agent prompts
+        again with the message it kept: the answerers see the answer first (through the
+        invocation's message) and let the call go, or refuse it for good.
+        """
+        asked = ctx.state.get(ASKED_KEY)
+        if asked and isinstance(message, RequestResponse) and message.request_id in asked:
+            message = asked.pop(message.request_id)
+            if not asked:
+                del ctx.state[ASKED_KEY]
+        try:
+            answer = await self.ask(message, ctx)
+        except Exception as exc:
+            asks = getattr(exc, "asks", None)
+            if asks is None:
+                raise
+            request, response_type = asks
+            request_id = await ctx.request_info(request, response_type)
+            ctx.state.setdefault(ASKED_KEY, {})[request_id] = message
+            return
+        await ctx.send_message(answer)
 
     def prompt_for(self, message: Any) -> str:
         """The prompt text sent for ``message`` (without the JSON instruction that a model

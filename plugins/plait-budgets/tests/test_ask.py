@@ -1,0 +1,220 @@
+"""The ``ask`` action: a budget that runs out asks a person to approve more; the run ends
+idle with the request pending; an answer given on resume raises the budget and the call
+goes, a refusal fails the run as ``fail`` would; on asyncio and trio, and in a new process
+from SQLite (through ``plait resume --respond``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from budget_models import Calls
+from plait import RunStatus
+from plait_budgets import Budget, BudgetExceededError, BudgetRequest, parse_budget
+from plait_durable import ResponseTypeError, open_store
+from test_budgets import cause, chain
+
+pytestmark = pytest.mark.anyio
+
+HERE = Path(__file__).parent
+
+
+async def test_an_ask_budget_waits_for_a_person_and_goes_on_when_approved(
+    calls: Calls, tmp_path: Path
+) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    workflow = chain("a", "b", "c", "d")
+    try:
+        waiting = await workflow.run(
+            "go", run_id="ask-1", checkpoint=store, budget="calls=2,on=ask"
+        )
+        assert waiting.status is RunStatus.IDLE_WITH_PENDING_REQUESTS
+        assert waiting.error is None and waiting.outputs == []
+        assert len(calls.seen) == 2  # c's call did not start
+        [pending] = waiting.pending_requests
+        assert pending.executor_id == "c"
+        request = pending.request
+        assert isinstance(request, BudgetRequest)
+        assert (request.budget, request.unit, request.limit, request.spent, request.needed) == (
+            "run", "model_calls", 2, 2, 1,
+        )  # fmt: skip
+        assert request.executor_id == "c" and request.model_id == "budget-test"
+        assert "needs 1 more" in request.describe()
+
+        # what a stored run waits for reads back typed, from the store
+        [stored] = await workflow.pending_requests("ask-1", store)
+        assert stored.request == request and stored.request_id == pending.request_id
+
+        # an answer that is not a BudgetApproval changes nothing
+        with pytest.raises(ResponseTypeError, match="BudgetApproval"):
+            await workflow.resume("ask-1", store, responses={pending.request_id: True})
+
+        # approve two more calls: c and d run, from the message c kept
+        done = await workflow.resume(
+            "ask-1",
+            store,
+            responses={pending.request_id: {"approve": True, "model_calls": 2}},
+        )
+        assert done.status is RunStatus.IDLE and done.outputs == ["ok"]
+        assert [prompt for _, prompt in calls.seen] == ["go", "ok", "ok", "ok"]
+        usage: Any = done.usage
+        assert usage["budgets"]["run"]["spent"]["model_calls"] == 4
+        assert usage["approvals"] == [
+            {
+                "request_id": pending.request_id,
+                "budget": "run",
+                "approved": True,
+                "added": {"model_calls": 2},
+            }
+        ]
+    finally:
+        await store.aclose()
+
+
+async def test_an_approval_without_an_amount_adds_what_the_call_needs(
+    calls: Calls, priced: None, tmp_path: Path
+) -> None:
+    # each call reserves $0.038 and uses $0.011 (see test_money_is_priced_exactly); $0.04
+    # holds one call and refuses the second ($0.011 + $0.038 > $0.04)
+    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    workflow = chain("a", "b", "c", "d", "e")
+    try:
+        budget = Budget(usd=Decimal("0.04"), on_exhausted="ask")
+        waiting = await workflow.run("go", run_id="ask-2", checkpoint=store, budget=budget)
+        [pending] = waiting.pending_requests
+        assert (pending.request.unit, pending.request.needed) == ("usd", 0.038)
+        again = await workflow.resume(
+            "ask-2", store, responses={pending.request_id: {"approve": True}}
+        )
+        # $0.038 more: b, c and d fit ($0.033 + $0.038 <= $0.078), e asks again
+        assert again.status is RunStatus.IDLE_WITH_PENDING_REQUESTS
+        [second] = again.pending_requests
+        assert second.executor_id == "e" and second.request.limit == pytest.approx(0.078)
+        assert second.request.spent == pytest.approx(0.044) and len(calls.seen) == 4
+        usage: Any = again.usage
+        assert usage["approvals"][0]["added"] == {"usd": 0.038}
+        assert usage["budgets"]["run"]["limits"] == {"usd": pytest.approx(0.078)}
+    finally:
+        await store.aclose()
+
+
+async def test_a_refusal_fails_the_run_as_fail_would(calls: Calls, tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    workflow = chain("a", "b")
+    try:
+        waiting = await workflow.run(
+            "go", run_id="ask-3", checkpoint=store, budget="calls=1,on=ask"
+        )
+        [pending] = waiting.pending_requests
+        failed = await workflow.resume(
+            "ask-3",
+            store,
+            responses={pending.request_id: {"approve": False}},
+            raise_on_failure=False,
+        )
+        assert failed.status is RunStatus.FAILED
+        error = cause(failed.error)
+        assert isinstance(error, BudgetExceededError)
+        assert (error.budget, error.unit, error.executor_id) == ("run", "model_calls", "b")
+        assert error.refused_by == pending.request_id and error.action == "fail"
+        assert "a person refused to raise it" in str(error)
+        assert len(calls.seen) == 1
+        usage: Any = failed.usage
+        assert usage["approvals"][0]["approved"] is False
+
+        # as with fail, the failed superstep is not kept: the request is still pending, and
+        # a person who changes their mind answers it again
+        [still] = await workflow.pending_requests("ask-3", store)
+        assert still.request_id == pending.request_id
+        done = await workflow.resume(
+            "ask-3", store, responses={pending.request_id: {"approve": True}}
+        )
+        assert done.outputs == ["ok"] and len(calls.seen) == 2
+        usage = done.usage  # the ledger goes on from the checkpoint the request waits in
+        assert [a["approved"] for a in usage["approvals"]] == [True]
+    finally:
+        await store.aclose()
+
+
+async def test_an_ask_scope_asks_for_its_own_budget(calls: Calls, tmp_path: Path) -> None:
+    # the run has room; the node's budget does not, and it is the one raised
+    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    workflow = chain("a", "b")
+    budget = Budget(model_calls=10, scopes={"b": Budget(tokens=10, on_exhausted="ask")})
+    try:
+        waiting = await workflow.run("go", run_id="ask-4", checkpoint=store, budget=budget)
+        [pending] = waiting.pending_requests
+        assert (pending.request.budget, pending.request.unit) == ("b", "tokens")
+        assert pending.request.needed == 28  # "ok": 2 bytes + 16, and max_tokens 10
+        done = await workflow.resume(
+            "ask-4", store, responses={pending.request_id: {"approve": True, "tokens": 20}}
+        )
+        assert done.outputs == ["ok"]
+        usage: Any = done.usage
+        assert usage["budgets"]["b"]["limits"] == {"tokens": 30}  # 10, and 20 approved
+        assert usage["budgets"]["b"]["spent"]["tokens"] == 6
+    finally:
+        await store.aclose()
+
+
+def test_ask_is_an_action_of_the_text_and_documents() -> None:
+    assert parse_budget("calls=3,on=ask").on_exhausted == "ask"
+
+
+def _python(*args: str, log: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "BUDGET_LOG": str(log)}
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, cwd=HERE, env=env, timeout=300
+    )
+
+
+def test_a_waiting_run_is_answered_by_plait_resume_in_another_process(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    log = tmp_path / "calls.log"
+    started = _python("budget_asking.py", "run", store, "asked-1", str(log), log=log)
+    assert started.returncode == 0, started.stderr
+    waiting = json.loads(started.stdout)
+    assert waiting["status"] == "idle_with_pending_requests"
+    [request_id] = waiting["requests"]
+
+    # plait resume, from the store alone: the request and its answer's type decode there
+    answer = json.dumps({"approve": True, "model_calls": 2})
+    resumed = _python(
+        "budget_asking.py", "cli", "resume", "budget_asking.py:workflow", "asked-1",
+        "--checkpoint", store, "--respond", f"{request_id}={answer}", "--json", log=log,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr + resumed.stdout
+    assert [line.split()[1] for line in log.read_text().splitlines()] == ["a", "b", "c", "d"]
+    spend = _python(
+        "budget_asking.py", "cli", "spend", "asked-1", "--checkpoint", store, "--json", log=log
+    )
+    assert spend.returncode == 0, spend.stderr
+    [row] = json.loads(spend.stdout)
+    assert row["status"] == "idle" and row["spend"]["spent"]["run"]["model_calls"] == 4
+
+
+def test_a_request_read_from_a_store_is_checked_field_by_field() -> None:
+    from plait.spi import compiled_graph
+    from plait_durable.codec import DecodeError, declared_types, decode_value
+
+    types = declared_types(compiled_graph(chain("a")))
+    tag = "plait_budgets._ask:BudgetRequest"
+    assert tag in types and "plait_budgets._ask:BudgetApproval" in types
+    good = {
+        "budget": "run", "unit": "usd", "limit": 1.0, "spent": 1.0, "needed": 0.5,
+        "executor_id": "a", "model_id": "m",
+    }  # fmt: skip
+    assert decode_value({"__plait__": tag, "v": good}, types) == BudgetRequest(**good)
+    for forged, said in [
+        ({**good, "unit": "supersteps"}, "unit must be one of"),
+        ({**good, "needed": -1}, "needed must be a number >= 0"),
+        ({**good, "code": "import os"}, "has no field"),
+    ]:
+        with pytest.raises(DecodeError, match=said):
+            decode_value({"__plait__": tag, "v": forged}, types)
