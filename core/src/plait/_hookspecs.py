@@ -365,6 +365,27 @@ def plait_documents() -> Any:
     """
 
 
+@hookspec(firstresult=True)
+def plait_change_policies() -> Any:
+    """Give what applies a policy for a changed workflow to a stored run before it
+    resumes (``plait resume --on-change POLICY``).
+
+    The answer has ``names``, the policies it knows in the order to list them, and
+    ``async prepare(workflow, store, run_id, policy, *, allow=None)``, which applies
+    ``policy`` to stored run ``run_id`` (or the run of checkpoint ``run_id``) of the
+    checkpoint store ``store`` (a URL or an open store) for a resume with ``workflow``,
+    ``allow`` being the grants typed for it: it may write the run a new checkpoint (a
+    migration) or refuse the run (an error naming why), and returns what the resume
+    needs: ``run_id``, ``accept_changes`` (bool), ``workflow`` (the one to resume with:
+    ``workflow``, or another the policy chose) and ``note`` (a line for the person who
+    resumes, or ``""``). ``plait-versions`` gives it; without it, ``--on-change`` fails
+    naming that distribution.
+
+    :return: the policies, or ``None`` to leave them to another plugin; stops at the
+        first non-``None`` result.
+    """
+
+
 # ---------------------------------------------------------------------------
 # Composition: what a built workflow needs to be composed into a builder.
 # ---------------------------------------------------------------------------

@@ -100,6 +100,7 @@ _SEAMS: dict[tuple[str, str], str] = {
     ("hook", "plait_documents"): "plait-documents",
     ("hook", "plait_workflow_as_connection"): "plait-builders",
     ("hook", "plait_workflow_as_agent"): "plait-teams",
+    ("hook", "plait_change_policies"): "plait-versions",
     # the run option that makes a run durable (``Workflow.resume``'s word too)
     ("run_option", "checkpoint"): "plait-durable",
     ("run_option", "max_lead"): "plait-pipeline",  # the pipelined schedule's lead
@@ -1008,6 +1009,14 @@ class PluginManager:
         :raises UnknownNameError: no plugin gives one, naming the distribution to install.
         """
         return self._first("plait_documents", "documents", what)
+
+    def change_policies(self, what: str) -> Any:
+        """The policies for a changed workflow (``plait_change_policies``;
+        ``plait-versions`` gives them), for ``what``.
+
+        :raises UnknownNameError: no plugin gives them, naming the distribution to install.
+        """
+        return self._first("plait_change_policies", "change policies", what)
 
     def workflow_as_connection(self, workflow: Any, prefix: str | None) -> Any:
         """What the first plugin answering ``plait_workflow_as_connection`` makes of
