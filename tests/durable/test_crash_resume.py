@@ -47,28 +47,28 @@ def _ran(log: Path) -> Counter[tuple[int, str]]:
 
 
 def test_sigkill_then_resume_gives_the_uninterrupted_outputs(
-    store_url: str, tmp_path: Path
+    plait_store_url: str, tmp_path: Path
 ) -> None:
     clean_log, crash_log = tmp_path / "clean.log", tmp_path / "crash.log"
-    clean = _python("run", store_url, f"clean-{uuid.uuid4().hex}", log=clean_log)
+    clean = _python("run", plait_store_url, f"clean-{uuid.uuid4().hex}", log=clean_log)
     clean_out, err = clean.communicate(timeout=60)
     assert clean.returncode == 0, err
     expected = json.loads(clean_out)
 
     run_id = f"crash-{uuid.uuid4().hex}"
-    victim = _python("run", store_url, run_id, log=crash_log)
+    victim = _python("run", plait_store_url, run_id, log=crash_log)
     deadline = time.monotonic() + 30
-    while _latest_superstep(store_url, run_id) < KILL_AFTER_SUPERSTEP:
+    while _latest_superstep(plait_store_url, run_id) < KILL_AFTER_SUPERSTEP:
         assert victim.poll() is None, victim.communicate()
         assert time.monotonic() < deadline, "the run never reached the kill point"
         time.sleep(0.01)
     victim.send_signal(signal.SIGKILL)
     victim.wait(timeout=10)
     assert victim.returncode == -signal.SIGKILL
-    checkpointed = _latest_superstep(store_url, run_id)
+    checkpointed = _latest_superstep(plait_store_url, run_id)
     assert checkpointed < expected["supersteps"], "killed too late to prove anything"
 
-    resumed = _python("resume", store_url, run_id, log=crash_log)
+    resumed = _python("resume", plait_store_url, run_id, log=crash_log)
     out, err = resumed.communicate(timeout=60)
     assert resumed.returncode == 0, err
     got = json.loads(out)
