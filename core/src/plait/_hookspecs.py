@@ -319,6 +319,24 @@ def plait_install_hint(distribution: str) -> str | None:
 
 
 @hookspec
+def plait_run_columns() -> Mapping[str, Any] | None:
+    """Add columns to the run listings of ``plait runs`` and ``plait ui``.
+
+    A column is a name and a function of one listed run: ``value(info) -> str``, ``info``
+    a ``plait_durable.RunInfo`` whose ``metadata`` is its latest checkpoint's metadata as
+    the listing read it (stored JSON: untrusted, and empty when the listing did not read
+    the checkpoint). The function reads only what ``info`` holds (never the store: a
+    listing of thousands of runs calls it once per run) and returns a short string
+    (``"-"`` when it has nothing to say); the listings escape it, shorten it, and show
+    ``?`` when it raises. Column names are unique: two plugins giving one name is an error
+    naming both.
+
+    :return: ``{name: value}``, the columns in the order to show them, or ``None``;
+        every implementation is called.
+    """
+
+
+@hookspec
 def plait_register_commands(cli: Any) -> None:
     """Add sub-commands to the ``plait`` command-line interface.
 

@@ -10,7 +10,7 @@ for the policy applied to the stored run before it resumes. Without a plugin tha
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from plait import PlaitError, Workflow, get_plugin_manager
@@ -46,7 +46,13 @@ def change_policies(policy: str) -> Any:
         ) from exc
 
 
-class PolicyType(click.ParamType):
+if TYPE_CHECKING:
+    _ParamType = click.ParamType[str]
+else:  # generic only from click 8.5 on, which plait-cli does not require
+    _ParamType = click.ParamType
+
+
+class PolicyType(_ParamType):
     """``--on-change``'s value: one of the names the ``plait_change_policies`` plugin
     gives, listed in ``--help`` when one is installed."""
 

@@ -15,6 +15,8 @@ that changed, its policy decides (:func:`resume`, ``plait resume --on-change``):
 - :class:`ChangePolicies`: the answer to the ``plait_change_policies`` hook, through which
   ``plait resume --on-change POLICY`` applies a policy (:class:`Prepared`) without
   importing this plugin.
+- the ``version`` column of ``plait runs`` and ``plait ui`` (``plait_run_columns``): each
+  run's version and short fingerprint.
 - :func:`decide` and :class:`Verdict`: what a policy makes of a stored run, without
   running or writing anything; :func:`compat_report` for every unfinished run of a
   workflow, what ``plait compat TARGET --checkpoint URL`` prints (exit 1 when a run would
@@ -80,6 +82,15 @@ def plait_change_policies() -> Any:
     from ._prepare import ChangePolicies
 
     return ChangePolicies()
+
+
+@plait.hookimpl
+def plait_run_columns() -> dict[str, Any]:
+    """The ``version`` column of ``plait runs`` and ``plait ui``: each run's version and
+    short fingerprint, from the metadata the listing read."""
+    from ._columns import version_cell
+
+    return {"version": version_cell}
 
 
 @plait.hookimpl
