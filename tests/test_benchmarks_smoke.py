@@ -65,6 +65,7 @@ def test_the_type_check_and_composition_benchmarks_run() -> None:
         ("bench_ui.py", ["--quick"]),
         ("bench_teams.py", ["--turns", "20", "--repeat", "1"]),
         ("bench_replay.py", ["--quick"]),
+        ("bench_runs_listing.py", ["--quick"]),
     ):
         done = _run(str(BENCH / script), *args)
         assert "Traceback" not in done.stderr, (script, done.stderr)

@@ -678,3 +678,31 @@ def test_an_edge_runner_missing_a_protocol_member_is_named_at_build(
         "edge group 'single:shout->echo': router 'single' of plait-forgetful made an edge "
         "runner without passthrough (see plait.spi.EdgeRunner)"
     )
+
+
+class ColumnsOf:
+    """A plugin whose ``plait_run_columns`` answers ``answer``."""
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+
+    @plait.hookimpl
+    def plait_run_columns(self) -> Any:
+        return self.answer
+
+
+def test_run_columns_are_merged_and_a_bad_answer_names_its_plugin(
+    plait_plugin_manager: PluginManager, plait_register_plugin: Callable[..., str]
+) -> None:
+    assert plait_plugin_manager.run_columns() == {}
+    plait_register_plugin(ColumnsOf({"a": str}), "first")
+    plait_register_plugin(ColumnsOf(None), "quiet")
+    plait_register_plugin(ColumnsOf({"b": repr}), "second")
+    assert plait_plugin_manager.run_columns() == {"b": repr, "a": str}
+    plait_register_plugin(ColumnsOf({"c": "not callable"}), "wrong")
+    with pytest.raises(RegistrationError, match="plait_run_columns of plugin 'wrong' must"):
+        plait_plugin_manager.run_columns()
+    plait_plugin_manager.unregister("wrong")
+    plait_register_plugin(ColumnsOf({"a": len}), "again")
+    with pytest.raises(PluginConflictError, match="'a' is given by both plugin 'again' and"):
+        plait_plugin_manager.run_columns()

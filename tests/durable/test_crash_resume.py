@@ -21,24 +21,24 @@ def _ran(log: Path) -> Counter[tuple[int, str]]:
 
 
 def test_sigkill_then_resume_gives_the_uninterrupted_outputs(
-    store_url: str, tmp_path: Path
+    plait_store_url: str, tmp_path: Path
 ) -> None:
     clean_log, crash_log = tmp_path / "clean.log", tmp_path / "crash.log"
-    clean = spawn(CRASHY, "run", store_url, f"clean-{uuid.uuid4().hex}", str(clean_log))
+    clean = spawn(CRASHY, "run", plait_store_url, f"clean-{uuid.uuid4().hex}", str(clean_log))
     expected = json.loads(finish(clean))
 
     run_id = f"crash-{uuid.uuid4().hex}"
-    victim = spawn(CRASHY, "run", store_url, run_id, str(crash_log))
+    victim = spawn(CRASHY, "run", plait_store_url, run_id, str(crash_log))
     wait_until(
-        lambda: latest_superstep(store_url, run_id) >= KILL_AFTER_SUPERSTEP,
+        lambda: latest_superstep(plait_store_url, run_id) >= KILL_AFTER_SUPERSTEP,
         "the kill point",
         process=victim,
     )
     kill(victim)
-    checkpointed = latest_superstep(store_url, run_id)
+    checkpointed = latest_superstep(plait_store_url, run_id)
     assert checkpointed < expected["supersteps"], "killed too late to prove anything"
 
-    resumed = spawn(CRASHY, "resume", store_url, run_id, str(crash_log))
+    resumed = spawn(CRASHY, "resume", plait_store_url, run_id, str(crash_log))
     got = json.loads(finish(resumed))
     assert got["outputs"] == expected["outputs"]  # the fan-in fired once, with both inputs
     assert got["supersteps"] == expected["supersteps"]

@@ -41,19 +41,19 @@ def adder_chain(n: int) -> Workflow:
     return builder.set_start(nodes[0]).build()
 
 
-async def test_ten_concurrent_runs_on_one_store_do_not_interfere(store_url: str) -> None:
+async def test_ten_concurrent_runs_on_one_store_do_not_interfere(plait_store_url: str) -> None:
     wf = adder_chain(8)
     results: dict[int, Any] = {}
     prefix = uuid.uuid4().hex[:8]
 
     async def one(k: int) -> None:
-        results[k] = await wf.run(k * 100, checkpoint=store_url, run_id=f"{prefix}-{k}")
+        results[k] = await wf.run(k * 100, checkpoint=plait_store_url, run_id=f"{prefix}-{k}")
 
     async with anyio.create_task_group() as tg:
         for k in range(10):
             tg.start_soon(one, k)
     assert {k: r.outputs for k, r in results.items()} == {k: [k * 100 + 8] for k in range(10)}
-    store = open_store(store_url)
+    store = open_store(plait_store_url)
     try:
         for k in range(10):
             infos = await store.list(f"{prefix}-{k}")

@@ -95,7 +95,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, Path]:
         folder = tmp_path / "store"
         folder.mkdir()
         return f"file://{folder}", folder
-    url: str = request.getfixturevalue("redis_url")
+    url: str = request.getfixturevalue("plait_redis_url")
     return url, tmp_path
 
 

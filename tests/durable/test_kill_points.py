@@ -34,7 +34,9 @@ def any_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"file://{tmp_path / 'checkpoints'}"
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'runs.db'}"
-    url: str = request.getfixturevalue("redis_url" if request.param == "redis" else "postgres_url")
+    url: str = request.getfixturevalue(
+        "plait_redis_url" if request.param == "redis" else "plait_postgres_url"
+    )
     return url
 
 

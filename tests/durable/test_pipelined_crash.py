@@ -64,19 +64,19 @@ def _ran(log: Path) -> Counter[tuple[int, str]]:
 
 @pytest.mark.parametrize("resume_schedule", ["pipelined", "superstep"])
 def test_sigkill_with_a_partly_filled_fan_in_in_a_loop_resumes_to_the_clean_outputs(
-    store_url: str, tmp_path: Path, resume_schedule: str
+    plait_store_url: str, tmp_path: Path, resume_schedule: str
 ) -> None:
     clean_log, crash_log = tmp_path / "clean.log", tmp_path / "crash.log"
-    clean = _python("run", "superstep", store_url, f"clean-{uuid.uuid4().hex}", log=clean_log)
+    clean = _python("run", "superstep", plait_store_url, f"clean-{uuid.uuid4().hex}", log=clean_log)
     clean_out, err = clean.communicate(timeout=60)
     assert clean.returncode == 0, err
     expected = json.loads(clean_out)
 
     run_id = f"crash-{uuid.uuid4().hex}"
-    victim = _python("run", "pipelined", store_url, run_id, log=crash_log)
+    victim = _python("run", "pipelined", plait_store_url, run_id, log=crash_log)
     deadline = time.monotonic() + 30
     while True:  # the second cut with a partly filled buffer: a round or more in
-        latest = _latest(store_url, run_id)
+        latest = _latest(plait_store_url, run_id)
         if _partly_filled(latest) and latest.superstep > 4:
             break
         assert victim.poll() is None, victim.communicate()
@@ -85,10 +85,10 @@ def test_sigkill_with_a_partly_filled_fan_in_in_a_loop_resumes_to_the_clean_outp
     victim.send_signal(signal.SIGKILL)
     victim.wait(timeout=10)
     assert victim.returncode == -signal.SIGKILL
-    cut = _latest(store_url, run_id)
+    cut = _latest(plait_store_url, run_id)
     assert cut.status == "running", "killed too late to prove anything"
 
-    resumed = _python("resume", resume_schedule, store_url, run_id, log=crash_log)
+    resumed = _python("resume", resume_schedule, plait_store_url, run_id, log=crash_log)
     out, err = resumed.communicate(timeout=60)
     assert resumed.returncode == 0, err
     got = json.loads(out)
@@ -101,5 +101,5 @@ def test_sigkill_with_a_partly_filled_fan_in_in_a_loop_resumes_to_the_clean_outp
     # what the cut had passed (every superstep up to its own) never runs again
     again = {key for key, count in runs.items() if count > 1}
     assert all(superstep > cut.superstep for superstep, _ in again), (cut.superstep, again)
-    final = _latest(store_url, run_id)
+    final = _latest(plait_store_url, run_id)
     assert final.status == "idle"

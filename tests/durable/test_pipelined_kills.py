@@ -61,17 +61,17 @@ def _clean(url: str, log: Path) -> tuple[dict[str, Any], Counter[tuple[int, str]
 
 @pytest.mark.parametrize("kill", ["commit", "write", "time"])
 def test_a_pipelined_run_killed_anywhere_resumes_to_the_clean_outputs(
-    store_url: str, tmp_path: Path, kill: str
+    plait_store_url: str, tmp_path: Path, kill: str
 ) -> None:
     clean_log, crash_log = tmp_path / "clean.log", tmp_path / "crash.log"
-    expected, clean_runs = _clean(store_url, clean_log)
-    rng = random.Random(f"{SEED}:{kill}:{store_url.split(':')[0]}")
+    expected, clean_runs = _clean(plait_store_url, clean_log)
+    rng = random.Random(f"{SEED}:{kill}:{plait_store_url.split(':')[0]}")
     resume_schedule = rng.choice(["pipelined", "superstep"])
     run_id = f"kill-{kill}-{uuid.uuid4().hex}"
     if kill == "time":
-        victim = _python("run", "pipelined", store_url, run_id, log=crash_log)
+        victim = _python("run", "pipelined", plait_store_url, run_id, log=crash_log)
         deadline = time.monotonic() + 30
-        while _latest(store_url, run_id) is None:  # the run is under way
+        while _latest(plait_store_url, run_id) is None:  # the run is under way
             assert victim.poll() is None, victim.communicate()
             assert time.monotonic() < deadline, "the run never wrote a checkpoint"
             time.sleep(0.005)
@@ -80,13 +80,13 @@ def test_a_pipelined_run_killed_anywhere_resumes_to_the_clean_outputs(
     else:
         # the first save is the run's first checkpoint; then one cut per commit or so
         at = f"{kill}:{rng.randrange(2, 20)}"
-        victim = _python("run", "pipelined", store_url, run_id, log=crash_log, kill=at)
+        victim = _python("run", "pipelined", plait_store_url, run_id, log=crash_log, kill=at)
     victim.wait(timeout=60)
     assert victim.returncode == -signal.SIGKILL, victim.communicate()
-    cut = _latest(store_url, run_id)
+    cut = _latest(plait_store_url, run_id)
     assert cut is not None and cut.status == "running", "killed too late to prove anything"
 
-    resumed = _python("resume", resume_schedule, store_url, run_id, log=crash_log)
+    resumed = _python("resume", resume_schedule, plait_store_url, run_id, log=crash_log)
     out, err = resumed.communicate(timeout=60)
     assert resumed.returncode == 0, err
     got = json.loads(out)
@@ -99,4 +99,4 @@ def test_a_pipelined_run_killed_anywhere_resumes_to_the_clean_outputs(
     again = {key for key, count in runs.items() if count > 1}
     # what the cut had passed never runs again
     assert all(superstep > cut.superstep for superstep, _ in again), (cut.superstep, again)
-    assert _latest(store_url, run_id).status == "idle"
+    assert _latest(plait_store_url, run_id).status == "idle"

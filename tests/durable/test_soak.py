@@ -46,7 +46,7 @@ def test_200_concurrent_runs_are_all_right_and_memory_stays_flat(
     if kind == "sqlite":
         url, blocks, repetitions = f"sqlite:///{tmp_path / 'soak.db'}", 17, 4
     else:
-        url = request.getfixturevalue("postgres_url")
+        url = request.getfixturevalue("plait_postgres_url")
         blocks, repetitions = (17, 4) if FULL else (5, 3)
     records = _soak(url, repetitions, blocks)
     assert len(records) == repetitions

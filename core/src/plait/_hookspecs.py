@@ -319,6 +319,24 @@ def plait_install_hint(distribution: str) -> str | None:
 
 
 @hookspec
+def plait_run_columns() -> Mapping[str, Any] | None:
+    """Add columns to the run listings of ``plait runs`` and ``plait ui``.
+
+    A column is a name and a function of one listed run: ``value(info) -> str``, ``info``
+    a ``plait_durable.RunInfo`` whose ``metadata`` is its latest checkpoint's metadata as
+    the listing read it (stored JSON: untrusted, and empty when the listing did not read
+    the checkpoint). The function reads only what ``info`` holds (never the store: a
+    listing of thousands of runs calls it once per run) and returns a short string
+    (``"-"`` when it has nothing to say); the listings escape it, shorten it, and show
+    ``?`` when it raises. Column names are unique: two plugins giving one name is an error
+    naming both.
+
+    :return: ``{name: value}``, the columns in the order to show them, or ``None``;
+        every implementation is called.
+    """
+
+
+@hookspec
 def plait_register_commands(cli: Any) -> None:
     """Add sub-commands to the ``plait`` command-line interface.
 
@@ -362,6 +380,27 @@ def plait_documents() -> Any:
 
     :return: the documents machinery (a :class:`plait.spi.Documents`), or ``None`` to
         leave it to another plugin; stops at the first non-``None`` result.
+    """
+
+
+@hookspec(firstresult=True)
+def plait_change_policies() -> Any:
+    """Give what applies a policy for a changed workflow to a stored run before it
+    resumes (``plait resume --on-change POLICY``).
+
+    The answer has ``names``, the policies it knows in the order to list them, and
+    ``async prepare(workflow, store, run_id, policy, *, allow=None)``, which applies
+    ``policy`` to stored run ``run_id`` (or the run of checkpoint ``run_id``) of the
+    checkpoint store ``store`` (a URL or an open store) for a resume with ``workflow``,
+    ``allow`` being the grants typed for it: it may write the run a new checkpoint (a
+    migration) or refuse the run (an error naming why), and returns what the resume
+    needs: ``run_id``, ``accept_changes`` (bool), ``workflow`` (the one to resume with:
+    ``workflow``, or another the policy chose) and ``note`` (a line for the person who
+    resumes, or ``""``). ``plait-versions`` gives it; without it, ``--on-change`` fails
+    naming that distribution.
+
+    :return: the policies, or ``None`` to leave them to another plugin; stops at the
+        first non-``None`` result.
     """
 
 

@@ -29,7 +29,7 @@ import inspect
 import os
 import re
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -100,6 +100,7 @@ _SEAMS: dict[tuple[str, str], str] = {
     ("hook", "plait_documents"): "plait-documents",
     ("hook", "plait_workflow_as_connection"): "plait-builders",
     ("hook", "plait_workflow_as_agent"): "plait-teams",
+    ("hook", "plait_change_policies"): "plait-versions",
     # the run option that makes a run durable (``Workflow.resume``'s word too)
     ("run_option", "checkpoint"): "plait-durable",
     ("run_option", "max_lead"): "plait-pipeline",  # the pipelined schedule's lead
@@ -1009,6 +1010,14 @@ class PluginManager:
         """
         return self._first("plait_documents", "documents", what)
 
+    def change_policies(self, what: str) -> Any:
+        """The policies for a changed workflow (``plait_change_policies``;
+        ``plait-versions`` gives them), for ``what``.
+
+        :raises UnknownNameError: no plugin gives them, naming the distribution to install.
+        """
+        return self._first("plait_change_policies", "change policies", what)
+
     def workflow_as_connection(self, workflow: Any, prefix: str | None) -> Any:
         """What the first plugin answering ``plait_workflow_as_connection`` makes of
         ``workflow`` (``plait-builders``: a ``WorkflowConnection``).
@@ -1061,6 +1070,37 @@ class PluginManager:
         from ._observer import combine
 
         return combine(found)
+
+    def run_columns(self) -> dict[str, Callable[[Any], str]]:
+        """The columns the plugins add to run listings (``plait_run_columns``): name ->
+        ``value(info)``, in pluggy's call order.
+
+        :raises RegistrationError: an answer is not a mapping of names to callables,
+            naming the plugin.
+        :raises PluginConflictError: two plugins give one column name, naming both.
+        """
+        self.load_entrypoints()
+        columns: dict[str, Callable[[Any], str]] = {}
+        owners: dict[str, str] = {}
+        for impl in call_each(self.pm, "plait_run_columns"):
+            answer = call_impl(impl) or {}
+            if not isinstance(answer, Mapping) or not all(
+                isinstance(name, str) and name and callable(value) for name, value in answer.items()
+            ):
+                raise RegistrationError(
+                    f"plait_run_columns of plugin {impl.plugin_name!r} must return a mapping "
+                    f"of column names to functions, got {answer!r}"
+                )
+            for name, value in answer.items():
+                if name in owners:
+                    raise PluginConflictError(
+                        f"run listing column {name!r} is given by both plugin "
+                        f"{owners[name]!r} and plugin {impl.plugin_name!r}; disable one "
+                        f"({DISABLE_ENV}=name)"
+                    )
+                owners[name] = impl.plugin_name
+                columns[name] = value
+        return columns
 
     def register_commands(self, cli: Any) -> None:
         """Call ``plait_register_commands`` (after loading plugins) so they add CLI commands."""

@@ -6,13 +6,16 @@ import json
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import attrs
 import pytest
 from click.testing import CliRunner, Result
-from plait_cli import make_cli
-from plait_durable import open_store
+from plait import PlaitError, hookimpl
+from plait_cli import make_cli, run_columns
+from plait_durable import RunInfo, open_store, opened_store
+from plait_testing import RegisterPlugin
 from plait_testing.stores import make_checkpoint, new_run_id
 
 WORKFLOWS = Path(__file__).with_name("cli_workflows.py")
@@ -45,11 +48,12 @@ def test_a_failed_cli_run_is_listed_with_its_error_from_the_default_store(in_tmp
     result = plait("runs")
     assert result.exit_code == 0, result.output
     header, newest, oldest = result.stdout.splitlines()
+    added = [name.upper() for name in run_columns()]  # what installed plugins add
     assert header.split() == [
-        "ID", "WORKFLOW", "STATUS", "SUPERSTEPS", "PENDING", "UPDATED", "ERROR"
+        "ID", "WORKFLOW", "STATUS", "SUPERSTEPS", "PENDING", "UPDATED", *added, "ERROR"
     ]  # fmt: skip
     assert newest.split()[1:7] == ["echo", "idle", "2", "0", "0s", "ago"]
-    assert newest.split()[7:] == ["-"]
+    assert newest.split()[-1] == "-"
     assert oldest.split()[1:5] == ["failing", "failed", "1", "0"]
     assert "ConnectionError in 'explode' (superstep 2): the model endpoint hung up" in oldest
     records = json.loads(plait("runs", "--json", "--status", "failed").stdout)
@@ -67,7 +71,7 @@ def test_a_failed_cli_run_is_listed_with_its_error_from_the_default_store(in_tmp
         "error",
         "created_at",
         "updated_at",
-    }
+    } | ({"columns"} if added else set())
 
 
 def test_status_and_limit_filter_newest_first(tmp_path: Path) -> None:
@@ -277,3 +281,73 @@ def test_updated_counts_from_the_latest_checkpoint_the_order_goes_by(tmp_path: P
     assert [row.split()[0] for row in rows] == [long_running, recent]
     assert rows[0].split()[5:7] in (["5s", "ago"], ["6s", "ago"], ["7s", "ago"])
     assert rows[1].split()[5:7] == ["1h", "ago"]
+
+
+def cell(header: str, row: str, name: str) -> str:
+    """The cell of column ``name`` in a row of ``plait runs``' table (cells start where
+    their headers do)."""
+    start = header.index(name)
+    after = header[start + len(name) :]
+    end = start + len(name) + (len(after) - len(after.lstrip())) if after.strip() else None
+    return row[start:end].strip()
+
+
+class Columns:
+    """A plugin adding two columns to run listings: one from the checkpoint's metadata
+    the listing read, one that raises."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def shipped(self, info: RunInfo) -> str:
+        self.seen.append(info.run_id)
+        return str(info.metadata.get("shipped", "-"))
+
+    def broken(self, info: RunInfo) -> str:
+        raise KeyError("no such thing")
+
+    @hookimpl
+    def plait_run_columns(self) -> dict[str, Any]:
+        return {"shipped": self.shipped, "broken": self.broken}
+
+
+def test_plugins_add_columns_from_what_the_listing_read(
+    tmp_path: Path, plait_register_plugin: RegisterPlugin
+) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    boxed, bare = new_run_id("boxed"), new_run_id("bare")
+
+    async def fill() -> None:
+        async with opened_store(url) as store:
+            await store.save(make_checkpoint(bare, 1))
+            checkpoint = make_checkpoint(boxed, 1)
+            metadata = {**checkpoint.metadata, "shipped": "box 7\x1b[2J"}
+            await store.save(attrs.evolve(checkpoint, metadata=metadata))
+
+    anyio.run(fill)
+    columns = Columns()
+    plait_register_plugin(columns, "columns")
+    table = plait("runs", "--checkpoint", url)
+    assert table.exit_code == 0, table.output
+    header, first, second = table.stdout.splitlines()
+    assert header.split()[-1] == "ERROR" and {"SHIPPED", "BROKEN"} <= set(header.split())
+    assert first.startswith(boxed) and second.startswith(bare)
+    assert cell(header, first, "SHIPPED") == "box 7\\x1b[2J"  # escaped, never raw
+    assert cell(header, first, "BROKEN") == "?"  # a column that raises shows ?
+    assert (cell(header, second, "SHIPPED"), cell(header, second, "BROKEN")) == ("-", "?")
+    assert sorted(columns.seen) == sorted([boxed, bare])  # once per run, from the listing
+    records = json.loads(plait("runs", "--checkpoint", url, "--json").stdout)
+    assert records[0]["columns"]["shipped"] == "box 7\\x1b[2J"
+    assert records[0]["columns"]["broken"] == "?"
+    assert "metadata" not in records[0]
+
+
+def test_two_plugins_giving_one_column_name_is_an_error_naming_both(
+    plait_register_plugin: RegisterPlugin,
+) -> None:
+    plait_register_plugin(Columns(), "first")
+    plait_register_plugin(Columns(), "second")
+    with pytest.raises(
+        PlaitError, match="'shipped' is given by both plugin 'second' and plugin 'first'"
+    ):
+        run_columns()

@@ -99,14 +99,40 @@ def test_the_pytest_plugin_holds_only_prefixed_opt_in_fixtures() -> None:
     assert sorted(fixtures) == [
         "plait_hook_recorder",
         "plait_plugin_manager",
+        "plait_postgres_url",
+        "plait_redis_url",
         "plait_register_plugin",
         "plait_replay",
+        "plait_store_url",
     ]
     assert not any(fixture._fixture_function_marker.autouse for fixture in fixtures.values())
     # an option (--plait-record) and a marker (plait_replay): neither changes collection
     # nor reporting
     hooks = [name for name in vars(plait_testing.plugin) if name.startswith("pytest_")]
     assert hooks == ["pytest_addoption", "pytest_configure"]
+
+
+def test_the_store_url_fixture_gives_each_store_a_test_of_its_own(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        """
+        seen = []
+
+        def test_store(plait_store_url, tmp_path):
+            seen.append(plait_store_url)
+            assert plait_store_url == f"sqlite:///{tmp_path / 'runs.db'}"
+
+        def test_again(plait_store_url):
+            assert plait_store_url.startswith("sqlite:///") and plait_store_url not in seen
+        """
+    )
+    # the servers start only for the tests that reach them: the SQLite ones need none
+    result = pytester.runpytest_inprocess("-v", "-p", "no:randomly", "-k", "sqlite")
+    result.assert_outcomes(passed=2, deselected=4)
+    result.stdout.fnmatch_lines(["*test_store?sqlite? PASSED*", "*test_again?sqlite? PASSED*"])
+    collected = pytester.runpytest_inprocess("--collect-only", "-q", "-p", "no:randomly")
+    collected.stdout.fnmatch_lines(["*test_store?redis?", "*test_store?postgresql?"])
 
 
 def test_loading_the_plugin_rewrites_no_asserts_and_imports_only_the_kernels_surface() -> None:

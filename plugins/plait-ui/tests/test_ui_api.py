@@ -13,8 +13,9 @@ from typing import Any
 
 import anyio
 import pytest
+from plait import hookimpl
 from plait_durable import open_store
-from plait_testing import servers
+from plait_testing import RegisterPlugin, servers
 from ui_helpers import (
     FOREACH_TOPOLOGY,
     chain,
@@ -92,6 +93,33 @@ def test_runs_are_filtered_by_status_workflow_and_id(store_url: str) -> None:
         assert client.get("/", params={"workflow": unique("none")}).text.count("No runs match") == 1
         assert client.get("/", params={"status": "bogus"}).status_code == 400
         assert client.get("/", params={"since": "yesterday"}).status_code == 400
+
+
+class RunColumns:
+    """A plugin adding a column to run listings, from the latest checkpoint's metadata."""
+
+    @hookimpl
+    def plait_run_columns(self) -> dict[str, Any]:
+        return {"workflow_again": lambda info: f"<{info.metadata.get('workflow', '-')}>"}
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+def test_the_run_list_shows_the_columns_plugins_add(
+    kind: str, tmp_path: Path, plait_register_plugin: RegisterPlugin
+) -> None:
+    # SQLite lists runs from its index (no metadata: the page reads each run's latest
+    # checkpoint); the memory store's summaries carry the metadata they were made from
+    url = sqlite(tmp_path) if kind == "sqlite" else f"memory://ui-{uuid.uuid4().hex}"
+    name = unique("wf")
+    done = run(chain(1, name=name), 0, url).run_id
+    with signed_in(url) as client:
+        plain = client.get("/", params={"workflow": name}).text
+        plait_register_plugin(RunColumns(), "run-columns")
+        page = client.get("/", params={"workflow": name}).text
+    assert "column-workflow_again" not in plain
+    assert '<th class="column-workflow_again">Workflow_again</th>' in page
+    row = page[page.index(f'data-run-id="{done}"') :]
+    assert f'<td class="column-workflow_again">&lt;{name}&gt;</td>' in row  # escaped
 
 
 def test_runs_are_paged_through_the_index(store_url: str) -> None:

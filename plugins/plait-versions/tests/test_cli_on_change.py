@@ -61,3 +61,4 @@ def test_accept_changes_is_on_change_accept(tmp_path: Path) -> None:
     both = plait("resume", "versions_cli_targets:shop_v2", run_id, "--checkpoint", url,
                  "--accept-changes", "--on-change", "migrate")  # fmt: skip
     assert both.exit_code == 2 and "--accept-changes is --on-change accept" in both.stderr
+    assert "not --on-change migrate too" in both.stderr

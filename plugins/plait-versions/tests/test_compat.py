@@ -99,9 +99,9 @@ def test_exit_0_when_no_run_is_stranded_and_text_names_the_chain(tmp_path: Path)
     assert rejected.exit_code == 1 and "2 stranded" in rejected.stderr
 
 
-def test_mixed_runs_on_every_store(store_url: str) -> None:
-    expected = _fill(store_url, {k: 3 for k in versions_fleet.KINDS})
-    found = plait("compat", "versions_cli_targets:shop_v2", "--checkpoint", store_url,
+def test_mixed_runs_on_every_store(plait_store_url: str) -> None:
+    expected = _fill(plait_store_url, {k: 3 for k in versions_fleet.KINDS})
+    found = plait("compat", "versions_cli_targets:shop_v2", "--checkpoint", plait_store_url,
                   "--format", "json")  # fmt: skip
     verdicts = {run["run_id"]: run["verdict"] for run in json.loads(found.stdout)["runs"]}
     for run_id, verdict in expected.items():

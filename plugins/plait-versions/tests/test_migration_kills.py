@@ -63,17 +63,19 @@ def _started(url: str) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("kill_in", ["migrating", "auditing"])
-def test_kill_9_during_a_migrated_resume(store_url: str, tmp_path: Path, kill_in: str) -> None:
+def test_kill_9_during_a_migrated_resume(
+    plait_store_url: str, tmp_path: Path, kill_in: str
+) -> None:
     v1_signature = compiled_graph(shop.v1()).signature
     v2_signature = compiled_graph(shop.v2()).signature
-    run_id, request_id = _started(store_url)
-    before = _checkpoints(store_url, run_id)
+    run_id, request_id = _started(plait_store_url)
+    before = _checkpoints(plait_store_url, run_id)
     mark = tmp_path / "mark"
     # migrating: killed inside the migration; auditing: after it, in the new node
     mark.write_text("hang" if kill_in == "migrating" else "hang-later")
-    victim = _python("migrate", store_url, run_id, request_id, str(mark))
+    victim = _python("migrate", plait_store_url, run_id, request_id, str(mark))
     _kill_when(victim, mark, kill_in)
-    after = _checkpoints(store_url, run_id)
+    after = _checkpoints(plait_store_url, run_id)
     # every checkpoint is wholly one version's: its version and its graph agree
     for version, signature in after:
         assert (version, signature) in ((1, v1_signature), (2, v2_signature)), after
@@ -83,7 +85,7 @@ def test_kill_9_during_a_migrated_resume(store_url: str, tmp_path: Path, kill_in
         assert any(v == 2 for v, _ in after)
 
     async def latest() -> tuple[int | None, str]:
-        async with opened_store(store_url) as store:
+        async with opened_store(plait_store_url) as store:
             found = await store.latest(run_id)
             assert found is not None
             return found.metadata.get("version"), found.signature
@@ -93,12 +95,12 @@ def test_kill_9_during_a_migrated_resume(store_url: str, tmp_path: Path, kill_in
     assert anyio.run(latest) == expected
     mark.write_text("")
     if kill_in == "migrating":  # migrated again, from the untouched version 1 checkpoint
-        resumed = _python("migrate", store_url, run_id, request_id, str(mark))
+        resumed = _python("migrate", plait_store_url, run_id, request_id, str(mark))
         out, err = resumed.communicate(timeout=60)
         assert resumed.returncode == 0, err
         assert json.loads(out) == ["v2 audited order-a True"]
     else:  # the answer was taken before the kill: version 2 goes on from its checkpoint
-        resumed = _python("finish", store_url, run_id, request_id, str(mark))
+        resumed = _python("finish", plait_store_url, run_id, request_id, str(mark))
         out, err = resumed.communicate(timeout=60)
         assert resumed.returncode == 0, err
         assert json.loads(out) == ["v2 audited order-a True"]

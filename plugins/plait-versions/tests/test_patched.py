@@ -31,13 +31,13 @@ def _process(*args: str, patched: bool) -> list[Any]:
 
 @pytest.mark.parametrize("started_patched", [False, True])
 def test_the_answer_holds_across_three_resumes_in_three_processes(
-    store_url: str, started_patched: bool
+    plait_store_url: str, started_patched: bool
 ) -> None:
-    run_id, request, outputs = _process("start", store_url, patched=started_patched)
+    run_id, request, outputs = _process("start", plait_store_url, patched=started_patched)
     assert outputs == ["new" if started_patched else "old"]
     branches = []
     for _ in range(3):  # the patched code is deployed: each resume is a new process
-        _, request, outputs = _process("answer", store_url, run_id, request, patched=True)
+        _, request, outputs = _process("answer", plait_store_url, run_id, request, patched=True)
         branches.append(outputs[-1])
     # started on the old code, the run was past the patch: old every time; started on
     # the patched code, new every time

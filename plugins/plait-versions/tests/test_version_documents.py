@@ -75,16 +75,16 @@ def _migration() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("_migration")
-async def test_reject_and_migrate_a_document_workflow(store_url: str) -> None:
+async def test_reject_and_migrate_a_document_workflow(plait_store_url: str) -> None:
     v1 = _flow(1, "intake -> review")
-    started = await v1.run("order-a", checkpoint=store_url)
+    started = await v1.run("order-a", checkpoint=plait_store_url)
     (request,) = started.pending_requests
-    async with opened_store(store_url) as store:
+    async with opened_store(plait_store_url) as store:
         first = await store.latest(started.run_id)
         assert first is not None and first.metadata["version"] == 1
     v2 = _flow(2, "intake -> review -> audit")
     with pytest.raises(TopologyMismatchError, match="audit"):
-        await resume(v2, started.run_id, store_url, responses={request.request_id: True})
-    done = await resume(v2, started.run_id, store_url, on_change="migrate",
+        await resume(v2, started.run_id, plait_store_url, responses={request.request_id: True})
+    done = await resume(v2, started.run_id, plait_store_url, on_change="migrate",
                         responses={request.request_id: True})  # fmt: skip
     assert done.outputs == ["v2 audited order-a True"]

@@ -41,16 +41,16 @@ def test_a_policy_per_workflow_and_per_run() -> None:
 
 
 @pytest.mark.anyio
-async def test_the_workflow_s_policy_applies_unless_the_run_names_one(store_url: str) -> None:
-    started = await shop.v1().run("order-a", checkpoint=store_url)
+async def test_the_workflow_s_policy_applies_unless_the_run_names_one(plait_store_url: str) -> None:
+    started = await shop.v1().run("order-a", checkpoint=plait_store_url)
     (request,) = started.pending_requests
     answer = {request.request_id: True}
     set_policy("shop", "migrate")
     try:  # no migration registered: migrate is refused, as NoMigrationError
         with pytest.raises(NoMigrationError, match="no migration registered"):
-            await resume(shop.v2(), started.run_id, store_url, responses=answer)
+            await resume(shop.v2(), started.run_id, plait_store_url, responses=answer)
         with pytest.raises(TopologyMismatchError):  # the run's own policy wins
-            await resume(shop.v2(), started.run_id, store_url, on_change="reject",
+            await resume(shop.v2(), started.run_id, plait_store_url, on_change="reject",
                          responses=answer)  # fmt: skip
     finally:
         set_policy("shop", None)

@@ -46,7 +46,7 @@ FIRST_PARTY: Mapping[str, Mapping[str, Sequence[str]]] = {
     "plait-pipeline": {"schedule": ("pipelined",)},
     "plait-ui": {"command": ("ui",)},
     "plait-replay": {"command": ("export", "import", "replay")},
-    "plait-versions": {"command": ("compat",)},
+    "plait-versions": {"command": ("compat",), "hook": ("plait_change_policies",)},
     "plait-budgets": {"command": ("spend",)},
     "plait-workers": {"command": ("answer", "cancel", "queue", "submit", "worker")},
 }

@@ -28,7 +28,9 @@ that is taken is a :class:`CommandConflictError`. Commands that run a workflow c
 resolve a ``TARGET`` argument the way ``plait run`` does with :func:`load_target` (or decide
 its form once with :func:`parse_target` and carry the :class:`Target`), with the options
 ``plait run`` has for it: :func:`grant_options` (``--allow``, ``--trust``,
-``--allow-imports``, read with :func:`grants_from`). Test a
+``--allow-imports``, read with :func:`grants_from`). The columns plugins add to run
+listings (``plait_run_columns``) are read with :func:`run_columns` and :func:`run_cells`
+(``plait runs`` and ``plait ui`` show them). Test a
 command with ``click.testing.CliRunner().invoke(make_cli(), ["greet", "Ada"])``.
 """
 
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
         make_cli as make_cli,
     )
     from ._grants import grant_options as grant_options, grants_from as grants_from
+    from ._runs import run_cells as run_cells, run_columns as run_columns
     from ._target import (
         Target as Target,
         TargetError as TargetError,

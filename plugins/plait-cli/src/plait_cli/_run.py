@@ -32,6 +32,7 @@ from plait.spi import type_name
 
 from ._follow import Display, Outcome, execute, follow
 from ._grants import grant_options, grants_from, resume_flags
+from ._on_change import PolicyType, apply_policy
 from ._output import describe_error, how_to_install, to_json
 from ._target import Target, TargetError, document_options, load_target, parse_target
 
@@ -702,10 +703,6 @@ def _name_the_target(ctx: click.Context, run_id: str, checkpoint: str, typed: li
     ctx.exit(2)
 
 
-#: The policies ``--on-change`` takes (``plait_versions.POLICIES``).
-ON_CHANGE = ("reject", "pin", "migrate", "accept")
-
-
 @click.command("resume", short_help="Continue a checkpointed run, answering its requests.")
 @click.argument("args", nargs=-1, required=True, metavar="[TARGET] RUN_ID")
 @click.option(
@@ -735,12 +732,11 @@ ON_CHANGE = ("reject", "pin", "migrate", "accept")
 )
 @click.option(
     "--on-change",
-    type=click.Choice(ON_CHANGE),
+    type=PolicyType(),
     default=None,
-    help="What a workflow that changed since the checkpoint does to the run: reject "
-    "(the default: refused, naming each change), pin (the run stays on its version), "
-    "migrate (apply the registered migrations; plait-versions), accept (as "
-    "--accept-changes).",
+    help="What a workflow that changed since the checkpoint does to the run: a policy of "
+    "plait-versions (docs/versioning.md). Without one, a change is refused, naming each "
+    "change.",
 )
 @click.pass_context
 def resume_command(
@@ -797,9 +793,11 @@ def resume_command(
     if len(args) != 2:
         raise click.UsageError("expected [TARGET] RUN_ID")
     text, run_id = args
-    if accept_changes and on_change not in (None, "accept"):
-        raise click.UsageError(f"--accept-changes is --on-change accept, not {on_change}")
-    accept_changes = accept_changes or on_change == "accept"
+    if accept_changes and on_change is not None:
+        raise click.UsageError(
+            f"--accept-changes is --on-change accept; give one of the two, not --on-change "
+            f"{on_change} too"
+        )
     allow_imports = allow_imports or trust or "imports" in allow  # as --allow-imports
     grants = grants_from(allow, trust, allow_imports)
     parsed = _target(text, document_format, agents)
@@ -812,8 +810,6 @@ def resume_command(
         options["durability"] = durability
     if max_supersteps is not None:
         options["max_supersteps"] = max_supersteps
-    if accept_changes:
-        options["accept_changes"] = True
     if budget is not None:  # a raised budget (without one, the run's own holds)
         options["budget"] = budget
     record = _record(loaded.target, allow_imports, placement)
@@ -821,8 +817,14 @@ def resume_command(
     from ._prompt import ask_for_answers, can_prompt
 
     prompt = not no_input and not json_events
-    if on_change in ("pin", "migrate"):
-        _apply_policy(workflow, run_id, checkpoint, on_change, json_events)
+    if on_change is not None:  # what the policy makes of the stored run, before it resumes
+        prepared = apply_policy(
+            workflow, run_id, _keyed(checkpoint), on_change, grants, json_events
+        )
+        run_id, workflow = prepared.run_id, prepared.workflow
+        accept_changes = accept_changes or prepared.accept_changes
+    if accept_changes:
+        options["accept_changes"] = True
     if not responses:
         latest = _latest(run_id, checkpoint)
         if latest is not None and latest.status == RunStatus.IDLE.value:
@@ -834,38 +836,6 @@ def resume_command(
     outcome = _resume(workflow, run_id, checkpoint, responses, display, options)
     outcome = _answer_on_terminal(workflow, outcome, checkpoint, display, prompt, options)
     _report(ctx, outcome, loaded, checkpoint)
-
-
-def _apply_policy(
-    workflow: Workflow, run_id: str, checkpoint: str, on_change: str, json_events: bool
-) -> None:
-    """Apply policy ``on_change`` (``pin`` or ``migrate``) to stored run ``run_id``
-    before it resumes: a migrated run's new checkpoint is written, a run the policy
-    strands is refused (``plait_versions``)."""
-    if importlib.util.find_spec("plait_versions") is None:
-        raise click.ClickException(
-            f"--on-change {on_change} needs the plait-versions plugin "
-            f"({how_to_install('plait-versions')})"
-        )
-    from plait_durable import opened_store
-    from plait_versions import apply_verdict, decide
-
-    async def apply() -> Any:
-        async with opened_store(_keyed(checkpoint)) as store:
-            found = await store.latest(run_id)
-            if found is None:
-                found = await store.load(run_id)
-            verdict = await decide(workflow, store, found, on_change)
-            await apply_verdict(workflow, store, found, verdict)
-            return verdict
-
-    verdict = execute(apply)
-    if verdict.outcome == "migrate" and not json_events:
-        click.echo(
-            f"run {verdict.run_id} migrated from version {verdict.stored_version} to "
-            f"{verdict.version} ({', '.join(verdict.chain)})",
-            err=True,
-        )
 
 
 def _show_finished(

@@ -2,7 +2,9 @@
 
 The store's run listing (:meth:`plait_durable.CheckpointStore.runs`) describes each run
 by its latest checkpoint: workflow, status, superstep, pending requests and, for a failed
-run, the error that checkpoint records.
+run, the error that checkpoint records. Plugins add columns through the
+``plait_run_columns`` hook (:func:`run_cells`; ``plait ui``'s run list shows the same),
+each a function of a listed run, computed from what the listing read.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import re
 import time
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,16 @@ from plait_durable import CORRUPT, RunInfo, open_store
 from ._output import format_table, to_json
 from ._prune import prune_command
 
-__all__ = ["DEFAULT_STORE", "STATUSES", "printable", "run_record", "runs_command"]
+__all__ = [
+    "CELL_WIDTH",
+    "DEFAULT_STORE",
+    "STATUSES",
+    "printable",
+    "run_cells",
+    "run_columns",
+    "run_record",
+    "runs_command",
+]
 
 #: Where ``plait runs`` looks unless ``--checkpoint`` says otherwise: the SQLite store
 #: under ``.plait/`` in the working directory, where CLI runs are kept.
@@ -32,11 +43,45 @@ DEFAULT_STORE = "sqlite:///.plait/runs.db"
 STATUSES = ("running", "idle", "idle_with_pending_requests", "failed", "corrupt")
 #: The widest error shown in the table (``--json`` has it whole).
 _ERROR_WIDTH = 72
+#: The widest cell of a column a plugin adds (``plait_run_columns``).
+CELL_WIDTH = 40
+
+#: A plugin's column: a function of one listed run.
+Column = Callable[[RunInfo], str]
 
 
-def run_record(info: RunInfo) -> dict[str, Any]:
-    """One run as ``plait runs --json`` prints it: the fields of :class:`RunInfo`."""
-    return attrs.asdict(info)
+def run_columns() -> Mapping[str, Column]:
+    """The columns the plugins add to run listings (``plait_run_columns``), by name, in
+    the order to show them."""
+    from plait import get_plugin_manager
+
+    return get_plugin_manager().run_columns()
+
+
+def run_cells(columns: Mapping[str, Column], info: RunInfo) -> dict[str, str]:
+    """Run ``info``'s cell in each of ``columns``: printable (stored text is untrusted),
+    at most :data:`CELL_WIDTH` characters, ``?`` where the column's function raises or
+    gives something other than a string (one plugin's bug never hides the listing)."""
+    cells: dict[str, str] = {}
+    for name, value in columns.items():
+        try:
+            text = value(info)
+        except Exception:
+            text = "?"
+        if not isinstance(text, str):
+            text = "?"
+        text = printable(text)
+        cells[name] = text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
+    return cells
+
+
+def run_record(info: RunInfo, columns: Mapping[str, Column] | None = None) -> dict[str, Any]:
+    """One run as ``plait runs --json`` prints it: the fields of :class:`RunInfo` (its
+    ``metadata`` aside) and, when plugins add any, ``columns``: name -> cell."""
+    record = attrs.asdict(info, filter=lambda field, _: field.name != "metadata")
+    if columns:
+        record["columns"] = run_cells(columns, info)
+    return record
 
 
 def _age(seconds: float) -> str:
@@ -120,7 +165,8 @@ def runs_command(
 ) -> None:
     """List the runs in a checkpoint store, newest first (by their latest checkpoint): id,
     workflow, status, supersteps, pending requests, how long ago the latest checkpoint was
-    written and, for a failed run, its error.
+    written, the columns plugins add (plait-versions: VERSION) and, for a failed run, its
+    error.
 
     Each run is described by its latest checkpoint, so a failed run shows its error after
     the process that ran it is gone. Resume one with `plait resume TARGET RUN_ID
@@ -138,8 +184,10 @@ def runs_command(
         infos = anyio.run(_list, url, None if wanted is not None else limit)
         if wanted is not None:
             infos = [info for info in infos if info.status == wanted][:limit]
+    columns = run_columns()
     if as_json:
-        click.echo(_escape_c1(to_json([run_record(info) for info in infos], indent=2)))
+        records = [run_record(info, columns) for info in infos]
+        click.echo(_escape_c1(to_json(records, indent=2)))
         return
     if not infos:
         if missing is None:
@@ -147,7 +195,8 @@ def runs_command(
         return
     now = time.time()
     # the runs come newest first by their latest checkpoint: UPDATED counts from it too
-    headers = ["ID", "WORKFLOW", "STATUS", "SUPERSTEPS", "PENDING", "UPDATED", "ERROR"]
+    headers = ["ID", "WORKFLOW", "STATUS", "SUPERSTEPS", "PENDING", "UPDATED"]
+    headers += [name.upper() for name in columns] + ["ERROR"]
     rows: list[tuple[list[str], list[str]]] = [
         (
             [
@@ -157,6 +206,7 @@ def runs_command(
                 str(info.superstep) if info.status != CORRUPT else "?",
                 str(info.pending_requests) if info.status != CORRUPT else "?",
                 f"{_age(now - info.updated_at)} ago" if info.updated_at else "?",
+                *run_cells(columns, info).values(),
                 _short(printable(info.error)) if info.error else "-",
             ],
             [],

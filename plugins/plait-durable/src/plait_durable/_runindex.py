@@ -84,7 +84,7 @@ class RunSummary(RunInfo):
 
     def as_row(self) -> tuple[Any, ...]:
         """The fields in the order of :data:`RUN_COLUMNS`: a SQL store's index row."""
-        return attrs.astuple(self)
+        return tuple(getattr(self, column) for column in RUN_COLUMNS)
 
     @classmethod
     def from_checkpoints(
@@ -240,7 +240,7 @@ async def _summary_of(store: CheckpointStore, info: RunInfo) -> RunSummary | Non
         return None
     origin = forked_from(first.metadata)
     return RunSummary(
-        **attrs.asdict(info),
+        **attrs.asdict(info, recurse=False),
         forked_from=origin[0] if origin else None,
         forked_from_checkpoint=origin[1] if origin else None,
     )
@@ -249,7 +249,9 @@ async def _summary_of(store: CheckpointStore, info: RunInfo) -> RunSummary | Non
 #: The columns of a SQL store's run index, in the order of :class:`RunSummary`'s fields
 #: (``RunSummary(*row)`` rebuilds one); the table also has ``last_seq``, the insertion
 #: sequence number of the run's latest checkpoint, which orders and pages it.
-RUN_COLUMNS: tuple[str, ...] = tuple(field.name for field in attrs.fields(RunSummary))
+RUN_COLUMNS: tuple[str, ...] = tuple(
+    field.name for field in attrs.fields(RunSummary) if not field.kw_only
+)  # (``metadata``, keyword only, is what a listing read, never an index column)
 
 
 def page_sql(

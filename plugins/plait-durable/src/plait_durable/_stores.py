@@ -148,7 +148,7 @@ def latest_run_info(
     """The listing of the run whose latest checkpoint is ``latest`` (``created_at``: when
     its first checkpoint was taken; ``latest``'s own time if not given): its workflow
     (``metadata["workflow"]``), status, superstep, pending requests and, for a failed run,
-    the error its checkpoint records (:func:`error_summary`).
+    the error its checkpoint records (:func:`error_summary`); its metadata as read.
 
     ``kind`` is the record made (:class:`~plait_durable.RunInfo`, or a subclass given its
     own fields in ``more``: the run index's :class:`~plait_durable.RunSummary`).
@@ -164,6 +164,7 @@ def latest_run_info(
         error=error_summary(latest.metadata.get("error")),
         created_at=latest.created_at if created_at is None else created_at,
         updated_at=latest.created_at,
+        metadata=latest.metadata,
         **more,
     )
 

@@ -339,6 +339,11 @@ class RunInfo:
         its message (``plait_durable._stores.error_summary``); ``None`` otherwise.
     :param created_at: when the run's first checkpoint was taken (seconds since the epoch).
     :param updated_at: when its latest checkpoint was taken.
+    :param metadata: (keyword only) the latest checkpoint's metadata as the listing read
+        it: stored JSON, untrusted, for the columns plugins add to run listings
+        (``plait_run_columns``); empty when the listing did not read the checkpoint (a
+        run index's row, a corrupt or sealed checkpoint). Not compared, not an index
+        column.
     """
 
     run_id: str
@@ -349,3 +354,4 @@ class RunInfo:
     error: str | None
     created_at: float
     updated_at: float
+    metadata: Mapping[str, Any] = attrs.field(factory=dict, kw_only=True, eq=False, repr=False)

@@ -9,6 +9,7 @@ reporting: a project that never asks for these fixtures runs exactly as without
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -22,11 +23,15 @@ if TYPE_CHECKING:
     from .replaying import ReplayCheck
 
 __all__ = [
+    "STORE_KINDS",
     "RegisterPlugin",
     "plait_hook_recorder",
     "plait_plugin_manager",
+    "plait_postgres_url",
+    "plait_redis_url",
     "plait_register_plugin",
     "plait_replay",
+    "plait_store_url",
     "pytest_addoption",
     "pytest_configure",
 ]
@@ -81,6 +86,45 @@ def plait_hook_recorder(plait_register_plugin: RegisterPlugin) -> HookRecorder:
     recorder = HookRecorder()
     plait_register_plugin(recorder, "plait-hook-recorder")
     return recorder
+
+
+#: The durable stores ``plait_store_url`` gives in turn (its test ids).
+STORE_KINDS = ("sqlite", "redis", "postgresql")
+
+
+@pytest.fixture(scope="session")
+def plait_redis_url() -> Iterator[str]:
+    """A Redis server the tests may write to: ``PLAIT_TEST_REDIS_URL`` (``source
+    .ci/services.sh`` starts one), else a throwaway server for the session
+    (:func:`plait_testing.servers.redis_url`: without either the test fails, naming the
+    Debian package). Shared: a test names its keys (runs, queues) uniquely."""
+    from .servers import redis_url
+
+    with redis_url() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def plait_postgres_url() -> Iterator[str]:
+    """A PostgreSQL server the tests may write to, as :func:`plait_redis_url`
+    (``PLAIT_TEST_POSTGRES_URL``, :func:`plait_testing.servers.postgres_url`)."""
+    from .servers import postgres_url
+
+    with postgres_url() as url:
+        yield url
+
+
+@pytest.fixture(params=STORE_KINDS)
+def plait_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of each durable store in turn (:data:`STORE_KINDS`): a new SQLite file of
+    the test's own, then the shared Redis and PostgreSQL servers
+    (:func:`plait_redis_url`, :func:`plait_postgres_url`, started only when a test gets
+    there)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'runs.db'}"
+    fixture = "plait_redis_url" if request.param == "redis" else "plait_postgres_url"
+    url: str = request.getfixturevalue(fixture)
+    return url
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

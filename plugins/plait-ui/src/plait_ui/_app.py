@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,7 +24,9 @@ import attrs
 import jinja2
 from plait import CheckpointError, PlaitError
 from plait.spi import PendingRequest, is_instance
+from plait_cli import run_cells, run_columns
 from plait_durable import (
+    CORRUPT,
     DEFAULT_PAGE,
     EDITABLE,
     CheckpointNotFoundError,
@@ -32,6 +34,7 @@ from plait_durable import (
     CheckpointView,
     CorruptCheckpointError,
     EventJournal,
+    RunInfo,
     RunLeaseError,
     checkpoint_view,
     diff_views,
@@ -131,6 +134,28 @@ def _when(seconds: Any) -> str:
     return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
+async def _column_cells(
+    store: CheckpointStore, columns: Mapping[str, Any], runs: Sequence[RunInfo]
+) -> dict[str, dict[str, str]]:
+    """Each listed run's cells in the columns plugins add (``plait_run_columns``, as
+    ``plait runs`` shows them), by run id. A run index's rows carry no metadata: then the
+    run's latest checkpoint is read for it (one read per run of the page, and none when no
+    plugin adds a column)."""
+    if not columns:
+        return {}
+    cells: dict[str, dict[str, str]] = {}
+    for info in runs:
+        if not info.metadata and info.status != CORRUPT:
+            try:
+                latest = await store.latest(info.run_id)
+            except CheckpointError:
+                latest = None  # unreadable now: its cells say what the listing had
+            if latest is not None:
+                info = attrs.evolve(info, metadata=latest.metadata)
+        cells[info.run_id] = run_cells(columns, info)
+    return cells
+
+
 def _parse_time(text: str | None, name: str) -> float | None:
     if not text:
         return None
@@ -213,6 +238,8 @@ class _Ui:
                     limit=int(limit),
                     cursor=params.get("cursor") or None,
                 )
+                columns = run_columns()
+                cells = await _column_cells(store, columns, page.runs)
         except ValueError as exc:
             raise HTTPException(400, str(exc)) from None
         elapsed = time.perf_counter() - started
@@ -223,6 +250,8 @@ class _Ui:
         return self.page(
             "runs.html",
             runs=page.runs,
+            columns=list(columns),
+            cells=cells,
             query=dict(params.items()),
             statuses=STATUSES,
             next_query=next_query,

@@ -12,6 +12,11 @@ that changed, its policy decides (:func:`resume`, ``plait resume --on-change``):
 - :func:`resume`: the policy applied, then :meth:`plait.Workflow.resume`. A migrated run's
   chain runs on a copy; its result is checked against the new workflow's declared types;
   one new checkpoint records the new version and the migrations that ran.
+- :class:`ChangePolicies`: the answer to the ``plait_change_policies`` hook, through which
+  ``plait resume --on-change POLICY`` applies a policy (:class:`Prepared`) without
+  importing this plugin.
+- the ``version`` column of ``plait runs`` and ``plait ui`` (``plait_run_columns``): each
+  run's version and short fingerprint.
 - :func:`decide` and :class:`Verdict`: what a policy makes of a stored run, without
   running or writing anything; :func:`compat_report` for every unfinished run of a
   workflow, what ``plait compat TARGET --checkpoint URL`` prints (exit 1 when a run would
@@ -46,21 +51,46 @@ if TYPE_CHECKING:
         migration as migration,
         register_migration as register_migration,
     )
-    from ._policy import (
+    from ._policies import (
         POLICIES as POLICIES,
+        policy_for as policy_for,
+        set_policy as set_policy,
+    )
+    from ._policy import (
         Verdict as Verdict,
         apply_verdict as apply_verdict,
         decide as decide,
         migrate_run as migrate_run,
-        policy_for as policy_for,
         resume as resume,
-        set_policy as set_policy,
+    )
+    from ._prepare import (
+        ChangePolicies as ChangePolicies,
+        Prepared as Prepared,
     )
     from ._snapshot import (
         PendingRequestRecord as PendingRequestRecord,
         Record as Record,
         RunSnapshot as RunSnapshot,
     )
+
+
+@plait.hookimpl
+def plait_change_policies() -> Any:
+    """The policies for a changed workflow, for ``plait resume --on-change``
+    (:class:`ChangePolicies`: a light module; what applies a policy is imported when one is
+    applied)."""
+    from ._prepare import ChangePolicies
+
+    return ChangePolicies()
+
+
+@plait.hookimpl
+def plait_run_columns() -> dict[str, Any]:
+    """The ``version`` column of ``plait runs`` and ``plait ui``: each run's version and
+    short fingerprint, from the metadata the listing read."""
+    from ._columns import version_cell
+
+    return {"version": version_cell}
 
 
 @plait.hookimpl

@@ -8,7 +8,7 @@ from typing import Any
 import click
 from plait_cli import TargetError, load_target, parse_target
 
-from ._policy import POLICIES
+from ._policies import POLICIES
 
 __all__ = ["compat_command"]
 

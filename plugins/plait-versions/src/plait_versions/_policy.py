@@ -47,6 +47,7 @@ from plait_durable import (
 from ._check import BadValue, check_state
 from ._errors import MigrationError, NoMigrationError, PinnedRunError
 from ._migrations import Migration, find_chain
+from ._policies import policy_for
 from ._snapshot import RunSnapshot, snapshot_of, state_of
 
 if TYPE_CHECKING:
@@ -54,45 +55,11 @@ if TYPE_CHECKING:
     from plait_durable import Checkpoint
 
 __all__ = [
-    "POLICIES",
     "Verdict",
     "decide",
     "migrate_run",
-    "policy_for",
     "resume",
-    "set_policy",
 ]
-
-#: The policies for a changed workflow.
-POLICIES = ("reject", "pin", "migrate", "accept")
-
-_policies: dict[str, str] = {}
-
-
-def _check_policy(policy: str) -> str:
-    if policy not in POLICIES:
-        raise ValueError(f"on_change must be one of {', '.join(POLICIES)}, got {policy!r}")
-    return policy
-
-
-def set_policy(workflow: str, policy: str | None) -> None:
-    """Set the policy of every run of workflow ``workflow`` (by name) in this process,
-    unless a resume names its own; ``None`` drops it (back to ``reject``).
-
-    :raises ValueError: ``policy`` is not one of :data:`POLICIES`.
-    """
-    if policy is None:
-        _policies.pop(workflow, None)
-    else:
-        _policies[workflow] = _check_policy(policy)
-
-
-def policy_for(workflow: Workflow, on_change: str | None = None) -> str:
-    """The policy a resume of ``workflow`` applies: ``on_change`` when given, else the
-    workflow's (:func:`set_policy`), else ``reject``."""
-    if on_change is not None:
-        return _check_policy(on_change)
-    return _policies.get(workflow.name or "", "reject")
 
 
 @attrs.frozen
@@ -430,8 +397,11 @@ async def migrate_run(
     return new
 
 
-async def _stored(store: CheckpointStore, id: str) -> Checkpoint:
-    """The latest checkpoint of run ``id``, or checkpoint ``id``."""
+async def stored_checkpoint(store: CheckpointStore, id: str) -> Checkpoint:
+    """The latest checkpoint of run ``id``, or checkpoint ``id``.
+
+    :raises CheckpointNotFoundError: neither is in ``store``, naming ``id``.
+    """
     found = await store.latest(id)
     if found is None:
         found = await store.load(id)  # raises CheckpointNotFoundError naming it
@@ -461,7 +431,7 @@ async def resume(
     """
     policy = policy_for(workflow, on_change)
     async with opened_store(checkpoint) as store:
-        found = await _stored(store, id)
+        found = await stored_checkpoint(store, id)
         verdict = await decide(workflow, store, found, policy)
         await apply_verdict(workflow, store, found, verdict)
         return await workflow.resume(

@@ -1,0 +1,85 @@
+"""What ``plait resume --on-change POLICY`` asks of this plugin, through the
+``plait_change_policies`` hook: the policies' names, and a policy applied to a stored run
+before it resumes.
+
+The names live in :mod:`._policies` and nowhere else: ``plait-cli`` lists and checks them
+through the hook, and never imports this plugin. The module is light (``plait resume --help`` lists
+the names): what applies a policy is imported when one is applied.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+if TYPE_CHECKING:
+    from plait import Workflow
+    from plait_durable import CheckpointStore
+
+from ._policies import POLICIES
+
+__all__ = ["ChangePolicies", "Prepared"]
+
+
+@attrs.frozen
+class Prepared:
+    """What a policy applied to a stored run leaves for the resume to do.
+
+    :param run_id: the run (or checkpoint) to resume.
+    :param accept_changes: resume it on the changed workflow as it is (policy ``accept``).
+    :param workflow: the workflow to resume it with: the one given, or the one the policy
+        chose.
+    :param note: a line for the person who resumes (what was done to the run), or ``""``.
+    """
+
+    run_id: str
+    accept_changes: bool
+    workflow: Workflow
+    note: str = ""
+
+
+class ChangePolicies:
+    """The answer to ``plait_change_policies``: :data:`POLICIES`, and :meth:`prepare`."""
+
+    #: the policies, in the order they are listed
+    names: tuple[str, ...] = POLICIES
+
+    async def prepare(
+        self,
+        workflow: Workflow,
+        store: str | CheckpointStore,
+        run_id: str,
+        policy: str,
+        *,
+        allow: Any = None,
+    ) -> Prepared:
+        """Apply ``policy`` to stored run ``run_id`` (or the run of checkpoint
+        ``run_id``) of ``store`` before it resumes with ``workflow``: a ``migrate``
+        verdict migrates the run (one new checkpoint), a run the policy strands is
+        refused, naming every change.
+
+        :param allow: the grants typed for this resume (a workflow the policy builds gets
+            these and never more).
+        :raises PinnedRunError: policy ``pin`` and the run cannot stay on its version.
+        :raises NoMigrationError: policy ``migrate`` and no chain covers the change.
+        :raises MigrationError: a migration failed or left a value that does not fit.
+        :raises ValueError: ``policy`` is not one of :data:`POLICIES`.
+        """
+        from plait_durable import opened_store
+
+        from ._policy import apply_verdict, decide, stored_checkpoint
+
+        async with opened_store(store) as opened:
+            found = await stored_checkpoint(opened, run_id)
+            verdict = await decide(workflow, opened, found, policy)
+            await apply_verdict(workflow, opened, found, verdict)
+        note = ""
+        if verdict.outcome == "migrate":
+            note = (
+                f"run {verdict.run_id} migrated from version {verdict.stored_version} to "
+                f"{verdict.version} ({', '.join(verdict.chain)})"
+            )
+        # a migrated run goes on from its new checkpoint; any other from the one named
+        resumed = found.run_id if verdict.outcome == "migrate" else run_id
+        return Prepared(resumed, verdict.outcome == "accept", workflow, note)
