@@ -69,3 +69,30 @@ def test_spend_shows_what_each_run_spent_against_its_budget(calls: Calls, tmp_pa
     assert row["spend"]["spent"]["run"]["model_calls"] == 2
     missing = runner.invoke(make_cli(), ["spend", "nope", "--checkpoint", store])
     assert missing.exit_code == 2 and "run 'nope' has no checkpoint" in missing.output
+
+
+def test_plait_runs_shows_each_run_s_spend_against_its_budget(calls: Calls, tmp_path: Path) -> None:
+    """plait-budgets answers ``plait_run_columns``: a ``spend`` column from the ledger the
+    latest checkpoint keeps; ``-`` for a run without a budget."""
+    import json
+
+    shutil.copy(HERE / "budget_workflows.py", tmp_path / "flows_column.py")
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    target = f"{tmp_path / 'flows_column.py'}:chain4"
+    runner = CliRunner()
+    budgeted = runner.invoke(
+        make_cli(), ["run", target, "go", "--checkpoint", store, "--budget", "calls=2", "-q"]
+    )
+    found = re.search(r"run id: (\w+)", budgeted.stderr)
+    assert found is not None
+    free = runner.invoke(make_cli(), ["run", target, "go", "--checkpoint", store, "-q"])
+    assert free.exit_code == 0, free.output
+    free_id = re.search(r"run id: (\w+)", free.stderr)
+    assert free_id is not None
+    listed = runner.invoke(make_cli(), ["runs", "--checkpoint", store, "--json"])
+    assert listed.exit_code == 0, listed.output
+    rows = {row["run_id"]: row for row in json.loads(listed.output)}
+    assert "2/2 calls" in rows[found.group(1)]["columns"]["spend"]
+    assert rows[free_id.group(1)]["columns"]["spend"] == "-"
+    table = runner.invoke(make_cli(), ["runs", "--checkpoint", store])
+    assert "SPEND" in table.output and "2/2 calls" in table.output

@@ -100,10 +100,26 @@ def plait_register_type_hooks(register: Register) -> None:
 
 @plait.hookimpl
 def plait_register_commands(cli: Any) -> None:
-    """Add ``plait spend``: what runs spent against their budgets."""
-    from ._command import spend_command
+    """Add ``plait spend``: what runs spent against their budgets (its module is imported
+    when the command runs)."""
+    from plait_cli import lazy_command
 
-    cli.add_command(spend_command)
+    cli.add_command(
+        lazy_command(
+            "spend",
+            "plait_budgets._command:spend_command",
+            "Show what runs spent against their budgets.",
+        )
+    )
+
+
+@plait.hookimpl
+def plait_run_columns() -> dict[str, Any]:
+    """The ``spend`` column of ``plait runs`` and ``plait ui``: each run's spend against its
+    budget (:func:`spend_summary`), from the metadata the listing read."""
+    from ._command import spend_cell
+
+    return {"spend": spend_cell}
 
 
 if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error

@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import click
 
-__all__ = ["spend_command", "spend_of", "spend_summary"]
+__all__ = ["spend_cell", "spend_command", "spend_of", "spend_summary"]
 
 #: Where the command looks unless ``--checkpoint`` says otherwise (where ``plait run``
 #: keeps runs).
@@ -42,6 +42,16 @@ def spend_of(metadata: Any) -> dict[str, Any] | None:
         "lost_calls": {"settled": ledger.lost_settled, "in_flight": ledger.lost_in_flight},
         "seconds": round(ledger.elapsed(), 3),
     }
+
+
+def spend_cell(info: Any) -> str:
+    """A run's cell in the ``spend`` column of run listings (``plait_run_columns``): its
+    :func:`spend_summary`, or ``-`` for a run without a budget or when the listing read no
+    metadata (a run index, a sealed store)."""
+    metadata = getattr(info, "metadata", None)
+    if not isinstance(metadata, Mapping) or not metadata:
+        return "-"
+    return spend_summary(metadata) or "-"
 
 
 def spend_summary(checkpoint: Any) -> str | None:
