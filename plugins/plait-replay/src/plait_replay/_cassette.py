@@ -75,8 +75,9 @@ class Cassette:
 
     # -- plait.spi.OutsideCalls -------------------------------------------------------
 
-    #: it may answer without making the call: inside a budget's or a tracer's answerer
-    place = "answer"
+    #: it makes the call in the model's stead: inside every other answerer (a budget's, a
+    #: tracer's, a recorded run's recorder, which records what it answers)
+    place = "make"
 
     async def call(
         self,

@@ -53,7 +53,7 @@ class StandIns:
             return []
         path = self.path
 
-        class StandIn(llm.Model):  # type: ignore[misc]
+        class StandIn(llm.Model):
             """A model the cassette answers for; it never answers itself."""
 
             can_stream = True
@@ -71,7 +71,7 @@ class StandIns:
                 )
 
         class Plugin:
-            @llm.hookimpl  # type: ignore[misc]
+            @llm.hookimpl
             def register_models(self, register: Any) -> None:
                 for model_id, schema in missing.items():
                     register(StandIn(model_id, schema))
