@@ -82,7 +82,7 @@ def plait_observe_run(
         return None
     from ._recorder import Recorder
 
-    return Recorder(run_id, replaying)
+    return Recorder(run_id, replaying, resumed=resumed is not None)
 
 
 @plait.hookimpl
