@@ -374,6 +374,7 @@ async def test_a_run_resumed_with_answers_replays_equal_through_them(store: str)
     # a change after the last answer is found there: the answers drove the replay on
     changed = await replay(_interview(shout=True), first.run_id, store)
     found = changed.divergence
+    assert found is not None, changed.text()
     assert (found.superstep, found.executor, found.what) == (5, "say", "outputs"), changed.text()
 
 
