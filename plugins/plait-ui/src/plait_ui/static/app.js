@@ -367,7 +367,7 @@
         { selector: "node.waiting", style: { "background-color": "#ebcb8b" } },
         { selector: "node.failed", style: { "background-color": "#bf616a", "color": "#fff" } },
         { selector: "node.diverged", style: {
-          "border-color": "#b48ead", "border-width": 5, "border-style": "double" } },
+          "border-color": "#8f3f97", "border-width": 6, "border-style": "double" } },
         { selector: "node:selected", style: { "border-color": "#d08770", "border-width": 4 } },
         { selector: "edge", style: {
           // haystack edges (straight, no arrow) draw far faster: for big graphs
