@@ -19,19 +19,21 @@ Rules for ``docs/*.md``:
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import re
 import subprocess
 import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 from plait import _hookspecs as hookspecs
 from plait.spi import PluginManager, set_plugin_manager
+from plait_testing import cassette
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -92,7 +94,44 @@ def fresh_plugins() -> Iterator[None]:
         set_plugin_manager(previous)
 
 
-@pytest.mark.parametrize("page", RUNNABLE, ids=[p.name for p in RUNNABLE])
+#: pages whose Python blocks call the real local model, SmolLM2: they run from a cassette
+#: of its answers (tests/cassettes/docs-<page>.json; the model need not be installed), and
+#: on the model itself under ``pytest --plait-live -m plait_live``
+REAL_MODEL_PAGES = {"agents.md", "testing-workflows.md"}
+CASSETTES = ROOT / "tests" / "cassettes"
+
+
+def _smollm2_call(kind: str, request: Mapping[str, Any]) -> bool:
+    """A call of the real local model (the pages' fake models are called as they are)."""
+    return kind == "llm.prompt" and request.get("model") == "SmolLM2"
+
+
+def _model_cassette(page: Path) -> contextlib.AbstractContextManager[Any]:
+    """The cassette a page's blocks run in (none for a page without the real model)."""
+    if page.name not in REAL_MODEL_PAGES:
+        return contextlib.nullcontext()
+    found: contextlib.AbstractContextManager[Any] = cassette(
+        f"docs-{page.stem}", directory=CASSETTES, only=_smollm2_call
+    )
+    return found
+
+
+RUNNABLE_PARAMS = [
+    pytest.param(p, id=p.name, marks=[pytest.mark.plait_live] if p.name in REAL_MODEL_PAGES else [])
+    for p in RUNNABLE
+]
+
+
+def test_the_pages_on_the_real_model_run_from_a_cassette() -> None:
+    for page in RUNNABLE:
+        python = "".join(b.body for b in code_blocks(page) if b.language == "python")
+        uses = "model: SmolLM2" in python or 'get_model("SmolLM2")' in python
+        assert uses == (page.name in REAL_MODEL_PAGES), page.name
+        if uses:
+            assert (CASSETTES / f"docs-{page.stem}.json").is_file(), page.name
+
+
+@pytest.mark.parametrize("page", RUNNABLE_PARAMS)
 def test_every_python_block_runs(
     page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_plugins: None
 ) -> None:
@@ -110,9 +149,10 @@ def test_every_python_block_runs(
     monkeypatch.setitem(sys.modules, name, module)
     before = set(sys.modules)
     try:
-        for block in code_blocks(page):
-            if block.language == "python" and not block.title:
-                exec(compile(block.body, f"{page}:{block.line}", "exec"), module.__dict__)
+        with _model_cassette(page):
+            for block in code_blocks(page):
+                if block.language == "python" and not block.title:
+                    exec(compile(block.body, f"{page}:{block.line}", "exec"), module.__dict__)
     finally:
         for imported in set(sys.modules) - before:
             if str(getattr(sys.modules[imported], "__file__", "")).startswith(str(tmp_path)):

@@ -286,27 +286,29 @@ async def test_answerers_compose_by_place_whatever_order_they_are_added_in() -> 
             return produce()
 
     record, trace = Passing("record", "answer"), Passing("trace", "watch")
-    budget = Passing("budget", "decide")
+    budget, cassette = Passing("budget", "decide"), Passing("cassette", "make")
 
     async def made(request: Mapping[str, Any]) -> str:
         return f"made with {request['model']}"
 
+    add_answerer(cassette)  # a test's cassette, entered before the run's recorder is added
     add_answerer(record)
     add_answerer(trace)
     add_answerer(budget)
     try:
-        assert outside_calls.get() == (budget, trace, record)
+        assert outside_calls.get() == (budget, trace, record, cassette)
         answer = await outside_call("llm.prompt", {"model": "asked"}, made)
         assert answer == "made with cheaper"
-        assert seen == ["budget:asked", "trace:cheaper", "record:cheaper"]
+        assert seen == ["budget:asked", "trace:cheaper", "record:cheaper", "cassette:cheaper"]
         drawn: list[Any] = []
         await _drawing(drawn).run("x")  # the run's invocations inherit this task's answerers
-        assert seen[3:] == ["budget", "trace", "record"] * 3, "random, random, now"
+        assert seen[4:] == ["budget", "trace", "record", "cassette"] * 3, "random, random, now"
         assert 0 <= drawn[0][0] < 1
     finally:
         remove_answerer(trace)
         remove_answerer(budget)
         remove_answerer(record)
+        remove_answerer(cassette)
     assert outside_calls.get() == ()
-    with pytest.raises(ValueError, match="place must be one of decide, watch, answer"):
+    with pytest.raises(ValueError, match="place must be one of decide, watch, answer, make"):
         add_answerer(Passing("odd", "elsewhere"))

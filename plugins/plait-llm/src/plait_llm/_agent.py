@@ -214,7 +214,8 @@ class AgentExecutor(Executor):
         conversation so far, options, tools and schema; its answer the text, the usage,
         the tool calls, the model that answered and the finish reasons. A budget reserves
         it (and may pass on a cheaper ``model``: the call goes to that model), a tracer
-        spans it, a recorded run keeps it; a replay answers it from the record.
+        spans it, a recorded run keeps it; a replay answers it from the record. An answer
+        given without the model (a replay's, a cassette's) streams as one chunk.
         """
         stream = bool(getattr(self.model, "can_stream", False)) and ctx is not None
         kwargs: dict[str, Any] = dict(self.options)
@@ -249,7 +250,10 @@ class AgentExecutor(Executor):
                         anyio.from_thread.run(ctx.add_event, {"token": chunk})
             return {"text": str(response.text()), **_usage_and_tool_calls(response)}
 
+        made: list[bool] = []
+
         async def invoke(asked: Mapping[str, Any]) -> dict[str, Any]:
+            made.append(True)
             model_id = str(asked.get("model") or own_model)
             return await anyio.to_thread.run_sync(call, model_id)
 
@@ -268,6 +272,9 @@ class AgentExecutor(Executor):
             if not isinstance(exc, Exception) or getattr(exc, "refuses_call", False):
                 raise  # an answerer refused the call (a budget): its error, as it is
             raise self._failure(f"{type(exc).__name__}: {exc}") from exc
+        if stream and ctx is not None and not made and answer["text"]:
+            # answered without the model (a replay, a cassette): the answer streams whole
+            await ctx.add_event({"token": str(answer["text"])})
         if conversation is not None and getattr(conversation, "plait_turns", None) is not None:
             conversation.plait_turns.append({"prompt": prompt, "text": answer["text"]})
         return str(answer["text"])

@@ -17,7 +17,8 @@ first divergence (:class:`ReplayReport`).
 - :func:`export_bundle`, :func:`import_bundle`, :class:`BundleInfo`: a recorded run as
   one portable file (``plait export``, ``plait import``), signed and redacted;
 - :class:`ReplayError`, :class:`ReplayMissError`, :class:`ReplayNetworkError`,
-  :class:`BundleError`: what a replay or a bundle refuses.
+  :class:`BundleError`: what a replay or a bundle refuses; :class:`RecordedCallError`: a
+  call a cassette recorded failing, failing again.
 
 Loading plugins imports this module alone: the recorder is imported when a run records or
 replays, the command when the command line is used.
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
         import_bundle as import_bundle,
     )
     from ._errors import (
+        RecordedCallError as RecordedCallError,
         ReplayError as ReplayError,
         ReplayMissError as ReplayMissError,
         ReplayNetworkError as ReplayNetworkError,
@@ -80,7 +82,7 @@ def plait_observe_run(
         return None
     from ._recorder import Recorder
 
-    return Recorder(run_id, replaying)
+    return Recorder(run_id, replaying, resumed=resumed is not None)
 
 
 @plait.hookimpl

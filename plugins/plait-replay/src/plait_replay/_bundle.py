@@ -1,7 +1,8 @@
 """Run bundles: one portable file (``run.plait``, a zip archive of JSON) holding a
-recorded run — its checkpoints with their values inline, its record, how its workflow was
-named — optionally MAC-signed (HMAC-SHA256) and redacted, to load into any store
-(:func:`export_bundle`, :func:`import_bundle`; ``plait export`` and ``plait import``).
+recorded run — its checkpoints with their values inline, its record, its event journal
+(where its store keeps one), how its workflow was named — optionally MAC-signed
+(HMAC-SHA256) and redacted, to load into any store (:func:`export_bundle`,
+:func:`import_bundle`; ``plait export`` and ``plait import``).
 
 A bundle is untrusted input: reading it parses JSON, never imports or runs anything, and
 bounds what it inflates to. A signed bundle is refused unless the key given verifies
@@ -31,8 +32,9 @@ __all__ = ["BUNDLE_FORMAT", "BundleError", "BundleInfo", "export_bundle", "impor
 BUNDLE_FORMAT = "plait-run-bundle"
 #: the version of the bundle layout this code writes and reads
 BUNDLE_VERSION = 1
-#: the members of a bundle, in the order the MAC covers them
+#: the members of a bundle, in the order the MAC covers them (the journal where there is one)
 _MANIFEST, _CHECKPOINTS, _SIGNATURE = "manifest.json", "checkpoints.json", "signature.json"
+_JOURNAL = "journal.json"
 #: what a member may inflate to, at most (a zip bomb is refused, not read)
 MAX_MEMBER = 512 << 20
 #: the fields of a stored checkpoint a bundle carries, with the types they may have
@@ -65,6 +67,8 @@ class BundleInfo:
     :param redacted: per ``--redact`` path: the path, how many values it matched and
         the placeholders that replace them.
     :param target: how ``plait run`` named the workflow (shown, never loaded).
+    :param journal: how many events of the run's journal it carries (``None``: the run
+        wrote none, or its store keeps none).
     """
 
     run_id: str
@@ -72,15 +76,16 @@ class BundleInfo:
     signed: bool
     redacted: tuple[Mapping[str, Any], ...] = ()
     target: str | None = None
+    journal: int | None = None
 
 
 def _dumps(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def _mac(key: bytes, manifest: bytes, checkpoints: bytes) -> str:
+def _mac(key: bytes, manifest: bytes, checkpoints: bytes, journal: bytes | None = None) -> str:
     digest = hmac.new(key, digestmod=hashlib.sha256)
-    for part in (manifest, checkpoints):
+    for part in (manifest, checkpoints, *([journal] if journal is not None else [])):
         digest.update(len(part).to_bytes(8, "big"))
         digest.update(part)
     return digest.hexdigest()
@@ -113,6 +118,7 @@ async def export_bundle(
         infos = await opened.list(run_id)
         if not infos:
             raise ReplayError(f"the store holds no run {run_id!r} (plait runs lists its runs)")
+        journal = await _read_journal(opened, run_id)
         checkpoints = []
         for info in infos:
             checkpoint = await opened.load(info.checkpoint_id)
@@ -123,7 +129,7 @@ async def export_bundle(
             data = {name: getattr(checkpoint, name) for name in _FIELDS}
             data["state"] = state
             checkpoints.append(data)
-    redacted = _redact(checkpoints, redact) if redact else []
+    redacted = _redact(checkpoints, redact, journal) if redact else []
     metadata = checkpoints[0]["metadata"]
     cli = metadata.get("cli") if isinstance(metadata.get("cli"), dict) else {}
     target = cli.get("target") if isinstance(cli.get("target"), str) else None
@@ -137,15 +143,19 @@ async def export_bundle(
         "redacted": redacted,
         "signed": key is not None,
         "created_at": time.time(),
+        "journal": None if journal is None else len(journal),
     }
     manifest_bytes, checkpoint_bytes = _dumps(manifest), _dumps(checkpoints)
+    journal_bytes = None if journal is None else _dumps(journal)
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
         bundle.writestr(_MANIFEST, manifest_bytes)
         bundle.writestr(_CHECKPOINTS, checkpoint_bytes)
+        if journal_bytes is not None:
+            bundle.writestr(_JOURNAL, journal_bytes)
         if key is not None:
             signature = {
                 "algorithm": "HMAC-SHA256",
-                "mac": _mac(key, manifest_bytes, checkpoint_bytes),
+                "mac": _mac(key, manifest_bytes, checkpoint_bytes, journal_bytes),
             }
             bundle.writestr(_SIGNATURE, _dumps(signature))
     return BundleInfo(
@@ -154,12 +164,36 @@ async def export_bundle(
         signed=key is not None,
         redacted=tuple(redacted),
         target=target,
+        journal=None if journal is None else len(journal),
     )
 
 
-def _redact(checkpoints: list[dict[str, Any]], paths: Sequence[str]) -> list[dict[str, Any]]:
+async def _read_journal(store: Any, run_id: str) -> list[dict[str, Any]] | None:
+    """Every event of the journal of ``run_id`` as JSON objects (without the store's
+    sequence numbers), oldest first; ``None`` when there are none (the store keeps no
+    journal, or the run wrote none: ``journal=True``)."""
+    from plait_durable import MAX_JOURNAL_PAGE, read_journal
+
+    events: list[dict[str, Any]] = []
+    after = 0
+    while True:
+        page = await read_journal(store, run_id, after=after, limit=MAX_JOURNAL_PAGE)
+        if page is None:
+            return None
+        events.extend(json.loads(event.to_json()) for event in page)
+        if len(page) < MAX_JOURNAL_PAGE:
+            return events or None
+        after = page[-1].seq
+
+
+def _redact(
+    checkpoints: list[dict[str, Any]],
+    paths: Sequence[str],
+    journal: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
     """Replace what ``paths`` match in the states, everywhere in the run (see
-    :func:`export_bundle`); what the manifest says was replaced."""
+    :func:`export_bundle`; the journal's error messages too); what the manifest says was
+    replaced."""
     from jsonpath_ng.exceptions import JsonPathParserError
     from jsonpath_ng.ext.parser import parse
 
@@ -195,6 +229,8 @@ def _redact(checkpoints: list[dict[str, Any]], paths: Sequence[str]) -> list[dic
             checkpoint["state"] = _replace(checkpoint["state"], strings)
             checkpoint["metadata"] = _replace(checkpoint["metadata"], strings)
             _rekey(checkpoint["state"])
+        for at, event in enumerate(journal or []):
+            journal[at] = _replace(event, strings)  # type: ignore[index]
     return said
 
 
@@ -236,9 +272,11 @@ def _member(bundle: zipfile.ZipFile, name: str, where: str) -> bytes:
     return data
 
 
-def read_bundle(path: str | Path, *, key: bytes | None = None) -> tuple[BundleInfo, list[Any]]:
-    """The manifest and the checkpoints (as JSON) of the bundle ``path``, its signature
-    checked.
+def read_bundle(
+    path: str | Path, *, key: bytes | None = None
+) -> tuple[BundleInfo, list[Any], list[Any] | None]:
+    """The manifest, the checkpoints and the journal events (as JSON; ``None``: the
+    bundle has no journal) of the bundle ``path``, its signature checked.
 
     :raises BundleError: not a bundle, damaged, a format this code does not read, signed
         and ``key`` does not verify it (another key, or altered), signed and no key
@@ -252,7 +290,9 @@ def read_bundle(path: str | Path, *, key: bytes | None = None) -> tuple[BundleIn
     with bundle:
         manifest_bytes = _member(bundle, _MANIFEST, where)
         checkpoint_bytes = _member(bundle, _CHECKPOINTS, where)
-        signed = _SIGNATURE in bundle.namelist()
+        names = bundle.namelist()
+        journal_bytes = _member(bundle, _JOURNAL, where) if _JOURNAL in names else None
+        signed = _SIGNATURE in names
         signature = json.loads(_member(bundle, _SIGNATURE, where)) if signed else None
     if signed and key is None:
         raise BundleError(f"{where} is signed: give its key to import it (--key-env VAR)")
@@ -261,7 +301,7 @@ def read_bundle(path: str | Path, *, key: bytes | None = None) -> tuple[BundleIn
             raise BundleError(f"{where} is not signed, and a key was given: refused")
         mac = signature.get("mac") if isinstance(signature, dict) else None
         if not isinstance(mac, str) or not hmac.compare_digest(
-            mac, _mac(key, manifest_bytes, checkpoint_bytes)
+            mac, _mac(key, manifest_bytes, checkpoint_bytes, journal_bytes)
         ):
             raise BundleError(
                 f"{where} does not verify under this key: it was signed with another key, "
@@ -270,6 +310,7 @@ def read_bundle(path: str | Path, *, key: bytes | None = None) -> tuple[BundleIn
     try:
         manifest = json.loads(manifest_bytes)
         checkpoints = json.loads(checkpoint_bytes)
+        journal = None if journal_bytes is None else json.loads(journal_bytes)
     except ValueError as exc:
         raise BundleError(f"{where} is damaged: {exc}") from exc
     if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT:
@@ -283,6 +324,13 @@ def read_bundle(path: str | Path, *, key: bytes | None = None) -> tuple[BundleIn
         raise BundleError(f"{where} holds no checkpoints")
     for index, data in enumerate(checkpoints):
         _check(data, f"{where}, checkpoints[{index}]")
+    said = manifest.get("journal")
+    held = None if journal is None else len(journal) if isinstance(journal, list) else "bad"
+    if held != said:
+        raise BundleError(
+            f"{where} is damaged: its manifest says {said!r} journal events, and its "
+            f"{_JOURNAL} holds {held!r}"
+        )
     listed = manifest.get("redacted")
     redacted: list[Any] = listed if isinstance(listed, list) else []
     info = BundleInfo(
@@ -291,8 +339,20 @@ def read_bundle(path: str | Path, *, key: bytes | None = None) -> tuple[BundleIn
         signed=signed,
         redacted=tuple(r for r in redacted if isinstance(r, dict)),
         target=manifest.get("target") if isinstance(manifest.get("target"), str) else None,
+        journal=None if journal is None else len(journal),
     )
-    return info, checkpoints
+    events = None if journal is None else [_event(e, f"{where}, journal") for e in journal]
+    return info, checkpoints, events
+
+
+def _event(data: Any, where: str) -> Any:
+    """One journal event of a bundle, checked as a store checks what it keeps."""
+    from plait_durable import CorruptCheckpointError, JournalEvent
+
+    try:
+        return JournalEvent.from_json(json.dumps(data), seq=0, where=where)
+    except CorruptCheckpointError as exc:
+        raise BundleError(str(exc)) from exc
 
 
 def _check(data: Any, where: str) -> None:
@@ -308,13 +368,14 @@ async def import_bundle(
     path: str | Path, store: Any, *, key: bytes | None = None, run_id: str | None = None
 ) -> BundleInfo:
     """Load the bundle ``path`` into ``store`` (URL or store object) as run ``run_id``
-    (default: the bundle's), its values content-addressed in the store's blobs.
+    (default: the bundle's), its values content-addressed in the store's blobs, its
+    journal events appended to the store's journal (where the store keeps one).
 
     :raises BundleError: as :func:`read_bundle`, or the store holds a run with that id.
     """
     from plait_durable import Checkpoint, opened_store
 
-    info, checkpoints = read_bundle(path, key=key)
+    info, checkpoints, journal = read_bundle(path, key=key)
     target_id = run_id or info.run_id
     async with opened_store(store) as opened:
         if await opened.list(target_id):
@@ -326,6 +387,11 @@ async def import_bundle(
             (Checkpoint(**{**data, "run_id": target_id}), data["state"]) for data in checkpoints
         ]
         await write_run(opened, target_id, read, {"imported_from": info.run_id})
+        if journal:
+            from plait_durable import EventJournal
+
+            if isinstance(opened, EventJournal):  # a store without one keeps the run alone
+                await opened.append_events(target_id, journal)
     return attrs.evolve(info, run_id=target_id)
 
 

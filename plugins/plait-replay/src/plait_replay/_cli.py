@@ -172,9 +172,9 @@ def _key(variable: str | None) -> bytes | None:
 def export_command(
     run_id: str, output: str, checkpoint: str, key_env: str | None, redact: tuple[str, ...]
 ) -> None:
-    """Write run RUN_ID — its checkpoints, their values, its record — to one file (a zip
-    of JSON) that plait import loads into any store: a bug report's attachment replays on
-    the maintainer's machine. With a key (--key-env VAR, or PLAIT_BUNDLE_KEY) it is
+    """Write run RUN_ID — its checkpoints, their values, its record, its journal — to one
+    file (a zip of JSON) that plait import loads into any store: a bug report's attachment
+    replays on the maintainer's machine. With a key (--key-env VAR, or PLAIT_BUNDLE_KEY) it is
     signed with HMAC-SHA256; --redact replaces personal data or keys with placeholders.
     """
     import anyio
@@ -188,7 +188,8 @@ def export_command(
     except PlaitError as exc:
         raise click.ClickException(str(exc)) from exc
     signed = "signed" if info.signed else "unsigned"
-    click.echo(f"wrote {output}: run {run_id}, {info.checkpoints} checkpoints, {signed}")
+    journal = "" if info.journal is None else f", {info.journal} journal events"
+    click.echo(f"wrote {output}: run {run_id}, {info.checkpoints} checkpoints{journal}, {signed}")
     for redaction in info.redacted:
         click.echo(f"redacted {redaction['path']}: {redaction['matched']} value(s)")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from plait import PlaitError
 
-__all__ = ["ReplayError", "ReplayMissError", "ReplayNetworkError"]
+__all__ = ["RecordedCallError", "ReplayError", "ReplayMissError", "ReplayNetworkError"]
 
 
 class ReplayError(PlaitError):
@@ -37,3 +37,18 @@ class ReplayNetworkError(ReplayError, ConnectionError):
         super().__init__(message)
         self.executor_id = executor_id
         self.address = address
+
+
+class RecordedCallError(ReplayError):
+    """A call that failed when it was recorded fails the same way when a cassette answers
+    it: its message is the recorded error's class name and message (a model's refusal of a
+    prompt past its context window stays a refusal).
+
+    :param error_type: the recorded error's class name.
+    :param error: its message.
+    """
+
+    def __init__(self, error_type: str, error: str) -> None:
+        super().__init__(f"{error_type}: {error}")
+        self.error_type = error_type
+        self.error = error

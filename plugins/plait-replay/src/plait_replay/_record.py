@@ -35,6 +35,9 @@ class Recording:
     :param metadata: the first checkpoint's metadata (what ``plait run`` recorded of how
         the workflow was loaded: shown, never loaded from).
     :param error: the error of a run that failed, as its checkpoint holds it.
+    :param answers: superstep -> what a resume delivered there from no sender (the
+        answers to the run's requests: executor, index, value, and ``request_id`` for an
+        executor that takes ``RequestResponse``), in order.
     """
 
     run_id: str
@@ -46,6 +49,7 @@ class Recording:
     input: list[Any] | None
     metadata: Mapping[str, Any]
     error: Any = None
+    answers: Mapping[int, list[Mapping[str, Any]]] = attrs.field(factory=dict)
 
 
 def _check_call(entry: Any, where: str) -> Mapping[str, Any]:
@@ -68,6 +72,21 @@ def _check_call(entry: Any, where: str) -> Mapping[str, Any]:
             )
     if "request" not in entry or "response" not in entry:
         raise ReplayError(f"{where}: a recorded call has no request or response")
+    return entry
+
+
+def _check_answer(entry: Any, where: str) -> Mapping[str, Any]:
+    """One recorded answer, checked (untrusted, as a recorded call is)."""
+    if not isinstance(entry, dict) or "value" not in entry:
+        raise ReplayError(f"{where}: a recorded answer is not an object with a value")
+    for name, kind in (("superstep", int), ("executor", str), ("index", int)):
+        if not isinstance(entry.get(name), kind) or isinstance(entry.get(name), bool):
+            raise ReplayError(
+                f"{where}: recorded answer field {name!r} is {entry.get(name)!r}, "
+                f"expected {kind.__name__}"
+            )
+    if not isinstance(entry.get("request_id", ""), str):
+        raise ReplayError(f"{where}: a recorded answer's request_id is not a string")
     return entry
 
 
@@ -117,6 +136,7 @@ def recording_of(
     calls: dict[Site, Mapping[str, Any]] = {}
     by_key: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     ran: dict[int, list[str]] = {}
+    answers: dict[int, list[Mapping[str, Any]]] = {}
     recorded_input: list[Any] | None = None
     recorded = False
     metadata: Mapping[str, Any] = {}
@@ -143,6 +163,9 @@ def recording_of(
             recorded_input = section["input"]
         for step, executors in (section.get("ran") or {}).items():
             ran[int(step)] = [str(e) for e in executors]
+        for entry in section.get("answers") or []:
+            answer = _check_answer(entry, where)
+            answers.setdefault(answer["superstep"], []).append(answer)
         for entry in section.get("calls") or []:
             call = _check_call(entry, where)
             site = (call["superstep"], call["executor"], call["index"], call["kind"], call["seq"])
@@ -166,4 +189,5 @@ def recording_of(
         input=recorded_input,
         metadata=metadata,
         error=error,
+        answers=answers,
     )

@@ -190,9 +190,14 @@ class Recorder(RunObserver):
 
     :param replaying: answers the calls from a record (a replay), or ``None`` (they go
         out for real).
+    :param resumed: the run is a resume: the messages its first superstep delivers from
+        no sender (the answers to its requests, what the checkpoint held) are kept as
+        ``answers``, so a replay answers the same requests the same way.
     """
 
-    def __init__(self, run_id: str, replaying: Replaying | None = None) -> None:
+    def __init__(
+        self, run_id: str, replaying: Replaying | None = None, *, resumed: bool = False
+    ) -> None:
         self.run_id = run_id
         self.replaying = replaying
         self.calls: list[dict[str, Any]] = []
@@ -200,6 +205,11 @@ class Recorder(RunObserver):
         #: the run's input, JSON-ready: the message of the first invocation of a new run
         self.input: list[Any] | None = None
         self.first = True
+        self.resumed = resumed
+        #: the superstep a resumed run started in (its answers are delivered there)
+        self.resumed_at: int | None = None
+        #: the messages from no sender of a resumed run's first superstep, JSON-ready
+        self.answers: list[dict[str, Any]] = []
 
     def keep(self, site: _Site, kind: str, seq: int, key: str, request: Any, answer: Any) -> None:
         self.calls.append(
@@ -228,6 +238,10 @@ class Recorder(RunObserver):
                     self.input = [_json_ready(invocation.message, "the run's input")]
                 except TypeError:
                     self.input = None
+            elif self.resumed:
+                self.resumed_at = invocation.superstep
+        if invocation.superstep == self.resumed_at and not invocation.senders:
+            self._keep_answer(invocation)
         site = _Site(self, invocation)
         # a nested run's recorder keeps its calls in place of the outer run's
         outer = next((one for one in outside_calls.get() if isinstance(one, _Site)), None)
@@ -235,6 +249,27 @@ class Recorder(RunObserver):
             remove_answerer(outer)
         add_answerer(site)
         return site, outer
+
+    def _keep_answer(self, invocation: Invocation) -> None:
+        """Keep a message a resume delivered from no sender: an answer (its value, and the
+        request id an executor that takes ``RequestResponse`` got) or a message the
+        checkpoint held; one JSON cannot hold is left out (a replay then stops there)."""
+        from plait import RequestResponse
+
+        message = invocation.message
+        entry: dict[str, Any] = {
+            "superstep": invocation.superstep,
+            "executor": invocation.executor_id,
+            "index": invocation.index,
+        }
+        if isinstance(message, RequestResponse):
+            entry["request_id"] = message.request_id
+            message = message.value
+        try:
+            entry["value"] = _json_ready(message, "an answer")
+        except TypeError:
+            return
+        self.answers.append(entry)
 
     def invocation_retrying(
         self, handle: Any, attempt: int, delay: float, error: BaseException
@@ -262,11 +297,13 @@ class Recorder(RunObserver):
         return {SECTION: {"record": True}}
 
     def checkpoint_section(self) -> Mapping[str, Any] | None:
-        if not self.calls and not self.ran and self.input is None:
+        if not self.calls and not self.ran and self.input is None and not self.answers:
             return None
         section: dict[str, Any] = {"calls": self.calls, "ran": self.ran}
         if self.input is not None:
             section["input"] = self.input
             self.input = None
-        self.calls, self.ran = [], {}
+        if self.answers:
+            section["answers"] = self.answers
+        self.calls, self.ran, self.answers = [], {}, []
         return {SECTION: section}

@@ -189,6 +189,7 @@ async def replay(
         options["schedule"] = schedule
     with network_guard(replaying):
         result = await workflow.run(recording.input[0], **options)
+        result = await _answered(workflow, recording, scratch, options, result)
     replayed = recording_of(options["run_id"], scratch.read_back(), strict=False)
     report = compare(recording, replayed, replaying, result, workflow, frozenset(stub_ids))
     rerecorded = None
@@ -206,6 +207,44 @@ async def replay(
         live=tuple(sorted(live_ids)),
         rerecorded=rerecorded,
     )
+
+
+async def _answered(
+    workflow: Any,
+    recording: Recording,
+    scratch: Any,
+    options: Mapping[str, Any],
+    result: Any,
+) -> Any:
+    """Go on as the record did after each stop for input: while the replay waits for
+    requests and the record holds the answers a resume gave in the next superstep, resume
+    the replay with them (the request of the same executor, in order, or of the same id)
+    — the result of the last resume, or ``result`` when there was none."""
+    from plait import RunStatus
+
+    while result.status is RunStatus.IDLE_WITH_PENDING_REQUESTS:
+        run_id = options["run_id"]
+        latest = await scratch.latest(run_id)
+        given = recording.answers.get((latest.superstep if latest else 0) + 1)
+        if not given:
+            break
+        pending = list(await workflow.pending_requests(run_id, scratch))
+        responses: dict[str, Any] = {}
+        for answer in given:
+            same = [
+                p
+                for p in pending
+                if p.executor_id == answer["executor"]
+                and answer.get("request_id", p.request_id) == p.request_id
+            ]
+            if same:
+                responses[same[0].request_id] = answer["value"]
+                pending.remove(same[0])
+        if not responses:
+            break
+        again = {k: v for k, v in options.items() if k not in ("run_id", "checkpoint")}
+        result = await workflow.resume(run_id, scratch, responses=responses, **again)
+    return result
 
 
 def compare(

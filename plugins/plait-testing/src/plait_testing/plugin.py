@@ -2,8 +2,10 @@
 
 Only fixtures prefixed ``plait_``, none of them autouse, no hook that changes collection or
 reporting: a project that never asks for these fixtures runs exactly as without
-``plait-testing`` installed (it adds the ``--plait-record`` option and the
-``plait_replay`` marker, which nothing uses unless asked). Disable it with ``-p no:plait``.
+``plait-testing`` installed (it adds the ``--plait-record`` and ``--plait-live`` options
+and the ``plait_replay`` and ``plait_live`` markers, which nothing uses unless asked; the
+one setup hook acts on tests marked ``plait_live(only=True)`` alone). Disable it with
+``-p no:plait``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ __all__ = [
     "plait_store_url",
     "pytest_addoption",
     "pytest_configure",
+    "pytest_runtest_setup",
 ]
 
 #: The type of the ``plait_register_plugin`` fixture's value.
@@ -137,20 +140,62 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="plait: record again the run bundles of plait_replay tests that diverge, and "
         "every cassette (review the new files in a diff)",
     )
+    parser.addoption(
+        "--plait-live",
+        action="store_true",
+        default=False,
+        help="plait: cassettes stand aside, every call is made for real and nothing is "
+        "recorded (run the real-model tests, -m plait_live, live); tests marked "
+        "plait_live(only=True) run only then",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Declare the ``plait_replay`` marker; under ``--plait-record`` cassettes record."""
+    """Declare the ``plait_replay`` and ``plait_live`` markers; under ``--plait-record``
+    cassettes record, under ``--plait-live`` they stand aside."""
+    config.addinivalue_line(
+        "markers",
+        "plait_live(only=False): a test whose outside calls (a real model's) a cassette "
+        "answers, run live by pytest --plait-live (select them with -m plait_live); "
+        "only=True: it runs only under --plait-live (it checks what a cassette cannot stand "
+        "in for)",
+    )
     config.addinivalue_line(
         "markers",
         "plait_replay(bundle, workflow, key=None): replay the run bundle with the workflow "
         "(or 'module:attr') in the plait_replay fixture; the test fails with the "
         "first-divergence report",
     )
-    if config.getoption("--plait-record", default=False):
-        import os
+    for option, variable in (("--plait-record", "PLAIT_RECORD"), ("--plait-live", "PLAIT_LIVE")):
+        if config.getoption(option, default=False):
+            _set_for_session(config, variable)  # what plait_testing.cassette() reads
 
-        os.environ["PLAIT_RECORD"] = "1"  # what plait_testing.cassette() reads
+
+def _set_for_session(config: pytest.Config, variable: str) -> None:
+    """``variable=1`` until the session ends (then as it was: a session run inside another,
+    pytester's, leaves the outer one alone)."""
+    import os
+
+    previous = os.environ.get(variable)
+    os.environ[variable] = "1"
+
+    def restore() -> None:
+        if previous is None:
+            os.environ.pop(variable, None)
+        else:
+            os.environ[variable] = previous
+
+    config.add_cleanup(restore)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked ``plait_live(only=True)`` is skipped without ``--plait-live``, saying
+    how to run it."""
+    marker = item.get_closest_marker("plait_live")
+    if marker is None or not marker.kwargs.get("only"):
+        return
+    if not item.config.getoption("--plait-live", default=False):
+        pytest.skip("runs live only: pytest --plait-live -m plait_live")
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ install.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,19 +25,31 @@ def _replay_module(name: str) -> Any:
         ) from exc
 
 
-def cassette(name: str, *, directory: str | Path | None = None, mode: str | None = None) -> Any:
+def cassette(
+    name: str,
+    *,
+    directory: str | Path | None = None,
+    mode: str | None = None,
+    only: Callable[[str, Mapping[str, Any]], bool] | None = None,
+) -> Any:
     """``with plait_testing.cassette("triage"): ...``: the block's model calls (and every
     outside call: ``http``, ``shell``) recorded to ``tests/cassettes/triage.json`` the first
     time, answered from it afterwards, with no model and no network (the VCR model). A call
     the cassette lacks is an error with its request's diff against the nearest recorded
-    one; ``pytest --plait-record`` (or ``mode="all"``) records them all again.
+    one; ``pytest --plait-record`` (or ``mode="all"``) records them all again, and
+    ``pytest --plait-live`` (or ``mode="live"``) makes every call for real, recording
+    nothing. A model the cassette answers for that is not installed has a stand-in while
+    it answers, so the test needs neither the model's plugin nor its weights.
 
     :param directory: where cassettes live (default ``$PLAIT_CASSETTES``, else
         ``tests/cassettes``).
-    :param mode: ``once`` (the default), ``none``, ``new`` or ``all``
+    :param mode: ``once`` (the default), ``none``, ``new``, ``all`` or ``live``
         (``plait_replay._cassette.MODES``).
+    :param only: which calls the cassette takes (``only(kind, request)`` true); the others
+        are made as if there were no cassette (default: all of them).
     """
-    return _replay_module("plait_replay._cassette").cassette(name, directory=directory, mode=mode)
+    module = _replay_module("plait_replay._cassette")
+    return module.cassette(name, directory=directory, mode=mode, only=only)
 
 
 def _workflow(workflow: Any) -> Any:

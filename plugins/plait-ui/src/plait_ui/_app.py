@@ -290,8 +290,11 @@ class _Ui:
             ("Pending requests", "requests"),
             ("Router state", "router_state"),
         ]
+        observers = view.checkpoint.metadata.get("observers")
+        replay = observers.get("replay") if isinstance(observers, dict) else None
         return self.page(
             "run.html",
+            recorded=isinstance(replay, dict) and replay.get("record") is True,
             run_id=run_id,
             point=point,
             points=points[low : index + _SCRUB_WINDOW + 1],
@@ -356,7 +359,11 @@ class _Ui:
             topology = view.checkpoint.metadata.get("topology")
         if not isinstance(topology, dict):
             return JSONResponse({"elements": [], "missing": True})
-        elements = graph_elements(topology, node_states(view, parent))
+        states = node_states(view, parent)
+        diverged = request.query_params.get("diverged")
+        if diverged:  # the replay report's page: where the replay first differed
+            states.setdefault(diverged, []).append("diverged")
+        elements = graph_elements(topology, states)
         executors = sum(1 for e in elements if "source" not in e["data"])
         layout = "dagre"
         if executors > DAGRE_LIMIT:
@@ -364,6 +371,52 @@ class _Ui:
             layout = "preset"
         return JSONResponse(
             {"elements": elements, "layout": layout, "dagre_limit": DAGRE_LIMIT, "missing": False}
+        )
+
+    async def replay_page(self, request: Request) -> Response:
+        """The run's replay report (plait-replay): the run replayed with ``--workflow``'s
+        code, every outside call answered from its record; the first divergence, its value
+        diff beside the graph of the recorded checkpoint there, the executor marked."""
+        run_id = request.path_params["run_id"]
+        workflow = self.settings.workflow
+        if workflow is None:
+            raise HTTPException(422, "start plait ui with --workflow TARGET to replay runs")
+        try:
+            from plait_replay import ReplayError, replay
+        except ImportError:
+            raise HTTPException(
+                422, "replay reports need the plait-replay distribution: pip install plait-replay"
+            ) from None
+        async with self.store() as store:
+            infos = list(await store.list(run_id))
+            if not infos:
+                raise HTTPException(404, f"no run {run_id!r} in {self.settings.store}")
+            try:
+                report = await replay(workflow, run_id, store)
+            except (ReplayError, PlaitError) as exc:
+                raise HTTPException(422, f"run {run_id!r} cannot be replayed: {exc}") from None
+        found = report.divergence
+        at = None
+        if found is not None:  # the recorded checkpoint of the superstep it differs in
+            ordered = sorted(infos, key=lambda i: i.superstep)
+            before = [i for i in ordered if i.superstep <= found.superstep]
+            at = (before or ordered)[-1]
+        return self.page(
+            "replay.html",
+            run_id=run_id,
+            report=report,
+            found=found,
+            checkpoint=at,
+            recorded=json_text(found.recorded) if found is not None else "",
+            replayed=json_text(found.replayed) if found is not None else "",
+            # a prompt diff is unified diff text, a value's a JSON Patch (a list)
+            diff=(
+                []
+                if found is None or not found.diff
+                else found.diff.splitlines()
+                if isinstance(found.diff, str)
+                else json_text(found.diff).splitlines()
+            ),
         )
 
     async def requests(self, request: Request) -> Response:
@@ -609,6 +662,7 @@ class _Ui:
             Route("/runs/{run_id:path}/value", self.value_page, name="value"),
             Route("/runs/{run_id:path}/requests", self.requests, name="requests"),
             Route("/runs/{run_id:path}/events", self.events, name="events"),
+            Route("/runs/{run_id:path}/replay", self.replay_page, name="replay"),
         ]
         if not self.settings.read_only:  # read-only: the change routes do not exist
             routes += [

@@ -16,7 +16,8 @@
   var LEGIBLE_PX = 8;     // a fitted view whose labels are smaller on screen is not readable
   var READ_PX = 12;       // the on-screen label size a zoom-to-read aims at
   var FOLD_ABOVE = 100;   // graphs of more executors open with their groups folded
-  var STATES = ["failed", "waiting", "pending", "ran"];  // what a folded group shows, first wins
+  // what a folded group shows, first wins (diverged: a replay report's first difference)
+  var STATES = ["diverged", "failed", "waiting", "pending", "ran"];
 
   function GraphView(box, graph) {
     var self = this;
@@ -365,6 +366,8 @@
         { selector: "node.pending", style: { "background-color": "#88c0d0" } },
         { selector: "node.waiting", style: { "background-color": "#ebcb8b" } },
         { selector: "node.failed", style: { "background-color": "#bf616a", "color": "#fff" } },
+        { selector: "node.diverged", style: {
+          "border-color": "#8f3f97", "border-width": 6, "border-style": "double" } },
         { selector: "node:selected", style: { "border-color": "#d08770", "border-width": 4 } },
         { selector: "edge", style: {
           // haystack edges (straight, no arrow) draw far faster: for big graphs
