@@ -380,16 +380,21 @@ def test_a_nested_node_collapses_and_expands(browser: Browser, tmp_path: Path) -
 def test_the_graph_advances_while_a_run_steps_in_another_thread(
     browser: Browser, tmp_path: Path
 ) -> None:
+    """The run's steps wait for the test (``gates``), so what the page shows is checked at
+    the same supersteps however loaded the machine."""
     url = sqlite(tmp_path)
     run_id = unique("live")
+    gates = tmp_path / "gates"
+    gates.mkdir()
     stepping = threading.Thread(
-        target=run, args=(slow_chain(4, 1.0), 0, url), kwargs={"run_id": run_id}
+        target=run, args=(slow_chain(4, 1.0, gates=gates), 0, url), kwargs={"run_id": run_id}
     )
+    (gates / "s0").touch()  # the run checkpoints its first superstep and waits in s1
     stepping.start()
     try:
         with served(url) as address, page_of(browser, "live") as page:
             runs = address.replace("/?", f"/runs/{run_id}?")
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + 60
             # until the run's first checkpoint exists
             while (response := page.goto(runs)) is None or response.status != 200:
                 assert time.monotonic() < deadline
@@ -398,16 +403,21 @@ def test_the_graph_advances_while_a_run_steps_in_another_thread(
             first = heading.inner_text()
             assert "Superstep 0" in first or "Superstep 1" in first
             # not following: the page stays, and says what is new since it was opened
+            (gates / "s1").touch()
             note = page.locator("#new-supersteps a")
-            expect(note).to_contain_text("new checkpoint(s) since you looked", timeout=15_000)
+            expect(note).to_contain_text("new checkpoint(s) since you looked", timeout=60_000)
             expect(heading).to_have_text(first)
             # following: it moves to each new checkpoint, to the end of the run
             page.click("#follow")
-            expect(heading).to_contain_text("Superstep 4", timeout=20_000)
-            expect(page.locator("#run-status")).to_have_text("idle", timeout=20_000)
+            (gates / "s2").touch()
+            (gates / "s3").touch()
+            expect(heading).to_contain_text("Superstep 4", timeout=60_000)
+            expect(page.locator("#run-status")).to_have_text("idle", timeout=60_000)
             graph_drawn(page)
             assert "ran" in classes_of(page, "s3")
     finally:
+        for i in range(4):  # (a failed check must not leave the run waiting)
+            (gates / f"s{i}").touch()
         stepping.join(timeout=30)
 
 

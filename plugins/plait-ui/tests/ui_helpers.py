@@ -202,14 +202,23 @@ def sqlite(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'runs.db'}"
 
 
-def slow_chain(n: int, seconds: float, *, name: str | None = None) -> Workflow:
+def slow_chain(
+    n: int, seconds: float, *, name: str | None = None, gates: Path | None = None
+) -> Workflow:
     """``n`` executors in a chain, each waiting ``seconds`` before it passes the message on:
-    a run another process can watch as it steps."""
+    a run another process can watch as it steps.
+
+    :param gates: instead of waiting ``seconds``, executor ``s<i>`` waits until the file
+        ``gates / "s<i>"`` exists (see :func:`gate_then_slow`).
+    """
 
     def node(i: int) -> Any:
         @executor(id=f"s{i}")
         async def step(x: int, ctx: WorkflowContext[int, int]) -> None:
-            await anyio.sleep(seconds)
+            if gates is None:
+                await anyio.sleep(seconds)
+            while gates is not None and not (gates / f"s{i}").exists():
+                await anyio.sleep(0.02)
             if i == n - 1:
                 await ctx.yield_output(x + 1)
             else:
