@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import collections
+import json
 import signal
 import subprocess
 import sys
@@ -172,8 +173,15 @@ def test_cancel_a_queued_run_and_a_running_one(
         "the run is cancelled",
     )
     status, superstep = latest_status(store, running) or ("", 0)
-    # stopped at a superstep boundary, checkpointed: every step that ran is in it
-    assert status == "running" and superstep == len(_effect_counts(effects, running)) < STEPS
+    # stopped at a superstep boundary, checkpointed: every step that ran is in it; the
+    # cancellation is recorded as the run's failure, which plait runs shows
+    assert status == "failed" and superstep == len(_effect_counts(effects, running)) < STEPS
+    listed = CliRunner().invoke(make_cli(), ["runs", "--checkpoint", store, "--json"])
+    assert listed.exit_code == 0, listed.output
+    (row,) = [row for row in json.loads(listed.output) if row["run_id"] == running]
+    assert row["status"] == "failed"
+    assert row["error"].startswith("RunCancelled")
+    assert "cancelled with plait cancel" in row["error"]
     assert latest_status(store, queued) is None  # the queued run never started
     assert worker.poll() is None  # the worker goes on
     with pytest.raises(QueueError, match=r"is cancelled|not on the queue"):
