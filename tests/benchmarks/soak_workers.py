@@ -189,8 +189,8 @@ def soak(
             for proc in procs:
                 rss[proc.pid] = max(rss[proc.pid], _rss_mb(proc.pid))
             want_more = (kills == 0 and len(outputs) < runs // 2) or len(kill_times) < kills
-            if want_more and time.time() >= next_kill:
-                victim = _busy_victim(effects, procs)
+            victim = _busy_victim(effects, procs) if want_more else None
+            if victim is not None and time.time() >= next_kill:
                 procs[victim].send_signal(signal.SIGKILL)
                 procs[victim].wait()
                 kill_times.append((time.time(), procs[victim].pid))
@@ -216,9 +216,9 @@ def soak(
     return report
 
 
-def _busy_victim(effects: Path, procs: list[subprocess.Popen[bytes]]) -> int:
-    """A worker to kill: one that ran a step in the last second (so that the kill
-    interrupts runs, which the takeover is measured on), else any."""
+def _busy_victim(effects: Path, procs: list[subprocess.Popen[bytes]]) -> int | None:
+    """A worker to kill: one that started a step in the last second, so that the kill
+    interrupts runs (the takeover is measured on them); ``None`` while none has."""
     recent = time.time() - 1.0
     busy: set[int] = set()
     for line in effects.read_text().splitlines()[-400:]:
@@ -227,7 +227,7 @@ def _busy_victim(effects: Path, procs: list[subprocess.Popen[bytes]]) -> int:
             if float(started) >= recent:
                 busy.add(int(pid))
     choices = [n for n, proc in enumerate(procs) if proc.pid in busy]
-    return random.choice(choices) if choices else random.randrange(len(procs))
+    return random.choice(choices) if choices else None
 
 
 def _states(store: str, queue: str, run_ids: list[str]) -> dict[str, int]:

@@ -35,7 +35,13 @@ def taken_by(stored: Job | None, job: Job) -> bool:
 
 def handed_on(job: Job, error: str) -> Job:
     """``job`` as the sweep puts it back on the queue: queued, not started, with ``error``
-    saying why; a job cancelled while its worker died is marked so (:data:`CANCEL_META`)."""
+    saying why; a job cancelled while its worker died is marked so (:data:`CANCEL_META`).
+
+    The lost delivery counts as an attempt: the next delivery's attempt then differs from
+    every earlier one, even when the same worker took the job before (a delivery saq's
+    PostgreSQL queue had fetched for a worker, which sat in the worker's memory while the
+    sweep handed it on, is that worker's and has that attempt too)."""
+    job.attempts += 1
     if job.status == Status.ABORTING:
         job.meta[CANCEL_META] = job.error or "cancelled"
     job.status = Status.QUEUED

@@ -93,7 +93,9 @@ class Worker:
         self.settings = settings
         #: this worker's name on the queue (host and process id)
         self.name = f"{socket.gethostname()}:{os.getpid()}"
-        self._stops: dict[str, anyio.Event] = {}
+        # by run id and delivery: a delivery handed on from this worker (thought dead under
+        # load) may still be stopping when the next delivery of the run comes here
+        self._stops: dict[tuple[str, int], anyio.Event] = {}
         self._draining = False
         # jobs between saq's before_process and after_process: a drained run's job is
         # back on the queue only once saq has retried it (after_process comes after)
@@ -107,7 +109,7 @@ class Worker:
     @property
     def running(self) -> list[str]:
         """The ids of the runs this worker runs now."""
-        return sorted(self._stops)
+        return sorted({run_id for run_id, _ in self._stops})
 
     async def serve(self, *, handle_signals: bool = True) -> None:
         """Take runs and run them until :meth:`drain` (or SIGTERM/SIGINT with
@@ -253,7 +255,8 @@ class Worker:
             job.retries = 0
             raise
         stop = anyio.Event()
-        self._stops[run_order.run_id] = stop
+        delivery = (run_order.run_id, job.attempts)
+        self._stops[delivery] = stop
         why: list[str] = []
         beating = asyncio.create_task(self._heartbeat(job, stop, why))
         try:
@@ -266,7 +269,7 @@ class Worker:
             return result
         finally:
             beating.cancel()
-            del self._stops[run_order.run_id]
+            del self._stops[delivery]
 
     async def _cancelled(self, job: Any, order: RunOrder) -> None:
         """The run was cancelled (``plait cancel``) and has stopped, or never started
