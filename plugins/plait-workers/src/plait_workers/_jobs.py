@@ -6,11 +6,20 @@ from __future__ import annotations
 from saq.job import Job, Status
 from saq.utils import now
 
-__all__ = ["CANCEL_META", "handed_on", "owned", "taken_by"]
+__all__ = ["CANCEL_META", "handed_on", "owned", "stuck", "taken_by"]
 
 #: The key of a job's ``meta`` that says its run was cancelled while its worker died: the
 #: worker that takes the job next records the cancellation and runs nothing.
 CANCEL_META = "plait_cancel"
+
+
+def stuck(job: Job, after: float | None = None) -> bool:
+    """Has ``job``'s worker stopped beating: running (or stopping, cancelled) with no
+    heartbeat for ``after`` seconds (default: the job's own ``heartbeat``)?"""
+    if job.status not in (Status.ACTIVE, Status.ABORTING):
+        return False
+    limit = job.heartbeat if after is None else after
+    return bool(limit) and (now() - job.touched) / 1000 > limit
 
 
 def owned(stored: Job | None, job: Job) -> bool:

@@ -35,7 +35,7 @@ from saq.job import Job, Status
 from saq.queue.postgres import PostgresQueue
 from saq.utils import now, now_seconds
 
-from ._jobs import handed_on, owned, taken_by
+from ._jobs import handed_on, owned, stuck, taken_by
 
 __all__ = ["RunQueue"]
 
@@ -45,6 +45,10 @@ logger = logging.getLogger("plait.workers")
 class RunQueue(PostgresQueue):
     """A saq :class:`~saq.queue.postgres.PostgresQueue` whose sweep hands stuck jobs on at
     once and whose writes hold only for a job's owner (see the module's docstring)."""
+
+    #: seconds without a heartbeat after which the sweep hands a running job on (``None``:
+    #: each job's own ``heartbeat``); a worker sets it from its lease's ttl
+    stuck_after: float | None = None
 
     # -- the sweep -------------------------------------------------------------------------
 
@@ -82,7 +86,7 @@ class RunQueue(PostgresQueue):
             )
             for key, raw, status in await cursor.fetchall():
                 job = self.deserialize(raw, status)
-                if job is None or not job.stuck:
+                if job is None or not stuck(job, self.stuck_after):
                     continue
                 logger.info("handing on job %s", job.info(logger.isEnabledFor(logging.DEBUG)))
                 job = handed_on(job, self.swept_error_message)

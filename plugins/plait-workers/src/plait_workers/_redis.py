@@ -51,7 +51,7 @@ from saq.job import Job, Status
 from saq.queue.redis import RedisQueue
 from saq.utils import now
 
-from ._jobs import handed_on, owned, taken_by
+from ._jobs import handed_on, owned, stuck, taken_by
 
 __all__ = ["RunQueue"]
 
@@ -77,6 +77,10 @@ class RunQueue(RedisQueue):
     """A saq :class:`~saq.queue.redis.RedisQueue` whose sweep hands stuck jobs on at once
     and whose writes hold only for a job's owner (see the module's docstring)."""
 
+    #: seconds without a heartbeat after which the sweep hands a running job on (``None``:
+    #: each job's own ``heartbeat``); a worker sets it from its lease's ttl
+    stuck_after: float | None = None
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._snapshot: Any = None
@@ -87,7 +91,7 @@ class RunQueue(RedisQueue):
 
     async def sweep(self, lock: int = 60, abort: float = 5.0) -> list[str]:
         """Hand on every job of the active list whose worker is gone: stuck (no heartbeat
-        for the job's ``heartbeat`` seconds), ``queued`` a sweep after it was taken, or
+        for :attr:`stuck_after` seconds), ``queued`` a sweep after it was taken, or
         missing. ``abort`` is not used: nothing waits for a dead worker."""
         if self._snapshot is None:
             self._snapshot = self.redis.register_script(_SNAPSHOT)
@@ -107,7 +111,7 @@ class RunQueue(RedisQueue):
             if job.status == Status.QUEUED and job_id not in self._taking:
                 taking.add(job_id)  # a worker is taking it; if it is still so, next time
                 continue
-            if job.status in (Status.ACTIVE, Status.ABORTING) and not job.stuck:
+            if job.status in (Status.ACTIVE, Status.ABORTING) and not stuck(job, self.stuck_after):
                 continue  # its worker beats (and, if aborting, stops the run)
             if await self._hand_on(job_id, stored, job):
                 swept.append(job_id)

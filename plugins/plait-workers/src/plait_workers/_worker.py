@@ -138,6 +138,11 @@ class Worker:
                 open_queue(self.settings.store, self.settings.queue) as queue,
             ):
                 self._store = store
+                # a worker starved of CPU beats late: the sweep waits up to half the lease
+                # (at least the job's heartbeat) before it hands a job on, which keeps the
+                # takeover within lease_ttl, and a loaded machine's late beats from moving runs
+                ours: Any = queue  # (a RunQueue of plait_workers._redis or ._postgres)
+                ours.stuck_after = max(float(HEARTBEAT), self.settings.lease_ttl / 2)
                 self._saq = _SaqWorker(
                     queue,
                     [(FUNCTION, self._run_job)],
