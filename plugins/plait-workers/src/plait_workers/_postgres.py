@@ -217,3 +217,40 @@ class RunQueue(PostgresQueue):
             stored.touched = now()
             await self._write(conn, stored)
             return stored.status
+
+    async def beat_many(self, jobs: list[Job]) -> dict[str, Status]:
+        """:meth:`beat` for each of ``jobs`` in one transaction (one connection of the
+        pool, however many runs the worker holds): the status of each still its
+        delivery, by job key (a job handed on or ended is left out)."""
+        found: dict[str, Status] = {}
+        if not jobs:
+            return found
+        mine = {job.key: job for job in jobs}
+        async with self.pool.connection() as conn, conn.transaction():
+            cursor = await conn.execute(
+                SQL(
+                    "SELECT key, job, status FROM {jobs} WHERE key = ANY(%s) "
+                    "ORDER BY key FOR UPDATE"  # (one order: no deadlock between workers)
+                ).format(jobs=self.jobs_table),
+                (list(mine),),
+            )
+            touched = now()
+            rows: list[tuple[Any, str]] = []
+            for key, raw, status in await cursor.fetchall():
+                stored = self.deserialize(raw, status)
+                if stored is None or not owned(stored, mine[key]):
+                    continue
+                if stored.status not in (Status.ACTIVE, Status.ABORTING):
+                    continue
+                stored.touched = touched
+                rows.append((self.serialize(stored), key))
+                found[key] = stored.status
+            if rows:
+                async with conn.cursor() as writer:
+                    await writer.executemany(
+                        SQL("UPDATE {jobs} SET job = %s WHERE key = %s").format(
+                            jobs=self.jobs_table
+                        ),
+                        rows,
+                    )
+        return found

@@ -291,3 +291,13 @@ class RunQueue(RedisQueue):
             return True
 
         return seen[0] if await self._transact(job.id, write) else None
+
+    async def beat_many(self, jobs: list[Job]) -> dict[str, Status]:
+        """:meth:`beat` for each of ``jobs``: the status of each still its delivery, by
+        job key (a job handed on or ended is left out)."""
+        found: dict[str, Status] = {}
+        for job in jobs:
+            status = await self.beat(job)
+            if status is not None:
+                found[job.key] = status
+        return found

@@ -96,6 +96,8 @@ class Worker:
         # by run id and delivery: a delivery handed on from this worker (thought dead under
         # load) may still be stopping when the next delivery of the run comes here
         self._stops: dict[tuple[str, int], anyio.Event] = {}
+        #: the deliveries the heartbeat beats for: the job, its run's stop, why it stopped
+        self._beating: dict[tuple[str, int], tuple[Any, anyio.Event, list[str]]] = {}
         self._draining = False
         # jobs between saq's before_process and after_process: a drained run's job is
         # back on the queue only once saq has retried it (after_process comes after)
@@ -153,15 +155,17 @@ class Worker:
                     after_process=self._handled,
                 )
                 started = asyncio.create_task(self._saq.start())
+                beating = asyncio.create_task(self._heartbeat(queue))
                 await self._drained.wait()
                 self._saq.event.set()  # saq starts no new take from the queue
                 await self._idle.wait()  # every run stopped at a boundary, checkpointed, requeued
                 await self._saq.stop()
-                started.cancel()
-                try:
-                    await started
-                except asyncio.CancelledError:
-                    pass
+                for task in (started, beating):
+                    task.cancel()
+                    try:
+                        await task
+                    except asyncio.CancelledError:
+                        pass
         finally:
             if handle_signals:
                 for signum in (signal.SIGTERM, signal.SIGINT):
@@ -210,28 +214,34 @@ class Worker:
                 f"run {order.run_id} refused by worker {self.name}: {exc}"
             ) from exc
 
-    async def _heartbeat(self, job: Any, stop: anyio.Event, why: list[str]) -> None:
-        """Tell the queue this worker still runs ``job``, a few times per heartbeat. When
-        the job is cancelled (``plait cancel``), stop the run at its next boundary and
-        beat on while it stops; when the queue handed the job on (it believed this worker
-        dead) or it ended, stop the run at its next boundary and beat no more."""
+    async def _heartbeat(self, queue: Any) -> None:
+        """Tell the queue this worker still runs its jobs, a few times per heartbeat, all
+        in one round (on PostgreSQL one transaction: a beat per job would queue for the
+        pool's few connections and come late under load). When a job is cancelled
+        (``plait cancel``), stop its run at its next boundary and beat on while it stops;
+        when the queue handed a job on (it believed this worker dead) or it ended, stop
+        its run at its next boundary and beat for it no more."""
         from saq.job import Status
 
-        queue = job.get_queue()
         while True:
             await anyio.sleep(HEARTBEAT / 4)
-            try:
-                status = await queue.beat(job)
-            except Exception:  # the next beat tries again; the sweep decides
-                logger.warning("heartbeat of run %s failed", job.key, exc_info=True)
+            beating = dict(self._beating)
+            if not beating:
                 continue
-            if status is None:
-                why.append("handed on")
-                stop.set()
-                return
-            if status == Status.ABORTING and not why:
-                why.append(CANCELLED)
-                stop.set()
+            try:
+                found = await queue.beat_many([job for job, _, _ in beating.values()])
+            except Exception:  # the next round tries again; the sweep decides
+                logger.warning("heartbeat of %d run(s) failed", len(beating), exc_info=True)
+                continue
+            for delivery, (job, stop, why) in beating.items():
+                status = found.get(job.key)
+                if status is None:
+                    why.append("handed on")
+                    stop.set()
+                    self._beating.pop(delivery, None)
+                elif status == Status.ABORTING and not why:
+                    why.append(CANCELLED)
+                    stop.set()
 
     async def _run_job(self, ctx: Mapping[str, Any], *, order: Mapping[str, Any]) -> Any:
         """The saq function of a run's job: start or resume the run, here."""
@@ -263,7 +273,7 @@ class Worker:
         delivery = (run_order.run_id, job.attempts)
         self._stops[delivery] = stop
         why: list[str] = []
-        beating = asyncio.create_task(self._heartbeat(job, stop, why))
+        self._beating[delivery] = (job, stop, why)
         try:
             result = await self._run(workflow, run_order, stop, job)
             if why and not self._draining and result.get("status") == "running":
@@ -273,7 +283,7 @@ class Worker:
                 raise _Drained(f"run {run_order.run_id} stopped: its job was handed on")
             return result
         finally:
-            beating.cancel()
+            self._beating.pop(delivery, None)
             del self._stops[delivery]
 
     async def _cancelled(self, job: Any, order: RunOrder) -> None:
