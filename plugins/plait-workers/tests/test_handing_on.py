@@ -66,6 +66,8 @@ def test_one_sweep_hands_every_stuck_job_on_and_stale_writes_are_dropped(store: 
             # the worker thought dead beats, finishes, retries: none of it is written
             stale = dead[0]
             assert await queue.beat(stale) is None
+            # (a worker beats for all its runs in one round: only its own are touched)
+            assert await queue.beat_many([*dead, alive]) == {alive.key: Status.ACTIVE}
             await stale.finish(Status.COMPLETE, result={"status": "idle"})
             assert (await queue.job(stale.key)).status == Status.QUEUED  # type: ignore[union-attr]
             await stale.retry("again")
