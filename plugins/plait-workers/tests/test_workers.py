@@ -9,12 +9,14 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from click.testing import CliRunner
 from plait_cli import make_cli
 from plait_workers import QueueError, answer, cancel, queued_runs, submit
+from plait_workers._cancel import cancelled_record
 
 from conftest import HERE, WorkerFactory, latest_status, read_effects, wait_for
 
@@ -182,11 +184,26 @@ def test_cancel_a_queued_run_and_a_running_one(
     assert row["status"] == "failed"
     assert row["error"].startswith("RunCancelled")
     assert "cancelled with plait cancel" in row["error"]
+    record = cancelled_record(_latest_metadata(store, running))
+    assert record is not None and record["superstep"] == superstep
+    assert str(record["by"]).endswith(f":{worker.pid}")
     assert latest_status(store, queued) is None  # the queued run never started
     assert worker.poll() is None  # the worker goes on
     with pytest.raises(QueueError, match=r"is cancelled|not on the queue"):
         anyio.run(lambda: cancel(running, store=store, queue=queue))
     assert _states(store, queue)[running] == "cancelled"
+
+
+def _latest_metadata(store: str, run_id: str) -> dict[str, Any]:
+    from plait_durable import opened_store
+
+    async def look() -> dict[str, Any]:
+        async with opened_store(store) as opened:
+            latest = await opened.latest(run_id)
+            assert latest is not None
+            return dict(latest.metadata)
+
+    return anyio.run(look)
 
 
 SHELL = """\
