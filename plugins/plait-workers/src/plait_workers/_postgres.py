@@ -90,7 +90,8 @@ class RunQueue(PostgresQueue):
                     continue
                 logger.info("handing on job %s", job.info(logger.isEnabledFor(logging.DEBUG)))
                 job = handed_on(job, self.swept_error_message)
-                await self._write(conn, job, scheduled=int(now_seconds()))
+                # scheduled at 0: a run taken over goes before runs not yet started
+                await self._write(conn, job, scheduled=0)
                 swept.append(key)
         return swept
 

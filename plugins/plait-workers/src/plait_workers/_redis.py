@@ -19,7 +19,7 @@ confirm, then retries it. Two defects follow, both seen in the soak
 
 Here (:class:`RunQueue`):
 
-- the sweep hands a stuck job on (back on the queued list, at once) in one optimistic
+- the sweep hands a stuck job on (back at the head of the queued list, at once) in one optimistic
   transaction (``WATCH``) that holds only if the job is still as the sweep read it; it
   never aborts and never waits. The job's worker, if alive after all, finds at its next
   beat that the job was handed on and stops the run at its next boundary; Plait's lease
@@ -139,7 +139,8 @@ class RunQueue(RedisQueue):
             logger.info("handing on job %s", job.info(logger.isEnabledFor(logging.DEBUG)))
             pipe.lrem(self._queued, 0, job_id)
             pipe.zadd(self._incomplete, {job_id: job.scheduled})
-            pipe.rpush(self._queued, job_id)
+            # at the head of the queue: a run taken over goes before runs not yet started
+            pipe.lpush(self._queued, job_id)
             pipe.set(job_id, self.serialize(handed_on(job, self.swept_error_message)))
             return True
 
