@@ -268,9 +268,12 @@ def _report(
         for killed_at, pid in kill_times:
             before = [s for s in steps if s[1] == pid and s[2] < killed_at]
             done_at = outputs.get(run_id, (0, float("inf")))[1]
-            if before and done_at > killed_at:  # the run was on the victim, unfinished
+            after = [s[2] for s in steps if s[1] != pid and s[2] >= killed_at]
+            # the run was on the victim, unfinished: its output not yet written, or written
+            # by a last step whose checkpoint the kill cut off (another worker ran a step
+            # of it after the kill)
+            if before and (done_at > killed_at or after):
                 allowed += 1
-                after = [s[2] for s in steps if s[1] != pid and s[2] >= killed_at]
                 if after:
                     takeovers.append(min(after) - killed_at)
         duplicates += dups

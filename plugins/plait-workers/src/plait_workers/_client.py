@@ -129,7 +129,9 @@ async def answer(
 
 async def cancel(run_id: str, *, store: str, queue: str = DEFAULT_QUEUE) -> str:
     """Stop the run ``run_id``: a queued run never starts; a running one stops at its next
-    superstep boundary, once that superstep is checkpointed, and its lease is given back.
+    superstep boundary, once that superstep is checkpointed, and its lease is given back;
+    its worker then records the cancellation in its checkpoints (``failed``, with a
+    ``RunCancelled`` error: see docs/workers.md).
 
     :returns: ``"queued"`` or ``"running"``: what the run was when cancelled.
     :raises QueueError: the run is not queued or running on ``queue``.

@@ -165,15 +165,23 @@ class RunQueue(PostgresQueue):
         error: str | None = None,
         connection: AsyncConnection[Any] | None = None,
     ) -> None:
-        """saq's finish, written only while the stored job is still ``job``'s delivery."""
-        if connection is not None:  # saq's abort of a queued job, on its own connection
-            await super()._finish(job, status, result=result, error=error, connection=connection)
-            return
-        async with self.pool.connection() as conn, conn.transaction():
+        """saq's finish (the job kept for its ``ttl``, or deleted), written only while the
+        stored job is still ``job``'s delivery."""
+        async with (
+            self.nullcontext(connection) if connection else self.pool.connection() as conn,
+            conn.transaction(),
+        ):
             if not owned(await self._locked(conn, job.key), job):
                 logger.info("not finishing job %s: another delivery has it", job.key)
                 return
-            await super()._finish(job, status, result=result, error=error, connection=conn)
+            if job.ttl < 0:
+                await conn.execute(
+                    SQL("DELETE FROM {jobs} WHERE key = %s").format(jobs=self.jobs_table),
+                    (job.key,),
+                )
+                return
+            expire_at = now_seconds() + job.ttl if job.ttl > 0 else None
+            await self.update(job, status=status, expire_at=expire_at, connection=conn)
 
     async def abort(self, job: Job, error: str, ttl: float = 5) -> None:
         """Abort ``job``: one waiting on the queue ends ``aborted`` at once; a running one is
