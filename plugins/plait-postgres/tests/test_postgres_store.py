@@ -19,6 +19,7 @@ from plait_durable import (
 )
 from plait_postgres import SCHEMA_VERSION, PostgresCheckpointStore
 from plait_testing import fake_entry_point, make_plugin_manager, servers
+from plait_testing.conformance import CrashConformance, LeaseConformance
 from plait_testing.stores import (
     CheckpointStoreContract,
     EventJournalContract,
@@ -37,7 +38,9 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-class TestPostgresStore(CheckpointStoreContract, EventJournalContract):
+class TestPostgresStore(
+    CheckpointStoreContract, EventJournalContract, CrashConformance, LeaseConformance
+):
     @pytest.fixture
     def anyio_backend(self) -> str:
         """asyncio only: psycopg's async API does not run on trio."""

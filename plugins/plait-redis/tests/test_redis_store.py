@@ -13,6 +13,7 @@ import redis.asyncio
 from plait_durable import CheckpointStore, StoreUnavailableError
 from plait_redis import RedisCheckpointStore, redact_url
 from plait_testing import fake_entry_point, make_plugin_manager, servers
+from plait_testing.conformance import CrashConformance, LeaseConformance
 from plait_testing.stores import (
     CheckpointStoreContract,
     EventJournalContract,
@@ -45,7 +46,9 @@ async def _drop_prefix(url: str, prefix: str) -> None:
         await client.aclose()
 
 
-class TestRedisStore(CheckpointStoreContract, EventJournalContract):
+class TestRedisStore(
+    CheckpointStoreContract, EventJournalContract, CrashConformance, LeaseConformance
+):
     @pytest.fixture
     def anyio_backend(self) -> str:
         """asyncio only: redis-py's asyncio client does not run on trio."""

@@ -21,6 +21,7 @@ from plait_durable import (
     list_runs,
 )
 from plait_stores import FileCheckpointStore
+from plait_testing.conformance import CrashConformance, LeaseConformance
 from plait_testing.stores import (
     CheckpointStoreContract,
     EventJournalContract,
@@ -39,7 +40,9 @@ def _names_of_files(root: Path) -> list[str]:
     return sorted(p.name for p in root.rglob("*") if p.is_file())
 
 
-class TestFileStore(CheckpointStoreContract, EventJournalContract):
+class TestFileStore(
+    CheckpointStoreContract, EventJournalContract, CrashConformance, LeaseConformance
+):
     @pytest.fixture
     async def store(self, tmp_path: Path) -> AsyncIterator[FileCheckpointStore]:
         store = FileCheckpointStore.from_url(f"file://{tmp_path / 'checkpoints'}")

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 from plait_durable import CheckpointStore, StoreUnavailableError
 from plait_stores import MemoryCheckpointStore
+from plait_testing.conformance import CrashConformance, LeaseConformance
 from plait_testing.stores import (
     CheckpointStoreContract,
     EventJournalContract,
@@ -17,7 +18,9 @@ from plait_testing.stores import (
 )
 
 
-class TestMemoryStore(CheckpointStoreContract, EventJournalContract):
+class TestMemoryStore(
+    CheckpointStoreContract, EventJournalContract, CrashConformance, LeaseConformance
+):
     @pytest.fixture
     async def store(self) -> AsyncIterator[MemoryCheckpointStore]:
         name = f"contract-{uuid.uuid4().hex}"

@@ -20,6 +20,7 @@ from plait_durable import (
 )
 from plait_stores import SqliteCheckpointStore
 from plait_stores._sqlite import SCHEMA_VERSION
+from plait_testing.conformance import CrashConformance, LeaseConformance
 from plait_testing.stores import (
     CheckpointStoreContract,
     EventJournalContract,
@@ -29,7 +30,9 @@ from plait_testing.stores import (
 )
 
 
-class TestSqliteStore(CheckpointStoreContract, EventJournalContract):
+class TestSqliteStore(
+    CheckpointStoreContract, EventJournalContract, CrashConformance, LeaseConformance
+):
     @pytest.fixture
     async def store(self, tmp_path: Path) -> AsyncIterator[SqliteCheckpointStore]:
         store = SqliteCheckpointStore.from_url(f"sqlite:///{tmp_path / 'runs.db'}")

@@ -38,7 +38,8 @@ def test_a_job_being_taken_is_left_alone_and_swept_a_sweep_later(redis_url: str)
             job = await queue.job(run_id)
             assert job is not None and job.status == Status.QUEUED  # not aborted
             # the worker writes its status: a later sweep leaves an active, beating job alone
-            job.status = Status.ACTIVE
+            job.attempts += 1  # (as saq's worker does before its first word)
+            job.worker_id = "w1"
             await job.update(status=Status.ACTIVE)
             await anyio.sleep(LOCK + 0.2)
             assert await queue.sweep(lock=LOCK) == []

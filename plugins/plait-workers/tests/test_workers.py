@@ -4,16 +4,19 @@
 from __future__ import annotations
 
 import collections
+import json
 import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from click.testing import CliRunner
 from plait_cli import make_cli
 from plait_workers import QueueError, answer, cancel, queued_runs, submit
+from plait_workers._cancel import cancelled_record
 
 from conftest import HERE, WorkerFactory, latest_status, read_effects, wait_for
 
@@ -172,13 +175,35 @@ def test_cancel_a_queued_run_and_a_running_one(
         "the run is cancelled",
     )
     status, superstep = latest_status(store, running) or ("", 0)
-    # stopped at a superstep boundary, checkpointed: every step that ran is in it
-    assert status == "running" and superstep == len(_effect_counts(effects, running)) < STEPS
+    # stopped at a superstep boundary, checkpointed: every step that ran is in it; the
+    # cancellation is recorded as the run's failure, which plait runs shows
+    assert status == "failed" and superstep == len(_effect_counts(effects, running)) < STEPS
+    listed = CliRunner().invoke(make_cli(), ["runs", "--checkpoint", store, "--json"])
+    assert listed.exit_code == 0, listed.output
+    (row,) = [row for row in json.loads(listed.output) if row["run_id"] == running]
+    assert row["status"] == "failed"
+    assert row["error"].startswith("RunCancelled")
+    assert "cancelled with plait cancel" in row["error"]
+    record = cancelled_record(_latest_metadata(store, running))
+    assert record is not None and record["superstep"] == superstep
+    assert str(record["by"]).endswith(f":{worker.pid}")
     assert latest_status(store, queued) is None  # the queued run never started
     assert worker.poll() is None  # the worker goes on
     with pytest.raises(QueueError, match=r"is cancelled|not on the queue"):
         anyio.run(lambda: cancel(running, store=store, queue=queue))
     assert _states(store, queue)[running] == "cancelled"
+
+
+def _latest_metadata(store: str, run_id: str) -> dict[str, Any]:
+    from plait_durable import opened_store
+
+    async def look() -> dict[str, Any]:
+        async with opened_store(store) as opened:
+            latest = await opened.latest(run_id)
+            assert latest is not None
+            return dict(latest.metadata)
+
+    return anyio.run(look)
 
 
 SHELL = """\

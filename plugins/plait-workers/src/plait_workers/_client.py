@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from ._jobs import CANCEL_META
 from ._queue import DEFAULT_QUEUE, QueueError, RunOrder, job_for, open_queue, queue_url
 
 __all__ = ["CANCELLED", "QueuedRun", "answer", "cancel", "queued_runs", "submit"]
@@ -128,7 +129,9 @@ async def answer(
 
 async def cancel(run_id: str, *, store: str, queue: str = DEFAULT_QUEUE) -> str:
     """Stop the run ``run_id``: a queued run never starts; a running one stops at its next
-    superstep boundary, once that superstep is checkpointed, and its lease is given back.
+    superstep boundary, once that superstep is checkpointed, and its lease is given back;
+    its worker then records the cancellation in its checkpoints (``failed``, with a
+    ``RunCancelled`` error: see docs/workers.md).
 
     :returns: ``"queued"`` or ``"running"``: what the run was when cancelled.
     :raises QueueError: the run is not queued or running on ``queue``.
@@ -144,13 +147,9 @@ async def cancel(run_id: str, *, store: str, queue: str = DEFAULT_QUEUE) -> str:
                 "running run can be cancelled"
             )
         was = "queued" if job.status == Status.QUEUED else "running"
-        await opened.abort(job, CANCELLED)  # a running run's worker stops it at a boundary
-        if was == "queued":
-            # a job waiting to be delivered again (after a retry delay) is not in the list
-            # saq's abort takes queued jobs from: it never starts either
-            found = await opened.job(run_id)
-            if found is not None and found.status == Status.ABORTING:
-                await opened.finish(found, Status.ABORTED, error=CANCELLED)
+        # a queued run ends cancelled at once (also one waiting to be delivered again);
+        # a running run's worker stops it at a boundary and records the cancellation
+        await opened.abort(job, CANCELLED)
     return was
 
 
@@ -188,11 +187,12 @@ def _refusal(error: str | None) -> str | None:
 def _state(job: Any) -> str:
     from saq.job import Status
 
-    if job.status == Status.ABORTING:
-        return "stopping"
+    if job.status == Status.ABORTING or (
+        job.status == Status.QUEUED and (job.meta or {}).get(CANCEL_META)
+    ):
+        return "stopping"  # (or handed on, cancelled, from a worker that died stopping it)
     if job.status == Status.ABORTED:
-        # only plait cancel aborts a run's job for good (saq's sweep retries what it takes);
-        # a heartbeat written as the abort landed can leave saq's own word, "abort"
+        # only plait cancel aborts a run's job (the sweep hands on what it takes)
         return "cancelled" if job.error in (CANCELLED, "abort") else "aborted"
     if job.status == Status.FAILED:
         return "refused"

@@ -150,7 +150,8 @@ def worker_command(
 @_queue
 def cancel_command(run_id: str, store: str, queue: str) -> None:
     """Stop RUN_ID: a queued run never starts; a running one stops at its next superstep
-    boundary, checkpointed (plait resume can still continue it)."""
+    boundary, checkpointed, and its worker records it cancelled (plait runs shows it
+    failed, RunCancelled; plait resume can still continue it)."""
     from ._client import cancel
 
     try:

@@ -80,16 +80,17 @@ async def open_queue(
     """
     if not name or not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
         raise QueueError(f"queue name {name!r}: use letters, digits, '-', '_' or '.'")
-    from saq import Queue
-
     url = queue_url(store)
     sizes = {"min_size": 1, "max_size": 2} if client and url.startswith("postgres") else {}
+    queue: Queue
     if url.startswith("redis"):
         from plait_workers._redis import RunQueue  # (saq's sweep, mended: see there)
 
-        queue: Queue = RunQueue.from_url(url, name=name)
+        queue = RunQueue.from_url(url, name=name)
     else:
-        queue = Queue.from_url(url, name=name, **sizes)
+        from plait_workers._postgres import RunQueue as PostgresRunQueue
+
+        queue = PostgresRunQueue.from_url(url, name=name, **sizes)
     try:
         await queue.connect()
         if url.startswith("postgres"):

@@ -1,21 +1,39 @@
-"""saq's Redis queue, with a sweep that leaves alone a job a worker is just taking.
+"""saq's Redis queue, with a sweep that hands a dead worker's job on at once and writes
+that only a job's owner may make.
 
-A saq worker takes a job in two steps: ``BLMOVE`` moves its id from the queued list to the
-active list, then the worker writes the job's status, ``active``. saq's Redis sweep aborts
-every job of the active list whose status is not ``active`` (reported upstream as
-tobymao/saq#124 and #277), so a sweep that falls between the two steps aborts a job that is
-about to run. For a run that means:
+saq's Redis sweep, run by every worker in turn, handles each job it finds in the active
+list one after another: it aborts the job, waits up to 5 seconds for the job's worker to
+confirm, then retries it. Two defects follow, both seen in the soak
+(``tests/benchmarks/soak_workers.py``):
 
-- a run a worker refuses (its workflow needs a grant the worker lacks) ends ``aborted``
-  rather than ``refused``: the sweep, which waited for the job to end, writes its own
-  ending over the worker's;
-- a run that was about to start is stopped at its first boundary and delivered again.
+- **Slow takeover.** A killed worker confirms nothing, so each of its jobs costs the full
+  wait: a worker killed with 25 runs had its last one taken over 140 s later. The sweep's
+  lock lives one sweep period (seconds), so other workers' sweeps start on the same
+  snapshot meanwhile, and abort jobs that were handed on and are running again.
+- **Stale writes.** An abort, a late heartbeat, or the retry or finish of a worker that
+  was thought dead each write a whole job over what another delivery wrote since: a job
+  ends ``aborted`` while its run is unfinished, or is ``active`` on no list, where no
+  sweep finds it (both leave the run stuck). And a job a worker is just taking (its id
+  moved to the active list, its status not yet written) is aborted (tobymao/saq#124,
+  #277): a run a worker refused ended ``aborted`` rather than ``refused``.
 
-Here a job found ``queued`` in the active list is swept only when the previous sweep of
-this queue object found it there too: a job a worker is taking is ``active`` a moment
-later, and one still ``queued`` a sweep later belongs to a worker that died between the two
-steps. Every other job is swept as saq sweeps it: a stuck ``active`` job (no heartbeat), an
-``aborting`` one, a missing one.
+Here (:class:`RunQueue`):
+
+- the sweep hands a stuck job on (back at the head of the queued list, at once) in one optimistic
+  transaction (``WATCH``) that holds only if the job is still as the sweep read it; it
+  never aborts and never waits. The job's worker, if alive after all, finds at its next
+  beat that the job was handed on and stops the run at its next boundary; Plait's lease
+  keeps the run to one writer meanwhile;
+- a job found ``queued`` in the active list is handed on only when the previous sweep of
+  this queue object found it so too (a worker is taking it; one still so a sweep later
+  belongs to a worker that died between the two steps);
+- a cancelled running job (``aborting``) stays in the active list: if its worker dies
+  while stopping it, the sweep hands it on marked ``cancel``, and the worker that takes it
+  records the cancellation;
+- a retry or a finish writes only when the stored job is still the writer's delivery (the
+  same worker and attempt), in the same kind of transaction;
+- :meth:`RunQueue.beat`, a worker's heartbeat, touches the stored job only while it is
+  the beating worker's, and keeps the stored status (an abort written meanwhile stands).
 
 This module imports saq's Redis client; :func:`plait_workers._queue.open_queue` imports it
 only for a ``redis://`` queue.
@@ -23,12 +41,17 @@ only for a ``redis://`` queue.
 
 from __future__ import annotations
 
-import asyncio
 import logging
+import time
+from collections.abc import Callable
 from typing import Any
 
-from saq.job import Status
+from redis.exceptions import WatchError
+from saq.job import Job, Status
 from saq.queue.redis import RedisQueue
+from saq.utils import now
+
+from ._jobs import handed_on, owned, stuck, taken_by
 
 __all__ = ["RunQueue"]
 
@@ -51,8 +74,12 @@ return found
 
 
 class RunQueue(RedisQueue):
-    """A saq :class:`~saq.queue.redis.RedisQueue` whose sweep gives a job found ``queued``
-    in the active list one sweep's grace (see the module's docstring)."""
+    """A saq :class:`~saq.queue.redis.RedisQueue` whose sweep hands stuck jobs on at once
+    and whose writes hold only for a job's owner (see the module's docstring)."""
+
+    #: seconds without a heartbeat after which the sweep hands a running job on (``None``:
+    #: each job's own ``heartbeat``); a worker sets it from its lease's ttl
+    stuck_after: float | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -60,7 +87,12 @@ class RunQueue(RedisQueue):
         #: ids found ``queued`` in the active list by this queue's previous sweep
         self._taking: set[bytes] = set()
 
+    # -- the sweep -------------------------------------------------------------------------
+
     async def sweep(self, lock: int = 60, abort: float = 5.0) -> list[str]:
+        """Hand on every job of the active list whose worker is gone: stuck (no heartbeat
+        for :attr:`stuck_after` seconds), ``queued`` a sweep after it was taken, or
+        missing. ``abort`` is not used: nothing waits for a dead worker."""
         if self._snapshot is None:
             self._snapshot = self.redis.register_script(_SNAPSHOT)
         found = await self._snapshot(
@@ -79,30 +111,196 @@ class RunQueue(RedisQueue):
             if job.status == Status.QUEUED and job_id not in self._taking:
                 taking.add(job_id)  # a worker is taking it; if it is still so, next time
                 continue
-            if job.status != Status.ACTIVE or job.stuck:
+            if job.status in (Status.ACTIVE, Status.ABORTING) and not stuck(job, self.stuck_after):
+                continue  # its worker beats (and, if aborting, stops the run)
+            if await self._hand_on(job_id, stored, job):
                 swept.append(job_id)
-                await self._sweep_one(job, abort)
         self._taking = taking
         return [job_id.decode("utf-8") for job_id in swept]
 
     async def _forget(self, job_id: bytes) -> None:
         """Take the id of a job that no longer exists off the active list."""
         logger.info("sweeping missing job %s", job_id)
+        pipe: Any
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.lrem(self._active, 0, job_id.decode())
             pipe.zrem(self._incomplete, job_id)
             await pipe.execute()
 
-    async def _sweep_one(self, job: Any, abort: float) -> None:
-        """Abort ``job``, wait up to ``abort`` seconds for its worker to stop it, then give
-        it to another delivery (or end it, when it has no delivery left)."""
-        logger.info("sweeping job %s", job.info(logger.isEnabledFor(logging.DEBUG)))
-        await self.abort(job, error=self.swept_error_message)
-        try:
-            await job.refresh(abort)
-        except asyncio.TimeoutError:
-            logger.info("could not abort job %s", job.id)
-        if job.retryable:
-            await self.retry(job, error=self.swept_error_message)
-        else:
-            await self.finish(job, Status.ABORTED, error=self.swept_error_message)
+    async def _hand_on(self, job_id: bytes, stored: bytes, job: Job) -> bool:
+        """Put ``job`` back on the queued list (or, if it ended, only off the active list),
+        if it is still stored as ``stored``; whether it was."""
+        finished = job.status in (Status.COMPLETE, Status.FAILED, Status.ABORTED)
+
+        def write(pipe: Any, current: Job | None, raw: bytes | None) -> bool:
+            if raw != stored:
+                return False  # beaten, finished or handed on since the snapshot
+            pipe.lrem(self._active, 0, job_id)
+            if finished:
+                return True
+            logger.info("handing on job %s", job.info(logger.isEnabledFor(logging.DEBUG)))
+            pipe.lrem(self._queued, 0, job_id)
+            pipe.zadd(self._incomplete, {job_id: job.scheduled})
+            # at the head of the queue: a run taken over goes before runs not yet started
+            pipe.lpush(self._queued, job_id)
+            pipe.set(job_id, self.serialize(handed_on(job, self.swept_error_message)))
+            return True
+
+        done = await self._transact(job_id, write)
+        if done and not finished:
+            await self.notify(job)
+        return done
+
+    # -- writes only an owner makes ----------------------------------------------------------
+
+    async def _transact(
+        self, job_id: bytes | str, write: Callable[[Any, Job | None, bytes | None], bool]
+    ) -> bool:
+        """Read the job ``job_id`` under ``WATCH`` and, if ``write(pipe, job, raw)`` queues
+        writes (returns True), apply them in one transaction, again from the read when
+        another client changed the job meanwhile. Whether ``write`` wrote."""
+        pipe: Any
+        async with self.redis.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    await pipe.watch(job_id)
+                    raw: bytes | None = await pipe.get(job_id)
+                    pipe.multi()
+                    if not write(pipe, self.deserialize(raw), raw):
+                        await pipe.reset()
+                        return False
+                    await pipe.execute()
+                    return True
+                except WatchError:
+                    continue
+
+    async def _if_owned(self, job: Job, write: Callable[[Any], None]) -> bool:
+        def guarded(pipe: Any, stored: Job | None, raw: bytes | None) -> bool:
+            if not owned(stored, job):
+                logger.info("not writing job %s: another delivery has it", job.key)
+                return False
+            write(pipe)
+            return True
+
+        return await self._transact(job.id, guarded)
+
+    async def _retry(self, job: Job, error: str | None) -> None:
+        """saq's retry (back on the queued list, or scheduled after the job's retry delay),
+        written only while the stored job is still ``job``'s delivery."""
+        job_id = job.id
+        delay = job.next_retry_delay()
+
+        def write(pipe: Any) -> None:
+            pipe.lrem(self._active, 1, job_id)
+            pipe.lrem(self._queued, 1, job_id)
+            if delay:
+                pipe.zadd(self._incomplete, {job_id: time.time() + delay})
+            else:
+                pipe.zadd(self._incomplete, {job_id: job.scheduled})
+                pipe.rpush(self._queued, job_id)
+            pipe.set(job_id, self.serialize(job))
+
+        if await self._if_owned(job, write):
+            await self.notify(job)
+
+    async def _finish(
+        self,
+        job: Job,
+        status: Status,
+        *,
+        result: Any = None,
+        error: str | None = None,
+    ) -> None:
+        """saq's finish, written only while the stored job is still ``job``'s delivery."""
+        job_id = job.id
+
+        def write(pipe: Any) -> None:
+            pipe.lrem(self._active, 1, job_id).zrem(self._incomplete, job_id)
+            if job.ttl > 0:
+                pipe.set(job_id, self.serialize(job), ex=job.ttl)
+            elif job.ttl == 0:
+                pipe.set(job_id, self.serialize(job))
+            else:
+                pipe.delete(job_id)
+
+        if await self._if_owned(job, write):
+            await self.notify(job)
+
+    async def abort(self, job: Job, error: str, ttl: float = 5) -> None:
+        """Abort ``job``: one waiting on the queue (or being taken, its worker's first word
+        not yet written) ends ``aborted`` at once; a running one is marked ``aborting`` for
+        its worker to stop, and stays in the active list, so that the sweep hands it on
+        (marked cancelled) if that worker dies meanwhile. The stored job is marked, not
+        ``job`` written over it."""
+        job_id = job.id
+        outcome: list[Job] = []
+
+        def write(pipe: Any, stored: Job | None, raw: bytes | None) -> bool:
+            if stored is None or stored.status not in (
+                Status.QUEUED,
+                Status.ACTIVE,
+                Status.ABORTING,
+            ):
+                return False
+            outcome[:] = [stored, self.copy(stored)]
+            stored.status = Status.ABORTING
+            stored.error = error
+            pipe.lrem(self._queued, 0, job_id).zrem(self._incomplete, job_id)
+            pipe.set(job_id, self.serialize(stored))
+            pipe.set(job.abort_id, error, ex=int(max(ttl, 1)))
+            return True
+
+        if not await self._transact(job_id, write):
+            return
+        stored, before = outcome
+        job.replace(stored)
+        await self.notify(stored)
+        if before.status == Status.QUEUED:  # no worker runs it
+            await self.finish(stored, Status.ABORTED, error=error)
+            await self.redis.delete(job.abort_id)
+
+    async def _update(self, job: Job, status: Status | None = None, **kwargs: Any) -> None:
+        """saq's update; the first word of a worker that has just taken ``job`` (``active``)
+        is written only while the job still waits for it, not over a cancellation or
+        another delivery (the worker then finds the job is not its own, and runs nothing)."""
+        if status != Status.ACTIVE:
+            await super()._update(job, status, **kwargs)
+            return
+
+        def write(pipe: Any, stored: Job | None, raw: bytes | None) -> bool:
+            if not taken_by(stored, job) or stored is None or stored.status != Status.QUEUED:
+                return False
+            job.status = Status.ACTIVE
+            pipe.set(job.id, self.serialize(job))
+            return True
+
+        if await self._transact(job.id, write):
+            await self.notify(job)
+
+    async def beat(self, job: Job) -> Status | None:
+        """A worker's heartbeat for ``job``: touch the stored job, keeping its status, while
+        it is still ``job``'s delivery; its status then (``active``, or ``aborting`` when
+        cancelled), or ``None`` when the job was handed on or has ended."""
+        seen: list[Status] = []
+
+        def write(pipe: Any, stored: Job | None, raw: bytes | None) -> bool:
+            if not owned(stored, job) or stored is None:
+                return False
+            if stored.status not in (Status.ACTIVE, Status.ABORTING):
+                return False
+            stored.touched = now()
+            seen[:] = [stored.status]
+            pipe.set(job.id, self.serialize(stored))
+            return True
+
+        return seen[0] if await self._transact(job.id, write) else None
+
+    async def beat_many(self, jobs: list[Job]) -> dict[str, Status]:
+        """:meth:`beat` for each of ``jobs``: the status of each still its delivery, by
+        job key (a job handed on or ended is left out)."""
+        found: dict[str, Status] = {}
+        for job in jobs:
+            status = await self.beat(job)
+            if status is not None:
+                found[job.key] = status
+        return found

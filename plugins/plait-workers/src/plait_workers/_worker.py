@@ -29,12 +29,18 @@ import anyio
 import attrs
 from plait import PlaitError, RunStatus
 
+from ._cancel import record_cancel
 from ._client import CANCELLED, METADATA_KEY
+from ._jobs import CANCEL_META, owned
 from ._queue import DEFAULT_QUEUE, FUNCTION, HEARTBEAT, QueueError, RunOrder, open_queue
 
 __all__ = ["RefusedRunError", "Worker", "WorkerSettings"]
 
 logger = logging.getLogger("plait_workers")
+
+#: Seconds between a worker's tries of a run whose lease another (live or just dead)
+#: worker holds: the takeover comes at most this long after the lease is free.
+LEASE_RETRY = 0.5
 
 
 class RefusedRunError(PlaitError):
@@ -65,8 +71,7 @@ class WorkerSettings:
     :param lease_ttl: seconds a run's lease lives without renewal; another worker takes a
         dead worker's run over after this long at most.
     :param sweep: seconds between the queue's sweeps for jobs whose worker stopped beating
-        (saq's Redis sweep can take a job that a worker is just taking: the run then stops
-        at its next boundary and is delivered again, so not every second).
+        (one worker of the queue sweeps at a time; a sweep hands each such job on at once).
     """
 
     store: str
@@ -75,7 +80,7 @@ class WorkerSettings:
     allow_imports: bool = False
     grants: Any = None
     lease_ttl: float = attrs.field(default=30.0, validator=attrs.validators.gt(0))
-    sweep: int = attrs.field(default=5, validator=attrs.validators.ge(1))
+    sweep: int = attrs.field(default=1, validator=attrs.validators.ge(1))
 
 
 class Worker:
@@ -88,7 +93,11 @@ class Worker:
         self.settings = settings
         #: this worker's name on the queue (host and process id)
         self.name = f"{socket.gethostname()}:{os.getpid()}"
-        self._stops: dict[str, anyio.Event] = {}
+        # by run id and delivery: a delivery handed on from this worker (thought dead under
+        # load) may still be stopping when the next delivery of the run comes here
+        self._stops: dict[tuple[str, int], anyio.Event] = {}
+        #: the deliveries the heartbeat beats for: the job, its run's stop, why it stopped
+        self._beating: dict[tuple[str, int], tuple[Any, anyio.Event, list[str]]] = {}
         self._draining = False
         # jobs between saq's before_process and after_process: a drained run's job is
         # back on the queue only once saq has retried it (after_process comes after)
@@ -102,7 +111,7 @@ class Worker:
     @property
     def running(self) -> list[str]:
         """The ids of the runs this worker runs now."""
-        return sorted(self._stops)
+        return sorted({run_id for run_id, _ in self._stops})
 
     async def serve(self, *, handle_signals: bool = True) -> None:
         """Take runs and run them until :meth:`drain` (or SIGTERM/SIGINT with
@@ -131,6 +140,11 @@ class Worker:
                 open_queue(self.settings.store, self.settings.queue) as queue,
             ):
                 self._store = store
+                # a worker starved of CPU beats late: the sweep waits up to half the lease
+                # (at least the job's heartbeat) before it hands a job on, which keeps the
+                # takeover within lease_ttl, and a loaded machine's late beats from moving runs
+                ours: Any = queue  # (a RunQueue of plait_workers._redis or ._postgres)
+                ours.stuck_after = max(float(HEARTBEAT), self.settings.lease_ttl / 2)
                 self._saq = _SaqWorker(
                     queue,
                     [(FUNCTION, self._run_job)],
@@ -141,15 +155,17 @@ class Worker:
                     after_process=self._handled,
                 )
                 started = asyncio.create_task(self._saq.start())
+                beating = asyncio.create_task(self._heartbeat(queue))
                 await self._drained.wait()
                 self._saq.event.set()  # saq starts no new take from the queue
                 await self._idle.wait()  # every run stopped at a boundary, checkpointed, requeued
                 await self._saq.stop()
-                started.cancel()
-                try:
-                    await started
-                except asyncio.CancelledError:
-                    pass
+                for task in (started, beating):
+                    task.cancel()
+                    try:
+                        await task
+                    except asyncio.CancelledError:
+                        pass
         finally:
             if handle_signals:
                 for signum in (signal.SIGTERM, signal.SIGINT):
@@ -198,32 +214,54 @@ class Worker:
                 f"run {order.run_id} refused by worker {self.name}: {exc}"
             ) from exc
 
-    async def _heartbeat(self, job: Any, stop: anyio.Event, aborted: list[bool]) -> None:
-        """Tell the queue this worker still runs ``job``, a few times per heartbeat; when
-        the job was aborted (``plait cancel``, or the sweep), stop the run at its next
-        boundary and beat no more, so that no beat writes over the abort."""
+    async def _heartbeat(self, queue: Any) -> None:
+        """Tell the queue this worker still runs its jobs, a few times per heartbeat, all
+        in one round (on PostgreSQL one transaction: a beat per job would queue for the
+        pool's few connections and come late under load). When a job is cancelled
+        (``plait cancel``), stop its run at its next boundary and beat on while it stops;
+        when the queue handed a job on (it believed this worker dead) or it ended, stop
+        its run at its next boundary and beat for it no more."""
         from saq.job import Status
 
         while True:
             await anyio.sleep(HEARTBEAT / 4)
+            beating = dict(self._beating)
+            if not beating:
+                continue
             try:
-                stored = await job.get_queue().job(job.key)
-                if stored is None or stored.status in (Status.ABORTING, Status.ABORTED):
-                    aborted.append(True)
+                found = await queue.beat_many([job for job, _, _ in beating.values()])
+            except Exception:  # the next round tries again; the sweep decides
+                logger.warning("heartbeat of %d run(s) failed", len(beating), exc_info=True)
+                continue
+            for delivery, (job, stop, why) in beating.items():
+                status = found.get(job.key)
+                if status is None:
+                    why.append("handed on")
                     stop.set()
-                    return
-                await job.update()
-            except Exception:  # the next beat tries again; the sweep decides
-                logger.warning("heartbeat of run %s failed", job.key, exc_info=True)
+                    self._beating.pop(delivery, None)
+                elif status == Status.ABORTING and not why:
+                    why.append(CANCELLED)
+                    stop.set()
 
     async def _run_job(self, ctx: Mapping[str, Any], *, order: Mapping[str, Any]) -> Any:
         """The saq function of a run's job: start or resume the run, here."""
+        from saq.job import Status
+
         job = ctx["job"]
+        stored = await job.get_queue().job(job.key)
+        if not owned(stored, job) or stored.status not in (Status.ACTIVE, Status.ABORTING):
+            # cancelled, or handed on, before this worker's first word was written: not
+            # this worker's (what saq writes after this is dropped: not the job's owner)
+            logger.info("run %s: its job is not this worker's delivery; not run", job.key)
+            return {"status": "not taken"}
         try:
             run_order = RunOrder.from_json(order)
         except QueueError as exc:
             job.retries = 0  # a malformed job is never delivered again
             raise RefusedRunError(str(exc)) from exc
+        if stored.status == Status.ABORTING or stored.meta.get(CANCEL_META):
+            # cancelled before it started here, or while a worker that died was stopping it
+            await self._cancelled(job, run_order)
         if self._draining:
             raise _Drained(f"worker {self.name} drains; run {run_order.run_id} goes back")
         try:
@@ -232,29 +270,44 @@ class Worker:
             job.retries = 0
             raise
         stop = anyio.Event()
-        self._stops[run_order.run_id] = stop
-        aborted: list[bool] = []
-        beating = asyncio.create_task(self._heartbeat(job, stop, aborted))
+        delivery = (run_order.run_id, job.attempts)
+        self._stops[delivery] = stop
+        why: list[str] = []
+        self._beating[delivery] = (job, stop, why)
         try:
             result = await self._run(workflow, run_order, stop, job)
-            if aborted and not self._draining and result.get("status") == "running":
-                await self._after_abort(job, run_order)
+            if why and not self._draining and result.get("status") == "running":
+                if why[0] == CANCELLED:
+                    await self._cancelled(job, run_order)
+                job.retry_delay = 0.0
+                raise _Drained(f"run {run_order.run_id} stopped: its job was handed on")
             return result
         finally:
-            beating.cancel()
-            del self._stops[run_order.run_id]
+            self._beating.pop(delivery, None)
+            del self._stops[delivery]
 
-    async def _after_abort(self, job: Any, order: RunOrder) -> None:
-        """The run stopped at a boundary because its job was aborted. ``plait cancel``:
-        saq's abort upkeep (every second) cancels this task and records the job aborted.
-        Anything else (saq's sweep took the job back, believing this worker dead, and its
-        word may since have been overwritten): give the run back to the queue, never end
-        the job as done while the run is not."""
-        stored = await job.get_queue().job(job.key)
-        if stored is not None and stored.error == CANCELLED:
-            await anyio.sleep(30)  # cancelled by saq before this ends
-        job.retry_delay = 0.0
-        raise _Drained(f"run {order.run_id} stopped: the queue took its job back; again")
+    async def _cancelled(self, job: Any, order: RunOrder) -> None:
+        """The run was cancelled (``plait cancel``) and has stopped, or never started
+        here: record the cancellation in its checkpoints (:func:`record_cancel`), mark the
+        job cancelled, and wait for saq's abort upkeep (every second) to cancel this task
+        and end the job ``aborted``."""
+        from plait_durable import RunLeaseError
+
+        try:
+            await _to_the_end(
+                record_cancel(
+                    self._store, order.run_id, by=self.name, lease_ttl=self.settings.lease_ttl
+                )
+            )
+        except RunLeaseError as exc:
+            # the worker the job was handed on from still stops the run: again, later,
+            # still marked cancelled
+            job.meta[CANCEL_META] = CANCELLED
+            job.retry_delay = min(self.settings.lease_ttl / 4, LEASE_RETRY)
+            raise _LeaseHeld(str(exc)) from exc
+        await job.get_queue().abort(job, CANCELLED)
+        await anyio.sleep(60)  # cancelled by saq's upkeep well before this ends
+        raise _Drained(f"run {order.run_id}: its cancellation was not taken up; again")
 
     async def _run(self, workflow: Any, order: RunOrder, stop: anyio.Event, job: Any) -> Any:
         from plait_durable import RunLeaseError
@@ -286,25 +339,51 @@ class Worker:
         try:
             result = await asyncio.shield(running)
         except asyncio.CancelledError:
-            # plait cancel (the queue aborts the job) or the queue's sweep: stop at the
-            # next boundary, checkpointed, and let the queue record why
+            # plait cancel (saq's abort upkeep cancels this task): stop at the next
+            # boundary, checkpointed, record the cancellation, and let the queue end the job
             stop.set()
-            while not running.done():
-                try:
-                    await asyncio.shield(running)
-                except asyncio.CancelledError:
-                    continue
-                except Exception:
-                    break
+            try:
+                await _to_the_end(running)
+                stored = await _to_the_end(job.get_queue().job(job.key))
+                if stored is not None and stored.error == CANCELLED:
+                    await _to_the_end(
+                        record_cancel(
+                            self._store,
+                            order.run_id,
+                            by=self.name,
+                            lease_ttl=self.settings.lease_ttl,
+                        )
+                    )
+            except (Exception, asyncio.CancelledError):
+                logger.warning("run %s: cancellation not recorded", order.run_id, exc_info=True)
             logger.info("run %s stopped (%s)", order.run_id, CANCELLED)
             raise
         except RunLeaseError as exc:
-            job.retry_delay = min(self.settings.lease_ttl / 4, 2.0)
+            job.retry_delay = min(self.settings.lease_ttl / 4, LEASE_RETRY)
             raise _LeaseHeld(str(exc)) from exc
         if isinstance(result.error, RunLeaseError):
-            job.retry_delay = min(self.settings.lease_ttl / 4, 2.0)
+            job.retry_delay = min(self.settings.lease_ttl / 4, LEASE_RETRY)
             raise _LeaseHeld(str(result.error))
         if result.status is RunStatus.RUNNING and self._draining:
             job.retry_delay = 0.0
             raise _Drained(f"run {order.run_id} stopped at superstep {result.supersteps}")
         return {"status": result.status.value, "supersteps": result.supersteps}
+
+
+async def _to_the_end(awaitable: Any) -> Any:
+    """Await ``awaitable`` to its end even when this task is cancelled meanwhile; its
+    result. A cancellation that came meanwhile is raised once it has ended (saq cancels an
+    aborted job's task once: it must not be lost)."""
+    future = asyncio.ensure_future(awaitable)
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(future)
+            break
+        except asyncio.CancelledError:
+            if future.done():
+                raise
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+    return result

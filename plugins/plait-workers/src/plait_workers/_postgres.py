@@ -1,0 +1,265 @@
+"""saq's PostgreSQL queue, with a sweep that hands a dead worker's job on at once and writes
+that only a job's owner may make.
+
+saq's PostgreSQL sweep, run by the one worker holding the queue's advisory lock, handles
+the stuck jobs it finds one after another: it aborts each, waits up to 5 seconds for the
+job's worker to confirm, then retries it. A killed worker confirms nothing, so each of its
+jobs costs the full wait: in a 200-run soak with kills, runs a killed worker held were
+still waiting to be handed on at the soak's deadline. And saq writes whole jobs: the retry
+or finish of a worker thought dead, or a worker's first word after it took a job, lands
+over what a later delivery or a cancellation wrote.
+
+Here (:class:`RunQueue`):
+
+- the sweep, in one transaction under a transaction-scoped advisory lock, locks the
+  ``active`` and ``aborting`` rows no one else holds (``FOR UPDATE SKIP LOCKED``) and puts
+  each stuck one back on the queue at once (a cancelled one marked so, for the worker
+  that takes it to record the cancellation); it never aborts and never waits. The job's
+  worker, if alive after all, finds at its next beat that the job was handed on, and
+  stops the run at its next boundary; Plait's lease keeps the run to one writer meanwhile;
+- a retry or a finish writes only while the stored job is still the writer's delivery (the
+  same worker and attempt), under the row's lock; so does a worker's first word;
+- :meth:`RunQueue.beat`, a worker's heartbeat, touches the stored job under the row's lock
+  while it is the beating worker's, keeping its status (a cancellation stands).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg.sql import SQL
+from saq.job import Job, Status
+from saq.queue.postgres import PostgresQueue
+from saq.utils import now, now_seconds
+
+from ._jobs import handed_on, owned, stuck, taken_by
+
+__all__ = ["RunQueue"]
+
+logger = logging.getLogger("plait.workers")
+
+
+class RunQueue(PostgresQueue):
+    """A saq :class:`~saq.queue.postgres.PostgresQueue` whose sweep hands stuck jobs on at
+    once and whose writes hold only for a job's owner (see the module's docstring)."""
+
+    #: seconds without a heartbeat after which the sweep hands a running job on (``None``:
+    #: each job's own ``heartbeat``); a worker sets it from its lease's ttl
+    stuck_after: float | None = None
+
+    # -- the sweep -------------------------------------------------------------------------
+
+    async def sweep(self, lock: int = 60, abort: float = 5.0) -> list[str]:
+        """Delete ended jobs past their expiry, and hand on every job whose worker stopped
+        beating. ``lock`` and ``abort`` are not used: the lock lives as long as the sweep's
+        transaction, and nothing waits for a dead worker."""
+        swept: list[str] = []
+        async with self.pool.connection() as conn, conn.transaction():
+            cursor = await conn.execute(
+                "SELECT pg_try_advisory_xact_lock(%s, hashtext(%s))",
+                (self.saq_lock_keyspace, f"plait-sweep:{self.name}"),
+            )
+            row = await cursor.fetchone()
+            if not row or not row[0]:
+                return []  # another worker sweeps now
+            stamp = now_seconds()
+            await conn.execute(
+                SQL(
+                    "DELETE FROM {jobs} WHERE queue = %s AND expire_at <= %s "
+                    "AND status IN ('aborted', 'complete', 'failed')"
+                ).format(jobs=self.jobs_table),
+                (self.name, stamp),
+            )
+            await conn.execute(
+                SQL("DELETE FROM {stats} WHERE expire_at <= %s").format(stats=self.stats_table),
+                (stamp,),
+            )
+            cursor = await conn.execute(
+                SQL(
+                    "SELECT key, job, status FROM {jobs} WHERE queue = %s "
+                    "AND status IN ('active', 'aborting') FOR UPDATE SKIP LOCKED"
+                ).format(jobs=self.jobs_table),
+                (self.name,),
+            )
+            for key, raw, status in await cursor.fetchall():
+                job = self.deserialize(raw, status)
+                if job is None or not stuck(job, self.stuck_after):
+                    continue
+                logger.info("handing on job %s", job.info(logger.isEnabledFor(logging.DEBUG)))
+                job = handed_on(job, self.swept_error_message)
+                # scheduled at 0: a run taken over goes before runs not yet started
+                await self._write(conn, job, scheduled=0)
+                swept.append(key)
+        return swept
+
+    async def _write(
+        self, conn: AsyncConnection[Any], job: Job, *, scheduled: int | None = None
+    ) -> None:
+        """Store ``job`` as it is (its status in the status column), on ``conn``."""
+        await conn.execute(
+            SQL(
+                "UPDATE {jobs} SET job = %s, status = %s, scheduled = %s, expire_at = NULL "
+                "WHERE key = %s"
+            ).format(jobs=self.jobs_table),
+            (
+                self.serialize(job),
+                job.status,
+                job.scheduled if scheduled is None else scheduled,
+                job.key,
+            ),
+        )
+
+    async def _locked(self, conn: AsyncConnection[Any], key: str) -> Job | None:
+        """The job ``key`` as stored, its row locked until ``conn``'s transaction ends."""
+        cursor = await conn.execute(
+            SQL("SELECT job, status FROM {jobs} WHERE key = %s FOR UPDATE").format(
+                jobs=self.jobs_table
+            ),
+            (key,),
+        )
+        row = await cursor.fetchone()
+        return None if row is None else self.deserialize(row[0], row[1])
+
+    # -- writes only an owner makes ----------------------------------------------------------
+
+    async def _update(self, job: Job, status: Status | None = None, **kwargs: Any) -> None:
+        """saq's update; the first word of a worker that has just taken ``job`` (``active``,
+        with its attempt counted) is written only while the job still waits for it, not
+        over a cancellation or another delivery."""
+        if status != Status.ACTIVE or kwargs.get("connection") is not None:
+            await super()._update(job, status, **kwargs)  # (the dequeue's own write, too)
+            return
+        async with self.pool.connection() as conn, conn.transaction():
+            stored = await self._locked(conn, job.key)
+            if not taken_by(stored, job) or stored is None or stored.status != Status.ACTIVE:
+                logger.info("not starting job %s: cancelled or handed on", job.key)
+                return
+            await super()._update(job, status, connection=conn, **kwargs)
+
+    async def _retry(self, job: Job, error: str | None) -> None:
+        """saq's retry (queued again after the job's retry delay), written only while the
+        stored job is still ``job``'s delivery."""
+        delay = job.next_retry_delay()
+        scheduled = time.time() + delay if delay else (job.scheduled or now_seconds())
+        async with self.pool.connection() as conn, conn.transaction():
+            if not owned(await self._locked(conn, job.key), job):
+                logger.info("not retrying job %s: another delivery has it", job.key)
+                return
+            await self.update(
+                job,
+                status=Status.QUEUED,
+                scheduled=int(scheduled),
+                expire_at=None,
+                connection=conn,
+            )
+
+    async def _finish(
+        self,
+        job: Job,
+        status: Status,
+        *,
+        result: Any = None,
+        error: str | None = None,
+        connection: AsyncConnection[Any] | None = None,
+    ) -> None:
+        """saq's finish (the job kept for its ``ttl``, or deleted), written only while the
+        stored job is still ``job``'s delivery."""
+        async with (
+            self.nullcontext(connection) if connection else self.pool.connection() as conn,
+            conn.transaction(),
+        ):
+            if not owned(await self._locked(conn, job.key), job):
+                logger.info("not finishing job %s: another delivery has it", job.key)
+                return
+            if job.ttl < 0:
+                await conn.execute(
+                    SQL("DELETE FROM {jobs} WHERE key = %s").format(jobs=self.jobs_table),
+                    (job.key,),
+                )
+                return
+            expire_at = now_seconds() + job.ttl if job.ttl > 0 else None
+            await self.update(job, status=status, expire_at=expire_at, connection=conn)
+
+    async def abort(self, job: Job, error: str, ttl: float = 5) -> None:
+        """Abort ``job``: one waiting on the queue ends ``aborted`` at once; a running one is
+        marked ``aborting`` for its worker to stop (the sweep hands it on, marked cancelled,
+        if that worker dies meanwhile). The stored job is marked, under its row's lock, not
+        ``job`` written over it."""
+        async with self.pool.connection() as conn, conn.transaction():
+            stored = await self._locked(conn, job.key)
+            if stored is None or stored.status not in (
+                Status.QUEUED,
+                Status.ACTIVE,
+                Status.ABORTING,
+            ):
+                return
+            waiting = stored.status == Status.QUEUED
+            stored.error = error
+            if waiting:
+                stored.status = Status.ABORTED
+                stored.completed = now()
+                expire = now_seconds() + stored.ttl if stored.ttl > 0 else None
+                await conn.execute(
+                    SQL(
+                        "UPDATE {jobs} SET job = %s, status = %s, expire_at = %s WHERE key = %s"
+                    ).format(jobs=self.jobs_table),
+                    (self.serialize(stored), stored.status, expire, stored.key),
+                )
+            else:
+                stored.status = Status.ABORTING
+                await self._write(conn, stored)
+        job.replace(stored)
+
+    async def beat(self, job: Job) -> Status | None:
+        """A worker's heartbeat for ``job``: touch the stored job, keeping its status, while
+        it is still ``job``'s delivery; its status then (``active``, or ``aborting`` when
+        cancelled), or ``None`` when the job was handed on or has ended."""
+        async with self.pool.connection() as conn, conn.transaction():
+            stored = await self._locked(conn, job.key)
+            if not owned(stored, job) or stored is None:
+                return None
+            if stored.status not in (Status.ACTIVE, Status.ABORTING):
+                return None
+            stored.touched = now()
+            await self._write(conn, stored)
+            return stored.status
+
+    async def beat_many(self, jobs: list[Job]) -> dict[str, Status]:
+        """:meth:`beat` for each of ``jobs`` in one transaction (one connection of the
+        pool, however many runs the worker holds): the status of each still its
+        delivery, by job key (a job handed on or ended is left out)."""
+        found: dict[str, Status] = {}
+        if not jobs:
+            return found
+        mine = {job.key: job for job in jobs}
+        async with self.pool.connection() as conn, conn.transaction():
+            cursor = await conn.execute(
+                SQL(
+                    "SELECT key, job, status FROM {jobs} WHERE key = ANY(%s) "
+                    "ORDER BY key FOR UPDATE"  # (one order: no deadlock between workers)
+                ).format(jobs=self.jobs_table),
+                (list(mine),),
+            )
+            touched = now()
+            rows: list[tuple[Any, str]] = []
+            for key, raw, status in await cursor.fetchall():
+                stored = self.deserialize(raw, status)
+                if stored is None or not owned(stored, mine[key]):
+                    continue
+                if stored.status not in (Status.ACTIVE, Status.ABORTING):
+                    continue
+                stored.touched = touched
+                rows.append((self.serialize(stored), key))
+                found[key] = stored.status
+            if rows:
+                async with conn.cursor() as writer:
+                    await writer.executemany(
+                        SQL("UPDATE {jobs} SET job = %s WHERE key = %s").format(
+                            jobs=self.jobs_table
+                        ),
+                        rows,
+                    )
+        return found
