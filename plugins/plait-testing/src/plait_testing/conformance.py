@@ -329,10 +329,13 @@ class LeaseConformance:
     :cvar ttl: the lease time-to-live the skew tests use, in seconds (a holder half a
         ttl behind renews a sixth of it before a rival would see its lease expire: the
         margin for a loaded machine's scheduling delays).
+    :cvar tries: rounds of a skew test before a machine too loaded to show anything
+        fails it.
     """
 
     racers = 8
     ttl = 4.5
+    tries = 3
 
     def reopen(self, store: CheckpointStore) -> CheckpointStore:  # pragma: no cover
         raise NotImplementedError("a store's test class provides reopen(store)")
@@ -401,24 +404,45 @@ class LeaseConformance:
         self, store: CheckpointStore, skew: float
     ) -> None:
         """``skew`` (a fraction of ``ttl``): the holder's clock runs behind (negative) or
-        ahead of the rival's. The holder renews every third of ``ttl``, as runs do."""
+        ahead of the rival's. The holder renews every third of ``ttl``, as runs do.
+
+        A loaded machine can hold this process back past the lease's length, and then a
+        rival's takeover is right, not a store's fault: such a round says it was starved
+        (measured, before each step) and is tried again, up to :attr:`tries` times."""
         assert abs(skew) < SKEW_BOUND
+        for _ in range(self.tries):
+            if await self._skewed_holder_keeps_its_lease(store, skew):
+                return
+        raise AssertionError(
+            f"each of {self.tries} rounds was held back past the lease's length "
+            "by the machine's load: nothing about the store was shown"
+        )
+
+    async def _skewed_holder_keeps_its_lease(self, store: CheckpointStore, skew: float) -> bool:
+        """One round of the skew test; ``False`` when the process was starved."""
         ttl = self.ttl
         written = ttl + skew * ttl  # the lease's length in the rival's time
         run_id = new_run_id("skew")
         rival = self.reopen(store)
         try:
             lease = await store.acquire_lease(run_id, ttl=written, holder=_elsewhere("skewed"))
+            renewed = time.monotonic()
             for _ in range(3):  # a ttl of renewals
                 await anyio.sleep(ttl / 3)
+                if time.monotonic() - renewed > written * 0.9:
+                    return False  # (starved: the lease may have run out meanwhile)
                 with pytest.raises(RunLeaseError):
                     await rival.acquire_lease(run_id, ttl=ttl, holder=_elsewhere("rival"))
+                if time.monotonic() - renewed > written * 0.9:
+                    return False
                 lease = await store.renew_lease(lease, ttl=written)
+                renewed = time.monotonic()
             await store.save(make_checkpoint(run_id), lease=lease)
             await store.release_lease(lease)
             taken = await rival.acquire_lease(run_id, ttl=ttl, holder=_elsewhere("rival"))
             assert taken.token > lease.token
             await rival.release_lease(taken)
+            return True
         finally:
             await rival.aclose()
 
