@@ -151,6 +151,14 @@ class RunObserver(Protocol):
         there is nothing new."""
         return None
 
+    def status(self) -> Mapping[str, str] | None:
+        """A few words each about the run as it is now, for a live display
+        (:attr:`plait.spi.RunWatch.status`): ``{"spend": "$0.12/$2.00"}``. Asked a few
+        times a second while the run goes, from the display's thread: it only reads (plain
+        attributes, never a collection another thread changes) and must be quick. ``None``
+        (the default): nothing to show."""
+        return None
+
 
 def combine(observers: Sequence[RunObserver]) -> RunObserver | None:
     """One observer for what the ``plait_observe_run`` implementations returned."""
@@ -231,4 +239,10 @@ class _ObserverGroup(RunObserver):
         merged: dict[str, Any] = {}
         for observer in self.observers:
             merged.update(observer.checkpoint_section() or {})
+        return merged or None
+
+    def status(self) -> Mapping[str, str] | None:
+        merged: dict[str, str] = {}
+        for observer in self.observers:
+            merged.update(observer.status() or {})
         return merged or None

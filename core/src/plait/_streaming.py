@@ -267,3 +267,13 @@ class RunWatch:
             if eid is not None:  # a resumed count is the executor's when it runs again
                 retrying[eid] = max(retrying.get(eid, 0), count)
         return retrying
+
+    @property
+    def status(self) -> dict[str, str]:
+        """What the run's observers say about it now, a few words each by name (a budget's
+        ``{"spend": "$0.12/$2.00 · 1.2k/200k tok"}``: :meth:`plait.spi.RunObserver.status`);
+        empty when nobody observes the run or they have nothing to say."""
+        observer = self._runner.observer
+        if observer is None:
+            return {}
+        return dict(observer.status() or {})

@@ -96,3 +96,24 @@ def test_plait_runs_shows_each_run_s_spend_against_its_budget(calls: Calls, tmp_
     assert rows[free_id.group(1)]["columns"]["spend"] == "-"
     table = runner.invoke(make_cli(), ["runs", "--checkpoint", store])
     assert "SPEND" in table.output and "2/2 calls" in table.output
+
+
+def test_the_progress_lines_show_spend_against_the_budget_as_the_run_goes(
+    calls: Calls, tmp_path: Path
+) -> None:
+    """plait-budgets' observer answers the watch's ``status``: the progress lines of
+    ``plait run`` (stderr, not a terminal) show the spend with each superstep and in the
+    summary; a run without a budget shows none."""
+    shutil.copy(HERE / "budget_workflows.py", tmp_path / "flows_live.py")
+    target = f"{tmp_path / 'flows_live.py'}:slow_pair"
+    runner = CliRunner()
+    ran = runner.invoke(make_cli(), ["run", target, "go", "--no-checkpoint", "--budget", "calls=5"])
+    assert ran.exit_code == 0, ran.output
+    during = [line for line in ran.stderr.splitlines() if ": pause; spend " in line]
+    assert during, ran.stderr
+    assert during[0].endswith(" tok · 1/5 calls"), during
+    [summary] = [line for line in ran.stderr.splitlines() if ": idle, " in line]
+    assert ", spend " in summary and " tok · 2/5 calls in " in summary, summary
+    free = runner.invoke(make_cli(), ["run", target, "go", "--no-checkpoint"])
+    assert free.exit_code == 0, free.output
+    assert ": pause" in free.stderr and "spend" not in free.stderr, free.stderr

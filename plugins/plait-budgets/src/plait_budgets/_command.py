@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import click
 
-__all__ = ["spend_cell", "spend_command", "spend_of", "spend_summary"]
+__all__ = ["account_summary", "spend_cell", "spend_command", "spend_of", "spend_summary"]
 
 #: Where the command looks unless ``--checkpoint`` says otherwise (where ``plait run``
 #: keeps runs).
@@ -84,7 +84,14 @@ def spend_summary(checkpoint: Any) -> str | None:
     except Exception:  # a bad ledger is reported, never trusted
         return "unreadable ledger"
     account = ledger.account("run", budget)
-    limits = dict(account.limits_now())
+    return account_summary(account, ledger.lost_settled + ledger.lost_in_flight)
+
+
+def account_summary(account: Any, lost: int = 0) -> str:
+    """One budget's spend against its limits (an :class:`Account` of the ledger), as
+    :func:`spend_summary` shows a run's: what a live display shows as the run goes (it
+    reads plain counters only, so it may be asked from another thread)."""
+    limits = account.limits_now()
     spent = account.spent
     parts = []
     if "usd" in limits or spent.pico:
@@ -96,7 +103,6 @@ def spend_summary(checkpoint: Any) -> str | None:
         parts.append(part + (f"/{_compact(limit)}" if limit is not None else "") + " tok")
     if "model_calls" in limits:
         parts.append(f"{spent.model_calls}/{limits['model_calls']} calls")
-    lost = ledger.lost_settled + ledger.lost_in_flight
     if lost:
         parts.append(f"{lost} lost call" + ("s" if lost > 1 else ""))
     return " · ".join(parts) or "$0.00"

@@ -9,6 +9,10 @@ On a terminal, a rich live display, redrawn by rich's own thread: the superstep,
 executors running with their elapsed time, retries, and the latest outputs. Elsewhere (a
 pipe, a log file, CI), plain lines: one whenever the superstep has moved on since the last
 look, one per retry, and a summary.
+
+What the run's observers say about it (the watch's ``status``: a budgeted run's spend
+against its budget, from plait-budgets) is shown with the superstep and in the summary; a
+run nobody observes has none, and the display shows nothing more.
 """
 
 from __future__ import annotations
@@ -64,6 +68,8 @@ class Progress:
         self.retries = 0
         self.notes: list[str] = []
         self.finished: RunFinished | None = None
+        #: what the run's observers said at the last look (``RunWatch.status``)
+        self.status: dict[str, str] = {}
 
     def watch(self, view: RunWatch) -> None:
         """Keep the run's live view (the ``watch`` run option)."""
@@ -84,6 +90,7 @@ class Progress:
         view = self.view
         if view is None:
             return
+        self.status = view.status
         step = view.superstep
         if step != self.superstep:
             self.superstep = step
@@ -124,6 +131,7 @@ class Progress:
         parts.append(f"{self.outputs} output(s)")
         if self.retries:
             parts.append(f"{self.retries} retr{'y' if self.retries == 1 else 'ies'}")
+        parts.extend(f"{name} {said}" for name, said in self.status.items())
         return ", ".join(parts) + f" in {elapsed}"
 
 
@@ -144,7 +152,8 @@ class LineProgress(Progress):
         shown = ", ".join(running[:_LISTED])
         if len(running) > _LISTED:
             shown += f" and {len(running) - _LISTED} more"
-        self._line(f"[{at}] superstep {superstep}: {shown}")
+        said = "".join(f"; {name} {text}" for name, text in self.status.items())
+        self._line(f"[{at}] superstep {superstep}: {shown}{said}")
 
     def retrying(self, executor_id: str, attempt: int) -> None:
         self._line(f"retry: executor {executor_id!r}, attempt {attempt}")
@@ -199,6 +208,9 @@ class LiveProgress(Progress):
         )
         if self.retries:
             head.append(f"  retries {self.retries}", "yellow")
+        for name, said in self.status.items():
+            head.append(f"  {name} ", "dim")
+            head.append(said, "bold magenta")
         parts: list[Any] = [head]
         counts = view.deliveries if view is not None and self.finished is None else {}
         running = tuple(counts)
@@ -241,6 +253,7 @@ class LiveProgress(Progress):
             self.live = None
         if self.finished is None and not self.notes:
             return  # the run never started: its error says why
+        self.tick()  # the spend as the run ended
         colour = "green"
         if self.finished is None or self.finished.status.value != "idle":
             colour = "yellow"
