@@ -341,3 +341,56 @@ async def test_watch_counts_the_messages_each_executor_handles_in_a_superstep() 
     result = await wf.run(3, watch=views.append)
     assert sorted(result.outputs) == [0, 1, 2]
     assert during == [{"each": 3}] * 3
+
+
+async def test_watch_status_says_what_the_run_s_observers_say(
+    plait_register_plugin: Any,
+) -> None:
+    """``RunWatch.status`` merges the observers' ``status()`` as the run goes; a run no
+    plugin observes has none (what a live display shows beside the superstep)."""
+    from plait import hookimpl
+    from plait.spi import RunObserver, RunWatch
+
+    class Counting(RunObserver):
+        def __init__(self) -> None:
+            self.steps = 0
+
+        def superstep_started(self, superstep: int, executor_ids: tuple[str, ...]) -> None:
+            self.steps = superstep
+
+        def status(self) -> dict[str, str]:
+            return {"counted": f"{self.steps} step(s)"}
+
+    class Quiet(RunObserver):
+        pass
+
+    class Observers:
+        def __init__(self, observer: Any) -> None:
+            self.observer = observer
+
+        @hookimpl
+        def plait_observe_run(self, run_id: str) -> Any:
+            return self.observer() if self.observer is not None else None
+
+    views: list[RunWatch] = []
+    during: list[dict[str, str]] = []
+
+    def node(i: int) -> Any:
+        @executor(id=f"s{i}")
+        async def step(x: int, ctx: WorkflowContext[int, int]) -> None:
+            during.append(views[-1].status)
+            if i < 1:
+                await ctx.send_message(x + 1)
+            else:
+                await ctx.yield_output(x)
+
+        return step
+
+    a, b = node(0), node(1)
+    wf = WorkflowBuilder("status").add_edge(a, b).set_start(a).build()
+    assert (await wf.run(0, watch=views.append)).outputs == [1]
+    assert during == [{}, {}]
+    plait_register_plugin(Observers(Counting), "status-counting")
+    plait_register_plugin(Observers(Quiet), "status-quiet")
+    assert (await wf.run(0, watch=views.append)).outputs == [1]
+    assert during[2:] == [{"counted": "1 step(s)"}, {"counted": "2 step(s)"}]

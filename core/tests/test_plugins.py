@@ -706,3 +706,31 @@ def test_run_columns_are_merged_and_a_bad_answer_names_its_plugin(
     plait_register_plugin(ColumnsOf({"a": len}), "again")
     with pytest.raises(PluginConflictError, match="'a' is given by both plugin 'again' and"):
         plait_plugin_manager.run_columns()
+
+
+class PanelsOf:
+    """A plugin whose ``plait_run_panels`` answers ``answer`` (raises it, if an error)."""
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+
+    @plait.hookimpl
+    def plait_run_panels(self, metadata: Any) -> Any:
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer(metadata) if callable(self.answer) else self.answer
+
+
+def test_run_panels_are_merged_and_a_bad_or_raising_one_becomes_a_panel_saying_so(
+    plait_plugin_manager: PluginManager, plait_register_plugin: Callable[..., str]
+) -> None:
+    assert plait_plugin_manager.run_panels({}) == {}
+    plait_register_plugin(PanelsOf(lambda m: {"seen": {"title": str(m["n"])}}), "reads")
+    plait_register_plugin(PanelsOf(None), "quiet")
+    assert plait_plugin_manager.run_panels({"n": 3}) == {"seen": {"title": "3"}}
+    plait_register_plugin(PanelsOf(RuntimeError("no panel")), "raises")
+    plait_register_plugin(PanelsOf({"x": "not a panel"}), "wrong")
+    panels = plait_plugin_manager.run_panels({"n": 4})
+    assert panels["seen"] == {"title": "4"}
+    assert panels["raises"] == {"title": "raises", "error": "RuntimeError('no panel')"}
+    assert panels["wrong"]["error"].startswith("plait_run_panels must return a mapping")

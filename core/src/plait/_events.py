@@ -231,6 +231,9 @@ class EventObserver:
     def usage(self) -> None:
         return None
 
+    def status(self) -> None:
+        return None
+
 
 @attrs.define
 class WorkflowRunResult:

@@ -337,6 +337,23 @@ def plait_run_columns() -> Mapping[str, Any] | None:
 
 
 @hookspec
+def plait_run_panels(metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """Add panels to the page of one run in ``plait ui``: what a plugin reads from the
+    metadata of the checkpoint the page shows (a budget's spend per unit and per node).
+
+    A panel is plain data the page renders (escaped): ``{"title": str, "bars": [{"label":
+    str, "fraction": float (0 to 1), "text": str}], "columns": [str], "rows": [[str]]}``,
+    every key but ``title`` optional. ``metadata`` is stored JSON: untrusted; read only
+    numbers and names from it, never the store.
+
+    :param metadata: the checkpoint's metadata (``metadata["observers"]`` holds what the
+        run's observers kept).
+    :return: ``{name: panel}`` (a name is the panel's id on the page), or ``None`` (the
+        plugin has nothing to show for this run); every implementation is called.
+    """
+
+
+@hookspec
 def plait_register_commands(cli: Any) -> None:
     """Add sub-commands to the ``plait`` command-line interface.
 

@@ -1102,6 +1102,31 @@ class PluginManager:
                 columns[name] = value
         return columns
 
+    def run_panels(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
+        """The panels the plugins add to a run's page (``plait_run_panels``) for a
+        checkpoint's ``metadata``: name -> panel, in pluggy's call order. A plugin whose
+        answer raises, or is not a mapping of names to mappings, gets a panel of its own
+        saying so (``{"title": plugin, "error": why}``): one plugin's bug never hides the
+        page."""
+        self.load_entrypoints()
+        panels: dict[str, Any] = {}
+        for impl in call_each(self.pm, "plait_run_panels"):
+            try:
+                answer = call_impl(impl, metadata=metadata) or {}
+            except Exception as exc:  # the page still shows; the panel says why
+                answer = {impl.plugin_name: {"title": impl.plugin_name, "error": repr(exc)}}
+            if not isinstance(answer, Mapping) or not all(
+                isinstance(name, str) and isinstance(panel, Mapping)
+                for name, panel in answer.items()
+            ):
+                error = (
+                    "plait_run_panels must return a mapping of names to panels, "
+                    f"got {answer!r:.200}"
+                )
+                answer = {impl.plugin_name: {"title": impl.plugin_name, "error": error}}
+            panels.update(answer)
+        return panels
+
     def register_commands(self, cli: Any) -> None:
         """Call ``plait_register_commands`` (after loading plugins) so they add CLI commands."""
         self.load_entrypoints()

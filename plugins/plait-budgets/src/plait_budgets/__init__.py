@@ -39,7 +39,11 @@ if TYPE_CHECKING:
         as_budget as as_budget,
         parse_budget as parse_budget,
     )
-    from ._command import spend_of as spend_of, spend_summary as spend_summary
+    from ._command import (
+        budget_panel as budget_panel,
+        spend_of as spend_of,
+        spend_summary as spend_summary,
+    )
     from ._ledger import (
         Account as Account,
         BudgetExceededError as BudgetExceededError,
@@ -120,6 +124,17 @@ def plait_run_columns() -> dict[str, Any]:
     from ._command import spend_cell
 
     return {"spend": spend_cell}
+
+
+@plait.hookimpl
+def plait_run_panels(metadata: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ``budget`` panel of a run's page in ``plait ui``: a bar per limited unit and
+    the spend per node, from the ledger the shown checkpoint keeps (``None``: the run has
+    no budget)."""
+    from ._command import budget_panel
+
+    panel = budget_panel(metadata)
+    return None if panel is None else {"budget": panel}
 
 
 if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error

@@ -11,7 +11,14 @@ from typing import Any
 import anyio
 import click
 
-__all__ = ["account_summary", "spend_cell", "spend_command", "spend_of", "spend_summary"]
+__all__ = [
+    "account_summary",
+    "budget_panel",
+    "spend_cell",
+    "spend_command",
+    "spend_of",
+    "spend_summary",
+]
 
 #: Where the command looks unless ``--checkpoint`` says otherwise (where ``plait run``
 #: keeps runs).
@@ -106,6 +113,81 @@ def account_summary(account: Any, lost: int = 0) -> str:
     if lost:
         parts.append(f"{lost} lost call" + ("s" if lost > 1 else ""))
     return " · ".join(parts) or "$0.00"
+
+
+def budget_panel(metadata: Any) -> dict[str, Any] | None:
+    """The ``budget`` panel of a run's page in ``plait ui`` (``plait_run_panels``), from
+    the ledger a checkpoint's metadata keeps: a bar per unit the run's budget limits
+    (spent against the limit, approvals included) and the spend of each node (the ledger's
+    ``by_executor``: model calls, tokens, tool calls, money), most expensive first.
+
+    :param metadata: the checkpoint's metadata (read from a store: only numbers and names
+        are taken from it).
+    :return: the panel, ``None`` for a run without a budget ledger, or a panel saying the
+        ledger is unreadable.
+    """
+    observers = metadata.get("observers") if isinstance(metadata, Mapping) else None
+    kept = observers.get("budgets") if isinstance(observers, Mapping) else None
+    if kept is None:
+        return None
+    from ._budget import as_budget
+    from ._ledger import Ledger
+
+    ledger = Ledger(lambda model_id: None)
+    try:
+        ledger.restore(kept, "the checkpoint's budget ledger")
+        budget = as_budget(kept.get("budget") or {}, where="the checkpoint's budget")
+    except Exception as exc:  # a bad ledger is reported, never trusted
+        return {"title": "Budget", "error": f"unreadable ledger: {exc}"}
+    account = ledger.account("run", budget)
+    spent = account.spent
+    used = {
+        "tokens": spent.tokens,
+        "input_tokens": spent.input_tokens,
+        "output_tokens": spent.output_tokens,
+        "usd": spent.pico / 10**12,
+        "model_calls": spent.model_calls,
+        "tool_calls": spent.tool_calls,
+        "supersteps": ledger.supersteps,
+        "seconds": float(kept["seconds"]),
+    }
+    bars = []
+    for unit, limit in account.limits_now().items():
+        amount = used[unit]
+        if unit == "usd":
+            text = f"{_dollars(amount)} of {_dollars(limit)}"
+        elif unit == "seconds":
+            text = f"{amount:.1f} s of {limit:g} s"
+        else:
+            text = f"{_compact(amount)} of {_compact(limit)} {unit.replace('_', ' ')}"
+        fraction = min(amount / limit, 1.0) if limit > 0 else 1.0
+        bars.append({"label": unit, "fraction": fraction, "text": text})
+    nodes = sorted(ledger.by_executor.items(), key=lambda kv: (-kv[1].pico, -kv[1].tokens, kv[0]))
+    rows = [
+        [
+            executor_id,
+            str(counts.model_calls),
+            str(counts.input_tokens),
+            str(counts.output_tokens),
+            str(counts.tool_calls),
+            f"${counts.pico / 10**12:,.4f}",  # a node's share: to a hundredth of a cent
+        ]
+        for executor_id, counts in nodes
+    ]
+    panel: dict[str, Any] = {"title": "Budget", "bars": bars}
+    panel["columns"] = ["node", "model calls", "tokens in", "tokens out", "tool calls", "usd"]
+    panel["rows"] = rows
+    notes = []
+    lost = ledger.lost_settled + ledger.lost_in_flight
+    if ledger.recovered:
+        notes.append(f"{ledger.recovered} call(s) in flight, counted at their reservation")
+    if lost:
+        notes.append(f"{lost} call(s) lost to a crash, counted from the run's journal")
+    if ledger.overshot_before:
+        notes.append(f"{ledger.overshot_before} call(s) used more than they reserved")
+    if notes:
+        panel["notes"] = notes
+    return panel
 
 
 def _dollars(amount: float) -> str:

@@ -57,6 +57,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ._gantt import build_gantt, gantt_context
+from ._panels import run_panels
 from ._security import Guard
 from ._views import (
     DAGRE_LIMIT,
@@ -320,6 +321,7 @@ class _Ui:
             gantt=gantt,
             gantt_size=gantt_context(gantt),
             conversations=conversations(view),
+            panels=run_panels(view.checkpoint.metadata),
         )
 
     def value(self, view: CheckpointView, path: list[Any]) -> dict[str, Any]:
