@@ -244,5 +244,6 @@ class _ObserverGroup(RunObserver):
     def status(self) -> Mapping[str, str] | None:
         merged: dict[str, str] = {}
         for observer in self.observers:
-            merged.update(observer.status() or {})
+            said = getattr(observer, "status", None)  # (an observer older than status())
+            merged.update((said() if said is not None else None) or {})
         return merged or None

@@ -273,7 +273,7 @@ class RunWatch:
         """What the run's observers say about it now, a few words each by name (a budget's
         ``{"spend": "$0.12/$2.00 · 1.2k/200k tok"}``: :meth:`plait.spi.RunObserver.status`);
         empty when nobody observes the run or they have nothing to say."""
-        observer = self._runner.observer
-        if observer is None:
+        said = getattr(self._runner.observer, "status", None)  # (none, or older than it)
+        if said is None:
             return {}
-        return dict(observer.status() or {})
+        return dict(said() or {})
