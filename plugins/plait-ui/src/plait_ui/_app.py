@@ -259,8 +259,15 @@ class _Ui:
                 pending: list[RunInfo] = []
                 warnings: list[str] = []
                 if not params.get("cursor") and (not status or status == PENDING):
-                    # runs with no checkpoint yet (a queue's) come first on the first page
-                    found, warnings = await pending_runs(store, self.settings.store)
+                    # runs with no checkpoint yet (a queue's: ?queue=NAME adds one to the
+                    # default) are on the first page, among the others by when they were queued
+                    filtered = any(params.get(k) for k in ("workflow", "q", "since", "until"))
+                    found, warnings = await pending_runs(
+                        store,
+                        self.settings.store,
+                        params.getlist("queue"),
+                        limit=None if filtered else int(limit),
+                    )
                     pending = [info for info in found if _pending_shown(info, params)]
                     pending = pending[: int(limit)]
                 summaries = [RunSummary(**attrs.asdict(info, recurse=False)) for info in pending]
@@ -277,6 +284,7 @@ class _Ui:
             "runs.html",
             runs=runs,
             pending={info.run_id for info in pending},
+            queues=params.getlist("queue"),
             warnings=warnings,
             columns=list(columns),
             cells=cells,
