@@ -339,7 +339,10 @@ def plait_run_columns() -> Mapping[str, Any] | None:
 @hookspec
 def plait_pending_runs(store: str, queues: Sequence[str]) -> Any:
     """Add runs that have no checkpoint yet to the run listings of ``plait runs`` and
-    ``plait ui``: runs a queue holds for the checkpoint store ``store`` (``plait-workers``).
+    ``plait ui``: runs a task queue holds for the checkpoint store ``store`` that no worker
+    has checkpointed.
+
+    ``plait-workers`` answers it for PostgreSQL and Redis stores.
 
     The answer is ``None`` (nothing for this store: decide from the URL alone, with no
     connection) or an ``async`` function of no arguments returning the runs, each a
