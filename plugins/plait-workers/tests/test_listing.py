@@ -136,3 +136,24 @@ def test_a_store_with_no_queue_is_listed_with_no_connection(tmp_path: Path) -> N
         lambda: get_plugin_manager().pending_runs(f"sqlite:///{tmp_path / 'runs.db'}", ("x",))
     )
     assert runs == [] and problems == []
+
+
+def test_listing_a_postgresql_store_no_queue_has_used_creates_no_queue(
+    postgres_url: str,
+) -> None:
+    import psycopg
+
+    name = f"fresh{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        base, _, _ = postgres_url.rpartition("/")
+        store = f"{base}/{name}"
+        records, said = _listed(store)
+        assert records == [] and "warning" not in said
+        with psycopg.connect(store) as conn:
+            row = conn.execute("SELECT to_regclass('saq_jobs')").fetchone()
+        assert row == (None,)  # the listing made no queue tables
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE {name} WITH (FORCE)")

@@ -14,7 +14,7 @@ import anyio
 from plait_durable import RunInfo
 
 from ._client import queued_runs
-from ._queue import DEFAULT_QUEUE, QueueError
+from ._queue import DEFAULT_QUEUE, QueueError, queue_url
 
 __all__ = ["LIST_TIMEOUT", "LISTED", "pending_runs"]
 
@@ -34,9 +34,12 @@ async def pending_runs(store: str, queues: Sequence[str] = ()) -> list[RunInfo]:
         cannot be reached, naming it and the store.
     """
     found: dict[str, RunInfo] = {}
-    for name in dict.fromkeys([DEFAULT_QUEUE, *queues]):
+    names = list(dict.fromkeys([DEFAULT_QUEUE, *queues]))
+    for at, name in enumerate(names):
         try:
             with anyio.fail_after(LIST_TIMEOUT):
+                if at == 0 and not await _has_queues(store):
+                    return []
                 runs = await queued_runs(store=store, queue=name, states=LISTED)
         except TimeoutError:
             raise QueueError(
@@ -58,3 +61,21 @@ async def pending_runs(store: str, queues: Sequence[str] = ()) -> list[RunInfo]:
                 ),
             )
     return list(found.values())
+
+
+async def _has_queues(store: str) -> bool:
+    """Whether the server of ``store`` may hold queued runs: on PostgreSQL, whether saq's
+    tables exist (opening a queue creates them, which a listing must not do to a database
+    no worker or submit has used); on Redis, always (opening a queue writes nothing)."""
+    url = queue_url(store)
+    if not url.startswith("postgres"):
+        return True
+    import psycopg
+
+    try:
+        async with await psycopg.AsyncConnection.connect(url) as conn:
+            cursor = await conn.execute("SELECT to_regclass('saq_jobs') IS NOT NULL")
+            row = await cursor.fetchone()
+    except psycopg.Error as exc:
+        raise QueueError(f"cannot reach the queues at {store}: {exc}") from exc
+    return bool(row and row[0])
