@@ -272,7 +272,7 @@ class _Ui:
                     pending = pending[: int(limit)]
                 summaries = [RunSummary(**attrs.asdict(info, recurse=False)) for info in pending]
                 runs = merge_pending(runs, summaries)
-                cells = await _column_cells(store, columns, runs)
+                cells = await _column_cells(store, columns, page.runs)  # (not queued ones)
         except ValueError as exc:
             raise HTTPException(400, str(exc)) from None
         elapsed = time.perf_counter() - started
