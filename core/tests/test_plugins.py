@@ -691,6 +691,44 @@ class ColumnsOf:
         return self.answer
 
 
+class PendingOf:
+    """A plugin whose ``plait_pending_runs`` answers ``runs`` (an async function giving
+    them), ``None`` when ``runs`` is, or raises ``error`` when asked to list."""
+
+    def __init__(self, runs: list[str] | None, error: str | None = None) -> None:
+        self.runs, self.error = runs, error
+
+    @plait.hookimpl
+    def plait_pending_runs(self, store: str, queues: Sequence[str]) -> Any:
+        if self.runs is None:
+            return None
+
+        async def listed() -> list[str]:
+            if self.error is not None:
+                raise RuntimeError(self.error)
+            return [f"{run}@{store}/{'+'.join(queues)}" for run in self.runs or []]
+
+        return listed
+
+
+def test_pending_runs_are_gathered_and_a_failing_source_is_a_warning(
+    plait_plugin_manager: PluginManager, plait_register_plugin: Callable[..., str]
+) -> None:
+    import anyio
+
+    def pending() -> tuple[list[Any], list[str]]:
+        return anyio.run(lambda: plait_plugin_manager.pending_runs("s://x", ["q"]))
+
+    assert pending() == ([], [])
+    plait_register_plugin(PendingOf(["a", "b"]), "first")
+    plait_register_plugin(PendingOf(None), "quiet")
+    plait_register_plugin(PendingOf([], error="server down"), "broken")
+    assert pending() == (
+        ["a@s://x/q", "b@s://x/q"],
+        ["plugin 'broken' could not list its runs: server down"],
+    )
+
+
 def test_run_columns_are_merged_and_a_bad_answer_names_its_plugin(
     plait_plugin_manager: PluginManager, plait_register_plugin: Callable[..., str]
 ) -> None:

@@ -354,6 +354,29 @@ def plait_run_panels(metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 @hookspec
+def plait_pending_runs(store: str, queues: Sequence[str]) -> Any:
+    """Add runs that have no checkpoint yet to the run listings of ``plait runs`` and
+    ``plait ui``: runs a task queue holds for the checkpoint store ``store`` that no worker
+    has checkpointed.
+
+    ``plait-workers`` answers it for PostgreSQL and Redis stores.
+
+    The answer is ``None`` (nothing for this store: decide from the URL alone, with no
+    connection) or an ``async`` function of no arguments returning the runs, each a
+    ``plait_durable.RunInfo`` whose ``status`` is the source's state (``queued`` …) and
+    whose ``created_at``/``updated_at`` say when it was submitted. It reads its source
+    once per listing, within a time bound of its own, and raises when it cannot (the
+    listing then shows a warning naming the plugin, and the runs it has). A listed run
+    that has checkpoints is shown once, from its latest checkpoint.
+
+    :param store: the checkpoint store's URL.
+    :param queues: queue names the user asked for besides the default
+        (``plait runs --queue NAME``), or empty.
+    :return: ``None`` or the async function; every implementation is called.
+    """
+
+
+@hookspec
 def plait_register_commands(cli: Any) -> None:
     """Add sub-commands to the ``plait`` command-line interface.
 

@@ -29,7 +29,7 @@ import inspect
 import os
 import re
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -1126,6 +1126,24 @@ class PluginManager:
                 answer = {impl.plugin_name: {"title": impl.plugin_name, "error": error}}
             panels.update(answer)
         return panels
+
+    async def pending_runs(
+        self, store: str, queues: Sequence[str] = ()
+    ) -> tuple[list[Any], list[str]]:
+        """The runs with no checkpoint yet that the plugins add to a listing of ``store``
+        (``plait_pending_runs``), and a warning line for each plugin that failed to say
+        (a listing goes on without them)."""
+        self.load_entrypoints()
+        runs: list[Any] = []
+        problems: list[str] = []
+        for impl in call_each(self.pm, "plait_pending_runs"):
+            try:
+                answer = call_impl(impl, store=store, queues=tuple(queues))
+                if answer is not None:
+                    runs.extend(await answer())
+            except Exception as exc:
+                problems.append(f"plugin {impl.plugin_name!r} could not list its runs: {exc}")
+        return runs, problems
 
     def register_commands(self, cli: Any) -> None:
         """Call ``plait_register_commands`` (after loading plugins) so they add CLI commands."""

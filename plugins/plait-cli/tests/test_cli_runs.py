@@ -351,3 +351,81 @@ def test_two_plugins_giving_one_column_name_is_an_error_naming_both(
         PlaitError, match="'shipped' is given by both plugin 'second' and plugin 'first'"
     ):
         run_columns()
+
+
+class PendingRuns:
+    """A plugin listing runs that have no checkpoint yet (``plait_pending_runs``)."""
+
+    def __init__(self, runs: list[RunInfo], error: str | None = None) -> None:
+        self.runs, self.error = runs, error
+        self.asked: list[tuple[str, tuple[str, ...]]] = []
+
+    @hookimpl
+    def plait_pending_runs(self, store: str, queues: Any) -> Any:
+        self.asked.append((store, tuple(queues)))
+
+        async def listed() -> list[RunInfo]:
+            if self.error is not None:
+                raise RuntimeError(self.error)
+            return self.runs
+
+        return listed
+
+
+def _pending(run_id: str, age: float, status: str = "queued") -> RunInfo:
+    at = time.time() - age
+    return RunInfo(run_id, "app:flow", status, 0, 0, None, at, at)
+
+
+def test_runs_with_no_checkpoint_yet_are_listed_among_the_others_newest_first(
+    tmp_path: Path, plait_register_plugin: RegisterPlugin
+) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    new, old = new_run_id("new"), new_run_id("old")
+    _save_runs(url, [(old, "idle", 300.0), (new, "failed", 100.0)])
+    newest, between, oldest = new_run_id("q1"), new_run_id("q2"), new_run_id("q3")
+    plugin = PendingRuns(
+        [
+            _pending(between, 200.0),
+            _pending(newest, 10.0),
+            _pending(oldest, 400.0, "refused"),
+            _pending(old, 5.0, "running"),  # it has a checkpoint: listed once, from it
+        ]
+    )
+    plait_register_plugin(plugin, "pending")
+    records = json.loads(plait("runs", "--checkpoint", url, "--json", "--queue", "b").stdout)
+    assert [(r["run_id"], r["status"]) for r in records] == [
+        (newest, "queued"),
+        (new, "failed"),
+        (between, "queued"),
+        (old, "idle"),
+        (oldest, "refused"),
+    ]
+    assert plugin.asked == [(url, ("b",))]
+    limited = json.loads(plait("runs", "--checkpoint", url, "--json", "--limit", "2").stdout)
+    assert [r["run_id"] for r in limited] == [newest, new]
+    queued = json.loads(plait("runs", "--checkpoint", url, "--json", "--status", "queued").stdout)
+    assert [r["run_id"] for r in queued] == [newest, between]
+    asked = len(plugin.asked)
+    idle = json.loads(plait("runs", "--checkpoint", url, "--json", "--status", "idle").stdout)
+    assert [r["run_id"] for r in idle] == [old]
+    assert len(plugin.asked) == asked  # a status only checkpoints have reads no queue
+    table = plait("runs", "--checkpoint", url)
+    header, *rows = table.stdout.splitlines()
+    assert rows[0].startswith(newest) and cell(header, rows[0], "STATUS") == "queued"
+
+
+def test_a_pending_source_that_fails_is_a_warning_and_the_rest_is_listed(
+    tmp_path: Path, plait_register_plugin: RegisterPlugin
+) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    done = new_run_id("done")
+    _save_runs(url, [(done, "idle", 10.0)])
+    plait_register_plugin(PendingRuns([], error="queue \x1b[2J unreachable"), "pending")
+    result = plait("runs", "--checkpoint", url, "--json")
+    assert result.exit_code == 0
+    assert [r["run_id"] for r in json.loads(result.stdout)] == [done]
+    assert (
+        "warning: plugin 'pending' could not list its runs: queue \\x1b[2J unreachable"
+        in result.stderr
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -664,3 +665,71 @@ def test_a_team_step_of_a_workflow_file_shows_its_inner_conversation(tmp_path: P
         assert 'data-executor="outputs"' in after.text
         authors = re.findall(r'<b class="author">([^<]*)</b>', final)
         assert authors == ["user", "writer", "alice", "writer"]
+
+
+class PendingRuns:
+    """A plugin listing runs that have no checkpoint yet (``plait_pending_runs``), as a
+    task queue does: ``runs`` for any store, or an error."""
+
+    def __init__(self, runs: list[Any], error: str | None = None) -> None:
+        self.runs, self.error = runs, error
+        self.asked: list[tuple[str, tuple[str, ...]]] = []
+
+    @hookimpl
+    def plait_pending_runs(self, store: str, queues: Any) -> Any:
+        self.asked.append((store, tuple(queues)))
+
+        async def listed() -> list[Any]:
+            if self.error is not None:
+                raise RuntimeError(self.error)
+            return self.runs
+
+        return listed
+
+
+def test_the_run_list_shows_runs_with_no_checkpoint_yet(
+    tmp_path: Path, plait_register_plugin: RegisterPlugin
+) -> None:
+    from plait_durable import RunInfo
+
+    url = sqlite(tmp_path)
+    name = unique("wf")
+    older = run(chain(1, name=name), 0, url).run_id
+    queued_at = time.time() + 5  # queued after every stored run: listed first
+    waiting = RunInfo(unique("q"), "app:flow", "queued", 0, 0, None, queued_at, queued_at)
+    # a run the queue still lists but whose checkpoint exists: listed once, from it
+    taken = RunInfo(older, "app:flow", "running", 0, 0, None, queued_at, queued_at)
+    plugin = PendingRuns([waiting, taken])
+    plait_register_plugin(plugin, "pending-runs")
+    with signed_in(url) as client:
+        page = client.get("/", params={"queue": "other"}).text
+        only = client.get("/", params={"status": "queued"}).text
+        filtered = client.get("/", params={"workflow": name}).text
+    assert run_ids(page)[:2] == [waiting.run_id, older]
+    assert run_ids(page).count(older) == 1
+    row = page[page.index(f'data-run-id="{waiting.run_id}"') :].split("</tr>", 1)[0]
+    assert 'class="run pending status-queued"' in page
+    assert "not started" in row and "/runs/" not in row  # no page for a run with no checkpoint
+    assert '<span class="status queued">queued</span>' in row and "app:flow" in row
+    older_row = page[page.index(f'data-run-id="{older}"') :].split("</tr>", 1)[0]
+    assert f'href="/runs/{older}"' in older_row and "idle" in older_row
+    assert '<input type="hidden" name="queue" value="other">' in page
+    assert plugin.asked[0] == (url, ("other",))
+    assert run_ids(only) == [waiting.run_id]
+    assert run_ids(filtered) == [older]  # the queued run's target is not this workflow
+
+
+def test_a_pending_source_that_fails_is_a_warning_on_the_run_list(
+    tmp_path: Path, plait_register_plugin: RegisterPlugin
+) -> None:
+    url = sqlite(tmp_path)
+    done = run(chain(1, name=unique("wf")), 0, url).run_id
+    plait_register_plugin(PendingRuns([], error="queue <server> unreachable"), "pending-runs")
+    with signed_in(url) as client:
+        response = client.get("/")
+    assert response.status_code == 200
+    assert run_ids(response.text) == [done]
+    assert (
+        "plugin &#39;pending-runs&#39; could not list its runs: queue &lt;server&gt; unreachable"
+        in response.text
+    )

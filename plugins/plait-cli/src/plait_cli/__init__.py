@@ -30,7 +30,8 @@ its form once with :func:`parse_target` and carry the :class:`Target`), with the
 ``plait run`` has for it: :func:`grant_options` (``--allow``, ``--trust``,
 ``--allow-imports``, read with :func:`grants_from`). The columns plugins add to run
 listings (``plait_run_columns``) are read with :func:`run_columns` and :func:`run_cells`
-(``plait runs`` and ``plait ui`` show them). Test a
+(``plait runs`` and ``plait ui`` show them); the runs plugins add that have no checkpoint
+yet (``plait_pending_runs``) with :func:`pending_runs` and :func:`merge_pending`. Test a
 command with ``click.testing.CliRunner().invoke(make_cli(), ["greet", "Ada"])``.
 """
 
@@ -49,7 +50,13 @@ if TYPE_CHECKING:
         make_cli as make_cli,
     )
     from ._grants import grant_options as grant_options, grants_from as grants_from
-    from ._runs import run_cells as run_cells, run_columns as run_columns
+    from ._runs import (
+        PENDING as PENDING,
+        merge_pending as merge_pending,
+        pending_runs as pending_runs,
+        run_cells as run_cells,
+        run_columns as run_columns,
+    )
     from ._target import (
         Target as Target,
         TargetError as TargetError,

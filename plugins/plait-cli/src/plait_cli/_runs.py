@@ -4,7 +4,9 @@ The store's run listing (:meth:`plait_durable.CheckpointStore.runs`) describes e
 by its latest checkpoint: workflow, status, superstep, pending requests and, for a failed
 run, the error that checkpoint records. Plugins add columns through the
 ``plait_run_columns`` hook (:func:`run_cells`; ``plait ui``'s run list shows the same),
-each a function of a listed run, computed from what the listing read.
+each a function of a listed run, computed from what the listing read. Runs that have no
+checkpoint yet (a run on a task queue no worker has taken) come from the
+``plait_pending_runs`` hook (:func:`pending_runs`, :func:`merge_pending`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 import anyio
 import attrs
 import click
-from plait_durable import CORRUPT, RunInfo, open_store
+from plait_durable import CORRUPT, CheckpointStore, RunInfo, open_store
 
 from ._output import format_table, to_json
 from ._prune import prune_command
@@ -27,6 +29,9 @@ from ._prune import prune_command
 __all__ = [
     "CELL_WIDTH",
     "DEFAULT_STORE",
+    "merge_pending",
+    "pending_runs",
+    "PENDING",
     "STATUSES",
     "printable",
     "run_cells",
@@ -43,6 +48,10 @@ DEFAULT_STORE = "sqlite:///.plait/runs.db"
 STATUSES = ("running", "idle", "idle_with_pending_requests", "failed", "corrupt")
 #: The widest error shown in the table (``--json`` has it whole).
 _ERROR_WIDTH = 72
+#: The status of a run on a queue that no worker has taken (``plait_pending_runs``); such
+#: a run may also show its queue's other states (``running`` before its first
+#: checkpoint, ``refused``, ``cancelled`` …).
+PENDING = "queued"
 #: The widest cell of a column a plugin adds (``plait_run_columns``).
 CELL_WIDTH = 40
 
@@ -82,6 +91,56 @@ def run_record(info: RunInfo, columns: Mapping[str, Column] | None = None) -> di
     if columns:
         record["columns"] = run_cells(columns, info)
     return record
+
+
+async def pending_runs(
+    store: CheckpointStore, url: str, queues: Sequence[str] = (), *, limit: int | None = None
+) -> tuple[list[RunInfo], list[str]]:
+    """The runs with no checkpoint in ``store`` (at ``url``) that plugins list
+    (``plait_pending_runs``: a queue's runs no worker has checkpointed), newest first, and
+    a warning line for each plugin that could not say.
+
+    A run that has a checkpoint is left out (its checkpoint describes it); with ``limit``,
+    at most that many, and only they are looked up in the store.
+    """
+    from plait import get_plugin_manager
+
+    found, problems = await get_plugin_manager().pending_runs(url, queues)
+    candidates = sorted(
+        (info for info in found if isinstance(info, RunInfo)),
+        key=lambda info: (-info.updated_at, info.run_id),
+    )
+    kept: list[RunInfo] = []
+    seen: set[str] = set()
+    for info in candidates:
+        if limit is not None and len(kept) >= limit:
+            break
+        if info.run_id in seen:
+            continue
+        seen.add(info.run_id)
+        if not await store.list(info.run_id):
+            kept.append(info)
+    return kept, problems
+
+
+def merge_pending(infos: Sequence[RunInfo], pending: Sequence[RunInfo]) -> list[RunInfo]:
+    """``infos`` (newest first, in the store's order) with the ``pending`` runs among them:
+    each before the first listed run updated before it was queued, a run already in
+    ``infos`` not twice."""
+    listed = {info.run_id for info in infos}
+    extra = sorted(
+        (info for info in pending if info.run_id not in listed),
+        key=lambda info: (-info.updated_at, info.run_id),
+    )
+    merged: list[RunInfo] = []
+    at = 0
+    for info in infos:
+        while at < len(extra) and extra[at].updated_at > info.updated_at:
+            merged.append(extra[at])
+            at += 1
+        merged.append(info)
+    merged.extend(extra[at:])
+    return merged
 
 
 def _age(seconds: float) -> str:
@@ -125,12 +184,22 @@ def _missing_sqlite_file(url: str) -> Path | None:
     return None if str(path) == ":memory:" or path.exists() else path
 
 
-async def _list(url: str, limit: int | None) -> Sequence[RunInfo]:
+async def _list(
+    url: str, limit: int | None, queues: Sequence[str] | None
+) -> tuple[Sequence[RunInfo], list[str]]:
+    """The store's runs and, unless ``queues`` is ``None``, the runs plugins add
+    (:func:`pending_runs`), merged newest first; and the warnings of plugins that failed."""
     store = open_store(url)
     try:
-        return await store.runs(limit=limit)
+        pending: list[RunInfo] = []
+        problems: list[str] = []
+        if queues is not None:  # the queue first: a run taken meanwhile has a checkpoint
+            pending, problems = await pending_runs(store, url, queues, limit=limit)
+        infos = await store.runs(limit=limit)
     finally:
         await store.aclose()
+    merged = merge_pending(infos, pending)
+    return (merged if limit is None else merged[:limit]), problems
 
 
 @click.group(
@@ -149,8 +218,17 @@ async def _list(url: str, limit: int | None) -> Sequence[RunInfo]:
 )
 @click.option(
     "--status",
-    type=click.Choice(STATUSES, case_sensitive=False),
-    help="Only runs whose latest checkpoint has this status.",
+    type=click.Choice((*STATUSES, PENDING), case_sensitive=False),
+    help="Only runs whose latest checkpoint has this status (queued: runs on a queue that "
+    "no worker has taken).",
+)
+@click.option(
+    "--queue",
+    "queues",
+    metavar="NAME",
+    multiple=True,
+    help="Also list the runs of this task queue (besides the default one) that have no "
+    "checkpoint yet (plait-workers; repeatable).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
 @click.option(
@@ -161,7 +239,12 @@ async def _list(url: str, limit: int | None) -> Sequence[RunInfo]:
 )
 @click.pass_context
 def runs_command(
-    ctx: click.Context, url: str, status: str | None, as_json: bool, limit: int | None
+    ctx: click.Context,
+    url: str,
+    status: str | None,
+    queues: tuple[str, ...],
+    as_json: bool,
+    limit: int | None,
 ) -> None:
     """List the runs in a checkpoint store, newest first (by their latest checkpoint): id,
     workflow, status, supersteps, pending requests, how long ago the latest checkpoint was
@@ -169,8 +252,10 @@ def runs_command(
     error.
 
     Each run is described by its latest checkpoint, so a failed run shows its error after
-    the process that ran it is gone. Resume one with `plait resume TARGET RUN_ID
-    --checkpoint URL`; remove old ones with `plait runs prune`.
+    the process that ran it is gone. A run submitted to a task queue (plait submit) that
+    no worker has checkpointed yet is listed from the queue, as queued (the default queue,
+    and each --queue NAME). Resume one with `plait resume TARGET RUN_ID --checkpoint URL`;
+    remove old ones with `plait runs prune`.
     """
     ctx.ensure_object(dict)["store_url"] = url
     if ctx.invoked_subcommand is not None:
@@ -181,7 +266,13 @@ def runs_command(
         click.echo(f"no runs in {url}: {missing} does not exist", err=True)
     else:
         wanted = status.lower() if status is not None else None
-        infos = anyio.run(_list, url, None if wanted is not None else limit)
+        # a queue is read unless the listing asks for a status only checkpoints have
+        with_pending = wanted is None or wanted not in STATUSES
+        infos, problems = anyio.run(
+            _list, url, None if wanted is not None else limit, queues if with_pending else None
+        )
+        for problem in problems:
+            click.echo(f"warning: {printable(problem)}", err=True)
         if wanted is not None:
             infos = [info for info in infos if info.status == wanted][:limit]
     columns = run_columns()

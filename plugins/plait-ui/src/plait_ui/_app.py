@@ -24,7 +24,7 @@ import attrs
 import jinja2
 from plait import CheckpointError, PlaitError
 from plait.spi import PendingRequest, is_instance
-from plait_cli import run_cells, run_columns
+from plait_cli import PENDING, merge_pending, pending_runs, run_cells, run_columns
 from plait_durable import (
     CORRUPT,
     DEFAULT_PAGE,
@@ -36,6 +36,7 @@ from plait_durable import (
     EventJournal,
     RunInfo,
     RunLeaseError,
+    RunSummary,
     checkpoint_view,
     diff_views,
     fork_run,
@@ -82,7 +83,7 @@ __all__ = ["STATUSES", "UiSettings", "make_app"]
 
 _HERE = Path(__file__).parent
 #: The statuses a run can have, for the runs page's filter.
-STATUSES = ("running", "idle", "idle_with_pending_requests", "failed")
+STATUSES = ("running", "idle", "idle_with_pending_requests", "failed", PENDING)
 #: How many checkpoints around the chosen one the scrubber lists.
 _SCRUB_WINDOW = 12
 #: How often the event stream looks for new checkpoints (seconds).
@@ -155,6 +156,21 @@ async def _column_cells(
                 info = attrs.evolve(info, metadata=latest.metadata)
         cells[info.run_id] = run_cells(columns, info)
     return cells
+
+
+def _pending_shown(info: RunInfo, params: Mapping[str, str]) -> bool:
+    """Whether a run with no checkpoint yet (``plait_pending_runs``) passes the runs
+    page's filters: it has a status, a target for a workflow and a time it was queued."""
+    status, workflow, search = params.get("status"), params.get("workflow"), params.get("q")
+    since = _parse_time(params.get("since"), "since")
+    until = _parse_time(params.get("until"), "until")
+    return (
+        (not status or info.status == status)
+        and (not workflow or info.workflow == workflow)
+        and (not search or info.run_id.startswith(search))
+        and (since is None or info.updated_at >= since)
+        and (until is None or info.updated_at <= until)
+    )
 
 
 def _parse_time(text: str | None, name: str) -> float | None:
@@ -240,7 +256,24 @@ class _Ui:
                     cursor=params.get("cursor") or None,
                 )
                 columns = run_columns()
-                cells = await _column_cells(store, columns, page.runs)
+                runs: list[Any] = list(page.runs)
+                pending: list[RunInfo] = []
+                warnings: list[str] = []
+                if not params.get("cursor") and (not status or status == PENDING):
+                    # runs with no checkpoint yet (a queue's: ?queue=NAME adds one to the
+                    # default) are on the first page, among the others by when they were queued
+                    filtered = any(params.get(k) for k in ("workflow", "q", "since", "until"))
+                    found, warnings = await pending_runs(
+                        store,
+                        self.settings.store,
+                        params.getlist("queue"),
+                        limit=None if filtered else int(limit),
+                    )
+                    pending = [info for info in found if _pending_shown(info, params)]
+                    pending = pending[: int(limit)]
+                summaries = [RunSummary(**attrs.asdict(info, recurse=False)) for info in pending]
+                runs = merge_pending(runs, summaries)
+                cells = await _column_cells(store, columns, page.runs)  # (not queued ones)
         except ValueError as exc:
             raise HTTPException(400, str(exc)) from None
         elapsed = time.perf_counter() - started
@@ -250,7 +283,10 @@ class _Ui:
             next_query = {**keep, "cursor": page.next_cursor}
         return self.page(
             "runs.html",
-            runs=page.runs,
+            runs=runs,
+            pending={info.run_id for info in pending},
+            queues=params.getlist("queue"),
+            warnings=warnings,
             columns=list(columns),
             cells=cells,
             query=dict(params.items()),

@@ -17,13 +17,17 @@ Loading plugins imports this module alone; saq is imported when a queue is first
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import plait
 from plait.spi import lazy_exports
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Sequence
+
     import click
+    from plait_durable import RunInfo
 
     from ._client import (
         CANCELLED as CANCELLED,
@@ -53,6 +57,23 @@ def plait_register_commands(cli: click.Group) -> None:
 
     for command in COMMANDS:
         cli.add_command(command)
+
+
+@plait.hookimpl
+def plait_pending_runs(
+    store: str, queues: Sequence[str]
+) -> Callable[[], Awaitable[list[RunInfo]]] | None:
+    """The runs on the queues of ``store`` that a listing (``plait runs``, ``plait ui``)
+    cannot find in the checkpoints yet; nothing (and no connection) for a store no queue
+    lives on."""
+    from ._queue import SCHEMES
+
+    scheme = store.partition("://")[0].lower().removeprefix("sealed:")
+    if scheme not in SCHEMES:
+        return None
+    from ._listing import pending_runs
+
+    return functools.partial(pending_runs, store, tuple(queues))
 
 
 if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error

@@ -165,6 +165,7 @@ class QueuedRun:
     :param worker: the worker running it, if one is.
     :param deliveries: how many times a worker took it.
     :param error: why a refused run was refused.
+    :param queued_at: when it was put on the queue (seconds since the epoch).
     """
 
     run_id: str
@@ -173,6 +174,7 @@ class QueuedRun:
     worker: str | None = None
     deliveries: int = 0
     error: str | None = None
+    queued_at: float = 0.0
 
 
 def _refusal(error: str | None) -> str | None:
@@ -229,6 +231,7 @@ async def queued_runs(
                         worker=job.worker_id if state in ("running", "stopping") else None,
                         deliveries=job.attempts,
                         error=error,
+                        queued_at=job.queued / 1000,  # (saq keeps milliseconds)
                     ),
                 )
             )
