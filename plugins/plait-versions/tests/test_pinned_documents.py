@@ -305,3 +305,46 @@ def test_a_pinned_document_needing_a_grant_not_typed_is_refused(tmp_path: Path) 
                         "subprocess", "--on-change", "pin", "--run-stored-document")  # fmt: skip
     assert refused.exit_code == 1 and "PinnedRunError" in refused.stderr
     assert "network=evil.example" in refused.stderr
+
+
+def test_plait_runs_shows_the_pinned_document(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    run_id = _stopped(tmp_path / "orders.yaml", url)
+    listed = plait_cli("runs", "--checkpoint", url, "--json")
+    assert listed.exit_code == 0, listed.stderr
+    (row,) = json.loads(listed.stdout)
+    sha = hashlib.sha256(V1.encode()).hexdigest()
+    assert row["run_id"] == run_id
+    assert row["columns"]["version"].endswith(f" orders.yaml@{sha[:8]}")
+
+
+def test_compat_says_a_run_resumes_on_its_pinned_document(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    flow = tmp_path / "flow.yaml"
+    run_id = _stopped(flow, url)
+    judged = plait_cli("compat", str(flow), "--checkpoint", url, "--on-change", "pin",
+                       "--format", "json")  # fmt: skip
+    assert judged.exit_code == 0, judged.stderr
+    (verdict,) = json.loads(judged.stdout)["runs"]
+    assert verdict["run_id"] == run_id and verdict["verdict"] == "pinned"
+    assert "flow.yaml (sha256 " in verdict["reason"]
+    rejected = plait_cli("compat", str(flow), "--checkpoint", url, "--on-change", "reject")
+    assert rejected.exit_code == 1  # under reject, the same run is stranded
+
+
+def test_a_fork_carries_the_pinned_document(url: str, tmp_path: Path) -> None:
+    from plait_durable import fork_run
+
+    run_id = _stopped(tmp_path / "flow.yaml", url)
+
+    async def fork() -> Any:
+        async with opened_store(url) as store:
+            latest = await store.latest(run_id)
+            assert latest is not None
+            new = await fork_run(store, run_id, latest.checkpoint_id)
+            await store.delete_run(run_id)  # the origin's blobs go with it
+            forked = await store.latest(new)
+            assert forked is not None
+            return await stored_document(store, forked)
+
+    assert anyio.run(fork).text == V1

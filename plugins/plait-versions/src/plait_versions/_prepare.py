@@ -86,7 +86,7 @@ class ChangePolicies:
         async with opened_store(store) as opened:
             found = await stored_checkpoint(opened, run_id)
             verdict = await decide(workflow, opened, found, policy)
-            if verdict.stranded and verdict.policy == "pin" and document is not None:
+            if verdict.outcome == "pinned" and document is not None:
                 from plait_durable import document_metadata
 
                 from ._pin import pinned_workflow
