@@ -83,12 +83,16 @@ def _latest_document(url: str, run_id: str) -> Any:
 # -- the document kept with the run ---------------------------------------------------------
 
 
-@pytest.fixture(params=["sqlite", "file", "sealed"])
+@pytest.fixture(params=["sqlite", "file", "sealed", "redis", "postgres"])
 def url(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """An unsigned SQLite store, a file store and a sealed SQLite store (its checkpoints
-    list the blobs their metadata names with those their state does)."""
+    """An unsigned SQLite store, a file store, a sealed SQLite store (its checkpoints
+    list the blobs their metadata names with those their state does), Redis and
+    PostgreSQL."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'runs.db'}"
+    if request.param in ("redis", "postgres"):
+        found: str = request.getfixturevalue(f"plait_{request.param}_url")
+        return found
     if request.param == "sealed":
         from plait_sealing import generate_key
 

@@ -7,7 +7,7 @@ its text. Where the store keeps blobs (:func:`~plait_durable.has_blobs`), the
 checkpointer stores the text once as one content-addressed blob of the run, the blob
 space its values use, and the metadata keeps a reference to it: the same document is
 stored once however many checkpoints name it, and a prune keeps a blob that a kept
-checkpoint's metadata names (:func:`~plait_durable.unreferenced_by`). A store without
+checkpoint's metadata names (the sweep of :mod:`plait_durable._blobs`). A store without
 blobs keeps the text inline.
 
 :func:`stored_document` reads it back and checks the text against the recorded hash.
