@@ -120,13 +120,14 @@ def build_stored(stored: StoredDocument, allow: Any) -> Workflow:
                 )
         except CapabilityError as exc:
             raise PinnedRunError(
-                f"the stored document {stored.name} (sha256 {stored.short}) was not run: "
-                f"{exc.for_cli()} (a pinned document gets the grants typed for this resume, "
-                "never what its checkpoint records)"
+                f"the stored document {_shown(stored.name)} (sha256 {stored.short}) was not "
+                f"run: {_shown(str(exc.for_cli()))} (a pinned document gets the grants typed for "
+                "this resume, never what its checkpoint records)"
             ) from exc
         except PlaitError as exc:
             raise PinnedRunError(
-                f"the stored document {stored.name} (sha256 {stored.short}) does not load: {exc}"
+                f"the stored document {_shown(stored.name)} (sha256 {stored.short}) does not "
+                f"load: {_shown(str(exc))}"
             ) from exc
 
 
@@ -159,12 +160,13 @@ async def pinned_workflow(
     if stored is None:
         return None
     run = f"run {checkpoint.run_id} (checkpoint {checkpoint.checkpoint_id})"
+    name = _shown(stored.name)[:100]  # stored data: printed escaped
     try:
         on_disk = await anyio.Path(document).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         on_disk = f"(cannot read {document}: {exc})\n"
     diff = document_diff(on_disk, document, stored)
-    note = f"{run} runs its stored document {stored.name} (sha256 {stored.short})"
+    note = f"{run} runs its stored document {name} (sha256 {stored.short})"
     if pinned_document is not None:
         try:
             named = await anyio.Path(pinned_document).read_bytes()
@@ -175,19 +177,21 @@ async def pinned_workflow(
         digest = hashlib.sha256(named).hexdigest()
         if digest != stored.sha256:
             raise PinnedRunError(
-                f"{run} is pinned to {stored.name} with sha256 {stored.sha256}, and "
+                f"{run} is pinned to {name} with sha256 {stored.sha256}, and "
                 f"--pinned-document {pinned_document} has sha256 {digest}: it is not the "
                 "version the run started on, so nothing ran",
                 changes,
             )
         note += f", byte-identical to {pinned_document}"
+    elif sealed_store(store):
+        note += " (the store is sealed: its checkpoints are verified)"
     elif run_stored_document:
         note += f" (--run-stored-document; the store is not signed). What runs:\n{diff}"
-    elif not sealed_store(store):
+    else:
         detail = "; ".join(changes) or "its fingerprint differs"
         raise PinnedRunError(
             f"{run} was taken on a different workflow ({detail}); policy pin: the run is "
-            f"pinned to the document it stored, {stored.name} (sha256 {stored.sha256}), "
+            f"pinned to the document it stored, {name} (sha256 {stored.sha256}), "
             f"which differs from {document}:\n{diff}\n"
             "The store is not signed, so a stored document runs only when you vouch for "
             "it: name your copy of that version with --pinned-document PATH (its bytes "
