@@ -436,8 +436,11 @@ def plait_change_policies() -> Any:
     migration) or refuse the run (an error naming why), and returns what the resume
     needs: ``run_id``, ``accept_changes`` (bool), ``workflow`` (the one to resume with:
     ``workflow``, or another the policy chose) and ``note`` (a line for the person who
-    resumes, or ``""``). ``plait-versions`` gives it; without it, ``--on-change`` fails
-    naming that distribution.
+    resumes, or ``""``). For a workflow file the caller also passes ``document`` (its
+    path) and, when typed, ``pinned_document`` and ``run_stored_document``; under ``pin``
+    the answer may carry ``document``, the stored document the run resumes on.
+    ``plait-versions`` gives it; without it, ``--on-change`` fails naming that
+    distribution.
 
     :return: the policies, or ``None`` to leave them to another plugin; stops at the
         first non-``None`` result.

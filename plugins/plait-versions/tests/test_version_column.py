@@ -49,3 +49,20 @@ def test_the_cell_shows_only_what_fits_from_untrusted_metadata() -> None:
     assert cell({"version": True, "fingerprint": {"digest": "<b>x</b>"}}) == "v?"
     assert cell({"version": "3; rm -rf", "fingerprint": "nope"}) == "v?"
     assert cell({"version": 4}) == "v4"
+
+
+def test_the_cell_names_a_pinned_document() -> None:
+    def cell(metadata: object) -> str:
+        return version_cell(SimpleNamespace(metadata=metadata))
+
+    sha = "9870bba3c9afa346d4f3f5f897c472aa0a7d9fcaa9c88f88c1bd721eb7d54700"
+    fingerprint = {"digest": "0123456789abcdef"}
+    document = {"name": "orders.yaml", "sha256": sha, "text": {"__plait__": "blob", "h": sha}}
+    assert cell({"version": 2, "fingerprint": fingerprint, "document": document}) == (
+        "v2 01234567 orders.yaml@9870bba3"
+    )
+    odd = {**document, "name": "\x1b[31mred.yaml"}  # untrusted: not shown as it is
+    assert cell({"fingerprint": fingerprint, "document": odd}) == "v? 01234567 document@9870bba3"
+    assert cell({"fingerprint": fingerprint, "document": {**document, "sha256": "x"}}) == (
+        "v? 01234567"
+    )

@@ -87,18 +87,28 @@ class PolicyType(_ParamType):
 
 
 def apply_policy(
-    workflow: Workflow, run_id: str, store: str, policy: str, allow: Any, json_events: bool
+    workflow: Workflow,
+    run_id: str,
+    store: str,
+    policy: str,
+    allow: Any,
+    json_events: bool,
+    **pinning: Any,
 ) -> Any:
     """Apply ``policy`` to stored run ``run_id`` of ``store`` before it resumes with
     ``workflow`` (a migrated run gets its new checkpoint; a run the policy strands is a
     CLI error naming why), and say what was done (unless stderr is JSON lines).
 
-    :return: what the resume needs (``run_id``, ``accept_changes``, ``workflow``).
+    :param pinning: for a workflow file, what ``pin`` needs: ``document`` (its path),
+        ``pinned_document`` (``--pinned-document``), ``run_stored_document``.
+    :return: what the resume needs (``run_id``, ``accept_changes``, ``workflow``, and
+        ``document`` when it runs a stored document).
     """
     policies = change_policies(policy)
+    given = {k: v for k, v in pinning.items() if v is not None and v is not False}
 
     async def prepare() -> Any:
-        return await policies.prepare(workflow, store, run_id, policy, allow=allow)
+        return await policies.prepare(workflow, store, run_id, policy, allow=allow, **given)
 
     prepared = execute(prepare)
     if prepared.note and not json_events:

@@ -51,6 +51,9 @@ EXIT_STATUS: Mapping[RunStatus, int] = {
 }
 #: The checkpoint metadata key under which ``plait run`` records how to load the workflow.
 METADATA_KEY = "cli"
+#: The checkpoint metadata key of the workflow file a run keeps (plait-durable's
+#: ``DOCUMENT_KEY``: its pinned document).
+DOCUMENT_KEY = "document"
 #: Set, they make ``plait run`` and ``plait resume`` sign (and encrypt) their checkpoints
 #: through plait-sealing's ``sealed:`` store.
 KEY_VARIABLES = ("PLAIT_CHECKPOINT_KEY", "PLAIT_CHECKPOINT_ENCRYPT")
@@ -155,6 +158,22 @@ def _record(target: Target, allow_imports: bool, placement: str | None) -> dict[
     if placement is not None:
         record["placement"] = placement
     return record
+
+
+def _document(target: Target) -> dict[str, Any] | None:
+    """What the checkpoints keep of the workflow file ``target`` (plait-durable's pinned
+    document: its name, format, hash and text, stored once as a blob), or ``None`` for
+    Python code or a file that is not UTF-8 text."""
+    if target.form != "document":
+        return None
+    from plait_durable import document_metadata
+
+    path = Path(target.where)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None  # the load said what is wrong with it, or it is not kept
+    return document_metadata(path.name, text, target.format)
 
 
 def _default_store() -> str:
@@ -568,6 +587,9 @@ def run_command(
             options["record"] = True
         record = _record(loaded.target, allow_imports, placement)
         options["checkpoint_metadata"] = {METADATA_KEY: record}
+        document = _document(loaded.target)
+        if document is not None:  # kept with the run: what --on-change pin resumes on
+            options["checkpoint_metadata"][DOCUMENT_KEY] = document
         if not json_events:  # stderr stays JSON lines only; RunStarted has the id
             click.echo(f"run id: {run_id}", err=True)
     display = Display(json_events=json_events, quiet=quiet)
@@ -738,6 +760,19 @@ def _name_the_target(ctx: click.Context, run_id: str, checkpoint: str, typed: li
     "plait-versions (docs/versioning.md). Without one, a change is refused, naming each "
     "change.",
 )
+@click.option(
+    "--pinned-document",
+    metavar="PATH",
+    default=None,
+    help="With --on-change pin on an unsigned store: your copy of the version the run "
+    "started on; the stored document runs only if PATH's bytes hash to its SHA-256.",
+)
+@click.option(
+    "--run-stored-document",
+    is_flag=True,
+    help="With --on-change pin on an unsigned store: run the document stored with the "
+    "run (shown as a diff against TARGET) although nothing vouches for it.",
+)
 @click.pass_context
 def resume_command(
     ctx: click.Context,
@@ -760,6 +795,8 @@ def resume_command(
     agents: str | None,
     accept_changes: bool,
     on_change: str | None,
+    pinned_document: str | None,
+    run_stored_document: bool,
 ) -> None:
     """Continue run RUN_ID of the workflow TARGET from its latest checkpoint, with the same
     progress as plait run.
@@ -793,6 +830,10 @@ def resume_command(
     if len(args) != 2:
         raise click.UsageError("expected [TARGET] RUN_ID")
     text, run_id = args
+    if (pinned_document is not None or run_stored_document) and on_change != "pin":
+        raise click.UsageError(
+            "--pinned-document and --run-stored-document go with --on-change pin"
+        )
     if accept_changes and on_change is not None:
         raise click.UsageError(
             f"--accept-changes is --on-change accept; give one of the two, not --on-change "
@@ -814,15 +855,29 @@ def resume_command(
         options["budget"] = budget
     record = _record(loaded.target, allow_imports, placement)
     options["checkpoint_metadata"] = {METADATA_KEY: record}
+    document = _document(loaded.target)
     from ._prompt import ask_for_answers, can_prompt
 
     prompt = not no_input and not json_events
     if on_change is not None:  # what the policy makes of the stored run, before it resumes
         prepared = apply_policy(
-            workflow, run_id, _keyed(checkpoint), on_change, grants, json_events
+            workflow,
+            run_id,
+            _keyed(checkpoint),
+            on_change,
+            grants,
+            json_events,
+            document=parsed.where if parsed.form == "document" else None,
+            pinned_document=pinned_document,
+            run_stored_document=run_stored_document,
         )
-        run_id, workflow = prepared.run_id, prepared.workflow
+        if prepared.workflow is not workflow:  # (a stored document's: placed as asked)
+            workflow = _placed(prepared.workflow, placement)
+        run_id = prepared.run_id
         accept_changes = accept_changes or prepared.accept_changes
+        document = getattr(prepared, "document", None) or document  # the one that runs
+    if document is not None:
+        options["checkpoint_metadata"][DOCUMENT_KEY] = document
     if accept_changes:
         options["accept_changes"] = True
     if not responses:

@@ -50,6 +50,13 @@ if TYPE_CHECKING:
         RunJournalWriter as RunJournalWriter,
         run_journal as run_journal,
     )
+    from ._document import (
+        DOCUMENT_KEY as DOCUMENT_KEY,
+        StoredDocument as StoredDocument,
+        document_hash as document_hash,
+        document_metadata as document_metadata,
+        stored_document as stored_document,
+    )
     from ._durable import (
         Checkpoints as Checkpoints,
         opened_store as opened_store,

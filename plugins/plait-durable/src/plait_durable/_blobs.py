@@ -999,13 +999,17 @@ def unreferenced_by(stored: Iterable[bytes], blobs: Mapping[str, bytes]) -> set[
     """:func:`unreferenced` for a store's sweep: ``stored`` are the bytes
     (:func:`~plait_durable.encode_checkpoint`) of the run's remaining checkpoints. If one of
     them does not decode, nothing is swept (its references are unknown, and a blob
-    kept too long is an orphan, never a dangling reference)."""
+    kept too long is an orphan, never a dangling reference). A reference in a
+    checkpoint's metadata (a pinned document, :mod:`plait_durable._document`) keeps its
+    blob as one in its state does."""
     states = []
     for data in stored:
         try:
-            states.append(decode_checkpoint(data).state)
+            decoded = decode_checkpoint(data)
         except CheckpointError:
             return set()
+        states.append(decoded.state)
+        states.append(decoded.metadata)  # a pinned document's blob is named there
     return unreferenced(states, blobs)
 
 

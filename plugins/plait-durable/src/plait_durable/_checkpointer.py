@@ -19,6 +19,7 @@ from plait import CheckpointError, Executor
 from plait.spi import PendingRequest, RunState, type_name
 
 from ._blobs import BlobWriter, MapTree, ResumedBlobs, has_blobs
+from ._document import externalize_document
 from ._errors import CheckpointEncodeError, RunLeaseError
 from ._fingerprint import fingerprint_of, fingerprint_summary
 from ._layout import request_fields, state_fields
@@ -120,6 +121,7 @@ class Checkpointer:
                 self.visit_tree.set(eid, state.visits[eid])
         self.all_encoded = True
         checkpoint_id = next(self._ids)
+        run_metadata = dict(self.metadata)
         if self.blobs is None:
             body = self._state_json(state, inbox, step, None)
         else:
@@ -129,12 +131,14 @@ class Checkpointer:
                 self.blobs.known |= self._resumed[1]
             self._resumed = None
             body = self._state_json(state, inbox, step, self.blobs)
+            # a pinned document's text: one blob of the run, its metadata names it
+            externalize_document(run_metadata, self.blobs)
             new_blobs = self.blobs.take_new()
             if new_blobs:
                 self._new_blobs[checkpoint_id] = new_blobs
             self.blobs.settle()
         metadata: dict[str, Any] = {
-            **self.metadata,
+            **run_metadata,
             "workflow": self.graph.spec.name,
             "fingerprint": self._fingerprint(),
         }
@@ -355,6 +359,11 @@ class Checkpointer:
                 return
             last = await self.store.load(self.parent_id)
         checkpoint_id = next(self._ids)
+        run_metadata = dict(self.metadata)
+        if self.blobs is not None:  # a pinned document's text: its blob, as take() names it
+            externalize_document(run_metadata, self.blobs)
+            if new_blobs := self.blobs.take_new():
+                self._new_blobs[checkpoint_id] = new_blobs
         failed = attrs.evolve(
             last,
             checkpoint_id=checkpoint_id,
@@ -363,7 +372,7 @@ class Checkpointer:
             created_at=time.time(),
             metadata={
                 **{k: v for k, v in last.metadata.items() if k != "topology"},
-                **self.metadata,
+                **run_metadata,
                 "fingerprint": self._fingerprint(),  # the workflow that failed, not the one before
                 "error": error,
             },

@@ -19,6 +19,7 @@ import attrs
 from plait import CheckpointError
 
 from ._blobs import BlobWriter, externalize_state, has_blobs, resolve_state
+from ._document import DOCUMENT_KEY, document_metadata, externalize_document, stored_document
 from ._legacy import merge_state
 from ._stores import error_summary
 from .checkpoint import BlobStore, Checkpoint, CheckpointStore
@@ -228,6 +229,18 @@ async def fork_run(
     if has_blobs(store):  # a run's references stay inside it: the fork gets its own blobs
         writer = BlobWriter()
         forked = attrs.evolve(forked, state=externalize_state(forked.state, writer))
+        if DOCUMENT_KEY in metadata:  # the pinned document too (its blob is the origin's)
+            try:
+                document = await stored_document(store, origin)
+            except CheckpointError:
+                document = None  # unreadable: the fork keeps no document
+            metadata.pop(DOCUMENT_KEY)
+            if document is not None:
+                metadata[DOCUMENT_KEY] = document_metadata(
+                    document.name, document.text, document.format
+                )
+                externalize_document(metadata, writer)
+            forked = attrs.evolve(forked, metadata=metadata)
         await typing.cast(BlobStore, store).save(forked, blobs=writer.take_new())
     else:
         await store.save(forked)

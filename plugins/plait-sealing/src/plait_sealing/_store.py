@@ -119,7 +119,8 @@ def seal(checkpoint: Checkpoint, keys: CheckpointKeys) -> Checkpoint:
     """``checkpoint`` with its state and metadata sealed by ``keys.signing``."""
     key = keys.signing
     payload = dump_json({"state": checkpoint.state, "metadata": checkpoint.metadata})
-    refs = sorted(blob_refs(checkpoint.state))
+    # the blobs its metadata names too (a pinned document): a prune keeps them
+    refs = sorted(blob_refs(checkpoint.state) | blob_refs(checkpoint.metadata))
     if keys.encrypt:  # listed in the clear: by keyed address, never by the value's hash
         refs = sorted(blob_address(key, digest) for digest in refs)
     envelope: dict[str, Any] = {"kind": "sealed", "key": key.key_id}
@@ -313,6 +314,10 @@ class SealedStore:
     Leases, listings, deletes and prunes go to the wrapped store as they are (they read
     only listing fields, which the MAC covers and :meth:`load` verifies).
     """
+
+    #: every checkpoint it loads is verified against its key (what plait-versions' policy
+    #: ``pin`` asks before it runs a document a checkpoint stored)
+    verifies_checkpoints = True
 
     def __init__(
         self, store: str | CheckpointStore, keys: Any = None, *, encrypt: bool | None = None

@@ -1198,9 +1198,10 @@ class FileCheckpointStore(CheckpointStoreBase):
                 if content is None:
                     continue
                 try:
-                    states.append(self._decode_file(run_name, name, content).state)
+                    decoded = self._decode_file(run_name, name, content)
                 except CorruptCheckpointError:
                     return None
+                states += [decoded.state, decoded.metadata]  # (a pinned document's blob)
         return states
 
     def _prune_sync(self, run_id: str, keep_last: int, remove_dir: bool) -> int:

@@ -4,7 +4,8 @@ the workflow about to be deployed, with nothing run and nothing written.
 A run is unfinished when its latest checkpoint is ``running``, ``idle_with_pending_requests``
 or ``failed``. Each gets a :class:`~plait_versions.Verdict` (:func:`~plait_versions.decide`
 under the policy asked for, ``migrate`` by default): resumes as it is, resumes on the new
-workflow unchanged (``accept``), migrates through a named chain, or is rejected, and why;
+workflow unchanged (``accept``), migrates through a named chain, resumes on the workflow
+document it stored (``pinned``, under policy ``pin``), or is rejected, and why;
 with the per-node diff. Runs of one deploy share their stored fingerprint, so the diff is
 worked out once per stored fingerprint, not once per run.
 """

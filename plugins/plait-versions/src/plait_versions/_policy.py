@@ -31,6 +31,7 @@ import attrs
 from plait import CheckpointError, get_plugin_manager
 from plait.spi import RunState, compiled_graph
 from plait_durable import (
+    DOCUMENT_KEY,
     BlobStore,
     BlobWriter,
     CheckpointStore,
@@ -69,7 +70,8 @@ class Verdict:
     :param run_id: the run.
     :param status: its latest checkpoint's status.
     :param outcome: ``as_is`` (nothing changed), ``accept`` (resumes on the new workflow
-        unchanged), ``migrate`` (through :attr:`chain`) or ``rejected`` (why:
+        unchanged), ``migrate`` (through :attr:`chain`), ``pinned`` (resumes on the
+        workflow document it stored, :mod:`._pin`) or ``rejected`` (why:
         :attr:`reason`).
     :param reason: one sentence.
     :param stored_version: the version its checkpoint records (``None``: unversioned).
@@ -197,6 +199,17 @@ async def decide(
     if policy == "reject":
         return verdict("rejected", "policy reject: the workflow changed", changes=changes)
     if policy == "pin":
+        document = checkpoint.metadata.get(DOCUMENT_KEY)
+        if isinstance(document, Mapping):
+            name, sha256 = document.get("name"), document.get("sha256")
+            if isinstance(name, str) and isinstance(sha256, str) and name.isprintable():
+                return verdict(
+                    "pinned",
+                    f"policy pin: resumes on the document it stored, {name[:64]} (sha256 "
+                    f"{sha256[:12]}), through plait resume FILE RUN_ID --on-change pin (on an "
+                    "unsigned store with --pinned-document PATH or --run-stored-document)",
+                    changes=changes,
+                )
         return verdict(
             "rejected",
             f"policy pin: the run is pinned to version {_shown(stored_version)} (fingerprint "
@@ -453,6 +466,12 @@ async def apply_verdict(
         assert workflow.name is not None and verdict.stored_version is not None
         chain, _ = find_chain(workflow.name, verdict.stored_version, verdict.version or 0)
         await migrate_run(workflow, store, found, chain)
+    elif verdict.outcome == "pinned":  # what may run is decided where the file is named
+        raise PinnedRunError(
+            f"run {found.run_id} (checkpoint {found.checkpoint_id}) is pinned to the workflow "
+            f"document it stored: {verdict.reason}; a workflow given in Python does not run it",
+            verdict.changes,
+        )
     elif verdict.stranded and verdict.policy in ("pin", "migrate"):
         error = PinnedRunError if verdict.policy == "pin" else NoMigrationError
         detail = "; ".join(verdict.changes) or "its fingerprint differs"

@@ -31,12 +31,15 @@ class Prepared:
     :param workflow: the workflow to resume it with: the one given, or the one the policy
         chose.
     :param note: a line for the person who resumes (what was done to the run), or ``""``.
+    :param document: under ``pin``, the stored document the run resumes on, as its new
+        checkpoints record it (:func:`plait_durable.document_metadata`), or ``None``.
     """
 
     run_id: str
     accept_changes: bool
     workflow: Workflow
     note: str = ""
+    document: dict[str, Any] | None = None
 
 
 class ChangePolicies:
@@ -53,6 +56,9 @@ class ChangePolicies:
         policy: str,
         *,
         allow: Any = None,
+        document: str | None = None,
+        pinned_document: str | None = None,
+        run_stored_document: bool = False,
     ) -> Prepared:
         """Apply ``policy`` to stored run ``run_id`` (or the run of checkpoint
         ``run_id``) of ``store`` before it resumes with ``workflow``: a ``migrate``
@@ -61,6 +67,13 @@ class ChangePolicies:
 
         :param allow: the grants typed for this resume (a workflow the policy builds gets
             these and never more).
+        :param document: the path of the workflow file ``workflow`` was loaded from, if
+            it was: under ``pin``, a changed file resumes the run on the document it
+            stored (:mod:`._pin`: on a sealed store; on an unsigned one with
+            ``pinned_document`` or ``run_stored_document``).
+        :param pinned_document: the user's copy of the run's version, which must be
+            byte-identical to the stored one.
+        :param run_stored_document: the user saw the diff and runs the stored version.
         :raises PinnedRunError: policy ``pin`` and the run cannot stay on its version.
         :raises NoMigrationError: policy ``migrate`` and no chain covers the change.
         :raises MigrationError: a migration failed or left a value that does not fit.
@@ -73,6 +86,24 @@ class ChangePolicies:
         async with opened_store(store) as opened:
             found = await stored_checkpoint(opened, run_id)
             verdict = await decide(workflow, opened, found, policy)
+            if verdict.outcome == "pinned" and document is not None:
+                from plait_durable import document_metadata
+
+                from ._pin import pinned_workflow
+
+                pinned = await pinned_workflow(
+                    opened,
+                    found,
+                    verdict.changes,
+                    document=document,
+                    allow=allow,
+                    pinned_document=pinned_document,
+                    run_stored_document=run_stored_document,
+                )
+                if pinned is not None:
+                    stored = pinned.document
+                    record = document_metadata(stored.name, stored.text, stored.format)
+                    return Prepared(run_id, False, pinned.workflow, pinned.note, record)
             await apply_verdict(workflow, opened, found, verdict)
         note = ""
         if verdict.outcome == "migrate":
