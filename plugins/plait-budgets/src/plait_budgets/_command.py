@@ -25,19 +25,40 @@ __all__ = [
 DEFAULT_STORE = "sqlite:///.plait/runs.db"
 
 
+def _kept_ledger(metadata: Any) -> Any:
+    """The budget ledger a checkpoint's metadata keeps (``observers.budgets``), as
+    stored (untrusted: maybe not a ledger at all), or ``None`` when the run had no
+    budget."""
+    observers = metadata.get("observers") if isinstance(metadata, Mapping) else None
+    return observers.get("budgets") if isinstance(observers, Mapping) else None
+
+
+def _restored(kept: Any, *, with_budget: bool = True) -> tuple[Any, Any]:
+    """A :class:`Ledger` restored from ``kept`` (only numbers and names are taken from
+    it), and the run's budget it records (``None`` unless ``with_budget``).
+
+    :raises Exception: the ledger or its budget is not one (a caller reports it, never
+        trusts it).
+    """
+    from ._budget import as_budget
+    from ._ledger import Ledger
+
+    ledger = Ledger(lambda model_id: None)
+    ledger.restore(kept, "the checkpoint's budget ledger")
+    if not with_budget:
+        return ledger, None
+    return ledger, as_budget(kept.get("budget") or {}, where="the checkpoint's budget")
+
+
 def spend_of(metadata: Any) -> dict[str, Any] | None:
     """The spend a checkpoint's metadata keeps (its budget ledger), JSON-ready: the run's
     budget, and per budget what it spent, or ``None`` when the run had no budget. The
     metadata was read from a store: only numbers and names are taken from it."""
-    observers = metadata.get("observers") if isinstance(metadata, dict) else None
-    kept = observers.get("budgets") if isinstance(observers, dict) else None
-    if not isinstance(kept, dict):
+    kept = _kept_ledger(metadata)
+    if kept is None:
         return None
-    from ._ledger import Ledger
-
-    ledger = Ledger(lambda model_id: None)
     try:
-        ledger.restore(kept, "the checkpoint's budget ledger")
+        ledger, _ = _restored(kept, with_budget=False)
     except Exception as exc:  # a bad ledger is reported, never trusted
         return {"error": str(exc)}
     budget = kept.get("budget")
@@ -76,18 +97,11 @@ def spend_summary(checkpoint: Any) -> str | None:
         ``"unreadable ledger"`` when the one it keeps is not one (read from a store: only
         numbers are taken from it).
     """
-    metadata = getattr(checkpoint, "metadata", checkpoint)
-    observers = metadata.get("observers") if isinstance(metadata, Mapping) else None
-    kept = observers.get("budgets") if isinstance(observers, Mapping) else None
+    kept = _kept_ledger(getattr(checkpoint, "metadata", checkpoint))
     if kept is None:
         return None
-    from ._budget import as_budget
-    from ._ledger import Ledger
-
-    ledger = Ledger(lambda model_id: None)
     try:
-        ledger.restore(kept, "the checkpoint's budget ledger")
-        budget = as_budget(kept.get("budget") or {}, where="the checkpoint's budget")
+        ledger, budget = _restored(kept)
     except Exception:  # a bad ledger is reported, never trusted
         return "unreadable ledger"
     account = ledger.account("run", budget)
@@ -126,17 +140,11 @@ def budget_panel(metadata: Any) -> dict[str, Any] | None:
     :return: the panel, ``None`` for a run without a budget ledger, or a panel saying the
         ledger is unreadable.
     """
-    observers = metadata.get("observers") if isinstance(metadata, Mapping) else None
-    kept = observers.get("budgets") if isinstance(observers, Mapping) else None
+    kept = _kept_ledger(metadata)
     if kept is None:
         return None
-    from ._budget import as_budget
-    from ._ledger import Ledger
-
-    ledger = Ledger(lambda model_id: None)
     try:
-        ledger.restore(kept, "the checkpoint's budget ledger")
-        budget = as_budget(kept.get("budget") or {}, where="the checkpoint's budget")
+        ledger, budget = _restored(kept)
     except Exception as exc:  # a bad ledger is reported, never trusted
         return {"title": "Budget", "error": f"unreadable ledger: {exc}"}
     account = ledger.account("run", budget)
