@@ -209,6 +209,7 @@ def test_every_lazy_registration_is_what_it_declares() -> None:
     given = {
         "plait_durability": manager.durability("the test"),
         "plait_documents": manager.documents("the test"),
+        "plait_change_policies": manager.change_policies("the test"),
     }
     assert set(given) == set(SINGLETONS)
     found = [

@@ -106,11 +106,11 @@ def test_the_pytest_plugin_holds_only_prefixed_opt_in_fixtures() -> None:
         "plait_store_url",
     ]
     assert not any(fixture._fixture_function_marker.autouse for fixture in fixtures.values())
-    # options (--plait-record, --plait-live) and markers (plait_replay, plait_live): none
-    # changes collection nor reporting; the one setup hook skips only a test marked
-    # plait_live(only=True) without --plait-live
-    hooks = [name for name in vars(plait_testing.plugin) if name.startswith("pytest_")]
-    assert hooks == ["pytest_addoption", "pytest_configure", "pytest_runtest_setup"]
+    # options (--plait-record, --plait-live) and markers (plait_replay, plait_live): the
+    # one collection hook deselects only a test marked plait_live(only=True) without
+    # --plait-live; nothing else changes what is collected or how it is reported
+    hooks = sorted(name for name in vars(plait_testing.plugin) if name.startswith("pytest_"))
+    assert hooks == ["pytest_addoption", "pytest_collection_modifyitems", "pytest_configure"]
 
 
 def test_the_store_url_fixture_gives_each_store_a_test_of_its_own(

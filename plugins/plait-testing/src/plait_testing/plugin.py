@@ -35,8 +35,8 @@ __all__ = [
     "plait_replay",
     "plait_store_url",
     "pytest_addoption",
+    "pytest_collection_modifyitems",
     "pytest_configure",
-    "pytest_runtest_setup",
 ]
 
 #: The type of the ``plait_register_plugin`` fixture's value.
@@ -188,14 +188,20 @@ def _set_for_session(config: pytest.Config, variable: str) -> None:
     config.add_cleanup(restore)
 
 
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A test marked ``plait_live(only=True)`` is skipped without ``--plait-live``, saying
-    how to run it."""
-    marker = item.get_closest_marker("plait_live")
-    if marker is None or not marker.kwargs.get("only"):
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test marked ``plait_live(only=True)`` (it means something only on the installed
+    model) is deselected without ``--plait-live``: never run, never reported skipped; the
+    live run (``pytest --plait-live -m plait_live``) runs it."""
+    if config.getoption("--plait-live", default=False):
         return
-    if not item.config.getoption("--plait-live", default=False):
-        pytest.skip("runs live only: pytest --plait-live -m plait_live")
+    kept: list[pytest.Item] = []
+    live_only: list[pytest.Item] = []
+    for item in items:
+        marker = item.get_closest_marker("plait_live")
+        (live_only if marker is not None and marker.kwargs.get("only") else kept).append(item)
+    if live_only:
+        config.hook.pytest_deselected(items=live_only)
+        items[:] = kept
 
 
 @pytest.fixture
