@@ -439,8 +439,13 @@ def plait_change_policies() -> Any:
     resumes, or ``""``). For a workflow file the caller also passes ``document`` (its
     path) and, when typed, ``pinned_document`` and ``run_stored_document``; under ``pin``
     the answer may carry ``document``, the stored document the run resumes on.
-    ``plait-versions`` gives it; without it, ``--on-change`` fails naming that
-    distribution.
+    ``async verdicts(workflow, store, run_ids, policy)`` judges stored runs without running
+    or writing anything (``plait compat``'s verdict): run id -> a verdict with ``outcome``
+    (``as_is``, ``accept``, ``migrate``, ``pinned`` or ``rejected``), ``reason``,
+    ``chain``, ``changes``, ``stranded`` and ``to_json()``, for each of ``run_ids`` that
+    is an unfinished run of ``workflow`` (``plait runs --against``, ``plait ui
+    --workflow``). ``plait-versions`` gives it; without it, ``--on-change`` and
+    ``--against`` fail naming that distribution.
 
     :return: the policies, or ``None`` to leave them to another plugin; stops at the
         first non-``None`` result.

@@ -31,7 +31,10 @@ its form once with :func:`parse_target` and carry the :class:`Target`), with the
 ``--allow-imports``, read with :func:`grants_from`). The columns plugins add to run
 listings (``plait_run_columns``) are read with :func:`run_columns` and :func:`run_cells`
 (``plait runs`` and ``plait ui`` show them); the runs plugins add that have no checkpoint
-yet (``plait_pending_runs``) with :func:`pending_runs` and :func:`merge_pending`. Test a
+yet (``plait_pending_runs``) with :func:`pending_runs` and :func:`merge_pending`; ``plait
+compat``'s verdict on listed runs (the ``COMPAT`` column of ``plait runs --against`` and
+``plait ui --workflow``, from the ``plait_change_policies`` hook) with
+:func:`compat_verdicts` and :func:`compat_cell`. Test a
 command with ``click.testing.CliRunner().invoke(make_cli(), ["greet", "Ada"])``.
 """
 
@@ -50,6 +53,11 @@ if TYPE_CHECKING:
         make_cli as make_cli,
     )
     from ._grants import grant_options as grant_options, grants_from as grants_from
+    from ._on_change import (
+        COMPAT_POLICY as COMPAT_POLICY,
+        compat_cell as compat_cell,
+        compat_verdicts as compat_verdicts,
+    )
     from ._runs import (
         PENDING as PENDING,
         merge_pending as merge_pending,

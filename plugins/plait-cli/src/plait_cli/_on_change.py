@@ -1,15 +1,19 @@
 """``plait resume --on-change POLICY``: what a workflow that changed since a run's
 checkpoint does to the run, decided by the plugin that answers the
-``plait_change_policies`` hook (``plait-versions``).
+``plait_change_policies`` hook (``plait-versions``); and the ``COMPAT`` column of ``plait
+runs --against TARGET`` and ``plait ui --workflow TARGET``, that plugin's verdict on each
+listed run (:func:`compat_verdicts`, :func:`compat_cell`).
 
 This distribution neither imports that plugin nor keeps its own list of the policies:
-it asks the hook for their names (to check ``POLICY`` and to list them in ``--help``) and
-for the policy applied to the stored run before it resumes. Without a plugin that answers,
-``--on-change`` is an error naming the distribution to install.
+it asks the hook for their names (to check ``POLICY`` and to list them in ``--help``), for
+the policy applied to the stored run before it resumes, and for its verdicts. Without a
+plugin that answers, ``--on-change`` and ``--against`` are errors naming the distribution
+to install.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -17,33 +21,76 @@ from plait import PlaitError, Workflow, get_plugin_manager
 
 from ._follow import execute
 
-__all__ = ["PolicyType", "apply_policy", "change_policies"]
+__all__ = [
+    "COMPAT_POLICY",
+    "PolicyType",
+    "apply_policy",
+    "change_policies",
+    "compat_cell",
+    "compat_verdicts",
+]
 
 #: The hook that gives the policies (the kernel names its distribution).
 HOOK = "plait_change_policies"
 
 
-def change_policies(policy: str) -> Any:
+#: The policy the ``COMPAT`` column judges runs under unless ``--on-change`` says
+#: otherwise (``plait compat``'s default too).
+COMPAT_POLICY = "migrate"
+
+
+def change_policies(policy: str, *, against: bool = False) -> Any:
     """The policies of the plugin that answers ``plait_change_policies``, for
-    ``--on-change policy``.
+    ``--on-change policy`` (or, ``against``, for the verdicts of ``--against``).
 
     :raises click.UsageError: no plugin answers, naming the distribution that would.
     """
     from plait import UnknownNameError
 
     manager = get_plugin_manager()
+    asked = "--against" if against else f"--on-change {policy}"
     try:
-        return manager.change_policies(f"plait resume --on-change {policy}")
+        return manager.change_policies(f"plait {'runs' if against else 'resume'} {asked}")
     except UnknownNameError as exc:
         distribution = manager.provider("hook", HOOK)
         if distribution is None:
             raise click.UsageError(str(exc)) from exc
+        without = (
+            "no stored run is judged against a workflow (plait compat comes with it too)"
+            if against
+            else "a changed workflow is refused (naming each change) or resumed as it is "
+            "with --accept-changes"
+        )
         raise click.UsageError(
-            f"--on-change {policy}: the policies for a changed workflow come with "
-            f"{distribution} ({manager.how_to_install(distribution)}); without it, a "
-            "changed workflow is refused (naming each change) or resumed as it is with "
-            "--accept-changes"
+            f"{asked}: the policies for a changed workflow come with {distribution} "
+            f"({manager.how_to_install(distribution)}); without it, {without}"
         ) from exc
+
+
+async def compat_verdicts(
+    workflow: Workflow, store: Any, run_ids: Iterable[str], policy: str = COMPAT_POLICY
+) -> Mapping[str, Any]:
+    """``plait compat``'s verdict on each of ``run_ids`` that is an unfinished run of
+    ``workflow`` in ``store`` (a URL or an open store) under ``policy``, by run id, from
+    the plugin that answers ``plait_change_policies`` (its ``verdicts``: nothing runs,
+    nothing is written); the other runs are left out.
+
+    :raises UnknownNameError: no plugin answers, naming the distribution that would.
+    """
+    policies = get_plugin_manager().change_policies("the COMPAT column")
+    found: Mapping[str, Any] = await policies.verdicts(workflow, store, list(run_ids), policy)
+    return found
+
+
+def compat_cell(verdict: Any) -> str:
+    """A verdict in the ``COMPAT`` column: its outcome (``as_is``, ``accept``, ``migrate``,
+    ``pinned``, ``rejected``) and, for ``migrate``, the migrations it applies
+    (``migrate shop@1,shop@2``); ``-`` for a run that was not judged (``None``: a run
+    that finished, or another workflow's)."""
+    if verdict is None:
+        return "-"
+    chain = ",".join(verdict.chain)
+    return f"{verdict.outcome} {chain}" if chain else str(verdict.outcome)
 
 
 if TYPE_CHECKING:

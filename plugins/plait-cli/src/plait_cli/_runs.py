@@ -6,7 +6,10 @@ run, the error that checkpoint records. Plugins add columns through the
 ``plait_run_columns`` hook (:func:`run_cells`; ``plait ui``'s run list shows the same),
 each a function of a listed run, computed from what the listing read. Runs that have no
 checkpoint yet (a run on a task queue no worker has taken) come from the
-``plait_pending_runs`` hook (:func:`pending_runs`, :func:`merge_pending`).
+``plait_pending_runs`` hook (:func:`pending_runs`, :func:`merge_pending`). With
+``--against TARGET``, a ``COMPAT`` column shows ``plait compat``'s verdict on each run
+against that workflow, from the ``plait_change_policies`` hook
+(:func:`~plait_cli._on_change.compat_verdicts`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,13 @@ import attrs
 import click
 from plait_durable import CORRUPT, CheckpointStore, RunInfo, open_store
 
+from ._on_change import (
+    COMPAT_POLICY,
+    PolicyType,
+    change_policies,
+    compat_cell,
+    compat_verdicts,
+)
 from ._output import format_table, to_json
 from ._prune import prune_command
 
@@ -237,6 +247,27 @@ async def _list(
     metavar="N",
     help="At most N runs (the newest).",
 )
+@click.option(
+    "--against",
+    metavar="TARGET",
+    help="Judge each run against workflow TARGET (module:attr, file.py:attr or a workflow "
+    "file) before you deploy it: a COMPAT column with plait compat's verdict (as_is, "
+    "accept, migrate and its migrations, pinned, rejected; - for a run that finished or "
+    "is another workflow's). Needs plait-versions.",
+)
+@click.option(
+    "--on-change",
+    type=PolicyType(),
+    default=None,
+    help=f"With --against: the policy the runs are judged under (default {COMPAT_POLICY}, "
+    "as plait compat).",
+)
+@click.option(
+    "--allow-imports",
+    is_flag=True,
+    help="Let a workflow file (--against) import the Python code it names (building it "
+    "runs nothing else).",
+)
 @click.pass_context
 def runs_command(
     ctx: click.Context,
@@ -245,6 +276,9 @@ def runs_command(
     queues: tuple[str, ...],
     as_json: bool,
     limit: int | None,
+    against: str | None,
+    on_change: str | None,
+    allow_imports: bool,
 ) -> None:
     """List the runs in a checkpoint store, newest first (by their latest checkpoint): id,
     workflow, status, supersteps, pending requests, how long ago the latest checkpoint was
@@ -255,11 +289,15 @@ def runs_command(
     the process that ran it is gone. A run submitted to a task queue (plait submit) that
     no worker has checkpointed yet is listed from the queue, as queued (the default queue,
     and each --queue NAME). Resume one with `plait resume TARGET RUN_ID --checkpoint URL`;
-    remove old ones with `plait runs prune`.
+    remove old ones with `plait runs prune`. With --against TARGET, each run gets the
+    verdict plait compat TARGET gives it (nothing runs, nothing is written).
     """
     ctx.ensure_object(dict)["store_url"] = url
     if ctx.invoked_subcommand is not None:
         return
+    if against is None and on_change is not None:
+        raise click.UsageError("--on-change judges runs against a workflow: give --against TARGET")
+    workflow = _against(against, allow_imports) if against is not None else None
     missing = _missing_sqlite_file(url)
     if missing is not None:
         infos: Sequence[RunInfo] = []
@@ -276,8 +314,15 @@ def runs_command(
         if wanted is not None:
             infos = [info for info in infos if info.status == wanted][:limit]
     columns = run_columns()
+    verdicts: Mapping[str, Any] = {}
+    if workflow is not None and infos:
+        verdicts = _judged(workflow, url, infos, on_change or COMPAT_POLICY)
     if as_json:
         records = [run_record(info, columns) for info in infos]
+        if workflow is not None:
+            for record in records:
+                verdict = verdicts.get(record["run_id"])
+                record["compat"] = None if verdict is None else verdict.to_json()
         click.echo(_escape_c1(to_json(records, indent=2)))
         return
     if not infos:
@@ -287,7 +332,8 @@ def runs_command(
     now = time.time()
     # the runs come newest first by their latest checkpoint: UPDATED counts from it too
     headers = ["ID", "WORKFLOW", "STATUS", "SUPERSTEPS", "PENDING", "UPDATED"]
-    headers += [name.upper() for name in columns] + ["ERROR"]
+    headers += [name.upper() for name in columns]
+    headers += (["COMPAT"] if workflow is not None else []) + ["ERROR"]
     rows: list[tuple[list[str], list[str]]] = [
         (
             [
@@ -298,6 +344,7 @@ def runs_command(
                 str(info.pending_requests) if info.status != CORRUPT else "?",
                 f"{_age(now - info.updated_at)} ago" if info.updated_at else "?",
                 *run_cells(columns, info).values(),
+                *([compat_cell(verdicts.get(info.run_id))] if workflow is not None else []),
                 _short(printable(info.error)) if info.error else "-",
             ],
             [],
@@ -308,6 +355,34 @@ def runs_command(
     size = _disk_usage(url)
     if size is not None:
         click.echo(f"{len(infos)} run(s); {_human_bytes(size)} on disk in {url}", err=True)
+
+
+def _against(target: str, allow_imports: bool) -> Any:
+    """The workflow of ``--against TARGET``, built as ``plait compat`` builds it: a
+    workflow file gets every capability but imports (unless ``allow_imports``), since
+    building it runs nothing."""
+    from plait_documents import Grants
+
+    from ._target import TargetError, load_target, parse_target
+
+    try:
+        grants = Grants.to_build(allow_imports=allow_imports)
+        return load_target(parse_target(target), allow_imports=allow_imports, allow=grants)
+    except TargetError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _judged(workflow: Any, url: str, infos: Sequence[RunInfo], policy: str) -> Mapping[str, Any]:
+    """``plait compat``'s verdict on each listed run that has a readable checkpoint, by
+    run id (:func:`compat_verdicts`)."""
+    from plait import PlaitError
+
+    change_policies(policy, against=True)  # none: a usage error naming what to install
+    listed = [info.run_id for info in infos if info.status not in (CORRUPT, PENDING)]
+    try:
+        return anyio.run(compat_verdicts, workflow, url, listed, policy)
+    except PlaitError as exc:
+        raise click.ClickException(f"--against: {type(exc).__name__}: {exc}") from exc
 
 
 def _disk_usage(url: str) -> int | None:

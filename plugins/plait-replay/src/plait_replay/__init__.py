@@ -12,7 +12,8 @@ first divergence (:class:`ReplayReport`).
 - :class:`ReplayOptions`: the run options this plugin declares (``record``,
   ``replay_with``);
 - :func:`replay` and :class:`ReplayReport`, :class:`Divergence`: a replay and what it
-  found;
+  found; :func:`replay_superstep`: one superstep replayed from a checkpoint the caller
+  gives and compared with the state it expects (``plait compat --dry-run``);
 - :func:`read_recording` and :class:`Recording`: a recorded run as its record holds it;
 - :func:`export_bundle`, :func:`import_bundle`, :class:`BundleInfo`: a recorded run as
   one portable file (``plait export``, ``plait import``), signed and redacted;
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
         ReplayReport as ReplayReport,
         replay as replay,
     )
+    from ._superstep import replay_superstep as replay_superstep
 
 
 @plait.hookimpl

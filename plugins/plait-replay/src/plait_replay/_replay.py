@@ -62,6 +62,30 @@ class Divergence:
     replayed: Any = None
     diff: Any = None
 
+    def headline(self) -> str:
+        """``diverged at superstep 3, executor 'writer'``."""
+        return f"diverged at superstep {self.superstep}" + (
+            f", executor {self.executor!r}" if self.executor else ""
+        )
+
+    def details(self, indent: str) -> list[str]:
+        """What differs, for a person: the message, the message's path, the diff (a JSON
+        Patch from the recorded value to the one now, or a request's unified diff), each
+        line starting with ``indent``."""
+        lines = [f"{indent}{self.message}"]
+        if self.path:
+            lines.append(
+                f"{indent}path: from {', '.join(self.path.get('from', [])) or '-'} "
+                f"via {', '.join(self.path.get('edge', [])) or '-'} to "
+                f"{self.path.get('to', '-')}"
+            )
+        if isinstance(self.diff, str):
+            lines.extend(f"{indent}{line}" for line in self.diff.splitlines())
+        elif self.diff is not None:
+            lines.append(f"{indent}diff (JSON Patch, recorded -> now):")
+            lines.extend(f"{indent}  {json.dumps(op, ensure_ascii=False)}" for op in self.diff)
+        return lines
+
 
 @attrs.frozen
 class ReplayReport:
@@ -98,21 +122,7 @@ class ReplayReport:
             )
             return head + (f"; re-recorded as run {self.rerecorded}" if self.rerecorded else "")
         d = self.divergence
-        lines = [
-            f"replay of run {self.run_id}: diverged at superstep {d.superstep}"
-            + (f", executor {d.executor!r}" if d.executor else ""),
-            f"  {d.message}",
-        ]
-        if d.path:
-            lines.append(
-                f"  path: from {', '.join(d.path.get('from', [])) or '-'} "
-                f"via {', '.join(d.path.get('edge', [])) or '-'} to {d.path.get('to', '-')}"
-            )
-        if isinstance(d.diff, str):
-            lines.extend(f"  {line}" for line in d.diff.splitlines())
-        elif d.diff is not None:
-            lines.append("  diff (JSON Patch, recorded -> now):")
-            lines.extend(f"    {json.dumps(op, ensure_ascii=False)}" for op in d.diff)
+        lines = [f"replay of run {self.run_id}: {d.headline()}", *d.details("  ")]
         if self.rerecorded:
             lines.append(f"re-recorded as run {self.rerecorded}")
         return "\n".join(lines)
@@ -225,26 +235,43 @@ async def _answered(
     while result.status is RunStatus.IDLE_WITH_PENDING_REQUESTS:
         run_id = options["run_id"]
         latest = await scratch.latest(run_id)
-        given = recording.answers.get((latest.superstep if latest else 0) + 1)
-        if not given:
-            break
-        pending = list(await workflow.pending_requests(run_id, scratch))
-        responses: dict[str, Any] = {}
-        for answer in given:
-            same = [
-                p
-                for p in pending
-                if p.executor_id == answer["executor"]
-                and answer.get("request_id", p.request_id) == p.request_id
-            ]
-            if same:
-                responses[same[0].request_id] = answer["value"]
-                pending.remove(same[0])
+        step = (latest.superstep if latest else 0) + 1
+        responses = await recorded_responses(workflow, recording, scratch, run_id, step)
         if not responses:
             break
         again = {k: v for k, v in options.items() if k not in ("run_id", "checkpoint")}
         result = await workflow.resume(run_id, scratch, responses=responses, **again)
     return result
+
+
+async def recorded_responses(
+    workflow: Any,
+    recording: Recording,
+    store: Any,
+    run_id: str,
+    superstep: int,
+    *,
+    accept_changes: bool = False,
+) -> dict[str, Any]:
+    """The answers the record says a resume gave in ``superstep`` to the requests run
+    ``run_id`` of ``store`` waits for, by request id: to the request of the same executor,
+    in order, or of the same id; empty when the record holds none there."""
+    given = recording.answers.get(superstep)
+    if not given:
+        return {}
+    pending = list(await workflow.pending_requests(run_id, store, accept_changes=accept_changes))
+    responses: dict[str, Any] = {}
+    for answer in given:
+        same = [
+            p
+            for p in pending
+            if p.executor_id == answer["executor"]
+            and answer.get("request_id", p.request_id) == p.request_id
+        ]
+        if same:
+            responses[same[0].request_id] = answer["value"]
+            pending.remove(same[0])
+    return responses
 
 
 def compare(

@@ -3,8 +3,10 @@ graph, server-sent events for live runs.
 
 Every page opens the store for the request and closes it after (a client library bound
 to one event loop never outlives it). Stored checkpoints are read as stored JSON
-(:func:`plait_durable.checkpoint_view`); the workflow (``--workflow``) is only used to
-answer requests, which resumes the run in this process under its lease.
+(:func:`plait_durable.checkpoint_view`); the workflow (``--workflow``) is used to answer
+requests, which resumes the run in this process under its lease, to replay recorded runs,
+and to judge the runs as ``plait compat`` would (the ``compat`` column and the run page's
+verdict, through the ``plait_change_policies`` hook: :func:`plait_cli.compat_verdicts`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,16 @@ import attrs
 import jinja2
 from plait import CheckpointError, PlaitError
 from plait.spi import PendingRequest, is_instance
-from plait_cli import PENDING, merge_pending, pending_runs, run_cells, run_columns
+from plait_cli import (
+    COMPAT_POLICY,
+    PENDING,
+    compat_cell,
+    compat_verdicts,
+    merge_pending,
+    pending_runs,
+    run_cells,
+    run_columns,
+)
 from plait_durable import (
     CORRUPT,
     DEFAULT_PAGE,
@@ -158,6 +169,20 @@ async def _column_cells(
     return cells
 
 
+async def _verdicts(
+    workflow: Workflow | None, store: CheckpointStore, run_ids: Sequence[str]
+) -> tuple[Mapping[str, Any] | None, str | None]:
+    """``plait compat``'s verdict on each of ``run_ids`` against ``--workflow`` (the runs
+    it does not judge left out), and ``None``; or ``None`` and why there is none (no
+    ``--workflow``: ``None, None``; no plugin that judges: what to install)."""
+    if workflow is None:
+        return None, None
+    try:
+        return await compat_verdicts(workflow, store, run_ids, COMPAT_POLICY), None
+    except PlaitError as exc:  # no plugin answers (it says what to install), or a store error
+        return None, f"the runs are not judged against --workflow: {exc}"
+
+
 def _pending_shown(info: RunInfo, params: Mapping[str, str]) -> bool:
     """Whether a run with no checkpoint yet (``plait_pending_runs``) passes the runs
     page's filters: it has a status, a target for a workflow and a time it was queued."""
@@ -274,6 +299,11 @@ class _Ui:
                 summaries = [RunSummary(**attrs.asdict(info, recurse=False)) for info in pending]
                 runs = merge_pending(runs, summaries)
                 cells = await _column_cells(store, columns, page.runs)  # (not queued ones)
+                verdicts, unjudged = await _verdicts(
+                    self.settings.workflow,
+                    store,
+                    [info.run_id for info in page.runs if info.status != CORRUPT],
+                )
         except ValueError as exc:
             raise HTTPException(400, str(exc)) from None
         elapsed = time.perf_counter() - started
@@ -289,6 +319,14 @@ class _Ui:
             warnings=warnings,
             columns=list(columns),
             cells=cells,
+            # the verdict of plait compat --workflow on each run (None: no column)
+            compat=(
+                None
+                if verdicts is None
+                else {info.run_id: compat_cell(verdicts.get(info.run_id)) for info in page.runs}
+            ),
+            compat_policy=COMPAT_POLICY,
+            unjudged=unjudged,
             query=dict(params.items()),
             statuses=STATUSES,
             next_query=next_query,
@@ -315,6 +353,7 @@ class _Ui:
             first = await store.load(infos[0].checkpoint_id) if index else view.checkpoint
             forks = (await list_runs(store, forked_from=run_id, limit=100)).runs
             journal = await read_journal(store, run_id)
+            verdicts, unjudged = await _verdicts(self.settings.workflow, store, [run_id])
         gantt = build_gantt(journal or [], around=point.info.superstep)
         origin = first.metadata.get("forked_from")
         changes = diff_views(parent.state if parent is not None else {}, view)
@@ -358,6 +397,11 @@ class _Ui:
             gantt_size=gantt_context(gantt),
             conversations=conversations(view),
             panels=run_panels(view.checkpoint.metadata),
+            # plait compat --workflow's verdict on the run (judged: False when none given)
+            judged=verdicts is not None,
+            verdict=None if verdicts is None else verdicts.get(run_id),
+            unjudged=unjudged,
+            compat_policy=COMPAT_POLICY,
         )
 
     def value(self, view: CheckpointView, path: list[Any]) -> dict[str, Any]:

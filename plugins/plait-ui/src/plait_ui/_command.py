@@ -27,7 +27,8 @@ def _missing_sqlite_file(url: str) -> Path | None:
     "target",
     metavar="TARGET",
     help="The workflow of the runs (module:attr, file.py:attr or a workflow file): needed "
-    "to answer requests, which resumes the run in this process.",
+    "to answer requests, which resumes the run in this process, and to replay recorded "
+    "runs; with plait-versions, each run shows plait compat's verdict against it.",
 )
 @click.option("--allow-imports", is_flag=True, help="Let a workflow file (--workflow) import code.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
@@ -59,7 +60,9 @@ def ui_command(
 
     Pages: the runs (filter, search, page), a run's graph coloured for a chosen superstep,
     a scrubber over its checkpoints, the state, outputs and what changed, failures with
-    their traceback, forks, and answers to pending requests (with --workflow).
+    their traceback, forks, and answers to pending requests (with --workflow). With
+    --workflow, the runs page and each run's page show the verdict plait compat TARGET
+    gives the run (migrate, as_is, rejected …), under policy migrate.
     """
     import socket
 

@@ -20,7 +20,13 @@ that changed, its policy decides (:func:`resume`, ``plait resume --on-change``):
 - :func:`decide` and :class:`Verdict`: what a policy makes of a stored run, without
   running or writing anything; :func:`compat_report` for every unfinished run of a
   workflow, what ``plait compat TARGET --checkpoint URL`` prints (exit 1 when a run would
-  be stranded).
+  be stranded); :func:`verdicts_of` for the runs named, what the ``COMPAT`` column of
+  ``plait runs --against`` and ``plait ui --workflow`` shows (through
+  ``plait_change_policies``).
+- :func:`dry_run` and :class:`DryRun`: ``plait compat --dry-run``, a recorded run's last
+  recorded superstep run again under the new workflow from a migrated copy
+  (:func:`migrated_checkpoint`) of the checkpoint before it, against its record
+  (plait-replay), nothing written to the store.
 - Errors: :class:`MigrationError` (names the migration, the run, the path of the bad
   value), :class:`NoMigrationError`, :class:`PinnedRunError`.
 
@@ -39,7 +45,9 @@ if TYPE_CHECKING:
         UNFINISHED as UNFINISHED,
         CompatReport as CompatReport,
         compat_report as compat_report,
+        verdicts_of as verdicts_of,
     )
+    from ._dry_run import DryRun as DryRun, dry_run as dry_run
     from ._errors import (
         MigrationError as MigrationError,
         NoMigrationError as NoMigrationError,
@@ -61,6 +69,7 @@ if TYPE_CHECKING:
         apply_verdict as apply_verdict,
         decide as decide,
         migrate_run as migrate_run,
+        migrated_checkpoint as migrated_checkpoint,
         resume as resume,
     )
     from ._prepare import (

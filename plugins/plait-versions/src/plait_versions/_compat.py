@@ -12,7 +12,7 @@ worked out once per stored fingerprint, not once per run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
@@ -24,7 +24,7 @@ from ._policy import Differ, Verdict, decide
 if TYPE_CHECKING:
     from plait import Workflow
 
-__all__ = ["UNFINISHED", "CompatReport", "compat_report"]
+__all__ = ["UNFINISHED", "CompatReport", "compat_report", "verdicts_of"]
 
 #: The statuses of a run that may still be resumed.
 UNFINISHED = ("running", "idle_with_pending_requests", "failed")
@@ -68,25 +68,49 @@ async def compat_report(
     or after ``since`` (seconds since the epoch), under policy ``on_change``. Reads the
     store; runs and writes nothing. A run the listing cannot name the workflow of (a
     sealed store keeps the name in the sealed metadata) is read to find out."""
+    run_ids: list[str] = []
+    for status in UNFINISHED:
+        cursor: str | None = None
+        while True:
+            page = await list_runs(store, status=status, since=since, limit=_PAGE, cursor=cursor)
+            run_ids.extend(s.run_id for s in page.runs if s.workflow in (workflow.name, None))
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+    found = await verdicts_of(workflow, store, run_ids, on_change=on_change)
+    return CompatReport(workflow.name, workflow.version, sorted(found.values(), key=_run_id))
+
+
+def _run_id(verdict: Verdict) -> str:
+    return verdict.run_id
+
+
+async def verdicts_of(
+    workflow: Workflow,
+    store: CheckpointStore,
+    run_ids: Iterable[str],
+    *,
+    on_change: str = "migrate",
+) -> dict[str, Verdict]:
+    """The verdict (:func:`~plait_versions.decide` under ``on_change``) on each of
+    ``run_ids`` that is an unfinished run of ``workflow`` (its latest checkpoint names the
+    workflow and is one of :data:`UNFINISHED`), by run id; the others are left out.
+    What ``plait compat`` judges, and the ``COMPAT`` column of ``plait runs --against``
+    and ``plait ui --workflow`` (through the ``plait_change_policies`` hook). Reads each
+    run's latest checkpoint; the per-node diff is worked out once per stored fingerprint."""
     from plait import get_plugin_manager
 
     graph = compiled_graph(workflow)
     current = get_plugin_manager().durability("plait compat").fingerprint(graph)
     differ = Differ(current)
-    verdicts: list[Verdict] = []
-    for status in UNFINISHED:
-        cursor: str | None = None
-        while True:
-            page = await list_runs(store, status=status, since=since, limit=_PAGE, cursor=cursor)
-            for summary in page.runs:
-                if summary.workflow not in (workflow.name, None):
-                    continue
-                latest = await store.latest(summary.run_id)
-                if latest is None or latest.metadata.get("workflow") != workflow.name:
-                    continue
-                verdicts.append(await decide(workflow, store, latest, on_change, differ=differ))
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-    verdicts.sort(key=lambda v: v.run_id)
-    return CompatReport(workflow.name, workflow.version, verdicts)
+    found: dict[str, Verdict] = {}
+    for run_id in dict.fromkeys(run_ids):
+        latest = await store.latest(run_id)
+        if (
+            latest is None
+            or latest.status not in UNFINISHED
+            or latest.metadata.get("workflow") != workflow.name
+        ):
+            continue
+        found[run_id] = await decide(workflow, store, latest, on_change, differ=differ)
+    return found

@@ -59,6 +59,7 @@ __all__ = [
     "Verdict",
     "decide",
     "migrate_run",
+    "migrated_checkpoint",
     "resume",
 ]
 
@@ -307,21 +308,62 @@ async def migrate_run(
     write the result as the run's new latest checkpoint, which records the new version and
     the migrations that ran; ``workflow.resume`` then goes on from it.
 
-    Atomic: the chain runs on a copy, its result is checked against ``workflow``'s declared
-    types and restored as a resume would restore it, and only then is one checkpoint saved
-    (under the run's lease, its blobs with it; a sealed store signs it). A failure at any
-    point writes nothing.
+    Atomic: the chain runs on a copy (:func:`migrated_checkpoint`), its result is checked
+    against ``workflow``'s declared types and restored as a resume would restore it, and
+    only then is one checkpoint saved (under the run's lease, its blobs with it; a sealed
+    store signs it). A failure at any point writes nothing.
 
     :raises MigrationError: a migration failed or its result does not fit, naming the
         migration, the run and the path of the bad value.
     :raises RunLeaseError: another worker holds the run, or wrote to it meanwhile.
     """
+    view = await checkpoint_view(store, checkpoint.checkpoint_id)
+    new = migrated_checkpoint(workflow, checkpoint, view.state, chain)
+    run_id = checkpoint.run_id
+    lease = await store.acquire_lease(run_id, ttl=30.0)
+    try:
+        latest = await store.latest(run_id)
+        if latest is None or latest.checkpoint_id != checkpoint.checkpoint_id:
+            raise RunLeaseError(
+                f"run {run_id!r} was written by another worker while it was being migrated "
+                f"(its latest checkpoint is no longer {checkpoint.checkpoint_id!r}); resume "
+                "it again"
+            )
+        if has_blobs(store):
+            writer = BlobWriter()
+            new = attrs.evolve(new, state=externalize_state(new.state, writer))
+            blob_store = cast(BlobStore, store)  # (has_blobs: it takes them with a save)
+            await blob_store.save(new, lease=lease, blobs=writer.take_new())
+        else:
+            await store.save(new, lease=lease)
+    finally:
+        try:
+            await store.release_lease(lease)
+        except CheckpointError:
+            pass  # it expires on its own
+    return new
+
+
+def migrated_checkpoint(
+    workflow: Workflow,
+    checkpoint: Checkpoint,
+    before: Mapping[str, Any],
+    chain: Sequence[Migration],
+) -> Checkpoint:
+    """The checkpoint stored run ``checkpoint`` becomes through ``chain``, written nowhere:
+    its full state ``before`` (values inline: :func:`plait_durable.checkpoint_view`)
+    migrated on a copy, checked against ``workflow``'s declared types and restored as a
+    resume would restore it; its metadata records the new version and the migrations
+    that ran. :func:`migrate_run` saves it; ``plait compat --dry-run`` runs a superstep
+    on it in a scratch store.
+
+    :raises MigrationError: a migration failed or its result does not fit, naming the
+        migration, the run and the path of the bad value.
+    """
     graph = compiled_graph(workflow)
     run_id = checkpoint.run_id
     where = f"run {run_id!r} (checkpoint {checkpoint.checkpoint_id!r})"
     last = chain[-1].name if chain else None
-    view = await checkpoint_view(store, checkpoint.checkpoint_id)
-    before = view.state
     if before.get("pipeline") is not None:
         raise MigrationError(
             f"{where} is a cut of the pipelined schedule, which is not migrated; resume it "
@@ -376,7 +418,7 @@ async def migrate_run(
             "from_checkpoint": checkpoint.checkpoint_id,
         },
     )
-    new = attrs.evolve(
+    return attrs.evolve(
         checkpoint,
         checkpoint_id=uuid.uuid4().hex,
         parent_id=checkpoint.checkpoint_id,
@@ -386,28 +428,6 @@ async def migrate_run(
         metadata=metadata,
         base_id=None,
     )
-    lease = await store.acquire_lease(run_id, ttl=30.0)
-    try:
-        latest = await store.latest(run_id)
-        if latest is None or latest.checkpoint_id != checkpoint.checkpoint_id:
-            raise RunLeaseError(
-                f"run {run_id!r} was written by another worker while it was being migrated "
-                f"(its latest checkpoint is no longer {checkpoint.checkpoint_id!r}); resume "
-                "it again"
-            )
-        if has_blobs(store):
-            writer = BlobWriter()
-            new = attrs.evolve(new, state=externalize_state(new.state, writer))
-            blob_store = cast(BlobStore, store)  # (has_blobs: it takes them with a save)
-            await blob_store.save(new, lease=lease, blobs=writer.take_new())
-        else:
-            await store.save(new, lease=lease)
-    finally:
-        try:
-            await store.release_lease(lease)
-        except CheckpointError:
-            pass  # it expires on its own
-    return new
 
 
 async def stored_checkpoint(store: CheckpointStore, id: str) -> Checkpoint:

@@ -14,8 +14,12 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
     from plait import Workflow
     from plait_durable import CheckpointStore
+
+    from ._policy import Verdict
 
 from ._policies import POLICIES
 
@@ -43,10 +47,33 @@ class Prepared:
 
 
 class ChangePolicies:
-    """The answer to ``plait_change_policies``: :data:`POLICIES`, and :meth:`prepare`."""
+    """The answer to ``plait_change_policies``: :data:`POLICIES`, :meth:`prepare` and
+    :meth:`verdicts`."""
 
     #: the policies, in the order they are listed
     names: tuple[str, ...] = POLICIES
+
+    async def verdicts(
+        self,
+        workflow: Workflow,
+        store: str | CheckpointStore,
+        run_ids: Iterable[str],
+        policy: str = "migrate",
+    ) -> Mapping[str, Verdict]:
+        """``plait compat``'s verdict (:class:`~plait_versions.Verdict`) on each of
+        ``run_ids`` that is an unfinished run of ``workflow`` in ``store``, under
+        ``policy``, by run id: what the
+        ``COMPAT`` column of ``plait runs --against`` and ``plait ui --workflow`` shows.
+        Nothing runs and nothing is written.
+
+        :raises ValueError: ``policy`` is not one of :data:`POLICIES`.
+        """
+        from plait_durable import opened_store
+
+        from ._compat import verdicts_of
+
+        async with opened_store(store) as opened:
+            return await verdicts_of(workflow, opened, run_ids, on_change=policy)
 
     async def prepare(
         self,
