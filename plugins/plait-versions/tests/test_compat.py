@@ -128,3 +128,6 @@ def test_the_benchmark_runs() -> None:
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
     assert record["measure"] == "compat" and record["runs"] == 20
+    # the dry-run's share: three recorded runs, each dry-run and matching its record
+    assert record["dry_run_runs"] == 3 and record["dry_run_outcomes"] == {"match": 3}
+    assert record["dry_run_median_ms_per_run"] > 0

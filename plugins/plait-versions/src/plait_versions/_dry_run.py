@@ -149,9 +149,9 @@ async def dry_run(workflow: Workflow, store: CheckpointStore, verdict: Verdict) 
         return DryRun(run_id, "cannot", str(exc), step)
     except PlaitError as exc:
         return DryRun(run_id, "failed", f"{type(exc).__name__}: {exc}", step)
-    how = f"superstep {step}, run from the checkpoint before it"
+    how = f"superstep {step} run again from the checkpoint before it"
     if verdict.chain:
-        how += f" migrated through {', '.join(verdict.chain)} (and the record with it)"
+        how += f", both migrated through {', '.join(verdict.chain)}"
     if report.equal:
         return DryRun(run_id, "match", how, step)
     return DryRun(run_id, "diverged", how, step, report.divergence)
