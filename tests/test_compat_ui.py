@@ -1,8 +1,8 @@
 """``plait ui --workflow TARGET`` with plait-versions: the runs page has a ``compat`` column
 with ``plait compat TARGET``'s verdict on each run, and a run's page shows the verdict with
 its reason, its migrations and what changed; plait-ui gets them through the
-``plait_change_policies`` hook, never importing plait-versions. Real runs of two versions
-of one workflow in a real store."""
+``plait_change_policies`` hook, never importing plait-versions (without it, the pages have
+no verdict). Real runs of two versions of one workflow in a real store."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import pytest
 from plait import Executor, Never, Workflow, WorkflowContext, get_plugin_manager, handler
+from plait.spi import PluginManager, set_plugin_manager
 from plait_builders import WorkflowBuilder
 from plait_ui import UiSettings, make_app
 from plait_versions import RunSnapshot, register_migration
@@ -147,3 +148,17 @@ def test_a_runs_page_shows_its_verdict_reason_and_changes(tmp_path: Path, name: 
     assert 'id="compat-verdict" class="muted">not judged' in finished
     with signed_in(url) as client:
         assert 'id="compat"' not in client.get(f"/runs/{runs['migrate']}").text
+
+
+def test_without_plait_versions_the_pages_have_no_verdict(tmp_path: Path, name: str) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    runs = _runs(url, name)
+    previous = set_plugin_manager(PluginManager(disabled=["plait-versions"]))
+    try:
+        with signed_in(url, workflow=desk(name, 2, AskV2("ask"))) as client:
+            listing = client.get("/")
+            page = client.get(f"/runs/{runs['migrate']}")
+    finally:
+        set_plugin_manager(previous)
+    assert listing.status_code == 200 and page.status_code == 200
+    assert "column-compat" not in listing.text and 'id="compat' not in page.text

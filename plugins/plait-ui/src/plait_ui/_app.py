@@ -24,7 +24,7 @@ import anyio
 import anyio.abc
 import attrs
 import jinja2
-from plait import CheckpointError, PlaitError
+from plait import CheckpointError, PlaitError, UnknownNameError
 from plait.spi import PendingRequest, is_instance
 from plait_cli import (
     COMPAT_POLICY,
@@ -173,13 +173,16 @@ async def _verdicts(
     workflow: Workflow | None, store: CheckpointStore, run_ids: Sequence[str]
 ) -> tuple[Mapping[str, Any] | None, str | None]:
     """``plait compat``'s verdict on each of ``run_ids`` against ``--workflow`` (the runs
-    it does not judge left out), and ``None``; or ``None`` and why there is none (no
-    ``--workflow``: ``None, None``; no plugin that judges: what to install)."""
+    it does not judge left out), and ``None``; or ``None`` and why there is none: ``None``
+    without ``--workflow`` or a plugin that judges (plait-versions: the verdict is an
+    extra of ``--workflow``, whose help names it), else what went wrong."""
     if workflow is None:
         return None, None
     try:
         return await compat_verdicts(workflow, store, run_ids, COMPAT_POLICY), None
-    except PlaitError as exc:  # no plugin answers (it says what to install), or a store error
+    except UnknownNameError:
+        return None, None
+    except PlaitError as exc:  # a store that cannot be read now: the page says so
         return None, f"the runs are not judged against --workflow: {exc}"
 
 
