@@ -88,7 +88,8 @@ def compat_command(
     (superstep, executor, message path, JSON Patch), as plait replay reports it. A
     workflow file then gets only the capabilities granted here (--allow, --trust).
 
-    Exits 1 when any run would be stranded (or, with --dry-run, diverged), 0 otherwise.
+    Exits 1 when any run would be stranded (or, with --dry-run, diverged), 0 otherwise;
+    2 for a usage error (--dry-run without plait-replay installed).
 
     TARGET is module:attr, path/to/file.py:attr or a workflow file, as for plait run.
     """
