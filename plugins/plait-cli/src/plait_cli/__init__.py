@@ -33,15 +33,21 @@ listings (``plait_run_columns``) are read with :func:`run_columns` and :func:`ru
 (``plait runs`` and ``plait ui`` show them); the runs plugins add that have no checkpoint
 yet (``plait_pending_runs``) with :func:`pending_runs` and :func:`merge_pending`. Test a
 command with ``click.testing.CliRunner().invoke(make_cli(), ["greet", "Ada"])``.
+
+These hooks are ``plait-cli``'s own (:mod:`plait_cli.hookspecs`, declared through
+``plait_addhooks`` as the plugin is registered), with ``plait_change_policies``, which
+``plait resume --on-change`` asks.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from plait.spi import lazy_exports
+from plait.spi import hookimpl, lazy_exports
 
 if TYPE_CHECKING:
+    from plait.spi import PluginManager
+
     from ._app import (
         CommandConflictError as CommandConflictError,
         PlaitGroup as PlaitGroup,
@@ -64,6 +70,14 @@ if TYPE_CHECKING:
         parse_target as parse_target,
     )
     from ._version import __version__ as __version__
+
+
+@hookimpl
+def plait_addhooks(pluginmanager: PluginManager) -> None:
+    """Declare the hooks ``plait-cli`` calls (:mod:`plait_cli.hookspecs`)."""
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 # Every process that loads Plait's plugins imports this module (entry point ``cli``); click

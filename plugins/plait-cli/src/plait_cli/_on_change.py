@@ -17,10 +17,23 @@ from plait import PlaitError, Workflow, get_plugin_manager
 
 from ._follow import execute
 
-__all__ = ["PolicyType", "apply_policy", "change_policies"]
+__all__ = ["PolicyType", "apply_policy", "change_policies", "policies"]
 
-#: The hook that gives the policies (the kernel names its distribution).
+#: The hook that gives the policies (:mod:`plait_cli.hookspecs`).
 HOOK = "plait_change_policies"
+#: The distribution that answers it, named when no installed plugin does.
+PROVIDER = "plait-versions"
+
+
+def policies(what: str) -> Any:
+    """What the first plugin to answer ``plait_change_policies`` gives (its ``names`` and
+    ``prepare``), for ``what``; kept until the plugins change.
+
+    :raises UnknownNameError: no plugin answers.
+    :raises PluginLoadError: the plugin that answers raises or gives an object without
+        ``names`` and ``prepare``, naming its distribution.
+    """
+    return get_plugin_manager().first(HOOK, "change policies", what, ("names", "prepare"))
 
 
 def change_policies(policy: str) -> Any:
@@ -31,13 +44,11 @@ def change_policies(policy: str) -> Any:
     """
     from plait import UnknownNameError
 
-    manager = get_plugin_manager()
     try:
-        return manager.change_policies(f"plait resume --on-change {policy}")
+        return policies(f"plait resume --on-change {policy}")
     except UnknownNameError as exc:
-        distribution = manager.provider("hook", HOOK)
-        if distribution is None:
-            raise click.UsageError(str(exc)) from exc
+        manager = get_plugin_manager()
+        distribution = manager.provider("hook", HOOK) or PROVIDER
         raise click.UsageError(
             f"--on-change {policy}: the policies for a changed workflow come with "
             f"{distribution} ({manager.how_to_install(distribution)}); without it, a "
@@ -60,7 +71,7 @@ class PolicyType(_ParamType):
 
     def _names(self) -> tuple[str, ...]:
         try:
-            return tuple(get_plugin_manager().change_policies("plait resume --help").names)
+            return tuple(policies("plait resume --help").names)
         except PlaitError:  # none installed (or a broken plugin, which running says)
             return ()
 
