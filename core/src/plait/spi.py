@@ -26,6 +26,8 @@ from . import _exports
 
 if TYPE_CHECKING:
     from ._building import (
+        MAX_LOAD_NODES as MAX_LOAD_NODES,
+        MAX_NESTING as MAX_NESTING,
         BuildContext as BuildContext,
         CompiledExpression as CompiledExpression,
         CompiledTemplate as CompiledTemplate,
