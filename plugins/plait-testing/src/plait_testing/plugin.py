@@ -190,7 +190,11 @@ def _keep_plugin_manager(config: pytest.Config) -> None:
 
     began = set_plugin_manager(None)
     set_plugin_manager(began)
-    config.add_cleanup(lambda: set_plugin_manager(began))
+
+    def give_back() -> None:
+        set_plugin_manager(began)
+
+    config.add_cleanup(give_back)
 
 
 def _set_for_session(config: pytest.Config, variable: str) -> None:
