@@ -30,6 +30,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import plait_cli.hookspecs
+import plait_ui.hookspecs
 import pytest
 from plait import _hookspecs as hookspecs
 from plait.spi import PluginManager, set_plugin_manager
@@ -211,10 +213,12 @@ def test_the_test_files_a_page_shows_pass(page: Path, tmp_path: Path) -> None:
 
 
 def hook_specs() -> dict[str, Any]:
-    """Every hook specification in :mod:`plait._hookspecs`, by name."""
+    """Every hook specification in :mod:`plait._hookspecs`, and in the modules of the
+    first-party plugins that declare hooks of their own (``plait_addhooks``), by name."""
     return {
         name: fn
-        for name, fn in vars(hookspecs).items()
+        for module in (hookspecs, plait_cli.hookspecs, plait_ui.hookspecs)
+        for name, fn in vars(module).items()
         if name.startswith("plait_") and hasattr(fn, "plait_spec")
     }
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import plait_catalog
+import plait_cli
 import plait_ui
 import pytest
 from click.testing import CliRunner, Result
@@ -67,9 +68,13 @@ def test_with_plait_ui_the_command_is_there(
 
 def test_the_command_table_names_the_commands_plait_ui_adds() -> None:
     # the catalog's "command" names are checked here, where plait-ui's commands can be listed
-    manager = make_plugin_manager(fake_entry_point("ui", plait_ui, distribution="plait-ui"))
+    manager = make_plugin_manager(
+        fake_entry_point("cli", plait_cli, distribution="plait-cli"),
+        fake_entry_point("ui", plait_ui, distribution="plait-ui"),
+    )
+    manager.load_entrypoints()
     cli = PlaitGroup(name="plait")
-    manager.register_commands(cli)
+    manager.pm.hook.plait_register_commands(cli=cli)
     assert sorted(cli.commands) == sorted(plait_catalog.FIRST_PARTY["plait-ui"]["command"])
 
 

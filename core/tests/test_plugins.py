@@ -680,95 +680,106 @@ def test_an_edge_runner_missing_a_protocol_member_is_named_at_build(
     )
 
 
-class ColumnsOf:
-    """A plugin whose ``plait_run_columns`` answers ``answer``."""
+# -- hooks a plugin declares (plait_addhooks) ---------------------------------------------------
 
-    def __init__(self, answer: Any) -> None:
-        self.answer = answer
+
+class Specs:
+    """The hooks a plugin calls: one answered by every plugin, one by the first."""
+
+    @plait.spi.hookspec
+    def plait_greetings(self, who: str) -> str | None:
+        """Say hello to ``who``."""
+
+    @plait.spi.hookspec(firstresult=True)
+    def plait_farewell(self) -> Any:
+        """Say goodbye."""
+
+
+class Declares:
+    """A plugin that declares :class:`Specs` for the plugins that extend it."""
 
     @plait.hookimpl
-    def plait_run_columns(self) -> Any:
-        return self.answer
+    def plait_addhooks(self, pluginmanager: PluginManager) -> None:
+        pluginmanager.add_hookspecs(Specs)
 
 
-class PendingOf:
-    """A plugin whose ``plait_pending_runs`` answers ``runs`` (an async function giving
-    them), ``None`` when ``runs`` is, or raises ``error`` when asked to list."""
+class Greets:
+    """A plugin that answers the declared hooks."""
 
-    def __init__(self, runs: list[str] | None, error: str | None = None) -> None:
-        self.runs, self.error = runs, error
+    def __init__(self, word: str) -> None:
+        self.word = word
 
     @plait.hookimpl
-    def plait_pending_runs(self, store: str, queues: Sequence[str]) -> Any:
-        if self.runs is None:
-            return None
+    def plait_greetings(self, who: str) -> str:
+        return f"{self.word} {who}"
 
-        async def listed() -> list[str]:
-            if self.error is not None:
-                raise RuntimeError(self.error)
-            return [f"{run}@{store}/{'+'.join(queues)}" for run in self.runs or []]
-
-        return listed
+    @plait.hookimpl
+    def plait_farewell(self) -> Any:
+        return types.SimpleNamespace(names=("bye",), prepare=None, word=self.word)
 
 
-def test_pending_runs_are_gathered_and_a_failing_source_is_a_warning(
-    plait_plugin_manager: PluginManager, plait_register_plugin: Callable[..., str]
-) -> None:
-    import anyio
+class GreetsIfDeclared:
+    """A plugin that answers a declared hook of a plugin that may not be installed."""
 
-    def pending() -> tuple[list[Any], list[str]]:
-        return anyio.run(lambda: plait_plugin_manager.pending_runs("s://x", ["q"]))
+    @plait.hookimpl(optionalhook=True)
+    def plait_greetings(self, who: str) -> str:
+        return f"hi {who}"
 
-    assert pending() == ([], [])
-    plait_register_plugin(PendingOf(["a", "b"]), "first")
-    plait_register_plugin(PendingOf(None), "quiet")
-    plait_register_plugin(PendingOf([], error="server down"), "broken")
-    assert pending() == (
-        ["a@s://x/q", "b@s://x/q"],
-        ["plugin 'broken' could not list its runs: server down"],
+
+def test_a_plugin_loaded_before_the_one_declaring_a_hook_may_implement_it() -> None:
+    # entry points load by distribution: "a-greets" before "z-declares", whose hooks are
+    # known only once it is registered; nothing fails, and the hook calls both answers
+    manager = make_plugin_manager(
+        fake_entry_point("greets", Greets("hello"), distribution="a-greets"),
+        fake_entry_point("declares", Declares(), distribution="z-declares"),
     )
+    manager.load_entrypoints()
+    assert [p.status for p in manager.describe()] == ["loaded", "loaded"]
+    answers = [(name, call(who="Ada")) for name, call in manager.implementations("plait_greetings")]
+    assert answers == [("greets", "hello Ada")]
+    farewell = manager.first("plait_farewell", "farewell", "the test", ("names", "prepare"))
+    assert farewell.word == "hello"
+    # plait plugins lists the firstresult hook a plugin answers, declared by a plugin or not
+    infos = {info.name: info.registered for info in manager.describe()}
+    assert infos["greets"] == {"hook": ["plait_farewell"]}
 
 
-def test_run_columns_are_merged_and_a_bad_answer_names_its_plugin(
-    plait_plugin_manager: PluginManager, plait_register_plugin: Callable[..., str]
+def test_a_hook_no_installed_plugin_declares_fails_its_plugin_unless_optional() -> None:
+    manager = make_plugin_manager(
+        fake_entry_point("greets", Greets("hello"), distribution="a-greets"),
+        fake_entry_point("optional", GreetsIfDeclared(), distribution="b-optional"),
+    )
+    manager.load_entrypoints(strict=False)
+    infos = {info.name: info for info in manager.describe()}
+    assert infos["optional"].status == "loaded"
+    assert infos["greets"].status == "failed"
+    assert infos["greets"].error is not None
+    assert "plugin 'greets' implements unknown hook 'plait_farewell', 'plait_greetings'" in (
+        infos["greets"].error
+    )
+    assert "phase 'register'" in infos["greets"].error
+
+
+def test_an_in_process_plugin_declares_hooks_as_it_is_registered(
+    plait_plugin_manager: PluginManager, register_plugin: RegisterPlugin
 ) -> None:
-    assert plait_plugin_manager.run_columns() == {}
-    plait_register_plugin(ColumnsOf({"a": str}), "first")
-    plait_register_plugin(ColumnsOf(None), "quiet")
-    plait_register_plugin(ColumnsOf({"b": repr}), "second")
-    assert plait_plugin_manager.run_columns() == {"b": repr, "a": str}
-    plait_register_plugin(ColumnsOf({"c": "not callable"}), "wrong")
-    with pytest.raises(RegistrationError, match="plait_run_columns of plugin 'wrong' must"):
-        plait_plugin_manager.run_columns()
-    plait_plugin_manager.unregister("wrong")
-    plait_register_plugin(ColumnsOf({"a": len}), "again")
-    with pytest.raises(PluginConflictError, match="'a' is given by both plugin 'again' and"):
-        plait_plugin_manager.run_columns()
+    with pytest.raises(RegistrationError, match="implements unknown hook 'plait_farewell'"):
+        plait_plugin_manager.register(Greets("hey"), "early")
+    assert plait_plugin_manager.get_plugin("early") is None
+    register_plugin(Declares(), "declares")
+    register_plugin(Greets("hey"), "greets")
+    with pytest.raises(PluginLoadError, match="does not fit the farewell protocol: lacks other"):
+        plait_plugin_manager.first("plait_farewell", "farewell", "the test", ("names", "other"))
 
 
-class PanelsOf:
-    """A plugin whose ``plait_run_panels`` answers ``answer`` (raises it, if an error)."""
-
-    def __init__(self, answer: Any) -> None:
-        self.answer = answer
-
-    @plait.hookimpl
-    def plait_run_panels(self, metadata: Any) -> Any:
-        if isinstance(self.answer, Exception):
-            raise self.answer
-        return self.answer(metadata) if callable(self.answer) else self.answer
-
-
-def test_run_panels_are_merged_and_a_bad_or_raising_one_becomes_a_panel_saying_so(
-    plait_plugin_manager: PluginManager, plait_register_plugin: Callable[..., str]
+def test_a_raising_plait_addhooks_leaves_nothing_registered(
+    plait_plugin_manager: PluginManager,
 ) -> None:
-    assert plait_plugin_manager.run_panels({}) == {}
-    plait_register_plugin(PanelsOf(lambda m: {"seen": {"title": str(m["n"])}}), "reads")
-    plait_register_plugin(PanelsOf(None), "quiet")
-    assert plait_plugin_manager.run_panels({"n": 3}) == {"seen": {"title": "3"}}
-    plait_register_plugin(PanelsOf(RuntimeError("no panel")), "raises")
-    plait_register_plugin(PanelsOf({"x": "not a panel"}), "wrong")
-    panels = plait_plugin_manager.run_panels({"n": 4})
-    assert panels["seen"] == {"title": "4"}
-    assert panels["raises"] == {"title": "raises", "error": "RuntimeError('no panel')"}
-    assert panels["wrong"]["error"].startswith("plait_run_panels must return a mapping")
+    class Raises:
+        @plait.hookimpl
+        def plait_addhooks(self, pluginmanager: PluginManager) -> None:
+            raise RuntimeError("no specs today")
+
+    with pytest.raises(RegistrationError, match="plait_addhooks raised RuntimeError"):
+        plait_plugin_manager.register(Raises(), "raises")
+    assert plait_plugin_manager.pm.get_plugin("raises") is None

@@ -15,6 +15,10 @@ the blobs queued in the ``MULTI`` that is never executed.
 ``PLAIT_GROWING_BUNDLES=1`` runs 36 steps of 2 KB messages instead: the N-th save with
 blobs holds N messages, so the 32nd writes the transcript's first bundle (its first 32
 messages as one blob).
+
+With ``PLAIT_GROWING_HOLD=N:MARKER`` the agent's invocation of superstep ``N`` writes
+MARKER and waits to be killed (:func:`plait_testing.kills.hold`): the run's latest
+checkpoint is then superstep ``N - 1``'s.
 """
 
 from __future__ import annotations
@@ -23,16 +27,19 @@ import json
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
 from plait import Workflow, WorkflowContext, executor
 from plait_builders import WorkflowBuilder
+from plait_testing.kills import hold
 
 BUNDLES = os.environ.get("PLAIT_GROWING_BUNDLES") == "1"
 STEPS = 36 if BUNDLES else 24
 SLEEP = float(os.environ.get("PLAIT_GROWING_SLEEP", "0.01"))
 KILL_AT = int(os.environ.get("PLAIT_KILL_AT_BLOB_SAVE", "0"))
+HOLD_AT, _, MARKER = os.environ.get("PLAIT_GROWING_HOLD", "").partition(":")
 _saves_with_blobs = 0
 
 
@@ -45,6 +52,8 @@ def build() -> Workflow:
     async def agent(transcript: list, ctx: WorkflowContext[list, list]) -> None:
         grown = [*transcript, message(len(transcript))]
         await ctx.set_shared_state("transcript", grown)
+        if HOLD_AT and ctx.superstep == int(HOLD_AT):
+            await hold(Path(MARKER))
         await anyio.sleep(SLEEP)
         if len(grown) >= STEPS:
             await ctx.yield_output([len(grown), grown[-1][:12]])

@@ -14,8 +14,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,7 @@ from typing import Any
 import anyio
 import pytest
 from plait_durable import blob_refs, load_blob, open_store, resolve_state
-from plait_testing.kills import latest_superstep
+from plait_testing.kills import finish, kill, spawn, wait_until
 
 GROWING = Path(__file__).with_name("growing.py")
 STEPS = 24  # growing.STEPS
@@ -43,26 +41,19 @@ def any_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 def _start(
-    mode: str, url: str, run_id: str, kill_at: int = 0, bundles: bool = False
+    mode: str, url: str, run_id: str, kill_at: int = 0, bundles: bool = False, hold: str = ""
 ) -> subprocess.Popen[str]:
+    """``growing.py``; ``hold``: ``N:MARKER``, held in superstep N (see its docstring)."""
     env = {
-        **os.environ,
         "PLAIT_KILL_AT_BLOB_SAVE": str(kill_at),
         "PLAIT_GROWING_BUNDLES": "1" if bundles else "0",
+        "PLAIT_GROWING_HOLD": hold,
     }
-    return subprocess.Popen(
-        [sys.executable, str(GROWING), mode, url, run_id],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    return spawn(GROWING, mode, url, run_id, env=env)
 
 
 def _finish(proc: subprocess.Popen[str]) -> Any:
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
-    return json.loads(out)
+    return json.loads(finish(proc))
 
 
 async def _check_run(url: str, run_id: str) -> tuple[int, int]:
@@ -118,19 +109,19 @@ def test_a_kill_between_blobs_and_checkpoint_leaves_no_dangling_reference(
         assert left == reached and left  # the orphans of the killed save are gone
 
 
-def test_kills_at_random_points_resume_to_the_uninterrupted_outputs(any_store_url: str) -> None:
+def test_kills_at_random_points_resume_to_the_uninterrupted_outputs(
+    any_store_url: str, tmp_path: Path
+) -> None:
     url = any_store_url
     expected = _finish(_start("run", url, f"clean-{uuid.uuid4().hex}"))
     rng = random.Random(f"{SEED}:random:{url.split(':')[0]}")
     for point in [rng.randrange(0, STEPS) for _ in range(4)]:
         run_id = f"random-{point}-{uuid.uuid4().hex}"
-        victim = _start("run", url, run_id)
-        deadline = time.monotonic() + 60
-        while victim.poll() is None and latest_superstep(url, run_id) < point:
-            assert time.monotonic() < deadline, "the run never reached its kill point"
-            time.sleep(0.002)
-        victim.send_signal(signal.SIGKILL)
-        victim.wait(timeout=10)
+        # held in the superstep after checkpoint `point`: the kill lands there
+        marker = tmp_path / f"{run_id}.held"
+        victim = _start("run", url, run_id, hold=f"{point + 1}:{marker}")
+        wait_until(marker.exists, "the run held at its kill point", process=victim)
+        kill(victim)
         anyio.run(_check_run, url, run_id)
         assert _finish(_start("resume", url, run_id)) == expected
         left, reached = anyio.run(_prune_and_count, url, run_id)

@@ -11,16 +11,13 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import subprocess
-import sys
-import time
 import uuid
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from plait_testing.kills import latest_superstep
+from plait_testing.kills import finish, kill, spawn, wait_until
 from test_crash_resume import CRASHY, _ran
 
 KILL_POINTS = int(os.environ.get("PLAIT_KILL_POINTS", "20"))
@@ -40,46 +37,37 @@ def any_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return url
 
 
-def _start(mode: str, url: str, run_id: str, log: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "PLAIT_CRASHY_SLEEP": "0.005"}
-    return subprocess.Popen(
-        [sys.executable, str(CRASHY), mode, url, run_id, str(log)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+def _start(mode: str, url: str, run_id: str, log: Path, hold: str = "") -> subprocess.Popen[str]:
+    """``crashy.py``; ``hold``: ``N:MARKER``, held in superstep N (see its docstring)."""
+    env = {"PLAIT_CRASHY_SLEEP": "0.005", "PLAIT_CRASHY_HOLD": hold}
+    return spawn(CRASHY, mode, url, run_id, str(log), env=env)
 
 
 def test_seeded_kill_points_all_resume_to_the_uninterrupted_outputs(
     any_store_url: str, tmp_path: Path
 ) -> None:
     url = any_store_url
-    clean = _start("run", url, f"clean-{uuid.uuid4().hex}", tmp_path / "clean.log")
-    out, err = clean.communicate(timeout=60)
-    assert clean.returncode == 0, err
-    expected = json.loads(out)
+    expected = json.loads(
+        finish(_start("run", url, f"clean-{uuid.uuid4().hex}", tmp_path / "clean.log"))
+    )
     rng = random.Random(f"{SEED}:{url.split(':')[0]}")
     points = [rng.randrange(0, expected["supersteps"]) for _ in range(KILL_POINTS)]
     survived = 0
     for batch_start in range(0, len(points), AT_ONCE):
         batch = points[batch_start : batch_start + AT_ONCE]
         victims = []
+        held: list[tuple[Path, subprocess.Popen[str]]] = []
         for i, point in enumerate(batch):
             run_id = f"kill-{batch_start + i}-{uuid.uuid4().hex}"
             log = tmp_path / f"{run_id}.log"
-            victims.append((point, run_id, log, _start("run", url, run_id, log)))
-        pending = list(victims)
-        deadline = time.monotonic() + 60
-        while pending:
-            assert time.monotonic() < deadline, "a run never reached its kill point"
-            for victim in list(pending):
-                point, run_id, _log, proc = victim
-                if proc.poll() is not None or latest_superstep(url, run_id) >= point:
-                    proc.send_signal(signal.SIGKILL)
-                    proc.wait(timeout=10)
-                    pending.remove(victim)
-            time.sleep(0.005)
+            # held in the superstep after checkpoint `point`: the kill lands there
+            marker = tmp_path / f"{run_id}.held"
+            proc = _start("run", url, run_id, log, hold=f"{point + 1}:{marker}")
+            victims.append((point, run_id, log, proc))
+            held.append((marker, proc))
+        for marker, proc in held:
+            wait_until(marker.exists, f"the run held at {marker.name}", process=proc)
+            kill(proc)
         # what each victim logged before it died; the resumer appends to the same log
         before = {run_id: _ran(log) for _, run_id, log, _ in victims}
         resumers = [
@@ -87,9 +75,7 @@ def test_seeded_kill_points_all_resume_to_the_uninterrupted_outputs(
         ]
         final = (expected["supersteps"], "join")
         for run_id, log, proc in resumers:
-            out, err = proc.communicate(timeout=60)
-            assert proc.returncode == 0, (run_id, err)
-            got = json.loads(out)
+            got = json.loads(finish(proc))
             assert got == expected, (run_id, got)
             runs: Counter[tuple[int, str]] = _ran(log)
             # the fan-in fires once per process that runs the final superstep: a victim

@@ -9,10 +9,7 @@ its commit had not reached a cut (at most twice in all).
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
-import sys
-import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -21,17 +18,13 @@ from typing import Any
 import anyio
 import pytest
 from plait_durable import open_store
+from plait_testing.kills import finish, kill, spawn, wait_until
 
 PIPECRASH = Path(__file__).with_name("pipecrash.py")
 
 
 def _python(*args: str, log: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, str(PIPECRASH), *args, str(log)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return spawn(PIPECRASH, *args, str(log))
 
 
 def _latest(url: str, run_id: str) -> Any:
@@ -68,30 +61,23 @@ def test_sigkill_with_a_partly_filled_fan_in_in_a_loop_resumes_to_the_clean_outp
 ) -> None:
     clean_log, crash_log = tmp_path / "clean.log", tmp_path / "crash.log"
     clean = _python("run", "superstep", plait_store_url, f"clean-{uuid.uuid4().hex}", log=clean_log)
-    clean_out, err = clean.communicate(timeout=60)
-    assert clean.returncode == 0, err
-    expected = json.loads(clean_out)
+    expected = json.loads(finish(clean))
 
     run_id = f"crash-{uuid.uuid4().hex}"
     victim = _python("run", "pipelined", plait_store_url, run_id, log=crash_log)
-    deadline = time.monotonic() + 30
-    while True:  # the second cut with a partly filled buffer: a round or more in
+
+    def reached() -> bool:  # the second cut with a partly filled buffer: a round or more in
         latest = _latest(plait_store_url, run_id)
-        if _partly_filled(latest) and latest.superstep > 4:
-            break
-        assert victim.poll() is None, victim.communicate()
-        assert time.monotonic() < deadline, "the run never reached the kill point"
-        time.sleep(0.005)
-    victim.send_signal(signal.SIGKILL)
-    victim.wait(timeout=10)
-    assert victim.returncode == -signal.SIGKILL
+        return _partly_filled(latest) and latest.superstep > 4
+
+    wait_until(reached, "the run reached the kill point", process=victim)
+    kill(victim)
     cut = _latest(plait_store_url, run_id)
     assert cut.status == "running", "killed too late to prove anything"
 
-    resumed = _python("resume", resume_schedule, plait_store_url, run_id, log=crash_log)
-    out, err = resumed.communicate(timeout=60)
-    assert resumed.returncode == 0, err
-    got = json.loads(out)
+    got = json.loads(
+        finish(_python("resume", resume_schedule, plait_store_url, run_id, log=crash_log))
+    )
     assert got["outputs"] == expected["outputs"]  # the fan-in fired once per round
     assert got["supersteps"] == expected["supersteps"]
 

@@ -17,14 +17,13 @@ import os
 import random
 import signal
 import subprocess
-import sys
-import time
 import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
+from plait_testing import kills
 from test_pipelined_crash import PIPECRASH, _latest, _ran
 
 SEED = int(os.environ.get("PLAIT_KILL_SEED", "22"))
@@ -32,17 +31,8 @@ SLEEP = "0.04"
 
 
 def _python(*args: str, log: Path, kill: str | None = None) -> subprocess.Popen[str]:
-    env = {**os.environ, "PLAIT_PIPECRASH_SLEEP": SLEEP}
-    env.pop("PLAIT_PIPECRASH_KILL", None)
-    if kill is not None:
-        env["PLAIT_PIPECRASH_KILL"] = kill
-    return subprocess.Popen(
-        [sys.executable, str(PIPECRASH), *args, str(log)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    env = {"PLAIT_PIPECRASH_SLEEP": SLEEP, "PLAIT_PIPECRASH_KILL": kill or ""}
+    return kills.spawn(PIPECRASH, *args, str(log), env=env)
 
 
 #: store URL -> the uninterrupted run's output and what it ran (one run per store)
@@ -53,9 +43,7 @@ def _clean(url: str, log: Path) -> tuple[dict[str, Any], Counter[tuple[int, str]
     scheme = url.split(":")[0]
     if scheme not in _CLEAN:
         clean = _python("run", "superstep", url, f"clean-{uuid.uuid4().hex}", log=log)
-        out, err = clean.communicate(timeout=60)
-        assert clean.returncode == 0, err
-        _CLEAN[scheme] = (json.loads(out), _ran(log))
+        _CLEAN[scheme] = (json.loads(kills.finish(clean)), _ran(log))
     return _CLEAN[scheme]
 
 
@@ -69,27 +57,26 @@ def test_a_pipelined_run_killed_anywhere_resumes_to_the_clean_outputs(
     resume_schedule = rng.choice(["pipelined", "superstep"])
     run_id = f"kill-{kill}-{uuid.uuid4().hex}"
     if kill == "time":
+        # killed as soon as the run is under way (it wrote a checkpoint), wherever it is
         victim = _python("run", "pipelined", plait_store_url, run_id, log=crash_log)
-        deadline = time.monotonic() + 30
-        while _latest(plait_store_url, run_id) is None:  # the run is under way
-            assert victim.poll() is None, victim.communicate()
-            assert time.monotonic() < deadline, "the run never wrote a checkpoint"
-            time.sleep(0.005)
-        time.sleep(rng.uniform(0.0, 0.4))
-        victim.send_signal(signal.SIGKILL)
+        kills.wait_until(
+            lambda: _latest(plait_store_url, run_id) is not None,
+            "the run wrote a checkpoint",
+            process=victim,
+        )
+        kills.kill(victim)
     else:
         # the first save is the run's first checkpoint; then one cut per commit or so
         at = f"{kill}:{rng.randrange(2, 20)}"
         victim = _python("run", "pipelined", plait_store_url, run_id, log=crash_log, kill=at)
-    victim.wait(timeout=60)
-    assert victim.returncode == -signal.SIGKILL, victim.communicate()
+        victim.wait(timeout=kills.TIMEOUT)  # it kills itself there
+        assert victim.returncode == -signal.SIGKILL, victim.communicate()
     cut = _latest(plait_store_url, run_id)
     assert cut is not None and cut.status == "running", "killed too late to prove anything"
 
-    resumed = _python("resume", resume_schedule, plait_store_url, run_id, log=crash_log)
-    out, err = resumed.communicate(timeout=60)
-    assert resumed.returncode == 0, err
-    got = json.loads(out)
+    got = json.loads(
+        kills.finish(_python("resume", resume_schedule, plait_store_url, run_id, log=crash_log))
+    )
     assert got["outputs"] == expected["outputs"]  # the fan-in fired once per round
     assert got["supersteps"] == expected["supersteps"]
 

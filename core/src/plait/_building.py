@@ -270,6 +270,8 @@ class LoadScope:
         self.depth = 0
         self.nodes = 0
         self.builds = 0  # specs built (what the regression tests count)
+        #: the bounds of this load (a test of the bounds lowers them for one load)
+        self.max_nesting, self.max_nodes = MAX_NESTING, MAX_LOAD_NODES
         # key -> (the objects the key names by identity, kept alive; the value)
         self._made: dict[tuple[Any, ...], tuple[tuple[Any, ...], Any]] = {}
 
@@ -319,12 +321,12 @@ def load_scope() -> Iterator[LoadScope]:
 def _nested(spec: WorkflowSpec, source: str | None) -> Iterator[None]:
     """One more level of a load, within its bounds."""
     with load_scope() as scope:
-        if scope.depth >= MAX_NESTING:
-            raise _too_much(f"workflows nest more than {MAX_NESTING} deep here", spec, source)
+        if scope.depth >= scope.max_nesting:
+            raise _too_much(f"workflows nest more than {scope.max_nesting} deep here", spec, source)
         scope.nodes += len(spec.nodes)
-        if scope.nodes > MAX_LOAD_NODES:
+        if scope.nodes > scope.max_nodes:
             raise _too_much(
-                f"the document expands to more than {MAX_LOAD_NODES:,} nodes, nested "
+                f"the document expands to more than {scope.max_nodes:,} nodes, nested "
                 "workflows included",
                 spec,
                 source,

@@ -38,6 +38,29 @@ class Register(Protocol):
 
 
 # ---------------------------------------------------------------------------
+# Hooks of plugins: a plugin that calls hooks of its own declares them.
+# ---------------------------------------------------------------------------
+
+
+@hookspec(historic=True)
+def plait_addhooks(pluginmanager: Any) -> None:
+    """Declare the hooks a plugin calls, for the plugins that extend it (pytest's
+    ``pytest_addhooks``): ``pluginmanager.add_hookspecs(module)`` adds the ``plait_*``
+    hook specifications of ``module``, as this module's are (``plait-cli`` declares the
+    columns and commands that other plugins add to it).
+
+    Called for every plugin as it is registered, whatever the order: a plugin loaded
+    before the one that declares a hook may implement it. What a plugin implements is
+    checked against the declared hooks once every installed plugin is loaded; a plugin
+    that implements a hook of an optional plugin marks it
+    ``@hookimpl(optionalhook=True)``, so that it loads where that plugin is not installed.
+
+    :param pluginmanager: the :class:`plait.spi.PluginManager` registering the plugin.
+    :return: nothing; every implementation is called.
+    """
+
+
+# ---------------------------------------------------------------------------
 # Registries: called once per plugin when the plugin manager builds its registries.
 # ---------------------------------------------------------------------------
 
@@ -318,73 +341,6 @@ def plait_install_hint(distribution: str) -> str | None:
     """
 
 
-@hookspec
-def plait_run_columns() -> Mapping[str, Any] | None:
-    """Add columns to the run listings of ``plait runs`` and ``plait ui``.
-
-    A column is a name and a function of one listed run: ``value(info) -> str``, ``info``
-    a ``plait_durable.RunInfo`` whose ``metadata`` is its latest checkpoint's metadata as
-    the listing read it (stored JSON: untrusted, and empty when the listing did not read
-    the checkpoint). The function reads only what ``info`` holds (never the store: a
-    listing of thousands of runs calls it once per run) and returns a short string
-    (``"-"`` when it has nothing to say); the listings escape it, shorten it, and show
-    ``?`` when it raises. Column names are unique: two plugins giving one name is an error
-    naming both.
-
-    :return: ``{name: value}``, the columns in the order to show them, or ``None``;
-        every implementation is called.
-    """
-
-
-@hookspec
-def plait_run_panels(metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """Add panels to the page of one run in ``plait ui``: what a plugin reads from the
-    metadata of the checkpoint the page shows (a budget's spend per unit and per node).
-
-    A panel is plain data the page renders (escaped): ``{"title": str, "bars": [{"label":
-    str, "fraction": float (0 to 1), "text": str}], "columns": [str], "rows": [[str]]}``,
-    every key but ``title`` optional. ``metadata`` is stored JSON: untrusted; read only
-    numbers and names from it, never the store.
-
-    :param metadata: the checkpoint's metadata (``metadata["observers"]`` holds what the
-        run's observers kept).
-    :return: ``{name: panel}`` (a name is the panel's id on the page), or ``None`` (the
-        plugin has nothing to show for this run); every implementation is called.
-    """
-
-
-@hookspec
-def plait_pending_runs(store: str, queues: Sequence[str]) -> Any:
-    """Add runs that have no checkpoint yet to the run listings of ``plait runs`` and
-    ``plait ui``: runs a task queue holds for the checkpoint store ``store`` that no worker
-    has checkpointed.
-
-    ``plait-workers`` answers it for PostgreSQL and Redis stores.
-
-    The answer is ``None`` (nothing for this store: decide from the URL alone, with no
-    connection) or an ``async`` function of no arguments returning the runs, each a
-    ``plait_durable.RunInfo`` whose ``status`` is the source's state (``queued`` …) and
-    whose ``created_at``/``updated_at`` say when it was submitted. It reads its source
-    once per listing, within a time bound of its own, and raises when it cannot (the
-    listing then shows a warning naming the plugin, and the runs it has). A listed run
-    that has checkpoints is shown once, from its latest checkpoint.
-
-    :param store: the checkpoint store's URL.
-    :param queues: queue names the user asked for besides the default
-        (``plait runs --queue NAME``), or empty.
-    :return: ``None`` or the async function; every implementation is called.
-    """
-
-
-@hookspec
-def plait_register_commands(cli: Any) -> None:
-    """Add sub-commands to the ``plait`` command-line interface.
-
-    :param cli: the CLI's command group; the CLI plugin documents its type.
-    :return: nothing; every implementation is called.
-    """
-
-
 # ---------------------------------------------------------------------------
 # The one of each: asked when the kernel first needs it; the first plugin to answer wins.
 # ---------------------------------------------------------------------------
@@ -420,35 +376,6 @@ def plait_documents() -> Any:
 
     :return: the documents machinery (a :class:`plait.spi.Documents`), or ``None`` to
         leave it to another plugin; stops at the first non-``None`` result.
-    """
-
-
-@hookspec(firstresult=True)
-def plait_change_policies() -> Any:
-    """Give what applies a policy for a changed workflow to a stored run before it
-    resumes (``plait resume --on-change POLICY``).
-
-    The answer has ``names``, the policies it knows in the order to list them, and
-    ``async prepare(workflow, store, run_id, policy, *, allow=None)``, which applies
-    ``policy`` to stored run ``run_id`` (or the run of checkpoint ``run_id``) of the
-    checkpoint store ``store`` (a URL or an open store) for a resume with ``workflow``,
-    ``allow`` being the grants typed for it: it may write the run a new checkpoint (a
-    migration) or refuse the run (an error naming why), and returns what the resume
-    needs: ``run_id``, ``accept_changes`` (bool), ``workflow`` (the one to resume with:
-    ``workflow``, or another the policy chose) and ``note`` (a line for the person who
-    resumes, or ``""``). For a workflow file the caller also passes ``document`` (its
-    path) and, when typed, ``pinned_document`` and ``run_stored_document``; under ``pin``
-    the answer may carry ``document``, the stored document the run resumes on.
-    ``async verdicts(workflow, store, run_ids, policy)`` judges stored runs without running
-    or writing anything (``plait compat``'s verdict): run id -> a verdict with ``outcome``
-    (``as_is``, ``accept``, ``migrate``, ``pinned`` or ``rejected``), ``reason``,
-    ``chain``, ``changes``, ``stranded`` and ``to_json()``, for each of ``run_ids`` that
-    is an unfinished run of ``workflow`` (``plait runs --against``, ``plait ui
-    --workflow``). ``plait-versions`` gives it; without it, ``--on-change`` and
-    ``--against`` fail naming that distribution.
-
-    :return: the policies, or ``None`` to leave them to another plugin; stops at the
-        first non-``None`` result.
     """
 
 

@@ -29,7 +29,7 @@ import inspect
 import os
 import re
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -54,6 +54,7 @@ from ._registry import (
     Lazy,
     Registration,
     Registry,
+    _has,
     resolve,
 )
 from ._version import __version__
@@ -100,16 +101,10 @@ _SEAMS: dict[tuple[str, str], str] = {
     ("hook", "plait_documents"): "plait-documents",
     ("hook", "plait_workflow_as_connection"): "plait-builders",
     ("hook", "plait_workflow_as_agent"): "plait-teams",
-    ("hook", "plait_change_policies"): "plait-versions",
     # the run option that makes a run durable (``Workflow.resume``'s word too)
     ("run_option", "checkpoint"): "plait-durable",
     ("run_option", "max_lead"): "plait-pipeline",  # the pipelined schedule's lead
 }
-
-
-#: ``firstresult`` hooks that take arguments (so nothing is kept): listed with the
-#: singletons as the hooks a plugin answers (``plait plugins``, the catalog).
-_ANSWERED = ("plait_workflow_as_connection", "plait_workflow_as_agent")
 
 
 def core_version() -> str:
@@ -515,16 +510,23 @@ class HookManager(pluggy.PluginManager):
         return super().parse_hookimpl_opts(plugin, name)
 
 
-def register_hooks(pm: pluggy.PluginManager, obj: Any, name: str) -> None:
+def register_hooks(pm: pluggy.PluginManager, obj: Any, name: str, *, check: bool = True) -> None:
     """Register ``obj``'s hook implementations with ``pm`` under ``name``, or raise
     :class:`~plait.RegistrationError` leaving nothing registered: no coroutines, only hooks
-    Plait specifies (pluggy's ``check_pending``), with arguments their specification has."""
+    Plait or a plugin specifies (:func:`check_known`, unless ``check`` is false: loading the
+    installed plugins checks once all of them have declared their hooks), with arguments
+    their specification has."""
     try:
         pm.register(obj, name=name)
     except pluggy.PluginValidationError as exc:
         raise RegistrationError(f"plugin {name!r}: {exc}") from exc
-    except ValueError as exc:  # pluggy: this name (or this object) is registered already
-        raise PluginConflictError(f"plugin {name!r} cannot be registered: {exc}") from exc
+    except Exception as exc:
+        if pm.get_plugin(name) is obj:  # its plait_addhooks raised as pluggy called it
+            pm.unregister(name=name)
+            raise RegistrationError(f"plugin {name!r}: plait_addhooks raised {exc!r}") from exc
+        if isinstance(exc, ValueError):  # pluggy: this name (or object) is registered already
+            raise PluginConflictError(f"plugin {name!r} cannot be registered: {exc}") from exc
+        raise
     mine = [
         (caller.name, impl)
         for caller in pm.get_hookcallers(obj) or ()
@@ -546,14 +548,25 @@ def register_hooks(pm: pluggy.PluginManager, obj: Any, name: str) -> None:
                 "the kernel calls each plugin's implementation of this hook on its own (so "
                 "what it registers is that plugin's), and a wrapper would never run"
             )
-    try:
-        pm.check_pending()
-    except pluggy.PluginValidationError as exc:
-        unknown = [caller.name for caller in pm.get_hookcallers(obj) or () if not caller.has_spec()]
+    if check:
+        check_known(pm, name)
+
+
+def check_known(pm: pluggy.PluginManager, name: str) -> None:
+    """Raise :class:`~plait.RegistrationError`, unregistering plugin ``name``, when it
+    implements a hook that neither Plait nor a plugin declares (``plait_addhooks``) and
+    that it does not mark ``optionalhook=True`` (pluggy's ``check_pending``)."""
+    unknown = [
+        caller.name
+        for caller in pm.get_hookcallers(pm.get_plugin(name)) or ()
+        if not caller.has_spec()
+        and any(i.plugin_name == name and not i.optionalhook for i in caller.get_hookimpls())
+    ]
+    if unknown:
         pm.unregister(name=name)
         raise RegistrationError(
             f"plugin {name!r} implements unknown hook {', '.join(map(repr, unknown))}"
-        ) from exc
+        )
 
 
 def call_each(pm: pluggy.PluginManager, hook_name: str) -> Iterator[pluggy.HookImpl]:
@@ -628,6 +641,23 @@ class PluginManager:
         self._loaded = False
         self._conflicts: dict[str, list[str]] = {}
         self._changed()
+        # every plugin registered from now on declares its own hooks as it is registered
+        self.pm.hook.plait_addhooks.call_historic(kwargs={"pluginmanager": self})
+
+    def add_hookspecs(self, module_or_class: Any) -> None:
+        """Add the hook specifications (``@plait.spi.hookspec``, ``plait_*``) of
+        ``module_or_class``: what a plugin's ``plait_addhooks`` implementation calls to
+        declare the hooks it calls. Implementations registered before are checked against
+        them at once.
+
+        :raises RegistrationError: an implementation registered before takes an argument
+            its new specification does not have, naming the hook and the plugin.
+        """
+        try:
+            self.pm.add_hookspecs(module_or_class)
+        except pluggy.PluginValidationError as exc:
+            raise RegistrationError(str(exc)) from exc
+        self._changed()
 
     def _changed(self) -> None:
         """Forget everything worked out from the registered hook implementations: called
@@ -695,10 +725,16 @@ class PluginManager:
                 phase = "import"
                 obj = ep.load()
                 phase = "register"
-                self._register_hooks(obj, ep.name)
+                self._register_hooks(obj, ep.name, check=False)
                 plugin.obj = obj
             except Exception as exc:
                 self._fail(plugin, phase, exc)
+        for plugin in self._plugins.values():  # every plugin has declared its hooks now
+            if plugin.obj is not None:
+                try:
+                    check_known(self.pm, plugin.name)
+                except RegistrationError as exc:
+                    self._fail(plugin, "register", exc)
         if installed is not None:
             installed.save()
         self._build_registries()
@@ -736,8 +772,8 @@ class PluginManager:
         plugin.error = err
         return err
 
-    def _register_hooks(self, obj: Any, name: str) -> None:
-        register_hooks(self.pm, obj, name)
+    def _register_hooks(self, obj: Any, name: str, *, check: bool = True) -> None:
+        register_hooks(self.pm, obj, name, check=check)
         self._changed()
 
     def _unregister_hooks(self, name: str) -> None:
@@ -957,9 +993,23 @@ class PluginManager:
                 collected[reg.kind].setdefault(reg.name, []).append(reg)
         return collected, []
 
-    def _first(self, hook_name: str, kind: str, what: str) -> Any:
-        """What the first plugin to answer ``hook_name`` (a ``firstresult`` hook) gives,
-        checked against the protocol of ``kind`` and kept until the plugins change.
+    def first(
+        self,
+        hook_name: str,
+        kind: str,
+        what: str,
+        provides: tuple[str, ...] = (),
+    ) -> Any:
+        """What the first plugin to answer ``hook_name`` (a ``firstresult`` hook without
+        arguments) gives, checked against the protocol of ``kind`` and kept until the
+        plugins change: the kernel's singletons, and those a plugin declares
+        (``plait_addhooks``) for what it calls.
+
+        :param hook_name: the hook.
+        :param kind: what the answer is, for errors ("durability").
+        :param what: what it is asked for, for errors ("plait resume --on-change").
+        :param provides: the attributes the answer must have (a lazy one, declare);
+            the kernel knows its own singletons'.
 
         :raises UnknownNameError: no plugin answers, naming the distribution that would.
         :raises PluginLoadError: the plugin that answers raises or gives an object that
@@ -969,7 +1019,7 @@ class PluginManager:
         if found is not None:
             return found
         self.load_entrypoints()
-        check = SINGLETONS[hook_name]
+        check = SINGLETONS.get(hook_name) or _has(*provides)
         for impl in call_each(self.pm, hook_name):
             plugin = self._plugins[impl.plugin_name]
             try:
@@ -1000,7 +1050,7 @@ class PluginManager:
 
         :raises UnknownNameError: no plugin gives one, naming the distribution to install.
         """
-        return self._first("plait_durability", "durability", what)
+        return self.first("plait_durability", "durability", what)
 
     def documents(self, what: str) -> Any:
         """The documents machinery (``plait_documents``; ``plait-documents`` gives it), for
@@ -1008,15 +1058,19 @@ class PluginManager:
 
         :raises UnknownNameError: no plugin gives one, naming the distribution to install.
         """
-        return self._first("plait_documents", "documents", what)
+        return self.first("plait_documents", "documents", what)
 
-    def change_policies(self, what: str) -> Any:
-        """The policies for a changed workflow (``plait_change_policies``;
-        ``plait-versions`` gives them), for ``what``.
-
-        :raises UnknownNameError: no plugin gives them, naming the distribution to install.
-        """
-        return self._first("plait_change_policies", "change policies", what)
+    def implementations(self, hook_name: str) -> list[tuple[str, Callable[..., Any]]]:
+        """Each plugin's implementation of ``hook_name``, with the plugin's name, in
+        pluggy's call order (``tryfirst`` and ``trylast`` apply): for the caller of a hook
+        a plugin declares (``plait_addhooks``) to call one at a time, so that what each
+        returns or raises is that plugin's. ``call(**arguments)`` passes the arguments the
+        implementation takes (it may take fewer than its specification)."""
+        self.load_entrypoints()
+        return [
+            (impl.plugin_name, functools.partial(call_impl, impl))
+            for impl in call_each(self.pm, hook_name)
+        ]
 
     def workflow_as_connection(self, workflow: Any, prefix: str | None) -> Any:
         """What the first plugin answering ``plait_workflow_as_connection`` makes of
@@ -1071,85 +1125,6 @@ class PluginManager:
 
         return combine(found)
 
-    def run_columns(self) -> dict[str, Callable[[Any], str]]:
-        """The columns the plugins add to run listings (``plait_run_columns``): name ->
-        ``value(info)``, in pluggy's call order.
-
-        :raises RegistrationError: an answer is not a mapping of names to callables,
-            naming the plugin.
-        :raises PluginConflictError: two plugins give one column name, naming both.
-        """
-        self.load_entrypoints()
-        columns: dict[str, Callable[[Any], str]] = {}
-        owners: dict[str, str] = {}
-        for impl in call_each(self.pm, "plait_run_columns"):
-            answer = call_impl(impl) or {}
-            if not isinstance(answer, Mapping) or not all(
-                isinstance(name, str) and name and callable(value) for name, value in answer.items()
-            ):
-                raise RegistrationError(
-                    f"plait_run_columns of plugin {impl.plugin_name!r} must return a mapping "
-                    f"of column names to functions, got {answer!r}"
-                )
-            for name, value in answer.items():
-                if name in owners:
-                    raise PluginConflictError(
-                        f"run listing column {name!r} is given by both plugin "
-                        f"{owners[name]!r} and plugin {impl.plugin_name!r}; disable one "
-                        f"({DISABLE_ENV}=name)"
-                    )
-                owners[name] = impl.plugin_name
-                columns[name] = value
-        return columns
-
-    def run_panels(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
-        """The panels the plugins add to a run's page (``plait_run_panels``) for a
-        checkpoint's ``metadata``: name -> panel, in pluggy's call order. A plugin whose
-        answer raises, or is not a mapping of names to mappings, gets a panel of its own
-        saying so (``{"title": plugin, "error": why}``): one plugin's bug never hides the
-        page."""
-        self.load_entrypoints()
-        panels: dict[str, Any] = {}
-        for impl in call_each(self.pm, "plait_run_panels"):
-            try:
-                answer = call_impl(impl, metadata=metadata) or {}
-            except Exception as exc:  # the page still shows; the panel says why
-                answer = {impl.plugin_name: {"title": impl.plugin_name, "error": repr(exc)}}
-            if not isinstance(answer, Mapping) or not all(
-                isinstance(name, str) and isinstance(panel, Mapping)
-                for name, panel in answer.items()
-            ):
-                error = (
-                    "plait_run_panels must return a mapping of names to panels, "
-                    f"got {answer!r:.200}"
-                )
-                answer = {impl.plugin_name: {"title": impl.plugin_name, "error": error}}
-            panels.update(answer)
-        return panels
-
-    async def pending_runs(
-        self, store: str, queues: Sequence[str] = ()
-    ) -> tuple[list[Any], list[str]]:
-        """The runs with no checkpoint yet that the plugins add to a listing of ``store``
-        (``plait_pending_runs``), and a warning line for each plugin that failed to say
-        (a listing goes on without them)."""
-        self.load_entrypoints()
-        runs: list[Any] = []
-        problems: list[str] = []
-        for impl in call_each(self.pm, "plait_pending_runs"):
-            try:
-                answer = call_impl(impl, store=store, queues=tuple(queues))
-                if answer is not None:
-                    runs.extend(await answer())
-            except Exception as exc:
-                problems.append(f"plugin {impl.plugin_name!r} could not list its runs: {exc}")
-        return runs, problems
-
-    def register_commands(self, cli: Any) -> None:
-        """Call ``plait_register_commands`` (after loading plugins) so they add CLI commands."""
-        self.load_entrypoints()
-        self.pm.hook.plait_register_commands(cli=cli)
-
     # -- reporting ---------------------------------------------------------------
 
     def describe(self) -> list[PluginInfo]:
@@ -1165,10 +1140,11 @@ class PluginManager:
         assert self._registries is not None
         infos: list[PluginInfo] = []
         gives = {
-            hook_name: {
-                impl.plugin_name for impl in getattr(self.pm.hook, hook_name).get_hookimpls()
-            }
-            for hook_name in (*SINGLETONS, *_ANSWERED)
+            caller.name: {impl.plugin_name for impl in caller.get_hookimpls()}
+            for caller in vars(self.pm.hook).values()
+            if isinstance(caller, pluggy.HookCaller)
+            and caller.spec is not None
+            and caller.spec.opts.get("firstresult")
         }
         for plugin in self._plugins.values():
             registered: dict[str, list[str]] = {}

@@ -155,7 +155,6 @@ SINGLETONS: dict[str, Callable[[Any], str | None]] = {
         "run", "opened", "load", "restore", "snapshot", "pending_requests", "fingerprint"
     ),
     "plait_documents": _has("load", "load_spec", "agent_names"),
-    "plait_change_policies": _has("names", "prepare", "verdicts"),
 }
 
 

@@ -26,6 +26,8 @@ from . import _exports
 
 if TYPE_CHECKING:
     from ._building import (
+        MAX_LOAD_NODES as MAX_LOAD_NODES,
+        MAX_NESTING as MAX_NESTING,
         BuildContext as BuildContext,
         CompiledExpression as CompiledExpression,
         CompiledTemplate as CompiledTemplate,
@@ -51,7 +53,7 @@ if TYPE_CHECKING:
     from ._executor import Handler as Handler
     from ._exports import lazy_exports as lazy_exports
     from ._graph import CompiledGraph as CompiledGraph
-    from ._hookspecs import Register as Register, hookimpl as hookimpl
+    from ._hookspecs import Register as Register, hookimpl as hookimpl, hookspec as hookspec
     from ._observer import (
         Invocation as Invocation,
         RunObserver as RunObserver,

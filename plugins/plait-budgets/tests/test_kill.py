@@ -8,44 +8,28 @@ again and is counted at its use."""
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from plait_testing.kills import finish, kill, spawn, wait_until
 
 CRASHY = Path(__file__).with_name("budget_crashy.py")
-
-
-def _python(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, str(CRASHY), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=Path(__file__).parent,
-    )
 
 
 def test_kill_9_mid_call_then_resume_keeps_the_ledger_exact(tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'runs.db'}"
     log = tmp_path / "calls.log"
-    victim = _python("run", store, "budgeted", str(log))
-    deadline = time.monotonic() + 60
-    while not (log.exists() and "budget-test c go" in log.read_text().replace("ok", "go")):
-        assert victim.poll() is None, victim.communicate()
-        assert time.monotonic() < deadline, "the run never reached agent c"
-        time.sleep(0.01)
-    victim.send_signal(signal.SIGKILL)
-    victim.wait(timeout=10)
-    assert victim.returncode == -signal.SIGKILL
+    victim = spawn(CRASHY, "run", store, "budgeted", str(log))
+    wait_until(
+        lambda: log.exists() and "budget-test c go" in log.read_text().replace("ok", "go"),
+        "the run reached agent c",
+        process=victim,
+    )
+    kill(victim)
 
-    resumed = _python("resume", store, "budgeted", str(log))
-    out, err = resumed.communicate(timeout=120)
-    assert resumed.returncode == 0, err
-    report = json.loads(out)
+    report = json.loads(finish(spawn(CRASHY, "resume", store, "budgeted", str(log))))
     assert report["outputs"] == ["ok"]
     started = log.read_text().splitlines()
     # a and b ran once (checkpointed), c twice (killed in flight, then again), d once
@@ -83,7 +67,7 @@ def test_kill_9_counts_a_call_that_ended_in_the_lost_superstep_at_its_use(tmp_pa
 
     store = f"sqlite:///{tmp_path / 'runs.db'}"
     log = tmp_path / "calls.log"
-    victim = _python("run", store, "fan-1", str(log))
+    victim = spawn(CRASHY, "run", store, "fan-1", str(log))
 
     async def settled() -> int:
         opened = open_store(store)
@@ -93,18 +77,14 @@ def test_kill_9_counts_a_call_that_ended_in_the_lost_superstep_at_its_use(tmp_pa
             await opened.aclose()
         return sum(1 for e in events if e.kind == "call_settled")
 
-    deadline = time.monotonic() + 60
-    while not (log.exists() and "budget-test q go" in log.read_text() and anyio.run(settled) == 1):
-        assert victim.poll() is None, victim.communicate()
-        assert time.monotonic() < deadline, "p never ended while q was in flight"
-        time.sleep(0.05)
-    victim.send_signal(signal.SIGKILL)
-    victim.wait(timeout=10)
+    wait_until(
+        lambda: log.exists() and "budget-test q go" in log.read_text() and anyio.run(settled) == 1,
+        "p ended while q was in flight",
+        process=victim,
+    )
+    kill(victim)
 
-    resumed = _python("resume", store, "fan-1", str(log))
-    out, err = resumed.communicate(timeout=120)
-    assert resumed.returncode == 0, err
-    usage = json.loads(out)["usage"]
+    usage = json.loads(finish(spawn(CRASHY, "resume", store, "fan-1", str(log))))["usage"]
     assert usage["lost_calls"] == {"settled": 1, "in_flight": 1}
     assert {e: u["model_calls"] for e, u in usage["by_executor"].items()} == {"p": 2, "q": 2}
     # p: twice at its use ($0.012); q: once at its use, once at its reservation ("q go":

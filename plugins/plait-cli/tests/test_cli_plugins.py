@@ -22,7 +22,13 @@ from click.testing import CliRunner, Result
 from plait.spi import PluginManager, set_plugin_manager
 from plait_builders import Fragment, WorkflowBuilder
 from plait_cli import CommandConflictError, PlaitGroup, make_cli
-from plait_testing import RegisterPlugin, broken_entry_point, fake_entry_point, make_plugin_manager
+from plait_testing import (
+    FakeEntryPoint,
+    RegisterPlugin,
+    broken_entry_point,
+    fake_entry_point,
+    make_plugin_manager,
+)
 
 NLTK = ImportError("No module named 'nltk'")
 
@@ -47,6 +53,11 @@ def use_manager() -> Iterator[Callable[[PluginManager], PluginManager]]:
     yield install
     if previous:
         set_plugin_manager(previous[0])
+
+
+def plait_cli_entry_point() -> FakeEntryPoint:
+    """plait-cli itself, which declares ``plait_register_commands`` (``plait_addhooks``)."""
+    return fake_entry_point("cli", plait_cli, distribution="plait-cli")
 
 
 @click.command()
@@ -186,7 +197,9 @@ def test_a_blocked_plugin_is_listed_and_is_no_failure(
 def test_a_plugin_adds_commands(use_manager: Callable[[PluginManager], PluginManager]) -> None:
     use_manager(
         make_plugin_manager(
-            fake_entry_point("greet", GreetPlugin()), fake_entry_point("shout", DecoratorPlugin())
+            plait_cli_entry_point(),
+            fake_entry_point("greet", GreetPlugin()),
+            fake_entry_point("shout", DecoratorPlugin()),
         )
     )
     assert plait_cli_run("greet", "Ada").stdout == "hello Ada\n"
@@ -217,14 +230,18 @@ def test_a_plugin_command_added_lazily_is_imported_only_when_it_runs(
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "plait_lazy_greeting", raising=False)
-    use_manager(make_plugin_manager(fake_entry_point("later", LazyPlugin())))
+    use_manager(
+        make_plugin_manager(plait_cli_entry_point(), fake_entry_point("later", LazyPlugin()))
+    )
     listing = plait_cli_run("--help").stdout
     assert "later" in listing and "Greet, later." in listing
     assert "plait_lazy_greeting" not in sys.modules
     assert plait_cli_run("later", "Ada").stdout == "later, Ada\n"
     assert "plait_lazy_greeting" in sys.modules
     clash = make_plugin_manager(
-        fake_entry_point("later", LazyPlugin()), fake_entry_point("again", LazyPlugin())
+        plait_cli_entry_point(),
+        fake_entry_point("later", LazyPlugin()),
+        fake_entry_point("again", LazyPlugin()),
     )
     use_manager(clash)
     error = make_cli().load_plugin_commands()
@@ -242,7 +259,9 @@ def test_a_broken_plugin_leaves_the_built_in_commands_working(
 ) -> None:
     use_manager(
         make_plugin_manager(
-            fake_entry_point("greet", GreetPlugin()), broken_entry_point("textkit", NLTK)
+            plait_cli_entry_point(),
+            fake_entry_point("greet", GreetPlugin()),
+            broken_entry_point("textkit", NLTK),
         )
     )
     help_text = plait_cli_run("--help")
@@ -284,7 +303,9 @@ def test_a_command_name_that_is_taken_is_an_error_and_adds_nothing(
 ) -> None:
     use_manager(
         make_plugin_manager(
-            fake_entry_point("greet", GreetPlugin()), fake_entry_point("clash", ClashingPlugin())
+            plait_cli_entry_point(),
+            fake_entry_point("greet", GreetPlugin()),
+            fake_entry_point("clash", ClashingPlugin()),
         )
     )
     cli = make_cli()

@@ -444,7 +444,7 @@ def test_expanding_past_the_node_bound_is_refused_before_the_specs_are_copied(
 ) -> None:
     # Issue 34, F6: the expanded count is checked against the kernel's bound (what one load
     # may build) while loading, not after K^depth specs were made.
-    from plait._building import MAX_LOAD_NODES
+    from plait.spi import MAX_LOAD_NODES
     from plait_dag._loader import MAX_NODES
     from plait_documents import load_spec
 

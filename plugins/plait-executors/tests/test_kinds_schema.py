@@ -7,8 +7,7 @@ import sys
 
 import plait_executors
 from plait import ConfigError, PlaitError
-from plait._building import ExecutorKind
-from plait.spi import PluginManager
+from plait.spi import ExecutorKind, PluginManager
 from plait_documents import check_config, json_pointer
 
 SCHEMA = {

@@ -7,7 +7,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import plait
-import plait._building
 import plait_catalog
 import plait_executors
 import plait_routing
@@ -159,7 +158,7 @@ async def test_a_nested_spec_is_built_once_per_load() -> None:
 
 def test_nesting_is_bounded_with_an_error_at_its_path() -> None:
     from plait import LoadError
-    from plait._building import MAX_NESTING
+    from plait.spi import MAX_NESTING
 
     spec = plait.WorkflowSpec.from_dict(nested_spec(MAX_NESTING + 3))
     with pytest.raises(LoadError) as info:
@@ -170,16 +169,19 @@ def test_nesting_is_bounded_with_an_error_at_its_path() -> None:
     assert str(problem).count("in the nested spec") == 1  # the path says how deep
 
 
-def test_the_nodes_a_load_builds_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    import plait._building
+def test_the_nodes_a_load_builds_are_bounded() -> None:
     from plait import LoadError
+    from plait.spi import load_scope
 
-    monkeypatch.setattr(plait._building, "MAX_LOAD_NODES", 5)
-    spec = plait.WorkflowSpec.from_dict(nested_spec(4))  # 5 nodes: within the bound
-    assert plait.Workflow.from_spec(spec, {"shout": shout}).spec == spec
-    spec = plait.WorkflowSpec.from_dict(nested_spec(5))  # 6 nodes
-    with pytest.raises(LoadError, match="expands to more than 5 nodes, nested workflows"):
-        plait.Workflow.from_spec(spec, {"shout": shout})
+    with load_scope() as scope:  # the load from_spec goes on, with a lower bound
+        scope.max_nodes = 5
+        spec = plait.WorkflowSpec.from_dict(nested_spec(4))  # 5 nodes: within the bound
+        assert plait.Workflow.from_spec(spec, {"shout": shout}).spec == spec
+    with load_scope() as scope:
+        scope.max_nodes = 5
+        spec = plait.WorkflowSpec.from_dict(nested_spec(5))  # 6 nodes
+        with pytest.raises(LoadError, match="expands to more than 5 nodes, nested workflows"):
+            plait.Workflow.from_spec(spec, {"shout": shout})
 
 
 def test_as_executor_wraps_through_the_workflow_kind() -> None:

@@ -115,3 +115,17 @@ def test_the_store_contract_refuses_a_store_without_runs(pytester: pytest.Pytest
         "TestUnlisted::test_is_a_checkpoint_store",
     }
     result.stdout.fnmatch_lines(["*Unlisted has no runs(*, limit=None) method*"])
+
+
+def test_every_store_suite_asks_reopen_of_one_shared_base() -> None:
+    from plait_testing.conformance import CrashConformance, LeaseConformance
+    from plait_testing.stores import CheckpointStoreContract, SameBacking
+
+    suites = (CheckpointStoreContract, CrashConformance, LeaseConformance)
+    assert {suite.reopen for suite in suites} == {SameBacking.reopen}
+
+    class TestForgotReopen(CrashConformance, LeaseConformance):
+        pass
+
+    with pytest.raises(pytest.fail.Exception, match="TestForgotReopen must implement reopen"):
+        TestForgotReopen().reopen(object())  # type: ignore[arg-type]

@@ -232,3 +232,30 @@ def test_check_exports_names_what_differs(
     module = _package(tmp_path, monkeypatch, LAZY.format(more=more, homes=homes))
     with pytest.raises(AssertionError, match=re.escape(message)):
         check_exports(module)
+
+
+def test_a_session_run_in_process_gives_back_the_plugin_manager_it_began_with(
+    pytester: pytest.Pytester,
+) -> None:
+    # a session run inside this one forgets the modules it imported as it ends: a
+    # process-wide manager it made would hold registries built from them (a later durable
+    # run then found its options under a stale class, and no store)
+    from plait.spi import set_plugin_manager
+
+    pytester.makepyfile(
+        """
+        import types
+        from plait import get_plugin_manager
+
+        def test_makes_one(plait_register_plugin):
+            plait_register_plugin(types.SimpleNamespace(), "visitor")
+            get_plugin_manager().describe()
+        """
+    )
+    began = set_plugin_manager(None)
+    try:
+        pytester.runpytest_inprocess("-p", "no:randomly").assert_outcomes(passed=1)
+        left = set_plugin_manager(None)
+    finally:
+        set_plugin_manager(began)
+    assert left is None

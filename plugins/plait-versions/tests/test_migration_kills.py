@@ -6,10 +6,6 @@ as it is)."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -18,29 +14,9 @@ import pytest
 import versions_shop as shop
 from plait.spi import compiled_graph
 from plait_durable import opened_store
+from plait_testing.kills import finish, kill, spawn, wait_until
 
 CRASHY = Path(__file__).with_name("versions_crashy.py")
-
-
-def _python(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, str(CRASHY), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=CRASHY.parent,
-    )
-
-
-def _kill_when(victim: subprocess.Popen[str], mark: Path, says: str) -> None:
-    deadline = time.monotonic() + 60
-    while mark.read_text() != says:
-        assert victim.poll() is None, victim.communicate()
-        assert time.monotonic() < deadline, f"the process never got to {says}"
-        time.sleep(0.01)
-    victim.send_signal(signal.SIGKILL)
-    victim.wait(timeout=10)
-    assert victim.returncode == -signal.SIGKILL
 
 
 def _checkpoints(url: str, run_id: str) -> list[tuple[int | None, str]]:
@@ -56,10 +32,7 @@ def _checkpoints(url: str, run_id: str) -> list[tuple[int | None, str]]:
 
 def _started(url: str) -> tuple[str, str]:
     run_id = f"kill-{uuid.uuid4().hex}"
-    started = _python("run", url, run_id)
-    out, err = started.communicate(timeout=60)
-    assert started.returncode == 0, err
-    return run_id, json.loads(out)
+    return run_id, json.loads(finish(spawn(CRASHY, "run", url, run_id)))
 
 
 @pytest.mark.parametrize("kill_in", ["migrating", "auditing"])
@@ -73,8 +46,9 @@ def test_kill_9_during_a_migrated_resume(
     mark = tmp_path / "mark"
     # migrating: killed inside the migration; auditing: after it, in the new node
     mark.write_text("hang" if kill_in == "migrating" else "hang-later")
-    victim = _python("migrate", plait_store_url, run_id, request_id, str(mark))
-    _kill_when(victim, mark, kill_in)
+    victim = spawn(CRASHY, "migrate", plait_store_url, run_id, request_id, str(mark))
+    wait_until(lambda: mark.read_text() == kill_in, f"the process got to {kill_in}", process=victim)
+    kill(victim)
     after = _checkpoints(plait_store_url, run_id)
     # every checkpoint is wholly one version's: its version and its graph agree
     for version, signature in after:
@@ -95,12 +69,8 @@ def test_kill_9_during_a_migrated_resume(
     assert anyio.run(latest) == expected
     mark.write_text("")
     if kill_in == "migrating":  # migrated again, from the untouched version 1 checkpoint
-        resumed = _python("migrate", plait_store_url, run_id, request_id, str(mark))
-        out, err = resumed.communicate(timeout=60)
-        assert resumed.returncode == 0, err
+        out = finish(spawn(CRASHY, "migrate", plait_store_url, run_id, request_id, str(mark)))
         assert json.loads(out) == ["v2 audited order-a True"]
     else:  # the answer was taken before the kill: version 2 goes on from its checkpoint
-        resumed = _python("finish", plait_store_url, run_id, request_id, str(mark))
-        out, err = resumed.communicate(timeout=60)
-        assert resumed.returncode == 0, err
+        out = finish(spawn(CRASHY, "finish", plait_store_url, run_id, request_id, str(mark)))
         assert json.loads(out) == ["v2 audited order-a True"]

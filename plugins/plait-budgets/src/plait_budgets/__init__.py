@@ -102,7 +102,7 @@ def plait_register_type_hooks(register: Register) -> None:
     register("budgets.request", hooks)
 
 
-@plait.hookimpl
+@plait.hookimpl(optionalhook=True)  # a hook of plait-cli's
 def plait_register_commands(cli: Any) -> None:
     """Add ``plait spend``: what runs spent against their budgets (its module is imported
     when the command runs)."""
@@ -117,7 +117,7 @@ def plait_register_commands(cli: Any) -> None:
     )
 
 
-@plait.hookimpl
+@plait.hookimpl(optionalhook=True)  # a hook of plait-cli's
 def plait_run_columns() -> dict[str, Any]:
     """The ``spend`` column of ``plait runs`` and ``plait ui``: each run's spend against its
     budget (:func:`spend_summary`), from the metadata the listing read."""
@@ -126,7 +126,7 @@ def plait_run_columns() -> dict[str, Any]:
     return {"spend": spend_cell}
 
 
-@plait.hookimpl
+@plait.hookimpl(optionalhook=True)  # a hook of plait-ui's
 def plait_run_panels(metadata: Mapping[str, Any]) -> dict[str, Any] | None:
     """The ``budget`` panel of a run's page in ``plait ui``: a bar per limited unit and
     the spend per node, from the ledger the shown checkpoint keeps (``None``: the run has

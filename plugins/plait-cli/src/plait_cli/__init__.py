@@ -36,15 +36,21 @@ compat``'s verdict on listed runs (the ``COMPAT`` column of ``plait runs --again
 ``plait ui --workflow``, from the ``plait_change_policies`` hook) with
 :func:`compat_verdicts` and :func:`compat_cell`. Test a
 command with ``click.testing.CliRunner().invoke(make_cli(), ["greet", "Ada"])``.
+
+These hooks are ``plait-cli``'s own (:mod:`plait_cli.hookspecs`, declared through
+``plait_addhooks`` as the plugin is registered), with ``plait_change_policies``, which
+``plait resume --on-change`` asks.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from plait.spi import lazy_exports
+from plait.spi import hookimpl, lazy_exports
 
 if TYPE_CHECKING:
+    from plait.spi import PluginManager
+
     from ._app import (
         CommandConflictError as CommandConflictError,
         PlaitGroup as PlaitGroup,
@@ -72,6 +78,14 @@ if TYPE_CHECKING:
         parse_target as parse_target,
     )
     from ._version import __version__ as __version__
+
+
+@hookimpl
+def plait_addhooks(pluginmanager: PluginManager) -> None:
+    """Declare the hooks ``plait-cli`` calls (:mod:`plait_cli.hookspecs`)."""
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 # Every process that loads Plait's plugins imports this module (entry point ``cli``); click

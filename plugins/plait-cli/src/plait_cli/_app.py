@@ -134,7 +134,7 @@ class PlaitGroup(click.Group):
             self._plugins_loaded = True
             before = dict(self.commands)
             try:
-                get_plugin_manager().register_commands(self)
+                get_plugin_manager().pm.hook.plait_register_commands(cli=self)
             except Exception as exc:
                 self.commands = before
                 self.plugin_error = exc

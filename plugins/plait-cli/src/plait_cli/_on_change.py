@@ -28,10 +28,26 @@ __all__ = [
     "change_policies",
     "compat_cell",
     "compat_verdicts",
+    "policies",
 ]
 
-#: The hook that gives the policies (the kernel names its distribution).
+#: The hook that gives the policies (:mod:`plait_cli.hookspecs`).
 HOOK = "plait_change_policies"
+#: The distribution that answers it, named when no installed plugin does.
+PROVIDER = "plait-versions"
+
+
+def policies(what: str) -> Any:
+    """What the first plugin to answer ``plait_change_policies`` gives (its ``names``,
+    ``prepare`` and ``verdicts``), for ``what`` (the words an error names it by).
+
+    :raises UnknownNameError: no plugin answers.
+    :raises PluginLoadError: the plugin that answers raises or gives an object without
+        ``names``, ``prepare`` and ``verdicts``, naming its distribution.
+    """
+    return get_plugin_manager().first(
+        HOOK, "change policies", what, ("names", "prepare", "verdicts")
+    )
 
 
 #: The policy the ``COMPAT`` column judges runs under unless ``--on-change`` says
@@ -47,14 +63,12 @@ def change_policies(policy: str, *, against: bool = False) -> Any:
     """
     from plait import UnknownNameError
 
-    manager = get_plugin_manager()
     asked = "--against" if against else f"--on-change {policy}"
     try:
-        return manager.change_policies(f"plait {'runs' if against else 'resume'} {asked}")
+        return policies(f"plait {'runs' if against else 'resume'} {asked}")
     except UnknownNameError as exc:
-        distribution = manager.provider("hook", HOOK)
-        if distribution is None:
-            raise click.UsageError(str(exc)) from exc
+        manager = get_plugin_manager()
+        distribution = manager.provider("hook", HOOK) or PROVIDER
         without = (
             "no stored run is judged against a workflow (plait compat comes with it too)"
             if against
@@ -77,8 +91,8 @@ async def compat_verdicts(
 
     :raises UnknownNameError: no plugin answers, naming the distribution that would.
     """
-    policies = get_plugin_manager().change_policies("the COMPAT column")
-    found: Mapping[str, Any] = await policies.verdicts(workflow, store, list(run_ids), policy)
+    answer = policies("the COMPAT column")
+    found: Mapping[str, Any] = await answer.verdicts(workflow, store, list(run_ids), policy)
     return found
 
 
@@ -107,7 +121,7 @@ class PolicyType(_ParamType):
 
     def _names(self) -> tuple[str, ...]:
         try:
-            return tuple(get_plugin_manager().change_policies("plait resume --help").names)
+            return tuple(policies("plait resume --help").names)
         except PlaitError:  # none installed (or a broken plugin, which running says)
             return ()
 

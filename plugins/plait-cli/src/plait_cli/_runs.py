@@ -33,7 +33,7 @@ from ._on_change import (
     compat_cell,
     compat_verdicts,
 )
-from ._output import format_table, to_json
+from ._output import DISABLE_ENV, format_table, to_json
 from ._prune import prune_command
 
 __all__ = [
@@ -71,10 +71,35 @@ Column = Callable[[RunInfo], str]
 
 def run_columns() -> Mapping[str, Column]:
     """The columns the plugins add to run listings (``plait_run_columns``), by name, in
-    the order to show them."""
-    from plait import get_plugin_manager
+    the order to show them (pluggy's call order).
 
-    return get_plugin_manager().run_columns()
+    :raises RegistrationError: an answer is not a mapping of names to callables,
+        naming the plugin.
+    :raises PluginConflictError: two plugins give one column name, naming both.
+    """
+    from plait import PluginConflictError, RegistrationError, get_plugin_manager
+
+    columns: dict[str, Column] = {}
+    owners: dict[str, str] = {}
+    for plugin, call in get_plugin_manager().implementations("plait_run_columns"):
+        answer = call() or {}
+        if not isinstance(answer, Mapping) or not all(
+            isinstance(name, str) and name and callable(value) for name, value in answer.items()
+        ):
+            raise RegistrationError(
+                f"plait_run_columns of plugin {plugin!r} must return a mapping "
+                f"of column names to functions, got {answer!r}"
+            )
+        for name, value in answer.items():
+            if name in owners:
+                raise PluginConflictError(
+                    f"run listing column {name!r} is given by both plugin "
+                    f"{owners[name]!r} and plugin {plugin!r}; disable one "
+                    f"({DISABLE_ENV}=name)"
+                )
+            owners[name] = plugin
+            columns[name] = value
+    return columns
 
 
 def run_cells(columns: Mapping[str, Column], info: RunInfo) -> dict[str, str]:
@@ -113,9 +138,7 @@ async def pending_runs(
     A run that has a checkpoint is left out (its checkpoint describes it); with ``limit``,
     at most that many, and only they are looked up in the store.
     """
-    from plait import get_plugin_manager
-
-    found, problems = await get_plugin_manager().pending_runs(url, queues)
+    found, problems = await gather_pending(url, queues)
     candidates = sorted(
         (info for info in found if isinstance(info, RunInfo)),
         key=lambda info: (-info.updated_at, info.run_id),
@@ -131,6 +154,24 @@ async def pending_runs(
         if not await store.list(info.run_id):
             kept.append(info)
     return kept, problems
+
+
+async def gather_pending(url: str, queues: Sequence[str] = ()) -> tuple[list[Any], list[str]]:
+    """What each plugin answering ``plait_pending_runs`` lists for the store at ``url``,
+    in pluggy's call order, and a warning line for each plugin that failed to say (a
+    listing goes on without them)."""
+    from plait import get_plugin_manager
+
+    found: list[Any] = []
+    problems: list[str] = []
+    for plugin, call in get_plugin_manager().implementations("plait_pending_runs"):
+        try:
+            answer = call(store=url, queues=tuple(queues))
+            if answer is not None:
+                found.extend(await answer())
+        except Exception as exc:
+            problems.append(f"plugin {plugin!r} could not list its runs: {exc}")
+    return found, problems
 
 
 def merge_pending(infos: Sequence[RunInfo], pending: Sequence[RunInfo]) -> list[RunInfo]:

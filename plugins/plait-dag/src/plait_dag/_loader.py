@@ -56,7 +56,7 @@ _MAX_DEPTH = 16  # sub-workflow files naming sub-workflow files
 #: bound, with its error; json and the checks after it take seconds and gigabytes past it
 MAX_TEXT = 2 * 1024 * 1024
 #: the most nodes a document may expand to, sub-workflow files included at every use: the
-#: kernel's bound on what one load builds (``plait._building.MAX_LOAD_NODES``), checked
+#: kernel's bound on what one load builds (``plait.spi.MAX_LOAD_NODES``), checked
 #: here before a sub-workflow's spec is copied into the node that names it
 MAX_NODES = 100_000
 _SUPERSTEP_CAP = 10_000_000

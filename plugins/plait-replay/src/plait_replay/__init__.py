@@ -87,7 +87,7 @@ def plait_observe_run(
     return Recorder(run_id, replaying, resumed=resumed is not None)
 
 
-@plait.hookimpl
+@plait.hookimpl(optionalhook=True)  # a hook of plait-cli's
 def plait_register_commands(cli: click.Group) -> None:
     """Add ``plait replay``, ``plait export`` and ``plait import`` (their module is imported
     when one of them runs)."""

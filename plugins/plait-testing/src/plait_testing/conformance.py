@@ -52,7 +52,7 @@ import pytest
 from plait import Never, WorkflowContext, executor
 from plait_durable import CheckpointStore, Lease, LeaseHolder, RunLeaseError
 
-from .stores import dead_pid, make_checkpoint, new_run_id
+from .stores import SameBacking, dead_pid, make_checkpoint, new_run_id
 
 __all__ = [
     "SKEW_BOUND",
@@ -193,7 +193,7 @@ def torture_workflow(effects: list[tuple[int, str, str]], sleep: float = 0.0) ->
     return builder.add_fan_in([quick, chain[-1]], join).set_start(src).build()
 
 
-class CrashConformance:
+class CrashConformance(SameBacking):
     """The crash torture suite (see the module's docstring). Mix it into a store's test
     class, which provides the ``store`` fixture and ``reopen(store)``.
 
@@ -203,9 +203,6 @@ class CrashConformance:
 
     random_kills = 6
     seed = 41
-
-    def reopen(self, store: CheckpointStore) -> CheckpointStore:  # pragma: no cover
-        raise NotImplementedError("a store's test class provides reopen(store)")
 
     async def _clean(self, store: Any) -> tuple[Any, list[tuple[int, str, str]], int, float]:
         effects: list[tuple[int, str, str]] = []
@@ -321,7 +318,7 @@ def _elsewhere(label: str) -> LeaseHolder:
     return LeaseHolder(f"conformance-{label}.invalid", 1, time.time(), uuid.uuid4().hex)
 
 
-class LeaseConformance:
+class LeaseConformance(SameBacking):
     """The lease suite (see the module's docstring). Mix it into a store's test class,
     which provides the ``store`` fixture and ``reopen(store)``.
 
@@ -336,9 +333,6 @@ class LeaseConformance:
     racers = 8
     ttl = 4.5
     tries = 3
-
-    def reopen(self, store: CheckpointStore) -> CheckpointStore:  # pragma: no cover
-        raise NotImplementedError("a store's test class provides reopen(store)")
 
     async def test_racing_takeovers_grant_the_lease_once_with_a_fresh_token(
         self, store: CheckpointStore

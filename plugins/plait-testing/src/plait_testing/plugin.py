@@ -4,8 +4,8 @@ Only fixtures prefixed ``plait_``, none of them autouse, no hook that changes co
 reporting: a project that never asks for these fixtures runs exactly as without
 ``plait-testing`` installed (it adds the ``--plait-record`` and ``--plait-live`` options
 and the ``plait_replay`` and ``plait_live`` markers, which nothing uses unless asked; the
-one setup hook acts on tests marked ``plait_live(only=True)`` alone). Disable it with
-``-p no:plait``.
+one setup hook acts on tests marked ``plait_live(only=True)`` alone; a session gives the
+process back the plugin manager it began with). Disable it with ``-p no:plait``.
 """
 
 from __future__ import annotations
@@ -169,6 +169,32 @@ def pytest_configure(config: pytest.Config) -> None:
     for option, variable in (("--plait-record", "PLAIT_RECORD"), ("--plait-live", "PLAIT_LIVE")):
         if config.getoption(option, default=False):
             _set_for_session(config, variable)  # what plait_testing.cassette() reads
+    _keep_plugin_manager(config)
+
+
+def _keep_plugin_manager(config: pytest.Config) -> None:
+    """Give the process back the plugin manager it had when the session began.
+
+    A session run inside another (pytester's ``runpytest_inprocess``) forgets, as it
+    ends, every module it imported: a process-wide manager it made (``plait.register``,
+    ``get_plugin_manager()``, the ``plait_register_plugin`` fixture) would outlive them,
+    holding registries built from classes of modules imported again later (a durable run
+    then finds its options under a class that is no longer its own). When the kernel is
+    not imported yet, a session made whatever manager there is, and nothing is kept.
+    """
+    import sys
+
+    if "plait" not in sys.modules:
+        return
+    from plait.spi import set_plugin_manager
+
+    began = set_plugin_manager(None)
+    set_plugin_manager(began)
+
+    def give_back() -> None:
+        set_plugin_manager(began)
+
+    config.add_cleanup(give_back)
 
 
 def _set_for_session(config: pytest.Config, variable: str) -> None:

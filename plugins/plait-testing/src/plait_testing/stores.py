@@ -80,6 +80,7 @@ from plait_durable import (
 
 __all__ = [
     "CheckpointStoreContract",
+    "SameBacking",
     "EventJournalContract",
     "journal_event",
     "flip_byte",
@@ -169,7 +170,19 @@ async def _ids(store: CheckpointStore, run_id: str) -> list[str]:
     return [info.checkpoint_id for info in await store.list(run_id)]
 
 
-class CheckpointStoreContract:
+class SameBacking:
+    """What every store suite of this package asks of a store's test class besides its
+    ``store`` fixture: ``reopen(store)``. :class:`CheckpointStoreContract` and the
+    conformance suites (:mod:`plait_testing.conformance`) inherit it, so a test class that
+    mixes them in provides it once."""
+
+    def reopen(self, store: CheckpointStore) -> CheckpointStore:
+        """Override: a new, independent store object on the same backing as ``store``
+        (as another process would open)."""
+        pytest.fail(f"{type(self).__name__} must implement reopen()")
+
+
+class CheckpointStoreContract(SameBacking):
     """The tests every :class:`~plait_durable.CheckpointStore` must pass.
 
     See the module docstring for what a subclass provides.
@@ -191,10 +204,6 @@ class CheckpointStoreContract:
     async def corrupt(self, store: CheckpointStore, checkpoint_id: str) -> None:
         """Override: flip one byte of the stored bytes of ``checkpoint_id``."""
         pytest.fail(f"{type(self).__name__} must implement corrupt()")
-
-    def reopen(self, store: CheckpointStore) -> CheckpointStore:
-        """Override: a new, independent store object on the same backing as ``store``."""
-        pytest.fail(f"{type(self).__name__} must implement reopen()")
 
     # -- round trips -----------------------------------------------------------------
 

@@ -7,7 +7,8 @@ is imported, and the workflow's code is imported only when ``--workflow`` names 
 answer requests and resume runs).
 
 Build the app yourself with :func:`make_app` (what the tests drive with Starlette's
-``TestClient``).
+``TestClient``). Plugins add panels to a run's page through ``plait_run_panels``, a hook
+of this plugin's own (:mod:`plait_ui.hookspecs`, declared through ``plait_addhooks``).
 """
 
 from __future__ import annotations
@@ -19,11 +20,20 @@ from plait.spi import lazy_exports
 
 if TYPE_CHECKING:
     import click
+    from plait.spi import PluginManager
 
     from ._app import UiSettings as UiSettings, make_app as make_app
 
 
 @plait.hookimpl
+def plait_addhooks(pluginmanager: PluginManager) -> None:
+    """Declare the hook ``plait-ui`` calls (:mod:`plait_ui.hookspecs`)."""
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+@plait.hookimpl(optionalhook=True)  # a hook of plait-cli's
 def plait_register_commands(cli: click.Group) -> None:
     """Add ``plait ui`` (its module, and Starlette, are imported when it runs)."""
     from ._command import ui_command

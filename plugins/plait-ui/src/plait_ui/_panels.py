@@ -21,11 +21,32 @@ def run_panels(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The panels of the plugins for a checkpoint's ``metadata``, ready for the page:
     ``{"id", "title", "error", "bars": [{"label", "percent", "text"}], "columns",
     "rows", "left_out", "notes"}`` each; a piece of the wrong shape is left out."""
+    return [_panel(name, panel) for name, panel in answers(metadata).items()]
+
+
+def answers(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The panels the plugins add to a run's page (``plait_run_panels``) for a
+    checkpoint's ``metadata``: name -> panel, in pluggy's call order. A plugin whose
+    answer raises, or is not a mapping of names to mappings, gets a panel of its own
+    saying so (``{"title": plugin, "error": why}``): one plugin's bug never hides the
+    page."""
     from plait import get_plugin_manager
 
-    return [
-        _panel(name, panel) for name, panel in get_plugin_manager().run_panels(metadata).items()
-    ]
+    panels: dict[str, Any] = {}
+    for plugin, call in get_plugin_manager().implementations("plait_run_panels"):
+        try:
+            answer = call(metadata=metadata) or {}
+        except Exception as exc:  # the page still shows; the panel says why
+            answer = {plugin: {"title": plugin, "error": repr(exc)}}
+        if not isinstance(answer, Mapping) or not all(
+            isinstance(name, str) and isinstance(panel, Mapping) for name, panel in answer.items()
+        ):
+            error = (
+                f"plait_run_panels must return a mapping of names to panels, got {answer!r:.200}"
+            )
+            answer = {plugin: {"title": plugin, "error": error}}
+        panels.update(answer)
+    return panels
 
 
 def _text(value: Any) -> str:

@@ -83,7 +83,7 @@ if TYPE_CHECKING:
     )
 
 
-@plait.hookimpl
+@plait.hookimpl(optionalhook=True)  # a hook of plait-cli's
 def plait_change_policies() -> Any:
     """The policies for a changed workflow, for ``plait resume --on-change``
     (:class:`ChangePolicies`: a light module; what applies a policy is imported when one is
@@ -93,7 +93,7 @@ def plait_change_policies() -> Any:
     return ChangePolicies()
 
 
-@plait.hookimpl
+@plait.hookimpl(optionalhook=True)  # a hook of plait-cli's
 def plait_run_columns() -> dict[str, Any]:
     """The ``version`` column of ``plait runs`` and ``plait ui``: each run's version and
     short fingerprint, from the metadata the listing read."""
@@ -102,7 +102,7 @@ def plait_run_columns() -> dict[str, Any]:
     return {"version": version_cell}
 
 
-@plait.hookimpl
+@plait.hookimpl(optionalhook=True)  # a hook of plait-cli's
 def plait_register_commands(cli: Any) -> None:
     """Add ``plait compat`` (its module is imported when the command runs)."""
     from plait_cli import lazy_command

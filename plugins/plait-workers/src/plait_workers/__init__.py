@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     )
 
 
-@plait.hookimpl
+@plait.hookimpl(optionalhook=True)  # a hook of plait-cli's
 def plait_register_commands(cli: click.Group) -> None:
     """Add ``plait submit``, ``plait worker``, ``plait cancel``, ``plait answer`` and
     ``plait queue`` (saq is imported only when one of them runs)."""
@@ -59,7 +59,7 @@ def plait_register_commands(cli: click.Group) -> None:
         cli.add_command(command)
 
 
-@plait.hookimpl
+@plait.hookimpl(optionalhook=True)  # a hook of plait-cli's
 def plait_pending_runs(
     store: str, queues: Sequence[str]
 ) -> Callable[[], Awaitable[list[RunInfo]]] | None:
