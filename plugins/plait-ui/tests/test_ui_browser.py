@@ -42,6 +42,10 @@ from ui_helpers import (
     wide_failing,
 )
 
+# an expectation waits for what it names up to this long (5 s by default: a loaded
+# machine's first paint of a big graph takes longer); it passes the moment it holds
+expect.set_options(timeout=30_000)
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = [
     "--headless",
@@ -103,6 +107,9 @@ def page_of(browser: Browser, name: str, *, full_page: bool = True) -> Iterator[
     (of the whole page, or for a big graph only the window: a taller viewport re-renders it).
     """
     context = browser.new_context(viewport={"width": 1280, "height": 900})
+    # generous bounds on a loaded machine (a screenshot of a big graph, a first paint);
+    # each still ends at once when what it waits for happens
+    context.set_default_timeout(120_000)
     page = context.new_page()
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
