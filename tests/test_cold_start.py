@@ -186,6 +186,9 @@ def test_a_small_run_imports_only_what_it_uses(tmp_path: Path) -> None:
     # imports only plait) may load; the language itself (lexer, parser, compiler) may not
     language = {m for m in modules if m.startswith("plait_expr.")} - {"plait_expr._failed"}
     assert sorted(language) == []
+    # every edge sends what its target takes and no step has a Python agent, so the type
+    # check is not imported; nothing waits for an answer, so neither are the prompts
+    assert sorted(modules & {"plait_converters._assignable", "plait_cli._prompt"}) == []
 
 
 def test_the_listed_short_help_is_each_built_in_command_s_own() -> None:

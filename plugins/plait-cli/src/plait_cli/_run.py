@@ -382,15 +382,17 @@ def _answer_on_terminal(
     options: dict[str, Any],
 ) -> Outcome:
     """While the run waits for answers and a person is at the terminal, ask and resume."""
-    from ._prompt import ask_for_answers, can_prompt
-
     while (
         prompt
         and checkpoint is not None
         and outcome.status is RunStatus.IDLE_WITH_PENDING_REQUESTS
         and not display.json_events
-        and can_prompt()
     ):
+        # the prompts are imported only when a run waits for answers
+        from ._prompt import ask_for_answers, can_prompt
+
+        if not can_prompt():
+            break
         answers = ask_for_answers(outcome.requests)
         outcome = _resume(workflow, outcome.run_id, checkpoint, answers, display, options)
     return outcome

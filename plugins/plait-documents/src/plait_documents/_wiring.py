@@ -44,7 +44,6 @@ from plait import (
     WorkflowContext,
 )
 from plait.spi import Handler, PluginManager, Registry, code_ref, type_name
-from plait_converters import is_assignable
 
 from .build import edge_group_id
 
@@ -126,6 +125,8 @@ class _Wiring:
             chain = self._find_chain(missing[0], accepted, allow_lossy)
             if chain is None:
                 return None, self._no_chain(missing[0], accepted, allow_lossy)
+            from plait_converters import is_assignable
+
             for step in chain.steps:
                 # accepted types, and those this step does not take, go through unchanged
                 passthrough = tuple(
@@ -300,8 +301,13 @@ def _producers(
 
 
 def _accepts(accepted: tuple[Any, ...], tp: Any) -> bool:
-    # a type is assignable to itself: most edges send exactly what their target accepts
-    return tp in accepted or any(is_assignable(tp, a) for a in accepted)
+    # a type is assignable to itself: most edges send exactly what their target accepts,
+    # and a build whose edges all do never imports the type check
+    if tp in accepted:
+        return True
+    from plait_converters import is_assignable
+
+    return any(is_assignable(tp, a) for a in accepted)
 
 
 def _incoming(

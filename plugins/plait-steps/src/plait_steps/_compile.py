@@ -285,7 +285,6 @@ class _Compiler:
         anything). A step with ``input`` or inside a ``foreach`` gives what its template
         or the item is, known only when it runs."""
         from plait.spi import as_executor, type_name
-        from plait_converters import is_assignable
 
         for step in self.all_steps:
             found = self.agent_of.get(step.id)
@@ -297,6 +296,9 @@ class _Compiler:
                 agent = as_executor(found.obj, step.name or step.id)
             except Exception:  # not an executor's shape: the step reports it when built
                 continue
+            # imported for a step with a Python agent only: most files have none
+            from plait_converters import is_assignable
+
             accepted = agent.input_types
             if not accepted or any(is_assignable(str, t) for t in accepted):
                 continue
