@@ -286,3 +286,17 @@ async def test_a_run_stores_each_version_of_its_document_once(
         assert {one, two} <= set(await real.blob_hashes(run_id))
         first = await stored_document(real, kept[0])
         assert first is not None and first.text == FIFTY
+
+
+def test_plait_run_with_a_placement_records_the_document(tmp_path: Path) -> None:
+    """``--placement`` runs a copy of the loaded workflow (``with_placement``): the copy
+    carries the document too."""
+    path = tmp_path / "cat.yaml"
+    text = "name: cat\nworkflow:\n  - {id: a, type: executor, kind: shell, config: {argv: [cat]}}\n"
+    path.write_text(text)
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    ran = plait_cli("run", str(path), "hi", "--allow", "subprocess", "--placement", "local",
+                    "--checkpoint", url)  # fmt: skip
+    assert ran.exit_code == 0, ran.stderr
+    (run_id,) = re.findall(r"run id: ([0-9a-f]{32})", ran.stderr)
+    assert anyio.run(_latest_document, url, run_id) == SourceDocument("cat.yaml", "steps", text)
