@@ -300,3 +300,37 @@ def test_plait_run_with_a_placement_records_the_document(tmp_path: Path) -> None
     assert ran.exit_code == 0, ran.stderr
     (run_id,) = re.findall(r"run id: ([0-9a-f]{32})", ran.stderr)
     assert anyio.run(_latest_document, url, run_id) == SourceDocument("cat.yaml", "steps", text)
+
+
+async def test_a_migrated_run_adds_the_new_version_of_its_document_once(
+    plait_store_url: str,
+) -> None:
+    """A run of a flow document migrated from version 1 to 2: the migration's checkpoint
+    names version 1's document (the run it copies ran it), the resumed run's version 2's;
+    each blob is handed to the store once."""
+    from plait import get_plugin_manager
+    from plait_versions import register_migration, resume
+    from test_migrations import one_to_two
+    from test_version_documents import _flow
+
+    register_migration("shop", 1, one_to_two)
+    try:
+        v1 = _flow(1, "intake -> review")
+        v2 = _flow(2, "intake -> review -> audit")
+        one, two = (_document_blob(source_document(w).text) for w in (v1, v2))  # type: ignore[union-attr]
+        async with opened_store(plait_store_url) as real:
+            store = CountingStore(real)
+            started = await v1.run("order-a", checkpoint=store)
+            (request,) = started.pending_requests
+            done = await resume(v2, started.run_id, store, on_change="migrate",
+                                responses={request.request_id: True})  # fmt: skip
+            assert done.outputs == ["v2 audited order-a True"]
+            names = []
+            for info in await real.list(started.run_id):
+                checkpoint = await real.load(info.checkpoint_id)
+                names.append(checkpoint.metadata[DOCUMENT_KEY]["text"]["h"])
+            assert names[0] == one and names[-1] == two and set(names) == {one, two}
+            assert store.written[one] == 1 and store.written[two] == 1
+            assert {one, two} <= set(await real.blob_hashes(started.run_id))
+    finally:
+        get_plugin_manager().unregister("migration:shop@1")

@@ -19,7 +19,7 @@ from plait import CheckpointError, Executor
 from plait.spi import PendingRequest, RunState, type_name
 from plait_documents import source_document
 
-from ._blobs import BlobWriter, MapTree, ResumedBlobs, has_blobs
+from ._blobs import BlobWriter, MapTree, ResumedBlobs, _ref_of, has_blobs
 from ._document import DOCUMENT_KEY, document_metadata
 from ._errors import CheckpointEncodeError, RunLeaseError
 from ._fingerprint import fingerprint_of, fingerprint_summary
@@ -235,7 +235,7 @@ class Checkpointer:
         record = self._document_record
         if record is None:
             record = self._document_record = document_metadata(self.document, self.blobs)
-        elif self.blobs is not None and (digest := _blob_of(record)) is not None:
+        elif self.blobs is not None and (digest := _ref_of(record["text"])) is not None:
             self.blobs.touched.add(digest)  # this checkpoint reaches it too (settle keeps it)
         return {DOCUMENT_KEY: record}
 
@@ -476,12 +476,6 @@ def _kept_as_is(graph: CompiledGraph) -> frozenset[str]:
         for eid, executor in graph.executors.items()
         if getattr(type(executor), "snapshot_state", None) is default
     )
-
-
-def _blob_of(record: Mapping[str, Any]) -> str | None:
-    """The hash of the blob a document record's text is, or ``None`` (inline)."""
-    text = record.get("text")
-    return text["h"] if isinstance(text, dict) else None
 
 
 def _as_is(value: Any) -> Any:
