@@ -23,6 +23,7 @@ from click.testing import CliRunner, Result
 from plait import get_plugin_manager
 from plait.spi import compiled_graph
 from plait_cli import make_cli
+from plait_documents import SourceDocument
 from plait_durable import (
     DOCUMENT_KEY,
     blob_hash,
@@ -250,7 +251,7 @@ def _forge_document(url: str, run_id: str, text: str) -> None:
             assert latest is not None
             data = json.dumps(text, separators=(",", ":"), ensure_ascii=False).encode()
             digest = blob_hash(data)
-            record = document_metadata("flow.yaml", text, None)
+            record = document_metadata(SourceDocument("flow.yaml", None, text))
             record["text"] = {"__plait__": "blob", "h": digest}
             metadata = {**latest.metadata, DOCUMENT_KEY: record, "fingerprint": dict(fingerprint)}
             forged_checkpoint = attrs.evolve(

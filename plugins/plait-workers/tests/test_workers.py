@@ -295,3 +295,27 @@ def test_plait_worker_refuses_a_store_without_a_queue() -> None:
     )
     assert done.returncode == 1
     assert "workers share runs through PostgreSQL or Redis" in done.stderr
+
+
+CAT = "name: cat\nworkflow:\n  - {id: a, type: executor, kind: shell, config: {argv: [cat]}}\n"
+
+
+def test_a_workers_run_records_the_document_it_loaded(
+    store: str, queue: str, tmp_path: Path, start_worker: WorkerFactory
+) -> None:
+    from plait_documents import SourceDocument
+    from plait_durable import opened_store, stored_document
+
+    document = tmp_path / "cat.yaml"
+    document.write_text(CAT)
+    run_id = _submit(store, queue, str(document), "hi")
+    start_worker("--allow", "subprocess", cwd=tmp_path)
+    wait_for(lambda: _done(store, [run_id]), 60, "a worker runs the document")
+
+    async def recorded() -> Any:
+        async with opened_store(store) as opened:
+            latest = await opened.latest(run_id)
+            assert latest is not None
+            return await stored_document(opened, latest)
+
+    assert anyio.run(recorded) == SourceDocument("cat.yaml", "steps", CAT)

@@ -162,8 +162,8 @@ def apply_policy(
 
     :param pinning: for a workflow file, what ``pin`` needs: ``document`` (its path),
         ``pinned_document`` (``--pinned-document``), ``run_stored_document``.
-    :return: what the resume needs (``run_id``, ``accept_changes``, ``workflow``, and
-        ``document`` when it runs a stored document).
+    :return: what the resume needs (``run_id``, ``accept_changes``, ``workflow``: under
+        ``pin``, the stored document's, which its checkpoints then record).
     """
     policies = change_policies(policy)
     given = {k: v for k, v in pinning.items() if v is not None and v is not False}

@@ -51,9 +51,6 @@ EXIT_STATUS: Mapping[RunStatus, int] = {
 }
 #: The checkpoint metadata key under which ``plait run`` records how to load the workflow.
 METADATA_KEY = "cli"
-#: The checkpoint metadata key of the workflow file a run keeps (plait-durable's
-#: ``DOCUMENT_KEY``: its pinned document).
-DOCUMENT_KEY = "document"
 #: Set, they make ``plait run`` and ``plait resume`` sign (and encrypt) their checkpoints
 #: through plait-sealing's ``sealed:`` store.
 KEY_VARIABLES = ("PLAIT_CHECKPOINT_KEY", "PLAIT_CHECKPOINT_ENCRYPT")
@@ -120,16 +117,19 @@ def _responses(
 
 
 def _placed(workflow: Workflow, placement: str | None) -> Workflow:
-    """``workflow`` with ``placement`` as its default placement (``--placement``)."""
+    """``workflow`` with ``placement`` as its default placement (``--placement``): the
+    same document, if it was loaded from one (its runs record it)."""
     if placement is None:
         return workflow
     from plait import PlaitError
     from plait.spi import with_placement
+    from plait_documents import attach_source, source_document
 
     try:  # a name nothing provides fails here, before any checkpoint
-        return with_placement(workflow, placement)
+        placed = with_placement(workflow, placement)
     except PlaitError as exc:
         raise click.ClickException(describe_error(exc)) from exc
+    return attach_source(placed, source_document(workflow))
 
 
 def _step_context_reader() -> Callable[[Any], Any]:
@@ -158,22 +158,6 @@ def _record(target: Target, allow_imports: bool, placement: str | None) -> dict[
     if placement is not None:
         record["placement"] = placement
     return record
-
-
-def _document(target: Target) -> dict[str, Any] | None:
-    """What the checkpoints keep of the workflow file ``target`` (plait-durable's pinned
-    document: its name, format, hash and text, stored once as a blob), or ``None`` for
-    Python code or a file that is not UTF-8 text."""
-    if target.form != "document":
-        return None
-    from plait_durable import document_metadata
-
-    path = Path(target.where)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None  # the load said what is wrong with it, or it is not kept
-    return document_metadata(path.name, text, target.format)
 
 
 def _default_store() -> str:
@@ -589,9 +573,6 @@ def run_command(
             options["record"] = True
         record = _record(loaded.target, allow_imports, placement)
         options["checkpoint_metadata"] = {METADATA_KEY: record}
-        document = _document(loaded.target)
-        if document is not None:  # kept with the run: what --on-change pin resumes on
-            options["checkpoint_metadata"][DOCUMENT_KEY] = document
         if not json_events:  # stderr stays JSON lines only; RunStarted has the id
             click.echo(f"run id: {run_id}", err=True)
     display = Display(json_events=json_events, quiet=quiet)
@@ -857,7 +838,6 @@ def resume_command(
         options["budget"] = budget
     record = _record(loaded.target, allow_imports, placement)
     options["checkpoint_metadata"] = {METADATA_KEY: record}
-    document = _document(loaded.target)
     from ._prompt import ask_for_answers, can_prompt
 
     prompt = not no_input and not json_events
@@ -877,9 +857,6 @@ def resume_command(
             workflow = _placed(prepared.workflow, placement)
         run_id = prepared.run_id
         accept_changes = accept_changes or prepared.accept_changes
-        document = getattr(prepared, "document", None) or document  # the one that runs
-    if document is not None:
-        options["checkpoint_metadata"][DOCUMENT_KEY] = document
     if accept_changes:
         options["accept_changes"] = True
     if not responses:

@@ -82,7 +82,8 @@ def plait_change_policies() -> Any:
     ``workflow``, or another the policy chose) and ``note`` (a line for the person who
     resumes, or ``""``). For a workflow file the caller also passes ``document`` (its
     path) and, when typed, ``pinned_document`` and ``run_stored_document``; under ``pin``
-    the answer may carry ``document``, the stored document the run resumes on.
+    the answer's ``workflow`` may be the stored document's, loaded from it (its runs
+    record that document, as any loaded workflow's do).
     ``async verdicts(workflow, store, run_ids, policy)`` judges stored runs without running
     or writing anything (``plait compat``'s verdict): run id -> a verdict with ``outcome``
     (``as_is``, ``accept``, ``migrate``, ``pinned`` or ``rejected``), ``reason``,

@@ -7,6 +7,9 @@ publish (``plait_register_agents``) and :func:`plait.load` itself; installing
 
 - reading a document (a path or text, bounded in size) and picking its loader by
   ``format=``, suffix or detection (:func:`load`, :func:`load_spec`);
+- the document a loaded workflow was read from, carried with it (:class:`SourceDocument`,
+  :func:`source_document`): the text its loader parsed, which ``plait-durable`` records
+  with every durable run of the workflow;
 - the one agent-name registry every format resolves names through (:class:`AgentNames`:
   ``executors=``, the document's ``agents:`` section read by :func:`read_agents`, the
   agents installed plugins publish, then ``agents=``/``--agents``);
@@ -73,6 +76,11 @@ if TYPE_CHECKING:
     from ._run_defaults import (
         DOCUMENT_RUN_OPTIONS as DOCUMENT_RUN_OPTIONS,
         check_run_option as check_run_option,
+    )
+    from ._source import (
+        SourceDocument as SourceDocument,
+        attach_source as attach_source,
+        source_document as source_document,
     )
     from ._wiring import (
         ConverterExecutor as ConverterExecutor,

@@ -8,7 +8,8 @@ loader (by format, suffix or detection), resolves the document's agent names
 granted (:func:`~plait_documents.check_granted`), rebuilds the workflow with
 :meth:`plait.Workflow.from_spec`, then checks its edges' types as ``WorkflowBuilder``
 does (:func:`~plait_documents.wire_types`), each problem at the place the document writes
-the edge. :class:`Documents` is what this distribution gives
+the edge. The workflow carries the text it was read from
+(:func:`~plait_documents.source_document`). :class:`Documents` is what this distribution gives
 (``plait_documents``), so that the kernel's :func:`plait.load` reaches it.
 """
 
@@ -18,7 +19,7 @@ import os
 import re
 from collections.abc import Mapping
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from plait import (
     ConfigError,
@@ -32,6 +33,7 @@ from plait import (
 from plait.spi import BuildContext, Loader
 
 from ._agents import AgentDefinition, AgentNames, module_agents
+from ._source import SourceDocument, attach_source
 from ._wording import in_cli_words, is_cli, spell
 from .build import did_you_mean
 
@@ -133,7 +135,7 @@ def load_spec(
 ) -> WorkflowSpec:
     """The spec a document describes, without building it (what ``plait validate`` and
     ``plait graph`` use). Arguments as for :func:`load`."""
-    return _load_spec(source, format, executors, agents, plugin_manager, options)[0]
+    return _load_spec(source, format, executors, agents, plugin_manager, options).spec
 
 
 def agent_names(
@@ -161,6 +163,16 @@ def agent_names(
     )
 
 
+class _Loaded(NamedTuple):
+    """What one reading of a document gave: its spec, the name errors give it, its agent
+    names, and the document as read (what the workflow carries: :class:`SourceDocument`)."""
+
+    spec: WorkflowSpec
+    name: str
+    registry: AgentNames
+    source: SourceDocument
+
+
 def _load_spec(
     source: str | os.PathLike[str],
     format: str | None,
@@ -169,7 +181,7 @@ def _load_spec(
     plugin_manager: Any,
     options: Mapping[str, Any],
     allow_imports: bool = False,
-) -> tuple[WorkflowSpec, str, AgentNames]:
+) -> _Loaded:
     if plugin_manager is None:
         plugin_manager = get_plugin_manager()
     loaders = plugin_manager.registry("loader")
@@ -217,7 +229,18 @@ def _load_spec(
         manager=plugin_manager,
         agents=registry,
     )
-    return loader.load(text, ctx), name, registry
+    # the text read once: what the loader parses is what the workflow carries
+    document = SourceDocument(_file_name(name, suffix), format_name, text)
+    return _Loaded(loader.load(text, ctx), name, registry, document)
+
+
+def _file_name(name: str, suffix: str | None) -> str:
+    """A document's file name, no folder (``<string>`` for text: ``suffix`` is ``None``)."""
+    if suffix is None:
+        return name
+    from pathlib import Path
+
+    return Path(name).name
 
 
 def load(
@@ -248,7 +271,7 @@ def load(
     grants = Grants.of(allow, allow_imports=allow_imports)
     # one load: what the loader's checks build, the build reuses (see LoadScope)
     with load_scope():
-        spec, name, registry = _load_spec(
+        spec, name, registry, document = _load_spec(
             source, format, executors, agents, plugin_manager, options, grants.covers(IMPORTS)
         )
         # the Python agents the document resolved to, from every tier, by name
@@ -271,13 +294,15 @@ def load(
             raise said from exc
         # the edge check WorkflowBuilder.build() runs, over the executors the nodes were
         # built into: a plain function's annotations count however it was wired
-        return wire_document(
+        wired = wire_document(
             workflow,
             registry.edge_positions,
             manager=plugin_manager,
             allow_imports=grants.covers(IMPORTS),
             source=name,
         )
+        # the document it was loaded from, as read: what its durable runs record
+        return attach_source(wired, document)
 
 
 _NODE = re.compile(r"/nodes/(\d+)(?:/|$)")

@@ -52,8 +52,6 @@ if TYPE_CHECKING:
     )
     from ._document import (
         DOCUMENT_KEY as DOCUMENT_KEY,
-        StoredDocument as StoredDocument,
-        document_hash as document_hash,
         document_metadata as document_metadata,
         stored_document as stored_document,
     )

@@ -17,9 +17,10 @@ import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream
 from plait import CheckpointError, Executor
 from plait.spi import PendingRequest, RunState, type_name
+from plait_documents import source_document
 
-from ._blobs import BlobWriter, MapTree, ResumedBlobs, has_blobs
-from ._document import externalize_document
+from ._blobs import BlobWriter, MapTree, ResumedBlobs, _ref_of, has_blobs
+from ._document import DOCUMENT_KEY, document_metadata
 from ._errors import CheckpointEncodeError, RunLeaseError
 from ._fingerprint import fingerprint_of, fingerprint_summary
 from ._layout import request_fields, state_fields
@@ -92,6 +93,10 @@ class Checkpointer:
         self._new_blobs: dict[str, dict[str, bytes]] = {}  # checkpoint id -> its new blobs
         self._resumed = resumed  # blobs a resume read: in the store already
         self._ids = checkpoint_ids()
+        #: the document the workflow was loaded from (its text as parsed), if it was:
+        #: what every checkpoint's metadata names (:mod:`plait_durable._document`)
+        self.document = source_document(graph)
+        self._document_record: dict[str, Any] | None = None
 
     # -- building checkpoints ------------------------------------------------------------
 
@@ -124,21 +129,18 @@ class Checkpointer:
         run_metadata = dict(self.metadata)
         if self.blobs is None:
             body = self._state_json(state, inbox, step, None)
+            document = self._document()
         else:
-            if self._resumed is not None and self._resumed[0] == state.run_id:
-                # strings and bundles read: hashed already
-                self.blobs = BlobWriter(self._resumed[2], self._resumed[3])
-                self.blobs.known |= self._resumed[1]
-            self._resumed = None
+            self._take_resumed(state.run_id)
             body = self._state_json(state, inbox, step, self.blobs)
-            # a pinned document's text: one blob of the run, its metadata names it
-            externalize_document(run_metadata, self.blobs)
+            document = self._document()  # (its blob, the first time, goes with this one)
             new_blobs = self.blobs.take_new()
             if new_blobs:
                 self._new_blobs[checkpoint_id] = new_blobs
             self.blobs.settle()
         metadata: dict[str, Any] = {
             **run_metadata,
+            **document,
             "workflow": self.graph.spec.name,
             "fingerprint": self._fingerprint(),
         }
@@ -163,6 +165,14 @@ class Checkpointer:
         self.parent_id = checkpoint_id
         self.last = checkpoint
         return checkpoint
+
+    def _take_resumed(self, run_id: str) -> None:
+        """Before the first checkpoint of a resumed run: a writer that knows the blobs
+        the resume read (in the store already), and the strings and bundles it hashed."""
+        if self._resumed is not None and self._resumed[0] == run_id:
+            self.blobs = BlobWriter(self._resumed[2], self._resumed[3])
+            self.blobs.known |= self._resumed[1]
+        self._resumed = None
 
     def _state_json(
         self,
@@ -213,6 +223,21 @@ class Checkpointer:
             attempts=dict(state.attempts) if state.attempts else None,
             observed=observed,
         )
+
+    def _document(self) -> dict[str, Any]:
+        """What a checkpoint's metadata records of the run's document: ``{DOCUMENT_KEY:
+        record}``, or nothing for a workflow not loaded from one. The record is made once
+        per run (this process's part of it): its blob is handed to the store with the
+        first checkpoint, unless the checkpoint a resume went on from names it already,
+        and every later checkpoint names the same blob."""
+        if self.document is None:
+            return {}
+        record = self._document_record
+        if record is None:
+            record = self._document_record = document_metadata(self.document, self.blobs)
+        elif self.blobs is not None and (digest := _ref_of(record["text"])) is not None:
+            self.blobs.touched.add(digest)  # this checkpoint reaches it too (settle keeps it)
+        return {DOCUMENT_KEY: record}
 
     def _fingerprint(self) -> dict[str, Any]:
         """What a checkpoint records of the workflow's fingerprint: the details in the
@@ -359,11 +384,11 @@ class Checkpointer:
                 return
             last = await self.store.load(self.parent_id)
         checkpoint_id = next(self._ids)
-        run_metadata = dict(self.metadata)
-        if self.blobs is not None:  # a pinned document's text: its blob, as take() names it
-            externalize_document(run_metadata, self.blobs)
-            if new_blobs := self.blobs.take_new():
-                self._new_blobs[checkpoint_id] = new_blobs
+        if self.blobs is not None:
+            self._take_resumed(last.run_id)
+        run_metadata = {**self.metadata, **self._document()}
+        if self.blobs is not None and (new_blobs := self.blobs.take_new()):
+            self._new_blobs[checkpoint_id] = new_blobs  # (the document's, if none was taken)
         failed = attrs.evolve(
             last,
             checkpoint_id=checkpoint_id,

@@ -1,27 +1,31 @@
 """Pinned documents: the workflow document a run was started from, kept with the run.
 
-A run started from a workflow document (YAML steps, a JSON DAG, a flow file) records it
-in its checkpoints' metadata under :data:`DOCUMENT_KEY` (:func:`document_metadata`):
-the document's name (its file name, no folder), its format, the SHA-256 of its bytes and
-its text. Where the store keeps blobs (:func:`~plait_durable.has_blobs`), the
-checkpointer stores the text once as one content-addressed blob of the run, the blob
-space its values use, and the metadata keeps a reference to it: the same document is
-stored once however many checkpoints name it, and a prune keeps a blob that a kept
-checkpoint's metadata names (the sweep of :mod:`plait_durable._blobs`). A store without
-blobs keeps the text inline.
+A workflow loaded from a document (YAML steps, a JSON DAG, a flow file; from a path or
+from text) carries the text its loader parsed (:func:`plait_documents.source_document`,
+a :class:`~plait_documents.SourceDocument`). Every durable run of such a workflow,
+whoever starts or resumes it (``workflow.run(..., checkpoint=...)`` in Python,
+``plait run``/``resume``, a worker, ``plait ui``), records it in its checkpoints' metadata
+under :data:`DOCUMENT_KEY` (:func:`document_metadata`): its name (the file name, no
+folder), format and SHA-256, and its text. Where the store keeps blobs
+(:func:`~plait_durable.has_blobs`), the text is one content-addressed blob of the run,
+the blob space its values use, written with the first checkpoint that names it and never
+again: every later checkpoint, and every resume of the run on the same version, names
+the same blob (:class:`~plait_durable.Checkpointer`), so a run holds one blob per version
+of its document. A prune keeps a blob that a kept checkpoint's metadata names (the sweep
+of :mod:`plait_durable._blobs`). A store without blobs keeps the text inline.
 
 :func:`stored_document` reads it back and checks the text against the recorded hash.
 What a checkpoint says is untrusted unless the store is sealed: a caller decides what may
-run (``plait-versions``' policy ``pin``).
+run (``plait-versions``' policy ``pin``). A run's ``checkpoint_metadata`` cannot set the
+key: the durability alone writes it.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-import attrs
+from plait_documents import SourceDocument
 
 from ._blobs import BlobWriter, _dumps, _ref_of, blob_hash, has_blobs, load_blob, unpack_blob
 from ._errors import CorruptCheckpointError
@@ -29,69 +33,36 @@ from ._errors import CorruptCheckpointError
 if TYPE_CHECKING:
     from .checkpoint import BlobStore, Checkpoint, CheckpointStore
 
-__all__ = [
-    "DOCUMENT_KEY",
-    "StoredDocument",
-    "document_hash",
-    "document_metadata",
-    "stored_document",
-]
+__all__ = ["DOCUMENT_KEY", "document_blob", "document_metadata", "stored_document"]
 
 #: The checkpoint metadata key of a run's pinned document.
 DOCUMENT_KEY = "document"
 
 
-@attrs.frozen
-class StoredDocument:
-    """A run's pinned document as its checkpoint records it.
-
-    :param name: the document's file name (``orders.yaml``), no folder.
-    :param format: the loader that read it (``steps``, ``dag``, ``flow`` …), or ``None``
-        (its suffix decides).
-    :param sha256: the SHA-256 (hex) of its bytes (UTF-8 text), checked against them.
-    :param text: the document.
-    """
-
-    name: str
-    format: str | None
-    sha256: str
-    text: str
-
-    @property
-    def short(self) -> str:
-        """The first 12 characters of :attr:`sha256`."""
-        return self.sha256[:12]
-
-
-def document_hash(text: str) -> str:
-    """The SHA-256 (hex) of ``text``'s UTF-8 bytes: a document's hash."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def document_metadata(name: str, text: str, format: str | None = None) -> dict[str, Any]:
-    """What a run's ``checkpoint_metadata[DOCUMENT_KEY]`` holds of document ``text``
-    (file name ``name``, read by loader ``format``): the checkpointer turns the text into
-    a blob reference where the store keeps blobs."""
-    record: dict[str, Any] = {"name": name, "sha256": document_hash(text), "text": text}
-    if format is not None:
-        record["format"] = format
+def document_metadata(document: SourceDocument, writer: BlobWriter | None = None) -> dict[str, Any]:
+    """What a checkpoint's ``metadata[DOCUMENT_KEY]`` holds of ``document``: its name,
+    format, SHA-256 and text; with ``writer`` (a store that keeps blobs), the text as a
+    reference to one blob ``writer`` hands to the store unless it knows the store holds
+    it."""
+    record: dict[str, Any] = {"name": document.name, "sha256": document.sha256}
+    if document.format is not None:
+        record["format"] = document.format
+    data = _dumps(document.text) if writer is not None else None
+    if writer is None or data is None:  # (a lone surrogate orjson will not write: inline)
+        record["text"] = document.text
+    else:
+        record["text"] = {"__plait__": "blob", "h": writer._put_data(data)}
     return record
 
 
-def externalize_document(metadata: dict[str, Any], writer: BlobWriter) -> None:
-    """Replace the text of ``metadata``'s pinned document (if any) by a reference to one
-    blob ``writer`` hands to the store (once per run: a blob it holds is not written
-    again)."""
+def document_blob(metadata: Mapping[str, Any]) -> str | None:
+    """The hash of the blob ``metadata`` (a checkpoint's) names for its pinned document,
+    or ``None``."""
     record = metadata.get(DOCUMENT_KEY)
-    if not isinstance(record, Mapping) or not isinstance(record.get("text"), str):
-        return
-    data = _dumps(record["text"])
-    if data is None:  # pragma: no cover - a str always dumps
-        return
-    metadata[DOCUMENT_KEY] = {**record, "text": {"__plait__": "blob", "h": writer._put_data(data)}}
+    return _ref_of(record.get("text")) if isinstance(record, Mapping) else None
 
 
-async def stored_document(store: CheckpointStore, checkpoint: Checkpoint) -> StoredDocument | None:
+async def stored_document(store: CheckpointStore, checkpoint: Checkpoint) -> SourceDocument | None:
     """The pinned document ``checkpoint``'s metadata records, its blob read from
     ``checkpoint``'s run, or ``None`` when it records none.
 
@@ -130,6 +101,7 @@ async def stored_document(store: CheckpointStore, checkpoint: Checkpoint) -> Sto
         text = load_blob(plain)
     if not isinstance(text, str):
         raise CorruptCheckpointError(f"{where} holds no text")
-    if document_hash(text) != sha256:
+    document = SourceDocument(name, format, text)
+    if document.sha256 != sha256:
         raise CorruptCheckpointError(f"{where} does not match its recorded SHA-256 {sha256}")
-    return StoredDocument(name, format, sha256, text)
+    return document

@@ -21,7 +21,16 @@ STORE_METHODS = ("save", "load", "latest", "list", "acquire_lease", "renew_lease
 
 #: Keys of a checkpoint's metadata that the durability writes itself.
 RESERVED_METADATA = frozenset(
-    {"workflow", "topology", "error", "observers", "fingerprint", "version", "migrations"}
+    {
+        "workflow",
+        "topology",
+        "error",
+        "observers",
+        "fingerprint",
+        "version",
+        "migrations",
+        "document",
+    }
 )
 _JSON_SCALARS = (str, int, float, bool, type(None))
 

@@ -20,6 +20,7 @@ from plait import CheckpointError, EdgeGroupSpec, NodeSpec, RequestResponse, Wor
 from plait.spi import PendingRequest, RunState, is_instance, type_name
 
 from ._blobs import ReadNode, ResumedBlobs, has_blobs, resolve_state
+from ._document import document_blob
 from ._errors import (
     CheckpointDecodeError,
     CheckpointNotFoundError,
@@ -120,6 +121,9 @@ async def load_run(
         nodes=nodes,
     )
     full = read_state(resolved, where)
+    document = document_blob(checkpoint.metadata)
+    if document is not None and has_blobs(store):  # the run's document: the store holds it
+        read.add(document)  # (a prune keeps what this checkpoint names)
     blobs_read = (checkpoint.run_id, frozenset(read), strings, nodes)
     latest = (checkpoint.run_id, checkpoint.checkpoint_id) if by_run else None
     return checkpoint, Resumable(where, full, blobs_read, latest)

@@ -19,7 +19,7 @@ import attrs
 from plait import CheckpointError
 
 from ._blobs import BlobWriter, externalize_state, has_blobs, resolve_state
-from ._document import DOCUMENT_KEY, document_metadata, externalize_document, stored_document
+from ._document import DOCUMENT_KEY, document_metadata, stored_document
 from ._legacy import merge_state
 from ._stores import error_summary
 from .checkpoint import BlobStore, Checkpoint, CheckpointStore
@@ -236,10 +236,7 @@ async def fork_run(
                 document = None  # unreadable: the fork keeps no document
             metadata.pop(DOCUMENT_KEY)
             if document is not None:
-                metadata[DOCUMENT_KEY] = document_metadata(
-                    document.name, document.text, document.format
-                )
-                externalize_document(metadata, writer)
+                metadata[DOCUMENT_KEY] = document_metadata(document, writer)
             forked = attrs.evolve(forked, metadata=metadata)
         await typing.cast(BlobStore, store).save(forked, blobs=writer.take_new())
     else:

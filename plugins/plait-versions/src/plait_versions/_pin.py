@@ -33,7 +33,8 @@ from ._errors import PinnedRunError
 
 if TYPE_CHECKING:
     from plait import Workflow
-    from plait_durable import Checkpoint, CheckpointStore, StoredDocument
+    from plait_documents import SourceDocument
+    from plait_durable import Checkpoint, CheckpointStore
 
 __all__ = ["Pinned", "document_diff", "pinned_workflow", "sealed_store"]
 
@@ -45,13 +46,14 @@ MAX_DIFF_LINES = 400
 class Pinned:
     """The stored version a pinned run resumes on.
 
-    :param workflow: built from the stored document with the typed grants.
+    :param workflow: built from the stored document with the typed grants (it carries
+        that document: the resumed run's checkpoints record it).
     :param document: the stored document.
     :param note: what the person who resumes is told (the diff, when the store is unsigned).
     """
 
     workflow: Workflow
-    document: StoredDocument
+    document: SourceDocument
     note: str
 
 
@@ -70,7 +72,7 @@ def _shown(text: str) -> str:
     )
 
 
-def document_diff(on_disk: str, disk_name: str, stored: StoredDocument) -> str:
+def document_diff(on_disk: str, disk_name: str, stored: SourceDocument) -> str:
     """The unified diff from the file on disk to the stored document, control characters
     escaped, at most :data:`MAX_DIFF_LINES` lines."""
     lines = list(
@@ -96,7 +98,7 @@ def _plain_name(name: str) -> str:
     return base if base not in ("", ".", "..") and base.isprintable() else "workflow"
 
 
-def build_stored(stored: StoredDocument, allow: Any) -> Workflow:
+def build_stored(stored: SourceDocument, allow: Any) -> Workflow:
     """The workflow of ``stored``, loaded as the command line loads a file: with the
     grants ``allow`` (a :class:`plait_documents.Grants`) and never more.
 

@@ -35,15 +35,12 @@ class Prepared:
     :param workflow: the workflow to resume it with: the one given, or the one the policy
         chose.
     :param note: a line for the person who resumes (what was done to the run), or ``""``.
-    :param document: under ``pin``, the stored document the run resumes on, as its new
-        checkpoints record it (:func:`plait_durable.document_metadata`), or ``None``.
     """
 
     run_id: str
     accept_changes: bool
     workflow: Workflow
     note: str = ""
-    document: dict[str, Any] | None = None
 
 
 class ChangePolicies:
@@ -114,8 +111,6 @@ class ChangePolicies:
             found = await stored_checkpoint(opened, run_id)
             verdict = await decide(workflow, opened, found, policy)
             if verdict.outcome == "pinned" and document is not None:
-                from plait_durable import document_metadata
-
                 from ._pin import pinned_workflow
 
                 pinned = await pinned_workflow(
@@ -127,10 +122,8 @@ class ChangePolicies:
                     pinned_document=pinned_document,
                     run_stored_document=run_stored_document,
                 )
-                if pinned is not None:
-                    stored = pinned.document
-                    record = document_metadata(stored.name, stored.text, stored.format)
-                    return Prepared(run_id, False, pinned.workflow, pinned.note, record)
+                if pinned is not None:  # (its workflow carries the stored document)
+                    return Prepared(run_id, False, pinned.workflow, pinned.note)
             await apply_verdict(workflow, opened, found, verdict)
         note = ""
         if verdict.outcome == "migrate":
