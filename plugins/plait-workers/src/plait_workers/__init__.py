@@ -6,8 +6,9 @@ runs from it and runs them with checkpoints and leases in that store. The queue 
 it delivers each run to one worker, and hands the run of a worker that stopped beating to
 another; Plait's lease stays the guarantee of one writer per run.
 
-- :func:`submit`, :func:`cancel`, :func:`answer` and :func:`queued_runs`: what a program does
-  to the queue (``plait submit``, ``plait cancel``, ``plait answer``, ``plait queue``);
+- :func:`submit` (:func:`submit_many` for many runs at once), :func:`cancel`,
+  :func:`answer` and :func:`queued_runs`: what a program does to the queue
+  (``plait submit``, ``plait cancel``, ``plait answer``, ``plait queue``);
 - :class:`Worker` and :class:`WorkerSettings`: a worker (``plait worker``), which loads a
   run's workflow only as its own grants allow (:class:`RefusedRunError` otherwise);
 - :class:`QueueError`: a store no queue can live on, or a run not in the state asked for.
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
         cancel as cancel,
         queued_runs as queued_runs,
         submit as submit,
+        submit_many as submit_many,
     )
     from ._queue import (
         DEFAULT_QUEUE as DEFAULT_QUEUE,

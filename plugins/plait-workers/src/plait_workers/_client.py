@@ -8,7 +8,7 @@ does.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -16,7 +16,7 @@ import attrs
 from ._jobs import CANCEL_META
 from ._queue import DEFAULT_QUEUE, QueueError, RunOrder, job_for, open_queue, queue_url
 
-__all__ = ["CANCELLED", "QueuedRun", "answer", "cancel", "queued_runs", "submit"]
+__all__ = ["CANCELLED", "QueuedRun", "answer", "cancel", "queued_runs", "submit", "submit_many"]
 
 #: The error a cancelled run's job finishes with (``plait queue`` shows it as cancelled).
 CANCELLED = "cancelled"
@@ -73,12 +73,42 @@ async def submit(
         input=input,
     )
     async with open_queue(store, queue, client=True) as opened:
-        if await opened.enqueue(job_for(order, queue=opened)) is None:
-            raise QueueError(
-                f"run {order.run_id} is already on queue {queue!r} at {store} (queued or "
-                "running); one job per run"
-            )
+        await _enqueue(opened, order, store, queue)
     return order.run_id
+
+
+async def submit_many(
+    target: str,
+    inputs: Iterable[Any],
+    *,
+    store: str,
+    queue: str = DEFAULT_QUEUE,
+    format: str | None = None,
+) -> list[str]:
+    """Put a run of ``target`` on the queue for each of ``inputs``, over one connection to
+    the queue; return their ids, in the order of ``inputs``. What :func:`submit` does for
+    each, without a connection per run (10,000 runs: seconds, not minutes).
+
+    :raises QueueError: as :func:`submit`; the runs before the one that failed are queued.
+    """
+    queue_url(store)
+    text = _target_text(target, format)
+    orders = [
+        RunOrder(run_id=uuid.uuid4().hex, target=text, format=format, input=value)
+        for value in inputs
+    ]
+    async with open_queue(store, queue, client=True) as opened:
+        for order in orders:
+            await _enqueue(opened, order, store, queue)
+    return [order.run_id for order in orders]
+
+
+async def _enqueue(opened: Any, order: RunOrder, store: str, queue: str) -> None:
+    if await opened.enqueue(job_for(order, queue=opened)) is None:
+        raise QueueError(
+            f"run {order.run_id} is already on queue {queue!r} at {store} (queued or "
+            "running); one job per run"
+        )
 
 
 async def _latest(store: str, run_id: str) -> Any:

@@ -35,7 +35,8 @@ from saq.job import Job, Status
 from saq.queue.postgres import PostgresQueue
 from saq.utils import now, now_seconds
 
-from ._jobs import handed_on, owned, stuck, taken_by
+from ._jobs import handed_on, log_hand_on, owned, stuck, taken_by
+from ._queue import REDELIVERY
 
 __all__ = ["RunQueue"]
 
@@ -84,33 +85,34 @@ class RunQueue(PostgresQueue):
                 ).format(jobs=self.jobs_table),
                 (self.name,),
             )
+            rows: list[tuple[Any, ...]] = []
             for key, raw, status in await cursor.fetchall():
                 job = self.deserialize(raw, status)
                 if job is None or not stuck(job, self.stuck_after):
                     continue
-                logger.info("handing on job %s", job.info(logger.isEnabledFor(logging.DEBUG)))
+                log_hand_on(job)
                 job = handed_on(job, self.swept_error_message)
-                # scheduled at 0: a run taken over goes before runs not yet started
-                await self._write(conn, job, scheduled=0)
+                rows.append(self._row(job))
                 swept.append(key)
+            if rows:  # one round trip: one by one, a loaded worker's sweep took seconds
+                async with conn.cursor() as writer:
+                    await writer.executemany(self._write_sql, rows)
         return swept
 
-    async def _write(
-        self, conn: AsyncConnection[Any], job: Job, *, scheduled: int | None = None
-    ) -> None:
-        """Store ``job`` as it is (its status in the status column), on ``conn``."""
-        await conn.execute(
-            SQL(
-                "UPDATE {jobs} SET job = %s, status = %s, scheduled = %s, expire_at = NULL "
-                "WHERE key = %s"
-            ).format(jobs=self.jobs_table),
-            (
-                self.serialize(job),
-                job.status,
-                job.scheduled if scheduled is None else scheduled,
-                job.key,
-            ),
-        )
+    @property
+    def _write_sql(self) -> Any:
+        return SQL(
+            "UPDATE {jobs} SET job = %s, status = %s, scheduled = %s, priority = %s, "
+            "expire_at = NULL WHERE key = %s"
+        ).format(jobs=self.jobs_table)
+
+    def _row(self, job: Job) -> tuple[Any, ...]:
+        return (self.serialize(job), job.status, job.scheduled, job.priority, job.key)
+
+    async def _write(self, conn: AsyncConnection[Any], job: Job) -> None:
+        """Store ``job`` as it is (its status, schedule and priority in their columns), on
+        ``conn``."""
+        await conn.execute(self._write_sql, self._row(job))
 
     async def _locked(self, conn: AsyncConnection[Any], key: str) -> Job | None:
         """The job ``key`` as stored, its row locked until ``conn``'s transaction ends."""
@@ -148,13 +150,10 @@ class RunQueue(PostgresQueue):
             if not owned(await self._locked(conn, job.key), job):
                 logger.info("not retrying job %s: another delivery has it", job.key)
                 return
-            await self.update(
-                job,
-                status=Status.QUEUED,
-                scheduled=int(scheduled),
-                expire_at=None,
-                connection=conn,
-            )
+            job.status = Status.QUEUED
+            job.scheduled = int(scheduled)
+            job.priority = REDELIVERY  # before every run not yet started, once due
+            await self._write(conn, job)
 
     async def _finish(
         self,
