@@ -32,7 +32,7 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg.sql import SQL
 from saq.job import Job, Status
-from saq.queue.postgres import PostgresQueue
+from saq.queue.postgres import ENQUEUE, PostgresQueue
 from saq.utils import now, now_seconds
 
 from ._jobs import handed_on, log_hand_on, owned, stuck, taken_by
@@ -124,6 +124,54 @@ class RunQueue(PostgresQueue):
         )
         row = await cursor.fetchone()
         return None if row is None else self.deserialize(row[0], row[1])
+
+    # -- submitting ------------------------------------------------------------------------
+
+    async def enqueue_many(self, jobs: list[Job]) -> list[Job | None]:
+        """saq's :meth:`enqueue` for each of ``jobs``, in one transaction of one round trip
+        (psycopg's pipeline) and one notification: each job, or ``None`` where a job of its
+        key is queued or running already. One by one, 10,000 runs took minutes on a loaded
+        machine."""
+        for job in jobs:
+            job.queue = self
+            job.queued = now()
+            job.status = Status.QUEUED
+            await self._before_enqueue(job)
+        if not jobs:
+            return []
+        insert = SQL(
+            "INSERT INTO {jobs} (key, job, queue, status, priority, group_key, scheduled) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (key) DO UPDATE SET job = "
+            "EXCLUDED.job, queue = EXCLUDED.queue, status = EXCLUDED.status, priority = "
+            "EXCLUDED.priority, group_key = EXCLUDED.group_key, scheduled = EXCLUDED.scheduled, "
+            "expire_at = NULL WHERE {jobs}.status IN ('aborted', 'complete', 'failed') "
+            "RETURNING key"
+        ).format(jobs=self.jobs_table)
+        stamp = int(now_seconds())
+        rows = [
+            (
+                job.key,
+                self.serialize(job),
+                self.name,
+                job.status,
+                job.priority,
+                job.group_key,
+                job.scheduled or stamp,
+            )
+            for job in jobs
+        ]
+        taken: set[str] = set()
+        async with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cursor:
+            await cursor.executemany(insert, rows, returning=True)
+            while True:
+                found = await cursor.fetchone()
+                if found is not None:
+                    taken.add(found[0])
+                if not cursor.nextset():
+                    break
+            if taken:
+                await self._notify(ENQUEUE, connection=conn)
+        return [job if job.key in taken else None for job in jobs]
 
     # -- writes only an owner makes ----------------------------------------------------------
 

@@ -219,6 +219,14 @@ class RunQueue(RedisQueue):
         )
         return [job_id.decode("utf-8") for job_id in due]
 
+    # -- submitting ------------------------------------------------------------------------
+
+    async def enqueue_many(self, jobs: list[Job]) -> list[Job | None]:
+        """saq's :meth:`enqueue` for each of ``jobs`` (one script call each, on one
+        connection): each job, or ``None`` where a job of its key is queued or running
+        already."""
+        return [await self.enqueue(job) for job in jobs]
+
     # -- writes only an owner makes ----------------------------------------------------------
 
     async def _transact(
