@@ -784,3 +784,22 @@ def test_runs_with_no_checkpoint_yet_page_with_the_others_in_plait_runs_order(
             assert pages < 10
     assert seen == expected  # each run once, queued ones on their own page, not the first
     assert pages == 4  # 10 runs, 3 a page
+
+
+def test_a_run_with_no_checkpoint_yet_shows_the_columns_plugins_add(
+    tmp_path: Path, plait_register_plugin: RegisterPlugin
+) -> None:
+    from plait_durable import RunInfo
+
+    url = sqlite(tmp_path)
+    at = time.time()
+    waiting = RunInfo(
+        unique("q"), "app:flow", "queued", 0, 0, None, at, at, metadata={"workflow": "queued"}
+    )
+    plait_register_plugin(PendingRuns([waiting]), "pending-runs")
+    plait_register_plugin(RunColumns(), "run-columns")
+    with signed_in(url) as client:
+        page = client.get("/").text
+    row = page[page.index(f'data-run-id="{waiting.run_id}"') :].split("</tr>", 1)[0]
+    # what the plugin that listed it knows (a queue's run: its queue), as plait runs shows
+    assert '<td class="column-workflow_again">&lt;queued&gt;</td>' in row

@@ -142,7 +142,7 @@ async def _column_cells(
     """Each listed run's cells in the columns plugins add (``plait_run_columns``, as
     ``plait runs`` shows them), by run id. A run index's rows carry no metadata: then the
     run's latest checkpoint is read for it (one read per run of the page, and none when no
-    plugin adds a column)."""
+    plugin adds a column). A run with no checkpoint yet has what its plugin listed."""
     if not columns:
         return {}
     cells: dict[str, dict[str, str]] = {}
@@ -299,7 +299,7 @@ class _Ui:
                 queued = {info.run_id for info in pending}
                 shown = [r for r in runs if r.run_id in queued]
                 taken = len(runs) - len(shown)  # stored runs shown
-                cells = await _column_cells(store, columns, listed[:taken])
+                cells = await _column_cells(store, columns, runs)
         except ValueError as exc:
             raise HTTPException(400, str(exc)) from None
         elapsed = time.perf_counter() - started

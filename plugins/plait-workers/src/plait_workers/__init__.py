@@ -19,7 +19,7 @@ Loading plugins imports this module alone; saq is imported when a queue is first
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import plait
 from plait.spi import lazy_exports
@@ -59,6 +59,15 @@ def plait_register_commands(cli: click.Group) -> None:
 
     for command in COMMANDS:
         cli.add_command(command)
+
+
+@plait.hookimpl
+def plait_run_columns() -> dict[str, Any]:
+    """The ``queue`` column of ``plait runs`` and ``plait ui``: the queue each run went
+    through, from its checkpoint's metadata (``-`` for a run no worker ran)."""
+    from ._columns import queue_cell
+
+    return {"queue": queue_cell}
 
 
 @plait.hookimpl

@@ -14,7 +14,15 @@ from typing import Any
 import attrs
 
 from ._jobs import CANCEL_META
-from ._queue import DEFAULT_QUEUE, QueueError, RunOrder, job_for, open_queue, queue_url
+from ._queue import (
+    DEFAULT_QUEUE,
+    METADATA_KEY,
+    QueueError,
+    RunOrder,
+    job_for,
+    open_queue,
+    queue_url,
+)
 
 __all__ = ["CANCELLED", "QueuedRun", "answer", "cancel", "queued_runs", "submit", "submit_many"]
 
@@ -22,8 +30,6 @@ __all__ = ["CANCELLED", "QueuedRun", "answer", "cancel", "queued_runs", "submit"
 CANCELLED = "cancelled"
 #: Runs :func:`submit_many` puts on the queue in one transaction.
 _BATCH = 500
-#: The checkpoint metadata key under which a worker records how the run was submitted.
-METADATA_KEY = "workers"
 
 
 def _target_text(target: str, format: str | None) -> str:

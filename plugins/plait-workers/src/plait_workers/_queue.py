@@ -23,6 +23,7 @@ __all__ = [
     "DEFAULT_QUEUE",
     "FUNCTION",
     "HEARTBEAT",
+    "METADATA_KEY",
     "QueueError",
     "RunOrder",
     "job_for",
@@ -45,6 +46,9 @@ MAX_DELIVERIES = 1_000_000
 #: redelivery goes to its head.
 FIRST_DELIVERY = 1
 REDELIVERY = 0
+#: The checkpoint metadata key under which a worker records how a run was submitted (its
+#: target, format and queue; a cancellation).
+METADATA_KEY = "workers"
 #: The schemes a queue can live on (saq's two backends that Plait's stores share).
 SCHEMES = ("redis", "rediss", "postgresql", "postgres")
 

@@ -30,9 +30,17 @@ import attrs
 from plait import PlaitError, RunStatus
 
 from ._cancel import record_cancel
-from ._client import CANCELLED, METADATA_KEY
+from ._client import CANCELLED
 from ._jobs import CANCEL_META, owned
-from ._queue import DEFAULT_QUEUE, FUNCTION, HEARTBEAT, QueueError, RunOrder, open_queue
+from ._queue import (
+    DEFAULT_QUEUE,
+    FUNCTION,
+    HEARTBEAT,
+    METADATA_KEY,
+    QueueError,
+    RunOrder,
+    open_queue,
+)
 
 __all__ = ["RefusedRunError", "Worker", "WorkerSettings"]
 
@@ -319,7 +327,11 @@ class Worker:
             "raise_on_failure": False,
             "lease_ttl": self.settings.lease_ttl,
             "checkpoint_metadata": {
-                METADATA_KEY: {"target": order.target, "format": order.format},
+                METADATA_KEY: {
+                    "target": order.target,
+                    "format": order.format,
+                    "queue": self.settings.queue,
+                },
                 "cli": {"target": order.target, "allow_imports": self.settings.allow_imports},
             },
         }
