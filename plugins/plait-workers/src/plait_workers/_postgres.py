@@ -97,6 +97,9 @@ class RunQueue(PostgresQueue):
             if rows:  # one round trip: one by one, a loaded worker's sweep took seconds
                 async with conn.cursor() as writer:
                     await writer.executemany(self._write_sql, rows)
+                # wake the workers waiting for work now (saq notifies an enqueue, not this;
+                # without it an idle worker takes the job at its next upkeep, a second on)
+                await self._notify(ENQUEUE, connection=conn)
         return swept
 
     @property
