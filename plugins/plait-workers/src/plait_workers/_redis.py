@@ -19,9 +19,10 @@ confirm, then retries it. Two defects follow, both seen in the soak
 
 Here (:class:`RunQueue`):
 
-- the sweep hands a stuck job on (back at the head of the queued list, at once) in one optimistic
-  transaction (``WATCH``) that holds only if the job is still as the sweep read it; it
-  never aborts and never waits. The job's worker, if alive after all, finds at its next
+- the sweep hands every stuck job it found on (back at the head of the queued list, at
+  once) in one script that moves each job still stored as the sweep read it; it never
+  aborts and never waits (one by one, a loaded worker's sweep took seconds per dead
+  worker). The job's worker, if alive after all, finds at its next
   beat that the job was handed on and stops the run at its next boundary; Plait's lease
   keeps the run to one writer meanwhile;
 - a job found ``queued`` in the active list is handed on only when the previous sweep of
@@ -32,8 +33,11 @@ Here (:class:`RunQueue`):
   records the cancellation;
 - a retry or a finish writes only when the stored job is still the writer's delivery (the
   same worker and attempt), in the same kind of transaction;
-- :meth:`RunQueue.beat`, a worker's heartbeat, touches the stored job only while it is
-  the beating worker's, and keeps the stored status (an abort written meanwhile stands).
+- :meth:`RunQueue.beat_many`, a worker's heartbeat for all its runs (one read, one
+  compare-and-set script), touches each stored job only while it is the beating worker's,
+  and keeps the stored status (an abort written meanwhile stands);
+- a redelivery goes to the head of the queued list: the sweep's, and a retry's (a lease
+  still held, a drain), also once saq's schedule upkeep finds its delay passed.
 
 This module imports saq's Redis client; :func:`plait_workers._queue.open_queue` imports it
 only for a ``redis://`` queue.
