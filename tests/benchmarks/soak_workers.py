@@ -21,11 +21,19 @@ backend it prints one JSON line:
   documented at-least-once re-run of the superstep a killed worker was in (one per run per
   kill that interrupted it);
 - ``takeover_p50_s`` / ``takeover_p99_s``: from a kill to the first step of an interrupted
-  run on another worker;
+  run on another worker (see below); ``rekilled``: takeovers cut short by a later kill of
+  the worker that took the run over before it ran a step (counted from that later kill;
+  ``takeover_p99_with_rekilled_s`` counts them from the first);
 - ``runs_per_s`` (submission of the first run to the last output), ``boundary_p99_ms``:
   between one step's end and the next step's start in the same worker (the checkpoint write
   and the next dispatch);
-- ``worker_rss_mb``: each worker process's resident memory, sampled every second (max).
+- ``worker_rss_mb``: each worker process's resident memory, sampled every second (max);
+- ``load_average``: the machine's at the end (it is shared: times stretch under load);
+- ``phases``: where the takeovers' time went (:func:`_phases`).
+
+A takeover: a run that had started a step on a worker when it was SIGKILLed, and had not
+finished; its latency runs from the kill to the start of the run's first step on another
+worker (the first step of the run's next delivery).
 """
 
 from __future__ import annotations
@@ -112,24 +120,28 @@ def _percentile(values: list[float], q: float) -> float | None:
 
 
 def _submit_all(store: str, queue: str, runs: int) -> dict[str, int]:
-    from plait_workers import submit
+    from plait_workers import submit_many
 
-    inputs: dict[str, int] = {}
+    async def main() -> list[str]:
+        return await submit_many("soak_workers:chain", range(runs), store=store, queue=queue)
 
-    async def main() -> None:
-        limiter = anyio.Semaphore(4)
+    return {run_id: i for i, run_id in enumerate(anyio.run(main))}
 
-        async def one(i: int) -> None:
-            async with limiter:
-                run_id = await submit("soak_workers:chain", i, store=store, queue=queue)
-                inputs[run_id] = i
 
-        async with anyio.create_task_group() as group:
-            for i in range(runs):
-                group.start_soon(one, i)
+def worker_main() -> None:
+    """``plait worker`` (arguments from the command line) with the queue's INFO lines (the
+    sweep's hand-ons, each delivery taken, each lease refusal) timestamped on stderr: the
+    report reads them to split each takeover into its phases."""
+    import logging
 
-    anyio.run(main)
-    return inputs
+    from plait_cli import main
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(created).3f %(process)d %(message)s"))
+    logger = logging.getLogger("plait.workers")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    main()
 
 
 def soak(
@@ -155,7 +167,8 @@ def soak(
         "PLAIT_SOAK_STEP_SLEEP": str(step_sleep),
         "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
     }
-    command = [sys.executable, "-m", "plait_cli", "worker", "--checkpoint", store]
+    command = [sys.executable, "-c", "import soak_workers; soak_workers.worker_main()"]
+    command += ["worker", "--checkpoint", store]
     command += ["--queue", queue, "--allow-imports", "--concurrency", str(concurrency)]
     command += ["--lease-ttl", str(lease_ttl)]
 
@@ -194,6 +207,8 @@ def soak(
                 procs[victim].send_signal(signal.SIGKILL)
                 procs[victim].wait()
                 kill_times.append((time.time(), procs[victim].pid))
+                with open(folder / "kills.log", "a") as out:
+                    out.write(f"{kill_times[-1][0]} {kill_times[-1][1]}\n")
                 procs[victim] = start(victim)
                 next_kill = time.time() + random.uniform(*kill_every)
             time.sleep(0.5)
@@ -257,8 +272,11 @@ def _report(
         if line.startswith("e "):
             _, run_id, key, pid, start, end = line.split()
             per_run[run_id].append((key, int(pid), float(start), float(end)))
+    logs = _read_logs(effects.parent)
     duplicates = excess = 0
     takeovers: list[float] = []
+    interrupted: list[tuple[str, float, float]] = []
+    rekilled: list[float] = []
     boundaries: list[float] = []
     for run_id, steps in per_run.items():
         steps.sort(key=lambda s: s[2])
@@ -274,8 +292,20 @@ def _report(
             # of it after the kill)
             if before and (done_at > killed_at or after):
                 allowed += 1
-                if after:
+                if after and _rekilled(run_id, killed_at, min(after), kill_times, per_run, logs):
+                    # counted from the last kill that cut it short (the kill before its
+                    # job's last hand-on)
+                    rekilled.append(min(after) - killed_at)
+                    last = max(
+                        [at for at in logs.handed[run_id] if killed_at <= at <= min(after)]
+                        or [killed_at]
+                    )
+                    again = max(at for at, _ in kill_times if at <= last)
+                    takeovers.append(min(after) - again)
+                    interrupted.append((run_id, again, min(after)))
+                elif after:
                     takeovers.append(min(after) - killed_at)
+                    interrupted.append((run_id, killed_at, min(after)))
         duplicates += dups
         excess += max(0, dups - allowed)
         for a, b in zip(steps, steps[1:]):
@@ -294,13 +324,137 @@ def _report(
         "duplicate_effects": duplicates,
         "excess_duplicates": excess,
         "takeovers": len(takeovers),
+        "rekilled": len(rekilled),
         "takeover_p50_s": None if p50 is None else round(p50, 2),
         "takeover_p99_s": None if p99 is None else round(p99, 2),
+        "takeover_p99_with_rekilled_s": _rounded(_percentile(takeovers + rekilled, 0.99)),
         "submit_s": round(submitted - began, 1),
         "runs_per_s": round(len(outputs) / max(ended - began, 1e-9), 1),
         "boundary_p99_ms": None if boundary is None else round(boundary * 1000, 1),
         "worker_rss_mb": round(max(rss.values(), default=0.0), 1),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "false_hand_ons": _false_hand_ons(logs, kill_times),
+        "phases": _phases(logs, interrupted),
+        "logs": str(effects.parent),
     }
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def _rekilled(
+    run_id: str,
+    killed_at: float,
+    first_step: float,
+    kill_times: list[tuple[float, int]],
+    per_run: dict[str, list[tuple[str, int, float, float]]],
+    logs: _Logs,
+) -> bool:
+    """Was the run's takeover after the kill at ``killed_at`` cut short: a later kill, before
+    the run's first step elsewhere, hit a worker that had taken the run over (the sweep
+    handed the run's job on twice meanwhile, or the worker ran a step of the run later, or
+    logged that it took it, and died first)? Such a takeover is counted apart
+    (``rekilled``): its time is two takeovers'."""
+    if sum(1 for at in logs.handed[run_id] if killed_at <= at <= first_step) > 1:
+        return True
+    steps_on = {pid for _key, pid, start, _end in per_run[run_id] if start >= killed_at}
+    return any(
+        killed_at < at < first_step and pid in steps_on | _takers(logs, run_id, killed_at, at)
+        for at, pid in kill_times
+    )
+
+
+class _Logs:
+    """The workers' queue log lines (:func:`worker_main`), by run: when the sweep handed its
+    job on, when a worker took a delivery (and which), when a delivery met a held lease."""
+
+    def __init__(self) -> None:
+        self.handed: dict[str, list[float]] = collections.defaultdict(list)
+        self.taken: dict[str, list[tuple[float, int]]] = collections.defaultdict(list)
+        self.refused: dict[str, list[float]] = collections.defaultdict(list)
+
+
+def _read_logs(folder: Path) -> _Logs:
+    logs = _Logs()
+    for log in folder.glob("worker*.log"):
+        for line in log.read_text(errors="replace").splitlines():
+            parts = line.split()
+            if len(parts) < 6:
+                continue
+            try:
+                at, pid = float(parts[0]), int(parts[1])
+            except ValueError:
+                continue
+            if parts[2:4] == ["handing", "on"]:
+                logs.handed[parts[5].rstrip(":")].append(at)
+            elif parts[2] == "run" and parts[-1] == "taken":
+                logs.taken[parts[3].rstrip(":")].append((at, pid))
+            elif parts[2] == "run" and "held;" in parts:
+                logs.refused[parts[3].rstrip(":")].append(at)
+    return logs
+
+
+def _takers(logs: _Logs, run_id: str, since: float, until: float) -> set[int]:
+    return {pid for at, pid in logs.taken[run_id] if since <= at <= until}
+
+
+def _false_hand_ons(logs: _Logs, kill_times: list[tuple[float, int]], window: float = 30.0) -> int:
+    """Hand-ons of live workers' jobs (a worker slow to beat, not dead): a run's job handed
+    on more than ``window`` seconds after every kill (an upper bound: a run a dead worker
+    had just taken, and handed on late, counts too)."""
+    kills = sorted(at for at, _ in kill_times)
+    return sum(
+        1
+        for times in logs.handed.values()
+        for at in times
+        if not any(k <= at <= k + window for k in kills)
+    )
+
+
+def _phases(logs: _Logs, interrupted: list[tuple[str, float, float]]) -> dict[str, Any]:
+    """Where each takeover's time went, from the workers' log lines (:func:`worker_main`):
+
+    - ``detect``: the kill to the sweep handing the run's job on (the sweep waits until
+      the job has had no heartbeat for ``stuck_after``, and runs every second);
+    - ``queue``: the hand-on to the first delivery taken by a worker (a free slot);
+    - ``lease``: that delivery to the one that ran (deliveries refused because the lease
+      was still held, each back on the queue);
+    - ``start``: the delivery that ran to its first step (load, resume, dispatch).
+
+    Each as p50/p99 seconds, plus the phases of the slowest takeover, and how many
+    deliveries were refused for the lease."""
+    handed, refused = logs.handed, logs.refused
+    taken = {run_id: [at for at, _ in found] for run_id, found in logs.taken.items()}
+    rows: list[dict[str, float]] = []
+    refusals = missing = 0
+    for run_id, killed_at, first_step in interrupted:
+        hand = [t for t in handed[run_id] if killed_at <= t <= first_step]
+        since = hand[0] if hand else killed_at
+        takes = [t for t in taken.get(run_id, []) if since <= t <= first_step]
+        if not hand or not takes:
+            missing += 1
+            continue
+        refusals += sum(1 for t in refused[run_id] if hand[0] <= t <= first_step)
+        rows.append(
+            {
+                "total": first_step - killed_at,
+                "detect": hand[0] - killed_at,
+                "queue": takes[0] - hand[0],
+                "lease": takes[-1] - takes[0],
+                "start": first_step - takes[-1],
+            }
+        )
+    found: dict[str, Any] = {"measured": len(rows), "unexplained": missing}
+    found["lease_refusals"] = refusals
+    for phase in ("detect", "queue", "lease", "start"):
+        values = [row[phase] for row in rows]
+        p50, p99 = _percentile(values, 0.5), _percentile(values, 0.99)
+        found[phase] = [None if p is None else round(p, 2) for p in (p50, p99)]
+    if rows:
+        worst = max(rows, key=lambda row: row["total"])
+        found["slowest"] = {phase: round(v, 2) for phase, v in worst.items()}
+    return found
 
 
 def main() -> None:

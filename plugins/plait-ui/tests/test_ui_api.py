@@ -4,6 +4,7 @@ answers (valid, wrong type, unknown id), forks, and read-only mode."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import time
@@ -733,3 +734,72 @@ def test_a_pending_source_that_fails_is_a_warning_on_the_run_list(
         "plugin &#39;pending-runs&#39; could not list its runs: queue &lt;server&gt; unreachable"
         in response.text
     )
+
+
+def test_runs_with_no_checkpoint_yet_page_with_the_others_in_plait_runs_order(
+    tmp_path: Path, plait_register_plugin: RegisterPlugin
+) -> None:
+    from plait_cli import merge_pending
+    from plait_durable import RunInfo
+
+    url = sqlite(tmp_path)
+    name = unique("wf")
+    for i in range(4):
+        run(chain(1, name=name), i, url)
+
+    async def stored() -> list[Any]:
+        store = open_store(url)
+        try:
+            return list(await store.runs())
+        finally:
+            await store.aclose()
+
+    infos = anyio.run(stored)  # newest first
+    times = [info.updated_at for info in infos]
+    # queued: after every stored run, between each two of them (two between the middle
+    # ones, queued at the same moment), and before all of them
+    moments = [
+        times[0] + 5,
+        (times[0] + times[1]) / 2,
+        (times[1] + times[2]) / 2,
+        (times[1] + times[2]) / 2,
+        (times[2] + times[3]) / 2,
+        times[3] - 5,
+    ]
+    queued = [RunInfo(unique("q"), "app:flow", "queued", 0, 0, None, at, at) for at in moments]
+    plait_register_plugin(PendingRuns(queued), "pending-runs")
+    expected = [info.run_id for info in merge_pending(infos, queued)]  # plait runs' order
+    seen: list[str] = []
+    with signed_in(url) as client:
+        link: str | None = "/?limit=3"
+        pages = 0
+        while link is not None:
+            page = client.get(html.unescape(link))
+            assert page.status_code == 200, page.text
+            assert 1 <= len(run_ids(page.text)) <= 3
+            seen += run_ids(page.text)
+            found = re.search(r'id="next-page" href="([^"]+)"', page.text)
+            link = found.group(1) if found else None
+            pages += 1
+            assert pages < 10
+    assert seen == expected  # each run once, queued ones on their own page, not the first
+    assert pages == 4  # 10 runs, 3 a page
+
+
+def test_a_run_with_no_checkpoint_yet_shows_the_columns_plugins_add(
+    tmp_path: Path, plait_register_plugin: RegisterPlugin
+) -> None:
+    from plait_durable import RunInfo
+
+    url = sqlite(tmp_path)
+    at = time.time()
+    waiting = RunInfo(
+        unique("q"), "app:flow", "queued", 0, 0, None, at, at, metadata={"workflow": "queued"}
+    )
+    plait_register_plugin(PendingRuns([waiting]), "pending-runs")
+    plait_register_plugin(RunColumns(), "run-columns")
+    with signed_in(url) as client:
+        page = client.get("/").text
+    row = page[page.index(f'data-run-id="{waiting.run_id}"') :].split("</tr>", 1)[0]
+    # what the plugin that listed it knows (a queue's run: its queue), as plait runs shows
+    assert '<td class="column-workflow_again">&lt;queued&gt;</td>' in row

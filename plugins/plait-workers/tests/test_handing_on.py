@@ -123,3 +123,38 @@ def test_a_queued_run_cancelled_as_a_worker_takes_it_never_starts(store: str) ->
             assert stored.status in (Status.ABORTED, Status.ABORTING)
 
     anyio.run(main)
+
+
+def test_a_redelivery_goes_before_every_run_not_yet_started(store: str) -> None:
+    """A run handed on (its worker died) or given back (its lease still held) is taken
+    before the runs queued before it that have not started: behind a backlog of thousands
+    it waited half a minute in the soak, past the takeover bound."""
+
+    async def main() -> None:
+        async with open_queue(store, f"h{uuid.uuid4().hex[:10]}") as queue:
+            dead = await _taken(queue, "dead:1")
+            orders = [
+                RunOrder(run_id=f"f{uuid.uuid4().hex[:8]}", target="workers_app:chain", input=i)
+                for i in range(3)
+            ]
+            fresh = await queue.enqueue_many([job_for(order, queue=queue) for order in orders])
+            assert [job.key for job in fresh] == [order.run_id for order in orders]
+            with anyio.fail_after(60):
+                while not await _sweep(queue):  # (another sweep's lock, on a loaded machine)
+                    pass
+            again = await queue.dequeue(timeout=5)
+            assert again is not None and again.key == dead.key  # not the fresh runs
+            again.attempts += 1
+            again.worker_id = "next:2"
+            await again.update(status=Status.ACTIVE)
+            # its lease is still held: back on the queue after a delay, again first
+            again.retry_delay = 0.5
+            await again.retry("lease held")
+            await anyio.sleep(1.2)
+            await queue.schedule()
+            third = await queue.dequeue(timeout=5)
+            assert third is not None and third.key == dead.key
+            # a batch of runs already on the queue is refused, each by itself
+            assert await queue.enqueue_many([job_for(orders[0], queue=queue)]) == [None]
+
+    anyio.run(main)

@@ -155,3 +155,44 @@ def test_listing_a_postgresql_store_no_queue_has_used_creates_no_queue(
     finally:
         with psycopg.connect(postgres_url, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+def test_the_queue_column_names_the_queue_a_run_went_through(
+    store: str, queue: str, start_worker: WorkerFactory
+) -> None:
+    sys.path.insert(0, str(HERE))
+    import workers_app
+
+    async def direct() -> str:  # a run no worker ran: no queue
+        result = await workers_app.chain().run(7, checkpoint=store)
+        return str(result.run_id)
+
+    alone = anyio.run(direct)
+    ran = _submit(store, queue, 8)
+    start_worker("--allow-imports", sleep=0.01)
+    wait_for(lambda: (latest_status(store, ran) or ("",))[0] == "idle", 60, "the run ends")
+    waiting = _submit(store, queue, 9)  # taken by the worker, or still queued: either way
+    records, _ = _listed(store, "--queue", queue, "--limit", "100000")
+    cells = {r["run_id"]: r["columns"]["queue"] for r in records}
+    assert cells[ran] == queue  # from its checkpoints' metadata
+    assert cells[waiting] == queue  # from its checkpoints, or from the queue's listing
+    assert cells[alone] == "-"
+    table = CliRunner().invoke(make_cli(), ["runs", "--checkpoint", store, "--queue", queue])
+    assert table.exit_code == 0, table.output
+    assert " QUEUE " in table.stdout.splitlines()[0]
+    row = next(line for line in table.stdout.splitlines() if line.startswith(ran))
+    assert f" {queue} " in row
+
+
+def test_the_queue_column_shows_only_a_queue_name_from_stored_metadata() -> None:
+    from plait_durable import RunInfo
+    from plait_workers._columns import queue_cell
+
+    def cell(metadata: Any) -> str:
+        return queue_cell(RunInfo("r", "w", "idle", 1, 0, None, 0.0, 0.0, metadata=metadata))
+
+    assert cell({"workers": {"queue": "orders.eu-1"}}) == "orders.eu-1"
+    assert cell({"workers": {"target": "app:flow"}}) == "?queue"  # recorded before queues
+    assert cell({"workers": {"queue": "\x1b[31mred"}}) == "?queue"  # stored text: not shown
+    assert cell({"workers": "queue"}) == "-"
+    assert cell({}) == "-"

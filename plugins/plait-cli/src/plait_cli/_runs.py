@@ -128,20 +128,38 @@ def run_record(info: RunInfo, columns: Mapping[str, Column] | None = None) -> di
     return record
 
 
+def _pending_key(info: RunInfo) -> tuple[float, str]:
+    """Where a run with no checkpoint yet stands among others: newest first, then by id
+    (the order :func:`pending_runs` gives and :func:`merge_pending` keeps)."""
+    return (-info.updated_at, info.run_id)
+
+
 async def pending_runs(
-    store: CheckpointStore, url: str, queues: Sequence[str] = (), *, limit: int | None = None
+    store: CheckpointStore,
+    url: str,
+    queues: Sequence[str] = (),
+    *,
+    limit: int | None = None,
+    after: tuple[float, str] | None = None,
 ) -> tuple[list[RunInfo], list[str]]:
     """The runs with no checkpoint in ``store`` (at ``url``) that plugins list
     (``plait_pending_runs``: a queue's runs no worker has checkpointed), newest first, and
     a warning line for each plugin that could not say.
 
     A run that has a checkpoint is left out (its checkpoint describes it); with ``limit``,
-    at most that many, and only they are looked up in the store.
+    at most that many, and only they are looked up in the store; with ``after``, the
+    ``(updated_at, run_id)`` of the last one a listing's page showed, only those after it
+    (the next page's).
     """
     found, problems = await gather_pending(url, queues)
     candidates = sorted(
-        (info for info in found if isinstance(info, RunInfo)),
-        key=lambda info: (-info.updated_at, info.run_id),
+        (
+            info
+            for info in found
+            if isinstance(info, RunInfo)
+            and (after is None or _pending_key(info) > (-after[0], after[1]))
+        ),
+        key=_pending_key,
     )
     kept: list[RunInfo] = []
     seen: set[str] = set()
@@ -181,7 +199,7 @@ def merge_pending(infos: Sequence[RunInfo], pending: Sequence[RunInfo]) -> list[
     listed = {info.run_id for info in infos}
     extra = sorted(
         (info for info in pending if info.run_id not in listed),
-        key=lambda info: (-info.updated_at, info.run_id),
+        key=_pending_key,
     )
     merged: list[RunInfo] = []
     at = 0

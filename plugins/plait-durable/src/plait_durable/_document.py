@@ -11,8 +11,8 @@ folder), format and SHA-256, and its text. Where the store keeps blobs
 the blob space its values use, written with the first checkpoint that names it and never
 again: every later checkpoint, and every resume of the run on the same version, names
 the same blob (the checkpointer of :mod:`plait_durable._checkpointer`), so a run holds one
-blob per version of its document. A prune keeps a blob that a kept checkpoint's metadata names (the sweep
-of :mod:`plait_durable._blobs`). A store without blobs keeps the text inline.
+blob per version of its document. A prune keeps a blob that a kept checkpoint's metadata
+names (the sweep of :mod:`plait_durable._blobs`). A store without blobs keeps the text inline.
 
 :func:`stored_document` reads it back and checks the text against the recorded hash.
 What a checkpoint says is untrusted unless the store is sealed: a caller decides what may

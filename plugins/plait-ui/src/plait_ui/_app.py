@@ -153,7 +153,7 @@ async def _column_cells(
     """Each listed run's cells in the columns plugins add (``plait_run_columns``, as
     ``plait runs`` shows them), by run id. A run index's rows carry no metadata: then the
     run's latest checkpoint is read for it (one read per run of the page, and none when no
-    plugin adds a column)."""
+    plugin adds a column). A run with no checkpoint yet has what its plugin listed."""
     if not columns:
         return {}
     cells: dict[str, dict[str, str]] = {}
@@ -199,6 +199,21 @@ def _pending_shown(info: RunInfo, params: Mapping[str, str]) -> bool:
         and (since is None or info.updated_at >= since)
         and (until is None or info.updated_at <= until)
     )
+
+
+def _parse_after(text: str | None) -> tuple[float, str] | None:
+    """The ``queued_after`` of a runs page's query: ``UPDATED_AT:RUN_ID`` of the last run
+    with no checkpoint the previous page showed."""
+    if not text:
+        return None
+    stamp, _, run_id = text.partition(":")
+    try:
+        moment = float(stamp)
+    except ValueError:
+        raise HTTPException(400, "queued_after must be TIME:RUN_ID") from None
+    if not run_id or not math.isfinite(moment):
+        raise HTTPException(400, "queued_after must be TIME:RUN_ID")
+    return moment, run_id
 
 
 def _parse_time(text: str | None, name: str) -> float | None:
@@ -270,6 +285,11 @@ class _Ui:
         limit = params.get("limit") or str(DEFAULT_PAGE)
         if not limit.isdigit():
             raise HTTPException(400, "limit must be a number")
+        skip = params.get("skip") or "0"
+        if not skip.isdigit():
+            raise HTTPException(400, "skip must be a number")
+        size, cursor = int(limit), params.get("cursor") or None
+        after = _parse_after(params.get("queued_after"))
         started = time.perf_counter()
         try:
             async with self.store() as store:
@@ -280,44 +300,61 @@ class _Ui:
                     since=_parse_time(params.get("since"), "since"),
                     until=_parse_time(params.get("until"), "until"),
                     search=params.get("q") or None,
-                    limit=int(limit),
-                    cursor=params.get("cursor") or None,
+                    limit=size + int(skip),
+                    cursor=cursor,
                 )
                 columns = run_columns()
-                runs: list[Any] = list(page.runs)
+                listed: list[Any] = list(page.runs)[int(skip) :]
                 pending: list[RunInfo] = []
                 warnings: list[str] = []
-                if not params.get("cursor") and (not status or status == PENDING):
+                if not status or status == PENDING:
                     # runs with no checkpoint yet (a queue's: ?queue=NAME adds one to the
-                    # default) are on the first page, among the others by when they were queued
+                    # default) page with the others, by when they were queued: each on the
+                    # page of the stored runs around it (plait runs' order)
                     filtered = any(params.get(k) for k in ("workflow", "q", "since", "until"))
                     found, warnings = await pending_runs(
                         store,
                         self.settings.store,
                         params.getlist("queue"),
-                        limit=None if filtered else int(limit),
+                        limit=None if filtered else size + 1,
+                        after=after,
                     )
                     pending = [info for info in found if _pending_shown(info, params)]
-                    pending = pending[: int(limit)]
+                    if page.next_cursor is not None and listed:  # later ones: a later page
+                        pending = [p for p in pending if p.updated_at > listed[-1].updated_at]
                 summaries = [RunSummary(**attrs.asdict(info, recurse=False)) for info in pending]
-                runs = merge_pending(runs, summaries)
-                cells = await _column_cells(store, columns, page.runs)  # (not queued ones)
+                runs = merge_pending(listed, summaries)[:size]
+                queued = {info.run_id for info in pending}
+                shown = [r for r in runs if r.run_id in queued]
+                taken = len(runs) - len(shown)  # stored runs shown
+                cells = await _column_cells(store, columns, runs)
                 verdicts, unjudged = await _verdicts(
                     self.settings.workflow,
                     store,
-                    [info.run_id for info in page.runs if info.status != CORRUPT],
+                    [r.run_id for r in runs if r.run_id not in queued and r.status != CORRUPT],
                 )
         except ValueError as exc:
             raise HTTPException(400, str(exc)) from None
         elapsed = time.perf_counter() - started
-        keep = {k: v for k, v in params.items() if k != "cursor" and v}
+        keep = {
+            k: v for k, v in params.items() if k not in ("cursor", "skip", "queued_after") and v
+        }
+        if shown:
+            keep["queued_after"] = f"{shown[-1].updated_at!r}:{shown[-1].run_id}"
+        elif after is not None:
+            keep["queued_after"] = f"{after[0]!r}:{after[1]}"
         next_query = None
-        if page.next_cursor is not None:
+        if taken < len(listed) or len(pending) > len(shown):
+            # more of this page of stored runs, or runs queued after them, still to show
+            next_query = {**keep, "skip": str(int(skip) + taken)}
+            if cursor is not None:
+                next_query["cursor"] = cursor
+        elif page.next_cursor is not None:
             next_query = {**keep, "cursor": page.next_cursor}
         return self.page(
             "runs.html",
             runs=runs,
-            pending={info.run_id for info in pending},
+            pending=queued,
             queues=params.getlist("queue"),
             warnings=warnings,
             columns=list(columns),

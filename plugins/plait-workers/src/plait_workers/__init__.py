@@ -6,8 +6,9 @@ runs from it and runs them with checkpoints and leases in that store. The queue 
 it delivers each run to one worker, and hands the run of a worker that stopped beating to
 another; Plait's lease stays the guarantee of one writer per run.
 
-- :func:`submit`, :func:`cancel`, :func:`answer` and :func:`queued_runs`: what a program does
-  to the queue (``plait submit``, ``plait cancel``, ``plait answer``, ``plait queue``);
+- :func:`submit` (:func:`submit_many` for many runs at once), :func:`cancel`,
+  :func:`answer` and :func:`queued_runs`: what a program does to the queue
+  (``plait submit``, ``plait cancel``, ``plait answer``, ``plait queue``);
 - :class:`Worker` and :class:`WorkerSettings`: a worker (``plait worker``), which loads a
   run's workflow only as its own grants allow (:class:`RefusedRunError` otherwise);
 - :class:`QueueError`: a store no queue can live on, or a run not in the state asked for.
@@ -18,7 +19,7 @@ Loading plugins imports this module alone; saq is imported when a queue is first
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import plait
 from plait.spi import lazy_exports
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
         cancel as cancel,
         queued_runs as queued_runs,
         submit as submit,
+        submit_many as submit_many,
     )
     from ._queue import (
         DEFAULT_QUEUE as DEFAULT_QUEUE,
@@ -57,6 +59,15 @@ def plait_register_commands(cli: click.Group) -> None:
 
     for command in COMMANDS:
         cli.add_command(command)
+
+
+@plait.hookimpl(optionalhook=True)  # a hook of plait-cli's
+def plait_run_columns() -> dict[str, Any]:
+    """The ``queue`` column of ``plait runs`` and ``plait ui``: the queue each run went
+    through, from its checkpoint's metadata (``-`` for a run no worker ran)."""
+    from ._columns import queue_cell
+
+    return {"queue": queue_cell}
 
 
 @plait.hookimpl(optionalhook=True)  # a hook of plait-cli's

@@ -21,19 +21,19 @@ from typing import Any
 import attrs
 from plait import RunStatus
 
+from ._queue import METADATA_KEY
+
 __all__ = ["CANCELLED_ERROR", "cancelled_record", "record_cancel"]
 
 #: The error type a cancelled run's last checkpoint names.
 CANCELLED_ERROR = "RunCancelled"
-#: The checkpoint metadata key of the workers (as :data:`plait_workers._client.METADATA_KEY`).
-_KEY = "workers"
 
 
 def cancelled_record(metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The cancellation a checkpoint's ``metadata`` records (``at``, ``by``,
     ``superstep``), or ``None`` when it records none. Metadata is read from a store:
     anything but the mapping a worker writes reads as none."""
-    record = metadata.get(_KEY)
+    record = metadata.get(METADATA_KEY)
     found = record.get("cancelled") if isinstance(record, Mapping) else None
     return found if isinstance(found, Mapping) else None
 
@@ -56,7 +56,7 @@ async def record_cancel(store: Any, run_id: str, *, by: str, lease_ttl: float) -
         if latest is None or latest.status != RunStatus.RUNNING.value:
             return False
         now = time.time()
-        workers = latest.metadata.get(_KEY)
+        workers = latest.metadata.get(METADATA_KEY)
         cancelled = {"at": now, "by": by, "superstep": latest.superstep}
         metadata = {
             **latest.metadata,
@@ -66,7 +66,10 @@ async def record_cancel(store: Any, run_id: str, *, by: str, lease_ttl: float) -
                 f"{latest.superstep} (worker {by})",
                 "superstep": latest.superstep,
             },
-            _KEY: {**(workers if isinstance(workers, Mapping) else {}), "cancelled": cancelled},
+            METADATA_KEY: {
+                **(workers if isinstance(workers, Mapping) else {}),
+                "cancelled": cancelled,
+            },
         }
         record = attrs.evolve(
             latest,

@@ -3,10 +3,16 @@ job: whose delivery it is, and how the sweep hands on the job of a worker that i
 
 from __future__ import annotations
 
+import logging
+
 from saq.job import Job, Status
 from saq.utils import now
 
-__all__ = ["CANCEL_META", "handed_on", "owned", "stuck", "taken_by"]
+from ._queue import REDELIVERY
+
+__all__ = ["CANCEL_META", "handed_on", "log_hand_on", "owned", "stuck", "taken_by"]
+
+logger = logging.getLogger("plait.workers")
 
 #: The key of a job's ``meta`` that says its run was cancelled while its worker died: the
 #: worker that takes the job next records the cancellation and runs nothing.
@@ -51,6 +57,7 @@ def handed_on(job: Job, error: str) -> Job:
     PostgreSQL queue had fetched for a worker, which sat in the worker's memory while the
     sweep handed it on, is that worker's and has that attempt too)."""
     job.attempts += 1
+    job.priority = REDELIVERY  # (before every run not yet started)
     if job.status == Status.ABORTING:
         job.meta[CANCEL_META] = job.error or "cancelled"
     job.status = Status.QUEUED
@@ -59,3 +66,10 @@ def handed_on(job: Job, error: str) -> Job:
     job.completed = 0
     job.touched = now()
     return job
+
+
+def log_hand_on(job: Job) -> None:
+    """Log (INFO, ``plait.workers``) that the sweep hands ``job`` on: its run, the attempt
+    that was lost and how long its worker had not beaten (the soak reads these lines)."""
+    silent = f"{(now() - job.touched) / 1000:.2f} s" if job.touched else "ever (never started)"
+    logger.info("handing on run %s: attempt %d, no heartbeat for %s", job.key, job.attempts, silent)

@@ -14,7 +14,7 @@ import anyio
 from plait_durable import RunInfo
 
 from ._client import queued_runs
-from ._queue import DEFAULT_QUEUE, QueueError, queue_url
+from ._queue import DEFAULT_QUEUE, METADATA_KEY, QueueError, queue_url
 
 __all__ = ["LIST_TIMEOUT", "LISTED", "pending_runs"]
 
@@ -58,6 +58,8 @@ async def pending_runs(store: str, queues: Sequence[str] = ()) -> list[RunInfo]:
                     error=run.error,
                     created_at=run.queued_at,
                     updated_at=run.queued_at,
+                    # (as a worker's checkpoints record it: the queue column reads it)
+                    metadata={METADATA_KEY: {"target": run.target, "queue": name}},
                 ),
             )
     return list(found.values())

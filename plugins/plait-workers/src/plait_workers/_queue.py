@@ -23,6 +23,7 @@ __all__ = [
     "DEFAULT_QUEUE",
     "FUNCTION",
     "HEARTBEAT",
+    "METADATA_KEY",
     "QueueError",
     "RunOrder",
     "job_for",
@@ -39,6 +40,15 @@ FUNCTION = "plait.run"
 HEARTBEAT = 3
 #: Deliveries of one run: drains, lease refusals and takeovers each count one.
 MAX_DELIVERIES = 1_000_000
+#: A job's priority (saq's, on PostgreSQL: lower goes first) when submitted, and when put
+#: back on the queue (taken over, refused for a lease, drained): a run that has started goes
+#: before every run that has not. On Redis the same order is the queued list's: a
+#: redelivery goes to its head.
+FIRST_DELIVERY = 1
+REDELIVERY = 0
+#: The checkpoint metadata key under which a worker records how a run was submitted (its
+#: target, format and queue; a cancellation).
+METADATA_KEY = "workers"
 #: The schemes a queue can live on (saq's two backends that Plait's stores share).
 SCHEMES = ("redis", "rediss", "postgresql", "postgres")
 
@@ -192,4 +202,5 @@ def job_for(order: RunOrder, *, queue: Queue) -> Job:
         retries=MAX_DELIVERIES,
         retry_delay=0.5,
         ttl=24 * 3600,
+        priority=FIRST_DELIVERY,
     )

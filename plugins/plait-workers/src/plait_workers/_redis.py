@@ -19,9 +19,10 @@ confirm, then retries it. Two defects follow, both seen in the soak
 
 Here (:class:`RunQueue`):
 
-- the sweep hands a stuck job on (back at the head of the queued list, at once) in one optimistic
-  transaction (``WATCH``) that holds only if the job is still as the sweep read it; it
-  never aborts and never waits. The job's worker, if alive after all, finds at its next
+- the sweep hands every stuck job it found on (back at the head of the queued list, at
+  once) in one script that moves each job still stored as the sweep read it; it never
+  aborts and never waits (one by one, a loaded worker's sweep took seconds per dead
+  worker). The job's worker, if alive after all, finds at its next
   beat that the job was handed on and stops the run at its next boundary; Plait's lease
   keeps the run to one writer meanwhile;
 - a job found ``queued`` in the active list is handed on only when the previous sweep of
@@ -32,8 +33,11 @@ Here (:class:`RunQueue`):
   records the cancellation;
 - a retry or a finish writes only when the stored job is still the writer's delivery (the
   same worker and attempt), in the same kind of transaction;
-- :meth:`RunQueue.beat`, a worker's heartbeat, touches the stored job only while it is
-  the beating worker's, and keeps the stored status (an abort written meanwhile stands).
+- :meth:`RunQueue.beat_many`, a worker's heartbeat for all its runs (one read, one
+  compare-and-set script), touches each stored job only while it is the beating worker's,
+  and keeps the stored status (an abort written meanwhile stands);
+- a redelivery goes to the head of the queued list: the sweep's, and a retry's (a lease
+  still held, a drain), also once saq's schedule upkeep finds its delay passed.
 
 This module imports saq's Redis client; :func:`plait_workers._queue.open_queue` imports it
 only for a ``redis://`` queue.
@@ -51,7 +55,7 @@ from saq.job import Job, Status
 from saq.queue.redis import RedisQueue
 from saq.utils import now
 
-from ._jobs import handed_on, owned, stuck, taken_by
+from ._jobs import handed_on, log_hand_on, owned, stuck, taken_by
 
 __all__ = ["RunQueue"]
 
@@ -72,6 +76,55 @@ end
 return found
 """
 
+# Hand on the jobs ARGV holds (id, the job as the sweep read it, the job handed on, its
+# score in the incomplete set; an empty job handed on: it ended, only off the active list)
+# that are still stored as read, at the head of the queued list; the ids handed on.
+_HAND_ON = """
+local handed = {}
+for i = 1, #ARGV, 4 do
+    local id = ARGV[i]
+    if redis.call('GET', id) == ARGV[i + 1] then
+        redis.call('LREM', KEYS[1], 0, id)
+        if ARGV[i + 2] ~= '' then
+            redis.call('LREM', KEYS[2], 0, id)
+            redis.call('ZADD', KEYS[3], ARGV[i + 3], id)
+            redis.call('LPUSH', KEYS[2], id)
+            redis.call('SET', id, ARGV[i + 2])
+        end
+        handed[#handed + 1] = id
+    end
+end
+return handed
+"""
+
+# Take the schedule lock for ARGV[1] seconds and move every job of the incomplete set due
+# by ARGV[2] (a retry after its delay: a redelivery) to the head of the queued list.
+_SCHEDULE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then
+    return {}
+end
+redis.call('SETEX', KEYS[1], ARGV[1], 1)
+local due = redis.call('ZRANGEBYSCORE', KEYS[2], 1, ARGV[2])
+for _, id in ipairs(due) do
+    redis.call('ZADD', KEYS[2], 0, id)
+    redis.call('LPUSH', KEYS[3], id)
+end
+return due
+"""
+
+# Write each job ARGV holds (id, the job as read, the job to write) that is still stored as
+# read; the ids written.
+_SWAP = """
+local written = {}
+for i = 1, #ARGV, 3 do
+    if redis.call('GET', ARGV[i]) == ARGV[i + 1] then
+        redis.call('SET', ARGV[i], ARGV[i + 2])
+        written[#written + 1] = ARGV[i]
+    end
+end
+return written
+"""
+
 
 class RunQueue(RedisQueue):
     """A saq :class:`~saq.queue.redis.RedisQueue` whose sweep hands stuck jobs on at once
@@ -84,6 +137,9 @@ class RunQueue(RedisQueue):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._snapshot: Any = None
+        self._hand_on_script: Any = None
+        self._swap_script: Any = None
+        self._schedule_due: Any = None
         #: ids found ``queued`` in the active list by this queue's previous sweep
         self._taking: set[bytes] = set()
 
@@ -102,6 +158,7 @@ class RunQueue(RedisQueue):
             return []
         taking: set[bytes] = set()
         swept: list[bytes] = []
+        gone: list[tuple[bytes, bytes, Job]] = []
         for job_id, stored in found:
             job = self.deserialize(stored)
             if job is None:
@@ -113,9 +170,10 @@ class RunQueue(RedisQueue):
                 continue
             if job.status in (Status.ACTIVE, Status.ABORTING) and not stuck(job, self.stuck_after):
                 continue  # its worker beats (and, if aborting, stops the run)
-            if await self._hand_on(job_id, stored, job):
-                swept.append(job_id)
+            gone.append((job_id, stored, job))
         self._taking = taking
+        if gone:
+            swept += await self._hand_on(gone)
         return [job_id.decode("utf-8") for job_id in swept]
 
     async def _forget(self, job_id: bytes) -> None:
@@ -127,29 +185,51 @@ class RunQueue(RedisQueue):
             pipe.zrem(self._incomplete, job_id)
             await pipe.execute()
 
-    async def _hand_on(self, job_id: bytes, stored: bytes, job: Job) -> bool:
-        """Put ``job`` back on the queued list (or, if it ended, only off the active list),
-        if it is still stored as ``stored``; whether it was."""
-        finished = job.status in (Status.COMPLETE, Status.FAILED, Status.ABORTED)
+    async def _hand_on(self, gone: list[tuple[bytes, bytes, Job]]) -> list[bytes]:
+        """Put each of ``gone`` (id, the job as the sweep read it, the job) back at the head
+        of the queued list (or, if it ended, only off the active list), if it is still
+        stored as read; all in one script, one round trip however many there are (one by
+        one, a loaded worker's sweep took seconds per dead worker). The ids handed on."""
+        if self._hand_on_script is None:
+            self._hand_on_script = self.redis.register_script(_HAND_ON)
+        args: list[Any] = []
+        moved: dict[bytes, Job] = {}
+        for job_id, stored, job in gone:
+            if job.status in (Status.COMPLETE, Status.FAILED, Status.ABORTED):
+                args += [job_id, stored, b"", 0]
+                continue
+            log_hand_on(job)
+            moved[job_id] = job = handed_on(job, self.swept_error_message)
+            args += [job_id, stored, self.serialize(job), job.scheduled]
+        handed: list[bytes] = await self._hand_on_script(
+            keys=[self._active, self._queued, self._incomplete], args=args, client=self.redis
+        )
+        for job_id in handed:
+            if job_id in moved:
+                await self.notify(moved[job_id])
+        return handed
 
-        def write(pipe: Any, current: Job | None, raw: bytes | None) -> bool:
-            if raw != stored:
-                return False  # beaten, finished or handed on since the snapshot
-            pipe.lrem(self._active, 0, job_id)
-            if finished:
-                return True
-            logger.info("handing on job %s", job.info(logger.isEnabledFor(logging.DEBUG)))
-            pipe.lrem(self._queued, 0, job_id)
-            pipe.zadd(self._incomplete, {job_id: job.scheduled})
-            # at the head of the queue: a run taken over goes before runs not yet started
-            pipe.lpush(self._queued, job_id)
-            pipe.set(job_id, self.serialize(handed_on(job, self.swept_error_message)))
-            return True
+    async def schedule(self, lock: int = 1) -> list[str]:
+        """saq's upkeep of retries whose delay has passed, which puts them back at the head
+        of the queued list rather than its tail: every retry on a run's queue is a
+        redelivery (a lease still held, a drain), and waits behind no run not yet started
+        (at the tail, behind thousands, it waited half a minute in the soak)."""
+        if self._schedule_due is None:
+            self._schedule_due = self.redis.register_script(_SCHEDULE)
+        due = await self._schedule_due(
+            keys=[self._schedule, self._incomplete, self._queued],
+            args=[lock, time.time()],
+            client=self.redis,
+        )
+        return [job_id.decode("utf-8") for job_id in due]
 
-        done = await self._transact(job_id, write)
-        if done and not finished:
-            await self.notify(job)
-        return done
+    # -- submitting ------------------------------------------------------------------------
+
+    async def enqueue_many(self, jobs: list[Job]) -> list[Job | None]:
+        """saq's :meth:`enqueue` for each of ``jobs`` (one script call each, on one
+        connection): each job, or ``None`` where a job of its key is queued or running
+        already."""
+        return [await self.enqueue(job) for job in jobs]
 
     # -- writes only an owner makes ----------------------------------------------------------
 
@@ -197,7 +277,7 @@ class RunQueue(RedisQueue):
                 pipe.zadd(self._incomplete, {job_id: time.time() + delay})
             else:
                 pipe.zadd(self._incomplete, {job_id: job.scheduled})
-                pipe.rpush(self._queued, job_id)
+                pipe.lpush(self._queued, job_id)  # (at the head: a redelivery)
             pipe.set(job_id, self.serialize(job))
 
         if await self._if_owned(job, write):
@@ -281,26 +361,42 @@ class RunQueue(RedisQueue):
         """A worker's heartbeat for ``job``: touch the stored job, keeping its status, while
         it is still ``job``'s delivery; its status then (``active``, or ``aborting`` when
         cancelled), or ``None`` when the job was handed on or has ended."""
-        seen: list[Status] = []
-
-        def write(pipe: Any, stored: Job | None, raw: bytes | None) -> bool:
-            if not owned(stored, job) or stored is None:
-                return False
-            if stored.status not in (Status.ACTIVE, Status.ABORTING):
-                return False
-            stored.touched = now()
-            seen[:] = [stored.status]
-            pipe.set(job.id, self.serialize(stored))
-            return True
-
-        return seen[0] if await self._transact(job.id, write) else None
+        return (await self.beat_many([job])).get(job.key)
 
     async def beat_many(self, jobs: list[Job]) -> dict[str, Status]:
-        """:meth:`beat` for each of ``jobs``: the status of each still its delivery, by
-        job key (a job handed on or ended is left out)."""
+        """:meth:`beat` for each of ``jobs``, in two round trips however many there are
+        (one read of them all, one script that writes each still as read; one beaten
+        meanwhile is read again): the status of each still its delivery, by job key (a
+        job handed on or ended is left out)."""
+        if self._swap_script is None:
+            self._swap_script = self.redis.register_script(_SWAP)
         found: dict[str, Status] = {}
-        for job in jobs:
-            status = await self.beat(job)
-            if status is not None:
-                found[job.key] = status
+        pending = {job.id: job for job in jobs}
+        for _ in range(5):  # (a job written over five times in a row waits for the next beat)
+            if not pending:
+                break
+            ids = list(pending)
+            args: list[Any] = []
+            statuses: dict[str, Status] = {}
+            touched = now()
+            for job_id, raw in zip(ids, await self.redis.mget(ids)):
+                stored = self.deserialize(raw)
+                job = pending[job_id]
+                if not owned(stored, job) or stored is None:
+                    continue
+                if stored.status not in (Status.ACTIVE, Status.ABORTING):
+                    continue
+                stored.touched = touched
+                statuses[job_id] = stored.status
+                args += [job_id, raw, self.serialize(stored)]
+            written = await self._swap_script(keys=[], args=args, client=self.redis)
+            for job_id in written:
+                key = job_id.decode("utf-8") if isinstance(job_id, bytes) else job_id
+                found[pending[key].key] = statuses[key]
+            # beaten by another write meanwhile (a cancellation, a hand-on): read again
+            pending = {
+                job_id: pending[job_id]
+                for job_id in statuses
+                if job_id.encode() not in written and job_id not in written
+            }
         return found

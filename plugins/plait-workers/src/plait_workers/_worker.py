@@ -30,13 +30,21 @@ import attrs
 from plait import PlaitError, RunStatus
 
 from ._cancel import record_cancel
-from ._client import CANCELLED, METADATA_KEY
+from ._client import CANCELLED
 from ._jobs import CANCEL_META, owned
-from ._queue import DEFAULT_QUEUE, FUNCTION, HEARTBEAT, QueueError, RunOrder, open_queue
+from ._queue import (
+    DEFAULT_QUEUE,
+    FUNCTION,
+    HEARTBEAT,
+    METADATA_KEY,
+    QueueError,
+    RunOrder,
+    open_queue,
+)
 
 __all__ = ["RefusedRunError", "Worker", "WorkerSettings"]
 
-logger = logging.getLogger("plait_workers")
+logger = logging.getLogger("plait.workers")
 
 #: Seconds between a worker's tries of a run whose lease another (live or just dead)
 #: worker holds: the takeover comes at most this long after the lease is free.
@@ -140,11 +148,12 @@ class Worker:
                 open_queue(self.settings.store, self.settings.queue) as queue,
             ):
                 self._store = store
-                # a worker starved of CPU beats late: the sweep waits up to half the lease
-                # (at least the job's heartbeat) before it hands a job on, which keeps the
-                # takeover within lease_ttl, and a loaded machine's late beats from moving runs
+                # hand a silent worker's runs on after a third of the lease (at least the
+                # job's heartbeat: four beats missed): a dead worker's run is delivered again
+                # before its lease (last renewed at most a third of it before the death)
+                # expires, and taken over as soon as it does
                 ours: Any = queue  # (a RunQueue of plait_workers._redis or ._postgres)
-                ours.stuck_after = max(float(HEARTBEAT), self.settings.lease_ttl / 2)
+                ours.stuck_after = max(float(HEARTBEAT), self.settings.lease_ttl / 3)
                 self._saq = _SaqWorker(
                     queue,
                     [(FUNCTION, self._run_job)],
@@ -254,6 +263,7 @@ class Worker:
             # this worker's (what saq writes after this is dropped: not the job's owner)
             logger.info("run %s: its job is not this worker's delivery; not run", job.key)
             return {"status": "not taken"}
+        logger.info("run %s: attempt %d taken", job.key, job.attempts)
         try:
             run_order = RunOrder.from_json(order)
         except QueueError as exc:
@@ -303,8 +313,7 @@ class Worker:
             # the worker the job was handed on from still stops the run: again, later,
             # still marked cancelled
             job.meta[CANCEL_META] = CANCELLED
-            job.retry_delay = min(self.settings.lease_ttl / 4, LEASE_RETRY)
-            raise _LeaseHeld(str(exc)) from exc
+            raise self._lease_held(job, exc) from exc
         await job.get_queue().abort(job, CANCELLED)
         await anyio.sleep(60)  # cancelled by saq's upkeep well before this ends
         raise _Drained(f"run {order.run_id}: its cancellation was not taken up; again")
@@ -318,7 +327,11 @@ class Worker:
             "raise_on_failure": False,
             "lease_ttl": self.settings.lease_ttl,
             "checkpoint_metadata": {
-                METADATA_KEY: {"target": order.target, "format": order.format},
+                METADATA_KEY: {
+                    "target": order.target,
+                    "format": order.format,
+                    "queue": self.settings.queue,
+                },
                 "cli": {"target": order.target, "allow_imports": self.settings.allow_imports},
             },
         }
@@ -359,15 +372,21 @@ class Worker:
             logger.info("run %s stopped (%s)", order.run_id, CANCELLED)
             raise
         except RunLeaseError as exc:
-            job.retry_delay = min(self.settings.lease_ttl / 4, LEASE_RETRY)
-            raise _LeaseHeld(str(exc)) from exc
+            raise self._lease_held(job, exc) from exc
         if isinstance(result.error, RunLeaseError):
-            job.retry_delay = min(self.settings.lease_ttl / 4, LEASE_RETRY)
-            raise _LeaseHeld(str(result.error))
+            raise self._lease_held(job, result.error)
         if result.status is RunStatus.RUNNING and self._draining:
             job.retry_delay = 0.0
             raise _Drained(f"run {order.run_id} stopped at superstep {result.supersteps}")
         return {"status": result.status.value, "supersteps": result.supersteps}
+
+    def _lease_held(self, job: Any, error: Exception) -> _LeaseHeld:
+        """The job goes back on the queue, to be tried again shortly: another worker holds
+        its run's lease (a live one, or one that died and whose lease has not expired)."""
+        job.retry_delay = min(self.settings.lease_ttl / 4, LEASE_RETRY)
+        again = job.retry_delay
+        logger.info("run %s: attempt %d, lease held; again in %.2f s", job.key, job.attempts, again)
+        return _LeaseHeld(str(error))
 
 
 async def _to_the_end(awaitable: Any) -> Any:
