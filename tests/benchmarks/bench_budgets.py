@@ -17,7 +17,7 @@ median of ``--repeat`` timed rounds of ``--n`` calls, after a warm-up):
   every call of its superstep at once, so this is the most it adds).
 
 ``--instructions`` counts the CPU instructions of each mode per call instead, with
-callgrind (``valgrind`` must be installed): each mode runs ``--n`` and ``2 × --n`` calls in a
+callgrind (``valgrind`` must be installed): each mode runs ``--n`` and twice ``--n`` calls in a
 fresh interpreter (``PYTHONHASHSEED=0``), and the difference over ``--n`` is the cost of one
 call, start-up cancelled. Instructions do not depend on the machine's load; times do.
 
@@ -107,8 +107,14 @@ def _instructions(args: list[str], env: dict[str, str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
         done = subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
-            + [sys.executable, __file__, *args],
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={out}",
+                sys.executable,
+                __file__,
+                *args,
+            ],
             capture_output=True,
             text=True,
             env={**(env or os.environ), "PYTHONHASHSEED": "0"},
