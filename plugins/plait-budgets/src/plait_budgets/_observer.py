@@ -345,17 +345,20 @@ class BudgetObserver(RunObserver):
 
     def status(self) -> dict[str, str] | None:
         """The run's spend against its budget as it goes (``{"spend": "$0.12/$2.00 ·
-        1.2k/200k tok"}``: what :func:`spend_summary` says of a checkpoint), for a live
-        display (:attr:`plait.spi.RunWatch.status`); ``None`` for a run nested in a budgeted
-        one (the outer run shows it) or without a budget of its own. Read from the
-        display's thread: only the run account's counters are read."""
+        1.2k/200k tok · 2 calls in flight: $0.04, 3.1k tok reserved"}``: what
+        :func:`spend_summary` says of a checkpoint, and the reservations of the calls in
+        flight), for a live display (:attr:`plait.spi.RunWatch.status`); ``None`` for a
+        run nested in a budgeted one (the outer run shows it) or without a budget of its
+        own. Read from the display's thread: it reads the run account's counters and a
+        copy of the calls in flight."""
         account = self.run_account
         if account is None or self.nested:
             return None
         from ._command import account_summary
 
         ledger = self.ledger
-        return {"spend": account_summary(account, ledger.lost_settled + ledger.lost_in_flight)}
+        lost = ledger.lost_settled + ledger.lost_in_flight
+        return {"spend": account_summary(account, lost, ledger.reserved(account))}
 
 
 def _scoped(ledger: Ledger, budget: Budget, executor_id: str, found: list[Account]) -> None:
