@@ -532,8 +532,8 @@ class Ticket:
 
     def abandon(self, error: BaseException | None) -> None:
         """The call failed or was cancelled: it is counted at its reservation."""
-        if self.state is _RESERVED:
-            self.settle(self.need_in, self.need_out)
+        if self.state is _RESERVED:  # (its use unknown: counted as unreported)
+            self.settle(None, None)
 
 
 class Ledger:
