@@ -190,7 +190,7 @@ def test_the_default_table_is_dated_and_a_registered_price_overrides_it(
     manager = plait.get_plugin_manager()
     found = price_of("gpt-4o-mini", manager)
     assert found == prices["gpt-4o-mini"] and isinstance(found, Price)
-    assert found.cost(1_000_000, 0) == 150_000_000_000  # $0.15 per million in
+    assert found.pico_per_token()[0] * 1_000_000 == 150_000_000_000  # $0.15 per million in
     assert price_of("no-such-model", manager) is None
 
     class Negotiated:
@@ -425,4 +425,22 @@ def test_slack_is_released_at_the_barrier_not_when_a_call_ends() -> None:
         ledger.reserve((run,), "b", "m", 10, 10)
     ledger.barrier()
     ledger.reserve((run,), "b", "m", 10, 10)  # 2 + 20 <= 30
-    assert run.spent.tokens == 2 and run.committed.tokens == 22
+    assert run.spent.tokens == 2 and run.room_tokens == 30 - 22
+
+
+def test_the_live_spend_shows_the_reservations_of_calls_in_flight() -> None:
+    from plait_budgets import BudgetObserver, Ledger, Price
+
+    ledger = Ledger(lambda model: Price(input=1_000.0, output=2_000.0))
+    observer = BudgetObserver(ledger, Budget(usd=1, tokens=1_000), (), "run")
+    assert observer.status() == {"spend": "$0.00/$1.00 · 0/1k tok"}
+    run = observer.accounts_of("a")
+    first = ledger.reserve(run, "a", "m", 20, 10)  # $0.02 + $0.02 reserved
+    ledger.reserve(run, "b", "m", 100, 10)  # $0.10 + $0.02
+    assert observer.status() == {
+        "spend": "$0.00/$1.00 · 0/1k tok · 2 calls in flight: $0.16, 140 tok reserved"
+    }
+    first.settle(5, 5)  # spent $0.015, 10 tokens; one call still in flight
+    assert observer.status() == {
+        "spend": "$0.01/$1.00 · 10/1k tok · 1 call in flight: $0.12, 110 tok reserved"
+    }

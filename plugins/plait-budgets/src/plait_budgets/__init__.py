@@ -49,6 +49,7 @@ if TYPE_CHECKING:
         BudgetExceededError as BudgetExceededError,
         Counts as Counts,
         Ledger as Ledger,
+        Meter as Meter,
         Ticket as Ticket,
         estimate_tokens as estimate_tokens,
     )

@@ -108,10 +108,14 @@ def spend_summary(checkpoint: Any) -> str | None:
     return account_summary(account, ledger.lost_settled + ledger.lost_in_flight)
 
 
-def account_summary(account: Any, lost: int = 0) -> str:
+def account_summary(account: Any, lost: int = 0, reserved: Any = None) -> str:
     """One budget's spend against its limits (an :class:`Account` of the ledger), as
     :func:`spend_summary` shows a run's: what a live display shows as the run goes (it
-    reads plain counters only, so it may be asked from another thread)."""
+    reads plain counters only, so it may be asked from another thread).
+
+    :param reserved: what calls in flight hold on it (:meth:`Ledger.reserved`), shown
+        after the spend (``· 2 calls in flight: $0.04, 3.1k tok reserved``) when any is.
+    """
     limits = account.limits_now()
     spent = account.spent
     parts = []
@@ -126,6 +130,16 @@ def account_summary(account: Any, lost: int = 0) -> str:
         parts.append(f"{spent.model_calls}/{limits['model_calls']} calls")
     if lost:
         parts.append(f"{lost} lost call" + ("s" if lost > 1 else ""))
+    if reserved is not None and reserved.model_calls:
+        held = []
+        if "usd" in limits or reserved.pico:
+            held.append(_dollars(reserved.pico / 10**12))
+        if "tokens" in limits or "usd" not in limits:
+            held.append(f"{_compact(reserved.tokens)} tok")
+        calls = reserved.model_calls
+        parts.append(
+            f"{calls} call{'s' if calls > 1 else ''} in flight: {', '.join(held)} reserved"
+        )
     return " · ".join(parts) or "$0.00"
 
 

@@ -14,6 +14,12 @@ The rules, which make a fan-out safe and its outcome independent of completion o
 - A call that used more than it reserved is spent in full and reported
   (:attr:`Ledger.overshoots`): the only way a budget is exceeded.
 - A call that failed or was cancelled is counted at its reservation.
+
+What a call costs is worked out once per executor and model (its :class:`Meter`: the
+accounts around it, the price per token, the worst case of a call without ``max_tokens``);
+each account keeps its *room* per unit (limit less everything committed), so reserving is
+a comparison and a subtraction per unit and budget, and the barrier works the rooms out
+again from the spend.
 """
 
 from __future__ import annotations
@@ -42,7 +48,8 @@ _UNKNOWN: Any = object()
 def estimate_tokens(text: str) -> int:
     """An upper bound of the tokens ``text`` takes: its UTF-8 bytes (a byte-level BPE token
     is at least one byte) plus :data:`TEMPLATE_TOKENS`."""
-    return len(text.encode("utf-8")) + TEMPLATE_TOKENS
+    # (an ASCII text's length is its size in bytes: no encoding needed)
+    return (len(text) if text.isascii() else len(text.encode("utf-8"))) + TEMPLATE_TOKENS
 
 
 class Counts:
@@ -83,30 +90,6 @@ class Counts:
         self.tool_calls += other.tool_calls
         self.pico += other.pico
 
-    def take(self, other: Counts) -> None:
-        """Take ``other`` away."""
-        self.input_tokens -= other.input_tokens
-        self.output_tokens -= other.output_tokens
-        self.model_calls -= other.model_calls
-        self.tool_calls -= other.tool_calls
-        self.pico -= other.pico
-
-    def beyond(self, other: Counts) -> Counts:
-        """What this has more of than ``other``, per unit (never negative)."""
-        # (comparisons, not max(): this runs as every model call settles)
-        input_tokens = self.input_tokens - other.input_tokens
-        output_tokens = self.output_tokens - other.output_tokens
-        model_calls = self.model_calls - other.model_calls
-        tool_calls = self.tool_calls - other.tool_calls
-        pico = self.pico - other.pico
-        return Counts(
-            input_tokens if input_tokens > 0 else 0,
-            output_tokens if output_tokens > 0 else 0,
-            model_calls if model_calls > 0 else 0,
-            tool_calls if tool_calls > 0 else 0,
-            pico if pico > 0 else 0,
-        )
-
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the counts, and the money in dollars too."""
         return {
@@ -128,6 +111,10 @@ class Counts:
             f"Counts(input_tokens={self.input_tokens}, output_tokens={self.output_tokens}, "
             f"model_calls={self.model_calls}, tool_calls={self.tool_calls}, usd={self.usd:.6f})"
         )
+
+
+#: no amounts (what :meth:`Account.rebound` adds when no call is in flight)
+_NOTHING = Counts()
 
 
 class BudgetExceededError(PlaitError):
@@ -200,60 +187,105 @@ def _said(unit: str, amount: Any) -> str:
 
 
 class Account:
-    """One budget's counters: what it spent, and what it has *committed*: the spend, the
-    reservations of calls in flight, and what settled calls reserved beyond their use (held
-    until the superstep's barrier). Admission checks the committed counts."""
+    """One budget's counters: what it spent, and its *room* in each unit it limits: the
+    limit less the spend, the reservations of calls in flight, and what settled calls
+    reserved beyond their use (held until the superstep's barrier). Admission compares a
+    call's worst case with the room; a unit the budget does not limit has infinite room.
 
-    __slots__ = ("bounds", "budget", "committed", "limits", "name", "spent")
+    The rooms are plain attributes, so that a reservation is a few comparisons and
+    subtractions per budget (:meth:`Meter.reserve`).
+    """
+
+    __slots__ = (
+        "bounds",
+        "budget",
+        "detailed",
+        "limits",
+        "name",
+        "room_calls",
+        "room_in",
+        "room_out",
+        "room_pico",
+        "room_tokens",
+        "room_tools",
+        "spent",
+    )
 
     def __init__(self, name: str, budget: Budget) -> None:
         self.name = name
         self.budget = budget
         self.spent = Counts()
-        self.committed = Counts()
         checks = (
-            ("tokens", "tokens", budget.tokens),
-            ("input_tokens", "input_tokens", budget.input_tokens),
-            ("output_tokens", "output_tokens", budget.output_tokens),
-            ("usd", "pico", budget.pico),
-            ("model_calls", "model_calls", budget.model_calls),
+            ("tokens", budget.tokens),
+            ("input_tokens", budget.input_tokens),
+            ("output_tokens", budget.output_tokens),
+            ("usd", budget.pico),
+            ("model_calls", budget.model_calls),
+            ("tool_calls", budget.tool_calls),
         )
-        #: ``(unit, Counts attribute, limit)`` of each unit a reservation is checked in
-        self.limits: tuple[tuple[str, str, int], ...] = tuple(
-            (unit, attribute, limit) for unit, attribute, limit in checks if limit is not None
+        #: ``(unit, limit)`` of each unit a reservation is checked in, in the order they
+        #: are checked (``usd`` in picodollars), approvals added
+        self.limits: tuple[tuple[str, int], ...] = tuple(
+            (unit, limit) for unit, limit in checks if limit is not None
+        )
+        #: whether it limits input or output tokens or tool calls (rooms a reservation
+        #: checks only where they are limited)
+        self.detailed = any(
+            unit in ("input_tokens", "output_tokens", "tool_calls") for unit, _ in self.limits
         )
         self._bound()
+        self.rebound(None)
 
     def _bound(self) -> None:
         """Work out :attr:`bounds` from :attr:`limits`."""
-        given = {attribute: limit for _unit, attribute, limit in self.limits}
-        tools = self.budget.tool_calls
-        #: the limits :meth:`fits` compares with, unlimited ones infinite: tokens, input,
-        #: output, picodollars, model calls, tool calls
-        self.bounds: tuple[float, ...] = (
-            given.get("tokens", _UNLIMITED),
-            given.get("input_tokens", _UNLIMITED),
-            given.get("output_tokens", _UNLIMITED),
-            given.get("pico", _UNLIMITED),
-            given.get("model_calls", _UNLIMITED),
-            _UNLIMITED if tools is None else tools,
+        given = dict(self.limits)
+        #: the limits, unlimited ones infinite: tokens, input, output, picodollars, model
+        #: calls, tool calls
+        self.bounds: tuple[float, ...] = tuple(
+            given.get(unit, _UNLIMITED)
+            for unit in (
+                "tokens",
+                "input_tokens",
+                "output_tokens",
+                "usd",
+                "model_calls",
+                "tool_calls",
+            )
         )
 
-    def fits(self, need: Counts) -> bool:
-        """Whether ``need`` fits in every unit (what :meth:`short` says, in one
-        expression: asked of every budget around every model call)."""
-        committed = self.committed
-        tokens, input_tokens, output_tokens, pico, model_calls, tools = self.bounds
-        used_in = committed.input_tokens + need.input_tokens
-        used_out = committed.output_tokens + need.output_tokens
-        return (
-            used_in + used_out <= tokens
-            and used_in <= input_tokens
-            and used_out <= output_tokens
-            and committed.pico + need.pico <= pico
-            and committed.model_calls + need.model_calls <= model_calls
-            and self.spent.tool_calls < tools
-        )
+    def rebound(self, reserved: Counts | None) -> None:
+        """Work out the rooms from the limits, the spend and ``reserved`` (what calls in
+        flight hold on this budget): what a barrier does, releasing what settled calls
+        held beyond their use."""
+        spent = self.spent
+        tokens, input_tokens, output_tokens, pico, calls, tools = self.bounds
+        used_in, used_out = spent.input_tokens, spent.output_tokens
+        used_pico, used_calls = spent.pico, spent.model_calls
+        if reserved is not None:
+            used_in += reserved.input_tokens
+            used_out += reserved.output_tokens
+            used_pico += reserved.pico
+            used_calls += reserved.model_calls
+        self.room_tokens = tokens - used_in - used_out
+        self.room_pico = pico - used_pico
+        self.room_calls = calls - used_calls
+        if self.detailed:
+            self.room_in = input_tokens - used_in
+            self.room_out = output_tokens - used_out
+            self.room_tools = tools - spent.tool_calls  # never reserved: counted as reported
+        else:  # (unlimited: never compared)
+            self.room_in = self.room_out = self.room_tools = _UNLIMITED
+
+    def room(self, unit: str) -> Any:
+        """The room left in ``unit`` (``usd`` in picodollars; infinite when unlimited)."""
+        return {
+            "tokens": self.room_tokens,
+            "input_tokens": self.room_in,
+            "output_tokens": self.room_out,
+            "usd": self.room_pico,
+            "model_calls": self.room_calls,
+            "tool_calls": self.room_tools,
+        }[unit]
 
     def limits_now(self) -> dict[str, Any]:
         """JSON-ready: this budget's limits, with what people approved added (``usd`` in
@@ -262,56 +294,68 @@ class Account:
             unit: float(limit) if isinstance(limit, Decimal) else limit
             for unit, limit in self.budget.limits().items()
         }
-        for unit, _attribute, limit in self.limits:
+        for unit, limit in self.limits:
             said[unit] = limit / 10**12 if unit == "usd" else limit
         return said
 
     def raise_by(self, amounts: dict[str, int]) -> None:
         """Add ``amounts`` (unit -> amount, ``usd`` in picodollars) to this budget's limits
         (a person approved more); a unit it does not limit stays unlimited."""
-        self.limits = tuple(
-            (unit, attribute, limit + amounts.get(unit, 0))
-            for unit, attribute, limit in self.limits
-        )
+        self.limits = tuple((unit, limit + amounts.get(unit, 0)) for unit, limit in self.limits)
         self._bound()
+        self.room_tokens += amounts.get("tokens", 0)
+        self.room_in += amounts.get("input_tokens", 0)
+        self.room_out += amounts.get("output_tokens", 0)
+        self.room_pico += amounts.get("usd", 0)
+        self.room_calls += amounts.get("model_calls", 0)
 
     @property
     def priced(self) -> bool:
         """Whether this budget limits money (so every call needs a price)."""
         return self.budget.usd is not None
 
-    def short(self, need: Counts) -> tuple[str, int, int] | None:
-        """The first unit ``need`` does not fit in: ``(unit, limit, committed)``, or
-        ``None``."""
-        committed = self.committed
-        for unit, attribute, limit in self.limits:
-            if attribute == "tokens":
-                used = committed.input_tokens + committed.output_tokens
-                wanted = need.input_tokens + need.output_tokens
-            else:
-                used = getattr(committed, attribute)
-                wanted = getattr(need, attribute)
-            if used + wanted > limit:
-                return unit, limit, used
-        tools = self.budget.tool_calls
-        if tools is not None and self.spent.tool_calls >= tools:
-            return "tool_calls", tools, self.spent.tool_calls
+    def short(self, tokens: int, input_tokens: int, output_tokens: int, pico: int) -> Any:
+        """The first unit a call's worst case does not fit in: ``(unit, limit, used or
+        reserved, needed)``, or ``None``."""
+        needs = {
+            "tokens": tokens,
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "usd": pico,
+            "model_calls": 1,
+            "tool_calls": 1,
+        }
+        for unit, limit in self.limits:
+            room = self.room(unit)
+            if unit == "tool_calls" and room <= 0:  # no tool call left to make
+                return unit, limit, limit - room, 0
+            if unit != "tool_calls" and needs[unit] > room:
+                return unit, limit, limit - room, needs[unit]
         return None
 
 
-class Ticket:
-    """One admitted model call (:meth:`Ledger.reserve`): its reservation, held on every
-    account around it until :meth:`settle`."""
+class Meter:
+    """What the model calls of one executor to one model reserve against and are priced
+    with, worked out once (:meth:`Ledger.meter`): the accounts around the executor, the
+    price per token, the worst case of a call that sets no ``max_tokens``.
+
+    :meth:`reserve` is the hot path of a budgeted model call: no lookups, no objects but
+    its :class:`Ticket`.
+    """
 
     __slots__ = (
         "accounts",
+        "detailed",
         "executor_id",
-        "id",
         "ledger",
+        "max_tokens",
         "model_id",
-        "need",
+        "pico_in",
+        "pico_out",
+        "plain",
         "price",
-        "state",
+        "spends",
+        "unbounded",
         "used",
     )
 
@@ -321,20 +365,132 @@ class Ticket:
         accounts: tuple[Account, ...],
         executor_id: str,
         model_id: str,
-        need: Counts,
         price: Price | None,
     ) -> None:
         self.ledger = ledger
         self.accounts = accounts
         self.executor_id = executor_id
         self.model_id = model_id
-        self.need = need
         self.price = price
-        self.state = "reserved"
+        self.pico_in, self.pico_out = price.pico_per_token() if price is not None else (0, 0)
+        #: the worst-case output of a call that sets no ``max_tokens``
+        self.max_tokens: int | None = price.max_output_tokens if price is not None else None
+        #: the first budget that limits tokens or money (a call with no bound on its output
+        #: cannot be reserved against it), or ``None``
+        self.unbounded: str | None = next(
+            (
+                a.name
+                for a in accounts
+                if any(unit in ("tokens", "output_tokens", "usd") for unit, _ in a.limits)
+            ),
+            None,
+        )
+        if self.max_tokens is None and self.unbounded is None:
+            self.max_tokens = 0
+        #: the accounts that limit only tokens, money and model calls (most do: their other
+        #: rooms are infinite, and left alone), and the others
+        self.plain = tuple(a for a in accounts if not a.detailed)
+        self.detailed = tuple(a for a in accounts if a.detailed)
+        #: what this executor's calls of this model spent (settled calls)
+        self.used = Counts()
+        #: what a settled call adds its use to: each account's spend, and :attr:`used`
+        self.spends = (*(a.spent for a in accounts), self.used)
+
+    def reserve(self, prompt_tokens: int, max_tokens: int | None) -> Ticket:
+        """Reserve one call's worst case on every account, or refuse it (see
+        :meth:`Ledger.reserve`)."""
+        given = max_tokens
+        if max_tokens is None:
+            max_tokens = self.max_tokens
+            if max_tokens is None:
+                raise self.unbounded_error()
+        pico = prompt_tokens * self.pico_in + max_tokens * self.pico_out
+        tokens = prompt_tokens + max_tokens
+        for account in self.plain:
+            if tokens > account.room_tokens or pico > account.room_pico or account.room_calls < 1:
+                return self.ledger.refused(self, prompt_tokens, given)
+        for account in self.detailed:
+            if (
+                tokens > account.room_tokens
+                or prompt_tokens > account.room_in
+                or max_tokens > account.room_out
+                or pico > account.room_pico
+                or account.room_calls < 1
+                or account.room_tools <= 0
+            ):
+                return self.ledger.refused(self, prompt_tokens, given)
+        # checked on every account, then taken from every account: no await in between
+        for account in self.plain:
+            account.room_tokens -= tokens
+            account.room_pico -= pico
+            account.room_calls -= 1
+        for account in self.detailed:
+            account.room_tokens -= tokens
+            account.room_in -= prompt_tokens
+            account.room_out -= max_tokens
+            account.room_pico -= pico
+            account.room_calls -= 1
+        ticket = Ticket(self, prompt_tokens, max_tokens, pico)
+        self.ledger.in_flight.add(ticket)
+        return ticket
+
+    def unbounded_error(self) -> PlaitError:
+        """The error of a call with no bound on its output against a budget of tokens or
+        money."""
+        return PlaitError(
+            f"agent {self.executor_id!r} calls model {self.model_id!r} with no max_tokens, "
+            f"so its worst case is unbounded and budget {self.unbounded!r} limits tokens or "
+            f"money: set the agent's options.max_tokens, or register the model's price with "
+            f"max_output_tokens (plait_register_prices)"
+        )
+
+
+#: a ticket's states
+_RESERVED, _SETTLED = "reserved", "settled"
+
+
+class Ticket:
+    """One admitted model call (:meth:`Meter.reserve`): its reservation (its worst case),
+    held on every account of its meter until :meth:`settle`."""
+
+    __slots__ = ("id", "meter", "need_in", "need_out", "need_pico", "state", "used")
+
+    def __init__(self, meter: Meter, need_in: int, need_out: int, need_pico: int) -> None:
+        self.meter = meter
+        self.need_in = need_in
+        self.need_out = need_out
+        self.need_pico = need_pico
+        self.state = _RESERVED
         #: the id its journal events carry (a durable run's store keeps a journal), or None
         self.id: str | None = None
-        #: what it used, once settled
-        self.used: Counts | None = None
+        #: what it used, once settled: the counts in the journal's order (input tokens,
+        #: output tokens, model calls, tool calls, picodollars)
+        self.used: tuple[int, int, int, int, int] | None = None
+
+    @property
+    def accounts(self) -> tuple[Account, ...]:
+        """The accounts it reserved on."""
+        return self.meter.accounts
+
+    @property
+    def executor_id(self) -> str:
+        """The executor that made the call."""
+        return self.meter.executor_id
+
+    @property
+    def model_id(self) -> str:
+        """The model it called (a ``degrade`` budget's cheaper one, if that chose it)."""
+        return self.meter.model_id
+
+    @property
+    def need(self) -> Counts:
+        """Its reservation."""
+        return Counts(self.need_in, self.need_out, 1, 0, self.need_pico)
+
+    @property
+    def usage(self) -> Counts | None:
+        """What it used, once settled."""
+        return None if self.used is None else Counts(*self.used)
 
     def settle(
         self,
@@ -343,20 +499,41 @@ class Ticket:
         tool_calls: int = 0,
     ) -> None:
         """Replace the reservation by the call's actual usage (a unit the model did not
-        report is counted at its reservation)."""
-        if self.state != "reserved":
+        report is counted at its reservation); what it reserved beyond that is held until
+        the barrier (:meth:`Ledger.barrier`)."""
+        if self.state is not _RESERVED:
             return
-        need = self.need
-        used_in = need.input_tokens if input_tokens is None else input_tokens
-        used_out = need.output_tokens if output_tokens is None else output_tokens
-        pico = self.price.cost(used_in, used_out) if self.price is not None else 0
-        actual = Counts(used_in, used_out, 1, tool_calls, pico)
-        self.ledger.spend(self, actual, reported=input_tokens is not None)
+        meter = self.meter
+        if input_tokens is None or output_tokens is None:
+            meter.ledger.unreported += 1
+            if input_tokens is None:
+                input_tokens = self.need_in
+            if output_tokens is None:
+                output_tokens = self.need_out
+        pico = input_tokens * meter.pico_in + output_tokens * meter.pico_out
+        self.state = _SETTLED
+        ledger = meter.ledger
+        ledger.in_flight.discard(self)
+        ledger.unbalanced = True  # (what it held beyond its use, the barrier releases)
+        if input_tokens > self.need_in or output_tokens > self.need_out or pico > self.need_pico:
+            ledger.overshot(self, input_tokens, output_tokens, pico)
+        # Counts.add, written out: this runs for every budget around every model call
+        for spent in meter.spends:
+            spent.input_tokens += input_tokens
+            spent.output_tokens += output_tokens
+            spent.model_calls += 1
+            spent.pico += pico
+        if tool_calls:
+            for account in meter.accounts:
+                account.spent.tool_calls += tool_calls
+                account.room_tools -= tool_calls
+            meter.used.tool_calls += tool_calls
+        self.used = (input_tokens, output_tokens, 1, tool_calls, pico)
 
     def abandon(self, error: BaseException | None) -> None:
         """The call failed or was cancelled: it is counted at its reservation."""
-        if self.state == "reserved":
-            self.ledger.spend(self, self.need, reported=False)
+        if self.state is _RESERVED:  # (its use unknown: counted as unreported)
+            self.settle(None, None)
 
 
 class Ledger:
@@ -372,13 +549,16 @@ class Ledger:
         self.priced: dict[str, Any] = {}
         #: every account by name
         self.accounts: dict[str, Account] = {}
+        #: every meter, by (accounts, executor id, model id)
+        self.meters: dict[tuple[tuple[Account, ...], str, str], Meter] = {}
         #: calls admitted and not yet settled
         self.in_flight: set[Ticket] = set()
-        #: settled calls whose held slack the next barrier releases
-        self.settled: list[Ticket] = []
-        #: what each model and each executor spent
-        self.by_model: dict[str, Counts] = {}
-        self.by_executor: dict[str, Counts] = {}
+        #: whether a call settled since the last barrier (so rooms hold slack to release)
+        self.unbalanced = False
+        #: what each model and each executor spent before this process (a resumed run's
+        #: checkpoint, the calls an earlier process lost); the meters add this process's
+        self.kept_by_model: dict[str, Counts] = {}
+        self.kept_by_executor: dict[str, Counts] = {}
         #: calls that used more than they reserved: what they used beyond it
         self.overshoots: list[tuple[str, str, Counts]] = []
         #: model calls whose usage the model did not report (counted at their reservation)
@@ -420,14 +600,47 @@ class Ledger:
         found = self.accounts.get(name)
         if found is None:
             found = self.accounts[name] = Account(name, budget)
-            raised = self.raised.get(name)
-            if raised:
-                found.raise_by(raised)
             spent = self.restored.pop(name, None)
             if spent is not None:
                 found.spent.add(spent)
-                found.committed.add(spent)
+            raised = self.raised.get(name)
+            if raised:
+                found.raise_by(raised)
+            found.rebound(None)
         return found
+
+    # -- totals ---------------------------------------------------------------------------
+
+    @property
+    def by_model(self) -> dict[str, Counts]:
+        """What each model spent (settled calls, and what a resumed run's checkpoint
+        kept)."""
+        return self._totals(self.kept_by_model, lambda meter: meter.model_id)
+
+    @property
+    def by_executor(self) -> dict[str, Counts]:
+        """What each executor spent (settled calls, and what a resumed run's checkpoint
+        kept)."""
+        return self._totals(self.kept_by_executor, lambda meter: meter.executor_id)
+
+    def _totals(self, kept: dict[str, Counts], key: Any) -> dict[str, Counts]:
+        totals = {name: _copy(counts) for name, counts in kept.items()}
+        for meter in list(self.meters.values()):
+            if meter.used.model_calls:
+                totals.setdefault(key(meter), Counts()).add(meter.used)
+        return totals
+
+    def reserved(self, account: Account) -> Counts:
+        """What the calls in flight hold on ``account`` (their reservations). May be asked
+        from another thread (a live display): it reads a copy of the calls in flight."""
+        held = Counts()
+        for ticket in list(self.in_flight):
+            if account in ticket.meter.accounts:
+                held.input_tokens += ticket.need_in
+                held.output_tokens += ticket.need_out
+                held.model_calls += 1
+                held.pico += ticket.need_pico
+        return held
 
     # -- across a resume ------------------------------------------------------------------
 
@@ -438,14 +651,15 @@ class Ledger:
         accounts: dict[str, Counts] = {}
         for name, account in self.accounts.items():
             accounts[name] = _copy(account.spent)
-        for ticket in self.in_flight:
+        in_flight = list(self.in_flight)
+        for ticket in in_flight:
             for account in ticket.accounts:
                 accounts[account.name].add(ticket.need)
         for name, counts in self.restored.items():
             accounts.setdefault(name, Counts()).add(counts)
-        by_model = {k: _copy(v) for k, v in self.by_model.items()}
-        by_executor = {k: _copy(v) for k, v in self.by_executor.items()}
-        for ticket in self.in_flight:
+        by_model = self.by_model
+        by_executor = self.by_executor
+        for ticket in in_flight:
             by_model.setdefault(ticket.model_id, Counts()).add(ticket.need)
             by_executor.setdefault(ticket.executor_id, Counts()).add(ticket.need)
         return {
@@ -454,12 +668,12 @@ class Ledger:
             "by_model": {k: _raw(v) for k, v in by_model.items()},
             "by_executor": {k: _raw(v) for k, v in by_executor.items()},
             "seconds": self.elapsed(),
-            "in_flight": len(self.in_flight) + self.recovered,
+            "in_flight": len(in_flight) + self.recovered,
             "unreported": self.unreported,
             "overshoots": len(self.overshoots) + self.overshot_before,
             "raised": {name: dict(amounts) for name, amounts in self.raised.items()},
             "superstep": self.supersteps,
-            "in_flight_ids": sorted(t.id for t in self.in_flight if t.id is not None),
+            "in_flight_ids": sorted(t.id for t in in_flight if t.id is not None),
             "lost": [self.lost_settled, self.lost_in_flight],
             "answers": [[rid, name, ok, dict(amounts)] for rid, name, ok, amounts in self.answers],
         }
@@ -473,8 +687,8 @@ class Ledger:
         if not isinstance(data, dict) or data.get("version") != 1:
             raise PlaitError(f"{where}: not a budget ledger of version 1: {data!r:.200}")
         self.restored = _read_map(data.get("accounts"), f"{where}.accounts")
-        self.by_model = _read_map(data.get("by_model"), f"{where}.by_model")
-        self.by_executor = _read_map(data.get("by_executor"), f"{where}.by_executor")
+        self.kept_by_model = _read_map(data.get("by_model"), f"{where}.by_model")
+        self.kept_by_executor = _read_map(data.get("by_executor"), f"{where}.by_executor")
         seconds = data.get("seconds")
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
             raise PlaitError(f"{where}.seconds: not a number of seconds: {seconds!r}")
@@ -503,44 +717,23 @@ class Ledger:
 
     # -- a model call ---------------------------------------------------------------------
 
-    def need(
-        self,
-        accounts: tuple[Account, ...],
-        executor_id: str,
-        model_id: str,
-        prompt_tokens: int,
-        max_tokens: int | None,
-    ) -> tuple[Counts, Price | None]:
-        """The worst case of one call and the price it was computed with.
+    def meter(self, accounts: tuple[Account, ...], executor_id: str, model_id: str) -> Meter:
+        """The meter of ``executor_id``'s calls of ``model_id`` against ``accounts``
+        (worked out on first use: the price looked up, once per model).
 
         :raises UnpricedModelError: a budget around the call limits money and the model has
             no price.
-        :raises PlaitError: the call sets no ``max_tokens`` and the model's price gives no
-            ``max_output_tokens``, while a budget limits tokens or money.
         """
-        price = self.priced.get(model_id, _UNKNOWN)
-        if price is _UNKNOWN:
-            price = self.priced[model_id] = self.prices(model_id)
-        if price is None and any(account.priced for account in accounts):
-            raise UnpricedModelError(model_id, executor_id)
-        if max_tokens is None and price is not None:
-            max_tokens = price.max_output_tokens
-        if max_tokens is None:
-            bounded = [
-                a.name
-                for a in accounts
-                if any(unit in ("tokens", "output_tokens", "usd") for unit, _, _ in a.limits)
-            ]
-            if bounded:
-                raise PlaitError(
-                    f"agent {executor_id!r} calls model {model_id!r} with no max_tokens, so "
-                    f"its worst case is unbounded and budget {bounded[0]!r} limits tokens or "
-                    f"money: set the agent's options.max_tokens, or register the model's "
-                    f"price with max_output_tokens (plait_register_prices)"
-                )
-            max_tokens = 0
-        pico = price.cost(prompt_tokens, max_tokens) if price is not None else 0
-        return Counts(prompt_tokens, max_tokens, 1, 0, pico), price
+        key = (accounts, executor_id, model_id)
+        found = self.meters.get(key)
+        if found is None:
+            price = self.priced.get(model_id, _UNKNOWN)
+            if price is _UNKNOWN:
+                price = self.priced[model_id] = self.prices(model_id)
+            if price is None and any(account.priced for account in accounts):
+                raise UnpricedModelError(model_id, executor_id)
+            found = self.meters[key] = Meter(self, accounts, executor_id, model_id, price)
+        return found
 
     def reserve(
         self,
@@ -550,60 +743,74 @@ class Ledger:
         prompt_tokens: int,
         max_tokens: int | None,
     ) -> Ticket:
-        """Reserve one call's worst case on every account, or refuse it.
+        """Reserve one call's worst case (``prompt_tokens``, and ``max_tokens`` out or the
+        model's ``max_output_tokens``, priced) on every account, or refuse it.
 
         Synchronous, with no ``await``: the check and the reservation are one step of the
-        event loop, whatever else runs concurrently.
+        event loop, whatever else runs concurrently. (An executor's calls reserve through
+        their :class:`Meter`, looked up once: :meth:`Meter.reserve`.)
 
         :raises BudgetExceededError: a budget has no room for it (and no ``degrade`` rule
             makes room).
+        :raises UnpricedModelError: a budget limits money and the model has no price.
+        :raises PlaitError: the call sets no ``max_tokens`` and the model's price gives no
+            ``max_output_tokens``, while a budget limits tokens or money.
         """
-        need, price = self.need(accounts, executor_id, model_id, prompt_tokens, max_tokens)
-        short = None
-        for account in accounts:
-            if not account.fits(need):  # which unit, in the order the limits are checked
-                short = _short(accounts, need)
-                break
-        if short is not None:
-            account, (unit, limit, used) = short
-            cheaper = account.budget.degrade.get(executor_id)
-            if account.budget.on_exhausted == "degrade" and cheaper is not None:
-                need, price = self.need(accounts, executor_id, cheaper, prompt_tokens, max_tokens)
-                if _short(accounts, need) is None:
-                    self.degraded.append((executor_id, model_id, cheaper))
-                    model_id = cheaper
-                    short = None
-            if short is not None:
-                if unit == "tokens":
-                    wanted = need.input_tokens + need.output_tokens
-                else:
-                    wanted = getattr(need, "pico" if unit == "usd" else unit)
-                error = BudgetExceededError(
-                    budget=account.name,
-                    unit=unit,
-                    limit=limit,
-                    spent=used,
-                    needed=wanted,
-                    executor_id=executor_id,
-                    model_id=model_id,
-                    action=account.budget.on_exhausted,
-                )
-                if account.budget.on_exhausted == "ask" and unit != "tool_calls":
-                    error.asks = _asks(error)
-                raise error
-        # Counts.add, written out: this runs for every budget around every model call (a
-        # reservation holds no tool calls: they are counted as the model reports them)
-        need_in, need_out, need_pico = need.input_tokens, need.output_tokens, need.pico
-        need_calls = need.model_calls
-        for account in accounts:
-            committed = account.committed
-            committed.input_tokens += need_in
-            committed.output_tokens += need_out
-            committed.model_calls += need_calls
-            committed.pico += need_pico
-        ticket = Ticket(self, accounts, executor_id, model_id, need, price)
-        self.in_flight.add(ticket)
-        return ticket
+        return self.meter(accounts, executor_id, model_id).reserve(prompt_tokens, max_tokens)
+
+    def refused(self, meter: Meter, prompt_tokens: int, max_tokens: int | None) -> Ticket:
+        """A call of ``meter`` does not fit (``max_tokens`` as the call gave it): reserve
+        it with the cheaper model of a ``degrade`` budget if that fits, else refuse it.
+
+        :raises BudgetExceededError: naming the first budget and unit it does not fit in.
+        """
+        out = meter.max_tokens if max_tokens is None else max_tokens
+        assert out is not None  # (the meter checked it)
+        pico = prompt_tokens * meter.pico_in + out * meter.pico_out
+        shortfall = _short(meter.accounts, prompt_tokens, out, pico)
+        assert shortfall is not None  # (the meter found it short)
+        account, (unit, limit, used, wanted) = shortfall
+        budget = account.budget
+        cheaper = budget.degrade.get(meter.executor_id)
+        if budget.on_exhausted == "degrade" and cheaper is not None:
+            other = self.meter(meter.accounts, meter.executor_id, cheaper)
+            other_out = other.max_tokens if max_tokens is None else max_tokens
+            if other_out is None:
+                raise other.unbounded_error()
+            other_pico = prompt_tokens * other.pico_in + other_out * other.pico_out
+            if _short(meter.accounts, prompt_tokens, other_out, other_pico) is None:
+                self.degraded.append((meter.executor_id, meter.model_id, cheaper))
+                return other.reserve(prompt_tokens, other_out)
+        error = BudgetExceededError(
+            budget=account.name,
+            unit=unit,
+            limit=limit,
+            spent=used,
+            needed=wanted,
+            executor_id=meter.executor_id,
+            model_id=meter.model_id,
+            action=budget.on_exhausted,
+        )
+        if budget.on_exhausted == "ask" and unit != "tool_calls":
+            error.asks = _asks(error)
+        raise error
+
+    def overshot(self, ticket: Ticket, input_tokens: int, output_tokens: int, pico: int) -> None:
+        """A call used more than it reserved: report it, and take what it used beyond its
+        reservation from every account's room."""
+        over = Counts(
+            max(input_tokens - ticket.need_in, 0),
+            max(output_tokens - ticket.need_out, 0),
+            0,
+            0,
+            max(pico - ticket.need_pico, 0),
+        )
+        self.overshoots.append((ticket.executor_id, ticket.model_id, over))
+        for account in ticket.accounts:
+            account.room_tokens -= over.tokens
+            account.room_in -= over.input_tokens
+            account.room_out -= over.output_tokens
+            account.room_pico -= over.pico
 
     def count_lost(self, events: Iterable[Any]) -> None:
         """Count the model calls an earlier process made in supersteps that never
@@ -641,12 +848,12 @@ class Ledger:
                 account = self.accounts.get(name)
                 if account is not None:
                     account.spent.add(counts)
-                    account.committed.add(counts)
+                    account.rebound(self.reserved(account))
                 else:
                     self.restored.setdefault(str(name), Counts()).add(counts)
             for table, key in (
-                (self.by_model, call.get("model")),
-                (self.by_executor, event.executor),
+                (self.kept_by_model, call.get("model")),
+                (self.kept_by_executor, event.executor),
             ):
                 table.setdefault(str(key), Counts()).add(counts)
 
@@ -676,56 +883,16 @@ class Ledger:
                 account.raise_by(amounts)
         return approved
 
-    def spend(self, ticket: Ticket, actual: Counts, *, reported: bool) -> None:
-        """A call ended with ``actual`` usage: spend it, hold the slack until the barrier."""
-        ticket.state = "settled"
-        self.in_flight.discard(ticket)
-        need = ticket.need
-        over = None
-        if (
-            actual.input_tokens > need.input_tokens
-            or actual.output_tokens > need.output_tokens
-            or actual.pico > need.pico
-        ):
-            over = actual.beyond(need)
-            over.tool_calls = 0  # tool calls are never reserved: counting them is no overshoot
-            self.overshoots.append((ticket.executor_id, ticket.model_id, over))
-        # Counts.add, written out: this runs for every budget around every model call
-        used_in, used_out, used_pico = actual.input_tokens, actual.output_tokens, actual.pico
-        used_calls, used_tools = actual.model_calls, actual.tool_calls
-        for account in ticket.accounts:
-            spent = account.spent
-            spent.input_tokens += used_in
-            spent.output_tokens += used_out
-            spent.model_calls += used_calls
-            spent.tool_calls += used_tools
-            spent.pico += used_pico
-            if over is not None:
-                account.committed.add(over)
-        ticket.used = actual
-        ticket.need = need.beyond(actual)  # the slack, which the barrier releases
-        self.settled.append(ticket)
-        if not reported:
-            self.unreported += 1
-        for table, key in (
-            (self.by_model, ticket.model_id),
-            (self.by_executor, ticket.executor_id),
-        ):
-            total = table.get(key)
-            if total is None:
-                total = table[key] = Counts()
-            total.input_tokens += used_in
-            total.output_tokens += used_out
-            total.model_calls += used_calls
-            total.tool_calls += used_tools
-            total.pico += used_pico
-
     def barrier(self) -> None:
-        """A superstep ended: release what settled calls reserved beyond their use."""
-        settled, self.settled = self.settled, []
-        for ticket in settled:
-            for account in ticket.accounts:
-                account.committed.take(ticket.need)
+        """A superstep ended: release what settled calls reserved beyond their use (each
+        budget's room is its limit less its spend and the reservations of calls still in
+        flight: a pipelined run's)."""
+        if not self.unbalanced:  # no call settled since the last barrier: nothing held
+            return
+        self.unbalanced = False
+        in_flight = self.in_flight
+        for account in self.accounts.values():
+            account.rebound(self.reserved(account) if in_flight else None)
 
     # -- the run's own limits -------------------------------------------------------------
 
@@ -802,10 +969,10 @@ class Ledger:
 
 
 def _short(
-    accounts: Iterable[Account], need: Counts
-) -> tuple[Account, tuple[str, int, int]] | None:
+    accounts: Iterable[Account], tokens_in: int, tokens_out: int, pico: int
+) -> tuple[Account, tuple[str, int, int, int]] | None:
     for account in accounts:
-        short = account.short(need)
+        short = account.short(tokens_in + tokens_out, tokens_in, tokens_out, pico)
         if short is not None:
             return account, short
     return None

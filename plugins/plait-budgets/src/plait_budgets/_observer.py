@@ -14,7 +14,7 @@ from plait import RunOptionError
 from plait.spi import Invocation, RunObserver, add_answerer, outside_calls, remove_answerer
 
 from ._budget import Budget, as_budget
-from ._ledger import Account, BudgetExceededError, Ledger, Ticket, _raw, estimate_tokens
+from ._ledger import Account, BudgetExceededError, Ledger, Meter, Ticket, _raw, estimate_tokens
 from ._options import BudgetOptions
 
 __all__ = ["BudgetObserver", "BudgetOptions", "InvocationBudget", "observe"]
@@ -35,18 +35,25 @@ class InvocationBudget:
     counted at its reservation. Other calls and values pass through.
     """
 
-    __slots__ = ("accounts", "executor_id", "ledger", "refused", "superstep")
+    __slots__ = ("accounts", "executor_id", "ledger", "meters", "refused", "superstep")
 
     #: asked first: a call the budget refuses is never traced nor recorded
     place = "decide"
 
     def __init__(
-        self, ledger: Ledger, accounts: tuple[Account, ...], executor_id: str, superstep: int = 0
+        self,
+        ledger: Ledger,
+        accounts: tuple[Account, ...],
+        executor_id: str,
+        superstep: int = 0,
+        meters: dict[str, Meter] | None = None,
     ) -> None:
         self.ledger = ledger
         self.accounts = accounts
         self.executor_id = executor_id
         self.superstep = superstep
+        #: the executor's meters by model id (shared by its invocations)
+        self.meters: dict[str, Meter] = {} if meters is None else meters
         #: ``(request id, BudgetRequest)`` a person refused more in: the invocation
         #: answering it fails its model call as ``fail`` would
         self.refused: tuple[str, Any] | None = None
@@ -60,27 +67,25 @@ class InvocationBudget:
         """Reserve a model call, pass it on, settle it from its answer."""
         if kind != "llm.prompt":
             return await invoke(request)
-        model_id = str(request.get("model"))
+        model_id = request.get("model")
         if self.refused is not None:
             raise _refusal(*self.refused)
         ledger = self.ledger
-        if not ledger.journal_known:
+        if not ledger.journal_known:  # (the first call of the run)
             await _look_up_journal(ledger)
-        ticket = ledger.reserve(
-            self.accounts,
-            self.executor_id,
-            model_id,
-            estimate_tokens(_sent(request)),
-            _max_tokens(request),
-        )
+        meter = self.meters.get(model_id)  # type: ignore[arg-type]
+        if meter is None:
+            model_id = str(model_id)
+            meter = self.meters[model_id] = ledger.meter(self.accounts, self.executor_id, model_id)
+        ticket = meter.reserve(estimate_tokens(_sent(request)), _max_tokens(request))
         journal = ledger.journal
         if journal is not None:  # durably, before the call goes out
             try:
-                await _journal(journal, "call_reserved", ticket, self.superstep, ticket.need)
+                await _journal(journal, "call_reserved", ticket, self.superstep, _raw(ticket.need))
             except BaseException as exc:
                 ticket.abandon(exc)
                 raise
-        if ticket.model_id != model_id:  # a degrade budget chose a cheaper model
+        if ticket.meter is not meter:  # a degrade budget chose a cheaper model
             request = {**request, "model": ticket.model_id}
         try:
             answer = await invoke(request)
@@ -88,8 +93,8 @@ class InvocationBudget:
             ticket.abandon(exc)
             raise
         settle(ticket, answer)
-        if journal is not None:
-            await _journal(journal, "call_settled", ticket, self.superstep, ticket.used)
+        if journal is not None and ticket.used is not None:
+            await _journal(journal, "call_settled", ticket, self.superstep, list(ticket.used))
         return answer
 
     def value(self, kind: str, produce: Callable[[], Any]) -> Any:
@@ -124,7 +129,9 @@ async def _look_up_journal(ledger: Ledger) -> None:
 _CALL_EVENTS = frozenset({"call_reserved", "call_settled"})
 
 
-async def _journal(journal: Any, kind: str, ticket: Ticket, superstep: int, counts: Any) -> None:
+async def _journal(
+    journal: Any, kind: str, ticket: Ticket, superstep: int, counts: list[int]
+) -> None:
     """Write one of ``ticket``'s journal events (its id made on the first)."""
     import time
 
@@ -138,7 +145,7 @@ async def _journal(journal: Any, kind: str, ticket: Ticket, superstep: int, coun
         "id": ticket.id,
         "model": ticket.model_id,
         "accounts": [account.name for account in ticket.accounts],
-        "counts": _raw(counts),
+        "counts": counts,
     }
     event = JournalEvent(
         kind, superstep, time.time(), time.monotonic(), executor=ticket.executor_id, call=call
@@ -175,18 +182,20 @@ def _max_tokens(request: Mapping[str, Any]) -> int | None:
 def settle(ticket: Ticket, answer: Any) -> None:
     """Replace the reservation by what the answer says the call used (a count it does not
     give is counted at its reservation)."""
-    # (a dict, as plait-llm answers, is checked without the Mapping ABC's isinstance)
-    answered = type(answer) is dict or isinstance(answer, Mapping)
-    usage = answer.get("usage") if answered else None
-    if type(usage) is not dict and not isinstance(usage, Mapping):
-        usage = {}
-    calls = answer.get("tool_calls") if answered else None
-    used_in, used_out = usage.get("input"), usage.get("output")
-    ticket.settle(
-        used_in if type(used_in) is int or _count(used_in) else None,
-        used_out if type(used_out) is int or _count(used_out) else None,
-        len(calls) if type(calls) is list else 0,
-    )
+    # (a dict, as plait-llm answers, is read without the Mapping ABC's isinstance)
+    if type(answer) is dict or isinstance(answer, Mapping):
+        usage, calls = answer.get("usage"), answer.get("tool_calls")
+    else:
+        usage = calls = None
+    if type(usage) is dict or isinstance(usage, Mapping):
+        used_in, used_out = usage.get("input"), usage.get("output")
+        if type(used_in) is not int and not _count(used_in):
+            used_in = None
+        if type(used_out) is not int and not _count(used_out):
+            used_out = None
+    else:
+        used_in = used_out = None
+    ticket.settle(used_in, used_out, len(calls) if type(calls) is list else 0)
 
 
 def _count(value: Any) -> bool:
@@ -253,6 +262,8 @@ class BudgetObserver(RunObserver):
         self.nested = bool(outer)
         #: the accounts around each executor, by id
         self.chains: dict[str, tuple[Account, ...]] = {}
+        #: each executor's meters by model id (:attr:`InvocationBudget.meters`), by id
+        self.meters: dict[str, dict[str, Meter]] = {}
 
     def accounts_of(self, executor_id: str) -> tuple[Account, ...]:
         """Every account around ``executor_id``: the outer runs', the run's, then each
@@ -283,11 +294,16 @@ class BudgetObserver(RunObserver):
         outer = budget_of(outside_calls.get())
         if outer is not None:
             remove_answerer(outer)
+        executor_id = invocation.executor_id
+        meters = self.meters.get(executor_id)
+        if meters is None:
+            meters = self.meters[executor_id] = {}
         budget = InvocationBudget(
             self.ledger,
-            self.accounts_of(invocation.executor_id),
-            invocation.executor_id,
+            self.accounts_of(executor_id),
+            executor_id,
             invocation.superstep,
+            meters,
         )
         answered = _answer_of(invocation.message)
         if answered is not None:  # a person answered an ask budget's request
@@ -329,17 +345,20 @@ class BudgetObserver(RunObserver):
 
     def status(self) -> dict[str, str] | None:
         """The run's spend against its budget as it goes (``{"spend": "$0.12/$2.00 ·
-        1.2k/200k tok"}``: what :func:`spend_summary` says of a checkpoint), for a live
-        display (:attr:`plait.spi.RunWatch.status`); ``None`` for a run nested in a budgeted
-        one (the outer run shows it) or without a budget of its own. Read from the
-        display's thread: only the run account's counters are read."""
+        1.2k/200k tok · 2 calls in flight: $0.04, 3.1k tok reserved"}``: what
+        :func:`spend_summary` says of a checkpoint, and the reservations of the calls in
+        flight), for a live display (:attr:`plait.spi.RunWatch.status`); ``None`` for a
+        run nested in a budgeted one (the outer run shows it) or without a budget of its
+        own. Read from the display's thread: it reads the run account's counters and a
+        copy of the calls in flight."""
         account = self.run_account
         if account is None or self.nested:
             return None
         from ._command import account_summary
 
         ledger = self.ledger
-        return {"spend": account_summary(account, ledger.lost_settled + ledger.lost_in_flight)}
+        lost = ledger.lost_settled + ledger.lost_in_flight
+        return {"spend": account_summary(account, lost, ledger.reserved(account))}
 
 
 def _scoped(ledger: Ledger, budget: Budget, executor_id: str, found: list[Account]) -> None:

@@ -71,14 +71,14 @@ class Price:
     _input_pico: int = attrs.field(init=False, default=-1, repr=False, eq=False)
     _output_pico: int = attrs.field(init=False, default=-1, repr=False, eq=False)
 
-    def cost(self, input_tokens: int, output_tokens: int) -> int:
-        """The cost of a call in picodollars."""
+    def pico_per_token(self) -> tuple[int, int]:
+        """Picodollars per input token and per output token."""
         if self._input_pico < 0:  # worked out on first use: loading plugins pays nothing
             from ._budget import to_pico
 
             object.__setattr__(self, "_input_pico", to_pico(self.input) // 10**6)
             object.__setattr__(self, "_output_pico", to_pico(self.output) // 10**6)
-        return input_tokens * self._input_pico + output_tokens * self._output_pico
+        return self._input_pico, self._output_pico
 
 
 def default_prices() -> tuple[str, dict[str, Price]]:
