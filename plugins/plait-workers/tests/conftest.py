@@ -12,15 +12,12 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import anyio
 import pytest
 from plait_testing import servers
-
-HERE = Path(__file__).parent
+from workers_support import HERE, WorkerFactory, wait_for
 
 
 @pytest.fixture(scope="session")
@@ -53,9 +50,6 @@ def queue() -> str:
 def effects(tmp_path: Path) -> Path:
     """The side-effect log the test workflows append to."""
     return tmp_path / "effects.log"
-
-
-WorkerFactory = Callable[..., "subprocess.Popen[str]"]
 
 
 @pytest.fixture
@@ -93,33 +87,3 @@ def start_worker(store: str, queue: str, effects: Path, tmp_path: Path) -> Itera
         if process.poll() is None:
             process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
-
-
-def read_effects(path: Path) -> list[list[str]]:
-    if not path.exists():
-        return []
-    return [line.split() for line in path.read_text().splitlines() if line.strip()]
-
-
-def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Wait until ``check()`` is truthy; fail naming ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    found = None
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"after {timeout} s: {what} (last seen: {found!r})")
-
-
-def latest_status(store: str, run_id: str) -> tuple[str, int] | None:
-    """The status and superstep of the run's latest checkpoint, or ``None``."""
-    from plait_durable import opened_store
-
-    async def look() -> tuple[str, int] | None:
-        async with opened_store(store) as opened:
-            latest = await opened.latest(run_id)
-            return None if latest is None else (latest.status, latest.superstep)
-
-    return anyio.run(look)

@@ -18,8 +18,7 @@ import redis
 from click.testing import CliRunner
 from plait_cli import make_cli
 from plait_workers import submit
-
-from conftest import HERE, WorkerFactory, latest_status, wait_for
+from workers_support import HERE, WorkerFactory, latest_status, wait_for
 
 
 def _submit(store: str, queue: str, value: int) -> str:

@@ -17,8 +17,7 @@ from click.testing import CliRunner
 from plait_cli import make_cli
 from plait_workers import QueueError, answer, cancel, queued_runs, submit
 from plait_workers._cancel import cancelled_record
-
-from conftest import HERE, WorkerFactory, latest_status, read_effects, wait_for
+from workers_support import HERE, WorkerFactory, latest_status, read_effects, wait_for
 
 STEPS = 5
 
