@@ -16,8 +16,7 @@ for whatever the model answers: live, its answers vary from run to run.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ import plait
 import pytest
 from plait.spi import add_answerer, remove_answerer
 from plait_budgets import BudgetExceededError, Price, estimate_tokens
-from plait_testing import cassette
+from plait_testing import ModelCalls, cassette
 from test_budgets import cause
 
 pytestmark = [pytest.mark.anyio, pytest.mark.plait_live]
@@ -82,36 +81,12 @@ class SmolLM2Price:
         register("SmolLM2", Price(input=0, output=0, max_output_tokens=MOST))
 
 
-@dataclass
-class Seen:
-    """The prompts SmolLM2 was sent and its answers (the model's live, the cassette's
-    replayed): an answerer that watches every model call."""
-
-    prompts: list[str] = field(default_factory=list)
-    answers: list[str] = field(default_factory=list)
-    place = "watch"
-
-    async def call(
-        self,
-        kind: str,
-        request: Mapping[str, Any],
-        invoke: Callable[[Mapping[str, Any]], Awaitable[Any]],
-    ) -> Any:
-        self.prompts.append(request["prompt"])
-        answer = await invoke(request)
-        self.answers.append(answer["text"])
-        return answer
-
-    def value(self, kind: str, produce: Callable[[], Any]) -> Any:
-        return produce()
-
-
 @pytest.fixture
-def seen(request: pytest.FixtureRequest, plait_register_plugin: Any) -> Iterator[Seen]:
+def seen(request: pytest.FixtureRequest, plait_register_plugin: Any) -> Iterator[ModelCalls]:
     """SmolLM2, priced and watched, inside the test's cassette (one for both backends; the
     real model under ``--plait-live``)."""
     plait_register_plugin(SmolLM2Price(), "smollm2-price")
-    watcher = Seen()
+    watcher = ModelCalls()
     with cassette(request.node.originalname, directory=CASSETTES):
         add_answerer(watcher)
         try:
@@ -129,7 +104,7 @@ async def _run(tokens: int) -> tuple[Any, BudgetExceededError | None]:
     return result, error
 
 
-async def test_a_token_budget_stops_a_smollm2_run_at_the_explainer(seen: Seen) -> None:
+async def test_a_token_budget_stops_a_smollm2_run_at_the_explainer(seen: ModelCalls) -> None:
     # room for the translator, and for the explainer only if the translator answered
     # nothing: whatever it answers, the explainer's call is the one refused
     budget = reserved(TRANSLATE) + reserved(EXPLAIN.format("")) - 1
@@ -145,7 +120,7 @@ async def test_a_token_budget_stops_a_smollm2_run_at_the_explainer(seen: Seen) -
     assert usage["total"]["tokens"] == reserved(TRANSLATE) <= budget
 
 
-async def test_a_smollm2_run_within_its_budget_spends_its_reservations(seen: Seen) -> None:
+async def test_a_smollm2_run_within_its_budget_spends_its_reservations(seen: ModelCalls) -> None:
     result, error = await _run(100_000)
     assert error is None and len(result.outputs) == 1
     translation, explanation, _ = seen.answers

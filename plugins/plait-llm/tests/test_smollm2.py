@@ -18,8 +18,7 @@ one backend, a few short generations (a few seconds in all).
 from __future__ import annotations
 
 import socket
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ import pytest
 from plait import CustomEvent
 from plait.spi import BuildContext, add_answerer, remove_answerer
 from plait_llm import AgentKind
-from plait_testing import cassette
+from plait_testing import ModelCalls, cassette
 
 SCENARIO = Path(__file__).with_name("smollm2.yaml")
 CASSETTES = Path(__file__).with_name("cassettes")
@@ -37,35 +36,11 @@ CASSETTES = Path(__file__).with_name("cassettes")
 LONG = 60
 
 
-@dataclass
-class Calls:
-    """What SmolLM2 was asked, and what it answered, call by call (the model's, live; the
-    cassette's, replayed): an outside-call answerer that watches every model call."""
-
-    prompts: list[str] = field(default_factory=list)
-    answers: list[str] = field(default_factory=list)
-    place = "watch"
-
-    async def call(
-        self,
-        kind: str,
-        request: Mapping[str, Any],
-        invoke: Callable[[Mapping[str, Any]], Awaitable[Any]],
-    ) -> Any:
-        self.prompts.append(request["prompt"])
-        answer = await invoke(request)
-        self.answers.append(answer["text"])
-        return answer
-
-    def value(self, kind: str, produce: Callable[[], Any]) -> Any:
-        return produce()
-
-
 @pytest.fixture
-def calls(request: pytest.FixtureRequest) -> Iterator[Calls]:
+def calls(request: pytest.FixtureRequest) -> Iterator[ModelCalls]:
     """The model, watched, inside the test's cassette (the real model under
     ``--plait-live``)."""
-    seen = Calls()
+    seen = ModelCalls()
     with cassette(request.node.name, directory=CASSETTES):
         add_answerer(seen)
         try:
@@ -112,7 +87,7 @@ def test_the_kind_checks_options_against_the_real_models_schema() -> None:
 
 
 @pytest.mark.plait_live
-def test_two_agents_and_a_condition_on_a_real_answer(calls: Calls, offline: None) -> None:
+def test_two_agents_and_a_condition_on_a_real_answer(calls: ModelCalls, offline: None) -> None:
     routes: list[tuple[str, str]] = []
 
     async def long_answer(text: str) -> str:

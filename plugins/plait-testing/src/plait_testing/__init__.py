@@ -66,7 +66,11 @@ if TYPE_CHECKING:
     )
     from .plugin import RegisterPlugin as RegisterPlugin
     from .recorder import HookCall as HookCall, HookRecorder as HookRecorder
-    from .replaying import ReplayCheck as ReplayCheck, cassette as cassette
+    from .replaying import (
+        ModelCalls as ModelCalls,
+        ReplayCheck as ReplayCheck,
+        cassette as cassette,
+    )
 
 
 # each name is imported when first asked for (see the module docstring for why)

@@ -9,11 +9,12 @@ install.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ReplayCheck", "cassette"]
+__all__ = ["ModelCalls", "ReplayCheck", "cassette"]
 
 
 def _replay_module(name: str) -> Any:
@@ -50,6 +51,36 @@ def cassette(
     """
     module = _replay_module("plait_replay._cassette")
     return module.cassette(name, directory=directory, mode=mode, only=only)
+
+
+@dataclass
+class ModelCalls:
+    """What a model was asked and what it answered, call by call: an outside-call answerer
+    (:class:`plait.spi.OutsideCalls`) that watches every call and changes none, in the
+    ``watch`` place, so it sees the answers a :func:`cassette` replays as well as a live
+    model's. Add it for a test with :func:`plait.spi.add_answerer` (and take it away with
+    :func:`plait.spi.remove_answerer`), then assert on ``prompts`` and ``answers``.
+    """
+
+    #: each call's ``prompt``, in the order the calls were made
+    prompts: list[str] = field(default_factory=list)
+    #: each call's answer ``text``, in the same order
+    answers: list[str] = field(default_factory=list)
+    place = "watch"
+
+    async def call(
+        self,
+        kind: str,
+        request: Mapping[str, Any],
+        invoke: Callable[[Mapping[str, Any]], Awaitable[Any]],
+    ) -> Any:
+        self.prompts.append(request["prompt"])
+        answer = await invoke(request)
+        self.answers.append(answer["text"])
+        return answer
+
+    def value(self, kind: str, produce: Callable[[], Any]) -> Any:
+        return produce()
 
 
 def _workflow(workflow: Any) -> Any:
