@@ -138,7 +138,7 @@ def worker_main() -> None:
 
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(created).3f %(process)d %(message)s"))
-    logger = logging.getLogger("plait.workers")
+    logger = logging.getLogger("plait_workers")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     main()

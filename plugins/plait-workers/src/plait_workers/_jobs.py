@@ -12,7 +12,7 @@ from ._queue import REDELIVERY
 
 __all__ = ["CANCEL_META", "handed_on", "log_hand_on", "owned", "stuck", "taken_by"]
 
-logger = logging.getLogger("plait.workers")
+logger = logging.getLogger("plait_workers")
 
 #: The key of a job's ``meta`` that says its run was cancelled while its worker died: the
 #: worker that takes the job next records the cancellation and runs nothing.
@@ -69,7 +69,7 @@ def handed_on(job: Job, error: str) -> Job:
 
 
 def log_hand_on(job: Job) -> None:
-    """Log (INFO, ``plait.workers``) that the sweep hands ``job`` on: its run, the attempt
+    """Log (INFO, ``plait_workers``) that the sweep hands ``job`` on: its run, the attempt
     that was lost and how long its worker had not beaten (the soak reads these lines)."""
     silent = f"{(now() - job.touched) / 1000:.2f} s" if job.touched else "ever (never started)"
     logger.info("handing on run %s: attempt %d, no heartbeat for %s", job.key, job.attempts, silent)

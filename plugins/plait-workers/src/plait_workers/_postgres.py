@@ -40,7 +40,7 @@ from ._queue import REDELIVERY
 
 __all__ = ["RunQueue"]
 
-logger = logging.getLogger("plait.workers")
+logger = logging.getLogger("plait_workers")
 
 
 class RunQueue(PostgresQueue):

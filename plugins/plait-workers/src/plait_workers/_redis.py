@@ -59,7 +59,7 @@ from ._jobs import handed_on, log_hand_on, owned, stuck, taken_by
 
 __all__ = ["RunQueue"]
 
-logger = logging.getLogger("plait.workers")
+logger = logging.getLogger("plait_workers")
 
 # Take the sweep lock (one sweep at a time across every worker of the queue) and read the
 # ids of the active list with each job as stored, in one step, so that each status belongs

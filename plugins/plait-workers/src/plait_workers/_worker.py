@@ -44,7 +44,7 @@ from ._queue import (
 
 __all__ = ["RefusedRunError", "Worker", "WorkerSettings"]
 
-logger = logging.getLogger("plait.workers")
+logger = logging.getLogger("plait_workers")
 
 #: Seconds between a worker's tries of a run whose lease another (live or just dead)
 #: worker holds: the takeover comes at most this long after the lease is free.
