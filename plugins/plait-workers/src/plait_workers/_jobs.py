@@ -8,11 +8,25 @@ import logging
 from saq.job import Job, Status
 from saq.utils import now
 
-from ._queue import REDELIVERY
-
-__all__ = ["CANCEL_META", "handed_on", "log_hand_on", "owned", "stuck", "taken_by"]
+__all__ = [
+    "CANCEL_META",
+    "FIRST_DELIVERY",
+    "REDELIVERY",
+    "handed_on",
+    "log_hand_on",
+    "owned",
+    "stuck",
+    "taken_by",
+]
 
 logger = logging.getLogger("plait_workers")
+
+#: A job's priority (saq's, on PostgreSQL: lower goes first) when submitted, and when put
+#: back on the queue (taken over, refused for a lease, drained): a run that has started goes
+#: before every run that has not. On Redis the same order is the queued list's: a
+#: redelivery goes to its head.
+FIRST_DELIVERY = 1
+REDELIVERY = 0
 
 #: The key of a job's ``meta`` that says its run was cancelled while its worker died: the
 #: worker that takes the job next records the cancellation and runs nothing.

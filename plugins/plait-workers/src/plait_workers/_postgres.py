@@ -35,8 +35,7 @@ from saq.job import Job, Status
 from saq.queue.postgres import ENQUEUE, PostgresQueue
 from saq.utils import now, now_seconds
 
-from ._jobs import handed_on, log_hand_on, owned, stuck, taken_by
-from ._queue import REDELIVERY
+from ._jobs import REDELIVERY, handed_on, log_hand_on, owned, stuck, taken_by
 
 __all__ = ["RunQueue"]
 

@@ -40,12 +40,6 @@ FUNCTION = "plait.run"
 HEARTBEAT = 3
 #: Deliveries of one run: drains, lease refusals and takeovers each count one.
 MAX_DELIVERIES = 1_000_000
-#: A job's priority (saq's, on PostgreSQL: lower goes first) when submitted, and when put
-#: back on the queue (taken over, refused for a lease, drained): a run that has started goes
-#: before every run that has not. On Redis the same order is the queued list's: a
-#: redelivery goes to its head.
-FIRST_DELIVERY = 1
-REDELIVERY = 0
 #: The checkpoint metadata key under which a worker records how a run was submitted (its
 #: target, format and queue; a cancellation).
 METADATA_KEY = "workers"
@@ -191,6 +185,8 @@ def job_for(order: RunOrder, *, queue: Queue) -> Job:
     (a run takes as long as it takes), a heartbeat so that the sweep of any live worker
     hands a dead worker's job on, and retries enough for every redelivery."""
     from saq import Job
+
+    from ._jobs import FIRST_DELIVERY  # (saq's, imported with the first job)
 
     return Job(
         function=FUNCTION,
