@@ -4,31 +4,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
 import versions_shop as shop
-from click.testing import CliRunner, Result
-from plait import get_plugin_manager
-from plait_cli import make_cli
-from plait_versions import register_migration
-from test_migrations import one_to_two
+from versions_cli import plait
 
-
-def plait(*args: str) -> Result:
-    result = CliRunner().invoke(make_cli(), list(args))
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result
-
-
-@pytest.fixture(autouse=True)
-def _migration() -> Iterator[None]:
-    register_migration("shop", 1, one_to_two)
-    yield
-    get_plugin_manager().unregister("migration:shop@1")
+pytestmark = pytest.mark.usefixtures("shop_migration")
 
 
 def _paused(url: str) -> tuple[str, str]:

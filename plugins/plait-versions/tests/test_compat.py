@@ -4,19 +4,14 @@ deployed, nothing run or written; exit 1 when a run would be stranded."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 import versions_fleet
-from click.testing import CliRunner, Result
-from plait import get_plugin_manager
-from plait_cli import make_cli
 from plait_durable import opened_store
-from plait_versions import register_migration
-from test_migrations import one_to_two
+from versions_cli import plait
 
 MIXED_1000 = {
     "v1_waiting": 400,
@@ -28,18 +23,7 @@ MIXED_1000 = {
 }
 
 
-def plait(*args: str) -> Result:
-    result = CliRunner().invoke(make_cli(), list(args))
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result
-
-
-@pytest.fixture(autouse=True)
-def _migration() -> Iterator[None]:
-    register_migration("shop", 1, one_to_two)
-    yield
-    get_plugin_manager().unregister("migration:shop@1")
+pytestmark = pytest.mark.usefixtures("shop_migration")
 
 
 def _fill(url: str, counts: dict[str, int]) -> dict[str, str | None]:
