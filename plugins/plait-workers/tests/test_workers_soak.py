@@ -32,10 +32,13 @@ def test_200_runs_with_2_workers_killed_mid_run_lose_nothing(store: str) -> None
         runs=200,
         workers=4,
         kills=2,
-        kill_every=(2.0, 3.0),
+        # both kills land while runs are under way: the first after 1-1.5 s, each run of 5
+        # steps lasting 2.5 s or more, 200 of them on 100 slots (2-3 s apart with 1 s runs,
+        # all 200 could finish before the second kill)
+        kill_every=(1.0, 1.5),
         concurrency=25,
         lease_ttl=10.0,
-        step_sleep=0.2,  # runs last a second or more: the kills interrupt some
+        step_sleep=0.5,
         deadline=600.0,
     )
     print(report)
