@@ -3,43 +3,26 @@ idempotency key is the same before and after."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import anyio
 import backoff_app
+from plait_testing.kills import kill, spawn, wait_until
 
 
 def test_a_crash_during_a_backoff_keeps_the_attempt_count(tmp_path: Path) -> None:
     marks = tmp_path / "marks.txt"
     url = f"sqlite:///{tmp_path / 'runs.db'}"
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path]),
-        "PLAIT_BACKOFF_MARKS": str(marks),
-        "PLAIT_BACKOFF_FAIL": "1",
-    }
-    child = subprocess.Popen(
-        [sys.executable, str(Path(backoff_app.__file__)), url],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+    env = {"PLAIT_BACKOFF_MARKS": str(marks), "PLAIT_BACKOFF_FAIL": "1"}
+    child = spawn(Path(backoff_app.__file__), url, env=env)
+    wait_until(
+        lambda: marks.exists() and marks.read_text().count("\n") >= 1,
+        "the first attempt",
+        process=child,
     )
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if marks.exists() and marks.read_text().count("\n") >= 1:
-                break
-            assert child.poll() is None, child.stderr.read() if child.stderr else ""
-            time.sleep(0.05)
-        time.sleep(1.0)  # the attempt failed; the run now waits out its 60 s backoff
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=30)
+    time.sleep(1.0)  # the attempt failed; the run now waits out its 60 s backoff
+    kill(child)
     first = marks.read_text().splitlines()
     assert len(first) == 1 and first[0].startswith("1 pay-1:2:charge:0")
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import subprocess
 import uuid
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 import anyio
 import pytest
 from plait_durable import blob_refs, load_blob, open_store, resolve_state
-from plait_testing.kills import finish, kill, spawn, wait_until
+from plait_testing.kills import finish, kill, killed, spawn, wait_until
 
 GROWING = Path(__file__).with_name("growing.py")
 STEPS = 24  # growing.STEPS
@@ -98,8 +97,7 @@ def test_a_kill_between_blobs_and_checkpoint_leaves_no_dangling_reference(
     for point in sorted(rng.sample(range(2, STEPS), 3)):
         run_id = f"between-{point}-{uuid.uuid4().hex}"
         victim = _start("run", url, run_id, kill_at=point)
-        _, err = victim.communicate(timeout=120)
-        assert victim.returncode == -signal.SIGKILL, err
+        killed(victim)
         checkpoints, blobs = anyio.run(_check_run, url, run_id)
         # the run's first checkpoint (the input, before superstep 0) has no blob; every
         # later one has new blobs: the save that died left no checkpoint
@@ -137,8 +135,7 @@ def test_a_kill_in_the_save_that_writes_a_bundle_leaves_no_dangling_reference(
     for point in (32, 33):
         run_id = f"bundle-{point}-{uuid.uuid4().hex}"
         victim = _start("run", url, run_id, kill_at=point, bundles=True)
-        _, err = victim.communicate(timeout=120)
-        assert victim.returncode == -signal.SIGKILL, err
+        killed(victim)
         checkpoints, _blobs = anyio.run(_check_run, url, run_id)
         assert checkpoints == point
         assert _finish(_start("resume", url, run_id, bundles=True)) == expected

@@ -293,7 +293,8 @@ async def _call_through(
 
 
 def _value_through(chain: tuple[OutsideCalls, ...], kind: str, produce: Callable[[], Any]) -> Any:
-    """The value asked of each answerer of ``chain`` in turn, the innermost ``produce``."""
+    """The value asked of each answerer of ``chain`` in turn, the innermost ``produce``
+    (``produce()`` itself when nobody answers)."""
     for answerer in reversed(chain):
         produce = functools.partial(answerer.value, kind, produce)
     return produce()
@@ -509,11 +510,7 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         """
         import datetime  # here: a handler that never asks the time never imports it
 
-        chain = outside_calls.get()
-        if not chain:
-            stamp: float = _clock()
-        else:
-            stamp = _value_through(chain, "now", _clock)
+        stamp = _value_through(outside_calls.get(), "now", _clock)
         return datetime.datetime.fromtimestamp(stamp, datetime.timezone.utc)
 
     def random(self) -> float:
@@ -535,10 +532,7 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
             digest = hashlib.blake2b(seed.encode(), digest_size=8).digest()
             return int.from_bytes(digest, "big") / 2**64
 
-        chain = outside_calls.get()
-        if not chain:
-            return draw()
-        return float(_value_through(chain, "random", draw))
+        return float(_value_through(outside_calls.get(), "random", draw))
 
     def snapshot(self) -> ContextSnapshot:
         """What this context tells a handler about the invocation it runs (its run,

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from ._errors import ExecutorFailedError
+from ._observer import RunObserver
 
 __all__ = [
     "RunStatus",
@@ -167,12 +168,12 @@ class RunFinished(WorkflowEvent):
     error: BaseException | None = None
 
 
-class EventObserver:
-    """The event stream as an observer of one run (a
-    :class:`~plait.spi.RunObserver`): the runner's seams become
+class EventObserver(RunObserver):
+    """The event stream as an observer of one run: the runner's seams become
     :class:`SuperstepStarted`, :class:`ExecutorInvoked`, :class:`ExecutorRetrying`,
     :class:`ExecutorCompleted` or :class:`ExecutorFailed` and :class:`SuperstepFinished`,
-    handed to ``emit``. A run gets one only when someone consumes those events
+    handed to ``emit`` (the other seams are the :class:`~plait.spi.RunObserver`
+    defaults: nothing). A run gets one only when someone consumes those events
     (``events="all"``, a stream), so the others build none.
     """
 
@@ -212,27 +213,6 @@ class EventObserver:
             assert error is not None
             cause = error.__cause__ if isinstance(error, ExecutorFailedError) else None
             self.emit(ExecutorFailed(eid, step, cause or error))
-
-    def run_finished(self, status: str, error: BaseException | None) -> None:
-        return None
-
-    def request(self, executor_id: str, request_id: str, superstep: int) -> None:
-        return None
-
-    def checkpoint_written(self, checkpoint_id: str, superstep: int, status: str) -> None:
-        return None
-
-    def checkpoint_metadata(self) -> None:
-        return None
-
-    def checkpoint_section(self) -> None:
-        return None
-
-    def usage(self) -> None:
-        return None
-
-    def status(self) -> None:
-        return None
 
 
 @attrs.define

@@ -219,31 +219,27 @@ class _ObserverGroup(RunObserver):
         for observer in self.observers:
             observer.request(executor_id, request_id, superstep)
 
-    def usage(self) -> Mapping[str, Any] | None:
-        merged: dict[str, Any] = {}
-        for observer in self.observers:
-            merged.update(observer.usage() or {})
-        return merged or None
-
     def checkpoint_written(self, checkpoint_id: str, superstep: int, status: str) -> None:
         for observer in self.observers:
             observer.checkpoint_written(checkpoint_id, superstep, status)
 
+    def usage(self) -> Mapping[str, Any] | None:
+        return self._merged("usage")
+
     def checkpoint_metadata(self) -> Mapping[str, Any] | None:
-        merged: dict[str, Any] = {}
-        for observer in self.observers:
-            merged.update(observer.checkpoint_metadata() or {})
-        return merged or None
+        return self._merged("checkpoint_metadata")
 
     def checkpoint_section(self) -> Mapping[str, Any] | None:
-        merged: dict[str, Any] = {}
-        for observer in self.observers:
-            merged.update(observer.checkpoint_section() or {})
-        return merged or None
+        return self._merged("checkpoint_section")
 
     def status(self) -> Mapping[str, str] | None:
-        merged: dict[str, str] = {}
+        return self._merged("status")
+
+    def _merged(self, asked: str) -> dict[str, Any] | None:
+        """What the observers answer to ``asked()``, one mapping (an observer without the
+        method, older than it, says nothing)."""
+        merged: dict[str, Any] = {}
         for observer in self.observers:
-            said = getattr(observer, "status", None)  # (an observer older than status())
+            said = getattr(observer, asked, None)
             merged.update((said() if said is not None else None) or {})
         return merged or None

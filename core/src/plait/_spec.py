@@ -43,9 +43,7 @@ __all__ = [
     "spec_converter",
     "NotPortableError",
     "as_executor",
-    "callable_spec",
     "code_ref",
-    "expression_spec",
     "import_ref",
     "nonportable_reason",
     "resolve_ref",
@@ -566,23 +564,6 @@ def nonportable_reason(obj: Any) -> str | None:
     if code_ref(obj).startswith("__main__:"):
         return "it is defined in __main__ without a file to import it from"
     return None
-
-
-def callable_spec(fn: Any) -> dict[str, Any]:
-    """How a spec records a Python callable given to the builder."""
-    data: dict[str, Any] = {"ref": code_ref(fn)}
-    reason = nonportable_reason(fn)
-    if reason is not None:
-        data["nonportable"] = reason
-    return data
-
-
-def expression_spec(text: str, language: str | None = None) -> dict[str, Any]:
-    """How a spec records an expression (``language`` ``None``: the default one)."""
-    data: dict[str, Any] = {"expr": text}
-    if language is not None:
-        data["language"] = language
-    return data
 
 
 def import_ref(ref: str) -> Any:

@@ -163,11 +163,7 @@ class EventStream:
 
         async def produce() -> None:
             with scope:
-                async with send:
-                    try:
-                        self._results.append(await self._run(send.send_nowait))
-                    except Exception as exc:  # an unexpected error reaches the consumer
-                        self._crashed.append(exc)
+                await self._produce(send)
 
         group.start_soon(produce)
         try:

@@ -31,7 +31,6 @@ from . import _routing
 from ._building import BuildContext
 from ._context import WorkflowContext
 from ._errors import (
-    CheckpointError,
     NotPortableError,
     PlaitError,
     WorkflowRunError,
@@ -751,9 +750,7 @@ class Workflow:
                 status = await durability.run(
                     self._graph, state, inbox, opts, live=live, parent_id=parent_id
                 )
-        except (WorkflowRunError, CheckpointError) as exc:
-            error = exc
-        except PlaitError as exc:  # a store's, a codec's, a plugin's own error
+        except PlaitError as exc:  # the run's, a store's, a codec's, a plugin's own error
             error = exc
         except Exception as exc:
             # never a raw error out of run(): name the run and the superstep, keep the cause

@@ -87,9 +87,7 @@ if TYPE_CHECKING:
     )
     from ._spec import (
         as_executor as as_executor,
-        callable_spec as callable_spec,
         code_ref as code_ref,
-        expression_spec as expression_spec,
         import_ref as import_ref,
         nonportable_reason as nonportable_reason,
         spec_converter as spec_converter,

@@ -36,9 +36,7 @@ from plait import (
 from plait.spi import (
     PluginManager,
     RunOptions,
-    callable_spec,
     code_ref,
-    expression_spec,
     nonportable_reason,
     type_name,
 )
@@ -705,12 +703,19 @@ def _needs_arguments(cls: type) -> str | None:
 
 def _code(value: Any) -> tuple[dict[str, Any], Any]:
     """``(what the spec records, the in-process callable or None)`` for a condition,
-    selection or switch predicate: a string is an expression, anything else a callable."""
+    selection or switch predicate: a string is an expression in the default language
+    (``{"expr": text}``), anything else a callable, recorded by its import path
+    (``{"ref": "module:qualname"}``, and why it is ``nonportable`` when another process
+    cannot import it)."""
     if isinstance(value, str):
-        return expression_spec(value), None
+        return {"expr": value}, None
     if not callable(value):
         raise TypeError(f"expected a function or an expression string, got {value!r}")
-    return callable_spec(value), value
+    recorded: dict[str, Any] = {"ref": code_ref(value)}
+    reason = nonportable_reason(value)
+    if reason is not None:
+        recorded["nonportable"] = reason
+    return recorded, value
 
 
 def _timeout(value: float | None, what: str) -> float | None:

@@ -28,7 +28,7 @@ from typing import Any
 
 import attrs
 import plait
-from plait.spi import PluginManager, Registry, normalize, type_name
+from plait.spi import PluginManager, Registry, is_newtype, normalize, type_name
 
 from ._assignable import is_assignable
 from ._chain import Chain, Step
@@ -79,13 +79,9 @@ def _key(tp: Any) -> Any:
     return tp
 
 
-def _is_newtype(tp: Any) -> bool:
-    return callable(tp) and hasattr(tp, "__supertype__") and not isinstance(tp, type)
-
-
 def _reaches(tp: Any, wanted: Any, produced: bool) -> bool:
     """Whether ``tp`` may go where ``wanted`` is declared (produced NewTypes stay themselves)."""
-    if not produced or not _is_newtype(tp):
+    if not produced or not is_newtype(tp):
         return is_assignable(tp, wanted)
     wanted = normalize(wanted)
     members = typing.get_args(wanted) if typing.get_origin(wanted) is typing.Union else (wanted,)

@@ -24,7 +24,7 @@ from plait import (
     SourcePosition,
     WorkflowSpec,
 )
-from plait.spi import BuildContext
+from plait.spi import MAX_LOAD_NODES, BuildContext
 from plait_documents import (
     Problems,
     SpecBuilder,
@@ -55,10 +55,6 @@ _MAX_DEPTH = 16  # sub-workflow files naming sub-workflow files
 #: the largest document (and sub-workflow file) read, in characters: the steps format's
 #: bound, with its error; json and the checks after it take seconds and gigabytes past it
 MAX_TEXT = 2 * 1024 * 1024
-#: the most nodes a document may expand to, sub-workflow files included at every use: the
-#: kernel's bound on what one load builds (``plait.spi.MAX_LOAD_NODES``), checked
-#: here before a sub-workflow's spec is copied into the node that names it
-MAX_NODES = 100_000
 _SUPERSTEP_CAP = 10_000_000
 _SECTIONS = {"nodes": 1, "connections": 2}  # problems in document order
 
@@ -119,7 +115,9 @@ def _directory(source: str) -> Path:
 
 def _load(text: str, ctx: BuildContext, stack: _Stack) -> tuple[WorkflowSpec, int]:
     """The spec of ``text``, and how many nodes it expands to (sub-workflow files counted
-    at every use, as :data:`MAX_NODES` counts them)."""
+    at every use: the kernel's bound on what one load builds, ``plait.spi.MAX_LOAD_NODES``,
+    counts them so, and is checked here before a sub-workflow's spec is copied into the
+    node that names it)."""
     source = ctx.source
     if len(text) > MAX_TEXT:
         message = f"the document is {len(text)} characters long; the limit is {MAX_TEXT}"
@@ -165,10 +163,10 @@ def _load(text: str, ctx: BuildContext, stack: _Stack) -> tuple[WorkflowSpec, in
             problems.extend(found)
             workflows[node.index] = config
             expanded += inner
-    if expanded > MAX_NODES:  # counted before any sub-workflow is copied into the spec
+    if expanded > MAX_LOAD_NODES:  # counted before any sub-workflow is copied into the spec
         problems.append(
             DagDocumentError(
-                f"the document expands to more than {MAX_NODES:,} nodes, nested workflows "
+                f"the document expands to more than {MAX_LOAD_NODES:,} nodes, nested workflows "
                 "included (a sub-workflow file counts at every use); a workflow file is "
                 "untrusted input and its expansion is bounded",
                 _at("/nodes", source),
@@ -483,7 +481,7 @@ def _load_file(
 def _spec_dict(spec: WorkflowSpec) -> dict[str, Any]:
     """``spec.to_dict()``, without copying the sub-workflow specs its nodes hold: this load
     made those as data already, one per file, shared by every node naming the file (a copy
-    at each level would build the very expansion :data:`MAX_NODES` bounds)."""
+    at each level would build the very expansion ``MAX_LOAD_NODES`` bounds)."""
     held: dict[int, Any] = {}
     nodes = []
     for index, node in enumerate(spec.nodes):

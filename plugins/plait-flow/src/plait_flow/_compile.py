@@ -29,7 +29,7 @@ from plait import (
     SourcePosition,
     WorkflowSpec,
 )
-from plait.spi import BuildContext
+from plait.spi import MAX_LOAD_NODES, BuildContext
 from plait_documents import Problems, SpecBuilder, did_you_mean, record_edge_positions
 from plait_routing import switch_options, switch_targets
 
@@ -50,9 +50,6 @@ __all__ = ["DEFAULT_MERGE", "compile_flow"]
 
 #: the merge strategy of a parallel block that names none, unless ``merge=`` says otherwise
 DEFAULT_MERGE = "concat_newline"
-#: the options ``plait.load(..., format="flow", **options)`` accepts
-#: the most nodes a flow may expand to (named flows used inside named flows multiply)
-MAX_NODES = 100_000
 #: the longest flow text, in characters: some 11,000 agent uses (1,000 take 5.6 KB), which
 #: lark's pure-Python LALR parser reads in well under a second; a flow is written by hand,
 #: and a longer text is refused before parsing, so a 1 MB document costs nothing
@@ -216,7 +213,7 @@ class _Compiler:
         except _TooBig:
             self.problems.append(
                 FlowError(
-                    f"the flow expands to more than {MAX_NODES} steps (named flows used "
+                    f"the flow expands to more than {MAX_LOAD_NODES} steps (named flows used "
                     "inside named flows multiply)",
                     position(self.text, self.source, 1, 1),
                 )
@@ -246,7 +243,7 @@ class _Compiler:
         return base if n == 1 else f"{base}#{n}"
 
     def add(self, node: NodeSpec) -> None:
-        if len(self.nodes) >= MAX_NODES:
+        if len(self.nodes) >= MAX_LOAD_NODES:  # the kernel's bound on what one load builds
             raise _TooBig
         self.nodes[node.id] = node
 

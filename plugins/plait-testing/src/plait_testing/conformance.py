@@ -52,7 +52,7 @@ import pytest
 from plait import Never, WorkflowContext, executor
 from plait_durable import CheckpointStore, Lease, LeaseHolder, RunLeaseError
 
-from .stores import SameBacking, dead_pid, make_checkpoint, new_run_id
+from .stores import SameBacking, _elsewhere, dead_pid, make_checkpoint, new_run_id
 
 __all__ = [
     "SKEW_BOUND",
@@ -312,10 +312,6 @@ class CrashConformance(SameBacking):
                 with anyio.move_on_after(10, shield=True):
                     await victim.store.aclose()
             self._check(clean, outputs, expected, effects, before, f"kill {n} at {delay:.3f} s")
-
-
-def _elsewhere(label: str) -> LeaseHolder:
-    return LeaseHolder(f"conformance-{label}.invalid", 1, time.time(), uuid.uuid4().hex)
 
 
 class LeaseConformance(SameBacking):

@@ -12,7 +12,8 @@ it reads the victim's progress through ``plait-durable`` (``plait-testing[durabl
 - :func:`latest_superstep` is the superstep of a run's newest checkpoint in a store;
 - :func:`wait_until` waits for an event (a checkpoint, a file), failing at once when the
   process it waits on died and after a generous ``timeout`` that a loaded machine does not
-  reach; :func:`kill` sends ``SIGKILL`` and checks the process died of it;
+  reach; :func:`kill` sends ``SIGKILL`` and checks the process died of it, and
+  :func:`killed` checks it of a victim that kills itself;
 - :func:`hold` is for the script's side: a victim that must die at an exact point writes a
   marker file there and waits forever, so the test kills it at that point whatever the
   machine's load (a test that polls for a checkpoint while the run goes on may be too late
@@ -38,7 +39,7 @@ from pathlib import Path
 
 import anyio
 
-__all__ = ["finish", "hold", "kill", "latest_superstep", "spawn", "wait_until"]
+__all__ = ["finish", "hold", "kill", "killed", "latest_superstep", "spawn", "wait_until"]
 
 #: how long :func:`finish` and :func:`wait_until` wait by default: far above what a run of a
 #: crash test takes on a loaded two-core machine, so only a hang reaches it
@@ -106,8 +107,16 @@ def kill(process: subprocess.Popen[str]) -> None:
     """``SIGKILL`` ``process`` and wait for it; an :class:`AssertionError` when it had
     ended already (the kill proved nothing)."""
     process.send_signal(signal.SIGKILL)
-    process.wait(timeout=TIMEOUT)
-    assert process.returncode == -signal.SIGKILL, f"ended before the kill: {process.returncode}"
+    killed(process)
+
+
+def killed(process: subprocess.Popen[str], *, timeout: float = TIMEOUT) -> None:
+    """Wait for ``process`` to die of ``SIGKILL`` (sent by :func:`kill`, or by a victim
+    that kills itself at an exact point); an :class:`AssertionError` with its output when
+    it ended any other way."""
+    out, err = process.communicate(timeout=timeout)
+    code = process.returncode
+    assert code == -signal.SIGKILL, f"ended with {code} before the kill:\n{out}\n{err}"
 
 
 async def hold(marker: Path) -> None:
