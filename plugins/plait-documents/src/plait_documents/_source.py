@@ -54,12 +54,13 @@ class SourceDocument:
         validator=attrs.validators.optional(attrs.validators.instance_of(str))
     )
     text: str = attrs.field(validator=attrs.validators.instance_of(str), repr=False)
-    #: the SHA-256 (hex) of :attr:`text`'s UTF-8 bytes
+    #: the SHA-256 (hex) of :attr:`text`'s UTF-8 bytes (a lone surrogate, which no file holds
+    #: but a caller's string may, as its ``surrogatepass`` bytes)
     sha256: str = attrs.field(init=False)
 
     @sha256.default
     def _hash(self) -> str:
-        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+        return hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).hexdigest()
 
     @property
     def short(self) -> str:
