@@ -316,12 +316,6 @@ def _qualname(fn: Any) -> str:
     return f"{getattr(fn, '__module__', '?')}.{qualname}"
 
 
-#: What reading a handler function's signature found, per function (a bound method's is
-#: its underlying function): reading type hints costs far more than building an executor,
-#: and a flow or a spec with 1,000 nodes binds the same few functions again and again.
-_SHAPES: weakref.WeakKeyDictionary[Any, tuple[Any, ...]] = weakref.WeakKeyDictionary()
-
-
 #: the names of each class's handler methods, most derived first (found once per class)
 _MARKED: weakref.WeakKeyDictionary[type, tuple[str, ...]] = weakref.WeakKeyDictionary()
 
@@ -341,37 +335,26 @@ def _marked(cls: type) -> tuple[str, ...]:
 
 
 def _resolve_handler(fn: Callable[..., Awaitable[Any]]) -> Handler:
-    key = getattr(fn, "__func__", fn)
-    # closures made by one ``def`` (1,000 ``@executor`` nodes from a loop) share their code
-    # and annotations, hence their shape: found by code, no per-function entry is needed
-    code_key = _code_key(key)
-    shape: tuple[Any, ...] | None = None
-    if code_key is not None:
-        try:
-            shape = _BY_CODE.get(code_key)
-        except TypeError:  # an annotation's value is not hashable: no cache by code
-            code_key = None
-    if code_key is not None:
-        if shape is None:
-            shape = _read_shape(fn)
-            if len(_BY_CODE) < 4096:
-                _BY_CODE[code_key] = shape
-    else:
-        try:
-            shape = _SHAPES.get(key)
-        except TypeError:  # not weak-referenceable (a builtin): no cache
-            shape = None
-        if shape is None:
-            shape = _read_shape(fn)
-            try:
-                _SHAPES[key] = shape
-            except TypeError:
-                pass
+    # a bound method's shape is its underlying function's
+    code_key = _code_key(getattr(fn, "__func__", fn))
+    try:
+        shape = _BY_CODE.get(code_key) if code_key is not None else None
+    except TypeError:  # an annotation's value is not hashable: no cache by code
+        code_key, shape = None, None
+    if shape is None:
+        shape = _read_shape(fn)
+        if code_key is not None and len(_BY_CODE) < 4096:
+            _BY_CODE[code_key] = shape
     name, input_type, outputs, workflow_outputs, with_ctx, forward, decidable = shape
     call = _make_call(fn, with_ctx=with_ctx, forward=forward)
     return Handler(name, input_type, outputs, workflow_outputs, call, decidable)
 
 
+#: What reading a handler function's signature found, by what decides it
+#: (:func:`_code_key`): reading type hints costs far more than building an executor, a
+#: flow or a spec with 1,000 nodes binds the same few functions again and again, and
+#: closures made by one ``def`` (1,000 ``@executor`` nodes from a loop) share their code
+#: and annotations, hence their shape. A function without code is read each time.
 _BY_CODE: dict[Any, tuple[Any, ...]] = {}
 
 

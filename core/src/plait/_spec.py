@@ -492,7 +492,6 @@ def _canonical(value: Any) -> str:
 
 
 @functools.cache
-@functools.cache
 def _spec_converter() -> cattrs.Converter:
     # Made on first use: importing cattrs costs a cold start more than the kernel does.
     import cattrs

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import sys
-import uuid
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from types import TracebackType
@@ -25,7 +24,7 @@ if sys.version_info < (3, 11):  # pragma: no cover - exercised on 3.10 only
 
 from ._events import WorkflowEvent
 from ._options import RunOptions
-from ._state import RunState
+from ._state import RunState, new_run_id
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -143,7 +142,7 @@ class EventStream:
                 listener(event)
 
             emit = both
-        state = RunState(opts.run_id or uuid.uuid4().hex, emit)
+        state = RunState(opts.run_id or new_run_id(), emit)
         return await self._start(state)
 
     def _settle(self) -> None:
