@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from plait import CheckpointError, Executor, WorkflowContext, executor, handler
+from plait.spi import compiled_graph
 from plait_durable import (
     Checkpoint,
     CorruptCheckpointError,
@@ -322,7 +323,7 @@ def test_one_pass_writes_what_encoding_then_externalizing_writes() -> None:
     from plait_durable._checkpointer import Checkpointer
     from plait_stores import MemoryCheckpointStore
 
-    graph = WorkflowBuilder("w").add_edge(_a, _b).set_start(_a).build()._graph  # (a test reads it)
+    graph = compiled_graph(WorkflowBuilder("w").add_edge(_a, _b).set_start(_a).build())
     state = RunState("r1", None)
     big = "long text " * 100
     state.executor_state.update({"a": {"notes": [big, 1]}, "b": {}})
@@ -362,7 +363,7 @@ def test_an_empty_state_is_encoded_unless_it_snapshots_as_it_is() -> None:
     from plait_durable._checkpointer import Checkpointer
 
     versioned = _Versioned("v")
-    graph = WorkflowBuilder("w").add_edge(_a, versioned).set_start(_a).build()._graph  # (a test)
+    graph = compiled_graph(WorkflowBuilder("w").add_edge(_a, versioned).set_start(_a).build())
     state = RunState("r1", None)
     state.executor_state.update({"a": {}, "v": {}})
     checkpointer = Checkpointer(None, graph, mode="sync")

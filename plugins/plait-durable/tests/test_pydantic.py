@@ -13,7 +13,7 @@ from typing import Any
 import plait
 import pytest
 from plait import Never, Workflow, WorkflowContext, executor
-from plait.spi import CompiledGraph
+from plait.spi import CompiledGraph, compiled_graph
 from plait_builders import WorkflowBuilder
 from plait_durable import (
     CheckpointDecodeError,
@@ -71,7 +71,7 @@ def orders() -> Workflow:
 
 def graph_of(workflow: Workflow) -> CompiledGraph:
     """The compiled graph ``workflow`` runs (what its checkpoints decode against)."""
-    graph: CompiledGraph = workflow._graph  # a test reads it; plugin code never does
+    graph: CompiledGraph = compiled_graph(workflow)
     return graph
 
 

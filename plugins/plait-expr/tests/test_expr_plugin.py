@@ -7,14 +7,19 @@ import subprocess
 import sys
 
 import plait_expr
-from plait._building import DEFAULT_LANGUAGE, ExpressionLanguage
-from plait.spi import CompiledExpression, CompiledTemplate, compile_expression, compile_template
+from plait.spi import (
+    CompiledExpression,
+    CompiledTemplate,
+    ExpressionLanguage,
+    compile_expression,
+    compile_template,
+)
 from plait_testing import fake_entry_point, make_plugin_manager
 
 
 def test_the_kernel_helpers_use_the_registered_language() -> None:
     manager = make_plugin_manager(fake_entry_point("expr", plait_expr, distribution="plait-expr"))
-    language = manager.registry("expression_language").get(DEFAULT_LANGUAGE)
+    language = manager.registry("expression_language").get("plait")  # every front-end's default
     assert isinstance(language, ExpressionLanguage)
     expression = compile_expression("attempts < 3", manager=manager, line=2, column=4)
     template = compile_template("{{ attempts }} tries", manager=manager)

@@ -22,17 +22,20 @@ from plait import (
     executor,
     handler,
 )
-from plait._workflow import LOCAL, PlacedExecutor, placement_of
-from plait.spi import with_placement
+from plait.spi import compiled_graph, with_placement
 from plait_builders import WorkflowBuilder
 from plait_durable import DecodeError
 from plait_ray.errors import RemoteInvocationError
 
 pytestmark = pytest.mark.anyio
 
+#: the built-in placement: anyio tasks on the driver
+LOCAL = "local"
+
 
 def test_a_graph_that_places_nothing_keeps_its_executors() -> None:
-    for graph in (flows.chain(None)._graph, with_placement(flows.chain(None), LOCAL)._graph):
+    for workflow in (flows.chain(None), with_placement(flows.chain(None), LOCAL)):
+        graph = compiled_graph(workflow)
         assert graph.placements == {}
         assert graph.run_executors is graph.executors  # runs call them directly
 
@@ -56,8 +59,8 @@ def test_node_then_workflow_then_local(loopback: Any) -> None:
         .set_start(flows.upper)
         .build()
     )
-    graph = wf._graph
-    assert [placement_of(graph, eid) for eid in ("upper", "exclaim", "report")] == [
+    graph = compiled_graph(wf)
+    assert [wf.placement_of(eid) for eid in ("upper", "exclaim", "report")] == [
         LOCAL,
         "loopback",
         "loopback",
@@ -67,10 +70,10 @@ def test_node_then_workflow_then_local(loopback: Any) -> None:
     assert graph.placements["exclaim"] is loopback
     placed = graph.run_executors
     assert placed["upper"] is graph.executors["upper"]
-    assert isinstance(placed["exclaim"], PlacedExecutor)
+    assert placed["exclaim"] is not graph.executors["exclaim"]  # it stands behind its placement
+    assert placed["exclaim"].find_handler("x") is not None  # lookup stays on the driver
     # every node follows with_placement
-    everything = with_placement(wf, "loopback")._graph
-    assert placement_of(everything, "upper") == "loopback"
+    assert with_placement(wf, "loopback").placement_of("upper") == "loopback"
 
 
 class Socketed(Executor):
@@ -83,7 +86,7 @@ class Socketed(Executor):
 
 async def test_a_local_executor_stays_on_the_driver(loopback: Any) -> None:
     wf = WorkflowBuilder("sock", placement="loopback").set_start(Socketed("sock")).build()
-    assert placement_of(wf._graph, "sock") == LOCAL
+    assert wf.placement_of("sock") == LOCAL
     assert (await wf.run("x")).outputs == ["x"]
     assert loopback.calls == 0
 
