@@ -269,10 +269,7 @@ async def outside_call(
         call (a spent budget) raises an error whose class sets ``refuses_call = True``:
         a caller that wraps the errors of its call in its own lets that one through.
     """
-    chain = outside_calls.get()
-    if not chain:
-        return await invoke(request)
-    return await _call_through(chain, 0, kind, request, invoke)
+    return await _call_through(outside_calls.get(), 0, kind, request, invoke)
 
 
 async def _call_through(
