@@ -92,17 +92,6 @@ async def again(n: int, ctx: WorkflowContext[int]) -> None:
 
 looping = WorkflowBuilder("looping").add_edge(again, again).set_start(again).build()
 
-
-@executor(id="collector")
-async def collector(text: str, ctx: WorkflowContext[Never, str]) -> None:
-    """Yield whether the cyclic garbage collector is on while the run goes."""
-    import gc
-
-    await ctx.yield_output(f"collecting: {gc.isenabled()}")
-
-
-collecting = WorkflowBuilder("collecting").add_executor(collector).set_start(collector).build()
-
 not_a_workflow = 42
 builder = WorkflowBuilder("unbuilt").add_executor(count).set_start(count)
 
