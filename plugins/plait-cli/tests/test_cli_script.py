@@ -124,3 +124,37 @@ def test_a_console_script_not_on_the_path_prints_its_full_path(tmp_path: Path) -
         timeout=120,
     )
     assert (done.returncode, done.stdout) == (0, "withheld\n"), done.stderr
+
+
+def test_the_collector_is_off_for_the_start_up_only(tmp_path: Path) -> None:
+    # main() turns the cyclic garbage collector off while the command starts up; the run
+    # itself has it on, and main() leaves it as it found it
+    collecting = tmp_path / "collecting.py"
+    collecting.write_text(
+        "import gc\n"
+        "from plait import Never, WorkflowContext, executor\n"
+        "from plait_builders import WorkflowBuilder\n"
+        "\n"
+        "@executor(id='collector')\n"
+        "async def collector(text: str, ctx: WorkflowContext[Never, str]) -> None:\n"
+        "    await ctx.yield_output(f'collecting: {gc.isenabled()}')\n"
+        "\n"
+        "workflow = WorkflowBuilder('collecting').add_executor(collector).set_start(collector)\n"
+        "workflow = workflow.build()\n"
+    )
+    ran = plait("run", f"{collecting}:workflow", "x", "--no-checkpoint", cwd=tmp_path)
+    assert (ran.returncode, ran.stdout) == (0, "collecting: True\n"), ran.stderr
+    code = (
+        "import gc\n"
+        "from plait_cli import main\n"
+        "try:\n"
+        "    main(['plugins'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('after:', gc.isenabled())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "after: True"

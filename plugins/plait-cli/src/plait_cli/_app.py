@@ -14,6 +14,7 @@ pattern, with the short help kept beside the import path).
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 from collections.abc import Sequence
@@ -193,9 +194,11 @@ class PlaitGroup(click.Group):
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
-        """As click does; an unknown command also says why plugin commands are missing."""
+        """As click does; an unknown command also says why plugin commands are missing.
+        A plugin's command ends the start-up (:func:`start_up_over`): it may run for long,
+        as a worker or a server does."""
         try:
-            return super().resolve_command(ctx, args)
+            name, command, rest = super().resolve_command(ctx, args)
         except click.UsageError as exc:
             notes = [_install_note(args[0])] if args else []
             if self.plugin_error is not None:
@@ -204,6 +207,9 @@ class PlaitGroup(click.Group):
                 raise
             message = "\n".join([exc.message, *filter(None, notes)])
             raise click.UsageError(message, exc.ctx) from exc
+        if command is not None and _origin(command) != "built-in":
+            start_up_over()
+        return name, command, rest
 
 
 def _install_note(name: str) -> str:
@@ -277,9 +283,38 @@ def make_cli() -> PlaitGroup:
     return cli
 
 
+#: Whether :func:`main` has the cyclic garbage collector off for the start-up.
+_starting = False
+
+
 def main(args: Sequence[str] | None = None) -> None:
     """Run the ``plait`` command (the console script's entry point).
 
+    The start-up (imports, loading the plugins, building the workflow) makes many objects
+    that live as long as the process and next to no garbage, so the cyclic garbage
+    collector, which would go over them again and again, is off until the command's own
+    work starts (:func:`start_up_over`). At exit, what the process made is frozen
+    (:func:`gc.freeze`): the interpreter's last collections skip it, and memory is handed
+    back as the process ends. Output and checkpoints are written before then.
+
     :param args: the arguments (default: ``sys.argv[1:]``).
     """
-    make_cli().main(args=list(args) if args is not None else None, prog_name="plait")
+    global _starting
+    _starting = gc.isenabled()
+    gc.disable()
+    try:
+        make_cli().main(args=list(args) if args is not None else None, prog_name="plait")
+    finally:
+        start_up_over()
+        gc.freeze()
+
+
+def start_up_over() -> None:
+    """The command's own work starts (a run, a plugin's command): what the start-up made
+    stays (:func:`gc.freeze`) and the garbage collector is back on, if :func:`main` had
+    turned it off (elsewhere, a test calling a command, this does nothing)."""
+    global _starting
+    if _starting:
+        _starting = False
+        gc.freeze()
+        gc.enable()

@@ -18,6 +18,7 @@ import click
 from plait import OutputEvent, PlaitError, RunStatus, WorkflowEvent, WorkflowRunResult
 from plait.spi import PendingRequest
 
+from ._app import start_up_over
 from ._output import describe_error, event_record, format_output, to_json
 from ._progress import LineProgress, LiveProgress, Progress, make_progress
 
@@ -84,6 +85,7 @@ def execute(start: Callable[..., Awaitable[Any]], *args: Any) -> Any:
 
 def follow(start: Start, run_id: str, display: Display) -> Outcome:
     """Run ``start`` with the display's event feed and Ctrl-C handling; how it ended."""
+    start_up_over()
     main = threading.current_thread() is threading.main_thread()
     previous = signal.getsignal(signal.SIGINT) if main else None
     try:

@@ -87,20 +87,23 @@ if TYPE_CHECKING:
         DEFAULT_PAGE as DEFAULT_PAGE,
         JOURNAL_KINDS as JOURNAL_KINDS,
         MAX_JOURNAL_PAGE as MAX_JOURNAL_PAGE,
-        CheckpointView as CheckpointView,
         EventJournal as EventJournal,
         JournalEvent as JournalEvent,
         RunIndex as RunIndex,
         RunPage as RunPage,
         RunQuery as RunQuery,
         RunSummary as RunSummary,
-        checkpoint_view as checkpoint_view,
-        diff_views as diff_views,
-        fork_run as fork_run,
         list_runs as list_runs,
         read_journal as read_journal,
     )
-    from ._runview import EDITABLE as EDITABLE, Change as Change
+    from ._runview import (
+        EDITABLE as EDITABLE,
+        Change as Change,
+        CheckpointView as CheckpointView,
+        checkpoint_view as checkpoint_view,
+        diff_views as diff_views,
+        fork_run as fork_run,
+    )
     from ._stores import CORRUPT as CORRUPT, parse_age as parse_age
     from .checkpoint import (
         FORMAT_VERSION as FORMAT_VERSION,

@@ -6,7 +6,8 @@ layout, format version 1). In a store that keeps blobs its values are content-ad
 reference, and the sections that grow (shared state, outputs, executor state, long lists
 and strings) are trees whose unchanged parts are shared, so a checkpoint's size follows
 what the run changed, not everything it holds. Resuming reads the checkpoint and the
-blobs it names. (Deltas an earlier Plait wrote are read too: :mod:`plait_durable._legacy`.)
+blobs it names (:mod:`plait_durable._resume`, imported by the first resume or read of a
+stored run). (Deltas an earlier Plait wrote are read too: :mod:`plait_durable._legacy`.)
 
 Write order: a checkpoint is written with its new blobs, never before them (``sync``
 awaits each save before the next superstep; ``async`` saves in order from one background
@@ -43,13 +44,13 @@ from ._checkpointer import Checkpointer
 from ._errors import RunLeaseError
 from ._fingerprint import fingerprint_of
 from ._options import DurableOptions
-from ._resume import Resumable, answer_requests, load_run, restore_state
 from .checkpoint import Checkpoint, CheckpointStore, Lease, open_store
 
 if TYPE_CHECKING:
     from plait.spi import CompiledGraph, PendingRequest
 
     from ._journal import RunJournal
+    from ._resume import Resumable
 
 __all__ = [
     "Checkpointer",
@@ -296,6 +297,8 @@ async def stored_requests(
 ) -> list[PendingRequest]:
     """:meth:`plait.Workflow.pending_requests`: the pending requests of a stored run
     (``accept_changes``: as :meth:`plait.Workflow.resume`'s)."""
+    from ._resume import load_run, restore_state
+
     async with opened_store(checkpoint) as store:
         found, data = await load_run(store, id, graph, accept_changes)
         state = RunState(found.run_id, None)
@@ -352,6 +355,8 @@ class Checkpoints:
         self, store: CheckpointStore, id: str, graph: CompiledGraph, accept_changes: bool
     ) -> tuple[Checkpoint, Any]:
         """:func:`~plait_durable._resume.load_run`."""
+        from ._resume import load_run
+
         return await load_run(store, id, graph, accept_changes)
 
     def restore(
@@ -363,6 +368,8 @@ class Checkpoints:
     ) -> dict[str, list[Any]]:
         """Rebuild ``state`` from ``data`` and deliver ``responses``; the next superstep's
         deliveries. What :meth:`load` read is kept for :meth:`run` of the same ``state``."""
+        from ._resume import Resumable, answer_requests, restore_state
+
         inbox = restore_state(graph, state, data)
         answer_requests(state, inbox, responses, graph)
         if isinstance(data, Resumable):

@@ -9,9 +9,10 @@ What a run inspector (``plait ui``) needs from a store, on top of
   indexed query, the memory store from summaries it keeps as it saves); for any other store
   the function falls back to :meth:`~plait_durable.CheckpointStore.runs`, which reads every
   run's latest checkpoint on each page.
-- :func:`checkpoint_view` (from :mod:`plait_durable._runview`, as the next two) is a checkpoint as
-  stored JSON: a delta merged with its base, never decoded into the workflow's types (the
-  store is a trust boundary: nothing named by stored data is imported or built).
+- :func:`checkpoint_view` (in :mod:`plait_durable._runview`, as the next two: a run that
+  only writes checkpoints imports neither) is a checkpoint as stored JSON: a delta merged
+  with its base, never decoded into the workflow's types (the store is a trust boundary:
+  nothing named by stored data is imported or built).
 - :func:`diff_views` says what changed between two views, path by path.
 - :func:`fork_run` copies one checkpoint (merged with its base) into a new run whose
   summary names where it came from (``forked_from``); ``list_runs(forked_from=run_id)``
@@ -34,7 +35,6 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from ._errors import CheckpointNotFoundError, CorruptCheckpointError
-from ._runview import Change, CheckpointView, checkpoint_view, diff_views, fork_run, merge_state
 from ._stores import latest_run_info
 from .checkpoint import Checkpoint, CheckpointStore, Lease, RunInfo
 
@@ -43,20 +43,14 @@ __all__ = [
     "JOURNAL_KINDS",
     "MAX_JOURNAL_PAGE",
     "RUN_COLUMNS",
-    "CheckpointView",
-    "Change",
     "EventJournal",
     "JournalEvent",
     "RunIndex",
     "RunPage",
     "RunQuery",
     "RunSummary",
-    "checkpoint_view",
-    "diff_views",
-    "fork_run",
     "forked_from",
     "list_runs",
-    "merge_state",
     "page_of_rows",
     "page_sql",
     "parse_int_cursor",
