@@ -21,6 +21,11 @@ fan-in). A tracing plugin turns them into span links.
 - when a handler asks for outside input (:meth:`RunObserver.request`) and when a durable
   run writes a checkpoint (:meth:`RunObserver.checkpoint_written`).
 
+An observer may have the run wait for outside input at a superstep boundary: its
+``superstep_started`` raises :class:`AskFirst`; the superstep does not run, the request is
+the run's own (``executor_id`` :data:`RUN_REQUEST`), and its answer, on
+resume, goes to the observer (:meth:`RunObserver.answered`), not to an executor.
+
 This is the one observation API (``plait_observe_run`` the one observation hook).
 This module is the interface (what a plugin implements, in the kernel's base layer); the
 runner calls the observer explicitly at the points of its loop (a superstep begins, an
@@ -33,7 +38,31 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-__all__ = ["Invocation", "RunObserver", "combine"]
+__all__ = ["RUN_REQUEST", "AskFirst", "Invocation", "RunObserver", "combine"]
+
+#: the ``executor_id`` of a request no executor owns: the run's own, asked by its observer
+#: at a superstep boundary (:class:`AskFirst`); its answer goes to the observer
+RUN_REQUEST = "(run)"
+
+
+class AskFirst(Exception):
+    """Raised by :meth:`RunObserver.superstep_started` to have the run wait for outside
+    input before that superstep: the superstep does not run (its deliveries stay pending,
+    nothing of it is counted), the run ends ``idle_with_pending_requests`` with
+    ``request`` pending under ``request_id`` (owned by no executor), and a durable run's
+    checkpoint holds both. A resume's answer (of ``response_type``) reaches the observer
+    (:meth:`RunObserver.answered`), and the run goes on from that boundary.
+
+    :param request: the request (a checkpoint keeps it: register its type).
+    :param response_type: the answer's type.
+    :param request_id: the request's id: the same for the same run at the same point.
+    """
+
+    def __init__(self, request: Any, response_type: Any, request_id: str) -> None:
+        super().__init__(f"waiting for an answer to request {request_id}")
+        self.request = request
+        self.response_type = response_type
+        self.request_id = request_id
 
 
 class Invocation:
@@ -87,7 +116,9 @@ class RunObserver(Protocol):
     """
 
     def superstep_started(self, superstep: int, executor_ids: tuple[str, ...]) -> None:
-        """Superstep ``superstep`` starts, with deliveries for ``executor_ids``."""
+        """Superstep ``superstep`` starts, with deliveries for ``executor_ids`` (raise
+        :class:`AskFirst` to wait for outside input before it; any other error fails the
+        run, checkpointed at the superstep before)."""
         return None
 
     def superstep_finished(self, superstep: int, error: BaseException | None) -> None:
@@ -123,6 +154,14 @@ class RunObserver(Protocol):
         request ``request_id`` is pending from ``superstep`` on.
         """
         return None
+
+    def answered(self, response: Any) -> bool:
+        """A resume answered a request this run's observers asked (:class:`AskFirst`), with
+        ``response`` (a :class:`plait.RequestResponse`), before its first superstep. Return
+        ``True`` to take it (the request is no longer pending); an observer that did not
+        ask it returns ``False``, and one that takes it but keeps it pending (a refusal the
+        run fails on) too."""
+        return False
 
     def checkpoint_written(self, checkpoint_id: str, superstep: int, status: str) -> None:
         """A durable run handed checkpoint ``checkpoint_id`` of ``superstep`` (run status
@@ -218,6 +257,13 @@ class _ObserverGroup(RunObserver):
     def request(self, executor_id: str, request_id: str, superstep: int) -> None:
         for observer in self.observers:
             observer.request(executor_id, request_id, superstep)
+
+    def answered(self, response: Any) -> bool:
+        taken = False
+        for observer in self.observers:
+            said = getattr(observer, "answered", None)  # (one that asks nothing need not)
+            taken = (said is not None and said(response)) or taken
+        return taken
 
     def checkpoint_written(self, checkpoint_id: str, superstep: int, status: str) -> None:
         for observer in self.observers:

@@ -75,7 +75,7 @@ from ._events import (
     RunStatus,
 )
 from ._graph import resolve_limits
-from ._observer import Invocation, RunObserver
+from ._observer import RUN_REQUEST, AskFirst, Invocation, RunObserver
 from ._options import Policy, RunOptions
 from ._routing import flush_buffers, route_outbox
 from ._state import Effects, Inbox, PendingRequest, RunState, Sent, apply_writes, delivery_id
@@ -500,8 +500,9 @@ class Runner:
             self.current = inbox
             if self.visit_limits:
                 self._count_visits(inbox)
-            if observer is not None and self.observed != step:  # (a schedule began it)
-                self.begin_superstep(step, tuple(inbox))
+            # (unless a schedule began it; an observer may have the run wait first)
+            if observer is not None and self.observed != step and self._begin_or_wait(step, inbox):
+                return RunStatus.IDLE_WITH_PENDING_REQUESTS
             # -- run: every invocation writes to a record; then apply: the barrier
             ran = inbox
             # (not in an observed run: its invocations write to records of their own)
@@ -625,6 +626,32 @@ class Runner:
         self.observed = step
         self.links, self.next_links = self.next_links, {}
         observer.superstep_started(step, executor_ids)
+
+    def _begin_or_wait(self, step: int, inbox: Inbox) -> bool:
+        """:meth:`begin_superstep`; or, when the observer asks for outside input before it
+        (:class:`AskFirst`), the superstep does not run (the run stays at the superstep
+        before, ``inbox`` pending for a checkpoint to keep) and the run waits with the
+        observer's request, its own: then ``True``."""
+        try:
+            self.begin_superstep(step, tuple(inbox))
+            return False
+        except AskFirst as asked:
+            waiting = asked
+        state, observer = self.state, self.observer
+        assert observer is not None
+        observer.superstep_finished(state.superstep, waiting)
+        self.observed = 0
+        state.superstep -= 1
+        if self.visit_limits:
+            for eid in inbox:
+                state.visits[eid] -= 1
+        request_id = waiting.request_id
+        state.pending_requests[request_id] = PendingRequest(
+            request_id, RUN_REQUEST, waiting.request, waiting.response_type, state.superstep
+        )
+        observer.request(RUN_REQUEST, request_id, state.superstep)
+        self.remaining = inbox
+        return True
 
     def _end_supersteps(self, error: BaseException | None) -> None:
         """Tell the observer the run's supersteps are over (``error``: what ended them)."""

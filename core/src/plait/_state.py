@@ -66,7 +66,8 @@ def delivery_id(seed: str) -> str:
 
 @attrs.define
 class PendingRequest:
-    """A request for outside input that the run is waiting on."""
+    """A request for outside input that the run is waiting on (``executor_id``: the
+    executor that asked, or :data:`~plait._observer.RUN_REQUEST` for the run's own)."""
 
     request_id: str
     executor_id: str
@@ -79,6 +80,7 @@ class RunState:
     """Everything one run changes. Workflows and executors stay untouched."""
 
     __slots__ = (
+        "answers",
         "attempt_executors",
         "attempts",
         "contexts",
@@ -116,6 +118,9 @@ class RunState:
         self.router_state: dict[str, Any] = {}
         self.visits: dict[str, int] = {}
         self.pending_requests: dict[str, PendingRequest] = {}
+        #: answers to the run's own requests (``RUN_REQUEST``: an observer's, at a
+        #: superstep boundary) that a resume delivers, for the run's observer to take
+        self.answers: list[Any] = []
         #: failed attempts so far of invocations being retried, by invocation key
         #: ("superstep:executor:index", the form checkpoints keep)
         self.attempts: dict[str, int] = {}

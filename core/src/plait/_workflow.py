@@ -738,6 +738,12 @@ class Workflow:
 
             observer = combine([EventObserver(emit), *([observer] if observer else [])])
         state.observer = observer
+        if state.answers:  # a resume answered the run's own requests: for its observers
+            take = getattr(observer, "answered", None)
+            for response in state.answers:
+                if take is not None and take(response):
+                    state.pending_requests.pop(response.request_id, None)
+            state.answers = []
         error: PlaitError | None = None
         status = RunStatus.FAILED
         try:

@@ -55,6 +55,8 @@ if TYPE_CHECKING:
     from ._graph import CompiledGraph as CompiledGraph
     from ._hookspecs import Register as Register, hookimpl as hookimpl, hookspec as hookspec
     from ._observer import (
+        RUN_REQUEST as RUN_REQUEST,
+        AskFirst as AskFirst,
         Invocation as Invocation,
         RunObserver as RunObserver,
         combine as combine,

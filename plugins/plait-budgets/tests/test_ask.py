@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from budget_models import Calls
 from plait import RunStatus
+from plait.spi import RUN_REQUEST
 from plait_budgets import Budget, BudgetExceededError, BudgetRequest, parse_budget
 from plait_durable import ResponseTypeError, open_store
 from test_budgets import cause, chain
@@ -212,9 +213,160 @@ def test_a_request_read_from_a_store_is_checked_field_by_field() -> None:
     }  # fmt: skip
     assert decode_value({"__plait__": tag, "v": good}, types) == BudgetRequest(**good)
     for forged, said in [
-        ({**good, "unit": "supersteps"}, "unit must be one of"),
+        ({**good, "unit": "minutes"}, "unit must be one of"),
         ({**good, "needed": -1}, "needed must be a number >= 0"),
         ({**good, "code": "import os"}, "has no field"),
     ]:
         with pytest.raises(DecodeError, match=said):
             decode_value({"__plait__": tag, "v": forged}, types)
+
+
+# -- the run's own units: supersteps and wall time, asked at a superstep boundary ----------
+
+
+async def test_a_supersteps_budget_asks_at_the_boundary_and_goes_on_when_approved(
+    calls: Calls, tmp_path: Path
+) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    workflow = chain("a", "b", "c", "d")  # a, b, c, d, collect: five supersteps
+    try:
+        waiting = await workflow.run(
+            "go", run_id="ask-s", checkpoint=store, budget="supersteps=2,on=ask"
+        )
+        assert waiting.status is RunStatus.IDLE_WITH_PENDING_REQUESTS
+        assert waiting.error is None and waiting.supersteps == 2
+        assert len(calls.seen) == 2  # a and b ran; c's superstep did not start
+        [pending] = waiting.pending_requests
+        assert pending.executor_id == RUN_REQUEST and pending.superstep == 2
+        request = pending.request
+        assert (request.budget, request.unit, request.limit, request.spent, request.needed) == (
+            "run", "supersteps", 2, 2, 2,
+        )  # fmt: skip
+        assert request.executor_id is None and request.model_id is None
+        assert request.describe() == "budget 'run' has run 2 of 2 supersteps; approve 2 more?"
+
+        # the checkpoint holds the request, typed, and the superstep's delivery
+        [stored] = await workflow.pending_requests("ask-s", store)
+        assert stored.request == request and stored.executor_id == RUN_REQUEST
+        latest = await store.latest("ask-s")
+        assert latest is not None and latest.status == "idle_with_pending_requests"
+        assert latest.superstep == 2 and list(latest.state["pending"]) == ["c"]
+
+        # approve one more superstep: c runs (from the boundary: a and b do not run again)
+        # and the run asks again before d
+        again = await workflow.resume(
+            "ask-s", store, responses={pending.request_id: {"approve": True, "supersteps": 1}}
+        )
+        assert again.status is RunStatus.IDLE_WITH_PENDING_REQUESTS
+        assert [prompt for _, prompt in calls.seen] == ["go", "ok", "ok"]
+        [second] = again.pending_requests
+        assert second.request_id != pending.request_id
+        assert (second.request.limit, second.request.spent) == (3, 3)
+
+        # approved without an amount: the budget's own limit again (2), enough for the rest
+        done = await workflow.resume(
+            "ask-s", store, responses={second.request_id: {"approve": True}}
+        )
+        assert done.status is RunStatus.IDLE and done.outputs == ["ok"]
+        assert done.pending_requests == [] and done.supersteps == 5
+        assert [prompt for _, prompt in calls.seen] == ["go", "ok", "ok", "ok"]
+        usage: Any = done.usage
+        assert usage["budgets"]["run"]["limits"] == {"supersteps": 5}
+        assert [(a["approved"], a["added"]) for a in usage["approvals"]] == [
+            (True, {"supersteps": 1}),
+            (True, {"supersteps": 2}),
+        ]
+    finally:
+        await store.aclose()
+
+
+async def test_a_refused_supersteps_request_fails_the_run_and_stays_pending(
+    calls: Calls, tmp_path: Path
+) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    workflow = chain("a", "b")
+    try:
+        waiting = await workflow.run(
+            "go", run_id="ask-r", checkpoint=store, budget="supersteps=1,on=ask"
+        )
+        [pending] = waiting.pending_requests
+        failed = await workflow.resume(
+            "ask-r",
+            store,
+            responses={pending.request_id: {"approve": False}},
+            raise_on_failure=False,
+        )
+        assert failed.status is RunStatus.FAILED
+        error = cause(failed.error)
+        assert isinstance(error, BudgetExceededError)
+        assert (error.budget, error.unit, error.executor_id) == ("run", "supersteps", None)
+        assert error.refused_by == pending.request_id and error.action == "fail"
+        assert len(calls.seen) == 1
+
+        # the request is still pending: answered again, the run goes on from the boundary
+        [still] = await workflow.pending_requests("ask-r", store)
+        assert still.request_id == pending.request_id
+        done = await workflow.resume(
+            "ask-r", store, responses={pending.request_id: {"approve": True, "supersteps": 5}}
+        )
+        assert done.outputs == ["ok"] and [p for _, p in calls.seen] == ["go", "ok"]
+    finally:
+        await store.aclose()
+
+
+async def test_a_wall_time_budget_asks_before_the_superstep_that_would_pass_it(
+    calls: Calls, tmp_path: Path
+) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    workflow = chain("a", "b")
+    try:
+        # no time at all: the run asks before its first superstep, nothing has run
+        waiting = await workflow.run(
+            "go", run_id="ask-t", checkpoint=store, budget=Budget(seconds=0, on_exhausted="ask")
+        )
+        assert waiting.status is RunStatus.IDLE_WITH_PENDING_REQUESTS
+        assert waiting.supersteps == 0 and calls.seen == []
+        [pending] = waiting.pending_requests
+        assert (pending.request.unit, pending.request.limit) == ("seconds", 0)
+        assert "seconds; approve 0 more?" in pending.request.describe()
+        done = await workflow.resume(
+            "ask-t", store, responses={pending.request_id: {"approve": True, "seconds": 3600}}
+        )
+        assert done.outputs == ["ok"] and [p for _, p in calls.seen] == ["go", "ok"]
+        usage: Any = done.usage
+        assert usage["budgets"]["run"]["limits"] == {"seconds": 3600}
+        assert usage["approvals"][0]["added"] == {"seconds": 3600}
+    finally:
+        await store.aclose()
+
+
+def test_kill_9_between_a_boundary_ask_and_its_answer(tmp_path: Path) -> None:
+    # the process that asked dies (kill -9) after its run stopped at the boundary; another
+    # answers with plait resume --respond: the run goes on from the boundary, nothing run
+    # twice, and the ledger counts each call once
+    from plait_testing.kills import kill, spawn, wait_until
+
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    log, marker = tmp_path / "calls.log", tmp_path / "asked"
+    victim = spawn(HERE / "budget_asking.py", "hold", store, "asked-s", str(log), str(marker))
+    wait_until(marker.exists, "the run asked at its boundary", process=victim)
+    kill(victim)
+    waiting = json.loads(marker.with_suffix(".json").read_text())
+    assert waiting["status"] == "idle_with_pending_requests"
+    [request_id] = waiting["requests"]
+    assert [line.split()[1] for line in log.read_text().splitlines()] == ["a", "b"]
+
+    answer = json.dumps({"approve": True, "supersteps": 3})
+    resumed = _python(
+        "budget_asking.py", "cli", "resume", "budget_asking.py:workflow", "asked-s",
+        "--checkpoint", store, "--respond", f"{request_id}={answer}", "--json", log=log,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr + resumed.stdout
+    assert [line.split()[1] for line in log.read_text().splitlines()] == ["a", "b", "c", "d"]
+    spend = _python(
+        "budget_asking.py", "cli", "spend", "asked-s", "--checkpoint", store, "--json", log=log
+    )
+    assert spend.returncode == 0, spend.stderr
+    [row] = json.loads(spend.stdout)
+    assert row["status"] == "idle" and row["spend"]["spent"]["run"]["model_calls"] == 4
+    assert row["spend"]["lost_calls"] == {"settled": 0, "in_flight": 0}

@@ -31,6 +31,7 @@ from typing import Any
 
 from plait import PlaitError
 
+from ._ask import BOUNDARY
 from ._budget import Budget
 from ._prices import Price, UnpricedModelError
 
@@ -201,6 +202,7 @@ class Account:
         "budget",
         "detailed",
         "limits",
+        "more",
         "name",
         "room_calls",
         "room_in",
@@ -233,6 +235,9 @@ class Account:
         self.detailed = any(
             unit in ("input_tokens", "output_tokens", "tool_calls") for unit, _ in self.limits
         )
+        #: what people approved in the units checked at a superstep boundary
+        #: (``supersteps``, ``seconds``), by unit
+        self.more: dict[str, int] = {}
         self._bound()
         self.rebound(None)
 
@@ -296,12 +301,17 @@ class Account:
         }
         for unit, limit in self.limits:
             said[unit] = limit / 10**12 if unit == "usd" else limit
+        for unit, more in self.more.items():
+            said[unit] = said[unit] + more
         return said
 
     def raise_by(self, amounts: dict[str, int]) -> None:
         """Add ``amounts`` (unit -> amount, ``usd`` in picodollars) to this budget's limits
         (a person approved more); a unit it does not limit stays unlimited."""
         self.limits = tuple((unit, limit + amounts.get(unit, 0)) for unit, limit in self.limits)
+        for unit in BOUNDARY:
+            if amounts.get(unit) and getattr(self.budget, unit) is not None:
+                self.more[unit] = self.more.get(unit, 0) + amounts[unit]
         self._bound()
         self.room_tokens += amounts.get("tokens", 0)
         self.room_in += amounts.get("input_tokens", 0)
@@ -347,6 +357,7 @@ class Meter:
         "accounts",
         "detailed",
         "executor_id",
+        "in_flight",
         "ledger",
         "max_tokens",
         "model_id",
@@ -368,6 +379,8 @@ class Meter:
         price: Price | None,
     ) -> None:
         self.ledger = ledger
+        #: the ledger's calls in flight (what :meth:`reserve` adds its tickets to)
+        self.in_flight = ledger.in_flight
         self.accounts = accounts
         self.executor_id = executor_id
         self.model_id = model_id
@@ -409,7 +422,8 @@ class Meter:
         for account in self.plain:
             if tokens > account.room_tokens or pico > account.room_pico or account.room_calls < 1:
                 return self.ledger.refused(self, prompt_tokens, given)
-        for account in self.detailed:
+        detailed = self.detailed
+        for account in detailed:
             if (
                 tokens > account.room_tokens
                 or prompt_tokens > account.room_in
@@ -424,14 +438,14 @@ class Meter:
             account.room_tokens -= tokens
             account.room_pico -= pico
             account.room_calls -= 1
-        for account in self.detailed:
+        for account in detailed:
             account.room_tokens -= tokens
             account.room_in -= prompt_tokens
             account.room_out -= max_tokens
             account.room_pico -= pico
             account.room_calls -= 1
         ticket = Ticket(self, prompt_tokens, max_tokens, pico)
-        self.ledger.in_flight.add(ticket)
+        self.in_flight.add(ticket)
         return ticket
 
     def unbounded_error(self) -> PlaitError:
@@ -445,26 +459,22 @@ class Meter:
         )
 
 
-#: a ticket's states
-_RESERVED, _SETTLED = "reserved", "settled"
-
-
 class Ticket:
     """One admitted model call (:meth:`Meter.reserve`): its reservation (its worst case),
     held on every account of its meter until :meth:`settle`."""
 
-    __slots__ = ("id", "meter", "need_in", "need_out", "need_pico", "state", "used")
+    __slots__ = ("id", "meter", "need_in", "need_out", "need_pico", "used")
 
     def __init__(self, meter: Meter, need_in: int, need_out: int, need_pico: int) -> None:
         self.meter = meter
         self.need_in = need_in
         self.need_out = need_out
         self.need_pico = need_pico
-        self.state = _RESERVED
         #: the id its journal events carry (a durable run's store keeps a journal), or None
         self.id: str | None = None
-        #: what it used, once settled: the counts in the journal's order (input tokens,
-        #: output tokens, model calls, tool calls, picodollars)
+        #: what it used, once settled (``None`` while it is reserved): the counts in the
+        #: journal's order (input tokens, output tokens, model calls, tool calls,
+        #: picodollars)
         self.used: tuple[int, int, int, int, int] | None = None
 
     @property
@@ -501,7 +511,7 @@ class Ticket:
         """Replace the reservation by the call's actual usage (a unit the model did not
         report is counted at its reservation); what it reserved beyond that is held until
         the barrier (:meth:`Ledger.barrier`)."""
-        if self.state is not _RESERVED:
+        if self.used is not None:  # (settled already)
             return
         meter = self.meter
         if input_tokens is None or output_tokens is None:
@@ -511,11 +521,11 @@ class Ticket:
             if output_tokens is None:
                 output_tokens = self.need_out
         pico = input_tokens * meter.pico_in + output_tokens * meter.pico_out
-        self.state = _SETTLED
         ledger = meter.ledger
         ledger.in_flight.discard(self)
         ledger.unbalanced = True  # (what it held beyond its use, the barrier releases)
-        if input_tokens > self.need_in or output_tokens > self.need_out or pico > self.need_pico:
+        # (within its tokens, a call is within its money: the same prices, never negative)
+        if input_tokens > self.need_in or output_tokens > self.need_out:
             ledger.overshot(self, input_tokens, output_tokens, pico)
         # Counts.add, written out: this runs for every budget around every model call
         for spent in meter.spends:
@@ -532,7 +542,7 @@ class Ticket:
 
     def abandon(self, error: BaseException | None) -> None:
         """The call failed or was cancelled: it is counted at its reservation."""
-        if self.state is _RESERVED:  # (its use unknown: counted as unreported)
+        if self.used is None:  # (its use unknown: counted as unreported)
             self.settle(None, None)
 
 
@@ -902,30 +912,45 @@ class Ledger:
 
     def superstep(self, account: Account, superstep: int) -> None:
         """Superstep ``superstep`` (the run's count, across resumes) starts: stop the run
-        past its supersteps or its time.
+        past its supersteps or its time (what people approved added). An ``ask`` budget's
+        error carries its request (:attr:`BudgetExceededError.asks`: the run's own, whose
+        ``needed`` is the budget's own limit again).
 
         :raises BudgetExceededError: naming the run's budget and the limit.
         """
         self.supersteps = superstep
         budget = account.budget
-        if budget.supersteps is not None and self.supersteps > budget.supersteps:
-            raise BudgetExceededError(
-                budget=account.name,
-                unit="supersteps",
-                limit=budget.supersteps,
-                spent=self.supersteps - 1,
-                needed=None,
-                executor_id=None,
+        unit: str | None = None
+        limit: float = 0
+        spent: float = 0
+        if budget.supersteps is not None:
+            limit = budget.supersteps + account.more.get("supersteps", 0)
+            if superstep > limit:
+                unit, spent = "supersteps", superstep - 1
+        if unit is None and budget.seconds is not None:
+            limit = budget.seconds + account.more.get("seconds", 0)
+            if (elapsed := self.elapsed()) > limit:
+                unit, spent = "seconds", round(elapsed, 3)
+        if unit is None:
+            return
+        error = BudgetExceededError(
+            budget=account.name,
+            unit=unit,
+            limit=limit,
+            spent=spent,
+            needed=None,
+            executor_id=None,
+            action=budget.on_exhausted,
+        )
+        if budget.on_exhausted == "ask":
+            from ._ask import BudgetApproval, BudgetRequest
+
+            again = getattr(budget, unit)
+            request = BudgetRequest(
+                budget=account.name, unit=unit, limit=limit, spent=spent, needed=again
             )
-        if budget.seconds is not None and (elapsed := self.elapsed()) > budget.seconds:
-            raise BudgetExceededError(
-                budget=account.name,
-                unit="seconds",
-                limit=budget.seconds,
-                spent=round(elapsed, 3),
-                needed=None,
-                executor_id=None,
-            )
+            error.asks = (request, BudgetApproval)
+        raise error
 
     def usage(self) -> dict[str, Any]:
         """JSON-ready totals: overall, per model, per executor, per budget, and what the

@@ -11,10 +11,25 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from plait import RunOptionError
-from plait.spi import Invocation, RunObserver, add_answerer, outside_calls, remove_answerer
+from plait.spi import (
+    AskFirst,
+    Invocation,
+    RunObserver,
+    add_answerer,
+    outside_calls,
+    remove_answerer,
+)
 
 from ._budget import Budget, as_budget
-from ._ledger import Account, BudgetExceededError, Ledger, Meter, Ticket, _raw, estimate_tokens
+from ._ledger import (
+    TEMPLATE_TOKENS,
+    Account,
+    BudgetExceededError,
+    Ledger,
+    Meter,
+    Ticket,
+    _raw,
+)
 from ._options import BudgetOptions
 
 __all__ = ["BudgetObserver", "BudgetOptions", "InvocationBudget", "observe"]
@@ -67,17 +82,28 @@ class InvocationBudget:
         """Reserve a model call, pass it on, settle it from its answer."""
         if kind != "llm.prompt":
             return await invoke(request)
-        model_id = request.get("model")
         if self.refused is not None:
             raise _refusal(*self.refused)
         ledger = self.ledger
         if not ledger.journal_known:  # (the first call of the run)
             await _look_up_journal(ledger)
+        get = request.get
+        model_id = get("model")
         meter = self.meters.get(model_id)  # type: ignore[arg-type]
         if meter is None:
             model_id = str(model_id)
             meter = self.meters[model_id] = ledger.meter(self.accounts, self.executor_id, model_id)
-        ticket = meter.reserve(estimate_tokens(_sent(request)), _max_tokens(request))
+        # the common call, written out: a prompt alone (a str), options with max_tokens
+        prompt = get("prompt")
+        if type(prompt) is not str or get("system") or get("conversation"):
+            prompt = _sent(request)
+        options = get("options")
+        out = options.get("max_tokens") if options else None
+        if type(out) is not int:
+            out = _max_tokens(request)
+        # (estimate_tokens, written out)
+        sent = len(prompt) if prompt.isascii() else len(prompt.encode("utf-8"))
+        ticket = meter.reserve(sent + TEMPLATE_TOKENS, out)
         journal = ledger.journal
         if journal is not None:  # durably, before the call goes out
             try:
@@ -92,7 +118,17 @@ class InvocationBudget:
         except BaseException as exc:
             ticket.abandon(exc)
             raise
-        settle(ticket, answer)
+        # the common answer, written out: plait-llm's dict, its usage a dict of ints
+        usage = answer.get("usage") if type(answer) is dict else None
+        if (
+            type(usage) is dict
+            and type(used_in := usage.get("input")) is int
+            and type(used_out := usage.get("output")) is int
+            and not answer.get("tool_calls")
+        ):
+            ticket.settle(used_in, used_out)
+        else:
+            settle(ticket, answer)
         if journal is not None and ticket.used is not None:
             await _journal(journal, "call_settled", ticket, self.superstep, list(ticket.used))
         return answer
@@ -264,6 +300,9 @@ class BudgetObserver(RunObserver):
         self.chains: dict[str, tuple[Account, ...]] = {}
         #: each executor's meters by model id (:attr:`InvocationBudget.meters`), by id
         self.meters: dict[str, dict[str, Meter]] = {}
+        #: ``(request id, BudgetRequest)`` of the run's own request (supersteps, seconds)
+        #: a person refused more in: the run fails at its next superstep, as ``fail``
+        self.refused: tuple[str, Any] | None = None
 
     def accounts_of(self, executor_id: str) -> tuple[Account, ...]:
         """Every account around ``executor_id``: the outer runs', the run's, then each
@@ -279,9 +318,41 @@ class BudgetObserver(RunObserver):
 
     def superstep_started(self, superstep: int, executor_ids: tuple[str, ...]) -> None:
         """Stop the run past its supersteps or time (raising fails the run, checkpointed
-        at the previous superstep)."""
+        at the previous superstep); an ``ask`` budget has it wait at this boundary for a
+        person's answer (:class:`plait.spi.AskFirst`, the run's own request)."""
+        if self.refused is not None:
+            raise _refusal(*self.refused)
         if self.run_account is not None:
-            self.ledger.superstep(self.run_account, superstep)
+            try:
+                self.ledger.superstep(self.run_account, superstep)
+            except BudgetExceededError as error:
+                if error.asks is None:
+                    raise
+                request, answer_type = error.asks
+                request_id = self._request_id(superstep, request)
+                raise AskFirst(request, answer_type, request_id) from error
+
+    def _request_id(self, superstep: int, request: Any) -> str:
+        """The id of the run's own request at ``superstep``: the same for the same run at
+        the same point (and a new one after each answer)."""
+        import hashlib
+
+        seed = f"{self.ledger.run_id}:{superstep}:{request.budget}:{request.unit}"
+        seed += f":{len(self.ledger.answers)}"
+        return hashlib.sha256(seed.encode()).hexdigest()[:32]
+
+    def answered(self, response: Any) -> bool:
+        """A person answered the run's own request: an approval raises the budget (in the
+        ledger: every later checkpoint keeps it) and is taken; a refusal fails the run at
+        its first superstep, the request still pending."""
+        answered = _answer_of(response)
+        if answered is None:
+            return False
+        request_id, request, approval = answered
+        if self.ledger.answer(request_id, request, approval):
+            return True
+        self.refused = (request_id, request)
+        return False
 
     def superstep_finished(self, superstep: int, error: BaseException | None) -> None:
         """The barrier: what settled calls held beyond their use is free again."""

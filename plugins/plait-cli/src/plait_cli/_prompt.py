@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import click
-from plait.spi import PendingRequest, is_instance, type_name
+from plait.spi import RUN_REQUEST, PendingRequest, is_instance, type_name
 
 from ._output import to_json
 
@@ -47,6 +47,14 @@ def parse_answer(text: str, response_type: Any) -> Any:
         ) from None
 
 
+def asker(request: PendingRequest) -> str:
+    """Who asks ``request``: its executor, or the run (a request of the run's own, such as
+    a budget's at a superstep boundary)."""
+    if request.executor_id == RUN_REQUEST:
+        return "the run"
+    return f"executor {request.executor_id!r}"
+
+
 def ask_for_answers(requests: Sequence[PendingRequest]) -> dict[str, Any]:
     """Prompt for each request in turn (on standard error), until every answer has the
     type its executor asked for; return ``{request_id: answer}``."""
@@ -54,7 +62,7 @@ def ask_for_answers(requests: Sequence[PendingRequest]) -> dict[str, Any]:
     for request in requests:
         wanted = type_name(request.response_type)
         click.secho(
-            f"executor {request.executor_id!r} asks (request {request.request_id}):",
+            f"{asker(request)} asks (request {request.request_id}):",
             err=True,
             bold=True,
         )

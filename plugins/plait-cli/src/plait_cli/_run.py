@@ -337,12 +337,14 @@ def _report(
         click.echo(f"run {outcome.run_id} {what}", err=True)
         click.echo(_resume_hint(outcome, loaded, checkpoint, ""), err=True)
     elif outcome.status is RunStatus.IDLE_WITH_PENDING_REQUESTS:
+        from ._prompt import asker
+
         click.echo(
             f"run {outcome.run_id} is waiting for {len(outcome.requests)} request(s):", err=True
         )
         for request in outcome.requests:
             click.echo(
-                f"  request {request.request_id} from executor {request.executor_id!r} "
+                f"  request {request.request_id} from {asker(request)} "
                 f"(answer with {type_name(request.response_type)}): {to_json(request.request)}",
                 err=True,
             )

@@ -281,6 +281,12 @@ async def _checkpointed(runner: RunnerView, checkpointer: Checkpointer, inbox: A
             except CheckpointError:
                 pass  # the run's error matters more; its last good checkpoint still resumes
         raise
+    if runner.remaining and status is RunStatus.IDLE_WITH_PENDING_REQUESTS:
+        # waiting at a superstep boundary for an answer to its observer's request: the
+        # checkpoint holds the request and the superstep's deliveries (in every mode)
+        final = checkpointer.take(state, runner.remaining, list(state.executor_state), status.value)
+        await checkpointer.write(final)
+        return status
     if checkpointer.mode == "exit":
         if runner.stopped_cut is not None:
             # stopped mid-pipeline: a cut keeps each pending message's superstep

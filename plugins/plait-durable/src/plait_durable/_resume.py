@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import attrs
 from plait import CheckpointError, EdgeGroupSpec, NodeSpec, RequestResponse, WorkflowSpec
-from plait.spi import PendingRequest, RunState, is_instance, type_name
+from plait.spi import RUN_REQUEST, PendingRequest, RunState, is_instance, type_name
 
 from ._blobs import ReadNode, ResumedBlobs, has_blobs, resolve_state
 from ._document import document_blob
@@ -284,7 +284,7 @@ def _restore(
         if runner is not None:
             run_state.router_state[gid] = runner.restore(snapshot, decode)
     for request in state.requests:
-        if request.executor_id not in graph.executors:
+        if request.executor_id not in graph.executors and request.executor_id != RUN_REQUEST:
             raise CorruptCheckpointError(
                 f"{where} is corrupt: a pending request names executor "
                 f"{request.executor_id!r}, which the workflow does not have"
@@ -332,7 +332,10 @@ def answer_requests(
     """Deliver ``responses`` to the executors that asked: every response is checked first,
     so a bad one changes nothing and its request stays pending. An executor gets a
     :class:`~plait.RequestResponse` when it has a handler for one, or when the request's
-    payload class sets ``respond_with_request = True``; else the bare answer."""
+    payload class sets ``respond_with_request = True``; else the bare answer. An answer to
+    the run's own request (an observer's, :data:`plait.spi.RUN_REQUEST`) goes to the run's
+    observer as a :class:`~plait.RequestResponse` (``RunState.answers``), which takes it
+    off the pending requests as the run starts."""
     pending = state.pending_requests
     for request_id, value in responses.items():
         request = pending.get(request_id)
@@ -348,7 +351,11 @@ def answer_requests(
                 "the request stays pending"
             )
     for request_id, value in responses.items():
-        request = pending.pop(request_id)
+        request = pending[request_id]
+        if request.executor_id == RUN_REQUEST:  # the run's own: for its observer to take
+            state.answers.append(RequestResponse(request_id, request.request, value))
+            continue
+        del pending[request_id]
         executor = graph.executors[request.executor_id]
         # the answer in its record for an executor that takes records, or when the request
         # says it must be known which request it answers (a class attribute of the payload:
