@@ -21,10 +21,12 @@ from plait import (
     ExecutorTimeoutError,
     Never,
     RetryPolicy,
+    RunStatus,
     Workflow,
     WorkflowContext,
     executor,
 )
+from plait.spi import RUN_REQUEST, AskFirst, RunObserver, hookimpl
 from plait_builders import WorkflowBuilder
 
 pytestmark = pytest.mark.anyio
@@ -464,3 +466,38 @@ async def test_a_failing_tracer_never_fails_the_run(
     assert (await chain().run("x")).outputs == ["x"]
     assert "exporter on fire" in caplog.text
     assert len(Spans(exporter).named("invoke b")) == 1
+
+
+class AsksBeforeTheSecondSuperstep:
+    """A plugin whose run observer has the run wait for an answer before superstep 2 (told
+    after plait-otel's, which has opened that superstep's span by then)."""
+
+    @hookimpl(trylast=True)
+    def plait_observe_run(
+        self, run_id: str, workflow: Any, superstep: int, resumed: Any, options: Any
+    ) -> RunObserver:
+        class Asks(RunObserver):
+            def superstep_started(self, superstep: int, executor_ids: tuple[str, ...]) -> None:
+                if superstep == 2:
+                    raise AskFirst("more supersteps?", bool, "ask-2")
+
+        return Asks()
+
+
+async def test_a_superstep_that_waits_for_an_answer_is_not_an_error(
+    exporter: InMemorySpanExporter, plait_register_plugin: Any
+) -> None:
+    plait_register_plugin(AsksBeforeTheSecondSuperstep(), "asks-before-superstep-2")
+    result = await chain().run("t")
+    assert result.status is RunStatus.IDLE_WITH_PENDING_REQUESTS
+    [pending] = result.pending_requests
+    assert (pending.request_id, pending.executor_id) == ("ask-2", RUN_REQUEST)
+    spans = Spans(exporter)
+    steps = spans.supersteps()
+    assert sorted(steps) == [1, 2]
+    waiting = steps[2]
+    assert waiting.status.status_code is StatusCode.UNSET
+    assert waiting.attributes is not None and waiting.attributes["plait.waiting_for"] == "ask-2"
+    assert not waiting.events
+    run = spans.one("workflow chain")
+    assert run.status.status_code is not StatusCode.ERROR

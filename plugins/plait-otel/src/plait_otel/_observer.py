@@ -22,7 +22,14 @@ from opentelemetry.trace import (
     Tracer,
 )
 from plait import ExecutorFailedError
-from plait.spi import Invocation, RunObserver, add_answerer, outside_calls, remove_answerer
+from plait.spi import (
+    AskFirst,
+    Invocation,
+    RunObserver,
+    add_answerer,
+    outside_calls,
+    remove_answerer,
+)
 
 from ._genai import SpanCalls
 
@@ -196,7 +203,10 @@ class SpanObserver(RunObserver):
         span, self.step_span = self.step_span, None
         if span is None:
             return
-        if error is not None and not _cancelled(error):
+        if isinstance(error, AskFirst):
+            # not a failure: the superstep did not start, the run waits for an answer
+            span.set_attribute("plait.waiting_for", error.request_id)
+        elif error is not None and not _cancelled(error):
             _fail(span, error)
         span.end()
 
