@@ -322,13 +322,29 @@ def test_an_edited_plugin_is_imported_again_not_served_from_its_manifest(kept: P
     assert "half written" in str(error)
 
 
+def test_a_manifest_is_kept_once_however_many_states_use_it(
+    kept: Path, remembered: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    PluginManager(disabled=()).load_entrypoints()
+    other = tmp_path / "other"  # another sys.path: a second state, the same plugins
+    other.mkdir()
+    settle(other, tmp_path)
+    monkeypatch.syspath_prepend(str(other))
+    del sys.modules["plait_twice"]
+    PluginManager(disabled=()).load_entrypoints()
+    document = json.loads(remembered.read_text())
+    first, second = document["states"]
+    assert first["plugins"] == second["plugins"] and "twice" in first["plugins"]
+    assert len(document["manifests"]) == len(set(first["plugins"].values()))
+
+
 def test_a_name_its_module_no_longer_registers_fails_when_it_is_looked_up(
     kept: Path, remembered: Path
 ) -> None:
     PluginManager(disabled=()).load_entrypoints()
     del sys.modules["plait_twice"]
     document = json.loads(remembered.read_text())
-    manifest = document["states"][0]["plugins"]["twice"]
+    manifest = document["manifests"][document["states"][0]["plugins"]["twice"]]
     manifest["registered"]["plait_register_merge_strategies"][0][0] = "forgotten"
     remembered.write_text(json.dumps(document))
     manager = PluginManager(disabled=())

@@ -361,6 +361,7 @@ class InstalledPlugins:
         #: entry-point name -> manifest (:meth:`manifest`)
         self.manifests: dict[str, Any] = {}
         self._records: list[Any] = []
+        self._table: list[Any] = []  # the file's manifests, which its states name by place
         self._changed = False
 
     def found(self) -> list[Found]:
@@ -424,17 +425,16 @@ class InstalledPlugins:
             return
         if not isinstance(document, dict) or document.get("format") != _CACHE_FORMAT:
             return
-        records = document.get("states")
-        if not isinstance(records, list):
+        records, table = document.get("states"), document.get("manifests", [])
+        if not isinstance(records, list) or not isinstance(table, list):
             return
-        self._records = records
+        self._records, self._table = records, table
         for record in records:
             if isinstance(record, dict) and record.get("state") == self.state:
                 found: Any = record.get("found")
-                manifests: Any = record.get("plugins", {})
-                if _is_found(found) and isinstance(manifests, dict):
+                if _is_found(found):
                     self._found = [(a, b, c, d, list(e)) for a, b, c, d, e in found]
-                    self.manifests = manifests
+                    self.manifests = _unshared(record.get("plugins"), table)
                 return
 
     def save(self) -> None:
@@ -453,13 +453,25 @@ class InstalledPlugins:
         import json
         import tempfile
 
-        record = {
-            "state": self.state,
-            "found": self._found,
-            "plugins": self.manifests,
+        table: dict[str, int] = {}  # each manifest once (as JSON), however many states use it
+
+        def shared(manifests: dict[str, Any]) -> dict[str, int]:
+            return {
+                name: table.setdefault(json.dumps(manifest, sort_keys=True), len(table))
+                for name, manifest in manifests.items()
+            }
+
+        record = {"state": self.state, "found": self._found, "plugins": shared(self.manifests)}
+        others = [
+            {**r, "plugins": shared(_unshared(r.get("plugins"), self._table))}
+            for r in self._records
+            if isinstance(r, dict) and r.get("state") != self.state
+        ][: CACHE_STATES - 1]
+        document = {
+            "format": _CACHE_FORMAT,
+            "states": [record, *others],
+            "manifests": [json.loads(manifest) for manifest in table],
         }
-        others = [r for r in self._records if isinstance(r, dict) and r.get("state") != self.state]
-        document = {"format": _CACHE_FORMAT, "states": [record, *others][:CACHE_STATES]}
         directory = os.path.dirname(self.path)
         try:
             os.makedirs(directory, exist_ok=True)
@@ -505,6 +517,15 @@ def _path_state(running_version: str) -> dict[str, Any] | None:
         else:
             directories.append([entry, [st.st_mtime_ns, st.st_ino, st.st_dev, st.st_size]])
     return {"python": sys.hexversion, "kernel": running_version, "sys.path": directories}
+
+
+def _unshared(shared: Any, table: list[Any]) -> dict[str, Any]:
+    """A state's manifests, by entry-point name, from the places in ``table`` it names."""
+    if not isinstance(shared, dict):
+        return {}
+    return {
+        name: table[i] for name, i in shared.items() if isinstance(i, int) and 0 <= i < len(table)
+    }
 
 
 def _is_strings(value: Any) -> bool:
