@@ -322,6 +322,32 @@ def test_an_edited_plugin_is_imported_again_not_served_from_its_manifest(kept: P
     assert "half written" in str(error)
 
 
+WRAPPER = """
+
+@plait.hookimpl(wrapper=True)
+def plait_install_hint(distribution):
+    found = yield
+    return f"{found} (wrapped)" if found else "wrapped"
+"""
+
+
+def test_a_hook_wrapper_registered_from_a_manifest_wraps_as_the_module_s_own(
+    kept: Path,
+) -> None:
+    kept.write_text(PLUGIN_MODULE.format(strategy="shortest") + WRAPPER, encoding="utf-8")
+    settle(kept)
+    first = PluginManager(disabled=())
+    first.load_entrypoints()
+    eager = first.how_to_install("plait-nowhere")
+    assert eager.endswith("wrapped")
+    del sys.modules["plait_twice"]
+    manager = PluginManager(disabled=())
+    manager.load_entrypoints()
+    assert "plait_twice" not in sys.modules
+    assert manager.how_to_install("plait-nowhere") == eager
+    assert "plait_twice" in sys.modules
+
+
 def test_a_manifest_is_kept_once_however_many_states_use_it(
     kept: Path, remembered: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

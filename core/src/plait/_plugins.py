@@ -664,7 +664,8 @@ class LazyPlugin:
         for attr, hook_name, argnames, opts in manifest["hooks"]:
             self._attrs[hook_name] = attr
             target = functools.partial(self._implementation, attr, hook_name)
-            stub = types.FunctionType(_stub_code(tuple(argnames)), {"target": target}, attr)
+            wraps = bool(opts.get("wrapper") or opts.get("hookwrapper"))
+            stub = types.FunctionType(_stub_code(tuple(argnames), wraps), {"target": target}, attr)
             stub.plait_impl = dict(opts)  # type: ignore[attr-defined]
             self.__dict__[attr] = stub
 
@@ -711,13 +712,14 @@ class LazyPlugin:
 
 
 @functools.lru_cache(maxsize=32)
-def _stub_code(argnames: tuple[str, ...]) -> types.CodeType:
+def _stub_code(argnames: tuple[str, ...], wraps: bool) -> types.CodeType:
     """The code of a stub taking ``argnames`` (pluggy reads a hook implementation's
-    arguments from its code) and passing them to ``target()``: compiled once a process
-    per distinct argument list."""
+    arguments from its code) and passing them to ``target()``, a generator for a hook
+    wrapper (as pluggy requires): compiled once a process per distinct argument list."""
     names = ", ".join(argnames)
+    call = f"(yield from target()({names}))" if wraps else f"target()({names})"
     namespace: dict[str, Any] = {}
-    exec(f"def stub({names}):\n    return target()({names})", namespace)
+    exec(f"def stub({names}):\n    return {call}", namespace)
     return namespace["stub"].__code__  # type: ignore[no-any-return]
 
 
@@ -726,7 +728,7 @@ def manifest_of(pm: pluggy.PluginManager, obj: Any, name: str, registered: Any) 
     implementations, what its registry hooks registered (``registered``: hook -> list of
     :class:`Registration`), and the files of its package's modules imported so far, with
     their modification time and size. ``None`` when a file changed in the last two seconds
-    or a registry hook registered no name."""
+    or none was found (nothing to tell an edit by)."""
     import sys
     import time
 
@@ -736,7 +738,8 @@ def manifest_of(pm: pluggy.PluginManager, obj: Any, name: str, registered: Any) 
         if opts is not None:
             impl = pluggy.HookImpl(obj, name, getattr(obj, attr), opts)
             hooks.append([attr, opts.get("specname") or attr, list(impl.argnames), opts])
-    package = getattr(obj, "__name__", "").partition(".")[0]
+    module = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", "")
+    package = str(module).partition(".")[0]
     files = []
     for module_name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
@@ -749,6 +752,8 @@ def manifest_of(pm: pluggy.PluginManager, obj: Any, name: str, registered: Any) 
     for hook_name, regs in registered.items():
         for reg in regs:
             made.setdefault(hook_name, []).append([reg.name, reg.replaces, _frozen(reg.obj)])
+    if not files:
+        return None
     return {"files": sorted(files), "hooks": hooks, "registered": made}
 
 
