@@ -13,7 +13,7 @@ from pathlib import Path
 
 import plait
 import pytest
-from plait import PluginLoadErrors, _plugins as loading, _version
+from plait import PluginLoadError, PluginLoadErrors, _plugins as loading, _version
 from plait.spi import PluginManager
 
 
@@ -166,6 +166,10 @@ def settle(*directories: Path) -> None:
         os.utime(directory, (past, past))
 
 
+def changed_lately(directory: Path) -> bool:
+    return __import__("time").time_ns() - directory.stat().st_mtime_ns < loading._SETTLE_NS
+
+
 @pytest.fixture
 def remembered(sites: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A cache file in ``tmp_path`` that may be written (the suite sets
@@ -173,7 +177,11 @@ def remembered(sites: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     monkeypatch.chdir(tmp_path)
     install(sites[0], "plait-twice")
-    settle(*[Path(p) for p in sys.path if p and Path(p).is_dir()], tmp_path, *sites)
+    # only the directories changed in the last two seconds: re-dating the others (the
+    # interpreter's own, shared by every environment on the machine) would change every
+    # process's sys.path state, and every process's file would be worked out again
+    recent = [Path(p) for p in sys.path if p and Path(p).is_dir() and changed_lately(Path(p))]
+    settle(*recent, tmp_path, *sites)
     return tmp_path / "plait-entry-points.json"
 
 
@@ -197,7 +205,6 @@ def test_what_discovery_found_is_read_back_without_importlib_metadata(
     first = loading.InstalledPlugins("0.1.0", str(remembered))
     truth = described(first.found())
     assert ("twice", "plait_twice", "plait-twice", "1.0", ["plait-core>=0.1,<1"]) in truth
-    first.checked(["plait-core>=0.1,<1", "attrs>=23"])
     first.save()
     assert remembered.exists()
 
@@ -207,13 +214,9 @@ def test_what_discovery_found_is_read_back_without_importlib_metadata(
     monkeypatch.setattr(loading, "iter_entry_points", never)
     second = loading.InstalledPlugins("0.1.0", str(remembered))
     assert described(second.found()) == truth
-    assert second.compatible == {"plait-core>=0.1,<1"}
     # the remembered entry point loads what the real one names
     (twice,) = [ep for ep, dist, _, _ in second.found() if dist == "plait-twice"]
     assert twice.load().Strategy().merge([1], ["a"]) == [1]
-    # another kernel version does not trust the checks made for this one
-    monkeypatch.undo()
-    assert loading.InstalledPlugins("0.2.0", str(remembered)).compatible == set()
 
 
 def test_an_install_or_a_removal_is_seen_at_once(
@@ -271,16 +274,120 @@ def test_a_cached_record_of_the_wrong_types_is_not_used(
     assert asked == [None]
 
 
-def test_a_remembered_check_is_not_parsed_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    plugin = loading.Plugin("p", "plait-p", "1.0", "p = plait_p")
+@pytest.fixture
+def kept(remembered: Path, sites: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``remembered`` as the file every ``PluginManager()`` reads and writes, with the
+    module of ``plait-twice`` settled (a file changed in the last two seconds is not)."""
+    monkeypatch.setattr(loading, "_cache_path", lambda: str(remembered))
+    (sites[0] / "__pycache__").mkdir()  # (Python writing the module's bytecode changes none)
+    settle(sites[0] / "plait_twice.py", sites[0] / "__pycache__", sites[0])
+    return sites[0] / "plait_twice.py"
+
+
+def registered_by_twice(manager: PluginManager) -> tuple[str, dict[str, list[str]]]:
+    (info,) = [i for i in manager.describe() if i.distribution == "plait-twice"]
+    return info.status, info.registered
+
+
+def test_a_plugin_imported_once_is_registered_from_its_manifest_and_imported_on_first_use(
+    kept: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = PluginManager(disabled=())
+    assert first.registry("merge_strategy").get("shortest").merge([1], ["a"]) == [1]
+    del sys.modules["plait_twice"]
 
     def parse(text: str) -> None:
         raise AssertionError(f"{text!r} was parsed")
 
+    # its plait-core requirement held when its manifest was written, for this kernel
     monkeypatch.setattr(loading, "_requirement", parse)
-    loading.check_compatible(["plait-core>=0.1", "attrs"], plugin, "0.1.0", {"plait-core>=0.1"})
-    with pytest.raises(AssertionError, match="was parsed"):
-        loading.check_compatible(["plait-core>=0.2"], plugin, "0.1.0", {"plait-core>=0.1"})
+    second = PluginManager(disabled=())
+    assert registered_by_twice(second) == ("loaded", {"merge_strategy": ["shortest"]})
+    assert "shortest" in second.registry("merge_strategy").names()
+    assert "plait_twice" not in sys.modules
+    strategy = second.registry("merge_strategy").get("shortest")
+    assert strategy.merge([1], ["a"]) == [1] and "plait_twice" in sys.modules
+    assert second.get_plugin("twice") is sys.modules["plait_twice"]
+
+
+def test_an_edited_plugin_is_imported_again_not_served_from_its_manifest(kept: Path) -> None:
+    PluginManager(disabled=()).load_entrypoints()
+    del sys.modules["plait_twice"]
+    # as long as the old module (the same size), only its modification time differs
+    kept.write_text(PLUGIN_MODULE.format(strategy="longests"), encoding="utf-8")
+    past = int(__import__("time").time()) - 120
+    os.utime(kept, (past, past))
+    assert registered_by_twice(PluginManager(disabled=())) == (
+        "loaded",
+        {"merge_strategy": ["longests"]},
+    )
+    del sys.modules["plait_twice"]
+    kept.write_text("raise ImportError('half written')\n", encoding="utf-8")
+    with pytest.raises(PluginLoadErrors) as info:
+        PluginManager(disabled=()).load_entrypoints()
+    (error,) = info.value.exceptions
+    assert (error.distribution, error.phase) == ("plait-twice", "import")
+    assert "half written" in str(error)
+
+
+WRAPPER = """
+
+@plait.hookimpl(wrapper=True)
+def plait_install_hint(distribution):
+    found = yield
+    return f"{found} (wrapped)" if found else "wrapped"
+"""
+
+
+def test_a_hook_wrapper_registered_from_a_manifest_wraps_as_the_module_s_own(
+    kept: Path,
+) -> None:
+    kept.write_text(PLUGIN_MODULE.format(strategy="shortest") + WRAPPER, encoding="utf-8")
+    settle(kept)
+    first = PluginManager(disabled=())
+    first.load_entrypoints()
+    eager = first.how_to_install("plait-nowhere")
+    assert eager.endswith("wrapped")
+    del sys.modules["plait_twice"]
+    manager = PluginManager(disabled=())
+    manager.load_entrypoints()
+    assert "plait_twice" not in sys.modules
+    assert manager.how_to_install("plait-nowhere") == eager
+    assert "plait_twice" in sys.modules
+
+
+def test_a_manifest_is_kept_once_however_many_states_use_it(
+    kept: Path, remembered: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    PluginManager(disabled=()).load_entrypoints()
+    other = tmp_path / "other"  # another sys.path: a second state, the same plugins
+    other.mkdir()
+    settle(other, tmp_path)
+    monkeypatch.syspath_prepend(str(other))
+    del sys.modules["plait_twice"]
+    PluginManager(disabled=()).load_entrypoints()
+    document = json.loads(remembered.read_text())
+    first, second = document["states"]
+    assert first["plugins"] == second["plugins"] and "twice" in first["plugins"]
+    assert len(document["manifests"]) == len(set(first["plugins"].values()))
+
+
+def test_a_name_its_module_no_longer_registers_fails_when_it_is_looked_up(
+    kept: Path, remembered: Path
+) -> None:
+    PluginManager(disabled=()).load_entrypoints()
+    del sys.modules["plait_twice"]
+    document = json.loads(remembered.read_text())
+    manifest = document["manifests"][document["states"][0]["plugins"]["twice"]]
+    manifest["registered"]["plait_register_merge_strategies"][0][0] = "forgotten"
+    remembered.write_text(json.dumps(document))
+    manager = PluginManager(disabled=())
+    assert registered_by_twice(manager) == ("loaded", {"merge_strategy": ["forgotten"]})
+    with pytest.raises(PluginLoadError) as info:
+        manager.registry("merge_strategy").get("forgotten")
+    assert (info.value.distribution, info.value.phase) == ("plait-twice", "validate")
+    assert "no longer registers merge_strategy 'forgotten'" in str(info.value)
+    assert registered_by_twice(manager)[0] == "failed"
 
 
 def test_a_second_process_loads_the_plugins_without_importlib_metadata_or_packaging(

@@ -28,6 +28,7 @@ import functools
 import inspect
 import os
 import re
+import types
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
@@ -52,6 +53,7 @@ from ._registry import (
     SINGLETONS,
     Collector,
     Lazy,
+    Pending,
     Registration,
     Registry,
     _has,
@@ -215,9 +217,7 @@ def _describe(ep: EntryPointLike) -> tuple[str, str, list[str]]:
     return str(metadata["Name"]), str(metadata["Version"]), list(requires or [])
 
 
-def check_compatible(
-    requires: Iterable[str], plugin: Plugin, running_version: str, known: Iterable[str] = ()
-) -> None:
+def check_compatible(requires: Iterable[str], plugin: Plugin, running_version: str) -> None:
     """Raise :class:`IncompatiblePluginError` when one of ``requires`` (a distribution's
     ``Requires-Dist`` lines) names ``plait-core`` with a specifier that excludes
     ``running_version``. A requirement behind a marker that does not hold here (an extra,
@@ -226,12 +226,11 @@ def check_compatible(
 
     Only the lines that can name ``plait-core`` are read (:func:`_may_name_core`), each
     distinct one once a process (:func:`_requirement`): a plugin declares several
-    requirements, and the installed plugins all declare the same one on the kernel.
-    ``known`` are lines already found to hold for ``running_version`` (by an earlier
-    process: :class:`InstalledPlugins`), which are not read again."""
-    known = frozenset(known)
+    requirements, and the installed plugins all declare the same one on the kernel. A
+    plugin with a manifest (:meth:`InstalledPlugins.manifest`) passed this check with
+    this kernel, and is not checked again."""
     for text in requires:
-        if text in known or not _may_name_core(text):
+        if not _may_name_core(text):
             continue
         requirement = _requirement(text)
         if requirement is None:
@@ -327,17 +326,20 @@ class CachedEntryPoint:
 
 
 class InstalledPlugins:
-    """The installed plugins (entry points of group ``plait``) and the ``plait-core``
-    requirements already checked against the running kernel, kept between processes.
+    """The installed plugins (entry points of group ``plait``) and what each registers
+    (its manifest), kept between processes.
 
     :mod:`importlib.metadata` reads every installed distribution's ``entry_points.txt``
     and :mod:`packaging` parses the plugins' requirements; together with their imports
-    that is about a third of a small ``plait`` command. What they answer changes only
+    that is about a third of a small ``plait`` command, and importing every plugin's
+    module most of the rest of loading them. What the first two answer changes only
     when a directory on ``sys.path`` changes (an install or removal adds or deletes a
     ``*.dist-info`` directory, which changes its parent's modification time), so their
     answer is kept with the state of every ``sys.path`` directory it was worked out for
     (path, modification time, inode, device, size), and used only while all of them
-    are the same. Directories changed in the last two seconds are not remembered.
+    are the same. Directories changed in the last two seconds are not remembered. A
+    plugin's manifest is kept the same way, with the state of its package's module files
+    (:meth:`manifest`).
 
     The file lives where Python keeps the kernel's bytecode (``plait/__pycache__``,
     :func:`importlib.util.cache_from_source`) and follows bytecode's rules: whoever may
@@ -347,7 +349,7 @@ class InstalledPlugins:
     or understood is ignored and nothing else changes. A custom distribution finder on
     ``sys.meta_path`` turns it off (what it finds is not in any directory's state).
 
-    :param running_version: the kernel version the remembered requirement checks hold for.
+    :param running_version: the kernel version the remembered manifests hold for.
     :param path: the file (tests); ``None`` for the one beside the kernel's bytecode.
     """
 
@@ -355,10 +357,11 @@ class InstalledPlugins:
         self.running_version = running_version
         self.path = path if path is not None else _cache_path()
         self.state = _path_state(running_version)
-        #: requirement lines on ``plait-core`` known to hold for :attr:`running_version`
-        self.compatible: set[str] = set()
         self._found: list[tuple[str, str, str, str, list[str]]] | None = None
+        #: entry-point name -> manifest (:meth:`manifest`)
+        self.manifests: dict[str, Any] = {}
         self._records: list[Any] = []
+        self._table: list[Any] = []  # the file's manifests, which its states name by place
         self._changed = False
 
     def found(self) -> list[Found]:
@@ -377,11 +380,36 @@ class InstalledPlugins:
             for name, value, dist, version, requires in self._found
         ]
 
-    def checked(self, requires: Iterable[str]) -> None:
-        """Remember that ``requires`` hold for the running kernel."""
-        new = {r for r in requires if _may_name_core(r)} - self.compatible
-        if new:
-            self.compatible |= new
+    def manifest(self, name: str) -> dict[str, Any] | None:
+        """What the entry point ``name`` registers (its hook implementations and the names
+        its registry hooks register), remembered when its module was last imported, or
+        ``None``: never imported with this ``sys.path``, or one of its package's module
+        files changed since (modification time or size, as bytecode is checked)."""
+        manifest = self.manifests.get(name)
+        if not isinstance(manifest, dict):
+            return None
+        try:
+            for path, mtime, size in manifest["files"]:
+                st = os.stat(path)
+                if [st.st_mtime_ns, st.st_size] != [mtime, size]:
+                    return None
+            for attr, hook_name, argnames, opts in manifest["hooks"]:
+                if not (_is_strings([attr, hook_name, *argnames]) and isinstance(opts, dict)):
+                    return None
+            for regs in manifest["registered"].values():
+                for name, replaces, made in regs:
+                    if not _is_strings([name, *([replaces] if replaces else [])]):
+                        return None
+                    if made is not None and not _is_strings([made[0], *made[1]]):
+                        return None
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):  # of the wrong shape
+            return None
+        return manifest
+
+    def remember(self, name: str, manifest: dict[str, Any]) -> None:
+        """Keep ``manifest`` of the entry point ``name``, just imported (:meth:`manifest`)."""
+        if self.manifests.get(name) != manifest:
+            self.manifests[name] = manifest
             self._changed = True
 
     def _recall(self) -> None:
@@ -397,17 +425,16 @@ class InstalledPlugins:
             return
         if not isinstance(document, dict) or document.get("format") != _CACHE_FORMAT:
             return
-        records = document.get("states")
-        if not isinstance(records, list):
+        records, table = document.get("states"), document.get("manifests", [])
+        if not isinstance(records, list) or not isinstance(table, list):
             return
-        self._records = records
+        self._records, self._table = records, table
         for record in records:
             if isinstance(record, dict) and record.get("state") == self.state:
                 found: Any = record.get("found")
-                compatible: Any = record.get("compatible")
-                if _is_found(found) and _is_strings(compatible):
+                if _is_found(found):
                     self._found = [(a, b, c, d, list(e)) for a, b, c, d, e in found]
-                    self.compatible = set(compatible)
+                    self.manifests = _unshared(record.get("plugins"), table)
                 return
 
     def save(self) -> None:
@@ -426,13 +453,25 @@ class InstalledPlugins:
         import json
         import tempfile
 
-        record = {
-            "state": self.state,
-            "found": self._found,
-            "compatible": sorted(self.compatible),
+        table: dict[str, int] = {}  # each manifest once (as JSON), however many states use it
+
+        def shared(manifests: dict[str, Any]) -> dict[str, int]:
+            return {
+                name: table.setdefault(json.dumps(manifest, sort_keys=True), len(table))
+                for name, manifest in manifests.items()
+            }
+
+        record = {"state": self.state, "found": self._found, "plugins": shared(self.manifests)}
+        others = [
+            {**r, "plugins": shared(_unshared(r.get("plugins"), self._table))}
+            for r in self._records
+            if isinstance(r, dict) and r.get("state") != self.state
+        ][: CACHE_STATES - 1]
+        document = {
+            "format": _CACHE_FORMAT,
+            "states": [record, *others],
+            "manifests": [json.loads(manifest) for manifest in table],
         }
-        others = [r for r in self._records if isinstance(r, dict) and r.get("state") != self.state]
-        document = {"format": _CACHE_FORMAT, "states": [record, *others][:CACHE_STATES]}
         directory = os.path.dirname(self.path)
         try:
             os.makedirs(directory, exist_ok=True)
@@ -478,6 +517,15 @@ def _path_state(running_version: str) -> dict[str, Any] | None:
         else:
             directories.append([entry, [st.st_mtime_ns, st.st_ino, st.st_dev, st.st_size]])
     return {"python": sys.hexversion, "kernel": running_version, "sys.path": directories}
+
+
+def _unshared(shared: Any, table: list[Any]) -> dict[str, Any]:
+    """A state's manifests, by entry-point name, from the places in ``table`` it names."""
+    if not isinstance(shared, dict):
+        return {}
+    return {
+        name: table[i] for name, i in shared.items() if isinstance(i, int) and 0 <= i < len(table)
+    }
 
 
 def _is_strings(value: Any) -> bool:
@@ -585,6 +633,149 @@ def call_impl(impl: pluggy.HookImpl, **kwargs: Any) -> Any:
     return impl.function(*(kwargs[name] for name in impl.argnames))
 
 
+# -- an installed plugin registered from its manifest, imported on first use -----------------
+
+
+class LazyPlugin:
+    """Stands in for an entry point's module with pluggy, made from the module's manifest
+    (:meth:`InstalledPlugins.manifest`) instead of importing it: one stub per hook
+    implementation, with the implementation's name, arguments and options, so pluggy
+    orders, checks and lists them as it would the module's own. A stub imports the module
+    and calls the real implementation; a registry hook's stub, until then, registers the
+    manifest's names instead (objects made lazily with :func:`plait.spi.lazy` as they
+    were; any other as a :class:`~plait._registry.Pending` that imports the module when
+    it is first looked up). :meth:`load` is phase ``import``; a name the module no longer
+    registers, phase ``validate``.
+
+    :param fail: the manager's ``(plugin, phase, exception) -> PluginLoadError``.
+    """
+
+    def __init__(
+        self,
+        plugin: Plugin,
+        ep: EntryPointLike,
+        manifest: dict[str, Any],
+        fail: Callable[[Plugin, str, BaseException], PluginLoadError],
+    ) -> None:
+        self._plugin, self._ep, self._manifest, self._fail = plugin, ep, manifest, fail
+        self._obj: Any = None
+        self._made: dict[str, dict[str, Any]] = {}  # registry hook -> name -> real object
+        self._attrs: dict[str, str] = {}  # hook -> the attribute implementing it
+        for attr, hook_name, argnames, opts in manifest["hooks"]:
+            self._attrs[hook_name] = attr
+            target = functools.partial(self._implementation, attr, hook_name)
+            wraps = bool(opts.get("wrapper") or opts.get("hookwrapper"))
+            stub = types.FunctionType(_stub_code(tuple(argnames), wraps), {"target": target}, attr)
+            stub.plait_impl = dict(opts)  # type: ignore[attr-defined]
+            self.__dict__[attr] = stub
+
+    def load(self) -> Any:
+        """The plugin's module (or object), imported on first use."""
+        if self._obj is None:
+            try:
+                self._obj = self._ep.load()
+            except Exception as exc:
+                raise self._fail(self._plugin, "import", exc) from exc
+        return self._obj
+
+    def _implementation(self, attr: str, hook_name: str) -> Callable[..., Any]:
+        if self._obj is None and hook_name in KINDS:
+            return functools.partial(self._replay, hook_name)
+        return getattr(self.load(), attr)  # type: ignore[no-any-return]
+
+    def _replay(self, hook_name: str, register: Callable[..., None]) -> None:
+        for name, replaces, made in self._manifest["registered"].get(hook_name, ()):
+            if made is None:
+                obj: Any = Pending(functools.partial(self._resolve, hook_name, name))
+            else:
+                ref, provides, static = made
+                obj = Lazy(ref, frozenset(provides), {k: _thawed(v) for k, v in static})
+            register(name, obj, replaces=replaces)
+
+    def _resolve(self, hook_name: str, name: str) -> Any:
+        """The object the module registers as ``name`` with ``hook_name`` (imported now)."""
+        kind, check = KINDS[hook_name]
+        if hook_name not in self._made:
+            self.load()
+            regs: list[Registration[Any]] = []
+            try:
+                implementation = self._implementation(self._attrs[hook_name], hook_name)
+                implementation(register=Collector(kind, check, self._plugin, regs))
+            except Exception as exc:
+                raise self._fail(self._plugin, "validate", exc) from exc
+            self._made[hook_name] = {reg.name: reg.obj for reg in regs}
+        try:
+            return self._made[hook_name][name]
+        except KeyError:
+            gone = RegistrationError(f"it no longer registers {kind} {name!r} as imported")
+            raise self._fail(self._plugin, "validate", gone) from None
+
+
+@functools.lru_cache(maxsize=32)
+def _stub_code(argnames: tuple[str, ...], wraps: bool) -> types.CodeType:
+    """The code of a stub taking ``argnames`` (pluggy reads a hook implementation's
+    arguments from its code) and passing them to ``target()``, a generator for a hook
+    wrapper (as pluggy requires): compiled once a process per distinct argument list."""
+    names = ", ".join(argnames)
+    call = f"(yield from target()({names}))" if wraps else f"target()({names})"
+    namespace: dict[str, Any] = {}
+    exec(f"def stub({names}):\n    return {call}", namespace)
+    return namespace["stub"].__code__  # type: ignore[no-any-return]
+
+
+def manifest_of(pm: pluggy.PluginManager, obj: Any, name: str, registered: Any) -> Any:
+    """The manifest of plugin ``name`` (``obj``, just imported and registered): its hook
+    implementations, what its registry hooks registered (``registered``: hook -> list of
+    :class:`Registration`), and the files of its package's modules imported so far, with
+    their modification time and size. ``None`` when a file changed in the last two seconds
+    or none was found (nothing to tell an edit by)."""
+    import sys
+    import time
+
+    hooks = []
+    for attr in dir(obj):
+        opts = pm.parse_hookimpl_opts(obj, attr)
+        if opts is not None:
+            impl = pluggy.HookImpl(obj, name, getattr(obj, attr), opts)
+            hooks.append([attr, opts.get("specname") or attr, list(impl.argnames), opts])
+    module = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", "")
+    package = str(module).partition(".")[0]
+    files = []
+    for module_name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if package and path and (module_name + ".").startswith(package + "."):
+            st = os.stat(path)
+            if time.time_ns() - st.st_mtime_ns < _SETTLE_NS:
+                return None
+            files.append([path, st.st_mtime_ns, st.st_size])
+    made: dict[str, list[Any]] = {}
+    for hook_name, regs in registered.items():
+        for reg in regs:
+            made.setdefault(hook_name, []).append([reg.name, reg.replaces, _frozen(reg.obj)])
+    if not files:
+        return None
+    return {"files": sorted(files), "hooks": hooks, "registered": made}
+
+
+def _frozen(obj: Any) -> Any:
+    """A :class:`Lazy` registration as the manifest keeps it, ``[ref, provides, static]``,
+    or ``None`` (not lazy, or a static attribute JSON cannot keep as it is)."""
+    if not isinstance(obj, Lazy):
+        return None
+    static = [[k, v] for k, v in vars(obj).items() if k in obj.provides]
+    for item in static:
+        if isinstance(item[1], tuple) and _is_strings(list(item[1])):
+            item[1] = {"tuple": list(item[1])}
+        elif not isinstance(item[1], (str, int, float, type(None))):  # (bool is an int)
+            return None
+    return [obj.ref, sorted(obj.provides), static]
+
+
+def _thawed(value: Any) -> Any:
+    """A static attribute of a :class:`Lazy` as :func:`_frozen` kept it."""
+    return tuple(value["tuple"]) if isinstance(value, dict) else value
+
+
 # -- messages ------------------------------------------------------------------------------------
 
 
@@ -640,6 +831,8 @@ class PluginManager:
         self._plugins: dict[str, Plugin] = {}
         self._loaded = False
         self._conflicts: dict[str, list[str]] = {}
+        #: plugin -> registry hook -> what it registered, as the registries were last built
+        self._registered: dict[str, dict[str, list[Registration[Any]]]] = {}
         self._changed()
         # every plugin registered from now on declares its own hooks as it is registered
         self.pm.hook.plait_addhooks.call_historic(kwargs={"pluginmanager": self})
@@ -698,7 +891,7 @@ class PluginManager:
             found = installed.found()
         else:
             found = list(iter_entry_points(self._entry_points))
-        known = installed.compatible if installed is not None else set()
+        imported: list[Plugin] = []
         for ep, dist_name, version, requires in found:
             spec = f"{ep.name} = {ep.value}"
             plugin = Plugin(ep.name, dist_name, version, spec)
@@ -719,11 +912,14 @@ class PluginManager:
                         f"{dist_name} {version} ({spec}); uninstall one or disable one "
                         f"by distribution name ({DISABLE_ENV}={dist_name})"
                     )
-                check_compatible(requires, plugin, self.running_version, known)
-                if installed is not None:
-                    installed.checked(requires)
-                phase = "import"
-                obj = ep.load()
+                manifest = installed.manifest(ep.name) if installed is not None else None
+                if manifest is None:
+                    check_compatible(requires, plugin, self.running_version)
+                    phase = "import"
+                    obj = ep.load()
+                    imported.append(plugin)
+                else:  # its module is imported when one of its hooks or names is used
+                    obj = LazyPlugin(plugin, ep, manifest, self._fail)
                 phase = "register"
                 self._register_hooks(obj, ep.name, check=False)
                 plugin.obj = obj
@@ -735,9 +931,15 @@ class PluginManager:
                     check_known(self.pm, plugin.name)
                 except RegistrationError as exc:
                     self._fail(plugin, "register", exc)
-        if installed is not None:
-            installed.save()
         self._build_registries()
+        if installed is not None:
+            for plugin in imported:
+                if plugin.status == "loaded":
+                    registered = self._registered.get(plugin.name, {})
+                    manifest = manifest_of(self.pm, plugin.obj, plugin.name, registered)
+                    if manifest is not None:
+                        installed.remember(plugin.name, manifest)
+            installed.save()
         self._loaded = True
         self._warn_unknown_disabled()
 
@@ -787,6 +989,8 @@ class PluginManager:
         hook implementations), or ``None``.
         """
         plugin = self._plugins.get(name)
+        if plugin is not None and isinstance(plugin.obj, LazyPlugin):
+            return plugin.obj.load()
         return None if plugin is None else plugin.obj
 
     # -- in-process plugins ------------------------------------------------------
@@ -981,14 +1185,18 @@ class PluginManager:
         ``tryfirst`` and ``trylast`` apply), each with a ``register`` that knows its
         plugin: a failure is that plugin's, in phase ``validate``."""
         collected: dict[str, dict[str, list[Registration[Any]]]] = {k: {} for k in KIND_NAMES}
+        self._registered = {}
         for hook_name, (kind, check) in KINDS.items():
             regs: list[Registration[Any]] = []
             for impl in call_each(self.pm, hook_name):
                 plugin = self._plugins[impl.plugin_name]
+                made: list[Registration[Any]] = []
                 try:
-                    call_impl(impl, register=Collector(kind, check, plugin, regs))
+                    call_impl(impl, register=Collector(kind, check, plugin, made))
                 except Exception as exc:
                     return collected, [self._fail(plugin, "validate", exc)]
+                self._registered.setdefault(plugin.name, {})[hook_name] = made
+                regs += made
             for reg in regs:
                 collected[reg.kind].setdefault(reg.name, []).append(reg)
         return collected, []
@@ -1149,7 +1357,7 @@ class PluginManager:
         for plugin in self._plugins.values():
             registered: dict[str, list[str]] = {}
             for kind, registry in self._registries.items():
-                names = [r.name for r in registry.values() if r.plugin == plugin.name]
+                names = [n for n in registry.names() if registry.plugin(n) == plugin.name]
                 if names:
                     registered[kind] = names
             hooks = [hook_name for hook_name, givers in gives.items() if plugin.name in givers]

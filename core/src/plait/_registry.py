@@ -94,6 +94,16 @@ class Lazy:
         return f"<lazy {self.ref} ({state})>"
 
 
+class Pending:
+    """What an installed plugin registered, as its manifest says, before its module is
+    imported: a registry resolves it (``resolve()`` imports the module and asks it again)
+    when the name is first looked up. It was checked against its kind's protocol when the
+    manifest was written."""
+
+    def __init__(self, resolve: Callable[[], Any]) -> None:
+        self.resolve = resolve
+
+
 def lazy(ref: str, *, provides: tuple[str, ...] = (), **static: Any) -> Lazy:
     """Register ``module:attr`` without importing it: a plugin's registry hook stays cheap
     (a ``plait`` command pays plugin loading on every start), and the module is imported
@@ -196,7 +206,7 @@ class Registry(Generic[T]):
         :raises UnknownNameError: naming ``what`` asked for it and listing installed names.
         """
         try:
-            return self._entries[name].obj
+            return self.entry(name).obj
         except KeyError:
             if name in self._conflicts:
                 raise PluginConflictError(self._conflicts[name]) from None
@@ -209,8 +219,17 @@ class Registry(Generic[T]):
             ) from None
 
     def entry(self, name: str) -> Registration[T]:
-        """The full registration record for ``name`` (``KeyError`` if absent)."""
-        return self._entries[name]
+        """The full registration record for ``name`` (``KeyError`` if absent), its
+        plugin's module imported if the name was registered from a manifest
+        (:class:`Pending`)."""
+        entry = self._entries[name]
+        if isinstance(entry.obj, Pending):
+            entry = self._entries[name] = attrs.evolve(entry, obj=entry.obj.resolve())
+        return entry
+
+    def plugin(self, name: str) -> str:
+        """The plugin that registered ``name`` (``KeyError`` if absent), importing nothing."""
+        return self._entries[name].plugin
 
     def names(self) -> list[str]:
         """Registered names, sorted."""
@@ -227,7 +246,7 @@ class Registry(Generic[T]):
 
     def values(self) -> list[Registration[T]]:
         """Registrations sorted by name."""
-        return [self._entries[n] for n in self.names()]
+        return [self.entry(n) for n in self.names()]
 
 
 class Collector:
@@ -251,7 +270,7 @@ class Collector:
         plugin = self.plugin
         if not isinstance(name, str) or not name:
             raise RegistrationError(f"{self.kind} names must be non-empty strings, got {name!r}")
-        problem = self.check(obj)
+        problem = None if isinstance(obj, Pending) else self.check(obj)
         if problem is not None:
             raise RegistrationError(
                 f"{self.kind} {name!r} does not fit the {self.kind} protocol: {problem}"
