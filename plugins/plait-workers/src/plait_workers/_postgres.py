@@ -71,8 +71,9 @@ class RunQueue(PostgresQueue):
 
     async def sweep(self, lock: int = 60, abort: float = 5.0) -> list[str]:
         """Delete ended jobs past their expiry, and hand on every job whose worker stopped
-        beating. ``lock`` and ``abort`` are not used: the lock lives as long as the sweep's
-        transaction, and nothing waits for a dead worker."""
+        beating or is a gone process of this host (:func:`~._jobs.stuck`). ``lock`` and
+        ``abort`` are not used: the lock lives as long as the sweep's transaction, and
+        nothing waits for a dead worker."""
         swept: list[str] = []
         async with self.pool.connection() as conn, conn.transaction():
             cursor = await conn.execute(
