@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import collections.abc
 import json
 import os
 import random
@@ -191,9 +192,10 @@ def soak(
     submitter.start()
     next_kill = time.time() + random.uniform(*kill_every)
     outputs: dict[str, tuple[int, float]] = {}
+    tail = _Tail(effects)
     try:
         while time.time() - began < deadline:
-            for line in effects.read_text().splitlines():
+            for line in tail.read():
                 if line.startswith("o "):
                     _, run_id, value, _pid, at = line.split()
                     outputs.setdefault(run_id, (int(value), float(at)))
@@ -202,7 +204,7 @@ def soak(
             for proc in procs:
                 rss[proc.pid] = max(rss[proc.pid], _rss_mb(proc.pid))
             want_more = (kills == 0 and len(outputs) < runs // 2) or len(kill_times) < kills
-            victim = _busy_victim(effects, procs) if want_more else None
+            victim = _busy_victim(tail.recent, procs) if want_more else None
             if victim is not None and time.time() >= next_kill:
                 procs[victim].send_signal(signal.SIGKILL)
                 procs[victim].wait()
@@ -231,15 +233,39 @@ def soak(
     return report
 
 
-def _busy_victim(effects: Path, procs: list[subprocess.Popen[bytes]]) -> int | None:
-    """A worker to kill: one that started a step in the last second, so that the kill
-    interrupts runs (the takeover is measured on them); ``None`` while none has."""
-    recent = time.time() - 1.0
+class _Tail:
+    """The effects log read as it grows (each read returns the complete lines written
+    since the last; read whole every half second, a 10,000-run soak's log cost the
+    driver a core's worth of time towards its end), and the last few hundred lines."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.recent: collections.deque[str] = collections.deque(maxlen=400)
+
+    def read(self) -> list[str]:
+        with open(self.path, "rb") as log:
+            log.seek(self.offset)
+            data = log.read()
+        end = data.rfind(b"\n") + 1  # (a line still being written waits for the next read)
+        self.offset += end
+        lines = data[:end].decode().splitlines()
+        self.recent.extend(lines)
+        return lines
+
+
+def _busy_victim(
+    recent: collections.abc.Iterable[str], procs: list[subprocess.Popen[bytes]]
+) -> int | None:
+    """A worker to kill: one that started a step in the last second (among the ``recent``
+    lines of the effects log), so that the kill interrupts runs (the takeover is measured
+    on them); ``None`` while none has."""
+    since = time.time() - 1.0
     busy: set[int] = set()
-    for line in effects.read_text().splitlines()[-400:]:
+    for line in recent:
         if line.startswith("e "):
             _, _run, _key, pid, started, _end = line.split()
-            if float(started) >= recent:
+            if float(started) >= since:
                 busy.add(int(pid))
     choices = [n for n, proc in enumerate(procs) if proc.pid in busy]
     return random.choice(choices) if choices else None

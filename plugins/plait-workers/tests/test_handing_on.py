@@ -158,3 +158,40 @@ def test_a_redelivery_goes_before_every_run_not_yet_started(store: str) -> None:
             assert await queue.enqueue_many([job_for(orders[0], queue=queue)]) == [None]
 
     anyio.run(main)
+
+
+def test_a_job_of_a_gone_worker_of_this_host_is_handed_on_without_waiting(store: str) -> None:
+    """A worker process of this host that no longer exists beats no more: its jobs are
+    handed on at the next sweep, not after the heartbeat's timeout (a minute here); a
+    live worker's are not."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from plait_workers._jobs import gone
+
+    here = socket.gethostname()
+    dead_name = f"{here}:{subprocess.Popen([sys.executable, '-c', 'pass']).pid}"
+    os.waitpid(int(dead_name.rpartition(":")[2]), 0)
+    assert gone(dead_name)
+    assert not gone(f"{here}:{os.getpid()}")  # this process
+    assert not gone(f"elsewhere:{dead_name.rpartition(':')[2]}")  # another host: not known
+
+    async def main() -> None:
+        async with open_queue(store, f"g{uuid.uuid4().hex[:10]}") as queue:
+            dead = await _taken(queue, dead_name, heartbeat=60)
+            alive = await _taken(queue, f"{here}:{os.getpid()}", heartbeat=60)
+            with anyio.fail_after(60):
+                swept: list[str] = []
+                while not swept:  # (another sweep's lock, on a loaded machine)
+                    swept = await queue.sweep(lock=1, abort=60)
+                    if not swept:
+                        await anyio.sleep(1.2)
+            assert swept in ([dead.key], [dead.id])  # (PostgreSQL names keys, Redis ids)
+            stored = await queue.job(dead.key)
+            assert stored is not None and stored.status == Status.QUEUED
+            assert stored.worker_id is None  # (the gone worker is no later delivery's)
+            assert await queue.beat(alive) == Status.ACTIVE
+
+    anyio.run(main)

@@ -4,6 +4,8 @@ job: whose delivery it is, and how the sweep hands on the job of a worker that i
 from __future__ import annotations
 
 import logging
+import os
+import socket
 
 from saq.job import Job, Status
 from saq.utils import now
@@ -12,6 +14,7 @@ __all__ = [
     "CANCEL_META",
     "FIRST_DELIVERY",
     "REDELIVERY",
+    "gone",
     "handed_on",
     "log_hand_on",
     "owned",
@@ -34,12 +37,32 @@ CANCEL_META = "plait_cancel"
 
 
 def stuck(job: Job, after: float | None = None) -> bool:
-    """Has ``job``'s worker stopped beating: running (or stopping, cancelled) with no
-    heartbeat for ``after`` seconds (default: the job's own ``heartbeat``)?"""
+    """Has ``job``'s worker stopped: running (or stopping, cancelled) and either its worker
+    is a process of this host that is gone (:func:`gone`), or it has not beaten for
+    ``after`` seconds (default: the job's own ``heartbeat``)?"""
     if job.status not in (Status.ACTIVE, Status.ABORTING):
         return False
+    if gone(job.worker_id):
+        return True
     limit = job.heartbeat if after is None else after
     return bool(limit) and (now() - job.touched) / 1000 > limit
+
+
+def gone(worker_id: str | None) -> bool:
+    """Is ``worker_id`` (a worker's name, ``host:pid``) a process of this host, other than
+    this one, that no longer exists? Its jobs need not wait for the heartbeat's timeout
+    (the rule Plait's lease applies to a holder of this host). A worker of another host, a
+    pid that lives (or was reused), or a name of another form is not known gone."""
+    host, _, pid = (worker_id or "").rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit() or int(pid) in (0, os.getpid()):
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # (someone else's process: alive)
+        return False
+    return False
 
 
 def owned(stored: Job | None, job: Job) -> bool:
@@ -71,6 +94,7 @@ def handed_on(job: Job, error: str) -> Job:
     PostgreSQL queue had fetched for a worker, which sat in the worker's memory while the
     sweep handed it on, is that worker's and has that attempt too)."""
     job.attempts += 1
+    job.worker_id = None  # (the worker that died: not the next delivery's, nor gone then)
     job.priority = REDELIVERY  # (before every run not yet started)
     if job.status == Status.ABORTING:
         job.meta[CANCEL_META] = job.error or "cancelled"

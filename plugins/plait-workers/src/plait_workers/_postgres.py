@@ -35,11 +35,28 @@ from saq.job import Job, Status
 from saq.queue.postgres import ENQUEUE, PostgresQueue
 from saq.utils import now, now_seconds
 
-from ._jobs import REDELIVERY, handed_on, log_hand_on, owned, stuck, taken_by
+from ._jobs import REDELIVERY, handed_on, log_hand_on, stuck
 
 __all__ = ["RunQueue"]
 
 logger = logging.getLogger("plait_workers")
+
+#: The stored job (its JSON: saq writes a field only when it differs from its default) is
+#: still the delivery of the worker and attempt given (:func:`~._jobs.owned`)
+_OWNED = (
+    "(convert_from(job, 'UTF8')::jsonb ->> 'worker_id') IS NOT DISTINCT FROM %s AND "
+    "COALESCE((convert_from(job, 'UTF8')::jsonb ->> 'attempts')::int, 0) = %s"
+)
+#: The stored job waits for the first word of the worker that has just taken it: the
+#: attempt before the worker's (:func:`~._jobs.taken_by`), taken from the queue
+#: (``active``). ``queued`` matches too, for the update's own snapshot: saq hands a job to
+#: the worker before the dequeue's transaction commits, and an update that found the row
+#: ``queued`` waits for that commit and checks this again on the row as it committed (one
+#: that found no row would not wait)
+_TAKEN = (
+    "status IN ('queued', 'active') AND "
+    "COALESCE((convert_from(job, 'UTF8')::jsonb ->> 'attempts')::int, 0) = %s"
+)
 
 
 class RunQueue(PostgresQueue):
@@ -54,8 +71,9 @@ class RunQueue(PostgresQueue):
 
     async def sweep(self, lock: int = 60, abort: float = 5.0) -> list[str]:
         """Delete ended jobs past their expiry, and hand on every job whose worker stopped
-        beating. ``lock`` and ``abort`` are not used: the lock lives as long as the sweep's
-        transaction, and nothing waits for a dead worker."""
+        beating or is a gone process of this host (:func:`~._jobs.stuck`). ``lock`` and
+        ``abort`` are not used: the lock lives as long as the sweep's transaction, and
+        nothing waits for a dead worker."""
         swept: list[str] = []
         async with self.pool.connection() as conn, conn.transaction():
             cursor = await conn.execute(
@@ -95,26 +113,40 @@ class RunQueue(PostgresQueue):
                 swept.append(key)
             if rows:  # one round trip: one by one, a loaded worker's sweep took seconds
                 async with conn.cursor() as writer:
-                    await writer.executemany(self._write_sql, rows)
+                    await writer.executemany(self._write_sql(), rows)
                 # wake the workers waiting for work now (saq notifies an enqueue, not this;
                 # without it an idle worker takes the job at its next upkeep, a second on)
                 await self._notify(ENQUEUE, connection=conn)
         return swept
 
-    @property
-    def _write_sql(self) -> Any:
+    def _write_sql(self, where: str = "") -> Any:
+        """An update of a job's row: its JSON, status, schedule, priority and expiry, where
+        its key is ``%s`` (and ``where`` holds: a condition on the stored row, checked
+        under the row's lock by the update itself), returning the key of each row written."""
         return SQL(
             "UPDATE {jobs} SET job = %s, status = %s, scheduled = %s, priority = %s, "
-            "expire_at = NULL WHERE key = %s"
+            "expire_at = %s WHERE key = %s" + (f" AND {where}" if where else "") + " RETURNING key"
         ).format(jobs=self.jobs_table)
 
-    def _row(self, job: Job) -> tuple[Any, ...]:
-        return (self.serialize(job), job.status, job.scheduled, job.priority, job.key)
+    def _row(self, job: Job, expire_at: float | None = None) -> tuple[Any, ...]:
+        return (
+            self.serialize(job),
+            job.status,
+            job.scheduled,
+            job.priority,
+            expire_at,
+            job.key,
+        )
 
-    async def _write(self, conn: AsyncConnection[Any], job: Job) -> None:
-        """Store ``job`` as it is (its status, schedule and priority in their columns), on
-        ``conn``."""
-        await conn.execute(self._write_sql, self._row(job))
+    async def _write_owned(self, job: Job, expire_at: float | None = None) -> bool:
+        """Store ``job`` as it is (its status, schedule, priority and ``expire_at`` in their
+        columns) if the stored job is still its delivery (:func:`~._jobs.owned`): one
+        statement, no transaction around it. Whether it was written."""
+        async with self.pool.connection() as conn:
+            cursor = await conn.execute(
+                self._write_sql(_OWNED), (*self._row(job, expire_at), job.worker_id, job.attempts)
+            )
+            return await cursor.fetchone() is not None
 
     async def _locked(self, conn: AsyncConnection[Any], key: str) -> Job | None:
         """The job ``key`` as stored, its row locked until ``conn``'s transaction ends."""
@@ -176,34 +208,49 @@ class RunQueue(PostgresQueue):
         return [job if job.key in taken else None for job in jobs]
 
     # -- writes only an owner makes ----------------------------------------------------------
+    #
+    # Each is one statement that checks the stored row in its own WHERE (PostgreSQL locks
+    # the row and checks again before it writes): no transaction, no read before the
+    # write. Locked and read first, each took five round trips or more, and on a loaded
+    # machine the worker's time went to sending statements.
 
     async def _update(self, job: Job, status: Status | None = None, **kwargs: Any) -> None:
         """saq's update; the first word of a worker that has just taken ``job`` (``active``,
         with its attempt counted) is written only while the job still waits for it, not
-        over a cancellation or another delivery."""
-        if status != Status.ACTIVE or kwargs.get("connection") is not None:
-            await super()._update(job, status, **kwargs)  # (the dequeue's own write, too)
+        over a cancellation or another delivery. The dequeue's own write (on its
+        transaction's ``connection``) is one update of the row it has just locked."""
+        connection = kwargs.get("connection")
+        if connection is not None and status == Status.ACTIVE and "expire_at" not in kwargs:
+            job.status = status
+            await connection.execute(
+                SQL(
+                    "UPDATE {jobs} SET job = %s, status = %s, scheduled = %s WHERE key = %s"
+                ).format(jobs=self.jobs_table),
+                (self.serialize(job), job.status, job.scheduled, job.key),
+            )
             return
-        async with self.pool.connection() as conn, conn.transaction():
-            stored = await self._locked(conn, job.key)
-            if not taken_by(stored, job) or stored is None or stored.status != Status.ACTIVE:
+        if status != Status.ACTIVE or connection is not None:
+            await super()._update(job, status, **kwargs)
+            return
+        job.status = status
+        async with self.pool.connection() as conn:
+            cursor = await conn.execute(
+                self._write_sql(_TAKEN),
+                (*self._row(job), job.attempts - 1),
+            )
+            if await cursor.fetchone() is None:
                 logger.info("not starting job %s: cancelled or handed on", job.key)
-                return
-            await super()._update(job, status, connection=conn, **kwargs)
 
     async def _retry(self, job: Job, error: str | None) -> None:
         """saq's retry (queued again after the job's retry delay), written only while the
         stored job is still ``job``'s delivery."""
         delay = job.next_retry_delay()
         scheduled = time.time() + delay if delay else (job.scheduled or now_seconds())
-        async with self.pool.connection() as conn, conn.transaction():
-            if not owned(await self._locked(conn, job.key), job):
-                logger.info("not retrying job %s: another delivery has it", job.key)
-                return
-            job.status = Status.QUEUED
-            job.scheduled = int(scheduled)
-            job.priority = REDELIVERY  # before every run not yet started, once due
-            await self._write(conn, job)
+        job.status = Status.QUEUED
+        job.scheduled = int(scheduled)
+        job.priority = REDELIVERY  # before every run not yet started, once due
+        if not await self._write_owned(job):
+            logger.info("not retrying job %s: another delivery has it", job.key)
 
     async def _finish(
         self,
@@ -215,22 +262,22 @@ class RunQueue(PostgresQueue):
         connection: AsyncConnection[Any] | None = None,
     ) -> None:
         """saq's finish (the job kept for its ``ttl``, or deleted), written only while the
-        stored job is still ``job``'s delivery."""
-        async with (
-            self.nullcontext(connection) if connection else self.pool.connection() as conn,
-            conn.transaction(),
-        ):
-            if not owned(await self._locked(conn, job.key), job):
-                logger.info("not finishing job %s: another delivery has it", job.key)
-                return
-            if job.ttl < 0:
-                await conn.execute(
-                    SQL("DELETE FROM {jobs} WHERE key = %s").format(jobs=self.jobs_table),
-                    (job.key,),
+        stored job is still ``job``'s delivery. ``connection`` is not used."""
+        if job.ttl < 0:
+            async with self.pool.connection() as conn:
+                cursor = await conn.execute(
+                    SQL(
+                        "DELETE FROM {jobs} WHERE key = %s AND " + _OWNED + " RETURNING key"
+                    ).format(jobs=self.jobs_table),
+                    (job.key, job.worker_id, job.attempts),
                 )
-                return
-            expire_at = now_seconds() + job.ttl if job.ttl > 0 else None
-            await self.update(job, status=status, expire_at=expire_at, connection=conn)
+                written = await cursor.fetchone() is not None
+        else:
+            job.status = status
+            job.touched = now()
+            written = await self._write_owned(job, now_seconds() + job.ttl if job.ttl > 0 else None)
+        if not written:
+            logger.info("not finishing job %s: another delivery has it", job.key)
 
     async def abort(self, job: Job, error: str, ttl: float = 5) -> None:
         """Abort ``job``: one waiting on the queue ends ``aborted`` at once; a running one is
@@ -247,68 +294,51 @@ class RunQueue(PostgresQueue):
                 return
             waiting = stored.status == Status.QUEUED
             stored.error = error
+            expire = None
             if waiting:
                 stored.status = Status.ABORTED
                 stored.completed = now()
                 expire = now_seconds() + stored.ttl if stored.ttl > 0 else None
-                await conn.execute(
-                    SQL(
-                        "UPDATE {jobs} SET job = %s, status = %s, expire_at = %s WHERE key = %s"
-                    ).format(jobs=self.jobs_table),
-                    (self.serialize(stored), stored.status, expire, stored.key),
-                )
             else:
                 stored.status = Status.ABORTING
-                await self._write(conn, stored)
+            await conn.execute(self._write_sql(), self._row(stored, expire))
         job.replace(stored)
 
     async def beat(self, job: Job) -> Status | None:
         """A worker's heartbeat for ``job``: touch the stored job, keeping its status, while
         it is still ``job``'s delivery; its status then (``active``, or ``aborting`` when
         cancelled), or ``None`` when the job was handed on or has ended."""
-        async with self.pool.connection() as conn, conn.transaction():
-            stored = await self._locked(conn, job.key)
-            if not owned(stored, job) or stored is None:
-                return None
-            if stored.status not in (Status.ACTIVE, Status.ABORTING):
-                return None
-            stored.touched = now()
-            await self._write(conn, stored)
-            return stored.status
+        return (await self.beat_many([job])).get(job.key)
 
     async def beat_many(self, jobs: list[Job]) -> dict[str, Status]:
-        """:meth:`beat` for each of ``jobs`` in one transaction (one connection of the
-        pool, however many runs the worker holds): the status of each still its
-        delivery, by job key (a job handed on or ended is left out)."""
-        found: dict[str, Status] = {}
+        """:meth:`beat` for each of ``jobs`` in one statement, however many runs the worker
+        holds: it sets the ``touched`` of each stored job still its delivery (and running,
+        or being cancelled) in the stored JSON, all else as stored; the status of each, by
+        job key (a job handed on or ended is left out)."""
         if not jobs:
-            return found
-        mine = {job.key: job for job in jobs}
-        async with self.pool.connection() as conn, conn.transaction():
+            return {}
+        async with self.pool.connection() as conn:
             cursor = await conn.execute(
                 SQL(
-                    "SELECT key, job, status FROM {jobs} WHERE key = ANY(%s) "
-                    "ORDER BY key FOR UPDATE"  # (one order: no deadlock between workers)
+                    "WITH mine AS (SELECT * FROM unnest(%s::text[], %s::text[], %s::int[]) "
+                    "AS m(key, worker_id, attempts)), "
+                    "beaten AS (SELECT j.key FROM {jobs} AS j JOIN mine USING (key) "
+                    "WHERE j.status IN ('active', 'aborting') "
+                    "AND (convert_from(j.job, 'UTF8')::jsonb ->> 'worker_id') "
+                    "IS NOT DISTINCT FROM mine.worker_id "
+                    "AND COALESCE((convert_from(j.job, 'UTF8')::jsonb ->> 'attempts')::int, 0) "
+                    "= mine.attempts "
+                    "ORDER BY j.key FOR UPDATE OF j) "  # (one order: no deadlock between workers)
+                    "UPDATE {jobs} AS j SET job = convert_to(jsonb_set("
+                    "convert_from(j.job, 'UTF8')::jsonb, '{{touched}}', to_jsonb(%s::bigint)"
+                    ")::text, 'UTF8') FROM beaten WHERE j.key = beaten.key "
+                    "RETURNING j.key, j.status"
                 ).format(jobs=self.jobs_table),
-                (list(mine),),
+                (
+                    [job.key for job in jobs],
+                    [job.worker_id for job in jobs],
+                    [job.attempts for job in jobs],
+                    now(),
+                ),
             )
-            touched = now()
-            rows: list[tuple[Any, str]] = []
-            for key, raw, status in await cursor.fetchall():
-                stored = self.deserialize(raw, status)
-                if stored is None or not owned(stored, mine[key]):
-                    continue
-                if stored.status not in (Status.ACTIVE, Status.ABORTING):
-                    continue
-                stored.touched = touched
-                rows.append((self.serialize(stored), key))
-                found[key] = stored.status
-            if rows:
-                async with conn.cursor() as writer:
-                    await writer.executemany(
-                        SQL("UPDATE {jobs} SET job = %s WHERE key = %s").format(
-                            jobs=self.jobs_table
-                        ),
-                        rows,
-                    )
-        return found
+            return {key: Status(status) for key, status in await cursor.fetchall()}

@@ -147,8 +147,9 @@ class RunQueue(RedisQueue):
 
     async def sweep(self, lock: int = 60, abort: float = 5.0) -> list[str]:
         """Hand on every job of the active list whose worker is gone: stuck (no heartbeat
-        for :attr:`stuck_after` seconds), ``queued`` a sweep after it was taken, or
-        missing. ``abort`` is not used: nothing waits for a dead worker."""
+        for :attr:`stuck_after` seconds, or its worker a gone process of this host:
+        :func:`~._jobs.stuck`), ``queued`` a sweep after it was taken, or missing.
+        ``abort`` is not used: nothing waits for a dead worker."""
         if self._snapshot is None:
             self._snapshot = self.redis.register_script(_SNAPSHOT)
         found = await self._snapshot(
