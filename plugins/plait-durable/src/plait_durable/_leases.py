@@ -29,20 +29,6 @@ __all__ = ["granted", "held_error", "is_free", "lost_error", "released", "take_l
 _live_owners: set[str] = set()
 
 
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    except OSError:
-        return True
-    return True
-
-
 def is_free(holder: LeaseHolder | None, expires_at: float, now: float | None = None) -> bool:
     """Whether a stored lease may be taken: released or expired (``expires_at`` passed),
     unreadable, or held by a process known to be dead."""
@@ -50,11 +36,9 @@ def is_free(holder: LeaseHolder | None, expires_at: float, now: float | None = N
         return True
     if expires_at <= (time.time() if now is None else now):
         return True
-    if holder.host != socket.gethostname():
-        return False
-    if holder.pid == os.getpid():
+    if holder.host == socket.gethostname() and holder.pid == os.getpid():
         return holder.owner not in _live_owners
-    return not _pid_alive(holder.pid)
+    return holder.gone()
 
 
 def granted(lease: Lease) -> Lease:

@@ -289,6 +289,23 @@ class LeaseHolder:
         """A holder for this process, now."""
         return cls(socket.gethostname(), os.getpid(), time.time(), uuid.uuid4().hex)
 
+    def gone(self) -> bool:
+        """Is the holder a process of this host, other than this one, that no longer
+        exists? Then what it holds need not wait for its expiry. A holder of another host,
+        this process, or a pid that lives (or was reused; someone else's process counts as
+        alive) is not known gone; a pid no process can have (0 or less) is."""
+        if self.host != socket.gethostname() or self.pid == os.getpid():
+            return False
+        if self.pid <= 0:
+            return True
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:  # (someone else's process: alive)
+            return False
+        return False
+
     def describe(self) -> str:
         """``host h, pid 123, since 2025-01-02T03:04:05Z``."""
         since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.since))

@@ -4,9 +4,8 @@ job: whose delivery it is, and how the sweep hands on the job of a worker that i
 from __future__ import annotations
 
 import logging
-import os
-import socket
 
+from plait_durable import LeaseHolder
 from saq.job import Job, Status
 from saq.utils import now
 
@@ -50,19 +49,14 @@ def stuck(job: Job, after: float | None = None) -> bool:
 
 def gone(worker_id: str | None) -> bool:
     """Is ``worker_id`` (a worker's name, ``host:pid``) a process of this host, other than
-    this one, that no longer exists? Its jobs need not wait for the heartbeat's timeout
-    (the rule Plait's lease applies to a holder of this host). A worker of another host, a
-    pid that lives (or was reused), or a name of another form is not known gone."""
+    this one, that no longer exists? Its jobs need not wait for the heartbeat's timeout:
+    the rule Plait's lease applies to a holder of this host (:meth:`LeaseHolder.gone`). A
+    worker of another host, a pid that lives (or was reused), or a name of another form is
+    not known gone."""
     host, _, pid = (worker_id or "").rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit() or int(pid) in (0, os.getpid()):
+    if not host or not pid.isdigit() or int(pid) == 0:
         return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # (someone else's process: alive)
-        return False
-    return False
+    return LeaseHolder(host, int(pid), 0.0, "").gone()
 
 
 def owned(stored: Job | None, job: Job) -> bool:
