@@ -468,15 +468,7 @@ class PostgresCheckpointStore(CheckpointStoreBase):
                 await conn.execute(_UPSERT_RUN, (*summary.as_row(), inserted[0]))
                 await _insert_events(conn, checkpoint.run_id, stored)
                 return
-            cursor = await conn.execute(
-                "SELECT data FROM plait_checkpoints WHERE checkpoint_id = %s",
-                (checkpoint.checkpoint_id,),
-            )
-            row = await cursor.fetchone()
-            if row is None and lease is not None:
-                raise self._lost(lease, await self._holder(conn, checkpoint.run_id))
-        if row is None or bytes(row[0]) != data:
-            raise self._duplicate(checkpoint)
+            await self._not_written(conn, checkpoint, data, lease)
 
     async def _write_one(self, checkpoint: Checkpoint, data: bytes, lease: Lease | None) -> None:
         """:meth:`_write` of a checkpoint with neither blobs nor journal lines: one
@@ -492,13 +484,20 @@ class PostgresCheckpointStore(CheckpointStoreBase):
             )
             if await cursor.fetchone() is not None:
                 return
-            cursor = await conn.execute(
-                "SELECT data FROM plait_checkpoints WHERE checkpoint_id = %s",
-                (checkpoint.checkpoint_id,),
-            )
-            row = await cursor.fetchone()
-            if row is None and lease is not None:
-                raise self._lost(lease, await self._holder(conn, checkpoint.run_id))
+            await self._not_written(conn, checkpoint, data, lease)
+
+    async def _not_written(
+        self, conn: Any, checkpoint: Checkpoint, data: bytes, lease: Lease | None
+    ) -> None:
+        """Why a checkpoint's insert wrote nothing: the lease was lost (another holder), or
+        the id is taken; the same bytes stored under it already are no error."""
+        cursor = await conn.execute(
+            "SELECT data FROM plait_checkpoints WHERE checkpoint_id = %s",
+            (checkpoint.checkpoint_id,),
+        )
+        row = await cursor.fetchone()
+        if row is None and lease is not None:
+            raise self._lost(lease, await self._holder(conn, checkpoint.run_id))
         if row is None or bytes(row[0]) != data:
             raise self._duplicate(checkpoint)
 
