@@ -426,3 +426,23 @@ def test_a_second_process_loads_the_plugins_without_importlib_metadata_or_packag
             break
     assert first[1:] == ["True", "True"] or attempt > 0  # the first one asked
     assert second[1:] == ["False", "False"], runs
+
+
+def test_a_manifest_whose_argument_names_are_not_names_is_not_used(
+    kept: Path, remembered: Path, tmp_path: Path
+) -> None:
+    """A stub's code is made from its manifest's argument names: text that is not a plain
+    name (code, here) makes the manifest unused, and the module is imported as before."""
+    PluginManager(disabled=()).load_entrypoints()
+    del sys.modules["plait_twice"]
+    document = json.loads(remembered.read_text())
+    manifest = document["manifests"][document["states"][0]["plugins"]["twice"]]
+    assert manifest["hooks"], manifest
+    marker = tmp_path / "ran"
+    manifest["hooks"][0][2] = [f"register=open({str(marker)!r}, 'w')"]
+    remembered.write_text(json.dumps(document))
+    manager = PluginManager(disabled=())
+    manager.load_entrypoints()
+    assert "plait_twice" in sys.modules  # imported, not served from the manifest
+    assert registered_by_twice(manager) == ("loaded", {"merge_strategy": ["shortest"]})
+    assert not marker.exists()

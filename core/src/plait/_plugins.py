@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import keyword
 import os
 import re
 import types
@@ -396,6 +397,8 @@ class InstalledPlugins:
             for attr, hook_name, argnames, opts in manifest["hooks"]:
                 if not (_is_strings([attr, hook_name, *argnames]) and isinstance(opts, dict)):
                     return None
+                if not all(_is_argname(arg) for arg in argnames):  # (the stubs' code)
+                    return None
             for regs in manifest["registered"].values():
                 for name, replaces, made in regs:
                     if not _is_strings([name, *([replaces] if replaces else [])]):
@@ -530,6 +533,13 @@ def _unshared(shared: Any, table: list[Any]) -> dict[str, Any]:
 
 def _is_strings(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _is_argname(text: str) -> bool:
+    """Can ``text`` name a stub's argument: an identifier, not a keyword? A manifest
+    whose argument names are anything else is not used, so a stub's code is only ever a
+    ``def`` of plain names."""
+    return text.isidentifier() and not keyword.iskeyword(text)
 
 
 def _is_found(value: Any) -> bool:
