@@ -397,7 +397,7 @@ class InstalledPlugins:
             for attr, hook_name, argnames, opts in manifest["hooks"]:
                 if not (_is_strings([attr, hook_name, *argnames]) and isinstance(opts, dict)):
                     return None
-                if not all(_is_argname(arg) for arg in argnames):  # (the stubs' code)
+                if not all(_is_argname(arg) for arg in argnames):  # (what pluggy reads)
                     return None
             for regs in manifest["registered"].values():
                 for name, replaces, made in regs:
@@ -537,8 +537,8 @@ def _is_strings(value: Any) -> bool:
 
 def _is_argname(text: str) -> bool:
     """Can ``text`` name a stub's argument: an identifier, not a keyword? A manifest
-    whose argument names are anything else is not used, so a stub's code is only ever a
-    ``def`` of plain names."""
+    whose argument names are anything else is not used (pluggy would read them as the
+    implementation's arguments)."""
     return text.isidentifier() and not keyword.iskeyword(text)
 
 
@@ -675,7 +675,7 @@ class LazyPlugin:
             self._attrs[hook_name] = attr
             target = functools.partial(self._implementation, attr, hook_name)
             wraps = bool(opts.get("wrapper") or opts.get("hookwrapper"))
-            stub = types.FunctionType(_stub_code(tuple(argnames), wraps), {"target": target}, attr)
+            stub = _stub(attr, tuple(argnames), wraps, target)
             stub.plait_impl = dict(opts)  # type: ignore[attr-defined]
             self.__dict__[attr] = stub
 
@@ -721,16 +721,43 @@ class LazyPlugin:
             raise self._fail(self._plugin, "validate", gone) from None
 
 
+def _stub(
+    attr: str, argnames: tuple[str, ...], wraps: bool, target: Callable[[], Callable[..., Any]]
+) -> Callable[..., Any]:
+    """A stub for the hook implementation ``attr`` taking ``argnames``: it passes its
+    arguments on by name to ``target()`` (the implementation, imported on first call).
+    pluggy calls an implementation with its arguments in the order of their names, and
+    reads those names from the function that ``__wrapped__`` leads to (:func:`_arguments`);
+    a hook wrapper's stub is a generator function, as pluggy requires."""
+    if wraps:
+
+        def stub(*args: Any, **kwargs: Any) -> Any:
+            return (yield from target()(**dict(zip(argnames, args)), **kwargs))
+
+    else:
+
+        def stub(*args: Any, **kwargs: Any) -> Any:
+            return target()(**dict(zip(argnames, args)), **kwargs)
+
+    stub.__name__ = stub.__qualname__ = attr
+    stub.__wrapped__ = _arguments(argnames)  # type: ignore[attr-defined]
+    return stub
+
+
+def _never_called() -> None:
+    """The body of :func:`_arguments`' functions (never called)."""
+
+
 @functools.lru_cache(maxsize=32)
-def _stub_code(argnames: tuple[str, ...], wraps: bool) -> types.CodeType:
-    """The code of a stub taking ``argnames`` (pluggy reads a hook implementation's
-    arguments from its code) and passing them to ``target()``, a generator for a hook
-    wrapper (as pluggy requires): compiled once a process per distinct argument list."""
-    names = ", ".join(argnames)
-    call = f"(yield from target()({names}))" if wraps else f"target()({names})"
-    namespace: dict[str, Any] = {}
-    exec(f"def stub({names}):\n    return {call}", namespace)
-    return namespace["stub"].__code__  # type: ignore[no-any-return]
+def _arguments(argnames: tuple[str, ...]) -> Callable[..., None]:
+    """A function taking ``argnames`` and doing nothing, for pluggy (and
+    :func:`inspect.signature`) to read a stub's argument names from: a copy of
+    :func:`_never_called`'s code with those names as its arguments, so no text is ever
+    compiled from a manifest. Made once a process per distinct argument list."""
+    code = _never_called.__code__.replace(
+        co_argcount=len(argnames), co_nlocals=len(argnames), co_varnames=argnames
+    )
+    return types.FunctionType(code, {}, "arguments")
 
 
 def manifest_of(pm: pluggy.PluginManager, obj: Any, name: str, registered: Any) -> Any:
