@@ -446,3 +446,45 @@ def test_a_manifest_whose_argument_names_are_not_names_is_not_used(
     assert "plait_twice" in sys.modules  # imported, not served from the manifest
     assert registered_by_twice(manager) == ("loaded", {"merge_strategy": ["shortest"]})
     assert not marker.exists()
+
+
+OPTIONS = """
+
+import attrs
+
+@attrs.define
+class Knobs:
+    knob: int = 0
+
+@plait.hookimpl
+def plait_register_run_options(register):
+    register("knobs", Knobs)
+"""
+
+
+def test_a_run_option_group_from_a_manifest_is_imported_when_one_of_its_options_is_set(
+    kept: Path,
+) -> None:
+    """Which group declares an option is in its plugin's manifest: a run that sets none
+    of its options never imports it, one that does gets its class, and an unknown option
+    still lists every option there is."""
+    from plait._options import RunOptions
+
+    kept.write_text(PLUGIN_MODULE.format(strategy="shortest") + OPTIONS, encoding="utf-8")
+    settle(kept)
+    eager = PluginManager(disabled=()).run_options()
+    assert eager["knob"].distribution == "plait-twice"
+    del sys.modules["plait_twice"]
+    manager = PluginManager(disabled=())
+    table = manager.run_options()
+    assert "knob" in table and "checkpoint" in table and "plait_twice" not in sys.modules
+    RunOptions.from_kwargs({}, {"checkpoint": "memory://knobs"}, manager)
+    assert "plait_twice" not in sys.modules  # another plugin's option
+    options = RunOptions.from_kwargs({}, {"knob": 3}, manager)
+    assert options.value("knob") == 3 and options.of(table["knob"].group).knob == 3
+    assert table["knob"].group is sys.modules["plait_twice"].Knobs
+    del sys.modules["plait_twice"]
+    with pytest.raises(
+        plait.RunOptionError, match=r"knobb \(did you mean knob\?\).*plait-twice: knob"
+    ):
+        RunOptions.from_kwargs({}, {"knobb": 1}, PluginManager(disabled=()))

@@ -31,7 +31,7 @@ import os
 import re
 import types
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -382,10 +382,11 @@ class InstalledPlugins:
         ]
 
     def manifest(self, name: str) -> dict[str, Any] | None:
-        """What the entry point ``name`` registers (its hook implementations and the names
-        its registry hooks register), remembered when its module was last imported, or
-        ``None``: never imported with this ``sys.path``, or one of its package's module
-        files changed since (modification time or size, as bytecode is checked)."""
+        """What the entry point ``name`` registers (its hook implementations, the names
+        its registry hooks register and its run options), remembered when its module was
+        last imported, or ``None``: never imported with this ``sys.path``, or one of its
+        package's module files changed since (modification time or size, as bytecode is
+        checked)."""
         manifest = self.manifests.get(name)
         if not isinstance(manifest, dict):
             return None
@@ -399,6 +400,9 @@ class InstalledPlugins:
                     return None
                 if not all(_is_argname(arg) for arg in argnames):  # (what pluggy reads)
                     return None
+            options = manifest.get("options", {})
+            if not all(_is_strings(names) for names in options.values()):
+                return None
             for regs in manifest["registered"].values():
                 for name, replaces, made in regs:
                     if not _is_strings([name, *([replaces] if replaces else [])]):
@@ -688,6 +692,12 @@ class LazyPlugin:
                 raise self._fail(self._plugin, "import", exc) from exc
         return self._obj
 
+    def option_names(self, group: str) -> list[str] | None:
+        """The names of the run options of ``group`` (a class this plugin registers with
+        ``plait_register_run_options``), as the manifest keeps them, or ``None``."""
+        names: list[str] | None = self._manifest.get("options", {}).get(group)
+        return names
+
     def _implementation(self, attr: str, hook_name: str) -> Callable[..., Any]:
         if self._obj is None and hook_name in KINDS:
             return functools.partial(self._replay, hook_name)
@@ -763,7 +773,8 @@ def _arguments(argnames: tuple[str, ...]) -> Callable[..., None]:
 def manifest_of(pm: pluggy.PluginManager, obj: Any, name: str, registered: Any) -> Any:
     """The manifest of plugin ``name`` (``obj``, just imported and registered): its hook
     implementations, what its registry hooks registered (``registered``: hook -> list of
-    :class:`Registration`), and the files of its package's modules imported so far, with
+    :class:`Registration`), the names of the run options of each group it declares, and
+    the files of its package's modules imported so far, with
     their modification time and size. ``None`` when a file changed in the last two seconds
     or none was found (nothing to tell an edit by)."""
     import sys
@@ -791,7 +802,11 @@ def manifest_of(pm: pluggy.PluginManager, obj: Any, name: str, registered: Any) 
             made.setdefault(hook_name, []).append([reg.name, reg.replaces, _frozen(reg.obj)])
     if not files:
         return None
-    return {"files": sorted(files), "hooks": hooks, "registered": made}
+    options = {  # a run asks which group declares an option without importing any group
+        reg.name: [field.name for field in attrs.fields(reg.obj)]
+        for reg in registered.get("plait_register_run_options", ())
+    }
+    return {"files": sorted(files), "hooks": hooks, "registered": made, "options": options}
 
 
 def _frozen(obj: Any) -> Any:
@@ -811,6 +826,39 @@ def _frozen(obj: Any) -> Any:
 def _thawed(value: Any) -> Any:
     """A static attribute of a :class:`Lazy` as :func:`_frozen` kept it."""
     return tuple(value["tuple"]) if isinstance(value, dict) else value
+
+
+class RunOptionTable(Mapping[str, "DeclaredOption"]):
+    """The run options the plugins declare, by name (:meth:`PluginManager.run_options`):
+    which group and distribution declare each is known without importing the group, and
+    a group's class is looked up in its registry (importing its plugin's module, if it
+    was registered from a manifest) when one of its options is first asked for.
+
+    :param registry: the registry of kind ``run_options``.
+    :param declared: option name -> (group, distribution).
+    """
+
+    def __init__(self, registry: Registry[Any], declared: dict[str, tuple[str, str]]) -> None:
+        self._registry, self._declared = registry, declared
+        self._made: dict[str, DeclaredOption] = {}
+
+    def __getitem__(self, name: str) -> DeclaredOption:
+        made = self._made.get(name)
+        if made is None:
+            from ._options import DeclaredOption
+
+            group, distribution = self._declared[name]
+            made = self._made[name] = DeclaredOption(self._registry.get(group), distribution)
+        return made
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._declared
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._declared)
+
+    def __len__(self) -> int:
+        return len(self._declared)
 
 
 # -- messages ------------------------------------------------------------------------------------
@@ -896,7 +944,7 @@ class PluginManager:
         self._observing: bool | None = None
         self._provided: dict[tuple[str, str], str] | None = None
         self._singletons: dict[str, Any] = {}
-        self._run_options: dict[str, DeclaredOption] | None = None
+        self._run_options: RunOptionTable | None = None
 
     # -- loading ---------------------------------------------------------------
 
@@ -1087,34 +1135,43 @@ class PluginManager:
                 f"unknown registry kind {kind!r}; kinds: {', '.join(KIND_NAMES)}"
             ) from None
 
-    def run_options(self) -> dict[str, DeclaredOption]:
+    def run_options(self) -> Mapping[str, DeclaredOption]:
         """Every run option the plugins declare (``plait_register_run_options``), by name,
         with its group class and distribution; worked out once until the plugins change.
+        A group registered from its plugin's manifest (which keeps its field names) is
+        imported when one of its options is first looked up (:class:`RunOptionTable`).
 
         :raises PluginConflictError: two groups (or a group and the kernel) declare one
             name, naming both distributions.
         """
         if self._run_options is None:
-            from ._options import DeclaredOption, RunOptions
+            from ._options import RunOptions
 
             kernel = {a.name for a in attrs.fields(RunOptions)}
-            found: dict[str, DeclaredOption] = {}
-            for registration in self.registry("run_options").values():
-                for field in attrs.fields(registration.obj):
-                    if field.name in kernel:
+            registry = self.registry("run_options")
+            found: dict[str, tuple[str, str]] = {}  # option -> (group, distribution)
+            for group in registry.names():
+                plugin = self._plugins[registry.plugin(group)]
+                names = (
+                    plugin.obj.option_names(group) if isinstance(plugin.obj, LazyPlugin) else None
+                )
+                if names is None:
+                    names = [field.name for field in attrs.fields(registry.get(group))]
+                for name in names:
+                    if name in kernel:
                         raise PluginConflictError(
-                            f"run option {field.name!r} of {registration.distribution} "
-                            f"(group {registration.name!r}) is one of the kernel's own"
+                            f"run option {name!r} of {plugin.distribution} "
+                            f"(group {group!r}) is one of the kernel's own"
                         )
-                    taken = found.get(field.name)
+                    taken = found.get(name)
                     if taken is not None:
                         raise PluginConflictError(
-                            f"run option {field.name!r} is declared by both "
-                            f"{taken.distribution} and {registration.distribution} (group "
-                            f"{registration.name!r}); uninstall or disable one ({DISABLE_ENV})"
+                            f"run option {name!r} is declared by both {taken[1]} and "
+                            f"{plugin.distribution} (group {group!r}); uninstall or disable "
+                            f"one ({DISABLE_ENV})"
                         )
-                    found[field.name] = DeclaredOption(registration.obj, registration.distribution)
-            self._run_options = found
+                    found[name] = (group, plugin.distribution)
+            self._run_options = RunOptionTable(registry, found)
         return self._run_options
 
     def _build_registries(self) -> list[PluginLoadError]:
