@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+import types
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import plait
 import pytest
@@ -488,3 +490,53 @@ def test_a_run_option_group_from_a_manifest_is_imported_when_one_of_its_options_
         plait.RunOptionError, match=r"knobb \(did you mean knob\?\).*plait-twice: knob"
     ):
         RunOptions.from_kwargs({}, {"knobb": 1}, PluginManager(disabled=()))
+
+
+OBSERVER = """
+
+from plait.spi import RunObserver, observes_when
+
+class Seen(RunObserver):
+    pass
+
+@observes_when(options=("knob",), sections=("knobs",), modules=("plait_twice_tracing",))
+@plait.hookimpl
+def plait_observe_run(run_id, resumed, options):
+    return Seen()
+"""
+
+
+def test_an_observer_that_says_which_runs_it_observes_is_not_imported_for_others(
+    kept: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``plait_observe_run`` implementation declared with ``observes_when``, registered
+    from its manifest: a run that sets none of its options, resumes nothing it kept and
+    runs where none of its modules is imported neither imports its plugin nor is
+    observed by it; a run that does any of these imports it and is observed."""
+    from plait._options import RunOptions
+
+    kept.write_text(PLUGIN_MODULE.format(strategy="shortest") + OPTIONS + OBSERVER, "utf-8")
+    settle(kept)
+    PluginManager(disabled=()).load_entrypoints()
+    del sys.modules["plait_twice"]
+
+    def observers(manager: PluginManager, **arguments: Any) -> list[str]:
+        found = manager.observe_run("r1", None, 0, **arguments)
+        group = getattr(found, "observers", (found,))
+        return [type(observer).__name__ for observer in group if observer is not None]
+
+    manager = PluginManager(disabled=())
+    plain = RunOptions.from_kwargs({}, {"checkpoint": "memory://knobs"}, manager)
+    assert "Seen" not in observers(manager, options=plain)
+    assert "Seen" not in observers(manager, resumed={"other": {}}, options=plain)
+    assert "plait_twice" not in sys.modules
+    knob = RunOptions.from_kwargs({}, {"knob": 1}, manager)
+    assert "Seen" in observers(manager, options=knob) and "plait_twice" in sys.modules
+    assert "Seen" in observers(manager, options=plain)  # imported: asked for every run
+    for arguments in ({"resumed": {"knobs": {}}}, {}):
+        del sys.modules["plait_twice"]
+        if not arguments:  # one of its modules is imported
+            monkeypatch.setitem(sys.modules, "plait_twice_tracing", types.ModuleType("t"))
+        again = PluginManager(disabled=())
+        again.load_entrypoints()
+        assert "Seen" in observers(again, options=plain, **arguments)

@@ -32,7 +32,7 @@ import re
 import types
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import attrs
 import pluggy
@@ -89,6 +89,8 @@ __all__ = [
     "InstalledPlugins",
 ]
 
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 # -- loading: entry points and requirements -------------------------------------------------
 
@@ -403,6 +405,9 @@ class InstalledPlugins:
             options = manifest.get("options", {})
             if not all(_is_strings(names) for names in options.values()):
                 return None
+            for when in manifest.get("when", {}).values():
+                if not all(_is_strings(when[key]) for key in ("options", "sections", "modules")):
+                    return None
             for regs in manifest["registered"].values():
                 for name, replaces, made in regs:
                     if not _is_strings([name, *([replaces] if replaces else [])]):
@@ -698,9 +703,16 @@ class LazyPlugin:
         names: list[str] | None = self._manifest.get("options", {}).get(group)
         return names
 
-    def _implementation(self, attr: str, hook_name: str) -> Callable[..., Any]:
+    def _implementation(
+        self, attr: str, hook_name: str, arguments: dict[str, Any] | None = None
+    ) -> Callable[..., Any]:
         if self._obj is None and hook_name in KINDS:
             return functools.partial(self._replay, hook_name)
+        when = self._manifest.get("when", {}).get(attr)
+        if self._obj is None and when is not None:
+            module = self._ep.value.partition(":")[0].strip()  # imported: ask it, as it is
+            if not _observes(when, arguments or {}, module):
+                return _no_observer
         return getattr(self.load(), attr)  # type: ignore[no-any-return]
 
     def _replay(self, hook_name: str, register: Callable[..., None]) -> None:
@@ -732,22 +744,28 @@ class LazyPlugin:
 
 
 def _stub(
-    attr: str, argnames: tuple[str, ...], wraps: bool, target: Callable[[], Callable[..., Any]]
+    attr: str,
+    argnames: tuple[str, ...],
+    wraps: bool,
+    target: Callable[[dict[str, Any]], Callable[..., Any]],
 ) -> Callable[..., Any]:
     """A stub for the hook implementation ``attr`` taking ``argnames``: it passes its
-    arguments on by name to ``target()`` (the implementation, imported on first call).
+    arguments on by name to what ``target(arguments)`` gives (the implementation,
+    imported on first call).
     pluggy calls an implementation with its arguments in the order of their names, and
     reads those names from the function that ``__wrapped__`` leads to (:func:`_arguments`);
     a hook wrapper's stub is a generator function, as pluggy requires."""
     if wraps:
 
         def stub(*args: Any, **kwargs: Any) -> Any:
-            return (yield from target()(**dict(zip(argnames, args)), **kwargs))
+            named = dict(zip(argnames, args), **kwargs)
+            return (yield from target(named)(**named))
 
     else:
 
         def stub(*args: Any, **kwargs: Any) -> Any:
-            return target()(**dict(zip(argnames, args)), **kwargs)
+            named = dict(zip(argnames, args), **kwargs)
+            return target(named)(**named)
 
     stub.__name__ = stub.__qualname__ = attr
     stub.__wrapped__ = _arguments(argnames)  # type: ignore[attr-defined]
@@ -770,6 +788,51 @@ def _arguments(argnames: tuple[str, ...]) -> Callable[..., None]:
     return types.FunctionType(code, {}, "arguments")
 
 
+def observes_when(
+    *, options: Iterable[str] = (), sections: Iterable[str] = (), modules: Iterable[str] = ()
+) -> Callable[[F], F]:
+    """Declare when a ``plait_observe_run`` implementation can return an observer, so that
+    a run need not import its plugin to ask: a run that sets one of the run ``options``,
+    resumes from a checkpoint whose observers kept one of the ``sections``
+    (:meth:`~plait.spi.RunObserver.checkpoint_metadata`; the implementation takes
+    ``resumed``), or runs in a process that has imported one of the ``modules`` or the
+    plugin's own module. Any other run is not observed by it, and its plugin (registered
+    from its manifest) is not imported for it; once that module is imported, it is
+    called for every run.
+    """
+
+    def declare(function: F) -> F:
+        function.plait_observes_when = {  # type: ignore[attr-defined]
+            "options": sorted(options),
+            "sections": sorted(sections),
+            "modules": sorted(modules),
+        }
+        return function
+
+    return declare
+
+
+def _observes(when: dict[str, list[str]], arguments: dict[str, Any], module: str) -> bool:
+    """Whether a run called with ``arguments`` is one ``when`` (:func:`observes_when`)
+    names, or the plugin's ``module`` is imported already."""
+    import sys
+
+    values = getattr(arguments.get("options"), "plugin_values", None) or {}
+    resumed = arguments.get("resumed")
+    return (
+        any(values.get(name) is not None for name in when["options"])
+        or (
+            isinstance(resumed, Mapping) and any(section in resumed for section in when["sections"])
+        )
+        or any(name in sys.modules for name in [*when["modules"], module])
+    )
+
+
+def _no_observer(**arguments: Any) -> None:
+    """What a declared observer (:func:`observes_when`) of a run it does not observe
+    returns, without its plugin being imported."""
+
+
 def manifest_of(pm: pluggy.PluginManager, obj: Any, name: str, registered: Any) -> Any:
     """The manifest of plugin ``name`` (``obj``, just imported and registered): its hook
     implementations, what its registry hooks registered (``registered``: hook -> list of
@@ -781,11 +844,15 @@ def manifest_of(pm: pluggy.PluginManager, obj: Any, name: str, registered: Any) 
     import time
 
     hooks = []
+    when = {}  # the observers that say which runs they observe (observes_when)
     for attr in dir(obj):
         opts = pm.parse_hookimpl_opts(obj, attr)
         if opts is not None:
             impl = pluggy.HookImpl(obj, name, getattr(obj, attr), opts)
             hooks.append([attr, opts.get("specname") or attr, list(impl.argnames), opts])
+            declared = getattr(impl.function, "plait_observes_when", None)
+            if declared is not None:
+                when[attr] = declared
     module = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", "")
     package = str(module).partition(".")[0]
     files = []
@@ -806,7 +873,13 @@ def manifest_of(pm: pluggy.PluginManager, obj: Any, name: str, registered: Any) 
         reg.name: [field.name for field in attrs.fields(reg.obj)]
         for reg in registered.get("plait_register_run_options", ())
     }
-    return {"files": sorted(files), "hooks": hooks, "registered": made, "options": options}
+    return {
+        "files": sorted(files),
+        "hooks": hooks,
+        "registered": made,
+        "options": options,
+        "when": when,
+    }
 
 
 def _frozen(obj: Any) -> Any:

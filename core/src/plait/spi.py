@@ -69,6 +69,7 @@ if TYPE_CHECKING:
         PluginManager as PluginManager,
         Registry as Registry,
         core_version as core_version,
+        observes_when as observes_when,
         set_plugin_manager as set_plugin_manager,
     )
     from ._registry import lazy as lazy

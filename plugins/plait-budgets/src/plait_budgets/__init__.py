@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import plait
-from plait.spi import Register, lazy_exports
+from plait.spi import Register, lazy_exports, observes_when
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -74,12 +74,15 @@ def plait_register_run_options(register: Register) -> None:
     register("budgets", BudgetOptions)
 
 
+@observes_when(options=("budget",), sections=("budgets",))
 @plait.hookimpl
 def plait_observe_run(
     run_id: str, workflow: Any, superstep: int, resumed: Mapping[str, Any] | None, options: Any
 ) -> Any:
-    """Meter a run that sets a budget, or runs nested in a budgeted one (else ``None``:
-    the run is not observed by this plugin)."""
+    """Meter a run that sets a budget, resumes a budgeted one, or runs nested in a
+    budgeted one (else ``None``: the run is not observed by this plugin). Declared
+    (:func:`plait.spi.observes_when`): a run that sets no budget, in a process that has
+    not imported this module (so no budgeted run is around it), does not import it."""
     if options is None or options.value("budget") is None:
         from plait.spi import outside_calls
 

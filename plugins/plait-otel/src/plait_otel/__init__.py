@@ -33,6 +33,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from plait import hookimpl
+from plait.spi import observes_when
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer, TracerProvider
@@ -89,6 +90,7 @@ def _tracer() -> Tracer | None:
     return found[1]
 
 
+@observes_when(modules=("opentelemetry.trace",))
 @hookimpl
 def plait_observe_run(
     run_id: str, workflow: Any, superstep: int, resumed: Any, options: Any

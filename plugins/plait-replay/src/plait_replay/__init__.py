@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import plait
-from plait.spi import Register, lazy_exports
+from plait.spi import Register, lazy_exports, observes_when
 
 if TYPE_CHECKING:
     import click
@@ -67,6 +67,12 @@ def plait_register_run_options(register: Register) -> None:
     register("replay", ReplayOptions)
 
 
+#: the recorder's key in a checkpoint's ``observed`` section and ``metadata["observers"]``
+#: (``plait_replay._record.SECTION``: written here too, so loading plugins imports nothing)
+SECTION = "replay"
+
+
+@observes_when(options=("record", "replay_with"), sections=(SECTION,))
 @plait.hookimpl
 def plait_observe_run(
     run_id: str, resumed: Mapping[str, Any] | None, options: RunOptions | None
@@ -74,7 +80,8 @@ def plait_observe_run(
     """Record the runs that set ``record`` (a replay sets it too), and the resumes of runs
     that were recorded (their checkpoints say so: a record goes on after a crash or an
     answer to a request, whoever resumes it): a few dictionary look-ups for a run that
-    does not."""
+    does not, which is declared (:func:`plait.spi.observes_when`) so that such a run does
+    not import this module."""
     values = options.plugin_values if options is not None else {}
     replaying = values.get("replay_with")
     kept = resumed.get(SECTION) if isinstance(resumed, Mapping) else None
@@ -100,10 +107,6 @@ def plait_register_commands(cli: click.Group) -> None:
     ):
         cli.add_command(lazy_command(name, f"plait_replay._cli:{name}_command", short_help))
 
-
-#: the recorder's key in a checkpoint's ``observed`` section and ``metadata["observers"]``
-#: (``plait_replay._record.SECTION``: written here too, so loading plugins imports nothing)
-SECTION = "replay"
 
 if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
     __getattr__, __dir__ = lazy_exports(__name__)
