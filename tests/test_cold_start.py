@@ -189,6 +189,8 @@ def test_a_small_run_imports_only_what_it_uses(tmp_path: Path) -> None:
     # every edge sends what its target takes and no step has a Python agent, so the type
     # check is not imported; nothing waits for an answer, so neither are the prompts
     assert sorted(modules & {"plait_converters._assignable", "plait_cli._prompt"}) == []
+    # no step reads a $steps path and none is a parallel block: the paths' shapes are not
+    assert "plait_steps._paths" not in modules
 
 
 def test_the_listed_short_help_is_each_built_in_command_s_own() -> None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections import ChainMap
 from collections.abc import Mapping, MutableMapping
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 import plait
@@ -38,8 +38,10 @@ from plait_routing import switch_options, switch_targets
 
 from ._base import Templates
 from ._document import ITEM_REF, STEP_REF, Document, Step, _at_path, plain, step_ref
-from ._paths import Shapes, accessors, aliases, probed
 from ._yaml import Y, position
+
+if TYPE_CHECKING:
+    from ._paths import Shapes
 
 __all__ = ["compile_document"]
 
@@ -95,6 +97,13 @@ OUTPUT_FIELD = re.compile(
 )
 
 
+def _probed(text: str, start: int) -> bool:
+    """:func:`._paths.probed` (its module is imported with the first ``$steps`` path)."""
+    from ._paths import probed
+
+    return probed(text, start)
+
+
 class _Scope:
     __slots__ = ("in_branch", "prefix", "retry", "visible")
 
@@ -123,7 +132,9 @@ class _Compiler:
         self.by_id: dict[str, Step] = {}
         for s in self.all_steps:
             self.by_id.setdefault(s.id, s)
-        self.shapes = Shapes()
+        #: the shapes of the steps' results (:mod:`._paths`, imported with the first
+        #: ``$steps`` path a document reads)
+        self._shapes: Shapes | None = None
         self.templates = Templates(ctx.manager)
         self._ids_listing: str | None = None
         self._sorted_ids: list[str] = []
@@ -252,7 +263,7 @@ class _Compiler:
                         f"agent {name!r}: its instruction reads $steps.{ref}, but no step has "
                         f"id {ref!r}; step ids: {self.unknown_ref_hint(ref)}",
                     )
-                elif ref in self.by_id and not probed(held.value, match.start()):
+                elif ref in self.by_id and not _probed(held.value, match.start()):
                     self.check_path(f"agent {name!r}: its instruction", held, held.value, match, 0)
         for step in self.all_steps:
             for y in (step.condition, step.instruction, step.input):
@@ -314,9 +325,13 @@ class _Compiler:
     def check_path(self, who: str, y: Y, text: str, match: re.Match[str], col: int) -> None:
         """A ``$steps`` path that leaves the shape of the step it reads (it would read
         ``null``) is a problem at its position that lists the paths there are."""
+        from ._paths import Shapes, accessors
+
         ref = step_ref(match)
         path = list(accessors(text, match.end()))
-        problem = self.shapes.check(self.by_id[ref], match.group(0), path)
+        if self._shapes is None:
+            self._shapes = Shapes()
+        problem = self._shapes.check(self.by_id[ref], match.group(0), path)
         if problem is None:
             return
         shown = match.group(0) + "".join(a.text for a in path)
@@ -422,7 +437,7 @@ class _Compiler:
                     f"step ids: {self.unknown_ref_hint(ref)}",
                     col,
                 )
-            elif ref in self.by_id and not probed(text, match.start()):
+            elif ref in self.by_id and not _probed(text, match.start()):
                 col = offset + match.start() if single_line else 0
                 self.check_path(f"step {step.id!r}", y, text, match, col)
         is_condition = y is step.condition
@@ -796,6 +811,8 @@ class _Compiler:
             "members": members,
             "final": cont[0] == "end",
         }
+        from ._paths import aliases
+
         names = aliases(step)
         if names:
             config["aliases"] = names
