@@ -40,12 +40,7 @@ from plait.spi import (
     nonportable_reason,
     type_name,
 )
-from plait_documents import (
-    ConverterExecutor as ConverterExecutor,  # plait_builders' too
-    LossyConversion as LossyConversion,
-    edge_group_id,
-    wire_types,
-)
+from plait_documents import edge_group_id, wire_types
 from plait_routing import fan_in_options, switch_options, switch_targets
 from typing_extensions import Self
 
@@ -648,9 +643,9 @@ def _node_spec(ex: Executor, policy: dict[str, Any] | None = None) -> NodeSpec:
         id=ex.id,
         kind=kind,
         ref=ref,
-        input_types=tuple(type_name(t) for t in ex.input_types),
-        output_types=tuple(type_name(t) for t in ex.output_types),
-        workflow_output_types=tuple(type_name(t) for t in ex.workflow_output_types),
+        input_types=tuple(map(type_name, ex.input_types)),
+        output_types=tuple(map(type_name, ex.output_types)),
+        workflow_output_types=tuple(map(type_name, ex.workflow_output_types)),
         config=config,
         retry=retry,
         timeout=policy.get("timeout", ex.timeout),
