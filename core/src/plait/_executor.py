@@ -338,15 +338,12 @@ def _resolve_handler(fn: Callable[..., Awaitable[Any]]) -> Handler:
     return Handler(name, input_type, outputs, workflow_outputs, call, decidable)
 
 
-#: What reading a handler function's signature found, by the ``id`` of the function's
-#: code: reading type hints costs far more than building an executor, a flow or a spec
-#: with 1,000 nodes binds the same few functions again and again, and closures made by
-#: one ``def`` (1,000 ``@executor`` nodes from a loop) share their code and annotations,
-#: hence their shape. Each entry holds the code (so the id stays its own), the id of the
-#: globals where string annotations resolve, and the annotations the shape was read with;
-#: a function whose globals or annotations differ is read again (neither the code nor the
-#: annotations are hashed: hashing a code object and a generic alias cost more than the
-#: look-up saves). A function without code is read each time.
+#: What reading a handler's signature found, by the ``id`` of its code: reading type hints
+#: costs far more than building an executor, and closures made by one ``def`` (1,000
+#: ``@executor`` nodes from a loop) share their code and annotations, hence their shape.
+#: An entry holds the code (its id stays its own), the id of the globals string
+#: annotations resolve in and the annotations it was read with; a function whose differ is
+#: read again. Nothing is hashed but the id: hashing code and generic aliases cost more.
 _BY_CODE: dict[int, tuple[Any, int, dict[str, Any], tuple[Any, ...]]] = {}
 
 

@@ -17,7 +17,7 @@ import copy
 import inspect
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from plait import (
@@ -44,20 +44,17 @@ from plait_documents import edge_group_id, wire_types
 from plait_routing import fan_in_options, switch_options, switch_targets
 from typing_extensions import Self
 
-from ._connection import (
-    SEPARATOR,
-    CompositionError,
-    ConnectionHandle,
-    ConnectionPoint,
-    Contract,
-    _tags,
-)
+from ._common import SEPARATOR, CompositionError, _tags
 from ._nodes import adapter_node, clone_executor
+
+# the composition records are imported where a fragment is composed or connected: a
+# builder that only wires executors and builds never makes their classes
+if TYPE_CHECKING:
+    from ._connection import ConnectionHandle, ConnectionPoint, Contract, ExecutorRef
 
 __all__ = [
     "Case",
     "ConnectionMixin",
-    "ExecutorRef",
     "WorkflowBuilder",
     "WorkflowConnection",
     "add_workflow",
@@ -66,10 +63,6 @@ __all__ = [
     "connection_from_workflow",
 ]
 
-#: An executor object, the id of one added to the builder, a composed fragment's point, or
-#: a port as ``(fragment prefix, port name)``.
-ExecutorRef = Executor | str | ConnectionPoint | tuple[str, str]
-
 
 @attrs.frozen
 class Case:
@@ -77,6 +70,13 @@ class Case:
 
     predicate: Callable[[Any], bool]
     target: ExecutorRef
+
+
+def _empty_contract() -> Contract:
+    """A fragment's contract when none is given: it accepts and produces nothing known."""
+    from ._connection import Contract
+
+    return Contract()
 
 
 @attrs.frozen(repr=False)
@@ -100,7 +100,7 @@ class WorkflowConnection:
     outputs: tuple[str, ...]
     name: str | None = None
     prefix: str | None = None
-    contract: Contract = attrs.field(factory=Contract)
+    contract: Contract = attrs.field(factory=_empty_contract)
 
     @property
     def entry(self) -> str:
@@ -283,6 +283,8 @@ class WorkflowBuilder(ConnectionMixin):
             return ref.id
         if isinstance(ref, str):
             return ref
+        from ._connection import ConnectionHandle, ConnectionPoint
+
         if isinstance(ref, ConnectionPoint):
             return ref.executor_id
         if isinstance(ref, tuple):
@@ -413,11 +415,11 @@ class WorkflowBuilder(ConnectionMixin):
         """
         src, tgt = self._ref(source), self._ref(target)
         if condition is None:
-            self._add_group("direct", [src], [tgt])
+            self._add_group("direct", (src,), (tgt,))
         else:
             recorded, fn = _code(condition)
             params = {"condition": fn} if fn is not None else None
-            self._add_group("conditional", [src], [tgt], {"condition": recorded}, params)
+            self._add_group("conditional", (src,), (tgt,), {"condition": recorded}, params)
         return self
 
     def add_fan_out(
@@ -760,6 +762,8 @@ def connection_from_builder(
         exits = _default_exits(builder)
     executors = builder._executors
     start = executors.get(builder._start)
+    from ._connection import Contract
+
     contract = Contract(
         input_types=start.input_types if start is not None else (),
         output_types=_union([executors[e].output_types for e in exits if e in executors]),
@@ -934,6 +938,8 @@ def add_workflow(builder: WorkflowBuilder, fragment: Any, prefix: str | None) ->
         builder._ports[merged_port.name] = merged_port
         ports[name] = _point(builder, merged_port.executor, port.executor, merged_port)
     builder._prefixes.add(chosen)
+    from ._connection import ConnectionHandle
+
     return ConnectionHandle(
         prefix=chosen,
         start=_point(builder, head + connection.start, connection.start),
@@ -978,6 +984,8 @@ def _merge_run_defaults(builder: WorkflowBuilder, source: WorkflowBuilder, prefi
 def _point(
     builder: WorkflowBuilder, executor_id: str, name: str, port: PortSpec | None = None
 ) -> ConnectionPoint:
+    from ._connection import ConnectionPoint
+
     ex = builder._executors.get(executor_id)
     if ex is None:
         return ConnectionPoint(executor_id, name, port=port)
@@ -997,6 +1005,8 @@ def _as_point(builder: WorkflowBuilder, ref: Any) -> Any:
 def _check_ports(source: Any, target: Any) -> None:
     """A connection goes out of an ``out`` port into an ``in`` port, between ports whose
     semantics tags (when both have one) agree."""
+    from ._connection import ConnectionPoint
+
     out_port = source.port if isinstance(source, ConnectionPoint) else None
     in_port = target.port if isinstance(target, ConnectionPoint) else None
     if out_port is not None and out_port.direction != "out":
@@ -1024,6 +1034,8 @@ def _check_ports(source: Any, target: Any) -> None:
 
 
 def _source_id(builder: WorkflowBuilder, source: Any) -> str:
+    from ._connection import ConnectionHandle
+
     if isinstance(source, ConnectionHandle):
         source = source.output()
     executor_id = builder._ref(source)
@@ -1047,6 +1059,8 @@ def connect(
     allow_lossy: bool = False,
 ) -> None:
     """Wire ``source`` to ``target``; see :meth:`WorkflowBuilder.connect`."""
+    from ._connection import ConnectionHandle
+
     source, target = _as_point(builder, source), _as_point(builder, target)
     if isinstance(target, ConnectionHandle):
         target = target.start

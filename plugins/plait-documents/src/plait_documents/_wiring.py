@@ -317,7 +317,9 @@ def _incoming(
         source = executors.get(source_id)
         if source is None:
             return None  # reported by the structural checks
-        sent.extend(t for t in source.output_types if t not in sent)
+        for tp in source.output_types:
+            if tp not in sent:
+                sent.append(tp)
     if not sent or Any in sent:
         return None  # unknown types are checked at run time
     if group.router != "fan_in":
