@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import abc
 import copy
+import functools
 import inspect
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -70,6 +71,16 @@ class Case:
 
     predicate: Callable[[Any], bool]
     target: ExecutorRef
+
+
+@functools.cache
+def _records() -> tuple[type[ConnectionPoint], type[ConnectionHandle]]:
+    """The point and handle classes of :mod:`plait_builders._connection`, imported when a
+    fragment is first composed or connected (wiring and building never need them), then
+    kept: composing calls for them at every point and connection."""
+    from ._connection import ConnectionHandle, ConnectionPoint
+
+    return ConnectionPoint, ConnectionHandle
 
 
 def _empty_contract() -> Contract:
@@ -283,13 +294,12 @@ class WorkflowBuilder(ConnectionMixin):
             return ref.id
         if isinstance(ref, str):
             return ref
-        from ._connection import ConnectionHandle, ConnectionPoint
-
-        if isinstance(ref, ConnectionPoint):
+        point, handle = _records()
+        if isinstance(ref, point):
             return ref.executor_id
         if isinstance(ref, tuple):
             return self._port_point(ref).executor_id
-        if isinstance(ref, ConnectionHandle):
+        if isinstance(ref, handle):
             raise TypeError(
                 f"got the handle of fragment {ref.prefix!r}; pass handle.start or one of "
                 "handle.outputs (or use connect, which picks them)"
@@ -938,9 +948,8 @@ def add_workflow(builder: WorkflowBuilder, fragment: Any, prefix: str | None) ->
         builder._ports[merged_port.name] = merged_port
         ports[name] = _point(builder, merged_port.executor, port.executor, merged_port)
     builder._prefixes.add(chosen)
-    from ._connection import ConnectionHandle
-
-    return ConnectionHandle(
+    _, handle = _records()
+    return handle(
         prefix=chosen,
         start=_point(builder, head + connection.start, connection.start),
         outputs=tuple(_point(builder, head + o, o) for o in connection.outputs),
@@ -984,14 +993,11 @@ def _merge_run_defaults(builder: WorkflowBuilder, source: WorkflowBuilder, prefi
 def _point(
     builder: WorkflowBuilder, executor_id: str, name: str, port: PortSpec | None = None
 ) -> ConnectionPoint:
-    from ._connection import ConnectionPoint
-
+    point, _ = _records()
     ex = builder._executors.get(executor_id)
     if ex is None:
-        return ConnectionPoint(executor_id, name, port=port)
-    return ConnectionPoint(
-        executor_id, name, ex.input_types, ex.output_types, ex.workflow_output_types, port
-    )
+        return point(executor_id, name, port=port)
+    return point(executor_id, name, ex.input_types, ex.output_types, ex.workflow_output_types, port)
 
 
 # -- connecting --------------------------------------------------------------------------
@@ -1005,10 +1011,9 @@ def _as_point(builder: WorkflowBuilder, ref: Any) -> Any:
 def _check_ports(source: Any, target: Any) -> None:
     """A connection goes out of an ``out`` port into an ``in`` port, between ports whose
     semantics tags (when both have one) agree."""
-    from ._connection import ConnectionPoint
-
-    out_port = source.port if isinstance(source, ConnectionPoint) else None
-    in_port = target.port if isinstance(target, ConnectionPoint) else None
+    point, _ = _records()
+    out_port = source.port if isinstance(source, point) else None
+    in_port = target.port if isinstance(target, point) else None
     if out_port is not None and out_port.direction != "out":
         raise CompositionError(
             f"cannot connect from port {out_port.name!r}: it is an 'in' port (messages go "
@@ -1034,9 +1039,8 @@ def _check_ports(source: Any, target: Any) -> None:
 
 
 def _source_id(builder: WorkflowBuilder, source: Any) -> str:
-    from ._connection import ConnectionHandle
-
-    if isinstance(source, ConnectionHandle):
+    _, handle = _records()
+    if isinstance(source, handle):
         source = source.output()
     executor_id = builder._ref(source)
     ex = builder._executors.get(executor_id)
@@ -1059,10 +1063,9 @@ def connect(
     allow_lossy: bool = False,
 ) -> None:
     """Wire ``source`` to ``target``; see :meth:`WorkflowBuilder.connect`."""
-    from ._connection import ConnectionHandle
-
+    _, handle = _records()
     source, target = _as_point(builder, source), _as_point(builder, target)
-    if isinstance(target, ConnectionHandle):
+    if isinstance(target, handle):
         target = target.start
     _check_ports(source, target)
     src = _source_id(builder, source)
