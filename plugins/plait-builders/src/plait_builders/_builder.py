@@ -761,6 +761,8 @@ def connection_from_builder(
 
     :raises CompositionError: when the fragment has no start executor.
     """
+    from ._connection import Contract
+
     if builder._start is None:
         raise CompositionError(
             f"fragment {builder.name or '(unnamed)'} has no start executor; call set_start "
@@ -772,8 +774,6 @@ def connection_from_builder(
         exits = _default_exits(builder)
     executors = builder._executors
     start = executors.get(builder._start)
-    from ._connection import Contract
-
     contract = Contract(
         input_types=start.input_types if start is not None else (),
         output_types=_union([executors[e].output_types for e in exits if e in executors]),
