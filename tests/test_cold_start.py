@@ -193,6 +193,44 @@ def test_a_small_run_imports_only_what_it_uses(tmp_path: Path) -> None:
     assert "plait_steps._paths" not in modules
 
 
+# A typed two-step chain built with ``WorkflowBuilder``, then composed into another
+# builder: the modules imported by then, as JSON.
+BUILD_A_CHAIN = textwrap.dedent(
+    """
+    import json, sys
+    from plait import WorkflowContext, executor
+    from plait_builders import WorkflowBuilder
+
+    @executor
+    async def first(x: int, ctx: WorkflowContext[int]) -> None:
+        await ctx.send_message(x + 1)
+
+    @executor
+    async def second(x: int, ctx: WorkflowContext[int]) -> None:
+        await ctx.send_message(x + 1)
+
+    chain = WorkflowBuilder("chain").add_edge(first, second).set_start(first)
+    chain.build()
+    built = sorted(sys.modules)
+    WorkflowBuilder("outer").add_workflow(chain, prefix="inner")
+    print(json.dumps({"built": built, "composed": sorted(sys.modules)}))
+    """
+)
+
+
+def test_a_build_imports_no_composition_record_converter_node_or_run_record() -> None:
+    # issue 35: a cold build makes only the attrs classes it uses (each costs about a
+    # millisecond to make); composing, converting and running import their own
+    done = _python("-c", BUILD_A_CHAIN)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    built, composed = set(report["built"]), set(report["composed"])
+    later = {"plait_builders._connection", "plait_documents._converter_nodes", "plait._events"}
+    assert "plait_builders._builder" in built
+    assert sorted(built & later) == []
+    assert "plait_builders._connection" in composed
+
+
 def test_the_listed_short_help_is_each_built_in_command_s_own() -> None:
     from plait_cli import _app
 

@@ -19,9 +19,10 @@ from ._errors import PatchError
 if TYPE_CHECKING:
     import datetime
 
+    from ._events import ContextSnapshot
+
 __all__ = [
     "DELETED",
-    "ContextSnapshot",
     "InvocationFailure",
     "OutsideCalls",
     "RequestResponse",
@@ -96,38 +97,6 @@ class RunScope(Protocol):
     def request_info(
         self, executor_id: str, request: Any, response_type: Any, *, request_id: str | None = None
     ) -> str: ...
-
-
-@attrs.frozen
-class ContextSnapshot:
-    """What a :class:`WorkflowContext` tells a handler about the invocation it runs, as
-    JSON-ready data: enough to build the same context somewhere else.
-
-    A placement that runs a handler in another process (``plait-ray``) takes one on the
-    driver (:meth:`WorkflowContext.snapshot`), sends it with the message, and builds the
-    worker's context from it (:meth:`WorkflowContext.from_snapshot`) against a scope that
-    records what the handler does; the driver then applies the record to the real context
-    through the context's own methods. The worker's ``ctx.attempt``,
-    ``ctx.idempotency_key`` and request ids equal the driver's.
-
-    ``attrs.asdict(snapshot)`` is its JSON form, and ``ContextSnapshot(**data)`` reads it
-    back.
-    """
-
-    #: the executor the context belongs to
-    executor_id: str = attrs.field(validator=attrs.validators.instance_of(str))
-    #: the run's id
-    run_id: str = attrs.field(validator=attrs.validators.instance_of(str))
-    #: the superstep of the invocation
-    superstep: int = attrs.field(validator=attrs.validators.instance_of(int))
-    #: which attempt of the invocation this is (1-based)
-    attempt: int = attrs.field(validator=attrs.validators.instance_of(int))
-    #: the message's index among the executor's deliveries of the superstep
-    index: int = attrs.field(validator=attrs.validators.instance_of(int))
-    #: the message's delivery id, for an executor that takes messages on arrival
-    delivery: str | None = attrs.field(
-        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str))
-    )
 
 
 @attrs.frozen
@@ -537,6 +506,8 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         context elsewhere with :meth:`from_snapshot`: what a placement that runs handlers
         in another process sends with the message.
         """
+        from ._events import ContextSnapshot  # a run-time record: not made by a build
+
         run = self._run
         return ContextSnapshot(
             executor_id=self.executor_id,

@@ -1,5 +1,6 @@
-"""Events a run emits, the statuses it ends in, and what it produced
-(:class:`WorkflowRunResult`).
+"""Events a run emits, the statuses it ends in, what it produced
+(:class:`WorkflowRunResult`), and what a handler is told of the invocation it runs, as
+data (:class:`ContextSnapshot`): the records only a run makes, imported when one starts.
 
 ``Workflow.stream()`` yields every event as it happens. ``Workflow.run()`` collects the
 lifecycle events (run started, outputs, requests, run finished) unless asked for all;
@@ -34,6 +35,7 @@ __all__ = [
     "RunFinished",
     "EventObserver",
     "WorkflowRunResult",
+    "ContextSnapshot",
 ]
 
 
@@ -246,3 +248,35 @@ class WorkflowRunResult:
     def ok(self) -> bool:
         """True unless the run failed."""
         return self.status is not RunStatus.FAILED
+
+
+@attrs.frozen
+class ContextSnapshot:
+    """What a :class:`WorkflowContext` tells a handler about the invocation it runs, as
+    JSON-ready data: enough to build the same context somewhere else.
+
+    A placement that runs a handler in another process (``plait-ray``) takes one on the
+    driver (:meth:`WorkflowContext.snapshot`), sends it with the message, and builds the
+    worker's context from it (:meth:`WorkflowContext.from_snapshot`) against a scope that
+    records what the handler does; the driver then applies the record to the real context
+    through the context's own methods. The worker's ``ctx.attempt``,
+    ``ctx.idempotency_key`` and request ids equal the driver's.
+
+    ``attrs.asdict(snapshot)`` is its JSON form, and ``ContextSnapshot(**data)`` reads it
+    back.
+    """
+
+    #: the executor the context belongs to
+    executor_id: str = attrs.field(validator=attrs.validators.instance_of(str))
+    #: the run's id
+    run_id: str = attrs.field(validator=attrs.validators.instance_of(str))
+    #: the superstep of the invocation
+    superstep: int = attrs.field(validator=attrs.validators.instance_of(int))
+    #: which attempt of the invocation this is (1-based)
+    attempt: int = attrs.field(validator=attrs.validators.instance_of(int))
+    #: the message's index among the executor's deliveries of the superstep
+    index: int = attrs.field(validator=attrs.validators.instance_of(int))
+    #: the message's delivery id, for an executor that takes messages on arrival
+    delivery: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str))
+    )

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import typing_extensions
 
 from ._context import RequestResponse, WorkflowContext
-from ._types import is_class_decidable, is_instance, type_name
+from ._types import is_class_decidable, is_instance, main_module_name, type_name
 
 if TYPE_CHECKING:
     from ._options import RetryPolicy
@@ -254,8 +254,6 @@ class FunctionExecutor(Executor):
         process that resumes the run names it the same."""
         module = self.fn.__module__
         if module == "__main__":
-            from ._types import main_module_name
-
             module = main_module_name()
         return f"{module}:{self.fn.__qualname__}"
 
@@ -335,39 +333,35 @@ def _marked(cls: type) -> tuple[str, ...]:
 
 
 def _resolve_handler(fn: Callable[..., Awaitable[Any]]) -> Handler:
-    # a bound method's shape is its underlying function's
-    code_key = _code_key(getattr(fn, "__func__", fn))
-    try:
-        shape = _BY_CODE.get(code_key) if code_key is not None else None
-    except TypeError:  # an annotation's value is not hashable: no cache by code
-        code_key, shape = None, None
-    if shape is None:
-        shape = _read_shape(fn)
-        if code_key is not None and len(_BY_CODE) < 4096:
-            _BY_CODE[code_key] = shape
-    name, input_type, outputs, workflow_outputs, with_ctx, forward, decidable = shape
+    name, input_type, outputs, workflow_outputs, with_ctx, forward, decidable = _shape(fn)
     call = _make_call(fn, with_ctx=with_ctx, forward=forward)
     return Handler(name, input_type, outputs, workflow_outputs, call, decidable)
 
 
-#: What reading a handler function's signature found, by what decides it
-#: (:func:`_code_key`): reading type hints costs far more than building an executor, a
-#: flow or a spec with 1,000 nodes binds the same few functions again and again, and
-#: closures made by one ``def`` (1,000 ``@executor`` nodes from a loop) share their code
-#: and annotations, hence their shape. A function without code is read each time.
-_BY_CODE: dict[Any, tuple[Any, ...]] = {}
+#: What reading a handler's signature found, by the ``id`` of its code: reading type hints
+#: costs far more than building an executor, and closures made by one ``def`` (1,000
+#: ``@executor`` nodes from a loop) share their code and annotations, hence their shape.
+#: An entry holds the code (its id stays its own), the id of the globals string
+#: annotations resolve in and the annotations it was read with; a function whose differ is
+#: read again. Nothing is hashed but the id: hashing code and generic aliases cost more.
+_BY_CODE: dict[int, tuple[Any, int, dict[str, Any], tuple[Any, ...]]] = {}
 
 
-def _code_key(function: Any) -> Any:
-    """What decides a function's shape: its code, its globals (where string annotations
-    resolve) and its annotations' values; ``None`` for what has no code. Hashing the key
-    (the caller's look-up) raises ``TypeError`` when an annotation's value is not hashable.
-    """
+def _shape(fn: Callable[..., Awaitable[Any]]) -> tuple[Any, ...]:
+    """:func:`_read_shape` of ``fn``, read once per code, globals and annotations."""
+    function = getattr(fn, "__func__", fn)  # a bound method's shape is its function's
     code = getattr(function, "__code__", None)
     annotations = getattr(function, "__annotations__", None)
     if code is None or not isinstance(annotations, dict):
-        return None
-    return (code, id(getattr(function, "__globals__", None)), *annotations.items())
+        return _read_shape(fn)
+    scope = id(getattr(function, "__globals__", None))
+    known = _BY_CODE.get(id(code))
+    if known is not None and known[0] is code and known[1] == scope and known[2] == annotations:
+        return known[3]
+    shape = _read_shape(fn)
+    if known is not None or len(_BY_CODE) < 4096:
+        _BY_CODE[id(code)] = (code, scope, dict(annotations), shape)
+    return shape
 
 
 def _read_shape(fn: Callable[..., Awaitable[Any]]) -> tuple[Any, ...]:

@@ -53,7 +53,7 @@ SPEC_VERSION = 1
 
 
 def _frozen_dict(value: Mapping[str, Any] | None) -> dict[str, Any]:
-    return dict(value or {})
+    return dict(value) if value else {}
 
 
 #: what a node's ``order`` may say (``None``: the executor's own, else canonical)

@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     )
     from ._context import (
         DELETED as DELETED,
-        ContextSnapshot as ContextSnapshot,
         OutsideCalls as OutsideCalls,
         RunScope as RunScope,
         add_answerer as add_answerer,
@@ -50,6 +49,7 @@ if TYPE_CHECKING:
         remove_answerer as remove_answerer,
     )
     from ._convert import Converter as Converter
+    from ._events import ContextSnapshot as ContextSnapshot
     from ._executor import Handler as Handler
     from ._exports import lazy_exports as lazy_exports
     from ._graph import CompiledGraph as CompiledGraph

@@ -29,16 +29,16 @@ if TYPE_CHECKING:
     from ._builder import (
         Case as Case,
         ConnectionMixin as ConnectionMixin,
-        ExecutorRef as ExecutorRef,
         WorkflowBuilder as WorkflowBuilder,
         WorkflowConnection as WorkflowConnection,
         connection_from_workflow as connection_from_workflow,
     )
+    from ._common import CompositionError as CompositionError
     from ._connection import (
-        CompositionError as CompositionError,
         ConnectionHandle as ConnectionHandle,
         ConnectionPoint as ConnectionPoint,
         Contract as Contract,
+        ExecutorRef as ExecutorRef,
     )
     from ._fragments import (
         Fragment as Fragment,

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import abc
 import copy
+import functools
 import inspect
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from plait import (
@@ -40,29 +41,21 @@ from plait.spi import (
     nonportable_reason,
     type_name,
 )
-from plait_documents import (
-    ConverterExecutor as ConverterExecutor,  # plait_builders' too
-    LossyConversion as LossyConversion,
-    edge_group_id,
-    wire_types,
-)
+from plait_documents import edge_group_id, wire_types
 from plait_routing import fan_in_options, switch_options, switch_targets
 from typing_extensions import Self
 
-from ._connection import (
-    SEPARATOR,
-    CompositionError,
-    ConnectionHandle,
-    ConnectionPoint,
-    Contract,
-    _tags,
-)
+from ._common import SEPARATOR, CompositionError, _tags
 from ._nodes import adapter_node, clone_executor
+
+# the composition records are imported where a fragment is composed or connected: a
+# builder that only wires executors and builds never makes their classes
+if TYPE_CHECKING:
+    from ._connection import ConnectionHandle, ConnectionPoint, Contract, ExecutorRef
 
 __all__ = [
     "Case",
     "ConnectionMixin",
-    "ExecutorRef",
     "WorkflowBuilder",
     "WorkflowConnection",
     "add_workflow",
@@ -71,10 +64,6 @@ __all__ = [
     "connection_from_workflow",
 ]
 
-#: An executor object, the id of one added to the builder, a composed fragment's point, or
-#: a port as ``(fragment prefix, port name)``.
-ExecutorRef = Executor | str | ConnectionPoint | tuple[str, str]
-
 
 @attrs.frozen
 class Case:
@@ -82,6 +71,23 @@ class Case:
 
     predicate: Callable[[Any], bool]
     target: ExecutorRef
+
+
+@functools.cache
+def _records() -> tuple[type[ConnectionPoint], type[ConnectionHandle]]:
+    """The point and handle classes of :mod:`plait_builders._connection`, imported when a
+    fragment is first composed or connected (wiring and building never need them), then
+    kept: composing calls for them at every point and connection."""
+    from ._connection import ConnectionHandle, ConnectionPoint
+
+    return ConnectionPoint, ConnectionHandle
+
+
+def _empty_contract() -> Contract:
+    """A fragment's contract when none is given: it accepts and produces nothing known."""
+    from ._connection import Contract
+
+    return Contract()
 
 
 @attrs.frozen(repr=False)
@@ -105,7 +111,7 @@ class WorkflowConnection:
     outputs: tuple[str, ...]
     name: str | None = None
     prefix: str | None = None
-    contract: Contract = attrs.field(factory=Contract)
+    contract: Contract = attrs.field(factory=_empty_contract)
 
     @property
     def entry(self) -> str:
@@ -288,11 +294,12 @@ class WorkflowBuilder(ConnectionMixin):
             return ref.id
         if isinstance(ref, str):
             return ref
-        if isinstance(ref, ConnectionPoint):
+        point, handle = _records()
+        if isinstance(ref, point):
             return ref.executor_id
         if isinstance(ref, tuple):
             return self._port_point(ref).executor_id
-        if isinstance(ref, ConnectionHandle):
+        if isinstance(ref, handle):
             raise TypeError(
                 f"got the handle of fragment {ref.prefix!r}; pass handle.start or one of "
                 "handle.outputs (or use connect, which picks them)"
@@ -418,11 +425,11 @@ class WorkflowBuilder(ConnectionMixin):
         """
         src, tgt = self._ref(source), self._ref(target)
         if condition is None:
-            self._add_group("direct", [src], [tgt])
+            self._add_group("direct", (src,), (tgt,))
         else:
             recorded, fn = _code(condition)
             params = {"condition": fn} if fn is not None else None
-            self._add_group("conditional", [src], [tgt], {"condition": recorded}, params)
+            self._add_group("conditional", (src,), (tgt,), {"condition": recorded}, params)
         return self
 
     def add_fan_out(
@@ -648,9 +655,9 @@ def _node_spec(ex: Executor, policy: dict[str, Any] | None = None) -> NodeSpec:
         id=ex.id,
         kind=kind,
         ref=ref,
-        input_types=tuple(type_name(t) for t in ex.input_types),
-        output_types=tuple(type_name(t) for t in ex.output_types),
-        workflow_output_types=tuple(type_name(t) for t in ex.workflow_output_types),
+        input_types=tuple(map(type_name, ex.input_types)),
+        output_types=tuple(map(type_name, ex.output_types)),
+        workflow_output_types=tuple(map(type_name, ex.workflow_output_types)),
         config=config,
         retry=retry,
         timeout=policy.get("timeout", ex.timeout),
@@ -754,6 +761,8 @@ def connection_from_builder(
 
     :raises CompositionError: when the fragment has no start executor.
     """
+    from ._connection import Contract
+
     if builder._start is None:
         raise CompositionError(
             f"fragment {builder.name or '(unnamed)'} has no start executor; call set_start "
@@ -939,7 +948,8 @@ def add_workflow(builder: WorkflowBuilder, fragment: Any, prefix: str | None) ->
         builder._ports[merged_port.name] = merged_port
         ports[name] = _point(builder, merged_port.executor, port.executor, merged_port)
     builder._prefixes.add(chosen)
-    return ConnectionHandle(
+    _, handle = _records()
+    return handle(
         prefix=chosen,
         start=_point(builder, head + connection.start, connection.start),
         outputs=tuple(_point(builder, head + o, o) for o in connection.outputs),
@@ -983,12 +993,11 @@ def _merge_run_defaults(builder: WorkflowBuilder, source: WorkflowBuilder, prefi
 def _point(
     builder: WorkflowBuilder, executor_id: str, name: str, port: PortSpec | None = None
 ) -> ConnectionPoint:
+    point, _ = _records()
     ex = builder._executors.get(executor_id)
     if ex is None:
-        return ConnectionPoint(executor_id, name, port=port)
-    return ConnectionPoint(
-        executor_id, name, ex.input_types, ex.output_types, ex.workflow_output_types, port
-    )
+        return point(executor_id, name, port=port)
+    return point(executor_id, name, ex.input_types, ex.output_types, ex.workflow_output_types, port)
 
 
 # -- connecting --------------------------------------------------------------------------
@@ -1002,8 +1011,9 @@ def _as_point(builder: WorkflowBuilder, ref: Any) -> Any:
 def _check_ports(source: Any, target: Any) -> None:
     """A connection goes out of an ``out`` port into an ``in`` port, between ports whose
     semantics tags (when both have one) agree."""
-    out_port = source.port if isinstance(source, ConnectionPoint) else None
-    in_port = target.port if isinstance(target, ConnectionPoint) else None
+    point, _ = _records()
+    out_port = source.port if isinstance(source, point) else None
+    in_port = target.port if isinstance(target, point) else None
     if out_port is not None and out_port.direction != "out":
         raise CompositionError(
             f"cannot connect from port {out_port.name!r}: it is an 'in' port (messages go "
@@ -1029,7 +1039,8 @@ def _check_ports(source: Any, target: Any) -> None:
 
 
 def _source_id(builder: WorkflowBuilder, source: Any) -> str:
-    if isinstance(source, ConnectionHandle):
+    _, handle = _records()
+    if isinstance(source, handle):
         source = source.output()
     executor_id = builder._ref(source)
     ex = builder._executors.get(executor_id)
@@ -1052,8 +1063,9 @@ def connect(
     allow_lossy: bool = False,
 ) -> None:
     """Wire ``source`` to ``target``; see :meth:`WorkflowBuilder.connect`."""
+    _, handle = _records()
     source, target = _as_point(builder, source), _as_point(builder, target)
-    if isinstance(target, ConnectionHandle):
+    if isinstance(target, handle):
         target = target.start
     _check_ports(source, target)
     src = _source_id(builder, source)

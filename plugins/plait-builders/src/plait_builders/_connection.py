@@ -13,36 +13,22 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
-from plait import PlaitError, PortSpec
+from plait import Executor, PortSpec
 from plait.spi import type_name
 
+from ._common import CompositionError, _tags
+
 __all__ = [
-    "CompositionError",
     "ConnectionHandle",
     "ConnectionPoint",
     "Contract",
+    "ExecutorRef",
     "port_dict",
 ]
-
-#: Separates a fragment's prefix from the ids inside it: ``prep/normalize``.
-SEPARATOR = "/"
-
-
-class CompositionError(PlaitError, ValueError):
-    """Fragments cannot be composed as asked (prefix collision, ambiguous exit, …)."""
 
 
 def _names(types: Sequence[Any]) -> str:
     return " | ".join(type_name(t) for t in types) or "nothing"
-
-
-def _tags(value: Any) -> tuple[str, ...]:
-    """Semantics tags as a tuple of strings (one string is one tag)."""
-    tags = (value,) if isinstance(value, str) else tuple(value or ())
-    for tag in tags:
-        if not isinstance(tag, str) or not tag:
-            raise TypeError(f"a semantics tag must be a non-empty string, got {tag!r}")
-    return tags
 
 
 def _port_tuple(ports: Iterable[PortSpec]) -> tuple[PortSpec, ...]:
@@ -126,6 +112,11 @@ class ConnectionPoint:
             f"<ConnectionPoint {self.executor_id!r} accepts {_names(self.input_types)}, "
             f"sends {_names(self.output_types)}>"
         )
+
+
+#: An executor object, the id of one added to the builder, a composed fragment's point, or
+#: a port as ``(fragment prefix, port name)``.
+ExecutorRef = Executor | str | ConnectionPoint | tuple[str, str]
 
 
 @attrs.frozen(repr=False)

@@ -29,7 +29,8 @@ from plait import Workflow, get_plugin_manager
 from plait.spi import PluginManager, type_name
 
 from ._builder import ConnectionMixin, WorkflowBuilder
-from ._connection import CompositionError, Contract, _tags, port_dict
+from ._common import CompositionError, _tags
+from ._connection import Contract, port_dict
 
 __all__ = ["Fragment", "FragmentInfo", "list_fragments"]
 

@@ -66,6 +66,10 @@ if TYPE_CHECKING:
         needs as needs,
         network as network,
     )
+    from ._converter_nodes import (
+        ConverterExecutor as ConverterExecutor,
+        LossyConversion as LossyConversion,
+    )
     from ._load import (
         Documents as Documents,
         agent_names as agent_names,
@@ -83,9 +87,7 @@ if TYPE_CHECKING:
         source_document as source_document,
     )
     from ._wiring import (
-        ConverterExecutor as ConverterExecutor,
         EdgeTypeProblem as EdgeTypeProblem,
-        LossyConversion as LossyConversion,
         wire_types as wire_types,
     )
     from ._wording import (
