@@ -1217,17 +1217,20 @@ class PluginManager:
         kind: str,
         what: str,
         provides: tuple[str, ...] = (),
+        **arguments: Any,
     ) -> Any:
-        """What the first plugin to answer ``hook_name`` (a ``firstresult`` hook without
-        arguments) gives, checked against the protocol of ``kind`` and kept until the
-        plugins change: the kernel's singletons, and those a plugin declares
-        (``plait_addhooks``) for what it calls.
+        """What the first plugin to answer ``hook_name`` (a ``firstresult`` hook) gives,
+        checked against the protocol of ``kind``: the kernel's singletons, and those a
+        plugin declares (``plait_addhooks``) for what it calls, kept until the plugins
+        change; made anew each time for a hook asked with ``arguments``
+        (:meth:`plait.Workflow.as_connection` and :meth:`~plait.Workflow.as_agent`).
 
         :param hook_name: the hook.
         :param kind: what the answer is, for errors ("durability").
         :param what: what it is asked for, for errors ("plait resume --on-change").
         :param provides: the attributes the answer must have (a lazy one, declare);
             the kernel knows its own singletons'.
+        :param arguments: the hook's arguments, by name.
 
         :raises UnknownNameError: no plugin answers, naming the distribution that would.
         :raises PluginLoadError: the plugin that answers raises or gives an object that
@@ -1241,7 +1244,7 @@ class PluginManager:
         for impl in call_each(self.pm, hook_name):
             plugin = self._plugins[impl.plugin_name]
             try:
-                found = call_impl(impl)
+                found = call_impl(impl, **arguments)
                 if found is None:
                     continue
                 problem = check(found)
@@ -1254,7 +1257,8 @@ class PluginManager:
                 raise self._fail(plugin, "validate", exc) from exc
             if isinstance(found, Lazy):
                 found.origin = (kind, hook_name, plugin)
-            self._singletons[hook_name] = found
+            if not arguments:
+                self._singletons[hook_name] = found
             return found
         hint = self.install_hint("hook", hook_name)
         raise UnknownNameError(
@@ -1289,42 +1293,6 @@ class PluginManager:
             (impl.plugin_name, functools.partial(call_impl, impl))
             for impl in call_each(self.pm, hook_name)
         ]
-
-    def workflow_as_connection(self, workflow: Any, prefix: str | None) -> Any:
-        """What the first plugin answering ``plait_workflow_as_connection`` makes of
-        ``workflow`` (``plait-builders``: a ``WorkflowConnection``).
-
-        :raises UnknownNameError: no plugin answers, naming the distribution to install.
-        """
-        self.load_entrypoints()
-        found = self.pm.hook.plait_workflow_as_connection(workflow=workflow, prefix=prefix)
-        if found is None:
-            hint = self.install_hint("hook", "plait_workflow_as_connection")
-            raise UnknownNameError(
-                "no installed plugin turns a workflow into a connection (for "
-                "Workflow.as_connection()): none implements plait_workflow_as_connection"
-                + (f" — {hint}" if hint else "")
-            )
-        return found
-
-    def workflow_as_agent(self, workflow: Any, name: str | None, description: str) -> Any:
-        """What the first plugin answering ``plait_workflow_as_agent`` makes of
-        ``workflow`` (``plait-teams``: a ``WorkflowParticipant``).
-
-        :raises UnknownNameError: no plugin answers, naming the distribution to install.
-        """
-        self.load_entrypoints()
-        found = self.pm.hook.plait_workflow_as_agent(
-            workflow=workflow, name=name, description=description
-        )
-        if found is None:
-            hint = self.install_hint("hook", "plait_workflow_as_agent")
-            raise UnknownNameError(
-                "no installed plugin turns a workflow into an agent (for "
-                "Workflow.as_agent()): none implements plait_workflow_as_agent"
-                + (f" — {hint}" if hint else "")
-            )
-        return found
 
     def observe_run(
         self, run_id: str, workflow: Any, superstep: int, resumed: Any = None, options: Any = None
