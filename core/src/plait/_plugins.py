@@ -31,7 +31,7 @@ import os
 import re
 import types
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -49,7 +49,6 @@ from ._errors import (
 )
 from ._registry import (
     DISABLE_ENV,
-    KIND_NAMES,
     KINDS,
     SINGLETONS,
     Collector,
@@ -658,6 +657,7 @@ class LazyPlugin:
     registers, phase ``validate``.
 
     :param fail: the manager's ``(plugin, phase, exception) -> PluginLoadError``.
+    :param kinds: the manager's registry hooks (:attr:`PluginManager.kinds`).
     """
 
     def __init__(
@@ -666,8 +666,10 @@ class LazyPlugin:
         ep: EntryPointLike,
         manifest: dict[str, Any],
         fail: Callable[[Plugin, str, BaseException], PluginLoadError],
+        kinds: Mapping[str, tuple[str, Callable[[Any], str | None]]],
     ) -> None:
         self._plugin, self._ep, self._manifest, self._fail = plugin, ep, manifest, fail
+        self._kinds = kinds
         self._obj: Any = None
         self._made: dict[str, dict[str, Any]] = {}  # registry hook -> name -> real object
         self._attrs: dict[str, str] = {}  # hook -> the attribute implementing it
@@ -689,7 +691,7 @@ class LazyPlugin:
         return self._obj
 
     def _implementation(self, attr: str, hook_name: str) -> Callable[..., Any]:
-        if self._obj is None and hook_name in KINDS:
+        if self._obj is None and hook_name in self._kinds:
             return functools.partial(self._replay, hook_name)
         return getattr(self.load(), attr)  # type: ignore[no-any-return]
 
@@ -704,7 +706,7 @@ class LazyPlugin:
 
     def _resolve(self, hook_name: str, name: str) -> Any:
         """The object the module registers as ``name`` with ``hook_name`` (imported now)."""
-        kind, check = KINDS[hook_name]
+        kind, check = self._kinds[hook_name]
         if hook_name not in self._made:
             self.load()
             regs: list[Registration[Any]] = []
@@ -843,6 +845,9 @@ class PluginManager:
         self._conflicts: dict[str, list[str]] = {}
         #: plugin -> registry hook -> what it registered, as the registries were last built
         self._registered: dict[str, dict[str, list[Registration[Any]]]] = {}
+        #: registry hook -> (its kind, the protocol check of what it registers): the
+        #: kernel's (:data:`KINDS`) and those plugins declare (:meth:`add_registry`)
+        self.kinds = dict(KINDS)
         self._changed()
         # every plugin registered from now on declares its own hooks as it is registered
         self.pm.hook.plait_addhooks.call_historic(kwargs={"pluginmanager": self})
@@ -860,6 +865,14 @@ class PluginManager:
             self.pm.add_hookspecs(module_or_class)
         except pluggy.PluginValidationError as exc:
             raise RegistrationError(str(exc)) from exc
+        self._changed()
+
+    def add_registry(self, hook_name: str, kind: str, provides: tuple[str, ...] = ()) -> None:
+        """Make ``hook_name``, a hook a plugin declares (:meth:`add_hookspecs`) taking a
+        ``register`` callback, a registry hook, filling the registry ``kind`` with objects
+        that have the attributes ``provides``: what a plugin's ``plait_addhooks`` calls
+        for a registry it reads (``plait-budgets``' prices), as the kernel's own are."""
+        self.kinds[hook_name] = (kind, _has(*provides))
         self._changed()
 
     def _changed(self) -> None:
@@ -929,7 +942,7 @@ class PluginManager:
                     obj = ep.load()
                     imported.append(plugin)
                 else:  # its module is imported when one of its hooks or names is used
-                    obj = LazyPlugin(plugin, ep, manifest, self._fail)
+                    obj = LazyPlugin(plugin, ep, manifest, self._fail, self.kinds)
                 phase = "register"
                 self._register_hooks(obj, ep.name, check=False)
                 plugin.obj = obj
@@ -1057,7 +1070,7 @@ class PluginManager:
             return self._registries[kind]
         except KeyError:
             raise UnknownNameError(
-                f"unknown registry kind {kind!r}; kinds: {', '.join(KIND_NAMES)}"
+                f"unknown registry kind {kind!r}; kinds: {', '.join(self._registries)}"
             ) from None
 
     def run_options(self) -> dict[str, DeclaredOption]:
@@ -1194,9 +1207,11 @@ class PluginManager:
         """Call each registry hook's implementations one at a time, in pluggy's order (so
         ``tryfirst`` and ``trylast`` apply), each with a ``register`` that knows its
         plugin: a failure is that plugin's, in phase ``validate``."""
-        collected: dict[str, dict[str, list[Registration[Any]]]] = {k: {} for k in KIND_NAMES}
+        collected: dict[str, dict[str, list[Registration[Any]]]] = {
+            kind: {} for kind, _ in self.kinds.values()
+        }
         self._registered = {}
-        for hook_name, (kind, check) in KINDS.items():
+        for hook_name, (kind, check) in self.kinds.items():
             regs: list[Registration[Any]] = []
             for impl in call_each(self.pm, hook_name):
                 plugin = self._plugins[impl.plugin_name]
