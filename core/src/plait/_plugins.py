@@ -650,11 +650,11 @@ class LazyPlugin:
     (:meth:`InstalledPlugins.manifest`) instead of importing it: one stub per hook
     implementation, with the implementation's name, arguments and options, so pluggy
     orders, checks and lists them as it would the module's own. A stub imports the module
-    and calls the real implementation; a registry hook's stub, until then, registers the
-    manifest's names instead (objects made lazily with :func:`plait.spi.lazy` as they
-    were; any other as a :class:`~plait._registry.Pending` that imports the module when
-    it is first looked up). :meth:`load` is phase ``import``; a name the module no longer
-    registers, phase ``validate``.
+    and calls the real implementation; a registry hook's stub registers the manifest's
+    names instead, whether the module is imported yet or not (objects made lazily with
+    :func:`plait.spi.lazy` as they were; any other as a :class:`~plait._registry.Pending`
+    that imports the module when it is first looked up). :meth:`load` is phase
+    ``import``; a name the module no longer registers, phase ``validate``.
 
     :param fail: the manager's ``(plugin, phase, exception) -> PluginLoadError``.
     :param kinds: the manager's registry hooks (:attr:`PluginManager.kinds`).
@@ -691,7 +691,7 @@ class LazyPlugin:
         return self._obj
 
     def _implementation(self, attr: str, hook_name: str) -> Callable[..., Any]:
-        if self._obj is None and hook_name in self._kinds:
+        if hook_name in self._kinds:  # (imported or not: plait_addhooks imports a module)
             return functools.partial(self._replay, hook_name)
         return getattr(self.load(), attr)  # type: ignore[no-any-return]
 
@@ -708,10 +708,10 @@ class LazyPlugin:
         """The object the module registers as ``name`` with ``hook_name`` (imported now)."""
         kind, check = self._kinds[hook_name]
         if hook_name not in self._made:
-            self.load()
+            module = self.load()
             regs: list[Registration[Any]] = []
             try:
-                implementation = self._implementation(self._attrs[hook_name], hook_name)
+                implementation = getattr(module, self._attrs[hook_name])
                 implementation(register=Collector(kind, check, self._plugin, regs))
             except Exception as exc:
                 raise self._fail(self._plugin, "validate", exc) from exc

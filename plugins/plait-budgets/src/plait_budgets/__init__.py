@@ -70,7 +70,8 @@ if TYPE_CHECKING:
 def plait_addhooks(pluginmanager: PluginManager) -> None:
     """Declare the hook this plugin reads prices from (:mod:`plait_budgets.hookspecs`) and
     its registry, ``price`` (a :class:`Price`: ``input``, ``output``)."""
-    from . import hookspecs
+    # (not `from . import hookspecs`, which asks this module's lazy exports first)
+    import plait_budgets.hookspecs as hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
     pluginmanager.add_registry("plait_register_prices", "price", ("input", "output"))

@@ -88,7 +88,8 @@ def plait_addhooks(pluginmanager: PluginManager) -> None:
     """Declare the hook this plugin reads migrations from (:mod:`plait_versions.hookspecs`)
     and its registry, ``migration`` (a :class:`Migration`: ``workflow``, ``from_version``,
     ``migrate``)."""
-    from . import hookspecs
+    # (not `from . import hookspecs`, which asks this module's lazy exports first)
+    import plait_versions.hookspecs as hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
     pluginmanager.add_registry(
