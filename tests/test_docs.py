@@ -30,8 +30,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import plait_budgets.hookspecs
 import plait_cli.hookspecs
 import plait_ui.hookspecs
+import plait_versions.hookspecs
 import pytest
 from plait import _hookspecs as hookspecs
 from plait.spi import PluginManager, set_plugin_manager
@@ -217,7 +219,13 @@ def hook_specs() -> dict[str, Any]:
     first-party plugins that declare hooks of their own (``plait_addhooks``), by name."""
     return {
         name: fn
-        for module in (hookspecs, plait_cli.hookspecs, plait_ui.hookspecs)
+        for module in (
+            hookspecs,
+            plait_cli.hookspecs,
+            plait_ui.hookspecs,
+            plait_budgets.hookspecs,
+            plait_versions.hookspecs,
+        )
         for name, fn in vars(module).items()
         if name.startswith("plait_") and hasattr(fn, "plait_spec")
     }

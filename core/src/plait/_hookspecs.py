@@ -254,24 +254,6 @@ def plait_register_schedules(register: Register) -> None:
 
 
 @hookspec
-def plait_register_migrations(register: Register) -> None:
-    """Register migrations: functions that carry a stored run of a workflow from its
-    version N to N+1.
-
-    A migration has ``workflow`` (the workflow's name), ``from_version`` (N) and
-    ``migrate(snapshot)``, which takes a run's snapshot and returns the new one;
-    ``plait-versions`` defines them (``plait_versions.Migration``), chains them at
-    resume and in ``plait compat``, and checks what they return against the new
-    workflow's declared types before anything runs. Two migrations of the same workflow
-    from the same version are an error naming both distributions.
-
-    :param register: ``register(name, migration, replaces=None)``; by convention the name
-        is ``"<workflow>@<from_version>"``.
-    :return: nothing; every implementation is called.
-    """
-
-
-@hookspec
 def plait_register_run_options(register: Register) -> None:
     """Declare run options: what ``Workflow.run(message, **options)`` (and ``stream``,
     ``resume``, a workflow's ``options``) accepts beyond the kernel's own.
@@ -286,22 +268,6 @@ def plait_register_run_options(register: Register) -> None:
     options of durable runs; ``plait-pipeline``, ``max_lead``.
 
     :param register: ``register(group_name, options_class, replaces=None)``.
-    :return: nothing; every implementation is called.
-    """
-
-
-@hookspec
-def plait_register_prices(register: Register) -> None:
-    """Register what a model costs, by model id: what a run's money budget prices its
-    model calls with (``plait-budgets`` reads the registry, and falls back to its dated
-    default table for a model no plugin prices).
-
-    A price has ``input`` and ``output`` (US dollars per million tokens) and may have
-    ``max_output_tokens`` (the worst case of a call that sets no ``max_tokens``). A model
-    with no price in a run with a money budget is an error naming the model and this hook.
-
-    :param register: ``register(model_id, price, replaces=None)``; ``replaces`` names the
-        distribution whose price of that model this one overrides.
     :return: nothing; every implementation is called.
     """
 

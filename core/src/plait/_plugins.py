@@ -49,7 +49,6 @@ from ._errors import (
 )
 from ._registry import (
     DISABLE_ENV,
-    KIND_NAMES,
     KINDS,
     SINGLETONS,
     Collector,
@@ -660,13 +659,14 @@ class LazyPlugin:
     (:meth:`InstalledPlugins.manifest`) instead of importing it: one stub per hook
     implementation, with the implementation's name, arguments and options, so pluggy
     orders, checks and lists them as it would the module's own. A stub imports the module
-    and calls the real implementation; a registry hook's stub, until then, registers the
-    manifest's names instead (objects made lazily with :func:`plait.spi.lazy` as they
-    were; any other as a :class:`~plait._registry.Pending` that imports the module when
-    it is first looked up). :meth:`load` is phase ``import``; a name the module no longer
-    registers, phase ``validate``.
+    and calls the real implementation; a registry hook's stub registers the manifest's
+    names instead, whether the module is imported yet or not (objects made lazily with
+    :func:`plait.spi.lazy` as they were; any other as a :class:`~plait._registry.Pending`
+    that imports the module when it is first looked up). :meth:`load` is phase
+    ``import``; a name the module no longer registers, phase ``validate``.
 
     :param fail: the manager's ``(plugin, phase, exception) -> PluginLoadError``.
+    :param kinds: the manager's registry hooks (:attr:`PluginManager.kinds`).
     """
 
     def __init__(
@@ -675,8 +675,10 @@ class LazyPlugin:
         ep: EntryPointLike,
         manifest: dict[str, Any],
         fail: Callable[[Plugin, str, BaseException], PluginLoadError],
+        kinds: Mapping[str, tuple[str, Callable[[Any], str | None]]],
     ) -> None:
         self._plugin, self._ep, self._manifest, self._fail = plugin, ep, manifest, fail
+        self._kinds = kinds
         self._obj: Any = None
         self._made: dict[str, dict[str, Any]] = {}  # registry hook -> name -> real object
         self._attrs: dict[str, str] = {}  # hook -> the attribute implementing it
@@ -706,7 +708,7 @@ class LazyPlugin:
     def _implementation(
         self, attr: str, hook_name: str, arguments: dict[str, Any] | None = None
     ) -> Callable[..., Any]:
-        if self._obj is None and hook_name in KINDS:
+        if hook_name in self._kinds:  # (imported or not: plait_addhooks imports a module)
             return functools.partial(self._replay, hook_name)
         when = self._manifest.get("when", {}).get(attr)
         if self._obj is None and when is not None:
@@ -726,12 +728,12 @@ class LazyPlugin:
 
     def _resolve(self, hook_name: str, name: str) -> Any:
         """The object the module registers as ``name`` with ``hook_name`` (imported now)."""
-        kind, check = KINDS[hook_name]
+        kind, check = self._kinds[hook_name]
         if hook_name not in self._made:
-            self.load()
+            module = self.load()
             regs: list[Registration[Any]] = []
             try:
-                implementation = self._implementation(self._attrs[hook_name], hook_name)
+                implementation = getattr(module, self._attrs[hook_name])
                 implementation(register=Collector(kind, check, self._plugin, regs))
             except Exception as exc:
                 raise self._fail(self._plugin, "validate", exc) from exc
@@ -991,6 +993,9 @@ class PluginManager:
         self._conflicts: dict[str, list[str]] = {}
         #: plugin -> registry hook -> what it registered, as the registries were last built
         self._registered: dict[str, dict[str, list[Registration[Any]]]] = {}
+        #: registry hook -> (its kind, the protocol check of what it registers): the
+        #: kernel's (:data:`KINDS`) and those plugins declare (:meth:`add_registry`)
+        self.kinds = dict(KINDS)
         self._changed()
         # every plugin registered from now on declares its own hooks as it is registered
         self.pm.hook.plait_addhooks.call_historic(kwargs={"pluginmanager": self})
@@ -1008,6 +1013,14 @@ class PluginManager:
             self.pm.add_hookspecs(module_or_class)
         except pluggy.PluginValidationError as exc:
             raise RegistrationError(str(exc)) from exc
+        self._changed()
+
+    def add_registry(self, hook_name: str, kind: str, provides: tuple[str, ...] = ()) -> None:
+        """Make ``hook_name``, a hook a plugin declares (:meth:`add_hookspecs`) taking a
+        ``register`` callback, a registry hook, filling the registry ``kind`` with objects
+        that have the attributes ``provides``: what a plugin's ``plait_addhooks`` calls
+        for a registry it reads (``plait-budgets``' prices), as the kernel's own are."""
+        self.kinds[hook_name] = (kind, _has(*provides))
         self._changed()
 
     def _changed(self) -> None:
@@ -1077,7 +1090,7 @@ class PluginManager:
                     obj = ep.load()
                     imported.append(plugin)
                 else:  # its module is imported when one of its hooks or names is used
-                    obj = LazyPlugin(plugin, ep, manifest, self._fail)
+                    obj = LazyPlugin(plugin, ep, manifest, self._fail, self.kinds)
                 phase = "register"
                 self._register_hooks(obj, ep.name, check=False)
                 plugin.obj = obj
@@ -1205,7 +1218,7 @@ class PluginManager:
             return self._registries[kind]
         except KeyError:
             raise UnknownNameError(
-                f"unknown registry kind {kind!r}; kinds: {', '.join(KIND_NAMES)}"
+                f"unknown registry kind {kind!r}; kinds: {', '.join(self._registries)}"
             ) from None
 
     def run_options(self) -> Mapping[str, DeclaredOption]:
@@ -1351,9 +1364,11 @@ class PluginManager:
         """Call each registry hook's implementations one at a time, in pluggy's order (so
         ``tryfirst`` and ``trylast`` apply), each with a ``register`` that knows its
         plugin: a failure is that plugin's, in phase ``validate``."""
-        collected: dict[str, dict[str, list[Registration[Any]]]] = {k: {} for k in KIND_NAMES}
+        collected: dict[str, dict[str, list[Registration[Any]]]] = {
+            kind: {} for kind, _ in self.kinds.values()
+        }
         self._registered = {}
-        for hook_name, (kind, check) in KINDS.items():
+        for hook_name, (kind, check) in self.kinds.items():
             regs: list[Registration[Any]] = []
             for impl in call_each(self.pm, hook_name):
                 plugin = self._plugins[impl.plugin_name]
@@ -1374,17 +1389,20 @@ class PluginManager:
         kind: str,
         what: str,
         provides: tuple[str, ...] = (),
+        **arguments: Any,
     ) -> Any:
-        """What the first plugin to answer ``hook_name`` (a ``firstresult`` hook without
-        arguments) gives, checked against the protocol of ``kind`` and kept until the
-        plugins change: the kernel's singletons, and those a plugin declares
-        (``plait_addhooks``) for what it calls.
+        """What the first plugin to answer ``hook_name`` (a ``firstresult`` hook) gives,
+        checked against the protocol of ``kind``: the kernel's singletons, and those a
+        plugin declares (``plait_addhooks``) for what it calls, kept until the plugins
+        change; made anew each time for a hook asked with ``arguments``
+        (:meth:`plait.Workflow.as_connection` and :meth:`~plait.Workflow.as_agent`).
 
         :param hook_name: the hook.
         :param kind: what the answer is, for errors ("durability").
         :param what: what it is asked for, for errors ("plait resume --on-change").
         :param provides: the attributes the answer must have (a lazy one, declare);
             the kernel knows its own singletons'.
+        :param arguments: the hook's arguments, by name.
 
         :raises UnknownNameError: no plugin answers, naming the distribution that would.
         :raises PluginLoadError: the plugin that answers raises or gives an object that
@@ -1398,7 +1416,7 @@ class PluginManager:
         for impl in call_each(self.pm, hook_name):
             plugin = self._plugins[impl.plugin_name]
             try:
-                found = call_impl(impl)
+                found = call_impl(impl, **arguments)
                 if found is None:
                     continue
                 problem = check(found)
@@ -1411,7 +1429,8 @@ class PluginManager:
                 raise self._fail(plugin, "validate", exc) from exc
             if isinstance(found, Lazy):
                 found.origin = (kind, hook_name, plugin)
-            self._singletons[hook_name] = found
+            if not arguments:
+                self._singletons[hook_name] = found
             return found
         hint = self.install_hint("hook", hook_name)
         raise UnknownNameError(
@@ -1446,42 +1465,6 @@ class PluginManager:
             (impl.plugin_name, functools.partial(call_impl, impl))
             for impl in call_each(self.pm, hook_name)
         ]
-
-    def workflow_as_connection(self, workflow: Any, prefix: str | None) -> Any:
-        """What the first plugin answering ``plait_workflow_as_connection`` makes of
-        ``workflow`` (``plait-builders``: a ``WorkflowConnection``).
-
-        :raises UnknownNameError: no plugin answers, naming the distribution to install.
-        """
-        self.load_entrypoints()
-        found = self.pm.hook.plait_workflow_as_connection(workflow=workflow, prefix=prefix)
-        if found is None:
-            hint = self.install_hint("hook", "plait_workflow_as_connection")
-            raise UnknownNameError(
-                "no installed plugin turns a workflow into a connection (for "
-                "Workflow.as_connection()): none implements plait_workflow_as_connection"
-                + (f" — {hint}" if hint else "")
-            )
-        return found
-
-    def workflow_as_agent(self, workflow: Any, name: str | None, description: str) -> Any:
-        """What the first plugin answering ``plait_workflow_as_agent`` makes of
-        ``workflow`` (``plait-teams``: a ``WorkflowParticipant``).
-
-        :raises UnknownNameError: no plugin answers, naming the distribution to install.
-        """
-        self.load_entrypoints()
-        found = self.pm.hook.plait_workflow_as_agent(
-            workflow=workflow, name=name, description=description
-        )
-        if found is None:
-            hint = self.install_hint("hook", "plait_workflow_as_agent")
-            raise UnknownNameError(
-                "no installed plugin turns a workflow into an agent (for "
-                "Workflow.as_agent()): none implements plait_workflow_as_agent"
-                + (f" — {hint}" if hint else "")
-            )
-        return found
 
     def observe_run(
         self, run_id: str, workflow: Any, superstep: int, resumed: Any = None, options: Any = None

@@ -17,7 +17,6 @@ from ._errors import PluginConflictError, PluginLoadError, RegistrationError, Un
 
 __all__ = [
     "KINDS",
-    "KIND_NAMES",
     "Lazy",
     "Registration",
     "Registry",
@@ -153,10 +152,7 @@ KINDS: dict[str, tuple[str, Callable[[Any], str | None]]] = {
     "plait_register_placements": ("placement", _has("invoke")),
     "plait_register_schedules": ("schedule", _has("pays", "start", "decode_cut")),
     "plait_register_run_options": ("run_options", _is_options_group),
-    "plait_register_migrations": ("migration", _has("workflow", "from_version", "migrate")),
-    "plait_register_prices": ("price", _has("input", "output")),
 }
-KIND_NAMES = [kind for kind, _ in KINDS.values()]
 
 #: ``firstresult`` hook name -> protocol check of the one object it gives (the first plugin
 #: to answer wins; ``tryfirst=True`` puts a replacement before the plugin it replaces).

@@ -17,11 +17,14 @@ Merge strategies are registered by name through ``plait_register_merge_strategie
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ._errors import RoutingError, UnhandledMessageError, WorkflowRunError
 from ._spec import EdgeGroupSpec
 from ._types import type_name
+
+if TYPE_CHECKING:
+    from ._state import Sent
 
 __all__ = [
     "Delivery",
@@ -114,9 +117,6 @@ class Router(Protocol):
 
 
 # -- what the runner does with them at a superstep's barrier --------------------------------
-
-#: ``(source executor id, message, explicit target or None)``: one message sent
-Sent = tuple[str, Any, "str | None"]
 
 
 def route_outbox(

@@ -91,6 +91,7 @@ __all__ = [
     "RunCommit",
     "RunOptions",
     "RunState",
+    "RunWatch",
     "Runner",
     "RunnerView",
     "Schedule",
@@ -168,7 +169,7 @@ _YIELD_EVERY = 128
 class RunnerView(Protocol):
     """What a schedule (:class:`Schedule`) or a checkpointer (:class:`RunCommit`) may read
     of a running run and call on it: the one seam between the runner and the plugins that
-    run stretches of a run or make it durable (:func:`make_runner` makes a runner). They
+    run stretches of a run or make it durable (:data:`make_runner` makes a runner). They
     read these and change none of them.
     """
 
@@ -214,22 +215,6 @@ class RunnerView(Protocol):
     def begin_superstep(self, step: int, executor_ids: tuple[str, ...]) -> None:
         """Tell the run's observer, if any, that superstep ``step`` starts."""
         ...
-
-
-def make_runner(
-    graph: CompiledGraph,
-    options: RunOptions,
-    state: RunState,
-    *,
-    live: bool,
-    commit: RunCommit | None = None,
-) -> RunnerView:
-    """A runner for one run of ``graph`` (what a durability plugin runs a run with),
-    committing through ``commit`` if given; :meth:`RunnerView.run` runs it.
-
-    :raises UnknownNameError: ``options.schedule`` names a schedule no plugin registered.
-    """
-    return Runner(graph, options, state, live=live, commit=commit)
 
 
 class RunCommit(Protocol):
@@ -338,8 +323,10 @@ def schedule_named(graph: CompiledGraph, name: str, what: str | None = None) -> 
 
 
 class Runner:
-    """Runs one run of a compiled graph to the end (or the first failure).
+    """Runs one run of a compiled graph to the end (or the first failure); plugins make
+    one with :data:`make_runner` and see it as a :class:`RunnerView`.
 
+    :param live: yield to a consumer that watches the run at every superstep.
     :param commit: the commit seam of a durable run (:class:`RunCommit`), called at each
         superstep's barrier, at each consistent cut and before each retry.
     :raises UnknownNameError: ``options.schedule`` names a schedule no plugin registered.
@@ -431,7 +418,10 @@ class Runner:
     # -- the loop --------------------------------------------------------------------
 
     async def run(self, inbox: Inbox) -> RunStatus:
-        """Run supersteps until nothing is pending; return the final status."""
+        """Run supersteps until nothing is pending; return the final status. A display
+        that looks at the run at its own pace (the ``watch`` option) gets its view first."""
+        if self.options.watch is not None:
+            self.options.watch(RunWatch(self, self.graph.spec.name))
         loop = self._supersteps if self.state.cut is None else self._from_cut
         if self.arrival:
             self.state.ids = self.first_ids(inbox, self.state.ids)
@@ -961,6 +951,111 @@ class Runner:
                 links.extend([()] * (had - len(links)))
                 handles = _handles(self.pending.pop(target, None), None)
                 links.extend([handles] * (len(messages) - had))
+
+
+class RunWatch:
+    """What a run is doing now. Every property reads the run's live state.
+
+    ``workflow.run(msg, watch=callback)`` calls ``callback(RunWatch)`` once, as the run
+    starts; a progress display keeps the view and reads it a few times a second (from a
+    task or a thread of its own). Nothing is built or called per superstep for it, so
+    watching a run costs the run nothing. Read from another thread, a value may be a
+    superstep behind; it is never torn.
+    """
+
+    __slots__ = ("_runner", "_workflow")
+
+    def __init__(self, runner: RunnerView, workflow: str | None) -> None:
+        self._runner = runner
+        self._workflow = workflow
+
+    @property
+    def run_id(self) -> str:
+        """The run's id."""
+        return self._runner.state.run_id
+
+    @property
+    def workflow(self) -> str | None:
+        """The workflow's name."""
+        return self._workflow
+
+    def _pipelined(self) -> tuple[int, dict[str, int]] | None:
+        """What a schedule without the barrier (``pipelined``) is doing, while the run is
+        in it."""
+        scheduled = self._runner.scheduled
+        if scheduled is None or not scheduled.active:
+            return None
+        found: tuple[int, dict[str, int]] = scheduled.watched()
+        return found
+
+    @property
+    def superstep(self) -> int:
+        """The number of the superstep running (or that ran last); in the pipelined
+        schedule, the lowest superstep with work (branches may run ahead of it).
+        """
+        pipelined = self._pipelined()
+        if pipelined is not None:
+            return pipelined[0]
+        return self._runner.state.superstep
+
+    @property
+    def running(self) -> tuple[str, ...]:
+        """The executors the running superstep delivers to (the last one's, between); in
+        the pipelined schedule, the executors running now, whatever their superstep."""
+        pipelined = self._pipelined()
+        if pipelined is not None:
+            return tuple(pipelined[1])
+        return tuple(self._runner.current)
+
+    @property
+    def deliveries(self) -> dict[str, int]:
+        """How many messages each executor of the running superstep handles in it (a
+        fan-out's executor handles many); in the pipelined schedule, each running
+        executor's messages not committed yet."""
+        pipelined = self._pipelined()
+        if pipelined is not None:
+            return pipelined[1]
+        return {eid: len(messages) for eid, messages in dict(self._runner.current).items()}
+
+    @property
+    def outputs(self) -> int:
+        """How many outputs the run has yielded."""
+        return len(self._runner.state.outputs)
+
+    @property
+    def pending_requests(self) -> int:
+        """How many requests for outside input are pending."""
+        return len(self._runner.state.pending_requests)
+
+    @property
+    def retrying(self) -> dict[str, int]:
+        """Executors whose invocation is being retried now: ``{executor id: failed
+        attempts so far}`` (the most of any of its invocations)."""
+        state = self._runner.state
+        attempts = state.attempts.copy()
+        executors = state.attempt_executors.copy()
+        retrying: dict[str, int] = {}
+        for key, count in attempts.items():
+            eid = executors.get(key)
+            if eid is not None:  # a resumed count is the executor's when it runs again
+                retrying[eid] = max(retrying.get(eid, 0), count)
+        return retrying
+
+    @property
+    def status(self) -> dict[str, str]:
+        """What the run's observers say about it now, a few words each by name (a budget's
+        ``{"spend": "$0.12/$2.00 · 1.2k/200k tok"}``: :meth:`plait.spi.RunObserver.status`);
+        empty when nobody observes the run or they have nothing to say."""
+        said = getattr(self._runner.observer, "status", None)  # (none, or older than it)
+        if said is None:
+            return {}
+        return dict(said() or {})
+
+
+#: A runner for one run of a compiled graph, what a durability plugin runs a run with:
+#: ``make_runner(graph, options, state, *, live, commit=None)`` (:class:`Runner`'s
+#: arguments), seen as a :class:`RunnerView`; :meth:`RunnerView.run` runs it.
+make_runner: Callable[..., RunnerView] = Runner
 
 
 #: asyncio's own structured task group (Python 3.11+); on 3.10 an anyio task group is used

@@ -1,10 +1,8 @@
-"""Looking at a run from outside: its events as they happen (:meth:`plait.Workflow.stream`)
-and a live, read-only view (:class:`RunWatch`) for displays that look at it at their own pace.
+"""Looking at a run from outside: its events as they happen (:meth:`plait.Workflow.stream`).
 
-``workflow.run(msg, watch=callback)`` calls ``callback(RunWatch)`` once, as the run starts;
-a progress display keeps the view and reads it a few times a second (from a task or a
-thread of its own). Nothing is built or called per superstep for it, so watching a run
-costs the run nothing — unlike ``events="all"``, which builds four events per superstep.
+A display that looks at a run at its own pace takes a live, read-only view of it instead
+(``workflow.run(msg, watch=callback)``, :class:`plait.spi.RunWatch`), which costs the run
+nothing per superstep — unlike ``events="all"``, which builds four events per superstep.
 """
 
 from __future__ import annotations
@@ -30,9 +28,8 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable
 
     from ._events import WorkflowRunResult
-    from ._runner import RunnerView
 
-__all__ = ["EventStream", "RunWatch"]
+__all__ = ["EventStream"]
 
 
 class EventStream:
@@ -174,101 +171,3 @@ class EventStream:
             # run; cancel() needs no await, so it works from whatever task closes us
             scope.cancel()
         self._settle()
-
-
-# -- a live view of a run (RunWatch) -----------------------------------------------------
-
-
-class RunWatch:
-    """What a run is doing now. Every property reads the run's live state.
-
-    Read from another thread, a value may be a superstep behind; it is never torn.
-    """
-
-    __slots__ = ("_runner", "_workflow")
-
-    def __init__(self, runner: RunnerView, workflow: str | None) -> None:
-        self._runner = runner
-        self._workflow = workflow
-
-    @property
-    def run_id(self) -> str:
-        """The run's id."""
-        return self._runner.state.run_id
-
-    @property
-    def workflow(self) -> str | None:
-        """The workflow's name."""
-        return self._workflow
-
-    def _pipelined(self) -> tuple[int, dict[str, int]] | None:
-        """What a schedule without the barrier (``pipelined``) is doing, while the run is
-        in it."""
-        scheduled = self._runner.scheduled
-        if scheduled is None or not scheduled.active:
-            return None
-        found: tuple[int, dict[str, int]] = scheduled.watched()
-        return found
-
-    @property
-    def superstep(self) -> int:
-        """The number of the superstep running (or that ran last); in the pipelined
-        schedule, the lowest superstep with work (branches may run ahead of it).
-        """
-        pipelined = self._pipelined()
-        if pipelined is not None:
-            return pipelined[0]
-        return self._runner.state.superstep
-
-    @property
-    def running(self) -> tuple[str, ...]:
-        """The executors the running superstep delivers to (the last one's, between); in
-        the pipelined schedule, the executors running now, whatever their superstep."""
-        pipelined = self._pipelined()
-        if pipelined is not None:
-            return tuple(pipelined[1])
-        return tuple(self._runner.current)
-
-    @property
-    def deliveries(self) -> dict[str, int]:
-        """How many messages each executor of the running superstep handles in it (a
-        fan-out's executor handles many); in the pipelined schedule, each running
-        executor's messages not committed yet."""
-        pipelined = self._pipelined()
-        if pipelined is not None:
-            return pipelined[1]
-        return {eid: len(messages) for eid, messages in dict(self._runner.current).items()}
-
-    @property
-    def outputs(self) -> int:
-        """How many outputs the run has yielded."""
-        return len(self._runner.state.outputs)
-
-    @property
-    def pending_requests(self) -> int:
-        """How many requests for outside input are pending."""
-        return len(self._runner.state.pending_requests)
-
-    @property
-    def retrying(self) -> dict[str, int]:
-        """Executors whose invocation is being retried now: ``{executor id: failed
-        attempts so far}`` (the most of any of its invocations)."""
-        state = self._runner.state
-        attempts = state.attempts.copy()
-        executors = state.attempt_executors.copy()
-        retrying: dict[str, int] = {}
-        for key, count in attempts.items():
-            eid = executors.get(key)
-            if eid is not None:  # a resumed count is the executor's when it runs again
-                retrying[eid] = max(retrying.get(eid, 0), count)
-        return retrying
-
-    @property
-    def status(self) -> dict[str, str]:
-        """What the run's observers say about it now, a few words each by name (a budget's
-        ``{"spend": "$0.12/$2.00 · 1.2k/200k tok"}``: :meth:`plait.spi.RunObserver.status`);
-        empty when nobody observes the run or they have nothing to say."""
-        said = getattr(self._runner.observer, "status", None)  # (none, or older than it)
-        if said is None:
-            return {}
-        return dict(said() or {})

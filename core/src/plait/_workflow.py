@@ -503,7 +503,13 @@ class Workflow:
         :param prefix: the prefix its executors get when composed (default: its name).
         :raises UnknownNameError: no installed plugin answers, naming ``plait-builders``.
         """
-        return self._manager.workflow_as_connection(self, prefix)
+        return self._manager.first(
+            "plait_workflow_as_connection",
+            "connection",
+            "Workflow.as_connection()",
+            workflow=self,
+            prefix=prefix,
+        )
 
     def as_agent(self, name: str | None = None, description: str = "") -> Any:
         """This workflow as an agent of a team: a participant that takes the conversation
@@ -517,7 +523,14 @@ class Workflow:
         :param description: what it does, for a manager that picks speakers.
         :raises UnknownNameError: no installed plugin answers, naming ``plait-teams``.
         """
-        return self._manager.workflow_as_agent(self, name, description)
+        return self._manager.first(
+            "plait_workflow_as_agent",
+            "agent",
+            "Workflow.as_agent()",
+            workflow=self,
+            name=name,
+            description=description,
+        )
 
     def export(self, format: str) -> str:
         """The graph as text in ``format`` (``mermaid``, ``dot`` …), by the exporter a
@@ -723,7 +736,6 @@ class Workflow:
     ) -> WorkflowRunResult:
         from ._events import RunFinished, RunStarted, RunStatus, WorkflowRunResult
         from ._runner import SUPERSTEP, Runner, schedule_named
-        from ._streaming import RunWatch
 
         if opts.schedule != SUPERSTEP:  # an unknown schedule fails before the run starts
             schedule_named(self._graph, opts.schedule)
@@ -748,10 +760,7 @@ class Workflow:
         status = RunStatus.FAILED
         try:
             if durability is None:
-                runner = Runner(self._graph, opts, state, live=live)
-                if opts.watch is not None:  # a display that looks at the run at its own pace
-                    opts.watch(RunWatch(runner, self.name))
-                status = await runner.run(inbox)
+                status = await Runner(self._graph, opts, state, live=live).run(inbox)
             else:
                 status = await durability.run(
                     self._graph, state, inbox, opts, live=live, parent_id=parent_id

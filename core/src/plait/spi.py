@@ -83,6 +83,7 @@ if TYPE_CHECKING:
     from ._runner import (
         RunCommit as RunCommit,
         RunnerView as RunnerView,
+        RunWatch as RunWatch,
         Schedule as Schedule,
         ScheduleRun as ScheduleRun,
         make_runner as make_runner,
@@ -101,7 +102,6 @@ if TYPE_CHECKING:
         RunState as RunState,
         delivery_id as delivery_id,
     )
-    from ._streaming import RunWatch as RunWatch
     from ._types import (
         is_instance as is_instance,
         is_literal as is_literal,

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import plait
-from plait.spi import Register, lazy_exports, observes_when
+from plait.spi import PluginManager, Register, lazy_exports, observes_when
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -64,6 +64,17 @@ if TYPE_CHECKING:
         UnpricedModelError as UnpricedModelError,
         default_prices as default_prices,
     )
+
+
+@plait.hookimpl
+def plait_addhooks(pluginmanager: PluginManager) -> None:
+    """Declare the hook this plugin reads prices from (:mod:`plait_budgets.hookspecs`) and
+    its registry, ``price`` (a :class:`Price`: ``input``, ``output``)."""
+    # (not `from . import hookspecs`, which asks this module's lazy exports first)
+    import plait_budgets.hookspecs as hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+    pluginmanager.add_registry("plait_register_prices", "price", ("input", "output"))
 
 
 @plait.hookimpl

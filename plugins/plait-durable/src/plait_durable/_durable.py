@@ -38,7 +38,7 @@ import anyio
 import anyio.abc
 import attrs
 from plait import CheckpointError, ExecutorFailedError, RunStatus, WorkflowRunError
-from plait.spi import RunnerView, RunOptions, RunState, RunWatch, combine, make_runner
+from plait.spi import RunnerView, RunOptions, RunState, combine, make_runner
 
 from ._checkpointer import Checkpointer
 from ._errors import RunLeaseError
@@ -188,8 +188,6 @@ async def _run_journaled(
     # the runner commits each superstep (and a pipelined run's consistent cuts) through it
     commit = checkpointer if mode != "exit" else None
     runner = make_runner(graph, opts, state, live=live, commit=commit)
-    if opts.watch is not None:  # a display that looks at the run at its own pace
-        opts.watch(RunWatch(runner, graph.spec.name))
     failure: Exception | None = None
     status = RunStatus.FAILED
     async with anyio.create_task_group() as tg:

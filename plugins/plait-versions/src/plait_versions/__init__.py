@@ -38,7 +38,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import plait
-from plait.spi import lazy_exports
+from plait.spi import PluginManager, lazy_exports
 
 if TYPE_CHECKING:
     from ._compat import (
@@ -80,6 +80,20 @@ if TYPE_CHECKING:
         PendingRequestRecord as PendingRequestRecord,
         Record as Record,
         RunSnapshot as RunSnapshot,
+    )
+
+
+@plait.hookimpl
+def plait_addhooks(pluginmanager: PluginManager) -> None:
+    """Declare the hook this plugin reads migrations from (:mod:`plait_versions.hookspecs`)
+    and its registry, ``migration`` (a :class:`Migration`: ``workflow``, ``from_version``,
+    ``migrate``)."""
+    # (not `from . import hookspecs`, which asks this module's lazy exports first)
+    import plait_versions.hookspecs as hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+    pluginmanager.add_registry(
+        "plait_register_migrations", "migration", ("workflow", "from_version", "migrate")
     )
 
 
