@@ -17,7 +17,7 @@ import plait_replay
 import pytest
 from plait import _hookspecs as hookspecs
 from plait._options import RunOptions
-from plait._plugins import HookManager, LazyPlugin, Plugin, manifest_of
+from plait._plugins import KINDS, HookManager, LazyPlugin, Plugin, manifest_of
 from plait.spi import PluginManager
 
 
@@ -45,7 +45,8 @@ def lazy(module: types.ModuleType) -> tuple[Callable[..., list[Any]], EntryPoint
     plugin = Plugin(module.__name__, module.__name__, "1", module.__name__)
     pm = HookManager("plait")
     pm.add_hookspecs(hookspecs)
-    pm.register(LazyPlugin(plugin, ep, manifest, lambda *failed: AssertionError(failed)))
+    fail = lambda *failed: AssertionError(failed)  # noqa: E731
+    pm.register(LazyPlugin(plugin, ep, manifest, fail, KINDS))
 
     def observe(resumed: Any, options: Any) -> list[Any]:
         return pm.hook.plait_observe_run(  # type: ignore[no-any-return]
