@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import types
+from typing import Any
 
 import plait
 import pytest
@@ -116,7 +117,7 @@ NOT_WHEN_LOADING = [
 
 
 @pytest.fixture(scope="module")
-def imported_by_loading() -> list[str]:
+def imported_by_loading() -> dict[str, Any]:
     report = _fresh(
         """
         import json, sys
@@ -128,26 +129,30 @@ def imported_by_loading() -> list[str]:
             if kind != "hook":
                 manager.registry(kind)  # every registry that holds something, built
         manager.durability("the test"), manager.documents("the test")  # the one of each
-        print(json.dumps({"imported": sorted(set(sys.modules) - before)}))
+        loaded = [i.name for i in manager.describe() if i.status == "loaded" and i.registered]
+        imported = sorted(set(sys.modules) - before)
+        print(json.dumps({"imported": imported, "registering": loaded}))
         """
     )
-    imported = report["imported"]
-    assert isinstance(imported, list)
-    return imported
+    assert isinstance(report["imported"], list) and isinstance(report["registering"], list)
+    return report
 
 
 @pytest.mark.parametrize("module", NOT_WHEN_LOADING)
 def test_loading_the_plugins_imports_none_of_what_they_register(
-    imported_by_loading: list[str], module: str
+    imported_by_loading: dict[str, Any], module: str
 ) -> None:
-    assert module not in imported_by_loading
+    assert module not in imported_by_loading["imported"]
 
 
-def test_loading_the_plugins_imports_their_registration_modules(
-    imported_by_loading: list[str],
+def test_the_plugins_that_register_those_names_were_loaded(
+    imported_by_loading: dict[str, Any],
 ) -> None:
-    # the check would pass in silence if no plugin were installed
-    assert {"plait_steps", "plait_flow", "plait_export", "plait_dag"} <= set(imported_by_loading)
+    # the check would pass in silence if no plugin were installed. Whether loading imports
+    # a plugin's registration module depends on its manifest (a later process registers
+    # it from the manifest, importing nothing), so what is checked is that they loaded
+    # and registered what they register
+    assert {"steps", "flow", "export", "dag"} <= set(imported_by_loading["registering"])
 
 
 def test_building_a_workflow_imports_nothing_that_only_running_needs() -> None:
