@@ -783,3 +783,51 @@ def test_a_raising_plait_addhooks_leaves_nothing_registered(
     with pytest.raises(RegistrationError, match="plait_addhooks raised RuntimeError"):
         plait_plugin_manager.register(Raises(), "raises")
     assert plait_plugin_manager.pm.get_plugin("raises") is None
+
+
+class TipSpecs:
+    """A registry hook a plugin declares: the plugins that extend it register tips."""
+
+    @plait.spi.hookspec
+    def plait_register_tips(self, register: Any) -> None:
+        """Register tips."""
+
+
+class DeclaresTips:
+    @plait.hookimpl
+    def plait_addhooks(self, pluginmanager: PluginManager) -> None:
+        pluginmanager.add_hookspecs(TipSpecs)
+        pluginmanager.add_registry("plait_register_tips", "tip", ("text",))
+
+
+class WrapsTips:
+    """Wraps the declared registry hook: it would never run, as a wrapper of the kernel's."""
+
+    @plait.hookimpl(wrapper=True)
+    def plait_register_tips(self, register: Any) -> Any:
+        return (yield)
+
+
+def test_a_wrapper_of_a_registry_hook_a_plugin_declares_is_refused_as_the_kernels_are() -> None:
+    # loaded before the plugin that declares the hook and its registry kind: refused once
+    # every plugin has declared its hooks, in phase "register", as a kernel hook's wrapper
+    manager = make_plugin_manager(
+        fake_entry_point("wraps", WrapsTips(), distribution="a-wraps"),
+        fake_entry_point("declares", DeclaresTips(), distribution="z-declares"),
+    )
+    manager.load_entrypoints(strict=False)
+    infos = {info.name: info for info in manager.describe()}
+    assert infos["declares"].status == "loaded"
+    assert infos["wraps"].status == "failed" and infos["wraps"].error is not None
+    assert "'plait_register_tips' of plugin 'wraps' is a hook wrapper" in infos["wraps"].error
+    assert "phase 'register'" in infos["wraps"].error
+    assert manager.pm.get_plugin("wraps") is None
+
+
+def test_an_in_process_wrapper_of_a_declared_registry_hook_is_refused(
+    plait_plugin_manager: PluginManager, register_plugin: RegisterPlugin
+) -> None:
+    register_plugin(DeclaresTips(), "declares")
+    with pytest.raises(RegistrationError, match="'plait_register_tips' of plugin 'late'"):
+        plait_plugin_manager.register(WrapsTips(), "late")
+    assert plait_plugin_manager.get_plugin("late") is None

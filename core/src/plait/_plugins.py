@@ -576,11 +576,19 @@ class HookManager(pluggy.PluginManager):
         return super().parse_hookimpl_opts(plugin, name)
 
 
-def register_hooks(pm: pluggy.PluginManager, obj: Any, name: str, *, check: bool = True) -> None:
+def register_hooks(
+    pm: pluggy.PluginManager,
+    obj: Any,
+    name: str,
+    *,
+    check: bool = True,
+    kinds: Mapping[str, Any] = KINDS,
+) -> None:
     """Register ``obj``'s hook implementations with ``pm`` under ``name``, or raise
     :class:`~plait.RegistrationError` leaving nothing registered: no coroutines, only hooks
-    Plait or a plugin specifies (:func:`check_known`, unless ``check`` is false: loading the
-    installed plugins checks once all of them have declared their hooks), with arguments
+    Plait or a plugin specifies, no wrapper of a registry hook (``kinds``) or a singleton
+    hook (:func:`check_known`, unless ``check`` is false: loading the installed plugins
+    checks once all of them have declared their hooks and registry kinds), with arguments
     their specification has."""
     try:
         pm.register(obj, name=name)
@@ -607,24 +615,19 @@ def register_hooks(pm: pluggy.PluginManager, obj: Any, name: str, *, check: bool
                 f"hook implementation {hook_name!r} of plugin {name!r} is a coroutine; "
                 "Plait hooks are synchronous (register async objects instead)"
             )
-        if (impl.wrapper or impl.hookwrapper) and (hook_name in KINDS or hook_name in SINGLETONS):
-            pm.unregister(name=name)
-            raise RegistrationError(
-                f"hook implementation {hook_name!r} of plugin {name!r} is a hook wrapper; "
-                "the kernel calls each plugin's implementation of this hook on its own (so "
-                "what it registers is that plugin's), and a wrapper would never run"
-            )
     if check:
-        check_known(pm, name)
+        check_known(pm, name, kinds)
 
 
-def check_known(pm: pluggy.PluginManager, name: str) -> None:
+def check_known(pm: pluggy.PluginManager, name: str, kinds: Mapping[str, Any] = KINDS) -> None:
     """Raise :class:`~plait.RegistrationError`, unregistering plugin ``name``, when it
     implements a hook that neither Plait nor a plugin declares (``plait_addhooks``) and
-    that it does not mark ``optionalhook=True`` (pluggy's ``check_pending``)."""
+    that it does not mark ``optionalhook=True`` (pluggy's ``check_pending``), or wraps a
+    registry hook (``kinds``: the kernel's and those plugins declare) or a singleton hook."""
+    callers = pm.get_hookcallers(pm.get_plugin(name)) or ()
     unknown = [
         caller.name
-        for caller in pm.get_hookcallers(pm.get_plugin(name)) or ()
+        for caller in callers
         if not caller.has_spec()
         and any(i.plugin_name == name and not i.optionalhook for i in caller.get_hookimpls())
     ]
@@ -633,6 +636,18 @@ def check_known(pm: pluggy.PluginManager, name: str) -> None:
         raise RegistrationError(
             f"plugin {name!r} implements unknown hook {', '.join(map(repr, unknown))}"
         )
+    for caller in callers:
+        if caller.name not in kinds and caller.name not in SINGLETONS:
+            continue
+        for impl in caller.get_hookimpls():
+            if impl.plugin_name == name and (impl.wrapper or impl.hookwrapper):
+                pm.unregister(name=name)
+                raise RegistrationError(
+                    f"hook implementation {caller.name!r} of plugin {name!r} is a hook "
+                    "wrapper; the kernel calls each plugin's implementation of this hook on "
+                    "its own (so what it registers is that plugin's), and a wrapper would "
+                    "never run"
+                )
 
 
 def call_each(pm: pluggy.PluginManager, hook_name: str) -> Iterator[pluggy.HookImpl]:
@@ -640,7 +655,7 @@ def call_each(pm: pluggy.PluginManager, hook_name: str) -> Iterator[pluggy.HookI
     ``trylast`` apply), for the kernel to call one at a time (:func:`call_impl`): what a
     call registers, returns or raises is that plugin's, and pluggy says which plugin an
     implementation belongs to (``HookImpl.plugin_name``), so nothing is wrapped to find
-    out. Wrappers are refused on such hooks (:func:`register_hooks`)."""
+    out. Wrappers are refused on such hooks (:func:`check_known`)."""
     caller: pluggy.HookCaller = getattr(pm.hook, hook_name)
     return reversed(caller.get_hookimpls())
 
@@ -1099,7 +1114,7 @@ class PluginManager:
         for plugin in self._plugins.values():  # every plugin has declared its hooks now
             if plugin.obj is not None:
                 try:
-                    check_known(self.pm, plugin.name)
+                    check_known(self.pm, plugin.name, self.kinds)
                 except RegistrationError as exc:
                     self._fail(plugin, "register", exc)
         self._build_registries()
@@ -1146,7 +1161,7 @@ class PluginManager:
         return err
 
     def _register_hooks(self, obj: Any, name: str, *, check: bool = True) -> None:
-        register_hooks(self.pm, obj, name, check=check)
+        register_hooks(self.pm, obj, name, check=check, kinds=self.kinds)
         self._changed()
 
     def _unregister_hooks(self, name: str) -> None:
