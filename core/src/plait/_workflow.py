@@ -40,7 +40,7 @@ from ._executor import Executor, Handler
 from ._graph import CompiledGraph
 from ._options import DEFAULT_MAX_SUPERSTEPS, RunOptions
 from ._plugins import PluginManager, get_plugin_manager
-from ._spec import WorkflowSpec
+from ._spec import NodeSpec, WorkflowSpec
 
 # what running needs (asyncio, cattrs, events …) is imported by the methods that run
 if TYPE_CHECKING:
@@ -100,14 +100,16 @@ class Placement(Protocol):
 # -- choosing placements ------------------------------------------------------------
 
 
-def placement_of(graph: CompiledGraph, executor_id: str) -> str:
+def placement_of(graph: CompiledGraph, executor_id: str, node: NodeSpec | None = None) -> str:
     """The placement name of ``executor_id`` in a compiled workflow graph:
     :data:`LOCAL` for an executor marked ``local = True`` (it holds sockets, files …), else
-    its node's ``placement``, else the workflow's, else :data:`LOCAL`."""
+    its node's ``placement`` (``node``, when the caller has it), else the workflow's, else
+    :data:`LOCAL`."""
     executor = graph.executors[executor_id]
     if getattr(executor, "local", False) is True:
         return LOCAL
-    node = graph.spec.node(executor_id)
+    if node is None:
+        node = graph.spec.node(executor_id)
     return node.placement or graph.spec.placement or LOCAL
 
 
@@ -128,12 +130,13 @@ def place(graph: CompiledGraph) -> None:
         return
     registry = graph.plugin_manager.registry("placement")
     placements: dict[str, Any] = {}
+    nodes = {node.id: node for node in spec.nodes}  # (spec.node looks one up by scanning)
     for eid in graph.executors:
-        name = placement_of(graph, eid)
+        node = nodes[eid]
+        name = placement_of(graph, eid, node)
         if name == LOCAL:
             continue
         placement = registry.get(name, what=f"executor {eid!r}")
-        node = spec.node(eid)
         if node.nonportable is not None:
             raise NotPortableError(
                 f"executor {eid!r} cannot run with placement {name!r}: {node.nonportable}; "
