@@ -21,9 +21,11 @@ One JSON line per measure, the median of ``--repeat`` samples:
   included, run by ``peers/cold_build.py`` and counted from the child's first statement
   (``median_s``; ``import_s`` and ``build_s`` split it; ``process_s`` is the whole
   process's wall time; ``above_libraries_s`` is what Plait adds to ``libraries``). The
-  ``libraries`` record is the same child importing only what the kernel cannot do without
-  (importlib.metadata, packaging, attrs, pluggy) and building nothing: the floor under
-  Plait's number, which no change to Plait can go below. LangGraph's and MAF's cold
+  ``libraries`` record is the same child importing only the libraries outside the
+  standard library that a cold build imports (attrs, pluggy, typing_extensions; plugin
+  discovery's importlib.metadata and packaging only when the plugin manifest is not
+  current, as in the first process after an install) and building nothing: the floor
+  under Plait's number, which no change to Plait's own code can go below. LangGraph's and MAF's cold
   builds are measured the same way, in the same run, when they are installed (the
   ``bench`` dependency group); a peer that is not installed is skipped and said so on
   stderr (``--no-peers`` skips them all).
