@@ -117,7 +117,7 @@ def test_the_body_class_is_the_records_fields_in_order() -> None:
     """The stored body lists the record's fields, in the record's order: the key order of
     every checkpoint ever written."""
     import attrs
-    from plait_durable._format import CheckpointBody
+    from plait_durable._typed import CheckpointBody
 
     body = [field.name for field in attrs.fields(CheckpointBody)]
     assert body == [field.name for field in attrs.fields(Checkpoint)]
@@ -274,7 +274,8 @@ def test_the_writers_keep_the_classes_field_order() -> None:
     class that reads it back (the key order of every checkpoint ever written)."""
     import attrs
     from plait_durable._format import checkpoint_fields
-    from plait_durable._layout import FullState, StoredRequest, request_fields, state_fields
+    from plait_durable._layout import request_fields, state_fields
+    from plait_durable._typed import FullState, StoredRequest
 
     every = state_fields(
         pending={},

@@ -39,13 +39,8 @@ from plait.spi import lazy, lazy_exports
 
 if TYPE_CHECKING:
     from ._agents import (
-        AGENT_KEYS as AGENT_KEYS,
-        AgentDefinition as AgentDefinition,
         AgentNames as AgentNames,
-        Found as Found,
         module_agents as module_agents,
-        read_agent as read_agent,
-        read_agents as read_agents,
         record_edge_positions as record_edge_positions,
     )
     from ._capabilities import (
@@ -69,6 +64,13 @@ if TYPE_CHECKING:
     from ._converter_nodes import (
         ConverterExecutor as ConverterExecutor,
         LossyConversion as LossyConversion,
+    )
+    from ._definitions import (
+        AGENT_KEYS as AGENT_KEYS,
+        AgentDefinition as AgentDefinition,
+        Found as Found,
+        read_agent as read_agent,
+        read_agents as read_agents,
     )
     from ._load import (
         Documents as Documents,

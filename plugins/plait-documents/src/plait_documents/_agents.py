@@ -5,7 +5,8 @@ steps ``name:``) resolves in this order, the same in every format, from Python a
 the command line:
 
 1. the executors passed from Python (``executors=``);
-2. the document's own ``agents:`` section (:func:`read_agent`: one schema in every format);
+2. the document's own ``agents:`` section (:func:`~plait_documents.read_agent`: one schema in
+   every format, in :mod:`plait_documents._definitions`);
 3. the agents installed distributions publish (``plait_register_agents``);
 4. the module given as ``agents=`` (``plait run --agents MODULE_OR_FILE.py``): its public
    async functions and executors (:func:`module_agents`).
@@ -23,139 +24,18 @@ from __future__ import annotations
 import inspect
 from collections.abc import Iterable, Mapping
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import attrs
 from plait import RegistrationError, SourcePosition
 from plait.spi import BuildContext
 
 from ._wording import is_cli, spell
 from .build import did_you_mean
 
-__all__ = [
-    "AGENT_KEYS",
-    "AgentDefinition",
-    "AgentNames",
-    "Found",
-    "module_agents",
-    "read_agent",
-    "record_edge_positions",
-    "read_agents",
-]
+if TYPE_CHECKING:
+    from ._definitions import AgentDefinition, Found
 
-# -- the agents: section ------------------------------------------------------------------
-
-#: the keys of an LLM agent (cagent's shape), built by plait-llm's ``agent`` kind
-LLM_KEYS = ("model", "instruction", "system", "structured_output", "tools", "options")
-#: every key an entry of an ``agents:`` section may have
-AGENT_KEYS = ("ref", "kind", "config", "description", *LLM_KEYS)
-_TYPES: dict[str, tuple[type, ...]] = {
-    "ref": (str,),
-    "kind": (str,),
-    "config": (dict,),
-    "description": (str,),
-    "model": (str,),
-    "instruction": (str,),
-    "system": (str,),
-    "structured_output": (dict,),
-    "tools": (list,),
-    "options": (dict,),
-}
-_JSON: dict[type, str] = {str: "a string", dict: "a mapping", list: "a list"}
-
-
-@attrs.frozen
-class AgentDefinition:
-    """An agent as data: the executor kind that builds it and that kind's config.
-
-    An ``agents:`` entry ``{ref: module:attr}`` is ``python`` with ``{"ref": ...}``; an
-    LLM agent (``model``, ``instruction``, ``structured_output``, ``tools``, ``options``,
-    ``system``) is plait-llm's ``agent`` kind; ``{kind: shell, config: {...}}`` is that kind.
-    """
-
-    kind: str
-    config: Mapping[str, Any] = attrs.field(factory=dict)
-
-    @property
-    def structured_output(self) -> Mapping[str, Any] | None:
-        """The JSON Schema of the agent's answer, when it declares one."""
-        schema = self.config.get("structured_output") if self.kind == "agent" else None
-        return schema if isinstance(schema, Mapping) else None
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"kind": ..., "config": {...}}``: what a node's config records."""
-        return {"kind": self.kind, "config": dict(self.config)}
-
-
-def read_agent(value: Any) -> tuple[AgentDefinition | None, list[tuple[str, str]]]:
-    """One entry of an ``agents:`` section: its definition, or every problem as ``(JSON
-    path under the entry, message)`` (an unknown key with the one it probably meant).
-    """
-    if not isinstance(value, Mapping):
-        return None, [
-            (
-                "",
-                "an agent is a mapping: {ref: module:attr}, an LLM agent {model: ..., "
-                "instruction: ...}, or {kind: <executor kind>, config: {...}}",
-            )
-        ]
-    problems: list[tuple[str, str]] = []
-    for key in value:
-        if key not in AGENT_KEYS:
-            did = did_you_mean(key, AGENT_KEYS)
-            problems.append(
-                (f"/{key}", f"unknown key {key!r}{did} (an agent has: {', '.join(AGENT_KEYS)})")
-            )
-        elif not isinstance(value[key], _TYPES[key]) or isinstance(value[key], bool):
-            want = " or ".join(_JSON[t] for t in _TYPES[key])
-            problems.append((f"/{key}", f"{key!r} must be {want}, got {value[key]!r}"))
-    if problems:
-        return None, problems
-    forms = [f for f in ("ref", "kind") if f in value]
-    llm = [k for k in LLM_KEYS if k in value]
-    if len(forms) > 1 or (forms and llm):
-        given = ", ".join(repr(k) for k in (*forms, *llm))
-        return None, [
-            (
-                "",
-                f"give one form of agent: 'ref' (Python code), 'kind' with 'config' (an "
-                f"executor kind), or an LLM agent (model, instruction …); got {given}",
-            )
-        ]
-    if "config" in value and "kind" not in value:
-        return None, [("/config", "'config' goes with 'kind' (the executor kind it configures)")]
-    if "ref" in value:
-        ref = value["ref"]
-        if ":" not in ref or not all(ref.partition(":")[::2]):
-            return None, [("/ref", f"'ref' is module:attr (my_agents:writer), got {ref!r}")]
-        return AgentDefinition("python", {"ref": ref}), []
-    if "kind" in value:
-        return AgentDefinition(value["kind"], dict(value.get("config") or {})), []
-    return AgentDefinition("agent", {k: value[k] for k in llm}), []
-
-
-def read_agents(
-    value: Any,
-) -> tuple[dict[str, AgentDefinition], list[tuple[str, str]]]:
-    """A whole ``agents:`` section (a mapping of name to agent): the definitions that read,
-    and every problem as ``(JSON path under the section, message)``.
-    """
-    if value is None:
-        return {}, []
-    if not isinstance(value, Mapping):
-        return {}, [("", "'agents' is a mapping of agent names to agents")]
-    found: dict[str, AgentDefinition] = {}
-    problems: list[tuple[str, str]] = []
-    for name, entry in value.items():
-        if not isinstance(name, str) or not name:
-            problems.append((f"/{name}", f"an agent's name is a non-empty string, got {name!r}"))
-            continue
-        definition, own = read_agent(entry)
-        problems.extend((f"/{name}{path}", message) for path, message in own)
-        if definition is not None:
-            found[name] = definition
-    return found, problems
-
+__all__ = ["AgentNames", "module_agents", "record_edge_positions"]
 
 # -- Python modules of agents -------------------------------------------------------------
 
@@ -184,19 +64,6 @@ def module_agents(module: ModuleType) -> dict[str, Any]:
 
 
 # -- the registry ----------------------------------------------------------------------------
-
-
-@attrs.frozen
-class Found:
-    """Where a name resolved: ``tier`` (``executors``, ``document``, ``plugin``,
-    ``module``), and either the Python ``obj`` or the ``definition`` (data).
-    """
-
-    name: str
-    tier: str
-    obj: Any = None
-    definition: AgentDefinition | None = None
-    origin: str = ""
 
 
 class AgentNames:
@@ -248,6 +115,8 @@ class AgentNames:
 
     def find(self, name: str) -> Found | None:
         """Where ``name`` resolves first, or ``None``."""
+        from ._definitions import Found, as_definition, read_agent
+
         if name in self.executors:
             return Found(name, "executors", obj=self.executors[name], origin="executors=")
         if name in self.document:
@@ -265,7 +134,7 @@ class AgentNames:
                         f"agent {name!r} that {entry.distribution} publishes is not an agent: "
                         + "; ".join(message for _, message in problems)
                     )
-            definition = _as_definition(obj)
+            definition = as_definition(obj)
             if definition is not None:
                 return Found(name, "plugin", definition=definition, origin=origin)
             return Found(name, "plugin", obj=obj, origin=origin)
@@ -286,10 +155,14 @@ class AgentNames:
         for name, obj in self.module.items():
             if name not in self.document:
                 found[name] = obj
-        for name in self._published_names():
-            obj = self.published.get(name)
-            if name not in self.document and _as_definition(obj) is None:
-                found[name] = obj
+        published = self._published_names()
+        if published:  # an agent a plugin publishes as data is a definition, not an object
+            from ._definitions import as_definition
+
+            for name in published:
+                obj = self.published.get(name)
+                if name not in self.document and as_definition(obj) is None:
+                    found[name] = obj
         found.update(self.executors)
         return found
 
@@ -337,13 +210,3 @@ def record_edge_positions(ctx: BuildContext, positions: Mapping[str, SourcePosit
     agents = ctx.agents
     if isinstance(agents, AgentNames):
         agents.edge_positions = positions
-
-
-def _as_definition(obj: Any) -> AgentDefinition | None:
-    """A published agent given as data (a definition, or an ``agents:`` entry mapping)."""
-    if isinstance(obj, AgentDefinition):
-        return obj
-    if isinstance(obj, Mapping):
-        definition, _ = read_agent(obj)
-        return definition
-    return None

@@ -32,7 +32,7 @@ from plait import (
 )
 from plait.spi import BuildContext, Loader
 
-from ._agents import AgentDefinition, AgentNames, module_agents
+from ._agents import AgentNames, module_agents
 from ._source import SourceDocument, attach_source
 from ._wording import in_cli_words, is_cli, spell
 from .build import did_you_mean
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from plait import Workflow, WorkflowSpec
 
     from ._capabilities import AllowSpec
+    from ._definitions import AgentDefinition
 
 __all__ = ["Documents", "agent_names", "check_agents", "load", "load_spec"]
 

@@ -4,21 +4,22 @@ Stores persist the bytes :func:`encode_checkpoint` produces: a magic line, the S
 the body, and the body, compact JSON. The checksum makes a flipped byte or a truncated row
 a :class:`~plait_durable.CorruptCheckpointError`, never a silently wrong resume.
 
-The body is :class:`CheckpointBody`, structured and unstructured through this
-distribution's cattrs converter (:func:`checkpoint_converter`), never read key by key:
-every field of the record (run id, base id, superstep, format version …) is inside the
-checksummed body, with the type it must have. A body of the wrong shape is a
+The body is :class:`~plait_durable._typed.CheckpointBody`, structured and unstructured
+through this distribution's cattrs converter (:func:`checkpoint_converter`), never read key
+by key: every field of the record (run id, base id, superstep, format version …) is inside
+the checksummed body, with the type it must have. A body of the wrong shape is a
 :class:`~plait_durable.CorruptCheckpointError` naming the checkpoint and the path of every field
 that is wrong (``state.requests[2].superstep holds str '3', expected int``); a body written
 by a newer format is refused. A store's listing columns are only an index, and a store
 checks the body it reads against the row that led to it (``expect_run``/``expect_id`` of
-:func:`decode_checkpoint`).
+:func:`decode_checkpoint`). Writing never builds the body's class (:func:`checkpoint_fields`
+writes its JSON): it is imported when a checkpoint is first read.
 
 Structuring is strict and builds nothing the body names: ``str``, ``int`` and ``float``
 fields take only those JSON types (no ``"3"`` for ``3``, no ``true`` for ``1``), and the
-values a run keeps (:data:`Json`: messages, executor and shared state …) stay the JSON
-they are until resuming decodes them into the types the workflow declares
-(:func:`plait_durable.decode_value`).
+values a run keeps (:data:`~plait_durable._typed.Json`: messages, executor and shared
+state …) stay the JSON they are until resuming decodes them into the types the workflow
+declares (:func:`plait_durable.decode_value`).
 """
 
 from __future__ import annotations
@@ -27,9 +28,8 @@ import functools
 import hashlib
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NewType
+from typing import TYPE_CHECKING, Any
 
-import attrs
 from plait import CheckpointError
 
 from ._errors import CorruptCheckpointError
@@ -39,8 +39,6 @@ if TYPE_CHECKING:
     import cattrs  # importing it costs ~40 ms: done when a checkpoint is first read
 
 __all__ = [
-    "CheckpointBody",
-    "Json",
     "checkpoint_converter",
     "checkpoint_fields",
     "corrupt",
@@ -57,10 +55,6 @@ try:  # an optional speed-up, never required
     import orjson as _orjson
 except ImportError:  # pragma: no cover - depends on what is installed
     _orjson = None
-
-#: A JSON value a checkpoint keeps as it is (a message, a snapshot, the shared state …):
-#: structuring passes it through untouched, and resuming decodes it into declared types.
-Json = NewType("Json", object)
 
 #: Errors a message lists at most (a forged body can be wrong in every field).
 _SHOWN = 5
@@ -91,27 +85,6 @@ def load_json(body: bytes) -> Any:
         except ValueError:
             pass  # the standard library decides, and words the error
     return json.loads(body, parse_constant=_no_constant)
-
-
-@attrs.frozen(kw_only=True)
-class CheckpointBody:
-    """The body of a stored checkpoint (format 1): the fields of
-    :class:`~plait_durable.Checkpoint`, in its order, every one present. ``state`` is the
-    run's state (:mod:`plait_durable._layout` types it); ``metadata`` the run's
-    annotations (workflow, fingerprint, topology, error …).
-    """
-
-    checkpoint_id: str
-    run_id: str
-    superstep: int
-    parent_id: str | None
-    signature: str
-    status: str
-    created_at: float
-    state: dict[str, Json]
-    format_version: int
-    metadata: dict[str, Json]
-    base_id: str | None
 
 
 class _WrongType(TypeError):
@@ -145,6 +118,8 @@ def _as_stored(type_: Any) -> Callable[[Any], bool] | None:
     the right collection, holds only what it may, so it can be taken as it is. ``None`` for
     collections of classes, which cattrs builds item by item. (Keys are not checked: a
     JSON object's keys are strings.)"""
+    from ._typed import Json
+
     item = type_.__args__[-1]
     if item is Json:
         return lambda value: True
@@ -194,6 +169,8 @@ def checkpoint_converter() -> cattrs.Converter:
     from cattrs.cols import list_structure_factory
     from cattrs.gen import make_mapping_structure_fn
 
+    from ._typed import Json
+
     converter = cattrs.Converter(detailed_validation=True, forbid_extra_keys=True)
     converter.register_structure_hook(str, _strict(str))
     converter.register_structure_hook(int, _strict(int))
@@ -219,9 +196,9 @@ def checkpoint_converter() -> cattrs.Converter:
 
 def checkpoint_fields(checkpoint: Checkpoint) -> dict[str, Any]:
     """The body of ``checkpoint`` as JSON (its fields hold JSON already): every field of
-    the record, in its order (:class:`CheckpointBody`'s), the key order of every
-    checkpoint ever written. The record's unstructure hook; it runs for every checkpoint
-    a run writes, so it names the fields rather than looping over them."""
+    the record, in its order (:class:`~plait_durable._typed.CheckpointBody`'s), the key
+    order of every checkpoint ever written. The record's unstructure hook; it runs for
+    every checkpoint a run writes, so it names the fields rather than looping over them."""
     return {
         "checkpoint_id": checkpoint.checkpoint_id,
         "run_id": checkpoint.run_id,
@@ -317,6 +294,8 @@ def decode_checkpoint(
             f"{where} was written by a newer Plait (format {version}); this Plait reads "
             f"format {FORMAT_VERSION}: upgrade plait-core to resume it"
         )
+    from ._typed import CheckpointBody
+
     try:
         stored = checkpoint_converter().structure(raw, CheckpointBody)
     except Exception as exc:  # cattrs' validation errors, each with its path

@@ -1,15 +1,15 @@
-"""The layout of a checkpoint's state (format 1), as typed classes.
+"""The layout of a checkpoint's state (format 1), and the typed classes it is read into.
 
-``Checkpoint.state`` is a :class:`FullState`: everything a run needs to go on. What makes
-a checkpoint cost what changed is not its layout but its values: in a store that keeps
-blobs they are content-addressed (:mod:`plait_durable._blobs`), so a value the last
-checkpoint held costs a reference, and the growing sections are trees whose unchanged
-parts are shared. ::
+``Checkpoint.state`` is a :class:`~plait_durable._typed.FullState`: everything a run needs
+to go on. What makes a checkpoint cost what changed is not its layout but its values: in a
+store that keeps blobs they are content-addressed (:mod:`plait_durable._blobs`), so a value
+the last checkpoint held costs a reference, and the growing sections are trees whose
+unchanged parts are shared. ::
 
     kind            "full"
     pending         {executor_id: [message, ...]} — the next superstep's deliveries
     router_state    {edge_group_id: snapshot} — every stateful edge group (fan-in buffers)
-    requests        every pending request for outside input (StoredRequest)
+    requests        every pending request for outside input (``StoredRequest``)
     ids             the delivery ids of pending messages to executors taking them on
                     arrival (absent when there are none)
     executor_state  {executor_id: snapshot} — every non-empty executor state
@@ -33,59 +33,31 @@ resuming structures it into them through
 type and no unknown key; a state that does
 not fit is a :class:`~plait_durable.CorruptCheckpointError` naming the checkpoint and the path of
 each field that is wrong (``state.requests[0].executor_id holds int 7, expected str``).
-Values (messages, snapshots, shared state, outputs) stay :data:`~plait_durable._format.Json`
+Values (messages, snapshots, shared state, outputs) stay :data:`~plait_durable._typed.Json`
 until :func:`plait_durable.decode_value` decodes them into the types the workflow declares.
+The classes themselves are in :mod:`plait_durable._typed`, imported when a state is first
+read: a run that only writes checkpoints never builds them.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
 from ._errors import CorruptCheckpointError
-from ._format import Json, checkpoint_converter, corrupt
+from ._format import checkpoint_converter, corrupt
+
+if TYPE_CHECKING:
+    from ._typed import FullState
 
 __all__ = [
-    "FullState",
-    "StoredRequest",
     "read_state",
     "request_fields",
     "state_fields",
     "state_json",
     "state_kind",
 ]
-
-
-@attrs.frozen(kw_only=True)
-class StoredRequest:
-    """A pending request for outside input: its id, the executor that asked, the request
-    (a value), the response type's tag (``None``: any) and name, and the superstep."""
-
-    request_id: str
-    executor_id: str
-    request: Json
-    response_type: str | None
-    response_type_name: str
-    superstep: int
-
-
-@attrs.frozen(kw_only=True)
-class FullState:
-    """The state of a full checkpoint: everything a run needs to go on."""
-
-    kind: Literal["full"] = "full"
-    pending: dict[str, list[Json]]
-    router_state: dict[str, Json]
-    requests: list[StoredRequest]
-    ids: dict[str, list[str]] | None = None
-    executor_state: dict[str, Json]
-    shared: Json
-    outputs: list[Json]
-    visits: dict[str, int]
-    attempts: dict[str, int] | None = None
-    pipeline: Json | None = None
-    observed: Json | None = None
 
 
 def state_fields(
@@ -104,10 +76,10 @@ def state_fields(
 ) -> dict[str, Any]:
     """A full state as the JSON object a checkpoint stores, from its sections (JSON
     already: each value encoded and, in a store that keeps blobs, externalized): the
-    keys in :class:`FullState`'s field order, an optional section left out when it is
-    ``None``, so the bytes are those format 1 has always had. What the checkpointer
-    writes, in one pass over the run's values; :func:`state_json` is the same for a
-    typed state."""
+    keys in :class:`~plait_durable._typed.FullState`'s field order, an optional section
+    left out when it is ``None``, so the bytes are those format 1 has always had. What the
+    checkpointer writes, in one pass over the run's values; :func:`state_json` is the same
+    for a typed state."""
     out: dict[str, Any] = {
         "kind": "full",
         "pending": pending,
@@ -139,7 +111,7 @@ def request_fields(
     superstep: int,
 ) -> dict[str, Any]:
     """A pending request as the JSON object a checkpoint stores: the keys in
-    :class:`StoredRequest`'s field order."""
+    :class:`~plait_durable._typed.StoredRequest`'s field order."""
     return {
         "request_id": request_id,
         "executor_id": executor_id,
@@ -201,6 +173,8 @@ def read_state(data: Any, where: str) -> FullState:
         raise CorruptCheckpointError(
             f"{where} is corrupt: its state has kind 'delta', expected 'full'"
         )
+    from ._typed import FullState
+
     try:
         state: FullState = checkpoint_converter().structure(data, FullState)
     except Exception as exc:  # cattrs' validation errors, each with its path

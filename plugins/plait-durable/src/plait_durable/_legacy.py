@@ -5,7 +5,7 @@ every 32 checkpoints with *deltas* between them (what changed since that snapsho
 shared state key by key in a store without blobs), and content-addressed values
 (:mod:`plait_durable._blobs`). The blobs subsume the deltas — shared state, outputs,
 executor state and long lists are trees whose unchanged parts the last checkpoint shares
-— so every checkpoint is now full (:class:`~plait_durable._layout.FullState`), and the
+— so every checkpoint is now full (:class:`~plait_durable._typed.FullState`), and the
 delta layout is read here, for runs an earlier Plait wrote::
 
     kind            "delta"
@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 
 from ._errors import CorruptCheckpointError
-from ._format import Json, checkpoint_converter, corrupt
-from ._layout import FullState, StoredRequest, read_state, state_json
+from ._format import checkpoint_converter, corrupt
+from ._layout import read_state, state_json
+from ._typed import FullState, Json, StoredRequest
 
 if TYPE_CHECKING:
     from .checkpoint import Checkpoint, CheckpointStore

@@ -30,8 +30,9 @@ from ._errors import (
     WorkflowChangedError,
 )
 from ._fingerprint import fingerprint_changes, fingerprint_of
-from ._layout import FullState, read_state, state_kind
+from ._layout import read_state, state_kind
 from ._legacy import load_delta
+from ._typed import FullState
 from .checkpoint import Checkpoint, CheckpointStore
 from .codec import DecodeError, declared_types, decode_value
 

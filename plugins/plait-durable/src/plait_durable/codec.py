@@ -36,8 +36,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
+
+# its names are imported on first use (through the package): a run whose values are plain
+# JSON never imports the message converter's module
+import plait_converters
 from plait import PlaitError, get_plugin_manager
-from plait_converters import hooks_key, message_converter, type_hooks
 
 if TYPE_CHECKING:
     from plait.spi import CompiledGraph, Registry
@@ -82,7 +85,7 @@ def _hooked() -> frozenset[Any]:
     global _hooked_last
     registry = get_plugin_manager().registry("type_hooks")
     cached = _hooked_last
-    key = hooks_key(registry)
+    key = plait_converters.hooks_key(registry)
     if cached is None or cached[0] is not registry or cached[1] != key:
         cached = _hooked_last = (registry, key, _hooked_types(registry))
     return cached[2]
@@ -99,7 +102,7 @@ def _is_hooked(cls: type) -> bool:
 
 
 def _hooked_types(registry: Registry[Any]) -> frozenset[Any]:
-    return frozenset(hooks.type for hooks in type_hooks(registry))
+    return frozenset(hooks.type for hooks in plait_converters.type_hooks(registry))
 
 
 def _ref(cls: type) -> str:
@@ -134,7 +137,7 @@ def encode_value(value: Any, path: str = "") -> Any:
         return {TAG: "bytes", "v": value.hex()}
     if attrs.has(cls) or dataclasses.is_dataclass(cls) or _is_hooked(cls):
         try:
-            data = message_converter().unstructure(value)
+            data = plait_converters.message_converter().unstructure(value)
             return {TAG: _ref(cls), "v": encode_value(data, path)}
         except EncodeError:
             raise
@@ -196,7 +199,7 @@ def _decode(data: Any, types: Mapping[str, type]) -> Any:
             str(tag)[:200],
         )
     try:
-        return message_converter().structure(_decode(raw, types), cls)
+        return plait_converters.message_converter().structure(_decode(raw, types), cls)
     except (DecodeError, RecursionError):
         raise
     except Exception as exc:

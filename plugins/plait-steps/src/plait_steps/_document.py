@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from plait import ConfigError, PlaitError
-from plait_documents import AgentDefinition, did_you_mean, read_agents
+from plait_documents import did_you_mean
 
 from ._yaml import Y, position
+
+if TYPE_CHECKING:
+    from plait_documents import AgentDefinition
 
 __all__ = ["Document", "Step", "read"]
 
@@ -229,6 +232,8 @@ class _Reader:
         self.agent_values: dict[str, Y] = {}
         if y is None:
             return
+        from plait_documents import read_agents  # only a document with an agents: section
+
         found, problems = read_agents(plain(y))
         for path, message in problems:
             at = _at_path(y, path)
