@@ -81,20 +81,24 @@ if TYPE_CHECKING:
         encode_checkpoint as encode_checkpoint,
         load_json as load_json,
     )
+    from ._journalevents import (
+        JOURNAL_KINDS as JOURNAL_KINDS,
+        JournalEvent as JournalEvent,
+    )
     from ._options import DurableOptions as DurableOptions
     from ._resume import recorded_fingerprint as recorded_fingerprint
     from ._runindex import (
-        DEFAULT_PAGE as DEFAULT_PAGE,
-        JOURNAL_KINDS as JOURNAL_KINDS,
         MAX_JOURNAL_PAGE as MAX_JOURNAL_PAGE,
         EventJournal as EventJournal,
-        JournalEvent as JournalEvent,
+        RunSummary as RunSummary,
+        read_journal as read_journal,
+    )
+    from ._runpages import (
+        DEFAULT_PAGE as DEFAULT_PAGE,
         RunIndex as RunIndex,
         RunPage as RunPage,
         RunQuery as RunQuery,
-        RunSummary as RunSummary,
         list_runs as list_runs,
-        read_journal as read_journal,
     )
     from ._runview import (
         EDITABLE as EDITABLE,

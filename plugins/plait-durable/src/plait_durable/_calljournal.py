@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._runindex import MAX_JOURNAL_PAGE, JournalEvent
+from ._runindex import MAX_JOURNAL_PAGE
+
+if TYPE_CHECKING:
+    from ._journalevents import JournalEvent
 
 __all__ = ["RunJournalWriter", "run_journal"]
 

@@ -24,7 +24,8 @@ from typing import Any
 from plait import ExecutorFailedError, ExecutorTimeoutError, RunOptionError
 from plait.spi import Invocation, RunObserver
 
-from ._runindex import EventJournal, JournalEvent
+from ._journalevents import JournalEvent
+from ._runindex import EventJournal
 from .checkpoint import Checkpoint, Lease
 
 __all__ = ["JournaledStore", "RunJournal", "error_record", "journal_store"]

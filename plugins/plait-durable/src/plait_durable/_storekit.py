@@ -64,15 +64,19 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from plait import CheckpointError
 from typing_extensions import Self
 
 from . import _blobs, _format, _leases, _runindex, _stores
 from ._errors import CheckpointNotFoundError, StoreUnavailableError
-from ._runindex import MAX_JOURNAL_PAGE, JournalEvent
+from ._runindex import MAX_JOURNAL_PAGE
 from .checkpoint import Checkpoint, Lease, LeaseHolder, RunInfo
+
+if TYPE_CHECKING:
+    from ._journalevents import JournalEvent
+    from ._runpages import RunPage, RunQuery
 
 __all__ = ["CheckpointStoreBase"]
 
@@ -114,12 +118,6 @@ class CheckpointStoreBase(abc.ABC):
     _info_fields = staticmethod(_stores.info_fields)
     #: ``_prune_plan(infos, keep_last)``: the ids a prune deletes, oldest first.
     _prune_plan = staticmethod(_stores.prune_plan)
-    #: ``_page_sql(query, placeholder=...)``: the one SQL query of a run index page.
-    _page_sql = staticmethod(_runindex.page_sql)
-    #: ``_page_of_rows(query, rows)``: the page :meth:`_page_sql`'s rows make.
-    _page_of_rows = staticmethod(_runindex.page_of_rows)
-    #: ``_cursor_position(cursor)``: the integer a store's run index cursor holds.
-    _cursor_position = staticmethod(_runindex.parse_int_cursor)
     #: ``_child_refs(blob)``: the hashes a stored blob names, to keep beside it.
     _child_refs = staticmethod(_blobs.child_refs)
     #: ``_blob_refs(state)``: the hashes a checkpoint's state names.
@@ -128,6 +126,37 @@ class CheckpointStoreBase(abc.ABC):
     _max_blob = staticmethod(_blobs.max_blob)
     #: ``_unpack_blob(data, limit)``: a stored blob's JSON bytes.
     _unpack_blob = staticmethod(_blobs.unpack_blob)
+
+    # the run index's pages (:mod:`plait_durable._runpages`) are imported when a store is
+    # first asked for one: a run that only saves never builds their records
+
+    @staticmethod
+    def _page_sql(
+        query: RunQuery, *, table: str = "plait_runs", placeholder: str = "?"
+    ) -> tuple[str, tuple[Any, ...]]:
+        """The one SQL query of a run index page over ``table``, and its parameters
+        (:func:`plait_durable._runpages.page_sql`)."""
+        from ._runpages import page_sql
+
+        return page_sql(query, table=table, placeholder=placeholder)
+
+    @staticmethod
+    def _page_of_rows(query: RunQuery, rows: Sequence[Sequence[Any]]) -> RunPage:
+        """The page :meth:`_page_sql`'s rows make."""
+        from ._runpages import page_of_rows
+
+        return page_of_rows(query, rows)
+
+    @staticmethod
+    def _cursor_position(cursor: str | None) -> int | None:
+        """The integer a store's run index cursor holds (``None`` for the first page).
+
+        :raises ValueError: ``cursor`` is not one this index made.
+        """
+        from ._runpages import parse_int_cursor
+
+        return parse_int_cursor(cursor)
+
     #: ``_unreferenced(stored, blobs)``: the hashes among ``blobs`` that no checkpoint
     #: of ``stored`` (encoded bytes) reaches: what a sweep deletes.
     _unreferenced = staticmethod(_blobs.unreferenced_by)
@@ -273,6 +302,8 @@ class CheckpointStoreBase(abc.ABC):
         self, run_id: str, *, after: int = 0, limit: int = MAX_JOURNAL_PAGE
     ) -> Sequence[JournalEvent]:
         """The journal events of ``run_id`` after ``after``, oldest first, at most ``limit``."""
+        from ._journalevents import JournalEvent  # made when a journal is first read
+
         _runindex.check_journal_read(after, limit)
         self._check_open()
         rows = await self._events(run_id, after, limit)

@@ -20,14 +20,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from plait import CheckpointError
 
 from ._errors import CorruptCheckpointError
 from ._format import decode_checkpoint
-from .checkpoint import Checkpoint, CheckpointInfo, RunInfo
+from .checkpoint import Checkpoint, RunInfo
+
+if TYPE_CHECKING:
+    from ._info import CheckpointInfo
 
 __all__ = [
     "CORRUPT",

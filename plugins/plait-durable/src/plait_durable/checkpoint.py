@@ -28,9 +28,13 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
+from plait.spi import lazy_exports
+
+if TYPE_CHECKING:
+    from ._info import CheckpointInfo as CheckpointInfo
 
 __all__ = [
     "FORMAT_VERSION",
@@ -48,25 +52,6 @@ __all__ = [
 #: Version of the checkpoint byte format and of the ``state`` layout inside it (both
 #: ``plait-durable``'s): what :attr:`Checkpoint.format_version` says by default.
 FORMAT_VERSION = 1
-
-
-@attrs.frozen
-class CheckpointInfo:
-    """What a store lists about a checkpoint without decoding its state.
-
-    ``base_id`` is :attr:`Checkpoint.base_id`: the full checkpoint a delta an earlier
-    Plait wrote builds on (``None`` for a full one: every checkpoint Plait writes now).
-    Prune keeps it while a kept checkpoint names it
-    (``plait_durable.kit.CheckpointStoreBase._prune_plan``).
-    """
-
-    checkpoint_id: str
-    run_id: str
-    superstep: int
-    parent_id: str | None
-    status: str
-    created_at: float
-    base_id: str | None = None
 
 
 @attrs.frozen
@@ -105,6 +90,8 @@ class Checkpoint:
     @property
     def info(self) -> CheckpointInfo:
         """The listing view of this checkpoint."""
+        from ._info import CheckpointInfo
+
         return CheckpointInfo(
             checkpoint_id=self.checkpoint_id,
             run_id=self.run_id,
@@ -372,3 +359,8 @@ class RunInfo:
     created_at: float
     updated_at: float
     metadata: Mapping[str, Any] = attrs.field(factory=dict, kw_only=True, eq=False, repr=False)
+
+
+# CheckpointInfo is imported on first use: a run that only saves checkpoints never lists them
+if not TYPE_CHECKING:  # type checkers read the block above: a misspelt name stays an error
+    __getattr__, __dir__ = lazy_exports(__name__)

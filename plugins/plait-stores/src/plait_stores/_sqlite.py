@@ -48,22 +48,17 @@ import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 from plait import CheckpointError
-from plait_durable import (
-    Checkpoint,
-    CheckpointInfo,
-    Lease,
-    LeaseHolder,
-    RunPage,
-    RunQuery,
-    RunSummary,
-)
+from plait_durable import Checkpoint, Lease, LeaseHolder, RunSummary
 from plait_durable.kit import CheckpointStoreBase
 
 from ._common import blob_closure, split_query
+
+if TYPE_CHECKING:  # the listing records are imported when a listing is first asked for
+    from plait_durable import CheckpointInfo, RunPage, RunQuery
 
 __all__ = ["SCHEMA_VERSION", "SqliteCheckpointStore", "list_runs_sql"]
 
@@ -356,6 +351,8 @@ class SqliteCheckpointStore(CheckpointStoreBase):
 
     async def list(self, run_id: str) -> Sequence[CheckpointInfo]:
         """The checkpoints of ``run_id`` in the order they were saved."""
+        from plait_durable import CheckpointInfo
+
         rows = await self._run(
             self._fetch_all,
             f"SELECT {_INFO} FROM plait_checkpoints WHERE run_id = ? ORDER BY seq",
