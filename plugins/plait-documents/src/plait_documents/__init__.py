@@ -79,6 +79,7 @@ if TYPE_CHECKING:
         load as load,
         load_spec as load_spec,
     )
+    from ._mismatch import EdgeTypeProblem as EdgeTypeProblem
     from ._run_defaults import (
         DOCUMENT_RUN_OPTIONS as DOCUMENT_RUN_OPTIONS,
         check_run_option as check_run_option,
@@ -88,10 +89,7 @@ if TYPE_CHECKING:
         attach_source as attach_source,
         source_document as source_document,
     )
-    from ._wiring import (
-        EdgeTypeProblem as EdgeTypeProblem,
-        wire_types as wire_types,
-    )
+    from ._wiring import wire_types as wire_types
     from ._wording import (
         cli_wording as cli_wording,
         in_cli_words as in_cli_words,

@@ -44,12 +44,14 @@ from plait.spi import PluginManager, Registry, type_name
 from .build import edge_group_id
 
 # the converter search and the converter nodes are imported only when an edge needs a
-# conversion: most builds never do, and every process pays their imports
+# conversion, the problem record when one does not fit: most builds never do, and every
+# process pays their imports
 if TYPE_CHECKING:
     from plait_converters import Chain, Step
 
+    from ._mismatch import EdgeTypeProblem
+
 __all__ = [
-    "EdgeTypeProblem",
     "wire_document",
     "wire_types",
 ]
@@ -99,6 +101,8 @@ class _Wiring:
                 message = self._explain(
                     group, target_id, accepted, missing, producers, problem, plan
                 )
+                from ._mismatch import EdgeTypeProblem
+
                 problems.append(EdgeTypeProblem(group.id, tuple(producers), target_id, message))
                 continue
             retarget[target_id] = self._insert(plan, target_id)
@@ -239,22 +243,6 @@ def wire_types(
     for index in range(len(groups)):  # the groups appended on the way need no check
         problems.extend(wiring.check(index, merges))
     return problems
-
-
-@attrs.frozen
-class EdgeTypeProblem:
-    """One edge whose target cannot handle a type a source sends: the edge ``group``'s
-    id, the ``producers`` (the sources that send that type), the ``target`` and the
-    ``message`` (its ``str()``), which names all of them and both types.
-    """
-
-    group: str
-    producers: tuple[str, ...]
-    target: str
-    message: str
-
-    def __str__(self) -> str:
-        return self.message
 
 
 def _sent(source_ids: Sequence[str], executors: dict[str, Executor]) -> list[Any]:

@@ -41,6 +41,7 @@ from ._document import ITEM_REF, STEP_REF, Document, Step, _at_path, plain, step
 from ._yaml import Y, position
 
 if TYPE_CHECKING:
+    from ._loops import Loop
     from ._paths import Shapes
 
 __all__ = ["compile_document"]
@@ -50,21 +51,6 @@ __all__ = ["compile_document"]
 Cont = tuple[str, str, str]
 END: Cont = ("end", "", "")
 OPEN: Cont = ("open", "", "")
-
-
-@attrs.define
-class _Loop:
-    """One back-edge: the step it goes back to, the list both are in, and the span of that
-    list the loop goes round (``first``..``last``, by index)."""
-
-    target: str
-    steps: list[Step]
-    first: int
-    last: int
-
-    def members(self) -> set[str]:
-        """The ids of every step the loop goes round."""
-        return {s.id for top in self.steps[self.first : self.last + 1] for s in top.walk()}
 
 
 def _retry(policy: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -150,7 +136,7 @@ class _Compiler:
         #: being compiled (where a goto's loop starts and ends)
         self.frames: list[tuple[list[Step], int]] = []
         #: every back-edge, by its key (the id of the step that wrote it)
-        self.loops: dict[str, _Loop] = {}
+        self.loops: dict[str, Loop] = {}
         for top in doc.steps:
             self._enclose(top, [])
 
@@ -524,10 +510,12 @@ class _Compiler:
         that holds ``target`` at or before its step being compiled is the loop's."""
         if not target:
             return  # reported
+        from ._loops import Loop
+
         for steps, index in reversed(self.frames):
             first = next((i for i in range(index, -1, -1) if steps[i].id == target), None)
             if first is not None:
-                self.loops[key] = _Loop(target, steps, first, index)
+                self.loops[key] = Loop(target, steps, first, index)
                 return
 
     def with_loops(self, node: NodeSpec) -> NodeSpec:
