@@ -191,6 +191,22 @@ def test_a_small_run_imports_only_what_it_uses(tmp_path: Path) -> None:
     assert sorted(modules & {"plait_converters._assignable", "plait_cli._prompt"}) == []
     # no step reads a $steps path and none is a parallel block: the paths' shapes are not
     assert "plait_steps._paths" not in modules
+    # the run only saves checkpoints, holds plain values, names no agent, has no loop
+    # and every edge fits: the records of reading a checkpoint back, of listing runs and
+    # checkpoints, of the journal and of the message converter are not imported (each
+    # attrs class costs ~1 ms to create), nor those of agents, loops and mismatched edges
+    records = {
+        "plait_durable._typed",
+        "plait_durable._runpages",
+        "plait_durable._journalevents",
+        "plait_durable._info",
+        "plait_converters._messages",
+        "plait_documents._definitions",
+        "plait_documents._mismatch",
+        "plait_steps._loops",
+    }
+    assert sorted(modules & records) == []
+    assert "plait_durable._durable" in modules  # the run was checkpointed
 
 
 # A typed two-step chain built with ``WorkflowBuilder``, then composed into another
