@@ -188,13 +188,13 @@ def test_journal_events_refuse_what_they_do_not_know() -> None:
 async def test_a_run_without_journal_builds_nothing_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """Off means free: no journal observer, no store wrapper, no event object."""
     import plait_durable._journal
-    import plait_durable._runindex
+    import plait_durable._journalevents
 
     made: list[str] = []
     for module, name in (
         (plait_durable._journal, "RunJournal"),
         (plait_durable._journal, "JournaledStore"),
-        (plait_durable._runindex, "JournalEvent"),
+        (plait_durable._journalevents, "JournalEvent"),
     ):
         cls = getattr(module, name)
         original = cls.__init__
