@@ -207,6 +207,8 @@ def test_a_small_run_imports_only_what_it_uses(tmp_path: Path) -> None:
     }
     assert sorted(modules & records) == []
     assert "plait_durable._durable" in modules  # the run was checkpointed
+    # plait run builds none of plait resume's options, nor imports its change policies
+    assert sorted(modules & {"plait_cli._resume", "plait_cli._on_change"}) == []
 
 
 # A typed two-step chain built with ``WorkflowBuilder``, then composed into another

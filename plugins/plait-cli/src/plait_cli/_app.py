@@ -38,7 +38,7 @@ BUILT_IN: dict[str, tuple[str, str]] = {
     "fragments": ("plait_cli._listing:fragments_command", "List published workflow fragments."),
     "run": ("plait_cli._run:run_command", "Run a workflow on a message; print its outputs."),
     "resume": (
-        "plait_cli._run:resume_command",
+        "plait_cli._resume:resume_command",
         "Continue a checkpointed run, answering its requests.",
     ),
     "validate": (
