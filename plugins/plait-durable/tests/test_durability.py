@@ -185,6 +185,27 @@ def test_the_names_type_checkers_see_are_the_names_imported_at_run_time() -> Non
     )
 
 
+def test_the_checkpoint_module_names_its_listing_record_as_type_checkers_see_it() -> None:
+    """``plait_durable.checkpoint.CheckpointInfo`` is imported on first use (a run that only
+    saves checkpoints never lists them); every other name is the module's own."""
+    import plait_durable.checkpoint
+    from plait_testing.exports import check_exports
+
+    own = {
+        "FORMAT_VERSION",
+        "BlobStore",
+        "Checkpoint",
+        "CheckpointStore",
+        "CheckpointStoreFactory",
+        "Lease",
+        "LeaseHolder",
+        "RunInfo",
+        "open_store",
+    }
+    check_exports(plait_durable.checkpoint, run_time_only=own)
+    assert plait_durable.checkpoint.CheckpointInfo is plait_durable.CheckpointInfo
+
+
 class Chooser(Executor):
     """Asks for a ``Literal`` (a response type that is not a plain class: stored without a
     type tag, only by name)."""
