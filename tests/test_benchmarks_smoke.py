@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -104,3 +105,30 @@ def test_the_cold_build_target_needs_twice_the_speed_of_every_peer(
     # the libraries' floor is not a peer: it says what Plait adds, not how much faster it is
     assert floored[0]["above_libraries_s"] == 0.1
     assert "x_faster_than_libraries" not in floored[0]
+
+
+def test_the_cli_benchmarks_floor_imports_the_runs_libraries_and_no_plait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = importlib.util.spec_from_file_location("bench_cli", BENCH / "bench_cli.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_cli", bench)
+    spec.loader.exec_module(bench)
+    workflow = tmp_path / "steps.yaml"
+    workflow.write_text(bench.STEPS2)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+    modules = bench._imported_modules(bench._plait_command(), workflow, str(tmp_path), env)
+    # what a checkpointed run of shell steps needs from outside Plait, and nothing of Plait
+    assert {"click", "attrs", "pluggy", "ruamel.yaml", "sqlite3", "asyncio"} <= set(modules)
+    assert not [name for name in modules if name.startswith("plait")]
+
+    floor = bench._floor_command(modules)
+    report = "import sys, json\nprint(json.dumps(sorted(sys.modules)))\n"
+    done = subprocess.run(
+        [*floor[:-1], floor[-1] + report], capture_output=True, text=True, timeout=120, check=True
+    )
+    loaded = set(json.loads(done.stdout))
+    assert {"click", "ruamel.yaml", "sqlite3", "anyio._backends._asyncio"} <= loaded
+    assert not [name for name in loaded if name.startswith("plait")]

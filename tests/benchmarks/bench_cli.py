@@ -13,6 +13,14 @@ Three measures, one JSON line each:
   its ``tr`` children: on a busy machine wall time waits for cores, CPU time does not);
   target: median <= 0.2 s.
 - ``run_yaml3``: the same with a third step (``rev``); target: median <= 0.5 s.
+- ``libraries`` (in each ``run_yaml`` record: ``libraries_median_s``, ``libraries_cpu_s``):
+  the floor under that run. A new process imports every module from outside Plait that the
+  same ``plait run`` imported (the standard library's and third-party ones, listed from a
+  ``-X importtime`` run of the same command: asyncio and anyio's backend, click, attrs,
+  pluggy, ruamel.yaml, sqlite3, jsonschema_rs, zstandard, ...) and does nothing else. Its
+  samples are taken in the same rounds as the run's, so a busy machine slows both alike.
+  Plait's own code can go below it only by importing fewer libraries; ``plait_share``
+  is the part of the run's median above it.
 - ``progress_overhead``: one run of ``--supersteps`` supersteps (an executor that sends
   itself a counter) in this process: ``Workflow.run`` alone (``none``), and through what
   ``plait run`` does (``_follow``: Ctrl-C handling, the event feed) with no display
@@ -83,6 +91,11 @@ def _plait_command() -> list[str]:
     return [found] if found else [sys.executable, "-m", "plait_cli"]
 
 
+def _cpu_s(before: Any, after: Any) -> float:
+    """The CPU time (user + system) children spent between two ``getrusage`` readings."""
+    return float(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+
+
 def bench_run_yaml(
     repeat: int, steps: str = STEPS, expect: str = "tialp olleh", target_s: float = 0.5
 ) -> dict[str, Any]:
@@ -95,7 +108,18 @@ def bench_run_yaml(
         workflow = Path(scratch) / "steps.yaml"
         workflow.write_text(steps)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        floor = _floor_command(_imported_modules(command, workflow, scratch, env))
+        floor_samples: list[float] = []
+        floor_cpu: list[float] = []
         for round_ in range(repeat + 1):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            started = time.perf_counter()
+            subprocess.run(floor, cwd=scratch, env=env, check=True)
+            took = time.perf_counter() - started
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if round_:
+                floor_samples.append(took)
+                floor_cpu.append(_cpu_s(before, after))
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.perf_counter()
             done = subprocess.run(
@@ -112,17 +136,77 @@ def bench_run_yaml(
                 raise SystemExit(f"plait run failed ({done.returncode}): {done.stderr}")
             if round_:  # the first round writes bytecode caches, as an install would
                 samples.append(took)
-                cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+                cpu.append(_cpu_s(before, after))
     median = statistics.median(samples)
     return {
         "bench": f"run_yaml{steps.count('- id:')}",
         "median_s": round(median, 4),
         "min_s": round(min(samples), 4),
         "cpu_median_s": round(statistics.median(cpu), 4),
+        "libraries_median_s": round(statistics.median(floor_samples), 4),
+        "libraries_cpu_s": round(statistics.median(floor_cpu), 4),
+        "plait_share_s": round(median - statistics.median(floor_samples), 4),
         "repeat": repeat,
         "target_s": target_s,
         "met": median <= target_s,
     }
+
+
+def _importtime(command: list[str], workflow: Path, scratch: str, env: dict[str, str]) -> str:
+    """The ``-X importtime`` report of ``plait run`` of ``workflow``, bytecode warm."""
+    # the console script, as a user runs it (``-m`` would put the new scratch folder,
+    # changed a moment ago, first on sys.path)
+    command = command[1:] if command[0] == sys.executable else command
+    argv = [sys.executable, "-X", "importtime", *command, "run", str(workflow)]
+    argv += ["hello plait", "--allow", "subprocess"]
+    for _ in range(2):  # the first writes bytecode
+        done = subprocess.run(argv, cwd=scratch, capture_output=True, text=True, env=env)
+    return done.stderr
+
+
+def _imported_modules(
+    command: list[str], workflow: Path, scratch: str, env: dict[str, str]
+) -> list[str]:
+    """Every module from outside Plait that ``plait run`` of ``workflow`` has imported when
+    it exits, in the order their imports began (``sys.modules``' order). ``-X importtime``
+    would miss those imported with ``importlib.import_module`` (anyio's backend, every
+    lazy export), so the run itself writes them down, at exit."""
+    if command[0] == sys.executable:  # ``python -m plait_cli``: no console script
+        script, start = command[-1], f"runpy.run_module({command[-1]!r}, run_name='__main__')"
+    else:
+        script, start = command[0], f"runpy.run_path({command[0]!r}, run_name='__main__')"
+    listing = Path(scratch) / "modules.json"
+    probe = (
+        "import atexit, json, runpy, sys\n"
+        "def write():\n"
+        f"    with open({str(listing)!r}, 'w') as out:\n"
+        "        json.dump(list(sys.modules), out)\n"
+        "atexit.register(write)\n"
+        f"sys.argv = [{script!r}, 'run', {str(workflow)!r}, 'hello plait', '--allow', "
+        "'subprocess']\n"
+        # the console script's folder first on sys.path, as when it runs itself
+        f"sys.path[0] = {str(Path(script).parent)!r}\n{start}\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], cwd=scratch, env=env, capture_output=True)
+    names = json.loads(listing.read_text())
+    return [
+        name
+        for name in names
+        if not name.startswith(("plait", "__main__", "__mp_main__")) and name != "sitecustomize"
+    ]
+
+
+def _floor_command(modules: list[str]) -> list[str]:
+    """A process that imports ``modules`` (each that imports here) and does nothing else."""
+    script = (
+        "import importlib\n"
+        f"for name in {modules!r}:\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "    except Exception:  # a module that needs what only the run sets up\n"
+        "        pass\n"
+    )
+    return [sys.executable, "-c", script]
 
 
 def import_costs(top: int = 15) -> list[tuple[float, str]]:
@@ -132,16 +216,9 @@ def import_costs(top: int = 15) -> list[tuple[float, str]]:
         workflow = Path(scratch) / "steps.yaml"
         workflow.write_text(STEPS2)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        # the console script, as a user runs it (``-m`` would put the new scratch folder,
-        # changed a moment ago, first on sys.path)
-        command = _plait_command()
-        command = command[1:] if command[0] == sys.executable else command
-        argv = [sys.executable, "-X", "importtime", *command, "run", str(workflow)]
-        argv += ["hello plait", "--allow", "subprocess"]
-        for _ in range(2):  # the first writes bytecode
-            done = subprocess.run(argv, cwd=scratch, capture_output=True, text=True, env=env)
+        report = _importtime(_plait_command(), workflow, scratch, env)
     costs = []
-    for line in done.stderr.splitlines():
+    for line in report.splitlines():
         if line.startswith("import time:") and not line.startswith("import time: self"):
             _, cumulative, name = line[len("import time:") :].split("|")
             if not name.startswith("  "):  # a top-level import
@@ -246,7 +323,9 @@ def main(argv: list[str] | None = None) -> int:
         lines = [
             f"plait run, {record['bench'][-1]}-step YAML: median {record['median_s'] * 1000:.0f} "
             f"ms, fastest {record['min_s'] * 1000:.0f} ms, CPU {record['cpu_median_s'] * 1000:.0f}"
-            f" ms (target {record['target_s'] * 1000:.0f} ms)"
+            f" ms (target {record['target_s'] * 1000:.0f} ms); the libraries it imports, "
+            f"alone: {record['libraries_median_s'] * 1000:.0f} ms, so Plait's share is "
+            f"{record['plait_share_s'] * 1000:.0f} ms"
             for record in records[:2]
         ]
         for record in records[2:]:
