@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     )
 
     from ._builder import (
-        Case as Case,
         ConnectionMixin as ConnectionMixin,
         WorkflowBuilder as WorkflowBuilder,
         WorkflowConnection as WorkflowConnection,
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
     )
     from ._common import CompositionError as CompositionError
     from ._connection import (
+        Case as Case,
         ConnectionHandle as ConnectionHandle,
         ConnectionPoint as ConnectionPoint,
         Contract as Contract,

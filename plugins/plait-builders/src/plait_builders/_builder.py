@@ -48,13 +48,13 @@ from typing_extensions import Self
 from ._common import SEPARATOR, CompositionError, _tags
 from ._nodes import adapter_node, clone_executor
 
-# the composition records are imported where a fragment is composed or connected: a
-# builder that only wires executors and builds never makes their classes
+# the composition records are imported where a fragment is composed or connected, a
+# switch's cases where one is added: a builder that only wires executors and builds never
+# makes their classes
 if TYPE_CHECKING:
-    from ._connection import ConnectionHandle, ConnectionPoint, Contract, ExecutorRef
+    from ._connection import Case, ConnectionHandle, ConnectionPoint, Contract, ExecutorRef
 
 __all__ = [
-    "Case",
     "ConnectionMixin",
     "WorkflowBuilder",
     "WorkflowConnection",
@@ -63,14 +63,6 @@ __all__ = [
     "connection_from_builder",
     "connection_from_workflow",
 ]
-
-
-@attrs.frozen
-class Case:
-    """One case of a switch: when ``predicate(message)`` is true, route to ``target``."""
-
-    predicate: Callable[[Any], bool]
-    target: ExecutorRef
 
 
 @functools.cache
@@ -488,6 +480,8 @@ class WorkflowBuilder(ConnectionMixin):
     ) -> Self:
         """Route each message of ``source`` to the first case whose predicate holds, else to
         ``default``; with no match and no default the run fails naming the switch."""
+        from ._connection import Case
+
         src = self._ref(source)
         resolved = [c if isinstance(c, Case) else Case(c[0], c[1]) for c in cases]
         case_targets = [self._ref(c.target) for c in resolved]

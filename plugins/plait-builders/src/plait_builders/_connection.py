@@ -5,11 +5,14 @@ its wiring plus the frozen entry/exit metadata (``start``, ``outputs``, ``contra
 :meth:`WorkflowBuilder.add_workflow` merges one under a prefix and returns a
 :class:`ConnectionHandle`, whose :class:`ConnectionPoint`\\ s name the merged executors
 and carry their types, so callers wire fragments without knowing their inner ids.
+
+A switch's :class:`Case` lives here too: like these records, it is imported only by a
+builder that uses one (a build that only wires executors makes none of their classes).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -19,6 +22,7 @@ from plait.spi import type_name
 from ._common import CompositionError, _tags
 
 __all__ = [
+    "Case",
     "ConnectionHandle",
     "ConnectionPoint",
     "Contract",
@@ -185,3 +189,11 @@ class ConnectionHandle:
         outs = ", ".join(repr(p.executor_id) for p in self.outputs)
         start = self.start.executor_id
         return f"<ConnectionHandle {self.prefix!r} start={start!r} outputs=[{outs}]>"
+
+
+@attrs.frozen
+class Case:
+    """One case of a switch: when ``predicate(message)`` is true, route to ``target``."""
+
+    predicate: Callable[[Any], bool]
+    target: ExecutorRef
