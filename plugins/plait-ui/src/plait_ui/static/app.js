@@ -478,6 +478,14 @@
     follow.addEventListener("change", function () {
       sessionStorage.setItem("plait-follow", follow.checked ? "1" : "0");
     });
+    // a page that following opened (``follow=1``): a checkpoint written while it was on its
+    // way (after the one it was sent to, before its events began) is the latest already,
+    // and the events will not announce it again; go on to it. A page the user scrubbed to
+    // has no ``follow=1`` and stays.
+    if (follow.checked && box.dataset.follow === "1" && box.dataset.shown !== known) {
+      window.location.search = "?checkpoint=" + encodeURIComponent(known) + "&follow=1";
+      return;
+    }
     var fresh = 0;
     var source = new EventSource(box.dataset.events);
     source.addEventListener("checkpoint", function (event) {
@@ -486,7 +494,8 @@
       known = data.checkpoint_id;
       fresh += 1;
       if (follow.checked) {
-        window.location.search = "?checkpoint=" + encodeURIComponent(data.checkpoint_id);
+        window.location.search = "?checkpoint=" + encodeURIComponent(data.checkpoint_id) +
+          "&follow=1";
         return;
       }
       note.hidden = false;
