@@ -4,8 +4,8 @@ Every import counts — module-level, function-level and under ``if TYPE_CHECKIN
 annotation is a dependency of the design too). From the bottom:
 
 1. **base** — errors, run-time type checks and type names, events and run results, run
-   options and policies, the run-observer protocol, the lazy-export helper: what
-   everything else names.
+   options and policies, the run-observer protocol, the lazy-export helper, the records'
+   shared ``__repr__``: what everything else names.
 2. **authoring** — ``Executor``, ``handler``, ``WorkflowContext`` and the run state a
    context writes to.
 3. **spec** — the workflow IR and references to code, the router and merge-strategy
@@ -61,7 +61,7 @@ PACKAGE = Path(plait.__file__).parent
 LAYERS: dict[str, tuple[str, ...]] = {
     "base": (
         "_version", "_errors", "_types", "_events", "_options",
-        "_observer", "_exports",
+        "_observer", "_exports", "_records",
     ),
     "authoring": ("_state", "_context", "_executor"),
     "spec": ("_spec", "_routing"),
@@ -155,6 +155,7 @@ RUNNER_CLOSURE = {
     "_graph",
     "_observer",
     "_options",
+    "_records",  # the records' one __repr__
     "_routing",
     "_spec",
     "_state",

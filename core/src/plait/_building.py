@@ -45,6 +45,7 @@ from ._errors import (
     SourcePosition,
 )
 from ._executor import Executor
+from ._records import record_repr
 from ._spec import NodeSpec, WorkflowSpec, as_executor, resolve_ref
 
 __all__ = [
@@ -65,7 +66,7 @@ __all__ = [
 ]
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class BuildContext:
     """What a loader, an executor kind or a router may use while it builds.
 
@@ -87,6 +88,8 @@ class BuildContext:
         (``set_document``), then resolve every name with ``find``. Not given, the
         documents plugin makes one from ``executors`` when a loader first asks for it.
     """
+
+    __repr__ = record_repr
 
     manager: Any = None
     source: str = "<string>"

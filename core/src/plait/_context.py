@@ -15,6 +15,7 @@ import attrs
 import typing_extensions
 
 from ._errors import PatchError
+from ._records import record_repr
 
 if TYPE_CHECKING:
     import datetime
@@ -99,7 +100,7 @@ class RunScope(Protocol):
     ) -> str: ...
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RequestResponse:
     """An answer to ``ctx.request_info``, for executors that want to know which request
     it answers: an executor with a handler for ``RequestResponse`` gets this record;
@@ -108,17 +109,21 @@ class RequestResponse:
     executor's name, such as a budget's: the executor gets this record).
     """
 
+    __repr__ = record_repr
+
     request_id: str
     request: Any
     value: Any
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class InvocationFailure:
     """What an error edge delivers: executor ``executor_id`` failed (after its retries) on
     ``message`` in ``superstep``, and the run goes on. ``error_type`` is the failure's class
     name (the cause's, for a handler that raised), ``error`` its message.
     """
+
+    __repr__ = record_repr
 
     executor_id: str
     superstep: int

@@ -17,6 +17,8 @@ from typing import Any
 
 import attrs
 
+from ._records import record_repr
+
 __all__ = ["Converter"]
 
 
@@ -35,7 +37,7 @@ def _positive(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         raise ValueError(f"'{attribute.name}' must be a positive number, got {value!r}")
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Converter:
     """A named function from messages of type ``source`` to messages of type ``target``.
 
@@ -50,6 +52,8 @@ class Converter:
 
     Calling a converter calls ``fn``.
     """
+
+    __repr__ = record_repr
 
     source: Any = attrs.field(validator=_not_none)
     target: Any = attrs.field(validator=_not_none)

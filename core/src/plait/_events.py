@@ -17,6 +17,7 @@ import attrs
 
 from ._errors import ExecutorFailedError
 from ._observer import RunObserver
+from ._records import record_repr
 
 __all__ = [
     "RunStatus",
@@ -51,12 +52,14 @@ class RunStatus(str, enum.Enum):
         return self.value
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class WorkflowEvent:
     """Base of every event."""
 
+    __repr__ = record_repr
 
-@attrs.frozen
+
+@attrs.frozen(repr=False)
 class RunStarted(WorkflowEvent):
     """A run began."""
 
@@ -64,7 +67,7 @@ class RunStarted(WorkflowEvent):
     workflow: str | None
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class SuperstepStarted(WorkflowEvent):
     """A superstep began; ``executor_ids`` are about to run."""
 
@@ -72,7 +75,7 @@ class SuperstepStarted(WorkflowEvent):
     executor_ids: tuple[str, ...]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class SuperstepFinished(WorkflowEvent):
     """A superstep ended; every executor in it has finished."""
 
@@ -80,7 +83,7 @@ class SuperstepFinished(WorkflowEvent):
     executor_ids: tuple[str, ...]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ExecutorInvoked(WorkflowEvent):
     """An executor's handler is about to run on one message."""
 
@@ -88,7 +91,7 @@ class ExecutorInvoked(WorkflowEvent):
     superstep: int
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ExecutorCompleted(WorkflowEvent):
     """An executor's handler returned."""
 
@@ -96,7 +99,7 @@ class ExecutorCompleted(WorkflowEvent):
     superstep: int
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ExecutorFailed(WorkflowEvent):
     """An executor's handler raised."""
 
@@ -105,7 +108,7 @@ class ExecutorFailed(WorkflowEvent):
     error: BaseException
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ExecutorRetrying(WorkflowEvent):
     """An attempt of an executor failed and its retry policy tries again after ``delay``
     seconds; ``attempt`` is the attempt that failed (1-based)."""
@@ -117,7 +120,7 @@ class ExecutorRetrying(WorkflowEvent):
     error: BaseException
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class OutputEvent(WorkflowEvent):
     """An executor yielded a workflow output."""
 
@@ -126,7 +129,7 @@ class OutputEvent(WorkflowEvent):
     superstep: int
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RequestInfoEvent(WorkflowEvent):
     """An executor asked for outside input (human in the loop)."""
 
@@ -137,7 +140,7 @@ class RequestInfoEvent(WorkflowEvent):
     superstep: int
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class CustomEvent(WorkflowEvent):
     """An event an executor added with ``ctx.add_event``."""
 
@@ -146,7 +149,7 @@ class CustomEvent(WorkflowEvent):
     superstep: int
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class NestedEvent(WorkflowEvent):
     """An event of a nested workflow's run (``workflow.as_executor()``), forwarded to the
     outer run's stream in the order the inner run made it.
@@ -160,7 +163,7 @@ class NestedEvent(WorkflowEvent):
     event: WorkflowEvent
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RunFinished(WorkflowEvent):
     """The run ended with ``status``; ``error`` is set when it failed."""
 
@@ -217,7 +220,7 @@ class EventObserver(RunObserver):
             self.emit(ExecutorFailed(eid, step, cause or error))
 
 
-@attrs.define
+@attrs.define(repr=False)
 class WorkflowRunResult:
     """What a run produced.
 
@@ -233,6 +236,8 @@ class WorkflowRunResult:
         (:meth:`plait.spi.RunObserver.usage`; ``plait-budgets``: totals, per model, per
         executor and per budget), else ``None``.
     """
+
+    __repr__ = record_repr
 
     run_id: str
     status: RunStatus
@@ -250,7 +255,7 @@ class WorkflowRunResult:
         return self.status is not RunStatus.FAILED
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ContextSnapshot:
     """What a :class:`WorkflowContext` tells a handler about the invocation it runs, as
     JSON-ready data: enough to build the same context somewhere else.
@@ -265,6 +270,8 @@ class ContextSnapshot:
     ``attrs.asdict(snapshot)`` is its JSON form, and ``ContextSnapshot(**data)`` reads it
     back.
     """
+
+    __repr__ = record_repr
 
     #: the executor the context belongs to
     executor_id: str = attrs.field(validator=attrs.validators.instance_of(str))

@@ -26,6 +26,7 @@ from typing import Any, Protocol, TypeVar, cast
 import attrs
 
 from ._errors import RunOptionError
+from ._records import record_repr
 
 __all__ = [
     "DeclaredOption",
@@ -84,7 +85,7 @@ def _backoff(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         raise RunOptionError(f"retry.backoff must be 'fixed' or 'exponential', got {value!r}")
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class RetryPolicy:
     """How often and when to retry a failed invocation.
 
@@ -100,6 +101,8 @@ class RetryPolicy:
         ``"mypkg.errors:Flaky"``; nothing is imported), or ``"re:<pattern>"`` searched in
         ``"<ClassName>: <message>"``. A timeout is an ``ExecutorTimeoutError``.
     """
+
+    __repr__ = record_repr
 
     max_attempts: int = attrs.field(default=2, validator=_count)
     backoff: str = attrs.field(default="exponential", validator=_backoff)
@@ -250,7 +253,7 @@ def _one_of(*choices: str) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
     return check
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class RunOptions:
     """Options of one run. ``Workflow.run(msg, **options)`` rejects unknown names.
 
@@ -299,6 +302,8 @@ class RunOptions:
         writes it in fails the run (:class:`~plait.SharedStateRaceError`) instead of
         warning (:class:`~plait.SharedStateRaceWarning`).
     """
+
+    __repr__ = record_repr
 
     max_supersteps: int = attrs.field(default=DEFAULT_MAX_SUPERSTEPS, validator=_positive)
     max_concurrency: int | None = attrs.field(default=None, validator=_positive)
@@ -372,10 +377,12 @@ _KERNEL_OPTIONS = frozenset(
 )
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class DeclaredOption:
     """One run option a plugin declares: the group class it is a field of, and the
     distribution that declares it."""
+
+    __repr__ = record_repr
 
     group: type
     distribution: str

@@ -47,6 +47,7 @@ from ._errors import (
     RegistrationError,
     UnknownNameError,
 )
+from ._records import record_repr
 from ._registry import (
     DISABLE_ENV,
     KINDS,
@@ -135,13 +136,15 @@ class EntryPointLike(Protocol):
         """Import and return the plugin object."""
 
 
-@attrs.define
+@attrs.define(repr=False)
 class PluginInfo:
     """What ``plait plugins`` shows about one plugin.
 
     ``status`` is ``loaded``, ``blocked`` (disabled by ``PLAIT_DISABLE_PLUGINS``) or
     ``failed`` (then ``error`` says why). ``registered`` maps kind -> names.
     """
+
+    __repr__ = record_repr
 
     name: str
     distribution: str
@@ -155,9 +158,11 @@ class PluginInfo:
     conflicts: list[str] = attrs.field(factory=list)
 
 
-@attrs.define
+@attrs.define(repr=False)
 class Plugin:
     """One plugin the manager knows: where it comes from, and how loading it went."""
+
+    __repr__ = record_repr
 
     name: str
     distribution: str
@@ -306,9 +311,11 @@ _CACHE_FORMAT = 1
 _CACHE_MAX_BYTES = 1 << 20
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class CachedEntryPoint:
     """An installed entry point as :class:`InstalledPlugins` remembers it."""
+
+    __repr__ = record_repr
 
     name: str
     #: ``module`` or ``module:attr.attr``, optionally followed by ``[extras]``.

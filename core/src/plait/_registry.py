@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar
 import attrs
 
 from ._errors import PluginConflictError, PluginLoadError, RegistrationError, UnknownNameError
+from ._records import record_repr
 
 __all__ = [
     "KINDS",
@@ -164,9 +165,11 @@ SINGLETONS: dict[str, Callable[[Any], str | None]] = {
 }
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Registration(Generic[T]):
     """One object registered under a name by one plugin."""
+
+    __repr__ = record_repr
 
     kind: str
     name: str

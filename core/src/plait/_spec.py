@@ -26,6 +26,7 @@ import attrs
 
 from ._errors import ConfigError, NotPortableError, SourcePosition
 from ._executor import Executor, FunctionExecutor
+from ._records import record_repr
 from ._types import main_module_name
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ def _check_order(_instance: Any, attribute: Any, value: Any) -> None:
         )
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class NodeSpec:
     """One executor in the graph.
 
@@ -96,6 +97,8 @@ class NodeSpec:
         ``ray``); ``None`` follows the workflow's :attr:`WorkflowSpec.placement`.
     """
 
+    __repr__ = record_repr
+
     id: str
     kind: str = "python"
     ref: str | None = None
@@ -113,7 +116,7 @@ class NodeSpec:
     placement: str | None = None
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class EdgeGroupSpec:
     """A group of edges that one router drives.
 
@@ -123,6 +126,8 @@ class EdgeGroupSpec:
     :param targets: executor ids the group may deliver to, in declaration order.
     :param options: JSON-ready router options (merge strategy, ``when``, callable names).
     """
+
+    __repr__ = record_repr
 
     id: str
     router: str
@@ -140,7 +145,7 @@ def _check_direction(_instance: Any, attribute: Any, value: Any) -> None:
         raise ValueError(f"PortSpec.{attribute.name} must be 'in' or 'out', got {value!r}")
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class PortSpec:
     """A named extension point of a workflow: where others may connect to it or from it.
 
@@ -156,6 +161,8 @@ class PortSpec:
     :param semantics: a free tag saying what the messages mean (``conversation``,
         ``aggregate``, ``request``, ``control`` …), or ``None``.
     """
+
+    __repr__ = record_repr
 
     name: str
     executor: str
@@ -175,7 +182,7 @@ def _check_workflow_version(_instance: Any, attribute: Any, value: Any) -> None:
         )
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class WorkflowSpec:
     """A whole workflow graph as data.
 
@@ -200,6 +207,8 @@ class WorkflowSpec:
         (the default): unversioned. Not :attr:`version`, the spec's format version.
         Outside the topology signature; serialised only when set.
     """
+
+    __repr__ = record_repr
 
     name: str | None
     start: str

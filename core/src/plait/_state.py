@@ -22,6 +22,7 @@ from ._errors import (
     WorkflowRunError,
 )
 from ._events import CustomEvent, NestedEvent, OutputEvent, RequestInfoEvent, WorkflowEvent
+from ._records import record_repr
 from ._types import type_name
 
 if TYPE_CHECKING:
@@ -64,10 +65,12 @@ def delivery_id(seed: str) -> str:
     return hashlib.blake2b(seed.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
-@attrs.define
+@attrs.define(repr=False)
 class PendingRequest:
     """A request for outside input that the run is waiting on (``executor_id``: the
     executor that asked, or :data:`~plait._observer.RUN_REQUEST` for the run's own)."""
+
+    __repr__ = record_repr
 
     request_id: str
     executor_id: str

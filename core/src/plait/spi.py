@@ -2,16 +2,16 @@
 
 ``plait`` is for people who write workflows; ``plait.spi`` is for people who extend Plait:
 the hook markers and ``Register`` callbacks, the protocol of each kind of thing a plugin
-registers (router, merge strategy, converter, loader, executor kind, placement,
-observer, durability — with the runner's commit seam it drives —,
-schedule — with the stretch of a run it runs and a checkpointer cuts —, the documents
-machinery behind ``plait.load``), the spec types and the build context, and the helpers
-every plugin shares (lazy registration, code references, expression compilers, the
-caller's words in errors). What a checkpoint is (its records, the store protocols, the
-value codec) and what stores share (the byte format, the lease rules, prune's rule) come
-with ``plait-durable``; the spec builder and the problems collector every front-end builds
-the IR with come with ``plait-documents``; chains of converters and the static type check
-they rest on (``is_assignable``) come with ``plait-converters``. Every other module of the
+registers (router, merge strategy, converter, loader, executor kind, placement, observer,
+durability — with the runner's commit seam it drives —, schedule — with the stretch of a
+run it runs and a checkpointer cuts —, the documents machinery behind ``plait.load``), the
+spec types and the build context, and the helpers every plugin shares (lazy registration,
+code references, expression compilers, the caller's words in errors, the one ``__repr__``
+of attrs records). What a checkpoint is (its records, the store protocols, the value codec)
+and what stores share (the byte format, the lease rules, prune's rule) come with
+``plait-durable``; the spec builder and the problems collector every front-end builds the
+IR with come with ``plait-documents``; chains of converters and the static type check they
+rest on (``is_assignable``) come with ``plait-converters``. Every other module of the
 kernel is private (``plait._*``) and may change.
 
 Names are imported on first use, so ``from plait.spi import hookimpl`` in a plugin's entry
@@ -72,6 +72,7 @@ if TYPE_CHECKING:
         observes_when as observes_when,
         set_plugin_manager as set_plugin_manager,
     )
+    from ._records import record_repr as record_repr
     from ._registry import lazy as lazy
     from ._routing import (
         Delivery as Delivery,

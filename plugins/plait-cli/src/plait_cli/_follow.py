@@ -16,7 +16,7 @@ import anyio
 import attrs
 import click
 from plait import OutputEvent, PlaitError, RunStatus, WorkflowEvent, WorkflowRunResult
-from plait.spi import PendingRequest
+from plait.spi import PendingRequest, record_repr
 
 from ._app import start_up_over
 from ._output import describe_error, event_record, format_output, to_json
@@ -30,9 +30,11 @@ SHOW_AFTER = 0.2
 Start = Callable[[dict[str, Any]], Awaitable[WorkflowRunResult]]
 
 
-@attrs.define
+@attrs.define(repr=False)
 class Outcome:
     """How a run ended as the shell sees it (``aborted``: a second Ctrl-C cancelled it)."""
+
+    __repr__ = record_repr
 
     run_id: str
     status: RunStatus = RunStatus.FAILED
@@ -59,9 +61,11 @@ class Outcome:
         )
 
 
-@attrs.define
+@attrs.define(repr=False)
 class Display:
     """What to show while a run goes: JSON events, progress (live or lines), or nothing."""
+
+    __repr__ = record_repr
 
     json_events: bool = False
     quiet: bool = False

@@ -28,7 +28,7 @@ from typing import Any
 import attrs
 import click
 from plait import RunStatus, Workflow
-from plait.spi import type_name
+from plait.spi import record_repr, type_name
 
 from ._follow import Display, Outcome, follow
 from ._grants import grant_options, grants_from, resume_flags
@@ -168,13 +168,15 @@ def _keyed(url: str) -> str:
     return f"sealed:{url}"
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Loaded:
     """How this command loaded the workflow: what a printed resume command repeats.
 
     :param text: the ``TARGET`` as typed.
     :param target: its form, decided once.
     """
+
+    __repr__ = record_repr
 
     text: str
     target: Target

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import attrs
 from plait import PlaitError, Workflow
+from plait.spi import record_repr
 
 from ._output import describe_error
 
@@ -44,7 +45,7 @@ class TargetError(PlaitError):
     """
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Target:
     """A ``TARGET``, its form decided once (:func:`parse_target`) and carried as is through
     loading, recording and deciding whether it names code: the string is never read again,
@@ -55,6 +56,8 @@ class Target:
     :param where: the document's or the ``.py`` file's path, or the module's name.
     :param attr: the attribute naming the workflow (``""`` for a document).
     """
+
+    __repr__ = record_repr
 
     form: Literal["document", "file", "module"]
     where: str

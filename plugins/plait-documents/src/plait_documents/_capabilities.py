@@ -42,7 +42,7 @@ from plait import (
     SourcePosition,
     get_plugin_manager,
 )
-from plait.spi import BuildContext
+from plait.spi import BuildContext, record_repr
 
 __all__ = [
     "CAPABILITY_NAMES",
@@ -136,13 +136,15 @@ def _check_name(instance: Any, attribute: Any, value: str) -> None:
         )
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Capability:
     """One thing a document may make Plait do: a ``name`` and, for ``network``,
     ``filesystem``, ``documents`` and ``kind``, a ``scope`` (a host, a path, a kind name;
     ``None``: any). Hashable and ordered; ``str()`` is its flag form
     (``network=api.example.com``), which :meth:`parse` reads back.
     """
+
+    __repr__ = record_repr
 
     name: str = attrs.field(validator=_check_name)
     scope: str | None = None
@@ -231,13 +233,15 @@ def documents(path: str | None = None) -> Capability:
     return Capability("documents", path or None)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Need:
     """One capability one node needs: the ``node_id`` and its ``kind`` (``edge group`` for
     an edge group's code), where the node is in its document, and ``via``: the kind inside
     it that needs the capability (a ``steps.executor`` step's ``shell``, a nested
     workflow's ``http`` node) or the placement that does, when it is not the node's own.
     """
+
+    __repr__ = record_repr
 
     capability: Capability
     node_id: str
@@ -426,11 +430,13 @@ def _store_capabilities(url: Any) -> list[Capability]:
 AllowSpec = Union[None, bool, str, Iterable[str | Capability], "Grants"]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Grants:
     """What the caller grants a document: some capabilities, or ``everything`` but the
     capabilities named in ``withheld``.
     """
+
+    __repr__ = record_repr
 
     capabilities: frozenset[Capability] = frozenset()
     everything: bool = False

@@ -20,6 +20,7 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 
 import attrs
+from plait.spi import record_repr
 
 if TYPE_CHECKING:
     from plait import Workflow
@@ -35,7 +36,7 @@ def _no_source(graph: CompiledGraph) -> SourceDocument | None:
     return None
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class SourceDocument:
     """A workflow document as its loader read it.
 
@@ -48,6 +49,8 @@ class SourceDocument:
     :attr:`sha256` is computed from :attr:`text` (never given), so a source document
     always names the hash of its own bytes.
     """
+
+    __repr__ = record_repr
 
     name: str = attrs.field(validator=attrs.validators.instance_of(str))
     format: str | None = attrs.field(

@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 from plait import RunOptionError
+from plait.spi import record_repr
 
 __all__ = ["DurableOptions", "RESERVED_METADATA", "STORE_METHODS"]
 
@@ -102,7 +103,7 @@ def _metadata(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         )
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class DurableOptions:
     """The run options of durable runs.
 
@@ -117,6 +118,8 @@ class DurableOptions:
         with each superstep's checkpoint; what ``plait ui`` draws as a Gantt. Needs
         ``checkpoint`` on a store that keeps a journal. Off by default, and then free.
     """
+
+    __repr__ = record_repr
 
     checkpoint: Any = attrs.field(default=None, validator=_store)
     durability: str = attrs.field(default="sync", validator=_mode)

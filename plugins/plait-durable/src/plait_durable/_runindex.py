@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
+from plait.spi import record_repr
 
 from ._stores import latest_run_info
 from .checkpoint import Checkpoint, CheckpointStore, Lease, RunInfo
@@ -51,7 +52,7 @@ __all__ = [
 ]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RunSummary(RunInfo):
     """One run as the run index lists it.
 
@@ -59,6 +60,8 @@ class RunSummary(RunInfo):
     plus where the run was forked from (``forked_from``, ``forked_from_checkpoint``: the
     run and checkpoint :func:`fork_run` copied; ``None`` for a run that was not forked).
     """
+
+    __repr__ = record_repr
 
     forked_from: str | None = None
     forked_from_checkpoint: str | None = None

@@ -31,7 +31,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
-from plait.spi import lazy_exports
+from plait.spi import lazy_exports, record_repr
 
 if TYPE_CHECKING:
     from ._info import CheckpointInfo as CheckpointInfo
@@ -54,7 +54,7 @@ __all__ = [
 FORMAT_VERSION = 1
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Checkpoint:
     """One checkpoint of one run.
 
@@ -74,6 +74,8 @@ class Checkpoint:
         full one, every checkpoint Plait writes now. Stores must keep it while a kept
         checkpoint names it (see ``plait_durable.kit.CheckpointStoreBase._prune_plan``).
     """
+
+    __repr__ = record_repr
 
     checkpoint_id: str
     run_id: str
@@ -262,9 +264,11 @@ def open_store(url: str) -> CheckpointStore:
     return store
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class LeaseHolder:
     """Who holds a lease: host, process id, when it took it, and a unique owner id."""
+
+    __repr__ = record_repr
 
     host: str
     pid: int
@@ -315,10 +319,12 @@ class LeaseHolder:
             return None
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Lease:
     """A granted lease: the run, its fencing token, the holder and when it expires
     (seconds since the epoch)."""
+
+    __repr__ = record_repr
 
     run_id: str
     token: int
@@ -326,7 +332,7 @@ class Lease:
     expires_at: float
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class RunInfo:
     """What :meth:`CheckpointStore.runs` lists about one run, from its latest checkpoint.
 
@@ -349,6 +355,8 @@ class RunInfo:
         run index's row, a corrupt or sealed checkpoint). Not compared, not an index
         column.
     """
+
+    __repr__ = record_repr
 
     run_id: str
     workflow: str | None

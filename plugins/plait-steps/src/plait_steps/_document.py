@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 from plait import ConfigError, PlaitError
+from plait.spi import record_repr
 from plait_documents import did_you_mean
 
 from ._yaml import Y, position
@@ -61,9 +62,11 @@ def step_ref(match: re.Match[str]) -> str:
 ITEM_REF = re.compile(r"\$(item|index)\b")
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class Step:
     """One step of the document, as written (ids filled in)."""
+
+    __repr__ = record_repr
 
     id: str
     type: str
@@ -96,10 +99,12 @@ class Step:
             yield from child.walk()
 
 
-@attrs.define
+@attrs.define(repr=False)
 class Document:
     """The whole document: its steps and its own ``agents:`` section (each agent's
     definition, and the YAML value it was read from, for positions)."""
+
+    __repr__ = record_repr
 
     name: str | None
     steps: list[Step]
