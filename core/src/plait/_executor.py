@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import types
 import typing
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
@@ -154,12 +155,7 @@ class Executor:
         handlers = self.handlers
         found: _Declared | None = getattr(self, "_declared", None)
         if found is None or found[0] is not handlers:
-            found = self._declared = (
-                handlers,
-                tuple(h.input_type for h in handlers if h.input_type is not RequestResponse),
-                _union_of(h.output_types for h in handlers),
-                _union_of(h.workflow_output_types for h in handlers),
-            )
+            found = self._declared = _declared_by(handlers)
         return found
 
     # -- dispatch ----------------------------------------------------------------------
@@ -231,7 +227,7 @@ class FunctionExecutor(Executor):
         timeout: float | None = None,
         order: str | None = None,
     ) -> None:
-        if not inspect.iscoroutinefunction(fn):
+        if not _is_async_def(fn):
             raise TypeError(f"@executor needs an async def, got {_qualname(fn)}")
         self.fn = fn
         super().__init__(
@@ -312,6 +308,15 @@ def executor(
 def _qualname(fn: Any) -> str:
     qualname = getattr(fn, "__qualname__", None) or type(fn).__qualname__
     return f"{getattr(fn, '__module__', '?')}.{qualname}"
+
+
+def _is_async_def(fn: Any) -> bool:
+    """``inspect.iscoroutinefunction(fn)``, answered at once for a plain ``async def``
+    function (what ``@executor`` gets, once per node) without its unwrapping of methods
+    and partials."""
+    if type(fn) is types.FunctionType and fn.__code__.co_flags & inspect.CO_COROUTINE:
+        return True
+    return inspect.iscoroutinefunction(fn)
 
 
 #: the names of each class's handler methods, most derived first (found once per class)
@@ -427,6 +432,31 @@ def _split(tp: Any) -> tuple[Any, ...]:
     if typing.get_origin(tp) is typing.Union or type(tp).__name__ == "UnionType":
         return tuple(typing.get_args(tp))
     return (tp,)
+
+
+def _declared_by(handlers: tuple[Handler, ...]) -> _Declared:
+    """``(handlers, input types, output types, workflow output types)`` of ``handlers``."""
+    if len(handlers) == 1:
+        # one handler (every function executor): the types it declares, as they are
+        # when it declares at most one of each kind (the union of one type is itself)
+        (only,) = handlers
+        inputs = () if only.input_type is RequestResponse else (only.input_type,)
+        outputs = _one_group(only.output_types)
+        return handlers, inputs, outputs, _one_group(only.workflow_output_types)
+    return (
+        handlers,
+        tuple(h.input_type for h in handlers if h.input_type is not RequestResponse),
+        _union_of(h.output_types for h in handlers),
+        _union_of(h.workflow_output_types for h in handlers),
+    )
+
+
+def _one_group(group: tuple[Any, ...]) -> tuple[Any, ...]:
+    """:func:`_union_of` one handler's ``group`` of types: the tuple itself when it holds
+    one type other than ``Any``, or none."""
+    if type(group) is tuple and (not group or (len(group) == 1 and group[0] is not Any)):
+        return group
+    return _union_of((group,))
 
 
 def _union_of(groups: typing.Iterable[tuple[Any, ...]]) -> tuple[Any, ...]:
