@@ -233,7 +233,10 @@ class WorkflowSpec:
         out: dict[str, set[str]] = {n.id: set() for n in self.nodes}
         for group in self.edge_groups:
             for source in group.sources:
-                out.setdefault(source, set()).update(group.targets)
+                targets = out.get(source)
+                if targets is None:  # not a node: reported by problems()
+                    targets = out[source] = set()
+                targets.update(group.targets)
         return out
 
     def longest_path(self) -> int | None:
@@ -329,14 +332,18 @@ class WorkflowSpec:
         for gid in sorted(g for g, n in Counter(group_ids).items() if n > 1):
             problems.append(f"duplicate edge group id {gid!r}")
         for group in self.edge_groups:
-            for end, names in (("source", group.sources), ("target", group.targets)):
-                if not names:
-                    problems.append(f"edge group {group.id!r} has no {end}s")
-                for name in names:
-                    if name not in known:
-                        problems.append(
-                            f"edge group {group.id!r} has unknown {end} executor {name!r}"
-                        )
+            sources, targets = group.sources, group.targets
+            # most groups name known executors at both ends: one look each finds it
+            ends_known = known.issuperset(sources) and known.issuperset(targets)
+            if not (sources and targets and ends_known):
+                for end, names in (("source", sources), ("target", targets)):
+                    if not names:
+                        problems.append(f"edge group {group.id!r} has no {end}s")
+                    for name in names:
+                        if name not in known:
+                            problems.append(
+                                f"edge group {group.id!r} has unknown {end} executor {name!r}"
+                            )
             if installed is not None and group.router not in installed:
                 problems.append(
                     f"edge group {group.id!r} uses unknown router {group.router!r}; "
