@@ -117,6 +117,7 @@ class Executor:
         self.timeout = timeout
         self.handlers: tuple[Handler, ...] = tuple(self.declare_handlers())
         self._dispatch: dict[type, Handler] = {}
+        self._declared: _Declared | None = None  # (see _declared_types)
 
     def declare_handlers(self) -> Iterable[Handler]:
         """This executor's handlers, in the order dispatch tries them. By default its
@@ -153,7 +154,10 @@ class Executor:
         (:meth:`with_id`) has another tuple, so its types are collected again.
         """
         handlers = self.handlers
-        found: _Declared | None = getattr(self, "_declared", None)
+        try:  # an attribute read: building asks each node several times
+            found = self._declared
+        except AttributeError:  # an executor that skipped Executor.__init__
+            found = None
         if found is None or found[0] is not handlers:
             found = self._declared = _declared_by(handlers)
         return found
@@ -354,12 +358,17 @@ _BY_CODE: dict[int, tuple[Any, int, dict[str, Any], tuple[Any, ...]]] = {}
 
 def _shape(fn: Callable[..., Awaitable[Any]]) -> tuple[Any, ...]:
     """:func:`_read_shape` of ``fn``, read once per code, globals and annotations."""
-    function = getattr(fn, "__func__", fn)  # a bound method's shape is its function's
-    code = getattr(function, "__code__", None)
-    annotations = getattr(function, "__annotations__", None)
-    if code is None or not isinstance(annotations, dict):
-        return _read_shape(fn)
-    scope = id(getattr(function, "__globals__", None))
+    code: Any
+    annotations: Any
+    if type(fn) is types.FunctionType:  # (most handlers: read without getattr's defaults)
+        code, annotations, scope = fn.__code__, fn.__annotations__, id(fn.__globals__)
+    else:
+        function = getattr(fn, "__func__", fn)  # a bound method's shape is its function's
+        code = getattr(function, "__code__", None)
+        annotations = getattr(function, "__annotations__", None)
+        if code is None or not isinstance(annotations, dict):
+            return _read_shape(fn)
+        scope = id(getattr(function, "__globals__", None))
     known = _BY_CODE.get(id(code))
     if known is not None and known[0] is code and known[1] == scope and known[2] == annotations:
         return known[3]
