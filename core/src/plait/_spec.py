@@ -320,8 +320,8 @@ class WorkflowSpec:
         problems: list[str] = []
         ids = [n.id for n in self.nodes]
         known = set(ids)
-        dupes = sorted(i for i, n in Counter(ids).items() if n > 1)
-        if dupes:
+        if len(known) != len(ids):  # (counted only when some id is there twice)
+            dupes = sorted(i for i, n in Counter(ids).items() if n > 1)
             problems.append(f"duplicate executor id(s): {', '.join(dupes)}")
         if not self.start:
             problems.append("no start executor (call set_start)")
@@ -329,8 +329,9 @@ class WorkflowSpec:
             problems.append(f"start executor {self.start!r} is not in the workflow")
         installed = sorted(routers) if routers is not None else None
         group_ids = [g.id for g in self.edge_groups]
-        for gid in sorted(g for g, n in Counter(group_ids).items() if n > 1):
-            problems.append(f"duplicate edge group id {gid!r}")
+        if len(set(group_ids)) != len(group_ids):
+            for gid in sorted(g for g, n in Counter(group_ids).items() if n > 1):
+                problems.append(f"duplicate edge group id {gid!r}")
         for group in self.edge_groups:
             sources, targets = group.sources, group.targets
             # most groups name known executors at both ends: one look each finds it
