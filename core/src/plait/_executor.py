@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import types
 import typing
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
@@ -116,6 +117,7 @@ class Executor:
         self.timeout = timeout
         self.handlers: tuple[Handler, ...] = tuple(self.declare_handlers())
         self._dispatch: dict[type, Handler] = {}
+        self._declared: _Declared | None = None  # (see _declared_types)
 
     def declare_handlers(self) -> Iterable[Handler]:
         """This executor's handlers, in the order dispatch tries them. By default its
@@ -152,14 +154,12 @@ class Executor:
         (:meth:`with_id`) has another tuple, so its types are collected again.
         """
         handlers = self.handlers
-        found: _Declared | None = getattr(self, "_declared", None)
+        try:  # an attribute read: building asks each node several times
+            found = self._declared
+        except AttributeError:  # an executor that skipped Executor.__init__
+            found = None
         if found is None or found[0] is not handlers:
-            found = self._declared = (
-                handlers,
-                tuple(h.input_type for h in handlers if h.input_type is not RequestResponse),
-                _union_of(h.output_types for h in handlers),
-                _union_of(h.workflow_output_types for h in handlers),
-            )
+            found = self._declared = _declared_by(handlers)
         return found
 
     # -- dispatch ----------------------------------------------------------------------
@@ -231,7 +231,7 @@ class FunctionExecutor(Executor):
         timeout: float | None = None,
         order: str | None = None,
     ) -> None:
-        if not inspect.iscoroutinefunction(fn):
+        if not _is_async_def(fn):
             raise TypeError(f"@executor needs an async def, got {_qualname(fn)}")
         self.fn = fn
         super().__init__(
@@ -314,6 +314,15 @@ def _qualname(fn: Any) -> str:
     return f"{getattr(fn, '__module__', '?')}.{qualname}"
 
 
+def _is_async_def(fn: Any) -> bool:
+    """``inspect.iscoroutinefunction(fn)``, answered at once for a plain ``async def``
+    function (what ``@executor`` gets, once per node) without its unwrapping of methods
+    and partials."""
+    if type(fn) is types.FunctionType and fn.__code__.co_flags & inspect.CO_COROUTINE:
+        return True
+    return inspect.iscoroutinefunction(fn)
+
+
 #: the names of each class's handler methods, most derived first (found once per class)
 _MARKED: weakref.WeakKeyDictionary[type, tuple[str, ...]] = weakref.WeakKeyDictionary()
 
@@ -349,12 +358,17 @@ _BY_CODE: dict[int, tuple[Any, int, dict[str, Any], tuple[Any, ...]]] = {}
 
 def _shape(fn: Callable[..., Awaitable[Any]]) -> tuple[Any, ...]:
     """:func:`_read_shape` of ``fn``, read once per code, globals and annotations."""
-    function = getattr(fn, "__func__", fn)  # a bound method's shape is its function's
-    code = getattr(function, "__code__", None)
-    annotations = getattr(function, "__annotations__", None)
-    if code is None or not isinstance(annotations, dict):
-        return _read_shape(fn)
-    scope = id(getattr(function, "__globals__", None))
+    code: Any
+    annotations: Any
+    if type(fn) is types.FunctionType:  # (most handlers: read without getattr's defaults)
+        code, annotations, scope = fn.__code__, fn.__annotations__, id(fn.__globals__)
+    else:
+        function = getattr(fn, "__func__", fn)  # a bound method's shape is its function's
+        code = getattr(function, "__code__", None)
+        annotations = getattr(function, "__annotations__", None)
+        if code is None or not isinstance(annotations, dict):
+            return _read_shape(fn)
+        scope = id(getattr(function, "__globals__", None))
     known = _BY_CODE.get(id(code))
     if known is not None and known[0] is code and known[1] == scope and known[2] == annotations:
         return known[3]
@@ -427,6 +441,31 @@ def _split(tp: Any) -> tuple[Any, ...]:
     if typing.get_origin(tp) is typing.Union or type(tp).__name__ == "UnionType":
         return tuple(typing.get_args(tp))
     return (tp,)
+
+
+def _declared_by(handlers: tuple[Handler, ...]) -> _Declared:
+    """``(handlers, input types, output types, workflow output types)`` of ``handlers``."""
+    if len(handlers) == 1:
+        # one handler (every function executor): the types it declares, as they are
+        # when it declares at most one of each kind (the union of one type is itself)
+        (only,) = handlers
+        inputs = () if only.input_type is RequestResponse else (only.input_type,)
+        outputs = _one_group(only.output_types)
+        return handlers, inputs, outputs, _one_group(only.workflow_output_types)
+    return (
+        handlers,
+        tuple(h.input_type for h in handlers if h.input_type is not RequestResponse),
+        _union_of(h.output_types for h in handlers),
+        _union_of(h.workflow_output_types for h in handlers),
+    )
+
+
+def _one_group(group: tuple[Any, ...]) -> tuple[Any, ...]:
+    """:func:`_union_of` one handler's ``group`` of types: the tuple itself when it holds
+    one type other than ``Any``, or none."""
+    if type(group) is tuple and (not group or (len(group) == 1 and group[0] is not Any)):
+        return group
+    return _union_of((group,))
 
 
 def _union_of(groups: typing.Iterable[tuple[Any, ...]]) -> tuple[Any, ...]:

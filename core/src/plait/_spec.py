@@ -242,7 +242,10 @@ class WorkflowSpec:
         out: dict[str, set[str]] = {n.id: set() for n in self.nodes}
         for group in self.edge_groups:
             for source in group.sources:
-                out.setdefault(source, set()).update(group.targets)
+                targets = out.get(source)
+                if targets is None:  # not a node: reported by problems()
+                    targets = out[source] = set()
+                targets.update(group.targets)
         return out
 
     def longest_path(self) -> int | None:
@@ -326,8 +329,8 @@ class WorkflowSpec:
         problems: list[str] = []
         ids = [n.id for n in self.nodes]
         known = set(ids)
-        dupes = sorted(i for i, n in Counter(ids).items() if n > 1)
-        if dupes:
+        if len(known) != len(ids):  # (counted only when some id is there twice)
+            dupes = sorted(i for i, n in Counter(ids).items() if n > 1)
             problems.append(f"duplicate executor id(s): {', '.join(dupes)}")
         if not self.start:
             problems.append("no start executor (call set_start)")
@@ -335,17 +338,22 @@ class WorkflowSpec:
             problems.append(f"start executor {self.start!r} is not in the workflow")
         installed = sorted(routers) if routers is not None else None
         group_ids = [g.id for g in self.edge_groups]
-        for gid in sorted(g for g, n in Counter(group_ids).items() if n > 1):
-            problems.append(f"duplicate edge group id {gid!r}")
+        if len(set(group_ids)) != len(group_ids):
+            for gid in sorted(g for g, n in Counter(group_ids).items() if n > 1):
+                problems.append(f"duplicate edge group id {gid!r}")
         for group in self.edge_groups:
-            for end, names in (("source", group.sources), ("target", group.targets)):
-                if not names:
-                    problems.append(f"edge group {group.id!r} has no {end}s")
-                for name in names:
-                    if name not in known:
-                        problems.append(
-                            f"edge group {group.id!r} has unknown {end} executor {name!r}"
-                        )
+            sources, targets = group.sources, group.targets
+            # most groups name known executors at both ends: one look each finds it
+            ends_known = known.issuperset(sources) and known.issuperset(targets)
+            if not (sources and targets and ends_known):
+                for end, names in (("source", sources), ("target", targets)):
+                    if not names:
+                        problems.append(f"edge group {group.id!r} has no {end}s")
+                    for name in names:
+                        if name not in known:
+                            problems.append(
+                                f"edge group {group.id!r} has unknown {end} executor {name!r}"
+                            )
             if installed is not None and group.router not in installed:
                 problems.append(
                     f"edge group {group.id!r} uses unknown router {group.router!r}; "

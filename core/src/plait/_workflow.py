@@ -323,10 +323,10 @@ class Workflow:
         creators: dict[str, Callable[..., EdgeRunner]] = {}
         checked: set[type] = set()  # the kinds of edge runner found complete
         for group in spec.edge_groups:
-            if group.router not in routers:
+            create = creators.get(group.router)
+            if create is None and group.router not in routers:
                 continue  # reported by spec.problems
             try:
-                create = creators.get(group.router)
                 if create is None:
                     create = creators[group.router] = routers.get(group.router).create
                 runner = edge_runners[group.id] = create(group, params.get(group.id, {}), env)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 from plait import Never, WorkflowContext, WorkflowSpec, WorkflowValidationError, executor
 from plait_builders import WorkflowBuilder
@@ -165,6 +166,56 @@ def test_spec_is_json_round_trippable_and_signed() -> None:
     assert spec.diff(changed.spec) == [
         "edges added: direct:a->b",
         "edges removed: conditional:a->b",
+    ]
+
+
+def test_node_spec_fields() -> None:
+    # the builder makes a node's spec with its fields by position (cheaper than keywords):
+    # each setting lands in the field of its name, whatever it is
+    from plait import NodeSpec, RetryPolicy
+    from plait_builders._builder import _node_spec
+
+    @executor(id="set", max_concurrency=3, max_visits=4, timeout=5.0, order="arrival")
+    async def every(x: str, ctx: WorkflowContext[int, bytes]) -> None:
+        await ctx.send_message(len(x))
+
+    every.nonportable = "a test says so"  # type: ignore[attr-defined]
+    policy = {"retry": RetryPolicy(max_attempts=2).to_dict(), "placement": "local"}
+    node = _node_spec(every, policy)
+    assert node == NodeSpec(
+        id="set",
+        kind="python",
+        ref=every.ref,
+        input_types=("str",),
+        output_types=("int",),
+        workflow_output_types=("bytes",),
+        config={"ref": every.ref},
+        uses=None,
+        retry=policy["retry"],
+        timeout=5.0,
+        max_visits=4,
+        max_concurrency=3,
+        order="arrival",
+        nonportable="a test says so",
+        placement="local",
+    )
+    # a new field (or a new order) must be given its value in _node_spec too
+    assert [field.name for field in attrs.fields(NodeSpec)] == [
+        "id",
+        "kind",
+        "ref",
+        "input_types",
+        "output_types",
+        "workflow_output_types",
+        "config",
+        "uses",
+        "retry",
+        "timeout",
+        "max_visits",
+        "max_concurrency",
+        "order",
+        "nonportable",
+        "placement",
     ]
 
 

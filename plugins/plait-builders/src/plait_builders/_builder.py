@@ -282,7 +282,8 @@ class WorkflowBuilder(ConnectionMixin):
 
     def _ref(self, ref: ExecutorRef) -> str:
         if isinstance(ref, Executor):
-            self.add_executor(ref)
+            if self._executors.get(ref.id) is not ref:  # (adding it again changes nothing)
+                self.add_executor(ref)
             return ref.id
         if isinstance(ref, str):
             return ref
@@ -645,22 +646,49 @@ def _node_spec(ex: Executor, policy: dict[str, Any] | None = None) -> NodeSpec:
         nonportable = getattr(ex, "nonportable", None) or why
         config = {"ref": ref}
     retry = policy.get("retry") or (ex.retry.to_dict() if ex.retry is not None else None)
+    # every field by position, in NodeSpec's order: calling a class packs its keywords
+    # into a dict, which cost a quarter of making a node's spec (test_node_spec_fields)
     return NodeSpec(
-        id=ex.id,
-        kind=kind,
-        ref=ref,
-        input_types=tuple(map(type_name, ex.input_types)),
-        output_types=tuple(map(type_name, ex.output_types)),
-        workflow_output_types=tuple(map(type_name, ex.workflow_output_types)),
-        config=config,
-        retry=retry,
-        timeout=policy.get("timeout", ex.timeout),
-        max_visits=ex.max_visits,
-        max_concurrency=ex.max_concurrency,
-        order=policy.get("order", getattr(ex, "order", None)),
-        nonportable=nonportable,
-        placement=policy.get("placement"),
+        ex.id,
+        kind,
+        ref,
+        _type_names(ex.input_types),
+        _type_names(ex.output_types),
+        _type_names(ex.workflow_output_types),
+        config,
+        None,  # uses: only a document names the executor a node uses
+        retry,
+        policy.get("timeout", ex.timeout),
+        ex.max_visits,
+        ex.max_concurrency,
+        policy.get("order", getattr(ex, "order", None)),
+        nonportable,
+        policy.get("placement"),
     )
+
+
+def _type_names(types: tuple[Any, ...]) -> tuple[str, ...]:
+    """The readable names of ``types`` (:func:`plait.spi.type_name`): most nodes declare
+    one type or none of each kind, and the nodes of one workflow the same few types."""
+    if not types:
+        return ()
+    if len(types) != 1:
+        return tuple(map(type_name, types))
+    only = types[0]
+    if type(only) is not type or only.__module__ == "__main__":
+        return (type_name(only),)  # named each time, as type_name names it
+    found = _CLASS_NAMES.get(only)
+    if found is None:
+        found = (type_name(only),)
+        if len(_CLASS_NAMES) < 1024:
+            _CLASS_NAMES[only] = found
+    return found
+
+
+#: A plain class (one from an importable module) -> its name, as the one-tuple a node
+#: spec holds: named once, as type_name names such a class once (its own cache holds as
+#: many), so a thousand nodes that accept ``int`` share one tuple.
+_CLASS_NAMES: dict[type, tuple[str]] = {}
 
 
 #: Executor class -> (its import path, why the ``python`` kind cannot re-create one of its

@@ -26,6 +26,7 @@ handler is chosen at run time. Edges proven at build time get no run-time check 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
@@ -77,7 +78,13 @@ class _Wiring:
         self.manager = manager
         self.auto_convert = auto_convert
         self.allow_lossy = allow_lossy
-        self.group_ids = {g.id for g in groups}
+
+    @functools.cached_property
+    def group_ids(self) -> set[str]:
+        """The groups' ids, which the ``direct`` groups of inserted converter nodes must
+        not take: collected when an edge first needs a converter (most builds never do),
+        while the groups are still the caller's."""
+        return {g.id for g in self.groups}
 
     def check(self, index: int, merges: Registry[Any]) -> list[EdgeTypeProblem]:
         group = self.groups[index]
@@ -91,7 +98,10 @@ class _Wiring:
             if target is None:
                 continue  # reported by the structural checks
             accepted = target.input_types
-            if all(_accepts(accepted, tp) for tp in incoming):
+            # most edges send exactly what their target accepts: only the other types
+            # are asked of the type check
+            unmatched = [tp for tp in incoming if tp not in accepted]
+            if not unmatched or all(_accepts(accepted, tp) for tp in unmatched):
                 continue
             lossy = self.allow_lossy or bool(group.options.get("allow_lossy"))
             plan, problem = self._plan(incoming, accepted, lossy)
