@@ -668,27 +668,11 @@ def _node_spec(ex: Executor, policy: dict[str, Any] | None = None) -> NodeSpec:
 
 
 def _type_names(types: tuple[Any, ...]) -> tuple[str, ...]:
-    """The readable names of ``types`` (:func:`plait.spi.type_name`): most nodes declare
-    one type or none of each kind, and the nodes of one workflow the same few types."""
-    if not types:
-        return ()
-    if len(types) != 1:
-        return tuple(map(type_name, types))
-    only = types[0]
-    if type(only) is not type or only.__module__ == "__main__":
-        return (type_name(only),)  # named each time, as type_name names it
-    found = _CLASS_NAMES.get(only)
-    if found is None:
-        found = (type_name(only),)
-        if len(_CLASS_NAMES) < 1024:
-            _CLASS_NAMES[only] = found
-    return found
-
-
-#: A plain class (one from an importable module) -> its name, as the one-tuple a node
-#: spec holds: named once, as type_name names such a class once (its own cache holds as
-#: many), so a thousand nodes that accept ``int`` share one tuple.
-_CLASS_NAMES: dict[type, tuple[str]] = {}
+    """The readable names of ``types`` (:func:`plait.spi.type_name`, which names a plain
+    class once): most nodes declare one type or none of each kind."""
+    if len(types) == 1:
+        return (type_name(types[0]),)
+    return tuple(map(type_name, types))
 
 
 #: Executor class -> (its import path, why the ``python`` kind cannot re-create one of its
